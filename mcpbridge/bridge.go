@@ -1,0 +1,245 @@
+// Package mcpbridge holds sessions to upstream MCP servers, merges their
+// tools into one namespaced catalog, keeps it fresh, and dispatches calls.
+//
+// Ownership:
+//
+//	Bridge ──owns──▶ upstream (one supervisor goroutine per server)
+//	                   └─▶ session (one at a time: ClientSession + refresher)
+//	Bridge ──owns──▶ Catalog (immutable Snapshots, swapped atomically)
+//
+// Guarantees:
+//   - Notification handlers never block: list_changed marks the session dirty
+//     (a capacity-1 channel) and returns. The session's refresher drains the
+//     mark, waits for a short quiet period, lists every page, and publishes a
+//     new catalog snapshot. A push during a listing causes exactly one more.
+//   - Calls resolve exposed names through the current snapshot (never by
+//     parsing the name) and run on the upstream's current session with the
+//     caller's context, so cancellation reaches the upstream.
+//   - Close cancels everything the bridge started and waits for it.
+//
+// The package never imports gRPC or generated code: the service package maps
+// it to the wire.
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Version is reported to upstreams as the client version.
+var Version = "0.1.0"
+
+// Bridge is the set of upstream sessions and their merged catalog.
+type Bridge struct {
+	cfg     Config
+	log     *slog.Logger
+	catalog *Catalog
+	ups     map[string]*upstream
+	names   []string // sorted
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	pending   atomic.Int64
+	ready     chan struct{}
+	readyOnce sync.Once
+	closeOnce sync.Once
+}
+
+// New validates cfg and starts one supervisor per upstream, all
+// concurrently. It does not wait for them: see Ready.
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.StartupTimeout <= 0 {
+		cfg.StartupTimeout = DefaultStartupTimeout
+	}
+	b := &Bridge{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		catalog: NewCatalog(),
+		ups:     map[string]*upstream{},
+		ready:   make(chan struct{}),
+	}
+	prefixes := map[string]string{}
+	var errs []error
+	for i := range cfg.Servers {
+		sc := cfg.Servers[i].withDefaults(&cfg)
+		if err := sc.Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, dup := b.ups[sc.Name]; dup {
+			errs = append(errs, &FieldError{Server: sc.Name, Field: "name", Err: errors.New("duplicate server name")})
+			continue
+		}
+		p := ServerPrefix(sc.Name)
+		if other, dup := prefixes[p]; dup {
+			errs = append(errs, &FieldError{Server: sc.Name, Field: "name",
+				Err: fmt.Errorf("exposed-name prefix %q is also that of server %q", p, other)})
+			continue
+		}
+		prefixes[p] = sc.Name
+		b.ups[sc.Name] = newUpstream(b, sc)
+		b.names = append(b.names, sc.Name)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	sort.Strings(b.names)
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.pending.Store(int64(len(b.ups)))
+	if len(b.ups) == 0 {
+		b.markReady()
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		t := time.NewTimer(cfg.StartupTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			b.log.Warn("startup timeout: serving before every upstream finished its first attempt", "timeout", cfg.StartupTimeout)
+			b.markReady()
+		case <-b.ready:
+		case <-b.ctx.Done():
+		}
+	}()
+	for _, name := range b.names {
+		u := b.ups[name]
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			u.run()
+		}()
+	}
+	return b, nil
+}
+
+func (b *Bridge) markReady() { b.readyOnce.Do(func() { close(b.ready) }) }
+
+func (b *Bridge) upstreamAttempted() {
+	if b.pending.Add(-1) == 0 {
+		b.markReady()
+	}
+}
+
+// Ready is closed once every upstream has finished its first connection
+// attempt (success or failure), or the start-up timeout passed.
+func (b *Bridge) Ready() <-chan struct{} { return b.ready }
+
+// Catalog returns the merged catalog.
+func (b *Bridge) Catalog() *Catalog { return b.catalog }
+
+// Close stops every supervisor, closes every session (stdio children are
+// killed with their process group) and waits. It is idempotent.
+func (b *Bridge) Close() error {
+	b.closeOnce.Do(func() {
+		b.cancel()
+		b.wg.Wait()
+		b.markReady()
+	})
+	return nil
+}
+
+// Servers reports every upstream, sorted by name.
+func (b *Bridge) Servers() []ServerStatus {
+	out := make([]ServerStatus, 0, len(b.names))
+	for _, name := range b.names {
+		out = append(out, b.ups[name].statusSnapshot())
+	}
+	return out
+}
+
+// Server reports one upstream.
+func (b *Bridge) Server(name string) (ServerStatus, error) {
+	u, ok := b.ups[name]
+	if !ok {
+		return ServerStatus{}, fmt.Errorf("%w: %q", ErrServerNotFound, name)
+	}
+	return u.statusSnapshot(), nil
+}
+
+// CallOptions are optional settings of one call.
+type CallOptions struct {
+	// OnProgress, if set, receives the upstream's progress notifications for
+	// this call until CallTool returns; later ones are dropped. It runs on
+	// the session's notification path and must not block.
+	OnProgress func(Progress)
+}
+
+// CallTool calls the tool with the given exposed name. args must encode to
+// a JSON object (a map, a struct, or json.RawMessage); nil means {}. The
+// call runs on the upstream's current session under ctx; without a ctx
+// deadline the server's CallTool timeout applies.
+//
+// A tool's own failure is a result with IsError set, not an error. Errors:
+// ErrToolNotFound, ErrUnavailable, *UpstreamError, ErrInvalidArguments, or
+// a context error.
+func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	if b.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	t, ok := b.catalog.Current().Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
+	}
+	if raw, ok := args.(json.RawMessage); ok && !isJSONObject(raw) {
+		return nil, ErrInvalidArguments
+	}
+	u := b.ups[t.Server]
+	s := u.sess.Load()
+	if s == nil || s.isDead() {
+		return nil, fmt.Errorf("%w: server %q has no ready session", ErrUnavailable, t.Server)
+	}
+	if _, has := ctx.Deadline(); !has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)
+		defer cancel()
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	params := &mcp.CallToolParams{Name: t.OriginalName, Arguments: args}
+	if opts != nil && opts.OnProgress != nil {
+		tok := fmt.Sprintf("toolsvc-%d-%d", s.id, s.seq.Add(1))
+		params.SetProgressToken(tok)
+		s.progress.Store(tok, opts.OnProgress)
+		defer s.progress.Delete(tok)
+	}
+	res, err := s.cs.CallTool(ctx, params)
+	if err == nil {
+		return res, nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return nil, ctxErr
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: werr.Message}
+	}
+	if isSessionDead(err) || s.isDead() {
+		s.markDead(err)
+		u.log.Warn("call failed: session lost", "tool", t.OriginalName, "error", u.redact(err.Error()))
+		return nil, fmt.Errorf("%w: server %q: session lost during the call", ErrUnavailable, t.Server)
+	}
+	u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
+	return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)
+}
+
+func isJSONObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}

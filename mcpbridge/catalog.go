@@ -1,0 +1,430 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool is one entry of the merged catalog. Entries are immutable once
+// published: a change (including availability) produces a new entry.
+type Tool struct {
+	// Name is the exposed, callable name: "<server>__<tool>", valid for
+	// ^[a-zA-Z0-9_-]{1,64}$.
+	Name string
+	// Server is the configured name of the upstream that provides the tool.
+	Server string
+	// OriginalName is the tool's name on its upstream, verbatim.
+	OriginalName string
+	Title        string
+	Description  string
+	// InputSchema and OutputSchema are JSON objects (nil when absent).
+	InputSchema  map[string]any
+	OutputSchema map[string]any
+	Annotations  *mcp.ToolAnnotations
+	Meta         map[string]any
+	// SchemaHash is a stable hex hash of the input and output schemas.
+	SchemaHash string
+	// Available is false while the upstream has no ready session.
+	Available bool
+
+	// content is the canonical JSON of everything above; hash is its digest.
+	// Both feed the revision and change detection.
+	hash [32]byte
+}
+
+// Snapshot is an immutable view of the whole catalog. Readers never lock.
+type Snapshot struct {
+	// Revision is content-derived: two processes with the same upstream
+	// catalogs report the same revision.
+	Revision string
+	// Tools are sorted by Name.
+	Tools []*Tool
+	// Created is when this snapshot was published.
+	Created time.Time
+
+	index map[string]*Tool
+}
+
+// Lookup returns the tool with the given exposed name.
+func (s *Snapshot) Lookup(name string) (*Tool, bool) {
+	t, ok := s.index[name]
+	return t, ok
+}
+
+// ServerTools returns the number of tools a server contributes.
+func (s *Snapshot) serverTools(server string) int {
+	n := 0
+	for _, t := range s.Tools {
+		if t.Server == server {
+			n++
+		}
+	}
+	return n
+}
+
+// historySize is how many recent snapshots a catalog remembers, for page
+// tokens and watch resumption.
+const historySize = 128
+
+// Catalog is the merged catalog of every upstream. Writers build a new
+// Snapshot and swap a pointer; readers load it without locking. Subscribers
+// get a capacity-1 signal per change, so a writer never blocks on them.
+type Catalog struct {
+	cur atomic.Pointer[Snapshot]
+
+	mu       sync.Mutex // serialises writers; guards the fields below
+	servers  map[string]*serverEntry
+	history  []*Snapshot          // oldest first, at most historySize
+	byRev    map[string]*Snapshot // revision -> newest snapshot with it
+	warnings map[string][]string  // server -> naming warnings of the current snapshot
+
+	subMu sync.Mutex
+	subs  map[*Subscription]struct{}
+}
+
+type serverEntry struct {
+	prefix    string
+	tools     []*Tool // named within the server, sorted by name
+	warnings  []string
+	available bool
+}
+
+// NewCatalog returns an empty catalog.
+func NewCatalog() *Catalog {
+	c := &Catalog{
+		servers:  map[string]*serverEntry{},
+		byRev:    map[string]*Snapshot{},
+		warnings: map[string][]string{},
+		subs:     map[*Subscription]struct{}{},
+	}
+	c.publishLocked(c.buildLocked())
+	return c
+}
+
+// Current returns the current snapshot.
+func (c *Catalog) Current() *Snapshot { return c.cur.Load() }
+
+// Snapshot returns a recent snapshot with the given revision, if this
+// process still remembers one.
+func (c *Catalog) Snapshot(revision string) (*Snapshot, bool) {
+	if cur := c.cur.Load(); cur.Revision == revision {
+		return cur, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.byRev[revision]
+	return s, ok
+}
+
+// Warnings returns the naming warnings for a server in the current snapshot.
+func (c *Catalog) Warnings(server string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.warnings[server])
+}
+
+// setServer replaces the tool set of one server and publishes the result.
+// It reports the number of tools the server now has.
+func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available bool) (int, error) {
+	entries, warnings, err := buildServerTools(server, prefix, tools, available)
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.servers[server] = &serverEntry{prefix: prefix, tools: entries, warnings: warnings, available: available}
+	c.publishLocked(c.buildLocked())
+	return len(entries), nil
+}
+
+// setAvailable flips the availability of a server's tools, publishing a new
+// snapshot only if something changed.
+func (c *Catalog) setAvailable(server string, available bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.servers[server]
+	if !ok || e.available == available {
+		return
+	}
+	tools := make([]*Tool, len(e.tools))
+	for i, t := range e.tools {
+		nt := *t
+		nt.Available = available
+		nt.hash = entryHash(&nt)
+		tools[i] = &nt
+	}
+	c.servers[server] = &serverEntry{prefix: e.prefix, tools: tools, warnings: e.warnings, available: available}
+	c.publishLocked(c.buildLocked())
+}
+
+// removeServer drops a server's tools.
+func (c *Catalog) removeServer(server string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.servers[server]; !ok {
+		return
+	}
+	delete(c.servers, server)
+	c.publishLocked(c.buildLocked())
+}
+
+// buildLocked merges every server's tools into a new snapshot. Exposed
+// names that collide across servers (possible only through sanitising) are
+// resolved deterministically: the tool of the server that sorts first keeps
+// the name, the others get a stable hash suffix.
+func (c *Catalog) buildLocked() *Snapshot {
+	names := make([]string, 0, len(c.servers))
+	total := 0
+	for name, e := range c.servers {
+		names = append(names, name)
+		total += len(e.tools)
+	}
+	sort.Strings(names)
+	warnings := map[string][]string{}
+	index := make(map[string]*Tool, total)
+	all := make([]*Tool, 0, total)
+	for _, server := range names {
+		e := c.servers[server]
+		warnings[server] = append(warnings[server], e.warnings...)
+		for _, t := range e.tools {
+			if other, taken := index[t.Name]; taken {
+				nt := *t
+				nt.Name = uniqueName(index, withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName)))
+				nt.hash = entryHash(&nt)
+				warnings[server] = append(warnings[server], fmt.Sprintf(
+					"tool %q would be exposed as %q, already used by server %q; exposed as %q", t.OriginalName, t.Name, other.Server, nt.Name))
+				t = &nt
+			}
+			index[t.Name] = t
+			all = append(all, t)
+		}
+	}
+	slices.SortFunc(all, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+	h := sha256.New()
+	for _, t := range all {
+		h.Write(t.hash[:])
+	}
+	c.warnings = warnings
+	return &Snapshot{
+		Revision: hex.EncodeToString(h.Sum(nil)[:16]),
+		Tools:    all,
+		Created:  time.Now(),
+		index:    index,
+	}
+}
+
+// publishLocked makes s current, records it in the history and signals
+// every subscriber. A snapshot with the current revision changes nothing.
+func (c *Catalog) publishLocked(s *Snapshot) {
+	if cur := c.cur.Load(); cur != nil && cur.Revision == s.Revision {
+		return
+	}
+	c.cur.Store(s)
+	c.history = append(c.history, s)
+	c.byRev[s.Revision] = s
+	if len(c.history) > historySize {
+		old := c.history[0]
+		c.history[0] = nil
+		c.history = c.history[1:]
+		if c.byRev[old.Revision] == old {
+			delete(c.byRev, old.Revision)
+		}
+	}
+	c.subMu.Lock()
+	for sub := range c.subs {
+		select {
+		case sub.c <- struct{}{}:
+		default: // already signalled; the watcher will read the latest snapshot
+		}
+	}
+	c.subMu.Unlock()
+}
+
+// Subscription signals catalog changes. The signal is a capacity-1 channel:
+// many changes between two reads collapse into one signal, and the reader
+// loads Current() to see the latest state.
+type Subscription struct {
+	c   chan struct{}
+	cat *Catalog
+}
+
+// Subscribe starts a subscription. Call Close when done.
+func (c *Catalog) Subscribe() *Subscription {
+	s := &Subscription{c: make(chan struct{}, 1), cat: c}
+	c.subMu.Lock()
+	c.subs[s] = struct{}{}
+	c.subMu.Unlock()
+	return s
+}
+
+// C is signalled after the catalog changed.
+func (s *Subscription) C() <-chan struct{} { return s.c }
+
+// Close ends the subscription. It is idempotent.
+func (s *Subscription) Close() {
+	s.cat.subMu.Lock()
+	delete(s.cat.subs, s)
+	s.cat.subMu.Unlock()
+}
+
+// Subscribers returns the number of open subscriptions.
+func (c *Catalog) Subscribers() int {
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	return len(c.subs)
+}
+
+// Diff returns what moves a client holding from to the state of to: tools
+// that are new or changed in to, and names that are gone.
+func Diff(from, to *Snapshot) (upserted []*Tool, removed []string) {
+	a, b := from.Tools, to.Tools
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Name < b[j].Name):
+			removed = append(removed, a[i].Name)
+			i++
+		case i == len(a) || b[j].Name < a[i].Name:
+			upserted = append(upserted, b[j])
+			j++
+		default:
+			if a[i] != b[j] && a[i].hash != b[j].hash {
+				upserted = append(upserted, b[j])
+			}
+			i++
+			j++
+		}
+	}
+	return upserted, removed
+}
+
+// buildServerTools names and converts one server's tool list. Names are
+// assigned in order of original name, so the result does not depend on the
+// order the upstream listed them in.
+func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool) ([]*Tool, []string, error) {
+	sorted := slices.Clone(tools)
+	slices.SortStableFunc(sorted, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
+	var warnings []string
+	seen := make(map[string]bool, len(sorted))
+	used := make(map[string]*Tool, len(sorted))
+	out := make([]*Tool, 0, len(sorted))
+	for _, mt := range sorted {
+		if mt == nil {
+			continue
+		}
+		if seen[mt.Name] {
+			warnings = append(warnings, fmt.Sprintf("tool %q listed more than once; the first is used", mt.Name))
+			continue
+		}
+		seen[mt.Name] = true
+		t, err := convertTool(server, mt, available)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("tool %q skipped: %v", mt.Name, err))
+			continue
+		}
+		name := exposedName(prefix, server, mt.Name)
+		if other, taken := used[name]; taken {
+			alt := uniqueName(used, withSuffix(name, stableHash(hashSuffixLen, server, mt.Name)))
+			warnings = append(warnings, fmt.Sprintf("tools %q and %q both map to %q; %q is exposed as %q",
+				other.OriginalName, mt.Name, name, mt.Name, alt))
+			name = alt
+		}
+		t.Name = name
+		t.hash = entryHash(t)
+		used[name] = t
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+	return out, warnings, nil
+}
+
+// uniqueName returns name, or name with a counter, that is not in used.
+func uniqueName(used map[string]*Tool, name string) string {
+	if _, taken := used[name]; !taken {
+		return name
+	}
+	for i := 2; ; i++ {
+		alt := withSuffix(name, fmt.Sprint(i))
+		if _, taken := used[alt]; !taken {
+			return alt
+		}
+	}
+}
+
+func convertTool(server string, mt *mcp.Tool, available bool) (*Tool, error) {
+	in, err := asObject(mt.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema: %w", err)
+	}
+	out, err := asObject(mt.OutputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("outputSchema: %w", err)
+	}
+	var ann *mcp.ToolAnnotations
+	if mt.Annotations != nil {
+		a := *mt.Annotations
+		ann = &a
+	}
+	var meta map[string]any
+	if len(mt.Meta) > 0 {
+		meta = map[string]any(mt.Meta)
+	}
+	schemas, _ := json.Marshal([]any{in, out})
+	sum := sha256.Sum256(schemas)
+	return &Tool{
+		Server:       server,
+		OriginalName: mt.Name,
+		Title:        mt.Title,
+		Description:  mt.Description,
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  ann,
+		Meta:         meta,
+		SchemaHash:   hex.EncodeToString(sum[:16]),
+		Available:    available,
+	}, nil
+}
+
+// asObject turns a decoded JSON value into a JSON object (nil stays nil).
+func asObject(v any) (map[string]any, error) {
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case map[string]any:
+		return v, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	return m, nil
+}
+
+// entryHash digests everything a client can see of a tool.
+func entryHash(t *Tool) [32]byte {
+	b, _ := json.Marshal(struct {
+		N, S, O, T, D, H string
+		A                *mcp.ToolAnnotations
+		M                map[string]any
+		V                bool
+	}{t.Name, t.Server, t.OriginalName, t.Title, t.Description, t.SchemaHash, t.Annotations, t.Meta, t.Available})
+	return sha256.Sum256(b)
+}

@@ -1,0 +1,177 @@
+package mcpbridge
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Transport says how an upstream is reached.
+type Transport int
+
+const (
+	// TransportStdio runs the upstream as a child process speaking MCP over
+	// stdin and stdout.
+	TransportStdio Transport = iota + 1
+	// TransportStreamableHTTP reaches the upstream over MCP streamable HTTP.
+	TransportStreamableHTTP
+)
+
+func (t Transport) String() string {
+	switch t {
+	case TransportStdio:
+		return "stdio"
+	case TransportStreamableHTTP:
+		return "streamable-http"
+	}
+	return "unknown"
+}
+
+// DefaultProtocolVersion is the MCP protocol version pinned for upstreams
+// that do not configure one. go-sdk v1.8.0 defaults to 2026-07-28, under
+// which keepalive, ping and list_changed delivery behave differently
+// (go-sdk-facts.md §0.4); 2025-11-25 is the widely deployed era.
+const DefaultProtocolVersion = "2025-11-25"
+
+// ProtocolLatest selects the go-sdk's newest protocol version (with its
+// discovery and fallback).
+const ProtocolLatest = "latest"
+
+// Defaults for the timing fields of Config and ServerConfig.
+const (
+	DefaultConnectTimeout  = 10 * time.Second
+	DefaultStartupTimeout  = 30 * time.Second
+	DefaultCallTimeout     = 120 * time.Second
+	DefaultRefreshTimeout  = 30 * time.Second
+	DefaultRefreshInterval = 10 * time.Minute
+	DefaultRefreshDebounce = 50 * time.Millisecond
+	DefaultRefreshMaxDelay = 500 * time.Millisecond
+	DefaultBackoffBase     = 1 * time.Second
+	DefaultBackoffMax      = 60 * time.Second
+	DefaultTerminateGrace  = 1 * time.Second
+)
+
+// ServerConfig describes one upstream MCP server. Zero durations mean the
+// Config-wide value, and that the package default.
+type ServerConfig struct {
+	// Name is unique, non-empty, and contains no "__".
+	Name      string
+	Transport Transport
+
+	// stdio
+	Command string
+	Args    []string
+	Env     map[string]string // added to toolsvc's environment
+	Dir     string
+
+	// streamable HTTP
+	URL     string
+	Headers map[string]string // sent on every request; never logged
+
+	// ProtocolVersion pins the MCP version ("" = DefaultProtocolVersion,
+	// ProtocolLatest = the SDK's newest with fallback).
+	ProtocolVersion string
+
+	ConnectTimeout  time.Duration
+	CallTimeout     time.Duration // applied when the caller has no deadline
+	RefreshTimeout  time.Duration
+	RefreshInterval time.Duration // backstop re-list; negative disables
+	RefreshDebounce time.Duration // quiet period before a re-list
+	RefreshMaxDelay time.Duration // longest a re-list waits for quiet
+	BackoffBase     time.Duration
+	BackoffMax      time.Duration
+
+	// NewTransport, if set, replaces the transport built from the fields
+	// above (used by tests to reach in-memory servers).
+	NewTransport func() (mcp.Transport, error)
+}
+
+// Config configures a Bridge.
+type Config struct {
+	Servers []ServerConfig
+	// StartupTimeout bounds how long Ready waits for every upstream's first
+	// connection attempt.
+	StartupTimeout time.Duration
+	// Defaults for every server's timing fields.
+	ConnectTimeout  time.Duration
+	CallTimeout     time.Duration
+	RefreshTimeout  time.Duration
+	RefreshInterval time.Duration
+	Logger          *slog.Logger
+}
+
+func orDefault(v, cfgWide, def time.Duration) time.Duration {
+	if v != 0 {
+		return v
+	}
+	if cfgWide != 0 {
+		return cfgWide
+	}
+	return def
+}
+
+// withDefaults returns a copy of sc with every zero field filled in.
+func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
+	sc.ConnectTimeout = orDefault(sc.ConnectTimeout, c.ConnectTimeout, DefaultConnectTimeout)
+	sc.CallTimeout = orDefault(sc.CallTimeout, c.CallTimeout, DefaultCallTimeout)
+	sc.RefreshTimeout = orDefault(sc.RefreshTimeout, c.RefreshTimeout, DefaultRefreshTimeout)
+	sc.RefreshInterval = orDefault(sc.RefreshInterval, c.RefreshInterval, DefaultRefreshInterval)
+	sc.RefreshDebounce = orDefault(sc.RefreshDebounce, 0, DefaultRefreshDebounce)
+	sc.RefreshMaxDelay = orDefault(sc.RefreshMaxDelay, 0, DefaultRefreshMaxDelay)
+	sc.BackoffBase = orDefault(sc.BackoffBase, 0, DefaultBackoffBase)
+	sc.BackoffMax = orDefault(sc.BackoffMax, 0, DefaultBackoffMax)
+	if sc.ProtocolVersion == "" {
+		sc.ProtocolVersion = DefaultProtocolVersion
+	}
+	return sc
+}
+
+// Validate reports the first problem of a server config, naming the field.
+func (sc *ServerConfig) Validate() error {
+	if err := ValidateServerName(sc.Name); err != nil {
+		return &FieldError{Server: sc.Name, Field: "name", Err: err}
+	}
+	if sc.NewTransport != nil {
+		return nil
+	}
+	switch sc.Transport {
+	case TransportStdio:
+		if sc.Command == "" {
+			return &FieldError{Server: sc.Name, Field: "command", Err: fmt.Errorf("required for a stdio server")}
+		}
+	case TransportStreamableHTTP:
+		if sc.URL == "" {
+			return &FieldError{Server: sc.Name, Field: "url", Err: fmt.Errorf("required for an HTTP server")}
+		}
+	default:
+		return &FieldError{Server: sc.Name, Field: "transport", Err: fmt.Errorf("unknown transport %d", sc.Transport)}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"connectTimeout", sc.ConnectTimeout}, {"callTimeout", sc.CallTimeout}, {"refreshTimeout", sc.RefreshTimeout},
+		{"refreshDebounce", sc.RefreshDebounce}, {"refreshMaxDelay", sc.RefreshMaxDelay},
+		{"backoff.base", sc.BackoffBase}, {"backoff.max", sc.BackoffMax},
+	} {
+		if d.v < 0 {
+			return &FieldError{Server: sc.Name, Field: d.field, Err: fmt.Errorf("must not be negative, got %s", d.v)}
+		}
+	}
+	return nil
+}
+
+// FieldError is a configuration problem in one field of one server.
+type FieldError struct {
+	Server string
+	Field  string
+	Err    error
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("server %q: field %q: %v", e.Server, e.Field, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }

@@ -1,0 +1,100 @@
+package mcpbridge
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MaxNameLen is the longest exposed tool name: the limit of LLM
+// function-calling APIs (^[a-zA-Z0-9_-]{1,64}$).
+const MaxNameLen = 64
+
+// nameSep separates the server prefix from the tool name in exposed names.
+const nameSep = "__"
+
+// hashSuffixLen is the number of hex characters of the stable hash appended
+// to shortened or de-duplicated names.
+const hashSuffixLen = 8
+
+var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// ValidExposedName reports whether name is usable as an exposed tool name.
+func ValidExposedName(name string) bool { return validName.MatchString(name) }
+
+// sanitize replaces every byte outside [a-zA-Z0-9_-] with '_'. Multi-byte
+// runes become a single '_'.
+func sanitize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// stableHash is a short hex hash of the parts, joined unambiguously.
+func stableHash(n int, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:n]
+}
+
+// exposedName builds "<prefix>__<tool>" from a sanitised server prefix and an
+// upstream tool name. A name over MaxNameLen keeps its start and ends with
+// "_" and a stable hash of (server, tool), so it stays unique and stable.
+func exposedName(prefix, server, tool string) string {
+	name := prefix + nameSep + sanitize(tool)
+	if tool == "" {
+		name += "_"
+	}
+	if len(name) <= MaxNameLen {
+		return name
+	}
+	return withSuffix(name, stableHash(hashSuffixLen, server, tool))
+}
+
+// withSuffix cuts name so that "_"+suffix fits in MaxNameLen and appends it.
+func withSuffix(name, suffix string) string {
+	keep := MaxNameLen - 1 - len(suffix)
+	if len(name) > keep {
+		name = name[:keep]
+	}
+	return name + "_" + suffix
+}
+
+// ServerPrefix is the exposed-name prefix of a server name: the name with
+// characters outside [a-zA-Z0-9_-] replaced, cut to leave room for a tool
+// name.
+func ServerPrefix(server string) string {
+	p := sanitize(server)
+	const maxPrefix = MaxNameLen / 2
+	if len(p) > maxPrefix {
+		const h = 4
+		p = p[:maxPrefix-1-h] + "_" + stableHash(h, server)
+	}
+	return p
+}
+
+// ValidateServerName says what is wrong with a configured server name, or
+// returns nil.
+func ValidateServerName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("server name is empty")
+	case strings.Contains(name, nameSep):
+		return fmt.Errorf("server name %q contains %q, which separates server and tool in exposed names", name, nameSep)
+	case strings.HasPrefix(name, "_") || strings.HasSuffix(name, "_"):
+		return fmt.Errorf("server name %q starts or ends with '_', which makes exposed names ambiguous", name)
+	}
+	return nil
+}
