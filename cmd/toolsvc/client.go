@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+type clientFlags struct {
+	fs   *flag.FlagSet
+	addr *string
+	json *bool
+}
+
+func newClientFlags(name string) clientFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	return clientFlags{
+		fs:   fs,
+		addr: fs.String("addr", "localhost:50051", "toolsvc gRPC address"),
+		json: fs.Bool("json", false, "print protobuf JSON"),
+	}
+}
+
+func dial(addr string) (toolsvcv1.ToolServiceClient, func(), error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return toolsvcv1.NewToolServiceClient(conn), func() { conn.Close() }, nil
+}
+
+var jsonOut = protojson.MarshalOptions{Multiline: false, EmitUnpopulated: false}
+
+func printJSON(m proto.Message) {
+	b, _ := jsonOut.Marshal(m)
+	fmt.Println(string(b))
+}
+
+func runTools(ctx context.Context, args []string) error {
+	f := newClientFlags("tools")
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	c, closeConn, err := dial(*f.addr)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	var all []*toolsvcv1.Tool
+	tok := ""
+	for {
+		resp, err := c.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1000, PageToken: tok})
+		if err != nil {
+			return err
+		}
+		all = append(all, resp.GetTools()...)
+		if tok = resp.GetNextPageToken(); tok == "" {
+			break
+		}
+	}
+	if *f.json {
+		printJSON(&toolsvcv1.ListToolsResponse{Tools: all})
+		return nil
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSERVER\tAVAILABLE\tDESCRIPTION")
+	for _, t := range all {
+		desc := strings.ReplaceAll(t.GetDescription(), "\n", " ")
+		if len(desc) > 70 {
+			desc = desc[:67] + "..."
+		}
+		fmt.Fprintf(w, "%s\t%s\t%v\t%s\n", t.GetName(), t.GetServer(), t.GetAvailable(), desc)
+	}
+	return w.Flush()
+}
+
+func runCall(ctx context.Context, args []string) error {
+	f := newClientFlags("call")
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.fs.NArg() < 1 || f.fs.NArg() > 2 {
+		return &exitError{code: 2, err: errors.New("usage: toolsvc call [--addr ADDR] [--json] NAME [ARGS_JSON]")}
+	}
+	req := &toolsvcv1.CallToolRequest{Name: f.fs.Arg(0)}
+	if f.fs.NArg() == 2 {
+		req.ArgumentsJson = f.fs.Arg(1)
+	}
+	c, closeConn, err := dial(*f.addr)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	resp, err := c.CallTool(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *f.json {
+		printJSON(resp)
+	} else {
+		printResult(os.Stdout, resp)
+	}
+	if resp.GetIsError() {
+		return &exitError{code: 3, err: errors.New("the tool reported an error")}
+	}
+	return nil
+}
+
+// printResult prints text content as is, other content as one JSON line
+// each, and structured content as JSON when there is no other content.
+func printResult(w io.Writer, resp *toolsvcv1.CallToolResponse) {
+	for _, c := range resp.GetContent() {
+		if t := c.GetText(); t != nil {
+			fmt.Fprintln(w, t.GetText())
+			continue
+		}
+		b, _ := jsonOut.Marshal(c)
+		fmt.Fprintln(w, string(b))
+	}
+	if sc := resp.GetStructuredContent(); sc != nil && len(resp.GetContent()) == 0 {
+		b, _ := json.Marshal(sc.AsMap())
+		fmt.Fprintln(w, string(b))
+	}
+}
+
+func runWatch(ctx context.Context, args []string) error {
+	f := newClientFlags("watch")
+	resume := f.fs.String("resume", "", "resume from this revision")
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	c, closeConn, err := dial(*f.addr)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	stream, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{ResumeToken: *resume})
+	if err != nil {
+		return err
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		printJSON(ev)
+	}
+}
+
+func runServers(ctx context.Context, args []string) error {
+	f := newClientFlags("servers")
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	c, closeConn, err := dial(*f.addr)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	resp, err := c.ListServers(ctx, &toolsvcv1.ListServersRequest{})
+	if err != nil {
+		return err
+	}
+	if *f.json {
+		printJSON(resp)
+		return nil
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tTRANSPORT\tSTATE\tTOOLS\tCONNECTS\tLAST REFRESH\tLAST ERROR")
+	for _, s := range resp.GetServers() {
+		refresh := "-"
+		if s.GetLastRefreshTime() != nil {
+			refresh = strings.TrimPrefix(s.GetLastRefreshOutcome().String(), "REFRESH_OUTCOME_") + " " +
+				s.GetLastRefreshTime().AsTime().Local().Format("15:04:05")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.GetName(),
+			strings.ToLower(strings.TrimPrefix(s.GetTransport().String(), "TRANSPORT_")),
+			strings.ToLower(strings.TrimPrefix(s.GetState().String(), "SERVER_STATE_")),
+			s.GetToolCount(), s.GetConnectCount(), refresh, s.GetLastError())
+	}
+	return w.Flush()
+}

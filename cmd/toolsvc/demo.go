@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// The demo upstream: a few harmless tools, served over stdio by this same
+// binary ("toolsvc demo-server"), so that `toolsvc serve` with no config
+// shows a working service with nothing else installed.
+
+type echoArgs struct {
+	Text string `json:"text" jsonschema:"the text to echo back"`
+}
+
+type addArgs struct {
+	A float64 `json:"a" jsonschema:"first addend"`
+	B float64 `json:"b" jsonschema:"second addend"`
+}
+
+type addResult struct {
+	Sum float64 `json:"sum"`
+}
+
+type sleepArgs struct {
+	MS int `json:"ms" jsonschema:"milliseconds to sleep (at most 600000)"`
+}
+
+func newDemoServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "toolsvc-demo", Version: mcpbridge.Version}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Return the given text unchanged.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two numbers.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in addArgs) (*mcp.CallToolResult, addResult, error) {
+			return nil, addResult{Sum: in.A + in.B}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep for ms milliseconds, reporting progress every 100 ms; honours cancellation.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in sleepArgs) (*mcp.CallToolResult, any, error) {
+			if in.MS < 0 || in.MS > 600000 {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "ms must be between 0 and 600000"}}}, nil, nil
+			}
+			d := time.Duration(in.MS) * time.Millisecond
+			start := time.Now()
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			done := time.NewTimer(d)
+			defer done.Stop()
+			tok := req.Params.GetProgressToken()
+			for {
+				select {
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				case <-done.C:
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %d ms", in.MS)}}}, nil, nil
+				case <-tick.C:
+					if tok != nil {
+						_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+							ProgressToken: tok, Progress: float64(time.Since(start).Milliseconds()), Total: float64(in.MS),
+						})
+					}
+				}
+			}
+		})
+	return s
+}
+
+func runDemoServer(ctx context.Context) error {
+	return newDemoServer().Run(ctx, &mcp.StdioTransport{})
+}

@@ -1,0 +1,85 @@
+// Command toolsvc serves the tools of many MCP servers over one gRPC API,
+// and is a small client for that API.
+//
+//	toolsvc serve [--config FILE] [--listen ADDR]   run the service
+//	toolsvc tools | call NAME [JSON] | watch | servers [--addr ADDR]
+//	toolsvc config check FILE                        validate a config file
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `toolsvc: one gRPC API for the tools of many MCP servers.
+
+Usage:
+  toolsvc serve [--config FILE] [--listen ADDR]    run the service (default :50051;
+                                                   no --config: a built-in demo upstream)
+  toolsvc tools   [--addr ADDR] [--json]           list tools
+  toolsvc call    [--addr ADDR] [--json] NAME [ARGS_JSON]
+                                                   call a tool
+  toolsvc watch   [--addr ADDR] [--resume REV]     stream catalog changes (JSON lines)
+  toolsvc servers [--addr ADDR] [--json]           list upstream servers
+  toolsvc config check FILE                        validate a config file
+
+Client commands talk to --addr (default localhost:50051).
+`
+
+// exitError carries a process exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := realMain(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		code := 1
+		var ee *exitError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		if err.Error() != "" {
+			fmt.Fprintln(os.Stderr, "toolsvc:", err)
+		}
+		os.Exit(code)
+	}
+}
+
+func realMain(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return &exitError{code: 2, err: errors.New("")}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, rest)
+	case "tools":
+		return runTools(ctx, rest)
+	case "call":
+		return runCall(ctx, rest)
+	case "watch":
+		return runWatch(ctx, rest)
+	case "servers":
+		return runServers(ctx, rest)
+	case "config":
+		return runConfig(rest)
+	case "demo-server":
+		return runDemoServer(ctx)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return nil
+	}
+	fmt.Fprint(os.Stderr, usage)
+	return &exitError{code: 2, err: fmt.Errorf("unknown command %q", cmd)}
+}

@@ -1,0 +1,329 @@
+// Package config loads toolsvc configuration files: the "mcpServers" JSON
+// that Claude Desktop and Cursor users already have, plus toolsvc's own
+// camelCase keys. Every problem is reported at once, each naming the file,
+// the server and the field.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// Config is a loaded configuration file.
+type Config struct {
+	// Bridge is ready for mcpbridge.New (without a Logger).
+	Bridge mcpbridge.Config
+	// Warnings are non-fatal findings (unknown keys, disabled servers).
+	Warnings []string
+}
+
+// Problem is one error in a configuration file.
+type Problem struct {
+	File   string
+	Line   int    // 0 when unknown
+	Server string // "" for top-level problems
+	Field  string // JSON path within the server, or top-level key
+	Msg    string
+}
+
+func (p Problem) Error() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
+	b.WriteString(": ")
+	if p.Server != "" {
+		fmt.Fprintf(&b, "server %q: ", p.Server)
+	}
+	if p.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", p.Field)
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Problems is every error found in one file.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Duration is a Go duration string in JSON ("15s", "2m").
+type Duration struct {
+	D   time.Duration
+	Set bool
+}
+
+// UnmarshalJSON accepts a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration string like \"15s\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (want e.g. \"15s\", \"2m\")", s)
+	}
+	if v < 0 {
+		return fmt.Errorf("%q is negative", s)
+	}
+	d.D, d.Set = v, true
+	return nil
+}
+
+type fileJSON struct {
+	MCPServers      map[string]json.RawMessage `json:"mcpServers"`
+	Servers         map[string]json.RawMessage `json:"servers"`
+	StartupTimeout  Duration                   `json:"startupTimeout"`
+	ConnectTimeout  Duration                   `json:"connectTimeout"`
+	CallTimeout     Duration                   `json:"callTimeout"`
+	RefreshTimeout  Duration                   `json:"refreshTimeout"`
+	RefreshInterval Duration                   `json:"refreshInterval"`
+}
+
+var topKeys = keysOf(fileJSON{})
+
+type serverJSON struct {
+	Type            string            `json:"type"`
+	Command         string            `json:"command"`
+	Args            []string          `json:"args"`
+	Env             map[string]string `json:"env"`
+	Cwd             string            `json:"cwd"`
+	URL             string            `json:"url"`
+	Headers         map[string]string `json:"headers"`
+	Disabled        bool              `json:"disabled"`
+	ProtocolVersion string            `json:"protocolVersion"`
+	ConnectTimeout  Duration          `json:"connectTimeout"`
+	CallTimeout     Duration          `json:"callTimeout"`
+	RefreshTimeout  Duration          `json:"refreshTimeout"`
+	RefreshInterval Duration          `json:"refreshInterval"`
+	RefreshDebounce Duration          `json:"refreshDebounce"`
+	Backoff         *struct {
+		Base Duration `json:"base"`
+		Max  Duration `json:"max"`
+	} `json:"backoff"`
+}
+
+var serverKeys = keysOf(serverJSON{})
+
+// Load reads and validates a configuration file.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse validates configuration bytes; file names them in messages.
+func Parse(file string, data []byte) (*Config, error) {
+	var probs Problems
+	add := func(server, field, format string, args ...any) {
+		probs = append(probs, Problem{File: file, Line: lineOfKey(data, server, field), Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		p := Problem{File: file, Msg: "not a JSON object: " + err.Error()}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			p.Line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		}
+		return nil, Problems{p}
+	}
+	cfg := &Config{}
+	for _, k := range sortedKeys(top) {
+		if !topKeys[k] {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: unknown key %q ignored", file, k))
+		}
+	}
+	var f fileJSON
+	for _, k := range sortedKeys(top) {
+		if !topKeys[k] {
+			continue
+		}
+		one, _ := json.Marshal(map[string]json.RawMessage{k: top[k]})
+		if err := json.Unmarshal(one, &f); err != nil {
+			add("", k, "%s", cleanJSONError(err))
+		}
+	}
+	if f.MCPServers != nil && f.Servers != nil {
+		add("", "servers", "use either \"mcpServers\" or \"servers\", not both")
+	}
+	servers := f.MCPServers
+	if servers == nil {
+		servers = f.Servers
+	}
+	if servers == nil {
+		add("", "mcpServers", "required: an object mapping server names to their settings")
+	}
+	b := &cfg.Bridge
+	b.StartupTimeout, b.ConnectTimeout, b.CallTimeout = f.StartupTimeout.D, f.ConnectTimeout.D, f.CallTimeout.D
+	b.RefreshTimeout, b.RefreshInterval = f.RefreshTimeout.D, f.RefreshInterval.D
+
+	prefixes := map[string]string{}
+	for _, name := range sortedKeys(servers) {
+		raw := servers[name]
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &keys); err != nil {
+			add(name, "", "want an object of server settings")
+			continue
+		}
+		for _, k := range sortedKeys(keys) {
+			if !serverKeys[k] {
+				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: server %q: unknown key %q ignored", file, name, k))
+			}
+		}
+		var sj serverJSON
+		bad := false
+		for _, k := range sortedKeys(keys) {
+			if !serverKeys[k] {
+				continue
+			}
+			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
+			if err := json.Unmarshal(one, &sj); err != nil {
+				add(name, k, "%s", cleanJSONError(err))
+				bad = true
+			}
+		}
+		if err := mcpbridge.ValidateServerName(name); err != nil {
+			add(name, "name", "%v", err)
+			bad = true
+		} else if other, dup := prefixes[mcpbridge.ServerPrefix(name)]; dup {
+			add(name, "name", "its tools would share the exposed-name prefix %q with server %q", mcpbridge.ServerPrefix(name), other)
+			bad = true
+		} else {
+			prefixes[mcpbridge.ServerPrefix(name)] = name
+		}
+		sc := mcpbridge.ServerConfig{
+			Name: name, Command: sj.Command, Args: sj.Args, Env: sj.Env, Dir: sj.Cwd, URL: sj.URL, Headers: sj.Headers,
+			ProtocolVersion: sj.ProtocolVersion,
+			ConnectTimeout:  sj.ConnectTimeout.D, CallTimeout: sj.CallTimeout.D, RefreshTimeout: sj.RefreshTimeout.D,
+			RefreshInterval: sj.RefreshInterval.D, RefreshDebounce: sj.RefreshDebounce.D,
+		}
+		if sj.Backoff != nil {
+			sc.BackoffBase, sc.BackoffMax = sj.Backoff.Base.D, sj.Backoff.Max.D
+			if sc.BackoffBase > 0 && sc.BackoffMax > 0 && sc.BackoffMax < sc.BackoffBase {
+				add(name, "backoff.max", "must be at least backoff.base (%s), got %s", sc.BackoffBase, sc.BackoffMax)
+				bad = true
+			}
+		}
+		switch strings.ToLower(sj.Type) {
+		case "":
+			switch {
+			case sj.Command != "" && sj.URL != "":
+				add(name, "url", "set either \"command\" (stdio) or \"url\" (HTTP), not both")
+				bad = true
+			case sj.Command != "":
+				sc.Transport = mcpbridge.TransportStdio
+			case sj.URL != "":
+				sc.Transport = mcpbridge.TransportStreamableHTTP
+			default:
+				add(name, "command", "required: \"command\" for a stdio server or \"url\" for an HTTP server")
+				bad = true
+			}
+		case "stdio":
+			sc.Transport = mcpbridge.TransportStdio
+			if sj.Command == "" {
+				add(name, "command", "required for a stdio server")
+				bad = true
+			}
+		case "http", "streamable-http", "streamablehttp":
+			sc.Transport = mcpbridge.TransportStreamableHTTP
+			if sj.URL == "" {
+				add(name, "url", "required for an HTTP server")
+				bad = true
+			}
+		default:
+			add(name, "type", "%q is not supported: want \"stdio\" or \"http\" (streamable HTTP)", sj.Type)
+			bad = true
+		}
+		if sc.Transport == mcpbridge.TransportStreamableHTTP && sj.URL != "" &&
+			!strings.HasPrefix(sj.URL, "http://") && !strings.HasPrefix(sj.URL, "https://") {
+			add(name, "url", "want an http:// or https:// URL")
+			bad = true
+		}
+		if sj.Disabled {
+			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: server %q is disabled", file, name))
+			continue
+		}
+		if !bad {
+			b.Servers = append(b.Servers, sc)
+		}
+	}
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return cfg, nil
+}
+
+// lineOfKey finds the line of a server's field (or the server) in data, for
+// messages. It is a best effort: 0 when not found.
+func lineOfKey(data []byte, server, field string) int {
+	off := 0
+	if server != "" {
+		i := bytes.Index(data, []byte(fmt.Sprintf("%q", server)))
+		if i < 0 {
+			return 0
+		}
+		off = i
+	}
+	if field != "" && field != "name" {
+		key := field
+		if i := strings.IndexByte(key, '.'); i >= 0 {
+			key = key[:i]
+		}
+		if i := bytes.Index(data[off:], []byte(fmt.Sprintf("%q", key))); i >= 0 {
+			off += i
+		} else if server == "" {
+			return 0
+		}
+	}
+	return 1 + bytes.Count(data[:off], []byte("\n"))
+}
+
+// cleanJSONError rewrites encoding/json's messages into what was expected.
+func cleanJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("want %s, got JSON %s", te.Type, te.Value)
+	}
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "json: ") {
+		return msg[i+2:]
+	}
+	return msg
+}
+
+func keysOf(v any) map[string]bool {
+	raw, _ := json.Marshal(v)
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
