@@ -1,0 +1,353 @@
+// Package tests holds toolsvc's end-to-end scenarios: the real toolsvc
+// binary, real MCP servers in subprocesses (go-sdk and TypeScript SDK), and
+// real gRPC over loopback.
+package tests
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+const defaultTestTimeout = 60 * time.Second
+
+// Paths of the binaries TestMain builds.
+var bin struct {
+	toolsvc    string
+	testserver string
+	nodeDir    string
+}
+
+func TestMain(m *testing.M) {
+	code := run(m)
+	os.Exit(code)
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "toolsvc-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin.toolsvc = filepath.Join(dir, "toolsvc")
+	bin.testserver = filepath.Join(dir, "testserver")
+	// toolsvc is built with -race, so a data race in the real binary fails
+	// the test that stops it (exit status 66).
+	for _, b := range []struct {
+		out, pkg string
+		race     bool
+	}{{bin.toolsvc, "../cmd/toolsvc", true}, {bin.testserver, "./testserver", false}} {
+		args := []string{"build", "-o", b.out}
+		if b.race {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, b.pkg)...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n", b.pkg, err)
+			return 1
+		}
+	}
+	wd, _ := os.Getwd()
+	bin.nodeDir = filepath.Join(wd, "node")
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			return 1
+		}
+	}
+	return code
+}
+
+// logBuffer collects a process's stderr and lets tests wait for a line.
+type logBuffer struct {
+	mu    sync.Mutex
+	lines []string
+	cond  chan struct{} // closed and replaced on every line
+}
+
+func newLogBuffer() *logBuffer { return &logBuffer{cond: make(chan struct{})} }
+
+func (b *logBuffer) consume(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		b.mu.Lock()
+		b.lines = append(b.lines, sc.Text())
+		close(b.cond)
+		b.cond = make(chan struct{})
+		b.mu.Unlock()
+	}
+}
+
+// waitFor returns the first submatch of re in any line, waiting for it.
+func (b *logBuffer) waitFor(t *testing.T, re *regexp.Regexp, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		b.mu.Lock()
+		for _, l := range b.lines {
+			if m := re.FindStringSubmatch(l); m != nil {
+				b.mu.Unlock()
+				if len(m) > 1 {
+					return m[1]
+				}
+				return m[0]
+			}
+		}
+		ch := b.cond
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("no log line matching %q within %s; log:\n%s", re, timeout, b.String())
+		}
+	}
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Join(b.lines, "\n")
+}
+
+// toolsvcProc is a running `toolsvc serve` and a client connected to it.
+type toolsvcProc struct {
+	cmd    *exec.Cmd
+	addr   string
+	log    *logBuffer
+	client toolsvcv1.ToolServiceClient
+}
+
+var (
+	servingRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
+	readyRE   = regexp.MustCompile(`msg=ready`)
+)
+
+// startToolsvc runs toolsvc with the given config JSON and waits until it
+// is ready. Cleanup stops it with SIGTERM and fails the test unless it exits
+// 0 (a race report exits 66).
+func startToolsvc(t *testing.T, config string) *toolsvcProc {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin.toolsvc, "serve", "--config", path, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &toolsvcProc{cmd: cmd, log: newLogBuffer()}
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		p.log.consume(stderr)
+	}()
+	t.Cleanup(func() {
+		{
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				<-logDone
+				if err != nil {
+					t.Errorf("toolsvc exited with %v; log:\n%s", err, p.log)
+				}
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+				<-logDone
+				t.Errorf("toolsvc did not stop within 20s of SIGTERM; log:\n%s", p.log)
+			}
+		}
+		if t.Failed() {
+			t.Logf("toolsvc log:\n%s", p.log)
+		}
+	})
+	p.addr = p.log.waitFor(t, servingRE, 30*time.Second)
+	p.log.waitFor(t, readyRE, 30*time.Second)
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	p.client = toolsvcv1.NewToolServiceClient(conn)
+	return p
+}
+
+// startHTTPUpstream runs the go-sdk test server over streamable HTTP and
+// returns its URL.
+func startHTTPUpstream(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(bin.testserver, "-mode", "http", "-addr", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("http upstream did not print its URL: %v", err)
+	}
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "URL ")
+	if !ok {
+		t.Fatalf("http upstream printed %q, want URL ...", line)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return url
+}
+
+// watcher consumes a WatchCatalog stream in the background.
+type watcher struct {
+	events chan *toolsvcv1.WatchCatalogResponse
+	done   chan error
+}
+
+func startWatch(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient, resume string) *watcher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{ResumeToken: resume})
+	if err != nil {
+		cancel()
+		t.Fatalf("WatchCatalog: %v", err)
+	}
+	w := &watcher{events: make(chan *toolsvcv1.WatchCatalogResponse, 1024), done: make(chan error, 1)}
+	go func() {
+		defer close(w.events)
+		for {
+			ev, err := stream.Recv()
+			if err != nil {
+				w.done <- err
+				return
+			}
+			w.events <- ev
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		for range w.events {
+		}
+	})
+	return w
+}
+
+// next returns the next event or fails after timeout.
+func (w *watcher) next(t *testing.T, timeout time.Duration) *toolsvcv1.WatchCatalogResponse {
+	t.Helper()
+	select {
+	case ev, ok := <-w.events:
+		if !ok {
+			t.Fatalf("watch ended: %v", <-w.done)
+		}
+		return ev
+	case <-time.After(timeout):
+		t.Fatalf("no watch event within %s", timeout)
+	}
+	return nil
+}
+
+// waitUpsert waits for a changes event that upserts the named tool.
+func (w *watcher) waitUpsert(t *testing.T, name string, timeout time.Duration) *toolsvcv1.Tool {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ev := w.next(t, time.Until(deadline))
+		for _, tool := range ev.GetChanges().GetUpserted() {
+			if tool.GetName() == name {
+				return tool
+			}
+		}
+	}
+}
+
+// listAll pages through ListTools.
+func listAll(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient, pageSize int32) ([]*toolsvcv1.Tool, string) {
+	t.Helper()
+	var all []*toolsvcv1.Tool
+	tok, rev := "", ""
+	for {
+		resp, err := c.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: pageSize, PageToken: tok})
+		if err != nil {
+			t.Fatalf("ListTools: %v", err)
+		}
+		if rev != "" && resp.GetRevision() != rev {
+			t.Fatalf("ListTools page revision %s, want %s (pages must not mix revisions)", resp.GetRevision(), rev)
+		}
+		rev = resp.GetRevision()
+		all = append(all, resp.GetTools()...)
+		if tok = resp.GetNextPageToken(); tok == "" {
+			return all, rev
+		}
+	}
+}
+
+func hasTool(tools []*toolsvcv1.Tool, name string) bool {
+	for _, t := range tools {
+		if t.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+func serverStatus(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient, name string) *toolsvcv1.Server {
+	t.Helper()
+	resp, err := c.ListServers(ctx, &toolsvcv1.ListServersRequest{})
+	if err != nil {
+		t.Fatalf("ListServers: %v", err)
+	}
+	for _, s := range resp.GetServers() {
+		if s.GetName() == name {
+			return s
+		}
+	}
+	t.Fatalf("ListServers has no server %q", name)
+	return nil
+}
+
+func resultText(r *toolsvcv1.CallToolResponse) string {
+	var b strings.Builder
+	for _, c := range r.GetContent() {
+		b.WriteString(c.GetText().GetText())
+	}
+	return b.String()
+}
+
+func jsonString(s string) string { return fmt.Sprintf("%q", s) }
