@@ -132,8 +132,12 @@ func Load(path string) (*Config, error) {
 // Parse validates configuration bytes; file names them in messages.
 func Parse(file string, data []byte) (*Config, error) {
 	var probs Problems
+	var lines map[string]int // computed on the first problem
 	add := func(server, field, format string, args ...any) {
-		probs = append(probs, Problem{File: file, Line: lineOfKey(data, server, field), Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
+		if lines == nil {
+			lines = keyLines(data)
+		}
+		probs = append(probs, Problem{File: file, Line: lineOf(lines, server, field), Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
@@ -270,29 +274,92 @@ func Parse(file string, data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// lineOfKey finds the line of a server's field (or the server) in data, for
-// messages. It is a best effort: 0 when not found.
-func lineOfKey(data []byte, server, field string) int {
-	off := 0
-	if server != "" {
-		i := bytes.Index(data, []byte(fmt.Sprintf("%q", server)))
-		if i < 0 {
-			return 0
+// keyLines maps top-level keys ("/key"), server names ("name") and server
+// fields ("name/field") to their line in data, by walking the JSON tokens.
+func keyLines(data []byte) map[string]int {
+	lines := map[string]int{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	lineAt := func() int { return 1 + bytes.Count(data[:dec.InputOffset()], []byte("\n")) }
+	// skip consumes one complete value whose first token is tok.
+	var skip func(tok json.Token) bool
+	skip = func(tok json.Token) bool {
+		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
+			for dec.More() {
+				t, err := dec.Token()
+				if err != nil || !skip(t) {
+					return false
+				}
+			}
+			_, err := dec.Token()
+			return err == nil
 		}
-		off = i
+		return true
 	}
-	if field != "" && field != "name" {
-		key := field
-		if i := strings.IndexByte(key, '.'); i >= 0 {
-			key = key[:i]
+	// object walks an object's keys, calling f with each key and its line;
+	// f consumes the value.
+	object := func(f func(key string, line int) bool) bool {
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return false
+			}
+			key, _ := t.(string)
+			if !f(key, lineAt()) {
+				return false
+			}
 		}
-		if i := bytes.Index(data[off:], []byte(fmt.Sprintf("%q", key))); i >= 0 {
-			off += i
-		} else if server == "" {
-			return 0
-		}
+		_, err := dec.Token()
+		return err == nil
 	}
-	return 1 + bytes.Count(data[:off], []byte("\n"))
+	isObject := func() bool {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := t.(json.Delim); ok && d == '{' {
+			return true
+		}
+		skip(t)
+		return false
+	}
+	if !isObject() {
+		return lines
+	}
+	object(func(top string, line int) bool {
+		lines["/"+top] = line
+		if top != "mcpServers" && top != "servers" {
+			t, err := dec.Token()
+			return err == nil && skip(t)
+		}
+		if !isObject() {
+			return true
+		}
+		return object(func(server string, line int) bool {
+			lines[server] = line
+			if !isObject() {
+				return true
+			}
+			return object(func(field string, line int) bool {
+				lines[server+"/"+field] = line
+				t, err := dec.Token()
+				return err == nil && skip(t)
+			})
+		})
+	})
+	return lines
+}
+
+// lineOf finds the line of a server's field, else of the server, else of a
+// top-level key; 0 when unknown.
+func lineOf(lines map[string]int, server, field string) int {
+	key, _, _ := strings.Cut(field, ".")
+	if server == "" {
+		return lines["/"+key]
+	}
+	if l, ok := lines[server+"/"+key]; ok {
+		return l
+	}
+	return lines[server]
 }
 
 // cleanJSONError rewrites encoding/json's messages into what was expected.

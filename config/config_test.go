@@ -1,0 +1,111 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+func TestParseClaudeDesktopShape(t *testing.T) {
+	data := []byte(`{
+  "mcpServers": {
+    "filesystem": {
+      "command": "npx",
+      "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+      "env": {"DEBUG": "1"}
+    },
+    "remote": {"url": "http://127.0.0.1:3000/mcp", "headers": {"Authorization": "Bearer s3cret"}},
+    "typed": {"type": "http", "url": "https://example.test/mcp", "callTimeout": "15s", "backoff": {"base": "2s", "max": "30s"}}
+  }
+}`)
+	c, err := Parse("claude.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Bridge.Servers) != 3 || len(c.Warnings) != 0 {
+		t.Fatalf("servers %d, warnings %q; want 3 and none", len(c.Bridge.Servers), c.Warnings)
+	}
+	byName := map[string]mcpbridge.ServerConfig{}
+	for _, s := range c.Bridge.Servers {
+		byName[s.Name] = s
+	}
+	if fs := byName["filesystem"]; fs.Transport != mcpbridge.TransportStdio || fs.Command != "npx" || len(fs.Args) != 3 || fs.Env["DEBUG"] != "1" {
+		t.Errorf("filesystem = %+v", fs)
+	}
+	if r := byName["remote"]; r.Transport != mcpbridge.TransportStreamableHTTP || r.Headers["Authorization"] != "Bearer s3cret" {
+		t.Errorf("remote = %+v", r)
+	}
+	if ty := byName["typed"]; ty.CallTimeout != 15*time.Second || ty.BackoffBase != 2*time.Second || ty.BackoffMax != 30*time.Second {
+		t.Errorf("typed = %+v", ty)
+	}
+}
+
+func TestParseReportsEveryProblem(t *testing.T) {
+	data := []byte(`{
+  "mcpServers": {
+    "a__b": {"command": "x"},
+    "nocmd": {"args": []},
+    "both": {"command": "x", "url": "http://h/mcp"},
+    "dur": {"command": "x", "callTimeout": "15"},
+    "typ": {"type": "carrier-pigeon", "url": "http://h"},
+    "args": {"command": "x", "args": "not-a-list"},
+    "ok": {"command": "x", "mystery": 1}
+  },
+  "extra": true
+}`)
+	_, err := Parse("bad.json", data)
+	var probs Problems
+	if !errors.As(err, &probs) {
+		t.Fatalf("Parse = %v, want Problems", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`bad.json:3: server "a__b": field "name"`,
+		`bad.json:4: server "nocmd": field "command": required`,
+		`bad.json:5: server "both": field "url": set either`,
+		`bad.json:6: server "dur": field "callTimeout": "15" is not a duration`,
+		`bad.json:7: server "typ": field "type": "carrier-pigeon" is not supported`,
+		`bad.json:8: server "args": field "args": want []string`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("problems lack %q:\n%s", want, msg)
+		}
+	}
+	if len(probs) != 6 {
+		t.Errorf("%d problems, want 6:\n%s", len(probs), msg)
+	}
+}
+
+func TestParseWarnings(t *testing.T) {
+	c, err := Parse("w.json", []byte(`{"mcpServers": {"ok": {"command": "x", "mystery": 1}, "off": {"command": "y", "disabled": true}}, "extra": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Bridge.Servers) != 1 || len(c.Warnings) != 3 {
+		t.Fatalf("servers %d, warnings %q; want 1 server and 3 warnings", len(c.Bridge.Servers), c.Warnings)
+	}
+}
+
+func TestParseSyntaxError(t *testing.T) {
+	_, err := Parse("s.json", []byte("{\n  \"mcpServers\": {,\n}"))
+	if err == nil || !strings.HasPrefix(err.Error(), "s.json:2: ") {
+		t.Fatalf("Parse(syntax error) = %v, want it to name s.json line 2", err)
+	}
+}
+
+func TestParseMissingServers(t *testing.T) {
+	_, err := Parse("e.json", []byte(`{}`))
+	if err == nil || !strings.Contains(err.Error(), `field "mcpServers": required`) {
+		t.Fatalf("Parse({}) = %v", err)
+	}
+}
+
+func TestSecretsNotInProblems(t *testing.T) {
+	_, err := Parse("x.json", []byte(`{"mcpServers": {"r": {"url": "ftp://h", "headers": {"Authorization": "Bearer TOPSECRET"}}}}`))
+	if err == nil || strings.Contains(err.Error(), "TOPSECRET") {
+		t.Fatalf("Parse = %v; want an error without the header value", err)
+	}
+}

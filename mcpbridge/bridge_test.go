@@ -1,0 +1,172 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const defaultTestTimeout = 20 * time.Second
+
+// memUpstream is a real go-sdk server reached over in-memory transports; a
+// new server session per bridge connect.
+type memUpstream struct {
+	t      *testing.T
+	server *mcp.Server
+	mu     sync.Mutex
+	ss     []*mcp.ServerSession
+}
+
+func newMemUpstream(t *testing.T) *memUpstream {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return nil, nil, errors.New("tool failed")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
+	return &memUpstream{t: t, server: s}
+}
+
+func (m *memUpstream) config(name string) ServerConfig {
+	return ServerConfig{Name: name, BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
+		NewTransport: func() (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := m.server.Connect(context.Background(), st, nil)
+			if err != nil {
+				return nil, err
+			}
+			m.mu.Lock()
+			m.ss = append(m.ss, ss)
+			m.mu.Unlock()
+			return ct, nil
+		}}
+}
+
+// killSessions closes the server side of every session, as a dying
+// upstream would.
+func (m *memUpstream) killSessions() {
+	m.mu.Lock()
+	ss := m.ss
+	m.ss = nil
+	m.mu.Unlock()
+	for _, s := range ss {
+		_ = s.Close()
+	}
+}
+
+func newTestBridge(t *testing.T, servers ...ServerConfig) *Bridge {
+	t.Helper()
+	b, err := New(Config{Servers: servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	select {
+	case <-b.Ready():
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("bridge not ready")
+	}
+	return b
+}
+
+func waitFor(t *testing.T, b *Bridge, what string, cond func(*Snapshot) bool) {
+	t.Helper()
+	sub := b.Catalog().Subscribe()
+	defer sub.Close()
+	deadline := time.After(defaultTestTimeout)
+	for !cond(b.Catalog().Current()) {
+		select {
+		case <-sub.C():
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func TestBridgeListsCallsAndRefreshes(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	b := newTestBridge(t, up.config("mem"))
+	if _, ok := b.Catalog().Current().Lookup("mem__echo"); !ok {
+		t.Fatalf("catalog = %v, want mem__echo", names(b.Catalog().Current().Tools))
+	}
+	res, err := b.CallTool(t.Context(), "mem__echo", map[string]any{"text": "hi"}, nil)
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "hi" {
+		t.Fatalf("CallTool(mem__echo) = %v, %v", res, err)
+	}
+	// A tool error is a result, not an error.
+	res, err = b.CallTool(t.Context(), "mem__fail", nil, nil)
+	if err != nil || !res.IsError {
+		t.Fatalf("CallTool(mem__fail) = %v, %v; want IsError result", res, err)
+	}
+	if _, err := b.CallTool(t.Context(), "mem__nope", nil, nil); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("CallTool(unknown) = %v, want ErrToolNotFound", err)
+	}
+	// list_changed from the upstream refreshes the catalog.
+	up.server.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	waitFor(t, b, "mem__late", func(s *Snapshot) bool { _, ok := s.Lookup("mem__late"); return ok })
+	if st, _ := b.Server("mem"); st.ConnectCount != 1 || st.State != StateReady {
+		t.Fatalf("status = %+v, want one connect and ready", st)
+	}
+}
+
+func TestBridgeCallDeadlineAndCancel(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	b := newTestBridge(t, up.config("mem"))
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := b.CallTool(ctx, "mem__block", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("CallTool past deadline = %v, want DeadlineExceeded", err)
+	}
+	ctx, cancel = context.WithCancel(t.Context())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := b.CallTool(ctx, "mem__block", nil, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled CallTool = %v, want Canceled", err)
+	}
+}
+
+func TestBridgeReconnectsAfterSessionDeath(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	b := newTestBridge(t, up.config("mem"))
+	up.killSessions()
+	waitFor(t, b, "reconnect", func(s *Snapshot) bool {
+		st, _ := b.Server("mem")
+		tl, ok := s.Lookup("mem__echo")
+		return st.ConnectCount >= 2 && st.State == StateReady && ok && tl.Available
+	})
+	if _, err := b.CallTool(t.Context(), "mem__echo", map[string]any{"text": "again"}, nil); err != nil {
+		t.Fatalf("CallTool after reconnect = %v", err)
+	}
+}
+
+func TestBridgeRejectsBadConfig(t *testing.T) {
+	_, err := New(Config{Servers: []ServerConfig{
+		{Name: "a__b", Transport: TransportStdio, Command: "x"},
+		{Name: "ok", Transport: TransportStdio},
+		{Name: "h", Transport: TransportStreamableHTTP},
+	}})
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Fatalf("New(bad config) = %v, want FieldErrors", err)
+	}
+	for _, want := range []string{`server "a__b": field "name"`, `server "ok": field "command"`, `server "h": field "url"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package mcpbridge
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func names(ts []*Tool) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+func TestCatalogRevisionIsContentDerived(t *testing.T) {
+	a, b := NewCatalog(), NewCatalog()
+	if a.Current().Revision != b.Current().Revision {
+		t.Fatal("empty catalogs differ in revision")
+	}
+	tools := []*mcp.Tool{{Name: "x", InputSchema: map[string]any{"type": "object"}}, {Name: "y"}}
+	// Different order of servers and of tools: same content, same revision.
+	a.setServer("one", "one", tools, true)
+	a.setServer("two", "two", tools[:1], true)
+	b.setServer("two", "two", tools[:1], true)
+	b.setServer("one", "one", []*mcp.Tool{tools[1], tools[0]}, true)
+	if a.Current().Revision != b.Current().Revision {
+		t.Fatalf("same content, revisions %s and %s", a.Current().Revision, b.Current().Revision)
+	}
+	if got, want := names(a.Current().Tools), []string{"one__x", "one__y", "two__x"}; !slices.Equal(got, want) {
+		t.Fatalf("tools = %v, want %v", got, want)
+	}
+	r := a.Current().Revision
+	a.setAvailable("two", false)
+	if a.Current().Revision == r {
+		t.Fatal("availability change kept the revision")
+	}
+	a.setAvailable("two", true)
+	if a.Current().Revision != r {
+		t.Fatal("returning to the same content gave a new revision")
+	}
+}
+
+func TestCatalogPublishesOnlyOnChange(t *testing.T) {
+	c := NewCatalog()
+	sub := c.Subscribe()
+	defer sub.Close()
+	c.setServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
+	select {
+	case <-sub.C():
+	default:
+		t.Fatal("no signal after a change")
+	}
+	c.setServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
+	select {
+	case <-sub.C():
+		t.Fatal("signal without a change")
+	default:
+	}
+}
+
+func TestCatalogHistory(t *testing.T) {
+	c := NewCatalog()
+	c.setServer("s", "s", []*mcp.Tool{{Name: "a"}}, true)
+	first := c.Current()
+	for i := 0; i < historySize+5; i++ {
+		c.setServer("s", "s", []*mcp.Tool{{Name: "a", Description: string(rune('A' + i%50)) + string(rune(i))}}, true)
+	}
+	if _, ok := c.Snapshot(first.Revision); ok {
+		t.Fatal("a snapshot older than the history is still retained")
+	}
+	if s, ok := c.Snapshot(c.Current().Revision); !ok || s != c.Current() {
+		t.Fatal("current snapshot not found by revision")
+	}
+}
+
+func TestDiff(t *testing.T) {
+	c := NewCatalog()
+	c.setServer("s", "s", []*mcp.Tool{{Name: "keep"}, {Name: "change"}, {Name: "drop"}}, true)
+	from := c.Current()
+	c.setServer("s", "s", []*mcp.Tool{{Name: "keep"}, {Name: "change", Description: "new"}, {Name: "add"}}, true)
+	up, rm := Diff(from, c.Current())
+	if got, want := names(up), []string{"s__add", "s__change"}; !slices.Equal(got, want) {
+		t.Errorf("upserted = %v, want %v", got, want)
+	}
+	if want := []string{"s__drop"}; !slices.Equal(rm, want) {
+		t.Errorf("removed = %v, want %v", rm, want)
+	}
+	up, rm = Diff(c.Current(), c.Current())
+	if len(up)+len(rm) != 0 {
+		t.Errorf("Diff of a snapshot with itself = %v, %v", up, rm)
+	}
+}
+
+func TestCrossServerCollision(t *testing.T) {
+	// Validated configs never give two servers one prefix, but the catalog
+	// must still resolve such a collision deterministically.
+	c := NewCatalog()
+	c.setServer("p1", "same", []*mcp.Tool{{Name: "t"}}, true)
+	c.setServer("p2", "same", []*mcp.Tool{{Name: "t"}}, true)
+	s := c.Current()
+	if len(s.Tools) != 2 || s.Tools[0].Name == s.Tools[1].Name {
+		t.Fatalf("colliding tools = %v, want two distinct names", names(s.Tools))
+	}
+	if p1, ok := s.Lookup("same__t"); !ok || p1.Server != "p1" {
+		t.Fatalf("same__t should stay with the first server in order")
+	}
+	if len(c.Warnings("p2")) != 1 {
+		t.Fatalf("warnings for p2 = %v, want one", c.Warnings("p2"))
+	}
+}
