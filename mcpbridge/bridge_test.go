@@ -116,7 +116,9 @@ func TestBridgeListsCallsAndRefreshes(t *testing.T) {
 	}
 	// list_changed from the upstream refreshes the catalog.
 	up.server.AddTool(&mcp.Tool{Name: "late", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	waitFor(t, b, "mem__late", func(s *Snapshot) bool { _, ok := s.Lookup("mem__late"); return ok })
 	if st, _ := b.Server("mem"); st.ConnectCount != 1 || st.State != StateReady {
 		t.Fatalf("status = %+v, want one connect and ready", st)

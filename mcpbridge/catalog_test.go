@@ -66,7 +66,7 @@ func TestCatalogHistory(t *testing.T) {
 	c.setServer("s", "s", []*mcp.Tool{{Name: "a"}}, true)
 	first := c.Current()
 	for i := 0; i < historySize+5; i++ {
-		c.setServer("s", "s", []*mcp.Tool{{Name: "a", Description: string(rune('A' + i%50)) + string(rune(i))}}, true)
+		c.setServer("s", "s", []*mcp.Tool{{Name: "a", Description: string(rune('A'+i%50)) + string(rune(i))}}, true)
 	}
 	if _, ok := c.Snapshot(first.Revision); ok {
 		t.Fatal("a snapshot older than the history is still retained")

@@ -40,7 +40,9 @@ func newFixture(t *testing.T, n int) *fixture {
 	up := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
 	for i := 0; i < n; i++ {
 		up.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%04d", i), InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 	}
 	mcp.AddTool(up, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 		Text string `json:"text"`
@@ -121,7 +123,9 @@ func TestListToolsPaging(t *testing.T) {
 	}
 	// The catalog changes between pages: the listing stays on its snapshot.
 	f.upstream.AddTool(&mcp.Tool{Name: "a_new_first", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	sub := f.bridge.Catalog().Subscribe()
 	defer sub.Close()
 	for f.bridge.Catalog().Current().Revision == first.GetRevision() {
