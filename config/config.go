@@ -112,7 +112,10 @@ type serverJSON struct {
 	RefreshTimeout  Duration          `json:"refreshTimeout"`
 	RefreshInterval Duration          `json:"refreshInterval"`
 	RefreshDebounce Duration          `json:"refreshDebounce"`
-	Backoff         *struct {
+	// ValidateArguments (default true) checks call arguments against the
+	// tool's inputSchema at the edge.
+	ValidateArguments *bool `json:"validateArguments"`
+	Backoff           *struct {
 		Base Duration `json:"base"`
 		Max  Duration `json:"max"`
 	} `json:"backoff"`
@@ -217,6 +220,7 @@ func Parse(file string, data []byte) (*Config, error) {
 			ProtocolVersion: sj.ProtocolVersion,
 			ConnectTimeout:  sj.ConnectTimeout.D, CallTimeout: sj.CallTimeout.D, RefreshTimeout: sj.RefreshTimeout.D,
 			RefreshInterval: sj.RefreshInterval.D, RefreshDebounce: sj.RefreshDebounce.D,
+			SkipArgumentValidation: sj.ValidateArguments != nil && !*sj.ValidateArguments,
 		}
 		if sj.Backoff != nil {
 			sc.BackoffBase, sc.BackoffMax = sj.Backoff.Base.D, sj.Backoff.Max.D

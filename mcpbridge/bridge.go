@@ -163,6 +163,14 @@ func (b *Bridge) Servers() []ServerStatus {
 	return out
 }
 
+// ValidatesArguments reports whether calls to the server's tools should
+// have their arguments checked against the tool's inputSchema (on unless
+// the server's config turns it off for broken schemas).
+func (b *Bridge) ValidatesArguments(server string) bool {
+	u, ok := b.ups[server]
+	return ok && !u.cfg.SkipArgumentValidation
+}
+
 // Server reports one upstream.
 func (b *Bridge) Server(name string) (ServerStatus, error) {
 	u, ok := b.ups[name]
@@ -202,7 +210,7 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	u := b.ups[t.Server]
 	s := u.sess.Load()
 	if s == nil || s.isDead() {
-		return nil, fmt.Errorf("%w: server %q has no ready session", ErrUnavailable, t.Server)
+		return nil, &UnavailableError{Server: t.Server, Reason: ReasonNoSession}
 	}
 	if _, has := ctx.Deadline(); !has {
 		var cancel context.CancelFunc
@@ -233,7 +241,7 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	if isSessionDead(err) || s.isDead() {
 		s.markDead(err)
 		u.log.Warn("call failed: session lost", "tool", t.OriginalName, "error", u.redact(err.Error()))
-		return nil, fmt.Errorf("%w: server %q: session lost during the call", ErrUnavailable, t.Server)
+		return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost}
 	}
 	u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
 	return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)

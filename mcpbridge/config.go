@@ -83,6 +83,10 @@ type ServerConfig struct {
 	BackoffBase     time.Duration
 	BackoffMax      time.Duration
 
+	// SkipArgumentValidation turns off checking call arguments against the
+	// tools' inputSchema (for upstreams whose schemas are broken).
+	SkipArgumentValidation bool
+
 	// NewTransport, if set, replaces the transport built from the fields
 	// above (used by tests to reach in-memory servers).
 	NewTransport func() (mcp.Transport, error)

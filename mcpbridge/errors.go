@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 var (
@@ -17,7 +18,39 @@ var (
 	ErrClosed = errors.New("bridge closed")
 	// ErrInvalidArguments: the call's arguments are not a JSON object.
 	ErrInvalidArguments = errors.New("arguments must be a JSON object")
+	// ErrOverloaded: the upstream's maxConcurrentCalls are in flight and its
+	// wait queue is full.
+	ErrOverloaded = errors.New("upstream concurrency limit reached")
 )
+
+// Reasons an upstream is unavailable.
+const (
+	ReasonNoSession   = "no_session"   // not connected (connecting or backing off)
+	ReasonSessionLost = "session_lost" // the session died during the call
+	ReasonCircuitOpen = "circuit_open" // the breaker fails calls fast
+)
+
+// UnavailableError details ErrUnavailable: errors.Is(err, ErrUnavailable)
+// holds for it.
+type UnavailableError struct {
+	Server string
+	Reason string // one of the Reason constants
+	// RetryAfter is a hint for when a retry may succeed (0: unknown).
+	RetryAfter time.Duration
+}
+
+func (e *UnavailableError) Error() string {
+	switch e.Reason {
+	case ReasonCircuitOpen:
+		return fmt.Sprintf("upstream unavailable: server %q: circuit breaker open, retry after %s", e.Server, e.RetryAfter.Round(time.Millisecond))
+	case ReasonSessionLost:
+		return fmt.Sprintf("upstream unavailable: server %q: session lost during the call", e.Server)
+	}
+	return fmt.Sprintf("upstream unavailable: server %q has no ready session", e.Server)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // UpstreamError is a JSON-RPC error answered by an upstream.
 type UpstreamError struct {

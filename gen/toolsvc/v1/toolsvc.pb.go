@@ -192,6 +192,63 @@ func (RefreshOutcome) EnumDescriptor() ([]byte, []int) {
 	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
 }
 
+// BreakerState is the state of an upstream's circuit breaker.
+type BreakerState int32
+
+const (
+	// Not set.
+	BreakerState_BREAKER_STATE_UNSPECIFIED BreakerState = 0
+	// Calls flow normally.
+	BreakerState_BREAKER_STATE_CLOSED BreakerState = 1
+	// Calls fail fast with UNAVAILABLE until breaker_retry_time.
+	BreakerState_BREAKER_STATE_OPEN BreakerState = 2
+	// One trial is allowed through; its outcome closes or re-opens the breaker.
+	BreakerState_BREAKER_STATE_HALF_OPEN BreakerState = 3
+)
+
+// Enum value maps for BreakerState.
+var (
+	BreakerState_name = map[int32]string{
+		0: "BREAKER_STATE_UNSPECIFIED",
+		1: "BREAKER_STATE_CLOSED",
+		2: "BREAKER_STATE_OPEN",
+		3: "BREAKER_STATE_HALF_OPEN",
+	}
+	BreakerState_value = map[string]int32{
+		"BREAKER_STATE_UNSPECIFIED": 0,
+		"BREAKER_STATE_CLOSED":      1,
+		"BREAKER_STATE_OPEN":        2,
+		"BREAKER_STATE_HALF_OPEN":   3,
+	}
+)
+
+func (x BreakerState) Enum() *BreakerState {
+	p := new(BreakerState)
+	*p = x
+	return p
+}
+
+func (x BreakerState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
+}
+
+func (BreakerState) Type() protoreflect.EnumType {
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
+}
+
+func (x BreakerState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BreakerState.Descriptor instead.
+func (BreakerState) EnumDescriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
+}
+
 // Tool is one callable tool of the merged catalog.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -602,6 +659,223 @@ func (x *CallToolRequest) GetArgumentsJson() string {
 	return ""
 }
 
+// CallToolStreamRequest is a CallToolRequest for the streaming call.
+type CallToolStreamRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The exposed tool name (Tool.name).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The arguments object; see CallToolRequest.arguments.
+	Arguments *structpb.Struct `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
+	// The arguments as JSON text; see CallToolRequest.arguments_json.
+	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolStreamRequest) Reset() {
+	*x = CallToolStreamRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolStreamRequest) ProtoMessage() {}
+
+func (x *CallToolStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolStreamRequest.ProtoReflect.Descriptor instead.
+func (*CallToolStreamRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CallToolStreamRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CallToolStreamRequest) GetArguments() *structpb.Struct {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *CallToolStreamRequest) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+// CallToolStreamResponse is one message of a streaming call: zero or more
+// progress messages, then exactly one result.
+type CallToolStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What this message carries.
+	//
+	// Types that are valid to be assigned to Event:
+	//
+	//	*CallToolStreamResponse_Progress
+	//	*CallToolStreamResponse_Result
+	Event         isCallToolStreamResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolStreamResponse) Reset() {
+	*x = CallToolStreamResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolStreamResponse) ProtoMessage() {}
+
+func (x *CallToolStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolStreamResponse.ProtoReflect.Descriptor instead.
+func (*CallToolStreamResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CallToolStreamResponse) GetEvent() isCallToolStreamResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *CallToolStreamResponse) GetProgress() *CallToolProgress {
+	if x != nil {
+		if x, ok := x.Event.(*CallToolStreamResponse_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *CallToolStreamResponse) GetResult() *CallToolResponse {
+	if x != nil {
+		if x, ok := x.Event.(*CallToolStreamResponse_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+type isCallToolStreamResponse_Event interface {
+	isCallToolStreamResponse_Event()
+}
+
+type CallToolStreamResponse_Progress struct {
+	// Progress reported by the upstream. Slow readers see merged progress
+	// (the latest), never a stalled upstream session.
+	Progress *CallToolProgress `protobuf:"bytes,1,opt,name=progress,proto3,oneof"`
+}
+
+type CallToolStreamResponse_Result struct {
+	// The final result; always the last message.
+	Result *CallToolResponse `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
+}
+
+func (*CallToolStreamResponse_Progress) isCallToolStreamResponse_Event() {}
+
+func (*CallToolStreamResponse_Result) isCallToolStreamResponse_Event() {}
+
+// CallToolProgress is an MCP progress notification for the call.
+type CallToolProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Progress so far; increases with every message.
+	Progress float64 `protobuf:"fixed64,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	// Total expected, if the upstream knows it.
+	Total *float64 `protobuf:"fixed64,2,opt,name=total,proto3,oneof" json:"total,omitempty"`
+	// A human-readable message, if any.
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolProgress) Reset() {
+	*x = CallToolProgress{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolProgress) ProtoMessage() {}
+
+func (x *CallToolProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolProgress.ProtoReflect.Descriptor instead.
+func (*CallToolProgress) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CallToolProgress) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *CallToolProgress) GetTotal() float64 {
+	if x != nil && x.Total != nil {
+		return *x.Total
+	}
+	return 0
+}
+
+func (x *CallToolProgress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // CallToolResponse is the tool's result, complete.
 type CallToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -620,7 +894,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -632,7 +906,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -645,7 +919,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CallToolResponse) GetContent() []*Content {
@@ -695,7 +969,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +981,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +994,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{6}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Content) GetContent() isContent_Content {
@@ -829,7 +1103,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +1115,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +1128,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{7}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Annotations) GetAudience() []string {
@@ -893,7 +1167,7 @@ type TextContent struct {
 
 func (x *TextContent) Reset() {
 	*x = TextContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1179,7 @@ func (x *TextContent) String() string {
 func (*TextContent) ProtoMessage() {}
 
 func (x *TextContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1192,7 @@ func (x *TextContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextContent.ProtoReflect.Descriptor instead.
 func (*TextContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{8}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TextContent) GetText() string {
@@ -959,7 +1233,7 @@ type ImageContent struct {
 
 func (x *ImageContent) Reset() {
 	*x = ImageContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1245,7 @@ func (x *ImageContent) String() string {
 func (*ImageContent) ProtoMessage() {}
 
 func (x *ImageContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1258,7 @@ func (x *ImageContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageContent.ProtoReflect.Descriptor instead.
 func (*ImageContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{9}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ImageContent) GetData() []byte {
@@ -1032,7 +1306,7 @@ type AudioContent struct {
 
 func (x *AudioContent) Reset() {
 	*x = AudioContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1318,7 @@ func (x *AudioContent) String() string {
 func (*AudioContent) ProtoMessage() {}
 
 func (x *AudioContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1331,7 @@ func (x *AudioContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AudioContent.ProtoReflect.Descriptor instead.
 func (*AudioContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{10}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AudioContent) GetData() []byte {
@@ -1113,7 +1387,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +1399,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +1412,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -1212,7 +1486,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1498,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1511,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *EmbeddedResource) GetResource() *ResourceContents {
@@ -1283,7 +1557,7 @@ type ResourceContents struct {
 
 func (x *ResourceContents) Reset() {
 	*x = ResourceContents{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1569,7 @@ func (x *ResourceContents) String() string {
 func (*ResourceContents) ProtoMessage() {}
 
 func (x *ResourceContents) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1582,7 @@ func (x *ResourceContents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceContents.ProtoReflect.Descriptor instead.
 func (*ResourceContents) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResourceContents) GetUri() string {
@@ -1383,14 +1657,20 @@ type WatchCatalogRequest struct {
 	// process still remembers: only the changes since it. Anything else
 	// (unknown, too old, malformed): a snapshot with reset = true. Never an
 	// error.
-	ResumeToken   string `protobuf:"bytes,1,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResumeToken string `protobuf:"bytes,1,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
+	// Only tools of these servers (configured names). Empty: every server.
+	Servers []string `protobuf:"bytes,2,rep,name=servers,proto3" json:"servers,omitempty"`
+	// Leave out tools whose upstream is not ready. By default they are
+	// included with available = false; with this set, a tool whose upstream
+	// goes down arrives as removed and comes back as upserted.
+	ExcludeUnavailable bool `protobuf:"varint,3,opt,name=exclude_unavailable,json=excludeUnavailable,proto3" json:"exclude_unavailable,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *WatchCatalogRequest) Reset() {
 	*x = WatchCatalogRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1402,7 +1682,7 @@ func (x *WatchCatalogRequest) String() string {
 func (*WatchCatalogRequest) ProtoMessage() {}
 
 func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1415,7 +1695,7 @@ func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogRequest.ProtoReflect.Descriptor instead.
 func (*WatchCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WatchCatalogRequest) GetResumeToken() string {
@@ -1423,6 +1703,20 @@ func (x *WatchCatalogRequest) GetResumeToken() string {
 		return x.ResumeToken
 	}
 	return ""
+}
+
+func (x *WatchCatalogRequest) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *WatchCatalogRequest) GetExcludeUnavailable() bool {
+	if x != nil {
+		return x.ExcludeUnavailable
+	}
+	return false
 }
 
 // WatchCatalogResponse is one event of a catalog watch.
@@ -1446,7 +1740,7 @@ type WatchCatalogResponse struct {
 
 func (x *WatchCatalogResponse) Reset() {
 	*x = WatchCatalogResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1458,7 +1752,7 @@ func (x *WatchCatalogResponse) String() string {
 func (*WatchCatalogResponse) ProtoMessage() {}
 
 func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1471,7 +1765,7 @@ func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogResponse.ProtoReflect.Descriptor instead.
 func (*WatchCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WatchCatalogResponse) GetRevision() string {
@@ -1570,7 +1864,7 @@ type CatalogSnapshot struct {
 
 func (x *CatalogSnapshot) Reset() {
 	*x = CatalogSnapshot{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1876,7 @@ func (x *CatalogSnapshot) String() string {
 func (*CatalogSnapshot) ProtoMessage() {}
 
 func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1889,7 @@ func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSnapshot.ProtoReflect.Descriptor instead.
 func (*CatalogSnapshot) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CatalogSnapshot) GetTools() []*Tool {
@@ -1625,7 +1919,7 @@ type CatalogChanges struct {
 
 func (x *CatalogChanges) Reset() {
 	*x = CatalogChanges{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1931,7 @@ func (x *CatalogChanges) String() string {
 func (*CatalogChanges) ProtoMessage() {}
 
 func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1944,7 @@ func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogChanges.ProtoReflect.Descriptor instead.
 func (*CatalogChanges) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CatalogChanges) GetUpserted() []*Tool {
@@ -1676,7 +1970,7 @@ type CatalogSynced struct {
 
 func (x *CatalogSynced) Reset() {
 	*x = CatalogSynced{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1982,7 @@ func (x *CatalogSynced) String() string {
 func (*CatalogSynced) ProtoMessage() {}
 
 func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1995,7 @@ func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSynced.ProtoReflect.Descriptor instead.
 func (*CatalogSynced) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
 }
 
 // CatalogProgress is sent on an idle stream about every 30 s.
@@ -1713,7 +2007,7 @@ type CatalogProgress struct {
 
 func (x *CatalogProgress) Reset() {
 	*x = CatalogProgress{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +2019,7 @@ func (x *CatalogProgress) String() string {
 func (*CatalogProgress) ProtoMessage() {}
 
 func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +2032,7 @@ func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogProgress.ProtoReflect.Descriptor instead.
 func (*CatalogProgress) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
 }
 
 // ListServersRequest asks for every configured upstream.
@@ -1750,7 +2044,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +2056,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +2069,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{23}
 }
 
 // ListServersResponse lists the upstreams, sorted by name.
@@ -1789,7 +2083,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +2095,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +2108,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListServersResponse) GetServers() []*Server {
@@ -1849,14 +2143,25 @@ type Server struct {
 	RefreshCount int64 `protobuf:"varint,10,opt,name=refresh_count,json=refreshCount,proto3" json:"refresh_count,omitempty"`
 	// Naming problems resolved deterministically, e.g. two tool names that
 	// sanitise to the same exposed name.
-	Warnings      []string `protobuf:"bytes,11,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	Warnings []string `protobuf:"bytes,11,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// The circuit breaker's state.
+	BreakerState BreakerState `protobuf:"varint,12,opt,name=breaker_state,json=breakerState,proto3,enum=toolsvc.v1.BreakerState" json:"breaker_state,omitempty"`
+	// While the breaker is open: when the next trial is allowed.
+	BreakerRetryTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=breaker_retry_time,json=breakerRetryTime,proto3" json:"breaker_retry_time,omitempty"`
+	// Consecutive failed connects, probes or calls that count towards the
+	// breaker.
+	ConsecutiveFailures int32 `protobuf:"varint,14,opt,name=consecutive_failures,json=consecutiveFailures,proto3" json:"consecutive_failures,omitempty"`
+	// Calls in flight to this upstream now.
+	InFlightCalls int32 `protobuf:"varint,15,opt,name=in_flight_calls,json=inFlightCalls,proto3" json:"in_flight_calls,omitempty"`
+	// When the current session was established (unset without one).
+	ConnectedTime *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=connected_time,json=connectedTime,proto3" json:"connected_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +2173,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +2186,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Server) GetName() string {
@@ -1961,6 +2266,41 @@ func (x *Server) GetWarnings() []string {
 	return nil
 }
 
+func (x *Server) GetBreakerState() BreakerState {
+	if x != nil {
+		return x.BreakerState
+	}
+	return BreakerState_BREAKER_STATE_UNSPECIFIED
+}
+
+func (x *Server) GetBreakerRetryTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.BreakerRetryTime
+	}
+	return nil
+}
+
+func (x *Server) GetConsecutiveFailures() int32 {
+	if x != nil {
+		return x.ConsecutiveFailures
+	}
+	return 0
+}
+
+func (x *Server) GetInFlightCalls() int32 {
+	if x != nil {
+		return x.InFlightCalls
+	}
+	return 0
+}
+
+func (x *Server) GetConnectedTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ConnectedTime
+	}
+	return nil
+}
+
 var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
@@ -2000,7 +2340,20 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\xd1\x01\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\x89\x01\n" +
+	"\x15CallToolStreamRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
+	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\x95\x01\n" +
+	"\x16CallToolStreamResponse\x12:\n" +
+	"\bprogress\x18\x01 \x01(\v2\x1c.toolsvc.v1.CallToolProgressH\x00R\bprogress\x126\n" +
+	"\x06result\x18\x02 \x01(\v2\x1c.toolsvc.v1.CallToolResponseH\x00R\x06resultB\a\n" +
+	"\x05event\"m\n" +
+	"\x10CallToolProgress\x12\x1a\n" +
+	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x19\n" +
+	"\x05total\x18\x02 \x01(\x01H\x00R\x05total\x88\x01\x01\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessageB\b\n" +
+	"\x06_total\"\xd1\x01\n" +
 	"\x10CallToolResponse\x12-\n" +
 	"\acontent\x18\x01 \x03(\v2\x13.toolsvc.v1.ContentR\acontent\x12F\n" +
 	"\x12structured_content\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x11structuredContent\x12\x19\n" +
@@ -2053,9 +2406,11 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x04blob\x18\x04 \x01(\fH\x00R\x04blob\x12+\n" +
 	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04metaB\n" +
 	"\n" +
-	"\bcontents\"8\n" +
+	"\bcontents\"\x83\x01\n" +
 	"\x13WatchCatalogRequest\x12!\n" +
-	"\fresume_token\x18\x01 \x01(\tR\vresumeToken\"\x9e\x02\n" +
+	"\fresume_token\x18\x01 \x01(\tR\vresumeToken\x12\x18\n" +
+	"\aservers\x18\x02 \x03(\tR\aservers\x12/\n" +
+	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\"\x9e\x02\n" +
 	"\x14WatchCatalogResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\tR\brevision\x129\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1b.toolsvc.v1.CatalogSnapshotH\x00R\bsnapshot\x126\n" +
@@ -2073,7 +2428,7 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x0fCatalogProgress\"\x14\n" +
 	"\x12ListServersRequest\"C\n" +
 	"\x13ListServersResponse\x12,\n" +
-	"\aservers\x18\x01 \x03(\v2\x12.toolsvc.v1.ServerR\aservers\"\xe5\x03\n" +
+	"\aservers\x18\x01 \x03(\v2\x12.toolsvc.v1.ServerR\aservers\"\x8c\x06\n" +
 	"\x06Server\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\ttransport\x18\x02 \x01(\x0e2\x15.toolsvc.v1.TransportR\ttransport\x12-\n" +
@@ -2088,7 +2443,12 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x10protocol_version\x18\t \x01(\tR\x0fprotocolVersion\x12#\n" +
 	"\rrefresh_count\x18\n" +
 	" \x01(\x03R\frefreshCount\x12\x1a\n" +
-	"\bwarnings\x18\v \x03(\tR\bwarnings*Z\n" +
+	"\bwarnings\x18\v \x03(\tR\bwarnings\x12=\n" +
+	"\rbreaker_state\x18\f \x01(\x0e2\x18.toolsvc.v1.BreakerStateR\fbreakerState\x12H\n" +
+	"\x12breaker_retry_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x10breakerRetryTime\x121\n" +
+	"\x14consecutive_failures\x18\x0e \x01(\x05R\x13consecutiveFailures\x12&\n" +
+	"\x0fin_flight_calls\x18\x0f \x01(\x05R\rinFlightCalls\x12A\n" +
+	"\x0econnected_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rconnectedTime*Z\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
@@ -2102,10 +2462,16 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x0eRefreshOutcome\x12\x1f\n" +
 	"\x1bREFRESH_OUTCOME_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12REFRESH_OUTCOME_OK\x10\x01\x12\x1a\n" +
-	"\x16REFRESH_OUTCOME_FAILED\x10\x022\xc3\x02\n" +
+	"\x16REFRESH_OUTCOME_FAILED\x10\x02*|\n" +
+	"\fBreakerState\x12\x1d\n" +
+	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
+	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x9e\x03\n" +
 	"\vToolService\x12H\n" +
 	"\tListTools\x12\x1c.toolsvc.v1.ListToolsRequest\x1a\x1d.toolsvc.v1.ListToolsResponse\x12E\n" +
-	"\bCallTool\x12\x1b.toolsvc.v1.CallToolRequest\x1a\x1c.toolsvc.v1.CallToolResponse\x12S\n" +
+	"\bCallTool\x12\x1b.toolsvc.v1.CallToolRequest\x1a\x1c.toolsvc.v1.CallToolResponse\x12Y\n" +
+	"\x0eCallToolStream\x12!.toolsvc.v1.CallToolStreamRequest\x1a\".toolsvc.v1.CallToolStreamResponse0\x01\x12S\n" +
 	"\fWatchCatalog\x12\x1f.toolsvc.v1.WatchCatalogRequest\x1a .toolsvc.v1.WatchCatalogResponse0\x01\x12N\n" +
 	"\vListServers\x12\x1e.toolsvc.v1.ListServersRequest\x1a\x1f.toolsvc.v1.ListServersResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
 
@@ -2121,89 +2487,101 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 	return file_toolsvc_v1_toolsvc_proto_rawDescData
 }
 
-var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
-	(Transport)(0),                // 0: toolsvc.v1.Transport
-	(ServerState)(0),              // 1: toolsvc.v1.ServerState
-	(RefreshOutcome)(0),           // 2: toolsvc.v1.RefreshOutcome
-	(*Tool)(nil),                  // 3: toolsvc.v1.Tool
-	(*ToolAnnotations)(nil),       // 4: toolsvc.v1.ToolAnnotations
-	(*ListToolsRequest)(nil),      // 5: toolsvc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),     // 6: toolsvc.v1.ListToolsResponse
-	(*CallToolRequest)(nil),       // 7: toolsvc.v1.CallToolRequest
-	(*CallToolResponse)(nil),      // 8: toolsvc.v1.CallToolResponse
-	(*Content)(nil),               // 9: toolsvc.v1.Content
-	(*Annotations)(nil),           // 10: toolsvc.v1.Annotations
-	(*TextContent)(nil),           // 11: toolsvc.v1.TextContent
-	(*ImageContent)(nil),          // 12: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),          // 13: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),          // 14: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),      // 15: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),      // 16: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),   // 17: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),  // 18: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),       // 19: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),        // 20: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),         // 21: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),       // 22: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),    // 23: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),   // 24: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                // 25: toolsvc.v1.Server
-	(*structpb.Struct)(nil),       // 26: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 27: google.protobuf.Timestamp
+	(Transport)(0),                 // 0: toolsvc.v1.Transport
+	(ServerState)(0),               // 1: toolsvc.v1.ServerState
+	(RefreshOutcome)(0),            // 2: toolsvc.v1.RefreshOutcome
+	(BreakerState)(0),              // 3: toolsvc.v1.BreakerState
+	(*Tool)(nil),                   // 4: toolsvc.v1.Tool
+	(*ToolAnnotations)(nil),        // 5: toolsvc.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),       // 6: toolsvc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),      // 7: toolsvc.v1.ListToolsResponse
+	(*CallToolRequest)(nil),        // 8: toolsvc.v1.CallToolRequest
+	(*CallToolStreamRequest)(nil),  // 9: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil), // 10: toolsvc.v1.CallToolStreamResponse
+	(*CallToolProgress)(nil),       // 11: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),       // 12: toolsvc.v1.CallToolResponse
+	(*Content)(nil),                // 13: toolsvc.v1.Content
+	(*Annotations)(nil),            // 14: toolsvc.v1.Annotations
+	(*TextContent)(nil),            // 15: toolsvc.v1.TextContent
+	(*ImageContent)(nil),           // 16: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),           // 17: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),           // 18: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),       // 19: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),       // 20: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),    // 21: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),   // 22: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),        // 23: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),         // 24: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),          // 25: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),        // 26: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),     // 27: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),    // 28: toolsvc.v1.ListServersResponse
+	(*Server)(nil),                 // 29: toolsvc.v1.Server
+	(*structpb.Struct)(nil),        // 30: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),  // 31: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	26, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	26, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	4,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	26, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
-	3,  // 4: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	26, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	9,  // 6: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	26, // 7: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	26, // 8: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
-	11, // 9: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
-	12, // 10: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
-	13, // 11: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
-	14, // 12: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
-	15, // 13: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
-	10, // 14: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	26, // 15: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
-	10, // 16: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	26, // 17: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
-	10, // 18: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	26, // 19: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
-	10, // 20: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	26, // 21: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
-	16, // 22: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
-	10, // 23: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	26, // 24: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	26, // 25: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
-	19, // 26: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
-	20, // 27: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
-	21, // 28: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
-	22, // 29: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
-	3,  // 30: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	3,  // 31: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	25, // 32: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	0,  // 33: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	1,  // 34: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	27, // 35: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	2,  // 36: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	5,  // 37: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	7,  // 38: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	17, // 39: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	23, // 40: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	6,  // 41: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	8,  // 42: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	18, // 43: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	24, // 44: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	41, // [41:45] is the sub-list for method output_type
-	37, // [37:41] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	30, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	30, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	5,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
+	30, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	4,  // 4: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
+	30, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	30, // 6: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	11, // 7: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
+	12, // 8: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	13, // 9: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
+	30, // 10: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	30, // 11: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	15, // 12: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
+	16, // 13: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
+	17, // 14: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
+	18, // 15: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
+	19, // 16: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
+	14, // 17: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
+	30, // 18: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	14, // 19: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
+	30, // 20: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	14, // 21: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
+	30, // 22: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	14, // 23: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
+	30, // 24: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	20, // 25: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
+	14, // 26: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
+	30, // 27: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	30, // 28: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	23, // 29: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
+	24, // 30: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
+	25, // 31: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
+	26, // 32: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
+	4,  // 33: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
+	4,  // 34: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	29, // 35: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	0,  // 36: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	1,  // 37: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	31, // 38: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	2,  // 39: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	3,  // 40: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	31, // 41: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	31, // 42: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	6,  // 43: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	8,  // 44: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	9,  // 45: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	21, // 46: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	27, // 47: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	7,  // 48: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	12, // 49: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	10, // 50: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	22, // 51: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	28, // 52: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	48, // [48:53] is the sub-list for method output_type
+	43, // [43:48] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -2213,19 +2591,24 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 	}
 	file_toolsvc_v1_toolsvc_proto_msgTypes[1].OneofWrappers = []any{}
 	file_toolsvc_v1_toolsvc_proto_msgTypes[6].OneofWrappers = []any{
+		(*CallToolStreamResponse_Progress)(nil),
+		(*CallToolStreamResponse_Result)(nil),
+	}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[7].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[9].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Image)(nil),
 		(*Content_Audio)(nil),
 		(*Content_ResourceLink)(nil),
 		(*Content_Resource)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[7].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[11].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[13].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[10].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[14].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[16].OneofWrappers = []any{
 		(*ResourceContents_Text)(nil),
 		(*ResourceContents_Blob)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[15].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[18].OneofWrappers = []any{
 		(*WatchCatalogResponse_Snapshot)(nil),
 		(*WatchCatalogResponse_Changes)(nil),
 		(*WatchCatalogResponse_Synced)(nil),
@@ -2236,8 +2619,8 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   23,
+			NumEnums:      4,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

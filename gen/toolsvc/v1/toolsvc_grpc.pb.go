@@ -21,10 +21,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolService_ListTools_FullMethodName    = "/toolsvc.v1.ToolService/ListTools"
-	ToolService_CallTool_FullMethodName     = "/toolsvc.v1.ToolService/CallTool"
-	ToolService_WatchCatalog_FullMethodName = "/toolsvc.v1.ToolService/WatchCatalog"
-	ToolService_ListServers_FullMethodName  = "/toolsvc.v1.ToolService/ListServers"
+	ToolService_ListTools_FullMethodName      = "/toolsvc.v1.ToolService/ListTools"
+	ToolService_CallTool_FullMethodName       = "/toolsvc.v1.ToolService/CallTool"
+	ToolService_CallToolStream_FullMethodName = "/toolsvc.v1.ToolService/CallToolStream"
+	ToolService_WatchCatalog_FullMethodName   = "/toolsvc.v1.ToolService/WatchCatalog"
+	ToolService_ListServers_FullMethodName    = "/toolsvc.v1.ToolService/ListServers"
 )
 
 // ToolServiceClient is the client API for ToolService service.
@@ -46,6 +47,10 @@ type ToolServiceClient interface {
 	// CallTool calls a tool on its upstream. The gRPC deadline is the call's
 	// deadline; cancelling the RPC cancels the upstream call.
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
+	// CallToolStream calls a tool like CallTool and streams the upstream's
+	// progress notifications while it runs; the last message is the result.
+	// Errors are the same as CallTool's.
+	CallToolStream(ctx context.Context, in *CallToolStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolStreamResponse], error)
 	// WatchCatalog streams the catalog: a snapshot (or "synced", or the changes
 	// since resume_token), then every change as it happens, each message
 	// carrying the revision it brings the client to.
@@ -82,9 +87,28 @@ func (c *toolServiceClient) CallTool(ctx context.Context, in *CallToolRequest, o
 	return out, nil
 }
 
+func (c *toolServiceClient) CallToolStream(ctx context.Context, in *CallToolStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolService_ServiceDesc.Streams[0], ToolService_CallToolStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CallToolStreamRequest, CallToolStreamResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolService_CallToolStreamClient = grpc.ServerStreamingClient[CallToolStreamResponse]
+
 func (c *toolServiceClient) WatchCatalog(ctx context.Context, in *WatchCatalogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchCatalogResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolService_ServiceDesc.Streams[0], ToolService_WatchCatalog_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ToolService_ServiceDesc.Streams[1], ToolService_WatchCatalog_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +154,10 @@ type ToolServiceServer interface {
 	// CallTool calls a tool on its upstream. The gRPC deadline is the call's
 	// deadline; cancelling the RPC cancels the upstream call.
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
+	// CallToolStream calls a tool like CallTool and streams the upstream's
+	// progress notifications while it runs; the last message is the result.
+	// Errors are the same as CallTool's.
+	CallToolStream(*CallToolStreamRequest, grpc.ServerStreamingServer[CallToolStreamResponse]) error
 	// WatchCatalog streams the catalog: a snapshot (or "synced", or the changes
 	// since resume_token), then every change as it happens, each message
 	// carrying the revision it brings the client to.
@@ -151,6 +179,9 @@ func (UnimplementedToolServiceServer) ListTools(context.Context, *ListToolsReque
 }
 func (UnimplementedToolServiceServer) CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedToolServiceServer) CallToolStream(*CallToolStreamRequest, grpc.ServerStreamingServer[CallToolStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method CallToolStream not implemented")
 }
 func (UnimplementedToolServiceServer) WatchCatalog(*WatchCatalogRequest, grpc.ServerStreamingServer[WatchCatalogResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchCatalog not implemented")
@@ -215,6 +246,17 @@ func _ToolService_CallTool_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolService_CallToolStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CallToolStreamRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolServiceServer).CallToolStream(m, &grpc.GenericServerStream[CallToolStreamRequest, CallToolStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolService_CallToolStreamServer = grpc.ServerStreamingServer[CallToolStreamResponse]
+
 func _ToolService_WatchCatalog_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchCatalogRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -265,6 +307,11 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "CallToolStream",
+			Handler:       _ToolService_CallToolStream_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "WatchCatalog",
 			Handler:       _ToolService_WatchCatalog_Handler,
