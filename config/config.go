@@ -93,6 +93,8 @@ type fileJSON struct {
 	CallTimeout     Duration                   `json:"callTimeout"`
 	RefreshTimeout  Duration                   `json:"refreshTimeout"`
 	RefreshInterval Duration                   `json:"refreshInterval"`
+	PingInterval    Duration                   `json:"pingInterval"`
+	PingTimeout     Duration                   `json:"pingTimeout"`
 }
 
 var topKeys = keysOf(fileJSON{})
@@ -119,6 +121,18 @@ type serverJSON struct {
 		Base Duration `json:"base"`
 		Max  Duration `json:"max"`
 	} `json:"backoff"`
+	PingInterval Duration `json:"pingInterval"`
+	PingTimeout  Duration `json:"pingTimeout"`
+	PingFailures int      `json:"pingFailures"`
+	StableAfter  Duration `json:"stableAfter"`
+	Breaker      *struct {
+		Failures    int      `json:"failures"`
+		Cooldown    Duration `json:"cooldown"`
+		MaxCooldown Duration `json:"maxCooldown"`
+	} `json:"breaker"`
+	MaxConcurrentCalls int      `json:"maxConcurrentCalls"`
+	MaxQueuedCalls     int      `json:"maxQueuedCalls"`
+	EnvPassthrough     []string `json:"envPassthrough"`
 }
 
 var serverKeys = keysOf(serverJSON{})
@@ -180,6 +194,7 @@ func Parse(file string, data []byte) (*Config, error) {
 	b := &cfg.Bridge
 	b.StartupTimeout, b.ConnectTimeout, b.CallTimeout = f.StartupTimeout.D, f.ConnectTimeout.D, f.CallTimeout.D
 	b.RefreshTimeout, b.RefreshInterval = f.RefreshTimeout.D, f.RefreshInterval.D
+	b.PingInterval, b.PingTimeout = f.PingInterval.D, f.PingTimeout.D
 
 	prefixes := map[string]string{}
 	for _, name := range sortedKeys(servers) {
@@ -221,6 +236,22 @@ func Parse(file string, data []byte) (*Config, error) {
 			ConnectTimeout:  sj.ConnectTimeout.D, CallTimeout: sj.CallTimeout.D, RefreshTimeout: sj.RefreshTimeout.D,
 			RefreshInterval: sj.RefreshInterval.D, RefreshDebounce: sj.RefreshDebounce.D,
 			SkipArgumentValidation: sj.ValidateArguments != nil && !*sj.ValidateArguments,
+			PingInterval:           sj.PingInterval.D, PingTimeout: sj.PingTimeout.D, PingFailures: sj.PingFailures,
+			StableAfter:        sj.StableAfter.D,
+			MaxConcurrentCalls: sj.MaxConcurrentCalls, MaxQueuedCalls: sj.MaxQueuedCalls,
+			EnvPassthrough: sj.EnvPassthrough,
+		}
+		if sj.Breaker != nil {
+			sc.Breaker = mcpbridge.BreakerConfig{Failures: sj.Breaker.Failures, Cooldown: sj.Breaker.Cooldown.D, MaxCooldown: sj.Breaker.MaxCooldown.D}
+		}
+		for _, n := range []struct {
+			field string
+			v     int
+		}{{"pingFailures", sj.PingFailures}, {"maxConcurrentCalls", sj.MaxConcurrentCalls}, {"maxQueuedCalls", sj.MaxQueuedCalls}} {
+			if n.v < 0 {
+				add(name, n.field, "must not be negative, got %d", n.v)
+				bad = true
+			}
 		}
 		if sj.Backoff != nil {
 			sc.BackoffBase, sc.BackoffMax = sj.Backoff.Base.D, sj.Backoff.Max.D

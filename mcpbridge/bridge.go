@@ -194,8 +194,9 @@ type CallOptions struct {
 // deadline the server's CallTool timeout applies.
 //
 // A tool's own failure is a result with IsError set, not an error. Errors:
-// ErrToolNotFound, ErrUnavailable, *UpstreamError, ErrInvalidArguments, or
-// a context error.
+// ErrToolNotFound, *UnavailableError (errors.Is ErrUnavailable: no session,
+// session lost mid-call, or circuit open, with a retry hint), ErrOverloaded,
+// *UpstreamError, ErrInvalidArguments, or a context error.
 func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
 	if b.ctx.Err() != nil {
 		return nil, ErrClosed
@@ -207,20 +208,96 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	if raw, ok := args.(json.RawMessage); ok && !isJSONObject(raw) {
 		return nil, ErrInvalidArguments
 	}
-	u := b.ups[t.Server]
-	s := u.sess.Load()
-	if s == nil || s.isDead() {
-		return nil, &UnavailableError{Server: t.Server, Reason: ReasonNoSession}
+	if args == nil {
+		args = map[string]any{}
 	}
+	u := b.ups[t.Server]
 	if _, has := ctx.Deadline(); !has {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)
 		defer cancel()
 	}
-	if args == nil {
-		args = map[string]any{}
+
+	u.mu.Lock()
+	ok, retryAfter := u.breaker.allow(time.Now())
+	u.mu.Unlock()
+	if !ok {
+		return nil, &UnavailableError{Server: t.Server, Reason: ReasonCircuitOpen, RetryAfter: retryAfter}
 	}
-	params := &mcp.CallToolParams{Name: t.OriginalName, Arguments: args}
+	verdict := "neutral"
+	defer func() {
+		switch verdict {
+		case "success":
+			u.recordSuccess()
+		case "failure":
+			// counted where the failure was seen
+		default:
+			u.mu.Lock()
+			u.breaker.neutral()
+			u.mu.Unlock()
+		}
+	}()
+
+	release, err := u.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	s := u.sess.Load()
+	if s == nil || s.isDead() {
+		return nil, &UnavailableError{Server: t.Server, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
+	}
+	u.inflight.Add(1)
+	defer u.inflight.Add(-1)
+	for try := 0; ; try++ {
+		res, err := s.call(ctx, t.OriginalName, args, opts)
+		if err == nil {
+			verdict = "success"
+			return res, nil
+		}
+		var werr *jsonrpc.Error
+		switch {
+		case s.isDead() || isSessionDead(err):
+			s.markDead(err)
+			if errors.Is(err, mcp.ErrSessionMissing) && try == 0 {
+				// The upstream restarted and never saw this request (HTTP
+				// 404 for our session id): safe to send again on the next
+				// session, within the caller's deadline.
+				u.log.Info("session expired upstream; retrying the call on a new session", "tool", t.OriginalName)
+				if ns, werr := u.waitSession(ctx, s); werr == nil {
+					s = ns
+					continue
+				}
+			}
+			u.recordFailure("call", err)
+			verdict = "failure"
+			u.log.Warn("call failed: session lost", "tool", t.OriginalName, "error", u.redact(err.Error()))
+			return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+			u.recordFailure("call deadline", err)
+			verdict = "failure"
+			return nil, ctx.Err()
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.As(err, &werr):
+			verdict = "success" // the upstream answered
+			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: werr.Message}
+		}
+		u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
+		return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)
+	}
+}
+
+// call runs one tools/call on the session. The call's context also ends
+// when the session is found dead, so in-flight calls fail at once instead of
+// waiting for a transport that will never answer.
+func (s *session) call(ctx context.Context, tool string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.deadCtx, cancel)
+	defer stop()
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
 	if opts != nil && opts.OnProgress != nil {
 		tok := fmt.Sprintf("toolsvc-%d-%d", s.id, s.seq.Add(1))
 		params.SetProgressToken(tok)
@@ -228,23 +305,44 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 		defer s.progress.Delete(tok)
 	}
 	res, err := s.cs.CallTool(ctx, params)
-	if err == nil {
-		return res, nil
+	if err != nil && s.isDead() {
+		return nil, fmt.Errorf("session dead: %w", s.deadErr())
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return nil, ctxErr
+	return res, err
+}
+
+// acquire takes a slot under MaxConcurrentCalls, waiting within ctx; it
+// fails with ErrOverloaded when MaxQueuedCalls callers already wait.
+func (u *upstream) acquire(ctx context.Context) (func(), error) {
+	if u.sem == nil {
+		return func() {}, nil
 	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
-		return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: werr.Message}
+	select {
+	case u.sem <- struct{}{}:
+		return func() { <-u.sem }, nil
+	default:
 	}
-	if isSessionDead(err) || s.isDead() {
-		s.markDead(err)
-		u.log.Warn("call failed: session lost", "tool", t.OriginalName, "error", u.redact(err.Error()))
-		return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost}
+	if u.queued.Add(1) > int64(u.cfg.MaxQueuedCalls) {
+		u.queued.Add(-1)
+		return nil, fmt.Errorf("%w: server %q: %d calls in flight and %d waiting", ErrOverloaded, u.cfg.Name, u.cfg.MaxConcurrentCalls, u.cfg.MaxQueuedCalls)
 	}
-	u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
-	return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)
+	defer u.queued.Add(-1)
+	select {
+	case u.sem <- struct{}{}:
+		return func() { <-u.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// nextConnectIn is the retry hint while the upstream has no session.
+func (u *upstream) nextConnectIn() time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.status.NextConnectTime.IsZero() {
+		return u.cfg.BackoffBase
+	}
+	return max(time.Until(u.status.NextConnectTime), 0) + u.cfg.ConnectTimeout/10
 }
 
 func isJSONObject(raw json.RawMessage) bool {

@@ -45,13 +45,32 @@ const (
 	DefaultStartupTimeout  = 30 * time.Second
 	DefaultCallTimeout     = 120 * time.Second
 	DefaultRefreshTimeout  = 30 * time.Second
-	DefaultRefreshInterval = 10 * time.Minute
+	DefaultRefreshInterval = 5 * time.Minute
 	DefaultRefreshDebounce = 50 * time.Millisecond
 	DefaultRefreshMaxDelay = 500 * time.Millisecond
 	DefaultBackoffBase     = 1 * time.Second
 	DefaultBackoffMax      = 60 * time.Second
 	DefaultTerminateGrace  = 1 * time.Second
+	DefaultPingInterval    = 15 * time.Second
+	DefaultPingTimeout     = 5 * time.Second
+	DefaultPingFailures    = 3
+	DefaultBreakerFailures = 3
+	DefaultBreakerCooldown = 30 * time.Second
+	DefaultBreakerMax      = 5 * time.Minute
+	DefaultStableAfter     = 10 * time.Second
+	DefaultMaxQueuedCalls  = 1000
 )
+
+// BreakerConfig configures an upstream's circuit breaker.
+type BreakerConfig struct {
+	// Failures in a row that open the breaker (0: default 3; negative: the
+	// breaker never opens).
+	Failures int
+	// Cooldown is the first open period; each further trip doubles it, up to
+	// MaxCooldown. A success shortens the next one again.
+	Cooldown    time.Duration
+	MaxCooldown time.Duration
+}
 
 // ServerConfig describes one upstream MCP server. Zero durations mean the
 // Config-wide value, and that the package default.
@@ -83,6 +102,27 @@ type ServerConfig struct {
 	BackoffBase     time.Duration
 	BackoffMax      time.Duration
 
+	// PingInterval between liveness probes (negative disables probing);
+	// PingTimeout bounds each; PingFailures probe timeouts in a row mark the
+	// session dead (one timeout marks it degraded).
+	PingInterval time.Duration
+	PingTimeout  time.Duration
+	PingFailures int
+	// StableAfter: a session that dies sooner than this after connecting
+	// counts as a failure (backoff keeps growing, the breaker counts it).
+	StableAfter time.Duration
+	Breaker     BreakerConfig
+
+	// MaxConcurrentCalls limits calls in flight to this upstream (0: no
+	// limit); up to MaxQueuedCalls more wait within their own deadline, and
+	// calls beyond that fail with ErrOverloaded.
+	MaxConcurrentCalls int
+	MaxQueuedCalls     int
+
+	// EnvPassthrough names variables of toolsvc's own environment that a
+	// stdio child keeps even though they look secret (TOKEN, KEY, SECRET, …).
+	EnvPassthrough []string
+
 	// SkipArgumentValidation turns off checking call arguments against the
 	// tools' inputSchema (for upstreams whose schemas are broken).
 	SkipArgumentValidation bool
@@ -103,6 +143,8 @@ type Config struct {
 	CallTimeout     time.Duration
 	RefreshTimeout  time.Duration
 	RefreshInterval time.Duration
+	PingInterval    time.Duration
+	PingTimeout     time.Duration
 	Logger          *slog.Logger
 }
 
@@ -126,6 +168,20 @@ func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
 	sc.RefreshMaxDelay = orDefault(sc.RefreshMaxDelay, 0, DefaultRefreshMaxDelay)
 	sc.BackoffBase = orDefault(sc.BackoffBase, 0, DefaultBackoffBase)
 	sc.BackoffMax = orDefault(sc.BackoffMax, 0, DefaultBackoffMax)
+	sc.PingInterval = orDefault(sc.PingInterval, c.PingInterval, DefaultPingInterval)
+	sc.PingTimeout = orDefault(sc.PingTimeout, c.PingTimeout, DefaultPingTimeout)
+	sc.StableAfter = orDefault(sc.StableAfter, 0, DefaultStableAfter)
+	if sc.PingFailures <= 0 {
+		sc.PingFailures = DefaultPingFailures
+	}
+	if sc.Breaker.Failures == 0 {
+		sc.Breaker.Failures = DefaultBreakerFailures
+	}
+	sc.Breaker.Cooldown = orDefault(sc.Breaker.Cooldown, 0, DefaultBreakerCooldown)
+	sc.Breaker.MaxCooldown = orDefault(sc.Breaker.MaxCooldown, 0, DefaultBreakerMax)
+	if sc.MaxConcurrentCalls > 0 && sc.MaxQueuedCalls == 0 {
+		sc.MaxQueuedCalls = DefaultMaxQueuedCalls
+	}
 	if sc.ProtocolVersion == "" {
 		sc.ProtocolVersion = DefaultProtocolVersion
 	}
@@ -159,10 +215,17 @@ func (sc *ServerConfig) Validate() error {
 		{"connectTimeout", sc.ConnectTimeout}, {"callTimeout", sc.CallTimeout}, {"refreshTimeout", sc.RefreshTimeout},
 		{"refreshDebounce", sc.RefreshDebounce}, {"refreshMaxDelay", sc.RefreshMaxDelay},
 		{"backoff.base", sc.BackoffBase}, {"backoff.max", sc.BackoffMax},
+		{"pingTimeout", sc.PingTimeout}, {"breaker.cooldown", sc.Breaker.Cooldown}, {"breaker.maxCooldown", sc.Breaker.MaxCooldown},
 	} {
 		if d.v < 0 {
 			return &FieldError{Server: sc.Name, Field: d.field, Err: fmt.Errorf("must not be negative, got %s", d.v)}
 		}
+	}
+	if sc.MaxConcurrentCalls < 0 {
+		return &FieldError{Server: sc.Name, Field: "maxConcurrentCalls", Err: fmt.Errorf("must not be negative, got %d", sc.MaxConcurrentCalls)}
+	}
+	if sc.MaxQueuedCalls < 0 {
+		return &FieldError{Server: sc.Name, Field: "maxQueuedCalls", Err: fmt.Errorf("must not be negative, got %d", sc.MaxQueuedCalls)}
 	}
 	return nil
 }

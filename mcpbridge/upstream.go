@@ -1,7 +1,6 @@
 package mcpbridge
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,10 +57,18 @@ type ServerStatus struct {
 	RefreshCount    int64
 	LastRefreshTime time.Time
 	// LastRefreshOK is meaningful only when LastRefreshTime is set.
-	LastRefreshOK   bool
-	LastError       string
-	ProtocolVersion string
-	Warnings        []string
+	LastRefreshOK bool
+	// LastError is the last connect, probe, list or call failure, with
+	// configured secrets removed.
+	LastError           string
+	ProtocolVersion     string
+	Warnings            []string
+	Breaker             BreakerState
+	BreakerRetryTime    time.Time // while open
+	ConsecutiveFailures int
+	InFlightCalls       int
+	ConnectedTime       time.Time // of the current session
+	NextConnectTime     time.Time // while down
 }
 
 // closeWatchdog bounds how long teardown waits for ClientSession.Close,
@@ -67,30 +76,41 @@ type ServerStatus struct {
 const closeWatchdog = 5 * time.Second
 
 // upstream supervises the sessions to one MCP server: connect, list,
-// publish, refresh on list_changed, and reconnect with backoff when the
-// session dies.
+// publish, refresh on list_changed, probe liveness, and reconnect with
+// backoff when the session dies. One goroutine (run) owns the connection
+// lifecycle, so there is never more than one reconnect in flight.
 type upstream struct {
 	cfg    ServerConfig
 	prefix string
 	b      *Bridge
 	log    *slog.Logger
 	http   *http.Client // shared by the upstream's sessions; nil for stdio
+	sem    chan struct{}
 
-	sess atomic.Pointer[session] // the session calls go to; nil when none
+	sess     atomic.Pointer[session] // the session calls go to; nil when none
+	inflight atomic.Int64
+	queued   atomic.Int64
 
-	mu     sync.Mutex // guards status
-	status ServerStatus
+	mu          sync.Mutex // guards the fields below
+	status      ServerStatus
+	breaker     breaker
+	sessChanged chan struct{} // closed and replaced when sess changes
 
 	firstAttempt sync.Once
 }
 
 func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	u := &upstream{
-		cfg:    cfg,
-		prefix: ServerPrefix(cfg.Name),
-		b:      b,
-		log:    b.log.With("server", cfg.Name),
-		status: ServerStatus{Name: cfg.Name, Transport: cfg.Transport, State: StateConnecting},
+		cfg:         cfg,
+		prefix:      ServerPrefix(cfg.Name),
+		b:           b,
+		log:         b.log.With("server", cfg.Name),
+		status:      ServerStatus{Name: cfg.Name, Transport: cfg.Transport, State: StateConnecting},
+		breaker:     newBreaker(cfg.Breaker, cfg.Name),
+		sessChanged: make(chan struct{}),
+	}
+	if cfg.MaxConcurrentCalls > 0 {
+		u.sem = make(chan struct{}, cfg.MaxConcurrentCalls)
 	}
 	if cfg.Transport == TransportStreamableHTTP && cfg.NewTransport == nil {
 		u.http = newHTTPClient(cfg.Headers)
@@ -98,17 +118,48 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	return u
 }
 
+// setSession swaps the session calls go to and wakes calls waiting for one.
+func (u *upstream) setSession(old, s *session) {
+	if !u.sess.CompareAndSwap(old, s) {
+		return
+	}
+	u.mu.Lock()
+	close(u.sessChanged)
+	u.sessChanged = make(chan struct{})
+	u.mu.Unlock()
+}
+
+// waitSession waits until the upstream has a live session other than old.
+func (u *upstream) waitSession(ctx context.Context, old *session) (*session, error) {
+	for {
+		u.mu.Lock()
+		ch := u.sessChanged
+		u.mu.Unlock()
+		if s := u.sess.Load(); s != nil && s != old && !s.isDead() {
+			return s, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-u.b.ctx.Done():
+			return nil, ErrClosed
+		}
+	}
+}
+
 // run is the supervisor loop. It returns when the bridge closes.
 func (u *upstream) run() {
 	ctx := u.b.ctx
-	for attempt := 0; ; attempt++ {
+	attempt := 0
+	for {
 		u.setState(StateConnecting, "")
 		s, err := u.connect(ctx)
+		stable := false
 		if err == nil {
-			err = u.serve(s)
-			if err == nil {
-				attempt = 0 // the session was established and served
-			}
+			var lived time.Duration
+			lived, err = u.serve(s)
+			stable = lived >= u.cfg.StableAfter
 		}
 		u.firstAttempt.Do(u.b.upstreamAttempted)
 		if ctx.Err() != nil {
@@ -118,23 +169,36 @@ func (u *upstream) run() {
 		msg := ""
 		if err != nil {
 			msg = u.redact(err.Error())
-			u.log.Warn("upstream session ended", "error", msg)
 		}
-		u.setState(StateDown, msg)
-		u.b.catalog.setAvailable(u.cfg.Name, false)
+		if stable {
+			attempt = 0
+		} else {
+			attempt++
+			u.recordFailure("session", err)
+		}
 		delay := backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, attempt)
+		u.mu.Lock()
+		u.status.State = StateDown
+		if msg != "" {
+			u.status.LastError = msg
+		}
+		u.status.ConnectedTime = time.Time{}
+		u.status.NextConnectTime = time.Now().Add(delay)
+		u.mu.Unlock()
+		u.b.catalog.setAvailable(u.cfg.Name, false)
+		u.log.Warn("upstream down; reconnecting", "error", msg, "attempt", attempt, "in", delay.Round(time.Millisecond))
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			u.setState(StateDown, "")
 			return
 		case <-t.C:
 		}
 	}
 }
 
-// backoff is full-jitter exponential backoff: uniform in [0, min(max, base*2^attempt)].
+// backoff is full-jitter exponential backoff: uniform in
+// [0, min(max, base*2^attempt)].
 func backoff(base, max time.Duration, attempt int) time.Duration {
 	d := base
 	for i := 0; i < attempt && d < max; i++ {
@@ -147,26 +211,53 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 	return rand.N(d) + 1
 }
 
+// recordFailure counts a failure towards the breaker.
+func (u *upstream) recordFailure(what string, err error) {
+	u.mu.Lock()
+	opened := u.breaker.failure(time.Now())
+	until := u.breaker.until
+	u.status.ConsecutiveFailures = u.breaker.failures
+	u.mu.Unlock()
+	if opened {
+		msg := ""
+		if err != nil {
+			msg = u.redact(err.Error())
+		}
+		u.log.Warn("circuit breaker opened", "after", what, "error", msg, "until", until.Format(time.RFC3339Nano))
+	}
+}
+
+func (u *upstream) recordSuccess() {
+	u.mu.Lock()
+	u.breaker.success()
+	u.status.ConsecutiveFailures = 0
+	u.mu.Unlock()
+}
+
 // session is one live connection to the upstream.
 type session struct {
-	u   *upstream
-	id  int64 // connect number, 1-based
-	cs  *mcp.ClientSession
-	cmd *exec.Cmd // stdio only
+	u       *upstream
+	id      int64 // connect number, 1-based
+	cs      *mcp.ClientSession
+	cmd     *exec.Cmd // stdio only
+	started time.Time
 
 	ctx    context.Context // cancelled at teardown
 	cancel context.CancelFunc
 
 	dirty chan struct{} // capacity 1: "the tool list may have changed"
 
-	deadOnce sync.Once
-	dead     chan struct{}
-	deadErr  error
+	// deadCtx is cancelled once the session is known dead: in-flight calls
+	// on it fail at once, and nothing new is routed to it.
+	deadCtx    context.Context
+	deadCancel context.CancelCauseFunc
 
 	progress sync.Map // token string -> func(Progress)
 	seq      atomic.Uint64
 
-	wg sync.WaitGroup // refresher and Wait watcher
+	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
+
+	wg sync.WaitGroup // refresher, prober and Wait watcher
 }
 
 // markDirty is the whole of the list_changed handler: a non-blocking send.
@@ -180,23 +271,15 @@ func (s *session) markDirty() {
 }
 
 func (s *session) markDead(err error) {
-	s.deadOnce.Do(func() {
-		if err == nil {
-			err = errors.New("session closed")
-		}
-		s.deadErr = err
-		close(s.dead)
-	})
+	if err == nil {
+		err = errors.New("session closed")
+	}
+	s.deadCancel(err)
 }
 
-func (s *session) isDead() bool {
-	select {
-	case <-s.dead:
-		return true
-	default:
-		return false
-	}
-}
+func (s *session) isDead() bool { return s.deadCtx.Err() != nil }
+
+func (s *session) deadErr() error { return context.Cause(s.deadCtx) }
 
 // Progress is one progress notification for a call.
 type Progress struct {
@@ -219,8 +302,9 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
-	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), dead: make(chan struct{})}
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	// One client per session: the handlers close over this session, so a
 	// notification that arrives before Connect returns still finds it.
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, &mcp.ClientOptions{
@@ -229,10 +313,15 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 		ProgressNotificationHandler: s.onProgress,
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 	})
+	fail := func(err error) (*session, error) {
+		s.killGroup()
+		s.cancel()
+		s.deadCancel(err)
+		return nil, err
+	}
 	t, err := u.newTransport(s)
 	if err != nil {
-		s.cancel()
-		return nil, err
+		return fail(err)
 	}
 	cctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout)
 	defer cancel()
@@ -242,57 +331,75 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	}
 	cs, err := client.Connect(cctx, t, opts)
 	if err != nil {
-		s.killGroup()
-		s.cancel()
 		if ctx.Err() == nil && cctx.Err() != nil {
-			return nil, fmt.Errorf("connect: timed out after %s", u.cfg.ConnectTimeout)
+			err = fmt.Errorf("connect: timed out after %s", u.cfg.ConnectTimeout)
+		} else {
+			err = fmt.Errorf("connect: %w", err)
 		}
-		return nil, fmt.Errorf("connect: %w", err)
+		return fail(err)
 	}
 	s.cs = cs
+	s.started = time.Now()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.markDead(cs.Wait())
+		err := cs.Wait()
+		if err == nil {
+			err = errors.New("session closed by the upstream")
+		}
+		s.markDead(err)
 	}()
 	u.mu.Lock()
 	u.status.ConnectCount = id
+	u.status.ConnectedTime = s.started
+	u.status.NextConnectTime = time.Time{}
 	if ir := cs.InitializeResult(); ir != nil {
 		u.status.ProtocolVersion = ir.ProtocolVersion
 	}
+	u.breaker.reconnected()
 	u.mu.Unlock()
-	u.log.Info("upstream connected", "session", id)
+	u.log.Info("upstream connected", "session", id, "protocol", u.status.ProtocolVersion)
 	return s, nil
 }
 
 // serve lists the tools of a new session, publishes them, and keeps them
-// fresh until the session dies or the bridge closes. It tears the session
-// down before returning.
-func (u *upstream) serve(s *session) error {
+// fresh and probed until the session dies or the bridge closes. It tears the
+// session down before returning, and reports how long the session lived.
+func (u *upstream) serve(s *session) (time.Duration, error) {
 	defer u.teardown(s)
 	// Calls may use the session while it lists: it is live.
-	u.sess.Store(s)
+	u.setSession(nil, s)
 	if err := s.refresh(); err != nil {
-		return err
+		return time.Since(s.started), err
 	}
 	u.setState(StateReady, "")
 	u.firstAttempt.Do(u.b.upstreamAttempted)
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
 		s.refresher()
 	}()
+	go func() {
+		defer s.wg.Done()
+		s.prober()
+	}()
 	select {
-	case <-s.dead:
-		return fmt.Errorf("session lost: %w", s.deadErr)
+	case <-s.deadCtx.Done():
+		return time.Since(s.started), fmt.Errorf("session lost: %w", s.deadErr())
 	case <-s.ctx.Done():
-		return nil
+		return time.Since(s.started), nil
 	}
 }
 
 func (u *upstream) teardown(s *session) {
-	u.sess.CompareAndSwap(s, nil)
+	u.setSession(s, nil)
+	dead := s.isDead()
+	s.markDead(nil) // fail in-flight calls now
 	s.cancel()
+	if dead {
+		// A dead or wedged child cannot close gracefully; do not wait for it.
+		s.killGroup()
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -304,40 +411,48 @@ func (u *upstream) teardown(s *session) {
 		t.Stop()
 	case <-t.C:
 		// The Close goroutine is abandoned: it holds only this session and
-		// ends once the killed process's pipes close.
+		// ends once the killed process's pipes (or the HTTP requests) close.
 		u.log.Warn("upstream session close timed out; killing", "after", closeWatchdog)
 	}
 	s.killGroup()
-	s.markDead(nil)
 	s.wg.Wait()
 }
 
-// refresher re-lists the session's tools after list_changed marks, after a
-// trailing debounce, and periodically as a backstop for lost pushes.
+// refresher re-lists the session's tools after list_changed marks (after a
+// trailing debounce), periodically as a backstop for lost pushes, and when
+// the upstream's ttlMs expires.
 func (s *session) refresher() {
-	var tick <-chan time.Time
-	if iv := s.u.cfg.RefreshInterval; iv > 0 {
-		t := time.NewTicker(iv)
-		defer t.Stop()
-		tick = t.C
+	interval := s.u.cfg.RefreshInterval
+	next := func() <-chan time.Time {
+		d := interval
+		if ttl := time.Duration(s.ttl.Load()) * time.Millisecond; ttl > 0 && (d <= 0 || ttl < d) {
+			d = max(ttl, time.Second)
+		}
+		if d <= 0 {
+			return nil
+		}
+		return time.After(d)
 	}
+	backstop := next()
 	var retry <-chan time.Time
 	failures := 0
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-s.dead:
+		case <-s.deadCtx.Done():
 			return
 		case <-s.dirty:
 			if !s.debounce() {
 				return
 			}
-		case <-tick:
+		case <-backstop:
 		case <-retry:
 		}
 		retry = nil
-		if err := s.refresh(); err != nil {
+		err := s.refresh()
+		backstop = next()
+		if err != nil {
 			if s.ctx.Err() != nil || s.isDead() {
 				return
 			}
@@ -366,9 +481,35 @@ func (s *session) debounce() bool {
 			return true
 		case <-s.ctx.Done():
 			return false
-		case <-s.dead:
+		case <-s.deadCtx.Done():
 			return false
 		}
+	}
+}
+
+// listAll lists every page of tools, guarding against a cursor loop.
+func (s *session) listAll(ctx context.Context) ([]*mcp.Tool, error) {
+	if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools == nil {
+		return nil, nil // the upstream offers no tools
+	}
+	var tools []*mcp.Tool
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for {
+		res, err := s.cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, res.Tools...)
+		s.ttl.Store(int64(res.TTLMs))
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("tools/list returned cursor %q twice", res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
 }
 
@@ -383,17 +524,7 @@ func (s *session) refresh() error {
 	u := s.u
 	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
 	defer cancel()
-	var tools []*mcp.Tool
-	var err error
-	if ir := s.cs.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools != nil {
-		for t, lerr := range s.cs.Tools(ctx, nil) {
-			if lerr != nil {
-				err = lerr
-				break
-			}
-			tools = append(tools, t)
-		}
-	}
+	tools, err := s.listAll(ctx)
 	n := 0
 	if err == nil {
 		n, err = u.b.catalog.setServer(u.cfg.Name, u.prefix, tools, true)
@@ -423,6 +554,86 @@ func (s *session) refresh() error {
 	return nil
 }
 
+// prober checks liveness every PingInterval with its own deadline: ping, or
+// a one-page tools/list for upstreams that reject ping. A transport failure
+// marks the session dead at once; a timeout marks it degraded, and
+// PingFailures timeouts in a row mark it dead. Wait() alone is not enough:
+// it can take seconds or never return (go-sdk-facts.md §6).
+func (s *session) prober() {
+	u := s.u
+	if u.cfg.PingInterval <= 0 {
+		return
+	}
+	t := time.NewTicker(u.cfg.PingInterval)
+	defer t.Stop()
+	useList := false
+	slow := 0
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.deadCtx.Done():
+			return
+		case <-t.C:
+		}
+		err := s.probe(useList)
+		if err != nil && !useList && pingUnsupported(err) {
+			u.log.Info("upstream rejects ping; probing with tools/list instead")
+			useList = true
+			err = s.probe(true)
+		}
+		switch {
+		case err == nil:
+			if slow > 0 {
+				slow = 0
+				u.setState(StateReady, "")
+			}
+		case s.ctx.Err() != nil:
+			return
+		case isSessionDead(err):
+			u.recordFailure("probe", err)
+			s.markDead(fmt.Errorf("probe: %w", err))
+			return
+		default:
+			slow++
+			msg := fmt.Sprintf("probe %d/%d failed: %s", slow, u.cfg.PingFailures, u.redact(err.Error()))
+			if slow >= u.cfg.PingFailures {
+				u.recordFailure("probe", err)
+				s.markDead(errors.New(msg))
+				return
+			}
+			u.setState(StateDegraded, msg)
+		}
+	}
+}
+
+func (s *session) probe(useList bool) error {
+	ctx, cancel := context.WithTimeout(s.ctx, s.u.cfg.PingTimeout)
+	defer cancel()
+	var err error
+	if useList {
+		_, err = s.cs.ListTools(ctx, &mcp.ListToolsParams{})
+	} else {
+		err = s.cs.Ping(ctx, &mcp.PingParams{})
+	}
+	if err != nil && ctx.Err() != nil && s.ctx.Err() == nil {
+		return fmt.Errorf("no answer within %s", s.u.cfg.PingTimeout)
+	}
+	return err
+}
+
+// pingUnsupported reports an upstream that rejects ping itself (rather than
+// failing to answer): MethodNotFound, or HTTP 400 from 2026-07-28 stateless
+// servers.
+func pingUnsupported(err error) bool {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return werr.Code == jsonrpc.CodeMethodNotFound
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "400") || strings.Contains(msg, "Bad Request")
+}
+
 func (u *upstream) setState(st State, lastError string) {
 	u.mu.Lock()
 	u.status.State = st
@@ -433,9 +644,15 @@ func (u *upstream) setState(st State, lastError string) {
 }
 
 func (u *upstream) statusSnapshot() ServerStatus {
+	now := time.Now()
 	u.mu.Lock()
 	st := u.status
+	st.Breaker = u.breaker.state(now)
+	if st.Breaker == BreakerOpen {
+		st.BreakerRetryTime = u.breaker.until
+	}
 	u.mu.Unlock()
+	st.InFlightCalls = int(u.inflight.Load())
 	st.Warnings = u.b.catalog.Warnings(u.cfg.Name)
 	return st
 }
@@ -455,6 +672,10 @@ func (u *upstream) redact(msg string) string {
 		if len(v) >= 4 {
 			msg = strings.ReplaceAll(msg, v, "<redacted>")
 		}
+	}
+	const maxErrLen = 512
+	if len(msg) > maxErrLen {
+		msg = msg[:maxErrLen] + "…"
 	}
 	return msg
 }
@@ -477,7 +698,33 @@ func isSessionDead(err error) bool {
 	}
 	msg := err.Error()
 	return strings.Contains(msg, "rejected by transport") || strings.Contains(msg, "connection closed") ||
-		strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") || strings.Contains(msg, "connection refused")
+		strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") || strings.Contains(msg, "connection refused") ||
+		strings.Contains(msg, "broken pipe")
+}
+
+// secretEnv matches names of environment variables that look like
+// credentials; toolsvc does not hand its own such variables to stdio
+// children unless a server lists them in envPassthrough.
+var secretEnv = regexp.MustCompile(`(?i)(TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|AUTH|COOKIE|SESSION|_KEY$|^KEY$)`)
+
+// childEnv is toolsvc's environment without secret-looking variables (unless
+// passed through), plus the server's configured env.
+func childEnv(environ []string, passthrough []string, extra map[string]string) []string {
+	out := make([]string, 0, len(environ)+len(extra))
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, overridden := extra[name]; overridden {
+			continue
+		}
+		if secretEnv.MatchString(name) && !slices.Contains(passthrough, name) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
@@ -488,18 +735,17 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 	case TransportStdio:
 		cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
 		cmd.Dir = u.cfg.Dir
-		cmd.Env = os.Environ()
-		for k, v := range u.cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		cmd.Env = childEnv(os.Environ(), u.cfg.EnvPassthrough, u.cfg.Env)
 		// Own process group, so teardown can kill wrappers' grandchildren
-		// (npx, sh -c); die with toolsvc.
+		// (npx, uvx, sh -c); die with toolsvc.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		cmd.Stderr = &stderrLogger{log: u.log}
+		cmd.Stderr = newStderrLogger(u.log, u.redact)
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultTerminateGrace}, nil
 	case TransportStreamableHTTP:
+		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
+		// about 1.5 s (go-sdk-facts.md §6); the bridge reconnects itself.
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.http, MaxRetries: 1}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
@@ -511,29 +757,6 @@ func (s *session) killGroup() {
 		return
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-}
-
-// stderrLogger logs a child's stderr line by line at Debug.
-type stderrLogger struct {
-	log *slog.Logger
-	buf []byte
-}
-
-func (w *stderrLogger) Write(p []byte) (int, error) {
-	w.buf = append(w.buf, p...)
-	for {
-		i := strings.IndexByte(string(w.buf), '\n')
-		if i < 0 {
-			break
-		}
-		w.log.Debug("upstream stderr", "line", string(w.buf[:i]))
-		w.buf = w.buf[i+1:]
-	}
-	if len(w.buf) > bufio.MaxScanTokenSize {
-		w.log.Debug("upstream stderr", "line", string(w.buf))
-		w.buf = w.buf[:0]
-	}
-	return len(p), nil
 }
 
 // headerTransport adds configured headers to every request (go-sdk's

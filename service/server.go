@@ -145,6 +145,20 @@ func serverToProto(st mcpbridge.ServerStatus) *toolsvcv1.Server {
 	case mcpbridge.StateDown:
 		p.State = toolsvcv1.ServerState_SERVER_STATE_DOWN
 	}
+	switch st.Breaker {
+	case mcpbridge.BreakerClosed:
+		p.BreakerState = toolsvcv1.BreakerState_BREAKER_STATE_CLOSED
+	case mcpbridge.BreakerOpen:
+		p.BreakerState = toolsvcv1.BreakerState_BREAKER_STATE_OPEN
+		p.BreakerRetryTime = timestamppb.New(st.BreakerRetryTime)
+	case mcpbridge.BreakerHalfOpen:
+		p.BreakerState = toolsvcv1.BreakerState_BREAKER_STATE_HALF_OPEN
+	}
+	p.ConsecutiveFailures = int32(st.ConsecutiveFailures)
+	p.InFlightCalls = int32(st.InFlightCalls)
+	if !st.ConnectedTime.IsZero() {
+		p.ConnectedTime = timestamppb.New(st.ConnectedTime)
+	}
 	if !st.LastRefreshTime.IsZero() {
 		p.LastRefreshTime = timestamppb.New(st.LastRefreshTime)
 		p.LastRefreshOutcome = toolsvcv1.RefreshOutcome_REFRESH_OUTCOME_FAILED

@@ -1,0 +1,61 @@
+package mcpbridge
+
+import (
+	"testing"
+	"time"
+)
+
+func TestBreaker(t *testing.T) {
+	b := newBreaker(BreakerConfig{Failures: 3, Cooldown: time.Second, MaxCooldown: 4 * time.Second}, "s")
+	now := time.Unix(1000, 0)
+	for i := 0; i < 2; i++ {
+		if b.failure(now) {
+			t.Fatalf("opened after %d failures, want 3", i+1)
+		}
+	}
+	if !b.failure(now) || b.state(now) != BreakerOpen {
+		t.Fatal("did not open after 3 failures")
+	}
+	if ok, retry := b.allow(now); ok || retry < time.Second || retry > 1100*time.Millisecond {
+		t.Fatalf("allow while open = %v, %v; want false and about 1s", ok, retry)
+	}
+	later := now.Add(2 * time.Second)
+	if b.state(later) != BreakerHalfOpen {
+		t.Fatalf("state after cooldown = %v, want half-open", b.state(later))
+	}
+	if ok, _ := b.allow(later); !ok {
+		t.Fatal("half-open refused the trial")
+	}
+	if ok, _ := b.allow(later); ok {
+		t.Fatal("half-open let a second call through during the trial")
+	}
+	// The trial fails: open again, for longer.
+	if !b.failure(later) {
+		t.Fatal("failed trial did not re-open")
+	}
+	if d := b.until.Sub(later); d < 2*time.Second || d > 2200*time.Millisecond {
+		t.Fatalf("second cooldown %v, want about 2s", d)
+	}
+	// Cooldowns are capped.
+	for i := 0; i < 5; i++ {
+		at := b.until.Add(time.Millisecond)
+		b.allow(at)
+		b.failure(at)
+	}
+	at := b.until.Add(time.Millisecond)
+	b.allow(at)
+	b.failure(at)
+	if d := b.until.Sub(at); d > 4400*time.Millisecond {
+		t.Fatalf("cooldown %v beyond the 4s cap (+10%%)", d)
+	}
+	b.success()
+	if b.state(at) != BreakerClosed || b.failures != 0 {
+		t.Fatal("success did not close the breaker")
+	}
+	off := newBreaker(BreakerConfig{Failures: -1, Cooldown: time.Second, MaxCooldown: time.Second}, "s")
+	for i := 0; i < 10; i++ {
+		if off.failure(now) {
+			t.Fatal("a disabled breaker opened")
+		}
+	}
+}
