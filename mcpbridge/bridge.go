@@ -47,9 +47,10 @@ type Bridge struct {
 	ups     map[string]*upstream
 	names   []string // sorted
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // supervisors and the startup timer
+	closers sync.WaitGroup // background session closes, each bounded
 
 	pending   atomic.Int64
 	ready     chan struct{}
@@ -149,6 +150,7 @@ func (b *Bridge) Close() error {
 	b.closeOnce.Do(func() {
 		b.cancel()
 		b.wg.Wait()
+		b.closers.Wait()
 		b.markReady()
 	})
 	return nil

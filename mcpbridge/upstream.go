@@ -257,7 +257,8 @@ type session struct {
 
 	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
 
-	wg sync.WaitGroup // refresher, prober and Wait watcher
+	wg       sync.WaitGroup // refresher and prober
+	waitDone chan struct{}  // closed when the Wait watcher returns
 }
 
 // markDirty is the whole of the list_changed handler: a non-blocking send.
@@ -302,7 +303,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
-	s := &session{u: u, id: id, dirty: make(chan struct{}, 1)}
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	// One client per session: the handlers close over this session, so a
@@ -340,9 +341,10 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	}
 	s.cs = cs
 	s.started = time.Now()
-	s.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		// Owned by the session: it ends when Close (closeSession) closes
+		// the connection.
+		defer close(s.waitDone)
 		err := cs.Wait()
 		if err == nil {
 			err = errors.New("session closed by the upstream")
@@ -391,15 +393,29 @@ func (u *upstream) serve(s *session) (time.Duration, error) {
 	}
 }
 
+// teardown evicts the session at once (in-flight calls on it fail now) and
+// closes it in the background, so that reconnecting does not wait for a
+// Close that a frozen upstream can hold up for seconds.
 func (u *upstream) teardown(s *session) {
 	u.setSession(s, nil)
 	dead := s.isDead()
-	s.markDead(nil) // fail in-flight calls now
+	s.markDead(nil)
 	s.cancel()
 	if dead {
 		// A dead or wedged child cannot close gracefully; do not wait for it.
 		s.killGroup()
 	}
+	s.wg.Wait() // refresher and prober end with s.ctx
+	u.b.closers.Add(1)
+	go func() {
+		defer u.b.closers.Done()
+		u.closeSession(s)
+	}()
+}
+
+// closeSession closes the session under a watchdog: ClientSession.Close can
+// block on a stuck handler or a frozen HTTP peer (go-sdk-facts.md §0.3, §6).
+func (u *upstream) closeSession(s *session) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -410,12 +426,15 @@ func (u *upstream) teardown(s *session) {
 	case <-done:
 		t.Stop()
 	case <-t.C:
-		// The Close goroutine is abandoned: it holds only this session and
-		// ends once the killed process's pipes (or the HTTP requests) close.
-		u.log.Warn("upstream session close timed out; killing", "after", closeWatchdog)
+		// This Close goroutine is abandoned: it holds only this session and
+		// ends once the killed process's pipes or the HTTP requests close.
+		u.log.Warn("upstream session close timed out; abandoning it", "after", closeWatchdog)
 	}
 	s.killGroup()
-	s.wg.Wait()
+	select {
+	case <-s.waitDone:
+	case <-time.After(time.Second):
+	}
 }
 
 // refresher re-lists the session's tools after list_changed marks (after a
@@ -683,10 +702,6 @@ func (u *upstream) redact(msg string) string {
 // isSessionDead reports whether err means the session's transport is gone
 // (as opposed to a protocol error on a live session).
 func isSessionDead(err error) bool {
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
-		return false
-	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
@@ -696,11 +711,21 @@ func isSessionDead(err error) bool {
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
 		return true
 	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		// -32005 is go-sdk's "rejected by transport": the request never
+		// reached a live upstream (the HTTP POST failed). Any other code is
+		// an answer from a live upstream.
+		return werr.Code == codeRejectedByTransport
+	}
 	msg := err.Error()
-	return strings.Contains(msg, "rejected by transport") || strings.Contains(msg, "connection closed") ||
-		strings.Contains(msg, "EOF") || strings.Contains(msg, "connection reset") || strings.Contains(msg, "connection refused") ||
+	return strings.Contains(msg, "connection closed") || strings.Contains(msg, "EOF") ||
+		strings.Contains(msg, "connection reset") || strings.Contains(msg, "connection refused") ||
 		strings.Contains(msg, "broken pipe")
 }
+
+// codeRejectedByTransport is go-sdk's internal jsonrpc2.ErrRejected code.
+const codeRejectedByTransport = -32005
 
 // secretEnv matches names of environment variables that look like
 // credentials; toolsvc does not hand its own such variables to stdio

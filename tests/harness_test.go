@@ -135,6 +135,7 @@ type toolsvcProc struct {
 	addr   string
 	log    *logBuffer
 	client toolsvcv1.ToolServiceClient
+	stop   func() // SIGTERM, wait, and check the exit; idempotent
 }
 
 var (
@@ -165,8 +166,9 @@ func startToolsvc(t *testing.T, config string) *toolsvcProc {
 		defer close(logDone)
 		p.log.consume(stderr)
 	}()
-	t.Cleanup(func() {
-		{
+	var stopOnce sync.Once
+	p.stop = func() {
+		stopOnce.Do(func() {
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
@@ -182,7 +184,10 @@ func startToolsvc(t *testing.T, config string) *toolsvcProc {
 				<-logDone
 				t.Errorf("toolsvc did not stop within 20s of SIGTERM; log:\n%s", p.log)
 			}
-		}
+		})
+	}
+	t.Cleanup(func() {
+		p.stop()
 		if t.Failed() {
 			t.Logf("toolsvc log:\n%s", p.log)
 		}

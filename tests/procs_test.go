@@ -1,0 +1,162 @@
+package tests
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childPIDs lists the live children of ppid whose command line contains
+// match.
+func childPIDs(ppid int, match string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
+		rest := stat[bytes.LastIndexByte(stat, ')')+2:]
+		fields := strings.Fields(string(rest))
+		if len(fields) < 2 || fields[0] == "Z" {
+			continue
+		}
+		if p, _ := strconv.Atoi(fields[1]); p != ppid {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), match) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// procsWithEnv lists live (non-zombie) processes whose environment holds
+// the given KEY=VALUE.
+func procsWithEnv(kv string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte(kv)) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			rest := stat[bytes.LastIndexByte(stat, ')')+2:]
+			if len(rest) > 0 && rest[0] == 'Z' {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	rest := stat[bytes.LastIndexByte(stat, ')')+2:]
+	return len(rest) > 0 && rest[0] != 'Z'
+}
+
+// eventually polls cond every 20 ms until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// httpUpstream is a go-sdk test server over HTTP that tests can kill,
+// stop, continue and restart on the same address.
+type httpUpstream struct {
+	t    *testing.T
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func newHTTPUpstream(t *testing.T) *httpUpstream {
+	u := &httpUpstream{t: t, addr: "127.0.0.1:0"}
+	u.start()
+	t.Cleanup(func() {
+		if u.cmd != nil {
+			_ = u.cmd.Process.Signal(syscall.SIGCONT)
+			_ = u.cmd.Process.Kill()
+			<-u.done
+		}
+	})
+	return u
+}
+
+func (u *httpUpstream) url() string { return "http://" + u.addr + "/mcp" }
+
+func (u *httpUpstream) start() {
+	t := u.t
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cmd := exec.Command(bin.testserver, "-mode", "http", "-addr", u.addr)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			// The port may still be held briefly after a kill: retry.
+			_ = cmd.Wait()
+			if time.Now().After(deadline) {
+				t.Fatalf("http upstream did not start on %s", u.addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		go func() {
+			_, _ = io.Copy(io.Discard, out)
+			_ = cmd.Wait()
+			close(done)
+		}()
+		url := strings.TrimPrefix(strings.TrimSpace(line), "URL ")
+		u.addr = strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
+		u.cmd, u.done = cmd, done
+		return
+	}
+}
+
+func (u *httpUpstream) kill() {
+	_ = u.cmd.Process.Kill()
+	<-u.done
+	u.cmd = nil
+}
+
+func (u *httpUpstream) signal(sig syscall.Signal) { _ = u.cmd.Process.Signal(sig) }
