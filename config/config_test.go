@@ -109,3 +109,22 @@ func TestSecretsNotInProblems(t *testing.T) {
 		t.Fatalf("Parse = %v; want an error without the header value", err)
 	}
 }
+
+func TestParseSupervisionKeys(t *testing.T) {
+	c, err := Parse("s.json", []byte(`{"pingInterval": "2s", "mcpServers": {"s": {"command": "x",
+		"pingTimeout": "1s", "pingFailures": 4, "stableAfter": "3s", "maxConcurrentCalls": 8, "maxQueuedCalls": 16,
+		"breaker": {"failures": 5, "cooldown": "10s", "maxCooldown": "1m"}, "envPassthrough": ["GH_TOKEN"], "validateArguments": false}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Bridge.Servers[0]
+	if c.Bridge.PingInterval != 2*time.Second || s.PingTimeout != time.Second || s.PingFailures != 4 || s.StableAfter != 3*time.Second ||
+		s.MaxConcurrentCalls != 8 || s.MaxQueuedCalls != 16 || s.Breaker.Failures != 5 || s.Breaker.Cooldown != 10*time.Second ||
+		s.Breaker.MaxCooldown != time.Minute || len(s.EnvPassthrough) != 1 || !s.SkipArgumentValidation {
+		t.Fatalf("parsed = %+v", s)
+	}
+	_, err = Parse("n.json", []byte(`{"mcpServers": {"s": {"command": "x", "maxConcurrentCalls": -1}}}`))
+	if err == nil || !strings.Contains(err.Error(), `field "maxConcurrentCalls": must not be negative`) {
+		t.Fatalf("negative maxConcurrentCalls: %v", err)
+	}
+}

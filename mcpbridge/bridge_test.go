@@ -172,3 +172,45 @@ func TestBridgeRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestBridgeMaxConcurrentCalls(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	cfg := up.config("mem")
+	cfg.MaxConcurrentCalls, cfg.MaxQueuedCalls = 1, 1
+	b := newTestBridge(t, cfg)
+	u := b.ups["mem"]
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(defaultTestTimeout)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	blocking := make(chan error, 2)
+	go func() { _, err := b.CallTool(ctx, "mem__block", nil, nil); blocking <- err }()
+	waitUntil("one call in flight", func() bool { return u.inflight.Load() == 1 })
+
+	// A second caller waits for the slot within its own deadline.
+	short, cancelShort := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := b.CallTool(short, "mem__echo", nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued call past its deadline = %v, want DeadlineExceeded", err)
+	}
+	// With the one queue place taken, a third caller is refused at once.
+	go func() { _, err := b.CallTool(ctx, "mem__block", nil, nil); blocking <- err }()
+	waitUntil("a queued call", func() bool { return u.queued.Load() == 1 })
+	if _, err := b.CallTool(t.Context(), "mem__echo", nil, nil); !errors.Is(err, ErrOverloaded) {
+		t.Fatalf("call with a full queue = %v, want ErrOverloaded", err)
+	}
+	cancel()
+	for i := 0; i < 2; i++ {
+		if err := <-blocking; !errors.Is(err, context.Canceled) {
+			t.Errorf("blocked call = %v, want Canceled", err)
+		}
+	}
+}

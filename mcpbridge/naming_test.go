@@ -105,3 +105,19 @@ func TestDuplicateToolNameFromUpstream(t *testing.T) {
 		t.Fatalf("got %d tools, %d warnings; want 1 and 1", len(out), len(warnings))
 	}
 }
+
+func TestChildEnvScrubsSecrets(t *testing.T) {
+	environ := []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=t", "AWS_SECRET_ACCESS_KEY=s", "MY_API_KEY=k",
+		"DB_PASSWORD=p", "LANG=C", "KEEP_TOKEN=k2", "OVERRIDE=old"}
+	got := childEnv(environ, []string{"KEEP_TOKEN"}, map[string]string{"OVERRIDE": "new", "SERVER_TOKEN": "explicit"})
+	want := map[string]bool{"PATH=/bin": true, "HOME=/root": true, "LANG=C": true, "KEEP_TOKEN=k2": true,
+		"OVERRIDE=new": true, "SERVER_TOKEN=explicit": true}
+	if len(got) != len(want) {
+		t.Fatalf("childEnv = %q, want %v", got, want)
+	}
+	for _, kv := range got {
+		if !want[kv] {
+			t.Errorf("childEnv kept or made %q", kv)
+		}
+	}
+}

@@ -182,17 +182,21 @@ func runServers(ctx context.Context, args []string) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tTRANSPORT\tSTATE\tTOOLS\tCONNECTS\tLAST REFRESH\tLAST ERROR")
+	fmt.Fprintln(w, "NAME\tTRANSPORT\tSTATE\tTOOLS\tCONNECTS\tBREAKER\tLAST REFRESH\tLAST ERROR")
 	for _, s := range resp.GetServers() {
 		refresh := "-"
 		if s.GetLastRefreshTime() != nil {
 			refresh = strings.TrimPrefix(s.GetLastRefreshOutcome().String(), "REFRESH_OUTCOME_") + " " +
 				s.GetLastRefreshTime().AsTime().Local().Format("15:04:05")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", s.GetName(),
+		breaker := strings.ToLower(strings.TrimPrefix(s.GetBreakerState().String(), "BREAKER_STATE_"))
+		if s.GetBreakerRetryTime() != nil {
+			breaker += " until " + s.GetBreakerRetryTime().AsTime().Local().Format("15:04:05")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", s.GetName(),
 			strings.ToLower(strings.TrimPrefix(s.GetTransport().String(), "TRANSPORT_")),
 			strings.ToLower(strings.TrimPrefix(s.GetState().String(), "SERVER_STATE_")),
-			s.GetToolCount(), s.GetConnectCount(), refresh, s.GetLastError())
+			s.GetToolCount(), s.GetConnectCount(), breaker, refresh, s.GetLastError())
 	}
 	return w.Flush()
 }
