@@ -27,6 +27,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,8 +46,12 @@ type Bridge struct {
 	cfg     Config
 	log     *slog.Logger
 	catalog *Catalog
-	ups     map[string]*upstream
-	names   []string // sorted
+
+	mu    sync.RWMutex // guards ups and names (Reconfigure changes them)
+	ups   map[string]*upstream
+	names []string // sorted
+
+	reconfigMu sync.Mutex // serialises Reconfigure
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -58,6 +64,35 @@ type Bridge struct {
 	closeOnce sync.Once
 }
 
+// validateServers checks a server list as a whole and fills in defaults.
+func validateServers(cfg *Config, servers []ServerConfig) ([]ServerConfig, error) {
+	out := make([]ServerConfig, 0, len(servers))
+	seen := map[string]bool{}
+	prefixes := map[string]string{}
+	var errs []error
+	for i := range servers {
+		sc := servers[i].withDefaults(cfg)
+		if err := sc.Validate(); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if seen[sc.Name] {
+			errs = append(errs, &FieldError{Server: sc.Name, Field: "name", Err: errors.New("duplicate server name")})
+			continue
+		}
+		seen[sc.Name] = true
+		p := ServerPrefix(sc.Name)
+		if other, dup := prefixes[p]; dup {
+			errs = append(errs, &FieldError{Server: sc.Name, Field: "name",
+				Err: fmt.Errorf("exposed-name prefix %q is also that of server %q", p, other)})
+			continue
+		}
+		prefixes[p] = sc.Name
+		out = append(out, sc)
+	}
+	return out, errors.Join(errs...)
+}
+
 // New validates cfg and starts one supervisor per upstream, all
 // concurrently. It does not wait for them: see Ready.
 func New(cfg Config) (*Bridge, error) {
@@ -67,6 +102,10 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.StartupTimeout <= 0 {
 		cfg.StartupTimeout = DefaultStartupTimeout
 	}
+	servers, err := validateServers(&cfg, cfg.Servers)
+	if err != nil {
+		return nil, err
+	}
 	b := &Bridge{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -74,35 +113,9 @@ func New(cfg Config) (*Bridge, error) {
 		ups:     map[string]*upstream{},
 		ready:   make(chan struct{}),
 	}
-	prefixes := map[string]string{}
-	var errs []error
-	for i := range cfg.Servers {
-		sc := cfg.Servers[i].withDefaults(&cfg)
-		if err := sc.Validate(); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if _, dup := b.ups[sc.Name]; dup {
-			errs = append(errs, &FieldError{Server: sc.Name, Field: "name", Err: errors.New("duplicate server name")})
-			continue
-		}
-		p := ServerPrefix(sc.Name)
-		if other, dup := prefixes[p]; dup {
-			errs = append(errs, &FieldError{Server: sc.Name, Field: "name",
-				Err: fmt.Errorf("exposed-name prefix %q is also that of server %q", p, other)})
-			continue
-		}
-		prefixes[p] = sc.Name
-		b.ups[sc.Name] = newUpstream(b, sc)
-		b.names = append(b.names, sc.Name)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	sort.Strings(b.names)
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	b.pending.Store(int64(len(b.ups)))
-	if len(b.ups) == 0 {
+	b.pending.Store(int64(len(servers)))
+	if len(servers) == 0 {
 		b.markReady()
 	}
 	b.wg.Add(1)
@@ -118,21 +131,33 @@ func New(cfg Config) (*Bridge, error) {
 		case <-b.ctx.Done():
 		}
 	}()
-	for _, name := range b.names {
-		u := b.ups[name]
-		b.wg.Add(1)
-		go func() {
-			defer b.wg.Done()
-			u.run()
-		}()
+	b.mu.Lock()
+	for _, sc := range servers {
+		b.startLocked(sc, true)
 	}
+	b.mu.Unlock()
 	return b, nil
+}
+
+// startLocked creates and starts the supervisor of one upstream.
+func (b *Bridge) startLocked(sc ServerConfig, initial bool) {
+	u := newUpstream(b, sc)
+	u.initial = initial
+	b.ups[sc.Name] = u
+	b.names = append(b.names, sc.Name)
+	sort.Strings(b.names)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		defer close(u.done)
+		u.run()
+	}()
 }
 
 func (b *Bridge) markReady() { b.readyOnce.Do(func() { close(b.ready) }) }
 
-func (b *Bridge) upstreamAttempted() {
-	if b.pending.Add(-1) == 0 {
+func (b *Bridge) upstreamAttempted(u *upstream) {
+	if u.initial && b.pending.Add(-1) == 0 {
 		b.markReady()
 	}
 }
@@ -156,11 +181,106 @@ func (b *Bridge) Close() error {
 	return nil
 }
 
+// ReconfigureResult says what a Reconfigure did.
+type ReconfigureResult struct {
+	Added, Removed, Restarted, Unchanged []string
+}
+
+// Reconfigure applies a new server list: added servers connect, removed
+// ones are torn down and their tools leave the catalog in one revision,
+// changed ones restart, and unchanged ones are not touched (no reconnect, no
+// catalog event). An invalid list changes nothing and returns every
+// problem.
+func (b *Bridge) Reconfigure(servers []ServerConfig) (ReconfigureResult, error) {
+	var res ReconfigureResult
+	next, err := validateServers(&b.cfg, servers)
+	if err != nil {
+		return res, err
+	}
+	if b.ctx.Err() != nil {
+		return res, ErrClosed
+	}
+	b.reconfigMu.Lock()
+	defer b.reconfigMu.Unlock()
+	b.mu.RLock()
+	old := maps.Clone(b.ups)
+	b.mu.RUnlock()
+	want := map[string]ServerConfig{}
+	for _, sc := range next {
+		want[sc.Name] = sc
+	}
+	for name, u := range old {
+		sc, keep := want[name]
+		switch {
+		case !keep:
+			res.Removed = append(res.Removed, name)
+		case !u.cfg.equal(sc):
+			res.Restarted = append(res.Restarted, name)
+		default:
+			res.Unchanged = append(res.Unchanged, name)
+		}
+	}
+	for name := range want {
+		if _, ok := old[name]; !ok {
+			res.Added = append(res.Added, name)
+		}
+	}
+	for _, l := range [][]string{res.Added, res.Removed, res.Restarted, res.Unchanged} {
+		sort.Strings(l)
+	}
+	// Stop removed and changed servers (concurrently: each waits for its
+	// supervisor), then drop the removed ones' tools in one revision each.
+	var wg sync.WaitGroup
+	for _, name := range append(slices.Clone(res.Removed), res.Restarted...) {
+		b.mu.Lock()
+		u := b.ups[name]
+		delete(b.ups, name)
+		b.names = slices.DeleteFunc(b.names, func(n string) bool { return n == name })
+		b.mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u.cancel()
+			<-u.done
+		}()
+	}
+	wg.Wait()
+	for _, name := range res.Removed {
+		b.catalog.removeServer(name)
+	}
+	for _, name := range res.Restarted {
+		b.catalog.setAvailable(name, false) // until the new session lists
+	}
+	b.mu.Lock()
+	for _, name := range append(slices.Clone(res.Added), res.Restarted...) {
+		b.startLocked(want[name], false)
+	}
+	b.mu.Unlock()
+	b.log.Info("reconfigured", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
+	return res, nil
+}
+
+func (b *Bridge) upstream(name string) (*upstream, error) {
+	b.mu.RLock()
+	u, ok := b.ups[name]
+	b.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrServerNotFound, name)
+	}
+	return u, nil
+}
+
 // Servers reports every upstream, sorted by name.
 func (b *Bridge) Servers() []ServerStatus {
-	out := make([]ServerStatus, 0, len(b.names))
+	b.mu.RLock()
+	ups := make([]*upstream, 0, len(b.names))
 	for _, name := range b.names {
-		out = append(out, b.ups[name].statusSnapshot())
+		ups = append(ups, b.ups[name])
+	}
+	b.mu.RUnlock()
+	out := make([]ServerStatus, 0, len(ups))
+	for _, u := range ups {
+		out = append(out, u.statusSnapshot())
 	}
 	return out
 }
@@ -169,17 +289,81 @@ func (b *Bridge) Servers() []ServerStatus {
 // have their arguments checked against the tool's inputSchema (on unless
 // the server's config turns it off for broken schemas).
 func (b *Bridge) ValidatesArguments(server string) bool {
-	u, ok := b.ups[server]
-	return ok && !u.cfg.SkipArgumentValidation
+	u, err := b.upstream(server)
+	return err == nil && !u.cfg.SkipArgumentValidation
 }
 
 // Server reports one upstream.
 func (b *Bridge) Server(name string) (ServerStatus, error) {
-	u, ok := b.ups[name]
-	if !ok {
-		return ServerStatus{}, fmt.Errorf("%w: %q", ErrServerNotFound, name)
+	u, err := b.upstream(name)
+	if err != nil {
+		return ServerStatus{}, err
 	}
 	return u.statusSnapshot(), nil
+}
+
+// Refresh re-lists one server's tools now and waits for the result.
+func (b *Bridge) Refresh(ctx context.Context, name string) (ServerStatus, error) {
+	u, err := b.upstream(name)
+	if err != nil {
+		return ServerStatus{}, err
+	}
+	s := u.sess.Load()
+	if s == nil || s.isDead() {
+		return u.statusSnapshot(), &UnavailableError{Server: name, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
+	}
+	req := make(chan error, 1)
+	select {
+	case s.refreshReq <- req:
+	case <-s.deadCtx.Done():
+		return u.statusSnapshot(), &UnavailableError{Server: name, Reason: ReasonSessionLost}
+	case <-ctx.Done():
+		return u.statusSnapshot(), ctx.Err()
+	}
+	select {
+	case err = <-req:
+	case <-s.deadCtx.Done():
+		err = &UnavailableError{Server: name, Reason: ReasonSessionLost}
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	return u.statusSnapshot(), err
+}
+
+// Reconnect drops one server's session (if any) and connects again at
+// once, clearing its backoff and circuit breaker. It waits until the new
+// attempt finished (ready or failed) or ctx ends.
+func (b *Bridge) Reconnect(ctx context.Context, name string) (ServerStatus, error) {
+	u, err := b.upstream(name)
+	if err != nil {
+		return ServerStatus{}, err
+	}
+	u.mu.Lock()
+	before := u.attempts
+	u.mu.Unlock()
+	select {
+	case u.reconnectReq <- struct{}{}:
+	default: // one is already pending
+	}
+	for {
+		u.mu.Lock()
+		ch, done := u.attemptDone, u.attempts > before
+		u.mu.Unlock()
+		if done {
+			st := u.statusSnapshot()
+			if st.State != StateReady && st.State != StateDegraded {
+				return st, &UnavailableError{Server: name, Reason: ReasonNoSession, RetryAfter: time.Until(st.NextConnectTime)}
+			}
+			return st, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return u.statusSnapshot(), ctx.Err()
+		case <-u.done:
+			return u.statusSnapshot(), ErrServerNotFound
+		}
+	}
 }
 
 // CallOptions are optional settings of one call.
@@ -213,7 +397,10 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	if args == nil {
 		args = map[string]any{}
 	}
-	u := b.ups[t.Server]
+	u, err := b.upstream(t.Server)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name) // removed by a reconfigure just now
+	}
 	if _, has := ctx.Deadline(); !has {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)

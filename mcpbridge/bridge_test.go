@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -212,5 +213,64 @@ func TestBridgeMaxConcurrentCalls(t *testing.T) {
 		if err := <-blocking; !errors.Is(err, context.Canceled) {
 			t.Errorf("blocked call = %v, want Canceled", err)
 		}
+	}
+}
+
+func TestBridgeReconfigure(t *testing.T) {
+	a, bb, c := newMemUpstream(t), newMemUpstream(t), newMemUpstream(t)
+	defer a.killSessions()
+	defer bb.killSessions()
+	defer c.killSessions()
+	b := newTestBridge(t, a.config("a"), bb.config("b"))
+	before := b.Catalog().Current()
+
+	// Invalid: nothing changes.
+	if _, err := b.Reconfigure([]ServerConfig{{Name: "x__y"}}); err == nil {
+		t.Fatal("Reconfigure(invalid) = nil error")
+	}
+	if b.Catalog().Current() != before {
+		t.Fatal("an invalid reconfigure changed the catalog")
+	}
+
+	// Remove a, keep b (configs with a transport func always restart;
+	// unchanged real configs are covered end to end), add c.
+	res, err := b.Reconfigure([]ServerConfig{bb.config("b"), c.config("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Removed, []string{"a"}) || !slices.Equal(res.Added, []string{"c"}) {
+		t.Fatalf("Reconfigure = %+v", res)
+	}
+	waitFor(t, b, "c's tools and no a's", func(s *Snapshot) bool {
+		_, hasA := s.Lookup("a__echo")
+		_, hasC := s.Lookup("c__echo")
+		return !hasA && hasC
+	})
+	if _, err := b.CallTool(t.Context(), "a__echo", nil, nil); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("call to a removed server = %v, want ErrToolNotFound", err)
+	}
+	if _, err := b.CallTool(t.Context(), "c__echo", map[string]any{"text": "x"}, nil); err != nil {
+		t.Fatalf("call to an added server = %v", err)
+	}
+}
+
+func TestBridgeRefreshAndReconnect(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	b := newTestBridge(t, up.config("mem"))
+	up.server.AddTool(&mcp.Tool{Name: "quiet", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+	if _, err := b.Refresh(t.Context(), "mem"); err != nil {
+		t.Fatalf("Refresh = %v", err)
+	}
+	if _, ok := b.Catalog().Current().Lookup("mem__quiet"); !ok {
+		t.Fatal("Refresh did not list the new tool")
+	}
+	st, err := b.Reconnect(t.Context(), "mem")
+	if err != nil || st.ConnectCount != 2 || st.State != StateReady {
+		t.Fatalf("Reconnect = %+v, %v; want connect 2, ready", st, err)
+	}
+	if _, err := b.Refresh(t.Context(), "nope"); !errors.Is(err, ErrServerNotFound) {
+		t.Fatalf("Refresh(unknown) = %v", err)
 	}
 }

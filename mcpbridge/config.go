@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"fmt"
+	"reflect"
 	"log/slog"
 	"time"
 
@@ -186,6 +187,16 @@ func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
 		sc.ProtocolVersion = DefaultProtocolVersion
 	}
 	return sc
+}
+
+// equal reports whether two configs describe the same upstream (a server
+// whose config is equal is left alone by Reconfigure). A config with a
+// NewTransport func is never equal to another.
+func (sc ServerConfig) equal(o ServerConfig) bool {
+	if sc.NewTransport != nil || o.NewTransport != nil {
+		return false
+	}
+	return reflect.DeepEqual(sc, o)
 }
 
 // Validate reports the first problem of a server config, naming the field.

@@ -91,10 +91,18 @@ type upstream struct {
 	inflight atomic.Int64
 	queued   atomic.Int64
 
+	ctx          context.Context // ends the supervisor: bridge close or removal
+	cancel       context.CancelFunc
+	done         chan struct{} // closed when run returned
+	initial      bool          // part of the start-up set that gates readiness
+	reconnectReq chan struct{} // capacity 1: operator asked for a reconnect now
+
 	mu          sync.Mutex // guards the fields below
 	status      ServerStatus
 	breaker     breaker
 	sessChanged chan struct{} // closed and replaced when sess changes
+	attempts    int64         // finished connection attempts
+	attemptDone chan struct{} // closed and replaced when an attempt finishes
 
 	firstAttempt sync.Once
 }
@@ -106,9 +114,13 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 		b:           b,
 		log:         b.log.With("server", cfg.Name),
 		status:      ServerStatus{Name: cfg.Name, Transport: cfg.Transport, State: StateConnecting},
-		breaker:     newBreaker(cfg.Breaker, cfg.Name),
-		sessChanged: make(chan struct{}),
+		breaker:      newBreaker(cfg.Breaker, cfg.Name),
+		sessChanged:  make(chan struct{}),
+		attemptDone:  make(chan struct{}),
+		done:         make(chan struct{}),
+		reconnectReq: make(chan struct{}, 1),
 	}
+	u.ctx, u.cancel = context.WithCancel(b.ctx)
 	if cfg.MaxConcurrentCalls > 0 {
 		u.sem = make(chan struct{}, cfg.MaxConcurrentCalls)
 	}
@@ -142,27 +154,42 @@ func (u *upstream) waitSession(ctx context.Context, old *session) (*session, err
 		case <-ch:
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-u.b.ctx.Done():
+		case <-u.ctx.Done():
 			return nil, ErrClosed
 		}
 	}
 }
 
-// run is the supervisor loop. It returns when the bridge closes.
+// attempted records the end of a connection attempt (the session is ready,
+// or the attempt failed) for readiness and for Reconnect's waiters.
+func (u *upstream) attempted() {
+	u.firstAttempt.Do(func() { u.b.upstreamAttempted(u) })
+	u.mu.Lock()
+	u.attempts++
+	close(u.attemptDone)
+	u.attemptDone = make(chan struct{})
+	u.mu.Unlock()
+}
+
+// run is the supervisor loop. It returns when the bridge closes or the
+// server is removed.
 func (u *upstream) run() {
-	ctx := u.b.ctx
+	ctx := u.ctx
 	attempt := 0
 	for {
 		u.setState(StateConnecting, "")
 		s, err := u.connect(ctx)
-		stable := false
+		stable, operator := false, false
 		if err == nil {
 			var lived time.Duration
-			lived, err = u.serve(s)
+			lived, operator, err = u.serve(s)
 			stable = lived >= u.cfg.StableAfter
+		} else {
+			u.attempted()
 		}
-		u.firstAttempt.Do(u.b.upstreamAttempted)
 		if ctx.Err() != nil {
+			// Stopped (bridge close or reconfigure): the catalog is the
+			// stopper's business, so a removal is one revision.
 			u.setState(StateDown, "")
 			return
 		}
@@ -170,13 +197,19 @@ func (u *upstream) run() {
 		if err != nil {
 			msg = u.redact(err.Error())
 		}
-		if stable {
+		switch {
+		case operator:
 			attempt = 0
-		} else {
+		case stable:
+			attempt = 0
+		default:
 			attempt++
 			u.recordFailure("session", err)
 		}
 		delay := backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, attempt)
+		if operator {
+			delay = 0
+		}
 		u.mu.Lock()
 		u.status.State = StateDown
 		if msg != "" {
@@ -186,15 +219,31 @@ func (u *upstream) run() {
 		u.status.NextConnectTime = time.Now().Add(delay)
 		u.mu.Unlock()
 		u.b.catalog.setAvailable(u.cfg.Name, false)
-		u.log.Warn("upstream down; reconnecting", "error", msg, "attempt", attempt, "in", delay.Round(time.Millisecond))
+		if !operator {
+			u.log.Warn("upstream down; reconnecting", "error", msg, "attempt", attempt, "in", delay.Round(time.Millisecond))
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			u.setState(StateDown, "")
 			return
+		case <-u.reconnectReq:
+			t.Stop()
+			u.operatorReset()
+			attempt = 0
 		case <-t.C:
 		}
 	}
+}
+
+// operatorReset clears the breaker and backoff for an operator reconnect.
+func (u *upstream) operatorReset() {
+	u.mu.Lock()
+	u.breaker = newBreaker(u.cfg.Breaker, u.cfg.Name)
+	u.status.ConsecutiveFailures = 0
+	u.mu.Unlock()
+	u.log.Info("operator reconnect")
 }
 
 // backoff is full-jitter exponential backoff: uniform in
@@ -252,6 +301,8 @@ type session struct {
 	deadCtx    context.Context
 	deadCancel context.CancelCauseFunc
 
+	refreshReq chan chan error // operator refreshes, answered by the refresher
+
 	progress sync.Map // token string -> func(Progress)
 	seq      atomic.Uint64
 
@@ -303,7 +354,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
-	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{})}
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	// One client per session: the handlers close over this session, so a
@@ -365,17 +416,19 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 }
 
 // serve lists the tools of a new session, publishes them, and keeps them
-// fresh and probed until the session dies or the bridge closes. It tears the
-// session down before returning, and reports how long the session lived.
-func (u *upstream) serve(s *session) (time.Duration, error) {
+// fresh and probed until the session dies, an operator asks for a
+// reconnect, or the supervisor stops. It tears the session down before
+// returning, and reports how long the session lived.
+func (u *upstream) serve(s *session) (lived time.Duration, operator bool, err error) {
 	defer u.teardown(s)
 	// Calls may use the session while it lists: it is live.
 	u.setSession(nil, s)
 	if err := s.refresh(); err != nil {
-		return time.Since(s.started), err
+		u.attempted()
+		return time.Since(s.started), false, err
 	}
 	u.setState(StateReady, "")
-	u.firstAttempt.Do(u.b.upstreamAttempted)
+	u.attempted()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -387,9 +440,12 @@ func (u *upstream) serve(s *session) (time.Duration, error) {
 	}()
 	select {
 	case <-s.deadCtx.Done():
-		return time.Since(s.started), fmt.Errorf("session lost: %w", s.deadErr())
+		return time.Since(s.started), false, fmt.Errorf("session lost: %w", s.deadErr())
+	case <-u.reconnectReq:
+		u.operatorReset()
+		return time.Since(s.started), true, nil
 	case <-s.ctx.Done():
-		return time.Since(s.started), nil
+		return time.Since(s.started), false, nil
 	}
 }
 
@@ -467,6 +523,14 @@ func (s *session) refresher() {
 			}
 		case <-backstop:
 		case <-retry:
+		case reply := <-s.refreshReq:
+			err := s.refresh()
+			reply <- err
+			backstop = next()
+			if err == nil {
+				retry, failures = nil, 0
+			}
+			continue
 		}
 		retry = nil
 		err := s.refresh()
