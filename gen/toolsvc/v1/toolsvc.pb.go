@@ -2076,7 +2076,10 @@ func (*ListServersRequest) Descriptor() ([]byte, []int) {
 type ListServersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The upstreams.
-	Servers       []*Server `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	Servers []*Server `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	// The configuration and the last reload attempt ("reload failed" shows
+	// here with its reason).
+	Config        *ConfigStatus `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2114,6 +2117,13 @@ func (*ListServersResponse) Descriptor() ([]byte, []int) {
 func (x *ListServersResponse) GetServers() []*Server {
 	if x != nil {
 		return x.Servers
+	}
+	return nil
+}
+
+func (x *ListServersResponse) GetConfig() *ConfigStatus {
+	if x != nil {
+		return x.Config
 	}
 	return nil
 }
@@ -2301,6 +2311,135 @@ func (x *Server) GetConnectedTime() *timestamppb.Timestamp {
 	return nil
 }
 
+// ConfigStatus describes the configuration toolsvc runs with and the last
+// reload attempt.
+type ConfigStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configuration file ("" for the built-in demo).
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// When the running configuration was loaded.
+	LoadedTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=loaded_time,json=loadedTime,proto3" json:"loaded_time,omitempty"`
+	// Reload attempts since start (successful or not).
+	ReloadCount int64 `protobuf:"varint,3,opt,name=reload_count,json=reloadCount,proto3" json:"reload_count,omitempty"`
+	// When the last reload was attempted.
+	LastReloadTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_reload_time,json=lastReloadTime,proto3" json:"last_reload_time,omitempty"`
+	// Whether the last reload was applied. When false, the previous
+	// configuration keeps running and last_reload_error says why.
+	LastReloadOk bool `protobuf:"varint,5,opt,name=last_reload_ok,json=lastReloadOk,proto3" json:"last_reload_ok,omitempty"`
+	// Every problem of the last failed reload (no secret values).
+	LastReloadError string `protobuf:"bytes,6,opt,name=last_reload_error,json=lastReloadError,proto3" json:"last_reload_error,omitempty"`
+	// Non-fatal findings of the running configuration (unknown keys, …).
+	Warnings []string `protobuf:"bytes,7,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// Servers added by the last successful reload.
+	Added []string `protobuf:"bytes,8,rep,name=added,proto3" json:"added,omitempty"`
+	// Servers removed by the last successful reload.
+	Removed []string `protobuf:"bytes,9,rep,name=removed,proto3" json:"removed,omitempty"`
+	// Servers restarted by the last successful reload.
+	Restarted     []string `protobuf:"bytes,10,rep,name=restarted,proto3" json:"restarted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigStatus) Reset() {
+	*x = ConfigStatus{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigStatus) ProtoMessage() {}
+
+func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
+func (*ConfigStatus) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ConfigStatus) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ConfigStatus) GetLoadedTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LoadedTime
+	}
+	return nil
+}
+
+func (x *ConfigStatus) GetReloadCount() int64 {
+	if x != nil {
+		return x.ReloadCount
+	}
+	return 0
+}
+
+func (x *ConfigStatus) GetLastReloadTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastReloadTime
+	}
+	return nil
+}
+
+func (x *ConfigStatus) GetLastReloadOk() bool {
+	if x != nil {
+		return x.LastReloadOk
+	}
+	return false
+}
+
+func (x *ConfigStatus) GetLastReloadError() string {
+	if x != nil {
+		return x.LastReloadError
+	}
+	return ""
+}
+
+func (x *ConfigStatus) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *ConfigStatus) GetAdded() []string {
+	if x != nil {
+		return x.Added
+	}
+	return nil
+}
+
+func (x *ConfigStatus) GetRemoved() []string {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *ConfigStatus) GetRestarted() []string {
+	if x != nil {
+		return x.Restarted
+	}
+	return nil
+}
+
 var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
@@ -2426,9 +2565,10 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\aremoved\x18\x02 \x03(\tR\aremoved\"\x0f\n" +
 	"\rCatalogSynced\"\x11\n" +
 	"\x0fCatalogProgress\"\x14\n" +
-	"\x12ListServersRequest\"C\n" +
+	"\x12ListServersRequest\"u\n" +
 	"\x13ListServersResponse\x12,\n" +
-	"\aservers\x18\x01 \x03(\v2\x12.toolsvc.v1.ServerR\aservers\"\x8c\x06\n" +
+	"\aservers\x18\x01 \x03(\v2\x12.toolsvc.v1.ServerR\aservers\x120\n" +
+	"\x06config\x18\x02 \x01(\v2\x18.toolsvc.v1.ConfigStatusR\x06config\"\x8c\x06\n" +
 	"\x06Server\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\ttransport\x18\x02 \x01(\x0e2\x15.toolsvc.v1.TransportR\ttransport\x12-\n" +
@@ -2448,7 +2588,20 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x12breaker_retry_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x10breakerRetryTime\x121\n" +
 	"\x14consecutive_failures\x18\x0e \x01(\x05R\x13consecutiveFailures\x12&\n" +
 	"\x0fin_flight_calls\x18\x0f \x01(\x05R\rinFlightCalls\x12A\n" +
-	"\x0econnected_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rconnectedTime*Z\n" +
+	"\x0econnected_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rconnectedTime\"\x84\x03\n" +
+	"\fConfigStatus\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12;\n" +
+	"\vloaded_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"loadedTime\x12!\n" +
+	"\freload_count\x18\x03 \x01(\x03R\vreloadCount\x12D\n" +
+	"\x10last_reload_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastReloadTime\x12$\n" +
+	"\x0elast_reload_ok\x18\x05 \x01(\bR\flastReloadOk\x12*\n" +
+	"\x11last_reload_error\x18\x06 \x01(\tR\x0flastReloadError\x12\x1a\n" +
+	"\bwarnings\x18\a \x03(\tR\bwarnings\x12\x14\n" +
+	"\x05added\x18\b \x03(\tR\x05added\x12\x18\n" +
+	"\aremoved\x18\t \x03(\tR\aremoved\x12\x1c\n" +
+	"\trestarted\x18\n" +
+	" \x03(\tR\trestarted*Z\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
@@ -2488,7 +2641,7 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 }
 
 var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(Transport)(0),                 // 0: toolsvc.v1.Transport
 	(ServerState)(0),               // 1: toolsvc.v1.ServerState
@@ -2520,39 +2673,40 @@ var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(*ListServersRequest)(nil),     // 27: toolsvc.v1.ListServersRequest
 	(*ListServersResponse)(nil),    // 28: toolsvc.v1.ListServersResponse
 	(*Server)(nil),                 // 29: toolsvc.v1.Server
-	(*structpb.Struct)(nil),        // 30: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),  // 31: google.protobuf.Timestamp
+	(*ConfigStatus)(nil),           // 30: toolsvc.v1.ConfigStatus
+	(*structpb.Struct)(nil),        // 31: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),  // 32: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	30, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	30, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	31, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	31, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	5,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	30, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	31, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
 	4,  // 4: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	30, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	30, // 6: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	31, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	31, // 6: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
 	11, // 7: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
 	12, // 8: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
 	13, // 9: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	30, // 10: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	30, // 11: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	31, // 10: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	31, // 11: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
 	15, // 12: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
 	16, // 13: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
 	17, // 14: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
 	18, // 15: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
 	19, // 16: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
 	14, // 17: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	30, // 18: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	31, // 18: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
 	14, // 19: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	30, // 20: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	31, // 20: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
 	14, // 21: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	30, // 22: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	31, // 22: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
 	14, // 23: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	30, // 24: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	31, // 24: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
 	20, // 25: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
 	14, // 26: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	30, // 27: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	30, // 28: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	31, // 27: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	31, // 28: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
 	23, // 29: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
 	24, // 30: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
 	25, // 31: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
@@ -2560,28 +2714,31 @@ var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
 	4,  // 33: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
 	4,  // 34: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
 	29, // 35: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	0,  // 36: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	1,  // 37: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	31, // 38: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	2,  // 39: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	3,  // 40: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	31, // 41: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	31, // 42: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	6,  // 43: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	8,  // 44: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	9,  // 45: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	21, // 46: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	27, // 47: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	7,  // 48: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	12, // 49: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	10, // 50: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	22, // 51: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	28, // 52: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	48, // [48:53] is the sub-list for method output_type
-	43, // [43:48] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	30, // 36: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	0,  // 37: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	1,  // 38: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	32, // 39: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	2,  // 40: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	3,  // 41: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	32, // 42: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	32, // 43: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	32, // 44: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	32, // 45: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	6,  // 46: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	8,  // 47: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	9,  // 48: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	21, // 49: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	27, // 50: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	7,  // 51: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	12, // 52: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	10, // 53: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	22, // 54: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	28, // 55: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	51, // [51:56] is the sub-list for method output_type
+	46, // [46:51] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -2620,7 +2777,7 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
