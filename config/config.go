@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -133,6 +135,15 @@ type serverJSON struct {
 	MaxConcurrentCalls int      `json:"maxConcurrentCalls"`
 	MaxQueuedCalls     int      `json:"maxQueuedCalls"`
 	EnvPassthrough     []string `json:"envPassthrough"`
+	NamePrefix         string   `json:"namePrefix"`
+	Tools              *struct {
+		Allow []string `json:"allow"`
+		Deny  []string `json:"deny"`
+	} `json:"tools"`
+	// Fields other clients write, accepted without a warning.
+	Description string   `json:"description"`
+	AlwaysAllow []string `json:"alwaysAllow"`
+	AutoApprove []string `json:"autoApprove"`
 }
 
 var serverKeys = keysOf(serverJSON{})
@@ -150,6 +161,13 @@ func Load(path string) (*Config, error) {
 func Parse(file string, data []byte) (*Config, error) {
 	var probs Problems
 	var lines map[string]int // computed on the first problem
+	if isYAML(file) {
+		j, l, err := yamlToJSON(data)
+		if err != nil {
+			return nil, Problems{{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+		}
+		data, lines = j, l
+	}
 	add := func(server, field, format string, args ...any) {
 		if lines == nil {
 			lines = keyLines(data)
@@ -199,18 +217,32 @@ func Parse(file string, data []byte) (*Config, error) {
 	prefixes := map[string]string{}
 	for _, name := range sortedKeys(servers) {
 		raw := servers[name]
-		var keys map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &keys); err != nil {
+		// Resolve ${ENV} and ${file:…} in every string value first.
+		var tree any
+		if err := json.Unmarshal(raw, &tree); err != nil {
 			add(name, "", "want an object of server settings")
 			continue
 		}
+		if _, ok := tree.(map[string]any); !ok {
+			add(name, "", "want an object of server settings")
+			continue
+		}
+		exp := newExpander()
+		expandFailed := false
+		tree = exp.expand(tree, "", func(path string, err error) {
+			add(name, path, "%v", err)
+			expandFailed = true
+		})
+		raw, _ = json.Marshal(tree)
+		var keys map[string]json.RawMessage
+		_ = json.Unmarshal(raw, &keys)
 		for _, k := range sortedKeys(keys) {
 			if !serverKeys[k] {
 				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: server %q: unknown key %q ignored", file, name, k))
 			}
 		}
 		var sj serverJSON
-		bad := false
+		bad := expandFailed
 		for _, k := range sortedKeys(keys) {
 			if !serverKeys[k] {
 				continue
@@ -224,11 +256,17 @@ func Parse(file string, data []byte) (*Config, error) {
 		if err := mcpbridge.ValidateServerName(name); err != nil {
 			add(name, "name", "%v", err)
 			bad = true
-		} else if other, dup := prefixes[mcpbridge.ServerPrefix(name)]; dup {
-			add(name, "name", "its tools would share the exposed-name prefix %q with server %q", mcpbridge.ServerPrefix(name), other)
-			bad = true
 		} else {
-			prefixes[mcpbridge.ServerPrefix(name)] = name
+			p := mcpbridge.ServerPrefix(name)
+			if sj.NamePrefix != "" {
+				p = sj.NamePrefix
+			}
+			if other, dup := prefixes[p]; dup {
+				add(name, "name", "its tools would share the exposed-name prefix %q with server %q", p, other)
+				bad = true
+			} else {
+				prefixes[p] = name
+			}
 		}
 		sc := mcpbridge.ServerConfig{
 			Name: name, Command: sj.Command, Args: sj.Args, Env: sj.Env, Dir: sj.Cwd, URL: sj.URL, Headers: sj.Headers,
@@ -240,6 +278,27 @@ func Parse(file string, data []byte) (*Config, error) {
 			StableAfter:        sj.StableAfter.D,
 			MaxConcurrentCalls: sj.MaxConcurrentCalls, MaxQueuedCalls: sj.MaxQueuedCalls,
 			EnvPassthrough: sj.EnvPassthrough,
+			Secrets:        exp.values(),
+			NamePrefix:     sj.NamePrefix,
+		}
+		if sj.Tools != nil {
+			sc.ToolsAllow, sc.ToolsDeny = sj.Tools.Allow, sj.Tools.Deny
+			for i, g := range append(slices.Clone(sj.Tools.Allow), sj.Tools.Deny...) {
+				if _, err := path.Match(g, ""); err != nil {
+					field := fmt.Sprintf("tools.allow[%d]", i)
+					if i >= len(sj.Tools.Allow) {
+						field = fmt.Sprintf("tools.deny[%d]", i-len(sj.Tools.Allow))
+					}
+					add(name, field, "%q is not a valid glob pattern", g)
+					bad = true
+				}
+			}
+		}
+		if sj.NamePrefix != "" {
+			if err := mcpbridge.ValidatePrefix(sj.NamePrefix); err != nil {
+				add(name, "namePrefix", "%v", err)
+				bad = true
+			}
 		}
 		if sj.Breaker != nil {
 			sc.Breaker = mcpbridge.BreakerConfig{Failures: sj.Breaker.Failures, Cooldown: sj.Breaker.Cooldown.D, MaxCooldown: sj.Breaker.MaxCooldown.D}
@@ -286,11 +345,17 @@ func Parse(file string, data []byte) (*Config, error) {
 				add(name, "url", "required for an HTTP server")
 				bad = true
 			}
+		case "sse":
+			sc.Transport = mcpbridge.TransportSSE
+			if sj.URL == "" {
+				add(name, "url", "required for an SSE server")
+				bad = true
+			}
 		default:
-			add(name, "type", "%q is not supported: want \"stdio\" or \"http\" (streamable HTTP)", sj.Type)
+			add(name, "type", "%q is not supported: want \"stdio\", \"http\" (streamable HTTP) or \"sse\" (the deprecated HTTP+SSE transport)", sj.Type)
 			bad = true
 		}
-		if sc.Transport == mcpbridge.TransportStreamableHTTP && sj.URL != "" &&
+		if sc.Transport != mcpbridge.TransportStdio && sj.URL != "" &&
 			!strings.HasPrefix(sj.URL, "http://") && !strings.HasPrefix(sj.URL, "https://") {
 			add(name, "url", "want an http:// or https:// URL")
 			bad = true

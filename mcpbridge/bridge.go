@@ -81,7 +81,7 @@ func validateServers(cfg *Config, servers []ServerConfig) ([]ServerConfig, error
 			continue
 		}
 		seen[sc.Name] = true
-		p := ServerPrefix(sc.Name)
+		p := sc.prefix()
 		if other, dup := prefixes[p]; dup {
 			errs = append(errs, &FieldError{Server: sc.Name, Field: "name",
 				Err: fmt.Errorf("exposed-name prefix %q is also that of server %q", p, other)})

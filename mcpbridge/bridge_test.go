@@ -259,7 +259,9 @@ func TestBridgeRefreshAndReconnect(t *testing.T) {
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
 	up.server.AddTool(&mcp.Tool{Name: "quiet", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	if _, err := b.Refresh(t.Context(), "mem"); err != nil {
 		t.Fatalf("Refresh = %v", err)
 	}

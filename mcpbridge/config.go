@@ -2,8 +2,10 @@ package mcpbridge
 
 import (
 	"fmt"
-	"reflect"
 	"log/slog"
+	"path"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +20,9 @@ const (
 	TransportStdio Transport = iota + 1
 	// TransportStreamableHTTP reaches the upstream over MCP streamable HTTP.
 	TransportStreamableHTTP
+	// TransportSSE reaches the upstream over the deprecated 2024-11-05
+	// HTTP+SSE transport (VS Code's `type: sse`).
+	TransportSSE
 )
 
 func (t Transport) String() string {
@@ -26,6 +31,8 @@ func (t Transport) String() string {
 		return "stdio"
 	case TransportStreamableHTTP:
 		return "streamable-http"
+	case TransportSSE:
+		return "sse"
 	}
 	return "unknown"
 }
@@ -124,6 +131,17 @@ type ServerConfig struct {
 	// stdio child keeps even though they look secret (TOKEN, KEY, SECRET, …).
 	EnvPassthrough []string
 
+	// Secrets are resolved secret values (from ${ENV} or ${file:…}
+	// references) that must never appear in logs or errors.
+	Secrets []string
+	// NamePrefix replaces the server name as the exposed-name prefix.
+	NamePrefix string
+	// ToolsAllow and ToolsDeny are glob patterns (path.Match) over the
+	// upstream's tool names: a tool is exposed if it matches an allow
+	// pattern (or there are none) and no deny pattern.
+	ToolsAllow []string
+	ToolsDeny  []string
+
 	// SkipArgumentValidation turns off checking call arguments against the
 	// tools' inputSchema (for upstreams whose schemas are broken).
 	SkipArgumentValidation bool
@@ -189,6 +207,22 @@ func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
 	return sc
 }
 
+// prefix is the exposed-name prefix of the server's tools.
+func (sc *ServerConfig) prefix() string {
+	if sc.NamePrefix != "" {
+		return sc.NamePrefix
+	}
+	return ServerPrefix(sc.Name)
+}
+
+// exposes reports whether the allow/deny patterns expose a tool.
+func (sc *ServerConfig) exposes(tool string) bool {
+	if len(sc.ToolsAllow) > 0 && !slices.ContainsFunc(sc.ToolsAllow, func(g string) bool { ok, _ := path.Match(g, tool); return ok }) {
+		return false
+	}
+	return !slices.ContainsFunc(sc.ToolsDeny, func(g string) bool { ok, _ := path.Match(g, tool); return ok })
+}
+
 // equal reports whether two configs describe the same upstream (a server
 // whose config is equal is left alone by Reconfigure). A config with a
 // NewTransport func is never equal to another.
@@ -212,7 +246,7 @@ func (sc *ServerConfig) Validate() error {
 		if sc.Command == "" {
 			return &FieldError{Server: sc.Name, Field: "command", Err: fmt.Errorf("required for a stdio server")}
 		}
-	case TransportStreamableHTTP:
+	case TransportStreamableHTTP, TransportSSE:
 		if sc.URL == "" {
 			return &FieldError{Server: sc.Name, Field: "url", Err: fmt.Errorf("required for an HTTP server")}
 		}
@@ -230,6 +264,11 @@ func (sc *ServerConfig) Validate() error {
 	} {
 		if d.v < 0 {
 			return &FieldError{Server: sc.Name, Field: d.field, Err: fmt.Errorf("must not be negative, got %s", d.v)}
+		}
+	}
+	if sc.NamePrefix != "" {
+		if err := ValidatePrefix(sc.NamePrefix); err != nil {
+			return &FieldError{Server: sc.Name, Field: "namePrefix", Err: err}
 		}
 	}
 	if sc.MaxConcurrentCalls < 0 {

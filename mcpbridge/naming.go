@@ -85,6 +85,19 @@ func ServerPrefix(server string) string {
 	return p
 }
 
+// ValidatePrefix says what is wrong with a configured namePrefix, or nil.
+func ValidatePrefix(p string) error {
+	switch {
+	case len(p) > MaxNameLen/2:
+		return fmt.Errorf("%q is longer than %d characters", p, MaxNameLen/2)
+	case sanitize(p) != p || p == "":
+		return fmt.Errorf("%q must match [a-zA-Z0-9_-]+", p)
+	case strings.Contains(p, nameSep) || strings.HasPrefix(p, "_") || strings.HasSuffix(p, "_"):
+		return fmt.Errorf("%q must not contain %q or start or end with '_'", p, nameSep)
+	}
+	return nil
+}
+
 // ValidateServerName says what is wrong with a configured server name, or
 // returns nil.
 func ValidateServerName(name string) error {

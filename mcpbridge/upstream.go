@@ -109,11 +109,11 @@ type upstream struct {
 
 func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	u := &upstream{
-		cfg:         cfg,
-		prefix:      ServerPrefix(cfg.Name),
-		b:           b,
-		log:         b.log.With("server", cfg.Name),
-		status:      ServerStatus{Name: cfg.Name, Transport: cfg.Transport, State: StateConnecting},
+		cfg:          cfg,
+		prefix:       cfg.prefix(),
+		b:            b,
+		log:          b.log.With("server", cfg.Name),
+		status:       ServerStatus{Name: cfg.Name, Transport: cfg.Transport, State: StateConnecting},
 		breaker:      newBreaker(cfg.Breaker, cfg.Name),
 		sessChanged:  make(chan struct{}),
 		attemptDone:  make(chan struct{}),
@@ -124,7 +124,7 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	if cfg.MaxConcurrentCalls > 0 {
 		u.sem = make(chan struct{}, cfg.MaxConcurrentCalls)
 	}
-	if cfg.Transport == TransportStreamableHTTP && cfg.NewTransport == nil {
+	if cfg.Transport != TransportStdio && cfg.NewTransport == nil {
 		u.http = newHTTPClient(cfg.Headers)
 	}
 	return u
@@ -608,6 +608,9 @@ func (s *session) refresh() error {
 	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
 	defer cancel()
 	tools, err := s.listAll(ctx)
+	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
+		tools = slices.DeleteFunc(tools, func(t *mcp.Tool) bool { return t == nil || !u.cfg.exposes(t.Name) })
+	}
 	n := 0
 	if err == nil {
 		n, err = u.b.catalog.setServer(u.cfg.Name, u.prefix, tools, true)
@@ -756,6 +759,9 @@ func (u *upstream) redact(msg string) string {
 			msg = strings.ReplaceAll(msg, v, "<redacted>")
 		}
 	}
+	for _, v := range u.cfg.Secrets {
+		msg = strings.ReplaceAll(msg, v, "<redacted>")
+	}
 	const maxErrLen = 512
 	if len(msg) > maxErrLen {
 		msg = msg[:maxErrLen] + "…"
@@ -832,6 +838,8 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultTerminateGrace}, nil
+	case TransportSSE:
+		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.http}, nil
 	case TransportStreamableHTTP:
 		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
 		// about 1.5 s (go-sdk-facts.md §6); the bridge reconnects itself.

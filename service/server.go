@@ -32,6 +32,9 @@ type Options struct {
 	Logger *slog.Logger
 	// ProgressInterval between progress events on an idle watch stream.
 	ProgressInterval time.Duration
+	// Config, if set, reports the configuration in ListServers and serves
+	// AdminService.ReloadConfig.
+	Config ConfigSource
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -62,8 +65,11 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	return &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
 }
 
-// Register adds the service to a gRPC server.
-func (s *Server) Register(g grpc.ServiceRegistrar) { toolsvcv1.RegisterToolServiceServer(g, s) }
+// Register adds ToolService and AdminService to a gRPC server.
+func (s *Server) Register(g grpc.ServiceRegistrar) {
+	toolsvcv1.RegisterToolServiceServer(g, s)
+	toolsvcv1.RegisterAdminServiceServer(g, &admin{s: s})
+}
 
 // Shutdown ends every open watch stream with UNAVAILABLE, so that
 // GracefulStop is not held up by them and clients resume elsewhere. It is
@@ -116,6 +122,9 @@ func (s *Server) ListServers(context.Context, *toolsvcv1.ListServersRequest) (*t
 	for _, st := range sts {
 		resp.Servers = append(resp.Servers, serverToProto(st))
 	}
+	if s.opts.Config != nil {
+		resp.Config = configToProto(s.opts.Config.Status())
+	}
 	return resp, nil
 }
 
@@ -134,6 +143,8 @@ func serverToProto(st mcpbridge.ServerStatus) *toolsvcv1.Server {
 		p.Transport = toolsvcv1.Transport_TRANSPORT_STDIO
 	case mcpbridge.TransportStreamableHTTP:
 		p.Transport = toolsvcv1.Transport_TRANSPORT_STREAMABLE_HTTP
+	case mcpbridge.TransportSSE:
+		p.Transport = toolsvcv1.Transport_TRANSPORT_SSE
 	}
 	switch st.State {
 	case mcpbridge.StateConnecting:

@@ -35,6 +35,8 @@ const (
 	Transport_TRANSPORT_STDIO Transport = 1
 	// MCP streamable HTTP.
 	Transport_TRANSPORT_STREAMABLE_HTTP Transport = 2
+	// The deprecated 2024-11-05 HTTP+SSE transport.
+	Transport_TRANSPORT_SSE Transport = 3
 )
 
 // Enum value maps for Transport.
@@ -43,11 +45,13 @@ var (
 		0: "TRANSPORT_UNSPECIFIED",
 		1: "TRANSPORT_STDIO",
 		2: "TRANSPORT_STREAMABLE_HTTP",
+		3: "TRANSPORT_SSE",
 	}
 	Transport_value = map[string]int32{
 		"TRANSPORT_UNSPECIFIED":     0,
 		"TRANSPORT_STDIO":           1,
 		"TRANSPORT_STREAMABLE_HTTP": 2,
+		"TRANSPORT_SSE":             3,
 	}
 )
 
@@ -2601,11 +2605,12 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x05added\x18\b \x03(\tR\x05added\x12\x18\n" +
 	"\aremoved\x18\t \x03(\tR\aremoved\x12\x1c\n" +
 	"\trestarted\x18\n" +
-	" \x03(\tR\trestarted*Z\n" +
+	" \x03(\tR\trestarted*m\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
-	"\x19TRANSPORT_STREAMABLE_HTTP\x10\x02*\x92\x01\n" +
+	"\x19TRANSPORT_STREAMABLE_HTTP\x10\x02\x12\x11\n" +
+	"\rTRANSPORT_SSE\x10\x03*\x92\x01\n" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SERVER_STATE_CONNECTING\x10\x01\x12\x16\n" +

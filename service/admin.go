@@ -1,0 +1,93 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+// ConfigStatus describes the running configuration and the last reload.
+type ConfigStatus struct {
+	Path            string
+	Loaded          time.Time
+	Reloads         int64
+	LastReload      time.Time
+	LastReloadOK    bool
+	LastReloadError string // every problem, without secret values
+	Warnings        []string
+	Added           []string
+	Removed         []string
+	Restarted       []string
+}
+
+// ConfigSource reports and reloads the configuration file (cmd/toolsvc
+// provides it; the service edge does not read files).
+type ConfigSource interface {
+	Status() ConfigStatus
+	// Reload re-reads the file and applies it. An invalid file keeps the
+	// running configuration; the returned status says why.
+	Reload(ctx context.Context) ConfigStatus
+}
+
+func configToProto(c ConfigStatus) *toolsvcv1.ConfigStatus {
+	p := &toolsvcv1.ConfigStatus{
+		Path:            c.Path,
+		ReloadCount:     c.Reloads,
+		LastReloadOk:    c.LastReloadOK,
+		LastReloadError: c.LastReloadError,
+		Warnings:        c.Warnings,
+		Added:           c.Added,
+		Removed:         c.Removed,
+		Restarted:       c.Restarted,
+	}
+	if !c.Loaded.IsZero() {
+		p.LoadedTime = timestamppb.New(c.Loaded)
+	}
+	if !c.LastReload.IsZero() {
+		p.LastReloadTime = timestamppb.New(c.LastReload)
+	}
+	return p
+}
+
+// admin implements toolsvc.v1.AdminService.
+type admin struct {
+	toolsvcv1.UnimplementedAdminServiceServer
+	s *Server
+}
+
+// RefreshServer implements toolsvc.v1.AdminService.
+func (a *admin) RefreshServer(ctx context.Context, req *toolsvcv1.RefreshServerRequest) (*toolsvcv1.RefreshServerResponse, error) {
+	if req.GetName() == "" {
+		return nil, invalidArgument("name", "required: a configured server name")
+	}
+	st, err := a.s.bridge.Refresh(ctx, req.GetName())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &toolsvcv1.RefreshServerResponse{Server: serverToProto(st)}, nil
+}
+
+// ReconnectServer implements toolsvc.v1.AdminService.
+func (a *admin) ReconnectServer(ctx context.Context, req *toolsvcv1.ReconnectServerRequest) (*toolsvcv1.ReconnectServerResponse, error) {
+	if req.GetName() == "" {
+		return nil, invalidArgument("name", "required: a configured server name")
+	}
+	st, err := a.s.bridge.Reconnect(ctx, req.GetName())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &toolsvcv1.ReconnectServerResponse{Server: serverToProto(st)}, nil
+}
+
+// ReloadConfig implements toolsvc.v1.AdminService.
+func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigRequest) (*toolsvcv1.ReloadConfigResponse, error) {
+	if a.s.opts.Config == nil {
+		return nil, status.Error(codes.FailedPrecondition, "toolsvc runs without a configuration file (built-in demo); nothing to reload")
+	}
+	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
+}
