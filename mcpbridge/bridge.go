@@ -173,7 +173,9 @@ func (b *Bridge) Catalog() *Catalog { return b.catalog }
 // killed with their process group) and waits. It is idempotent.
 func (b *Bridge) Close() error {
 	b.closeOnce.Do(func() {
+		b.reconfigMu.Lock() // no Reconfigure starts supervisors after this
 		b.cancel()
+		b.reconfigMu.Unlock()
 		b.wg.Wait()
 		b.closers.Wait()
 		b.markReady()
@@ -186,22 +188,26 @@ type ReconfigureResult struct {
 	Added, Removed, Restarted, Unchanged []string
 }
 
-// Reconfigure applies a new server list: added servers connect, removed
+// Reconfigure applies a new configuration: added servers connect, removed
 // ones are torn down and their tools leave the catalog in one revision,
-// changed ones restart, and unchanged ones are not touched (no reconnect, no
-// catalog event). An invalid list changes nothing and returns every
-// problem.
-func (b *Bridge) Reconfigure(servers []ServerConfig) (ReconfigureResult, error) {
+// changed ones (including through changed top-level defaults) restart, and
+// unchanged ones are not touched (no reconnect, no catalog event). An
+// invalid configuration changes nothing and returns every problem.
+// cfg.StartupTimeout and cfg.Logger are ignored.
+func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	var res ReconfigureResult
-	next, err := validateServers(&b.cfg, servers)
+	b.reconfigMu.Lock()
+	defer b.reconfigMu.Unlock()
+	defaults := b.cfg
+	defaults.ConnectTimeout, defaults.CallTimeout, defaults.RefreshTimeout = cfg.ConnectTimeout, cfg.CallTimeout, cfg.RefreshTimeout
+	defaults.RefreshInterval, defaults.PingInterval, defaults.PingTimeout = cfg.RefreshInterval, cfg.PingInterval, cfg.PingTimeout
+	next, err := validateServers(&defaults, cfg.Servers)
 	if err != nil {
 		return res, err
 	}
 	if b.ctx.Err() != nil {
 		return res, ErrClosed
 	}
-	b.reconfigMu.Lock()
-	defer b.reconfigMu.Unlock()
 	b.mu.RLock()
 	old := maps.Clone(b.ups)
 	b.mu.RUnlock()

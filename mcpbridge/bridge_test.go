@@ -225,7 +225,7 @@ func TestBridgeReconfigure(t *testing.T) {
 	before := b.Catalog().Current()
 
 	// Invalid: nothing changes.
-	if _, err := b.Reconfigure([]ServerConfig{{Name: "x__y"}}); err == nil {
+	if _, err := b.Reconfigure(Config{Servers: []ServerConfig{{Name: "x__y"}}}); err == nil {
 		t.Fatal("Reconfigure(invalid) = nil error")
 	}
 	if b.Catalog().Current() != before {
@@ -234,7 +234,7 @@ func TestBridgeReconfigure(t *testing.T) {
 
 	// Remove a, keep b (configs with a transport func always restart;
 	// unchanged real configs are covered end to end), add c.
-	res, err := b.Reconfigure([]ServerConfig{bb.config("b"), c.config("c")})
+	res, err := b.Reconfigure(Config{Servers: []ServerConfig{bb.config("b"), c.config("c")}})
 	if err != nil {
 		t.Fatal(err)
 	}

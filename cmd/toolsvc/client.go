@@ -29,9 +29,16 @@ func newClientFlags(name string) clientFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	return clientFlags{
 		fs:   fs,
-		addr: fs.String("addr", "localhost:50051", "toolsvc gRPC address"),
+		addr: fs.String("addr", defaultAddr(), "toolsvc gRPC address (default $TOOLSVC_ADDR, else localhost:50051)"),
 		json: fs.Bool("json", false, "print protobuf JSON"),
 	}
+}
+
+func defaultAddr() string {
+	if a := os.Getenv("TOOLSVC_ADDR"); a != "" {
+		return a
+	}
+	return "localhost:50051"
 }
 
 func dial(addr string) (toolsvcv1.ToolServiceClient, func(), error) {

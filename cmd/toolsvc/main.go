@@ -25,9 +25,12 @@ Usage:
                                                    call a tool
   toolsvc watch   [--addr ADDR] [--resume REV]     stream catalog changes (JSON lines)
   toolsvc servers [--addr ADDR] [--json]           list upstream servers
+  toolsvc refresh   [--addr ADDR] NAME             re-list one server's tools now
+  toolsvc reconnect [--addr ADDR] NAME             reconnect one server now (clears its breaker)
+  toolsvc reload    [--addr ADDR]                  re-read the config file now (as SIGHUP does)
   toolsvc config check FILE                        validate a config file
 
-Client commands talk to --addr (default localhost:50051).
+Client commands talk to --addr (default $TOOLSVC_ADDR, else localhost:50051).
 `
 
 // exitError carries a process exit code.
@@ -65,15 +68,19 @@ func realMain(ctx context.Context, args []string) error {
 	case "serve":
 		return runServe(ctx, rest)
 	case "tools":
-		return runTools(ctx, rest)
+		return describeRPCError(runTools(ctx, rest))
 	case "call":
-		return runCall(ctx, rest)
+		return describeRPCError(runCall(ctx, rest))
 	case "watch":
-		return runWatch(ctx, rest)
+		return describeRPCError(runWatch(ctx, rest))
 	case "servers":
-		return runServers(ctx, rest)
+		return describeRPCError(runServers(ctx, rest))
 	case "config":
 		return runConfig(rest)
+	case "refresh", "reconnect":
+		return describeRPCError(runAdminServer(ctx, cmd, rest))
+	case "reload":
+		return describeRPCError(runReload(ctx, rest))
 	case "demo-server":
 		return runDemoServer(ctx)
 	case "help", "-h", "--help":

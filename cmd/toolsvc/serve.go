@@ -38,6 +38,8 @@ func runServe(ctx context.Context, args []string) error {
 	}
 
 	var bcfg mcpbridge.Config
+	var loaded *config.Config
+	var cfgData []byte
 	if *cfgPath == "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -46,14 +48,18 @@ func runServe(ctx context.Context, args []string) error {
 		log.Info("no --config: serving the built-in demo upstream (tools demo__echo, demo__add, demo__sleep)")
 		bcfg.Servers = []mcpbridge.ServerConfig{{Name: "demo", Transport: mcpbridge.TransportStdio, Command: self, Args: []string{"demo-server"}}}
 	} else {
-		c, err := config.Load(*cfgPath)
+		data, err := os.ReadFile(*cfgPath)
+		if err != nil {
+			return fmt.Errorf("read config: %w", err)
+		}
+		c, err := config.Parse(*cfgPath, data)
 		if err != nil {
 			return fmt.Errorf("invalid config:\n%w", err)
 		}
 		for _, w := range c.Warnings {
 			log.Warn(w)
 		}
-		bcfg = c.Bridge
+		bcfg, loaded, cfgData = c.Bridge, c, data
 	}
 	bcfg.Logger = log
 
@@ -68,7 +74,13 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer bridge.Close()
 
-	svc := service.New(bridge, &service.Options{Logger: log})
+	opts := &service.Options{Logger: log}
+	var cfgMgr *configManager
+	if loaded != nil {
+		cfgMgr = newConfigManager(*cfgPath, cfgData, loaded, bridge, log)
+		opts.Config = cfgMgr
+	}
+	svc := service.New(bridge, opts)
 	gs := grpc.NewServer()
 	svc.Register(gs)
 	hs := health.NewServer()
@@ -81,6 +93,18 @@ func runServe(ctx context.Context, args []string) error {
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	reloadDone := make(chan struct{})
+	go func() {
+		defer close(reloadDone)
+		if cfgMgr != nil {
+			cfgMgr.run(reloadCtx)
+		}
+	}()
+	defer func() {
+		stopReload()
+		<-reloadDone
+	}()
 	log.Info("serving", "addr", lis.Addr().String())
 
 	select {
@@ -99,6 +123,8 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	log.Info("shutting down")
+	stopReload()
+	<-reloadDone
 	hs.Shutdown()
 	svc.Shutdown()
 	stopped := make(chan struct{})

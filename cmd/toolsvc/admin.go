@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+func dialAdmin(addr string) (toolsvcv1.AdminServiceClient, func(), error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
+	}
+	return toolsvcv1.NewAdminServiceClient(conn), func() { conn.Close() }, nil
+}
+
+// runAdminServer runs `toolsvc refresh NAME` and `toolsvc reconnect NAME`.
+func runAdminServer(ctx context.Context, cmd string, args []string) error {
+	f := newClientFlags(cmd)
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if f.fs.NArg() != 1 {
+		return &exitError{code: 2, err: fmt.Errorf("usage: toolsvc %s [--addr ADDR] [--json] NAME", cmd)}
+	}
+	c, closeConn, err := dialAdmin(*f.addr)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	var srv *toolsvcv1.Server
+	switch cmd {
+	case "refresh":
+		resp, err := c.RefreshServer(ctx, &toolsvcv1.RefreshServerRequest{Name: f.fs.Arg(0)})
+		if err != nil {
+			return err
+		}
+		srv = resp.GetServer()
+	case "reconnect":
+		resp, err := c.ReconnectServer(ctx, &toolsvcv1.ReconnectServerRequest{Name: f.fs.Arg(0)})
+		if err != nil {
+			return err
+		}
+		srv = resp.GetServer()
+	}
+	if *f.json {
+		printJSON(srv)
+		return nil
+	}
+	fmt.Printf("%s: %s, %d tools, %d connects\n", srv.GetName(),
+		strings.ToLower(strings.TrimPrefix(srv.GetState().String(), "SERVER_STATE_")), srv.GetToolCount(), srv.GetConnectCount())
+	return nil
+}
+
+// runReload runs `toolsvc reload`.
+func runReload(ctx context.Context, args []string) error {
+	f := newClientFlags("reload")
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	c, closeConn, err := dialAdmin(*f.addr)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	resp, err := c.ReloadConfig(ctx, &toolsvcv1.ReloadConfigRequest{})
+	if err != nil {
+		return err
+	}
+	cs := resp.GetConfig()
+	if *f.json {
+		printJSON(cs)
+	} else if cs.GetLastReloadOk() {
+		fmt.Printf("reloaded %s: added %v, removed %v, restarted %v\n", cs.GetPath(), cs.GetAdded(), cs.GetRemoved(), cs.GetRestarted())
+	}
+	if !cs.GetLastReloadOk() {
+		return fmt.Errorf("reload failed; the previous configuration keeps running:\n%s", cs.GetLastReloadError())
+	}
+	return nil
+}
+
+// describeRPCError turns a client-side gRPC error into one clear line.
+func describeRPCError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	switch st.Code() {
+	case codes.Unavailable:
+		if strings.Contains(st.Message(), "connection refused") || strings.Contains(st.Message(), "dial") ||
+			strings.Contains(st.Message(), "name resolver") || strings.Contains(st.Message(), "no such host") {
+			return fmt.Errorf("cannot reach toolsvc (is `toolsvc serve` running at that address?): %s", st.Message())
+		}
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return fmt.Errorf("toolsvc refused the request (%s): %s", st.Code(), st.Message())
+	}
+	return fmt.Errorf("%s: %s", st.Code(), st.Message())
+}

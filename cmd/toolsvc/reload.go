@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service"
+)
+
+// configManager owns the configuration file of a running toolsvc: it
+// reloads it on SIGHUP, on file changes and on AdminService.ReloadConfig,
+// and reports its status. An invalid file never replaces a running
+// configuration.
+type configManager struct {
+	path   string
+	bridge *mcpbridge.Bridge
+	log    *slog.Logger
+
+	reloadMu sync.Mutex // serialises reloads
+	mu       sync.Mutex // guards status and lastHash
+	status   service.ConfigStatus
+	lastHash [32]byte
+}
+
+func newConfigManager(path string, data []byte, c *config.Config, b *mcpbridge.Bridge, log *slog.Logger) *configManager {
+	return &configManager{
+		path: path, bridge: b, log: log,
+		status:   service.ConfigStatus{Path: path, Loaded: time.Now(), LastReloadOK: true, Warnings: c.Warnings},
+		lastHash: sha256.Sum256(data),
+	}
+}
+
+// Status implements service.ConfigSource.
+func (m *configManager) Status() service.ConfigStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.status
+}
+
+// Reload implements service.ConfigSource.
+func (m *configManager) Reload(context.Context) service.ConfigStatus {
+	return m.reload("request", false)
+}
+
+// reload re-reads and applies the file. With ifChanged, a file whose bytes
+// are those last read is skipped (file-system events are noisy).
+func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigStatus {
+	m.reloadMu.Lock()
+	defer m.reloadMu.Unlock()
+	data, err := os.ReadFile(m.path)
+	if err == nil && ifChanged {
+		m.mu.Lock()
+		same := sha256.Sum256(data) == m.lastHash
+		m.mu.Unlock()
+		if same {
+			return m.Status()
+		}
+	}
+	var c *config.Config
+	if err == nil {
+		c, err = config.Parse(m.path, data)
+	}
+	var res mcpbridge.ReconfigureResult
+	if err == nil {
+		res, err = m.bridge.Reconfigure(c.Bridge)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if data != nil {
+		m.lastHash = sha256.Sum256(data)
+	}
+	m.status.Reloads++
+	m.status.LastReload = now
+	if err != nil {
+		m.status.LastReloadOK = false
+		m.status.LastReloadError = err.Error()
+		var probs config.Problems
+		if errors.As(err, &probs) {
+			for _, p := range probs {
+				m.log.Error("config reload failed; keeping the running configuration", "trigger", trigger, "problem", p.Error())
+			}
+		} else {
+			m.log.Error("config reload failed; keeping the running configuration", "trigger", trigger, "error", err)
+		}
+		return m.status
+	}
+	m.status.LastReloadOK = true
+	m.status.LastReloadError = ""
+	m.status.Loaded = now
+	m.status.Warnings = c.Warnings
+	m.status.Added, m.status.Removed, m.status.Restarted = res.Added, res.Removed, res.Restarted
+	for _, w := range c.Warnings {
+		m.log.Warn(w)
+	}
+	m.log.Info("config reloaded", "trigger", trigger, "added", res.Added, "removed", res.Removed, "restarted", res.Restarted)
+	return m.status
+}
+
+// run reloads on SIGHUP and on changes in the file's directory until ctx
+// ends. It watches the directory, not the file, so editors' rename-writes
+// and Kubernetes ConfigMap symlink swaps are seen.
+func (m *configManager) run(ctx context.Context) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	var events chan fsnotify.Event
+	var errs chan error
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = w.Add(filepath.Dir(m.path)); err == nil {
+			events, errs = w.Events, w.Errors
+		}
+		defer w.Close()
+	}
+	if err != nil {
+		m.log.Warn("config file watching unavailable; reload with SIGHUP", "error", err)
+	}
+	// Changes arrive as bursts of events: settle for a moment first.
+	const settle = 200 * time.Millisecond
+	var timer *time.Timer
+	var fire <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-hup:
+			m.reload("SIGHUP", false)
+		case ev := <-events:
+			if ev.Op == fsnotify.Chmod {
+				continue
+			}
+			if timer == nil {
+				timer = time.NewTimer(settle)
+			} else {
+				timer.Reset(settle)
+			}
+			fire = timer.C
+		case err := <-errs:
+			m.log.Warn("config file watch error", "error", err)
+		case <-fire:
+			fire = nil
+			m.reload("file change", true)
+		}
+	}
+}
