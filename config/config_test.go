@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,53 @@ func TestParseSupervisionKeys(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `field "maxConcurrentCalls": must not be negative`) {
 		t.Fatalf("negative maxConcurrentCalls: %v", err)
 	}
+}
+
+func TestParseYAMLLines(t *testing.T) {
+	_, err := Parse("c.yaml", []byte("mcpServers:\n  ok:\n    command: x\n  bad:\n    url: ftp://nope\n    callTimeout: soon\n"))
+	msg := fmt.Sprint(err)
+	for _, want := range []string{`c.yaml:5: server "bad": field "url"`, `c.yaml:6: server "bad": field "callTimeout": "soon" is not a duration`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("YAML problems lack %q:\n%s", want, msg)
+		}
+	}
+}
+
+func TestParseSecretReferences(t *testing.T) {
+	t.Setenv("TEST_TOKEN_X", "tok-123456")
+	c, err := Parse("s.json", []byte(`{"mcpServers": {"s": {"url": "http://h/mcp", "headers": {"Authorization": "Bearer ${TEST_TOKEN_X}", "X-Literal": "$${NOT_A_REF}"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Bridge.Servers[0]
+	if s.Headers["Authorization"] != "Bearer tok-123456" || s.Headers["X-Literal"] != "${NOT_A_REF}" {
+		t.Fatalf("headers = %v", s.Headers)
+	}
+	_, err = Parse("s.json", []byte(`{"mcpServers": {"s": {"command": "x", "env": {"A": "${NOPE_NOT_SET_X}", "B": "${file:/nonexistent/x}", "C": "${bad ref}"}}}}`))
+	msg := fmt.Sprint(err)
+	for _, want := range []string{`field "env.A": ${NOPE_NOT_SET_X}: environment variable is not set`, `field "env.B": ${file:/nonexistent/x}: cannot read the file`, `field "env.C"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("problems lack %q:\n%s", want, msg)
+		}
+	}
+}
+
+// FuzzParse: the loader never panics, and whatever it accepts passes the
+// bridge's own validation.
+func FuzzParse(f *testing.F) {
+	f.Add("c.json", []byte(`{"mcpServers": {"a": {"command": "x", "args": ["1"], "env": {"K": "v"}}}}`))
+	f.Add("c.json", []byte(`{"servers": {"b": {"type": "http", "url": "http://h/mcp", "headers": {"A": "${HOME}"}}}}`))
+	f.Add("c.yaml", []byte("mcpServers:\n  a:\n    command: x\n    tools: {allow: ['a*']}\n"))
+	f.Add("c.json", []byte(`{"mcpServers": {"a__b": {"url": 3}}, "callTimeout": "x"}`))
+	f.Fuzz(func(t *testing.T, name string, data []byte) {
+		c, err := Parse(name, data)
+		if err != nil {
+			return
+		}
+		for _, s := range c.Bridge.Servers {
+			if err := s.Validate(); err != nil {
+				t.Fatalf("Parse accepted a server the bridge rejects: %v", err)
+			}
+		}
+	})
 }

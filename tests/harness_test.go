@@ -131,7 +131,8 @@ func (b *logBuffer) String() string {
 
 // toolsvcProc is a running `toolsvc serve` and a client connected to it.
 type toolsvcProc struct {
-	cmd    *exec.Cmd
+	cmd        *exec.Cmd
+	configPath string
 	addr   string
 	log    *logBuffer
 	client toolsvcv1.ToolServiceClient
@@ -148,11 +149,18 @@ var (
 // 0 (a race report exits 66).
 func startToolsvc(t *testing.T, config string) *toolsvcProc {
 	t.Helper()
+	return startToolsvcEnv(t, config, nil)
+}
+
+// startToolsvcEnv is startToolsvc with extra environment variables.
+func startToolsvcEnv(t *testing.T, config string, env []string) *toolsvcProc {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin.toolsvc, "serve", "--config", path, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +168,7 @@ func startToolsvc(t *testing.T, config string) *toolsvcProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &toolsvcProc{cmd: cmd, log: newLogBuffer()}
+	p := &toolsvcProc{cmd: cmd, configPath: path, log: newLogBuffer()}
 	logDone := make(chan struct{})
 	go func() {
 		defer close(logDone)

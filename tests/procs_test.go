@@ -3,11 +3,13 @@ package tests
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -160,3 +162,12 @@ func (u *httpUpstream) kill() {
 }
 
 func (u *httpUpstream) signal(sig syscall.Signal) { _ = u.cmd.Process.Signal(sig) }
+
+func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
+
+// execToolsvc runs a toolsvc client command against addr.
+func execToolsvc(ctx context.Context, addr string, args ...string) (string, error) {
+	full := append([]string{args[0], "--addr", addr}, args[1:]...)
+	out, err := exec.CommandContext(ctx, bin.toolsvc, full...).CombinedOutput()
+	return string(out), err
+}
