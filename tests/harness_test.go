@@ -133,10 +133,10 @@ func (b *logBuffer) String() string {
 type toolsvcProc struct {
 	cmd        *exec.Cmd
 	configPath string
-	addr   string
-	log    *logBuffer
-	client toolsvcv1.ToolServiceClient
-	stop   func() // SIGTERM, wait, and check the exit; idempotent
+	addr       string
+	log        *logBuffer
+	client     toolsvcv1.ToolServiceClient
+	stop       func() // SIGTERM, wait, and check the exit; idempotent
 }
 
 var (
