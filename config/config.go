@@ -23,6 +23,8 @@ import (
 type Config struct {
 	// Bridge is ready for mcpbridge.New (without a Logger).
 	Bridge mcpbridge.Config
+	// Auth is the "auth" section (nil when absent: no authentication).
+	Auth *Auth
 	// Warnings are non-fatal findings (unknown keys, disabled servers).
 	Warnings []string
 }
@@ -87,7 +89,36 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Auth configures authentication, per-tool authorization and auditing.
+type Auth struct {
+	// Tokens maps principal names to bearer tokens (values may use
+	// ${ENV} / ${file:…}); TokensFile holds "principal:token" lines.
+	Tokens     map[string]string `json:"tokens"`
+	TokensFile string            `json:"tokensFile"`
+	// MTLS accepts client certificates verified by --tls-client-ca; the
+	// principal is the subject's common name.
+	MTLS bool `json:"mtls"`
+	JWT  *struct {
+		JWKSFile string `json:"jwksFile"`
+		JWKSURL  string `json:"jwksURL"`
+		Issuer   string `json:"issuer"`
+		Audience string `json:"audience"`
+	} `json:"jwt"`
+	Rules []struct {
+		Principal string   `json:"principal"`
+		Allow     []string `json:"allow"`
+		Deny      []string `json:"deny"`
+	} `json:"rules"`
+	Audit *struct {
+		Enabled   *bool `json:"enabled"`
+		Arguments bool  `json:"arguments"`
+	} `json:"audit"`
+	// Secrets are the resolved token values, for redaction.
+	Secrets []string `json:"-"`
+}
+
 type fileJSON struct {
+	Auth            json.RawMessage            `json:"auth"`
 	MCPServers      map[string]json.RawMessage `json:"mcpServers"`
 	Servers         map[string]json.RawMessage `json:"servers"`
 	StartupTimeout  Duration                   `json:"startupTimeout"`
@@ -208,6 +239,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	}
 	if servers == nil {
 		add("", "mcpServers", "required: an object mapping server names to their settings")
+	}
+	if len(f.Auth) > 0 && string(f.Auth) != "null" {
+		cfg.Auth = parseAuth(f.Auth, func(field, format string, args ...any) { add("", "auth."+field, format, args...) })
 	}
 	b := &cfg.Bridge
 	b.StartupTimeout, b.ConnectTimeout, b.CallTimeout = f.StartupTimeout.D, f.ConnectTimeout.D, f.CallTimeout.D
@@ -493,4 +527,48 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// parseAuth decodes and checks the "auth" section.
+func parseAuth(raw json.RawMessage, add func(field, format string, args ...any)) *Auth {
+	var tree any
+	_ = json.Unmarshal(raw, &tree)
+	if _, ok := tree.(map[string]any); !ok {
+		add("", "want an object")
+		return nil
+	}
+	exp := newExpander()
+	tree = exp.expand(tree, "", func(path string, err error) { add(path, "%v", err) })
+	raw, _ = json.Marshal(tree)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var a Auth
+	if err := dec.Decode(&a); err != nil {
+		add("", "%s", cleanJSONError(err))
+		return nil
+	}
+	a.Secrets = exp.values()
+	for name, tok := range a.Tokens {
+		if len(tok) < 16 {
+			add("tokens."+name, "a bearer token must be at least 16 characters")
+		}
+		a.Secrets = append(a.Secrets, tok)
+	}
+	if a.JWT != nil && (a.JWT.JWKSFile == "") == (a.JWT.JWKSURL == "") {
+		add("jwt", "set exactly one of jwksFile and jwksURL")
+	}
+	for i, r := range a.Rules {
+		if r.Principal == "" {
+			add(fmt.Sprintf("rules[%d].principal", i), "required (a glob over principal names)")
+		}
+		for _, g := range append(append([]string{r.Principal}, r.Allow...), r.Deny...) {
+			if _, err := path.Match(g, ""); err != nil {
+				add(fmt.Sprintf("rules[%d]", i), "%q is not a valid glob pattern", g)
+			}
+		}
+	}
+	if len(a.Tokens) == 0 && a.TokensFile == "" && a.JWT == nil && !a.MTLS {
+		add("", "no way to authenticate: set tokens, tokensFile, jwt or mtls")
+	}
+	return &a
 }

@@ -36,6 +36,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	otelcodes "go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Version is reported to upstreams as the client version.
@@ -487,24 +492,50 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 // call runs one tools/call on the session. The call's context also ends
 // when the session is found dead, so in-flight calls fail at once instead of
 // waiting for a transport that will never answer.
-func (s *session) call(ctx context.Context, tool string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+func (s *session) call(ctx context.Context, tool string, args any, opts *CallOptions) (res *mcp.CallToolResult, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.deadCtx, cancel)
 	defer stop()
+	// A client span per upstream call, and its W3C trace context in the
+	// request's _meta so the upstream can continue the trace.
+	ctx, span := tracer.Start(ctx, "mcp tools/call", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("mcp.server", s.u.cfg.Name), attribute.String("mcp.tool", tool),
+			attribute.String("mcp.method", "tools/call")))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(otelcodes.Error, "call failed")
+		} else if res != nil && res.IsError {
+			span.SetAttributes(attribute.Bool("mcp.tool_error", true))
+		}
+		span.End()
+	}()
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	if len(carrier) > 0 {
+		params.Meta = mcp.Meta{}
+		for k, v := range carrier {
+			params.Meta[k] = v
+		}
+	}
 	if opts != nil && opts.OnProgress != nil {
 		tok := fmt.Sprintf("toolsvc-%d-%d", s.id, s.seq.Add(1))
 		params.SetProgressToken(tok)
 		s.progress.Store(tok, opts.OnProgress)
 		defer s.progress.Delete(tok)
 	}
-	res, err := s.cs.CallTool(ctx, params)
+	res, err = s.cs.CallTool(ctx, params)
 	if err != nil && s.isDead() {
 		return nil, fmt.Errorf("session dead: %w", s.deadErr())
 	}
 	return res, err
 }
+
+// tracer makes the upstream-call spans; it follows the global
+// TracerProvider (a no-op unless tracing is configured).
+var tracer = otel.Tracer("github.com/toolsvc/toolsvc/mcpbridge")
 
 // acquire takes a slot under MaxConcurrentCalls, waiting within ctx; it
 // fails with ErrOverloaded when MaxQueuedCalls callers already wait.

@@ -165,6 +165,17 @@ type Config struct {
 	PingInterval    time.Duration
 	PingTimeout     time.Duration
 	Logger          *slog.Logger
+	// Observer, if set, hears about refreshes and probe failures (metrics).
+	Observer Observer
+}
+
+// Observer receives events for metrics. Its methods must be fast and must
+// not block: they run on the bridge's goroutines.
+type Observer interface {
+	// RefreshDone reports one tools/list pass (all pages) and its outcome.
+	RefreshDone(server string, took time.Duration, err error)
+	// ProbeFailed reports a liveness probe that failed or timed out.
+	ProbeFailed(server string)
 }
 
 func orDefault(v, cfgWide, def time.Duration) time.Duration {

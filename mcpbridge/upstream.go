@@ -58,6 +58,8 @@ type ServerStatus struct {
 	LastRefreshTime time.Time
 	// LastRefreshOK is meaningful only when LastRefreshTime is set.
 	LastRefreshOK bool
+	// LastListOK is when the last successful tools/list finished.
+	LastListOK time.Time
 	// LastError is the last connect, probe, list or call failure, with
 	// configured secrets removed.
 	LastError           string
@@ -607,6 +609,7 @@ func (s *session) refresh() error {
 	u := s.u
 	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
 	defer cancel()
+	began := time.Now()
 	tools, err := s.listAll(ctx)
 	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
 		tools = slices.DeleteFunc(tools, func(t *mcp.Tool) bool { return t == nil || !u.cfg.exposes(t.Name) })
@@ -622,6 +625,7 @@ func (s *session) refresh() error {
 	if err == nil {
 		u.status.RefreshCount++
 		u.status.ToolCount = n
+		u.status.LastListOK = now
 	} else {
 		if ctx.Err() != nil && s.ctx.Err() == nil {
 			err = fmt.Errorf("tools/list timed out after %s", u.cfg.RefreshTimeout)
@@ -629,6 +633,9 @@ func (s *session) refresh() error {
 		u.status.LastError = u.redact(err.Error())
 	}
 	u.mu.Unlock()
+	if o := u.b.cfg.Observer; o != nil && s.ctx.Err() == nil {
+		o.RefreshDone(u.cfg.Name, time.Since(began), err)
+	}
 	if err != nil {
 		if isSessionDead(err) {
 			s.markDead(err)
@@ -667,6 +674,9 @@ func (s *session) prober() {
 			u.log.Info("upstream rejects ping; probing with tools/list instead")
 			useList = true
 			err = s.probe(true)
+		}
+		if o := u.b.cfg.Observer; o != nil && err != nil && s.ctx.Err() == nil {
+			o.ProbeFailed(u.cfg.Name)
 		}
 		switch {
 		case err == nil:

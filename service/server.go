@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -35,6 +36,15 @@ type Options struct {
 	// Config, if set, reports the configuration in ListServers and serves
 	// AdminService.ReloadConfig.
 	Config ConfigSource
+	// Authorizer, if set, limits each principal's tools (ListTools,
+	// WatchCatalog, CallTool alike).
+	Authorizer *Authorizer
+	// Metrics, if set, records call metrics (CallInterceptors).
+	Metrics *Metrics
+	// AuditLog, if set, gets one line per tool call; AuditArguments adds
+	// the call's arguments to it.
+	AuditLog       *slog.Logger
+	AuditArguments bool
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -48,6 +58,8 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
+
+	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
 }
 
 // New returns a Server for the bridge. opts may be nil.
@@ -77,7 +89,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 func (s *Server) Shutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
 
 // ListTools implements toolsvc.v1.ToolService.
-func (s *Server) ListTools(_ context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
+func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
 	size := int(req.GetPageSize())
 	switch {
 	case size < 0:
@@ -107,10 +119,28 @@ func (s *Server) ListTools(_ context.Context, req *toolsvcv1.ListToolsRequest) (
 	if after != "" {
 		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
 	}
-	end := min(start+size, len(all))
-	resp := &toolsvcv1.ListToolsResponse{Tools: all[start:end], Revision: snap.Revision}
-	if end < len(all) {
-		resp.NextPageToken = pageToken{revision: snap.Revision, after: snap.Tools[end-1].Name}.encode()
+	resp := &toolsvcv1.ListToolsResponse{Revision: snap.Revision}
+	allowed := s.opts.Authorizer.filter(ctx)
+	if allowed == nil {
+		end := min(start+size, len(all))
+		resp.Tools = all[start:end]
+		if end < len(all) {
+			resp.NextPageToken = pageToken{revision: snap.Revision, after: snap.Tools[end-1].Name}.encode()
+		}
+		return resp, nil
+	}
+	// Only the caller's tools: fill the page, then look for one more.
+	i := start
+	for ; i < len(all) && len(resp.Tools) < size; i++ {
+		if allowed(snap.Tools[i].Name) {
+			resp.Tools = append(resp.Tools, all[i])
+		}
+	}
+	for j := i; j < len(all); j++ {
+		if allowed(snap.Tools[j].Name) {
+			resp.NextPageToken = pageToken{revision: snap.Revision, after: resp.Tools[len(resp.Tools)-1].GetName()}.encode()
+			break
+		}
 	}
 	return resp, nil
 }

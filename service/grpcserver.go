@@ -1,0 +1,176 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+)
+
+// Health service names. Readiness: "" (the whole server) and
+// "toolsvc.v1.ToolService" are NOT_SERVING until the first discovery round
+// finished and again from the first moment of shutdown. Liveness:
+// "liveness" is SERVING for as long as the process serves at all.
+const (
+	HealthReadiness = "toolsvc.v1.ToolService"
+	HealthLiveness  = "liveness"
+)
+
+// GRPCOptions configure the gRPC server NewGRPCServer builds.
+type GRPCOptions struct {
+	Logger *slog.Logger
+	// Registry receives the gRPC server metrics (nil: none).
+	Registry prometheus.Registerer
+	// TLS, if set, serves TLS (mTLS when it requires client certificates).
+	TLS *tls.Config
+	// Auth, if set, authenticates every call except health and reflection.
+	Auth *Authenticator
+	// MaxConnectionAge bounds a connection's life so load spreads over
+	// replicas (clients resume watches elsewhere); 0 means 5 minutes.
+	MaxConnectionAge      time.Duration
+	MaxConnectionAgeGrace time.Duration // 0 means 30 s
+	MaxRecvMsgSize        int           // 0 means 16 MiB
+	MaxSendMsgSize        int           // 0 means 64 MiB
+	// StatsHandler, if set, is installed (OpenTelemetry's otelgrpc).
+	StatsHandler stats.Handler
+	// ExtraUnary and ExtraStream run innermost, after authentication.
+	ExtraUnary  []grpc.UnaryServerInterceptor
+	ExtraStream []grpc.StreamServerInterceptor
+}
+
+// NewGRPCServer builds the gRPC server for svc: keepalive, message limits,
+// reflection, health (readiness and liveness), and the interceptor chain
+// from go-grpc-middleware: metrics → logging → auth (health and reflection
+// exempt) → recovery (innermost, so a panic becomes INTERNAL and is still
+// logged and counted).
+func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxConnectionAge == 0 {
+		o.MaxConnectionAge = 5 * time.Minute
+	}
+	if o.MaxConnectionAgeGrace == 0 {
+		o.MaxConnectionAgeGrace = 30 * time.Second
+	}
+	if o.MaxRecvMsgSize == 0 {
+		o.MaxRecvMsgSize = 16 << 20
+	}
+	if o.MaxSendMsgSize == 0 {
+		o.MaxSendMsgSize = 64 << 20
+	}
+	log := o.Logger
+
+	var unary []grpc.UnaryServerInterceptor
+	var stream []grpc.StreamServerInterceptor
+	if o.Registry != nil {
+		m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
+			grpcprom.WithHistogramBuckets([]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60})))
+		o.Registry.MustRegister(m)
+		unary = append(unary, m.UnaryServerInterceptor())
+		stream = append(stream, m.StreamServerInterceptor())
+		svc.grpcMetrics = m
+	}
+	logOpts := []logging.Option{
+		logging.WithLogOnEvents(logging.FinishCall),
+		logging.WithLevels(codeToLevel),
+	}
+	unary = append(unary, logging.UnaryServerInterceptor(interceptorLogger(log), logOpts...))
+	stream = append(stream, logging.StreamServerInterceptor(interceptorLogger(log), logOpts...))
+	if o.Auth != nil {
+		needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+			return !strings.HasPrefix(c.Service, "grpc.health.") && !strings.HasPrefix(c.Service, "grpc.reflection.")
+		})
+		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(o.Auth.Authenticate), needsAuth))
+		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(o.Auth.Authenticate), needsAuth))
+	}
+	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		log.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		return status.Error(codes.Internal, "internal error")
+	})
+	unary = append(unary, o.ExtraUnary...)
+	stream = append(stream, o.ExtraStream...)
+	unary = append(unary, recovery.UnaryServerInterceptor(rec))
+	stream = append(stream, recovery.StreamServerInterceptor(rec))
+
+	opts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge:      o.MaxConnectionAge,
+			MaxConnectionAgeGrace: o.MaxConnectionAgeGrace,
+			Time:                  time.Minute,
+			Timeout:               20 * time.Second,
+		}),
+		grpc.MaxRecvMsgSize(o.MaxRecvMsgSize),
+		grpc.MaxSendMsgSize(o.MaxSendMsgSize),
+	}
+	if o.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(o.TLS)))
+	}
+	if o.StatsHandler != nil {
+		opts = append(opts, grpc.StatsHandler(o.StatsHandler))
+	}
+	gs := grpc.NewServer(opts...)
+	svc.Register(gs)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(HealthReadiness, healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
+	if svc.grpcMetrics != nil {
+		svc.grpcMetrics.InitializeMetrics(gs)
+	}
+	return gs, hs
+}
+
+// SetReady flips readiness (not liveness).
+func SetReady(hs *health.Server, ready bool) {
+	st := healthpb.HealthCheckResponse_NOT_SERVING
+	if ready {
+		st = healthpb.HealthCheckResponse_SERVING
+	}
+	hs.SetServingStatus("", st)
+	hs.SetServingStatus(HealthReadiness, st)
+}
+
+// codeToLevel logs client-caused outcomes quietly and server faults loudly.
+func codeToLevel(c codes.Code) logging.Level {
+	switch c {
+	case codes.OK, codes.Canceled, codes.NotFound, codes.InvalidArgument, codes.AlreadyExists,
+		codes.DeadlineExceeded, codes.Unauthenticated, codes.PermissionDenied, codes.FailedPrecondition, codes.OutOfRange:
+		return logging.LevelDebug
+	case codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.Unimplemented:
+		return logging.LevelWarn
+	}
+	return logging.LevelError
+}
+
+// interceptorLogger adapts slog to go-grpc-middleware's logging.
+func interceptorLogger(l *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		l.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+}

@@ -1,0 +1,125 @@
+package service
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// Metrics are toolsvc's own Prometheus metrics. Label cardinality is
+// bounded: server labels by the configuration, tool labels by the catalog
+// (only the calls counter carries a tool label; histograms do not).
+type Metrics struct {
+	bridge *mcpbridge.Bridge
+
+	refreshes        *prometheus.CounterVec
+	refreshDuration  *prometheus.HistogramVec
+	probeFailures    *prometheus.CounterVec
+	calls            *prometheus.CounterVec
+	callDuration     *prometheus.HistogramVec
+	callsInFlight    prometheus.Gauge
+	watchEvents      *prometheus.CounterVec
+	watchResets      prometheus.Counter
+	malformedResumes prometheus.Counter
+
+	upState        *prometheus.Desc
+	upConnects     *prometheus.Desc
+	upTools        *prometheus.Desc
+	upListAge      *prometheus.Desc
+	upBreakerOpen  *prometheus.Desc
+	upInFlight     *prometheus.Desc
+	catalogTools   *prometheus.Desc
+	catalogWatcher *prometheus.Desc
+}
+
+// NewMetrics creates the metrics for a bridge and registers them.
+func NewMetrics(b *mcpbridge.Bridge, reg prometheus.Registerer) *Metrics {
+	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
+	m := &Metrics{
+		bridge: b,
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_upstream_refreshes_total",
+			Help: "tools/list passes per upstream, by outcome (ok, error)."}, []string{"server", "outcome"}),
+		refreshDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_upstream_refresh_duration_seconds",
+			Help: "Duration of a full tools/list pass (all pages).", Buckets: latency}, []string{"server", "outcome"}),
+		probeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_upstream_probe_failures_total",
+			Help: "Liveness probes that failed or timed out."}, []string{"server"}),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_calls_total",
+			Help: "Tool calls by server, tool and outcome (ok, tool_error, or a gRPC code name)."}, []string{"server", "tool", "outcome"}),
+		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_call_duration_seconds",
+			Help: "Tool call latency at the gRPC edge, by server and outcome.", Buckets: latency}, []string{"server", "outcome"}),
+		callsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_calls_in_flight", Help: "Tool calls in flight."}),
+		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_watch_events_sent_total",
+			Help: "WatchCatalog messages sent, by kind."}, []string{"kind"}),
+		watchResets: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_watch_resets_total",
+			Help: "Watches that started with a reset snapshot (unknown, old or malformed resume token)."}),
+		malformedResumes: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_watch_malformed_resume_tokens_total",
+			Help: "Watches whose resume token was malformed."}),
+		upState: prometheus.NewDesc("toolsvc_upstream_state", "1 for the upstream's current state.", []string{"server", "state"}, nil),
+		upConnects: prometheus.NewDesc("toolsvc_upstream_connects_total", "Sessions established to the upstream since start.",
+			[]string{"server"}, nil),
+		upTools: prometheus.NewDesc("toolsvc_upstream_tools", "Tools the upstream contributes.", []string{"server"}, nil),
+		upListAge: prometheus.NewDesc("toolsvc_upstream_last_list_age_seconds", "Seconds since the upstream's last successful tools/list.",
+			[]string{"server"}, nil),
+		upBreakerOpen: prometheus.NewDesc("toolsvc_upstream_breaker_open", "1 while the upstream's circuit breaker is open.",
+			[]string{"server"}, nil),
+		upInFlight:     prometheus.NewDesc("toolsvc_upstream_calls_in_flight", "Calls in flight to the upstream.", []string{"server"}, nil),
+		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
+		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams.", nil, nil),
+	}
+	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.calls, m.callDuration, m.callsInFlight,
+		m.watchEvents, m.watchResets, m.malformedResumes)
+	return m
+}
+
+// RefreshDone implements mcpbridge.Observer.
+func (m *Metrics) RefreshDone(server string, took time.Duration, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.refreshes.WithLabelValues(server, outcome).Inc()
+	m.refreshDuration.WithLabelValues(server, outcome).Observe(took.Seconds())
+}
+
+// ProbeFailed implements mcpbridge.Observer.
+func (m *Metrics) ProbeFailed(server string) { m.probeFailures.WithLabelValues(server).Inc() }
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.catalogTools, m.catalogWatcher} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: upstream gauges are read from
+// the bridge at scrape time.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	if m.bridge == nil {
+		return
+	}
+	now := time.Now()
+	for _, st := range m.bridge.Servers() {
+		for _, s := range []mcpbridge.State{mcpbridge.StateConnecting, mcpbridge.StateReady, mcpbridge.StateDegraded, mcpbridge.StateDown} {
+			v := 0.0
+			if st.State == s {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.upState, prometheus.GaugeValue, v, st.Name, s.String())
+		}
+		ch <- prometheus.MustNewConstMetric(m.upConnects, prometheus.CounterValue, float64(st.ConnectCount), st.Name)
+		ch <- prometheus.MustNewConstMetric(m.upTools, prometheus.GaugeValue, float64(st.ToolCount), st.Name)
+		if !st.LastListOK.IsZero() {
+			ch <- prometheus.MustNewConstMetric(m.upListAge, prometheus.GaugeValue, now.Sub(st.LastListOK).Seconds(), st.Name)
+		}
+		open := 0.0
+		if st.Breaker == mcpbridge.BreakerOpen {
+			open = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.upBreakerOpen, prometheus.GaugeValue, open, st.Name)
+		ch <- prometheus.MustNewConstMetric(m.upInFlight, prometheus.GaugeValue, float64(st.InFlightCalls), st.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(len(m.bridge.Catalog().Current().Tools)))
+	ch <- prometheus.MustNewConstMetric(m.catalogWatcher, prometheus.GaugeValue, float64(m.bridge.Catalog().Subscribers()))
+}
