@@ -144,14 +144,14 @@ var (
 
 // startToolsvc runs toolsvc with the given config JSON and waits until it
 // is ready. Cleanup stops it with SIGTERM and fails the test unless it exits
-// 0 (a race report exits 66).
-func startToolsvc(t *testing.T, config string) *toolsvcProc {
+// 0 (a race report exits 66). extraArgs are added to the serve command line.
+func startToolsvc(t *testing.T, config string, extraArgs ...string) *toolsvcProc {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin.toolsvc, "serve", "--config", path, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--log-level", "debug"}, extraArgs...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
