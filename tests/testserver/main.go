@@ -84,9 +84,9 @@ type idArgs struct {
 
 type stepsArgs struct {
 	Steps    int `json:"steps"`
-	StepMS   int `json:"step_ms"`
-	SettleMS int `json:"settle_ms"` // wait after the last step, so its notification is not late
-	Pad      int `json:"pad"`       // bytes of padding in each message
+	StepMS   int `json:"step_ms,omitempty"`
+	SettleMS int `json:"settle_ms,omitempty"` // wait after the last step, so its notification is not late
+	Pad      int `json:"pad,omitempty"`       // bytes of padding in each message
 }
 
 type bigArgs struct {
@@ -94,7 +94,7 @@ type bigArgs struct {
 }
 
 type contentArgs struct {
-	IsError bool `json:"is_error"`
+	IsError bool `json:"is_error,omitempty"`
 }
 
 // strictSchema is the inputSchema of the strict tool: required, typed and
