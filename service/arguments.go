@@ -179,9 +179,10 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 	path := field
 	var cur any = args
 	prev := ""
-	for _, p := range ptrs {
-		if p == "root" {
-			prev = ""
+	for n, p := range ptrs {
+		if n == 0 || !strings.HasPrefix(p, "/") {
+			// The root ("root", or its $id), or a subschema named by its
+			// $id: the pointers that follow still start from the root.
 			continue
 		}
 		if !strings.HasPrefix(p, prev+"/") { // a $ref jump: same instance

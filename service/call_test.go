@@ -102,6 +102,24 @@ func TestValidateNamesPaths(t *testing.T) {
 	}
 }
 
+func TestValidatePathsUnderID(t *testing.T) {
+	cs := compileSchema(map[string]any{
+		"$id":  "https://example.com/args",
+		"type": "object",
+		"properties": map[string]any{
+			"a": map[string]any{"$id": "https://example.com/a", "type": "object", "properties": map[string]any{"b": map[string]any{"type": "integer"}}},
+		},
+	})
+	if cs.resolved == nil {
+		t.Fatal(cs.problem)
+	}
+	args, _ := decodeArgumentsJSON(`{"a": {"b": "x"}}`)
+	vs := cs.validate("arguments", args)
+	if len(vs) != 1 || vs[0].GetField() != "arguments.a.b" {
+		t.Fatalf("validate = %v, want arguments.a.b", vs)
+	}
+}
+
 func TestDecodeArgumentsJSON(t *testing.T) {
 	m, err := decodeArgumentsJSON(`{"a": 9007199254740993, "b": 18446744073709551615, "c": 1.5, "d": [1e400]}`)
 	if err != nil {
