@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -41,7 +42,7 @@ func (s *Server) prepare(req callRequest) (*preparedCall, error) {
 	}
 	tool, ok := s.bridge.Catalog().Current().Lookup(req.GetName())
 	if !ok {
-		return nil, callStatus(mcpbridge.ErrToolNotFound, t, false)
+		return nil, callStatus(fmt.Errorf("%w: %q", mcpbridge.ErrToolNotFound, req.GetName()), t, false)
 	}
 	t.server = tool.Server
 	validate := s.bridge.ValidatesArguments(tool.Server)

@@ -155,7 +155,9 @@ func callError(err error) error {
 			fmt.Fprintf(&b, "\n  reason: %s", d.GetReason())
 		case *errdetails.BadRequest:
 			for _, v := range d.GetFieldViolations() {
-				fmt.Fprintf(&b, "\n  %s: %s", v.GetField(), v.GetDescription())
+				if line := fmt.Sprintf("%s: %s", v.GetField(), v.GetDescription()); line != st.Message() {
+					fmt.Fprintf(&b, "\n  %s", line)
+				}
 			}
 		case *errdetails.RetryInfo:
 			fmt.Fprintf(&b, "\n  retry after %s", d.GetRetryDelay().AsDuration())
