@@ -83,8 +83,14 @@ func TestCallToolStreamProgress(t *testing.T) {
 			}
 
 			// Flood an unread stream; meanwhile another streamed call on the
-			// same session gets all its progress.
-			const flood = 1000
+			// same session gets its progress. The session handles
+			// notifications one at a time, in order, so the other call's
+			// come after the flood's: had the flood's callback blocked on
+			// its unread stream, none would arrive. How many arrive before
+			// that call's result depends on how fast the session works
+			// through the flood (late progress is dropped), so the check is
+			// "some, in order", with a long settle.
+			const flood = 500
 			floodCtx, floodCancel := context.WithCancel(ctx)
 			defer floodCancel()
 			slow, err := p.client.CallToolStream(floodCtx, &toolsvcv1.CallToolStreamRequest{Name: tool,
@@ -92,14 +98,20 @@ func TestCallToolStreamProgress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err = p.client.CallToolStream(ctx, &toolsvcv1.CallToolStreamRequest{Name: tool, ArgumentsJson: `{"steps": 5, "step_ms": 10, "settle_ms": 300}`})
+			s, err = p.client.CallToolStream(ctx, &toolsvcv1.CallToolStreamRequest{Name: tool, ArgumentsJson: `{"steps": 5, "step_ms": 10, "settle_ms": 1500}`})
 			if err != nil {
 				t.Fatal(err)
 			}
 			progress, result, err = readStream(t, s)
-			if err != nil || len(progress) != 5 || resultText(result) != "done" {
-				t.Fatalf("a call beside an unread stream: %d progress, result %v, error %v; want 5, done, nil", len(progress), result, err)
+			if err != nil || len(progress) == 0 || resultText(result) != "done" {
+				t.Fatalf("a call beside an unread stream: %d progress, result %v, error %v; want progress, done, nil", len(progress), result, err)
 			}
+			for i, pr := range progress {
+				if i > 0 && pr.GetProgress() <= progress[i-1].GetProgress() {
+					t.Fatalf("progress beside the unread stream not increasing: %v", progress)
+				}
+			}
+			beside := len(progress)
 			progress, result, err = readStream(t, slow)
 			if err != nil || resultText(result) != "done" {
 				t.Fatalf("the unread stream, read late: result %v, error %v", result, err)
@@ -112,8 +124,8 @@ func TestCallToolStreamProgress(t *testing.T) {
 					t.Fatalf("progress not increasing at %d: %v then %v", i, progress[i-1].GetProgress(), progress[i].GetProgress())
 				}
 			}
-			t.Logf("%s: unread stream: %d of %d progress notifications delivered (the rest merged), last %v",
-				tr.name, len(progress), flood, progress[len(progress)-1].GetProgress())
+			t.Logf("%s: unread stream: %d of %d progress notifications delivered (the rest merged or late), last %v; the call beside it got %d of 5",
+				tr.name, len(progress), flood, progress[len(progress)-1].GetProgress(), beside)
 		})
 	}
 }
