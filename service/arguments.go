@@ -52,6 +52,9 @@ type schemaCache struct {
 // Compilation runs outside the lock; two concurrent misses compile twice
 // and keep one.
 func (c *schemaCache) get(hash string, schema map[string]any) *compiledSchema {
+	if hash == "" { // no content hash to key on: never share
+		return compileSchema(schema)
+	}
 	c.mu.Lock()
 	cs := c.m[hash]
 	c.mu.Unlock()
