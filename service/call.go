@@ -122,11 +122,12 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 
 // CallToolStream implements toolsvc.v1.ToolService. Progress goes to the
 // stream in order, then the result. The bridge's progress callback runs on
-// the upstream session's notification path, so it only stores the latest
-// progress in a slot and signals; this stream's sender goroutine takes it
-// from there. A slow reader therefore sees merged progress (the latest),
-// and never holds up the session. Progress that arrives after the result is
-// dropped by the bridge.
+// the upstream session's notification path, so it only appends to a
+// bounded queue and signals; this stream's sender goroutine takes it from
+// there. A reader that keeps up sees every notification; a slow one sees
+// merged progress (the latest replaces the newest waiting once
+// progressBacklog are waiting), and never holds up the session. Progress
+// that arrives after the result is dropped by the bridge.
 func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) error {
 	p, err := s.prepare(req)
 	if err != nil {
@@ -136,7 +137,7 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	slot := newProgressSlot()
+	queue := newProgressQueue()
 	var (
 		wg      sync.WaitGroup
 		sendErr error // written by the sender, read after wg.Wait
@@ -149,8 +150,8 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 			select {
 			case <-done:
 				return
-			case <-slot.ready:
-				if pr, ok := slot.take(); ok {
+			case <-queue.ready:
+				for _, pr := range queue.take() {
 					if err := stream.Send(progressMessage(pr)); err != nil {
 						sendErr = err
 						cancel() // nobody is reading: stop the call
@@ -160,14 +161,14 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 			}
 		}
 	}()
-	res, callErr := s.bridge.CallTool(callCtx, req.GetName(), p.args, &mcpbridge.CallOptions{OnProgress: slot.put})
+	res, callErr := s.bridge.CallTool(callCtx, req.GetName(), p.args, &mcpbridge.CallOptions{OnProgress: queue.put})
 	close(done)
 	wg.Wait()
 	if sendErr != nil {
 		return sendErr
 	}
 	// Progress that arrived before the result but was not sent yet.
-	if pr, ok := slot.take(); ok {
+	for _, pr := range queue.take() {
 		if err := stream.Send(progressMessage(pr)); err != nil {
 			return err
 		}
@@ -192,33 +193,42 @@ func progressMessage(pr mcpbridge.Progress) *toolsvcv1.CallToolStreamResponse {
 	return &toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Progress{Progress: m}}
 }
 
-// progressSlot holds the latest undelivered progress of one call. put never
-// blocks: it overwrites the slot and does a non-blocking send on a
-// capacity-1 signal, so a burst while the sender is busy costs one send of
-// the newest value.
-type progressSlot struct {
-	mu     sync.Mutex
-	latest mcpbridge.Progress
-	full   bool
-	ready  chan struct{}
+// progressBacklog bounds the undelivered progress of one call. A reader
+// that keeps up sees every notification; one that falls this far behind
+// sees the oldest ones and then the latest.
+const progressBacklog = 32
+
+// progressQueue holds the undelivered progress of one call. put never
+// blocks: it appends, or when progressBacklog are waiting it overwrites the
+// newest (latest wins), and does a non-blocking send on a capacity-1
+// signal.
+type progressQueue struct {
+	mu    sync.Mutex
+	items []mcpbridge.Progress
+	ready chan struct{}
 }
 
-func newProgressSlot() *progressSlot { return &progressSlot{ready: make(chan struct{}, 1)} }
+func newProgressQueue() *progressQueue { return &progressQueue{ready: make(chan struct{}, 1)} }
 
-func (p *progressSlot) put(pr mcpbridge.Progress) {
-	p.mu.Lock()
-	p.latest, p.full = pr, true
-	p.mu.Unlock()
+func (q *progressQueue) put(pr mcpbridge.Progress) {
+	q.mu.Lock()
+	if len(q.items) < progressBacklog {
+		q.items = append(q.items, pr)
+	} else {
+		q.items[len(q.items)-1] = pr
+	}
+	q.mu.Unlock()
 	select {
-	case p.ready <- struct{}{}:
+	case q.ready <- struct{}{}:
 	default:
 	}
 }
 
-func (p *progressSlot) take() (mcpbridge.Progress, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pr, ok := p.latest, p.full
-	p.full = false
-	return pr, ok
+// take removes and returns everything waiting, oldest first.
+func (q *progressQueue) take() []mcpbridge.Progress {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
 }
