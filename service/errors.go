@@ -4,14 +4,86 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
+
+// ErrorDomain is the google.rpc.ErrorInfo domain of every toolsvc error.
+const ErrorDomain = "toolsvc.dev"
+
+// ErrorInfo reasons. Every non-OK status toolsvc returns carries a
+// google.rpc.ErrorInfo with one of these, domain ErrorDomain, and metadata
+// "server" and "tool" when the error concerns a tool call. The README's
+// Errors section documents them for callers.
+const (
+	ReasonToolNotFound        = "TOOL_NOT_FOUND"       // NOT_FOUND: no tool with that name in the catalog
+	ReasonServerNotFound      = "SERVER_NOT_FOUND"     // NOT_FOUND: no configured upstream with that name
+	ReasonRequestInvalid      = "REQUEST_INVALID"      // INVALID_ARGUMENT: a request field (not the arguments) is wrong; BadRequest names it
+	ReasonArgumentsInvalid    = "ARGUMENTS_INVALID"    // INVALID_ARGUMENT: arguments are not an object or violate the inputSchema; BadRequest names the JSON path
+	ReasonUpstreamUnavailable = "UPSTREAM_UNAVAILABLE" // UNAVAILABLE: no ready session, or it died mid-call (metadata "unavailable_reason": no_session | session_lost)
+	ReasonCircuitOpen         = "CIRCUIT_OPEN"         // UNAVAILABLE: the upstream's breaker fails calls fast; RetryInfo says when the next trial is allowed
+	ReasonShuttingDown        = "SHUTTING_DOWN"        // UNAVAILABLE: this replica is shutting down; retry on another
+	ReasonDeadline            = "DEADLINE"             // DEADLINE_EXCEEDED: the deadline passed first (metadata "deadline_source": caller | call_timeout)
+	ReasonCancelled           = "CANCELLED"            // CANCELLED: the caller cancelled; the upstream was sent notifications/cancelled
+	ReasonOverloaded          = "OVERLOADED"           // RESOURCE_EXHAUSTED: the upstream's concurrency limit and queue are full
+	ReasonRequestTooLarge     = "REQUEST_TOO_LARGE"    // RESOURCE_EXHAUSTED: the request is over the limit (metadata "limit_bytes", "size_bytes")
+	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the tool's result is over the limit (metadata "limit_bytes", "size_bytes")
+	ReasonUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered a JSON-RPC error (metadata "upstream_code"): InvalidParams → INVALID_ARGUMENT, MethodNotFound → UNIMPLEMENTED, else INTERNAL
+	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else; the message is generic and the log has the cause
+)
+
+// callTarget names the tool an error concerns, for ErrorInfo metadata.
+type callTarget struct {
+	tool   string // exposed name
+	server string
+}
+
+// richError is a status under construction: code, message and details.
+type richError struct {
+	code       codes.Code
+	reason     string
+	msg        string
+	meta       map[string]string
+	retryAfter time.Duration
+	violations []*errdetails.BadRequest_FieldViolation
+}
+
+func (e *richError) err() error {
+	st := status.New(e.code, e.msg)
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: e.reason, Domain: ErrorDomain, Metadata: e.meta}}
+	if e.retryAfter > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.retryAfter)})
+	}
+	if len(e.violations) > 0 {
+		details = append(details, &errdetails.BadRequest{FieldViolations: e.violations})
+	}
+	if d, err := st.WithDetails(details...); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+func (e *richError) with(t callTarget) *richError {
+	if e.meta == nil {
+		e.meta = map[string]string{}
+	}
+	if t.tool != "" {
+		e.meta["tool"] = t.tool
+	}
+	if t.server != "" {
+		e.meta["server"] = t.server
+	}
+	return e
+}
 
 // toStatus maps a bridge error to a gRPC status, once, at the edge. Messages
 // never carry upstream URLs, headers or tokens: bridge errors are built
@@ -23,38 +95,108 @@ func toStatus(err error) error {
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
-	var uerr *mcpbridge.UpstreamError
+	return classify(err, false).err()
+}
+
+// callStatus is toStatus for a tool call: ErrorInfo metadata names the
+// tool and server, and callerDeadline tells a caller's deadline from the
+// server's callTimeout.
+func callStatus(err error, t callTarget, callerDeadline bool) error {
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return classify(err, callerDeadline).with(t).err()
+}
+
+func classify(err error, callerDeadline bool) *richError {
+	var (
+		uerr  *mcpbridge.UpstreamError
+		unerr *mcpbridge.UnavailableError
+	)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, "deadline exceeded before the upstream answered")
+		if callerDeadline {
+			return &richError{code: codes.DeadlineExceeded, reason: ReasonDeadline,
+				msg:  "the caller's deadline passed before the upstream answered; the upstream was sent notifications/cancelled",
+				meta: map[string]string{"deadline_source": "caller"}}
+		}
+		return &richError{code: codes.DeadlineExceeded, reason: ReasonDeadline,
+			msg:  "the server's callTimeout passed before the upstream answered (set a gRPC deadline to choose your own); the upstream was sent notifications/cancelled",
+			meta: map[string]string{"deadline_source": "call_timeout"}}
 	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, "call cancelled by the caller")
-	case errors.Is(err, mcpbridge.ErrToolNotFound), errors.Is(err, mcpbridge.ErrServerNotFound):
-		return status.Error(codes.NotFound, err.Error())
+		return &richError{code: codes.Canceled, reason: ReasonCancelled,
+			msg: "call cancelled by the caller; the upstream was sent notifications/cancelled"}
+	case errors.Is(err, mcpbridge.ErrToolNotFound):
+		return &richError{code: codes.NotFound, reason: ReasonToolNotFound, msg: err.Error()}
+	case errors.Is(err, mcpbridge.ErrServerNotFound):
+		return &richError{code: codes.NotFound, reason: ReasonServerNotFound, msg: err.Error()}
 	case errors.Is(err, mcpbridge.ErrInvalidArguments):
-		return invalidArgument("arguments", err.Error())
-	case errors.Is(err, mcpbridge.ErrUnavailable), errors.Is(err, mcpbridge.ErrClosed):
-		return status.Error(codes.Unavailable, err.Error())
+		return &richError{code: codes.InvalidArgument, reason: ReasonArgumentsInvalid, msg: "arguments: " + err.Error(),
+			violations: []*errdetails.BadRequest_FieldViolation{{Field: "arguments", Description: err.Error()}}}
+	case errors.Is(err, mcpbridge.ErrOverloaded):
+		return &richError{code: codes.ResourceExhausted, reason: ReasonOverloaded, msg: err.Error()}
+	case errors.As(err, &unerr):
+		e := &richError{code: codes.Unavailable, reason: ReasonUpstreamUnavailable, msg: unerr.Error(),
+			retryAfter: unerr.RetryAfter, meta: map[string]string{"server": unerr.Server}}
+		if unerr.Reason == mcpbridge.ReasonCircuitOpen {
+			e.reason = ReasonCircuitOpen
+		} else if unerr.Reason != "" {
+			e.meta["unavailable_reason"] = unerr.Reason
+		}
+		return e
+	case errors.Is(err, mcpbridge.ErrClosed):
+		return &richError{code: codes.Unavailable, reason: ReasonShuttingDown, msg: "server shutting down; retry on another replica"}
+	case errors.Is(err, mcpbridge.ErrUnavailable):
+		return &richError{code: codes.Unavailable, reason: ReasonUpstreamUnavailable, msg: err.Error()}
 	case errors.As(err, &uerr):
+		e := &richError{reason: ReasonUpstreamError,
+			meta: map[string]string{"server": uerr.Server, "upstream_code": strconv.FormatInt(uerr.Code, 10)}}
 		switch uerr.Code {
 		case jsonrpc.CodeInvalidParams:
-			return invalidArgument("arguments", fmt.Sprintf("upstream %q rejected the call: %s", uerr.Server, uerr.Message))
+			e.code = codes.InvalidArgument
+			e.msg = fmt.Sprintf("arguments: upstream %q rejected the call: %s", uerr.Server, uerr.Message)
+			e.violations = []*errdetails.BadRequest_FieldViolation{{Field: "arguments", Description: fmt.Sprintf("rejected by the upstream: %s", uerr.Message)}}
 		case jsonrpc.CodeMethodNotFound:
-			return status.Errorf(codes.Unimplemented, "upstream %q does not implement the method: %s", uerr.Server, uerr.Message)
+			e.code = codes.Unimplemented
+			e.msg = fmt.Sprintf("upstream %q does not implement the method: %s", uerr.Server, uerr.Message)
+		default:
+			e.code = codes.Internal
+			e.msg = fmt.Sprintf("upstream %q answered JSON-RPC error %d: %s", uerr.Server, uerr.Code, uerr.Message)
 		}
-		return status.Errorf(codes.Internal, "upstream %q answered JSON-RPC error %d: %s", uerr.Server, uerr.Code, uerr.Message)
+		return e
 	}
-	return status.Error(codes.Internal, "internal error")
+	return &richError{code: codes.Internal, reason: ReasonInternal, msg: "internal error"}
 }
 
 // invalidArgument is INVALID_ARGUMENT with a google.rpc.BadRequest naming
-// the offending field.
+// the offending field, and ErrorInfo REQUEST_INVALID (ARGUMENTS_INVALID for
+// the arguments fields).
 func invalidArgument(field, desc string) error {
-	st := status.New(codes.InvalidArgument, fmt.Sprintf("%s: %s", field, desc))
-	if d, err := st.WithDetails(&errdetails.BadRequest{
-		FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: desc}},
-	}); err == nil {
-		st = d
+	return invalidFields(callTarget{}, field, &errdetails.BadRequest_FieldViolation{Field: field, Description: desc})
+}
+
+// invalidFields is INVALID_ARGUMENT for one or more field violations; the
+// message summarises the first.
+func invalidFields(t callTarget, field string, vs ...*errdetails.BadRequest_FieldViolation) error {
+	reason := ReasonRequestInvalid
+	if field == "arguments" || field == "arguments_json" {
+		reason = ReasonArgumentsInvalid
 	}
-	return st.Err()
+	msg := fmt.Sprintf("%s: %s", vs[0].GetField(), vs[0].GetDescription())
+	if len(vs) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(vs)-1)
+	}
+	return (&richError{code: codes.InvalidArgument, reason: reason, msg: msg, violations: vs}).with(t).err()
+}
+
+// tooLarge is RESOURCE_EXHAUSTED for a size limit, naming it and its value.
+func tooLarge(t callTarget, reason, what, flag string, size, limit int) error {
+	return (&richError{code: codes.ResourceExhausted, reason: reason,
+		msg:  fmt.Sprintf("%s is %d bytes, over the %s limit of %d bytes (serve --%s)", what, size, what, limit, flag),
+		meta: map[string]string{"limit_bytes": strconv.Itoa(limit), "size_bytes": strconv.Itoa(size), "limit": flag},
+	}).with(t).err()
+}
+
+func violation(field, desc string) *errdetails.BadRequest_FieldViolation {
+	return &errdetails.BadRequest_FieldViolation{Field: field, Description: desc}
 }

@@ -28,6 +28,14 @@ const (
 // DefaultProgressInterval is how often an idle watch gets a progress event.
 const DefaultProgressInterval = 30 * time.Second
 
+// Default size limits of a call. 4 MiB is also gRPC's default maximum
+// received message size, so a default client can read any result the
+// server is willing to send.
+const (
+	DefaultMaxRequestBytes  = 4 << 20
+	DefaultMaxResponseBytes = 4 << 20
+)
+
 // Options configure a Server. The zero value is usable.
 type Options struct {
 	Logger *slog.Logger
@@ -45,6 +53,15 @@ type Options struct {
 	// the call's arguments to it.
 	AuditLog       *slog.Logger
 	AuditArguments bool
+	// MaxRequestBytes caps the encoded size of a CallTool(Stream) request
+	// (0: DefaultMaxRequestBytes). Larger requests fail with
+	// RESOURCE_EXHAUSTED before anything reaches the upstream. The gRPC
+	// server's MaxRecvMsgSize must be above it for this error (rather than
+	// gRPC's own) to be the one callers see.
+	MaxRequestBytes int
+	// MaxResponseBytes caps the encoded size of a call's result (0:
+	// DefaultMaxResponseBytes); a larger one fails with RESOURCE_EXHAUSTED.
+	MaxResponseBytes int
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -55,6 +72,8 @@ type Server struct {
 	log    *slog.Logger
 	opts   Options
 	cache  toolCache
+	// schemas holds compiled inputSchemas for argument validation.
+	schemas schemaCache
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -73,6 +92,12 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	}
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = DefaultProgressInterval
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	return &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
 }

@@ -146,20 +146,20 @@ var (
 
 // startToolsvc runs toolsvc with the given config JSON and waits until it
 // is ready. Cleanup stops it with SIGTERM and fails the test unless it exits
-// 0 (a race report exits 66).
-func startToolsvc(t *testing.T, config string) *toolsvcProc {
+// 0 (a race report exits 66). extraArgs are added to the serve command line.
+func startToolsvc(t *testing.T, config string, extraArgs ...string) *toolsvcProc {
 	t.Helper()
-	return startToolsvcEnv(t, config, nil)
+	return startToolsvcEnv(t, config, nil, extraArgs...)
 }
 
 // startToolsvcEnv is startToolsvc with extra environment variables.
-func startToolsvcEnv(t *testing.T, config string, env []string) *toolsvcProc {
+func startToolsvcEnv(t *testing.T, config string, env []string, extraArgs ...string) *toolsvcProc {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin.toolsvc, "serve", "--config", path, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--log-level", "debug"}, extraArgs...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

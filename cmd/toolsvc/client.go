@@ -11,8 +11,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -102,7 +104,7 @@ func runCall(ctx context.Context, args []string) error {
 	if f.fs.NArg() < 1 || f.fs.NArg() > 2 {
 		return &exitError{code: 2, err: errors.New("usage: toolsvc call [--addr ADDR] [--json] NAME [ARGS_JSON]")}
 	}
-	req := &toolsvcv1.CallToolRequest{Name: f.fs.Arg(0)}
+	req := &toolsvcv1.CallToolStreamRequest{Name: f.fs.Arg(0)}
 	if f.fs.NArg() == 2 {
 		req.ArgumentsJson = f.fs.Arg(1)
 	}
@@ -111,10 +113,29 @@ func runCall(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeConn()
-	resp, err := c.CallTool(ctx, req)
+	stream, err := c.CallToolStream(ctx, req)
 	if err != nil {
-		return err
+		return callError(err)
 	}
+	prog := newProgressPrinter(os.Stderr, *f.json)
+	var resp *toolsvcv1.CallToolResponse
+	for resp == nil {
+		msg, err := stream.Recv()
+		if err != nil {
+			prog.done()
+			if err == io.EOF {
+				return errors.New("the stream ended without a result")
+			}
+			return callError(err)
+		}
+		switch ev := msg.GetEvent().(type) {
+		case *toolsvcv1.CallToolStreamResponse_Progress:
+			prog.show(ev.Progress)
+		case *toolsvcv1.CallToolStreamResponse_Result:
+			resp = ev.Result
+		}
+	}
+	prog.done()
 	if *f.json {
 		printJSON(resp)
 	} else {
@@ -126,21 +147,160 @@ func runCall(ctx context.Context, args []string) error {
 	return nil
 }
 
-// printResult prints text content as is, other content as one JSON line
-// each, and structured content as JSON when there is no other content.
-func printResult(w io.Writer, resp *toolsvcv1.CallToolResponse) {
-	for _, c := range resp.GetContent() {
-		if t := c.GetText(); t != nil {
-			fmt.Fprintln(w, t.GetText())
-			continue
+// callError renders a failed call's status: code, message, the ErrorInfo
+// reason, field violations and the retry hint.
+func callError(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", st.Code(), st.Message())
+	for _, d := range st.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			fmt.Fprintf(&b, "\n  reason: %s", d.GetReason())
+		case *errdetails.BadRequest:
+			for _, v := range d.GetFieldViolations() {
+				if line := fmt.Sprintf("%s: %s", v.GetField(), v.GetDescription()); line != st.Message() {
+					fmt.Fprintf(&b, "\n  %s", line)
+				}
+			}
+		case *errdetails.RetryInfo:
+			fmt.Fprintf(&b, "\n  retry after %s", d.GetRetryDelay().AsDuration())
 		}
-		b, _ := jsonOut.Marshal(c)
-		fmt.Fprintln(w, string(b))
+	}
+	return errors.New(b.String())
+}
+
+// progressPrinter shows a call's progress on w: a bar redrawn in place
+// when w is a terminal, one line per message otherwise, JSON lines with
+// --json.
+type progressPrinter struct {
+	w        io.Writer
+	json     bool
+	terminal bool
+	drawn    bool
+}
+
+func newProgressPrinter(f *os.File, jsonLines bool) *progressPrinter {
+	p := &progressPrinter{w: f, json: jsonLines}
+	if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		p.terminal = true
+	}
+	return p
+}
+
+func (p *progressPrinter) show(pr *toolsvcv1.CallToolProgress) {
+	switch {
+	case p.json:
+		b, _ := jsonOut.Marshal(pr)
+		fmt.Fprintln(p.w, string(b))
+	case p.terminal:
+		const width = 30
+		line := fmt.Sprintf("%g", pr.GetProgress())
+		if pr.Total != nil && pr.GetTotal() > 0 {
+			frac := min(max(pr.GetProgress()/pr.GetTotal(), 0), 1)
+			n := int(frac * width)
+			line = fmt.Sprintf("[%s%s] %3.0f%% %g/%g", strings.Repeat("#", n), strings.Repeat(" ", width-n), frac*100, pr.GetProgress(), pr.GetTotal())
+		}
+		if m := pr.GetMessage(); m != "" {
+			line += " " + truncate(m, 60)
+		}
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.drawn = true
+	default:
+		line := fmt.Sprintf("progress %g", pr.GetProgress())
+		if pr.Total != nil {
+			line += fmt.Sprintf("/%g", pr.GetTotal())
+		}
+		if m := pr.GetMessage(); m != "" {
+			line += " " + m
+		}
+		fmt.Fprintln(p.w, line)
+	}
+}
+
+// done clears the bar.
+func (p *progressPrinter) done() {
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.drawn = false
+	}
+}
+
+func truncate(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n-3] + "..."
+	}
+	return s
+}
+
+// printResult prints text content as is and every other kind as a short
+// bracketed description (--json prints everything), then structured
+// content as JSON when there is no other content.
+func printResult(w io.Writer, resp *toolsvcv1.CallToolResponse) {
+	for _, item := range resp.GetContent() {
+		switch c := item.GetContent().(type) {
+		case *toolsvcv1.Content_Text:
+			fmt.Fprintln(w, c.Text.GetText())
+		case *toolsvcv1.Content_Image:
+			fmt.Fprintf(w, "[image %s, %s]\n", orUnknown(c.Image.GetMimeType()), byteSize(len(c.Image.GetData())))
+		case *toolsvcv1.Content_Audio:
+			fmt.Fprintf(w, "[audio %s, %s]\n", orUnknown(c.Audio.GetMimeType()), byteSize(len(c.Audio.GetData())))
+		case *toolsvcv1.Content_ResourceLink:
+			l := c.ResourceLink
+			desc := fmt.Sprintf("[resource link %s", l.GetUri())
+			if l.GetName() != "" {
+				desc += fmt.Sprintf(" %q", l.GetName())
+			}
+			if l.GetMimeType() != "" {
+				desc += " " + l.GetMimeType()
+			}
+			if l.Size != nil {
+				desc += ", " + byteSize(int(l.GetSize()))
+			}
+			fmt.Fprintln(w, desc+"]")
+		case *toolsvcv1.Content_Resource:
+			r := c.Resource.GetResource()
+			desc := fmt.Sprintf("[resource %s", r.GetUri())
+			if r.GetMimeType() != "" {
+				desc += " " + r.GetMimeType()
+			}
+			switch r.GetContents().(type) {
+			case *toolsvcv1.ResourceContents_Blob:
+				desc += ", " + byteSize(len(r.GetBlob()))
+			default:
+				desc += fmt.Sprintf(", %d characters of text", len([]rune(r.GetText())))
+			}
+			fmt.Fprintln(w, desc+"]")
+		default:
+			b, _ := jsonOut.Marshal(item)
+			fmt.Fprintln(w, string(b))
+		}
 	}
 	if sc := resp.GetStructuredContent(); sc != nil && len(resp.GetContent()) == 0 {
 		b, _ := json.Marshal(sc.AsMap())
 		fmt.Fprintln(w, string(b))
 	}
+}
+
+func orUnknown(mime string) string {
+	if mime == "" {
+		return "(no MIME type)"
+	}
+	return mime
+}
+
+func byteSize(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 func runWatch(ctx context.Context, args []string) error {

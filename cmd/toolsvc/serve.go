@@ -29,8 +29,13 @@ func runServe(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	drain := fs.Duration("drain-timeout", 10*time.Second, "how long shutdown waits for in-flight calls")
+	maxReq := fs.Int("max-request-bytes", service.DefaultMaxRequestBytes, "largest CallTool request accepted (RESOURCE_EXHAUSTED above)")
+	maxResp := fs.Int("max-response-bytes", service.DefaultMaxResponseBytes, "largest tool result returned (RESOURCE_EXHAUSTED above); clients must accept messages this large")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	if *maxReq <= 0 || *maxResp <= 0 {
+		return &exitError{code: 2, err: errors.New("--max-request-bytes and --max-response-bytes must be positive")}
 	}
 	log, err := newLogger(*logLevel, *logFormat)
 	if err != nil {
@@ -74,14 +79,20 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer bridge.Close()
 
-	opts := &service.Options{Logger: log}
+	opts := &service.Options{Logger: log, MaxRequestBytes: *maxReq, MaxResponseBytes: *maxResp}
 	var cfgMgr *configManager
 	if loaded != nil {
 		cfgMgr = newConfigManager(*cfgPath, cfgData, loaded, bridge, log)
 		opts.Config = cfgMgr
 	}
 	svc := service.New(bridge, opts)
-	gs := grpc.NewServer()
+	// gRPC's own receive limit sits above the service's request limit, so
+	// an over-size call gets the service's RESOURCE_EXHAUSTED naming the
+	// limit (gRPC's generic one only past the slack).
+	gs := grpc.NewServer(
+		grpc.MaxRecvMsgSize(*maxReq+1<<20),
+		grpc.MaxSendMsgSize(*maxResp+1<<20),
+	)
 	svc.Register(gs)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)

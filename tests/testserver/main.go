@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -54,6 +56,63 @@ type addToolArgs struct {
 
 type stats struct {
 	ListCalls int64 `json:"list_calls"`
+}
+
+// cancelRecord is what wait_cancel saw of one call, by the caller's id.
+type cancelRecord struct {
+	Started   int64 `json:"started_unix_nanos"`
+	Cancelled int64 `json:"cancelled_unix_nanos,omitempty"` // when the handler's ctx ended
+	Finished  bool  `json:"finished"`                       // ran to the end uncancelled
+}
+
+var (
+	recMu   sync.Mutex
+	records = map[string]*cancelRecord{}
+
+	callMu    sync.Mutex
+	callCount = map[string]int64{} // tools/call requests received, by tool name
+)
+
+type waitCancelArgs struct {
+	ID string `json:"id"`
+	MS int    `json:"ms"`
+}
+
+type idArgs struct {
+	ID string `json:"id"`
+}
+
+type stepsArgs struct {
+	Steps    int `json:"steps"`
+	StepMS   int `json:"step_ms,omitempty"`
+	SettleMS int `json:"settle_ms,omitempty"` // wait after the last step, so its notification is not late
+	Pad      int `json:"pad,omitempty"`       // bytes of padding in each message
+}
+
+type bigArgs struct {
+	Bytes int `json:"bytes"`
+}
+
+type contentArgs struct {
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// strictSchema is the inputSchema of the strict tool: required, typed and
+// closed, with a nested object and an array.
+var strictSchema = map[string]any{
+	"type":                 "object",
+	"required":             []any{"count"},
+	"additionalProperties": false,
+	"properties": map[string]any{
+		"count": map[string]any{"type": "integer", "minimum": 0},
+		"label": map[string]any{"type": "string"},
+		"opts": map[string]any{
+			"type":       "object",
+			"required":   []any{"flag"},
+			"properties": map[string]any{"flag": map[string]any{"type": "boolean"}},
+		},
+		"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+	},
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -134,11 +193,128 @@ func newServer() *mcp.Server {
 			}
 			return text(fmt.Sprintf("%d steps", in.Steps)), nil, nil
 		})
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				if r, ok := req.(*mcp.CallToolRequest); ok {
+					callMu.Lock()
+					callCount[r.Params.Name]++
+					callMu.Unlock()
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "wait_cancel", Description: "Wait ms milliseconds or until cancelled; record which, under id (see cancel_record)."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in waitCancelArgs) (*mcp.CallToolResult, any, error) {
+			rec := &cancelRecord{Started: time.Now().UnixNano()}
+			recMu.Lock()
+			records[in.ID] = rec
+			recMu.Unlock()
+			select {
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+				recMu.Lock()
+				rec.Finished = true
+				recMu.Unlock()
+				return text("finished"), nil, nil
+			case <-ctx.Done():
+				now := time.Now().UnixNano()
+				recMu.Lock()
+				rec.Cancelled = now
+				recMu.Unlock()
+				return nil, nil, ctx.Err()
+			}
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "cancel_record", Description: "What wait_cancel saw of the call with this id."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in idArgs) (*mcp.CallToolResult, *cancelRecord, error) {
+			recMu.Lock()
+			defer recMu.Unlock()
+			rec, ok := records[in.ID]
+			if !ok {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no call with id " + in.ID}}}, nil, nil
+			}
+			cp := *rec
+			return nil, &cp, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "call_stats", Description: "tools/call requests received, by tool name."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, map[string]int64, error) {
+			callMu.Lock()
+			defer callMu.Unlock()
+			out := make(map[string]int64, len(callCount))
+			for k, v := range callCount {
+				out[k] = v
+			}
+			return nil, out, nil
+		})
+	// strict takes its arguments raw (no server-side validation) and
+	// returns them verbatim, so tests see exactly what arrived.
+	s.AddTool(&mcp.Tool{Name: "strict", Description: "Return the raw arguments JSON.", InputSchema: strictSchema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(string(req.Params.Arguments)), nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress_steps", Description: "Report progress steps times (message \"step i\" plus pad bytes), step_ms apart, wait settle_ms, return \"done\"."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in stepsArgs) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			pad := strings.Repeat(".", in.Pad)
+			for i := 1; i <= in.Steps; i++ {
+				if in.StepMS > 0 {
+					select {
+					case <-time.After(time.Duration(in.StepMS) * time.Millisecond):
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					}
+				}
+				if tok != nil {
+					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+						ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d%s", i, pad),
+					}); err != nil {
+						return nil, nil, err
+					}
+				}
+			}
+			select {
+			case <-time.After(time.Duration(in.SettleMS) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return text("done"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Return bytes bytes of text."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in bigArgs) (*mcp.CallToolResult, any, error) {
+			return text(strings.Repeat("x", in.Bytes)), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "all_content", Description: "Return every MCP content type with annotations and _meta, structured content and result _meta."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in contentArgs) (*mcp.CallToolResult, any, error) {
+			return allContent(in.IsError), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "stats", Description: "Counters."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, stats, error) {
 			return nil, stats{ListCalls: listCalls.Load()}, nil
 		})
 	return s
+}
+
+// allContent is the fixed result of all_content; tests/call_content_test.go
+// expects exactly this.
+func allContent(isError bool) *mcp.CallToolResult {
+	size := int64(4)
+	ann := &mcp.Annotations{Audience: []mcp.Role{"user", "assistant"}, Priority: 0.5, LastModified: "2026-01-02T03:04:05Z"}
+	return &mcp.CallToolResult{
+		IsError: isError,
+		Meta:    mcp.Meta{"trace": "abc", "n": 1.0},
+		Content: []mcp.Content{
+			&mcp.TextContent{Text: "hello", Annotations: ann, Meta: mcp.Meta{"k": "text"}},
+			&mcp.ImageContent{Data: []byte{0x89, 'P', 'N', 'G', 0, 1, 2}, MIMEType: "image/png", Annotations: &mcp.Annotations{Priority: 1}, Meta: mcp.Meta{"k": "image"}},
+			&mcp.AudioContent{Data: []byte("RIFF\x00wav"), MIMEType: "audio/wav", Meta: mcp.Meta{"k": "audio"}},
+			&mcp.ResourceLink{URI: "file:///tmp/a.txt", Name: "a.txt", Title: "A", Description: "a file", MIMEType: "text/plain", Size: &size,
+				Annotations: &mcp.Annotations{Audience: []mcp.Role{"user"}}, Meta: mcp.Meta{"k": "link"}},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://t", MIMEType: "text/plain", Text: "embedded text", Meta: mcp.Meta{"k": "rc"}},
+				Annotations: &mcp.Annotations{Priority: 0.25}, Meta: mcp.Meta{"k": "res-text"}},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://b", MIMEType: "application/octet-stream", Blob: []byte{0, 255, 1, 254}},
+				Meta: mcp.Meta{"k": "res-blob"}},
+		},
+		StructuredContent: map[string]any{"answer": 42.0, "list": []any{"a", true, nil}, "nested": map[string]any{"x": 1.5}},
+	}
 }
 
 func main() {

@@ -1,0 +1,398 @@
+package service
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+)
+
+// Arguments are checked at the edge against the tool's inputSchema with
+// github.com/google/jsonschema-go, the library go-sdk itself uses, before
+// anything is sent upstream.
+//
+// Numbers: arguments_json is decoded with json.Decoder.UseNumber and every
+// number is handed to the validator as an int64 or uint64 when it is an
+// integer that fits, so type, minimum/maximum, enum and const checks on
+// integers beyond 2^53 are exact; only numbers that fit neither become
+// float64. The validator's own bounds (minimum, maximum, multipleOf) are
+// float64 in jsonschema-go, so a bound beyond 2^53 is rounded. The text the
+// caller sent is what the upstream receives, byte for byte: validation
+// never re-encodes arguments_json.
+
+// maxCompiledSchemas bounds the compiled-schema cache. Past it the cache is
+// emptied and refilled: schemas are keyed by content hash, so a catalog with
+// more distinct schemas than this only costs recompiles.
+const maxCompiledSchemas = 4096
+
+// compiledSchema is a tool's resolved inputSchema; resolved is nil when the
+// schema cannot be used for validation (broken or an unsupported draft), in
+// which case calls go through unchecked and the upstream decides.
+type compiledSchema struct {
+	resolved *jsonschema.Resolved
+	problem  string // why resolved is nil
+}
+
+// schemaCache compiles each distinct inputSchema once, keyed by the
+// catalog's schema hash.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]*compiledSchema
+}
+
+// get returns the compiled schema for hash, compiling schema on a miss.
+// Compilation runs outside the lock; two concurrent misses compile twice
+// and keep one.
+func (c *schemaCache) get(hash string, schema map[string]any) *compiledSchema {
+	if hash == "" { // no content hash to key on: never share
+		return compileSchema(schema)
+	}
+	c.mu.Lock()
+	cs := c.m[hash]
+	c.mu.Unlock()
+	if cs != nil {
+		return cs
+	}
+	cs = compileSchema(schema)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCompiledSchemas {
+		c.m = map[string]*compiledSchema{}
+	}
+	if old := c.m[hash]; old != nil {
+		cs = old
+	} else {
+		c.m[hash] = cs
+	}
+	c.mu.Unlock()
+	return cs
+}
+
+var supportedDrafts = map[string]bool{
+	"": true,
+	"http://json-schema.org/draft-07/schema#":      true,
+	"https://json-schema.org/draft-07/schema#":     true,
+	"https://json-schema.org/draft/2020-12/schema": true,
+}
+
+func compileSchema(schema map[string]any) *compiledSchema {
+	if schema == nil {
+		return &compiledSchema{problem: "the tool has no inputSchema"}
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return &compiledSchema{problem: "inputSchema is not JSON"}
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return &compiledSchema{problem: fmt.Sprintf("inputSchema does not parse: %v", err)}
+	}
+	if !supportedDrafts[s.Schema] {
+		return &compiledSchema{problem: fmt.Sprintf("inputSchema draft %q is not supported (draft-07 and 2020-12 are)", s.Schema)}
+	}
+	r, err := s.Resolve(nil)
+	if err != nil {
+		return &compiledSchema{problem: fmt.Sprintf("inputSchema does not resolve: %v", err)}
+	}
+	return &compiledSchema{resolved: r}
+}
+
+// decodeArgumentsJSON decodes arguments_json for validation: it must be
+// exactly one JSON object. Numbers become int64, uint64 or float64 (see
+// above).
+func decodeArgumentsJSON(text string) (map[string]any, error) {
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("trailing data after the object")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("not an object")
+	}
+	return convertNumbers(m).(map[string]any), nil
+}
+
+func convertNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = convertNumbers(e)
+		}
+		return v
+	case []any:
+		for i, e := range v {
+			v[i] = convertNumbers(e)
+		}
+		return v
+	case json.Number:
+		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return i
+		}
+		if u, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+			return u
+		}
+		f, _ := strconv.ParseFloat(string(v), 64) // ±Inf on overflow: still a number
+		return f
+	}
+	return v
+}
+
+// validate checks args (a decoded JSON object) against the schema and
+// returns field violations naming the JSON path under field ("arguments"
+// or "arguments_json"), e.g. "arguments.items[2].count". It returns nil when
+// the arguments are valid.
+func (cs *compiledSchema) validate(field string, args map[string]any) []*errdetails.BadRequest_FieldViolation {
+	if cs.resolved == nil {
+		return nil
+	}
+	err := cs.resolved.Validate(args)
+	if err == nil {
+		return nil
+	}
+	return cs.locate(field, args, err.Error())
+}
+
+// locate turns jsonschema-go's error into field violations. The library
+// reports the first failure as a chain "validating <schema pointer>: …:
+// <keyword>: <detail>", one link per schema it descended into; the instance
+// path is rebuilt by walking those pointers alongside the arguments.
+func (cs *compiledSchema) locate(field string, args map[string]any, msg string) []*errdetails.BadRequest_FieldViolation {
+	var ptrs []string
+	for strings.HasPrefix(msg, "validating ") {
+		rest := msg[len("validating "):]
+		i := strings.Index(rest, ": ")
+		if i < 0 {
+			break
+		}
+		ptrs = append(ptrs, rest[:i])
+		msg = rest[i+2:]
+	}
+	path := field
+	var cur any = args
+	prev := ""
+	for n, p := range ptrs {
+		if n == 0 || !strings.HasPrefix(p, "/") {
+			// The root ("root", or its $id), or a subschema named by its
+			// $id: the pointers that follow still start from the root.
+			continue
+		}
+		if !strings.HasPrefix(p, prev+"/") { // a $ref jump: same instance
+			prev = p
+			continue
+		}
+		segs := strings.Split(strings.TrimPrefix(p, prev+"/"), "/")
+		for i := 0; i < len(segs); i++ {
+			switch seg := unescapePointer(segs[i]); seg {
+			case "properties":
+				if i+1 < len(segs) {
+					key := unescapePointer(segs[i+1])
+					i++
+					path = joinKey(path, key)
+					cur = member(cur, key)
+				}
+			case "prefixItems":
+				if i+1 < len(segs) {
+					n, _ := strconv.Atoi(segs[i+1])
+					i++
+					path = fmt.Sprintf("%s[%d]", path, n)
+					cur = element(cur, n)
+				}
+			case "items":
+				if i+1 < len(segs) { // draft-07 items array
+					if n, err := strconv.Atoi(segs[i+1]); err == nil {
+						i++
+						path = fmt.Sprintf("%s[%d]", path, n)
+						cur = element(cur, n)
+						continue
+					}
+				}
+				if n, ok := cs.failingItem(p, cur); ok {
+					path = fmt.Sprintf("%s[%d]", path, n)
+					cur = element(cur, n)
+				} else {
+					path += "[]"
+					cur = nil
+				}
+			case "additionalProperties", "unevaluatedProperties", "patternProperties":
+				// The failing key is not in the pointer; the detail names
+				// the value, so the object's path is the most precise.
+				if seg == "patternProperties" && i+1 < len(segs) {
+					i++
+				}
+				i = len(segs)
+			}
+			// allOf/N, anyOf/N, oneOf/N, not, if/then/else,
+			// dependentSchemas/K, $defs/K: the same instance.
+		}
+		prev = p
+	}
+	violation := func(path, desc string) *errdetails.BadRequest_FieldViolation {
+		if len(desc) > 300 {
+			desc = desc[:297] + "..."
+		}
+		return &errdetails.BadRequest_FieldViolation{Field: path, Description: desc}
+	}
+	if m := requiredRE.FindStringSubmatch(msg); m != nil {
+		var out []*errdetails.BadRequest_FieldViolation
+		for _, k := range quotedList(m[1]) {
+			out = append(out, violation(joinKey(path, k), "required property is missing"))
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	if m := additionalRE.FindStringSubmatch(msg); m != nil {
+		keys := quotedList(m[1])
+		sort.Strings(keys)
+		var out []*errdetails.BadRequest_FieldViolation
+		for _, k := range keys {
+			out = append(out, violation(joinKey(path, k), "property is not allowed by the schema (additionalProperties: false)"))
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return []*errdetails.BadRequest_FieldViolation{violation(path, msg)}
+}
+
+var (
+	requiredRE   = regexp.MustCompile(`^required: missing properties: (\[.*\])$`)
+	additionalRE = regexp.MustCompile(`^unexpected additional properties (\[.*\])$`)
+)
+
+// quotedList parses Go's %q rendering of a []string: ["a" "b"].
+func quotedList(s string) []string {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	var out []string
+	for s = strings.TrimSpace(s); s != ""; s = strings.TrimSpace(s) {
+		q, err := strconv.QuotedPrefix(s)
+		if err != nil {
+			return out
+		}
+		k, _ := strconv.Unquote(q)
+		out = append(out, k)
+		s = s[len(q):]
+	}
+	return out
+}
+
+// failingItem finds the first element of the array cur that fails the
+// items schema at pointer ptr, by compiling that subschema on its own. It
+// gives up (ok false) when the subschema cannot stand alone (it has
+// references into the enclosing schema).
+func (cs *compiledSchema) failingItem(ptr string, cur any) (int, bool) {
+	arr, ok := cur.([]any)
+	if !ok {
+		return 0, false
+	}
+	sub := schemaAt(cs.resolved.Schema(), ptr)
+	if sub == nil || hasRefs(sub) {
+		return 0, false
+	}
+	r, err := sub.Resolve(nil)
+	if err != nil {
+		return 0, false
+	}
+	for i, e := range arr {
+		if r.Validate(e) != nil {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// schemaAt follows a JSON pointer through a schema's subschema keywords.
+func schemaAt(s *jsonschema.Schema, ptr string) *jsonschema.Schema {
+	segs := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i := 0; i < len(segs) && s != nil; i++ {
+		next := func() string {
+			i++
+			if i < len(segs) {
+				return unescapePointer(segs[i])
+			}
+			return ""
+		}
+		index := func(list []*jsonschema.Schema) *jsonschema.Schema {
+			n, err := strconv.Atoi(next())
+			if err != nil || n < 0 || n >= len(list) {
+				return nil
+			}
+			return list[n]
+		}
+		switch unescapePointer(segs[i]) {
+		case "properties":
+			s = s.Properties[next()]
+		case "$defs":
+			s = s.Defs[next()]
+		case "definitions":
+			s = s.Definitions[next()]
+		case "items":
+			s = s.Items
+		case "additionalProperties":
+			s = s.AdditionalProperties
+		case "allOf":
+			s = index(s.AllOf)
+		case "anyOf":
+			s = index(s.AnyOf)
+		case "oneOf":
+			s = index(s.OneOf)
+		case "prefixItems":
+			s = index(s.PrefixItems)
+		case "not":
+			s = s.Not
+		case "then":
+			s = s.Then
+		case "else":
+			s = s.Else
+		default:
+			return nil
+		}
+	}
+	return s
+}
+
+func hasRefs(s *jsonschema.Schema) bool {
+	raw, err := json.Marshal(s)
+	return err != nil || bytes.Contains(raw, []byte(`"$ref"`)) || bytes.Contains(raw, []byte(`"$dynamicRef"`))
+}
+
+func unescapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// joinKey appends an object key to a path: a.b, or a["b c"] when the key
+// is not an identifier.
+func joinKey(path, key string) string {
+	if identRE.MatchString(key) {
+		return path + "." + key
+	}
+	return path + "[" + strconv.Quote(key) + "]"
+}
+
+func member(v any, key string) any {
+	if m, ok := v.(map[string]any); ok {
+		return m[key]
+	}
+	return nil
+}
+
+func element(v any, i int) any {
+	if a, ok := v.([]any); ok && i >= 0 && i < len(a) {
+		return a[i]
+	}
+	return nil
+}
