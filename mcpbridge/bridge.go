@@ -425,10 +425,11 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 		return nil, &UnavailableError{Server: t.Server, Reason: ReasonCircuitOpen, RetryAfter: retryAfter}
 	}
 	verdict := "neutral"
+	var s *session
 	defer func() {
 		switch verdict {
 		case "success":
-			u.recordSuccess()
+			u.recordSuccess(s)
 		case "failure":
 			// counted where the failure was seen
 		default:
@@ -444,7 +445,7 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	}
 	defer release()
 
-	s := u.sess.Load()
+	s = u.sess.Load()
 	if s == nil || s.isDead() {
 		return nil, &UnavailableError{Server: t.Server, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
 	}

@@ -278,10 +278,17 @@ func (u *upstream) recordFailure(what string, err error) {
 	}
 }
 
-func (u *upstream) recordSuccess() {
+// recordSuccess records a good call on session s. On a session younger
+// than StableAfter it only closes an open breaker and keeps the failure
+// count: a flapping upstream that answers between deaths must still trip.
+func (u *upstream) recordSuccess(s *session) {
 	u.mu.Lock()
-	u.breaker.success()
-	u.status.ConsecutiveFailures = 0
+	if s != nil && time.Since(s.started) < u.cfg.StableAfter {
+		u.breaker.reconnected()
+	} else {
+		u.breaker.success()
+	}
+	u.status.ConsecutiveFailures = u.breaker.failures
 	u.mu.Unlock()
 }
 

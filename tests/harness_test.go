@@ -159,7 +159,7 @@ func startToolsvcEnv(t *testing.T, config string, env []string, extraArgs ...str
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--log-level", "debug"}, extraArgs...)...)
+	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "debug"}, extraArgs...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -89,6 +89,9 @@ func runReload(ctx context.Context, args []string) error {
 
 // describeRPCError turns a client-side gRPC error into one clear line.
 func describeRPCError(err error) error {
+	if err == nil {
+		return nil
+	}
 	st, ok := status.FromError(err)
 	if !ok {
 		return err

@@ -2,40 +2,54 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 
 	"github.com/toolsvc/toolsvc/config"
-	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
 )
 
 func runServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfgPath := fs.String("config", "", "config file (mcpServers JSON); empty runs the built-in demo upstream")
+	cfgPath := fs.String("config", "", "config file (JSON or YAML); empty runs the built-in demo upstream")
 	listen := fs.String("listen", ":50051", "gRPC listen address")
+	adminListen := fs.String("admin-listen", ":9090", "admin HTTP address serving /metrics (empty: off)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
-	drain := fs.Duration("drain-timeout", 10*time.Second, "how long shutdown waits for in-flight calls")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 15*time.Second, "bound on graceful shutdown: in-flight calls get this long to finish")
+	fs.DurationVar(shutdownTimeout, "drain-timeout", 15*time.Second, "alias of --shutdown-timeout")
 	maxReq := fs.Int("max-request-bytes", service.DefaultMaxRequestBytes, "largest CallTool request accepted (RESOURCE_EXHAUSTED above)")
 	maxResp := fs.Int("max-response-bytes", service.DefaultMaxResponseBytes, "largest tool result returned (RESOURCE_EXHAUSTED above); clients must accept messages this large")
+	maxAge := fs.Duration("max-connection-age", 5*time.Minute, "connections are closed (GOAWAY) after this long, so load spreads over replicas")
+	maxAgeGrace := fs.Duration("max-connection-age-grace", 30*time.Second, "time given to RPCs on a connection past its age")
+	tlsCert := fs.String("tls-cert", "", "serve TLS with this certificate (PEM; re-read when it changes)")
+	tlsKey := fs.String("tls-key", "", "private key of --tls-cert")
+	tlsClientCA := fs.String("tls-client-ca", "", "verify client certificates against this CA (mTLS)")
+	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if *maxReq <= 0 || *maxResp <= 0 {
 		return &exitError{code: 2, err: errors.New("--max-request-bytes and --max-response-bytes must be positive")}
+	}
+	if (*tlsCert == "") != (*tlsKey == "") || (*tlsClientCA != "" && *tlsCert == "") {
+		return &exitError{code: 2, err: errors.New("--tls-cert and --tls-key go together, and --tls-client-ca needs them")}
 	}
 	log, err := newLogger(*logLevel, *logFormat)
 	if err != nil {
@@ -68,6 +82,46 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	bcfg.Logger = log
 
+	// Tracing: off unless an OTLP endpoint is configured.
+	var statsHandler stats.Handler
+	if *otlp != "" {
+		shutdownTracing, err := setupTracing(ctx, *otlp)
+		if err != nil {
+			return fmt.Errorf("tracing: %w", err)
+		}
+		defer shutdownTracing()
+		statsHandler = otelgrpc.NewServerHandler()
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	// Authentication and authorization come from the config's auth section.
+	var authn *service.Authenticator
+	var authz *service.Authorizer
+	var audit *slog.Logger
+	auditArgs := false
+	var tlsConf *tls.Config
+	if *tlsCert != "" {
+		if tlsConf, err = service.NewReloadingTLS(*tlsCert, *tlsKey, *tlsClientCA); err != nil {
+			return err
+		}
+	}
+	if loaded != nil && loaded.Auth != nil {
+		authn, authz, err = buildAuth(ctx, loaded.Auth, *tlsClientCA != "")
+		if err != nil {
+			return fmt.Errorf("auth: %w", err)
+		}
+		audit = log.With("audit", true)
+		if a := loaded.Auth.Audit; a != nil {
+			if a.Enabled != nil && !*a.Enabled {
+				audit = nil
+			}
+			auditArgs = a.Arguments
+		}
+		bcfg.Servers = withSecrets(bcfg.Servers, loaded.Auth.Secrets)
+	}
+
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -78,32 +132,49 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("invalid config: %w", err)
 	}
 	defer bridge.Close()
+	metrics := service.NewMetrics(bridge, reg)
 
-	opts := &service.Options{Logger: log, MaxRequestBytes: *maxReq, MaxResponseBytes: *maxResp}
+	opts := &service.Options{Logger: log, MaxRequestBytes: *maxReq, MaxResponseBytes: *maxResp,
+		Authorizer: authz, Metrics: metrics, AuditLog: audit, AuditArguments: auditArgs}
 	var cfgMgr *configManager
 	if loaded != nil {
 		cfgMgr = newConfigManager(*cfgPath, cfgData, loaded, bridge, log)
 		opts.Config = cfgMgr
 	}
 	svc := service.New(bridge, opts)
+	callUnary, callStream := svc.CallInterceptors()
 	// gRPC's own receive limit sits above the service's request limit, so
 	// an over-size call gets the service's RESOURCE_EXHAUSTED naming the
 	// limit (gRPC's generic one only past the slack).
-	gs := grpc.NewServer(
-		grpc.MaxRecvMsgSize(*maxReq+1<<20),
-		grpc.MaxSendMsgSize(*maxResp+1<<20),
-	)
-	svc.Register(gs)
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(gs, hs)
-	reflection.Register(gs)
-	const svcName = "toolsvc.v1.ToolService"
-	_ = toolsvcv1.ToolService_ServiceDesc // the name above is its ServiceName
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(svcName, healthpb.HealthCheckResponse_NOT_SERVING)
+	gs, hs := service.NewGRPCServer(svc, service.GRPCOptions{
+		Logger: log, Registry: reg, TLS: tlsConf, Auth: authn,
+		MaxConnectionAge: *maxAge, MaxConnectionAgeGrace: *maxAgeGrace,
+		MaxRecvMsgSize: *maxReq + 1<<20, MaxSendMsgSize: *maxResp + 1<<20,
+		StatsHandler: statsHandler,
+		ExtraUnary:   []grpc.UnaryServerInterceptor{callUnary},
+		ExtraStream:  []grpc.StreamServerInterceptor{callStream},
+	})
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
+	log.Info("serving", "addr", lis.Addr().String(), "tls", tlsConf != nil, "auth", authn != nil)
+
+	var admin *http.Server
+	adminErr := make(chan error, 1)
+	if *adminListen != "" {
+		alis, err := net.Listen("tcp", *adminListen)
+		if err != nil {
+			gs.Stop()
+			<-serveErr
+			return fmt.Errorf("admin listen: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { adminErr <- admin.Serve(alis) }()
+		log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics")
+	}
+
 	reloadCtx, stopReload := context.WithCancel(ctx)
 	reloadDone := make(chan struct{})
 	go func() {
@@ -116,12 +187,10 @@ func runServe(ctx context.Context, args []string) error {
 		stopReload()
 		<-reloadDone
 	}()
-	log.Info("serving", "addr", lis.Addr().String())
 
 	select {
 	case <-bridge.Ready():
-		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-		hs.SetServingStatus(svcName, healthpb.HealthCheckResponse_SERVING)
+		service.SetReady(hs, true)
 		log.Info("ready", "tools", len(bridge.Catalog().Current().Tools))
 	case <-ctx.Done():
 	case err := <-serveErr:
@@ -133,31 +202,60 @@ func runServe(ctx context.Context, args []string) error {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	}
-	log.Info("shutting down")
+
+	// Shutdown, in the order of design.md: readiness off first, watches
+	// ended (clients resume elsewhere), in-flight calls drained within the
+	// bound, then upstream sessions closed.
+	log.Info("shutting down", "timeout", *shutdownTimeout)
+	deadline := time.Now().Add(*shutdownTimeout)
+	service.SetReady(hs, false)
 	stopReload()
 	<-reloadDone
-	hs.Shutdown()
 	svc.Shutdown()
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()
 		close(stopped)
 	}()
-	t := time.NewTimer(*drain)
+	t := time.NewTimer(time.Until(deadline) * 2 / 3)
 	select {
 	case <-stopped:
 		t.Stop()
 	case <-t.C:
-		log.Warn("drain timeout: cancelling remaining calls", "timeout", *drain)
+		log.Warn("drain bound reached: cancelling remaining calls")
 		gs.Stop()
 		<-stopped
 	}
 	if err := <-serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		log.Warn("serve ended", "error", err)
 	}
-	bridge.Close()
+	hs.Shutdown()
+	closed := make(chan struct{})
+	go func() {
+		bridge.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(max(time.Until(deadline), time.Second)):
+		log.Warn("upstream sessions did not close within the shutdown bound")
+	}
+	if admin != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = admin.Shutdown(sctx)
+		cancel()
+		<-adminErr
+	}
 	log.Info("stopped")
 	return nil
+}
+
+// withSecrets adds values to every server's redaction list.
+func withSecrets(servers []mcpbridge.ServerConfig, secrets []string) []mcpbridge.ServerConfig {
+	for i := range servers {
+		servers[i].Secrets = append(servers[i].Secrets, secrets...)
+	}
+	return servers
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {
