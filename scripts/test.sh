@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it, from a clean clone:
-#   - installs what the tests need (pinned codegen tools into .bin/, the
-#     TypeScript MCP SDK into tests/node/node_modules),
+#   - installs what the tests need (pinned codegen tools and grpcurl into
+#     .bin/, npm packages into tests/node and examples/node, Debian packages
+#     for the Python client: scripts/interop-deps.sh),
 #   - fails if gen/ drifts from proto/, if buf lint or gofmt complain,
 #   - runs every Go test under -race (goleak checks in each package).
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Storm ./tests).
@@ -9,9 +10,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-if [[ ! -d tests/node/node_modules/@modelcontextprotocol/sdk ]] || [[ tests/node/package-lock.json -nt tests/node/node_modules/.package-lock.json ]]; then
-  (cd tests/node && npm ci --no-audit --no-fund --loglevel=error)
-fi
+# Test peers: npm packages (tests/node, examples/node), Debian's Python gRPC
+# and protoc, grpcurl.
+scripts/interop-deps.sh
 
 scripts/gen.sh --check
 

@@ -1,0 +1,61 @@
+// A toolsvc client in Node: list the catalog, watch it, call a tool, and
+// resume the watch from the last revision seen.
+//
+//   node client.mjs ADDR TOOL [ARGS_JSON]
+//
+// The API is loaded from proto/ at run time (no generated code).
+import { fileURLToPath } from "node:url";
+import grpc from "@grpc/grpc-js";
+import protoLoader from "@grpc/proto-loader";
+
+const [addr, tool, argsJSON = "{}"] = process.argv.slice(2);
+const protoDir = process.env.TOOLSVC_PROTO ?? fileURLToPath(new URL("../../proto", import.meta.url));
+const def = protoLoader.loadSync("toolsvc/v1/toolsvc.proto", { includeDirs: [protoDir], keepCase: true, longs: String, arrays: true, oneofs: true });
+const { ToolService } = grpc.loadPackageDefinition(def).toolsvc.v1;
+const client = new ToolService(addr, grpc.credentials.createInsecure());
+const deadline = (s) => ({ deadline: Date.now() + s * 1000 });
+const unary = (method, req) =>
+  new Promise((resolve, reject) => client[method](req, deadline(30), (err, res) => (err ? reject(err) : resolve(res))));
+
+// List: page until next_page_token is empty.
+let token = "";
+do {
+  const page = await unary("ListTools", { page_token: token });
+  for (const t of page.tools) console.log("tool", t.name);
+  token = page.next_page_token;
+} while (token);
+
+// Watch: the first message is a snapshot; keep its revision.
+let revision = await new Promise((resolve, reject) => {
+  const watch = client.WatchCatalog({});
+  watch.once("data", (ev) => {
+    console.log("snapshot", ev.revision, ev.snapshot.tools.length, "tools");
+    watch.cancel(); // as if the connection dropped
+    resolve(ev.revision);
+  });
+  watch.on("error", (err) => err.code !== grpc.status.CANCELLED && reject(err));
+});
+
+// Call. A tool's own failure is is_error, not an RPC error.
+const res = await unary("CallTool", { name: tool, arguments_json: argsJSON });
+const text = res.content.map((c) => c.text?.text ?? "").join("");
+console.log("call", tool, res.is_error ? "is_error" : "ok", text);
+
+// Resume from the last revision: only what changed since arrives.
+console.log("resumed from", revision);
+await new Promise((resolve, reject) => {
+  const watch = client.WatchCatalog({ resume_token: revision }, deadline(30));
+  watch.on("data", (ev) => {
+    revision = ev.revision; // always keep the latest as the resume token
+    if (ev.event === "changes") {
+      const names = [...ev.changes.upserted.map((t) => "+" + t.name), ...ev.changes.removed.map((n) => "-" + n)];
+      console.log("changes", revision, names.join(" "));
+      watch.cancel();
+      resolve();
+    } else {
+      console.log(ev.event, revision); // synced, progress, or a snapshot (reset: replace all state)
+    }
+  });
+  watch.on("error", (err) => err.code !== grpc.status.CANCELLED && reject(err));
+});
+client.close();

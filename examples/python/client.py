@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""A toolsvc client in Python: list the catalog, watch it, call a tool, and
+resume the watch from the last revision seen.
+
+    client.py ADDR TOOL [ARGS_JSON]
+
+Needs Debian's python3-grpcio (use /usr/bin/python3) and stubs generated from
+proto/ by protoc (see examples/README.md).
+"""
+import sys
+
+import grpc
+
+from toolsvc.v1 import toolsvc_pb2 as pb
+from toolsvc.v1 import toolsvc_pb2_grpc as rpc
+
+
+def main(addr, tool, args_json="{}"):
+    with grpc.insecure_channel(addr) as channel:
+        stub = rpc.ToolServiceStub(channel)
+
+        # List: page until next_page_token is empty.
+        token = ""
+        while True:
+            page = stub.ListTools(pb.ListToolsRequest(page_token=token), timeout=10)
+            for t in page.tools:
+                print("tool", t.name)
+            token = page.next_page_token
+            if not token:
+                break
+
+        # Watch: the first message is a snapshot; keep its revision.
+        watch = stub.WatchCatalog(pb.WatchCatalogRequest())
+        first = next(watch)
+        revision = first.revision
+        print("snapshot", revision, len(first.snapshot.tools), "tools")
+        watch.cancel()  # as if the connection dropped
+
+        # Call. A tool's own failure is is_error, not an RPC error.
+        res = stub.CallTool(pb.CallToolRequest(name=tool, arguments_json=args_json), timeout=30)
+        text = "".join(c.text.text for c in res.content if c.HasField("text"))
+        print("call", tool, "is_error" if res.is_error else "ok", text)
+
+        # Resume from the last revision: only what changed since arrives.
+        print("resumed from", revision)
+        for ev in stub.WatchCatalog(pb.WatchCatalogRequest(resume_token=revision), timeout=30):
+            revision = ev.revision  # always keep the latest as the resume token
+            kind = ev.WhichOneof("event")
+            if kind == "changes":
+                names = ["+" + t.name for t in ev.changes.upserted] + ["-" + n for n in ev.changes.removed]
+                print("changes", revision, " ".join(names))
+                break
+            print(kind, revision)  # synced, progress, or a snapshot (reset: replace all state)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end and interop tests need. Idempotent and quiet;
+# a no-op (well under a second) when everything is already there.
+#   - Debian packages (apt-get, as root or through sudo): python3-grpcio and
+#     protoc + grpc_python_plugin (+ the well-known .protos) for the Python
+#     example client;
+#   - grpcurl into .bin/ (the README's one-liners are tested with it);
+#   - npm ci in tests/node (TypeScript MCP SDK, server-everything, the MCP
+#     conformance suite and the Node 22 it needs) and examples/node (grpc-js).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+APT_PACKAGES=(python3-grpcio protobuf-compiler protobuf-compiler-grpc libprotobuf-dev)
+GRPCURL_VERSION=v1.9.4
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  echo "installing Debian packages: ${missing[*]}" >&2
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+BIN="$ROOT/.bin"
+mkdir -p "$BIN"
+stamp="$BIN/.grpcurl.version"
+if [[ ! -x "$BIN/grpcurl" || ! -f "$stamp" || "$(cat "$stamp")" != "$GRPCURL_VERSION" ]]; then
+  echo "installing grpcurl $GRPCURL_VERSION" >&2
+  GOBIN="$BIN" GOFLAGS=-mod=mod go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
+  echo "$GRPCURL_VERSION" >"$stamp"
+fi
+
+for dir in tests/node examples/node; do
+  if [[ ! -f "$dir/node_modules/.package-lock.json" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
+    echo "npm ci in $dir" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+done

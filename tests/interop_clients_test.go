@@ -1,0 +1,217 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// repoRoot is the repository root (tests run in tests/).
+const repoRoot = ".."
+
+// TestInteropExampleClients runs the Python, Node and Go clients of
+// examples/ against a live toolsvc. Each lists the catalog, takes a watch's
+// snapshot revision, calls a tool that adds a tool at runtime (on a
+// TypeScript-SDK upstream), and resumes the watch from that revision: the
+// resumed watch must bring the new tool as a change.
+func TestInteropExampleClients(t *testing.T) {
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"rt": {"command": "node", "args": [%s, "stdio"]}}}`,
+		jsonString(nodePath(t, "runtime_server.mjs"))))
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clients := []struct {
+		lang  string
+		setup func(t *testing.T) (cmd []string, env []string)
+	}{
+		{"python", func(t *testing.T) ([]string, []string) {
+			// Stubs are generated at test time by Debian's protoc and
+			// grpc_python_plugin, never committed.
+			stubs := t.TempDir()
+			out, err := exec.Command("protoc", "-I", filepath.Join(root, "proto"), "--python_out="+stubs, "--grpc_out="+stubs,
+				"--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin", filepath.Join(root, "proto/toolsvc/v1/toolsvc.proto")).CombinedOutput()
+			if err != nil {
+				t.Fatalf("protoc for Python (scripts/interop-deps.sh installs it): %v\n%s", err, out)
+			}
+			return []string{"/usr/bin/python3", filepath.Join(root, "examples/python/client.py")}, []string{"PYTHONPATH=" + stubs}
+		}},
+		{"node", func(t *testing.T) ([]string, []string) {
+			if _, err := os.Stat(filepath.Join(root, "examples/node/node_modules/@grpc/grpc-js")); err != nil {
+				t.Fatalf("examples/node is not installed (scripts/interop-deps.sh runs npm ci there): %v", err)
+			}
+			return []string{"node", filepath.Join(root, "examples/node/client.mjs")}, nil
+		}},
+		{"go", func(t *testing.T) ([]string, []string) {
+			exe := filepath.Join(t.TempDir(), "client")
+			build := exec.Command("go", "build", "-o", exe, "./examples/go")
+			build.Dir = root
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("building examples/go: %v\n%s", err, out)
+			}
+			return []string{exe}, nil
+		}},
+	}
+	for _, c := range clients {
+		t.Run(c.lang, func(t *testing.T) {
+			argv, env := c.setup(t)
+			name := "from_" + c.lang
+			argv = append(argv, p.addr, "rt__add_tool", fmt.Sprintf(`{"name": %q}`, name))
+			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), env...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s client: %v\nstdout:\n%s\nstderr:\n%s", c.lang, err, &stdout, &stderr)
+			}
+			out := stdout.String()
+			t.Logf("%s client output:\n%s", c.lang, out)
+			snap := regexp.MustCompile(`(?m)^snapshot ([0-9a-f]+) (\d+) tools$`).FindStringSubmatch(out)
+			switch {
+			case !strings.Contains(out, "tool rt__echo\n"), !strings.Contains(out, "tool rt__sleep\n"):
+				t.Errorf("%s client did not list the catalog", c.lang)
+			case snap == nil:
+				t.Errorf("%s client printed no snapshot line", c.lang)
+			case !strings.Contains(out, fmt.Sprintf("call rt__add_tool ok add_tool %s ok\n", name)):
+				t.Errorf("%s client's call result is missing", c.lang)
+			case !strings.Contains(out, "resumed from "+snap[1]+"\n"):
+				t.Errorf("%s client did not resume from its snapshot revision %s", c.lang, snap[1])
+			case !regexp.MustCompile(`(?m)^changes [0-9a-f]+ .*\+rt__` + name + `\b`).MatchString(out):
+				t.Errorf("%s client's resumed watch did not bring +rt__%s", c.lang, name)
+			}
+		})
+	}
+}
+
+// TestInteropReadmeGrpcurl runs every grpcurl line of the README's Clients
+// section against a live toolsvc with the demo upstream, so the one-liners
+// stay true. grpcurl comes from scripts/interop-deps.sh (.bin/).
+func TestInteropReadmeGrpcurl(t *testing.T) {
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcurl := filepath.Join(root, ".bin", "grpcurl")
+	if _, err := os.Stat(grpcurl); err != nil {
+		t.Fatalf("grpcurl is not installed (scripts/interop-deps.sh puts it in .bin/): %v", err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, clients, ok := strings.Cut(string(readme), "\n## Clients\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Clients" section`)
+	}
+	clients, _, _ = strings.Cut(clients, "\n## ")
+	var lines []string
+	for _, l := range strings.Split(clients, "\n") {
+		if strings.HasPrefix(l, "grpcurl ") {
+			lines = append(lines, l)
+		}
+	}
+	// What each kind of line must print. A new line needs an entry here.
+	expect := []struct{ match, want string }{
+		{"localhost:50051 list", "toolsvc.v1.ToolService"},
+		{"Health/Check", `"status": "SERVING"`},
+		{"-proto toolsvc/v1/toolsvc.proto", `"name": "demo__add"`},
+		{"ListTools", `"name": "demo__add"`},
+		{`"demo__add"`, `"sum": 42`},
+		{`"demo__echo"`, `"text": "hi"`},
+		{"ListServers", `"state": "SERVER_STATE_READY"`},
+		{"resume_token", `"synced": {}`},
+		{"WatchCatalog", `"snapshot": {`},
+	}
+	if len(lines) < len(expect) {
+		t.Fatalf("README Clients section has %d grpcurl lines, want at least %d", len(lines), len(expect))
+	}
+
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %s, "args": ["demo-server"]}}}`, jsonString(bin.toolsvc)))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	_, rev := listAll(t, ctx, p.client, 0)
+
+	for _, line := range lines {
+		want := ""
+		for _, e := range expect {
+			if strings.Contains(line, e.match) {
+				want = e.want
+				break
+			}
+		}
+		if want == "" {
+			t.Errorf("README line has no expectation in this test: %s", line)
+			continue
+		}
+		out, err := runShellLine(strings.ReplaceAll(line, "localhost:50051", p.addr), root,
+			append(os.Environ(), "PATH="+filepath.Dir(grpcurl)+":"+os.Getenv("PATH"), "REV="+rev),
+			strings.Contains(line, "WatchCatalog"), want)
+		if !strings.Contains(out, want) {
+			t.Errorf("%s\n  printed (err %v):\n%s\n  want it to contain %s", line, err, out, want)
+		}
+	}
+}
+
+// runShellLine runs a README line with bash. A stream (stream=true) runs
+// until its output contains want, then is interrupted.
+func runShellLine(line, dir string, env []string, stream bool, want string) (string, error) {
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return out.String(), err
+		case <-tick.C:
+			if stream && strings.Contains(out.String(), want) {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+				<-done
+				return out.String(), nil
+			}
+		case <-deadline:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+			return out.String(), fmt.Errorf("still running after 30s")
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a concurrent reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -1,0 +1,114 @@
+package tests
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// conformanceCheck is one entry of the conformance runner's checks.json.
+type conformanceCheck struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// TestInteropConformanceClient runs the MCP conformance suite
+// (@modelcontextprotocol/conformance, client mode) against tests/confclient,
+// which connects the way toolsvc's bridge does. The runner starts a test
+// server per scenario and appends its URL to the command.
+func TestInteropConformanceClient(t *testing.T) {
+	n22, cli := nodePath(t, node22), nodePath(t, conformanceCLI)
+	client := filepath.Join(t.TempDir(), "confclient")
+	if out, err := exec.Command("go", "build", "-o", client, "./confclient").CombinedOutput(); err != nil {
+		t.Fatalf("building confclient: %v\n%s", err, out)
+	}
+	run := func(t *testing.T, scenario string) (map[string]conformanceCheck, string, error) {
+		dir := t.TempDir()
+		cmd := exec.Command(n22, cli, "client", "--command", client, "--scenario", scenario, "-o", dir)
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+		if len(files) != 1 {
+			t.Fatalf("conformance %s: want one checks.json, found %v (exit %v); output:\n%s", scenario, files, err, out)
+		}
+		raw, rerr := os.ReadFile(files[0])
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		var list []conformanceCheck
+		if err := json.Unmarshal(raw, &list); err != nil {
+			t.Fatalf("checks.json: %v", err)
+		}
+		checks := map[string]conformanceCheck{}
+		for _, c := range list {
+			if c.Status != "INFO" {
+				checks[c.ID] = c
+			}
+		}
+		return checks, string(out), err
+	}
+
+	for _, sc := range []struct {
+		scenario string
+		// Checks that must be SUCCESS; any FAILURE fails the test.
+		success []string
+		// Checks that may be SUCCESS or WARNING.
+		lenient []string
+	}{
+		{"initialize", []string{"mcp-client-initialization"}, nil},
+		{"tools_call", []string{"tool-add-numbers"}, nil},
+		// sse-retry (SEP-1699): the server closes the call's SSE stream
+		// after a priming event with retry: 500; the client must reconnect
+		// with GET and Last-Event-ID, after about 500 ms. "Slightly late"
+		// (700-1000 ms) is a WARNING, which a loaded CI box may earn.
+		{"sse-retry", []string{"client-sse-graceful-reconnect", "client-sse-last-event-id"}, []string{"client-sse-retry-timing"}},
+	} {
+		t.Run(sc.scenario, func(t *testing.T) {
+			checks, out, err := run(t, sc.scenario)
+			for id, c := range checks {
+				if c.Status == "FAILURE" {
+					t.Errorf("check %s failed: %s", id, c.ErrorMessage)
+				}
+			}
+			for _, id := range sc.success {
+				if checks[id].Status != "SUCCESS" {
+					t.Errorf("check %s = %+v, want SUCCESS", id, checks[id])
+				}
+			}
+			for _, id := range sc.lenient {
+				if s := checks[id].Status; s != "SUCCESS" && s != "WARNING" {
+					t.Errorf("check %s = %+v, want SUCCESS or WARNING", id, checks[id])
+				} else if s == "WARNING" {
+					t.Logf("check %s: WARNING: %s", id, checks[id].ErrorMessage)
+				}
+			}
+			if err != nil && !t.Failed() {
+				t.Errorf("conformance runner exited with %v although no check failed", err)
+			}
+			if t.Failed() {
+				t.Logf("conformance output:\n%s", out)
+			}
+		})
+	}
+
+	// elicitation-sep1034-client-defaults needs a client that declares the
+	// elicitation capability and answers elicitation/create with the
+	// schema's defaults. toolsvc's bridge declares no client capabilities
+	// (there is no one to ask behind a gRPC call), so go-sdk answers the
+	// server's elicitation/create with -32602 "client does not support
+	// elicitation" and every check of the scenario fails. This pins that
+	// known gap: when the bridge learns elicitation, move the scenario up.
+	t.Run("elicitation-sep1034-client-defaults (known gap)", func(t *testing.T) {
+		checks, out, err := run(t, "elicitation-sep1034-client-defaults")
+		general := checks["client-elicitation-sep1034-general"]
+		if err == nil || general.Status != "FAILURE" || !strings.Contains(general.ErrorMessage, "client does not support elicitation") {
+			t.Errorf("elicitation scenario: exit %v, general check %+v; want the known failure "+
+				"\"client does not support elicitation\" (if the bridge now supports elicitation, expect the scenario to pass)\n%s",
+				err, general, out)
+		}
+	})
+}
