@@ -4,7 +4,8 @@
 #   - Debian packages (apt-get, as root or through sudo): python3-grpcio and
 #     protoc + grpc_python_plugin (+ the well-known .protos) for the Python
 #     example client;
-#   - grpcurl into .bin/ (the README's one-liners are tested with it);
+#   - grpcurl into .bin/ (the README's one-liners are tested with it) and
+#     grpc-health-probe (the health tests use it);
 #   - npm ci in tests/node (TypeScript MCP SDK, server-everything, the MCP
 #     conformance suite and the Node 22 it needs) and examples/node (grpc-js).
 set -euo pipefail
@@ -35,6 +36,13 @@ if [[ ! -x "$BIN/grpcurl" || ! -f "$stamp" || "$(cat "$stamp")" != "$GRPCURL_VER
   echo "installing grpcurl $GRPCURL_VERSION" >&2
   GOBIN="$BIN" GOFLAGS=-mod=mod go install "github.com/fullstorydev/grpcurl/cmd/grpcurl@$GRPCURL_VERSION"
   echo "$GRPCURL_VERSION" >"$stamp"
+fi
+HEALTH_PROBE_VERSION=v0.4.63
+stamp="$BIN/.grpc-health-probe.version"
+if [[ ! -x "$BIN/grpc-health-probe" || ! -f "$stamp" || "$(cat "$stamp")" != "$HEALTH_PROBE_VERSION" ]]; then
+  echo "installing grpc-health-probe $HEALTH_PROBE_VERSION" >&2
+  GOBIN="$BIN" GOFLAGS=-mod=mod go install "github.com/grpc-ecosystem/grpc-health-probe@$HEALTH_PROBE_VERSION"
+  echo "$HEALTH_PROBE_VERSION" >"$stamp"
 fi
 
 for dir in tests/node examples/node; do

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +13,7 @@ import (
 // bounded: server labels by the configuration, tool labels by the catalog
 // (only the calls counter carries a tool label; histograms do not).
 type Metrics struct {
-	bridge *mcpbridge.Bridge
+	bridge atomic.Pointer[mcpbridge.Bridge]
 
 	refreshes        *prometheus.CounterVec
 	refreshDuration  *prometheus.HistogramVec
@@ -34,11 +35,11 @@ type Metrics struct {
 	catalogWatcher *prometheus.Desc
 }
 
-// NewMetrics creates the metrics for a bridge and registers them.
-func NewMetrics(b *mcpbridge.Bridge, reg prometheus.Registerer) *Metrics {
+// NewMetrics creates the metrics and registers them. Pass it as the
+// bridge's Observer, then Attach the bridge.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
 	latency := []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120}
 	m := &Metrics{
-		bridge: b,
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_upstream_refreshes_total",
 			Help: "tools/list passes per upstream, by outcome (ok, error)."}, []string{"server", "outcome"}),
 		refreshDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_upstream_refresh_duration_seconds",
@@ -73,6 +74,9 @@ func NewMetrics(b *mcpbridge.Bridge, reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// Attach makes the scrape-time gauges read b.
+func (m *Metrics) Attach(b *mcpbridge.Bridge) { m.bridge.Store(b) }
+
 // RefreshDone implements mcpbridge.Observer.
 func (m *Metrics) RefreshDone(server string, took time.Duration, err error) {
 	outcome := "ok"
@@ -96,11 +100,12 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: upstream gauges are read from
 // the bridge at scrape time.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	if m.bridge == nil {
+	b := m.bridge.Load()
+	if b == nil {
 		return
 	}
 	now := time.Now()
-	for _, st := range m.bridge.Servers() {
+	for _, st := range b.Servers() {
 		for _, s := range []mcpbridge.State{mcpbridge.StateConnecting, mcpbridge.StateReady, mcpbridge.StateDegraded, mcpbridge.StateDown} {
 			v := 0.0
 			if st.State == s {
@@ -120,6 +125,6 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.upBreakerOpen, prometheus.GaugeValue, open, st.Name)
 		ch <- prometheus.MustNewConstMetric(m.upInFlight, prometheus.GaugeValue, float64(st.InFlightCalls), st.Name)
 	}
-	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(len(m.bridge.Catalog().Current().Tools)))
-	ch <- prometheus.MustNewConstMetric(m.catalogWatcher, prometheus.GaugeValue, float64(m.bridge.Catalog().Subscribers()))
+	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(len(b.Catalog().Current().Tools)))
+	ch <- prometheus.MustNewConstMetric(m.catalogWatcher, prometheus.GaugeValue, float64(b.Catalog().Subscribers()))
 }

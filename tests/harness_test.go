@@ -133,6 +133,7 @@ func (b *logBuffer) String() string {
 type toolsvcProc struct {
 	cmd        *exec.Cmd
 	configPath string
+	adminAddr  string
 	addr       string
 	log        *logBuffer
 	client     toolsvcv1.ToolServiceClient
@@ -142,6 +143,7 @@ type toolsvcProc struct {
 var (
 	servingRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
 	readyRE   = regexp.MustCompile(`msg=ready`)
+	adminRE   = regexp.MustCompile(`msg="admin serving" addr=(\S+)`)
 )
 
 // startToolsvc runs toolsvc with the given config JSON and waits until it
@@ -155,6 +157,18 @@ func startToolsvc(t *testing.T, config string, extraArgs ...string) *toolsvcProc
 // startToolsvcEnv is startToolsvc with extra environment variables.
 func startToolsvcEnv(t *testing.T, config string, env []string, extraArgs ...string) *toolsvcProc {
 	t.Helper()
+	return startToolsvcWith(t, config, startOpts{env: env, args: extraArgs})
+}
+
+type startOpts struct {
+	env    []string
+	args   []string
+	noWait bool // return once serving, before ready
+}
+
+func startToolsvcWith(t *testing.T, config string, o startOpts) *toolsvcProc {
+	t.Helper()
+	env, extraArgs := o.env, o.args
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -201,7 +215,10 @@ func startToolsvcEnv(t *testing.T, config string, env []string, extraArgs ...str
 		}
 	})
 	p.addr = p.log.waitFor(t, servingRE, 30*time.Second)
-	p.log.waitFor(t, readyRE, 30*time.Second)
+	p.adminAddr = p.log.waitFor(t, adminRE, 30*time.Second)
+	if !o.noWait {
+		p.log.waitFor(t, readyRE, 30*time.Second)
+	}
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

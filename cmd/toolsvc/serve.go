@@ -122,6 +122,8 @@ func runServe(ctx context.Context, args []string) error {
 		bcfg.Servers = withSecrets(bcfg.Servers, loaded.Auth.Secrets)
 	}
 
+	metrics := service.NewMetrics(reg)
+	bcfg.Observer = metrics
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -132,7 +134,7 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("invalid config: %w", err)
 	}
 	defer bridge.Close()
-	metrics := service.NewMetrics(bridge, reg)
+	metrics.Attach(bridge)
 
 	opts := &service.Options{Logger: log, MaxRequestBytes: *maxReq, MaxResponseBytes: *maxResp,
 		Authorizer: authz, Metrics: metrics, AuditLog: audit, AuditArguments: auditArgs}
