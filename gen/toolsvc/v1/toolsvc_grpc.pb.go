@@ -35,11 +35,42 @@ const (
 // ToolService lists, calls and watches the merged, namespaced tool catalog of
 // every configured upstream MCP server.
 //
-// Errors follow one table (see README "Errors"): unknown tool or server is
-// NOT_FOUND; bad arguments, page token or field is INVALID_ARGUMENT with a
-// google.rpc.BadRequest naming the field; an upstream that is down or whose
-// session died mid-call is UNAVAILABLE; the caller's deadline is
-// DEADLINE_EXCEEDED; a tool's own failure is not an error (OK, is_error=true).
+// Errors follow one table (see README "Errors"). Every non-OK status of a
+// call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
+// reasons below and metadata "tool" (the exposed name) and "server". Field
+// errors add a google.rpc.BadRequest naming the field; for arguments it is
+// the JSON path under the field that was set ("arguments.count",
+// "arguments_json.tags[2]"). RetryInfo is added when the server knows when a
+// retry may succeed.
+//
+//	NOT_FOUND           TOOL_NOT_FOUND, SERVER_NOT_FOUND
+//	INVALID_ARGUMENT    ARGUMENTS_INVALID: arguments not one JSON object, both
+//	                    arguments fields set, or against the tool's
+//	                    inputSchema (nothing was sent upstream);
+//	                    REQUEST_INVALID: another field (name, page_token,
+//	                    page_size)
+//	UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
+//	                    mid-call (metadata unavailable_reason: no_session |
+//	                    session_lost); CIRCUIT_OPEN (with RetryInfo);
+//	                    SHUTTING_DOWN: retry on another replica
+//	DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
+//	                    call_timeout); the upstream was sent
+//	                    notifications/cancelled
+//	CANCELLED           CANCELLED; the upstream was sent
+//	                    notifications/cancelled
+//	RESOURCE_EXHAUSTED  OVERLOADED: the upstream's concurrency limit is full;
+//	                    REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
+//	                    limit, limit_bytes, size_bytes)
+//	INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
+//	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
+//	                    error (InvalidParams, MethodNotFound, other;
+//	                    metadata upstream_code)
+//	UNAUTHENTICATED     no or invalid credentials (bearer token, JWT, client
+//	                    certificate)
+//	PERMISSION_DENIED   the principal's rules do not allow the tool
+//	INTERNAL            INTERNAL: generic message; the cause is in the log
+//
+// A tool's own failure is not an error: OK with is_error = true.
 type ToolServiceClient interface {
 	// ListTools returns one page of the current catalog, sorted by name. Every
 	// page of one listing comes from the same catalog revision.
@@ -142,11 +173,42 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 // ToolService lists, calls and watches the merged, namespaced tool catalog of
 // every configured upstream MCP server.
 //
-// Errors follow one table (see README "Errors"): unknown tool or server is
-// NOT_FOUND; bad arguments, page token or field is INVALID_ARGUMENT with a
-// google.rpc.BadRequest naming the field; an upstream that is down or whose
-// session died mid-call is UNAVAILABLE; the caller's deadline is
-// DEADLINE_EXCEEDED; a tool's own failure is not an error (OK, is_error=true).
+// Errors follow one table (see README "Errors"). Every non-OK status of a
+// call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
+// reasons below and metadata "tool" (the exposed name) and "server". Field
+// errors add a google.rpc.BadRequest naming the field; for arguments it is
+// the JSON path under the field that was set ("arguments.count",
+// "arguments_json.tags[2]"). RetryInfo is added when the server knows when a
+// retry may succeed.
+//
+//	NOT_FOUND           TOOL_NOT_FOUND, SERVER_NOT_FOUND
+//	INVALID_ARGUMENT    ARGUMENTS_INVALID: arguments not one JSON object, both
+//	                    arguments fields set, or against the tool's
+//	                    inputSchema (nothing was sent upstream);
+//	                    REQUEST_INVALID: another field (name, page_token,
+//	                    page_size)
+//	UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
+//	                    mid-call (metadata unavailable_reason: no_session |
+//	                    session_lost); CIRCUIT_OPEN (with RetryInfo);
+//	                    SHUTTING_DOWN: retry on another replica
+//	DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
+//	                    call_timeout); the upstream was sent
+//	                    notifications/cancelled
+//	CANCELLED           CANCELLED; the upstream was sent
+//	                    notifications/cancelled
+//	RESOURCE_EXHAUSTED  OVERLOADED: the upstream's concurrency limit is full;
+//	                    REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
+//	                    limit, limit_bytes, size_bytes)
+//	INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
+//	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
+//	                    error (InvalidParams, MethodNotFound, other;
+//	                    metadata upstream_code)
+//	UNAUTHENTICATED     no or invalid credentials (bearer token, JWT, client
+//	                    certificate)
+//	PERMISSION_DENIED   the principal's rules do not allow the tool
+//	INTERNAL            INTERNAL: generic message; the cause is in the log
+//
+// A tool's own failure is not an error: OK with is_error = true.
 type ToolServiceServer interface {
 	// ListTools returns one page of the current catalog, sorted by name. Every
 	// page of one listing comes from the same catalog revision.
