@@ -32,6 +32,10 @@ type Options struct {
 	Logger *slog.Logger
 	// ProgressInterval between progress events on an idle watch stream.
 	ProgressInterval time.Duration
+	// WatchSendTimeout bounds how long one watch message may wait for the
+	// client to read; the stream then ends with UNAVAILABLE. Default
+	// DefaultWatchSendTimeout.
+	WatchSendTimeout time.Duration
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -45,6 +49,10 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
+
+	watch      watchCounters
+	watchCache watchCache
+	senders    sync.WaitGroup // watch Send goroutines
 }
 
 // New returns a Server for the bridge. opts may be nil.
@@ -58,6 +66,9 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	}
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = DefaultProgressInterval
+	}
+	if o.WatchSendTimeout <= 0 {
+		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
 	return &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
 }
