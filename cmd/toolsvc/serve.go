@@ -118,6 +118,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := <-serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		log.Warn("serve ended", "error", err)
 	}
+	svc.Wait() // watch senders end once their streams are gone
 	bridge.Close()
 	log.Info("stopped")
 	return nil
