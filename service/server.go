@@ -52,7 +52,7 @@ type Server struct {
 
 	watch      watchCounters
 	watchCache watchCache
-	senders    sync.WaitGroup // watch Send goroutines
+	senders    goroutines // watch Send goroutines
 }
 
 // New returns a Server for the bridge. opts may be nil.

@@ -58,7 +58,43 @@ func (s *Server) Stats() Stats {
 // stream ended for a blocked Send leaves its sender blocked until gRPC
 // cancels the stream, which it does as soon as the handler returns; call
 // Wait after the gRPC server stopped.
-func (s *Server) Wait() { s.senders.Wait() }
+func (s *Server) Wait() { s.senders.wait() }
+
+// goroutines counts running goroutines. Unlike sync.WaitGroup, it allows
+// starting one while another goroutine waits (a watch handler may still be
+// running when the gRPC server's Stop returns).
+type goroutines struct {
+	mu   sync.Mutex
+	n    int
+	idle *sync.Cond
+}
+
+func (g *goroutines) goFunc(f func()) {
+	g.mu.Lock()
+	g.n++
+	g.mu.Unlock()
+	go func() {
+		defer func() {
+			g.mu.Lock()
+			if g.n--; g.n == 0 && g.idle != nil {
+				g.idle.Broadcast()
+			}
+			g.mu.Unlock()
+		}()
+		f()
+	}()
+}
+
+func (g *goroutines) wait() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.idle == nil {
+		g.idle = sync.NewCond(&g.mu)
+	}
+	for g.n > 0 {
+		g.idle.Wait()
+	}
+}
 
 // watchFilter is the view of the catalog a watch asked for.
 type watchFilter struct {
@@ -307,11 +343,7 @@ type watchSender struct {
 }
 
 func (w *watchSender) send(m *toolsvcv1.WatchCatalogResponse) error {
-	w.s.senders.Add(1)
-	go func() {
-		defer w.s.senders.Done()
-		w.done <- w.stream.Send(m)
-	}()
+	w.s.senders.goFunc(func() { w.done <- w.stream.Send(m) })
 	if w.timer == nil {
 		w.timer = time.NewTimer(w.s.opts.WatchSendTimeout)
 	} else {

@@ -81,7 +81,7 @@ func (w *propWatcher) pickResume() (string, propState, string) {
 	case w.state == nil || r == 0:
 		return "", propState{}, "fresh"
 	case r == 1:
-		junk := []string{"garbage", "ZZZZ", w.rev[:31], w.rev + "0", "0123456789ABCDEF0123456789ABCDEF", "\x00\xff"}
+		junk := []string{"garbage", "ZZZZ", w.rev[:31], w.rev + "0", "0123456789ABCDEF0123456789ABCDEF", "r\u00e9vision\x00"}
 		return junk[w.rng.IntN(len(junk))], propState{}, "malformed"
 	case r <= 5 && len(w.log) > 0:
 		e := w.log[w.rng.IntN(len(w.log))]
