@@ -80,8 +80,9 @@ func (s *Snapshot) serverTools(server string) int {
 // resumption: at most historySize of them, and no more than historyToolRefs
 // tool pointers in all (tools are shared between snapshots, so a snapshot
 // costs 8 bytes per tool: with 20,000 tools the budget keeps 26 snapshots,
-// about 4 MiB). The current snapshot is always kept.
-const (
+// about 4 MiB). The current snapshot is always kept. (Variables so that
+// tests can use small catalogs.)
+var (
 	historySize     = 128
 	historyToolRefs = 512 << 10
 )

@@ -163,7 +163,7 @@ type watchCache struct {
 	deltas map[deltaKey]*toolsvcv1.CatalogChanges
 }
 
-const watchCacheMax = 512
+const watchCacheMax = 128
 
 func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	if f.key == "" {
