@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
@@ -153,17 +155,27 @@ type deltaKey struct {
 	filter   string
 }
 
-// watchCache shares the work of many watchers with the same filter: views
-// of a snapshot, and the changes message between two views (thousands of
-// watchers usually make the same step from the previous revision to the
-// current one). Both maps are dropped whole when they grow past a bound.
-type watchCache struct {
-	mu     sync.Mutex
-	views  map[viewKey]*view
-	deltas map[deltaKey]*toolsvcv1.CatalogChanges
+type snapshotKey struct {
+	snap   *mcpbridge.Snapshot
+	filter string
+	reset  bool
 }
 
-const watchCacheMax = 128
+// watchCache shares the work of many watchers with the same filter: views
+// of a snapshot, and encoded snapshot and changes events (thousands of
+// watchers usually make the same step from the previous revision to the
+// current one). Each map is dropped whole when it grows past a bound.
+type watchCache struct {
+	mu        sync.Mutex
+	views     map[viewKey]*view
+	wire      map[any]proto.Message // deltaKey or snapshotKey -> encoded event
+	wireBytes int
+}
+
+const (
+	watchCacheMax      = 128      // entries per map
+	watchCacheMaxBytes = 64 << 20 // encoded events
+)
 
 func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	if f.key == "" {
@@ -193,64 +205,87 @@ func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	return v
 }
 
-// changes is the message that moves a client from one view to another. The
-// result is shared between streams and must not be modified.
-func (s *Server) changes(from, to *view, f *watchFilter) *toolsvcv1.CatalogChanges {
-	k := deltaKey{from.snap, to.snap, f.key}
+// encoded returns the event build makes, encoded once and shared by every
+// stream that sends the same event. The result is a message whose wire
+// form is exactly the WatchCatalogResponse's (its bytes ride as unknown
+// fields of an Empty), so gRPC neither sizes nor marshals the event again
+// for each of thousands of streams: clients decode a WatchCatalogResponse.
+func (s *Server) encoded(k any, build func() *toolsvcv1.WatchCatalogResponse) proto.Message {
 	c := &s.watchCache
 	c.mu.Lock()
-	ch := c.deltas[k]
+	m := c.wire[k]
 	c.mu.Unlock()
-	if ch != nil {
-		return ch
+	if m != nil {
+		return m
 	}
-	up, rm := mcpbridge.DiffTools(from.tools, to.tools)
-	ch = &toolsvcv1.CatalogChanges{Removed: rm, Upserted: make([]*toolsvcv1.Tool, len(up))}
-	for i, t := range up {
-		ch.Upserted[i] = s.cache.one(t)
-	}
+	m = preEncode(build())
+	size := proto.Size(m)
 	c.mu.Lock()
-	if c.deltas == nil || len(c.deltas) >= watchCacheMax {
-		c.deltas = map[deltaKey]*toolsvcv1.CatalogChanges{}
+	if c.wire == nil || len(c.wire) >= watchCacheMax || c.wireBytes+size > watchCacheMaxBytes {
+		c.wire, c.wireBytes = map[any]proto.Message{}, 0
 	}
-	c.deltas[k] = ch
+	c.wire[k] = m
+	c.wireBytes += size
 	c.mu.Unlock()
-	return ch
+	return m
 }
 
-func (s *Server) snapshotTools(v *view, f *watchFilter) []*toolsvcv1.Tool {
-	if f.key == "" {
-		return s.cache.tools(v.snap, v.snap == s.bridge.Catalog().Current())
+func preEncode(m *toolsvcv1.WatchCatalogResponse) proto.Message {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return m // gRPC will report the error on Send
 	}
-	out := make([]*toolsvcv1.Tool, len(v.tools))
-	for i, t := range v.tools {
-		out[i] = s.cache.one(t)
-	}
-	return out
+	e := &emptypb.Empty{}
+	e.ProtoReflect().SetUnknown(b)
+	return e
+}
+
+// changesEvent moves a client from one view to another.
+func (s *Server) changesEvent(from, to *view, f *watchFilter) proto.Message {
+	return s.encoded(deltaKey{from.snap, to.snap, f.key}, func() *toolsvcv1.WatchCatalogResponse {
+		up, rm := mcpbridge.DiffTools(from.tools, to.tools)
+		ch := &toolsvcv1.CatalogChanges{Removed: rm, Upserted: make([]*toolsvcv1.Tool, len(up))}
+		for i, t := range up {
+			ch.Upserted[i] = s.cache.one(t)
+		}
+		return &toolsvcv1.WatchCatalogResponse{Revision: to.rev, Event: &toolsvcv1.WatchCatalogResponse_Changes{Changes: ch}}
+	})
+}
+
+// snapshotEvent is the whole view.
+func (s *Server) snapshotEvent(v *view, f *watchFilter, reset bool) proto.Message {
+	return s.encoded(snapshotKey{v.snap, f.key, reset}, func() *toolsvcv1.WatchCatalogResponse {
+		var tools []*toolsvcv1.Tool
+		if f.key == "" {
+			tools = s.cache.tools(v.snap, v.snap == s.bridge.Catalog().Current())
+		} else {
+			tools = make([]*toolsvcv1.Tool, len(v.tools))
+			for i, t := range v.tools {
+				tools[i] = s.cache.one(t)
+			}
+		}
+		return &toolsvcv1.WatchCatalogResponse{Revision: v.rev, Event: &toolsvcv1.WatchCatalogResponse_Snapshot{
+			Snapshot: &toolsvcv1.CatalogSnapshot{Tools: tools, Reset_: reset}}}
+	})
 }
 
 // resumeEvent is the first event of a watch: what the resume token earns.
-func (s *Server) resumeEvent(tok string, cur *view, f *watchFilter) *toolsvcv1.WatchCatalogResponse {
-	first := &toolsvcv1.WatchCatalogResponse{Revision: cur.rev}
+func (s *Server) resumeEvent(tok string, cur *view, f *watchFilter) proto.Message {
 	switch {
 	case tok == "":
-		first.Event = &toolsvcv1.WatchCatalogResponse_Snapshot{Snapshot: &toolsvcv1.CatalogSnapshot{Tools: s.snapshotTools(cur, f)}}
-		return first
+		return s.snapshotEvent(cur, f, false)
 	case tok == cur.rev:
-		first.Event = &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}
-		return first
+		return &toolsvcv1.WatchCatalogResponse{Revision: cur.rev, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
 	case !validRevision(tok):
 		s.watch.malformed.Add(1)
 		s.log.Info("watch: malformed resume token; sending a reset snapshot", "token_len", len(tok))
 	default:
 		if old := s.findView(tok, f); old != nil {
-			first.Event = &toolsvcv1.WatchCatalogResponse_Changes{Changes: s.changes(old, cur, f)}
-			return first
+			return s.changesEvent(old, cur, f)
 		}
 	}
 	s.watch.resets.Add(1)
-	first.Event = &toolsvcv1.WatchCatalogResponse_Snapshot{Snapshot: &toolsvcv1.CatalogSnapshot{Tools: s.snapshotTools(cur, f), Reset_: true}}
-	return first
+	return s.snapshotEvent(cur, f, true)
 }
 
 // findView returns the newest remembered view with revision rev, or nil.
@@ -317,10 +352,7 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 			if cur.rev == last.rev {
 				continue // nothing this view shows has changed
 			}
-			if err := w.send(&toolsvcv1.WatchCatalogResponse{
-				Revision: cur.rev,
-				Event:    &toolsvcv1.WatchCatalogResponse_Changes{Changes: s.changes(last, cur, f)},
-			}); err != nil {
+			if err := w.send(s.changesEvent(last, cur, f)); err != nil {
 				return err
 			}
 			last = cur
@@ -342,8 +374,8 @@ type watchSender struct {
 	timer  *time.Timer
 }
 
-func (w *watchSender) send(m *toolsvcv1.WatchCatalogResponse) error {
-	w.s.senders.goFunc(func() { w.done <- w.stream.Send(m) })
+func (w *watchSender) send(m proto.Message) error {
+	w.s.senders.goFunc(func() { w.done <- w.stream.SendMsg(m) })
 	if w.timer == nil {
 		w.timer = time.NewTimer(w.s.opts.WatchSendTimeout)
 	} else {

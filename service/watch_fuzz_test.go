@@ -5,6 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/proto"
+
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
@@ -45,7 +47,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 		}
 		v := fx.svc.view(cur, flt)
 		before := fx.svc.Stats()
-		m := fx.svc.resumeEvent(tok, v, flt)
+		m := decodeEvent(t, fx.svc.resumeEvent(tok, v, flt))
 		after := fx.svc.Stats()
 		if m.GetRevision() != v.rev {
 			t.Fatalf("token %q: revision %s, want the view's %s", tok, m.GetRevision(), v.rev)
@@ -88,4 +90,18 @@ func FuzzWatchResumeToken(f *testing.F) {
 			t.Fatalf("validRevision accepted non-UTF-8 %q", tok)
 		}
 	})
+}
+
+// decodeEvent reads an event as a client would.
+func decodeEvent(t *testing.T, m proto.Message) *toolsvcv1.WatchCatalogResponse {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out toolsvcv1.WatchCatalogResponse
+	if err := proto.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }

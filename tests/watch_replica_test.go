@@ -256,8 +256,10 @@ func TestWatchClientsResumeOnOtherReplica(t *testing.T) {
 	}
 	cliErr.waitFor(t, regexp.MustCompile(`stream ended \(Unavailable: .*\); resuming in`), 10*time.Second)
 	cliOut.waitFor(t, regexp.MustCompile(regexp.QuoteMeta(rev)+` synced`), 10*time.Second)
-	if w.Streams() != 2 {
-		t.Errorf("the Go client opened %d streams, want 2", w.Streams())
+	// (A draining replica may refuse a retry or two before the client's
+	// connection moves: at least one resume, every one without a reset.)
+	if w.Streams() < 2 {
+		t.Errorf("the Go client opened %d streams, want at least 2", w.Streams())
 	}
 	toolsB, _ := listAll(t, ctx, b.client, 1000)
 	local := w.Tools()

@@ -96,9 +96,12 @@ func main() {
 	perWatcher := float64(rss1-rss0) / float64(*watchers)
 	log.Printf("phase 1: %d watchers open; server RSS %d -> %d KiB (%.1f KiB per idle watcher)", *watchers, rss0>>10, rss1>>10, perWatcher/1024)
 
+	scpu0, ccpu0 := srv.cpu(), selfCPU()
 	p1.expect("tool_new_0", time.Now())
 	addTool(up, "tool_new_0", "new")
 	lat := p1.waitAll()
+	res["one_change_server_cpu_ms"] = ms(srv.cpu() - scpu0)
+	res["one_change_client_cpu_ms"] = ms(selfCPU() - ccpu0)
 	spread := make([]time.Duration, len(lat))
 	first := slices.Min(lat)
 	for i, l := range lat {
@@ -147,6 +150,8 @@ func main() {
 	row("latency_max_ms", "one change: latency max (ms)")
 	row("first_receipt_ms", "one change: first watcher (ms)")
 	row("fanout_p99_ms", "one change: fan-out p99 after first (ms)")
+	row("one_change_server_cpu_ms", "one change: server CPU (ms)")
+	row("one_change_client_cpu_ms", "one change: watchers' process CPU (ms)")
 	row("storm_watchers", "storm: watchers")
 	row("storm_upstream_changes", "storm: upstream changes")
 	row("storm_events_delivered", "storm: events delivered")
@@ -322,6 +327,13 @@ func (s *server) cpu() time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)        // field 14
 	st, _ := strconv.ParseInt(f[12], 10, 64)        // field 15
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// selfCPU is this process's user+system CPU time (the watchers' side).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // settle gives the server time to finish work and its GC a chance to run.
