@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -32,7 +33,13 @@ type memServer struct {
 }
 
 func newMemServer(name string) *memServer {
-	return &memServer{name: name, srv: mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil), tools: map[string]string{}}
+	// The tools capability is declared explicitly: the go-sdk infers it
+	// from the tools registered at initialize time, and the bridge does not
+	// list tools on a session whose upstream had none then.
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	return &memServer{name: name, srv: srv, tools: map[string]string{}}
 }
 
 func noop(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -90,7 +97,7 @@ func (m *memServer) config() mcpbridge.ServerConfig {
 		BackoffMax:      20 * time.Millisecond,
 		RefreshDebounce: 5 * time.Millisecond,
 		RefreshMaxDelay: 50 * time.Millisecond,
-		RefreshInterval: -1,
+		RefreshInterval: -1, // pushes only
 		NewTransport: func() (mcp.Transport, error) {
 			m.mu.Lock()
 			defer m.mu.Unlock()
@@ -178,7 +185,19 @@ func (f *watchFixture) waitCatalog(tb testing.TB, what string, cond func(*mcpbri
 		select {
 		case <-sub.C():
 		case <-deadline:
-			tb.Fatalf("timed out waiting for %s", what)
+			var b strings.Builder
+			for _, t := range cat.Current().Tools {
+				fmt.Fprintf(&b, "\n  %s %q available=%v", t.Name, t.Description, t.Available)
+			}
+			for name, m := range f.servers {
+				m.mu.Lock()
+				fmt.Fprintf(&b, "\n  upstream %s down=%v sessions=%d tools=%v", name, m.down, len(m.ss), m.tools)
+				m.mu.Unlock()
+			}
+			for _, st := range f.bridge.Servers() {
+				fmt.Fprintf(&b, "\n  status %+v", st)
+			}
+			tb.Fatalf("timed out waiting for %s; catalog:%s", what, b.String())
 		}
 	}
 }
