@@ -166,6 +166,8 @@ type snapshotKey struct {
 // watchers usually make the same step from the previous revision to the
 // current one). Each map is dropped whole when it grows past a bound.
 type watchCache struct {
+	last atomic.Pointer[wireEntry] // the newest entry: most lookups, no lock
+
 	mu        sync.Mutex
 	views     map[viewKey]*view
 	wire      map[any]proto.Message // deltaKey or snapshotKey -> encoded event
@@ -210,8 +212,16 @@ func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 // form is exactly the WatchCatalogResponse's (its bytes ride as unknown
 // fields of an Empty), so gRPC neither sizes nor marshals the event again
 // for each of thousands of streams: clients decode a WatchCatalogResponse.
+type wireEntry struct {
+	key any
+	msg proto.Message
+}
+
 func (s *Server) encoded(k any, build func() *toolsvcv1.WatchCatalogResponse) proto.Message {
 	c := &s.watchCache
+	if e := c.last.Load(); e != nil && e.key == k {
+		return e.msg
+	}
 	c.mu.Lock()
 	m := c.wire[k]
 	c.mu.Unlock()
@@ -227,6 +237,7 @@ func (s *Server) encoded(k any, build func() *toolsvcv1.WatchCatalogResponse) pr
 	c.wire[k] = m
 	c.wireBytes += size
 	c.mu.Unlock()
+	c.last.Store(&wireEntry{k, m})
 	return m
 }
 
