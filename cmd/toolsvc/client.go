@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -185,31 +186,39 @@ func runWatch(ctx context.Context, args []string) error {
 }
 
 // formatWatchEvent is one human-readable line: time, revision, kind, names
-// (+ upserted, - removed, ! upserted but unavailable).
+// (+ upserted, ! upserted but unavailable, - removed), at most
+// maxWatchNames of them.
 func formatWatchEvent(ev catalogwatch.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %-8s", time.Now().Format("15:04:05.000"), ev.Revision, ev.Kind)
-	names := func(prefix string, ts []*toolsvcv1.Tool) {
-		for _, t := range ts {
-			p := prefix
-			if !t.GetAvailable() {
-				p = "!"
-			}
-			b.WriteString(" " + p + t.GetName())
+	var names []string
+	for _, t := range append(slices.Clip(ev.Tools), ev.Upserted...) {
+		p := ""
+		switch {
+		case !t.GetAvailable():
+			p = "!"
+		case ev.Kind == catalogwatch.Changes:
+			p = "+"
 		}
+		names = append(names, p+t.GetName())
 	}
-	switch ev.Kind {
-	case catalogwatch.Snapshot, catalogwatch.Reset:
+	for _, n := range ev.Removed {
+		names = append(names, "-"+n)
+	}
+	if ev.Kind == catalogwatch.Snapshot || ev.Kind == catalogwatch.Reset {
 		fmt.Fprintf(&b, " %d tools:", len(ev.Tools))
-		names("", ev.Tools)
-	case catalogwatch.Changes:
-		names("+", ev.Upserted)
-		for _, n := range ev.Removed {
-			b.WriteString(" -" + n)
+	}
+	for i, n := range names {
+		if i == maxWatchNames {
+			fmt.Fprintf(&b, " … (%d more)", len(names)-i)
+			break
 		}
+		b.WriteString(" " + n)
 	}
 	return b.String()
 }
+
+const maxWatchNames = 50
 
 func runServers(ctx context.Context, args []string) error {
 	f := newClientFlags("servers")
