@@ -3,7 +3,6 @@ package service
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,7 +125,7 @@ func (s *Server) newWatchFilter(req *toolsvcv1.WatchCatalogRequest) (*watchFilte
 	}
 	if f.servers != nil || f.excludeUnavailable {
 		slices.Sort(names)
-		f.key = fmt.Sprintf("%s|%v", strings.Join(names, ","), f.excludeUnavailable)
+		f.key = fmt.Sprintf("%q|%v", names, f.excludeUnavailable) // quoted: names may hold any character
 	}
 	return f, nil
 }
