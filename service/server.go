@@ -83,9 +83,9 @@ type Server struct {
 	shutdown     chan struct{}
 
 	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
-	watch      watchCounters
-	watchCache watchCache
-	senders    goroutines // watch Send goroutines
+	watch       watchCounters
+	watchCache  watchCache
+	senders     goroutines // watch Send goroutines
 }
 
 // New returns a Server for the bridge. opts may be nil.
