@@ -109,7 +109,11 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	if o.WatchSendTimeout <= 0 {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
-	return &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	if o.Metrics != nil {
+		o.Metrics.server.Store(s)
+	}
+	return s
 }
 
 // Register adds ToolService and AdminService to a gRPC server.

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -101,11 +102,12 @@ func (g *goroutines) wait() {
 type watchFilter struct {
 	servers            map[string]bool // nil: every server
 	excludeUnavailable bool
-	key                string // canonical form; "" is the whole catalog
+	allowed            func(tool string) bool // the caller's authorization; nil: all
+	key                string                 // canonical form; "" is the whole catalog
 }
 
-func (s *Server) newWatchFilter(req *toolsvcv1.WatchCatalogRequest) (*watchFilter, error) {
-	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable()}
+func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalogRequest) (*watchFilter, error) {
+	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.opts.Authorizer.filter(ctx)}
 	var names []string
 	for i, name := range req.GetServers() {
 		field := fmt.Sprintf("servers[%d]", i)
@@ -123,15 +125,23 @@ func (s *Server) newWatchFilter(req *toolsvcv1.WatchCatalogRequest) (*watchFilte
 			names = append(names, name)
 		}
 	}
-	if f.servers != nil || f.excludeUnavailable {
+	principal := ""
+	if f.allowed != nil {
+		// Views are shared by key: callers with different rules must not
+		// share one. The rules are fixed per principal.
+		p, _ := PrincipalFrom(ctx)
+		principal = p.Method + ":" + p.Name
+	}
+	if f.servers != nil || f.excludeUnavailable || f.allowed != nil {
 		slices.Sort(names)
-		f.key = fmt.Sprintf("%q|%v", names, f.excludeUnavailable) // quoted: names may hold any character
+		f.key = fmt.Sprintf("%q|%v|%q", names, f.excludeUnavailable, principal) // quoted: names may hold any character
 	}
 	return f, nil
 }
 
 func (f *watchFilter) keep(t *mcpbridge.Tool) bool {
-	return (f.servers == nil || f.servers[t.Server]) && (t.Available || !f.excludeUnavailable)
+	return (f.servers == nil || f.servers[t.Server]) && (t.Available || !f.excludeUnavailable) &&
+		(f.allowed == nil || f.allowed(t.Name))
 }
 
 // A view is a snapshot as one filter sees it. Its revision is the content
@@ -324,7 +334,7 @@ func (s *Server) findView(rev string, f *watchFilter) *view {
 // it with a bound: a client that does not read for WatchSendTimeout gets
 // UNAVAILABLE and resumes.
 func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]) error {
-	f, err := s.newWatchFilter(req)
+	f, err := s.newWatchFilter(stream.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -371,7 +381,8 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	}
 }
 
-var errShuttingDown = status.Error(codes.Unavailable, "server shutting down; resume with the last revision on any replica")
+var errShuttingDown = (&richError{code: codes.Unavailable, reason: ReasonShuttingDown,
+	msg: "server shutting down; resume with the last revision on any replica"}).err()
 
 // watchSender does one Send at a time on a goroutine of its own, so the
 // handler can give up on a Send that gRPC flow control holds. A sender left

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -41,7 +42,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 		if fi < 0 || fi >= len(filters) {
 			fi = 0
 		}
-		flt, err := fx.svc.newWatchFilter(filters[fi])
+		flt, err := fx.svc.newWatchFilter(context.Background(), filters[fi])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -258,7 +258,7 @@ func TestWatchProperty(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 * len(reqs) {
 		req := reqs[i%len(reqs)]
-		flt, err := f.svc.newWatchFilter(req)
+		flt, err := f.svc.newWatchFilter(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
