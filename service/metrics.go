@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_call_duration_seconds",
 			Help: "Tool call latency at the gRPC edge, by server and outcome.", Buckets: latency}, []string{"server", "outcome"}),
 		callsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_calls_in_flight", Help: "Tool calls in flight."}),
-		watchStreams: prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),
+		watchStreams:  prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),
 		watchResets: prometheus.NewDesc("toolsvc_watch_resets_total",
 			"Watches that started with a reset snapshot (unknown, old or malformed resume token).", nil, nil),
 		malformedResumes: prometheus.NewDesc("toolsvc_watch_malformed_resume_tokens_total",
