@@ -104,7 +104,10 @@ type Auth struct {
 		Issuer   string `json:"issuer"`
 		Audience string `json:"audience"`
 	} `json:"jwt"`
-	Rules []struct {
+	// Admins are globs over the principals that may use AdminService
+	// (refresh, reconnect, reload).
+	Admins []string `json:"admins"`
+	Rules  []struct {
 		Principal string   `json:"principal"`
 		Allow     []string `json:"allow"`
 		Deny      []string `json:"deny"`
