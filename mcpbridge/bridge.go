@@ -412,10 +412,12 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name) // removed by a reconfigure just now
 	}
+	ownDeadline := false
 	if _, has := ctx.Deadline(); !has {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)
 		defer cancel()
+		ownDeadline = true
 	}
 
 	u.mu.Lock()
@@ -476,8 +478,13 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 			u.log.Warn("call failed: session lost", "tool", t.OriginalName, "error", u.redact(err.Error()))
 			return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-			u.recordFailure("call deadline", err)
-			verdict = "failure"
+			// Only the server's own callTimeout counts against the upstream:
+			// a caller's short deadline on a slow tool is the caller's
+			// choice, and a wedged upstream is caught by the prober.
+			if ownDeadline {
+				u.recordFailure("call timeout", err)
+				verdict = "failure"
+			}
 			return nil, ctx.Err()
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -500,7 +507,7 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 	defer stop()
 	// A client span per upstream call, and its W3C trace context in the
 	// request's _meta so the upstream can continue the trace.
-	ctx, span := tracer.Start(ctx, "mcp tools/call", trace.WithSpanKind(trace.SpanKindClient),
+	ctx, span := otel.Tracer(tracerName).Start(ctx, "mcp tools/call", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("mcp.server", s.u.cfg.Name), attribute.String("mcp.tool", tool),
 			attribute.String("mcp.method", "tools/call")))
 	defer func() {
@@ -534,9 +541,10 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 	return res, err
 }
 
-// tracer makes the upstream-call spans; it follows the global
-// TracerProvider (a no-op unless tracing is configured).
-var tracer = otel.Tracer("github.com/toolsvc/toolsvc/mcpbridge")
+// tracerName names the upstream-call spans' tracer. It is looked up from
+// the global TracerProvider on each call (a no-op unless tracing is
+// configured), so a provider installed later is always the one used.
+const tracerName = "github.com/toolsvc/toolsvc/mcpbridge"
 
 // acquire takes a slot under MaxConcurrentCalls, waiting within ctx; it
 // fails with ErrOverloaded when MaxQueuedCalls callers already wait.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -74,18 +75,21 @@ func TestTracing(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := <-gotMeta
-	tp.ForceFlush(t.Context())
+	// The server span ends after the response is written, so it may end a
+	// moment after the client has the result: wait for both.
 	var server, upstream sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		switch s.Name() {
-		case "toolsvc.v1.ToolService/CallTool":
-			server = s
-		case "mcp tools/call":
-			upstream = s
+	for deadline := time.Now().Add(5 * time.Second); server == nil || upstream == nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("spans = %v, want a server span and an upstream span", rec.Ended())
 		}
-	}
-	if server == nil || upstream == nil {
-		t.Fatalf("spans = %v, want a server span and an upstream span", rec.Ended())
+		for _, s := range rec.Ended() {
+			switch s.Name() {
+			case "toolsvc.v1.ToolService/CallTool":
+				server = s
+			case "mcp tools/call":
+				upstream = s
+			}
+		}
 	}
 	if upstream.Parent().SpanID() != server.SpanContext().SpanID() || upstream.SpanContext().TraceID() != server.SpanContext().TraceID() {
 		t.Errorf("upstream span is not a child of the server span")
