@@ -75,8 +75,12 @@ func profileCalls(ctx context.Context, e *env) error {
 	time.Sleep(time.Second)
 	log.Printf("profile: %d s of CPU and allocations from %s", secs, addr)
 	errs := make(chan error, 2)
-	go func() { errs <- fetch("cpu.pprof", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs)) }()
-	go func() { errs <- fetch("allocs.pprof", fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", addr, secs)) }()
+	go func() {
+		errs <- fetch("cpu.pprof", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
+	}()
+	go func() {
+		errs <- fetch("allocs.pprof", fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", addr, secs))
+	}()
 	err = <-errs
 	if err2 := <-errs; err == nil {
 		err = err2
