@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,7 @@ const protocol = "2025-11-25"
 type path struct {
 	name string
 	call func(context.Context) error
+	cpu  func() time.Duration // CPU of the process under test, if any
 }
 
 var (
@@ -52,6 +54,7 @@ func startToolsvc(ctx context.Context, e *env, name, config string, extraEnv ...
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
+	extraEnv = append(strings.Fields(*toolsvcEnv), extraEnv...)
 	p, err := start("toolsvc "+name, extraEnv, e.root, e.toolsvc, "serve", "--config", cfg,
 		"--listen", "127.0.0.1:0", "--admin-listen", "", "--log-level", "info")
 	if err != nil {
@@ -207,24 +210,36 @@ func latencies(ctx context.Context, paths []path) (map[string][]time.Duration, e
 	return out, nil
 }
 
-// throughputs measures calls/s at *callers concurrent callers, interleaved.
-func throughputs(ctx context.Context, paths []path) (map[string]float64, error) {
-	total := map[string]time.Duration{}
+// throughputs measures calls/s at *callers concurrent callers,
+// interleaved, and the CPU per call of each path's process under test.
+func throughputs(ctx context.Context, paths []path) (rate map[string]float64, cpuPerCall map[string]time.Duration, err error) {
+	total, cpu := map[string]time.Duration{}, map[string]time.Duration{}
 	for r := range *rounds {
 		for i := range paths {
 			p := paths[(i+r)%len(paths)]
+			var c0 time.Duration
+			if p.cpu != nil {
+				c0 = p.cpu()
+			}
 			d, err := concurrent(ctx, p, *concCalls, *callers)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			total[p.name] += d
+			if p.cpu != nil {
+				cpu[p.name] += p.cpu() - c0
+			}
 		}
 	}
-	out := map[string]float64{}
+	n := *concCalls * *rounds
+	rate, cpuPerCall = map[string]float64{}, map[string]time.Duration{}
 	for name, d := range total {
-		out[name] = float64(*concCalls**rounds) / d.Seconds()
+		rate[name] = float64(n) / d.Seconds()
 	}
-	return out, nil
+	for name, c := range cpu {
+		cpuPerCall[name] = c / time.Duration(n)
+	}
+	return rate, cpuPerCall, nil
 }
 
 // benchCalls is item 1: the call overhead over stdio and HTTP, and item 2:
@@ -235,7 +250,6 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 	if err != nil {
 		return err
 	}
-	_ = noop
 	_, httpURL, err := startUpstream(ctx, e, "http")
 	if err != nil {
 		return err
@@ -263,14 +277,16 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 	health := healthpb.NewHealthClient(nc)
 	hreq := &healthpb.HealthCheckRequest{}
 
-	directStdio := path{"direct stdio", mcpEcho(ds)}
-	toolsvcStdio := path{"toolsvc stdio", toolsvcEcho(ts.client, "s")}
-	directHTTP := path{"direct http", mcpEcho(dh)}
-	toolsvcHTTP := path{"toolsvc http", toolsvcEcho(ts.client, "h")}
+	// CPU per call: toolsvc's process; the direct client's is this
+	// process (idle but for the callers); the no-op's is its server's.
+	directStdio := path{"direct stdio", mcpEcho(ds), selfCPU}
+	toolsvcStdio := path{"toolsvc stdio", toolsvcEcho(ts.client, "s"), ts.cpu}
+	directHTTP := path{"direct http", mcpEcho(dh), selfCPU}
+	toolsvcHTTP := path{"toolsvc http", toolsvcEcho(ts.client, "h"), ts.cpu}
 	noopGRPC := path{"no-op gRPC", func(ctx context.Context) error {
 		_, err := health.Check(ctx, hreq)
 		return err
-	}}
+	}, noop.cpu}
 
 	log.Printf("call overhead: %d rounds of %d sequential calls per path", *rounds, *calls)
 	lat, err := latencies(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC})
@@ -278,7 +294,7 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 		return err
 	}
 	log.Printf("call overhead: %d rounds of %d calls per path from %d callers", *rounds, *concCalls, *callers)
-	tput, err := throughputs(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP})
+	tput, cpu, err := throughputs(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC})
 	if err != nil {
 		return err
 	}
@@ -286,6 +302,8 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 	r.set("noop_grpc_p50_us", us(noopP50))
 	r.set("noop_grpc_p99_us", us(noopP99))
 	r.row("no-op gRPC unary p50 / p99", fmt.Sprintf("%.0f / %.0f µs", us(noopP50), us(noopP99)), "")
+	r.set("noop_grpc_server_cpu_us_per_call", us(cpu[noopGRPC.name]))
+	r.row(fmt.Sprintf("no-op gRPC server CPU per call (%d callers)", *callers), fmt.Sprintf("%.0f µs", us(cpu[noopGRPC.name])), "")
 	worstP50, worstP99, worstTput := 0.0, 0.0, 1e9
 	for _, tr := range []struct {
 		name            string
@@ -312,6 +330,9 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 		r.row(tr.name+": call_p99_ratio", fmt.Sprint(p99r), "≤ 1.3")
 		r.row(fmt.Sprintf("%s: calls/s at %d callers direct / toolsvc", tr.name, *callers), fmt.Sprintf("%.0f / %.0f", tput[tr.direct.name], tput[tr.toolsvc.name]), "")
 		r.row(tr.name+": throughput_ratio", fmt.Sprint(tr3), "≥ 0.9")
+		r.set("direct_"+tr.name+"_client_cpu_us_per_call", us(cpu[tr.direct.name]))
+		r.set("toolsvc_"+tr.name+"_cpu_us_per_call", us(cpu[tr.toolsvc.name]))
+		r.row(tr.name+": CPU per call: direct client / toolsvc", fmt.Sprintf("%.0f / %.0f µs", us(cpu[tr.direct.name]), us(cpu[tr.toolsvc.name])), "")
 	}
 	r.set("call_p50_ratio", worstP50)
 	r.set("call_p99_ratio", worstP99)

@@ -42,6 +42,8 @@ var (
 	profileDir  = flag.String("profile", "", "write toolsvc CPU and allocation profiles of the call phase into this directory")
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
+	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, catalog, storm (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -105,16 +107,31 @@ func run(ctx context.Context) error {
 	r.set("gomaxprocs", runtime.GOMAXPROCS(0))
 	r.set("num_cpu", runtime.NumCPU())
 
-	if err := benchCalls(ctx, e, r); err != nil {
-		return fmt.Errorf("call overhead: %w", err)
+	skipped := map[string]bool{}
+	for _, p := range strings.Split(*skipPhases, ",") {
+		skipped[strings.TrimSpace(p)] = true
 	}
-	if !*peers {
-		r.skip("peer_added_latency_ratio", "-peers=false")
+	if skipped["calls"] {
+		for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "peer_added_latency_ratio"} {
+			r.skip(k, "-skip calls")
+		}
+	} else {
+		if err := benchCalls(ctx, e, r); err != nil {
+			return fmt.Errorf("call overhead: %w", err)
+		}
+		if !*peers {
+			r.skip("peer_added_latency_ratio", "-peers=false")
+		}
 	}
-	if err := benchCatalog(ctx, e, r); err != nil {
+	if skipped["catalog"] {
+		r.skip("list_ratio", "-skip catalog")
+	} else if err := benchCatalog(ctx, e, r); err != nil {
 		return fmt.Errorf("catalog scale: %w", err)
 	}
-	if err := benchStorm(ctx, e, r); err != nil {
+	if skipped["storm"] {
+		r.skip("storm_lists", "-skip storm")
+		r.skip("storm_call_p99_ratio", "-skip storm")
+	} else if err := benchStorm(ctx, e, r); err != nil {
 		return fmt.Errorf("refresh storm: %w", err)
 	}
 	if err := benchWatch(ctx, e, r); err != nil {

@@ -77,7 +77,7 @@ func benchPeers(ctx context.Context, e *env, r *results, directStdio, toolsvcStd
 			return err
 		}
 		defer s.Close()
-		paths = append(paths, path{name, mcpEcho(s)})
+		paths = append(paths, path{name: name, call: mcpEcho(s)})
 	}
 	log.Printf("peers: %d rounds of %d sequential calls per path", *rounds, *calls)
 	lat, err := latencies(ctx, paths)

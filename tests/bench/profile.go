@@ -34,7 +34,7 @@ func profileCalls(ctx context.Context, e *env) error {
 	if err != nil {
 		return fmt.Errorf("toolsvc was not built with -tags benchprofile: %w", err)
 	}
-	p := path{"toolsvc stdio", toolsvcEcho(ts.client, "s")}
+	p := path{name: "toolsvc stdio", call: toolsvcEcho(ts.client, "s")}
 	if _, err := sequential(ctx, p, *warmup); err != nil {
 		return err
 	}

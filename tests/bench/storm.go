@@ -48,7 +48,7 @@ func benchStorm(ctx context.Context, e *env, r *results) error {
 		return err
 	}
 	defer ts.close()
-	echo := path{"toolsvc stdio", toolsvcEcho(ts.client, "e")}
+	echo := path{name: "toolsvc stdio", call: toolsvcEcho(ts.client, "e")}
 	listCalls := func() (int, error) {
 		res, err := ts.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "storm__stats"})
 		if err != nil {
