@@ -287,9 +287,16 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 		_, err := health.Check(ctx, hreq)
 		return err
 	}, noop.cpu}
+	// toolsvc's own health Check: its gRPC server and interceptor chain
+	// without the bridge, to tell where added time goes.
+	tsHealth := healthpb.NewHealthClient(ts.conn)
+	toolsvcHealth := path{name: "toolsvc health", call: func(ctx context.Context) error {
+		_, err := tsHealth.Check(ctx, hreq)
+		return err
+	}}
 
 	log.Printf("call overhead: %d rounds of %d sequential calls per path", *rounds, *calls)
-	lat, err := latencies(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC})
+	lat, err := latencies(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC, toolsvcHealth})
 	if err != nil {
 		return err
 	}
@@ -302,6 +309,10 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 	r.set("noop_grpc_p50_us", us(noopP50))
 	r.set("noop_grpc_p99_us", us(noopP99))
 	r.row("no-op gRPC unary p50 / p99", fmt.Sprintf("%.0f / %.0f µs", us(noopP50), us(noopP99)), "")
+	hp50, hp99 := pct(lat[toolsvcHealth.name], 50), pct(lat[toolsvcHealth.name], 99)
+	r.set("toolsvc_health_p50_us", us(hp50))
+	r.set("toolsvc_health_p99_us", us(hp99))
+	r.row("toolsvc's own health Check p50 / p99", fmt.Sprintf("%.0f / %.0f µs", us(hp50), us(hp99)), "")
 	r.set("noop_grpc_server_cpu_us_per_call", us(cpu[noopGRPC.name]))
 	r.row(fmt.Sprintf("no-op gRPC server CPU per call (%d callers)", *callers), fmt.Sprintf("%.0f µs", us(cpu[noopGRPC.name])), "")
 	worstP50, worstP99, worstTput := 0.0, 0.0, 1e9

@@ -90,15 +90,22 @@ func run(ctx context.Context) error {
 	if *profileDir != "" {
 		tags = []string{"-tags", "benchprofile"}
 	}
+	// Both builds at once: linking dominates and is single-threaded.
+	builds := make(chan error, 2)
 	if e.toolsvc == "" {
 		e.toolsvc = filepath.Join(tmp, "toolsvc")
-		if err := goBuild(root, e.toolsvc, "./cmd/toolsvc", tags...); err != nil {
-			return err
-		}
+		go func() { builds <- goBuild(root, e.toolsvc, "./cmd/toolsvc", tags...) }()
+	} else {
+		builds <- nil
 	}
 	if e.upstream == "" {
 		e.upstream = filepath.Join(tmp, "upstream")
-		if err := goBuild(root, e.upstream, "./tests/bench/upstream"); err != nil {
+		go func() { builds <- goBuild(root, e.upstream, "./tests/bench/upstream") }()
+	} else {
+		builds <- nil
+	}
+	for range 2 {
+		if err := <-builds; err != nil {
 			return err
 		}
 	}
