@@ -99,13 +99,18 @@ func benchCatalog(ctx context.Context, e *env, r *results) error {
 			return fmt.Errorf("%s listing: %d tools, want %d", name, n, want)
 		}
 	}
+	// CPU of both ends of the toolsvc listing: toolsvc's process (encoding)
+	// and this one (the gRPC client decoding).
 	var tDur, dDur []float64
+	var serverCPU, clientCPU time.Duration
 	for range *listReps {
-		t0 := time.Now()
+		t0, s0, c0 := time.Now(), ts.cpu(), selfCPU()
 		if _, err := viaToolsvc(); err != nil {
 			return err
 		}
 		tDur = append(tDur, float64(time.Since(t0)))
+		serverCPU += ts.cpu() - s0
+		clientCPU += selfCPU() - c0
 		t0 = time.Now()
 		if _, err := direct(); err != nil {
 			return err
@@ -118,6 +123,10 @@ func benchCatalog(ctx context.Context, e *env, r *results) error {
 	r.set("list_toolsvc_ms", ms(time.Duration(tm)))
 	r.set("list_direct_ms", ms(time.Duration(dm)))
 	r.set("list_ratio", ratio)
+	reps := time.Duration(*listReps)
+	r.set("list_toolsvc_server_cpu_ms", ms(serverCPU/reps))
+	r.set("list_toolsvc_client_cpu_ms", ms(clientCPU/reps))
+	r.row("catalog: CPU per full listing, toolsvc / gRPC client", fmt.Sprintf("%.0f / %.0f ms", ms(serverCPU/reps), ms(clientCPU/reps)), "")
 	r.set("toolsvc_rss_kib_catalog", ts.rssKiB())
 	r.row(fmt.Sprintf("catalog: %d tools on %d upstreams, ListTools all pages", want, *catUps), fmt.Sprintf("%.1f ms", ms(time.Duration(tm))), "")
 	r.row("catalog: upstreams' own tools/list, all pages", fmt.Sprintf("%.1f ms", ms(time.Duration(dm))), "")
