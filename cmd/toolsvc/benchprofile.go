@@ -1,0 +1,33 @@
+//go:build benchprofile
+
+// A profiling build for go run ./tests/bench -profile: with the benchprofile
+// tag and TOOLSVC_BENCH_PPROF=host:port, toolsvc serves net/http/pprof on
+// its own listener. Never part of a normal build.
+
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+)
+
+func init() {
+	addr := os.Getenv("TOOLSVC_BENCH_PPROF")
+	if addr == "" {
+		return
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchprofile:", err)
+		os.Exit(2)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	fmt.Fprintf(os.Stderr, "benchprofile: pprof on %s\n", lis.Addr())
+	// Lives as long as the process: this build exists only to be profiled.
+	go func() { _ = http.Serve(lis, mux) }()
+}

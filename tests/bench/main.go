@@ -1,0 +1,266 @@
+// Command bench measures toolsvc side by side with direct MCP calls and with
+// peer gateways, and prints a table and, last, one line of JSON. Every
+// figure is a ratio of two things measured in the same run, interleaved, on
+// the same machine. See README.md.
+//
+//	go run ./tests/bench            # the full run (a few minutes)
+//	go run ./tests/bench -h         # flags
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var (
+	calls       = flag.Int("calls", 2000, "sequential calls per path per round")
+	rounds      = flag.Int("rounds", 3, "rounds; each round measures every path once, in turn")
+	warmup      = flag.Int("warmup", 300, "calls per path before measuring")
+	callers     = flag.Int("callers", 32, "concurrent callers in the throughput phase")
+	concCalls   = flag.Int("conc-calls", 8000, "calls per path per round in the throughput phase")
+	peers       = flag.Bool("peers", true, "measure the npm peer gateways (npm ci in tests/bench/node on first use)")
+	catUps      = flag.Int("catalog-upstreams", 20, "upstreams in the catalog phase")
+	catTools    = flag.Int("catalog-tools", 1000, "generated tools per upstream in the catalog phase")
+	listReps    = flag.Int("list-reps", 7, "full listings per side in the catalog phase")
+	storm       = flag.Int("storm", 10000, "list_changed notifications in the storm")
+	stormCalls  = flag.Int("storm-baseline-calls", 3000, "calls measured before the storm")
+	watchMode   = flag.String("watch", "auto", "watch fan-out (item 3): auto runs ./tests/bench/watch if it exists, off skips")
+	watchArgs   = flag.String("watch-args", "", "extra arguments for ./tests/bench/watch")
+	profileDir  = flag.String("profile", "", "write toolsvc CPU and allocation profiles of the call phase into this directory")
+	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
+	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
+	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, catalog, storm (their figures are marked not measured)")
+	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
+)
+
+// notMeasured is the JSON value of a figure this run did not measure; the
+// reason is under "not_measured".
+const notMeasuredMark = "not measured in this run"
+
+func main() {
+	flag.Parse()
+	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	log.SetPrefix("bench: ")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	stopAll()
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// env is what every phase needs.
+type env struct {
+	root     string // module root
+	tmp      string
+	toolsvc  string
+	upstream string
+	nodeDir  string // tests/node (storm server)
+	peersDir string // tests/bench/node
+}
+
+func run(ctx context.Context) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "toolsvc-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	e := &env{root: root, tmp: tmp, toolsvc: *toolsvcBin, upstream: *upstreamBin,
+		nodeDir: filepath.Join(root, "tests", "node"), peersDir: filepath.Join(root, "tests", "bench", "node")}
+	var tags []string
+	if *profileDir != "" {
+		tags = []string{"-tags", "benchprofile"}
+	}
+	// Both builds at once: linking dominates and is single-threaded.
+	builds := make(chan error, 2)
+	if e.toolsvc == "" {
+		e.toolsvc = filepath.Join(tmp, "toolsvc")
+		go func() { builds <- goBuild(root, e.toolsvc, "./cmd/toolsvc", tags...) }()
+	} else {
+		builds <- nil
+	}
+	if e.upstream == "" {
+		e.upstream = filepath.Join(tmp, "upstream")
+		go func() { builds <- goBuild(root, e.upstream, "./tests/bench/upstream") }()
+	} else {
+		builds <- nil
+	}
+	for range 2 {
+		if err := <-builds; err != nil {
+			return err
+		}
+	}
+
+	r := newResults()
+	r.set("gomaxprocs", runtime.GOMAXPROCS(0))
+	r.set("num_cpu", runtime.NumCPU())
+
+	skipped := map[string]bool{}
+	for _, p := range strings.Split(*skipPhases, ",") {
+		skipped[strings.TrimSpace(p)] = true
+	}
+	if skipped["calls"] {
+		for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "peer_added_latency_ratio"} {
+			r.skip(k, "-skip calls")
+		}
+	} else {
+		if err := benchCalls(ctx, e, r); err != nil {
+			return fmt.Errorf("call overhead: %w", err)
+		}
+		if !*peers {
+			r.skip("peer_added_latency_ratio", "-peers=false")
+		}
+	}
+	if skipped["catalog"] {
+		r.skip("list_ratio", "-skip catalog")
+	} else if err := benchCatalog(ctx, e, r); err != nil {
+		return fmt.Errorf("catalog scale: %w", err)
+	}
+	if skipped["storm"] {
+		r.skip("storm_lists", "-skip storm")
+		r.skip("storm_call_p99_ratio", "-skip storm")
+	} else if err := benchStorm(ctx, e, r); err != nil {
+		return fmt.Errorf("refresh storm: %w", err)
+	}
+	if err := benchWatch(ctx, e, r); err != nil {
+		return fmt.Errorf("watch fan-out: %w", err)
+	}
+	if *profileDir != "" {
+		if err := profileCalls(ctx, e); err != nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+	}
+	r.print()
+	return nil
+}
+
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("run from inside the toolsvc module")
+	}
+	return filepath.Dir(mod), nil
+}
+
+func goBuild(root, out, pkg string, extra ...string) error {
+	log.Printf("go build %s", pkg)
+	args := append([]string{"build"}, extra...)
+	cmd := exec.Command("go", append(args, "-o", out, pkg)...)
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return nil
+}
+
+// results holds the figures in the order they were set.
+type results struct {
+	keys    []string
+	vals    map[string]any
+	skipped map[string]string
+	rows    [][3]string // label, value, goal
+}
+
+func newResults() *results {
+	return &results{vals: map[string]any{}, skipped: map[string]string{}}
+}
+
+func (r *results) set(k string, v any) {
+	if _, ok := r.vals[k]; !ok {
+		r.keys = append(r.keys, k)
+	}
+	r.vals[k] = v
+}
+
+// skip records a figure as not measured, with the reason.
+func (r *results) skip(k, why string) {
+	r.set(k, nil)
+	r.skipped[k] = why
+	r.row(k, notMeasuredMark+" ("+why+")", "")
+}
+
+func (r *results) row(label, value, goal string) {
+	r.rows = append(r.rows, [3]string{label, value, goal})
+}
+
+func (r *results) print() {
+	w := 0
+	for _, row := range r.rows {
+		w = max(w, len(row[0]))
+	}
+	fmt.Println()
+	fmt.Printf("%-*s  %-28s  %s\n", w, "figure", "value", "goal")
+	fmt.Printf("%s\n", strings.Repeat("-", w+44))
+	for _, row := range r.rows {
+		fmt.Printf("%-*s  %-28s  %s\n", w, row[0], row[1], row[2])
+	}
+	out := map[string]any{}
+	for _, k := range r.keys {
+		out[k] = r.vals[k]
+	}
+	if len(r.skipped) > 0 {
+		out["not_measured"] = r.skipped
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(b))
+}
+
+// Percentiles and rounding.
+
+func pct(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return round3(float64(d) / 1e6) }
+
+func us(d time.Duration) float64 { return round3(float64(d) / 1e3) }
+
+func round3(f float64) float64 {
+	const k = 1000
+	if f < 0 {
+		return -float64(int64(-f*k+0.5)) / k
+	}
+	return float64(int64(f*k+0.5)) / k
+}
+
+func median(f []float64) float64 {
+	s := slices.Clone(f)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

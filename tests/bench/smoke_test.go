@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// figures are the keys the issue names; every run's JSON line carries all
+// of them, as a number or as null with a reason under "not_measured".
+var figures = []string{
+	"call_p50_ratio", "call_p99_ratio", "throughput_ratio",
+	"peer_added_latency_ratio",
+	"watch_p99_ms_10k", "watch_rss_kib_per_watcher",
+	"list_ratio",
+	"storm_lists", "storm_call_p99_ratio",
+}
+
+// TestSmoke runs the benchmark command in a tiny configuration (no peers:
+// their npm install alone takes longer than the whole smoke run) and checks
+// its last line. No thresholds: CI machines are too noisy for them.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs toolsvc, upstreams and a node server")
+	}
+	exe := filepath.Join(t.TempDir(), "bench")
+	build := exec.Command("go", "build", "-o", exe, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(exe, "-calls", "50", "-rounds", "1", "-warmup", "10", "-callers", "4", "-conc-calls", "100",
+		"-peers=false", "-catalog-upstreams", "2", "-catalog-tools", "20", "-list-reps", "1",
+		"-storm", "50", "-storm-baseline-calls", "50",
+		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench: %v\nstdout:\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	last := lines[len(lines)-1]
+	var res map[string]any
+	if err := json.Unmarshal([]byte(last), &res); err != nil {
+		t.Fatalf("last line is not JSON: %v\n%s", err, out)
+	}
+	reasons, _ := res["not_measured"].(map[string]any)
+	for _, k := range figures {
+		v, ok := res[k]
+		switch {
+		case !ok:
+			t.Errorf("no %q in %s", k, last)
+		case v == nil:
+			if r, _ := reasons[k].(string); r == "" {
+				t.Errorf("%q is null without a reason under not_measured: %s", k, last)
+			}
+		default:
+			if _, num := v.(float64); !num {
+				t.Errorf("%q = %v (%T), want a number", k, v, v)
+			}
+		}
+	}
+	// What this configuration measures must be measured.
+	for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "list_ratio", "storm_lists", "storm_call_p99_ratio"} {
+		if _, num := res[k].(float64); !num {
+			t.Errorf("%q = %v, want a number", k, res[k])
+		}
+	}
+	if r, _ := reasons["peer_added_latency_ratio"].(string); r == "" {
+		t.Errorf("peer_added_latency_ratio not marked as not measured with -peers=false: %s", last)
+	}
+	t.Logf("%s", last)
+}
