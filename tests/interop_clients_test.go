@@ -66,7 +66,7 @@ func TestInteropExampleClients(t *testing.T) {
 		t.Run(c.lang, func(t *testing.T) {
 			argv, env := c.setup(t)
 			name := "from_" + c.lang
-			argv = append(argv, p.addr, "rt__add_tool", fmt.Sprintf(`{"name": %q}`, name))
+			argv = append(argv, p.addr, "rt__add_tool", fmt.Sprintf(`{"name": %q}`, name), "rt__sleep", `{"ms": 400}`)
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -86,6 +86,8 @@ func TestInteropExampleClients(t *testing.T) {
 				t.Errorf("%s client printed no snapshot line", c.lang)
 			case !strings.Contains(out, fmt.Sprintf("call rt__add_tool ok add_tool %s ok\n", name)):
 				t.Errorf("%s client's call result is missing", c.lang)
+			case !regexp.MustCompile(`(?m)^progress 1/4 quarter 1\n(?s:.*)^progress 4/4 quarter 4\n(?s:.*)^stream result ok slept \d+ms$`).MatchString(out):
+				t.Errorf("%s client's streaming call did not show progress 1..4 then the result", c.lang)
 			case !strings.Contains(out, "resumed from "+snap[1]+"\n"):
 				t.Errorf("%s client did not resume from its snapshot revision %s", c.lang, snap[1])
 			case !regexp.MustCompile(`(?m)^changes [0-9a-f]+ .*\+rt__` + name + `\b`).MatchString(out):

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -17,30 +16,43 @@ import (
 	"time"
 )
 
+// procStat returns a live (non-zombie) process's parent pid, from
+// /proc/PID/stat; ok is false for a gone or zombie process.
+func procStat(pid int) (ppid int, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+2:]))
+	if len(fields) < 2 || fields[0] == "Z" {
+		return 0, false
+	}
+	ppid, _ = strconv.Atoi(fields[1])
+	return ppid, true
+}
+
+// pids lists the numeric entries of /proc.
+func pids() []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // childPIDs lists the live children of ppid whose command line contains
 // match.
 func childPIDs(ppid int, match string) []int {
 	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for _, pid := range pids() {
+		if p, ok := procStat(pid); !ok || p != ppid {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so parse after ')'.
-		rest := stat[bytes.LastIndexByte(stat, ')')+2:]
-		fields := strings.Fields(string(rest))
-		if len(fields) < 2 || fields[0] == "Z" {
-			continue
-		}
-		if p, _ := strconv.Atoi(fields[1]); p != ppid {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if strings.Contains(string(cmdline), match) {
 			out = append(out, pid)
 		}
@@ -52,35 +64,22 @@ func childPIDs(ppid int, match string) []int {
 // the given KEY=VALUE.
 func procsWithEnv(kv string) []int {
 	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+	for _, pid := range pids() {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
 		if err != nil || !bytes.Contains(env, []byte(kv)) {
 			continue
 		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			rest := stat[bytes.LastIndexByte(stat, ')')+2:]
-			if len(rest) > 0 && rest[0] == 'Z' {
-				continue
-			}
+		if _, ok := procStat(pid); ok {
+			out = append(out, pid)
 		}
-		out = append(out, pid)
 	}
 	return out
 }
 
 // alive reports whether pid exists and is not a zombie.
 func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	rest := stat[bytes.LastIndexByte(stat, ')')+2:]
-	return len(rest) > 0 && rest[0] != 'Z'
+	_, ok := procStat(pid)
+	return ok
 }
 
 // eventually polls cond every 20 ms until it holds or timeout passes.

@@ -1,7 +1,8 @@
 // Binary go demonstrates a toolsvc client in Go: list the catalog, watch it,
-// call a tool, and resume the watch from the last revision seen.
+// call a tool, call one with progress streaming, and resume the watch from the
+// last revision seen.
 //
-//	go run ./examples/go ADDR TOOL [ARGS_JSON]
+//	go run ./examples/go ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
 package main
 
 import (
@@ -28,12 +29,16 @@ func main() {
 	if len(os.Args) > 3 {
 		args = os.Args[3]
 	}
-	if err := run(os.Args[1], os.Args[2], args); err != nil {
+	streamTool, streamArgs := os.Args[2], "{}"
+	if len(os.Args) > 5 {
+		streamTool, streamArgs = os.Args[4], os.Args[5]
+	}
+	if err := run(os.Args[1], os.Args[2], args, streamTool, streamArgs); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, tool, args string) error {
+func run(addr, tool, args, streamTool, streamArgs string) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
@@ -86,6 +91,29 @@ func run(addr, tool, args string) error {
 		outcome = "is_error"
 	}
 	fmt.Println("call", tool, outcome, text.String())
+
+	// Streaming call: progress as it comes, the result last.
+	stream, err := c.CallToolStream(ctx, &toolsvcv1.CallToolStreamRequest{Name: streamTool, ArgumentsJson: streamArgs})
+	if err != nil {
+		return err
+	}
+	for {
+		msg, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return err
+		}
+		if p := msg.GetProgress(); p != nil {
+			fmt.Printf("progress %g/%g %s\n", p.GetProgress(), p.GetTotal(), p.GetMessage())
+			continue
+		}
+		var text strings.Builder
+		for _, content := range msg.GetResult().GetContent() {
+			text.WriteString(content.GetText().GetText())
+		}
+		fmt.Println("stream result", map[bool]string{false: "ok", true: "is_error"}[msg.GetResult().GetIsError()], text.String())
+	}
 
 	// Resume from the last revision: only what changed since arrives.
 	fmt.Println("resumed from", revision)

@@ -1,14 +1,14 @@
-// A toolsvc client in Node: list the catalog, watch it, call a tool, and
-// resume the watch from the last revision seen.
+// A toolsvc client in Node: list the catalog, watch it, call a tool, call one
+// with progress streaming, and resume the watch from the last revision seen.
 //
-//   node client.mjs ADDR TOOL [ARGS_JSON]
+//   node client.mjs ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
 //
 // The API is loaded from proto/ at run time (no generated code).
 import { fileURLToPath } from "node:url";
 import grpc from "@grpc/grpc-js";
 import protoLoader from "@grpc/proto-loader";
 
-const [addr, tool, argsJSON = "{}"] = process.argv.slice(2);
+const [addr, tool, argsJSON = "{}", streamTool = tool, streamArgs = "{}"] = process.argv.slice(2);
 const protoDir = process.env.TOOLSVC_PROTO ?? fileURLToPath(new URL("../../proto", import.meta.url));
 const def = protoLoader.loadSync("toolsvc/v1/toolsvc.proto", { includeDirs: [protoDir], keepCase: true, longs: String, arrays: true, oneofs: true });
 const { ToolService } = grpc.loadPackageDefinition(def).toolsvc.v1;
@@ -40,6 +40,17 @@ let revision = await new Promise((resolve, reject) => {
 const res = await unary("CallTool", { name: tool, arguments_json: argsJSON });
 const text = res.content.map((c) => c.text?.text ?? "").join("");
 console.log("call", tool, res.is_error ? "is_error" : "ok", text);
+
+// Streaming call: progress as it comes, the result last.
+await new Promise((resolve, reject) => {
+  const call = client.CallToolStream({ name: streamTool, arguments_json: streamArgs }, deadline(30));
+  call.on("data", (msg) => {
+    if (msg.event === "progress") console.log(`progress ${msg.progress.progress}/${msg.progress.total ?? "?"} ${msg.progress.message}`);
+    else console.log("stream result", msg.result.is_error ? "is_error" : "ok", msg.result.content.map((c) => c.text?.text ?? "").join(""));
+  });
+  call.on("end", resolve);
+  call.on("error", reject);
+});
 
 // Resume from the last revision: only what changed since arrives.
 console.log("resumed from", revision);

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""A toolsvc client in Python: list the catalog, watch it, call a tool, and
-resume the watch from the last revision seen.
+"""A toolsvc client in Python: list the catalog, watch it, call a tool, call
+one with progress streaming, and resume the watch from the last revision seen.
 
-    client.py ADDR TOOL [ARGS_JSON]
+    client.py ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
 
 Needs Debian's python3-grpcio (use /usr/bin/python3) and stubs generated from
 proto/ by protoc (see examples/README.md).
@@ -15,7 +15,8 @@ from toolsvc.v1 import toolsvc_pb2 as pb
 from toolsvc.v1 import toolsvc_pb2_grpc as rpc
 
 
-def main(addr, tool, args_json="{}"):
+def main(addr, tool, args_json="{}", stream_tool=None, stream_args="{}"):
+    stream_tool = stream_tool or tool
     with grpc.insecure_channel(addr) as channel:
         stub = rpc.ToolServiceStub(channel)
 
@@ -40,6 +41,14 @@ def main(addr, tool, args_json="{}"):
         res = stub.CallTool(pb.CallToolRequest(name=tool, arguments_json=args_json), timeout=30)
         text = "".join(c.text.text for c in res.content if c.HasField("text"))
         print("call", tool, "is_error" if res.is_error else "ok", text)
+
+        # Streaming call: progress as it comes, the result last.
+        for msg in stub.CallToolStream(pb.CallToolStreamRequest(name=stream_tool, arguments_json=stream_args), timeout=30):
+            if msg.HasField("progress"):
+                print("progress %g/%g %s" % (msg.progress.progress, msg.progress.total, msg.progress.message))
+            else:
+                print("stream result", "is_error" if msg.result.is_error else "ok",
+                      "".join(c.text.text for c in msg.result.content if c.HasField("text")))
 
         # Resume from the last revision: only what changed since arrives.
         print("resumed from", revision)

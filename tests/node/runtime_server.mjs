@@ -13,7 +13,8 @@
 //                           via "none":    no notification.
 //                           Other live sessions are notified on their session channel.
 //   remove_tool{name, via}  the reverse.
-//   sleep{ms}               waits ms, honouring cancellation (extra.signal); every call is recorded.
+//   sleep{ms}               waits ms, honouring cancellation (extra.signal); every call is recorded;
+//                           with a progress token, reports progress 1..4 of 4 along the way.
 //   stats{}                 {"sleeps": [{ms, elapsed_ms, cancelled, reason}], "get_streams": open standalone GET streams}
 import http from "node:http";
 import { randomUUID } from "node:crypto";
@@ -58,7 +59,7 @@ function newServer() {
         return text(`${req.params.name} ${name} ok`);
       }
       case "sleep":
-        return sleep(Number(args.ms), extra.signal);
+        return sleep(Number(args.ms), extra.signal, req.params._meta?.progressToken, extra);
       case "stats":
         return { ...text(JSON.stringify({ sleeps, get_streams: getStreams })), structuredContent: { sleeps, get_streams: getStreams } };
     }
@@ -81,10 +82,18 @@ async function announce(self, extra, channel) {
   }
 }
 
-function sleep(ms, signal) {
+function sleep(ms, signal, progressToken, extra) {
   const start = Date.now();
   const rec = { ms, elapsed_ms: 0, cancelled: false, reason: "" };
   sleeps.push(rec);
+  // With a progress token: progress 1..4 at quarters of the sleep.
+  const ticks = [];
+  if (progressToken !== undefined) {
+    for (let i = 1; i <= 4; i++) {
+      ticks.push(setTimeout(() => extra.sendNotification({ method: "notifications/progress",
+        params: { progressToken, progress: i, total: 4, message: `quarter ${i}` } }).catch(() => {}), (ms * i) / 4 - 1));
+    }
+  }
   return new Promise((resolve) => {
     const done = () => {
       rec.elapsed_ms = Date.now() - start;
@@ -94,6 +103,7 @@ function sleep(ms, signal) {
     const timer = setTimeout(done, ms);
     signal.addEventListener("abort", () => {
       clearTimeout(timer);
+      ticks.forEach(clearTimeout);
       rec.cancelled = true;
       rec.reason = String(signal.reason ?? "");
       done();

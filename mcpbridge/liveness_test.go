@@ -1,0 +1,97 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestIsSessionDead: transport failures evict; answers from a live
+// upstream (even ones whose text mentions sessions) and the caller's own
+// deadline do not (predecessor cases 11, 12, 14).
+func TestIsSessionDead(t *testing.T) {
+	tests := []struct {
+		err  error
+		dead bool
+	}{
+		{io.EOF, true},
+		{fmt.Errorf("calling %q: %w", "tools/call", io.EOF), true},
+		{mcp.ErrConnectionClosed, true},
+		{fmt.Errorf("x: %w", mcp.ErrSessionMissing), true},
+		{syscall.ECONNRESET, true},
+		{syscall.ECONNREFUSED, true},
+		{&jsonrpc.Error{Code: codeRejectedByTransport, Message: "rejected by transport"}, true},
+		{&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Session terminated"}, false},
+		{&jsonrpc.Error{Code: -32000, Message: "session not found"}, false},
+		{context.DeadlineExceeded, false},
+		{context.Canceled, false},
+		{errors.New("tool said no"), false},
+	}
+	for _, tt := range tests {
+		if got := isSessionDead(tt.err); got != tt.dead {
+			t.Errorf("isSessionDead(%v) = %v, want %v", tt.err, got, tt.dead)
+		}
+	}
+}
+
+func TestPingUnsupported(t *testing.T) {
+	if !pingUnsupported(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound}) {
+		t.Error("MethodNotFound is a rejected ping")
+	}
+	if !pingUnsupported(errors.New(`POST "ping": 400 Bad Request`)) {
+		t.Error("HTTP 400 is a rejected ping")
+	}
+	if pingUnsupported(context.DeadlineExceeded) || pingUnsupported(io.EOF) {
+		t.Error("a timeout or EOF is not a rejected ping")
+	}
+}
+
+// TestBackoffBounds: full jitter within [0, min(max, base·2ⁿ)], no overflow
+// for huge attempt counts (predecessor case 21).
+func TestBackoffBounds(t *testing.T) {
+	base, maxD := 100*time.Millisecond, 2*time.Second
+	for attempt := 0; attempt < 200; attempt++ {
+		cap := min(maxD, base<<min(attempt, 20))
+		for i := 0; i < 20; i++ {
+			if d := backoff(base, maxD, attempt); d <= 0 || d > cap {
+				t.Fatalf("backoff(attempt %d) = %v, want in (0, %v]", attempt, d, cap)
+			}
+		}
+	}
+}
+
+// TestFailedAddLeavesNoTools: a server added by Reconfigure that cannot
+// connect publishes nothing callable (predecessor case 40).
+func TestFailedAddLeavesNoTools(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	b := newTestBridge(t, up.config("mem"))
+	bad := ServerConfig{Name: "bad", Transport: TransportStdio, Command: "/nonexistent/toolsvc-no-such-server",
+		BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond}
+	if _, err := b.Reconfigure(Config{Servers: []ServerConfig{up.config("mem"), bad}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(defaultTestTimeout)
+	for {
+		st, err := b.Server("bad")
+		if err == nil && st.LastError != "" && st.State != StateReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the bad server never reported its failure: %+v %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, tl := range b.Catalog().Current().Tools {
+		if tl.Server == "bad" {
+			t.Fatalf("a failed add left tool %s in the catalog", tl.Name)
+		}
+	}
+}
