@@ -52,14 +52,17 @@ type Snapshot struct {
 	Tools []*Tool
 	// Created is when this snapshot was published.
 	Created time.Time
-
-	index map[string]*Tool
 }
 
-// Lookup returns the tool with the given exposed name.
+// Lookup returns the tool with the given exposed name. It searches the
+// sorted Tools, so a retained snapshot costs one slice of pointers and no
+// per-snapshot index.
 func (s *Snapshot) Lookup(name string) (*Tool, bool) {
-	t, ok := s.index[name]
-	return t, ok
+	i, ok := slices.BinarySearchFunc(s.Tools, name, func(t *Tool, n string) int { return cmp.Compare(t.Name, n) })
+	if !ok {
+		return nil, false
+	}
+	return s.Tools[i], true
 }
 
 // ServerTools returns the number of tools a server contributes.
@@ -73,9 +76,16 @@ func (s *Snapshot) serverTools(server string) int {
 	return n
 }
 
-// historySize is how many recent snapshots a catalog remembers, for page
-// tokens and watch resumption.
-const historySize = 128
+// The catalog remembers recent snapshots for page tokens and watch
+// resumption: at most historySize of them, and no more than historyToolRefs
+// tool pointers in all (tools are shared between snapshots, so a snapshot
+// costs 8 bytes per tool: with 20,000 tools the budget keeps 26 snapshots,
+// about 4 MiB). The current snapshot is always kept. (Variables so that
+// tests can use small catalogs.)
+var (
+	historySize     = 128
+	historyToolRefs = 512 << 10
+)
 
 // Catalog is the merged catalog of every upstream. Writers build a new
 // Snapshot and swap a pointer; readers load it without locking. Subscribers
@@ -85,7 +95,8 @@ type Catalog struct {
 
 	mu       sync.Mutex // serialises writers; guards the fields below
 	servers  map[string]*serverEntry
-	history  []*Snapshot          // oldest first, at most historySize
+	history  []*Snapshot          // oldest first, within historySize and historyToolRefs
+	refs     int                  // tool pointers held by history
 	byRev    map[string]*Snapshot // revision -> newest snapshot with it
 	warnings map[string][]string  // server -> naming warnings of the current snapshot
 
@@ -211,17 +222,25 @@ func (c *Catalog) buildLocked() *Snapshot {
 		}
 	}
 	slices.SortFunc(all, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
-	h := sha256.New()
-	for _, t := range all {
-		h.Write(t.hash[:])
-	}
 	c.warnings = warnings
 	return &Snapshot{
-		Revision: hex.EncodeToString(h.Sum(nil)[:16]),
+		Revision: Revision(all),
 		Tools:    all,
 		Created:  time.Now(),
-		index:    index,
 	}
+}
+
+// Revision is the content revision of a list of tools sorted by name: 32
+// hex digits over every entry's content. A Snapshot's Revision is the
+// Revision of its Tools; a filtered view of a snapshot (say, one server's
+// tools) has the Revision of its own list, so equal views have equal
+// revisions on every process.
+func Revision(tools []*Tool) string {
+	h := sha256.New()
+	for _, t := range tools {
+		h.Write(t.hash[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // publishLocked makes s current, records it in the history and signals
@@ -232,11 +251,13 @@ func (c *Catalog) publishLocked(s *Snapshot) {
 	}
 	c.cur.Store(s)
 	c.history = append(c.history, s)
+	c.refs += len(s.Tools)
 	c.byRev[s.Revision] = s
-	if len(c.history) > historySize {
+	for len(c.history) > 1 && (len(c.history) > historySize || c.refs > historyToolRefs) {
 		old := c.history[0]
 		c.history[0] = nil
 		c.history = c.history[1:]
+		c.refs -= len(old.Tools)
 		if c.byRev[old.Revision] == old {
 			delete(c.byRev, old.Revision)
 		}
@@ -285,10 +306,23 @@ func (c *Catalog) Subscribers() int {
 	return len(c.subs)
 }
 
+// History returns the remembered snapshots, oldest first; the last is the
+// current one.
+func (c *Catalog) History() []*Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.history)
+}
+
 // Diff returns what moves a client holding from to the state of to: tools
 // that are new or changed in to, and names that are gone.
 func Diff(from, to *Snapshot) (upserted []*Tool, removed []string) {
-	a, b := from.Tools, to.Tools
+	return DiffTools(from.Tools, to.Tools)
+}
+
+// DiffTools is Diff for two lists of tools sorted by name (for example
+// filtered views of two snapshots).
+func DiffTools(a, b []*Tool) (upserted []*Tool, removed []string) {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {

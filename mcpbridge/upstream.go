@@ -581,14 +581,18 @@ func (s *session) debounce() bool {
 
 // listAll lists every page of tools, guarding against a cursor loop.
 func (s *session) listAll(ctx context.Context) ([]*mcp.Tool, error) {
-	if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools == nil {
-		return nil, nil // the upstream offers no tools
-	}
 	var tools []*mcp.Tool
 	seen := map[string]bool{}
 	params := &mcp.ListToolsParams{}
 	for {
 		res, err := s.cs.ListTools(ctx, params)
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound && params.Cursor == "" {
+			// An upstream without tools. It is still listed every time: a
+			// server that had no tools at connect (go-sdk then omits the
+			// capability) may add some later.
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -21,9 +21,11 @@ type Metrics struct {
 	calls            *prometheus.CounterVec
 	callDuration     *prometheus.HistogramVec
 	callsInFlight    prometheus.Gauge
-	watchEvents      *prometheus.CounterVec
-	watchResets      prometheus.Counter
-	malformedResumes prometheus.Counter
+	server           atomic.Pointer[Server]
+	watchStreams     *prometheus.Desc
+	watchResets      *prometheus.Desc
+	malformedResumes *prometheus.Desc
+	slowConsumers    *prometheus.Desc
 
 	upState        *prometheus.Desc
 	upConnects     *prometheus.Desc
@@ -51,12 +53,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_call_duration_seconds",
 			Help: "Tool call latency at the gRPC edge, by server and outcome.", Buckets: latency}, []string{"server", "outcome"}),
 		callsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_calls_in_flight", Help: "Tool calls in flight."}),
-		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_watch_events_sent_total",
-			Help: "WatchCatalog messages sent, by kind."}, []string{"kind"}),
-		watchResets: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_watch_resets_total",
-			Help: "Watches that started with a reset snapshot (unknown, old or malformed resume token)."}),
-		malformedResumes: prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_watch_malformed_resume_tokens_total",
-			Help: "Watches whose resume token was malformed."}),
+		watchStreams:  prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),
+		watchResets: prometheus.NewDesc("toolsvc_watch_resets_total",
+			"Watches that started with a reset snapshot (unknown, old or malformed resume token).", nil, nil),
+		malformedResumes: prometheus.NewDesc("toolsvc_watch_malformed_resume_tokens_total",
+			"Watches whose resume token was malformed (a subset of resets).", nil, nil),
+		slowConsumers: prometheus.NewDesc("toolsvc_watch_slow_consumers_total",
+			"Watch streams ended because the client did not read within the send timeout.", nil, nil),
 		upState: prometheus.NewDesc("toolsvc_upstream_state", "1 for the upstream's current state.", []string{"server", "state"}, nil),
 		upConnects: prometheus.NewDesc("toolsvc_upstream_connects_total", "Sessions established to the upstream since start.",
 			[]string{"server"}, nil),
@@ -69,8 +72,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
 		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams.", nil, nil),
 	}
-	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.calls, m.callDuration, m.callsInFlight,
-		m.watchEvents, m.watchResets, m.malformedResumes)
+	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.calls, m.callDuration, m.callsInFlight)
 	return m
 }
 
@@ -92,7 +94,8 @@ func (m *Metrics) ProbeFailed(server string) { m.probeFailures.WithLabelValues(s
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.catalogTools, m.catalogWatcher} {
+	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight,
+		m.catalogTools, m.catalogWatcher, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers} {
 		ch <- d
 	}
 }
@@ -127,4 +130,11 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(len(b.Catalog().Current().Tools)))
 	ch <- prometheus.MustNewConstMetric(m.catalogWatcher, prometheus.GaugeValue, float64(b.Catalog().Subscribers()))
+	if s := m.server.Load(); s != nil {
+		st := s.Stats()
+		ch <- prometheus.MustNewConstMetric(m.watchStreams, prometheus.GaugeValue, float64(st.WatchStreams))
+		ch <- prometheus.MustNewConstMetric(m.watchResets, prometheus.CounterValue, float64(st.WatchResets))
+		ch <- prometheus.MustNewConstMetric(m.malformedResumes, prometheus.CounterValue, float64(st.WatchMalformedTokens))
+		ch <- prometheus.MustNewConstMetric(m.slowConsumers, prometheus.CounterValue, float64(st.WatchSlowConsumers))
+	}
 }

@@ -62,6 +62,10 @@ type Options struct {
 	// MaxResponseBytes caps the encoded size of a call's result (0:
 	// DefaultMaxResponseBytes); a larger one fails with RESOURCE_EXHAUSTED.
 	MaxResponseBytes int
+	// WatchSendTimeout bounds how long one watch message may wait for the
+	// client to read; the stream then ends with UNAVAILABLE. Default
+	// DefaultWatchSendTimeout.
+	WatchSendTimeout time.Duration
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -79,6 +83,9 @@ type Server struct {
 	shutdown     chan struct{}
 
 	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
+	watch       watchCounters
+	watchCache  watchCache
+	senders     goroutines // watch Send goroutines
 }
 
 // New returns a Server for the bridge. opts may be nil.
@@ -99,7 +106,14 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
-	return &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	if o.WatchSendTimeout <= 0 {
+		o.WatchSendTimeout = DefaultWatchSendTimeout
+	}
+	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	if o.Metrics != nil {
+		o.Metrics.server.Store(s)
+	}
+	return s
 }
 
 // Register adds ToolService and AdminService to a gRPC server.

@@ -113,6 +113,8 @@ func TestMetricsScrape(t *testing.T) {
 		`toolsvc_upstream_last_list_age_seconds{server="up"}`,
 		`toolsvc_catalog_tools`,
 		`toolsvc_watchers 1`,
+		`toolsvc_watch_streams 1`,
+		`toolsvc_watch_resets_total 0`,
 		`grpc_server_handled_total{grpc_code="OK",grpc_method="CallTool",grpc_service="toolsvc.v1.ToolService",grpc_type="unary"} 3`,
 		`grpc_server_handling_seconds_bucket`,
 		`go_goroutines`,
@@ -180,6 +182,17 @@ func TestAuthTokensAndRules(t *testing.T) {
 	for _, tl := range aliceTools {
 		if !strings.HasPrefix(tl.GetName(), "a__") {
 			t.Errorf("alice sees %s", tl.GetName())
+		}
+	}
+	// The same rules on the watch: alice's snapshot holds exactly her tools.
+	w := startWatch(t, as(alice), p.client, "")
+	snap := w.next(t, 5*time.Second).GetSnapshot()
+	if len(snap.GetTools()) != len(aliceTools) {
+		t.Errorf("alice's watch snapshot has %d tools, her ListTools %d", len(snap.GetTools()), len(aliceTools))
+	}
+	for _, tl := range snap.GetTools() {
+		if !strings.HasPrefix(tl.GetName(), "a__") {
+			t.Errorf("alice's watch shows %s", tl.GetName())
 		}
 	}
 	if _, err := p.client.CallTool(as(alice), &toolsvcv1.CallToolRequest{Name: "b__ping_me", ArgumentsJson: `{"x": 1}`}); status.Code(err) != codes.PermissionDenied {

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/toolsvc/toolsvc/catalogwatch"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
@@ -305,30 +308,83 @@ func byteSize(n int) string {
 
 func runWatch(ctx context.Context, args []string) error {
 	f := newClientFlags("watch")
-	resume := f.fs.String("resume", "", "resume from this revision")
+	resume := f.fs.String("resume", "", "resume from this revision (print only what changed since)")
+	servers := f.fs.String("servers", "", "comma-separated server names: watch only their tools")
+	excludeUnavailable := f.fs.Bool("exclude-unavailable", false, "leave out tools whose upstream is not ready")
 	if err := f.fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
+	}
+	if f.fs.NArg() != 0 {
+		return &exitError{code: 2, err: errors.New("usage: toolsvc watch [--addr ADDR] [--json] [--resume REV] [--servers A,B] [--exclude-unavailable]")}
 	}
 	c, closeConn, err := dial(*f.addr)
 	if err != nil {
 		return err
 	}
 	defer closeConn()
-	stream, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{ResumeToken: *resume})
-	if err != nil {
-		return err
-	}
-	for {
-		ev, err := stream.Recv()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	opts := catalogwatch.Options{
+		ExcludeUnavailable: *excludeUnavailable,
+		OnEvent: func(ev catalogwatch.Event) {
+			if *f.json {
+				printJSON(ev.Raw)
+			} else {
+				fmt.Println(formatWatchEvent(ev))
 			}
-			return err
-		}
-		printJSON(ev)
+		},
+		OnRetry: func(err error, wait time.Duration) {
+			fmt.Fprintf(os.Stderr, "watch: stream ended (%s: %s); resuming in %s\n",
+				status.Code(err), status.Convert(err).Message(), wait.Round(time.Millisecond))
+		},
 	}
+	if *servers != "" {
+		opts.Servers = strings.Split(*servers, ",")
+	}
+	if *resume != "" {
+		// The CLI prints events and keeps no catalog of its own, so an
+		// empty initial catalog is enough to resume from.
+		opts.ResumeToken, opts.Initial = *resume, []*toolsvcv1.Tool{}
+	}
+	err = catalogwatch.New(c, opts).Run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
+
+// formatWatchEvent is one human-readable line: time, revision, kind, names
+// (+ upserted, ! upserted but unavailable, - removed), at most
+// maxWatchNames of them.
+func formatWatchEvent(ev catalogwatch.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %-8s", time.Now().Format("15:04:05.000"), ev.Revision, ev.Kind)
+	var names []string
+	for _, t := range append(slices.Clip(ev.Tools), ev.Upserted...) {
+		p := ""
+		switch {
+		case !t.GetAvailable():
+			p = "!"
+		case ev.Kind == catalogwatch.Changes:
+			p = "+"
+		}
+		names = append(names, p+t.GetName())
+	}
+	for _, n := range ev.Removed {
+		names = append(names, "-"+n)
+	}
+	if ev.Kind == catalogwatch.Snapshot || ev.Kind == catalogwatch.Reset {
+		fmt.Fprintf(&b, " %d tools:", len(ev.Tools))
+	}
+	for i, n := range names {
+		if i == maxWatchNames {
+			fmt.Fprintf(&b, " … (%d more)", len(names)-i)
+			break
+		}
+		b.WriteString(" " + n)
+	}
+	return b.String()
+}
+
+const maxWatchNames = 50
 
 func runServers(ctx context.Context, args []string) error {
 	f := newClientFlags("servers")

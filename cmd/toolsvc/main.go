@@ -23,7 +23,9 @@ Usage:
   toolsvc tools   [--addr ADDR] [--json]           list tools
   toolsvc call    [--addr ADDR] [--json] NAME [ARGS_JSON]
                                                    call a tool
-  toolsvc watch   [--addr ADDR] [--resume REV]     stream catalog changes (JSON lines)
+  toolsvc watch   [--addr ADDR] [--json] [--resume REV] [--servers A,B] [--exclude-unavailable]
+                                                   stream catalog changes, one line each;
+                                                   resumes by itself when a stream ends
   toolsvc servers [--addr ADDR] [--json]           list upstream servers
   toolsvc refresh   [--addr ADDR] NAME             re-list one server's tools now
   toolsvc reconnect [--addr ADDR] NAME             reconnect one server now (clears its breaker)

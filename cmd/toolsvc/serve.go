@@ -232,6 +232,7 @@ func runServe(ctx context.Context, args []string) error {
 		log.Warn("serve ended", "error", err)
 	}
 	hs.Shutdown()
+	svc.Wait() // watch senders end once their streams are gone
 	closed := make(chan struct{})
 	go func() {
 		bridge.Close()

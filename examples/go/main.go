@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/toolsvc/toolsvc/catalogwatch"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
@@ -62,20 +63,18 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 		}
 	}
 
-	// Watch: the first message is a snapshot; keep its revision.
+	// Watch with the project's resuming client (package catalogwatch): it
+	// keeps a local catalog and resumes by itself when a stream ends. Take
+	// its first snapshot, then stop, as if the process went away.
 	wctx, stop := context.WithCancel(ctx)
-	watch, err := c.WatchCatalog(wctx, &toolsvcv1.WatchCatalogRequest{})
-	if err != nil {
+	first := catalogwatch.New(c, catalogwatch.Options{OnEvent: func(catalogwatch.Event) { stop() }})
+	if err := first.Run(wctx); err != nil && wctx.Err() == nil {
 		stop()
 		return err
 	}
-	first, err := watch.Recv()
-	stop() // as if the connection dropped
-	if err != nil {
-		return err
-	}
-	revision := first.GetRevision()
-	fmt.Println("snapshot", revision, len(first.GetSnapshot().GetTools()), "tools")
+	stop()
+	revision, held := first.Revision(), first.Tools()
+	fmt.Println("snapshot", revision, len(held), "tools")
 
 	// Call. A tool's own failure is IsError, not an RPC error.
 	res, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: args})
@@ -115,37 +114,33 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 		fmt.Println("stream result", map[bool]string{false: "ok", true: "is_error"}[msg.GetResult().GetIsError()], text.String())
 	}
 
-	// Resume from the last revision: only what changed since arrives.
+	// Resume from the last revision with the catalog we hold: only what
+	// changed since arrives (synced if nothing did).
 	fmt.Println("resumed from", revision)
-	watch, err = c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{ResumeToken: revision})
-	if err != nil {
+	rctx, done := context.WithCancel(ctx)
+	defer done()
+	resumed := catalogwatch.New(c, catalogwatch.Options{ResumeToken: revision, Initial: held,
+		OnEvent: func(ev catalogwatch.Event) {
+			switch ev.Kind {
+			case catalogwatch.Changes:
+				var names []string
+				for _, t := range ev.Upserted {
+					names = append(names, "+"+t.GetName())
+				}
+				for _, n := range ev.Removed {
+					names = append(names, "-"+n)
+				}
+				fmt.Println("changes", ev.Revision, strings.Join(names, " "))
+				done()
+			default: // synced, progress, or a snapshot/reset that replaced the local catalog
+				fmt.Println(ev.Kind, ev.Revision)
+			}
+		}})
+	if err := resumed.Run(rctx); err != nil && rctx.Err() == nil {
 		return err
 	}
-	for {
-		ev, err := watch.Recv()
-		if errors.Is(err, io.EOF) {
-			return errors.New("watch ended")
-		} else if err != nil {
-			return err
-		}
-		revision = ev.GetRevision() // always keep the latest as the resume token
-		switch e := ev.GetEvent().(type) {
-		case *toolsvcv1.WatchCatalogResponse_Changes:
-			var names []string
-			for _, t := range e.Changes.GetUpserted() {
-				names = append(names, "+"+t.GetName())
-			}
-			for _, n := range e.Changes.GetRemoved() {
-				names = append(names, "-"+n)
-			}
-			fmt.Println("changes", revision, strings.Join(names, " "))
-			return nil
-		case *toolsvcv1.WatchCatalogResponse_Synced:
-			fmt.Println("synced", revision)
-		case *toolsvcv1.WatchCatalogResponse_Progress:
-			fmt.Println("progress", revision)
-		case *toolsvcv1.WatchCatalogResponse_Snapshot: // reset: replace all state
-			fmt.Println("snapshot", revision, len(e.Snapshot.GetTools()), "tools")
-		}
+	if rctx.Err() == nil || ctx.Err() != nil {
+		return errors.New("watch ended before the change arrived")
 	}
+	return nil
 }

@@ -1,0 +1,88 @@
+package catalogwatch
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+const (
+	rev1 = "11111111111111111111111111111111"
+	rev2 = "22222222222222222222222222222222"
+)
+
+func snapshot(rev string, reset bool, names ...string) *toolsvcv1.WatchCatalogResponse {
+	s := &toolsvcv1.CatalogSnapshot{Reset_: reset}
+	for _, n := range names {
+		s.Tools = append(s.Tools, &toolsvcv1.Tool{Name: n})
+	}
+	return &toolsvcv1.WatchCatalogResponse{Revision: rev, Event: &toolsvcv1.WatchCatalogResponse_Snapshot{Snapshot: s}}
+}
+
+func changes(rev string, removed []string, upserted ...*toolsvcv1.Tool) *toolsvcv1.WatchCatalogResponse {
+	return &toolsvcv1.WatchCatalogResponse{Revision: rev, Event: &toolsvcv1.WatchCatalogResponse_Changes{
+		Changes: &toolsvcv1.CatalogChanges{Upserted: upserted, Removed: removed}}}
+}
+
+func names(w *Watcher) string {
+	s := ""
+	for _, t := range w.Tools() {
+		s += t.GetName() + " "
+	}
+	return s
+}
+
+func TestApply(t *testing.T) {
+	w := New(nil, Options{})
+	if _, err := w.apply(changes(rev1, nil, &toolsvcv1.Tool{Name: "a"})); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("changes before a snapshot: %v, want ErrProtocol", err)
+	}
+	if ev, err := w.apply(snapshot(rev1, false, "b", "a")); err != nil || ev.Kind != Snapshot || names(w) != "a b " {
+		t.Fatalf("snapshot: %v %v, tools %q", ev.Kind, err, names(w))
+	}
+	if ev, err := w.apply(changes(rev2, []string{"a"}, &toolsvcv1.Tool{Name: "c"}, &toolsvcv1.Tool{Name: "b", Description: "new"})); err != nil || ev.Kind != Changes {
+		t.Fatalf("changes: %v %v", ev.Kind, err)
+	}
+	if b, _ := w.Lookup("b"); names(w) != "b c " || b.GetDescription() != "new" || w.Revision() != rev2 {
+		t.Fatalf("after changes: %q at %s", names(w), w.Revision())
+	}
+	synced := &toolsvcv1.WatchCatalogResponse{Revision: rev1, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
+	if _, err := w.apply(synced); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("synced to another revision: %v, want ErrProtocol", err)
+	}
+	if ev, err := w.apply(snapshot(rev1, true, "z")); err != nil || ev.Kind != Reset || names(w) != "z " {
+		t.Fatalf("reset: %v %v, tools %q", ev.Kind, err, names(w))
+	}
+	if _, err := w.apply(&toolsvcv1.WatchCatalogResponse{Event: synced.Event}); !errors.Is(err, ErrProtocol) {
+		t.Fatalf("event without revision: %v", err)
+	}
+}
+
+func TestResumeFromInitial(t *testing.T) {
+	w := New(nil, Options{ResumeToken: rev1, Initial: []*toolsvcv1.Tool{{Name: "a"}}})
+	synced := &toolsvcv1.WatchCatalogResponse{Revision: rev1, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
+	if ev, err := w.apply(synced); err != nil || ev.Kind != Synced || names(w) != "a " {
+		t.Fatalf("synced after Initial: %v %v %q", ev.Kind, err, names(w))
+	}
+	if w := New(nil, Options{ResumeToken: rev1}); w.Revision() != "" {
+		t.Fatal("a resume token without Initial was used")
+	}
+}
+
+func TestRetryable(t *testing.T) {
+	for code, want := range map[codes.Code]bool{
+		codes.Unavailable: true, codes.Internal: true, codes.ResourceExhausted: true, codes.Unknown: true,
+		codes.InvalidArgument: false, codes.NotFound: false, codes.PermissionDenied: false, codes.Unimplemented: false,
+	} {
+		if got := retryable(status.Error(code, "x")); got != want {
+			t.Errorf("retryable(%v) = %v, want %v", code, got, want)
+		}
+	}
+	if retryable(ErrProtocol) {
+		t.Error("a protocol violation is retried")
+	}
+}

@@ -1,0 +1,108 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// FuzzWatchResumeToken checks what any resume token earns, for the whole
+// catalog and a filtered view: an empty token a plain snapshot, the current
+// revision "synced", a remembered revision exactly the changes since it, and
+// anything else a reset snapshot, counted as malformed exactly when the
+// token is not shaped like a revision. Never a panic, never an error.
+//
+// CI runs the seed corpus (go test); a longer run:
+//
+//	go test -run '^$' -fuzz FuzzWatchResumeToken -fuzztime 5m ./service
+func FuzzWatchResumeToken(f *testing.F) {
+	fx := newWatchFixture(f, nil, map[string][]string{"a": {"x", "y"}, "b": {"x"}})
+	cat := fx.bridge.Catalog()
+	old := cat.Current()
+	fx.servers["a"].put("z", "v1")
+	cur := fx.waitCatalog(f, "a__z", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("a__z"); return ok })
+	filters := []*toolsvcv1.WatchCatalogRequest{{}, {Servers: []string{"a"}}, {Servers: []string{"b"}, ExcludeUnavailable: true}}
+
+	for _, seed := range []string{
+		"", old.Revision, cur.Revision, strings.ToUpper(cur.Revision), cur.Revision[:31], cur.Revision + "0",
+		strings.Repeat("0", 32), "not-a-revision", "cDE6...", "\x00", "é" + cur.Revision[2:],
+		pageToken{revision: cur.Revision, after: "a__x"}.encode(),
+	} {
+		for i := range filters {
+			f.Add(seed, i)
+		}
+	}
+	f.Fuzz(func(t *testing.T, tok string, fi int) {
+		if fi < 0 || fi >= len(filters) {
+			fi = 0
+		}
+		flt, err := fx.svc.newWatchFilter(context.Background(), filters[fi])
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := fx.svc.view(cur, flt)
+		before := fx.svc.Stats()
+		m := decodeEvent(t, fx.svc.resumeEvent(tok, v, flt))
+		after := fx.svc.Stats()
+		if m.GetRevision() != v.rev {
+			t.Fatalf("token %q: revision %s, want the view's %s", tok, m.GetRevision(), v.rev)
+		}
+		malformed := after.WatchMalformedTokens - before.WatchMalformedTokens
+		resets := after.WatchResets - before.WatchResets
+		if want := tok != "" && !validRevision(tok); (malformed == 1) != want || malformed > 1 {
+			t.Fatalf("token %q: malformed counter moved by %d", tok, malformed)
+		}
+		known := fx.svc.findView(tok, flt)
+		switch {
+		case tok == "":
+			if m.GetSnapshot() == nil || m.GetSnapshot().GetReset_() || resets != 0 {
+				t.Fatalf("empty token: %v", m)
+			}
+		case tok == v.rev:
+			if m.GetSynced() == nil || resets != 0 {
+				t.Fatalf("current revision: %v", m)
+			}
+		case known != nil:
+			if m.GetChanges() == nil || resets != 0 {
+				t.Fatalf("remembered token %q: %v", tok, m)
+			}
+			got := map[string]bool{}
+			for _, tl := range m.GetChanges().GetUpserted() {
+				got[tl.GetName()] = true
+			}
+			for _, name := range m.GetChanges().GetRemoved() {
+				got["-"+name] = true
+			}
+			if len(got) == 0 {
+				t.Fatalf("remembered token %q: empty changes", tok)
+			}
+		default:
+			if !m.GetSnapshot().GetReset_() || resets != 1 || len(m.GetSnapshot().GetTools()) != len(v.tools) {
+				t.Fatalf("token %q: %v, want a reset snapshot of %d tools, counted", tok, m, len(v.tools))
+			}
+		}
+		if validRevision(tok) && !utf8.ValidString(tok) {
+			t.Fatalf("validRevision accepted non-UTF-8 %q", tok)
+		}
+	})
+}
+
+// decodeEvent reads an event as a client would.
+func decodeEvent(t *testing.T, m proto.Message) *toolsvcv1.WatchCatalogResponse {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out toolsvcv1.WatchCatalogResponse
+	if err := proto.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}

@@ -1,0 +1,357 @@
+// Command watch benchmarks WatchCatalog fan-out against a real toolsvc
+// process (built from ./cmd/toolsvc without -race) in front of a real go-sdk
+// MCP upstream over streamable HTTP (in this process), on loopback:
+//
+//	go run ./tests/bench/watch [-watchers 10000] [-conns 100] [-tools 50]
+//	                           [-storm-watchers 1000] [-storm-every 10ms] [-storm-for 10s]
+//
+// Phase 1 opens -watchers streams, waits until each has its snapshot, lets
+// the server settle and reads its RSS: (RSS - RSS before the watchers) /
+// watchers is the memory per idle watcher. Then one upstream change (a new
+// tool): the latency from the upstream change to each watcher's receipt
+// (p50/p99/max), and the fan-out spread (from the first watcher's receipt).
+//
+// Phase 2 keeps -storm-watchers streams open while the upstream changes a
+// tool every -storm-every for -storm-for, and divides the server's CPU time
+// (utime+stime from /proc) by the number of events delivered.
+//
+// It prints a table and, last, one JSON line. It is not part of go test.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+var (
+	watchers      = flag.Int("watchers", 10000, "concurrent watchers in phase 1")
+	conns         = flag.Int("conns", 100, "gRPC connections the watchers share")
+	tools         = flag.Int("tools", 50, "tools on the upstream")
+	stormWatchers = flag.Int("storm-watchers", 1000, "watchers in phase 2")
+	stormEvery    = flag.Duration("storm-every", 10*time.Millisecond, "upstream change interval in phase 2")
+	stormFor      = flag.Duration("storm-for", 10*time.Second, "phase 2 duration")
+	toolsvcBin    = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
+)
+
+func main() {
+	flag.Parse()
+	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	up := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	for i := range *tools {
+		addTool(up, fmt.Sprintf("tool_%05d", i), "initial")
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil)}
+	go func() { _ = hs.Serve(lis) }()
+	defer hs.Close()
+
+	srv := startToolsvc(fmt.Sprintf("http://%s/mcp", lis.Addr()))
+	defer srv.stop()
+	log.Printf("toolsvc pid %d at %s; upstream with %d tools", srv.cmd.Process.Pid, srv.addr, *tools)
+
+	clients := make([]toolsvcv1.ToolServiceClient, *conns)
+	for i := range clients {
+		c, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		check(err)
+		defer c.Close()
+		clients[i] = toolsvcv1.NewToolServiceClient(c)
+	}
+	res := map[string]any{"watchers": *watchers, "conns": *conns, "tools": *tools, "gomaxprocs": runtime.GOMAXPROCS(0)}
+
+	// Phase 1: idle memory and one-change latency.
+	settle()
+	rss0 := srv.rss()
+	p1 := openWatchers(ctx, clients, *watchers)
+	p1.waitSnapshots()
+	settle()
+	rss1 := srv.rss()
+	perWatcher := float64(rss1-rss0) / float64(*watchers)
+	log.Printf("phase 1: %d watchers open; server RSS %d -> %d KiB (%.1f KiB per idle watcher)", *watchers, rss0>>10, rss1>>10, perWatcher/1024)
+
+	scpu0, ccpu0 := srv.cpu(), selfCPU()
+	p1.expect("tool_new_0", time.Now())
+	addTool(up, "tool_new_0", "new")
+	lat := p1.waitAll()
+	res["one_change_server_cpu_ms"] = ms(srv.cpu() - scpu0)
+	res["one_change_client_cpu_ms"] = ms(selfCPU() - ccpu0)
+	spread := make([]time.Duration, len(lat))
+	first := slices.Min(lat)
+	for i, l := range lat {
+		spread[i] = l - first
+	}
+	p1.close()
+	res["rss_before_kib"], res["rss_idle_kib"] = rss0>>10, rss1>>10
+	res["rss_per_idle_watcher_kib"] = round(perWatcher / 1024)
+	res["latency_p50_ms"], res["latency_p99_ms"], res["latency_max_ms"] = ms(pct(lat, 50)), ms(pct(lat, 99)), ms(slices.Max(lat))
+	res["first_receipt_ms"] = ms(first)
+	res["fanout_p50_ms"], res["fanout_p99_ms"] = ms(pct(spread, 50)), ms(pct(spread, 99))
+
+	// Phase 2: CPU per delivered event under a steady stream of changes.
+	p2 := openWatchers(ctx, clients, *stormWatchers)
+	p2.waitSnapshots()
+	settle()
+	cpu0, wall0 := srv.cpu(), time.Now()
+	ev0 := p2.events.Load()
+	changes := 0
+	tick := time.NewTicker(*stormEvery)
+	for time.Since(wall0) < *stormFor {
+		<-tick.C
+		addTool(up, fmt.Sprintf("tool_%05d", changes%*tools), fmt.Sprintf("storm %d", changes))
+		changes++
+	}
+	tick.Stop()
+	time.Sleep(500 * time.Millisecond) // let the last change arrive
+	cpu1, wall1 := srv.cpu(), time.Now()
+	delivered := p2.events.Load() - ev0
+	p2.close()
+	cpuS := (cpu1 - cpu0).Seconds()
+	res["storm_watchers"], res["storm_upstream_changes"], res["storm_events_delivered"] = *stormWatchers, changes, delivered
+	res["storm_server_cpu_s"] = round(cpuS)
+	res["storm_server_cpu_util"] = round(cpuS / wall1.Sub(wall0).Seconds())
+	if delivered > 0 {
+		res["storm_cpu_us_per_event"] = round(cpuS * 1e6 / float64(delivered))
+	}
+
+	fmt.Println()
+	fmt.Printf("%-44s %s\n", "metric", "value")
+	row := func(k, label string) { fmt.Printf("%-44s %v\n", label, res[k]) }
+	row("watchers", "watchers (phase 1)")
+	row("rss_per_idle_watcher_kib", "server RSS per idle watcher (KiB)")
+	row("latency_p50_ms", "one change: latency p50 (ms)")
+	row("latency_p99_ms", "one change: latency p99 (ms)")
+	row("latency_max_ms", "one change: latency max (ms)")
+	row("first_receipt_ms", "one change: first watcher (ms)")
+	row("fanout_p99_ms", "one change: fan-out p99 after first (ms)")
+	row("one_change_server_cpu_ms", "one change: server CPU (ms)")
+	row("one_change_client_cpu_ms", "one change: watchers' process CPU (ms)")
+	row("storm_watchers", "storm: watchers")
+	row("storm_upstream_changes", "storm: upstream changes")
+	row("storm_events_delivered", "storm: events delivered")
+	row("storm_server_cpu_util", "storm: server CPU (cores)")
+	row("storm_cpu_us_per_event", "storm: server CPU per event (µs)")
+	b, _ := json.Marshal(res)
+	fmt.Println(string(b))
+}
+
+func addTool(s *mcp.Server, name, desc string) {
+	s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+}
+
+// pool is a set of watchers reading their streams.
+type pool struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	snaps   sync.WaitGroup
+	events  atomic.Int64
+	mu      sync.Mutex
+	want    string
+	got     []time.Duration
+	arrived chan struct{}
+	t0      time.Time
+	n       int
+}
+
+func openWatchers(ctx context.Context, clients []toolsvcv1.ToolServiceClient, n int) *pool {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &pool{cancel: cancel, arrived: make(chan struct{}, n), n: n}
+	p.snaps.Add(n)
+	for i := range n {
+		c := clients[i%len(clients)]
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			st, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{})
+			if err != nil {
+				log.Fatalf("WatchCatalog: %v", err)
+			}
+			if _, err := st.Recv(); err != nil {
+				log.Fatalf("first Recv: %v", err)
+			}
+			p.snaps.Done()
+			for {
+				m, err := st.Recv()
+				if err != nil {
+					if ctx.Err() == nil {
+						log.Fatalf("Recv: %v", err)
+					}
+					return
+				}
+				now := time.Now()
+				p.events.Add(1)
+				p.mu.Lock()
+				want, t0 := p.want, p.t0
+				p.mu.Unlock()
+				if want == "" {
+					continue
+				}
+				for _, t := range m.GetChanges().GetUpserted() {
+					if strings.HasSuffix(t.GetName(), want) {
+						p.mu.Lock()
+						p.got = append(p.got, now.Sub(t0))
+						p.mu.Unlock()
+						p.arrived <- struct{}{}
+					}
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *pool) waitSnapshots() { p.snaps.Wait() }
+
+func (p *pool) expect(name string, t0 time.Time) {
+	p.mu.Lock()
+	p.want, p.t0 = name, t0
+	p.mu.Unlock()
+}
+
+func (p *pool) waitAll() []time.Duration {
+	timeout := time.After(60 * time.Second)
+	for range p.n {
+		select {
+		case <-p.arrived:
+		case <-timeout:
+			log.Fatalf("only %d of %d watchers got the change within 60s", len(p.got), p.n)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
+}
+
+func (p *pool) close() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+type server struct {
+	cmd  *exec.Cmd
+	addr string
+	dir  string
+}
+
+func startToolsvc(upstreamURL string) *server {
+	dir, err := os.MkdirTemp("", "toolsvc-bench-")
+	check(err)
+	bin := *toolsvcBin
+	if bin == "" {
+		bin = filepath.Join(dir, "toolsvc")
+		b := exec.Command("go", "build", "-o", bin, "./cmd/toolsvc")
+		b.Stdout, b.Stderr = os.Stderr, os.Stderr
+		check(b.Run())
+	}
+	cfg := filepath.Join(dir, "config.json")
+	check(os.WriteFile(cfg, fmt.Appendf(nil,
+		`{"refreshInterval": "1h", "mcpServers": {"bench": {"url": %q, "refreshDebounce": "1ms"}}}`, upstreamURL), 0o600))
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	check(err)
+	check(cmd.Start())
+	s := &server{cmd: cmd, dir: dir}
+	sc := bufio.NewScanner(stderr)
+	addrRE, readyRE := regexp.MustCompile(`msg=serving addr=(\S+)`), regexp.MustCompile(`msg=ready`)
+	for sc.Scan() {
+		if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
+			s.addr = m[1]
+		}
+		if readyRE.MatchString(sc.Text()) {
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	if s.addr == "" {
+		log.Fatal("toolsvc did not start")
+	}
+	return s
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Wait()
+	os.RemoveAll(s.dir)
+}
+
+// rss is the server's resident set in bytes.
+func (s *server) rss() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	check(err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// cpu is the server's user+system CPU time.
+func (s *server) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	check(err)
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)        // field 14
+	st, _ := strconv.ParseInt(f[12], 10, 64)        // field 15
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
+}
+
+// selfCPU is this process's user+system CPU time (the watchers' side).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// settle gives the server time to finish work and its GC a chance to run.
+func settle() { time.Sleep(2 * time.Second) }
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(0, min(len(s)-1, i-1))]
+}
+
+func ms(d time.Duration) float64 { return round(float64(d) / float64(time.Millisecond)) }
+
+func round(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
