@@ -3,10 +3,15 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -449,4 +454,99 @@ func kindCounts(m map[catalogwatch.Kind]int) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")
+}
+
+// echoCallsServed is a replica's count of successful local__echo calls, from
+// its /metrics (toolsvc_calls_total).
+func echoCallsServed(t *testing.T, p *toolsvcProc) int {
+	t.Helper()
+	resp, err := http.Get("http://" + p.adminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "toolsvc_calls_total{") && strings.Contains(line, `tool="local__echo"`) && strings.Contains(line, `outcome="ok"`) {
+			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+			if err != nil {
+				t.Fatalf("metrics line %q: %v", line, err)
+			}
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// TestLoadBalancedExampleClients runs the load-balancing examples (Go,
+// Python, Node; all read examples/lb/service_config.json) against two
+// replicas: every call succeeds and both replicas serve a share of them.
+func TestLoadBalancedExampleClients(t *testing.T) {
+	cfg := fmt.Sprintf(`{"mcpServers": {"local": {"command": %s, "args": ["-mode", "stdio"]}}}`, jsonString(bin.testserver))
+	reps := []*toolsvcProc{startToolsvc(t, cfg), startToolsvc(t, cfg)}
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := reps[0].addr + "," + reps[1].addr
+	const calls = 40
+	clients := []struct {
+		lang  string
+		setup func(t *testing.T) (cmd []string, env []string)
+	}{
+		{"go", func(t *testing.T) ([]string, []string) {
+			exe := filepath.Join(t.TempDir(), "lb")
+			build := exec.Command("go", "build", "-o", exe, "./examples/lb")
+			build.Dir = root
+			if out, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("building examples/lb: %v\n%s", err, out)
+			}
+			return []string{exe, list}, nil
+		}},
+		{"python", func(t *testing.T) ([]string, []string) {
+			stubs := t.TempDir()
+			out, err := exec.Command("protoc", "-I", filepath.Join(root, "proto"), "--python_out="+stubs, "--grpc_out="+stubs,
+				"--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin", filepath.Join(root, "proto/toolsvc/v1/toolsvc.proto")).CombinedOutput()
+			if err != nil {
+				t.Fatalf("protoc for Python (scripts/interop-deps.sh installs it): %v\n%s", err, out)
+			}
+			return []string{"/usr/bin/python3", filepath.Join(root, "examples/python/balanced.py"), "ipv4:" + list}, []string{"PYTHONPATH=" + stubs}
+		}},
+		{"node", func(t *testing.T) ([]string, []string) {
+			return []string{"node", filepath.Join(root, "examples/node/balanced.mjs"), "ipv4:" + list}, nil
+		}},
+	}
+	for _, c := range clients {
+		t.Run(c.lang, func(t *testing.T) {
+			argv, env := c.setup(t)
+			before := []int{echoCallsServed(t, reps[0]), echoCallsServed(t, reps[1])}
+			argv = append(argv, strconv.Itoa(calls), "local__echo", `{"text": "hi"}`)
+			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", c.lang, err, out)
+			}
+			t.Logf("%s output:\n%s", c.lang, out)
+			if !strings.Contains(string(out), fmt.Sprintf("calls %d ok\n", calls)) {
+				t.Fatalf("%s did not finish its calls", c.lang)
+			}
+			served := []int{echoCallsServed(t, reps[0]) - before[0], echoCallsServed(t, reps[1]) - before[1]}
+			t.Logf("%s: replicas served %v", c.lang, served)
+			if served[0]+served[1] != calls {
+				t.Errorf("%s: replicas served %v calls, want %d in all", c.lang, served, calls)
+			}
+			// round_robin alternates over READY subchannels: each replica
+			// gets a real share (not one pinned connection).
+			if served[0] < calls/4 || served[1] < calls/4 {
+				t.Errorf("%s: replicas served %v calls, want each at least a quarter", c.lang, served)
+			}
+		})
+	}
 }
