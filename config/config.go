@@ -104,7 +104,10 @@ type Auth struct {
 		Issuer   string `json:"issuer"`
 		Audience string `json:"audience"`
 	} `json:"jwt"`
-	Rules []struct {
+	// Admins are globs over the principals that may use AdminService
+	// (refresh, reconnect, reload).
+	Admins []string `json:"admins"`
+	Rules  []struct {
 		Principal string   `json:"principal"`
 		Allow     []string `json:"allow"`
 		Deny      []string `json:"deny"`
@@ -167,6 +170,7 @@ type serverJSON struct {
 	MaxQueuedCalls     int      `json:"maxQueuedCalls"`
 	EnvPassthrough     []string `json:"envPassthrough"`
 	NamePrefix         string   `json:"namePrefix"`
+	Elicitation        string   `json:"elicitation"`
 	Tools              *struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
@@ -314,6 +318,13 @@ func Parse(file string, data []byte) (*Config, error) {
 			EnvPassthrough: sj.EnvPassthrough,
 			Secrets:        exp.values(),
 			NamePrefix:     sj.NamePrefix,
+			Elicitation:    sj.Elicitation,
+		}
+		switch sj.Elicitation {
+		case "", mcpbridge.ElicitDecline, mcpbridge.ElicitDefaults:
+		default:
+			add(name, "elicitation", "want %q or %q, got %q", mcpbridge.ElicitDecline, mcpbridge.ElicitDefaults, sj.Elicitation)
+			bad = true
 		}
 		if sj.Tools != nil {
 			sc.ToolsAllow, sc.ToolsDeny = sj.Tools.Allow, sj.Tools.Deny

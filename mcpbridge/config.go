@@ -43,6 +43,12 @@ func (t Transport) String() string {
 // (go-sdk-facts.md §0.4); 2025-11-25 is the widely deployed era.
 const DefaultProtocolVersion = "2025-11-25"
 
+// Elicitation policies (ServerConfig.Elicitation).
+const (
+	ElicitDecline  = "decline"
+	ElicitDefaults = "defaults"
+)
+
 // ProtocolLatest selects the go-sdk's newest protocol version (with its
 // discovery and fallback).
 const ProtocolLatest = "latest"
@@ -141,6 +147,13 @@ type ServerConfig struct {
 	// pattern (or there are none) and no deny pattern.
 	ToolsAllow []string
 	ToolsDeny  []string
+
+	// Elicitation is how toolsvc answers an upstream's elicitation/create
+	// request: "" (the default) declares no elicitation capability, so
+	// upstreams do not ask; ElicitDecline declines every request;
+	// ElicitDefaults accepts form requests with the defaults their schema
+	// gives (and declines URL requests). A gateway has no user to ask.
+	Elicitation string
 
 	// SkipArgumentValidation turns off checking call arguments against the
 	// tools' inputSchema (for upstreams whose schemas are broken).
@@ -276,6 +289,11 @@ func (sc *ServerConfig) Validate() error {
 		if d.v < 0 {
 			return &FieldError{Server: sc.Name, Field: d.field, Err: fmt.Errorf("must not be negative, got %s", d.v)}
 		}
+	}
+	switch sc.Elicitation {
+	case "", ElicitDecline, ElicitDefaults:
+	default:
+		return &FieldError{Server: sc.Name, Field: "elicitation", Err: fmt.Errorf("want %q or %q, got %q", ElicitDecline, ElicitDefaults, sc.Elicitation)}
 	}
 	if sc.NamePrefix != "" {
 		if err := ValidatePrefix(sc.NamePrefix); err != nil {

@@ -368,12 +368,16 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	// One client per session: the handlers close over this session, so a
 	// notification that arrives before Connect returns still finds it.
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, &mcp.ClientOptions{
+	copts := &mcp.ClientOptions{
 		Capabilities:                &mcp.ClientCapabilities{},
 		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.markDirty() },
 		ProgressNotificationHandler: s.onProgress,
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
-	})
+	}
+	if u.cfg.Elicitation != "" {
+		copts.ElicitationHandler = u.elicit
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, copts)
 	fail := func(err error) (*session, error) {
 		s.killGroup()
 		s.cancel()
@@ -422,6 +426,26 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	u.mu.Unlock()
 	u.log.Info("upstream connected", "session", id, "protocol", u.status.ProtocolVersion)
 	return s, nil
+}
+
+// elicit answers elicitation/create by the server's policy: never by asking
+// anyone (it runs on the session's request path and must not block).
+func (u *upstream) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	if u.cfg.Elicitation != ElicitDefaults || req.Params == nil || req.Params.Mode == "url" {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	schema, _ := asObject(req.Params.RequestedSchema)
+	props, _ := schema["properties"].(map[string]any)
+	content := map[string]any{}
+	for name, p := range props {
+		if pm, ok := p.(map[string]any); ok {
+			if d, ok := pm["default"]; ok {
+				content[name] = d
+			}
+		}
+	}
+	u.log.Info("elicitation answered with schema defaults", "fields", len(content))
+	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
 }
 
 // serve lists the tools of a new session, publishes them, and keeps them

@@ -60,8 +60,19 @@ type admin struct {
 	s *Server
 }
 
+func (a *admin) authorize(ctx context.Context) error {
+	if a.s.opts.Authorizer.AdminAllowed(ctx) {
+		return nil
+	}
+	p, _ := PrincipalFrom(ctx)
+	return status.Errorf(codes.PermissionDenied, "principal %q may not use AdminService (auth.admins)", p.Name)
+}
+
 // RefreshServer implements toolsvc.v1.AdminService.
 func (a *admin) RefreshServer(ctx context.Context, req *toolsvcv1.RefreshServerRequest) (*toolsvcv1.RefreshServerResponse, error) {
+	if err := a.authorize(ctx); err != nil {
+		return nil, err
+	}
 	if req.GetName() == "" {
 		return nil, invalidArgument("name", "required: a configured server name")
 	}
@@ -74,6 +85,9 @@ func (a *admin) RefreshServer(ctx context.Context, req *toolsvcv1.RefreshServerR
 
 // ReconnectServer implements toolsvc.v1.AdminService.
 func (a *admin) ReconnectServer(ctx context.Context, req *toolsvcv1.ReconnectServerRequest) (*toolsvcv1.ReconnectServerResponse, error) {
+	if err := a.authorize(ctx); err != nil {
+		return nil, err
+	}
 	if req.GetName() == "" {
 		return nil, invalidArgument("name", "required: a configured server name")
 	}
@@ -86,6 +100,9 @@ func (a *admin) ReconnectServer(ctx context.Context, req *toolsvcv1.ReconnectSer
 
 // ReloadConfig implements toolsvc.v1.AdminService.
 func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigRequest) (*toolsvcv1.ReloadConfigResponse, error) {
+	if err := a.authorize(ctx); err != nil {
+		return nil, err
+	}
 	if a.s.opts.Config == nil {
 		return nil, status.Error(codes.FailedPrecondition, "toolsvc runs without a configuration file (built-in demo); nothing to reload")
 	}

@@ -116,11 +116,25 @@ type Rule struct {
 // ListTools, WatchCatalog and CallTool. With no rules every authenticated
 // caller may use every tool; with rules, a caller no rule names may use none.
 type Authorizer struct {
-	rules []Rule
+	rules  []Rule
+	admins []string
 }
 
-// NewAuthorizer returns an authorizer over rules.
-func NewAuthorizer(rules []Rule) *Authorizer { return &Authorizer{rules: rules} }
+// NewAuthorizer returns an authorizer over rules; admins are globs over the
+// principals that may use AdminService.
+func NewAuthorizer(rules []Rule, admins []string) *Authorizer {
+	return &Authorizer{rules: rules, admins: admins}
+}
+
+// AdminAllowed reports whether the caller of ctx may use AdminService: with
+// authentication configured, only principals matching an admins glob.
+func (a *Authorizer) AdminAllowed(ctx context.Context) bool {
+	if a == nil {
+		return true
+	}
+	p, ok := PrincipalFrom(ctx)
+	return ok && globMatch(a.admins, p.Name)
+}
 
 func globMatch(patterns []string, s string) bool {
 	return slices.ContainsFunc(patterns, func(g string) bool { ok, _ := path.Match(g, s); return ok })

@@ -26,6 +26,8 @@ type Metrics struct {
 	watchResets      *prometheus.Desc
 	malformedResumes *prometheus.Desc
 	slowConsumers    *prometheus.Desc
+	configReloads    *prometheus.Desc
+	configReloadOK   *prometheus.Desc
 
 	upState        *prometheus.Desc
 	upConnects     *prometheus.Desc
@@ -58,6 +60,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"Watches that started with a reset snapshot (unknown, old or malformed resume token).", nil, nil),
 		malformedResumes: prometheus.NewDesc("toolsvc_watch_malformed_resume_tokens_total",
 			"Watches whose resume token was malformed (a subset of resets).", nil, nil),
+		configReloads: prometheus.NewDesc("toolsvc_config_reloads_total", "Configuration reload attempts (file change, SIGHUP, ReloadConfig).", nil, nil),
+		configReloadOK: prometheus.NewDesc("toolsvc_config_last_reload_success",
+			"1 if the last configuration reload was applied, 0 if it failed (the previous configuration keeps running).", nil, nil),
 		slowConsumers: prometheus.NewDesc("toolsvc_watch_slow_consumers_total",
 			"Watch streams ended because the client did not read within the send timeout.", nil, nil),
 		upState: prometheus.NewDesc("toolsvc_upstream_state", "1 for the upstream's current state.", []string{"server", "state"}, nil),
@@ -95,7 +100,8 @@ func (m *Metrics) ProbeFailed(server string) { m.probeFailures.WithLabelValues(s
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight,
-		m.catalogTools, m.catalogWatcher, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers} {
+		m.catalogTools, m.catalogWatcher, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
+		m.configReloads, m.configReloadOK} {
 		ch <- d
 	}
 }
@@ -136,5 +142,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.watchResets, prometheus.CounterValue, float64(st.WatchResets))
 		ch <- prometheus.MustNewConstMetric(m.malformedResumes, prometheus.CounterValue, float64(st.WatchMalformedTokens))
 		ch <- prometheus.MustNewConstMetric(m.slowConsumers, prometheus.CounterValue, float64(st.WatchSlowConsumers))
+		if cfg := s.opts.Config; cfg != nil {
+			cs := cfg.Status()
+			ok := 0.0
+			if cs.LastReloadOK {
+				ok = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.configReloads, prometheus.CounterValue, float64(cs.Reloads))
+			ch <- prometheus.MustNewConstMetric(m.configReloadOK, prometheus.GaugeValue, ok)
+		}
 	}
 }

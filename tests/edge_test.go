@@ -5,9 +5,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -23,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -93,13 +97,7 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	w := startWatch(t, ctx, p.client, "")
 	w.next(t, 5*time.Second)
-	resp, err := http.Get("http://" + p.adminAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	text := string(body)
+	text := scrape(t, p.adminAddr)
 	for _, want := range []string{
 		`toolsvc_calls_total{outcome="ok",server="up",tool="up__ping_me"} 3`,
 		`toolsvc_calls_total{outcome="NotFound",server="unknown",tool="unknown"} 1`,
@@ -125,6 +123,18 @@ func TestMetricsScrape(t *testing.T) {
 	}
 }
 
+// scrape returns the text of /metrics on the admin address.
+func scrape(t *testing.T, adminAddr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + adminAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
+}
+
 func grpcConn(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
 	if len(opts) == 0 {
@@ -143,9 +153,12 @@ func grpcConn(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientCo
 // PERMISSION_DENIED for the others; health stays open.
 func TestAuthTokensAndRules(t *testing.T) {
 	const alice, bob = "alice-token-0123456789", "bob-token-0123456789ab"
+	jwksFile, carolJWT := testJWKS(t, "carol")
 	p := startToolsvcEnv(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q, "bob": "${BOB_TOKEN}"},
-		"rules": [{"principal": "alice", "allow": ["a__*"]}, {"principal": "bob"}], "audit": {"arguments": true}},
-		"mcpServers": {"a": %s, "b": %s}}`, alice, stdioServer(`"pingInterval": "1h"`), stdioServer(`"pingInterval": "1h"`)),
+		"jwt": {"jwksFile": %q, "issuer": "test-idp", "audience": "toolsvc"}, "admins": ["bob"],
+		"rules": [{"principal": "alice", "allow": ["a__*"]}, {"principal": "bob"}, {"principal": "carol", "allow": ["b__*"], "deny": ["b__echo"]}],
+		"audit": {"arguments": true}},
+		"mcpServers": {"a": %s, "b": %s}}`, alice, jwksFile, stdioServer(`"pingInterval": "1h"`), stdioServer(`"pingInterval": "1h"`)),
 		[]string{"BOB_TOKEN=" + bob})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -204,12 +217,58 @@ func TestAuthTokensAndRules(t *testing.T) {
 	if _, err := p.client.CallTool(as(bob), &toolsvcv1.CallToolRequest{Name: "b__ping_me", ArgumentsJson: `{"x": 1}`}); err != nil {
 		t.Fatalf("bob calling b__ping_me = %v", err)
 	}
+	// A JWT principal (sub) with its own rules.
+	if res, err := p.client.CallTool(as(carolJWT), &toolsvcv1.CallToolRequest{Name: "b__ping_me", ArgumentsJson: `{"x": 2}`}); err != nil || resultText(res) != "3" {
+		t.Fatalf("carol (JWT) calling b__ping_me = %v, %v", res, err)
+	}
+	if _, err := p.client.CallTool(as(carolJWT), &toolsvcv1.CallToolRequest{Name: "b__echo", ArgumentsJson: `{"text": "x"}`}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("carol calling a denied tool = %v, want PERMISSION_DENIED", err)
+	}
+	_, expired := testJWKSWith(t, "carol", -time.Minute)
+	if _, err := p.client.ListTools(as(expired), &toolsvcv1.ListToolsRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("a JWT signed by another key = %v, want UNAUTHENTICATED", err)
+	}
+	// AdminService: only auth.admins.
+	admin := toolsvcv1.NewAdminServiceClient(grpcConn(t, p.addr))
+	if _, err := admin.RefreshServer(as(alice), &toolsvcv1.RefreshServerRequest{Name: "a"}); status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("alice RefreshServer = %v, want PERMISSION_DENIED", err)
+	}
+	if _, err := admin.RefreshServer(as(bob), &toolsvcv1.RefreshServerRequest{Name: "a"}); err != nil {
+		t.Fatalf("bob (admin) RefreshServer = %v", err)
+	}
 	// One audit line per call, with the principal, and arguments (enabled).
 	p.log.waitFor(t, regexpMust(`msg="tool call".*principal=alice tool=a__ping_me server=a outcome=ok.*arguments="?\{`), 5*time.Second)
 	p.log.waitFor(t, regexpMust(`msg="tool call".*principal=alice tool=b__ping_me server=b outcome=PermissionDenied`), 5*time.Second)
 	if strings.Contains(p.log.String(), bob) || strings.Contains(p.log.String(), alice) {
 		t.Error("a bearer token appeared in the log")
 	}
+}
+
+// testJWKS writes a JWKS file with a fresh RSA key and returns it with a
+// token for sub, valid for a minute (issuer test-idp, audience toolsvc).
+func testJWKS(t *testing.T, sub string) (string, string) { return testJWKSWith(t, sub, time.Minute) }
+
+func testJWKSWith(t *testing.T, sub string, valid time.Duration) (string, string) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := map[string]any{"keys": []any{map[string]any{"kty": "RSA", "kid": "k1", "use": "sig", "alg": "RS256",
+		"n": base64.RawURLEncoding.EncodeToString(key.N.Bytes()),
+		"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(key.E)).Bytes())}}}
+	raw, _ := json.Marshal(jwks)
+	file := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"sub": sub, "iss": "test-idp", "aud": "toolsvc",
+		"exp": time.Now().Add(valid).Unix()})
+	tok.Header["kid"] = "k1"
+	signed, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return file, signed
 }
 
 // testCA makes a CA and certificates it signs, in PEM files.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -66,6 +65,10 @@ func TestInteropConformanceClient(t *testing.T) {
 		// with GET and Last-Event-ID, after about 500 ms. "Slightly late"
 		// (700-1000 ms) is a WARNING, which a loaded CI box may earn.
 		{"sse-retry", []string{"client-sse-graceful-reconnect", "client-sse-last-event-id"}, []string{"client-sse-retry-timing"}},
+		// The server elicits with a schema full of defaults; the client
+		// (elicitation policy "defaults") must accept with exactly those.
+		{"elicitation-sep1034-client-defaults", []string{"client-elicitation-sep1034-string-default", "client-elicitation-sep1034-integer-default",
+			"client-elicitation-sep1034-number-default", "client-elicitation-sep1034-enum-default", "client-elicitation-sep1034-boolean-default"}, nil},
 	} {
 		t.Run(sc.scenario, func(t *testing.T) {
 			checks, out, err := run(t, sc.scenario)
@@ -95,20 +98,4 @@ func TestInteropConformanceClient(t *testing.T) {
 		})
 	}
 
-	// elicitation-sep1034-client-defaults needs a client that declares the
-	// elicitation capability and answers elicitation/create with the
-	// schema's defaults. toolsvc's bridge declares no client capabilities
-	// (there is no one to ask behind a gRPC call), so go-sdk answers the
-	// server's elicitation/create with -32602 "client does not support
-	// elicitation" and every check of the scenario fails. This pins that
-	// known gap: when the bridge learns elicitation, move the scenario up.
-	t.Run("elicitation-sep1034-client-defaults (known gap)", func(t *testing.T) {
-		checks, out, err := run(t, "elicitation-sep1034-client-defaults")
-		general := checks["client-elicitation-sep1034-general"]
-		if err == nil || general.Status != "FAILURE" || !strings.Contains(general.ErrorMessage, "client does not support elicitation") {
-			t.Errorf("elicitation scenario: exit %v, general check %+v; want the known failure "+
-				"\"client does not support elicitation\" (if the bridge now supports elicitation, expect the scenario to pass)\n%s",
-				err, general, out)
-		}
-	})
 }

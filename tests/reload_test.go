@@ -168,11 +168,17 @@ func TestInvalidReloadKeepsRunning(t *testing.T) {
 	if err != nil || resultText(res) != "2" {
 		t.Fatalf("the old configuration stopped serving: %v, %v", res, err)
 	}
+	if m := scrape(t, p.adminAddr); !strings.Contains(m, "toolsvc_config_last_reload_success 0") {
+		t.Errorf("/metrics does not show the failed reload")
+	}
 	writeConfig(t, p.configPath, reloadConfig(map[string]string{"a": stdioWithEnv("1"), "b": stdioWithEnv("1")}))
 	eventually(t, 15*time.Second, "the fixed file to apply", func() bool {
 		tools, _ := listAll(t, ctx, p.client, 0)
 		return hasTool(tools, "b__echo")
 	})
+	if m := scrape(t, p.adminAddr); !strings.Contains(m, "toolsvc_config_last_reload_success 1") {
+		t.Errorf("/metrics does not show the recovered reload")
+	}
 	resp, _ := p.client.ListServers(ctx, &toolsvcv1.ListServersRequest{})
 	if !resp.GetConfig().GetLastReloadOk() {
 		t.Errorf("config status after the fix = %v", resp.GetConfig())

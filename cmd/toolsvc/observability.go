@@ -99,5 +99,5 @@ func buildAuth(ctx context.Context, a *config.Auth, mtls bool) (*service.Authent
 	for _, r := range a.Rules {
 		rules = append(rules, service.Rule{Principal: r.Principal, Allow: r.Allow, Deny: r.Deny})
 	}
-	return service.NewAuthenticator(tokens, jwtOpts, a.MTLS), service.NewAuthorizer(rules), nil
+	return service.NewAuthenticator(tokens, jwtOpts, a.MTLS), service.NewAuthorizer(rules, a.Admins), nil
 }

@@ -40,7 +40,9 @@ func main() {
 }
 
 func run(url string, verbose bool) error {
-	file, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"conformance": map[string]any{"url": url}}})
+	// elicitation "defaults": answer elicitation/create with the schema's
+	// defaults, the policy an operator picks for such an upstream.
+	file, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"conformance": map[string]any{"url": url, "elicitation": "defaults"}}})
 	c, err := config.Parse("conformance.json", file)
 	if err != nil {
 		return err
