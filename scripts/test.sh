@@ -4,6 +4,7 @@
 #     .bin/, npm packages into tests/node and examples/node, Debian packages
 #     for the Python client: scripts/interop-deps.sh),
 #   - fails if gen/ drifts from proto/, if buf lint or gofmt complain,
+#   - validates the Helm chart offline (scripts/k8s-check.sh),
 #   - runs every Go test under -race (goleak checks in each package).
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Storm ./tests).
 set -euo pipefail
@@ -15,6 +16,7 @@ cd "$ROOT"
 scripts/interop-deps.sh
 
 scripts/gen.sh --check
+scripts/k8s-check.sh   # Helm chart: helm lint/template + kubeconform against offline schemas
 
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [[ -n "$unformatted" ]]; then
