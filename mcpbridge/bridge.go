@@ -400,6 +400,13 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	}
 	t, ok := b.catalog.Current().Lookup(name)
 	if !ok {
+		select {
+		case <-b.ready:
+		default:
+			// Before the first discovery round finished an unknown name may
+			// well exist in a moment (or on another replica): not NOT_FOUND.
+			return nil, &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
+		}
 		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
 	}
 	if raw, ok := args.(json.RawMessage); ok && !isJSONObject(raw) {

@@ -28,6 +28,7 @@ const (
 	ReasonNoSession   = "no_session"   // not connected (connecting or backing off)
 	ReasonSessionLost = "session_lost" // the session died during the call
 	ReasonCircuitOpen = "circuit_open" // the breaker fails calls fast
+	ReasonStarting    = "starting"     // the bridge's first discovery round is not finished
 )
 
 // UnavailableError details ErrUnavailable: errors.Is(err, ErrUnavailable)
@@ -45,6 +46,8 @@ func (e *UnavailableError) Error() string {
 		return fmt.Sprintf("upstream unavailable: server %q: circuit breaker open, retry after %s", e.Server, e.RetryAfter.Round(time.Millisecond))
 	case ReasonSessionLost:
 		return fmt.Sprintf("upstream unavailable: server %q: session lost during the call", e.Server)
+	case ReasonStarting:
+		return "upstream unavailable: toolsvc is still discovering its upstreams; retry shortly or on another replica"
 	}
 	return fmt.Sprintf("upstream unavailable: server %q has no ready session", e.Server)
 }

@@ -95,3 +95,31 @@ func TestFailedAddLeavesNoTools(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownToolBeforeReady: before the first discovery round finished,
+// an unknown name is UNAVAILABLE (it may exist in a moment), not NOT_FOUND.
+func TestUnknownToolBeforeReady(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	release := make(chan struct{})
+	cfg := up.config("mem")
+	inner := cfg.NewTransport
+	cfg.NewTransport = func() (mcp.Transport, error) {
+		<-release
+		return inner()
+	}
+	b, err := New(Config{Servers: []ServerConfig{cfg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var ue *UnavailableError
+	if _, err := b.CallTool(t.Context(), "mem__echo", nil, nil); !errors.As(err, &ue) || ue.Reason != ReasonStarting {
+		t.Fatalf("CallTool before ready = %v, want UnavailableError(starting)", err)
+	}
+	close(release)
+	<-b.Ready()
+	if _, err := b.CallTool(t.Context(), "mem__nope", nil, nil); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("CallTool(unknown) after ready = %v, want ErrToolNotFound", err)
+	}
+}

@@ -50,8 +50,10 @@ const (
 //	                    REQUEST_INVALID: another field (name, page_token,
 //	                    page_size)
 //	UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
-//	                    mid-call (metadata unavailable_reason: no_session |
-//	                    session_lost); CIRCUIT_OPEN (with RetryInfo);
+//	                    mid-call, or an unknown tool before the first
+//	                    discovery round finished (metadata
+//	                    unavailable_reason: no_session | session_lost |
+//	                    starting); CIRCUIT_OPEN (with RetryInfo);
 //	                    SHUTTING_DOWN: retry on another replica
 //	DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
 //	                    call_timeout); the upstream was sent
@@ -188,8 +190,10 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 //	                    REQUEST_INVALID: another field (name, page_token,
 //	                    page_size)
 //	UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
-//	                    mid-call (metadata unavailable_reason: no_session |
-//	                    session_lost); CIRCUIT_OPEN (with RetryInfo);
+//	                    mid-call, or an unknown tool before the first
+//	                    discovery round finished (metadata
+//	                    unavailable_reason: no_session | session_lost |
+//	                    starting); CIRCUIT_OPEN (with RetryInfo);
 //	                    SHUTTING_DOWN: retry on another replica
 //	DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
 //	                    call_timeout); the upstream was sent
