@@ -63,19 +63,20 @@ func (b *breaker) state(now time.Time) BreakerState {
 }
 
 // allow says whether a call may proceed now; if not, when to retry. A
-// half-open breaker lets one trial through at a time.
-func (b *breaker) allow(now time.Time) (bool, time.Duration) {
+// half-open breaker lets one trial through at a time; trial reports
+// whether this call is it (only the trial may end it with neutral).
+func (b *breaker) allow(now time.Time) (ok bool, retry time.Duration, trial bool) {
 	switch b.state(now) {
 	case BreakerClosed:
-		return true, 0
+		return true, 0, false
 	case BreakerOpen:
-		return false, b.until.Sub(now)
+		return false, b.until.Sub(now), false
 	}
 	if b.trial {
-		return false, time.Second
+		return false, time.Second, false
 	}
 	b.trial = true
-	return true, 0
+	return true, 0, true
 }
 
 // success records a good outcome: the breaker closes.

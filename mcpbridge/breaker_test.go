@@ -16,17 +16,17 @@ func TestBreaker(t *testing.T) {
 	if !b.failure(now) || b.state(now) != BreakerOpen {
 		t.Fatal("did not open after 3 failures")
 	}
-	if ok, retry := b.allow(now); ok || retry < time.Second || retry > 1100*time.Millisecond {
+	if ok, retry, _ := b.allow(now); ok || retry < time.Second || retry > 1100*time.Millisecond {
 		t.Fatalf("allow while open = %v, %v; want false and about 1s", ok, retry)
 	}
 	later := now.Add(2 * time.Second)
 	if b.state(later) != BreakerHalfOpen {
 		t.Fatalf("state after cooldown = %v, want half-open", b.state(later))
 	}
-	if ok, _ := b.allow(later); !ok {
+	if ok, _, trial := b.allow(later); !ok || !trial {
 		t.Fatal("half-open refused the trial")
 	}
-	if ok, _ := b.allow(later); ok {
+	if ok, _, _ := b.allow(later); ok {
 		t.Fatal("half-open let a second call through during the trial")
 	}
 	// The trial fails: open again, for longer.

@@ -22,6 +22,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -409,8 +410,12 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 		}
 		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
 	}
-	if raw, ok := args.(json.RawMessage); ok && !isJSONObject(raw) {
-		return nil, ErrInvalidArguments
+	if raw, ok := args.(json.RawMessage); ok {
+		if len(bytes.TrimSpace(raw)) == 0 {
+			args = nil
+		} else if !isJSONObject(raw) {
+			return nil, ErrInvalidArguments
+		}
 	}
 	if args == nil {
 		args = map[string]any{}
@@ -428,7 +433,7 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 	}
 
 	u.mu.Lock()
-	ok, retryAfter := u.breaker.allow(time.Now())
+	ok, retryAfter, trial := u.breaker.allow(time.Now())
 	u.mu.Unlock()
 	if !ok {
 		return nil, &UnavailableError{Server: t.Server, Reason: ReasonCircuitOpen, RetryAfter: retryAfter}
@@ -442,9 +447,11 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 		case "failure":
 			// counted where the failure was seen
 		default:
-			u.mu.Lock()
-			u.breaker.neutral()
-			u.mu.Unlock()
+			if trial { // only the trial may end the trial without a verdict
+				u.mu.Lock()
+				u.breaker.neutral()
+				u.mu.Unlock()
+			}
 		}
 	}()
 
@@ -480,7 +487,7 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 					continue
 				}
 			}
-			u.recordFailure("call", err)
+			u.recordDeath(s, "call", err)
 			verdict = "failure"
 			u.log.Warn("call failed: session lost", "tool", t.OriginalName, "error", u.redact(err.Error()))
 			return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
@@ -497,7 +504,7 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 			return nil, ctx.Err()
 		case errors.As(err, &werr):
 			verdict = "success" // the upstream answered
-			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: werr.Message}
+			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: u.redact(werr.Message)}
 		}
 		u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
 		return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)
@@ -538,12 +545,18 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 	if opts != nil && opts.OnProgress != nil {
 		tok := fmt.Sprintf("toolsvc-%d-%d", s.id, s.seq.Add(1))
 		params.SetProgressToken(tok)
-		s.progress.Store(tok, opts.OnProgress)
-		defer s.progress.Delete(tok)
+		sink := &progressSink{f: opts.OnProgress}
+		s.progress.Store(tok, sink)
+		defer func() {
+			s.progress.Delete(tok)
+			sink.close() // progress handled after this point is dropped
+		}()
 	}
 	res, err = s.cs.CallTool(ctx, params)
 	if err != nil && s.isDead() {
-		return nil, fmt.Errorf("session dead: %w", s.deadErr())
+		// Keep the call's own error too: a 404 (ErrSessionMissing) must
+		// stay recognisable when another goroutine saw the death first.
+		return nil, fmt.Errorf("session dead: %w (call: %w)", s.deadErr(), err)
 	}
 	return res, err
 }
@@ -552,6 +565,29 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 // the global TracerProvider on each call (a no-op unless tracing is
 // configured), so a provider installed later is always the one used.
 const tracerName = "github.com/toolsvc/toolsvc/mcpbridge"
+
+// progressSink delivers one call's progress until the call returns; after
+// close nothing more is delivered. OnProgress is documented as non-blocking,
+// so holding the small lock across it is fine.
+type progressSink struct {
+	mu     sync.Mutex
+	closed bool
+	f      func(Progress)
+}
+
+func (p *progressSink) deliver(pr Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed {
+		p.f(pr)
+	}
+}
+
+func (p *progressSink) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+}
 
 // acquire takes a slot under MaxConcurrentCalls, waiting within ctx; it
 // fails with ErrOverloaded when MaxQueuedCalls callers already wait.
@@ -587,7 +623,9 @@ func (u *upstream) nextConnectIn() time.Duration {
 	return max(time.Until(u.status.NextConnectTime), 0) + u.cfg.ConnectTimeout/10
 }
 
+// isJSONObject is a cheap shape check: the edge has already decoded the
+// text, and encoding the request re-validates it.
 func isJSONObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal(raw, &m) == nil && m != nil
+	t := bytes.TrimSpace(raw)
+	return len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}'
 }

@@ -147,9 +147,8 @@ func TestBridgeReconnectsAfterSessionDeath(t *testing.T) {
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
 	up.killSessions()
-	waitFor(t, b, "reconnect", func(s *Snapshot) bool {
-		st, _ := b.Server("mem")
-		tl, ok := s.Lookup("mem__echo")
+	waitStatus(t, b, "mem", "reconnect", func(st ServerStatus) bool {
+		tl, ok := b.Catalog().Current().Lookup("mem__echo")
 		return st.ConnectCount >= 2 && st.State == StateReady && ok && tl.Available
 	})
 	if _, err := b.CallTool(t.Context(), "mem__echo", map[string]any{"text": "again"}, nil); err != nil {

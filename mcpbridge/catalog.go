@@ -38,8 +38,8 @@ type Tool struct {
 	// Available is false while the upstream has no ready session.
 	Available bool
 
-	// content is the canonical JSON of everything above; hash is its digest.
-	// Both feed the revision and change detection.
+	// hash digests everything above (entryHash); it feeds the revision and
+	// change detection.
 	hash [32]byte
 }
 
@@ -63,17 +63,6 @@ func (s *Snapshot) Lookup(name string) (*Tool, bool) {
 		return nil, false
 	}
 	return s.Tools[i], true
-}
-
-// ServerTools returns the number of tools a server contributes.
-func (s *Snapshot) serverTools(server string) int {
-	n := 0
-	for _, t := range s.Tools {
-		if t.Server == server {
-			n++
-		}
-	}
-	return n
 }
 
 // The catalog remembers recent snapshots for page tokens and watch

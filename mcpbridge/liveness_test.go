@@ -51,6 +51,9 @@ func TestPingUnsupported(t *testing.T) {
 	if pingUnsupported(context.DeadlineExceeded) || pingUnsupported(io.EOF) {
 		t.Error("a timeout or EOF is not a rejected ping")
 	}
+	if pingUnsupported(fmt.Errorf("%w within 400ms", errProbeTimeout)) || pingUnsupported(errors.New("dial tcp 127.0.0.1:4000: connection refused")) {
+		t.Error("a 400 ms timeout or port 4000 is not an HTTP 400")
+	}
 }
 
 // TestBackoffBounds: full jitter within [0, min(max, base·2ⁿ)], no overflow
@@ -121,5 +124,21 @@ func TestUnknownToolBeforeReady(t *testing.T) {
 	<-b.Ready()
 	if _, err := b.CallTool(t.Context(), "mem__nope", nil, nil); !errors.Is(err, ErrToolNotFound) {
 		t.Fatalf("CallTool(unknown) after ready = %v, want ErrToolNotFound", err)
+	}
+}
+
+// waitStatus polls a server's status (state changes need not change the
+// catalog, so a catalog subscription cannot be waited on for them).
+func waitStatus(t *testing.T, b *Bridge, server, what string, cond func(ServerStatus) bool) {
+	t.Helper()
+	deadline := time.Now().Add(defaultTestTimeout)
+	for {
+		if st, err := b.Server(server); err == nil && cond(st) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -206,7 +206,11 @@ func (u *upstream) run() {
 			attempt = 0
 		default:
 			attempt++
-			u.recordFailure("session", err)
+			if s != nil {
+				u.recordDeath(s, "session", err) // once, however many saw it die
+			} else {
+				u.recordFailure("connect", err)
+			}
 		}
 		delay := backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, attempt)
 		if operator {
@@ -262,6 +266,13 @@ func backoff(base, max time.Duration, attempt int) time.Duration {
 	return rand.N(d) + 1
 }
 
+// recordDeath counts a session's death towards the breaker once.
+func (u *upstream) recordDeath(s *session, what string, err error) {
+	if s.counted.CompareAndSwap(false, true) {
+		u.recordFailure(what, err)
+	}
+}
+
 // recordFailure counts a failure towards the breaker.
 func (u *upstream) recordFailure(what string, err error) {
 	u.mu.Lock()
@@ -309,10 +320,15 @@ type session struct {
 	// on it fail at once, and nothing new is routed to it.
 	deadCtx    context.Context
 	deadCancel context.CancelCauseFunc
+	// counted is set once the session's death was counted towards the
+	// breaker (or declared not a failure: our own teardown), so one death
+	// seen by the prober, the supervisor and every in-flight call counts
+	// once.
+	counted atomic.Bool
 
 	refreshReq chan chan error // operator refreshes, answered by the refresher
 
-	progress sync.Map // token string -> func(Progress)
+	progress sync.Map // token string -> *progressSink
 	seq      atomic.Uint64
 
 	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
@@ -354,8 +370,8 @@ func (s *session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 	if !ok {
 		return
 	}
-	if f, ok := s.progress.Load(tok); ok {
-		f.(func(Progress))(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	if p, ok := s.progress.Load(tok); ok {
+		p.(*progressSink).deliver(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
 	}
 }
 
@@ -407,7 +423,9 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	s.started = time.Now()
 	go func() {
 		// Owned by the session: it ends when Close (closeSession) closes
-		// the connection.
+		// the connection. closeSession waits for it up to a second; past
+		// that it is abandoned together with a hung Close (it then only
+		// marks an already-dead session dead).
 		defer close(s.waitDone)
 		err := cs.Wait()
 		if err == nil {
@@ -488,7 +506,10 @@ func (u *upstream) serve(s *session) (lived time.Duration, operator bool, err er
 func (u *upstream) teardown(s *session) {
 	u.setSession(s, nil)
 	dead := s.isDead()
-	s.markDead(nil)
+	if !dead {
+		s.counted.Store(true) // our own close (shutdown, removal, reconnect) is no failure
+	}
+	s.markDead(nil) // fail in-flight calls now
 	s.cancel()
 	if dead {
 		// A dead or wedged child cannot close gracefully; do not wait for it.
@@ -675,8 +696,9 @@ func (s *session) refresh() error {
 		if isSessionDead(err) {
 			s.markDead(err)
 		}
-		u.log.Warn("tools/list failed", "error", u.redact(err.Error()))
-		return fmt.Errorf("tools/list: %w", err)
+		msg := u.redact(err.Error())
+		u.log.Warn("tools/list failed", "error", msg)
+		return fmt.Errorf("tools/list: %s", msg) // redacted: it reaches operators through Refresh
 	}
 	u.log.Debug("tools listed", "tools", n)
 	return nil
@@ -722,14 +744,14 @@ func (s *session) prober() {
 		case s.ctx.Err() != nil:
 			return
 		case isSessionDead(err):
-			u.recordFailure("probe", err)
+			u.recordDeath(s, "probe", err)
 			s.markDead(fmt.Errorf("probe: %w", err))
 			return
 		default:
 			slow++
 			msg := fmt.Sprintf("probe %d/%d failed: %s", slow, u.cfg.PingFailures, u.redact(err.Error()))
 			if slow >= u.cfg.PingFailures {
-				u.recordFailure("probe", err)
+				u.recordDeath(s, "probe", err)
 				s.markDead(errors.New(msg))
 				return
 			}
@@ -748,21 +770,26 @@ func (s *session) probe(useList bool) error {
 		err = s.cs.Ping(ctx, &mcp.PingParams{})
 	}
 	if err != nil && ctx.Err() != nil && s.ctx.Err() == nil {
-		return fmt.Errorf("no answer within %s", s.u.cfg.PingTimeout)
+		return fmt.Errorf("%w within %s", errProbeTimeout, s.u.cfg.PingTimeout)
 	}
 	return err
 }
+
+// errProbeTimeout is a probe that got no answer in time (slow, not dead).
+var errProbeTimeout = errors.New("no answer")
 
 // pingUnsupported reports an upstream that rejects ping itself (rather than
 // failing to answer): MethodNotFound, or HTTP 400 from 2026-07-28 stateless
 // servers.
 func pingUnsupported(err error) bool {
+	if errors.Is(err, errProbeTimeout) {
+		return false
+	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
 		return werr.Code == jsonrpc.CodeMethodNotFound
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "400") || strings.Contains(msg, "Bad Request")
+	return strings.Contains(err.Error(), "Bad Request")
 }
 
 func (u *upstream) setState(st State, lastError string) {
