@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -42,6 +43,13 @@ func (s *Server) prepare(req callRequest) (*preparedCall, error) {
 	}
 	tool, ok := s.bridge.Catalog().Current().Lookup(req.GetName())
 	if !ok {
+		select {
+		case <-s.bridge.Ready():
+		default:
+			// Still discovering: the tool may exist in a moment (or on
+			// another replica), so this is retryable, not NOT_FOUND.
+			return nil, callStatus(&mcpbridge.UnavailableError{Reason: mcpbridge.ReasonStarting, RetryAfter: time.Second}, t, false)
+		}
 		return nil, callStatus(fmt.Errorf("%w: %q", mcpbridge.ErrToolNotFound, req.GetName()), t, false)
 	}
 	t.server = tool.Server

@@ -286,3 +286,14 @@ func BenchmarkValidateArguments(b *testing.B) {
 		}
 	}
 }
+
+func TestDecodeArgumentsJSONTrailingData(t *testing.T) {
+	for _, bad := range []string{`{"a":1}}`, `{"a":1} x`, `{"a":1}]`, `{"a":1} 2`, `{"a":1}{}`} {
+		if _, err := decodeArgumentsJSON(bad); err == nil {
+			t.Errorf("decodeArgumentsJSON(%q) accepted trailing data", bad)
+		}
+	}
+	if _, err := decodeArgumentsJSON(" {\"a\": 1} \n"); err != nil {
+		t.Errorf("surrounding whitespace rejected: %v", err)
+	}
+}

@@ -60,9 +60,9 @@ type GRPCOptions struct {
 
 // NewGRPCServer builds the gRPC server for svc: keepalive, message limits,
 // reflection, health (readiness and liveness), and the interceptor chain
-// from go-grpc-middleware: metrics → logging → auth (health and reflection
-// exempt) → recovery (innermost, so a panic becomes INTERNAL and is still
-// logged and counted).
+// from go-grpc-middleware: metrics → logging → recovery (a panic below it
+// becomes INTERNAL, still logged and counted) → auth (health and
+// reflection exempt) → the extra (call) interceptors.
 func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -97,6 +97,15 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	}
 	unary = append(unary, logging.UnaryServerInterceptor(interceptorLogger(log), logOpts...))
 	stream = append(stream, logging.StreamServerInterceptor(interceptorLogger(log), logOpts...))
+	// Recovery right inside logging: a panic anywhere below (auth, the call
+	// observer, a handler) becomes INTERNAL, is logged with its stack, and
+	// is still counted and logged as a finished call.
+	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		log.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		return status.Error(codes.Internal, "internal error")
+	})
+	unary = append(unary, recovery.UnaryServerInterceptor(rec))
+	stream = append(stream, recovery.StreamServerInterceptor(rec))
 	if o.Auth != nil {
 		needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 			return !strings.HasPrefix(c.Service, "grpc.health.") && !strings.HasPrefix(c.Service, "grpc.reflection.")
@@ -104,14 +113,8 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(o.Auth.Authenticate), needsAuth))
 		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(o.Auth.Authenticate), needsAuth))
 	}
-	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
-		log.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-		return status.Error(codes.Internal, "internal error")
-	})
 	unary = append(unary, o.ExtraUnary...)
 	stream = append(stream, o.ExtraStream...)
-	unary = append(unary, recovery.UnaryServerInterceptor(rec))
-	stream = append(stream, recovery.StreamServerInterceptor(rec))
 
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),

@@ -162,7 +162,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	allowed := s.opts.Authorizer.filter(ctx)
 	if allowed == nil {
 		end := min(start+size, len(all))
-		resp.Tools = all[start:end]
+		resp.Tools = all[start:end:end] // a shared cache: no append may reach it
 		if end < len(all) {
 			resp.NextPageToken = pageToken{revision: snap.Revision, after: snap.Tools[end-1].Name}.encode()
 		}

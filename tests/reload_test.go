@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/metadata"
+
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
@@ -225,5 +227,34 @@ func TestSecretsStaySecret(t *testing.T) {
 	}
 	if !strings.Contains(resp.String(), "remote") {
 		t.Fatal("ListServers lacks the remote server")
+	}
+}
+
+// TestReloadWithAuthLeavesServersAlone: with an auth section (whose token
+// values are added to every server's redaction list), a reload that only
+// adds a server must not restart the others.
+func TestReloadWithAuthLeavesServersAlone(t *testing.T) {
+	const tok = "reload-token-0123456789"
+	cfg := func(servers map[string]string) string {
+		c := reloadConfig(servers)
+		return strings.Replace(c, "{", fmt.Sprintf(`{"auth": {"tokens": {"ops": %q}, "admins": ["ops"]}, `, tok), 1)
+	}
+	p := startToolsvc(t, cfg(map[string]string{"a": stdioWithEnv("1")}))
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok), defaultTestTimeout)
+	defer cancel()
+	writeConfig(t, p.configPath, cfg(map[string]string{"a": stdioWithEnv("1"), "b": stdioWithEnv("1")}))
+	eventually(t, 15*time.Second, "server b to be added", func() bool {
+		tools, _ := listAll(t, ctx, p.client, 0)
+		return hasTool(tools, "b__echo")
+	})
+	resp, err := p.client.ListServers(ctx, &toolsvcv1.ListServersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := resp.GetConfig(); strings.Join(cs.GetRestarted(), ",") != "" || strings.Join(cs.GetAdded(), ",") != "b" {
+		t.Errorf("reload with auth: added %v, restarted %v; want added [b], nothing restarted", cs.GetAdded(), cs.GetRestarted())
+	}
+	if st := serverStatus(t, ctx, p.client, "a"); st.GetConnectCount() != 1 {
+		t.Errorf("unchanged server a reconnected (connect_count %d)", st.GetConnectCount())
 	}
 }

@@ -28,6 +28,11 @@ type configManager struct {
 	bridge *mcpbridge.Bridge
 	log    *slog.Logger
 
+	// secrets are redaction values the configuration file itself does not
+	// carry to the servers (the auth section's tokens): every reload adds
+	// them, so servers compare equal and stay untouched.
+	secrets []string
+
 	reloadMu sync.Mutex // serialises reloads
 	mu       sync.Mutex // guards status and lastHash
 	status   service.ConfigStatus
@@ -74,7 +79,9 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	}
 	var res mcpbridge.ReconfigureResult
 	if err == nil {
-		res, err = m.bridge.Reconfigure(c.Bridge)
+		next := c.Bridge
+		next.Servers = withSecrets(next.Servers, m.secrets)
+		res, err = m.bridge.Reconfigure(next)
 	}
 	now := time.Now()
 	m.mu.Lock()

@@ -141,6 +141,9 @@ func runServe(ctx context.Context, args []string) error {
 	var cfgMgr *configManager
 	if loaded != nil {
 		cfgMgr = newConfigManager(*cfgPath, cfgData, loaded, bridge, log)
+		if loaded.Auth != nil {
+			cfgMgr.secrets = loaded.Auth.Secrets
+		}
 		opts.Config = cfgMgr
 	}
 	svc := service.New(bridge, opts)
