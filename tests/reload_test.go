@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -256,5 +257,17 @@ func TestReloadWithAuthLeavesServersAlone(t *testing.T) {
 	}
 	if st := serverStatus(t, ctx, p.client, "a"); st.GetConnectCount() != 1 {
 		t.Errorf("unchanged server a reconnected (connect_count %d)", st.GetConnectCount())
+	}
+	// The operator CLI authenticates with --token / $TOOLSVC_TOKEN.
+	if out, err := execToolsvc(ctx, p.addr, "reload"); err == nil || !strings.Contains(out, "Unauthenticated") {
+		t.Errorf("toolsvc reload without a token = %v\n%s", err, out)
+	}
+	if out, err := execToolsvc(ctx, p.addr, "reload", "--token", tok); err != nil || !strings.Contains(out, "reloaded") {
+		t.Errorf("toolsvc reload --token = %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(ctx, bin.toolsvc, "refresh", "--addr", p.addr, "a")
+	cmd.Env = append(os.Environ(), "TOOLSVC_TOKEN="+tok)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "a: ready") {
+		t.Errorf("TOOLSVC_TOKEN=… toolsvc refresh a = %v\n%s", err, out)
 	}
 }

@@ -6,16 +6,14 @@ import (
 	"fmt"
 	"strings"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-func dialAdmin(addr string) (toolsvcv1.AdminServiceClient, func(), error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func dialAdmin(f clientFlags) (toolsvcv1.AdminServiceClient, func(), error) {
+	conn, err := f.connect()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -31,7 +29,7 @@ func runAdminServer(ctx context.Context, cmd string, args []string) error {
 	if f.fs.NArg() != 1 {
 		return &exitError{code: 2, err: fmt.Errorf("usage: toolsvc %s [--addr ADDR] [--json] NAME", cmd)}
 	}
-	c, closeConn, err := dialAdmin(*f.addr)
+	c, closeConn, err := dialAdmin(f)
 	if err != nil {
 		return err
 	}
@@ -66,7 +64,7 @@ func runReload(ctx context.Context, args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	c, closeConn, err := dialAdmin(*f.addr)
+	c, closeConn, err := dialAdmin(f)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +17,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -25,17 +28,23 @@ import (
 )
 
 type clientFlags struct {
-	fs   *flag.FlagSet
-	addr *string
-	json *bool
+	fs    *flag.FlagSet
+	addr  *string
+	json  *bool
+	token *string
+	tlsCA *string
+	tls   *bool
 }
 
 func newClientFlags(name string) clientFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	return clientFlags{
-		fs:   fs,
-		addr: fs.String("addr", defaultAddr(), "toolsvc gRPC address (default $TOOLSVC_ADDR, else localhost:50051)"),
-		json: fs.Bool("json", false, "print protobuf JSON"),
+		fs:    fs,
+		addr:  fs.String("addr", defaultAddr(), "toolsvc gRPC address (default $TOOLSVC_ADDR, else localhost:50051)"),
+		json:  fs.Bool("json", false, "print protobuf JSON"),
+		token: fs.String("token", "", "bearer token sent as \"authorization: Bearer …\" (default $TOOLSVC_TOKEN)"),
+		tls:   fs.Bool("tls", false, "connect with TLS (system roots, or --tls-ca)"),
+		tlsCA: fs.String("tls-ca", "", "verify the server against this CA (PEM); implies --tls"),
 	}
 }
 
@@ -46,8 +55,49 @@ func defaultAddr() string {
 	return "localhost:50051"
 }
 
-func dial(addr string) (toolsvcv1.ToolServiceClient, func(), error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// connect opens a connection with the flags' transport security and token.
+func (f clientFlags) connect() (*grpc.ClientConn, error) {
+	creds := insecure.NewCredentials()
+	if *f.tls || *f.tlsCA != "" {
+		conf := &tls.Config{MinVersion: tls.VersionTLS12}
+		if *f.tlsCA != "" {
+			pem, err := os.ReadFile(*f.tlsCA)
+			if err != nil {
+				return nil, fmt.Errorf("--tls-ca: %w", err)
+			}
+			conf.RootCAs = x509.NewCertPool()
+			if !conf.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("--tls-ca %s: no PEM certificates", *f.tlsCA)
+			}
+		}
+		creds = credentials.NewTLS(conf)
+	}
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	token := *f.token
+	if token == "" {
+		token = os.Getenv("TOOLSVC_TOKEN") // read here, so -help never prints it
+	}
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: token, secure: *f.tls || *f.tlsCA != ""}))
+	}
+	return grpc.NewClient(*f.addr, opts...)
+}
+
+// bearer sends a bearer token with every call (also over plaintext, for
+// loopback and sidecar setups; use --tls elsewhere).
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.secure }
+
+func dial(f clientFlags) (toolsvcv1.ToolServiceClient, func(), error) {
+	conn, err := f.connect()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +116,7 @@ func runTools(ctx context.Context, args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	c, closeConn, err := dial(*f.addr)
+	c, closeConn, err := dial(f)
 	if err != nil {
 		return err
 	}
@@ -111,7 +161,7 @@ func runCall(ctx context.Context, args []string) error {
 	if f.fs.NArg() == 2 {
 		req.ArgumentsJson = f.fs.Arg(1)
 	}
-	c, closeConn, err := dial(*f.addr)
+	c, closeConn, err := dial(f)
 	if err != nil {
 		return err
 	}
@@ -317,7 +367,7 @@ func runWatch(ctx context.Context, args []string) error {
 	if f.fs.NArg() != 0 {
 		return &exitError{code: 2, err: errors.New("usage: toolsvc watch [--addr ADDR] [--json] [--resume REV] [--servers A,B] [--exclude-unavailable]")}
 	}
-	c, closeConn, err := dial(*f.addr)
+	c, closeConn, err := dial(f)
 	if err != nil {
 		return err
 	}
@@ -391,7 +441,7 @@ func runServers(ctx context.Context, args []string) error {
 	if err := f.fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	c, closeConn, err := dial(*f.addr)
+	c, closeConn, err := dial(f)
 	if err != nil {
 		return err
 	}
