@@ -29,7 +29,7 @@ const (
 	ReasonServerNotFound      = "SERVER_NOT_FOUND"     // NOT_FOUND: no configured upstream with that name
 	ReasonRequestInvalid      = "REQUEST_INVALID"      // INVALID_ARGUMENT: a request field (not the arguments) is wrong; BadRequest names it
 	ReasonArgumentsInvalid    = "ARGUMENTS_INVALID"    // INVALID_ARGUMENT: arguments are not an object or violate the inputSchema; BadRequest names the JSON path
-	ReasonUpstreamUnavailable = "UPSTREAM_UNAVAILABLE" // UNAVAILABLE: no ready session, or it died mid-call (metadata "unavailable_reason": no_session | session_lost)
+	ReasonUpstreamUnavailable = "UPSTREAM_UNAVAILABLE" // UNAVAILABLE: no ready session, or it died mid-call (metadata "unavailable_reason": no_session | session_lost | starting)
 	ReasonCircuitOpen         = "CIRCUIT_OPEN"         // UNAVAILABLE: the upstream's breaker fails calls fast; RetryInfo says when the next trial is allowed
 	ReasonShuttingDown        = "SHUTTING_DOWN"        // UNAVAILABLE: this replica is shutting down; retry on another
 	ReasonDeadline            = "DEADLINE"             // DEADLINE_EXCEEDED: the deadline passed first (metadata "deadline_source": caller | call_timeout)

@@ -471,5 +471,12 @@ func runServers(ctx context.Context, args []string) error {
 			strings.ToLower(strings.TrimPrefix(s.GetState().String(), "SERVER_STATE_")),
 			s.GetToolCount(), s.GetConnectCount(), breaker, refresh, s.GetLastError())
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if cs := resp.GetConfig(); cs != nil && !cs.GetLastReloadOk() {
+		fmt.Printf("\nconfig reload FAILED at %s; the previous configuration keeps running:\n%s\n",
+			cs.GetLastReloadTime().AsTime().Local().Format("15:04:05"), cs.GetLastReloadError())
+	}
+	return nil
 }

@@ -27,12 +27,13 @@ Usage:
                                                    stream catalog changes, one line each;
                                                    resumes by itself when a stream ends
   toolsvc servers [--addr ADDR] [--json]           list upstream servers
-  toolsvc refresh   [--addr ADDR] NAME             re-list one server's tools now
-  toolsvc reconnect [--addr ADDR] NAME             reconnect one server now (clears its breaker)
-  toolsvc reload    [--addr ADDR]                  re-read the config file now (as SIGHUP does)
+  toolsvc refresh   [--addr ADDR] [--json] NAME    re-list one server's tools now
+  toolsvc reconnect [--addr ADDR] [--json] NAME    reconnect one server now (clears its breaker)
+  toolsvc reload    [--addr ADDR] [--json]         re-read the config file now (as SIGHUP does)
   toolsvc config check FILE                        validate a config file
 
-Client commands talk to --addr (default $TOOLSVC_ADDR, else localhost:50051).
+Client commands talk to --addr (default $TOOLSVC_ADDR, else localhost:50051); with
+--token (default $TOOLSVC_TOKEN) they send a bearer token, with --tls / --tls-ca use TLS.
 `
 
 // exitError carries a process exit code.

@@ -32,7 +32,7 @@ func runServe(ctx context.Context, args []string) error {
 	adminListen := fs.String("admin-listen", ":9090", "admin HTTP address serving /metrics (empty: off)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
-	shutdownTimeout := fs.Duration("shutdown-timeout", 15*time.Second, "bound on graceful shutdown: in-flight calls get this long to finish")
+	shutdownTimeout := fs.Duration("shutdown-timeout", 15*time.Second, "bound on graceful shutdown: in-flight calls get two thirds of it to finish, the rest closes upstream sessions")
 	fs.DurationVar(shutdownTimeout, "drain-timeout", 15*time.Second, "alias of --shutdown-timeout")
 	maxReq := fs.Int("max-request-bytes", service.DefaultMaxRequestBytes, "largest CallTool request accepted (RESOURCE_EXHAUSTED above)")
 	maxResp := fs.Int("max-response-bytes", service.DefaultMaxResponseBytes, "largest tool result returned (RESOURCE_EXHAUSTED above); clients must accept messages this large")

@@ -24,15 +24,18 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		log.Fatal("usage: go ADDR TOOL [ARGS_JSON]")
+		log.Fatal("usage: go ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]")
 	}
 	args := "{}"
 	if len(os.Args) > 3 {
 		args = os.Args[3]
 	}
 	streamTool, streamArgs := os.Args[2], "{}"
+	if len(os.Args) > 4 {
+		streamTool = os.Args[4]
+	}
 	if len(os.Args) > 5 {
-		streamTool, streamArgs = os.Args[4], os.Args[5]
+		streamArgs = os.Args[5]
 	}
 	if err := run(os.Args[1], os.Args[2], args, streamTool, streamArgs); err != nil {
 		log.Fatal(err)

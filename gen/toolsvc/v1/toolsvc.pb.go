@@ -1663,6 +1663,8 @@ type WatchCatalogRequest struct {
 	// error.
 	ResumeToken string `protobuf:"bytes,1,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
 	// Only tools of these servers (configured names). Empty: every server.
+	// A malformed name is INVALID_ARGUMENT, an unconfigured one NOT_FOUND
+	// (servers[i] named in both).
 	Servers []string `protobuf:"bytes,2,rep,name=servers,proto3" json:"servers,omitempty"`
 	// Leave out tools whose upstream is not ready. By default they are
 	// included with available = false; with this set, a tool whose upstream
@@ -2319,7 +2321,9 @@ func (x *Server) GetConnectedTime() *timestamppb.Timestamp {
 // reload attempt.
 type ConfigStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The configuration file ("" for the built-in demo).
+	// The configuration file. (With the built-in demo there is none: then
+	// ListServersResponse.config is unset and ReloadConfig is
+	// FAILED_PRECONDITION.)
 	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
 	// When the running configuration was loaded.
 	LoadedTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=loaded_time,json=loadedTime,proto3" json:"loaded_time,omitempty"`
