@@ -2,10 +2,10 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
@@ -65,7 +65,8 @@ func (a *admin) authorize(ctx context.Context) error {
 		return nil
 	}
 	p, _ := PrincipalFrom(ctx)
-	return status.Errorf(codes.PermissionDenied, "principal %q may not use AdminService (auth.admins)", p.Name)
+	return plainError(codes.PermissionDenied, ReasonPermissionDenied,
+		fmt.Sprintf("principal %q may not use AdminService (auth.admins)", p.Name), map[string]string{"principal": p.Name})
 }
 
 // RefreshServer implements toolsvc.v1.AdminService.
@@ -104,7 +105,7 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 		return nil, err
 	}
 	if a.s.opts.Config == nil {
-		return nil, status.Error(codes.FailedPrecondition, "toolsvc runs without a configuration file (built-in demo); nothing to reload")
+		return nil, plainError(codes.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
 	}
 	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
 }

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 )
 
 // Principal is an authenticated caller.
@@ -64,11 +63,12 @@ func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, erro
 		if a.jwt != nil && strings.Count(tok, ".") == 2 {
 			sub, err := a.verifyJWT(tok)
 			if err != nil {
-				return nil, status.Errorf(codes.Unauthenticated, "invalid bearer JWT: %v", err)
+				// The parser's text (kid, claims) stays out of the answer.
+				return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, "invalid bearer JWT (signature, expiry, issuer or audience)", nil)
 			}
 			return context.WithValue(ctx, principalKey{}, Principal{Name: sub, Method: "jwt"}), nil
 		}
-		return nil, status.Error(codes.Unauthenticated, "invalid bearer token")
+		return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, "invalid bearer token", nil)
 	}
 	if a.mtls {
 		if p, ok := peer.FromContext(ctx); ok {
@@ -82,7 +82,7 @@ func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, erro
 			}
 		}
 	}
-	return nil, status.Error(codes.Unauthenticated, "credentials required: an \"authorization: Bearer …\" header or a client certificate")
+	return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, "credentials required: an \"authorization: Bearer …\" header or a client certificate", nil)
 }
 
 func (a *Authenticator) verifyJWT(tok string) (string, error) {

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -112,7 +113,9 @@ func (c *observedCall) authorize() error {
 		return nil
 	}
 	p, _ := PrincipalFrom(c.ctx)
-	return status.Errorf(codes.PermissionDenied, "principal %q may not call tool %q", p.Name, c.tool)
+	return (&richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
+		msg:  fmt.Sprintf("principal %q may not call tool %q", p.Name, c.tool),
+		meta: map[string]string{"principal": p.Name, "tool": c.tool, "server": c.server}}).err()
 }
 
 func (c *observedCall) end(err error, res *toolsvcv1.CallToolResponse, outBytes int) {

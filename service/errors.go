@@ -39,7 +39,16 @@ const (
 	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the tool's result is over the limit (metadata "limit_bytes", "size_bytes")
 	ReasonUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered a JSON-RPC error (metadata "upstream_code"): InvalidParams → INVALID_ARGUMENT, MethodNotFound → UNIMPLEMENTED, else INTERNAL
 	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else; the message is generic and the log has the cause
+	ReasonUnauthenticated     = "UNAUTHENTICATED"      // UNAUTHENTICATED: no, or no valid, bearer token, JWT or client certificate
+	ReasonPermissionDenied    = "PERMISSION_DENIED"    // PERMISSION_DENIED: the principal's rules do not allow the tool (or AdminService)
+	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
+	ReasonNoConfigFile        = "NO_CONFIG_FILE"       // FAILED_PRECONDITION: ReloadConfig on a server running the built-in demo
 )
+
+// plainError is a status with ErrorInfo and no call metadata.
+func plainError(code codes.Code, reason, msg string, meta map[string]string) error {
+	return (&richError{code: code, reason: reason, msg: msg, meta: meta}).err()
+}
 
 // callTarget names the tool an error concerns, for ErrorInfo metadata.
 type callTarget struct {

@@ -115,7 +115,7 @@ func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalog
 			return nil, invalidArgument(field, err.Error())
 		}
 		if _, err := s.bridge.Server(name); err != nil {
-			return nil, status.Error(codes.NotFound, fmt.Sprintf("%s: no configured server is named %q", field, name))
+			return nil, plainError(codes.NotFound, ReasonServerNotFound, fmt.Sprintf("%s: no configured server is named %q", field, name), map[string]string{"server": name})
 		}
 		if f.servers == nil {
 			f.servers = map[string]bool{}
@@ -409,8 +409,8 @@ func (w *watchSender) send(m proto.Message) error {
 	case <-w.timer.C:
 		w.s.watch.slow.Add(1)
 		w.s.log.Info("watch: client did not read for the send timeout; ending the stream", "timeout", w.s.opts.WatchSendTimeout)
-		return status.Error(codes.Unavailable, fmt.Sprintf(
-			"watch stream ended: the client did not read for %s; resume with the last revision", w.s.opts.WatchSendTimeout))
+		return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
+			"watch stream ended: the client did not read for %s; resume with the last revision", w.s.opts.WatchSendTimeout), nil)
 	case <-w.s.shutdown:
 		w.timer.Stop()
 		return errShuttingDown

@@ -67,9 +67,12 @@ const (
 //	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
 //	                    error (InvalidParams, MethodNotFound, other;
 //	                    metadata upstream_code)
-//	UNAUTHENTICATED     no or invalid credentials (bearer token, JWT, client
-//	                    certificate)
-//	PERMISSION_DENIED   the principal's rules do not allow the tool
+//	UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
+//	                    token, JWT, client certificate)
+//	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
+//	                    the tool
+//	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
+//	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log
 //
 // A tool's own failure is not an error: OK with is_error = true.
@@ -207,9 +210,12 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 //	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
 //	                    error (InvalidParams, MethodNotFound, other;
 //	                    metadata upstream_code)
-//	UNAUTHENTICATED     no or invalid credentials (bearer token, JWT, client
-//	                    certificate)
-//	PERMISSION_DENIED   the principal's rules do not allow the tool
+//	UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
+//	                    token, JWT, client certificate)
+//	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
+//	                    the tool
+//	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
+//	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log
 //
 // A tool's own failure is not an error: OK with is_error = true.
