@@ -185,13 +185,14 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 }
 
 // ListServers implements toolsvc.v1.ToolService.
-func (s *Server) ListServers(context.Context, *toolsvcv1.ListServersRequest) (*toolsvcv1.ListServersResponse, error) {
+func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersRequest) (*toolsvcv1.ListServersResponse, error) {
 	sts := s.bridge.Servers()
 	resp := &toolsvcv1.ListServersResponse{Servers: make([]*toolsvcv1.Server, 0, len(sts))}
 	for _, st := range sts {
 		resp.Servers = append(resp.Servers, serverToProto(st))
 	}
-	if s.opts.Config != nil {
+	if s.opts.Config != nil && s.opts.Authorizer.AdminAllowed(ctx) {
+		// The config path and reload errors are operator information.
 		resp.Config = configToProto(s.opts.Config.Status())
 	}
 	return resp, nil

@@ -192,28 +192,39 @@ func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	if f.key == "" {
 		return &view{snap: snap, tools: snap.Tools, rev: snap.Revision}
 	}
-	k := viewKey{snap, f.key}
-	c := &s.watchCache
-	c.mu.Lock()
-	v := c.views[k]
-	c.mu.Unlock()
-	if v != nil {
+	if v := s.cachedView(snap, f); v != nil {
 		return v
 	}
+	v := buildView(snap, f)
+	s.storeView(snap, f, v)
+	return v
+}
+
+func (s *Server) cachedView(snap *mcpbridge.Snapshot, f *watchFilter) *view {
+	c := &s.watchCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.views[viewKey{snap, f.key}]
+}
+
+func (s *Server) storeView(snap *mcpbridge.Snapshot, f *watchFilter, v *view) {
+	c := &s.watchCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.views == nil || len(c.views) >= watchCacheMax {
+		c.views = map[viewKey]*view{}
+	}
+	c.views[viewKey{snap, f.key}] = v
+}
+
+func buildView(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	tools := make([]*mcpbridge.Tool, 0, len(snap.Tools))
 	for _, t := range snap.Tools {
 		if f.keep(t) {
 			tools = append(tools, t)
 		}
 	}
-	v = &view{snap: snap, tools: slices.Clip(tools), rev: mcpbridge.Revision(tools)}
-	c.mu.Lock()
-	if c.views == nil || len(c.views) >= watchCacheMax {
-		c.views = map[viewKey]*view{}
-	}
-	c.views[k] = v
-	c.mu.Unlock()
-	return v
+	return &view{snap: snap, tools: slices.Clip(tools), rev: mcpbridge.Revision(tools)}
 }
 
 // encoded returns the event build makes, encoded once and shared by every
@@ -317,9 +328,19 @@ func (s *Server) findView(rev string, f *watchFilter) *view {
 		}
 		return nil
 	}
+	// Search the history without caching what does not match: an unknown
+	// token must not flush the views every other watcher shares.
 	hist := cat.History()
 	for i := len(hist) - 1; i >= 0; i-- {
-		if v := s.view(hist[i], f); v.rev == rev {
+		v := s.cachedView(hist[i], f)
+		if v == nil {
+			v = buildView(hist[i], f)
+			if v.rev != rev {
+				continue
+			}
+			s.storeView(hist[i], f, v)
+		}
+		if v.rev == rev {
 			return v
 		}
 	}
