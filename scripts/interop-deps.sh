@@ -6,6 +6,8 @@
 #     example client;
 #   - grpcurl into .bin/ (the README's one-liners are tested with it) and
 #     grpc-health-probe (the health tests use it);
+#   - Python virtualenvs under .venv/ (scripts/pyenv.sh: the official Python
+#     MCP SDK 2.x and 1.x, PyPI MCP servers);
 #   - npm ci in tests/node (TypeScript MCP SDK, server-everything, the MCP
 #     conformance suite and the Node 22 it needs) and examples/node (grpc-js).
 set -euo pipefail
@@ -51,3 +53,5 @@ for dir in tests/node examples/node; do
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 done
+
+scripts/pyenv.sh
