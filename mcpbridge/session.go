@@ -44,6 +44,8 @@ type session struct {
 
 	wg       sync.WaitGroup // refresher and prober
 	waitDone chan struct{}  // closed when the Wait watcher returns
+
+	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)
 }
 
 // markDirty is the whole of the list_changed handler: a non-blocking send.
@@ -52,6 +54,20 @@ type session struct {
 func (s *session) markDirty() {
 	select {
 	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// newProtocol reports a session in the stateless era (2026-07-28 or later).
+func (s *session) newProtocol() bool {
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= ProtocolStateless
+}
+
+// requestProbe asks the prober for a liveness probe now (non-blocking).
+func (s *session) requestProbe() {
+	select {
+	case s.probeNow <- struct{}{}:
 	default:
 	}
 }
@@ -88,7 +104,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
-	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error)}
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	// One client per session: the handlers close over this session, so a
@@ -113,15 +129,28 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return fail(err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout)
-	defer cancel()
 	var opts *mcp.ClientSessionOptions
 	if u.cfg.ProtocolVersion != ProtocolLatest {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion}
 	}
-	cs, err := client.Connect(cctx, t, opts)
+	// Connect gets the session's own context, not one that ends when Connect
+	// returns: go-sdk's legacy SSE client binds its event stream to the
+	// Connect context, so a connect-timeout context would close the stream
+	// the moment the session is up. The timeout is a timer that ends the
+	// session context only while Connect is still running.
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(u.cfg.ConnectTimeout, func() {
+		timedOut.Store(true)
+		s.cancel()
+	})
+	cs, err := client.Connect(s.ctx, t, opts)
+	if !timer.Stop() && err == nil {
+		// The timer fired as Connect returned: the session context is gone.
+		_ = cs.Close()
+		err = context.DeadlineExceeded
+	}
 	if err != nil {
-		if ctx.Err() == nil && cctx.Err() != nil {
+		if ctx.Err() == nil && timedOut.Load() {
 			err = fmt.Errorf("connect: timed out after %s", u.cfg.ConnectTimeout)
 		} else {
 			err = fmt.Errorf("connect: %w", err)
