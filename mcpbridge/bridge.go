@@ -502,9 +502,17 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 			return nil, ctx.Err()
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case errors.As(err, &werr):
+		case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 			verdict = "success" // the upstream answered
 			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: u.redact(werr.Message)}
+		case lostWithoutAnswer(err):
+			// The transport gave up on the request without an answer (a
+			// killed streamable-HTTP upstream's response stream closed):
+			// the call is lost like one on a dead session, and a probe
+			// decides now whether the session is (and counts its death).
+			s.requestProbe()
+			u.log.Warn("call failed: no answer from the upstream", "tool", t.OriginalName, "error", u.redact(err.Error()))
+			return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
 		}
 		u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
 		return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)

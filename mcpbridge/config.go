@@ -53,6 +53,12 @@ const (
 // discovery and fallback).
 const ProtocolLatest = "latest"
 
+// ProtocolStateless is the first MCP version of the stateless era (SEP-2575):
+// from it on every request carries the protocol version, client info and
+// capabilities in _meta, and list_changed arrives on a subscriptions/listen
+// stream.
+const ProtocolStateless = "2026-07-28"
+
 // Defaults for the timing fields of Config and ServerConfig.
 const (
 	DefaultConnectTimeout  = 10 * time.Second
