@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 // The upstream interop matrix (issue 13): every SDK × transport × protocol
@@ -26,6 +27,9 @@ const (
 	proto0618 = "2025-06-18"
 	proto1125 = "2025-11-25"
 	proto0728 = "2026-07-28"
+	// protoDefault: the config sets no protocolVersion, so the cell runs
+	// what a user gets (mcpbridge.DefaultProtocolVersion).
+	protoDefault = "default"
 
 	// matrixPing is every cell's pingInterval: short, so that the idle
 	// check (matrixIdlePings intervals) covers several probes quickly.
@@ -47,7 +51,7 @@ const (
 var (
 	matrixSDKs       = []string{sdkGo, sdkTS, sdkPython}
 	matrixTransports = []string{trStdio, trHTTP, trStateless, trSSE}
-	matrixProtocols  = []string{proto0618, proto1125, proto0728}
+	matrixProtocols  = []string{proto0618, proto1125, proto0728, protoDefault}
 )
 
 // cellSpec is what a cell expects: where the SDK or the protocol cannot do
@@ -63,6 +67,22 @@ type cellSpec struct {
 // matrixSpec is the matrix's documented expectations (docs/interop.md says
 // why each quirk holds).
 func matrixSpec(sdk, transport, protocol string) cellSpec {
+	if protocol == protoDefault {
+		pinned := mcpbridge.DefaultProtocolVersion
+		if pinned == mcpbridge.ProtocolLatest {
+			pinned = proto0728 // go-sdk v1.8.0's newest, with its fallback
+		}
+		c := matrixSpec(sdk, transport, pinned)
+		c.protocol = protoDefault
+		if transport == trStateless && (sdk == sdkGo || sdk == sdkPython) && !c.push {
+			// Issue 13: by default, a stateless server that speaks
+			// 2026-07-28 must get its runtime tool changes to watchers
+			// within 2 s (the default pin decides whether it can).
+			c.push = true
+			c.notes = append(c.notes[:0:0], "issue 13: by default a stateless 2026-07-28 server's changes reach watchers within 2 s")
+		}
+		return c
+	}
 	c := cellSpec{sdk: sdk, transport: transport, protocol: protocol, negotiated: protocol, push: true, cancels: true}
 	if sdk == sdkTS && protocol == proto0728 {
 		// TS SDK 1.32.2 knows versions up to 2025-11-25: it answers
@@ -163,10 +183,14 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 	if !spec.push {
 		refresh = backstopInterval.String()
 	}
-	cfg := fmt.Sprintf(`{"mcpServers": {"up": {%s, "protocolVersion": %q, "pingInterval": %q, "pingTimeout": "1s",
+	pin := fmt.Sprintf(`, "protocolVersion": %q`, spec.protocol)
+	if spec.protocol == protoDefault {
+		pin = ""
+	}
+	cfg := fmt.Sprintf(`{"mcpServers": {"up": {%s%s, "pingInterval": %q, "pingTimeout": "1s",
 		"refreshInterval": %q, "backoff": {"base": "50ms", "max": "500ms"},
 		"breaker": {"failures": 3, "cooldown": "200ms", "maxCooldown": "1s"}}}}`,
-		u.serverJSON(), spec.protocol, matrixPing.String(), refresh)
+		u.serverJSON(), pin, matrixPing.String(), refresh)
 	p := startToolsvc(t, cfg)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*defaultTestTimeout)
 	defer cancel()
