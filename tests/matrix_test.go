@@ -119,33 +119,51 @@ type cellResult struct {
 
 var matrixChecks = []string{"list", "call", "runtime_tool", "deadline", "idle", "kill"}
 
-// TestMatrix runs every cell in parallel and prints the table. Subtest
-// names are TestMatrix/<sdk>/<transport>/<protocol>/<check>.
+// matrixParallel cells run at once. The cells mostly wait (probe
+// intervals, deadlines, restarts), so they run concurrently whatever go
+// test's -parallel is (t.Run from several goroutines).
+const matrixParallel = 6
+
+// runConcurrently runs f for every name as a subtest of t, at most
+// matrixParallel at a time, and returns when all are done.
+func runConcurrently(t *testing.T, names []string, f func(t *testing.T, i int)) {
+	sem := make(chan struct{}, matrixParallel)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			t.Run(name, func(t *testing.T) { f(t, i) })
+		}()
+	}
+	wg.Wait()
+}
+
+// TestMatrix runs every cell and prints the table. Subtest names are
+// TestMatrix/<sdk>/<transport>/<protocol>/<check>.
 func TestMatrix(t *testing.T) {
 	var (
-		mu      sync.Mutex
+		names   []string
 		results []*cellResult
 	)
-	start := time.Now()
-	t.Run("cells", func(t *testing.T) {
-		for _, sdk := range matrixSDKs {
-			for _, tr := range matrixTransports {
-				for _, pv := range matrixProtocols {
-					spec := matrixSpec(sdk, tr, pv)
-					r := &cellResult{spec: spec, checks: map[string]string{}}
-					mu.Lock()
-					results = append(results, r)
-					mu.Unlock()
-					t.Run(sdk+"/"+tr+"/"+pv, func(t *testing.T) {
-						t.Parallel()
-						runCell(t, spec, r)
-						mu.Lock()
-						r.failed = t.Failed()
-						mu.Unlock()
-					})
-				}
+	for _, sdk := range matrixSDKs {
+		for _, tr := range matrixTransports {
+			for _, pv := range matrixProtocols {
+				names = append(names, sdk+"/"+tr+"/"+pv)
+				results = append(results, &cellResult{spec: matrixSpec(sdk, tr, pv), checks: map[string]string{}})
 			}
 		}
+	}
+	start := time.Now()
+	var mu sync.Mutex
+	runConcurrently(t, names, func(t *testing.T, i int) {
+		r := results[i]
+		runCell(t, r.spec, r)
+		mu.Lock()
+		r.failed = t.Failed()
+		mu.Unlock()
 	})
 	t.Logf("upstream interop matrix (%d cells, %v):\n%s", len(results), time.Since(start).Round(100*time.Millisecond), matrixTable(results))
 }
@@ -170,7 +188,7 @@ func matrixTable(results []*cellResult) string {
 }
 
 // runCell runs one cell's checks in order; each is a subtest, so a failure
-// names the cell and the check (e.g. TestMatrix/cells/ts/http/2025-11-25/kill).
+// names the cell and the check (e.g. TestMatrix/ts/http/2025-11-25/kill).
 func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 	var mu sync.Mutex
 	set := func(check, outcome string) {
