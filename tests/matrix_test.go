@@ -248,7 +248,7 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 		if st.GetProtocolVersion() != spec.negotiated {
 			t.Errorf("negotiated protocol %q, want %q", st.GetProtocolVersion(), spec.negotiated)
 		}
-		return fmt.Sprintf("ok (%d tools)", len(tools))
+		return fmt.Sprintf("%d tools", len(tools))
 	})
 
 	run("call", func(t *testing.T) string {
@@ -322,7 +322,7 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 		if _, _, cancelled := u.sideRecord("deadline", "cancelled"); cancelled {
 			t.Fatalf("the tool was cancelled, but this cell documents it is not: update matrixSpec")
 		}
-		return fmt.Sprintf("not cancelled (ran %dms, documented)", at.Sub(deadline.Add(-deadlineMS*time.Millisecond)).Milliseconds())
+		return fmt.Sprintf("runs on (%dms)", at.Sub(deadline.Add(-deadlineMS*time.Millisecond)).Milliseconds())
 	})
 
 	// Idle for ≥ 3 × pingInterval: the prober keeps the session.
@@ -363,11 +363,12 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 			t.Fatalf("the in-flight call did not end within 15s of the upstream's SIGKILL")
 		}
 		failedIn := time.Since(killed)
-		outcome := fmt.Sprintf("%v", status.Code(err))
+		outcome := strings.ToUpper(status.Code(err).String())
 		if ei := matrixErrorInfo(err); ei != nil {
-			outcome += " " + ei.GetReason()
 			if r := ei.GetMetadata()["unavailable_reason"]; r != "" {
-				outcome += "/" + r
+				outcome += " " + r
+			} else {
+				outcome += " " + ei.GetReason()
 			}
 		}
 		if status.Code(err) != codes.Unavailable {
@@ -393,7 +394,7 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 		if st.GetConnectCount() <= before {
 			t.Errorf("connect_count %d after recovery, want > %d", st.GetConnectCount(), before)
 		}
-		return fmt.Sprintf("%s in %dms, recovered %dms", outcome, failedIn.Milliseconds(), recovered.Milliseconds())
+		return fmt.Sprintf("%s %dms, up %dms", outcome, failedIn.Milliseconds(), recovered.Milliseconds())
 	})
 }
 
