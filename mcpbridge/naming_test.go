@@ -1,8 +1,10 @@
 package mcpbridge
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -175,5 +177,27 @@ func TestNamesStayWithTheirTools(t *testing.T) {
 	fresh.setServer("zz", "a_b", []*mcp.Tool{{Name: "t"}}, true)
 	if tl, _ := fresh.Current().Lookup("a_b__t"); tl == nil || tl.Server != "aa" {
 		t.Fatalf("fresh catalog: a_b__t = %+v, want server aa", tl)
+	}
+}
+
+// TestServerProblems: every problem of a server's settings at once, each
+// naming its config-file field.
+func TestServerProblems(t *testing.T) {
+	sc := ServerConfig{Name: "a__b", Transport: TransportStreamableHTTP, URL: "ftp://x", ProtocolVersion: "2025-13-01",
+		Elicitation: "ask", BackoffBase: time.Second, BackoffMax: time.Millisecond, PushlessRefresh: -time.Second,
+		ToolsDeny: []string{"ok", "[bad"}, MaxQueuedCalls: -1}
+	var fields []string
+	for _, p := range sc.Problems() {
+		fields = append(fields, p.Field)
+	}
+	want := []string{"name", "url", "pushlessRefresh", "backoff.max", "maxQueuedCalls", "protocolVersion", "elicitation", "tools.deny[1]"}
+	if !slices.Equal(fields, want) {
+		t.Fatalf("fields %q, want %q", fields, want)
+	}
+	for _, pv := range []string{"", ProtocolAuto, ProtocolLatest, "2025-06-18", "2026-07-28"} {
+		ok := ServerConfig{Name: "s", Transport: TransportStdio, Command: "x", ProtocolVersion: pv}
+		if probs := ok.Problems(); len(probs) != 0 {
+			t.Errorf("protocolVersion %q: %v", pv, probs[0])
+		}
 	}
 }

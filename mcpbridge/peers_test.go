@@ -2,14 +2,17 @@ package mcpbridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -235,4 +238,108 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// addEcho registers another echo-like tool on a live go-sdk server (it
+// announces the change to its sessions).
+func addTool(srv *mcp.Server, name string) {
+	mcp.AddTool(srv, &mcp.Tool{Name: name}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
+	})
+}
+
+// TestStatelessUpstreamPushes: a runtime tool of a 2026-07-28 stateless
+// server reaches the catalog within 2 s under the default protocol setting
+// (issue 13, bug 3). Under "auto" the stateless server is recognised (it
+// refuses the standalone GET stream) and the session moves to 2026-07-28,
+// where pushes ride subscriptions/listen; pinned to 2025-11-25, where no
+// push can arrive, the upstream is re-listed every pushlessRefresh and its
+// status says so.
+func TestStatelessUpstreamPushes(t *testing.T) {
+	for _, tc := range []struct {
+		pin      string
+		protocol string
+		push     string
+	}{
+		{"", "2026-07-28", "up"},
+		{DefaultProtocolVersion, DefaultProtocolVersion, "none"},
+	} {
+		t.Run("pin="+tc.pin, func(t *testing.T) {
+			srv := goSDKServer()
+			url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+				&mcp.StreamableHTTPOptions{Stateless: true}))
+			b := newTestBridge(t, fastProbes(ServerConfig{Name: "sl", Transport: TransportStreamableHTTP, URL: url, ProtocolVersion: tc.pin}))
+			st, _ := b.Server("sl")
+			if st.ProtocolVersion != tc.protocol || st.PushChannel != tc.push || st.ConnectCount != 1 {
+				t.Fatalf("status: protocol %q push %q connects %d; want %q, %q, 1", st.ProtocolVersion, st.PushChannel, st.ConnectCount, tc.protocol, tc.push)
+			}
+			if pushless := slicesContainsSubstr(st.Warnings, "no push channel"); pushless != (tc.push != "up") {
+				t.Errorf("warnings %q: want a push-channel warning: %v", st.Warnings, tc.push != "up")
+			}
+			began := time.Now()
+			addTool(srv, "late")
+			waitFor(t, b, "sl__late", func(s *Snapshot) bool { _, ok := s.Lookup("sl__late"); return ok })
+			took := time.Since(began)
+			t.Logf("runtime tool reached the catalog after %s (protocol %s, push %s)", took.Round(time.Millisecond), tc.protocol, tc.push)
+			if took > 2*time.Second {
+				t.Errorf("runtime tool took %s, want ≤ 2 s", took)
+			}
+		})
+	}
+}
+
+func slicesContainsSubstr(ss []string, sub string) bool {
+	for _, s := range ss {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestListenStreamCutIsReopened: the upstream ends a 2026-07-28 session's
+// subscriptions/listen stream. go-sdk neither notices nor re-opens it; the
+// bridge must see it (status, short re-listing) and re-open it, after
+// which a runtime tool arrives by push again (issue 13, bug 3).
+func TestListenStreamCutIsReopened(t *testing.T) {
+	srv := goSDKServer()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	var listens atomic.Int32
+	cut := func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"subscriptions/listen"`)) && listens.Add(1) == 1 {
+				// The first listen stream ends after 300 ms, as a proxy
+				// with a stream timeout or a restarting worker would end it.
+				ctx, cancel := context.WithTimeout(r.Context(), 300*time.Millisecond)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
+		}
+		h.ServeHTTP(w, r)
+	}
+	url := serveHTTP(t, http.HandlerFunc(cut))
+	sc := fastProbes(ServerConfig{Name: "sl", Transport: TransportStreamableHTTP, URL: url, ProtocolVersion: ProtocolLatest})
+	sc.BackoffBase = 500 * time.Millisecond // long enough to observe the gap
+	sc.BackoffMax = 500 * time.Millisecond
+	b := newTestBridge(t, sc)
+	eventually(t, "the cut seen", func() bool {
+		st, _ := b.Server("sl")
+		return st.PushChannel == "down" && slicesContainsSubstr(st.Warnings, "no push channel")
+	})
+	eventually(t, "the stream re-opened", func() bool {
+		st, _ := b.Server("sl")
+		return st.PushChannel == "up" && listens.Load() >= 2
+	})
+	st, _ := b.Server("sl")
+	if st.ConnectCount != 1 || slicesContainsSubstr(st.Warnings, "no push channel") {
+		t.Fatalf("after re-open: connects %d, warnings %q", st.ConnectCount, st.Warnings)
+	}
+	// Re-listing is back to the 5-minute backstop: only a push can bring
+	// this tool in time.
+	addTool(srv, "late")
+	began := time.Now()
+	waitFor(t, b, "sl__late", func(s *Snapshot) bool { _, ok := s.Lookup("sl__late"); return ok })
+	t.Logf("runtime tool after re-open arrived in %s", time.Since(began).Round(time.Millisecond))
 }

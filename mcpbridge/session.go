@@ -46,6 +46,9 @@ type session struct {
 	waitDone chan struct{}  // closed when the Wait watcher returns
 
 	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)
+
+	push      *pushChannel // how list_changed reaches this session (push.go)
+	listenSeq atomic.Int64 // re-opened subscriptions/listen streams
 }
 
 // markDirty is the whole of the list_changed handler: a non-blocking send.
@@ -56,6 +59,24 @@ func (s *session) markDirty() {
 	case s.dirty <- struct{}{}:
 	default:
 	}
+}
+
+// transport is the session's transport kind.
+func (s *session) transport() Transport { return s.u.cfg.Transport }
+
+// listChangedDeclared reports whether the upstream declared that it sends
+// tools/list_changed.
+func (s *session) listChangedDeclared() bool {
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged
+}
+
+// pushless reports a session whose upstream means to push list_changed but
+// whose push channel is down or missing: the refresher then re-lists on a
+// short interval.
+func (s *session) pushless() bool {
+	st := s.push.get()
+	return (st == pushDown || st == pushNone) && s.listChangedDeclared()
 }
 
 // newProtocol reports a session in the stateless era (2026-07-28 or later).
@@ -104,7 +125,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
-	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1)}
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	// One client per session: the handlers close over this session, so a
@@ -129,9 +150,16 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return fail(err)
 	}
+	pv := u.cfg.ProtocolVersion
+	if pv == ProtocolAuto {
+		pv = DefaultProtocolVersion
+		if u.preferLatest.Load() {
+			pv = ProtocolLatest
+		}
+	}
 	var opts *mcp.ClientSessionOptions
-	if u.cfg.ProtocolVersion != ProtocolLatest {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion}
+	if pv != ProtocolLatest {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: pv}
 	}
 	// Connect gets the session's own context, not one that ends when Connect
 	// returns: go-sdk's legacy SSE client binds its event stream to the
@@ -159,6 +187,26 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	}
 	s.cs = cs
 	s.started = time.Now()
+	switch {
+	case s.newProtocol():
+		if s.push.get() == pushUnknown {
+			// go-sdk opens subscriptions/listen in Connect only for an
+			// upstream that declares tools.listChanged.
+			s.push.set(pushNone, "the upstream declares no tools/list_changed")
+		}
+	case s.transport() != TransportStreamableHTTP:
+		s.push.set(pushUp, "") // the session's own stream carries pushes
+	case s.push.get() == pushNone && pv == DefaultProtocolVersion && u.cfg.ProtocolVersion == ProtocolAuto && !u.preferLatest.Load():
+		// A stateless server: under 2025-11-25 its pushes have no way to
+		// reach us. Connect again in the newest protocol, where they ride
+		// subscriptions/listen (once: preferLatest sticks).
+		u.preferLatest.Store(true)
+		u.log.Info("upstream offers no standalone GET stream (stateless); connecting again with the newest protocol so list_changed can reach toolsvc")
+		s.cancel()
+		s.deadCancel(errors.New("replaced by a newer-protocol session"))
+		_ = cs.Close()
+		return u.connect(ctx)
+	}
 	go func() {
 		// Owned by the session: it ends when Close (closeSession) closes
 		// the connection. closeSession waits for it up to a second; past
