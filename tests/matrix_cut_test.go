@@ -108,6 +108,7 @@ func TestMatrixPushChannelCut(t *testing.T) {
 		{sdkGo, trSSE, proto1125},       // SSE event stream
 		{sdkPython, trStateless, proto0728},
 		{sdkPython, trHTTP, proto0728}, // stateful, but listen at 2026-07-28
+		{sdkPython, trHTTP, proto1125}, // GET stream; MCPServer declares no tools.listChanged before 2026-07-28
 		{sdkPython, trSSE, proto1125},
 		{sdkTS, trHTTP, proto1125},
 		{sdkTS, trSSE, proto1125},

@@ -37,9 +37,14 @@ const (
 	matrixIdlePings = 4 // ≥ 3 × pingInterval, plus one interval of slack
 	// pushBound: a list_changed push reaches an open watch within this.
 	pushBound = 2 * time.Second
-	// backstopInterval is the refreshInterval of cells whose upstream has
-	// no push channel: such a cell's runtime tool arrives with the next
-	// backstop re-list, within backstopInterval + backstopSlack.
+	// relistBound: an upstream that declares tools.listChanged but has no
+	// push channel is re-listed every pushlessRefresh (1 s by default), so
+	// its runtime tool reaches the watch within this.
+	relistBound = 3 * time.Second
+	// backstopInterval is the refreshInterval of cells whose upstream
+	// neither pushes nor declares listChanged: their runtime tool arrives
+	// with the next backstop re-list, within backstopInterval +
+	// backstopSlack.
 	backstopInterval = 2 * time.Second
 	backstopSlack    = 2 * time.Second
 	// deadlineMS is the caller's deadline in the cancellation check; the
@@ -59,31 +64,42 @@ var (
 type cellSpec struct {
 	sdk, transport, protocol string
 	negotiated               string // protocol_version ListServers must report
-	push                     bool   // runtime tool changes arrive by list_changed; else by the backstop re-list
+	fresh                    string // how runtime tool changes arrive: freshPush, freshRelist or freshBackstop
 	cancels                  bool   // the tool's context ends when the caller's deadline passes; else it runs to the end
 	notes                    []string
 }
+
+// How a cell's runtime tool changes reach toolsvc.
+const (
+	freshPush     = "push"     // list_changed, within pushBound
+	freshRelist   = "re-list"  // no push channel: the pushlessRefresh re-list, within relistBound
+	freshBackstop = "backstop" // no push channel, none declared: refreshInterval
+)
 
 // matrixSpec is the matrix's documented expectations (docs/interop.md says
 // why each quirk holds).
 func matrixSpec(sdk, transport, protocol string) cellSpec {
 	if protocol == protoDefault {
+		// protocolVersion "auto" (the default) starts at
+		// mcpbridge.DefaultProtocolVersion, and connects a stateless
+		// server (no GET stream) again at the newest version, where its
+		// pushes ride subscriptions/listen.
 		pinned := mcpbridge.DefaultProtocolVersion
-		if pinned == mcpbridge.ProtocolLatest {
-			pinned = proto0728 // go-sdk v1.8.0's newest, with its fallback
+		if transport == trStateless {
+			pinned = proto0728
 		}
 		c := matrixSpec(sdk, transport, pinned)
 		c.protocol = protoDefault
-		if transport == trStateless && (sdk == sdkGo || sdk == sdkPython) && !c.push {
+		if transport == trStateless && (sdk == sdkGo || sdk == sdkPython) && c.fresh != freshPush {
 			// Issue 13: by default, a stateless server that speaks
-			// 2026-07-28 must get its runtime tool changes to watchers
-			// within 2 s (the default pin decides whether it can).
-			c.push = true
-			c.notes = append(c.notes[:0:0], "issue 13: by default a stateless 2026-07-28 server's changes reach watchers within 2 s")
+			// 2026-07-28 gets its runtime tool changes to watchers
+			// within 2 s.
+			c.fresh = freshPush
+			c.notes = append(c.notes, "issue 13: by default a stateless 2026-07-28 server's changes reach watchers within 2 s")
 		}
 		return c
 	}
-	c := cellSpec{sdk: sdk, transport: transport, protocol: protocol, negotiated: protocol, push: true, cancels: true}
+	c := cellSpec{sdk: sdk, transport: transport, protocol: protocol, negotiated: protocol, fresh: freshPush, cancels: true}
 	if sdk == sdkTS && protocol == proto0728 {
 		// TS SDK 1.32.2 knows versions up to 2025-11-25: it answers
 		// server/discover with MethodNotFound and go-sdk falls back to
@@ -98,9 +114,18 @@ func matrixSpec(sdk, transport, protocol string) cellSpec {
 		c.notes = append(c.notes, "go-sdk serves server/discover only over stdio and stateless HTTP: served at 2025-11-25")
 	}
 	if transport == trStateless && c.negotiated != proto0728 {
-		// No session, so no standalone GET stream: nothing carries a push.
-		c.push = false
-		c.notes = append(c.notes, "stateless before 2026-07-28: no push channel, runtime tools arrive with the backstop re-list")
+		// No session, so no stream for pushes. go-sdk and TS refuse the
+		// GET, so toolsvc knows and re-lists every pushlessRefresh.
+		// Python's MCPServer answers the GET with an SSE stream that never
+		// carries anything and declares tools.listChanged false before
+		// 2026-07-28: only the backstop re-list brings changes.
+		if sdk == sdkPython {
+			c.fresh = freshBackstop
+			c.notes = append(c.notes, "stateless before 2026-07-28: no push channel, listChanged not declared: runtime tools arrive with refreshInterval")
+		} else {
+			c.fresh = freshRelist
+			c.notes = append(c.notes, "stateless before 2026-07-28: no push channel: runtime tools arrive with the pushlessRefresh re-list")
+		}
 	}
 	if transport == trStateless && sdk == sdkGo {
 		c.cancels = false
@@ -197,8 +222,8 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 		mu.Unlock()
 	}
 	u := startMatrixUpstream(t, spec.sdk, spec.transport)
-	refresh := "1h" // only a push can bring a runtime tool
-	if !spec.push {
+	refresh := "1h" // only a push (or the pushless re-list) can bring a runtime tool
+	if spec.fresh == freshBackstop {
 		refresh = backstopInterval.String()
 	}
 	pin := fmt.Sprintf(`, "protocolVersion": %q`, spec.protocol)
@@ -273,13 +298,10 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 		if _, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__add_tool", ArgumentsJson: `{"name": "rt_added"}`}); err != nil {
 			t.Fatalf("CallTool(up__add_tool) = %v", err)
 		}
-		bound := pushBound
-		if !spec.push {
-			bound = backstopInterval + backstopSlack
-		}
+		bound := map[string]time.Duration{freshPush: pushBound, freshRelist: relistBound, freshBackstop: backstopInterval + backstopSlack}[spec.fresh]
 		took, ok := waitUpsertWithin(w, "up__rt_added", bound)
 		if !ok {
-			t.Fatalf("up__rt_added did not reach the open watch within %v (push expected: %v)", bound, spec.push)
+			t.Fatalf("up__rt_added did not reach the open watch within %v (expected by %s)", bound, spec.fresh)
 		}
 		res, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__rt_added"})
 		if err != nil || !strings.Contains(resultText(res), "rt_added ok") {
@@ -288,10 +310,7 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 		if after := serverStatus(t, ctx, c, "up").GetConnectCount(); after != before {
 			t.Errorf("connect_count %d -> %d: the tool came from a reconnect", before, after)
 		}
-		if spec.push {
-			return fmt.Sprintf("push %dms", took.Milliseconds())
-		}
-		return fmt.Sprintf("backstop %dms", took.Milliseconds())
+		return fmt.Sprintf("%s %dms", spec.fresh, took.Milliseconds())
 	})
 
 	// The caller's deadline ends the call and reaches the upstream tool as
