@@ -122,7 +122,7 @@ func TestMatrixPushChannelCut(t *testing.T) {
 		u := startMatrixUpstream(t, cell.sdk, cell.transport)
 		proxy := startCutProxy(t, fmt.Sprintf("127.0.0.1:%d", u.port))
 		server := strings.Replace(u.serverJSON(), fmt.Sprintf("127.0.0.1:%d", u.port), proxy.addr(), 1)
-		p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": {%s, "protocolVersion": %q,
+		p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": {%s, "protocolVersion": %q, "connectTimeout": "20s",
 			"pingInterval": "1h", "refreshInterval": "1h", "backoff": {"base": "50ms", "max": "500ms"}}}}`,
 			server, cell.protocol))
 		ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)

@@ -150,15 +150,16 @@ var matrixChecks = []string{"list", "call", "runtime_tool", "deadline", "idle", 
 const matrixParallel = 6
 
 // runConcurrently runs f for every name as a subtest of t, at most
-// matrixParallel at a time, and returns when all are done.
+// matrixParallel at a time, starting them in order, and returns when all
+// are done.
 func runConcurrently(t *testing.T, names []string, f func(t *testing.T, i int)) {
 	sem := make(chan struct{}, matrixParallel)
 	var wg sync.WaitGroup
 	for i, name := range names {
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sem <- struct{}{}
 			defer func() { <-sem }()
 			t.Run(name, func(t *testing.T) { f(t, i) })
 		}()
@@ -169,13 +170,16 @@ func runConcurrently(t *testing.T, names []string, f func(t *testing.T, i int)) 
 // TestMatrix runs every cell and prints the table. Subtest names are
 // TestMatrix/<sdk>/<transport>/<protocol>/<check>.
 func TestMatrix(t *testing.T) {
+	// Cells start interleaved (protocol, then transport, then SDK), so
+	// that the slow starters (Python's interpreter, -race toolsvc) are
+	// spread over the run; the table keeps SDK order.
 	var (
 		names   []string
 		results []*cellResult
 	)
-	for _, sdk := range matrixSDKs {
+	for _, pv := range matrixProtocols {
 		for _, tr := range matrixTransports {
-			for _, pv := range matrixProtocols {
+			for _, sdk := range matrixSDKs {
 				names = append(names, sdk+"/"+tr+"/"+pv)
 				results = append(results, &cellResult{spec: matrixSpec(sdk, tr, pv), checks: map[string]string{}})
 			}
@@ -189,6 +193,16 @@ func TestMatrix(t *testing.T) {
 		mu.Lock()
 		r.failed = t.Failed()
 		mu.Unlock()
+	})
+	rank := func(list []string, v string) int { return slices.Index(list, v) }
+	slices.SortStableFunc(results, func(a, b *cellResult) int {
+		if d := rank(matrixSDKs, a.spec.sdk) - rank(matrixSDKs, b.spec.sdk); d != 0 {
+			return d
+		}
+		if d := rank(matrixTransports, a.spec.transport) - rank(matrixTransports, b.spec.transport); d != 0 {
+			return d
+		}
+		return rank(matrixProtocols, a.spec.protocol) - rank(matrixProtocols, b.spec.protocol)
 	})
 	t.Logf("upstream interop matrix (%d cells, %v):\n%s", len(results), time.Since(start).Round(100*time.Millisecond), matrixTable(results))
 }
@@ -230,7 +244,10 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 	if spec.protocol == protoDefault {
 		pin = ""
 	}
-	cfg := fmt.Sprintf(`{"mcpServers": {"up": {%s%s, "pingInterval": %q, "pingTimeout": "1s",
+	// connectTimeout is raised from 10 s: a Python server's first
+	// initialize (interpreter start, imports) took longer than 10 s on a
+	// 2-core box at load 16.
+	cfg := fmt.Sprintf(`{"mcpServers": {"up": {%s%s, "connectTimeout": "20s", "pingInterval": %q, "pingTimeout": "1s",
 		"refreshInterval": %q, "backoff": {"base": "50ms", "max": "500ms"},
 		"breaker": {"failures": 3, "cooldown": "200ms", "maxCooldown": "1s"}}}}`,
 		u.serverJSON(), pin, matrixPing.String(), refresh)

@@ -130,7 +130,9 @@ func TestPyPIServers(t *testing.T) {
 		}
 		return fmt.Sprintf(`{"command": %s, "args": [%s]}`, jsonString(bin), strings.Join(q, ", "))
 	}
-	cfg := fmt.Sprintf(`{"mcpServers": {"time": %s, "timesh": %s, "git": %s, "gitsh": %s}}`,
+	// connectTimeout: four Python interpreters start at once, which took
+	// over 10 s on a loaded 2-core box.
+	cfg := fmt.Sprintf(`{"connectTimeout": "20s", "mcpServers": {"time": %s, "timesh": %s, "git": %s, "gitsh": %s}}`,
 		direct(timeBin, "--local-timezone", "UTC"), wrap(timeBin, "--local-timezone", "UTC"),
 		direct(gitBin, "--repository", repo), wrap(gitBin, "--repository", repo))
 	p := startToolsvc(t, cfg)
