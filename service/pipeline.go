@@ -18,8 +18,9 @@ import (
 //
 //	beginCall:  authenticate → size the request (once, measured by the front
 //	            door) → resolve the name (once: one catalog entry from one
-//	            snapshot, the bridge's own errors) → authorize → per-principal
-//	            rate limit → arguments are one JSON object → inputSchema
+//	            snapshot; failures are the bridge's own errors) → authorize →
+//	            per-principal rate limit → arguments are one JSON object →
+//	            inputSchema
 //	dispatch:   the bridge calls that same entry (mcpbridge.Bridge.Call)
 //	checkResult: the result's size (measured once by the front door)
 //	end:        map the error (once, status), metrics, audit line, release
@@ -75,15 +76,18 @@ func (s *Server) beginCall(ctx context.Context, in CallInput) (*toolCall, error)
 	if in.Name == "" {
 		return c, fieldsError("name", violation("name", "required: the exposed tool name from ListTools"))
 	}
-	// Authorization is over exposed names, before the lookup: a caller
-	// learns nothing about tools it may not use.
+	// One lookup; authorization (over exposed names) is decided before a
+	// failed lookup is reported, so a caller learns nothing about tools it
+	// may not use.
+	target, rerr := s.bridge.Resolve(in.Name)
+	c.target = target
 	if !s.opts.Authorizer.AllowTool(p, in.Name) {
 		return c, &richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
 			msg:  fmt.Sprintf("principal %q may not call tool %q", p.Name, in.Name),
 			meta: map[string]string{"principal": p.Name}}
 	}
-	if c.target, err = s.bridge.Resolve(in.Name); err != nil {
-		return c, err
+	if rerr != nil {
+		return c, rerr
 	}
 	if c.release, err = s.limits.acquire(p.Name, time.Now()); err != nil {
 		return c, err
