@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
@@ -41,6 +42,13 @@ func benchCallServer(b *testing.B, f *fixture) toolsvcv1.ToolServiceClient {
 // upstream. It measures toolsvc's own CPU and garbage per call; compare
 // before/after with -benchmem -count=6 and benchstat.
 func BenchmarkCallPipeline(b *testing.B) {
+	b.Run("validate=pool", func(b *testing.B) { benchmarkCallPipeline(b, false) })
+	b.Run("validate=inline", func(b *testing.B) { benchmarkCallPipeline(b, true) })
+}
+
+func benchmarkCallPipeline(b *testing.B, inline bool) {
+	validateInline = inline
+	b.Cleanup(func() { validateInline = false })
 	f := newFixture(b, 0)
 	c := benchCallServer(b, f)
 	ctx := context.Background()
@@ -69,4 +77,55 @@ func BenchmarkCallPipelineStream(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkValidateOnFreshGoroutine validates arguments the way a gRPC
+// handler does: on a fresh goroutine (grpc-go starts one per RPC) whose
+// stack already holds about twenty frames (the interceptor chain). Inline,
+// jsonschema-go's recursion grows and copies that stack on nearly every
+// call; on the pool it runs on a worker whose stack is already grown.
+func BenchmarkValidateOnFreshGoroutine(b *testing.B) {
+	in := `{"count": 12, "point": {"x": 1}, "tags": ["a", "b", "c"], "pair": ["a", 1], "odd key": true}`
+	var c schemaCache
+	cs := c.get("h", testSchema)
+	for _, mode := range []string{"pool", "inline"} {
+		b.Run("validate="+mode, func(b *testing.B) {
+			validateInline = mode == "inline"
+			defer func() { validateInline = false }()
+			p := newValidatorPool()
+			defer p.close()
+			done := make(chan struct{})
+			b.ReportAllocs()
+			for b.Loop() {
+				go func() {
+					frames(20, func() {
+						args, err := decodeArgumentsJSON(in)
+						if err != nil {
+							panic(err)
+						}
+						var vs any
+						p.run(func() { vs = cs.validate("arguments_json", args) })
+						if vs != nil && len(vs.([]*errdetails.BadRequest_FieldViolation)) > 0 {
+							panic(vs)
+						}
+					})
+					done <- struct{}{}
+				}()
+				<-done
+			}
+		})
+	}
+}
+
+// frames calls f under n ordinary stack frames.
+//
+//go:noinline
+func frames(n int, f func()) {
+	var pad [64]byte // a modest frame, like an interceptor's
+	if n == 0 {
+		f()
+		return
+	}
+	frames(n-1, f)
+	_ = pad
 }

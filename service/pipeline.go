@@ -99,38 +99,54 @@ func (s *Server) beginCall(ctx context.Context, in CallInput) (*toolCall, error)
 // checkArguments checks that the arguments are one JSON object and, unless
 // the tool's server turns validation off or its schema cannot be compiled,
 // that they satisfy the entry's inputSchema. It returns what to send.
+// Decoding and validation run on a validation worker (validatepool.go).
 func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
-	validate := t.ValidatesArguments()
+	if in.Arguments != nil && in.ArgumentsJSON != "" {
+		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
+	}
+	if !t.ValidatesArguments() {
+		switch {
+		case in.ArgumentsJSON != "":
+			if !isJSONObject(in.ArgumentsJSON) {
+				return nil, fieldsError("arguments_json", violation("arguments_json", "must be a JSON object"))
+			}
+			return json.RawMessage(in.ArgumentsJSON), nil
+		case in.Arguments != nil:
+			return in.Arguments, nil
+		}
+		return nil, nil
+	}
+	var (
+		args any
+		err  error
+	)
+	s.validators.run(func() { args, err = s.validateArguments(t.Tool, in) })
+	return args, err
+}
+
+// validateArguments decodes and validates the arguments against the
+// tool's inputSchema.
+func (s *Server) validateArguments(tool *mcpbridge.Tool, in CallInput) (any, error) {
 	field := "arguments"
 	var obj map[string]any
 	var args any
 	switch {
-	case in.Arguments != nil && in.ArgumentsJSON != "":
-		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
 	case in.ArgumentsJSON != "":
 		field = "arguments_json"
-		if validate {
-			m, err := decodeArgumentsJSON(in.ArgumentsJSON)
-			if err != nil {
-				return nil, fieldsError(field, violation(field, "must be a JSON object: "+err.Error()))
-			}
-			obj = m
-		} else if !isJSONObject(in.ArgumentsJSON) {
-			return nil, fieldsError(field, violation(field, "must be a JSON object"))
+		m, err := decodeArgumentsJSON(in.ArgumentsJSON)
+		if err != nil {
+			return nil, fieldsError(field, violation(field, "must be a JSON object: "+err.Error()))
 		}
 		// Forwarded as the caller wrote it: numbers keep every digit.
-		args = json.RawMessage(in.ArgumentsJSON)
+		obj, args = m, json.RawMessage(in.ArgumentsJSON)
 	case in.Arguments != nil:
 		obj, args = in.Arguments, in.Arguments
 	default:
 		obj = map[string]any{}
 	}
-	if !validate {
-		return args, nil
-	}
-	cs := s.schemas.get(t.Tool.SchemaHash, t.Tool.InputSchema)
+	cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
 	if cs.resolved == nil {
-		s.log.Debug("arguments not validated", "tool", t.Tool.Name, "why", cs.problem)
+		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
 	} else if vs := cs.validate(field, obj); len(vs) > 0 {
 		return nil, fieldsError(field, vs...)
 	}
