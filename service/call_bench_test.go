@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
@@ -17,10 +16,10 @@ import (
 // benchCallServer serves f's service the way cmd/toolsvc does without an
 // auth section (the full interceptor chain, call metrics), and returns a
 // client for it.
-func benchCallServer(b *testing.B, f *fixture) toolsvcv1.ToolServiceClient {
+func benchCallServer(b *testing.B, f *fixture, workers int) toolsvcv1.ToolServiceClient {
 	reg := prometheus.NewRegistry()
 	svc := New(f.bridge, &Options{Metrics: NewMetrics(reg)})
-	gs, _ := NewGRPCServer(svc, GRPCOptions{Registry: reg})
+	gs, _ := NewGRPCServer(svc, GRPCOptions{Registry: reg, StreamWorkers: workers})
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = gs.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///bufnet",
@@ -39,18 +38,19 @@ func benchCallServer(b *testing.B, f *fixture) toolsvcv1.ToolServiceClient {
 
 // BenchmarkCallPipeline is one validated CallTool through the whole edge
 // (gRPC over bufconn, interceptors, pipeline, bridge) to an in-memory go-sdk
-// upstream. It measures toolsvc's own CPU and garbage per call; compare
-// before/after with -benchmem -count=6 and benchstat.
+// upstream, with handlers on grpc-go stream workers (the default) and on a
+// fresh goroutine per RPC (grpc-go's own default). Compare with -benchmem
+// and a CPU profile: the upstream runs in the same process, so look at the
+// samples under the ToolService handler (runtime.newstack there is the
+// stack growth the workers remove).
 func BenchmarkCallPipeline(b *testing.B) {
-	b.Run("validate=pool", func(b *testing.B) { benchmarkCallPipeline(b, false) })
-	b.Run("validate=inline", func(b *testing.B) { benchmarkCallPipeline(b, true) })
+	b.Run("handlers=workers", func(b *testing.B) { benchmarkCallPipeline(b, 0) })
+	b.Run("handlers=fresh", func(b *testing.B) { benchmarkCallPipeline(b, -1) })
 }
 
-func benchmarkCallPipeline(b *testing.B, inline bool) {
-	validateInline = inline
-	b.Cleanup(func() { validateInline = false })
+func benchmarkCallPipeline(b *testing.B, workers int) {
 	f := newFixture(b, 0)
-	c := benchCallServer(b, f)
+	c := benchCallServer(b, f, workers)
 	ctx := context.Background()
 	req := &toolsvcv1.CallToolRequest{Name: "mem__echo", ArgumentsJson: `{"text": "hello"}`}
 	b.ReportAllocs()
@@ -64,7 +64,7 @@ func benchmarkCallPipeline(b *testing.B, inline bool) {
 // BenchmarkCallPipelineStream is BenchmarkCallPipeline over CallToolStream.
 func BenchmarkCallPipelineStream(b *testing.B) {
 	f := newFixture(b, 0)
-	c := benchCallServer(b, f)
+	c := benchCallServer(b, f, 0)
 	ctx := context.Background()
 	req := &toolsvcv1.CallToolStreamRequest{Name: "mem__echo", ArgumentsJson: `{"text": "hello"}`}
 	b.ReportAllocs()
@@ -80,41 +80,49 @@ func BenchmarkCallPipelineStream(b *testing.B) {
 }
 
 // BenchmarkValidateOnFreshGoroutine validates arguments the way a gRPC
-// handler does: on a fresh goroutine (grpc-go starts one per RPC) whose
-// stack already holds about twenty frames (the interceptor chain). Inline,
-// jsonschema-go's recursion grows and copies that stack on nearly every
-// call; on the pool it runs on a worker whose stack is already grown.
+// handler without stream workers does: on a fresh goroutine whose stack
+// already holds about twenty frames (the interceptor chain), and, for
+// comparison, on one long-lived goroutine. jsonschema-go's recursion grows
+// and copies the fresh goroutine's stack on nearly every call.
 func BenchmarkValidateOnFreshGoroutine(b *testing.B) {
 	in := `{"count": 12, "point": {"x": 1}, "tags": ["a", "b", "c"], "pair": ["a", 1], "odd key": true}`
 	var c schemaCache
 	cs := c.get("h", testSchema)
-	for _, mode := range []string{"pool", "inline"} {
-		b.Run("validate="+mode, func(b *testing.B) {
-			validateInline = mode == "inline"
-			defer func() { validateInline = false }()
-			p := newValidatorPool()
-			defer p.close()
-			done := make(chan struct{})
-			b.ReportAllocs()
-			for b.Loop() {
-				go func() {
-					frames(20, func() {
-						args, err := decodeArgumentsJSON(in)
-						if err != nil {
-							panic(err)
-						}
-						var vs any
-						p.run(func() { vs = cs.validate("arguments_json", args) })
-						if vs != nil && len(vs.([]*errdetails.BadRequest_FieldViolation)) > 0 {
-							panic(vs)
-						}
-					})
-					done <- struct{}{}
-				}()
-				<-done
-			}
-		})
+	validate := func() {
+		args, err := decodeArgumentsJSON(in)
+		if err != nil {
+			panic(err)
+		}
+		if vs := cs.validate("arguments_json", args); len(vs) > 0 {
+			panic(vs)
+		}
 	}
+	b.Run("goroutine=fresh", func(b *testing.B) {
+		done := make(chan struct{})
+		b.ReportAllocs()
+		for b.Loop() {
+			go func() {
+				frames(20, validate)
+				done <- struct{}{}
+			}()
+			<-done
+		}
+	})
+	b.Run("goroutine=long-lived", func(b *testing.B) {
+		jobs, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			for range jobs {
+				frames(20, validate)
+				done <- struct{}{}
+			}
+		}()
+		defer close(jobs)
+		b.ReportAllocs()
+		for b.Loop() {
+			jobs <- struct{}{}
+			<-done
+		}
+	})
 }
 
 // frames calls f under n ordinary stack frames.

@@ -99,7 +99,6 @@ func (s *Server) beginCall(ctx context.Context, in CallInput) (*toolCall, error)
 // checkArguments checks that the arguments are one JSON object and, unless
 // the tool's server turns validation off or its schema cannot be compiled,
 // that they satisfy the entry's inputSchema. It returns what to send.
-// Decoding and validation run on a validation worker (validatepool.go).
 func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 	if in.Arguments != nil && in.ArgumentsJSON != "" {
 		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
@@ -116,12 +115,7 @@ func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 		}
 		return nil, nil
 	}
-	var (
-		args any
-		err  error
-	)
-	s.validators.run(func() { args, err = s.validateArguments(t.Tool, in) })
-	return args, err
+	return s.validateArguments(t.Tool, in)
 }
 
 // validateArguments decodes and validates the arguments against the

@@ -89,8 +89,6 @@ type Server struct {
 	schemas schemaCache
 	// limits applies Options.RateLimits (nil: none).
 	limits *rateLimiter
-	// validators run schema validation on long-lived stacks.
-	validators *validatorPool
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -124,7 +122,6 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	}
 	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
 	s.limits = newRateLimiter(o.RateLimits, o.Metrics)
-	s.validators = newValidatorPool()
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
 	}
@@ -138,15 +135,9 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 }
 
 // Shutdown ends every open watch stream with UNAVAILABLE, so that
-// GracefulStop is not held up by them and clients resume elsewhere, and
-// stops the validation workers (calls still draining validate inline). It
-// is idempotent.
-func (s *Server) Shutdown() {
-	s.shutdownOnce.Do(func() {
-		close(s.shutdown)
-		s.validators.close()
-	})
-}
+// GracefulStop is not held up by them and clients resume elsewhere. It is
+// idempotent.
+func (s *Server) Shutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
 
 // ListTools implements toolsvc.v1.ToolService.
 func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
