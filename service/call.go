@@ -33,22 +33,22 @@ func callInput(req callRequest) CallInput {
 
 // CallTool implements toolsvc.v1.ToolService.
 func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (*toolsvcv1.CallToolResponse, error) {
-	c, err := s.beginCall(ctx, callInput(req))
+	c, err := s.BeginCall(ctx, callInput(req))
 	var out *toolsvcv1.CallToolResponse
 	size := 0
 	if err == nil {
 		var res *mcp.CallToolResult
-		if res, err = c.dispatch(c.ctx, nil); err == nil {
+		if res, err = c.Dispatch(c.Context(), nil); err == nil {
 			out = resultToProto(res, s.log)
 			size = proto.Size(out)
-			err = c.checkResult(size)
+			err = c.CheckResult(size)
 		}
 	}
-	st := c.status(err)
+	st := c.Status(err)
 	if st != nil {
 		out, size = nil, 0
 	}
-	c.end(st, out.GetIsError(), size)
+	c.End(st, out.GetIsError(), size)
 	return out, st
 }
 
@@ -61,22 +61,22 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 // progressBacklog are waiting), and never holds up the session. Progress
 // that arrives after the result is dropped by the bridge.
 func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) error {
-	c, err := s.beginCall(stream.Context(), callInput(req))
+	c, err := s.BeginCall(stream.Context(), callInput(req))
 	if err != nil {
-		st := c.status(err)
-		c.end(st, false, 0)
+		st := c.Status(err)
+		c.End(st, false, 0)
 		return st
 	}
 	sent, isError, err := s.streamCall(c, stream)
-	st := c.status(err)
-	c.end(st, isError, sent)
+	st := c.Status(err)
+	c.End(st, isError, sent)
 	return st
 }
 
 // streamCall dispatches a prepared call and streams its progress and
 // result; it reports the bytes sent.
-func (s *Server) streamCall(c *toolCall, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) (sent int, isError bool, err error) {
-	callCtx, cancel := context.WithCancel(c.ctx)
+func (s *Server) streamCall(c *Call, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) (sent int, isError bool, err error) {
+	callCtx, cancel := context.WithCancel(c.Context())
 	defer cancel()
 	send := func(m *toolsvcv1.CallToolStreamResponse, size int) error {
 		if err := stream.Send(m); err != nil {
@@ -114,7 +114,7 @@ func (s *Server) streamCall(c *toolCall, stream grpc.ServerStreamingServer[tools
 			}
 		}
 	}()
-	res, callErr := c.dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: queue.put})
+	res, callErr := c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: queue.put})
 	close(done)
 	wg.Wait()
 	if sendErr != nil {
@@ -131,7 +131,7 @@ func (s *Server) streamCall(c *toolCall, stream grpc.ServerStreamingServer[tools
 	}
 	out := resultToProto(res, s.log)
 	size := proto.Size(out)
-	if err := c.checkResult(size); err != nil {
+	if err := c.CheckResult(size); err != nil {
 		return sent, false, err
 	}
 	// The wrapper adds a tag and a length to the result's size.

@@ -9,12 +9,12 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// end observes a finished call once: st is the status the caller got (nil
+// End observes a finished call once: st is the status the caller got (nil
 // for OK), isError whether the tool reported its own failure, outBytes the
 // response bytes sent. It records the call metrics and the audit line and
 // releases the principal's concurrency slot. Calls to unknown tools are
 // counted under server and tool "unknown" (no catalog label to spend).
-func (c *toolCall) end(st error, isError bool, outBytes int) {
+func (c *Call) End(st error, isError bool, outBytes int) {
 	if c.ended {
 		return
 	}
@@ -53,7 +53,7 @@ func (c *toolCall) end(st error, isError bool, outBytes int) {
 }
 
 // auditArguments is the call's arguments as JSON for the audit line.
-func (c *toolCall) auditArguments() json.RawMessage {
+func (c *Call) auditArguments() json.RawMessage {
 	if c.in.ArgumentsJSON != "" {
 		return json.RawMessage(c.in.ArgumentsJSON)
 	}

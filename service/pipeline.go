@@ -13,22 +13,30 @@ import (
 )
 
 // The call pipeline: every way into a tool call (gRPC CallTool,
-// CallToolStream, and any later front door) hands a CallInput to
-// beginCall and then works on the *toolCall it returns:
+// CallToolStream, and any later front door such as MCP) hands a CallInput
+// to BeginCall and then works on the *Call it returns:
 //
-//	beginCall:  authenticate → size the request (once, measured by the front
-//	            door) → resolve the name (once: one catalog entry from one
-//	            snapshot; failures are the bridge's own errors) → authorize →
-//	            per-principal rate limit → arguments are one JSON object →
-//	            inputSchema
-//	dispatch:   the bridge calls that same entry (mcpbridge.Bridge.Call)
-//	checkResult: the result's size (measured once by the front door)
-//	end:        map the error (once, status), metrics, audit line, release
-//	            the principal's concurrency slot
+//	BeginCall:   authenticate → request size (measured once, by the front
+//	             door) → resolve the name (once: one catalog entry from one
+//	             snapshot; failures are the bridge's own errors) → authorize
+//	             → per-principal rate limit → arguments are one JSON object
+//	             → inputSchema of that entry
+//	Dispatch:    the bridge calls that same entry (mcpbridge.Bridge.Call)
+//	CheckResult: the result's size (measured once, by the front door)
+//	Status:      the error mapped, once, to a status with ErrorInfo
+//	End:         metrics, audit line, the principal's concurrency slot back
+//
+// A front door does, whatever its wire:
+//
+//	c, err := s.BeginCall(ctx, in)
+//	if err == nil { res, err = c.Dispatch(c.Context(), opts); … size the
+//	                encoded result, err = c.CheckResult(size) }
+//	st := c.Status(err); c.End(st, isError, size); answer st or the result
 //
 // Errors inside the pipeline are values: the bridge's typed errors, or a
-// *richError for the pipeline's own refusals. The front door maps them once
-// (callStatus for gRPC).
+// *richError for the pipeline's own refusals. Status maps them once; a non-
+// gRPC front door translates that status (code, ErrorInfo reason,
+// RetryInfo, BadRequest) to its own wire.
 
 // CallInput is one tool call as a front door received it.
 type CallInput struct {
@@ -44,8 +52,9 @@ type CallInput struct {
 	Size int
 }
 
-// toolCall is one call moving through the pipeline.
-type toolCall struct {
+// Call is one tool call moving through the pipeline. It is used by one
+// goroutine (the front door's handler); End must be called exactly once.
+type Call struct {
 	s         *Server
 	ctx       context.Context // the caller's, with its principal
 	in        CallInput
@@ -57,11 +66,11 @@ type toolCall struct {
 	ended     bool
 }
 
-// beginCall runs every check that comes before the upstream. It always
-// returns the call (so that end can observe a refusal); err says why the
-// call must not be dispatched.
-func (s *Server) beginCall(ctx context.Context, in CallInput) (*toolCall, error) {
-	c := &toolCall{s: s, ctx: ctx, in: in, start: time.Now()}
+// BeginCall runs every check that comes before the upstream. It always
+// returns the call (so that End can observe a refusal); a non-nil err says
+// why the call must not be dispatched.
+func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
+	c := &Call{s: s, ctx: ctx, in: in, start: time.Now()}
 	if m := s.opts.Metrics; m != nil {
 		m.callsInFlight.Inc()
 	}
@@ -154,14 +163,17 @@ func isJSONObject(text string) bool {
 	return json.Unmarshal([]byte(text), &m) == nil && m != nil
 }
 
-// dispatch sends the call to the entry beginCall resolved.
-func (c *toolCall) dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
+// Context is the caller's context with its authenticated principal.
+func (c *Call) Context() context.Context { return c.ctx }
+
+// Dispatch sends the call to the entry BeginCall resolved.
+func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
 	return c.s.bridge.Call(ctx, c.target, c.args, opts)
 }
 
-// checkResult applies the response size limit to a result of size bytes
+// CheckResult applies the response size limit to a result of size bytes
 // (measured once by the front door).
-func (c *toolCall) checkResult(size int) error {
+func (c *Call) CheckResult(size int) error {
 	if size > c.s.opts.MaxResponseBytes {
 		c.s.log.Info("result over the response limit", "tool", c.in.Name, "size", size, "limit", c.s.opts.MaxResponseBytes)
 		return tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", size, c.s.opts.MaxResponseBytes)
@@ -169,9 +181,9 @@ func (c *toolCall) checkResult(size int) error {
 	return nil
 }
 
-// status maps the pipeline's error to the gRPC status the caller gets:
+// Status maps the pipeline's error to the gRPC status the caller gets:
 // once, here. ErrorInfo names the tool and its server.
-func (c *toolCall) status(err error) error {
+func (c *Call) Status(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -182,7 +194,7 @@ func (c *toolCall) status(err error) error {
 	return callStatus(err, c.targetName(), callerDeadline)
 }
 
-func (c *toolCall) targetName() callTarget {
+func (c *Call) targetName() callTarget {
 	t := callTarget{tool: c.in.Name}
 	if c.target.Tool != nil {
 		t.server = c.target.Tool.Server
