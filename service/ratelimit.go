@@ -32,7 +32,7 @@ type RateLimit struct {
 // (forgetting them loses nothing), then, if that is not enough, every
 // principal with nothing in flight (which at worst forgives part of a
 // spent bucket).
-const maxLimitedPrincipals = 10000
+var maxLimitedPrincipals = 10000 // a variable for tests
 
 // concurrencyRetryAfter is the RetryInfo hint of a refusal for
 // maxConcurrent: calls in flight end at no predictable time.
