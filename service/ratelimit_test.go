@@ -23,7 +23,7 @@ func TestRateLimiterBucket(t *testing.T) {
 	l := newRateLimiter([]RateLimit{
 		{Principal: "agent-*", CallsPerSecond: 2, Burst: 3},
 		{Principal: "agent-x", CallsPerSecond: 1000}, // shadowed by the first
-		{Principal: "slow", CallsPerSecond: 0.5},    // burst defaults to 1
+		{Principal: "slow", CallsPerSecond: 0.5},     // burst defaults to 1
 	}, nil)
 	t0 := time.Unix(1000, 0)
 	for i := 0; i < 3; i++ {
