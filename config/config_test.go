@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -167,10 +168,28 @@ func FuzzParse(f *testing.F) {
 	f.Add("c.json", []byte(`{"servers": {"b": {"type": "http", "url": "http://h/mcp", "headers": {"A": "${HOME}"}}}}`))
 	f.Add("c.yaml", []byte("mcpServers:\n  a:\n    command: x\n    tools: {allow: ['a*']}\n"))
 	f.Add("c.json", []byte(`{"mcpServers": {"a__b": {"url": 3}}, "callTimeout": "x"}`))
+	f.Add("c.json", []byte(`{"auth": {"tokens": {"a": "0123456789abcdef"}, "rateLimits": [{"principal": "a*", "callsPerSecond": 0.5, "burst": 2}, {"principal": "[", "maxConcurrent": -1}]}, "mcpServers": {"x": {"command": "x"}}}`))
+	f.Add("c.yaml", []byte("auth:\n  tokens: {a: '0123456789abcdef'}\n  rateLimits:\n    - {principal: p, maxConcurrent: 1}\n    - burst: 2\nmcpServers:\n  x: {command: x}\n"))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
 		c, err := Parse(name, data)
 		if err != nil {
+			var probs Problems
+			if errors.As(err, &probs) {
+				for _, p := range probs {
+					if p.Line < 0 {
+						t.Fatalf("problem with a negative line: %v", p)
+					}
+				}
+			}
 			return
+		}
+		if c.Auth != nil {
+			for _, r := range c.Auth.RateLimits {
+				if _, err := path.Match(r.Principal, ""); err != nil || r.Principal == "" || r.CallsPerSecond < 0 || r.Burst < 0 ||
+					r.MaxConcurrent < 0 || (r.CallsPerSecond == 0 && r.MaxConcurrent == 0) || (r.Burst > 0 && r.CallsPerSecond == 0) {
+					t.Fatalf("Parse accepted a rate limit the limiter cannot use: %+v", r)
+				}
+			}
 		}
 		for _, s := range c.Bridge.Servers {
 			if err := s.Validate(); err != nil {
