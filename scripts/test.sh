@@ -5,7 +5,9 @@
 #     for the Python client: scripts/interop-deps.sh),
 #   - fails if gen/ drifts from proto/, if buf lint or gofmt complain,
 #   - validates the Helm chart offline (scripts/k8s-check.sh),
-#   - runs every Go test under -race (goleak checks in each package).
+#   - runs every Go test under -race (goleak checks in each package),
+#   - type-checks, installs and tests the Python client package
+#     (scripts/test-python.sh; full runs only).
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Storm ./tests).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,5 +31,6 @@ go vet ./...
 if [[ $# -gt 0 ]]; then
   go test -race -count=1 "$@"
 else
+  scripts/test-python.sh
   go test -race -count=1 ./...
 fi
