@@ -43,7 +43,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, catalog, storm (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, python, catalog, storm (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -129,6 +129,9 @@ func run(ctx context.Context) error {
 		if !*peers {
 			r.skip("peer_added_latency_ratio", "-peers=false")
 		}
+	}
+	if err := pythonPhase(ctx, e, r, skipped["python"]); err != nil {
+		return err
 	}
 	if skipped["catalog"] {
 		r.skip("list_ratio", "-skip catalog")
