@@ -139,6 +139,9 @@ class EventKind(str, enum.Enum):
     SYNCED = "synced"  #: the local catalog is current (after a resume)
     PROGRESS = "progress"  #: keep-alive carrying the current revision
 
+    def __str__(self) -> str:
+        return self.value
+
 
 @dataclass(frozen=True)
 class WatchEvent:
