@@ -28,7 +28,8 @@ def test_aio_calls(server: Toolsvc) -> None:
             rs = await asyncio.gather(*(c.call_tool("demo__echo", {"text": f"m{i}"}) for i in range(32)))
             assert [x.text for x in rs] == [f"m{i}" for i in range(32)]
             msgs = [m async for m in c.call_tool_stream("rt__sleep", {"ms": 400}, timeout=20)]
-            assert [m.progress for m in msgs if isinstance(m, toolsvc.Progress)] == [1, 2, 3, 4]
+            steps = [m.progress for m in msgs if isinstance(m, toolsvc.Progress)]
+            assert steps in ([1, 2, 3], [1, 2, 3, 4]), steps  # the 4th races the result
             assert isinstance(msgs[-1], toolsvc.CallResult) and msgs[-1].text.startswith("slept ")
             servers = await c.list_servers()
             assert [s.name for s in servers] == ["demo", "rt"]

@@ -104,8 +104,11 @@ def test_call_tool_stream(client: toolsvc.Client) -> None:
     assert isinstance(msgs[-1], toolsvc.CallResult) and not msgs[-1].is_error
     assert msgs[-1].text.startswith("slept ")
     assert all(isinstance(m, toolsvc.Progress) for m in msgs[:-1])
-    assert [p.progress for p in progress] == [1, 2, 3, 4]
-    assert [p.total for p in progress] == [4, 4, 4, 4] and progress[0].message == "quarter 1"
+    # Quarters 1..4, in order; the 4th is sent 1 ms before the result and
+    # may lose that race (progress after the result is dropped).
+    steps = [p.progress for p in progress]
+    assert steps[:3] == [1, 2, 3] and steps in ([1, 2, 3], [1, 2, 3, 4]), steps
+    assert all(p.total == 4 and p.message == f"quarter {p.progress:g}" for p in progress)
 
 
 def test_list_servers(client: toolsvc.Client, server: Toolsvc) -> None:
