@@ -98,3 +98,18 @@ def test_aio_watch_rejected(server: Toolsvc) -> None:
             await w.close()
 
     run(main())
+
+
+def test_aio_closing_the_client_stops_its_watch(server: Toolsvc) -> None:
+    async def main() -> None:
+        c = toolsvc.aio.Client(server.addr)
+        w = c.watch(min_backoff=0.01, max_backoff=0.05)
+        assert await w.wait_ready(30)
+        await c.close()
+        with pytest.raises(toolsvc.ToolsvcError) as ei:
+            for _ in range(100):
+                await w.get(0.5)
+        assert ei.value.code == grpc.StatusCode.CANCELLED
+        await w.close()
+
+    run(main())

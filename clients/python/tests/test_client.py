@@ -240,3 +240,16 @@ def test_bearer_token(start_toolsvc: Any, toolsvc_bin: str) -> None:
         assert c.call_tool("demo__add", {"a": 1, "b": 2}).structured_content == {"sum": 3}
         with c.watch() as w:
             assert w.wait_ready(30) and "demo__add" in w.catalog
+
+
+def test_closing_the_client_stops_its_watch(server: Toolsvc) -> None:
+    c = toolsvc.Client(server.addr)
+    w = c.watch(min_backoff=0.01, max_backoff=0.05)
+    assert w.wait_ready(30)
+    c.close()
+    end = time.monotonic() + 10
+    with pytest.raises(toolsvc.ToolsvcError) as ei:
+        while time.monotonic() < end:  # the snapshot, then the end
+            w.get(0.5)
+    assert ei.value.code == grpc.StatusCode.CANCELLED and w.error is ei.value
+    w.close()

@@ -363,7 +363,10 @@ class CatalogWatcher:
         with self._cond:
             if self._closed.is_set():
                 return False, stream_ended()
-            call = self._client.stub.WatchCatalog(req, metadata=self._client._md)
+            try:
+                call = self._client.stub.WatchCatalog(req, metadata=self._client._md)
+            except ValueError as e:  # the client's channel was closed
+                return False, ToolsvcError(grpc.StatusCode.CANCELLED, f"watch stopped: {e}")
             self._call = call
             self.streams += 1
         try:

@@ -178,6 +178,8 @@ _FINAL_WATCH_CODES = frozenset(
 
 
 def watch_retryable(err: ToolsvcError) -> bool:
+    if err.code == grpc.StatusCode.CANCELLED and err.message.startswith("watch stopped:"):
+        return False  # the client itself was closed
     return not isinstance(err, WatchProtocolError) and err.code not in _FINAL_WATCH_CODES
 
 

@@ -312,7 +312,10 @@ class AsyncCatalogWatcher:
         req.resume_token = tok
         delivered = False
         self.streams += 1
-        call = self._client.stub.WatchCatalog(req, metadata=self._client._md)
+        try:
+            call = self._client.stub.WatchCatalog(req, metadata=self._client._md)
+        except (ValueError, grpc_aio.UsageError) as e:  # the client's channel was closed
+            return False, ToolsvcError(grpc.StatusCode.CANCELLED, f"watch stopped: {e}")
         try:
             async for m in call:
                 ev = self._state.apply(m, resumed=not delivered and tok != "")
@@ -325,5 +328,13 @@ class AsyncCatalogWatcher:
             return delivered, from_rpc_error(err)
         except ToolsvcError as e:
             return delivered, e
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+            if self._closed or (cancelling is not None and cancelling()):
+                raise
+            # Not our close(): grpc.aio cancels the calls of a channel that
+            # was closed.
+            return delivered, ToolsvcError(grpc.StatusCode.CANCELLED, "watch stopped: the client's channel was closed")
         finally:
             call.cancel()
