@@ -102,3 +102,28 @@ def test_backoff_is_jittered_and_bounded() -> None:
     waits = [b.next(False) for _ in range(50)]
     assert all(0 <= w <= 0.4 for w in waits) and len(set(waits)) > 1
     assert b.next(True) <= 0.1  # a stream that delivered restarts from the minimum
+
+
+def test_schema_format_is_requested_when_the_api_has_it() -> None:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    from toolsvc._common import set_schema_format
+
+    # A request as issue 14 specifies it (schema_format = SCHEMA_FORMAT_JSON).
+    f = descriptor_pb2.FileDescriptorProto(name="t/schema_format_test.proto", package="t", syntax="proto3")
+    e = f.enum_type.add(name="SchemaFormat")
+    for i, n in enumerate(["SCHEMA_FORMAT_UNSPECIFIED", "SCHEMA_FORMAT_STRUCT", "SCHEMA_FORMAT_JSON"]):
+        e.value.add(name=n, number=i)
+    m = f.message_type.add(name="Req")
+    m.field.add(name="schema_format", number=3, type=descriptor_pb2.FieldDescriptorProto.TYPE_ENUM,
+                type_name=".t.SchemaFormat", label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    req: Any = message_factory.GetMessageClass(pool.FindMessageTypeByName("t.Req"))()
+    set_schema_format(req, "json")
+    assert req.schema_format == 2
+    set_schema_format(req, "struct")
+    assert req.schema_format == 1
+    old = pb.ListToolsRequest()
+    set_schema_format(old, "json")  # today's API: nothing to set
+    assert old == pb.ListToolsRequest()

@@ -15,10 +15,12 @@ from toolsvc._common import (
     CatalogState,
     ChannelTLS,
     RetryPolicy,
+    SchemaFormat,
     WatchEvent,
     auth_metadata,
     channel_args,
     channel_credentials,
+    set_schema_format,
     stream_ended,
     watch_retryable,
 )
@@ -52,6 +54,12 @@ class ServerList(list[pb.Server]):
     def __init__(self, servers: Iterable[pb.Server] = (), config: pb.ConfigStatus | None = None) -> None:
         super().__init__(servers)
         self.config = config
+
+
+def _list_request(page_size: int, token: str, schema_format: SchemaFormat) -> pb.ListToolsRequest:
+    req = pb.ListToolsRequest(page_size=page_size, page_token=token)
+    set_schema_format(req, schema_format)
+    return req
 
 
 def _page_token_expired(e: ToolsvcError) -> bool:
@@ -101,7 +109,9 @@ class Client:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def list_tools(self, *, page_size: int = 1000, timeout: float | None = 30.0) -> ToolList:
+    def list_tools(
+        self, *, page_size: int = 1000, schema_format: SchemaFormat = "json", timeout: float | None = 30.0
+    ) -> ToolList:
         """Every tool of the catalog (all pages, one revision), sorted by name.
         ``timeout`` applies to each page."""
         for attempt in range(3):
@@ -110,7 +120,7 @@ class Client:
             try:
                 while True:
                     page = self.stub.ListTools(
-                        pb.ListToolsRequest(page_size=page_size, page_token=token), timeout=timeout, metadata=self._md
+                        _list_request(page_size, token, schema_format), timeout=timeout, metadata=self._md
                     )
                     out.extend(page.tools)
                     revision = revision or page.revision
@@ -194,6 +204,7 @@ class Client:
         *,
         servers: Sequence[str] = (),
         exclude_unavailable: bool = False,
+        schema_format: SchemaFormat = "json",
         resume_token: str | None = None,
         initial: Iterable[pb.Tool] | None = None,
         min_backoff: float = 0.1,
@@ -207,7 +218,7 @@ class Client:
         revision) starts from a catalog you already have."""
         return CatalogWatcher(
             self,
-            pb.WatchCatalogRequest(servers=list(servers), exclude_unavailable=exclude_unavailable),
+            _watch_request(servers, exclude_unavailable, schema_format),
             CatalogState(resume_token, initial),
             Backoff(min_backoff, max_backoff),
             max_pending,
@@ -385,3 +396,9 @@ class CatalogWatcher:
             call.cancel()
             with self._cond:
                 self._call = None
+
+
+def _watch_request(servers: Sequence[str], exclude_unavailable: bool, schema_format: SchemaFormat) -> pb.WatchCatalogRequest:
+    req = pb.WatchCatalogRequest(servers=list(servers), exclude_unavailable=exclude_unavailable)
+    set_schema_format(req, schema_format)
+    return req

@@ -8,7 +8,7 @@ import json
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import grpc
 
@@ -79,6 +79,23 @@ def channel_credentials(tls: ChannelTLS) -> grpc.ChannelCredentials | None:
     if tls is True:
         return grpc.ssl_channel_credentials()
     return tls
+
+
+SchemaFormat = Literal["json", "struct"]
+
+
+def set_schema_format(req: pb.ListToolsRequest | pb.WatchCatalogRequest, fmt: SchemaFormat) -> None:
+    """Asks for schemas in ``fmt`` when this version of the API has the
+    ``schema_format`` field (SCHEMA_FORMAT_JSON: exact JSON text in
+    ``input_schema_json`` / ``output_schema_json``); a server without it
+    ignores the field and sends Structs. ``toolsvc.input_schema(tool)`` reads
+    either."""
+    field = req.DESCRIPTOR.fields_by_name.get("schema_format")
+    if field is None or field.enum_type is None:
+        return
+    value = field.enum_type.values_by_name.get("SCHEMA_FORMAT_" + fmt.upper())
+    if value is not None:
+        setattr(req, "schema_format", value.number)
 
 
 def auth_metadata(token: str | None) -> tuple[tuple[str, str], ...]:

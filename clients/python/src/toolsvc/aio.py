@@ -23,12 +23,13 @@ from typing import Any
 import grpc
 from grpc import aio as grpc_aio
 
-from toolsvc._client import Arguments, ServerList, ToolList, _page_token_expired
+from toolsvc._client import Arguments, ServerList, ToolList, _list_request, _page_token_expired, _watch_request
 from toolsvc._common import (
     Backoff,
     CatalogState,
     ChannelTLS,
     RetryPolicy,
+    SchemaFormat,
     WatchEvent,
     auth_metadata,
     channel_args,
@@ -78,7 +79,9 @@ class Client:
     async def __aexit__(self, *_: object) -> None:
         await self.close()
 
-    async def list_tools(self, *, page_size: int = 1000, timeout: float | None = 30.0) -> ToolList:
+    async def list_tools(
+        self, *, page_size: int = 1000, schema_format: SchemaFormat = "json", timeout: float | None = 30.0
+    ) -> ToolList:
         """Every tool of the catalog (all pages, one revision), sorted by name."""
         for attempt in range(3):
             out: list[pb.Tool] = []
@@ -86,7 +89,7 @@ class Client:
             try:
                 while True:
                     page: pb.ListToolsResponse = await self.stub.ListTools(
-                        pb.ListToolsRequest(page_size=page_size, page_token=token), timeout=timeout, metadata=self._md
+                        _list_request(page_size, token, schema_format), timeout=timeout, metadata=self._md
                     )
                     out.extend(page.tools)
                     revision = revision or page.revision
@@ -166,6 +169,7 @@ class Client:
         *,
         servers: Sequence[str] = (),
         exclude_unavailable: bool = False,
+        schema_format: SchemaFormat = "json",
         resume_token: str | None = None,
         initial: Iterable[pb.Tool] | None = None,
         min_backoff: float = 0.1,
@@ -177,7 +181,7 @@ class Client:
         ``AsyncCatalogWatcher`` and ``toolsvc.Client.watch``."""
         return AsyncCatalogWatcher(
             self,
-            pb.WatchCatalogRequest(servers=list(servers), exclude_unavailable=exclude_unavailable),
+            _watch_request(servers, exclude_unavailable, schema_format),
             CatalogState(resume_token, initial),
             Backoff(min_backoff, max_backoff),
             max_pending,
@@ -338,3 +342,4 @@ class AsyncCatalogWatcher:
             return delivered, ToolsvcError(grpc.StatusCode.CANCELLED, "watch stopped: the client's channel was closed")
         finally:
             call.cancel()
+
