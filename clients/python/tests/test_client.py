@@ -145,7 +145,8 @@ def test_watch_keeps_the_catalog(client: toolsvc.Client) -> None:
         first = w.get(5)
         assert first is not None and first.kind == toolsvc.EventKind.SNAPSHOT and not first.resumed
         listed = client.list_tools()
-        assert set(w.catalog) == {t.name for t in listed} and w.revision == listed.revision
+        cat, rev = w.view
+        assert set(cat) == {t.name for t in listed} and rev == listed.revision == w.revision
 
         client.call_tool("rt__add_tool", {"name": "py_sync"})
         ev = _next_change(w)
@@ -199,9 +200,9 @@ def test_watch_stops_on_a_rejected_request(client: toolsvc.Client) -> None:
 
 
 def test_retries_only_what_was_not_dispatched(start_toolsvc: Any, toolsvc_bin: str) -> None:
-    # An upstream that takes 2 s to start: until toolsvc's first discovery
+    # An upstream that takes 3 s to start: until toolsvc's first discovery
     # round ends, a call is UNAVAILABLE "starting" and never dispatched.
-    slow = {"command": "sh", "args": ["-c", f'sleep 2; exec "{toolsvc_bin}" demo-server']}
+    slow = {"command": "sh", "args": ["-c", f'sleep 3; exec "{toolsvc_bin}" demo-server']}
     t = start_toolsvc({"mcpServers": {"demo": slow}}, wait_ready=False)
     with toolsvc.Client(t.addr, retry=toolsvc.RetryPolicy(max_attempts=1)) as c:
         with pytest.raises(toolsvc.ToolsvcError) as ei:

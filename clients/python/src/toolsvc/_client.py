@@ -279,6 +279,12 @@ class CatalogWatcher:
         """The revision of ``catalog`` ("" before the first event)."""
         return self._state.revision
 
+    @property
+    def view(self) -> tuple[dict[str, pb.Tool], str]:
+        """``(catalog, revision)``, read together (another thread may apply an
+        event between reading ``catalog`` and ``revision``)."""
+        return self._state.view
+
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Waits until the catalog holds the server's view (the first event
         applied); False on timeout. Raises ``error`` if the watch failed."""

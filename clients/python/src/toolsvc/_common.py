@@ -207,12 +207,21 @@ class CatalogState:
     published, so readers may use it without a lock."""
 
     def __init__(self, resume_token: str | None, initial: Iterable[pb.Tool] | None) -> None:
-        self.catalog: dict[str, pb.Tool] = {}
-        self.revision = ""
+        # (catalog, revision), replaced together so that readers in other
+        # threads never see one without the other.
+        self.view: tuple[dict[str, pb.Tool], str] = ({}, "")
         self.have = False
         if resume_token and initial is not None:
-            self.catalog = {t.name: t for t in initial}
-            self.revision, self.have = resume_token, True
+            self.view = ({t.name: t for t in initial}, resume_token)
+            self.have = True
+
+    @property
+    def catalog(self) -> dict[str, pb.Tool]:
+        return self.view[0]
+
+    @property
+    def revision(self) -> str:
+        return self.view[1]
 
     def resume_token(self) -> str:
         return self.revision if self.have else ""
@@ -225,7 +234,7 @@ class CatalogState:
         if kind == "snapshot":
             tools = tuple(m.snapshot.tools)
             ev = WatchEvent(EventKind.RESET if m.snapshot.reset else EventKind.SNAPSHOT, rev, tools=tools, resumed=resumed, raw=m)
-            self.catalog = {t.name: t for t in tools}
+            cat = {t.name: t for t in tools}
         elif kind == "changes":
             if not self.have:
                 raise WatchProtocolError("changes before a snapshot")
@@ -235,21 +244,22 @@ class CatalogState:
                 cat.pop(name, None)
             for t in ups:
                 cat[t.name] = t
-            self.catalog = cat
             ev = WatchEvent(EventKind.CHANGES, rev, upserted=ups, removed=rem, resumed=resumed, raw=m)
         elif kind in ("synced", "progress"):
             if not self.have or rev != self.revision:
                 raise WatchProtocolError(f"{kind} at {rev} while holding {self.revision!r}")
             ev = WatchEvent(EventKind.SYNCED if kind == "synced" else EventKind.PROGRESS, rev, resumed=resumed, raw=m)
+            cat = self.catalog
         else:
             raise WatchProtocolError(f"unknown event {kind!r}")
-        self.revision, self.have = rev, True
+        self.view, self.have = (cat, rev), True
         return ev
 
     def reset_event(self) -> WatchEvent:
         """A RESET event carrying the whole current catalog (for a reader that
         fell behind: it replaces the events it missed)."""
-        return WatchEvent(EventKind.RESET, self.revision, tools=tuple(sorted(self.catalog.values(), key=lambda t: t.name)))
+        cat, rev = self.view
+        return WatchEvent(EventKind.RESET, rev, tools=tuple(sorted(cat.values(), key=lambda t: t.name)))
 
 
 @dataclass

@@ -227,6 +227,12 @@ class AsyncCatalogWatcher:
         """The revision of ``catalog`` ("" before the first event)."""
         return self._state.revision
 
+    @property
+    def view(self) -> tuple[dict[str, pb.Tool], str]:
+        """``(catalog, revision)``, read together (another thread may apply an
+        event between reading ``catalog`` and ``revision``)."""
+        return self._state.view
+
     async def wait_ready(self, timeout: float | None = None) -> bool:
         """Waits until the first event was applied; False on timeout. Raises
         ``error`` if the watch failed."""
