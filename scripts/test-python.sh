@@ -18,7 +18,7 @@ rm -rf "$venv" clients/python/build
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-input ./clients/python \
   "$(grep '^pytest==' scripts/python/client.txt)" "$(grep '^pytest-timeout==' scripts/python/client.txt)"
-rm -rf clients/python/build
+rm -rf clients/python/build clients/python/src/toolsvc.egg-info
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
