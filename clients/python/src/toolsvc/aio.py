@@ -136,7 +136,8 @@ class Client:
         self, name: str, arguments: Arguments = None, *, timeout: float | None = None
     ) -> AsyncIterator[Progress | CallResult]:
         """Calls a tool, yielding ``Progress`` as it comes, then the
-        ``CallResult``; see ``toolsvc.Client.call_tool_stream``."""
+        ``CallResult``; see ``toolsvc.Client.call_tool_stream``. Closing the
+        generator (``aclose()``, ``contextlib.aclosing``) cancels the call."""
         req = pb.CallToolStreamRequest(name=name, arguments_json=arguments_json(arguments))
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
