@@ -56,6 +56,10 @@ class ToolServiceStub:
       CANCELLED           CANCELLED; the upstream was sent
                           notifications/cancelled
       RESOURCE_EXHAUSTED  OVERLOADED: the upstream's concurrency limit is full;
+                          RATE_LIMITED: the principal is over its
+                          auth.rateLimits rule (with RetryInfo; metadata
+                          principal, limit: calls_per_second |
+                          max_concurrent);
                           REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
                           limit, limit_bytes, size_bytes)
       INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
@@ -65,7 +69,7 @@ class ToolServiceStub:
       UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
-                          the tool
+                          the tool (or AdminService)
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
@@ -129,6 +133,10 @@ class ToolServiceAsyncStub(ToolServiceStub):
       CANCELLED           CANCELLED; the upstream was sent
                           notifications/cancelled
       RESOURCE_EXHAUSTED  OVERLOADED: the upstream's concurrency limit is full;
+                          RATE_LIMITED: the principal is over its
+                          auth.rateLimits rule (with RetryInfo; metadata
+                          principal, limit: calls_per_second |
+                          max_concurrent);
                           REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
                           limit, limit_bytes, size_bytes)
       INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
@@ -138,7 +146,7 @@ class ToolServiceAsyncStub(ToolServiceStub):
       UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
-                          the tool
+                          the tool (or AdminService)
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
@@ -198,6 +206,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
       CANCELLED           CANCELLED; the upstream was sent
                           notifications/cancelled
       RESOURCE_EXHAUSTED  OVERLOADED: the upstream's concurrency limit is full;
+                          RATE_LIMITED: the principal is over its
+                          auth.rateLimits rule (with RetryInfo; metadata
+                          principal, limit: calls_per_second |
+                          max_concurrent);
                           REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
                           limit, limit_bytes, size_bytes)
       INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
@@ -207,7 +219,7 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
       UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
-                          the tool
+                          the tool (or AdminService)
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
