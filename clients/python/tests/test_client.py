@@ -254,3 +254,23 @@ def test_closing_the_client_stops_its_watch(server: Toolsvc) -> None:
             w.get(0.5)
     assert ei.value.code == grpc.StatusCode.CANCELLED and w.error is ei.value
     w.close()
+
+
+def test_rate_limited_calls_wait_for_their_token(start_toolsvc: Any, toolsvc_bin: str) -> None:
+    token = "agent-token-0123456789abcdef"
+    t = start_toolsvc({
+        "auth": {"tokens": {"agent": token}, "rateLimits": [{"principal": "agent", "callsPerSecond": 2, "burst": 1}]},
+        "mcpServers": {"demo": demo_server(toolsvc_bin)},
+    })
+    with toolsvc.Client(t.addr, token=token, retry=toolsvc.RetryPolicy(max_attempts=1)) as c:
+        c.call_tool("demo__echo", {"text": "1"})
+        with pytest.raises(toolsvc.ToolsvcError) as ei:
+            c.call_tool("demo__echo", {"text": "2"})
+    e = ei.value
+    assert (e.code, e.reason, e.metadata.get("limit")) == (
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", "calls_per_second")
+    assert e.not_dispatched and e.retry_delay is not None and 0 < e.retry_delay <= 0.5
+    with toolsvc.Client(t.addr, token=token) as c:
+        t0 = time.monotonic()
+        assert [c.call_tool("demo__echo", {"text": str(i)}).text for i in range(3)] == ["0", "1", "2"]
+        assert time.monotonic() - t0 >= 0.5  # waited for tokens instead of failing

@@ -109,7 +109,8 @@ class RetryPolicy:
     A call is retried only when the server says it was never dispatched to
     the tool (``ToolsvcError.not_dispatched``): ``UNAVAILABLE`` with reason
     ``SHUTTING_DOWN``, ``CIRCUIT_OPEN``, or ``UPSTREAM_UNAVAILABLE`` with
-    ``unavailable_reason`` ``no_session`` / ``starting``. So a tool never runs
+    ``unavailable_reason`` ``no_session`` / ``starting``; ``RATE_LIMITED``
+    with its ``RetryInfo``. So a tool never runs
     twice because of the client: ``session_lost``, a broken connection, a
     deadline, ``OVERLOADED`` (not dispatched, but retrying adds load to a full
     upstream) and every other error are raised at once. A streaming call is

@@ -104,9 +104,15 @@ class ToolsvcError(Exception):
         ``UNAVAILABLE`` with reason ``SHUTTING_DOWN`` (retry on another
         replica), ``CIRCUIT_OPEN`` (after ``retry_delay``), or
         ``UPSTREAM_UNAVAILABLE`` with ``unavailable_reason`` ``no_session``
-        or ``starting``. Any other ``UNAVAILABLE`` (``session_lost``, a
-        broken connection) may mean the tool ran."""
-        if self.code != grpc.StatusCode.UNAVAILABLE or self.domain != "toolsvc.dev":
+        or ``starting``; ``RESOURCE_EXHAUSTED`` with reason ``RATE_LIMITED``
+        and a ``retry_delay`` (the caller's own rate limit). Any other
+        ``UNAVAILABLE`` (``session_lost``, a broken connection) may mean the
+        tool ran."""
+        if self.domain != "toolsvc.dev":
+            return False
+        if self.code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+            return self.reason == "RATE_LIMITED" and self.retry_delay is not None
+        if self.code != grpc.StatusCode.UNAVAILABLE:
             return False
         if self.reason in _NOT_DISPATCHED_REASONS:
             return True
