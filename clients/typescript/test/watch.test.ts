@@ -148,17 +148,24 @@ describe("load balancing", () => {
   test("loadBalancingServiceConfig spreads calls over every replica the target resolves to", async () => {
     const [a, b] = await Promise.all([start(tsConfig()), start(tsConfig())]);
     const client = connect(`ipv4:${a.addr},${b.addr}`, { serviceConfig: loadBalancingServiceConfig });
+    const echoes = async () => {
+      const counts = [];
+      for (const s of [a, b]) {
+        const stats = await connect(s.addr).callTool("ts__call_stats", {});
+        counts.push(Number(stats.structuredContent?.["echo"] ?? 0));
+      }
+      return counts;
+    };
+    // Until both connections are up, round_robin uses the ready one.
+    await eventually(async () => {
+      await client.callTool("ts__echo", { text: "x" });
+      return (await echoes()).every((n) => n > 0);
+    }, 10_000, "both replicas to get calls");
+    const base = await echoes();
     for (let i = 0; i < 20; i++) {
       await client.callTool("ts__echo", { text: "x" });
     }
-    const counts = [];
-    for (const s of [a, b]) {
-      const direct = connect(s.addr);
-      const stats = await direct.callTool("ts__call_stats", {});
-      counts.push(Number(stats.structuredContent?.["echo"] ?? 0));
-    }
-    // round_robin over the READY replicas: both get calls (the first call
-    // or two may go to the one that connected first).
+    const counts = (await echoes()).map((n, i) => n - base[i]!);
     assert.equal(counts[0]! + counts[1]!, 20);
     assert.ok(counts.every((n) => n >= 8), counts.join("/"));
   });
