@@ -96,6 +96,12 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Cancels the call (the upstream is sent notifications/cancelled). */
   signal?: AbortSignal;
+  /**
+   * For tool calls: the tool may safely run twice (read-only, or it takes
+   * your own idempotency key), so any UNAVAILABLE is retried, not only the
+   * ones the server says were not dispatched.
+   */
+  idempotent?: boolean;
 }
 
 /** Options of {@link Client.listTools}. */
@@ -252,12 +258,13 @@ export class Client {
   /**
    * Calls a tool by its exposed name. Resolves with the result (a tool's own
    * failure is `isError: true`); rejects with a {@link ToolsvcError}.
-   * Retried only when the server says the call was not dispatched.
+   * Retried only when the server says the call was not dispatched (any
+   * UNAVAILABLE with `idempotent: true`).
    */
   async callTool(name: string, args: ToolArguments = {}, options: CallOptions = {}): Promise<ToolResult> {
     const req = callRequest(name, args);
     const deadline = deadlineOf(options);
-    const res = await this.withRetry(notDispatched, deadline, options.signal, () =>
+    const res = await this.withRetry(callRetryable(options), deadline, options.signal, () =>
       this.unary<CallToolResponse>((md, o, cb) => this.raw.callTool(req, md, o, cb), deadline, options.signal),
     );
     return new ToolResult(res);
@@ -292,7 +299,7 @@ export class Client {
       } catch (err) {
         ended = true;
         const e = fromError(err);
-        const wait = received ? undefined : this.retryWait(notDispatched, e, attempt, deadline, options.signal);
+        const wait = received ? undefined : this.retryWait(callRetryable(options), e, attempt, deadline, options.signal);
         if (wait === undefined) {
           throw e;
         }
@@ -388,6 +395,10 @@ export class Client {
 
 function isUnavailable(e: ToolsvcError): boolean {
   return e.code === status.UNAVAILABLE;
+}
+
+function callRetryable(o: CallOptions): (e: ToolsvcError) => boolean {
+  return o.idempotent ? isUnavailable : notDispatched;
 }
 
 function callRequest(name: string, args: ToolArguments) {
