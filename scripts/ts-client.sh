@@ -55,3 +55,17 @@ c.close();
 TS
 "$PKG/node_modules/.bin/tsc" --strict --noEmit --module nodenext --moduleResolution nodenext --target es2022 --types node --typeRoots "$PKG/node_modules/@types" check.ts
 echo "type-check a TypeScript consumer of the packed @toolsvc/client: ok"
+
+# The README's example (plain JS as written) against a live toolsvc with the
+# built-in demo.
+"$TMP/toolsvc" serve --listen 127.0.0.1:0 --admin-listen "" >"$TMP/serve.log" 2>&1 &
+serve=$!
+trap 'kill $serve 2>/dev/null; wait $serve 2>/dev/null; rm -rf "$TMP"' EXIT
+for _ in $(seq 300); do grep -q 'msg=ready' "$TMP/serve.log" && break; sleep 0.1; done
+addr=$(sed -n 's/.*msg=serving addr=\([^ ]*\).*/\1/p' "$TMP/serve.log" | head -1)
+[[ -n "$addr" ]] || { cat "$TMP/serve.log" >&2; exit 1; }
+awk '/^```ts$/{f=1; next} /^```$/{if (f) exit} f' "$PKG/README.md" | sed "s/localhost:50051/$addr/" >readme.mjs
+out=$(node readme.mjs)
+echo "$out"
+grep -q '^result: {"sum":42}$' <<<"$out" && grep -q '^result$' <<<"$out" || { echo "the README example printed the wrong thing" >&2; exit 1; }
+echo "README example against a live toolsvc: ok"

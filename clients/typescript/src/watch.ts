@@ -147,6 +147,27 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
     }
   }
 
+  /**
+   * The background run started by {@link start}: resolves after close(),
+   * rejects with the error that ended the watch.
+   */
+  done: Promise<void> | undefined;
+
+  /**
+   * Runs the watch in the background ({@link run}) and resolves once the
+   * first event is applied, i.e. `catalog` holds the server's view; from then
+   * on it stays current. Rejects if the watch ends before that.
+   */
+  start(onEvent?: (ev: WatchEvent) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.done = this.run((ev) => {
+        resolve();
+        onEvent?.(ev);
+      });
+      this.done.then(resolve, reject);
+    });
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<WatchEvent, void, undefined> {
     if (this.running) {
       throw new Error("CatalogWatcher: already being iterated");

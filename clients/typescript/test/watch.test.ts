@@ -131,15 +131,15 @@ describe("watch", () => {
     assert.equal(w.streams, 1);
   });
 
-  test("run() keeps the catalog current until close()", async () => {
+  test("start() resolves with the catalog in; run() applies until close()", async () => {
     const svc = await start(demoConfig());
     const client = connect(svc.addr);
     const w = client.watch({ servers: ["demo"], excludeUnavailable: true });
     const kinds: string[] = [];
-    const done = w.run((ev) => kinds.push(ev.kind));
-    await eventually(() => w.catalog.size === 3, 10_000, "the snapshot");
+    await w.start((ev) => kinds.push(ev.kind));
+    assert.equal(w.catalog.size, 3);
     w.close();
-    await done;
+    await w.done;
     assert.deepEqual(kinds, ["snapshot"]);
   });
 });
