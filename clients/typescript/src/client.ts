@@ -298,7 +298,7 @@ export class Client {
         return;
       } catch (err) {
         ended = true;
-        const e = fromError(err);
+        const e = deadlineOrError(fromError(err), deadline, options.signal);
         const wait = received ? undefined : this.retryWait(callRetryable(options), e, attempt, deadline, options.signal);
         if (wait === undefined) {
           throw e;
@@ -339,7 +339,7 @@ export class Client {
       const call = start(this.metadata(), grpcOptions(deadline), (err, res) => {
         signal?.removeEventListener("abort", cancel);
         if (err) {
-          reject(fromError(err));
+          reject(deadlineOrError(fromError(err), deadline, signal));
         } else {
           resolve(res);
         }
@@ -403,6 +403,24 @@ function callRetryable(o: CallOptions): (e: ToolsvcError) => boolean {
 
 function callRequest(name: string, args: ToolArguments) {
   return { name, arguments: undefined, argumentsJson: typeof args === "string" ? args : JSON.stringify(args) };
+}
+
+/**
+ * A call whose deadline passes can fail two ways in @grpc/grpc-js: its own
+ * timer (DEADLINE_EXCEEDED), or first the server resetting the stream as
+ * the deadline expires there, which grpc-js reports as CANCELLED "Call
+ * cancelled". This client cancels a call only through its AbortSignal, so a
+ * bare CANCELLED (no ErrorInfo) at the deadline without an aborted signal
+ * is the deadline.
+ */
+function deadlineOrError(e: ToolsvcError, deadline: number | undefined, signal: AbortSignal | undefined): ToolsvcError {
+  if (e.code !== status.CANCELLED || e.reason !== "" || signal?.aborted || deadline === undefined || Date.now() < deadline - 5) {
+    return e;
+  }
+  return new ToolsvcError(status.DEADLINE_EXCEEDED, "the call's deadline passed (the server reset the stream as it expired)", {
+    trailers: e.trailers,
+    cause: e,
+  });
 }
 
 function deadlineOf(o: CallOptions): number | undefined {
