@@ -86,7 +86,7 @@ export interface ClientOptions {
    * UNAVAILABLE. Retries stop at the call's deadline.
    */
   retry?: false | RetryOptions;
-  /** Extra @grpc/grpc-js channel options. The maximum receive size defaults to 64 MiB. */
+  /** Extra @grpc/grpc-js channel options. Defaults: maximum receive size 64 MiB, channelz off. */
   channelOptions?: ChannelOptions;
 }
 
@@ -196,7 +196,13 @@ export class Client {
         creds = grpcCredentials.createInsecure();
       }
     }
-    const channelOptions: ChannelOptions = { "grpc.max_receive_message_length": 64 << 20, ...options.channelOptions };
+    // Channelz call tracking costs CPU on every call and serves only a
+    // channelz server, which a client library does not run.
+    const channelOptions: ChannelOptions = {
+      "grpc.max_receive_message_length": 64 << 20,
+      "grpc.enable_channelz": 0,
+      ...options.channelOptions,
+    };
     if (options.serviceConfig !== undefined) {
       channelOptions["grpc.service_config"] =
         typeof options.serviceConfig === "string" ? options.serviceConfig : JSON.stringify(options.serviceConfig);
