@@ -52,10 +52,11 @@ export class Toolsvc {
 
   /**
    * Starts `toolsvc serve` with config (undefined: the built-in demo) on
-   * listen (default any loopback port) and waits until it is ready.
+   * listen (default any loopback port), plus extraArgs, and waits until it
+   * is ready.
    */
-  static async start(config?: object, listen = "127.0.0.1:0"): Promise<Toolsvc> {
-    const args = ["serve", "--listen", listen, "--admin-listen", "", "--log-level", "info"];
+  static async start(config?: object, listen = "127.0.0.1:0", extraArgs: string[] = []): Promise<Toolsvc> {
+    const args = ["serve", "--listen", listen, "--admin-listen", "", "--log-level", "info", ...extraArgs];
     if (config !== undefined) {
       const file = join(scratch(), "config.json");
       writeFileSync(file, JSON.stringify(config));
