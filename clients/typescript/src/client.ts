@@ -9,6 +9,9 @@ import {
   type ServiceError,
 } from "@grpc/grpc-js";
 import {
+  CallToolRequest,
+  CallToolStreamRequest,
+  ListToolsRequest,
   ToolServiceClient,
   type CallToolResponse,
   type CallToolStreamResponse,
@@ -234,7 +237,7 @@ export class Client {
       let pageToken = "";
       try {
         do {
-          const req = { pageSize: options.pageSize ?? 1000, pageToken };
+          const req = ListToolsRequest.fromPartial({ pageSize: options.pageSize ?? 1000, pageToken });
           const page = await this.withRetry(isUnavailable, deadline, options.signal, () =>
             this.unary<ListToolsResponse>((md, o, cb) => this.raw.listTools(req, md, o, cb), deadline, options.signal),
           );
@@ -281,7 +284,7 @@ export class Client {
    * Leaving the loop early (break, return, throw) cancels the call.
    */
   async *callToolStream(name: string, args: ToolArguments = {}, options: CallOptions = {}): AsyncGenerator<ToolStreamEvent, void, undefined> {
-    const req = callRequest(name, args);
+    const req = CallToolStreamRequest.fromPartial(callFields(name, args));
     const deadline = deadlineOf(options);
     for (let attempt = 1; ; attempt++) {
       throwIfAborted(options.signal);
@@ -407,8 +410,14 @@ function callRetryable(o: CallOptions): (e: ToolsvcError) => boolean {
   return o.idempotent ? isUnavailable : notDispatched;
 }
 
-function callRequest(name: string, args: ToolArguments) {
-  return { name, arguments: undefined, argumentsJson: typeof args === "string" ? args : JSON.stringify(args) };
+// Requests are built with fromPartial so that fields the proto gains later
+// get their defaults without a change here.
+function callRequest(name: string, args: ToolArguments): CallToolRequest {
+  return CallToolRequest.fromPartial(callFields(name, args));
+}
+
+function callFields(name: string, args: ToolArguments) {
+  return { name, argumentsJson: typeof args === "string" ? args : JSON.stringify(args) };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { status, type ClientReadableStream } from "@grpc/grpc-js";
-import type { Tool, WatchCatalogResponse } from "./gen/toolsvc/v1/toolsvc.js";
+import { WatchCatalogRequest, type Tool, type WatchCatalogResponse } from "./gen/toolsvc/v1/toolsvc.js";
 import { fromError, ToolsvcError } from "./errors.js";
 import type { ClientInternals } from "./client.js";
 
@@ -220,7 +220,11 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
     const token = this.have ? this.rev : "";
     this.streamCount++;
     const call = this.client.raw.watchCatalog(
-      { resumeToken: token, servers: this.options.servers ?? [], excludeUnavailable: this.options.excludeUnavailable ?? false },
+      WatchCatalogRequest.fromPartial({
+        resumeToken: token,
+        servers: this.options.servers ?? [],
+        excludeUnavailable: this.options.excludeUnavailable ?? false,
+      }),
       this.client.metadata(),
     );
     this.call = call;
