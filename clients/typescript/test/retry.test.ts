@@ -113,3 +113,30 @@ test("CIRCUIT_OPEN is retried after its RetryInfo delay, not when the deadline i
     "CIRCUIT_OPEN thrown without a retry",
   );
 });
+
+test("callToolStream follows the same rule: not-dispatched failures before any message are retried", async () => {
+  const before = retries.length;
+  const err = await (async () => {
+    for await (const _ of client.callToolStream("fl__echo", { text: "x" }, { timeoutMs: 10_000 })) {
+      // the upstream is gone: nothing arrives
+    }
+  })().then(
+    () => assert.fail("resolved"),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof ToolsvcError && err.notDispatched, String(err));
+  const mine = retries.slice(before);
+  assert.ok(mine.length >= 1 && mine.length <= 2, `${mine.length} retries`);
+  assert.ok(mine.every((r) => r.err.notDispatched));
+});
+
+test("idempotent: true retries any UNAVAILABLE; a request error is never retried", async () => {
+  const before = retries.length;
+  const e = await client.callTool("fl__echo", { text: "x" }, { idempotent: true, timeoutMs: 10_000 }).catch((e: unknown) => e);
+  assert.ok(e instanceof ToolsvcError && e.code === status.UNAVAILABLE);
+  assert.ok(retries.length > before);
+  const n = retries.length;
+  const bad = await client.callTool("fl__nope", {}, { idempotent: true }).catch((e: unknown) => e);
+  assert.ok(bad instanceof ToolsvcError && bad.code === status.NOT_FOUND);
+  assert.equal(retries.length, n);
+});
