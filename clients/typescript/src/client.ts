@@ -84,8 +84,8 @@ export interface ClientOptions {
   /**
    * Client-side retries (false: none). CallTool / CallToolStream are
    * retried only when the server says the call was not dispatched
-   * ({@link notDispatched}; CIRCUIT_OPEN waits at least its RetryInfo
-   * delay); ListTools and ListServers, which are read-only, on any
+   * ({@link notDispatched}; CIRCUIT_OPEN and RATE_LIMITED wait at least
+   * their RetryInfo delay); ListTools and ListServers, which are read-only, on any
    * UNAVAILABLE. Retries stop at the call's deadline.
    */
   retry?: false | RetryOptions;

@@ -82,12 +82,20 @@ export class ToolsvcError extends Error {
  * (the upstream's breaker failed it fast; retry after RetryInfo), or
  * `UPSTREAM_UNAVAILABLE` with metadata `unavailable_reason` `no_session` (no
  * ready session to send it on) or `starting` (the replica has not finished
- * its first discovery round). Any other failure may have happened after the
+ * its first discovery round); or `RESOURCE_EXHAUSTED` with `RATE_LIMITED`
+ * (the caller's principal is over its rate limit: refused before anything
+ * reached the upstream; retry after RetryInfo). Any other failure may have happened after the
  * tool started (`session_lost`, a broken connection, a deadline), so it is
  * never retried automatically.
  */
 export function notDispatched(err: ToolsvcError): boolean {
-  if (err.code !== status.UNAVAILABLE || err.domain !== ERROR_DOMAIN) {
+  if (err.domain !== ERROR_DOMAIN) {
+    return false;
+  }
+  if (err.code === status.RESOURCE_EXHAUSTED) {
+    return err.reason === "RATE_LIMITED";
+  }
+  if (err.code !== status.UNAVAILABLE) {
     return false;
   }
   switch (err.reason) {

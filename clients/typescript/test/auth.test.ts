@@ -14,6 +14,7 @@ let svc: Toolsvc;
 let ca: Buffer;
 const clients: Client[] = [];
 const token = "tok-" + "a".repeat(24);
+const tokenB = "tok-" + "b".repeat(24);
 
 before(async () => {
   const dir = scratch();
@@ -24,7 +25,14 @@ before(async () => {
   ca = readFileSync(join(dir, "cert.pem"));
   svc = await Toolsvc.start(
     {
-      auth: { tokens: { "team-a": token }, rules: [{ principal: "team-a", allow: ["demo__add", "demo__echo"], deny: ["demo__echo"] }] },
+      auth: {
+        tokens: { "team-a": token, "team-b": tokenB },
+        rules: [
+          { principal: "team-a", allow: ["demo__add", "demo__echo"], deny: ["demo__echo"] },
+          { principal: "team-b", allow: ["demo__add"] },
+        ],
+        rateLimits: [{ principal: "team-b", callsPerSecond: 2, burst: 1 }],
+      },
       mcpServers: { demo: { command: toolsvcBin(), args: ["demo-server"] } },
     },
     "127.0.0.1:0",
@@ -80,4 +88,33 @@ test("plaintext against a TLS server fails as UNAVAILABLE", async () => {
   const err = await client.callTool("demo__add", { a: 1, b: 2 }, { timeoutMs: 5000 }).catch((e: unknown) => e);
   assert.ok(err instanceof ToolsvcError);
   assert.ok([status.UNAVAILABLE, status.DEADLINE_EXCEEDED].includes(err.code), err.message);
+});
+
+test("RATE_LIMITED is not dispatched: retried after its RetryInfo delay", async () => {
+  const plain = connect({ token: tokenB, tls: { ca }, retry: false });
+  let limited: ToolsvcError | undefined;
+  for (let i = 0; i < 5 && !limited; i++) {
+    const e = await plain.callTool("demo__add", { a: 1, b: 1 }).catch((e: unknown) => e);
+    if (e instanceof ToolsvcError) {
+      limited = e;
+    }
+  }
+  assert.ok(limited, "no call was rate limited");
+  assert.equal(limited.code, status.RESOURCE_EXHAUSTED);
+  assert.equal(limited.reason, "RATE_LIMITED");
+  assert.equal(limited.metadata["principal"], "team-b");
+  assert.ok(limited.notDispatched && limited.retryDelayMs! > 0);
+
+  const waits: { reason: string; waitMs: number; delay: number | undefined }[] = [];
+  const retrying = connect({
+    token: tokenB,
+    tls: { ca },
+    retry: { maxAttempts: 5, onRetry: (err, _n, waitMs) => waits.push({ reason: err.reason, waitMs, delay: err.retryDelayMs }) },
+  });
+  for (let i = 0; i < 4; i++) {
+    const res = await retrying.callTool("demo__add", { a: i, b: 1 });
+    assert.deepEqual(res.structuredContent, { sum: i + 1 });
+  }
+  assert.ok(waits.length > 0, "four calls at 2/s with a burst of 1 were never limited");
+  assert.ok(waits.every((w) => w.reason === "RATE_LIMITED" && w.delay !== undefined && w.waitMs >= w.delay), JSON.stringify(waits));
 });
