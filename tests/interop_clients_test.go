@@ -40,8 +40,8 @@ func TestInteropExampleClients(t *testing.T) {
 			return []string{py, filepath.Join(root, "examples/python/client.py")}, env
 		}},
 		{"node", func(t *testing.T) ([]string, []string) {
-			if _, err := os.Stat(filepath.Join(root, "examples/node/node_modules/@grpc/grpc-js")); err != nil {
-				t.Fatalf("examples/node is not installed (scripts/interop-deps.sh runs npm ci there): %v", err)
+			if _, err := os.Stat(filepath.Join(root, "examples/node/node_modules/@toolsvc/client/dist/index.js")); err != nil {
+				t.Fatalf("examples/node or the @toolsvc/client it uses is not installed and built (scripts/interop-deps.sh does both): %v", err)
 			}
 			return []string{"node", filepath.Join(root, "examples/node/client.mjs")}, nil
 		}},

@@ -43,7 +43,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, python, catalog, storm (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, python, node, catalog, storm (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -143,6 +143,9 @@ func run(ctx context.Context) error {
 		r.skip("storm_call_p99_ratio", "-skip storm")
 	} else if err := benchStorm(ctx, e, r); err != nil {
 		return fmt.Errorf("refresh storm: %w", err)
+	}
+	if err := benchNodeAgent(ctx, e, r, skipped["node"]); err != nil {
+		return fmt.Errorf("node agent: %w", err)
 	}
 	if err := benchWatch(ctx, e, r); err != nil {
 		return fmt.Errorf("watch fan-out: %w", err)

@@ -22,6 +22,7 @@ var figures = []string{
 	"list_ratio",
 	"storm_lists", "storm_call_p99_ratio",
 	"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
+	"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:
@@ -70,7 +71,8 @@ func TestSmoke(t *testing.T) {
 	}
 	// What this configuration measures must be measured.
 	for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "list_ratio", "storm_lists", "storm_call_p99_ratio",
-		"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio"} {
+		"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
+		"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio"} {
 		if _, num := res[k].(float64); !num {
 			t.Errorf("%q = %v, want a number", k, res[k])
 		}
