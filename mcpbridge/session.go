@@ -42,6 +42,8 @@ type session struct {
 
 	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
 
+	raw rawSchemas // schemas as the upstream sent them (rawschema.go)
+
 	wg       sync.WaitGroup // refresher and prober
 	waitDone chan struct{}  // closed when the Wait watcher returns
 }
@@ -113,6 +115,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return fail(err)
 	}
+	t = &rawTransport{Transport: t, r: &s.raw} // exact schema text (rawschema.go)
 	cctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout)
 	defer cancel()
 	var opts *mcp.ClientSessionOptions
