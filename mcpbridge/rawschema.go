@@ -1,0 +1,134 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"reflect"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// go-sdk decodes a tool's inputSchema and outputSchema into map[string]any
+// with float64 numbers: 10 and 10.0 become the same value and integers
+// beyond 2^53 are rounded. The catalog keeps each schema's JSON text as the
+// upstream sent it (Tool.InputSchemaJSON), so the transport is wrapped: it
+// remembers the raw schemas of every tools/list result it reads, and the
+// refresher swaps them in for the decoded values (rawSchemas.attach).
+
+// rawSchema is one tool's schemas as the upstream sent them.
+type rawSchema struct {
+	in, out json.RawMessage
+}
+
+// rawSchemas holds the raw schemas of the tools/list results a session has
+// read and not yet attached, by tool name (the latest wins).
+type rawSchemas struct {
+	mu     sync.Mutex
+	byName map[string]rawSchema
+}
+
+// rawTransport wraps a transport so that its connection records raw
+// schemas into r.
+type rawTransport struct {
+	mcp.Transport
+	r *rawSchemas
+}
+
+func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{Connection: c, r: t.r}, nil
+}
+
+type rawConn struct {
+	mcp.Connection
+	r *rawSchemas
+}
+
+var inputSchemaKey = []byte(`"inputSchema"`)
+
+func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if resp, ok := m.(*jsonrpc.Response); ok && err == nil && bytes.Contains(resp.Result, inputSchemaKey) {
+		c.r.record(resp.Result)
+	}
+	return m, err
+}
+
+// record remembers the raw schemas of a result that has a tools array.
+// Anything else (or anything malformed: go-sdk reports that) is ignored.
+func (r *rawSchemas) record(result json.RawMessage) {
+	var res struct {
+		Tools []struct {
+			Name         string          `json:"name"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(result, &res) != nil || len(res.Tools) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byName == nil {
+		r.byName = make(map[string]rawSchema, len(res.Tools))
+	}
+	for _, t := range res.Tools {
+		r.byName[t.Name] = rawSchema{in: t.InputSchema, out: t.OutputSchema}
+	}
+}
+
+// attach returns tools with each schema replaced by its raw JSON
+// (json.RawMessage) where one was recorded and decodes to exactly the value
+// go-sdk decoded (so a result read for another request cannot be mixed
+// in). The tools themselves are not modified (go-sdk may cache them):
+// changed ones are copies. Recorded entries are consumed.
+func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := tools
+	for i, t := range tools {
+		if t == nil {
+			continue
+		}
+		raw, ok := r.byName[t.Name]
+		if !ok {
+			continue
+		}
+		delete(r.byName, t.Name)
+		in, inOK := sameJSON(raw.in, t.InputSchema)
+		outS, outOK := sameJSON(raw.out, t.OutputSchema)
+		if !inOK && !outOK {
+			continue
+		}
+		c := *t
+		if inOK {
+			c.InputSchema = in
+		}
+		if outOK {
+			c.OutputSchema = outS
+		}
+		if &out[0] == &tools[0] {
+			out = append([]*mcp.Tool(nil), tools...)
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+// sameJSON returns raw if it is present and decodes to decoded.
+func sameJSON(raw json.RawMessage, decoded any) (json.RawMessage, bool) {
+	if len(raw) == 0 || decoded == nil {
+		return nil, false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil || !reflect.DeepEqual(v, decoded) {
+		return nil, false
+	}
+	return raw, true
+}

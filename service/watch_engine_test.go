@@ -1,0 +1,177 @@
+package service
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// blockingStream is a server stream whose SendMsg blocks like gRPC's does
+// under flow control: until released or until its transport context (made
+// by watchTap) ends.
+type blockingStream struct {
+	ctx     context.Context
+	release chan struct{}
+	sent    int
+}
+
+func newBlockingStream() *blockingStream {
+	ctx, _ := watchTap(context.Background(), &tap.Info{FullMethodName: toolsvcv1.ToolService_WatchCatalog_FullMethodName})
+	return &blockingStream{ctx: ctx, release: make(chan struct{})}
+}
+
+func (b *blockingStream) Context() context.Context     { return b.ctx }
+func (b *blockingStream) SetHeader(metadata.MD) error  { return nil }
+func (b *blockingStream) SendHeader(metadata.MD) error { return nil }
+func (b *blockingStream) SetTrailer(metadata.MD)       {}
+func (b *blockingStream) RecvMsg(any) error            { return nil }
+func (b *blockingStream) SendMsg(any) error {
+	select {
+	case <-b.release:
+		b.sent++
+		return nil
+	case <-b.ctx.Done():
+		return status.Error(codes.Canceled, "context canceled")
+	}
+}
+
+// TestWatchSenderTimeout: a Send held up for WatchSendTimeout is aborted
+// exactly then, from the handler's own timer (no goroutine Sends), and is
+// reported as a slow consumer; a Send that completes in time disarms the
+// timer; Shutdown aborts a held Send at once.
+func TestWatchSenderTimeout(t *testing.T) {
+	msg := &toolsvcv1.WatchCatalogResponse{}
+	synctest.Test(t, func(t *testing.T) {
+		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
+		b := newBlockingStream()
+		w := newWatchSender(s, b)
+		defer w.close()
+		start := time.Now()
+		err := w.send(msg)
+		if d := time.Since(start); d != 3*time.Second {
+			t.Fatalf("held Send returned after %v, want exactly the 3s timeout", d)
+		}
+		if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "did not read") || s.Stats().WatchSlowConsumers != 1 {
+			t.Fatalf("held Send: %v, stats %+v; want UNAVAILABLE slow consumer, counted", err, s.Stats())
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
+		b := newBlockingStream()
+		w := newWatchSender(s, b)
+		defer w.close()
+		go func() { time.Sleep(2 * time.Second); close(b.release) }()
+		if err := w.send(msg); err != nil {
+			t.Fatalf("Send released after 2s: %v", err)
+		}
+		time.Sleep(time.Hour) // the disarmed timer must not fire
+		synctest.Wait()
+		if b.ctx.Err() != nil || s.Stats().WatchSlowConsumers != 0 {
+			t.Fatalf("a Send that completed in time aborted the stream (%v, %+v)", b.ctx.Err(), s.Stats())
+		}
+		if err := w.send(msg); err != nil || b.sent != 2 {
+			t.Fatalf("second Send: %v (sent %d)", err, b.sent)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := New(nil, &Options{WatchSendTimeout: time.Hour})
+		b := newBlockingStream()
+		w := newWatchSender(s, b)
+		defer w.close()
+		go func() { time.Sleep(time.Second); s.Shutdown() }()
+		start := time.Now()
+		if err := w.send(msg); status.Code(err) != codes.Unavailable || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
+			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, time.Since(start), s.Stats())
+		}
+	})
+}
+
+// TestWatchSlowStreamGoroutines: once a stream ended for a slow consumer,
+// no goroutine of it is left in a Send (the old engine's sender goroutine
+// outlived the handler), while a reading stream on the same connection is
+// served throughout.
+func TestWatchSlowStreamGoroutines(t *testing.T) {
+	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
+	ctx := ctxT(t)
+	reader, err := f.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{Servers: []string{"small"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recvT(t, reader)
+	stuckWatch(t, f, ctx)
+	f.servers["small"].put("y", "v1") // every watcher sends once more
+	if m := recvT(t, reader); toolNames(m.GetChanges().GetUpserted()) != "small__y " {
+		t.Fatalf("reader: %v", m)
+	}
+	deadline := time.Now().Add(defaultTestTimeout)
+	for f.svc.Stats().WatchSlowConsumers != 1 || f.svc.Stats().WatchStreams != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: the stuck stream was not ended", f.svc.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	for {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		n := strings.Count(stacks, "service.(*Server).WatchCatalog(")
+		if n == 1 && !strings.Contains(stacks, "service.(*watchSender).send.func") {
+			break // only the reader's handler
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d WatchCatalog goroutines left, want the reader's only:\n%s", n, stacks)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f.servers["small"].put("z", "v1")
+	if m := recvT(t, reader); toolNames(m.GetChanges().GetUpserted()) != "small__z " {
+		t.Fatalf("reader after the slow stream ended: %v", m)
+	}
+}
+
+// TestWatchGroupSharesEvents: members of one view share one encoded event
+// per change, and a member that missed a revision gets one delta, built
+// once for every member at that revision.
+func TestWatchGroupSharesEvents(t *testing.T) {
+	f := newWatchFixture(t, nil, map[string][]string{"a": {"x"}})
+	flt, err := f.svc.newWatchFilter(context.Background(), &toolsvcv1.WatchCatalogRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1, g2 := f.svc.hub.join(flt), f.svc.hub.join(flt)
+	defer f.svc.hub.leave(g1)
+	defer f.svc.hub.leave(g2)
+	if g1 != g2 {
+		t.Fatal("two watchers of the same view got different groups")
+	}
+	v0 := g1.current(f.svc).ev
+	f.servers["a"].put("y", "v1")
+	f.waitCatalog(t, "a__y", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("a__y"); return ok })
+	v1 := g1.current(f.svc).ev
+	if v1.prev == nil || v1.prev.rev != v0.view.rev {
+		t.Fatalf("new state's previous view %v, want %s", v1.prev, v0.view.rev)
+	}
+	if a, b := v1.changesFrom(f.svc, v0.view), v1.changesFrom(f.svc, v0.view); a != b {
+		t.Fatal("the changes event was built twice")
+	}
+	f.servers["a"].put("z", "v1")
+	f.waitCatalog(t, "a__z", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("a__z"); return ok })
+	v2 := g2.current(f.svc).ev
+	lag1, lag2 := v2.changesFrom(f.svc, v0.view), v2.changesFrom(f.svc, v0.view)
+	if lag1 != lag2 {
+		t.Fatal("a laggard's delta was built twice")
+	}
+	if m := decodeEvent(t, lag1); toolNames(m.GetChanges().GetUpserted()) != "a__y a__z " || m.GetRevision() != v2.view.rev {
+		t.Fatalf("laggard delta: %v", m)
+	}
+}
