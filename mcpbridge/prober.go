@@ -26,7 +26,10 @@ func (s *session) prober() {
 	}
 	t := time.NewTicker(u.cfg.PingInterval)
 	defer t.Stop()
-	useList := false
+	// Under 2026-07-28 ping is no method of the protocol (go-sdk's stateless
+	// server answers it MethodNotFound, or HTTP 400 without the per-request
+	// _meta): probe with tools/list from the start.
+	useList := s.newProtocol()
 	slow := 0
 	for {
 		select {
@@ -35,12 +38,18 @@ func (s *session) prober() {
 		case <-s.deadCtx.Done():
 			return
 		case <-t.C:
+		case <-s.probeNow:
+			// A call lost its response without an answer from the
+			// upstream: find out now whether the session is still alive.
 		}
 		err := s.probe(useList)
 		if err != nil && !useList && pingUnsupported(err) {
 			u.log.Info("upstream rejects ping; probing with tools/list instead")
 			useList = true
 			err = s.probe(true)
+		}
+		if _, ok := answered(err); ok {
+			err = nil // any answer proves the session alive
 		}
 		if o := u.b.cfg.Observer; o != nil && err != nil && s.ctx.Err() == nil {
 			o.ProbeFailed(u.cfg.Name)
@@ -89,17 +98,43 @@ func (s *session) probe(useList bool) error {
 var errProbeTimeout = errors.New("no answer")
 
 // pingUnsupported reports an upstream that rejects ping itself (rather than
-// failing to answer): MethodNotFound, or HTTP 400 from 2026-07-28 stateless
-// servers.
+// failing to answer): any JSON-RPC error the upstream answered. go-sdk's
+// stateless server, for one, answers a ping without the 2026-07-28 _meta
+// with HTTP 400 and InvalidParams; an answer of any kind proves the
+// session alive.
 func pingUnsupported(err error) bool {
 	if errors.Is(err, errProbeTimeout) {
 		return false
 	}
+	_, ok := answered(err)
+	return ok
+}
+
+// answered returns the JSON-RPC error in err that the upstream itself
+// answered, if any. go-sdk reports an upstream's answer as a *jsonrpc.Error
+// with the upstream's code; errors of its transports either carry the
+// "rejected by transport" code (-32005: the request never reached a live
+// upstream) or are not JSON-RPC errors at all.
+func answered(err error) (*jsonrpc.Error, bool) {
 	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
-		return werr.Code == jsonrpc.CodeMethodNotFound
+	if errors.As(err, &werr) && werr.Code != codeRejectedByTransport {
+		return werr, true
 	}
-	return strings.Contains(err.Error(), "Bad Request")
+	return nil, false
+}
+
+// lostWithoutAnswer reports a request that ended without an answer from the
+// upstream and without a known cause on our side: the transport gave up on
+// it (go-sdk's streamable client reports "request terminated without
+// response" when a response stream closes early, as it does when a
+// TypeScript SDK server is killed mid-call). The request is lost; whether
+// the session is too is for a probe to tell.
+func lostWithoutAnswer(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	_, ok := answered(err)
+	return !ok
 }
 
 // isSessionDead reports whether err means the session's transport is gone

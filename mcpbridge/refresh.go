@@ -12,12 +12,17 @@ import (
 )
 
 // refresher re-lists the session's tools after list_changed marks (after a
-// trailing debounce), periodically as a backstop for lost pushes, and when
-// the upstream's ttlMs expires.
+// trailing debounce), periodically as a backstop for lost pushes, when the
+// upstream's ttlMs expires, and every PushlessRefresh while the push channel
+// is down. It also re-opens a 2026-07-28 session's subscriptions/listen
+// stream, with backoff, when the upstream closes it.
 func (s *session) refresher() {
-	interval := s.u.cfg.RefreshInterval
+	u := s.u
 	next := func() <-chan time.Time {
-		d := interval
+		d := u.cfg.RefreshInterval
+		if s.pushless() && (d <= 0 || u.cfg.PushlessRefresh < d) {
+			d = u.cfg.PushlessRefresh
+		}
 		if ttl := time.Duration(s.ttl.Load()) * time.Millisecond; ttl > 0 && (d <= 0 || ttl < d) {
 			d = max(ttl, time.Second)
 		}
@@ -27,8 +32,9 @@ func (s *session) refresher() {
 		return time.After(d)
 	}
 	backstop := next()
-	var retry <-chan time.Time
-	failures := 0
+	var retry, reopen <-chan time.Time
+	failures, reopens := 0, 0
+	wasDown := false
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -41,6 +47,40 @@ func (s *session) refresher() {
 			}
 		case <-backstop:
 		case <-retry:
+		case <-s.push.kick:
+			st := s.push.get()
+			backstop = next()
+			switch {
+			case st == pushUp:
+				reopen, reopens = nil, 0
+				if !wasDown {
+					continue
+				}
+				wasDown = false // re-list: changes may have been missed while down
+			case st == pushDown && s.newProtocol():
+				wasDown = true
+				if reopen == nil {
+					reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, reopens))
+				}
+				continue
+			default:
+				wasDown = st == pushDown || st == pushNone
+				continue
+			}
+		case <-reopen:
+			reopen = nil
+			reopens++
+			ctx, cancel := context.WithTimeout(s.ctx, u.cfg.ConnectTimeout)
+			err := s.reopenListen(ctx)
+			cancel()
+			if err != nil {
+				if s.ctx.Err() != nil || s.isDead() {
+					return
+				}
+				u.log.Warn("re-opening the subscriptions/listen stream failed", "error", u.redact(err.Error()), "attempt", reopens)
+				reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, reopens))
+			}
+			continue
 		case reply := <-s.refreshReq:
 			err := s.refresh()
 			reply <- err

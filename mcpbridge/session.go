@@ -46,6 +46,11 @@ type session struct {
 
 	wg       sync.WaitGroup // refresher and prober
 	waitDone chan struct{}  // closed when the Wait watcher returns
+
+	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)
+
+	push      *pushChannel // how list_changed reaches this session (push.go)
+	listenSeq atomic.Int64 // re-opened subscriptions/listen streams
 }
 
 // markDirty is the whole of the list_changed handler: a non-blocking send.
@@ -54,6 +59,38 @@ type session struct {
 func (s *session) markDirty() {
 	select {
 	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// transport is the session's transport kind.
+func (s *session) transport() Transport { return s.u.cfg.Transport }
+
+// listChangedDeclared reports whether the upstream declared that it sends
+// tools/list_changed.
+func (s *session) listChangedDeclared() bool {
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged
+}
+
+// pushless reports a session whose upstream means to push list_changed but
+// whose push channel is down or missing: the refresher then re-lists on a
+// short interval.
+func (s *session) pushless() bool {
+	st := s.push.get()
+	return (st == pushDown || st == pushNone) && s.listChangedDeclared()
+}
+
+// newProtocol reports a session in the stateless era (2026-07-28 or later).
+func (s *session) newProtocol() bool {
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= ProtocolStateless
+}
+
+// requestProbe asks the prober for a liveness probe now (non-blocking).
+func (s *session) requestProbe() {
+	select {
+	case s.probeNow <- struct{}{}:
 	default:
 	}
 }
@@ -90,7 +127,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
-	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error)}
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	// One client per session: the handlers close over this session, so a
@@ -116,15 +153,35 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 		return fail(err)
 	}
 	t = &rawTransport{Transport: t, r: &s.raw} // exact schema text (rawschema.go)
-	cctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout)
-	defer cancel()
-	var opts *mcp.ClientSessionOptions
-	if u.cfg.ProtocolVersion != ProtocolLatest {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.ProtocolVersion}
+	pv := u.cfg.ProtocolVersion
+	if pv == ProtocolAuto {
+		pv = DefaultProtocolVersion
+		if u.preferLatest.Load() {
+			pv = ProtocolLatest
+		}
 	}
-	cs, err := client.Connect(cctx, t, opts)
+	var opts *mcp.ClientSessionOptions
+	if pv != ProtocolLatest {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: pv}
+	}
+	// Connect gets the session's own context, not one that ends when Connect
+	// returns: go-sdk's legacy SSE client binds its event stream to the
+	// Connect context, so a connect-timeout context would close the stream
+	// the moment the session is up. The timeout is a timer that ends the
+	// session context only while Connect is still running.
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(u.cfg.ConnectTimeout, func() {
+		timedOut.Store(true)
+		s.cancel()
+	})
+	cs, err := client.Connect(s.ctx, t, opts)
+	if !timer.Stop() && err == nil {
+		// The timer fired as Connect returned: the session context is gone.
+		_ = cs.Close()
+		err = context.DeadlineExceeded
+	}
 	if err != nil {
-		if ctx.Err() == nil && cctx.Err() != nil {
+		if ctx.Err() == nil && timedOut.Load() {
 			err = fmt.Errorf("connect: timed out after %s", u.cfg.ConnectTimeout)
 		} else {
 			err = fmt.Errorf("connect: %w", err)
@@ -133,6 +190,26 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	}
 	s.cs = cs
 	s.started = time.Now()
+	switch {
+	case s.newProtocol():
+		if s.push.get() == pushUnknown {
+			// go-sdk opens subscriptions/listen in Connect only for an
+			// upstream that declares tools.listChanged.
+			s.push.set(pushNone, "the upstream declares no tools/list_changed")
+		}
+	case s.transport() != TransportStreamableHTTP:
+		s.push.set(pushUp, "") // the session's own stream carries pushes
+	case s.push.get() == pushNone && pv == DefaultProtocolVersion && u.cfg.ProtocolVersion == ProtocolAuto && !u.preferLatest.Load():
+		// A stateless server: under 2025-11-25 its pushes have no way to
+		// reach us. Connect again in the newest protocol, where they ride
+		// subscriptions/listen (once: preferLatest sticks).
+		u.preferLatest.Store(true)
+		u.log.Info("upstream offers no standalone GET stream (stateless); connecting again with the newest protocol so list_changed can reach toolsvc")
+		s.cancel()
+		s.deadCancel(errors.New("replaced by a newer-protocol session"))
+		_ = cs.Close()
+		return u.connect(ctx)
+	}
 	go func() {
 		// Owned by the session: it ends when Close (closeSession) closes
 		// the connection. closeSession waits for it up to a second; past

@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -52,7 +53,13 @@ type ServerStatus struct {
 	ConsecutiveFailures int
 	InFlightCalls       int
 	ConnectedTime       time.Time // of the current session
-	NextConnectTime     time.Time // while down
+	// PushChannel is the state of the current session's list_changed push
+	// channel: "up", "down" (lost; re-listing every PushlessRefresh and, on
+	// 2026-07-28, re-opening it), "none" (the upstream has none), or ""
+	// (no session, or not known yet). PushSince is when it took that state.
+	PushChannel     string
+	PushSince       time.Time
+	NextConnectTime time.Time // while down
 }
 
 func (u *upstream) setState(st State, lastError string) {
@@ -75,6 +82,16 @@ func (u *upstream) statusSnapshot() ServerStatus {
 	u.mu.Unlock()
 	st.InFlightCalls = int(u.inflight.Load())
 	st.Warnings = u.b.catalog.Warnings(u.cfg.Name)
+	if s := u.sess.Load(); s != nil && s.cs != nil {
+		ps, since, reason := s.push.status()
+		if ps != pushUnknown {
+			st.PushChannel, st.PushSince = ps.String(), since
+		}
+		if s.pushless() {
+			st.Warnings = append(st.Warnings, fmt.Sprintf("no push channel since %s (%s): re-listing every %s",
+				since.UTC().Format(time.TimeOnly), reason, u.cfg.PushlessRefresh))
+		}
+	}
 	return st
 }
 

@@ -45,6 +45,10 @@ type upstream struct {
 	attemptDone chan struct{} // closed and replaced when an attempt finishes
 
 	firstAttempt sync.Once
+
+	// preferLatest: under ProtocolAuto, the upstream turned out stateless,
+	// so its sessions use the newest protocol.
+	preferLatest atomic.Bool
 }
 
 func newUpstream(b *Bridge, cfg ServerConfig) *upstream {

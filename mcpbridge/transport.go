@@ -55,13 +55,16 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		cmd.Stderr = newStderrLogger(u.log, u.redact)
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultTerminateGrace}, nil
+		return &pushTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultTerminateGrace}, push: s.push}, nil
 	case TransportSSE:
 		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.http}, nil
 	case TransportStreamableHTTP:
 		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
-		// about 1.5 s (go-sdk-facts.md §6); the bridge reconnects itself.
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.http, MaxRetries: 1}, nil
+		// about 1.5 s (docs/interop.md); the bridge reconnects itself. The
+		// session's client shares the upstream's connection pool and
+		// watches the push channel (push.go).
+		hc := &http.Client{Transport: &pushRoundTripper{base: u.http.Transport, push: s.push}}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
 }
