@@ -30,6 +30,20 @@ type rawSchemas struct {
 	byName map[string]rawSchema
 }
 
+// withRawSchemas wraps t so that its connection records raw schemas into
+// r, except for streamable HTTP: go-sdk's streamable client connection
+// implements an unexported interface (sessionUpdated, which starts the
+// standalone SSE stream that carries list_changed) that a wrapper would
+// hide. Tools of streamable HTTP upstreams therefore carry the encoding of
+// the decoded schema (10.0 becomes 10, integers beyond 2^53 are rounded)
+// until the transport is captured below go-sdk (its HTTP client).
+func withRawSchemas(t mcp.Transport, r *rawSchemas) mcp.Transport {
+	if _, ok := t.(*mcp.StreamableClientTransport); ok {
+		return t
+	}
+	return &rawTransport{Transport: t, r: r}
+}
+
 // rawTransport wraps a transport so that its connection records raw
 // schemas into r.
 type rawTransport struct {

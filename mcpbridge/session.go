@@ -152,7 +152,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return fail(err)
 	}
-	t = &rawTransport{Transport: t, r: &s.raw} // exact schema text (rawschema.go)
+	t = withRawSchemas(t, &s.raw) // exact schema text (rawschema.go)
 	pv := u.cfg.ProtocolVersion
 	if pv == ProtocolAuto {
 		pv = DefaultProtocolVersion
