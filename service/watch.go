@@ -565,10 +565,12 @@ func watchTap(ctx context.Context, info *tap.Info) (context.Context, error) {
 
 // ServerOptions are the gRPC server options this service needs: the tap
 // that lets a watch stream's send timeout (and Shutdown) abort a Send the
-// client holds up. NewGRPCServer installs them; a server built otherwise
-// should too (gRPC allows one InTapHandle per server). Without them a
-// stream whose client stopped reading is counted as slow when the timeout
-// passes but ends only when the client reads or goes away.
+// client holds up, and the codec that sends pre-encoded events and pages
+// without copying them (wireCodec). NewGRPCServer installs them; a server
+// built otherwise should too (gRPC allows one InTapHandle per server).
+// Without them a stream whose client stopped reading is counted as slow
+// when the timeout passes but ends only when the client reads or goes
+// away, and every event is copied once per stream.
 func (s *Server) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.InTapHandle(watchTap)}
+	return []grpc.ServerOption{grpc.InTapHandle(watchTap), grpc.ForceServerCodecV2(newWireCodec())}
 }
