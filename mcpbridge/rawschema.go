@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -34,9 +37,8 @@ type rawSchemas struct {
 // r, except for streamable HTTP: go-sdk's streamable client connection
 // implements an unexported interface (sessionUpdated, which starts the
 // standalone SSE stream that carries list_changed) that a wrapper would
-// hide. Tools of streamable HTTP upstreams therefore carry the encoding of
-// the decoded schema (10.0 becomes 10, integers beyond 2^53 are rounded)
-// until the transport is captured below go-sdk (its HTTP client).
+// hide. A streamable HTTP session records them from its HTTP client
+// instead (rawRoundTripper).
 func withRawSchemas(t mcp.Transport, r *rawSchemas) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
@@ -145,4 +147,128 @@ func sameJSON(raw json.RawMessage, decoded any) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return raw, true
+}
+
+// rawRoundTripper records the raw schemas of the tools/list responses of a
+// streamable HTTP session (whose connection cannot be wrapped, see
+// withRawSchemas): it follows the response body of every tools/list POST,
+// JSON or SSE, and records the result when its bytes pass, before go-sdk
+// can have decoded it.
+type rawRoundTripper struct {
+	base http.RoundTripper
+	r    *rawSchemas
+}
+
+func (rt *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.GetBody == nil || !isToolsList(req) {
+		return rt.base.RoundTrip(req)
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &rawTee{ReadCloser: resp.Body, r: rt.r,
+		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	return resp, nil
+}
+
+// isToolsList reports whether a POST carries a tools/list request.
+func isToolsList(req *http.Request) bool {
+	body, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, 64<<10)) // a tools/list request is small
+	if err != nil || !bytes.Contains(data, []byte(`"tools/list"`)) {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return false
+	}
+	r, ok := msg.(*jsonrpc.Request)
+	return ok && r.Method == "tools/list"
+}
+
+// rawTeeMax bounds what one response may buffer; a larger tools/list
+// result keeps go-sdk's decoded schemas.
+const rawTeeMax = 64 << 20
+
+// rawTee passes a response body through, keeping a copy: an SSE stream's
+// events are recorded as each completes, a JSON body at its end.
+type rawTee struct {
+	io.ReadCloser
+	r    *rawSchemas
+	sse  bool
+	buf  []byte
+	done bool
+}
+
+func (t *rawTee) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if !t.done && n > 0 {
+		if len(t.buf)+n > rawTeeMax {
+			t.done, t.buf = true, nil
+		} else {
+			t.buf = append(t.buf, p[:n]...)
+			if t.sse {
+				t.events()
+			}
+		}
+	}
+	if err != nil && !t.done {
+		t.finish()
+	}
+	return n, err
+}
+
+func (t *rawTee) Close() error {
+	if !t.done {
+		t.finish()
+	}
+	return t.ReadCloser.Close()
+}
+
+func (t *rawTee) finish() {
+	if !t.sse {
+		t.message(t.buf)
+	}
+	t.done, t.buf = true, nil
+}
+
+// events records every complete SSE event in the buffer and keeps the
+// rest.
+func (t *rawTee) events() {
+	for {
+		i, sep := bytes.Index(t.buf, []byte("\n\n")), 2
+		if j := bytes.Index(t.buf, []byte("\r\n\r\n")); j >= 0 && (i < 0 || j < i) {
+			i, sep = j, 4
+		}
+		if i < 0 {
+			return
+		}
+		var data [][]byte
+		for _, line := range bytes.Split(t.buf[:i], []byte("\n")) {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(d, []byte(" ")))
+			}
+		}
+		if len(data) > 0 {
+			t.message(bytes.Join(data, []byte("\n")))
+		}
+		t.buf = t.buf[i+sep:]
+	}
+}
+
+func (t *rawTee) message(data []byte) {
+	if !bytes.Contains(data, inputSchemaKey) {
+		return
+	}
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			t.r.record(resp.Result)
+		}
+	}
 }
