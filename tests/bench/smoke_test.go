@@ -73,7 +73,8 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("%q = %v, want a number", k, res[k])
 		}
 	}
-	for _, k := range []string{"list_ratio_spread", "watch_p99_ms_10k_spread"} {
+	for _, k := range []string{"call_p50_ratio_spread", "call_p99_ratio_spread", "throughput_ratio_spread",
+		"call_p50_ratio_stdio_spread", "list_ratio_spread", "watch_p99_ms_10k_spread"} {
 		if sp, _ := res[k].([]any); len(sp) != 2 {
 			t.Errorf("%q = %v, want [min, max] over rounds", k, res[k])
 		}
