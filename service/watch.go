@@ -475,40 +475,74 @@ var errShuttingDown = (&richError{code: codes.Unavailable, reason: ReasonShuttin
 
 // watchSender sends on one stream from the handler goroutine, bounded in
 // time: gRPC's SendMsg has no deadline and blocks while the client does not
-// read, so a timer armed around each Send aborts the stream when it fires.
-// Aborting cancels the stream's transport context (watchTap made it
-// cancellable), which ends the blocked Send with an error; the handler then
-// returns SLOW_CONSUMER, which gRPC sends after what is already queued. On
-// Shutdown the same abort ends a blocked Send at once. No goroutine ever
-// Sends but the handler's, and none outlives it (the timer's function only
-// cancels a context).
+// read, so a timer armed around each Send ends the stream when it fires.
+// It ends it the way gRPC's own deadline timer does, at the transport: it
+// writes the stream's final status (UNAVAILABLE, SLOW_CONSUMER) through the
+// transport stream gRPC puts in the context, which marks the stream done
+// and wakes the blocked Send with an error; the client gets what was
+// already queued, then that status. Shutdown ends a held Send the same way
+// (SHUTTING_DOWN). No goroutine but the handler's ever Sends, and none
+// outlives it: the timer's function only writes a status, which gRPC
+// ignores once the stream is done.
+//
+// If the transport stream does not offer WriteStatus (another gRPC
+// version), the timer cancels the stream's transport context instead
+// (watchTap), and gRPC ends the stream with CANCELLED; without the tap
+// either, the stream ends when the client reads or goes away.
 type watchSender struct {
 	s      *Server
 	stream grpc.ServerStream
-	abort  context.CancelFunc // nil when the gRPC server lacks ServerOptions
+	end    statusWriter       // the transport stream; nil if unavailable
+	abort  context.CancelFunc // the tap's cancel; nil without ServerOptions
 	timer  *time.Timer
 	slow   atomic.Bool
 	stop   func() bool // stops the shutdown hook
 }
 
+// statusWriter is the method of gRPC's transport stream (the
+// grpc.ServerTransportStream in a handler's context) that ends a stream
+// with a status, as gRPC does when a handler returns.
+type statusWriter interface {
+	WriteStatus(*status.Status) error
+}
+
+var (
+	errSlowConsumerStatus = func(timeout time.Duration) error {
+		return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
+			"watch stream ended: the client did not read for %s; resume with the last revision", timeout), nil)
+	}
+)
+
 func newWatchSender(s *Server, stream grpc.ServerStream) *watchSender {
 	w := &watchSender{s: s, stream: stream}
+	w.end, _ = grpc.ServerTransportStreamFromContext(stream.Context()).(statusWriter)
 	w.abort, _ = stream.Context().Value(watchAbortKey{}).(context.CancelFunc)
 	w.timer = time.AfterFunc(time.Hour, w.timedOut)
 	w.timer.Stop()
-	if w.abort != nil {
-		w.stop = context.AfterFunc(s.shutdownCtx, w.abort)
+	if w.end != nil || w.abort != nil {
+		w.stop = context.AfterFunc(s.shutdownCtx, func() { w.endWith(errShuttingDown) })
 	}
 	return w
 }
 
 func (w *watchSender) timedOut() {
 	w.slow.Store(true)
-	if w.abort != nil {
-		w.abort()
-	} else {
-		w.s.log.Warn("watch: a Send waited longer than the send timeout, and this gRPC server cannot abort it (build it with Server.ServerOptions); the stream ends when the client reads or goes away")
+	if !w.endWith(errSlowConsumerStatus(w.s.opts.WatchSendTimeout)) {
+		w.s.log.Warn("watch: a Send waited longer than the send timeout, and this gRPC server cannot end it (build it with Server.ServerOptions); the stream ends when the client reads or goes away")
 	}
+}
+
+// endWith ends the stream from outside the handler; see watchSender.
+func (w *watchSender) endWith(err error) bool {
+	switch {
+	case w.end != nil:
+		_ = w.end.WriteStatus(status.Convert(err))
+	case w.abort != nil:
+		w.abort()
+	default:
+		return false
+	}
+	return true
 }
 
 func (w *watchSender) close() {
@@ -530,14 +564,14 @@ func (w *watchSender) send(m proto.Message) error {
 
 // ended is the status of a stream whose Send failed (with sendErr) or
 // whose context ended: why the server ended it, if it did, else the
-// context's error, else sendErr.
+// context's error, else sendErr. (When the stream was ended at the
+// transport, gRPC has sent that status already and ignores this one.)
 func (w *watchSender) ended(sendErr error) error {
 	switch {
 	case w.slow.Load():
 		w.s.watch.slow.Add(1)
 		w.s.log.Info("watch: client did not read for the send timeout; ending the stream", "timeout", w.s.opts.WatchSendTimeout)
-		return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
-			"watch stream ended: the client did not read for %s; resume with the last revision", w.s.opts.WatchSendTimeout), nil)
+		return errSlowConsumerStatus(w.s.opts.WatchSendTimeout)
 	case w.s.shutdownCtx.Err() != nil:
 		return errShuttingDown
 	}
@@ -548,7 +582,7 @@ func (w *watchSender) ended(sendErr error) error {
 }
 
 // watchAbortKey holds the CancelFunc of a WatchCatalog stream's transport
-// context (watchTap).
+// context (watchTap): the fallback way to end a held Send.
 type watchAbortKey struct{}
 
 // watchTap makes the transport context of every WatchCatalog stream
@@ -563,14 +597,13 @@ func watchTap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	return context.WithValue(ctx, watchAbortKey{}, cancel), nil
 }
 
-// ServerOptions are the gRPC server options this service needs: the tap
-// that lets a watch stream's send timeout (and Shutdown) abort a Send the
-// client holds up, and the codec that sends pre-encoded events and pages
-// without copying them (wireCodec). NewGRPCServer installs them; a server
-// built otherwise should too (gRPC allows one InTapHandle per server).
-// Without them a stream whose client stopped reading is counted as slow
-// when the timeout passes but ends only when the client reads or goes
-// away, and every event is copied once per stream.
+// ServerOptions are the gRPC server options this service needs: the codec
+// that sends pre-encoded events and pages without copying them
+// (wireCodec), and the tap that is the fallback way for a watch stream's
+// send timeout (and Shutdown) to end a Send the client holds up
+// (watchSender). NewGRPCServer installs them; a server built otherwise
+// should too (gRPC allows one InTapHandle per server). Without them every
+// event is copied once per stream.
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.InTapHandle(watchTap), grpc.ForceServerCodecV2(newWireCodec())}
 }

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -173,5 +174,37 @@ func TestWatchGroupSharesEvents(t *testing.T) {
 	}
 	if m := decodeEvent(t, lag1); toolNames(m.GetChanges().GetUpserted()) != "a__y a__z " || m.GetRevision() != v2.view.rev {
 		t.Fatalf("laggard delta: %v", m)
+	}
+}
+
+// errorReason is the ErrorInfo reason of a status error ("" without one).
+func errorReason(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetReason()
+		}
+	}
+	return ""
+}
+
+// TestWatchShutdownEndsHeldSend: Shutdown ends a stream whose Send the
+// client holds up at once (not when the client reads), and the client, when
+// it reads, gets what was queued, then UNAVAILABLE with SHUTTING_DOWN.
+func TestWatchShutdownEndsHeldSend(t *testing.T) {
+	f := newWatchFixture(t, &Options{WatchSendTimeout: time.Hour}, bigCatalog())
+	ctx := ctxT(t)
+	st := stuckWatch(t, f, ctx)
+	waitStreams(t, f, 1)
+	f.servers["big"].put("first_change", "v1") // a second Send, held: the snapshot filled the window
+	f.waitCatalog(t, "first_change", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("big__first_change"); return ok })
+	time.Sleep(50 * time.Millisecond) // let the handler reach its Send
+	f.svc.Shutdown()
+	waitStreams(t, f, 0)
+	var err error
+	for err == nil {
+		_, err = st.Recv()
+	}
+	if status.Code(err) != codes.Unavailable || errorReason(err) != ReasonShuttingDown {
+		t.Fatalf("held stream at Shutdown: %v, want UNAVAILABLE with SHUTTING_DOWN", err)
 	}
 }

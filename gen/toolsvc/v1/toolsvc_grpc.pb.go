@@ -71,9 +71,8 @@ const (
 //	                    token, JWT, client certificate)
 //	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
 //	                    the tool
-//	CANCELLED           (WatchCatalog, no ErrorInfo) the client did not read
-//	                    for the send timeout: gRPC ends the aborted send
-//	                    with this status; resume
+//	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
+//	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log
 //
 // A tool's own failure is not an error: OK with is_error = true.
@@ -215,9 +214,8 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 //	                    token, JWT, client certificate)
 //	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
 //	                    the tool
-//	CANCELLED           (WatchCatalog, no ErrorInfo) the client did not read
-//	                    for the send timeout: gRPC ends the aborted send
-//	                    with this status; resume
+//	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
+//	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log
 //
 // A tool's own failure is not an error: OK with is_error = true.
