@@ -82,8 +82,6 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
-	shutdownCtx  context.Context // cancelled by Shutdown
-	endShutdown  context.CancelFunc
 
 	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
 	watch       watchCounters
@@ -112,7 +110,6 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
 	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
-	s.shutdownCtx, s.endShutdown = context.WithCancel(context.Background())
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
 	}
@@ -131,7 +128,7 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 func (s *Server) Shutdown() {
 	s.shutdownOnce.Do(func() {
 		close(s.shutdown)
-		s.endShutdown()
+		s.hub.shutdown()
 	})
 }
 

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -156,6 +155,7 @@ func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view { return b
 type watchHub struct {
 	mu     sync.Mutex
 	groups map[groupKey]*watchGroup
+	closed bool // Shutdown: no more joins
 }
 
 type groupKey struct {
@@ -164,9 +164,10 @@ type groupKey struct {
 }
 
 type watchGroup struct {
-	key    groupKey
-	filter *watchFilter // the first member's; members' filters are equal (same key)
-	refs   int          // watchHub.mu
+	key     groupKey
+	filter  *watchFilter              // the first member's; members' filters are equal (same key)
+	refs    int                       // watchHub.mu
+	members map[*watchSender]struct{} // watchHub.mu; Shutdown ends them
 
 	state atomic.Pointer[groupState]
 
@@ -210,27 +211,49 @@ const (
 	groupEventsMax = 8
 )
 
-func (h *watchHub) join(f *watchFilter) *watchGroup {
+// join adds a stream (w; nil in tests) to the group of its view, or
+// returns false after Shutdown.
+func (h *watchHub) join(f *watchFilter, w *watchSender) (*watchGroup, bool) {
 	k := groupKey{f.key, f.format}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
 	g := h.groups[k]
 	if g == nil {
 		if h.groups == nil {
 			h.groups = map[groupKey]*watchGroup{}
 		}
-		g = &watchGroup{key: k, filter: f}
+		g = &watchGroup{key: k, filter: f, members: map[*watchSender]struct{}{}}
 		h.groups[k] = g
 	}
 	g.refs++
-	return g
+	if w != nil {
+		g.members[w] = struct{}{}
+	}
+	return g, true
 }
 
-func (h *watchHub) leave(g *watchGroup) {
+func (h *watchHub) leave(g *watchGroup, w *watchSender) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	delete(g.members, w)
 	if g.refs--; g.refs == 0 {
 		delete(h.groups, g.key)
+	}
+}
+
+// shutdown ends every stream with SHUTTING_DOWN, including those whose
+// Send a client holds up (an idle handler would also see s.shutdown).
+func (h *watchHub) shutdown() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, g := range h.groups {
+		for w := range g.members {
+			w.endWith(errShuttingDown)
+		}
 	}
 }
 
@@ -432,12 +455,15 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	}
 	s.watch.streams.Add(1)
 	defer s.watch.streams.Add(-1)
-	g := s.hub.join(f)
-	defer s.hub.leave(g)
-	sub := s.bridge.Catalog().Subscribe()
-	defer sub.Close()
 	w := newWatchSender(s, stream)
 	defer w.close()
+	g, ok := s.hub.join(f, w)
+	if !ok {
+		return errShuttingDown
+	}
+	defer s.hub.leave(g, w)
+	sub := s.bridge.Catalog().Subscribe()
+	defer sub.Close()
 
 	last := g.current(s).ev
 	if err := w.send(s.resumeEvent(req.GetResumeToken(), last)); err != nil {
@@ -478,25 +504,21 @@ var errShuttingDown = (&richError{code: codes.Unavailable, reason: ReasonShuttin
 // read, so a timer armed around each Send ends the stream when it fires.
 // It ends it the way gRPC's own deadline timer does, at the transport: it
 // writes the stream's final status (UNAVAILABLE, SLOW_CONSUMER) through the
-// transport stream gRPC puts in the context, which marks the stream done
-// and wakes the blocked Send with an error; the client gets what was
-// already queued, then that status. Shutdown ends a held Send the same way
-// (SHUTTING_DOWN). No goroutine but the handler's ever Sends, and none
-// outlives it: the timer's function only writes a status, which gRPC
-// ignores once the stream is done.
-//
-// If the transport stream does not offer WriteStatus (another gRPC
-// version), the timer cancels the stream's transport context instead
-// (watchTap), and gRPC ends the stream with CANCELLED; without the tap
-// either, the stream ends when the client reads or goes away.
+// transport stream gRPC puts in the handler's context, which marks the
+// stream done and wakes the blocked Send with an error; the client gets
+// what was already queued, then that status. Shutdown ends every stream the
+// same way (SHUTTING_DOWN), held or not. No goroutine but the handler's
+// ever Sends, and none outlives it: the timer's function only writes a
+// status, which gRPC ignores once the stream is done. (A context without
+// that transport stream, or a gRPC whose stream lacks WriteStatus, cannot
+// be ended early: the stream then ends when the client reads or goes away;
+// TestWatchSlowConsumerEnded fails on such a gRPC.)
 type watchSender struct {
 	s      *Server
 	stream grpc.ServerStream
-	end    statusWriter       // the transport stream; nil if unavailable
-	abort  context.CancelFunc // the tap's cancel; nil without ServerOptions
+	end    statusWriter // the transport stream; nil if unavailable
 	timer  *time.Timer
 	slow   atomic.Bool
-	stop   func() bool // stops the shutdown hook
 }
 
 // statusWriter is the method of gRPC's transport stream (the
@@ -506,51 +528,36 @@ type statusWriter interface {
 	WriteStatus(*status.Status) error
 }
 
-var (
-	errSlowConsumerStatus = func(timeout time.Duration) error {
-		return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
-			"watch stream ended: the client did not read for %s; resume with the last revision", timeout), nil)
-	}
-)
+func errSlowConsumer(timeout time.Duration) error {
+	return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
+		"watch stream ended: the client did not read for %s; resume with the last revision", timeout), nil)
+}
 
 func newWatchSender(s *Server, stream grpc.ServerStream) *watchSender {
 	w := &watchSender{s: s, stream: stream}
 	w.end, _ = grpc.ServerTransportStreamFromContext(stream.Context()).(statusWriter)
-	w.abort, _ = stream.Context().Value(watchAbortKey{}).(context.CancelFunc)
 	w.timer = time.AfterFunc(time.Hour, w.timedOut)
 	w.timer.Stop()
-	if w.end != nil || w.abort != nil {
-		w.stop = context.AfterFunc(s.shutdownCtx, func() { w.endWith(errShuttingDown) })
-	}
 	return w
 }
 
 func (w *watchSender) timedOut() {
 	w.slow.Store(true)
-	if !w.endWith(errSlowConsumerStatus(w.s.opts.WatchSendTimeout)) {
-		w.s.log.Warn("watch: a Send waited longer than the send timeout, and this gRPC server cannot end it (build it with Server.ServerOptions); the stream ends when the client reads or goes away")
+	if !w.endWith(errSlowConsumer(w.s.opts.WatchSendTimeout)) {
+		w.s.log.Warn("watch: a Send waited longer than the send timeout and cannot be ended from the server; the stream ends when the client reads or goes away")
 	}
 }
 
 // endWith ends the stream from outside the handler; see watchSender.
 func (w *watchSender) endWith(err error) bool {
-	switch {
-	case w.end != nil:
-		_ = w.end.WriteStatus(status.Convert(err))
-	case w.abort != nil:
-		w.abort()
-	default:
+	if w.end == nil {
 		return false
 	}
+	_ = w.end.WriteStatus(status.Convert(err))
 	return true
 }
 
-func (w *watchSender) close() {
-	w.timer.Stop()
-	if w.stop != nil {
-		w.stop()
-	}
-}
+func (w *watchSender) close() { w.timer.Stop() }
 
 func (w *watchSender) send(m proto.Message) error {
 	w.timer.Reset(w.s.opts.WatchSendTimeout)
@@ -567,13 +574,15 @@ func (w *watchSender) send(m proto.Message) error {
 // context's error, else sendErr. (When the stream was ended at the
 // transport, gRPC has sent that status already and ignores this one.)
 func (w *watchSender) ended(sendErr error) error {
-	switch {
-	case w.slow.Load():
+	select {
+	case <-w.s.shutdown:
+		return errShuttingDown
+	default:
+	}
+	if w.slow.Load() {
 		w.s.watch.slow.Add(1)
 		w.s.log.Info("watch: client did not read for the send timeout; ending the stream", "timeout", w.s.opts.WatchSendTimeout)
-		return errSlowConsumerStatus(w.s.opts.WatchSendTimeout)
-	case w.s.shutdownCtx.Err() != nil:
-		return errShuttingDown
+		return errSlowConsumer(w.s.opts.WatchSendTimeout)
 	}
 	if err := w.stream.Context().Err(); err != nil {
 		return status.FromContextError(err).Err()
@@ -581,29 +590,10 @@ func (w *watchSender) ended(sendErr error) error {
 	return sendErr
 }
 
-// watchAbortKey holds the CancelFunc of a WatchCatalog stream's transport
-// context (watchTap): the fallback way to end a held Send.
-type watchAbortKey struct{}
-
-// watchTap makes the transport context of every WatchCatalog stream
-// cancellable by the service, so that a Send blocked by a client that does
-// not read can be aborted from the handler's own timer. It runs before the
-// stream exists, on the connection's reader; it only wraps a context.
-func watchTap(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if info.FullMethodName != toolsvcv1.ToolService_WatchCatalog_FullMethodName {
-		return ctx, nil
-	}
-	ctx, cancel := context.WithCancel(ctx) // also cancelled when the stream ends
-	return context.WithValue(ctx, watchAbortKey{}, cancel), nil
-}
-
 // ServerOptions are the gRPC server options this service needs: the codec
 // that sends pre-encoded events and pages without copying them
-// (wireCodec), and the tap that is the fallback way for a watch stream's
-// send timeout (and Shutdown) to end a Send the client holds up
-// (watchSender). NewGRPCServer installs them; a server built otherwise
-// should too (gRPC allows one InTapHandle per server). Without them every
-// event is copied once per stream.
+// (wireCodec). NewGRPCServer installs them; a server built otherwise
+// should too (without them every event is copied once per stream).
 func (s *Server) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.InTapHandle(watchTap), grpc.ForceServerCodecV2(newWireCodec())}
+	return []grpc.ServerOption{grpc.ForceServerCodecV2(newWireCodec())}
 }

@@ -9,27 +9,30 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/tap"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 // blockingStream is a server stream whose SendMsg blocks like gRPC's does
-// under flow control: until released or until its transport context (made
-// by watchTap) ends.
+// under flow control: until released or until its transport stream (in its
+// context, as gRPC puts it there) is ended with WriteStatus.
 type blockingStream struct {
 	ctx     context.Context
 	release chan struct{}
+	done    chan struct{}
+	final   *status.Status // what WriteStatus wrote
 	sent    int
 }
 
 func newBlockingStream() *blockingStream {
-	ctx, _ := watchTap(context.Background(), &tap.Info{FullMethodName: toolsvcv1.ToolService_WatchCatalog_FullMethodName})
-	return &blockingStream{ctx: ctx, release: make(chan struct{})}
+	b := &blockingStream{release: make(chan struct{}), done: make(chan struct{})}
+	b.ctx = grpc.NewContextWithServerTransportStream(context.Background(), (*fakeTransportStream)(b))
+	return b
 }
 
 func (b *blockingStream) Context() context.Context     { return b.ctx }
@@ -42,15 +45,35 @@ func (b *blockingStream) SendMsg(any) error {
 	case <-b.release:
 		b.sent++
 		return nil
-	case <-b.ctx.Done():
-		return status.Error(codes.Canceled, "context canceled")
+	case <-b.done:
+		return status.Error(codes.Canceled, "stream done")
 	}
 }
 
-// TestWatchSenderTimeout: a Send held up for WatchSendTimeout is aborted
-// exactly then, from the handler's own timer (no goroutine Sends), and is
-// reported as a slow consumer; a Send that completes in time disarms the
-// timer; Shutdown aborts a held Send at once.
+// fakeTransportStream is the blockingStream's transport side.
+type fakeTransportStream blockingStream
+
+func (f *fakeTransportStream) Method() string {
+	return toolsvcv1.ToolService_WatchCatalog_FullMethodName
+}
+func (f *fakeTransportStream) SetHeader(metadata.MD) error  { return nil }
+func (f *fakeTransportStream) SendHeader(metadata.MD) error { return nil }
+func (f *fakeTransportStream) SetTrailer(metadata.MD) error { return nil }
+func (f *fakeTransportStream) WriteStatus(st *status.Status) error {
+	select {
+	case <-f.done:
+	default:
+		f.final = st
+		close(f.done)
+	}
+	return nil
+}
+
+// TestWatchSenderTimeout: a Send held up for WatchSendTimeout is ended
+// exactly then, from the handler's own timer (no goroutine Sends), with the
+// final status SLOW_CONSUMER written at the transport, and counted; a Send
+// that completes in time disarms the timer; Shutdown ends a held Send at
+// once with SHUTTING_DOWN.
 func TestWatchSenderTimeout(t *testing.T) {
 	msg := &toolsvcv1.WatchCatalogResponse{}
 	synctest.Test(t, func(t *testing.T) {
@@ -63,8 +86,11 @@ func TestWatchSenderTimeout(t *testing.T) {
 		if d := time.Since(start); d != 3*time.Second {
 			t.Fatalf("held Send returned after %v, want exactly the 3s timeout", d)
 		}
-		if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "did not read") || s.Stats().WatchSlowConsumers != 1 {
+		if errorReason(err) != ReasonSlowConsumer || s.Stats().WatchSlowConsumers != 1 {
 			t.Fatalf("held Send: %v, stats %+v; want UNAVAILABLE slow consumer, counted", err, s.Stats())
+		}
+		if b.final.Code() != codes.Unavailable || errorReason(b.final.Err()) != ReasonSlowConsumer {
+			t.Fatalf("status written at the transport: %v", b.final)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -78,8 +104,8 @@ func TestWatchSenderTimeout(t *testing.T) {
 		}
 		time.Sleep(time.Hour) // the disarmed timer must not fire
 		synctest.Wait()
-		if b.ctx.Err() != nil || s.Stats().WatchSlowConsumers != 0 {
-			t.Fatalf("a Send that completed in time aborted the stream (%v, %+v)", b.ctx.Err(), s.Stats())
+		if b.final != nil || s.Stats().WatchSlowConsumers != 0 {
+			t.Fatalf("a Send that completed in time ended the stream (%v, %+v)", b.final, s.Stats())
 		}
 		if err := w.send(msg); err != nil || b.sent != 2 {
 			t.Fatalf("second Send: %v (sent %d)", err, b.sent)
@@ -90,10 +116,19 @@ func TestWatchSenderTimeout(t *testing.T) {
 		b := newBlockingStream()
 		w := newWatchSender(s, b)
 		defer w.close()
+		flt := &watchFilter{}
+		g, _ := s.hub.join(flt, w)
+		defer s.hub.leave(g, w)
 		go func() { time.Sleep(time.Second); s.Shutdown() }()
 		start := time.Now()
-		if err := w.send(msg); status.Code(err) != codes.Unavailable || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
+		if err := w.send(msg); errorReason(err) != ReasonShuttingDown || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
 			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, time.Since(start), s.Stats())
+		}
+		if errorReason(b.final.Err()) != ReasonShuttingDown {
+			t.Fatalf("status written at the transport: %v", b.final)
+		}
+		if _, ok := s.hub.join(flt, nil); ok {
+			t.Fatal("a watch joined after Shutdown")
 		}
 	})
 }
@@ -149,9 +184,10 @@ func TestWatchGroupSharesEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, g2 := f.svc.hub.join(flt), f.svc.hub.join(flt)
-	defer f.svc.hub.leave(g1)
-	defer f.svc.hub.leave(g2)
+	g1, _ := f.svc.hub.join(flt, nil)
+	g2, _ := f.svc.hub.join(flt, nil)
+	defer f.svc.hub.leave(g1, nil)
+	defer f.svc.hub.leave(g2, nil)
 	if g1 != g2 {
 		t.Fatal("two watchers of the same view got different groups")
 	}
