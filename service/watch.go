@@ -445,8 +445,8 @@ func (s *Server) resumeEvent(tok string, ev *viewEvents) proto.Message {
 // current state and sends the shared event that moves its client from the
 // last view it sent to that one, so a slow client skips intermediate states
 // but always reaches the latest. A Send that waits for the client longer
-// than WatchSendTimeout is aborted (see watchSender) and the stream ends
-// with UNAVAILABLE / SLOW_CONSUMER; the client resumes.
+// than WatchSendTimeout ends the stream with UNAVAILABLE / SLOW_CONSUMER
+// (see watchSender); the client resumes.
 func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]) error {
 	ctx := stream.Context()
 	f, err := s.newWatchFilter(ctx, req)
@@ -462,6 +462,8 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 		return errShuttingDown
 	}
 	defer s.hub.leave(g, w)
+	// Subscribe before reading the current state, so that no change between
+	// the two goes unsignalled.
 	sub := s.bridge.Catalog().Subscribe()
 	defer sub.Close()
 
