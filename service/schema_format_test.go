@@ -1,12 +1,14 @@
 package service
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
@@ -100,4 +102,69 @@ func TestSchemaFormatJSON(t *testing.T) {
 		}
 		wantInvalid(t, err, "schema_format")
 	}
+}
+
+// TestListToolsPreEncodedPages: pages assembled from cached encodings decode
+// to what the edge served before (per principal, per format, page by
+// page), and an unfiltered page is built once per revision.
+func TestListToolsPreEncodedPages(t *testing.T) {
+	auth := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"a__*"}, Deny: []string{"a__y"}}}, nil)
+	f := newWatchFixture(t, &Options{Authorizer: auth}, map[string][]string{"a": {"x", "y", "z", "w"}, "b": {"x"}})
+	decode := func(r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToolsResponse {
+		b, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out toolsvcv1.ListToolsResponse
+		if err := proto.Unmarshal(b, &out); err != nil {
+			t.Fatal(err)
+		}
+		return &out
+	}
+	list := func(ctx context.Context, format toolsvcv1.SchemaFormat) (names string) {
+		tok := ""
+		for {
+			r, err := f.svc.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1, PageToken: tok, SchemaFormat: format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := decode(r)
+			for _, tl := range page.GetTools() {
+				want := toolToWire(mustLookup(t, f, tl.GetName()), map[toolsvcv1.SchemaFormat]schemaFormat{
+					toolsvcv1.SchemaFormat_SCHEMA_FORMAT_STRUCT: formatStruct, toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON: formatJSON}[format])
+				if !proto.Equal(tl, want) {
+					t.Fatalf("%s: %v, want %v", tl.GetName(), tl, want)
+				}
+				names += tl.GetName() + " "
+			}
+			if tok = page.GetNextPageToken(); tok == "" {
+				return names
+			}
+		}
+	}
+	alice := context.WithValue(context.Background(), principalKey{}, Principal{Name: "alice", Method: "token"})
+	for _, format := range []toolsvcv1.SchemaFormat{toolsvcv1.SchemaFormat_SCHEMA_FORMAT_STRUCT, toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON} {
+		if got := list(alice, format); got != "a__w a__x a__z " {
+			t.Errorf("alice, %v: %q", format, got)
+		}
+	}
+	open := NewAuthorizer(nil, nil)
+	f.svc.opts.Authorizer = open
+	if got := list(context.Background(), toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON); got != "a__w a__x a__y a__z b__x " {
+		t.Errorf("everyone: %q", got)
+	}
+	r1, _ := f.svc.ListTools(context.Background(), &toolsvcv1.ListToolsRequest{})
+	r2, _ := f.svc.ListTools(context.Background(), &toolsvcv1.ListToolsRequest{})
+	if r1 != r2 {
+		t.Error("the same unfiltered page was built twice for one revision")
+	}
+}
+
+func mustLookup(t *testing.T, f *watchFixture, name string) *mcpbridge.Tool {
+	t.Helper()
+	tl, ok := f.bridge.Catalog().Current().Lookup(name)
+	if !ok {
+		t.Fatalf("no %s", name)
+	}
+	return tl
 }
