@@ -61,10 +61,13 @@ type admin struct {
 }
 
 func (a *admin) authorize(ctx context.Context) error {
-	if a.s.opts.Authorizer.AdminAllowed(ctx) {
+	_, p, err := a.s.authenticate(ctx)
+	if err != nil {
+		return err
+	}
+	if a.s.opts.Authorizer.AllowAdmin(p) {
 		return nil
 	}
-	p, _ := PrincipalFrom(ctx)
 	return plainError(codes.PermissionDenied, ReasonPermissionDenied,
 		fmt.Sprintf("principal %q may not use AdminService (auth.admins)", p.Name), map[string]string{"principal": p.Name})
 }

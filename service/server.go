@@ -44,10 +44,19 @@ type Options struct {
 	// Config, if set, reports the configuration in ListServers and serves
 	// AdminService.ReloadConfig.
 	Config ConfigSource
+	// Authenticator, if set, authenticates every RPC the service handles
+	// that an interceptor has not already authenticated (see
+	// Server.authenticate).
+	Authenticator *Authenticator
 	// Authorizer, if set, limits each principal's tools (ListTools,
-	// WatchCatalog, CallTool alike).
+	// WatchCatalog, CallTool alike) and AdminService. Setting it (or
+	// Authenticator) turns authentication on: every RPC without a principal
+	// is refused, whatever interceptors are installed.
 	Authorizer *Authorizer
-	// Metrics, if set, records call metrics (CallInterceptors).
+	// RateLimits are per-principal call limits (first matching rule
+	// applies), enforced in the call pipeline.
+	RateLimits []RateLimit
+	// Metrics, if set, records call metrics.
 	Metrics *Metrics
 	// AuditLog, if set, gets one line per tool call; AuditArguments adds
 	// the call's arguments to it.
@@ -79,6 +88,8 @@ type Server struct {
 	pages  pageCache
 	// schemas holds compiled inputSchemas for argument validation.
 	schemas schemaCache
+	// limits applies Options.RateLimits (nil: none).
+	limits *rateLimiter
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -110,6 +121,7 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
 	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	s.limits = newRateLimiter(o.RateLimits, o.Metrics)
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
 	}
@@ -139,6 +151,10 @@ func (s *Server) Shutdown() {
 // (and their Struct schemas) per call. Clients decode a normal
 // ListToolsResponse; in-process callers must decode it the same way.
 func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
+	ctx, _, err := s.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
 	size := int(req.GetPageSize())
 	switch {
 	case size < 0:
@@ -201,12 +217,16 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 
 // ListServers implements toolsvc.v1.ToolService.
 func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersRequest) (*toolsvcv1.ListServersResponse, error) {
+	_, p, err := s.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
 	sts := s.bridge.Servers()
 	resp := &toolsvcv1.ListServersResponse{Servers: make([]*toolsvcv1.Server, 0, len(sts))}
 	for _, st := range sts {
 		resp.Servers = append(resp.Servers, serverToProto(st))
 	}
-	if s.opts.Config != nil && s.opts.Authorizer.AdminAllowed(ctx) {
+	if s.opts.Config != nil && s.opts.Authorizer.AllowAdmin(p) {
 		// The config path and reload errors are operator information.
 		resp.Config = configToProto(s.opts.Config.Status())
 	}

@@ -449,7 +449,11 @@ func (s *Server) resumeEvent(tok string, ev *viewEvents) proto.Message {
 // (see watchSender); the client resumes.
 func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]) error {
 	ctx := stream.Context()
-	f, err := s.newWatchFilter(ctx, req)
+	authCtx, _, err := s.authenticate(ctx) // the principal, inside the service (auth.go)
+	if err != nil {
+		return err
+	}
+	f, err := s.newWatchFilter(authCtx, req)
 	if err != nil {
 		return err
 	}
