@@ -42,7 +42,7 @@ const (
 	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else; the message is generic and the log has the cause
 	ReasonUnauthenticated     = "UNAUTHENTICATED"      // UNAUTHENTICATED: no, or no valid, bearer token, JWT or client certificate
 	ReasonPermissionDenied    = "PERMISSION_DENIED"    // PERMISSION_DENIED: the principal's rules do not allow the tool (or AdminService)
-	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision.
+	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
 	ReasonNoConfigFile        = "NO_CONFIG_FILE"       // FAILED_PRECONDITION: ReloadConfig on a server running the built-in demo
 )
 
