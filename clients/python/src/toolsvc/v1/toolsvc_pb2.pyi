@@ -21,6 +21,38 @@ else:
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class _SchemaFormat:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SchemaFormatEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SchemaFormat.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SCHEMA_FORMAT_UNSPECIFIED: _SchemaFormat.ValueType  # 0
+    """Not set: the same as SCHEMA_FORMAT_STRUCT."""
+    SCHEMA_FORMAT_STRUCT: _SchemaFormat.ValueType  # 1
+    """input_schema and output_schema as google.protobuf.Struct (numbers are
+    doubles: 10 and 10.0 look alike, integers beyond 2^53 are rounded).
+    """
+    SCHEMA_FORMAT_JSON: _SchemaFormat.ValueType  # 2
+    """input_schema_json and output_schema_json as the upstream's exact JSON
+    text; the Struct fields are left unset. Cheaper to send and to decode.
+    """
+
+class SchemaFormat(_SchemaFormat, metaclass=_SchemaFormatEnumTypeWrapper):
+    """SchemaFormat selects how a Tool carries its schemas."""
+
+SCHEMA_FORMAT_UNSPECIFIED: SchemaFormat.ValueType  # 0
+"""Not set: the same as SCHEMA_FORMAT_STRUCT."""
+SCHEMA_FORMAT_STRUCT: SchemaFormat.ValueType  # 1
+"""input_schema and output_schema as google.protobuf.Struct (numbers are
+doubles: 10 and 10.0 look alike, integers beyond 2^53 are rounded).
+"""
+SCHEMA_FORMAT_JSON: SchemaFormat.ValueType  # 2
+"""input_schema_json and output_schema_json as the upstream's exact JSON
+text; the Struct fields are left unset. Cheaper to send and to decode.
+"""
+Global___SchemaFormat: _TypeAlias = SchemaFormat  # noqa: Y015
+
 class _Transport:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -150,6 +182,8 @@ class Tool(_message.Message):
     SCHEMA_HASH_FIELD_NUMBER: _builtins.int
     AVAILABLE_FIELD_NUMBER: _builtins.int
     META_FIELD_NUMBER: _builtins.int
+    INPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The exposed, callable name: "<server>__<tool>", valid for LLM function
     calling (^[a-zA-Z0-9_-]{1,64}$). Pass it to CallTool.
@@ -169,6 +203,16 @@ class Tool(_message.Message):
     available: _builtins.bool
     """False while the tool's upstream is not ready; calls then fail with
     UNAVAILABLE.
+    """
+    input_schema_json: _builtins.str
+    """With SCHEMA_FORMAT_JSON: the JSON Schema of the arguments object as the
+    JSON text the upstream sent (whitespace compacted; key order, number
+    literals and escapes kept, so 10 and 10.0 differ and integers beyond 2^53
+    are exact). input_schema is then unset.
+    """
+    output_schema_json: _builtins.str
+    """With SCHEMA_FORMAT_JSON: output_schema as JSON text, like
+    input_schema_json; empty when the tool declares none.
     """
     @_builtins.property
     def input_schema(self) -> _struct_pb2.Struct:
@@ -200,10 +244,12 @@ class Tool(_message.Message):
         schema_hash: _builtins.str = ...,
         available: _builtins.bool = ...,
         meta: _struct_pb2.Struct | None = ...,
+        input_schema_json: _builtins.str = ...,
+        output_schema_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "input_schema", b"input_schema", "meta", b"meta", "output_schema", b"output_schema"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "available", b"available", "description", b"description", "input_schema", b"input_schema", "meta", b"meta", "name", b"name", "original_name", b"original_name", "output_schema", b"output_schema", "schema_hash", b"schema_hash", "server", b"server", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "available", b"available", "description", b"description", "input_schema", b"input_schema", "input_schema_json", b"input_schema_json", "meta", b"meta", "name", b"name", "original_name", b"original_name", "output_schema", b"output_schema", "output_schema_json", b"output_schema_json", "schema_hash", b"schema_hash", "server", b"server", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -264,6 +310,7 @@ class ListToolsRequest(_message.Message):
 
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    SCHEMA_FORMAT_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Maximum number of tools to return. 0 means the default (100); values
     above 1000 are treated as 1000.
@@ -273,15 +320,21 @@ class ListToolsRequest(_message.Message):
     next_page_token of a previous response; the rest of the listing then
     comes from the same catalog revision.
     """
+    schema_format: Global___SchemaFormat.ValueType
+    """How the tools carry their schemas. Unset: Struct, as before this field
+    existed. A value this server does not know is INVALID_ARGUMENT. Pages of
+    one listing may use different formats.
+    """
     def __init__(
         self,
         *,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        schema_format: Global___SchemaFormat.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "schema_format", b"schema_format"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -834,6 +887,7 @@ class WatchCatalogRequest(_message.Message):
     RESUME_TOKEN_FIELD_NUMBER: _builtins.int
     SERVERS_FIELD_NUMBER: _builtins.int
     EXCLUDE_UNAVAILABLE_FIELD_NUMBER: _builtins.int
+    SCHEMA_FORMAT_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
     """The last revision this client received, from any replica. Empty: start
     with a snapshot. Equal to the current revision: "synced". A revision this
@@ -845,6 +899,11 @@ class WatchCatalogRequest(_message.Message):
     """Leave out tools whose upstream is not ready. By default they are
     included with available = false; with this set, a tool whose upstream
     goes down arrives as removed and comes back as upserted.
+    """
+    schema_format: Global___SchemaFormat.ValueType
+    """How the tools of snapshot and changes events carry their schemas; see
+    ListToolsRequest.schema_format. It does not change revisions, so a
+    client may resume with another format.
     """
     @_builtins.property
     def servers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -859,10 +918,11 @@ class WatchCatalogRequest(_message.Message):
         resume_token: _builtins.str = ...,
         servers: _abc.Iterable[_builtins.str] | None = ...,
         exclude_unavailable: _builtins.bool = ...,
+        schema_format: Global___SchemaFormat.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["exclude_unavailable", b"exclude_unavailable", "resume_token", b"resume_token", "servers", b"servers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["exclude_unavailable", b"exclude_unavailable", "resume_token", b"resume_token", "schema_format", b"schema_format", "servers", b"servers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -29,6 +29,23 @@ export const protobufFileName = "toolsvc/v1/toolsvc.proto";
 
 /** The toolsvc API: one typed gRPC face over the tools of many MCP servers. */
 
+/** SchemaFormat selects how a Tool carries its schemas. */
+export enum SchemaFormat {
+  /** SCHEMA_FORMAT_UNSPECIFIED - Not set: the same as SCHEMA_FORMAT_STRUCT. */
+  SCHEMA_FORMAT_UNSPECIFIED = 0,
+  /**
+   * SCHEMA_FORMAT_STRUCT - input_schema and output_schema as google.protobuf.Struct (numbers are
+   * doubles: 10 and 10.0 look alike, integers beyond 2^53 are rounded).
+   */
+  SCHEMA_FORMAT_STRUCT = 1,
+  /**
+   * SCHEMA_FORMAT_JSON - input_schema_json and output_schema_json as the upstream's exact JSON
+   * text; the Struct fields are left unset. Cheaper to send and to decode.
+   */
+  SCHEMA_FORMAT_JSON = 2,
+  UNRECOGNIZED = -1,
+}
+
 /** Transport is how toolsvc reaches an upstream. */
 export enum Transport {
   /** TRANSPORT_UNSPECIFIED - Not set. */
@@ -119,7 +136,21 @@ export interface Tool {
    */
   available: boolean;
   /** The tool's _meta object from the upstream, if any. */
-  meta: { [key: string]: any } | undefined;
+  meta:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * With SCHEMA_FORMAT_JSON: the JSON Schema of the arguments object as the
+   * JSON text the upstream sent (whitespace compacted; key order, number
+   * literals and escapes kept, so 10 and 10.0 differ and integers beyond 2^53
+   * are exact). input_schema is then unset.
+   */
+  inputSchemaJson: string;
+  /**
+   * With SCHEMA_FORMAT_JSON: output_schema as JSON text, like
+   * input_schema_json; empty when the tool declares none.
+   */
+  outputSchemaJson: string;
 }
 
 /** ToolAnnotations are MCP tool hints. They are advice, not guarantees. */
@@ -154,6 +185,12 @@ export interface ListToolsRequest {
    * comes from the same catalog revision.
    */
   pageToken: string;
+  /**
+   * How the tools carry their schemas. Unset: Struct, as before this field
+   * existed. A value this server does not know is INVALID_ARGUMENT. Pages of
+   * one listing may use different formats.
+   */
+  schemaFormat: SchemaFormat;
 }
 
 /** ListToolsResponse is one page of the catalog. */
@@ -397,6 +434,12 @@ export interface WatchCatalogRequest {
    * goes down arrives as removed and comes back as upserted.
    */
   excludeUnavailable: boolean;
+  /**
+   * How the tools of snapshot and changes events carry their schemas; see
+   * ListToolsRequest.schema_format. It does not change revisions, so a
+   * client may resume with another format.
+   */
+  schemaFormat: SchemaFormat;
 }
 
 /** WatchCatalogResponse is one event of a catalog watch. */
@@ -562,6 +605,8 @@ function createBaseTool(): Tool {
     schemaHash: "",
     available: false,
     meta: undefined,
+    inputSchemaJson: "",
+    outputSchemaJson: "",
   };
 }
 
@@ -599,6 +644,12 @@ export const Tool: MessageFns<Tool> = {
     }
     if (message.meta !== undefined) {
       Struct.encode(Struct.wrap(message.meta), writer.uint32(90).fork()).join();
+    }
+    if (message.inputSchemaJson !== "") {
+      writer.uint32(98).string(message.inputSchemaJson);
+    }
+    if (message.outputSchemaJson !== "") {
+      writer.uint32(106).string(message.outputSchemaJson);
     }
     return writer;
   },
@@ -704,6 +755,22 @@ export const Tool: MessageFns<Tool> = {
             message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.inputSchemaJson = reader.string();
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.outputSchemaJson = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -734,6 +801,8 @@ export const Tool: MessageFns<Tool> = {
     message.schemaHash = object.schemaHash ?? "";
     message.available = object.available ?? false;
     message.meta = object.meta ?? undefined;
+    message.inputSchemaJson = object.inputSchemaJson ?? "";
+    message.outputSchemaJson = object.outputSchemaJson ?? "";
     return message;
   },
 };
@@ -848,7 +917,7 @@ export const ToolAnnotations: MessageFns<ToolAnnotations> = {
 };
 
 function createBaseListToolsRequest(): ListToolsRequest {
-  return { pageSize: 0, pageToken: "" };
+  return { pageSize: 0, pageToken: "", schemaFormat: 0 };
 }
 
 export const ListToolsRequest: MessageFns<ListToolsRequest> = {
@@ -858,6 +927,9 @@ export const ListToolsRequest: MessageFns<ListToolsRequest> = {
     }
     if (message.pageToken !== "") {
       writer.uint32(18).string(message.pageToken);
+    }
+    if (message.schemaFormat !== 0) {
+      writer.uint32(24).int32(message.schemaFormat);
     }
     return writer;
   },
@@ -891,6 +963,14 @@ export const ListToolsRequest: MessageFns<ListToolsRequest> = {
             message.pageToken = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.schemaFormat = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -910,6 +990,7 @@ export const ListToolsRequest: MessageFns<ListToolsRequest> = {
     const message = createBaseListToolsRequest();
     message.pageSize = object.pageSize ?? 0;
     message.pageToken = object.pageToken ?? "";
+    message.schemaFormat = object.schemaFormat ?? 0;
     return message;
   },
 };
@@ -2234,7 +2315,7 @@ export const ResourceContents: MessageFns<ResourceContents> = {
 };
 
 function createBaseWatchCatalogRequest(): WatchCatalogRequest {
-  return { resumeToken: "", servers: [], excludeUnavailable: false };
+  return { resumeToken: "", servers: [], excludeUnavailable: false, schemaFormat: 0 };
 }
 
 export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
@@ -2247,6 +2328,9 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
     }
     if (message.excludeUnavailable !== false) {
       writer.uint32(24).bool(message.excludeUnavailable);
+    }
+    if (message.schemaFormat !== 0) {
+      writer.uint32(32).int32(message.schemaFormat);
     }
     return writer;
   },
@@ -2288,6 +2372,14 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
             message.excludeUnavailable = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.schemaFormat = reader.int32() as any;
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2308,6 +2400,7 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
     message.resumeToken = object.resumeToken ?? "";
     message.servers = object.servers?.map((e) => e) || [];
     message.excludeUnavailable = object.excludeUnavailable ?? false;
+    message.schemaFormat = object.schemaFormat ?? 0;
     return message;
   },
 };
