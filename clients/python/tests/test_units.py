@@ -124,6 +124,6 @@ def test_schema_format_is_requested_when_the_api_has_it() -> None:
     assert req.schema_format == 2
     set_schema_format(req, "struct")
     assert req.schema_format == 1
-    old = pb.ListToolsRequest()
-    set_schema_format(old, "json")  # today's API: nothing to set
-    assert old == pb.ListToolsRequest()
+    real = pb.ListToolsRequest()
+    set_schema_format(real, "json")  # the API has the field now
+    assert real.schema_format == pb.SCHEMA_FORMAT_JSON
