@@ -3,9 +3,12 @@ package service
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
@@ -61,6 +64,19 @@ type admin struct {
 }
 
 func (a *admin) authorize(ctx context.Context) error {
+	if a.s.opts.Authorizer == nil {
+		// No auth section: nobody is authenticated, so AdminService (and the
+		// operator details of ListServers) answer only callers on this
+		// machine. Checked here, on the handler's own path, so no way of
+		// registering the service can skip it.
+		if LocalPeer(ctx) {
+			return nil
+		}
+		return plainError(codes.PermissionDenied, ReasonAdminLoopbackOnly,
+			"without an auth section AdminService answers only loopback connections; "+
+				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
+			map[string]string{"peer": peerAddr(ctx)})
+	}
 	if a.s.opts.Authorizer.AdminAllowed(ctx) {
 		return nil
 	}
@@ -108,4 +124,53 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 		return nil, plainError(codes.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
 	}
 	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
+}
+
+// adminAllowed reports whether the caller of ctx may see operator details
+// (server errors, the configuration status): an auth.admins principal, or
+// without an auth section a caller on this machine.
+func (s *Server) adminAllowed(ctx context.Context) bool {
+	if s.opts.Authorizer == nil {
+		return LocalPeer(ctx)
+	}
+	return s.opts.Authorizer.AdminAllowed(ctx)
+}
+
+// LocalPeer reports whether the caller of ctx is on this machine: a TCP
+// peer from a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x), or a
+// peer without an IP address (a Unix socket or an in-process pipe, which
+// only local processes can open). A call without peer information is not
+// local.
+func LocalPeer(ctx context.Context) bool {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return false
+	}
+	return localAddr(p.Addr)
+}
+
+func localAddr(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UDPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	switch a.Network() {
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
+		ap, err := netip.ParseAddrPort(a.String())
+		return err == nil && ap.Addr().Unmap().IsLoopback()
+	}
+	// Not an IP network (unix, bufconn, pipe): reachable from this machine
+	// only.
+	return true
+}
+
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return "unknown"
 }
