@@ -175,6 +175,12 @@ type serverJSON struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
+	// OAuth authenticates to a streamable HTTP upstream (oauth.go).
+	OAuth json.RawMessage `json:"oauth"`
+	// AuthRetry is the wait after the upstream rejected the credentials.
+	AuthRetry Duration `json:"authRetry"`
+	// ForwardPrincipal sends the caller's principal in each call's _meta.
+	ForwardPrincipal bool `json:"forwardPrincipal"`
 	// Fields other clients write, accepted without a warning.
 	Description string   `json:"description"`
 	AlwaysAllow []string `json:"alwaysAllow"`
@@ -319,6 +325,23 @@ func Parse(file string, data []byte) (*Config, error) {
 			Secrets:        exp.values(),
 			NamePrefix:     sj.NamePrefix,
 			Elicitation:    sj.Elicitation,
+			AuthRetry:      sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
+		}
+		if len(sj.OAuth) > 0 && string(sj.OAuth) != "null" {
+			oc, field, err := ParseOAuth(sj.OAuth)
+			if err != nil {
+				add(name, "oauth"+field, "%v", err)
+				bad = true
+			} else {
+				sc.OAuth = oc
+				sc.Secrets = append(sc.Secrets, oauthSecrets(oc)...)
+				for h := range sj.Headers {
+					if strings.EqualFold(h, "Authorization") {
+						add(name, "oauth", "set either oauth or an Authorization header, not both")
+						bad = true
+					}
+				}
+			}
 		}
 		switch sj.Elicitation {
 		case "", mcpbridge.ElicitDecline, mcpbridge.ElicitDefaults:
@@ -403,6 +426,10 @@ func Parse(file string, data []byte) (*Config, error) {
 		if sc.Transport != mcpbridge.TransportStdio && sj.URL != "" &&
 			!strings.HasPrefix(sj.URL, "http://") && !strings.HasPrefix(sj.URL, "https://") {
 			add(name, "url", "want an http:// or https:// URL")
+			bad = true
+		}
+		if sc.OAuth != nil && sc.Transport != mcpbridge.TransportStreamableHTTP && sc.Transport != 0 {
+			add(name, "oauth", "only for streamable HTTP servers (\"url\" without \"type\": \"sse\")")
 			bad = true
 		}
 		if sj.Disabled {

@@ -155,6 +155,17 @@ type ServerConfig struct {
 	// gives (and declines URL requests). A gateway has no user to ask.
 	Elicitation string
 
+	// OAuth, if set, authenticates to a streamable HTTP upstream with OAuth
+	// 2.1 (client credentials or a provisioned refresh token).
+	OAuth *OAuthConfig
+	// AuthRetry is how long the upstream waits after it rejected toolsvc's
+	// credentials (401/403 or a failed token request) before the next
+	// attempt (0: DefaultAuthRetry).
+	AuthRetry time.Duration
+	// ForwardPrincipal sends the calling principal (CallOptions.Principal)
+	// in each tools/call request's _meta under PrincipalMetaKey.
+	ForwardPrincipal bool
+
 	// SkipArgumentValidation turns off checking call arguments against the
 	// tools' inputSchema (for upstreams whose schemas are broken).
 	SkipArgumentValidation bool
@@ -214,6 +225,7 @@ func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
 	sc.PingInterval = orDefault(sc.PingInterval, c.PingInterval, DefaultPingInterval)
 	sc.PingTimeout = orDefault(sc.PingTimeout, c.PingTimeout, DefaultPingTimeout)
 	sc.StableAfter = orDefault(sc.StableAfter, 0, DefaultStableAfter)
+	sc.AuthRetry = orDefault(sc.AuthRetry, 0, DefaultAuthRetry)
 	if sc.PingFailures <= 0 {
 		sc.PingFailures = DefaultPingFailures
 	}
@@ -285,6 +297,7 @@ func (sc *ServerConfig) Validate() error {
 		{"refreshDebounce", sc.RefreshDebounce}, {"refreshMaxDelay", sc.RefreshMaxDelay},
 		{"backoff.base", sc.BackoffBase}, {"backoff.max", sc.BackoffMax},
 		{"pingTimeout", sc.PingTimeout}, {"breaker.cooldown", sc.Breaker.Cooldown}, {"breaker.maxCooldown", sc.Breaker.MaxCooldown},
+		{"authRetry", sc.AuthRetry},
 	} {
 		if d.v < 0 {
 			return &FieldError{Server: sc.Name, Field: d.field, Err: fmt.Errorf("must not be negative, got %s", d.v)}
@@ -298,6 +311,14 @@ func (sc *ServerConfig) Validate() error {
 	if sc.NamePrefix != "" {
 		if err := ValidatePrefix(sc.NamePrefix); err != nil {
 			return &FieldError{Server: sc.Name, Field: "namePrefix", Err: err}
+		}
+	}
+	if sc.OAuth != nil {
+		if sc.Transport != TransportStreamableHTTP {
+			return &FieldError{Server: sc.Name, Field: "oauth", Err: fmt.Errorf("only for streamable HTTP servers (go-sdk's SSE client has no OAuth hook)")}
+		}
+		if err := sc.OAuth.Validate(); err != nil {
+			return &FieldError{Server: sc.Name, Field: "oauth", Err: err}
 		}
 	}
 	if sc.MaxConcurrentCalls < 0 {

@@ -89,6 +89,10 @@ type upstream struct {
 	http   *http.Client // shared by the upstream's sessions; nil for stdio
 	sem    chan struct{}
 
+	authw          *authWatch    // sees 401/403 answers (HTTP upstreams)
+	oauth          *oauthHandler // nil without OAuth
+	runtimeSecrets secretSet     // OAuth secrets and issued tokens, redacted
+
 	sess     atomic.Pointer[session] // the session calls go to; nil when none
 	inflight atomic.Int64
 	queued   atomic.Int64
@@ -128,6 +132,7 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	}
 	if cfg.Transport != TransportStdio && cfg.NewTransport == nil {
 		u.http = newHTTPClient(cfg.Headers)
+		u.initAuth()
 	}
 	return u
 }
@@ -213,6 +218,7 @@ func (u *upstream) run() {
 			}
 		}
 		delay := backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, attempt)
+		delay, msg = u.authHold(err, delay, msg) // 401/403: a long hold, not a crash backoff
 		if operator {
 			delay = 0
 		}
@@ -834,6 +840,7 @@ func (u *upstream) redact(msg string) string {
 	for _, v := range u.cfg.Secrets {
 		msg = strings.ReplaceAll(msg, v, "<redacted>")
 	}
+	msg = u.runtimeSecrets.redact(msg)
 	const maxErrLen = 512
 	if len(msg) > maxErrLen {
 		msg = msg[:maxErrLen] + "…"
@@ -915,7 +922,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 	case TransportStreamableHTTP:
 		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
 		// about 1.5 s (go-sdk-facts.md §6); the bridge reconnects itself.
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.http, MaxRetries: 1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.http, MaxRetries: 1, OAuthHandler: u.oauthHandler()}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
 }

@@ -174,3 +174,10 @@ func peerAddr(ctx context.Context) string {
 	}
 	return "unknown"
 }
+
+// principalName is the authenticated caller's name, "" without auth: what
+// CallTool forwards to upstreams with forwardPrincipal.
+func principalName(ctx context.Context) string {
+	p, _ := PrincipalFrom(ctx)
+	return p.Name
+}

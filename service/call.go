@@ -120,7 +120,7 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.bridge.CallTool(ctx, req.GetName(), p.args, nil)
+	res, err := s.bridge.CallTool(ctx, req.GetName(), p.args, &mcpbridge.CallOptions{Principal: principalName(ctx)})
 	var out *toolsvcv1.CallToolResponse
 	if err == nil {
 		out = resultToProto(res, s.log)
@@ -169,7 +169,7 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 			}
 		}
 	}()
-	res, callErr := s.bridge.CallTool(callCtx, req.GetName(), p.args, &mcpbridge.CallOptions{OnProgress: queue.put})
+	res, callErr := s.bridge.CallTool(callCtx, req.GetName(), p.args, &mcpbridge.CallOptions{OnProgress: queue.put, Principal: principalName(ctx)})
 	close(done)
 	wg.Wait()
 	if sendErr != nil {

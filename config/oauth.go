@@ -1,0 +1,75 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// oauthJSON is a server's "oauth" object.
+type oauthJSON struct {
+	Grant        string   `json:"grant"`
+	ClientID     string   `json:"clientId"`
+	ClientSecret string   `json:"clientSecret"`
+	Scopes       []string `json:"scopes"`
+	TokenURL     string   `json:"tokenUrl"`
+	RefreshToken string   `json:"refreshToken"`
+	Resource     string   `json:"resource"`
+	AuthMethod   string   `json:"authMethod"`
+}
+
+// ParseOAuth decodes and checks a server's "oauth" object (its ${ENV} and
+// ${file:…} references already resolved). Unknown keys are errors: a
+// misspelt clientSecret must not silently become "no secret". On error,
+// field is the offending sub-field (".clientId") or "".
+func ParseOAuth(raw []byte) (cfg *mcpbridge.OAuthConfig, field string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var o oauthJSON
+	if err := dec.Decode(&o); err != nil {
+		msg := cleanJSONError(err)
+		if k, ok := strings.CutPrefix(msg, "unknown field "); ok {
+			return nil, "", fmt.Errorf("unknown key %s (want grant, clientId, clientSecret, scopes, tokenUrl, refreshToken, resource, authMethod)", k)
+		}
+		return nil, "", fmt.Errorf("want an object: %s", msg)
+	}
+	if dec.More() {
+		return nil, "", errors.New("want one object")
+	}
+	if o.Grant == "" {
+		o.Grant = mcpbridge.OAuthClientCredentials
+		if o.RefreshToken != "" {
+			o.Grant = mcpbridge.OAuthRefreshToken
+		}
+	}
+	for i, sc := range o.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") {
+			return nil, fmt.Sprintf(".scopes[%d]", i), fmt.Errorf("%q is not a scope token", sc)
+		}
+	}
+	c := &mcpbridge.OAuthConfig{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
+		TokenURL: o.TokenURL, RefreshToken: o.RefreshToken, Resource: o.Resource, AuthMethod: o.AuthMethod}
+	if err := c.Validate(); err != nil {
+		f, msg, ok := strings.Cut(err.Error(), ": ")
+		if ok && !strings.Contains(f, " ") {
+			return nil, "." + f, errors.New(msg)
+		}
+		return nil, "", err
+	}
+	return c, "", nil
+}
+
+// oauthSecrets are the values of c to redact wherever they might appear.
+func oauthSecrets(c *mcpbridge.OAuthConfig) []string {
+	var out []string
+	for _, s := range []string{c.ClientSecret, c.RefreshToken} {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,574 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// OAuth grants (OAuthConfig.Grant).
+const (
+	// OAuthClientCredentials is RFC 6749 §4.4 (and the MCP
+	// client-credentials extension): toolsvc is a confidential client
+	// acting for itself.
+	OAuthClientCredentials = "client_credentials"
+	// OAuthRefreshToken is the authorization code grant with a refresh
+	// token an operator obtained once, interactively (with PKCE), and
+	// provisioned: toolsvc only ever refreshes it.
+	OAuthRefreshToken = "refresh_token"
+)
+
+// Token endpoint client authentication methods (OAuthConfig.AuthMethod).
+const (
+	OAuthAuthBasic = "client_secret_basic"
+	OAuthAuthPost  = "client_secret_post"
+	OAuthAuthNone  = "none"
+)
+
+// DefaultAuthRetry is how long an upstream that rejected toolsvc's
+// credentials (HTTP 401/403, or a failed token request) waits before the
+// next connection attempt: credentials do not fix themselves in a second,
+// so it is not retried like a crashed server. An operator reconnect
+// (AdminService.ReconnectServer) or a reload retries at once.
+const DefaultAuthRetry = 5 * time.Minute
+
+// oauthRefreshEarly is how long before its expiry an access token is
+// replaced, so that a request never leaves with a token about to expire.
+const oauthRefreshEarly = 30 * time.Second
+
+// OAuthConfig configures OAuth 2.1 for one streamable HTTP upstream.
+type OAuthConfig struct {
+	Grant        string // OAuthClientCredentials or OAuthRefreshToken
+	ClientID     string
+	ClientSecret string // required for client_credentials; empty: a public client
+	// Scopes requested; empty: the scope of the upstream's 401 challenge,
+	// else its protected-resource metadata's scopes_supported, else none.
+	Scopes []string
+	// TokenURL, if set, skips discovery (RFC 9728 protected-resource
+	// metadata, then RFC 8414 / OpenID authorization-server metadata).
+	TokenURL string
+	// RefreshToken is the provisioned refresh token (OAuthRefreshToken).
+	RefreshToken string
+	// Resource is the RFC 8707 resource indicator sent with token requests;
+	// empty: the protected-resource metadata's resource, else the URL.
+	Resource string
+	// AuthMethod is the token endpoint client authentication; empty: chosen
+	// from the authorization server's metadata (basic when it says
+	// nothing, none for a client without a secret).
+	AuthMethod string
+}
+
+// secrets are the values to redact.
+func (c *OAuthConfig) secrets() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range []string{c.ClientSecret, c.RefreshToken} {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Validate reports the first problem with c, naming the field as written in
+// a configuration file.
+func (c *OAuthConfig) Validate() error {
+	switch c.Grant {
+	case OAuthClientCredentials:
+		if c.ClientSecret == "" && c.AuthMethod != OAuthAuthNone {
+			return errors.New("clientSecret: required for the client_credentials grant")
+		}
+		if c.RefreshToken != "" {
+			return errors.New("refreshToken: only for the refresh_token grant")
+		}
+	case OAuthRefreshToken:
+		if c.RefreshToken == "" {
+			return errors.New("refreshToken: required for the refresh_token grant (obtain one interactively, once)")
+		}
+	default:
+		return fmt.Errorf("grant: want %q or %q, got %q", OAuthClientCredentials, OAuthRefreshToken, c.Grant)
+	}
+	if c.ClientID == "" {
+		return errors.New("clientId: required")
+	}
+	switch c.AuthMethod {
+	case "", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone:
+	default:
+		return fmt.Errorf("authMethod: want %q, %q or %q, got %q", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone, c.AuthMethod)
+	}
+	for _, f := range []struct{ name, v string }{{"tokenUrl", c.TokenURL}, {"resource", c.Resource}} {
+		if f.v == "" {
+			continue
+		}
+		u, err := url.Parse(f.v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("%s: want an absolute http(s) URL, got %q", f.name, f.v)
+		}
+		if f.name == "tokenUrl" && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("tokenUrl: want https (http only for localhost), got %q", f.v)
+		}
+	}
+	return nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	u, err := url.Parse("http://" + h)
+	if err != nil {
+		return false
+	}
+	ip := strings.Trim(u.Hostname(), "[]")
+	return strings.HasPrefix(ip, "127.") || ip == "::1"
+}
+
+// authWatch records whether the upstream's latest HTTP answer refused
+// toolsvc's credentials (401 or 403), so that the supervisor can tell an
+// authentication problem from a crash by the real status code rather than
+// by an error's text.
+type authWatch struct {
+	base   http.RoundTripper
+	status atomic.Int32 // 401 or 403 from the latest answer, else 0
+}
+
+func (w *authWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(r)
+	if err == nil {
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+			w.status.Store(int32(resp.StatusCode))
+		case resp.StatusCode < 300:
+			w.status.Store(0)
+		}
+	}
+	return resp, err
+}
+
+// oauthHandler is a headless go-sdk auth.OAuthHandler: it never asks
+// anyone. It gets tokens by the configured grant, caches them and replaces
+// them before they expire; on a 401/403 from the upstream it discovers the
+// token endpoint if needed, fetches a fresh token, and lets the transport
+// retry once.
+type oauthHandler struct {
+	cfg       OAuthConfig
+	serverURL string
+	client    *http.Client // discovery and token requests; never the upstream's headers
+	log       *slog.Logger
+	ctx       context.Context // the upstream's lifetime
+	timeout   time.Duration   // per token or discovery exchange
+	onSecret  func(string)    // learns issued tokens, for redaction
+
+	mu        sync.Mutex
+	tokenURL  string
+	authStyle oauth2.AuthStyle
+	scopes    []string
+	resource  string
+	tok       *oauth2.Token
+	refresh   string // the current refresh token (rotated by the server)
+	failed    string // the last token request's failure, "" after a success
+}
+
+var _ auth.OAuthHandler = (*oauthHandler)(nil)
+
+func newOAuthHandler(ctx context.Context, cfg OAuthConfig, serverURL string, client *http.Client, log *slog.Logger, timeout time.Duration, onSecret func(string)) *oauthHandler {
+	h := &oauthHandler{cfg: cfg, serverURL: serverURL, client: client, log: log, ctx: ctx, timeout: timeout, onSecret: onSecret,
+		tokenURL: cfg.TokenURL, scopes: cfg.Scopes, resource: cfg.Resource, refresh: cfg.RefreshToken}
+	h.authStyle = authStyleFor(cfg, nil)
+	return h
+}
+
+// TokenSource implements auth.OAuthHandler: nil (send no token) until the
+// token endpoint is known, from the configuration or from discovery.
+func (h *oauthHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tokenURL == "" {
+		return nil, nil
+	}
+	return h, nil
+}
+
+// Token implements oauth2.TokenSource: the cached token, or a new one when
+// it is missing or expires within oauthRefreshEarly.
+func (h *oauthHandler) Token() (*oauth2.Token, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tok != nil && h.tok.AccessToken != "" && (h.tok.Expiry.IsZero() || time.Until(h.tok.Expiry) > oauthRefreshEarly) {
+		return h.tok, nil
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, h.timeout)
+	defer cancel()
+	return h.fetchLocked(ctx)
+}
+
+// Authorize implements auth.OAuthHandler: the upstream refused the request
+// (401 or 403). The token it saw is dropped and a fresh one fetched (with
+// discovery first if the token endpoint is not known yet); the transport
+// then retries the request once.
+func (h *oauthHandler) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.tokenURL == "" {
+		if err := h.discoverLocked(ctx, challenges); err != nil {
+			h.failed = err.Error()
+			return err
+		}
+	}
+	if len(h.cfg.Scopes) == 0 {
+		// Step-up (403 insufficient_scope) or a first challenge naming the
+		// scopes: ask for the union of what we had and what it names.
+		for _, s := range challengeScopes(challenges) {
+			if !slices.Contains(h.scopes, s) {
+				h.scopes = append(h.scopes, s)
+			}
+		}
+	}
+	h.tok = nil
+	_, err := h.fetchLocked(ctx)
+	return err
+}
+
+// discoverLocked finds the token endpoint: protected-resource metadata
+// (RFC 9728) from the challenge's resource_metadata, else the well-known
+// URLs beside the MCP endpoint; then the authorization server's metadata
+// (RFC 8414, then OpenID Connect discovery); the 2025-03-26 fallback is the
+// server's origin and /token.
+func (h *oauthHandler) discoverLocked(ctx context.Context, challenges []oauthex.Challenge) error {
+	prm, err := h.resourceMetadata(ctx, challenges)
+	if err != nil {
+		return err
+	}
+	issuer := prm.AuthorizationServers[0]
+	asm, err := auth.GetAuthServerMetadata(ctx, issuer, h.client)
+	if err != nil {
+		return fmt.Errorf("oauth: authorization server metadata of %s: %w", issuer, err)
+	}
+	if asm == nil {
+		asm = &oauthex.AuthServerMeta{Issuer: issuer, TokenEndpoint: strings.TrimRight(issuer, "/") + "/token"}
+	}
+	if asm.TokenEndpoint == "" {
+		return fmt.Errorf("oauth: authorization server %s has no token_endpoint", issuer)
+	}
+	if h.cfg.Grant == OAuthClientCredentials && len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, OAuthClientCredentials) {
+		return fmt.Errorf("oauth: authorization server %s does not offer the client_credentials grant (it offers %s)", issuer, strings.Join(asm.GrantTypesSupported, ", "))
+	}
+	h.tokenURL = asm.TokenEndpoint
+	h.authStyle = authStyleFor(h.cfg, asm.TokenEndpointAuthMethodsSupported)
+	if h.resource == "" {
+		h.resource = prm.Resource
+	}
+	if len(h.cfg.Scopes) == 0 && len(challengeScopes(challenges)) == 0 && len(h.scopes) == 0 {
+		h.scopes = slices.Clone(prm.ScopesSupported)
+	}
+	h.log.Info("oauth: discovered the token endpoint", "token_endpoint", h.tokenURL, "issuer", asm.Issuer)
+	return nil
+}
+
+func (h *oauthHandler) resourceMetadata(ctx context.Context, challenges []oauthex.Challenge) (*oauthex.ProtectedResourceMetadata, error) {
+	type try struct{ url, resource string }
+	var tries []try
+	for _, c := range challenges {
+		if u := c.Params["resource_metadata"]; u != "" {
+			tries = append(tries, try{u, h.serverURL})
+			break
+		}
+	}
+	if su, err := url.Parse(h.serverURL); err == nil {
+		mu := *su
+		mu.RawQuery, mu.Fragment = "", ""
+		mu.Path = "/.well-known/oauth-protected-resource/" + strings.TrimLeft(su.Path, "/")
+		tries = append(tries, try{mu.String(), h.serverURL})
+		mu.Path = "/.well-known/oauth-protected-resource"
+		root := *su
+		root.Path, root.RawQuery, root.Fragment = "", "", ""
+		tries = append(tries, try{mu.String(), root.String()})
+	}
+	var errs []error
+	for _, t := range tries {
+		prm, err := oauthex.GetProtectedResourceMetadata(ctx, t.url, t.resource, h.client)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prm == nil {
+			continue
+		}
+		if len(prm.AuthorizationServers) == 0 {
+			return nil, fmt.Errorf("oauth: protected resource metadata at %s names no authorization server", t.url)
+		}
+		return prm, nil
+	}
+	// 2025-03-26: no metadata; the server's origin is the authorization
+	// server.
+	su, err := url.Parse(h.serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	h.log.Debug("oauth: no protected resource metadata; trying the server's origin as the authorization server", "tried", errors.Join(errs...))
+	return &oauthex.ProtectedResourceMetadata{Resource: h.serverURL, AuthorizationServers: []string{su.Scheme + "://" + su.Host}}, nil
+}
+
+// fetchLocked gets a new access token by the configured grant.
+func (h *oauthHandler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
+	if h.tokenURL == "" {
+		return nil, errors.New("oauth: token endpoint not known yet")
+	}
+	client := h.client
+	if h.resource != "" {
+		client = &http.Client{Transport: &resourceParam{base: orDefaultTransport(h.client.Transport), tokenURL: h.tokenURL, resource: h.resource}}
+	}
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
+	var tok *oauth2.Token
+	var err error
+	switch h.cfg.Grant {
+	case OAuthClientCredentials:
+		cc := &clientcredentials.Config{ClientID: h.cfg.ClientID, ClientSecret: h.cfg.ClientSecret, TokenURL: h.tokenURL,
+			Scopes: h.scopes, AuthStyle: h.authStyle}
+		tok, err = cc.Token(ctx)
+	case OAuthRefreshToken:
+		oc := &oauth2.Config{ClientID: h.cfg.ClientID, ClientSecret: h.cfg.ClientSecret, Scopes: h.scopes,
+			Endpoint: oauth2.Endpoint{TokenURL: h.tokenURL, AuthStyle: h.authStyle}}
+		tok, err = oc.TokenSource(ctx, &oauth2.Token{RefreshToken: h.refresh}).Token()
+	default:
+		err = fmt.Errorf("grant %q", h.cfg.Grant)
+	}
+	if err != nil {
+		err = fmt.Errorf("oauth: %s token request to %s failed: %s", h.cfg.Grant, h.tokenURL, tokenErrorText(err))
+		h.failed = err.Error()
+		return nil, err
+	}
+	h.failed = ""
+	if h.onSecret != nil {
+		h.onSecret(tok.AccessToken)
+	}
+	if tok.RefreshToken != "" && tok.RefreshToken != h.refresh {
+		if h.onSecret != nil {
+			h.onSecret(tok.RefreshToken)
+		}
+		h.refresh = tok.RefreshToken
+		h.log.Info("oauth: the authorization server rotated the refresh token (kept in memory)")
+	}
+	h.tok = tok
+	h.log.Debug("oauth: new access token", "expires_in", time.Until(tok.Expiry).Round(time.Second))
+	return tok, nil
+}
+
+// tokenFailure is the last token request's failure, "" if it succeeded.
+func (h *oauthHandler) tokenFailure() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failed
+}
+
+// tokenErrorText is a token endpoint failure without the response body
+// beyond the RFC 6749 §5.2 error code and description.
+func tokenErrorText(err error) string {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		s := fmt.Sprintf("HTTP %d", re.Response.StatusCode)
+		if re.ErrorCode != "" {
+			s += ": " + re.ErrorCode
+		}
+		if re.ErrorDescription != "" {
+			s += " (" + re.ErrorDescription + ")"
+		}
+		return s
+	}
+	return err.Error()
+}
+
+// authStyleFor picks the token endpoint authentication: the configured one,
+// else none for a client without a secret, else what the server supports
+// (basic preferred: RFC 8414's default and the one every server accepts).
+func authStyleFor(cfg OAuthConfig, supported []string) oauth2.AuthStyle {
+	method := cfg.AuthMethod
+	if method == "" {
+		switch {
+		case cfg.ClientSecret == "":
+			method = OAuthAuthNone
+		case len(supported) == 0 || slices.Contains(supported, OAuthAuthBasic):
+			method = OAuthAuthBasic
+		case slices.Contains(supported, OAuthAuthPost):
+			method = OAuthAuthPost
+		default:
+			method = OAuthAuthBasic
+		}
+	}
+	if method == OAuthAuthBasic {
+		return oauth2.AuthStyleInHeader
+	}
+	return oauth2.AuthStyleInParams // post, and none (client_id in the body)
+}
+
+func challengeScopes(cs []oauthex.Challenge) []string {
+	for _, c := range cs {
+		if c.Scheme == "bearer" && c.Params["scope"] != "" {
+			return strings.Fields(c.Params["scope"])
+		}
+	}
+	return nil
+}
+
+// resourceParam adds the RFC 8707 resource parameter to token requests
+// (x/oauth2 has no hook for it on refresh requests).
+type resourceParam struct {
+	base     http.RoundTripper
+	tokenURL string
+	resource string
+}
+
+func (t *resourceParam) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost || r.URL.String() != t.tokenURL || r.Body == nil {
+		return t.base.RoundTrip(r)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, err
+	}
+	if form.Get("resource") == "" {
+		form.Set("resource", t.resource)
+	}
+	enc := form.Encode()
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(strings.NewReader(enc))
+	r.ContentLength = int64(len(enc))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(enc)), nil }
+	return t.base.RoundTrip(r)
+}
+
+func orDefaultTransport(rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		return http.DefaultTransport
+	}
+	return rt
+}
+
+// secretSet holds secret values learnt at run time (issued access and
+// refresh tokens) for redaction; it keeps the latest few.
+type secretSet struct {
+	mu   sync.Mutex
+	vals []string
+}
+
+const maxRuntimeSecrets = 8
+
+func (s *secretSet) add(v string) {
+	if len(v) < 4 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Contains(s.vals, v) {
+		return
+	}
+	s.vals = append(s.vals, v)
+	if len(s.vals) > maxRuntimeSecrets {
+		s.vals = slices.Delete(s.vals, 0, len(s.vals)-maxRuntimeSecrets)
+	}
+}
+
+func (s *secretSet) redact(msg string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.vals {
+		msg = strings.ReplaceAll(msg, v, "<redacted>")
+	}
+	return msg
+}
+
+// AuthObserver is optionally implemented by an Observer: it hears of every
+// connection attempt or session that ended in an authentication failure.
+type AuthObserver interface {
+	UpstreamAuthFailed(server string)
+}
+
+// initAuth wraps the upstream's HTTP client so that 401/403 answers are
+// seen, and builds its OAuth handler when one is configured. Token and
+// discovery requests use a client of their own: the upstream's static
+// headers are never sent to an authorization server.
+func (u *upstream) initAuth() {
+	u.authw = &authWatch{base: u.http.Transport}
+	u.http = &http.Client{Transport: u.authw}
+	if u.cfg.OAuth == nil {
+		return
+	}
+	for _, s := range u.cfg.OAuth.secrets() {
+		u.runtimeSecrets.add(s)
+	}
+	tokenClient := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
+		TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second}}
+	u.oauth = newOAuthHandler(u.ctx, *u.cfg.OAuth, u.cfg.URL, tokenClient, u.log, u.cfg.ConnectTimeout, u.runtimeSecrets.add)
+}
+
+// oauthHandler is the transport's OAuth hook (a nil interface without
+// OAuth).
+func (u *upstream) oauthHandler() auth.OAuthHandler {
+	if u.oauth == nil {
+		return nil
+	}
+	return u.oauth
+}
+
+// authHold classifies a failed attempt or lost session: if the upstream's
+// last answer was 401/403, or a token request failed, it is an
+// authentication problem. The message then says so, the failure is
+// counted, and the next attempt waits at least AuthRetry instead of the
+// crash backoff.
+func (u *upstream) authHold(err error, delay time.Duration, msg string) (time.Duration, string) {
+	if err == nil {
+		return delay, msg
+	}
+	why := ""
+	if u.authw != nil {
+		if code := u.authw.status.Load(); code != 0 {
+			why = fmt.Sprintf("the upstream answered HTTP %d %s", code, http.StatusText(int(code)))
+		}
+	}
+	if u.oauth != nil {
+		if f := u.oauth.tokenFailure(); f != "" {
+			why = u.redact(f)
+		}
+	}
+	if why == "" {
+		return delay, msg
+	}
+	if o, ok := u.b.cfg.Observer.(AuthObserver); ok {
+		o.UpstreamAuthFailed(u.cfg.Name)
+	}
+	hint := "configure headers or oauth for this server"
+	if u.oauth != nil {
+		hint = "check the server's oauth settings"
+	}
+	if strings.Contains(msg, why) {
+		why = "see below" // the token request's failure is in msg already
+	}
+	msg = fmt.Sprintf("authentication failed (%s; %s; next attempt in %s or on ReconnectServer): %s", why, hint, u.cfg.AuthRetry, msg)
+	return max(delay, u.cfg.AuthRetry), msg
+}
