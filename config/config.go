@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -150,6 +149,7 @@ type serverJSON struct {
 	RefreshTimeout  Duration          `json:"refreshTimeout"`
 	RefreshInterval Duration          `json:"refreshInterval"`
 	RefreshDebounce Duration          `json:"refreshDebounce"`
+	PushlessRefresh Duration          `json:"pushlessRefresh"`
 	// ValidateArguments (default true) checks call arguments against the
 	// tool's inputSchema at the edge.
 	ValidateArguments *bool `json:"validateArguments"`
@@ -258,7 +258,6 @@ func Parse(file string, data []byte) (*Config, error) {
 	b.RefreshTimeout, b.RefreshInterval = f.RefreshTimeout.D, f.RefreshInterval.D
 	b.PingInterval, b.PingTimeout = f.PingInterval.D, f.PingTimeout.D
 
-	prefixes := map[string]string{}
 	for _, name := range sortedKeys(servers) {
 		raw := servers[name]
 		// Resolve ${ENV} and ${file:…} in every string value first.
@@ -297,26 +296,11 @@ func Parse(file string, data []byte) (*Config, error) {
 				bad = true
 			}
 		}
-		if err := mcpbridge.ValidateServerName(name); err != nil {
-			add(name, "name", "%v", err)
-			bad = true
-		} else {
-			p := mcpbridge.ServerPrefix(name)
-			if sj.NamePrefix != "" {
-				p = sj.NamePrefix
-			}
-			if other, dup := prefixes[p]; dup {
-				add(name, "name", "its tools would share the exposed-name prefix %q with server %q", p, other)
-				bad = true
-			} else {
-				prefixes[p] = name
-			}
-		}
 		sc := mcpbridge.ServerConfig{
 			Name: name, Command: sj.Command, Args: sj.Args, Env: sj.Env, Dir: sj.Cwd, URL: sj.URL, Headers: sj.Headers,
 			ProtocolVersion: sj.ProtocolVersion,
 			ConnectTimeout:  sj.ConnectTimeout.D, CallTimeout: sj.CallTimeout.D, RefreshTimeout: sj.RefreshTimeout.D,
-			RefreshInterval: sj.RefreshInterval.D, RefreshDebounce: sj.RefreshDebounce.D,
+			RefreshInterval: sj.RefreshInterval.D, RefreshDebounce: sj.RefreshDebounce.D, PushlessRefresh: sj.PushlessRefresh.D,
 			SkipArgumentValidation: sj.ValidateArguments != nil && !*sj.ValidateArguments,
 			PingInterval:           sj.PingInterval.D, PingTimeout: sj.PingTimeout.D, PingFailures: sj.PingFailures,
 			StableAfter:        sj.StableAfter.D,
@@ -328,64 +312,23 @@ func Parse(file string, data []byte) (*Config, error) {
 			AuthRetry:      sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
 		}
 		if len(sj.OAuth) > 0 && string(sj.OAuth) != "null" {
-			oc, field, err := ParseOAuth(sj.OAuth)
+			oc, err := ParseOAuth(sj.OAuth)
 			if err != nil {
-				add(name, "oauth"+field, "%v", err)
+				add(name, "oauth", "%v", err)
 				bad = true
 			} else {
 				sc.OAuth = oc
 				sc.Secrets = append(sc.Secrets, oauthSecrets(oc)...)
-				for h := range sj.Headers {
-					if strings.EqualFold(h, "Authorization") {
-						add(name, "oauth", "set either oauth or an Authorization header, not both")
-						bad = true
-					}
-				}
 			}
-		}
-		switch sj.Elicitation {
-		case "", mcpbridge.ElicitDecline, mcpbridge.ElicitDefaults:
-		default:
-			add(name, "elicitation", "want %q or %q, got %q", mcpbridge.ElicitDecline, mcpbridge.ElicitDefaults, sj.Elicitation)
-			bad = true
 		}
 		if sj.Tools != nil {
 			sc.ToolsAllow, sc.ToolsDeny = sj.Tools.Allow, sj.Tools.Deny
-			for i, g := range append(slices.Clone(sj.Tools.Allow), sj.Tools.Deny...) {
-				if _, err := path.Match(g, ""); err != nil {
-					field := fmt.Sprintf("tools.allow[%d]", i)
-					if i >= len(sj.Tools.Allow) {
-						field = fmt.Sprintf("tools.deny[%d]", i-len(sj.Tools.Allow))
-					}
-					add(name, field, "%q is not a valid glob pattern", g)
-					bad = true
-				}
-			}
-		}
-		if sj.NamePrefix != "" {
-			if err := mcpbridge.ValidatePrefix(sj.NamePrefix); err != nil {
-				add(name, "namePrefix", "%v", err)
-				bad = true
-			}
 		}
 		if sj.Breaker != nil {
 			sc.Breaker = mcpbridge.BreakerConfig{Failures: sj.Breaker.Failures, Cooldown: sj.Breaker.Cooldown.D, MaxCooldown: sj.Breaker.MaxCooldown.D}
 		}
-		for _, n := range []struct {
-			field string
-			v     int
-		}{{"pingFailures", sj.PingFailures}, {"maxConcurrentCalls", sj.MaxConcurrentCalls}, {"maxQueuedCalls", sj.MaxQueuedCalls}} {
-			if n.v < 0 {
-				add(name, n.field, "must not be negative, got %d", n.v)
-				bad = true
-			}
-		}
 		if sj.Backoff != nil {
 			sc.BackoffBase, sc.BackoffMax = sj.Backoff.Base.D, sj.Backoff.Max.D
-			if sc.BackoffBase > 0 && sc.BackoffMax > 0 && sc.BackoffMax < sc.BackoffBase {
-				add(name, "backoff.max", "must be at least backoff.base (%s), got %s", sc.BackoffBase, sc.BackoffMax)
-				bad = true
-			}
 		}
 		switch strings.ToLower(sj.Type) {
 		case "":
@@ -423,22 +366,26 @@ func Parse(file string, data []byte) (*Config, error) {
 			add(name, "type", "%q is not supported: want \"stdio\", \"http\" (streamable HTTP) or \"sse\" (the deprecated HTTP+SSE transport)", sj.Type)
 			bad = true
 		}
-		if sc.Transport != mcpbridge.TransportStdio && sj.URL != "" &&
-			!strings.HasPrefix(sj.URL, "http://") && !strings.HasPrefix(sj.URL, "https://") {
-			add(name, "url", "want an http:// or https:// URL")
-			bad = true
-		}
-		if sc.OAuth != nil && sc.Transport != mcpbridge.TransportStreamableHTTP && sc.Transport != 0 {
-			add(name, "oauth", "only for streamable HTTP servers (\"url\" without \"type\": \"sse\")")
-			bad = true
-		}
 		if sj.Disabled {
 			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: server %q is disabled", file, name))
 			continue
 		}
+		// The rules for a server's settings live in mcpbridge: every
+		// problem, mapped to its line here.
+		for _, fe := range sc.Problems() {
+			if fe.Field == "transport" && sc.Transport == 0 {
+				continue // the file's type/command/url problem is reported above
+			}
+			add(name, fe.Field, "%v", fe.Err)
+			bad = true
+		}
 		if !bad {
 			b.Servers = append(b.Servers, sc)
 		}
+	}
+	// Rules across servers (the servers here have no problems of their own).
+	for _, fe := range mcpbridge.CheckServers(b.Servers) {
+		add(fe.Server, fe.Field, "%v", fe.Err)
 	}
 	if len(probs) > 0 {
 		return nil, probs

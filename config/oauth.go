@@ -22,23 +22,23 @@ type oauthJSON struct {
 	AuthMethod   string   `json:"authMethod"`
 }
 
-// ParseOAuth decodes and checks a server's "oauth" object (its ${ENV} and
-// ${file:…} references already resolved). Unknown keys are errors: a
-// misspelt clientSecret must not silently become "no secret". On error,
-// field is the offending sub-field (".clientId") or "".
-func ParseOAuth(raw []byte) (cfg *mcpbridge.OAuthConfig, field string, err error) {
+// ParseOAuth decodes a server's "oauth" object (its ${ENV} and ${file:…}
+// references already resolved); grant defaults to refresh_token when a
+// refreshToken is given, else client_credentials. Unknown keys are errors:
+// a misspelt clientSecret must not silently become "no secret".
+func ParseOAuth(raw []byte) (*mcpbridge.OAuthConfig, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var o oauthJSON
 	if err := dec.Decode(&o); err != nil {
 		msg := cleanJSONError(err)
 		if k, ok := strings.CutPrefix(msg, "unknown field "); ok {
-			return nil, "", fmt.Errorf("unknown key %s (want grant, clientId, clientSecret, scopes, tokenUrl, refreshToken, resource, authMethod)", k)
+			return nil, fmt.Errorf("unknown key %s (want grant, clientId, clientSecret, scopes, tokenUrl, refreshToken, resource, authMethod)", k)
 		}
-		return nil, "", fmt.Errorf("want an object: %s", msg)
+		return nil, fmt.Errorf("want an object: %s", msg)
 	}
 	if dec.More() {
-		return nil, "", errors.New("want one object")
+		return nil, errors.New("want one object")
 	}
 	if o.Grant == "" {
 		o.Grant = mcpbridge.OAuthClientCredentials
@@ -46,21 +46,10 @@ func ParseOAuth(raw []byte) (cfg *mcpbridge.OAuthConfig, field string, err error
 			o.Grant = mcpbridge.OAuthRefreshToken
 		}
 	}
-	for i, sc := range o.Scopes {
-		if sc == "" || strings.ContainsAny(sc, " \t\r\n\"\\") {
-			return nil, fmt.Sprintf(".scopes[%d]", i), fmt.Errorf("%q is not a scope token", sc)
-		}
-	}
-	c := &mcpbridge.OAuthConfig{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
-		TokenURL: o.TokenURL, RefreshToken: o.RefreshToken, Resource: o.Resource, AuthMethod: o.AuthMethod}
-	if err := c.Validate(); err != nil {
-		f, msg, ok := strings.Cut(err.Error(), ": ")
-		if ok && !strings.Contains(f, " ") {
-			return nil, "." + f, errors.New(msg)
-		}
-		return nil, "", err
-	}
-	return c, "", nil
+	// The rules (which fields each grant needs, URL forms) are
+	// mcpbridge's: ServerConfig.Problems reports them with the others.
+	return &mcpbridge.OAuthConfig{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
+		TokenURL: o.TokenURL, RefreshToken: o.RefreshToken, Resource: o.Resource, AuthMethod: o.AuthMethod}, nil
 }
 
 // oauthSecrets are the values of c to redact wherever they might appear.

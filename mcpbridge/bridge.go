@@ -72,31 +72,18 @@ type Bridge struct {
 
 // validateServers checks a server list as a whole and fills in defaults.
 func validateServers(cfg *Config, servers []ServerConfig) ([]ServerConfig, error) {
-	out := make([]ServerConfig, 0, len(servers))
-	seen := map[string]bool{}
-	prefixes := map[string]string{}
-	var errs []error
+	out := make([]ServerConfig, len(servers))
 	for i := range servers {
-		sc := servers[i].withDefaults(cfg)
-		if err := sc.Validate(); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if seen[sc.Name] {
-			errs = append(errs, &FieldError{Server: sc.Name, Field: "name", Err: errors.New("duplicate server name")})
-			continue
-		}
-		seen[sc.Name] = true
-		p := sc.prefix()
-		if other, dup := prefixes[p]; dup {
-			errs = append(errs, &FieldError{Server: sc.Name, Field: "name",
-				Err: fmt.Errorf("exposed-name prefix %q is also that of server %q", p, other)})
-			continue
-		}
-		prefixes[p] = sc.Name
-		out = append(out, sc)
+		out[i] = servers[i].withDefaults(cfg)
 	}
-	return out, errors.Join(errs...)
+	if probs := CheckServers(out); len(probs) > 0 {
+		errs := make([]error, len(probs))
+		for i, p := range probs {
+			errs[i] = p
+		}
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
 }
 
 // New validates cfg and starts one supervisor per upstream, all
@@ -506,9 +493,17 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 			return nil, ctx.Err()
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case errors.As(err, &werr):
+		case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 			verdict = "success" // the upstream answered
 			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: u.redact(werr.Message)}
+		case lostWithoutAnswer(err):
+			// The transport gave up on the request without an answer (a
+			// killed streamable-HTTP upstream's response stream closed):
+			// the call is lost like one on a dead session, and a probe
+			// decides now whether the session is (and counts its death).
+			s.requestProbe()
+			u.log.Warn("call failed: no answer from the upstream", "tool", t.OriginalName, "error", u.redact(err.Error()))
+			return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
 		}
 		u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
 		return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)

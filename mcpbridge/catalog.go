@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,17 +136,44 @@ func (c *Catalog) Warnings(server string) []string {
 }
 
 // setServer replaces the tool set of one server and publishes the result.
-// It reports the number of tools the server now has.
+// It reports the number of tools the server now has. Tools the server
+// already had keep their exposed names (see buildServerTools).
 func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available bool) (int, error) {
-	entries, warnings, err := buildServerTools(server, prefix, tools, available)
-	if err != nil {
-		return 0, err
-	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.servers[server] = &serverEntry{prefix: prefix, tools: entries, warnings: warnings, available: available}
-	c.publishLocked(c.buildLocked())
-	return len(entries), nil
+	prev := c.servers[server]
+	c.mu.Unlock()
+	for {
+		// Converting schemas is the costly part: it runs outside the lock,
+		// against the entry it read, and starts over if the entry changed
+		// meanwhile.
+		entries, warnings, err := buildServerTools(server, prefix, tools, available, heldNames(prev, prefix))
+		if err != nil {
+			return 0, err
+		}
+		c.mu.Lock()
+		if cur := c.servers[server]; cur != prev {
+			prev = cur
+			c.mu.Unlock()
+			continue
+		}
+		c.servers[server] = &serverEntry{prefix: prefix, tools: entries, warnings: warnings, available: available}
+		c.publishLocked(c.buildLocked())
+		c.mu.Unlock()
+		return len(entries), nil
+	}
+}
+
+// heldNames maps the original names of a server's current tools to their
+// exposed names (nil when the server is new or its prefix changed).
+func heldNames(e *serverEntry, prefix string) map[string]string {
+	if e == nil || e.prefix != prefix {
+		return nil
+	}
+	held := make(map[string]string, len(e.tools))
+	for _, t := range e.tools {
+		held[t.OriginalName] = t.Name
+	}
+	return held
 }
 
 // setAvailable flips the availability of a server's tools, publishing a new
@@ -181,8 +209,10 @@ func (c *Catalog) removeServer(server string) {
 
 // buildLocked merges every server's tools into a new snapshot. Exposed
 // names that collide across servers (possible only through sanitising) are
-// resolved deterministically: the tool of the server that sorts first keeps
-// the name, the others get a stable hash suffix.
+// resolved so that a name keeps meaning the tool it meant: a tool keeps the
+// name it had in the current snapshot; a newcomer whose name is taken gets
+// a stable hash suffix (among newcomers, the server that sorts first keeps
+// the name).
 func (c *Catalog) buildLocked() *Snapshot {
 	names := make([]string, 0, len(c.servers))
 	total := 0
@@ -191,24 +221,54 @@ func (c *Catalog) buildLocked() *Snapshot {
 		total += len(e.tools)
 	}
 	sort.Strings(names)
+	type key struct{ server, original string }
+	held := map[key]string{}
+	if cur := c.cur.Load(); cur != nil {
+		for _, t := range cur.Tools {
+			held[key{t.Server, t.OriginalName}] = t.Name
+		}
+	}
 	warnings := map[string][]string{}
 	index := make(map[string]*Tool, total)
 	all := make([]*Tool, 0, total)
+	var newcomers []*Tool
+	rename := func(t *Tool, name string) *Tool {
+		if name == t.Name {
+			return t
+		}
+		nt := *t
+		nt.Name = name
+		nt.hash = entryHash(&nt)
+		return &nt
+	}
+	// Incumbents first: every tool the current snapshot has keeps its name.
 	for _, server := range names {
 		e := c.servers[server]
 		warnings[server] = append(warnings[server], e.warnings...)
 		for _, t := range e.tools {
-			if other, taken := index[t.Name]; taken {
-				nt := *t
-				nt.Name = uniqueName(index, withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName)))
-				nt.hash = entryHash(&nt)
-				warnings[server] = append(warnings[server], fmt.Sprintf(
-					"tool %q would be exposed as %q, already used by server %q; exposed as %q", t.OriginalName, t.Name, other.Server, nt.Name))
-				t = &nt
+			name, ok := held[key{t.Server, t.OriginalName}]
+			if !ok || !strings.HasPrefix(name, e.prefix+nameSep) {
+				newcomers = append(newcomers, t)
+				continue
 			}
+			if _, taken := index[name]; taken {
+				newcomers = append(newcomers, t)
+				continue
+			}
+			t = rename(t, name)
 			index[t.Name] = t
 			all = append(all, t)
 		}
+	}
+	for _, t := range newcomers {
+		if other, taken := index[t.Name]; taken {
+			nt := rename(t, uniqueName(index, withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName))))
+			warnings[t.Server] = append(warnings[t.Server], fmt.Sprintf(
+				"tool %q would be exposed as %q, already used by server %q; exposed as %q", t.OriginalName, t.Name, other.Server, nt.Name))
+			t = nt
+		}
+		index[t.Name] = t
+		all = append(all, t)
 	}
 	slices.SortFunc(all, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
 	c.warnings = warnings
@@ -332,16 +392,20 @@ func DiffTools(a, b []*Tool) (upserted []*Tool, removed []string) {
 	return upserted, removed
 }
 
-// buildServerTools names and converts one server's tool list. Names are
-// assigned in order of original name, so the result does not depend on the
+// buildServerTools names and converts one server's tool list. A tool the
+// server already had keeps the exposed name it had (held: original name →
+// exposed name): a name an agent cached must not start calling another tool
+// because a newcomer sorts before it. Newcomers are named in order of
+// original name, so on a fresh start the result does not depend on the
 // order the upstream listed them in.
-func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool) ([]*Tool, []string, error) {
+func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, held map[string]string) ([]*Tool, []string, error) {
 	sorted := slices.Clone(tools)
 	slices.SortStableFunc(sorted, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
 	var warnings []string
 	seen := make(map[string]bool, len(sorted))
 	used := make(map[string]*Tool, len(sorted))
 	out := make([]*Tool, 0, len(sorted))
+	var newcomers []*Tool
 	for _, mt := range sorted {
 		if mt == nil {
 			continue
@@ -356,16 +420,26 @@ func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool) 
 			warnings = append(warnings, fmt.Sprintf("tool %q skipped: %v", mt.Name, err))
 			continue
 		}
-		name := exposedName(prefix, server, mt.Name)
+		if name, ok := held[mt.Name]; ok {
+			t.Name = name // held names are unique within the server
+			used[name] = t
+			continue
+		}
+		newcomers = append(newcomers, t)
+	}
+	for _, t := range newcomers {
+		name := exposedName(prefix, server, t.OriginalName)
 		if other, taken := used[name]; taken {
-			alt := uniqueName(used, withSuffix(name, stableHash(hashSuffixLen, server, mt.Name)))
+			alt := uniqueName(used, withSuffix(name, stableHash(hashSuffixLen, server, t.OriginalName)))
 			warnings = append(warnings, fmt.Sprintf("tools %q and %q both map to %q; %q is exposed as %q",
-				other.OriginalName, mt.Name, name, mt.Name, alt))
+				other.OriginalName, t.OriginalName, name, t.OriginalName, alt))
 			name = alt
 		}
 		t.Name = name
-		t.hash = entryHash(t)
 		used[name] = t
+	}
+	for _, t := range used {
+		t.hash = entryHash(t)
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })

@@ -1,11 +1,13 @@
 package mcpbridge
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"path"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,11 +39,20 @@ func (t Transport) String() string {
 	return "unknown"
 }
 
-// DefaultProtocolVersion is the MCP protocol version pinned for upstreams
-// that do not configure one. go-sdk v1.8.0 defaults to 2026-07-28, under
-// which keepalive, ping and list_changed delivery behave differently
-// (go-sdk-facts.md §0.4); 2025-11-25 is the widely deployed era.
+// DefaultProtocolVersion is the MCP protocol version an upstream's session
+// starts with under ProtocolAuto (the default). go-sdk v1.8.0 itself
+// defaults to 2026-07-28; 2025-11-25 is the widely deployed era, and the
+// one every SDK's stateful servers speak (docs/interop.md).
 const DefaultProtocolVersion = "2025-11-25"
+
+// ProtocolAuto (the default) starts sessions at DefaultProtocolVersion and
+// moves a streamable-HTTP upstream to the newest version (ProtocolLatest)
+// when it turns out to be stateless (it refuses the standalone GET stream,
+// so under 2025-11-25 its list_changed could never reach toolsvc).
+const ProtocolAuto = "auto"
+
+// knownProtocolVersions are the MCP versions a server may pin.
+var knownProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 
 // Elicitation policies (ServerConfig.Elicitation).
 const (
@@ -53,6 +64,12 @@ const (
 // discovery and fallback).
 const ProtocolLatest = "latest"
 
+// ProtocolStateless is the first MCP version of the stateless era (SEP-2575):
+// from it on every request carries the protocol version, client info and
+// capabilities in _meta, and list_changed arrives on a subscriptions/listen
+// stream.
+const ProtocolStateless = "2026-07-28"
+
 // Defaults for the timing fields of Config and ServerConfig.
 const (
 	DefaultConnectTimeout  = 10 * time.Second
@@ -62,6 +79,7 @@ const (
 	DefaultRefreshInterval = 5 * time.Minute
 	DefaultRefreshDebounce = 50 * time.Millisecond
 	DefaultRefreshMaxDelay = 500 * time.Millisecond
+	DefaultPushlessRefresh = 1 * time.Second
 	DefaultBackoffBase     = 1 * time.Second
 	DefaultBackoffMax      = 60 * time.Second
 	DefaultTerminateGrace  = 1 * time.Second
@@ -103,9 +121,13 @@ type ServerConfig struct {
 	URL     string
 	Headers map[string]string // sent on every request; never logged
 
-	// ProtocolVersion pins the MCP version ("" = DefaultProtocolVersion,
-	// ProtocolLatest = the SDK's newest with fallback).
+	// ProtocolVersion pins the MCP version ("" = ProtocolAuto,
+	// ProtocolLatest = the SDK's newest with fallback, or a version).
 	ProtocolVersion string
+	// PushlessRefresh is the re-list interval while the session's push
+	// channel is down or missing (an upstream that declares list_changed
+	// but cannot deliver it). The upstream's ttlMs shortens it.
+	PushlessRefresh time.Duration
 
 	ConnectTimeout  time.Duration
 	CallTimeout     time.Duration // applied when the caller has no deadline
@@ -220,6 +242,7 @@ func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
 	sc.RefreshInterval = orDefault(sc.RefreshInterval, c.RefreshInterval, DefaultRefreshInterval)
 	sc.RefreshDebounce = orDefault(sc.RefreshDebounce, 0, DefaultRefreshDebounce)
 	sc.RefreshMaxDelay = orDefault(sc.RefreshMaxDelay, 0, DefaultRefreshMaxDelay)
+	sc.PushlessRefresh = orDefault(sc.PushlessRefresh, 0, DefaultPushlessRefresh)
 	sc.BackoffBase = orDefault(sc.BackoffBase, 0, DefaultBackoffBase)
 	sc.BackoffMax = orDefault(sc.BackoffMax, 0, DefaultBackoffMax)
 	sc.PingInterval = orDefault(sc.PingInterval, c.PingInterval, DefaultPingInterval)
@@ -238,7 +261,7 @@ func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
 		sc.MaxQueuedCalls = DefaultMaxQueuedCalls
 	}
 	if sc.ProtocolVersion == "" {
-		sc.ProtocolVersion = DefaultProtocolVersion
+		sc.ProtocolVersion = ProtocolAuto
 	}
 	return sc
 }
@@ -271,63 +294,126 @@ func (sc ServerConfig) equal(o ServerConfig) bool {
 
 // Validate reports the first problem of a server config, naming the field.
 func (sc *ServerConfig) Validate() error {
+	if probs := sc.Problems(); len(probs) > 0 {
+		return probs[0]
+	}
+	return nil
+}
+
+// Problems reports every problem of one server's config, each naming its
+// field (the keys of the config file: "backoff.max", "tools.deny[1]"). It is
+// the one place the rules for a server live: the config loader maps these
+// to file and line, and New refuses a config that has any.
+func (sc *ServerConfig) Problems() []*FieldError {
+	var probs []*FieldError
+	add := func(field, format string, args ...any) {
+		probs = append(probs, &FieldError{Server: sc.Name, Field: field, Err: fmt.Errorf(format, args...)})
+	}
 	if err := ValidateServerName(sc.Name); err != nil {
-		return &FieldError{Server: sc.Name, Field: "name", Err: err}
+		add("name", "%v", err)
 	}
-	if sc.NewTransport != nil {
-		return nil
-	}
-	switch sc.Transport {
-	case TransportStdio:
-		if sc.Command == "" {
-			return &FieldError{Server: sc.Name, Field: "command", Err: fmt.Errorf("required for a stdio server")}
+	if sc.NewTransport == nil {
+		switch sc.Transport {
+		case TransportStdio:
+			if sc.Command == "" {
+				add("command", "required for a stdio server")
+			}
+		case TransportStreamableHTTP, TransportSSE:
+			switch {
+			case sc.URL == "":
+				add("url", "required for an HTTP server")
+			case !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://"):
+				add("url", "want an http:// or https:// URL")
+			}
+		default:
+			add("transport", "unknown transport %d", sc.Transport)
 		}
-	case TransportStreamableHTTP, TransportSSE:
-		if sc.URL == "" {
-			return &FieldError{Server: sc.Name, Field: "url", Err: fmt.Errorf("required for an HTTP server")}
-		}
-	default:
-		return &FieldError{Server: sc.Name, Field: "transport", Err: fmt.Errorf("unknown transport %d", sc.Transport)}
 	}
 	for _, d := range []struct {
 		field string
 		v     time.Duration
 	}{
 		{"connectTimeout", sc.ConnectTimeout}, {"callTimeout", sc.CallTimeout}, {"refreshTimeout", sc.RefreshTimeout},
-		{"refreshDebounce", sc.RefreshDebounce}, {"refreshMaxDelay", sc.RefreshMaxDelay},
+		{"refreshDebounce", sc.RefreshDebounce}, {"refreshMaxDelay", sc.RefreshMaxDelay}, {"pushlessRefresh", sc.PushlessRefresh},
 		{"backoff.base", sc.BackoffBase}, {"backoff.max", sc.BackoffMax},
-		{"pingTimeout", sc.PingTimeout}, {"breaker.cooldown", sc.Breaker.Cooldown}, {"breaker.maxCooldown", sc.Breaker.MaxCooldown},
+		{"pingTimeout", sc.PingTimeout}, {"stableAfter", sc.StableAfter},
+		{"breaker.cooldown", sc.Breaker.Cooldown}, {"breaker.maxCooldown", sc.Breaker.MaxCooldown},
 		{"authRetry", sc.AuthRetry},
 	} {
 		if d.v < 0 {
-			return &FieldError{Server: sc.Name, Field: d.field, Err: fmt.Errorf("must not be negative, got %s", d.v)}
+			add(d.field, "must not be negative, got %s", d.v)
 		}
+	}
+	if sc.BackoffBase > 0 && sc.BackoffMax > 0 && sc.BackoffMax < sc.BackoffBase {
+		add("backoff.max", "must be at least backoff.base (%s), got %s", sc.BackoffBase, sc.BackoffMax)
+	}
+	for _, n := range []struct {
+		field string
+		v     int
+	}{{"pingFailures", sc.PingFailures}, {"maxConcurrentCalls", sc.MaxConcurrentCalls}, {"maxQueuedCalls", sc.MaxQueuedCalls}} {
+		if n.v < 0 {
+			add(n.field, "must not be negative, got %d", n.v)
+		}
+	}
+	if pv := sc.ProtocolVersion; pv != "" && pv != ProtocolAuto && pv != ProtocolLatest && !slices.Contains(knownProtocolVersions, pv) {
+		add("protocolVersion", "want %q, %q or one of %s, got %q", ProtocolAuto, ProtocolLatest, strings.Join(knownProtocolVersions, ", "), pv)
 	}
 	switch sc.Elicitation {
 	case "", ElicitDecline, ElicitDefaults:
 	default:
-		return &FieldError{Server: sc.Name, Field: "elicitation", Err: fmt.Errorf("want %q or %q, got %q", ElicitDecline, ElicitDefaults, sc.Elicitation)}
+		add("elicitation", "want %q or %q, got %q", ElicitDecline, ElicitDefaults, sc.Elicitation)
 	}
 	if sc.NamePrefix != "" {
 		if err := ValidatePrefix(sc.NamePrefix); err != nil {
-			return &FieldError{Server: sc.Name, Field: "namePrefix", Err: err}
+			add("namePrefix", "%v", err)
 		}
 	}
 	if sc.OAuth != nil {
-		if sc.Transport != TransportStreamableHTTP {
-			return &FieldError{Server: sc.Name, Field: "oauth", Err: fmt.Errorf("only for streamable HTTP servers (go-sdk's SSE client has no OAuth hook)")}
-		}
-		if err := sc.OAuth.Validate(); err != nil {
-			return &FieldError{Server: sc.Name, Field: "oauth", Err: err}
+		for _, fe := range sc.OAuth.problems(sc) {
+			add(fe.Field, "%v", fe.Err)
 		}
 	}
-	if sc.MaxConcurrentCalls < 0 {
-		return &FieldError{Server: sc.Name, Field: "maxConcurrentCalls", Err: fmt.Errorf("must not be negative, got %d", sc.MaxConcurrentCalls)}
+	for i, g := range sc.ToolsAllow {
+		if _, err := path.Match(g, ""); err != nil {
+			add(fmt.Sprintf("tools.allow[%d]", i), "%q is not a valid glob pattern", g)
+		}
 	}
-	if sc.MaxQueuedCalls < 0 {
-		return &FieldError{Server: sc.Name, Field: "maxQueuedCalls", Err: fmt.Errorf("must not be negative, got %d", sc.MaxQueuedCalls)}
+	for i, g := range sc.ToolsDeny {
+		if _, err := path.Match(g, ""); err != nil {
+			add(fmt.Sprintf("tools.deny[%d]", i), "%q is not a valid glob pattern", g)
+		}
 	}
-	return nil
+	return probs
+}
+
+// CheckServers reports every problem of a server list: each server's
+// Problems, then what concerns servers together (duplicate names, shared
+// exposed-name prefixes).
+func CheckServers(servers []ServerConfig) []*FieldError {
+	var probs []*FieldError
+	seen := map[string]bool{}
+	prefixes := map[string]string{}
+	for i := range servers {
+		sc := &servers[i]
+		own := sc.Problems()
+		probs = append(probs, own...)
+		if seen[sc.Name] {
+			probs = append(probs, &FieldError{Server: sc.Name, Field: "name", Err: errors.New("duplicate server name")})
+			continue
+		}
+		seen[sc.Name] = true
+		if len(own) > 0 {
+			continue
+		}
+		p := sc.prefix()
+		if other, dup := prefixes[p]; dup {
+			probs = append(probs, &FieldError{Server: sc.Name, Field: "name",
+				Err: fmt.Errorf("its tools would share the exposed-name prefix %q with server %q", p, other)})
+			continue
+		}
+		prefixes[p] = sc.Name
+	}
+	return probs
 }
 
 // FieldError is a configuration problem in one field of one server.

@@ -41,21 +41,6 @@ func TestIsSessionDead(t *testing.T) {
 	}
 }
 
-func TestPingUnsupported(t *testing.T) {
-	if !pingUnsupported(&jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound}) {
-		t.Error("MethodNotFound is a rejected ping")
-	}
-	if !pingUnsupported(errors.New(`POST "ping": 400 Bad Request`)) {
-		t.Error("HTTP 400 is a rejected ping")
-	}
-	if pingUnsupported(context.DeadlineExceeded) || pingUnsupported(io.EOF) {
-		t.Error("a timeout or EOF is not a rejected ping")
-	}
-	if pingUnsupported(fmt.Errorf("%w within 400ms", errProbeTimeout)) || pingUnsupported(errors.New("dial tcp 127.0.0.1:4000: connection refused")) {
-		t.Error("a 400 ms timeout or port 4000 is not an HTTP 400")
-	}
-}
-
 // TestBackoffBounds: full jitter within [0, min(max, base·2ⁿ)], no overflow
 // for huge attempt counts (predecessor case 21).
 func TestBackoffBounds(t *testing.T) {

@@ -1,8 +1,10 @@
 package mcpbridge
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -75,7 +77,7 @@ func TestCollisionsWithinServer(t *testing.T) {
 	// The result must not depend on the upstream's listing order.
 	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
 		in := []*mcp.Tool{tools[order[0]], tools[order[1]], tools[order[2]]}
-		out, warnings, err := buildServerTools("fs", "fs", in, true)
+		out, warnings, err := buildServerTools("fs", "fs", in, true, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +102,7 @@ func TestCollisionsWithinServer(t *testing.T) {
 }
 
 func TestDuplicateToolNameFromUpstream(t *testing.T) {
-	out, warnings, _ := buildServerTools("s", "s", []*mcp.Tool{{Name: "x", Description: "first"}, {Name: "x", Description: "second"}}, true)
+	out, warnings, _ := buildServerTools("s", "s", []*mcp.Tool{{Name: "x", Description: "first"}, {Name: "x", Description: "second"}}, true, nil)
 	if len(out) != 1 || len(warnings) != 1 {
 		t.Fatalf("got %d tools, %d warnings; want 1 and 1", len(out), len(warnings))
 	}
@@ -118,6 +120,84 @@ func TestChildEnvScrubsSecrets(t *testing.T) {
 	for _, kv := range got {
 		if !want[kv] {
 			t.Errorf("childEnv kept or made %q", kv)
+		}
+	}
+}
+
+// TestNamesStayWithTheirTools: an exposed name, once given, keeps meaning
+// the same tool while that tool exists. A newcomer that maps to a taken
+// name, even one that sorts first, gets the disambiguated form; before the
+// fix "read file" (sorting before "read_file") took fs__read_file over
+// (issue 13, bug 5). The same holds across servers.
+func TestNamesStayWithTheirTools(t *testing.T) {
+	c := NewCatalog()
+	byName := func(name string) *Tool {
+		t.Helper()
+		tl, ok := c.Current().Lookup(name)
+		if !ok {
+			t.Fatalf("%s missing from %v", name, names(c.Current().Tools))
+		}
+		return tl
+	}
+	c.setServer("fs", "fs", []*mcp.Tool{{Name: "read_file"}}, true)
+	c.setServer("fs", "fs", []*mcp.Tool{{Name: "read_file"}, {Name: "read file"}}, true)
+	if got := byName("fs__read_file").OriginalName; got != "read_file" {
+		t.Fatalf("fs__read_file now calls %q, want the incumbent read_file", got)
+	}
+	if got := len(c.Current().Tools); got != 2 {
+		t.Fatalf("%d tools, want 2: %v", got, names(c.Current().Tools))
+	}
+	if w := c.Warnings("fs"); len(w) != 1 || !strings.Contains(w[0], `"read file"`) {
+		t.Errorf("warnings %q, want one about the newcomer", w)
+	}
+	// The incumbent leaves: the newcomer keeps its own name (names do not
+	// move while their tools exist).
+	moved := ""
+	for _, tl := range c.Current().Tools {
+		if tl.OriginalName == "read file" {
+			moved = tl.Name
+		}
+	}
+	c.setServer("fs", "fs", []*mcp.Tool{{Name: "read file"}}, true)
+	if got := byName(moved).OriginalName; got != "read file" {
+		t.Fatalf("%s calls %q", moved, got)
+	}
+
+	// Across servers: "a.b" sanitises to "a_b", and server "a_b"'s prefix
+	// equals it. Whichever came first keeps the name.
+	c = NewCatalog()
+	c.setServer("zz", "a_b", []*mcp.Tool{{Name: "t"}}, true) // arrives first, sorts last
+	c.setServer("aa", "a_b", []*mcp.Tool{{Name: "t"}}, true)
+	if got := byName("a_b__t").Server; got != "zz" {
+		t.Fatalf("a_b__t now belongs to server %q, want the incumbent zz", got)
+	}
+	// A fresh catalog with the same content names by sort order.
+	fresh := NewCatalog()
+	fresh.setServer("aa", "a_b", []*mcp.Tool{{Name: "t"}}, true)
+	fresh.setServer("zz", "a_b", []*mcp.Tool{{Name: "t"}}, true)
+	if tl, _ := fresh.Current().Lookup("a_b__t"); tl == nil || tl.Server != "aa" {
+		t.Fatalf("fresh catalog: a_b__t = %+v, want server aa", tl)
+	}
+}
+
+// TestServerProblems: every problem of a server's settings at once, each
+// naming its config-file field.
+func TestServerProblems(t *testing.T) {
+	sc := ServerConfig{Name: "a__b", Transport: TransportStreamableHTTP, URL: "ftp://x", ProtocolVersion: "2025-13-01",
+		Elicitation: "ask", BackoffBase: time.Second, BackoffMax: time.Millisecond, PushlessRefresh: -time.Second,
+		ToolsDeny: []string{"ok", "[bad"}, MaxQueuedCalls: -1}
+	var fields []string
+	for _, p := range sc.Problems() {
+		fields = append(fields, p.Field)
+	}
+	want := []string{"name", "url", "pushlessRefresh", "backoff.max", "maxQueuedCalls", "protocolVersion", "elicitation", "tools.deny[1]"}
+	if !slices.Equal(fields, want) {
+		t.Fatalf("fields %q, want %q", fields, want)
+	}
+	for _, pv := range []string{"", ProtocolAuto, ProtocolLatest, "2025-06-18", "2026-07-28"} {
+		ok := ServerConfig{Name: "s", Transport: TransportStdio, Command: "x", ProtocolVersion: pv}
+		if probs := ok.Problems(); len(probs) != 0 {
+			t.Errorf("protocolVersion %q: %v", pv, probs[0])
 		}
 	}
 }

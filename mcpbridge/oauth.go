@@ -87,30 +87,66 @@ func (c *OAuthConfig) secrets() []string {
 }
 
 // Validate reports the first problem with c, naming the field as written in
-// a configuration file.
+// a configuration file ("clientId: required").
 func (c *OAuthConfig) Validate() error {
+	if ps := c.problems(nil); len(ps) > 0 {
+		f, _ := strings.CutPrefix(ps[0].Field, "oauth.")
+		return fmt.Errorf("%s: %w", f, ps[0].Err)
+	}
+	return nil
+}
+
+// problems lists every problem with c as fields of the server sc (nil: no
+// server context), "oauth.clientId" and so on.
+func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
+	var probs []*FieldError
+	add := func(field, format string, args ...any) {
+		fe := &FieldError{Field: "oauth." + field, Err: fmt.Errorf(format, args...)}
+		if field == "" {
+			fe.Field = "oauth"
+		}
+		if sc != nil {
+			fe.Server = sc.Name
+		}
+		probs = append(probs, fe)
+	}
+	if sc != nil {
+		if sc.Transport != TransportStreamableHTTP && sc.NewTransport == nil {
+			add("", "only for streamable HTTP servers (\"url\", not \"type\": \"sse\"; go-sdk's SSE client has no OAuth hook)")
+		}
+		for h := range sc.Headers {
+			if strings.EqualFold(h, "Authorization") {
+				add("", "set either oauth or an Authorization header, not both")
+			}
+		}
+	}
 	switch c.Grant {
 	case OAuthClientCredentials:
 		if c.ClientSecret == "" && c.AuthMethod != OAuthAuthNone {
-			return errors.New("clientSecret: required for the client_credentials grant")
+			add("clientSecret", "required for the client_credentials grant")
 		}
 		if c.RefreshToken != "" {
-			return errors.New("refreshToken: only for the refresh_token grant")
+			add("refreshToken", "only for the refresh_token grant")
 		}
 	case OAuthRefreshToken:
 		if c.RefreshToken == "" {
-			return errors.New("refreshToken: required for the refresh_token grant (obtain one interactively, once)")
+			add("refreshToken", "required for the refresh_token grant (obtain one interactively, once)")
 		}
 	default:
-		return fmt.Errorf("grant: want %q or %q, got %q", OAuthClientCredentials, OAuthRefreshToken, c.Grant)
+		add("grant", "want %q or %q, got %q", OAuthClientCredentials, OAuthRefreshToken, c.Grant)
 	}
 	if c.ClientID == "" {
-		return errors.New("clientId: required")
+		add("clientId", "required")
 	}
 	switch c.AuthMethod {
 	case "", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone:
 	default:
-		return fmt.Errorf("authMethod: want %q, %q or %q, got %q", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone, c.AuthMethod)
+		add("authMethod", "want %q, %q or %q, got %q", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone, c.AuthMethod)
+	}
+	for i, s := range c.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
+			add(fmt.Sprintf("scopes[%d]", i), "%q is not a scope token", s)
+		}
 	}
 	for _, f := range []struct{ name, v string }{{"tokenUrl", c.TokenURL}, {"resource", c.Resource}} {
 		if f.v == "" {
@@ -118,13 +154,14 @@ func (c *OAuthConfig) Validate() error {
 		}
 		u, err := url.Parse(f.v)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return fmt.Errorf("%s: want an absolute http(s) URL, got %q", f.name, f.v)
+			add(f.name, "want an absolute http(s) URL, got %q", f.v)
+			continue
 		}
 		if f.name == "tokenUrl" && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
-			return fmt.Errorf("tokenUrl: want https (http only for localhost), got %q", f.v)
+			add(f.name, "want https (http only for localhost), got %q", f.v)
 		}
 	}
-	return nil
+	return probs
 }
 
 func isLoopbackHost(h string) bool {

@@ -36,6 +36,7 @@ type Metrics struct {
 	upListAge      *prometheus.Desc
 	upBreakerOpen  *prometheus.Desc
 	upInFlight     *prometheus.Desc
+	upPush         *prometheus.Desc
 	catalogTools   *prometheus.Desc
 	catalogWatcher *prometheus.Desc
 }
@@ -76,7 +77,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			[]string{"server"}, nil),
 		upBreakerOpen: prometheus.NewDesc("toolsvc_upstream_breaker_open", "1 while the upstream's circuit breaker is open.",
 			[]string{"server"}, nil),
-		upInFlight:     prometheus.NewDesc("toolsvc_upstream_calls_in_flight", "Calls in flight to the upstream.", []string{"server"}, nil),
+		upInFlight: prometheus.NewDesc("toolsvc_upstream_calls_in_flight", "Calls in flight to the upstream.", []string{"server"}, nil),
+		upPush: prometheus.NewDesc("toolsvc_upstream_push_channel_up",
+			"1 while the upstream's list_changed push channel is open, 0 while it is down or missing (the upstream is then re-listed every pushlessRefresh).",
+			[]string{"server", "state"}, nil),
 		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
 		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams.", nil, nil),
 	}
@@ -105,7 +109,7 @@ func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelVa
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight,
+	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.upPush,
 		m.catalogTools, m.catalogWatcher, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
 		m.configReloads, m.configReloadOK} {
 		ch <- d
@@ -139,6 +143,13 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(m.upBreakerOpen, prometheus.GaugeValue, open, st.Name)
 		ch <- prometheus.MustNewConstMetric(m.upInFlight, prometheus.GaugeValue, float64(st.InFlightCalls), st.Name)
+		if st.PushChannel != "" {
+			up := 0.0
+			if st.PushChannel == "up" {
+				up = 1
+			}
+			ch <- prometheus.MustNewConstMetric(m.upPush, prometheus.GaugeValue, up, st.Name, st.PushChannel)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(len(b.Catalog().Current().Tools)))
 	ch <- prometheus.MustNewConstMetric(m.catalogWatcher, prometheus.GaugeValue, float64(b.Catalog().Subscribers()))

@@ -1,0 +1,306 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The push channel is how an upstream's list_changed notifications reach a
+// session:
+//   - stdio and legacy HTTP+SSE: the session's own stream (it closing is
+//     the session dying);
+//   - streamable HTTP before 2026-07-28: the standalone GET stream, which
+//     go-sdk opens after initialize and re-opens itself;
+//   - 2026-07-28 (any transport): a subscriptions/listen request whose
+//     response stream carries the notifications. go-sdk opens it once in
+//     Connect and never again, and tells nobody when it ends.
+//
+// The bridge watches the channel from below (the HTTP round tripper and, for
+// stdio, the JSON-RPC connection), so a lost channel is noticed: while it is
+// down the refresher re-lists every PushlessRefresh (bounded by ttlMs), a
+// listen stream is re-opened with backoff, and the server's status and
+// metrics say so.
+
+// pushState is the state of a session's push channel.
+type pushState int32
+
+const (
+	pushUnknown pushState = iota // not seen yet
+	pushUp                       // open
+	pushDown                     // was open, or was refused; re-opened with backoff
+	pushNone                     // the upstream offers none (no standalone GET stream)
+)
+
+func (p pushState) String() string {
+	switch p {
+	case pushUp:
+		return "up"
+	case pushDown:
+		return "down"
+	case pushNone:
+		return "none"
+	}
+	return "unknown"
+}
+
+// pushChannel tracks one session's push channel. Its methods are cheap and
+// never block: they run on transport goroutines.
+type pushChannel struct {
+	state atomic.Int32
+	kick  chan struct{} // capacity 1: the state changed (wakes the refresher)
+
+	mu     sync.Mutex
+	since  time.Time
+	reason string
+	known  chan struct{} // closed once the state is first known
+	once   sync.Once
+}
+
+func newPushChannel() *pushChannel {
+	return &pushChannel{kick: make(chan struct{}, 1), known: make(chan struct{})}
+}
+
+func (p *pushChannel) get() pushState { return pushState(p.state.Load()) }
+
+// set records a state change; reason says why a channel is not up.
+func (p *pushChannel) set(st pushState, reason string) {
+	if pushState(p.state.Swap(int32(st))) == st && st == pushUp {
+		return
+	}
+	p.mu.Lock()
+	p.since = time.Now()
+	p.reason = reason
+	p.mu.Unlock()
+	p.once.Do(func() { close(p.known) })
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// status returns the state, since when, and why.
+func (p *pushChannel) status() (pushState, time.Time, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.get(), p.since, p.reason
+}
+
+// listenMethod is the 2026-07-28 push-channel request.
+const listenMethod = "subscriptions/listen"
+
+// listenReopenScheme marks the subscriptions/listen requests the bridge
+// makes to re-open a session's tool push channel. go-sdk v1.8.0 opens the
+// channel once in Connect and has no API to open it again; its only public
+// way to send subscriptions/listen is ClientSession.Subscribe, for resource
+// URIs. The bridge calls Subscribe with a URI in this scheme and rewrites
+// the request on its way out (rewriteListen) to subscribe to list_changed
+// instead, so the SDK still owns the stream and routes its notifications to
+// the session's handlers.
+const listenReopenScheme = "toolsvc-listen:"
+
+// rewriteListen rewrites the params of a subscriptions/listen request made
+// by reopenListen: the sentinel resource subscription becomes a
+// subscription to tools/list_changed. Other params are returned unchanged.
+func rewriteListen(params json.RawMessage) (json.RawMessage, bool) {
+	if !bytes.Contains(params, []byte(listenReopenScheme)) {
+		return params, false
+	}
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return params, false
+	}
+	p["notifications"] = json.RawMessage(`{"toolsListChanged":true}`)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params, false
+	}
+	return out, true
+}
+
+// reopenListen opens a new subscriptions/listen stream for tools/list_changed
+// on a 2026-07-28 session, replacing the previous re-opened one (the stream
+// go-sdk opened in Connect is cancelled only by Close).
+func (s *session) reopenListen(ctx context.Context) error {
+	n := s.listenSeq.Add(1)
+	uri := fmt.Sprintf("%s%d", listenReopenScheme, n)
+	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		return err
+	}
+	if n > 1 {
+		// Ends the SDK's goroutine parked on the previous stream.
+		_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: fmt.Sprintf("%s%d", listenReopenScheme, n-1)})
+	}
+	if s.transport() == TransportStdio {
+		// Over stdio the request is the stream: it is up once sent.
+		s.push.set(pushUp, "")
+	}
+	return nil
+}
+
+// pushRoundTripper watches a streamable-HTTP session's push channel: the
+// standalone GET stream (before 2026-07-28) and subscriptions/listen POSTs
+// (2026-07-28), whose response streams it follows to their end. It also
+// applies rewriteListen.
+type pushRoundTripper struct {
+	base    http.RoundTripper
+	push    *pushChannel
+	streams atomic.Int32 // open push streams
+}
+
+func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	kind := ""
+	switch {
+	case r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
+		kind = "standalone GET stream"
+	case r.Method == http.MethodPost && r.GetBody != nil:
+		if req := peekRequest(r); req != nil && req.Method == listenMethod {
+			kind = "subscriptions/listen stream"
+			if params, ok := rewriteListen(req.Params); ok {
+				req.Params = params
+				body, err := jsonrpc.EncodeMessage(req)
+				if err != nil {
+					return nil, err
+				}
+				r = r.Clone(r.Context())
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+				r.ContentLength = int64(len(body))
+			}
+		}
+	}
+	resp, err := rt.base.RoundTrip(r)
+	if kind == "" {
+		return resp, err
+	}
+	switch {
+	case err != nil:
+		if r.Context().Err() == nil {
+			rt.push.set(pushDown, fmt.Sprintf("%s: request failed", kind))
+		}
+	case kind == "standalone GET stream" && resp.StatusCode >= 400 && resp.StatusCode < 500:
+		// go-sdk takes any 4xx as "no standalone stream" and carries on.
+		rt.push.set(pushNone, fmt.Sprintf("the upstream offers no standalone GET stream (HTTP %d): a stateless server", resp.StatusCode))
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		if rt.streams.Load() == 0 {
+			rt.push.set(pushDown, fmt.Sprintf("%s refused: HTTP %d", kind, resp.StatusCode))
+		}
+	default:
+		rt.streams.Add(1)
+		rt.push.set(pushUp, "")
+		resp.Body = &streamEnd{ReadCloser: resp.Body, end: func() {
+			if rt.streams.Add(-1) == 0 {
+				rt.push.set(pushDown, kind+" closed")
+			}
+		}}
+	}
+	return resp, err
+}
+
+// peekRequest decodes a POST's JSON-RPC request from a copy of its body
+// (nil if the body is not a single request).
+func peekRequest(r *http.Request) *jsonrpc.Request {
+	body, err := r.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	data, err := io.ReadAll(body)
+	if err != nil || !bytes.Contains(data, []byte(listenMethod)) {
+		return nil // cheap filter: only listen requests are decoded
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return nil
+	}
+	req, _ := msg.(*jsonrpc.Request)
+	return req
+}
+
+// streamEnd calls end once when the stream ends: a read error (EOF
+// included) or Close.
+type streamEnd struct {
+	io.ReadCloser
+	once sync.Once
+	end  func()
+}
+
+func (s *streamEnd) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	if err != nil {
+		s.once.Do(s.end)
+	}
+	return n, err
+}
+
+func (s *streamEnd) Close() error {
+	s.once.Do(s.end)
+	return s.ReadCloser.Close()
+}
+
+// pushTransport wraps a stdio transport so the session sees its
+// subscriptions/listen requests end (the upstream answering one closes the
+// stream) and can re-open them (rewriteListen).
+type pushTransport struct {
+	mcp.Transport
+	push *pushChannel
+}
+
+func (t *pushTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pushConn{Connection: c, push: t.push}, nil
+}
+
+type pushConn struct {
+	mcp.Connection
+	push *pushChannel
+
+	mu      sync.Mutex
+	listens map[jsonrpc.ID]bool // open subscriptions/listen requests
+}
+
+func (c *pushConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == listenMethod && req.IsCall() {
+		if params, ok := rewriteListen(req.Params); ok {
+			cp := *req
+			cp.Params = params
+			msg = &cp
+		}
+		c.mu.Lock()
+		if c.listens == nil {
+			c.listens = map[jsonrpc.ID]bool{}
+		}
+		c.listens[req.ID] = true
+		c.mu.Unlock()
+		c.push.set(pushUp, "")
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *pushConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+		c.mu.Lock()
+		listen := c.listens[resp.ID]
+		delete(c.listens, resp.ID)
+		open := len(c.listens)
+		c.mu.Unlock()
+		if listen && open == 0 {
+			c.push.set(pushDown, "subscriptions/listen stream ended by the upstream")
+		}
+	}
+	return msg, err
+}

@@ -1,0 +1,209 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// refresher re-lists the session's tools after list_changed marks (after a
+// trailing debounce), periodically as a backstop for lost pushes, when the
+// upstream's ttlMs expires, and every PushlessRefresh while the push channel
+// is down. It also re-opens a 2026-07-28 session's subscriptions/listen
+// stream, with backoff, when the upstream closes it.
+func (s *session) refresher() {
+	u := s.u
+	next := func() <-chan time.Time {
+		d := u.cfg.RefreshInterval
+		if s.pushless() && (d <= 0 || u.cfg.PushlessRefresh < d) {
+			d = u.cfg.PushlessRefresh
+		}
+		if ttl := time.Duration(s.ttl.Load()) * time.Millisecond; ttl > 0 && (d <= 0 || ttl < d) {
+			d = max(ttl, time.Second)
+		}
+		if d <= 0 {
+			return nil
+		}
+		return time.After(d)
+	}
+	backstop := next()
+	var retry, reopen <-chan time.Time
+	failures, reopens := 0, 0
+	wasDown := false
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.deadCtx.Done():
+			return
+		case <-s.dirty:
+			if !s.debounce() {
+				return
+			}
+		case <-backstop:
+		case <-retry:
+		case <-s.push.kick:
+			st := s.push.get()
+			backstop = next()
+			switch {
+			case st == pushUp:
+				reopen, reopens = nil, 0
+				if !wasDown {
+					continue
+				}
+				wasDown = false // re-list: changes may have been missed while down
+			case st == pushDown && s.newProtocol():
+				wasDown = true
+				if reopen == nil {
+					reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, reopens))
+				}
+				continue
+			default:
+				wasDown = st == pushDown || st == pushNone
+				continue
+			}
+		case <-reopen:
+			reopen = nil
+			reopens++
+			ctx, cancel := context.WithTimeout(s.ctx, u.cfg.ConnectTimeout)
+			err := s.reopenListen(ctx)
+			cancel()
+			if err != nil {
+				if s.ctx.Err() != nil || s.isDead() {
+					return
+				}
+				u.log.Warn("re-opening the subscriptions/listen stream failed", "error", u.redact(err.Error()), "attempt", reopens)
+				reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, reopens))
+			}
+			continue
+		case reply := <-s.refreshReq:
+			err := s.refresh()
+			reply <- err
+			backstop = next()
+			if err == nil {
+				retry, failures = nil, 0
+			}
+			continue
+		}
+		retry = nil
+		err := s.refresh()
+		backstop = next()
+		if err != nil {
+			if s.ctx.Err() != nil || s.isDead() {
+				return
+			}
+			failures++
+			retry = time.After(backoff(s.u.cfg.BackoffBase, s.u.cfg.BackoffMax, failures))
+			continue
+		}
+		failures = 0
+	}
+}
+
+// debounce waits until marks have been quiet for RefreshDebounce, but no
+// longer than RefreshMaxDelay after the first one. It consumes the marks.
+func (s *session) debounce() bool {
+	quiet := time.NewTimer(s.u.cfg.RefreshDebounce)
+	defer quiet.Stop()
+	deadline := time.NewTimer(s.u.cfg.RefreshMaxDelay)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-s.dirty:
+			quiet.Reset(s.u.cfg.RefreshDebounce)
+		case <-quiet.C:
+			return true
+		case <-deadline.C:
+			return true
+		case <-s.ctx.Done():
+			return false
+		case <-s.deadCtx.Done():
+			return false
+		}
+	}
+}
+
+// listAll lists every page of tools, guarding against a cursor loop.
+func (s *session) listAll(ctx context.Context) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	seen := map[string]bool{}
+	params := &mcp.ListToolsParams{}
+	for {
+		res, err := s.cs.ListTools(ctx, params)
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound && params.Cursor == "" {
+			// An upstream without tools. It is still listed every time: a
+			// server that had no tools at connect (go-sdk then omits the
+			// capability) may add some later.
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, res.Tools...)
+		s.ttl.Store(int64(res.TTLMs))
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("tools/list returned cursor %q twice", res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+}
+
+// refresh lists every page of tools and publishes them. The dirty mark is
+// drained first, so a push that lands during the listing causes exactly one
+// more pass.
+func (s *session) refresh() error {
+	select {
+	case <-s.dirty:
+	default:
+	}
+	u := s.u
+	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
+	defer cancel()
+	began := time.Now()
+	tools, err := s.listAll(ctx)
+	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
+		tools = slices.DeleteFunc(tools, func(t *mcp.Tool) bool { return t == nil || !u.cfg.exposes(t.Name) })
+	}
+	n := 0
+	if err == nil {
+		n, err = u.b.catalog.setServer(u.cfg.Name, u.prefix, tools, true)
+	}
+	now := time.Now()
+	u.mu.Lock()
+	u.status.LastRefreshTime = now
+	u.status.LastRefreshOK = err == nil
+	if err == nil {
+		u.status.RefreshCount++
+		u.status.ToolCount = n
+		u.status.LastListOK = now
+	} else {
+		if ctx.Err() != nil && s.ctx.Err() == nil {
+			err = fmt.Errorf("tools/list timed out after %s", u.cfg.RefreshTimeout)
+		}
+		u.status.LastError = u.redact(err.Error())
+	}
+	u.mu.Unlock()
+	if o := u.b.cfg.Observer; o != nil && s.ctx.Err() == nil {
+		o.RefreshDone(u.cfg.Name, time.Since(began), err)
+	}
+	if err != nil {
+		if isSessionDead(err) {
+			s.markDead(err)
+		}
+		msg := u.redact(err.Error())
+		u.log.Warn("tools/list failed", "error", msg)
+		return fmt.Errorf("tools/list: %s", msg) // redacted: it reaches operators through Refresh
+	}
+	u.log.Debug("tools listed", "tools", n)
+	return nil
+}

@@ -1,0 +1,253 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// session is one live connection to the upstream.
+type session struct {
+	u       *upstream
+	id      int64 // connect number, 1-based
+	cs      *mcp.ClientSession
+	cmd     *exec.Cmd // stdio only
+	started time.Time
+
+	ctx    context.Context // cancelled at teardown
+	cancel context.CancelFunc
+
+	dirty chan struct{} // capacity 1: "the tool list may have changed"
+
+	// deadCtx is cancelled once the session is known dead: in-flight calls
+	// on it fail at once, and nothing new is routed to it.
+	deadCtx    context.Context
+	deadCancel context.CancelCauseFunc
+	// counted is set once the session's death was counted towards the
+	// breaker (or declared not a failure: our own teardown), so one death
+	// seen by the prober, the supervisor and every in-flight call counts
+	// once.
+	counted atomic.Bool
+
+	refreshReq chan chan error // operator refreshes, answered by the refresher
+
+	progress sync.Map // token string -> *progressSink
+	seq      atomic.Uint64
+
+	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
+
+	wg       sync.WaitGroup // refresher and prober
+	waitDone chan struct{}  // closed when the Wait watcher returns
+
+	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)
+
+	push      *pushChannel // how list_changed reaches this session (push.go)
+	listenSeq atomic.Int64 // re-opened subscriptions/listen streams
+}
+
+// markDirty is the whole of the list_changed handler: a non-blocking send.
+// go-sdk runs notification handlers one at a time per session, and Close
+// waits for a running one, so a handler must never block or do I/O.
+func (s *session) markDirty() {
+	select {
+	case s.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// transport is the session's transport kind.
+func (s *session) transport() Transport { return s.u.cfg.Transport }
+
+// listChangedDeclared reports whether the upstream declared that it sends
+// tools/list_changed.
+func (s *session) listChangedDeclared() bool {
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged
+}
+
+// pushless reports a session whose upstream means to push list_changed but
+// whose push channel is down or missing: the refresher then re-lists on a
+// short interval.
+func (s *session) pushless() bool {
+	st := s.push.get()
+	return (st == pushDown || st == pushNone) && s.listChangedDeclared()
+}
+
+// newProtocol reports a session in the stateless era (2026-07-28 or later).
+func (s *session) newProtocol() bool {
+	ir := s.cs.InitializeResult()
+	return ir != nil && ir.ProtocolVersion >= ProtocolStateless
+}
+
+// requestProbe asks the prober for a liveness probe now (non-blocking).
+func (s *session) requestProbe() {
+	select {
+	case s.probeNow <- struct{}{}:
+	default:
+	}
+}
+
+func (s *session) markDead(err error) {
+	if err == nil {
+		err = errors.New("session closed")
+	}
+	s.deadCancel(err)
+}
+
+func (s *session) isDead() bool { return s.deadCtx.Err() != nil }
+
+func (s *session) deadErr() error { return context.Cause(s.deadCtx) }
+
+// Progress is one progress notification for a call.
+type Progress struct {
+	Progress float64
+	Total    float64
+	Message  string
+}
+
+func (s *session) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	tok, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if p, ok := s.progress.Load(tok); ok {
+		p.(*progressSink).deliver(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
+
+func (u *upstream) connect(ctx context.Context) (*session, error) {
+	u.mu.Lock()
+	id := u.status.ConnectCount + 1
+	u.mu.Unlock()
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
+	// One client per session: the handlers close over this session, so a
+	// notification that arrives before Connect returns still finds it.
+	copts := &mcp.ClientOptions{
+		Capabilities:                &mcp.ClientCapabilities{},
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.markDirty() },
+		ProgressNotificationHandler: s.onProgress,
+		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
+	}
+	if u.cfg.Elicitation != "" {
+		copts.ElicitationHandler = u.elicit
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, copts)
+	fail := func(err error) (*session, error) {
+		s.killGroup()
+		s.cancel()
+		s.deadCancel(err)
+		return nil, err
+	}
+	t, err := u.newTransport(s)
+	if err != nil {
+		return fail(err)
+	}
+	pv := u.cfg.ProtocolVersion
+	if pv == ProtocolAuto {
+		pv = DefaultProtocolVersion
+		if u.preferLatest.Load() {
+			pv = ProtocolLatest
+		}
+	}
+	var opts *mcp.ClientSessionOptions
+	if pv != ProtocolLatest {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: pv}
+	}
+	// Connect gets the session's own context, not one that ends when Connect
+	// returns: go-sdk's legacy SSE client binds its event stream to the
+	// Connect context, so a connect-timeout context would close the stream
+	// the moment the session is up. The timeout is a timer that ends the
+	// session context only while Connect is still running.
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(u.cfg.ConnectTimeout, func() {
+		timedOut.Store(true)
+		s.cancel()
+	})
+	cs, err := client.Connect(s.ctx, t, opts)
+	if !timer.Stop() && err == nil {
+		// The timer fired as Connect returned: the session context is gone.
+		_ = cs.Close()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		if ctx.Err() == nil && timedOut.Load() {
+			err = fmt.Errorf("connect: timed out after %s", u.cfg.ConnectTimeout)
+		} else {
+			err = fmt.Errorf("connect: %w", err)
+		}
+		return fail(err)
+	}
+	s.cs = cs
+	s.started = time.Now()
+	switch {
+	case s.newProtocol():
+		if s.push.get() == pushUnknown {
+			// go-sdk opens subscriptions/listen in Connect only for an
+			// upstream that declares tools.listChanged.
+			s.push.set(pushNone, "the upstream declares no tools/list_changed")
+		}
+	case s.transport() != TransportStreamableHTTP:
+		s.push.set(pushUp, "") // the session's own stream carries pushes
+	case s.push.get() == pushNone && pv == DefaultProtocolVersion && u.cfg.ProtocolVersion == ProtocolAuto && !u.preferLatest.Load():
+		// A stateless server: under 2025-11-25 its pushes have no way to
+		// reach us. Connect again in the newest protocol, where they ride
+		// subscriptions/listen (once: preferLatest sticks).
+		u.preferLatest.Store(true)
+		u.log.Info("upstream offers no standalone GET stream (stateless); connecting again with the newest protocol so list_changed can reach toolsvc")
+		s.cancel()
+		s.deadCancel(errors.New("replaced by a newer-protocol session"))
+		_ = cs.Close()
+		return u.connect(ctx)
+	}
+	go func() {
+		// Owned by the session: it ends when Close (closeSession) closes
+		// the connection. closeSession waits for it up to a second; past
+		// that it is abandoned together with a hung Close (it then only
+		// marks an already-dead session dead).
+		defer close(s.waitDone)
+		err := cs.Wait()
+		if err == nil {
+			err = errors.New("session closed by the upstream")
+		}
+		s.markDead(err)
+	}()
+	u.mu.Lock()
+	u.status.ConnectCount = id
+	u.status.ConnectedTime = s.started
+	u.status.NextConnectTime = time.Time{}
+	if ir := cs.InitializeResult(); ir != nil {
+		u.status.ProtocolVersion = ir.ProtocolVersion
+	}
+	u.breaker.reconnected()
+	u.mu.Unlock()
+	u.log.Info("upstream connected", "session", id, "protocol", u.status.ProtocolVersion)
+	return s, nil
+}
+
+// elicit answers elicitation/create by the server's policy: never by asking
+// anyone (it runs on the session's request path and must not block).
+func (u *upstream) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	if u.cfg.Elicitation != ElicitDefaults || req.Params == nil || req.Params.Mode == "url" {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	schema, _ := asObject(req.Params.RequestedSchema)
+	props, _ := schema["properties"].(map[string]any)
+	content := map[string]any{}
+	for name, p := range props {
+		if pm, ok := p.(map[string]any); ok {
+			if d, ok := pm["default"]; ok {
+				content[name] = d
+			}
+		}
+	}
+	u.log.Info("elicitation answered with schema defaults", "fields", len(content))
+	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+}
