@@ -20,6 +20,8 @@ type oauthJSON struct {
 	RefreshToken string   `json:"refreshToken"`
 	Resource     string   `json:"resource"`
 	AuthMethod   string   `json:"authMethod"`
+	PrivateKey   string   `json:"privateKey"`
+	SigningAlg   string   `json:"signingAlg"`
 }
 
 // ParseOAuth decodes a server's "oauth" object (its ${ENV} and ${file:…}
@@ -33,7 +35,7 @@ func ParseOAuth(raw []byte) (*mcpbridge.OAuthConfig, error) {
 	if err := dec.Decode(&o); err != nil {
 		msg := cleanJSONError(err)
 		if k, ok := strings.CutPrefix(msg, "unknown field "); ok {
-			return nil, fmt.Errorf("unknown key %s (want grant, clientId, clientSecret, scopes, tokenUrl, refreshToken, resource, authMethod)", k)
+			return nil, fmt.Errorf("unknown key %s (want grant, clientId, clientSecret, scopes, tokenUrl, refreshToken, resource, authMethod, privateKey, signingAlg)", k)
 		}
 		return nil, fmt.Errorf("want an object: %s", msg)
 	}
@@ -49,13 +51,14 @@ func ParseOAuth(raw []byte) (*mcpbridge.OAuthConfig, error) {
 	// The rules (which fields each grant needs, URL forms) are
 	// mcpbridge's: ServerConfig.Problems reports them with the others.
 	return &mcpbridge.OAuthConfig{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
-		TokenURL: o.TokenURL, RefreshToken: o.RefreshToken, Resource: o.Resource, AuthMethod: o.AuthMethod}, nil
+		TokenURL: o.TokenURL, RefreshToken: o.RefreshToken, Resource: o.Resource, AuthMethod: o.AuthMethod,
+		PrivateKey: o.PrivateKey, SigningAlg: o.SigningAlg}, nil
 }
 
 // oauthSecrets are the values of c to redact wherever they might appear.
 func oauthSecrets(c *mcpbridge.OAuthConfig) []string {
 	var out []string
-	for _, s := range []string{c.ClientSecret, c.RefreshToken} {
+	for _, s := range []string{c.ClientSecret, c.RefreshToken, c.PrivateKey} {
 		if len(s) >= 4 {
 			out = append(out, s)
 		}

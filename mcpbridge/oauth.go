@@ -2,6 +2,12 @@ package mcpbridge
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -34,10 +41,14 @@ const (
 
 // Token endpoint client authentication methods (OAuthConfig.AuthMethod).
 const (
-	OAuthAuthBasic = "client_secret_basic"
-	OAuthAuthPost  = "client_secret_post"
-	OAuthAuthNone  = "none"
+	OAuthAuthBasic      = "client_secret_basic"
+	OAuthAuthPost       = "client_secret_post"
+	OAuthAuthNone       = "none"
+	OAuthAuthPrivateKey = "private_key_jwt" // RFC 7523 client assertion signed with PrivateKey
 )
+
+// clientAssertionType is RFC 7523's client_assertion_type.
+const clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 // DefaultAuthRetry is how long an upstream that rejected toolsvc's
 // credentials (HTTP 401/403, or a failed token request) waits before the
@@ -68,8 +79,15 @@ type OAuthConfig struct {
 	Resource string
 	// AuthMethod is the token endpoint client authentication; empty: chosen
 	// from the authorization server's metadata (basic when it says
-	// nothing, none for a client without a secret).
+	// nothing, none for a client without a secret, private_key_jwt with a
+	// PrivateKey).
 	AuthMethod string
+	// PrivateKey (PEM: PKCS#8, EC or RSA) signs RFC 7523 client assertions
+	// for private_key_jwt; SigningAlg is ES256/ES384/ES512/RS256/PS256…
+	// (empty: ES256 for P-256, ES384 for P-384, ES512 for P-521, RS256 for
+	// RSA).
+	PrivateKey string
+	SigningAlg string
 }
 
 // secrets are the values to redact.
@@ -78,7 +96,7 @@ func (c *OAuthConfig) secrets() []string {
 		return nil
 	}
 	var out []string
-	for _, s := range []string{c.ClientSecret, c.RefreshToken} {
+	for _, s := range []string{c.ClientSecret, c.RefreshToken, c.PrivateKey} {
 		if len(s) >= 4 {
 			out = append(out, s)
 		}
@@ -120,10 +138,11 @@ func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
 			}
 		}
 	}
+	method := c.method()
 	switch c.Grant {
 	case OAuthClientCredentials:
-		if c.ClientSecret == "" && c.AuthMethod != OAuthAuthNone {
-			add("clientSecret", "required for the client_credentials grant")
+		if c.ClientSecret == "" && method != OAuthAuthNone && method != OAuthAuthPrivateKey {
+			add("clientSecret", "required for the client_credentials grant (or privateKey for private_key_jwt)")
 		}
 		if c.RefreshToken != "" {
 			add("refreshToken", "only for the refresh_token grant")
@@ -139,9 +158,23 @@ func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
 		add("clientId", "required")
 	}
 	switch c.AuthMethod {
-	case "", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone:
+	case "", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone, OAuthAuthPrivateKey:
 	default:
-		add("authMethod", "want %q, %q or %q, got %q", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone, c.AuthMethod)
+		add("authMethod", "want %q, %q, %q or %q, got %q", OAuthAuthBasic, OAuthAuthPost, OAuthAuthPrivateKey, OAuthAuthNone, c.AuthMethod)
+	}
+	if method == OAuthAuthPrivateKey {
+		switch {
+		case c.PrivateKey == "":
+			add("privateKey", "required for private_key_jwt (a PEM key, e.g. \"${file:/path/key.pem}\")")
+		case c.ClientSecret != "":
+			add("clientSecret", "not with private_key_jwt (the assertion authenticates the client)")
+		default:
+			if _, _, err := assertionSigner(c.PrivateKey, c.SigningAlg); err != nil {
+				add("privateKey", "%v", err)
+			}
+		}
+	} else if c.PrivateKey != "" {
+		add("privateKey", "only for authMethod private_key_jwt")
 	}
 	for i, s := range c.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
@@ -214,6 +247,7 @@ type oauthHandler struct {
 
 	mu        sync.Mutex
 	tokenURL  string
+	issuer    string // from discovery: the audience of client assertions
 	authStyle oauth2.AuthStyle
 	scopes    []string
 	resource  string
@@ -312,6 +346,7 @@ func (h *oauthHandler) discoverLocked(ctx context.Context, challenges []oauthex.
 		return fmt.Errorf("oauth: authorization server %s does not offer the client_credentials grant (it offers %s)", issuer, strings.Join(asm.GrantTypesSupported, ", "))
 	}
 	h.tokenURL = asm.TokenEndpoint
+	h.issuer = asm.Issuer
 	h.authStyle = authStyleFor(h.cfg, asm.TokenEndpointAuthMethodsSupported)
 	if h.resource == "" {
 		h.resource = prm.Resource
@@ -372,9 +407,25 @@ func (h *oauthHandler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 	if h.tokenURL == "" {
 		return nil, errors.New("oauth: token endpoint not known yet")
 	}
-	client := h.client
+	// x/oauth2 has no hook for extra parameters on refresh requests: the
+	// resource indicator and a fresh client assertion go in through the
+	// token request's transport.
+	extra := url.Values{}
 	if h.resource != "" {
-		client = &http.Client{Transport: &resourceParam{base: orDefaultTransport(h.client.Transport), tokenURL: h.tokenURL, resource: h.resource}}
+		extra.Set("resource", h.resource)
+	}
+	if h.cfg.method() == OAuthAuthPrivateKey {
+		a, err := h.clientAssertion()
+		if err != nil {
+			h.failed = err.Error()
+			return nil, err
+		}
+		extra.Set("client_assertion_type", clientAssertionType)
+		extra.Set("client_assertion", a)
+	}
+	client := h.client
+	if len(extra) > 0 {
+		client = &http.Client{Transport: &formParams{base: orDefaultTransport(h.client.Transport), tokenURL: h.tokenURL, extra: extra}}
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
 	var tok *oauth2.Token
@@ -436,15 +487,29 @@ func tokenErrorText(err error) string {
 	return err.Error()
 }
 
-// authStyleFor picks the token endpoint authentication: the configured one,
-// else none for a client without a secret, else what the server supports
-// (basic preferred: RFC 8414's default and the one every server accepts).
+// method is the configured token endpoint authentication, or what the
+// configuration implies: private_key_jwt with a key, none without a
+// secret; "" leaves it to the server's metadata.
+func (c *OAuthConfig) method() string {
+	switch {
+	case c.AuthMethod != "":
+		return c.AuthMethod
+	case c.PrivateKey != "":
+		return OAuthAuthPrivateKey
+	case c.ClientSecret == "":
+		return OAuthAuthNone
+	}
+	return ""
+}
+
+// authStyleFor picks the token endpoint authentication: the configured (or
+// implied) one, else what the server supports (basic preferred: RFC 8414's
+// default and the one every server accepts). private_key_jwt and none send
+// client_id in the form.
 func authStyleFor(cfg OAuthConfig, supported []string) oauth2.AuthStyle {
-	method := cfg.AuthMethod
+	method := cfg.method()
 	if method == "" {
 		switch {
-		case cfg.ClientSecret == "":
-			method = OAuthAuthNone
 		case len(supported) == 0 || slices.Contains(supported, OAuthAuthBasic):
 			method = OAuthAuthBasic
 		case slices.Contains(supported, OAuthAuthPost):
@@ -468,15 +533,15 @@ func challengeScopes(cs []oauthex.Challenge) []string {
 	return nil
 }
 
-// resourceParam adds the RFC 8707 resource parameter to token requests
-// (x/oauth2 has no hook for it on refresh requests).
-type resourceParam struct {
+// formParams adds parameters (the RFC 8707 resource, an RFC 7523 client
+// assertion) to token requests that do not carry them already.
+type formParams struct {
 	base     http.RoundTripper
 	tokenURL string
-	resource string
+	extra    url.Values
 }
 
-func (t *resourceParam) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t *formParams) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodPost || r.URL.String() != t.tokenURL || r.Body == nil {
 		return t.base.RoundTrip(r)
 	}
@@ -489,8 +554,10 @@ func (t *resourceParam) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if form.Get("resource") == "" {
-		form.Set("resource", t.resource)
+	for k, vs := range t.extra {
+		if form.Get(k) == "" {
+			form[k] = vs
+		}
 	}
 	enc := form.Encode()
 	r = r.Clone(r.Context())
@@ -608,4 +675,73 @@ func (u *upstream) authHold(err error, delay time.Duration, msg string) (time.Du
 	}
 	msg = fmt.Sprintf("authentication failed (%s; %s; next attempt in %s or on ReconnectServer): %s", why, hint, u.cfg.AuthRetry, msg)
 	return max(delay, u.cfg.AuthRetry), msg
+}
+
+// clientAssertion is a fresh RFC 7523 client assertion: iss and sub the
+// client id, aud the authorization server's issuer (the token endpoint if
+// it was configured rather than discovered), a minute's validity, a unique
+// jti.
+func (h *oauthHandler) clientAssertion() (string, error) {
+	method, key, err := assertionSigner(h.cfg.PrivateKey, h.cfg.SigningAlg)
+	if err != nil {
+		return "", fmt.Errorf("oauth: privateKey: %w", err)
+	}
+	aud := h.issuer
+	if aud == "" {
+		aud = h.tokenURL
+	}
+	var jti [16]byte
+	_, _ = rand.Read(jti[:])
+	now := time.Now()
+	claims := jwt.RegisteredClaims{Issuer: h.cfg.ClientID, Subject: h.cfg.ClientID, Audience: jwt.ClaimStrings{aud},
+		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Minute)), ID: hex.EncodeToString(jti[:])}
+	return jwt.NewWithClaims(method, claims).SignedString(key)
+}
+
+// assertionSigner parses a PEM private key (PKCS#8, SEC 1 EC or PKCS#1
+// RSA) and picks the signing method: alg if given (it must suit the key),
+// else ES256/ES384/ES512 by curve or RS256.
+func assertionSigner(pemKey, alg string) (jwt.SigningMethod, any, error) {
+	block, _ := pem.Decode([]byte(pemKey))
+	if block == nil {
+		return nil, nil, errors.New("not a PEM private key")
+	}
+	var key any
+	var err error
+	switch block.Type {
+	case "EC PRIVATE KEY":
+		key, err = x509.ParseECPrivateKey(block.Bytes)
+	case "RSA PRIVATE KEY":
+		key, err = x509.ParsePKCS1PrivateKey(block.Bytes)
+	default:
+		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("PEM block %q: %v", block.Type, err)
+	}
+	def := ""
+	switch k := key.(type) {
+	case *ecdsa.PrivateKey:
+		def = map[string]string{"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}[k.Curve.Params().Name]
+	case *rsa.PrivateKey:
+		def = "RS256"
+	default:
+		return nil, nil, fmt.Errorf("a %T key: want EC or RSA", key)
+	}
+	if alg == "" {
+		alg = def
+	}
+	m := jwt.GetSigningMethod(alg)
+	ok := false
+	switch m.(type) {
+	case *jwt.SigningMethodECDSA:
+		_, isEC := key.(*ecdsa.PrivateKey)
+		ok = isEC && alg == def
+	case *jwt.SigningMethodRSA, *jwt.SigningMethodRSAPSS:
+		_, ok = key.(*rsa.PrivateKey)
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("signingAlg %q does not suit the key (want e.g. %s)", alg, def)
+	}
+	return m, key, nil
 }

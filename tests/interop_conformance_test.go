@@ -31,6 +31,8 @@ func TestInteropConformanceClient(t *testing.T) {
 		cmd.Env = append(os.Environ(), "NO_COLOR=1")
 		out, err := cmd.CombinedOutput()
 		files, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+		nested, _ := filepath.Glob(filepath.Join(dir, "*", "*", "checks.json")) // auth/NAME-TIME
+		files = append(files, nested...)
 		if len(files) != 1 {
 			t.Fatalf("conformance %s: want one checks.json, found %v (exit %v); output:\n%s", scenario, files, err, out)
 		}
@@ -69,6 +71,18 @@ func TestInteropConformanceClient(t *testing.T) {
 		// (elicitation policy "defaults") must accept with exactly those.
 		{"elicitation-sep1034-client-defaults", []string{"client-elicitation-sep1034-string-default", "client-elicitation-sep1034-integer-default",
 			"client-elicitation-sep1034-number-default", "client-elicitation-sep1034-enum-default", "client-elicitation-sep1034-boolean-default"}, nil},
+		// Upstream OAuth, the scenarios a headless client can pass (the
+		// others need a user at a browser: docs/security.md lists each).
+		// Client credentials with client_secret_basic, and with an RFC 7523
+		// private_key_jwt assertion: discovery (RFC 9728 path-based
+		// metadata, RFC 8414), token request, bearer token on every request.
+		{"auth/client-credentials-basic", []string{"prm-pathbased-requested", "authorization-server-metadata", "token-request",
+			"client-credentials-basic-auth", "valid-bearer-token"}, nil},
+		{"auth/client-credentials-jwt", []string{"prm-pathbased-requested", "authorization-server-metadata", "token-request",
+			"client-credentials-jwt-verified", "valid-bearer-token"}, nil},
+		// Metadata whose resource is not the server's URL: the client must
+		// not use it.
+		{"auth/resource-mismatch", []string{"resource-mismatch-rejected"}, nil},
 	} {
 		t.Run(sc.scenario, func(t *testing.T) {
 			checks, out, err := run(t, sc.scenario)

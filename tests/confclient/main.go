@@ -42,7 +42,11 @@ func main() {
 func run(url string, verbose bool) error {
 	// elicitation "defaults": answer elicitation/create with the schema's
 	// defaults, the policy an operator picks for such an upstream.
-	file, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"conformance": map[string]any{"url": url, "elicitation": "defaults"}}})
+	server := map[string]any{"url": url, "elicitation": "defaults"}
+	if o := oauthFromContext(); o != nil {
+		server["oauth"] = o
+	}
+	file, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"conformance": server}})
 	c, err := config.Parse("conformance.json", file)
 	if err != nil {
 		return err
@@ -85,6 +89,34 @@ func run(url string, verbose bool) error {
 		return fmt.Errorf("%d calls failed", failed)
 	}
 	return nil
+}
+
+// oauthFromContext turns the credentials an auth scenario hands its client
+// (MCP_CONFORMANCE_CONTEXT) into the server's "oauth" settings, as an
+// operator would write them: a client id with a secret or a private key
+// is the client_credentials grant. Scenarios that hand out nothing need
+// an interactive authorization (or dynamic registration), which a
+// headless gateway does not do: no oauth then.
+func oauthFromContext() map[string]any {
+	var c struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+		PrivateKey   string `json:"private_key_pem"`
+		SigningAlg   string `json:"signing_algorithm"`
+	}
+	if err := json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c); err != nil || c.ClientID == "" {
+		return nil
+	}
+	o := map[string]any{"grant": "client_credentials", "clientId": c.ClientID}
+	switch {
+	case c.ClientSecret != "":
+		o["clientSecret"] = c.ClientSecret
+	case c.PrivateKey != "":
+		o["privateKey"], o["signingAlg"] = c.PrivateKey, c.SigningAlg
+	default:
+		return nil
+	}
+	return o
 }
 
 // argsFor makes an arguments object for a schema: each property's default
