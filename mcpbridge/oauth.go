@@ -141,7 +141,7 @@ func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
 	method := c.method()
 	switch c.Grant {
 	case OAuthClientCredentials:
-		if c.ClientSecret == "" && method != OAuthAuthNone && method != OAuthAuthPrivateKey {
+		if c.ClientSecret == "" && c.PrivateKey == "" && c.AuthMethod != OAuthAuthNone && c.AuthMethod != OAuthAuthPrivateKey {
 			add("clientSecret", "required for the client_credentials grant (or privateKey for private_key_jwt)")
 		}
 		if c.RefreshToken != "" {

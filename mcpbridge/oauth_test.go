@@ -2,7 +2,12 @@ package mcpbridge
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 func TestOAuthConfigValidate(t *testing.T) {
@@ -27,7 +34,11 @@ func TestOAuthConfigValidate(t *testing.T) {
 		{"client credentials without secret", func(c *OAuthConfig) { c.ClientSecret = "" }, "clientSecret: "},
 		{"refresh token missing", func(c *OAuthConfig) { c.Grant = OAuthRefreshToken }, "refreshToken: "},
 		{"refresh token with client credentials", func(c *OAuthConfig) { c.RefreshToken = "r" }, "refreshToken: "},
-		{"bad auth method", func(c *OAuthConfig) { c.AuthMethod = "private_key_jwt" }, "authMethod: "},
+		{"bad auth method", func(c *OAuthConfig) { c.AuthMethod = "tls_client_auth" }, "authMethod: "},
+		{"private_key_jwt without key", func(c *OAuthConfig) { c.AuthMethod, c.ClientSecret = OAuthAuthPrivateKey, "" }, "privateKey: required"},
+		{"private_key_jwt with a secret", func(c *OAuthConfig) { c.AuthMethod, c.PrivateKey = OAuthAuthPrivateKey, "k" }, "clientSecret: not with"},
+		{"garbage key", func(c *OAuthConfig) { c.ClientSecret, c.PrivateKey = "", "not pem" }, "privateKey: not a PEM"},
+		{"key without private_key_jwt", func(c *OAuthConfig) { c.AuthMethod, c.PrivateKey = OAuthAuthBasic, "k" }, "privateKey: only for"},
 		{"relative token URL", func(c *OAuthConfig) { c.TokenURL = "/token" }, "tokenUrl: "},
 		{"plain http token URL", func(c *OAuthConfig) { c.TokenURL = "http://idp.example.com/token" }, "tokenUrl: want https"},
 		{"loopback http token URL", func(c *OAuthConfig) { c.TokenURL = "http://127.0.0.1:9/token" }, ""},
@@ -189,5 +200,40 @@ func TestOAuthTokenEndpointRefusal(t *testing.T) {
 	}
 	if h.tokenFailure() == "" {
 		t.Error("the failure is not remembered")
+	}
+}
+
+// TestOAuthPrivateKeyJWT: with a private key, each token request carries a
+// fresh RFC 7523 assertion (iss = sub = client id, aud = the token endpoint
+// when it was configured, a unique jti) signed with the key, and no secret.
+func TestOAuthPrivateKeyJWT(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	e := &tokenEndpoint{expiresIn: 10} // inside the early window: every Token() is a request
+	h, _ := newTestHandler(t, OAuthConfig{Grant: OAuthClientCredentials, ClientID: "svc", PrivateKey: pemKey}, e)
+	for range 2 {
+		if _, err := h.Token(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jtis := map[string]bool{}
+	for i, f := range e.forms {
+		if f["client_assertion_type"] != clientAssertionType || f["client_id"] != "svc" || f["client_secret"] != "" || e.basic[i] != "" {
+			t.Fatalf("request %d form = %v (basic %q)", i, f, e.basic[i])
+		}
+		claims := &jwt.RegisteredClaims{}
+		if _, err := jwt.ParseWithClaims(f["client_assertion"], claims, func(*jwt.Token) (any, error) { return &key.PublicKey, nil },
+			jwt.WithValidMethods([]string{"ES256"}), jwt.WithIssuer("svc"), jwt.WithSubject("svc"), jwt.WithAudience(h.tokenURL),
+			jwt.WithExpirationRequired()); err != nil {
+			t.Fatalf("assertion %d: %v", i, err)
+		}
+		jtis[claims.ID] = true
+	}
+	if len(jtis) != 2 {
+		t.Errorf("jti values %v: want a fresh one per request", jtis)
 	}
 }
