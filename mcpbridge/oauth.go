@@ -130,7 +130,7 @@ func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
 	}
 	if sc != nil {
 		if sc.Transport != TransportStreamableHTTP && sc.NewTransport == nil {
-			add("", "only for streamable HTTP servers (\"url\", not \"type\": \"sse\"; go-sdk's SSE client has no OAuth hook)")
+			add("", "only for streamable HTTP servers (not stdio, and not \"type\": \"sse\": go-sdk's SSE client has no OAuth hook)")
 		}
 		for h := range sc.Headers {
 			if strings.EqualFold(h, "Authorization") {
