@@ -238,3 +238,49 @@ func TestUpstreamAuthRejected(t *testing.T) {
 		t.Error("the refresh token appears in the log")
 	}
 }
+
+// TestOAuthLoginProvisionsServe is the operator's whole refresh_token story:
+// `toolsvc oauth login` against the authorization server (authorization
+// code with PKCE, the "browser" approving at once, redirect to toolsvc's
+// loopback listener) prints the server's oauth settings with a refresh
+// token; `toolsvc serve` with exactly those settings reaches the upstream.
+func TestOAuthLoginProvisionsServe(t *testing.T) {
+	up := startOAuthUpstream(t)
+	browser, err := oauthUpstreamBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin.toolsvc, "oauth", "login", "--client-id", up.ClientID, "--browser", browser+" -follow", up.URL)
+	cmd.Env = append(os.Environ(), "TOOLSVC_OAUTH_CLIENT_SECRET="+up.ClientSecret)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oauth login: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		OAuth map[string]string `json:"oauth"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("oauth login printed %q: %v", out, err)
+	}
+	o := got.OAuth
+	if o["grant"] != "refresh_token" || o["clientId"] != up.ClientID || o["refreshToken"] == "" || o["authMethod"] != "client_secret_post" {
+		t.Fatalf("oauth login printed %v", o)
+	}
+	if !strings.Contains(stderr.String(), "code_challenge_method=S256") || !strings.Contains(stderr.String(), "listed 2 tools") {
+		t.Errorf("oauth login's output lacks the PKCE authorization URL or the tool count:\n%s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), o["refreshToken"]) {
+		t.Error("the refresh token went to stderr as well as to the settings on stdout")
+	}
+	p := startToolsvcEnv(t, fmt.Sprintf(`{"mcpServers": {"prot": {"url": %q, "pingInterval": "1h",
+		"oauth": {"grant": "refresh_token", "clientId": %q, "clientSecret": "${S}", "refreshToken": "${R}", "authMethod": %q}}}}`,
+		up.URL, o["clientId"], o["authMethod"]), []string{"S=" + o["clientSecret"], "R=" + o["refreshToken"]})
+	res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "prot__echo", ArgumentsJson: `{"text": "provisioned"}`})
+	if err != nil || resultText(res) != "provisioned" {
+		t.Fatalf("call with the provisioned refresh token = %v, %v", res, err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"time"
@@ -28,10 +29,19 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "log the bridge at debug level")
+	login := flag.Bool("login", false, "run toolsvc's interactive OAuth login (mcpbridge.Login, as `toolsvc oauth login` does) instead of the bridge")
+	cimd := flag.String("client-metadata-url", "", "with -login: the client ID metadata document URL")
 	flag.Parse()
 	if flag.NArg() < 1 {
 		fmt.Fprintln(os.Stderr, "usage: confclient [-v] URL")
 		os.Exit(2)
+	}
+	if *login {
+		if err := runLogin(flag.Arg(flag.NArg()-1), *cimd); err != nil {
+			fmt.Fprintln(os.Stderr, "confclient:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(flag.Arg(flag.NArg()-1), *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "confclient:", err)
@@ -88,6 +98,37 @@ func run(url string, verbose bool) error {
 	if failed > 0 {
 		return fmt.Errorf("%d calls failed", failed)
 	}
+	return nil
+}
+
+// runLogin is `toolsvc oauth login` with the scenario's pre-registered
+// client, if it hands one out, and a user agent that approves at once: it
+// fetches the authorization URL and follows the redirects, as a browser
+// would after the user clicked "allow", to toolsvc's loopback redirect URI.
+func runLogin(url, cimd string) error {
+	var c struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := mcpbridge.Login(ctx, mcpbridge.LoginOptions{URL: url, ClientID: c.ClientID, ClientSecret: c.ClientSecret, ClientMetadataURL: cimd,
+		Open: func(authURL string) error {
+			go func() {
+				resp, err := http.Get(authURL)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "user agent:", err)
+					return
+				}
+				resp.Body.Close()
+			}()
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("logged in as client %s: %d tools, refresh token issued: %v\n", res.OAuth.ClientID, res.Tools, res.OAuth.RefreshToken != "")
 	return nil
 }
 

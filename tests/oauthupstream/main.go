@@ -10,6 +10,10 @@
 // and prints one JSON line on stdout: the MCP URL, the issuer, the client's
 // id and secret, the refresh token, and the admin URL.
 //
+// With -follow URL it is instead the user's browser for a login test:
+// it fetches URL and follows the redirects (the authorization server
+// approves at once) to the client's redirect URI.
+//
 // Admin endpoints (not protected): POST /admin/revoke makes the resource
 // server refuse every access token issued so far (it returns once a token
 // issued from now on would be accepted); GET /admin/stats returns the
@@ -54,9 +58,21 @@ type stats struct {
 
 func main() {
 	accessTTL := flag.Duration("access-ttl", 10*time.Minute, "lifetime of access tokens")
+	follow := flag.Bool("follow", false, "act as the user's browser instead: GET the URL argument, follow its redirects, exit")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("oauthupstream: ")
+	if *follow {
+		// The user who approves at once: the authorization server
+		// redirects to the client's loopback redirect URI, which this GET
+		// reaches like a browser would.
+		resp, err := http.Get(flag.Arg(0))
+		if err != nil {
+			log.Fatal(err)
+		}
+		resp.Body.Close()
+		return
+	}
 
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
