@@ -64,19 +64,23 @@ func (s *session) markDirty() {
 // transport is the session's transport kind.
 func (s *session) transport() Transport { return s.u.cfg.Transport }
 
-// listChangedDeclared reports whether the upstream declared that it sends
-// tools/list_changed.
-func (s *session) listChangedDeclared() bool {
-	ir := s.cs.InitializeResult()
-	return ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil && ir.Capabilities.Tools.ListChanged
-}
-
 // pushless reports a session whose upstream means to push list_changed but
 // whose push channel is down or missing: the refresher then re-lists on a
 // short interval.
+//
+// A lost channel always counts. A missing one counts before 2026-07-28
+// (an HTTP upstream that is stateless: list_changed is part of every era,
+// and the Python SDK sends it while declaring listChanged false); from
+// 2026-07-28 on, go-sdk opens no listen stream only when the upstream
+// declares no list_changed, so there is nothing to wait for.
 func (s *session) pushless() bool {
-	st := s.push.get()
-	return (st == pushDown || st == pushNone) && s.listChangedDeclared()
+	switch s.push.get() {
+	case pushDown:
+		return true
+	case pushNone:
+		return !s.newProtocol()
+	}
+	return false
 }
 
 // newProtocol reports a session in the stateless era (2026-07-28 or later).
@@ -196,10 +200,16 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 		}
 	case s.transport() != TransportStreamableHTTP:
 		s.push.set(pushUp, "") // the session's own stream carries pushes
-	case s.push.get() == pushNone && pv == DefaultProtocolVersion && u.cfg.ProtocolVersion == ProtocolAuto && !u.preferLatest.Load():
-		// A stateless server: under 2025-11-25 its pushes have no way to
-		// reach us. Connect again in the newest protocol, where they ride
-		// subscriptions/listen (once: preferLatest sticks).
+	case cs.ID() == "" && s.push.get() != pushNone && (pv != DefaultProtocolVersion || u.cfg.ProtocolVersion != ProtocolAuto || u.preferLatest.Load()):
+		// Stateless, and staying in this protocol: whatever GET stream it
+		// keeps open belongs to no session, so nothing pushed reaches it.
+		s.push.set(pushNone, "a stateless server (no Mcp-Session-Id): no push channel before 2026-07-28")
+	case (s.push.get() == pushNone || cs.ID() == "") && pv == DefaultProtocolVersion && u.cfg.ProtocolVersion == ProtocolAuto && !u.preferLatest.Load():
+		// A stateless server: it refused the standalone GET stream (go-sdk,
+		// TypeScript) or gave no Mcp-Session-Id (the Python SDK holds an
+		// empty GET stream open). Under 2025-11-25 its pushes have no way
+		// to reach us: connect again in the newest protocol, where they
+		// ride subscriptions/listen (once: preferLatest sticks).
 		u.preferLatest.Store(true)
 		u.log.Info("upstream offers no standalone GET stream (stateless); connecting again with the newest protocol so list_changed can reach toolsvc")
 		s.cancel()

@@ -26,6 +26,10 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 
+# Race-built binaries (test binaries, and the toolsvc the e2e tests build)
+# otherwise sleep 1 s at exit (TSan's atexit_sleep_ms).
+export GORACE="${GORACE:-} atexit_sleep_ms=0"
+
 if [[ $# -gt 0 ]]; then
   go test -race -count=1 "$@"
 else

@@ -40,6 +40,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The race runtime sleeps a second before a race-built process exits
+	// (TSan's atexit_sleep_ms, 1000 by default): every toolsvc stopped, and
+	// its race-built demo child, would add it. Children inherit this.
+	if !strings.Contains(os.Getenv("GORACE"), "atexit_sleep_ms") {
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
 	dir, err := os.MkdirTemp("", "toolsvc-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -4,6 +4,8 @@
 //
 //   node runtime_server.mjs stdio
 //   node runtime_server.mjs http [PORT]   (127.0.0.1, PORT 0 = any; prints "URL http://127.0.0.1:PORT/mcp")
+//   node runtime_server.mjs http-stateless [PORT]   (streamable HTTP without sessions: a Server per request)
+//   node runtime_server.mjs sse [PORT]    (legacy HTTP+SSE; prints "URL http://127.0.0.1:PORT/sse")
 //
 // Tools (the tool set is global to the process):
 //   echo{text}
@@ -16,11 +18,17 @@
 //   sleep{ms}               waits ms, honouring cancellation (extra.signal); every call is recorded;
 //                           with a progress token, reports progress 1..4 of 4 along the way.
 //   stats{}                 {"sleeps": [{ms, elapsed_ms, cancelled, reason}], "get_streams": open standalone GET streams}
+//   wait_cancel{id, ms}     waits ms or until cancelled; with $MATRIX_DIR set, records <id>.started, then
+//                           <id>.cancelled or <id>.finished there ("<pid> <unix nanos>", written atomically),
+//                           which tests read directly (the interop matrix, tests/matrix_test.go).
 import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
 import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const obj = (props = {}, required = []) => ({ type: "object", properties: props, required });
@@ -31,6 +39,8 @@ const base = [
   { name: "remove_tool", description: "Remove a registered tool and announce it.", inputSchema: obj({ name: { type: "string" }, via }, ["name"]) },
   { name: "sleep", description: "Sleep ms milliseconds; stops when the call is cancelled.", inputSchema: obj({ ms: { type: "integer" } }, ["ms"]) },
   { name: "stats", description: "Recorded sleeps and open standalone streams.", inputSchema: obj() },
+  { name: "wait_cancel", description: "Wait ms or until cancelled; record which in $MATRIX_DIR.",
+    inputSchema: obj({ id: { type: "string" }, ms: { type: "integer" } }, ["id", "ms"]) },
 ];
 const added = new Map(); // name -> tool
 const sleeps = [];
@@ -60,6 +70,8 @@ function newServer() {
       }
       case "sleep":
         return sleep(Number(args.ms), extra.signal, req.params._meta?.progressToken, extra);
+      case "wait_cancel":
+        return waitCancel(String(args.id), Number(args.ms), extra.signal);
       case "stats":
         return { ...text(JSON.stringify({ sleeps, get_streams: getStreams })), structuredContent: { sleeps, get_streams: getStreams } };
     }
@@ -111,6 +123,44 @@ function sleep(ms, signal, progressToken, extra) {
   });
 }
 
+function record(id, event) {
+  const dir = process.env.MATRIX_DIR;
+  if (!dir || !id || id.includes("/")) return;
+  const final = path.join(dir, `${id}.${event}`);
+  fs.writeFileSync(final + ".tmp", `${process.pid} ${process.hrtime.bigint() - hrBase + epochBase}\n`);
+  fs.renameSync(final + ".tmp", final);
+}
+// Unix nanoseconds from the monotonic clock, anchored once at start.
+const hrBase = process.hrtime.bigint();
+const epochBase = BigInt(Date.now()) * 1000000n;
+
+function waitCancel(id, ms, signal) {
+  record(id, "started");
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      record(id, "finished");
+      resolve(text("finished"));
+    }, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(timer);
+      record(id, "cancelled");
+      resolve(text("cancelled"));
+    }, { once: true });
+  });
+}
+
+function listen(httpServer, suffix) {
+  httpServer.listen(Number(process.argv[3] ?? 0), "127.0.0.1", () => {
+    process.stdout.write(`URL http://127.0.0.1:${httpServer.address().port}${suffix}\n`);
+  });
+  const stop = () => {
+    httpServer.close(() => process.exit(0));
+    httpServer.closeAllConnections();
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}
+
 const mode = process.argv[2] ?? "stdio";
 if (mode === "stdio") {
   await newServer().connect(new StdioServerTransport());
@@ -142,16 +192,56 @@ if (mode === "stdio") {
     }
     await transport.handleRequest(req, res);
   });
-  httpServer.listen(Number(process.argv[3] ?? 0), "127.0.0.1", () => {
-    process.stdout.write(`URL http://127.0.0.1:${httpServer.address().port}/mcp\n`);
+  listen(httpServer, "/mcp");
+} else if (mode === "http-stateless") {
+  // No sessions: every POST gets its own Server and transport, closed with
+  // the response. There is no standalone GET stream, so a runtime change
+  // reaches a client only when it lists again.
+  const httpServer = http.createServer(async (req, res) => {
+    if (!req.url.startsWith("/mcp")) {
+      res.writeHead(404).end();
+      return;
+    }
+    if (req.method !== "POST") {
+      res.writeHead(405, { allow: "POST" }).end();
+      return;
+    }
+    const server = newServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.once("close", () => {
+      transport.close().catch(() => {});
+      server.close().catch(() => {});
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
   });
-  const stop = () => {
-    httpServer.close(() => process.exit(0));
-    httpServer.closeAllConnections();
-  };
-  process.on("SIGTERM", stop);
-  process.on("SIGINT", stop);
+  listen(httpServer, "/mcp");
+} else if (mode === "sse") {
+  // The deprecated 2024-11-05 HTTP+SSE transport: GET /sse opens the event
+  // stream, whose first event names the POST endpoint of the session.
+  const transports = new Map(); // session id -> transport
+  const httpServer = http.createServer(async (req, res) => {
+    const url = new URL(req.url, "http://127.0.0.1");
+    if (req.method === "GET" && url.pathname === "/sse") {
+      const transport = new SSEServerTransport("/messages", res);
+      transports.set(transport.sessionId, transport);
+      res.once("close", () => transports.delete(transport.sessionId));
+      await newServer().connect(transport);
+      return;
+    }
+    if (req.method === "POST" && url.pathname === "/messages") {
+      const transport = transports.get(url.searchParams.get("sessionId"));
+      if (!transport) {
+        res.writeHead(404).end("unknown session");
+        return;
+      }
+      await transport.handlePostMessage(req, res);
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  listen(httpServer, "/sse");
 } else {
-  process.stderr.write(`usage: runtime_server.mjs stdio | http [PORT]\n`);
+  process.stderr.write(`usage: runtime_server.mjs stdio | http [PORT] | http-stateless [PORT] | sse [PORT]\n`);
   process.exit(2);
 }

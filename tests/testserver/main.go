@@ -4,6 +4,11 @@
 //
 //	testserver -mode stdio
 //	testserver -mode http -addr 127.0.0.1:0    (prints "URL http://…/mcp")
+//	testserver -mode http-stateless            (streamable HTTP, Stateless: true)
+//	testserver -mode sse                       (legacy HTTP+SSE, prints "URL http://…/sse")
+//
+// With $MATRIX_DIR set, wait_cancel also records each call in side files
+// there (see recordFile), which a test reads even after the process died.
 package main
 
 import (
@@ -15,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,17 +217,20 @@ func newServer() *mcp.Server {
 			recMu.Lock()
 			records[in.ID] = rec
 			recMu.Unlock()
+			recordFile(in.ID, "started")
 			select {
 			case <-time.After(time.Duration(in.MS) * time.Millisecond):
 				recMu.Lock()
 				rec.Finished = true
 				recMu.Unlock()
+				recordFile(in.ID, "finished")
 				return text("finished"), nil, nil
 			case <-ctx.Done():
 				now := time.Now().UnixNano()
 				recMu.Lock()
 				rec.Cancelled = now
 				recMu.Unlock()
+				recordFile(in.ID, "cancelled")
 				return nil, nil, ctx.Err()
 			}
 		})
@@ -294,6 +303,25 @@ func newServer() *mcp.Server {
 	return s
 }
 
+// recordFile writes $MATRIX_DIR/<id>.<event> holding this process's pid
+// and the time (Unix nanoseconds), atomically (write, then rename). The
+// interop matrix reads these: they name the process to kill and outlive it.
+func recordFile(id, event string) {
+	dir := os.Getenv("MATRIX_DIR")
+	if dir == "" || id == "" || strings.ContainsAny(id, "/\\") {
+		return
+	}
+	final := filepath.Join(dir, id+"."+event)
+	tmp := final + ".tmp"
+	if err := os.WriteFile(tmp, fmt.Appendf(nil, "%d %d\n", os.Getpid(), time.Now().UnixNano()), 0o600); err != nil {
+		log.Printf("record %s: %v", final, err)
+		return
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		log.Printf("record %s: %v", final, err)
+	}
+}
+
 // allContent is the fixed result of all_content; tests/call_content_test.go
 // expects exactly this.
 func allContent(isError bool) *mcp.CallToolResult {
@@ -318,7 +346,7 @@ func allContent(isError bool) *mcp.CallToolResult {
 }
 
 func main() {
-	mode := flag.String("mode", "stdio", "stdio or http")
+	mode := flag.String("mode", "stdio", "stdio, http, http-stateless or sse")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address for -mode http")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -329,14 +357,23 @@ func main() {
 		if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
 			log.Fatal(err)
 		}
-	case "http":
+	case "http", "http-stateless", "sse":
 		lis, err := net.Listen("tcp", *addr)
 		if err != nil {
 			log.Fatal(err)
 		}
-		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+		var h http.Handler
+		path := "/mcp"
+		switch *mode {
+		case "http":
+			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+		case "http-stateless":
+			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+		case "sse":
+			h, path = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil), "/sse"
+		}
 		srv := &http.Server{Handler: h}
-		fmt.Printf("URL http://%s/mcp\n", lis.Addr())
+		fmt.Printf("URL http://%s%s\n", lis.Addr(), path)
 		go func() {
 			<-ctx.Done()
 			sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -1,0 +1,178 @@
+package mcpbridge
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Timing logic under testing/synctest: the bubble's clock is fake, so
+// these check exact durations without sleeping for real.
+
+// debounceSession is a session with just what debounce reads.
+func debounceSession(quiet, maxDelay time.Duration) *session {
+	u := &upstream{cfg: ServerConfig{RefreshDebounce: quiet, RefreshMaxDelay: maxDelay}}
+	s := &session{u: u, dirty: make(chan struct{}, 1)}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
+	return s
+}
+
+// TestDebounceWaitsForQuiet: marks 10 ms apart keep the refresh waiting
+// until they have been quiet for RefreshDebounce.
+func TestDebounceWaitsForQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := debounceSession(50*time.Millisecond, 500*time.Millisecond)
+		defer s.cancel()
+		start := time.Now()
+		go func() {
+			for range 5 { // marks at 0, 10, …, 40 ms
+				s.markDirty()
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+		<-s.dirty // the first mark starts the wait, as in refresher
+		if !s.debounce() {
+			t.Fatal("debounce gave up")
+		}
+		if got, want := time.Since(start), 90*time.Millisecond; got != want {
+			t.Fatalf("debounce ended after %s, want %s (last mark at 40 ms + 50 ms quiet)", got, want)
+		}
+	})
+}
+
+// TestDebounceCapsAStorm: marks that never stop still refresh after
+// RefreshMaxDelay.
+func TestDebounceCapsAStorm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := debounceSession(50*time.Millisecond, 500*time.Millisecond)
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+					s.markDirty()
+				}
+			}
+		}()
+		start := time.Now()
+		s.markDirty()
+		<-s.dirty
+		if !s.debounce() {
+			t.Fatal("debounce gave up")
+		}
+		close(stop)
+		s.cancel()
+		if got, want := time.Since(start), 500*time.Millisecond; got != want {
+			t.Fatalf("debounce ended after %s in a storm, want the %s cap", got, want)
+		}
+	})
+}
+
+// TestProberTiming: an upstream that stops answering pings (but keeps its
+// transport open, like a frozen process) is degraded after one probe
+// timeout and dead after PingFailures in a row; the supervisor then
+// reconnects. Times are exact on the bubble's clock.
+func TestProberTiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var frozen atomic.Bool
+		m := newMemUpstream(t)
+		m.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "ping" && frozen.Load() {
+					<-ctx.Done() // never answers; ends when the client gives up or the session closes
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		sc := m.config("p")
+		sc.PingInterval, sc.PingTimeout, sc.PingFailures = time.Second, 200*time.Millisecond, 3
+		sc.BackoffBase, sc.BackoffMax = time.Second, time.Second
+		b, err := New(Config{Servers: []ServerConfig{sc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		<-b.Ready()
+		state := func() (State, int64) {
+			st, _ := b.Server("p")
+			return st.State, st.ConnectCount
+		}
+		frozen.Store(true)
+		time.Sleep(time.Second + 200*time.Millisecond - time.Millisecond)
+		synctest.Wait()
+		if st, _ := state(); st != StateReady {
+			t.Fatalf("before the first probe timed out: %v, want ready", st)
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if st, _ := state(); st != StateDegraded {
+			t.Fatalf("after one probe timeout: %v, want degraded", st)
+		}
+		// Probes 2 and 3 time out at 2.2 s and 3.2 s: dead at the third.
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if st, n := state(); st == StateReady || n != 1 {
+			t.Fatalf("after the third probe timeout: %v, connects %d; want the session dead", st, n)
+		}
+		frozen.Store(false)
+		time.Sleep(2 * time.Second) // backoff ≤ 1 s, then connect
+		synctest.Wait()
+		if st, n := state(); st != StateReady || n != 2 {
+			t.Fatalf("after the backoff: %v, connects %d; want ready on session 2", st, n)
+		}
+	})
+}
+
+// TestPushlessRefreshInterval: while the push channel is down, the
+// refresher re-lists every PushlessRefresh; once it is up again, it goes
+// back to the backstop interval.
+func TestPushlessRefreshInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemUpstream(t)
+		var lists atomic.Int64
+		m.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					lists.Add(1)
+				}
+				return next(ctx, method, req)
+			}
+		})
+		sc := m.config("r")
+		sc.PingInterval = -1
+		sc.PushlessRefresh = time.Second
+		sc.RefreshInterval = time.Hour
+		b, err := New(Config{Servers: []ServerConfig{sc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		<-b.Ready()
+		synctest.Wait()
+		u, _ := b.upstream("r")
+		s := u.sess.Load()
+		base := lists.Load()
+		s.push.set(pushDown, "test: stream closed")
+		time.Sleep(3*time.Second + time.Millisecond)
+		synctest.Wait()
+		if got := lists.Load() - base; got != 3 {
+			t.Fatalf("%d lists in 3 s with the push channel down, want 3 (one per second)", got)
+		}
+		s.push.set(pushUp, "")
+		synctest.Wait()
+		base = lists.Load() // one catch-up list when the channel comes back
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if got := lists.Load() - base; got != 0 {
+			t.Fatalf("%d lists in 10 s with the push channel up, want none before the 1 h backstop", got)
+		}
+	})
+}
