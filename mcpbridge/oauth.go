@@ -244,6 +244,7 @@ type oauthHandler struct {
 	ctx       context.Context // the upstream's lifetime
 	timeout   time.Duration   // per token or discovery exchange
 	onSecret  func(string)    // learns issued tokens, for redaction
+	now       func() time.Time
 
 	mu        sync.Mutex
 	tokenURL  string
@@ -260,7 +261,7 @@ var _ auth.OAuthHandler = (*oauthHandler)(nil)
 
 func newOAuthHandler(ctx context.Context, cfg OAuthConfig, serverURL string, client *http.Client, log *slog.Logger, timeout time.Duration, onSecret func(string)) *oauthHandler {
 	h := &oauthHandler{cfg: cfg, serverURL: serverURL, client: client, log: log, ctx: ctx, timeout: timeout, onSecret: onSecret,
-		tokenURL: cfg.TokenURL, scopes: cfg.Scopes, resource: cfg.Resource, refresh: cfg.RefreshToken}
+		tokenURL: cfg.TokenURL, scopes: cfg.Scopes, resource: cfg.Resource, refresh: cfg.RefreshToken, now: time.Now}
 	h.authStyle = authStyleFor(cfg, nil)
 	return h
 }
@@ -281,7 +282,7 @@ func (h *oauthHandler) TokenSource(context.Context) (oauth2.TokenSource, error) 
 func (h *oauthHandler) Token() (*oauth2.Token, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.tok != nil && h.tok.AccessToken != "" && (h.tok.Expiry.IsZero() || time.Until(h.tok.Expiry) > oauthRefreshEarly) {
+	if h.tok != nil && h.tok.AccessToken != "" && (h.tok.Expiry.IsZero() || h.tok.Expiry.Sub(h.now()) > oauthRefreshEarly) {
 		return h.tok, nil
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, h.timeout)

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -235,5 +236,64 @@ func TestOAuthPrivateKeyJWT(t *testing.T) {
 	}
 	if len(jtis) != 2 {
 		t.Errorf("jti values %v: want a fresh one per request", jtis)
+	}
+}
+
+// TestOAuthRefreshBeforeExpiry: an hour-long token is reused until
+// oauthRefreshEarly before its expiry, then replaced before it is used.
+func TestOAuthRefreshBeforeExpiry(t *testing.T) {
+	e := &tokenEndpoint{expiresIn: 3600}
+	h, _ := newTestHandler(t, OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s"}, e)
+	start := time.Now()
+	var offset time.Duration
+	h.now = func() time.Time { return start.Add(offset) }
+	if _, err := h.Token(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want int
+	}{
+		{time.Minute, 1},
+		{time.Hour - oauthRefreshEarly - 2*time.Second, 1},
+		{time.Hour - oauthRefreshEarly + 2*time.Second, 2}, // inside the early window: a new token
+		{time.Hour - oauthRefreshEarly + 3*time.Second, 3}, // x/oauth2 dates it by the real clock: it too is near its end
+	} {
+		offset = c.at
+		if _, err := h.Token(); err != nil {
+			t.Fatal(err)
+		}
+		if e.n != c.want {
+			t.Fatalf("at +%s: %d token requests, want %d", c.at, e.n, c.want)
+		}
+	}
+}
+
+// TestAuthHold: a failure after a 401/403 from the upstream, or after a
+// failed token request, waits AuthRetry and says "authentication failed";
+// any other failure keeps the crash backoff and its message.
+func TestAuthHold(t *testing.T) {
+	b := &Bridge{}
+	u := &upstream{cfg: ServerConfig{Name: "x", AuthRetry: 5 * time.Minute}, b: b, authw: &authWatch{}}
+	crash := errors.New("connect: EOF")
+	if d, msg := u.authHold(crash, time.Second, "connect: EOF"); d != time.Second || msg != "connect: EOF" {
+		t.Errorf("plain failure: %s %q, want the backoff and the message unchanged", d, msg)
+	}
+	if d, msg := u.authHold(nil, time.Second, ""); d != time.Second || msg != "" {
+		t.Errorf("no failure: %s %q", d, msg)
+	}
+	u.authw.status.Store(http.StatusForbidden)
+	d, msg := u.authHold(crash, time.Second, "connect: Forbidden")
+	if d != 5*time.Minute || !strings.HasPrefix(msg, "authentication failed (the upstream answered HTTP 403 Forbidden; configure headers or oauth") {
+		t.Errorf("403: %s %q", d, msg)
+	}
+	if d, _ := u.authHold(crash, time.Hour, "x"); d != time.Hour {
+		t.Errorf("a backoff longer than authRetry was shortened to %s", d)
+	}
+	u.authw.status.Store(0)
+	u.oauth = &oauthHandler{failed: "oauth: client_credentials token request to https://idp/token failed: HTTP 401: invalid_client"}
+	d, msg = u.authHold(crash, time.Second, "connect: rejected by transport: "+u.oauth.failed)
+	if d != 5*time.Minute || !strings.HasPrefix(msg, "authentication failed (see below; check the server's oauth settings") {
+		t.Errorf("token failure: %s %q", d, msg)
 	}
 }
