@@ -293,8 +293,10 @@ func (h *oauthHandler) Token() (*oauth2.Token, error) {
 // Authorize implements auth.OAuthHandler: the upstream refused the request
 // (401 or 403). The token it saw is dropped and a fresh one fetched (with
 // discovery first if the token endpoint is not known yet); the transport
-// then retries the request once.
-func (h *oauthHandler) Authorize(ctx context.Context, _ *http.Request, resp *http.Response) error {
+// then retries the request once. Requests refused together share one
+// refresh: a request that carried an older token than the current one is
+// simply retried with the current one.
+func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
@@ -307,6 +309,10 @@ func (h *oauthHandler) Authorize(ctx context.Context, _ *http.Request, resp *htt
 			h.failed = err.Error()
 			return err
 		}
+	}
+	if h.tok != nil && req != nil && resp.StatusCode == http.StatusUnauthorized &&
+		req.Header.Get("Authorization") != "Bearer "+h.tok.AccessToken {
+		return nil // refreshed meanwhile by another refused request
 	}
 	if len(h.cfg.Scopes) == 0 {
 		// Step-up (403 insufficient_scope) or a first challenge naming the

@@ -153,12 +153,13 @@ func TestOAuthTokenCache(t *testing.T) {
 func TestOAuthRefreshRotation(t *testing.T) {
 	e := &tokenEndpoint{expiresIn: 3600, rotate: true}
 	h, secrets := newTestHandler(t, OAuthConfig{Grant: OAuthRefreshToken, ClientID: "public", RefreshToken: "provisioned"}, e)
-	if _, err := h.Token(); err != nil {
+	first, err := h.Token()
+	if err != nil {
 		t.Fatal(err)
 	}
 	resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Www-Authenticate": {`Bearer error="invalid_token"`}},
 		Body: io.NopCloser(strings.NewReader(""))}
-	if err := h.Authorize(t.Context(), &http.Request{}, resp); err != nil {
+	if err := h.Authorize(t.Context(), &http.Request{Header: http.Header{"Authorization": {"Bearer " + first.AccessToken}}}, resp); err != nil {
 		t.Fatal(err)
 	}
 	tok, err := h.Token()
@@ -295,5 +296,35 @@ func TestAuthHold(t *testing.T) {
 	d, msg = u.authHold(crash, time.Second, "connect: rejected by transport: "+u.oauth.failed)
 	if d != 5*time.Minute || !strings.HasPrefix(msg, "authentication failed (see below; check the server's oauth settings") {
 		t.Errorf("token failure: %s %q", d, msg)
+	}
+}
+
+// TestOAuthConcurrentRefusals: requests refused with the same old token
+// share one refresh; the others retry with the token it brought.
+func TestOAuthConcurrentRefusals(t *testing.T) {
+	e := &tokenEndpoint{expiresIn: 3600}
+	h, _ := newTestHandler(t, OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s"}, e)
+	old, err := h.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := func() error {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+old.AccessToken)
+		return h.Authorize(t.Context(), req, &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))})
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := refused(); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if e.n != 2 {
+		t.Fatalf("token requests = %d, want 2 (the first token and one refresh for eight refusals)", e.n)
 	}
 }
