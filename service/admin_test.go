@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 
@@ -76,5 +77,32 @@ func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 	}
 	if f.svc.adminAllowed(remote) || !f.svc.adminAllowed(local) {
 		t.Fatal("adminAllowed disagrees with the peer check")
+	}
+}
+
+// TestListServersByPrincipal calls the handler directly (no interceptor):
+// with rules, a principal sees only the servers of tools it may see and no
+// last errors; an admin sees all.
+func TestListServersByPrincipal(t *testing.T) {
+	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "ops"}}, []string{"ops"})
+	f := newWatchFixture(t, &Options{Authorizer: authz}, map[string][]string{"a": {"x"}, "b": {"y"}})
+	as := func(name string) context.Context {
+		return context.WithValue(t.Context(), principalKey{}, Principal{Name: name, Method: "token"})
+	}
+	names := func(ctx context.Context) string {
+		r, err := f.svc.ListServers(ctx, &toolsvcv1.ListServersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range r.GetServers() {
+			out = append(out, s.GetName())
+		}
+		return fmt.Sprint(out)
+	}
+	for who, want := range map[string]string{"alice": "[a]", "ops": "[a b]", "mallory": "[]"} {
+		if got := names(as(who)); got != want {
+			t.Errorf("%s sees servers %s, want %s", who, got, want)
+		}
 	}
 }
