@@ -18,6 +18,7 @@ type oauthJSON struct {
 	Scopes       []string `json:"scopes"`
 	TokenURL     string   `json:"tokenUrl"`
 	RefreshToken string   `json:"refreshToken"`
+	RefreshFile  string   `json:"refreshTokenFile"`
 	Resource     string   `json:"resource"`
 	AuthMethod   string   `json:"authMethod"`
 	PrivateKey   string   `json:"privateKey"`
@@ -35,7 +36,7 @@ func ParseOAuth(raw []byte) (*mcpbridge.OAuthConfig, error) {
 	if err := dec.Decode(&o); err != nil {
 		msg := cleanJSONError(err)
 		if k, ok := strings.CutPrefix(msg, "unknown field "); ok {
-			return nil, fmt.Errorf("unknown key %s (want grant, clientId, clientSecret, scopes, tokenUrl, refreshToken, resource, authMethod, privateKey, signingAlg)", k)
+			return nil, fmt.Errorf("unknown key %s (want grant, clientId, clientSecret, scopes, tokenUrl, refreshToken, refreshTokenFile, resource, authMethod, privateKey, signingAlg)", k)
 		}
 		return nil, fmt.Errorf("want an object: %s", msg)
 	}
@@ -44,14 +45,14 @@ func ParseOAuth(raw []byte) (*mcpbridge.OAuthConfig, error) {
 	}
 	if o.Grant == "" {
 		o.Grant = mcpbridge.OAuthClientCredentials
-		if o.RefreshToken != "" {
+		if o.RefreshToken != "" || o.RefreshFile != "" {
 			o.Grant = mcpbridge.OAuthRefreshToken
 		}
 	}
 	// The rules (which fields each grant needs, URL forms) are
 	// mcpbridge's: ServerConfig.Problems reports them with the others.
 	return &mcpbridge.OAuthConfig{Grant: o.Grant, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes,
-		TokenURL: o.TokenURL, RefreshToken: o.RefreshToken, Resource: o.Resource, AuthMethod: o.AuthMethod,
+		TokenURL: o.TokenURL, RefreshToken: o.RefreshToken, RefreshTokenFile: o.RefreshFile, Resource: o.Resource, AuthMethod: o.AuthMethod,
 		PrivateKey: o.PrivateKey, SigningAlg: o.SigningAlg}, nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -74,6 +76,11 @@ type OAuthConfig struct {
 	TokenURL string
 	// RefreshToken is the provisioned refresh token (OAuthRefreshToken).
 	RefreshToken string
+	// RefreshTokenFile, instead of RefreshToken, holds the refresh token;
+	// it is read when the first token is needed, and a token the server
+	// rotates is written back to it (mode 0600, atomically), so a restart
+	// continues with the current one.
+	RefreshTokenFile string
 	// Resource is the RFC 8707 resource indicator sent with token requests;
 	// empty: the protected-resource metadata's resource, else the URL.
 	Resource string
@@ -144,12 +151,21 @@ func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
 		if c.ClientSecret == "" && c.PrivateKey == "" && c.AuthMethod != OAuthAuthNone && c.AuthMethod != OAuthAuthPrivateKey {
 			add("clientSecret", "required for the client_credentials grant (or privateKey for private_key_jwt)")
 		}
-		if c.RefreshToken != "" {
+		if c.RefreshToken != "" || c.RefreshTokenFile != "" {
 			add("refreshToken", "only for the refresh_token grant")
 		}
 	case OAuthRefreshToken:
-		if c.RefreshToken == "" {
-			add("refreshToken", "required for the refresh_token grant (obtain one interactively, once)")
+		switch {
+		case c.RefreshToken == "" && c.RefreshTokenFile == "":
+			add("refreshToken", "required for the refresh_token grant, or refreshTokenFile (obtain one once with `toolsvc oauth login`)")
+		case c.RefreshToken != "" && c.RefreshTokenFile != "":
+			add("refreshTokenFile", "set either refreshToken or refreshTokenFile, not both")
+		case c.RefreshTokenFile != "":
+			if v, err := readSecretFile(c.RefreshTokenFile); err != nil {
+				add("refreshTokenFile", "cannot read it: %v", err)
+			} else if v == "" {
+				add("refreshTokenFile", "%s is empty", c.RefreshTokenFile)
+			}
 		}
 	default:
 		add("grant", "want %q or %q, got %q", OAuthClientCredentials, OAuthRefreshToken, c.Grant)
@@ -421,6 +437,18 @@ func (h *oauthHandler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 	if h.resource != "" {
 		extra.Set("resource", h.resource)
 	}
+	if h.cfg.Grant == OAuthRefreshToken && h.refresh == "" {
+		v, err := readSecretFile(h.cfg.RefreshTokenFile)
+		if err != nil || v == "" {
+			err = fmt.Errorf("oauth: refreshTokenFile: cannot read a token (%v)", err)
+			h.failed = err.Error()
+			return nil, err
+		}
+		h.refresh = v
+		if h.onSecret != nil {
+			h.onSecret(h.refresh)
+		}
+	}
 	if h.cfg.method() == OAuthAuthPrivateKey {
 		a, err := h.clientAssertion()
 		if err != nil {
@@ -463,7 +491,13 @@ func (h *oauthHandler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 			h.onSecret(tok.RefreshToken)
 		}
 		h.refresh = tok.RefreshToken
-		h.log.Info("oauth: the authorization server rotated the refresh token (kept in memory)")
+		if h.cfg.RefreshTokenFile == "" {
+			h.log.Info("oauth: the authorization server rotated the refresh token (kept in memory; refreshTokenFile would keep it across restarts)")
+		} else if err := writeSecretFile(h.cfg.RefreshTokenFile, tok.RefreshToken); err != nil {
+			h.log.Error("oauth: the authorization server rotated the refresh token, and writing it to refreshTokenFile failed: a restart will use the old one", "error", err)
+		} else {
+			h.log.Info("oauth: the authorization server rotated the refresh token (written to refreshTokenFile)")
+		}
 	}
 	h.tok = tok
 	h.log.Debug("oauth: new access token", "expires_in", time.Until(tok.Expiry).Round(time.Second))
@@ -751,4 +785,59 @@ func assertionSigner(pemKey, alg string) (jwt.SigningMethod, any, error) {
 		return nil, nil, fmt.Errorf("signingAlg %q does not suit the key (want e.g. %s)", alg, def)
 	}
 	return m, key, nil
+}
+
+// readSecretFile reads a secret kept in a file: at most 64 KiB, surrounding
+// white space trimmed.
+func readSecretFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", unwrapPath(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 64<<10))
+	if err != nil {
+		return "", unwrapPath(err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// writeSecretFile replaces path's content with v+"\n" atomically (a
+// temporary file in the same directory, mode 0600, renamed over it).
+func writeSecretFile(path, v string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".toolsvc-refresh-*")
+	if err != nil {
+		return unwrapPath(err)
+	}
+	defer os.Remove(f.Name()) // no-op after the rename
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(v + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return unwrapPath(os.Rename(f.Name(), path))
+}
+
+// unwrapPath drops an *os.PathError's operation and path (the caller names
+// the file) and keeps the cause.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -326,5 +328,43 @@ func TestOAuthConcurrentRefusals(t *testing.T) {
 	wg.Wait()
 	if e.n != 2 {
 		t.Fatalf("token requests = %d, want 2 (the first token and one refresh for eight refusals)", e.n)
+	}
+}
+
+// TestOAuthRefreshTokenFile: the refresh token comes from refreshTokenFile
+// and a rotated one is written back (0600), so the next process (a
+// restart) continues with it.
+func TestOAuthRefreshTokenFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "refresh")
+	if err := os.WriteFile(file, []byte("provisioned\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := OAuthConfig{Grant: OAuthRefreshToken, ClientID: "c", RefreshTokenFile: file}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := &tokenEndpoint{expiresIn: 3600, rotate: true}
+	h, secrets := newTestHandler(t, cfg, e)
+	if _, err := h.Token(); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(file)
+	fi, _ := os.Stat(file)
+	if string(b) != "refresh-b\n" || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("refreshTokenFile after rotation = %q (mode %v), want refresh-b (0600)", b, fi.Mode().Perm())
+	}
+	if secrets.redact("provisioned refresh-b") != "<redacted> <redacted>" {
+		t.Error("the file's token or the rotated one is not redacted")
+	}
+	restarted, _ := newTestHandler(t, cfg, e)
+	if _, err := restarted.Token(); err != nil {
+		t.Fatal(err)
+	}
+	if e.forms[0]["refresh_token"] != "provisioned" || e.forms[1]["refresh_token"] != "refresh-b" {
+		t.Errorf("refresh tokens sent = %q then %q, want provisioned then the rotated refresh-b", e.forms[0]["refresh_token"], e.forms[1]["refresh_token"])
+	}
+	if err := (&OAuthConfig{Grant: OAuthRefreshToken, ClientID: "c", RefreshTokenFile: file + ".missing"}).Validate(); err == nil ||
+		!strings.HasPrefix(err.Error(), "refreshTokenFile: cannot read it") {
+		t.Errorf("a missing refreshTokenFile: %v", err)
 	}
 }
