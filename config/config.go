@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"sort"
@@ -115,8 +116,26 @@ type Auth struct {
 		Enabled   *bool `json:"enabled"`
 		Arguments bool  `json:"arguments"`
 	} `json:"audit"`
+	// RateLimits limit each principal's tool calls; the first rule whose
+	// principal glob matches applies, and each matching principal gets its
+	// own budget.
+	RateLimits []RateLimit `json:"rateLimits"`
 	// Secrets are the resolved token values, for redaction.
 	Secrets []string `json:"-"`
+}
+
+// RateLimit is one auth.rateLimits rule.
+type RateLimit struct {
+	// Principal is a glob over principal names (required).
+	Principal string `json:"principal"`
+	// CallsPerSecond refills the principal's token bucket (0 or absent: no
+	// rate limit, only MaxConcurrent).
+	CallsPerSecond float64 `json:"callsPerSecond"`
+	// Burst is the bucket size (absent: max(1, ceil(callsPerSecond))).
+	Burst int `json:"burst"`
+	// MaxConcurrent caps the principal's calls in flight (0 or absent: no
+	// cap).
+	MaxConcurrent int `json:"maxConcurrent"`
 }
 
 type fileJSON struct {
@@ -393,8 +412,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	return cfg, nil
 }
 
-// keyLines maps top-level keys ("/key"), server names ("name") and server
-// fields ("name/field") to their line in data, by walking the JSON tokens.
+// keyLines maps top-level keys ("/key"), auth keys ("/auth.key") and their
+// list elements ("/auth.key[i]"), server names ("name") and server fields
+// ("name/field") to their line in data, by walking the JSON tokens.
 func keyLines(data []byte) map[string]int {
 	lines := map[string]int{}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -446,6 +466,30 @@ func keyLines(data []byte) map[string]int {
 	}
 	object(func(top string, line int) bool {
 		lines["/"+top] = line
+		if top == "auth" {
+			if !isObject() {
+				return true
+			}
+			return object(func(key string, line int) bool {
+				lines["/auth."+key] = line
+				t, err := dec.Token()
+				if err != nil {
+					return false
+				}
+				if d, ok := t.(json.Delim); ok && d == '[' {
+					for n := 0; dec.More(); n++ {
+						lines[fmt.Sprintf("/auth.%s[%d]", key, n)] = lineAt() + elementLineOffset(data, dec.InputOffset())
+						e, err := dec.Token()
+						if err != nil || !skip(e) {
+							return false
+						}
+					}
+					_, err := dec.Token()
+					return err == nil
+				}
+				return skip(t)
+			})
+		}
 		if top != "mcpServers" && top != "servers" {
 			t, err := dec.Token()
 			return err == nil && skip(t)
@@ -468,11 +512,41 @@ func keyLines(data []byte) map[string]int {
 	return lines
 }
 
+// elementLineOffset counts the newlines between offset (just after a
+// delimiter or comma) and the next token, so a list element's line is that
+// of its first character.
+func elementLineOffset(data []byte, offset int64) int {
+	n := 0
+	for i := int(offset); i < len(data); i++ {
+		switch data[i] {
+		case '\n':
+			n++
+		case ' ', '\t', '\r', ',':
+		default:
+			return n
+		}
+	}
+	return n
+}
+
 // lineOf finds the line of a server's field, else of the server, else of a
-// top-level key; 0 when unknown.
+// top-level key (for auth fields, the most precise of "auth.key[i]",
+// "auth.key" and "auth"); 0 when unknown.
 func lineOf(lines map[string]int, server, field string) int {
 	key, _, _ := strings.Cut(field, ".")
 	if server == "" {
+		if key == "auth" {
+			// auth.rateLimits[2].burst → "/auth.rateLimits[2]", "/auth.rateLimits"
+			rest := strings.TrimPrefix(field, "auth.")
+			elem, _, _ := strings.Cut(rest, ".")
+			if l, ok := lines["/auth."+elem]; ok {
+				return l
+			}
+			name, _, _ := strings.Cut(elem, "[")
+			if l, ok := lines["/auth."+name]; ok {
+				return l
+			}
+		}
 		return lines["/"+key]
 	}
 	if l, ok := lines[server+"/"+key]; ok {
@@ -550,6 +624,26 @@ func parseAuth(raw json.RawMessage, add func(field, format string, args ...any))
 			if _, err := path.Match(g, ""); err != nil {
 				add(fmt.Sprintf("rules[%d]", i), "%q is not a valid glob pattern", g)
 			}
+		}
+	}
+	for i, r := range a.RateLimits {
+		at := fmt.Sprintf("rateLimits[%d]", i)
+		if r.Principal == "" {
+			add(at+".principal", "required (a glob over principal names)")
+		} else if _, err := path.Match(r.Principal, ""); err != nil {
+			add(at+".principal", "%q is not a valid glob pattern", r.Principal)
+		}
+		switch {
+		case r.CallsPerSecond < 0 || math.IsInf(r.CallsPerSecond, 0) || math.IsNaN(r.CallsPerSecond):
+			add(at+".callsPerSecond", "must be a positive number of calls per second, got %v", r.CallsPerSecond)
+		case r.Burst < 0:
+			add(at+".burst", "must be positive, got %d", r.Burst)
+		case r.Burst > 0 && r.CallsPerSecond == 0:
+			add(at+".burst", "needs callsPerSecond (burst is the size of its token bucket)")
+		case r.MaxConcurrent < 0:
+			add(at+".maxConcurrent", "must be positive, got %d", r.MaxConcurrent)
+		case r.CallsPerSecond == 0 && r.MaxConcurrent == 0:
+			add(at, "limits nothing: set callsPerSecond, maxConcurrent or both")
 		}
 	}
 	if len(a.Tokens) == 0 && a.TokensFile == "" && a.JWT == nil && !a.MTLS {

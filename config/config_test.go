@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,10 +168,28 @@ func FuzzParse(f *testing.F) {
 	f.Add("c.json", []byte(`{"servers": {"b": {"type": "http", "url": "http://h/mcp", "headers": {"A": "${HOME}"}}}}`))
 	f.Add("c.yaml", []byte("mcpServers:\n  a:\n    command: x\n    tools: {allow: ['a*']}\n"))
 	f.Add("c.json", []byte(`{"mcpServers": {"a__b": {"url": 3}}, "callTimeout": "x"}`))
+	f.Add("c.json", []byte(`{"auth": {"tokens": {"a": "0123456789abcdef"}, "rateLimits": [{"principal": "a*", "callsPerSecond": 0.5, "burst": 2}, {"principal": "[", "maxConcurrent": -1}]}, "mcpServers": {"x": {"command": "x"}}}`))
+	f.Add("c.yaml", []byte("auth:\n  tokens: {a: '0123456789abcdef'}\n  rateLimits:\n    - {principal: p, maxConcurrent: 1}\n    - burst: 2\nmcpServers:\n  x: {command: x}\n"))
 	f.Fuzz(func(t *testing.T, name string, data []byte) {
 		c, err := Parse(name, data)
 		if err != nil {
+			var probs Problems
+			if errors.As(err, &probs) {
+				for _, p := range probs {
+					if p.Line < 0 {
+						t.Fatalf("problem with a negative line: %v", p)
+					}
+				}
+			}
 			return
+		}
+		if c.Auth != nil {
+			for _, r := range c.Auth.RateLimits {
+				if _, err := path.Match(r.Principal, ""); err != nil || r.Principal == "" || r.CallsPerSecond < 0 || r.Burst < 0 ||
+					r.MaxConcurrent < 0 || (r.CallsPerSecond == 0 && r.MaxConcurrent == 0) || (r.Burst > 0 && r.CallsPerSecond == 0) {
+					t.Fatalf("Parse accepted a rate limit the limiter cannot use: %+v", r)
+				}
+			}
 		}
 		for _, s := range c.Bridge.Servers {
 			if err := s.Validate(); err != nil {
@@ -177,4 +197,65 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseRateLimits: auth.rateLimits parses, and each bad rule is
+// reported with the line of its own list element, in JSON and YAML.
+func TestParseRateLimits(t *testing.T) {
+	good := []byte(`{"auth": {"tokens": {"a": "0123456789abcdef"},
+  "rateLimits": [{"principal": "agent-*", "callsPerSecond": 5, "burst": 10, "maxConcurrent": 4}, {"principal": "*", "maxConcurrent": 2}]},
+  "mcpServers": {"x": {"command": "x"}}}`)
+	c, err := Parse("ok.json", good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []RateLimit{{Principal: "agent-*", CallsPerSecond: 5, Burst: 10, MaxConcurrent: 4}, {Principal: "*", MaxConcurrent: 2}}
+	if !slices.Equal(c.Auth.RateLimits, want) {
+		t.Errorf("rateLimits = %+v, want %+v", c.Auth.RateLimits, want)
+	}
+	bad := []byte(`{
+  "auth": {
+    "tokens": {"a": "0123456789abcdef"},
+    "rateLimits": [
+      {"principal": "ok", "callsPerSecond": 1},
+      {"callsPerSecond": 1},
+      {"principal": "[", "maxConcurrent": 1},
+      {"principal": "p", "callsPerSecond": -1},
+      {"principal": "p", "burst": 3},
+      {"principal": "p", "callsPerSecond": 1, "maxConcurrent": -2},
+      {"principal": "p"}
+    ]
+  },
+  "mcpServers": {"x": {"command": "x"}}
+}`)
+	_, err = Parse("bad.json", bad)
+	var probs Problems
+	if !errors.As(err, &probs) {
+		t.Fatalf("Parse = %v, want Problems", err)
+	}
+	msg := err.Error()
+	for _, w := range []string{
+		`bad.json:6: field "auth.rateLimits[1].principal": required`,
+		`bad.json:7: field "auth.rateLimits[2].principal": "[" is not a valid glob pattern`,
+		`bad.json:8: field "auth.rateLimits[3].callsPerSecond": must be a positive number`,
+		`bad.json:9: field "auth.rateLimits[4].burst": needs callsPerSecond`,
+		`bad.json:10: field "auth.rateLimits[5].maxConcurrent": must be positive`,
+		`bad.json:11: field "auth.rateLimits[6]": limits nothing`,
+	} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("problems lack %q:\n%s", w, msg)
+		}
+	}
+	if len(probs) != 6 {
+		t.Errorf("%d problems, want 6:\n%s", len(probs), msg)
+	}
+	_, err = Parse("c.yaml", []byte("auth:\n  tokens: {a: \"0123456789abcdef\"}\n  rateLimits:\n    - principal: ok\n      maxConcurrent: 1\n    - principal: p\n      burst: 2\nmcpServers:\n  x: {command: x}\n"))
+	if w := `c.yaml:6: field "auth.rateLimits[1].burst": needs callsPerSecond`; !strings.Contains(fmt.Sprint(err), w) {
+		t.Errorf("YAML problems lack %q:\n%v", w, err)
+	}
+	// Unknown keys in a rule are errors, like every auth key.
+	_, err = Parse("u.json", []byte(`{"auth": {"tokens": {"a": "0123456789abcdef"}, "rateLimits": [{"principal": "p", "rps": 1}]}, "mcpServers": {"x": {"command": "x"}}}`))
+	if !strings.Contains(fmt.Sprint(err), `unknown field "rps"`) {
+		t.Errorf("unknown rateLimits key: %v", err)
+	}
 }

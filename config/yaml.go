@@ -19,8 +19,9 @@ func isYAML(file string) bool {
 }
 
 // yamlToJSON converts a YAML document to JSON and records the line of each
-// top-level key ("/key"), server ("name") and server field ("name/field"),
-// as keyLines does for JSON.
+// top-level key ("/key"), auth key ("/auth.key") and list element
+// ("/auth.key[i]"), server ("name") and server field ("name/field"), as
+// keyLines does for JSON.
 func yamlToJSON(data []byte) ([]byte, map[string]int, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -33,6 +34,17 @@ func yamlToJSON(data []byte) ([]byte, map[string]int, error) {
 			for i := 0; i+1 < len(root.Content); i += 2 {
 				k, v := root.Content[i], root.Content[i+1]
 				lines["/"+k.Value] = k.Line
+				if k.Value == "auth" && v.Kind == yaml.MappingNode {
+					for j := 0; j+1 < len(v.Content); j += 2 {
+						ak, av := v.Content[j], v.Content[j+1]
+						lines["/auth."+ak.Value] = ak.Line
+						if av.Kind == yaml.SequenceNode {
+							for n, e := range av.Content {
+								lines[fmt.Sprintf("/auth.%s[%d]", ak.Value, n)] = e.Line
+							}
+						}
+					}
+				}
 				if (k.Value == "mcpServers" || k.Value == "servers") && v.Kind == yaml.MappingNode {
 					for j := 0; j+1 < len(v.Content); j += 2 {
 						sk, sv := v.Content[j], v.Content[j+1]

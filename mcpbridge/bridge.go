@@ -12,9 +12,11 @@
 //     (a capacity-1 channel) and returns. The session's refresher drains the
 //     mark, waits for a short quiet period, lists every page, and publishes a
 //     new catalog snapshot. A push during a listing causes exactly one more.
-//   - Calls resolve exposed names through the current snapshot (never by
-//     parsing the name) and run on the upstream's current session with the
-//     caller's context, so cancellation reaches the upstream.
+//   - A call resolves its exposed name once, through the current snapshot
+//     (never by parsing the name), into a Target; the front door checks that
+//     entry and Call dispatches that same entry on the upstream's current
+//     session with the caller's context, so cancellation reaches the
+//     upstream.
 //   - Close cancels everything the bridge started and waits for it.
 //
 // The package never imports gRPC or generated code: the service package maps
@@ -284,14 +286,6 @@ func (b *Bridge) Servers() []ServerStatus {
 	return out
 }
 
-// ValidatesArguments reports whether calls to the server's tools should
-// have their arguments checked against the tool's inputSchema (on unless
-// the server's config turns it off for broken schemas).
-func (b *Bridge) ValidatesArguments(server string) bool {
-	u, err := b.upstream(server)
-	return err == nil && !u.cfg.SkipArgumentValidation
-}
-
 // Server reports one upstream.
 func (b *Bridge) Server(name string) (ServerStatus, error) {
 	u, err := b.upstream(name)
@@ -377,18 +371,30 @@ type CallOptions struct {
 	Principal string
 }
 
-// CallTool calls the tool with the given exposed name. args must encode to
-// a JSON object (a map, a struct, or json.RawMessage); nil means {}. The
-// call runs on the upstream's current session under ctx; without a ctx
-// deadline the server's CallTool timeout applies.
-//
-// A tool's own failure is a result with IsError set, not an error. Errors:
-// ErrToolNotFound, *UnavailableError (errors.Is ErrUnavailable: no session,
-// session lost mid-call, or circuit open, with a retry hint), ErrOverloaded,
-// *UpstreamError, ErrInvalidArguments, or a context error.
-func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+// Target is a catalog entry resolved for a call: the immutable entry from
+// one snapshot and the upstream that served it. Everything a front door
+// checks (authorization, argument validation, limits) is checked against
+// Tool, and Call dispatches to that same entry, so a catalog change between
+// the checks and the dispatch cannot send a call validated against one
+// schema to another tool.
+type Target struct {
+	// Tool is the entry as published in the snapshot Resolve read.
+	Tool *Tool
+	u    *upstream
+}
+
+// ValidatesArguments reports whether the target's arguments should be
+// checked against its inputSchema (on unless the server's config turns it
+// off for broken schemas).
+func (t Target) ValidatesArguments() bool { return !t.u.cfg.SkipArgumentValidation }
+
+// Resolve looks an exposed name up, once, in the current snapshot. Errors:
+// ErrClosed; *UnavailableError with ReasonStarting while the first
+// discovery round has not finished (the name may exist in a moment);
+// ErrToolNotFound.
+func (b *Bridge) Resolve(name string) (Target, error) {
 	if b.ctx.Err() != nil {
-		return nil, ErrClosed
+		return Target{}, ErrClosed
 	}
 	t, ok := b.catalog.Current().Lookup(name)
 	if !ok {
@@ -397,9 +403,24 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 		default:
 			// Before the first discovery round finished an unknown name may
 			// well exist in a moment (or on another replica): not NOT_FOUND.
-			return nil, &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
+			return Target{}, &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
 		}
-		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
+		return Target{}, fmt.Errorf("%w: %q", ErrToolNotFound, name)
+	}
+	u, err := b.upstream(t.Server)
+	if err != nil {
+		return Target{}, fmt.Errorf("%w: %q", ErrToolNotFound, name) // removed by a reconfigure just now
+	}
+	return Target{Tool: t, u: u}, nil
+}
+
+// CallTool resolves the exposed name and calls it: Resolve then Call. args
+// must encode to a JSON object (a map, a struct, or json.RawMessage); nil
+// means {}; a json.RawMessage that is not an object is ErrInvalidArguments.
+func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	t, err := b.Resolve(name)
+	if err != nil {
+		return nil, err
 	}
 	if raw, ok := args.(json.RawMessage); ok {
 		if len(bytes.TrimSpace(raw)) == 0 {
@@ -408,12 +429,39 @@ func (b *Bridge) CallTool(ctx context.Context, name string, args any, opts *Call
 			return nil, ErrInvalidArguments
 		}
 	}
+	return b.Call(ctx, t, args, opts)
+}
+
+// Call calls the resolved tool: t.Tool.OriginalName on t.Tool.Server,
+// whatever the catalog says by now. args must encode to a JSON object (the
+// caller has checked it; nil means {}). The call runs on the upstream's
+// current session under ctx; without a ctx deadline the server's CallTool
+// timeout applies.
+//
+// A tool's own failure is a result with IsError set, not an error. Errors:
+// ErrToolNotFound (the server was removed since Resolve), *UnavailableError
+// (errors.Is ErrUnavailable: no session, session lost mid-call, or circuit
+// open, with a retry hint), ErrOverloaded, *UpstreamError, ErrClosed, or a
+// context error.
+func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	if b.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	t, u := target.Tool, target.u
+	if u == nil {
+		return nil, fmt.Errorf("%w: unresolved target", ErrToolNotFound)
+	}
+	if u.ctx.Err() != nil {
+		// Removed or restarted by a reconfigure since Resolve: the same
+		// entry goes to the server's new supervisor, if it still has one.
+		nu, err := b.upstream(t.Server)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q", ErrToolNotFound, t.Name)
+		}
+		u = nu
+	}
 	if args == nil {
 		args = map[string]any{}
-	}
-	u, err := b.upstream(t.Server)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name) // removed by a reconfigure just now
 	}
 	ownDeadline := false
 	if _, has := ctx.Deadline(); !has {

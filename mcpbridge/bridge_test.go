@@ -275,3 +275,43 @@ func TestBridgeRefreshAndReconnect(t *testing.T) {
 		t.Fatalf("Refresh(unknown) = %v", err)
 	}
 }
+
+// TestResolveThenCallPinsTheEntry: a Target keeps the entry it resolved
+// while the catalog moves on, Call dispatches that entry (its server and
+// original name), and a Target whose server was removed since fails with
+// ErrToolNotFound instead of reaching anything else.
+func TestResolveThenCallPinsTheEntry(t *testing.T) {
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	b := newTestBridge(t, up.config("mem"))
+	target, err := b.Resolve("mem__echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.Tool.Server != "mem" || target.Tool.OriginalName != "echo" || !target.ValidatesArguments() {
+		t.Fatalf("target = %+v", target.Tool)
+	}
+	old := target.Tool
+	mcp.AddTool(up.server, &mcp.Tool{Name: "echo", Description: "changed"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "new " + in.Text}}}, nil, nil
+	})
+	waitFor(t, b, "the changed echo", func(s *Snapshot) bool { e, ok := s.Lookup("mem__echo"); return ok && e.Description == "changed" })
+	if target.Tool != old || target.Tool.Description == "changed" {
+		t.Fatal("the resolved entry changed under the caller")
+	}
+	res, err := b.Call(t.Context(), target, map[string]any{"text": "x"}, nil)
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "new x" {
+		t.Fatalf("Call(resolved entry) = %v, %v", res, err)
+	}
+	if _, err := b.Reconfigure(Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Call(t.Context(), target, nil, nil); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("Call after the server was removed = %v, want ErrToolNotFound", err)
+	}
+	if _, err := b.Resolve("mem__echo"); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("Resolve after removal = %v, want ErrToolNotFound", err)
+	}
+}

@@ -158,7 +158,10 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	if pv == ProtocolAuto {
 		pv = DefaultProtocolVersion
 		if u.preferLatest.Load() {
-			pv = ProtocolLatest
+			// The version itself, not go-sdk's default (nil options): with
+			// the latter a TypeScript-SDK stateless server negotiated a
+			// 2026-07-28 session whose tool calls never reached it.
+			pv = ProtocolStateless
 		}
 	}
 	var opts *mcp.ClientSessionOptions

@@ -64,8 +64,12 @@ type admin struct {
 }
 
 func (a *admin) authorize(ctx context.Context) error {
-	if a.s.opts.Authorizer == nil {
-		// No auth section: nobody is authenticated, so AdminService (and the
+	_, p, err := a.s.authenticate(ctx)
+	if err != nil {
+		return err
+	}
+	if !a.s.authConfigured() {
+		// No auth: nobody is authenticated, so AdminService (and the
 		// operator details of ListServers) answer only callers on this
 		// machine. Checked here, on the handler's own path, so no way of
 		// registering the service can skip it.
@@ -77,10 +81,9 @@ func (a *admin) authorize(ctx context.Context) error {
 				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
 			map[string]string{"peer": peerAddr(ctx)})
 	}
-	if a.s.opts.Authorizer.AdminAllowed(ctx) {
+	if a.s.opts.Authorizer.AllowAdmin(p) {
 		return nil
 	}
-	p, _ := PrincipalFrom(ctx)
 	return plainError(codes.PermissionDenied, ReasonPermissionDenied,
 		fmt.Sprintf("principal %q may not use AdminService (auth.admins)", p.Name), map[string]string{"principal": p.Name})
 }
@@ -126,14 +129,21 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
 }
 
-// adminAllowed reports whether the caller of ctx may see operator details
-// (server errors, the configuration status): an auth.admins principal, or
-// without an auth section a caller on this machine.
-func (s *Server) adminAllowed(ctx context.Context) bool {
-	if s.opts.Authorizer == nil {
+// authConfigured reports whether the service authenticates its callers
+// (an Authenticator or an Authorizer in Options, as Server.authenticate
+// decides).
+func (s *Server) authConfigured() bool {
+	return s.opts.Authenticator != nil || s.opts.Authorizer != nil
+}
+
+// operatorView reports whether the caller (principal p, authenticated for
+// ctx) may see operator details (server errors, the configuration status):
+// an auth.admins principal, or without auth a caller on this machine.
+func (s *Server) operatorView(ctx context.Context, p Principal) bool {
+	if !s.authConfigured() {
 		return LocalPeer(ctx)
 	}
-	return s.opts.Authorizer.AdminAllowed(ctx)
+	return s.opts.Authorizer.AllowAdmin(p)
 }
 
 // LocalPeer reports whether the caller of ctx is on this machine: a TCP
@@ -173,11 +183,4 @@ func peerAddr(ctx context.Context) string {
 		return p.Addr.String()
 	}
 	return "unknown"
-}
-
-// principalName is the authenticated caller's name, "" without auth: what
-// CallTool forwards to upstreams with forwardPrincipal.
-func principalName(ctx context.Context) string {
-	p, _ := PrincipalFrom(ctx)
-	return p.Name
 }

@@ -75,8 +75,8 @@ func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 	if _, err := a.RefreshServer(local, &toolsvcv1.RefreshServerRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("RefreshServer from loopback with no name = %v, want INVALID_ARGUMENT (past the peer check)", err)
 	}
-	if f.svc.adminAllowed(remote) || !f.svc.adminAllowed(local) {
-		t.Fatal("adminAllowed disagrees with the peer check")
+	if f.svc.operatorView(remote, Principal{}) || !f.svc.operatorView(local, Principal{}) {
+		t.Fatal("operatorView disagrees with the peer check")
 	}
 }
 

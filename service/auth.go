@@ -115,6 +115,13 @@ type Rule struct {
 // Authorizer applies per-principal rules to tool names, identically for
 // ListTools, WatchCatalog and CallTool. With no rules every authenticated
 // caller may use every tool; with rules, a caller no rule names may use none.
+//
+// An Authorizer in Options also means authentication is configured: every
+// RPC of the service then needs a principal (Server.authenticate), whatever
+// interceptors the embedding installs.
+//
+// The decisions are AllowTool and AllowAdmin, over an authenticated
+// Principal; everything that shows or runs a tool asks AllowTool.
 type Authorizer struct {
 	rules  []Rule
 	admins []string
@@ -126,28 +133,25 @@ func NewAuthorizer(rules []Rule, admins []string) *Authorizer {
 	return &Authorizer{rules: rules, admins: admins}
 }
 
-// AdminAllowed reports whether the caller of ctx may use AdminService: with
-// authentication configured, only principals matching an admins glob.
-func (a *Authorizer) AdminAllowed(ctx context.Context) bool {
+// AllowAdmin reports whether p may use AdminService and see operator
+// details: with authentication configured, only principals matching an
+// admins glob. A nil Authorizer (no auth configured) allows everyone.
+func (a *Authorizer) AllowAdmin(p Principal) bool {
 	if a == nil {
 		return true
 	}
-	p, ok := PrincipalFrom(ctx)
-	return ok && globMatch(a.admins, p.Name)
+	return p.Name != "" && globMatch(a.admins, p.Name)
 }
 
 func globMatch(patterns []string, s string) bool {
 	return slices.ContainsFunc(patterns, func(g string) bool { ok, _ := path.Match(g, s); return ok })
 }
 
-// Allowed reports whether the caller of ctx may see and call tool.
-func (a *Authorizer) Allowed(ctx context.Context, tool string) bool {
+// AllowTool reports whether p may see and call the tool with that exposed
+// name. A nil Authorizer, or one without rules, allows every tool.
+func (a *Authorizer) AllowTool(p Principal, tool string) bool {
 	if a == nil || len(a.rules) == 0 {
 		return true
-	}
-	p, ok := PrincipalFrom(ctx)
-	if !ok {
-		return false
 	}
 	allowed := false
 	for _, r := range a.rules {
@@ -164,11 +168,57 @@ func (a *Authorizer) Allowed(ctx context.Context, tool string) bool {
 	return allowed
 }
 
+// Allowed reports whether the caller of ctx may see and call tool: AllowTool
+// for the principal authenticated for ctx (none: denied when there are
+// rules).
+func (a *Authorizer) Allowed(ctx context.Context, tool string) bool {
+	if a == nil || len(a.rules) == 0 {
+		return true
+	}
+	p, ok := PrincipalFrom(ctx)
+	return ok && a.AllowTool(p, tool)
+}
+
 // filter returns a predicate for the caller of ctx, or nil when every tool
 // is allowed (the fast path).
 func (a *Authorizer) filter(ctx context.Context) func(tool string) bool {
 	if a == nil || len(a.rules) == 0 {
 		return nil
 	}
-	return func(tool string) bool { return a.Allowed(ctx, tool) }
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return func(string) bool { return false }
+	}
+	return func(tool string) bool { return a.AllowTool(p, tool) }
+}
+
+// authenticate establishes the caller of an RPC, inside the service so that
+// no embedding can skip it: the principal an interceptor already
+// authenticated (NewGRPCServer's chain), else the result of
+// Options.Authenticator. When authentication is configured (an
+// Authenticator or an Authorizer in Options) and neither yields a
+// principal, the RPC is refused with UNAUTHENTICATED: it fails closed. The
+// returned context carries the principal. With no auth configured every
+// caller is the anonymous principal.
+func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, error) {
+	if p, ok := PrincipalFrom(ctx); ok {
+		return ctx, p, nil
+	}
+	if a := s.opts.Authenticator; a != nil {
+		actx, err := a.Authenticate(ctx)
+		if err != nil {
+			return ctx, Principal{}, err
+		}
+		p, ok := PrincipalFrom(actx)
+		if !ok || p.Name == "" {
+			return ctx, Principal{}, plainError(codes.Unauthenticated, ReasonUnauthenticated, "credentials required", nil)
+		}
+		return actx, p, nil
+	}
+	if s.opts.Authorizer != nil {
+		s.log.Error("refusing an RPC: authorization is configured but nothing authenticated the request (set service.Options.Authenticator or install an authenticating interceptor)")
+		return ctx, Principal{}, plainError(codes.Unauthenticated, ReasonUnauthenticated,
+			"credentials required: this server has authorization rules but could not authenticate the request", nil)
+	}
+	return ctx, Principal{}, nil
 }

@@ -2,11 +2,9 @@ package service
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"sync"
-	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -23,109 +21,35 @@ type callRequest interface {
 	GetArgumentsJson() string
 }
 
-// preparedCall is a request that passed the edge's checks.
-type preparedCall struct {
-	target callTarget
-	args   any // map[string]any, json.RawMessage (forwarded verbatim), or nil
-}
-
-// prepare checks a call at the edge, before anything is sent upstream: the
-// request size, the name, that the arguments are one JSON object, and that
-// they satisfy the tool's inputSchema (unless the tool's server has
-// validation turned off, or its schema cannot be compiled).
-func (s *Server) prepare(req callRequest) (*preparedCall, error) {
-	t := callTarget{tool: req.GetName()}
-	if size := proto.Size(req); size > s.opts.MaxRequestBytes {
-		return nil, tooLarge(t, ReasonRequestTooLarge, "request", "max-request-bytes", size, s.opts.MaxRequestBytes)
+// callInput is the pipeline's view of a gRPC call request; the request is
+// sized here, once.
+func callInput(req callRequest) CallInput {
+	in := CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req)}
+	if a := req.GetArguments(); a != nil {
+		in.Arguments = a.AsMap()
 	}
-	if req.GetName() == "" {
-		return nil, invalidArgument("name", "required: the exposed tool name from ListTools")
-	}
-	tool, ok := s.bridge.Catalog().Current().Lookup(req.GetName())
-	if !ok {
-		select {
-		case <-s.bridge.Ready():
-		default:
-			// Still discovering: the tool may exist in a moment (or on
-			// another replica), so this is retryable, not NOT_FOUND.
-			return nil, callStatus(&mcpbridge.UnavailableError{Reason: mcpbridge.ReasonStarting, RetryAfter: time.Second}, t, false)
-		}
-		return nil, callStatus(fmt.Errorf("%w: %q", mcpbridge.ErrToolNotFound, req.GetName()), t, false)
-	}
-	t.server = tool.Server
-	validate := s.bridge.ValidatesArguments(tool.Server)
-	field := "arguments"
-	p := &preparedCall{target: t}
-	var obj map[string]any
-	switch {
-	case req.GetArguments() != nil && req.GetArgumentsJson() != "":
-		return nil, invalidFields(t, "arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
-	case req.GetArgumentsJson() != "":
-		field = "arguments_json"
-		text := req.GetArgumentsJson()
-		if validate {
-			m, err := decodeArgumentsJSON(text)
-			if err != nil {
-				return nil, invalidFields(t, field, violation(field, "must be a JSON object: "+err.Error()))
-			}
-			obj = m
-		} else if !isJSONObject(text) {
-			return nil, invalidFields(t, field, violation(field, "must be a JSON object"))
-		}
-		// Forwarded as the caller wrote it: numbers keep every digit.
-		p.args = json.RawMessage(text)
-	case req.GetArguments() != nil:
-		obj = req.GetArguments().AsMap()
-		p.args = obj
-	default:
-		obj = map[string]any{}
-	}
-	if validate {
-		cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
-		if cs.resolved == nil {
-			s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
-		} else if vs := cs.validate(field, obj); len(vs) > 0 {
-			return nil, invalidFields(t, field, vs...)
-		}
-	}
-	return p, nil
-}
-
-func isJSONObject(text string) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal([]byte(text), &m) == nil && m != nil
-}
-
-// finish maps the bridge's answer: errors once, here; results checked
-// against the response size limit.
-func (s *Server) finish(ctx context.Context, p *preparedCall, res *toolsvcv1.CallToolResponse, err error) (*toolsvcv1.CallToolResponse, error) {
-	if err != nil {
-		_, callerDeadline := ctx.Deadline()
-		st := callStatus(err, p.target, callerDeadline)
-		if ctx.Err() != nil {
-			s.log.Debug("call ended by the caller", "tool", p.target.tool, "error", ctx.Err())
-		}
-		return nil, st
-	}
-	if size := proto.Size(res); size > s.opts.MaxResponseBytes {
-		s.log.Info("result over the response limit", "tool", p.target.tool, "size", size, "limit", s.opts.MaxResponseBytes)
-		return nil, tooLarge(p.target, ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
-	}
-	return res, nil
+	return in
 }
 
 // CallTool implements toolsvc.v1.ToolService.
 func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (*toolsvcv1.CallToolResponse, error) {
-	p, err := s.prepare(req)
-	if err != nil {
-		return nil, err
-	}
-	res, err := s.bridge.CallTool(ctx, req.GetName(), p.args, &mcpbridge.CallOptions{Principal: principalName(ctx)})
+	c, err := s.BeginCall(ctx, callInput(req))
 	var out *toolsvcv1.CallToolResponse
+	size := 0
 	if err == nil {
-		out = resultToProto(res, s.log)
+		var res *mcp.CallToolResult
+		if res, err = c.Dispatch(c.Context(), nil); err == nil {
+			out = resultToProto(res, s.log)
+			size = proto.Size(out)
+			err = c.CheckResult(size)
+		}
 	}
-	return s.finish(ctx, p, out, err)
+	st := c.Status(err)
+	if st != nil {
+		out, size = nil, 0
+	}
+	c.End(st, out.GetIsError(), size)
+	return out, st
 }
 
 // CallToolStream implements toolsvc.v1.ToolService. Progress goes to the
@@ -137,13 +61,34 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 // progressBacklog are waiting), and never holds up the session. Progress
 // that arrives after the result is dropped by the bridge.
 func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) error {
-	p, err := s.prepare(req)
+	c, err := s.BeginCall(stream.Context(), callInput(req))
 	if err != nil {
-		return err
+		st := c.Status(err)
+		c.End(st, false, 0)
+		return st
 	}
-	ctx := stream.Context()
-	callCtx, cancel := context.WithCancel(ctx)
+	sent, isError, err := s.streamCall(c, stream)
+	st := c.Status(err)
+	c.End(st, isError, sent)
+	return st
+}
+
+// streamCall dispatches a prepared call and streams its progress and
+// result; it reports the bytes sent.
+func (s *Server) streamCall(c *Call, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) (sent int, isError bool, err error) {
+	callCtx, cancel := context.WithCancel(c.Context())
 	defer cancel()
+	send := func(m *toolsvcv1.CallToolStreamResponse, size int) error {
+		if err := stream.Send(m); err != nil {
+			return err
+		}
+		sent += size
+		return nil
+	}
+	sendProgress := func(pr mcpbridge.Progress) error {
+		m := progressMessage(pr)
+		return send(m, proto.Size(m))
+	}
 
 	queue := newProgressQueue()
 	var (
@@ -160,7 +105,7 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 				return
 			case <-queue.ready:
 				for _, pr := range queue.take() {
-					if err := stream.Send(progressMessage(pr)); err != nil {
+					if err := sendProgress(pr); err != nil {
 						sendErr = err
 						cancel() // nobody is reading: stop the call
 						return
@@ -169,27 +114,28 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 			}
 		}
 	}()
-	res, callErr := s.bridge.CallTool(callCtx, req.GetName(), p.args, &mcpbridge.CallOptions{OnProgress: queue.put, Principal: principalName(ctx)})
+	res, callErr := c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: queue.put})
 	close(done)
 	wg.Wait()
 	if sendErr != nil {
-		return sendErr
+		return sent, false, sendErr
 	}
 	// Progress that arrived before the result but was not sent yet.
 	for _, pr := range queue.take() {
-		if err := stream.Send(progressMessage(pr)); err != nil {
-			return err
+		if err := sendProgress(pr); err != nil {
+			return sent, false, err
 		}
 	}
-	var out *toolsvcv1.CallToolResponse
-	if callErr == nil {
-		out = resultToProto(res, s.log)
+	if callErr != nil {
+		return sent, false, callErr
 	}
-	out, err = s.finish(ctx, p, out, callErr)
-	if err != nil {
-		return err
+	out := resultToProto(res, s.log)
+	size := proto.Size(out)
+	if err := c.CheckResult(size); err != nil {
+		return sent, false, err
 	}
-	return stream.Send(&toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Result{Result: out}})
+	// The wrapper adds a tag and a length to the result's size.
+	return sent, out.GetIsError(), send(&toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Result{Result: out}}, size)
 }
 
 func progressMessage(pr mcpbridge.Progress) *toolsvcv1.CallToolStreamResponse {

@@ -35,6 +35,7 @@ const (
 	ReasonDeadline            = "DEADLINE"             // DEADLINE_EXCEEDED: the deadline passed first (metadata "deadline_source": caller | call_timeout)
 	ReasonCancelled           = "CANCELLED"            // CANCELLED: the caller cancelled; the upstream was sent notifications/cancelled
 	ReasonOverloaded          = "OVERLOADED"           // RESOURCE_EXHAUSTED: the upstream's concurrency limit and queue are full
+	ReasonRateLimited         = "RATE_LIMITED"         // RESOURCE_EXHAUSTED: the principal is over its auth.rateLimits rule (metadata "principal", "limit": calls_per_second | max_concurrent); RetryInfo says when to retry
 	ReasonRequestTooLarge     = "REQUEST_TOO_LARGE"    // RESOURCE_EXHAUSTED: the request is over the limit (metadata "limit_bytes", "size_bytes")
 	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the tool's result is over the limit (metadata "limit_bytes", "size_bytes")
 	ReasonUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered a JSON-RPC error (metadata "upstream_code"): InvalidParams → INVALID_ARGUMENT, MethodNotFound → UNIMPLEMENTED, else INTERNAL
@@ -57,7 +58,9 @@ type callTarget struct {
 	server string
 }
 
-// richError is a status under construction: code, message and details.
+// richError is a status under construction: code, message and details. It
+// is also the error value of the call pipeline's own refusals, mapped to a
+// status once, at the edge (callStatus).
 type richError struct {
 	code       codes.Code
 	reason     string
@@ -66,6 +69,8 @@ type richError struct {
 	retryAfter time.Duration
 	violations []*errdetails.BadRequest_FieldViolation
 }
+
+func (e *richError) Error() string { return e.msg }
 
 func (e *richError) err() error {
 	st := status.New(e.code, e.msg)
@@ -112,6 +117,10 @@ func toStatus(err error) error {
 // tool and server, and callerDeadline tells a caller's deadline from the
 // server's callTimeout.
 func callStatus(err error, t callTarget, callerDeadline bool) error {
+	var re *richError
+	if errors.As(err, &re) {
+		return re.with(t).err()
+	}
 	if _, ok := status.FromError(err); ok {
 		return err
 	}
@@ -188,6 +197,11 @@ func invalidArgument(field, desc string) error {
 // invalidFields is INVALID_ARGUMENT for one or more field violations; the
 // message summarises the first.
 func invalidFields(t callTarget, field string, vs ...*errdetails.BadRequest_FieldViolation) error {
+	return fieldsError(field, vs...).with(t).err()
+}
+
+// fieldsError is invalidFields as a pipeline error value.
+func fieldsError(field string, vs ...*errdetails.BadRequest_FieldViolation) *richError {
 	reason := ReasonRequestInvalid
 	if field == "arguments" || field == "arguments_json" {
 		reason = ReasonArgumentsInvalid
@@ -196,15 +210,16 @@ func invalidFields(t callTarget, field string, vs ...*errdetails.BadRequest_Fiel
 	if len(vs) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(vs)-1)
 	}
-	return (&richError{code: codes.InvalidArgument, reason: reason, msg: msg, violations: vs}).with(t).err()
+	return &richError{code: codes.InvalidArgument, reason: reason, msg: msg, violations: vs}
 }
 
-// tooLarge is RESOURCE_EXHAUSTED for a size limit, naming it and its value.
-func tooLarge(t callTarget, reason, what, flag string, size, limit int) error {
-	return (&richError{code: codes.ResourceExhausted, reason: reason,
+// tooLargeError is RESOURCE_EXHAUSTED for a size limit, naming it and its
+// value.
+func tooLargeError(reason, what, flag string, size, limit int) *richError {
+	return &richError{code: codes.ResourceExhausted, reason: reason,
 		msg:  fmt.Sprintf("%s is %d bytes, over the %s limit of %d bytes (serve --%s)", what, size, what, limit, flag),
 		meta: map[string]string{"limit_bytes": strconv.Itoa(limit), "size_bytes": strconv.Itoa(size), "limit": flag},
-	}).with(t).err()
+	}
 }
 
 func violation(field, desc string) *errdetails.BadRequest_FieldViolation {

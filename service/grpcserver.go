@@ -36,6 +36,11 @@ const (
 	HealthLiveness  = "liveness"
 )
 
+// DefaultStreamWorkers is GRPCOptions.StreamWorkers' default: enough for
+// the concurrent calls of a busy replica; each idle worker costs a parked
+// goroutine.
+const DefaultStreamWorkers = 64
+
 // GRPCOptions configure the gRPC server NewGRPCServer builds.
 type GRPCOptions struct {
 	Logger *slog.Logger
@@ -51,6 +56,14 @@ type GRPCOptions struct {
 	MaxConnectionAgeGrace time.Duration // 0 means 30 s
 	MaxRecvMsgSize        int           // 0 means 16 MiB
 	MaxSendMsgSize        int           // 0 means 64 MiB
+	// StreamWorkers is grpc-go's NumStreamWorkers: RPC handlers run on this
+	// many long-lived goroutines, whose stacks stay grown, instead of on a
+	// fresh 8 KiB goroutine each (a fresh one is still used when every
+	// worker is busy, e.g. holding a watch stream). Without them nearly every
+	// CallTool grew and copied its stack under the interceptor chain, first
+	// in jsonschema-go's validator, then in go-sdk's request encoding (see
+	// docs/benchmarks.md). 0 means DefaultStreamWorkers; negative: none.
+	StreamWorkers int
 	// StatsHandler, if set, is installed (OpenTelemetry's otelgrpc).
 	StatsHandler stats.Handler
 	// ExtraUnary and ExtraStream run innermost, after authentication.
@@ -134,6 +147,12 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	}
 	if o.StatsHandler != nil {
 		opts = append(opts, grpc.StatsHandler(o.StatsHandler))
+	}
+	if o.StreamWorkers == 0 {
+		o.StreamWorkers = DefaultStreamWorkers
+	}
+	if o.StreamWorkers > 0 {
+		opts = append(opts, grpc.NumStreamWorkers(uint32(o.StreamWorkers)))
 	}
 	gs := grpc.NewServer(opts...)
 	svc.Register(gs)

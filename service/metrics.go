@@ -22,6 +22,9 @@ type Metrics struct {
 	calls            *prometheus.CounterVec
 	callDuration     *prometheus.HistogramVec
 	callsInFlight    prometheus.Gauge
+	rateLimited      *prometheus.CounterVec
+	limits           atomic.Pointer[rateLimiter]
+	principalFlight  *prometheus.Desc
 	server           atomic.Pointer[Server]
 	watchStreams     *prometheus.Desc
 	watchResets      *prometheus.Desc
@@ -59,7 +62,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_call_duration_seconds",
 			Help: "Tool call latency at the gRPC edge, by server and outcome.", Buckets: latency}, []string{"server", "outcome"}),
 		callsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_calls_in_flight", Help: "Tool calls in flight."}),
-		watchStreams:  prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_rate_limited_total",
+			Help: "Tool calls refused by auth.rateLimits, by principal and limit (calls_per_second, max_concurrent)."}, []string{"principal", "limit"}),
+		principalFlight: prometheus.NewDesc("toolsvc_principal_calls_in_flight",
+			"Tool calls in flight per principal with an auth.rateLimits maxConcurrent cap.", []string{"principal"}, nil),
+		watchStreams: prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),
 		watchResets: prometheus.NewDesc("toolsvc_watch_resets_total",
 			"Watches that started with a reset snapshot (unknown, old or malformed resume token).", nil, nil),
 		malformedResumes: prometheus.NewDesc("toolsvc_watch_malformed_resume_tokens_total",
@@ -84,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
 		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams.", nil, nil),
 	}
-	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.calls, m.callDuration, m.callsInFlight)
+	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.calls, m.callDuration, m.callsInFlight, m.rateLimited)
 	return m
 }
 
@@ -111,7 +118,7 @@ func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelVa
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.upPush,
 		m.catalogTools, m.catalogWatcher, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
-		m.configReloads, m.configReloadOK} {
+		m.configReloads, m.configReloadOK, m.principalFlight} {
 		ch <- d
 	}
 }
@@ -119,6 +126,11 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: upstream gauges are read from
 // the bridge at scrape time.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	if l := m.limits.Load(); l != nil {
+		for name, n := range l.inFlight() {
+			ch <- prometheus.MustNewConstMetric(m.principalFlight, prometheus.GaugeValue, float64(n), name)
+		}
+	}
 	b := m.bridge.Load()
 	if b == nil {
 		return

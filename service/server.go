@@ -44,10 +44,19 @@ type Options struct {
 	// Config, if set, reports the configuration in ListServers and serves
 	// AdminService.ReloadConfig.
 	Config ConfigSource
+	// Authenticator, if set, authenticates every RPC the service handles
+	// that an interceptor has not already authenticated (see
+	// Server.authenticate).
+	Authenticator *Authenticator
 	// Authorizer, if set, limits each principal's tools (ListTools,
-	// WatchCatalog, CallTool alike).
+	// WatchCatalog, CallTool alike) and AdminService. Setting it (or
+	// Authenticator) turns authentication on: every RPC without a principal
+	// is refused, whatever interceptors are installed.
 	Authorizer *Authorizer
-	// Metrics, if set, records call metrics (CallInterceptors).
+	// RateLimits are per-principal call limits (first matching rule
+	// applies), enforced in the call pipeline.
+	RateLimits []RateLimit
+	// Metrics, if set, records call metrics.
 	Metrics *Metrics
 	// AuditLog, if set, gets one line per tool call; AuditArguments adds
 	// the call's arguments to it.
@@ -78,6 +87,8 @@ type Server struct {
 	cache  toolCache
 	// schemas holds compiled inputSchemas for argument validation.
 	schemas schemaCache
+	// limits applies Options.RateLimits (nil: none).
+	limits *rateLimiter
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -110,6 +121,7 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
 	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	s.limits = newRateLimiter(o.RateLimits, o.Metrics)
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
 	}
@@ -129,6 +141,10 @@ func (s *Server) Shutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
 
 // ListTools implements toolsvc.v1.ToolService.
 func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
+	ctx, _, err := s.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
 	size := int(req.GetPageSize())
 	switch {
 	case size < 0:
@@ -189,9 +205,13 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 // and the configuration status are operator information, shown to admins
 // only (without an auth section: to callers on this machine).
 func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersRequest) (*toolsvcv1.ListServersResponse, error) {
-	admin := s.adminAllowed(ctx)
+	actx, p, err := s.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	admin := s.operatorView(ctx, p)
 	var visible map[string]bool
-	if allowed := s.opts.Authorizer.filter(ctx); allowed != nil && !admin {
+	if allowed := s.opts.Authorizer.filter(actx); allowed != nil && !admin {
 		visible = map[string]bool{}
 		for _, t := range s.bridge.Catalog().Current().Tools {
 			if !visible[t.Server] && allowed(t.Name) {

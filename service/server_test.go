@@ -35,7 +35,7 @@ type fixture struct {
 
 // newFixture runs a real go-sdk upstream with n numbered tools (plus echo)
 // over in-memory transports, a bridge, and the service over bufconn.
-func newFixture(t *testing.T, n int) *fixture {
+func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
 	up := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
 	for i := 0; i < n; i++ {
@@ -86,7 +86,7 @@ func newFixture(t *testing.T, n int) *fixture {
 	return &fixture{upstream: up, bridge: b, svc: svc, client: toolsvcv1.NewToolServiceClient(conn)}
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	t.Cleanup(cancel)
 	return ctx

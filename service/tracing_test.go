@@ -54,6 +54,7 @@ func TestTracing(t *testing.T) {
 	}
 	<-b.Ready()
 	svc := New(b, nil)
+	t.Cleanup(svc.Shutdown)
 	gs, _ := NewGRPCServer(svc, GRPCOptions{StatsHandler: otelgrpc.NewServerHandler()})
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = gs.Serve(lis) }()

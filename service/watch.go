@@ -355,7 +355,11 @@ func (s *Server) findView(rev string, f *watchFilter) *view {
 // it with a bound: a client that does not read for WatchSendTimeout gets
 // UNAVAILABLE and resumes.
 func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]) error {
-	f, err := s.newWatchFilter(stream.Context(), req)
+	authCtx, _, err := s.authenticate(stream.Context()) // the principal, inside the service (auth.go)
+	if err != nil {
+		return err
+	}
+	f, err := s.newWatchFilter(authCtx, req)
 	if err != nil {
 		return err
 	}

@@ -37,16 +37,10 @@ const (
 	matrixIdlePings = 4 // ≥ 3 × pingInterval, plus one interval of slack
 	// pushBound: a list_changed push reaches an open watch within this.
 	pushBound = 2 * time.Second
-	// relistBound: an upstream that declares tools.listChanged but has no
-	// push channel is re-listed every pushlessRefresh (1 s by default), so
-	// its runtime tool reaches the watch within this.
+	// relistBound: an upstream without a push channel is re-listed every
+	// pushlessRefresh (1 s by default), so its runtime tool reaches the
+	// watch within this.
 	relistBound = 3 * time.Second
-	// backstopInterval is the refreshInterval of cells whose upstream
-	// neither pushes nor declares listChanged: their runtime tool arrives
-	// with the next backstop re-list, within backstopInterval +
-	// backstopSlack.
-	backstopInterval = 2 * time.Second
-	backstopSlack    = 2 * time.Second
 	// deadlineMS is the caller's deadline in the cancellation check; the
 	// tool would run waitMS unless cancelled.
 	deadlineMS = 500
@@ -64,16 +58,15 @@ var (
 type cellSpec struct {
 	sdk, transport, protocol string
 	negotiated               string // protocol_version ListServers must report
-	fresh                    string // how runtime tool changes arrive: freshPush, freshRelist or freshBackstop
+	fresh                    string // how runtime tool changes arrive: freshPush or freshRelist
 	cancels                  bool   // the tool's context ends when the caller's deadline passes; else it runs to the end
 	notes                    []string
 }
 
 // How a cell's runtime tool changes reach toolsvc.
 const (
-	freshPush     = "push"     // list_changed, within pushBound
-	freshRelist   = "re-list"  // no push channel: the pushlessRefresh re-list, within relistBound
-	freshBackstop = "backstop" // no push channel, none declared: refreshInterval
+	freshPush   = "push"    // list_changed, within pushBound
+	freshRelist = "re-list" // no push channel: the pushlessRefresh re-list, within relistBound
 )
 
 // matrixSpec is the matrix's documented expectations (docs/interop.md says
@@ -114,18 +107,12 @@ func matrixSpec(sdk, transport, protocol string) cellSpec {
 		c.notes = append(c.notes, "go-sdk serves server/discover only over stdio and stateless HTTP: served at 2025-11-25")
 	}
 	if transport == trStateless && c.negotiated != proto0728 {
-		// No session, so no stream for pushes. go-sdk and TS refuse the
-		// GET, so toolsvc knows and re-lists every pushlessRefresh.
-		// Python's MCPServer answers the GET with an SSE stream that never
-		// carries anything and declares tools.listChanged false before
-		// 2026-07-28: only the backstop re-list brings changes.
-		if sdk == sdkPython {
-			c.fresh = freshBackstop
-			c.notes = append(c.notes, "stateless before 2026-07-28: no push channel, listChanged not declared: runtime tools arrive with refreshInterval")
-		} else {
-			c.fresh = freshRelist
-			c.notes = append(c.notes, "stateless before 2026-07-28: no push channel: runtime tools arrive with the pushlessRefresh re-list")
-		}
+		// No session, so no stream for pushes: go-sdk and TS refuse the
+		// standalone GET, Python's MCPServer holds an empty one open but
+		// gives no Mcp-Session-Id. toolsvc knows either way and re-lists
+		// every pushlessRefresh.
+		c.fresh = freshRelist
+		c.notes = append(c.notes, "stateless before 2026-07-28: no push channel: runtime tools arrive with the pushlessRefresh re-list")
 	}
 	if transport == trStateless && sdk == sdkGo {
 		c.cancels = false
@@ -237,9 +224,6 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 	}
 	u := startMatrixUpstream(t, spec.sdk, spec.transport)
 	refresh := "1h" // only a push (or the pushless re-list) can bring a runtime tool
-	if spec.fresh == freshBackstop {
-		refresh = backstopInterval.String()
-	}
 	pin := fmt.Sprintf(`, "protocolVersion": %q`, spec.protocol)
 	if spec.protocol == protoDefault {
 		pin = ""
@@ -315,7 +299,7 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 		if _, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__add_tool", ArgumentsJson: `{"name": "rt_added"}`}); err != nil {
 			t.Fatalf("CallTool(up__add_tool) = %v", err)
 		}
-		bound := map[string]time.Duration{freshPush: pushBound, freshRelist: relistBound, freshBackstop: backstopInterval + backstopSlack}[spec.fresh]
+		bound := map[string]time.Duration{freshPush: pushBound, freshRelist: relistBound}[spec.fresh]
 		took, ok := waitUpsertWithin(w, "up__rt_added", bound)
 		if !ok {
 			t.Fatalf("up__rt_added did not reach the open watch within %v (expected by %s)", bound, spec.fresh)

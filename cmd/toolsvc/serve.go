@@ -100,6 +100,7 @@ func runServe(ctx context.Context, args []string) error {
 	var authn *service.Authenticator
 	var authz *service.Authorizer
 	var audit *slog.Logger
+	var rateLimits []service.RateLimit
 	auditArgs := false
 	var tlsConf *tls.Config
 	if *tlsCert != "" {
@@ -128,6 +129,10 @@ func runServe(ctx context.Context, args []string) error {
 			auditArgs = a.Arguments
 		}
 		bcfg.Servers = withSecrets(bcfg.Servers, loaded.Auth.Secrets)
+		for _, r := range loaded.Auth.RateLimits {
+			rateLimits = append(rateLimits, service.RateLimit{Principal: r.Principal, CallsPerSecond: r.CallsPerSecond,
+				Burst: r.Burst, MaxConcurrent: r.MaxConcurrent})
+		}
 	}
 
 	metrics := service.NewMetrics(reg)
@@ -145,7 +150,8 @@ func runServe(ctx context.Context, args []string) error {
 	metrics.Attach(bridge)
 
 	opts := &service.Options{Logger: log, MaxRequestBytes: *maxReq, MaxResponseBytes: *maxResp,
-		Authorizer: authz, Metrics: metrics, AuditLog: audit, AuditArguments: auditArgs}
+		Authenticator: authn, Authorizer: authz, RateLimits: rateLimits,
+		Metrics: metrics, AuditLog: audit, AuditArguments: auditArgs}
 	var cfgMgr *configManager
 	if loaded != nil {
 		cfgMgr = newConfigManager(*cfgPath, cfgData, loaded, bridge, log)
@@ -155,7 +161,6 @@ func runServe(ctx context.Context, args []string) error {
 		opts.Config = cfgMgr
 	}
 	svc := service.New(bridge, opts)
-	callUnary, callStream := svc.CallInterceptors()
 	// gRPC's own receive limit sits above the service's request limit, so
 	// an over-size call gets the service's RESOURCE_EXHAUSTED naming the
 	// limit (gRPC's generic one only past the slack).
@@ -164,8 +169,6 @@ func runServe(ctx context.Context, args []string) error {
 		MaxConnectionAge: *maxAge, MaxConnectionAgeGrace: *maxAgeGrace,
 		MaxRecvMsgSize: *maxReq + 1<<20, MaxSendMsgSize: *maxResp + 1<<20,
 		StatsHandler: statsHandler,
-		ExtraUnary:   []grpc.UnaryServerInterceptor{callUnary},
-		ExtraStream:  []grpc.StreamServerInterceptor{callStream},
 	})
 
 	serveErr := make(chan error, 1)

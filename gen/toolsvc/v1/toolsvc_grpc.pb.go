@@ -61,6 +61,10 @@ const (
 //	CANCELLED           CANCELLED; the upstream was sent
 //	                    notifications/cancelled
 //	RESOURCE_EXHAUSTED  OVERLOADED: the upstream's concurrency limit is full;
+//	                    RATE_LIMITED: the principal is over its
+//	                    auth.rateLimits rule (with RetryInfo; metadata
+//	                    principal, limit: calls_per_second |
+//	                    max_concurrent);
 //	                    REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
 //	                    limit, limit_bytes, size_bytes)
 //	INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
@@ -70,7 +74,7 @@ const (
 //	UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
 //	                    token, JWT, client certificate)
 //	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
-//	                    the tool
+//	                    the tool (or AdminService)
 //	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
 //	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log
@@ -204,6 +208,10 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 //	CANCELLED           CANCELLED; the upstream was sent
 //	                    notifications/cancelled
 //	RESOURCE_EXHAUSTED  OVERLOADED: the upstream's concurrency limit is full;
+//	                    RATE_LIMITED: the principal is over its
+//	                    auth.rateLimits rule (with RetryInfo; metadata
+//	                    principal, limit: calls_per_second |
+//	                    max_concurrent);
 //	                    REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
 //	                    limit, limit_bytes, size_bytes)
 //	INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
@@ -213,7 +221,7 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 //	UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
 //	                    token, JWT, client certificate)
 //	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
-//	                    the tool
+//	                    the tool (or AdminService)
 //	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
 //	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log

@@ -1,0 +1,207 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// The call pipeline: every way into a tool call (gRPC CallTool,
+// CallToolStream, and any later front door such as MCP) hands a CallInput
+// to BeginCall and then works on the *Call it returns:
+//
+//	BeginCall:   authenticate → request size (measured once, by the front
+//	             door) → resolve the name (once: one catalog entry from one
+//	             snapshot; failures are the bridge's own errors) → authorize
+//	             → per-principal rate limit → arguments are one JSON object
+//	             → inputSchema of that entry
+//	Dispatch:    the bridge calls that same entry (mcpbridge.Bridge.Call)
+//	CheckResult: the result's size (measured once, by the front door)
+//	Status:      the error mapped, once, to a status with ErrorInfo
+//	End:         metrics, audit line, the principal's concurrency slot back
+//
+// A front door does, whatever its wire:
+//
+//	c, err := s.BeginCall(ctx, in)
+//	if err == nil { res, err = c.Dispatch(c.Context(), opts); … size the
+//	                encoded result, err = c.CheckResult(size) }
+//	st := c.Status(err); c.End(st, isError, size); answer st or the result
+//
+// Errors inside the pipeline are values: the bridge's typed errors, or a
+// *richError for the pipeline's own refusals. Status maps them once; a non-
+// gRPC front door translates that status (code, ErrorInfo reason,
+// RetryInfo, BadRequest) to its own wire.
+
+// CallInput is one tool call as a front door received it.
+type CallInput struct {
+	// Name is the exposed tool name.
+	Name string
+	// Arguments is the decoded arguments object, or nil.
+	Arguments map[string]any
+	// ArgumentsJSON is the arguments object as JSON text, forwarded byte for
+	// byte; set at most one of Arguments and ArgumentsJSON (neither: {}).
+	ArgumentsJSON string
+	// Size is the encoded size of the request as received, measured once by
+	// the front door, for the request size limit and the audit line.
+	Size int
+}
+
+// Call is one tool call moving through the pipeline. It is used by one
+// goroutine (the front door's handler); End must be called exactly once.
+type Call struct {
+	s         *Server
+	ctx       context.Context // the caller's, with its principal
+	in        CallInput
+	principal Principal
+	target    mcpbridge.Target // zero until resolved
+	args      any              // map[string]any, json.RawMessage, or nil ({})
+	start     time.Time
+	release   func() // the principal's concurrency slot, if limited
+	ended     bool
+}
+
+// BeginCall runs every check that comes before the upstream. It always
+// returns the call (so that End can observe a refusal); a non-nil err says
+// why the call must not be dispatched.
+func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
+	c := &Call{s: s, ctx: ctx, in: in, start: time.Now()}
+	if m := s.opts.Metrics; m != nil {
+		m.callsInFlight.Inc()
+	}
+	ctx, p, err := s.authenticate(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.ctx, c.principal = ctx, p
+	if in.Size > s.opts.MaxRequestBytes {
+		return c, tooLargeError(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
+	}
+	if in.Name == "" {
+		return c, fieldsError("name", violation("name", "required: the exposed tool name from ListTools"))
+	}
+	// One lookup; authorization (over exposed names) is decided before a
+	// failed lookup is reported, so a caller learns nothing about tools it
+	// may not use.
+	target, rerr := s.bridge.Resolve(in.Name)
+	c.target = target
+	if !s.opts.Authorizer.AllowTool(p, in.Name) {
+		return c, &richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
+			msg:  fmt.Sprintf("principal %q may not call tool %q", p.Name, in.Name),
+			meta: map[string]string{"principal": p.Name}}
+	}
+	if rerr != nil {
+		return c, rerr
+	}
+	if c.release, err = s.limits.acquire(p.Name, time.Now()); err != nil {
+		return c, err
+	}
+	c.args, err = s.checkArguments(c.target, in)
+	return c, err
+}
+
+// checkArguments checks that the arguments are one JSON object and, unless
+// the tool's server turns validation off or its schema cannot be compiled,
+// that they satisfy the entry's inputSchema. It returns what to send.
+func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
+	if in.Arguments != nil && in.ArgumentsJSON != "" {
+		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
+	}
+	if !t.ValidatesArguments() {
+		switch {
+		case in.ArgumentsJSON != "":
+			if !isJSONObject(in.ArgumentsJSON) {
+				return nil, fieldsError("arguments_json", violation("arguments_json", "must be a JSON object"))
+			}
+			return json.RawMessage(in.ArgumentsJSON), nil
+		case in.Arguments != nil:
+			return in.Arguments, nil
+		}
+		return nil, nil
+	}
+	return s.validateArguments(t.Tool, in)
+}
+
+// validateArguments decodes and validates the arguments against the
+// tool's inputSchema.
+func (s *Server) validateArguments(tool *mcpbridge.Tool, in CallInput) (any, error) {
+	field := "arguments"
+	var obj map[string]any
+	var args any
+	switch {
+	case in.ArgumentsJSON != "":
+		field = "arguments_json"
+		m, err := decodeArgumentsJSON(in.ArgumentsJSON)
+		if err != nil {
+			return nil, fieldsError(field, violation(field, "must be a JSON object: "+err.Error()))
+		}
+		// Forwarded as the caller wrote it: numbers keep every digit.
+		obj, args = m, json.RawMessage(in.ArgumentsJSON)
+	case in.Arguments != nil:
+		obj, args = in.Arguments, in.Arguments
+	default:
+		obj = map[string]any{}
+	}
+	cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
+	if cs.resolved == nil {
+		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
+	} else if vs := cs.validate(field, obj); len(vs) > 0 {
+		return nil, fieldsError(field, vs...)
+	}
+	return args, nil
+}
+
+// isJSONObject checks, without validating against a schema, that text is
+// exactly one JSON object.
+func isJSONObject(text string) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal([]byte(text), &m) == nil && m != nil
+}
+
+// Context is the caller's context with its authenticated principal.
+func (c *Call) Context() context.Context { return c.ctx }
+
+// Dispatch sends the call to the entry BeginCall resolved.
+func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
+	if opts == nil {
+		opts = &mcpbridge.CallOptions{}
+	}
+	opts.Principal = c.principal.Name // sent to upstreams with forwardPrincipal
+	return c.s.bridge.Call(ctx, c.target, c.args, opts)
+}
+
+// CheckResult applies the response size limit to a result of size bytes
+// (measured once by the front door).
+func (c *Call) CheckResult(size int) error {
+	if size > c.s.opts.MaxResponseBytes {
+		c.s.log.Info("result over the response limit", "tool", c.in.Name, "size", size, "limit", c.s.opts.MaxResponseBytes)
+		return tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", size, c.s.opts.MaxResponseBytes)
+	}
+	return nil
+}
+
+// Status maps the pipeline's error to the gRPC status the caller gets:
+// once, here. ErrorInfo names the tool and its server.
+func (c *Call) Status(err error) error {
+	if err == nil {
+		return nil
+	}
+	_, callerDeadline := c.ctx.Deadline()
+	if c.ctx.Err() != nil {
+		c.s.log.Debug("call ended by the caller", "tool", c.in.Name, "error", c.ctx.Err())
+	}
+	return callStatus(err, c.targetName(), callerDeadline)
+}
+
+func (c *Call) targetName() callTarget {
+	t := callTarget{tool: c.in.Name}
+	if c.target.Tool != nil {
+		t.server = c.target.Tool.Server
+	}
+	return t
+}
