@@ -681,14 +681,12 @@ func (u *upstream) oauthHandler() auth.OAuthHandler {
 	return u.oauth
 }
 
-// authHold classifies a failed attempt or lost session: if the upstream's
-// last answer was 401/403, or a token request failed, it is an
-// authentication problem. The message then says so, the failure is
-// counted, and the next attempt waits at least AuthRetry instead of the
-// crash backoff.
-func (u *upstream) authHold(err error, delay time.Duration, msg string) (time.Duration, string) {
+// authRejected says why a failed attempt or lost session (err) is an
+// authentication problem: the upstream's last HTTP answer was 401/403, or
+// the last token request failed. "" when it is not.
+func (u *upstream) authRejected(err error) string {
 	if err == nil {
-		return delay, msg
+		return ""
 	}
 	why := ""
 	if u.authw != nil {
@@ -701,6 +699,16 @@ func (u *upstream) authHold(err error, delay time.Duration, msg string) (time.Du
 			why = u.redact(f)
 		}
 	}
+	return why
+}
+
+// authHold classifies a failed attempt or lost session: if the upstream's
+// last answer was 401/403, or a token request failed, it is an
+// authentication problem. The message then says so, the failure is
+// counted, and the next attempt waits at least AuthRetry instead of the
+// crash backoff.
+func (u *upstream) authHold(err error, delay time.Duration, msg string) (time.Duration, string) {
+	why := u.authRejected(err)
 	if why == "" {
 		return delay, msg
 	}

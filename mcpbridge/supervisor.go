@@ -153,6 +153,9 @@ func (u *upstream) run() {
 			attempt = 0
 		default:
 			attempt++
+			if u.authRejected(err) != "" {
+				break // refused credentials say nothing of the upstream's health: not a breaker failure (authHold below)
+			}
 			if s != nil {
 				u.recordDeath(s, "session", err) // once, however many saw it die
 			} else {

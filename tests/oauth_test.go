@@ -208,6 +208,9 @@ func TestUpstreamAuthRejected(t *testing.T) {
 		if st.GetState() != toolsvcv1.ServerState_SERVER_STATE_DOWN {
 			t.Errorf("%s state = %v, want DOWN", server, st.GetState())
 		}
+		if st.GetConsecutiveFailures() != 0 || st.GetBreakerState() != toolsvcv1.BreakerState_BREAKER_STATE_CLOSED {
+			t.Errorf("%s: %d breaker failures, breaker %v; refused credentials are not a health failure", server, st.GetConsecutiveFailures(), st.GetBreakerState())
+		}
 	}
 	// With a 10-20 ms crash backoff, a second or so would be ~50 attempts.
 	time.Sleep(time.Second)
