@@ -398,11 +398,9 @@ func TestGracefulDrain(t *testing.T) {
 	if callErr != nil || resultText(callRes) != "10 steps" {
 		t.Errorf("in-flight call during drain = %v, %v; want it to complete", callRes, callErr)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
+	case <-p.exited():
+		if err := p.exitErr(); err != nil {
 			t.Errorf("toolsvc exited with %v", err)
 		}
 	case <-time.After(10 * time.Second):

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -129,6 +131,37 @@ func (b *logBuffer) waitFor(t *testing.T, re *regexp.Regexp, timeout time.Durati
 	}
 }
 
+// wait is waitFor without failing: ok is false after timeout, or once
+// stopped is closed (the process exited) without a match.
+func (b *logBuffer) wait(re *regexp.Regexp, timeout time.Duration, stopped <-chan struct{}) (string, bool) {
+	deadline := time.After(timeout)
+	exited := false
+	for {
+		b.mu.Lock()
+		for _, l := range b.lines {
+			if m := re.FindStringSubmatch(l); m != nil {
+				b.mu.Unlock()
+				if len(m) > 1 {
+					return m[1], true
+				}
+				return m[0], true
+			}
+		}
+		ch := b.cond
+		b.mu.Unlock()
+		if exited {
+			return "", false // its whole output was read: no match
+		}
+		select {
+		case <-ch:
+		case <-stopped:
+			exited = true
+		case <-deadline:
+			return "", false
+		}
+	}
+}
+
 func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -144,7 +177,14 @@ type toolsvcProc struct {
 	log        *logBuffer
 	client     toolsvcv1.ToolServiceClient
 	stop       func() // SIGTERM, wait, and check the exit; idempotent
+	proc       *proc
 }
+
+// exited is closed once toolsvc has exited (and its log is read).
+func (p *toolsvcProc) exited() <-chan struct{} { return p.proc.done }
+
+// exitErr is toolsvc's exit status, once exited.
+func (p *toolsvcProc) exitErr() error { <-p.proc.done; return p.proc.err }
 
 var (
 	servingRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
@@ -174,100 +214,142 @@ type startOpts struct {
 
 func startToolsvcWith(t *testing.T, config string, o startOpts) *toolsvcProc {
 	t.Helper()
-	env, extraArgs := o.env, o.args
 	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "debug"}, extraArgs...)...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &toolsvcProc{cmd: cmd, configPath: path, log: newLogBuffer()}
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		p.log.consume(stderr)
-	}()
-	var stopOnce sync.Once
-	p.stop = func() {
-		stopOnce.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				<-logDone
-				if err != nil {
-					t.Errorf("toolsvc exited with %v; log:\n%s", err, p.log)
-				}
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				<-logDone
-				t.Errorf("toolsvc did not stop within 20s of SIGTERM; log:\n%s", p.log)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			t.Logf("toolsvc log:\n%s", p.log)
-		}
-	})
+	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "debug"}, o.args...)...)
+	cmd.Env = append(os.Environ(), o.env...)
+	pr := startProcWith(t, cmd, procOpts{name: "toolsvc", grace: 20 * time.Second, checkExit: true})
+	p := &toolsvcProc{cmd: cmd, configPath: path, log: pr.log, stop: pr.stop, proc: pr}
 	p.addr = p.log.waitFor(t, servingRE, 30*time.Second)
 	p.adminAddr = p.log.waitFor(t, adminRE, 30*time.Second)
-	if !o.noWait {
-		p.log.waitFor(t, readyRE, 30*time.Second)
-	}
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	p.client = toolsvcv1.NewToolServiceClient(conn)
+	if !o.noWait {
+		waitHealthy(t, conn, p.log, 30*time.Second)
+	}
 	return p
+}
+
+// waitHealthy waits until the server's grpc.health.v1 readiness ("") is
+// SERVING: toolsvc's first discovery round is over. A server this plaintext
+// client cannot talk to (TLS tests) is ready when it logs so.
+func waitHealthy(t *testing.T, conn *grpc.ClientConn, log *logBuffer, timeout time.Duration) {
+	t.Helper()
+	hc := healthpb.NewHealthClient(conn)
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+		cancel()
+		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
+		if err != nil && readyRE.MatchString(log.String()) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toolsvc not SERVING within %s (last: %v, %v); log:\n%s", timeout, resp.GetStatus(), err, log)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// proc is a child process in its own process group whose stdout and stderr
+// are collected line by line (tests wait for lines with log.waitFor). It is
+// the one way tests start processes: toolsvc, upstreams, peers.
+type proc struct {
+	cmd  *exec.Cmd
+	log  *logBuffer
+	done chan struct{} // closed once the process has exited and its output is read
+	err  error         // its exit status, once done
+	stop func()        // SIGTERM the group, wait (SIGKILL after the grace); idempotent
+}
+
+type procOpts struct {
+	name      string        // in failure logs (default: the binary's name)
+	grace     time.Duration // SIGTERM to SIGKILL (default 5 s)
+	checkExit bool          // fail the test unless stop finds a clean exit (0)
+}
+
+// startProc starts cmd with the default options.
+func startProc(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	return startProcWith(t, cmd, procOpts{})
+}
+
+// startProcWith starts cmd in its own process group. Cleanup stops it and,
+// if the test failed, attaches its output to the test log.
+func startProcWith(t *testing.T, cmd *exec.Cmd, o procOpts) *proc {
+	t.Helper()
+	if o.name == "" {
+		o.name = filepath.Base(cmd.Path)
+	}
+	if o.grace == 0 {
+		o.grace = 5 * time.Second
+	}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", o.name, err)
+	}
+	p := &proc{cmd: cmd, log: newLogBuffer(), done: make(chan struct{})}
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		p.log.consume(pr)
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		pw.Close()
+		<-logDone
+		close(p.done)
+	}()
+	var once sync.Once
+	p.stop = func() {
+		once.Do(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-p.done:
+				if o.checkExit && p.err != nil {
+					t.Errorf("%s exited with %v; output:\n%s", o.name, p.err, p.log)
+				}
+			case <-time.After(o.grace):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-p.done
+				if o.checkExit {
+					t.Errorf("%s did not stop within %s of SIGTERM; output:\n%s", o.name, o.grace, p.log)
+				}
+			}
+		})
+	}
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", o.name, p.log)
+		}
+	})
+	return p
+}
+
+// kill SIGKILLs the process group and waits for the exit.
+func (p *proc) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
 }
 
 // startHTTPUpstream runs the go-sdk test server over streamable HTTP and
 // returns its URL.
 func startHTTPUpstream(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(bin.testserver, "-mode", "http", "-addr", "127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("http upstream did not print its URL: %v", err)
-	}
-	url, ok := strings.CutPrefix(strings.TrimSpace(line), "URL ")
-	if !ok {
-		t.Fatalf("http upstream printed %q, want URL ...", line)
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	return url
+	p := startProc(t, exec.Command(bin.testserver, "-mode", "http", "-addr", "127.0.0.1:0"))
+	return p.log.waitFor(t, urlLineRE, 30*time.Second)
 }
 
 // watcher consumes a WatchCatalog stream in the background.

@@ -37,49 +37,6 @@ func nodePath(t *testing.T, rel string) string {
 	return p
 }
 
-// proc is a child process whose stdout and stderr are collected line by
-// line. Cleanup sends SIGTERM, then SIGKILL after 5 s, and waits.
-type proc struct {
-	cmd *exec.Cmd
-	log *logBuffer
-}
-
-func startProc(t *testing.T, cmd *exec.Cmd) *proc {
-	t.Helper()
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", cmd.Path, err)
-	}
-	p := &proc{cmd: cmd, log: newLogBuffer()}
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		p.log.consume(pr)
-	}()
-	waited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		pw.Close()
-		close(waited)
-	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-waited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-waited
-		}
-		<-logDone
-		if t.Failed() {
-			t.Logf("%s output:\n%s", filepath.Base(cmd.Path), p.log)
-		}
-	})
-	return p
-}
-
 var (
 	loopbackRE = regexp.MustCompile(`loopback: listening on (\S+)`)
 	urlLineRE  = regexp.MustCompile(`^URL (\S+)`)

@@ -1,11 +1,9 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,31 +53,8 @@ func startOAuthUpstream(t *testing.T) *oauthUpstream {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("oauthupstream printed nothing: %v", err)
-	}
-	go func() { _, _ = io.Copy(io.Discard, out) }()
+	p := startProc(t, exec.Command(path))
+	line := p.log.waitFor(t, regexp.MustCompile(`^\{.*\}$`), 30*time.Second)
 	var u oauthUpstream
 	if err := json.Unmarshal([]byte(line), &u); err != nil {
 		t.Fatalf("oauthupstream printed %q: %v", line, err)

@@ -1,11 +1,9 @@
 package tests
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -100,63 +98,43 @@ type httpUpstream struct {
 	t    *testing.T
 	addr string
 	cmd  *exec.Cmd
-	done chan struct{}
+	p    *proc
 }
 
 func newHTTPUpstream(t *testing.T) *httpUpstream {
 	u := &httpUpstream{t: t, addr: "127.0.0.1:0"}
 	u.start()
-	t.Cleanup(func() {
-		if u.cmd != nil {
-			_ = u.cmd.Process.Signal(syscall.SIGCONT)
-			_ = u.cmd.Process.Kill()
-			<-u.done
-		}
-	})
 	return u
 }
 
 func (u *httpUpstream) url() string { return "http://" + u.addr + "/mcp" }
 
+// start runs the server on u.addr (a fixed port after the first start, so a
+// restart is the same upstream to toolsvc).
 func (u *httpUpstream) start() {
 	t := u.t
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		cmd := exec.Command(bin.testserver, "-mode", "http", "-addr", u.addr)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
+		p := startProc(t, exec.Command(bin.testserver, "-mode", "http", "-addr", u.addr))
+		url, ok := p.log.wait(urlLineRE, 10*time.Second, p.done)
+		if !ok {
 			// The port may still be held briefly after a kill: retry.
-			_ = cmd.Wait()
+			p.kill()
 			if time.Now().After(deadline) {
-				t.Fatalf("http upstream did not start on %s", u.addr)
+				t.Fatalf("http upstream did not start on %s; output:\n%s", u.addr, p.log)
 			}
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		go func() {
-			_, _ = io.Copy(io.Discard, out)
-			_ = cmd.Wait()
-			close(done)
-		}()
-		url := strings.TrimPrefix(strings.TrimSpace(line), "URL ")
 		u.addr = strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
-		u.cmd, u.done = cmd, done
+		u.p, u.cmd = p, p.cmd
 		return
 	}
 }
 
 func (u *httpUpstream) kill() {
-	_ = u.cmd.Process.Kill()
-	<-u.done
+	u.p.kill()
 	u.cmd = nil
 }
 
