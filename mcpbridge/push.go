@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,18 +110,40 @@ const listenMethod = "subscriptions/listen"
 // the session's handlers.
 const listenReopenScheme = "toolsvc-listen:"
 
+// listenSentinel matches reopenListen's sentinel URI:
+// "toolsvc-listen:<n>" (tools only) or "toolsvc-listen:<n>/<kinds>", kinds
+// being letters t (tools), r (resources), p (prompts) list_changed.
+var listenSentinel = regexp.MustCompile(`toolsvc-listen:[0-9]+(?:/([a-z]+))?`)
+
 // rewriteListen rewrites the params of a subscriptions/listen request made
 // by reopenListen: the sentinel resource subscription becomes a
-// subscription to tools/list_changed. Other params are returned unchanged.
+// subscription to the list_changed notifications its URI names (tools,
+// and resources and prompts when the upstream declares them). Other params
+// are returned unchanged.
 func rewriteListen(params json.RawMessage) (json.RawMessage, bool) {
 	if !bytes.Contains(params, []byte(listenReopenScheme)) {
+		return params, false
+	}
+	m := listenSentinel.FindSubmatch(params)
+	if m == nil {
 		return params, false
 	}
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(params, &p); err != nil {
 		return params, false
 	}
-	p["notifications"] = json.RawMessage(`{"toolsListChanged":true}`)
+	notes := map[string]bool{"toolsListChanged": true}
+	if bytes.ContainsRune(m[1], 'r') {
+		notes["resourcesListChanged"] = true
+	}
+	if bytes.ContainsRune(m[1], 'p') {
+		notes["promptsListChanged"] = true
+	}
+	nb, err := json.Marshal(notes)
+	if err != nil {
+		return params, false
+	}
+	p["notifications"] = nb
 	out, err := json.Marshal(p)
 	if err != nil {
 		return params, false
@@ -133,13 +156,14 @@ func rewriteListen(params json.RawMessage) (json.RawMessage, bool) {
 // go-sdk opened in Connect is cancelled only by Close).
 func (s *session) reopenListen(ctx context.Context) error {
 	n := s.listenSeq.Add(1)
-	uri := fmt.Sprintf("%s%d", listenReopenScheme, n)
+	kinds := s.listChangedKinds()
+	uri := fmt.Sprintf("%s%d/%s", listenReopenScheme, n, kinds)
 	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		return err
 	}
-	if n > 1 {
+	if prev := s.listenURI.Swap(&uri); prev != nil {
 		// Ends the SDK's goroutine parked on the previous stream.
-		_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: fmt.Sprintf("%s%d", listenReopenScheme, n-1)})
+		_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: *prev})
 	}
 	if s.transport() == TransportStdio {
 		// Over stdio the request is the stream: it is up once sent.

@@ -1,0 +1,358 @@
+package tests
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+// Resources and prompts end to end: server-everything (TypeScript SDK,
+// written by others) and a Python SDK server (tests/python/
+// resources_server.py) behind a real toolsvc, through the gRPC API. The
+// ground truth for server-everything is a raw JSON-RPC session over its
+// stdio, parsed by no SDK.
+
+func listResources(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient, servers ...string) ([]*toolsvcv1.Resource, string) {
+	t.Helper()
+	var out []*toolsvcv1.Resource
+	tok, rev := "", ""
+	for {
+		resp, err := c.ListResources(ctx, &toolsvcv1.ListResourcesRequest{PageSize: 3, PageToken: tok, Servers: servers})
+		if err != nil {
+			t.Fatalf("ListResources: %v", err)
+		}
+		if rev != "" && resp.GetRevision() != rev {
+			t.Fatalf("pages of one listing from revisions %s and %s", rev, resp.GetRevision())
+		}
+		rev = resp.GetRevision()
+		out = append(out, resp.GetResources()...)
+		if tok = resp.GetNextPageToken(); tok == "" {
+			return out, rev
+		}
+	}
+}
+
+func listPrompts(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient) []*toolsvcv1.Prompt {
+	t.Helper()
+	resp, err := c.ListPrompts(ctx, &toolsvcv1.ListPromptsRequest{PageSize: 1000})
+	if err != nil {
+		t.Fatalf("ListPrompts: %v", err)
+	}
+	return resp.GetPrompts()
+}
+
+func findPrompt(ps []*toolsvcv1.Prompt, name string) *toolsvcv1.Prompt {
+	for _, p := range ps {
+		if p.GetName() == name {
+			return p
+		}
+	}
+	return nil
+}
+
+func TestResourcesEverything(t *testing.T) {
+	entry := nodePath(t, everythingEntry)
+	raw := startRawMCP(t, "node", entry, "stdio")
+	rawRes := raw.call(t, "resources/list", map[string]any{})["resources"].([]any)
+	var rawURIs []string
+	for _, r := range rawRes {
+		rawURIs = append(rawURIs, r.(map[string]any)["uri"].(string))
+	}
+	slices.Sort(rawURIs)
+	if len(rawURIs) == 0 {
+		t.Fatal("server-everything listed no resources over raw stdio")
+	}
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			server := fmt.Sprintf(`{"command": "node", "args": [%s, "stdio"]}`, jsonString(entry))
+			if transport == "http" {
+				server = fmt.Sprintf(`{"url": %s}`, jsonString(startEverythingHTTP(t)))
+			}
+			p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"everything": %s}}`, server))
+			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+			defer cancel()
+			c := p.client
+
+			// List: every resource the server lists, with its server.
+			res, rev := listResources(t, ctx, c)
+			var uris []string
+			for _, r := range res {
+				if r.GetServer() != "everything" {
+					t.Errorf("resource %s: server %q", r.GetUri(), r.GetServer())
+				}
+				uris = append(uris, r.GetUri())
+			}
+			if !slices.Equal(uris, rawURIs) {
+				t.Fatalf("ListResources URIs = %v\nserver lists %v", uris, rawURIs)
+			}
+			if len(rev) != 32 {
+				t.Errorf("revision %q", rev)
+			}
+
+			// Templates.
+			tr, err := c.ListResourceTemplates(ctx, &toolsvcv1.ListResourceTemplatesRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tmpls []string
+			for _, tm := range tr.GetResourceTemplates() {
+				tmpls = append(tmpls, tm.GetUriTemplate())
+			}
+			if !slices.Contains(tmpls, "demo://resource/dynamic/text/{resourceId}") || !slices.Contains(tmpls, "demo://resource/dynamic/blob/{resourceId}") {
+				t.Fatalf("templates = %v", tmpls)
+			}
+
+			// Read a static text resource: byte for byte what the server
+			// sends a raw client. The server is inferred (one lists it).
+			want := raw.call(t, "resources/read", map[string]any{"uri": rawURIs[0]})["contents"].([]any)[0].(map[string]any)
+			rr, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: rawURIs[0]})
+			if err != nil {
+				t.Fatalf("ReadResource(%s): %v", rawURIs[0], err)
+			}
+			if rr.GetServer() != "everything" || len(rr.GetContents()) != 1 {
+				t.Fatalf("ReadResource = %v", rr)
+			}
+			if got := rr.GetContents()[0]; got.GetText() != want["text"] || got.GetMimeType() != want["mimeType"] || got.GetUri() != want["uri"] {
+				t.Errorf("ReadResource(%s) = %q (%s), server sends %q (%s)", rawURIs[0], got.GetText(), got.GetMimeType(), want["text"], want["mimeType"])
+			}
+
+			// A templated binary resource, server inferred from the
+			// template: the blob decoded from MCP base64, byte for byte
+			// (its text carries a time of day, so compare with it masked).
+			blobURI := "demo://resource/dynamic/blob/2"
+			wantBlob := raw.call(t, "resources/read", map[string]any{"uri": blobURI})["contents"].([]any)[0].(map[string]any)
+			wb, err := base64.StdEncoding.DecodeString(wantBlob["blob"].(string))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: blobURI})
+			if err != nil {
+				t.Fatalf("ReadResource(%s): %v", blobURI, err)
+			}
+			gb := rb.GetContents()[0].GetBlob()
+			clock := regexp.MustCompile(`\d{1,2}:\d{2}:\d{2}( [AP]M)?`)
+			if gb == nil || clock.ReplaceAllString(string(gb), "T") != clock.ReplaceAllString(string(wb), "T") {
+				t.Errorf("blob = %q, server sends %q", gb, wb)
+			}
+
+			// A resource_link from get-resource-links reads back with the
+			// called tool's server and the link's URI.
+			links := callJSON(t, ctx, c, "everything__get-resource-links", `{"count": 3}`)
+			n := 0
+			for _, ct := range links.GetContent() {
+				l := ct.GetResourceLink()
+				if l == nil {
+					continue
+				}
+				n++
+				lr, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: "everything", Uri: l.GetUri()})
+				if err != nil {
+					t.Fatalf("ReadResource(link %s): %v", l.GetUri(), err)
+				}
+				if len(lr.GetContents()) == 0 || lr.GetContents()[0].GetUri() != l.GetUri() {
+					t.Errorf("link %s read as %v", l.GetUri(), lr)
+				}
+			}
+			if n != 3 {
+				t.Fatalf("get-resource-links(3) gave %d links", n)
+			}
+
+			// Prompts: listed under exposed names, rendered with arguments.
+			ps := listPrompts(t, ctx, c)
+			ap := findPrompt(ps, "everything__args-prompt")
+			if ap == nil || ap.GetOriginalName() != "args-prompt" || ap.GetServer() != "everything" {
+				t.Fatalf("ListPrompts lacks everything__args-prompt: %v", ps)
+			}
+			if len(ap.GetArguments()) != 2 || !ap.GetArguments()[0].GetRequired() {
+				t.Errorf("args-prompt arguments = %v", ap.GetArguments())
+			}
+			gp, err := c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: "everything__args-prompt", Arguments: map[string]string{"city": "Paris", "state": "Île-de-France"}})
+			if err != nil {
+				t.Fatalf("GetPrompt: %v", err)
+			}
+			if len(gp.GetMessages()) != 1 || gp.GetMessages()[0].GetRole() != "user" || gp.GetMessages()[0].GetContent().GetText().GetText() != "What's weather in Paris, Île-de-France?" {
+				t.Errorf("GetPrompt = %v", gp)
+			}
+
+			// Bad input: specific statuses with ErrorInfo.
+			_, err = c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: "everything__args-prompt", Arguments: map[string]string{"state": "x"}})
+			wantStatus(t, err, codes.InvalidArgument, "ARGUMENTS_INVALID", "everything", "")
+			if f := fieldViolations(err); !slices.Equal(f, []string{"arguments.city"}) {
+				t.Errorf("missing argument: field violations %v, want arguments.city", f)
+			}
+			_, err = c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: "everything__no-such-prompt"})
+			if ei := wantStatus(t, err, codes.NotFound, "PROMPT_NOT_FOUND", "", ""); ei.GetMetadata()["prompt"] != "everything__no-such-prompt" {
+				t.Errorf("PROMPT_NOT_FOUND metadata %v", ei.GetMetadata())
+			}
+			_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: "everything", Uri: "demo://no/such/resource"})
+			if ei := wantStatus(t, err, codes.NotFound, "RESOURCE_NOT_FOUND", "everything", ""); ei.GetMetadata()["uri"] != "demo://no/such/resource" {
+				t.Errorf("RESOURCE_NOT_FOUND metadata %v", ei.GetMetadata())
+			}
+			_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "demo://no/such/resource"})
+			wantStatus(t, err, codes.NotFound, "RESOURCE_NOT_FOUND", "", "")
+			_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: "nope", Uri: rawURIs[0]})
+			wantStatus(t, err, codes.NotFound, "SERVER_NOT_FOUND", "", "")
+			_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: "everything"})
+			wantStatus(t, err, codes.InvalidArgument, "REQUEST_INVALID", "", "")
+
+			// A subscription sees an update: server-everything sends
+			// resources/updated for subscribed URIs every 5 s once
+			// toggle-subscriber-updates is on; the dynamic text resource
+			// carries the time, so a later read differs.
+			sctx, scancel := context.WithCancel(ctx)
+			defer scancel()
+			stream, err := c.SubscribeResource(sctx, &toolsvcv1.SubscribeResourceRequest{Server: "everything", Uri: "demo://resource/dynamic/text/1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := stream.Recv()
+			if err != nil || first.GetContents() == nil {
+				t.Fatalf("first subscription event = %v, %v; want contents", first, err)
+			}
+			callJSON(t, ctx, c, "everything__toggle-subscriber-updates", `{}`)
+			upd, err := stream.Recv()
+			if err != nil || upd.GetContents() == nil || upd.GetVersion() == first.GetVersion() {
+				t.Fatalf("update = %v, %v", upd, err)
+			}
+			if !strings.HasPrefix(upd.GetContents().GetContents()[0].GetText(), "Resource 1: ") {
+				t.Errorf("updated contents %v", upd.GetContents())
+			}
+			scancel()
+		})
+	}
+}
+
+func startResourcesPython(t *testing.T, transport string) string {
+	t.Helper()
+	script := filepath.Join(rootDir(t), "tests", "python", "resources_server.py")
+	py := venvBin(t, "mcp", "python")
+	if transport == "stdio" {
+		return fmt.Sprintf(`{"command": %s, "args": [%s, "stdio"]`, jsonString(py), jsonString(script))
+	}
+	port := freePort(t)
+	srv := startProc(t, exec.Command(py, script, "streamable-http", fmt.Sprint(port)))
+	waitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second, srv)
+	return fmt.Sprintf(`{"url": "http://127.0.0.1:%d/mcp"`, port)
+}
+
+// TestResourcesPython: the Python SDK server over stdio (2025-11-25) and
+// streamable HTTP in the 2026-07-28 protocol, where subscriptions and
+// list_changed ride subscriptions/listen.
+func TestResourcesPython(t *testing.T) {
+	for _, tc := range []struct{ name, transport, extra string }{
+		{"stdio", "stdio", ""},
+		{"http-2026", "http", `, "protocolVersion": "2026-07-28"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up := startResourcesPython(t, tc.transport) + tc.extra + `, "refreshDebounce": "50ms"}`
+			p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"py": %s}}`, up))
+			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+			defer cancel()
+			c := p.client
+
+			res, _ := listResources(t, ctx, c, "py")
+			var uris []string
+			for _, r := range res {
+				uris = append(uris, r.GetUri())
+			}
+			if !slices.Equal(uris, []string{"py://blob", "py://note"}) {
+				t.Fatalf("resources = %v", uris)
+			}
+			tr, err := c.ListResourceTemplates(ctx, &toolsvcv1.ListResourceTemplatesRequest{Servers: []string{"py"}})
+			if err != nil || len(tr.GetResourceTemplates()) != 1 || tr.GetResourceTemplates()[0].GetUriTemplate() != "py://items/{id}" {
+				t.Fatalf("templates = %v, %v", tr, err)
+			}
+
+			// Binary, byte-exact; text; a template URI (server inferred).
+			rb, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "py://blob"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := make([]byte, 0, 258)
+			for i := range 256 {
+				want = append(want, byte(i))
+			}
+			want = append(want, 0x00, 0xff)
+			if got := rb.GetContents()[0].GetBlob(); string(got) != string(want) {
+				t.Errorf("py://blob = %x, want %x", got, want)
+			}
+			if rb.GetContents()[0].GetMimeType() != "application/octet-stream" {
+				t.Errorf("blob mime type %q", rb.GetContents()[0].GetMimeType())
+			}
+			ri, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "py://items/42"})
+			if err != nil || ri.GetContents()[0].GetText() != "item 42" || ri.GetServer() != "py" {
+				t.Fatalf("py://items/42 = %v, %v", ri, err)
+			}
+
+			// A prompt with arguments; a missing required one.
+			gp, err := c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: "py__greet", Arguments: map[string]string{"name": "Ada", "style": "warm"}})
+			if err != nil || gp.GetMessages()[0].GetContent().GetText().GetText() != "Hello, Ada! (warm)" {
+				t.Fatalf("GetPrompt(greet) = %v, %v", gp, err)
+			}
+			_, err = c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: "py__greet"})
+			wantStatus(t, err, codes.InvalidArgument, "ARGUMENTS_INVALID", "py", "")
+
+			// A runtime change reaches the prompt list (list_changed →
+			// the same debounced refresh as tools).
+			callJSON(t, ctx, c, "py__add_prompt", `{"name": "later"}`)
+			deadline := time.Now().Add(10 * time.Second)
+			for findPrompt(listPrompts(t, ctx, c), "py__later") == nil {
+				if time.Now().After(deadline) {
+					t.Fatal("py__later never appeared in ListPrompts after prompts/list_changed")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+
+			if tc.transport == "stdio" {
+				// The Python SDK serves resources/subscribe only in the
+				// 2026-07-28 protocol (as subscriptions/listen).
+				st, err := c.SubscribeResource(ctx, &toolsvcv1.SubscribeResourceRequest{Uri: "py://note"})
+				if err == nil {
+					_, err = st.Recv()
+				}
+				wantStatus(t, err, codes.FailedPrecondition, "SUBSCRIPTIONS_UNSUPPORTED", "py", "")
+				return
+			}
+
+			// A subscription sees an update.
+			sctx, scancel := context.WithCancel(ctx)
+			defer scancel()
+			stream, err := c.SubscribeResource(sctx, &toolsvcv1.SubscribeResourceRequest{Uri: "py://note"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := stream.Recv()
+			if err != nil || first.GetContents().GetContents()[0].GetText() != "first note" {
+				t.Fatalf("first event = %v, %v", first, err)
+			}
+			callJSON(t, ctx, c, "py__set_note", `{"text": "second note"}`)
+			upd, err := stream.Recv()
+			if err != nil || upd.GetContents().GetContents()[0].GetText() != "second note" {
+				t.Fatalf("update = %v, %v", upd, err)
+			}
+			// Resuming with the last version: "unchanged", then updates.
+			scancel()
+			stream2, err := c.SubscribeResource(ctx, &toolsvcv1.SubscribeResourceRequest{Uri: "py://note", ResumeToken: upd.GetVersion()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev, err := stream2.Recv(); err != nil || ev.GetUnchanged() == nil || ev.GetVersion() != upd.GetVersion() {
+				t.Fatalf("resumed first event = %v, %v; want unchanged", ev, err)
+			}
+
+		})
+	}
+}
