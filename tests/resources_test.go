@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -12,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -355,4 +358,70 @@ func TestResourcesPython(t *testing.T) {
 
 		})
 	}
+}
+
+// TestResourcesPredecessorCases: case 41 (an upstream with resources but
+// no resources/templates/list method connects with its resources) and case
+// 42 (a capability lost on reconnect empties the stale resource and prompt
+// lists, in a new revision; a tools-only connect changes nothing), against
+// the Go SDK test server restarted by an operator reconnect.
+func TestResourcesPredecessorCases(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "caps")
+	if err := os.WriteFile(file, []byte("resources,no-templates\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"go": {"command": %s, "args": ["-mode", "stdio"], "env": {"TESTSERVER_RESOURCES_FILE": %s}}}}`,
+		jsonString(bin.testserver), jsonString(file)))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	c := p.client
+
+	res, rev1 := listResources(t, ctx, c)
+	if len(res) != 1 || res[0].GetUri() != "test://hello" {
+		t.Fatalf("case 41: resources = %v", res)
+	}
+	tr, err := c.ListResourceTemplates(ctx, &toolsvcv1.ListResourceTemplatesRequest{})
+	if err != nil || len(tr.GetResourceTemplates()) != 0 {
+		t.Fatalf("case 41: templates = %v, %v", tr, err)
+	}
+	if st := serverStatus(t, ctx, c, "go"); st.GetState() != toolsvcv1.ServerState_SERVER_STATE_READY {
+		t.Fatalf("case 41: server %v", st)
+	}
+	rr, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "test://hello"})
+	if err != nil || rr.GetContents()[0].GetText() != "hello from go" {
+		t.Fatalf("case 41: read = %v, %v", rr, err)
+	}
+	if findPrompt(listPrompts(t, ctx, c), "go__hi") == nil {
+		t.Fatal("case 41: prompt go__hi missing")
+	}
+
+	// Case 42: the restarted upstream no longer offers resources/prompts.
+	if err := os.WriteFile(file, []byte("none\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := toolsvcv1.NewAdminServiceClient(conn).ReconnectServer(ctx, &toolsvcv1.ReconnectServerRequest{Name: "go"}); err != nil {
+		t.Fatalf("ReconnectServer: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, rev2 := listResources(t, ctx, c)
+		if len(res) == 0 && len(listPrompts(t, ctx, c)) == 0 {
+			if rev2 == rev1 {
+				t.Fatal("case 42: the lists emptied without a new revision")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("case 42: stale lists after the capability was lost: %v", res)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "test://hello"})
+	wantStatus(t, err, codes.NotFound, "RESOURCE_NOT_FOUND", "", "")
 }
