@@ -425,3 +425,39 @@ func TestResourcesPredecessorCases(t *testing.T) {
 	_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "test://hello"})
 	wantStatus(t, err, codes.NotFound, "RESOURCE_NOT_FOUND", "", "")
 }
+
+// TestResourcesCLIDemo: the CLI's resources, read, prompts and prompt
+// commands against the built-in demo upstream (toolsvc demo-server), as the
+// README's first commands use them.
+func TestResourcesCLIDemo(t *testing.T) {
+	t.Parallel()
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %s, "args": ["demo-server"]}}}`, jsonString(bin.toolsvc)))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	run := func(wantOK bool, args ...string) string {
+		t.Helper()
+		out, err := exec.CommandContext(ctx, bin.toolsvc, append(args[:1:1], append([]string{"--addr", p.addr}, args[1:]...)...)...).CombinedOutput()
+		if (err == nil) != wantOK {
+			t.Fatalf("toolsvc %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if got := run(true, "resources"); !strings.Contains(got, "demo://readme") || !strings.Contains(got, "text/plain") {
+		t.Errorf("toolsvc resources:\n%s", got)
+	}
+	if got := run(true, "read", "demo://readme"); !strings.HasPrefix(got, "toolsvc demo upstream:") {
+		t.Errorf("toolsvc read demo://readme:\n%s", got)
+	}
+	if got := run(true, "prompts"); !strings.Contains(got, "demo__greet") || !strings.Contains(got, "name*") {
+		t.Errorf("toolsvc prompts:\n%s", got)
+	}
+	if got := run(true, "prompt", "demo__greet", "name=Ada"); strings.TrimSpace(got) != "user: Please greet Ada warmly, in one sentence." {
+		t.Errorf("toolsvc prompt demo__greet name=Ada:\n%s", got)
+	}
+	if got := run(false, "prompt", "demo__greet"); !strings.Contains(got, "ARGUMENTS_INVALID") || !strings.Contains(got, "arguments.name") {
+		t.Errorf("toolsvc prompt without its required argument:\n%s", got)
+	}
+	if got := run(false, "read", "demo://nothing"); !strings.Contains(got, "RESOURCE_NOT_FOUND") {
+		t.Errorf("toolsvc read of an unknown URI:\n%s", got)
+	}
+}
