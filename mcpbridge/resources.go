@@ -261,10 +261,14 @@ func buildPrompts(server, prefix string, in []*mcp.Prompt) []*Prompt {
 			name = withSuffix(exposedName(prefix, server, p.Name), stableHash(hashSuffixLen, server, p.Name, fmt.Sprint(i)))
 		}
 		used[name] = true
-		out = append(out, &Prompt{Name: name, Server: server, P: p})
+		e := &Prompt{Name: name, Server: server, P: p}
+		e.hash = promptHash(e)
+		out = append(out, e)
 	}
 	return out
 }
+
+func promptHash(p *Prompt) [32]byte { return hashJSON("p", p.Server+"\x00"+p.Name, p.P) }
 
 // hashJSON digests an entry's kind, server and listed form.
 func hashJSON(kind, server string, v any) [32]byte {
@@ -295,32 +299,52 @@ func (c *ResourceCatalog) buildLocked() *ResourceSnapshot {
 				// sorts first keeps the name.
 				np := *p
 				np.Name = withSuffix(p.Name, stableHash(hashSuffixLen, p.Server, p.P.Name))
+				np.hash = promptHash(&np)
 				p = &np
 			}
 			used[p.Name] = true
 			s.Prompts = append(s.Prompts, p)
 		}
 	}
-	h := sha256.New()
-	for _, p := range s.Prompts {
-		if p.hash == ([32]byte{}) {
-			p.hash = hashJSON("p", p.Server+"\x00"+p.Name, p.P)
-		}
-	}
 	slices.SortFunc(s.Prompts, func(a, b *Prompt) int { return cmp.Compare(a.Name, b.Name) })
-	for _, r := range s.Resources {
+	s.Revision = ResourceRevision(s.Resources, s.Templates, s.Prompts)
+	return s
+}
+
+// ResourceRevision is the content revision of (filtered, still sorted)
+// resource, template and prompt lists: 32 hex digits. A snapshot's Revision
+// is that of its whole lists, so equal views have equal revisions on every
+// process.
+func ResourceRevision(res []*Resource, tmpls []*ResourceTemplate, prompts []*Prompt) string {
+	h := sha256.New()
+	for _, r := range res {
 		h.Write(r.hash[:])
 	}
 	h.Write([]byte{1})
-	for _, t := range s.Templates {
+	for _, t := range tmpls {
 		h.Write(t.hash[:])
 	}
 	h.Write([]byte{2})
-	for _, p := range s.Prompts {
+	for _, p := range prompts {
 		h.Write(p.hash[:])
 	}
-	s.Revision = hex.EncodeToString(h.Sum(nil)[:16])
-	return s
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// Hash digests everything a client sees of the entry.
+func (r *Resource) Hash() [32]byte { return r.hash }
+
+// Hash digests everything a client sees of the entry.
+func (t *ResourceTemplate) Hash() [32]byte { return t.hash }
+
+// Hash digests everything a client sees of the entry.
+func (p *Prompt) Hash() [32]byte { return p.hash }
+
+// History returns the remembered snapshots, oldest first.
+func (c *ResourceCatalog) History() []*ResourceSnapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.history)
 }
 
 func (c *ResourceCatalog) publishLocked(s *ResourceSnapshot) {

@@ -308,9 +308,53 @@ func TestResourcesPython(t *testing.T) {
 			_, err = c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: "py__greet"})
 			wantStatus(t, err, codes.InvalidArgument, "ARGUMENTS_INVALID", "py", "")
 
-			// A runtime change reaches the prompt list (list_changed →
-			// the same debounced refresh as tools).
+			// A watch that includes resources and prompts starts with
+			// them in its snapshot; a tools-only watch is exactly as before.
+			wctx, wcancel := context.WithCancel(ctx)
+			defer wcancel()
+			ws, err := c.WatchCatalog(wctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: true, IncludePrompts: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := ws.Recv()
+			if err != nil || snap.GetSnapshot() == nil || len(snap.GetRevision()) != 64 {
+				t.Fatalf("first watch event = %v, %v", snap, err)
+			}
+			if len(snap.GetSnapshot().GetResources()) != 2 || len(snap.GetSnapshot().GetResourceTemplates()) != 1 ||
+				len(snap.GetSnapshot().GetPrompts()) != 1 || len(snap.GetSnapshot().GetTools()) == 0 {
+				t.Fatalf("snapshot = %v", snap.GetSnapshot())
+			}
+			toolsOnly := startWatch(t, ctx, c, "")
+			if ev := toolsOnly.next(t, 10*time.Second); len(ev.GetSnapshot().GetPrompts())+len(ev.GetSnapshot().GetResources()) != 0 || len(ev.GetRevision()) != 32 {
+				t.Fatalf("a tools-only watch got %v", ev)
+			}
+
+			// A runtime change reaches the prompt list and the watch
+			// (list_changed → the same debounced refresh as tools).
 			callJSON(t, ctx, c, "py__add_prompt", `{"name": "later"}`)
+			ev, err := ws.Recv()
+			for err == nil && ev.GetProgress() != nil {
+				ev, err = ws.Recv()
+			}
+			if err != nil || ev.GetChanges() == nil || len(ev.GetChanges().GetUpsertedPrompts()) != 1 ||
+				ev.GetChanges().GetUpsertedPrompts()[0].GetName() != "py__later" || len(ev.GetChanges().GetUpserted()) != 0 {
+				t.Fatalf("watch event after add_prompt = %v, %v", ev, err)
+			}
+			wcancel()
+			ws2, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: true, IncludePrompts: true, ResumeToken: ev.GetRevision()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev2, err := ws2.Recv(); err != nil || ev2.GetSynced() == nil {
+				t.Fatalf("resumed watch = %v, %v; want synced", ev2, err)
+			}
+			ws3, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: true, IncludePrompts: true, ResumeToken: snap.GetRevision()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev3, err := ws3.Recv(); err != nil || len(ev3.GetChanges().GetUpsertedPrompts()) != 1 || ev3.GetRevision() != ev.GetRevision() {
+				t.Fatalf("watch resumed from the snapshot's revision = %v, %v; want the prompt change", ev3, err)
+			}
 			deadline := time.Now().Add(10 * time.Second)
 			for findPrompt(listPrompts(t, ctx, c), "py__later") == nil {
 				if time.Now().After(deadline) {

@@ -1670,8 +1670,18 @@ type WatchCatalogRequest struct {
 	// included with available = false; with this set, a tool whose upstream
 	// goes down arrives as removed and comes back as upserted.
 	ExcludeUnavailable bool `protobuf:"varint,3,opt,name=exclude_unavailable,json=excludeUnavailable,proto3" json:"exclude_unavailable,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// --- Resources and prompts (fields from 20 on). ---
+	// Also follow resources and resource templates (of the servers above,
+	// that the principal may see). Off (with include_prompts off): exactly
+	// the tools-only watch. With either on, every revision covers tools and
+	// the included kinds (a longer, still content-derived token: use it as
+	// resume_token with the same include flags), and snapshots and changes
+	// carry them too. exclude_unavailable applies to tools only.
+	IncludeResources bool `protobuf:"varint,20,opt,name=include_resources,json=includeResources,proto3" json:"include_resources,omitempty"`
+	// Also follow prompts; see include_resources.
+	IncludePrompts bool `protobuf:"varint,21,opt,name=include_prompts,json=includePrompts,proto3" json:"include_prompts,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *WatchCatalogRequest) Reset() {
@@ -1721,6 +1731,20 @@ func (x *WatchCatalogRequest) GetServers() []string {
 func (x *WatchCatalogRequest) GetExcludeUnavailable() bool {
 	if x != nil {
 		return x.ExcludeUnavailable
+	}
+	return false
+}
+
+func (x *WatchCatalogRequest) GetIncludeResources() bool {
+	if x != nil {
+		return x.IncludeResources
+	}
+	return false
+}
+
+func (x *WatchCatalogRequest) GetIncludePrompts() bool {
+	if x != nil {
+		return x.IncludePrompts
 	}
 	return false
 }
@@ -1863,7 +1887,14 @@ type CatalogSnapshot struct {
 	Tools []*Tool `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	// True when the client's resume_token could not be served: discard all
 	// local state and replace it with these tools.
-	Reset_        bool `protobuf:"varint,2,opt,name=reset,proto3" json:"reset,omitempty"`
+	Reset_ bool `protobuf:"varint,2,opt,name=reset,proto3" json:"reset,omitempty"`
+	// With WatchCatalogRequest.include_resources: every resource, sorted by
+	// server, then URI.
+	Resources []*Resource `protobuf:"bytes,20,rep,name=resources,proto3" json:"resources,omitempty"`
+	// With include_resources: every resource template.
+	ResourceTemplates []*ResourceTemplate `protobuf:"bytes,21,rep,name=resource_templates,json=resourceTemplates,proto3" json:"resource_templates,omitempty"`
+	// With include_prompts: every prompt, sorted by name.
+	Prompts       []*Prompt `protobuf:"bytes,22,rep,name=prompts,proto3" json:"prompts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1912,15 +1943,49 @@ func (x *CatalogSnapshot) GetReset_() bool {
 	return false
 }
 
+func (x *CatalogSnapshot) GetResources() []*Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *CatalogSnapshot) GetResourceTemplates() []*ResourceTemplate {
+	if x != nil {
+		return x.ResourceTemplates
+	}
+	return nil
+}
+
+func (x *CatalogSnapshot) GetPrompts() []*Prompt {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
 // CatalogChanges moves the client from its previous revision to this one.
 type CatalogChanges struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tools that are new or changed, in full.
 	Upserted []*Tool `protobuf:"bytes,1,rep,name=upserted,proto3" json:"upserted,omitempty"`
 	// Names of tools that are gone.
-	Removed       []string `protobuf:"bytes,2,rep,name=removed,proto3" json:"removed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Removed []string `protobuf:"bytes,2,rep,name=removed,proto3" json:"removed,omitempty"`
+	// With include_resources: resources new or changed, in full.
+	UpsertedResources []*Resource `protobuf:"bytes,20,rep,name=upserted_resources,json=upsertedResources,proto3" json:"upserted_resources,omitempty"`
+	// With include_resources: resources that are gone.
+	RemovedResources []*ResourceKey `protobuf:"bytes,21,rep,name=removed_resources,json=removedResources,proto3" json:"removed_resources,omitempty"`
+	// With include_resources: templates new or changed, in full.
+	UpsertedResourceTemplates []*ResourceTemplate `protobuf:"bytes,22,rep,name=upserted_resource_templates,json=upsertedResourceTemplates,proto3" json:"upserted_resource_templates,omitempty"`
+	// With include_resources: templates that are gone (uri holds the URI
+	// template).
+	RemovedResourceTemplates []*ResourceKey `protobuf:"bytes,23,rep,name=removed_resource_templates,json=removedResourceTemplates,proto3" json:"removed_resource_templates,omitempty"`
+	// With include_prompts: prompts new or changed, in full.
+	UpsertedPrompts []*Prompt `protobuf:"bytes,24,rep,name=upserted_prompts,json=upsertedPrompts,proto3" json:"upserted_prompts,omitempty"`
+	// With include_prompts: exposed names of prompts that are gone.
+	RemovedPrompts []string `protobuf:"bytes,25,rep,name=removed_prompts,json=removedPrompts,proto3" json:"removed_prompts,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CatalogChanges) Reset() {
@@ -1963,6 +2028,48 @@ func (x *CatalogChanges) GetUpserted() []*Tool {
 func (x *CatalogChanges) GetRemoved() []string {
 	if x != nil {
 		return x.Removed
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetUpsertedResources() []*Resource {
+	if x != nil {
+		return x.UpsertedResources
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetRemovedResources() []*ResourceKey {
+	if x != nil {
+		return x.RemovedResources
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetUpsertedResourceTemplates() []*ResourceTemplate {
+	if x != nil {
+		return x.UpsertedResourceTemplates
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetRemovedResourceTemplates() []*ResourceKey {
+	if x != nil {
+		return x.RemovedResourceTemplates
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetUpsertedPrompts() []*Prompt {
+	if x != nil {
+		return x.UpsertedPrompts
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetRemovedPrompts() []string {
+	if x != nil {
+		return x.RemovedPrompts
 	}
 	return nil
 }
@@ -3727,6 +3834,61 @@ func (x *PromptMessage) GetContent() *Content {
 	return nil
 }
 
+// ResourceKey names a resource (or a resource template) of one server.
+type ResourceKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server (configured name).
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The URI (or URI template).
+	Uri           string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceKey) Reset() {
+	*x = ResourceKey{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceKey) ProtoMessage() {}
+
+func (x *ResourceKey) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceKey.ProtoReflect.Descriptor instead.
+func (*ResourceKey) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ResourceKey) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ResourceKey) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
 var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
@@ -3832,24 +3994,35 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x04blob\x18\x04 \x01(\fH\x00R\x04blob\x12+\n" +
 	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04metaB\n" +
 	"\n" +
-	"\bcontents\"\x83\x01\n" +
+	"\bcontents\"\xd9\x01\n" +
 	"\x13WatchCatalogRequest\x12!\n" +
 	"\fresume_token\x18\x01 \x01(\tR\vresumeToken\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12/\n" +
-	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\"\x9e\x02\n" +
+	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\x12+\n" +
+	"\x11include_resources\x18\x14 \x01(\bR\x10includeResources\x12'\n" +
+	"\x0finclude_prompts\x18\x15 \x01(\bR\x0eincludePrompts\"\x9e\x02\n" +
 	"\x14WatchCatalogResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\tR\brevision\x129\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1b.toolsvc.v1.CatalogSnapshotH\x00R\bsnapshot\x126\n" +
 	"\achanges\x18\x03 \x01(\v2\x1a.toolsvc.v1.CatalogChangesH\x00R\achanges\x123\n" +
 	"\x06synced\x18\x04 \x01(\v2\x19.toolsvc.v1.CatalogSyncedH\x00R\x06synced\x129\n" +
 	"\bprogress\x18\x05 \x01(\v2\x1b.toolsvc.v1.CatalogProgressH\x00R\bprogressB\a\n" +
-	"\x05event\"O\n" +
+	"\x05event\"\xfe\x01\n" +
 	"\x0fCatalogSnapshot\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\x05tools\x12\x14\n" +
-	"\x05reset\x18\x02 \x01(\bR\x05reset\"X\n" +
+	"\x05reset\x18\x02 \x01(\bR\x05reset\x122\n" +
+	"\tresources\x18\x14 \x03(\v2\x14.toolsvc.v1.ResourceR\tresources\x12K\n" +
+	"\x12resource_templates\x18\x15 \x03(\v2\x1c.toolsvc.v1.ResourceTemplateR\x11resourceTemplates\x12,\n" +
+	"\aprompts\x18\x16 \x03(\v2\x12.toolsvc.v1.PromptR\aprompts\"\x80\x04\n" +
 	"\x0eCatalogChanges\x12,\n" +
 	"\bupserted\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\bupserted\x12\x18\n" +
-	"\aremoved\x18\x02 \x03(\tR\aremoved\"\x0f\n" +
+	"\aremoved\x18\x02 \x03(\tR\aremoved\x12C\n" +
+	"\x12upserted_resources\x18\x14 \x03(\v2\x14.toolsvc.v1.ResourceR\x11upsertedResources\x12D\n" +
+	"\x11removed_resources\x18\x15 \x03(\v2\x17.toolsvc.v1.ResourceKeyR\x10removedResources\x12\\\n" +
+	"\x1bupserted_resource_templates\x18\x16 \x03(\v2\x1c.toolsvc.v1.ResourceTemplateR\x19upsertedResourceTemplates\x12U\n" +
+	"\x1aremoved_resource_templates\x18\x17 \x03(\v2\x17.toolsvc.v1.ResourceKeyR\x18removedResourceTemplates\x12=\n" +
+	"\x10upserted_prompts\x18\x18 \x03(\v2\x12.toolsvc.v1.PromptR\x0fupsertedPrompts\x12'\n" +
+	"\x0fremoved_prompts\x18\x19 \x03(\tR\x0eremovedPrompts\"\x0f\n" +
 	"\rCatalogSynced\"\x11\n" +
 	"\x0fCatalogProgress\"\x14\n" +
 	"\x12ListServersRequest\"u\n" +
@@ -3977,7 +4150,10 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\"R\n" +
 	"\rPromptMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12-\n" +
-	"\acontent\x18\x02 \x01(\v2\x13.toolsvc.v1.ContentR\acontent*m\n" +
+	"\acontent\x18\x02 \x01(\v2\x13.toolsvc.v1.ContentR\acontent\"7\n" +
+	"\vResourceKey\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri*m\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
@@ -4024,7 +4200,7 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 }
 
 var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(Transport)(0),                        // 0: toolsvc.v1.Transport
 	(ServerState)(0),                      // 1: toolsvc.v1.ServerState
@@ -4075,101 +4251,110 @@ var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(*GetPromptRequest)(nil),              // 46: toolsvc.v1.GetPromptRequest
 	(*GetPromptResponse)(nil),             // 47: toolsvc.v1.GetPromptResponse
 	(*PromptMessage)(nil),                 // 48: toolsvc.v1.PromptMessage
-	nil,                                   // 49: toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	(*structpb.Struct)(nil),               // 50: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),         // 51: google.protobuf.Timestamp
+	(*ResourceKey)(nil),                   // 49: toolsvc.v1.ResourceKey
+	nil,                                   // 50: toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	(*structpb.Struct)(nil),               // 51: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),         // 52: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	50, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	50, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	51, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	51, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	5,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	50, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	51, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
 	4,  // 4: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	50, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	50, // 6: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	51, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	51, // 6: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
 	11, // 7: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
 	12, // 8: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
 	13, // 9: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	50, // 10: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	50, // 11: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	51, // 10: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	51, // 11: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
 	15, // 12: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
 	16, // 13: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
 	17, // 14: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
 	18, // 15: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
 	19, // 16: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
 	14, // 17: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	50, // 18: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	51, // 18: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
 	14, // 19: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	50, // 20: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	51, // 20: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
 	14, // 21: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	50, // 22: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	51, // 22: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
 	14, // 23: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	50, // 24: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	51, // 24: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
 	20, // 25: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
 	14, // 26: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	50, // 27: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	50, // 28: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	51, // 27: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	51, // 28: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
 	23, // 29: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
 	24, // 30: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
 	25, // 31: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
 	26, // 32: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
 	4,  // 33: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	4,  // 34: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	29, // 35: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	30, // 36: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	0,  // 37: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	1,  // 38: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	51, // 39: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	2,  // 40: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	3,  // 41: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	51, // 42: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	51, // 43: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	51, // 44: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	51, // 45: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	14, // 46: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
-	50, // 47: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
-	14, // 48: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
-	50, // 49: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
-	31, // 50: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
-	32, // 51: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	20, // 52: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
-	50, // 53: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
-	38, // 54: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
-	41, // 55: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
-	43, // 56: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
-	50, // 57: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
-	42, // 58: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
-	49, // 59: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	48, // 60: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
-	50, // 61: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
-	13, // 62: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
-	6,  // 63: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	8,  // 64: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	9,  // 65: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	21, // 66: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	27, // 67: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	33, // 68: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
-	35, // 69: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
-	37, // 70: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
-	39, // 71: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
-	44, // 72: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
-	46, // 73: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
-	7,  // 74: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	12, // 75: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	10, // 76: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	22, // 77: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	28, // 78: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	34, // 79: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
-	36, // 80: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
-	38, // 81: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
-	40, // 82: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
-	45, // 83: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
-	47, // 84: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
-	74, // [74:85] is the sub-list for method output_type
-	63, // [63:74] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	31, // 34: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
+	32, // 35: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	42, // 36: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
+	4,  // 37: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	31, // 38: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
+	49, // 39: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
+	32, // 40: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	49, // 41: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
+	42, // 42: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
+	29, // 43: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	30, // 44: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	0,  // 45: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	1,  // 46: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	52, // 47: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	2,  // 48: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	3,  // 49: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	52, // 50: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	52, // 51: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	52, // 52: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	52, // 53: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	14, // 54: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
+	51, // 55: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
+	14, // 56: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
+	51, // 57: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
+	31, // 58: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
+	32, // 59: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	20, // 60: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	51, // 61: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	38, // 62: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	41, // 63: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	43, // 64: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	51, // 65: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	42, // 66: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	50, // 67: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	48, // 68: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	51, // 69: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	13, // 70: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	6,  // 71: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	8,  // 72: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	9,  // 73: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	21, // 74: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	27, // 75: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	33, // 76: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	35, // 77: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	37, // 78: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	39, // 79: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	44, // 80: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	46, // 81: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	7,  // 82: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	12, // 83: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	10, // 84: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	22, // 85: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	28, // 86: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	34, // 87: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	36, // 88: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	38, // 89: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	40, // 90: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	45, // 91: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	47, // 92: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	82, // [82:93] is the sub-list for method output_type
+	71, // [71:82] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -4213,7 +4398,7 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
