@@ -62,6 +62,21 @@ func (b *Bridge) ResolveResourceServer(server, uri string) (string, error) {
 	return "", &AmbiguousResourceError{URI: uri, Candidates: cands}
 }
 
+// Discovered is nil once the first discovery round finished: a name or URI
+// missing from the catalogs is then really missing. Before, it is an
+// *UnavailableError (ReasonStarting); after Close, ErrClosed.
+func (b *Bridge) Discovered() error {
+	if b.ctx.Err() != nil {
+		return ErrClosed
+	}
+	select {
+	case <-b.ready:
+		return nil
+	default:
+		return &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
+	}
+}
+
 // ResolvePrompt looks an exposed prompt name up in the current snapshot.
 func (b *Bridge) ResolvePrompt(name string) (*Prompt, error) {
 	if b.ctx.Err() != nil {

@@ -330,21 +330,35 @@ func (op *resourceOp) resolveRead(server, uri string) (string, error) {
 	if uri == "" {
 		return "", fieldsError("uri", violation("uri", "required: a resource URI from ListResources, a resource_link, or one a template yields"))
 	}
-	resolved, err := op.s.bridge.ResolveResourceServer(server, uri)
-	if server == "" && resolved == "" && err != nil {
-		// Authorization before a failed lookup only matters for a named
-		// server; an inferred one that does not exist reveals nothing.
+	if server == "" {
+		// Inferred among the servers whose resources the caller may see:
+		// servers it may not see are neither candidates nor named.
+		vis := op.s.resourceVisible(op.ctx, nil)
+		var cands []string
+		for _, n := range op.s.bridge.Resources().Current().ServersFor(uri) {
+			if vis(n) {
+				cands = append(cands, n)
+			}
+		}
+		switch len(cands) {
+		case 0:
+			if err := op.s.bridge.Discovered(); err != nil {
+				return "", err // closed, or the first discovery round is not finished
+			}
+			return "", fmt.Errorf("%w: no server you may read lists %q or has a template matching it", mcpbridge.ErrResourceNotFound, uri)
+		case 1:
+			server = cands[0]
+		default:
+			return "", &mcpbridge.AmbiguousResourceError{URI: uri, Candidates: cands}
+		}
+	}
+	op.meta["server"] = server
+	// As for tools: authorization is decided before a failed lookup (an
+	// unconfigured server) is reported.
+	if err := op.admit(op.s.resourcesAuthName(server), fmt.Sprintf("the resources of server %q", server)); err != nil {
 		return "", err
 	}
-	authServer := server
-	if authServer == "" {
-		authServer = resolved
-	}
-	op.meta["server"] = authServer
-	if err := op.admit(op.s.resourcesAuthName(authServer), fmt.Sprintf("the resources of server %q", authServer)); err != nil {
-		return "", err
-	}
-	return resolved, err
+	return op.s.bridge.ResolveResourceServer(server, uri)
 }
 
 // ReadResource implements toolsvc.v1.ToolService.

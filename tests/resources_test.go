@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -503,5 +505,86 @@ func TestResourcesCLIDemo(t *testing.T) {
 	}
 	if got := run(false, "read", "demo://nothing"); !strings.Contains(got, "RESOURCE_NOT_FOUND") {
 		t.Errorf("toolsvc read of an unknown URI:\n%s", got)
+	}
+}
+
+// TestResourcesAuth: the auth rules cover prompts (by exposed name) and a
+// server's resources (by "<prefix>__@resources"), visible = usable, in
+// lists, reads, prompts, server inference and the watch. Two demo
+// upstreams list the same URI (demo://readme).
+func TestResourcesAuth(t *testing.T) {
+	t.Parallel()
+	const alice, bob, carol = "alice-token-0123456789", "bob-token-0123456789ab", "carol-token-0123456789"
+	demo := fmt.Sprintf(`{"command": %s, "args": ["demo-server"]}`, jsonString(bin.toolsvc))
+	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q, "bob": %q, "carol": %q},
+		"rules": [{"principal": "alice", "allow": ["a__*"]}, {"principal": "bob"}, {"principal": "carol", "deny": ["b__@resources"]}]},
+		"mcpServers": {"a": %s, "b": %s}}`, alice, bob, carol, demo, demo))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	as := func(tok string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+	}
+	c := p.client
+	servers := func(tok string) (res, prompts []string) {
+		t.Helper()
+		rs, _ := listResources(t, as(tok), c)
+		for _, r := range rs {
+			res = append(res, r.GetServer())
+		}
+		for _, pr := range listPrompts(t, as(tok), c) {
+			prompts = append(prompts, pr.GetName())
+		}
+		return res, prompts
+	}
+	if _, err := c.ListResources(ctx, &toolsvcv1.ListResourcesRequest{}); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("ListResources without credentials = %v", err)
+	}
+	for _, tc := range []struct {
+		tok            string
+		res, prompts   []string
+		readB, promptB codes.Code
+		inferred       string // the server demo://readme resolves to without one; "" ambiguous
+	}{
+		{alice, []string{"a"}, []string{"a__greet"}, codes.PermissionDenied, codes.PermissionDenied, "a"},
+		{bob, []string{"a", "b"}, []string{"a__greet", "b__greet"}, codes.OK, codes.OK, ""},
+		{carol, []string{"a"}, []string{"a__greet", "b__greet"}, codes.PermissionDenied, codes.OK, "a"},
+	} {
+		res, prompts := servers(tc.tok)
+		if !slices.Equal(res, tc.res) || !slices.Equal(prompts, tc.prompts) {
+			t.Errorf("%s sees resources of %v and prompts %v, want %v and %v", tc.tok[:5], res, prompts, tc.res, tc.prompts)
+		}
+		_, err := c.ReadResource(as(tc.tok), &toolsvcv1.ReadResourceRequest{Server: "b", Uri: "demo://readme"})
+		if status.Code(err) != tc.readB {
+			t.Errorf("%s reads b's resource: %v, want %v", tc.tok[:5], err, tc.readB)
+		}
+		_, err = c.GetPrompt(as(tc.tok), &toolsvcv1.GetPromptRequest{Name: "b__greet", Arguments: map[string]string{"name": "x"}})
+		if status.Code(err) != tc.promptB {
+			t.Errorf("%s gets b__greet: %v, want %v", tc.tok[:5], err, tc.promptB)
+		}
+		rr, err := c.ReadResource(as(tc.tok), &toolsvcv1.ReadResourceRequest{Uri: "demo://readme"})
+		if tc.inferred == "" {
+			ei := wantStatus(t, err, codes.InvalidArgument, "REQUEST_INVALID", "", "")
+			if ei.GetMetadata()["candidates"] != "a,b" || !slices.Equal(fieldViolations(err), []string{"server"}) {
+				t.Errorf("ambiguous read: metadata %v, fields %v", ei.GetMetadata(), fieldViolations(err))
+			}
+		} else if err != nil || rr.GetServer() != tc.inferred {
+			t.Errorf("%s reads demo://readme without a server: %v, %v; want server %s", tc.tok[:5], rr, err, tc.inferred)
+		}
+	}
+	_, err := c.ReadResource(as(alice), &toolsvcv1.ReadResourceRequest{Server: "b", Uri: "demo://readme"})
+	wantStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED", "b", "")
+
+	// The watch shows alice only what she may use.
+	ws, err := c.WatchCatalog(as(alice), &toolsvcv1.WatchCatalogRequest{IncludeResources: true, IncludePrompts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := ws.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := ev.GetSnapshot()
+	if len(sn.GetResources()) != 1 || sn.GetResources()[0].GetServer() != "a" || len(sn.GetPrompts()) != 1 || sn.GetPrompts()[0].GetName() != "a__greet" {
+		t.Errorf("alice's watch snapshot: resources %v prompts %v", sn.GetResources(), sn.GetPrompts())
 	}
 }
