@@ -135,6 +135,9 @@ func TestInteropReadmeGrpcurl(t *testing.T) {
 		{"ListServers", `"state": "SERVER_STATE_READY"`},
 		{"resume_token", `"synced": {}`},
 		{"WatchCatalog", `"snapshot": {`},
+		{"ListResources", `"uri": "demo://readme"`},
+		{"ReadResource", `"text": "toolsvc demo upstream:`},
+		{"GetPrompt", `Please greet Ada warmly`},
 	}
 	if len(lines) < len(expect) {
 		t.Fatalf("README Clients section has %d grpcurl lines, want at least %d", len(lines), len(expect))
