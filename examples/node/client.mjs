@@ -69,4 +69,21 @@ await new Promise((resolve, reject) => {
   });
   watch.on("error", (err) => err.code !== grpc.status.CANCELLED && reject(err));
 });
+
+// Resources and prompts: read the first resource listed (server + uri; a
+// resource_link from a tool result reads the same way, with the called
+// tool's server) and get the first prompt (required arguments = "world").
+const { resources } = await unary("ListResources", {});
+for (const r of resources) console.log("resource", r.server, r.uri);
+if (resources.length > 0) {
+  const read = await unary("ReadResource", { server: resources[0].server, uri: resources[0].uri });
+  for (const c of read.contents) console.log("read", c.uri, c.contents === "text" ? c.text.split("\n")[0] : `${c.blob.length} bytes`);
+}
+const { prompts } = await unary("ListPrompts", {});
+for (const p of prompts) console.log("prompt", p.name);
+if (prompts.length > 0) {
+  const args = Object.fromEntries(prompts[0].arguments.filter((a) => a.required).map((a) => [a.name, "world"]));
+  const got = await unary("GetPrompt", { name: prompts[0].name, arguments: args });
+  for (const m of got.messages) console.log("got prompt", prompts[0].name, `${m.role}:`, m.content.text?.text ?? "");
+}
 client.close();
