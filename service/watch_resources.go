@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
@@ -76,6 +75,26 @@ func (f *resourceWatchFilter) view(snap *mcpbridge.ResourceSnapshot) *resourceVi
 	return v
 }
 
+// findToolView returns the newest remembered tool view with revision rev,
+// or nil (this watch shares no group with tools-only watches, so it looks
+// the history up itself).
+func (s *Server) findToolView(rev string, f *watchFilter) *view {
+	cat := s.bridge.Catalog()
+	if f.key == "" {
+		if snap, ok := cat.Snapshot(rev); ok {
+			return buildView(snap, f)
+		}
+		return nil
+	}
+	hist := cat.History()
+	for i := len(hist) - 1; i >= 0; i-- {
+		if v := buildView(hist[i], f); v.rev == rev {
+			return v
+		}
+	}
+	return nil
+}
+
 // findResourceView returns the newest remembered resource view with
 // revision rev, or nil.
 func (s *Server) findResourceView(rev string, f *resourceWatchFilter) *resourceView {
@@ -144,7 +163,7 @@ func addResourceChanges(ch *toolsvcv1.CatalogChanges, from, to *resourceView) {
 func (s *Server) combinedSnapshot(tv *view, rv *resourceView, f *watchFilter, reset bool) *toolsvcv1.WatchCatalogResponse {
 	snap := &toolsvcv1.CatalogSnapshot{Reset_: reset}
 	for _, t := range tv.tools {
-		snap.Tools = append(snap.Tools, s.cache.one(t))
+		snap.Tools = append(snap.Tools, s.cache.one(t, f.format).msg)
 	}
 	for _, r := range rv.resources {
 		snap.Resources = append(snap.Resources, resourceToProto(r))
@@ -158,11 +177,11 @@ func (s *Server) combinedSnapshot(tv *view, rv *resourceView, f *watchFilter, re
 	return &toolsvcv1.WatchCatalogResponse{Revision: tv.rev + rv.rev, Event: &toolsvcv1.WatchCatalogResponse_Snapshot{Snapshot: snap}}
 }
 
-func (s *Server) combinedChanges(fromT, toT *view, fromR, toR *resourceView) *toolsvcv1.WatchCatalogResponse {
+func (s *Server) combinedChanges(fromT, toT *view, fromR, toR *resourceView, f *watchFilter) *toolsvcv1.WatchCatalogResponse {
 	up, rm := mcpbridge.DiffTools(fromT.tools, toT.tools)
 	ch := &toolsvcv1.CatalogChanges{Removed: rm}
 	for _, t := range up {
-		ch.Upserted = append(ch.Upserted, s.cache.one(t))
+		ch.Upserted = append(ch.Upserted, s.cache.one(t, f.format).msg)
 	}
 	addResourceChanges(ch, fromR, toR)
 	return &toolsvcv1.WatchCatalogResponse{Revision: toT.rev + toR.rev, Event: &toolsvcv1.WatchCatalogResponse_Changes{Changes: ch}}
@@ -182,7 +201,8 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 	rsub, stop := rcat.Subscribe()
 	defer stop()
 
-	w := &watchSender{s: s, stream: stream, done: make(chan error, 1)}
+	w := newWatchSender(s, stream)
+	defer w.close()
 	lastT, lastR := s.view(cat.Current(), f), rf.view(rcat.Current())
 	tok := req.GetResumeToken()
 	var first *toolsvcv1.WatchCatalogResponse
@@ -192,8 +212,8 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 	case tok == lastT.rev+lastR.rev:
 		first = &toolsvcv1.WatchCatalogResponse{Revision: tok, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
 	case len(tok) == 64 && validRevision(tok[:32]) && validRevision(tok[32:]):
-		if ot, or := s.findView(tok[:32], f), s.findResourceView(tok[32:], rf); ot != nil && or != nil {
-			first = s.combinedChanges(ot, lastT, or, lastR)
+		if ot, or := s.findToolView(tok[:32], f), s.findResourceView(tok[32:], rf); ot != nil && or != nil {
+			first = s.combinedChanges(ot, lastT, or, lastR, f)
 		}
 	default:
 		s.watch.malformed.Add(1)
@@ -210,7 +230,7 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 	for {
 		select {
 		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
+			return w.ended(nil)
 		case <-s.shutdown:
 			return errShuttingDown
 		case <-progress.C:
@@ -226,7 +246,7 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 		if curT.rev == lastT.rev && curR.rev == lastR.rev {
 			continue // nothing this view shows has changed
 		}
-		if err := w.send(s.combinedChanges(lastT, curT, lastR, curR)); err != nil {
+		if err := w.send(s.combinedChanges(lastT, curT, lastR, curR, f)); err != nil {
 			return err
 		}
 		lastT, lastR = curT, curR

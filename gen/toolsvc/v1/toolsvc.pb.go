@@ -25,6 +25,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// SchemaFormat selects how a Tool carries its schemas.
+type SchemaFormat int32
+
+const (
+	// Not set: the same as SCHEMA_FORMAT_STRUCT.
+	SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED SchemaFormat = 0
+	// input_schema and output_schema as google.protobuf.Struct (numbers are
+	// doubles: 10 and 10.0 look alike, integers beyond 2^53 are rounded).
+	SchemaFormat_SCHEMA_FORMAT_STRUCT SchemaFormat = 1
+	// input_schema_json and output_schema_json as the upstream's exact JSON
+	// text; the Struct fields are left unset. Cheaper to send and to decode.
+	SchemaFormat_SCHEMA_FORMAT_JSON SchemaFormat = 2
+)
+
+// Enum value maps for SchemaFormat.
+var (
+	SchemaFormat_name = map[int32]string{
+		0: "SCHEMA_FORMAT_UNSPECIFIED",
+		1: "SCHEMA_FORMAT_STRUCT",
+		2: "SCHEMA_FORMAT_JSON",
+	}
+	SchemaFormat_value = map[string]int32{
+		"SCHEMA_FORMAT_UNSPECIFIED": 0,
+		"SCHEMA_FORMAT_STRUCT":      1,
+		"SCHEMA_FORMAT_JSON":        2,
+	}
+)
+
+func (x SchemaFormat) Enum() *SchemaFormat {
+	p := new(SchemaFormat)
+	*p = x
+	return p
+}
+
+func (x SchemaFormat) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SchemaFormat) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[0].Descriptor()
+}
+
+func (SchemaFormat) Type() protoreflect.EnumType {
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[0]
+}
+
+func (x SchemaFormat) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SchemaFormat.Descriptor instead.
+func (SchemaFormat) EnumDescriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{0}
+}
+
 // Transport is how toolsvc reaches an upstream.
 type Transport int32
 
@@ -66,11 +121,11 @@ func (x Transport) String() string {
 }
 
 func (Transport) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[0].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[1].Descriptor()
 }
 
 func (Transport) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[0]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[1]
 }
 
 func (x Transport) Number() protoreflect.EnumNumber {
@@ -79,7 +134,7 @@ func (x Transport) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Transport.Descriptor instead.
 func (Transport) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{0}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
 }
 
 // ServerState is the supervision state of an upstream.
@@ -127,11 +182,11 @@ func (x ServerState) String() string {
 }
 
 func (ServerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[1].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
 }
 
 func (ServerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[1]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
 }
 
 func (x ServerState) Number() protoreflect.EnumNumber {
@@ -140,7 +195,7 @@ func (x ServerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerState.Descriptor instead.
 func (ServerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
 }
 
 // RefreshOutcome is the result of the last tools/list pass.
@@ -180,11 +235,11 @@ func (x RefreshOutcome) String() string {
 }
 
 func (RefreshOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
 }
 
 func (RefreshOutcome) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
 }
 
 func (x RefreshOutcome) Number() protoreflect.EnumNumber {
@@ -193,7 +248,7 @@ func (x RefreshOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RefreshOutcome.Descriptor instead.
 func (RefreshOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
 }
 
 // BreakerState is the state of an upstream's circuit breaker.
@@ -237,11 +292,11 @@ func (x BreakerState) String() string {
 }
 
 func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[4].Descriptor()
 }
 
 func (BreakerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[4]
 }
 
 func (x BreakerState) Number() protoreflect.EnumNumber {
@@ -250,7 +305,7 @@ func (x BreakerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BreakerState.Descriptor instead.
 func (BreakerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
 }
 
 // Tool is one callable tool of the merged catalog.
@@ -280,9 +335,17 @@ type Tool struct {
 	// UNAVAILABLE.
 	Available bool `protobuf:"varint,10,opt,name=available,proto3" json:"available,omitempty"`
 	// The tool's _meta object from the upstream, if any.
-	Meta          *structpb.Struct `protobuf:"bytes,11,opt,name=meta,proto3" json:"meta,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Meta *structpb.Struct `protobuf:"bytes,11,opt,name=meta,proto3" json:"meta,omitempty"`
+	// With SCHEMA_FORMAT_JSON: the JSON Schema of the arguments object as the
+	// JSON text the upstream sent (whitespace compacted; key order, number
+	// literals and escapes kept, so 10 and 10.0 differ and integers beyond 2^53
+	// are exact). input_schema is then unset.
+	InputSchemaJson string `protobuf:"bytes,12,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	// With SCHEMA_FORMAT_JSON: output_schema as JSON text, like
+	// input_schema_json; empty when the tool declares none.
+	OutputSchemaJson string `protobuf:"bytes,13,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -392,6 +455,20 @@ func (x *Tool) GetMeta() *structpb.Struct {
 	return nil
 }
 
+func (x *Tool) GetInputSchemaJson() string {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return ""
+}
+
+func (x *Tool) GetOutputSchemaJson() string {
+	if x != nil {
+		return x.OutputSchemaJson
+	}
+	return ""
+}
+
 // ToolAnnotations are MCP tool hints. They are advice, not guarantees.
 type ToolAnnotations struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -484,7 +561,11 @@ type ListToolsRequest struct {
 	// The first page is returned if this is empty. Otherwise the
 	// next_page_token of a previous response; the rest of the listing then
 	// comes from the same catalog revision.
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// How the tools carry their schemas. Unset: Struct, as before this field
+	// existed. A value this server does not know is INVALID_ARGUMENT. Pages of
+	// one listing may use different formats.
+	SchemaFormat  SchemaFormat `protobuf:"varint,3,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -531,6 +612,13 @@ func (x *ListToolsRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListToolsRequest) GetSchemaFormat() SchemaFormat {
+	if x != nil {
+		return x.SchemaFormat
+	}
+	return SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED
 }
 
 // ListToolsResponse is one page of the catalog.
@@ -1670,6 +1758,10 @@ type WatchCatalogRequest struct {
 	// included with available = false; with this set, a tool whose upstream
 	// goes down arrives as removed and comes back as upserted.
 	ExcludeUnavailable bool `protobuf:"varint,3,opt,name=exclude_unavailable,json=excludeUnavailable,proto3" json:"exclude_unavailable,omitempty"`
+	// How the tools of snapshot and changes events carry their schemas; see
+	// ListToolsRequest.schema_format. It does not change revisions, so a
+	// client may resume with another format.
+	SchemaFormat SchemaFormat `protobuf:"varint,4,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
 	// --- Resources and prompts (fields from 20 on). ---
 	// Also follow resources and resource templates (of the servers above,
 	// that the principal may see). Off (with include_prompts off): exactly
@@ -1733,6 +1825,13 @@ func (x *WatchCatalogRequest) GetExcludeUnavailable() bool {
 		return x.ExcludeUnavailable
 	}
 	return false
+}
+
+func (x *WatchCatalogRequest) GetSchemaFormat() SchemaFormat {
+	if x != nil {
+		return x.SchemaFormat
+	}
+	return SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED
 }
 
 func (x *WatchCatalogRequest) GetIncludeResources() bool {
@@ -3894,7 +3993,7 @@ var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\n" +
 	"\x18toolsvc/v1/toolsvc.proto\x12\n" +
-	"toolsvc.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\x03\n" +
+	"toolsvc.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x04\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\x12#\n" +
@@ -3908,7 +4007,9 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"schemaHash\x12\x1c\n" +
 	"\tavailable\x18\n" +
 	" \x01(\bR\tavailable\x12+\n" +
-	"\x04meta\x18\v \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xfc\x01\n" +
+	"\x04meta\x18\v \x01(\v2\x17.google.protobuf.StructR\x04meta\x12*\n" +
+	"\x11input_schema_json\x18\f \x01(\tR\x0finputSchemaJson\x12,\n" +
+	"\x12output_schema_json\x18\r \x01(\tR\x10outputSchemaJson\"\xfc\x01\n" +
 	"\x0fToolAnnotations\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12$\n" +
 	"\x0eread_only_hint\x18\x02 \x01(\bR\freadOnlyHint\x12.\n" +
@@ -3916,11 +4017,12 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x0fidempotent_hint\x18\x04 \x01(\bR\x0eidempotentHint\x12+\n" +
 	"\x0fopen_world_hint\x18\x05 \x01(\bH\x01R\ropenWorldHint\x88\x01\x01B\x13\n" +
 	"\x11_destructive_hintB\x12\n" +
-	"\x10_open_world_hint\"N\n" +
+	"\x10_open_world_hint\"\x8d\x01\n" +
 	"\x10ListToolsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\x7f\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12=\n" +
+	"\rschema_format\x18\x03 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\"\x7f\n" +
 	"\x11ListToolsResponse\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\x05tools\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
@@ -3994,11 +4096,12 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x04blob\x18\x04 \x01(\fH\x00R\x04blob\x12+\n" +
 	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04metaB\n" +
 	"\n" +
-	"\bcontents\"\xd9\x01\n" +
+	"\bcontents\"\x98\x02\n" +
 	"\x13WatchCatalogRequest\x12!\n" +
 	"\fresume_token\x18\x01 \x01(\tR\vresumeToken\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12/\n" +
-	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\x12+\n" +
+	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\x12=\n" +
+	"\rschema_format\x18\x04 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\x12+\n" +
 	"\x11include_resources\x18\x14 \x01(\bR\x10includeResources\x12'\n" +
 	"\x0finclude_prompts\x18\x15 \x01(\bR\x0eincludePrompts\"\x9e\x02\n" +
 	"\x14WatchCatalogResponse\x12\x1a\n" +
@@ -4153,7 +4256,11 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\acontent\x18\x02 \x01(\v2\x13.toolsvc.v1.ContentR\acontent\"7\n" +
 	"\vResourceKey\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
-	"\x03uri\x18\x02 \x01(\tR\x03uri*m\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri*_\n" +
+	"\fSchemaFormat\x12\x1d\n" +
+	"\x19SCHEMA_FORMAT_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14SCHEMA_FORMAT_STRUCT\x10\x01\x12\x16\n" +
+	"\x12SCHEMA_FORMAT_JSON\x10\x02*m\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
@@ -4199,162 +4306,165 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 	return file_toolsvc_v1_toolsvc_proto_rawDescData
 }
 
-var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
-	(Transport)(0),                        // 0: toolsvc.v1.Transport
-	(ServerState)(0),                      // 1: toolsvc.v1.ServerState
-	(RefreshOutcome)(0),                   // 2: toolsvc.v1.RefreshOutcome
-	(BreakerState)(0),                     // 3: toolsvc.v1.BreakerState
-	(*Tool)(nil),                          // 4: toolsvc.v1.Tool
-	(*ToolAnnotations)(nil),               // 5: toolsvc.v1.ToolAnnotations
-	(*ListToolsRequest)(nil),              // 6: toolsvc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),             // 7: toolsvc.v1.ListToolsResponse
-	(*CallToolRequest)(nil),               // 8: toolsvc.v1.CallToolRequest
-	(*CallToolStreamRequest)(nil),         // 9: toolsvc.v1.CallToolStreamRequest
-	(*CallToolStreamResponse)(nil),        // 10: toolsvc.v1.CallToolStreamResponse
-	(*CallToolProgress)(nil),              // 11: toolsvc.v1.CallToolProgress
-	(*CallToolResponse)(nil),              // 12: toolsvc.v1.CallToolResponse
-	(*Content)(nil),                       // 13: toolsvc.v1.Content
-	(*Annotations)(nil),                   // 14: toolsvc.v1.Annotations
-	(*TextContent)(nil),                   // 15: toolsvc.v1.TextContent
-	(*ImageContent)(nil),                  // 16: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),                  // 17: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),                  // 18: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),              // 19: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),              // 20: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),           // 21: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),          // 22: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),               // 23: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),                // 24: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),                 // 25: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),               // 26: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),            // 27: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),           // 28: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                        // 29: toolsvc.v1.Server
-	(*ConfigStatus)(nil),                  // 30: toolsvc.v1.ConfigStatus
-	(*Resource)(nil),                      // 31: toolsvc.v1.Resource
-	(*ResourceTemplate)(nil),              // 32: toolsvc.v1.ResourceTemplate
-	(*ListResourcesRequest)(nil),          // 33: toolsvc.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),         // 34: toolsvc.v1.ListResourcesResponse
-	(*ListResourceTemplatesRequest)(nil),  // 35: toolsvc.v1.ListResourceTemplatesRequest
-	(*ListResourceTemplatesResponse)(nil), // 36: toolsvc.v1.ListResourceTemplatesResponse
-	(*ReadResourceRequest)(nil),           // 37: toolsvc.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),          // 38: toolsvc.v1.ReadResourceResponse
-	(*SubscribeResourceRequest)(nil),      // 39: toolsvc.v1.SubscribeResourceRequest
-	(*SubscribeResourceResponse)(nil),     // 40: toolsvc.v1.SubscribeResourceResponse
-	(*ResourceUnchanged)(nil),             // 41: toolsvc.v1.ResourceUnchanged
-	(*Prompt)(nil),                        // 42: toolsvc.v1.Prompt
-	(*PromptArgument)(nil),                // 43: toolsvc.v1.PromptArgument
-	(*ListPromptsRequest)(nil),            // 44: toolsvc.v1.ListPromptsRequest
-	(*ListPromptsResponse)(nil),           // 45: toolsvc.v1.ListPromptsResponse
-	(*GetPromptRequest)(nil),              // 46: toolsvc.v1.GetPromptRequest
-	(*GetPromptResponse)(nil),             // 47: toolsvc.v1.GetPromptResponse
-	(*PromptMessage)(nil),                 // 48: toolsvc.v1.PromptMessage
-	(*ResourceKey)(nil),                   // 49: toolsvc.v1.ResourceKey
-	nil,                                   // 50: toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	(*structpb.Struct)(nil),               // 51: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),         // 52: google.protobuf.Timestamp
+	(SchemaFormat)(0),                     // 0: toolsvc.v1.SchemaFormat
+	(Transport)(0),                        // 1: toolsvc.v1.Transport
+	(ServerState)(0),                      // 2: toolsvc.v1.ServerState
+	(RefreshOutcome)(0),                   // 3: toolsvc.v1.RefreshOutcome
+	(BreakerState)(0),                     // 4: toolsvc.v1.BreakerState
+	(*Tool)(nil),                          // 5: toolsvc.v1.Tool
+	(*ToolAnnotations)(nil),               // 6: toolsvc.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),              // 7: toolsvc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),             // 8: toolsvc.v1.ListToolsResponse
+	(*CallToolRequest)(nil),               // 9: toolsvc.v1.CallToolRequest
+	(*CallToolStreamRequest)(nil),         // 10: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil),        // 11: toolsvc.v1.CallToolStreamResponse
+	(*CallToolProgress)(nil),              // 12: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),              // 13: toolsvc.v1.CallToolResponse
+	(*Content)(nil),                       // 14: toolsvc.v1.Content
+	(*Annotations)(nil),                   // 15: toolsvc.v1.Annotations
+	(*TextContent)(nil),                   // 16: toolsvc.v1.TextContent
+	(*ImageContent)(nil),                  // 17: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),                  // 18: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),                  // 19: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),              // 20: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),              // 21: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),           // 22: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),          // 23: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),               // 24: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),                // 25: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),                 // 26: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),               // 27: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),            // 28: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),           // 29: toolsvc.v1.ListServersResponse
+	(*Server)(nil),                        // 30: toolsvc.v1.Server
+	(*ConfigStatus)(nil),                  // 31: toolsvc.v1.ConfigStatus
+	(*Resource)(nil),                      // 32: toolsvc.v1.Resource
+	(*ResourceTemplate)(nil),              // 33: toolsvc.v1.ResourceTemplate
+	(*ListResourcesRequest)(nil),          // 34: toolsvc.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),         // 35: toolsvc.v1.ListResourcesResponse
+	(*ListResourceTemplatesRequest)(nil),  // 36: toolsvc.v1.ListResourceTemplatesRequest
+	(*ListResourceTemplatesResponse)(nil), // 37: toolsvc.v1.ListResourceTemplatesResponse
+	(*ReadResourceRequest)(nil),           // 38: toolsvc.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),          // 39: toolsvc.v1.ReadResourceResponse
+	(*SubscribeResourceRequest)(nil),      // 40: toolsvc.v1.SubscribeResourceRequest
+	(*SubscribeResourceResponse)(nil),     // 41: toolsvc.v1.SubscribeResourceResponse
+	(*ResourceUnchanged)(nil),             // 42: toolsvc.v1.ResourceUnchanged
+	(*Prompt)(nil),                        // 43: toolsvc.v1.Prompt
+	(*PromptArgument)(nil),                // 44: toolsvc.v1.PromptArgument
+	(*ListPromptsRequest)(nil),            // 45: toolsvc.v1.ListPromptsRequest
+	(*ListPromptsResponse)(nil),           // 46: toolsvc.v1.ListPromptsResponse
+	(*GetPromptRequest)(nil),              // 47: toolsvc.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),             // 48: toolsvc.v1.GetPromptResponse
+	(*PromptMessage)(nil),                 // 49: toolsvc.v1.PromptMessage
+	(*ResourceKey)(nil),                   // 50: toolsvc.v1.ResourceKey
+	nil,                                   // 51: toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	(*structpb.Struct)(nil),               // 52: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),         // 53: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	51, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	51, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	5,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	51, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
-	4,  // 4: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	51, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	51, // 6: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
-	11, // 7: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
-	12, // 8: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	13, // 9: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	51, // 10: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	51, // 11: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
-	15, // 12: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
-	16, // 13: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
-	17, // 14: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
-	18, // 15: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
-	19, // 16: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
-	14, // 17: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	51, // 18: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
-	14, // 19: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	51, // 20: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
-	14, // 21: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	51, // 22: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
-	14, // 23: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	51, // 24: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
-	20, // 25: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
-	14, // 26: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	51, // 27: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	51, // 28: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
-	23, // 29: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
-	24, // 30: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
-	25, // 31: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
-	26, // 32: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
-	4,  // 33: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	31, // 34: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
-	32, // 35: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	42, // 36: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
-	4,  // 37: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	31, // 38: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
-	49, // 39: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
-	32, // 40: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	49, // 41: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
-	42, // 42: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
-	29, // 43: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	30, // 44: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	0,  // 45: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	1,  // 46: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	52, // 47: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	2,  // 48: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	3,  // 49: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	52, // 50: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	52, // 51: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	52, // 52: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	52, // 53: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	14, // 54: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
-	51, // 55: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
-	14, // 56: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
-	51, // 57: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
-	31, // 58: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
-	32, // 59: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	20, // 60: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
-	51, // 61: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
-	38, // 62: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
-	41, // 63: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
-	43, // 64: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
-	51, // 65: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
-	42, // 66: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
-	50, // 67: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	48, // 68: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
-	51, // 69: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
-	13, // 70: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
-	6,  // 71: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	8,  // 72: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	9,  // 73: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	21, // 74: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	27, // 75: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	33, // 76: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
-	35, // 77: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
-	37, // 78: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
-	39, // 79: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
-	44, // 80: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
-	46, // 81: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
-	7,  // 82: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	12, // 83: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	10, // 84: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	22, // 85: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	28, // 86: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	34, // 87: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
-	36, // 88: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
-	38, // 89: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
-	40, // 90: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
-	45, // 91: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
-	47, // 92: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
-	82, // [82:93] is the sub-list for method output_type
-	71, // [71:82] is the sub-list for method input_type
-	71, // [71:71] is the sub-list for extension type_name
-	71, // [71:71] is the sub-list for extension extendee
-	0,  // [0:71] is the sub-list for field type_name
+	52, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	52, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	6,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
+	52, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	0,  // 4: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	5,  // 5: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
+	52, // 6: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	52, // 7: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	12, // 8: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
+	13, // 9: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	14, // 10: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
+	52, // 11: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	52, // 12: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	16, // 13: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
+	17, // 14: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
+	18, // 15: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
+	19, // 16: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
+	20, // 17: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
+	15, // 18: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 19: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	15, // 20: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 21: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	15, // 22: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 23: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	15, // 24: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 25: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	21, // 26: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
+	15, // 27: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 28: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	52, // 29: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	0,  // 30: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	24, // 31: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
+	25, // 32: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
+	26, // 33: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
+	27, // 34: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
+	5,  // 35: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
+	32, // 36: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
+	33, // 37: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	43, // 38: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
+	5,  // 39: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	32, // 40: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
+	50, // 41: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
+	33, // 42: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	50, // 43: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
+	43, // 44: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
+	30, // 45: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	31, // 46: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	1,  // 47: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	2,  // 48: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	53, // 49: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	3,  // 50: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	4,  // 51: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	53, // 52: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	53, // 53: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	53, // 54: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	53, // 55: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	15, // 56: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 57: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
+	15, // 58: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 59: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
+	32, // 60: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
+	33, // 61: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	21, // 62: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	52, // 63: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	39, // 64: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	42, // 65: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	44, // 66: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	52, // 67: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	43, // 68: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	51, // 69: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	49, // 70: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	52, // 71: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	14, // 72: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	7,  // 73: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	9,  // 74: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	10, // 75: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	22, // 76: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	28, // 77: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	34, // 78: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	36, // 79: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	38, // 80: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	40, // 81: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	45, // 82: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	47, // 83: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	8,  // 84: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	13, // 85: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	11, // 86: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	23, // 87: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	29, // 88: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	35, // 89: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	37, // 90: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	39, // 91: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	41, // 92: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	46, // 93: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	48, // 94: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	84, // [84:95] is the sub-list for method output_type
+	73, // [73:84] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -4397,7 +4507,7 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
