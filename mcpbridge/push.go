@@ -151,6 +151,24 @@ func rewriteListen(params json.RawMessage) (json.RawMessage, bool) {
 	return out, true
 }
 
+// listensForListChanged reports a subscriptions/listen request that asks
+// for any list_changed notification (the push channel), as opposed to one
+// that only subscribes to resources (ClientSession.Subscribe).
+func listensForListChanged(params json.RawMessage) bool {
+	var p struct {
+		Notifications struct {
+			Tools     bool `json:"toolsListChanged"`
+			Prompts   bool `json:"promptsListChanged"`
+			Resources bool `json:"resourcesListChanged"`
+		} `json:"notifications"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return true // unknown shape: count it, as before
+	}
+	n := p.Notifications
+	return n.Tools || n.Prompts || n.Resources
+}
+
 // reopenListen opens a new subscriptions/listen stream for tools/list_changed
 // on a 2026-07-28 session, replacing the previous re-opened one (the stream
 // go-sdk opened in Connect is cancelled only by Close).
@@ -189,7 +207,6 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		kind = "standalone GET stream"
 	case r.Method == http.MethodPost && r.GetBody != nil:
 		if req := peekRequest(r); req != nil && req.Method == listenMethod {
-			kind = "subscriptions/listen stream"
 			if params, ok := rewriteListen(req.Params); ok {
 				req.Params = params
 				body, err := jsonrpc.EncodeMessage(req)
@@ -200,6 +217,12 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 				r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 				r.ContentLength = int64(len(body))
+			}
+			if listensForListChanged(req.Params) {
+				// A resource subscription's listen stream (SubscribeResource)
+				// is no push channel: its end must not hide, or fake, the
+				// list_changed stream's.
+				kind = "subscriptions/listen stream"
 			}
 		}
 	}
@@ -302,6 +325,10 @@ func (c *pushConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			cp := *req
 			cp.Params = params
 			msg = &cp
+			req = &cp
+		}
+		if !listensForListChanged(req.Params) {
+			return c.Connection.Write(ctx, msg) // a resource subscription, not the push channel
 		}
 		c.mu.Lock()
 		if c.listens == nil {

@@ -110,3 +110,17 @@ func TestRewriteListenKinds(t *testing.T) {
 		t.Error("a real resource subscription was rewritten")
 	}
 }
+
+func TestListensForListChanged(t *testing.T) {
+	for params, want := range map[string]bool{
+		`{"notifications":{"toolsListChanged":true}}`:                                           true,
+		`{"notifications":{"promptsListChanged":true}}`:                                         true,
+		`{"notifications":{"resourceSubscriptions":["py://note"]}}`:                             false,
+		`{"_meta":{},"notifications":{"resourceSubscriptions":["x"],"toolsListChanged":false}}`: false,
+		`not json`: true,
+	} {
+		if got := listensForListChanged(json.RawMessage(params)); got != want {
+			t.Errorf("listensForListChanged(%s) = %v, want %v", params, got, want)
+		}
+	}
+}

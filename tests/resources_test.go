@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,17 +240,23 @@ func TestResourcesEverything(t *testing.T) {
 	}
 }
 
-func startResourcesPython(t *testing.T, transport string) string {
+// startResourcesPython starts tests/python/resources_server.py (over HTTP:
+// now, on a free port, and again on that port with restart) and returns the
+// start of its server config.
+func startResourcesPython(t *testing.T, transport string) (config string, srv *proc, restart func() *proc) {
 	t.Helper()
 	script := filepath.Join(rootDir(t), "tests", "python", "resources_server.py")
 	py := venvBin(t, "mcp", "python")
 	if transport == "stdio" {
-		return fmt.Sprintf(`{"command": %s, "args": [%s, "stdio"]`, jsonString(py), jsonString(script))
+		return fmt.Sprintf(`{"command": %s, "args": [%s, "stdio"]`, jsonString(py), jsonString(script)), nil, nil
 	}
 	port := freePort(t)
-	srv := startProc(t, exec.Command(py, script, "streamable-http", fmt.Sprint(port)))
-	waitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second, srv)
-	return fmt.Sprintf(`{"url": "http://127.0.0.1:%d/mcp"`, port)
+	restart = func() *proc {
+		srv := startProc(t, exec.Command(py, script, "streamable-http", fmt.Sprint(port)))
+		waitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second, srv)
+		return srv
+	}
+	return fmt.Sprintf(`{"url": "http://127.0.0.1:%d/mcp"`, port), restart(), restart
 }
 
 // TestResourcesPython: the Python SDK server over stdio (2025-11-25) and
@@ -262,7 +269,8 @@ func TestResourcesPython(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			up := startResourcesPython(t, tc.transport) + tc.extra + `, "refreshDebounce": "50ms"}`
+			up, srv, restart := startResourcesPython(t, tc.transport)
+			up += tc.extra + `, "refreshDebounce": "50ms", "backoffBase": "50ms", "backoffMax": "200ms"}`
 			p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"py": %s}}`, up))
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
@@ -400,6 +408,35 @@ func TestResourcesPython(t *testing.T) {
 			}
 			if ev, err := stream2.Recv(); err != nil || ev.GetUnchanged() == nil || ev.GetVersion() != upd.GetVersion() {
 				t.Fatalf("resumed first event = %v, %v; want unchanged", ev, err)
+			}
+
+			// The upstream goes away (SIGKILL): the stream ends cleanly with
+			// UNAVAILABLE and a retry hint. Once it is back (a new process,
+			// its note reset), resuming with the last version brings the
+			// current contents.
+			if err := syscall.Kill(-srv.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_, err = stream2.Recv()
+			ei := wantStatus(t, err, codes.Unavailable, "UPSTREAM_UNAVAILABLE", "py", "")
+			if ei.GetMetadata()["uri"] != "py://note" {
+				t.Errorf("ended subscription metadata %v", ei.GetMetadata())
+			}
+			restart()
+			var back *toolsvcv1.SubscribeResourceResponse
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				stream3, err := c.SubscribeResource(ctx, &toolsvcv1.SubscribeResourceRequest{Uri: "py://note", ResumeToken: upd.GetVersion()})
+				if err == nil {
+					if back, err = stream3.Recv(); err == nil {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("resuming after the upstream came back: %v", err)
+				}
+			}
+			if back.GetContents().GetContents()[0].GetText() != "first note" || back.GetVersion() == upd.GetVersion() {
+				t.Fatalf("resumed after restart: %v", back)
 			}
 
 		})
