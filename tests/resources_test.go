@@ -310,6 +310,10 @@ func TestResourcesPython(t *testing.T) {
 				t.Fatalf("py://items/42 = %v, %v", ri, err)
 			}
 
+			// An unknown URI: the Python SDK answers -32602 (SEP-2164).
+			_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: "py", Uri: "py://nope"})
+			wantStatus(t, err, codes.NotFound, "RESOURCE_NOT_FOUND", "py", "")
+
 			// A prompt with arguments; a missing required one.
 			gp, err := c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: "py__greet", Arguments: map[string]string{"name": "Ada", "style": "warm"}})
 			if err != nil || gp.GetMessages()[0].GetContent().GetText().GetText() != "Hello, Ada! (warm)" {
