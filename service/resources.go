@@ -44,13 +44,14 @@ type resourceOp struct {
 	ctx       context.Context
 	principal Principal
 	kind      string // "resource read", "prompt get", "resource subscription"
+	method    string // the MCP method, the metrics label
 	meta      map[string]string
 	start     time.Time
 	release   func()
 }
 
-func (s *Server) beginOp(ctx context.Context, kind string) (*resourceOp, error) {
-	op := &resourceOp{s: s, ctx: ctx, kind: kind, meta: map[string]string{}, start: time.Now()}
+func (s *Server) beginOp(ctx context.Context, kind, method string) (*resourceOp, error) {
+	op := &resourceOp{s: s, ctx: ctx, kind: kind, method: method, meta: map[string]string{}, start: time.Now()}
 	ctx, p, err := s.authenticate(ctx)
 	if err != nil {
 		return op, err
@@ -95,17 +96,28 @@ func (op *resourceOp) status(err error) error {
 	return re.err()
 }
 
-// end releases the rate-limit slot and writes the audit line.
+// end releases the rate-limit slot, records the metrics and writes the
+// audit line.
 func (op *resourceOp) end(st error) {
 	if op.release != nil {
 		op.release()
 		op.release = nil
 	}
-	if a := op.s.opts.AuditLog; a != nil {
-		outcome := "ok"
-		if st != nil {
-			outcome = status.Code(st).String()
+	outcome := "ok"
+	if st != nil {
+		outcome = status.Code(st).String()
+	}
+	if m := op.s.opts.Metrics; m != nil {
+		server := "unknown" // bounded labels: configured servers only
+		if n := op.meta["server"]; n != "" {
+			if _, err := op.s.bridge.Server(n); err == nil {
+				server = n
+			}
 		}
+		m.resourceOps.WithLabelValues(server, op.method, outcome).Inc()
+		m.resourceDuration.WithLabelValues(op.method, outcome).Observe(time.Since(op.start).Seconds())
+	}
+	if a := op.s.opts.AuditLog; a != nil {
 		attrs := []slog.Attr{slog.String("principal", op.principal.Name), slog.String("outcome", outcome), slog.Duration("duration", time.Since(op.start))}
 		for _, k := range []string{"server", "uri", "prompt"} {
 			if v := op.meta[k]; v != "" {
@@ -363,7 +375,7 @@ func (op *resourceOp) resolveRead(server, uri string) (string, error) {
 
 // ReadResource implements toolsvc.v1.ToolService.
 func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRequest) (*toolsvcv1.ReadResourceResponse, error) {
-	op, err := s.beginOp(ctx, "resource read")
+	op, err := s.beginOp(ctx, "resource read", "resources/read")
 	var out *toolsvcv1.ReadResourceResponse
 	if err == nil {
 		var server string
@@ -394,7 +406,7 @@ func (s *Server) readResource(ctx context.Context, server, uri string) (*toolsvc
 
 // GetPrompt implements toolsvc.v1.ToolService.
 func (s *Server) GetPrompt(ctx context.Context, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
-	op, err := s.beginOp(ctx, "prompt get")
+	op, err := s.beginOp(ctx, "prompt get", "prompts/get")
 	var out *toolsvcv1.GetPromptResponse
 	if err == nil {
 		out, err = s.getPrompt(op, req)
@@ -455,7 +467,7 @@ func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*to
 // resource disappears; the client resumes by calling again with the last
 // version as resume_token.
 func (s *Server) SubscribeResource(req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {
-	op, err := s.beginOp(stream.Context(), "resource subscription")
+	op, err := s.beginOp(stream.Context(), "resource subscription", "resources/subscribe")
 	if err == nil {
 		err = s.subscribeResource(op, req, stream)
 	}

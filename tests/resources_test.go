@@ -547,6 +547,17 @@ func TestResourcesCLIDemo(t *testing.T) {
 	if got := run(false, "read", "demo://nothing"); !strings.Contains(got, "RESOURCE_NOT_FOUND") {
 		t.Errorf("toolsvc read of an unknown URI:\n%s", got)
 	}
+	metrics := scrape(t, p.adminAddr)
+	for _, want := range []string{
+		`toolsvc_resource_requests_total{method="resources/read",outcome="ok",server="demo"} 1`,
+		`toolsvc_resource_requests_total{method="resources/read",outcome="NotFound",server="unknown"} 1`,
+		`toolsvc_resource_requests_total{method="prompts/get",outcome="ok",server="demo"} 1`,
+		`toolsvc_resource_requests_total{method="prompts/get",outcome="InvalidArgument",server="demo"} 1`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }
 
 // TestResourcesAuth: the auth rules cover prompts (by exposed name) and a
