@@ -214,7 +214,41 @@ func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]strin
 // unsubscribed when the last subscriber leaves.
 type resourceSubs struct {
 	mu   sync.Mutex
-	uris map[string]map[chan struct{}]struct{}
+	uris map[string]*uriSub
+}
+
+// uriSub is the upstream subscription to one URI on one session.
+type uriSub struct {
+	chans map[chan struct{}]struct{}
+	// ready is closed once the upstream answered the subscription (err
+	// says how); subscribers that join meanwhile wait for it and share the
+	// outcome.
+	ready chan struct{}
+	err   error
+}
+
+// leaveURI removes one subscriber of uri; it reports whether it was the
+// last of a subscription the upstream accepted (which should then be
+// unsubscribed). A failed subscription's entry goes with its last
+// subscriber, so the next one subscribes afresh.
+func (s *session) leaveURI(uri string, ch chan struct{}) bool {
+	s.rsubs.mu.Lock()
+	defer s.rsubs.mu.Unlock()
+	e := s.rsubs.uris[uri]
+	if e == nil {
+		return false
+	}
+	delete(e.chans, ch)
+	if len(e.chans) > 0 {
+		return false
+	}
+	delete(s.rsubs.uris, uri)
+	select {
+	case <-e.ready:
+		return e.err == nil
+	default:
+		return false // the first subscriber is still subscribing; it cleans up
+	}
 }
 
 // onResourceUpdated is the resources/updated handler: a non-blocking signal
@@ -225,7 +259,11 @@ func (s *session) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedN
 	}
 	s.rsubs.mu.Lock()
 	defer s.rsubs.mu.Unlock()
-	for ch := range s.rsubs.uris[req.Params.URI] {
+	e := s.rsubs.uris[req.Params.URI]
+	if e == nil {
+		return
+	}
+	for ch := range e.chans {
 		select {
 		case ch <- struct{}{}:
 		default:
@@ -265,15 +303,10 @@ func (r *ResourceSubscription) Err() error {
 func (r *ResourceSubscription) Close() {
 	r.close.Do(func() {
 		s := r.s
-		s.rsubs.mu.Lock()
-		subs := s.rsubs.uris[r.uri]
-		delete(subs, r.ch)
-		last := len(subs) == 0
-		if last {
-			delete(s.rsubs.uris, r.uri)
+		if !s.leaveURI(r.uri, r.ch) {
+			return
 		}
-		s.rsubs.mu.Unlock()
-		if last && !s.isDead() && s.ctx.Err() == nil {
+		if !s.isDead() && s.ctx.Err() == nil {
 			ctx, cancel := context.WithTimeout(s.ctx, time.Second)
 			_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: r.uri})
 			cancel()
@@ -304,28 +337,32 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 		ch := make(chan struct{}, 1)
 		s.rsubs.mu.Lock()
 		if s.rsubs.uris == nil {
-			s.rsubs.uris = map[string]map[chan struct{}]struct{}{}
+			s.rsubs.uris = map[string]*uriSub{}
 		}
-		first := len(s.rsubs.uris[uri]) == 0
+		e := s.rsubs.uris[uri]
+		first := e == nil
 		if first {
-			s.rsubs.uris[uri] = map[chan struct{}]struct{}{}
+			e = &uriSub{chans: map[chan struct{}]struct{}{}, ready: make(chan struct{})}
+			s.rsubs.uris[uri] = e
 		}
-		s.rsubs.uris[uri][ch] = struct{}{}
+		e.chans[ch] = struct{}{}
 		s.rsubs.mu.Unlock()
-		sub = &ResourceSubscription{Updated: ch, Done: s.deadCtx.Done(), Server: server, s: s, uri: uri, ch: ch}
 		if first {
-			if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
-				sub.close.Do(func() {
-					s.rsubs.mu.Lock()
-					delete(s.rsubs.uris[uri], ch)
-					if len(s.rsubs.uris[uri]) == 0 {
-						delete(s.rsubs.uris, uri)
-					}
-					s.rsubs.mu.Unlock()
-				})
-				return err
+			e.err = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			close(e.ready)
+		} else {
+			select {
+			case <-e.ready:
+			case <-ctx.Done():
+				s.leaveURI(uri, ch)
+				return ctx.Err()
 			}
 		}
+		if e.err != nil {
+			s.leaveURI(uri, ch)
+			return e.err
+		}
+		sub = &ResourceSubscription{Updated: ch, Done: s.deadCtx.Done(), Server: server, s: s, uri: uri, ch: ch}
 		return nil
 	})
 	if err != nil {
