@@ -203,6 +203,14 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 
 	w := newWatchSender(s, stream)
 	defer w.close()
+	// Membership in the hub only so that Shutdown ends this stream too,
+	// even while a client holds up its Send; the group's shared state is
+	// not used here.
+	g, ok := s.hub.join(f, w)
+	if !ok {
+		return errShuttingDown
+	}
+	defer s.hub.leave(g, w)
 	lastT, lastR := s.view(cat.Current(), f), rf.view(rcat.Current())
 	tok := req.GetResumeToken()
 	var first *toolsvcv1.WatchCatalogResponse
