@@ -354,6 +354,19 @@ func TestResourcesPython(t *testing.T) {
 				ev.GetChanges().GetUpsertedPrompts()[0].GetName() != "py__later" || len(ev.GetChanges().GetUpserted()) != 0 {
 				t.Fatalf("watch event after add_prompt = %v, %v", ev, err)
 			}
+			// A resource added at runtime: resources/list_changed, the same
+			// path.
+			callJSON(t, ctx, c, "py__add_resource", `{"name": "late"}`)
+			ev, err = ws.Recv()
+			for err == nil && ev.GetProgress() != nil {
+				ev, err = ws.Recv()
+			}
+			if err != nil || len(ev.GetChanges().GetUpsertedResources()) != 1 || ev.GetChanges().GetUpsertedResources()[0].GetUri() != "py://extra/late" {
+				t.Fatalf("watch event after add_resource = %v, %v", ev, err)
+			}
+			if rr, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "py://extra/late"}); err != nil || rr.GetContents()[0].GetText() != "late resource" {
+				t.Fatalf("reading the added resource = %v, %v", rr, err)
+			}
 			wcancel()
 			ws2, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: true, IncludePrompts: true, ResumeToken: ev.GetRevision()})
 			if err != nil {
@@ -366,8 +379,8 @@ func TestResourcesPython(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ev3, err := ws3.Recv(); err != nil || len(ev3.GetChanges().GetUpsertedPrompts()) != 1 || ev3.GetRevision() != ev.GetRevision() {
-				t.Fatalf("watch resumed from the snapshot's revision = %v, %v; want the prompt change", ev3, err)
+			if ev3, err := ws3.Recv(); err != nil || len(ev3.GetChanges().GetUpsertedPrompts()) != 1 || len(ev3.GetChanges().GetUpsertedResources()) != 1 || ev3.GetRevision() != ev.GetRevision() {
+				t.Fatalf("watch resumed from the snapshot's revision = %v, %v; want the prompt and resource changes", ev3, err)
 			}
 			deadline := time.Now().Add(10 * time.Second)
 			for findPrompt(listPrompts(t, ctx, c), "py__later") == nil {

@@ -17,12 +17,15 @@ Tools:
     set_note{text}       as above
     add_prompt{name}     registers prompt `name` ("<name> prompt") and
                          announces prompts/list_changed on every channel
+    add_resource{name}   registers py://extra/<name> ("<name> resource") and
+                         announces resources/list_changed on every channel
 """
 
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
+from mcp.server.mcpserver.resources.types import TextResource
 
 BLOB = bytes(range(256)) + b"\x00\xff"
 state = {"note": "first note"}
@@ -80,6 +83,14 @@ async def add_prompt(name: str, ctx: Context) -> str:
     mcp.add_prompt(Prompt.from_function(added, name=name, description="Added at runtime."))
     await announce(ctx, ctx.notify_prompts_changed, ctx.session.send_prompt_list_changed)
     return f"added {name}"
+
+
+@mcp.tool()
+async def add_resource(name: str, ctx: Context) -> str:
+    """Register the resource py://extra/<name> and announce it."""
+    mcp.add_resource(TextResource(uri=f"py://extra/{name}", name=name, text=f"{name} resource"))
+    await announce(ctx, ctx.notify_resources_changed, ctx.session.send_resource_list_changed)
+    return f"added py://extra/{name}"
 
 
 def main() -> None:
