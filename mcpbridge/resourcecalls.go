@@ -156,9 +156,19 @@ func (b *Bridge) request(ctx context.Context, server, method string, do func(ctx
 	return fmt.Errorf("%s on server %q failed", method, server)
 }
 
+// principalMeta is the request _meta naming the caller, when the server's
+// ForwardPrincipal is set (as for tools/call: identity.go), else nil.
+func (s *session) principalMeta(principal string) mcp.Meta {
+	if !s.u.cfg.ForwardPrincipal || principal == "" {
+		return nil
+	}
+	return mcp.Meta{PrincipalMetaKey: map[string]any{"name": principal}}
+}
+
 // ReadResource reads uri from server (see ResolveResourceServer for an
-// empty server). An upstream "not found" answer is ErrResourceNotFound.
-func (b *Bridge) ReadResource(ctx context.Context, server, uri string) (*mcp.ReadResourceResult, string, error) {
+// empty server) on behalf of principal (forwarded as for tools/call). An
+// upstream "not found" answer is ErrResourceNotFound.
+func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string) (*mcp.ReadResourceResult, string, error) {
 	server, err := b.ResolveResourceServer(server, uri)
 	if err != nil {
 		return nil, "", err
@@ -166,7 +176,7 @@ func (b *Bridge) ReadResource(ctx context.Context, server, uri string) (*mcp.Rea
 	var res *mcp.ReadResourceResult
 	err = b.request(ctx, server, "resources/read", func(ctx context.Context, s *session) error {
 		var err error
-		res, err = s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		res, err = s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: s.principalMeta(principal)})
 		return err
 	})
 	var uerr *UpstreamError
@@ -186,9 +196,10 @@ func (e *MissingArgumentsError) Error() string {
 	return fmt.Sprintf("prompt %q requires argument(s) %s", e.Prompt, strings.Join(e.Missing, ", "))
 }
 
-// GetPrompt renders the prompt p (from ResolvePrompt) with args. Required
-// arguments are checked first (*MissingArgumentsError; nothing is sent).
-func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]string) (*mcp.GetPromptResult, error) {
+// GetPrompt renders the prompt p (from ResolvePrompt) with args on behalf
+// of principal (forwarded as for tools/call). Required arguments are
+// checked first (*MissingArgumentsError; nothing is sent).
+func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]string, principal string) (*mcp.GetPromptResult, error) {
 	var missing []string
 	for _, a := range p.P.Arguments {
 		if a != nil && a.Required {
@@ -203,7 +214,7 @@ func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]strin
 	var res *mcp.GetPromptResult
 	err := b.request(ctx, p.Server, "prompts/get", func(ctx context.Context, s *session) error {
 		var err error
-		res, err = s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.P.Name, Arguments: args})
+		res, err = s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.P.Name, Arguments: args, Meta: s.principalMeta(principal)})
 		return err
 	})
 	return res, err

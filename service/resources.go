@@ -393,7 +393,8 @@ func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRe
 
 // readResource reads and converts, applying the response size limit.
 func (s *Server) readResource(ctx context.Context, server, uri string) (*toolsvcv1.ReadResourceResponse, error) {
-	res, server, err := s.bridge.ReadResource(ctx, server, uri)
+	principal, _ := PrincipalFrom(ctx)
+	res, server, err := s.bridge.ReadResource(ctx, server, uri, principal.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +436,7 @@ func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*to
 		return nil, rerr
 	}
 	op.meta["server"] = p.Server
-	res, err := s.bridge.GetPrompt(op.ctx, p, req.GetArguments())
+	res, err := s.bridge.GetPrompt(op.ctx, p, req.GetArguments(), op.principal.Name)
 	if err != nil {
 		return nil, err
 	}

@@ -526,6 +526,30 @@ func TestResourcesPredecessorCases(t *testing.T) {
 	wantStatus(t, err, codes.NotFound, "RESOURCE_NOT_FOUND", "", "")
 }
 
+// TestResourcesForwardPrincipal: with forwardPrincipal a read carries the
+// caller in _meta as tools/call does (the Go test server echoes it).
+func TestResourcesForwardPrincipal(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "caps")
+	if err := os.WriteFile(file, []byte("resources\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const alice = "alice-token-0123456789"
+	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q}}, "mcpServers": {
+		"fwd": {"command": %s, "args": ["-mode", "stdio"], "env": {"TESTSERVER_RESOURCES_FILE": %s}, "forwardPrincipal": true},
+		"plain": {"command": %s, "args": ["-mode", "stdio"], "env": {"TESTSERVER_RESOURCES_FILE": %s}}}}`,
+		alice, jsonString(bin.testserver), jsonString(file), jsonString(bin.testserver), jsonString(file)))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+alice)
+	for server, want := range map[string]string{"fwd": "hello from go, asked by alice", "plain": "hello from go"} {
+		rr, err := p.client.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: server, Uri: "test://hello"})
+		if err != nil || rr.GetContents()[0].GetText() != want {
+			t.Errorf("read on %s = %v, %v; want %q", server, rr, err, want)
+		}
+	}
+}
+
 // TestResourcesCLIDemo: the CLI's resources, read, prompts and prompt
 // commands against the built-in demo upstream (toolsvc demo-server), as the
 // README's first commands use them.

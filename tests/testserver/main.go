@@ -414,7 +414,11 @@ func addResources(s *mcp.Server) {
 	}
 	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "hello from go"}}}, nil
+			text := "hello from go"
+			if p, ok := req.Params.Meta["dev.toolsvc/principal"].(map[string]any); ok {
+				text += fmt.Sprintf(", asked by %v", p["name"]) // forwardPrincipal
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
 		})
 	s.AddPrompt(&mcp.Prompt{Name: "hi", Description: "Say hi."},
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
