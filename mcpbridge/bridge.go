@@ -54,6 +54,9 @@ type Bridge struct {
 	cfg     Config
 	log     *slog.Logger
 	catalog *Catalog
+	// resources holds every upstream's resources, templates and prompts
+	// (resources.go).
+	resources *ResourceCatalog
 
 	mu    sync.RWMutex // guards ups and names (Reconfigure changes them)
 	ups   map[string]*upstream
@@ -102,11 +105,12 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, err
 	}
 	b := &Bridge{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		catalog: NewCatalog(),
-		ups:     map[string]*upstream{},
-		ready:   make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		catalog:   NewCatalog(),
+		resources: NewResourceCatalog(),
+		ups:       map[string]*upstream{},
+		ready:     make(chan struct{}),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.pending.Store(int64(len(servers)))
@@ -248,6 +252,7 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	wg.Wait()
 	for _, name := range res.Removed {
 		b.catalog.removeServer(name)
+		b.resources.removeServer(name)
 	}
 	for _, name := range res.Restarted {
 		b.catalog.setAvailable(name, false) // until the new session lists

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,18 +110,40 @@ const listenMethod = "subscriptions/listen"
 // the session's handlers.
 const listenReopenScheme = "toolsvc-listen:"
 
+// listenSentinel matches reopenListen's sentinel URI:
+// "toolsvc-listen:<n>" (tools only) or "toolsvc-listen:<n>/<kinds>", kinds
+// being letters t (tools), r (resources), p (prompts) list_changed.
+var listenSentinel = regexp.MustCompile(`toolsvc-listen:[0-9]+(?:/([a-z]+))?`)
+
 // rewriteListen rewrites the params of a subscriptions/listen request made
 // by reopenListen: the sentinel resource subscription becomes a
-// subscription to tools/list_changed. Other params are returned unchanged.
+// subscription to the list_changed notifications its URI names (tools,
+// and resources and prompts when the upstream declares them). Other params
+// are returned unchanged.
 func rewriteListen(params json.RawMessage) (json.RawMessage, bool) {
 	if !bytes.Contains(params, []byte(listenReopenScheme)) {
+		return params, false
+	}
+	m := listenSentinel.FindSubmatch(params)
+	if m == nil {
 		return params, false
 	}
 	var p map[string]json.RawMessage
 	if err := json.Unmarshal(params, &p); err != nil {
 		return params, false
 	}
-	p["notifications"] = json.RawMessage(`{"toolsListChanged":true}`)
+	notes := map[string]bool{"toolsListChanged": true}
+	if bytes.ContainsRune(m[1], 'r') {
+		notes["resourcesListChanged"] = true
+	}
+	if bytes.ContainsRune(m[1], 'p') {
+		notes["promptsListChanged"] = true
+	}
+	nb, err := json.Marshal(notes)
+	if err != nil {
+		return params, false
+	}
+	p["notifications"] = nb
 	out, err := json.Marshal(p)
 	if err != nil {
 		return params, false
@@ -128,18 +151,37 @@ func rewriteListen(params json.RawMessage) (json.RawMessage, bool) {
 	return out, true
 }
 
+// listensForListChanged reports a subscriptions/listen request that asks
+// for any list_changed notification (the push channel), as opposed to one
+// that only subscribes to resources (ClientSession.Subscribe).
+func listensForListChanged(params json.RawMessage) bool {
+	var p struct {
+		Notifications struct {
+			Tools     bool `json:"toolsListChanged"`
+			Prompts   bool `json:"promptsListChanged"`
+			Resources bool `json:"resourcesListChanged"`
+		} `json:"notifications"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return true // unknown shape: count it, as before
+	}
+	n := p.Notifications
+	return n.Tools || n.Prompts || n.Resources
+}
+
 // reopenListen opens a new subscriptions/listen stream for tools/list_changed
 // on a 2026-07-28 session, replacing the previous re-opened one (the stream
 // go-sdk opened in Connect is cancelled only by Close).
 func (s *session) reopenListen(ctx context.Context) error {
 	n := s.listenSeq.Add(1)
-	uri := fmt.Sprintf("%s%d", listenReopenScheme, n)
+	kinds := s.listChangedKinds()
+	uri := fmt.Sprintf("%s%d/%s", listenReopenScheme, n, kinds)
 	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		return err
 	}
-	if n > 1 {
+	if prev := s.listenURI.Swap(&uri); prev != nil {
 		// Ends the SDK's goroutine parked on the previous stream.
-		_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: fmt.Sprintf("%s%d", listenReopenScheme, n-1)})
+		_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: *prev})
 	}
 	if s.transport() == TransportStdio {
 		// Over stdio the request is the stream: it is up once sent.
@@ -165,7 +207,6 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		kind = "standalone GET stream"
 	case r.Method == http.MethodPost && r.GetBody != nil:
 		if req := peekRequest(r); req != nil && req.Method == listenMethod {
-			kind = "subscriptions/listen stream"
 			if params, ok := rewriteListen(req.Params); ok {
 				req.Params = params
 				body, err := jsonrpc.EncodeMessage(req)
@@ -176,6 +217,12 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 				r.Body = io.NopCloser(bytes.NewReader(body))
 				r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 				r.ContentLength = int64(len(body))
+			}
+			if listensForListChanged(req.Params) {
+				// A resource subscription's listen stream (SubscribeResource)
+				// is no push channel: its end must not hide, or fake, the
+				// list_changed stream's.
+				kind = "subscriptions/listen stream"
 			}
 		}
 	}
@@ -278,6 +325,10 @@ func (c *pushConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			cp := *req
 			cp.Params = params
 			msg = &cp
+			req = &cp
+		}
+		if !listensForListChanged(req.Params) {
+			return c.Connection.Write(ctx, msg) // a resource subscription, not the push channel
 		}
 		c.mu.Lock()
 		if c.listens == nil {

@@ -205,5 +205,8 @@ func (s *session) refresh() error {
 		return fmt.Errorf("tools/list: %s", msg) // redacted: it reaches operators through Refresh
 	}
 	u.log.Debug("tools listed", "tools", n)
+	// Resources, templates and prompts ride the same pass (and so the same
+	// list_changed marks and debounce); their failures never fail it.
+	s.refreshResources()
 	return nil
 }

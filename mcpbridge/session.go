@@ -49,8 +49,11 @@ type session struct {
 
 	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)
 
-	push      *pushChannel // how list_changed reaches this session (push.go)
-	listenSeq atomic.Int64 // re-opened subscriptions/listen streams
+	rsubs resourceSubs // resource subscriptions (resourcecalls.go)
+
+	push      *pushChannel           // how list_changed reaches this session (push.go)
+	listenSeq atomic.Int64           // re-opened subscriptions/listen streams
+	listenURI atomic.Pointer[string] // the sentinel URI of the current re-opened stream
 }
 
 // markDirty is the whole of the list_changed handler: a non-blocking send.
@@ -137,8 +140,13 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	// One client per session: the handlers close over this session, so a
 	// notification that arrives before Connect returns still finds it.
 	copts := &mcp.ClientOptions{
-		Capabilities:                &mcp.ClientCapabilities{},
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { s.markDirty() },
+		Capabilities:           &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.markDirty() },
+		// Resources and prompts are re-listed by the same refresher, so
+		// their list_changed is the same non-blocking mark.
+		ResourceListChangedHandler:  func(context.Context, *mcp.ResourceListChangedRequest) { s.markDirty() },
+		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.markDirty() },
+		ResourceUpdatedHandler:      s.onResourceUpdated,
 		ProgressNotificationHandler: s.onProgress,
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 	}

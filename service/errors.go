@@ -45,6 +45,17 @@ const (
 	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
 	ReasonNoConfigFile        = "NO_CONFIG_FILE"       // FAILED_PRECONDITION: ReloadConfig on a server running the built-in demo
 	ReasonAdminLoopbackOnly   = "ADMIN_LOOPBACK_ONLY"  // PERMISSION_DENIED: no auth section, and AdminService answers loopback callers only (metadata "peer")
+
+	// Resources and prompts (service/resources.go). Their errors carry
+	// metadata "server" and "uri" (resources) or "prompt" (prompts) instead
+	// of "tool"; every other reason above applies to them as to tool calls
+	// (ARGUMENTS_INVALID: a required prompt argument is missing, BadRequest
+	// field "arguments.<name>"; REQUEST_INVALID: a missing uri or name, or
+	// "server" left empty for a URI several servers offer, metadata
+	// "candidates").
+	ReasonResourceNotFound         = "RESOURCE_NOT_FOUND"        // NOT_FOUND: the upstream has no such resource (it answered -32002 or InvalidParams to resources/read), or no upstream lists it or has a template matching it
+	ReasonPromptNotFound           = "PROMPT_NOT_FOUND"          // NOT_FOUND: no prompt with that exposed name
+	ReasonSubscriptionsUnsupported = "SUBSCRIPTIONS_UNSUPPORTED" // FAILED_PRECONDITION: the upstream does not declare resources.subscribe
 )
 
 // plainError is a status with ErrorInfo and no call metadata.

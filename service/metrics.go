@@ -23,6 +23,8 @@ type Metrics struct {
 	callDuration     *prometheus.HistogramVec
 	callsInFlight    prometheus.Gauge
 	rateLimited      *prometheus.CounterVec
+	resourceOps      *prometheus.CounterVec   // resource reads, prompt gets, subscriptions (resources.go)
+	resourceDuration *prometheus.HistogramVec // their latency
 	limits           atomic.Pointer[rateLimiter]
 	principalFlight  *prometheus.Desc
 	server           atomic.Pointer[Server]
@@ -64,6 +66,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		callsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "toolsvc_calls_in_flight", Help: "Tool calls in flight."}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_rate_limited_total",
 			Help: "Tool calls refused by auth.rateLimits, by principal and limit (calls_per_second, max_concurrent)."}, []string{"principal", "limit"}),
+		resourceOps: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_resource_requests_total",
+			Help: "Resource reads, prompt gets and resource subscriptions by server, method (resources/read, prompts/get, resources/subscribe) and outcome (ok or a gRPC code name)."},
+			[]string{"server", "method", "outcome"}),
+		resourceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_resource_request_duration_seconds",
+			Help: "Latency of resource reads and prompt gets at the gRPC edge (subscriptions: their whole life), by method and outcome.", Buckets: latency},
+			[]string{"method", "outcome"}),
 		principalFlight: prometheus.NewDesc("toolsvc_principal_calls_in_flight",
 			"Tool calls in flight per principal with an auth.rateLimits maxConcurrent cap.", []string{"principal"}, nil),
 		watchStreams: prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),
@@ -91,7 +99,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
 		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams.", nil, nil),
 	}
-	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.calls, m.callDuration, m.callsInFlight, m.rateLimited)
+	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.calls, m.callDuration, m.callsInFlight, m.rateLimited,
+		m.resourceOps, m.resourceDuration)
 	return m
 }
 

@@ -457,6 +457,9 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	if err != nil {
 		return err
 	}
+	if req.GetIncludeResources() || req.GetIncludePrompts() {
+		return s.watchWithResources(authCtx, req, f, stream) // watch_resources.go
+	}
 	s.watch.streams.Add(1)
 	defer s.watch.streams.Add(-1)
 	w := newWatchSender(s, stream)

@@ -24,8 +24,9 @@ const repoRoot = ".."
 // TypeScript-SDK upstream), and resumes the watch from that revision: the
 // resumed watch must bring the new tool as a change.
 func TestInteropExampleClients(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"rt": {"command": "node", "args": [%s, "stdio"]}}}`,
-		jsonString(nodePath(t, "runtime_server.mjs"))))
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"rt": {"command": "node", "args": [%s, "stdio"]},
+		"demo": {"command": %s, "args": ["demo-server"]}}}`,
+		jsonString(nodePath(t, "runtime_server.mjs")), jsonString(bin.toolsvc)))
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +86,10 @@ func TestInteropExampleClients(t *testing.T) {
 				t.Errorf("%s client did not resume from its snapshot revision %s", c.lang, snap[1])
 			case !regexp.MustCompile(`(?m)^changes [0-9a-f]+ .*\+rt__` + name + `\b`).MatchString(out):
 				t.Errorf("%s client's resumed watch did not bring +rt__%s", c.lang, name)
+			case !strings.Contains(out, "read demo://readme toolsvc demo upstream: tools echo, add and sleep; this resource\n"):
+				t.Errorf("%s client did not read demo://readme", c.lang)
+			case !strings.Contains(out, "got prompt demo__greet user: Please greet world warmly, in one sentence.\n"):
+				t.Errorf("%s client did not get the demo__greet prompt", c.lang)
 			}
 		})
 	}
@@ -140,6 +145,9 @@ func TestInteropReadmeGrpcurl(t *testing.T) {
 		{"ListServers", `"state": "SERVER_STATE_READY"`},
 		{"resume_token", `"synced": {}`},
 		{"WatchCatalog", `"snapshot": {`},
+		{"ListResources", `"uri": "demo://readme"`},
+		{"ReadResource", `"text": "toolsvc demo upstream:`},
+		{"GetPrompt", `Please greet Ada warmly`},
 	}
 	if len(lines) < len(expect) {
 		t.Fatalf("README Clients section has %d grpcurl lines, want at least %d", len(lines), len(expect))

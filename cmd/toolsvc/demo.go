@@ -71,8 +71,30 @@ func newDemoServer() *mcp.Server {
 				}
 			}
 		})
+	// A resource and a prompt, so the first commands in the README show
+	// resources and prompts too (toolsvc resources / read / prompts /
+	// prompt).
+	s.AddResource(&mcp.Resource{URI: "demo://readme", Name: "readme", Title: "About the demo upstream",
+		Description: "What this demo upstream offers.", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: demoReadme}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone by name.",
+		Arguments: []*mcp.PromptArgument{{Name: "name", Description: "who to greet", Required: true}}},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			name := req.Params.Arguments["name"]
+			if name == "" {
+				return nil, fmt.Errorf("argument name is required")
+			}
+			return &mcp.GetPromptResult{Description: "A greeting.", Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprintf("Please greet %s warmly, in one sentence.", name)}},
+			}}, nil
+		})
 	return s
 }
+
+const demoReadme = `toolsvc demo upstream: tools echo, add and sleep; this resource
+(demo://readme); and the prompt greet (argument name).`
 
 func runDemoServer(ctx context.Context) error {
 	return newDemoServer().Run(ctx, &mcp.StdioTransport{})

@@ -3,6 +3,7 @@
 //
 //	toolsvc serve [--config FILE] [--listen ADDR]   run the service
 //	toolsvc tools | call NAME [JSON] | watch | servers [--addr ADDR]
+//	toolsvc resources | read URI | prompts | prompt NAME [K=V...]
 //	toolsvc config check FILE                        validate a config file
 package main
 
@@ -27,6 +28,13 @@ Usage:
                                                    stream catalog changes, one line each;
                                                    resumes by itself when a stream ends
   toolsvc servers [--addr ADDR] [--json]           list upstream servers
+  toolsvc resources [--addr ADDR] [--json]         list resources and resource templates
+  toolsvc read    [--addr ADDR] [--json] [--server NAME] URI
+                                                   read a resource (binary contents go to
+                                                   stdout as raw bytes)
+  toolsvc prompts [--addr ADDR] [--json]           list prompts (required arguments marked *)
+  toolsvc prompt  [--addr ADDR] [--json] NAME [ARG=VALUE ...]
+                                                   render a prompt
   toolsvc refresh   [--addr ADDR] [--json] NAME    re-list one server's tools now
   toolsvc reconnect [--addr ADDR] [--json] NAME    reconnect one server now (clears its breaker)
   toolsvc reload    [--addr ADDR] [--json]         re-read the config file now (as SIGHUP does)
@@ -83,6 +91,14 @@ func realMain(ctx context.Context, args []string) error {
 		return describeRPCError(runWatch(ctx, rest))
 	case "servers":
 		return describeRPCError(runServers(ctx, rest))
+	case "resources":
+		return describeRPCError(runResources(ctx, rest))
+	case "read":
+		return describeRPCError(runRead(ctx, rest))
+	case "prompts":
+		return describeRPCError(runPrompts(ctx, rest))
+	case "prompt":
+		return describeRPCError(runPrompt(ctx, rest))
 	case "config":
 		return runConfig(rest)
 	case "oauth":

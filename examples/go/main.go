@@ -145,5 +145,56 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 	if rctx.Err() == nil || ctx.Err() != nil {
 		return errors.New("watch ended before the change arrived")
 	}
+	return resourcesAndPrompts(ctx, c)
+}
+
+// resourcesAndPrompts reads the first resource listed (server + uri; a
+// resource_link from a tool result reads the same way, with the called
+// tool's server) and gets the first prompt listed (required arguments set
+// to "world").
+func resourcesAndPrompts(ctx context.Context, c toolsvcv1.ToolServiceClient) error {
+	res, err := c.ListResources(ctx, &toolsvcv1.ListResourcesRequest{})
+	if err != nil {
+		return err
+	}
+	for _, r := range res.GetResources() {
+		fmt.Println("resource", r.GetServer(), r.GetUri())
+	}
+	if rs := res.GetResources(); len(rs) > 0 {
+		read, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: rs[0].GetServer(), Uri: rs[0].GetUri()})
+		if err != nil {
+			return err
+		}
+		for _, rc := range read.GetContents() {
+			body, _, _ := strings.Cut(rc.GetText(), "\n")
+			if rc.GetBlob() != nil {
+				body = fmt.Sprintf("%d bytes", len(rc.GetBlob()))
+			}
+			fmt.Println("read", rc.GetUri(), body)
+		}
+	}
+	ps, err := c.ListPrompts(ctx, &toolsvcv1.ListPromptsRequest{})
+	if err != nil {
+		return err
+	}
+	for _, p := range ps.GetPrompts() {
+		fmt.Println("prompt", p.GetName())
+	}
+	if len(ps.GetPrompts()) > 0 {
+		p := ps.GetPrompts()[0]
+		args := map[string]string{}
+		for _, a := range p.GetArguments() {
+			if a.GetRequired() {
+				args[a.GetName()] = "world"
+			}
+		}
+		got, err := c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: p.GetName(), Arguments: args})
+		if err != nil {
+			return err
+		}
+		for _, m := range got.GetMessages() {
+			fmt.Println("got prompt", p.GetName(), m.GetRole()+":", m.GetContent().GetText().GetText())
+		}
+	}
 	return nil
 }

@@ -41,4 +41,29 @@ for await (const ev of watch) {
   console.log(ev.kind, ev.revision); // synced, progress, or a reset snapshot
 }
 console.log("catalog now", watch.catalog.size, "tools");
+// Resources and prompts (through the generated client, client.raw): read the
+// first resource listed (server + uri; a resource_link from a tool result
+// reads the same way, with the called tool's server) and get the first
+// prompt (required arguments = "world").
+const rpc = (method, req) =>
+  new Promise((resolve, reject) =>
+    client.raw[method](req, { deadline: Date.now() + 30_000 }, (err, res) => (err ? reject(err) : resolve(res))));
+const { resources } = await rpc("listResources", { pageSize: 0, pageToken: "", servers: [] });
+for (const r of resources) console.log("resource", r.server, r.uri);
+if (resources.length > 0) {
+  const read = await rpc("readResource", { server: resources[0].server, uri: resources[0].uri });
+  for (const c of read.contents) {
+    console.log("read", c.uri, c.contents?.$case === "blob" ? `${c.contents.blob.length} bytes` : (c.contents?.text ?? "").split("\n")[0]);
+  }
+}
+const { prompts } = await rpc("listPrompts", { pageSize: 0, pageToken: "" });
+for (const p of prompts) console.log("prompt", p.name);
+if (prompts.length > 0) {
+  const args = Object.fromEntries(prompts[0].arguments.filter((a) => a.required).map((a) => [a.name, "world"]));
+  const got = await rpc("getPrompt", { name: prompts[0].name, arguments: args });
+  for (const m of got.messages) {
+    const c = m.content?.content;
+    console.log("got prompt", prompts[0].name, `${m.role}:`, c?.$case === "text" ? c.text.text : "");
+  }
+}
 client.close();

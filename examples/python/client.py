@@ -48,6 +48,36 @@ def main(addr, tool, args_json="{}", stream_tool=None, stream_args="{}"):
                     break
                 print(ev.kind.value, ev.revision)  # synced, progress, or a reset snapshot
 
+        resources_and_prompts(client.stub)
+
+
+def resources_and_prompts(stub):
+    """Read the first resource listed and get the first prompt listed
+    (required arguments set to "world"), with the generated stub
+    (client.stub) and messages (toolsvc.v1.toolsvc_pb2)."""
+    from toolsvc.v1 import toolsvc_pb2 as pb
+
+    resources = stub.ListResources(pb.ListResourcesRequest(), timeout=10).resources
+    for r in resources:
+        print("resource", r.server, r.uri)
+    if resources:
+        r = resources[0]
+        # server + uri; a resource_link from a tool result reads the same
+        # way, with the called tool's server.
+        res = stub.ReadResource(pb.ReadResourceRequest(server=r.server, uri=r.uri), timeout=30)
+        for c in res.contents:
+            body = c.text if c.WhichOneof("contents") == "text" else "%d bytes" % len(c.blob)
+            print("read", c.uri, body.splitlines()[0] if body else "")
+    prompts = stub.ListPrompts(pb.ListPromptsRequest(), timeout=10).prompts
+    for p in prompts:
+        print("prompt", p.name)
+    if prompts:
+        p = prompts[0]
+        args = {a.name: "world" for a in p.arguments if a.required}
+        got = stub.GetPrompt(pb.GetPromptRequest(name=p.name, arguments=args), timeout=30)
+        for m in got.messages:
+            print("got prompt", p.name, m.role + ":", m.content.text.text)
+
 
 if __name__ == "__main__":
     main(*sys.argv[1:])

@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -360,6 +361,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s := newServer()
+	addResources(s)
 	switch *mode {
 	case "stdio":
 		if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
@@ -393,5 +395,43 @@ func main() {
 		}
 	default:
 		log.Fatalf("unknown -mode %q", *mode)
+	}
+}
+
+// addResources offers resources and a prompt when $TESTSERVER_RESOURCES_FILE
+// names a file whose first line holds "resources" (read at start, so a
+// restarted process can lose the capability: predecessor case 42), with
+// ",no-templates" answering resources/templates/list with MethodNotFound
+// (case 41).
+func addResources(s *mcp.Server) {
+	path := os.Getenv("TESTSERVER_RESOURCES_FILE")
+	if path == "" {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.HasPrefix(string(b), "resources") {
+		return
+	}
+	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			text := "hello from go"
+			if p, ok := req.Params.Meta["dev.toolsvc/principal"].(map[string]any); ok {
+				text += fmt.Sprintf(", asked by %v", p["name"]) // forwardPrincipal
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: text}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "hi", Description: "Say hi."},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
+		})
+	if strings.Contains(string(b), "no-templates") {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "resources/templates/list" {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}
+				}
+				return next(ctx, method, req)
+			}
+		})
 	}
 }

@@ -1761,9 +1761,19 @@ type WatchCatalogRequest struct {
 	// How the tools of snapshot and changes events carry their schemas; see
 	// ListToolsRequest.schema_format. It does not change revisions, so a
 	// client may resume with another format.
-	SchemaFormat  SchemaFormat `protobuf:"varint,4,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SchemaFormat SchemaFormat `protobuf:"varint,4,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
+	// --- Resources and prompts (fields from 20 on). ---
+	// Also follow resources and resource templates (of the servers above,
+	// that the principal may see). Off (with include_prompts off): exactly
+	// the tools-only watch. With either on, every revision covers tools and
+	// the included kinds (a longer, still content-derived token: use it as
+	// resume_token with the same include flags), and snapshots and changes
+	// carry them too. exclude_unavailable applies to tools only.
+	IncludeResources bool `protobuf:"varint,20,opt,name=include_resources,json=includeResources,proto3" json:"include_resources,omitempty"`
+	// Also follow prompts; see include_resources.
+	IncludePrompts bool `protobuf:"varint,21,opt,name=include_prompts,json=includePrompts,proto3" json:"include_prompts,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *WatchCatalogRequest) Reset() {
@@ -1822,6 +1832,20 @@ func (x *WatchCatalogRequest) GetSchemaFormat() SchemaFormat {
 		return x.SchemaFormat
 	}
 	return SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED
+}
+
+func (x *WatchCatalogRequest) GetIncludeResources() bool {
+	if x != nil {
+		return x.IncludeResources
+	}
+	return false
+}
+
+func (x *WatchCatalogRequest) GetIncludePrompts() bool {
+	if x != nil {
+		return x.IncludePrompts
+	}
+	return false
 }
 
 // WatchCatalogResponse is one event of a catalog watch.
@@ -1962,7 +1986,14 @@ type CatalogSnapshot struct {
 	Tools []*Tool `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	// True when the client's resume_token could not be served: discard all
 	// local state and replace it with these tools.
-	Reset_        bool `protobuf:"varint,2,opt,name=reset,proto3" json:"reset,omitempty"`
+	Reset_ bool `protobuf:"varint,2,opt,name=reset,proto3" json:"reset,omitempty"`
+	// With WatchCatalogRequest.include_resources: every resource, sorted by
+	// server, then URI.
+	Resources []*Resource `protobuf:"bytes,20,rep,name=resources,proto3" json:"resources,omitempty"`
+	// With include_resources: every resource template.
+	ResourceTemplates []*ResourceTemplate `protobuf:"bytes,21,rep,name=resource_templates,json=resourceTemplates,proto3" json:"resource_templates,omitempty"`
+	// With include_prompts: every prompt, sorted by name.
+	Prompts       []*Prompt `protobuf:"bytes,22,rep,name=prompts,proto3" json:"prompts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2011,15 +2042,49 @@ func (x *CatalogSnapshot) GetReset_() bool {
 	return false
 }
 
+func (x *CatalogSnapshot) GetResources() []*Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *CatalogSnapshot) GetResourceTemplates() []*ResourceTemplate {
+	if x != nil {
+		return x.ResourceTemplates
+	}
+	return nil
+}
+
+func (x *CatalogSnapshot) GetPrompts() []*Prompt {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
 // CatalogChanges moves the client from its previous revision to this one.
 type CatalogChanges struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Tools that are new or changed, in full.
 	Upserted []*Tool `protobuf:"bytes,1,rep,name=upserted,proto3" json:"upserted,omitempty"`
 	// Names of tools that are gone.
-	Removed       []string `protobuf:"bytes,2,rep,name=removed,proto3" json:"removed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Removed []string `protobuf:"bytes,2,rep,name=removed,proto3" json:"removed,omitempty"`
+	// With include_resources: resources new or changed, in full.
+	UpsertedResources []*Resource `protobuf:"bytes,20,rep,name=upserted_resources,json=upsertedResources,proto3" json:"upserted_resources,omitempty"`
+	// With include_resources: resources that are gone.
+	RemovedResources []*ResourceKey `protobuf:"bytes,21,rep,name=removed_resources,json=removedResources,proto3" json:"removed_resources,omitempty"`
+	// With include_resources: templates new or changed, in full.
+	UpsertedResourceTemplates []*ResourceTemplate `protobuf:"bytes,22,rep,name=upserted_resource_templates,json=upsertedResourceTemplates,proto3" json:"upserted_resource_templates,omitempty"`
+	// With include_resources: templates that are gone (uri holds the URI
+	// template).
+	RemovedResourceTemplates []*ResourceKey `protobuf:"bytes,23,rep,name=removed_resource_templates,json=removedResourceTemplates,proto3" json:"removed_resource_templates,omitempty"`
+	// With include_prompts: prompts new or changed, in full.
+	UpsertedPrompts []*Prompt `protobuf:"bytes,24,rep,name=upserted_prompts,json=upsertedPrompts,proto3" json:"upserted_prompts,omitempty"`
+	// With include_prompts: exposed names of prompts that are gone.
+	RemovedPrompts []string `protobuf:"bytes,25,rep,name=removed_prompts,json=removedPrompts,proto3" json:"removed_prompts,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CatalogChanges) Reset() {
@@ -2062,6 +2127,48 @@ func (x *CatalogChanges) GetUpserted() []*Tool {
 func (x *CatalogChanges) GetRemoved() []string {
 	if x != nil {
 		return x.Removed
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetUpsertedResources() []*Resource {
+	if x != nil {
+		return x.UpsertedResources
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetRemovedResources() []*ResourceKey {
+	if x != nil {
+		return x.RemovedResources
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetUpsertedResourceTemplates() []*ResourceTemplate {
+	if x != nil {
+		return x.UpsertedResourceTemplates
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetRemovedResourceTemplates() []*ResourceKey {
+	if x != nil {
+		return x.RemovedResourceTemplates
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetUpsertedPrompts() []*Prompt {
+	if x != nil {
+		return x.UpsertedPrompts
+	}
+	return nil
+}
+
+func (x *CatalogChanges) GetRemovedPrompts() []string {
+	if x != nil {
+		return x.RemovedPrompts
 	}
 	return nil
 }
@@ -2547,6 +2654,1340 @@ func (x *ConfigStatus) GetRestarted() []string {
 	return nil
 }
 
+// Resource is one resource an upstream lists.
+type Resource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The resource URI (unique within its server).
+	Uri string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	// The upstream server (its configured name) that lists it.
+	Server string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// The resource's name on its upstream.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Human-readable title, if any.
+	Title string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	// Description, if any.
+	Description string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// MIME type, if known.
+	MimeType string `protobuf:"bytes,6,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	// Size in bytes, if known.
+	Size *int64 `protobuf:"varint,7,opt,name=size,proto3,oneof" json:"size,omitempty"`
+	// Annotations from the upstream.
+	Annotations *Annotations `protobuf:"bytes,8,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// The resource's _meta object, if any.
+	Meta          *structpb.Struct `protobuf:"bytes,9,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resource) Reset() {
+	*x = Resource{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resource) ProtoMessage() {}
+
+func (x *Resource) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resource.ProtoReflect.Descriptor instead.
+func (*Resource) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *Resource) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *Resource) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Resource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Resource) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Resource) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Resource) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *Resource) GetSize() int64 {
+	if x != nil && x.Size != nil {
+		return *x.Size
+	}
+	return 0
+}
+
+func (x *Resource) GetAnnotations() *Annotations {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+func (x *Resource) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// ResourceTemplate is an RFC 6570 URI template an upstream can read.
+type ResourceTemplate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The URI template, e.g. "file:///{path}".
+	UriTemplate string `protobuf:"bytes,1,opt,name=uri_template,json=uriTemplate,proto3" json:"uri_template,omitempty"`
+	// The upstream server (its configured name).
+	Server string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// The template's name on its upstream.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// Human-readable title, if any.
+	Title string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	// Description, if any.
+	Description string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// MIME type of what it yields, if uniform.
+	MimeType string `protobuf:"bytes,6,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	// Annotations from the upstream.
+	Annotations *Annotations `protobuf:"bytes,7,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// The template's _meta object, if any.
+	Meta          *structpb.Struct `protobuf:"bytes,8,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceTemplate) Reset() {
+	*x = ResourceTemplate{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceTemplate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceTemplate) ProtoMessage() {}
+
+func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceTemplate.ProtoReflect.Descriptor instead.
+func (*ResourceTemplate) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ResourceTemplate) GetUriTemplate() string {
+	if x != nil {
+		return x.UriTemplate
+	}
+	return ""
+}
+
+func (x *ResourceTemplate) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ResourceTemplate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResourceTemplate) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ResourceTemplate) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ResourceTemplate) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *ResourceTemplate) GetAnnotations() *Annotations {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+func (x *ResourceTemplate) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// ListResourcesRequest asks for one page of resources.
+type ListResourcesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Maximum number to return. 0 means the default (100); values above 1000
+	// are treated as 1000.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// Empty for the first page; otherwise a previous next_page_token (the
+	// listing then continues from the same revision).
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only resources of these servers (configured names). Empty: every
+	// server.
+	Servers       []string `protobuf:"bytes,3,rep,name=servers,proto3" json:"servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourcesRequest) Reset() {
+	*x = ListResourcesRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourcesRequest) ProtoMessage() {}
+
+func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
+func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListResourcesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListResourcesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListResourcesRequest) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+// ListResourcesResponse is one page of resources.
+type ListResourcesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Resources sorted by server, then URI.
+	Resources []*Resource `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// There are no more pages if this is empty.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The resource and prompt catalog revision this page was served from
+	// (content-derived: equal on every replica with the same upstreams).
+	Revision      string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourcesResponse) Reset() {
+	*x = ListResourcesResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourcesResponse) ProtoMessage() {}
+
+func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
+func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListResourcesResponse) GetResources() []*Resource {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *ListResourcesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListResourcesResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// ListResourceTemplatesRequest asks for one page of resource templates.
+type ListResourceTemplatesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As ListResourcesRequest.page_size.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// As ListResourcesRequest.page_token.
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only templates of these servers. Empty: every server.
+	Servers       []string `protobuf:"bytes,3,rep,name=servers,proto3" json:"servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourceTemplatesRequest) Reset() {
+	*x = ListResourceTemplatesRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourceTemplatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourceTemplatesRequest) ProtoMessage() {}
+
+func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourceTemplatesRequest.ProtoReflect.Descriptor instead.
+func (*ListResourceTemplatesRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListResourceTemplatesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListResourceTemplatesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListResourceTemplatesRequest) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+// ListResourceTemplatesResponse is one page of resource templates.
+type ListResourceTemplatesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Templates sorted by server, then URI template.
+	ResourceTemplates []*ResourceTemplate `protobuf:"bytes,1,rep,name=resource_templates,json=resourceTemplates,proto3" json:"resource_templates,omitempty"`
+	// There are no more pages if this is empty.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The resource and prompt catalog revision this page was served from.
+	Revision      string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListResourceTemplatesResponse) Reset() {
+	*x = ListResourceTemplatesResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListResourceTemplatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListResourceTemplatesResponse) ProtoMessage() {}
+
+func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListResourceTemplatesResponse.ProtoReflect.Descriptor instead.
+func (*ListResourceTemplatesResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListResourceTemplatesResponse) GetResourceTemplates() []*ResourceTemplate {
+	if x != nil {
+		return x.ResourceTemplates
+	}
+	return nil
+}
+
+func (x *ListResourceTemplatesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListResourceTemplatesResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// ReadResourceRequest names a resource.
+type ReadResourceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The upstream server. May be empty when exactly one upstream lists the
+	// URI or has a template matching it; otherwise INVALID_ARGUMENT naming
+	// the candidates. For a resource_link in a tool result, pass the called
+	// tool's server.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The resource URI (a listed one, a link's, or one a template yields).
+	Uri           string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadResourceRequest) Reset() {
+	*x = ReadResourceRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadResourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadResourceRequest) ProtoMessage() {}
+
+func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
+func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ReadResourceRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ReadResourceRequest) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+// ReadResourceResponse is a resource's contents.
+type ReadResourceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The contents, in upstream order (a directory-like resource may have
+	// several), text or bytes exactly as the upstream sent them.
+	Contents []*ResourceContents `protobuf:"bytes,1,rep,name=contents,proto3" json:"contents,omitempty"`
+	// The server that was read (useful when the request left it empty).
+	Server string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// The result's _meta object, if any.
+	Meta          *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadResourceResponse) Reset() {
+	*x = ReadResourceResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadResourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadResourceResponse) ProtoMessage() {}
+
+func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
+func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ReadResourceResponse) GetContents() []*ResourceContents {
+	if x != nil {
+		return x.Contents
+	}
+	return nil
+}
+
+func (x *ReadResourceResponse) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ReadResourceResponse) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// SubscribeResourceRequest opens a resource subscription.
+type SubscribeResourceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As ReadResourceRequest.server.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The resource URI.
+	Uri string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	// The version of the last SubscribeResourceResponse received, to resume:
+	// when the contents are still that version the first message is
+	// "unchanged" instead of the contents. Empty: start with the contents.
+	ResumeToken   string `protobuf:"bytes,3,opt,name=resume_token,json=resumeToken,proto3" json:"resume_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeResourceRequest) Reset() {
+	*x = SubscribeResourceRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeResourceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeResourceRequest) ProtoMessage() {}
+
+func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeResourceRequest.ProtoReflect.Descriptor instead.
+func (*SubscribeResourceRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *SubscribeResourceRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *SubscribeResourceRequest) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *SubscribeResourceRequest) GetResumeToken() string {
+	if x != nil {
+		return x.ResumeToken
+	}
+	return ""
+}
+
+// SubscribeResourceResponse is one event of a resource subscription.
+type SubscribeResourceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A content hash (hex) of the contents the client holds after this
+	// event; use the last one as resume_token.
+	Version string `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// What happened.
+	//
+	// Types that are valid to be assigned to Event:
+	//
+	//	*SubscribeResourceResponse_Contents
+	//	*SubscribeResourceResponse_Unchanged
+	Event         isSubscribeResourceResponse_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeResourceResponse) Reset() {
+	*x = SubscribeResourceResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeResourceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeResourceResponse) ProtoMessage() {}
+
+func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeResourceResponse.ProtoReflect.Descriptor instead.
+func (*SubscribeResourceResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *SubscribeResourceResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *SubscribeResourceResponse) GetEvent() isSubscribeResourceResponse_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *SubscribeResourceResponse) GetContents() *ReadResourceResponse {
+	if x != nil {
+		if x, ok := x.Event.(*SubscribeResourceResponse_Contents); ok {
+			return x.Contents
+		}
+	}
+	return nil
+}
+
+func (x *SubscribeResourceResponse) GetUnchanged() *ResourceUnchanged {
+	if x != nil {
+		if x, ok := x.Event.(*SubscribeResourceResponse_Unchanged); ok {
+			return x.Unchanged
+		}
+	}
+	return nil
+}
+
+type isSubscribeResourceResponse_Event interface {
+	isSubscribeResourceResponse_Event()
+}
+
+type SubscribeResourceResponse_Contents struct {
+	// The resource's contents: the current ones first, then after every
+	// resources/updated (re-read; an update that leaves them unchanged is
+	// not sent).
+	Contents *ReadResourceResponse `protobuf:"bytes,2,opt,name=contents,proto3,oneof"`
+}
+
+type SubscribeResourceResponse_Unchanged struct {
+	// The resume_token is still the current version.
+	Unchanged *ResourceUnchanged `protobuf:"bytes,3,opt,name=unchanged,proto3,oneof"`
+}
+
+func (*SubscribeResourceResponse_Contents) isSubscribeResourceResponse_Event() {}
+
+func (*SubscribeResourceResponse_Unchanged) isSubscribeResourceResponse_Event() {}
+
+// ResourceUnchanged says the subscriber already holds the current contents.
+type ResourceUnchanged struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceUnchanged) Reset() {
+	*x = ResourceUnchanged{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceUnchanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceUnchanged) ProtoMessage() {}
+
+func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceUnchanged.ProtoReflect.Descriptor instead.
+func (*ResourceUnchanged) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{37}
+}
+
+// Prompt is one prompt of the merged prompt list.
+type Prompt struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The exposed name: "<server>__<prompt>", like tool names. Pass it to
+	// GetPrompt.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The upstream server (its configured name).
+	Server string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	// The prompt's name on its upstream, verbatim.
+	OriginalName string `protobuf:"bytes,3,opt,name=original_name,json=originalName,proto3" json:"original_name,omitempty"`
+	// Human-readable title, if any.
+	Title string `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	// Description, if any.
+	Description string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// The arguments the prompt takes.
+	Arguments []*PromptArgument `protobuf:"bytes,6,rep,name=arguments,proto3" json:"arguments,omitempty"`
+	// The prompt's _meta object, if any.
+	Meta          *structpb.Struct `protobuf:"bytes,7,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Prompt) Reset() {
+	*x = Prompt{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Prompt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Prompt) ProtoMessage() {}
+
+func (x *Prompt) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
+func (*Prompt) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *Prompt) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Prompt) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Prompt) GetOriginalName() string {
+	if x != nil {
+		return x.OriginalName
+	}
+	return ""
+}
+
+func (x *Prompt) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Prompt) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Prompt) GetArguments() []*PromptArgument {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *Prompt) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// PromptArgument is one argument of a prompt (a string).
+type PromptArgument struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The argument name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Human-readable title, if any.
+	Title string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	// Description, if any.
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// GetPrompt fails with ARGUMENTS_INVALID when a required one is missing.
+	Required      bool `protobuf:"varint,4,opt,name=required,proto3" json:"required,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptArgument) Reset() {
+	*x = PromptArgument{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptArgument) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptArgument) ProtoMessage() {}
+
+func (x *PromptArgument) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptArgument.ProtoReflect.Descriptor instead.
+func (*PromptArgument) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PromptArgument) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PromptArgument) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *PromptArgument) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *PromptArgument) GetRequired() bool {
+	if x != nil {
+		return x.Required
+	}
+	return false
+}
+
+// ListPromptsRequest asks for one page of prompts.
+type ListPromptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As ListResourcesRequest.page_size.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// As ListResourcesRequest.page_token.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptsRequest) Reset() {
+	*x = ListPromptsRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptsRequest) ProtoMessage() {}
+
+func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptsRequest.ProtoReflect.Descriptor instead.
+func (*ListPromptsRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListPromptsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListPromptsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListPromptsResponse is one page of prompts.
+type ListPromptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Prompts sorted by name.
+	Prompts []*Prompt `protobuf:"bytes,1,rep,name=prompts,proto3" json:"prompts,omitempty"`
+	// There are no more pages if this is empty.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// The resource and prompt catalog revision this page was served from.
+	Revision      string `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPromptsResponse) Reset() {
+	*x = ListPromptsResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPromptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPromptsResponse) ProtoMessage() {}
+
+func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPromptsResponse.ProtoReflect.Descriptor instead.
+func (*ListPromptsResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ListPromptsResponse) GetPrompts() []*Prompt {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+func (x *ListPromptsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListPromptsResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// GetPromptRequest renders a prompt.
+type GetPromptRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The exposed prompt name (Prompt.name).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The prompt's arguments.
+	Arguments     map[string]string `protobuf:"bytes,2,rep,name=arguments,proto3" json:"arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPromptRequest) Reset() {
+	*x = GetPromptRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptRequest) ProtoMessage() {}
+
+func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
+func (*GetPromptRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GetPromptRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetPromptRequest) GetArguments() map[string]string {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+// GetPromptResponse is a rendered prompt.
+type GetPromptResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Description, if the upstream gave one.
+	Description string `protobuf:"bytes,1,opt,name=description,proto3" json:"description,omitempty"`
+	// The messages, in order.
+	Messages []*PromptMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	// The result's _meta object, if any.
+	Meta          *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPromptResponse) Reset() {
+	*x = GetPromptResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptResponse) ProtoMessage() {}
+
+func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
+func (*GetPromptResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *GetPromptResponse) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *GetPromptResponse) GetMessages() []*PromptMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *GetPromptResponse) GetMeta() *structpb.Struct {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// PromptMessage is one message of a rendered prompt.
+type PromptMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "user" or "assistant".
+	Role string `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	// The content, as in tool results.
+	Content       *Content `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptMessage) Reset() {
+	*x = PromptMessage{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptMessage) ProtoMessage() {}
+
+func (x *PromptMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
+func (*PromptMessage) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *PromptMessage) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *PromptMessage) GetContent() *Content {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+// ResourceKey names a resource (or a resource template) of one server.
+type ResourceKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server (configured name).
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The URI (or URI template).
+	Uri           string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceKey) Reset() {
+	*x = ResourceKey{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceKey) ProtoMessage() {}
+
+func (x *ResourceKey) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceKey.ProtoReflect.Descriptor instead.
+func (*ResourceKey) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ResourceKey) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *ResourceKey) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
 var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
@@ -2655,25 +4096,36 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x04blob\x18\x04 \x01(\fH\x00R\x04blob\x12+\n" +
 	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04metaB\n" +
 	"\n" +
-	"\bcontents\"\xc2\x01\n" +
+	"\bcontents\"\x98\x02\n" +
 	"\x13WatchCatalogRequest\x12!\n" +
 	"\fresume_token\x18\x01 \x01(\tR\vresumeToken\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12/\n" +
 	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\x12=\n" +
-	"\rschema_format\x18\x04 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\"\x9e\x02\n" +
+	"\rschema_format\x18\x04 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\x12+\n" +
+	"\x11include_resources\x18\x14 \x01(\bR\x10includeResources\x12'\n" +
+	"\x0finclude_prompts\x18\x15 \x01(\bR\x0eincludePrompts\"\x9e\x02\n" +
 	"\x14WatchCatalogResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\tR\brevision\x129\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1b.toolsvc.v1.CatalogSnapshotH\x00R\bsnapshot\x126\n" +
 	"\achanges\x18\x03 \x01(\v2\x1a.toolsvc.v1.CatalogChangesH\x00R\achanges\x123\n" +
 	"\x06synced\x18\x04 \x01(\v2\x19.toolsvc.v1.CatalogSyncedH\x00R\x06synced\x129\n" +
 	"\bprogress\x18\x05 \x01(\v2\x1b.toolsvc.v1.CatalogProgressH\x00R\bprogressB\a\n" +
-	"\x05event\"O\n" +
+	"\x05event\"\xfe\x01\n" +
 	"\x0fCatalogSnapshot\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\x05tools\x12\x14\n" +
-	"\x05reset\x18\x02 \x01(\bR\x05reset\"X\n" +
+	"\x05reset\x18\x02 \x01(\bR\x05reset\x122\n" +
+	"\tresources\x18\x14 \x03(\v2\x14.toolsvc.v1.ResourceR\tresources\x12K\n" +
+	"\x12resource_templates\x18\x15 \x03(\v2\x1c.toolsvc.v1.ResourceTemplateR\x11resourceTemplates\x12,\n" +
+	"\aprompts\x18\x16 \x03(\v2\x12.toolsvc.v1.PromptR\aprompts\"\x80\x04\n" +
 	"\x0eCatalogChanges\x12,\n" +
 	"\bupserted\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\bupserted\x12\x18\n" +
-	"\aremoved\x18\x02 \x03(\tR\aremoved\"\x0f\n" +
+	"\aremoved\x18\x02 \x03(\tR\aremoved\x12C\n" +
+	"\x12upserted_resources\x18\x14 \x03(\v2\x14.toolsvc.v1.ResourceR\x11upsertedResources\x12D\n" +
+	"\x11removed_resources\x18\x15 \x03(\v2\x17.toolsvc.v1.ResourceKeyR\x10removedResources\x12\\\n" +
+	"\x1bupserted_resource_templates\x18\x16 \x03(\v2\x1c.toolsvc.v1.ResourceTemplateR\x19upsertedResourceTemplates\x12U\n" +
+	"\x1aremoved_resource_templates\x18\x17 \x03(\v2\x17.toolsvc.v1.ResourceKeyR\x18removedResourceTemplates\x12=\n" +
+	"\x10upserted_prompts\x18\x18 \x03(\v2\x12.toolsvc.v1.PromptR\x0fupsertedPrompts\x12'\n" +
+	"\x0fremoved_prompts\x18\x19 \x03(\tR\x0eremovedPrompts\"\x0f\n" +
 	"\rCatalogSynced\"\x11\n" +
 	"\x0fCatalogProgress\"\x14\n" +
 	"\x12ListServersRequest\"u\n" +
@@ -2712,7 +4164,99 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x05added\x18\b \x03(\tR\x05added\x12\x18\n" +
 	"\aremoved\x18\t \x03(\tR\aremoved\x12\x1c\n" +
 	"\trestarted\x18\n" +
-	" \x03(\tR\trestarted*_\n" +
+	" \x03(\tR\trestarted\"\xa7\x02\n" +
+	"\bResource\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\x1b\n" +
+	"\tmime_type\x18\x06 \x01(\tR\bmimeType\x12\x17\n" +
+	"\x04size\x18\a \x01(\x03H\x00R\x04size\x88\x01\x01\x129\n" +
+	"\vannotations\x18\b \x01(\v2\x17.toolsvc.v1.AnnotationsR\vannotations\x12+\n" +
+	"\x04meta\x18\t \x01(\v2\x17.google.protobuf.StructR\x04metaB\a\n" +
+	"\x05_size\"\x9e\x02\n" +
+	"\x10ResourceTemplate\x12!\n" +
+	"\furi_template\x18\x01 \x01(\tR\vuriTemplate\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\x1b\n" +
+	"\tmime_type\x18\x06 \x01(\tR\bmimeType\x129\n" +
+	"\vannotations\x18\a \x01(\v2\x17.toolsvc.v1.AnnotationsR\vannotations\x12+\n" +
+	"\x04meta\x18\b \x01(\v2\x17.google.protobuf.StructR\x04meta\"l\n" +
+	"\x14ListResourcesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x18\n" +
+	"\aservers\x18\x03 \x03(\tR\aservers\"\x8f\x01\n" +
+	"\x15ListResourcesResponse\x122\n" +
+	"\tresources\x18\x01 \x03(\v2\x14.toolsvc.v1.ResourceR\tresources\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"t\n" +
+	"\x1cListResourceTemplatesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12\x18\n" +
+	"\aservers\x18\x03 \x03(\tR\aservers\"\xb0\x01\n" +
+	"\x1dListResourceTemplatesResponse\x12K\n" +
+	"\x12resource_templates\x18\x01 \x03(\v2\x1c.toolsvc.v1.ResourceTemplateR\x11resourceTemplates\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"?\n" +
+	"\x13ReadResourceRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\"\x95\x01\n" +
+	"\x14ReadResourceResponse\x128\n" +
+	"\bcontents\x18\x01 \x03(\v2\x1c.toolsvc.v1.ResourceContentsR\bcontents\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12+\n" +
+	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\"g\n" +
+	"\x18SubscribeResourceRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\x12!\n" +
+	"\fresume_token\x18\x03 \x01(\tR\vresumeToken\"\xbd\x01\n" +
+	"\x19SubscribeResourceResponse\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12>\n" +
+	"\bcontents\x18\x02 \x01(\v2 .toolsvc.v1.ReadResourceResponseH\x00R\bcontents\x12=\n" +
+	"\tunchanged\x18\x03 \x01(\v2\x1d.toolsvc.v1.ResourceUnchangedH\x00R\tunchangedB\a\n" +
+	"\x05event\"\x13\n" +
+	"\x11ResourceUnchanged\"\xf8\x01\n" +
+	"\x06Prompt\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12#\n" +
+	"\roriginal_name\x18\x03 \x01(\tR\foriginalName\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x128\n" +
+	"\targuments\x18\x06 \x03(\v2\x1a.toolsvc.v1.PromptArgumentR\targuments\x12+\n" +
+	"\x04meta\x18\a \x01(\v2\x17.google.protobuf.StructR\x04meta\"x\n" +
+	"\x0ePromptArgument\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1a\n" +
+	"\brequired\x18\x04 \x01(\bR\brequired\"P\n" +
+	"\x12ListPromptsRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"\x87\x01\n" +
+	"\x13ListPromptsResponse\x12,\n" +
+	"\aprompts\x18\x01 \x03(\v2\x12.toolsvc.v1.PromptR\aprompts\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"\xaf\x01\n" +
+	"\x10GetPromptRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12I\n" +
+	"\targuments\x18\x02 \x03(\v2+.toolsvc.v1.GetPromptRequest.ArgumentsEntryR\targuments\x1a<\n" +
+	"\x0eArgumentsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
+	"\x11GetPromptResponse\x12 \n" +
+	"\vdescription\x18\x01 \x01(\tR\vdescription\x125\n" +
+	"\bmessages\x18\x02 \x03(\v2\x19.toolsvc.v1.PromptMessageR\bmessages\x12+\n" +
+	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\"R\n" +
+	"\rPromptMessage\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12-\n" +
+	"\acontent\x18\x02 \x01(\v2\x13.toolsvc.v1.ContentR\acontent\"7\n" +
+	"\vResourceKey\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri*_\n" +
 	"\fSchemaFormat\x12\x1d\n" +
 	"\x19SCHEMA_FORMAT_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SCHEMA_FORMAT_STRUCT\x10\x01\x12\x16\n" +
@@ -2736,13 +4280,19 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x9e\x03\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xb3\a\n" +
 	"\vToolService\x12H\n" +
 	"\tListTools\x12\x1c.toolsvc.v1.ListToolsRequest\x1a\x1d.toolsvc.v1.ListToolsResponse\x12E\n" +
 	"\bCallTool\x12\x1b.toolsvc.v1.CallToolRequest\x1a\x1c.toolsvc.v1.CallToolResponse\x12Y\n" +
 	"\x0eCallToolStream\x12!.toolsvc.v1.CallToolStreamRequest\x1a\".toolsvc.v1.CallToolStreamResponse0\x01\x12S\n" +
 	"\fWatchCatalog\x12\x1f.toolsvc.v1.WatchCatalogRequest\x1a .toolsvc.v1.WatchCatalogResponse0\x01\x12N\n" +
-	"\vListServers\x12\x1e.toolsvc.v1.ListServersRequest\x1a\x1f.toolsvc.v1.ListServersResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
+	"\vListServers\x12\x1e.toolsvc.v1.ListServersRequest\x1a\x1f.toolsvc.v1.ListServersResponse\x12T\n" +
+	"\rListResources\x12 .toolsvc.v1.ListResourcesRequest\x1a!.toolsvc.v1.ListResourcesResponse\x12l\n" +
+	"\x15ListResourceTemplates\x12(.toolsvc.v1.ListResourceTemplatesRequest\x1a).toolsvc.v1.ListResourceTemplatesResponse\x12Q\n" +
+	"\fReadResource\x12\x1f.toolsvc.v1.ReadResourceRequest\x1a .toolsvc.v1.ReadResourceResponse\x12b\n" +
+	"\x11SubscribeResource\x12$.toolsvc.v1.SubscribeResourceRequest\x1a%.toolsvc.v1.SubscribeResourceResponse0\x01\x12N\n" +
+	"\vListPrompts\x12\x1e.toolsvc.v1.ListPromptsRequest\x1a\x1f.toolsvc.v1.ListPromptsResponse\x12H\n" +
+	"\tGetPrompt\x12\x1c.toolsvc.v1.GetPromptRequest\x1a\x1d.toolsvc.v1.GetPromptResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
 
 var (
 	file_toolsvc_v1_toolsvc_proto_rawDescOnce sync.Once
@@ -2757,107 +4307,164 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 }
 
 var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
-	(SchemaFormat)(0),              // 0: toolsvc.v1.SchemaFormat
-	(Transport)(0),                 // 1: toolsvc.v1.Transport
-	(ServerState)(0),               // 2: toolsvc.v1.ServerState
-	(RefreshOutcome)(0),            // 3: toolsvc.v1.RefreshOutcome
-	(BreakerState)(0),              // 4: toolsvc.v1.BreakerState
-	(*Tool)(nil),                   // 5: toolsvc.v1.Tool
-	(*ToolAnnotations)(nil),        // 6: toolsvc.v1.ToolAnnotations
-	(*ListToolsRequest)(nil),       // 7: toolsvc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),      // 8: toolsvc.v1.ListToolsResponse
-	(*CallToolRequest)(nil),        // 9: toolsvc.v1.CallToolRequest
-	(*CallToolStreamRequest)(nil),  // 10: toolsvc.v1.CallToolStreamRequest
-	(*CallToolStreamResponse)(nil), // 11: toolsvc.v1.CallToolStreamResponse
-	(*CallToolProgress)(nil),       // 12: toolsvc.v1.CallToolProgress
-	(*CallToolResponse)(nil),       // 13: toolsvc.v1.CallToolResponse
-	(*Content)(nil),                // 14: toolsvc.v1.Content
-	(*Annotations)(nil),            // 15: toolsvc.v1.Annotations
-	(*TextContent)(nil),            // 16: toolsvc.v1.TextContent
-	(*ImageContent)(nil),           // 17: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),           // 18: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),           // 19: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),       // 20: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),       // 21: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),    // 22: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),   // 23: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),        // 24: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),         // 25: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),          // 26: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),        // 27: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),     // 28: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),    // 29: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                 // 30: toolsvc.v1.Server
-	(*ConfigStatus)(nil),           // 31: toolsvc.v1.ConfigStatus
-	(*structpb.Struct)(nil),        // 32: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),  // 33: google.protobuf.Timestamp
+	(SchemaFormat)(0),                     // 0: toolsvc.v1.SchemaFormat
+	(Transport)(0),                        // 1: toolsvc.v1.Transport
+	(ServerState)(0),                      // 2: toolsvc.v1.ServerState
+	(RefreshOutcome)(0),                   // 3: toolsvc.v1.RefreshOutcome
+	(BreakerState)(0),                     // 4: toolsvc.v1.BreakerState
+	(*Tool)(nil),                          // 5: toolsvc.v1.Tool
+	(*ToolAnnotations)(nil),               // 6: toolsvc.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),              // 7: toolsvc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),             // 8: toolsvc.v1.ListToolsResponse
+	(*CallToolRequest)(nil),               // 9: toolsvc.v1.CallToolRequest
+	(*CallToolStreamRequest)(nil),         // 10: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil),        // 11: toolsvc.v1.CallToolStreamResponse
+	(*CallToolProgress)(nil),              // 12: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),              // 13: toolsvc.v1.CallToolResponse
+	(*Content)(nil),                       // 14: toolsvc.v1.Content
+	(*Annotations)(nil),                   // 15: toolsvc.v1.Annotations
+	(*TextContent)(nil),                   // 16: toolsvc.v1.TextContent
+	(*ImageContent)(nil),                  // 17: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),                  // 18: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),                  // 19: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),              // 20: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),              // 21: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),           // 22: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),          // 23: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),               // 24: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),                // 25: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),                 // 26: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),               // 27: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),            // 28: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),           // 29: toolsvc.v1.ListServersResponse
+	(*Server)(nil),                        // 30: toolsvc.v1.Server
+	(*ConfigStatus)(nil),                  // 31: toolsvc.v1.ConfigStatus
+	(*Resource)(nil),                      // 32: toolsvc.v1.Resource
+	(*ResourceTemplate)(nil),              // 33: toolsvc.v1.ResourceTemplate
+	(*ListResourcesRequest)(nil),          // 34: toolsvc.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),         // 35: toolsvc.v1.ListResourcesResponse
+	(*ListResourceTemplatesRequest)(nil),  // 36: toolsvc.v1.ListResourceTemplatesRequest
+	(*ListResourceTemplatesResponse)(nil), // 37: toolsvc.v1.ListResourceTemplatesResponse
+	(*ReadResourceRequest)(nil),           // 38: toolsvc.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),          // 39: toolsvc.v1.ReadResourceResponse
+	(*SubscribeResourceRequest)(nil),      // 40: toolsvc.v1.SubscribeResourceRequest
+	(*SubscribeResourceResponse)(nil),     // 41: toolsvc.v1.SubscribeResourceResponse
+	(*ResourceUnchanged)(nil),             // 42: toolsvc.v1.ResourceUnchanged
+	(*Prompt)(nil),                        // 43: toolsvc.v1.Prompt
+	(*PromptArgument)(nil),                // 44: toolsvc.v1.PromptArgument
+	(*ListPromptsRequest)(nil),            // 45: toolsvc.v1.ListPromptsRequest
+	(*ListPromptsResponse)(nil),           // 46: toolsvc.v1.ListPromptsResponse
+	(*GetPromptRequest)(nil),              // 47: toolsvc.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),             // 48: toolsvc.v1.GetPromptResponse
+	(*PromptMessage)(nil),                 // 49: toolsvc.v1.PromptMessage
+	(*ResourceKey)(nil),                   // 50: toolsvc.v1.ResourceKey
+	nil,                                   // 51: toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	(*structpb.Struct)(nil),               // 52: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),         // 53: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	32, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	32, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	52, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	52, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	6,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	32, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	52, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
 	0,  // 4: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
 	5,  // 5: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	32, // 6: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	32, // 7: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	52, // 6: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	52, // 7: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
 	12, // 8: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
 	13, // 9: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
 	14, // 10: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	32, // 11: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	32, // 12: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	52, // 11: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	52, // 12: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
 	16, // 13: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
 	17, // 14: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
 	18, // 15: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
 	19, // 16: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
 	20, // 17: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
 	15, // 18: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	32, // 19: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	52, // 19: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
 	15, // 20: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	32, // 21: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	52, // 21: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
 	15, // 22: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	32, // 23: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	52, // 23: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
 	15, // 24: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	32, // 25: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	52, // 25: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
 	21, // 26: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
 	15, // 27: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	32, // 28: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	32, // 29: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	52, // 28: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	52, // 29: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
 	0,  // 30: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
 	24, // 31: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
 	25, // 32: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
 	26, // 33: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
 	27, // 34: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
 	5,  // 35: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	5,  // 36: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	30, // 37: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	31, // 38: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	1,  // 39: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	2,  // 40: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	33, // 41: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	3,  // 42: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	4,  // 43: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	33, // 44: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	33, // 45: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	33, // 46: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	33, // 47: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	7,  // 48: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	9,  // 49: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	10, // 50: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	22, // 51: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	28, // 52: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	8,  // 53: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	13, // 54: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	11, // 55: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	23, // 56: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	29, // 57: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	53, // [53:58] is the sub-list for method output_type
-	48, // [48:53] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	32, // 36: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
+	33, // 37: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	43, // 38: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
+	5,  // 39: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	32, // 40: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
+	50, // 41: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
+	33, // 42: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	50, // 43: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
+	43, // 44: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
+	30, // 45: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	31, // 46: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	1,  // 47: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	2,  // 48: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	53, // 49: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	3,  // 50: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	4,  // 51: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	53, // 52: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	53, // 53: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	53, // 54: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	53, // 55: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	15, // 56: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 57: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
+	15, // 58: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
+	52, // 59: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
+	32, // 60: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
+	33, // 61: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	21, // 62: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	52, // 63: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	39, // 64: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	42, // 65: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	44, // 66: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	52, // 67: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	43, // 68: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	51, // 69: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	49, // 70: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	52, // 71: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	14, // 72: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	7,  // 73: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	9,  // 74: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	10, // 75: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	22, // 76: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	28, // 77: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	34, // 78: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	36, // 79: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	38, // 80: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	40, // 81: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	45, // 82: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	47, // 83: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	8,  // 84: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	13, // 85: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	11, // 86: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	23, // 87: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	29, // 88: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	35, // 89: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	37, // 90: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	39, // 91: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	41, // 92: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	46, // 93: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	48, // 94: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	84, // [84:95] is the sub-list for method output_type
+	73, // [73:84] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -2890,13 +4497,18 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		(*WatchCatalogResponse_Synced)(nil),
 		(*WatchCatalogResponse_Progress)(nil),
 	}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[27].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[36].OneofWrappers = []any{
+		(*SubscribeResourceResponse_Contents)(nil),
+		(*SubscribeResourceResponse_Unchanged)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   27,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

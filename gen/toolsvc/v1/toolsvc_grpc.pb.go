@@ -21,11 +21,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolService_ListTools_FullMethodName      = "/toolsvc.v1.ToolService/ListTools"
-	ToolService_CallTool_FullMethodName       = "/toolsvc.v1.ToolService/CallTool"
-	ToolService_CallToolStream_FullMethodName = "/toolsvc.v1.ToolService/CallToolStream"
-	ToolService_WatchCatalog_FullMethodName   = "/toolsvc.v1.ToolService/WatchCatalog"
-	ToolService_ListServers_FullMethodName    = "/toolsvc.v1.ToolService/ListServers"
+	ToolService_ListTools_FullMethodName             = "/toolsvc.v1.ToolService/ListTools"
+	ToolService_CallTool_FullMethodName              = "/toolsvc.v1.ToolService/CallTool"
+	ToolService_CallToolStream_FullMethodName        = "/toolsvc.v1.ToolService/CallToolStream"
+	ToolService_WatchCatalog_FullMethodName          = "/toolsvc.v1.ToolService/WatchCatalog"
+	ToolService_ListServers_FullMethodName           = "/toolsvc.v1.ToolService/ListServers"
+	ToolService_ListResources_FullMethodName         = "/toolsvc.v1.ToolService/ListResources"
+	ToolService_ListResourceTemplates_FullMethodName = "/toolsvc.v1.ToolService/ListResourceTemplates"
+	ToolService_ReadResource_FullMethodName          = "/toolsvc.v1.ToolService/ReadResource"
+	ToolService_SubscribeResource_FullMethodName     = "/toolsvc.v1.ToolService/SubscribeResource"
+	ToolService_ListPrompts_FullMethodName           = "/toolsvc.v1.ToolService/ListPrompts"
+	ToolService_GetPrompt_FullMethodName             = "/toolsvc.v1.ToolService/GetPrompt"
 )
 
 // ToolServiceClient is the client API for ToolService service.
@@ -97,6 +103,23 @@ type ToolServiceClient interface {
 	WatchCatalog(ctx context.Context, in *WatchCatalogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchCatalogResponse], error)
 	// ListServers reports every configured upstream and its state.
 	ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
+	// ListResources returns one page of the resources every upstream lists,
+	// sorted by server, then URI.
+	ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error)
+	// ListResourceTemplates returns one page of the upstreams' resource
+	// templates, sorted by server, then URI template.
+	ListResourceTemplates(ctx context.Context, in *ListResourceTemplatesRequest, opts ...grpc.CallOption) (*ListResourceTemplatesResponse, error)
+	// ReadResource reads a resource from its upstream, contents byte for byte.
+	ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error)
+	// SubscribeResource streams a resource: its current contents first, then
+	// the re-read contents after every resources/updated from the upstream.
+	// The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+	// upstream's session goes away; call again with resume_token to resume.
+	SubscribeResource(ctx context.Context, in *SubscribeResourceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResourceResponse], error)
+	// ListPrompts returns one page of the merged prompts, sorted by name.
+	ListPrompts(ctx context.Context, in *ListPromptsRequest, opts ...grpc.CallOption) (*ListPromptsResponse, error)
+	// GetPrompt renders a prompt with its arguments on its upstream.
+	GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error)
 }
 
 type toolServiceClient struct {
@@ -175,6 +198,75 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 	return out, nil
 }
 
+func (c *toolServiceClient) ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListResourcesResponse)
+	err := c.cc.Invoke(ctx, ToolService_ListResources_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) ListResourceTemplates(ctx context.Context, in *ListResourceTemplatesRequest, opts ...grpc.CallOption) (*ListResourceTemplatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListResourceTemplatesResponse)
+	err := c.cc.Invoke(ctx, ToolService_ListResourceTemplates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadResourceResponse)
+	err := c.cc.Invoke(ctx, ToolService_ReadResource_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) SubscribeResource(ctx context.Context, in *SubscribeResourceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResourceResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolService_ServiceDesc.Streams[2], ToolService_SubscribeResource_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SubscribeResourceRequest, SubscribeResourceResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolService_SubscribeResourceClient = grpc.ServerStreamingClient[SubscribeResourceResponse]
+
+func (c *toolServiceClient) ListPrompts(ctx context.Context, in *ListPromptsRequest, opts ...grpc.CallOption) (*ListPromptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPromptsResponse)
+	err := c.cc.Invoke(ctx, ToolService_ListPrompts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPromptResponse)
+	err := c.cc.Invoke(ctx, ToolService_GetPrompt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolServiceServer is the server API for ToolService service.
 // All implementations must embed UnimplementedToolServiceServer
 // for forward compatibility.
@@ -244,6 +336,23 @@ type ToolServiceServer interface {
 	WatchCatalog(*WatchCatalogRequest, grpc.ServerStreamingServer[WatchCatalogResponse]) error
 	// ListServers reports every configured upstream and its state.
 	ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error)
+	// ListResources returns one page of the resources every upstream lists,
+	// sorted by server, then URI.
+	ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error)
+	// ListResourceTemplates returns one page of the upstreams' resource
+	// templates, sorted by server, then URI template.
+	ListResourceTemplates(context.Context, *ListResourceTemplatesRequest) (*ListResourceTemplatesResponse, error)
+	// ReadResource reads a resource from its upstream, contents byte for byte.
+	ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error)
+	// SubscribeResource streams a resource: its current contents first, then
+	// the re-read contents after every resources/updated from the upstream.
+	// The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+	// upstream's session goes away; call again with resume_token to resume.
+	SubscribeResource(*SubscribeResourceRequest, grpc.ServerStreamingServer[SubscribeResourceResponse]) error
+	// ListPrompts returns one page of the merged prompts, sorted by name.
+	ListPrompts(context.Context, *ListPromptsRequest) (*ListPromptsResponse, error)
+	// GetPrompt renders a prompt with its arguments on its upstream.
+	GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error)
 	mustEmbedUnimplementedToolServiceServer()
 }
 
@@ -268,6 +377,24 @@ func (UnimplementedToolServiceServer) WatchCatalog(*WatchCatalogRequest, grpc.Se
 }
 func (UnimplementedToolServiceServer) ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListServers not implemented")
+}
+func (UnimplementedToolServiceServer) ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListResources not implemented")
+}
+func (UnimplementedToolServiceServer) ListResourceTemplates(context.Context, *ListResourceTemplatesRequest) (*ListResourceTemplatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListResourceTemplates not implemented")
+}
+func (UnimplementedToolServiceServer) ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadResource not implemented")
+}
+func (UnimplementedToolServiceServer) SubscribeResource(*SubscribeResourceRequest, grpc.ServerStreamingServer[SubscribeResourceResponse]) error {
+	return status.Error(codes.Unimplemented, "method SubscribeResource not implemented")
+}
+func (UnimplementedToolServiceServer) ListPrompts(context.Context, *ListPromptsRequest) (*ListPromptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPrompts not implemented")
+}
+func (UnimplementedToolServiceServer) GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPrompt not implemented")
 }
 func (UnimplementedToolServiceServer) mustEmbedUnimplementedToolServiceServer() {}
 func (UnimplementedToolServiceServer) testEmbeddedByValue()                     {}
@@ -366,6 +493,107 @@ func _ToolService_ListServers_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolService_ListResources_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListResourcesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).ListResources(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_ListResources_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).ListResources(ctx, req.(*ListResourcesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_ListResourceTemplates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListResourceTemplatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).ListResourceTemplates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_ListResourceTemplates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).ListResourceTemplates(ctx, req.(*ListResourceTemplatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_ReadResource_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadResourceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).ReadResource(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_ReadResource_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).ReadResource(ctx, req.(*ReadResourceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_SubscribeResource_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SubscribeResourceRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolServiceServer).SubscribeResource(m, &grpc.GenericServerStream[SubscribeResourceRequest, SubscribeResourceResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolService_SubscribeResourceServer = grpc.ServerStreamingServer[SubscribeResourceResponse]
+
+func _ToolService_ListPrompts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPromptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).ListPrompts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_ListPrompts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).ListPrompts(ctx, req.(*ListPromptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_GetPrompt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPromptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).GetPrompt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_GetPrompt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).GetPrompt(ctx, req.(*GetPromptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolService_ServiceDesc is the grpc.ServiceDesc for ToolService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -385,6 +613,26 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListServers",
 			Handler:    _ToolService_ListServers_Handler,
 		},
+		{
+			MethodName: "ListResources",
+			Handler:    _ToolService_ListResources_Handler,
+		},
+		{
+			MethodName: "ListResourceTemplates",
+			Handler:    _ToolService_ListResourceTemplates_Handler,
+		},
+		{
+			MethodName: "ReadResource",
+			Handler:    _ToolService_ReadResource_Handler,
+		},
+		{
+			MethodName: "ListPrompts",
+			Handler:    _ToolService_ListPrompts_Handler,
+		},
+		{
+			MethodName: "GetPrompt",
+			Handler:    _ToolService_GetPrompt_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -395,6 +643,11 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchCatalog",
 			Handler:       _ToolService_WatchCatalog_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "SubscribeResource",
+			Handler:       _ToolService_SubscribeResource_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -888,6 +888,8 @@ class WatchCatalogRequest(_message.Message):
     SERVERS_FIELD_NUMBER: _builtins.int
     EXCLUDE_UNAVAILABLE_FIELD_NUMBER: _builtins.int
     SCHEMA_FORMAT_FIELD_NUMBER: _builtins.int
+    INCLUDE_RESOURCES_FIELD_NUMBER: _builtins.int
+    INCLUDE_PROMPTS_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
     """The last revision this client received, from any replica. Empty: start
     with a snapshot. Equal to the current revision: "synced". A revision this
@@ -905,6 +907,17 @@ class WatchCatalogRequest(_message.Message):
     ListToolsRequest.schema_format. It does not change revisions, so a
     client may resume with another format.
     """
+    include_resources: _builtins.bool
+    """--- Resources and prompts (fields from 20 on). ---
+    Also follow resources and resource templates (of the servers above,
+    that the principal may see). Off (with include_prompts off): exactly
+    the tools-only watch. With either on, every revision covers tools and
+    the included kinds (a longer, still content-derived token: use it as
+    resume_token with the same include flags), and snapshots and changes
+    carry them too. exclude_unavailable applies to tools only.
+    """
+    include_prompts: _builtins.bool
+    """Also follow prompts; see include_resources."""
     @_builtins.property
     def servers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Only tools of these servers (configured names). Empty: every server.
@@ -919,10 +932,12 @@ class WatchCatalogRequest(_message.Message):
         servers: _abc.Iterable[_builtins.str] | None = ...,
         exclude_unavailable: _builtins.bool = ...,
         schema_format: Global___SchemaFormat.ValueType = ...,
+        include_resources: _builtins.bool = ...,
+        include_prompts: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["exclude_unavailable", b"exclude_unavailable", "resume_token", b"resume_token", "schema_format", b"schema_format", "servers", b"servers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["exclude_unavailable", b"exclude_unavailable", "include_prompts", b"include_prompts", "include_resources", b"include_resources", "resume_token", b"resume_token", "schema_format", b"schema_format", "servers", b"servers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -986,6 +1001,9 @@ class CatalogSnapshot(_message.Message):
 
     TOOLS_FIELD_NUMBER: _builtins.int
     RESET_FIELD_NUMBER: _builtins.int
+    RESOURCES_FIELD_NUMBER: _builtins.int
+    RESOURCE_TEMPLATES_FIELD_NUMBER: _builtins.int
+    PROMPTS_FIELD_NUMBER: _builtins.int
     reset: _builtins.bool
     """True when the client's resume_token could not be served: discard all
     local state and replace it with these tools.
@@ -994,15 +1012,32 @@ class CatalogSnapshot(_message.Message):
     def tools(self) -> _containers.RepeatedCompositeFieldContainer[Global___Tool]:
         """Every tool, sorted by name."""
 
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___Resource]:
+        """With WatchCatalogRequest.include_resources: every resource, sorted by
+        server, then URI.
+        """
+
+    @_builtins.property
+    def resource_templates(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceTemplate]:
+        """With include_resources: every resource template."""
+
+    @_builtins.property
+    def prompts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Prompt]:
+        """With include_prompts: every prompt, sorted by name."""
+
     def __init__(
         self,
         *,
         tools: _abc.Iterable[Global___Tool] | None = ...,
         reset: _builtins.bool = ...,
+        resources: _abc.Iterable[Global___Resource] | None = ...,
+        resource_templates: _abc.Iterable[Global___ResourceTemplate] | None = ...,
+        prompts: _abc.Iterable[Global___Prompt] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["reset", b"reset", "tools", b"tools"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["prompts", b"prompts", "reset", b"reset", "resource_templates", b"resource_templates", "resources", b"resources", "tools", b"tools"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1016,6 +1051,12 @@ class CatalogChanges(_message.Message):
 
     UPSERTED_FIELD_NUMBER: _builtins.int
     REMOVED_FIELD_NUMBER: _builtins.int
+    UPSERTED_RESOURCES_FIELD_NUMBER: _builtins.int
+    REMOVED_RESOURCES_FIELD_NUMBER: _builtins.int
+    UPSERTED_RESOURCE_TEMPLATES_FIELD_NUMBER: _builtins.int
+    REMOVED_RESOURCE_TEMPLATES_FIELD_NUMBER: _builtins.int
+    UPSERTED_PROMPTS_FIELD_NUMBER: _builtins.int
+    REMOVED_PROMPTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def upserted(self) -> _containers.RepeatedCompositeFieldContainer[Global___Tool]:
         """Tools that are new or changed, in full."""
@@ -1024,15 +1065,47 @@ class CatalogChanges(_message.Message):
     def removed(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Names of tools that are gone."""
 
+    @_builtins.property
+    def upserted_resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___Resource]:
+        """With include_resources: resources new or changed, in full."""
+
+    @_builtins.property
+    def removed_resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceKey]:
+        """With include_resources: resources that are gone."""
+
+    @_builtins.property
+    def upserted_resource_templates(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceTemplate]:
+        """With include_resources: templates new or changed, in full."""
+
+    @_builtins.property
+    def removed_resource_templates(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceKey]:
+        """With include_resources: templates that are gone (uri holds the URI
+        template).
+        """
+
+    @_builtins.property
+    def upserted_prompts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Prompt]:
+        """With include_prompts: prompts new or changed, in full."""
+
+    @_builtins.property
+    def removed_prompts(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """With include_prompts: exposed names of prompts that are gone."""
+
     def __init__(
         self,
         *,
         upserted: _abc.Iterable[Global___Tool] | None = ...,
         removed: _abc.Iterable[_builtins.str] | None = ...,
+        upserted_resources: _abc.Iterable[Global___Resource] | None = ...,
+        removed_resources: _abc.Iterable[Global___ResourceKey] | None = ...,
+        upserted_resource_templates: _abc.Iterable[Global___ResourceTemplate] | None = ...,
+        removed_resource_templates: _abc.Iterable[Global___ResourceKey] | None = ...,
+        upserted_prompts: _abc.Iterable[Global___Prompt] | None = ...,
+        removed_prompts: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["removed", b"removed", "upserted", b"upserted"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["removed", b"removed", "removed_prompts", b"removed_prompts", "removed_resource_templates", b"removed_resource_templates", "removed_resources", b"removed_resources", "upserted", b"upserted", "upserted_prompts", b"upserted_prompts", "upserted_resource_templates", b"upserted_resource_templates", "upserted_resources", b"upserted_resources"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1291,3 +1364,690 @@ class ConfigStatus(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ConfigStatus: _TypeAlias = ConfigStatus  # noqa: Y015
+
+@_typing.final
+class Resource(_message.Message):
+    """Resource is one resource an upstream lists."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
+    uri: _builtins.str
+    """The resource URI (unique within its server)."""
+    server: _builtins.str
+    """The upstream server (its configured name) that lists it."""
+    name: _builtins.str
+    """The resource's name on its upstream."""
+    title: _builtins.str
+    """Human-readable title, if any."""
+    description: _builtins.str
+    """Description, if any."""
+    mime_type: _builtins.str
+    """MIME type, if known."""
+    size: _builtins.int
+    """Size in bytes, if known."""
+    @_builtins.property
+    def annotations(self) -> Global___Annotations:
+        """Annotations from the upstream."""
+
+    @_builtins.property
+    def meta(self) -> _struct_pb2.Struct:
+        """The resource's _meta object, if any."""
+
+    def __init__(
+        self,
+        *,
+        uri: _builtins.str = ...,
+        server: _builtins.str = ...,
+        name: _builtins.str = ...,
+        title: _builtins.str = ...,
+        description: _builtins.str = ...,
+        mime_type: _builtins.str = ...,
+        size: _builtins.int | None = ...,
+        annotations: Global___Annotations | None = ...,
+        meta: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_size", b"_size", "annotations", b"annotations", "meta", b"meta", "size", b"size"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_size", b"_size", "annotations", b"annotations", "description", b"description", "meta", b"meta", "mime_type", b"mime_type", "name", b"name", "server", b"server", "size", b"size", "title", b"title", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__size: _TypeAlias = _typing.Literal["size"]  # noqa: Y015
+    _WhichOneofArgType__size: _TypeAlias = _typing.Literal["_size", b"_size"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__size) -> _WhichOneofReturnType__size | None: ...
+
+Global___Resource: _TypeAlias = Resource  # noqa: Y015
+
+@_typing.final
+class ResourceTemplate(_message.Message):
+    """ResourceTemplate is an RFC 6570 URI template an upstream can read."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_TEMPLATE_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    MIME_TYPE_FIELD_NUMBER: _builtins.int
+    ANNOTATIONS_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
+    uri_template: _builtins.str
+    """The URI template, e.g. "file:///{path}"."""
+    server: _builtins.str
+    """The upstream server (its configured name)."""
+    name: _builtins.str
+    """The template's name on its upstream."""
+    title: _builtins.str
+    """Human-readable title, if any."""
+    description: _builtins.str
+    """Description, if any."""
+    mime_type: _builtins.str
+    """MIME type of what it yields, if uniform."""
+    @_builtins.property
+    def annotations(self) -> Global___Annotations:
+        """Annotations from the upstream."""
+
+    @_builtins.property
+    def meta(self) -> _struct_pb2.Struct:
+        """The template's _meta object, if any."""
+
+    def __init__(
+        self,
+        *,
+        uri_template: _builtins.str = ...,
+        server: _builtins.str = ...,
+        name: _builtins.str = ...,
+        title: _builtins.str = ...,
+        description: _builtins.str = ...,
+        mime_type: _builtins.str = ...,
+        annotations: Global___Annotations | None = ...,
+        meta: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "meta", b"meta"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "description", b"description", "meta", b"meta", "mime_type", b"mime_type", "name", b"name", "server", b"server", "title", b"title", "uri_template", b"uri_template"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceTemplate: _TypeAlias = ResourceTemplate  # noqa: Y015
+
+@_typing.final
+class ListResourcesRequest(_message.Message):
+    """ListResourcesRequest asks for one page of resources."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    SERVERS_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """Maximum number to return. 0 means the default (100); values above 1000
+    are treated as 1000.
+    """
+    page_token: _builtins.str
+    """Empty for the first page; otherwise a previous next_page_token (the
+    listing then continues from the same revision).
+    """
+    @_builtins.property
+    def servers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Only resources of these servers (configured names). Empty: every
+        server.
+        """
+
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        servers: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "servers", b"servers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListResourcesRequest: _TypeAlias = ListResourcesRequest  # noqa: Y015
+
+@_typing.final
+class ListResourcesResponse(_message.Message):
+    """ListResourcesResponse is one page of resources."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """There are no more pages if this is empty."""
+    revision: _builtins.str
+    """The resource and prompt catalog revision this page was served from
+    (content-derived: equal on every replica with the same upstreams).
+    """
+    @_builtins.property
+    def resources(self) -> _containers.RepeatedCompositeFieldContainer[Global___Resource]:
+        """Resources sorted by server, then URI."""
+
+    def __init__(
+        self,
+        *,
+        resources: _abc.Iterable[Global___Resource] | None = ...,
+        next_page_token: _builtins.str = ...,
+        revision: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "resources", b"resources", "revision", b"revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListResourcesResponse: _TypeAlias = ListResourcesResponse  # noqa: Y015
+
+@_typing.final
+class ListResourceTemplatesRequest(_message.Message):
+    """ListResourceTemplatesRequest asks for one page of resource templates."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    SERVERS_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """As ListResourcesRequest.page_size."""
+    page_token: _builtins.str
+    """As ListResourcesRequest.page_token."""
+    @_builtins.property
+    def servers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Only templates of these servers. Empty: every server."""
+
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        servers: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "servers", b"servers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListResourceTemplatesRequest: _TypeAlias = ListResourceTemplatesRequest  # noqa: Y015
+
+@_typing.final
+class ListResourceTemplatesResponse(_message.Message):
+    """ListResourceTemplatesResponse is one page of resource templates."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESOURCE_TEMPLATES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """There are no more pages if this is empty."""
+    revision: _builtins.str
+    """The resource and prompt catalog revision this page was served from."""
+    @_builtins.property
+    def resource_templates(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceTemplate]:
+        """Templates sorted by server, then URI template."""
+
+    def __init__(
+        self,
+        *,
+        resource_templates: _abc.Iterable[Global___ResourceTemplate] | None = ...,
+        next_page_token: _builtins.str = ...,
+        revision: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "resource_templates", b"resource_templates", "revision", b"revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListResourceTemplatesResponse: _TypeAlias = ListResourceTemplatesResponse  # noqa: Y015
+
+@_typing.final
+class ReadResourceRequest(_message.Message):
+    """ReadResourceRequest names a resource."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    URI_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The upstream server. May be empty when exactly one upstream lists the
+    URI or has a template matching it; otherwise INVALID_ARGUMENT naming
+    the candidates. For a resource_link in a tool result, pass the called
+    tool's server.
+    """
+    uri: _builtins.str
+    """The resource URI (a listed one, a link's, or one a template yields)."""
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        uri: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadResourceRequest: _TypeAlias = ReadResourceRequest  # noqa: Y015
+
+@_typing.final
+class ReadResourceResponse(_message.Message):
+    """ReadResourceResponse is a resource's contents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONTENTS_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The server that was read (useful when the request left it empty)."""
+    @_builtins.property
+    def contents(self) -> _containers.RepeatedCompositeFieldContainer[Global___ResourceContents]:
+        """The contents, in upstream order (a directory-like resource may have
+        several), text or bytes exactly as the upstream sent them.
+        """
+
+    @_builtins.property
+    def meta(self) -> _struct_pb2.Struct:
+        """The result's _meta object, if any."""
+
+    def __init__(
+        self,
+        *,
+        contents: _abc.Iterable[Global___ResourceContents] | None = ...,
+        server: _builtins.str = ...,
+        meta: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contents", b"contents", "meta", b"meta", "server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReadResourceResponse: _TypeAlias = ReadResourceResponse  # noqa: Y015
+
+@_typing.final
+class SubscribeResourceRequest(_message.Message):
+    """SubscribeResourceRequest opens a resource subscription."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    URI_FIELD_NUMBER: _builtins.int
+    RESUME_TOKEN_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """As ReadResourceRequest.server."""
+    uri: _builtins.str
+    """The resource URI."""
+    resume_token: _builtins.str
+    """The version of the last SubscribeResourceResponse received, to resume:
+    when the contents are still that version the first message is
+    "unchanged" instead of the contents. Empty: start with the contents.
+    """
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        uri: _builtins.str = ...,
+        resume_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["resume_token", b"resume_token", "server", b"server", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SubscribeResourceRequest: _TypeAlias = SubscribeResourceRequest  # noqa: Y015
+
+@_typing.final
+class SubscribeResourceResponse(_message.Message):
+    """SubscribeResourceResponse is one event of a resource subscription."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VERSION_FIELD_NUMBER: _builtins.int
+    CONTENTS_FIELD_NUMBER: _builtins.int
+    UNCHANGED_FIELD_NUMBER: _builtins.int
+    version: _builtins.str
+    """A content hash (hex) of the contents the client holds after this
+    event; use the last one as resume_token.
+    """
+    @_builtins.property
+    def contents(self) -> Global___ReadResourceResponse:
+        """The resource's contents: the current ones first, then after every
+        resources/updated (re-read; an update that leaves them unchanged is
+        not sent).
+        """
+
+    @_builtins.property
+    def unchanged(self) -> Global___ResourceUnchanged:
+        """The resume_token is still the current version."""
+
+    def __init__(
+        self,
+        *,
+        version: _builtins.str = ...,
+        contents: Global___ReadResourceResponse | None = ...,
+        unchanged: Global___ResourceUnchanged | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["contents", b"contents", "event", b"event", "unchanged", b"unchanged"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contents", b"contents", "event", b"event", "unchanged", b"unchanged", "version", b"version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["contents", "unchanged"]  # noqa: Y015
+    _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
+
+Global___SubscribeResourceResponse: _TypeAlias = SubscribeResourceResponse  # noqa: Y015
+
+@_typing.final
+class ResourceUnchanged(_message.Message):
+    """ResourceUnchanged says the subscriber already holds the current contents."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceUnchanged: _TypeAlias = ResourceUnchanged  # noqa: Y015
+
+@_typing.final
+class Prompt(_message.Message):
+    """Prompt is one prompt of the merged prompt list."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    ORIGINAL_NAME_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The exposed name: "<server>__<prompt>", like tool names. Pass it to
+    GetPrompt.
+    """
+    server: _builtins.str
+    """The upstream server (its configured name)."""
+    original_name: _builtins.str
+    """The prompt's name on its upstream, verbatim."""
+    title: _builtins.str
+    """Human-readable title, if any."""
+    description: _builtins.str
+    """Description, if any."""
+    @_builtins.property
+    def arguments(self) -> _containers.RepeatedCompositeFieldContainer[Global___PromptArgument]:
+        """The arguments the prompt takes."""
+
+    @_builtins.property
+    def meta(self) -> _struct_pb2.Struct:
+        """The prompt's _meta object, if any."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        server: _builtins.str = ...,
+        original_name: _builtins.str = ...,
+        title: _builtins.str = ...,
+        description: _builtins.str = ...,
+        arguments: _abc.Iterable[Global___PromptArgument] | None = ...,
+        meta: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "description", b"description", "meta", b"meta", "name", b"name", "original_name", b"original_name", "server", b"server", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Prompt: _TypeAlias = Prompt  # noqa: Y015
+
+@_typing.final
+class PromptArgument(_message.Message):
+    """PromptArgument is one argument of a prompt (a string)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TITLE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    REQUIRED_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The argument name."""
+    title: _builtins.str
+    """Human-readable title, if any."""
+    description: _builtins.str
+    """Description, if any."""
+    required: _builtins.bool
+    """GetPrompt fails with ARGUMENTS_INVALID when a required one is missing."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        title: _builtins.str = ...,
+        description: _builtins.str = ...,
+        required: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "name", b"name", "required", b"required", "title", b"title"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PromptArgument: _TypeAlias = PromptArgument  # noqa: Y015
+
+@_typing.final
+class ListPromptsRequest(_message.Message):
+    """ListPromptsRequest asks for one page of prompts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    page_size: _builtins.int
+    """As ListResourcesRequest.page_size."""
+    page_token: _builtins.str
+    """As ListResourcesRequest.page_token."""
+    def __init__(
+        self,
+        *,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPromptsRequest: _TypeAlias = ListPromptsRequest  # noqa: Y015
+
+@_typing.final
+class ListPromptsResponse(_message.Message):
+    """ListPromptsResponse is one page of prompts."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PROMPTS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """There are no more pages if this is empty."""
+    revision: _builtins.str
+    """The resource and prompt catalog revision this page was served from."""
+    @_builtins.property
+    def prompts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Prompt]:
+        """Prompts sorted by name."""
+
+    def __init__(
+        self,
+        *,
+        prompts: _abc.Iterable[Global___Prompt] | None = ...,
+        next_page_token: _builtins.str = ...,
+        revision: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["next_page_token", b"next_page_token", "prompts", b"prompts", "revision", b"revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListPromptsResponse: _TypeAlias = ListPromptsResponse  # noqa: Y015
+
+@_typing.final
+class GetPromptRequest(_message.Message):
+    """GetPromptRequest renders a prompt."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ArgumentsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ARGUMENTS_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """The exposed prompt name (Prompt.name)."""
+    @_builtins.property
+    def arguments(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The prompt's arguments."""
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        arguments: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPromptRequest: _TypeAlias = GetPromptRequest  # noqa: Y015
+
+@_typing.final
+class GetPromptResponse(_message.Message):
+    """GetPromptResponse is a rendered prompt."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    META_FIELD_NUMBER: _builtins.int
+    description: _builtins.str
+    """Description, if the upstream gave one."""
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___PromptMessage]:
+        """The messages, in order."""
+
+    @_builtins.property
+    def meta(self) -> _struct_pb2.Struct:
+        """The result's _meta object, if any."""
+
+    def __init__(
+        self,
+        *,
+        description: _builtins.str = ...,
+        messages: _abc.Iterable[Global___PromptMessage] | None = ...,
+        meta: _struct_pb2.Struct | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "messages", b"messages", "meta", b"meta"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetPromptResponse: _TypeAlias = GetPromptResponse  # noqa: Y015
+
+@_typing.final
+class PromptMessage(_message.Message):
+    """PromptMessage is one message of a rendered prompt."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROLE_FIELD_NUMBER: _builtins.int
+    CONTENT_FIELD_NUMBER: _builtins.int
+    role: _builtins.str
+    """"user" or "assistant"."""
+    @_builtins.property
+    def content(self) -> Global___Content:
+        """The content, as in tool results."""
+
+    def __init__(
+        self,
+        *,
+        role: _builtins.str = ...,
+        content: Global___Content | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["content", b"content"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "role", b"role"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PromptMessage: _TypeAlias = PromptMessage  # noqa: Y015
+
+@_typing.final
+class ResourceKey(_message.Message):
+    """ResourceKey names a resource (or a resource template) of one server."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    URI_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The server (configured name)."""
+    uri: _builtins.str
+    """The URI (or URI template)."""
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        uri: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResourceKey: _TypeAlias = ResourceKey  # noqa: Y015

@@ -107,6 +107,36 @@ class ToolServiceStub:
                 request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersRequest.SerializeToString,
                 response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersResponse.FromString,
                 _registered_method=True)
+        self.ListResources = channel.unary_unary(
+                '/toolsvc.v1.ToolService/ListResources',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourcesRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourcesResponse.FromString,
+                _registered_method=True)
+        self.ListResourceTemplates = channel.unary_unary(
+                '/toolsvc.v1.ToolService/ListResourceTemplates',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourceTemplatesRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourceTemplatesResponse.FromString,
+                _registered_method=True)
+        self.ReadResource = channel.unary_unary(
+                '/toolsvc.v1.ToolService/ReadResource',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ReadResourceRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ReadResourceResponse.FromString,
+                _registered_method=True)
+        self.SubscribeResource = channel.unary_stream(
+                '/toolsvc.v1.ToolService/SubscribeResource',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.SubscribeResourceRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.SubscribeResourceResponse.FromString,
+                _registered_method=True)
+        self.ListPrompts = channel.unary_unary(
+                '/toolsvc.v1.ToolService/ListPrompts',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListPromptsRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListPromptsResponse.FromString,
+                _registered_method=True)
+        self.GetPrompt = channel.unary_unary(
+                '/toolsvc.v1.ToolService/GetPrompt',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -201,6 +231,60 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListResources(self, request, context):
+        """--- Resources and prompts (see README "Resources and prompts"). ---
+        Errors follow the same table; their ErrorInfo metadata names "server"
+        and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
+        the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
+        principal's auth rules match a prompt by its exposed name and a
+        server's resources by the name "<prefix>__@resources".
+
+        ListResources returns one page of the resources every upstream lists,
+        sorted by server, then URI.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListResourceTemplates(self, request, context):
+        """ListResourceTemplates returns one page of the upstreams' resource
+        templates, sorted by server, then URI template.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReadResource(self, request, context):
+        """ReadResource reads a resource from its upstream, contents byte for byte.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubscribeResource(self, request, context):
+        """SubscribeResource streams a resource: its current contents first, then
+        the re-read contents after every resources/updated from the upstream.
+        The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+        upstream's session goes away; call again with resume_token to resume.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPrompts(self, request, context):
+        """ListPrompts returns one page of the merged prompts, sorted by name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetPrompt(self, request, context):
+        """GetPrompt renders a prompt with its arguments on its upstream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -228,6 +312,36 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.ListServers,
                     request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersRequest.FromString,
                     response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersResponse.SerializeToString,
+            ),
+            'ListResources': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListResources,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourcesRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourcesResponse.SerializeToString,
+            ),
+            'ListResourceTemplates': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListResourceTemplates,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourceTemplatesRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourceTemplatesResponse.SerializeToString,
+            ),
+            'ReadResource': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReadResource,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ReadResourceRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ReadResourceResponse.SerializeToString,
+            ),
+            'SubscribeResource': grpc.unary_stream_rpc_method_handler(
+                    servicer.SubscribeResource,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.SubscribeResourceRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.SubscribeResourceResponse.SerializeToString,
+            ),
+            'ListPrompts': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPrompts,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListPromptsRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListPromptsResponse.SerializeToString,
+            ),
+            'GetPrompt': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetPrompt,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -413,6 +527,168 @@ class ToolService:
             '/toolsvc.v1.ToolService/ListServers',
             toolsvc_dot_v1_dot_toolsvc__pb2.ListServersRequest.SerializeToString,
             toolsvc_dot_v1_dot_toolsvc__pb2.ListServersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListResources(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/ListResources',
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListResourcesRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListResourcesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListResourceTemplates(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/ListResourceTemplates',
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListResourceTemplatesRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListResourceTemplatesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReadResource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/ReadResource',
+            toolsvc_dot_v1_dot_toolsvc__pb2.ReadResourceRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.ReadResourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubscribeResource(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/SubscribeResource',
+            toolsvc_dot_v1_dot_toolsvc__pb2.SubscribeResourceRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.SubscribeResourceResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPrompts(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/ListPrompts',
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListPromptsRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListPromptsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetPrompt(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/GetPrompt',
+            toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptResponse.FromString,
             options,
             channel_credentials,
             insecure,

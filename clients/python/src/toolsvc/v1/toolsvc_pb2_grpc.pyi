@@ -101,6 +101,33 @@ class ToolServiceStub:
     """
     ListServers: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListServersRequest, _toolsvc_pb2.ListServersResponse]
     """ListServers reports every configured upstream and its state."""
+    ListResources: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourcesRequest, _toolsvc_pb2.ListResourcesResponse]
+    """--- Resources and prompts (see README "Resources and prompts"). ---
+    Errors follow the same table; their ErrorInfo metadata names "server"
+    and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
+    the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
+    principal's auth rules match a prompt by its exposed name and a
+    server's resources by the name "<prefix>__@resources".
+
+    ListResources returns one page of the resources every upstream lists,
+    sorted by server, then URI.
+    """
+    ListResourceTemplates: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourceTemplatesRequest, _toolsvc_pb2.ListResourceTemplatesResponse]
+    """ListResourceTemplates returns one page of the upstreams' resource
+    templates, sorted by server, then URI template.
+    """
+    ReadResource: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ReadResourceRequest, _toolsvc_pb2.ReadResourceResponse]
+    """ReadResource reads a resource from its upstream, contents byte for byte."""
+    SubscribeResource: _grpc.UnaryStreamMultiCallable[_toolsvc_pb2.SubscribeResourceRequest, _toolsvc_pb2.SubscribeResourceResponse]
+    """SubscribeResource streams a resource: its current contents first, then
+    the re-read contents after every resources/updated from the upstream.
+    The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+    upstream's session goes away; call again with resume_token to resume.
+    """
+    ListPrompts: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListPromptsRequest, _toolsvc_pb2.ListPromptsResponse]
+    """ListPrompts returns one page of the merged prompts, sorted by name."""
+    GetPrompt: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.GetPromptRequest, _toolsvc_pb2.GetPromptResponse]
+    """GetPrompt renders a prompt with its arguments on its upstream."""
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
@@ -175,6 +202,33 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """
     ListServers: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListServersRequest, _toolsvc_pb2.ListServersResponse]  # type: ignore[assignment]
     """ListServers reports every configured upstream and its state."""
+    ListResources: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourcesRequest, _toolsvc_pb2.ListResourcesResponse]  # type: ignore[assignment]
+    """--- Resources and prompts (see README "Resources and prompts"). ---
+    Errors follow the same table; their ErrorInfo metadata names "server"
+    and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
+    the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
+    principal's auth rules match a prompt by its exposed name and a
+    server's resources by the name "<prefix>__@resources".
+
+    ListResources returns one page of the resources every upstream lists,
+    sorted by server, then URI.
+    """
+    ListResourceTemplates: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourceTemplatesRequest, _toolsvc_pb2.ListResourceTemplatesResponse]  # type: ignore[assignment]
+    """ListResourceTemplates returns one page of the upstreams' resource
+    templates, sorted by server, then URI template.
+    """
+    ReadResource: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ReadResourceRequest, _toolsvc_pb2.ReadResourceResponse]  # type: ignore[assignment]
+    """ReadResource reads a resource from its upstream, contents byte for byte."""
+    SubscribeResource: _aio.UnaryStreamMultiCallable[_toolsvc_pb2.SubscribeResourceRequest, _toolsvc_pb2.SubscribeResourceResponse]  # type: ignore[assignment]
+    """SubscribeResource streams a resource: its current contents first, then
+    the re-read contents after every resources/updated from the upstream.
+    The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+    upstream's session goes away; call again with resume_token to resume.
+    """
+    ListPrompts: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListPromptsRequest, _toolsvc_pb2.ListPromptsResponse]  # type: ignore[assignment]
+    """ListPrompts returns one page of the merged prompts, sorted by name."""
+    GetPrompt: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.GetPromptRequest, _toolsvc_pb2.GetPromptResponse]  # type: ignore[assignment]
+    """GetPrompt renders a prompt with its arguments on its upstream."""
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
@@ -276,5 +330,68 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_toolsvc_pb2.ListServersResponse, _abc.Awaitable[_toolsvc_pb2.ListServersResponse]]:
         """ListServers reports every configured upstream and its state."""
+
+    @_abc_1.abstractmethod
+    def ListResources(
+        self,
+        request: _toolsvc_pb2.ListResourcesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.ListResourcesResponse, _abc.Awaitable[_toolsvc_pb2.ListResourcesResponse]]:
+        """--- Resources and prompts (see README "Resources and prompts"). ---
+        Errors follow the same table; their ErrorInfo metadata names "server"
+        and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
+        the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
+        principal's auth rules match a prompt by its exposed name and a
+        server's resources by the name "<prefix>__@resources".
+
+        ListResources returns one page of the resources every upstream lists,
+        sorted by server, then URI.
+        """
+
+    @_abc_1.abstractmethod
+    def ListResourceTemplates(
+        self,
+        request: _toolsvc_pb2.ListResourceTemplatesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.ListResourceTemplatesResponse, _abc.Awaitable[_toolsvc_pb2.ListResourceTemplatesResponse]]:
+        """ListResourceTemplates returns one page of the upstreams' resource
+        templates, sorted by server, then URI template.
+        """
+
+    @_abc_1.abstractmethod
+    def ReadResource(
+        self,
+        request: _toolsvc_pb2.ReadResourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.ReadResourceResponse, _abc.Awaitable[_toolsvc_pb2.ReadResourceResponse]]:
+        """ReadResource reads a resource from its upstream, contents byte for byte."""
+
+    @_abc_1.abstractmethod
+    def SubscribeResource(
+        self,
+        request: _toolsvc_pb2.SubscribeResourceRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_toolsvc_pb2.SubscribeResourceResponse], _abc.AsyncIterator[_toolsvc_pb2.SubscribeResourceResponse]]:
+        """SubscribeResource streams a resource: its current contents first, then
+        the re-read contents after every resources/updated from the upstream.
+        The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+        upstream's session goes away; call again with resume_token to resume.
+        """
+
+    @_abc_1.abstractmethod
+    def ListPrompts(
+        self,
+        request: _toolsvc_pb2.ListPromptsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.ListPromptsResponse, _abc.Awaitable[_toolsvc_pb2.ListPromptsResponse]]:
+        """ListPrompts returns one page of the merged prompts, sorted by name."""
+
+    @_abc_1.abstractmethod
+    def GetPrompt(
+        self,
+        request: _toolsvc_pb2.GetPromptRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.GetPromptResponse, _abc.Awaitable[_toolsvc_pb2.GetPromptResponse]]:
+        """GetPrompt renders a prompt with its arguments on its upstream."""
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

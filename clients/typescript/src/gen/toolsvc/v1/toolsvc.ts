@@ -440,6 +440,18 @@ export interface WatchCatalogRequest {
    * client may resume with another format.
    */
   schemaFormat: SchemaFormat;
+  /**
+   * --- Resources and prompts (fields from 20 on). ---
+   * Also follow resources and resource templates (of the servers above,
+   * that the principal may see). Off (with include_prompts off): exactly
+   * the tools-only watch. With either on, every revision covers tools and
+   * the included kinds (a longer, still content-derived token: use it as
+   * resume_token with the same include flags), and snapshots and changes
+   * carry them too. exclude_unavailable applies to tools only.
+   */
+  includeResources: boolean;
+  /** Also follow prompts; see include_resources. */
+  includePrompts: boolean;
 }
 
 /** WatchCatalogResponse is one event of a catalog watch. */
@@ -475,6 +487,15 @@ export interface CatalogSnapshot {
    * local state and replace it with these tools.
    */
   reset: boolean;
+  /**
+   * With WatchCatalogRequest.include_resources: every resource, sorted by
+   * server, then URI.
+   */
+  resources: Resource[];
+  /** With include_resources: every resource template. */
+  resourceTemplates: ResourceTemplate[];
+  /** With include_prompts: every prompt, sorted by name. */
+  prompts: Prompt[];
 }
 
 /** CatalogChanges moves the client from its previous revision to this one. */
@@ -483,6 +504,21 @@ export interface CatalogChanges {
   upserted: Tool[];
   /** Names of tools that are gone. */
   removed: string[];
+  /** With include_resources: resources new or changed, in full. */
+  upsertedResources: Resource[];
+  /** With include_resources: resources that are gone. */
+  removedResources: ResourceKey[];
+  /** With include_resources: templates new or changed, in full. */
+  upsertedResourceTemplates: ResourceTemplate[];
+  /**
+   * With include_resources: templates that are gone (uri holds the URI
+   * template).
+   */
+  removedResourceTemplates: ResourceKey[];
+  /** With include_prompts: prompts new or changed, in full. */
+  upsertedPrompts: Prompt[];
+  /** With include_prompts: exposed names of prompts that are gone. */
+  removedPrompts: string[];
 }
 
 /** CatalogSynced says the client is already at the current revision. */
@@ -590,6 +626,262 @@ export interface ConfigStatus {
   removed: string[];
   /** Servers restarted by the last successful reload. */
   restarted: string[];
+}
+
+/** Resource is one resource an upstream lists. */
+export interface Resource {
+  /** The resource URI (unique within its server). */
+  uri: string;
+  /** The upstream server (its configured name) that lists it. */
+  server: string;
+  /** The resource's name on its upstream. */
+  name: string;
+  /** Human-readable title, if any. */
+  title: string;
+  /** Description, if any. */
+  description: string;
+  /** MIME type, if known. */
+  mimeType: string;
+  /** Size in bytes, if known. */
+  size?:
+    | number
+    | undefined;
+  /** Annotations from the upstream. */
+  annotations:
+    | Annotations
+    | undefined;
+  /** The resource's _meta object, if any. */
+  meta: { [key: string]: any } | undefined;
+}
+
+/** ResourceTemplate is an RFC 6570 URI template an upstream can read. */
+export interface ResourceTemplate {
+  /** The URI template, e.g. "file:///{path}". */
+  uriTemplate: string;
+  /** The upstream server (its configured name). */
+  server: string;
+  /** The template's name on its upstream. */
+  name: string;
+  /** Human-readable title, if any. */
+  title: string;
+  /** Description, if any. */
+  description: string;
+  /** MIME type of what it yields, if uniform. */
+  mimeType: string;
+  /** Annotations from the upstream. */
+  annotations:
+    | Annotations
+    | undefined;
+  /** The template's _meta object, if any. */
+  meta: { [key: string]: any } | undefined;
+}
+
+/** ListResourcesRequest asks for one page of resources. */
+export interface ListResourcesRequest {
+  /**
+   * Maximum number to return. 0 means the default (100); values above 1000
+   * are treated as 1000.
+   */
+  pageSize: number;
+  /**
+   * Empty for the first page; otherwise a previous next_page_token (the
+   * listing then continues from the same revision).
+   */
+  pageToken: string;
+  /**
+   * Only resources of these servers (configured names). Empty: every
+   * server.
+   */
+  servers: string[];
+}
+
+/** ListResourcesResponse is one page of resources. */
+export interface ListResourcesResponse {
+  /** Resources sorted by server, then URI. */
+  resources: Resource[];
+  /** There are no more pages if this is empty. */
+  nextPageToken: string;
+  /**
+   * The resource and prompt catalog revision this page was served from
+   * (content-derived: equal on every replica with the same upstreams).
+   */
+  revision: string;
+}
+
+/** ListResourceTemplatesRequest asks for one page of resource templates. */
+export interface ListResourceTemplatesRequest {
+  /** As ListResourcesRequest.page_size. */
+  pageSize: number;
+  /** As ListResourcesRequest.page_token. */
+  pageToken: string;
+  /** Only templates of these servers. Empty: every server. */
+  servers: string[];
+}
+
+/** ListResourceTemplatesResponse is one page of resource templates. */
+export interface ListResourceTemplatesResponse {
+  /** Templates sorted by server, then URI template. */
+  resourceTemplates: ResourceTemplate[];
+  /** There are no more pages if this is empty. */
+  nextPageToken: string;
+  /** The resource and prompt catalog revision this page was served from. */
+  revision: string;
+}
+
+/** ReadResourceRequest names a resource. */
+export interface ReadResourceRequest {
+  /**
+   * The upstream server. May be empty when exactly one upstream lists the
+   * URI or has a template matching it; otherwise INVALID_ARGUMENT naming
+   * the candidates. For a resource_link in a tool result, pass the called
+   * tool's server.
+   */
+  server: string;
+  /** The resource URI (a listed one, a link's, or one a template yields). */
+  uri: string;
+}
+
+/** ReadResourceResponse is a resource's contents. */
+export interface ReadResourceResponse {
+  /**
+   * The contents, in upstream order (a directory-like resource may have
+   * several), text or bytes exactly as the upstream sent them.
+   */
+  contents: ResourceContents[];
+  /** The server that was read (useful when the request left it empty). */
+  server: string;
+  /** The result's _meta object, if any. */
+  meta: { [key: string]: any } | undefined;
+}
+
+/** SubscribeResourceRequest opens a resource subscription. */
+export interface SubscribeResourceRequest {
+  /** As ReadResourceRequest.server. */
+  server: string;
+  /** The resource URI. */
+  uri: string;
+  /**
+   * The version of the last SubscribeResourceResponse received, to resume:
+   * when the contents are still that version the first message is
+   * "unchanged" instead of the contents. Empty: start with the contents.
+   */
+  resumeToken: string;
+}
+
+/** SubscribeResourceResponse is one event of a resource subscription. */
+export interface SubscribeResourceResponse {
+  /**
+   * A content hash (hex) of the contents the client holds after this
+   * event; use the last one as resume_token.
+   */
+  version: string;
+  /** What happened. */
+  event:
+    | //
+    /**
+     * The resource's contents: the current ones first, then after every
+     * resources/updated (re-read; an update that leaves them unchanged is
+     * not sent).
+     */
+    { $case: "contents"; contents: ReadResourceResponse }
+    | //
+    /** The resume_token is still the current version. */
+    { $case: "unchanged"; unchanged: ResourceUnchanged }
+    | undefined;
+}
+
+/** ResourceUnchanged says the subscriber already holds the current contents. */
+export interface ResourceUnchanged {
+}
+
+/** Prompt is one prompt of the merged prompt list. */
+export interface Prompt {
+  /**
+   * The exposed name: "<server>__<prompt>", like tool names. Pass it to
+   * GetPrompt.
+   */
+  name: string;
+  /** The upstream server (its configured name). */
+  server: string;
+  /** The prompt's name on its upstream, verbatim. */
+  originalName: string;
+  /** Human-readable title, if any. */
+  title: string;
+  /** Description, if any. */
+  description: string;
+  /** The arguments the prompt takes. */
+  arguments: PromptArgument[];
+  /** The prompt's _meta object, if any. */
+  meta: { [key: string]: any } | undefined;
+}
+
+/** PromptArgument is one argument of a prompt (a string). */
+export interface PromptArgument {
+  /** The argument name. */
+  name: string;
+  /** Human-readable title, if any. */
+  title: string;
+  /** Description, if any. */
+  description: string;
+  /** GetPrompt fails with ARGUMENTS_INVALID when a required one is missing. */
+  required: boolean;
+}
+
+/** ListPromptsRequest asks for one page of prompts. */
+export interface ListPromptsRequest {
+  /** As ListResourcesRequest.page_size. */
+  pageSize: number;
+  /** As ListResourcesRequest.page_token. */
+  pageToken: string;
+}
+
+/** ListPromptsResponse is one page of prompts. */
+export interface ListPromptsResponse {
+  /** Prompts sorted by name. */
+  prompts: Prompt[];
+  /** There are no more pages if this is empty. */
+  nextPageToken: string;
+  /** The resource and prompt catalog revision this page was served from. */
+  revision: string;
+}
+
+/** GetPromptRequest renders a prompt. */
+export interface GetPromptRequest {
+  /** The exposed prompt name (Prompt.name). */
+  name: string;
+  /** The prompt's arguments. */
+  arguments: { [key: string]: string };
+}
+
+export interface GetPromptRequest_ArgumentsEntry {
+  key: string;
+  value: string;
+}
+
+/** GetPromptResponse is a rendered prompt. */
+export interface GetPromptResponse {
+  /** Description, if the upstream gave one. */
+  description: string;
+  /** The messages, in order. */
+  messages: PromptMessage[];
+  /** The result's _meta object, if any. */
+  meta: { [key: string]: any } | undefined;
+}
+
+/** PromptMessage is one message of a rendered prompt. */
+export interface PromptMessage {
+  /** "user" or "assistant". */
+  role: string;
+  /** The content, as in tool results. */
+  content: Content | undefined;
+}
+
+/** ResourceKey names a resource (or a resource template) of one server. */
+export interface ResourceKey {
+  /** The server (configured name). */
+  server: string;
+  /** The URI (or URI template). */
+  uri: string;
 }
 
 function createBaseTool(): Tool {
@@ -2315,7 +2607,14 @@ export const ResourceContents: MessageFns<ResourceContents> = {
 };
 
 function createBaseWatchCatalogRequest(): WatchCatalogRequest {
-  return { resumeToken: "", servers: [], excludeUnavailable: false, schemaFormat: 0 };
+  return {
+    resumeToken: "",
+    servers: [],
+    excludeUnavailable: false,
+    schemaFormat: 0,
+    includeResources: false,
+    includePrompts: false,
+  };
 }
 
 export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
@@ -2331,6 +2630,12 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
     }
     if (message.schemaFormat !== 0) {
       writer.uint32(32).int32(message.schemaFormat);
+    }
+    if (message.includeResources !== false) {
+      writer.uint32(160).bool(message.includeResources);
+    }
+    if (message.includePrompts !== false) {
+      writer.uint32(168).bool(message.includePrompts);
     }
     return writer;
   },
@@ -2380,6 +2685,22 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
             message.schemaFormat = reader.int32() as any;
             continue;
           }
+          case 20: {
+            if (tag !== 160) {
+              break;
+            }
+
+            message.includeResources = reader.bool();
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.includePrompts = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2401,6 +2722,8 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
     message.servers = object.servers?.map((e) => e) || [];
     message.excludeUnavailable = object.excludeUnavailable ?? false;
     message.schemaFormat = object.schemaFormat ?? 0;
+    message.includeResources = object.includeResources ?? false;
+    message.includePrompts = object.includePrompts ?? false;
     return message;
   },
 };
@@ -2533,7 +2856,7 @@ export const WatchCatalogResponse: MessageFns<WatchCatalogResponse> = {
 };
 
 function createBaseCatalogSnapshot(): CatalogSnapshot {
-  return { tools: [], reset: false };
+  return { tools: [], reset: false, resources: [], resourceTemplates: [], prompts: [] };
 }
 
 export const CatalogSnapshot: MessageFns<CatalogSnapshot> = {
@@ -2543,6 +2866,15 @@ export const CatalogSnapshot: MessageFns<CatalogSnapshot> = {
     }
     if (message.reset !== false) {
       writer.uint32(16).bool(message.reset);
+    }
+    for (const v of message.resources) {
+      Resource.encode(v!, writer.uint32(162).fork()).join();
+    }
+    for (const v of message.resourceTemplates) {
+      ResourceTemplate.encode(v!, writer.uint32(170).fork()).join();
+    }
+    for (const v of message.prompts) {
+      Prompt.encode(v!, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -2576,6 +2908,30 @@ export const CatalogSnapshot: MessageFns<CatalogSnapshot> = {
             message.reset = reader.bool();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.resources.push(Resource.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.resourceTemplates.push(ResourceTemplate.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.prompts.push(Prompt.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2595,12 +2951,24 @@ export const CatalogSnapshot: MessageFns<CatalogSnapshot> = {
     const message = createBaseCatalogSnapshot();
     message.tools = object.tools?.map((e) => Tool.fromPartial(e)) || [];
     message.reset = object.reset ?? false;
+    message.resources = object.resources?.map((e) => Resource.fromPartial(e)) || [];
+    message.resourceTemplates = object.resourceTemplates?.map((e) => ResourceTemplate.fromPartial(e)) || [];
+    message.prompts = object.prompts?.map((e) => Prompt.fromPartial(e)) || [];
     return message;
   },
 };
 
 function createBaseCatalogChanges(): CatalogChanges {
-  return { upserted: [], removed: [] };
+  return {
+    upserted: [],
+    removed: [],
+    upsertedResources: [],
+    removedResources: [],
+    upsertedResourceTemplates: [],
+    removedResourceTemplates: [],
+    upsertedPrompts: [],
+    removedPrompts: [],
+  };
 }
 
 export const CatalogChanges: MessageFns<CatalogChanges> = {
@@ -2610,6 +2978,24 @@ export const CatalogChanges: MessageFns<CatalogChanges> = {
     }
     for (const v of message.removed) {
       writer.uint32(18).string(v!);
+    }
+    for (const v of message.upsertedResources) {
+      Resource.encode(v!, writer.uint32(162).fork()).join();
+    }
+    for (const v of message.removedResources) {
+      ResourceKey.encode(v!, writer.uint32(170).fork()).join();
+    }
+    for (const v of message.upsertedResourceTemplates) {
+      ResourceTemplate.encode(v!, writer.uint32(178).fork()).join();
+    }
+    for (const v of message.removedResourceTemplates) {
+      ResourceKey.encode(v!, writer.uint32(186).fork()).join();
+    }
+    for (const v of message.upsertedPrompts) {
+      Prompt.encode(v!, writer.uint32(194).fork()).join();
+    }
+    for (const v of message.removedPrompts) {
+      writer.uint32(202).string(v!);
     }
     return writer;
   },
@@ -2643,6 +3029,54 @@ export const CatalogChanges: MessageFns<CatalogChanges> = {
             message.removed.push(reader.string());
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.upsertedResources.push(Resource.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.removedResources.push(ResourceKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.upsertedResourceTemplates.push(ResourceTemplate.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.removedResourceTemplates.push(ResourceKey.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.upsertedPrompts.push(Prompt.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.removedPrompts.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2662,6 +3096,13 @@ export const CatalogChanges: MessageFns<CatalogChanges> = {
     const message = createBaseCatalogChanges();
     message.upserted = object.upserted?.map((e) => Tool.fromPartial(e)) || [];
     message.removed = object.removed?.map((e) => e) || [];
+    message.upsertedResources = object.upsertedResources?.map((e) => Resource.fromPartial(e)) || [];
+    message.removedResources = object.removedResources?.map((e) => ResourceKey.fromPartial(e)) || [];
+    message.upsertedResourceTemplates = object.upsertedResourceTemplates?.map((e) => ResourceTemplate.fromPartial(e)) ||
+      [];
+    message.removedResourceTemplates = object.removedResourceTemplates?.map((e) => ResourceKey.fromPartial(e)) || [];
+    message.upsertedPrompts = object.upsertedPrompts?.map((e) => Prompt.fromPartial(e)) || [];
+    message.removedPrompts = object.removedPrompts?.map((e) => e) || [];
     return message;
   },
 };
@@ -3290,6 +3731,1720 @@ export const ConfigStatus: MessageFns<ConfigStatus> = {
   },
 };
 
+function createBaseResource(): Resource {
+  return {
+    uri: "",
+    server: "",
+    name: "",
+    title: "",
+    description: "",
+    mimeType: "",
+    size: undefined,
+    annotations: undefined,
+    meta: undefined,
+  };
+}
+
+export const Resource: MessageFns<Resource> = {
+  encode(message: Resource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.uri !== "") {
+      writer.uint32(10).string(message.uri);
+    }
+    if (message.server !== "") {
+      writer.uint32(18).string(message.server);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.title !== "") {
+      writer.uint32(34).string(message.title);
+    }
+    if (message.description !== "") {
+      writer.uint32(42).string(message.description);
+    }
+    if (message.mimeType !== "") {
+      writer.uint32(50).string(message.mimeType);
+    }
+    if (message.size !== undefined) {
+      writer.uint32(56).int64(message.size);
+    }
+    if (message.annotations !== undefined) {
+      Annotations.encode(message.annotations, writer.uint32(66).fork()).join();
+    }
+    if (message.meta !== undefined) {
+      Struct.encode(Struct.wrap(message.meta), writer.uint32(74).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Resource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.mimeType = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.size = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.annotations = Annotations.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<Resource>): Resource {
+    return Resource.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Resource>): Resource {
+    const message = createBaseResource();
+    message.uri = object.uri ?? "";
+    message.server = object.server ?? "";
+    message.name = object.name ?? "";
+    message.title = object.title ?? "";
+    message.description = object.description ?? "";
+    message.mimeType = object.mimeType ?? "";
+    message.size = object.size ?? undefined;
+    message.annotations = (object.annotations !== undefined && object.annotations !== null)
+      ? Annotations.fromPartial(object.annotations)
+      : undefined;
+    message.meta = object.meta ?? undefined;
+    return message;
+  },
+};
+
+function createBaseResourceTemplate(): ResourceTemplate {
+  return {
+    uriTemplate: "",
+    server: "",
+    name: "",
+    title: "",
+    description: "",
+    mimeType: "",
+    annotations: undefined,
+    meta: undefined,
+  };
+}
+
+export const ResourceTemplate: MessageFns<ResourceTemplate> = {
+  encode(message: ResourceTemplate, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.uriTemplate !== "") {
+      writer.uint32(10).string(message.uriTemplate);
+    }
+    if (message.server !== "") {
+      writer.uint32(18).string(message.server);
+    }
+    if (message.name !== "") {
+      writer.uint32(26).string(message.name);
+    }
+    if (message.title !== "") {
+      writer.uint32(34).string(message.title);
+    }
+    if (message.description !== "") {
+      writer.uint32(42).string(message.description);
+    }
+    if (message.mimeType !== "") {
+      writer.uint32(50).string(message.mimeType);
+    }
+    if (message.annotations !== undefined) {
+      Annotations.encode(message.annotations, writer.uint32(58).fork()).join();
+    }
+    if (message.meta !== undefined) {
+      Struct.encode(Struct.wrap(message.meta), writer.uint32(66).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResourceTemplate {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResourceTemplate();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.uriTemplate = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.mimeType = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.annotations = Annotations.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ResourceTemplate>): ResourceTemplate {
+    return ResourceTemplate.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ResourceTemplate>): ResourceTemplate {
+    const message = createBaseResourceTemplate();
+    message.uriTemplate = object.uriTemplate ?? "";
+    message.server = object.server ?? "";
+    message.name = object.name ?? "";
+    message.title = object.title ?? "";
+    message.description = object.description ?? "";
+    message.mimeType = object.mimeType ?? "";
+    message.annotations = (object.annotations !== undefined && object.annotations !== null)
+      ? Annotations.fromPartial(object.annotations)
+      : undefined;
+    message.meta = object.meta ?? undefined;
+    return message;
+  },
+};
+
+function createBaseListResourcesRequest(): ListResourcesRequest {
+  return { pageSize: 0, pageToken: "", servers: [] };
+}
+
+export const ListResourcesRequest: MessageFns<ListResourcesRequest> = {
+  encode(message: ListResourcesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pageSize !== 0) {
+      writer.uint32(8).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(18).string(message.pageToken);
+    }
+    for (const v of message.servers) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListResourcesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListResourcesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.servers.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListResourcesRequest>): ListResourcesRequest {
+    return ListResourcesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListResourcesRequest>): ListResourcesRequest {
+    const message = createBaseListResourcesRequest();
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    message.servers = object.servers?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseListResourcesResponse(): ListResourcesResponse {
+  return { resources: [], nextPageToken: "", revision: "" };
+}
+
+export const ListResourcesResponse: MessageFns<ListResourcesResponse> = {
+  encode(message: ListResourcesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.resources) {
+      Resource.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    if (message.revision !== "") {
+      writer.uint32(26).string(message.revision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListResourcesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListResourcesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.resources.push(Resource.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.revision = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListResourcesResponse>): ListResourcesResponse {
+    return ListResourcesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListResourcesResponse>): ListResourcesResponse {
+    const message = createBaseListResourcesResponse();
+    message.resources = object.resources?.map((e) => Resource.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    message.revision = object.revision ?? "";
+    return message;
+  },
+};
+
+function createBaseListResourceTemplatesRequest(): ListResourceTemplatesRequest {
+  return { pageSize: 0, pageToken: "", servers: [] };
+}
+
+export const ListResourceTemplatesRequest: MessageFns<ListResourceTemplatesRequest> = {
+  encode(message: ListResourceTemplatesRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pageSize !== 0) {
+      writer.uint32(8).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(18).string(message.pageToken);
+    }
+    for (const v of message.servers) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListResourceTemplatesRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListResourceTemplatesRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.servers.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListResourceTemplatesRequest>): ListResourceTemplatesRequest {
+    return ListResourceTemplatesRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListResourceTemplatesRequest>): ListResourceTemplatesRequest {
+    const message = createBaseListResourceTemplatesRequest();
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    message.servers = object.servers?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseListResourceTemplatesResponse(): ListResourceTemplatesResponse {
+  return { resourceTemplates: [], nextPageToken: "", revision: "" };
+}
+
+export const ListResourceTemplatesResponse: MessageFns<ListResourceTemplatesResponse> = {
+  encode(message: ListResourceTemplatesResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.resourceTemplates) {
+      ResourceTemplate.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    if (message.revision !== "") {
+      writer.uint32(26).string(message.revision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListResourceTemplatesResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListResourceTemplatesResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.resourceTemplates.push(ResourceTemplate.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.revision = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListResourceTemplatesResponse>): ListResourceTemplatesResponse {
+    return ListResourceTemplatesResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListResourceTemplatesResponse>): ListResourceTemplatesResponse {
+    const message = createBaseListResourceTemplatesResponse();
+    message.resourceTemplates = object.resourceTemplates?.map((e) => ResourceTemplate.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    message.revision = object.revision ?? "";
+    return message;
+  },
+};
+
+function createBaseReadResourceRequest(): ReadResourceRequest {
+  return { server: "", uri: "" };
+}
+
+export const ReadResourceRequest: MessageFns<ReadResourceRequest> = {
+  encode(message: ReadResourceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    if (message.uri !== "") {
+      writer.uint32(18).string(message.uri);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadResourceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadResourceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ReadResourceRequest>): ReadResourceRequest {
+    return ReadResourceRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReadResourceRequest>): ReadResourceRequest {
+    const message = createBaseReadResourceRequest();
+    message.server = object.server ?? "";
+    message.uri = object.uri ?? "";
+    return message;
+  },
+};
+
+function createBaseReadResourceResponse(): ReadResourceResponse {
+  return { contents: [], server: "", meta: undefined };
+}
+
+export const ReadResourceResponse: MessageFns<ReadResourceResponse> = {
+  encode(message: ReadResourceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.contents) {
+      ResourceContents.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.server !== "") {
+      writer.uint32(18).string(message.server);
+    }
+    if (message.meta !== undefined) {
+      Struct.encode(Struct.wrap(message.meta), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReadResourceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReadResourceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.contents.push(ResourceContents.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ReadResourceResponse>): ReadResourceResponse {
+    return ReadResourceResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ReadResourceResponse>): ReadResourceResponse {
+    const message = createBaseReadResourceResponse();
+    message.contents = object.contents?.map((e) => ResourceContents.fromPartial(e)) || [];
+    message.server = object.server ?? "";
+    message.meta = object.meta ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSubscribeResourceRequest(): SubscribeResourceRequest {
+  return { server: "", uri: "", resumeToken: "" };
+}
+
+export const SubscribeResourceRequest: MessageFns<SubscribeResourceRequest> = {
+  encode(message: SubscribeResourceRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    if (message.uri !== "") {
+      writer.uint32(18).string(message.uri);
+    }
+    if (message.resumeToken !== "") {
+      writer.uint32(26).string(message.resumeToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubscribeResourceRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubscribeResourceRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resumeToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<SubscribeResourceRequest>): SubscribeResourceRequest {
+    return SubscribeResourceRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SubscribeResourceRequest>): SubscribeResourceRequest {
+    const message = createBaseSubscribeResourceRequest();
+    message.server = object.server ?? "";
+    message.uri = object.uri ?? "";
+    message.resumeToken = object.resumeToken ?? "";
+    return message;
+  },
+};
+
+function createBaseSubscribeResourceResponse(): SubscribeResourceResponse {
+  return { version: "", event: undefined };
+}
+
+export const SubscribeResourceResponse: MessageFns<SubscribeResourceResponse> = {
+  encode(message: SubscribeResourceResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.version !== "") {
+      writer.uint32(10).string(message.version);
+    }
+    switch (message.event?.$case) {
+      case "contents":
+        ReadResourceResponse.encode(message.event.contents, writer.uint32(18).fork()).join();
+        break;
+      case "unchanged":
+        ResourceUnchanged.encode(message.event.unchanged, writer.uint32(26).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SubscribeResourceResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSubscribeResourceResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.version = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.event = { $case: "contents", contents: ReadResourceResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.event = { $case: "unchanged", unchanged: ResourceUnchanged.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<SubscribeResourceResponse>): SubscribeResourceResponse {
+    return SubscribeResourceResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SubscribeResourceResponse>): SubscribeResourceResponse {
+    const message = createBaseSubscribeResourceResponse();
+    message.version = object.version ?? "";
+    switch (object.event?.$case) {
+      case "contents": {
+        if (object.event?.contents !== undefined && object.event?.contents !== null) {
+          message.event = { $case: "contents", contents: ReadResourceResponse.fromPartial(object.event.contents) };
+        }
+        break;
+      }
+      case "unchanged": {
+        if (object.event?.unchanged !== undefined && object.event?.unchanged !== null) {
+          message.event = { $case: "unchanged", unchanged: ResourceUnchanged.fromPartial(object.event.unchanged) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseResourceUnchanged(): ResourceUnchanged {
+  return {};
+}
+
+export const ResourceUnchanged: MessageFns<ResourceUnchanged> = {
+  encode(_: ResourceUnchanged, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResourceUnchanged {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResourceUnchanged();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ResourceUnchanged>): ResourceUnchanged {
+    return ResourceUnchanged.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<ResourceUnchanged>): ResourceUnchanged {
+    const message = createBaseResourceUnchanged();
+    return message;
+  },
+};
+
+function createBasePrompt(): Prompt {
+  return { name: "", server: "", originalName: "", title: "", description: "", arguments: [], meta: undefined };
+}
+
+export const Prompt: MessageFns<Prompt> = {
+  encode(message: Prompt, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.server !== "") {
+      writer.uint32(18).string(message.server);
+    }
+    if (message.originalName !== "") {
+      writer.uint32(26).string(message.originalName);
+    }
+    if (message.title !== "") {
+      writer.uint32(34).string(message.title);
+    }
+    if (message.description !== "") {
+      writer.uint32(42).string(message.description);
+    }
+    for (const v of message.arguments) {
+      PromptArgument.encode(v!, writer.uint32(50).fork()).join();
+    }
+    if (message.meta !== undefined) {
+      Struct.encode(Struct.wrap(message.meta), writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Prompt {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePrompt();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.originalName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.arguments.push(PromptArgument.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<Prompt>): Prompt {
+    return Prompt.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Prompt>): Prompt {
+    const message = createBasePrompt();
+    message.name = object.name ?? "";
+    message.server = object.server ?? "";
+    message.originalName = object.originalName ?? "";
+    message.title = object.title ?? "";
+    message.description = object.description ?? "";
+    message.arguments = object.arguments?.map((e) => PromptArgument.fromPartial(e)) || [];
+    message.meta = object.meta ?? undefined;
+    return message;
+  },
+};
+
+function createBasePromptArgument(): PromptArgument {
+  return { name: "", title: "", description: "", required: false };
+}
+
+export const PromptArgument: MessageFns<PromptArgument> = {
+  encode(message: PromptArgument, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.title !== "") {
+      writer.uint32(18).string(message.title);
+    }
+    if (message.description !== "") {
+      writer.uint32(26).string(message.description);
+    }
+    if (message.required !== false) {
+      writer.uint32(32).bool(message.required);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PromptArgument {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePromptArgument();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.title = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.required = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<PromptArgument>): PromptArgument {
+    return PromptArgument.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PromptArgument>): PromptArgument {
+    const message = createBasePromptArgument();
+    message.name = object.name ?? "";
+    message.title = object.title ?? "";
+    message.description = object.description ?? "";
+    message.required = object.required ?? false;
+    return message;
+  },
+};
+
+function createBaseListPromptsRequest(): ListPromptsRequest {
+  return { pageSize: 0, pageToken: "" };
+}
+
+export const ListPromptsRequest: MessageFns<ListPromptsRequest> = {
+  encode(message: ListPromptsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pageSize !== 0) {
+      writer.uint32(8).int32(message.pageSize);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(18).string(message.pageToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPromptsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPromptsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.pageSize = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListPromptsRequest>): ListPromptsRequest {
+    return ListPromptsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListPromptsRequest>): ListPromptsRequest {
+    const message = createBaseListPromptsRequest();
+    message.pageSize = object.pageSize ?? 0;
+    message.pageToken = object.pageToken ?? "";
+    return message;
+  },
+};
+
+function createBaseListPromptsResponse(): ListPromptsResponse {
+  return { prompts: [], nextPageToken: "", revision: "" };
+}
+
+export const ListPromptsResponse: MessageFns<ListPromptsResponse> = {
+  encode(message: ListPromptsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.prompts) {
+      Prompt.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(18).string(message.nextPageToken);
+    }
+    if (message.revision !== "") {
+      writer.uint32(26).string(message.revision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListPromptsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListPromptsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.prompts.push(Prompt.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.revision = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListPromptsResponse>): ListPromptsResponse {
+    return ListPromptsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListPromptsResponse>): ListPromptsResponse {
+    const message = createBaseListPromptsResponse();
+    message.prompts = object.prompts?.map((e) => Prompt.fromPartial(e)) || [];
+    message.nextPageToken = object.nextPageToken ?? "";
+    message.revision = object.revision ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPromptRequest(): GetPromptRequest {
+  return { name: "", arguments: {} };
+}
+
+export const GetPromptRequest: MessageFns<GetPromptRequest> = {
+  encode(message: GetPromptRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    globalThis.Object.entries(message.arguments).forEach(([key, value]: [string, string]) => {
+      GetPromptRequest_ArgumentsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPromptRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPromptRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = GetPromptRequest_ArgumentsEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.arguments[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<GetPromptRequest>): GetPromptRequest {
+    return GetPromptRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPromptRequest>): GetPromptRequest {
+    const message = createBaseGetPromptRequest();
+    message.name = object.name ?? "";
+    message.arguments = (globalThis.Object.entries(object.arguments ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseGetPromptRequest_ArgumentsEntry(): GetPromptRequest_ArgumentsEntry {
+  return { key: "", value: "" };
+}
+
+export const GetPromptRequest_ArgumentsEntry: MessageFns<GetPromptRequest_ArgumentsEntry> = {
+  encode(message: GetPromptRequest_ArgumentsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPromptRequest_ArgumentsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPromptRequest_ArgumentsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<GetPromptRequest_ArgumentsEntry>): GetPromptRequest_ArgumentsEntry {
+    return GetPromptRequest_ArgumentsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPromptRequest_ArgumentsEntry>): GetPromptRequest_ArgumentsEntry {
+    const message = createBaseGetPromptRequest_ArgumentsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseGetPromptResponse(): GetPromptResponse {
+  return { description: "", messages: [], meta: undefined };
+}
+
+export const GetPromptResponse: MessageFns<GetPromptResponse> = {
+  encode(message: GetPromptResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.description !== "") {
+      writer.uint32(10).string(message.description);
+    }
+    for (const v of message.messages) {
+      PromptMessage.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.meta !== undefined) {
+      Struct.encode(Struct.wrap(message.meta), writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPromptResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPromptResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.messages.push(PromptMessage.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<GetPromptResponse>): GetPromptResponse {
+    return GetPromptResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetPromptResponse>): GetPromptResponse {
+    const message = createBaseGetPromptResponse();
+    message.description = object.description ?? "";
+    message.messages = object.messages?.map((e) => PromptMessage.fromPartial(e)) || [];
+    message.meta = object.meta ?? undefined;
+    return message;
+  },
+};
+
+function createBasePromptMessage(): PromptMessage {
+  return { role: "", content: undefined };
+}
+
+export const PromptMessage: MessageFns<PromptMessage> = {
+  encode(message: PromptMessage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.role !== "") {
+      writer.uint32(10).string(message.role);
+    }
+    if (message.content !== undefined) {
+      Content.encode(message.content, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PromptMessage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePromptMessage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.content = Content.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<PromptMessage>): PromptMessage {
+    return PromptMessage.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<PromptMessage>): PromptMessage {
+    const message = createBasePromptMessage();
+    message.role = object.role ?? "";
+    message.content = (object.content !== undefined && object.content !== null)
+      ? Content.fromPartial(object.content)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseResourceKey(): ResourceKey {
+  return { server: "", uri: "" };
+}
+
+export const ResourceKey: MessageFns<ResourceKey> = {
+  encode(message: ResourceKey, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    if (message.uri !== "") {
+      writer.uint32(18).string(message.uri);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResourceKey {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResourceKey();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ResourceKey>): ResourceKey {
+    return ResourceKey.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ResourceKey>): ResourceKey {
+    const message = createBaseResourceKey();
+    message.server = object.server ?? "";
+    message.uri = object.uri ?? "";
+    return message;
+  },
+};
+
 /**
  * ToolService lists, calls and watches the merged, namespaced tool catalog of
  * every configured upstream MCP server.
@@ -3409,6 +5564,83 @@ export const ToolServiceService = {
     responseSerialize: (value: ListServersResponse): Buffer => Buffer.from(ListServersResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ListServersResponse => ListServersResponse.decode(value),
   },
+  /**
+   * ListResources returns one page of the resources every upstream lists,
+   * sorted by server, then URI.
+   */
+  listResources: {
+    path: "/toolsvc.v1.ToolService/ListResources" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListResourcesRequest): Buffer => Buffer.from(ListResourcesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListResourcesRequest => ListResourcesRequest.decode(value),
+    responseSerialize: (value: ListResourcesResponse): Buffer =>
+      Buffer.from(ListResourcesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListResourcesResponse => ListResourcesResponse.decode(value),
+  },
+  /**
+   * ListResourceTemplates returns one page of the upstreams' resource
+   * templates, sorted by server, then URI template.
+   */
+  listResourceTemplates: {
+    path: "/toolsvc.v1.ToolService/ListResourceTemplates" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListResourceTemplatesRequest): Buffer =>
+      Buffer.from(ListResourceTemplatesRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListResourceTemplatesRequest => ListResourceTemplatesRequest.decode(value),
+    responseSerialize: (value: ListResourceTemplatesResponse): Buffer =>
+      Buffer.from(ListResourceTemplatesResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListResourceTemplatesResponse => ListResourceTemplatesResponse.decode(value),
+  },
+  /** ReadResource reads a resource from its upstream, contents byte for byte. */
+  readResource: {
+    path: "/toolsvc.v1.ToolService/ReadResource" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ReadResourceRequest): Buffer => Buffer.from(ReadResourceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ReadResourceRequest => ReadResourceRequest.decode(value),
+    responseSerialize: (value: ReadResourceResponse): Buffer =>
+      Buffer.from(ReadResourceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ReadResourceResponse => ReadResourceResponse.decode(value),
+  },
+  /**
+   * SubscribeResource streams a resource: its current contents first, then
+   * the re-read contents after every resources/updated from the upstream.
+   * The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+   * upstream's session goes away; call again with resume_token to resume.
+   */
+  subscribeResource: {
+    path: "/toolsvc.v1.ToolService/SubscribeResource" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: SubscribeResourceRequest): Buffer =>
+      Buffer.from(SubscribeResourceRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SubscribeResourceRequest => SubscribeResourceRequest.decode(value),
+    responseSerialize: (value: SubscribeResourceResponse): Buffer =>
+      Buffer.from(SubscribeResourceResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SubscribeResourceResponse => SubscribeResourceResponse.decode(value),
+  },
+  /** ListPrompts returns one page of the merged prompts, sorted by name. */
+  listPrompts: {
+    path: "/toolsvc.v1.ToolService/ListPrompts" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListPromptsRequest): Buffer => Buffer.from(ListPromptsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListPromptsRequest => ListPromptsRequest.decode(value),
+    responseSerialize: (value: ListPromptsResponse): Buffer => Buffer.from(ListPromptsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListPromptsResponse => ListPromptsResponse.decode(value),
+  },
+  /** GetPrompt renders a prompt with its arguments on its upstream. */
+  getPrompt: {
+    path: "/toolsvc.v1.ToolService/GetPrompt" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPromptRequest): Buffer => Buffer.from(GetPromptRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPromptRequest => GetPromptRequest.decode(value),
+    responseSerialize: (value: GetPromptResponse): Buffer => Buffer.from(GetPromptResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetPromptResponse => GetPromptResponse.decode(value),
+  },
 } as const;
 
 export interface ToolServiceServer extends UntypedServiceImplementation {
@@ -3436,6 +5668,29 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
   watchCatalog: handleServerStreamingCall<WatchCatalogRequest, WatchCatalogResponse>;
   /** ListServers reports every configured upstream and its state. */
   listServers: handleUnaryCall<ListServersRequest, ListServersResponse>;
+  /**
+   * ListResources returns one page of the resources every upstream lists,
+   * sorted by server, then URI.
+   */
+  listResources: handleUnaryCall<ListResourcesRequest, ListResourcesResponse>;
+  /**
+   * ListResourceTemplates returns one page of the upstreams' resource
+   * templates, sorted by server, then URI template.
+   */
+  listResourceTemplates: handleUnaryCall<ListResourceTemplatesRequest, ListResourceTemplatesResponse>;
+  /** ReadResource reads a resource from its upstream, contents byte for byte. */
+  readResource: handleUnaryCall<ReadResourceRequest, ReadResourceResponse>;
+  /**
+   * SubscribeResource streams a resource: its current contents first, then
+   * the re-read contents after every resources/updated from the upstream.
+   * The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+   * upstream's session goes away; call again with resume_token to resume.
+   */
+  subscribeResource: handleServerStreamingCall<SubscribeResourceRequest, SubscribeResourceResponse>;
+  /** ListPrompts returns one page of the merged prompts, sorted by name. */
+  listPrompts: handleUnaryCall<ListPromptsRequest, ListPromptsResponse>;
+  /** GetPrompt renders a prompt with its arguments on its upstream. */
+  getPrompt: handleUnaryCall<GetPromptRequest, GetPromptResponse>;
 }
 
 export interface ToolServiceClient extends Client {
@@ -3520,6 +5775,107 @@ export interface ToolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListServersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ListResources returns one page of the resources every upstream lists,
+   * sorted by server, then URI.
+   */
+  listResources(
+    request: ListResourcesRequest,
+    callback: (error: ServiceError | null, response: ListResourcesResponse) => void,
+  ): ClientUnaryCall;
+  listResources(
+    request: ListResourcesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListResourcesResponse) => void,
+  ): ClientUnaryCall;
+  listResources(
+    request: ListResourcesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListResourcesResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ListResourceTemplates returns one page of the upstreams' resource
+   * templates, sorted by server, then URI template.
+   */
+  listResourceTemplates(
+    request: ListResourceTemplatesRequest,
+    callback: (error: ServiceError | null, response: ListResourceTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  listResourceTemplates(
+    request: ListResourceTemplatesRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListResourceTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  listResourceTemplates(
+    request: ListResourceTemplatesRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListResourceTemplatesResponse) => void,
+  ): ClientUnaryCall;
+  /** ReadResource reads a resource from its upstream, contents byte for byte. */
+  readResource(
+    request: ReadResourceRequest,
+    callback: (error: ServiceError | null, response: ReadResourceResponse) => void,
+  ): ClientUnaryCall;
+  readResource(
+    request: ReadResourceRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ReadResourceResponse) => void,
+  ): ClientUnaryCall;
+  readResource(
+    request: ReadResourceRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ReadResourceResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * SubscribeResource streams a resource: its current contents first, then
+   * the re-read contents after every resources/updated from the upstream.
+   * The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
+   * upstream's session goes away; call again with resume_token to resume.
+   */
+  subscribeResource(
+    request: SubscribeResourceRequest,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<SubscribeResourceResponse>;
+  subscribeResource(
+    request: SubscribeResourceRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<SubscribeResourceResponse>;
+  /** ListPrompts returns one page of the merged prompts, sorted by name. */
+  listPrompts(
+    request: ListPromptsRequest,
+    callback: (error: ServiceError | null, response: ListPromptsResponse) => void,
+  ): ClientUnaryCall;
+  listPrompts(
+    request: ListPromptsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListPromptsResponse) => void,
+  ): ClientUnaryCall;
+  listPrompts(
+    request: ListPromptsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListPromptsResponse) => void,
+  ): ClientUnaryCall;
+  /** GetPrompt renders a prompt with its arguments on its upstream. */
+  getPrompt(
+    request: GetPromptRequest,
+    callback: (error: ServiceError | null, response: GetPromptResponse) => void,
+  ): ClientUnaryCall;
+  getPrompt(
+    request: GetPromptRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetPromptResponse) => void,
+  ): ClientUnaryCall;
+  getPrompt(
+    request: GetPromptRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetPromptResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,385 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	// ErrResourceNotFound: the upstream does not have that resource (it
+	// answered resources/read with "resource not found": -32002, or
+	// InvalidParams, which go-sdk and the TypeScript SDK use for it), or no
+	// upstream lists it or has a template matching it.
+	ErrResourceNotFound = errors.New("resource not found")
+	// ErrPromptNotFound: no prompt with that exposed name.
+	ErrPromptNotFound = errors.New("prompt not found")
+)
+
+// AmbiguousResourceError: ReadResource without a server, and more than one
+// upstream lists the URI or has a template matching it.
+type AmbiguousResourceError struct {
+	URI        string
+	Candidates []string
+}
+
+func (e *AmbiguousResourceError) Error() string {
+	return fmt.Sprintf("resource %q is offered by several servers (%s): name one in server", trimURI(e.URI), strings.Join(e.Candidates, ", "))
+}
+
+// ResolveResourceServer picks the server of a resource: server itself when
+// set (it must be configured; the URI need not be listed: resource_links
+// and template URIs are read as given), else the one upstream that lists
+// the URI or has a template matching it.
+func (b *Bridge) ResolveResourceServer(server, uri string) (string, error) {
+	if b.ctx.Err() != nil {
+		return "", ErrClosed
+	}
+	if server != "" {
+		if _, err := b.upstream(server); err != nil {
+			return "", err
+		}
+		return server, nil
+	}
+	cands := b.resources.Current().ServersFor(uri)
+	switch len(cands) {
+	case 1:
+		return cands[0], nil
+	case 0:
+		select {
+		case <-b.ready:
+		default:
+			return "", &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
+		}
+		return "", fmt.Errorf("%w: no server lists %q or has a template matching it", ErrResourceNotFound, trimURI(uri))
+	}
+	return "", &AmbiguousResourceError{URI: uri, Candidates: cands}
+}
+
+// Discovered is nil once the first discovery round finished: a name or URI
+// missing from the catalogs is then really missing. Before, it is an
+// *UnavailableError (ReasonStarting); after Close, ErrClosed.
+func (b *Bridge) Discovered() error {
+	if b.ctx.Err() != nil {
+		return ErrClosed
+	}
+	select {
+	case <-b.ready:
+		return nil
+	default:
+		return &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
+	}
+}
+
+// ResolvePrompt looks an exposed prompt name up in the current snapshot.
+func (b *Bridge) ResolvePrompt(name string) (*Prompt, error) {
+	if b.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	p, ok := b.resources.Current().LookupPrompt(name)
+	if !ok {
+		select {
+		case <-b.ready:
+		default:
+			return nil, &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
+		}
+		return nil, fmt.Errorf("%w: %q", ErrPromptNotFound, name)
+	}
+	return p, nil
+}
+
+// request runs one request on the server's current session under the same
+// limits as a tool call (maxConcurrentCalls, callTimeout when ctx has no
+// deadline; the session's death ends it at once) and maps its errors like
+// Call's: *UnavailableError, ErrOverloaded, *UpstreamError, a context
+// error. Reads and prompts do not count towards the circuit breaker (only
+// tool calls and probes do), but an open breaker fails them fast too.
+func (b *Bridge) request(ctx context.Context, server, method string, do func(ctx context.Context, s *session) error) error {
+	if b.ctx.Err() != nil {
+		return ErrClosed
+	}
+	u, err := b.upstream(server)
+	if err != nil {
+		return err
+	}
+	if _, has := ctx.Deadline(); !has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)
+		defer cancel()
+	}
+	u.mu.Lock()
+	open := u.breaker.state(time.Now()) == BreakerOpen
+	retry := time.Until(u.breaker.until)
+	u.mu.Unlock()
+	if open && retry > 0 {
+		return &UnavailableError{Server: server, Reason: ReasonCircuitOpen, RetryAfter: retry}
+	}
+	release, err := u.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	s := u.sess.Load()
+	if s == nil || s.isDead() {
+		return &UnavailableError{Server: server, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
+	}
+	u.inflight.Add(1)
+	defer u.inflight.Add(-1)
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.deadCtx, cancel)
+	defer stop()
+	err = do(rctx, s)
+	if err == nil {
+		return nil
+	}
+	var werr *jsonrpc.Error
+	switch {
+	case s.isDead() || isSessionDead(err):
+		s.markDead(err)
+		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
+		return &UpstreamError{Server: server, Code: werr.Code, Message: u.redact(werr.Message)}
+	case lostWithoutAnswer(err):
+		s.requestProbe()
+		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
+	}
+	u.log.Warn(method+" failed", "error", u.redact(err.Error()))
+	return fmt.Errorf("%s on server %q failed", method, server)
+}
+
+// principalMeta is the request _meta naming the caller, when the server's
+// ForwardPrincipal is set (as for tools/call: identity.go), else nil.
+func (s *session) principalMeta(principal string) mcp.Meta {
+	if !s.u.cfg.ForwardPrincipal || principal == "" {
+		return nil
+	}
+	return mcp.Meta{PrincipalMetaKey: map[string]any{"name": principal}}
+}
+
+// ReadResource reads uri from server (see ResolveResourceServer for an
+// empty server) on behalf of principal (forwarded as for tools/call). An
+// upstream "not found" answer is ErrResourceNotFound.
+func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string) (*mcp.ReadResourceResult, string, error) {
+	server, err := b.ResolveResourceServer(server, uri)
+	if err != nil {
+		return nil, "", err
+	}
+	var res *mcp.ReadResourceResult
+	err = b.request(ctx, server, "resources/read", func(ctx context.Context, s *session) error {
+		var err error
+		res, err = s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: s.principalMeta(principal)})
+		return err
+	})
+	var uerr *UpstreamError
+	if errors.As(err, &uerr) && (uerr.Code == -32002 || uerr.Code == jsonrpc.CodeInvalidParams) {
+		return nil, server, fmt.Errorf("%w: server %q has no resource %q (%s)", ErrResourceNotFound, server, trimURI(uri), uerr.Message)
+	}
+	return res, server, err
+}
+
+// MissingArgumentsError: GetPrompt without a required argument.
+type MissingArgumentsError struct {
+	Prompt  string
+	Missing []string
+}
+
+func (e *MissingArgumentsError) Error() string {
+	return fmt.Sprintf("prompt %q requires argument(s) %s", e.Prompt, strings.Join(e.Missing, ", "))
+}
+
+// GetPrompt renders the prompt p (from ResolvePrompt) with args on behalf
+// of principal (forwarded as for tools/call). Required arguments are
+// checked first (*MissingArgumentsError; nothing is sent).
+func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]string, principal string) (*mcp.GetPromptResult, error) {
+	var missing []string
+	for _, a := range p.P.Arguments {
+		if a != nil && a.Required {
+			if _, ok := args[a.Name]; !ok {
+				missing = append(missing, a.Name)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &MissingArgumentsError{Prompt: p.Name, Missing: missing}
+	}
+	var res *mcp.GetPromptResult
+	err := b.request(ctx, p.Server, "prompts/get", func(ctx context.Context, s *session) error {
+		var err error
+		res, err = s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.P.Name, Arguments: args, Meta: s.principalMeta(principal)})
+		return err
+	})
+	return res, err
+}
+
+// resourceSubs are one session's resource subscriptions: per URI, the
+// subscribers' signals. The upstream is subscribed once per URI and
+// unsubscribed when the last subscriber leaves.
+type resourceSubs struct {
+	mu   sync.Mutex
+	uris map[string]*uriSub
+}
+
+// uriSub is the upstream subscription to one URI on one session.
+type uriSub struct {
+	chans map[chan struct{}]struct{}
+	// ready is closed once the upstream answered the subscription (err
+	// says how); subscribers that join meanwhile wait for it and share the
+	// outcome.
+	ready chan struct{}
+	err   error
+}
+
+// leaveURI removes one subscriber of uri; it reports whether it was the
+// last of a subscription the upstream accepted (which should then be
+// unsubscribed). A failed subscription's entry goes with its last
+// subscriber, so the next one subscribes afresh.
+func (s *session) leaveURI(uri string, ch chan struct{}) bool {
+	s.rsubs.mu.Lock()
+	defer s.rsubs.mu.Unlock()
+	e := s.rsubs.uris[uri]
+	if e == nil {
+		return false
+	}
+	delete(e.chans, ch)
+	if len(e.chans) > 0 {
+		return false
+	}
+	delete(s.rsubs.uris, uri)
+	select {
+	case <-e.ready:
+		return e.err == nil
+	default:
+		return false // the first subscriber is still subscribing; it cleans up
+	}
+}
+
+// onResourceUpdated is the resources/updated handler: a non-blocking signal
+// to each subscriber of the URI (like markDirty, it never blocks).
+func (s *session) onResourceUpdated(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+	if req.Params == nil {
+		return
+	}
+	s.rsubs.mu.Lock()
+	defer s.rsubs.mu.Unlock()
+	e := s.rsubs.uris[req.Params.URI]
+	if e == nil {
+		return
+	}
+	for ch := range e.chans {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// ErrSubscriptionsUnsupported: the upstream does not declare
+// resources.subscribe.
+var ErrSubscriptionsUnsupported = errors.New("the upstream does not support resource subscriptions")
+
+// ResourceSubscription is one subscriber's view of an upstream resource
+// subscription on one session.
+type ResourceSubscription struct {
+	// Updated is signalled (capacity 1: updates collapse) on every
+	// resources/updated for the URI.
+	Updated <-chan struct{}
+	// Done is closed when the session goes away; Err then says why.
+	Done <-chan struct{}
+	// Server is the server subscribed to.
+	Server string
+
+	s     *session
+	uri   string
+	ch    chan struct{}
+	close sync.Once
+}
+
+// Err is the reason the subscription ended (an *UnavailableError once the
+// session is gone).
+func (r *ResourceSubscription) Err() error {
+	return &UnavailableError{Server: r.Server, Reason: ReasonSessionLost, RetryAfter: r.s.u.nextConnectIn()}
+}
+
+// Close ends the subscription; the last subscriber of a URI unsubscribes
+// the upstream (best effort, bounded).
+func (r *ResourceSubscription) Close() {
+	r.close.Do(func() {
+		s := r.s
+		if !s.leaveURI(r.uri, r.ch) {
+			return
+		}
+		if !s.isDead() && s.ctx.Err() == nil {
+			ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+			_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: r.uri})
+			cancel()
+		}
+	})
+}
+
+// SubscribeResource subscribes to uri on server's current session (see
+// ResolveResourceServer for an empty server). The caller reads the
+// contents itself (ReadResource) after subscribing and on every Updated
+// signal, and must Close the subscription.
+func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*ResourceSubscription, error) {
+	server, err := b.ResolveResourceServer(server, uri)
+	if err != nil {
+		return nil, err
+	}
+	u, err := b.upstream(server)
+	if err != nil {
+		return nil, err
+	}
+	if s := u.sess.Load(); s != nil && !s.isDead() {
+		if _, can, _ := s.caps(); !can {
+			return nil, fmt.Errorf("%w (server %q)", ErrSubscriptionsUnsupported, server)
+		}
+	}
+	var sub *ResourceSubscription
+	err = b.request(ctx, server, "resources/subscribe", func(ctx context.Context, s *session) error {
+		ch := make(chan struct{}, 1)
+		s.rsubs.mu.Lock()
+		if s.rsubs.uris == nil {
+			s.rsubs.uris = map[string]*uriSub{}
+		}
+		e := s.rsubs.uris[uri]
+		first := e == nil
+		if first {
+			e = &uriSub{chans: map[chan struct{}]struct{}{}, ready: make(chan struct{})}
+			s.rsubs.uris[uri] = e
+		}
+		e.chans[ch] = struct{}{}
+		s.rsubs.mu.Unlock()
+		if first {
+			e.err = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			close(e.ready)
+		} else {
+			select {
+			case <-e.ready:
+			case <-ctx.Done():
+				s.leaveURI(uri, ch)
+				return ctx.Err()
+			}
+		}
+		if e.err != nil {
+			s.leaveURI(uri, ch)
+			return e.err
+		}
+		sub = &ResourceSubscription{Updated: ch, Done: s.deadCtx.Done(), Server: server, s: s, uri: uri, ch: ch}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Teardown marks the session dead, so Done also closes when the server
+	// is removed or the bridge closes.
+	return sub, nil
+}

@@ -1,0 +1,195 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func signalled(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestResourceCatalogRevisions(t *testing.T) {
+	c := NewResourceCatalog()
+	ch, stop := c.Subscribe()
+	defer stop()
+	empty := c.Current().Revision
+
+	// A tools-only upstream (nothing to list) publishes nothing and
+	// signals nobody (predecessor case 42, second half).
+	c.setServer("a", "a", nil, nil, nil, [3]bool{})
+	if signalled(ch) || c.Current().Revision != empty {
+		t.Fatal("a tools-only server changed the resource catalog")
+	}
+
+	res := []*mcp.Resource{{URI: "x://2", Name: "two"}, {URI: "x://1", Name: "one"}}
+	prompts := []*mcp.Prompt{{Name: "p q", Arguments: []*mcp.PromptArgument{{Name: "n", Required: true}}}}
+	c.setServer("a", "a", res, nil, prompts, [3]bool{})
+	if !signalled(ch) {
+		t.Fatal("no signal for a change")
+	}
+	rev := c.Current().Revision
+	if rev == empty || c.Current().Resources[0].R.URI != "x://1" {
+		t.Fatalf("snapshot %+v", c.Current())
+	}
+	if p, ok := c.Current().LookupPrompt("a__p_q"); !ok || p.P.Name != "p q" {
+		t.Fatalf("prompt names: %+v", c.Current().Prompts)
+	}
+	// The same content again: same revision, no signal.
+	c.setServer("a", "a", []*mcp.Resource{res[1], res[0]}, nil, prompts, [3]bool{})
+	if signalled(ch) || c.Current().Revision != rev {
+		t.Fatal("re-listing the same content made a new revision")
+	}
+	// Content-derived: another catalog (another replica) agrees.
+	c2 := NewResourceCatalog()
+	c2.setServer("a", "a", []*mcp.Resource{res[1], res[0]}, nil, prompts, [3]bool{})
+	if c2.Current().Revision != rev {
+		t.Fatalf("replicas disagree: %s vs %s", c2.Current().Revision, rev)
+	}
+	// A failed list keeps the previous one of that kind.
+	c.setServer("a", "a", nil, nil, nil, [3]bool{true, false, true})
+	if len(c.Current().Resources) != 2 || len(c.Current().Prompts) != 1 || c.Current().Revision != rev {
+		t.Fatal("keep flags lost the previous lists")
+	}
+	// Capability lost (case 42): everything goes, in a new revision.
+	c.setServer("a", "a", nil, nil, nil, [3]bool{})
+	if !signalled(ch) || c.Current().Revision != empty {
+		t.Fatal("losing the capability did not empty the catalog")
+	}
+	if _, ok := c.Snapshot(rev); !ok {
+		t.Fatal("a recent revision is not retained for page tokens")
+	}
+}
+
+func TestResourceServerInference(t *testing.T) {
+	c := NewResourceCatalog()
+	c.setServer("a", "a", []*mcp.Resource{{URI: "x://same"}}, []*mcp.ResourceTemplate{{URITemplate: "file:///{path}"}}, nil, [3]bool{})
+	c.setServer("b", "b", []*mcp.Resource{{URI: "x://same"}}, []*mcp.ResourceTemplate{{URITemplate: "b://items/{id}"}}, nil, [3]bool{})
+	s := c.Current()
+	for uri, want := range map[string]string{"x://same": "a,b", "file:///etc": "a", "b://items/7": "b", "c://no": ""} {
+		got := ""
+		for i, n := range s.ServersFor(uri) {
+			if i > 0 {
+				got += ","
+			}
+			got += n
+		}
+		if got != want {
+			t.Errorf("ServersFor(%q) = %q, want %q", uri, got, want)
+		}
+	}
+}
+
+func TestRewriteListenKinds(t *testing.T) {
+	for uri, want := range map[string]string{
+		"toolsvc-listen:1":     `{"toolsListChanged":true}`,
+		"toolsvc-listen:2/t":   `{"toolsListChanged":true}`,
+		"toolsvc-listen:3/trp": `{"promptsListChanged":true,"resourcesListChanged":true,"toolsListChanged":true}`,
+	} {
+		in, _ := json.Marshal(map[string]any{"notifications": map[string]any{"resourceSubscriptions": []string{uri}}})
+		out, ok := rewriteListen(in)
+		if !ok {
+			t.Fatalf("%s: not rewritten", uri)
+		}
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatal(err)
+		}
+		if string(p["notifications"]) != want {
+			t.Errorf("%s: notifications = %s, want %s", uri, p["notifications"], want)
+		}
+	}
+	if _, ok := rewriteListen(json.RawMessage(`{"notifications":{"resourceSubscriptions":["file:///x"]}}`)); ok {
+		t.Error("a real resource subscription was rewritten")
+	}
+}
+
+func TestListensForListChanged(t *testing.T) {
+	for params, want := range map[string]bool{
+		`{"notifications":{"toolsListChanged":true}}`:                                           true,
+		`{"notifications":{"promptsListChanged":true}}`:                                         true,
+		`{"notifications":{"resourceSubscriptions":["py://note"]}}`:                             false,
+		`{"_meta":{},"notifications":{"resourceSubscriptions":["x"],"toolsListChanged":false}}`: false,
+		`not json`: true,
+	} {
+		if got := listensForListChanged(json.RawMessage(params)); got != want {
+			t.Errorf("listensForListChanged(%s) = %v, want %v", params, got, want)
+		}
+	}
+}
+
+// TestBridgeResourceSubscriptions: one upstream subscription per URI and
+// session, shared by its subscribers; resources/updated reaches each; the
+// last subscriber leaving unsubscribes; the session's death ends them.
+// (Unit test over go-sdk's in-memory transport; the end-to-end tests are
+// tests/resources_test.go.)
+func TestBridgeResourceSubscriptions(t *testing.T) {
+	var subs, unsubs atomic.Int32
+	up := newMemUpstream(t)
+	defer up.killSessions()
+	up.server = mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { subs.Add(1); return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { unsubs.Add(1); return nil },
+	})
+	up.server.AddResource(&mcp.Resource{URI: "mem://r", Name: "r"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "r"}}}, nil
+	})
+	b := newTestBridge(t, up.config("mem"))
+	if len(b.Resources().Current().Resources) != 1 {
+		t.Fatalf("resources = %v", b.Resources().Current().Resources)
+	}
+	a, err := b.SubscribeResource(t.Context(), "", "mem://r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.SubscribeResource(t.Context(), "mem", "mem://r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if subs.Load() != 1 {
+		t.Fatalf("upstream subscriptions = %d, want 1 for two subscribers", subs.Load())
+	}
+	if err := up.server.ResourceUpdated(t.Context(), &mcp.ResourceUpdatedNotificationParams{URI: "mem://r"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*ResourceSubscription{a, c} {
+		select {
+		case <-s.Updated:
+		case <-time.After(defaultTestTimeout):
+			t.Fatal("resources/updated did not reach a subscriber")
+		}
+	}
+	a.Close()
+	if unsubs.Load() != 0 {
+		t.Fatal("unsubscribed while a subscriber remains")
+	}
+	c.Close()
+	if unsubs.Load() != 1 {
+		t.Fatalf("upstream unsubscriptions = %d after the last subscriber left, want 1", unsubs.Load())
+	}
+	d, err := b.SubscribeResource(t.Context(), "mem", "mem://r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	up.killSessions()
+	select {
+	case <-d.Done:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("a subscription outlived its session")
+	}
+	if !errors.Is(d.Err(), ErrUnavailable) {
+		t.Fatalf("Err() = %v, want ErrUnavailable", d.Err())
+	}
+}

@@ -1,0 +1,581 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// Resources and prompts go through the same front-door steps as tool calls
+// (authenticate → authorize → per-principal rate limit → dispatch on the
+// upstream's session under its concurrency limit and callTimeout → one
+// error mapping → audit line): the steps are the pipeline's own functions
+// (Server.authenticate, Authorizer.AllowTool, rateLimiter.acquire,
+// classify), not copies.
+//
+// Authorization: "visible = usable", with the auth rules' globs. A prompt
+// is matched by its exposed name ("<prefix>__<prompt>", like a tool); a
+// server's resources (listing, templates, reads, subscriptions) by the name
+// "<prefix>__@resources". So "github__*" covers github's tools, prompts and
+// resources, and a deny of "github__@resources" hides only its resources.
+
+// resourceOp is one ReadResource / GetPrompt / SubscribeResource moving
+// through the front door.
+type resourceOp struct {
+	s         *Server
+	ctx       context.Context
+	principal Principal
+	kind      string // "resource read", "prompt get", "resource subscription"
+	method    string // the MCP method, the metrics label
+	meta      map[string]string
+	start     time.Time
+	release   func()
+}
+
+func (s *Server) beginOp(ctx context.Context, kind, method string) (*resourceOp, error) {
+	op := &resourceOp{s: s, ctx: ctx, kind: kind, method: method, meta: map[string]string{}, start: time.Now()}
+	ctx, p, err := s.authenticate(ctx)
+	if err != nil {
+		return op, err
+	}
+	op.ctx, op.principal = ctx, p
+	return op, nil
+}
+
+// admit authorizes the principal for authName and takes a rate-limit slot.
+func (op *resourceOp) admit(authName, what string) error {
+	if !op.s.opts.Authorizer.AllowTool(op.principal, authName) {
+		return &richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
+			msg:  fmt.Sprintf("principal %q may not use %s", op.principal.Name, what),
+			meta: map[string]string{"principal": op.principal.Name}}
+	}
+	var err error
+	op.release, err = op.s.limits.acquire(op.principal.Name, time.Now())
+	return err
+}
+
+// status maps err once, adding the op's metadata to ErrorInfo.
+func (op *resourceOp) status(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *richError
+	if !errors.As(err, &re) {
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
+		_, callerDeadline := op.ctx.Deadline()
+		re = classifyResource(err, callerDeadline)
+	}
+	if re.meta == nil {
+		re.meta = map[string]string{}
+	}
+	for k, v := range op.meta {
+		if _, set := re.meta[k]; !set && v != "" {
+			re.meta[k] = v
+		}
+	}
+	return re.err()
+}
+
+// end releases the rate-limit slot, records the metrics and writes the
+// audit line.
+func (op *resourceOp) end(st error) {
+	if op.release != nil {
+		op.release()
+		op.release = nil
+	}
+	outcome := "ok"
+	if st != nil {
+		outcome = status.Code(st).String()
+	}
+	if m := op.s.opts.Metrics; m != nil {
+		server := "unknown" // bounded labels: configured servers only
+		if n := op.meta["server"]; n != "" {
+			if _, err := op.s.bridge.Server(n); err == nil {
+				server = n
+			}
+		}
+		m.resourceOps.WithLabelValues(server, op.method, outcome).Inc()
+		m.resourceDuration.WithLabelValues(op.method, outcome).Observe(time.Since(op.start).Seconds())
+	}
+	if a := op.s.opts.AuditLog; a != nil {
+		attrs := []slog.Attr{slog.String("principal", op.principal.Name), slog.String("outcome", outcome), slog.Duration("duration", time.Since(op.start))}
+		for _, k := range []string{"server", "uri", "prompt"} {
+			if v := op.meta[k]; v != "" {
+				attrs = append(attrs, slog.String(k, v))
+			}
+		}
+		a.LogAttrs(context.Background(), slog.LevelInfo, op.kind, attrs...)
+	}
+}
+
+// classifyResource is classify plus the resource and prompt errors.
+func classifyResource(err error, callerDeadline bool) *richError {
+	var (
+		amb  *mcpbridge.AmbiguousResourceError
+		miss *mcpbridge.MissingArgumentsError
+	)
+	switch {
+	case errors.Is(err, mcpbridge.ErrResourceNotFound):
+		return &richError{code: codes.NotFound, reason: ReasonResourceNotFound, msg: err.Error()}
+	case errors.Is(err, mcpbridge.ErrPromptNotFound):
+		return &richError{code: codes.NotFound, reason: ReasonPromptNotFound, msg: err.Error()}
+	case errors.Is(err, mcpbridge.ErrSubscriptionsUnsupported):
+		return &richError{code: codes.FailedPrecondition, reason: ReasonSubscriptionsUnsupported, msg: err.Error()}
+	case errors.As(err, &amb):
+		e := fieldsError("server", violation("server", fmt.Sprintf("required: several servers offer %q: %s", amb.URI, strings.Join(amb.Candidates, ", "))))
+		e.meta = map[string]string{"candidates": strings.Join(amb.Candidates, ",")}
+		return e
+	case errors.As(err, &miss):
+		vs := make([]*errdetails.BadRequest_FieldViolation, len(miss.Missing))
+		for i, m := range miss.Missing {
+			vs[i] = violation("arguments."+m, "required by the prompt")
+		}
+		e := fieldsError("arguments", vs...)
+		e.msg = miss.Error()
+		return e
+	}
+	e := classify(err, callerDeadline)
+	if e.reason == ReasonDeadline || e.reason == ReasonCancelled {
+		e.msg = strings.Replace(e.msg, "; the upstream was sent notifications/cancelled", "", 1)
+	}
+	return e
+}
+
+// resourcesAuthName is the auth name of a server's resources; an unknown
+// server yields a name no rule can match except "*"-style globs, and the
+// lookup that follows reports SERVER_NOT_FOUND.
+func (s *Server) resourcesAuthName(server string) string {
+	n, err := s.bridge.ResourcesAuthName(server)
+	if err != nil {
+		return mcpbridge.ResourcesAuthName(mcpbridge.ServerPrefix(server))
+	}
+	return n
+}
+
+// A resource page token names the revision its listing started from and
+// the offset in that snapshot's (sorted) list.
+const resourcePageTokenVersion = "r1"
+
+func encodeResourcePageToken(rev string, next int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(resourcePageTokenVersion + ":" + rev + ":" + strconv.Itoa(next)))
+}
+
+func (s *Server) resourcePage(ctx context.Context, size int32, token string) (*mcpbridge.ResourceSnapshot, int, int, error) {
+	n := int(size)
+	switch {
+	case n < 0:
+		return nil, 0, 0, invalidArgument("page_size", fmt.Sprintf("must not be negative, got %d", n))
+	case n == 0:
+		n = DefaultPageSize
+	case n > MaxPageSize:
+		n = MaxPageSize
+	}
+	cat := s.bridge.Resources()
+	snap := cat.Current()
+	if token == "" {
+		return snap, 0, n, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	parts := strings.Split(string(raw), ":")
+	bad := invalidArgument("page_token", "malformed; pass a next_page_token from a previous response, or empty for the first page")
+	if err != nil || len(parts) != 3 || parts[0] != resourcePageTokenVersion || !validRevision(parts[1]) {
+		return nil, 0, 0, bad
+	}
+	off, err := strconv.Atoi(parts[2])
+	if err != nil || off < 0 {
+		return nil, 0, 0, bad
+	}
+	old, ok := cat.Snapshot(parts[1])
+	if !ok {
+		return nil, 0, 0, invalidArgument("page_token", fmt.Sprintf("revision %s is no longer retained; restart the listing with an empty page_token", parts[1]))
+	}
+	return old, off, n, nil
+}
+
+// page returns up to size items of all from off that keep allows, and the
+// offset to continue from (-1: no more).
+func page[T any](all []T, off, size int, keep func(T) bool) ([]T, int) {
+	var out []T
+	i := off
+	for ; i < len(all) && len(out) < size; i++ {
+		if keep(all[i]) {
+			out = append(out, all[i])
+		}
+	}
+	for j := i; j < len(all); j++ {
+		if keep(all[j]) {
+			return out, i
+		}
+	}
+	return out, -1
+}
+
+// serverFilter checks the servers field and returns a membership test
+// (nil: every server).
+func (s *Server) serverFilter(servers []string) (func(string) bool, error) {
+	if len(servers) == 0 {
+		return nil, nil
+	}
+	for i, name := range servers {
+		if _, err := s.bridge.Server(name); err != nil {
+			field := fmt.Sprintf("servers[%d]", i)
+			return nil, (&richError{code: codes.NotFound, reason: ReasonServerNotFound, msg: fmt.Sprintf("%s: no configured server %q", field, name),
+				violations: []*errdetails.BadRequest_FieldViolation{violation(field, "not a configured server")}}).err()
+		}
+	}
+	return func(n string) bool { return slices.Contains(servers, n) }, nil
+}
+
+// resourceVisible returns the caller's filter over servers' resources.
+func (s *Server) resourceVisible(ctx context.Context, only func(string) bool) func(server string) bool {
+	allowed := s.opts.Authorizer.filter(ctx)
+	memo := map[string]bool{}
+	return func(server string) bool {
+		if v, ok := memo[server]; ok {
+			return v
+		}
+		v := (only == nil || only(server)) && (allowed == nil || allowed(s.resourcesAuthName(server)))
+		memo[server] = v
+		return v
+	}
+}
+
+// ListResources implements toolsvc.v1.ToolService.
+func (s *Server) ListResources(ctx context.Context, req *toolsvcv1.ListResourcesRequest) (*toolsvcv1.ListResourcesResponse, error) {
+	ctx, _, err := s.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	only, err := s.serverFilter(req.GetServers())
+	if err != nil {
+		return nil, err
+	}
+	snap, off, size, err := s.resourcePage(ctx, req.GetPageSize(), req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	vis := s.resourceVisible(ctx, only)
+	items, next := page(snap.Resources, off, size, func(r *mcpbridge.Resource) bool { return vis(r.Server) })
+	resp := &toolsvcv1.ListResourcesResponse{Revision: snap.Revision}
+	for _, r := range items {
+		resp.Resources = append(resp.Resources, resourceToProto(r))
+	}
+	if next >= 0 {
+		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
+	}
+	return resp, nil
+}
+
+// ListResourceTemplates implements toolsvc.v1.ToolService.
+func (s *Server) ListResourceTemplates(ctx context.Context, req *toolsvcv1.ListResourceTemplatesRequest) (*toolsvcv1.ListResourceTemplatesResponse, error) {
+	ctx, _, err := s.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	only, err := s.serverFilter(req.GetServers())
+	if err != nil {
+		return nil, err
+	}
+	snap, off, size, err := s.resourcePage(ctx, req.GetPageSize(), req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	vis := s.resourceVisible(ctx, only)
+	items, next := page(snap.Templates, off, size, func(t *mcpbridge.ResourceTemplate) bool { return vis(t.Server) })
+	resp := &toolsvcv1.ListResourceTemplatesResponse{Revision: snap.Revision}
+	for _, t := range items {
+		resp.ResourceTemplates = append(resp.ResourceTemplates, templateToProto(t))
+	}
+	if next >= 0 {
+		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
+	}
+	return resp, nil
+}
+
+// ListPrompts implements toolsvc.v1.ToolService.
+func (s *Server) ListPrompts(ctx context.Context, req *toolsvcv1.ListPromptsRequest) (*toolsvcv1.ListPromptsResponse, error) {
+	ctx, _, err := s.authenticate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap, off, size, err := s.resourcePage(ctx, req.GetPageSize(), req.GetPageToken())
+	if err != nil {
+		return nil, err
+	}
+	allowed := s.opts.Authorizer.filter(ctx)
+	items, next := page(snap.Prompts, off, size, func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) })
+	resp := &toolsvcv1.ListPromptsResponse{Revision: snap.Revision}
+	for _, p := range items {
+		resp.Prompts = append(resp.Prompts, promptToProto(p))
+	}
+	if next >= 0 {
+		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
+	}
+	return resp, nil
+}
+
+// resolveRead checks a read or subscription request and admits it: the
+// URI is required, the server is resolved (or inferred), the caller must
+// be allowed that server's resources.
+func (op *resourceOp) resolveRead(server, uri string) (string, error) {
+	op.meta["uri"], op.meta["server"] = uri, server
+	if uri == "" {
+		return "", fieldsError("uri", violation("uri", "required: a resource URI from ListResources, a resource_link, or one a template yields"))
+	}
+	if server == "" {
+		// Inferred among the servers whose resources the caller may see:
+		// servers it may not see are neither candidates nor named.
+		vis := op.s.resourceVisible(op.ctx, nil)
+		var cands []string
+		for _, n := range op.s.bridge.Resources().Current().ServersFor(uri) {
+			if vis(n) {
+				cands = append(cands, n)
+			}
+		}
+		switch len(cands) {
+		case 0:
+			if err := op.s.bridge.Discovered(); err != nil {
+				return "", err // closed, or the first discovery round is not finished
+			}
+			return "", fmt.Errorf("%w: no server you may read lists %q or has a template matching it", mcpbridge.ErrResourceNotFound, uri)
+		case 1:
+			server = cands[0]
+		default:
+			return "", &mcpbridge.AmbiguousResourceError{URI: uri, Candidates: cands}
+		}
+	}
+	op.meta["server"] = server
+	// As for tools: authorization is decided before a failed lookup (an
+	// unconfigured server) is reported.
+	if err := op.admit(op.s.resourcesAuthName(server), fmt.Sprintf("the resources of server %q", server)); err != nil {
+		return "", err
+	}
+	return op.s.bridge.ResolveResourceServer(server, uri)
+}
+
+// ReadResource implements toolsvc.v1.ToolService.
+func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRequest) (*toolsvcv1.ReadResourceResponse, error) {
+	op, err := s.beginOp(ctx, "resource read", "resources/read")
+	var out *toolsvcv1.ReadResourceResponse
+	if err == nil {
+		var server string
+		if server, err = op.resolveRead(req.GetServer(), req.GetUri()); err == nil {
+			out, err = s.readResource(op.ctx, server, req.GetUri())
+		}
+	}
+	st := op.status(err)
+	op.end(st)
+	if st != nil {
+		return nil, st
+	}
+	return out, nil
+}
+
+// readResource reads and converts, applying the response size limit.
+func (s *Server) readResource(ctx context.Context, server, uri string) (*toolsvcv1.ReadResourceResponse, error) {
+	principal, _ := PrincipalFrom(ctx)
+	res, server, err := s.bridge.ReadResource(ctx, server, uri, principal.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := readResultToProto(res, server)
+	if size := proto.Size(out); size > s.opts.MaxResponseBytes {
+		return nil, tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+	}
+	return out, nil
+}
+
+// GetPrompt implements toolsvc.v1.ToolService.
+func (s *Server) GetPrompt(ctx context.Context, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
+	op, err := s.beginOp(ctx, "prompt get", "prompts/get")
+	var out *toolsvcv1.GetPromptResponse
+	if err == nil {
+		out, err = s.getPrompt(op, req)
+	}
+	st := op.status(err)
+	op.end(st)
+	if st != nil {
+		return nil, st
+	}
+	return out, nil
+}
+
+func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
+	name := req.GetName()
+	op.meta["prompt"] = name
+	if name == "" {
+		return nil, fieldsError("name", violation("name", "required: the exposed prompt name from ListPrompts"))
+	}
+	// As for tools: authorization is decided before a failed lookup is
+	// reported.
+	p, rerr := s.bridge.ResolvePrompt(name)
+	if err := op.admit(name, fmt.Sprintf("prompt %q", name)); err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	op.meta["server"] = p.Server
+	res, err := s.bridge.GetPrompt(op.ctx, p, req.GetArguments(), op.principal.Name)
+	if err != nil {
+		return nil, err
+	}
+	out := &toolsvcv1.GetPromptResponse{Description: res.Description, Meta: toStruct(res.Meta)}
+	for _, m := range res.Messages {
+		if m == nil {
+			continue
+		}
+		pm := &toolsvcv1.PromptMessage{Role: string(m.Role)}
+		if m.Content != nil {
+			pm.Content = contentToProto(m.Content)
+		}
+		out.Messages = append(out.Messages, pm)
+	}
+	if size := proto.Size(out); size > s.opts.MaxResponseBytes {
+		return nil, tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+	}
+	return out, nil
+}
+
+// SubscribeResource implements toolsvc.v1.ToolService. The first message
+// is the resource's current contents (or "unchanged" when resume_token is
+// still their version); after every resources/updated from the upstream
+// the resource is read again and sent if its contents changed. Updates
+// that arrive while a read runs collapse into one more read. The stream
+// ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE, unavailable_reason
+// session_lost, RetryInfo) when the upstream's session goes away, with
+// SHUTTING_DOWN when this server stops, and with RESOURCE_NOT_FOUND if the
+// resource disappears; the client resumes by calling again with the last
+// version as resume_token.
+func (s *Server) SubscribeResource(req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {
+	op, err := s.beginOp(stream.Context(), "resource subscription", "resources/subscribe")
+	if err == nil {
+		err = s.subscribeResource(op, req, stream)
+	}
+	st := op.status(err)
+	op.end(st)
+	return st
+}
+
+func (s *Server) subscribeResource(op *resourceOp, req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {
+	uri := req.GetUri()
+	server, err := op.resolveRead(req.GetServer(), uri)
+	if err != nil {
+		return err
+	}
+	// The subscription is not a call: it does not hold a rate-limit slot
+	// while it streams.
+	if op.release != nil {
+		op.release()
+		op.release = nil
+	}
+	ctx := op.ctx
+	sub, err := s.bridge.SubscribeResource(ctx, server, uri)
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	last := req.GetResumeToken()
+	send := func(first bool) error {
+		out, err := s.readResource(ctx, server, uri)
+		if err != nil {
+			return err
+		}
+		v := contentsVersion(out)
+		switch {
+		case v == last && first:
+			return stream.Send(&toolsvcv1.SubscribeResourceResponse{Version: v, Event: &toolsvcv1.SubscribeResourceResponse_Unchanged{Unchanged: &toolsvcv1.ResourceUnchanged{}}})
+		case v == last:
+			return nil
+		}
+		last = v
+		return stream.Send(&toolsvcv1.SubscribeResourceResponse{Version: v, Event: &toolsvcv1.SubscribeResourceResponse_Contents{Contents: out}})
+	}
+	if err := send(true); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.shutdown:
+			return mcpbridge.ErrClosed
+		case <-sub.Done:
+			return sub.Err()
+		case <-sub.Updated:
+			if err := send(false); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// contentsVersion is a content hash of a read result (deterministic
+// encoding, so equal contents give equal versions on every replica).
+func contentsVersion(r *toolsvcv1.ReadResourceResponse) string {
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(r)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+func resourceToProto(r *mcpbridge.Resource) *toolsvcv1.Resource {
+	p := &toolsvcv1.Resource{Uri: r.R.URI, Server: r.Server, Name: r.R.Name, Title: r.R.Title, Description: r.R.Description,
+		MimeType: r.R.MIMEType, Annotations: annotationsToProto(r.R.Annotations), Meta: toStruct(r.R.Meta)}
+	if r.R.Size != 0 {
+		size := r.R.Size
+		p.Size = &size
+	}
+	return p
+}
+
+func templateToProto(t *mcpbridge.ResourceTemplate) *toolsvcv1.ResourceTemplate {
+	return &toolsvcv1.ResourceTemplate{UriTemplate: t.T.URITemplate, Server: t.Server, Name: t.T.Name, Title: t.T.Title,
+		Description: t.T.Description, MimeType: t.T.MIMEType, Annotations: annotationsToProto(t.T.Annotations), Meta: toStruct(t.T.Meta)}
+}
+
+func promptToProto(p *mcpbridge.Prompt) *toolsvcv1.Prompt {
+	out := &toolsvcv1.Prompt{Name: p.Name, Server: p.Server, OriginalName: p.P.Name, Title: p.P.Title, Description: p.P.Description, Meta: toStruct(p.P.Meta)}
+	for _, a := range p.P.Arguments {
+		if a != nil {
+			out.Arguments = append(out.Arguments, &toolsvcv1.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		}
+	}
+	return out
+}
+
+func readResultToProto(r *mcp.ReadResourceResult, server string) *toolsvcv1.ReadResourceResponse {
+	out := &toolsvcv1.ReadResourceResponse{Server: server, Meta: toStruct(r.Meta)}
+	for _, rc := range r.Contents {
+		if rc == nil {
+			continue
+		}
+		p := &toolsvcv1.ResourceContents{Uri: rc.URI, MimeType: rc.MIMEType, Meta: toStruct(rc.Meta)}
+		if rc.Blob != nil {
+			p.Contents = &toolsvcv1.ResourceContents_Blob{Blob: rc.Blob}
+		} else {
+			p.Contents = &toolsvcv1.ResourceContents_Text{Text: rc.Text}
+		}
+		out.Contents = append(out.Contents, p)
+	}
+	return out
+}
