@@ -277,7 +277,9 @@ func (f *MCPFront) notifyListChanged() {
 	// The marker is added, then removed: two changes within go-sdk's own
 	// 10 ms debounce, one notification.
 	f.server.AddTool(&mcp.Tool{Name: listChangedMarker, InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return nil, errors.New("not a tool") })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("not a tool")
+		})
 	f.server.RemoveTools(listChangedMarker)
 }
 

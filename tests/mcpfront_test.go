@@ -1,0 +1,325 @@
+package tests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The MCP front door (serve --mcp-listen) end to end: real toolsvc, real
+// upstreams (the go-sdk test server over stdio "s" and streamable HTTP
+// "h"), real MCP clients.
+
+var mcpFrontRE = regexp.MustCompile(`msg="MCP front door serving" addr=(\S+)`)
+
+// frontPageSize is small so that every client pages through tools/list.
+const frontPageSize = "7"
+
+// startFrontFixture is startCallFixture with the front door on; it returns
+// the front door's base URL (http://host:port).
+func startFrontFixture(t *testing.T, extraServers string, extraArgs ...string) (*toolsvcProc, string) {
+	t.Helper()
+	p := startCallFixture(t, extraServers, append([]string{"--mcp-listen", "127.0.0.1:0", "--mcp-page-size", frontPageSize}, extraArgs...)...)
+	return p, "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+}
+
+// grpcToolNames is ListTools' names, sorted.
+func grpcToolNames(t *testing.T, ctx context.Context, p *toolsvcProc) []string {
+	t.Helper()
+	tools, _ := listAll(t, ctx, p.client, 0)
+	names := toolNames(tools)
+	slices.Sort(names)
+	return names
+}
+
+// goFrontClient is one go-sdk client session on the front door, with its
+// notifications.
+type goFrontClient struct {
+	cs       *mcp.ClientSession
+	changed  chan struct{}
+	progress chan *mcp.ProgressNotificationParams
+}
+
+func connectGoFront(t *testing.T, ctx context.Context, transport mcp.Transport, version string) *goFrontClient {
+	t.Helper()
+	c := &goFrontClient{changed: make(chan struct{}, 16), progress: make(chan *mcp.ProgressNotificationParams, 64)}
+	client := mcp.NewClient(&mcp.Implementation{Name: "frontdoor-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case c.changed <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			select {
+			case c.progress <- r.Params:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	c.cs = cs
+	return c
+}
+
+func (c *goFrontClient) names(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range c.cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func callText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestMCPFrontGoClient: go-sdk's client over each way in (2026-07-28
+// stateless, 2025-11-25 sessions, legacy SSE) lists the same names as
+// ListTools (paged), calls, gets progress with its token, cancels a call
+// (the upstream sees it), and gets list_changed after an upstream adds a
+// tool.
+func TestMCPFrontGoClient(t *testing.T) {
+	p, base := startFrontFixture(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	want := grpcToolNames(t, ctx, p)
+	for _, tc := range []struct {
+		name, version string
+		transport     func() mcp.Transport
+	}{
+		{"stateless-2026-07-28", "", func() mcp.Transport { return &mcp.StreamableClientTransport{Endpoint: base + "/mcp"} }},
+		{"session-2025-11-25", "2025-11-25", func() mcp.Transport { return &mcp.StreamableClientTransport{Endpoint: base + "/mcp"} }},
+		{"sse", "2025-11-25", func() mcp.Transport { return &mcp.SSEClientTransport{Endpoint: base + "/sse"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := connectGoFront(t, ctx, tc.transport(), tc.version)
+			t.Logf("negotiated %s, session %q", c.cs.InitializeResult().ProtocolVersion, c.cs.ID())
+			if got := c.names(t, ctx); !slices.Equal(got, want) {
+				t.Fatalf("tools/list names:\n got %v\nwant %v (ListTools)", got, want)
+			}
+
+			res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__echo", Arguments: map[string]any{"text": "hi " + tc.name}})
+			if err != nil || res.IsError || callText(t, res) != "hi "+tc.name {
+				t.Fatalf("h__echo: %v %+v", err, res)
+			}
+
+			// Progress, with the client's token, in order, before the result.
+			params := &mcp.CallToolParams{Name: "s__progress", Arguments: map[string]any{"steps": 3, "step_ms": 50}}
+			token := "tok-" + tc.name
+			params.SetProgressToken(token)
+			res, err = c.cs.CallTool(ctx, params)
+			if err != nil || callText(t, res) != "3 steps" {
+				t.Fatalf("s__progress: %v %+v", err, res)
+			}
+			// The last step races the result at the bridge, which drops
+			// progress that arrives after it (as for CallToolStream): the
+			// first two steps, 50 ms before the result, always arrive.
+			var got []float64
+		collect:
+			for {
+				select {
+				case pr := <-c.progress:
+					if pr.ProgressToken != token {
+						t.Fatalf("progress token %v, want %q", pr.ProgressToken, token)
+					}
+					got = append(got, pr.Progress)
+				case <-time.After(200 * time.Millisecond):
+					break collect
+				}
+			}
+			if len(got) < 2 || got[0] != 1 || got[1] != 2 || len(got) > 3 || (len(got) == 3 && got[2] != 3) {
+				t.Errorf("progress = %v, want [1 2] or [1 2 3]", got)
+			}
+
+			// Arguments the schema refuses: a tool error the model can read.
+			res, err = c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__echo", Arguments: map[string]any{"text": 5}})
+			if err != nil || !res.IsError || !strings.Contains(callText(t, res), "arguments.text") {
+				t.Errorf("h__echo with a number: err %v, result %+v; want isError naming arguments.text", err, res)
+			}
+			// An unknown tool: JSON-RPC InvalidParams naming it.
+			_, err = c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__nope"})
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.Contains(werr.Message, "h__nope") {
+				t.Errorf("unknown tool: %v, want JSON-RPC %d naming h__nope", err, jsonrpc.CodeInvalidParams)
+			}
+
+			// Cancellation reaches the upstream.
+			id := "fd-cancel-" + tc.name
+			cctx, ccancel := context.WithCancel(ctx)
+			time.AfterFunc(300*time.Millisecond, ccancel)
+			_, err = c.cs.CallTool(cctx, &mcp.CallToolParams{Name: "s__wait_cancel", Arguments: map[string]any{"id": id, "ms": 30000}})
+			if err == nil {
+				t.Fatal("cancelled wait_cancel returned no error")
+			}
+			rec := waitCancelRecord(t, ctx, p.client, "s", id, 10*time.Second)
+			if rec.cancelled.IsZero() {
+				t.Fatalf("upstream record %+v: not cancelled", rec)
+			}
+			t.Logf("upstream cancelled %s after the call started", rec.cancelled.Sub(rec.started).Round(time.Millisecond))
+
+			// list_changed after an upstream adds a tool.
+			for len(c.changed) > 0 {
+				<-c.changed
+			}
+			added := "added_" + strings.ReplaceAll(tc.name, "-", "_")
+			if _, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__add_tool", Arguments: map[string]any{"name": added}}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-c.changed:
+			case <-time.After(15 * time.Second):
+				t.Fatal("no notifications/tools/list_changed within 15s of the upstream adding a tool")
+			}
+			if got := c.names(t, ctx); !slices.Contains(got, "h__"+added) {
+				t.Fatalf("after list_changed, tools/list lacks h__%s: %v", added, got)
+			}
+			want = grpcToolNames(t, ctx, p)
+		})
+	}
+}
+
+// TestMCPFrontAuth: the front door authenticates like the gRPC API (the
+// same bearer tokens, the same rules): no token is 401, a token's
+// principal sees only its tools in tools/list and is refused others with
+// the pipeline's PERMISSION_DENIED; Host and Origin are checked.
+func TestMCPFrontAuth(t *testing.T) {
+	url := startHTTPUpstream(t)
+	cfg := fmt.Sprintf(`{"mcpServers": {"h": {"url": %s}},
+	  "auth": {"tokens": {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789ab"},
+	           "rules": [{"principal": "alice", "allow": ["h__echo", "h__add_tool"]}, {"principal": "bob"}]}}`, jsonString(url))
+	p := startToolsvc(t, cfg, "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	post := func(header map[string]string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"no token", nil, http.StatusUnauthorized},
+		{"bad token", map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized},
+		{"token", map[string]string{"Authorization": "Bearer tok-alice-0123456789"}, http.StatusOK},
+		{"rebinding host", map[string]string{"Authorization": "Bearer tok-alice-0123456789", "Host": "attacker.example:80"}, http.StatusForbidden},
+		{"foreign origin", map[string]string{"Authorization": "Bearer tok-alice-0123456789", "Origin": "http://attacker.example"}, http.StatusForbidden},
+	} {
+		if got := post(c.header); got != c.want {
+			t.Errorf("%s: HTTP %d, want %d", c.name, got, c.want)
+		}
+	}
+
+	bearer := func(tok string) *http.Client {
+		return &http.Client{Transport: headerRoundTripper{"Authorization": "Bearer " + tok}}
+	}
+	alice := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: bearer("tok-alice-0123456789")}, "")
+	if got := alice.names(t, ctx); !slices.Equal(got, []string{"h__add_tool", "h__echo"}) {
+		t.Errorf("alice's tools/list = %v, want her two tools", got)
+	}
+	_, err := alice.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__big", Arguments: map[string]any{"bytes": 1}})
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || !strings.Contains(werr.Message, `may not call tool "h__big"`) || !strings.Contains(string(werr.Data), "PERMISSION_DENIED") {
+		t.Errorf("alice calling h__big: %v, want PERMISSION_DENIED", err)
+	}
+	// A 2025-11-25 session is bound to its principal: bob cannot use
+	// alice's session ID.
+	aliceLegacy := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: bearer("tok-alice-0123456789")}, "2025-11-25")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", aliceLegacy.cs.ID())
+	req.Header.Set("Authorization", "Bearer tok-bob-0123456789ab")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		t.Errorf("bob using alice's session: HTTP %d, want refused", resp.StatusCode)
+	}
+}
+
+type headerRoundTripper map[string]string
+
+func (h headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPFrontUpstreamDown: a killed upstream is a JSON-RPC error naming
+// the server and the reason (from the pipeline's mapping), not a tool
+// result, and carries no upstream URL.
+func TestMCPFrontUpstreamDown(t *testing.T) {
+	u := newHTTPUpstream(t)
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"d": {"url": %s}}}`, jsonString(u.url())), "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "")
+	if _, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "d__echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	u.kill()
+	var werr *jsonrpc.Error
+	eventually(t, 15*time.Second, "a JSON-RPC error for the dead upstream", func() bool {
+		_, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "d__echo", Arguments: map[string]any{"text": "x"}})
+		return errors.As(err, &werr)
+	})
+	var data map[string]any
+	_ = json.Unmarshal(werr.Data, &data)
+	if data["code"] != "Unavailable" || !strings.HasPrefix(fmt.Sprint(data["reason"]), "UPSTREAM_UNAVAILABLE") && data["reason"] != "CIRCUIT_OPEN" {
+		t.Errorf("dead upstream: %v (data %s), want Unavailable / UPSTREAM_UNAVAILABLE", werr, werr.Data)
+	}
+	if strings.Contains(werr.Message, u.addr) || strings.Contains(string(werr.Data), u.addr) {
+		t.Errorf("error names the upstream address %s: %v %s", u.addr, werr, werr.Data)
+	}
+	t.Logf("dead upstream: %d %s %s", werr.Code, werr.Message, werr.Data)
+}
