@@ -441,6 +441,9 @@ func (f *MCPFront) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*m
 	}
 	allowed := f.s.opts.Authorizer.filter(ctx)
 	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, min(f.opts.PageSize, len(all)-start))}
+	// 2026-07-28 cache hints: the list is the principal's own, and stale
+	// at once (list_changed says when to list again).
+	res.TTLMs, res.CacheScope = 0, "private"
 	i := start
 	for ; i < len(all) && len(res.Tools) < f.opts.PageSize; i++ {
 		if allowed == nil || allowed(snap.Tools[i].Name) {
@@ -531,10 +534,33 @@ func (f *MCPFront) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 		res, size = nil, 0
 	}
 	c.End(st, res != nil && res.IsError, size)
-	if st == nil {
-		return res, nil
+	if st != nil {
+		if res, err = mcpCallFailure(st); err != nil {
+			return nil, err
+		}
 	}
-	return mcpCallFailure(st)
+	if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= statelessEra {
+		res = withResultType(res)
+	}
+	return res, nil
+}
+
+// withResultType is res with the 2026-07-28 resultType set. go-sdk sets
+// it only on results of its own tool handlers (the field is unexported);
+// decoding it is the one way in, so a one-field object is decoded and the
+// exported fields copied over.
+func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
+	rt := `{"resultType":"complete"}`
+	if res.NeedsInput() {
+		rt = `{"resultType":"input_required"}`
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal([]byte(rt), out); err != nil {
+		return res
+	}
+	out.Meta, out.Content, out.StructuredContent, out.IsError = res.Meta, res.Content, res.StructuredContent, res.IsError
+	out.InputRequests, out.RequestState = res.InputRequests, res.RequestState
+	return out
 }
 
 // dispatch calls the upstream, forwarding progress when the client asked
