@@ -21,6 +21,7 @@ var figures = []string{
 	"watch_p99_ms_10k", "watch_rss_kib_per_watcher",
 	"list_ratio",
 	"storm_lists", "storm_call_p99_ratio",
+	"front_peer_added_ratio",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:
