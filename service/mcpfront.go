@@ -241,25 +241,44 @@ func (f *MCPFront) Run(ctx context.Context) {
 	sub := f.s.bridge.Catalog().Subscribe()
 	defer sub.Close()
 	last := f.s.bridge.Catalog().Current().Revision
-	var timer *time.Timer
-	var fire <-chan time.Time
-	for {
+	stop := make(chan struct{})
+	go func() {
 		select {
 		case <-ctx.Done():
-			return
 		case <-f.stop:
+		}
+		close(stop)
+	}()
+	debounce(stop, sub.C(), f.opts.Debounce, func() {
+		if rev := f.s.bridge.Catalog().Current().Revision; rev != last {
+			last = rev
+			f.notifyListChanged()
+		}
+	})
+}
+
+// debounce calls fire once d after the first signal on in that follows the
+// previous fire (signals meanwhile are merged), until stop is closed.
+func debounce(stop <-chan struct{}, in <-chan struct{}, d time.Duration, fire func()) {
+	var timer *time.Timer
+	var due <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-stop:
 			return
-		case <-sub.C():
+		case <-in:
 			if timer == nil {
-				timer = time.NewTimer(f.opts.Debounce)
-				fire = timer.C
+				timer = time.NewTimer(d)
+				due = timer.C
 			}
-		case <-fire:
-			timer, fire = nil, nil
-			if rev := f.s.bridge.Catalog().Current().Revision; rev != last {
-				last = rev
-				f.notifyListChanged()
-			}
+		case <-due:
+			timer, due = nil, nil
+			fire()
 		}
 	}
 }
