@@ -87,6 +87,11 @@ type Options struct {
 	// Servers and ExcludeUnavailable select the view (WatchCatalogRequest).
 	Servers            []string
 	ExcludeUnavailable bool
+	// SchemaFormat is how tools carry their schemas (the request's
+	// schema_format): SCHEMA_FORMAT_JSON gives the upstream's exact JSON
+	// text in Tool.input_schema_json and is cheaper to receive. It does not
+	// change revisions.
+	SchemaFormat toolsvcv1.SchemaFormat
 	// ResumeToken and Initial start from a catalog the caller already holds
 	// (for example from a previous run); without Initial a resume token is
 	// ignored.
@@ -232,6 +237,7 @@ func (w *Watcher) stream(ctx context.Context) (delivered bool, err error) {
 		ResumeToken:        tok,
 		Servers:            w.opts.Servers,
 		ExcludeUnavailable: w.opts.ExcludeUnavailable,
+		SchemaFormat:       w.opts.SchemaFormat,
 	})
 	if err != nil {
 		return false, err

@@ -32,8 +32,15 @@ type Tool struct {
 	// InputSchema and OutputSchema are JSON objects (nil when absent).
 	InputSchema  map[string]any
 	OutputSchema map[string]any
-	Annotations  *mcp.ToolAnnotations
-	Meta         map[string]any
+	// InputSchemaJSON and OutputSchemaJSON are the same schemas as JSON
+	// text: as the upstream sent it (whitespace compacted; key order,
+	// number literals and escapes kept) when the transport delivered it
+	// (rawschema.go), else the encoding of the decoded value. Nil when
+	// absent. Shared: never modify.
+	InputSchemaJSON  json.RawMessage
+	OutputSchemaJSON json.RawMessage
+	Annotations      *mcp.ToolAnnotations
+	Meta             map[string]any
 	// SchemaHash is a stable hex hash of the input and output schemas.
 	SchemaHash string
 	// Available is false while the upstream has no ready session.
@@ -460,11 +467,11 @@ func uniqueName(used map[string]*Tool, name string) string {
 }
 
 func convertTool(server string, mt *mcp.Tool, available bool) (*Tool, error) {
-	in, err := asObject(mt.InputSchema)
+	inJSON, in, err := schemaObject(mt.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("inputSchema: %w", err)
 	}
-	out, err := asObject(mt.OutputSchema)
+	outJSON, out, err := schemaObject(mt.OutputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("outputSchema: %w", err)
 	}
@@ -477,20 +484,58 @@ func convertTool(server string, mt *mcp.Tool, available bool) (*Tool, error) {
 	if len(mt.Meta) > 0 {
 		meta = map[string]any(mt.Meta)
 	}
-	schemas, _ := json.Marshal([]any{in, out})
-	sum := sha256.Sum256(schemas)
+	// The hash is over the JSON text, so a change a client reading
+	// SCHEMA_FORMAT_JSON can see (10 becoming 10.0) is a change. Without raw
+	// text this is the digest of json.Marshal([]any{in, out}).
+	sum := sha256.Sum256(slices.Concat([]byte("["), orNull(inJSON), []byte(","), orNull(outJSON), []byte("]")))
 	return &Tool{
-		Server:       server,
-		OriginalName: mt.Name,
-		Title:        mt.Title,
-		Description:  mt.Description,
-		InputSchema:  in,
-		OutputSchema: out,
-		Annotations:  ann,
-		Meta:         meta,
-		SchemaHash:   hex.EncodeToString(sum[:16]),
-		Available:    available,
+		Server:           server,
+		OriginalName:     mt.Name,
+		Title:            mt.Title,
+		Description:      mt.Description,
+		InputSchema:      in,
+		OutputSchema:     out,
+		InputSchemaJSON:  inJSON,
+		OutputSchemaJSON: outJSON,
+		Annotations:      ann,
+		Meta:             meta,
+		SchemaHash:       hex.EncodeToString(sum[:16]),
+		Available:        available,
 	}, nil
+}
+
+// schemaObject returns a schema as JSON text and as a decoded object (nil,
+// nil for an absent schema). Raw JSON (json.RawMessage, from rawSchemas)
+// keeps its text, compacted.
+func schemaObject(v any) (json.RawMessage, map[string]any, error) {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		m, err := asObject(v)
+		if err != nil || m == nil {
+			return nil, nil, err
+		}
+		b, err := json.Marshal(m)
+		return b, m, err
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, nil, err
+	}
+	if bytes.Equal(buf.Bytes(), []byte("null")) {
+		return nil, nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		return nil, nil, fmt.Errorf("not a JSON object")
+	}
+	return buf.Bytes(), m, nil
+}
+
+func orNull(b []byte) []byte {
+	if b == nil {
+		return []byte("null")
+	}
+	return b
 }
 
 // asObject turns a decoded JSON value into a JSON object (nil stays nil).

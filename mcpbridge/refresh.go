@@ -145,7 +145,7 @@ func (s *session) listAll(ctx context.Context) ([]*mcp.Tool, error) {
 		if err != nil {
 			return nil, err
 		}
-		tools = append(tools, res.Tools...)
+		tools = append(tools, s.raw.attach(res.Tools)...)
 		s.ttl.Store(int64(res.TTLMs))
 		if res.NextCursor == "" {
 			return tools, nil

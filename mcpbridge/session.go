@@ -42,6 +42,8 @@ type session struct {
 
 	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
 
+	raw rawSchemas // schemas as the upstream sent them (rawschema.go)
+
 	wg       sync.WaitGroup // refresher and prober
 	waitDone chan struct{}  // closed when the Wait watcher returns
 
@@ -154,6 +156,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	if err != nil {
 		return fail(err)
 	}
+	t = withRawSchemas(t, &s.raw) // exact schema text (rawschema.go)
 	pv := u.cfg.ProtocolVersion
 	if pv == ProtocolAuto {
 		pv = DefaultProtocolVersion

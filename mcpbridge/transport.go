@@ -63,7 +63,8 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		// about 1.5 s (docs/interop.md); the bridge reconnects itself. The
 		// session's client shares the upstream's connection pool and
 		// watches the push channel (push.go).
-		hc := &http.Client{Transport: &pushRoundTripper{base: u.http.Transport, push: s.push}}
+		hc := &http.Client{Transport: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
+			base: &pushRoundTripper{base: u.http.Transport, push: s.push}}}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates gen/ from proto/ with the pinned tools, after linting.
-# Usage: scripts/gen.sh [--check]   (--check fails if gen/ would change)
+# Regenerates, from proto/ with the pinned tools and after linting:
+#   gen/                            Go (buf, protoc-gen-go, protoc-gen-go-grpc)
+#   clients/python/src/toolsvc/v1   Python (scripts/gen-python.sh)
+#   clients/typescript/src/gen      TypeScript (ts-proto, pinned in clients/typescript/package.json)
+# Usage: scripts/gen.sh [--check]   (--check fails if any of them would change)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -9,11 +12,18 @@ export PATH="$ROOT/.bin:$PATH"
 buf format --exit-code --diff proto >/dev/null || { buf format --diff proto; echo "proto/ is not buf-formatted: run buf format -w proto" >&2; exit 1; }
 buf lint
 buf generate
+scripts/gen-python.sh
+TS=clients/typescript
+if [[ ! -x "$TS/node_modules/.bin/protoc-gen-ts_proto" || "$TS/package-lock.json" -nt "$TS/node_modules/.package-lock.json" ]]; then
+  (cd "$TS" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+buf generate --template "$TS/buf.gen.yaml"
 if [[ "${1:-}" == "--check" ]]; then
-  if [[ -n "$(git status --porcelain -- gen)" ]]; then
-    git status --porcelain -- gen >&2
-    git --no-pager diff --stat -- gen >&2
-    echo "gen/ is out of date with proto/: run scripts/gen.sh and commit" >&2
+  generated=(gen clients/python/src/toolsvc/v1 "$TS/src/gen")
+  if [[ -n "$(git status --porcelain -- "${generated[@]}")" ]]; then
+    git status --porcelain -- "${generated[@]}" >&2
+    git --no-pager diff --stat -- "${generated[@]}" >&2
+    echo "generated code is out of date with proto/: run scripts/gen.sh and commit" >&2
     exit 1
   fi
 fi

@@ -7,9 +7,12 @@
 #   - grpcurl into .bin/ (the README's one-liners are tested with it) and
 #     grpc-health-probe (the health tests use it);
 #   - Python virtualenvs under .venv/ (scripts/pyenv.sh: the official Python
-#     MCP SDK 2.x and 1.x, PyPI MCP servers);
+#     MCP SDK 2.x and 1.x, PyPI MCP servers; .venv/client for the Python
+#     client package, its code generator, mypy and pytest);
 #   - npm ci in tests/node (TypeScript MCP SDK, server-everything, the MCP
-#     conformance suite and the Node 22 it needs) and examples/node (grpc-js).
+#     conformance suite and the Node 22 it needs), clients/typescript (the
+#     @toolsvc/client package, then built: examples/node uses it) and
+#     examples/node.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -47,10 +50,14 @@ if [[ ! -x "$BIN/grpc-health-probe" || ! -f "$stamp" || "$(cat "$stamp")" != "$H
   echo "$HEALTH_PROBE_VERSION" >"$stamp"
 fi
 
-for dir in tests/node examples/node; do
+for dir in tests/node clients/typescript examples/node; do
   if [[ ! -f "$dir/node_modules/.package-lock.json" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
     echo "npm ci in $dir" >&2
     (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+  if [[ "$dir" == clients/typescript && ( ! -f "$dir/dist/index.js" || -n "$(find "$dir/src" "$dir/package.json" -newer "$dir/dist/index.js" -print -quit)" ) ]]; then
+    echo "npm run build in $dir" >&2
+    (cd "$dir" && npm run --silent build)
   fi
 done
 

@@ -5,6 +5,12 @@
 #     for the Python client: scripts/interop-deps.sh),
 #   - fails if gen/ drifts from proto/, if buf lint or gofmt complain,
 #   - validates the Helm chart offline (scripts/k8s-check.sh),
+#   - runs every Go test under -race (goleak checks in each package),
+#   - type-checks, installs and tests the Python client package
+#     (scripts/test-python.sh; full runs only).
+#   - checks the TypeScript client package: tsc --strict, node:test against
+#     live toolsvc processes, the npm pack publish path (scripts/ts-client.sh;
+#     full runs only),
 #   - runs every Go test under -race (goleak checks in each package).
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Storm ./tests).
 set -euo pipefail
@@ -33,5 +39,7 @@ export GORACE="${GORACE:-} atexit_sleep_ms=0"
 if [[ $# -gt 0 ]]; then
   go test -race -count=1 "$@"
 else
+  scripts/test-python.sh
+  scripts/ts-client.sh
   go test -race -count=1 ./...
 fi

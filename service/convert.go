@@ -2,72 +2,128 @@ package service
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
-// toolCache keeps the wire form of the current snapshot's tools. Entries
-// are immutable, so a tool unchanged between revisions reuses its message.
-type toolCache struct {
-	mu   sync.Mutex
-	snap *mcpbridge.Snapshot
-	list []*toolsvcv1.Tool
-	m    map[*mcpbridge.Tool]*toolsvcv1.Tool
+// schemaFormat is a validated toolsvcv1.SchemaFormat: how a Tool carries
+// its schemas on the wire.
+type schemaFormat int
+
+const (
+	formatStruct schemaFormat = iota // SCHEMA_FORMAT_UNSPECIFIED, SCHEMA_FORMAT_STRUCT
+	formatJSON                       // SCHEMA_FORMAT_JSON
+	numFormats
+)
+
+// parseSchemaFormat validates a request's schema_format; field names it in
+// the error.
+func parseSchemaFormat(f toolsvcv1.SchemaFormat, field string) (schemaFormat, error) {
+	switch f {
+	case toolsvcv1.SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED, toolsvcv1.SchemaFormat_SCHEMA_FORMAT_STRUCT:
+		return formatStruct, nil
+	case toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON:
+		return formatJSON, nil
+	}
+	return 0, invalidArgument(field, fmt.Sprintf("unknown schema format %d; use SCHEMA_FORMAT_STRUCT or SCHEMA_FORMAT_JSON", f))
 }
 
-// tools returns the wire form of every tool of s, in order. The returned
-// messages are shared: callers must not modify them.
-func (c *toolCache) tools(s *mcpbridge.Snapshot, current bool) []*toolsvcv1.Tool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.snap == s {
-		return c.list
+// wireTool is one catalog entry in one format: the message (shared by
+// events built from messages) and its encoding (shared by ListTools pages,
+// which are concatenations of encoded tools).
+type wireTool struct {
+	msg *toolsvcv1.Tool
+	enc []byte
+}
+
+func newWireTool(t *mcpbridge.Tool, f schemaFormat) *wireTool {
+	m := toolToWire(t, f)
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil { // impossible: Struct values come from decoded JSON
+		b = nil
 	}
-	m := make(map[*mcpbridge.Tool]*toolsvcv1.Tool, len(s.Tools))
-	list := make([]*toolsvcv1.Tool, len(s.Tools))
+	return &wireTool{msg: m, enc: b}
+}
+
+// toolCache keeps the wire form of the current snapshot's tools, per
+// format. Entries are immutable, so a tool unchanged between revisions
+// reuses its message and its encoding: a new revision encodes only the
+// tools that changed.
+type toolCache struct {
+	f [numFormats]formatCache
+}
+
+type formatCache struct {
+	mu   sync.Mutex
+	snap *mcpbridge.Snapshot
+	list []*wireTool
+	m    map[*mcpbridge.Tool]*wireTool
+}
+
+// tools returns the wire form of every tool of s, in order. The result is
+// shared: callers must not modify it. current says s is the catalog's
+// current snapshot (only that one is kept).
+func (c *toolCache) tools(s *mcpbridge.Snapshot, current bool, f schemaFormat) []*wireTool {
+	fc := &c.f[f]
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.snap == s {
+		return fc.list
+	}
+	m := make(map[*mcpbridge.Tool]*wireTool, len(s.Tools))
+	list := make([]*wireTool, len(s.Tools))
 	for i, t := range s.Tools {
-		p := c.m[t]
+		p := fc.m[t]
 		if p == nil {
-			p = toolToProto(t)
+			p = newWireTool(t, f)
 		}
 		m[t] = p
 		list[i] = p
 	}
 	if current {
-		c.snap, c.list, c.m = s, list, m
+		fc.snap, fc.list, fc.m = s, list, m
 	}
 	return list
 }
 
 // one returns the wire form of a single tool.
-func (c *toolCache) one(t *mcpbridge.Tool) *toolsvcv1.Tool {
-	c.mu.Lock()
-	p := c.m[t]
-	c.mu.Unlock()
+func (c *toolCache) one(t *mcpbridge.Tool, f schemaFormat) *wireTool {
+	fc := &c.f[f]
+	fc.mu.Lock()
+	p := fc.m[t]
+	fc.mu.Unlock()
 	if p == nil {
-		p = toolToProto(t)
+		p = newWireTool(t, f)
 	}
 	return p
 }
 
-func toolToProto(t *mcpbridge.Tool) *toolsvcv1.Tool {
+// toolToProto is a tool with Struct schemas (the default format).
+func toolToProto(t *mcpbridge.Tool) *toolsvcv1.Tool { return toolToWire(t, formatStruct) }
+
+func toolToWire(t *mcpbridge.Tool, f schemaFormat) *toolsvcv1.Tool {
 	p := &toolsvcv1.Tool{
 		Name:         t.Name,
 		Server:       t.Server,
 		OriginalName: t.OriginalName,
 		Title:        t.Title,
 		Description:  t.Description,
-		InputSchema:  toStruct(t.InputSchema),
-		OutputSchema: toStruct(t.OutputSchema),
 		SchemaHash:   t.SchemaHash,
 		Available:    t.Available,
 		Meta:         toStruct(t.Meta),
+	}
+	if f == formatJSON {
+		p.InputSchemaJson, p.OutputSchemaJson = string(t.InputSchemaJSON), string(t.OutputSchemaJSON)
+	} else {
+		p.InputSchema, p.OutputSchema = toStruct(t.InputSchema), toStruct(t.OutputSchema)
 	}
 	if a := t.Annotations; a != nil {
 		p.Annotations = &toolsvcv1.ToolAnnotations{

@@ -142,6 +142,7 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(o.MaxSendMsgSize),
 	}
+	opts = append(opts, svc.ServerOptions()...) // the codec of pre-encoded events and pages
 	if o.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(o.TLS)))
 	}

@@ -85,6 +85,7 @@ type Server struct {
 	log    *slog.Logger
 	opts   Options
 	cache  toolCache
+	pages  pageCache
 	// schemas holds compiled inputSchemas for argument validation.
 	schemas schemaCache
 	// limits applies Options.RateLimits (nil: none).
@@ -95,8 +96,7 @@ type Server struct {
 
 	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
 	watch       watchCounters
-	watchCache  watchCache
-	senders     goroutines // watch Send goroutines
+	hub         watchHub
 }
 
 // New returns a Server for the bridge. opts may be nil.
@@ -137,9 +137,19 @@ func (s *Server) Register(g grpc.ServiceRegistrar) {
 // Shutdown ends every open watch stream with UNAVAILABLE, so that
 // GracefulStop is not held up by them and clients resume elsewhere. It is
 // idempotent.
-func (s *Server) Shutdown() { s.shutdownOnce.Do(func() { close(s.shutdown) }) }
+func (s *Server) Shutdown() {
+	s.shutdownOnce.Do(func() {
+		close(s.shutdown)
+		s.hub.shutdown()
+	})
+}
 
-// ListTools implements toolsvc.v1.ToolService.
+// ListTools implements toolsvc.v1.ToolService. A page is assembled from
+// the tools' cached encodings (encoded once per tool and format, see
+// toolCache) and returned as a message whose unknown fields are exactly
+// its wire form, so gRPC copies it instead of encoding a thousand tools
+// (and their Struct schemas) per call. Clients decode a normal
+// ListToolsResponse; in-process callers must decode it the same way.
 func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
 	ctx, _, err := s.authenticate(ctx)
 	if err != nil {
@@ -153,6 +163,10 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 		size = DefaultPageSize
 	case size > MaxPageSize:
 		size = MaxPageSize
+	}
+	format, err := parseSchemaFormat(req.GetSchemaFormat(), "schema_format")
+	if err != nil {
+		return nil, err
 	}
 	cat := s.bridge.Catalog()
 	snap := cat.Current()
@@ -169,35 +183,36 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 		}
 		snap, after = old, tok.after
 	}
-	all := s.cache.tools(snap, snap == cat.Current())
+	all := s.cache.tools(snap, snap == cat.Current(), format)
 	start := 0
 	if after != "" {
 		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
 	}
-	resp := &toolsvcv1.ListToolsResponse{Revision: snap.Revision}
 	allowed := s.opts.Authorizer.filter(ctx)
 	if allowed == nil {
 		end := min(start+size, len(all))
-		resp.Tools = all[start:end:end] // a shared cache: no append may reach it
+		next := ""
 		if end < len(all) {
-			resp.NextPageToken = pageToken{revision: snap.Revision, after: snap.Tools[end-1].Name}.encode()
+			next = pageToken{revision: snap.Revision, after: snap.Tools[end-1].Name}.encode()
 		}
-		return resp, nil
+		return s.pages.page(snap, format, start, end, all[start:end], next), nil
 	}
 	// Only the caller's tools: fill the page, then look for one more.
+	var page []*wireTool
 	i := start
-	for ; i < len(all) && len(resp.Tools) < size; i++ {
+	for ; i < len(all) && len(page) < size; i++ {
 		if allowed(snap.Tools[i].Name) {
-			resp.Tools = append(resp.Tools, all[i])
+			page = append(page, all[i])
 		}
 	}
+	next := ""
 	for j := i; j < len(all); j++ {
 		if allowed(snap.Tools[j].Name) {
-			resp.NextPageToken = pageToken{revision: snap.Revision, after: resp.Tools[len(resp.Tools)-1].GetName()}.encode()
+			next = pageToken{revision: snap.Revision, after: page[len(page)-1].msg.GetName()}.encode()
 			break
 		}
 	}
-	return resp, nil
+	return encodedListPage(page, next, snap.Revision), nil
 }
 
 // ListServers implements toolsvc.v1.ToolService.

@@ -56,58 +56,28 @@ func (s *Server) Stats() Stats {
 	}
 }
 
-// Wait blocks until every goroutine the watch streams started has ended. A
-// stream ended for a blocked Send leaves its sender blocked until gRPC
-// cancels the stream, which it does as soon as the handler returns; call
-// Wait after the gRPC server stopped.
-func (s *Server) Wait() { s.senders.wait() }
-
-// goroutines counts running goroutines. Unlike sync.WaitGroup, it allows
-// starting one while another goroutine waits (a watch handler may still be
-// running when the gRPC server's Stop returns).
-type goroutines struct {
-	mu   sync.Mutex
-	n    int
-	idle *sync.Cond
-}
-
-func (g *goroutines) goFunc(f func()) {
-	g.mu.Lock()
-	g.n++
-	g.mu.Unlock()
-	go func() {
-		defer func() {
-			g.mu.Lock()
-			if g.n--; g.n == 0 && g.idle != nil {
-				g.idle.Broadcast()
-			}
-			g.mu.Unlock()
-		}()
-		f()
-	}()
-}
-
-func (g *goroutines) wait() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.idle == nil {
-		g.idle = sync.NewCond(&g.mu)
-	}
-	for g.n > 0 {
-		g.idle.Wait()
-	}
-}
+// Wait returns once every goroutine the watch streams started has ended.
+// The watch engine starts none (each stream's handler goroutine is its
+// send loop), so it returns at once; it is kept for callers that shut
+// down in order.
+func (s *Server) Wait() {}
 
 // watchFilter is the view of the catalog a watch asked for.
 type watchFilter struct {
 	servers            map[string]bool // nil: every server
 	excludeUnavailable bool
 	allowed            func(tool string) bool // the caller's authorization; nil: all
-	key                string                 // canonical form; "" is the whole catalog
+	key                string                 // canonical form of the view; "" is the whole catalog
+	format             schemaFormat           // how events carry schemas (not part of the view)
 }
 
 func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalogRequest) (*watchFilter, error) {
 	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.opts.Authorizer.filter(ctx)}
+	format, err := parseSchemaFormat(req.GetSchemaFormat(), "schema_format")
+	if err != nil {
+		return nil, err
+	}
+	f.format = format
 	var names []string
 	for i, name := range req.GetServers() {
 		field := fmt.Sprintf("servers[%d]", i)
@@ -154,70 +124,10 @@ type view struct {
 	rev   string
 }
 
-type viewKey struct {
-	snap   *mcpbridge.Snapshot
-	filter string
-}
-
-type deltaKey struct {
-	from, to *mcpbridge.Snapshot
-	filter   string
-}
-
-type snapshotKey struct {
-	snap   *mcpbridge.Snapshot
-	filter string
-	reset  bool
-}
-
-// watchCache shares the work of many watchers with the same filter: views
-// of a snapshot, and encoded snapshot and changes events (thousands of
-// watchers usually make the same step from the previous revision to the
-// current one). Each map is dropped whole when it grows past a bound.
-type watchCache struct {
-	last atomic.Pointer[wireEntry] // the newest entry: most lookups, no lock
-
-	mu        sync.Mutex
-	views     map[viewKey]*view
-	wire      map[any]proto.Message // deltaKey or snapshotKey -> encoded event
-	wireBytes int
-}
-
-const (
-	watchCacheMax      = 128      // entries per map
-	watchCacheMaxBytes = 64 << 20 // encoded events
-)
-
-func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
+func buildView(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	if f.key == "" {
 		return &view{snap: snap, tools: snap.Tools, rev: snap.Revision}
 	}
-	if v := s.cachedView(snap, f); v != nil {
-		return v
-	}
-	v := buildView(snap, f)
-	s.storeView(snap, f, v)
-	return v
-}
-
-func (s *Server) cachedView(snap *mcpbridge.Snapshot, f *watchFilter) *view {
-	c := &s.watchCache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.views[viewKey{snap, f.key}]
-}
-
-func (s *Server) storeView(snap *mcpbridge.Snapshot, f *watchFilter, v *view) {
-	c := &s.watchCache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.views == nil || len(c.views) >= watchCacheMax {
-		c.views = map[viewKey]*view{}
-	}
-	c.views[viewKey{snap, f.key}] = v
-}
-
-func buildView(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	tools := make([]*mcpbridge.Tool, 0, len(snap.Tools))
 	for _, t := range snap.Tools {
 		if f.keep(t) {
@@ -227,40 +137,279 @@ func buildView(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	return &view{snap: snap, tools: slices.Clip(tools), rev: mcpbridge.Revision(tools)}
 }
 
-// encoded returns the event build makes, encoded once and shared by every
-// stream that sends the same event. The result is a message whose wire
-// form is exactly the WatchCatalogResponse's (its bytes ride as unknown
-// fields of an Empty), so gRPC neither sizes nor marshals the event again
-// for each of thousands of streams: clients decode a WatchCatalogResponse.
-type wireEntry struct {
-	key any
-	msg proto.Message
+// view returns snap as f sees it (tests and resumption).
+func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view { return buildView(snap, f) }
+
+// The fan-out engine. Streams with the same view and schema format share a
+// watchGroup. A group's state is the newest (snapshot, view) a member has
+// asked for; it is built once per catalog change by the first member that
+// wakes (under the group's own lock: groups never wait for each other), and
+// read by every other member with one atomic load. Every event a state can
+// send (snapshot, reset snapshot, changes from the previous view, synced,
+// progress) is encoded once, on first use, and shared by every member: a
+// member's own work per change is one Send. Each stream's handler goroutine
+// is its send loop: nothing else ever calls Send on it.
+
+// watchHub holds the groups; its lock is taken when a stream opens or
+// closes, never to deliver an event.
+type watchHub struct {
+	mu     sync.Mutex
+	groups map[groupKey]*watchGroup
+	closed bool // Shutdown: no more joins
 }
 
-func (s *Server) encoded(k any, build func() *toolsvcv1.WatchCatalogResponse) proto.Message {
-	c := &s.watchCache
-	if e := c.last.Load(); e != nil && e.key == k {
-		return e.msg
-	}
-	c.mu.Lock()
-	m := c.wire[k]
-	c.mu.Unlock()
-	if m != nil {
-		return m
-	}
-	m = preEncode(build())
-	size := proto.Size(m)
-	c.mu.Lock()
-	if c.wire == nil || len(c.wire) >= watchCacheMax || c.wireBytes+size > watchCacheMaxBytes {
-		c.wire, c.wireBytes = map[any]proto.Message{}, 0
-	}
-	c.wire[k] = m
-	c.wireBytes += size
-	c.mu.Unlock()
-	c.last.Store(&wireEntry{k, m})
-	return m
+type groupKey struct {
+	view   string
+	format schemaFormat
 }
 
+type watchGroup struct {
+	key     groupKey
+	filter  *watchFilter              // the first member's; members' filters are equal (same key)
+	refs    int                       // watchHub.mu
+	members map[*watchSender]struct{} // watchHub.mu; Shutdown ends them
+
+	state atomic.Pointer[groupState]
+
+	mu     sync.Mutex                    // builds states; guards the caches below
+	views  map[*mcpbridge.Snapshot]*view // remembered views of older snapshots (resumption)
+	deltas map[[2]string]*encodedEvent   // changes from revisions older than the previous one
+	events map[string]*viewEvents        // the events of recent revisions, so a flip back reuses them
+}
+
+// groupState is the group's newest snapshot and the events of its view.
+type groupState struct {
+	snap *mcpbridge.Snapshot
+	ev   *viewEvents
+}
+
+// viewEvents are the events of one view revision of a group, each encoded
+// at most once.
+type viewEvents struct {
+	g    *watchGroup
+	view *view
+	prev *view // the group's view before this one; nil for the first
+
+	changes, snapshot, reset, synced, progress encodedEvent
+}
+
+// encodedEvent is one event, encoded once on first use.
+type encodedEvent struct {
+	once sync.Once
+	msg  proto.Message
+}
+
+func (e *encodedEvent) get(build func() *toolsvcv1.WatchCatalogResponse) proto.Message {
+	e.once.Do(func() { e.msg = preEncode(build()) })
+	return e.msg
+}
+
+// Bounds of a group's caches; each is dropped whole when it is full.
+const (
+	groupViewsMax  = 128
+	groupDeltasMax = 64
+	groupEventsMax = 8
+)
+
+// join adds a stream (w; nil in tests) to the group of its view, or
+// returns false after Shutdown.
+func (h *watchHub) join(f *watchFilter, w *watchSender) (*watchGroup, bool) {
+	k := groupKey{f.key, f.format}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	g := h.groups[k]
+	if g == nil {
+		if h.groups == nil {
+			h.groups = map[groupKey]*watchGroup{}
+		}
+		g = &watchGroup{key: k, filter: f, members: map[*watchSender]struct{}{}}
+		h.groups[k] = g
+	}
+	g.refs++
+	if w != nil {
+		g.members[w] = struct{}{}
+	}
+	return g, true
+}
+
+func (h *watchHub) leave(g *watchGroup, w *watchSender) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(g.members, w)
+	if g.refs--; g.refs == 0 {
+		delete(h.groups, g.key)
+	}
+}
+
+// shutdown ends every stream with SHUTTING_DOWN, including those whose
+// Send a client holds up (an idle handler would also see s.shutdown).
+func (h *watchHub) shutdown() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, g := range h.groups {
+		for w := range g.members {
+			w.endWith(errShuttingDown)
+		}
+	}
+}
+
+// current returns the group's state for the catalog's current snapshot,
+// building it if this member is the first to ask.
+func (g *watchGroup) current(s *Server) *groupState {
+	cat := s.bridge.Catalog()
+	if st := g.state.Load(); st != nil && st.snap == cat.Current() {
+		return st
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	snap := cat.Current() // the newest, even if another member just built one
+	old := g.state.Load()
+	if old != nil && old.snap == snap {
+		return old
+	}
+	st := &groupState{snap: snap}
+	v := g.viewLocked(snap)
+	switch {
+	case old != nil && old.ev.view.rev == v.rev:
+		st.ev = old.ev // nothing this view shows changed
+	case g.events[v.rev] != nil:
+		st.ev = g.events[v.rev]
+	default:
+		st.ev = &viewEvents{g: g, view: v}
+		if old != nil {
+			st.ev.prev = old.ev.view
+		}
+		if g.events == nil || len(g.events) >= groupEventsMax {
+			g.events = map[string]*viewEvents{}
+		}
+		g.events[v.rev] = st.ev
+	}
+	g.state.Store(st)
+	return st
+}
+
+// viewLocked returns snap as the group sees it, remembered for resumption.
+func (g *watchGroup) viewLocked(snap *mcpbridge.Snapshot) *view {
+	if v := g.views[snap]; v != nil {
+		return v
+	}
+	v := buildView(snap, g.filter)
+	if g.filter.key != "" { // the unfiltered view is the snapshot itself
+		if g.views == nil || len(g.views) >= groupViewsMax {
+			g.views = map[*mcpbridge.Snapshot]*view{}
+		}
+		g.views[snap] = v
+	}
+	return v
+}
+
+// findView returns the newest remembered view with revision rev, or nil.
+func (g *watchGroup) findView(s *Server, rev string) *view {
+	cat := s.bridge.Catalog()
+	if g.filter.key == "" {
+		if snap, ok := cat.Snapshot(rev); ok {
+			return buildView(snap, g.filter)
+		}
+		return nil
+	}
+	// Search the history, remembering only what matches: an unknown token
+	// must not flush the views other resumers share.
+	hist := cat.History()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := len(hist) - 1; i >= 0; i-- {
+		v := g.views[hist[i]]
+		if v == nil {
+			if v = buildView(hist[i], g.filter); v.rev != rev {
+				continue
+			}
+			if g.views == nil || len(g.views) >= groupViewsMax {
+				g.views = map[*mcpbridge.Snapshot]*view{}
+			}
+			g.views[hist[i]] = v
+		}
+		if v.rev == rev {
+			return v
+		}
+	}
+	return nil
+}
+
+// changesFrom is the event that moves a member holding from to ev's view:
+// the shared one when from is the previous view (the common case), else
+// one built once per (from, to) for the group.
+func (ev *viewEvents) changesFrom(s *Server, from *view) proto.Message {
+	if ev.prev != nil && ev.prev.rev == from.rev {
+		return ev.changes.get(func() *toolsvcv1.WatchCatalogResponse { return ev.buildChanges(s, from) })
+	}
+	g := ev.g
+	k := [2]string{from.rev, ev.view.rev}
+	g.mu.Lock()
+	e := g.deltas[k]
+	if e == nil {
+		if g.deltas == nil || len(g.deltas) >= groupDeltasMax {
+			g.deltas = map[[2]string]*encodedEvent{}
+		}
+		e = &encodedEvent{}
+		g.deltas[k] = e
+	}
+	g.mu.Unlock()
+	return e.get(func() *toolsvcv1.WatchCatalogResponse { return ev.buildChanges(s, from) })
+}
+
+func (ev *viewEvents) buildChanges(s *Server, from *view) *toolsvcv1.WatchCatalogResponse {
+	up, rm := mcpbridge.DiffTools(from.tools, ev.view.tools)
+	ch := &toolsvcv1.CatalogChanges{Removed: rm, Upserted: make([]*toolsvcv1.Tool, len(up))}
+	for i, t := range up {
+		ch.Upserted[i] = s.cache.one(t, ev.g.key.format).msg
+	}
+	return &toolsvcv1.WatchCatalogResponse{Revision: ev.view.rev, Event: &toolsvcv1.WatchCatalogResponse_Changes{Changes: ch}}
+}
+
+// snapshotEvent is the whole view (reset: the resume token could not be
+// served).
+func (ev *viewEvents) snapshotEvent(s *Server, reset bool) proto.Message {
+	e := &ev.snapshot
+	if reset {
+		e = &ev.reset
+	}
+	return e.get(func() *toolsvcv1.WatchCatalogResponse {
+		f := ev.g.key.format
+		tools := make([]*toolsvcv1.Tool, len(ev.view.tools))
+		if ev.g.filter.key == "" {
+			for i, w := range s.cache.tools(ev.view.snap, ev.view.snap == s.bridge.Catalog().Current(), f) {
+				tools[i] = w.msg
+			}
+		} else {
+			for i, t := range ev.view.tools {
+				tools[i] = s.cache.one(t, f).msg
+			}
+		}
+		return &toolsvcv1.WatchCatalogResponse{Revision: ev.view.rev, Event: &toolsvcv1.WatchCatalogResponse_Snapshot{
+			Snapshot: &toolsvcv1.CatalogSnapshot{Tools: tools, Reset_: reset}}}
+	})
+}
+
+func (ev *viewEvents) syncedEvent() proto.Message {
+	return ev.synced.get(func() *toolsvcv1.WatchCatalogResponse {
+		return &toolsvcv1.WatchCatalogResponse{Revision: ev.view.rev, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
+	})
+}
+
+func (ev *viewEvents) progressEvent() proto.Message {
+	return ev.progress.get(func() *toolsvcv1.WatchCatalogResponse {
+		return &toolsvcv1.WatchCatalogResponse{Revision: ev.view.rev, Event: &toolsvcv1.WatchCatalogResponse_Progress{Progress: &toolsvcv1.CatalogProgress{}}}
+	})
+}
+
+// preEncode returns a message whose wire form is exactly m's (its bytes
+// ride as unknown fields of an Empty), so gRPC neither sizes nor marshals
+// the event again for each of thousands of streams: clients decode a
+// WatchCatalogResponse.
 func preEncode(m *toolsvcv1.WatchCatalogResponse) proto.Message {
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil {
@@ -271,91 +420,36 @@ func preEncode(m *toolsvcv1.WatchCatalogResponse) proto.Message {
 	return e
 }
 
-// changesEvent moves a client from one view to another.
-func (s *Server) changesEvent(from, to *view, f *watchFilter) proto.Message {
-	return s.encoded(deltaKey{from.snap, to.snap, f.key}, func() *toolsvcv1.WatchCatalogResponse {
-		up, rm := mcpbridge.DiffTools(from.tools, to.tools)
-		ch := &toolsvcv1.CatalogChanges{Removed: rm, Upserted: make([]*toolsvcv1.Tool, len(up))}
-		for i, t := range up {
-			ch.Upserted[i] = s.cache.one(t)
-		}
-		return &toolsvcv1.WatchCatalogResponse{Revision: to.rev, Event: &toolsvcv1.WatchCatalogResponse_Changes{Changes: ch}}
-	})
-}
-
-// snapshotEvent is the whole view.
-func (s *Server) snapshotEvent(v *view, f *watchFilter, reset bool) proto.Message {
-	return s.encoded(snapshotKey{v.snap, f.key, reset}, func() *toolsvcv1.WatchCatalogResponse {
-		var tools []*toolsvcv1.Tool
-		if f.key == "" {
-			tools = s.cache.tools(v.snap, v.snap == s.bridge.Catalog().Current())
-		} else {
-			tools = make([]*toolsvcv1.Tool, len(v.tools))
-			for i, t := range v.tools {
-				tools[i] = s.cache.one(t)
-			}
-		}
-		return &toolsvcv1.WatchCatalogResponse{Revision: v.rev, Event: &toolsvcv1.WatchCatalogResponse_Snapshot{
-			Snapshot: &toolsvcv1.CatalogSnapshot{Tools: tools, Reset_: reset}}}
-	})
-}
-
 // resumeEvent is the first event of a watch: what the resume token earns.
-func (s *Server) resumeEvent(tok string, cur *view, f *watchFilter) proto.Message {
+func (s *Server) resumeEvent(tok string, ev *viewEvents) proto.Message {
 	switch {
 	case tok == "":
-		return s.snapshotEvent(cur, f, false)
-	case tok == cur.rev:
-		return &toolsvcv1.WatchCatalogResponse{Revision: cur.rev, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
+		return ev.snapshotEvent(s, false)
+	case tok == ev.view.rev:
+		return ev.syncedEvent()
 	case !validRevision(tok):
 		s.watch.malformed.Add(1)
 		s.log.Info("watch: malformed resume token; sending a reset snapshot", "token_len", len(tok))
 	default:
-		if old := s.findView(tok, f); old != nil {
-			return s.changesEvent(old, cur, f)
+		if old := ev.g.findView(s, tok); old != nil {
+			return ev.changesFrom(s, old)
 		}
 	}
 	s.watch.resets.Add(1)
-	return s.snapshotEvent(cur, f, true)
-}
-
-// findView returns the newest remembered view with revision rev, or nil.
-func (s *Server) findView(rev string, f *watchFilter) *view {
-	cat := s.bridge.Catalog()
-	if f.key == "" {
-		if snap, ok := cat.Snapshot(rev); ok {
-			return s.view(snap, f)
-		}
-		return nil
-	}
-	// Search the history without caching what does not match: an unknown
-	// token must not flush the views every other watcher shares.
-	hist := cat.History()
-	for i := len(hist) - 1; i >= 0; i-- {
-		v := s.cachedView(hist[i], f)
-		if v == nil {
-			v = buildView(hist[i], f)
-			if v.rev != rev {
-				continue
-			}
-			s.storeView(hist[i], f, v)
-		}
-		if v.rev == rev {
-			return v
-		}
-	}
-	return nil
+	return ev.snapshotEvent(s, true)
 }
 
 // WatchCatalog implements toolsvc.v1.ToolService. The catalog writer never
-// blocks on this stream: it only signals a capacity-1 channel, and this
-// goroutine computes the delta from the last view it sent to the current
-// one, so a slow client skips intermediate states but always reaches the
-// latest. Each Send runs on a goroutine of its own while this one waits for
-// it with a bound: a client that does not read for WatchSendTimeout gets
-// UNAVAILABLE and resumes.
+// blocks on this stream: it only signals a capacity-1 channel. This
+// goroutine is the stream's send loop: on a signal it takes its group's
+// current state and sends the shared event that moves its client from the
+// last view it sent to that one, so a slow client skips intermediate states
+// but always reaches the latest. A Send that waits for the client longer
+// than WatchSendTimeout ends the stream with UNAVAILABLE / SLOW_CONSUMER
+// (see watchSender); the client resumes.
 func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]) error {
-	authCtx, _, err := s.authenticate(stream.Context()) // the principal, inside the service (auth.go)
+	ctx := stream.Context()
+	authCtx, _, err := s.authenticate(ctx) // the principal, inside the service (auth.go)
 	if err != nil {
 		return err
 	}
@@ -365,39 +459,41 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	}
 	s.watch.streams.Add(1)
 	defer s.watch.streams.Add(-1)
-
-	ctx := stream.Context()
-	cat := s.bridge.Catalog()
-	sub := cat.Subscribe()
+	w := newWatchSender(s, stream)
+	defer w.close()
+	g, ok := s.hub.join(f, w)
+	if !ok {
+		return errShuttingDown
+	}
+	defer s.hub.leave(g, w)
+	// Subscribe before reading the current state, so that no change between
+	// the two goes unsignalled.
+	sub := s.bridge.Catalog().Subscribe()
 	defer sub.Close()
 
-	w := &watchSender{s: s, stream: stream, done: make(chan error, 1)}
-	cur := s.view(cat.Current(), f)
-	if err := w.send(s.resumeEvent(req.GetResumeToken(), cur, f)); err != nil {
+	last := g.current(s).ev
+	if err := w.send(s.resumeEvent(req.GetResumeToken(), last)); err != nil {
 		return err
 	}
-	last := cur
-	progress := time.NewTicker(s.opts.ProgressInterval)
+	progress := time.NewTimer(s.opts.ProgressInterval)
 	defer progress.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
+			return w.ended(nil)
 		case <-s.shutdown:
 			return errShuttingDown
 		case <-progress.C:
-			if err := w.send(&toolsvcv1.WatchCatalogResponse{
-				Revision: last.rev,
-				Event:    &toolsvcv1.WatchCatalogResponse_Progress{Progress: &toolsvcv1.CatalogProgress{}},
-			}); err != nil {
+			if err := w.send(last.progressEvent()); err != nil {
 				return err
 			}
+			progress.Reset(s.opts.ProgressInterval)
 		case <-sub.C():
-			cur := s.view(cat.Current(), f)
-			if cur.rev == last.rev {
+			cur := g.current(s).ev
+			if cur.view.rev == last.view.rev {
 				continue // nothing this view shows has changed
 			}
-			if err := w.send(s.changesEvent(last, cur, f)); err != nil {
+			if err := w.send(cur.changesFrom(s, last.view)); err != nil {
 				return err
 			}
 			last = cur
@@ -409,38 +505,101 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 var errShuttingDown = (&richError{code: codes.Unavailable, reason: ReasonShuttingDown,
 	msg: "server shutting down; resume with the last revision on any replica"}).err()
 
-// watchSender does one Send at a time on a goroutine of its own, so the
-// handler can give up on a Send that gRPC flow control holds. A sender left
-// blocked ends when gRPC cancels the stream after the handler returns;
-// Server.Wait waits for it.
+// watchSender sends on one stream from the handler goroutine, bounded in
+// time: gRPC's SendMsg has no deadline and blocks while the client does not
+// read, so a timer armed around each Send ends the stream when it fires.
+// It ends it the way gRPC's own deadline timer does, at the transport: it
+// writes the stream's final status (UNAVAILABLE, SLOW_CONSUMER) through the
+// transport stream gRPC puts in the handler's context, which marks the
+// stream done and wakes the blocked Send with an error; the client gets
+// what was already queued, then that status. Shutdown ends every stream the
+// same way (SHUTTING_DOWN), held or not. No goroutine but the handler's
+// ever Sends, and none outlives it: the timer's function only writes a
+// status, which gRPC ignores once the stream is done. (A context without
+// that transport stream, or a gRPC whose stream lacks WriteStatus, cannot
+// be ended early: the stream then ends when the client reads or goes away;
+// TestWatchSlowConsumerEnded fails on such a gRPC.)
 type watchSender struct {
 	s      *Server
-	stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]
-	done   chan error
+	stream grpc.ServerStream
+	end    statusWriter // the transport stream; nil if unavailable
 	timer  *time.Timer
+	slow   atomic.Bool
 }
 
-func (w *watchSender) send(m proto.Message) error {
-	w.s.senders.goFunc(func() { w.done <- w.stream.SendMsg(m) })
-	if w.timer == nil {
-		w.timer = time.NewTimer(w.s.opts.WatchSendTimeout)
-	} else {
-		w.timer.Reset(w.s.opts.WatchSendTimeout)
+// statusWriter is the method of gRPC's transport stream (the
+// grpc.ServerTransportStream in a handler's context) that ends a stream
+// with a status, as gRPC does when a handler returns.
+type statusWriter interface {
+	WriteStatus(*status.Status) error
+}
+
+func errSlowConsumer(timeout time.Duration) error {
+	return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
+		"watch stream ended: the client did not read for %s; resume with the last revision", timeout), nil)
+}
+
+func newWatchSender(s *Server, stream grpc.ServerStream) *watchSender {
+	w := &watchSender{s: s, stream: stream}
+	w.end, _ = grpc.ServerTransportStreamFromContext(stream.Context()).(statusWriter)
+	w.timer = time.AfterFunc(time.Hour, w.timedOut)
+	w.timer.Stop()
+	return w
+}
+
+func (w *watchSender) timedOut() {
+	w.slow.Store(true)
+	if !w.endWith(errSlowConsumer(w.s.opts.WatchSendTimeout)) {
+		w.s.log.Warn("watch: a Send waited longer than the send timeout and cannot be ended from the server; the stream ends when the client reads or goes away")
 	}
+}
+
+// endWith ends the stream from outside the handler; see watchSender.
+func (w *watchSender) endWith(err error) bool {
+	if w.end == nil {
+		return false
+	}
+	_ = w.end.WriteStatus(status.Convert(err))
+	return true
+}
+
+func (w *watchSender) close() { w.timer.Stop() }
+
+func (w *watchSender) send(m proto.Message) error {
+	w.timer.Reset(w.s.opts.WatchSendTimeout)
+	err := w.stream.SendMsg(m)
+	w.timer.Stop()
+	if err != nil || w.slow.Load() {
+		return w.ended(err)
+	}
+	return nil
+}
+
+// ended is the status of a stream whose Send failed (with sendErr) or
+// whose context ended: why the server ended it, if it did, else the
+// context's error, else sendErr. (When the stream was ended at the
+// transport, gRPC has sent that status already and ignores this one.)
+func (w *watchSender) ended(sendErr error) error {
 	select {
-	case err := <-w.done:
-		w.timer.Stop()
-		return err
-	case <-w.timer.C:
+	case <-w.s.shutdown:
+		return errShuttingDown
+	default:
+	}
+	if w.slow.Load() {
 		w.s.watch.slow.Add(1)
 		w.s.log.Info("watch: client did not read for the send timeout; ending the stream", "timeout", w.s.opts.WatchSendTimeout)
-		return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
-			"watch stream ended: the client did not read for %s; resume with the last revision", w.s.opts.WatchSendTimeout), nil)
-	case <-w.s.shutdown:
-		w.timer.Stop()
-		return errShuttingDown
-	case <-w.stream.Context().Done():
-		w.timer.Stop()
-		return status.FromContextError(w.stream.Context().Err()).Err()
+		return errSlowConsumer(w.s.opts.WatchSendTimeout)
 	}
+	if err := w.stream.Context().Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	return sendErr
+}
+
+// ServerOptions are the gRPC server options this service needs: the codec
+// that sends pre-encoded events and pages without copying them
+// (wireCodec). NewGRPCServer installs them; a server built otherwise
+// should too (without them every event is copied once per stream).
+func (s *Server) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.ForceServerCodecV2(newWireCodec())}
 }

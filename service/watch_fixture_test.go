@@ -146,7 +146,7 @@ func newWatchFixture(tb testing.TB, opts *Options, servers map[string][]string) 
 	f.bridge = b
 	f.svc = New(b, opts)
 	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(f.svc.ServerOptions()...)
 	f.svc.Register(gs)
 	served := make(chan struct{})
 	go func() { defer close(served); _ = gs.Serve(lis) }()

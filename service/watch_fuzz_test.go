@@ -46,9 +46,15 @@ func FuzzWatchResumeToken(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := fx.svc.view(cur, flt)
+		g, _ := fx.svc.hub.join(flt, nil)
+		defer fx.svc.hub.leave(g, nil)
+		ev := g.current(fx.svc).ev
+		v := ev.view
+		if v.rev != fx.svc.view(cur, flt).rev {
+			t.Fatalf("the group's view %s is not the current snapshot's", v.rev)
+		}
 		before := fx.svc.Stats()
-		m := decodeEvent(t, fx.svc.resumeEvent(tok, v, flt))
+		m := decodeEvent(t, fx.svc.resumeEvent(tok, ev))
 		after := fx.svc.Stats()
 		if m.GetRevision() != v.rev {
 			t.Fatalf("token %q: revision %s, want the view's %s", tok, m.GetRevision(), v.rev)
@@ -58,7 +64,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 		if want := tok != "" && !validRevision(tok); (malformed == 1) != want || malformed > 1 {
 			t.Fatalf("token %q: malformed counter moved by %d", tok, malformed)
 		}
-		known := fx.svc.findView(tok, flt)
+		known := g.findView(fx.svc, tok)
 		switch {
 		case tok == "":
 			if m.GetSnapshot() == nil || m.GetSnapshot().GetReset_() || resets != 0 {

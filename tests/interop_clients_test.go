@@ -36,19 +36,12 @@ func TestInteropExampleClients(t *testing.T) {
 		setup func(t *testing.T) (cmd []string, env []string)
 	}{
 		{"python", func(t *testing.T) ([]string, []string) {
-			// Stubs are generated at test time by Debian's protoc and
-			// grpc_python_plugin, never committed.
-			stubs := t.TempDir()
-			out, err := exec.Command("protoc", "-I", filepath.Join(root, "proto"), "--python_out="+stubs, "--grpc_out="+stubs,
-				"--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin", filepath.Join(root, "proto/toolsvc/v1/toolsvc.proto")).CombinedOutput()
-			if err != nil {
-				t.Fatalf("protoc for Python (scripts/interop-deps.sh installs it): %v\n%s", err, out)
-			}
-			return []string{"/usr/bin/python3", filepath.Join(root, "examples/python/client.py")}, []string{"PYTHONPATH=" + stubs}
+			py, env := pythonClient(t, root)
+			return []string{py, filepath.Join(root, "examples/python/client.py")}, env
 		}},
 		{"node", func(t *testing.T) ([]string, []string) {
-			if _, err := os.Stat(filepath.Join(root, "examples/node/node_modules/@grpc/grpc-js")); err != nil {
-				t.Fatalf("examples/node is not installed (scripts/interop-deps.sh runs npm ci there): %v", err)
+			if _, err := os.Stat(filepath.Join(root, "examples/node/node_modules/@toolsvc/client/dist/index.js")); err != nil {
+				t.Fatalf("examples/node or the @toolsvc/client it uses is not installed and built (scripts/interop-deps.sh does both): %v", err)
 			}
 			return []string{"node", filepath.Join(root, "examples/node/client.mjs")}, nil
 		}},
@@ -95,6 +88,18 @@ func TestInteropExampleClients(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pythonClient is the interpreter of .venv/client (scripts/pyenv.sh: the
+// toolsvc package's dependencies) and the environment that puts the package
+// (clients/python/src) on its path, for the Python examples.
+func pythonClient(t *testing.T, root string) (string, []string) {
+	t.Helper()
+	py := filepath.Join(root, ".venv", "client", "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		t.Fatalf("no %s (scripts/interop-deps.sh creates it): %v", py, err)
+	}
+	return py, []string{"PYTHONPATH=" + filepath.Join(root, "clients", "python", "src")}
 }
 
 // TestInteropReadmeGrpcurl runs every grpcurl line of the README's Clients

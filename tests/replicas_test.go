@@ -508,13 +508,8 @@ func TestLoadBalancedExampleClients(t *testing.T) {
 			return []string{exe, list}, nil
 		}},
 		{"python", func(t *testing.T) ([]string, []string) {
-			stubs := t.TempDir()
-			out, err := exec.Command("protoc", "-I", filepath.Join(root, "proto"), "--python_out="+stubs, "--grpc_out="+stubs,
-				"--plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin", filepath.Join(root, "proto/toolsvc/v1/toolsvc.proto")).CombinedOutput()
-			if err != nil {
-				t.Fatalf("protoc for Python (scripts/interop-deps.sh installs it): %v\n%s", err, out)
-			}
-			return []string{"/usr/bin/python3", filepath.Join(root, "examples/python/balanced.py"), "ipv4:" + list}, []string{"PYTHONPATH=" + stubs}
+			py, env := pythonClient(t, root)
+			return []string{py, filepath.Join(root, "examples/python/balanced.py"), "ipv4:" + list}, env
 		}},
 		{"node", func(t *testing.T) ([]string, []string) {
 			return []string{"node", filepath.Join(root, "examples/node/balanced.mjs"), "ipv4:" + list}, nil

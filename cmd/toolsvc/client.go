@@ -123,8 +123,14 @@ func runTools(ctx context.Context, args []string) error {
 	defer closeConn()
 	var all []*toolsvcv1.Tool
 	tok := ""
+	// The table shows no schemas: ask for JSON text, the cheaper form.
+	// --json prints the Struct form, as it always did.
+	format := toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON
+	if *f.json {
+		format = toolsvcv1.SchemaFormat_SCHEMA_FORMAT_STRUCT
+	}
 	for {
-		resp, err := c.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1000, PageToken: tok})
+		resp, err := c.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1000, PageToken: tok, SchemaFormat: format})
 		if err != nil {
 			return err
 		}
@@ -374,6 +380,9 @@ func runWatch(ctx context.Context, args []string) error {
 	defer closeConn()
 	opts := catalogwatch.Options{
 		ExcludeUnavailable: *excludeUnavailable,
+		// Lines show no schemas: JSON text is the cheaper form; --json
+		// prints the Struct form, as it always did.
+		SchemaFormat: toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON,
 		OnEvent: func(ev catalogwatch.Event) {
 			if *f.json {
 				printJSON(ev.Raw)
@@ -385,6 +394,9 @@ func runWatch(ctx context.Context, args []string) error {
 			fmt.Fprintf(os.Stderr, "watch: stream ended (%s: %s); resuming in %s\n",
 				status.Code(err), status.Convert(err).Message(), wait.Round(time.Millisecond))
 		},
+	}
+	if *f.json {
+		opts.SchemaFormat = toolsvcv1.SchemaFormat_SCHEMA_FORMAT_STRUCT
 	}
 	if *servers != "" {
 		opts.Servers = strings.Split(*servers, ",")

@@ -1,72 +1,44 @@
-// A toolsvc client in Node: list the catalog, watch it, call a tool, call one
-// with progress streaming, and resume the watch from the last revision seen.
+// A toolsvc client in Node with the @toolsvc/client package: list the
+// catalog, watch it, call a tool, call one with progress streaming, and
+// resume the watch from the last revision seen.
 //
 //   node client.mjs ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
-//
-// The API is loaded from proto/ at run time (no generated code).
-import { fileURLToPath } from "node:url";
-import grpc from "@grpc/grpc-js";
-import protoLoader from "@grpc/proto-loader";
+import { Client } from "@toolsvc/client";
 
 const [addr, tool, argsJSON = "{}", streamTool = tool, streamArgs = "{}"] = process.argv.slice(2);
-const protoDir = process.env.TOOLSVC_PROTO ?? fileURLToPath(new URL("../../proto", import.meta.url));
-const def = protoLoader.loadSync("toolsvc/v1/toolsvc.proto", { includeDirs: [protoDir], keepCase: true, longs: String, arrays: true, oneofs: true });
-const { ToolService } = grpc.loadPackageDefinition(def).toolsvc.v1;
-const client = new ToolService(addr, grpc.credentials.createInsecure());
-const deadline = (s) => ({ deadline: Date.now() + s * 1000 });
-const unary = (method, req) =>
-  new Promise((resolve, reject) => client[method](req, deadline(30), (err, res) => (err ? reject(err) : resolve(res))));
+const client = new Client(addr);
 
-// List: page until next_page_token is empty.
-let token = "";
-do {
-  const page = await unary("ListTools", { page_token: token });
-  for (const t of page.tools) console.log("tool", t.name);
-  token = page.next_page_token;
-} while (token);
+// List: every page.
+for (const t of await client.listTools({ timeoutMs: 30_000 })) console.log("tool", t.name);
 
-// Watch: the first message is a snapshot; keep its revision.
-let revision = await new Promise((resolve, reject) => {
-  const watch = client.WatchCatalog({});
-  watch.once("data", (ev) => {
-    console.log("snapshot", ev.revision, ev.snapshot.tools.length, "tools");
-    watch.cancel(); // as if the connection dropped
-    resolve(ev.revision);
-  });
-  watch.on("error", (err) => err.code !== grpc.status.CANCELLED && reject(err));
-});
+// Watch: the first event is a snapshot; keep the catalog and its revision.
+let watch = client.watch();
+const snap = (await watch[Symbol.asyncIterator]().next()).value;
+console.log("snapshot", snap.revision, watch.catalog.size, "tools");
+const held = [...watch.catalog.values()];
+watch.close(); // as if the process stopped; resumed below
 
-// Call. A tool's own failure is is_error, not an RPC error.
-const res = await unary("CallTool", { name: tool, arguments_json: argsJSON });
-const text = res.content.map((c) => c.text?.text ?? "").join("");
-console.log("call", tool, res.is_error ? "is_error" : "ok", text);
+// Call. A tool's own failure is isError, not an exception.
+const res = await client.callTool(tool, argsJSON, { timeoutMs: 30_000 });
+console.log("call", tool, res.isError ? "is_error" : "ok", res.text);
 
 // Streaming call: progress as it comes, the result last.
-await new Promise((resolve, reject) => {
-  const call = client.CallToolStream({ name: streamTool, arguments_json: streamArgs }, deadline(30));
-  call.on("data", (msg) => {
-    if (msg.event === "progress") console.log(`progress ${msg.progress.progress}/${msg.progress.total ?? "?"} ${msg.progress.message}`);
-    else console.log("stream result", msg.result.is_error ? "is_error" : "ok", msg.result.content.map((c) => c.text?.text ?? "").join(""));
-  });
-  call.on("end", resolve);
-  call.on("error", reject);
-});
+for await (const ev of client.callToolStream(streamTool, streamArgs, { timeoutMs: 30_000 })) {
+  if (ev.type === "progress") console.log(`progress ${ev.progress}/${ev.total ?? "?"} ${ev.message}`);
+  else console.log("stream result", ev.result.isError ? "is_error" : "ok", ev.result.text);
+}
 
-// Resume from the last revision: only what changed since arrives.
-console.log("resumed from", revision);
-await new Promise((resolve, reject) => {
-  const watch = client.WatchCatalog({ resume_token: revision }, deadline(30));
-  watch.on("data", (ev) => {
-    revision = ev.revision; // always keep the latest as the resume token
-    if (ev.event === "changes") {
-      const names = [...ev.changes.upserted.map((t) => "+" + t.name), ...ev.changes.removed.map((n) => "-" + n)];
-      console.log("changes", revision, names.join(" "));
-      watch.cancel();
-      resolve();
-    } else {
-      console.log(ev.event, revision); // synced, progress, or a snapshot (reset: replace all state)
-    }
-  });
-  watch.on("error", (err) => err.code !== grpc.status.CANCELLED && reject(err));
-});
+// Resume from the revision held: only what changed since arrives (the
+// watcher also resumes by itself after a dropped stream, on any replica).
+console.log("resumed from", snap.revision);
+watch = client.watch({ resumeToken: snap.revision, initial: held });
+for await (const ev of watch) {
+  if (ev.kind === "changes") {
+    const names = [...ev.upserted.map((t) => "+" + t.name), ...ev.removed.map((n) => "-" + n)];
+    console.log("changes", ev.revision, names.join(" "));
+    break;
+  }
+  console.log(ev.kind, ev.revision); // synced, progress, or a reset snapshot
+}
+console.log("catalog now", watch.catalog.size, "tools");
 client.close();

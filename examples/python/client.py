@@ -1,65 +1,52 @@
-#!/usr/bin/python3
-"""A toolsvc client in Python: list the catalog, watch it, call a tool, call
-one with progress streaming, and resume the watch from the last revision seen.
+"""A toolsvc client in Python with the toolsvc package (clients/python): list
+the catalog, watch it, call a tool, call one with progress streaming, and
+resume the watch from the last revision seen.
 
     client.py ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
 
-Needs Debian's python3-grpcio (use /usr/bin/python3) and stubs generated from
-proto/ by protoc (see examples/README.md).
+Needs the package: pip install ./clients/python (see examples/README.md).
 """
 import sys
 
-import grpc
-
-from toolsvc.v1 import toolsvc_pb2 as pb
-from toolsvc.v1 import toolsvc_pb2_grpc as rpc
+import toolsvc
 
 
 def main(addr, tool, args_json="{}", stream_tool=None, stream_args="{}"):
     stream_tool = stream_tool or tool
-    with grpc.insecure_channel(addr) as channel:
-        stub = rpc.ToolServiceStub(channel)
+    with toolsvc.Client(addr) as client:
+        # List: every page, one revision.
+        for t in client.list_tools():
+            print("tool", t.name)
 
-        # List: page until next_page_token is empty.
-        token = ""
-        while True:
-            page = stub.ListTools(pb.ListToolsRequest(page_token=token), timeout=10)
-            for t in page.tools:
-                print("tool", t.name)
-            token = page.next_page_token
-            if not token:
-                break
+        # Watch: the first event is a snapshot; keep its revision and tools.
+        with client.watch() as watch:
+            first = next(iter(watch))
+            revision, tools = first.revision, list(watch.catalog.values())
+            print("snapshot", revision, len(first.tools), "tools")
+        # (closed, as if this process stopped)
 
-        # Watch: the first message is a snapshot; keep its revision.
-        watch = stub.WatchCatalog(pb.WatchCatalogRequest())
-        first = next(watch)
-        revision = first.revision
-        print("snapshot", revision, len(first.snapshot.tools), "tools")
-        watch.cancel()  # as if the connection dropped
-
-        # Call. A tool's own failure is is_error, not an RPC error.
-        res = stub.CallTool(pb.CallToolRequest(name=tool, arguments_json=args_json), timeout=30)
-        text = "".join(c.text.text for c in res.content if c.HasField("text"))
-        print("call", tool, "is_error" if res.is_error else "ok", text)
+        # Call. A tool's own failure is is_error, not an exception
+        # (toolsvc.ToolsvcError: .code, .reason, .field_violations).
+        res = client.call_tool(tool, args_json, timeout=30)
+        print("call", tool, "is_error" if res.is_error else "ok", res.text)
 
         # Streaming call: progress as it comes, the result last.
-        for msg in stub.CallToolStream(pb.CallToolStreamRequest(name=stream_tool, arguments_json=stream_args), timeout=30):
-            if msg.HasField("progress"):
-                print("progress %g/%g %s" % (msg.progress.progress, msg.progress.total, msg.progress.message))
+        for msg in client.call_tool_stream(stream_tool, stream_args, timeout=30):
+            if isinstance(msg, toolsvc.Progress):
+                print("progress %g/%s %s" % (msg.progress, "%g" % msg.total if msg.total is not None else "?", msg.message))
             else:
-                print("stream result", "is_error" if msg.result.is_error else "ok",
-                      "".join(c.text.text for c in msg.result.content if c.HasField("text")))
+                print("stream result", "is_error" if msg.is_error else "ok", msg.text)
 
         # Resume from the last revision: only what changed since arrives.
+        # (A running watcher does this by itself after a disconnect.)
         print("resumed from", revision)
-        for ev in stub.WatchCatalog(pb.WatchCatalogRequest(resume_token=revision), timeout=30):
-            revision = ev.revision  # always keep the latest as the resume token
-            kind = ev.WhichOneof("event")
-            if kind == "changes":
-                names = ["+" + t.name for t in ev.changes.upserted] + ["-" + n for n in ev.changes.removed]
-                print("changes", revision, " ".join(names))
-                break
-            print(kind, revision)  # synced, progress, or a snapshot (reset: replace all state)
+        with client.watch(resume_token=revision, initial=tools) as watch:
+            for ev in watch:
+                if ev.kind == toolsvc.EventKind.CHANGES:
+                    names = ["+" + t.name for t in ev.upserted] + ["-" + n for n in ev.removed]
+                    print("changes", ev.revision, " ".join(names))
+                    break
+                print(ev.kind.value, ev.revision)  # synced, progress, or a reset snapshot
 
 
 if __name__ == "__main__":

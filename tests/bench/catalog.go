@@ -47,7 +47,10 @@ func benchCatalog(ctx context.Context, e *env, r *results) error {
 	viaToolsvc := func() (int, error) {
 		n, tok := 0, ""
 		for {
-			resp, err := ts.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1000, PageToken: tok})
+			// JSON schemas: the upstreams send JSON text, and so does
+			// toolsvc in this format (the goal is stated for it).
+			resp, err := ts.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1000, PageToken: tok,
+				SchemaFormat: toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON})
 			if err != nil {
 				return 0, err
 			}
@@ -101,9 +104,9 @@ func benchCatalog(ctx context.Context, e *env, r *results) error {
 	}
 	// CPU of both ends of the toolsvc listing: toolsvc's process (encoding)
 	// and this one (the gRPC client decoding).
-	var tDur, dDur []float64
+	var tDur, dDur, perRep []float64
 	var serverCPU, clientCPU time.Duration
-	for range *listReps {
+	for range max(*listReps, 5) {
 		t0, s0, c0 := time.Now(), ts.cpu(), selfCPU()
 		if _, err := viaToolsvc(); err != nil {
 			return err
@@ -116,6 +119,7 @@ func benchCatalog(ctx context.Context, e *env, r *results) error {
 			return err
 		}
 		dDur = append(dDur, float64(time.Since(t0)))
+		perRep = append(perRep, tDur[len(tDur)-1]/dDur[len(dDur)-1])
 	}
 	tm, dm := median(tDur), median(dDur)
 	ratio := round3(tm / dm)
@@ -123,13 +127,14 @@ func benchCatalog(ctx context.Context, e *env, r *results) error {
 	r.set("list_toolsvc_ms", ms(time.Duration(tm)))
 	r.set("list_direct_ms", ms(time.Duration(dm)))
 	r.set("list_ratio", ratio)
-	reps := time.Duration(*listReps)
+	spread := r.setSpread("list_ratio", perRep)
+	reps := time.Duration(len(tDur))
 	r.set("list_toolsvc_server_cpu_ms", ms(serverCPU/reps))
 	r.set("list_toolsvc_client_cpu_ms", ms(clientCPU/reps))
 	r.row("catalog: CPU per full listing, toolsvc / gRPC client", fmt.Sprintf("%.0f / %.0f ms", ms(serverCPU/reps), ms(clientCPU/reps)), "")
 	r.set("toolsvc_rss_kib_catalog", ts.rssKiB())
 	r.row(fmt.Sprintf("catalog: %d tools on %d upstreams, ListTools all pages", want, *catUps), fmt.Sprintf("%.1f ms", ms(time.Duration(tm))), "")
 	r.row("catalog: upstreams' own tools/list, all pages", fmt.Sprintf("%.1f ms", ms(time.Duration(dm))), "")
-	r.row("list_ratio", fmt.Sprint(ratio), "≤ 0.05")
+	r.row("list_ratio (SCHEMA_FORMAT_JSON; spread over reps)", fmt.Sprintf("%v (%s)", ratio, spread), "≤ 0.05")
 	return nil
 }

@@ -68,12 +68,12 @@ func benchFront(ctx context.Context, e *env, r *results) error {
 		}
 	}
 	log.Printf("front door: %d rounds of %d sequential calls per path", *rounds, *calls)
-	lat, err := latencies(ctx, paths)
+	lat, _, err := latencies(ctx, paths)
 	if err != nil {
 		return err
 	}
 	log.Printf("front door: %d rounds of %d calls per path from %d callers", *rounds, *concCalls, *callers)
-	tput, _, err := throughputs(ctx, paths)
+	tput, _, _, err := throughputs(ctx, paths)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -27,7 +28,7 @@ import (
 
 var (
 	calls       = flag.Int("calls", 2000, "sequential calls per path per round")
-	rounds      = flag.Int("rounds", 3, "rounds; each round measures every path once, in turn")
+	rounds      = flag.Int("rounds", 5, "rounds; each round measures every path once, in turn (final figures: at least 5)")
 	warmup      = flag.Int("warmup", 300, "calls per path before measuring")
 	callers     = flag.Int("callers", 32, "concurrent callers in the throughput phase")
 	concCalls   = flag.Int("conc-calls", 8000, "calls per path per round in the throughput phase")
@@ -43,7 +44,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, catalog, storm, front (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, python, node, catalog, storm, front (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -113,6 +114,18 @@ func run(ctx context.Context) error {
 	r := newResults()
 	r.set("gomaxprocs", runtime.GOMAXPROCS(0))
 	r.set("num_cpu", runtime.NumCPU())
+	// Final figures need a quiet machine: the load average when the run
+	// began is part of the result (null where /proc/loadavg is missing).
+	if l, ok := loadAverage(); ok {
+		r.set("load_avg_1m_at_start", l)
+		r.row("load average (1 min) at start", fmt.Sprint(l), "< 1 for final figures")
+		if l >= 1 {
+			log.Printf("load average %.2f at start: other work is running; do not take final figures from this run", l)
+		}
+	} else {
+		r.skip("load_avg_1m_at_start", "/proc/loadavg not readable")
+	}
+	r.set("rounds", *rounds)
 
 	skipped := map[string]bool{}
 	for _, p := range strings.Split(*skipPhases, ",") {
@@ -130,6 +143,9 @@ func run(ctx context.Context) error {
 			r.skip("peer_added_latency_ratio", "-peers=false")
 		}
 	}
+	if err := pythonPhase(ctx, e, r, skipped["python"]); err != nil {
+		return err
+	}
 	if skipped["catalog"] {
 		r.skip("list_ratio", "-skip catalog")
 	} else if err := benchCatalog(ctx, e, r); err != nil {
@@ -140,6 +156,9 @@ func run(ctx context.Context) error {
 		r.skip("storm_call_p99_ratio", "-skip storm")
 	} else if err := benchStorm(ctx, e, r); err != nil {
 		return fmt.Errorf("refresh storm: %w", err)
+	}
+	if err := benchNodeAgent(ctx, e, r, skipped["node"]); err != nil {
+		return fmt.Errorf("node agent: %w", err)
 	}
 	if skipped["front"] {
 		r.skip("front_peer_added_ratio", "-skip front")
@@ -259,6 +278,31 @@ func round3(f float64) float64 {
 		return -float64(int64(-f*k+0.5)) / k
 	}
 	return float64(int64(f*k+0.5)) / k
+}
+
+// loadAverage is the 1-minute load average.
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
+}
+
+// setSpread records a ratio's spread over rounds as key_spread: [min, max]
+// of the per-round values, and returns the text "min–max".
+func (r *results) setSpread(key string, perRound []float64) string {
+	if len(perRound) == 0 {
+		return ""
+	}
+	lo, hi := round3(slices.Min(perRound)), round3(slices.Max(perRound))
+	r.set(key+"_spread", []float64{lo, hi})
+	return fmt.Sprintf("%v–%v", lo, hi)
 }
 
 func median(f []float64) float64 {

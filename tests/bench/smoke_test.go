@@ -21,6 +21,9 @@ var figures = []string{
 	"watch_p99_ms_10k", "watch_rss_kib_per_watcher",
 	"list_ratio",
 	"storm_lists", "storm_call_p99_ratio",
+	"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
+	"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio",
+	"load_avg_1m_at_start",
 	"front_peer_added_ratio",
 }
 
@@ -39,7 +42,8 @@ func TestSmoke(t *testing.T) {
 	cmd := exec.Command(exe, "-calls", "50", "-rounds", "1", "-warmup", "10", "-callers", "4", "-conc-calls", "100",
 		"-peers=false", "-catalog-upstreams", "2", "-catalog-tools", "20", "-list-reps", "1",
 		"-storm", "50", "-storm-baseline-calls", "50",
-		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms")
+		"-py-calls", "20", "-py-conc-calls", "40", "-py-warmup", "5",
+		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms -rounds 2")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -68,9 +72,17 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	// What this configuration measures must be measured.
-	for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "list_ratio", "storm_lists", "storm_call_p99_ratio"} {
+	for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "list_ratio", "storm_lists", "storm_call_p99_ratio",
+		"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
+		"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio"} {
 		if _, num := res[k].(float64); !num {
 			t.Errorf("%q = %v, want a number", k, res[k])
+		}
+	}
+	for _, k := range []string{"call_p50_ratio_spread", "call_p99_ratio_spread", "throughput_ratio_spread",
+		"call_p50_ratio_stdio_spread", "list_ratio_spread", "watch_p99_ms_10k_spread"} {
+		if sp, _ := res[k].([]any); len(sp) != 2 {
+			t.Errorf("%q = %v, want [min, max] over rounds", k, res[k])
 		}
 	}
 	if r, _ := reasons["peer_added_latency_ratio"].(string); r == "" {

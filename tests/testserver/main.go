@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -58,6 +59,9 @@ type progressArgs struct {
 
 type addToolArgs struct {
 	Name string `json:"name"`
+	// Schema, if set, is the new tool's inputSchema as JSON text, sent as
+	// is (json.RawMessage: exact numbers and key order).
+	Schema string `json:"schema,omitempty"`
 }
 
 type stats struct {
@@ -170,7 +174,11 @@ func newServer() *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "add_tool", Description: "Register a tool named name that answers \"<name> ok\"."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in addToolArgs) (*mcp.CallToolResult, any, error) {
 			name := in.Name
-			s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+			var schema any = map[string]any{"type": "object"}
+			if in.Schema != "" {
+				schema = json.RawMessage(in.Schema)
+			}
+			s.AddTool(&mcp.Tool{Name: name, InputSchema: schema},
 				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 					return text(name + " ok"), nil
 				})

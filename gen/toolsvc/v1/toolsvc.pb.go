@@ -25,6 +25,61 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// SchemaFormat selects how a Tool carries its schemas.
+type SchemaFormat int32
+
+const (
+	// Not set: the same as SCHEMA_FORMAT_STRUCT.
+	SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED SchemaFormat = 0
+	// input_schema and output_schema as google.protobuf.Struct (numbers are
+	// doubles: 10 and 10.0 look alike, integers beyond 2^53 are rounded).
+	SchemaFormat_SCHEMA_FORMAT_STRUCT SchemaFormat = 1
+	// input_schema_json and output_schema_json as the upstream's exact JSON
+	// text; the Struct fields are left unset. Cheaper to send and to decode.
+	SchemaFormat_SCHEMA_FORMAT_JSON SchemaFormat = 2
+)
+
+// Enum value maps for SchemaFormat.
+var (
+	SchemaFormat_name = map[int32]string{
+		0: "SCHEMA_FORMAT_UNSPECIFIED",
+		1: "SCHEMA_FORMAT_STRUCT",
+		2: "SCHEMA_FORMAT_JSON",
+	}
+	SchemaFormat_value = map[string]int32{
+		"SCHEMA_FORMAT_UNSPECIFIED": 0,
+		"SCHEMA_FORMAT_STRUCT":      1,
+		"SCHEMA_FORMAT_JSON":        2,
+	}
+)
+
+func (x SchemaFormat) Enum() *SchemaFormat {
+	p := new(SchemaFormat)
+	*p = x
+	return p
+}
+
+func (x SchemaFormat) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SchemaFormat) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[0].Descriptor()
+}
+
+func (SchemaFormat) Type() protoreflect.EnumType {
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[0]
+}
+
+func (x SchemaFormat) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SchemaFormat.Descriptor instead.
+func (SchemaFormat) EnumDescriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{0}
+}
+
 // Transport is how toolsvc reaches an upstream.
 type Transport int32
 
@@ -66,11 +121,11 @@ func (x Transport) String() string {
 }
 
 func (Transport) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[0].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[1].Descriptor()
 }
 
 func (Transport) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[0]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[1]
 }
 
 func (x Transport) Number() protoreflect.EnumNumber {
@@ -79,7 +134,7 @@ func (x Transport) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Transport.Descriptor instead.
 func (Transport) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{0}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
 }
 
 // ServerState is the supervision state of an upstream.
@@ -127,11 +182,11 @@ func (x ServerState) String() string {
 }
 
 func (ServerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[1].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
 }
 
 func (ServerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[1]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
 }
 
 func (x ServerState) Number() protoreflect.EnumNumber {
@@ -140,7 +195,7 @@ func (x ServerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerState.Descriptor instead.
 func (ServerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
 }
 
 // RefreshOutcome is the result of the last tools/list pass.
@@ -180,11 +235,11 @@ func (x RefreshOutcome) String() string {
 }
 
 func (RefreshOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
 }
 
 func (RefreshOutcome) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
 }
 
 func (x RefreshOutcome) Number() protoreflect.EnumNumber {
@@ -193,7 +248,7 @@ func (x RefreshOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RefreshOutcome.Descriptor instead.
 func (RefreshOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
 }
 
 // BreakerState is the state of an upstream's circuit breaker.
@@ -237,11 +292,11 @@ func (x BreakerState) String() string {
 }
 
 func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[4].Descriptor()
 }
 
 func (BreakerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[4]
 }
 
 func (x BreakerState) Number() protoreflect.EnumNumber {
@@ -250,7 +305,7 @@ func (x BreakerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BreakerState.Descriptor instead.
 func (BreakerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
 }
 
 // Tool is one callable tool of the merged catalog.
@@ -280,9 +335,17 @@ type Tool struct {
 	// UNAVAILABLE.
 	Available bool `protobuf:"varint,10,opt,name=available,proto3" json:"available,omitempty"`
 	// The tool's _meta object from the upstream, if any.
-	Meta          *structpb.Struct `protobuf:"bytes,11,opt,name=meta,proto3" json:"meta,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Meta *structpb.Struct `protobuf:"bytes,11,opt,name=meta,proto3" json:"meta,omitempty"`
+	// With SCHEMA_FORMAT_JSON: the JSON Schema of the arguments object as the
+	// JSON text the upstream sent (whitespace compacted; key order, number
+	// literals and escapes kept, so 10 and 10.0 differ and integers beyond 2^53
+	// are exact). input_schema is then unset.
+	InputSchemaJson string `protobuf:"bytes,12,opt,name=input_schema_json,json=inputSchemaJson,proto3" json:"input_schema_json,omitempty"`
+	// With SCHEMA_FORMAT_JSON: output_schema as JSON text, like
+	// input_schema_json; empty when the tool declares none.
+	OutputSchemaJson string `protobuf:"bytes,13,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -392,6 +455,20 @@ func (x *Tool) GetMeta() *structpb.Struct {
 	return nil
 }
 
+func (x *Tool) GetInputSchemaJson() string {
+	if x != nil {
+		return x.InputSchemaJson
+	}
+	return ""
+}
+
+func (x *Tool) GetOutputSchemaJson() string {
+	if x != nil {
+		return x.OutputSchemaJson
+	}
+	return ""
+}
+
 // ToolAnnotations are MCP tool hints. They are advice, not guarantees.
 type ToolAnnotations struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -484,7 +561,11 @@ type ListToolsRequest struct {
 	// The first page is returned if this is empty. Otherwise the
 	// next_page_token of a previous response; the rest of the listing then
 	// comes from the same catalog revision.
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// How the tools carry their schemas. Unset: Struct, as before this field
+	// existed. A value this server does not know is INVALID_ARGUMENT. Pages of
+	// one listing may use different formats.
+	SchemaFormat  SchemaFormat `protobuf:"varint,3,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -531,6 +612,13 @@ func (x *ListToolsRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListToolsRequest) GetSchemaFormat() SchemaFormat {
+	if x != nil {
+		return x.SchemaFormat
+	}
+	return SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED
 }
 
 // ListToolsResponse is one page of the catalog.
@@ -1670,8 +1758,12 @@ type WatchCatalogRequest struct {
 	// included with available = false; with this set, a tool whose upstream
 	// goes down arrives as removed and comes back as upserted.
 	ExcludeUnavailable bool `protobuf:"varint,3,opt,name=exclude_unavailable,json=excludeUnavailable,proto3" json:"exclude_unavailable,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// How the tools of snapshot and changes events carry their schemas; see
+	// ListToolsRequest.schema_format. It does not change revisions, so a
+	// client may resume with another format.
+	SchemaFormat  SchemaFormat `protobuf:"varint,4,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchCatalogRequest) Reset() {
@@ -1723,6 +1815,13 @@ func (x *WatchCatalogRequest) GetExcludeUnavailable() bool {
 		return x.ExcludeUnavailable
 	}
 	return false
+}
+
+func (x *WatchCatalogRequest) GetSchemaFormat() SchemaFormat {
+	if x != nil {
+		return x.SchemaFormat
+	}
+	return SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED
 }
 
 // WatchCatalogResponse is one event of a catalog watch.
@@ -2453,7 +2552,7 @@ var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\n" +
 	"\x18toolsvc/v1/toolsvc.proto\x12\n" +
-	"toolsvc.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\x03\n" +
+	"toolsvc.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x04\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\x12#\n" +
@@ -2467,7 +2566,9 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"schemaHash\x12\x1c\n" +
 	"\tavailable\x18\n" +
 	" \x01(\bR\tavailable\x12+\n" +
-	"\x04meta\x18\v \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xfc\x01\n" +
+	"\x04meta\x18\v \x01(\v2\x17.google.protobuf.StructR\x04meta\x12*\n" +
+	"\x11input_schema_json\x18\f \x01(\tR\x0finputSchemaJson\x12,\n" +
+	"\x12output_schema_json\x18\r \x01(\tR\x10outputSchemaJson\"\xfc\x01\n" +
 	"\x0fToolAnnotations\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12$\n" +
 	"\x0eread_only_hint\x18\x02 \x01(\bR\freadOnlyHint\x12.\n" +
@@ -2475,11 +2576,12 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x0fidempotent_hint\x18\x04 \x01(\bR\x0eidempotentHint\x12+\n" +
 	"\x0fopen_world_hint\x18\x05 \x01(\bH\x01R\ropenWorldHint\x88\x01\x01B\x13\n" +
 	"\x11_destructive_hintB\x12\n" +
-	"\x10_open_world_hint\"N\n" +
+	"\x10_open_world_hint\"\x8d\x01\n" +
 	"\x10ListToolsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"\x7f\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12=\n" +
+	"\rschema_format\x18\x03 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\"\x7f\n" +
 	"\x11ListToolsResponse\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\x05tools\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
@@ -2553,11 +2655,12 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x04blob\x18\x04 \x01(\fH\x00R\x04blob\x12+\n" +
 	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04metaB\n" +
 	"\n" +
-	"\bcontents\"\x83\x01\n" +
+	"\bcontents\"\xc2\x01\n" +
 	"\x13WatchCatalogRequest\x12!\n" +
 	"\fresume_token\x18\x01 \x01(\tR\vresumeToken\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12/\n" +
-	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\"\x9e\x02\n" +
+	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\x12=\n" +
+	"\rschema_format\x18\x04 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\"\x9e\x02\n" +
 	"\x14WatchCatalogResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\tR\brevision\x129\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1b.toolsvc.v1.CatalogSnapshotH\x00R\bsnapshot\x126\n" +
@@ -2609,7 +2712,11 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x05added\x18\b \x03(\tR\x05added\x12\x18\n" +
 	"\aremoved\x18\t \x03(\tR\aremoved\x12\x1c\n" +
 	"\trestarted\x18\n" +
-	" \x03(\tR\trestarted*m\n" +
+	" \x03(\tR\trestarted*_\n" +
+	"\fSchemaFormat\x12\x1d\n" +
+	"\x19SCHEMA_FORMAT_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14SCHEMA_FORMAT_STRUCT\x10\x01\x12\x16\n" +
+	"\x12SCHEMA_FORMAT_JSON\x10\x02*m\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
@@ -2649,105 +2756,108 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 	return file_toolsvc_v1_toolsvc_proto_rawDescData
 }
 
-var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
 var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
-	(Transport)(0),                 // 0: toolsvc.v1.Transport
-	(ServerState)(0),               // 1: toolsvc.v1.ServerState
-	(RefreshOutcome)(0),            // 2: toolsvc.v1.RefreshOutcome
-	(BreakerState)(0),              // 3: toolsvc.v1.BreakerState
-	(*Tool)(nil),                   // 4: toolsvc.v1.Tool
-	(*ToolAnnotations)(nil),        // 5: toolsvc.v1.ToolAnnotations
-	(*ListToolsRequest)(nil),       // 6: toolsvc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),      // 7: toolsvc.v1.ListToolsResponse
-	(*CallToolRequest)(nil),        // 8: toolsvc.v1.CallToolRequest
-	(*CallToolStreamRequest)(nil),  // 9: toolsvc.v1.CallToolStreamRequest
-	(*CallToolStreamResponse)(nil), // 10: toolsvc.v1.CallToolStreamResponse
-	(*CallToolProgress)(nil),       // 11: toolsvc.v1.CallToolProgress
-	(*CallToolResponse)(nil),       // 12: toolsvc.v1.CallToolResponse
-	(*Content)(nil),                // 13: toolsvc.v1.Content
-	(*Annotations)(nil),            // 14: toolsvc.v1.Annotations
-	(*TextContent)(nil),            // 15: toolsvc.v1.TextContent
-	(*ImageContent)(nil),           // 16: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),           // 17: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),           // 18: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),       // 19: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),       // 20: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),    // 21: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),   // 22: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),        // 23: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),         // 24: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),          // 25: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),        // 26: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),     // 27: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),    // 28: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                 // 29: toolsvc.v1.Server
-	(*ConfigStatus)(nil),           // 30: toolsvc.v1.ConfigStatus
-	(*structpb.Struct)(nil),        // 31: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),  // 32: google.protobuf.Timestamp
+	(SchemaFormat)(0),              // 0: toolsvc.v1.SchemaFormat
+	(Transport)(0),                 // 1: toolsvc.v1.Transport
+	(ServerState)(0),               // 2: toolsvc.v1.ServerState
+	(RefreshOutcome)(0),            // 3: toolsvc.v1.RefreshOutcome
+	(BreakerState)(0),              // 4: toolsvc.v1.BreakerState
+	(*Tool)(nil),                   // 5: toolsvc.v1.Tool
+	(*ToolAnnotations)(nil),        // 6: toolsvc.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),       // 7: toolsvc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),      // 8: toolsvc.v1.ListToolsResponse
+	(*CallToolRequest)(nil),        // 9: toolsvc.v1.CallToolRequest
+	(*CallToolStreamRequest)(nil),  // 10: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil), // 11: toolsvc.v1.CallToolStreamResponse
+	(*CallToolProgress)(nil),       // 12: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),       // 13: toolsvc.v1.CallToolResponse
+	(*Content)(nil),                // 14: toolsvc.v1.Content
+	(*Annotations)(nil),            // 15: toolsvc.v1.Annotations
+	(*TextContent)(nil),            // 16: toolsvc.v1.TextContent
+	(*ImageContent)(nil),           // 17: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),           // 18: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),           // 19: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),       // 20: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),       // 21: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),    // 22: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),   // 23: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),        // 24: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),         // 25: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),          // 26: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),        // 27: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),     // 28: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),    // 29: toolsvc.v1.ListServersResponse
+	(*Server)(nil),                 // 30: toolsvc.v1.Server
+	(*ConfigStatus)(nil),           // 31: toolsvc.v1.ConfigStatus
+	(*structpb.Struct)(nil),        // 32: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),  // 33: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	31, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	31, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	5,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	31, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
-	4,  // 4: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	31, // 5: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	31, // 6: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
-	11, // 7: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
-	12, // 8: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	13, // 9: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	31, // 10: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	31, // 11: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
-	15, // 12: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
-	16, // 13: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
-	17, // 14: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
-	18, // 15: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
-	19, // 16: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
-	14, // 17: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	31, // 18: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
-	14, // 19: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	31, // 20: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
-	14, // 21: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	31, // 22: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
-	14, // 23: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	31, // 24: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
-	20, // 25: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
-	14, // 26: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	31, // 27: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	31, // 28: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
-	23, // 29: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
-	24, // 30: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
-	25, // 31: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
-	26, // 32: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
-	4,  // 33: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	4,  // 34: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	29, // 35: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	30, // 36: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	0,  // 37: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	1,  // 38: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	32, // 39: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	2,  // 40: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	3,  // 41: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	32, // 42: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	32, // 43: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	32, // 44: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	32, // 45: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	6,  // 46: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	8,  // 47: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	9,  // 48: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	21, // 49: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	27, // 50: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	7,  // 51: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	12, // 52: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	10, // 53: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	22, // 54: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	28, // 55: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	51, // [51:56] is the sub-list for method output_type
-	46, // [46:51] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	32, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	32, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	6,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
+	32, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	0,  // 4: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	5,  // 5: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
+	32, // 6: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	32, // 7: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	12, // 8: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
+	13, // 9: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	14, // 10: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
+	32, // 11: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	32, // 12: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	16, // 13: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
+	17, // 14: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
+	18, // 15: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
+	19, // 16: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
+	20, // 17: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
+	15, // 18: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
+	32, // 19: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	15, // 20: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
+	32, // 21: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	15, // 22: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
+	32, // 23: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	15, // 24: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
+	32, // 25: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	21, // 26: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
+	15, // 27: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
+	32, // 28: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	32, // 29: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	0,  // 30: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	24, // 31: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
+	25, // 32: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
+	26, // 33: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
+	27, // 34: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
+	5,  // 35: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
+	5,  // 36: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	30, // 37: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	31, // 38: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	1,  // 39: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	2,  // 40: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	33, // 41: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	3,  // 42: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	4,  // 43: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	33, // 44: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	33, // 45: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	33, // 46: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	33, // 47: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	7,  // 48: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	9,  // 49: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	10, // 50: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	22, // 51: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	28, // 52: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	8,  // 53: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	13, // 54: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	11, // 55: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	23, // 56: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	29, // 57: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	53, // [53:58] is the sub-list for method output_type
+	48, // [48:53] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -2785,7 +2895,7 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      5,
 			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,

@@ -1,0 +1,410 @@
+"""The blocking client."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import grpc
+
+from toolsvc._common import (
+    Backoff,
+    CatalogState,
+    ChannelTLS,
+    RetryPolicy,
+    SchemaFormat,
+    WatchEvent,
+    auth_metadata,
+    channel_args,
+    channel_credentials,
+    set_schema_format,
+    stream_ended,
+    watch_retryable,
+)
+from toolsvc._convert import CallResult, Progress, arguments_json
+from toolsvc._errors import ToolsvcError, from_rpc_error
+from toolsvc.v1 import toolsvc_pb2 as pb
+from toolsvc.v1 import toolsvc_pb2_grpc as rpc
+
+__all__ = ["CatalogWatcher", "Client", "ServerList", "ToolList"]
+
+Arguments = Mapping[str, Any] | str | bytes | None
+
+
+class ToolList(list[pb.Tool]):
+    """The whole catalog from ``list_tools``; ``revision`` is the catalog
+    revision every page came from."""
+
+    revision: str
+
+    def __init__(self, tools: Iterable[pb.Tool] = (), revision: str = "") -> None:
+        super().__init__(tools)
+        self.revision = revision
+
+
+class ServerList(list[pb.Server]):
+    """The upstreams from ``list_servers``; ``config`` is the configuration
+    status (None with the built-in demo, or for a non-admin when auth is on)."""
+
+    config: pb.ConfigStatus | None
+
+    def __init__(self, servers: Iterable[pb.Server] = (), config: pb.ConfigStatus | None = None) -> None:
+        super().__init__(servers)
+        self.config = config
+
+
+def _list_request(page_size: int, token: str, schema_format: SchemaFormat) -> pb.ListToolsRequest:
+    req = pb.ListToolsRequest(page_size=page_size, page_token=token)
+    set_schema_format(req, schema_format)
+    return req
+
+
+def _page_token_expired(e: ToolsvcError) -> bool:
+    return e.code == grpc.StatusCode.INVALID_ARGUMENT and any(v.field == "page_token" for v in e.field_violations)
+
+
+class Client:
+    """A toolsvc client on one gRPC channel (thread-safe; share it).
+
+    Args:
+        target: a gRPC target: ``"localhost:50051"``, ``"dns:///toolsvc-headless.tools.svc.cluster.local:50051"``,
+            ``"ipv4:127.0.0.1:50051,127.0.0.1:50052"``.
+        token: a bearer token, sent as ``authorization: Bearer ...`` on every RPC.
+        tls: None for plaintext, True for TLS with the system roots, or ``grpc.ChannelCredentials``.
+        service_config: a gRPC service config (dict or JSON text), such as
+            ``toolsvc.LOAD_BALANCING_SERVICE_CONFIG`` for client-side balancing over replicas.
+        retry: when calls retry by themselves (``RetryPolicy``; ``RetryPolicy(max_attempts=1)``: never).
+        options: extra gRPC channel arguments.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        *,
+        token: str | None = None,
+        tls: ChannelTLS = None,
+        service_config: Mapping[str, Any] | str | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        options: Sequence[tuple[str, Any]] | None = None,
+    ) -> None:
+        args = channel_args(service_config, options)
+        creds = channel_credentials(tls)
+        self.channel: grpc.Channel = (
+            grpc.secure_channel(target, creds, options=args) if creds else grpc.insecure_channel(target, options=args)
+        )
+        self.stub = rpc.ToolServiceStub(self.channel)
+        self.retry = retry
+        self._md = auth_metadata(token)
+
+    def close(self) -> None:
+        """Closes the channel; RPCs in flight are cancelled."""
+        self.channel.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def list_tools(
+        self, *, page_size: int = 1000, schema_format: SchemaFormat = "json", timeout: float | None = 30.0
+    ) -> ToolList:
+        """Every tool of the catalog (all pages, one revision), sorted by name.
+        ``timeout`` applies to each page."""
+        for attempt in range(3):
+            out: list[pb.Tool] = []
+            token, revision = "", ""
+            try:
+                while True:
+                    page = self.stub.ListTools(
+                        _list_request(page_size, token, schema_format), timeout=timeout, metadata=self._md
+                    )
+                    out.extend(page.tools)
+                    revision = revision or page.revision
+                    token = page.next_page_token
+                    if not token:
+                        return ToolList(out, revision)
+            except grpc.RpcError as err:
+                e = from_rpc_error(err)
+                # The revision of the listing was forgotten between pages
+                # (a busy catalog): start again, as the README says.
+                if attempt < 2 and token and _page_token_expired(e):
+                    continue
+                raise e from None
+        raise AssertionError("unreachable")
+
+    def list_servers(self, *, timeout: float | None = 30.0) -> ServerList:
+        """Every configured upstream and its state, sorted by name."""
+        try:
+            r = self.stub.ListServers(pb.ListServersRequest(), timeout=timeout, metadata=self._md)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return ServerList(r.servers, r.config if r.HasField("config") else None)
+
+    def call_tool(self, name: str, arguments: Arguments = None, *, timeout: float | None = None) -> CallResult:
+        """Calls a tool by its exposed name. ``arguments`` is a dict (sent as
+        JSON, integers exact) or JSON text. ``timeout`` (seconds) is the
+        call's deadline, retries included; without it the server's
+        callTimeout applies. A tool's own failure is ``result.is_error``;
+        everything else raises ``ToolsvcError``."""
+        req = pb.CallToolRequest(name=name, arguments_json=arguments_json(arguments))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                return CallResult.from_proto(self.stub.CallTool(req, timeout=remaining, metadata=self._md))
+            except grpc.RpcError as err:
+                e = from_rpc_error(err)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            d = self.retry.delay(e, attempt, remaining)
+            if d is None:
+                raise e
+            time.sleep(d)
+
+    def call_tool_stream(
+        self, name: str, arguments: Arguments = None, *, timeout: float | None = None
+    ) -> Iterator[Progress | CallResult]:
+        """Calls a tool and yields its progress (``Progress``) as it comes, then
+        the ``CallResult`` last. Closing the generator early cancels the call
+        (the upstream is sent notifications/cancelled)."""
+        req = pb.CallToolStreamRequest(name=name, arguments_json=arguments_json(arguments))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            call = self.stub.CallToolStream(req, timeout=remaining, metadata=self._md)
+            received = False
+            try:
+                for m in call:
+                    received = True
+                    if m.WhichOneof("event") == "progress":
+                        yield Progress.from_proto(m.progress)
+                    else:
+                        yield CallResult.from_proto(m.result)
+                        return
+                raise ToolsvcError(grpc.StatusCode.INTERNAL, "call stream ended without a result")
+            except grpc.RpcError as err:
+                e = from_rpc_error(err)
+            finally:
+                call.cancel()  # a no-op once the stream finished
+            remaining = None if deadline is None else deadline - time.monotonic()
+            d = None if received else self.retry.delay(e, attempt, remaining)
+            if d is None:
+                raise e
+            time.sleep(d)
+
+    def watch(
+        self,
+        *,
+        servers: Sequence[str] = (),
+        exclude_unavailable: bool = False,
+        schema_format: SchemaFormat = "json",
+        resume_token: str | None = None,
+        initial: Iterable[pb.Tool] | None = None,
+        min_backoff: float = 0.1,
+        max_backoff: float = 10.0,
+        max_pending: int = 1024,
+        on_retry: Callable[[ToolsvcError, float], None] | None = None,
+    ) -> CatalogWatcher:
+        """Starts watching the catalog in a background thread; see
+        ``CatalogWatcher``. ``servers`` and ``exclude_unavailable`` select the
+        view. ``resume_token`` with ``initial`` (the tools you hold at that
+        revision) starts from a catalog you already have."""
+        return CatalogWatcher(
+            self,
+            _watch_request(servers, exclude_unavailable, schema_format),
+            CatalogState(resume_token, initial),
+            Backoff(min_backoff, max_backoff),
+            max_pending,
+            on_retry,
+        )
+
+
+_CLOSED = object()
+
+
+class CatalogWatcher:
+    """Keeps ``catalog`` (exposed name -> ``toolsvc.v1.Tool``) equal to the
+    server's view at ``revision``, in a background thread, resuming from the
+    last revision (on any replica) with jittered backoff whenever a stream
+    ends. It stops on ``close()`` or when the server rejects the request
+    (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, UNAUTHENTICATED, ...:
+    ``error`` is then set, and iteration raises it).
+
+    Iterate to receive the ``WatchEvent`` s as they are applied (the catalog
+    already includes each event when you get it). Events wait for you in a
+    queue; a reader more than ``max_pending`` events behind gets one RESET
+    event with the whole catalog in place of the ones it missed. ``catalog``
+    is a new dict after each change, never modified in place: read it any
+    time without locking, do not modify it.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        req: pb.WatchCatalogRequest,
+        state: CatalogState,
+        backoff: Backoff,
+        max_pending: int,
+        on_retry: Callable[[ToolsvcError, float], None] | None,
+    ) -> None:
+        self._client, self._req, self._state, self._backoff = client, req, state, backoff
+        self._max_pending = max(1, max_pending)
+        self._on_retry = on_retry
+        self._cond = threading.Condition()
+        self._events: collections.deque[WatchEvent | object] = collections.deque()
+        self._closed = threading.Event()
+        self._ready = threading.Event()
+        self._got = False  # an event was applied
+        self._call: Any = None
+        self.error: ToolsvcError | None = None
+        #: WatchCatalog streams opened so far.
+        self.streams = 0
+        self._thread = threading.Thread(target=self._run, name="toolsvc-watch", daemon=True)
+        self._thread.start()
+
+    @property
+    def catalog(self) -> dict[str, pb.Tool]:
+        """The local catalog: exposed name -> Tool."""
+        return self._state.catalog
+
+    @property
+    def revision(self) -> str:
+        """The revision of ``catalog`` ("" before the first event)."""
+        return self._state.revision
+
+    @property
+    def view(self) -> tuple[dict[str, pb.Tool], str]:
+        """``(catalog, revision)``, read together (another thread may apply an
+        event between reading ``catalog`` and ``revision``)."""
+        return self._state.view
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Waits until the catalog holds the server's view (the first event
+        applied); False on timeout. Raises ``error`` if the watch failed."""
+        self._ready.wait(timeout)
+        if self.error is not None:
+            raise self.error
+        return self._got
+
+    def close(self) -> None:
+        """Stops the watch and its thread; iteration ends."""
+        self._closed.set()
+        with self._cond:
+            call = self._call
+            self._cond.notify_all()
+        if call is not None:
+            call.cancel()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(10)
+
+    def __enter__(self) -> CatalogWatcher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        return self
+
+    def __next__(self) -> WatchEvent:
+        ev = self.get()
+        if ev is None:
+            raise StopIteration
+        return ev
+
+    def get(self, timeout: float | None = None) -> WatchEvent | None:
+        """The next event; None when the watcher is closed, or after
+        ``timeout`` seconds without one. Raises ``error`` once the watch
+        failed and every event before the failure was read."""
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._events:
+                    item = self._events.popleft()
+                    if isinstance(item, WatchEvent):
+                        return item
+                    self._events.appendleft(item)  # the end stays for later reads
+                    if item is _CLOSED:
+                        return None
+                    assert isinstance(item, ToolsvcError)
+                    raise item
+                if self._closed.is_set():
+                    return None
+                left = None if end is None else end - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def _push(self, item: WatchEvent | object) -> None:
+        with self._cond:
+            if isinstance(item, WatchEvent) and len(self._events) >= self._max_pending:
+                self._events.clear()
+                item = self._state.reset_event()
+            self._events.append(item)
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._ready.set()  # wake wait_ready: it reports the outcome
+            self._push(self.error if self.error is not None else _CLOSED)
+
+    def _loop(self) -> None:
+        while not self._closed.is_set():
+            delivered, err = self._stream()
+            if self._closed.is_set():
+                return
+            if not watch_retryable(err):
+                self.error = err
+                return
+            d = self._backoff.next(delivered)
+            if self._on_retry is not None:
+                self._on_retry(err, d)
+            if self._closed.wait(d):
+                return
+
+    def _stream(self) -> tuple[bool, ToolsvcError]:
+        tok = self._state.resume_token()
+        req = pb.WatchCatalogRequest()
+        req.CopyFrom(self._req)
+        req.resume_token = tok
+        delivered = False
+        with self._cond:
+            if self._closed.is_set():
+                return False, stream_ended()
+            try:
+                call = self._client.stub.WatchCatalog(req, metadata=self._client._md)
+            except ValueError as e:  # the client's channel was closed
+                return False, ToolsvcError(grpc.StatusCode.CANCELLED, f"watch stopped: {e}")
+            self._call = call
+            self.streams += 1
+        try:
+            for m in call:
+                ev = self._state.apply(m, resumed=not delivered and tok != "")
+                delivered = True
+                self._got = True
+                self._ready.set()
+                self._push(ev)
+            return delivered, stream_ended()
+        except grpc.RpcError as err:
+            return delivered, from_rpc_error(err)
+        except ToolsvcError as e:  # a protocol violation
+            return delivered, e
+        finally:
+            call.cancel()
+            with self._cond:
+                self._call = None
+
+
+def _watch_request(servers: Sequence[str], exclude_unavailable: bool, schema_format: SchemaFormat) -> pb.WatchCatalogRequest:
+    req = pb.WatchCatalogRequest(servers=list(servers), exclude_unavailable=exclude_unavailable)
+    set_schema_format(req, schema_format)
+    return req

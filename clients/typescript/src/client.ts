@@ -1,0 +1,472 @@
+import {
+  credentials as grpcCredentials,
+  Metadata,
+  status,
+  type CallOptions as GrpcCallOptions,
+  type ChannelCredentials,
+  type ChannelOptions,
+  type ClientUnaryCall,
+  type ServiceError,
+} from "@grpc/grpc-js";
+import {
+  CallToolRequest,
+  CallToolStreamRequest,
+  ListToolsRequest,
+  ToolServiceClient,
+  type CallToolResponse,
+  type CallToolStreamResponse,
+  type Content,
+  type ListServersResponse,
+  type ListToolsResponse,
+  type Tool,
+} from "./gen/toolsvc/v1/toolsvc.js";
+import { fromError, notDispatched, ToolsvcError } from "./errors.js";
+import { CatalogWatcher, type WatchOptions } from "./watch.js";
+
+/**
+ * The service config for client-side load balancing over toolsvc replicas
+ * (README "Running on Kubernetes"): round_robin over every address the
+ * target resolves to (use the headless Service:
+ * `dns:///toolsvc-headless.tools.svc.cluster.local:50051`), and channel
+ * retries of UNAVAILABLE for ListTools, ListServers and the opening of
+ * WatchCatalog. CallTool and CallToolStream are deliberately not in the
+ * retry policy: the client retries them itself, and only when the server
+ * says the call was not dispatched ({@link notDispatched}). grpc-js ignores
+ * `healthCheckConfig` (other gRPC implementations honour it); it moves off a
+ * draining replica when that replica's GOAWAY arrives.
+ */
+export const loadBalancingServiceConfig = {
+  loadBalancingConfig: [{ round_robin: {} }],
+  healthCheckConfig: { serviceName: "toolsvc.v1.ToolService" },
+  methodConfig: [
+    {
+      name: [
+        { service: "toolsvc.v1.ToolService", method: "ListTools" },
+        { service: "toolsvc.v1.ToolService", method: "ListServers" },
+        { service: "toolsvc.v1.ToolService", method: "WatchCatalog" },
+      ],
+      retryPolicy: {
+        maxAttempts: 4,
+        initialBackoff: "0.1s",
+        maxBackoff: "1s",
+        backoffMultiplier: 2,
+        retryableStatusCodes: ["UNAVAILABLE"],
+      },
+    },
+  ],
+} as const;
+
+/** How the client retries; see {@link ClientOptions.retry}. */
+export interface RetryOptions {
+  /** Attempts per call, the first included (default 4). */
+  maxAttempts?: number;
+  /** The first backoff; it doubles per attempt up to maxBackoffMs (defaults 100 ms, 1 s). Waits are jittered. */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Called before each wait: the error that will be retried, the attempt that failed (1-based) and the wait. */
+  onRetry?: (err: ToolsvcError, attempt: number, waitMs: number) => void;
+}
+
+/** Options of {@link Client}. */
+export interface ClientOptions {
+  /** A bearer token, sent as `authorization: Bearer <token>` on every call (toolsvc `auth`). */
+  token?: string;
+  /** TLS: true for the system roots, or PEM CA / client certificate and key. Default: plaintext. */
+  tls?: boolean | { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
+  /** Channel credentials, instead of `tls`. */
+  credentials?: ChannelCredentials;
+  /**
+   * A gRPC service config (object or JSON text), e.g.
+   * {@link loadBalancingServiceConfig} with a `dns:///` target of a headless
+   * Service to balance calls over replicas.
+   */
+  serviceConfig?: string | object;
+  /**
+   * Client-side retries (false: none). CallTool / CallToolStream are
+   * retried only when the server says the call was not dispatched
+   * ({@link notDispatched}; CIRCUIT_OPEN and RATE_LIMITED wait at least
+   * their RetryInfo delay); ListTools and ListServers, which are read-only, on any
+   * UNAVAILABLE. Retries stop at the call's deadline.
+   */
+  retry?: false | RetryOptions;
+  /** Extra @grpc/grpc-js channel options. Defaults: maximum receive size 64 MiB, channelz off. */
+  channelOptions?: ChannelOptions;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /** The call's deadline, in milliseconds from now (over every retry). Without it, the server's callTimeout applies to tool calls. */
+  timeoutMs?: number;
+  /** Cancels the call (the upstream is sent notifications/cancelled). */
+  signal?: AbortSignal;
+  /**
+   * For tool calls: the tool may safely run twice (read-only, or it takes
+   * your own idempotency key), so any UNAVAILABLE is retried, not only the
+   * ones the server says were not dispatched.
+   */
+  idempotent?: boolean;
+}
+
+/** Options of {@link Client.listTools}. */
+export interface ListToolsOptions extends CallOptions {
+  /** Tools per page (default 1000, the server's maximum). */
+  pageSize?: number;
+}
+
+/**
+ * Arguments of a tool call: a JSON object, sent as JSON text
+ * (`arguments_json`, so numbers reach the upstream as written), or JSON
+ * text itself (for integers beyond 2^53 that a JS number cannot hold).
+ */
+export type ToolArguments = Record<string, unknown> | string;
+
+/** The result of a tool call. */
+export class ToolResult {
+  /** The unstructured result, in upstream order. */
+  readonly content: Content[];
+  /** The structured result, if the tool returned one. */
+  readonly structuredContent: { [key: string]: any } | undefined;
+  /** True when the tool itself reports failure: data for the model, not an error. */
+  readonly isError: boolean;
+  /** The result's _meta object, if any. */
+  readonly meta: { [key: string]: any } | undefined;
+  /** The message as received. */
+  readonly raw: CallToolResponse;
+
+  constructor(raw: CallToolResponse) {
+    this.raw = raw;
+    this.content = raw.content;
+    this.structuredContent = raw.structuredContent;
+    this.isError = raw.isError;
+    this.meta = raw.meta;
+  }
+
+  /** The text items of the content, one per line (images, audio and resources left out). */
+  get text(): string {
+    const out: string[] = [];
+    for (const c of this.content) {
+      if (c.content?.$case === "text") {
+        out.push(c.content.text.text);
+      }
+    }
+    return out.join("\n");
+  }
+}
+
+/** One message of {@link Client.callToolStream}: progress, then the result last. */
+export type ToolStreamEvent =
+  | { type: "progress"; progress: number; total: number | undefined; message: string }
+  | { type: "result"; result: ToolResult };
+
+/** What the watcher needs of a client. @internal */
+export interface ClientInternals {
+  readonly raw: ToolServiceClient;
+  metadata(): Metadata;
+}
+
+const defaultRetry = { maxAttempts: 4, initialBackoffMs: 100, maxBackoffMs: 1000 };
+
+/**
+ * Client is a toolsvc client on one gRPC channel. It is safe to share one
+ * between any number of concurrent callers; close() it when done.
+ *
+ * ```ts
+ * const client = new Client("localhost:50051");
+ * const tools = await client.listTools();
+ * const res = await client.callTool("demo__add", { a: 2, b: 40 });
+ * console.log(res.isError, res.text);
+ * client.close();
+ * ```
+ */
+export class Client {
+  /** The generated @grpc/grpc-js client, for anything this class does not wrap. */
+  readonly raw: ToolServiceClient;
+  private readonly token: string | undefined;
+  private readonly retry: Required<Omit<RetryOptions, "onRetry">> & Pick<RetryOptions, "onRetry">;
+  private readonly retryEnabled: boolean;
+  private readonly internals: ClientInternals;
+
+  constructor(target: string, options: ClientOptions = {}) {
+    let creds = options.credentials;
+    if (!creds) {
+      const tls = options.tls;
+      if (tls === true) {
+        creds = grpcCredentials.createSsl();
+      } else if (tls) {
+        const buf = (v: string | Buffer | undefined) => (v === undefined ? null : Buffer.from(v));
+        creds = grpcCredentials.createSsl(buf(tls.ca), buf(tls.key), buf(tls.cert));
+      } else {
+        creds = grpcCredentials.createInsecure();
+      }
+    }
+    // Channelz call tracking costs CPU on every call and serves only a
+    // channelz server, which a client library does not run.
+    const channelOptions: ChannelOptions = {
+      "grpc.max_receive_message_length": 64 << 20,
+      "grpc.enable_channelz": 0,
+      ...options.channelOptions,
+    };
+    if (options.serviceConfig !== undefined) {
+      channelOptions["grpc.service_config"] =
+        typeof options.serviceConfig === "string" ? options.serviceConfig : JSON.stringify(options.serviceConfig);
+    }
+    this.raw = new ToolServiceClient(target, creds, channelOptions);
+    this.token = options.token;
+    this.retryEnabled = options.retry !== false;
+    this.retry = { ...defaultRetry, ...(options.retry || {}) };
+    this.internals = { raw: this.raw, metadata: () => this.metadata() };
+  }
+
+  private metadata(): Metadata {
+    const md = new Metadata();
+    if (this.token !== undefined) {
+      md.set("authorization", `Bearer ${this.token}`);
+    }
+    return md;
+  }
+
+  /**
+   * Lists the whole catalog, every page, sorted by name. Every page comes
+   * from one catalog revision; if the replica serving a later page no
+   * longer knows it, the listing starts over.
+   */
+  async listTools(options: ListToolsOptions = {}): Promise<Tool[]> {
+    const deadline = deadlineOf(options);
+    for (let restarts = 0; ; restarts++) {
+      const tools: Tool[] = [];
+      let pageToken = "";
+      try {
+        do {
+          const req = ListToolsRequest.fromPartial({ pageSize: options.pageSize ?? 1000, pageToken });
+          const page = await this.withRetry(isUnavailable, deadline, options.signal, () =>
+            this.unary<ListToolsResponse>((md, o, cb) => this.raw.listTools(req, md, o, cb), deadline, options.signal),
+          );
+          tools.push(...page.tools);
+          pageToken = page.nextPageToken;
+        } while (pageToken !== "");
+        return tools;
+      } catch (err) {
+        const e = fromError(err);
+        const staleToken =
+          pageToken !== "" && e.code === status.INVALID_ARGUMENT && e.fieldViolations.some((v) => v.field === "page_token");
+        if (!staleToken || restarts >= 2) {
+          throw e;
+        }
+      }
+    }
+  }
+
+  /** Reports every configured upstream and its state, and the configuration status (unset for the built-in demo). */
+  async listServers(options: CallOptions = {}): Promise<ListServersResponse> {
+    const deadline = deadlineOf(options);
+    return this.withRetry(isUnavailable, deadline, options.signal, () =>
+      this.unary<ListServersResponse>((md, o, cb) => this.raw.listServers({}, md, o, cb), deadline, options.signal),
+    );
+  }
+
+  /**
+   * Calls a tool by its exposed name. Resolves with the result (a tool's own
+   * failure is `isError: true`); rejects with a {@link ToolsvcError}.
+   * Retried only when the server says the call was not dispatched (any
+   * UNAVAILABLE with `idempotent: true`).
+   */
+  async callTool(name: string, args: ToolArguments = {}, options: CallOptions = {}): Promise<ToolResult> {
+    const req = callRequest(name, args);
+    const deadline = deadlineOf(options);
+    const res = await this.withRetry(callRetryable(options), deadline, options.signal, () =>
+      this.unary<CallToolResponse>((md, o, cb) => this.raw.callTool(req, md, o, cb), deadline, options.signal),
+    );
+    return new ToolResult(res);
+  }
+
+  /**
+   * Calls a tool and yields its progress as it comes, then the result last.
+   * Leaving the loop early (break, return, throw) cancels the call.
+   */
+  async *callToolStream(name: string, args: ToolArguments = {}, options: CallOptions = {}): AsyncGenerator<ToolStreamEvent, void, undefined> {
+    const req = CallToolStreamRequest.fromPartial(callFields(name, args));
+    const deadline = deadlineOf(options);
+    for (let attempt = 1; ; attempt++) {
+      throwIfAborted(options.signal);
+      const call = this.raw.callToolStream(req, this.metadata(), grpcOptions(deadline));
+      const cancel = () => call.cancel();
+      options.signal?.addEventListener("abort", cancel, { once: true });
+      let received = false;
+      let ended = false;
+      try {
+        for await (const m of call as AsyncIterable<CallToolStreamResponse>) {
+          received = true;
+          const ev = m.event;
+          if (ev?.$case === "progress") {
+            yield { type: "progress", progress: ev.progress.progress, total: ev.progress.total, message: ev.progress.message };
+          } else if (ev?.$case === "result") {
+            yield { type: "result", result: new ToolResult(ev.result) };
+          }
+        }
+        ended = true;
+        return;
+      } catch (err) {
+        ended = true;
+        const e = deadlineOrError(fromError(err), deadline, options.signal);
+        const wait = received ? undefined : this.retryWait(callRetryable(options), e, attempt, deadline, options.signal);
+        if (wait === undefined) {
+          throw e;
+        }
+        this.retry.onRetry?.(e, attempt, wait);
+        await sleep(wait, options.signal);
+      } finally {
+        options.signal?.removeEventListener("abort", cancel);
+        if (!ended) {
+          call.cancel();
+        }
+      }
+    }
+  }
+
+  /**
+   * Opens a catalog watch: iterate it for change events; its `catalog` Map
+   * is the server's view at `revision` after every event. It resumes from
+   * the last revision (on any replica) when a stream fails, with jittered
+   * backoff. See {@link CatalogWatcher}.
+   */
+  watch(options: WatchOptions = {}): CatalogWatcher {
+    return new CatalogWatcher(this.internals, options);
+  }
+
+  /** Closes the channel. Calls in flight fail with CANCELLED. */
+  close(): void {
+    this.raw.close();
+  }
+
+  private unary<Res>(
+    start: (md: Metadata, o: GrpcCallOptions, cb: (err: ServiceError | null, res: Res) => void) => ClientUnaryCall,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Res> {
+    throwIfAborted(signal);
+    return new Promise((resolve, reject) => {
+      const call = start(this.metadata(), grpcOptions(deadline), (err, res) => {
+        signal?.removeEventListener("abort", cancel);
+        if (err) {
+          reject(deadlineOrError(fromError(err), deadline, signal));
+        } else {
+          resolve(res);
+        }
+      });
+      const cancel = () => call.cancel();
+      signal?.addEventListener("abort", cancel, { once: true });
+    });
+  }
+
+  private async withRetry<Res>(
+    retryable: (e: ToolsvcError) => boolean,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+    attemptOnce: () => Promise<Res>,
+  ): Promise<Res> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await attemptOnce();
+      } catch (err) {
+        const e = fromError(err);
+        const wait = this.retryWait(retryable, e, attempt, deadline, signal);
+        if (wait === undefined) {
+          throw e;
+        }
+        this.retry.onRetry?.(e, attempt, wait);
+        await sleep(wait, signal);
+      }
+    }
+  }
+
+  /** How long to wait before retrying e, or undefined not to retry. */
+  private retryWait(
+    retryable: (e: ToolsvcError) => boolean,
+    e: ToolsvcError,
+    attempt: number,
+    deadline: number | undefined,
+    signal: AbortSignal | undefined,
+  ): number | undefined {
+    if (!this.retryEnabled || attempt >= this.retry.maxAttempts || signal?.aborted || !retryable(e)) {
+      return undefined;
+    }
+    const backoff = Math.min(this.retry.initialBackoffMs * 2 ** (attempt - 1), this.retry.maxBackoffMs);
+    let wait = backoff / 2 + (Math.random() * backoff) / 2;
+    if (e.retryDelayMs !== undefined) {
+      wait = Math.max(wait, e.retryDelayMs);
+    }
+    if (deadline !== undefined && Date.now() + wait >= deadline) {
+      return undefined;
+    }
+    return wait;
+  }
+}
+
+function isUnavailable(e: ToolsvcError): boolean {
+  return e.code === status.UNAVAILABLE;
+}
+
+function callRetryable(o: CallOptions): (e: ToolsvcError) => boolean {
+  return o.idempotent ? isUnavailable : notDispatched;
+}
+
+// Requests are built with fromPartial so that fields the proto gains later
+// get their defaults without a change here.
+function callRequest(name: string, args: ToolArguments): CallToolRequest {
+  return CallToolRequest.fromPartial(callFields(name, args));
+}
+
+function callFields(name: string, args: ToolArguments) {
+  return { name, argumentsJson: typeof args === "string" ? args : JSON.stringify(args) };
+}
+
+/**
+ * A call whose deadline passes can fail two ways in @grpc/grpc-js: its own
+ * timer (DEADLINE_EXCEEDED), or first the server resetting the stream as
+ * the deadline expires there, which grpc-js reports as CANCELLED "Call
+ * cancelled". This client cancels a call only through its AbortSignal, so a
+ * bare CANCELLED (no ErrorInfo) at the deadline without an aborted signal
+ * is the deadline.
+ */
+function deadlineOrError(e: ToolsvcError, deadline: number | undefined, signal: AbortSignal | undefined): ToolsvcError {
+  if (e.code !== status.CANCELLED || e.reason !== "" || signal?.aborted || deadline === undefined || Date.now() < deadline - 5) {
+    return e;
+  }
+  return new ToolsvcError(status.DEADLINE_EXCEEDED, "the call's deadline passed (the server reset the stream as it expired)", {
+    trailers: e.trailers,
+    cause: e,
+  });
+}
+
+function deadlineOf(o: CallOptions): number | undefined {
+  return o.timeoutMs === undefined ? undefined : Date.now() + o.timeoutMs;
+}
+
+function grpcOptions(deadline: number | undefined): GrpcCallOptions {
+  return deadline === undefined ? {} : { deadline };
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    throw new ToolsvcError(status.CANCELLED, "the call was cancelled by its AbortSignal", { cause: signal.reason });
+  }
+}
+
+/** Waits ms, or until signal aborts (then throws CANCELLED). */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new ToolsvcError(status.CANCELLED, "the call was cancelled by its AbortSignal", { cause: signal.reason }));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new ToolsvcError(status.CANCELLED, "the call was cancelled by its AbortSignal", { cause: signal?.reason }));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

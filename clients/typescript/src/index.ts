@@ -1,0 +1,46 @@
+/**
+ * @toolsvc/client: a TypeScript client for toolsvc (gRPC tool dispatch over
+ * many MCP servers). See README.md.
+ */
+export {
+  Client,
+  ToolResult,
+  loadBalancingServiceConfig,
+  type CallOptions,
+  type ClientOptions,
+  type ListToolsOptions,
+  type RetryOptions,
+  type ToolArguments,
+  type ToolStreamEvent,
+} from "./client.js";
+export { ToolsvcError, notDispatched, fromError, ERROR_DOMAIN, type FieldViolation } from "./errors.js";
+export { CatalogWatcher, type WatchEvent, type WatchEventKind, type WatchOptions } from "./watch.js";
+export {
+  toOpenAITools,
+  toAnthropicTools,
+  inputSchemaOf,
+  type AnthropicTool,
+  type JsonObject,
+  type OpenAIChatTool,
+  type OpenAIResponsesTool,
+  type ToolLike,
+} from "./llm.js";
+export { status } from "@grpc/grpc-js";
+export type {
+  Tool,
+  ToolAnnotations,
+  Content,
+  TextContent,
+  ImageContent,
+  AudioContent,
+  ResourceLink,
+  EmbeddedResource,
+  ResourceContents,
+  Annotations,
+  Server,
+  ConfigStatus,
+  ListServersResponse,
+  CallToolResponse,
+  WatchCatalogResponse,
+} from "./gen/toolsvc/v1/toolsvc.js";
+export { Transport, ServerState, BreakerState, RefreshOutcome } from "./gen/toolsvc/v1/toolsvc.js";

@@ -1,0 +1,103 @@
+/**
+ * The catalog in the tool formats of LLM APIs. Names are toolsvc's exposed
+ * names (`<server>__<tool>`, already valid function names), so a model's
+ * tool call goes straight to `client.callTool(call.name, call.arguments)`.
+ */
+
+/** A JSON object (a JSON Schema here). */
+export type JsonObject = { [key: string]: unknown };
+
+/**
+ * What the converters read of a tool: a {@link Tool} of the catalog fits.
+ * `inputSchemaJson` (the schema as JSON text, as a server that offers it
+ * sends it) is preferred when present and not empty; otherwise the
+ * `inputSchema` Struct is used.
+ */
+export interface ToolLike {
+  name: string;
+  description?: string;
+  title?: string;
+  inputSchema?: { [key: string]: any } | undefined;
+  inputSchemaJson?: string;
+}
+
+/** An OpenAI Chat Completions tool. */
+export interface OpenAIChatTool {
+  type: "function";
+  function: { name: string; description: string; parameters: JsonObject };
+}
+
+/** An OpenAI Responses API tool. `strict` is false: MCP schemas are not written for strict mode. */
+export interface OpenAIResponsesTool {
+  type: "function";
+  name: string;
+  description: string;
+  parameters: JsonObject;
+  strict: false;
+}
+
+/** An Anthropic Messages API tool. */
+export interface AnthropicTool {
+  name: string;
+  description: string;
+  input_schema: JsonObject;
+}
+
+/**
+ * The tool's input JSON Schema as a fresh object (changing it does not
+ * change the catalog). Struct numbers are doubles on the wire, but a JS
+ * number has no separate integer type: `10.0` and `10` are the same value
+ * and serialise as `10`, so integers stay integers in the JSON sent to a
+ * model. A tool without a schema gets `{"type": "object", "properties": {}}`.
+ */
+export function inputSchemaOf(tool: ToolLike): JsonObject {
+  if (tool.inputSchemaJson) {
+    const parsed: unknown = JSON.parse(tool.inputSchemaJson);
+    if (isObject(parsed)) {
+      return parsed;
+    }
+  }
+  if (tool.inputSchema) {
+    return structuredClone(tool.inputSchema) as JsonObject;
+  }
+  return { type: "object", properties: {} };
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function describe(tool: ToolLike): string {
+  return tool.description || tool.title || "";
+}
+
+/**
+ * Tools in OpenAI's function-calling format: Chat Completions
+ * (`{type: "function", function: {name, description, parameters}}`) by
+ * default, or the Responses API's flat form with `{api: "responses"}`.
+ */
+export function toOpenAITools(tools: Iterable<ToolLike>, options?: { api?: "chat" }): OpenAIChatTool[];
+export function toOpenAITools(tools: Iterable<ToolLike>, options: { api: "responses" }): OpenAIResponsesTool[];
+export function toOpenAITools(
+  tools: Iterable<ToolLike>,
+  options: { api?: "chat" | "responses" } = {},
+): OpenAIChatTool[] | OpenAIResponsesTool[] {
+  if (options.api === "responses") {
+    return [...tools].map((t) => ({
+      type: "function" as const,
+      name: t.name,
+      description: describe(t),
+      parameters: inputSchemaOf(t),
+      strict: false as const,
+    }));
+  }
+  return [...tools].map((t) => ({
+    type: "function" as const,
+    function: { name: t.name, description: describe(t), parameters: inputSchemaOf(t) },
+  }));
+}
+
+/** Tools in Anthropic's Messages API format: `{name, description, input_schema}`. */
+export function toAnthropicTools(tools: Iterable<ToolLike>): AnthropicTool[] {
+  return [...tools].map((t) => ({ name: t.name, description: describe(t), input_schema: inputSchemaOf(t) }));
+}

@@ -1,0 +1,297 @@
+import { status, type ClientReadableStream } from "@grpc/grpc-js";
+import { WatchCatalogRequest, type Tool, type WatchCatalogResponse } from "./gen/toolsvc/v1/toolsvc.js";
+import { fromError, ToolsvcError } from "./errors.js";
+import type { ClientInternals } from "./client.js";
+
+/** What an event did to the local catalog. */
+export type WatchEventKind =
+  /** Replaced the local catalog (the first event of a new watch). */
+  | "snapshot"
+  /** Replaced the local catalog because the server could not serve the resume token (unknown, too old, another catalog). */
+  | "reset"
+  /** Upserted and removed tools. */
+  | "changes"
+  /** Confirmed that the local catalog is current. */
+  | "synced"
+  /** A keep-alive carrying the current revision. */
+  | "progress";
+
+/** One applied watch event. */
+export interface WatchEvent {
+  readonly kind: WatchEventKind;
+  /** The revision of the local catalog after the event: the resume token. */
+  readonly revision: string;
+  /** The whole catalog, for snapshot and reset (else empty). */
+  readonly tools: readonly Tool[];
+  /** New or changed tools (availability included), for changes. */
+  readonly upserted: readonly Tool[];
+  /** Names of tools that are gone, for changes. */
+  readonly removed: readonly string[];
+  /** True for the first event of a stream that resumed from a revision (after a reconnect, or options.resumeToken). */
+  readonly resumed: boolean;
+  /** The message as received. */
+  readonly raw: WatchCatalogResponse;
+}
+
+/** Options of {@link Client.watch}. The default watches every tool. */
+export interface WatchOptions {
+  /** Only tools of these servers (configured names). */
+  servers?: string[];
+  /** Leave out tools whose upstream is not ready (they arrive as removed when it goes down). */
+  excludeUnavailable?: boolean;
+  /**
+   * Start from a catalog the caller already holds (for example from a
+   * previous run): both are needed; a resume token without `initial` is
+   * ignored.
+   */
+  resumeToken?: string;
+  initial?: Iterable<Tool>;
+  /** Bounds of the jittered exponential wait before a resume (defaults 100 ms and 10 s). It restarts from minBackoffMs once a resumed stream delivered an event. */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Called before waiting to resume after a stream failed. */
+  onRetry?: (err: ToolsvcError, waitMs: number) => void;
+}
+
+/** Codes that mean the request itself is wrong: the watch ends with them instead of resuming. */
+const fatalCodes = new Set<status>([
+  status.INVALID_ARGUMENT,
+  status.NOT_FOUND,
+  status.PERMISSION_DENIED,
+  status.UNAUTHENTICATED,
+  status.UNIMPLEMENTED,
+  status.FAILED_PRECONDITION,
+  status.OUT_OF_RANGE,
+  status.ALREADY_EXISTS,
+]);
+
+/** The errors raised for messages the watch contract does not allow: never resumed. */
+const violations = new WeakSet<ToolsvcError>();
+
+/**
+ * CatalogWatcher keeps a local copy of toolsvc's catalog (or of one view of
+ * it) through WatchCatalog, as README "Watching the catalog" specifies:
+ * iterate it for the events; after each one, `catalog` (name → Tool) and
+ * `revision` are the server's view at that revision. A stream that fails
+ * (UNAVAILABLE, a dropped connection, a replica shutting down, anything but
+ * a rejected request) is resumed from the last revision with the same
+ * filters, after a jittered exponential backoff, on whichever replica the
+ * channel picks: the server answers `synced`, the changes since, or a
+ * `reset` snapshot. Iteration ends when close() is called or the loop is
+ * left; it throws a {@link ToolsvcError} when the server rejects the request
+ * (INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, UNAUTHENTICATED, ...) or
+ * breaks the watch contract.
+ *
+ * Events are applied as they are read: a watcher that is not iterated (or
+ * run()) does not advance. One iteration at a time.
+ */
+export class CatalogWatcher implements AsyncIterable<WatchEvent> {
+  /** The local catalog, name → Tool. The same Map object throughout, updated in place; do not modify it. */
+  readonly catalog: ReadonlyMap<string, Tool>;
+  private readonly tools = new Map<string, Tool>();
+  private rev = "";
+  private have = false; // tools/rev hold a catalog the server sent (or initial)
+  private streamCount = 0;
+  private closed = false;
+  private running = false;
+  private call: ClientReadableStream<WatchCatalogResponse> | undefined;
+  private wake: (() => void) | undefined;
+  private readonly minBackoff: number;
+  private readonly maxBackoff: number;
+
+  constructor(
+    private readonly client: ClientInternals,
+    private readonly options: WatchOptions = {},
+  ) {
+    this.catalog = this.tools;
+    this.minBackoff = options.minBackoffMs && options.minBackoffMs > 0 ? options.minBackoffMs : 100;
+    this.maxBackoff =
+      options.maxBackoffMs !== undefined && options.maxBackoffMs >= this.minBackoff
+        ? options.maxBackoffMs
+        : Math.max(10_000, this.minBackoff);
+    if (options.initial !== undefined && options.resumeToken) {
+      for (const t of options.initial) {
+        this.tools.set(t.name, t);
+      }
+      this.rev = options.resumeToken;
+      this.have = true;
+    }
+  }
+
+  /** The revision of the local catalog ("" before the first event). */
+  get revision(): string {
+    return this.rev;
+  }
+
+  /** How many WatchCatalog streams this watcher has opened. */
+  get streams(): number {
+    return this.streamCount;
+  }
+
+  /** The local catalog as an array sorted by name. */
+  list(): Tool[] {
+    return [...this.tools.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** Stops the watch: the current stream is cancelled and iteration ends. */
+  close(): void {
+    this.closed = true;
+    this.call?.cancel();
+    this.wake?.();
+  }
+
+  /** Applies events until close() (resolves) or a rejected request (rejects); for callers that only read `catalog`. */
+  async run(onEvent?: (ev: WatchEvent) => void): Promise<void> {
+    for await (const ev of this) {
+      onEvent?.(ev);
+    }
+  }
+
+  /**
+   * The background run started by {@link start}: resolves after close(),
+   * rejects with the error that ended the watch.
+   */
+  done: Promise<void> | undefined;
+
+  /**
+   * Runs the watch in the background ({@link run}) and resolves once the
+   * first event is applied, i.e. `catalog` holds the server's view; from then
+   * on it stays current. Rejects if the watch ends before that.
+   */
+  start(onEvent?: (ev: WatchEvent) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.done = this.run((ev) => {
+        resolve();
+        onEvent?.(ev);
+      });
+      this.done.then(resolve, reject);
+    });
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<WatchEvent, void, undefined> {
+    if (this.running) {
+      throw new Error("CatalogWatcher: already being iterated");
+    }
+    this.running = true;
+    try {
+      let wait = this.minBackoff;
+      while (!this.closed) {
+        let delivered = false;
+        let failure: ToolsvcError;
+        try {
+          for await (const ev of this.stream()) {
+            delivered = true;
+            yield ev;
+          }
+          failure = new ToolsvcError(status.UNAVAILABLE, "watch stream ended without a status");
+        } catch (err) {
+          failure = fromError(err);
+        }
+        if (this.closed) {
+          return;
+        }
+        if (fatalCodes.has(failure.code) || violations.has(failure)) {
+          throw failure;
+        }
+        if (delivered) {
+          wait = this.minBackoff;
+        }
+        const d = Math.random() * wait + 1; // full jitter
+        this.options.onRetry?.(failure, d);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, d);
+          this.wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        this.wake = undefined;
+        wait = Math.min(2 * wait, this.maxBackoff);
+      }
+    } finally {
+      this.running = false;
+      this.call?.cancel();
+      this.call = undefined;
+    }
+  }
+
+  /** One WatchCatalog stream: yields each message once applied. */
+  private async *stream(): AsyncGenerator<WatchEvent, void, undefined> {
+    const token = this.have ? this.rev : "";
+    this.streamCount++;
+    const call = this.client.raw.watchCatalog(
+      WatchCatalogRequest.fromPartial({
+        resumeToken: token,
+        servers: this.options.servers ?? [],
+        excludeUnavailable: this.options.excludeUnavailable ?? false,
+      }),
+      this.client.metadata(),
+    );
+    this.call = call;
+    try {
+      let first = true;
+      for await (const m of call as AsyncIterable<WatchCatalogResponse>) {
+        const ev = this.apply(m, first && token !== "");
+        first = false;
+        yield ev;
+      }
+    } finally {
+      call.cancel();
+      if (this.call === call) {
+        this.call = undefined;
+      }
+    }
+  }
+
+  /** Updates the local catalog with one message. */
+  private apply(m: WatchCatalogResponse, resumed: boolean): WatchEvent {
+    const violation = (what: string) => {
+      const e = new ToolsvcError(status.INTERNAL, `watch protocol violation: ${what}`);
+      violations.add(e);
+      return e;
+    };
+    if (m.revision === "") {
+      throw violation("event without a revision");
+    }
+    let ev: WatchEvent;
+    const base = { revision: m.revision, tools: [], upserted: [], removed: [], resumed, raw: m };
+    switch (m.event?.$case) {
+      case "snapshot": {
+        const tools = m.event.snapshot.tools;
+        ev = { ...base, kind: m.event.snapshot.reset ? "reset" : "snapshot", tools };
+        this.tools.clear();
+        for (const t of tools) {
+          this.tools.set(t.name, t);
+        }
+        break;
+      }
+      case "changes": {
+        if (!this.have) {
+          throw violation("changes before a snapshot");
+        }
+        const { upserted, removed } = m.event.changes;
+        ev = { ...base, kind: "changes", upserted, removed };
+        for (const name of removed) {
+          this.tools.delete(name);
+        }
+        for (const t of upserted) {
+          this.tools.set(t.name, t);
+        }
+        break;
+      }
+      case "synced":
+      case "progress": {
+        if (!this.have || m.revision !== this.rev) {
+          throw violation(`${m.event.$case} at ${m.revision} while holding "${this.rev}"`);
+        }
+        ev = { ...base, kind: m.event.$case };
+        break;
+      }
+      default:
+        throw violation("unknown event");
+    }
+    this.rev = m.revision;
+    this.have = true;
+    return ev;
+  }
+}

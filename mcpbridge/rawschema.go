@@ -1,0 +1,274 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// go-sdk decodes a tool's inputSchema and outputSchema into map[string]any
+// with float64 numbers: 10 and 10.0 become the same value and integers
+// beyond 2^53 are rounded. The catalog keeps each schema's JSON text as the
+// upstream sent it (Tool.InputSchemaJSON), so the transport is wrapped: it
+// remembers the raw schemas of every tools/list result it reads, and the
+// refresher swaps them in for the decoded values (rawSchemas.attach).
+
+// rawSchema is one tool's schemas as the upstream sent them.
+type rawSchema struct {
+	in, out json.RawMessage
+}
+
+// rawSchemas holds the raw schemas of the tools/list results a session has
+// read and not yet attached, by tool name (the latest wins).
+type rawSchemas struct {
+	mu     sync.Mutex
+	byName map[string]rawSchema
+}
+
+// withRawSchemas wraps t so that its connection records raw schemas into
+// r, except for streamable HTTP: go-sdk's streamable client connection
+// implements an unexported interface (sessionUpdated, which starts the
+// standalone SSE stream that carries list_changed) that a wrapper would
+// hide. A streamable HTTP session records them from its HTTP client
+// instead (rawRoundTripper).
+func withRawSchemas(t mcp.Transport, r *rawSchemas) mcp.Transport {
+	if _, ok := t.(*mcp.StreamableClientTransport); ok {
+		return t
+	}
+	return &rawTransport{Transport: t, r: r}
+}
+
+// rawTransport wraps a transport so that its connection records raw
+// schemas into r.
+type rawTransport struct {
+	mcp.Transport
+	r *rawSchemas
+}
+
+func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{Connection: c, r: t.r}, nil
+}
+
+type rawConn struct {
+	mcp.Connection
+	r *rawSchemas
+}
+
+var inputSchemaKey = []byte(`"inputSchema"`)
+
+func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if resp, ok := m.(*jsonrpc.Response); ok && err == nil && bytes.Contains(resp.Result, inputSchemaKey) {
+		c.r.record(resp.Result)
+	}
+	return m, err
+}
+
+// record remembers the raw schemas of a result that has a tools array.
+// Anything else (or anything malformed: go-sdk reports that) is ignored.
+func (r *rawSchemas) record(result json.RawMessage) {
+	var res struct {
+		Tools []struct {
+			Name         string          `json:"name"`
+			InputSchema  json.RawMessage `json:"inputSchema"`
+			OutputSchema json.RawMessage `json:"outputSchema"`
+		} `json:"tools"`
+	}
+	if json.Unmarshal(result, &res) != nil || len(res.Tools) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byName == nil {
+		r.byName = make(map[string]rawSchema, len(res.Tools))
+	}
+	for _, t := range res.Tools {
+		r.byName[t.Name] = rawSchema{in: t.InputSchema, out: t.OutputSchema}
+	}
+}
+
+// attach returns tools with each schema replaced by its raw JSON
+// (json.RawMessage) where one was recorded and decodes to exactly the value
+// go-sdk decoded (so a result read for another request cannot be mixed
+// in). The tools themselves are not modified (go-sdk may cache them):
+// changed ones are copies. Recorded entries are consumed.
+func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := tools
+	for i, t := range tools {
+		if t == nil {
+			continue
+		}
+		raw, ok := r.byName[t.Name]
+		if !ok {
+			continue
+		}
+		delete(r.byName, t.Name)
+		in, inOK := sameJSON(raw.in, t.InputSchema)
+		outS, outOK := sameJSON(raw.out, t.OutputSchema)
+		if !inOK && !outOK {
+			continue
+		}
+		c := *t
+		if inOK {
+			c.InputSchema = in
+		}
+		if outOK {
+			c.OutputSchema = outS
+		}
+		if &out[0] == &tools[0] {
+			out = append([]*mcp.Tool(nil), tools...)
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+// sameJSON returns raw if it is present and decodes to decoded.
+func sameJSON(raw json.RawMessage, decoded any) (json.RawMessage, bool) {
+	if len(raw) == 0 || decoded == nil {
+		return nil, false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil || !reflect.DeepEqual(v, decoded) {
+		return nil, false
+	}
+	return raw, true
+}
+
+// rawRoundTripper records the raw schemas of the tools/list responses of a
+// streamable HTTP session (whose connection cannot be wrapped, see
+// withRawSchemas): it follows the response body of every tools/list POST,
+// JSON or SSE, and records the result when its bytes pass, before go-sdk
+// can have decoded it.
+type rawRoundTripper struct {
+	base http.RoundTripper
+	r    *rawSchemas
+}
+
+func (rt *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.GetBody == nil || !isToolsList(req) {
+		return rt.base.RoundTrip(req)
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &rawTee{ReadCloser: resp.Body, r: rt.r,
+		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	return resp, nil
+}
+
+// isToolsList reports whether a POST carries a tools/list request.
+func isToolsList(req *http.Request) bool {
+	body, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, 64<<10)) // a tools/list request is small
+	if err != nil || !bytes.Contains(data, []byte(`"tools/list"`)) {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return false
+	}
+	r, ok := msg.(*jsonrpc.Request)
+	return ok && r.Method == "tools/list"
+}
+
+// rawTeeMax bounds what one response may buffer; a larger tools/list
+// result keeps go-sdk's decoded schemas.
+const rawTeeMax = 64 << 20
+
+// rawTee passes a response body through, keeping a copy: an SSE stream's
+// events are recorded as each completes, a JSON body at its end.
+type rawTee struct {
+	io.ReadCloser
+	r    *rawSchemas
+	sse  bool
+	buf  []byte
+	done bool
+}
+
+func (t *rawTee) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if !t.done && n > 0 {
+		if len(t.buf)+n > rawTeeMax {
+			t.done, t.buf = true, nil
+		} else {
+			t.buf = append(t.buf, p[:n]...)
+			if t.sse {
+				t.events()
+			}
+		}
+	}
+	if err != nil && !t.done {
+		t.finish()
+	}
+	return n, err
+}
+
+func (t *rawTee) Close() error {
+	if !t.done {
+		t.finish()
+	}
+	return t.ReadCloser.Close()
+}
+
+func (t *rawTee) finish() {
+	if !t.sse {
+		t.message(t.buf)
+	}
+	t.done, t.buf = true, nil
+}
+
+// events records every complete SSE event in the buffer and keeps the
+// rest.
+func (t *rawTee) events() {
+	for {
+		i, sep := bytes.Index(t.buf, []byte("\n\n")), 2
+		if j := bytes.Index(t.buf, []byte("\r\n\r\n")); j >= 0 && (i < 0 || j < i) {
+			i, sep = j, 4
+		}
+		if i < 0 {
+			return
+		}
+		var data [][]byte
+		for _, line := range bytes.Split(t.buf[:i], []byte("\n")) {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimPrefix(d, []byte(" ")))
+			}
+		}
+		if len(data) > 0 {
+			t.message(bytes.Join(data, []byte("\n")))
+		}
+		t.buf = t.buf[i+sep:]
+	}
+}
+
+func (t *rawTee) message(data []byte) {
+	if !bytes.Contains(data, inputSchemaKey) {
+		return
+	}
+	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			t.r.record(resp.Result)
+		}
+	}
+}
