@@ -323,3 +323,32 @@ func TestMCPFrontUpstreamDown(t *testing.T) {
 	}
 	t.Logf("dead upstream: %d %s %s", werr.Code, werr.Message, werr.Data)
 }
+
+// TestMCPFrontShutdownDrains: SIGTERM lets a front-door call in flight
+// finish (within the drain bound) while an idle 2025-11-25 session, whose
+// GET stream is open, does not hold the shutdown up; the process exits 0.
+func TestMCPFrontShutdownDrains(t *testing.T) {
+	p, base := startFrontFixture(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	idle := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "2025-11-25")
+	busy := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "")
+	_ = idle
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := busy.cs.CallTool(ctx, &mcp.CallToolParams{Name: "s__wait_cancel", Arguments: map[string]any{"id": "drain", "ms": 1500}})
+		done <- answer{res, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	p.stop() // SIGTERM; fails the test unless toolsvc exits 0 within 20 s
+	t.Logf("toolsvc stopped %s after SIGTERM (the call had about 1.2 s left)", time.Since(start).Round(time.Millisecond))
+	a := <-done
+	if a.err != nil || callText(t, a.res) != "finished" {
+		t.Fatalf("call in flight at SIGTERM: %v %+v, want finished", a.err, a.res)
+	}
+}

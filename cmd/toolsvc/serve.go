@@ -241,8 +241,16 @@ func runServe(ctx context.Context, args []string) error {
 	stopReload()
 	<-reloadDone
 	svc.Shutdown()
+	// The MCP front door drains alongside gRPC: idle sessions close at once,
+	// calls in flight get the same two thirds of the bound.
+	frontDrained := make(chan struct{})
 	if front != nil {
-		go front.drain(time.Until(deadline) * 2 / 3)
+		go func() {
+			defer close(frontDrained)
+			front.drain(time.Until(deadline) * 2 / 3)
+		}()
+	} else {
+		close(frontDrained)
 	}
 	stopped := make(chan struct{})
 	go func() {
@@ -261,6 +269,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err := <-serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		log.Warn("serve ended", "error", err)
 	}
+	<-frontDrained
 	hs.Shutdown()
 	if front != nil {
 		front.close()
