@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -351,4 +353,79 @@ func TestMCPFrontShutdownDrains(t *testing.T) {
 	if a.err != nil || callText(t, a.res) != "finished" {
 		t.Fatalf("call in flight at SIGTERM: %v %+v, want finished", a.err, a.res)
 	}
+}
+
+// TestMCPFrontTLSPrincipals: with --tls-cert and --tls-client-ca the front
+// door listens with TLS; a client certificate from the CA authenticates as
+// its CN and a bearer JWT as its subject, with the gRPC API's rules (agent-a
+// and carol may use up__echo only).
+func TestMCPFrontTLSPrincipals(t *testing.T) {
+	ca := newTestCA(t, "toolsvc-test-ca")
+	srvCert, srvKey := ca.issue("server", true)
+	jwksFile, carolJWT := testJWKS(t, "carol")
+	cfg := fmt.Sprintf(`{"auth": {"mtls": true, "jwt": {"jwksFile": %q, "issuer": "test-idp", "audience": "toolsvc"},
+	  "rules": [{"principal": "agent-a", "allow": ["up__echo"]}, {"principal": "carol", "allow": ["up__echo"]}]},
+	  "mcpServers": {"up": %s}}`, jwksFile, stdioServer(`"pingInterval": "1h"`))
+	p := startToolsvcWith(t, cfg, startOpts{args: []string{"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", ca.file,
+		"--mcp-listen", "127.0.0.1:0"}})
+	base := "https://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	client := func(certs []tls.Certificate, header map[string]string) *http.Client {
+		var rt http.RoundTripper = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}
+		if header != nil {
+			rt = headerRoundTripperOver{h: header, next: rt}
+		}
+		return &http.Client{Transport: rt}
+	}
+	cf, kf := ca.issue("agent-a", false)
+	cert, err := tls.LoadX509KeyPair(cf, kf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		hc   *http.Client
+	}{
+		{"client certificate", client([]tls.Certificate{cert}, nil)},
+		{"bearer JWT", client(nil, map[string]string{"Authorization": "Bearer " + carolJWT})},
+	} {
+		for _, version := range []string{"2025-11-25", ""} {
+			gc := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: c.hc}, version)
+			if got := gc.names(t, ctx); !slices.Equal(got, []string{"up__echo"}) {
+				t.Errorf("%s %q: tools/list = %v, want [up__echo]", c.name, version, got)
+			}
+			res, err := gc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"text": "tls"}})
+			if err != nil || callText(t, res) != "tls" {
+				t.Errorf("%s %q: call: %v %+v", c.name, version, err, res)
+			}
+		}
+	}
+	// TLS without a client certificate or token: 401.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := client(nil, nil).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("no credentials over TLS: HTTP %d, want 401", resp.StatusCode)
+	}
+}
+
+type headerRoundTripperOver struct {
+	h    map[string]string
+	next http.RoundTripper
+}
+
+func (h headerRoundTripperOver) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.h {
+		r.Header.Set(k, v)
+	}
+	return h.next.RoundTrip(r)
 }
