@@ -429,3 +429,51 @@ func (h headerRoundTripperOver) RoundTrip(r *http.Request) (*http.Response, erro
 	}
 	return h.next.RoundTrip(r)
 }
+
+// TestMCPFrontLimits: the pipeline's size limits hold on the front door
+// (JSON-RPC errors naming the limit, nothing over-size sent upstream), and
+// a body far over the limit is refused by HTTP (413) before MCP decoding.
+func TestMCPFrontLimits(t *testing.T) {
+	p, base := startFrontFixture(t, "", "--max-request-bytes", "2048", "--max-response-bytes", "4096")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "2025-11-25")
+	reason := func(err error) string {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			return fmt.Sprintf("not a JSON-RPC error: %v", err)
+		}
+		var data map[string]any
+		_ = json.Unmarshal(werr.Data, &data)
+		return fmt.Sprint(data["reason"])
+	}
+	before := upstreamCalls(t, ctx, p.client, "h")["echo"]
+	_, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__echo", Arguments: map[string]any{"text": strings.Repeat("x", 3000)}})
+	if r := reason(err); r != "REQUEST_TOO_LARGE" {
+		t.Errorf("3000-byte arguments over a 2048-byte limit: %v (reason %s), want REQUEST_TOO_LARGE", err, r)
+	}
+	if after := upstreamCalls(t, ctx, p.client, "h")["echo"]; after != before {
+		t.Errorf("the over-size call reached the upstream (%v → %v echo calls)", before, after)
+	}
+	_, err = c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__big", Arguments: map[string]any{"bytes": 10000}})
+	if r := reason(err); r != "RESPONSE_TOO_LARGE" {
+		t.Errorf("a 10000-byte result over a 4096-byte limit: %v (reason %s), want RESPONSE_TOO_LARGE", err, r)
+	}
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "h__big", Arguments: map[string]any{"bytes": 1000}})
+	if err != nil || len(callText(t, res)) != 1000 {
+		t.Errorf("a result under the limit: %v", err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"h__echo","arguments":{"text":"`+strings.Repeat("x", 200<<10)+`"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", c.cs.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 200 KiB body: HTTP %d, want 413", resp.StatusCode)
+	}
+}
