@@ -137,6 +137,7 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		f.newSessions.Lock()
 		defer f.newSessions.Unlock()
 		f.nextID = f.ids.mint(principal)
+		defer func() { f.nextID = "" }() // anything else asking gets no ID: an ephemeral session
 		f.stateful.ServeHTTP(w, r)
 		return
 	}
@@ -178,6 +179,7 @@ func (f *MCPFront) adopt(r *http.Request, sid, pv string) error {
 		return nil
 	}
 	f.nextID = sid
+	defer func() { f.nextID = "" }()
 	initBody := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"toolsvc-adopted-session","version":"0"}}}`, pv)
 	if code := f.internalPOST(r, "", initBody); code != http.StatusOK {
 		return fmt.Errorf("initialize on the client's behalf: HTTP %d", code)

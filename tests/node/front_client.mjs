@@ -12,6 +12,7 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [base, transportName, tag] = process.argv.slice(2);
+const t0 = Date.now();
 const out = { transport: transportName };
 const client = new Client({ name: "frontdoor-ts-test", version: "1" });
 let changed;
@@ -61,7 +62,10 @@ try {
 }
 
 await client.callTool({ name: "h__add_tool", arguments: { name: "ts_" + tag } });
-out.list_changed = await Promise.race([changedP.then(() => true), new Promise((r) => setTimeout(() => r(false), 15000))]);
+let timer;
+out.list_changed = await Promise.race([changedP.then(() => true), new Promise((r) => (timer = setTimeout(() => r(false), 15000)))]);
+clearTimeout(timer); // a pending timer would keep node running
 out.names_after = await names();
+out.elapsed_ms = Date.now() - t0;
 console.log(JSON.stringify(out));
 await client.close();
