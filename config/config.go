@@ -194,6 +194,12 @@ type serverJSON struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
+	// OAuth authenticates to a streamable HTTP upstream (oauth.go).
+	OAuth json.RawMessage `json:"oauth"`
+	// AuthRetry is the wait after the upstream rejected the credentials.
+	AuthRetry Duration `json:"authRetry"`
+	// ForwardPrincipal sends the caller's principal in each call's _meta.
+	ForwardPrincipal bool `json:"forwardPrincipal"`
 	// Fields other clients write, accepted without a warning.
 	Description string   `json:"description"`
 	AlwaysAllow []string `json:"alwaysAllow"`
@@ -322,6 +328,17 @@ func Parse(file string, data []byte) (*Config, error) {
 			Secrets:        exp.values(),
 			NamePrefix:     sj.NamePrefix,
 			Elicitation:    sj.Elicitation,
+			AuthRetry:      sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
+		}
+		if len(sj.OAuth) > 0 && string(sj.OAuth) != "null" {
+			oc, err := ParseOAuth(sj.OAuth)
+			if err != nil {
+				add(name, "oauth", "%v", err)
+				bad = true
+			} else {
+				sc.OAuth = oc
+				sc.Secrets = append(sc.Secrets, oauthSecrets(oc)...)
+			}
 		}
 		if sj.Tools != nil {
 			sc.ToolsAllow, sc.ToolsDeny = sj.Tools.Allow, sj.Tools.Deny

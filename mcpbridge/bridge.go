@@ -365,6 +365,10 @@ type CallOptions struct {
 	// this call until CallTool returns; later ones are dropped. It runs on
 	// the session's notification path and must not block.
 	OnProgress func(Progress)
+	// Principal is the caller on whose behalf the call is made. It is sent
+	// to the upstream (in _meta under PrincipalMetaKey) only when the
+	// server's ForwardPrincipal is set.
+	Principal string
 }
 
 // Target is a catalog entry resolved for a call: the immutable entry from
@@ -585,6 +589,7 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 			params.Meta[k] = v
 		}
 	}
+	s.forwardPrincipal(params, opts)
 	if opts != nil && opts.OnProgress != nil {
 		tok := fmt.Sprintf("toolsvc-%d-%d", s.id, s.seq.Add(1))
 		params.SetProgressToken(tok)

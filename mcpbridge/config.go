@@ -177,6 +177,17 @@ type ServerConfig struct {
 	// gives (and declines URL requests). A gateway has no user to ask.
 	Elicitation string
 
+	// OAuth, if set, authenticates to a streamable HTTP upstream with OAuth
+	// 2.1 (client credentials or a provisioned refresh token).
+	OAuth *OAuthConfig
+	// AuthRetry is how long the upstream waits after it rejected toolsvc's
+	// credentials (401/403 or a failed token request) before the next
+	// attempt (0: DefaultAuthRetry).
+	AuthRetry time.Duration
+	// ForwardPrincipal sends the calling principal (CallOptions.Principal)
+	// in each tools/call request's _meta under PrincipalMetaKey.
+	ForwardPrincipal bool
+
 	// SkipArgumentValidation turns off checking call arguments against the
 	// tools' inputSchema (for upstreams whose schemas are broken).
 	SkipArgumentValidation bool
@@ -237,6 +248,7 @@ func (sc ServerConfig) withDefaults(c *Config) ServerConfig {
 	sc.PingInterval = orDefault(sc.PingInterval, c.PingInterval, DefaultPingInterval)
 	sc.PingTimeout = orDefault(sc.PingTimeout, c.PingTimeout, DefaultPingTimeout)
 	sc.StableAfter = orDefault(sc.StableAfter, 0, DefaultStableAfter)
+	sc.AuthRetry = orDefault(sc.AuthRetry, 0, DefaultAuthRetry)
 	if sc.PingFailures <= 0 {
 		sc.PingFailures = DefaultPingFailures
 	}
@@ -326,6 +338,7 @@ func (sc *ServerConfig) Problems() []*FieldError {
 		{"backoff.base", sc.BackoffBase}, {"backoff.max", sc.BackoffMax},
 		{"pingTimeout", sc.PingTimeout}, {"stableAfter", sc.StableAfter},
 		{"breaker.cooldown", sc.Breaker.Cooldown}, {"breaker.maxCooldown", sc.Breaker.MaxCooldown},
+		{"authRetry", sc.AuthRetry},
 	} {
 		if d.v < 0 {
 			add(d.field, "must not be negative, got %s", d.v)
@@ -353,6 +366,11 @@ func (sc *ServerConfig) Problems() []*FieldError {
 	if sc.NamePrefix != "" {
 		if err := ValidatePrefix(sc.NamePrefix); err != nil {
 			add("namePrefix", "%v", err)
+		}
+	}
+	if sc.OAuth != nil {
+		for _, fe := range sc.OAuth.problems(sc) {
+			add(fe.Field, "%v", fe.Err)
 		}
 	}
 	for i, g := range sc.ToolsAllow {

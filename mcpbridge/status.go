@@ -114,6 +114,7 @@ func (u *upstream) redact(msg string) string {
 	for _, v := range u.cfg.Secrets {
 		msg = strings.ReplaceAll(msg, v, "<redacted>")
 	}
+	msg = u.runtimeSecrets.redact(msg)
 	const maxErrLen = 512
 	if len(msg) > maxErrLen {
 		msg = msg[:maxErrLen] + "…"

@@ -27,6 +27,10 @@ type upstream struct {
 	http   *http.Client // shared by the upstream's sessions; nil for stdio
 	sem    chan struct{}
 
+	authw          *authWatch    // sees 401/403 answers (HTTP upstreams)
+	oauth          *oauthHandler // nil without OAuth
+	runtimeSecrets secretSet     // OAuth secrets and issued tokens, redacted
+
 	sess     atomic.Pointer[session] // the session calls go to; nil when none
 	inflight atomic.Int64
 	queued   atomic.Int64
@@ -70,6 +74,7 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	}
 	if cfg.Transport != TransportStdio && cfg.NewTransport == nil {
 		u.http = newHTTPClient(cfg.Headers)
+		u.initAuth()
 	}
 	return u
 }
@@ -148,6 +153,9 @@ func (u *upstream) run() {
 			attempt = 0
 		default:
 			attempt++
+			if u.authRejected(err) != "" {
+				break // refused credentials say nothing of the upstream's health: not a breaker failure (authHold below)
+			}
 			if s != nil {
 				u.recordDeath(s, "session", err) // once, however many saw it die
 			} else {
@@ -155,6 +163,7 @@ func (u *upstream) run() {
 			}
 		}
 		delay := backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, attempt)
+		delay, msg = u.authHold(err, delay, msg) // 401/403: a long hold, not a crash backoff
 		if operator {
 			delay = 0
 		}

@@ -65,7 +65,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		// watches the push channel (push.go).
 		hc := &http.Client{Transport: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
 			base: &pushRoundTripper{base: u.http.Transport, push: s.push}}}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler()}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
 }

@@ -3,9 +3,12 @@ package service
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
@@ -65,6 +68,19 @@ func (a *admin) authorize(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !a.s.authConfigured() {
+		// No auth: nobody is authenticated, so AdminService (and the
+		// operator details of ListServers) answer only callers on this
+		// machine. Checked here, on the handler's own path, so no way of
+		// registering the service can skip it.
+		if LocalPeer(ctx) {
+			return nil
+		}
+		return plainError(codes.PermissionDenied, ReasonAdminLoopbackOnly,
+			"without an auth section AdminService answers only loopback connections; "+
+				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
+			map[string]string{"peer": peerAddr(ctx)})
+	}
 	if a.s.opts.Authorizer.AllowAdmin(p) {
 		return nil
 	}
@@ -111,4 +127,60 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 		return nil, plainError(codes.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
 	}
 	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
+}
+
+// authConfigured reports whether the service authenticates its callers
+// (an Authenticator or an Authorizer in Options, as Server.authenticate
+// decides).
+func (s *Server) authConfigured() bool {
+	return s.opts.Authenticator != nil || s.opts.Authorizer != nil
+}
+
+// operatorView reports whether the caller (principal p, authenticated for
+// ctx) may see operator details (server errors, the configuration status):
+// an auth.admins principal, or without auth a caller on this machine.
+func (s *Server) operatorView(ctx context.Context, p Principal) bool {
+	if !s.authConfigured() {
+		return LocalPeer(ctx)
+	}
+	return s.opts.Authorizer.AllowAdmin(p)
+}
+
+// LocalPeer reports whether the caller of ctx is on this machine: a TCP
+// peer from a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x), or a
+// peer without an IP address (a Unix socket or an in-process pipe, which
+// only local processes can open). A call without peer information is not
+// local.
+func LocalPeer(ctx context.Context) bool {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return false
+	}
+	return localAddr(p.Addr)
+}
+
+func localAddr(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UDPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	switch a.Network() {
+	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
+		ap, err := netip.ParseAddrPort(a.String())
+		return err == nil && ap.Addr().Unmap().IsLoopback()
+	}
+	// Not an IP network (unix, bufconn, pipe): reachable from this machine
+	// only.
+	return true
+}
+
+func peerAddr(ctx context.Context) string {
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return "unknown"
 }

@@ -44,6 +44,7 @@ const (
 	ReasonPermissionDenied    = "PERMISSION_DENIED"    // PERMISSION_DENIED: the principal's rules do not allow the tool (or AdminService)
 	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
 	ReasonNoConfigFile        = "NO_CONFIG_FILE"       // FAILED_PRECONDITION: ReloadConfig on a server running the built-in demo
+	ReasonAdminLoopbackOnly   = "ADMIN_LOOPBACK_ONLY"  // PERMISSION_DENIED: no auth section, and AdminService answers loopback callers only (metadata "peer")
 )
 
 // plainError is a status with ErrorInfo and no call metadata.

@@ -18,6 +18,7 @@ type Metrics struct {
 	refreshes        *prometheus.CounterVec
 	refreshDuration  *prometheus.HistogramVec
 	probeFailures    *prometheus.CounterVec
+	authFailures     *prometheus.CounterVec
 	calls            *prometheus.CounterVec
 	callDuration     *prometheus.HistogramVec
 	callsInFlight    prometheus.Gauge
@@ -54,6 +55,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Duration of a full tools/list pass (all pages).", Buckets: latency}, []string{"server", "outcome"}),
 		probeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_upstream_probe_failures_total",
 			Help: "Liveness probes that failed or timed out."}, []string{"server"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_upstream_auth_failures_total",
+			Help: "Connection attempts or sessions that ended because the upstream refused toolsvc's credentials (HTTP 401/403) or a token request failed."}, []string{"server"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_calls_total",
 			Help: "Tool calls by server, tool and outcome (ok, tool_error, or a gRPC code name)."}, []string{"server", "tool", "outcome"}),
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_call_duration_seconds",
@@ -88,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
 		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams.", nil, nil),
 	}
-	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.calls, m.callDuration, m.callsInFlight, m.rateLimited)
+	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.calls, m.callDuration, m.callsInFlight, m.rateLimited)
 	return m
 }
 
@@ -107,6 +110,9 @@ func (m *Metrics) RefreshDone(server string, took time.Duration, err error) {
 
 // ProbeFailed implements mcpbridge.Observer.
 func (m *Metrics) ProbeFailed(server string) { m.probeFailures.WithLabelValues(server).Inc() }
+
+// UpstreamAuthFailed implements mcpbridge.AuthObserver.
+func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelValues(server).Inc() }
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {

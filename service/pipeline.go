@@ -168,6 +168,10 @@ func (c *Call) Context() context.Context { return c.ctx }
 
 // Dispatch sends the call to the entry BeginCall resolved.
 func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
+	if opts == nil {
+		opts = &mcpbridge.CallOptions{}
+	}
+	opts.Principal = c.principal.Name // sent to upstreams with forwardPrincipal
 	return c.s.bridge.Call(ctx, c.target, c.args, opts)
 }
 

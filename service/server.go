@@ -215,18 +215,38 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	return encodedListPage(page, next, snap.Revision), nil
 }
 
-// ListServers implements toolsvc.v1.ToolService.
+// ListServers implements toolsvc.v1.ToolService. A principal sees only the
+// servers that expose at least one tool it may see; last errors, warnings
+// and the configuration status are operator information, shown to admins
+// only (without an auth section: to callers on this machine).
 func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersRequest) (*toolsvcv1.ListServersResponse, error) {
-	_, p, err := s.authenticate(ctx)
+	actx, p, err := s.authenticate(ctx)
 	if err != nil {
 		return nil, err
+	}
+	admin := s.operatorView(ctx, p)
+	var visible map[string]bool
+	if allowed := s.opts.Authorizer.filter(actx); allowed != nil && !admin {
+		visible = map[string]bool{}
+		for _, t := range s.bridge.Catalog().Current().Tools {
+			if !visible[t.Server] && allowed(t.Name) {
+				visible[t.Server] = true
+			}
+		}
 	}
 	sts := s.bridge.Servers()
 	resp := &toolsvcv1.ListServersResponse{Servers: make([]*toolsvcv1.Server, 0, len(sts))}
 	for _, st := range sts {
-		resp.Servers = append(resp.Servers, serverToProto(st))
+		if visible != nil && !visible[st.Name] {
+			continue
+		}
+		p := serverToProto(st)
+		if !admin {
+			p.LastError, p.Warnings = "", nil
+		}
+		resp.Servers = append(resp.Servers, p)
 	}
-	if s.opts.Config != nil && s.opts.Authorizer.AllowAdmin(p) {
+	if s.opts.Config != nil && admin {
 		// The config path and reload errors are operator information.
 		resp.Config = configToProto(s.opts.Config.Status())
 	}

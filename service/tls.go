@@ -24,10 +24,17 @@ type ReloadingTLS struct {
 }
 
 // NewReloadingTLS loads the files once (failing fast on bad ones) and
-// returns a tls.Config that keeps them current. With caFile, clients that
-// present a certificate must present one signed by it (mTLS); clients
-// without one may still authenticate with a bearer token.
-func NewReloadingTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
+// returns a tls.Config that keeps them current. With caFile, a client that
+// presents a certificate must present one signed by it (mTLS). With
+// requireClientCert as well, the handshake fails without one: that is how
+// `--tls-client-ca` without an auth section is enforced. Without it,
+// clients may omit the certificate and authenticate otherwise (a bearer
+// token); the auth section's authenticator then refuses calls that have
+// neither.
+func NewReloadingTLS(certFile, keyFile, caFile string, requireClientCert bool) (*tls.Config, error) {
+	if requireClientCert && caFile == "" {
+		return nil, fmt.Errorf("tls: requiring client certificates needs a client CA")
+	}
 	r := &ReloadingTLS{certFile: certFile, keyFile: keyFile, caFile: caFile}
 	if err := r.load(); err != nil {
 		return nil, err
@@ -42,6 +49,9 @@ func NewReloadingTLS(certFile, keyFile, caFile string) (*tls.Config, error) {
 		if pool != nil {
 			c.ClientCAs = pool
 			c.ClientAuth = tls.VerifyClientCertIfGiven
+			if requireClientCert {
+				c.ClientAuth = tls.RequireAndVerifyClientCert
+			}
 		}
 		return c, nil
 	}

@@ -59,6 +59,11 @@ func TestRateLimitsEndToEnd(t *testing.T) {
 		_, err := p.client.CallTool(as(bob), &toolsvcv1.CallToolRequest{Name: "up__wait_cancel", ArgumentsJson: `{"ms": 1500, "id": "rl"}`})
 		slow <- err
 	}()
+	// Only once the slow call holds bob's slot: otherwise a ping may take
+	// it first and the slow call is the one refused.
+	eventually(t, 10*time.Second, "bob's slow call in flight", func() bool {
+		return strings.Contains(scrape(t, p.adminAddr), `toolsvc_principal_calls_in_flight{principal="bob"} 1`)
+	})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, err := p.client.CallTool(as(bob), ping)

@@ -31,6 +31,11 @@ Usage:
   toolsvc reconnect [--addr ADDR] [--json] NAME    reconnect one server now (clears its breaker)
   toolsvc reload    [--addr ADDR] [--json]         re-read the config file now (as SIGHUP does)
   toolsvc config check FILE                        validate a config file
+  toolsvc oauth login [--client-id ID] [--client-secret S] [--client-metadata-url URL]
+                      [--redirect-port N] [--browser CMD] URL
+                                                   log in to an OAuth-protected MCP server once
+                                                   (authorization code + PKCE) and print the
+                                                   server's "oauth" settings with a refresh token
 
 Client commands talk to --addr (default $TOOLSVC_ADDR, else localhost:50051); with
 --token (default $TOOLSVC_TOKEN) they send a bearer token, with --tls / --tls-ca use TLS.
@@ -80,6 +85,8 @@ func realMain(ctx context.Context, args []string) error {
 		return describeRPCError(runServers(ctx, rest))
 	case "config":
 		return runConfig(rest)
+	case "oauth":
+		return runOAuth(ctx, rest)
 	case "refresh", "reconnect":
 		return describeRPCError(runAdminServer(ctx, cmd, rest))
 	case "reload":

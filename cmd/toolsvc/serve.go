@@ -109,8 +109,16 @@ func runServe(ctx context.Context, args []string) error {
 	auditArgs := false
 	var tlsConf *tls.Config
 	if *tlsCert != "" {
-		if tlsConf, err = service.NewReloadingTLS(*tlsCert, *tlsKey, *tlsClientCA); err != nil {
+		// --tls-client-ca without an auth section: nothing else would check
+		// who the caller is, so the handshake itself requires a certificate
+		// from the CA. With auth, the authenticator requires a credential
+		// (certificate, token or JWT) on every call.
+		requireCert := *tlsClientCA != "" && (loaded == nil || loaded.Auth == nil)
+		if tlsConf, err = service.NewReloadingTLS(*tlsCert, *tlsKey, *tlsClientCA, requireCert); err != nil {
 			return err
+		}
+		if requireCert {
+			log.Info("--tls-client-ca without an auth section: every connection must present a client certificate signed by the CA")
 		}
 	}
 	if loaded != nil && loaded.Auth != nil {
@@ -187,6 +195,11 @@ func runServe(ctx context.Context, args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
 	log.Info("serving", "addr", lis.Addr().String(), "tls", tlsConf != nil, "auth", authn != nil)
+	if authn == nil && !loopbackListener(lis.Addr()) {
+		log.Warn("listening beyond loopback without authentication: anyone who can reach "+lis.Addr().String()+
+			" may list and call every tool (AdminService and server errors stay loopback-only); add an auth section to the config",
+			"addr", lis.Addr().String())
+	}
 
 	var admin *http.Server
 	adminErr := make(chan error, 1)
@@ -293,6 +306,14 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// loopbackListener reports whether a listener accepts loopback connections
+// only (127.0.0.0/8 or ::1; a wildcard address such as ":50051" is every
+// interface).
+func loopbackListener(a net.Addr) bool {
+	t, ok := a.(*net.TCPAddr)
+	return !ok || t.IP.IsLoopback()
 }
 
 // withSecrets adds values to every server's redaction list.

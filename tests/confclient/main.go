@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"time"
@@ -28,10 +29,19 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "log the bridge at debug level")
+	login := flag.Bool("login", false, "run toolsvc's interactive OAuth login (mcpbridge.Login, as `toolsvc oauth login` does) instead of the bridge")
+	cimd := flag.String("client-metadata-url", "", "with -login: the client ID metadata document URL")
 	flag.Parse()
 	if flag.NArg() < 1 {
 		fmt.Fprintln(os.Stderr, "usage: confclient [-v] URL")
 		os.Exit(2)
+	}
+	if *login {
+		if err := runLogin(flag.Arg(flag.NArg()-1), *cimd); err != nil {
+			fmt.Fprintln(os.Stderr, "confclient:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(flag.Arg(flag.NArg()-1), *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "confclient:", err)
@@ -42,7 +52,11 @@ func main() {
 func run(url string, verbose bool) error {
 	// elicitation "defaults": answer elicitation/create with the schema's
 	// defaults, the policy an operator picks for such an upstream.
-	file, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"conformance": map[string]any{"url": url, "elicitation": "defaults"}}})
+	server := map[string]any{"url": url, "elicitation": "defaults"}
+	if o := oauthFromContext(); o != nil {
+		server["oauth"] = o
+	}
+	file, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"conformance": server}})
 	c, err := config.Parse("conformance.json", file)
 	if err != nil {
 		return err
@@ -85,6 +99,65 @@ func run(url string, verbose bool) error {
 		return fmt.Errorf("%d calls failed", failed)
 	}
 	return nil
+}
+
+// runLogin is `toolsvc oauth login` with the scenario's pre-registered
+// client, if it hands one out, and a user agent that approves at once: it
+// fetches the authorization URL and follows the redirects, as a browser
+// would after the user clicked "allow", to toolsvc's loopback redirect URI.
+func runLogin(url, cimd string) error {
+	var c struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := mcpbridge.Login(ctx, mcpbridge.LoginOptions{URL: url, ClientID: c.ClientID, ClientSecret: c.ClientSecret, ClientMetadataURL: cimd,
+		Open: func(authURL string) error {
+			go func() {
+				resp, err := http.Get(authURL)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "user agent:", err)
+					return
+				}
+				resp.Body.Close()
+			}()
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("logged in as client %s: %d tools, refresh token issued: %v\n", res.OAuth.ClientID, res.Tools, res.OAuth.RefreshToken != "")
+	return nil
+}
+
+// oauthFromContext turns the credentials an auth scenario hands its client
+// (MCP_CONFORMANCE_CONTEXT) into the server's "oauth" settings, as an
+// operator would write them: a client id with a secret or a private key
+// is the client_credentials grant. Scenarios that hand out nothing need
+// an interactive authorization (or dynamic registration), which a
+// headless gateway does not do: no oauth then.
+func oauthFromContext() map[string]any {
+	var c struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+		PrivateKey   string `json:"private_key_pem"`
+		SigningAlg   string `json:"signing_algorithm"`
+	}
+	if err := json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c); err != nil || c.ClientID == "" {
+		return nil
+	}
+	o := map[string]any{"grant": "client_credentials", "clientId": c.ClientID}
+	switch {
+	case c.ClientSecret != "":
+		o["clientSecret"] = c.ClientSecret
+	case c.PrivateKey != "":
+		o["privateKey"], o["signingAlg"] = c.PrivateKey, c.SigningAlg
+	default:
+		return nil
+	}
+	return o
 }
 
 // argsFor makes an arguments object for a schema: each property's default

@@ -1,0 +1,83 @@
+package mcpbridge
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// FuzzOAuthTokenResponse: whatever a token endpoint answers (status,
+// content type, body) and whatever WWW-Authenticate challenge the upstream
+// sent, the handler never panics, never accepts a token without an access
+// token, and its failure never carries more of the body than the RFC 6749
+// error fields (an authorization server that echoes secrets must not get
+// them into logs).
+//
+// CI runs the seed corpus (go test); a longer run:
+//
+//	go test -run '^$' -fuzz FuzzOAuthTokenResponse -fuzztime 5m ./mcpbridge
+func FuzzOAuthTokenResponse(f *testing.F) {
+	for _, s := range []struct {
+		status      int
+		ctype, body string
+		challenge   string
+	}{
+		{200, "application/json", `{"access_token": "at", "token_type": "Bearer", "expires_in": 3600}`, `Bearer resource_metadata="x"`},
+		{200, "application/json", `{"access_token": "", "token_type": "Bearer"}`, ``},
+		{200, "application/json", `{"access_token": "at", "expires_in": "3600", "refresh_token": "rt", "scope": "a b"}`, `Bearer scope="a b", error="insufficient_scope"`},
+		{200, "application/x-www-form-urlencoded", `access_token=at&token_type=bearer&expires_in=60`, `Bearer realm=x, Basic realm="y"`},
+		{200, "text/plain", `access_token=`, `Bearer scope="`},
+		{400, "application/json", `{"error": "invalid_grant", "error_description": "SECRET-ECHO"}`, `bearer`},
+		{401, "application/json", `{"error": 5}`, `,,,`},
+		{500, "text/html", `<html>SECRET-ECHO</html>`, `Bearer error="invalid_token", scope=`},
+		{200, "application/json", `{"access_token": "at", "expires_in": -5}`, `Bearer scope="a\"b"`},
+		{200, "application/json", `[`, ""},
+	} {
+		f.Add(s.status, s.ctype, s.body, s.challenge)
+	}
+	var mu sync.Mutex
+	var cur struct {
+		status      int
+		ctype, body string
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		c := cur
+		mu.Unlock()
+		w.Header().Set("Content-Type", c.ctype)
+		w.WriteHeader(c.status)
+		_, _ = io.WriteString(w, c.body)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	f.Fuzz(func(t *testing.T, status int, ctype, body, challenge string) {
+		if status < 200 || status > 599 || strings.ContainsAny(ctype, "\r\n\x00") {
+			return
+		}
+		mu.Lock()
+		cur.status, cur.ctype, cur.body = status, ctype, body
+		mu.Unlock()
+		h := newOAuthHandler(t.Context(), OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s", TokenURL: srv.URL},
+			"http://127.0.0.1:1/mcp", client, slog.New(slog.DiscardHandler), 5*time.Second, nil)
+		resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Www-Authenticate": {challenge}},
+			Body: io.NopCloser(strings.NewReader(""))}
+		err := h.Authorize(t.Context(), &http.Request{}, resp)
+		tok, terr := h.Token()
+		if err == nil && (terr != nil || tok == nil || tok.AccessToken == "") {
+			t.Fatalf("Authorize succeeded but Token = %v, %v", tok, terr)
+		}
+		if terr == nil && tok.AccessToken == "" {
+			t.Fatal("accepted a token response without an access token")
+		}
+		if err != nil && status >= 300 && strings.Contains(body, "SECRET-ECHO") && !strings.Contains(body, `"error_description"`) &&
+			strings.Contains(err.Error(), "SECRET-ECHO") {
+			t.Fatalf("a non-RFC-6749 error body reached the error: %v", err)
+		}
+	})
+}

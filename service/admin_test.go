@@ -1,0 +1,108 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+type fakeAddr struct{ network, s string }
+
+func (a fakeAddr) Network() string { return a.network }
+func (a fakeAddr) String() string  { return a.s }
+
+func TestLocalPeer(t *testing.T) {
+	for _, c := range []struct {
+		addr net.Addr
+		want bool
+	}{
+		{&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 1}, true},
+		{&net.TCPAddr{IP: net.ParseIP("127.3.4.5"), Port: 1}, true},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 1}, true},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:127.0.0.1"), Port: 1}, true},
+		{&net.TCPAddr{IP: net.ParseIP("192.0.2.2"), Port: 1}, false},
+		{&net.TCPAddr{IP: net.ParseIP("10.0.0.1"), Port: 1}, false},
+		{&net.TCPAddr{IP: net.ParseIP("::ffff:10.0.0.1"), Port: 1}, false},
+		{&net.TCPAddr{IP: net.ParseIP("2001:db8::1"), Port: 1}, false},
+		{&net.TCPAddr{IP: net.ParseIP("0.0.0.0"), Port: 1}, false},
+		{&net.UnixAddr{Name: "/run/toolsvc.sock", Net: "unix"}, true},
+		{fakeAddr{"tcp", "127.0.0.1:9"}, true},
+		{fakeAddr{"tcp", "[::ffff:127.0.0.1]:9"}, true},
+		{fakeAddr{"tcp", "192.0.2.2:9"}, false},
+		{fakeAddr{"tcp", "garbage"}, false},
+		{fakeAddr{"bufconn", "bufconn"}, true},
+	} {
+		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: c.addr})
+		if got := LocalPeer(ctx); got != c.want {
+			t.Errorf("LocalPeer(%s %s) = %v, want %v", c.addr.Network(), c.addr, got, c.want)
+		}
+	}
+	if LocalPeer(context.Background()) {
+		t.Error("a call without peer information counted as local")
+	}
+}
+
+// TestAdminLoopbackOnlyWithoutAuth calls the AdminService handler as any
+// embedding would reach it (no interceptor involved): without an
+// Authorizer, a non-loopback peer is refused with ADMIN_LOOPBACK_ONLY, and
+// ListServers hides last errors and the configuration from it.
+func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
+	f := newWatchFixture(t, nil, map[string][]string{"up": {"a"}})
+	a := &admin{s: f.svc}
+	remote := peer.NewContext(t.Context(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 4000}})
+	_, err := a.RefreshServer(remote, &toolsvcv1.RefreshServerRequest{Name: "up"})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("RefreshServer from a remote peer = %v, want PERMISSION_DENIED", err)
+	}
+	var info *errdetails.ErrorInfo
+	for _, d := range status.Convert(err).Details() {
+		if e, ok := d.(*errdetails.ErrorInfo); ok {
+			info = e
+		}
+	}
+	if info == nil || info.Reason != ReasonAdminLoopbackOnly || info.Metadata["peer"] != "192.0.2.7:4000" {
+		t.Fatalf("ErrorInfo = %v, want reason %s naming the peer", info, ReasonAdminLoopbackOnly)
+	}
+	local := peer.NewContext(t.Context(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 4000}})
+	if _, err := a.RefreshServer(local, &toolsvcv1.RefreshServerRequest{}); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("RefreshServer from loopback with no name = %v, want INVALID_ARGUMENT (past the peer check)", err)
+	}
+	if f.svc.operatorView(remote, Principal{}) || !f.svc.operatorView(local, Principal{}) {
+		t.Fatal("operatorView disagrees with the peer check")
+	}
+}
+
+// TestListServersByPrincipal calls the handler directly (no interceptor):
+// with rules, a principal sees only the servers of tools it may see and no
+// last errors; an admin sees all.
+func TestListServersByPrincipal(t *testing.T) {
+	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "ops"}}, []string{"ops"})
+	f := newWatchFixture(t, &Options{Authorizer: authz}, map[string][]string{"a": {"x"}, "b": {"y"}})
+	as := func(name string) context.Context {
+		return context.WithValue(t.Context(), principalKey{}, Principal{Name: name, Method: "token"})
+	}
+	names := func(ctx context.Context) string {
+		r, err := f.svc.ListServers(ctx, &toolsvcv1.ListServersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range r.GetServers() {
+			out = append(out, s.GetName())
+		}
+		return fmt.Sprint(out)
+	}
+	for who, want := range map[string]string{"alice": "[a]", "ops": "[a b]", "mallory": "[]"} {
+		if got := names(as(who)); got != want {
+			t.Errorf("%s sees servers %s, want %s", who, got, want)
+		}
+	}
+}
