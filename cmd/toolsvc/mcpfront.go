@@ -17,6 +17,7 @@ import (
 // mcpFront is the MCP front door's HTTP server (serve --mcp-listen).
 type mcpFront struct {
 	f       *service.MCPFront
+	addr    net.Addr
 	srv     *http.Server
 	served  chan error
 	runDone chan struct{}
@@ -29,7 +30,7 @@ func startMCPFront(ctx context.Context, svc *service.Server, addr string, tlsCon
 		return nil, fmt.Errorf("--mcp-listen: %w", err)
 	}
 	o.ListenAddr = lis.Addr().String()
-	m := &mcpFront{f: svc.NewMCPFront(o), served: make(chan error, 1), runDone: make(chan struct{})}
+	m := &mcpFront{f: svc.NewMCPFront(o), addr: lis.Addr(), served: make(chan error, 1), runDone: make(chan struct{})}
 	m.srv = &http.Server{Handler: m.f.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	if tlsConf != nil {
 		// The gRPC config offers only h2; HTTP clients also speak 1.1.

@@ -181,6 +181,10 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 		defer front.close()
+		if authn == nil && !loopbackListener(front.addr) {
+			log.Warn("the MCP front door listens beyond loopback without authentication: anyone who can reach "+front.addr.String()+
+				" may list and call every tool; add an auth section to the config", "addr", front.addr.String())
+		}
 	}
 	// gRPC's own receive limit sits above the service's request limit, so
 	// an over-size call gets the service's RESOURCE_EXHAUSTED naming the
