@@ -142,7 +142,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 		ids:   newSessionIDs(o.SessionKey),
 		stop:  make(chan struct{}), done: make(chan struct{})}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "toolsvc", Title: "toolsvc MCP front door", Version: "1"}, &mcp.ServerOptions{
-		Logger:       o.Logger,
+		Logger:       slog.New(quietUndelivered{o.Logger.Handler()}),
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		GetSessionID: func() string { return f.nextID },
 		// Progress is sent by the tools/call middleware; keepalive is the
@@ -218,6 +218,31 @@ const (
 	principalMethodKey = "toolsvc.principal.method"
 	principalAuthKey   = "toolsvc.principal.authenticated"
 )
+
+// quietUndelivered logs go-sdk's "undelivered message" warnings at debug
+// level: a session adopted from another replica (or whose client has gone)
+// has no stream of its own on this replica, so every list_changed to it
+// is undelivered here, as expected (its client listens where its stream
+// is).
+type quietUndelivered struct{ slog.Handler }
+
+func (h quietUndelivered) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn && strings.Contains(r.Message, "undelivered message") {
+		r.Level = slog.LevelDebug
+		if !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietUndelivered) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietUndelivered{h.Handler.WithAttrs(as)}
+}
+
+func (h quietUndelivered) WithGroup(name string) slog.Handler {
+	return quietUndelivered{h.Handler.WithGroup(name)}
+}
 
 // httpAuthContext presents an HTTP request to the Authenticator the way
 // gRPC presents a call: the Authorization header as incoming metadata and
@@ -380,6 +405,11 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			f.callStarted(ss)
 			defer f.callEnded(ss)
 			return f.callTool(ctx, req.(*mcp.CallToolRequest))
+		case "subscriptions/listen":
+			f.log.DebugContext(ctx, "MCP subscriptions/listen opened")
+			res, err := next(ctx, method, req)
+			f.log.DebugContext(ctx, "MCP subscriptions/listen ended", "error", err, "ctx", ctx.Err())
+			return res, err
 		case "initialize":
 			res, err := next(ctx, method, req)
 			if err == nil {

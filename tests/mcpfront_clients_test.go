@@ -75,8 +75,10 @@ func TestMCPFrontSDKClients(t *testing.T) {
 			if !strings.HasSuffix(r.Echo, tc.name[strings.IndexByte(tc.name, '-')+1:]) && r.Echo == "" {
 				t.Errorf("echo = %q", r.Echo)
 			}
-			if r.ProgressResult != "3 steps" || len(r.Progress) < 2 || r.Progress[0] != 1 || r.Progress[1] != 2 {
-				t.Errorf("progress call: result %q, progress %v; want 3 steps and progress 1, 2[, 3]", r.ProgressResult, r.Progress)
+			// Later steps may race the result at the bridge (see
+			// TestMCPFrontGoClient): the first always arrives.
+			if r.ProgressResult != "3 steps" || len(r.Progress) < 1 || len(r.Progress) > 3 || !slices.Equal(r.Progress, []float64{1, 2, 3}[:len(r.Progress)]) {
+				t.Errorf("progress call: result %q, progress %v; want 3 steps and progress 1[, 2[, 3]]", r.ProgressResult, r.Progress)
 			}
 			if !r.BadArgsIsError || !strings.Contains(r.BadArgsText, "arguments.text") {
 				t.Errorf("bad arguments: isError %v %q, want a tool error naming arguments.text", r.BadArgsIsError, r.BadArgsText)

@@ -133,16 +133,18 @@ func TestMCPFrontGoClient(t *testing.T) {
 			}
 
 			// Progress, with the client's token, in order, before the result.
-			params := &mcp.CallToolParams{Name: "s__progress", Arguments: map[string]any{"steps": 3, "step_ms": 50}}
+			params := &mcp.CallToolParams{Name: "s__progress", Arguments: map[string]any{"steps": 3, "step_ms": 100}}
 			token := "tok-" + tc.name
 			params.SetProgressToken(token)
 			res, err = c.cs.CallTool(ctx, params)
 			if err != nil || callText(t, res) != "3 steps" {
 				t.Fatalf("s__progress: %v %+v", err, res)
 			}
-			// The last step races the result at the bridge, which drops
-			// progress that arrives after it (as for CallToolStream): the
-			// first two steps, 50 ms before the result, always arrive.
+			// Later steps race the result at the bridge, which drops
+			// progress that reaches it after the result (as for
+			// CallToolStream; on a loaded box the upstream's last steps and
+			// its result can arrive in one read): the first step, 100 ms
+			// before the next, always arrives.
 			var got []float64
 		collect:
 			for {
@@ -156,8 +158,8 @@ func TestMCPFrontGoClient(t *testing.T) {
 					break collect
 				}
 			}
-			if len(got) < 2 || got[0] != 1 || got[1] != 2 || len(got) > 3 || (len(got) == 3 && got[2] != 3) {
-				t.Errorf("progress = %v, want [1 2] or [1 2 3]", got)
+			if len(got) < 1 || len(got) > 3 || !slices.Equal(got, []float64{1, 2, 3}[:len(got)]) {
+				t.Errorf("progress = %v, want 1[, 2[, 3]]", got)
 			}
 
 			// Arguments the schema refuses: a tool error the model can read.

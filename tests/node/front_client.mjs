@@ -42,7 +42,7 @@ out.names = await names();
 out.echo = text(await client.callTool({ name: "h__echo", arguments: { text: "ts " + tag } }));
 
 const progress = [];
-const pres = await client.callTool({ name: "s__progress", arguments: { steps: 3, step_ms: 50 } }, undefined,
+const pres = await client.callTool({ name: "s__progress", arguments: { steps: 3, step_ms: 100 } }, undefined,
   { onprogress: (p) => progress.push(p.progress) });
 out.progress_result = text(pres);
 out.progress = progress;

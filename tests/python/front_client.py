@@ -48,7 +48,7 @@ async def main():
         async def on_progress(p, total, message):
             progress.append(p)
 
-        res = await client.call_tool("s__progress", {"steps": 3, "step_ms": 50}, progress_callback=on_progress)
+        res = await client.call_tool("s__progress", {"steps": 3, "step_ms": 100}, progress_callback=on_progress)
         out["progress_result"] = "".join(c.text for c in res.content if getattr(c, "type", "") == "text")
         out["progress"] = progress
 
