@@ -113,6 +113,7 @@ type MCPFront struct {
 	live        map[string]*mcp.ServerSession // stateful sessions on this replica
 
 	list     listCache
+	views    *views
 	busyMu   sync.Mutex
 	busy     map[*mcp.ServerSession]int // calls in flight, for Drain
 	markerMu sync.Mutex
@@ -137,7 +138,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultMCPListChangedDebounce
 	}
-	f := &MCPFront{s: s, log: o.Logger, opts: o, live: map[string]*mcp.ServerSession{}, busy: map[*mcp.ServerSession]int{},
+	f := &MCPFront{s: s, log: o.Logger, opts: o, live: map[string]*mcp.ServerSession{}, busy: map[*mcp.ServerSession]int{}, views: newViews(),
 		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
 		ids:   newSessionIDs(o.SessionKey),
 		stop:  make(chan struct{}), done: make(chan struct{})}
@@ -149,6 +150,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 		// client's business.
 	})
 	f.server.AddReceivingMiddleware(f.middleware)
+	f.server.AddSendingMiddleware(f.sendingMiddleware)
 	getServer := func(*http.Request) *mcp.Server { return f.server }
 	maxBody := int64(s.opts.MaxRequestBytes) + mcpBodySlack
 	f.stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -275,9 +277,11 @@ func (f *MCPFront) Run(ctx context.Context) {
 		close(stop)
 	}()
 	debounce(stop, sub.C(), f.opts.Debounce, func() {
-		if rev := f.s.bridge.Catalog().Current().Revision; rev != last {
-			last = rev
-			f.notifyListChanged()
+		if snap := f.s.bridge.Catalog().Current(); snap.Revision != last {
+			last = snap.Revision
+			if f.viewsChanged(snap) {
+				f.notifyListChanged()
+			}
 		}
 	})
 }
@@ -407,13 +411,20 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return f.callTool(ctx, req.(*mcp.CallToolRequest))
 		case "subscriptions/listen":
 			f.log.DebugContext(ctx, "MCP subscriptions/listen opened")
+			ss := req.GetSession().(*mcp.ServerSession)
+			f.addSession(ss, req.GetExtra())
+			defer f.removeSession(ss)
 			res, err := next(ctx, method, req)
 			f.log.DebugContext(ctx, "MCP subscriptions/listen ended", "error", err, "ctx", ctx.Err())
 			return res, err
 		case "initialize":
 			res, err := next(ctx, method, req)
 			if err == nil {
-				f.track(req.GetSession().(*mcp.ServerSession))
+				ss := req.GetSession().(*mcp.ServerSession)
+				if ss.ID() != "" { // a session that outlives this request
+					f.addSession(ss, req.GetExtra())
+					f.track(ss)
+				}
 			}
 			return res, err
 		}
@@ -432,6 +443,7 @@ func (f *MCPFront) track(ss *mcp.ServerSession) {
 	f.liveMu.Unlock()
 	go func() {
 		_ = ss.Wait()
+		f.removeSession(ss)
 		f.liveMu.Lock()
 		if f.live[id] == ss {
 			delete(f.live, id)

@@ -190,3 +190,79 @@ func TestMCPFrontInProcess(t *testing.T) {
 		t.Errorf("a burst of 20 additions gave %d list_changed, want about one", n)
 	}
 }
+
+// TestMCPFrontPerPrincipalListChanged: with rules, a catalog change
+// notifies only the sessions whose principal's view changed.
+func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
+	f := newFixture(t, 3)
+	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*"}}, {Principal: "bob", Allow: []string{"mem__b*", "mem__echo"}}}, nil)
+	f.svc.opts.Authenticator = NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)
+	f.svc.opts.Authorizer = authz
+	front := f.svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
+	front.views.window = 200 * time.Millisecond // changes below are 300 ms apart
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go front.Run(ctx)
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(func() {
+		cancel()
+		front.Wait()
+		front.Close()
+		srv.Close()
+	})
+	type client struct {
+		cs      *mcp.ClientSession
+		changed atomic.Int32
+	}
+	connect := func(token, version string) *client {
+		c := &client{}
+		mc := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.changed.Add(1) },
+		})
+		hc := &http.Client{Transport: bearerTransport(token)}
+		cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		c.cs = cs
+		return c
+	}
+	alice, bob := connect("tok-alice-0123456789", "2025-11-25"), connect("tok-bob-0123456789ab", "")
+	add := func(name string) {
+		f.upstream.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, ok := f.bridge.Catalog().Current().Lookup("mem__" + name); ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("mem__%s never reached the catalog", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // debounce, go-sdk's delay, delivery
+	}
+	add("alpha")
+	if a, b := alice.changed.Load(), bob.changed.Load(); a != 1 || b != 0 {
+		t.Fatalf("after mem__alpha (alice's view only): alice %d, bob %d list_changed; want 1, 0", a, b)
+	}
+	add("beta")
+	if a, b := alice.changed.Load(), bob.changed.Load(); a != 1 || b != 1 {
+		t.Fatalf("after mem__beta (bob's view only): alice %d, bob %d; want 1, 1", a, b)
+	}
+	add("zeta") // nobody's view
+	if a, b := alice.changed.Load(), bob.changed.Load(); a != 1 || b != 1 {
+		t.Fatalf("after mem__zeta (no one's view): alice %d, bob %d; want 1, 1", a, b)
+	}
+}
+
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
