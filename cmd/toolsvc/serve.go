@@ -41,6 +41,11 @@ func runServe(ctx context.Context, args []string) error {
 	tlsCert := fs.String("tls-cert", "", "serve TLS with this certificate (PEM; re-read when it changes)")
 	tlsKey := fs.String("tls-key", "", "private key of --tls-cert")
 	tlsClientCA := fs.String("tls-client-ca", "", "verify client certificates against this CA (mTLS)")
+	mcpListen := fs.String("mcp-listen", "", "serve the MCP front door (streamable HTTP at /mcp, legacy SSE at /sse) on this address (empty: off); TLS and auth as for gRPC")
+	mcpHosts := fs.String("mcp-allowed-hosts", "", "comma-separated Host header values the MCP front door accepts (\"*\": any; empty: loopback names when --mcp-listen is loopback, else any)")
+	mcpOrigins := fs.String("mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
+	mcpKeyFile := fs.String("mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
+	mcpPageSize := fs.Int("mcp-page-size", service.DefaultMCPPageSize, "tools per MCP tools/list page")
 	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
@@ -161,6 +166,26 @@ func runServe(ctx context.Context, args []string) error {
 		opts.Config = cfgMgr
 	}
 	svc := service.New(bridge, opts)
+	var front *mcpFront
+	if *mcpListen != "" {
+		var key []byte
+		if *mcpKeyFile != "" {
+			if key, err = os.ReadFile(*mcpKeyFile); err != nil {
+				return fmt.Errorf("--mcp-session-key-file: %w", err)
+			}
+		}
+		front, err = startMCPFront(ctx, svc, *mcpListen, tlsConf, service.MCPFrontOptions{Logger: log,
+			AllowedHosts: splitList(*mcpHosts), AllowedOrigins: splitList(*mcpOrigins),
+			SessionKey: key, PageSize: *mcpPageSize})
+		if err != nil {
+			return err
+		}
+		defer front.close()
+		if authn == nil && !loopbackListener(front.addr) {
+			log.Warn("the MCP front door listens beyond loopback without authentication: anyone who can reach "+front.addr.String()+
+				" may list and call every tool; add an auth section to the config", "addr", front.addr.String())
+		}
+	}
 	// gRPC's own receive limit sits above the service's request limit, so
 	// an over-size call gets the service's RESOURCE_EXHAUSTED naming the
 	// limit (gRPC's generic one only past the slack).
@@ -233,6 +258,17 @@ func runServe(ctx context.Context, args []string) error {
 	stopReload()
 	<-reloadDone
 	svc.Shutdown()
+	// The MCP front door drains alongside gRPC: idle sessions close at once,
+	// calls in flight get the same two thirds of the bound.
+	frontDrained := make(chan struct{})
+	if front != nil {
+		go func() {
+			defer close(frontDrained)
+			front.drain(time.Until(deadline) * 2 / 3)
+		}()
+	} else {
+		close(frontDrained)
+	}
 	stopped := make(chan struct{})
 	go func() {
 		gs.GracefulStop()
@@ -250,7 +286,11 @@ func runServe(ctx context.Context, args []string) error {
 	if err := <-serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		log.Warn("serve ended", "error", err)
 	}
+	<-frontDrained
 	hs.Shutdown()
+	if front != nil {
+		front.close()
+	}
 	svc.Wait() // watch senders end once their streams are gone
 	closed := make(chan struct{})
 	go func() {

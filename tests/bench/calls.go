@@ -51,13 +51,18 @@ type toolsvcProc struct {
 }
 
 func startToolsvc(ctx context.Context, e *env, name, config string, extraEnv ...string) (*toolsvcProc, error) {
+	return startToolsvcArgs(ctx, e, name, config, nil, extraEnv...)
+}
+
+// startToolsvcArgs is startToolsvc with extra serve arguments.
+func startToolsvcArgs(ctx context.Context, e *env, name, config string, args []string, extraEnv ...string) (*toolsvcProc, error) {
 	cfg := filepath.Join(e.tmp, name+".json")
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
 	extraEnv = append(strings.Fields(*toolsvcEnv), extraEnv...)
-	p, err := start("toolsvc "+name, extraEnv, e.root, e.toolsvc, "serve", "--config", cfg,
-		"--listen", "127.0.0.1:0", "--admin-listen", "", "--log-level", "info")
+	p, err := start("toolsvc "+name, extraEnv, e.root, append([]string{e.toolsvc, "serve", "--config", cfg,
+		"--listen", "127.0.0.1:0", "--admin-listen", "", "--log-level", "info"}, args...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, python, node, catalog, storm (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, python, node, catalog, storm, front (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -159,6 +159,11 @@ func run(ctx context.Context) error {
 	}
 	if err := benchNodeAgent(ctx, e, r, skipped["node"]); err != nil {
 		return fmt.Errorf("node agent: %w", err)
+	}
+	if skipped["front"] {
+		r.skip("front_peer_added_ratio", "-skip front")
+	} else if err := benchFront(ctx, e, r); err != nil {
+		return fmt.Errorf("MCP front door: %w", err)
 	}
 	if err := benchWatch(ctx, e, r); err != nil {
 		return fmt.Errorf("watch fan-out: %w", err)

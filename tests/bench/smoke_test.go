@@ -24,6 +24,7 @@ var figures = []string{
 	"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
 	"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio",
 	"load_avg_1m_at_start",
+	"front_peer_added_ratio",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:

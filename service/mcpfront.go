@@ -1,0 +1,803 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// The MCP front door: the merged catalog served as an MCP server over
+// streamable HTTP (/mcp) and legacy HTTP+SSE (/sse), with go-sdk's server.
+// It is one more way into the call pipeline (BeginCall … End): the same
+// authentication, authorization, rate limits, size limits, argument
+// validation, metrics, audit and error mapping as CallTool.
+//
+// go-sdk's server answers the protocol (initialize, server/discover, ping,
+// subscriptions/listen, sessions); a receiving middleware answers
+// tools/list from the catalog snapshot and tools/call through the
+// pipeline, so no tool is registered with AddTool and a catalog revision
+// costs the front door nothing until someone lists.
+//
+// Protocol eras, per request: a request of protocol 2026-07-28 or later
+// (MCP-Protocol-Version header, or the per-request _meta protocol version)
+// goes to go-sdk's handler in Stateless mode, where any replica serves any
+// request and list_changed arrives on the client's subscriptions/listen
+// stream. Everything else (2025-11-25 and older) goes to go-sdk's stateful
+// handler: initialize creates a session whose Mcp-Session-Id is
+// self-describing (see sessionIDs), so that a replica that has never seen
+// it adopts it instead of answering "session not found".
+
+// MCPFrontOptions configure the MCP front door.
+type MCPFrontOptions struct {
+	Logger *slog.Logger
+	// ListenAddr is the address the front door listens on; with no
+	// AllowedHosts, a loopback listen address allows only loopback Host
+	// headers (DNS rebinding protection).
+	ListenAddr string
+	// AllowedHosts are the Host header values accepted (host or host:port;
+	// "*" accepts any). Empty: loopback names when ListenAddr is loopback,
+	// else any host.
+	AllowedHosts []string
+	// AllowedOrigins are the Origin header values accepted from browsers
+	// (scheme://host[:port]); a request without Origin is not a browser's
+	// and is accepted. Empty: an Origin must name the request's own Host.
+	AllowedOrigins []string
+	// SessionKey signs session IDs (HMAC-SHA256). Replicas behind one load
+	// balancer must share it; empty uses a fixed key, which still binds a
+	// session to its principal.
+	SessionKey []byte
+	// SessionTimeout closes a stateful session idle this long (default
+	// DefaultMCPSessionTimeout).
+	SessionTimeout time.Duration
+	// PageSize of tools/list (default DefaultMCPPageSize).
+	PageSize int
+	// Debounce between a catalog change and list_changed (default
+	// DefaultMCPListChangedDebounce).
+	Debounce time.Duration
+}
+
+// Front door defaults.
+const (
+	DefaultMCPPageSize            = 500
+	DefaultMCPSessionTimeout      = 30 * time.Minute
+	DefaultMCPListChangedDebounce = 50 * time.Millisecond
+	// mcpBodySlack is what the JSON-RPC envelope may add to a call's
+	// arguments before the HTTP body limit (413) applies; the pipeline's
+	// request limit (REQUEST_TOO_LARGE, naming the limit) applies first.
+	mcpBodySlack = 64 << 10
+)
+
+// MCPFront is the MCP front door of a Server.
+type MCPFront struct {
+	s      *Server
+	log    *slog.Logger
+	opts   MCPFrontOptions
+	server *mcp.Server
+	hosts  hostPolicy
+	ids    sessionIDs
+
+	stateful  *mcp.StreamableHTTPHandler
+	stateless *mcp.StreamableHTTPHandler
+	sse       *mcp.SSEHandler
+	mux       *http.ServeMux
+	// withTokenInfo is mux behind auth.RequireBearerToken.
+	withTokenInfo http.Handler
+
+	// newSessions serialises the creation of stateful sessions: go-sdk
+	// asks GetSessionID (no arguments) for the ID of the session it is
+	// creating, and nextID is the answer for the one being created now.
+	newSessions sync.Mutex
+	nextID      string
+	liveMu      sync.Mutex
+	live        map[string]*mcp.ServerSession // stateful sessions on this replica
+
+	list     listCache
+	views    *views
+	busyMu   sync.Mutex
+	busy     map[*mcp.ServerSession]int // calls in flight, for Drain
+	markerMu sync.Mutex
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// NewMCPFront returns the front door of s. Run keeps list_changed going;
+// Handler serves it.
+func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
+	if o.Logger == nil {
+		o.Logger = s.log
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultMCPPageSize
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultMCPSessionTimeout
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultMCPListChangedDebounce
+	}
+	f := &MCPFront{s: s, log: o.Logger, opts: o, live: map[string]*mcp.ServerSession{}, busy: map[*mcp.ServerSession]int{}, views: newViews(),
+		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
+		ids:   newSessionIDs(o.SessionKey),
+		stop:  make(chan struct{}), done: make(chan struct{})}
+	f.server = mcp.NewServer(&mcp.Implementation{Name: "toolsvc", Title: "toolsvc MCP front door", Version: "1"}, &mcp.ServerOptions{
+		Logger:       slog.New(quietUndelivered{o.Logger.Handler()}),
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		GetSessionID: func() string { return f.nextID },
+		// Progress is sent by the tools/call middleware; keepalive is the
+		// client's business.
+	})
+	f.server.AddReceivingMiddleware(f.middleware)
+	f.server.AddSendingMiddleware(f.sendingMiddleware)
+	getServer := func(*http.Request) *mcp.Server { return f.server }
+	maxBody := int64(s.opts.MaxRequestBytes) + mcpBodySlack
+	f.stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger: o.Logger, SessionTimeout: o.SessionTimeout, MaxRequestBodyBytes: maxBody,
+		// Host and Origin are checked by hostPolicy, before anything else.
+		DisableLocalhostProtection: true,
+	})
+	f.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Logger: o.Logger, Stateless: true, MaxRequestBodyBytes: maxBody,
+		DisableLocalhostProtection: true, PropagateRequestCancellation: true,
+	})
+	f.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: maxBody})
+	f.mux = http.NewServeMux()
+	f.mux.HandleFunc("/mcp", f.serveStreamable)
+	f.mux.Handle("/sse", f.sse)
+	f.withTokenInfo = auth.RequireBearerToken(tokenInfo, nil)(f.mux)
+	return f
+}
+
+// Handler serves /mcp (streamable HTTP, both protocol eras) and /sse
+// (legacy HTTP+SSE): Host and Origin checked, then the caller
+// authenticated, on every request.
+func (f *MCPFront) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := f.hosts.check(r); err != nil {
+			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		ctx, p, err := f.s.authenticate(httpAuthContext(r))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolsvc"`)
+			writeHTTPJSONRPCError(w, http.StatusUnauthorized, status.Convert(err).Message())
+			return
+		}
+		// go-sdk binds a stateful session to TokenInfo.UserID and hands
+		// TokenInfo to every request's handler (RequestExtra): the
+		// principal travels with each request, not with the session. Its
+		// one way in is auth.RequireBearerToken, whose verifier here
+		// returns what authenticate established (a token, a JWT, a client
+		// certificate, or the anonymous caller when auth is off).
+		ti := &auth.TokenInfo{UserID: p.Name, Expiration: time.Now().Add(time.Hour),
+			Extra: map[string]any{principalMethodKey: p.Method, principalAuthKey: p.Name != "" || p.Method != ""}}
+		r = r.WithContext(context.WithValue(ctx, tokenInfoKey{}, ti))
+		if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+			r.Header.Set("Authorization", "Bearer "+principalBearer)
+		}
+		f.withTokenInfo.ServeHTTP(w, r)
+	})
+}
+
+// principalBearer stands in for a bearer token when the caller
+// authenticated otherwise (mTLS) or auth is off.
+const principalBearer = "toolsvc-authenticated"
+
+type tokenInfoKey struct{}
+
+// tokenInfo is the auth.TokenVerifier of the front door: authentication
+// already happened (Handler), so it returns its result.
+func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	if ti, ok := ctx.Value(tokenInfoKey{}).(*auth.TokenInfo); ok {
+		return ti, nil
+	}
+	return nil, auth.ErrInvalidToken
+}
+
+const (
+	principalMethodKey = "toolsvc.principal.method"
+	principalAuthKey   = "toolsvc.principal.authenticated"
+)
+
+// quietUndelivered logs go-sdk's "undelivered message" warnings at debug
+// level: a session adopted from another replica (or whose client has gone)
+// has no stream of its own on this replica, so every list_changed to it
+// is undelivered here, as expected (its client listens where its stream
+// is).
+type quietUndelivered struct{ slog.Handler }
+
+func (h quietUndelivered) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn && strings.Contains(r.Message, "undelivered message") {
+		r.Level = slog.LevelDebug
+		if !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietUndelivered) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietUndelivered{h.Handler.WithAttrs(as)}
+}
+
+func (h quietUndelivered) WithGroup(name string) slog.Handler {
+	return quietUndelivered{h.Handler.WithGroup(name)}
+}
+
+// httpAuthContext presents an HTTP request to the Authenticator the way
+// gRPC presents a call: the Authorization header as incoming metadata and
+// the verified client certificate as the peer's TLS state.
+func httpAuthContext(r *http.Request) context.Context {
+	ctx := r.Context()
+	if a := r.Header.Get("Authorization"); a != "" {
+		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", a))
+	}
+	if r.TLS != nil {
+		ctx = peer.NewContext(ctx, &peer.Peer{AuthInfo: credentials.TLSInfo{State: *r.TLS}})
+	}
+	return ctx
+}
+
+// Run sends notifications/tools/list_changed to every connected client
+// when the catalog revision changes: at most one per burst of revisions
+// within the debounce. It returns when ctx ends or Close is called.
+func (f *MCPFront) Run(ctx context.Context) {
+	defer close(f.done)
+	sub := f.s.bridge.Catalog().Subscribe()
+	defer sub.Close()
+	last := f.s.bridge.Catalog().Current().Revision
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-f.stop:
+		}
+		close(stop)
+	}()
+	debounce(stop, sub.C(), f.opts.Debounce, func() {
+		if snap := f.s.bridge.Catalog().Current(); snap.Revision != last {
+			last = snap.Revision
+			if f.viewsChanged(snap) {
+				f.notifyListChanged()
+			}
+		}
+	})
+}
+
+// debounce calls fire once d after the first signal on in that follows the
+// previous fire (signals meanwhile are merged), until stop is closed.
+func debounce(stop <-chan struct{}, in <-chan struct{}, d time.Duration, fire func()) {
+	var timer *time.Timer
+	var due <-chan time.Time
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-in:
+			if timer == nil {
+				timer = time.NewTimer(d)
+				due = timer.C
+			}
+		case <-due:
+			timer, due = nil, nil
+			fire()
+		}
+	}
+}
+
+// listChangedMarker is a tool the go-sdk server holds only so that adding
+// and removing it makes go-sdk send notifications/tools/list_changed to
+// every session (legacy sessions on their stream, 2026-07-28 ones on their
+// subscriptions/listen): the SDK has no other way to notify its sessions.
+// The middleware answers tools/list and tools/call, so no client sees it.
+const listChangedMarker = "toolsvc-catalog-changed"
+
+func (f *MCPFront) notifyListChanged() {
+	f.markerMu.Lock()
+	defer f.markerMu.Unlock()
+	// The marker is added, then removed: two changes within go-sdk's own
+	// 10 ms debounce, one notification.
+	f.server.AddTool(&mcp.Tool{Name: listChangedMarker, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("not a tool")
+		})
+	f.server.RemoveTools(listChangedMarker)
+}
+
+// Close stops Run and closes every session of the front door at once
+// (clients reconnect, to another replica). It is idempotent.
+func (f *MCPFront) Close() {
+	f.once.Do(func() { close(f.stop) })
+	for ss := range f.server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// Drain stops Run and closes each session once it has no call in flight
+// (open streams — GET, subscriptions/listen — end at once, calls finish),
+// until ctx ends; then it closes the rest.
+func (f *MCPFront) Drain(ctx context.Context) {
+	f.once.Do(func() { close(f.stop) })
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		left := 0
+		for ss := range f.server.Sessions() {
+			f.busyMu.Lock()
+			busy := f.busy[ss] > 0
+			f.busyMu.Unlock()
+			if busy {
+				left++
+				continue
+			}
+			_ = ss.Close()
+		}
+		if left == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (f *MCPFront) callStarted(ss *mcp.ServerSession) {
+	f.busyMu.Lock()
+	f.busy[ss]++
+	f.busyMu.Unlock()
+}
+
+func (f *MCPFront) callEnded(ss *mcp.ServerSession) {
+	f.busyMu.Lock()
+	if f.busy[ss]--; f.busy[ss] <= 0 {
+		delete(f.busy, ss)
+	}
+	f.busyMu.Unlock()
+}
+
+// Wait returns when Run has returned.
+func (f *MCPFront) Wait() { <-f.done }
+
+// middleware answers tools/list and tools/call; everything else is
+// go-sdk's.
+func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (_ mcp.Result, err error) {
+		// A panic below becomes an internal error, logged with its stack,
+		// as in the gRPC server's recovery interceptor: go-sdk does not
+		// recover handler panics.
+		defer func() {
+			if p := recover(); p != nil {
+				f.log.ErrorContext(ctx, "panic in MCP handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+			}
+		}()
+		switch method {
+		case "tools/list":
+			return f.listTools(ctx, req.(*mcp.ListToolsRequest))
+		case "tools/call":
+			ss := req.GetSession().(*mcp.ServerSession)
+			f.callStarted(ss)
+			defer f.callEnded(ss)
+			return f.callTool(ctx, req.(*mcp.CallToolRequest))
+		case "subscriptions/listen":
+			f.log.DebugContext(ctx, "MCP subscriptions/listen opened")
+			ss := req.GetSession().(*mcp.ServerSession)
+			f.addSession(ss, req.GetExtra())
+			defer f.removeSession(ss)
+			res, err := next(ctx, method, req)
+			f.log.DebugContext(ctx, "MCP subscriptions/listen ended", "error", err, "ctx", ctx.Err())
+			return res, err
+		case "initialize":
+			res, err := next(ctx, method, req)
+			if err == nil {
+				ss := req.GetSession().(*mcp.ServerSession)
+				if ss.ID() != "" { // a session that outlives this request
+					f.addSession(ss, req.GetExtra())
+					f.track(ss)
+				}
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// track records a stateful session of this replica until it closes.
+func (f *MCPFront) track(ss *mcp.ServerSession) {
+	id := ss.ID()
+	if id == "" {
+		return
+	}
+	f.liveMu.Lock()
+	f.live[id] = ss
+	f.liveMu.Unlock()
+	go func() {
+		_ = ss.Wait()
+		f.removeSession(ss)
+		f.liveMu.Lock()
+		if f.live[id] == ss {
+			delete(f.live, id)
+		}
+		f.liveMu.Unlock()
+	}()
+}
+
+// principalContext puts the request's principal (from TokenInfo) into ctx
+// for the pipeline; a stateful session's handler context is the session's,
+// not the request's.
+func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Context {
+	if extra == nil || extra.TokenInfo == nil {
+		return ctx
+	}
+	ti := extra.TokenInfo
+	if ok, _ := ti.Extra[principalAuthKey].(bool); !ok {
+		return ctx
+	}
+	m, _ := ti.Extra[principalMethodKey].(string)
+	return context.WithValue(ctx, principalKey{}, Principal{Name: ti.UserID, Method: m})
+}
+
+// listTools answers tools/list from the catalog snapshot: the same
+// exposed names, schemas and annotations as ListTools, the caller's tools
+// only, paginated with ListTools' page tokens (keyset over the revision
+// the listing started from, so any replica with that revision continues
+// it).
+func (f *MCPFront) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	cat := f.s.bridge.Catalog()
+	snap := cat.Current()
+	after := ""
+	cursor := ""
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	if c := cursor; c != "" {
+		tok, err := decodePageToken(c)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "cursor: malformed; pass a nextCursor from a previous tools/list, or none for the first page"}
+		}
+		old, ok := cat.Snapshot(tok.revision)
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cursor: catalog revision %s is no longer retained; list again without a cursor", tok.revision)}
+		}
+		snap, after = old, tok.after
+	}
+	all := f.list.tools(snap, snap == cat.Current())
+	start := 0
+	if after != "" {
+		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
+	}
+	allowed := f.s.opts.Authorizer.filter(ctx)
+	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, min(f.opts.PageSize, len(all)-start))}
+	// 2026-07-28 cache hints: the list is the principal's own, and stale
+	// at once (list_changed says when to list again).
+	res.TTLMs, res.CacheScope = 0, "private"
+	i := start
+	for ; i < len(all) && len(res.Tools) < f.opts.PageSize; i++ {
+		if allowed == nil || allowed(snap.Tools[i].Name) {
+			res.Tools = append(res.Tools, all[i])
+		}
+	}
+	for j := i; j < len(all); j++ {
+		if allowed == nil || allowed(snap.Tools[j].Name) {
+			res.NextCursor = pageToken{revision: snap.Revision, after: res.Tools[len(res.Tools)-1].Name}.encode()
+			break
+		}
+	}
+	return res, nil
+}
+
+// listCache keeps the MCP form of the current snapshot's tools; entries are
+// immutable, so an unchanged tool keeps its value across revisions.
+type listCache struct {
+	mu   sync.Mutex
+	snap *mcpbridge.Snapshot
+	list []*mcp.Tool
+	m    map[*mcpbridge.Tool]*mcp.Tool
+}
+
+func (c *listCache) tools(s *mcpbridge.Snapshot, current bool) []*mcp.Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snap == s {
+		return c.list
+	}
+	m := make(map[*mcpbridge.Tool]*mcp.Tool, len(s.Tools))
+	list := make([]*mcp.Tool, len(s.Tools))
+	for i, t := range s.Tools {
+		p := c.m[t]
+		if p == nil {
+			p = toolToMCP(t)
+		}
+		m[t], list[i] = p, p
+	}
+	if current {
+		c.snap, c.list, c.m = s, list, m
+	}
+	return list
+}
+
+func toolToMCP(t *mcpbridge.Tool) *mcp.Tool {
+	out := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations, Meta: t.Meta}
+	out.InputSchema = t.InputSchema
+	if out.InputSchema == nil {
+		out.InputSchema = map[string]any{"type": "object"}
+	}
+	if t.OutputSchema != nil {
+		out.OutputSchema = t.OutputSchema
+	}
+	return out
+}
+
+// callTool runs one tools/call through the pipeline. Progress goes to the
+// client as notifications/progress with its token; the client's
+// notifications/cancelled (or, in 2026-07-28, the end of its request)
+// cancels ctx and with it the upstream call.
+func (f *MCPFront) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	if p == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
+	}
+	in := CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments)}
+	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
+		in.ArgumentsJSON = a
+	}
+	c, err := f.s.BeginCall(principalContext(ctx, req.GetExtra()), in)
+	var res *mcp.CallToolResult
+	size := 0
+	if err == nil {
+		res, err = f.dispatch(ctx, c, req)
+		if err == nil {
+			raw, merr := json.Marshal(res)
+			if merr != nil {
+				err = merr
+			} else {
+				size = len(raw)
+				err = c.CheckResult(size)
+			}
+		}
+	}
+	st := c.Status(err)
+	if st != nil {
+		res, size = nil, 0
+	}
+	c.End(st, res != nil && res.IsError, size)
+	if st != nil {
+		if res, err = mcpCallFailure(st); err != nil {
+			return nil, err
+		}
+	}
+	if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= statelessEra {
+		res = withResultType(res)
+	}
+	return res, nil
+}
+
+// withResultType is res with the 2026-07-28 resultType set. go-sdk sets
+// it only on results of its own tool handlers (the field is unexported);
+// decoding it is the one way in, so a one-field object is decoded and the
+// exported fields copied over.
+func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
+	rt := `{"resultType":"complete"}`
+	if res.NeedsInput() {
+		rt = `{"resultType":"input_required"}`
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal([]byte(rt), out); err != nil {
+		return res
+	}
+	out.Meta, out.Content, out.StructuredContent, out.IsError = res.Meta, res.Content, res.StructuredContent, res.IsError
+	out.InputRequests, out.RequestState = res.InputRequests, res.RequestState
+	return out
+}
+
+// dispatch calls the upstream, forwarding progress when the client asked
+// for it. The bridge's progress callback only queues; a sender goroutine
+// notifies the client, in order.
+func (f *MCPFront) dispatch(ctx context.Context, c *Call, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	// c.Context() is the handler's (go-sdk cancels it on the client's
+	// notifications/cancelled) with the request's principal.
+	callCtx := c.Context()
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return c.Dispatch(callCtx, nil)
+	}
+	queue := newProgressQueue()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	send := func(prs []mcpbridge.Progress) {
+		for _, pr := range prs {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+				Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			case <-queue.ready:
+				send(queue.take())
+			}
+		}
+	}()
+	res, err := c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: queue.put})
+	close(done)
+	wg.Wait()
+	send(queue.take())
+	return res, err
+}
+
+// mcpCallFailure is the MCP form of a refused or failed call, from the one
+// status the pipeline mapped: arguments the model can fix are a tool error
+// (isError, so the model sees why); everything else is a JSON-RPC error
+// whose message is the status message (no upstream secrets: see
+// errors.go) and whose data carries the ErrorInfo reason, metadata and
+// retry delay.
+func mcpCallFailure(st error) (*mcp.CallToolResult, error) {
+	s := status.Convert(st)
+	var reason string
+	for _, d := range s.Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok {
+			reason = ei.GetReason()
+		}
+	}
+	if reason == ReasonArgumentsInvalid {
+		// The pipeline names gRPC's arguments_json field; MCP has one.
+		msg := strings.Replace(s.Message(), "arguments_json", "arguments", 1)
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+	}
+	return nil, mcpError(st)
+}
+
+// mcpError maps a status to a JSON-RPC error. Codes: InvalidParams for
+// INVALID_ARGUMENT and NOT_FOUND (the MCP spec's unknown tool),
+// MethodNotFound for UNIMPLEMENTED, InternalError for INTERNAL, and the
+// server error -32000 for the rest (unavailable, deadline, cancelled,
+// over a limit, permission); data.code is the gRPC code's name.
+func mcpError(err error) error {
+	s := status.Convert(err)
+	data := map[string]any{"code": s.Code().String()}
+	for _, d := range s.Details() {
+		switch d := d.(type) {
+		case *errdetails.ErrorInfo:
+			data["reason"] = d.GetReason()
+			if len(d.GetMetadata()) > 0 {
+				data["metadata"] = d.GetMetadata()
+			}
+		case *errdetails.RetryInfo:
+			data["retryAfterSeconds"] = d.GetRetryDelay().AsDuration().Seconds()
+		case *errdetails.BadRequest:
+			var fields []string
+			for _, v := range d.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+			data["fields"] = fields
+		}
+	}
+	code := int64(-32000)
+	switch s.Code() {
+	case codes.InvalidArgument, codes.NotFound:
+		code = jsonrpc.CodeInvalidParams
+	case codes.Unimplemented:
+		code = jsonrpc.CodeMethodNotFound
+	case codes.Internal:
+		code = jsonrpc.CodeInternalError
+	}
+	raw, _ := json.Marshal(data)
+	return &jsonrpc.Error{Code: code, Message: s.Message(), Data: raw}
+}
+
+// writeHTTPJSONRPCError answers an HTTP request refused before MCP
+// handling with a JSON-RPC error body.
+func writeHTTPJSONRPCError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32000 - code%1000, "message": msg}})
+}
+
+// isLoopbackHost reports whether host (with or without port) names the
+// loopback interface.
+func isLoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostPolicy is the DNS rebinding protection: the Host header must be
+// allowed, and a browser's Origin must be allowed too.
+type hostPolicy struct {
+	loopbackOnly bool
+	hosts        map[string]bool // lower-case host or host:port; "*" any
+	origins      map[string]bool
+}
+
+func newHostPolicy(listen string, hosts, origins []string) hostPolicy {
+	p := hostPolicy{hosts: map[string]bool{}, origins: map[string]bool{}}
+	for _, h := range hosts {
+		p.hosts[strings.ToLower(h)] = true
+	}
+	for _, o := range origins {
+		p.origins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
+	}
+	if len(hosts) == 0 {
+		h, _, err := net.SplitHostPort(listen)
+		if err == nil && h != "" && isLoopbackHost(h) {
+			p.loopbackOnly = true
+		} else {
+			p.hosts["*"] = true
+		}
+	}
+	return p
+}
+
+func (p hostPolicy) check(r *http.Request) error {
+	host := strings.ToLower(r.Host)
+	switch {
+	case p.hosts["*"]:
+	case p.loopbackOnly:
+		if !isLoopbackHost(host) {
+			return fmt.Errorf("Host %q is not a loopback name (the front door listens on loopback; set --mcp-allowed-hosts)", r.Host)
+		}
+	default:
+		h, _, err := net.SplitHostPort(host)
+		if err != nil {
+			h = host
+		}
+		if !p.hosts[host] && !p.hosts[h] {
+			return fmt.Errorf("Host %q is not in --mcp-allowed-hosts", r.Host)
+		}
+	}
+	origin := strings.ToLower(r.Header.Get("Origin"))
+	if origin == "" || p.origins[origin] {
+		return nil
+	}
+	if len(p.origins) == 0 {
+		if _, rest, ok := strings.Cut(origin, "://"); ok && rest == host {
+			return nil
+		}
+	}
+	return fmt.Errorf("Origin %q is not allowed (--mcp-allowed-origins)", r.Header.Get("Origin"))
+}

@@ -1,0 +1,268 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestMCPSessionIDs(t *testing.T) {
+	ids := newSessionIDs(nil)
+	id := ids.mint("alice")
+	if !ids.valid(id, "alice") {
+		t.Fatalf("%q not valid for its principal", id)
+	}
+	if ids.valid(id, "bob") {
+		t.Error("an ID minted for alice is valid for bob")
+	}
+	if !newSessionIDs(nil).valid(id, "alice") {
+		t.Error("another replica (same default key) does not accept the ID")
+	}
+	if newSessionIDs([]byte("other key")).valid(id, "alice") {
+		t.Error("a replica with another key accepts the ID")
+	}
+	for _, bad := range []string{"", "s1.", "s1.x", id + "x", "s2" + id[2:], "s1..mac", id[:len(id)-1]} {
+		if ids.valid(bad, "alice") {
+			t.Errorf("%q is valid", bad)
+		}
+	}
+	if a, b := ids.mint("alice"), ids.mint("alice"); a == b {
+		t.Error("two mints gave the same ID")
+	}
+}
+
+func TestMCPHostPolicy(t *testing.T) {
+	for _, c := range []struct {
+		listen         string
+		hosts, origins []string
+		host, origin   string
+		ok             bool
+	}{
+		{"127.0.0.1:8080", nil, nil, "127.0.0.1:8080", "", true},
+		{"127.0.0.1:8080", nil, nil, "localhost:8080", "", true},
+		{"127.0.0.1:8080", nil, nil, "[::1]:8080", "", true},
+		{"127.0.0.1:8080", nil, nil, "attacker.example:8080", "", false}, // DNS rebinding
+		{"127.0.0.1:8080", nil, nil, "localhost:8080", "http://localhost:8080", true},
+		{"127.0.0.1:8080", nil, nil, "localhost:8080", "http://attacker.example", false},
+		{"127.0.0.1:8080", nil, []string{"https://app.example"}, "localhost:8080", "https://app.example", true},
+		{":8080", nil, nil, "toolsvc.internal:8080", "", true},
+		{":8080", []string{"toolsvc.example.com"}, nil, "toolsvc.example.com:8080", "", true},
+		{":8080", []string{"toolsvc.example.com"}, nil, "toolsvc.example.com", "", true},
+		{":8080", []string{"toolsvc.example.com"}, nil, "other.example.com", "", false},
+		{":8080", []string{"toolsvc.example.com:443"}, nil, "toolsvc.example.com:8080", "", false},
+		{"127.0.0.1:8080", []string{"*"}, nil, "anything", "", true},
+	} {
+		p := newHostPolicy(c.listen, c.hosts, c.origins)
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Host = c.host
+		if c.origin != "" {
+			r.Header.Set("Origin", c.origin)
+		}
+		if err := p.check(r); (err == nil) != c.ok {
+			t.Errorf("listen %s hosts %v origins %v: Host %q Origin %q: error %v, want ok=%v", c.listen, c.hosts, c.origins, c.host, c.origin, err, c.ok)
+		}
+	}
+}
+
+// TestMCPListChangedDebounce: a burst of catalog signals within the
+// debounce gives one list_changed; signals further apart give one each.
+func TestMCPListChangedDebounce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := make(chan struct{}, 1)
+		stop := make(chan struct{})
+		var fired atomic.Int32
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			debounce(stop, in, 50*time.Millisecond, func() { fired.Add(1) })
+		}()
+		signal := func() {
+			select {
+			case in <- struct{}{}:
+			default:
+			}
+		}
+		for range 50 { // 50 signals 1 ms apart: one burst
+			signal()
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		if n := fired.Load(); n != 1 {
+			t.Fatalf("a burst of 50 signals fired %d times, want 1", n)
+		}
+		for range 5 { // 5 signals 200 ms apart: five bursts
+			signal()
+			time.Sleep(200 * time.Millisecond)
+		}
+		synctest.Wait()
+		if n := fired.Load(); n != 6 {
+			t.Fatalf("fired %d times in all, want 6", n)
+		}
+		// The first fire comes d after the first signal of the burst, not
+		// after the last (a steady stream of changes still notifies).
+		signal()
+		time.Sleep(49 * time.Millisecond)
+		synctest.Wait()
+		if n := fired.Load(); n != 6 {
+			t.Fatalf("fired before the debounce: %d", n)
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if n := fired.Load(); n != 7 {
+			t.Fatalf("fired %d times, want 7 once the debounce passed", n)
+		}
+		close(stop)
+		<-done
+	})
+}
+
+// TestMCPFrontInProcess: the front door over a real go-sdk upstream (in
+// memory) and a real HTTP listener: tools/list pages equal ListTools'
+// catalog, a call goes through, and an upstream burst of tool additions
+// gives the client list_changed.
+func TestMCPFrontInProcess(t *testing.T) {
+	f := newFixture(t, 12)
+	front := f.svc.NewMCPFront(MCPFrontOptions{PageSize: 5, ListenAddr: "127.0.0.1:0"})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go front.Run(ctx)
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(func() {
+		cancel()
+		front.Wait()
+		front.Close()
+		srv.Close()
+	})
+	var changed atomic.Int32
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed.Add(1) },
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list := func() []string {
+		var names []string
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	var want []string
+	for _, tl := range f.bridge.Catalog().Current().Tools {
+		want = append(want, tl.Name)
+	}
+	if got := list(); !slices.Equal(got, want) {
+		t.Fatalf("tools/list = %v, want %v", got, want)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mem__echo", Arguments: map[string]any{"text": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	for i := range 20 {
+		f.upstream.AddTool(&mcp.Tool{Name: fmt.Sprintf("burst%02d", i), InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !slices.Contains(list(), "mem__burst19") || changed.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the burst: %d list_changed, tools %v", changed.Load(), list())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	t.Logf("a burst of 20 upstream additions: %d list_changed", changed.Load())
+	if n := changed.Load(); n > 3 {
+		t.Errorf("a burst of 20 additions gave %d list_changed, want about one", n)
+	}
+}
+
+// TestMCPFrontPerPrincipalListChanged: with rules, a catalog change
+// notifies only the sessions whose principal's view changed.
+func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
+	f := newFixture(t, 3)
+	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*"}}, {Principal: "bob", Allow: []string{"mem__b*", "mem__echo"}}}, nil)
+	f.svc.opts.Authenticator = NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)
+	f.svc.opts.Authorizer = authz
+	front := f.svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
+	front.views.window = 200 * time.Millisecond // changes below are 300 ms apart
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go front.Run(ctx)
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(func() {
+		cancel()
+		front.Wait()
+		front.Close()
+		srv.Close()
+	})
+	type client struct {
+		cs      *mcp.ClientSession
+		changed atomic.Int32
+	}
+	connect := func(token, version string) *client {
+		c := &client{}
+		mc := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.changed.Add(1) },
+		})
+		hc := &http.Client{Transport: bearerTransport(token)}
+		cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		c.cs = cs
+		return c
+	}
+	alice, bob := connect("tok-alice-0123456789", "2025-11-25"), connect("tok-bob-0123456789ab", "")
+	add := func(name string) {
+		f.upstream.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, ok := f.bridge.Catalog().Current().Lookup("mem__" + name); ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("mem__%s never reached the catalog", name)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // debounce, go-sdk's delay, delivery
+	}
+	add("alpha")
+	if a, b := alice.changed.Load(), bob.changed.Load(); a != 1 || b != 0 {
+		t.Fatalf("after mem__alpha (alice's view only): alice %d, bob %d list_changed; want 1, 0", a, b)
+	}
+	add("beta")
+	if a, b := alice.changed.Load(), bob.changed.Load(); a != 1 || b != 1 {
+		t.Fatalf("after mem__beta (bob's view only): alice %d, bob %d; want 1, 1", a, b)
+	}
+	add("zeta") // nobody's view
+	if a, b := alice.changed.Load(), bob.changed.Load(); a != 1 || b != 1 {
+		t.Fatalf("after mem__zeta (no one's view): alice %d, bob %d; want 1, 1", a, b)
+	}
+}
+
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}

@@ -1,0 +1,158 @@
+package service
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// Per-principal list_changed. With authorization rules, principals see
+// different tools, and a catalog change may leave a principal's view as it
+// was. go-sdk notifies every session at once (the only way to make it send
+// list_changed), so a sending middleware drops the notification for the
+// sessions whose principal's view did not change. A view is the sequence of
+// catalog entries the principal may use; entries are immutable and an
+// unchanged tool keeps its entry across revisions, so comparing views is
+// comparing pointers. Without rules every principal sees the whole catalog
+// and every session is notified.
+
+// viewAnnounceWindow is how long a principal's changed view lets
+// notifications through: go-sdk sends about 10 ms after the marker changes.
+// Within the window, a session whose own view did not change in a later
+// change may get that notification too (harmless: one more tools/list);
+// only a send go-sdk delayed by more than the window could be dropped, so
+// it is generous.
+const viewAnnounceWindow = time.Second
+
+type views struct {
+	window    time.Duration // viewAnnounceWindow; tests shorten it
+	mu        sync.Mutex
+	sessions  map[*mcp.ServerSession]string // connected sessions' principals
+	count     map[string]int                // sessions per principal
+	last      map[string][]*mcpbridge.Tool  // the view last announced, per principal
+	announced map[string]time.Time          // principals whose view changed, when
+}
+
+func newViews() *views {
+	return &views{window: viewAnnounceWindow, sessions: map[*mcp.ServerSession]string{}, count: map[string]int{},
+		last: map[string][]*mcpbridge.Tool{}, announced: map[string]time.Time{}}
+}
+
+// sameTool reports whether a client would see a and b alike.
+func sameTool(a, b *mcpbridge.Tool) bool {
+	if a == b {
+		return true
+	}
+	return a.Name == b.Name && a.Title == b.Title && a.Description == b.Description && a.SchemaHash == b.SchemaHash &&
+		a.Available == b.Available && reflect.DeepEqual(a.Annotations, b.Annotations) && reflect.DeepEqual(a.Meta, b.Meta)
+}
+
+// rules reports whether principals' views can differ.
+func (f *MCPFront) rules() bool {
+	a := f.s.opts.Authorizer
+	return a != nil && len(a.rules) > 0
+}
+
+// view is the catalog entries of snap that p may use.
+func (f *MCPFront) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
+	var out []*mcpbridge.Tool
+	for _, t := range snap.Tools {
+		if f.s.opts.Authorizer.AllowTool(Principal{Name: p}, t.Name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// addSession records the principal of a session that can receive
+// list_changed (a 2025-11-25 or SSE session at initialize, a 2026-07-28
+// listen stream while it lasts).
+func (f *MCPFront) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
+	if extra == nil || extra.TokenInfo == nil || !f.rules() {
+		return
+	}
+	p := extra.TokenInfo.UserID
+	v := f.views
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if _, ok := v.sessions[ss]; ok {
+		return
+	}
+	v.sessions[ss] = p
+	if v.count[p]++; v.count[p] == 1 {
+		v.last[p] = f.view(f.s.bridge.Catalog().Current(), p)
+	}
+}
+
+func (f *MCPFront) removeSession(ss *mcp.ServerSession) {
+	v := f.views
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.sessions[ss]
+	if !ok {
+		return
+	}
+	delete(v.sessions, ss)
+	if v.count[p]--; v.count[p] <= 0 {
+		delete(v.count, p)
+		delete(v.last, p)
+		delete(v.announced, p)
+	}
+}
+
+// viewsChanged compares every connected principal's view of snap with the
+// one last announced and marks the principals whose view changed. It
+// reports whether any did (always true without rules).
+func (f *MCPFront) viewsChanged(snap *mcpbridge.Snapshot) bool {
+	if !f.rules() {
+		return true
+	}
+	v := f.views
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := time.Now()
+	changed := false
+	for p := range v.count {
+		view := f.view(snap, p)
+		if !slices.EqualFunc(view, v.last[p], sameTool) {
+			v.last[p], v.announced[p] = view, now
+			changed = true
+		}
+	}
+	return changed
+}
+
+// wants reports whether ss should get the list_changed being sent.
+func (f *MCPFront) wants(ss *mcp.ServerSession) bool {
+	if !f.rules() {
+		return true
+	}
+	v := f.views
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	p, ok := v.sessions[ss]
+	if !ok {
+		return true // not recorded: notify rather than miss
+	}
+	at, ok := v.announced[p]
+	return ok && time.Since(at) < v.window
+}
+
+// sendingMiddleware drops list_changed for sessions whose view did not
+// change.
+func (f *MCPFront) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/tools/list_changed" {
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && !f.wants(ss) {
+				return nil, nil
+			}
+		}
+		return next(ctx, method, req)
+	}
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var frontRE = regexp.MustCompile(`msg="MCP front door serving" addr=(\S+)`)
+
+// benchFront is the MCP front door (issue 16): an MCP client calling echo
+// through toolsvc's front door (its own stdio child of the upstream) against
+// the same client calling its own stdio child directly, and through the
+// peer gateways (each with its own stdio child), interleaved. Added p50 and
+// p99 = path − direct; throughput at -callers. front_peer_added_ratio is the
+// front door's added p50 over the best peer's (goal < 0.5).
+func benchFront(ctx context.Context, e *env, r *results) error {
+	defer stopAll()
+	ts, err := startToolsvcArgs(ctx, e, "front", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"s": {"command": %q, "args": ["-mode", "stdio"]}}}`, e.upstream),
+		[]string{"--mcp-listen", "127.0.0.1:0"})
+	if err != nil {
+		return err
+	}
+	defer ts.close()
+	addr, err := ts.waitFor(ctx, frontRE, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	ds, err := connectMCP(ctx, stdioTransport(e))
+	if err != nil {
+		return fmt.Errorf("direct stdio: %w", err)
+	}
+	defer ds.Close()
+	// Both eras of the front door: a 2025-11-25 session (the version every
+	// other path pins) and a 2026-07-28 stateless client.
+	fs, err := connectMCP(ctx, httpTransport("http://"+addr+"/mcp"))
+	if err != nil {
+		return fmt.Errorf("front door: %w", err)
+	}
+	defer fs.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	fsl, err := mcpClient.Connect(cctx, httpTransport("http://"+addr+"/mcp"), nil)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("front door (2026-07-28): %w", err)
+	}
+	defer fsl.Close()
+	direct := path{"direct stdio", mcpEcho(ds), selfCPU}
+	front := path{"front door", prefixedEcho(fs, "s__echo"), ts.cpu}
+	frontStateless := path{"front door 2026-07-28", prefixedEcho(fsl, "s__echo"), ts.cpu}
+	paths := []path{direct, front, frontStateless}
+	if *peers {
+		if err := ensurePeers(ctx, e); err != nil {
+			return err
+		}
+		for _, name := range []string{"mcp-proxy", "supergateway"} {
+			s, err := startPeer(ctx, e, name)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			paths = append(paths, path{name: name, call: mcpEcho(s)})
+		}
+	}
+	log.Printf("front door: %d rounds of %d sequential calls per path", *rounds, *calls)
+	lat, _, err := latencies(ctx, paths)
+	if err != nil {
+		return err
+	}
+	log.Printf("front door: %d rounds of %d calls per path from %d callers", *rounds, *concCalls, *callers)
+	tput, _, _, err := throughputs(ctx, paths)
+	if err != nil {
+		return err
+	}
+	dp50, dp99 := pct(lat[direct.name], 50), pct(lat[direct.name], 99)
+	r.set("front_direct_stdio_p50_us", us(dp50))
+	r.set("front_direct_stdio_p99_us", us(dp99))
+	r.set("front_direct_stdio_calls_per_s", round3(tput[direct.name]))
+	r.row("front: direct stdio p50 / p99", fmt.Sprintf("%.0f / %.0f µs", us(dp50), us(dp99)), "")
+	best, bestName := time.Duration(1<<62), ""
+	for _, p := range paths[1:] {
+		key := strings.NewReplacer("-", "_", " ", "_", ".", "_").Replace(p.name)
+		p50, p99 := pct(lat[p.name], 50), pct(lat[p.name], 99)
+		r.set(key+"_added_p50_us", us(p50-dp50))
+		r.set(key+"_added_p99_us", us(p99-dp99))
+		r.set(key+"_calls_per_s", round3(tput[p.name]))
+		r.row(fmt.Sprintf("front: %s added p50 / p99, calls/s at %d callers", p.name, *callers),
+			fmt.Sprintf("%.0f / %.0f µs, %.0f", us(p50-dp50), us(p99-dp99), tput[p.name]), "")
+		if p.name != front.name && p.name != frontStateless.name && p50-dp50 < best {
+			best, bestName = p50-dp50, p.name
+		}
+	}
+	if bestName == "" {
+		r.skip("front_peer_added_ratio", "-peers=false")
+		return nil
+	}
+	ratio := round3(float64(pct(lat[front.name], 50)-dp50) / float64(best))
+	r.set("front_best_peer", bestName)
+	r.set("front_peer_added_ratio", ratio)
+	r.row("front_peer_added_ratio (vs "+bestName+")", fmt.Sprint(ratio), "< 0.5")
+	return nil
+}
+
+// prefixedEcho calls echo under its exposed name on an MCP session.
+func prefixedEcho(s *mcp.ClientSession, name string) func(context.Context) error {
+	params := &mcp.CallToolParams{Name: name, Arguments: map[string]any{"text": "hello"}}
+	return func(ctx context.Context) error {
+		res, err := s.CallTool(ctx, params)
+		if err != nil {
+			return err
+		}
+		if len(res.Content) != 1 || res.IsError {
+			return fmt.Errorf("%s: unexpected result %+v", name, res)
+		}
+		if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "hello" {
+			return fmt.Errorf("%s: unexpected content %+v", name, res.Content[0])
+		}
+		return nil
+	}
+}
