@@ -189,6 +189,7 @@ type serverJSON struct {
 	MaxQueuedCalls     int      `json:"maxQueuedCalls"`
 	EnvPassthrough     []string `json:"envPassthrough"`
 	NamePrefix         string   `json:"namePrefix"`
+	BareNames          bool     `json:"bareNames"`
 	Elicitation        string   `json:"elicitation"`
 	Tools              *struct {
 		Allow []string `json:"allow"`
@@ -327,6 +328,7 @@ func Parse(file string, data []byte) (*Config, error) {
 			EnvPassthrough: sj.EnvPassthrough,
 			Secrets:        exp.values(),
 			NamePrefix:     sj.NamePrefix,
+			BareNames:      sj.BareNames,
 			Elicitation:    sj.Elicitation,
 			AuthRetry:      sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
 		}

@@ -259,3 +259,23 @@ func TestParseRateLimits(t *testing.T) {
 		t.Errorf("unknown rateLimits key: %v", err)
 	}
 }
+
+func TestParseBareNames(t *testing.T) {
+	c, err := Parse("b.json", []byte(`{"mcpServers": {"main": {"command": "x", "bareNames": true}, "p": {"command": "y"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Bridge.Servers {
+		if s.BareNames != (s.Name == "main") {
+			t.Fatalf("server %q: bareNames = %v", s.Name, s.BareNames)
+		}
+	}
+	_, err = Parse("b.json", []byte(`{"mcpServers": {"main": {"command": "x", "bareNames": true, "namePrefix": "m"}}}`))
+	if err == nil || !strings.Contains(err.Error(), `server "main": field "bareNames": cannot be combined with namePrefix "m"`) {
+		t.Fatalf("bareNames with namePrefix: %v", err)
+	}
+	_, err = Parse("b.json", []byte(`{"mcpServers": {"main": {"command": "x", "bareNames": "yes"}}}`))
+	if err == nil || !strings.Contains(err.Error(), `field "bareNames"`) {
+		t.Fatalf("bareNames \"yes\": %v", err)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +95,7 @@ type Catalog struct {
 	refs     int                  // tool pointers held by history
 	byRev    map[string]*Snapshot // revision -> newest snapshot with it
 	warnings map[string][]string  // server -> naming warnings of the current snapshot
+	named    map[string]string    // server -> names prefix its tools had in the current snapshot
 
 	subMu sync.Mutex
 	subs  map[*Subscription]struct{}
@@ -114,6 +114,7 @@ func NewCatalog() *Catalog {
 		servers:  map[string]*serverEntry{},
 		byRev:    map[string]*Snapshot{},
 		warnings: map[string][]string{},
+		named:    map[string]string{},
 		subs:     map[*Subscription]struct{}{},
 	}
 	c.publishLocked(c.buildLocked())
@@ -248,13 +249,18 @@ func (c *Catalog) buildLocked() *Snapshot {
 		nt.hash = entryHash(&nt)
 		return &nt
 	}
-	// Incumbents first: every tool the current snapshot has keeps its name.
+	// Incumbents first: every tool the current snapshot has keeps its name,
+	// unless its server's names prefix changed since (the held name was
+	// built from another prefix, or none: bareNames).
+	named := make(map[string]string, len(names))
 	for _, server := range names {
 		e := c.servers[server]
 		warnings[server] = append(warnings[server], e.warnings...)
+		prev, wasNamed := c.named[server]
+		named[server] = e.prefix
 		for _, t := range e.tools {
 			name, ok := held[key{t.Server, t.OriginalName}]
-			if !ok || !strings.HasPrefix(name, e.prefix+nameSep) {
+			if !ok || !wasNamed || prev != e.prefix {
 				newcomers = append(newcomers, t)
 				continue
 			}
@@ -279,6 +285,7 @@ func (c *Catalog) buildLocked() *Snapshot {
 	}
 	slices.SortFunc(all, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
 	c.warnings = warnings
+	c.named = named
 	return &Snapshot{
 		Revision: Revision(all),
 		Tools:    all,

@@ -111,3 +111,44 @@ func TestCrossServerCollision(t *testing.T) {
 		t.Fatalf("warnings for p2 = %v, want one", c.Warnings("p2"))
 	}
 }
+
+func TestBareNames(t *testing.T) {
+	c := NewCatalog()
+	// A bare-names server (names prefix "") next to a prefixed one whose
+	// tool sanitises to the same bare name as the bare server's.
+	c.setServer("main", "", []*mcp.Tool{{Name: "test_simple_text"}, {Name: "a.b"}}, true)
+	c.setServer("other", "other", []*mcp.Tool{{Name: "test_simple_text"}}, true)
+	if got, want := names(c.Current().Tools), []string{"a_b", "other__test_simple_text", "test_simple_text"}; !slices.Equal(got, want) {
+		t.Fatalf("tools = %v, want %v", got, want)
+	}
+	if tl, ok := c.Current().Lookup("test_simple_text"); !ok || tl.Server != "main" || tl.OriginalName != "test_simple_text" {
+		t.Fatalf("test_simple_text = %+v, want main's tool", tl)
+	}
+	// A second bare server with the same tool: the incumbent keeps the bare
+	// name, the newcomer gets a hash suffix and a warning.
+	c.setServer("again", "", []*mcp.Tool{{Name: "test_simple_text"}}, true)
+	s := c.Current()
+	if tl, ok := s.Lookup("test_simple_text"); !ok || tl.Server != "main" {
+		t.Fatalf("test_simple_text moved to %+v", tl)
+	}
+	var moved *Tool
+	for _, tl := range s.Tools {
+		if tl.Server == "again" {
+			moved = tl
+		}
+	}
+	if moved == nil || moved.Name == "test_simple_text" || !ValidExposedName(moved.Name) || len(c.Warnings("again")) != 1 {
+		t.Fatalf("colliding bare tool = %+v, warnings %v", moved, c.Warnings("again"))
+	}
+	// Switching a server between prefixed and bare renames its tools: a
+	// held name from the other scheme is not kept.
+	c.setServer("again", "again", []*mcp.Tool{{Name: "test_simple_text"}}, true)
+	if _, ok := c.Current().Lookup("again__test_simple_text"); !ok {
+		t.Fatalf("after bare -> prefixed: %v", names(c.Current().Tools))
+	}
+	c.setServer("other", "", []*mcp.Tool{{Name: "x"}}, true)
+	c.setServer("main", "main", []*mcp.Tool{{Name: "test_simple_text"}, {Name: "a.b"}}, true)
+	if got, want := names(c.Current().Tools), []string{"again__test_simple_text", "main__a_b", "main__test_simple_text", "x"}; !slices.Equal(got, want) {
+		t.Fatalf("after prefixed <-> bare: %v, want %v", got, want)
+	}
+}

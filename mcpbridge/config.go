@@ -164,6 +164,11 @@ type ServerConfig struct {
 	Secrets []string
 	// NamePrefix replaces the server name as the exposed-name prefix.
 	NamePrefix string
+	// BareNames exposes the server's tools and prompts under their own
+	// sanitised names, without a prefix (for a front door that fronts one
+	// main upstream whose clients use its tool names). Names that collide
+	// with another server's get a hash suffix, like any collision.
+	BareNames bool
 	// ToolsAllow and ToolsDeny are glob patterns (path.Match) over the
 	// upstream's tool names: a tool is exposed if it matches an allow
 	// pattern (or there are none) and no deny pattern.
@@ -274,6 +279,15 @@ func (sc *ServerConfig) prefix() string {
 	return ServerPrefix(sc.Name)
 }
 
+// namesPrefix is the prefix of the server's exposed tool and prompt names:
+// "" when BareNames is set, prefix() otherwise.
+func (sc *ServerConfig) namesPrefix() string {
+	if sc.BareNames {
+		return ""
+	}
+	return sc.prefix()
+}
+
 // exposes reports whether the allow/deny patterns expose a tool.
 func (sc *ServerConfig) exposes(tool string) bool {
 	if len(sc.ToolsAllow) > 0 && !slices.ContainsFunc(sc.ToolsAllow, func(g string) bool { ok, _ := path.Match(g, tool); return ok }) {
@@ -366,6 +380,9 @@ func (sc *ServerConfig) Problems() []*FieldError {
 	if sc.NamePrefix != "" {
 		if err := ValidatePrefix(sc.NamePrefix); err != nil {
 			add("namePrefix", "%v", err)
+		}
+		if sc.BareNames {
+			add("bareNames", "cannot be combined with namePrefix %q: bare names have no prefix", sc.NamePrefix)
 		}
 	}
 	if sc.OAuth != nil {

@@ -50,10 +50,14 @@ func stableHash(n int, parts ...string) string {
 }
 
 // exposedName builds "<prefix>__<tool>" from a sanitised server prefix and an
-// upstream tool name. A name over MaxNameLen keeps its start and ends with
-// "_" and a stable hash of (server, tool), so it stays unique and stable.
+// upstream tool name; an empty prefix (a server with bareNames) gives the
+// sanitised tool name alone. A name over MaxNameLen keeps its start and ends
+// with "_" and a stable hash of (server, tool), so it stays unique and stable.
 func exposedName(prefix, server, tool string) string {
-	name := prefix + nameSep + sanitize(tool)
+	name := sanitize(tool)
+	if prefix != "" {
+		name = prefix + nameSep + name
+	}
 	if tool == "" {
 		name += "_"
 	}

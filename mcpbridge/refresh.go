@@ -176,7 +176,7 @@ func (s *session) refresh() error {
 	}
 	n := 0
 	if err == nil {
-		n, err = u.b.catalog.setServer(u.cfg.Name, u.prefix, tools, true)
+		n, err = u.b.catalog.setServer(u.cfg.Name, u.names, tools, true)
 	}
 	now := time.Now()
 	u.mu.Lock()

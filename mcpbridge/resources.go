@@ -479,7 +479,7 @@ func (s *session) refreshResources() {
 	if s.ctx.Err() != nil {
 		return
 	}
-	u.b.resources.setServer(u.cfg.Name, u.prefix, res, tmpls, ps, keep)
+	u.b.resources.setServer(u.cfg.Name, u.names, res, tmpls, ps, keep)
 }
 
 // listPages lists every page, guarding against a cursor loop. An upstream

@@ -21,7 +21,8 @@ const closeWatchdog = 5 * time.Second
 // lifecycle, so there is never more than one reconnect in flight.
 type upstream struct {
 	cfg    ServerConfig
-	prefix string
+	prefix string // server prefix (resource authorisation name)
+	names  string // prefix of exposed tool and prompt names ("" for bareNames)
 	b      *Bridge
 	log    *slog.Logger
 	http   *http.Client // shared by the upstream's sessions; nil for stdio
@@ -59,6 +60,7 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	u := &upstream{
 		cfg:          cfg,
 		prefix:       cfg.prefix(),
+		names:        cfg.namesPrefix(),
 		b:            b,
 		log:          b.log.With("server", cfg.Name),
 		status:       ServerStatus{Name: cfg.Name, Transport: cfg.Transport, State: StateConnecting},
