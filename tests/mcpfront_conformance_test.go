@@ -9,19 +9,43 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
+// conformanceFixtureBin builds tests/conformancefixture: a go-sdk server with
+// the suite's own test_* tool fixtures.
+var conformanceFixtureBin = sync.OnceValues(func() (string, error) {
+	out := filepath.Join(filepath.Dir(bin.toolsvc), "conformancefixture")
+	b, err := exec.Command("go", "build", "-o", out, "./conformancefixture").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building conformancefixture: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
 // frontConformancePass are the server scenarios of
 // @modelcontextprotocol/conformance that must pass against the front door
-// with server-everything behind toolsvc. The others cannot pass there, for
-// reasons outside the front door, listed in frontConformanceWhy.
+// with server-everything and tests/conformancefixture (bareNames) behind
+// toolsvc. The others cannot pass there, for reasons listed in
+// frontConformanceWhy, or are racy (frontConformanceRacy).
 var frontConformancePass = []string{
 	"server-initialize", "ping", "logging-set-level", "tools-list",
 	"server-sse-multiple-streams", "dns-rebinding-protection",
 	// go-sdk answers these with empty lists until issue 15 lands.
 	"resources-list", "prompts-list",
+	// The fixture's test_* tools, called by their bare names.
+	"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
+	"tools-call-mixed-content", "tools-call-error",
+}
+
+// frontConformanceRacy are scenarios that pass in most runs but whose
+// outcome depends on a race outside this test: each maps to the one failure
+// it may show instead (anything else fails the test) and why.
+var frontConformanceRacy = map[string]struct{ failure, why string }{
+	"tools-call-with-progress": {"Expected at least 3 progress notifications, got 2",
+		"the fixture sends 0, 50, 100 and then its result; go-sdk's client may deliver the result before the last progress notification, and the bridge drops progress that arrives after a call returned (by design: the call's progress sink is closed), so the last one is lost in some runs"},
 }
 
 var timestampRE = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[0-9TZ-]+$`)
@@ -30,13 +54,15 @@ var timestampRE = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[0-9TZ-]+$`)
 // frontConformancePass (checked: a scenario listed here that starts
 // passing is reported, so the list stays true).
 var frontConformanceWhy = map[string]string{
-	"tools-call-":         "calls the suite's own test_* tools (test_simple_text, …), which server-everything does not have; toolsvc also exposes every tool as <server>__<tool>",
-	"elicitation-":        "calls the suite's test_* elicitation tools (see tools-call-)",
-	"json-schema-2020-12": "looks for the suite's json_schema_2020_12_tool",
-	"completion-complete": "completion/complete is not part of the front door (tools only)",
-	"resources-":          "resources are issue 15's; the front door serves tools only until it lands",
-	"prompts-":            "prompts are issue 15's; the front door serves tools only until it lands",
-	"server-sse-polling":  "calls the suite's test_* tool",
+	"tools-call-with-logging": "the bridge's upstream client does not relay an upstream's notifications/message to front-door clients (the front door's own logging/setLevel works: logging-set-level)",
+	"tools-call-sampling":     "toolsvc declares no sampling capability toward its upstreams, so the fixture's sampling/createMessage fails; a gateway cannot relay it to the front-door client",
+	"tools-call-elicitation":  "toolsvc declares elicitation toward an upstream only to decline or fill defaults itself (elicitation config key), never relaying to the front-door client",
+	"elicitation-":            "needs the upstream's elicitation/create relayed to the front-door client (see tools-call-elicitation)",
+	"json-schema-2020-12":     "not run by the suite's default server run (2025-11-25 only); the fixture has json_schema_2020_12_tool",
+	"completion-complete":     "completion/complete is not part of the front door (tools only)",
+	"resources-":              "resources are issue 15's; the front door serves tools only until it lands",
+	"prompts-":                "prompts are issue 15's; the front door serves tools only until it lands",
+	"server-sse-polling":      "not run by the suite's default server run (2025-11-25 only); the fixture has test_reconnection",
 }
 
 // TestMCPFrontConformanceServer runs the conformance suite in server mode
@@ -44,7 +70,14 @@ var frontConformanceWhy = map[string]string{
 // scenario with its result.
 func TestMCPFrontConformanceServer(t *testing.T) {
 	n22, cli := nodePath(t, node22), nodePath(t, conformanceCLI)
-	cfg := fmt.Sprintf(`{"mcpServers": {"everything": {"url": %s}}}`, jsonString(startEverythingHTTP(t)))
+	fixture, err := conformanceFixtureBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's tools keep their own names (bareNames), as the suite
+	// calls them; server-everything's keep the everything__ prefix.
+	cfg := fmt.Sprintf(`{"mcpServers": {"everything": {"url": %s}, "fixture": {"command": %s, "bareNames": true}}}`,
+		jsonString(startEverythingHTTP(t)), jsonString(fixture))
 	p := startToolsvc(t, cfg, "--mcp-listen", "127.0.0.1:0")
 	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
 	dir := t.TempDir()
@@ -95,8 +128,20 @@ func TestMCPFrontConformanceServer(t *testing.T) {
 			t.Errorf("scenario %s: %q, want every check passed", s, r)
 		}
 	}
+	for s, racy := range frontConformanceRacy {
+		r, ok := results[s]
+		switch {
+		case !ok:
+			t.Errorf("scenario %s did not run", s)
+		case strings.Contains(r, "passed, 0 failed") && !strings.HasPrefix(r, "0 passed"):
+		case strings.HasPrefix(r, "0 passed, 1 failed") && strings.HasSuffix(strings.TrimSpace(r), racy.failure):
+			t.Logf("scenario %s lost the race this run (%s)", s, racy.why)
+		default:
+			t.Errorf("scenario %s: %q, want every check passed or only %q", s, r, racy.failure)
+		}
+	}
 	for _, s := range names {
-		if slicesContains(frontConformancePass, s) {
+		if _, racy := frontConformanceRacy[s]; racy || slicesContains(frontConformancePass, s) {
 			continue
 		}
 		why := ""

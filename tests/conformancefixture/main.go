@@ -1,0 +1,142 @@
+// Command conformancefixture is a go-sdk MCP server over stdio that serves
+// the tool fixtures the MCP conformance suite
+// (@modelcontextprotocol/conformance) calls in server mode: test_simple_text,
+// test_image_content, test_audio_content, test_embedded_resource,
+// test_multiple_content_types, test_error_handling, test_tool_with_progress,
+// test_tool_with_logging, test_sampling, test_elicitation, test_reconnection
+// and json_schema_2020_12_tool, each returning what the suite checks.
+//
+// The suite talks to toolsvc's MCP front door; toolsvc runs this server
+// behind it with "bareNames": true, so the suite finds the tools under the
+// names it calls.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// pngRedPixel is a 1x1 red PNG.
+const pngRedPixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+
+// wavSilence is a minimal WAV file: 8 kHz, 8-bit mono, two samples.
+var wavSilence = func() []byte {
+	b := []byte("RIFF\x26\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x40\x1f\x00\x00\x01\x00\x08\x00data\x02\x00\x00\x00\x80\x80")
+	return b
+}()
+
+// step is the pause between the notifications of the progress and logging
+// tools (the suite asks for about 50ms).
+const step = 50 * time.Millisecond
+
+func main() {
+	png, err := base64.StdEncoding.DecodeString(pngRedPixel)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "conformancefixture", Version: "1.0.0"}, nil)
+	noArgs := json.RawMessage(`{"type":"object","properties":{}}`)
+	text := func(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
+	add := func(name, desc string, schema json.RawMessage, h mcp.ToolHandler) {
+		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: schema}, h)
+	}
+
+	add("test_simple_text", "Returns simple text", noArgs, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: text("This is a simple text response for testing.")}, nil
+	})
+	add("test_image_content", "Returns a 1x1 PNG", noArgs, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: png, MIMEType: "image/png"}}}, nil
+	})
+	add("test_audio_content", "Returns a tiny WAV", noArgs, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.AudioContent{Data: wavSilence, MIMEType: "audio/wav"}}}, nil
+	})
+	add("test_embedded_resource", "Returns an embedded text resource", noArgs, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+			URI: "test://embedded-resource", MIMEType: "text/plain", Text: "This is an embedded resource content."}}}}, nil
+	})
+	add("test_multiple_content_types", "Returns text, image and resource", noArgs, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{
+			&mcp.TextContent{Text: "Multiple content types test:"},
+			&mcp.ImageContent{Data: png, MIMEType: "image/png"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+				URI: "test://mixed-content-resource", MIMEType: "application/json", Text: `{"test":"data","value":123}`}},
+		}}, nil
+	})
+	add("test_error_handling", "Always fails", noArgs, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: text("This tool intentionally returns an error for testing")}, nil
+	})
+	add("test_tool_with_progress", "Reports progress 0, 50, 100 of 100", noArgs, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tok := req.Params.GetProgressToken()
+		for i, p := range []float64{0, 50, 100} {
+			if i > 0 {
+				time.Sleep(step)
+			}
+			if tok != nil {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: p, Total: 100}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return &mcp.CallToolResult{Content: text("Progress test completed")}, nil
+	})
+	add("test_tool_with_logging", "Sends three info log messages", noArgs, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i, m := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
+			if i > 0 {
+				time.Sleep(step)
+			}
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "conformancefixture", Data: m}); err != nil {
+				return nil, err
+			}
+		}
+		return &mcp.CallToolResult{Content: text("Logging test completed")}, nil
+	})
+	add("test_sampling", "Asks the client to sample", json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}`),
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Prompt string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 100,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: args.Prompt}}}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: text("sampling failed: " + err.Error())}, nil
+			}
+			b, _ := json.Marshal(res.Content)
+			return &mcp.CallToolResult{Content: text("LLM response: " + string(b))}, nil
+		})
+	add("test_elicitation", "Asks the client for input", json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`),
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Message string }
+			_ = json.Unmarshal(req.Params.Arguments, &args)
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: args.Message, RequestedSchema: json.RawMessage(
+				`{"type":"object","properties":{"username":{"type":"string","description":"User's response"},"email":{"type":"string","description":"User's email address"}},"required":["username","email"]}`)})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: text("elicitation failed: " + err.Error())}, nil
+			}
+			return &mcp.CallToolResult{Content: text(fmt.Sprintf("User response: action=%s content=%v", res.Action, res.Content))}, nil
+		})
+	add("test_reconnection", "Answers after a short pause (the suite checks the front door's SSE stream handling)", noArgs,
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			time.Sleep(2 * step)
+			return &mcp.CallToolResult{Content: text("Reconnection test completed successfully")}, nil
+		})
+	add("json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features", json.RawMessage(`{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"type": "object",
+		"$defs": {"address": {"type": "object", "properties": {"street": {"type": "string"}, "city": {"type": "string"}}}},
+		"properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+		"additionalProperties": false}`),
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: text("ok")}, nil
+		})
+
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "conformancefixture:", err)
+		os.Exit(1)
+	}
+}
