@@ -193,3 +193,19 @@ func TestBridgeResourceSubscriptions(t *testing.T) {
 		t.Fatalf("Err() = %v, want ErrUnavailable", d.Err())
 	}
 }
+
+// TestBarePromptNames: a bareNames server (names prefix "") exposes its
+// prompts under their sanitised names; a second server's prompt that maps
+// to the same name gets a hash suffix.
+func TestBarePromptNames(t *testing.T) {
+	c := NewResourceCatalog()
+	c.setServer("a", "", nil, nil, []*mcp.Prompt{{Name: "p q"}}, [3]bool{})
+	c.setServer("b", "", nil, nil, []*mcp.Prompt{{Name: "p q"}}, [3]bool{})
+	p, ok := c.Current().LookupPrompt("p_q")
+	if !ok || p.Server != "a" || p.P.Name != "p q" {
+		t.Fatalf("prompt p_q = %+v, want server a's", p)
+	}
+	if len(c.Current().Prompts) != 2 || c.Current().Prompts[1].Name == "p_q" || !ValidExposedName(c.Current().Prompts[1].Name) {
+		t.Fatalf("prompts = %+v, want a distinct valid name for b's", c.Current().Prompts)
+	}
+}
