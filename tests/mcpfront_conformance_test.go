@@ -40,7 +40,7 @@ var frontConformancePass = []string{
 	"tools-call-mixed-content", "tools-call-error",
 }
 
-// frontConformanceRacy are scenarios that pass in most runs but whose
+// frontConformanceRacy are scenarios that pass in some runs only: their
 // outcome depends on a race outside this test: each maps to the one failure
 // it may show instead (anything else fails the test) and why.
 var frontConformanceRacy = map[string]struct{ failure, why string }{
