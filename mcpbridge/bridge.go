@@ -601,6 +601,9 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 		sink := &progressSink{f: opts.OnProgress}
 		s.progress.Store(tok, sink)
 		defer func() {
+			if err == nil {
+				sink.settle(ctx, progressGrace)
+			}
 			s.progress.Delete(tok)
 			sink.close() // progress handled after this point is dropped
 		}()
@@ -626,13 +629,58 @@ type progressSink struct {
 	mu     sync.Mutex
 	closed bool
 	f      func(Progress)
+	last   *Progress
+	more   chan struct{} // capacity 1: a notification was delivered
 }
+
+// progressGrace bounds how long a result waits for progress notifications
+// still in flight. go-sdk routes a response ahead of the notifications
+// queued before it (they run on the session's handler queue), so the last
+// steps of a tool's progress can arrive just after its result.
+const progressGrace = 25 * time.Millisecond
 
 func (p *progressSink) deliver(pr Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.closed {
 		p.f(pr)
+		p.last = &pr
+		if p.more != nil {
+			select {
+			case p.more <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// incomplete reports progress that has a total it has not reached.
+func (p *progressSink) incomplete() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last != nil && p.last.Total > 0 && p.last.Progress < p.last.Total
+}
+
+// settle waits, at most grace (and within ctx), while the call's progress
+// is incomplete: a notification sent before the result may still be in
+// the session's handler queue. Complete or absent progress costs nothing.
+func (p *progressSink) settle(ctx context.Context, grace time.Duration) {
+	if !p.incomplete() {
+		return
+	}
+	p.mu.Lock()
+	p.more = make(chan struct{}, 1)
+	p.mu.Unlock()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for p.incomplete() {
+		select {
+		case <-p.more:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -176,3 +176,41 @@ func TestPushlessRefreshInterval(t *testing.T) {
 		}
 	})
 }
+
+// TestProgressSettles: a result that overtakes its last progress
+// notifications waits for them (at most progressGrace, and only while the
+// progress has a total it has not reached).
+func TestProgressSettles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []float64
+		p := &progressSink{f: func(pr Progress) { got = append(got, pr.Progress) }}
+		p.deliver(Progress{Progress: 0, Total: 100})
+		go func() {
+			time.Sleep(5 * time.Millisecond)
+			p.deliver(Progress{Progress: 50, Total: 100})
+			time.Sleep(5 * time.Millisecond)
+			p.deliver(Progress{Progress: 100, Total: 100})
+		}()
+		start := time.Now()
+		p.settle(context.Background(), progressGrace)
+		if took := time.Since(start); took != 10*time.Millisecond || len(got) != 3 {
+			t.Fatalf("settled after %s with %v, want 10ms and all three steps", took, got)
+		}
+		// Progress that never completes costs the grace, once.
+		q := &progressSink{f: func(Progress) {}}
+		q.deliver(Progress{Progress: 1, Total: 3})
+		start = time.Now()
+		q.settle(context.Background(), progressGrace)
+		if took := time.Since(start); took != progressGrace {
+			t.Fatalf("incomplete progress settled after %s, want %s", took, progressGrace)
+		}
+		// No total, or no progress: no wait.
+		r := &progressSink{f: func(Progress) {}}
+		r.deliver(Progress{Progress: 7})
+		start = time.Now()
+		r.settle(context.Background(), progressGrace)
+		if took := time.Since(start); took != 0 {
+			t.Fatalf("progress without a total waited %s", took)
+		}
+	})
+}
