@@ -162,16 +162,21 @@ func (s *soak) injectFaults(ctx context.Context) {
 		case n < 84:
 			keys = []string{"config"}
 			run = func() { s.faultConfig() }
-		case n < 92:
-			// Rolling restarts take turns on replicas 0 and 1; replica 2
-			// runs the whole soak, so its growth spans it.
+		case n < 92 && time.Since(s.start) < s.duration*6/10:
+			// Rolling restarts take turns on replicas 0 and 1 during the
+			// first 60 % of the soak; replica 2 runs the whole soak, so
+			// its growth spans it, and the restarted instances have the
+			// last 40 % for theirs.
 			r = s.replicas[restarts%2]
 			restarts++
 			keys = []string{"replica", "replica" + fmt.Sprint(r.idx)}
 			run = func() { s.faultReplicaRestart(r) }
-		default:
+		case n >= 92:
 			keys = []string{"slow-watcher", "tools"}
 			run = func() { s.faultSlowWatcher(ctx) }
+		default:
+			keys = []string{"config"}
+			run = func() { s.faultConfig() }
 		}
 		if !lock(keys...) {
 			<-sem
@@ -259,7 +264,7 @@ func (s *soak) faultRestart(u *upstream) {
 // faultToolBurst adds 1-6 tools to an HTTP upstream (its tool set is
 // process-wide) and, on the TypeScript server, removes some. Each add is
 // sent through every replica: the Python SDK announces list_changed only
-// on the session that called. Tools are capped at 30 per upstream process;
+// on the session that called. Tools are capped at 10 per upstream process;
 // a restart clears them.
 func (s *soak) faultToolBurst(ctx context.Context, u *upstream) {
 	f := s.begin("tool-burst", u.name, -1)
@@ -268,7 +273,7 @@ func (s *soak) faultToolBurst(ctx context.Context, u *upstream) {
 	have := len(u.dynamic)
 	u.mu.Unlock()
 	n := 1 + s.intn(6)
-	for i := 0; i < n && have+i < 30; i++ {
+	for i := 0; i < n && have+i < 10; i++ {
 		name := fmt.Sprintf("dyn_%d_%d", time.Now().UnixNano()%1e9, i)
 		ok := true
 		for _, r := range s.replicas {

@@ -64,6 +64,7 @@ type soak struct {
 	watchEvents atomic.Int64
 	repeated    atomic.Int64
 	hung        atomic.Int64
+	resumes     atomic.Int64
 
 	mu           sync.Mutex
 	faults       []*fault
@@ -244,6 +245,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 2
 	}
+	s.writeFailures()
 	line, _ := json.Marshal(res)
 	fmt.Println(string(line))
 	if fails := res.failed(); len(fails) > 0 {
@@ -253,6 +255,24 @@ func run() int {
 	}
 	fmt.Fprintf(os.Stderr, "soak passed; plot %s\n", *plotPath)
 	return 0
+}
+
+// writeFailures writes every failed operation, explained or not, and the
+// faults to failures.txt in the work directory.
+func (s *soak) writeFailures() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, err := os.Create(filepath.Join(s.dir, "failures.txt"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for _, x := range s.failures {
+		fmt.Fprintf(f, "explained=%v %s\n", x.explained, x)
+	}
+	for _, ft := range s.faults {
+		fmt.Fprintf(f, "fault %s server=%q replica=%d %.1fs-%.1fs\n", ft.kind, ft.server, ft.replica, ft.start.Sub(s.start).Seconds(), ft.end.Sub(s.start).Seconds())
+	}
 }
 
 func (s *soak) printDetails() {

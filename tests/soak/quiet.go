@@ -32,6 +32,26 @@ func (s *soak) quiet(ctx context.Context) {
 	q := s.quietPeriods
 	s.mu.Unlock()
 
+	// Back to the base configuration (servers added by reloads go), so
+	// that every quiet period measures the same set of sessions.
+	s.cfgMu.Lock()
+	var removed []*upstream
+	for _, n := range sortedKeys(s.extras) {
+		removed = append(removed, s.extras[n])
+		delete(s.extras, n)
+	}
+	s.cfgMu.Unlock()
+	if len(removed) > 0 {
+		for _, u := range removed {
+			f := s.begin("config-remove", u.name, -1)
+			s.checkGone("removed server "+u.name, u.marker())
+			defer s.finish(f)
+		}
+		if err := s.writeConfigs(); err != nil {
+			s.logf("config: %v", err)
+		}
+	}
+
 	var revs []string
 	var why string
 	stable := 0
@@ -60,6 +80,38 @@ func (s *soak) quiet(ctx context.Context) {
 	s.mu.Unlock()
 	if ctx.Err() != nil {
 		return
+	}
+
+	// Each replica runs exactly one child per stdio server of the current
+	// configuration (a second one is a leak; none means the marker check
+	// cannot see them).
+	s.cfgMu.Lock()
+	var stdio []*upstream
+	for _, u := range s.upstreams {
+		if u.stdio() {
+			stdio = append(stdio, u)
+		}
+	}
+	for _, n := range sortedKeys(s.extras) {
+		stdio = append(stdio, s.extras[n])
+	}
+	s.cfgMu.Unlock()
+	for _, r := range s.replicas {
+		for _, u := range stdio {
+			pids := u.stdioPIDs(r)
+			switch {
+			case len(pids) > 1:
+				s.mu.Lock()
+				s.leaked += len(pids) - 1
+				s.leakDetail = append(s.leakDetail, fmt.Sprintf("quiet period %d: replica%d runs %d children for %s: %v", q, r.idx, len(pids), u.name, pids))
+				s.mu.Unlock()
+			case len(pids) == 0:
+				s.mu.Lock()
+				s.unsettled++
+				s.unsDetail = append(s.unsDetail, fmt.Sprintf("quiet period %d: replica%d has no child marked %s (%s)", q, r.idx, u.marker(), r.owner()))
+				s.mu.Unlock()
+			}
+		}
 	}
 
 	// The truth, per replica and schema format.
@@ -135,12 +187,19 @@ func (s *soak) quiet(ctx context.Context) {
 			continue
 		}
 		r.mu.Lock()
-		r.samples = append(r.samples, quietSample{at: time.Now(), rss: rss, goroutines: g})
+		if time.Since(r.started) >= s.warmup() {
+			r.samples = append(r.samples, quietSample{at: time.Now(), rss: rss, goroutines: g})
+		}
 		r.mu.Unlock()
 	}
 	s.logf("quiet period %d: settled in %.1fs, revision %s, %d tools, %d calls, %d faults so far",
 		q, settle.Seconds(), truthRev[0], len(truth[0][false]), s.calls.Load(), s.faultCount())
 }
+
+// warmup is how long a replica instance runs before its memory and
+// goroutines count as a baseline: heaps and pools grow to their working
+// size first.
+func (s *soak) warmup() time.Duration { return min(time.Minute, s.duration/2) }
 
 func (s *soak) faultCount() int {
 	s.mu.Lock()
@@ -191,6 +250,22 @@ func (s *soak) poll(ctx context.Context) ([]string, string) {
 		}
 	}
 	return revs, strings.Join(why, "; ")
+}
+
+// waitSettled waits until every server is ready on every replica and the
+// replicas report one revision.
+func (s *soak) waitSettled(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		_, why := s.poll(ctx)
+		if why == "" {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("not settled after %s: %s", limit, why)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 func listAll(ctx context.Context, r *replica, js bool) (map[string]*toolsvcv1.Tool, string, error) {

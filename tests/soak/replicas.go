@@ -36,9 +36,10 @@ type replica struct {
 	adminPort  int
 	configPath string
 
-	mu   sync.Mutex
-	gen  int
-	proc *child
+	mu      sync.Mutex
+	gen     int
+	proc    *child
+	started time.Time // when the current instance became ready
 	// quiet samples of the current instance
 	samples []quietSample
 
@@ -106,7 +107,7 @@ func (r *replica) start() error {
 		_, err = c.waitMatch(readyRE, ready, time.Until(deadline))
 		if err == nil {
 			r.mu.Lock()
-			r.proc = c
+			r.proc, r.started = c, time.Now()
 			r.mu.Unlock()
 			return nil
 		}

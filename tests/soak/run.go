@@ -30,6 +30,9 @@ type result struct {
 	Listings              int64              `json:"listings"`
 	Watchers              int                `json:"watchers"`
 	WatchEvents           int64              `json:"watch_events"`
+	WatchResumes          int64              `json:"watch_resumes"`
+	FailuresByStatus      map[string]int     `json:"failures_by_status"`
+	GrowthSpanS           map[string]float64 `json:"growth_span_s"`
 	Faults                int                `json:"faults"`
 	FaultsByKind          map[string]int     `json:"faults_by_kind"`
 	QuietPeriods          int                `json:"quiet_periods"`
@@ -141,6 +144,12 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 		}
 		r.conn, r.client = conn, newClient(conn)
 	}
+	// toolsvc is ready once every upstream had its first attempt; on a busy
+	// box a Python or Node child may still be starting. The load starts
+	// when every server is ready on every replica and they agree.
+	if err := s.waitSettled(ctx, 2*time.Minute); err != nil {
+		return nil, err
+	}
 	s.logf("3 replicas ready with %d upstreams", len(s.upstreams))
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -156,7 +165,7 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 
 	loadCtx, stopLoad := context.WithCancel(runCtx)
 	var loadWG sync.WaitGroup
-	for i := range 4 {
+	for i := range 6 {
 		loadWG.Add(1)
 		go func() { defer loadWG.Done(); s.loadWorker(loadCtx, i) }()
 	}
@@ -269,6 +278,9 @@ func (s *soak) result(elapsed time.Duration) *result {
 		Listings:              s.listings.Load(),
 		Watchers:              len(s.watchers),
 		WatchEvents:           s.watchEvents.Load(),
+		WatchResumes:          s.resumes.Load(),
+		FailuresByStatus:      map[string]int{},
+		GrowthSpanS:           map[string]float64{},
 		Faults:                len(s.faults),
 		FaultsByKind:          map[string]int{},
 		QuietPeriods:          s.quietPeriods,
@@ -284,6 +296,7 @@ func (s *soak) result(elapsed time.Duration) *result {
 	for i := range s.failures {
 		f := &s.failures[i]
 		f.explained = s.explainedLocked(f)
+		res.FailuresByStatus[f.code.String()+"/"+f.reason]++
 		if f.explained {
 			res.ExplainedFailures++
 		} else {
@@ -298,6 +311,7 @@ func (s *soak) result(elapsed time.Duration) *result {
 		k := fmt.Sprintf("replica%d", r.idx)
 		res.RSSGrowthPct[k] = round(100 * (last.rss - first.rss) / first.rss)
 		res.GoroutineGrowthPct[k] = round(100 * (last.goroutines - first.goroutines) / first.goroutines)
+		res.GrowthSpanS[k] = round(last.at.Sub(first.at).Seconds())
 	}
 	return res
 }

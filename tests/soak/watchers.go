@@ -87,6 +87,7 @@ func (w *watcherState) startOn(ctx context.Context, r *replica, resume string, i
 		OnEvent:     w.onEvent,
 		MinBackoff:  50 * time.Millisecond,
 		MaxBackoff:  time.Second,
+		OnRetry:     func(error, time.Duration) { w.s.resumes.Add(1) },
 	}
 	if w.json {
 		opts.SchemaFormat = toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON
@@ -192,6 +193,7 @@ func (s *soak) hopper(ctx context.Context) {
 			w.mu.Unlock()
 			to := s.replicas[(from.idx+1+s.intn(len(s.replicas)-1))%len(s.replicas)]
 			if ctx.Err() == nil {
+				s.resumes.Add(1)
 				w.startOn(ctx, to, rev, tools)
 			}
 		}
