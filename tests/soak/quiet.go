@@ -187,10 +187,12 @@ func (s *soak) quiet(ctx context.Context) {
 			continue
 		}
 		r.mu.Lock()
-		if time.Since(r.started) >= s.warmup() {
+		if time.Since(r.started) >= s.warmup() && len(r.revSeen) >= historySize {
 			r.samples = append(r.samples, quietSample{at: time.Now(), rss: rss, goroutines: g})
 		}
+		revs := len(r.revSeen)
 		r.mu.Unlock()
+		s.logf("quiet period %d: replica%d rss %.1f MiB, %v goroutines, %d revisions seen", q, r.idx, rss/(1<<20), g, revs)
 	}
 	s.logf("quiet period %d: settled in %.1fs, revision %s, %d tools, %d calls, %d faults so far",
 		q, settle.Seconds(), truthRev[0], len(truth[0][false]), s.calls.Load(), s.faultCount())
@@ -200,6 +202,13 @@ func (s *soak) quiet(ctx context.Context) {
 // goroutines count as a baseline: heaps and pools grow to their working
 // size first.
 func (s *soak) warmup() time.Duration { return min(time.Minute, s.duration/2) }
+
+// historySize is how many catalog revisions toolsvc keeps
+// (mcpbridge/catalog.go). Each holds its tool entries, so a replica's
+// memory grows with every revision until the history is full (measured:
+// about 0.5 MiB per revision of a 200-tool catalog); the growth baseline is
+// taken once the instance's watchers have seen this many revisions.
+const historySize = 128
 
 func (s *soak) faultCount() int {
 	s.mu.Lock()

@@ -39,7 +39,8 @@ type replica struct {
 	mu      sync.Mutex
 	gen     int
 	proc    *child
-	started time.Time // when the current instance became ready
+	started time.Time       // when the current instance became ready
+	revSeen map[string]bool // revisions the current instance's watchers received
 	// quiet samples of the current instance
 	samples []quietSample
 
@@ -89,6 +90,7 @@ func (r *replica) start() error {
 	r.gen++
 	gen := r.gen
 	r.samples = nil
+	r.revSeen = map[string]bool{}
 	r.mu.Unlock()
 	owner := fmt.Sprintf("replica%d-%d", r.idx, gen)
 	deadline := time.Now().Add(60 * time.Second)

@@ -166,6 +166,12 @@ func (w *watcherState) onEvent(ev catalogwatch.Event) {
 			delete(w.shadow, name)
 		}
 	}
+	if ev.Revision != w.rev {
+		r := w.replica
+		r.mu.Lock()
+		r.revSeen[ev.Revision] = true
+		r.mu.Unlock()
+	}
 	w.rev = ev.Revision
 }
 
