@@ -58,9 +58,13 @@ type Bridge struct {
 	// (resources.go).
 	resources *ResourceCatalog
 
-	mu    sync.RWMutex // guards ups and names (Reconfigure changes them)
+	mu    sync.RWMutex // guards ups, names and restarting (Reconfigure changes them)
 	ups   map[string]*upstream
 	names []string // sorted
+	// restarting are servers a Reconfigure is restarting: between the old
+	// supervisor's stop and the new one's start they are in no ups, yet
+	// still configured, so a call meets UNAVAILABLE, not NOT_FOUND.
+	restarting map[string]bool
 
 	reconfigMu sync.Mutex // serialises Reconfigure
 
@@ -240,6 +244,12 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 		b.mu.Lock()
 		u := b.ups[name]
 		delete(b.ups, name)
+		if slices.Contains(res.Restarted, name) {
+			if b.restarting == nil {
+				b.restarting = map[string]bool{}
+			}
+			b.restarting[name] = true
+		}
 		b.names = slices.DeleteFunc(b.names, func(n string) bool { return n == name })
 		b.mu.Unlock()
 		wg.Add(1)
@@ -260,10 +270,23 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	b.mu.Lock()
 	for _, name := range append(slices.Clone(res.Added), res.Restarted...) {
 		b.startLocked(want[name], false)
+		delete(b.restarting, name)
 	}
 	b.mu.Unlock()
 	b.log.Info("reconfigured", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
 	return res, nil
+}
+
+// goneErr is the error for a tool whose server is not running: UNAVAILABLE
+// while a Reconfigure restarts the server, NOT_FOUND once it is removed.
+func (b *Bridge) goneErr(server, tool string) error {
+	b.mu.RLock()
+	restarting := b.restarting[server]
+	b.mu.RUnlock()
+	if restarting {
+		return &UnavailableError{Server: server, Reason: ReasonNoSession, RetryAfter: time.Second}
+	}
+	return fmt.Errorf("%w: %q", ErrToolNotFound, tool) // removed by a reconfigure just now
 }
 
 func (b *Bridge) upstream(name string) (*upstream, error) {
@@ -414,7 +437,7 @@ func (b *Bridge) Resolve(name string) (Target, error) {
 	}
 	u, err := b.upstream(t.Server)
 	if err != nil {
-		return Target{}, fmt.Errorf("%w: %q", ErrToolNotFound, name) // removed by a reconfigure just now
+		return Target{}, b.goneErr(t.Server, name)
 	}
 	return Target{Tool: t, u: u}, nil
 }
@@ -461,7 +484,7 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 		// entry goes to the server's new supervisor, if it still has one.
 		nu, err := b.upstream(t.Server)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q", ErrToolNotFound, t.Name)
+			return nil, b.goneErr(t.Server, t.Name)
 		}
 		u = nu
 	}

@@ -315,3 +315,33 @@ func TestResolveThenCallPinsTheEntry(t *testing.T) {
 		t.Fatalf("Resolve after removal = %v, want ErrToolNotFound", err)
 	}
 }
+
+// TestRestartingServerIsUnavailable: between a Reconfigure stopping a
+// changed server and starting it again, its tools are still in the catalog
+// but the server is in no supervisor map. A call then must get UNAVAILABLE
+// (retryable), not NOT_FOUND; the soak caught NOT_FOUND there. Once the
+// server is removed for good, NOT_FOUND is right.
+func TestRestartingServerIsUnavailable(t *testing.T) {
+	m := newMemUpstream(t)
+	b := newTestBridge(t, m.config("r"))
+	waitFor(t, b, "r__echo", func(s *Snapshot) bool { _, ok := s.Lookup("r__echo"); return ok })
+	b.mu.Lock()
+	u := b.ups["r"]
+	delete(b.ups, "r")
+	b.restarting = map[string]bool{"r": true}
+	b.mu.Unlock()
+	_, err := b.Resolve("r__echo")
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Reason != ReasonNoSession {
+		t.Fatalf("Resolve while restarting = %v, want UnavailableError{no_session}", err)
+	}
+	b.mu.Lock()
+	delete(b.restarting, "r")
+	b.mu.Unlock()
+	if _, err := b.Resolve("r__echo"); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("Resolve once removed = %v, want ErrToolNotFound", err)
+	}
+	b.mu.Lock()
+	b.ups["r"] = u // let Close stop its supervisor
+	b.mu.Unlock()
+}
