@@ -33,6 +33,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -277,6 +278,27 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	return res, nil
 }
 
+// unlistedOwner returns the server whose exposed-name prefix the name has,
+// if that server has not listed its tools since it was (re)started; "" if
+// none (or the server exposes bare names: then no owner can be told).
+func (b *Bridge) unlistedOwner(name string) string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for server, u := range b.ups {
+		p := u.cfg.namesPrefix()
+		if p == "" || !strings.HasPrefix(name, p+nameSep) {
+			continue
+		}
+		u.mu.Lock()
+		listed := !u.status.LastListOK.IsZero()
+		u.mu.Unlock()
+		if !listed {
+			return server
+		}
+	}
+	return ""
+}
+
 // goneErr is the error for a tool whose server is not running: UNAVAILABLE
 // while a Reconfigure restarts the server, NOT_FOUND once it is removed.
 func (b *Bridge) goneErr(server, tool string) error {
@@ -432,6 +454,12 @@ func (b *Bridge) Resolve(name string) (Target, error) {
 			// Before the first discovery round finished an unknown name may
 			// well exist in a moment (or on another replica): not NOT_FOUND.
 			return Target{}, &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
+		}
+		if server := b.unlistedOwner(name); server != "" {
+			// Its server has not listed its tools yet (still connecting
+			// after start-up, a restart or a reload): the name may well
+			// exist in a moment.
+			return Target{}, &UnavailableError{Server: server, Reason: ReasonNoSession, RetryAfter: time.Second}
 		}
 		return Target{}, fmt.Errorf("%w: %q", ErrToolNotFound, name)
 	}

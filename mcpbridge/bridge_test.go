@@ -345,3 +345,25 @@ func TestRestartingServerIsUnavailable(t *testing.T) {
 	b.ups["r"] = u // let Close stop its supervisor
 	b.mu.Unlock()
 }
+
+// TestUnlistedServerToolIsUnavailable: a name under the prefix of a
+// configured server that has not listed its tools yet (here: it cannot
+// connect at all) is UNAVAILABLE, not NOT_FOUND: it may exist in a moment.
+// A name under no server's prefix is NOT_FOUND.
+func TestUnlistedServerToolIsUnavailable(t *testing.T) {
+	m := newMemUpstream(t)
+	down := ServerConfig{Name: "down", BackoffBase: time.Hour, BackoffMax: time.Hour,
+		NewTransport: func() (mcp.Transport, error) { return nil, errors.New("no transport") }}
+	b := newTestBridge(t, m.config("up"), down)
+	_, err := b.Resolve("down__anything")
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Server != "down" || ue.Reason != ReasonNoSession {
+		t.Fatalf("Resolve(down__anything) = %v, want UnavailableError{down, no_session}", err)
+	}
+	if _, err := b.Resolve("up__nope"); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("Resolve(up__nope) = %v, want ErrToolNotFound (up has listed)", err)
+	}
+	if _, err := b.Resolve("other__x"); !errors.Is(err, ErrToolNotFound) {
+		t.Fatalf("Resolve(other__x) = %v, want ErrToolNotFound", err)
+	}
+}
