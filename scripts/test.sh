@@ -11,7 +11,8 @@
 #   - checks the TypeScript client package: tsc --strict, node:test against
 #     live toolsvc processes, the npm pack publish path (scripts/ts-client.sh;
 #     full runs only),
-#   - runs every Go test under -race (goleak checks in each package).
+#   - then runs the two-minute chaos soak alone (tests/soak, docs/soak.md;
+#     full runs only).
 # Extra arguments go to `go test` (e.g. scripts/test.sh -run Storm ./tests).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,4 +43,6 @@ else
   scripts/test-python.sh
   scripts/ts-client.sh
   go test -race -count=1 ./...
+  # The two-minute chaos soak (docs/soak.md), alone on the box.
+  TOOLSVC_SOAK=1 go test -race -count=1 -run TestSoak2m -v ./tests/soak
 fi

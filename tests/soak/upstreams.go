@@ -174,7 +174,10 @@ func (u *upstream) stdioPIDs(r *replica) []int {
 	if owner == "" {
 		return nil
 	}
-	return procsWithEnv("SOAK_OWNER="+owner, u.marker())
+	// The run marker keeps a soak from counting (or signalling) the
+	// children of another soak running on the same machine, whose owners
+	// and server markers have the same names.
+	return procsWithEnv("SOAK_RUN="+u.s.run, "SOAK_OWNER="+owner, u.marker())
 }
 
 // signal sends sig to the upstream: the HTTP server's group, or the stdio
