@@ -66,6 +66,12 @@ type pushChannel struct {
 	reason string
 	known  chan struct{} // closed once the state is first known
 	once   sync.Once
+
+	// subStream, if set (by the session, before its transport exists), is
+	// told when a resource subscription's subscriptions/listen stream
+	// (2026-07-28, streamable HTTP) is established (up) or ends without
+	// the bridge having cancelled it (down). It must not block.
+	subStream func(uris []string, up bool)
 }
 
 func newPushChannel() *pushChannel {
@@ -219,10 +225,13 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 				r.ContentLength = int64(len(body))
 			}
 			if listensForListChanged(req.Params) {
+				kind = "subscriptions/listen stream"
+			} else if uris := subscribedURIs(req.Params); len(uris) > 0 && rt.push.subStream != nil {
 				// A resource subscription's listen stream (SubscribeResource)
 				// is no push channel: its end must not hide, or fake, the
-				// list_changed stream's.
-				kind = "subscriptions/listen stream"
+				// list_changed stream's. It is followed on its own
+				// (resubscribe in resourcecalls.go).
+				return rt.followSubscription(r, uris)
 			}
 		}
 	}
@@ -252,6 +261,42 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		}}
 	}
 	return resp, err
+}
+
+// followSubscription sends a resource subscription's listen request and
+// reports its stream to the session: up once established, down when it
+// fails or ends, unless the request was cancelled (Unsubscribe, Close).
+func (rt *pushRoundTripper) followSubscription(r *http.Request, uris []string) (*http.Response, error) {
+	resp, err := rt.base.RoundTrip(r)
+	down := func() {
+		if r.Context().Err() == nil {
+			rt.push.subStream(uris, false)
+		}
+	}
+	switch {
+	case err != nil:
+		down()
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		down()
+	default:
+		rt.push.subStream(uris, true)
+		resp.Body = &streamEnd{ReadCloser: resp.Body, end: down}
+	}
+	return resp, err
+}
+
+// subscribedURIs are the resource URIs a subscriptions/listen request
+// subscribes to.
+func subscribedURIs(params json.RawMessage) []string {
+	var p struct {
+		Notifications struct {
+			URIs []string `json:"resourceSubscriptions"`
+		} `json:"notifications"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil
+	}
+	return p.Notifications.URIs
 }
 
 // peekRequest decodes a POST's JSON-RPC request from a copy of its body

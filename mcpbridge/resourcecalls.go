@@ -236,6 +236,106 @@ type uriSub struct {
 	// outcome.
 	ready chan struct{}
 	err   error
+
+	// A 2026-07-28 subscription over streamable HTTP is a
+	// subscriptions/listen stream, which the upstream can end while the
+	// session lives on (a stateless server restarted behind the same URL
+	// looks like the same session). The bridge then subscribes again
+	// (resubscribe), with backoff, and signals every subscriber once the
+	// new stream is up: the contents may have changed meanwhile.
+	resubscribing bool          // a resubscribe is scheduled or running
+	reopened      bool          // a new stream was requested; signal when up
+	upSince       time.Time     // when the current stream came up
+	backoff       time.Duration // before the next resubscribe
+}
+
+// Resubscribe backoff: from the first to the last, doubling while streams
+// end within resubscribeStable of coming up.
+const (
+	resubscribeFirst  = 100 * time.Millisecond
+	resubscribeMax    = 5 * time.Second
+	resubscribeStable = 10 * time.Second
+)
+
+// nextResubscribeWait is the wait before subscribing again, given the
+// previous wait (0: none yet) and how long the ended stream was up.
+func nextResubscribeWait(prev, upFor time.Duration) time.Duration {
+	if prev == 0 || upFor > resubscribeStable {
+		return resubscribeFirst
+	}
+	return min(2*prev, resubscribeMax)
+}
+
+// onSubscriptionStream is the pushChannel's subStream hook: a resource
+// subscription's listen stream came up or ended. It never blocks.
+func (s *session) onSubscriptionStream(uris []string, up bool) {
+	s.rsubs.mu.Lock()
+	defer s.rsubs.mu.Unlock()
+	for _, uri := range uris {
+		e := s.rsubs.uris[uri]
+		if e == nil {
+			continue
+		}
+		if up {
+			e.upSince = time.Now()
+			if e.reopened {
+				e.reopened = false
+				for ch := range e.chans {
+					select {
+					case ch <- struct{}{}:
+					default:
+					}
+				}
+			}
+			continue
+		}
+		select {
+		case <-e.ready:
+		default:
+			continue // still subscribing: its outcome is its own
+		}
+		if e.err != nil || e.resubscribing || s.isDead() || s.ctx.Err() != nil {
+			continue
+		}
+		e.backoff = nextResubscribeWait(e.backoff, time.Since(e.upSince))
+		e.resubscribing = true
+		go s.resubscribe(uri, e, e.backoff)
+	}
+}
+
+// resubscribe opens a new listen stream for uri after wait, unless the
+// session or the subscription went away meanwhile.
+func (s *session) resubscribe(uri string, e *uriSub, wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.deadCtx.Done():
+		return
+	case <-s.ctx.Done():
+		return
+	case <-t.C:
+	}
+	s.rsubs.mu.Lock()
+	current := s.rsubs.uris[uri] == e
+	e.resubscribing = false
+	if current {
+		e.reopened = true
+	}
+	s.rsubs.mu.Unlock()
+	if !current || s.isDead() {
+		return
+	}
+	s.u.log.Debug("resource subscription stream ended; subscribing again", "uri", trimURI(uri))
+	// go-sdk keeps one listen stream per URI: Unsubscribe forgets the
+	// ended one (its context is cancelled, so its end is not reported),
+	// Subscribe opens the next (and returns once it is sent; its outcome
+	// comes back through onSubscriptionStream).
+	ctx, cancel := context.WithTimeout(s.ctx, time.Second)
+	defer cancel()
+	_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		s.onSubscriptionStream([]string{uri}, false)
+	}
 }
 
 // leaveURI removes one subscriber of uri; it reports whether it was the

@@ -137,6 +137,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
+	s.push.subStream = s.onSubscriptionStream
 	// One client per session: the handlers close over this session, so a
 	// notification that arrives before Connect returns still finds it.
 	copts := &mcp.ClientOptions{

@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -213,4 +214,24 @@ func TestProgressSettles(t *testing.T) {
 			t.Fatalf("progress without a total waited %s", took)
 		}
 	})
+}
+
+// TestResubscribeBackoff: a resource subscription stream that keeps ending
+// soon after it comes up is re-opened after 100 ms, 200 ms, … up to 5 s; one
+// that stayed up longer than 10 s starts again at 100 ms.
+func TestResubscribeBackoff(t *testing.T) {
+	var got []time.Duration
+	w := time.Duration(0)
+	for range 8 {
+		w = nextResubscribeWait(w, time.Second)
+		got = append(got, w)
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+		1600 * time.Millisecond, 3200 * time.Millisecond, 5 * time.Second, 5 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Fatalf("waits %v, want %v", got, want)
+	}
+	if w := nextResubscribeWait(5*time.Second, 11*time.Second); w != 100*time.Millisecond {
+		t.Fatalf("after a stable stream: %v, want 100ms", w)
+	}
 }

@@ -114,6 +114,7 @@ type MCPFront struct {
 
 	list     listCache
 	views    *views
+	subs     frontSubs // resource subscriptions (mcpfront_resources.go)
 	busyMu   sync.Mutex
 	busy     map[*mcp.ServerSession]int // calls in flight, for Drain
 	markerMu sync.Mutex
@@ -144,8 +145,14 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 		stop:  make(chan struct{}), done: make(chan struct{})}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "toolsvc", Title: "toolsvc MCP front door", Version: "1"}, &mcp.ServerOptions{
 		Logger:       slog.New(quietUndelivered{o.Logger.Handler()}),
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		GetSessionID: func() string { return f.nextID },
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		},
+		SubscribeHandler:   f.subscribe,
+		UnsubscribeHandler: f.unsubscribe,
+		GetSessionID:       func() string { return f.nextID },
 		// Progress is sent by the tools/call middleware; keepalive is the
 		// client's business.
 	})
@@ -221,15 +228,18 @@ const (
 	principalAuthKey   = "toolsvc.principal.authenticated"
 )
 
-// quietUndelivered logs go-sdk's "undelivered message" warnings at debug
-// level: a session adopted from another replica (or whose client has gone)
+// quietUndelivered logs go-sdk's info lines and its "undelivered message"
+// warnings at debug level. The warnings: a session adopted from another replica (or whose client has gone)
 // has no stream of its own on this replica, so every list_changed to it
 // is undelivered here, as expected (its client listens where its stream
 // is).
 type quietUndelivered struct{ slog.Handler }
 
 func (h quietUndelivered) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelWarn && strings.Contains(r.Message, "undelivered message") {
+	// go-sdk's per-event info lines ("resource subscribed", "resource
+	// updated notification sent", …) are debug detail here: toolsvc's
+	// audit log and metrics record what matters.
+	if r.Level == slog.LevelInfo || (r.Level == slog.LevelWarn && strings.Contains(r.Message, "undelivered message")) {
 		r.Level = slog.LevelDebug
 		if !h.Handler.Enabled(ctx, r.Level) {
 			return nil
@@ -262,7 +272,9 @@ func httpAuthContext(r *http.Request) context.Context {
 
 // Run sends notifications/tools/list_changed to every connected client
 // when the catalog revision changes: at most one per burst of revisions
-// within the debounce. It returns when ctx ends or Close is called.
+// within the debounce; likewise resources/list_changed and
+// prompts/list_changed (runResources). It returns when ctx ends or Close
+// is called.
 func (f *MCPFront) Run(ctx context.Context) {
 	defer close(f.done)
 	sub := f.s.bridge.Catalog().Subscribe()
@@ -276,6 +288,13 @@ func (f *MCPFront) Run(ctx context.Context) {
 		}
 		close(stop)
 	}()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.runResources(stop)
+	}()
+	defer wg.Wait()
 	debounce(stop, sub.C(), f.opts.Debounce, func() {
 		if snap := f.s.bridge.Catalog().Current(); snap.Revision != last {
 			last = snap.Revision
@@ -338,6 +357,7 @@ func (f *MCPFront) Close() {
 	for ss := range f.server.Sessions() {
 		_ = ss.Close()
 	}
+	f.closeSubs()
 }
 
 // Drain stops Run and closes each session once it has no call in flight
@@ -360,6 +380,7 @@ func (f *MCPFront) Drain(ctx context.Context) {
 			_ = ss.Close()
 		}
 		if left == 0 {
+			f.closeSubs()
 			return
 		}
 		select {
@@ -388,8 +409,9 @@ func (f *MCPFront) callEnded(ss *mcp.ServerSession) {
 // Wait returns when Run has returned.
 func (f *MCPFront) Wait() { <-f.done }
 
-// middleware answers tools/list and tools/call; everything else is
-// go-sdk's.
+// middleware answers tools/list and tools/call, the resource and prompt
+// lists, resources/read and prompts/get; everything else is go-sdk's
+// (resources/subscribe through the subscribe handler).
 func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (_ mcp.Result, err error) {
 		// A panic below becomes an internal error, logged with its stack,
@@ -409,7 +431,23 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			f.callStarted(ss)
 			defer f.callEnded(ss)
 			return f.callTool(ctx, req.(*mcp.CallToolRequest))
+		case "resources/list":
+			return f.listResources(ctx, req.(*mcp.ListResourcesRequest))
+		case "resources/templates/list":
+			return f.listResourceTemplates(ctx, req.(*mcp.ListResourceTemplatesRequest))
+		case "resources/read":
+			return f.readResource(ctx, req.(*mcp.ReadResourceRequest))
+		case "prompts/list":
+			return f.listPrompts(ctx, req.(*mcp.ListPromptsRequest))
+		case "prompts/get":
+			return f.getPrompt(ctx, req.(*mcp.GetPromptRequest))
+		case "resources/subscribe", "resources/unsubscribe":
+			// The subscribe handler authenticates the request's principal.
+			return next(principalContext(ctx, req.GetExtra()), method, req)
 		case "subscriptions/listen":
+			// Its resource subscriptions go through the subscribe
+			// handler, with the request's principal.
+			ctx = principalContext(ctx, req.GetExtra())
 			f.log.DebugContext(ctx, "MCP subscriptions/listen opened")
 			ss := req.GetSession().(*mcp.ServerSession)
 			f.addSession(ss, req.GetExtra())
@@ -444,6 +482,7 @@ func (f *MCPFront) track(ss *mcp.ServerSession) {
 	go func() {
 		_ = ss.Wait()
 		f.removeSession(ss)
+		f.leaveAllSubs(ss)
 		f.liveMu.Lock()
 		if f.live[id] == ss {
 			delete(f.live, id)
@@ -685,8 +724,9 @@ func mcpCallFailure(st error) (*mcp.CallToolResult, error) {
 	return nil, mcpError(st)
 }
 
-// mcpError maps a status to a JSON-RPC error. Codes: InvalidParams for
-// INVALID_ARGUMENT and NOT_FOUND (the MCP spec's unknown tool),
+// mcpError maps a status to a JSON-RPC error. Codes: -32002 for
+// RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
+// for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool),
 // MethodNotFound for UNIMPLEMENTED, InternalError for INTERNAL, and the
 // server error -32000 for the rest (unavailable, deadline, cancelled,
 // over a limit, permission); data.code is the gRPC code's name.
@@ -719,9 +759,16 @@ func mcpError(err error) error {
 	case codes.Internal:
 		code = jsonrpc.CodeInternalError
 	}
+	if data["reason"] == ReasonResourceNotFound {
+		code = mcpCodeResourceNotFound
+	}
 	raw, _ := json.Marshal(data)
 	return &jsonrpc.Error{Code: code, Message: s.Message(), Data: raw}
 }
+
+// mcpCodeResourceNotFound is the MCP spec's error code for a resource
+// that does not exist.
+const mcpCodeResourceNotFound = -32002
 
 // writeHTTPJSONRPCError answers an HTTP request refused before MCP
 // handling with a JSON-RPC error body.

@@ -6,12 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 func TestMCPSessionIDs(t *testing.T) {
@@ -265,4 +268,133 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPFrontPerPrincipalResourcesPromptsChanged: with rules,
+// resources/list_changed and prompts/list_changed reach only the sessions
+// whose principal's view of that list changed, and each principal lists
+// only what it may use.
+func TestMCPFrontPerPrincipalResourcesPromptsChanged(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
+	text := func(s string) mcp.ResourceHandler {
+		return func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: s}}}, nil
+		}
+	}
+	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
+	}
+	up.AddResource(&mcp.Resource{URI: "mem://first", Name: "first"}, text("first"))
+	up.AddPrompt(&mcp.Prompt{Name: "a_first"}, prompt)
+	b, err := mcpbridge.New(mcpbridge.Config{Servers: []mcpbridge.ServerConfig{{
+		Name: "mem", RefreshDebounce: 10 * time.Millisecond,
+		NewTransport: func() (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			_, err := up.Connect(context.Background(), st, nil)
+			return ct, err
+		},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	<-b.Ready()
+	// alice: the a* prompts and mem's resources; bob: the b* prompts only.
+	svc := New(b, &Options{
+		Authenticator: NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false),
+		Authorizer:    NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*", "mem__@resources"}}, {Principal: "bob", Allow: []string{"mem__b*"}}}, nil),
+	})
+	front := svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
+	front.views.window = 200 * time.Millisecond // changes below are 300 ms apart
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go front.Run(ctx)
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(func() {
+		cancel()
+		front.Wait()
+		front.Close()
+		srv.Close()
+	})
+	type client struct {
+		cs                 *mcp.ClientSession
+		resources, prompts atomic.Int32
+	}
+	connect := func(token, version string) *client {
+		c := &client{}
+		mc := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.resources.Add(1) },
+			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.prompts.Add(1) },
+		})
+		hc := &http.Client{Transport: bearerTransport(token)}
+		cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		c.cs = cs
+		return c
+	}
+	alice, bob := connect("tok-alice-0123456789", "2025-11-25"), connect("tok-bob-0123456789ab", "")
+	lists := func(c *client) (uris, prompts []string) {
+		for r, err := range c.cs.Resources(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			uris = append(uris, r.URI)
+		}
+		for p, err := range c.cs.Prompts(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompts = append(prompts, p.Name)
+		}
+		return uris, prompts
+	}
+	if u, p := lists(alice); !slices.Equal(u, []string{"mem://first"}) || !slices.Equal(p, []string{"mem__a_first"}) {
+		t.Fatalf("alice lists %v, %v", u, p)
+	}
+	if u, p := lists(bob); len(u) != 0 || len(p) != 0 {
+		t.Fatalf("bob lists %v, %v; want nothing", u, p)
+	}
+	if _, err := bob.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mem://first"}); err == nil || !strings.Contains(err.Error(), "mem://first") {
+		t.Errorf("bob reading mem://first: %v, want an error naming it", err)
+	}
+	if res, err := alice.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "mem://first"}); err != nil || res.Contents[0].Text != "first" {
+		t.Errorf("alice reading mem://first: %v %+v", err, res)
+	}
+	if _, err := bob.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "mem__a_first"}); err == nil || !strings.Contains(err.Error(), "may not use") {
+		t.Errorf("bob getting mem__a_first: %v, want a permission error", err)
+	}
+
+	settle := func(until func() bool, what string) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !until() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never reached the lists", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // debounce, go-sdk's delay, delivery
+	}
+	promptListed := func(name string) func() bool {
+		return func() bool { _, ok := b.Resources().Current().LookupPrompt(name); return ok }
+	}
+	up.AddResource(&mcp.Resource{URI: "mem://second", Name: "second"}, text("second"))
+	settle(func() bool { return len(b.Resources().Current().Resources) == 2 }, "mem://second")
+	if a, bb := alice.resources.Load(), bob.resources.Load(); a != 1 || bb != 0 {
+		t.Fatalf("after mem://second (alice's view only): resources/list_changed alice %d, bob %d; want 1, 0", a, bb)
+	}
+	up.AddPrompt(&mcp.Prompt{Name: "b_second"}, prompt)
+	settle(promptListed("mem__b_second"), "mem__b_second")
+	if a, bb := alice.prompts.Load(), bob.prompts.Load(); a != 0 || bb != 1 {
+		t.Fatalf("after mem__b_second (bob's view only): prompts/list_changed alice %d, bob %d; want 0, 1", a, bb)
+	}
+	up.AddPrompt(&mcp.Prompt{Name: "z_third"}, prompt) // nobody's view
+	settle(promptListed("mem__z_third"), "mem__z_third")
+	if a, bb := alice.prompts.Load(), bob.prompts.Load(); a != 0 || bb != 1 {
+		t.Fatalf("after mem__z_third (no one's view): prompts/list_changed alice %d, bob %d; want 0, 1", a, bb)
+	}
+	if r := alice.resources.Load() + bob.resources.Load(); r != 1 {
+		t.Errorf("prompt changes sent %d resources/list_changed in all, want the 1 from before", r)
+	}
 }

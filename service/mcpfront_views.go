@@ -37,11 +37,59 @@ type views struct {
 	count     map[string]int                // sessions per principal
 	last      map[string][]*mcpbridge.Tool  // the view last announced, per principal
 	announced map[string]time.Time          // principals whose view changed, when
+	// The same for the resource (with templates) and prompt lists: the
+	// view last announced as a comparable key (resourceListKey, promptListKey).
+	lastKey      [numListKinds]map[string]string
+	announcedKey [numListKinds]map[string]time.Time
 }
 
+// listKind is a list other than tools whose list_changed is per principal.
+type listKind int
+
+const (
+	kindResources listKind = iota
+	kindPrompts
+	numListKinds
+)
+
 func newViews() *views {
-	return &views{window: viewAnnounceWindow, sessions: map[*mcp.ServerSession]string{}, count: map[string]int{},
+	v := &views{window: viewAnnounceWindow, sessions: map[*mcp.ServerSession]string{}, count: map[string]int{},
 		last: map[string][]*mcpbridge.Tool{}, announced: map[string]time.Time{}}
+	for k := range numListKinds {
+		v.lastKey[k], v.announcedKey[k] = map[string]string{}, map[string]time.Time{}
+	}
+	return v
+}
+
+// listKey is p's view of one of the other lists of snap.
+func (f *MCPFront) listKey(k listKind, snap *mcpbridge.ResourceSnapshot, p string) string {
+	a := f.s.opts.Authorizer
+	if k == kindPrompts {
+		return promptListKey(snap, func(name string) bool { return a.AllowTool(Principal{Name: p}, name) })
+	}
+	return resourceListKey(snap, func(server string) bool {
+		return a.AllowTool(Principal{Name: p}, f.s.resourcesAuthName(server))
+	})
+}
+
+// listViewsChanged is viewsChanged for the resource or prompt list.
+func (f *MCPFront) listViewsChanged(k listKind, snap *mcpbridge.ResourceSnapshot) bool {
+	if !f.rules() {
+		return true
+	}
+	v := f.views
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	now := time.Now()
+	changed := false
+	for p := range v.count {
+		key := f.listKey(k, snap, p)
+		if key != v.lastKey[k][p] {
+			v.lastKey[k][p], v.announcedKey[k][p] = key, now
+			changed = true
+		}
+	}
+	return changed
 }
 
 // sameTool reports whether a client would see a and b alike.
@@ -87,6 +135,10 @@ func (f *MCPFront) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	v.sessions[ss] = p
 	if v.count[p]++; v.count[p] == 1 {
 		v.last[p] = f.view(f.s.bridge.Catalog().Current(), p)
+		res := f.s.bridge.Resources().Current()
+		for k := range numListKinds {
+			v.lastKey[k][p] = f.listKey(k, res, p)
+		}
 	}
 }
 
@@ -103,6 +155,10 @@ func (f *MCPFront) removeSession(ss *mcp.ServerSession) {
 		delete(v.count, p)
 		delete(v.last, p)
 		delete(v.announced, p)
+		for k := range numListKinds {
+			delete(v.lastKey[k], p)
+			delete(v.announcedKey[k], p)
+		}
 	}
 }
 
@@ -128,8 +184,9 @@ func (f *MCPFront) viewsChanged(snap *mcpbridge.Snapshot) bool {
 	return changed
 }
 
-// wants reports whether ss should get the list_changed being sent.
-func (f *MCPFront) wants(ss *mcp.ServerSession) bool {
+// wants reports whether ss should get the list_changed being sent
+// (notifications/<list>/list_changed).
+func (f *MCPFront) wants(ss *mcp.ServerSession, method string) bool {
 	if !f.rules() {
 		return true
 	}
@@ -140,16 +197,25 @@ func (f *MCPFront) wants(ss *mcp.ServerSession) bool {
 	if !ok {
 		return true // not recorded: notify rather than miss
 	}
-	at, ok := v.announced[p]
+	var at time.Time
+	switch method {
+	case "notifications/tools/list_changed":
+		at, ok = v.announced[p]
+	case "notifications/resources/list_changed":
+		at, ok = v.announcedKey[kindResources][p]
+	default:
+		at, ok = v.announcedKey[kindPrompts][p]
+	}
 	return ok && time.Since(at) < v.window
 }
 
-// sendingMiddleware drops list_changed for sessions whose view did not
-// change.
+// sendingMiddleware drops a list_changed for sessions whose view of that
+// list did not change.
 func (f *MCPFront) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "notifications/tools/list_changed" {
-			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && !f.wants(ss) {
+		switch method {
+		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && !f.wants(ss, method) {
 				return nil, nil
 			}
 		}

@@ -1,0 +1,507 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// Resources and prompts through the MCP front door: the merged lists of
+// the upstreams (resources and templates under the upstreams' own URIs,
+// prompts under their exposed names "<prefix>__<prompt>", as in the gRPC
+// API), reads and prompt renders through the same steps as ReadResource
+// and GetPrompt (authenticate → authorize → rate limit → dispatch → one
+// error mapping → metrics and audit line: resourceOp), resource
+// subscriptions, and notifications/{resources,prompts}/list_changed when
+// the merged lists change.
+//
+// A read names no server: the server is the one that lists the URI or has
+// a template matching it, among those the caller may see; a URI that
+// several servers offer cannot be read through the front door (the gRPC
+// API's ReadResource takes a server).
+
+// frontPage returns the offset and snapshot a resources/list,
+// resources/templates/list or prompts/list cursor names (the gRPC API's
+// resource page tokens: any replica at that revision continues it).
+func (f *MCPFront) frontPage(ctx context.Context, cursor string) (*mcpbridge.ResourceSnapshot, int, int, error) {
+	snap, off, size, err := f.s.resourcePage(ctx, int32(min(f.opts.PageSize, MaxPageSize)), cursor)
+	if err != nil {
+		return nil, 0, 0, mcpFieldError(err, "page_token", "cursor")
+	}
+	return snap, off, size, nil
+}
+
+// mcpFieldError is mcpError with the gRPC field name in the message
+// replaced by the MCP one.
+func mcpFieldError(err error, grpcField, mcpField string) error {
+	e := mcpError(err)
+	if je, ok := e.(*jsonrpc.Error); ok {
+		je.Message = strings.ReplaceAll(je.Message, grpcField, mcpField)
+	}
+	return e
+}
+
+func nextCursor(rev string, next int) string {
+	if next < 0 {
+		return ""
+	}
+	return encodeResourcePageToken(rev, next)
+}
+
+func (f *MCPFront) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	cursor := ""
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	snap, off, size, err := f.frontPage(ctx, cursor)
+	if err != nil {
+		return nil, err
+	}
+	vis := f.s.resourceVisible(ctx, nil)
+	items, next := page(snap.Resources, off, size, func(r *mcpbridge.Resource) bool { return vis(r.Server) })
+	res := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(items)), NextCursor: nextCursor(snap.Revision, next)}
+	for _, r := range items {
+		res.Resources = append(res.Resources, r.R) // as listed; never modified
+	}
+	res.TTLMs, res.CacheScope = 0, "private"
+	return res, nil
+}
+
+func (f *MCPFront) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
+	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	cursor := ""
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	snap, off, size, err := f.frontPage(ctx, cursor)
+	if err != nil {
+		return nil, err
+	}
+	vis := f.s.resourceVisible(ctx, nil)
+	items, next := page(snap.Templates, off, size, func(t *mcpbridge.ResourceTemplate) bool { return vis(t.Server) })
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: make([]*mcp.ResourceTemplate, 0, len(items)), NextCursor: nextCursor(snap.Revision, next)}
+	for _, t := range items {
+		res.ResourceTemplates = append(res.ResourceTemplates, t.T)
+	}
+	res.TTLMs, res.CacheScope = 0, "private"
+	return res, nil
+}
+
+func (f *MCPFront) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
+	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
+	if err != nil {
+		return nil, mcpError(err)
+	}
+	cursor := ""
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	snap, off, size, err := f.frontPage(ctx, cursor)
+	if err != nil {
+		return nil, err
+	}
+	allowed := f.s.opts.Authorizer.filter(ctx)
+	items, next := page(snap.Prompts, off, size, func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) })
+	res := &mcp.ListPromptsResult{Prompts: make([]*mcp.Prompt, 0, len(items)), NextCursor: nextCursor(snap.Revision, next)}
+	for _, p := range items {
+		res.Prompts = append(res.Prompts, promptToMCP(p))
+	}
+	res.TTLMs, res.CacheScope = 0, "private"
+	return res, nil
+}
+
+// promptToMCP is the upstream's prompt under its exposed name.
+func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
+	out := *p.P
+	out.Name = p.Name
+	return &out
+}
+
+// readResource answers resources/read through resourceOp, like
+// ReadResource.
+func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), "resource read", "resources/read")
+	var res *mcp.ReadResourceResult
+	if err == nil {
+		uri := ""
+		if req.Params != nil {
+			uri = req.Params.URI
+		}
+		var server string
+		if server, err = op.resolveRead("", uri); err == nil {
+			res, _, err = f.s.bridge.ReadResource(op.ctx, server, uri, op.principal.Name)
+			if err == nil {
+				err = f.checkSize(res)
+			}
+		}
+	}
+	st := op.status(err)
+	op.end(st)
+	if st != nil {
+		return nil, mcpFieldError(st, "server: required", "uri: ambiguous")
+	}
+	return res, nil
+}
+
+// getPrompt answers prompts/get through resourceOp, like GetPrompt.
+func (f *MCPFront) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), "prompt get", "prompts/get")
+	var res *mcp.GetPromptResult
+	if err == nil {
+		res, err = f.renderPrompt(op, req.Params)
+	}
+	st := op.status(err)
+	op.end(st)
+	if st != nil {
+		return nil, mcpError(st)
+	}
+	return res, nil
+}
+
+func (f *MCPFront) renderPrompt(op *resourceOp, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	if params == nil || params.Name == "" {
+		return nil, fieldsError("name", violation("name", "required: the exposed prompt name from prompts/list"))
+	}
+	name := params.Name
+	op.meta["prompt"] = name
+	// As for tools: authorization is decided before a failed lookup is
+	// reported.
+	p, rerr := f.s.bridge.ResolvePrompt(name)
+	if err := op.admit(name, fmt.Sprintf("prompt %q", name)); err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	op.meta["server"] = p.Server
+	res, err := f.s.bridge.GetPrompt(op.ctx, p, params.Arguments, op.principal.Name)
+	if err != nil {
+		return nil, err
+	}
+	return res, f.checkSize(res)
+}
+
+// checkSize applies the response size limit to a result as sent.
+func (f *MCPFront) checkSize(res any) error {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	if len(raw) > f.s.opts.MaxResponseBytes {
+		return tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", len(raw), f.s.opts.MaxResponseBytes)
+	}
+	return nil
+}
+
+// Resource subscriptions. go-sdk keeps which session subscribed to which
+// URI (resources/subscribe in 2025-11-25 sessions, the resource
+// subscriptions of a 2026-07-28 subscriptions/listen) and sends
+// notifications/resources/updated to them (Server.ResourceUpdated); the
+// front door admits each subscription (resourceOp: the caller must be
+// allowed the server's resources) and holds one upstream subscription per
+// URI while any session is subscribed to it. When the upstream's session
+// goes away, the front door subscribes again once it is back and sends
+// one resources/updated (the contents may have changed meanwhile), so a
+// client's subscription outlives upstream restarts.
+
+type frontSubs struct {
+	mu   sync.Mutex
+	uris map[string]*frontSub
+}
+
+type frontSub struct {
+	server   string
+	sessions map[*mcp.ServerSession]int
+	ready    chan struct{} // closed when the first upstream subscription answered
+	err      error         // its error
+	stop     chan struct{} // closed when the last session leaves
+	done     chan struct{} // closed when the forwarder returned
+}
+
+// frontResubscribeBackoff bounds the retries of an upstream subscription
+// whose session went away.
+var frontResubscribeBackoff = [2]time.Duration{200 * time.Millisecond, 5 * time.Second}
+
+func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), "resource subscription", "resources/subscribe")
+	if err == nil {
+		uri := ""
+		if req.Params != nil {
+			uri = req.Params.URI
+		}
+		var server string
+		if server, err = op.resolveRead("", uri); err == nil {
+			// A subscription is not a call: it holds no rate-limit slot.
+			if op.release != nil {
+				op.release()
+				op.release = nil
+			}
+			err = f.joinSub(op.ctx, server, uri, req.Session)
+		}
+	}
+	st := op.status(err)
+	op.end(st)
+	if st != nil {
+		return mcpFieldError(st, "server: required", "uri: ambiguous")
+	}
+	return nil
+}
+
+func (f *MCPFront) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	if req.Params != nil {
+		f.leaveSub(req.Params.URI, req.Session, false)
+	}
+	return nil
+}
+
+// joinSub adds ss to uri's subscribers, subscribing the upstream for the
+// first one.
+func (f *MCPFront) joinSub(ctx context.Context, server, uri string, ss *mcp.ServerSession) error {
+	f.subs.mu.Lock()
+	select {
+	case <-f.stop:
+		f.subs.mu.Unlock()
+		return mcpbridge.ErrClosed
+	default:
+	}
+	if f.subs.uris == nil {
+		f.subs.uris = map[string]*frontSub{}
+	}
+	e := f.subs.uris[uri]
+	first := e == nil
+	if first {
+		e = &frontSub{server: server, sessions: map[*mcp.ServerSession]int{}, ready: make(chan struct{}),
+			stop: make(chan struct{}), done: make(chan struct{})}
+		f.subs.uris[uri] = e
+	}
+	e.sessions[ss]++
+	f.subs.mu.Unlock()
+	if !first {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			f.leaveSub(uri, ss, false)
+			return ctx.Err()
+		}
+		if e.err != nil {
+			f.leaveSub(uri, ss, false)
+		}
+		return e.err
+	}
+	sub, err := f.s.bridge.SubscribeResource(ctx, server, uri)
+	e.err = err
+	close(e.ready)
+	if err != nil {
+		close(e.done)
+		f.subs.mu.Lock()
+		if f.subs.uris[uri] == e {
+			delete(f.subs.uris, uri)
+		}
+		f.subs.mu.Unlock()
+		return err
+	}
+	go f.forward(e, uri, sub)
+	return nil
+}
+
+// leaveSub removes one subscription of ss to uri (all of them when all is
+// set, for a session that ended); the last subscriber stops the upstream
+// subscription.
+func (f *MCPFront) leaveSub(uri string, ss *mcp.ServerSession, all bool) {
+	f.subs.mu.Lock()
+	defer f.subs.mu.Unlock()
+	e := f.subs.uris[uri]
+	if e == nil || e.sessions[ss] == 0 {
+		return
+	}
+	if e.sessions[ss]--; all || e.sessions[ss] <= 0 {
+		delete(e.sessions, ss)
+	}
+	if len(e.sessions) == 0 {
+		delete(f.subs.uris, uri)
+		close(e.stop)
+	}
+}
+
+// leaveAllSubs removes every subscription of a session that ended (go-sdk
+// forgets them without calling the unsubscribe handler).
+func (f *MCPFront) leaveAllSubs(ss *mcp.ServerSession) {
+	f.subs.mu.Lock()
+	var uris []string
+	for uri, e := range f.subs.uris {
+		if e.sessions[ss] > 0 {
+			uris = append(uris, uri)
+		}
+	}
+	f.subs.mu.Unlock()
+	for _, uri := range uris {
+		f.leaveSub(uri, ss, true)
+	}
+}
+
+// closeSubs stops every forwarder and waits for them (Close, Drain).
+func (f *MCPFront) closeSubs() {
+	f.subs.mu.Lock()
+	var all []*frontSub
+	for uri, e := range f.subs.uris {
+		delete(f.subs.uris, uri)
+		close(e.stop)
+		all = append(all, e)
+	}
+	f.subs.mu.Unlock()
+	for _, e := range all {
+		<-e.done
+	}
+}
+
+// forward turns the upstream's resources/updated for uri into go-sdk's
+// notification to the subscribed sessions, subscribing again when the
+// upstream's session goes away.
+func (f *MCPFront) forward(e *frontSub, uri string, sub *mcpbridge.ResourceSubscription) {
+	defer close(e.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-e.stop:
+		case <-f.stop:
+		}
+		cancel()
+	}()
+	notify := func() {
+		_ = f.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			sub.Close()
+			return
+		case <-sub.Updated:
+			notify()
+			continue
+		case <-sub.Done:
+		}
+		sub.Close()
+		f.log.Debug("MCP front door: upstream resource subscription lost; subscribing again", "server", e.server, "uri", uri)
+		var err error
+		for wait := frontResubscribeBackoff[0]; ; wait = min(2*wait, frontResubscribeBackoff[1]) {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			if sub, err = f.s.bridge.SubscribeResource(ctx, e.server, uri); err == nil {
+				break
+			}
+		}
+		notify() // it may have changed while the upstream was away
+	}
+}
+
+// Resource and prompt list_changed: go-sdk sends
+// notifications/resources/list_changed and notifications/prompts/list_changed
+// when its own resource and prompt lists change, so a marker resource and a
+// marker prompt are added and removed, as for tools (listChangedMarker);
+// the middleware answers every list and read, so no client sees them.
+const listChangedMarkerURI = "toolsvc:catalog-changed"
+
+func (f *MCPFront) notifyResourcesChanged() {
+	f.markerMu.Lock()
+	defer f.markerMu.Unlock()
+	f.server.AddResource(&mcp.Resource{URI: listChangedMarkerURI, Name: listChangedMarker},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return nil, mcp.ResourceNotFoundError(listChangedMarkerURI)
+		})
+	f.server.RemoveResources(listChangedMarkerURI)
+}
+
+func (f *MCPFront) notifyPromptsChanged() {
+	f.markerMu.Lock()
+	defer f.markerMu.Unlock()
+	f.server.AddPrompt(&mcp.Prompt{Name: listChangedMarker},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return nil, fmt.Errorf("not a prompt")
+		})
+	f.server.RemovePrompts(listChangedMarker)
+}
+
+// runResources sends resources/list_changed and prompts/list_changed when
+// the merged lists change (debounced like tools), to the sessions whose
+// view of them changed.
+func (f *MCPFront) runResources(stop <-chan struct{}) {
+	cat := f.s.bridge.Resources()
+	ch, unsubscribe := cat.Subscribe()
+	defer unsubscribe()
+	last := cat.Current()
+	debounce(stop, ch, f.opts.Debounce, func() {
+		snap := cat.Current()
+		if snap.Revision == last.Revision {
+			return
+		}
+		resChanged := !sameResourceLists(last, snap)
+		promptsChanged := !samePromptLists(last, snap)
+		last = snap
+		if resChanged && f.listViewsChanged(kindResources, snap) {
+			f.notifyResourcesChanged()
+		}
+		if promptsChanged && f.listViewsChanged(kindPrompts, snap) {
+			f.notifyPromptsChanged()
+		}
+	})
+}
+
+func sameResourceLists(a, b *mcpbridge.ResourceSnapshot) bool {
+	return resourceListKey(a, nil) == resourceListKey(b, nil)
+}
+
+func samePromptLists(a, b *mcpbridge.ResourceSnapshot) bool {
+	return promptListKey(a, nil) == promptListKey(b, nil)
+}
+
+// resourceListKey is the resources and templates of snap that keep allows
+// (nil: all), as a client would see them, in one comparable string.
+func resourceListKey(snap *mcpbridge.ResourceSnapshot, keep func(server string) bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	for _, r := range snap.Resources {
+		if keep == nil || keep(r.Server) {
+			_ = enc.Encode(r.R)
+		}
+	}
+	b.WriteString("--templates--\n")
+	for _, t := range snap.Templates {
+		if keep == nil || keep(t.Server) {
+			_ = enc.Encode(t.T)
+		}
+	}
+	return b.String()
+}
+
+// promptListKey is resourceListKey for the prompts (keep takes the exposed name).
+func promptListKey(snap *mcpbridge.ResourceSnapshot, keep func(name string) bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	for _, p := range snap.Prompts {
+		if keep == nil || keep(p.Name) {
+			_ = enc.Encode(promptToMCP(p))
+		}
+	}
+	return b.String()
+}
