@@ -144,7 +144,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 		ids:   newSessionIDs(o.SessionKey),
 		stop:  make(chan struct{}), done: make(chan struct{})}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "toolsvc", Title: "toolsvc MCP front door", Version: "1"}, &mcp.ServerOptions{
-		Logger:       slog.New(quietUndelivered{o.Logger.Handler()}),
+		Logger: slog.New(quietUndelivered{o.Logger.Handler()}),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
