@@ -33,8 +33,11 @@ var conformanceFixtureBin = sync.OnceValues(func() (string, error) {
 var frontConformancePass = []string{
 	"server-initialize", "ping", "logging-set-level", "tools-list",
 	"server-sse-multiple-streams", "dns-rebinding-protection",
-	// go-sdk answers these with empty lists until issue 15 lands.
-	"resources-list", "prompts-list",
+	// The fixture's resources and prompts, through the front door (the
+	// prompts by their bare names).
+	"resources-list", "prompts-list", "resources-read-text", "resources-read-binary", "resources-templates-read",
+	"resources-subscribe", "resources-unsubscribe", "prompts-get-simple", "prompts-get-with-args",
+	"prompts-get-embedded-resource", "prompts-get-with-image",
 	// The fixture's test_* tools, called by their bare names.
 	"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
 	"tools-call-mixed-content", "tools-call-error",
@@ -59,9 +62,7 @@ var frontConformanceWhy = map[string]string{
 	"tools-call-elicitation":  "toolsvc declares elicitation toward an upstream only to decline or fill defaults itself (elicitation config key), never relaying to the front-door client",
 	"elicitation-":            "needs the upstream's elicitation/create relayed to the front-door client (see tools-call-elicitation)",
 	"json-schema-2020-12":     "not run by the suite's default server run (2025-11-25 only); the fixture has json_schema_2020_12_tool",
-	"completion-complete":     "completion/complete is not part of the front door (tools only)",
-	"resources-":              "resources are issue 15's; the front door serves tools only until it lands",
-	"prompts-":                "prompts are issue 15's; the front door serves tools only until it lands",
+	"completion-complete":     "completion/complete is not relayed by the front door (upstreams' completions are not merged)",
 	"server-sse-polling":      "not run by the suite's default server run (2025-11-25 only); the fixture has test_reconnection",
 }
 

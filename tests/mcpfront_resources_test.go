@@ -98,6 +98,24 @@ func waitSignal[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// untilListed waits for list_changed notifications on ch until listed
+// holds after one (an earlier change, e.g. the upstream's restart in the
+// previous subtest, may be notified first).
+func untilListed(t *testing.T, ch <-chan struct{}, what string, listed func() bool) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case <-ch:
+			if listed() {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s within 15s", what)
+		}
+	}
+}
+
 func drain[T any](ch <-chan T) {
 	for {
 		select {
@@ -231,20 +249,18 @@ func TestMCPFrontResources(t *testing.T) {
 			if _, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "py__add_resource", Arguments: map[string]any{"name": added}}); err != nil {
 				t.Fatal(err)
 			}
-			waitSignal(t, c.resourcesChange, "notifications/resources/list_changed")
-			if got := c.resourceURIs(t, ctx); !slices.Contains(got, "py://extra/"+added) {
-				t.Fatalf("after resources/list_changed, resources/list = %v", got)
-			}
+			untilListed(t, c.resourcesChange, "resources/list_changed listing py://extra/"+added, func() bool {
+				return slices.Contains(c.resourceURIs(t, ctx), "py://extra/"+added)
+			})
 			if got := c.readText(t, ctx, "py://extra/"+added); got != added+" resource" {
 				t.Errorf("added resource = %q", got)
 			}
 			if _, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: "py__add_prompt", Arguments: map[string]any{"name": added}}); err != nil {
 				t.Fatal(err)
 			}
-			waitSignal(t, c.promptsChange, "notifications/prompts/list_changed")
-			if got := c.promptNames(t, ctx); !slices.Contains(got, "py__"+added) {
-				t.Fatalf("after prompts/list_changed, prompts/list = %v", got)
-			}
+			untilListed(t, c.promptsChange, "prompts/list_changed listing py__"+added, func() bool {
+				return slices.Contains(c.promptNames(t, ctx), "py__"+added)
+			})
 
 			if tc.version == "" {
 				return

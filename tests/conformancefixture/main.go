@@ -4,7 +4,12 @@
 // test_image_content, test_audio_content, test_embedded_resource,
 // test_multiple_content_types, test_error_handling, test_tool_with_progress,
 // test_tool_with_logging, test_sampling, test_elicitation, test_reconnection
-// and json_schema_2020_12_tool, each returning what the suite checks.
+// and json_schema_2020_12_tool, each returning what the suite checks; and the
+// resources (test://static-text, test://static-binary,
+// test://watched-resource, the template test://template/{id}/data) and
+// prompts (test_simple_prompt, test_prompt_with_arguments,
+// test_prompt_with_embedded_resource, test_prompt_with_image) of its
+// resources-* and prompts-* scenarios.
 //
 // The suite talks to toolsvc's MCP front door; toolsvc runs this server
 // behind it with "bareNames": true, so the suite finds the tools under the
@@ -18,6 +23,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,7 +47,12 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "conformancefixture", Version: "1.0.0"}, nil)
+	// Subscriptions are accepted (the resources-subscribe scenarios); the
+	// fixture's resources never change.
+	s := mcp.NewServer(&mcp.Implementation{Name: "conformancefixture", Version: "1.0.0"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
 	noArgs := json.RawMessage(`{"type":"object","properties":{}}`)
 	text := func(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
 	add := func(name, desc string, schema json.RawMessage, h mcp.ToolHandler) {
@@ -133,6 +144,56 @@ func main() {
 		"additionalProperties": false}`),
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: text("ok")}, nil
+		})
+
+	// The resources and prompts of the suite's resources-* and prompts-*
+	// scenarios.
+	textRes := func(mime, body string) mcp.ResourceHandler {
+		return func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: mime, Text: body}}}, nil
+		}
+	}
+	s.AddResource(&mcp.Resource{URI: "test://static-text", Name: "static-text", MIMEType: "text/plain"},
+		textRes("text/plain", "This is the content of the static text resource."))
+	s.AddResource(&mcp.Resource{URI: "test://static-binary", Name: "static-binary", MIMEType: "image/png"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "image/png", Blob: png}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "test://watched-resource", Name: "watched-resource", MIMEType: "text/plain"},
+		textRes("text/plain", "Watched resource content."))
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://template/{id}/data", Name: "template", MIMEType: "application/json"},
+		func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			id := strings.TrimSuffix(strings.TrimPrefix(r.Params.URI, "test://template/"), "/data")
+			body, _ := json.Marshal(map[string]any{"id": id, "templateTest": true, "data": "Data for ID: " + id})
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, MIMEType: "application/json", Text: string(body)}}}, nil
+		})
+	user := func(c mcp.Content) *mcp.GetPromptResult {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: c}}}
+	}
+	s.AddPrompt(&mcp.Prompt{Name: "test_simple_prompt", Description: "A simple prompt without arguments"},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return user(&mcp.TextContent{Text: "This is a simple prompt for testing."}), nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "test_prompt_with_arguments", Description: "A prompt with required arguments",
+		Arguments: []*mcp.PromptArgument{{Name: "arg1", Description: "First test argument", Required: true}, {Name: "arg2", Description: "Second test argument", Required: true}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return user(&mcp.TextContent{Text: fmt.Sprintf("Prompt with arguments: arg1='%s', arg2='%s'", r.Params.Arguments["arg1"], r.Params.Arguments["arg2"])}), nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "test_prompt_with_embedded_resource", Description: "A prompt that includes an embedded resource",
+		Arguments: []*mcp.PromptArgument{{Name: "resourceUri", Description: "URI of the resource to embed", Required: true}}},
+		func(_ context.Context, r *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			uri := r.Params.Arguments["resourceUri"]
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: "text/plain", Text: "Embedded resource content for testing."}}},
+				{Role: "user", Content: &mcp.TextContent{Text: "Please process the embedded resource above."}},
+			}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: "test_prompt_with_image", Description: "A prompt that includes image content"},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{
+				{Role: "user", Content: &mcp.ImageContent{Data: png, MIMEType: "image/png"}},
+				{Role: "user", Content: &mcp.TextContent{Text: "Please analyze the image above."}},
+			}}, nil
 		})
 
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
