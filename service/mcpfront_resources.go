@@ -56,71 +56,85 @@ func nextCursor(rev string, next int) string {
 	return encodeResourcePageToken(rev, next)
 }
 
-func (f *MCPFront) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
+// frontList pages one of the merged lists (items of the snapshot) for the
+// request's principal: keep is the principal's filter, conv the MCP form.
+func frontList[T, M any](f *MCPFront, ctx context.Context, extra *mcp.RequestExtra, cursor string,
+	items func(*mcpbridge.ResourceSnapshot) []T, keep func(context.Context) func(T) bool, conv func(T) M) ([]M, string, error) {
+	ctx, _, err := f.s.authenticate(principalContext(ctx, extra))
 	if err != nil {
-		return nil, mcpError(err)
-	}
-	cursor := ""
-	if req.Params != nil {
-		cursor = req.Params.Cursor
+		return nil, "", mcpError(err)
 	}
 	snap, off, size, err := f.frontPage(ctx, cursor)
 	if err != nil {
+		return nil, "", err
+	}
+	got, next := page(items(snap), off, size, keep(ctx))
+	out := make([]M, 0, len(got))
+	for _, it := range got {
+		out = append(out, conv(it))
+	}
+	return out, nextCursor(snap.Revision, next), nil
+}
+
+// visibleServer keeps the items of servers whose resources the caller may
+// see.
+func visibleServer[T any](f *MCPFront, server func(T) string) func(context.Context) func(T) bool {
+	return func(ctx context.Context) func(T) bool {
+		vis := f.s.resourceVisible(ctx, nil)
+		return func(it T) bool { return vis(server(it)) }
+	}
+}
+
+func (f *MCPFront) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+	var cursor string
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
+		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Resource { return s.Resources },
+		visibleServer(f, func(r *mcpbridge.Resource) string { return r.Server }),
+		func(r *mcpbridge.Resource) *mcp.Resource { return r.R }) // as listed; never modified
+	if err != nil {
 		return nil, err
 	}
-	vis := f.s.resourceVisible(ctx, nil)
-	items, next := page(snap.Resources, off, size, func(r *mcpbridge.Resource) bool { return vis(r.Server) })
-	res := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, 0, len(items)), NextCursor: nextCursor(snap.Revision, next)}
-	for _, r := range items {
-		res.Resources = append(res.Resources, r.R) // as listed; never modified
-	}
+	res := &mcp.ListResourcesResult{Resources: list, NextCursor: next}
 	res.TTLMs, res.CacheScope = 0, "private"
 	return res, nil
 }
 
 func (f *MCPFront) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
-	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
-	if err != nil {
-		return nil, mcpError(err)
-	}
-	cursor := ""
+	var cursor string
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	snap, off, size, err := f.frontPage(ctx, cursor)
+	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
+		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.ResourceTemplate { return s.Templates },
+		visibleServer(f, func(t *mcpbridge.ResourceTemplate) string { return t.Server }),
+		func(t *mcpbridge.ResourceTemplate) *mcp.ResourceTemplate { return t.T })
 	if err != nil {
 		return nil, err
 	}
-	vis := f.s.resourceVisible(ctx, nil)
-	items, next := page(snap.Templates, off, size, func(t *mcpbridge.ResourceTemplate) bool { return vis(t.Server) })
-	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: make([]*mcp.ResourceTemplate, 0, len(items)), NextCursor: nextCursor(snap.Revision, next)}
-	for _, t := range items {
-		res.ResourceTemplates = append(res.ResourceTemplates, t.T)
-	}
+	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: list, NextCursor: next}
 	res.TTLMs, res.CacheScope = 0, "private"
 	return res, nil
 }
 
 func (f *MCPFront) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
-	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
-	if err != nil {
-		return nil, mcpError(err)
-	}
-	cursor := ""
+	var cursor string
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	snap, off, size, err := f.frontPage(ctx, cursor)
+	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
+		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Prompt { return s.Prompts },
+		func(ctx context.Context) func(*mcpbridge.Prompt) bool {
+			allowed := f.s.opts.Authorizer.filter(ctx)
+			return func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }
+		},
+		promptToMCP)
 	if err != nil {
 		return nil, err
 	}
-	allowed := f.s.opts.Authorizer.filter(ctx)
-	items, next := page(snap.Prompts, off, size, func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) })
-	res := &mcp.ListPromptsResult{Prompts: make([]*mcp.Prompt, 0, len(items)), NextCursor: nextCursor(snap.Revision, next)}
-	for _, p := range items {
-		res.Prompts = append(res.Prompts, promptToMCP(p))
-	}
+	res := &mcp.ListPromptsResult{Prompts: list, NextCursor: next}
 	res.TTLMs, res.CacheScope = 0, "private"
 	return res, nil
 }

@@ -201,17 +201,7 @@ func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
 	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*"}}, {Principal: "bob", Allow: []string{"mem__b*", "mem__echo"}}}, nil)
 	f.svc.opts.Authenticator = NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)
 	f.svc.opts.Authorizer = authz
-	front := f.svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
-	front.views.window = 200 * time.Millisecond // changes below are 300 ms apart
-	ctx, cancel := context.WithCancel(ctxT(t))
-	go front.Run(ctx)
-	srv := httptest.NewServer(front.Handler())
-	t.Cleanup(func() {
-		cancel()
-		front.Wait()
-		front.Close()
-		srv.Close()
-	})
+	ctx, srv := startPerPrincipalFront(t, f.svc)
 	type client struct {
 		cs      *mcp.ClientSession
 		changed atomic.Int32
@@ -262,6 +252,25 @@ func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
 	}
 }
 
+// startPerPrincipalFront runs svc's front door on an httptest server with
+// a short debounce and a 200 ms announce window (the per-principal tests
+// space their changes 300 ms apart).
+func startPerPrincipalFront(t *testing.T, svc *Server) (context.Context, *httptest.Server) {
+	t.Helper()
+	front := svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
+	front.views.window = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go front.Run(ctx)
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(func() {
+		cancel()
+		front.Wait()
+		front.Close()
+		srv.Close()
+	})
+	return ctx, srv
+}
+
 type bearerTransport string
 
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -304,17 +313,7 @@ func TestMCPFrontPerPrincipalResourcesPromptsChanged(t *testing.T) {
 		Authenticator: NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false),
 		Authorizer:    NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*", "mem__@resources"}}, {Principal: "bob", Allow: []string{"mem__b*"}}}, nil),
 	})
-	front := svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
-	front.views.window = 200 * time.Millisecond // changes below are 300 ms apart
-	ctx, cancel := context.WithCancel(ctxT(t))
-	go front.Run(ctx)
-	srv := httptest.NewServer(front.Handler())
-	t.Cleanup(func() {
-		cancel()
-		front.Wait()
-		front.Close()
-		srv.Close()
-	})
+	ctx, srv := startPerPrincipalFront(t, svc)
 	type client struct {
 		cs                 *mcp.ClientSession
 		resources, prompts atomic.Int32

@@ -479,8 +479,8 @@ func kindCounts(m map[catalogwatch.Kind]int) string {
 	return strings.Join(parts, " ")
 }
 
-// metricValue is the sum of a replica's /metrics samples of one metric.
-func metricValue(t *testing.T, p *toolsvcProc, name string) float64 {
+// metricLines are a replica's /metrics sample lines.
+func metricLines(t *testing.T, p *toolsvcProc) []string {
 	t.Helper()
 	resp, err := http.Get("http://" + p.adminAddr + "/metrics")
 	if err != nil {
@@ -491,43 +491,41 @@ func metricValue(t *testing.T, p *toolsvcProc, name string) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return strings.Split(string(body), "\n")
+}
+
+// sumSamples is the sum of the values of the sample lines keep accepts.
+func sumSamples(t *testing.T, lines []string, keep func(string) bool) float64 {
+	t.Helper()
 	sum := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == name || strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
-			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err != nil {
-				t.Fatalf("metrics line %q: %v", line, err)
-			}
-			sum += v
+	for _, line := range lines {
+		if !keep(line) {
+			continue
 		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		sum += v
 	}
 	return sum
+}
+
+// metricValue is the sum of a replica's samples of one metric.
+func metricValue(t *testing.T, p *toolsvcProc, name string) float64 {
+	t.Helper()
+	return sumSamples(t, metricLines(t, p), func(line string) bool {
+		return strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{")
+	})
 }
 
 // echoCallsServed is a replica's count of successful local__echo calls, from
 // its /metrics (toolsvc_calls_total).
 func echoCallsServed(t *testing.T, p *toolsvcProc) int {
 	t.Helper()
-	resp, err := http.Get("http://" + p.adminAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, "toolsvc_calls_total{") && strings.Contains(line, `tool="local__echo"`) && strings.Contains(line, `outcome="ok"`) {
-			v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			if err != nil {
-				t.Fatalf("metrics line %q: %v", line, err)
-			}
-			n += int(v)
-		}
-	}
-	return n
+	return int(sumSamples(t, metricLines(t, p), func(line string) bool {
+		return strings.HasPrefix(line, "toolsvc_calls_total{") && strings.Contains(line, `tool="local__echo"`) && strings.Contains(line, `outcome="ok"`)
+	}))
 }
 
 // TestLoadBalancedExampleClients runs the load-balancing examples (Go,
