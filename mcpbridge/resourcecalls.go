@@ -245,8 +245,12 @@ type uriSub struct {
 	// new stream is up: the contents may have changed meanwhile.
 	resubscribing bool          // a resubscribe is scheduled or running
 	reopened      bool          // a new stream was requested; signal when up
-	upSince       time.Time     // when the current stream came up
+	upSince       time.Time     // when the current stream came up; zero while down
 	backoff       time.Duration // before the next resubscribe
+	// pendingDown: the first stream failed before the subscription was
+	// ready (go-sdk's Subscribe sends the listen request and returns
+	// without its outcome); SubscribeResource then schedules a resubscribe.
+	pendingDown bool
 }
 
 // Resubscribe backoff: from the first to the last, doubling while streams
@@ -292,12 +296,18 @@ func (s *session) onSubscriptionStream(uris []string, up bool) {
 		select {
 		case <-e.ready:
 		default:
-			continue // still subscribing: its outcome is its own
+			e.pendingDown = true // SubscribeResource schedules the resubscribe
+			continue
 		}
 		if e.err != nil || e.resubscribing || s.isDead() || s.ctx.Err() != nil {
 			continue
 		}
-		e.backoff = nextResubscribeWait(e.backoff, time.Since(e.upSince))
+		upFor := time.Duration(0) // a stream that never came up: keep backing off
+		if !e.upSince.IsZero() {
+			upFor = time.Since(e.upSince)
+		}
+		e.upSince = time.Time{}
+		e.backoff = nextResubscribeWait(e.backoff, upFor)
 		e.resubscribing = true
 		go s.resubscribe(uri, e, e.backoff)
 	}
@@ -335,6 +345,16 @@ func (s *session) resubscribe(uri string, e *uriSub, wait time.Duration) {
 	_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		s.onSubscriptionStream([]string{uri}, false)
+		return
+	}
+	// The last subscriber may have left (and unsubscribed) meanwhile: then
+	// the stream just opened has no owner. (A newer subscription of the
+	// same URI shares it: go-sdk keeps one stream per URI.)
+	s.rsubs.mu.Lock()
+	gone := s.rsubs.uris[uri] == nil
+	s.rsubs.mu.Unlock()
+	if gone {
+		_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	}
 }
 
@@ -460,7 +480,14 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 		s.rsubs.mu.Unlock()
 		if first {
 			e.err = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			s.rsubs.mu.Lock()
 			close(e.ready)
+			down := e.pendingDown && e.err == nil
+			e.pendingDown = false
+			s.rsubs.mu.Unlock()
+			if down {
+				s.onSubscriptionStream([]string{uri}, false)
+			}
 		} else {
 			select {
 			case <-e.ready:

@@ -482,7 +482,6 @@ func (f *MCPFront) track(ss *mcp.ServerSession) {
 	go func() {
 		_ = ss.Wait()
 		f.removeSession(ss)
-		f.leaveAllSubs(ss)
 		f.liveMu.Lock()
 		if f.live[id] == ss {
 			delete(f.live, id)

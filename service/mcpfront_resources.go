@@ -224,23 +224,30 @@ func (f *MCPFront) checkSize(res any) error {
 
 // Resource subscriptions. go-sdk keeps which session subscribed to which
 // URI (resources/subscribe in 2025-11-25 sessions, the resource
-// subscriptions of a 2026-07-28 subscriptions/listen) and sends
-// notifications/resources/updated to them (Server.ResourceUpdated); the
-// front door admits each subscription (resourceOp: the caller must be
-// allowed the server's resources) and holds one upstream subscription per
-// URI while any session is subscribed to it. When the upstream's session
-// goes away, the front door subscribes again once it is back and sends
-// one resources/updated (the contents may have changed meanwhile), so a
-// client's subscription outlives upstream restarts.
+// subscriptions of a 2026-07-28 subscriptions/listen), one entry per
+// session and URI, and sends notifications/resources/updated to them
+// (Server.ResourceUpdated, by URI); the front door admits each
+// subscription (resourceOp: the caller must be allowed the server's
+// resources) and holds one upstream subscription per (server, URI) while
+// any session is subscribed to it. A session's subscriptions end with it:
+// go-sdk forgets them without calling the unsubscribe handler, so the
+// front door waits for every subscribed session's end (this also covers a
+// resources/subscribe sent without a session, whose one-request session
+// ends with the request). When the upstream's session goes away, the front
+// door subscribes again once it is back and sends one resources/updated
+// (the contents may have changed meanwhile), so a client's subscription
+// outlives upstream restarts.
 
 type frontSubs struct {
-	mu   sync.Mutex
-	uris map[string]*frontSub
+	mu      sync.Mutex
+	entries map[subKey]*frontSub
+	watched map[*mcp.ServerSession]bool // sessions whose end is awaited
 }
 
+type subKey struct{ server, uri string }
+
 type frontSub struct {
-	server   string
-	sessions map[*mcp.ServerSession]int
+	sessions map[*mcp.ServerSession]bool
 	ready    chan struct{} // closed when the first upstream subscription answered
 	err      error         // its error
 	stop     chan struct{} // closed when the last session leaves
@@ -250,6 +257,11 @@ type frontSub struct {
 // frontResubscribeBackoff bounds the retries of an upstream subscription
 // whose session went away.
 var frontResubscribeBackoff = [2]time.Duration{200 * time.Millisecond, 5 * time.Second}
+
+// frontSubscribeTimeout bounds the upstream subscription a first
+// subscriber makes on behalf of every subscriber of the URI (so that one
+// client's cancellation does not fail the others).
+const frontSubscribeTimeout = 30 * time.Second
 
 func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), "resource subscription", "resources/subscribe")
@@ -265,7 +277,7 @@ func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) err
 				op.release()
 				op.release = nil
 			}
-			err = f.joinSub(op.ctx, server, uri, req.Session)
+			err = f.joinSub(op.ctx, subKey{server, uri}, req.Session)
 		}
 	}
 	st := op.status(err)
@@ -278,14 +290,14 @@ func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) err
 
 func (f *MCPFront) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	if req.Params != nil {
-		f.leaveSub(req.Params.URI, req.Session, false)
+		f.leaveSubs(req.Session, func(k subKey) bool { return k.uri == req.Params.URI })
 	}
 	return nil
 }
 
-// joinSub adds ss to uri's subscribers, subscribing the upstream for the
+// joinSub adds ss to k's subscribers, subscribing the upstream for the
 // first one.
-func (f *MCPFront) joinSub(ctx context.Context, server, uri string, ss *mcp.ServerSession) error {
+func (f *MCPFront) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession) error {
 	f.subs.mu.Lock()
 	select {
 	case <-f.stop:
@@ -293,78 +305,75 @@ func (f *MCPFront) joinSub(ctx context.Context, server, uri string, ss *mcp.Serv
 		return mcpbridge.ErrClosed
 	default:
 	}
-	if f.subs.uris == nil {
-		f.subs.uris = map[string]*frontSub{}
+	if f.subs.entries == nil {
+		f.subs.entries, f.subs.watched = map[subKey]*frontSub{}, map[*mcp.ServerSession]bool{}
 	}
-	e := f.subs.uris[uri]
+	e := f.subs.entries[k]
 	first := e == nil
 	if first {
-		e = &frontSub{server: server, sessions: map[*mcp.ServerSession]int{}, ready: make(chan struct{}),
+		e = &frontSub{sessions: map[*mcp.ServerSession]bool{}, ready: make(chan struct{}),
 			stop: make(chan struct{}), done: make(chan struct{})}
-		f.subs.uris[uri] = e
+		f.subs.entries[k] = e
 	}
-	e.sessions[ss]++
+	e.sessions[ss] = true // go-sdk too keeps one entry per session and URI
+	if !f.subs.watched[ss] {
+		f.subs.watched[ss] = true
+		go f.awaitSessionEnd(ss)
+	}
 	f.subs.mu.Unlock()
 	if !first {
 		select {
 		case <-e.ready:
 		case <-ctx.Done():
-			f.leaveSub(uri, ss, false)
+			f.leaveSubs(ss, func(j subKey) bool { return j == k })
 			return ctx.Err()
 		}
 		if e.err != nil {
-			f.leaveSub(uri, ss, false)
+			f.leaveSubs(ss, func(j subKey) bool { return j == k })
 		}
 		return e.err
 	}
-	sub, err := f.s.bridge.SubscribeResource(ctx, server, uri)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), frontSubscribeTimeout)
+	sub, err := f.s.bridge.SubscribeResource(sctx, k.server, k.uri)
+	cancel()
 	e.err = err
 	close(e.ready)
 	if err != nil {
 		close(e.done)
 		f.subs.mu.Lock()
-		if f.subs.uris[uri] == e {
-			delete(f.subs.uris, uri)
+		if f.subs.entries[k] == e {
+			delete(f.subs.entries, k)
 		}
 		f.subs.mu.Unlock()
 		return err
 	}
-	go f.forward(e, uri, sub)
+	go f.forward(e, k, sub)
 	return nil
 }
 
-// leaveSub removes one subscription of ss to uri (all of them when all is
-// set, for a session that ended); the last subscriber stops the upstream
-// subscription.
-func (f *MCPFront) leaveSub(uri string, ss *mcp.ServerSession, all bool) {
+// awaitSessionEnd removes every subscription of ss once it ends.
+func (f *MCPFront) awaitSessionEnd(ss *mcp.ServerSession) {
+	_ = ss.Wait()
+	f.leaveSubs(ss, nil)
 	f.subs.mu.Lock()
-	defer f.subs.mu.Unlock()
-	e := f.subs.uris[uri]
-	if e == nil || e.sessions[ss] == 0 {
-		return
-	}
-	if e.sessions[ss]--; all || e.sessions[ss] <= 0 {
-		delete(e.sessions, ss)
-	}
-	if len(e.sessions) == 0 {
-		delete(f.subs.uris, uri)
-		close(e.stop)
-	}
+	delete(f.subs.watched, ss)
+	f.subs.mu.Unlock()
 }
 
-// leaveAllSubs removes every subscription of a session that ended (go-sdk
-// forgets them without calling the unsubscribe handler).
-func (f *MCPFront) leaveAllSubs(ss *mcp.ServerSession) {
+// leaveSubs removes ss from the subscriptions match accepts (nil: all);
+// the last subscriber of one stops its upstream subscription.
+func (f *MCPFront) leaveSubs(ss *mcp.ServerSession, match func(subKey) bool) {
 	f.subs.mu.Lock()
-	var uris []string
-	for uri, e := range f.subs.uris {
-		if e.sessions[ss] > 0 {
-			uris = append(uris, uri)
+	defer f.subs.mu.Unlock()
+	for k, e := range f.subs.entries {
+		if !e.sessions[ss] || (match != nil && !match(k)) {
+			continue
 		}
-	}
-	f.subs.mu.Unlock()
-	for _, uri := range uris {
-		f.leaveSub(uri, ss, true)
+		delete(e.sessions, ss)
+		if len(e.sessions) == 0 {
+			delete(f.subs.entries, k)
+			close(e.stop)
+		}
 	}
 }
 
@@ -372,8 +381,8 @@ func (f *MCPFront) leaveAllSubs(ss *mcp.ServerSession) {
 func (f *MCPFront) closeSubs() {
 	f.subs.mu.Lock()
 	var all []*frontSub
-	for uri, e := range f.subs.uris {
-		delete(f.subs.uris, uri)
+	for k, e := range f.subs.entries {
+		delete(f.subs.entries, k)
 		close(e.stop)
 		all = append(all, e)
 	}
@@ -383,10 +392,10 @@ func (f *MCPFront) closeSubs() {
 	}
 }
 
-// forward turns the upstream's resources/updated for uri into go-sdk's
-// notification to the subscribed sessions, subscribing again when the
-// upstream's session goes away.
-func (f *MCPFront) forward(e *frontSub, uri string, sub *mcpbridge.ResourceSubscription) {
+// forward turns the upstream's resources/updated for k into go-sdk's
+// notification to the sessions subscribed to its URI, subscribing again
+// when the upstream's session goes away.
+func (f *MCPFront) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscription) {
 	defer close(e.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -398,7 +407,7 @@ func (f *MCPFront) forward(e *frontSub, uri string, sub *mcpbridge.ResourceSubsc
 		cancel()
 	}()
 	notify := func() {
-		_ = f.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		_ = f.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: k.uri})
 	}
 	for {
 		select {
@@ -411,9 +420,9 @@ func (f *MCPFront) forward(e *frontSub, uri string, sub *mcpbridge.ResourceSubsc
 		case <-sub.Done:
 		}
 		sub.Close()
-		f.log.Debug("MCP front door: upstream resource subscription lost; subscribing again", "server", e.server, "uri", uri)
+		f.log.Debug("MCP front door: upstream resource subscription lost; subscribing again", "server", k.server, "uri", k.uri)
 		var err error
-		for wait := frontResubscribeBackoff[0]; ; wait = min(2*wait, frontResubscribeBackoff[1]) {
+		for wait, tries := frontResubscribeBackoff[0], 1; ; wait, tries = min(2*wait, frontResubscribeBackoff[1]), tries+1 {
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -421,8 +430,11 @@ func (f *MCPFront) forward(e *frontSub, uri string, sub *mcpbridge.ResourceSubsc
 				return
 			case <-t.C:
 			}
-			if sub, err = f.s.bridge.SubscribeResource(ctx, e.server, uri); err == nil {
+			if sub, err = f.s.bridge.SubscribeResource(ctx, k.server, k.uri); err == nil {
 				break
+			}
+			if tries == 10 { // about 30 s: worth an operator's eye
+				f.log.Warn("MCP front door: cannot subscribe again to an upstream resource; still trying", "server", k.server, "uri", k.uri, "error", classifyResource(err, false).msg) // the mapped message: no upstream URLs
 			}
 		}
 		notify() // it may have changed while the upstream was away

@@ -1,8 +1,10 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -396,4 +398,120 @@ func TestMCPFrontPerPrincipalResourcesPromptsChanged(t *testing.T) {
 	if r := alice.resources.Load() + bob.resources.Load(); r != 1 {
 		t.Errorf("prompt changes sent %d resources/list_changed in all, want the 1 from before", r)
 	}
+}
+
+// TestMCPFrontSubscriptionsEndWithSessions: the front door's upstream
+// subscriptions go when their sessions do: a 2025-11-25 session that
+// closes without unsubscribing, a 2026-07-28 client that unsubscribes, and
+// a resources/subscribe sent without a session (its one-request session
+// ends with the request). Two sessions share one upstream subscription.
+func TestMCPFrontSubscriptionsEndWithSessions(t *testing.T) {
+	up := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	up.AddResource(&mcp.Resource{URI: "mem://doc", Name: "doc"}, func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: r.Params.URI, Text: "doc"}}}, nil
+	})
+	b, err := mcpbridge.New(mcpbridge.Config{Servers: []mcpbridge.ServerConfig{{
+		Name: "mem",
+		NewTransport: func() (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			_, err := up.Connect(context.Background(), st, nil)
+			return ct, err
+		},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	<-b.Ready()
+	svc := New(b, &Options{})
+	front := svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0"})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	go front.Run(ctx)
+	srv := httptest.NewServer(front.Handler())
+	t.Cleanup(func() {
+		cancel()
+		front.Wait()
+		front.Close()
+		srv.Close()
+	})
+	held := func() (entries, sessions int) {
+		front.subs.mu.Lock()
+		defer front.subs.mu.Unlock()
+		for _, e := range front.subs.entries {
+			entries++
+			sessions += len(e.sessions)
+		}
+		return entries, sessions
+	}
+	eventually := func(wantE, wantS int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			e, s := held()
+			if e == wantE && s == wantS {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d upstream subscriptions, %d subscribed sessions; want %d, %d", what, e, s, wantE, wantS)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	connect := func(version string) *mcp.ClientSession {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+
+	old, modern := connect("2025-11-25"), connect("")
+	if err := old.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://doc"}); err != nil { // twice: one entry, as in go-sdk
+		t.Fatal(err)
+	}
+	if err := modern.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(1, 2, "two sessions subscribed")
+	if err := modern.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mem://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(1, 1, "the 2026-07-28 client unsubscribed")
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(0, 0, "the 2025-11-25 session closed without unsubscribing")
+
+	// Without a session: a 2026-07-28 request (served by a session that
+	// lives for the request alone; that era has no resources/subscribe) and
+	// a 2025-11-25 one without Mcp-Session-Id. Neither may leave a
+	// subscription behind.
+	for _, version := range []string{"2026-07-28", "2025-11-25"} {
+		body := `{"jsonrpc":"2.0","id":7,"method":"resources/subscribe","params":{"uri":"mem://doc","_meta":{"io.modelcontextprotocol/protocolVersion":"` +
+			version + `","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", version)
+		req.Header.Set("Mcp-Method", "resources/subscribe")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		// go-sdk v1.8.0 answers the 2025-11-25 one (a session for the
+		// request alone) and refuses the 2026-07-28 one (no such method).
+		t.Logf("sessionless resources/subscribe (%s): HTTP %d %q", version, resp.StatusCode, bytes.TrimSpace(raw))
+		eventually(0, 0, "after a sessionless resources/subscribe ("+version+")")
+	}
+	eventually(0, 0, "after a sessionless resources/subscribe")
 }
