@@ -213,13 +213,7 @@ func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
 		mc := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.changed.Add(1) },
 		})
-		hc := &http.Client{Transport: bearerTransport(token)}
-		cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		c.cs = cs
+		c.cs = connectFront(t, ctx, mc, srv.URL, token, version)
 		return c
 	}
 	alice, bob := connect("tok-alice-0123456789", "2025-11-25"), connect("tok-bob-0123456789ab", "")
@@ -271,6 +265,23 @@ func startPerPrincipalFront(t *testing.T, svc *Server) (context.Context, *httpte
 		srv.Close()
 	})
 	return ctx, srv
+}
+
+// connectFront connects mc to the front door at base with a bearer token
+// ("" for none) at protocol version ("" for the newest); the session
+// closes with the test.
+func connectFront(t *testing.T, ctx context.Context, mc *mcp.Client, base, token, version string) *mcp.ClientSession {
+	t.Helper()
+	tr := &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}
+	if token != "" {
+		tr.HTTPClient = &http.Client{Transport: bearerTransport(token)}
+	}
+	cs, err := mc.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
 
 type bearerTransport string
@@ -326,13 +337,7 @@ func TestMCPFrontPerPrincipalResourcesPromptsChanged(t *testing.T) {
 			ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.resources.Add(1) },
 			PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.prompts.Add(1) },
 		})
-		hc := &http.Client{Transport: bearerTransport(token)}
-		cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		c.cs = cs
+		c.cs = connectFront(t, ctx, mc, srv.URL, token, version)
 		return c
 	}
 	alice, bob := connect("tok-alice-0123456789", "2025-11-25"), connect("tok-bob-0123456789ab", "")
@@ -461,13 +466,7 @@ func TestMCPFrontSubscriptionsEndWithSessions(t *testing.T) {
 		}
 	}
 	connect := func(version string) *mcp.ClientSession {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
-			&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: version})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		return cs
+		return connectFront(t, ctx, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil), srv.URL, "", version)
 	}
 
 	old, modern := connect("2025-11-25"), connect("")

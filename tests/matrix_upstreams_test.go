@@ -2,12 +2,14 @@ package tests
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,9 +81,30 @@ func matrixCommand(t *testing.T, sdk, transport string, port int) (string, []str
 	return "", nil
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
+// freePort returns a loopback TCP port that was free a moment ago, chosen
+// below the kernel's ephemeral range when it can be: every listener on
+// port 0 (toolsvc's gRPC and admin servers, the tests' own) takes its port
+// from that range, so a port picked there can be taken before the server
+// meant for it binds.
 func freePort(t *testing.T) int {
 	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	if low > 11000 {
+		for range 50 {
+			port := 10000 + rand.IntN(low-10000)
+			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+				l.Close()
+				return port
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -90,22 +113,69 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// waitTCP waits until something accepts connections on addr.
+// ownsListener reports whether a process in p's process group listens on
+// port (so that a server counted as ready is the one started, not another
+// process that took its port).
+func ownsListener(p *proc, port int) bool {
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			if len(f) < 10 || f[3] != "0A" { // 0A: LISTEN
+				continue
+			}
+			if i := strings.LastIndexByte(f[1], ':'); i >= 0 {
+				if n, err := strconv.ParseInt(f[1][i+1:], 16, 32); err == nil && int(n) == port {
+					inodes["socket:["+f[9]+"]"] = true
+				}
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return false
+	}
+	pgid := p.cmd.Process.Pid
+	for _, pid := range pids() {
+		if g, err := syscall.Getpgid(pid); err != nil || g != pgid {
+			continue
+		}
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[l] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// waitTCP waits until something accepts connections on addr: with p, until
+// p (or its process group) is what listens there.
 func waitTCP(t *testing.T, addr string, timeout time.Duration, p *proc) {
 	t.Helper()
+	_, portStr, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portStr)
 	deadline := time.Now().Add(timeout)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return
+			if p == nil || ownsListener(p, port) {
+				return
+			}
+			err = fmt.Errorf("another process listens on %s", addr)
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || (p != nil && !alive(p.cmd.Process.Pid)) {
 			out := ""
 			if p != nil {
 				out = p.log.String()
 			}
-			t.Fatalf("nothing listening on %s after %s: %v; server output:\n%s", addr, timeout, err, out)
+			t.Fatalf("%s not listening on %s after %s: %v; server output:\n%s", "the server", addr, timeout, err, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -146,8 +216,10 @@ func (u *matrixUpstream) start() {
 			c, err := net.DialTimeout("tcp", addr, time.Second)
 			if err == nil {
 				c.Close()
-				u.proc = p
-				return
+				if ownsListener(p, u.port) {
+					u.proc = p
+					return
+				}
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
