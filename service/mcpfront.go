@@ -117,6 +117,7 @@ type MCPFront struct {
 	subs     frontSubs // resource subscriptions (mcpfront_resources.go)
 	busyMu   sync.Mutex
 	busy     map[*mcp.ServerSession]int // calls in flight, for Drain
+	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain
 	markerMu sync.Mutex
 
 	stop chan struct{}
@@ -371,7 +372,10 @@ func (f *MCPFront) Drain(ctx context.Context) {
 		left := 0
 		for ss := range f.server.Sessions() {
 			f.busyMu.Lock()
-			busy := f.busy[ss] > 0
+			// A call's handler returns before go-sdk writes its response:
+			// a session is closed only once no call has ended for
+			// drainResponseGrace, so that the last responses are sent.
+			busy := f.busy[ss] > 0 || time.Since(f.lastEnd) < drainResponseGrace
 			f.busyMu.Unlock()
 			if busy {
 				left++
@@ -403,8 +407,13 @@ func (f *MCPFront) callEnded(ss *mcp.ServerSession) {
 	if f.busy[ss]--; f.busy[ss] <= 0 {
 		delete(f.busy, ss)
 	}
+	f.lastEnd = time.Now()
 	f.busyMu.Unlock()
 }
+
+// drainResponseGrace is how long Drain leaves sessions open after a call
+// ended, for go-sdk to write its response.
+const drainResponseGrace = 250 * time.Millisecond
 
 // Wait returns when Run has returned.
 func (f *MCPFront) Wait() { <-f.done }
