@@ -226,6 +226,9 @@ func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]strin
 type resourceSubs struct {
 	mu   sync.Mutex
 	uris map[string]*uriSub
+	// closed is set (under mu) by teardown before it waits for the
+	// session's goroutines: no resubscribe starts after it.
+	closed bool
 }
 
 // uriSub is the upstream subscription to one URI on one session.
@@ -299,7 +302,7 @@ func (s *session) onSubscriptionStream(uris []string, up bool) {
 			e.pendingDown = true // SubscribeResource schedules the resubscribe
 			continue
 		}
-		if e.err != nil || e.resubscribing || s.isDead() || s.ctx.Err() != nil {
+		if e.err != nil || e.resubscribing || s.rsubs.closed || s.isDead() || s.ctx.Err() != nil {
 			continue
 		}
 		upFor := time.Duration(0) // a stream that never came up: keep backing off
@@ -309,7 +312,11 @@ func (s *session) onSubscriptionStream(uris []string, up bool) {
 		e.upSince = time.Time{}
 		e.backoff = nextResubscribeWait(e.backoff, upFor)
 		e.resubscribing = true
-		go s.resubscribe(uri, e, e.backoff)
+		s.wg.Add(1) // teardown waits for it (rsubs.closed orders this Add before its Wait)
+		go func(uri string, e *uriSub, wait time.Duration) {
+			defer s.wg.Done()
+			s.resubscribe(uri, e, wait)
+		}(uri, e, e.backoff)
 	}
 }
 
@@ -332,7 +339,7 @@ func (s *session) resubscribe(uri string, e *uriSub, wait time.Duration) {
 		e.reopened = true
 	}
 	s.rsubs.mu.Unlock()
-	if !current || s.isDead() {
+	if !current || s.isDead() || s.ctx.Err() != nil {
 		return
 	}
 	s.u.log.Debug("resource subscription stream ended; subscribing again", "uri", trimURI(uri))

@@ -44,7 +44,7 @@ type session struct {
 
 	raw rawSchemas // schemas as the upstream sent them (rawschema.go)
 
-	wg       sync.WaitGroup // refresher and prober
+	wg       sync.WaitGroup // refresher, prober, resource resubscribes
 	waitDone chan struct{}  // closed when the Wait watcher returns
 
 	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)

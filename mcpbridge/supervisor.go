@@ -305,7 +305,10 @@ func (u *upstream) teardown(s *session) {
 		// A dead or wedged child cannot close gracefully; do not wait for it.
 		s.killGroup()
 	}
-	s.wg.Wait() // refresher and prober end with s.ctx
+	s.rsubs.mu.Lock()
+	s.rsubs.closed = true // no resubscribe starts from now on (resourcecalls.go)
+	s.rsubs.mu.Unlock()
+	s.wg.Wait() // refresher, prober and resubscribes end with s.ctx
 	u.b.closers.Add(1)
 	go func() {
 		defer u.b.closers.Done()

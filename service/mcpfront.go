@@ -230,10 +230,10 @@ const (
 )
 
 // quietUndelivered logs go-sdk's info lines and its "undelivered message"
-// warnings at debug level. The warnings: a session adopted from another replica (or whose client has gone)
-// has no stream of its own on this replica, so every list_changed to it
-// is undelivered here, as expected (its client listens where its stream
-// is).
+// warnings at debug level. The warnings: a session adopted from another
+// replica (or whose client has gone) has no stream of its own on this
+// replica, so every list_changed to it is undelivered here, as expected
+// (its client listens where its stream is).
 type quietUndelivered struct{ slog.Handler }
 
 func (h quietUndelivered) Handle(ctx context.Context, r slog.Record) error {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -242,6 +243,11 @@ type frontSubs struct {
 	mu      sync.Mutex
 	entries map[subKey]*frontSub
 	watched map[*mcp.ServerSession]bool // sessions whose end is awaited
+	// closed (under mu) stops new subscriptions; closeSubs then waits for
+	// every goroutine in running (forwarders, session-end waiters), whose
+	// Adds happen under mu before closed is set.
+	closed  bool
+	running sync.WaitGroup
 }
 
 type subKey struct{ server, uri string }
@@ -251,7 +257,6 @@ type frontSub struct {
 	ready    chan struct{} // closed when the first upstream subscription answered
 	err      error         // its error
 	stop     chan struct{} // closed when the last session leaves
-	done     chan struct{} // closed when the forwarder returned
 }
 
 // frontResubscribeBackoff bounds the retries of an upstream subscription
@@ -299,11 +304,9 @@ func (f *MCPFront) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) e
 // first one.
 func (f *MCPFront) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession) error {
 	f.subs.mu.Lock()
-	select {
-	case <-f.stop:
+	if f.subs.closed {
 		f.subs.mu.Unlock()
 		return mcpbridge.ErrClosed
-	default:
 	}
 	if f.subs.entries == nil {
 		f.subs.entries, f.subs.watched = map[subKey]*frontSub{}, map[*mcp.ServerSession]bool{}
@@ -311,14 +314,17 @@ func (f *MCPFront) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession)
 	e := f.subs.entries[k]
 	first := e == nil
 	if first {
-		e = &frontSub{sessions: map[*mcp.ServerSession]bool{}, ready: make(chan struct{}),
-			stop: make(chan struct{}), done: make(chan struct{})}
+		e = &frontSub{sessions: map[*mcp.ServerSession]bool{}, ready: make(chan struct{}), stop: make(chan struct{})}
 		f.subs.entries[k] = e
 	}
 	e.sessions[ss] = true // go-sdk too keeps one entry per session and URI
 	if !f.subs.watched[ss] {
 		f.subs.watched[ss] = true
-		go f.awaitSessionEnd(ss)
+		f.subs.running.Add(1)
+		go func() {
+			defer f.subs.running.Done()
+			f.awaitSessionEnd(ss)
+		}()
 	}
 	f.subs.mu.Unlock()
 	if !first {
@@ -336,18 +342,26 @@ func (f *MCPFront) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), frontSubscribeTimeout)
 	sub, err := f.s.bridge.SubscribeResource(sctx, k.server, k.uri)
 	cancel()
+	f.subs.mu.Lock()
+	if err == nil && f.subs.closed {
+		sub.Close()
+		err = mcpbridge.ErrClosed
+	}
 	e.err = err
 	close(e.ready)
 	if err != nil {
-		close(e.done)
-		f.subs.mu.Lock()
 		if f.subs.entries[k] == e {
 			delete(f.subs.entries, k)
 		}
 		f.subs.mu.Unlock()
 		return err
 	}
-	go f.forward(e, k, sub)
+	f.subs.running.Add(1)
+	f.subs.mu.Unlock()
+	go func() {
+		defer f.subs.running.Done()
+		f.forward(e, k, sub)
+	}()
 	return nil
 }
 
@@ -377,26 +391,35 @@ func (f *MCPFront) leaveSubs(ss *mcp.ServerSession, match func(subKey) bool) {
 	}
 }
 
-// closeSubs stops every forwarder and waits for them (Close, Drain).
+// closeSubs refuses new subscriptions, stops every forwarder and waits for
+// them and for the session-end waiters (Close, Drain: the sessions are
+// closed by then). Idempotent.
 func (f *MCPFront) closeSubs() {
 	f.subs.mu.Lock()
-	var all []*frontSub
+	f.subs.closed = true
 	for k, e := range f.subs.entries {
 		delete(f.subs.entries, k)
-		close(e.stop)
-		all = append(all, e)
+		select {
+		case <-e.stop:
+		default:
+			close(e.stop)
+		}
+	}
+	var sessions []*mcp.ServerSession
+	for ss := range f.subs.watched {
+		sessions = append(sessions, ss)
 	}
 	f.subs.mu.Unlock()
-	for _, e := range all {
-		<-e.done
+	for _, ss := range sessions {
+		_ = ss.Close() // ends its waiter (Close and Drain have closed it already)
 	}
+	f.subs.running.Wait()
 }
 
 // forward turns the upstream's resources/updated for k into go-sdk's
 // notification to the sessions subscribed to its URI, subscribing again
 // when the upstream's session goes away.
 func (f *MCPFront) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscription) {
-	defer close(e.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -501,33 +524,34 @@ func samePromptLists(a, b *mcpbridge.ResourceSnapshot) bool {
 	return promptListKey(a, nil) == promptListKey(b, nil)
 }
 
-// resourceListKey is the resources and templates of snap that keep allows
-// (nil: all), as a client would see them, in one comparable string.
+// resourceListKey is a digest of the resources and templates of snap that
+// keep allows (nil: all), as a client would see them.
 func resourceListKey(snap *mcpbridge.ResourceSnapshot, keep func(server string) bool) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
+	h := sha256.New()
+	enc := json.NewEncoder(h)
 	for _, r := range snap.Resources {
 		if keep == nil || keep(r.Server) {
 			_ = enc.Encode(r.R)
 		}
 	}
-	b.WriteString("--templates--\n")
+	h.Write([]byte("--templates--\n"))
 	for _, t := range snap.Templates {
 		if keep == nil || keep(t.Server) {
 			_ = enc.Encode(t.T)
 		}
 	}
-	return b.String()
+	return string(h.Sum(nil))
 }
 
-// promptListKey is resourceListKey for the prompts (keep takes the exposed name).
+// promptListKey is resourceListKey for the prompts (keep takes the exposed
+// name).
 func promptListKey(snap *mcpbridge.ResourceSnapshot, keep func(name string) bool) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
+	h := sha256.New()
+	enc := json.NewEncoder(h)
 	for _, p := range snap.Prompts {
 		if keep == nil || keep(p.Name) {
 			_ = enc.Encode(promptToMCP(p))
 		}
 	}
-	return b.String()
+	return string(h.Sum(nil))
 }
