@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -68,8 +69,25 @@ type MCPFrontOptions struct {
 	// session to its principal.
 	SessionKey []byte
 	// SessionTimeout closes a stateful session idle this long (default
-	// DefaultMCPSessionTimeout).
+	// DefaultMCPSessionTimeout). A session is idle while none of its HTTP
+	// requests (calls, its GET stream) is being served.
 	SessionTimeout time.Duration
+	// MaxSessions caps the stateful sessions of this replica (default
+	// DefaultMCPMaxSessions); MaxSessionsPerPrincipal caps one principal's
+	// (default DefaultMCPMaxSessionsPerPrincipal; without auth every
+	// caller is the same principal). At a cap, a new session (initialize,
+	// or the adoption of one minted elsewhere) evicts the session idle the
+	// longest, of the principal when its own cap is reached; when none is
+	// idle it is refused with HTTP 503 (see sessionTable).
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
+	// BodyTimeout bounds the time to read a request body once its
+	// headers are in (default DefaultMCPBodyTimeout): a client that
+	// trickles a body is cut off (HTTP 408, connection closed). Headers
+	// are bounded by the http.Server (serve: ReadHeaderTimeout).
+	BodyTimeout time.Duration
+	// Registry, if set, gets the front door's session metrics.
+	Registry prometheus.Registerer
 	// PageSize of tools/list (default DefaultMCPPageSize).
 	PageSize int
 	// Debounce between a catalog change and list_changed (default
@@ -82,6 +100,16 @@ const (
 	DefaultMCPPageSize            = 500
 	DefaultMCPSessionTimeout      = 30 * time.Minute
 	DefaultMCPListChangedDebounce = 50 * time.Millisecond
+	// DefaultMCPMaxSessions and DefaultMCPMaxSessionsPerPrincipal bound
+	// the memory of stateful sessions (about 33 KB of resident memory and
+	// one goroutine each, measured with tests/frontflood): a client that
+	// initializes and walks away holds a place until the cap makes it the
+	// oldest idle one. An evicted client
+	// loses nothing but its resource subscriptions: its next request is
+	// adopted (see sessionIDs).
+	DefaultMCPMaxSessions             = 1000
+	DefaultMCPMaxSessionsPerPrincipal = 250
+	DefaultMCPBodyTimeout             = 30 * time.Second
 	// mcpBodySlack is what the JSON-RPC envelope may add to a call's
 	// arguments before the HTTP body limit (413) applies; the pipeline's
 	// request limit (REQUEST_TOO_LARGE, naming the limit) applies first.
@@ -109,14 +137,13 @@ type MCPFront struct {
 	// creating, and nextID is the answer for the one being created now.
 	newSessions sync.Mutex
 	nextID      string
-	liveMu      sync.Mutex
-	live        map[string]*mcp.ServerSession // stateful sessions on this replica
+	sessions    sessionTable // stateful sessions on this replica (mcpfront_sessions.go)
 
 	list     listCache
 	views    *views
 	subs     frontSubs // resource subscriptions (mcpfront_resources.go)
 	busyMu   sync.Mutex
-	busy     map[*mcp.ServerSession]int // calls in flight, for Drain
+	busy     map[*mcp.ServerSession]int // calls, reads and prompts in flight, for Drain and eviction
 	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain
 	markerMu sync.Mutex
 
@@ -140,7 +167,16 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 	if o.Debounce <= 0 {
 		o.Debounce = DefaultMCPListChangedDebounce
 	}
-	f := &MCPFront{s: s, log: o.Logger, opts: o, live: map[string]*mcp.ServerSession{}, busy: map[*mcp.ServerSession]int{}, views: newViews(),
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMCPMaxSessions
+	}
+	if o.MaxSessionsPerPrincipal <= 0 {
+		o.MaxSessionsPerPrincipal = DefaultMCPMaxSessionsPerPrincipal
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultMCPBodyTimeout
+	}
+	f := &MCPFront{s: s, log: o.Logger, opts: o, busy: map[*mcp.ServerSession]int{}, views: newViews(),
 		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
 		ids:   newSessionIDs(o.SessionKey),
 		stop:  make(chan struct{}), done: make(chan struct{})}
@@ -161,8 +197,14 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 	f.server.AddSendingMiddleware(f.sendingMiddleware)
 	getServer := func(*http.Request) *mcp.Server { return f.server }
 	maxBody := int64(s.opts.MaxRequestBytes) + mcpBodySlack
+	f.sessions.init(f)
 	f.stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Logger: o.Logger, SessionTimeout: o.SessionTimeout, MaxRequestBodyBytes: maxBody,
+		// No SessionTimeout: the session table closes idle sessions
+		// itself. go-sdk's timer runs while a GET stream is open (it
+		// pauses for POSTs only), and the table must know of every
+		// session that closes, without a goroutine per session waiting
+		// for it.
+		Logger: o.Logger, MaxRequestBodyBytes: maxBody,
 		// Host and Origin are checked by hostPolicy, before anything else.
 		DisableLocalhostProtection: true,
 	})
@@ -183,15 +225,28 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 // authenticated, on every request.
 func (f *MCPFront) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Both refusals are decided from the headers alone and sent before
+		// any of the body is read.
 		if err := f.hosts.check(r); err != nil {
+			closeAfterRefusal(w, r)
 			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 			return
 		}
 		ctx, p, err := f.s.authenticate(httpAuthContext(r))
 		if err != nil {
+			closeAfterRefusal(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolsvc"`)
 			writeHTTPJSONRPCError(w, http.StatusUnauthorized, status.Convert(err).Message())
 			return
+		}
+		if r.ContentLength != 0 {
+			// The body must arrive within BodyTimeout: the connection's
+			// read deadline, which net/http clears once the body has been
+			// read to its end (the background read of HTTP/1.1; per
+			// stream in HTTP/2). Only with a body to read: a GET's
+			// connection is already being read in the background, for
+			// the client going away.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(f.opts.BodyTimeout))
 		}
 		// go-sdk binds a stateful session to TokenInfo.UserID and hands
 		// TokenInfo to every request's handler (RequestExtra): the
@@ -207,6 +262,18 @@ func (f *MCPFront) Handler() http.Handler {
 		}
 		f.withTokenInfo.ServeHTTP(w, r)
 	})
+}
+
+// closeAfterRefusal makes net/http close the connection after a refusal
+// of a request whose body was not read. Otherwise, to keep the connection,
+// it reads and discards up to 256 KiB of the body before it writes the
+// refusal's headers (net/http's maxPostHandlerReadBytes): a client that
+// trickles its body would hold the connection, and see no answer, until
+// it had sent it all.
+func closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // principalBearer stands in for a bearer token when the caller
@@ -355,6 +422,7 @@ func (f *MCPFront) notifyListChanged() {
 // (clients reconnect, to another replica). It is idempotent.
 func (f *MCPFront) Close() {
 	f.once.Do(func() { close(f.stop) })
+	f.sessions.shut()
 	for ss := range f.server.Sessions() {
 		_ = ss.Close()
 	}
@@ -384,6 +452,7 @@ func (f *MCPFront) Drain(ctx context.Context) {
 			_ = ss.Close()
 		}
 		if left == 0 {
+			f.sessions.shut()
 			f.closeSubs()
 			return
 		}
@@ -394,6 +463,13 @@ func (f *MCPFront) Drain(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// handling reports whether a call, read or prompt of ss is running.
+func (f *MCPFront) handling(ss *mcp.ServerSession) bool {
+	f.busyMu.Lock()
+	defer f.busyMu.Unlock()
+	return f.busy[ss] > 0
 }
 
 func (f *MCPFront) callStarted(ss *mcp.ServerSession) {
@@ -445,10 +521,16 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "resources/templates/list":
 			return f.listResourceTemplates(ctx, req.(*mcp.ListResourceTemplatesRequest))
 		case "resources/read":
+			ss := req.GetSession().(*mcp.ServerSession)
+			f.callStarted(ss)
+			defer f.callEnded(ss)
 			return f.readResource(ctx, req.(*mcp.ReadResourceRequest))
 		case "prompts/list":
 			return f.listPrompts(ctx, req.(*mcp.ListPromptsRequest))
 		case "prompts/get":
+			ss := req.GetSession().(*mcp.ServerSession)
+			f.callStarted(ss)
+			defer f.callEnded(ss)
 			return f.getPrompt(ctx, req.(*mcp.GetPromptRequest))
 		case "resources/subscribe", "resources/unsubscribe":
 			// The subscribe handler authenticates the request's principal.
@@ -479,23 +561,17 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// track records a stateful session of this replica until it closes.
+// track records a session of this replica that outlives its initialize:
+// a stateful /mcp session joins its entry in the session table, which
+// closes it and forgets it; an SSE session (bounded by its open GET
+// stream) is forgotten when it ends.
 func (f *MCPFront) track(ss *mcp.ServerSession) {
-	id := ss.ID()
-	if id == "" {
+	if f.sessions.bind(ss) {
 		return
 	}
-	f.liveMu.Lock()
-	f.live[id] = ss
-	f.liveMu.Unlock()
 	go func() {
 		_ = ss.Wait()
 		f.removeSession(ss)
-		f.liveMu.Lock()
-		if f.live[id] == ss {
-			delete(f.live, id)
-		}
-		f.liveMu.Unlock()
 	}()
 }
 

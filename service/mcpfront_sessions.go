@@ -10,9 +10,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Sessions and replicas.
@@ -102,12 +107,17 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.s.opts.MaxRequestBytes)+mcpBodySlack))
 		if err != nil {
 			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
+			switch {
+			case errors.As(err, &mbe):
 				writeHTTPJSONRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 					"request body is over %d bytes (the request limit, serve --max-request-bytes, plus the envelope)", mbe.Limit))
-				return
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				w.Header().Set("Connection", "close")
+				writeHTTPJSONRPCError(w, http.StatusRequestTimeout, fmt.Sprintf(
+					"the request body did not arrive within %s (serve --mcp-body-timeout)", f.opts.BodyTimeout))
+			default:
+				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 			}
-			http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
 	}
@@ -138,59 +148,91 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		defer f.newSessions.Unlock()
 		f.nextID = f.ids.mint(principal)
 		defer func() { f.nextID = "" }() // anything else asking gets no ID: an ephemeral session
+		e, err := f.sessions.reserve(f.nextID, principal)
+		if err != nil {
+			refuseSession(w, err)
+			return
+		}
+		defer f.sessions.created(e)
 		f.stateful.ServeHTTP(w, r)
 		return
 	}
-	if !f.holds(sid) {
-		if !f.ids.valid(sid, principal) {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
-		}
+	// An ID not minted for this principal is one this replica does not
+	// know for this caller, whether or not it holds a session of that ID
+	// for another: 404, as for any unknown session (the MCP transport
+	// spec), so that IDs cannot be probed across principals.
+	if !f.ids.valid(sid, principal) {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	e := f.sessions.begin(sid)
+	if e == nil {
 		if r.Method == http.MethodDelete {
 			w.WriteHeader(http.StatusNoContent) // nothing of it here
 			return
 		}
-		if err := f.adopt(r, sid, pv); err != nil {
+		var err error
+		if e, err = f.adopt(r, sid, principal, pv); err != nil {
+			if errors.Is(err, errSessionsBusy) || errors.Is(err, errFrontClosed) {
+				refuseSession(w, err)
+				return
+			}
 			f.log.Warn("MCP front door: adopting a session failed", "error", err)
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
 		reset()
 	}
+	defer f.sessions.end(e)
+	if r.Method == http.MethodDelete {
+		// What go-sdk would do (close, 204), with the table told.
+		f.sessions.forget(e)
+		f.sessions.close(e)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	f.stateful.ServeHTTP(w, r)
 }
 
-func (f *MCPFront) holds(sid string) bool {
-	f.liveMu.Lock()
-	defer f.liveMu.Unlock()
-	return f.live[sid] != nil
+// refuseSession answers a request that needs a new session when none can
+// be had: HTTP 503 with a JSON-RPC error saying which cap, and when to
+// retry.
+func refuseSession(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	writeHTTPJSONRPCError(w, http.StatusServiceUnavailable, err.Error())
 }
 
 // adopt creates, on this replica, the go-sdk session sid that another
-// replica minted: an initialize and notifications/initialized on the
-// client's behalf.
-func (f *MCPFront) adopt(r *http.Request, sid, pv string) error {
+// replica minted (or that this one evicted or closed when idle): an
+// initialize and notifications/initialized on the client's behalf. The
+// entry it returns is in use (end it).
+func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSession, error) {
 	if pv == "" {
 		pv = legacyDefaultVersion
 	}
 	f.newSessions.Lock()
 	defer f.newSessions.Unlock()
-	if f.holds(sid) { // adopted by a concurrent request
-		return nil
+	if e := f.sessions.begin(sid); e != nil { // adopted by a concurrent request
+		return e, nil
+	}
+	e, err := f.sessions.reserve(sid, principal)
+	if err != nil {
+		return nil, err
 	}
 	f.nextID = sid
 	defer func() { f.nextID = "" }()
 	initBody := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"toolsvc-adopted-session","version":"0"}}}`, pv)
-	if code := f.internalPOST(r, "", initBody); code != http.StatusOK {
-		return fmt.Errorf("initialize on the client's behalf: HTTP %d", code)
-	}
-	if !f.holds(sid) {
-		return errors.New("initialize on the client's behalf created no session")
+	code := f.internalPOST(r, "", initBody)
+	if !f.sessions.bound(e) {
+		f.sessions.created(e)
+		return nil, fmt.Errorf("initialize on the client's behalf: HTTP %d, no session", code)
 	}
 	if code := f.internalPOST(r, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code/100 != 2 {
-		return fmt.Errorf("notifications/initialized on the client's behalf: HTTP %d", code)
+		f.sessions.forget(e)
+		f.sessions.close(e)
+		return nil, fmt.Errorf("notifications/initialized on the client's behalf: HTTP %d", code)
 	}
-	return nil
+	return e, nil
 }
 
 // internalPOST sends a JSON-RPC message through the stateful handler in
@@ -226,3 +268,243 @@ func (w *discardWriter) WriteHeader(code int) {
 	}
 }
 func (w *discardWriter) Flush() {}
+
+// The session table: the stateful sessions of this replica, capped.
+//
+// Every go-sdk stateful session costs memory and its connection's reader
+// goroutine until it is closed, and a client that initializes and never
+// comes back never closes it. So the table holds at most MaxSessions
+// sessions, and at most MaxSessionsPerPrincipal of one principal. A new
+// session at a cap evicts the session idle the longest (the principal's
+// own when its cap is the one reached): evicting costs its client little,
+// since its next request is adopted under the same ID (sessionIDs), while
+// refusing the newcomer would let whoever came first hold the replica. A
+// session is idle while no HTTP request of it is being served and no
+// handler of it runs (a call whose client went away still runs, and
+// closing its session would wait for it): a GET stream open or a call
+// running makes it busy. When every session that
+// could go is busy, the newcomer is refused (HTTP 503, errSessionsBusy).
+//
+// The table also closes sessions idle for SessionTimeout, and it learns
+// of every session that ends without a goroutine per session: sessions
+// end only by its own hand (eviction, idle timeout, DELETE, Close/Drain)
+// or while their initialize fails (created). go-sdk's own SessionTimeout
+// is not used.
+
+var (
+	errSessionsBusy = errors.New("no MCP session available")
+	errFrontClosed  = errors.New("the MCP front door is shutting down")
+)
+
+// frontSession is one stateful session of this replica.
+type frontSession struct {
+	id, principal string
+	ss            *mcp.ServerSession // nil until its initialize succeeds
+	inflight      int                // its HTTP requests being served
+	idleSince     time.Time
+	timer         *time.Timer // closes it after SessionTimeout idle
+}
+
+type sessionTable struct {
+	f      *MCPFront
+	mu     sync.Mutex
+	m      map[string]*frontSession
+	per    map[string]int // sessions per principal
+	closed bool
+
+	evicted, refused, expired prometheus.Counter
+}
+
+func (t *sessionTable) init(f *MCPFront) {
+	t.f, t.m, t.per = f, map[string]*frontSession{}, map[string]int{}
+	t.evicted = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_evicted_total",
+		Help: "MCP front-door sessions closed to make room for a new one (the oldest idle at --mcp-max-sessions or --mcp-max-sessions-per-principal)."})
+	t.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_refused_total",
+		Help: "New MCP front-door sessions refused with HTTP 503 because every session that could be evicted was busy."})
+	t.expired = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_expired_total",
+		Help: "MCP front-door sessions closed after --mcp-session-timeout idle."})
+	if reg := f.opts.Registry; reg != nil {
+		reg.MustRegister(t.evicted, t.refused, t.expired, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "toolsvc_front_sessions",
+			Help: "Stateful MCP front-door sessions (/mcp, 2025-11-25 and older) held by this replica."}, func() float64 {
+			return float64(t.len())
+		}))
+	}
+}
+
+func (t *sessionTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// reserve adds the entry of a session about to be created (initialize,
+// adoption), in use by its creating request, evicting one at a cap. The
+// caller holds f.newSessions, so an evicted session has ended (go-sdk
+// forgot its ID) before any adoption of the same ID begins.
+func (t *sessionTable) reserve(id, principal string) (*frontSession, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, errFrontClosed
+	}
+	var victim *frontSession
+	o := t.f.opts
+	switch {
+	case t.per[principal] >= o.MaxSessionsPerPrincipal:
+		if victim = t.oldestIdle(principal, true); victim == nil {
+			t.refused.Inc()
+			t.mu.Unlock()
+			return nil, fmt.Errorf("%w: all %d sessions one principal may hold are in use (serve --mcp-max-sessions-per-principal); close one, or retry later",
+				errSessionsBusy, o.MaxSessionsPerPrincipal)
+		}
+	case len(t.m) >= o.MaxSessions:
+		if victim = t.oldestIdle("", false); victim == nil {
+			t.refused.Inc()
+			t.mu.Unlock()
+			return nil, fmt.Errorf("%w: all %d sessions of this replica are in use (serve --mcp-max-sessions); retry later",
+				errSessionsBusy, o.MaxSessions)
+		}
+	}
+	if victim != nil {
+		t.removeLocked(victim)
+		t.evicted.Inc()
+	}
+	e := &frontSession{id: id, principal: principal, inflight: 1}
+	t.m[id] = e
+	t.per[principal]++
+	t.mu.Unlock()
+	if victim != nil {
+		t.f.log.Debug("MCP front door: evicted the oldest idle session for a new one", "principal", victim.principal, "idle", time.Since(victim.idleSince))
+		t.close(victim)
+	}
+	return e, nil
+}
+
+// oldestIdle is the session idle the longest (of principal if mine).
+func (t *sessionTable) oldestIdle(principal string, mine bool) *frontSession {
+	var old *frontSession
+	for _, e := range t.m {
+		if e.inflight > 0 || e.ss == nil || (mine && e.principal != principal) || t.f.handling(e.ss) {
+			continue
+		}
+		if old == nil || e.idleSince.Before(old.idleSince) {
+			old = e
+		}
+	}
+	return old
+}
+
+// bind gives the entry of ss's ID its session (the middleware, at
+// initialize); false if there is none (an SSE session).
+func (t *sessionTable) bind(ss *mcp.ServerSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[ss.ID()]
+	if e == nil || e.ss != nil {
+		return false
+	}
+	e.ss = ss
+	return true
+}
+
+func (t *sessionTable) bound(e *frontSession) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return e.ss != nil
+}
+
+// created ends the creating request of e; if it created no session, the
+// entry goes.
+func (t *sessionTable) created(e *frontSession) {
+	if !t.bound(e) {
+		t.forget(e)
+		return
+	}
+	t.end(e)
+}
+
+// begin marks the session sid in use by a request; nil if this replica
+// does not hold it.
+func (t *sessionTable) begin(sid string) *frontSession {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.m[sid]
+	if e == nil || e.ss == nil {
+		return nil
+	}
+	if e.inflight++; e.timer != nil {
+		e.timer.Stop()
+	}
+	return e
+}
+
+// end marks a request of e served; once none is, e is idle and its
+// timeout starts.
+func (t *sessionTable) end(e *frontSession) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e.inflight--; e.inflight > 0 || t.m[e.id] != e {
+		return
+	}
+	e.idleSince = time.Now()
+	d := t.f.opts.SessionTimeout
+	if e.timer == nil {
+		e.timer = time.AfterFunc(d, func() { t.expire(e) })
+	} else {
+		e.timer.Reset(d)
+	}
+}
+
+// expire closes e if it is still idle: a timer Stop that came too late
+// leaves its callback to run after the session was used again.
+func (t *sessionTable) expire(e *frontSession) {
+	t.mu.Lock()
+	if t.m[e.id] != e || e.inflight > 0 || time.Since(e.idleSince) < t.f.opts.SessionTimeout {
+		t.mu.Unlock()
+		return
+	}
+	t.removeLocked(e)
+	t.expired.Inc()
+	t.mu.Unlock()
+	t.close(e)
+}
+
+// forget removes e from the table (its session is closing: DELETE).
+func (t *sessionTable) forget(e *frontSession) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[e.id] == e {
+		t.removeLocked(e)
+	}
+}
+
+func (t *sessionTable) removeLocked(e *frontSession) {
+	delete(t.m, e.id)
+	if t.per[e.principal]--; t.per[e.principal] <= 0 {
+		delete(t.per, e.principal)
+	}
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+}
+
+// close ends e's session: go-sdk forgets its ID (its reader goroutine
+// ends) and so do the front door's views.
+func (t *sessionTable) close(e *frontSession) {
+	if e.ss == nil {
+		return
+	}
+	_ = e.ss.Close()
+	t.f.removeSession(e.ss)
+}
+
+// shut refuses new sessions and forgets every entry (Close and Drain close
+// the sessions themselves).
+func (t *sessionTable) shut() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for _, e := range t.m {
+		t.removeLocked(e)
+	}
+}

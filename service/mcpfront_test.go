@@ -3,6 +3,7 @@ package service
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -513,4 +514,116 @@ func TestMCPFrontSubscriptionsEndWithSessions(t *testing.T) {
 		eventually(0, 0, "after a sessionless resources/subscribe ("+version+")")
 	}
 	eventually(0, 0, "after a sessionless resources/subscribe")
+}
+
+// TestMCPFrontSessionTable: the session table closes a session idle for
+// SessionTimeout (not one in use, however long), and at its cap evicts
+// the session idle the longest, or refuses when every one is in use.
+func TestMCPFrontSessionTable(t *testing.T) {
+	f := newFixture(t, 1)
+	synctest.Test(t, func(t *testing.T) {
+		front := f.svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", SessionTimeout: time.Minute, MaxSessions: 3, MaxSessionsPerPrincipal: 2})
+		type held struct {
+			e      *frontSession
+			cs     *mcp.ClientSession
+			closed chan struct{}
+		}
+		var all []*held
+		open := func(id, principal string) (*held, error) {
+			e, err := front.sessions.reserve(id, principal)
+			if err != nil {
+				return nil, err
+			}
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := front.server.Connect(t.Context(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.ss = ss // what bind does for a session whose ID go-sdk took from the table's reservation
+			front.sessions.created(e)
+			h := &held{e: e, cs: cs, closed: make(chan struct{})}
+			go func() {
+				_ = ss.Wait()
+				close(h.closed)
+			}()
+			all = append(all, h)
+			return h, nil
+		}
+		isClosed := func(h *held) bool {
+			synctest.Wait()
+			select {
+			case <-h.closed:
+				return true
+			default:
+				return false
+			}
+		}
+		holds := func(h *held) bool {
+			front.sessions.mu.Lock()
+			defer front.sessions.mu.Unlock()
+			return front.sessions.m[h.e.id] == h.e
+		}
+
+		a, _ := open("a", "alice")
+		time.Sleep(59 * time.Second)
+		b, _ := open("b", "bob")
+		time.Sleep(2 * time.Second)
+		if holds(a) || !isClosed(a) {
+			t.Errorf("a session idle for 61 s with a 1 min timeout: held %v, closed %v; want closed", holds(a), isClosed(a))
+		}
+		if !holds(b) || isClosed(b) {
+			t.Errorf("a session idle for 2 s was closed")
+		}
+		if front.sessions.begin("b") == nil {
+			t.Fatal("begin(b) = nil, want b")
+		}
+		time.Sleep(5 * time.Minute)
+		if !holds(b) || isClosed(b) {
+			t.Errorf("a session in use for 5 min was closed")
+		}
+		front.sessions.end(b.e)
+
+		// The cap: c and d join b (idle since now); e evicts the oldest
+		// idle, b.
+		time.Sleep(time.Second)
+		c, _ := open("c", "alice")
+		time.Sleep(time.Second)
+		d, _ := open("d", "alice")
+		e, err := open("e", "bob")
+		if err != nil {
+			t.Fatalf("a fourth session with three idle: %v", err)
+		}
+		if holds(b) || !isClosed(b) || !holds(c) || !holds(d) || !holds(e) {
+			t.Errorf("at the cap of 3, a new session: b held %v closed %v, c %v d %v e %v; want b evicted", holds(b), isClosed(b), holds(c), holds(d), holds(e))
+		}
+		// alice at her cap of 2: her oldest idle, c, goes for her next.
+		if front.sessions.begin("d") == nil {
+			t.Fatal("begin(d) = nil")
+		}
+		g, err := open("g", "alice")
+		if err != nil || holds(c) || !isClosed(c) {
+			t.Errorf("alice's third session: %v, c held %v closed %v; want c evicted", err, holds(c), isClosed(c))
+		}
+		// Every one of alice's in use: refused, whatever bob holds.
+		front.sessions.begin("g")
+		if _, err := open("h", "alice"); !errors.Is(err, errSessionsBusy) || !strings.Contains(err.Error(), "--mcp-max-sessions-per-principal") {
+			t.Errorf("alice's sessions all in use: %v, want errSessionsBusy naming --mcp-max-sessions-per-principal", err)
+		}
+		front.sessions.begin("e")
+		if _, err := open("i", "carol"); !errors.Is(err, errSessionsBusy) || !strings.Contains(err.Error(), "--mcp-max-sessions)") {
+			t.Errorf("every session in use: %v, want errSessionsBusy naming --mcp-max-sessions", err)
+		}
+		for _, h := range []*held{d, e, g} {
+			front.sessions.end(h.e)
+		}
+		front.Close()
+		for _, h := range all {
+			_ = h.cs.Close()
+		}
+		synctest.Wait()
+	})
 }

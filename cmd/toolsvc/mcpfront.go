@@ -24,6 +24,11 @@ type mcpFront struct {
 	once    sync.Once
 }
 
+const (
+	mcpHeaderTimeout = 10 * time.Second
+	mcpIdleTimeout   = 2 * time.Minute
+)
+
 func startMCPFront(ctx context.Context, svc *service.Server, addr string, tlsConf *tls.Config, o service.MCPFrontOptions) (*mcpFront, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -31,7 +36,10 @@ func startMCPFront(ctx context.Context, svc *service.Server, addr string, tlsCon
 	}
 	o.ListenAddr = lis.Addr().String()
 	m := &mcpFront{f: svc.NewMCPFront(o), addr: lis.Addr(), served: make(chan error, 1), runDone: make(chan struct{})}
-	m.srv = &http.Server{Handler: m.f.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Headers must arrive within mcpHeaderTimeout (the body within
+	// --mcp-body-timeout, set per request by the front door), and a
+	// kept-alive connection with no request goes after mcpIdleTimeout.
+	m.srv = &http.Server{Handler: m.f.Handler(), ReadHeaderTimeout: mcpHeaderTimeout, IdleTimeout: mcpIdleTimeout}
 	if tlsConf != nil {
 		// The gRPC config offers only h2; HTTP clients also speak 1.1.
 		c := tlsConf.Clone()

@@ -46,12 +46,19 @@ func runServe(ctx context.Context, args []string) error {
 	mcpOrigins := fs.String("mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
 	mcpKeyFile := fs.String("mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
 	mcpPageSize := fs.Int("mcp-page-size", service.DefaultMCPPageSize, "tools per MCP tools/list page")
+	mcpMaxSessions := fs.Int("mcp-max-sessions", service.DefaultMCPMaxSessions, "MCP sessions (/mcp, 2025-11-25 and older) this replica holds; a new one evicts the oldest idle, or is refused with HTTP 503 when all are busy")
+	mcpMaxPerPrincipal := fs.Int("mcp-max-sessions-per-principal", service.DefaultMCPMaxSessionsPerPrincipal, "MCP sessions one principal holds (without auth every caller is one principal); a new one evicts that principal's oldest idle, or is refused with HTTP 503 when all are busy")
+	mcpSessionTimeout := fs.Duration("mcp-session-timeout", service.DefaultMCPSessionTimeout, "an MCP session idle this long is closed (its client is adopted again if it comes back)")
+	mcpBodyTimeout := fs.Duration("mcp-body-timeout", service.DefaultMCPBodyTimeout, "time an MCP front-door request body may take to arrive (HTTP 408 and the connection closed past it); headers: 10s")
 	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if *maxReq <= 0 || *maxResp <= 0 {
 		return &exitError{code: 2, err: errors.New("--max-request-bytes and --max-response-bytes must be positive")}
+	}
+	if *mcpMaxSessions <= 0 || *mcpMaxPerPrincipal <= 0 || *mcpSessionTimeout <= 0 || *mcpBodyTimeout <= 0 {
+		return &exitError{code: 2, err: errors.New("--mcp-max-sessions, --mcp-max-sessions-per-principal, --mcp-session-timeout and --mcp-body-timeout must be positive")}
 	}
 	if (*tlsCert == "") != (*tlsKey == "") || (*tlsClientCA != "" && *tlsCert == "") {
 		return &exitError{code: 2, err: errors.New("--tls-cert and --tls-key go together, and --tls-client-ca needs them")}
@@ -176,7 +183,8 @@ func runServe(ctx context.Context, args []string) error {
 		}
 		front, err = startMCPFront(ctx, svc, *mcpListen, tlsConf, service.MCPFrontOptions{Logger: log,
 			AllowedHosts: splitList(*mcpHosts), AllowedOrigins: splitList(*mcpOrigins),
-			SessionKey: key, PageSize: *mcpPageSize})
+			SessionKey: key, PageSize: *mcpPageSize, MaxSessions: *mcpMaxSessions, MaxSessionsPerPrincipal: *mcpMaxPerPrincipal,
+			SessionTimeout: *mcpSessionTimeout, BodyTimeout: *mcpBodyTimeout, Registry: reg})
 		if err != nil {
 			return err
 		}
