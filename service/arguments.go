@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -35,11 +36,15 @@ import (
 const maxCompiledSchemas = 4096
 
 // compiledSchema is a tool's resolved inputSchema; resolved is nil when the
-// schema cannot be used for validation (broken or an unsupported draft), in
-// which case calls go through unchecked and the upstream decides.
+// schema cannot be used for validation (absent, broken, an unsupported
+// draft, or unsafe to evaluate: see checkSchema), in which case calls go
+// through unchecked and the upstream decides, as with validateArguments
+// false. The operator is told once per schema (a warning naming the server
+// and tool).
 type compiledSchema struct {
 	resolved *jsonschema.Resolved
-	problem  string // why resolved is nil
+	problem  string      // why resolved is nil
+	warned   atomic.Bool // the problem was logged
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -101,6 +106,12 @@ func compileSchema(schema map[string]any) *compiledSchema {
 	r, err := s.Resolve(nil)
 	if err != nil {
 		return &compiledSchema{problem: fmt.Sprintf("inputSchema does not resolve: %v", err)}
+	}
+	// Resolve succeeds on schemas the validator cannot finish (a $ref
+	// cycle overflows the stack: a fatal error, not a panic); they are
+	// never evaluated.
+	if err := checkSchema(r.Schema()); err != nil {
+		return &compiledSchema{problem: fmt.Sprintf("inputSchema cannot be evaluated safely: %v", err)}
 	}
 	return &compiledSchema{resolved: r}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -235,4 +236,23 @@ func tooLargeError(reason, what, flag string, size, limit int) *richError {
 
 func violation(field, desc string) *errdetails.BadRequest_FieldViolation {
 	return &errdetails.BadRequest_FieldViolation{Field: field, Description: desc}
+}
+
+// maxEchoLen bounds caller-supplied text (a name, a URI, a page token)
+// echoed into a status message or ErrorInfo metadata: a 4 MB tool name
+// must not become 8 MB of trailers (grpc-go's default limit on received
+// metadata is 16 KiB; some clients reset the stream well before).
+const maxEchoLen = 128
+
+// clipText is s cut to maxEchoLen bytes, on a rune boundary, with "…"
+// appended when it was cut.
+func clipText(s string) string {
+	if len(s) <= maxEchoLen {
+		return s
+	}
+	cut := maxEchoLen
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

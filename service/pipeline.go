@@ -149,6 +149,9 @@ func (s *Server) validateArguments(tool *mcpbridge.Tool, in CallInput) (any, err
 	}
 	cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
 	if cs.resolved == nil {
+		if cs.warned.CompareAndSwap(false, true) {
+			s.log.Warn("inputSchema not used: calls to the tool are forwarded without validation", "server", tool.Server, "tool", tool.Name, "why", cs.problem)
+		}
 		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
 	} else if vs := cs.validate(field, obj); len(vs) > 0 {
 		return nil, fieldsError(field, vs...)
