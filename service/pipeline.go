@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -105,48 +106,52 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	return c, err
 }
 
-// checkArguments checks that the arguments are one JSON object and, unless
-// the tool's server turns validation off or its schema cannot be compiled,
-// that they satisfy the entry's inputSchema. It returns what to send.
+// checkArguments checks that the arguments are one JSON object, nested at
+// most MaxArgumentsDepth deep, with no key twice in any object, and, unless
+// the tool's server turns validation off or its schema cannot be used, that
+// they satisfy the entry's inputSchema. It returns what to send.
 func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
-	if in.Arguments != nil && in.ArgumentsJSON != "" {
-		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
-	}
-	if !t.ValidatesArguments() {
-		switch {
-		case in.ArgumentsJSON != "":
-			if !isJSONObject(in.ArgumentsJSON) {
-				return nil, fieldsError("arguments_json", violation("arguments_json", "must be a JSON object"))
-			}
-			return json.RawMessage(in.ArgumentsJSON), nil
-		case in.Arguments != nil:
-			return in.Arguments, nil
-		}
-		return nil, nil
-	}
-	return s.validateArguments(t.Tool, in)
-}
-
-// validateArguments decodes and validates the arguments against the
-// tool's inputSchema.
-func (s *Server) validateArguments(tool *mcpbridge.Tool, in CallInput) (any, error) {
 	field := "arguments"
-	var obj map[string]any
-	var args any
+	var obj map[string]any // decoded, for validation
+	var args any           // what is sent: nil ({}), the map, or the caller's text
 	switch {
+	case in.Arguments != nil && in.ArgumentsJSON != "":
+		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
 	case in.ArgumentsJSON != "":
 		field = "arguments_json"
+		if jsonNestsDeeper(in.ArgumentsJSON, MaxArgumentsDepth) {
+			return nil, depthError(field)
+		}
 		m, err := decodeArgumentsJSON(in.ArgumentsJSON)
-		if err != nil {
+		var dup *duplicateKeyError
+		switch {
+		case errors.As(err, &dup):
+			path := field + dup.path
+			return nil, fieldsError(field, violation(clipText(path), "the key appears more than once in its object; send each key once"))
+		case err != nil:
 			return nil, fieldsError(field, violation(field, "must be a JSON object: "+err.Error()))
 		}
 		// Forwarded as the caller wrote it: numbers keep every digit.
 		obj, args = m, json.RawMessage(in.ArgumentsJSON)
 	case in.Arguments != nil:
+		if valueNestsDeeper(in.Arguments, MaxArgumentsDepth) {
+			return nil, depthError(field)
+		}
 		obj, args = in.Arguments, in.Arguments
 	default:
 		obj = map[string]any{}
 	}
+	if t.ValidatesArguments() {
+		if err := s.validateArguments(t.Tool, field, obj); err != nil {
+			return nil, err
+		}
+	}
+	return args, nil
+}
+
+// validateArguments validates the decoded arguments against the tool's
+// inputSchema; field names them in violations.
+func (s *Server) validateArguments(tool *mcpbridge.Tool, field string, obj map[string]any) error {
 	cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
 	if cs.resolved == nil {
 		if cs.warned.CompareAndSwap(false, true) {
@@ -154,16 +159,9 @@ func (s *Server) validateArguments(tool *mcpbridge.Tool, in CallInput) (any, err
 		}
 		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
 	} else if vs := cs.validate(field, obj); len(vs) > 0 {
-		return nil, fieldsError(field, vs...)
+		return fieldsError(field, vs...)
 	}
-	return args, nil
-}
-
-// isJSONObject checks, without validating against a schema, that text is
-// exactly one JSON object.
-func isJSONObject(text string) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal([]byte(text), &m) == nil && m != nil
+	return nil
 }
 
 // Context is the caller's context with its authenticated principal.

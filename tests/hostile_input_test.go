@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -96,5 +99,119 @@ func running(p *toolsvcProc) bool {
 		return false
 	default:
 		return true
+	}
+}
+
+// nestedArgs is an arguments object nested depth levels deep (the object
+// itself is level 1), as JSON text and as a map.
+func nestedArgs(depth int) (string, map[string]any) {
+	m := map[string]any{}
+	for range depth - 1 {
+		m = map[string]any{"a": m}
+	}
+	return strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1), m
+}
+
+// TestDeepArgumentsBounded: arguments nested 998 levels deep (what go-sdk's
+// 1000-level message limit leaves for tools/call arguments) reach a real
+// go-sdk upstream; deeper ones are INVALID_ARGUMENT naming the field and
+// the limit at every edge (CallTool arguments_json and arguments,
+// CallToolStream, the MCP front door), and the upstream stays up. Before
+// the bound, 1,000-deep arguments passed the gRPC edge and the upstream
+// could not decode the message and exited, for every caller.
+func TestDeepArgumentsBounded(t *testing.T) {
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)), "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	callJSON(t, ctx, p.client, "up__add_tool", `{"name": "deep"}`)
+	eventually(t, 20*time.Second, "up__deep in the catalog", func() bool {
+		tools, _ := listAll(t, ctx, p.client, 0)
+		return hasTool(tools, "up__deep")
+	})
+	connects := serverStatus(t, ctx, p.client, "up").GetConnectCount()
+
+	okJSON, okMap := nestedArgs(998)
+	if got := resultText(callJSON(t, ctx, p.client, "up__deep", okJSON)); got != "deep ok" {
+		t.Fatalf("998 deep: %q", got)
+	}
+	okStruct, err := structpb.NewStruct(okMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__deep", Arguments: okStruct}); err != nil {
+		t.Fatalf("998 deep Struct: %v", err)
+	}
+	for _, depth := range []int{999, 1000, 1000, 1000, 5000} {
+		text, m := nestedArgs(depth)
+		_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__deep", ArgumentsJson: text})
+		wantStatus(t, err, codes.InvalidArgument, "ARGUMENTS_INVALID", "up", "up__deep")
+		if got := fieldViolations(err); !slices.Equal(got, []string{"arguments_json"}) || !strings.Contains(status.Convert(err).Message(), "deeper than 998 levels") {
+			t.Errorf("%d deep arguments_json: %v (fields %q)", depth, err, got)
+		}
+		s, err := structpb.NewStruct(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__deep", Arguments: s})
+		// Past protobuf's recursion limit (5000 levels of Struct) the request
+		// does not decode, so no tool is named.
+		server, tool := "up", "up__deep"
+		if depth == 5000 {
+			server, tool = "", ""
+		}
+		wantStatus(t, err, codes.InvalidArgument, "ARGUMENTS_INVALID", server, tool)
+		if got := fieldViolations(err); !slices.Equal(got, []string{"arguments"}) || !strings.Contains(status.Convert(err).Message(), "998 levels") {
+			t.Errorf("%d deep arguments: fields %q", depth, got)
+		}
+		stream, err := p.client.CallToolStream(ctx, &toolsvcv1.CallToolStreamRequest{Name: "up__deep", ArgumentsJson: text})
+		if err == nil {
+			_, _, err = readStream(t, stream)
+		}
+		if got := fieldViolations(err); status.Code(err) != codes.InvalidArgument || !slices.Equal(got, []string{"arguments_json"}) {
+			t.Errorf("%d deep CallToolStream: %v", depth, err)
+		}
+	}
+
+	// The front door: go-sdk's decoder takes the same 998 levels of
+	// arguments and refuses one more.
+	fc := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "")
+	if res, err := fc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__deep", Arguments: okMap}); err != nil || res.IsError {
+		t.Fatalf("front door, 998 deep: %v, %v", res, err)
+	}
+	_, deeper := nestedArgs(999)
+	if _, err := fc.cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__deep", Arguments: deeper}); err == nil {
+		t.Errorf("front door, 999 deep: accepted")
+	}
+
+	// The upstream never went down.
+	if got := resultText(callJSON(t, ctx, p.client, "up__echo", `{"text": "still here"}`)); got != "still here" {
+		t.Errorf("echo after the deep calls: %q", got)
+	}
+	if st := serverStatus(t, ctx, p.client, "up"); st.GetConnectCount() != connects || st.GetState() != toolsvcv1.ServerState_SERVER_STATE_READY {
+		t.Errorf("upstream: connect count %d → %d, state %v; the deep calls must not reach it", connects, st.GetConnectCount(), st.GetState())
+	}
+}
+
+// TestDuplicateArgumentKeys: arguments_json naming a key twice is refused
+// (INVALID_ARGUMENT naming the key's path) at the gRPC edge and the front
+// door alike, before it reaches the upstream: toolsvc validated the last
+// value while the upstream received both.
+func TestDuplicateArgumentKeys(t *testing.T) {
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	for in, field := range map[string]string{
+		`{"text": 1, "text": "valid"}`:                  "arguments_json.text",
+		`{"text": "x", "o": {"k": [{"z": 1, "z": 2}]}}`: "arguments_json.o.k[0].z",
+	} {
+		_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__echo", ArgumentsJson: in})
+		wantStatus(t, err, codes.InvalidArgument, "ARGUMENTS_INVALID", "up", "up__echo")
+		if got := fieldViolations(err); !slices.Equal(got, []string{field}) {
+			t.Errorf("%s: fields %q, want %q", in, got, field)
+		}
+	}
+	if n := upstreamCalls(t, ctx, p.client, "up")["echo"]; n != 0 {
+		t.Errorf("the upstream received %v echo calls", n)
 	}
 }
