@@ -1,11 +1,17 @@
 package service
 
 import (
+	"bytes"
+	"net"
 	"strings"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
@@ -129,3 +135,110 @@ func TestJSONNestsDeeper(t *testing.T) {
 		}
 	}
 }
+
+// rawCodec sends and receives bytes as they are, as content-subtype
+// "proto": a client that sends what a broken or hostile peer would.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return *v.(*[]byte), nil }
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	*v.(*[]byte) = append([]byte(nil), data...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// TestUndecodableRequests: requests that do not decode (a string that is
+// not UTF-8, a Struct nested past protobuf's recursion limit, malformed
+// bytes), sent by a real gRPC client over loopback to the server
+// NewGRPCServer builds, are INVALID_ARGUMENT naming the field, not grpc-go's
+// INTERNAL; unary and server-streaming alike.
+func TestUndecodableRequests(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := ctxT(t)
+	gs, _ := NewGRPCServer(f.svc, GRPCOptions{StreamWorkers: -1})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = gs.Serve(lis) }()
+	t.Cleanup(func() { gs.Stop(); <-done })
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	str := func(num protowire.Number, s string) []byte {
+		return protowire.AppendString(protowire.AppendTag(nil, num, protowire.BytesType), s)
+	}
+	msg := func(num protowire.Number, m proto.Message) []byte {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), b)
+	}
+	deep := structpb.NewStructValue(&structpb.Struct{})
+	for range 6000 {
+		deep = structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"a": deep}})
+	}
+	badString := &structpb.Struct{Fields: map[string]*structpb.Value{"s": structpb.NewStringValue("x")}}
+	badStringBytes := bytes.Replace(mustMarshal(t, badString), []byte("x"), []byte("\xff"), 1)
+	const tool = "mem__t0000"
+	for _, tc := range []struct {
+		name, method, field, want string
+		req                       []byte
+	}{
+		{"name not UTF-8", toolsvcv1.ToolService_CallTool_FullMethodName, "name", "not valid UTF-8", str(1, "mem__\xff")},
+		{"arguments_json not UTF-8", toolsvcv1.ToolService_CallTool_FullMethodName, "arguments_json", "not valid UTF-8", append(str(1, tool), str(3, "{\"a\": \"\xff\"}")...)},
+		{"Struct string not UTF-8", toolsvcv1.ToolService_CallTool_FullMethodName, "arguments", "not valid UTF-8",
+			append(str(1, tool), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), badStringBytes)...)},
+		{"Struct too deep", toolsvcv1.ToolService_CallTool_FullMethodName, "arguments", "at most 998 levels", append(str(1, tool), msg(2, deep.GetStructValue())...)},
+		{"malformed", toolsvcv1.ToolService_CallTool_FullMethodName, "request", "does not decode as toolsvc.v1.CallToolRequest", []byte{0x0a, 0x7f, 'x'}},
+		{"prompt argument not UTF-8", toolsvcv1.ToolService_GetPrompt_FullMethodName, "arguments", "not valid UTF-8",
+			append(str(1, "mem__p"), protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), append(str(1, "k"), str(2, "\xff")...))...)},
+		{"stream name not UTF-8", toolsvcv1.ToolService_CallToolStream_FullMethodName, "name", "not valid UTF-8", str(1, "mem__\xff")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out []byte
+			if strings.HasSuffix(tc.method, "Stream") {
+				s, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, tc.method)
+				if err == nil {
+					if err = s.SendMsg(&tc.req); err == nil {
+						_ = s.CloseSend()
+						err = s.RecvMsg(&out)
+					}
+				}
+				wantInvalid(t, err, tc.field)
+				err = status.Convert(err).Err()
+				if d := violationDescription(err, tc.field); !strings.Contains(d, tc.want) {
+					t.Errorf("description %q, want it to contain %q", d, tc.want)
+				}
+				return
+			}
+			err := conn.Invoke(ctx, tc.method, &tc.req, &out)
+			wantInvalid(t, err, tc.field)
+			if d := violationDescription(err, tc.field); !strings.Contains(d, tc.want) {
+				t.Errorf("description %q, want it to contain %q", d, tc.want)
+			}
+		})
+	}
+	// A request that decodes is served as before.
+	var out []byte
+	if err := conn.Invoke(ctx, toolsvcv1.ToolService_CallTool_FullMethodName, ptr(mustMarshal(t, &toolsvcv1.CallToolRequest{Name: tool})), &out); err != nil {
+		t.Fatalf("a well-formed raw request: %v", err)
+	}
+}
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func ptr[T any](v T) *T { return &v }
