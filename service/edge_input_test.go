@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -242,3 +243,68 @@ func mustMarshal(t *testing.T, m proto.Message) []byte {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// trailerBytes is the size of a status as it travels in trailers: the
+// message and the encoded details.
+func trailerBytes(err error) int {
+	return len(status.Convert(err).Message()) + proto.Size(status.Convert(err).Proto())
+}
+
+// TestCallerTextNotEchoedWhole: a name longer than any exposed name is
+// INVALID_ARGUMENT naming the field and the limit without echoing it; any
+// other caller text (an unknown URI or server) is echoed cut to 128 bytes,
+// so no status grows with the request.
+func TestCallerTextNotEchoedWhole(t *testing.T) {
+	f := newFixture(t, 1)
+	ctx := ctxT(t)
+	long := strings.Repeat("x", 1<<20)
+	_, err := f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: long})
+	t.Logf("1 MiB tool name: status %v, %d bytes", status.Code(err), trailerBytes(err))
+	wantInvalid(t, err, "name")
+	if d := violationDescription(err, "name"); !strings.Contains(d, "longer than any exposed tool name (at most 64)") {
+		t.Errorf("description %q", d)
+	}
+	if n := trailerBytes(err); n > 1024 || strings.Contains(status.Convert(err).String(), "xxxxxxxxxxxxxxxx") {
+		t.Errorf("status of a 1 MiB name: %d bytes, echoes the name", n)
+	}
+	_, err = f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: long[:65]})
+	wantInvalid(t, err, "name")
+	// The longest possible name is looked up (and not found).
+	_, err = f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: long[:64]})
+	if status.Code(err) != codes.NotFound {
+		t.Errorf("a 64-byte unknown name: %v, want NOT_FOUND", err)
+	}
+	stream, err := f.client.CallToolStream(ctx, &toolsvcv1.CallToolStreamRequest{Name: long})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	wantInvalid(t, err, "name")
+
+	_, err = f.client.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: long})
+	wantInvalid(t, err, "name")
+	if n := trailerBytes(err); n > 1024 {
+		t.Errorf("GetPrompt status: %d bytes", n)
+	}
+	for what, call := range map[string]func() error{
+		"uri": func() error {
+			_, err := f.client.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "file:///" + long})
+			return err
+		},
+		"server": func() error {
+			_, err := f.client.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: long, Uri: "file:///a"})
+			return err
+		},
+		"servers": func() error {
+			_, err := f.client.ListResources(ctx, &toolsvcv1.ListResourcesRequest{Servers: []string{long}})
+			return err
+		},
+	} {
+		err := call()
+		if err == nil {
+			t.Fatalf("%s: no error", what)
+		}
+		if n := trailerBytes(err); n > 2048 {
+			t.Errorf("%s: status is %d bytes (%v…)", what, n, status.Convert(err).Message()[:80])
+		}
+	}
+}

@@ -86,6 +86,9 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	if in.Name == "" {
 		return c, fieldsError("name", violation("name", "required: the exposed tool name from ListTools"))
 	}
+	if err := checkExposedName("name", in.Name, "tool"); err != nil {
+		return c, err
+	}
 	// One lookup; authorization (over exposed names) is decided before a
 	// failed lookup is reported, so a caller learns nothing about tools it
 	// may not use.
@@ -201,8 +204,21 @@ func (c *Call) Status(err error) error {
 
 func (c *Call) targetName() callTarget {
 	t := callTarget{tool: c.in.Name}
+	if len(c.in.Name) > mcpbridge.MaxNameLen { // never a tool: not echoed
+		t.tool = ""
+	}
 	if c.target.Tool != nil {
 		t.server = c.target.Tool.Server
 	}
 	return t
+}
+
+// checkExposedName refuses a name longer than any exposed tool or prompt
+// name (mcpbridge.MaxNameLen), without echoing it: no lookup could find it,
+// and echoing it whole into the status made megabytes of trailers.
+func checkExposedName(field, name, what string) *richError {
+	if len(name) <= mcpbridge.MaxNameLen {
+		return nil
+	}
+	return fieldsError(field, violation(field, fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen)))
 }
