@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -35,11 +36,15 @@ import (
 const maxCompiledSchemas = 4096
 
 // compiledSchema is a tool's resolved inputSchema; resolved is nil when the
-// schema cannot be used for validation (broken or an unsupported draft), in
-// which case calls go through unchecked and the upstream decides.
+// schema cannot be used for validation (absent, broken, an unsupported
+// draft, or unsafe to evaluate: see checkSchema), in which case calls go
+// through unchecked and the upstream decides, as with validateArguments
+// false. The operator is told once per schema (a warning naming the server
+// and tool).
 type compiledSchema struct {
 	resolved *jsonschema.Resolved
-	problem  string // why resolved is nil
+	problem  string      // why resolved is nil
+	warned   atomic.Bool // the problem was logged
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -102,17 +107,112 @@ func compileSchema(schema map[string]any) *compiledSchema {
 	if err != nil {
 		return &compiledSchema{problem: fmt.Sprintf("inputSchema does not resolve: %v", err)}
 	}
+	// Resolve succeeds on schemas the validator cannot finish (a $ref
+	// cycle overflows the stack: a fatal error, not a panic); they are
+	// never evaluated.
+	if err := checkSchema(r.Schema()); err != nil {
+		return &compiledSchema{problem: fmt.Sprintf("inputSchema cannot be evaluated safely: %v", err)}
+	}
 	return &compiledSchema{resolved: r}
 }
 
-// decodeArgumentsJSON decodes arguments_json for validation: it must be
-// exactly one JSON object. Numbers become int64, uint64 or float64 (see
-// above).
+// MaxArgumentsDepth bounds how deeply tool-call arguments nest (objects
+// and arrays; the arguments object itself is level 1), at every edge the
+// same way: CallTool and CallToolStream (arguments_json and arguments) and
+// the MCP front door. It is what go-sdk leaves for arguments: go-sdk
+// refuses any JSON-RPC message nested deeper than 1000 levels
+// (internal/json defaultMaxDepth in go-sdk v1.8.0; the front door's own
+// decoder applies it), and tools/call arguments sit two levels inside the
+// message ({"params": {"arguments": …}}). Deeper arguments, forwarded,
+// made a go-sdk upstream fail to decode the message and exit.
+const MaxArgumentsDepth = 1000 - 2
+
+// depthError is the refusal of arguments nested deeper than
+// MaxArgumentsDepth; it does not echo them.
+func depthError(field string) *richError {
+	e := fieldsError(field, violation(field, fmt.Sprintf("nests deeper than %d levels of objects and arrays, the limit for tool-call arguments", MaxArgumentsDepth)))
+	e.meta = map[string]string{"limit": "max_arguments_depth", "max_depth": strconv.Itoa(MaxArgumentsDepth)}
+	return e
+}
+
+// jsonNestsDeeper reports whether the JSON text nests objects and arrays
+// deeper than max. It scans bytes only (strings are skipped), so it bounds
+// the work before anything is decoded; malformed text is left to the
+// decoder.
+func jsonNestsDeeper(text string, max int) bool {
+	depth, inString, escaped := 0, false, false
+	for i := 0; i < len(text); i++ {
+		b := text[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > max {
+				return true
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// valueNestsDeeper is jsonNestsDeeper for a decoded value (the arguments
+// Struct as a map).
+func valueNestsDeeper(v any, max int) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if max == 0 {
+			return true
+		}
+		for _, e := range v {
+			if valueNestsDeeper(e, max-1) {
+				return true
+			}
+		}
+	case []any:
+		if max == 0 {
+			return true
+		}
+		for _, e := range v {
+			if valueNestsDeeper(e, max-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// duplicateKeyError is arguments_json naming one key twice in an object.
+// Decoders disagree on which one counts (encoding/json and go-sdk keep the
+// last, others the first or refuse), so such text would be validated as one
+// object and acted on upstream as another; RFC 8259 §4 leaves the outcome
+// unpredictable and I-JSON (RFC 7493 §2.3) forbids it.
+type duplicateKeyError struct{ path string }
+
+func (e *duplicateKeyError) Error() string { return "duplicate key at " + e.path }
+
+// decodeArgumentsJSON decodes arguments_json: it must be exactly one JSON
+// object with no key twice in any object (a *duplicateKeyError has the
+// key's path below the object: ".a.b[2].c"). Numbers become int64, uint64
+// or float64 (see above). The caller has bounded its depth
+// (jsonNestsDeeper).
 func decodeArgumentsJSON(text string) (map[string]any, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeValue(dec)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -122,32 +222,73 @@ func decodeArgumentsJSON(text string) (map[string]any, error) {
 	if !ok {
 		return nil, errors.New("not an object")
 	}
-	return convertNumbers(m).(map[string]any), nil
+	return m, nil
 }
 
-func convertNumbers(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, e := range v {
-			v[k] = convertNumbers(e)
-		}
-		return v
-	case []any:
-		for i, e := range v {
-			v[i] = convertNumbers(e)
-		}
-		return v
-	case json.Number:
-		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return i
-		}
-		if u, err := strconv.ParseUint(string(v), 10, 64); err == nil {
-			return u
-		}
-		f, _ := strconv.ParseFloat(string(v), 64) // ±Inf on overflow: still a number
-		return f
+// decodeValue decodes the next JSON value of dec, token by token, refusing
+// duplicate keys. A *duplicateKeyError's path is built as the error
+// returns through the enclosing values, so a valid document builds none.
+func decodeValue(dec *json.Decoder) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
 	}
-	return v
+	switch tok := tok.(type) {
+	case json.Delim:
+		switch tok {
+		case '{':
+			m := map[string]any{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				k, _ := kt.(string)
+				if _, dup := m[k]; dup {
+					return nil, &duplicateKeyError{path: joinKey("", k)}
+				}
+				v, err := decodeValue(dec)
+				if dup, ok := err.(*duplicateKeyError); ok {
+					dup.path = joinKey("", k) + dup.path
+				}
+				if err != nil {
+					return nil, err
+				}
+				m[k] = v
+			}
+			_, err := dec.Token() // '}'
+			return m, err
+		case '[':
+			a := []any{}
+			for i := 0; dec.More(); i++ {
+				e, err := decodeValue(dec)
+				if dup, ok := err.(*duplicateKeyError); ok {
+					dup.path = fmt.Sprintf("[%d]%s", i, dup.path)
+				}
+				if err != nil {
+					return nil, err
+				}
+				a = append(a, e)
+			}
+			_, err := dec.Token() // ']'
+			return a, err
+		}
+		return nil, fmt.Errorf("unexpected %v", tok)
+	case json.Number:
+		return convertNumber(tok), nil
+	}
+	return tok, nil // string, bool or nil
+}
+
+func convertNumber(v json.Number) any {
+	if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+		return i
+	}
+	if u, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+		return u
+	}
+	f, _ := strconv.ParseFloat(string(v), 64) // ±Inf on overflow: still a number
+	return f
 }
 
 // validate checks args (a decoded JSON object) against the schema and

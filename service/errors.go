@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -84,8 +85,17 @@ type richError struct {
 func (e *richError) Error() string { return e.msg }
 
 func (e *richError) err() error {
-	st := status.New(e.code, e.msg)
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: e.reason, Domain: ErrorDomain, Metadata: e.meta}}
+	// Every status is bounded, whatever it echoes: caller text (names,
+	// URIs, paths) and upstream text alike.
+	st := status.New(e.code, clipTo(e.msg, maxStatusMessageLen))
+	meta := make(map[string]string, len(e.meta))
+	for k, v := range e.meta {
+		meta[k] = clipText(v)
+	}
+	for _, v := range e.violations {
+		v.Field, v.Description = clipTo(v.Field, maxStatusMessageLen/4), clipTo(v.Description, maxStatusMessageLen/2)
+	}
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: e.reason, Domain: ErrorDomain, Metadata: meta}}
 	if e.retryAfter > 0 {
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.retryAfter)})
 	}
@@ -157,9 +167,10 @@ func classify(err error, callerDeadline bool) *richError {
 		return &richError{code: codes.Canceled, reason: ReasonCancelled,
 			msg: "call cancelled by the caller; the upstream was sent notifications/cancelled"}
 	case errors.Is(err, mcpbridge.ErrToolNotFound):
-		return &richError{code: codes.NotFound, reason: ReasonToolNotFound, msg: err.Error()}
+		// The bridge's text quotes the name the caller sent.
+		return &richError{code: codes.NotFound, reason: ReasonToolNotFound, msg: clipTo(err.Error(), 2*maxEchoLen)}
 	case errors.Is(err, mcpbridge.ErrServerNotFound):
-		return &richError{code: codes.NotFound, reason: ReasonServerNotFound, msg: err.Error()}
+		return &richError{code: codes.NotFound, reason: ReasonServerNotFound, msg: clipTo(err.Error(), 2*maxEchoLen)}
 	case errors.Is(err, mcpbridge.ErrInvalidArguments):
 		return &richError{code: codes.InvalidArgument, reason: ReasonArgumentsInvalid, msg: "arguments: " + err.Error(),
 			violations: []*errdetails.BadRequest_FieldViolation{{Field: "arguments", Description: err.Error()}}}
@@ -235,4 +246,32 @@ func tooLargeError(reason, what, flag string, size, limit int) *richError {
 
 func violation(field, desc string) *errdetails.BadRequest_FieldViolation {
 	return &errdetails.BadRequest_FieldViolation{Field: field, Description: desc}
+}
+
+// maxEchoLen bounds caller-supplied text (a name, a URI, a page token)
+// echoed into a status message, and every ErrorInfo metadata value; a
+// status message is bounded by maxStatusMessageLen (a BadRequest field
+// path by a quarter of it, a description by half). Before, a 4 MB tool name
+// became 8 MB of trailers (message and ErrorInfo), which grpc-go clients
+// refuse past their 16 KiB default header list size and grpcio clients saw
+// as INTERNAL / RST_STREAM from about 5,000 characters.
+const (
+	maxEchoLen          = 128
+	maxStatusMessageLen = 1024
+)
+
+// clipText is s cut to maxEchoLen bytes, on a rune boundary, with "…"
+// appended when it was cut.
+func clipText(s string) string { return clipTo(s, maxEchoLen) }
+
+// clipTo is s cut to at most n bytes on a rune boundary, "…" appended
+// when it was cut.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

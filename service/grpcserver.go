@@ -75,7 +75,8 @@ type GRPCOptions struct {
 // reflection, health (readiness and liveness), and the interceptor chain
 // from go-grpc-middleware: metrics → logging → recovery (a panic below it
 // becomes INTERNAL, still logged and counted) → auth (health and
-// reflection exempt) → the extra (call) interceptors.
+// reflection exempt) → requests the codec could not decode answered
+// INVALID_ARGUMENT → the extra (call) interceptors.
 func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -126,6 +127,10 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(o.Auth.Authenticate), needsAuth))
 		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(o.Auth.Authenticate), needsAuth))
 	}
+	// A request the codec could not decode is INVALID_ARGUMENT naming the
+	// field, not grpc-go's INTERNAL (wireCodec.Unmarshal).
+	unary = append(unary, undecodableUnary)
+	stream = append(stream, undecodableStream)
 	unary = append(unary, o.ExtraUnary...)
 	stream = append(stream, o.ExtraStream...)
 

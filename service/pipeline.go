@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -85,6 +86,9 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	if in.Name == "" {
 		return c, fieldsError("name", violation("name", "required: the exposed tool name from ListTools"))
 	}
+	if err := checkExposedName("name", in.Name, "tool"); err != nil {
+		return c, err
+	}
 	// One lookup; authorization (over exposed names) is decided before a
 	// failed lookup is reported, so a caller learns nothing about tools it
 	// may not use.
@@ -105,62 +109,62 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	return c, err
 }
 
-// checkArguments checks that the arguments are one JSON object and, unless
-// the tool's server turns validation off or its schema cannot be compiled,
-// that they satisfy the entry's inputSchema. It returns what to send.
+// checkArguments checks that the arguments are one JSON object, nested at
+// most MaxArgumentsDepth deep, with no key twice in any object, and, unless
+// the tool's server turns validation off or its schema cannot be used, that
+// they satisfy the entry's inputSchema. It returns what to send.
 func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
-	if in.Arguments != nil && in.ArgumentsJSON != "" {
-		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
-	}
-	if !t.ValidatesArguments() {
-		switch {
-		case in.ArgumentsJSON != "":
-			if !isJSONObject(in.ArgumentsJSON) {
-				return nil, fieldsError("arguments_json", violation("arguments_json", "must be a JSON object"))
-			}
-			return json.RawMessage(in.ArgumentsJSON), nil
-		case in.Arguments != nil:
-			return in.Arguments, nil
-		}
-		return nil, nil
-	}
-	return s.validateArguments(t.Tool, in)
-}
-
-// validateArguments decodes and validates the arguments against the
-// tool's inputSchema.
-func (s *Server) validateArguments(tool *mcpbridge.Tool, in CallInput) (any, error) {
 	field := "arguments"
-	var obj map[string]any
-	var args any
+	var obj map[string]any // decoded, for validation
+	var args any           // what is sent: nil ({}), the map, or the caller's text
 	switch {
+	case in.Arguments != nil && in.ArgumentsJSON != "":
+		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
 	case in.ArgumentsJSON != "":
 		field = "arguments_json"
+		if jsonNestsDeeper(in.ArgumentsJSON, MaxArgumentsDepth) {
+			return nil, depthError(field)
+		}
 		m, err := decodeArgumentsJSON(in.ArgumentsJSON)
-		if err != nil {
+		var dup *duplicateKeyError
+		switch {
+		case errors.As(err, &dup):
+			path := field + dup.path
+			return nil, fieldsError(field, violation(clipText(path), "the key appears more than once in its object; send each key once"))
+		case err != nil:
 			return nil, fieldsError(field, violation(field, "must be a JSON object: "+err.Error()))
 		}
 		// Forwarded as the caller wrote it: numbers keep every digit.
 		obj, args = m, json.RawMessage(in.ArgumentsJSON)
 	case in.Arguments != nil:
+		if valueNestsDeeper(in.Arguments, MaxArgumentsDepth) {
+			return nil, depthError(field)
+		}
 		obj, args = in.Arguments, in.Arguments
 	default:
 		obj = map[string]any{}
 	}
-	cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
-	if cs.resolved == nil {
-		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
-	} else if vs := cs.validate(field, obj); len(vs) > 0 {
-		return nil, fieldsError(field, vs...)
+	if t.ValidatesArguments() {
+		if err := s.validateArguments(t.Tool, field, obj); err != nil {
+			return nil, err
+		}
 	}
 	return args, nil
 }
 
-// isJSONObject checks, without validating against a schema, that text is
-// exactly one JSON object.
-func isJSONObject(text string) bool {
-	var m map[string]json.RawMessage
-	return json.Unmarshal([]byte(text), &m) == nil && m != nil
+// validateArguments validates the decoded arguments against the tool's
+// inputSchema; field names them in violations.
+func (s *Server) validateArguments(tool *mcpbridge.Tool, field string, obj map[string]any) error {
+	cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
+	if cs.resolved == nil {
+		if cs.warned.CompareAndSwap(false, true) {
+			s.log.Warn("inputSchema not used: calls to the tool are forwarded without validation", "server", tool.Server, "tool", tool.Name, "why", cs.problem)
+		}
+		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
+	} else if vs := cs.validate(field, obj); len(vs) > 0 {
+		return fieldsError(field, vs...)
+	}
+	return nil
 }
 
 // Context is the caller's context with its authenticated principal.
@@ -200,8 +204,21 @@ func (c *Call) Status(err error) error {
 
 func (c *Call) targetName() callTarget {
 	t := callTarget{tool: c.in.Name}
+	if len(c.in.Name) > mcpbridge.MaxNameLen { // never a tool: not echoed
+		t.tool = ""
+	}
 	if c.target.Tool != nil {
 		t.server = c.target.Tool.Server
 	}
 	return t
+}
+
+// checkExposedName refuses a name longer than any exposed tool or prompt
+// name (mcpbridge.MaxNameLen), without echoing it: no lookup could find it,
+// and echoing it whole into the status made megabytes of trailers.
+func checkExposedName(field, name, what string) *richError {
+	if len(name) <= mcpbridge.MaxNameLen {
+		return nil
+	}
+	return fieldsError(field, violation(field, fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen)))
 }

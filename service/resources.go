@@ -142,7 +142,7 @@ func classifyResource(err error, callerDeadline bool) *richError {
 	case errors.Is(err, mcpbridge.ErrSubscriptionsUnsupported):
 		return &richError{code: codes.FailedPrecondition, reason: ReasonSubscriptionsUnsupported, msg: err.Error()}
 	case errors.As(err, &amb):
-		e := fieldsError("server", violation("server", fmt.Sprintf("required: several servers offer %q: %s", amb.URI, strings.Join(amb.Candidates, ", "))))
+		e := fieldsError("server", violation("server", fmt.Sprintf("required: several servers offer %q: %s", clipText(amb.URI), strings.Join(amb.Candidates, ", "))))
 		e.meta = map[string]string{"candidates": strings.Join(amb.Candidates, ",")}
 		return e
 	case errors.As(err, &miss):
@@ -239,7 +239,7 @@ func (s *Server) serverFilter(servers []string) (func(string) bool, error) {
 	for i, name := range servers {
 		if _, err := s.bridge.Server(name); err != nil {
 			field := fmt.Sprintf("servers[%d]", i)
-			return nil, (&richError{code: codes.NotFound, reason: ReasonServerNotFound, msg: fmt.Sprintf("%s: no configured server %q", field, name),
+			return nil, (&richError{code: codes.NotFound, reason: ReasonServerNotFound, msg: fmt.Sprintf("%s: no configured server %q", field, clipText(name)),
 				violations: []*errdetails.BadRequest_FieldViolation{violation(field, "not a configured server")}}).err()
 		}
 	}
@@ -357,7 +357,7 @@ func (op *resourceOp) resolveRead(server, uri string) (string, error) {
 			if err := op.s.bridge.Discovered(); err != nil {
 				return "", err // closed, or the first discovery round is not finished
 			}
-			return "", fmt.Errorf("%w: no server you may read lists %q or has a template matching it", mcpbridge.ErrResourceNotFound, uri)
+			return "", fmt.Errorf("%w: no server you may read lists %q or has a template matching it", mcpbridge.ErrResourceNotFound, clipText(uri))
 		case 1:
 			server = cands[0]
 		default:
@@ -367,7 +367,7 @@ func (op *resourceOp) resolveRead(server, uri string) (string, error) {
 	op.meta["server"] = server
 	// As for tools: authorization is decided before a failed lookup (an
 	// unconfigured server) is reported.
-	if err := op.admit(op.s.resourcesAuthName(server), fmt.Sprintf("the resources of server %q", server)); err != nil {
+	if err := op.admit(op.s.resourcesAuthName(server), fmt.Sprintf("the resources of server %q", clipText(server))); err != nil {
 		return "", err
 	}
 	return op.s.bridge.ResolveResourceServer(server, uri)
@@ -422,6 +422,9 @@ func (s *Server) GetPrompt(ctx context.Context, req *toolsvcv1.GetPromptRequest)
 
 func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
 	name := req.GetName()
+	if err := checkExposedName("name", name, "prompt"); err != nil {
+		return nil, err
+	}
 	op.meta["prompt"] = name
 	if name == "" {
 		return nil, fieldsError("name", violation("name", "required: the exposed prompt name from ListPrompts"))
