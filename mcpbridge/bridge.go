@@ -568,8 +568,15 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 			verdict = "success"
 			return res, nil
 		}
-		var werr *jsonrpc.Error
+		var (
+			werr *jsonrpc.Error
+			rerr *RedirectError
+		)
 		switch {
+		case errors.As(err, &rerr):
+			// Refused before anything reached the other origin; the
+			// session itself is fine.
+			return nil, &UnavailableError{Server: t.Server, Reason: ReasonRedirectRefused}
 		case s.isDead() || isSessionDead(err):
 			s.markDead(err)
 			if errors.Is(err, mcp.ErrSessionMissing) && try == 0 {

@@ -75,7 +75,7 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 		u.sem = make(chan struct{}, cfg.MaxConcurrentCalls)
 	}
 	if cfg.Transport != TransportStdio && cfg.NewTransport == nil {
-		u.http = newHTTPClient(cfg.Headers)
+		u.http = newHTTPClient(cfg.Headers, cfg.URL)
 		u.initAuth()
 	}
 	return u

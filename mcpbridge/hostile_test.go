@@ -1,0 +1,142 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tests in this file meet hostile upstreams over real loopback servers
+// (issue 23): redirects to other origins, oversized results, and tool
+// listings meant to break the catalog.
+
+// headerRecorder is a second, real MCP server that records the credential
+// headers it was sent.
+type headerRecorder struct {
+	mu   sync.Mutex
+	seen []string // "Header: value" of every credential header received
+	h    http.Handler
+}
+
+func (r *headerRecorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	for _, k := range []string{"Authorization", "X-Api-Key"} {
+		if v := req.Header.Get(k); v != "" {
+			r.seen = append(r.seen, k+": "+v)
+		}
+	}
+	r.mu.Unlock()
+	r.h.ServeHTTP(w, req)
+}
+
+func (r *headerRecorder) credentials() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.seen...)
+}
+
+// TestRedirectToAnotherOriginIsRefused: an HTTP upstream that answers 307
+// or 302 towards another origin (here: another port of the same host,
+// which net/http treats as the same host and keeps Authorization for) gets
+// no configured header and no OAuth token there, and no session is
+// established there; the server's status names the refused redirect. A
+// redirect within the configured origin is still followed, with the
+// headers.
+func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
+	srv := goSDKServer()
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusFound} {
+		for _, creds := range []string{"headers", "oauth"} {
+			t.Run(http.StatusText(code)+"/"+creds, func(t *testing.T) {
+				other := &headerRecorder{h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+				otherURL := serveHTTP(t, other)
+				redirector := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					http.Redirect(w, r, otherURL+r.URL.Path, code)
+				}))
+				sc := ServerConfig{Name: "redir", Transport: TransportStreamableHTTP, URL: redirector + "/mcp"}
+				switch creds {
+				case "headers":
+					sc.Headers = map[string]string{"Authorization": "Bearer static-secret", "X-Api-Key": "key-secret"}
+				case "oauth":
+					tokens := serveHTTP(t, &tokenEndpoint{expiresIn: 3600})
+					sc.OAuth = &OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s", TokenURL: tokens + "/token"}
+				}
+				b := newTestBridge(t, sc) // ready: the first attempt is over
+				if got := other.credentials(); len(got) > 0 {
+					t.Errorf("the other origin received credentials: %q", got)
+				}
+				if st, _ := b.Server("redir"); st.State == StateReady {
+					t.Fatalf("state %v: a session was established through a redirect to another origin", st.State)
+				}
+				waitStatus(t, b, "redir", "a refused redirect", func(st ServerStatus) bool {
+					return strings.Contains(st.LastError, "redirect to another origin") && strings.Contains(st.LastError, `server "redir"`)
+				})
+			})
+		}
+	}
+	t.Run("same origin", func(t *testing.T) {
+		var mu sync.Mutex
+		var keys []string
+		h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+		mux := http.NewServeMux()
+		mux.HandleFunc("/old", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/mcp", http.StatusTemporaryRedirect)
+		})
+		mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			keys = append(keys, r.Header.Get("X-Api-Key"))
+			mu.Unlock()
+			h.ServeHTTP(w, r)
+		})
+		url := serveHTTP(t, mux)
+		b := newTestBridge(t, ServerConfig{Name: "same", Transport: TransportStreamableHTTP, URL: url + "/old",
+			Headers: map[string]string{"X-Api-Key": "key-secret"}})
+		waitFor(t, b, "same__echo", func(s *Snapshot) bool { _, ok := s.Lookup("same__echo"); return ok })
+		if _, err := b.CallTool(t.Context(), "same__echo", map[string]any{"text": "hi"}, nil); err != nil {
+			t.Fatalf("call through a same-origin redirect: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			if k != "key-secret" {
+				t.Fatalf("same-origin redirect target got X-Api-Key %q, want the configured one", k)
+			}
+		}
+	})
+}
+
+// TestRedirectMidSessionIsRefused: an upstream that starts redirecting
+// calls to another origin once the session is up fails those calls with
+// UNAVAILABLE redirect_refused naming the server; the other origin sees no
+// credentials.
+func TestRedirectMidSessionIsRefused(t *testing.T) {
+	srv := goSDKServer()
+	other := &headerRecorder{h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	otherURL := serveHTTP(t, other)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var on atomic.Bool
+	url := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if on.Load() && r.Method == http.MethodPost {
+			http.Redirect(w, r, otherURL+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	b := newTestBridge(t, ServerConfig{Name: "mid", Transport: TransportStreamableHTTP, URL: url + "/mcp",
+		Headers: map[string]string{"X-Api-Key": "key-secret"}})
+	waitFor(t, b, "mid__echo", func(s *Snapshot) bool { _, ok := s.Lookup("mid__echo"); return ok })
+	on.Store(true)
+	_, err := b.CallTool(context.Background(), "mid__echo", map[string]any{"text": "hi"}, nil)
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || ue.Reason != ReasonRedirectRefused || ue.Server != "mid" {
+		t.Fatalf("call redirected to another origin = %v, want UnavailableError(redirect_refused, mid)", err)
+	}
+	if got := other.credentials(); len(got) > 0 {
+		t.Errorf("the other origin received credentials: %q", got)
+	}
+}
