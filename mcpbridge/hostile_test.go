@@ -140,3 +140,54 @@ func TestRedirectMidSessionIsRefused(t *testing.T) {
 		t.Errorf("the other origin received credentials: %q", got)
 	}
 }
+
+// hostileTools answers tools/list with the given tools, whatever the
+// server has registered: what a hostile upstream can put on the wire.
+func hostileTools(tools ...*mcp.Tool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				return &mcp.ListToolsResult{Tools: tools}, nil
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// TestUnusableToolNamesAreSkipped: tools listed with an empty name, a name
+// with control or format characters, invalid UTF-8, or a 100 KB name are
+// never exposed (so never callable); the server's status warns about each,
+// with the name escaped and cut short.
+func TestUnusableToolNamesAreSkipped(t *testing.T) {
+	m := newMemUpstream(t)
+	obj := map[string]any{"type": "object"}
+	m.server.AddReceivingMiddleware(hostileTools(
+		&mcp.Tool{Name: "", InputSchema: obj},
+		&mcp.Tool{Name: "echo", InputSchema: obj},
+		&mcp.Tool{Name: "red\x1b[31malert", InputSchema: obj},
+		&mcp.Tool{Name: "zero\u200bwidth", InputSchema: obj},
+		&mcp.Tool{Name: "bad\xffutf8", InputSchema: obj},
+		&mcp.Tool{Name: strings.Repeat("a", 100_000), InputSchema: obj},
+	))
+	b := newTestBridge(t, m.config("h"))
+	waitFor(t, b, "h__echo", func(s *Snapshot) bool { _, ok := s.Lookup("h__echo"); return ok })
+	var names []string
+	for _, tool := range b.Catalog().Current().Tools {
+		names = append(names, tool.Name)
+	}
+	if len(names) != 1 || names[0] != "h__echo" {
+		t.Fatalf("exposed tools %q, want only h__echo", names)
+	}
+	st, _ := b.Server("h")
+	if len(st.Warnings) != 5 {
+		t.Fatalf("warnings %q, want one per skipped tool (5)", st.Warnings)
+	}
+	for _, w := range st.Warnings {
+		if len(w) > 200 || strings.ContainsAny(w, "\x1b\u200b\ufffd") {
+			t.Errorf("warning %q: want the name escaped and cut short", w)
+		}
+	}
+	if _, err := b.CallTool(t.Context(), "h__", nil, nil); !errors.Is(err, ErrToolNotFound) {
+		t.Errorf("CallTool(h__) = %v, want ErrToolNotFound (the empty name is not exposed)", err)
+	}
+}

@@ -48,6 +48,8 @@ type upstream struct {
 	sessChanged chan struct{} // closed and replaced when sess changes
 	attempts    int64         // finished connection attempts
 	attemptDone chan struct{} // closed and replaced when an attempt finishes
+	// listWarnings name the tools the last listing skipped (usableTools).
+	listWarnings []string
 
 	firstAttempt sync.Once
 
