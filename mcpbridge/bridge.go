@@ -604,6 +604,11 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 			return nil, ctx.Err()
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.As(err, &werr) && werr.Code == codeMessageTooLarge && werr.Message == messageTooLargeText:
+			// Our limiter's stand-in for an oversized answer (msglimit.go):
+			// the session is fine, and the upstream did answer.
+			verdict = "success"
+			return nil, &ResponseTooLargeError{Server: t.Server, Limit: u.maxMessage()}
 		case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 			verdict = "success" // the upstream answered
 			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: u.redact(werr.Message)}

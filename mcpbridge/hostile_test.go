@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,5 +191,103 @@ func TestUnusableToolNamesAreSkipped(t *testing.T) {
 	}
 	if _, err := b.CallTool(t.Context(), "h__", nil, nil); !errors.Is(err, ErrToolNotFound) {
 		t.Errorf("CallTool(h__) = %v, want ErrToolNotFound (the empty name is not exposed)", err)
+	}
+}
+
+// bigServer is a go-sdk server with echo and a tool answering n bytes of
+// text.
+func bigServer() *mcp.Server {
+	s := goSDKServer()
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+		Bytes int `json:"bytes"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", in.Bytes)}}}, nil, nil
+	})
+	return s
+}
+
+// expectTooLargeThenEcho calls big over the limit, wants
+// ResponseTooLargeError naming the server and the limit, and then a
+// working call on the same session.
+func expectTooLargeThenEcho(t *testing.T, b *Bridge, server string, limit int) {
+	t.Helper()
+	_, err := b.CallTool(t.Context(), server+"__big", map[string]any{"bytes": 3 * limit}, nil)
+	var tl *ResponseTooLargeError
+	if !errors.As(err, &tl) || tl.Server != server || tl.Limit != limit {
+		t.Fatalf("result of %d bytes over a %d-byte limit: %v, want ResponseTooLargeError(%s, %d)", 3*limit, limit, err, server, limit)
+	}
+	res, err := b.CallTool(t.Context(), server+"__echo", map[string]any{"text": "after"}, nil)
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "after" {
+		t.Fatalf("call after the oversized result: %v, %v", res, err)
+	}
+	res, err = b.CallTool(t.Context(), server+"__big", map[string]any{"bytes": limit / 2}, nil)
+	if err != nil || len(res.Content[0].(*mcp.TextContent).Text) != limit/2 {
+		t.Fatalf("result under the limit: %v", err)
+	}
+	if st, _ := b.Server(server); st.ConnectCount != 1 {
+		t.Fatalf("connect count %d after an oversized result, want 1 (the session survives)", st.ConnectCount)
+	}
+}
+
+// TestOversizedHTTPResultIsRefusedUnread: a streamable-HTTP result over
+// the message limit, as a JSON body or as an SSE event, fails its call
+// with ResponseTooLargeError and leaves the session up.
+func TestOversizedHTTPResultIsRefusedUnread(t *testing.T) {
+	const limit = 1 << 20
+	for _, jsonResponse := range []bool{true, false} {
+		name := map[bool]string{true: "json", false: "sse"}[jsonResponse]
+		t.Run(name, func(t *testing.T) {
+			srv := bigServer()
+			url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+				&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse}))
+			b, err := New(Config{MaxMessageBytes: limit, Servers: []ServerConfig{{Name: "h", Transport: TransportStreamableHTTP, URL: url}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			<-b.Ready()
+			expectTooLargeThenEcho(t, b, "h", limit)
+		})
+	}
+}
+
+// TestOversizedStdioResultIsRefused: a stdio upstream (tests/testserver,
+// a real go-sdk server in a child process) answering a line over the
+// limit fails that call with ResponseTooLargeError, not session_lost, and
+// the session goes on.
+func TestOversizedStdioResultIsRefused(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "testserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../tests/testserver").CombinedOutput(); err != nil {
+		t.Fatalf("building tests/testserver: %v\n%s", err, out)
+	}
+	const limit = 1 << 20
+	b, err := New(Config{MaxMessageBytes: limit, Servers: []ServerConfig{{Name: "s", Transport: TransportStdio, Command: bin}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	<-b.Ready()
+	expectTooLargeThenEcho(t, b, "s", limit)
+}
+
+// TestFrameScanFindsResponseIDs: the scanner that reads an oversized
+// message to its end finds a response's id wherever it sits, and takes
+// no id from a request, a notification or a nested object.
+func TestFrameScanFindsResponseIDs(t *testing.T) {
+	for _, c := range []struct{ msg, want string }{
+		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}`, "7"},
+		{`{"result":{"id":99,"text":"a \"id\": 3 }"},"jsonrpc":"2.0","id":"abc"}`, `"abc"`},
+		{`{"jsonrpc":"2.0", "id" : 12 , "error":{"code":1,"message":"m"}}`, "12"},
+		{`{"jsonrpc":"2.0","id":4,"method":"sampling/createMessage","params":{}}`, ""},
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"id":5}}`, ""},
+		{`{"jsonrpc":"2.0","id":` + strings.Repeat("1", 300) + `,"result":{}}`, ""},
+	} {
+		var f frameScan
+		for i := 0; i < len(c.msg); i += 5 { // fed in pieces, as read
+			f.feed([]byte(c.msg[i:min(i+5, len(c.msg))]))
+		}
+		if got := string(f.responseID()); got != c.want {
+			t.Errorf("responseID(%.60s) = %q, want %q", c.msg, got, c.want)
+		}
 	}
 }

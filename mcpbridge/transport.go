@@ -1,7 +1,11 @@
 package mcpbridge
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -56,7 +60,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		cmd.Stderr = newStderrLogger(u.log, u.redact)
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
-		return &pushTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultTerminateGrace}, push: s.push}, nil
+		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log}, push: s.push}, nil
 	case TransportSSE:
 		hc := &http.Client{Transport: u.http.Transport, CheckRedirect: u.checkRedirect}
 		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}, nil
@@ -65,11 +69,87 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		// about 1.5 s (docs/interop.md); the bridge reconnects itself. The
 		// session's client shares the upstream's connection pool and
 		// watches the push channel (push.go).
+		// The message limit applies first (msglimit.go): nothing above it
+		// sees more than MaxMessageBytes of one message.
 		hc := &http.Client{Transport: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
-			base: &pushRoundTripper{base: u.http.Transport, push: s.push}}, CheckRedirect: u.checkRedirect}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler()}, nil
+			base: &pushRoundTripper{push: s.push,
+				base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}}, CheckRedirect: u.checkRedirect}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler(),
+			MaxEventSize: u.maxMessage() + 64<<10}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
+}
+
+// commandTransport is go-sdk's CommandTransport with the child's stdout
+// read through the message limiter (msglimit.go): go-sdk's own 16 MiB
+// frame limit ends the session on an oversized line, where the limiter
+// skips the line to its newline and answers its call with an error.
+type commandTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration
+	limit     int
+	log       *slog.Logger
+}
+
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	// The connection is closed by closing stdin, not stdout (as go-sdk's
+	// CommandTransport does); the limiter bounds every line, so go-sdk's
+	// own cap is off.
+	return (&mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, t.limit, t.log)),
+		Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, MaxLineLength: -1}).Connect(ctx)
+}
+
+// childStdin closes a stdio child the way the MCP specification asks
+// (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#stdio):
+// close its stdin, wait, SIGTERM, wait, SIGKILL; as go-sdk's CommandTransport.
+type childStdin struct {
+	io.WriteCloser
+	cmd       *exec.Cmd
+	terminate time.Duration
+}
+
+func (c *childStdin) Close() error {
+	if err := c.WriteCloser.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(c.terminate)
+		defer t.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("unresponsive subprocess")
 }
 
 // killGroup SIGKILLs the stdio child's process group, if it was started.

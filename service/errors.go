@@ -140,8 +140,9 @@ func callStatus(err error, t callTarget, callerDeadline bool) error {
 
 func classify(err error, callerDeadline bool) *richError {
 	var (
-		uerr  *mcpbridge.UpstreamError
-		unerr *mcpbridge.UnavailableError
+		uerr   *mcpbridge.UpstreamError
+		unerr  *mcpbridge.UnavailableError
+		tooBig *mcpbridge.ResponseTooLargeError
 	)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -163,6 +164,12 @@ func classify(err error, callerDeadline bool) *richError {
 	case errors.Is(err, mcpbridge.ErrInvalidArguments):
 		return &richError{code: codes.InvalidArgument, reason: ReasonArgumentsInvalid, msg: "arguments: " + err.Error(),
 			violations: []*errdetails.BadRequest_FieldViolation{{Field: "arguments", Description: err.Error()}}}
+	case errors.As(err, &tooBig):
+		// Discarded unread at the transport (mcpbridge/msglimit.go): the
+		// size is unknown, only that it passed the limit.
+		return &richError{code: codes.ResourceExhausted, reason: ReasonResponseTooLarge,
+			msg:  fmt.Sprintf("response: upstream %q answered with a message over the %d-byte limit (6 × serve --max-response-bytes, at least 16 MiB); it was discarded unread", tooBig.Server, tooBig.Limit),
+			meta: map[string]string{"server": tooBig.Server, "limit_bytes": strconv.Itoa(tooBig.Limit), "limit": "max-response-bytes"}}
 	case errors.Is(err, mcpbridge.ErrOverloaded):
 		return &richError{code: codes.ResourceExhausted, reason: ReasonOverloaded, msg: err.Error()}
 	case errors.As(err, &unerr):
