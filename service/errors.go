@@ -37,7 +37,7 @@ const (
 	ReasonOverloaded          = "OVERLOADED"           // RESOURCE_EXHAUSTED: the upstream's concurrency limit and queue are full
 	ReasonRateLimited         = "RATE_LIMITED"         // RESOURCE_EXHAUSTED: the principal is over its auth.rateLimits rule (metadata "principal", "limit": calls_per_second | max_concurrent); RetryInfo says when to retry
 	ReasonRequestTooLarge     = "REQUEST_TOO_LARGE"    // RESOURCE_EXHAUSTED: the request is over the limit (metadata "limit_bytes", "size_bytes")
-	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the tool's result is over the limit (metadata "limit_bytes", "size_bytes")
+	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the tool's result is over the limit (metadata "limit_bytes", "size_bytes"; no "size_bytes" when the upstream message was discarded unread)
 	ReasonUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered a JSON-RPC error (metadata "upstream_code"): InvalidParams → INVALID_ARGUMENT, MethodNotFound → UNIMPLEMENTED, else INTERNAL
 	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else; the message is generic and the log has the cause
 	ReasonUnauthenticated     = "UNAUTHENTICATED"      // UNAUTHENTICATED: no, or no valid, bearer token, JWT or client certificate
