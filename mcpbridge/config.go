@@ -218,6 +218,11 @@ type Config struct {
 	Logger          *slog.Logger
 	// Observer, if set, hears about refreshes and probe failures (metrics).
 	Observer Observer
+	// MaxMessageBytes bounds one message from an upstream (a stdio line, an
+	// HTTP JSON body or SSE event); a larger one is discarded unread and a
+	// call it answered fails with *ResponseTooLargeError (msglimit.go).
+	// 0: DefaultMaxMessageBytes. Reconfigure keeps the value New was given.
+	MaxMessageBytes int
 }
 
 // Observer receives events for metrics. Its methods must be fast and must

@@ -29,6 +29,9 @@ const (
 	ReasonSessionLost = "session_lost" // the session died during the call
 	ReasonCircuitOpen = "circuit_open" // the breaker fails calls fast
 	ReasonStarting    = "starting"     // the bridge's first discovery round is not finished
+	// ReasonRedirectRefused: the upstream redirected a request to another
+	// origin, which toolsvc does not follow (RedirectError).
+	ReasonRedirectRefused = "redirect_refused"
 )
 
 // UnavailableError details ErrUnavailable: errors.Is(err, ErrUnavailable)
@@ -46,6 +49,8 @@ func (e *UnavailableError) Error() string {
 		return fmt.Sprintf("upstream unavailable: server %q: circuit breaker open, retry after %s", e.Server, e.RetryAfter.Round(time.Millisecond))
 	case ReasonSessionLost:
 		return fmt.Sprintf("upstream unavailable: server %q: session lost during the call", e.Server)
+	case ReasonRedirectRefused:
+		return fmt.Sprintf("upstream unavailable: server %q redirected the call to another origin, which toolsvc refuses (credentials are sent only to the configured origin)", e.Server)
 	case ReasonStarting:
 		return "upstream unavailable: toolsvc is still discovering its upstreams; retry shortly or on another replica"
 	}

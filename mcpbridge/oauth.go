@@ -668,8 +668,23 @@ func (u *upstream) initAuth() {
 		u.runtimeSecrets.add(s)
 	}
 	tokenClient := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
-		TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second}}
+		TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second}, CheckRedirect: tokenRedirect}
 	u.oauth = newOAuthHandler(u.ctx, *u.cfg.OAuth, u.cfg.URL, tokenClient, u.log, u.cfg.ConnectTimeout, u.runtimeSecrets.add)
+}
+
+// tokenRedirect keeps a token request's body (client secret, refresh
+// token, client assertion) at the origin it was sent to: a 307/308 resends
+// a POST's body, and net/http drops only the Authorization header, and only
+// for another host name. Discovery GETs carry no secret and may follow
+// redirects anywhere.
+func tokenRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if req.Method != http.MethodGet && req.Method != http.MethodHead && originOf(req.URL) != originOf(via[0].URL) {
+		return fmt.Errorf("oauth: HTTP %d redirect of a token request to another origin (%s) refused", req.Response.StatusCode, originOf(req.URL))
+	}
+	return nil
 }
 
 // oauthHandler is the transport's OAuth hook (a nil interface without

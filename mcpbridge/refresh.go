@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -171,6 +175,9 @@ func (s *session) refresh() error {
 	defer cancel()
 	began := time.Now()
 	tools, err := s.listAll(ctx)
+	if err == nil {
+		tools = u.usableTools(tools)
+	}
 	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
 		tools = slices.DeleteFunc(tools, func(t *mcp.Tool) bool { return t == nil || !u.cfg.exposes(t.Name) })
 	}
@@ -209,4 +216,69 @@ func (s *session) refresh() error {
 	// list_changed marks and debounce); their failures never fail it.
 	s.refreshResources()
 	return nil
+}
+
+// maxToolNameBytes bounds an upstream's tool name. The MCP specification
+// says names SHOULD be 1 to 128 characters of [A-Za-z0-9_.-]
+// (https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-names);
+// twice that leaves room for upstreams that stretch the SHOULD, while a
+// 100 KB name never reaches the catalog, its warnings or a caller's error.
+const maxToolNameBytes = 256
+
+// unusableToolName says why an upstream's tool cannot be exposed or called
+// by its name ("" when it can): toolsvc calls a tool by the name the
+// upstream listed, and shows that name to operators and in errors.
+func unusableToolName(t *mcp.Tool) string {
+	switch {
+	case t == nil:
+		return "a null entry"
+	case t.Name == "":
+		return "an empty name"
+	case len(t.Name) > maxToolNameBytes:
+		return fmt.Sprintf("a name of %d bytes (over %d)", len(t.Name), maxToolNameBytes)
+	case !utf8.ValidString(t.Name) || strings.ContainsRune(t.Name, utf8.RuneError):
+		// JSON decoding turns invalid UTF-8 into U+FFFD: the name we hold
+		// may not be the one the upstream would answer to.
+		return "a name that is not valid UTF-8"
+	}
+	for _, r := range t.Name {
+		// Control characters drive terminals; format characters (bidi
+		// overrides, zero-width joiners) make one name look like another.
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return "a name with control or format characters"
+		}
+	}
+	return ""
+}
+
+// usableTools drops the tools whose names cannot be used, with a warning
+// per tool in the server's status (ListServers) and, when the set changes,
+// in the log. Names in warnings are quoted (escaped) and cut short.
+func (u *upstream) usableTools(tools []*mcp.Tool) []*mcp.Tool {
+	var warnings []string
+	kept := tools[:0:0]
+	for i, t := range tools {
+		why := unusableToolName(t)
+		if why == "" {
+			kept = append(kept, t)
+			continue
+		}
+		w := fmt.Sprintf("tool #%d skipped: %s", i, why)
+		if t != nil && t.Name != "" {
+			name := t.Name
+			if len(name) > 64 {
+				name = name[:64] + "…"
+			}
+			w += fmt.Sprintf(" (%s)", strconv.QuoteToASCII(name))
+		}
+		warnings = append(warnings, w)
+	}
+	u.mu.Lock()
+	changed := !slices.Equal(u.listWarnings, warnings)
+	u.listWarnings = warnings
+	u.mu.Unlock()
+	if changed && len(warnings) > 0 {
+		u.log.Warn("upstream tools with unusable names skipped", "skipped", len(warnings), "first", warnings[0])
+	}
+	return kept
 }

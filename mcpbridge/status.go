@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -75,13 +76,14 @@ func (u *upstream) statusSnapshot() ServerStatus {
 	now := time.Now()
 	u.mu.Lock()
 	st := u.status
+	listWarnings := u.listWarnings
 	st.Breaker = u.breaker.state(now)
 	if st.Breaker == BreakerOpen {
 		st.BreakerRetryTime = u.breaker.until
 	}
 	u.mu.Unlock()
 	st.InFlightCalls = int(u.inflight.Load())
-	st.Warnings = u.b.catalog.Warnings(u.cfg.Name)
+	st.Warnings = slices.Concat(u.b.catalog.Warnings(u.cfg.Name), listWarnings)
 	if s := u.sess.Load(); s != nil && s.cs != nil {
 		ps, since, reason := s.push.status()
 		if ps != pushUnknown {

@@ -48,6 +48,8 @@ type upstream struct {
 	sessChanged chan struct{} // closed and replaced when sess changes
 	attempts    int64         // finished connection attempts
 	attemptDone chan struct{} // closed and replaced when an attempt finishes
+	// listWarnings name the tools the last listing skipped (usableTools).
+	listWarnings []string
 
 	firstAttempt sync.Once
 
@@ -75,7 +77,7 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 		u.sem = make(chan struct{}, cfg.MaxConcurrentCalls)
 	}
 	if cfg.Transport != TransportStdio && cfg.NewTransport == nil {
-		u.http = newHTTPClient(cfg.Headers)
+		u.http = newHTTPClient(cfg.Headers, cfg.URL)
 		u.initAuth()
 	}
 	return u
@@ -259,15 +261,25 @@ func (u *upstream) recordSuccess(s *session) {
 // serve lists the tools of a new session, publishes them, and keeps them
 // fresh and probed until the session dies, an operator asks for a
 // reconnect, or the supervisor stops. It tears the session down before
-// returning, and reports how long the session lived.
+// returning, and reports how long the session was ready: 0 if its first
+// listing failed. A session that connects but never lists is a failed
+// attempt however long the listing hung (RefreshTimeout can exceed
+// StableAfter); counting its connected time made its backoff restart at
+// attempt 0 on every reconnect.
 func (u *upstream) serve(s *session) (lived time.Duration, operator bool, err error) {
 	defer u.teardown(s)
 	// Calls may use the session while it lists: it is live.
 	u.setSession(nil, s)
 	if err := s.refresh(); err != nil {
+		if s.ctx.Err() == nil && u.authRejected(err) == "" {
+			// A failure for the breaker too; counted before teardown, which
+			// takes a session it closes itself for no failure.
+			u.recordDeath(s, "first tools/list", err)
+		}
 		u.attempted()
-		return time.Since(s.started), false, err
+		return 0, false, err
 	}
+	readyAt := time.Now()
 	u.setState(StateReady, "")
 	u.attempted()
 	s.wg.Add(2)
@@ -281,12 +293,12 @@ func (u *upstream) serve(s *session) (lived time.Duration, operator bool, err er
 	}()
 	select {
 	case <-s.deadCtx.Done():
-		return time.Since(s.started), false, fmt.Errorf("session lost: %w", s.deadErr())
+		return time.Since(readyAt), false, fmt.Errorf("session lost: %w", s.deadErr())
 	case <-u.reconnectReq:
 		u.operatorReset()
-		return time.Since(s.started), true, nil
+		return time.Since(readyAt), true, nil
 	case <-s.ctx.Done():
-		return time.Since(s.started), false, nil
+		return time.Since(readyAt), false, nil
 	}
 }
 

@@ -2,7 +2,9 @@ package mcpbridge
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -234,4 +236,86 @@ func TestResubscribeBackoff(t *testing.T) {
 	if w := nextResubscribeWait(5*time.Second, 11*time.Second); w != 100*time.Millisecond {
 		t.Fatalf("after a stable stream: %v, want 100ms", w)
 	}
+}
+
+// logRecorder is a slog.Handler keeping the records' messages and
+// attributes, for tests that read what the operator would see.
+type logRecorder struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	l.recs = append(l.recs, r.Clone())
+	l.mu.Unlock()
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// attrs returns the value of attribute key of every record with message msg.
+func (l *logRecorder) attrs(msg, key string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, r := range l.recs {
+		if r.Message != msg {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				out = append(out, a.Value.String())
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// TestNeverReadyBackoffGrows: an upstream that connects but never answers
+// tools/list is a failed attempt each time, so the backoff grows. The
+// session lived past StableAfter while it listed (RefreshTimeout), and was
+// taken for stable: every reconnect came after attempt 0, a fixed 30 s
+// loop (issue 23, item 14).
+func TestNeverReadyBackoffGrows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMemUpstream(t)
+		m.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					<-ctx.Done() // never answers
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		sc := m.config("hang")
+		sc.PingInterval = -1
+		sc.RefreshTimeout = 30 * time.Second
+		sc.StableAfter = 10 * time.Second
+		sc.BackoffBase = time.Second
+		sc.BackoffMax = time.Hour
+		sc.Breaker = BreakerConfig{Failures: 1000}
+		logs := &logRecorder{}
+		b, err := New(Config{Servers: []ServerConfig{sc}, Logger: slog.New(logs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		<-b.Ready()
+		for len(logs.attrs("upstream down; reconnecting", "attempt")) < 5 {
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		got := logs.attrs("upstream down; reconnecting", "attempt")[:5]
+		if want := []string{"1", "2", "3", "4", "5"}; !slices.Equal(got, want) {
+			t.Fatalf("reconnect attempts %v, want %v (a session that never became ready is a failed attempt)", got, want)
+		}
+		st, _ := b.Server("hang")
+		if st.State == StateReady || st.ConsecutiveFailures < 5 {
+			t.Fatalf("status %v with %d consecutive failures, want not ready and at least 5", st.State, st.ConsecutiveFailures)
+		}
+	})
 }

@@ -1,9 +1,14 @@
 package mcpbridge
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -55,19 +60,96 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		cmd.Stderr = newStderrLogger(u.log, u.redact)
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
-		return &pushTransport{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: DefaultTerminateGrace}, push: s.push}, nil
+		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log}, push: s.push}, nil
 	case TransportSSE:
-		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: u.http}, nil
+		hc := &http.Client{Transport: u.http.Transport, CheckRedirect: u.checkRedirect}
+		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}, nil
 	case TransportStreamableHTTP:
 		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
 		// about 1.5 s (docs/interop.md); the bridge reconnects itself. The
 		// session's client shares the upstream's connection pool and
 		// watches the push channel (push.go).
+		// The message limit applies first (msglimit.go): nothing above it
+		// sees more than MaxMessageBytes of one message.
 		hc := &http.Client{Transport: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
-			base: &pushRoundTripper{base: u.http.Transport, push: s.push}}}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler()}, nil
+			base: &pushRoundTripper{push: s.push,
+				base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}}, CheckRedirect: u.checkRedirect}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler(),
+			MaxEventSize: u.maxMessage() + 64<<10}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
+}
+
+// commandTransport is go-sdk's CommandTransport with the child's stdout
+// read through the message limiter (msglimit.go): go-sdk's own 16 MiB
+// frame limit ends the session on an oversized line, where the limiter
+// skips the line to its newline and answers its call with an error.
+type commandTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration
+	limit     int
+	log       *slog.Logger
+}
+
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	// The connection is closed by closing stdin, not stdout (as go-sdk's
+	// CommandTransport does); the limiter bounds every line, so go-sdk's
+	// own cap is off.
+	return (&mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, t.limit, t.log)),
+		Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, MaxLineLength: -1}).Connect(ctx)
+}
+
+// childStdin closes a stdio child the way the MCP specification asks
+// (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#stdio):
+// close its stdin, wait, SIGTERM, wait, SIGKILL; as go-sdk's CommandTransport.
+type childStdin struct {
+	io.WriteCloser
+	cmd       *exec.Cmd
+	terminate time.Duration
+}
+
+func (c *childStdin) Close() error {
+	if err := c.WriteCloser.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(c.terminate)
+		defer t.Stop()
+		select {
+		case err := <-exited:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("unresponsive subprocess")
 }
 
 // killGroup SIGKILLs the stdio child's process group, if it was started.
@@ -78,15 +160,19 @@ func (s *session) killGroup() {
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// headerTransport adds configured headers to every request (go-sdk's
-// streamable client has no header option).
+// headerTransport adds configured headers to every request to the
+// configured origin (go-sdk's streamable client has no header option).
+// A request to any other origin (a legacy SSE endpoint event naming
+// another host, say) goes without them: credentials belong to the origin
+// the operator configured, never to one an upstream names.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	origin  string // scheme://host:port of the configured URL
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	if len(t.headers) > 0 && originOf(r.URL) == t.origin {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {
 			r.Header.Set(k, v)
@@ -95,7 +181,7 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-func newHTTPClient(headers map[string]string) *http.Client {
+func newHTTPClient(headers map[string]string, endpoint string) *http.Client {
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -105,8 +191,63 @@ func newHTTPClient(headers map[string]string) *http.Client {
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
+	origin := ""
+	if u, err := url.Parse(endpoint); err == nil {
+		origin = originOf(u)
+	}
 	// No Client.Timeout or ResponseHeaderTimeout: the streamable server sends
 	// headers with its first event, so they would cut off silent long calls
 	// (go-sdk-facts.md §6). Every request carries a context deadline instead.
-	return &http.Client{Transport: &headerTransport{base: tr, headers: headers}}
+	return &http.Client{Transport: &headerTransport{base: tr, headers: headers, origin: origin}}
+}
+
+// originOf is a URL's origin as RFC 6454 §4 defines it: scheme, host and
+// port, the port made explicit, so http://h and http://h:80 are one origin
+// and http://h:80 and http://h:81 are two.
+func originOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+}
+
+// maxRedirects is net/http's own limit on a redirect chain.
+const maxRedirects = 10
+
+// checkRedirect is the CheckRedirect of an upstream's session clients: a
+// redirect within the configured origin is followed, one to another origin
+// is refused. net/http keeps Authorization on a redirect to the same host
+// on another port (it compares host names only) and a round tripper's
+// headers are set on every hop, so following would hand the server's
+// headers and OAuth tokens to whatever host the upstream names; refusing
+// rather than following without credentials also keeps the session from
+// being established with a server the operator did not configure.
+func (u *upstream) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if to := originOf(req.URL); to != originOf(via[0].URL) {
+		u.log.Warn("upstream redirected to another origin; refused (credentials are sent only to the configured origin)",
+			"status", req.Response.StatusCode, "to", to)
+		return &RedirectError{Server: u.cfg.Name, Status: req.Response.StatusCode, To: to}
+	}
+	return nil
+}
+
+// RedirectError is a redirect from the configured origin to another one,
+// which toolsvc does not follow.
+type RedirectError struct {
+	Server string
+	Status int    // the redirect's HTTP status
+	To     string // the target's origin (scheme://host:port, no path or userinfo)
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("server %q: HTTP %d redirect to another origin (%s) refused: credentials are sent only to the configured origin", e.Server, e.Status, e.To)
 }

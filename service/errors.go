@@ -38,7 +38,7 @@ const (
 	ReasonOverloaded          = "OVERLOADED"           // RESOURCE_EXHAUSTED: the upstream's concurrency limit and queue are full
 	ReasonRateLimited         = "RATE_LIMITED"         // RESOURCE_EXHAUSTED: the principal is over its auth.rateLimits rule (metadata "principal", "limit": calls_per_second | max_concurrent); RetryInfo says when to retry
 	ReasonRequestTooLarge     = "REQUEST_TOO_LARGE"    // RESOURCE_EXHAUSTED: the request is over the limit (metadata "limit_bytes", "size_bytes")
-	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the tool's result is over the limit (metadata "limit_bytes", "size_bytes")
+	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the tool's result is over the limit (metadata "limit_bytes", "size_bytes"; no "size_bytes" when the upstream message was discarded unread)
 	ReasonUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered a JSON-RPC error (metadata "upstream_code"): InvalidParams → INVALID_ARGUMENT, MethodNotFound → UNIMPLEMENTED, else INTERNAL
 	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else; the message is generic and the log has the cause
 	ReasonUnauthenticated     = "UNAUTHENTICATED"      // UNAUTHENTICATED: no, or no valid, bearer token, JWT or client certificate
@@ -150,8 +150,9 @@ func callStatus(err error, t callTarget, callerDeadline bool) error {
 
 func classify(err error, callerDeadline bool) *richError {
 	var (
-		uerr  *mcpbridge.UpstreamError
-		unerr *mcpbridge.UnavailableError
+		uerr   *mcpbridge.UpstreamError
+		unerr  *mcpbridge.UnavailableError
+		tooBig *mcpbridge.ResponseTooLargeError
 	)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -174,6 +175,12 @@ func classify(err error, callerDeadline bool) *richError {
 	case errors.Is(err, mcpbridge.ErrInvalidArguments):
 		return &richError{code: codes.InvalidArgument, reason: ReasonArgumentsInvalid, msg: "arguments: " + err.Error(),
 			violations: []*errdetails.BadRequest_FieldViolation{{Field: "arguments", Description: err.Error()}}}
+	case errors.As(err, &tooBig):
+		// Discarded unread at the transport (mcpbridge/msglimit.go): the
+		// size is unknown, only that it passed the limit.
+		return &richError{code: codes.ResourceExhausted, reason: ReasonResponseTooLarge,
+			msg:  fmt.Sprintf("response: upstream %q answered with a message over the %d-byte limit (6 × serve --max-response-bytes, at least 16 MiB); it was discarded unread", tooBig.Server, tooBig.Limit),
+			meta: map[string]string{"server": tooBig.Server, "limit_bytes": strconv.Itoa(tooBig.Limit), "limit": "max-response-bytes"}}
 	case errors.Is(err, mcpbridge.ErrOverloaded):
 		return &richError{code: codes.ResourceExhausted, reason: ReasonOverloaded, msg: err.Error()}
 	case errors.As(err, &unerr):

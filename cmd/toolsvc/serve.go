@@ -149,6 +149,11 @@ func runServe(ctx context.Context, args []string) error {
 
 	metrics := service.NewMetrics(reg)
 	bcfg.Observer = metrics
+	// An upstream message is read through this limit (mcpbridge/msglimit.go).
+	// Six times the response limit: a JSON string escape (\u0001) is six
+	// bytes for one of the result, so nothing the response limit accepts
+	// is refused by the read; go-sdk's 16 MiB frame limit is the floor.
+	bcfg.MaxMessageBytes = max(mcpbridge.DefaultMaxMessageBytes, 6*(*maxResp))
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

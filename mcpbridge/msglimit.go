@@ -1,0 +1,360 @@
+package mcpbridge
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// Message limits. An upstream's message (a stdio line, a streamable-HTTP
+// JSON body or SSE event) is read through a limiter before anything
+// buffers it whole: a message over the limit is skipped to its end without
+// being kept, and a response among them is replaced by a small JSON-RPC
+// error for the same request id, which Call reports as a
+// *ResponseTooLargeError. The session survives: the stream's framing
+// (newline, blank line, end of body) tells where the next message starts.
+// Before this, an HTTP result was read whole (a 200 MB result took the
+// process from 38 MB to 1.4 GB) and a stdio line over go-sdk's 16 MiB frame
+// limit ended the session (issue 23, items 4 and 11).
+
+// DefaultMaxMessageBytes is the message limit when Config.MaxMessageBytes
+// is 0: go-sdk's own stdio frame and SSE event limit.
+const DefaultMaxMessageBytes = 16 << 20
+
+// codeMessageTooLarge is the JSON-RPC error code of the replacement for an
+// oversized response: in the implementation-defined server-error range
+// (https://www.jsonrpc.org/specification#error_object), recognised together
+// with messageTooLargeText, so an upstream's own -32097 stays its own.
+const codeMessageTooLarge = -32097
+
+const messageTooLargeText = "toolsvc: the upstream's response is over the message limit and was discarded unread"
+
+// ResponseTooLargeError is an upstream answer over the message limit: it
+// was discarded without being buffered, and the session goes on.
+type ResponseTooLargeError struct {
+	Server string
+	Limit  int // bytes
+}
+
+func (e *ResponseTooLargeError) Error() string {
+	return fmt.Sprintf("server %q answered with a message over the %d-byte limit; it was discarded unread", e.Server, e.Limit)
+}
+
+// maxMessage is the upstream's message limit.
+func (u *upstream) maxMessage() int {
+	if n := u.b.cfg.MaxMessageBytes; n > 0 {
+		return n
+	}
+	return DefaultMaxMessageBytes
+}
+
+// tooLargeReply is the JSON-RPC error that replaces an oversized response
+// with id (raw JSON).
+func tooLargeReply(id json.RawMessage) []byte {
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, id, codeMessageTooLarge, messageTooLargeText)
+}
+
+// frameScan follows a JSON value streamed through it, keeping only what
+// identifies a JSON-RPC message: its top-level keys of interest and its
+// "id" (at most maxIDBytes). It never holds the rest.
+type frameScan struct {
+	depth      int
+	inStr, esc bool
+	expectKey  bool
+	inKey      bool
+	key        []byte
+	lastKey    string
+	capturing  bool
+	id         []byte
+	idTooLong  bool
+	hasMethod  bool
+	isResponse bool
+}
+
+const (
+	maxIDBytes  = 256
+	maxKeyBytes = 16
+)
+
+func (f *frameScan) feed(b []byte) {
+	for _, c := range b {
+		if f.capturing {
+			if !f.inStr && (f.depth == 1 && (c == ',' || c == '}') || f.depth == 0) {
+				f.capturing = false
+			} else if len(f.id) > 0 || !isSpace(c) {
+				if len(f.id) >= maxIDBytes {
+					f.idTooLong = true
+				} else {
+					f.id = append(f.id, c)
+				}
+			}
+		}
+		if f.inStr {
+			switch {
+			case f.esc:
+				f.esc = false
+			case c == '\\':
+				f.esc = true
+			case c == '"':
+				f.inStr = false
+				if f.inKey {
+					f.inKey, f.expectKey = false, false
+					f.lastKey = string(f.key)
+					f.key = f.key[:0]
+				}
+				continue
+			}
+			if f.inKey && len(f.key) <= maxKeyBytes {
+				f.key = append(f.key, c)
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			f.inStr = true
+			f.inKey = f.depth == 1 && f.expectKey
+		case '{', '[':
+			f.depth++
+			if f.depth == 1 {
+				f.expectKey = c == '{'
+			}
+		case '}', ']':
+			f.depth--
+		case ',':
+			if f.depth == 1 {
+				f.expectKey = true
+			}
+		case ':':
+			if f.depth == 1 {
+				switch f.lastKey {
+				case "id":
+					f.capturing, f.id = true, f.id[:0]
+				case "method":
+					f.hasMethod = true
+				case "result", "error":
+					f.isResponse = true
+				}
+			}
+		}
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// responseID is the id of the scanned message if it is a response whose id
+// was read whole, else nil.
+func (f *frameScan) responseID() json.RawMessage {
+	if !f.isResponse || f.hasMethod || f.idTooLong || len(f.id) == 0 || !json.Valid(f.id) {
+		return nil
+	}
+	return bytes.TrimSpace(f.id)
+}
+
+// frameReader delivers a stream of frames whole, each at most limit bytes;
+// an oversized frame is read to its end through a frameScan (or, with
+// stopAtOverflow, not read further) and replaced by what replace makes of
+// the scan: nothing, or a small replacement frame.
+type frameReader struct {
+	r     *bufio.Reader
+	body  io.Closer // closed by Close (HTTP bodies); nil for stdio
+	limit int
+	// end reports whether line ends the current frame; whole is false
+	// for the tail of a line longer than the reader's buffer.
+	end            func(line []byte, whole bool) bool
+	replace        func(f *frameScan, n int64) []byte
+	stopAtOverflow bool // the frame is the whole stream (a JSON body)
+
+	buf, out []byte
+	err      error
+}
+
+// shrinkAbove is the buffer capacity a frameReader keeps between frames.
+const shrinkAbove = 1 << 20
+
+func (fr *frameReader) Read(p []byte) (int, error) {
+	for len(fr.out) == 0 {
+		if fr.err != nil {
+			return 0, fr.err
+		}
+		fr.next()
+	}
+	n := copy(p, fr.out)
+	fr.out = fr.out[n:]
+	return n, nil
+}
+
+func (fr *frameReader) Close() error {
+	if fr.body != nil {
+		return fr.body.Close()
+	}
+	return nil
+}
+
+// next reads one frame into out (or sets err).
+func (fr *frameReader) next() {
+	if cap(fr.buf) > shrinkAbove {
+		fr.buf = nil // one big frame does not pin its buffer for the session's life
+	}
+	fr.buf = fr.buf[:0]
+	lineStart, whole := 0, true
+	for {
+		chunk, err := fr.r.ReadSlice('\n')
+		if len(fr.buf)+len(chunk) > fr.limit {
+			fr.skip(chunk, err, whole)
+			return
+		}
+		fr.buf = append(fr.buf, chunk...)
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil:
+			fr.out, fr.err = fr.buf, err // a last frame without its end, then the error
+			return
+		}
+		if fr.end(fr.buf[lineStart:], true) {
+			fr.out = fr.buf
+			return
+		}
+		lineStart = len(fr.buf)
+	}
+}
+
+// skip reads the rest of an oversized frame, keeping none of it. whole
+// says whether chunk starts a line.
+func (fr *frameReader) skip(chunk []byte, err error, whole bool) {
+	var f frameScan
+	f.feed(fr.buf)
+	n := int64(len(fr.buf))
+	fr.buf = nil
+	if fr.stopAtOverflow {
+		f.feed(chunk)
+		fr.out, fr.err = fr.replace(&f, n+int64(len(chunk))), io.EOF
+		_ = fr.Close()
+		return
+	}
+	for {
+		f.feed(chunk)
+		n += int64(len(chunk))
+		if err == nil {
+			if fr.end(chunk, whole) {
+				break
+			}
+			whole = true
+		} else if err == bufio.ErrBufferFull {
+			whole = false
+		} else {
+			fr.err = err
+			break
+		}
+		chunk, err = fr.r.ReadSlice('\n')
+	}
+	fr.out = fr.replace(&f, n)
+}
+
+// newLineLimiter limits the newline-delimited JSON of a stdio upstream.
+func newLineLimiter(r io.Reader, limit int, log *slog.Logger) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit,
+		end: func([]byte, bool) bool { return true }, // every newline ends a message
+		replace: func(f *frameScan, n int64) []byte {
+			return replacement(f, n, limit, log, "\n")
+		}}
+}
+
+// replacement is the frame that stands for an oversized one: a JSON-RPC
+// error for a response (so its caller hears at once), nothing otherwise.
+func replacement(f *frameScan, n int64, limit int, log *slog.Logger, wrap string) []byte {
+	id := f.responseID()
+	log.Warn("upstream message over the limit discarded unread", "bytes", n, "limit", limit, "response", id != nil)
+	if id == nil {
+		return nil
+	}
+	if wrap == "\n" {
+		return append(tooLargeReply(id), '\n')
+	}
+	return fmt.Appendf(nil, "event: message\ndata: %s\n\n", tooLargeReply(id))
+}
+
+// isBlankLine reports an SSE event's end: an empty line.
+func isBlankLine(line []byte) bool {
+	return len(line) == 1 && line[0] == '\n' || len(line) == 2 && line[0] == '\r' && line[1] == '\n'
+}
+
+// limitRoundTripper applies the message limit to streamable-HTTP
+// responses: a JSON body is one message, an event stream is a message per
+// event.
+type limitRoundTripper struct {
+	base  http.RoundTripper
+	limit int
+	log   *slog.Logger
+}
+
+func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := rt.base.RoundTrip(r)
+	if err != nil || resp.Body == nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, err
+	}
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "text/event-stream":
+		resp.Body = &frameReader{r: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, limit: rt.limit,
+			end: func(line []byte, whole bool) bool { return whole && isBlankLine(line) },
+			replace: func(f *frameScan, n int64) []byte {
+				return replacement(f, n, rt.limit, rt.log, "sse")
+			}}
+		// The events are re-framed: a length no longer applies.
+		resp.ContentLength = -1
+	case "application/json":
+		if resp.ContentLength > int64(rt.limit) {
+			// Known too large before a byte is read.
+			_ = resp.Body.Close()
+			resp.Body = io.NopCloser(bytes.NewReader(rt.jsonReplacement(r, resp.ContentLength)))
+			resp.ContentLength = -1
+			return resp, nil
+		}
+		body := resp.Body
+		resp.Body = &frameReader{r: bufio.NewReaderSize(body, 64<<10), body: body, limit: rt.limit,
+			end:            func([]byte, bool) bool { return false }, // the body is one message
+			stopAtOverflow: true,
+			replace: func(_ *frameScan, n int64) []byte {
+				// The answer to this request: its id is the request's.
+				return rt.jsonReplacement(r, n)
+			}}
+		resp.ContentLength = -1
+	}
+	return resp, nil
+}
+
+// jsonReplacement stands for an oversized JSON response body to request r.
+func (rt *limitRoundTripper) jsonReplacement(r *http.Request, n int64) []byte {
+	rt.log.Warn("upstream message over the limit discarded unread", "bytes", n, "limit", rt.limit, "response", true)
+	id := requestID(r)
+	if id == nil {
+		return nil
+	}
+	return tooLargeReply(id)
+}
+
+// requestID is the JSON-RPC id of the request r carries, or nil.
+func requestID(r *http.Request) json.RawMessage {
+	if r.GetBody == nil {
+		return nil
+	}
+	body, err := r.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.NewDecoder(body).Decode(&m) != nil || len(m.ID) == 0 || len(m.ID) > maxIDBytes || strings.TrimSpace(string(m.ID)) == "null" {
+		return nil
+	}
+	return m.ID
+}
