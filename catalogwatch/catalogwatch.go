@@ -10,7 +10,9 @@
 //
 // The local copy (Tools, Lookup, Revision) always equals the server's view at
 // Revision: the server sends the whole view (a snapshot), only the changes
-// since the client's revision, or "synced".
+// since the client's revision, or "synced". The watcher asks for large
+// events in parts (WatchCatalogRequest.fragment) and applies an event only
+// once its last part arrived, so it never holds part of a snapshot.
 package catalogwatch
 
 import (
@@ -24,8 +26,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -78,7 +82,11 @@ type Event struct {
 	// Resumed is true for the first event of a stream that resumed from a
 	// revision (after a reconnect, or Options.ResumeToken).
 	Resumed bool
-	// Raw is the message as received.
+	// Parts is how many messages the event arrived in: 1, or more for a
+	// large event the server split (WatchCatalogResponse.fragment).
+	Parts int
+	// Raw is the message as received (the parts of a split event merged
+	// into one).
 	Raw *toolsvcv1.WatchCatalogResponse
 }
 
@@ -179,8 +187,9 @@ var ErrProtocol = errors.New("catalogwatch: watch protocol violation")
 
 // Run watches until ctx ends (returning ctx.Err()) or the server rejects
 // the request (a non-retryable gRPC status such as INVALID_ARGUMENT or
-// NOT_FOUND). Streams that end any other way are resumed from the last
-// revision after a backoff.
+// NOT_FOUND, or RESOURCE_EXHAUSTED without RetryInfo: an event too large
+// to send, which every resume would meet again). Streams that end any
+// other way are resumed from the last revision after a backoff.
 func (w *Watcher) Run(ctx context.Context) error {
 	wait := w.opts.MinBackoff
 	for {
@@ -213,9 +222,22 @@ func retryable(err error) bool {
 	if errors.Is(err, ErrProtocol) {
 		return false
 	}
-	switch status.Code(err) {
+	st := status.Convert(err)
+	switch st.Code() {
 	case codes.InvalidArgument, codes.NotFound, codes.PermissionDenied, codes.Unauthenticated,
 		codes.Unimplemented, codes.FailedPrecondition, codes.OutOfRange, codes.AlreadyExists:
+		return false
+	case codes.ResourceExhausted:
+		// Retried only when the server says when (RetryInfo, as for
+		// RATE_LIMITED). Without it the limit is a size: the server's
+		// RESPONSE_TOO_LARGE for an event too large for any message, or a
+		// message over this client's receive limit (grpc-go reports that
+		// locally, with no details); a resume meets it again.
+		for _, d := range st.Details() {
+			if _, ok := d.(*errdetails.RetryInfo); ok {
+				return true
+			}
+		}
 		return false
 	}
 	return true
@@ -238,23 +260,33 @@ func (w *Watcher) stream(ctx context.Context) (delivered bool, err error) {
 		Servers:            w.opts.Servers,
 		ExcludeUnavailable: w.opts.ExcludeUnavailable,
 		SchemaFormat:       w.opts.SchemaFormat,
+		Fragment:           true,
 	})
 	if err != nil {
 		return false, err
 	}
-	for first := true; ; first = false {
+	var parts []*toolsvcv1.WatchCatalogResponse // of a split event, not yet applied
+	for first := true; ; {
 		m, err := st.Recv()
 		if err == io.EOF {
 			return delivered, status.Error(codes.Unavailable, "watch stream ended without a status")
 		}
 		if err != nil {
+			return delivered, err // parts of an unfinished event are dropped: the resume token is unchanged
+		}
+		n := len(parts) + 1
+		if m, err = assemble(&parts, m); err != nil {
 			return delivered, err
+		}
+		if m == nil {
+			continue // more parts to come
 		}
 		ev, err := w.apply(m)
 		if err != nil {
 			return delivered, err
 		}
-		ev.Resumed = first && tok != ""
+		ev.Resumed, ev.Parts = first && tok != "", n
+		first = false
 		delivered = true
 		if w.opts.OnEvent != nil {
 			w.opts.OnEvent(ev)
@@ -262,7 +294,48 @@ func (w *Watcher) stream(ctx context.Context) (delivered bool, err error) {
 	}
 }
 
-// apply updates the local catalog with one message.
+// assemble collects the parts of a split event (WatchCatalogResponse.
+// fragment): it returns nil while more parts are to come, then the whole
+// event, the parts merged into the first (every part holds some entries of
+// the event's lists; proto.Merge appends lists). A part that does not
+// continue the event (another revision or kind) breaks the contract.
+func assemble(parts *[]*toolsvcv1.WatchCatalogResponse, m *toolsvcv1.WatchCatalogResponse) (*toolsvcv1.WatchCatalogResponse, error) {
+	if len(*parts) > 0 {
+		p := (*parts)[0]
+		if m.GetRevision() != p.GetRevision() || eventKind(m) != eventKind(p) {
+			return nil, fmt.Errorf("%w: %s at %s while a %s at %s was in parts", ErrProtocol, eventKind(m), m.GetRevision(), eventKind(p), p.GetRevision())
+		}
+	}
+	if m.GetFragment() {
+		switch m.GetEvent().(type) {
+		case *toolsvcv1.WatchCatalogResponse_Snapshot, *toolsvcv1.WatchCatalogResponse_Changes:
+		default:
+			return nil, fmt.Errorf("%w: %s in parts", ErrProtocol, eventKind(m))
+		}
+		*parts = append(*parts, m)
+		return nil, nil
+	}
+	if len(*parts) == 0 {
+		return m, nil
+	}
+	whole := (*parts)[0]
+	for _, p := range (*parts)[1:] {
+		proto.Merge(whole, p)
+	}
+	proto.Merge(whole, m)
+	whole.Fragment = false
+	*parts = nil
+	return whole, nil
+}
+
+func eventKind(m *toolsvcv1.WatchCatalogResponse) string {
+	if fd := m.ProtoReflect().WhichOneof(m.ProtoReflect().Descriptor().Oneofs().ByName("event")); fd != nil {
+		return string(fd.Name())
+	}
+	return "no event"
+}
+
+// apply updates the local catalog with one (whole) event.
 func (w *Watcher) apply(m *toolsvcv1.WatchCatalogResponse) (Event, error) {
 	ev := Event{Revision: m.GetRevision(), Raw: m}
 	if m.GetRevision() == "" {

@@ -3,9 +3,12 @@ package catalogwatch
 import (
 	"errors"
 	"testing"
+	"time"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -75,7 +78,7 @@ func TestResumeFromInitial(t *testing.T) {
 
 func TestRetryable(t *testing.T) {
 	for code, want := range map[codes.Code]bool{
-		codes.Unavailable: true, codes.Internal: true, codes.ResourceExhausted: true, codes.Unknown: true,
+		codes.Unavailable: true, codes.Internal: true, codes.ResourceExhausted: false, codes.Unknown: true,
 		codes.InvalidArgument: false, codes.NotFound: false, codes.PermissionDenied: false, codes.Unimplemented: false,
 	} {
 		if got := retryable(status.Error(code, "x")); got != want {
@@ -84,5 +87,45 @@ func TestRetryable(t *testing.T) {
 	}
 	if retryable(ErrProtocol) {
 		t.Error("a protocol violation is retried")
+	}
+	st, _ := status.New(codes.ResourceExhausted, "rate limited").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Second)})
+	if !retryable(st.Err()) {
+		t.Error("RESOURCE_EXHAUSTED with RetryInfo is not retried")
+	}
+}
+
+// TestAssembleParts: a split event is applied whole, once its last part
+// arrived; a part that does not continue it is a protocol violation.
+func TestAssembleParts(t *testing.T) {
+	part := func(m *toolsvcv1.WatchCatalogResponse) *toolsvcv1.WatchCatalogResponse { m.Fragment = true; return m }
+	w := New(nil, Options{})
+	var parts []*toolsvcv1.WatchCatalogResponse
+	for _, m := range []*toolsvcv1.WatchCatalogResponse{part(snapshot(rev1, false, "a", "b")), part(snapshot(rev1, false, "c"))} {
+		if got, err := assemble(&parts, m); got != nil || err != nil {
+			t.Fatalf("assemble(part) = %v, %v; want nil, nil", got, err)
+		}
+	}
+	whole, err := assemble(&parts, snapshot(rev1, false, "d"))
+	if err != nil || whole == nil || whole.GetFragment() || len(parts) != 0 {
+		t.Fatalf("assemble(last part) = %v, %v (%d pending)", whole, err, len(parts))
+	}
+	if _, err := w.apply(whole); err != nil || names(w) != "a b c d " {
+		t.Fatalf("apply(assembled) = %v, tools %q", err, names(w))
+	}
+	for name, next := range map[string]*toolsvcv1.WatchCatalogResponse{
+		"another revision": snapshot(rev2, false, "x"),
+		"another kind":     changes(rev1, []string{"a"}),
+	} {
+		parts = nil
+		if _, err := assemble(&parts, part(snapshot(rev1, false, "a"))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := assemble(&parts, next); !errors.Is(err, ErrProtocol) {
+			t.Errorf("%s after a part: %v, want ErrProtocol", name, err)
+		}
+	}
+	synced := &toolsvcv1.WatchCatalogResponse{Revision: rev1, Fragment: true, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
+	if _, err := assemble(new([]*toolsvcv1.WatchCatalogResponse), synced); !errors.Is(err, ErrProtocol) {
+		t.Errorf("synced in parts: %v, want ErrProtocol", err)
 	}
 }

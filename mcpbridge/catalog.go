@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -48,6 +50,9 @@ type Tool struct {
 	// hash digests everything above (entryHash); it feeds the revision and
 	// change detection.
 	hash [32]byte
+	// size estimates the bytes the entry holds (entryBytes), for the
+	// history's byte budget.
+	size int
 }
 
 // Snapshot is an immutable view of the whole catalog. Readers never lock.
@@ -73,14 +78,23 @@ func (s *Snapshot) Lookup(name string) (*Tool, bool) {
 }
 
 // The catalog remembers recent snapshots for page tokens and watch
-// resumption: at most historySize of them, and no more than historyToolRefs
-// tool pointers in all (tools are shared between snapshots, so a snapshot
-// costs 8 bytes per tool: with 20,000 tools the budget keeps 26 snapshots,
-// about 4 MiB). The current snapshot is always kept. (Variables so that
+// resumption: at most historySize of them, no more than historyToolRefs
+// tool pointers in all, and no more than historyBytes of estimated memory
+// beyond the current snapshot's (snapshotBytes, counting every entry once
+// however many snapshots share it; the current catalog itself is not
+// budgeted, so a large catalog keeps its history). Entries are immutable and shared: a refresh that lists a tool
+// unchanged reuses its entry (buildServerTools), and a server that did not
+// change keeps its slice, so a snapshot costs 8 bytes per tool plus the
+// entries that changed (with 20,000 tools the pointer budget keeps 26
+// snapshots, about 4 MiB; 26 versions of a 60 KB schema fit the byte
+// budget). Past a budget the oldest snapshots are forgotten: their
+// revisions get a reset snapshot on resume and "no longer retained" as
+// page tokens. The current snapshot is always kept. (Variables so that
 // tests can use small catalogs.)
 var (
 	historySize     = 128
 	historyToolRefs = 512 << 10
+	historyBytes    = 64 << 20
 )
 
 // Catalog is the merged catalog of every upstream. Writers build a new
@@ -91,8 +105,10 @@ type Catalog struct {
 
 	mu       sync.Mutex // serialises writers; guards the fields below
 	servers  map[string]*serverEntry
-	history  []*Snapshot          // oldest first, within historySize and historyToolRefs
+	history  []*Snapshot          // oldest first, within historySize, historyToolRefs and historyBytes
 	refs     int                  // tool pointers held by history
+	bytes    int                  // estimated bytes held by history (snapshotBytes, shared entries once)
+	curBytes int                  // of which the current snapshot's own (snapshotBytes)
 	byRev    map[string]*Snapshot // revision -> newest snapshot with it
 	warnings map[string][]string  // server -> naming warnings of the current snapshot
 	named    map[string]string    // server -> names prefix its tools had in the current snapshot
@@ -154,7 +170,7 @@ func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available 
 		// Converting schemas is the costly part: it runs outside the lock,
 		// against the entry it read, and starts over if the entry changed
 		// meanwhile.
-		entries, warnings, err := buildServerTools(server, prefix, tools, available, heldNames(prev, prefix))
+		entries, warnings, err := buildServerTools(server, prefix, tools, available, heldNames(prev, prefix), reusable(prev, prefix))
 		if err != nil {
 			return 0, err
 		}
@@ -182,6 +198,20 @@ func heldNames(e *serverEntry, prefix string) map[string]string {
 		held[t.OriginalName] = t.Name
 	}
 	return held
+}
+
+// reusable maps the original names of a server's current entries to the
+// entries, for buildServerTools to reuse (nil when the prefix changed: the
+// names will).
+func reusable(e *serverEntry, prefix string) map[string]*Tool {
+	if e == nil || e.prefix != prefix {
+		return nil
+	}
+	m := make(map[string]*Tool, len(e.tools))
+	for _, t := range e.tools {
+		m[t.OriginalName] = t
+	}
+	return m
 }
 
 // setAvailable flips the availability of a server's tools, publishing a new
@@ -313,14 +343,23 @@ func (c *Catalog) publishLocked(s *Snapshot) {
 		return
 	}
 	c.cur.Store(s)
+	var newest []*Tool
+	if len(c.history) > 0 {
+		newest = c.history[len(c.history)-1].Tools
+	}
 	c.history = append(c.history, s)
 	c.refs += len(s.Tools)
+	c.bytes += snapshotOverhead(s) + unsharedBytes(newest, s.Tools)
+	c.curBytes = snapshotBytes(s)
 	c.byRev[s.Revision] = s
-	for len(c.history) > 1 && (len(c.history) > historySize || c.refs > historyToolRefs) {
+	for len(c.history) > 1 && (len(c.history) > historySize || c.refs > historyToolRefs || c.bytes-c.curBytes > historyBytes) {
 		old := c.history[0]
 		c.history[0] = nil
 		c.history = c.history[1:]
 		c.refs -= len(old.Tools)
+		// The entries only the forgotten snapshot held (an entry is counted
+		// once per run of consecutive snapshots holding it).
+		c.bytes -= snapshotOverhead(old) + unsharedBytes(c.history[0].Tools, old.Tools)
 		if c.byRev[old.Revision] == old {
 			delete(c.byRev, old.Revision)
 		}
@@ -333,6 +372,37 @@ func (c *Catalog) publishLocked(s *Snapshot) {
 		}
 	}
 	c.subMu.Unlock()
+}
+
+// historyBytes returns the estimated bytes the history holds beyond the
+// current snapshot (what historyBytes bounds).
+func (c *Catalog) historyBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes - c.curBytes
+}
+
+// snapshotOverhead is what a snapshot costs besides its entries: the
+// struct and its slice of pointers.
+func snapshotOverhead(s *Snapshot) int { return 128 + 8*cap(s.Tools) }
+
+// snapshotBytes is a snapshot's whole cost, as if it shared nothing.
+func snapshotBytes(s *Snapshot) int { return snapshotOverhead(s) + unsharedBytes(nil, s.Tools) }
+
+// unsharedBytes is the size of the entries of b (sorted by name) that a
+// (sorted by name) does not hold.
+func unsharedBytes(a, b []*Tool) int {
+	n, i := 0, 0
+	for _, t := range b {
+		for i < len(a) && a[i].Name < t.Name {
+			i++
+		}
+		if i < len(a) && a[i] == t {
+			continue
+		}
+		n += t.size
+	}
+	return n
 }
 
 // Subscription signals catalog changes. The signal is a capacity-1 channel:
@@ -412,7 +482,12 @@ func DiffTools(a, b []*Tool) (upserted []*Tool, removed []string) {
 // because a newcomer sorts before it. Newcomers are named in order of
 // original name, so on a fresh start the result does not depend on the
 // order the upstream listed them in.
-func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, held map[string]string) ([]*Tool, []string, error) {
+//
+// An entry of prev (original name → the server's current entry) whose tool
+// is listed unchanged is reused as it is: entries are immutable, so every
+// snapshot, and every cached encoding of it (service's toolCache), shares
+// it. A changed tool whose schemas did not change shares their decoded form.
+func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, held map[string]string, prev map[string]*Tool) ([]*Tool, []string, error) {
 	sorted := slices.Clone(tools)
 	slices.SortStableFunc(sorted, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
 	var warnings []string
@@ -420,6 +495,7 @@ func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, 
 	used := make(map[string]*Tool, len(sorted))
 	out := make([]*Tool, 0, len(sorted))
 	var newcomers []*Tool
+	reused := map[*Tool]bool{}
 	for _, mt := range sorted {
 		if mt == nil {
 			continue
@@ -429,9 +505,15 @@ func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, 
 			continue
 		}
 		seen[mt.Name] = true
-		t, err := convertTool(server, mt, available)
+		old := prev[mt.Name]
+		t, err := convertTool(server, mt, available, old)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("tool %q skipped: %v", mt.Name, err))
+			continue
+		}
+		if t == old { // unchanged; prev comes from the same entry as held
+			used[t.Name] = t
+			reused[t] = true
 			continue
 		}
 		if name, ok := held[mt.Name]; ok {
@@ -453,7 +535,9 @@ func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, 
 		used[name] = t
 	}
 	for _, t := range used {
-		t.hash = entryHash(t)
+		if !reused[t] {
+			t.hash = entryHash(t)
+		}
 		out = append(out, t)
 	}
 	slices.SortFunc(out, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
@@ -473,14 +557,28 @@ func uniqueName(used map[string]*Tool, name string) string {
 	}
 }
 
-func convertTool(server string, mt *mcp.Tool, available bool) (*Tool, error) {
-	inJSON, in, err := schemaObject(mt.InputSchema)
+// convertTool converts an upstream tool; it returns prev itself (the
+// server's current entry for the tool, or nil) when nothing changed, and
+// shares prev's decoded schemas when their text did not change.
+func convertTool(server string, mt *mcp.Tool, available bool, prev *Tool) (*Tool, error) {
+	var prevIn, prevOut json.RawMessage
+	if prev != nil {
+		prevIn, prevOut = prev.InputSchemaJSON, prev.OutputSchemaJSON
+	}
+	inJSON, in, inSame, err := schemaObject(mt.InputSchema, prevIn)
 	if err != nil {
 		return nil, fmt.Errorf("inputSchema: %w", err)
 	}
-	outJSON, out, err := schemaObject(mt.OutputSchema)
+	outJSON, out, outSame, err := schemaObject(mt.OutputSchema, prevOut)
 	if err != nil {
 		return nil, fmt.Errorf("outputSchema: %w", err)
+	}
+	inSame, outSame = inSame && prev != nil, outSame && prev != nil
+	if inSame {
+		inJSON, in = prev.InputSchemaJSON, prev.InputSchema
+	}
+	if outSame {
+		outJSON, out = prev.OutputSchemaJSON, prev.OutputSchema
 	}
 	var ann *mcp.ToolAnnotations
 	if mt.Annotations != nil {
@@ -495,7 +593,7 @@ func convertTool(server string, mt *mcp.Tool, available bool) (*Tool, error) {
 	// SCHEMA_FORMAT_JSON can see (10 becoming 10.0) is a change. Without raw
 	// text this is the digest of json.Marshal([]any{in, out}).
 	sum := sha256.Sum256(slices.Concat([]byte("["), orNull(inJSON), []byte(","), orNull(outJSON), []byte("]")))
-	return &Tool{
+	t := &Tool{
 		Server:           server,
 		OriginalName:     mt.Name,
 		Title:            mt.Title,
@@ -508,34 +606,82 @@ func convertTool(server string, mt *mcp.Tool, available bool) (*Tool, error) {
 		Meta:             meta,
 		SchemaHash:       hex.EncodeToString(sum[:16]),
 		Available:        available,
-	}, nil
+	}
+	if prev != nil && inSame && outSame && prev.Available == available && prev.Server == t.Server &&
+		prev.Title == t.Title && prev.Description == t.Description && prev.SchemaHash == t.SchemaHash &&
+		reflect.DeepEqual(prev.Annotations, t.Annotations) && reflect.DeepEqual(prev.Meta, t.Meta) {
+		return prev, nil
+	}
+	t.size = entryBytes(t)
+	return t, nil
+}
+
+// entryBytes estimates the memory an entry holds: the struct, its strings,
+// the schemas' text and decoded form, and its metadata.
+func entryBytes(t *Tool) int {
+	n := int(unsafe.Sizeof(*t)) + len(t.Name) + len(t.Server) + len(t.OriginalName) + len(t.Title) + len(t.Description) +
+		len(t.SchemaHash) + len(t.InputSchemaJSON) + len(t.OutputSchemaJSON) +
+		jsonBytes(t.InputSchema) + jsonBytes(t.OutputSchema) + jsonBytes(t.Meta)
+	if t.Annotations != nil {
+		n += int(unsafe.Sizeof(*t.Annotations)) + len(t.Annotations.Title)
+	}
+	return n
+}
+
+// jsonBytes estimates the heap a decoded JSON value holds (Go map buckets,
+// interface boxes and string headers; within a factor of two of
+// runtime.MemStats for schemas).
+func jsonBytes(v any) int {
+	switch v := v.(type) {
+	case map[string]any:
+		n := 48
+		for k, x := range v {
+			n += 48 + len(k) + jsonBytes(x)
+		}
+		return n
+	case []any:
+		n := 24 + 16*cap(v)
+		for _, x := range v {
+			n += jsonBytes(x)
+		}
+		return n
+	case string:
+		return 16 + len(v)
+	case nil:
+		return 0
+	}
+	return 8 // a boxed float64 or bool
 }
 
 // schemaObject returns a schema as JSON text and as a decoded object (nil,
 // nil for an absent schema). Raw JSON (json.RawMessage, from rawSchemas)
-// keeps its text, compacted.
-func schemaObject(v any) (json.RawMessage, map[string]any, error) {
+// keeps its text, compacted. same reports that the text is prev's (then
+// the object is not decoded: the caller shares prev's).
+func schemaObject(v any, prev json.RawMessage) (text json.RawMessage, obj map[string]any, same bool, err error) {
 	raw, ok := v.(json.RawMessage)
 	if !ok {
 		m, err := asObject(v)
 		if err != nil || m == nil {
-			return nil, nil, err
+			return nil, nil, m == nil && prev == nil && err == nil, err
 		}
 		b, err := json.Marshal(m)
-		return b, m, err
+		return b, m, err == nil && prev != nil && bytes.Equal(b, prev), err
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	if bytes.Equal(buf.Bytes(), []byte("null")) {
-		return nil, nil, nil
+		return nil, nil, prev == nil, nil
+	}
+	if prev != nil && bytes.Equal(buf.Bytes(), prev) {
+		return prev, nil, true, nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
-		return nil, nil, fmt.Errorf("not a JSON object")
+		return nil, nil, false, fmt.Errorf("not a JSON object")
 	}
-	return buf.Bytes(), m, nil
+	return buf.Bytes(), m, false, nil
 }
 
 func orNull(b []byte) []byte {

@@ -69,10 +69,11 @@ type watchFilter struct {
 	allowed            func(tool string) bool // the caller's authorization; nil: all
 	key                string                 // canonical form of the view; "" is the whole catalog
 	format             schemaFormat           // how events carry schemas (not part of the view)
+	fragment           bool                   // the client accepts events split across messages
 }
 
 func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalogRequest) (*watchFilter, error) {
-	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.opts.Authorizer.filter(ctx)}
+	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.opts.Authorizer.filter(ctx), fragment: req.GetFragment()}
 	format, err := parseSchemaFormat(req.GetSchemaFormat(), "schema_format")
 	if err != nil {
 		return nil, err
@@ -159,8 +160,9 @@ type watchHub struct {
 }
 
 type groupKey struct {
-	view   string
-	format schemaFormat
+	view     string
+	format   schemaFormat
+	fragment bool // events are split into parts (or refused when too large)
 }
 
 type watchGroup struct {
@@ -196,12 +198,12 @@ type viewEvents struct {
 // encodedEvent is one event, encoded once on first use.
 type encodedEvent struct {
 	once sync.Once
-	msg  proto.Message
+	msgs eventMessages
 }
 
-func (e *encodedEvent) get(build func() *toolsvcv1.WatchCatalogResponse) proto.Message {
-	e.once.Do(func() { e.msg = preEncode(build()) })
-	return e.msg
+func (e *encodedEvent) get(s *Server, fragment bool, build func() *toolsvcv1.WatchCatalogResponse) eventMessages {
+	e.once.Do(func() { e.msgs = s.encodeEvent(build(), fragment) })
+	return e.msgs
 }
 
 // Bounds of a group's caches; each is dropped whole when it is full.
@@ -214,7 +216,7 @@ const (
 // join adds a stream (w; nil in tests) to the group of its view, or
 // returns false after Shutdown.
 func (h *watchHub) join(f *watchFilter, w *watchSender) (*watchGroup, bool) {
-	k := groupKey{f.key, f.format}
+	k := groupKey{f.key, f.format, f.fragment}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -342,9 +344,9 @@ func (g *watchGroup) findView(s *Server, rev string) *view {
 // changesFrom is the event that moves a member holding from to ev's view:
 // the shared one when from is the previous view (the common case), else
 // one built once per (from, to) for the group.
-func (ev *viewEvents) changesFrom(s *Server, from *view) proto.Message {
+func (ev *viewEvents) changesFrom(s *Server, from *view) eventMessages {
 	if ev.prev != nil && ev.prev.rev == from.rev {
-		return ev.changes.get(func() *toolsvcv1.WatchCatalogResponse { return ev.buildChanges(s, from) })
+		return ev.changes.get(s, ev.g.key.fragment, func() *toolsvcv1.WatchCatalogResponse { return ev.buildChanges(s, from) })
 	}
 	g := ev.g
 	k := [2]string{from.rev, ev.view.rev}
@@ -358,7 +360,7 @@ func (ev *viewEvents) changesFrom(s *Server, from *view) proto.Message {
 		g.deltas[k] = e
 	}
 	g.mu.Unlock()
-	return e.get(func() *toolsvcv1.WatchCatalogResponse { return ev.buildChanges(s, from) })
+	return e.get(s, ev.g.key.fragment, func() *toolsvcv1.WatchCatalogResponse { return ev.buildChanges(s, from) })
 }
 
 func (ev *viewEvents) buildChanges(s *Server, from *view) *toolsvcv1.WatchCatalogResponse {
@@ -372,12 +374,12 @@ func (ev *viewEvents) buildChanges(s *Server, from *view) *toolsvcv1.WatchCatalo
 
 // snapshotEvent is the whole view (reset: the resume token could not be
 // served).
-func (ev *viewEvents) snapshotEvent(s *Server, reset bool) proto.Message {
+func (ev *viewEvents) snapshotEvent(s *Server, reset bool) eventMessages {
 	e := &ev.snapshot
 	if reset {
 		e = &ev.reset
 	}
-	return e.get(func() *toolsvcv1.WatchCatalogResponse {
+	return e.get(s, ev.g.key.fragment, func() *toolsvcv1.WatchCatalogResponse {
 		f := ev.g.key.format
 		tools := make([]*toolsvcv1.Tool, len(ev.view.tools))
 		if ev.g.filter.key == "" {
@@ -394,14 +396,14 @@ func (ev *viewEvents) snapshotEvent(s *Server, reset bool) proto.Message {
 	})
 }
 
-func (ev *viewEvents) syncedEvent() proto.Message {
-	return ev.synced.get(func() *toolsvcv1.WatchCatalogResponse {
+func (ev *viewEvents) syncedEvent(s *Server) eventMessages {
+	return ev.synced.get(s, false, func() *toolsvcv1.WatchCatalogResponse {
 		return &toolsvcv1.WatchCatalogResponse{Revision: ev.view.rev, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
 	})
 }
 
-func (ev *viewEvents) progressEvent() proto.Message {
-	return ev.progress.get(func() *toolsvcv1.WatchCatalogResponse {
+func (ev *viewEvents) progressEvent(s *Server) eventMessages {
+	return ev.progress.get(s, false, func() *toolsvcv1.WatchCatalogResponse {
 		return &toolsvcv1.WatchCatalogResponse{Revision: ev.view.rev, Event: &toolsvcv1.WatchCatalogResponse_Progress{Progress: &toolsvcv1.CatalogProgress{}}}
 	})
 }
@@ -421,12 +423,12 @@ func preEncode(m *toolsvcv1.WatchCatalogResponse) proto.Message {
 }
 
 // resumeEvent is the first event of a watch: what the resume token earns.
-func (s *Server) resumeEvent(tok string, ev *viewEvents) proto.Message {
+func (s *Server) resumeEvent(tok string, ev *viewEvents) eventMessages {
 	switch {
 	case tok == "":
 		return ev.snapshotEvent(s, false)
 	case tok == ev.view.rev:
-		return ev.syncedEvent()
+		return ev.syncedEvent(s)
 	case !validRevision(tok):
 		s.watch.malformed.Add(1)
 		s.log.Info("watch: malformed resume token; sending a reset snapshot", "token_len", len(tok))
@@ -475,7 +477,7 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	defer sub.Close()
 
 	last := g.current(s).ev
-	if err := w.send(s.resumeEvent(req.GetResumeToken(), last)); err != nil {
+	if err := w.sendEvent(s.resumeEvent(req.GetResumeToken(), last)); err != nil {
 		return err
 	}
 	progress := time.NewTimer(s.opts.ProgressInterval)
@@ -487,7 +489,7 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 		case <-s.shutdown:
 			return errShuttingDown
 		case <-progress.C:
-			if err := w.send(last.progressEvent()); err != nil {
+			if err := w.sendEvent(last.progressEvent(s)); err != nil {
 				return err
 			}
 			progress.Reset(s.opts.ProgressInterval)
@@ -496,7 +498,7 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 			if cur.view.rev == last.view.rev {
 				continue // nothing this view shows has changed
 			}
-			if err := w.send(cur.changesFrom(s, last.view)); err != nil {
+			if err := w.sendEvent(cur.changesFrom(s, last.view)); err != nil {
 				return err
 			}
 			last = cur
@@ -567,6 +569,21 @@ func (w *watchSender) endWith(err error) bool {
 }
 
 func (w *watchSender) close() { w.timer.Stop() }
+
+// sendEvent sends every message of an event, or returns its error (an
+// event too large to send), logged: the stream ends with it.
+func (w *watchSender) sendEvent(ev eventMessages) error {
+	if ev.err != nil {
+		w.s.log.Warn("watch: event too large to send; ending the stream", "error", ev.err)
+		return ev.err
+	}
+	for _, m := range ev.msgs {
+		if err := w.send(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 func (w *watchSender) send(m proto.Message) error {
 	w.timer.Reset(w.s.opts.WatchSendTimeout)

@@ -100,9 +100,12 @@ func FuzzWatchResumeToken(f *testing.F) {
 }
 
 // decodeEvent reads an event as a client would.
-func decodeEvent(t *testing.T, m proto.Message) *toolsvcv1.WatchCatalogResponse {
+func decodeEvent(t *testing.T, ev eventMessages) *toolsvcv1.WatchCatalogResponse {
 	t.Helper()
-	b, err := proto.Marshal(m)
+	if ev.err != nil || len(ev.msgs) != 1 {
+		t.Fatalf("event of %d messages (%v), want one", len(ev.msgs), ev.err)
+	}
+	b, err := proto.Marshal(ev.msgs[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,8 @@ import (
 // replica that remembers both halves can resume it. The contract is the
 // tools-only one: a snapshot (or "synced", or the changes since
 // resume_token), then every change, each carrying the revision it brings
-// the client to; an unusable token earns a snapshot with reset = true.
+// the client to; an unusable token earns a snapshot with reset = true. Large
+// events are split or refused as for tools-only watches (watch_fragment.go).
 //
 // A watch that asks for neither never reaches this file: it is exactly
 // today's tools-only watch.
@@ -230,7 +231,7 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 		s.watch.resets.Add(1)
 		first = s.combinedSnapshot(lastT, lastR, f, true)
 	}
-	if err := w.send(first); err != nil {
+	if err := w.sendEvent(s.encodeEvent(first, f.fragment)); err != nil {
 		return err
 	}
 	progress := time.NewTicker(s.opts.ProgressInterval)
@@ -242,8 +243,8 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 		case <-s.shutdown:
 			return errShuttingDown
 		case <-progress.C:
-			if err := w.send(&toolsvcv1.WatchCatalogResponse{Revision: lastT.rev + lastR.rev,
-				Event: &toolsvcv1.WatchCatalogResponse_Progress{Progress: &toolsvcv1.CatalogProgress{}}}); err != nil {
+			if err := w.sendEvent(s.encodeEvent(&toolsvcv1.WatchCatalogResponse{Revision: lastT.rev + lastR.rev,
+				Event: &toolsvcv1.WatchCatalogResponse_Progress{Progress: &toolsvcv1.CatalogProgress{}}}, f.fragment)); err != nil {
 				return err
 			}
 			continue
@@ -254,7 +255,7 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 		if curT.rev == lastT.rev && curR.rev == lastR.rev {
 			continue // nothing this view shows has changed
 		}
-		if err := w.send(s.combinedChanges(lastT, curT, lastR, curR, f)); err != nil {
+		if err := w.sendEvent(s.encodeEvent(s.combinedChanges(lastT, curT, lastR, curR, f), f.fragment)); err != nil {
 			return err
 		}
 		lastT, lastR = curT, curR

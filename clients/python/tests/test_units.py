@@ -97,6 +97,24 @@ def test_watch_resumes_from_initial() -> None:
     assert CatalogState(R1, None).resume_token() == ""  # a token without its tools is not used
 
 
+def test_watch_applies_a_split_event_whole() -> None:
+    s = CatalogState(None, None)
+    first, second, last = snapshot(R1, False, "a", "b"), snapshot(R1, False, "c"), snapshot(R1, False, "d")
+    first.fragment = second.fragment = True
+    assert s.receive(first, False) is None and s.receive(second, False) is None
+    assert s.catalog == {} and s.revision == ""  # never part of a snapshot
+    ev = s.receive(last, False)
+    assert ev is not None and ev.kind == toolsvc.EventKind.SNAPSHOT and sorted(s.catalog) == ["a", "b", "c", "d"]
+    part = changes(R2, ["a"])
+    part.fragment = True
+    assert s.receive(part, False) is None
+    with pytest.raises(toolsvc.WatchProtocolError):
+        s.receive(snapshot(R1, False, "x"), False)  # not a part of the changes at R2
+    s.drop_parts()
+    ev = s.receive(changes(R2, ["a"], pb.Tool(name="e")), False)
+    assert ev is not None and sorted(s.catalog) == ["b", "c", "d", "e"]
+
+
 def test_backoff_is_jittered_and_bounded() -> None:
     b = Backoff(0.1, 0.4)
     waits = [b.next(False) for _ in range(50)]

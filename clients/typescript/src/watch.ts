@@ -1,5 +1,11 @@
 import { status, type ClientReadableStream } from "@grpc/grpc-js";
-import { WatchCatalogRequest, type Tool, type WatchCatalogResponse } from "./gen/toolsvc/v1/toolsvc.js";
+import {
+  WatchCatalogRequest,
+  type CatalogChanges,
+  type CatalogSnapshot,
+  type Tool,
+  type WatchCatalogResponse,
+} from "./gen/toolsvc/v1/toolsvc.js";
 import { fromError, ToolsvcError } from "./errors.js";
 import type { ClientInternals } from "./client.js";
 
@@ -190,7 +196,12 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
         if (this.closed) {
           return;
         }
-        if (fatalCodes.has(failure.code) || violations.has(failure)) {
+        // RESOURCE_EXHAUSTED without RetryInfo is a size, not a rate: the
+        // server's RESPONSE_TOO_LARGE (an event too large for any message)
+        // or a message over this client's receive limit; a resume meets it
+        // again.
+        const tooLarge = failure.code === status.RESOURCE_EXHAUSTED && failure.retryDelayMs === undefined;
+        if (fatalCodes.has(failure.code) || violations.has(failure) || tooLarge) {
           throw failure;
         }
         if (delivered) {
@@ -224,14 +235,22 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
         resumeToken: token,
         servers: this.options.servers ?? [],
         excludeUnavailable: this.options.excludeUnavailable ?? false,
+        // Large events arrive in parts, assembled below before they apply.
+        fragment: true,
       }),
       this.client.metadata(),
     );
     this.call = call;
     try {
       let first = true;
+      let parts: WatchCatalogResponse[] = []; // of a split event, not yet applied
       for await (const m of call as AsyncIterable<WatchCatalogResponse>) {
-        const ev = this.apply(m, first && token !== "");
+        const whole = this.assemble(parts, m);
+        if (whole === undefined) {
+          continue; // more parts to come
+        }
+        parts = [];
+        const ev = this.apply(whole, first && token !== "");
         first = false;
         yield ev;
       }
@@ -243,7 +262,62 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
     }
   }
 
-  /** Updates the local catalog with one message. */
+  /**
+   * Collects the parts of an event the server split
+   * (WatchCatalogResponse.fragment): undefined while more are to come, then
+   * the whole event (every part holds some of its lists' entries), so the
+   * catalog never holds part of a snapshot.
+   */
+  private assemble(parts: WatchCatalogResponse[], m: WatchCatalogResponse): WatchCatalogResponse | undefined {
+    const violation = (what: string) => {
+      const e = new ToolsvcError(status.INTERNAL, `watch protocol violation: ${what}`);
+      violations.add(e);
+      return e;
+    };
+    const head = parts[0];
+    if (head !== undefined && (m.revision !== head.revision || m.event?.$case !== head.event?.$case)) {
+      throw violation(`${m.event?.$case} at ${m.revision} while a ${head.event?.$case} at ${head.revision} was in parts`);
+    }
+    if (m.fragment) {
+      if (m.event?.$case !== "snapshot" && m.event?.$case !== "changes") {
+        throw violation(`${m.event?.$case} in parts`);
+      }
+      parts.push(m);
+      return undefined;
+    }
+    if (head === undefined) {
+      return m;
+    }
+    const all = [...parts, m];
+    if (m.event?.$case === "snapshot") {
+      const ss = all.flatMap((p) => (p.event?.$case === "snapshot" ? [p.event.snapshot] : []));
+      const snapshot: CatalogSnapshot = {
+        ...m.event.snapshot,
+        tools: ss.flatMap((s) => s.tools),
+        resources: ss.flatMap((s) => s.resources),
+        resourceTemplates: ss.flatMap((s) => s.resourceTemplates),
+        prompts: ss.flatMap((s) => s.prompts),
+      };
+      return { ...m, fragment: false, event: { $case: "snapshot", snapshot } };
+    }
+    if (m.event?.$case === "changes") {
+      const cs = all.flatMap((p) => (p.event?.$case === "changes" ? [p.event.changes] : []));
+      const changes: CatalogChanges = {
+        upserted: cs.flatMap((c) => c.upserted),
+        removed: cs.flatMap((c) => c.removed),
+        upsertedResources: cs.flatMap((c) => c.upsertedResources),
+        removedResources: cs.flatMap((c) => c.removedResources),
+        upsertedResourceTemplates: cs.flatMap((c) => c.upsertedResourceTemplates),
+        removedResourceTemplates: cs.flatMap((c) => c.removedResourceTemplates),
+        upsertedPrompts: cs.flatMap((c) => c.upsertedPrompts),
+        removedPrompts: cs.flatMap((c) => c.removedPrompts),
+      };
+      return { ...m, fragment: false, event: { $case: "changes", changes } };
+    }
+    return m;
+  }
+
+  /** Updates the local catalog with one (whole) event. */
   private apply(m: WatchCatalogResponse, resumed: boolean): WatchEvent {
     const violation = (what: string) => {
       const e = new ToolsvcError(status.INTERNAL, `watch protocol violation: ${what}`);

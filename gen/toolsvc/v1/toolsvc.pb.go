@@ -1762,6 +1762,17 @@ type WatchCatalogRequest struct {
 	// ListToolsRequest.schema_format. It does not change revisions, so a
 	// client may resume with another format.
 	SchemaFormat SchemaFormat `protobuf:"varint,4,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
+	// Accept an event split across several messages (etcd's
+	// WatchCreateRequest.fragment): a snapshot or changes event larger than
+	// about 1 MiB then arrives as parts, each a message of the same kind and
+	// revision with fragment = true, ending with a part with fragment = false;
+	// the client applies the event once the last part arrived (see
+	// WatchCatalogResponse.fragment). Without it an event is one message, and
+	// an event larger than the server's response limit (--max-response-bytes,
+	// 4 MiB by default) ends the stream with RESOURCE_EXHAUSTED /
+	// RESPONSE_TOO_LARGE. catalogwatch and the Python and TypeScript clients
+	// set it.
+	Fragment bool `protobuf:"varint,5,opt,name=fragment,proto3" json:"fragment,omitempty"`
 	// --- Resources and prompts (fields from 20 on). ---
 	// Also follow resources and resource templates (of the servers above,
 	// that the principal may see). Off (with include_prompts off): exactly
@@ -1834,6 +1845,13 @@ func (x *WatchCatalogRequest) GetSchemaFormat() SchemaFormat {
 	return SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED
 }
 
+func (x *WatchCatalogRequest) GetFragment() bool {
+	if x != nil {
+		return x.Fragment
+	}
+	return false
+}
+
 func (x *WatchCatalogRequest) GetIncludeResources() bool {
 	if x != nil {
 		return x.IncludeResources
@@ -1862,7 +1880,15 @@ type WatchCatalogResponse struct {
 	//	*WatchCatalogResponse_Changes
 	//	*WatchCatalogResponse_Synced
 	//	*WatchCatalogResponse_Progress
-	Event         isWatchCatalogResponse_Event `protobuf_oneof:"event"`
+	Event isWatchCatalogResponse_Event `protobuf_oneof:"event"`
+	// True on every part of a split event but the last (only when the request
+	// set fragment). The parts of one event are consecutive messages with the
+	// same revision and event kind, each holding some of the event's entries;
+	// scalar fields (snapshot.reset) are the same in every part. A client
+	// accumulates them and applies the whole event when the part with
+	// fragment = false arrives: it never acts on part of a snapshot, and a
+	// stream that ends between parts leaves it at its previous revision.
+	Fragment      bool `protobuf:"varint,6,opt,name=fragment,proto3" json:"fragment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1945,6 +1971,13 @@ func (x *WatchCatalogResponse) GetProgress() *CatalogProgress {
 		}
 	}
 	return nil
+}
+
+func (x *WatchCatalogResponse) GetFragment() bool {
+	if x != nil {
+		return x.Fragment
+	}
+	return false
 }
 
 type isWatchCatalogResponse_Event interface {
@@ -4096,20 +4129,22 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x04blob\x18\x04 \x01(\fH\x00R\x04blob\x12+\n" +
 	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04metaB\n" +
 	"\n" +
-	"\bcontents\"\x98\x02\n" +
+	"\bcontents\"\xb4\x02\n" +
 	"\x13WatchCatalogRequest\x12!\n" +
 	"\fresume_token\x18\x01 \x01(\tR\vresumeToken\x12\x18\n" +
 	"\aservers\x18\x02 \x03(\tR\aservers\x12/\n" +
 	"\x13exclude_unavailable\x18\x03 \x01(\bR\x12excludeUnavailable\x12=\n" +
-	"\rschema_format\x18\x04 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\x12+\n" +
+	"\rschema_format\x18\x04 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\x12\x1a\n" +
+	"\bfragment\x18\x05 \x01(\bR\bfragment\x12+\n" +
 	"\x11include_resources\x18\x14 \x01(\bR\x10includeResources\x12'\n" +
-	"\x0finclude_prompts\x18\x15 \x01(\bR\x0eincludePrompts\"\x9e\x02\n" +
+	"\x0finclude_prompts\x18\x15 \x01(\bR\x0eincludePrompts\"\xba\x02\n" +
 	"\x14WatchCatalogResponse\x12\x1a\n" +
 	"\brevision\x18\x01 \x01(\tR\brevision\x129\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1b.toolsvc.v1.CatalogSnapshotH\x00R\bsnapshot\x126\n" +
 	"\achanges\x18\x03 \x01(\v2\x1a.toolsvc.v1.CatalogChangesH\x00R\achanges\x123\n" +
 	"\x06synced\x18\x04 \x01(\v2\x19.toolsvc.v1.CatalogSyncedH\x00R\x06synced\x129\n" +
-	"\bprogress\x18\x05 \x01(\v2\x1b.toolsvc.v1.CatalogProgressH\x00R\bprogressB\a\n" +
+	"\bprogress\x18\x05 \x01(\v2\x1b.toolsvc.v1.CatalogProgressH\x00R\bprogress\x12\x1a\n" +
+	"\bfragment\x18\x06 \x01(\bR\bfragmentB\a\n" +
 	"\x05event\"\xfe\x01\n" +
 	"\x0fCatalogSnapshot\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\x05tools\x12\x14\n" +

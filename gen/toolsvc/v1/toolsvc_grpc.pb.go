@@ -72,7 +72,10 @@ const (
 //	                    principal, limit: calls_per_second |
 //	                    max_concurrent);
 //	                    REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
-//	                    limit, limit_bytes, size_bytes)
+//	                    limit, limit_bytes, size_bytes); on WatchCatalog,
+//	                    RESPONSE_TOO_LARGE: an event does not fit one
+//	                    message (metadata event, and tool when a single
+//	                    tool is too large): not retryable
 //	INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
 //	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
 //	                    error (InvalidParams, MethodNotFound, other;
@@ -305,7 +308,10 @@ func (c *toolServiceClient) GetPrompt(ctx context.Context, in *GetPromptRequest,
 //	                    principal, limit: calls_per_second |
 //	                    max_concurrent);
 //	                    REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
-//	                    limit, limit_bytes, size_bytes)
+//	                    limit, limit_bytes, size_bytes); on WatchCatalog,
+//	                    RESPONSE_TOO_LARGE: an event does not fit one
+//	                    message (metadata event, and tool when a single
+//	                    tool is too large): not retryable
 //	INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
 //	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
 //	                    error (InvalidParams, MethodNotFound, other;

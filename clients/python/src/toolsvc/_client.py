@@ -386,9 +386,12 @@ class CatalogWatcher:
                 return False, ToolsvcError(grpc.StatusCode.CANCELLED, f"watch stopped: {e}")
             self._call = call
             self.streams += 1
+        self._state.drop_parts()  # an unfinished event of the previous stream
         try:
             for m in call:
-                ev = self._state.apply(m, resumed=not delivered and tok != "")
+                ev = self._state.receive(m, resumed=not delivered and tok != "")
+                if ev is None:
+                    continue  # a part of a split event: applied with its last part
                 delivered = True
                 self._got = True
                 self._ready.set()
@@ -405,6 +408,7 @@ class CatalogWatcher:
 
 
 def _watch_request(servers: Sequence[str], exclude_unavailable: bool, schema_format: SchemaFormat) -> pb.WatchCatalogRequest:
-    req = pb.WatchCatalogRequest(servers=list(servers), exclude_unavailable=exclude_unavailable)
+    # fragment: large events arrive in parts, which CatalogState assembles.
+    req = pb.WatchCatalogRequest(servers=list(servers), exclude_unavailable=exclude_unavailable, fragment=True)
     set_schema_format(req, schema_format)
     return req

@@ -198,6 +198,11 @@ _FINAL_WATCH_CODES = frozenset(
 def watch_retryable(err: ToolsvcError) -> bool:
     if err.code == grpc.StatusCode.CANCELLED and err.message.startswith("watch stopped:"):
         return False  # the client itself was closed
+    if err.code == grpc.StatusCode.RESOURCE_EXHAUSTED and err.retry_delay is None:
+        # A size limit, not a rate (which says when to retry): the server's
+        # RESPONSE_TOO_LARGE for an event too large for any message, or a
+        # message over this client's receive limit. A resume meets it again.
+        return False
     return not isinstance(err, WatchProtocolError) and err.code not in _FINAL_WATCH_CODES
 
 
@@ -212,6 +217,9 @@ class CatalogState:
         # threads never see one without the other.
         self.view: tuple[dict[str, pb.Tool], str] = ({}, "")
         self.have = False
+        # The parts received so far of an event the server split
+        # (WatchCatalogResponse.fragment); applied once the last arrives.
+        self.parts: list[pb.WatchCatalogResponse] = []
         if resume_token and initial is not None:
             self.view = ({t.name: t for t in initial}, resume_token)
             self.have = True
@@ -226,6 +234,36 @@ class CatalogState:
 
     def resume_token(self) -> str:
         return self.revision if self.have else ""
+
+    def receive(self, m: pb.WatchCatalogResponse, resumed: bool) -> WatchEvent | None:
+        """Applies one message of the stream: a whole event, or a part of a
+        split one (``fragment``), in which case nothing is applied (None)
+        until its last part arrived, so the catalog never holds part of a
+        snapshot. Parts of one event share its revision and kind."""
+        if self.parts:
+            first = self.parts[0]
+            if m.revision != first.revision or m.WhichOneof("event") != first.WhichOneof("event"):
+                raise WatchProtocolError(
+                    f"{m.WhichOneof('event')} at {m.revision} while a {first.WhichOneof('event')} at {first.revision} was in parts"
+                )
+        if m.fragment:
+            if m.WhichOneof("event") not in ("snapshot", "changes"):
+                raise WatchProtocolError(f"{m.WhichOneof('event')} in parts")
+            self.parts.append(m)
+            return None
+        if not self.parts:
+            return self.apply(m, resumed)
+        whole = pb.WatchCatalogResponse()
+        for p in self.parts:
+            whole.MergeFrom(p)  # appends every repeated field
+        whole.MergeFrom(m)
+        whole.fragment = False
+        self.parts = []
+        return self.apply(whole, resumed)
+
+    def drop_parts(self) -> None:
+        """Forgets the parts of an unfinished event (the stream ended)."""
+        self.parts = []
 
     def apply(self, m: pb.WatchCatalogResponse, resumed: bool) -> WatchEvent:
         rev = m.revision

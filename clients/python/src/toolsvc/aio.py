@@ -327,9 +327,12 @@ class AsyncCatalogWatcher:
             call = self._client.stub.WatchCatalog(req, metadata=self._client._md)
         except (ValueError, grpc_aio.UsageError) as e:  # the client's channel was closed
             return False, ToolsvcError(grpc.StatusCode.CANCELLED, f"watch stopped: {e}")
+        self._state.drop_parts()  # an unfinished event of the previous stream
         try:
             async for m in call:
-                ev = self._state.apply(m, resumed=not delivered and tok != "")
+                ev = self._state.receive(m, resumed=not delivered and tok != "")
+                if ev is None:
+                    continue  # a part of a split event: applied with its last part
                 delivered = True
                 self._got = True
                 self._ready.set()

@@ -888,6 +888,7 @@ class WatchCatalogRequest(_message.Message):
     SERVERS_FIELD_NUMBER: _builtins.int
     EXCLUDE_UNAVAILABLE_FIELD_NUMBER: _builtins.int
     SCHEMA_FORMAT_FIELD_NUMBER: _builtins.int
+    FRAGMENT_FIELD_NUMBER: _builtins.int
     INCLUDE_RESOURCES_FIELD_NUMBER: _builtins.int
     INCLUDE_PROMPTS_FIELD_NUMBER: _builtins.int
     resume_token: _builtins.str
@@ -906,6 +907,18 @@ class WatchCatalogRequest(_message.Message):
     """How the tools of snapshot and changes events carry their schemas; see
     ListToolsRequest.schema_format. It does not change revisions, so a
     client may resume with another format.
+    """
+    fragment: _builtins.bool
+    """Accept an event split across several messages (etcd's
+    WatchCreateRequest.fragment): a snapshot or changes event larger than
+    about 1 MiB then arrives as parts, each a message of the same kind and
+    revision with fragment = true, ending with a part with fragment = false;
+    the client applies the event once the last part arrived (see
+    WatchCatalogResponse.fragment). Without it an event is one message, and
+    an event larger than the server's response limit (--max-response-bytes,
+    4 MiB by default) ends the stream with RESOURCE_EXHAUSTED /
+    RESPONSE_TOO_LARGE. catalogwatch and the Python and TypeScript clients
+    set it.
     """
     include_resources: _builtins.bool
     """--- Resources and prompts (fields from 20 on). ---
@@ -932,12 +945,13 @@ class WatchCatalogRequest(_message.Message):
         servers: _abc.Iterable[_builtins.str] | None = ...,
         exclude_unavailable: _builtins.bool = ...,
         schema_format: Global___SchemaFormat.ValueType = ...,
+        fragment: _builtins.bool = ...,
         include_resources: _builtins.bool = ...,
         include_prompts: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["exclude_unavailable", b"exclude_unavailable", "include_prompts", b"include_prompts", "include_resources", b"include_resources", "resume_token", b"resume_token", "schema_format", b"schema_format", "servers", b"servers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["exclude_unavailable", b"exclude_unavailable", "fragment", b"fragment", "include_prompts", b"include_prompts", "include_resources", b"include_resources", "resume_token", b"resume_token", "schema_format", b"schema_format", "servers", b"servers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -954,9 +968,19 @@ class WatchCatalogResponse(_message.Message):
     CHANGES_FIELD_NUMBER: _builtins.int
     SYNCED_FIELD_NUMBER: _builtins.int
     PROGRESS_FIELD_NUMBER: _builtins.int
+    FRAGMENT_FIELD_NUMBER: _builtins.int
     revision: _builtins.str
     """The catalog revision the client holds after applying this event; use the
     last one received as resume_token.
+    """
+    fragment: _builtins.bool
+    """True on every part of a split event but the last (only when the request
+    set fragment). The parts of one event are consecutive messages with the
+    same revision and event kind, each holding some of the event's entries;
+    scalar fields (snapshot.reset) are the same in every part. A client
+    accumulates them and applies the whole event when the part with
+    fragment = false arrives: it never acts on part of a snapshot, and a
+    stream that ends between parts leaves it at its previous revision.
     """
     @_builtins.property
     def snapshot(self) -> Global___CatalogSnapshot:
@@ -982,10 +1006,11 @@ class WatchCatalogResponse(_message.Message):
         changes: Global___CatalogChanges | None = ...,
         synced: Global___CatalogSynced | None = ...,
         progress: Global___CatalogProgress | None = ...,
+        fragment: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "event", b"event", "progress", b"progress", "snapshot", b"snapshot", "synced", b"synced"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "event", b"event", "progress", b"progress", "revision", b"revision", "snapshot", b"snapshot", "synced", b"synced"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changes", b"changes", "event", b"event", "fragment", b"fragment", "progress", b"progress", "revision", b"revision", "snapshot", b"snapshot", "synced", b"synced"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["snapshot", "changes", "synced", "progress"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015

@@ -61,7 +61,10 @@ class ToolServiceStub:
                           principal, limit: calls_per_second |
                           max_concurrent);
                           REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
-                          limit, limit_bytes, size_bytes)
+                          limit, limit_bytes, size_bytes); on WatchCatalog,
+                          RESPONSE_TOO_LARGE: an event does not fit one
+                          message (metadata event, and tool when a single
+                          tool is too large): not retryable
       INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
                           UPSTREAM_ERROR: the upstream answered a JSON-RPC
                           error (InvalidParams, MethodNotFound, other;
@@ -165,7 +168,10 @@ class ToolServiceAsyncStub(ToolServiceStub):
                           principal, limit: calls_per_second |
                           max_concurrent);
                           REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
-                          limit, limit_bytes, size_bytes)
+                          limit, limit_bytes, size_bytes); on WatchCatalog,
+                          RESPONSE_TOO_LARGE: an event does not fit one
+                          message (metadata event, and tool when a single
+                          tool is too large): not retryable
       INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
                           UPSTREAM_ERROR: the upstream answered a JSON-RPC
                           error (InvalidParams, MethodNotFound, other;
@@ -265,7 +271,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
                           principal, limit: calls_per_second |
                           max_concurrent);
                           REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
-                          limit, limit_bytes, size_bytes)
+                          limit, limit_bytes, size_bytes); on WatchCatalog,
+                          RESPONSE_TOO_LARGE: an event does not fit one
+                          message (metadata event, and tool when a single
+                          tool is too large): not retryable
       INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
                           UPSTREAM_ERROR: the upstream answered a JSON-RPC
                           error (InvalidParams, MethodNotFound, other;

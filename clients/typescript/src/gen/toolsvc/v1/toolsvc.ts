@@ -441,6 +441,19 @@ export interface WatchCatalogRequest {
    */
   schemaFormat: SchemaFormat;
   /**
+   * Accept an event split across several messages (etcd's
+   * WatchCreateRequest.fragment): a snapshot or changes event larger than
+   * about 1 MiB then arrives as parts, each a message of the same kind and
+   * revision with fragment = true, ending with a part with fragment = false;
+   * the client applies the event once the last part arrived (see
+   * WatchCatalogResponse.fragment). Without it an event is one message, and
+   * an event larger than the server's response limit (--max-response-bytes,
+   * 4 MiB by default) ends the stream with RESOURCE_EXHAUSTED /
+   * RESPONSE_TOO_LARGE. catalogwatch and the Python and TypeScript clients
+   * set it.
+   */
+  fragment: boolean;
+  /**
    * --- Resources and prompts (fields from 20 on). ---
    * Also follow resources and resource templates (of the servers above,
    * that the principal may see). Off (with include_prompts off): exactly
@@ -476,6 +489,16 @@ export interface WatchCatalogResponse {
     /** Keep-alive on an idle stream, carrying the current revision. */
     { $case: "progress"; progress: CatalogProgress }
     | undefined;
+  /**
+   * True on every part of a split event but the last (only when the request
+   * set fragment). The parts of one event are consecutive messages with the
+   * same revision and event kind, each holding some of the event's entries;
+   * scalar fields (snapshot.reset) are the same in every part. A client
+   * accumulates them and applies the whole event when the part with
+   * fragment = false arrives: it never acts on part of a snapshot, and a
+   * stream that ends between parts leaves it at its previous revision.
+   */
+  fragment: boolean;
 }
 
 /** CatalogSnapshot is the full catalog. */
@@ -2612,6 +2635,7 @@ function createBaseWatchCatalogRequest(): WatchCatalogRequest {
     servers: [],
     excludeUnavailable: false,
     schemaFormat: 0,
+    fragment: false,
     includeResources: false,
     includePrompts: false,
   };
@@ -2630,6 +2654,9 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
     }
     if (message.schemaFormat !== 0) {
       writer.uint32(32).int32(message.schemaFormat);
+    }
+    if (message.fragment !== false) {
+      writer.uint32(40).bool(message.fragment);
     }
     if (message.includeResources !== false) {
       writer.uint32(160).bool(message.includeResources);
@@ -2685,6 +2712,14 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
             message.schemaFormat = reader.int32() as any;
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.fragment = reader.bool();
+            continue;
+          }
           case 20: {
             if (tag !== 160) {
               break;
@@ -2722,6 +2757,7 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
     message.servers = object.servers?.map((e) => e) || [];
     message.excludeUnavailable = object.excludeUnavailable ?? false;
     message.schemaFormat = object.schemaFormat ?? 0;
+    message.fragment = object.fragment ?? false;
     message.includeResources = object.includeResources ?? false;
     message.includePrompts = object.includePrompts ?? false;
     return message;
@@ -2729,7 +2765,7 @@ export const WatchCatalogRequest: MessageFns<WatchCatalogRequest> = {
 };
 
 function createBaseWatchCatalogResponse(): WatchCatalogResponse {
-  return { revision: "", event: undefined };
+  return { revision: "", event: undefined, fragment: false };
 }
 
 export const WatchCatalogResponse: MessageFns<WatchCatalogResponse> = {
@@ -2750,6 +2786,9 @@ export const WatchCatalogResponse: MessageFns<WatchCatalogResponse> = {
       case "progress":
         CatalogProgress.encode(message.event.progress, writer.uint32(42).fork()).join();
         break;
+    }
+    if (message.fragment !== false) {
+      writer.uint32(48).bool(message.fragment);
     }
     return writer;
   },
@@ -2807,6 +2846,14 @@ export const WatchCatalogResponse: MessageFns<WatchCatalogResponse> = {
             message.event = { $case: "progress", progress: CatalogProgress.decode(reader, reader.uint32()) };
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.fragment = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2851,6 +2898,7 @@ export const WatchCatalogResponse: MessageFns<WatchCatalogResponse> = {
         break;
       }
     }
+    message.fragment = object.fragment ?? false;
     return message;
   },
 };
@@ -5480,7 +5528,10 @@ export const ResourceKey: MessageFns<ResourceKey> = {
  *                       principal, limit: calls_per_second |
  *                       max_concurrent);
  *                       REQUEST_TOO_LARGE, RESPONSE_TOO_LARGE (metadata
- *                       limit, limit_bytes, size_bytes)
+ *                       limit, limit_bytes, size_bytes); on WatchCatalog,
+ *                       RESPONSE_TOO_LARGE: an event does not fit one
+ *                       message (metadata event, and tool when a single
+ *                       tool is too large): not retryable
  *   INVALID_ARGUMENT, UNIMPLEMENTED, INTERNAL
  *                       UPSTREAM_ERROR: the upstream answered a JSON-RPC
  *                       error (InvalidParams, MethodNotFound, other;

@@ -1,0 +1,141 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/toolsvc/toolsvc/catalogwatch"
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+var manyToolsBin = sync.OnceValues(func() (string, error) {
+	out := filepath.Join(filepath.Dir(bin.toolsvc), "manytools")
+	b, err := exec.Command("go", "build", "-o", out, "./manytools").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building manytools: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// startManyTools runs toolsvc with one stdio upstream "many"
+// (tests/manytools with args) and waits until its catalog holds want tools.
+func startManyTools(t *testing.T, want int32, toolsvcArgs []string, args ...string) *toolsvcProc {
+	t.Helper()
+	exe, err := manyToolsBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := ""
+	for i, a := range append([]string{}, args...) {
+		if i > 0 {
+			argv += ", "
+		}
+		argv += jsonString(a)
+	}
+	p := startToolsvcWith(t, fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"many": {"command": %s, "args": [%s]}}}`, jsonString(exe), argv),
+		startOpts{args: toolsvcArgs, noWait: true})
+	eventually(t, 5*time.Minute, fmt.Sprintf("%d tools listed", want), func() bool {
+		resp, err := p.client.ListServers(t.Context(), &toolsvcv1.ListServersRequest{})
+		return err == nil && len(resp.GetServers()) == 1 && resp.GetServers()[0].GetToolCount() == want
+	})
+	return p
+}
+
+// TestWatchLargeCatalog: a real upstream with 100,000 tools (a 9 MB
+// snapshot). catalogwatch (which asks for fragments) receives the snapshot
+// in parts and holds the whole catalog, then the change of one tool; a raw
+// client that does not ask for fragments gets RESOURCE_EXHAUSTED /
+// RESPONSE_TOO_LARGE with ErrorInfo, and toolsvc logs it.
+func TestWatchLargeCatalog(t *testing.T) {
+	const n = 100_000
+	p := startManyTools(t, n+1, nil, "-tools", fmt.Sprint(n)) // + bump
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	events := make(chan catalogwatch.Event, 16)
+	w := catalogwatch.New(p.client, catalogwatch.Options{OnEvent: func(ev catalogwatch.Event) { events <- ev }})
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	next := func() catalogwatch.Event {
+		t.Helper()
+		select {
+		case ev := <-events:
+			return ev
+		case err := <-done:
+			t.Fatalf("catalogwatch ended: %v", err)
+		case <-time.After(2 * time.Minute):
+			t.Fatal("no catalogwatch event within 2m")
+		}
+		return catalogwatch.Event{}
+	}
+	ev := next()
+	if ev.Kind != catalogwatch.Snapshot || len(ev.Tools) != n+1 || len(w.Tools()) != n+1 || ev.Parts < 2 {
+		t.Fatalf("first event: %v of %d tools in %d part(s), local catalog %d; want a snapshot of %d tools in parts",
+			ev.Kind, len(ev.Tools), ev.Parts, len(w.Tools()), n+1)
+	}
+	list, err := p.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1})
+	if err != nil || list.GetRevision() != w.Revision() {
+		t.Fatalf("ListTools revision %s (%v), catalogwatch holds %s", list.GetRevision(), err, w.Revision())
+	}
+	if _, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "many__bump"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev = next()
+		if ev.Kind == catalogwatch.Changes {
+			break
+		}
+	}
+	if len(ev.Upserted) != 1 || ev.Upserted[0].GetName() != "many__tool00000" || len(w.Tools()) != n+1 {
+		t.Fatalf("after bump: %d upserted (%v), %d tools", len(ev.Upserted), ev.Upserted, len(w.Tools()))
+	}
+	if got, _ := w.Lookup("many__tool00000"); got.GetDescription() != "generated tool number 0, version 1" {
+		t.Fatalf("many__tool00000 = %q after bump", got.GetDescription())
+	}
+
+	// Without fragment: the specific error, every time.
+	for range 2 {
+		st, err := p.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{})
+		if err == nil {
+			_, err = st.Recv()
+		}
+		info := errorInfo(t, err)
+		if status.Code(err) != codes.ResourceExhausted || info.GetReason() != "RESPONSE_TOO_LARGE" || info.GetMetadata()["event"] != "snapshot" {
+			t.Fatalf("unfragmented watch of %d tools: %v (%v), want RESOURCE_EXHAUSTED / RESPONSE_TOO_LARGE", n, err, info)
+		}
+	}
+	p.log.waitFor(t, regexpMust(`level=WARN msg="watch: event too large to send`), 10*time.Second)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("catalogwatch Run = %v, want context.Canceled", err)
+	}
+}
+
+// TestWatchToolTooLargeForAnyMessage: one tool over the response limit
+// cannot be sent in any part: catalogwatch gets RESOURCE_EXHAUSTED /
+// RESPONSE_TOO_LARGE naming the tool and gives up instead of resuming
+// forever.
+func TestWatchToolTooLargeForAnyMessage(t *testing.T) {
+	p := startManyTools(t, 4, []string{"--max-response-bytes", "65536"}, "-tools", "2", "-huge", "200000")
+	w := catalogwatch.New(p.client, catalogwatch.Options{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := w.Run(ctx)
+	info := errorInfo(t, err)
+	if status.Code(err) != codes.ResourceExhausted || info.GetReason() != "RESPONSE_TOO_LARGE" || info.GetMetadata()["tool"] != "many__huge" {
+		t.Fatalf("Run = %v (%v), want RESOURCE_EXHAUSTED / RESPONSE_TOO_LARGE naming many__huge", err, info)
+	}
+	if w.Streams() != 1 {
+		t.Fatalf("catalogwatch opened %d streams, want 1 (the answer is not retryable)", w.Streams())
+	}
+	p.log.waitFor(t, regexpMust(`level=WARN msg="watch: event too large to send.*many__huge`), 10*time.Second)
+}
