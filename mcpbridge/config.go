@@ -223,6 +223,12 @@ type Config struct {
 	// call it answered fails with *ResponseTooLargeError (msglimit.go).
 	// 0: DefaultMaxMessageBytes. Reconfigure keeps the value New was given.
 	MaxMessageBytes int
+	// MaxToolBytes bounds one tool's definition as listed (name, title,
+	// description, schemas and _meta, as JSON text); a larger tool is
+	// skipped with a warning, so one upstream cannot make a watch event or a
+	// ListTools page that no client accepts (refresh.go). 0:
+	// DefaultMaxToolBytes. Reconfigure keeps the value New was given.
+	MaxToolBytes int
 }
 
 // Observer receives events for metrics. Its methods must be fast and must

@@ -3,9 +3,11 @@ package mcpbridge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -289,5 +291,61 @@ func TestFrameScanFindsResponseIDs(t *testing.T) {
 		if got := string(f.responseID()); got != c.want {
 			t.Errorf("responseID(%.60s) = %q, want %q", c.msg, got, c.want)
 		}
+	}
+}
+
+// TestOversizedToolsAreSkipped: a tool whose definition is over the bound
+// per tool (description or schemas) is never exposed, so one upstream
+// cannot make a watch event or a ListTools page that no client accepts; a
+// tool just under it is exposed.
+func TestOversizedToolsAreSkipped(t *testing.T) {
+	m := newMemUpstream(t)
+	obj := map[string]any{"type": "object"}
+	enum := make([]any, 0, 100_000)
+	for i := range 100_000 {
+		enum = append(enum, fmt.Sprintf("value-%06d", i)) // about 1.4 MB as JSON
+	}
+	m.server.AddReceivingMiddleware(hostileTools(
+		&mcp.Tool{Name: "echo", InputSchema: obj},
+		&mcp.Tool{Name: "bigdesc", Description: strings.Repeat("d", DefaultMaxToolBytes+1), InputSchema: obj},
+		&mcp.Tool{Name: "bigschema", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"v": map[string]any{"enum": enum}}}},
+		&mcp.Tool{Name: "under", Description: strings.Repeat("u", DefaultMaxToolBytes-1000), InputSchema: obj},
+	))
+	b := newTestBridge(t, m.config("h"))
+	waitFor(t, b, "h__echo", func(s *Snapshot) bool { _, ok := s.Lookup("h__echo"); return ok })
+	var names []string
+	for _, tool := range b.Catalog().Current().Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Equal(names, []string{"h__echo", "h__under"}) {
+		t.Fatalf("exposed tools %q, want h__echo and h__under", names)
+	}
+	st, _ := b.Server("h")
+	if len(st.Warnings) != 2 {
+		t.Fatalf("warnings %q, want one per oversized tool", st.Warnings)
+	}
+	for _, w := range st.Warnings {
+		if !strings.Contains(w, "the limit per tool") {
+			t.Errorf("warning %q does not name the limit per tool", w)
+		}
+	}
+}
+
+// TestSkippedToolWarningsAreBounded: a listing of many unusable tools keeps
+// the first maxListWarnings warnings and a count of the rest.
+func TestSkippedToolWarningsAreBounded(t *testing.T) {
+	m := newMemUpstream(t)
+	obj := map[string]any{"type": "object"}
+	tools := []*mcp.Tool{{Name: "echo", InputSchema: obj}}
+	for i := range 40 {
+		tools = append(tools, &mcp.Tool{Name: fmt.Sprintf("bad\x07%d", i), InputSchema: obj})
+	}
+	m.server.AddReceivingMiddleware(hostileTools(tools...))
+	b := newTestBridge(t, m.config("h"))
+	waitFor(t, b, "h__echo", func(s *Snapshot) bool { _, ok := s.Lookup("h__echo"); return ok })
+	st, _ := b.Server("h")
+	if len(st.Warnings) != maxListWarnings+1 || st.Warnings[maxListWarnings] != "24 more tools skipped" {
+		t.Fatalf("%d warnings, last %q; want %d and \"24 more tools skipped\"", len(st.Warnings), st.Warnings[len(st.Warnings)-1], maxListWarnings+1)
 	}
 }

@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -251,16 +252,48 @@ func unusableToolName(t *mcp.Tool) string {
 	return ""
 }
 
-// usableTools drops the tools whose names cannot be used, with a warning
-// per tool in the server's status (ListServers) and, when the set changes,
-// in the log. Names in warnings are quoted (escaped) and cut short.
+// DefaultMaxToolBytes is the tool-size bound when Config.MaxToolBytes is 0:
+// far above real tools (the largest schemas generated from OpenAPI
+// documents run to tens of kilobytes) and a quarter of the default
+// response limit, so every tool fits in a watch event part and in a
+// ListTools page a default gRPC client accepts (4 MiB).
+const DefaultMaxToolBytes = 1 << 20
+
+// maxListWarnings bounds the skipped-tool warnings kept per server: a
+// listing of 100,000 unusable tools must not become 100,000 strings.
+const maxListWarnings = 16
+
+// maxToolBytes is the tool-size bound in force.
+func (u *upstream) maxToolBytes() int {
+	if n := u.b.cfg.MaxToolBytes; n > 0 {
+		return n
+	}
+	return DefaultMaxToolBytes
+}
+
+// usableTools drops the tools whose names cannot be used, and those whose
+// definition is over the size bound, with a warning per tool in the
+// server's status (ListServers; the first maxListWarnings, then a count)
+// and, when the set changes, in the log. Names in warnings are quoted
+// (escaped) and cut short.
 func (u *upstream) usableTools(tools []*mcp.Tool) []*mcp.Tool {
 	var warnings []string
+	skipped := 0
+	limit := u.maxToolBytes()
 	kept := tools[:0:0]
 	for i, t := range tools {
 		why := unusableToolName(t)
 		if why == "" {
+			if n := toolBytes(t, limit); n > limit {
+				why = fmt.Sprintf("a definition of more than %d bytes (the limit per tool)", limit)
+			}
+		}
+		if why == "" {
 			kept = append(kept, t)
+			continue
+		}
+		skipped++
+		if len(warnings) == maxListWarnings {
 			continue
 		}
 		w := fmt.Sprintf("tool #%d skipped: %s", i, why)
@@ -273,12 +306,63 @@ func (u *upstream) usableTools(tools []*mcp.Tool) []*mcp.Tool {
 		}
 		warnings = append(warnings, w)
 	}
+	if skipped > len(warnings) {
+		warnings = append(warnings, fmt.Sprintf("%d more tools skipped", skipped-len(warnings)))
+	}
 	u.mu.Lock()
 	changed := !slices.Equal(u.listWarnings, warnings)
 	u.listWarnings = warnings
 	u.mu.Unlock()
 	if changed && len(warnings) > 0 {
-		u.log.Warn("upstream tools with unusable names skipped", "skipped", len(warnings), "first", warnings[0])
+		u.log.Warn("upstream tools skipped", "skipped", skipped, "first", warnings[0])
 	}
 	return kept
+}
+
+// toolBytes is the size of t's definition as JSON text, counted up to a
+// little past limit (a tool far over the bound is not measured whole).
+func toolBytes(t *mcp.Tool, limit int) int {
+	n := len(t.Name) + len(t.Title) + len(t.Description)
+	for _, v := range []any{t.InputSchema, t.OutputSchema, map[string]any(t.Meta)} {
+		if n > limit {
+			break
+		}
+		n += jsonTextBytes(v, limit-n+1)
+	}
+	return n
+}
+
+// jsonTextBytes is the length of v's JSON encoding (string escapes
+// counted as one byte: a lower bound), stopping once it passes budget.
+// v is what go-sdk decoded: maps, slices, strings, numbers, booleans, nil,
+// or json.RawMessage.
+func jsonTextBytes(v any, budget int) int {
+	switch v := v.(type) {
+	case map[string]any:
+		n := 2
+		for k, x := range v {
+			if n > budget {
+				break
+			}
+			n += len(k) + 4 + jsonTextBytes(x, budget-n)
+		}
+		return n
+	case []any:
+		n := 2
+		for _, x := range v {
+			if n > budget {
+				break
+			}
+			n += 1 + jsonTextBytes(x, budget-n)
+		}
+		return n
+	case string:
+		return len(v) + 2
+	case json.RawMessage:
+		return len(v)
+	case nil:
+		return 4
+	default: // numbers, booleans
+		return 8
+	}
 }

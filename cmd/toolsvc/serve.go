@@ -154,6 +154,9 @@ func runServe(ctx context.Context, args []string) error {
 	// bytes for one of the result, so nothing the response limit accepts
 	// is refused by the read; go-sdk's 16 MiB frame limit is the floor.
 	bcfg.MaxMessageBytes = max(mcpbridge.DefaultMaxMessageBytes, 6*(*maxResp))
+	// One tool must fit, with room to spare, in a watch event part and a
+	// ListTools page (both at most the response limit).
+	bcfg.MaxToolBytes = max(1, min(mcpbridge.DefaultMaxToolBytes, *maxResp/4))
 	lis, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
