@@ -151,12 +151,25 @@ func (rawCodec) Name() string { return "proto" }
 // TestUndecodableRequests: requests that do not decode (a string that is
 // not UTF-8, a Struct nested past protobuf's recursion limit, malformed
 // bytes), sent by a real gRPC client over loopback to the server
-// NewGRPCServer builds, are INVALID_ARGUMENT naming the field, not grpc-go's
-// INTERNAL; unary and server-streaming alike.
+// NewGRPCServer builds, or one built with nothing but ServerOptions, are
+// INVALID_ARGUMENT naming the field, not grpc-go's INTERNAL; unary and
+// server-streaming alike.
 func TestUndecodableRequests(t *testing.T) {
-	f := newFixture(t, 1)
+	t.Run("NewGRPCServer", func(t *testing.T) {
+		f := newFixture(t, 1)
+		gs, _ := NewGRPCServer(f.svc, GRPCOptions{StreamWorkers: -1})
+		testUndecodableRequests(t, gs)
+	})
+	t.Run("ServerOptions", func(t *testing.T) {
+		f := newFixture(t, 1)
+		gs := grpc.NewServer(f.svc.ServerOptions()...)
+		toolsvcv1.RegisterToolServiceServer(gs, f.svc)
+		testUndecodableRequests(t, gs)
+	})
+}
+
+func testUndecodableRequests(t *testing.T, gs *grpc.Server) {
 	ctx := ctxT(t)
-	gs, _ := NewGRPCServer(f.svc, GRPCOptions{StreamWorkers: -1})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

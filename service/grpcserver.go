@@ -75,8 +75,8 @@ type GRPCOptions struct {
 // reflection, health (readiness and liveness), and the interceptor chain
 // from go-grpc-middleware: metrics → logging → recovery (a panic below it
 // becomes INTERNAL, still logged and counted) → auth (health and
-// reflection exempt) → requests the codec could not decode answered
-// INVALID_ARGUMENT → the extra (call) interceptors.
+// reflection exempt) → the extra (call) interceptors → requests the codec
+// could not decode answered INVALID_ARGUMENT (ServerOptions).
 func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -127,10 +127,6 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(o.Auth.Authenticate), needsAuth))
 		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(o.Auth.Authenticate), needsAuth))
 	}
-	// A request the codec could not decode is INVALID_ARGUMENT naming the
-	// field, not grpc-go's INTERNAL (wireCodec.Unmarshal).
-	unary = append(unary, undecodableUnary)
-	stream = append(stream, undecodableStream)
 	unary = append(unary, o.ExtraUnary...)
 	stream = append(stream, o.ExtraStream...)
 
@@ -147,7 +143,10 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(o.MaxSendMsgSize),
 	}
-	opts = append(opts, svc.ServerOptions()...) // the codec of pre-encoded events and pages
+	// The codec of pre-encoded events and pages, and innermost, after the
+	// chain above (grpc-go appends chained interceptors in option order),
+	// requests the codec could not decode answered INVALID_ARGUMENT.
+	opts = append(opts, svc.ServerOptions()...)
 	if o.TLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(o.TLS)))
 	}

@@ -618,8 +618,16 @@ func (w *watchSender) ended(sendErr error) error {
 
 // ServerOptions are the gRPC server options this service needs: the codec
 // that sends pre-encoded events and pages without copying them
-// (wireCodec). NewGRPCServer installs them; a server built otherwise
-// should too (without them every event is copied once per stream).
+// (wireCodec), and with it the interceptors that answer a request it could
+// not decode with INVALID_ARGUMENT naming the field: the codec marks such a
+// request instead of failing it (grpc-go would answer INTERNAL), so the two
+// come together and cannot be installed apart. NewGRPCServer installs
+// them innermost; a server built otherwise should too (without them every
+// event is copied once per stream).
 func (s *Server) ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.ForceServerCodecV2(newWireCodec())}
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(newWireCodec()),
+		grpc.ChainUnaryInterceptor(undecodableUnary),
+		grpc.ChainStreamInterceptor(undecodableStream),
+	}
 }
