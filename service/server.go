@@ -189,8 +189,14 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
 	}
 	allowed := s.opts.Authorizer.filter(ctx)
+	budget := s.pageBudget()
 	if allowed == nil {
-		end := min(start+size, len(all))
+		end, n := start, 0
+		for ; end < len(all) && end-start < size; end++ {
+			if n += len(all[end].enc) + 8; n > budget && end > start {
+				break
+			}
+		}
 		next := ""
 		if end < len(all) {
 			next = pageToken{revision: snap.Revision, after: snap.Tools[end-1].Name}.encode()
@@ -199,9 +205,12 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	}
 	// Only the caller's tools: fill the page, then look for one more.
 	var page []*wireTool
-	i := start
+	i, n := start, 0
 	for ; i < len(all) && len(page) < size; i++ {
 		if allowed(snap.Tools[i].Name) {
+			if n += len(all[i].enc) + 8; n > budget && len(page) > 0 {
+				break
+			}
 			page = append(page, all[i])
 		}
 	}
@@ -213,6 +222,15 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 		}
 	}
 	return encodedListPage(page, next, snap.Revision), nil
+}
+
+// pageBudget bounds the bytes of the tools in one ListTools page: a page
+// holds page_size tools or as many as fit in the response limit (which
+// clients must accept; its default is gRPC's default receive limit), less
+// room for the page token and revision, whichever is fewer, and at least
+// one. The bridge keeps each tool far below it (mcpbridge.Config.MaxToolBytes).
+func (s *Server) pageBudget() int {
+	return s.opts.MaxResponseBytes - 1024
 }
 
 // ListServers implements toolsvc.v1.ToolService. A principal sees only the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/proto"
 	"net"
 	"testing"
 	"time"
@@ -319,4 +320,52 @@ func FuzzDecodePageToken(f *testing.F) {
 			t.Fatalf("decodePageToken(%q) accepted %v", s, tok)
 		}
 	})
+}
+
+// TestListToolsPagesFitTheResponseLimit: a page holds page_size tools or as
+// many as fit in the response limit, whichever is fewer, so a client with
+// the limit as its receive limit can page any catalog; following
+// next_page_token returns every tool exactly once.
+func TestListToolsPagesFitTheResponseLimit(t *testing.T) {
+	f := newFixture(t, 600)
+	const limit = 16 << 10
+	svc := New(f.bridge, &Options{MaxResponseBytes: limit})
+	t.Cleanup(svc.Shutdown)
+	seen := map[string]int{}
+	token, pages := "", 0
+	for {
+		res, err := svc.ListTools(ctxT(t), &toolsvcv1.ListToolsRequest{PageSize: 1000, PageToken: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, err := proto.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(wire) > limit {
+			t.Fatalf("page %d is %d bytes, over the %d-byte response limit", pages, len(wire), limit)
+		}
+		var page toolsvcv1.ListToolsResponse
+		if err := proto.Unmarshal(wire, &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.GetTools()) == 0 {
+			t.Fatalf("page %d is empty", pages)
+		}
+		for _, tool := range page.GetTools() {
+			seen[tool.GetName()]++
+		}
+		pages++
+		if token = page.GetNextPageToken(); token == "" {
+			break
+		}
+	}
+	if len(seen) != 601 || pages < 2 {
+		t.Fatalf("%d distinct tools in %d pages, want 601 in several", len(seen), pages)
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("%s listed %d times", name, n)
+		}
+	}
 }

@@ -556,7 +556,9 @@ func (x *ToolAnnotations) GetOpenWorldHint() bool {
 type ListToolsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Maximum number of tools to return. 0 means the default (100); values
-	// above 1000 are treated as 1000.
+	// above 1000 are treated as 1000. A page holds fewer when more would not
+	// fit in the server's response limit (--max-response-bytes, 4 MiB by
+	// default): follow next_page_token until it is empty.
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The first page is returned if this is empty. Otherwise the
 	// next_page_token of a previous response; the rest of the listing then

@@ -313,7 +313,9 @@ class ListToolsRequest(_message.Message):
     SCHEMA_FORMAT_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Maximum number of tools to return. 0 means the default (100); values
-    above 1000 are treated as 1000.
+    above 1000 are treated as 1000. A page holds fewer when more would not
+    fit in the server's response limit (--max-response-bytes, 4 MiB by
+    default): follow next_page_token until it is empty.
     """
     page_token: _builtins.str
     """The first page is returned if this is empty. Otherwise the

@@ -176,7 +176,9 @@ export interface ToolAnnotations {
 export interface ListToolsRequest {
   /**
    * Maximum number of tools to return. 0 means the default (100); values
-   * above 1000 are treated as 1000.
+   * above 1000 are treated as 1000. A page holds fewer when more would not
+   * fit in the server's response limit (--max-response-bytes, 4 MiB by
+   * default): follow next_page_token until it is empty.
    */
   pageSize: number;
   /**
