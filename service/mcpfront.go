@@ -128,6 +128,7 @@ type MCPFront struct {
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
 	sse       *mcp.SSEHandler
+	sseOwners sseOwners // principals of the open SSE sessions (mcpfront_sessions.go)
 	mux       *http.ServeMux
 	// withTokenInfo is mux behind auth.RequireBearerToken.
 	withTokenInfo http.Handler
@@ -215,7 +216,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 	f.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: maxBody})
 	f.mux = http.NewServeMux()
 	f.mux.HandleFunc("/mcp", f.serveStreamable)
-	f.mux.Handle("/sse", f.sse)
+	f.mux.HandleFunc("/sse", f.serveSSE)
 	f.withTokenInfo = auth.RequireBearerToken(tokenInfo, nil)(f.mux)
 	return f
 }

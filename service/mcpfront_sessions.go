@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -133,10 +134,7 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		f.stateless.ServeHTTP(w, r)
 		return
 	}
-	principal := ""
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-		principal = ti.UserID
-	}
+	principal := requestPrincipal(r)
 	if sid == "" {
 		if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"initialize"`)) {
 			// A request outside any session: go-sdk's stateless handler
@@ -508,3 +506,101 @@ func (t *sessionTable) shut() {
 		t.removeLocked(e)
 	}
 }
+
+// requestPrincipal is the principal Handler established for r (go-sdk's
+// TokenInfo.UserID; "" without auth).
+func requestPrincipal(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+// Legacy SSE sessions (/sse). go-sdk's SSE handler creates a session per
+// GET stream, announces its endpoint (/sse?sessionid=…) as the stream's
+// first event, and accepts a POST to that endpoint from anyone: the
+// message then runs in the session, whose context is the GET's, as the
+// principal who opened the stream. So the front door records each
+// stream's principal as the endpoint goes out and answers another
+// principal's POST 404 "session not found", as on /mcp: an ID that leaks
+// (it travels in a URL) lets no one else act in the session.
+type sseOwners struct {
+	mu sync.Mutex
+	m  map[string]string // session ID → principal, while its stream is open
+}
+
+func (o *sseOwners) set(id, principal string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]string{}
+	}
+	o.m[id] = principal
+}
+
+func (o *sseOwners) get(id string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, ok := o.m[id]
+	return p, ok
+}
+
+func (o *sseOwners) forget(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, id)
+}
+
+// serveSSE routes /sse to go-sdk's SSE handler, a POST only from the
+// principal whose stream it names.
+func (f *MCPFront) serveSSE(w http.ResponseWriter, r *http.Request) {
+	principal := requestPrincipal(r)
+	switch r.Method {
+	case http.MethodGet:
+		ew := &sseEndpointWriter{ResponseWriter: w, owners: &f.sseOwners, principal: principal}
+		defer func() {
+			if ew.id != "" {
+				f.sseOwners.forget(ew.id)
+			}
+		}()
+		f.sse.ServeHTTP(ew, r)
+		return
+	case http.MethodPost:
+		if id := r.URL.Query().Get("sessionid"); id != "" {
+			if owner, ok := f.sseOwners.get(id); !ok || owner != principal {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+		}
+	}
+	f.sse.ServeHTTP(w, r)
+}
+
+// sseEndpointWriter is a GET stream's ResponseWriter that records the
+// session ID of its first event, the endpoint (go-sdk writes it whole, in
+// one Write, before the client can know the ID), for its principal.
+type sseEndpointWriter struct {
+	http.ResponseWriter
+	owners    *sseOwners
+	principal string
+	wrote     bool   // the first event went by (writes are serialised by go-sdk)
+	id        string // the session ID it announced
+}
+
+func (w *sseEndpointWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.wrote = true
+		if _, data, ok := strings.Cut(string(p), "\ndata: "); ok && strings.HasPrefix(string(p), "event: endpoint\n") {
+			data, _, _ = strings.Cut(data, "\n")
+			if u, err := url.Parse(data); err == nil && u.Query().Get("sessionid") != "" {
+				w.id = u.Query().Get("sessionid")
+				w.owners.set(w.id, w.principal)
+			}
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *sseEndpointWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *sseEndpointWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
