@@ -144,7 +144,7 @@ type MCPFront struct {
 	views    *views
 	subs     frontSubs // resource subscriptions (mcpfront_resources.go)
 	busyMu   sync.Mutex
-	busy     map[*mcp.ServerSession]int // calls, reads and prompts in flight, for Drain and eviction
+	busy     map[*mcp.ServerSession]int // handlers in flight (but listen streams), for Drain and eviction
 	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain
 	markerMu sync.Mutex
 
@@ -427,6 +427,7 @@ func (f *MCPFront) Close() {
 	for ss := range f.server.Sessions() {
 		_ = ss.Close()
 	}
+	f.sessions.wait()
 	f.closeSubs()
 }
 
@@ -454,6 +455,7 @@ func (f *MCPFront) Drain(ctx context.Context) {
 		}
 		if left == 0 {
 			f.sessions.shut()
+			f.sessions.wait()
 			f.closeSubs()
 			return
 		}
@@ -466,7 +468,7 @@ func (f *MCPFront) Drain(ctx context.Context) {
 	}
 }
 
-// handling reports whether a call, read or prompt of ss is running.
+// handling reports whether a handler of ss is running.
 func (f *MCPFront) handling(ss *mcp.ServerSession) bool {
 	f.busyMu.Lock()
 	defer f.busyMu.Unlock()
@@ -509,29 +511,29 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 			}
 		}()
+		// Every handler counts as busy, for Drain and for the session
+		// table (closing a session waits for its handlers, and the table
+		// closes only idle ones): a subscribe waiting on its upstream, or
+		// any handler whose client's POST has gone, runs on. A listen
+		// stream is no call: Drain closes it.
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method != "subscriptions/listen" {
+			f.callStarted(ss)
+			defer f.callEnded(ss)
+		}
 		switch method {
 		case "tools/list":
 			return f.listTools(ctx, req.(*mcp.ListToolsRequest))
 		case "tools/call":
-			ss := req.GetSession().(*mcp.ServerSession)
-			f.callStarted(ss)
-			defer f.callEnded(ss)
 			return f.callTool(ctx, req.(*mcp.CallToolRequest))
 		case "resources/list":
 			return f.listResources(ctx, req.(*mcp.ListResourcesRequest))
 		case "resources/templates/list":
 			return f.listResourceTemplates(ctx, req.(*mcp.ListResourceTemplatesRequest))
 		case "resources/read":
-			ss := req.GetSession().(*mcp.ServerSession)
-			f.callStarted(ss)
-			defer f.callEnded(ss)
 			return f.readResource(ctx, req.(*mcp.ReadResourceRequest))
 		case "prompts/list":
 			return f.listPrompts(ctx, req.(*mcp.ListPromptsRequest))
 		case "prompts/get":
-			ss := req.GetSession().(*mcp.ServerSession)
-			f.callStarted(ss)
-			defer f.callEnded(ss)
 			return f.getPrompt(ctx, req.(*mcp.GetPromptRequest))
 		case "resources/subscribe", "resources/unsubscribe":
 			// The subscribe handler authenticates the request's principal.

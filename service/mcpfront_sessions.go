@@ -102,25 +102,9 @@ const (
 // handler, sessions (and initialize) to the stateful one, adopting
 // sessions minted elsewhere.
 func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
-	var body []byte
-	if r.Method == http.MethodPost {
-		var err error
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.s.opts.MaxRequestBytes)+mcpBodySlack))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			switch {
-			case errors.As(err, &mbe):
-				writeHTTPJSONRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
-					"request body is over %d bytes (the request limit, serve --max-request-bytes, plus the envelope)", mbe.Limit))
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				w.Header().Set("Connection", "close")
-				writeHTTPJSONRPCError(w, http.StatusRequestTimeout, fmt.Sprintf(
-					"the request body did not arrive within %s (serve --mcp-body-timeout)", f.opts.BodyTimeout))
-			default:
-				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
-			}
-			return
-		}
+	body, ok := f.readBody(w, r)
+	if !ok {
+		return
 	}
 	reset := func() {
 		if body != nil {
@@ -175,6 +159,9 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				refuseSession(w, err)
 				return
 			}
+			if r.Context().Err() != nil {
+				return // the client went away while its session was closing
+			}
 			f.log.Warn("MCP front door: adopting a session failed", "error", err)
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
@@ -184,12 +171,36 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	defer f.sessions.end(e)
 	if r.Method == http.MethodDelete {
 		// What go-sdk would do (close, 204), with the table told.
-		f.sessions.forget(e)
-		f.sessions.close(e)
+		f.sessions.retire(e)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	f.stateful.ServeHTTP(w, r)
+}
+
+// readBody reads a POST's body, bounded in size and time; false when it
+// has answered instead (413, 408 with the connection closed, 400).
+func (f *MCPFront) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		return nil, true
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.s.opts.MaxRequestBytes)+mcpBodySlack))
+	if err == nil {
+		return body, true
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeHTTPJSONRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"request body is over %d bytes (the request limit, serve --max-request-bytes, plus the envelope)", mbe.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeHTTPJSONRPCError(w, http.StatusRequestTimeout, fmt.Sprintf(
+			"the request body did not arrive within %s (serve --mcp-body-timeout)", f.opts.BodyTimeout))
+	default:
+		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+	}
+	return nil, false
 }
 
 // refuseSession answers a request that needs a new session when none can
@@ -208,11 +219,28 @@ func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSess
 	if pv == "" {
 		pv = legacyDefaultVersion
 	}
-	f.newSessions.Lock()
-	defer f.newSessions.Unlock()
-	if e := f.sessions.begin(sid); e != nil { // adopted by a concurrent request
-		return e, nil
+	for {
+		f.newSessions.Lock()
+		if e := f.sessions.begin(sid); e != nil { // adopted by a concurrent request
+			f.newSessions.Unlock()
+			return e, nil
+		}
+		// A session of this ID that left the table (evicted, expired,
+		// deleted) may still be closing: go-sdk forgets an ID when its
+		// session has closed, and would then forget the adopted one with
+		// it. So the adoption waits for that, without holding up others.
+		gone := f.sessions.closingOf(sid)
+		if gone == nil {
+			break
+		}
+		f.newSessions.Unlock()
+		select {
+		case <-gone:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
 	}
+	defer f.newSessions.Unlock()
 	e, err := f.sessions.reserve(sid, principal)
 	if err != nil {
 		return nil, err
@@ -226,8 +254,7 @@ func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSess
 		return nil, fmt.Errorf("initialize on the client's behalf: HTTP %d, no session", code)
 	}
 	if code := f.internalPOST(r, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code/100 != 2 {
-		f.sessions.forget(e)
-		f.sessions.close(e)
+		f.sessions.retire(e)
 		return nil, fmt.Errorf("notifications/initialized on the client's behalf: HTTP %d", code)
 	}
 	return e, nil
@@ -288,6 +315,13 @@ func (w *discardWriter) Flush() {}
 // end only by its own hand (eviction, idle timeout, DELETE, Close/Drain)
 // or while their initialize fails (created). go-sdk's own SessionTimeout
 // is not used.
+//
+// A session that leaves the table is closing until go-sdk's Close returns,
+// which waits for its handlers in flight: it is kept in closing, and an
+// adoption of its ID waits for it (adopt). An evicted session is closed by
+// a goroutine of the table (closers, awaited by wait), never under
+// f.newSessions, which would hold up every new session for as long as one
+// handler of the victim runs.
 
 var (
 	errSessionsBusy = errors.New("no MCP session available")
@@ -300,7 +334,8 @@ type frontSession struct {
 	ss            *mcp.ServerSession // nil until its initialize succeeds
 	inflight      int                // its HTTP requests being served
 	idleSince     time.Time
-	timer         *time.Timer // closes it after SessionTimeout idle
+	timer         *time.Timer   // closes it after SessionTimeout idle
+	gone          chan struct{} // closed once its session has closed, after it left the table
 }
 
 type sessionTable struct {
@@ -309,12 +344,16 @@ type sessionTable struct {
 	m      map[string]*frontSession
 	per    map[string]int // sessions per principal
 	closed bool
+	// closing holds the sessions that left the table until their Close
+	// returns; closers counts those Closes (Adds under mu, before closed).
+	closing map[string]*frontSession
+	closers sync.WaitGroup
 
 	evicted, refused, expired prometheus.Counter
 }
 
 func (t *sessionTable) init(f *MCPFront) {
-	t.f, t.m, t.per = f, map[string]*frontSession{}, map[string]int{}
+	t.f, t.m, t.per, t.closing = f, map[string]*frontSession{}, map[string]int{}, map[string]*frontSession{}
 	t.evicted = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_evicted_total",
 		Help: "MCP front-door sessions closed to make room for a new one (the oldest idle at --mcp-max-sessions or --mcp-max-sessions-per-principal)."})
 	t.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_refused_total",
@@ -364,7 +403,7 @@ func (t *sessionTable) reserve(id, principal string) (*frontSession, error) {
 		}
 	}
 	if victim != nil {
-		t.removeLocked(victim)
+		t.retireLocked(victim)
 		t.evicted.Inc()
 	}
 	e := &frontSession{id: id, principal: principal, inflight: 1}
@@ -373,7 +412,7 @@ func (t *sessionTable) reserve(id, principal string) (*frontSession, error) {
 	t.mu.Unlock()
 	if victim != nil {
 		t.f.log.Debug("MCP front door: evicted the oldest idle session for a new one", "principal", victim.principal, "idle", time.Since(victim.idleSince))
-		t.close(victim)
+		go t.finish(victim) // the caller holds f.newSessions
 	}
 	return e, nil
 }
@@ -454,20 +493,77 @@ func (t *sessionTable) end(e *frontSession) {
 }
 
 // expire closes e if it is still idle: a timer Stop that came too late
-// leaves its callback to run after the session was used again.
+// leaves its callback to run after the session was used again. A handler
+// still running (its client gone) makes it wait another SessionTimeout.
 func (t *sessionTable) expire(e *frontSession) {
 	t.mu.Lock()
 	if t.m[e.id] != e || e.inflight > 0 || time.Since(e.idleSince) < t.f.opts.SessionTimeout {
 		t.mu.Unlock()
 		return
 	}
-	t.removeLocked(e)
+	if t.f.handling(e.ss) {
+		e.timer.Reset(t.f.opts.SessionTimeout)
+		t.mu.Unlock()
+		return
+	}
+	t.retireLocked(e)
 	t.expired.Inc()
 	t.mu.Unlock()
-	t.close(e)
+	t.finish(e)
 }
 
-// forget removes e from the table (its session is closing: DELETE).
+// retire removes e from the table and closes its session (DELETE, a
+// failed adoption).
+func (t *sessionTable) retire(e *frontSession) {
+	t.mu.Lock()
+	if t.m[e.id] != e || e.ss == nil {
+		if t.m[e.id] == e {
+			t.removeLocked(e)
+		}
+		t.mu.Unlock()
+		return
+	}
+	t.retireLocked(e)
+	t.mu.Unlock()
+	t.finish(e)
+}
+
+// retireLocked moves e, bound, from the table to closing; finish must
+// follow.
+func (t *sessionTable) retireLocked(e *frontSession) {
+	t.removeLocked(e)
+	e.gone = make(chan struct{})
+	t.closing[e.id] = e
+	t.closers.Add(1)
+}
+
+// finish closes e's session (go-sdk forgets its ID, its reader goroutine
+// ends; Close waits for its handlers in flight) and the front door's views
+// forget it; then adoptions of its ID may go ahead.
+func (t *sessionTable) finish(e *frontSession) {
+	defer t.closers.Done()
+	_ = e.ss.Close()
+	t.f.removeSession(e.ss)
+	t.mu.Lock()
+	if t.closing[e.id] == e {
+		delete(t.closing, e.id)
+	}
+	t.mu.Unlock()
+	close(e.gone)
+}
+
+// closingOf is closed once the session of ID sid that left the table has
+// closed; nil if none is closing.
+func (t *sessionTable) closingOf(sid string) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.closing[sid]; e != nil {
+		return e.gone
+	}
+	return nil
+}
+
+// forget removes e, whose initialize created no session, from the table.
 func (t *sessionTable) forget(e *frontSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -486,16 +582,6 @@ func (t *sessionTable) removeLocked(e *frontSession) {
 	}
 }
 
-// close ends e's session: go-sdk forgets its ID (its reader goroutine
-// ends) and so do the front door's views.
-func (t *sessionTable) close(e *frontSession) {
-	if e.ss == nil {
-		return
-	}
-	_ = e.ss.Close()
-	t.f.removeSession(e.ss)
-}
-
 // shut refuses new sessions and forgets every entry (Close and Drain close
 // the sessions themselves).
 func (t *sessionTable) shut() {
@@ -506,6 +592,10 @@ func (t *sessionTable) shut() {
 		t.removeLocked(e)
 	}
 }
+
+// wait returns once every session that left the table has closed (after
+// shut: Close and Drain).
+func (t *sessionTable) wait() { t.closers.Wait() }
 
 // requestPrincipal is the principal Handler established for r (go-sdk's
 // TokenInfo.UserID; "" without auth).
