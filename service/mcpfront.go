@@ -270,10 +270,14 @@ func (f *MCPFront) Handler() http.Handler {
 // it reads and discards up to 256 KiB of the body before it writes the
 // refusal's headers (net/http's maxPostHandlerReadBytes): a client that
 // trickles its body would hold the connection, and see no answer, until
-// it had sent it all.
+// it had sent it all. Connection: close alone does not end that: once the
+// handler returns, net/http still discards as much of the body before it
+// closes (the request body's Close); the read deadline, already passed,
+// makes that discard end at once.
 func closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 }
 
