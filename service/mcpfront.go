@@ -128,6 +128,7 @@ type MCPFront struct {
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
 	sse       *mcp.SSEHandler
+	sseOwners sseOwners // principals of the open SSE sessions (mcpfront_sessions.go)
 	mux       *http.ServeMux
 	// withTokenInfo is mux behind auth.RequireBearerToken.
 	withTokenInfo http.Handler
@@ -143,7 +144,7 @@ type MCPFront struct {
 	views    *views
 	subs     frontSubs // resource subscriptions (mcpfront_resources.go)
 	busyMu   sync.Mutex
-	busy     map[*mcp.ServerSession]int // calls, reads and prompts in flight, for Drain and eviction
+	busy     map[*mcp.ServerSession]int // handlers in flight (but listen streams), for Drain and eviction
 	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain
 	markerMu sync.Mutex
 
@@ -215,7 +216,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 	f.sse = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{DisableLocalhostProtection: true, MaxRequestBodyBytes: maxBody})
 	f.mux = http.NewServeMux()
 	f.mux.HandleFunc("/mcp", f.serveStreamable)
-	f.mux.Handle("/sse", f.sse)
+	f.mux.HandleFunc("/sse", f.serveSSE)
 	f.withTokenInfo = auth.RequireBearerToken(tokenInfo, nil)(f.mux)
 	return f
 }
@@ -269,10 +270,14 @@ func (f *MCPFront) Handler() http.Handler {
 // it reads and discards up to 256 KiB of the body before it writes the
 // refusal's headers (net/http's maxPostHandlerReadBytes): a client that
 // trickles its body would hold the connection, and see no answer, until
-// it had sent it all.
+// it had sent it all. Connection: close alone does not end that: once the
+// handler returns, net/http still discards as much of the body before it
+// closes (the request body's Close); the read deadline, already passed,
+// makes that discard end at once.
 func closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 {
 		w.Header().Set("Connection", "close")
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 }
 
@@ -426,6 +431,7 @@ func (f *MCPFront) Close() {
 	for ss := range f.server.Sessions() {
 		_ = ss.Close()
 	}
+	f.sessions.wait()
 	f.closeSubs()
 }
 
@@ -453,6 +459,7 @@ func (f *MCPFront) Drain(ctx context.Context) {
 		}
 		if left == 0 {
 			f.sessions.shut()
+			f.sessions.wait()
 			f.closeSubs()
 			return
 		}
@@ -465,7 +472,7 @@ func (f *MCPFront) Drain(ctx context.Context) {
 	}
 }
 
-// handling reports whether a call, read or prompt of ss is running.
+// handling reports whether a handler of ss is running.
 func (f *MCPFront) handling(ss *mcp.ServerSession) bool {
 	f.busyMu.Lock()
 	defer f.busyMu.Unlock()
@@ -508,29 +515,29 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 			}
 		}()
+		// Every handler counts as busy, for Drain and for the session
+		// table (closing a session waits for its handlers, and the table
+		// closes only idle ones): a subscribe waiting on its upstream, or
+		// any handler whose client's POST has gone, runs on. A listen
+		// stream is no call: Drain closes it.
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method != "subscriptions/listen" {
+			f.callStarted(ss)
+			defer f.callEnded(ss)
+		}
 		switch method {
 		case "tools/list":
 			return f.listTools(ctx, req.(*mcp.ListToolsRequest))
 		case "tools/call":
-			ss := req.GetSession().(*mcp.ServerSession)
-			f.callStarted(ss)
-			defer f.callEnded(ss)
 			return f.callTool(ctx, req.(*mcp.CallToolRequest))
 		case "resources/list":
 			return f.listResources(ctx, req.(*mcp.ListResourcesRequest))
 		case "resources/templates/list":
 			return f.listResourceTemplates(ctx, req.(*mcp.ListResourceTemplatesRequest))
 		case "resources/read":
-			ss := req.GetSession().(*mcp.ServerSession)
-			f.callStarted(ss)
-			defer f.callEnded(ss)
 			return f.readResource(ctx, req.(*mcp.ReadResourceRequest))
 		case "prompts/list":
 			return f.listPrompts(ctx, req.(*mcp.ListPromptsRequest))
 		case "prompts/get":
-			ss := req.GetSession().(*mcp.ServerSession)
-			f.callStarted(ss)
-			defer f.callEnded(ss)
 			return f.getPrompt(ctx, req.(*mcp.GetPromptRequest))
 		case "resources/subscribe", "resources/unsubscribe":
 			// The subscribe handler authenticates the request's principal.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -101,25 +102,9 @@ const (
 // handler, sessions (and initialize) to the stateful one, adopting
 // sessions minted elsewhere.
 func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
-	var body []byte
-	if r.Method == http.MethodPost {
-		var err error
-		body, err = io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.s.opts.MaxRequestBytes)+mcpBodySlack))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			switch {
-			case errors.As(err, &mbe):
-				writeHTTPJSONRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
-					"request body is over %d bytes (the request limit, serve --max-request-bytes, plus the envelope)", mbe.Limit))
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				w.Header().Set("Connection", "close")
-				writeHTTPJSONRPCError(w, http.StatusRequestTimeout, fmt.Sprintf(
-					"the request body did not arrive within %s (serve --mcp-body-timeout)", f.opts.BodyTimeout))
-			default:
-				http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
-			}
-			return
-		}
+	body, ok := f.readBody(w, r)
+	if !ok {
+		return
 	}
 	reset := func() {
 		if body != nil {
@@ -133,10 +118,7 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		f.stateless.ServeHTTP(w, r)
 		return
 	}
-	principal := ""
-	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-		principal = ti.UserID
-	}
+	principal := requestPrincipal(r)
 	if sid == "" {
 		if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"initialize"`)) {
 			// A request outside any session: go-sdk's stateless handler
@@ -177,6 +159,9 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 				refuseSession(w, err)
 				return
 			}
+			if r.Context().Err() != nil {
+				return // the client went away while its session was closing
+			}
 			f.log.Warn("MCP front door: adopting a session failed", "error", err)
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
@@ -186,12 +171,36 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	defer f.sessions.end(e)
 	if r.Method == http.MethodDelete {
 		// What go-sdk would do (close, 204), with the table told.
-		f.sessions.forget(e)
-		f.sessions.close(e)
+		f.sessions.retire(e)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	f.stateful.ServeHTTP(w, r)
+}
+
+// readBody reads a POST's body, bounded in size and time; false when it
+// has answered instead (413, 408 with the connection closed, 400).
+func (f *MCPFront) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	if r.Method != http.MethodPost {
+		return nil, true
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.s.opts.MaxRequestBytes)+mcpBodySlack))
+	if err == nil {
+		return body, true
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeHTTPJSONRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+			"request body is over %d bytes (the request limit, serve --max-request-bytes, plus the envelope)", mbe.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		writeHTTPJSONRPCError(w, http.StatusRequestTimeout, fmt.Sprintf(
+			"the request body did not arrive within %s (serve --mcp-body-timeout)", f.opts.BodyTimeout))
+	default:
+		http.Error(w, "reading the request body: "+err.Error(), http.StatusBadRequest)
+	}
+	return nil, false
 }
 
 // refuseSession answers a request that needs a new session when none can
@@ -210,11 +219,28 @@ func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSess
 	if pv == "" {
 		pv = legacyDefaultVersion
 	}
-	f.newSessions.Lock()
-	defer f.newSessions.Unlock()
-	if e := f.sessions.begin(sid); e != nil { // adopted by a concurrent request
-		return e, nil
+	for {
+		f.newSessions.Lock()
+		if e := f.sessions.begin(sid); e != nil { // adopted by a concurrent request
+			f.newSessions.Unlock()
+			return e, nil
+		}
+		// A session of this ID that left the table (evicted, expired,
+		// deleted) may still be closing: go-sdk forgets an ID when its
+		// session has closed, and would then forget the adopted one with
+		// it. So the adoption waits for that, without holding up others.
+		gone := f.sessions.closingOf(sid)
+		if gone == nil {
+			break
+		}
+		f.newSessions.Unlock()
+		select {
+		case <-gone:
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		}
 	}
+	defer f.newSessions.Unlock()
 	e, err := f.sessions.reserve(sid, principal)
 	if err != nil {
 		return nil, err
@@ -228,8 +254,7 @@ func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSess
 		return nil, fmt.Errorf("initialize on the client's behalf: HTTP %d, no session", code)
 	}
 	if code := f.internalPOST(r, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code/100 != 2 {
-		f.sessions.forget(e)
-		f.sessions.close(e)
+		f.sessions.retire(e)
 		return nil, fmt.Errorf("notifications/initialized on the client's behalf: HTTP %d", code)
 	}
 	return e, nil
@@ -290,6 +315,13 @@ func (w *discardWriter) Flush() {}
 // end only by its own hand (eviction, idle timeout, DELETE, Close/Drain)
 // or while their initialize fails (created). go-sdk's own SessionTimeout
 // is not used.
+//
+// A session that leaves the table is closing until go-sdk's Close returns,
+// which waits for its handlers in flight: it is kept in closing, and an
+// adoption of its ID waits for it (adopt). An evicted session is closed by
+// a goroutine of the table (closers, awaited by wait), never under
+// f.newSessions, which would hold up every new session for as long as one
+// handler of the victim runs.
 
 var (
 	errSessionsBusy = errors.New("no MCP session available")
@@ -302,7 +334,8 @@ type frontSession struct {
 	ss            *mcp.ServerSession // nil until its initialize succeeds
 	inflight      int                // its HTTP requests being served
 	idleSince     time.Time
-	timer         *time.Timer // closes it after SessionTimeout idle
+	timer         *time.Timer   // closes it after SessionTimeout idle
+	gone          chan struct{} // closed once its session has closed, after it left the table
 }
 
 type sessionTable struct {
@@ -311,12 +344,16 @@ type sessionTable struct {
 	m      map[string]*frontSession
 	per    map[string]int // sessions per principal
 	closed bool
+	// closing holds the sessions that left the table until their Close
+	// returns; closers counts those Closes (Adds under mu, before closed).
+	closing map[string]*frontSession
+	closers sync.WaitGroup
 
 	evicted, refused, expired prometheus.Counter
 }
 
 func (t *sessionTable) init(f *MCPFront) {
-	t.f, t.m, t.per = f, map[string]*frontSession{}, map[string]int{}
+	t.f, t.m, t.per, t.closing = f, map[string]*frontSession{}, map[string]int{}, map[string]*frontSession{}
 	t.evicted = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_evicted_total",
 		Help: "MCP front-door sessions closed to make room for a new one (the oldest idle at --mcp-max-sessions or --mcp-max-sessions-per-principal)."})
 	t.refused = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_refused_total",
@@ -366,7 +403,7 @@ func (t *sessionTable) reserve(id, principal string) (*frontSession, error) {
 		}
 	}
 	if victim != nil {
-		t.removeLocked(victim)
+		t.retireLocked(victim)
 		t.evicted.Inc()
 	}
 	e := &frontSession{id: id, principal: principal, inflight: 1}
@@ -375,7 +412,7 @@ func (t *sessionTable) reserve(id, principal string) (*frontSession, error) {
 	t.mu.Unlock()
 	if victim != nil {
 		t.f.log.Debug("MCP front door: evicted the oldest idle session for a new one", "principal", victim.principal, "idle", time.Since(victim.idleSince))
-		t.close(victim)
+		go t.finish(victim) // the caller holds f.newSessions
 	}
 	return e, nil
 }
@@ -456,20 +493,77 @@ func (t *sessionTable) end(e *frontSession) {
 }
 
 // expire closes e if it is still idle: a timer Stop that came too late
-// leaves its callback to run after the session was used again.
+// leaves its callback to run after the session was used again. A handler
+// still running (its client gone) makes it wait another SessionTimeout.
 func (t *sessionTable) expire(e *frontSession) {
 	t.mu.Lock()
 	if t.m[e.id] != e || e.inflight > 0 || time.Since(e.idleSince) < t.f.opts.SessionTimeout {
 		t.mu.Unlock()
 		return
 	}
-	t.removeLocked(e)
+	if t.f.handling(e.ss) {
+		e.timer.Reset(t.f.opts.SessionTimeout)
+		t.mu.Unlock()
+		return
+	}
+	t.retireLocked(e)
 	t.expired.Inc()
 	t.mu.Unlock()
-	t.close(e)
+	t.finish(e)
 }
 
-// forget removes e from the table (its session is closing: DELETE).
+// retire removes e from the table and closes its session (DELETE, a
+// failed adoption).
+func (t *sessionTable) retire(e *frontSession) {
+	t.mu.Lock()
+	if t.m[e.id] != e || e.ss == nil {
+		if t.m[e.id] == e {
+			t.removeLocked(e)
+		}
+		t.mu.Unlock()
+		return
+	}
+	t.retireLocked(e)
+	t.mu.Unlock()
+	t.finish(e)
+}
+
+// retireLocked moves e, bound, from the table to closing; finish must
+// follow.
+func (t *sessionTable) retireLocked(e *frontSession) {
+	t.removeLocked(e)
+	e.gone = make(chan struct{})
+	t.closing[e.id] = e
+	t.closers.Add(1)
+}
+
+// finish closes e's session (go-sdk forgets its ID, its reader goroutine
+// ends; Close waits for its handlers in flight) and the front door's views
+// forget it; then adoptions of its ID may go ahead.
+func (t *sessionTable) finish(e *frontSession) {
+	defer t.closers.Done()
+	_ = e.ss.Close()
+	t.f.removeSession(e.ss)
+	t.mu.Lock()
+	if t.closing[e.id] == e {
+		delete(t.closing, e.id)
+	}
+	t.mu.Unlock()
+	close(e.gone)
+}
+
+// closingOf is closed once the session of ID sid that left the table has
+// closed; nil if none is closing.
+func (t *sessionTable) closingOf(sid string) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.closing[sid]; e != nil {
+		return e.gone
+	}
+	return nil
+}
+
+// forget removes e, whose initialize created no session, from the table.
 func (t *sessionTable) forget(e *frontSession) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -488,16 +582,6 @@ func (t *sessionTable) removeLocked(e *frontSession) {
 	}
 }
 
-// close ends e's session: go-sdk forgets its ID (its reader goroutine
-// ends) and so do the front door's views.
-func (t *sessionTable) close(e *frontSession) {
-	if e.ss == nil {
-		return
-	}
-	_ = e.ss.Close()
-	t.f.removeSession(e.ss)
-}
-
 // shut refuses new sessions and forgets every entry (Close and Drain close
 // the sessions themselves).
 func (t *sessionTable) shut() {
@@ -508,3 +592,105 @@ func (t *sessionTable) shut() {
 		t.removeLocked(e)
 	}
 }
+
+// wait returns once every session that left the table has closed (after
+// shut: Close and Drain).
+func (t *sessionTable) wait() { t.closers.Wait() }
+
+// requestPrincipal is the principal Handler established for r (go-sdk's
+// TokenInfo.UserID; "" without auth).
+func requestPrincipal(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		return ti.UserID
+	}
+	return ""
+}
+
+// Legacy SSE sessions (/sse). go-sdk's SSE handler creates a session per
+// GET stream, announces its endpoint (/sse?sessionid=…) as the stream's
+// first event, and accepts a POST to that endpoint from anyone: the
+// message then runs in the session, whose context is the GET's, as the
+// principal who opened the stream. So the front door records each
+// stream's principal as the endpoint goes out and answers another
+// principal's POST 404 "session not found", as on /mcp: an ID that leaks
+// (it travels in a URL) lets no one else act in the session.
+type sseOwners struct {
+	mu sync.Mutex
+	m  map[string]string // session ID → principal, while its stream is open
+}
+
+func (o *sseOwners) set(id, principal string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]string{}
+	}
+	o.m[id] = principal
+}
+
+func (o *sseOwners) get(id string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, ok := o.m[id]
+	return p, ok
+}
+
+func (o *sseOwners) forget(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.m, id)
+}
+
+// serveSSE routes /sse to go-sdk's SSE handler, a POST only from the
+// principal whose stream it names.
+func (f *MCPFront) serveSSE(w http.ResponseWriter, r *http.Request) {
+	principal := requestPrincipal(r)
+	switch r.Method {
+	case http.MethodGet:
+		ew := &sseEndpointWriter{ResponseWriter: w, owners: &f.sseOwners, principal: principal}
+		defer func() {
+			if ew.id != "" {
+				f.sseOwners.forget(ew.id)
+			}
+		}()
+		f.sse.ServeHTTP(ew, r)
+		return
+	case http.MethodPost:
+		if id := r.URL.Query().Get("sessionid"); id != "" {
+			if owner, ok := f.sseOwners.get(id); !ok || owner != principal {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
+		}
+	}
+	f.sse.ServeHTTP(w, r)
+}
+
+// sseEndpointWriter is a GET stream's ResponseWriter that records the
+// session ID of its first event, the endpoint (go-sdk writes it whole, in
+// one Write, before the client can know the ID), for its principal.
+type sseEndpointWriter struct {
+	http.ResponseWriter
+	owners    *sseOwners
+	principal string
+	wrote     bool   // the first event went by (writes are serialised by go-sdk)
+	id        string // the session ID it announced
+}
+
+func (w *sseEndpointWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.wrote = true
+		if _, data, ok := strings.Cut(string(p), "\ndata: "); ok && strings.HasPrefix(string(p), "event: endpoint\n") {
+			data, _, _ = strings.Cut(data, "\n")
+			if u, err := url.Parse(data); err == nil && u.Query().Get("sessionid") != "" {
+				w.id = u.Query().Get("sessionid")
+				w.owners.set(w.id, w.principal)
+			}
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *sseEndpointWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *sseEndpointWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

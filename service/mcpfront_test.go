@@ -627,3 +627,57 @@ func TestMCPFrontSessionTable(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// TestMCPFrontSSEForeignSession: a legacy SSE session's endpoint
+// (/sse?sessionid=…) presented by another principal is unknown to it
+// (404, as on /mcp), so that a leaked ID (it travels in a URL) does not
+// let bob run calls in alice's session, as alice; alice's own POSTs are
+// accepted.
+func TestMCPFrontSSEForeignSession(t *testing.T) {
+	f := newFixture(t, 1)
+	f.svc.opts.Authenticator = NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)
+	_, srv := startPerPrincipalFront(t, f.svc)
+	ctx := ctxT(t)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/sse", nil)
+	req.Header.Set("Authorization", "Bearer tok-alice-0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The first event is the endpoint: "event: endpoint\ndata: /sse?sessionid=…".
+	buf := make([]byte, 0, 512)
+	for !bytes.Contains(buf, []byte("\n\n")) {
+		b := make([]byte, 256)
+		n, err := resp.Body.Read(b)
+		if err != nil {
+			t.Fatalf("reading the endpoint event: %v (%q so far)", err, buf)
+		}
+		buf = append(buf, b[:n]...)
+	}
+	_, endpoint, ok := strings.Cut(string(buf), "data: ")
+	if !ok {
+		t.Fatalf("no endpoint event: %q", buf)
+	}
+	endpoint, _, _ = strings.Cut(endpoint, "\n")
+	post := func(token string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+endpoint,
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post("tok-bob-0123456789ab"); code != http.StatusNotFound || !strings.Contains(body, "session not found") {
+		t.Errorf("bob's POST to alice's SSE session: HTTP %d %q, want 404 session not found", code, body)
+	}
+	if code, body := post("tok-alice-0123456789"); code != http.StatusAccepted {
+		t.Errorf("alice's POST to her SSE session: HTTP %d %q, want 202", code, body)
+	}
+}
