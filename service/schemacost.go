@@ -41,7 +41,12 @@ import (
 // The walk touches each value once and, per value, each distinct schema
 // reached at most once (counts are summed, saturating), so it costs the
 // size of the arguments times the distinct schemas, however large the count
-// it finds; it stops as soon as the count passes the budget. It recurses
+// it finds; it stops as soon as the count passes the budget. A member it
+// examines against a schema that applies nothing to it costs a step too
+// (the validator may do nothing there: properties are looked up by the
+// schema's names), so the walk's own work is bounded by the budget as
+// well, at the price of refusing, say, an object of thousands of keys
+// under thousands of sibling allOf schemas that name none of them. It recurses
 // once per level of the arguments, which the edge bounds (998 levels, a
 // small frame each: well within Go's growable stack;
 // TestValidationCostCount walks 998 levels).
@@ -305,6 +310,7 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 			next := w.members[level][:0]
 			for _, a := range applied {
 				n := &nodes[a.n]
+				before := len(next)
 				matched := false
 				if len(n.patterns) > 0 { // one regexp match each
 					w.total = satAdd(w.total, satMul(a.c, uint64(len(n.patterns))))
@@ -326,6 +332,9 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 				if n.names >= 0 { // applied to the key, a string: no members
 					w.total = satAdd(w.total, satMul(a.c, nodes[n.names].closure))
 				}
+				if len(next) == before {
+					w.total = satAdd(w.total, 1) // the walk's own visit
+				}
 			}
 			w.members[level] = next
 			if w.total > w.limit {
@@ -343,6 +352,7 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 			next := w.members[level][:0]
 			for _, a := range applied {
 				n := &nodes[a.n]
+				before := len(next)
 				covered := true
 				if i < len(n.prefix) {
 					next = append(next, weighted{n.prefix[i], a.c})
@@ -357,8 +367,14 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 				if !covered && n.unevalItems >= 0 {
 					next = append(next, weighted{n.unevalItems, a.c})
 				}
+				if len(next) == before {
+					w.total = satAdd(w.total, 1) // the walk's own visit
+				}
 			}
 			w.members[level] = next
+			if w.total > w.limit {
+				return &costExceeded{path: "[" + strconv.Itoa(i) + "]"}
+			}
 			if len(next) > 0 {
 				if e := w.walk(ev, next, level+1); e != nil {
 					e.path = "[" + strconv.Itoa(i) + "]" + e.path

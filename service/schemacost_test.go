@@ -144,6 +144,36 @@ func TestValidationCostCount(t *testing.T) {
 	}
 }
 
+// TestValidationCostBoundsTheWalk: 4,000 sibling schemas applied to one
+// object of 2,000 keys none of them names cost the validator little, but
+// examining every key against every schema is 8M visits: the walk counts
+// its own visits and stops at the budget instead of running on.
+func TestValidationCostBoundsTheWalk(t *testing.T) {
+	var schema strings.Builder
+	schema.WriteString(`{"type": "object", "allOf": [`)
+	for i := range 4000 {
+		if i > 0 {
+			schema.WriteString(",")
+		}
+		fmt.Fprintf(&schema, `{"properties": {"x%d": {}}}`, i)
+	}
+	schema.WriteString(`]}`)
+	cs := compileSchema(mustSchema(t, schema.String()))
+	if cs.resolved == nil {
+		t.Fatalf("not compiled: %s", cs.problem)
+	}
+	args := map[string]any{}
+	for i := range 2000 {
+		args["k"+strconv.Itoa(i)] = int64(i)
+	}
+	if _, over := cs.cost.exceeds(args, maxValidationSteps); !over {
+		t.Errorf("8M visits within the budget")
+	}
+	if _, over := cs.cost.exceeds(map[string]any{"x1": int64(1), "k": int64(2)}, maxValidationSteps); over {
+		t.Errorf("two keys refused")
+	}
+}
+
 // TestValidationCostKeepsRecursiveSchemas: schemas that recurse by
 // descending into the value cost what the arguments hold: a binary tree
 // 500 levels deep, a list of 20,000 children, nested pattern properties
