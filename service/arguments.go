@@ -42,9 +42,11 @@ const maxCompiledSchemas = 4096
 // false. The operator is told once per schema (a warning naming the server
 // and tool).
 type compiledSchema struct {
-	resolved *jsonschema.Resolved
-	problem  string      // why resolved is nil
-	warned   atomic.Bool // the problem was logged
+	resolved   *jsonschema.Resolved
+	cost       *costModel  // set with resolved: what validating arguments costs (schemacost.go)
+	problem    string      // why resolved is nil
+	warned     atomic.Bool // the problem was logged
+	costWarned atomic.Bool // a call over maxValidationSteps was logged
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -110,10 +112,15 @@ func compileSchema(schema map[string]any) *compiledSchema {
 	// Resolve succeeds on schemas the validator cannot finish (a $ref
 	// cycle overflows the stack: a fatal error, not a panic); they are
 	// never evaluated.
-	if err := checkSchema(r.Schema()); err != nil {
+	g, err := checkSchema(r.Schema())
+	if err != nil {
 		return &compiledSchema{problem: fmt.Sprintf("inputSchema cannot be evaluated safely: %v", err)}
 	}
-	return &compiledSchema{resolved: r}
+	cost, err := newCostModel(g)
+	if err != nil {
+		return &compiledSchema{problem: fmt.Sprintf("inputSchema cannot be evaluated safely: %v", err)}
+	}
+	return &compiledSchema{resolved: r, cost: cost}
 }
 
 // MaxArgumentsDepth bounds how deeply tool-call arguments nest (objects
@@ -292,18 +299,24 @@ func convertNumber(v json.Number) any {
 }
 
 // validate checks args (a decoded JSON object) against the schema and
-// returns field violations naming the JSON path under field ("arguments"
-// or "arguments_json"), e.g. "arguments.items[2].count". It returns nil when
-// the arguments are valid.
-func (cs *compiledSchema) validate(field string, args map[string]any) []*errdetails.BadRequest_FieldViolation {
+// returns ARGUMENTS_INVALID with field violations naming the JSON path
+// under field ("arguments" or "arguments_json"), e.g.
+// "arguments.items[2].count", or nil when the arguments are valid (or the
+// schema is not used). Arguments whose validation would cost more than
+// maxValidationSteps are refused unvalidated (costError): the validator
+// cannot be stopped once it runs.
+func (cs *compiledSchema) validate(field string, args map[string]any) *richError {
 	if cs.resolved == nil {
 		return nil
+	}
+	if path, over := cs.cost.exceeds(args, maxValidationSteps); over {
+		return costError(field, path)
 	}
 	err := cs.resolved.Validate(args)
 	if err == nil {
 		return nil
 	}
-	return cs.locate(field, args, err.Error())
+	return fieldsError(field, cs.locate(field, args, err.Error())...)
 }
 
 // locate turns jsonschema-go's error into field violations. The library

@@ -93,8 +93,8 @@ func BenchmarkValidateOnFreshGoroutine(b *testing.B) {
 		if err != nil {
 			panic(err)
 		}
-		if vs := cs.validate("arguments_json", args); len(vs) > 0 {
-			panic(vs)
+		if err := cs.validate("arguments_json", args); err != nil {
+			panic(err)
 		}
 	}
 	b.Run("goroutine=fresh", func(b *testing.B) {

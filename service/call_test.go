@@ -101,7 +101,7 @@ func TestValidateNamesPaths(t *testing.T) {
 			t.Fatalf("decodeArgumentsJSON(%s): %v", tt.in, err)
 		}
 		var got []string
-		for _, v := range cs.validate("arguments_json", args) {
+		for _, v := range violationsOf(cs.validate("arguments_json", args)) {
 			got = append(got, v.GetField())
 		}
 		if !slices.Equal(got, tt.want) {
@@ -122,7 +122,7 @@ func TestValidatePathsUnderID(t *testing.T) {
 		t.Fatal(cs.problem)
 	}
 	args, _ := decodeArgumentsJSON(`{"a": {"b": "x"}}`)
-	vs := cs.validate("arguments", args)
+	vs := violationsOf(cs.validate("arguments", args))
 	if len(vs) != 1 || vs[0].GetField() != "arguments.a.b" {
 		t.Fatalf("validate = %v, want arguments.a.b", vs)
 	}
@@ -281,8 +281,8 @@ func BenchmarkValidateArguments(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if vs := c.get("h", testSchema).validate("arguments_json", args); vs != nil {
-			b.Fatal(vs)
+		if err := c.get("h", testSchema).validate("arguments_json", args); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -161,8 +161,14 @@ func (s *Server) validateArguments(tool *mcpbridge.Tool, field string, obj map[s
 			s.log.Warn("inputSchema not used: calls to the tool are forwarded without validation", "server", tool.Server, "tool", tool.Name, "why", cs.problem)
 		}
 		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
-	} else if vs := cs.validate(field, obj); len(vs) > 0 {
-		return fieldsError(field, vs...)
+	} else if err := cs.validate(field, obj); err != nil {
+		if err.meta["limit"] == limitValidationSteps && cs.costWarned.CompareAndSwap(false, true) {
+			// The caller's arguments decide the cost, but a schema whose
+			// count multiplies with nesting is the upstream's doing.
+			s.log.Warn("arguments refused unvalidated: the inputSchema's alternatives multiply with nesting, past the validation budget",
+				"server", tool.Server, "tool", tool.Name, "limit", maxValidationSteps)
+		}
+		return err
 	}
 	return nil
 }

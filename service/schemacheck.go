@@ -35,7 +35,9 @@ import (
 // A recursive schema that descends into the value on every cycle (a tree:
 // properties.children.items.$ref "#") is legitimate and passes: its
 // recursion is bounded by the depth of the arguments, which the edge bounds
-// (MaxArgumentsDepth).
+// (MaxArgumentsDepth). Whether its alternatives multiply with that depth
+// depends on the arguments: each call's cost is counted before it is
+// validated (schemacost.go), over the graph built here.
 const (
 	maxSchemaDepth = 128    // subschema nesting
 	maxSchemaNodes = 10_000 // subschemas in one inputSchema
@@ -82,9 +84,10 @@ type schemaGraph struct {
 	dynamic map[string][]*schemaNode
 }
 
-// checkSchema says why root must not be evaluated, or returns nil. root has
-// been resolved by jsonschema-go (its references all resolve locally).
-func checkSchema(root *jsonschema.Schema) error {
+// checkSchema says why root must not be evaluated, or returns its graph
+// (which costModel reuses). root has been resolved by jsonschema-go (its
+// references all resolve locally).
+func checkSchema(root *jsonschema.Schema) (*schemaGraph, error) {
 	g := &schemaGraph{
 		draft7:  root.Schema == "http://json-schema.org/draft-07/schema#" || root.Schema == "https://json-schema.org/draft-07/schema#",
 		byPath:  map[string]*schemaNode{},
@@ -92,11 +95,11 @@ func checkSchema(root *jsonschema.Schema) error {
 		dynamic: map[string][]*schemaNode{},
 	}
 	if err := g.add(root, nil, 0, nil, &url.URL{}); err != nil {
-		return err
+		return nil, err
 	}
 	for _, n := range g.nodes {
 		if err := g.link(n); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, n := range g.nodes {
@@ -105,15 +108,15 @@ func checkSchema(root *jsonschema.Schema) error {
 			for i, c := range cycle {
 				parts[i] = pointerString(c.path)
 			}
-			return fmt.Errorf("its subschemas refer to each other without descending into the arguments (%s), which would recurse forever", strings.Join(parts, " → "))
+			return nil, fmt.Errorf("its subschemas refer to each other without descending into the arguments (%s), which would recurse forever", strings.Join(parts, " → "))
 		}
 	}
 	for _, n := range g.nodes {
 		if g.countSteps(n) > maxSchemaSteps {
-			return fmt.Errorf("more than %d subschemas apply to one value at %s (references multiply)", maxSchemaSteps, pointerString(n.path))
+			return nil, fmt.Errorf("more than %d subschemas apply to one value at %s (references multiply)", maxSchemaSteps, pointerString(n.path))
 		}
 	}
-	return nil
+	return g, nil
 }
 
 // add records s and its subschemas, with their base URIs and anchors, the

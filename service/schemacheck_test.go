@@ -144,6 +144,9 @@ func FuzzSchemaCheck(f *testing.F) {
 	for _, tc := range legitimateSchemas {
 		f.Add(tc.schema)
 	}
+	for _, tc := range multiplyingSchemas {
+		f.Add(tc.schema)
+	}
 	args := []map[string]any{
 		{},
 		{"x": int64(1), "a": "s", "children": []any{map[string]any{"name": "n"}}},

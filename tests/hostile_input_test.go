@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -213,5 +214,84 @@ func TestDuplicateArgumentKeys(t *testing.T) {
 	}
 	if n := upstreamCalls(t, ctx, p.client, "up")["echo"]; n != 0 {
 		t.Errorf("the upstream received %v echo calls", n)
+	}
+}
+
+// TestHostileValidationCost: a real go-sdk upstream serves schemas that
+// checkSchema accepts (their recursion descends into the arguments) but
+// whose alternatives each descend into the same member, so validating
+// arguments nested d levels costs 2^d schema applications: 40 levels would
+// have pinned a CPU in jsonschema-go's validator for hours, past any
+// deadline. Such a call is now refused before validation, INVALID_ARGUMENT
+// / ARGUMENTS_INVALID naming the field and the limit, for arguments_json
+// and arguments alike; the operator gets one warning naming server and
+// tool; shallow arguments are still validated and forwarded, and toolsvc
+// keeps serving.
+func TestHostileValidationCost(t *testing.T) {
+	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	schemas := map[string]string{
+		"anyof_items": `{"type": "object", "properties": {"a": {"$ref": "#/$defs/t"}},
+			"$defs": {"t": {"anyOf": [{"items": {"$ref": "#/$defs/t"}}, {"items": {"$ref": "#/$defs/t"}}]}}}`,
+		"allof_props": `{"type": "object", "allOf": [{"properties": {"a": {"$ref": "#"}}}, {"properties": {"a": {"$ref": "#"}}}]}`,
+	}
+	nestedArrays := func(depth int) string {
+		return `{"a": ` + strings.Repeat(`[`, depth) + strings.Repeat(`]`, depth) + `}`
+	}
+	args := map[string]func(depth int) string{
+		"anyof_items": nestedArrays,
+		"allof_props": func(depth int) string { s, _ := nestedArgs(depth); return s },
+	}
+	for _, n := range []string{"allof_props", "anyof_items"} {
+		callJSON(t, ctx, p.client, "up__add_tool", fmt.Sprintf(`{"name": %q, "schema": %q}`, n, schemas[n]))
+	}
+	eventually(t, 20*time.Second, "the added tools in the catalog", func() bool {
+		tools, _ := listAll(t, ctx, p.client, 0)
+		return hasTool(tools, "up__anyof_items") && hasTool(tools, "up__allof_props")
+	})
+
+	for _, n := range []string{"allof_props", "anyof_items"} {
+		tool := "up__" + n
+		// Shallow arguments: validated (the schema is used) and forwarded.
+		res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: args[n](6)})
+		if err != nil || resultText(res) != n+" ok" {
+			t.Fatalf("%s, 6 levels: %v, %v", tool, res, err)
+		}
+		// 40 levels, twice over arguments_json and once as a Struct.
+		deep := args[n](40)
+		var m map[string]any
+		if err := json.Unmarshal([]byte(deep), &m); err != nil {
+			t.Fatal(err)
+		}
+		st, err := structpb.NewStruct(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, req := range []*toolsvcv1.CallToolRequest{
+			{Name: tool, ArgumentsJson: deep}, {Name: tool, ArgumentsJson: deep}, {Name: tool, Arguments: st},
+		} {
+			field := "arguments_json"
+			if i == 2 {
+				field = "arguments"
+			}
+			_, err := p.client.CallTool(ctx, req)
+			ei := wantStatus(t, err, codes.InvalidArgument, "ARGUMENTS_INVALID", "up", tool)
+			if ei.GetMetadata()["limit"] != "max_validation_steps" || ei.GetMetadata()["max_validation_steps"] == "" {
+				t.Errorf("%s: ErrorInfo metadata %v, want the validation limit", tool, ei.GetMetadata())
+			}
+			if got := fieldViolations(err); !slices.Equal(got, []string{field}) {
+				t.Errorf("%s: violations on %q, want %s", tool, got, field)
+			}
+		}
+		p.log.waitFor(t, regexp.MustCompile(`level=WARN msg="arguments refused unvalidated.*server=up tool=`+tool+` limit=`), 5*time.Second)
+		if c := strings.Count(p.log.String(), "tool="+tool+" limit="); c != 1 {
+			t.Errorf("%s: %d warnings, want one", tool, c)
+		}
+	}
+	// Still serving: a call after the refusals goes through.
+	res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__anyof_items", ArgumentsJson: nestedArrays(3)})
+	if err != nil || resultText(res) != "anyof_items ok" || !running(p) {
+		t.Fatalf("after the refusals: %v, %v (running %v)", res, err, running(p))
 	}
 }
