@@ -270,8 +270,11 @@ func Parse(file string, data []byte) (*Config, error) {
 	if servers == nil {
 		add("", "mcpServers", "required: an object mapping server names to their settings")
 	}
+	// Every reference of the file draws on one budget (MaxResolvedBytes),
+	// and no problem text shows what a reference resolved to.
+	refs := newResolved()
 	if len(f.Auth) > 0 && string(f.Auth) != "null" {
-		cfg.Auth = parseAuth(f.Auth, func(field, format string, args ...any) { add("", "auth."+field, format, args...) })
+		cfg.Auth = parseAuth(f.Auth, refs, func(field, format string, args ...any) { add("", "auth."+field, format, args...) })
 	}
 	b := &cfg.Bridge
 	b.StartupTimeout, b.ConnectTimeout, b.CallTimeout = f.StartupTimeout.D, f.ConnectTimeout.D, f.CallTimeout.D
@@ -290,7 +293,7 @@ func Parse(file string, data []byte) (*Config, error) {
 			add(name, "", "want an object of server settings")
 			continue
 		}
-		exp := newExpander()
+		exp := newExpander(refs)
 		expandFailed := false
 		tree = exp.expand(tree, "", func(path string, err error) {
 			add(name, path, "%v", err)
@@ -409,6 +412,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		add(fe.Server, fe.Field, "%v", fe.Err)
 	}
 	if len(probs) > 0 {
+		for i := range probs {
+			probs[i].Msg = refs.redact(probs[i].Msg)
+		}
 		return nil, probs
 	}
 	return cfg, nil
@@ -591,14 +597,14 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // parseAuth decodes and checks the "auth" section.
-func parseAuth(raw json.RawMessage, add func(field, format string, args ...any)) *Auth {
+func parseAuth(raw json.RawMessage, refs *resolved, add func(field, format string, args ...any)) *Auth {
 	var tree any
 	_ = json.Unmarshal(raw, &tree)
 	if _, ok := tree.(map[string]any); !ok {
 		add("", "want an object")
 		return nil
 	}
-	exp := newExpander()
+	exp := newExpander(refs)
 	tree = exp.expand(tree, "", func(path string, err error) { add(path, "%v", err) })
 	raw, _ = json.Marshal(tree)
 	dec := json.NewDecoder(bytes.NewReader(raw))
