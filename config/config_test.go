@@ -279,3 +279,28 @@ func TestParseBareNames(t *testing.T) {
 		t.Fatalf("bareNames \"yes\": %v", err)
 	}
 }
+
+// TestServerNameCharacters: a server name or namePrefix outside the MCP
+// tool-name characters is refused with the field named, and the problem
+// text carries the name escaped, never a raw control character.
+func TestServerNameCharacters(t *testing.T) {
+	for _, c := range []struct{ file, data, want string }{
+		{"c.json", `{"mcpServers": {"a\u001b[2Jb": {"command": "x"}}}`, `server "a\x1b[2Jb": field "name": server name "a\x1b[2Jb" has characters outside [A-Za-z0-9_.-]`},
+		{"c.json", `{"mcpServers": {"my server": {"command": "x"}}}`, `server "my server": field "name"`},
+		{"c.yaml", "mcpServers:\n  \"a\\x07b\":\n    command: x\n", `c.yaml:2: server "a\ab": field "name"`},
+		{"c.json", `{"mcpServers": {"ok": {"command": "x", "namePrefix": "p\u009b31m"}}}`, `server "ok": field "namePrefix": "p\u009b31m" must match`},
+	} {
+		_, err := Parse(c.file, []byte(c.data))
+		msg := fmt.Sprint(err)
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("Parse(%s) = %s\nwant %s", c.data, msg, c.want)
+		}
+		if strings.ContainsFunc(msg, func(r rune) bool { return r != '\n' && (r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0)) }) {
+			t.Errorf("Parse(%s) problem holds a raw control character: %q", c.data, msg)
+		}
+	}
+	c, err := Parse("c.json", []byte(`{"mcpServers": {"github.com": {"command": "x"}, "My-Server_2": {"command": "y"}}}`))
+	if err != nil || len(c.Bridge.Servers) != 2 {
+		t.Fatalf("Parse(valid names) = %v", err)
+	}
+}
