@@ -236,6 +236,14 @@ func Parse(file string, data []byte) (*Config, error) {
 		probs = append(probs, Problem{File: file, Line: lineOf(lines, server, field), Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	var top map[string]json.RawMessage
+	if !isYAML(file) { // the YAML decoder refuses duplicate keys itself
+		if dups := duplicateKeys(data); len(dups) > 0 {
+			for _, d := range dups {
+				probs = append(probs, d.problem(file))
+			}
+			return nil, probs
+		}
+	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		p := Problem{File: file, Msg: "not a JSON object: " + err.Error()}
 		var se *json.SyntaxError
@@ -615,8 +623,14 @@ func parseAuth(raw json.RawMessage, refs *resolved, add func(field, format strin
 		return nil
 	}
 	a.Secrets = exp.values()
-	for name, tok := range a.Tokens {
-		if len(tok) < 16 {
+	for _, name := range sortedKeys(a.Tokens) {
+		tok := a.Tokens[name]
+		switch {
+		case strings.TrimSpace(tok) != tok:
+			// An "authorization: Bearer" value is trimmed (RFC 9110 field
+			// values), so such a token could never match.
+			add("tokens."+name, "has leading or trailing whitespace (the value is not shown)")
+		case len(tok) < 16:
 			add("tokens."+name, "a bearer token must be at least 16 characters")
 		}
 		a.Secrets = append(a.Secrets, tok)
