@@ -236,6 +236,14 @@ func Parse(file string, data []byte) (*Config, error) {
 		probs = append(probs, Problem{File: file, Line: lineOf(lines, server, field), Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	var top map[string]json.RawMessage
+	if !isYAML(file) { // the YAML decoder refuses duplicate keys itself
+		if dups := duplicateKeys(data); len(dups) > 0 {
+			for _, d := range dups {
+				probs = append(probs, d.problem(file))
+			}
+			return nil, probs
+		}
+	}
 	if err := json.Unmarshal(data, &top); err != nil {
 		p := Problem{File: file, Msg: "not a JSON object: " + err.Error()}
 		var se *json.SyntaxError
@@ -270,8 +278,11 @@ func Parse(file string, data []byte) (*Config, error) {
 	if servers == nil {
 		add("", "mcpServers", "required: an object mapping server names to their settings")
 	}
+	// Every reference of the file draws on one budget (MaxResolvedBytes),
+	// and no problem text shows what a reference resolved to.
+	refs := newResolved()
 	if len(f.Auth) > 0 && string(f.Auth) != "null" {
-		cfg.Auth = parseAuth(f.Auth, func(field, format string, args ...any) { add("", "auth."+field, format, args...) })
+		cfg.Auth = parseAuth(f.Auth, refs, func(field, format string, args ...any) { add("", "auth."+field, format, args...) })
 	}
 	b := &cfg.Bridge
 	b.StartupTimeout, b.ConnectTimeout, b.CallTimeout = f.StartupTimeout.D, f.ConnectTimeout.D, f.CallTimeout.D
@@ -290,7 +301,7 @@ func Parse(file string, data []byte) (*Config, error) {
 			add(name, "", "want an object of server settings")
 			continue
 		}
-		exp := newExpander()
+		exp := newExpander(refs)
 		expandFailed := false
 		tree = exp.expand(tree, "", func(path string, err error) {
 			add(name, path, "%v", err)
@@ -409,6 +420,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		add(fe.Server, fe.Field, "%v", fe.Err)
 	}
 	if len(probs) > 0 {
+		for i := range probs {
+			probs[i].Msg = refs.redact(probs[i].Msg)
+		}
 		return nil, probs
 	}
 	return cfg, nil
@@ -591,14 +605,14 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // parseAuth decodes and checks the "auth" section.
-func parseAuth(raw json.RawMessage, add func(field, format string, args ...any)) *Auth {
+func parseAuth(raw json.RawMessage, refs *resolved, add func(field, format string, args ...any)) *Auth {
 	var tree any
 	_ = json.Unmarshal(raw, &tree)
 	if _, ok := tree.(map[string]any); !ok {
 		add("", "want an object")
 		return nil
 	}
-	exp := newExpander()
+	exp := newExpander(refs)
 	tree = exp.expand(tree, "", func(path string, err error) { add(path, "%v", err) })
 	raw, _ = json.Marshal(tree)
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -609,8 +623,14 @@ func parseAuth(raw json.RawMessage, add func(field, format string, args ...any))
 		return nil
 	}
 	a.Secrets = exp.values()
-	for name, tok := range a.Tokens {
-		if len(tok) < 16 {
+	for _, name := range sortedKeys(a.Tokens) {
+		tok := a.Tokens[name]
+		switch {
+		case strings.TrimSpace(tok) != tok:
+			// An "authorization: Bearer" value is trimmed (RFC 9110 field
+			// values), so such a token could never match.
+			add("tokens."+name, "has leading or trailing whitespace (the value is not shown)")
+		case len(tok) < 16:
 			add("tokens."+name, "a bearer token must be at least 16 characters")
 		}
 		a.Secrets = append(a.Secrets, tok)

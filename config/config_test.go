@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -277,5 +279,105 @@ func TestParseBareNames(t *testing.T) {
 	_, err = Parse("b.json", []byte(`{"mcpServers": {"main": {"command": "x", "bareNames": "yes"}}}`))
 	if err == nil || !strings.Contains(err.Error(), `field "bareNames"`) {
 		t.Fatalf("bareNames \"yes\": %v", err)
+	}
+}
+
+// TestServerNameCharacters: a server name or namePrefix outside the MCP
+// tool-name characters is refused with the field named, and the problem
+// text carries the name escaped, never a raw control character.
+func TestServerNameCharacters(t *testing.T) {
+	for _, c := range []struct{ file, data, want string }{
+		{"c.json", `{"mcpServers": {"a\u001b[2Jb": {"command": "x"}}}`, `server "a\x1b[2Jb": field "name": server name "a\x1b[2Jb" has characters outside [A-Za-z0-9_.-]`},
+		{"c.json", `{"mcpServers": {"my server": {"command": "x"}}}`, `server "my server": field "name"`},
+		{"c.yaml", "mcpServers:\n  \"a\\x07b\":\n    command: x\n", `c.yaml:2: server "a\ab": field "name"`},
+		{"c.json", `{"mcpServers": {"ok": {"command": "x", "namePrefix": "p\u009b31m"}}}`, `server "ok": field "namePrefix": "p\u009b31m" must match`},
+	} {
+		_, err := Parse(c.file, []byte(c.data))
+		msg := fmt.Sprint(err)
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("Parse(%s) = %s\nwant %s", c.data, msg, c.want)
+		}
+		if strings.ContainsFunc(msg, func(r rune) bool { return r != '\n' && (r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0)) }) {
+			t.Errorf("Parse(%s) problem holds a raw control character: %q", c.data, msg)
+		}
+	}
+	c, err := Parse("c.json", []byte(`{"mcpServers": {"github.com": {"command": "x"}, "My-Server_2": {"command": "y"}}}`))
+	if err != nil || len(c.Bridge.Servers) != 2 {
+		t.Fatalf("Parse(valid names) = %v", err)
+	}
+}
+
+// TestParseRefusesDuplicateJSONKeys: a key repeated in one JSON object (a
+// second server of the same name, a repeated field, token or header) is
+// refused like YAML refuses it, naming the key and both lines, instead of
+// the last one silently winning.
+func TestParseRefusesDuplicateJSONKeys(t *testing.T) {
+	data := []byte(`{
+  "mcpServers": {
+    "github": {"command": "gh-mcp"},
+    "github": {"command": "evil"},
+    "s": {"command": "x",
+      "headers": {"A": "1", "A": "2"},
+      "command": "y"}
+  },
+  "auth": {"tokens": {"a": "0123456789abcdef",
+    "a": "fedcba9876543210"}, "rules": [{"principal": "p", "allow": [], "principal": "q"}]}
+}`)
+	_, err := Parse("d.json", data)
+	var probs Problems
+	if !errors.As(err, &probs) {
+		t.Fatalf("Parse = %v, want Problems", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`d.json:4: server "github": duplicate key "github" (first at line 3)`,
+		`d.json:6: server "s": field "headers.A": duplicate key "A" (first at line 6)`,
+		`d.json:7: server "s": field "command": duplicate key "command" (first at line 5)`,
+		`d.json:10: field "auth.tokens.a": duplicate key "a" (first at line 9)`,
+		`d.json:10: field "auth.rules[0].principal": duplicate key "principal" (first at line 10)`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("problems lack %q:\n%s", want, msg)
+		}
+	}
+	if len(probs) != 5 {
+		t.Errorf("%d problems, want 5:\n%s", len(probs), msg)
+	}
+	// The YAML loader already refuses them.
+	if _, err := Parse("d.yaml", []byte("mcpServers:\n  a: {command: x}\n  a: {command: y}\n")); err == nil || !strings.Contains(err.Error(), "already defined") {
+		t.Errorf("YAML duplicate = %v", err)
+	}
+	// Deep nesting is walked without recursion.
+	deep := `{"mcpServers": {"s": {"command": "x", "env": {}}}, "x": ` + strings.Repeat("[", 100000) + strings.Repeat("]", 100000) + `}`
+	if _, err := Parse("deep.json", []byte(deep)); err == nil || !strings.Contains(err.Error(), "exceeded max depth") {
+		t.Errorf("Parse(100,000 nested arrays) = %v, want the decoder's depth refusal", err)
+	}
+}
+
+// TestParseRefusesTokensWithWhitespace: a static auth token with leading or
+// trailing whitespace (a stray space in the file, a "\t" from a secret file)
+// is refused with its field named and without its value; the bearer header
+// a client sends could never carry it.
+func TestParseRefusesTokensWithWhitespace(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tok")
+	if err := os.WriteFile(file, []byte("file-token-0123456789 \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TOOLSVC_TEST_WS_TOKEN", "\tenv-token-0123456789")
+	data := fmt.Sprintf(`{"auth": {"tokens": {"lead": " lead-token-0123456789", "trail": "trail-token-0123456789 ",
+		"env": "${TOOLSVC_TEST_WS_TOKEN}", "file": "${file:%s}", "ok": "ok-token-0123456789"}}, "mcpServers": {"x": {"command": "x"}}}`, file)
+	_, err := Parse("t.json", []byte(data))
+	var probs Problems
+	if !errors.As(err, &probs) || len(probs) != 4 {
+		t.Fatalf("Parse = %v, want 4 problems", err)
+	}
+	msg := err.Error()
+	for _, name := range []string{"lead", "trail", "env", "file"} {
+		if want := fmt.Sprintf(`field "auth.tokens.%s": has leading or trailing whitespace`, name); !strings.Contains(msg, want) {
+			t.Errorf("problems lack %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "token-0123456789") {
+		t.Errorf("a token value is in the problems:\n%s", msg)
 	}
 }

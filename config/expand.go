@@ -1,12 +1,34 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
 )
+
+// MaxFileRefSize is the largest file a ${file:} reference reads: 1 MiB.
+// Secrets are tokens, keys and certificates (a 4096-bit RSA key in PEM is
+// about 3 KiB, a public CA bundle about 220 KiB), so the cap leaves room for
+// any of them while bounding what one reference can cost. The file is read
+// through the limit, never read whole and checked afterwards.
+const MaxFileRefSize = 1 << 20
+
+// MaxResolvedBytes bounds what the ${ENV} and ${file:} references of one
+// configuration file resolve to in total: 16 MiB. Without it, one 1 MiB file
+// referenced ten thousand times would need 10 GB.
+const MaxResolvedBytes = 16 << 20
+
+// errOverBudget is reported when a file's references resolve to more than
+// MaxResolvedBytes.
+var errOverBudget = fmt.Errorf("the references of this configuration resolve to more than %d MiB in total (the limit)", MaxResolvedBytes>>20)
 
 // refPattern matches ${NAME} and ${file:/path}; $${ is a literal ${.
 var refPattern = regexp.MustCompile(`\$\$\{|\$\{([^}]*)\}`)
@@ -19,10 +41,124 @@ type expander struct {
 	lookupEnv func(string) (string, bool)
 	readFile  func(string) ([]byte, error)
 	secrets   map[string]bool
+	refs      *resolved
 }
 
-func newExpander() *expander {
-	return &expander{lookupEnv: os.LookupEnv, readFile: os.ReadFile, secrets: map[string]bool{}}
+// resolved is what the references of one configuration file resolved to,
+// shared by every expander of one Parse.
+type resolved struct {
+	// budget is what the references may still add (MaxResolvedBytes).
+	budget int
+	// values are the strings that held references and the references
+	// themselves, as written and as resolved, for redacting problem texts.
+	values []resolution
+}
+
+// resolution is a string as written (with ${…}) and as resolved.
+type resolution struct{ written, value string }
+
+func newResolved() *resolved { return &resolved{budget: MaxResolvedBytes} }
+
+func newExpander(refs *resolved) *expander {
+	return &expander{lookupEnv: os.LookupEnv, readFile: readRefFile, secrets: map[string]bool{}, refs: refs}
+}
+
+// redact replaces every resolved value in a problem's text by where it came
+// from ("the value from ${TIMEOUT}"): a value resolved into a wrongly typed
+// field must not be printed ("<the secret>" is not a duration). Quoted forms
+// (as %q and JSON print them) are replaced whatever their length; bare
+// occurrences from 4 characters on, like the log redaction (shorter ones
+// would match ordinary words).
+func (r *resolved) redact(msg string) string {
+	vals := slices.Clone(r.values)
+	// Longest first: a whole string before the references inside it.
+	slices.SortStableFunc(vals, func(a, b resolution) int { return len(b.value) - len(a.value) })
+	for _, v := range vals {
+		if v.value == "" {
+			continue
+		}
+		from := v.written
+		if !refPattern.MatchString(from) || refPattern.FindString(from) != from {
+			from = strconv.Quote(from)
+		}
+		with := "the value from " + from
+		js, _ := json.Marshal(v.value)
+		msg = strings.ReplaceAll(msg, strconv.Quote(v.value), with)
+		msg = strings.ReplaceAll(msg, string(js), with)
+		if len(v.value) >= 4 {
+			msg = strings.ReplaceAll(msg, v.value, with)
+		}
+	}
+	return msg
+}
+
+// readRefFile reads the file of a ${file:} reference: a regular file (after
+// following symlinks, as Kubernetes secret mounts need) of at most
+// MaxFileRefSize bytes. Devices (/dev/zero, /dev/stdin), FIFOs, sockets and
+// directories are refused before anything is read, as are the pseudo-files
+// of /proc and /sys: they call themselves regular, but report a size that is
+// not their content's (0 for /proc/self/environ).
+func readRefFile(name string) ([]byte, error) {
+	if real, err := filepath.EvalSymlinks(name); err == nil && pseudoFS(real) {
+		return nil, fmt.Errorf("refused: %s is a pseudo-file of the kernel, not a regular file", real)
+	}
+	// O_NONBLOCK: opening a FIFO must not wait for a writer (open(2)); it
+	// does nothing for a regular file.
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
+	}
+	defer f.Close()
+	// Stat the open file, not the name: what is read is what was checked.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("refused: not a regular file (%s); ${file:} reads regular files only", fileKind(fi.Mode()))
+	}
+	if fi.Size() > MaxFileRefSize {
+		return nil, fmt.Errorf("refused: the file is larger than the 1 MiB limit of ${file:} (%d bytes)", fi.Size())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileRefSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
+	}
+	switch {
+	case len(b) > MaxFileRefSize:
+		return nil, fmt.Errorf("refused: the file is larger than the 1 MiB limit of ${file:} (it grew while read)")
+	case int64(len(b)) != fi.Size():
+		// A regular file's content is its size; a kernel pseudo-file's is not.
+		return nil, fmt.Errorf("refused: the file reports %d bytes but holds %d: a pseudo-file, or changing while read", fi.Size(), len(b))
+	}
+	return b, nil
+}
+
+// pseudoFS reports whether a resolved path lies in /proc or /sys.
+func pseudoFS(p string) bool {
+	for _, root := range []string{"/proc", "/sys"} {
+		if p == root || strings.HasPrefix(p, root+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// fileKind names the type of a file that is not regular.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "an irregular file"
 }
 
 // expandString resolves the references in s.
@@ -31,11 +167,13 @@ func (e *expander) expandString(s string) (string, error) {
 		return s, nil
 	}
 	var firstErr error
+	hadRef := false
 	out := refPattern.ReplaceAllStringFunc(s, func(m string) string {
 		if m == "$${" {
 			return "${"
 		}
 		ref := m[2 : len(m)-1]
+		hadRef = true
 		var v string
 		switch {
 		case strings.HasPrefix(ref, "file:"):
@@ -43,7 +181,7 @@ func (e *expander) expandString(s string) (string, error) {
 			b, err := e.readFile(path)
 			if err != nil {
 				if firstErr == nil {
-					firstErr = fmt.Errorf("${file:%s}: cannot read the file: %v", path, unwrapPathError(err))
+					firstErr = fmt.Errorf("${file:%s}: %w", path, err)
 				}
 				return ""
 			}
@@ -63,11 +201,22 @@ func (e *expander) expandString(s string) (string, error) {
 			}
 			return ""
 		}
+		if e.refs.budget < len(v) {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("%s: %w", m, errOverBudget)
+			}
+			return ""
+		}
+		e.refs.budget -= len(v)
+		e.refs.values = append(e.refs.values, resolution{m, v})
 		if len(v) >= 4 {
 			e.secrets[v] = true
 		}
 		return v
 	})
+	if hadRef {
+		e.refs.values = append(e.refs.values, resolution{s, out})
+	}
 	return out, firstErr
 }
 

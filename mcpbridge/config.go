@@ -107,7 +107,10 @@ type BreakerConfig struct {
 // ServerConfig describes one upstream MCP server. Zero durations mean the
 // Config-wide value, and that the package default.
 type ServerConfig struct {
-	// Name is unique, non-empty, and contains no "__".
+	// Name is unique, 1 to MaxServerNameLen characters from [A-Za-z0-9_.-]
+	// (the MCP tool-name characters, so "<name>__<tool>" is a valid MCP tool
+	// name and no name carries a control character), with no "__" and no
+	// leading or trailing '_' (ValidateServerName).
 	Name      string
 	Transport Transport
 

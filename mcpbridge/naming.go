@@ -102,12 +102,29 @@ func ValidatePrefix(p string) error {
 	return nil
 }
 
+// MaxServerNameLen is the longest server name. Exposed names use at most
+// MaxNameLen/2 characters of it (ServerPrefix); the rest only costs room in
+// statuses, logs and CLI tables.
+const MaxServerNameLen = MaxNameLen
+
+// serverNameChars are the characters of a server name: those the MCP
+// specification allows in tool names (A-Z, a-z, 0-9, '_', '-', '.';
+// https://modelcontextprotocol.io/specification/2025-11-25/server/tools#tool-names),
+// so that "<server>__<tool>" stays a valid MCP tool name, and so that no
+// name can carry a control character to a terminal or a log.
+var serverNameChars = regexp.MustCompile(`^[A-Za-z0-9_.-]*$`)
+
 // ValidateServerName says what is wrong with a configured server name, or
-// returns nil.
+// returns nil. A name is 1 to MaxServerNameLen characters from
+// [A-Za-z0-9_.-], without "__" and not starting or ending with '_'.
 func ValidateServerName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("server name is empty")
+	case len(name) > MaxServerNameLen:
+		return fmt.Errorf("server name %.20q… is longer than %d characters", name, MaxServerNameLen)
+	case !serverNameChars.MatchString(name):
+		return fmt.Errorf("server name %q has characters outside [A-Za-z0-9_.-] (the MCP tool-name characters)", name)
 	case strings.Contains(name, nameSep):
 		return fmt.Errorf("server name %q contains %q, which separates server and tool in exposed names", name, nameSep)
 	case strings.HasPrefix(name, "_") || strings.HasSuffix(name, "_"):

@@ -60,12 +60,12 @@ func TestServerPrefixLong(t *testing.T) {
 }
 
 func TestValidateServerName(t *testing.T) {
-	for _, bad := range []string{"", "a__b", "_a", "a_"} {
+	for _, bad := range []string{"", "a__b", "_a", "a_", "my server", "a\x1b[2Jb", "a\nb", "a\u202eb", "naïve", "a/b", strings.Repeat("s", MaxServerNameLen+1)} {
 		if ValidateServerName(bad) == nil {
 			t.Errorf("ValidateServerName(%q) = nil, want an error", bad)
 		}
 	}
-	for _, good := range []string{"github", "my-server", "a_b", "my server", "github.com"} {
+	for _, good := range []string{"github", "my-server", "a_b", "github.com", "Srv.v2-x_y", strings.Repeat("s", MaxServerNameLen)} {
 		if err := ValidateServerName(good); err != nil {
 			t.Errorf("ValidateServerName(%q) = %v, want nil", good, err)
 		}

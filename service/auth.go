@@ -37,24 +37,46 @@ type JWTOptions struct {
 	Audience string // required audience, if set
 }
 
+// MaxBearerLen is the longest bearer credential (static token or JWT)
+// Authenticate looks at: 8 KiB. Longer ones are refused before any parsing,
+// so a caller cannot make toolsvc base64-decode and JSON-parse megabytes of
+// header (grpc-go accepts header lists up to 16 MiB). Identity-provider
+// tokens stay far below it (a token with a few dozen group claims is 2 to
+// 4 KiB), and 8 KiB is the header-line limit of common proxies (nginx's
+// large_client_header_buffers), so a longer token could not pass one anyway.
+const MaxBearerLen = 8 << 10
+
 // Authenticator establishes the caller of each RPC: a static bearer token,
 // a JWT, or a client certificate verified by the server's mTLS setup (the
 // principal is then the certificate's subject common name).
+//
+// Principals of every method share one namespace (rules and admins match
+// names, whatever authenticated them), so a JWT whose subject is the name of
+// a static-token principal is refused: an identity provider's user "ops"
+// must not receive the rights configured for the token principal "ops".
 type Authenticator struct {
-	tokens map[string]string // token -> principal
-	jwt    *JWTOptions
-	mtls   bool
+	tokens     map[string]string // token -> principal
+	tokenNames map[string]bool   // the principals of tokens
+	jwt        *JWTOptions
+	mtls       bool
 }
 
 // NewAuthenticator returns an authenticator; tokens maps bearer tokens to
 // principal names. With nothing configured every call is refused.
 func NewAuthenticator(tokens map[string]string, jwtOpts *JWTOptions, mtls bool) *Authenticator {
-	return &Authenticator{tokens: tokens, jwt: jwtOpts, mtls: mtls}
+	names := map[string]bool{}
+	for _, name := range tokens {
+		names[name] = true
+	}
+	return &Authenticator{tokens: tokens, tokenNames: names, jwt: jwtOpts, mtls: mtls}
 }
 
 // Authenticate is a go-grpc-middleware auth.AuthFunc.
 func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, error) {
 	if tok, err := auth.AuthFromMD(ctx, "bearer"); err == nil && tok != "" {
+		if len(tok) > MaxBearerLen {
+			return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, fmt.Sprintf("bearer token longer than %d bytes", MaxBearerLen), nil)
+		}
 		for known, name := range a.tokens {
 			if subtle.ConstantTimeCompare([]byte(known), []byte(tok)) == 1 {
 				return context.WithValue(ctx, principalKey{}, Principal{Name: name, Method: "token"}), nil
@@ -65,6 +87,10 @@ func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, erro
 			if err != nil {
 				// The parser's text (kid, claims) stays out of the answer.
 				return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, "invalid bearer JWT (signature, expiry, issuer or audience)", nil)
+			}
+			if a.tokenNames[sub] {
+				return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated,
+					"bearer JWT refused: its subject is the name of a static-token principal (the two must not be confused)", nil)
 			}
 			return context.WithValue(ctx, principalKey{}, Principal{Name: sub, Method: "jwt"}), nil
 		}

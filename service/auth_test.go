@@ -2,11 +2,18 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"math/big"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -248,5 +255,62 @@ func TestRateLimitMaxConcurrent(t *testing.T) {
 	}
 	if _, err := c.CallTool(alice, &toolsvcv1.CallToolRequest{Name: "mem__echo", ArgumentsJson: `{"text": "x"}`}); err != nil {
 		t.Fatalf("call after the first ended = %v", err)
+	}
+}
+
+// TestBearerBounds: a bearer credential over MaxBearerLen is refused
+// UNAUTHENTICATED before it is parsed (a validly signed JWT just over the
+// cap too, one under it passes), and a JWT whose subject is a static-token
+// principal's name is refused, so the two cannot be confused.
+func TestBearerBounds(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, _ := json.Marshal(map[string]any{"keys": []any{map[string]any{"kty": "RSA", "kid": "k1", "use": "sig", "alg": "RS256",
+		"n": base64.RawURLEncoding.EncodeToString(key.N.Bytes()), "e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(key.E)).Bytes())}}})
+	kf, err := keyfunc.NewJWKSetJSON(jwks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sign makes a JWT for sub whose length is about n bytes.
+	sign := func(sub string, n int) string {
+		pad := ""
+		for {
+			tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{"sub": sub, "iss": "idp", "aud": "toolsvc",
+				"exp": time.Now().Add(time.Hour).Unix(), "groups": pad})
+			tok.Header["kid"] = "k1"
+			s, err := tok.SignedString(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s) >= n {
+				return s
+			}
+			pad += strings.Repeat("g", (n-len(s))*3/4+1)
+		}
+	}
+	f := newFixture(t, 1)
+	c, _ := bareServer(t, f, &Options{
+		Authenticator: NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, &JWTOptions{Keyfunc: kf, Issuer: "idp", Audience: "toolsvc"}, false),
+		Authorizer:    NewAuthorizer([]Rule{{Principal: "carol"}, {Principal: "root"}}, []string{"root"}),
+	})
+	ctx := ctxT(t)
+	under := sign("carol", MaxBearerLen-200)
+	if len(under) > MaxBearerLen {
+		t.Fatalf("the JWT under the cap is %d bytes", len(under))
+	}
+	if _, err := c.ListTools(bearer(ctx, under), &toolsvcv1.ListToolsRequest{}); err != nil {
+		t.Fatalf("ListTools with a %d-byte JWT = %v, want it accepted", len(under), err)
+	}
+	for _, tc := range []struct{ what, tok, msg string }{
+		{"a validly signed JWT over the cap", sign("carol", MaxBearerLen+1), "longer than 8192 bytes"},
+		{"a 1 MiB bearer", strings.Repeat("x", 1<<20), "longer than 8192 bytes"},
+		{"a JWT whose subject is a static-token principal", sign("root", 0), "static-token principal"},
+	} {
+		_, err := c.ListTools(bearer(ctx, tc.tok), &toolsvcv1.ListToolsRequest{})
+		if status.Code(err) != codes.Unauthenticated || reasonOf(err) != ReasonUnauthenticated || !strings.Contains(status.Convert(err).Message(), tc.msg) {
+			t.Errorf("ListTools with %s = %v, want UNAUTHENTICATED saying %q", tc.what, err, tc.msg)
+		}
 	}
 }

@@ -53,7 +53,7 @@ func runAdminServer(ctx context.Context, cmd string, args []string) error {
 		printJSON(srv)
 		return nil
 	}
-	fmt.Printf("%s: %s, %d tools, %d connects\n", srv.GetName(),
+	fmt.Printf("%s: %s, %d tools, %d connects\n", termSafe(srv.GetName()),
 		strings.ToLower(strings.TrimPrefix(srv.GetState().String(), "SERVER_STATE_")), srv.GetToolCount(), srv.GetConnectCount())
 	return nil
 }

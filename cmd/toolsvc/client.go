@@ -150,7 +150,7 @@ func runTools(ctx context.Context, args []string) error {
 		if len(desc) > 70 {
 			desc = desc[:67] + "..."
 		}
-		fmt.Fprintf(w, "%s\t%s\t%v\t%s\n", t.GetName(), t.GetServer(), t.GetAvailable(), desc)
+		fmt.Fprintf(w, "%s\t%s\t%v\t%s\n", termSafe(t.GetName()), termSafe(t.GetServer()), t.GetAvailable(), termSafe(desc))
 	}
 	return w.Flush()
 }
@@ -264,7 +264,7 @@ func (p *progressPrinter) show(pr *toolsvcv1.CallToolProgress) {
 			line = fmt.Sprintf("[%s%s] %3.0f%% %g/%g", strings.Repeat("#", n), strings.Repeat(" ", width-n), frac*100, pr.GetProgress(), pr.GetTotal())
 		}
 		if m := pr.GetMessage(); m != "" {
-			line += " " + truncate(m, 60)
+			line += " " + termSafe(truncate(m, 60))
 		}
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 		p.drawn = true
@@ -274,7 +274,7 @@ func (p *progressPrinter) show(pr *toolsvcv1.CallToolProgress) {
 			line += fmt.Sprintf("/%g", pr.GetTotal())
 		}
 		if m := pr.GetMessage(); m != "" {
-			line += " " + m
+			line += " " + termSafe(m)
 		}
 		fmt.Fprintln(p.w, line)
 	}
@@ -303,11 +303,11 @@ func printResult(w io.Writer, resp *toolsvcv1.CallToolResponse) {
 	for _, item := range resp.GetContent() {
 		switch c := item.GetContent().(type) {
 		case *toolsvcv1.Content_Text:
-			fmt.Fprintln(w, c.Text.GetText())
+			fmt.Fprintln(w, termText(c.Text.GetText()))
 		case *toolsvcv1.Content_Image:
-			fmt.Fprintf(w, "[image %s, %s]\n", orUnknown(c.Image.GetMimeType()), byteSize(len(c.Image.GetData())))
+			fmt.Fprintf(w, "[image %s, %s]\n", termSafe(orUnknown(c.Image.GetMimeType())), byteSize(len(c.Image.GetData())))
 		case *toolsvcv1.Content_Audio:
-			fmt.Fprintf(w, "[audio %s, %s]\n", orUnknown(c.Audio.GetMimeType()), byteSize(len(c.Audio.GetData())))
+			fmt.Fprintf(w, "[audio %s, %s]\n", termSafe(orUnknown(c.Audio.GetMimeType())), byteSize(len(c.Audio.GetData())))
 		case *toolsvcv1.Content_ResourceLink:
 			l := c.ResourceLink
 			desc := fmt.Sprintf("[resource link %s", l.GetUri())
@@ -320,7 +320,7 @@ func printResult(w io.Writer, resp *toolsvcv1.CallToolResponse) {
 			if l.Size != nil {
 				desc += ", " + byteSize(int(l.GetSize()))
 			}
-			fmt.Fprintln(w, desc+"]")
+			fmt.Fprintln(w, termSafe(desc)+"]")
 		case *toolsvcv1.Content_Resource:
 			r := c.Resource.GetResource()
 			desc := fmt.Sprintf("[resource %s", r.GetUri())
@@ -333,7 +333,7 @@ func printResult(w io.Writer, resp *toolsvcv1.CallToolResponse) {
 			default:
 				desc += fmt.Sprintf(", %d characters of text", len([]rune(r.GetText())))
 			}
-			fmt.Fprintln(w, desc+"]")
+			fmt.Fprintln(w, termSafe(desc)+"]")
 		default:
 			b, _ := jsonOut.Marshal(item)
 			fmt.Fprintln(w, string(b))
@@ -392,7 +392,7 @@ func runWatch(ctx context.Context, args []string) error {
 		},
 		OnRetry: func(err error, wait time.Duration) {
 			fmt.Fprintf(os.Stderr, "watch: stream ended (%s: %s); resuming in %s\n",
-				status.Code(err), status.Convert(err).Message(), wait.Round(time.Millisecond))
+				status.Code(err), termSafe(status.Convert(err).Message()), wait.Round(time.Millisecond))
 		},
 	}
 	if *f.json {
@@ -428,10 +428,10 @@ func formatWatchEvent(ev catalogwatch.Event) string {
 		case ev.Kind == catalogwatch.Changes:
 			p = "+"
 		}
-		names = append(names, p+t.GetName())
+		names = append(names, p+termSafe(t.GetName()))
 	}
 	for _, n := range ev.Removed {
-		names = append(names, "-"+n)
+		names = append(names, "-"+termSafe(n))
 	}
 	if ev.Kind == catalogwatch.Snapshot || ev.Kind == catalogwatch.Reset {
 		fmt.Fprintf(&b, " %d tools:", len(ev.Tools))
@@ -478,17 +478,17 @@ func runServers(ctx context.Context, args []string) error {
 		if s.GetBreakerRetryTime() != nil {
 			breaker += " until " + s.GetBreakerRetryTime().AsTime().Local().Format("15:04:05")
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", s.GetName(),
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", termSafe(s.GetName()),
 			strings.ToLower(strings.TrimPrefix(s.GetTransport().String(), "TRANSPORT_")),
 			strings.ToLower(strings.TrimPrefix(s.GetState().String(), "SERVER_STATE_")),
-			s.GetToolCount(), s.GetConnectCount(), breaker, refresh, s.GetLastError())
+			s.GetToolCount(), s.GetConnectCount(), breaker, refresh, termSafe(s.GetLastError()))
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
 	if cs := resp.GetConfig(); cs != nil && !cs.GetLastReloadOk() {
 		fmt.Printf("\nconfig reload FAILED at %s; the previous configuration keeps running:\n%s\n",
-			cs.GetLastReloadTime().AsTime().Local().Format("15:04:05"), cs.GetLastReloadError())
+			cs.GetLastReloadTime().AsTime().Local().Format("15:04:05"), termText(cs.GetLastReloadError()))
 	}
 	return nil
 }

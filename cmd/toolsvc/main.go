@@ -68,7 +68,8 @@ func main() {
 			code = ee.code
 		}
 		if err.Error() != "" {
-			fmt.Fprintln(os.Stderr, "toolsvc:", err)
+			// A status message can carry an upstream's text.
+			fmt.Fprintln(os.Stderr, "toolsvc:", termText(err.Error()))
 		}
 		os.Exit(code)
 	}

@@ -52,10 +52,10 @@ func runResources(ctx context.Context, args []string) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "URI\tSERVER\tMIME TYPE\tNAME")
 	for _, r := range res {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.GetUri(), r.GetServer(), r.GetMimeType(), r.GetName())
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termSafe(r.GetUri()), termSafe(r.GetServer()), termSafe(r.GetMimeType()), termSafe(r.GetName()))
 	}
 	for _, t := range tmpls {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s (template)\n", t.GetUriTemplate(), t.GetServer(), t.GetMimeType(), t.GetName())
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s (template)\n", termSafe(t.GetUriTemplate()), termSafe(t.GetServer()), termSafe(t.GetMimeType()), termSafe(t.GetName()))
 	}
 	return w.Flush()
 }
@@ -91,7 +91,7 @@ func runRead(ctx context.Context, args []string) error {
 				return err
 			}
 		default:
-			fmt.Println(rc.GetText())
+			fmt.Println(termText(rc.GetText()))
 		}
 	}
 	return nil
@@ -129,13 +129,13 @@ func runPrompts(ctx context.Context, args []string) error {
 	for _, p := range all {
 		var as []string
 		for _, a := range p.GetArguments() {
-			n := a.GetName()
+			n := termSafe(a.GetName())
 			if a.GetRequired() {
 				n += "*"
 			}
 			as = append(as, n)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", p.GetName(), p.GetServer(), strings.Join(as, ","), truncate(strings.ReplaceAll(p.GetDescription(), "\n", " "), 70))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", termSafe(p.GetName()), termSafe(p.GetServer()), strings.Join(as, ","), termSafe(truncate(strings.ReplaceAll(p.GetDescription(), "\n", " "), 70)))
 	}
 	return w.Flush()
 }
@@ -171,7 +171,7 @@ func runPrompt(ctx context.Context, args []string) error {
 		return nil
 	}
 	for _, m := range resp.GetMessages() {
-		fmt.Printf("%s: ", m.GetRole())
+		fmt.Printf("%s: ", termSafe(m.GetRole()))
 		printResult(os.Stdout, &toolsvcv1.CallToolResponse{Content: []*toolsvcv1.Content{m.GetContent()}})
 	}
 	return nil

@@ -221,6 +221,10 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 2
 	}
+	if err := checkPeers(s.root); err != nil {
+		fmt.Fprintln(os.Stderr, "soak:", err)
+		return 2
+	}
 	s.dir = *workDir
 	if s.dir == "" {
 		if s.dir, err = os.MkdirTemp("", "toolsvc-soak-"); err != nil {
