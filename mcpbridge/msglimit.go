@@ -212,6 +212,7 @@ func (fr *frameReader) next() {
 		fr.buf = append(fr.buf, chunk...)
 		switch {
 		case err == bufio.ErrBufferFull:
+			whole = false // the next chunk goes on this line
 			continue
 		case err != nil:
 			fr.out, fr.err = fr.buf, err // a last frame without its end, then the error
@@ -221,12 +222,13 @@ func (fr *frameReader) next() {
 			fr.out = fr.buf
 			return
 		}
-		lineStart = len(fr.buf)
+		lineStart, whole = len(fr.buf), true
 	}
 }
 
 // skip reads the rest of an oversized frame, keeping none of it. whole
-// says whether chunk starts a line.
+// says whether chunk starts a line: a chunk that ends a line longer than
+// the reader's buffer may be just its newline, which is not a blank line.
 func (fr *frameReader) skip(chunk []byte, err error, whole bool) {
 	var f frameScan
 	f.feed(fr.buf)

@@ -75,7 +75,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 			base: &pushRoundTripper{push: s.push,
 				base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}}, CheckRedirect: u.checkRedirect}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler(),
-			MaxEventSize: u.maxMessage() + 64<<10}, nil
+			MaxEventSize: u.maxMessage() + frameSlack}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
 }
@@ -103,12 +103,29 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	// The connection is closed by closing stdin, not stdout (as go-sdk's
-	// CommandTransport does); the limiter bounds every line, so go-sdk's
-	// own cap is off.
-	return (&mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, t.limit, t.log)),
-		Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, MaxLineLength: -1}).Connect(ctx)
+	return limitedStdio(stdout, &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, t.limit, t.log).Connect(ctx)
 }
+
+// limitedStdio is the newline-delimited JSON transport over a child's
+// stdout and stdin, stdout read through the line limiter. The connection
+// is closed by closing stdin, not stdout (as go-sdk's CommandTransport
+// does).
+//
+// go-sdk's own cap stays on, a little above the limiter's: go-sdk decodes
+// a JSON value, not a line, so a value spread over many short lines (each
+// within the limit) would otherwise be buffered whole by its decoder. A
+// single line never reaches go-sdk's cap (the limiter replaced it first);
+// a multi-line value past it ends the session, as it did before the
+// limiter.
+func limitedStdio(stdout io.Reader, stdin io.WriteCloser, limit int, log *slog.Logger) *mcp.IOTransport {
+	return &mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, limit, log)), Writer: stdin,
+		MaxLineLength: limit + frameSlack}
+}
+
+// frameSlack is what go-sdk's own caps allow beyond the message limit
+// (MaxLineLength, MaxEventSize), so a message the limiter lets through is
+// never refused by them: SSE field names and line ends, a CRLF.
+const frameSlack = 64 << 10
 
 // childStdin closes a stdio child the way the MCP specification asks
 // (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#stdio):
