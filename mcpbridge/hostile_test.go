@@ -396,3 +396,47 @@ func TestOAuthDiscoveryKeepsGoSDKRedirectPolicy(t *testing.T) {
 		t.Fatalf("discovery through a redirect into loopback: err %v, target reached %v; want go-sdk's refusal", err, hit.Load())
 	}
 }
+
+// TestSSEEndpointOnAnotherOriginIsRefused: a legacy SSE server whose
+// endpoint event names another origin gets no session there: the other
+// origin receives no request (no initialize, no headers), and the
+// server's status names the refusal.
+func TestSSEEndpointOnAnotherOriginIsRefused(t *testing.T) {
+	srv := goSDKServer()
+	other := &headerRecorder{h: mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	var reached atomic.Int32
+	otherURL := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		other.ServeHTTP(w, r)
+	}))
+	url := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: endpoint\ndata: " + otherURL + "/messages?sessionid=x\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	b := newTestBridge(t, ServerConfig{Name: "sse", Transport: TransportSSE, URL: url + "/sse",
+		Headers: map[string]string{"X-Api-Key": "key-secret"}})
+	waitStatus(t, b, "sse", "a refused endpoint", func(st ServerStatus) bool {
+		return strings.Contains(st.LastError, "endpoint event names another origin")
+	})
+	if n := reached.Load(); n > 0 {
+		t.Errorf("the other origin received %d requests (credentials %q)", n, other.credentials())
+	}
+}
+
+// TestOversizedSSEResultIsRefused: the legacy SSE transport reads events
+// through the message limit too: an oversized result fails its call with
+// ResponseTooLargeError and the session survives.
+func TestOversizedSSEResultIsRefused(t *testing.T) {
+	const limit = 1 << 20
+	srv := bigServer()
+	url := serveHTTP(t, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b, err := New(Config{MaxMessageBytes: limit, Servers: []ServerConfig{{Name: "l", Transport: TransportSSE, URL: url}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	<-b.Ready()
+	expectTooLargeThenEcho(t, b, "l", limit)
+}

@@ -62,8 +62,16 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		s.cmd = cmd
 		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log}, push: s.push}, nil
 	case TransportSSE:
-		hc := &http.Client{Transport: u.http.Transport, CheckRedirect: u.checkRedirect}
-		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}, nil
+		// The endpoint event names where messages are POSTed; one naming
+		// another origin is refused like a redirect there (originGuard).
+		// Events are read through the message limit, as on streamable HTTP.
+		origin := ""
+		if cu, err := url.Parse(u.cfg.URL); err == nil {
+			origin = originOf(cu)
+		}
+		hc := &http.Client{Transport: &originGuard{server: u.cfg.Name, origin: origin,
+			base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}, CheckRedirect: u.checkRedirect}
+		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxEventSize: u.maxMessage() + frameSlack}, nil
 	case TransportStreamableHTTP:
 		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
 		// about 1.5 s (docs/interop.md); the bridge reconnects itself. The
@@ -258,13 +266,38 @@ func (u *upstream) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // RedirectError is a redirect from the configured origin to another one,
-// which toolsvc does not follow.
+// which toolsvc does not follow, or (Status 0) a legacy SSE endpoint event
+// naming another origin.
 type RedirectError struct {
 	Server string
-	Status int    // the redirect's HTTP status
+	Status int    // the redirect's HTTP status; 0 for an SSE endpoint event
 	To     string // the target's origin (scheme://host:port, no path or userinfo)
 }
 
 func (e *RedirectError) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("server %q: its SSE endpoint event names another origin (%s), refused: messages and credentials go only to the configured origin", e.Server, e.To)
+	}
 	return fmt.Sprintf("server %q: HTTP %d redirect to another origin (%s) refused: credentials are sent only to the configured origin", e.Server, e.Status, e.To)
+}
+
+// originGuard refuses requests to any origin but the configured one. The
+// legacy SSE transport POSTs to whatever URL the server's endpoint event
+// names; headerTransport would send such a request without the
+// credentials, but the session (tool arguments and results) would still
+// run with a server the operator did not configure.
+type originGuard struct {
+	base   http.RoundTripper
+	server string
+	origin string
+}
+
+func (g *originGuard) RoundTrip(r *http.Request) (*http.Response, error) {
+	if to := originOf(r.URL); to != g.origin {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, &RedirectError{Server: g.server, To: to}
+	}
+	return g.base.RoundTrip(r)
 }
