@@ -298,8 +298,15 @@ type limitRoundTripper struct {
 
 func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := rt.base.RoundTrip(r)
-	if err != nil || resp.Body == nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// go-sdk reads an error answer's body whole (for a JSON-RPC error
+		// in it): it gets at most the limit, cut short rather than
+		// replaced, so a body over it is no error it can decode.
+		resp.Body = &limitedBody{Reader: io.LimitReader(resp.Body, int64(rt.limit)), Closer: resp.Body}
+		return resp, nil
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
@@ -330,6 +337,12 @@ func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 		resp.ContentLength = -1
 	}
 	return resp, nil
+}
+
+// limitedBody is a response body read through a limit and closed whole.
+type limitedBody struct {
+	io.Reader
+	io.Closer
 }
 
 // jsonReplacement stands for an oversized JSON response body to request r.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -243,3 +244,52 @@ type nopWriteCloser struct{ io.Writer }
 func (nopWriteCloser) Close() error { return nil }
 
 var _ mcp.Transport = (*mcp.IOTransport)(nil)
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestLimitRoundTripperErrorBodies: go-sdk reads a non-2xx answer's body
+// whole to look for a JSON-RPC error in it; whatever the status and
+// content type, no body reaches it past the limit.
+func TestLimitRoundTripperErrorBodies(t *testing.T) {
+	const limit = 1 << 10
+	for _, c := range []struct {
+		status int
+		ct     string
+	}{{400, "application/json"}, {500, "text/plain"}, {404, ""}, {200, "application/json"}} {
+		rt := &limitRoundTripper{limit: limit, log: slog.New(slog.DiscardHandler),
+			base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				h := http.Header{}
+				if c.ct != "" {
+					h.Set("Content-Type", c.ct)
+				}
+				return &http.Response{StatusCode: c.status, Header: h, ContentLength: -1, Request: r,
+					Body: io.NopCloser(io.LimitReader(zeros{}, 100*limit))}, nil
+			})}
+		req, _ := http.NewRequest(http.MethodPost, "http://h/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`))
+		req.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`)), nil
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if len(body) > limit {
+			t.Errorf("HTTP %d %q: %d bytes of body read, want at most the %d-byte limit", c.status, c.ct, len(body), limit)
+		}
+	}
+}
+
+// zeros reads as endless '0's.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = '0'
+	}
+	return len(p), nil
+}
