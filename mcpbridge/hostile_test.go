@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // Tests in this file meet hostile upstreams over real loopback servers
@@ -348,4 +351,92 @@ func TestSkippedToolWarningsAreBounded(t *testing.T) {
 	if len(st.Warnings) != maxListWarnings+1 || st.Warnings[maxListWarnings] != "24 more tools skipped" {
 		t.Fatalf("%d warnings, last %q; want %d and \"24 more tools skipped\"", len(st.Warnings), st.Warnings[len(st.Warnings)-1], maxListWarnings+1)
 	}
+}
+
+// TestOAuthTokenRedirectStaysAtItsOrigin: a token endpoint answering 307
+// towards another origin does not get the token request (client secret,
+// resource indicator) re-sent there, with or without the extra form
+// parameters that put the request through formParams.
+func TestOAuthTokenRedirectStaysAtItsOrigin(t *testing.T) {
+	for _, resource := range []string{"", "https://mcp.example.com/mcp"} {
+		other := &tokenEndpoint{expiresIn: 3600}
+		otherURL := serveHTTP(t, other)
+		redirector := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, otherURL+r.URL.Path, http.StatusTemporaryRedirect)
+		}))
+		cfg := OAuthConfig{Grant: OAuthClientCredentials, ClientID: "cid", ClientSecret: "csecret", Resource: resource,
+			TokenURL: redirector + "/token"}
+		h := newOAuthHandler(t.Context(), cfg, "http://127.0.0.1:1/mcp", newOAuthClient(), slog.New(slog.DiscardHandler), 5*time.Second, nil)
+		if _, err := h.Token(); err == nil || !strings.Contains(err.Error(), "another origin") {
+			t.Errorf("resource %q: Token() through a cross-origin 307 = %v, want the redirect refused", resource, err)
+		}
+		other.mu.Lock()
+		if other.n > 0 {
+			t.Errorf("resource %q: the other origin received %d token requests (%v)", resource, other.n, other.forms)
+		}
+		other.mu.Unlock()
+	}
+}
+
+// TestOAuthDiscoveryKeepsGoSDKRedirectPolicy: discovery requests go
+// through go-sdk's own redirect checks (here: no redirect into a loopback
+// address), which a client with its own CheckRedirect would switch off.
+func TestOAuthDiscoveryKeepsGoSDKRedirectPolicy(t *testing.T) {
+	var hit atomic.Bool
+	target := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hit.Store(true)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"resource":"http://x/mcp","authorization_servers":["https://as.example.com"]}`))
+	}))
+	redirector := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+"/prm", http.StatusFound)
+	}))
+	_, err := oauthex.GetProtectedResourceMetadata(t.Context(), redirector+"/.well-known/oauth-protected-resource", "http://x/mcp", newOAuthClient())
+	if err == nil || hit.Load() {
+		t.Fatalf("discovery through a redirect into loopback: err %v, target reached %v; want go-sdk's refusal", err, hit.Load())
+	}
+}
+
+// TestSSEEndpointOnAnotherOriginIsRefused: a legacy SSE server whose
+// endpoint event names another origin gets no session there: the other
+// origin receives no request (no initialize, no headers), and the
+// server's status names the refusal.
+func TestSSEEndpointOnAnotherOriginIsRefused(t *testing.T) {
+	srv := goSDKServer()
+	other := &headerRecorder{h: mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	var reached atomic.Int32
+	otherURL := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		other.ServeHTTP(w, r)
+	}))
+	url := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("event: endpoint\ndata: " + otherURL + "/messages?sessionid=x\n\n"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	b := newTestBridge(t, ServerConfig{Name: "sse", Transport: TransportSSE, URL: url + "/sse",
+		Headers: map[string]string{"X-Api-Key": "key-secret"}})
+	waitStatus(t, b, "sse", "a refused endpoint", func(st ServerStatus) bool {
+		return strings.Contains(st.LastError, "endpoint event names another origin")
+	})
+	if n := reached.Load(); n > 0 {
+		t.Errorf("the other origin received %d requests (credentials %q)", n, other.credentials())
+	}
+}
+
+// TestOversizedSSEResultIsRefused: the legacy SSE transport reads events
+// through the message limit too: an oversized result fails its call with
+// ResponseTooLargeError and the session survives.
+func TestOversizedSSEResultIsRefused(t *testing.T) {
+	const limit = 1 << 20
+	srv := bigServer()
+	url := serveHTTP(t, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b, err := New(Config{MaxMessageBytes: limit, Servers: []ServerConfig{{Name: "l", Transport: TransportSSE, URL: url}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	<-b.Ready()
+	expectTooLargeThenEcho(t, b, "l", limit)
 }

@@ -212,6 +212,7 @@ func (fr *frameReader) next() {
 		fr.buf = append(fr.buf, chunk...)
 		switch {
 		case err == bufio.ErrBufferFull:
+			whole = false // the next chunk goes on this line
 			continue
 		case err != nil:
 			fr.out, fr.err = fr.buf, err // a last frame without its end, then the error
@@ -221,12 +222,13 @@ func (fr *frameReader) next() {
 			fr.out = fr.buf
 			return
 		}
-		lineStart = len(fr.buf)
+		lineStart, whole = len(fr.buf), true
 	}
 }
 
 // skip reads the rest of an oversized frame, keeping none of it. whole
-// says whether chunk starts a line.
+// says whether chunk starts a line: a chunk that ends a line longer than
+// the reader's buffer may be just its newline, which is not a blank line.
 func (fr *frameReader) skip(chunk []byte, err error, whole bool) {
 	var f frameScan
 	f.feed(fr.buf)
@@ -296,8 +298,15 @@ type limitRoundTripper struct {
 
 func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := rt.base.RoundTrip(r)
-	if err != nil || resp.Body == nil || resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if err != nil || resp.Body == nil {
 		return resp, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// go-sdk reads an error answer's body whole (for a JSON-RPC error
+		// in it): it gets at most the limit, cut short rather than
+		// replaced, so a body over it is no error it can decode.
+		resp.Body = &limitedBody{Reader: io.LimitReader(resp.Body, int64(rt.limit)), Closer: resp.Body}
+		return resp, nil
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
@@ -328,6 +337,12 @@ func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 		resp.ContentLength = -1
 	}
 	return resp, nil
+}
+
+// limitedBody is a response body read through a limit and closed whole.
+type limitedBody struct {
+	io.Reader
+	io.Closer
 }
 
 // jsonReplacement stands for an oversized JSON response body to request r.

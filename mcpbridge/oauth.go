@@ -458,9 +458,11 @@ func (h *oauthHandler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 		extra.Set("client_assertion_type", clientAssertionType)
 		extra.Set("client_assertion", a)
 	}
-	client := h.client
+	// Every token request, with extra parameters or not, refuses a
+	// redirect to another origin.
+	client := &http.Client{Transport: orDefaultTransport(h.client.Transport), CheckRedirect: tokenRedirect}
 	if len(extra) > 0 {
-		client = &http.Client{Transport: &formParams{base: orDefaultTransport(h.client.Transport), tokenURL: h.tokenURL, extra: extra}}
+		client.Transport = &formParams{base: client.Transport, tokenURL: h.tokenURL, extra: extra}
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
 	var tok *oauth2.Token
@@ -667,21 +669,28 @@ func (u *upstream) initAuth() {
 	for _, s := range u.cfg.OAuth.secrets() {
 		u.runtimeSecrets.add(s)
 	}
-	tokenClient := &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
-		TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second}, CheckRedirect: tokenRedirect}
-	u.oauth = newOAuthHandler(u.ctx, *u.cfg.OAuth, u.cfg.URL, tokenClient, u.log, u.cfg.ConnectTimeout, u.runtimeSecrets.add)
+	u.oauth = newOAuthHandler(u.ctx, *u.cfg.OAuth, u.cfg.URL, newOAuthClient(), u.log, u.cfg.ConnectTimeout, u.runtimeSecrets.add)
 }
 
-// tokenRedirect keeps a token request's body (client secret, refresh
-// token, client assertion) at the origin it was sent to: a 307/308 resends
-// a POST's body, and net/http drops only the Authorization header, and only
-// for another host name. Discovery GETs carry no secret and may follow
-// redirects anywhere.
+// newOAuthClient is the client of an upstream's discovery and token
+// requests. It has no CheckRedirect: go-sdk's discovery (oauthex) then
+// applies its own redirect policy (no HTTPS to HTTP downgrade, no redirect
+// into loopback or private addresses), which it skips for a client that
+// brings its own. Token requests add tokenRedirect (fetchLocked).
+func newOAuthClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
+		TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second}}
+}
+
+// tokenRedirect is the CheckRedirect of token requests: it keeps their
+// body (client secret, refresh token, client assertion) at the origin it
+// was sent to. A 307/308 resends a POST's body, and net/http drops only
+// the Authorization header, and only for another host name.
 func tokenRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) >= maxRedirects {
 		return fmt.Errorf("stopped after %d redirects", maxRedirects)
 	}
-	if req.Method != http.MethodGet && req.Method != http.MethodHead && originOf(req.URL) != originOf(via[0].URL) {
+	if originOf(req.URL) != originOf(via[0].URL) {
 		return fmt.Errorf("oauth: HTTP %d redirect of a token request to another origin (%s) refused", req.Response.StatusCode, originOf(req.URL))
 	}
 	return nil

@@ -62,8 +62,16 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		s.cmd = cmd
 		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log}, push: s.push}, nil
 	case TransportSSE:
-		hc := &http.Client{Transport: u.http.Transport, CheckRedirect: u.checkRedirect}
-		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc}, nil
+		// The endpoint event names where messages are POSTed; one naming
+		// another origin is refused like a redirect there (originGuard).
+		// Events are read through the message limit, as on streamable HTTP.
+		origin := ""
+		if cu, err := url.Parse(u.cfg.URL); err == nil {
+			origin = originOf(cu)
+		}
+		hc := &http.Client{Transport: &originGuard{server: u.cfg.Name, origin: origin,
+			base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}, CheckRedirect: u.checkRedirect}
+		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxEventSize: u.maxMessage() + frameSlack}, nil
 	case TransportStreamableHTTP:
 		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
 		// about 1.5 s (docs/interop.md); the bridge reconnects itself. The
@@ -75,7 +83,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 			base: &pushRoundTripper{push: s.push,
 				base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}}, CheckRedirect: u.checkRedirect}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler(),
-			MaxEventSize: u.maxMessage() + 64<<10}, nil
+			MaxEventSize: u.maxMessage() + frameSlack}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
 }
@@ -103,12 +111,29 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	// The connection is closed by closing stdin, not stdout (as go-sdk's
-	// CommandTransport does); the limiter bounds every line, so go-sdk's
-	// own cap is off.
-	return (&mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, t.limit, t.log)),
-		Writer: &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, MaxLineLength: -1}).Connect(ctx)
+	return limitedStdio(stdout, &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, t.limit, t.log).Connect(ctx)
 }
+
+// limitedStdio is the newline-delimited JSON transport over a child's
+// stdout and stdin, stdout read through the line limiter. The connection
+// is closed by closing stdin, not stdout (as go-sdk's CommandTransport
+// does).
+//
+// go-sdk's own cap stays on, a little above the limiter's: go-sdk decodes
+// a JSON value, not a line, so a value spread over many short lines (each
+// within the limit) would otherwise be buffered whole by its decoder. A
+// single line never reaches go-sdk's cap (the limiter replaced it first);
+// a multi-line value past it ends the session, as it did before the
+// limiter.
+func limitedStdio(stdout io.Reader, stdin io.WriteCloser, limit int, log *slog.Logger) *mcp.IOTransport {
+	return &mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, limit, log)), Writer: stdin,
+		MaxLineLength: limit + frameSlack}
+}
+
+// frameSlack is what go-sdk's own caps allow beyond the message limit
+// (MaxLineLength, MaxEventSize), so a message the limiter lets through is
+// never refused by them: SSE field names and line ends, a CRLF.
+const frameSlack = 64 << 10
 
 // childStdin closes a stdio child the way the MCP specification asks
 // (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#stdio):
@@ -241,13 +266,38 @@ func (u *upstream) checkRedirect(req *http.Request, via []*http.Request) error {
 }
 
 // RedirectError is a redirect from the configured origin to another one,
-// which toolsvc does not follow.
+// which toolsvc does not follow, or (Status 0) a legacy SSE endpoint event
+// naming another origin.
 type RedirectError struct {
 	Server string
-	Status int    // the redirect's HTTP status
+	Status int    // the redirect's HTTP status; 0 for an SSE endpoint event
 	To     string // the target's origin (scheme://host:port, no path or userinfo)
 }
 
 func (e *RedirectError) Error() string {
+	if e.Status == 0 {
+		return fmt.Sprintf("server %q: its SSE endpoint event names another origin (%s), refused: messages and credentials go only to the configured origin", e.Server, e.To)
+	}
 	return fmt.Sprintf("server %q: HTTP %d redirect to another origin (%s) refused: credentials are sent only to the configured origin", e.Server, e.Status, e.To)
+}
+
+// originGuard refuses requests to any origin but the configured one. The
+// legacy SSE transport POSTs to whatever URL the server's endpoint event
+// names; headerTransport would send such a request without the
+// credentials, but the session (tool arguments and results) would still
+// run with a server the operator did not configure.
+type originGuard struct {
+	base   http.RoundTripper
+	server string
+	origin string
+}
+
+func (g *originGuard) RoundTrip(r *http.Request) (*http.Response, error) {
+	if to := originOf(r.URL); to != g.origin {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, &RedirectError{Server: g.server, To: to}
+	}
+	return g.base.RoundTrip(r)
 }
