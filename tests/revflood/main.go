@@ -8,7 +8,7 @@
 //	cat >/tmp/rev.json <<EOF
 //	{"mcpServers": {"many": {"command": "/tmp/manytools", "args": ["-tools", "20000", "-schema-bytes", "60000"]}}}
 //	EOF
-//	toolsvc serve --config /tmp/rev.json --listen 127.0.0.1:50099 &
+//	toolsvc serve --config /tmp/rev.json --listen 127.0.0.1:50099 --max-connection-age 2h &
 //	go run ./tests/revflood -addr 127.0.0.1:50099 -pid $! -n 1000
 package main
 
