@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -211,7 +210,7 @@ var serverKeys = keysOf(serverJSON{})
 
 // Load reads and validates a configuration file.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}

@@ -92,13 +92,36 @@ func (r *resolved) redact(msg string) string {
 	return msg
 }
 
+// MaxConfigFileSize is the largest configuration file, and file it names
+// (a JWKS, a tokens file), that toolsvc reads: 16 MiB, far above any real
+// one; the configuration file is trusted, but a path that points at a
+// device by mistake must not exhaust memory or hang a reload.
+const MaxConfigFileSize = 16 << 20
+
+// ReadFile reads a configuration file, or a file it names (jwt.jwksFile,
+// auth.tokensFile), with the rules of ${file:} (readRefFile) and a limit of
+// MaxConfigFileSize bytes.
+func ReadFile(name string) ([]byte, error) {
+	b, err := readBounded(name, MaxConfigFileSize, "a configuration file")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return b, nil
+}
+
 // readRefFile reads the file of a ${file:} reference: a regular file (after
-// following symlinks, as Kubernetes secret mounts need) of at most
-// MaxFileRefSize bytes. Devices (/dev/zero, /dev/stdin), FIFOs, sockets and
-// directories are refused before anything is read, as are the pseudo-files
-// of /proc and /sys: they call themselves regular, but report a size that is
-// not their content's (0 for /proc/self/environ).
+// following symlinks, as Kubernetes secret mounts are) of at most
+// MaxFileRefSize bytes (readBounded).
 func readRefFile(name string) ([]byte, error) {
+	return readBounded(name, MaxFileRefSize, "${file:}")
+}
+
+// readBounded reads a regular file of at most limit bytes, through a limit.
+// Devices (/dev/zero, /dev/stdin), FIFOs, sockets and directories are
+// refused before anything is read, as are the pseudo-files of /proc and
+// /sys: they call themselves regular, but report a size that is not their
+// content's (0 for /proc/self/environ). what names the reader in refusals.
+func readBounded(name string, limit int64, what string) ([]byte, error) {
 	if real, err := filepath.EvalSymlinks(name); err == nil && pseudoFS(real) {
 		return nil, fmt.Errorf("refused: %s is a pseudo-file of the kernel, not a regular file", real)
 	}
@@ -115,18 +138,19 @@ func readRefFile(name string) ([]byte, error) {
 		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("refused: not a regular file (%s); ${file:} reads regular files only", fileKind(fi.Mode()))
+		return nil, fmt.Errorf("refused: not a regular file (%s); %s is read from regular files only", fileKind(fi.Mode()), what)
 	}
-	if fi.Size() > MaxFileRefSize {
-		return nil, fmt.Errorf("refused: the file is larger than the 1 MiB limit of ${file:} (%d bytes)", fi.Size())
+	tooLarge := fmt.Sprintf("refused: the file is larger than the %d MiB limit of %s", limit>>20, what)
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s (%d bytes)", tooLarge, fi.Size())
 	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileRefSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
 	}
 	switch {
-	case len(b) > MaxFileRefSize:
-		return nil, fmt.Errorf("refused: the file is larger than the 1 MiB limit of ${file:} (it grew while read)")
+	case int64(len(b)) > limit:
+		return nil, fmt.Errorf("%s (it grew while read)", tooLarge)
 	case int64(len(b)) != fi.Size():
 		// A regular file's content is its size; a kernel pseudo-file's is not.
 		return nil, fmt.Errorf("refused: the file reports %d bytes but holds %d: a pseudo-file, or changing while read", fi.Size(), len(b))

@@ -159,3 +159,41 @@ func TestNoResolvedValueInProblems(t *testing.T) {
 		t.Errorf("auth problems = %s", msg)
 	}
 }
+
+// TestLoadRefusesNonRegularFiles: the configuration file itself (Load, and
+// the serve and reload paths, which use ReadFile) is read with the rules of
+// ${file:} and a 16 MiB limit: a config path that points at a device or a
+// FIFO by mistake is refused at once, never read whole or waited on.
+func TestLoadRefusesNonRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, make([]byte, MaxConfigFileSize+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "config.json")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{link, "not a regular file"},
+		{fifo, "not a regular file"},
+		{"/proc/self/environ", "pseudo-file"},
+		{big, "larger than the 16 MiB limit of a configuration file"},
+	} {
+		_, err := Load(c.path)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) {
+			t.Errorf("Load(%s) = %v, want a refusal naming the file and saying %q", c.path, err, c.want)
+		}
+	}
+	good := filepath.Join(dir, "good.json")
+	if err := os.WriteFile(good, []byte(`{"mcpServers": {"s": {"command": "x"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(good); err != nil {
+		t.Errorf("Load(a regular config) = %v", err)
+	}
+}

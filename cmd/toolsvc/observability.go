@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,12 +54,11 @@ func buildAuth(ctx context.Context, a *config.Auth, mtls bool) (*service.Authent
 		tokens[tok] = name
 	}
 	if a.TokensFile != "" {
-		f, err := os.Open(a.TokensFile)
+		data, err := config.ReadFile(a.TokensFile)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tokensFile: %w", err)
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
+		sc := bufio.NewScanner(bytes.NewReader(data))
 		for n := 1; sc.Scan(); n++ {
 			line := strings.TrimSpace(sc.Text())
 			if line == "" || strings.HasPrefix(line, "#") {
@@ -79,7 +79,7 @@ func buildAuth(ctx context.Context, a *config.Auth, mtls bool) (*service.Authent
 		var kf keyfunc.Keyfunc
 		var err error
 		if j.JWKSFile != "" {
-			raw, rerr := os.ReadFile(j.JWKSFile)
+			raw, rerr := config.ReadFile(j.JWKSFile)
 			if rerr != nil {
 				return nil, nil, fmt.Errorf("jwt.jwksFile: %w", rerr)
 			}

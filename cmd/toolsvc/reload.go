@@ -64,7 +64,7 @@ func (m *configManager) Reload(context.Context) service.ConfigStatus {
 func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigStatus {
 	m.reloadMu.Lock()
 	defer m.reloadMu.Unlock()
-	data, err := os.ReadFile(m.path)
+	data, err := config.ReadFile(m.path)
 	if err == nil && ifChanged {
 		m.mu.Lock()
 		same := sha256.Sum256(data) == m.lastHash

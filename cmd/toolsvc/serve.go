@@ -79,7 +79,7 @@ func runServe(ctx context.Context, args []string) error {
 		log.Info("no --config: serving the built-in demo upstream (tools demo__echo, demo__add, demo__sleep)")
 		bcfg.Servers = []mcpbridge.ServerConfig{{Name: "demo", Transport: mcpbridge.TransportStdio, Command: self, Args: []string{"demo-server"}}}
 	} else {
-		data, err := os.ReadFile(*cfgPath)
+		data, err := config.ReadFile(*cfgPath)
 		if err != nil {
 			return fmt.Errorf("read config: %w", err)
 		}
