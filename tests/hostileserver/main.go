@@ -5,10 +5,22 @@
 //	-mode hang-list   never answers tools/list (blocks until cancelled)
 //	-mode bad-names   lists tools with an empty name, control characters,
 //	                  a zero-width character and a 100 KB name beside "echo"
+//	-mode soak        the chaos soak's hostile upstream (tests/soak): echo;
+//	                  selfref, whose inputSchema applies itself
+//	                  ({"allOf": [{"$ref": "#"}]}: never evaluated, calls are
+//	                  forwarded unvalidated); doubling, whose schema doubles
+//	                  per level of nested arrays (anyOf of two items → the
+//	                  same definition); big{bytes}, a text of that many
+//	                  bytes; and tools toolsvc must skip: a definition over
+//	                  1 MiB and four unusable names. selfref, doubling and
+//	                  big are answered here, so the answers are known: see
+//	                  soakAnswer
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"log"
 	"os"
@@ -20,7 +32,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "", "hang-list or bad-names")
+	mode := flag.String("mode", "", "hang-list, bad-names or soak")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -42,11 +54,18 @@ func main() {
 			{Name: "zero\u200bwidth", InputSchema: obj},
 			{Name: strings.Repeat("a", 100_000), InputSchema: obj},
 		}
+	case "soak":
+		tools = soakTools()
 	default:
 		log.Fatalf("unknown -mode %q", *mode)
 	}
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" && *mode == "soak" {
+				if res := soakAnswer(req.(*mcp.CallToolRequest).Params); res != nil {
+					return res, nil
+				}
+			}
 			if method != "tools/list" {
 				return next(ctx, method, req)
 			}
@@ -60,4 +79,56 @@ func main() {
 	if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
 		log.Fatal(err)
 	}
+}
+
+// soakTools is what -mode soak lists. The soak (tests/soak/hostile.go)
+// expects exactly echo, selfref, doubling and big to be exposed.
+func soakTools() []*mcp.Tool {
+	obj := map[string]any{"type": "object"}
+	schema := func(text string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			panic(err)
+		}
+		return m
+	}
+	return []*mcp.Tool{
+		{Name: "echo", Description: "Return text.", InputSchema: schema(`{"type": "object", "properties": {"text": {"type": "string"}}}`)},
+		{Name: "selfref", Description: "An inputSchema that applies itself.", InputSchema: schema(`{"type": "object", "allOf": [{"$ref": "#"}]}`)},
+		{Name: "doubling", Description: "An inputSchema whose cost doubles per level of a.",
+			InputSchema: schema(`{"type": "object", "properties": {"a": {"$ref": "#/$defs/t"}},
+				"$defs": {"t": {"anyOf": [{"items": {"$ref": "#/$defs/t"}}, {"items": {"$ref": "#/$defs/t"}}]}}}`)},
+		{Name: "big", Description: "Return bytes bytes of text.", InputSchema: schema(`{"type": "object", "properties": {"bytes": {"type": "integer"}}}`)},
+		{Name: "huge", Description: strings.Repeat("h", 1<<20+1024), InputSchema: obj},
+		{Name: "", InputSchema: obj},
+		{Name: "red\x1b[31malert", InputSchema: obj},
+		{Name: "zero\u200bwidth", InputSchema: obj},
+		{Name: strings.Repeat("n", 300), InputSchema: obj},
+	}
+}
+
+// soakAnswer answers -mode soak's own tools (nil: echo, left to its
+// handler): selfref "selfref ok " and its arguments as compact JSON (what
+// toolsvc forwarded), doubling "doubling ok", big a text of bytes bytes.
+func soakAnswer(p *mcp.CallToolParamsRaw) *mcp.CallToolResult {
+	text := func(s string) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+	}
+	switch p.Name {
+	case "selfref":
+		var b bytes.Buffer
+		if err := json.Compact(&b, p.Arguments); err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		return text("selfref ok " + b.String())
+	case "doubling":
+		return text("doubling ok")
+	case "big":
+		var in struct {
+			Bytes int `json:"bytes"`
+		}
+		_ = json.Unmarshal(p.Arguments, &in)
+		return text(strings.Repeat("x", max(0, min(in.Bytes, 64<<20))))
+	}
+	return nil
 }
