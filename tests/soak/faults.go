@@ -135,7 +135,9 @@ func (s *soak) injectFaults(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		u := s.upstreams[s.intn(len(s.upstreams))]
+		// The hostile upstream is a stdio child like the others: it takes
+		// SIGKILL, SIGSTOP and config changes, not tool bursts.
+		u := s.base()[s.intn(len(s.base()))]
 		r := s.replicas[s.intn(len(s.replicas))]
 		var keys []string
 		var run func()
@@ -338,7 +340,7 @@ func (s *soak) faultConfig() {
 		marker := u.marker()
 		defer s.checkGone("removed server "+u.name, marker)
 	default:
-		u := s.upstreams[s.intn(len(s.upstreams))]
+		u := s.base()[s.intn(len(s.base()))]
 		old := u.marker()
 		u.mu.Lock()
 		if u.stdio() {

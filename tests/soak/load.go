@@ -69,6 +69,8 @@ func (s *soak) loadWorker(ctx context.Context, id int) {
 		r := s.replicas[s.intn(len(s.replicas))]
 		u := s.upstreams[s.intn(len(s.upstreams))]
 		switch n := s.intn(100); {
+		case n < 4:
+			s.callHostile(ctx, r, fmt.Sprintf("w%d-%d", id, seq))
 		case n < 50:
 			s.callEcho(ctx, r, u, fmt.Sprintf("w%d-%d", id, seq))
 		case n < 70:

@@ -1,6 +1,7 @@
 // Command soak is toolsvc's chaos soak: three real toolsvc replicas, twelve
 // real upstream MCP servers (go-sdk, TypeScript and Python SDKs over stdio,
-// streamable HTTP with and without sessions, and legacy SSE), mixed load,
+// streamable HTTP with and without sessions, and legacy SSE) and a hostile
+// one (tests/hostileserver -mode soak), mixed load with hostile input,
 // 100+ resuming catalog watchers, and a random fault every few seconds,
 // with invariants checked at every quiet period. It prints one JSON line of
 // results, writes a PNG plot, stops every process it started, and exits
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -31,19 +33,21 @@ import (
 )
 
 type soak struct {
-	run        string // the SOAK_RUN marker
-	root       string // repository root
-	dir        string // work directory: binaries, configs, logs
-	toolsvc    string
-	testserver string
-	start      time.Time
-	duration   time.Duration
-	verbose    bool
+	run           string // the SOAK_RUN marker
+	root          string // repository root
+	dir           string // work directory: binaries, configs, logs
+	toolsvc       string
+	testserver    string
+	hostileserver string
+	start         time.Time
+	duration      time.Duration
+	verbose       bool
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
 
-	upstreams []*upstream
+	upstreams []*upstream // the twelve matrix upstreams
+	hostile   *upstream   // the hostile stdio upstream (hostile.go)
 	replicas  []*replica
 	cfgMu     sync.Mutex
 	extras    map[string]*upstream // servers added by config reloads
@@ -66,24 +70,25 @@ type soak struct {
 	hung        atomic.Int64
 	resumes     atomic.Int64
 
-	mu           sync.Mutex
-	faults       []*fault
-	failures     []callFailure
-	hungDetail   []string
-	leaked       int
-	leakDetail   []string
-	lost         int
-	lostDetail   []string
-	repDetail    []string
-	disagree     int
-	disDetail    []string
-	unsettled    int
-	unsDetail    []string
-	exitDetail   []string
-	maxSettle    time.Duration
-	quietPeriods int
-	timeline     []sample
-	leakChecks   sync.WaitGroup
+	mu            sync.Mutex
+	faults        []*fault
+	failures      []callFailure
+	hungDetail    []string
+	leaked        int
+	leakDetail    []string
+	lost          int
+	lostDetail    []string
+	repDetail     []string
+	disagree      int
+	disDetail     []string
+	unsettled     int
+	unsDetail     []string
+	exitDetail    []string
+	maxSettle     time.Duration
+	quietPeriods  int
+	hostileChecks map[string]int // hostile load operations by case
+	timeline      []sample
+	leakChecks    sync.WaitGroup
 }
 
 func (s *soak) intn(n int) int {
@@ -116,7 +121,7 @@ func (s *soak) writeConfigs() error {
 	s.cfgMu.Lock()
 	defer s.cfgMu.Unlock()
 	servers := map[string]any{}
-	for _, u := range s.upstreams {
+	for _, u := range s.base() {
 		servers[u.name] = u.serverConfig()
 	}
 	for _, u := range s.extras {
@@ -209,12 +214,13 @@ func run() int {
 		*seed = uint64(time.Now().UnixNano())
 	}
 	s := &soak{
-		run:      fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()),
-		duration: *duration,
-		rng:      rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)),
-		extras:   map[string]*upstream{},
-		verbose:  *verbose,
-		start:    time.Now(),
+		run:           fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()),
+		duration:      *duration,
+		rng:           rand.New(rand.NewPCG(*seed, *seed^0x9e3779b97f4a7c15)),
+		extras:        map[string]*upstream{},
+		hostileChecks: map[string]int{},
+		verbose:       *verbose,
+		start:         time.Now(),
 	}
 	var err error
 	if s.root, err = findRoot(); err != nil {
@@ -307,14 +313,22 @@ func (s *soak) printDetails() {
 	show("replica exit", s.exitDetail)
 }
 
-// build compiles toolsvc and the go-sdk test server into the work directory.
+// base is every upstream of the base configuration: the twelve and the
+// hostile one.
+func (s *soak) base() []*upstream {
+	return append(slices.Clip(s.upstreams), s.hostile)
+}
+
+// build compiles toolsvc and the go-sdk test and hostile servers into the
+// work directory.
 func (s *soak) build(race bool) error {
 	s.toolsvc = filepath.Join(s.dir, "toolsvc")
 	s.testserver = filepath.Join(s.dir, "testserver")
+	s.hostileserver = filepath.Join(s.dir, "hostileserver")
 	for _, b := range []struct {
 		out, pkg string
 		race     bool
-	}{{s.toolsvc, "./cmd/toolsvc", race}, {s.testserver, "./tests/testserver", false}} {
+	}{{s.toolsvc, "./cmd/toolsvc", race}, {s.testserver, "./tests/testserver", false}, {s.hostileserver, "./tests/hostileserver", false}} {
 		args := []string{"build", "-o", b.out}
 		if b.race {
 			args = append(args, "-race")

@@ -87,7 +87,7 @@ func (s *soak) quiet(ctx context.Context) {
 	// cannot see them).
 	s.cfgMu.Lock()
 	var stdio []*upstream
-	for _, u := range s.upstreams {
+	for _, u := range s.base() {
 		if u.stdio() {
 			stdio = append(stdio, u)
 		}
@@ -130,6 +130,20 @@ func (s *soak) quiet(ctx context.Context) {
 			}
 			truth[r.idx][js] = tools
 			truthRev[r.idx] = rev
+		}
+	}
+	// With every server ready, each replica exposes exactly the hostile
+	// upstream's usable tools.
+	for _, r := range s.replicas {
+		var names []string
+		for n := range truth[r.idx][false] {
+			if t, ok := strings.CutPrefix(n, s.hostile.name+"__"); ok {
+				names = append(names, t)
+			}
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, hostileTools) {
+			s.wrongResult("quiet-hostile-tools", r, s.hostile, t0, fmt.Sprintf("quiet period %d: the hostile upstream's tools are %q, want %q", q, names, hostileTools))
 		}
 	}
 	for _, r := range s.replicas[1:] {
@@ -223,7 +237,7 @@ func (s *soak) poll(ctx context.Context) ([]string, string) {
 	var revs []string
 	var why []string
 	s.cfgMu.Lock()
-	want := len(s.upstreams) + len(s.extras)
+	want := len(s.base()) + len(s.extras)
 	s.cfgMu.Unlock()
 	for _, r := range s.replicas {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,7 @@ type result struct {
 	WatchEvents           int64              `json:"watch_events"`
 	WatchResumes          int64              `json:"watch_resumes"`
 	FailuresByStatus      map[string]int     `json:"failures_by_status"`
+	HostileChecks         map[string]int     `json:"hostile_checks"`
 	GrowthSpanS           map[string]float64 `json:"growth_span_s"`
 	Faults                int                `json:"faults"`
 	FaultsByKind          map[string]int     `json:"faults_by_kind"`
@@ -111,6 +113,7 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 			s.upstreams = append(s.upstreams, u)
 		}
 	}
+	s.hostile = &upstream{s: s, name: hostileName, sdk: sdkHostile, tr: trStdio}
 	if err := parallel(s.upstreams, func(u *upstream) error {
 		if u.stdio() {
 			return nil
@@ -150,7 +153,7 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 	if err := s.waitSettled(ctx, 2*time.Minute); err != nil {
 		return nil, err
 	}
-	s.logf("3 replicas ready with %d upstreams", len(s.upstreams))
+	s.logf("3 replicas ready with %d upstreams", len(s.base()))
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -280,6 +283,7 @@ func (s *soak) result(elapsed time.Duration) *result {
 		WatchEvents:           s.watchEvents.Load(),
 		WatchResumes:          s.resumes.Load(),
 		FailuresByStatus:      map[string]int{},
+		HostileChecks:         maps.Clone(s.hostileChecks),
 		GrowthSpanS:           map[string]float64{},
 		Faults:                len(s.faults),
 		FaultsByKind:          map[string]int{},

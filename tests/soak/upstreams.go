@@ -52,6 +52,8 @@ func (u *upstream) command() (string, []string) {
 	p := strconv.Itoa(u.port)
 	r := u.s.root
 	switch u.sdk {
+	case sdkHostile:
+		return u.s.hostileserver, []string{"-mode", "soak"}
 	case sdkGo:
 		mode := map[string]string{trStdio: "stdio", trHTTP: "http", trStateless: "http-stateless", trSSE: "sse"}[u.tr]
 		if u.stdio() {
