@@ -42,6 +42,7 @@ type soak struct {
 	start         time.Time
 	duration      time.Duration
 	verbose       bool
+	race          bool // toolsvc built with -race
 
 	rngMu sync.Mutex
 	rng   *rand.Rand

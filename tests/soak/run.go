@@ -91,6 +91,7 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 	if !strings.Contains(os.Getenv("GORACE"), "atexit_sleep_ms") {
 		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	}
+	s.race = race
 	if err := s.build(race); err != nil {
 		return nil, err
 	}
