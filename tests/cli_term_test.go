@@ -3,22 +3,10 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-var termUpstreamBin = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(bin.toolsvc), "termupstream")
-	b, err := exec.Command("go", "build", "-o", out, "./termupstream").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building termupstream: %v\n%s", err, b)
-	}
-	return out, nil
-})
 
 // rawControl reports a character that drives a terminal: C0 controls other
 // than newline and tab, DEL, C1 controls and bidi overrides.
@@ -37,10 +25,7 @@ func rawControl(s string) (rune, bool) {
 // on stderr, no table or text output of the CLI carries a raw control
 // character; each shows the sequence escaped (\x1b[2J).
 func TestCLIEscapesUpstreamText(t *testing.T) {
-	term, err := termUpstreamBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	term := helperBinary(t, "termupstream")
 	p := startToolsvc(t, fmt.Sprintf(`{"pingInterval": "1h", "mcpServers": {
 		"term": {"command": %s},
 		"dying": {"command": "sh", "args": ["-c", "printf 'boom \\033[2J\\033]0;pwned\\007\\n' >&2; exit 3"], "backoff": {"base": "1h", "max": "1h"}}

@@ -30,6 +30,28 @@ import (
 const defaultTestTimeout = 60 * time.Second
 
 // Paths of the binaries TestMain builds.
+// helperBinaries holds one build per helper program of tests/ (a hostile
+// upstream, a fixture), made the first time a test asks for it.
+var helperBinaries sync.Map // dir → func() (string, error)
+
+// helperBinary builds the program in tests/<dir> once per test binary, next
+// to the toolsvc under test, and returns its path.
+func helperBinary(t testing.TB, dir string) string {
+	t.Helper()
+	build, _ := helperBinaries.LoadOrStore(dir, sync.OnceValues(func() (string, error) {
+		out := filepath.Join(filepath.Dir(bin.toolsvc), dir)
+		if b, err := exec.Command("go", "build", "-o", out, "./"+dir).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("building tests/%s: %v\n%s", dir, err, b)
+		}
+		return out, nil
+	}))
+	path, err := build.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 var bin struct {
 	toolsvc    string
 	testserver string

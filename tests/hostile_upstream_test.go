@@ -3,10 +3,7 @@ package tests
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,26 +19,10 @@ import (
 // over the message limit, tool names meant to break the catalog, and an
 // upstream that never answers tools/list.
 
-var hostileBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// hostileServer builds tests/hostileserver once per run.
+// hostileServer is tests/hostileserver, built once per run.
 func hostileServer(t *testing.T) string {
 	t.Helper()
-	hostileBin.once.Do(func() {
-		hostileBin.path = filepath.Join(filepath.Dir(bin.testserver), "hostileserver")
-		out, err := exec.Command("go", "build", "-o", hostileBin.path, "./hostileserver").CombinedOutput()
-		if err != nil {
-			hostileBin.err = fmt.Errorf("building tests/hostileserver: %v\n%s", err, out)
-		}
-	})
-	if hostileBin.err != nil {
-		t.Fatal(hostileBin.err)
-	}
-	return hostileBin.path
+	return helperBinary(t, "hostileserver")
 }
 
 // TestHostileOversizedResults: a result over the upstream message limit (6

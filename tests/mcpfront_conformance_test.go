@@ -9,22 +9,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
 // conformanceFixtureBin builds tests/conformancefixture: a go-sdk server with
 // the suite's own test_* tool fixtures.
-var conformanceFixtureBin = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(bin.toolsvc), "conformancefixture")
-	b, err := exec.Command("go", "build", "-o", out, "./conformancefixture").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building conformancefixture: %v\n%s", err, b)
-	}
-	return out, nil
-})
-
 // frontConformancePass are the server scenarios of
 // @modelcontextprotocol/conformance that must pass against the front door
 // with server-everything and tests/conformancefixture (bareNames) behind
@@ -71,10 +61,7 @@ var frontConformanceWhy = map[string]string{
 // scenario with its result.
 func TestMCPFrontConformanceServer(t *testing.T) {
 	n22, cli := nodePath(t, node22), nodePath(t, conformanceCLI)
-	fixture, err := conformanceFixtureBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	fixture := helperBinary(t, "conformancefixture")
 	// The fixture's tools keep their own names (bareNames), as the suite
 	// calls them; server-everything's keep the everything__ prefix.
 	cfg := fmt.Sprintf(`{"mcpServers": {"everything": {"url": %s}, "fixture": {"command": %s, "bareNames": true}}}`,

@@ -7,10 +7,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,15 +18,6 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
-
-var oauthUpstreamBin = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(bin.toolsvc), "oauthupstream")
-	b, err := exec.Command("go", "build", "-o", out, "./oauthupstream").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building oauthupstream: %v\n%s", err, b)
-	}
-	return out, nil
-})
 
 // oauthUpstream is a running tests/oauthupstream: a real authorization
 // server (mockoidc) and a go-sdk MCP server behind auth.RequireBearerToken.
@@ -49,10 +38,7 @@ type oauthStats struct {
 
 func startOAuthUpstream(t *testing.T) *oauthUpstream {
 	t.Helper()
-	path, err := oauthUpstreamBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := helperBinary(t, "oauthupstream")
 	p := startProc(t, exec.Command(path))
 	line := p.log.waitFor(t, regexp.MustCompile(`^\{.*\}$`), 30*time.Second)
 	var u oauthUpstream
@@ -223,10 +209,7 @@ func TestUpstreamAuthRejected(t *testing.T) {
 // token; `toolsvc serve` with exactly those settings reaches the upstream.
 func TestOAuthLoginProvisionsServe(t *testing.T) {
 	up := startOAuthUpstream(t)
-	browser, err := oauthUpstreamBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	browser := helperBinary(t, "oauthupstream")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin.toolsvc, "oauth", "login", "--client-id", up.ClientID, "--browser", browser+" -follow", up.URL)

@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,23 +16,11 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-var manyToolsBin = sync.OnceValues(func() (string, error) {
-	out := filepath.Join(filepath.Dir(bin.toolsvc), "manytools")
-	b, err := exec.Command("go", "build", "-o", out, "./manytools").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("building manytools: %v\n%s", err, b)
-	}
-	return out, nil
-})
-
 // startManyTools runs toolsvc with one stdio upstream "many"
 // (tests/manytools with args) and waits until its catalog holds want tools.
 func startManyTools(t *testing.T, want int32, toolsvcArgs []string, args ...string) *toolsvcProc {
 	t.Helper()
-	exe, err := manyToolsBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := helperBinary(t, "manytools")
 	argv := ""
 	for i, a := range append([]string{}, args...) {
 		if i > 0 {
