@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// TestLayering enforces design.md's dependency direction: mcpbridge never
+// TestLayering enforces the dependency direction (docs/upstream-behaviour.md
+// §5): mcpbridge never
 // imports gRPC or the generated API.
 func TestLayering(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()

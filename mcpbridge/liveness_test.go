@@ -15,7 +15,7 @@ import (
 
 // TestIsSessionDead: transport failures evict; answers from a live
 // upstream (even ones whose text mentions sessions) and the caller's own
-// deadline do not (predecessor cases 11, 12, 14).
+// deadline do not (docs/upstream-behaviour.md §3).
 func TestIsSessionDead(t *testing.T) {
 	tests := []struct {
 		err  error
@@ -42,7 +42,7 @@ func TestIsSessionDead(t *testing.T) {
 }
 
 // TestBackoffBounds: full jitter within [0, min(max, base·2ⁿ)], no overflow
-// for huge attempt counts (predecessor case 21).
+// for huge attempt counts (docs/upstream-behaviour.md §3).
 func TestBackoffBounds(t *testing.T) {
 	base, maxD := 100*time.Millisecond, 2*time.Second
 	for attempt := 0; attempt < 200; attempt++ {
@@ -56,7 +56,7 @@ func TestBackoffBounds(t *testing.T) {
 }
 
 // TestFailedAddLeavesNoTools: a server added by Reconfigure that cannot
-// connect publishes nothing callable (predecessor case 40).
+// connect publishes nothing callable (docs/upstream-behaviour.md §3).
 func TestFailedAddLeavesNoTools(t *testing.T) {
 	up := newMemUpstream(t)
 	defer up.killSessions()

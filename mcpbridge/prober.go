@@ -18,7 +18,7 @@ import (
 // a one-page tools/list for upstreams that reject ping. A transport failure
 // marks the session dead at once; a timeout marks it degraded, and
 // PingFailures timeouts in a row mark it dead. Wait() alone is not enough:
-// it can take seconds or never return (go-sdk-facts.md §6).
+// it can take seconds or never return (docs/upstream-behaviour.md §2).
 func (s *session) prober() {
 	u := s.u
 	if u.cfg.PingInterval <= 0 {

@@ -421,9 +421,10 @@ func (s *session) listChangedKinds() string {
 
 // refreshResources lists the session's resources, templates and prompts
 // and publishes them. A kind the upstream does not declare is empty (a
-// capability lost on reconnect empties it: predecessor case 42); a list
-// method the upstream does not implement is empty too (case 41: an
-// upstream without resources/templates/list); any other failure keeps
+// capability lost on reconnect empties it); a list method the upstream
+// does not implement is empty too (an upstream without
+// resources/templates/list; docs/upstream-behaviour.md §3); any other
+// failure keeps
 // that kind's previous list and is logged.
 func (s *session) refreshResources() {
 	u := s.u

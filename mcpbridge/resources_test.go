@@ -27,7 +27,7 @@ func TestResourceCatalogRevisions(t *testing.T) {
 	empty := c.Current().Revision
 
 	// A tools-only upstream (nothing to list) publishes nothing and
-	// signals nobody (predecessor case 42, second half).
+	// signals nobody (docs/upstream-behaviour.md §3).
 	c.setServer("a", "a", nil, nil, nil, [3]bool{})
 	if signalled(ch) || c.Current().Revision != empty {
 		t.Fatal("a tools-only server changed the resource catalog")

@@ -12,7 +12,8 @@ import (
 )
 
 // closeWatchdog bounds how long teardown waits for ClientSession.Close,
-// which can block on a stuck notification handler (go-sdk-facts.md §0.3).
+// which can block on a stuck notification handler
+// (docs/upstream-behaviour.md §1).
 const closeWatchdog = 5 * time.Second
 
 // upstream supervises the sessions to one MCP server: connect, list,
@@ -329,7 +330,8 @@ func (u *upstream) teardown(s *session) {
 }
 
 // closeSession closes the session under a watchdog: ClientSession.Close can
-// block on a stuck handler or a frozen HTTP peer (go-sdk-facts.md §0.3, §6).
+// block on a stuck handler or a frozen HTTP peer (docs/upstream-behaviour.md
+// §1, §2).
 func (u *upstream) closeSession(s *session) {
 	done := make(chan struct{})
 	go func() {

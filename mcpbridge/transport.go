@@ -222,7 +222,8 @@ func newHTTPClient(headers map[string]string, endpoint string) *http.Client {
 	}
 	// No Client.Timeout or ResponseHeaderTimeout: the streamable server sends
 	// headers with its first event, so they would cut off silent long calls
-	// (go-sdk-facts.md §6). Every request carries a context deadline instead.
+	// (docs/upstream-behaviour.md §2). Every request carries a context
+	// deadline instead.
 	return &http.Client{Transport: &headerTransport{base: tr, headers: headers, origin: origin}}
 }
 

@@ -224,8 +224,8 @@ func checkLongRunningProgress(t *testing.T, ctx context.Context, c toolsvcv1.Too
 	if got := resultText(result); got == "" || result.GetIsError() {
 		t.Errorf("result = %v, want a successful text result", result)
 	}
-	// The last notifications may lose the race with the result (peers.md
-	// §1), and slow readers see merged progress, so only ask for some, in
+	// The last notifications may lose the race with the result
+	// (docs/upstream-behaviour.md §4), and slow readers see merged progress, so only ask for some, in
 	// increasing order.
 	if len(progress) == 0 || len(progress) > steps {
 		t.Fatalf("got %d progress messages %v, want 1..%d", len(progress), progress, steps)

@@ -40,7 +40,7 @@ func TestInteropRuntimeTools(t *testing.T) {
 			if transport == "http" {
 				// A session-channel push goes to the standalone GET stream,
 				// which go-sdk opens in the background after initialize: a
-				// push before it is open is lost (peers.md §1). Wait for
+				// push before it is open is lost (docs/upstream-behaviour.md §4). Wait for
 				// the server to see it.
 				waitRuntimeStats(t, ctx, p.client, "the standalone GET stream", func(s map[string]any) bool {
 					return s["get_streams"].(float64) >= 1

@@ -265,7 +265,7 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 
-	// Shutdown, in the order of design.md: readiness off first, watches
+	// Shutdown, in the order of docs/upstream-behaviour.md §5: readiness off first, watches
 	// ended (clients resume elsewhere), in-flight calls drained within the
 	// bound, then upstream sessions closed.
 	log.Info("shutting down", "timeout", *shutdownTimeout)

@@ -400,9 +400,9 @@ func main() {
 
 // addResources offers resources and a prompt when $TESTSERVER_RESOURCES_FILE
 // names a file whose first line holds "resources" (read at start, so a
-// restarted process can lose the capability: predecessor case 42), with
-// ",no-templates" answering resources/templates/list with MethodNotFound
-// (case 41).
+// restarted process can lose the capability), with ",no-templates"
+// answering resources/templates/list with MethodNotFound
+// (docs/upstream-behaviour.md §3).
 func addResources(s *mcp.Server) {
 	path := os.Getenv("TESTSERVER_RESOURCES_FILE")
 	if path == "" {
