@@ -128,7 +128,7 @@ func (f *MCPFront) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest)
 	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
 		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Prompt { return s.Prompts },
 		func(ctx context.Context) func(*mcpbridge.Prompt) bool {
-			allowed := f.s.opts.Authorizer.filter(ctx)
+			allowed := f.s.authOf(ctx).authz.filter(ctx)
 			return func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }
 		},
 		promptToMCP)
