@@ -35,9 +35,9 @@ type configManager struct {
 	log    *slog.Logger
 
 	// secrets are redaction values the configuration file itself does not
-	// carry to the servers (the auth section's tokens): every reload adds
-	// those of the file it applies, so servers compare equal and stay
-	// untouched unless they changed.
+	// carry to the servers (the auth section's tokens at start): every
+	// reload adds them, so servers compare equal and stay untouched. Tokens
+	// a reload adds are not added: that would restart every upstream.
 	secrets []string
 
 	reloadMu sync.Mutex // serialises reloads
@@ -93,22 +93,15 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 		authConf, authDone, err = m.prepareAuth(c)
 	}
 	var res mcpbridge.ReconfigureResult
-	secrets := m.secrets
 	if err == nil {
-		if c.Auth != nil {
-			secrets = c.Auth.Secrets
-		}
 		next := c.Bridge
-		next.Servers = withSecrets(next.Servers, secrets)
+		next.Servers = withSecrets(next.Servers, m.secrets)
 		res, err = m.bridge.Reconfigure(next)
 	}
 	if err == nil && c.Auth != nil && m.svc != nil {
 		err = m.svc.SetAuth(authConf)
 	}
 	authDone(err == nil)
-	if err == nil {
-		m.secrets = secrets
-	}
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
