@@ -77,7 +77,7 @@ func frontInitializeAs(t *testing.T, ctx context.Context, base, tok string) int 
 // removed is refused, a narrowed rule hides a tool and refuses its call (and
 // a watch open across the reload sees it removed), a changed rate limit
 // applies. A reload whose auth cannot be applied (an unreadable tokensFile,
-// the auth section removed) is refused with the reason, and the running
+// an unreachable JWKS URL, the auth section removed) is refused with the reason, and the running
 // auth keeps working.
 func TestReloadAuth(t *testing.T) {
 	before := `{"tokens": {"alice": "` + tokAlice + `", "carol": "` + tokCarol + `", "ops": "` + tokOps + `"}, "admins": ["ops"],
@@ -162,6 +162,7 @@ func TestReloadAuth(t *testing.T) {
 		name, config, reason string
 	}{
 		{"unreadable tokensFile", reloadAuthConfig(`{"tokensFile": "/nonexistent/toolsvc-tokens", "tokens": {"ops": "` + tokOps + `"}, "admins": ["ops"]}`), "tokensFile"},
+		{"JWKS URL unreachable", reloadAuthConfig(`{"jwt": {"jwksURL": "http://127.0.0.1:1/jwks.json"}, "tokens": {"ops": "` + tokOps + `"}, "admins": ["ops"]}`), "jwt.jwksURL"},
 		{"auth section removed", reloadConfig(map[string]string{"a": stdioWithEnv("1")}), "turning authentication off needs a restart"},
 	} {
 		cs := reloadAndWait(t, ctx, p, c.config, int64(1+i))

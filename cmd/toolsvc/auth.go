@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
+	"golang.org/x/time/rate"
 
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/service"
@@ -26,6 +29,7 @@ type authLoader struct {
 	mtls bool            // --tls-client-ca was given
 	log  *slog.Logger
 
+	started    bool            // a load was applied: later ones are reloads
 	jwksURL    string          // the URL of jwksKF ("" : none)
 	jwksKF     keyfunc.Keyfunc // its key set, refreshed in the background
 	jwksCancel context.CancelFunc
@@ -43,9 +47,13 @@ func (l *authLoader) load(a *config.Auth) (service.AuthConfig, func(applied bool
 	if a.MTLS && !l.mtls {
 		return service.AuthConfig{}, noop, fmt.Errorf("auth.mtls needs --tls-client-ca")
 	}
-	jwtOpts, done, err := l.loadJWT(a)
+	jwtOpts, jwtDone, err := l.loadJWT(a)
 	if err != nil {
 		return service.AuthConfig{}, noop, err
+	}
+	done := func(applied bool) {
+		jwtDone(applied)
+		l.started = l.started || applied
 	}
 	var rules []service.Rule
 	for _, r := range a.Rules {
@@ -140,7 +148,7 @@ func (l *authLoader) loadJWT(a *config.Auth) (*service.JWTOptions, func(bool), e
 		return &service.JWTOptions{Keyfunc: l.jwksKF, Issuer: j.Issuer, Audience: j.Audience}, done, nil
 	}
 	ctx, cancel := context.WithCancel(l.ctx)
-	kf, err := keyfunc.NewDefaultCtx(ctx, []string{url})
+	kf, err := l.fetchJWKS(ctx, url)
 	if err != nil {
 		cancel()
 		return nil, nil, fmt.Errorf("jwt.jwksURL: fetching the key set: %w", err)
@@ -156,4 +164,33 @@ func (l *authLoader) loadJWT(a *config.Auth) (*service.JWTOptions, func(bool), e
 		l.jwksURL, l.jwksKF, l.jwksCancel = url, kf, cancel
 	}
 	return &service.JWTOptions{Keyfunc: kf, Issuer: j.Issuer, Audience: j.Audience}, done, nil
+}
+
+// fetchJWKS returns the key set at url, refreshed hourly while ctx lives
+// (keyfunc.NewDefaultCtx's settings). At start a failed first fetch is
+// logged and retried by the refresh (toolsvc starts while the identity
+// provider is down, refusing JWTs until it answers); on a reload it is an
+// error, so that a mistyped URL refuses the reload instead of replacing
+// working keys with none.
+func (l *authLoader) fetchJWKS(ctx context.Context, url string) (keyfunc.Keyfunc, error) {
+	st, err := jwkset.NewStorageFromHTTP(url, jwkset.HTTPClientStorageOptions{
+		Ctx:                       ctx,
+		NoErrorReturnFirstHTTPReq: !l.started,
+		RefreshErrorHandler: func(ctx context.Context, err error) {
+			l.log.ErrorContext(ctx, "JWKS refresh failed", "url", url, "error", err)
+		},
+		RefreshInterval: time.Hour,
+	})
+	if err != nil {
+		return nil, err
+	}
+	client, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+		HTTPURLs:          map[string]jwkset.Storage{url: st},
+		RateLimitWaitMax:  time.Minute,
+		RefreshUnknownKID: rate.NewLimiter(rate.Every(5*time.Minute), 1),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keyfunc.New(keyfunc.Options{Storage: client})
 }
