@@ -372,14 +372,42 @@ func (f *MCPFront) Run(ctx context.Context) {
 		f.runResources(stop)
 	}()
 	defer wg.Wait()
-	debounce(stop, sub.C(), f.opts.Debounce, func() {
-		if snap := f.s.bridge.Catalog().Current(); snap.Revision != last {
-			last = snap.Revision
+	changed := make(chan struct{}, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.s.forwardChanges(stop, sub.C(), changed)
+	}()
+	lastGen := f.s.currentAuth().gen
+	debounce(stop, changed, f.opts.Debounce, func() {
+		// A reload's new rules change views as a catalog change does.
+		snap, gen := f.s.bridge.Catalog().Current(), f.s.currentAuth().gen
+		if snap.Revision != last || gen != lastGen {
+			last, lastGen = snap.Revision, gen
 			if f.viewsChanged(snap) {
 				f.notifyListChanged()
 			}
 		}
 	})
+}
+
+// forwardChanges signals out (capacity 1, never blocking) on every signal
+// of in and every replacement of the auth state, until stop is closed.
+func (s *Server) forwardChanges(stop <-chan struct{}, in <-chan struct{}, out chan<- struct{}) {
+	st := s.currentAuth()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-in:
+		case <-st.changed:
+			st = s.currentAuth()
+		}
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // debounce calls fire once d after the first signal on in that follows the

@@ -499,14 +499,25 @@ func (f *MCPFront) runResources(stop <-chan struct{}) {
 	ch, unsubscribe := cat.Subscribe()
 	defer unsubscribe()
 	last := cat.Current()
-	debounce(stop, ch, f.opts.Debounce, func() {
-		snap := cat.Current()
-		if snap.Revision == last.Revision {
+	changed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.s.forwardChanges(stop, ch, changed)
+	}()
+	lastGen := f.s.currentAuth().gen
+	debounce(stop, changed, f.opts.Debounce, func() {
+		snap, gen := cat.Current(), f.s.currentAuth().gen
+		if snap.Revision == last.Revision && gen == lastGen {
 			return
 		}
-		resChanged := !sameResourceLists(last, snap)
-		promptsChanged := !samePromptLists(last, snap)
-		last = snap
+		// A reload's new rules change views as a catalog change does.
+		authChanged := gen != lastGen
+		resChanged := authChanged || !sameResourceLists(last, snap)
+		promptsChanged := authChanged || !samePromptLists(last, snap)
+		last, lastGen = snap, gen
 		if resChanged && f.listViewsChanged(kindResources, snap) {
 			f.notifyResourcesChanged()
 		}

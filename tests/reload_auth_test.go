@@ -74,9 +74,9 @@ func frontInitializeAs(t *testing.T, ctx context.Context, base, tok string) int 
 
 // TestReloadAuth: a reload (rename plus SIGHUP) applies the auth section on
 // gRPC and the MCP front door together: a token added works, a token
-// removed is refused, a narrowed rule hides a tool and refuses its call (and
-// a watch open across the reload sees it removed), a changed rate limit
-// applies. A reload whose auth cannot be applied (an unreadable tokensFile,
+// removed is refused, a narrowed rule hides a tool and refuses its call (a
+// watch open across the reload sees it removed, a front-door session gets
+// list_changed), a changed rate limit applies. A reload whose auth cannot be applied (an unreadable tokensFile,
 // an unreachable JWKS URL, the auth section removed) is refused with the reason, and the running
 // auth keeps working.
 func TestReloadAuth(t *testing.T) {
@@ -112,6 +112,16 @@ func TestReloadAuth(t *testing.T) {
 		t.Fatalf("alice's watch snapshot lacks a__echo: %v", snap)
 	}
 
+	front := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
+		HTTPClient: &http.Client{Transport: headerRoundTripper{"Authorization": "Bearer " + tokAlice}}}, "2025-11-25")
+	if got := front.names(t, ctx); !slices.Contains(got, "a__echo") {
+		t.Fatalf("before: alice's front-door tools/list = %v, want a__echo in it", got)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for len(front.changed) > 0 {
+		<-front.changed
+	}
+
 	cs := reloadAndWait(t, ctx, p, reloadAuthConfig(after), 0)
 	if !cs.GetLastReloadOk() {
 		t.Fatalf("the reload was refused: %v", cs)
@@ -133,8 +143,11 @@ func TestReloadAuth(t *testing.T) {
 	if got, err := names(alice); err != nil || slices.Contains(got, "a__echo") || !slices.Contains(got, "a__ping_me") {
 		t.Errorf("after: alice ListTools = %v, %v; want a__ping_me without a__echo", got, err)
 	}
-	front := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
-		HTTPClient: &http.Client{Transport: headerRoundTripper{"Authorization": "Bearer " + tokAlice}}}, "")
+	select {
+	case <-front.changed:
+	case <-time.After(15 * time.Second):
+		t.Errorf("alice's front-door session got no tools/list_changed for her narrowed rule")
+	}
 	if got := front.names(t, ctx); slices.Contains(got, "a__echo") || !slices.Contains(got, "a__ping_me") {
 		t.Errorf("after: alice's front-door tools/list = %v; want a__ping_me without a__echo", got)
 	}
