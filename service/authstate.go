@@ -90,10 +90,8 @@ func (s *Server) SetAuth(c AuthConfig) error {
 	if st.configured() != old.configured() {
 		return ErrAuthOnOff
 	}
-	if st.limits != nil && s.opts.Metrics != nil {
-		s.opts.Metrics.limits.Store(st.limits)
-	} else if s.opts.Metrics != nil {
-		s.opts.Metrics.limits.Store(nil)
+	if m := s.opts.Metrics; m != nil {
+		m.limits.Store(st.limits) // nil: no limits any more
 	}
 	s.auth.Store(st)
 	close(old.changed)
@@ -114,7 +112,8 @@ func (s *Server) newAuthState(c AuthConfig, prev *authState) *authState {
 
 // reauthenticate authenticates the caller of a long-lived stream (ctx,
 // authenticated before) again under the current auth state, for a stream
-// that outlives a SetAuth. It returns the new context and state.
+// that outlives a SetAuth. The returned context carries the new principal
+// and state.
 func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
 	ctx = context.WithValue(ctx, principalKey{}, nil) // forget the earlier principal
 	ctx = withAuthState(ctx, s.currentAuth())

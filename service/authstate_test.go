@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -172,12 +173,18 @@ func TestSetAuthRefusesOnOff(t *testing.T) {
 // rules give it, the difference as its next event, and ends UNAUTHENTICATED
 // when the new state no longer accepts its credentials.
 func TestWatchFollowsSetAuth(t *testing.T) {
+	for _, withResources := range []bool{false, true} { // the two watch engines (watch.go, watch_resources.go)
+		t.Run(fmt.Sprintf("include_resources=%v", withResources), func(t *testing.T) { testWatchFollowsSetAuth(t, withResources) })
+	}
+}
+
+func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
 	a := authGen(tokA, "a")
 	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
 		map[string][]string{"a": {"x", "y"}, "b": {"x"}})
 	client := grpcClient(t, f.svc)
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tokA)
-	stream, err := client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{})
+	stream, err := client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: withResources})
 	if err != nil {
 		t.Fatal(err)
 	}
