@@ -81,7 +81,7 @@ func (a *admin) authorize(ctx context.Context) error {
 				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
 			map[string]string{"peer": peerAddr(ctx)})
 	}
-	if a.s.opts.Authorizer.AllowAdmin(p) {
+	if a.s.authOf(ctx).authz.AllowAdmin(p) {
 		return nil
 	}
 	return plainError(codes.PermissionDenied, ReasonPermissionDenied,
@@ -133,7 +133,7 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 // (an Authenticator or an Authorizer in Options, as Server.authenticate
 // decides).
 func (s *Server) authConfigured() bool {
-	return s.opts.Authenticator != nil || s.opts.Authorizer != nil
+	return s.currentAuth().configured() // SetAuth never changes it
 }
 
 // operatorView reports whether the caller (principal p, authenticated for
@@ -143,7 +143,7 @@ func (s *Server) operatorView(ctx context.Context, p Principal) bool {
 	if !s.authConfigured() {
 		return LocalPeer(ctx)
 	}
-	return s.opts.Authorizer.AllowAdmin(p)
+	return s.authOf(ctx).authz.AllowAdmin(p)
 }
 
 // LocalPeer reports whether the caller of ctx is on this machine: a TCP

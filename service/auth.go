@@ -226,11 +226,19 @@ func (a *Authorizer) filter(ctx context.Context) func(tool string) bool {
 // principal, the RPC is refused with UNAUTHENTICATED: it fails closed. The
 // returned context carries the principal. With no auth configured every
 // caller is the anonymous principal.
+//
+// The returned context also carries the auth state the request is decided
+// under (authstate.go): the one the interceptor pinned, else the current.
 func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, error) {
+	st := authStateFrom(ctx)
+	if st == nil {
+		st = s.currentAuth()
+		ctx = withAuthState(ctx, st)
+	}
 	if p, ok := PrincipalFrom(ctx); ok {
 		return ctx, p, nil
 	}
-	if a := s.opts.Authenticator; a != nil {
+	if a := st.authn; a != nil {
 		actx, err := a.Authenticate(ctx)
 		if err != nil {
 			return ctx, Principal{}, err
@@ -241,7 +249,7 @@ func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, 
 		}
 		return actx, p, nil
 	}
-	if s.opts.Authorizer != nil {
+	if st.authz != nil {
 		s.log.Error("refusing an RPC: authorization is configured but nothing authenticated the request (set service.Options.Authenticator or install an authenticating interceptor)")
 		return ctx, Principal{}, plainError(codes.Unauthenticated, ReasonUnauthenticated,
 			"credentials required: this server has authorization rules but could not authenticate the request", nil)

@@ -39,13 +39,17 @@ func (c *Call) End(st error, isError bool, outBytes int) {
 		m.calls.WithLabelValues(server, tool, outcome).Inc()
 		m.callDuration.WithLabelValues(server, outcome).Observe(took.Seconds())
 	}
-	if a := c.s.opts.AuditLog; a != nil {
+	as := c.auth
+	if as == nil { // refused before it was decided under a state
+		as = c.s.currentAuth()
+	}
+	if a := as.audit; a != nil {
 		attrs := []slog.Attr{
 			slog.String("principal", c.principal.Name), slog.String("tool", c.in.Name), slog.String("server", c.targetName().server),
 			slog.String("outcome", outcome), slog.Duration("duration", took),
 			slog.Int("request_bytes", c.in.Size), slog.Int("response_bytes", outBytes),
 		}
-		if c.s.opts.AuditArguments {
+		if as.auditArgs {
 			attrs = append(attrs, slog.Any("arguments", c.auditArguments()))
 		}
 		a.LogAttrs(context.Background(), slog.LevelInfo, "tool call", attrs...)

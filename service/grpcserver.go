@@ -49,6 +49,10 @@ type GRPCOptions struct {
 	// TLS, if set, serves TLS (mTLS when it requires client certificates).
 	TLS *tls.Config
 	// Auth, if set, authenticates every call except health and reflection.
+	// When the service itself has auth configured (Options.Authenticator
+	// or Authorizer) the interceptor uses the service's current
+	// authenticator instead, so that Server.SetAuth switches the
+	// interceptor and the service together.
 	Auth *Authenticator
 	// MaxConnectionAge bounds a connection's life so load spreads over
 	// replicas (clients resume watches elsewhere); 0 means 5 minutes.
@@ -120,12 +124,12 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	})
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	stream = append(stream, recovery.StreamServerInterceptor(rec))
-	if o.Auth != nil {
+	if authFn := o.authFunc(svc); authFn != nil {
 		needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 			return !strings.HasPrefix(c.Service, "grpc.health.") && !strings.HasPrefix(c.Service, "grpc.reflection.")
 		})
-		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(o.Auth.Authenticate), needsAuth))
-		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(o.Auth.Authenticate), needsAuth))
+		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), needsAuth))
+		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), needsAuth))
 	}
 	unary = append(unary, o.ExtraUnary...)
 	stream = append(stream, o.ExtraStream...)
@@ -171,6 +175,30 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		svc.grpcMetrics.InitializeMetrics(gs)
 	}
 	return gs, hs
+}
+
+// authFunc is the interceptor's authentication: the service's own, read
+// per call (authstate.go), when it has auth configured; else Auth's; nil
+// when neither authenticates.
+func (o GRPCOptions) authFunc(svc *Server) auth.AuthFunc {
+	if svc.authConfigured() {
+		return func(ctx context.Context) (context.Context, error) {
+			st := svc.currentAuth()
+			ctx = withAuthState(ctx, st)
+			a := st.authn
+			if a == nil {
+				a = o.Auth
+			}
+			if a == nil {
+				return ctx, nil // Server.authenticate fails closed (an Authorizer without an Authenticator)
+			}
+			return a.Authenticate(ctx)
+		}
+	}
+	if o.Auth != nil {
+		return o.Auth.Authenticate
+	}
+	return nil
 }
 
 // SetReady flips readiness (not liveness).

@@ -256,7 +256,7 @@ func (f *MCPFront) Handler() http.Handler {
 		// returns what authenticate established (a token, a JWT, a client
 		// certificate, or the anonymous caller when auth is off).
 		ti := &auth.TokenInfo{UserID: p.Name, Expiration: time.Now().Add(time.Hour),
-			Extra: map[string]any{principalMethodKey: p.Method, principalAuthKey: p.Name != "" || p.Method != ""}}
+			Extra: map[string]any{principalMethodKey: p.Method, principalAuthKey: p.Name != "" || p.Method != "", authStateExtraKey: authStateFrom(ctx)}}
 		r = r.WithContext(context.WithValue(ctx, tokenInfoKey{}, ti))
 		if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
 			r.Header.Set("Authorization", "Bearer "+principalBearer)
@@ -299,6 +299,10 @@ func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo,
 const (
 	principalMethodKey = "toolsvc.principal.method"
 	principalAuthKey   = "toolsvc.principal.authenticated"
+	// authStateExtraKey carries the auth state the request was
+	// authenticated under to its handler, which decides under the same one
+	// (authstate.go).
+	authStateExtraKey = "toolsvc.auth.state"
 )
 
 // quietUndelivered logs go-sdk's info lines and its "undelivered message"
@@ -368,14 +372,42 @@ func (f *MCPFront) Run(ctx context.Context) {
 		f.runResources(stop)
 	}()
 	defer wg.Wait()
-	debounce(stop, sub.C(), f.opts.Debounce, func() {
-		if snap := f.s.bridge.Catalog().Current(); snap.Revision != last {
-			last = snap.Revision
+	changed := make(chan struct{}, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.s.forwardChanges(stop, sub.C(), changed)
+	}()
+	lastGen := f.s.currentAuth().gen
+	debounce(stop, changed, f.opts.Debounce, func() {
+		// A reload's new rules change views as a catalog change does.
+		snap, gen := f.s.bridge.Catalog().Current(), f.s.currentAuth().gen
+		if snap.Revision != last || gen != lastGen {
+			last, lastGen = snap.Revision, gen
 			if f.viewsChanged(snap) {
 				f.notifyListChanged()
 			}
 		}
 	})
+}
+
+// forwardChanges signals out (capacity 1, never blocking) on every signal
+// of in and every replacement of the auth state, until stop is closed.
+func (s *Server) forwardChanges(stop <-chan struct{}, in <-chan struct{}, out chan<- struct{}) {
+	st := s.currentAuth()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-in:
+		case <-st.changed:
+			st = s.currentAuth()
+		}
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // debounce calls fire once d after the first signal on in that follows the
@@ -590,6 +622,9 @@ func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Cont
 		return ctx
 	}
 	ti := extra.TokenInfo
+	if st, ok := ti.Extra[authStateExtraKey].(*authState); ok && st != nil {
+		ctx = withAuthState(ctx, st)
+	}
 	if ok, _ := ti.Extra[principalAuthKey].(bool); !ok {
 		return ctx
 	}
@@ -630,7 +665,7 @@ func (f *MCPFront) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*m
 	if after != "" {
 		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
 	}
-	allowed := f.s.opts.Authorizer.filter(ctx)
+	allowed := f.s.authOf(ctx).authz.filter(ctx)
 	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, min(f.opts.PageSize, len(all)-start))}
 	// 2026-07-28 cache hints: the list is the principal's own, and stale
 	// at once (list_changed says when to list again).

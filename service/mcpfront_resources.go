@@ -128,7 +128,7 @@ func (f *MCPFront) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest)
 	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
 		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Prompt { return s.Prompts },
 		func(ctx context.Context) func(*mcpbridge.Prompt) bool {
-			allowed := f.s.opts.Authorizer.filter(ctx)
+			allowed := f.s.authOf(ctx).authz.filter(ctx)
 			return func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }
 		},
 		promptToMCP)
@@ -499,14 +499,25 @@ func (f *MCPFront) runResources(stop <-chan struct{}) {
 	ch, unsubscribe := cat.Subscribe()
 	defer unsubscribe()
 	last := cat.Current()
-	debounce(stop, ch, f.opts.Debounce, func() {
-		snap := cat.Current()
-		if snap.Revision == last.Revision {
+	changed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f.s.forwardChanges(stop, ch, changed)
+	}()
+	lastGen := f.s.currentAuth().gen
+	debounce(stop, changed, f.opts.Debounce, func() {
+		snap, gen := cat.Current(), f.s.currentAuth().gen
+		if snap.Revision == last.Revision && gen == lastGen {
 			return
 		}
-		resChanged := !sameResourceLists(last, snap)
-		promptsChanged := !samePromptLists(last, snap)
-		last = snap
+		// A reload's new rules change views as a catalog change does.
+		authChanged := gen != lastGen
+		resChanged := authChanged || !sameResourceLists(last, snap)
+		promptsChanged := authChanged || !samePromptLists(last, snap)
+		last, lastGen = snap, gen
 		if resChanged && f.listViewsChanged(kindResources, snap) {
 			f.notifyResourcesChanged()
 		}

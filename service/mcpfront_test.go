@@ -202,8 +202,8 @@ func TestMCPFrontInProcess(t *testing.T) {
 func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
 	f := newFixture(t, 3)
 	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*"}}, {Principal: "bob", Allow: []string{"mem__b*", "mem__echo"}}}, nil)
-	f.svc.opts.Authenticator = NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)
-	f.svc.opts.Authorizer = authz
+	forceAuth(f.svc, AuthConfig{Authorizer: authz,
+		Authenticator: NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
 	ctx, srv := startPerPrincipalFront(t, f.svc)
 	type client struct {
 		cs      *mcp.ClientSession
@@ -635,7 +635,7 @@ func TestMCPFrontSessionTable(t *testing.T) {
 // accepted.
 func TestMCPFrontSSEForeignSession(t *testing.T) {
 	f := newFixture(t, 1)
-	f.svc.opts.Authenticator = NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)
+	forceAuth(f.svc, AuthConfig{Authenticator: NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
 	_, srv := startPerPrincipalFront(t, f.svc)
 	ctx := ctxT(t)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/sse", nil)

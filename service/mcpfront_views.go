@@ -63,7 +63,7 @@ func newViews() *views {
 
 // listKey is p's view of one of the other lists of snap.
 func (f *MCPFront) listKey(k listKind, snap *mcpbridge.ResourceSnapshot, p string) string {
-	a := f.s.opts.Authorizer
+	a := f.s.currentAuth().authz
 	if k == kindPrompts {
 		return promptListKey(snap, func(name string) bool { return a.AllowTool(Principal{Name: p}, name) })
 	}
@@ -103,15 +103,16 @@ func sameTool(a, b *mcpbridge.Tool) bool {
 
 // rules reports whether principals' views can differ.
 func (f *MCPFront) rules() bool {
-	a := f.s.opts.Authorizer
+	a := f.s.currentAuth().authz
 	return a != nil && len(a.rules) > 0
 }
 
 // view is the catalog entries of snap that p may use.
 func (f *MCPFront) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
 	var out []*mcpbridge.Tool
+	a := f.s.currentAuth().authz
 	for _, t := range snap.Tools {
-		if f.s.opts.Authorizer.AllowTool(Principal{Name: p}, t.Name) {
+		if a.AllowTool(Principal{Name: p}, t.Name) {
 			out = append(out, t)
 		}
 	}

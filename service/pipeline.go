@@ -63,7 +63,8 @@ type Call struct {
 	target    mcpbridge.Target // zero until resolved
 	args      any              // map[string]any, json.RawMessage, or nil ({})
 	start     time.Time
-	release   func() // the principal's concurrency slot, if limited
+	release   func()     // the principal's concurrency slot, if limited
+	auth      *authState // the state the call is decided under (nil: refused before authentication)
 	ended     bool
 }
 
@@ -79,7 +80,7 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	if err != nil {
 		return c, err
 	}
-	c.ctx, c.principal = ctx, p
+	c.ctx, c.principal, c.auth = ctx, p, s.authOf(ctx)
 	if in.Size > s.opts.MaxRequestBytes {
 		return c, tooLargeError(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
 	}
@@ -94,7 +95,7 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	// may not use.
 	target, rerr := s.bridge.Resolve(in.Name)
 	c.target = target
-	if !s.opts.Authorizer.AllowTool(p, in.Name) {
+	if !c.auth.authz.AllowTool(p, in.Name) {
 		return c, &richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
 			msg:  fmt.Sprintf("principal %q may not call tool %q", p.Name, in.Name),
 			meta: map[string]string{"principal": p.Name}}
@@ -102,7 +103,7 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	if rerr != nil {
 		return c, rerr
 	}
-	if c.release, err = s.limits.acquire(p.Name, time.Now()); err != nil {
+	if c.release, err = c.auth.limits.acquire(p.Name, time.Now()); err != nil {
 		return c, err
 	}
 	c.args, err = s.checkArguments(c.target, in)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -38,12 +39,15 @@ var maxLimitedPrincipals = 10000 // a variable for tests
 // maxConcurrent: calls in flight end at no predictable time.
 const concurrencyRetryAfter = 100 * time.Millisecond
 
-// rateLimiter applies RateLimit rules in the call pipeline.
+// rateLimiter applies RateLimit rules in the call pipeline. A limiter is
+// immutable in its rules; a reload builds a new one from its predecessor
+// (newRateLimiter), sharing its lock and the per-principal state of every
+// principal whose rule did not change.
 type rateLimiter struct {
 	rules   []RateLimit
 	metrics *Metrics
 
-	mu sync.Mutex
+	mu *sync.Mutex // shared by a limiter and its successors: entries move between them
 	m  map[string]*principalLimit
 }
 
@@ -54,18 +58,42 @@ type principalLimit struct {
 	last     time.Time
 }
 
-func newRateLimiter(rules []RateLimit, m *Metrics) *rateLimiter {
+// newRateLimiter returns the limiter of rules (nil without rules). prev,
+// if set, is the limiter it replaces: a principal whose first matching
+// rule is equal in both keeps its bucket and in-flight count (an unrelated
+// change resets nobody); one whose rule changed keeps its in-flight count
+// (its calls still end) and gets a fresh bucket of the new rule; one no
+// rule matches any more is forgotten.
+func newRateLimiter(rules []RateLimit, m *Metrics, prev *rateLimiter) *rateLimiter {
 	if len(rules) == 0 {
 		return nil
 	}
-	r := &rateLimiter{rules: rules, metrics: m, m: map[string]*principalLimit{}}
+	r := &rateLimiter{rules: slices.Clone(rules), metrics: m, mu: &sync.Mutex{}, m: map[string]*principalLimit{}}
 	for i := range r.rules {
 		if r.rules[i].CallsPerSecond > 0 && r.rules[i].Burst <= 0 {
 			r.rules[i].Burst = max(1, int(math.Ceil(r.rules[i].CallsPerSecond)))
 		}
 	}
-	if m != nil {
-		m.limits.Store(r)
+	if prev == nil {
+		return r
+	}
+	r.mu = prev.mu
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, e := range prev.m {
+		rule := r.ruleFor(name)
+		switch {
+		case rule == nil:
+			continue
+		case *rule == *e.rule:
+			e.rule = rule
+		default:
+			e.rule, e.bucket = rule, nil
+			if rule.CallsPerSecond > 0 {
+				e.bucket = rate.NewLimiter(rate.Limit(rule.CallsPerSecond), rule.Burst)
+			}
+		}
+		r.m[name] = e
 	}
 	return r
 }

@@ -24,7 +24,7 @@ func TestRateLimiterBucket(t *testing.T) {
 		{Principal: "agent-*", CallsPerSecond: 2, Burst: 3},
 		{Principal: "agent-x", CallsPerSecond: 1000}, // shadowed by the first
 		{Principal: "slow", CallsPerSecond: 0.5},     // burst defaults to 1
-	}, nil)
+	}, nil, nil)
 	t0 := time.Unix(1000, 0)
 	for i := 0; i < 3; i++ {
 		if _, err := l.acquire("agent-x", t0); err != nil {
@@ -64,7 +64,7 @@ func TestRateLimiterBucket(t *testing.T) {
 func TestRateLimiterEviction(t *testing.T) {
 	defer func(n int) { maxLimitedPrincipals = n }(maxLimitedPrincipals)
 	maxLimitedPrincipals = 10
-	l := newRateLimiter([]RateLimit{{Principal: "*", CallsPerSecond: 1, Burst: 1, MaxConcurrent: 1}}, nil)
+	l := newRateLimiter([]RateLimit{{Principal: "*", CallsPerSecond: 1, Burst: 1, MaxConcurrent: 1}}, nil, nil)
 	t0 := time.Unix(1000, 0)
 	release, err := l.acquire("busy", t0)
 	if err != nil {

@@ -48,6 +48,7 @@ type resourceOp struct {
 	meta      map[string]string
 	start     time.Time
 	release   func()
+	auth      *authState // the state the op is decided under (nil: not authenticated)
 }
 
 func (s *Server) beginOp(ctx context.Context, kind, method string) (*resourceOp, error) {
@@ -56,19 +57,19 @@ func (s *Server) beginOp(ctx context.Context, kind, method string) (*resourceOp,
 	if err != nil {
 		return op, err
 	}
-	op.ctx, op.principal = ctx, p
+	op.ctx, op.principal, op.auth = ctx, p, s.authOf(ctx)
 	return op, nil
 }
 
 // admit authorizes the principal for authName and takes a rate-limit slot.
 func (op *resourceOp) admit(authName, what string) error {
-	if !op.s.opts.Authorizer.AllowTool(op.principal, authName) {
+	if !op.auth.authz.AllowTool(op.principal, authName) {
 		return &richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
 			msg:  fmt.Sprintf("principal %q may not use %s", op.principal.Name, what),
 			meta: map[string]string{"principal": op.principal.Name}}
 	}
 	var err error
-	op.release, err = op.s.limits.acquire(op.principal.Name, time.Now())
+	op.release, err = op.auth.limits.acquire(op.principal.Name, time.Now())
 	return err
 }
 
@@ -117,7 +118,11 @@ func (op *resourceOp) end(st error) {
 		m.resourceOps.WithLabelValues(server, op.method, outcome).Inc()
 		m.resourceDuration.WithLabelValues(op.method, outcome).Observe(time.Since(op.start).Seconds())
 	}
-	if a := op.s.opts.AuditLog; a != nil {
+	as := op.auth
+	if as == nil { // refused before it was decided under a state
+		as = op.s.currentAuth()
+	}
+	if a := as.audit; a != nil {
 		attrs := []slog.Attr{slog.String("principal", op.principal.Name), slog.String("outcome", outcome), slog.Duration("duration", time.Since(op.start))}
 		for _, k := range []string{"server", "uri", "prompt"} {
 			if v := op.meta[k]; v != "" {
@@ -248,7 +253,7 @@ func (s *Server) serverFilter(servers []string) (func(string) bool, error) {
 
 // resourceVisible returns the caller's filter over servers' resources.
 func (s *Server) resourceVisible(ctx context.Context, only func(string) bool) func(server string) bool {
-	allowed := s.opts.Authorizer.filter(ctx)
+	allowed := s.authOf(ctx).authz.filter(ctx)
 	memo := map[string]bool{}
 	return func(server string) bool {
 		if v, ok := memo[server]; ok {
@@ -322,7 +327,7 @@ func (s *Server) ListPrompts(ctx context.Context, req *toolsvcv1.ListPromptsRequ
 	if err != nil {
 		return nil, err
 	}
-	allowed := s.opts.Authorizer.filter(ctx)
+	allowed := s.authOf(ctx).authz.filter(ctx)
 	items, next := page(snap.Prompts, off, size, func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) })
 	resp := &toolsvcv1.ListPromptsResponse{Revision: snap.Revision}
 	for _, p := range items {

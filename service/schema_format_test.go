@@ -148,7 +148,7 @@ func TestListToolsPreEncodedPages(t *testing.T) {
 			t.Errorf("alice, %v: %q", format, got)
 		}
 	}
-	f.svc.opts.Authorizer = nil // everyone sees everything
+	forceAuth(f.svc, AuthConfig{}) // everyone sees everything
 	if got := list(context.Background(), toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON); got != "a__w a__x a__y a__z b__x " {
 		t.Errorf("everyone: %q", got)
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -44,6 +45,10 @@ type Options struct {
 	// Config, if set, reports the configuration in ListServers and serves
 	// AdminService.ReloadConfig.
 	Config ConfigSource
+	// Authenticator, Authorizer, RateLimits, AuditLog and AuditArguments
+	// are the initial auth configuration; Server.SetAuth replaces them
+	// together (authstate.go).
+	//
 	// Authenticator, if set, authenticates every RPC the service handles
 	// that an interceptor has not already authenticated (see
 	// Server.authenticate).
@@ -88,8 +93,10 @@ type Server struct {
 	pages  pageCache
 	// schemas holds compiled inputSchemas for argument validation.
 	schemas schemaCache
-	// limits applies Options.RateLimits (nil: none).
-	limits *rateLimiter
+	// auth is the current auth state (authstate.go); authMu serialises
+	// SetAuth.
+	auth   atomic.Pointer[authState]
+	authMu sync.Mutex
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -121,9 +128,14 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
 	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
-	s.limits = newRateLimiter(o.RateLimits, o.Metrics)
+	st := s.newAuthState(AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
+		AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}, nil)
+	s.auth.Store(st)
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
+		if st.limits != nil {
+			o.Metrics.limits.Store(st.limits)
+		}
 	}
 	return s
 }
@@ -188,7 +200,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	if after != "" {
 		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
 	}
-	allowed := s.opts.Authorizer.filter(ctx)
+	allowed := s.authOf(ctx).authz.filter(ctx)
 	budget := s.pageBudget()
 	if allowed == nil {
 		end, n := start, 0
@@ -242,9 +254,9 @@ func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersReques
 	if err != nil {
 		return nil, err
 	}
-	admin := s.operatorView(ctx, p)
+	admin := s.operatorView(actx, p)
 	var visible map[string]bool
-	if allowed := s.opts.Authorizer.filter(actx); allowed != nil && !admin {
+	if allowed := s.authOf(actx).authz.filter(actx); allowed != nil && !admin {
 		visible = map[string]bool{}
 		for _, t := range s.bridge.Catalog().Current().Tools {
 			if !visible[t.Server] && allowed(t.Name) {

@@ -73,7 +73,7 @@ type watchFilter struct {
 }
 
 func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalogRequest) (*watchFilter, error) {
-	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.opts.Authorizer.filter(ctx), fragment: req.GetFragment()}
+	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.authOf(ctx).authz.filter(ctx), fragment: req.GetFragment()}
 	format, err := parseSchemaFormat(req.GetSchemaFormat(), "schema_format")
 	if err != nil {
 		return nil, err
@@ -99,9 +99,10 @@ func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalog
 	principal := ""
 	if f.allowed != nil {
 		// Views are shared by key: callers with different rules must not
-		// share one. The rules are fixed per principal.
+		// share one. The rules are fixed per principal and auth state
+		// (a group's remembered views were built under one state).
 		p, _ := PrincipalFrom(ctx)
-		principal = p.Method + ":" + p.Name
+		principal = fmt.Sprintf("%d/%s:%s", s.authOf(ctx).gen, p.Method, p.Name)
 	}
 	if f.servers != nil || f.excludeUnavailable || f.allowed != nil {
 		slices.Sort(names)
@@ -470,11 +471,12 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	if !ok {
 		return errShuttingDown
 	}
-	defer s.hub.leave(g, w)
+	defer func() { s.hub.leave(g, w) }() // the group changes with the auth state
 	// Subscribe before reading the current state, so that no change between
 	// the two goes unsignalled.
 	sub := s.bridge.Catalog().Subscribe()
 	defer sub.Close()
+	authSt := s.authOf(authCtx)
 
 	last := g.current(s).ev
 	if err := w.sendEvent(s.resumeEvent(req.GetResumeToken(), last)); err != nil {
@@ -493,6 +495,24 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 				return err
 			}
 			progress.Reset(s.opts.ProgressInterval)
+		case <-authSt.changed:
+			// A reload replaced the auth state: the caller again, under the
+			// new one, and the view its rules now give (authstate.go).
+			if authCtx, err = s.reauthenticate(ctx); err != nil {
+				return err
+			}
+			authSt = s.authOf(authCtx)
+			if g, f, err = s.rejoin(authCtx, req, g, f, w); err != nil {
+				return err
+			}
+			cur := g.current(s).ev
+			if cur.view.rev != last.view.rev {
+				if err := w.sendEvent(cur.changesFrom(s, last.view)); err != nil {
+					return err
+				}
+				progress.Reset(s.opts.ProgressInterval)
+			}
+			last = cur
 		case <-sub.C():
 			cur := g.current(s).ev
 			if cur.view.rev == last.view.rev {
@@ -505,6 +525,24 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 			progress.Reset(s.opts.ProgressInterval)
 		}
 	}
+}
+
+// rejoin moves a watch stream (w, in group g with filter f) to the group of
+// the filter its request gets under authCtx's auth state, if that differs.
+func (s *Server) rejoin(authCtx context.Context, req *toolsvcv1.WatchCatalogRequest, g *watchGroup, f *watchFilter, w *watchSender) (*watchGroup, *watchFilter, error) {
+	nf, err := s.newWatchFilter(authCtx, req)
+	if err != nil {
+		return g, f, err // a server the request named is gone: as at open
+	}
+	if nf.key == f.key {
+		return g, f, nil
+	}
+	ng, ok := s.hub.join(nf, w)
+	if !ok {
+		return g, f, errShuttingDown
+	}
+	s.hub.leave(g, w)
+	return ng, nf, nil
 }
 
 var errShuttingDown = (&richError{code: codes.Unavailable, reason: ReasonShuttingDown,

@@ -211,7 +211,8 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 	if !ok {
 		return errShuttingDown
 	}
-	defer s.hub.leave(g, w)
+	defer func() { s.hub.leave(g, w) }() // the group changes with the auth state
+	authSt := s.authOf(authCtx)
 	lastT, lastR := s.view(cat.Current(), f), rf.view(rcat.Current())
 	tok := req.GetResumeToken()
 	var first *toolsvcv1.WatchCatalogResponse
@@ -248,6 +249,18 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 				return err
 			}
 			continue
+		case <-authSt.changed:
+			// A reload replaced the auth state: the caller again, under the
+			// new one, and the views its rules now give (authstate.go).
+			var err error
+			if authCtx, err = s.reauthenticate(ctx); err != nil {
+				return err
+			}
+			authSt = s.authOf(authCtx)
+			if g, f, err = s.rejoin(authCtx, req, g, f, w); err != nil {
+				return err
+			}
+			rf = s.newResourceWatchFilter(authCtx, f, req)
 		case <-sub.C():
 		case <-rsub:
 		}

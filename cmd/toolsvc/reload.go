@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -22,15 +23,21 @@ import (
 // configManager owns the configuration file of a running toolsvc: it
 // reloads it on SIGHUP, on file changes and on AdminService.ReloadConfig,
 // and reports its status. An invalid file never replaces a running
-// configuration.
+// configuration, and neither does one whose auth section cannot be applied
+// (prepareAuth): a reload applies the servers and the auth section, or
+// neither.
 type configManager struct {
 	path   string
 	bridge *mcpbridge.Bridge
+	svc    *service.Server // SetAuth; nil in tests without a service
+	auth   *authLoader
+	authOn bool // the running configuration has an auth section
 	log    *slog.Logger
 
 	// secrets are redaction values the configuration file itself does not
-	// carry to the servers (the auth section's tokens): every reload adds
-	// them, so servers compare equal and stay untouched.
+	// carry to the servers (the auth section's tokens at start): every
+	// reload adds them, so servers compare equal and stay untouched. Tokens
+	// a reload adds are not added: that would restart every upstream.
 	secrets []string
 
 	reloadMu sync.Mutex // serialises reloads
@@ -41,7 +48,7 @@ type configManager struct {
 
 func newConfigManager(path string, data []byte, c *config.Config, b *mcpbridge.Bridge, log *slog.Logger) *configManager {
 	return &configManager{
-		path: path, bridge: b, log: log,
+		path: path, bridge: b, log: log, authOn: c.Auth != nil,
 		status:   service.ConfigStatus{Path: path, Loaded: time.Now(), LastReloadOK: true, Warnings: c.Warnings},
 		lastHash: sha256.Sum256(data),
 	}
@@ -77,12 +84,24 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	if err == nil {
 		c, err = config.Parse(m.path, data)
 	}
+	// The auth section is built first (it may read files and fetch a JWKS):
+	// what cannot be applied refuses the whole reload before anything
+	// changes. Applying it cannot fail once built.
+	var authConf service.AuthConfig
+	authDone := func(bool) {}
+	if err == nil {
+		authConf, authDone, err = m.prepareAuth(c)
+	}
 	var res mcpbridge.ReconfigureResult
 	if err == nil {
 		next := c.Bridge
 		next.Servers = withSecrets(next.Servers, m.secrets)
 		res, err = m.bridge.Reconfigure(next)
 	}
+	if err == nil && c.Auth != nil && m.svc != nil {
+		err = m.svc.SetAuth(authConf)
+	}
+	authDone(err == nil)
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -112,8 +131,38 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	for _, w := range c.Warnings {
 		m.log.Warn(w)
 	}
+	if c.Auth != nil {
+		m.log.Info("auth reloaded", "trigger", trigger, "tokens", len(c.Auth.Tokens), "tokens_file", c.Auth.TokensFile != "",
+			"jwt", c.Auth.JWT != nil, "mtls", c.Auth.MTLS, "rules", len(c.Auth.Rules), "admins", len(c.Auth.Admins),
+			"rate_limits", len(c.Auth.RateLimits))
+	}
 	m.log.Info("config reloaded", "trigger", trigger, "added", res.Added, "removed", res.Removed, "restarted", res.Restarted)
 	return m.status
+}
+
+// prepareAuth builds the auth configuration of c, or says why it cannot
+// replace the running one: adding or removing the auth section (the
+// listeners' TLS and the loopback-only AdminService were set up for the
+// running choice) needs a restart; an unreadable tokensFile or jwksFile,
+// a JWKS URL that cannot be fetched, or auth.mtls without --tls-client-ca
+// refuse the reload. The returned done(applied) must be called.
+func (m *configManager) prepareAuth(c *config.Config) (service.AuthConfig, func(bool), error) {
+	noop := func(bool) {}
+	switch on := c.Auth != nil; {
+	case on && !m.authOn:
+		return service.AuthConfig{}, noop, errors.New("auth: the file adds an auth section, but turning authentication on needs a restart " +
+			"(the listeners were set up without it); nothing was applied")
+	case !on && m.authOn:
+		return service.AuthConfig{}, noop, errors.New("auth: the file has no auth section, but turning authentication off needs a restart; " +
+			"nothing was applied, the running auth stays")
+	case !on || m.auth == nil:
+		return service.AuthConfig{}, noop, nil
+	}
+	ac, done, err := m.auth.load(c.Auth)
+	if err != nil {
+		return service.AuthConfig{}, noop, fmt.Errorf("auth: %w; nothing was applied, the running auth stays", err)
+	}
+	return ac, done, nil
 }
 
 // run reloads on SIGHUP and on changes in the file's directory until ctx

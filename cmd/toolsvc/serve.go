@@ -109,11 +109,8 @@ func runServe(ctx context.Context, args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	// Authentication and authorization come from the config's auth section.
-	var authn *service.Authenticator
-	var authz *service.Authorizer
-	var audit *slog.Logger
-	var rateLimits []service.RateLimit
-	auditArgs := false
+	var authConf service.AuthConfig
+	authLoad := &authLoader{ctx: ctx, mtls: *tlsClientCA != "", log: log}
 	var tlsConf *tls.Config
 	if *tlsCert != "" {
 		// --tls-client-ca without an auth section: nothing else would check
@@ -129,23 +126,14 @@ func runServe(ctx context.Context, args []string) error {
 		}
 	}
 	if loaded != nil && loaded.Auth != nil {
-		authn, authz, err = buildAuth(ctx, loaded.Auth, *tlsClientCA != "")
-		if err != nil {
+		var done func(bool)
+		if authConf, done, err = authLoad.load(loaded.Auth); err != nil {
 			return fmt.Errorf("auth: %w", err)
 		}
-		audit = log.With("audit", true)
-		if a := loaded.Auth.Audit; a != nil {
-			if a.Enabled != nil && !*a.Enabled {
-				audit = nil
-			}
-			auditArgs = a.Arguments
-		}
+		done(true)
 		bcfg.Servers = withSecrets(bcfg.Servers, loaded.Auth.Secrets)
-		for _, r := range loaded.Auth.RateLimits {
-			rateLimits = append(rateLimits, service.RateLimit{Principal: r.Principal, CallsPerSecond: r.CallsPerSecond,
-				Burst: r.Burst, MaxConcurrent: r.MaxConcurrent})
-		}
 	}
+	authn := authConf.Authenticator
 
 	metrics := service.NewMetrics(reg)
 	bcfg.Observer = metrics
@@ -170,17 +158,21 @@ func runServe(ctx context.Context, args []string) error {
 	metrics.Attach(bridge)
 
 	opts := &service.Options{Logger: log, MaxRequestBytes: *maxReq, MaxResponseBytes: *maxResp,
-		Authenticator: authn, Authorizer: authz, RateLimits: rateLimits,
-		Metrics: metrics, AuditLog: audit, AuditArguments: auditArgs}
+		Authenticator: authn, Authorizer: authConf.Authorizer, RateLimits: authConf.RateLimits,
+		Metrics: metrics, AuditLog: authConf.AuditLog, AuditArguments: authConf.AuditArguments}
 	var cfgMgr *configManager
 	if loaded != nil {
 		cfgMgr = newConfigManager(*cfgPath, cfgData, loaded, bridge, log)
+		cfgMgr.auth = authLoad
 		if loaded.Auth != nil {
 			cfgMgr.secrets = loaded.Auth.Secrets
 		}
 		opts.Config = cfgMgr
 	}
 	svc := service.New(bridge, opts)
+	if cfgMgr != nil {
+		cfgMgr.svc = svc // reloads start once serving, below
+	}
 	var front *mcpFront
 	if *mcpListen != "" {
 		var key []byte

@@ -1,0 +1,253 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+)
+
+// forceAuth replaces s's auth state like SetAuth, but may also turn auth on
+// or off (fixtures built without auth that add it afterwards).
+func forceAuth(s *Server, c AuthConfig) {
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	old := s.currentAuth()
+	s.auth.Store(s.newAuthState(c, old))
+	close(old.changed)
+}
+
+const (
+	tokA = "tok-generation-a-0123"
+	tokB = "tok-generation-b-0123"
+)
+
+// authGen is a generation of TestSetAuthAtomic: its token authenticates
+// principal "p", whose rule allows only the tools of server prefix.
+func authGen(tok, prefix string) AuthConfig {
+	return AuthConfig{
+		Authenticator: NewAuthenticator(map[string]string{tok: "p"}, nil, false),
+		Authorizer:    NewAuthorizer([]Rule{{Principal: "p", Allow: []string{prefix + "__*"}}}, nil),
+		RateLimits:    []RateLimit{{Principal: "p", MaxConcurrent: 1000}},
+	}
+}
+
+// grpcClient serves svc with NewGRPCServer's interceptor chain over
+// bufconn.
+func grpcClient(t *testing.T, svc *Server) toolsvcv1.ToolServiceClient {
+	t.Helper()
+	gs, _ := NewGRPCServer(svc, GRPCOptions{StreamWorkers: -1})
+	lis := bufconn.Listen(1 << 20)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = gs.Serve(lis) }()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		svc.Shutdown()
+		gs.Stop()
+		<-served
+	})
+	return toolsvcv1.NewToolServiceClient(conn)
+}
+
+// TestSetAuthAtomic: while SetAuth flips between two generations (A: token
+// a authenticates p, who may use server a's tools; B: token b, server b's),
+// concurrent requests through the gRPC interceptor and straight into the
+// service are decided under one generation each: a request with token a is
+// either refused UNAUTHENTICATED (generation B) or sees and calls server
+// a's tools only (A). A request authenticated under one generation and
+// authorized under the other would see b's tools, or be refused
+// PERMISSION_DENIED.
+func TestSetAuthAtomic(t *testing.T) {
+	a := authGen(tokA, "a")
+	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer, RateLimits: a.RateLimits},
+		map[string][]string{"a": {"x", "y"}, "b": {"x", "y"}})
+	client := grpcClient(t, f.svc)
+	gens := map[string]AuthConfig{tokA: a, tokB: authGen(tokB, "b")}
+	ctx := t.Context()
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	check := func(how, tok string, names string, err error) {
+		prefix := map[string]string{tokA: "a__", tokB: "b__"}[tok]
+		if err != nil {
+			if status.Code(err) != codes.Unauthenticated {
+				t.Errorf("%s with %s: %v, want OK or UNAUTHENTICATED", how, tok, err)
+			}
+			return
+		}
+		for _, n := range strings.Fields(names) {
+			if !strings.HasPrefix(n, prefix) {
+				t.Errorf("%s with %s returned %s: authenticated under one generation, authorized under the other", how, tok, n)
+			}
+		}
+	}
+	for i := range 4 {
+		tok := []string{tokA, tokB}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			md := metadata.Pairs("authorization", "Bearer "+tok)
+			out, in := metadata.NewOutgoingContext(ctx, md), metadata.NewIncomingContext(ctx, md)
+			tool := strings.TrimSuffix(map[string]string{tokA: "a__", tokB: "b__"}[tok], "__") + "__x"
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r, err := client.ListTools(out, &toolsvcv1.ListToolsRequest{})
+				check("gRPC ListTools", tok, toolNames(r.GetTools()), err)
+				r, err = f.svc.ListTools(in, &toolsvcv1.ListToolsRequest{})
+				check("in-process ListTools", tok, toolNames(decodeList(t, r).GetTools()), err)
+				_, err = client.CallTool(out, &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: `{}`})
+				check("gRPC CallTool", tok, "", err)
+			}
+		}()
+	}
+	for i := range 200 {
+		if err := f.svc.SetAuth(gens[[]string{tokB, tokA}[i%2]]); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+}
+
+// decodeList decodes an in-process ListTools answer (its wire form rides
+// as unknown fields; see Server.ListTools).
+func decodeList(t *testing.T, r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToolsResponse {
+	t.Helper()
+	if r == nil {
+		return nil
+	}
+	b, err := proto.Marshal(r)
+	var out toolsvcv1.ListToolsResponse
+	if err == nil {
+		err = proto.Unmarshal(b, &out)
+	}
+	if err != nil {
+		t.Error(err) // called from the test's goroutines: no Fatal
+	}
+	return &out
+}
+
+// TestSetAuthRefusesOnOff: SetAuth cannot turn authentication on or off,
+// and a refusal changes nothing.
+func TestSetAuthRefusesOnOff(t *testing.T) {
+	on := New(nil, &Options{Authenticator: NewAuthenticator(map[string]string{tokA: "p"}, nil, false)})
+	before := on.currentAuth()
+	if err := on.SetAuth(AuthConfig{}); !errors.Is(err, ErrAuthOnOff) {
+		t.Errorf("SetAuth(off) on an authenticating server = %v, want ErrAuthOnOff", err)
+	}
+	if on.currentAuth() != before {
+		t.Error("a refused SetAuth replaced the auth state")
+	}
+	off := New(nil, nil)
+	if err := off.SetAuth(authGen(tokA, "a")); !errors.Is(err, ErrAuthOnOff) {
+		t.Errorf("SetAuth(on) on a server without auth = %v, want ErrAuthOnOff", err)
+	}
+}
+
+// TestWatchFollowsSetAuth: an open watch stream moves to the view its new
+// rules give it, the difference as its next event, and ends UNAUTHENTICATED
+// when the new state no longer accepts its credentials.
+func TestWatchFollowsSetAuth(t *testing.T) {
+	for _, withResources := range []bool{false, true} { // the two watch engines (watch.go, watch_resources.go)
+		t.Run(fmt.Sprintf("include_resources=%v", withResources), func(t *testing.T) { testWatchFollowsSetAuth(t, withResources) })
+	}
+}
+
+func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
+	a := authGen(tokA, "a")
+	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
+		map[string][]string{"a": {"x", "y"}, "b": {"x"}})
+	client := grpcClient(t, f.svc)
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tokA)
+	stream, err := client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: withResources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := stream.Recv()
+	if err != nil || toolNames(ev.GetSnapshot().GetTools()) != "a__x a__y " {
+		t.Fatalf("first event = %v, %v; want a snapshot of a__x a__y", ev, err)
+	}
+	narrowed := a
+	narrowed.Authorizer = NewAuthorizer([]Rule{{Principal: "p", Allow: []string{"a__x", "b__*"}}}, nil)
+	if err := f.svc.SetAuth(narrowed); err != nil {
+		t.Fatal(err)
+	}
+	ev, err = stream.Recv()
+	if err != nil || strings.Join(ev.GetChanges().GetRemoved(), " ") != "a__y" || toolNames(ev.GetChanges().GetUpserted()) != "b__x " {
+		t.Fatalf("after narrowing: %v, %v; want a__y removed and b__x upserted", ev, err)
+	}
+	if err := f.svc.SetAuth(authGen(tokB, "a")); err != nil { // token a removed
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("after the token was removed: %v, want UNAUTHENTICATED", err)
+	}
+}
+
+// TestRateLimiterSurvivesReload: a rebuilt limiter keeps the spent bucket
+// and in-flight count of a principal whose rule did not change, gives a
+// fresh bucket (and the same in-flight count) to one whose rule changed,
+// and forgets one no rule matches.
+func TestRateLimiterSurvivesReload(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	old := newRateLimiter([]RateLimit{
+		{Principal: "same", CallsPerSecond: 0.001, Burst: 1, MaxConcurrent: 5},
+		{Principal: "changed", CallsPerSecond: 0.001, Burst: 1},
+		{Principal: "gone", CallsPerSecond: 0.001, Burst: 1},
+	}, nil, nil)
+	var release func()
+	for _, p := range []string{"same", "changed", "gone"} {
+		r, err := old.acquire(p, t0)
+		if err != nil {
+			t.Fatalf("%s's first call: %v", p, err)
+		}
+		if p == "same" {
+			release = r
+		}
+	}
+	next := newRateLimiter([]RateLimit{
+		{Principal: "same", CallsPerSecond: 0.001, Burst: 1, MaxConcurrent: 5},
+		{Principal: "changed", CallsPerSecond: 0.002, Burst: 1},
+	}, nil, old)
+	if _, err := next.acquire("same", t0); err == nil {
+		t.Error("same rule: the reload refilled the spent bucket")
+	}
+	if _, err := next.acquire("changed", t0); err != nil {
+		t.Errorf("changed rule: %v, want a fresh bucket", err)
+	}
+	if _, err := next.acquire("gone", t0); err != nil {
+		t.Errorf("no rule: %v, want unlimited", err)
+	}
+	if got := next.inFlight()["same"]; got != 1 {
+		t.Errorf("same rule: %d in flight after the reload, want 1", got)
+	}
+	release() // a call admitted before the reload ends after it
+	if got := next.inFlight()["same"]; got != 0 {
+		t.Errorf("same rule: %d in flight after the call ended, want 0", got)
+	}
+}
