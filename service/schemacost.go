@@ -123,93 +123,143 @@ type costPattern struct {
 }
 
 // newCostModel builds the model of a schema checkSchema accepted (its
-// in-place graph is acyclic).
+// in-place graph is acyclic): each node from its schema (costNode.build),
+// then the ranks and closures that need the whole graph (rankAndClose).
 func newCostModel(g *schemaGraph) (*costModel, error) {
-	idx := make(map[*jsonschema.Schema]int32, len(g.nodes))
+	idx := make(schemaIndex, len(g.nodes))
 	for i, n := range g.nodes {
 		idx[n.s] = int32(i)
 	}
-	at := func(s *jsonschema.Schema) int32 {
-		if s == nil {
-			return -1
-		}
-		return idx[s]
-	}
 	m := &costModel{nodes: make([]costNode, len(g.nodes))}
-	root := g.nodes[0]
 	for i, n := range g.nodes {
-		s, c := n.s, &m.nodes[i]
-		// Each application loops over these whatever the value holds: a
-		// node with 9,000 properties applied to 100,000 empty objects is
-		// 9e8 map lookups.
-		c.weight = uint64(1 + len(s.Properties) + len(s.Required) + len(s.Enum) + len(s.DependentRequired) +
-			len(s.DependencyStrings) + len(s.DependentSchemas) + len(s.DependencySchemas))
-		c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems = -1, -1, -1, -1, -1, -1
-		if s.Ref != "" {
-			t, _, err := g.resolve(n, s.Ref)
-			if err != nil {
-				return nil, err
-			}
-			c.inPlace = append(c.inPlace, idx[t.s])
-			if g.draft7 {
-				continue // draft-07: the validator ignores $ref's siblings
-			}
+		if err := m.nodes[i].build(g, n, idx); err != nil {
+			return nil, err
 		}
-		if s.DynamicRef != "" {
-			t, dyn, err := g.resolve(n, s.DynamicRef)
-			if err != nil {
-				return nil, err
-			}
-			switch a := root.anchors[dyn]; {
-			case dyn == "": // no dynamic anchor there: a plain reference
-				c.inPlace = append(c.inPlace, idx[t.s])
-			case a.dynamic: // the root is always outermost on the stack
-				c.inPlace = append(c.inPlace, idx[a.n.s])
-			default:
-				for _, d := range g.dynamic[dyn] {
-					c.inPlace = append(c.inPlace, idx[d.s])
-				}
-			}
-		}
-		eachChild(s, func(keyword string, _ []string, sub *jsonschema.Schema) bool {
-			if !descending[keyword] && !notApplied[keyword] {
-				c.inPlace = append(c.inPlace, idx[sub])
-			}
-			return true
-		})
-		if len(s.Properties) > 0 {
-			c.props = make(map[string]int32, len(s.Properties))
-			for k, p := range s.Properties {
-				c.props[k] = at(p)
-			}
-		}
-		for expr, p := range s.PatternProperties {
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return nil, fmt.Errorf("patternProperties %q: %v", clipText(expr), err)
-			}
-			c.patterns = append(c.patterns, costPattern{re, at(p)})
-		}
-		c.additional, c.names, c.unevalProps = at(s.AdditionalProperties), at(s.PropertyNames), at(s.UnevaluatedProperties)
-		switch {
-		case !g.draft7:
-			for _, p := range s.PrefixItems {
-				c.prefix = append(c.prefix, at(p))
-			}
-			c.items = at(s.Items)
-		case s.ItemsArray != nil:
-			for _, p := range s.ItemsArray {
-				c.prefix = append(c.prefix, at(p))
-			}
-			c.items = at(s.AdditionalItems)
-		default:
-			c.items = at(s.Items)
-		}
-		c.contains, c.unevalItems = at(s.Contains), at(s.UnevaluatedItems)
-		c.descends = c.props != nil || c.patterns != nil || c.prefix != nil ||
-			max(c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems) >= 0
 	}
-	// Ranks and closures, children before parents (depth-first post-order).
+	m.rankAndClose()
+	return m, nil
+}
+
+// schemaIndex numbers a graph's schemas: the model's node i is
+// schemaGraph.nodes[i].
+type schemaIndex map[*jsonschema.Schema]int32
+
+// at is s's node, or -1 when the keyword holds no schema.
+func (idx schemaIndex) at(s *jsonschema.Schema) int32 {
+	if s == nil {
+		return -1
+	}
+	return idx[s]
+}
+
+// build fills c from n's schema: its weight, its in-place edges, and the
+// subschemas it applies to members and to elements.
+func (c *costNode) build(g *schemaGraph, n *schemaNode, idx schemaIndex) error {
+	s := n.s
+	// Each application loops over these whatever the value holds: a
+	// node with 9,000 properties applied to 100,000 empty objects is
+	// 9e8 map lookups.
+	c.weight = uint64(1 + len(s.Properties) + len(s.Required) + len(s.Enum) + len(s.DependentRequired) +
+		len(s.DependencyStrings) + len(s.DependentSchemas) + len(s.DependencySchemas))
+	c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems = -1, -1, -1, -1, -1, -1
+	if only, err := c.addInPlace(g, n, idx); err != nil || only {
+		return err
+	}
+	if err := c.addMemberSchemas(s, idx); err != nil {
+		return err
+	}
+	c.addElementSchemas(s, g.draft7, idx)
+	c.descends = c.props != nil || c.patterns != nil || c.prefix != nil ||
+		max(c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems) >= 0
+	return nil
+}
+
+// addInPlace adds n's in-place edges: $ref, $dynamicRef, then the in-place
+// keywords (allOf, anyOf, …). refOnly reports a draft-07 $ref, whose
+// siblings the validator ignores: the node has no other edge.
+func (c *costNode) addInPlace(g *schemaGraph, n *schemaNode, idx schemaIndex) (refOnly bool, err error) {
+	s := n.s
+	if s.Ref != "" {
+		t, _, err := g.resolve(n, s.Ref)
+		if err != nil {
+			return false, err
+		}
+		c.inPlace = append(c.inPlace, idx[t.s])
+		if g.draft7 {
+			return true, nil // draft-07: the validator ignores $ref's siblings
+		}
+	}
+	if s.DynamicRef != "" {
+		t, dyn, err := g.resolve(n, s.DynamicRef)
+		if err != nil {
+			return false, err
+		}
+		switch a := g.nodes[0].anchors[dyn]; {
+		case dyn == "": // no dynamic anchor there: a plain reference
+			c.inPlace = append(c.inPlace, idx[t.s])
+		case a.dynamic: // the root is always outermost on the stack
+			c.inPlace = append(c.inPlace, idx[a.n.s])
+		default:
+			for _, d := range g.dynamic[dyn] {
+				c.inPlace = append(c.inPlace, idx[d.s])
+			}
+		}
+	}
+	eachChild(s, func(keyword string, _ []string, sub *jsonschema.Schema) bool {
+		if !descending[keyword] && !notApplied[keyword] {
+			c.inPlace = append(c.inPlace, idx[sub])
+		}
+		return true
+	})
+	return false, nil
+}
+
+// addMemberSchemas records what s applies to an object's members:
+// properties, patternProperties (compiled as jsonschema-go compiles them),
+// additionalProperties, propertyNames and unevaluatedProperties.
+func (c *costNode) addMemberSchemas(s *jsonschema.Schema, idx schemaIndex) error {
+	if len(s.Properties) > 0 {
+		c.props = make(map[string]int32, len(s.Properties))
+		for k, p := range s.Properties {
+			c.props[k] = idx.at(p)
+		}
+	}
+	for expr, p := range s.PatternProperties {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return fmt.Errorf("patternProperties %q: %v", clipText(expr), err)
+		}
+		c.patterns = append(c.patterns, costPattern{re, idx.at(p)})
+	}
+	c.additional, c.names, c.unevalProps = idx.at(s.AdditionalProperties), idx.at(s.PropertyNames), idx.at(s.UnevaluatedProperties)
+	return nil
+}
+
+// addElementSchemas records what s applies to an array's elements:
+// prefixItems and items, or in draft-07 the items array and
+// additionalItems (or a single items schema); contains and
+// unevaluatedItems.
+func (c *costNode) addElementSchemas(s *jsonschema.Schema, draft7 bool, idx schemaIndex) {
+	switch {
+	case !draft7:
+		for _, p := range s.PrefixItems {
+			c.prefix = append(c.prefix, idx.at(p))
+		}
+		c.items = idx.at(s.Items)
+	case s.ItemsArray != nil:
+		for _, p := range s.ItemsArray {
+			c.prefix = append(c.prefix, idx.at(p))
+		}
+		c.items = idx.at(s.AdditionalItems)
+	default:
+		c.items = idx.at(s.Items)
+	}
+	c.contains, c.unevalItems = idx.at(s.Contains), idx.at(s.UnevaluatedItems)
+}
+
+// rankAndClose sets every node's rank and closure, children before
+// parents (depth-first post-order over the in-place edges).
+func (m *costModel) rankAndClose() {
 	done := make([]bool, len(m.nodes))
 	post := make([]int32, 0, len(m.nodes))
 	var visit func(i int32)
@@ -235,7 +285,6 @@ func newCostModel(g *schemaGraph) (*costModel, error) {
 			n.closure = satAdd(n.closure, m.nodes[c].closure)
 		}
 	}
-	return m, nil
 }
 
 // exceeds reports whether validating args would apply more than limit
