@@ -329,18 +329,17 @@ type costWalk struct {
 	members      [][]weighted // per level: those to apply to the member being walked
 }
 
+// walk adds to the total what validating v against set (the schemas
+// applied to it, at nesting level) costs, and returns where the total
+// passed the limit (nil if it did not). It is the walk's only recursion,
+// one call per level of v; the stages it calls (addScalar, memberSchemas,
+// elementSchemas, expand) return before it descends, and reuse the
+// per-level buffers, so a warm walk allocates nothing.
 func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
-	nodes := w.m.nodes
 	switch v.(type) {
 	case map[string]any, []any:
-	default: // a scalar: nothing to descend into, each schema costs its closure
-		for _, e := range set {
-			w.total = satAdd(w.total, satMul(e.c, nodes[e.n].closure))
-		}
-		if w.total > w.limit {
-			return &costExceeded{}
-		}
-		return nil
+	default: // a scalar: nothing to descend into
+		return w.addScalar(set)
 	}
 	if level == len(w.expanded) {
 		w.expanded = append(w.expanded, nil)
@@ -356,35 +355,7 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, mv := range v {
-			next := w.members[level][:0]
-			for _, a := range applied {
-				n := &nodes[a.n]
-				before := len(next)
-				matched := false
-				if len(n.patterns) > 0 { // one regexp match each
-					w.total = satAdd(w.total, satMul(a.c, uint64(len(n.patterns))))
-				}
-				if p, ok := n.props[k]; ok {
-					next, matched = append(next, weighted{p, a.c}), true
-				}
-				for _, pp := range n.patterns {
-					if pp.re.MatchString(k) {
-						next, matched = append(next, weighted{pp.n, a.c}), true
-					}
-				}
-				if !matched && n.additional >= 0 {
-					next, matched = append(next, weighted{n.additional, a.c}), true
-				}
-				if !matched && n.unevalProps >= 0 {
-					next = append(next, weighted{n.unevalProps, a.c})
-				}
-				if n.names >= 0 { // applied to the key, a string: no members
-					w.total = satAdd(w.total, satMul(a.c, nodes[n.names].closure))
-				}
-				if len(next) == before {
-					w.total = satAdd(w.total, 1) // the walk's own visit
-				}
-			}
+			next := w.memberSchemas(applied, k, w.members[level][:0])
 			w.members[level] = next
 			if w.total > w.limit {
 				return &costExceeded{path: joinKey("", k)}
@@ -398,28 +369,7 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 		}
 	case []any:
 		for i, ev := range v {
-			next := w.members[level][:0]
-			for _, a := range applied {
-				n := &nodes[a.n]
-				before := len(next)
-				covered := true
-				if i < len(n.prefix) {
-					next = append(next, weighted{n.prefix[i], a.c})
-				} else if n.items >= 0 {
-					next = append(next, weighted{n.items, a.c})
-				} else {
-					covered = false
-				}
-				if n.contains >= 0 {
-					next = append(next, weighted{n.contains, a.c})
-				}
-				if !covered && n.unevalItems >= 0 {
-					next = append(next, weighted{n.unevalItems, a.c})
-				}
-				if len(next) == before {
-					w.total = satAdd(w.total, 1) // the walk's own visit
-				}
-			}
+			next := w.elementSchemas(applied, i, w.members[level][:0])
 			w.members[level] = next
 			if w.total > w.limit {
 				return &costExceeded{path: "[" + strconv.Itoa(i) + "]"}
@@ -433,6 +383,86 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 		}
 	}
 	return nil
+}
+
+// addScalar adds the cost of a scalar evaluated against set: each schema
+// costs its closure, having nothing to descend into.
+func (w *costWalk) addScalar(set []weighted) *costExceeded {
+	nodes := w.m.nodes
+	for _, e := range set {
+		w.total = satAdd(w.total, satMul(e.c, nodes[e.n].closure))
+	}
+	if w.total > w.limit {
+		return &costExceeded{}
+	}
+	return nil
+}
+
+// memberSchemas appends to next the schemas the applied set applies to
+// the member named k (properties, matching patternProperties, else
+// additionalProperties, else unevaluatedProperties), and adds to the total
+// the regexp matches, propertyNames on the key, and a step for each schema
+// that applies nothing to it.
+func (w *costWalk) memberSchemas(applied []weighted, k string, next []weighted) []weighted {
+	nodes := w.m.nodes
+	for _, a := range applied {
+		n := &nodes[a.n]
+		before := len(next)
+		matched := false
+		if len(n.patterns) > 0 { // one regexp match each
+			w.total = satAdd(w.total, satMul(a.c, uint64(len(n.patterns))))
+		}
+		if p, ok := n.props[k]; ok {
+			next, matched = append(next, weighted{p, a.c}), true
+		}
+		for _, pp := range n.patterns {
+			if pp.re.MatchString(k) {
+				next, matched = append(next, weighted{pp.n, a.c}), true
+			}
+		}
+		if !matched && n.additional >= 0 {
+			next, matched = append(next, weighted{n.additional, a.c}), true
+		}
+		if !matched && n.unevalProps >= 0 {
+			next = append(next, weighted{n.unevalProps, a.c})
+		}
+		if n.names >= 0 { // applied to the key, a string: no members
+			w.total = satAdd(w.total, satMul(a.c, nodes[n.names].closure))
+		}
+		if len(next) == before {
+			w.total = satAdd(w.total, 1) // the walk's own visit
+		}
+	}
+	return next
+}
+
+// elementSchemas appends to next the schemas the applied set applies to
+// element i (prefixItems or items, contains, else unevaluatedItems), and
+// adds to the total a step for each schema that applies nothing to it.
+func (w *costWalk) elementSchemas(applied []weighted, i int, next []weighted) []weighted {
+	nodes := w.m.nodes
+	for _, a := range applied {
+		n := &nodes[a.n]
+		before := len(next)
+		covered := true
+		if i < len(n.prefix) {
+			next = append(next, weighted{n.prefix[i], a.c})
+		} else if n.items >= 0 {
+			next = append(next, weighted{n.items, a.c})
+		} else {
+			covered = false
+		}
+		if n.contains >= 0 {
+			next = append(next, weighted{n.contains, a.c})
+		}
+		if !covered && n.unevalItems >= 0 {
+			next = append(next, weighted{n.unevalItems, a.c})
+		}
+		if len(next) == before {
+			w.total = satAdd(w.total, 1) // the walk's own visit
+		}
+	}
+	return next
 }
 
 // expand adds to the total every schema the validator applies to a value
