@@ -123,93 +123,143 @@ type costPattern struct {
 }
 
 // newCostModel builds the model of a schema checkSchema accepted (its
-// in-place graph is acyclic).
+// in-place graph is acyclic): each node from its schema (costNode.build),
+// then the ranks and closures that need the whole graph (rankAndClose).
 func newCostModel(g *schemaGraph) (*costModel, error) {
-	idx := make(map[*jsonschema.Schema]int32, len(g.nodes))
+	idx := make(schemaIndex, len(g.nodes))
 	for i, n := range g.nodes {
 		idx[n.s] = int32(i)
 	}
-	at := func(s *jsonschema.Schema) int32 {
-		if s == nil {
-			return -1
-		}
-		return idx[s]
-	}
 	m := &costModel{nodes: make([]costNode, len(g.nodes))}
-	root := g.nodes[0]
 	for i, n := range g.nodes {
-		s, c := n.s, &m.nodes[i]
-		// Each application loops over these whatever the value holds: a
-		// node with 9,000 properties applied to 100,000 empty objects is
-		// 9e8 map lookups.
-		c.weight = uint64(1 + len(s.Properties) + len(s.Required) + len(s.Enum) + len(s.DependentRequired) +
-			len(s.DependencyStrings) + len(s.DependentSchemas) + len(s.DependencySchemas))
-		c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems = -1, -1, -1, -1, -1, -1
-		if s.Ref != "" {
-			t, _, err := g.resolve(n, s.Ref)
-			if err != nil {
-				return nil, err
-			}
-			c.inPlace = append(c.inPlace, idx[t.s])
-			if g.draft7 {
-				continue // draft-07: the validator ignores $ref's siblings
-			}
+		if err := m.nodes[i].build(g, n, idx); err != nil {
+			return nil, err
 		}
-		if s.DynamicRef != "" {
-			t, dyn, err := g.resolve(n, s.DynamicRef)
-			if err != nil {
-				return nil, err
-			}
-			switch a := root.anchors[dyn]; {
-			case dyn == "": // no dynamic anchor there: a plain reference
-				c.inPlace = append(c.inPlace, idx[t.s])
-			case a.dynamic: // the root is always outermost on the stack
-				c.inPlace = append(c.inPlace, idx[a.n.s])
-			default:
-				for _, d := range g.dynamic[dyn] {
-					c.inPlace = append(c.inPlace, idx[d.s])
-				}
-			}
-		}
-		eachChild(s, func(keyword string, _ []string, sub *jsonschema.Schema) bool {
-			if !descending[keyword] && !notApplied[keyword] {
-				c.inPlace = append(c.inPlace, idx[sub])
-			}
-			return true
-		})
-		if len(s.Properties) > 0 {
-			c.props = make(map[string]int32, len(s.Properties))
-			for k, p := range s.Properties {
-				c.props[k] = at(p)
-			}
-		}
-		for expr, p := range s.PatternProperties {
-			re, err := regexp.Compile(expr)
-			if err != nil {
-				return nil, fmt.Errorf("patternProperties %q: %v", clipText(expr), err)
-			}
-			c.patterns = append(c.patterns, costPattern{re, at(p)})
-		}
-		c.additional, c.names, c.unevalProps = at(s.AdditionalProperties), at(s.PropertyNames), at(s.UnevaluatedProperties)
-		switch {
-		case !g.draft7:
-			for _, p := range s.PrefixItems {
-				c.prefix = append(c.prefix, at(p))
-			}
-			c.items = at(s.Items)
-		case s.ItemsArray != nil:
-			for _, p := range s.ItemsArray {
-				c.prefix = append(c.prefix, at(p))
-			}
-			c.items = at(s.AdditionalItems)
-		default:
-			c.items = at(s.Items)
-		}
-		c.contains, c.unevalItems = at(s.Contains), at(s.UnevaluatedItems)
-		c.descends = c.props != nil || c.patterns != nil || c.prefix != nil ||
-			max(c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems) >= 0
 	}
-	// Ranks and closures, children before parents (depth-first post-order).
+	m.rankAndClose()
+	return m, nil
+}
+
+// schemaIndex numbers a graph's schemas: the model's node i is
+// schemaGraph.nodes[i].
+type schemaIndex map[*jsonschema.Schema]int32
+
+// at is s's node, or -1 when the keyword holds no schema.
+func (idx schemaIndex) at(s *jsonschema.Schema) int32 {
+	if s == nil {
+		return -1
+	}
+	return idx[s]
+}
+
+// build fills c from n's schema: its weight, its in-place edges, and the
+// subschemas it applies to members and to elements.
+func (c *costNode) build(g *schemaGraph, n *schemaNode, idx schemaIndex) error {
+	s := n.s
+	// Each application loops over these whatever the value holds: a
+	// node with 9,000 properties applied to 100,000 empty objects is
+	// 9e8 map lookups.
+	c.weight = uint64(1 + len(s.Properties) + len(s.Required) + len(s.Enum) + len(s.DependentRequired) +
+		len(s.DependencyStrings) + len(s.DependentSchemas) + len(s.DependencySchemas))
+	c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems = -1, -1, -1, -1, -1, -1
+	if only, err := c.addInPlace(g, n, idx); err != nil || only {
+		return err
+	}
+	if err := c.addMemberSchemas(s, idx); err != nil {
+		return err
+	}
+	c.addElementSchemas(s, g.draft7, idx)
+	c.descends = c.props != nil || c.patterns != nil || c.prefix != nil ||
+		max(c.additional, c.names, c.unevalProps, c.items, c.contains, c.unevalItems) >= 0
+	return nil
+}
+
+// addInPlace adds n's in-place edges: $ref, $dynamicRef, then the in-place
+// keywords (allOf, anyOf, …). refOnly reports a draft-07 $ref, whose
+// siblings the validator ignores: the node has no other edge.
+func (c *costNode) addInPlace(g *schemaGraph, n *schemaNode, idx schemaIndex) (refOnly bool, err error) {
+	s := n.s
+	if s.Ref != "" {
+		t, _, err := g.resolve(n, s.Ref)
+		if err != nil {
+			return false, err
+		}
+		c.inPlace = append(c.inPlace, idx[t.s])
+		if g.draft7 {
+			return true, nil // draft-07: the validator ignores $ref's siblings
+		}
+	}
+	if s.DynamicRef != "" {
+		t, dyn, err := g.resolve(n, s.DynamicRef)
+		if err != nil {
+			return false, err
+		}
+		switch a := g.nodes[0].anchors[dyn]; {
+		case dyn == "": // no dynamic anchor there: a plain reference
+			c.inPlace = append(c.inPlace, idx[t.s])
+		case a.dynamic: // the root is always outermost on the stack
+			c.inPlace = append(c.inPlace, idx[a.n.s])
+		default:
+			for _, d := range g.dynamic[dyn] {
+				c.inPlace = append(c.inPlace, idx[d.s])
+			}
+		}
+	}
+	eachChild(s, func(keyword string, _ []string, sub *jsonschema.Schema) bool {
+		if !descending[keyword] && !notApplied[keyword] {
+			c.inPlace = append(c.inPlace, idx[sub])
+		}
+		return true
+	})
+	return false, nil
+}
+
+// addMemberSchemas records what s applies to an object's members:
+// properties, patternProperties (compiled as jsonschema-go compiles them),
+// additionalProperties, propertyNames and unevaluatedProperties.
+func (c *costNode) addMemberSchemas(s *jsonschema.Schema, idx schemaIndex) error {
+	if len(s.Properties) > 0 {
+		c.props = make(map[string]int32, len(s.Properties))
+		for k, p := range s.Properties {
+			c.props[k] = idx.at(p)
+		}
+	}
+	for expr, p := range s.PatternProperties {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return fmt.Errorf("patternProperties %q: %v", clipText(expr), err)
+		}
+		c.patterns = append(c.patterns, costPattern{re, idx.at(p)})
+	}
+	c.additional, c.names, c.unevalProps = idx.at(s.AdditionalProperties), idx.at(s.PropertyNames), idx.at(s.UnevaluatedProperties)
+	return nil
+}
+
+// addElementSchemas records what s applies to an array's elements:
+// prefixItems and items, or in draft-07 the items array and
+// additionalItems (or a single items schema); contains and
+// unevaluatedItems.
+func (c *costNode) addElementSchemas(s *jsonschema.Schema, draft7 bool, idx schemaIndex) {
+	switch {
+	case !draft7:
+		for _, p := range s.PrefixItems {
+			c.prefix = append(c.prefix, idx.at(p))
+		}
+		c.items = idx.at(s.Items)
+	case s.ItemsArray != nil:
+		for _, p := range s.ItemsArray {
+			c.prefix = append(c.prefix, idx.at(p))
+		}
+		c.items = idx.at(s.AdditionalItems)
+	default:
+		c.items = idx.at(s.Items)
+	}
+	c.contains, c.unevalItems = idx.at(s.Contains), idx.at(s.UnevaluatedItems)
+}
+
+// rankAndClose sets every node's rank and closure, children before
+// parents (depth-first post-order over the in-place edges).
+func (m *costModel) rankAndClose() {
 	done := make([]bool, len(m.nodes))
 	post := make([]int32, 0, len(m.nodes))
 	var visit func(i int32)
@@ -235,7 +285,6 @@ func newCostModel(g *schemaGraph) (*costModel, error) {
 			n.closure = satAdd(n.closure, m.nodes[c].closure)
 		}
 	}
-	return m, nil
 }
 
 // exceeds reports whether validating args would apply more than limit
@@ -280,18 +329,17 @@ type costWalk struct {
 	members      [][]weighted // per level: those to apply to the member being walked
 }
 
+// walk adds to the total what validating v against set (the schemas
+// applied to it, at nesting level) costs, and returns where the total
+// passed the limit (nil if it did not). It is the walk's only recursion,
+// one call per level of v; the stages it calls (addScalar, memberSchemas,
+// elementSchemas, expand) return before it descends, and reuse the
+// per-level buffers, so a warm walk allocates nothing.
 func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
-	nodes := w.m.nodes
 	switch v.(type) {
 	case map[string]any, []any:
-	default: // a scalar: nothing to descend into, each schema costs its closure
-		for _, e := range set {
-			w.total = satAdd(w.total, satMul(e.c, nodes[e.n].closure))
-		}
-		if w.total > w.limit {
-			return &costExceeded{}
-		}
-		return nil
+	default: // a scalar: nothing to descend into
+		return w.addScalar(set)
 	}
 	if level == len(w.expanded) {
 		w.expanded = append(w.expanded, nil)
@@ -307,35 +355,7 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, mv := range v {
-			next := w.members[level][:0]
-			for _, a := range applied {
-				n := &nodes[a.n]
-				before := len(next)
-				matched := false
-				if len(n.patterns) > 0 { // one regexp match each
-					w.total = satAdd(w.total, satMul(a.c, uint64(len(n.patterns))))
-				}
-				if p, ok := n.props[k]; ok {
-					next, matched = append(next, weighted{p, a.c}), true
-				}
-				for _, pp := range n.patterns {
-					if pp.re.MatchString(k) {
-						next, matched = append(next, weighted{pp.n, a.c}), true
-					}
-				}
-				if !matched && n.additional >= 0 {
-					next, matched = append(next, weighted{n.additional, a.c}), true
-				}
-				if !matched && n.unevalProps >= 0 {
-					next = append(next, weighted{n.unevalProps, a.c})
-				}
-				if n.names >= 0 { // applied to the key, a string: no members
-					w.total = satAdd(w.total, satMul(a.c, nodes[n.names].closure))
-				}
-				if len(next) == before {
-					w.total = satAdd(w.total, 1) // the walk's own visit
-				}
-			}
+			next := w.memberSchemas(applied, k, w.members[level][:0])
 			w.members[level] = next
 			if w.total > w.limit {
 				return &costExceeded{path: joinKey("", k)}
@@ -349,28 +369,7 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 		}
 	case []any:
 		for i, ev := range v {
-			next := w.members[level][:0]
-			for _, a := range applied {
-				n := &nodes[a.n]
-				before := len(next)
-				covered := true
-				if i < len(n.prefix) {
-					next = append(next, weighted{n.prefix[i], a.c})
-				} else if n.items >= 0 {
-					next = append(next, weighted{n.items, a.c})
-				} else {
-					covered = false
-				}
-				if n.contains >= 0 {
-					next = append(next, weighted{n.contains, a.c})
-				}
-				if !covered && n.unevalItems >= 0 {
-					next = append(next, weighted{n.unevalItems, a.c})
-				}
-				if len(next) == before {
-					w.total = satAdd(w.total, 1) // the walk's own visit
-				}
-			}
+			next := w.elementSchemas(applied, i, w.members[level][:0])
 			w.members[level] = next
 			if w.total > w.limit {
 				return &costExceeded{path: "[" + strconv.Itoa(i) + "]"}
@@ -384,6 +383,86 @@ func (w *costWalk) walk(v any, set []weighted, level int) *costExceeded {
 		}
 	}
 	return nil
+}
+
+// addScalar adds the cost of a scalar evaluated against set: each schema
+// costs its closure, having nothing to descend into.
+func (w *costWalk) addScalar(set []weighted) *costExceeded {
+	nodes := w.m.nodes
+	for _, e := range set {
+		w.total = satAdd(w.total, satMul(e.c, nodes[e.n].closure))
+	}
+	if w.total > w.limit {
+		return &costExceeded{}
+	}
+	return nil
+}
+
+// memberSchemas appends to next the schemas the applied set applies to
+// the member named k (properties, matching patternProperties, else
+// additionalProperties, else unevaluatedProperties), and adds to the total
+// the regexp matches, propertyNames on the key, and a step for each schema
+// that applies nothing to it.
+func (w *costWalk) memberSchemas(applied []weighted, k string, next []weighted) []weighted {
+	nodes := w.m.nodes
+	for _, a := range applied {
+		n := &nodes[a.n]
+		before := len(next)
+		matched := false
+		if len(n.patterns) > 0 { // one regexp match each
+			w.total = satAdd(w.total, satMul(a.c, uint64(len(n.patterns))))
+		}
+		if p, ok := n.props[k]; ok {
+			next, matched = append(next, weighted{p, a.c}), true
+		}
+		for _, pp := range n.patterns {
+			if pp.re.MatchString(k) {
+				next, matched = append(next, weighted{pp.n, a.c}), true
+			}
+		}
+		if !matched && n.additional >= 0 {
+			next, matched = append(next, weighted{n.additional, a.c}), true
+		}
+		if !matched && n.unevalProps >= 0 {
+			next = append(next, weighted{n.unevalProps, a.c})
+		}
+		if n.names >= 0 { // applied to the key, a string: no members
+			w.total = satAdd(w.total, satMul(a.c, nodes[n.names].closure))
+		}
+		if len(next) == before {
+			w.total = satAdd(w.total, 1) // the walk's own visit
+		}
+	}
+	return next
+}
+
+// elementSchemas appends to next the schemas the applied set applies to
+// element i (prefixItems or items, contains, else unevaluatedItems), and
+// adds to the total a step for each schema that applies nothing to it.
+func (w *costWalk) elementSchemas(applied []weighted, i int, next []weighted) []weighted {
+	nodes := w.m.nodes
+	for _, a := range applied {
+		n := &nodes[a.n]
+		before := len(next)
+		covered := true
+		if i < len(n.prefix) {
+			next = append(next, weighted{n.prefix[i], a.c})
+		} else if n.items >= 0 {
+			next = append(next, weighted{n.items, a.c})
+		} else {
+			covered = false
+		}
+		if n.contains >= 0 {
+			next = append(next, weighted{n.contains, a.c})
+		}
+		if !covered && n.unevalItems >= 0 {
+			next = append(next, weighted{n.unevalItems, a.c})
+		}
+		if len(next) == before {
+			w.total = satAdd(w.total, 1) // the walk's own visit
+		}
+	}
+	return next
 }
 
 // expand adds to the total every schema the validator applies to a value

@@ -67,141 +67,184 @@ func (s *soak) callHostile(ctx context.Context, r *replica, id string) {
 		cases = raceCases
 	}
 	c := cases[s.intn(len(cases))]
-	op := "hostile-" + c
 	s.mu.Lock()
 	s.hostileChecks[c]++
 	s.mu.Unlock()
-	start := time.Now()
-	call := func(req *toolsvcv1.CallToolRequest, deadline time.Duration) (*toolsvcv1.CallToolResponse, error) {
-		var resp *toolsvcv1.CallToolResponse
-		err, _ := s.timed(ctx, op, r, u, deadline, func(c context.Context) error {
-			var err error
-			resp, err = r.client.CallTool(c, req)
-			return err
-		})
-		return resp, err
-	}
-	// refused checks a call that must fail with code and reason: a wrong
-	// refusal is a wrong result, a success too; any other status is a
-	// failure for the faults to explain.
-	refused := func(resp *toolsvcv1.CallToolResponse, err error, code codes.Code, reason string, check func(*status.Status, *errdetails.ErrorInfo) string) {
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			s.wrongResult(op, r, u, start, fmt.Sprintf("succeeded (is_error %v), want %s / %s", resp.GetIsError(), code, reason))
-			return
-		}
-		gotCode, gotReason, _ := reasonOf(err)
-		if gotCode != code {
-			s.fail(op, r, u.name, start, err)
-			return
-		}
-		st := status.Convert(err)
-		var ei *errdetails.ErrorInfo
-		for _, d := range st.Details() {
-			if x, ok := d.(*errdetails.ErrorInfo); ok {
-				ei = x
-			}
-		}
-		what := ""
-		if gotReason != reason {
-			what = fmt.Sprintf("reason %q, want %q", gotReason, reason)
-		} else if check != nil {
-			what = check(st, ei)
-		}
-		if what != "" {
-			s.wrongResult(op, r, u, start, fmt.Sprintf("%s: %s (%s)", code, what, clip(st.Message())))
-		}
-	}
+	h := &hostileCall{s: s, ctx: ctx, r: r, u: u, op: "hostile-" + c, start: time.Now()}
 	switch c {
 	case "selfref":
-		// Never evaluated: forwarded as sent, answered by the upstream.
-		a := fmt.Sprintf(`{"id":%q}`, id)
-		resp, err := call(&toolsvcv1.CallToolRequest{Name: u.name + "__selfref", ArgumentsJson: a}, 4*time.Second)
-		if err == nil {
-			if got, want := resultText(resp), "selfref ok "+a; got != want || resp.GetIsError() {
-				s.wrongResult(op, r, u, start, fmt.Sprintf("got %q (is_error %v), want %q", clip(got), resp.GetIsError(), want))
-			}
-		} else if ctx.Err() == nil {
-			s.fail(op, r, u.name, start, err)
-		}
+		h.selfref(id)
 	case "doubling":
-		// 40 levels: 2^40 schema applications, refused before validation.
-		a := `{"a": ` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`
-		resp, err := call(&toolsvcv1.CallToolRequest{Name: u.name + "__doubling", ArgumentsJson: a}, 4*time.Second)
-		refused(resp, err, codes.InvalidArgument, "ARGUMENTS_INVALID", func(_ *status.Status, ei *errdetails.ErrorInfo) string {
-			m := ei.GetMetadata()
-			if m["limit"] != "max_validation_steps" || m["server"] != u.name || m["tool"] != u.name+"__doubling" {
-				return fmt.Sprintf("ErrorInfo metadata %v, want limit max_validation_steps, server and tool", m)
-			}
-			return fieldsWant(err, "arguments_json")
-		})
+		h.doubling()
 	case "deep":
-		// 1,000 levels, past the 998 any upstream can decode: as
-		// arguments_json or as a Struct, by turns.
-		req := &toolsvcv1.CallToolRequest{Name: u.name + "__echo"}
-		field := "arguments_json"
-		if s.intn(2) == 0 {
-			req.ArgumentsJson = strings.Repeat(`{"a":`, 999) + `{}` + strings.Repeat(`}`, 999)
-		} else {
-			field = "arguments"
-			req.Arguments = deepStruct(1000)
-		}
-		resp, err := call(req, 4*time.Second)
-		refused(resp, err, codes.InvalidArgument, "ARGUMENTS_INVALID", func(st *status.Status, _ *errdetails.ErrorInfo) string {
-			if !strings.Contains(st.Message(), "998 levels") {
-				return "the message does not name the 998-level limit"
-			}
-			return fieldsWant(err, field)
-		})
+		h.deep()
 	case "dupkey":
-		resp, err := call(&toolsvcv1.CallToolRequest{Name: u.name + "__echo", ArgumentsJson: `{"text": 1, "text": "valid"}`}, 4*time.Second)
-		refused(resp, err, codes.InvalidArgument, "ARGUMENTS_INVALID", func(*status.Status, *errdetails.ErrorInfo) string {
-			return fieldsWant(err, "arguments_json.text")
-		})
+		h.dupkey()
 	case "longname":
-		// Longer than any exposed name: refused without echoing it.
-		name := u.name + "__" + strings.Repeat("z", 5000-len(u.name)-2)
-		resp, err := call(&toolsvcv1.CallToolRequest{Name: name, ArgumentsJson: `{}`}, 4*time.Second)
-		refused(resp, err, codes.InvalidArgument, "REQUEST_INVALID", func(st *status.Status, _ *errdetails.ErrorInfo) string {
-			if n := len(st.Message()) + proto.Size(st.Proto()); n > 2048 || strings.Contains(st.Proto().String(), strings.Repeat("z", 64)) {
-				return fmt.Sprintf("the status (%d bytes) echoes the name", n)
-			}
-			return fieldsWant(err, "name")
-		})
+		h.longname()
 	case "big":
-		// Over the response limit (toolsvc decodes it, then refuses it),
-		// or over the upstream message limit (discarded unread, the
-		// session kept): RESPONSE_TOO_LARGE naming the limit; then an echo
-		// on the same replica works.
-		n, limit := maxResponseBytes+64<<10, maxResponseBytes
-		if s.intn(2) == 0 {
-			n, limit = maxMessageBytes+1<<20, maxMessageBytes
-		}
-		resp, err := call(&toolsvcv1.CallToolRequest{Name: u.name + "__big", Arguments: args(map[string]any{"bytes": n})}, 4*time.Second)
-		refused(resp, err, codes.ResourceExhausted, "RESPONSE_TOO_LARGE", func(_ *status.Status, ei *errdetails.ErrorInfo) string {
-			if got := ei.GetMetadata()["limit_bytes"]; got != strconv.Itoa(limit) {
-				return fmt.Sprintf("limit_bytes %q for %d bytes, want %d", got, n, limit)
-			}
-			return ""
-		})
-		if ctx.Err() != nil || status.Code(err) != codes.ResourceExhausted {
-			return
-		}
-		start = time.Now()
-		op = "hostile-big-then-echo"
-		resp, err = call(&toolsvcv1.CallToolRequest{Name: u.name + "__echo", Arguments: args(map[string]any{"text": id})}, 4*time.Second)
-		if err == nil {
-			if got := resultText(resp); got != id || resp.GetIsError() {
-				s.wrongResult(op, r, u, start, fmt.Sprintf("got %q (is_error %v), want %q", clip(got), resp.GetIsError(), id))
-			}
-		} else if ctx.Err() == nil {
-			s.fail(op, r, u.name, start, err)
-		}
+		h.big(id)
 	case "list":
-		s.checkHostileListing(ctx, r, op)
+		s.checkHostileListing(ctx, r, h.op)
 	}
+}
+
+// hostileCall is one hostile case on replica r: the operation its
+// failures and wrong results are reported as, and since when.
+type hostileCall struct {
+	s     *soak
+	ctx   context.Context
+	r     *replica
+	u     *upstream
+	op    string
+	start time.Time
+}
+
+// call sends req to the replica within deadline, timed as h.op.
+func (h *hostileCall) call(req *toolsvcv1.CallToolRequest, deadline time.Duration) (*toolsvcv1.CallToolResponse, error) {
+	var resp *toolsvcv1.CallToolResponse
+	err, _ := h.s.timed(h.ctx, h.op, h.r, h.u, deadline, func(c context.Context) error {
+		var err error
+		resp, err = h.r.client.CallTool(c, req)
+		return err
+	})
+	return resp, err
+}
+
+// refused checks a call that must fail with code and reason: a wrong
+// refusal is a wrong result, a success too; any other status is a
+// failure for the faults to explain.
+func (h *hostileCall) refused(resp *toolsvcv1.CallToolResponse, err error, code codes.Code, reason string, check func(*status.Status, *errdetails.ErrorInfo) string) {
+	s, r, u := h.s, h.r, h.u
+	if h.ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		s.wrongResult(h.op, r, u, h.start, fmt.Sprintf("succeeded (is_error %v), want %s / %s", resp.GetIsError(), code, reason))
+		return
+	}
+	gotCode, gotReason, _ := reasonOf(err)
+	if gotCode != code {
+		s.fail(h.op, r, u.name, h.start, err)
+		return
+	}
+	st := status.Convert(err)
+	var ei *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if x, ok := d.(*errdetails.ErrorInfo); ok {
+			ei = x
+		}
+	}
+	what := ""
+	if gotReason != reason {
+		what = fmt.Sprintf("reason %q, want %q", gotReason, reason)
+	} else if check != nil {
+		what = check(st, ei)
+	}
+	if what != "" {
+		s.wrongResult(h.op, r, u, h.start, fmt.Sprintf("%s: %s (%s)", code, what, clip(st.Message())))
+	}
+}
+
+// echoed checks a call that must succeed with text want, not as a tool
+// error; a failure is for the faults to explain.
+func (h *hostileCall) echoed(resp *toolsvcv1.CallToolResponse, err error, want string) {
+	if err == nil {
+		if got := resultText(resp); got != want || resp.GetIsError() {
+			h.s.wrongResult(h.op, h.r, h.u, h.start, fmt.Sprintf("got %q (is_error %v), want %q", clip(got), resp.GetIsError(), want))
+		}
+	} else if h.ctx.Err() == nil {
+		h.s.fail(h.op, h.r, h.u.name, h.start, err)
+	}
+}
+
+// selfref calls the tool whose inputSchema applies itself: never
+// evaluated, forwarded as sent, answered by the upstream.
+func (h *hostileCall) selfref(id string) {
+	a := fmt.Sprintf(`{"id":%q}`, id)
+	resp, err := h.call(&toolsvcv1.CallToolRequest{Name: h.u.name + "__selfref", ArgumentsJson: a}, 4*time.Second)
+	h.echoed(resp, err, "selfref ok "+a)
+}
+
+// doubling sends 40 levels to the doubling schema: 2^40 schema
+// applications, refused before validation.
+func (h *hostileCall) doubling() {
+	u := h.u
+	a := `{"a": ` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`
+	resp, err := h.call(&toolsvcv1.CallToolRequest{Name: u.name + "__doubling", ArgumentsJson: a}, 4*time.Second)
+	h.refused(resp, err, codes.InvalidArgument, "ARGUMENTS_INVALID", func(_ *status.Status, ei *errdetails.ErrorInfo) string {
+		m := ei.GetMetadata()
+		if m["limit"] != "max_validation_steps" || m["server"] != u.name || m["tool"] != u.name+"__doubling" {
+			return fmt.Sprintf("ErrorInfo metadata %v, want limit max_validation_steps, server and tool", m)
+		}
+		return fieldsWant(err, "arguments_json")
+	})
+}
+
+// deep sends arguments 1,000 levels deep, past the 998 any upstream can
+// decode: as arguments_json or as a Struct, by turns.
+func (h *hostileCall) deep() {
+	req := &toolsvcv1.CallToolRequest{Name: h.u.name + "__echo"}
+	field := "arguments_json"
+	if h.s.intn(2) == 0 {
+		req.ArgumentsJson = strings.Repeat(`{"a":`, 999) + `{}` + strings.Repeat(`}`, 999)
+	} else {
+		field = "arguments"
+		req.Arguments = deepStruct(1000)
+	}
+	resp, err := h.call(req, 4*time.Second)
+	h.refused(resp, err, codes.InvalidArgument, "ARGUMENTS_INVALID", func(st *status.Status, _ *errdetails.ErrorInfo) string {
+		if !strings.Contains(st.Message(), "998 levels") {
+			return "the message does not name the 998-level limit"
+		}
+		return fieldsWant(err, field)
+	})
+}
+
+// dupkey sends arguments_json that repeats a key.
+func (h *hostileCall) dupkey() {
+	resp, err := h.call(&toolsvcv1.CallToolRequest{Name: h.u.name + "__echo", ArgumentsJson: `{"text": 1, "text": "valid"}`}, 4*time.Second)
+	h.refused(resp, err, codes.InvalidArgument, "ARGUMENTS_INVALID", func(*status.Status, *errdetails.ErrorInfo) string {
+		return fieldsWant(err, "arguments_json.text")
+	})
+}
+
+// longname calls a name longer than any exposed one: refused without
+// echoing it.
+func (h *hostileCall) longname() {
+	name := h.u.name + "__" + strings.Repeat("z", 5000-len(h.u.name)-2)
+	resp, err := h.call(&toolsvcv1.CallToolRequest{Name: name, ArgumentsJson: `{}`}, 4*time.Second)
+	h.refused(resp, err, codes.InvalidArgument, "REQUEST_INVALID", func(st *status.Status, _ *errdetails.ErrorInfo) string {
+		if n := len(st.Message()) + proto.Size(st.Proto()); n > 2048 || strings.Contains(st.Proto().String(), strings.Repeat("z", 64)) {
+			return fmt.Sprintf("the status (%d bytes) echoes the name", n)
+		}
+		return fieldsWant(err, "name")
+	})
+}
+
+// big asks for an answer over the response limit (toolsvc decodes it,
+// then refuses it), or over the upstream message limit (discarded unread,
+// the session kept): RESPONSE_TOO_LARGE naming the limit; then an echo on
+// the same replica works.
+func (h *hostileCall) big(id string) {
+	n, limit := maxResponseBytes+64<<10, maxResponseBytes
+	if h.s.intn(2) == 0 {
+		n, limit = maxMessageBytes+1<<20, maxMessageBytes
+	}
+	resp, err := h.call(&toolsvcv1.CallToolRequest{Name: h.u.name + "__big", Arguments: args(map[string]any{"bytes": n})}, 4*time.Second)
+	h.refused(resp, err, codes.ResourceExhausted, "RESPONSE_TOO_LARGE", func(_ *status.Status, ei *errdetails.ErrorInfo) string {
+		if got := ei.GetMetadata()["limit_bytes"]; got != strconv.Itoa(limit) {
+			return fmt.Sprintf("limit_bytes %q for %d bytes, want %d", got, n, limit)
+		}
+		return ""
+	})
+	if h.ctx.Err() != nil || status.Code(err) != codes.ResourceExhausted {
+		return
+	}
+	h.start = time.Now()
+	h.op = "hostile-big-then-echo"
+	resp, err = h.call(&toolsvcv1.CallToolRequest{Name: h.u.name + "__echo", Arguments: args(map[string]any{"text": id})}, 4*time.Second)
+	h.echoed(resp, err, id)
 }
 
 // checkHostileListing checks a replica's catalog holds no hostile tool but
