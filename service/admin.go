@@ -64,7 +64,7 @@ type admin struct {
 }
 
 func (a *admin) authorize(ctx context.Context) error {
-	_, p, err := a.s.authenticate(ctx)
+	ctx, p, err := a.s.authenticate(ctx) // ctx: pinned to the state p was authenticated under
 	if err != nil {
 		return err
 	}

@@ -115,8 +115,45 @@ func (s *Server) newAuthState(c AuthConfig, prev *authState) *authState {
 // that outlives a SetAuth. The returned context carries the new principal
 // and state.
 func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
-	ctx = context.WithValue(ctx, principalKey{}, nil) // forget the earlier principal
-	ctx = withAuthState(ctx, s.currentAuth())
-	ctx, _, err := s.authenticate(ctx)
+	ctx, _, err := s.authenticate(unpinned(ctx))
 	return ctx, err
+}
+
+// unpinned is ctx without the principal and auth state an authentication
+// put there, keeping the credentials it was made from: authenticate then
+// authenticates it again, under the state current then. For contexts that
+// outlive their request (a watch stream's; a legacy SSE session's, whose
+// requests all run in its GET stream's context).
+func unpinned(ctx context.Context) context.Context {
+	ctx = context.WithValue(ctx, principalKey{}, nil)
+	return withAuthState(ctx, nil) // authStateFrom: nil, so authenticate reads the current
+}
+
+// endWhenRevoked returns a context of ctx (a long-lived request of the MCP
+// front door, authenticated under its pinned state) that is cancelled when
+// a newer auth state no longer authenticates its credentials as the same
+// principal, and stop, which must be called when the request ends (it
+// cancels the context and waits for the goroutine that watches).
+func (s *Server) endWhenRevoked(ctx context.Context) (context.Context, func()) {
+	p, _ := PrincipalFrom(ctx)
+	st := s.authOf(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-st.changed:
+			}
+			actx, np, err := s.authenticate(unpinned(ctx))
+			if err != nil || np.Name != p.Name {
+				cancel()
+				return
+			}
+			st = s.authOf(actx)
+		}
+	}()
+	return ctx, func() { cancel(); <-done }
 }

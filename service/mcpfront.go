@@ -240,6 +240,14 @@ func (f *MCPFront) Handler() http.Handler {
 			writeHTTPJSONRPCError(w, http.StatusUnauthorized, status.Convert(err).Message())
 			return
 		}
+		if r.Method == http.MethodGet {
+			// A GET is a long-lived stream (/mcp's standalone stream, a
+			// legacy /sse session): it ends when a reload no longer
+			// accepts its credentials (authstate.go).
+			var stop func()
+			ctx, stop = f.s.endWhenRevoked(ctx)
+			defer stop()
+		}
 		if r.ContentLength != 0 {
 			// The body must arrive within BodyTimeout: the connection's
 			// read deadline, which net/http clears once the body has been

@@ -653,7 +653,11 @@ func (f *MCPFront) serveSSE(w http.ResponseWriter, r *http.Request) {
 				f.sseOwners.forget(ew.id)
 			}
 		}()
-		f.sse.ServeHTTP(ew, r)
+		// The session's requests run in this GET's context (go-sdk hands
+		// them no TokenInfo): each is authenticated again from the GET's
+		// credentials, under the auth state current when it runs, not the
+		// one pinned when the stream opened (authstate.go).
+		f.sse.ServeHTTP(ew, r.WithContext(unpinned(r.Context())))
 		return
 	case http.MethodPost:
 		if id := r.URL.Query().Get("sessionid"); id != "" {

@@ -498,13 +498,10 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 		case <-authSt.changed:
 			// A reload replaced the auth state: the caller again, under the
 			// new one, and the view its rules now give (authstate.go).
-			if authCtx, err = s.reauthenticate(ctx); err != nil {
+			if authCtx, g, f, err = s.followAuth(ctx, req, g, f, w); err != nil {
 				return err
 			}
 			authSt = s.authOf(authCtx)
-			if g, f, err = s.rejoin(authCtx, req, g, f, w); err != nil {
-				return err
-			}
 			cur := g.current(s).ev
 			if cur.view.rev != last.view.rev {
 				if err := w.sendEvent(cur.changesFrom(s, last.view)); err != nil {
@@ -525,6 +522,19 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 			progress.Reset(s.opts.ProgressInterval)
 		}
 	}
+}
+
+// followAuth moves a watch stream (ctx; w, in group g with filter f) to a
+// new auth state: its caller authenticated again under it (a credential it
+// no longer accepts ends the stream with UNAUTHENTICATED), then the group
+// of the view its rules now give. It returns the new authenticated context.
+func (s *Server) followAuth(ctx context.Context, req *toolsvcv1.WatchCatalogRequest, g *watchGroup, f *watchFilter, w *watchSender) (context.Context, *watchGroup, *watchFilter, error) {
+	authCtx, err := s.reauthenticate(ctx)
+	if err != nil {
+		return ctx, g, f, err
+	}
+	g, f, err = s.rejoin(authCtx, req, g, f, w)
+	return authCtx, g, f, err
 }
 
 // rejoin moves a watch stream (w, in group g with filter f) to the group of

@@ -214,24 +214,7 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 	defer func() { s.hub.leave(g, w) }() // the group changes with the auth state
 	authSt := s.authOf(authCtx)
 	lastT, lastR := s.view(cat.Current(), f), rf.view(rcat.Current())
-	tok := req.GetResumeToken()
-	var first *toolsvcv1.WatchCatalogResponse
-	switch {
-	case tok == "":
-		first = s.combinedSnapshot(lastT, lastR, f, false)
-	case tok == lastT.rev+lastR.rev:
-		first = &toolsvcv1.WatchCatalogResponse{Revision: tok, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
-	case len(tok) == 64 && validRevision(tok[:32]) && validRevision(tok[32:]):
-		if ot, or := s.findToolView(tok[:32], f), s.findResourceView(tok[32:], rf); ot != nil && or != nil {
-			first = s.combinedChanges(ot, lastT, or, lastR, f)
-		}
-	default:
-		s.watch.malformed.Add(1)
-	}
-	if first == nil {
-		s.watch.resets.Add(1)
-		first = s.combinedSnapshot(lastT, lastR, f, true)
-	}
+	first := s.firstCombined(req.GetResumeToken(), lastT, lastR, f, rf)
 	if err := w.sendEvent(s.encodeEvent(first, f.fragment)); err != nil {
 		return err
 	}
@@ -253,14 +236,10 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 			// A reload replaced the auth state: the caller again, under the
 			// new one, and the views its rules now give (authstate.go).
 			var err error
-			if authCtx, err = s.reauthenticate(ctx); err != nil {
+			if authCtx, g, f, err = s.followAuth(ctx, req, g, f, w); err != nil {
 				return err
 			}
-			authSt = s.authOf(authCtx)
-			if g, f, err = s.rejoin(authCtx, req, g, f, w); err != nil {
-				return err
-			}
-			rf = s.newResourceWatchFilter(authCtx, f, req)
+			authSt, rf = s.authOf(authCtx), s.newResourceWatchFilter(authCtx, f, req)
 		case <-sub.C():
 		case <-rsub:
 		}
@@ -274,4 +253,27 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 		lastT, lastR = curT, curR
 		progress.Reset(s.opts.ProgressInterval)
 	}
+}
+
+// firstCombined is the first event of a watch with resources that resumes
+// from tok ("" for none) at the views lastT and lastR.
+func (s *Server) firstCombined(tok string, lastT *view, lastR *resourceView, f *watchFilter, rf *resourceWatchFilter) *toolsvcv1.WatchCatalogResponse {
+	var first *toolsvcv1.WatchCatalogResponse
+	switch {
+	case tok == "":
+		first = s.combinedSnapshot(lastT, lastR, f, false)
+	case tok == lastT.rev+lastR.rev:
+		first = &toolsvcv1.WatchCatalogResponse{Revision: tok, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
+	case len(tok) == 64 && validRevision(tok[:32]) && validRevision(tok[32:]):
+		if ot, or := s.findToolView(tok[:32], f), s.findResourceView(tok[32:], rf); ot != nil && or != nil {
+			first = s.combinedChanges(ot, lastT, or, lastR, f)
+		}
+	default:
+		s.watch.malformed.Add(1)
+	}
+	if first == nil {
+		s.watch.resets.Add(1)
+		first = s.combinedSnapshot(lastT, lastR, f, true)
+	}
+	return first
 }

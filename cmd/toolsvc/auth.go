@@ -147,6 +147,10 @@ func (l *authLoader) loadJWT(a *config.Auth) (*service.JWTOptions, func(bool), e
 	if url == l.jwksURL {
 		return &service.JWTOptions{Keyfunc: l.jwksKF, Issuer: j.Issuer, Audience: j.Audience}, done, nil
 	}
+	// cancel stops the key set's refresh goroutine (jwkset's storage.go:
+	// it returns on ctx.Done, and its HTTP refresh is made with a context
+	// of ctx). jwkset gives no way to wait for it, so it is not awaited;
+	// l.ctx, the process's, ends any left at exit.
 	ctx, cancel := context.WithCancel(l.ctx)
 	kf, err := l.fetchJWKS(ctx, url)
 	if err != nil {
