@@ -44,6 +44,7 @@ type Metrics struct {
 	upPush         *prometheus.Desc
 	catalogTools   *prometheus.Desc
 	catalogWatcher *prometheus.Desc
+	catalogSubs    *prometheus.Desc
 }
 
 // NewMetrics creates the metrics and registers them. Pass it as the
@@ -97,7 +98,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"1 while the upstream's list_changed push channel is open, 0 while it is down or missing (the upstream is then re-listed every pushlessRefresh).",
 			[]string{"server", "state"}, nil),
 		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
-		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams.", nil, nil),
+		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams (the same as toolsvc_watch_streams, kept for dashboards that use this name).", nil, nil),
+		catalogSubs:    prometheus.NewDesc("toolsvc_catalog_subscribers", "Subscribers to catalog changes inside the process: the watch engine's and the MCP front door's.", nil, nil),
 	}
 	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.calls, m.callDuration, m.callsInFlight, m.rateLimited,
 		m.resourceOps, m.resourceDuration)
@@ -126,7 +128,7 @@ func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelVa
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.upPush,
-		m.catalogTools, m.catalogWatcher, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
+		m.catalogTools, m.catalogWatcher, m.catalogSubs, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
 		m.configReloads, m.configReloadOK, m.principalFlight} {
 		ch <- d
 	}
@@ -173,9 +175,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(len(b.Catalog().Current().Tools)))
-	ch <- prometheus.MustNewConstMetric(m.catalogWatcher, prometheus.GaugeValue, float64(b.Catalog().Subscribers()))
+	ch <- prometheus.MustNewConstMetric(m.catalogSubs, prometheus.GaugeValue, float64(b.Catalog().Subscribers()))
 	if s := m.server.Load(); s != nil {
 		st := s.Stats()
+		ch <- prometheus.MustNewConstMetric(m.catalogWatcher, prometheus.GaugeValue, float64(st.WatchStreams))
 		ch <- prometheus.MustNewConstMetric(m.watchStreams, prometheus.GaugeValue, float64(st.WatchStreams))
 		ch <- prometheus.MustNewConstMetric(m.watchResets, prometheus.CounterValue, float64(st.WatchResets))
 		ch <- prometheus.MustNewConstMetric(m.malformedResumes, prometheus.CounterValue, float64(st.WatchMalformedTokens))

@@ -56,12 +56,6 @@ func (s *Server) Stats() Stats {
 	}
 }
 
-// Wait returns once every goroutine the watch streams started has ended.
-// The watch engine starts none (each stream's handler goroutine is its
-// send loop), so it returns at once; it is kept for callers that shut
-// down in order.
-func (s *Server) Wait() {}
-
 // watchFilter is the view of the catalog a watch asked for.
 type watchFilter struct {
 	servers            map[string]bool // nil: every server

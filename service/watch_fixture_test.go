@@ -161,7 +161,6 @@ func newWatchFixture(tb testing.TB, opts *Options, servers map[string][]string) 
 		f.svc.Shutdown()
 		gs.Stop()
 		<-served
-		f.svc.Wait()
 		b.Close()
 		for _, m := range f.servers {
 			m.closeAll()

@@ -417,3 +417,22 @@ func TestGracefulDrain(t *testing.T) {
 	}
 	t.Logf("drained in %v", took.Round(time.Millisecond))
 }
+
+// TestMetricsWatchersWithFrontDoor: toolsvc_watchers counts WatchCatalog
+// streams only, as its help says, also when the MCP front door (which
+// subscribes to the catalog too) is on; toolsvc_catalog_subscribers counts
+// both.
+func TestMetricsWatchersWithFrontDoor(t *testing.T) {
+	p := startToolsvcWith(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)),
+		startOpts{args: []string{"--mcp-listen", "127.0.0.1:0"}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	w := startWatch(t, ctx, p.client, "")
+	w.next(t, 5*time.Second)
+	text := scrape(t, p.adminAddr)
+	for _, want := range []string{"toolsvc_watchers 1\n", "toolsvc_watch_streams 1\n", "toolsvc_catalog_subscribers 2\n"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", strings.TrimSpace(want))
+		}
+	}
+}

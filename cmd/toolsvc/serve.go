@@ -299,7 +299,6 @@ func runServe(ctx context.Context, args []string) error {
 	if front != nil {
 		front.close()
 	}
-	svc.Wait() // watch senders end once their streams are gone
 	closed := make(chan struct{})
 	go func() {
 		bridge.Close()
