@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +19,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -41,19 +38,8 @@ func bareServer(t *testing.T, f *fixture, opts *Options) (toolsvcv1.ToolServiceC
 	svc := New(f.bridge, opts)
 	gs := grpc.NewServer()
 	svc.Register(gs)
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		svc.Shutdown()
-		gs.Stop()
-	})
+	conn := serveBufconn(t, gs)
+	t.Cleanup(svc.Shutdown)
 	return toolsvcv1.NewToolServiceClient(conn), toolsvcv1.NewAdminServiceClient(conn)
 }
 

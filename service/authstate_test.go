@@ -1,21 +1,16 @@
 package service
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
@@ -51,21 +46,8 @@ func authGen(tok, prefix string) AuthConfig {
 func grpcClient(t *testing.T, svc *Server) toolsvcv1.ToolServiceClient {
 	t.Helper()
 	gs, _ := NewGRPCServer(svc, GRPCOptions{StreamWorkers: -1})
-	lis := bufconn.Listen(1 << 20)
-	served := make(chan struct{})
-	go func() { defer close(served); _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		svc.Shutdown()
-		gs.Stop()
-		<-served
-	})
+	conn := serveBufconn(t, gs)
+	t.Cleanup(svc.Shutdown)
 	return toolsvcv1.NewToolServiceClient(conn)
 }
 

@@ -2,13 +2,9 @@ package service
 
 import (
 	"context"
-	"net"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -20,19 +16,8 @@ func benchCallServer(b *testing.B, f *fixture, workers int) toolsvcv1.ToolServic
 	reg := prometheus.NewRegistry()
 	svc := New(f.bridge, &Options{Metrics: NewMetrics(reg)})
 	gs, _ := NewGRPCServer(svc, GRPCOptions{Registry: reg, StreamWorkers: workers})
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		conn.Close()
-		svc.Shutdown()
-		gs.Stop()
-	})
+	conn := serveBufconn(b, gs)
+	b.Cleanup(svc.Shutdown)
 	return toolsvcv1.NewToolServiceClient(conn)
 }
 

@@ -65,26 +65,41 @@ func newFixture(t testing.TB, n int) *fixture {
 	}
 	<-b.Ready()
 	svc := New(b, &Options{ProgressInterval: 200 * time.Millisecond})
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	svc.Register(gs)
-	go func() { _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		svc.Shutdown()
-		gs.Stop()
+	t.Cleanup(func() { // after the server has stopped
 		b.Close()
 		for _, ss := range sessions {
 			ss.Close()
 		}
 	})
+	gs := grpc.NewServer()
+	svc.Register(gs)
+	conn := serveBufconn(t, gs)
+	t.Cleanup(svc.Shutdown) // before it stops: watch streams end first
 	return &fixture{upstream: up, bridge: b, svc: svc, client: toolsvcv1.NewToolServiceClient(conn)}
+}
+
+// serveBufconn serves gs over an in-memory listener and returns a client
+// connection to it. Cleanup closes the connection, stops gs and waits for
+// Serve to return; cleanups the caller registered before the call run
+// after that (t.Cleanup is last-in first-out), those registered after it
+// run before.
+func serveBufconn(tb testing.TB, gs *grpc.Server) *grpc.ClientConn {
+	tb.Helper()
+	lis := bufconn.Listen(1 << 20)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = gs.Serve(lis) }()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		conn.Close()
+		gs.Stop()
+		<-served
+	})
+	return conn
 }
 
 func ctxT(t testing.TB) context.Context {

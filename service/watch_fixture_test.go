@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
@@ -145,27 +142,16 @@ func newWatchFixture(tb testing.TB, opts *Options, servers map[string][]string) 
 	<-b.Ready()
 	f.bridge = b
 	f.svc = New(b, opts)
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer(f.svc.ServerOptions()...)
-	f.svc.Register(gs)
-	served := make(chan struct{})
-	go func() { defer close(served); _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		conn.Close()
-		f.svc.Shutdown()
-		gs.Stop()
-		<-served
+	tb.Cleanup(func() { // after the server has stopped
 		b.Close()
 		for _, m := range f.servers {
 			m.closeAll()
 		}
 	})
+	gs := grpc.NewServer(f.svc.ServerOptions()...)
+	f.svc.Register(gs)
+	conn := serveBufconn(tb, gs)
+	tb.Cleanup(f.svc.Shutdown) // before it stops: watch streams end first
 	f.client = toolsvcv1.NewToolServiceClient(conn)
 	return f
 }
