@@ -394,10 +394,7 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 		prev = p
 	}
 	violation := func(path, desc string) *errdetails.BadRequest_FieldViolation {
-		if len(desc) > 300 {
-			desc = desc[:297] + "..."
-		}
-		return &errdetails.BadRequest_FieldViolation{Field: path, Description: desc}
+		return &errdetails.BadRequest_FieldViolation{Field: path, Description: desc} // clipped by richError.err
 	}
 	if m := requiredRE.FindStringSubmatch(msg); m != nil {
 		var out []*errdetails.BadRequest_FieldViolation

@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -319,5 +320,25 @@ func TestCallerTextNotEchoedWhole(t *testing.T) {
 		if n := trailerBytes(err); n > 2048 {
 			t.Errorf("%s: status is %d bytes (%v…)", what, n, status.Convert(err).Message()[:80])
 		}
+	}
+}
+
+// TestViolationsBounded: a status carries at most maxViolations field
+// violations, the last counting the rest (additionalProperties: false with
+// 300,000 extra keys made a 28 MB status).
+func TestViolationsBounded(t *testing.T) {
+	e := &richError{code: codes.InvalidArgument, reason: ReasonArgumentsInvalid, msg: "arguments do not match"}
+	for i := range 300 {
+		e.violations = append(e.violations, &errdetails.BadRequest_FieldViolation{Field: fmt.Sprintf("arguments_json.k%d", i), Description: "property is not allowed"})
+	}
+	st := status.Convert(e.err())
+	var got []*errdetails.BadRequest_FieldViolation
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			got = br.GetFieldViolations()
+		}
+	}
+	if len(got) != maxViolations || got[len(got)-1].GetDescription() != "and 281 more violations" || got[0].GetField() != "arguments_json.k0" {
+		t.Fatalf("%d violations, last %v; want %d ending with \"and 281 more violations\"", len(got), got[len(got)-1], maxViolations)
 	}
 }
