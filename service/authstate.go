@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"google.golang.org/grpc/codes"
 	"log/slog"
 )
 
@@ -115,8 +116,19 @@ func (s *Server) newAuthState(c AuthConfig, prev *authState) *authState {
 // that outlives a SetAuth. The returned context carries the new principal
 // and state.
 func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
-	ctx, _, err := s.authenticate(unpinned(ctx))
-	return ctx, err
+	old, _ := PrincipalFrom(ctx)
+	nctx, p, err := s.authenticate(unpinned(ctx))
+	if err != nil {
+		return ctx, err
+	}
+	if p.Name != old.Name {
+		// The same credential now names another principal: the stream
+		// was opened by someone else, so it ends (as the front door's
+		// long-lived requests do, endWhenRevoked).
+		return ctx, plainError(codes.Unauthenticated, ReasonUnauthenticated,
+			"the credential now names another principal; open a new watch", nil)
+	}
+	return nctx, nil
 }
 
 // unpinned is ctx without the principal and auth state an authentication

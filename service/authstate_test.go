@@ -233,3 +233,31 @@ func TestRateLimiterSurvivesReload(t *testing.T) {
 		t.Errorf("same rule: %d in flight after the call ended, want 0", got)
 	}
 }
+
+// TestWatchEndsWhenCredentialNamesAnotherPrincipal: a reload that maps a
+// watch's token to another principal ends the stream UNAUTHENTICATED; it
+// does not carry on as the new principal.
+func TestWatchEndsWhenCredentialNamesAnotherPrincipal(t *testing.T) {
+	a := authGen(tokA, "a")
+	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
+		map[string][]string{"a": {"x"}})
+	client := grpcClient(t, f.svc)
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tokA)
+	stream, err := client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	other := AuthConfig{
+		Authenticator: NewAuthenticator(map[string]string{tokA: "q"}, nil, false),
+		Authorizer:    NewAuthorizer([]Rule{{Principal: "q", Allow: []string{"*"}}}, nil),
+	}
+	if err := f.svc.SetAuth(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("after the token was given to principal q: %v, want UNAUTHENTICATED", err)
+	}
+}
