@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -379,5 +380,24 @@ func TestParseRefusesTokensWithWhitespace(t *testing.T) {
 	}
 	if strings.Contains(msg, "token-0123456789") {
 		t.Errorf("a token value is in the problems:\n%s", msg)
+	}
+}
+
+// TestParseDeepNestingIsBounded: a configuration of nested brackets as deep
+// as a 4 MiB file allows is refused without the duplicate-key scan holding a
+// frame per level (it stops at encoding/json's own depth limit, which then
+// refuses the document).
+func TestParseDeepNestingIsBounded(t *testing.T) {
+	data := []byte(`{"mcpServers":` + strings.Repeat("[", 4<<20))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := Parse("deep.json", data)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("Parse accepted 4 Mi nested arrays")
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 256<<20 {
+		t.Fatalf("Parse allocated %d MiB for a 4 MiB file", grew>>20)
 	}
 }

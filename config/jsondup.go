@@ -21,18 +21,24 @@ type duplicateKey struct {
 // refuses them ("mapping key already defined"), and so does Parse now for
 // JSON, naming the key and both lines. It walks the tokens with an explicit
 // stack (dupScan), so no nesting depth can exhaust the goroutine stack; a
-// syntax error ends the walk (Parse reports it).
+// syntax error ends the walk (Parse reports it), and so does nesting past
+// maxJSONDepth: json.Decoder.Token has no depth limit, and a 16 MiB file of
+// brackets cost 2.6 GB of frames before json.Unmarshal, which refuses such
+// a document itself, ever saw it.
 func duplicateKeys(data []byte) []duplicateKey {
 	d := &dupScan{data: data, dec: json.NewDecoder(bytes.NewReader(data)), line: 1}
 	d.dec.UseNumber()
 	for {
 		tok, err := d.dec.Token()
-		if err != nil {
+		if err != nil || len(d.stack) > maxJSONDepth {
 			return d.out
 		}
 		d.token(tok)
 	}
 }
+
+// maxJSONDepth is encoding/json's own nesting limit for Unmarshal.
+const maxJSONDepth = 10_000
 
 // dupFrame is one open container of a dupScan. A frame knows its parent
 // and its name in it: the path of a duplicate is built only when one is
