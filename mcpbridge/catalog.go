@@ -174,6 +174,7 @@ func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available 
 		if err != nil {
 			return 0, err
 		}
+		warnings = capWarnings(warnings)
 		c.mu.Lock()
 		if cur := c.servers[server]; cur != prev {
 			prev = cur

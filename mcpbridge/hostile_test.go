@@ -440,3 +440,34 @@ func TestOversizedSSEResultIsRefused(t *testing.T) {
 	<-b.Ready()
 	expectTooLargeThenEcho(t, b, "l", limit)
 }
+
+// TestCatalogWarningsAreBounded: an upstream listing one name many times
+// (each a "listed more than once" warning in the catalog) leaves at most
+// maxListWarnings of them and a count; a tool whose annotation title is over
+// the bound per tool is skipped like any other oversized tool.
+func TestCatalogWarningsAreBounded(t *testing.T) {
+	m := newMemUpstream(t)
+	obj := map[string]any{"type": "object"}
+	tools := []*mcp.Tool{{Name: "echo", InputSchema: obj},
+		{Name: "titled", InputSchema: obj, Annotations: &mcp.ToolAnnotations{Title: strings.Repeat("t", DefaultMaxToolBytes)}}}
+	for range 100 {
+		tools = append(tools, &mcp.Tool{Name: "dup", InputSchema: obj})
+	}
+	m.server.AddReceivingMiddleware(hostileTools(tools...))
+	b := newTestBridge(t, m.config("h"))
+	waitFor(t, b, "h__echo", func(s *Snapshot) bool { _, ok := s.Lookup("h__echo"); return ok })
+	if _, ok := b.Catalog().Current().Lookup("h__titled"); ok {
+		t.Error("a tool with a 1 MiB annotation title is exposed")
+	}
+	st, _ := b.Server("h")
+	if len(st.Warnings) > 2*(maxListWarnings+1) {
+		t.Fatalf("%d warnings, want at most %d per list", len(st.Warnings), maxListWarnings+1)
+	}
+	found := false
+	for _, w := range st.Warnings {
+		found = found || w == "83 more warnings"
+	}
+	if !found {
+		t.Errorf("warnings %q lack the count of the duplicates beyond the first %d", st.Warnings, maxListWarnings)
+	}
+}

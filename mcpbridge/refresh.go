@@ -263,6 +263,16 @@ const DefaultMaxToolBytes = 1 << 20
 // listing of 100,000 unusable tools must not become 100,000 strings.
 const maxListWarnings = 16
 
+// capWarnings keeps the first maxListWarnings of a server's warnings and a
+// count of the rest: an upstream listing 100,000 duplicate names must not
+// put 100,000 strings in every ListServers answer.
+func capWarnings(ws []string) []string {
+	if len(ws) <= maxListWarnings {
+		return ws
+	}
+	return append(ws[:maxListWarnings:maxListWarnings], fmt.Sprintf("%d more warnings", len(ws)-maxListWarnings))
+}
+
 // maxToolBytes is the tool-size bound in force.
 func (u *upstream) maxToolBytes() int {
 	if n := u.b.cfg.MaxToolBytes; n > 0 {
@@ -323,6 +333,9 @@ func (u *upstream) usableTools(tools []*mcp.Tool) []*mcp.Tool {
 // little past limit (a tool far over the bound is not measured whole).
 func toolBytes(t *mcp.Tool, limit int) int {
 	n := len(t.Name) + len(t.Title) + len(t.Description)
+	if a := t.Annotations; a != nil {
+		n += len(a.Title) + 64 // the hints: a few booleans
+	}
 	for _, v := range []any{t.InputSchema, t.OutputSchema, map[string]any(t.Meta)} {
 		if n > limit {
 			break
