@@ -51,7 +51,7 @@ func TestCLIEscapesUpstreamText(t *testing.T) {
 		{[]string{"call", "term__no_such_tool\x1b[2J"}, true},
 	} {
 		out, err := execToolsvc(ctx, p.addr, c.args...)
-		if err != nil && !strings.Contains(c.args[1], "no_such") {
+		if err != nil && !strings.Contains(strings.Join(c.args, " "), "no_such") {
 			t.Errorf("toolsvc %q: %v\n%s", c.args, err, out)
 			continue
 		}

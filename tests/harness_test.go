@@ -29,7 +29,6 @@ import (
 
 const defaultTestTimeout = 60 * time.Second
 
-// Paths of the binaries TestMain builds.
 // helperBinaries holds one build per helper program of tests/ (a hostile
 // upstream, a fixture), made the first time a test asks for it.
 var helperBinaries sync.Map // dir → func() (string, error)
@@ -52,6 +51,7 @@ func helperBinary(t testing.TB, dir string) string {
 	return path
 }
 
+// Paths of the binaries TestMain builds.
 var bin struct {
 	toolsvc    string
 	testserver string

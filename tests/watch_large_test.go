@@ -56,7 +56,12 @@ func TestWatchLargeCatalog(t *testing.T) {
 	defer cancel()
 
 	events := make(chan catalogwatch.Event, 16)
-	w := catalogwatch.New(p.client, catalogwatch.Options{OnEvent: func(ev catalogwatch.Event) { events <- ev }})
+	w := catalogwatch.New(p.client, catalogwatch.Options{OnEvent: func(ev catalogwatch.Event) {
+		select { // never blocks Run past the test's end
+		case events <- ev:
+		case <-ctx.Done():
+		}
+	}})
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	next := func() catalogwatch.Event {
@@ -133,7 +138,12 @@ func TestWatchOversizedToolSkipped(t *testing.T) {
 		t.Errorf("ListServers warnings %q, want one naming the skipped tool \"huge\" and the limit per tool", serverStatus(t, ctx, p.client, "many").GetWarnings())
 	}
 	events := make(chan catalogwatch.Event, 4)
-	w := catalogwatch.New(p.client, catalogwatch.Options{OnEvent: func(ev catalogwatch.Event) { events <- ev }})
+	w := catalogwatch.New(p.client, catalogwatch.Options{OnEvent: func(ev catalogwatch.Event) {
+		select { // never blocks Run past the test's end
+		case events <- ev:
+		case <-ctx.Done():
+		}
+	}})
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	select {
