@@ -568,15 +568,17 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 			verdict = "success"
 			return res, nil
 		}
-		var (
-			werr *jsonrpc.Error
-			rerr *RedirectError
-		)
+		var werr *jsonrpc.Error
+		if lerr := u.transportRefusal(t.Server, err); lerr != nil {
+			// The session is fine. An oversized answer is an answer (a
+			// success for the breaker); a refused redirect is neither.
+			var tl *ResponseTooLargeError
+			if errors.As(lerr, &tl) {
+				verdict = "success"
+			}
+			return nil, lerr
+		}
 		switch {
-		case errors.As(err, &rerr):
-			// Refused before anything reached the other origin; the
-			// session itself is fine.
-			return nil, &UnavailableError{Server: t.Server, Reason: ReasonRedirectRefused}
 		case s.isDead() || isSessionDead(err):
 			s.markDead(err)
 			if errors.Is(err, mcp.ErrSessionMissing) && try == 0 {
@@ -604,11 +606,6 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 			return nil, ctx.Err()
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case errors.As(err, &werr) && werr.Code == codeMessageTooLarge && werr.Message == messageTooLargeText:
-			// Our limiter's stand-in for an oversized answer (msglimit.go):
-			// the session is fine, and the upstream did answer.
-			verdict = "success"
-			return nil, &ResponseTooLargeError{Server: t.Server, Limit: u.maxMessage()}
 		case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 			verdict = "success" // the upstream answered
 			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: u.redact(werr.Message)}

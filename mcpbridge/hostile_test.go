@@ -471,3 +471,40 @@ func TestCatalogWarningsAreBounded(t *testing.T) {
 		t.Errorf("warnings %q lack the count of the duplicates beyond the first %d", st.Warnings, maxListWarnings)
 	}
 }
+
+// TestOversizedReadAndPromptAreRefused: resources/read and prompts/get
+// answers over the message limit (a real go-sdk server over streamable
+// HTTP) fail with ResponseTooLargeError like a call's, not as an upstream
+// error with toolsvc's stand-in code, and the session goes on.
+func TestOversizedReadAndPromptAreRefused(t *testing.T) {
+	const limit = 1 << 20
+	srv := bigServer()
+	srv.AddResource(&mcp.Resource{URI: "big://blob", Name: "blob"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "big://blob", Text: strings.Repeat("r", 2*limit)}}}, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "big"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: strings.Repeat("p", 2*limit)}}}}, nil
+	})
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b, err := New(Config{MaxMessageBytes: limit, Servers: []ServerConfig{{Name: "h", Transport: TransportStreamableHTTP, URL: url}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	<-b.Ready()
+	var tl *ResponseTooLargeError
+	if _, _, err := b.ReadResource(t.Context(), "h", "big://blob", ""); !errors.As(err, &tl) || tl.Server != "h" {
+		t.Errorf("ReadResource over the limit: %v, want ResponseTooLargeError(h)", err)
+	}
+	var p *Prompt
+	for deadline := time.Now().Add(defaultTestTimeout); p == nil && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		p, _ = b.ResolvePrompt("h__big") // prompts are listed after the tools
+	}
+	if p == nil {
+		t.Fatal("prompt h__big never listed")
+	}
+	if _, err := b.GetPrompt(t.Context(), p, nil, ""); !errors.As(err, &tl) || tl.Server != "h" {
+		t.Errorf("GetPrompt over the limit: %v, want ResponseTooLargeError(h)", err)
+	}
+	expectTooLargeThenEcho(t, b, "h", limit)
+}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"io"
 	"log/slog"
 	"mime"
@@ -22,6 +24,25 @@ import (
 // Before this, an HTTP result was read whole (a 200 MB result took the
 // process from 38 MB to 1.4 GB) and a stdio line over go-sdk's 16 MiB frame
 // limit ended the session (issue 23, items 4 and 11).
+
+// transportRefusal is the error for a request toolsvc's own transport layer
+// refused, or nil: a redirect to another origin (transport.go) or an answer
+// over the message limit, which the limiter replaced with its stand-in
+// error. Neither means the session is in trouble. Calls, reads and prompts
+// share it (Bridge.Call, upstream.request).
+func (u *upstream) transportRefusal(server string, err error) error {
+	var (
+		rerr *RedirectError
+		werr *jsonrpc.Error
+	)
+	switch {
+	case errors.As(err, &rerr):
+		return &UnavailableError{Server: server, Reason: ReasonRedirectRefused}
+	case errors.As(err, &werr) && werr.Code == codeMessageTooLarge && werr.Message == messageTooLargeText:
+		return &ResponseTooLargeError{Server: server, Limit: u.maxMessage()}
+	}
+	return nil
+}
 
 // DefaultMaxMessageBytes is the message limit when Config.MaxMessageBytes
 // is 0: go-sdk's own stdio frame and SSE event limit.

@@ -139,6 +139,9 @@ func (b *Bridge) request(ctx context.Context, server, method string, do func(ctx
 	if err == nil {
 		return nil
 	}
+	if lerr := u.transportRefusal(server, err); lerr != nil {
+		return lerr
+	}
 	var werr *jsonrpc.Error
 	switch {
 	case s.isDead() || isSessionDead(err):
