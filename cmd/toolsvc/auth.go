@@ -5,8 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -176,25 +180,99 @@ func (l *authLoader) loadJWT(a *config.Auth) (*service.JWTOptions, func(bool), e
 // provider is down, refusing JWTs until it answers); on a reload it is an
 // error, so that a mistyped URL refuses the reload instead of replacing
 // working keys with none.
-func (l *authLoader) fetchJWKS(ctx context.Context, url string) (keyfunc.Keyfunc, error) {
-	st, err := jwkset.NewStorageFromHTTP(url, jwkset.HTTPClientStorageOptions{
+//
+// Each request has jwksTimeout and its body is read through a 16 MiB limit
+// (config.MaxConfigFileSize, as for jwksFile); logs and errors show the URL
+// without user info, query or fragment, where a credential could sit.
+func (l *authLoader) fetchJWKS(ctx context.Context, jwksURL string) (keyfunc.Keyfunc, error) {
+	safe := safeURL(jwksURL)
+	// The URL as written, then the parts that can carry a credential
+	// (password, query, fragment) wherever an error quotes them: net/http
+	// quotes the URL with the password starred but the query whole.
+	forms := []string{jwksURL}
+	if u, err := url.Parse(jwksURL); err == nil {
+		pw, _ := u.User.Password()
+		forms = append(forms, pw, u.RawQuery, u.Fragment)
+	}
+	hide := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		msg := strings.ReplaceAll(err.Error(), jwksURL, safe)
+		for _, f := range forms[1:] {
+			if len(f) >= 3 {
+				msg = strings.ReplaceAll(msg, f, "<redacted>")
+			}
+		}
+		return errors.New(msg)
+	}
+	st, err := jwkset.NewStorageFromHTTP(jwksURL, jwkset.HTTPClientStorageOptions{
 		Ctx:                       ctx,
+		Client:                    &http.Client{Transport: limitedBodies{http.DefaultTransport, config.MaxConfigFileSize}},
+		HTTPTimeout:               jwksTimeout,
 		NoErrorReturnFirstHTTPReq: !l.started,
 		RefreshErrorHandler: func(ctx context.Context, err error) {
-			l.log.ErrorContext(ctx, "JWKS refresh failed", "url", url, "error", err)
+			l.log.ErrorContext(ctx, "JWKS refresh failed", "url", safe, "error", hide(err))
 		},
 		RefreshInterval: time.Hour,
 	})
 	if err != nil {
-		return nil, err
+		return nil, hide(err)
 	}
 	client, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
-		HTTPURLs:          map[string]jwkset.Storage{url: st},
+		HTTPURLs:          map[string]jwkset.Storage{jwksURL: st},
 		RateLimitWaitMax:  time.Minute,
 		RefreshUnknownKID: rate.NewLimiter(rate.Every(5*time.Minute), 1),
 	})
 	if err != nil {
-		return nil, err
+		return nil, hide(err)
 	}
-	return keyfunc.New(keyfunc.Options{Storage: client})
+	kf, err := keyfunc.New(keyfunc.Options{Storage: client})
+	return kf, hide(err)
+}
+
+// jwksTimeout bounds one JWKS request (jwkset's default is a minute, and a
+// reload waits for the first fetch).
+const jwksTimeout = 10 * time.Second
+
+// safeURL is u without user info, query and fragment, for logs and errors.
+func safeURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(an unparsable URL)"
+	}
+	p.User, p.RawQuery, p.Fragment = nil, "", ""
+	return p.String()
+}
+
+// limitedBodies is a RoundTripper whose response bodies fail past max
+// bytes.
+type limitedBodies struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (t limitedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err == nil {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: t.max}
+	}
+	return resp, err
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("the response is larger than %d MiB", config.MaxConfigFileSize>>20)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
