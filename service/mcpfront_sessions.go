@@ -171,7 +171,7 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	defer f.sessions.end(e)
 	if r.Method == http.MethodDelete {
 		// What go-sdk would do (close, 204), with the table told.
-		f.sessions.retire(e)
+		f.sessions.retire(e, true)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -254,7 +254,7 @@ func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSess
 		return nil, fmt.Errorf("initialize on the client's behalf: HTTP %d, no session", code)
 	}
 	if code := f.internalPOST(r, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code/100 != 2 {
-		f.sessions.retire(e)
+		f.sessions.retire(e, false) // f.newSessions is held: close it in the background
 		return nil, fmt.Errorf("notifications/initialized on the client's behalf: HTTP %d", code)
 	}
 	return e, nil
@@ -513,8 +513,10 @@ func (t *sessionTable) expire(e *frontSession) {
 }
 
 // retire removes e from the table and closes its session (DELETE, a
-// failed adoption).
-func (t *sessionTable) retire(e *frontSession) {
+// failed adoption): at once with wait, else on a goroutine the table owns
+// (closers), for a caller that holds f.newSessions, since go-sdk's Close
+// waits for the session's handlers.
+func (t *sessionTable) retire(e *frontSession, wait bool) {
 	t.mu.Lock()
 	if t.m[e.id] != e || e.ss == nil {
 		if t.m[e.id] == e {
@@ -525,7 +527,11 @@ func (t *sessionTable) retire(e *frontSession) {
 	}
 	t.retireLocked(e)
 	t.mu.Unlock()
-	t.finish(e)
+	if wait {
+		t.finish(e)
+	} else {
+		go t.finish(e)
+	}
 }
 
 // retireLocked moves e, bound, from the table to closing; finish must
