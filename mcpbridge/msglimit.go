@@ -311,6 +311,10 @@ func isBlankLine(line []byte) bool {
 // limitRoundTripper applies the message limit to streamable-HTTP
 // responses: a JSON body is one message, an event stream is a message per
 // event.
+// maxErrorBody bounds the body of a non-2xx answer that go-sdk reads: room
+// for any JSON-RPC error, far less than a message.
+const maxErrorBody = 64 << 10
+
 type limitRoundTripper struct {
 	base  http.RoundTripper
 	limit int
@@ -324,9 +328,9 @@ func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// go-sdk reads an error answer's body whole (for a JSON-RPC error
-		// in it): it gets at most the limit, cut short rather than
+		// in it): it gets at most maxErrorBody, cut short rather than
 		// replaced, so a body over it is no error it can decode.
-		resp.Body = &limitedBody{Reader: io.LimitReader(resp.Body, int64(rt.limit)), Closer: resp.Body}
+		resp.Body = &limitedBody{Reader: io.LimitReader(resp.Body, int64(min(rt.limit, maxErrorBody))), Closer: resp.Body}
 		return resp, nil
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -345,6 +349,12 @@ func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 			_ = resp.Body.Close()
 			resp.Body = io.NopCloser(bytes.NewReader(rt.jsonReplacement(r, resp.ContentLength)))
 			resp.ContentLength = -1
+			return resp, nil
+		}
+		if resp.ContentLength >= 0 {
+			// Known within the limit (net/http reads no more than a
+			// Content-Length): go-sdk reads it as it is, without a second
+			// buffer of ours on every call.
 			return resp, nil
 		}
 		body := resp.Body
