@@ -47,6 +47,11 @@ type compiledSchema struct {
 	problem    string      // why resolved is nil
 	warned     atomic.Bool // the problem was logged
 	costWarned atomic.Bool // a call over maxValidationSteps was logged
+	// items holds the resolved item schemas failingItem used, by JSON
+	// pointer (a *jsonschema.Resolved, or nil when the pointer's schema
+	// cannot be used alone): resolved once, not on every failed call. At
+	// most one per subschema of the inputSchema (maxSchemaNodes).
+	items sync.Map
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -449,12 +454,8 @@ func (cs *compiledSchema) failingItem(ptr string, cur any) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	sub := schemaAt(cs.resolved.Schema(), ptr)
-	if sub == nil || hasRefs(sub) {
-		return 0, false
-	}
-	r, err := sub.Resolve(nil)
-	if err != nil {
+	r := cs.itemSchema(ptr)
+	if r == nil {
 		return 0, false
 	}
 	for i, e := range arr {
@@ -463,6 +464,21 @@ func (cs *compiledSchema) failingItem(ptr string, cur any) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// itemSchema is the subschema at ptr resolved on its own, or nil when it
+// cannot be (absent, or with references that need the whole schema).
+func (cs *compiledSchema) itemSchema(ptr string) *jsonschema.Resolved {
+	if v, ok := cs.items.Load(ptr); ok {
+		r, _ := v.(*jsonschema.Resolved)
+		return r
+	}
+	var r *jsonschema.Resolved
+	if sub := schemaAt(cs.resolved.Schema(), ptr); sub != nil && !hasRefs(sub) {
+		r, _ = sub.Resolve(nil)
+	}
+	cs.items.Store(ptr, r)
+	return r
 }
 
 // schemaAt follows a JSON pointer through a schema's subschema keywords.
