@@ -312,6 +312,9 @@ func assemble(parts *[]*toolsvcv1.WatchCatalogResponse, m *toolsvcv1.WatchCatalo
 		default:
 			return nil, fmt.Errorf("%w: %s in parts", ErrProtocol, eventKind(m))
 		}
+		if len(*parts) >= maxEventParts {
+			return nil, fmt.Errorf("%w: an event in more than %d parts", ErrProtocol, maxEventParts)
+		}
 		*parts = append(*parts, m)
 		return nil, nil
 	}
@@ -327,6 +330,12 @@ func assemble(parts *[]*toolsvcv1.WatchCatalogResponse, m *toolsvcv1.WatchCatalo
 	*parts = nil
 	return whole, nil
 }
+
+// maxEventParts bounds the parts of one event a watcher holds: toolsvc
+// sends parts of about 1 MiB (at most its response limit), so this is a
+// catalog of a gigabyte or more; a server that never ends an event cannot
+// grow the client past it.
+const maxEventParts = 1024
 
 func eventKind(m *toolsvcv1.WatchCatalogResponse) string {
 	if fd := m.ProtoReflect().WhichOneof(m.ProtoReflect().Descriptor().Oneofs().ByName("event")); fd != nil {

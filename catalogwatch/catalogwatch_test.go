@@ -128,4 +128,14 @@ func TestAssembleParts(t *testing.T) {
 	if _, err := assemble(new([]*toolsvcv1.WatchCatalogResponse), synced); !errors.Is(err, ErrProtocol) {
 		t.Errorf("synced in parts: %v, want ErrProtocol", err)
 	}
+	// A server that never ends an event: the held parts stop at
+	// maxEventParts.
+	parts = nil
+	var err2 error
+	for i := 0; i <= maxEventParts && err2 == nil; i++ {
+		_, err2 = assemble(&parts, part(snapshot(rev1, false, "a")))
+	}
+	if !errors.Is(err2, ErrProtocol) || len(parts) != maxEventParts {
+		t.Errorf("part %d: %v with %d held, want ErrProtocol at %d", maxEventParts+1, err2, len(parts), maxEventParts)
+	}
 }
