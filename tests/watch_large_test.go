@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/toolsvc/toolsvc/catalogwatch"
@@ -156,4 +158,24 @@ func TestWatchOversizedToolSkipped(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestWatchTooLargeForTheClientIsNotRetried: a client whose receive limit
+// (64 KiB) is below the watch's parts gets grpc-go's own RESOURCE_EXHAUSTED
+// (a real peer's error, not one built by hand); catalogwatch returns it
+// after one stream instead of resuming forever.
+func TestWatchTooLargeForTheClientIsNotRetried(t *testing.T) {
+	p := startManyTools(t, 5_001, nil, "-tools", "5000")
+	conn := grpcConn(t, p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<10)))
+	w := catalogwatch.New(toolsvcv1.NewToolServiceClient(conn), catalogwatch.Options{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err := w.Run(ctx)
+	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
+		t.Fatalf("Run = %v, want grpc-go's RESOURCE_EXHAUSTED", err)
+	}
+	if w.Streams() != 1 {
+		t.Fatalf("catalogwatch opened %d streams, want 1 (the answer is not retryable)", w.Streams())
+	}
 }
