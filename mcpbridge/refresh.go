@@ -176,11 +176,13 @@ func (s *session) refresh() error {
 	defer cancel()
 	began := time.Now()
 	tools, err := s.listAll(ctx)
+	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
+		// First: a tool the operator denied is neither measured nor warned
+		// about.
+		tools = slices.DeleteFunc(tools, func(t *mcp.Tool) bool { return t == nil || !u.cfg.exposes(t.Name) })
+	}
 	if err == nil {
 		tools = u.usableTools(tools)
-	}
-	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
-		tools = slices.DeleteFunc(tools, func(t *mcp.Tool) bool { return t == nil || !u.cfg.exposes(t.Name) })
 	}
 	n := 0
 	if err == nil {
