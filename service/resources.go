@@ -217,6 +217,31 @@ func (s *Server) resourcePage(ctx context.Context, size int32, token string) (*m
 	return old, off, n, nil
 }
 
+// protoPage is page for a gRPC list: the items converted by conv, and no
+// more than fit in budget bytes (at least one), so a page of large entries
+// from an upstream is never a message its client refuses; the page ends
+// early and next_page_token continues it.
+func protoPage[T any, P proto.Message](all []T, off, size int, keep func(T) bool, conv func(T) P, budget int) ([]P, int) {
+	var out []P
+	n, i := 0, off
+	for ; i < len(all) && len(out) < size; i++ {
+		if !keep(all[i]) {
+			continue
+		}
+		p := conv(all[i])
+		if n += proto.Size(p) + 8; n > budget && len(out) > 0 {
+			break
+		}
+		out = append(out, p)
+	}
+	for j := i; j < len(all); j++ {
+		if keep(all[j]) {
+			return out, i
+		}
+	}
+	return out, -1
+}
+
 // page returns up to size items of all from off that keep allows, and the
 // offset to continue from (-1: no more).
 func page[T any](all []T, off, size int, keep func(T) bool) ([]T, int) {
@@ -280,11 +305,8 @@ func (s *Server) ListResources(ctx context.Context, req *toolsvcv1.ListResources
 		return nil, err
 	}
 	vis := s.resourceVisible(ctx, only)
-	items, next := page(snap.Resources, off, size, func(r *mcpbridge.Resource) bool { return vis(r.Server) })
-	resp := &toolsvcv1.ListResourcesResponse{Revision: snap.Revision}
-	for _, r := range items {
-		resp.Resources = append(resp.Resources, resourceToProto(r))
-	}
+	items, next := protoPage(snap.Resources, off, size, func(r *mcpbridge.Resource) bool { return vis(r.Server) }, resourceToProto, s.pageBudget())
+	resp := &toolsvcv1.ListResourcesResponse{Revision: snap.Revision, Resources: items}
 	if next >= 0 {
 		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
 	}
@@ -306,11 +328,8 @@ func (s *Server) ListResourceTemplates(ctx context.Context, req *toolsvcv1.ListR
 		return nil, err
 	}
 	vis := s.resourceVisible(ctx, only)
-	items, next := page(snap.Templates, off, size, func(t *mcpbridge.ResourceTemplate) bool { return vis(t.Server) })
-	resp := &toolsvcv1.ListResourceTemplatesResponse{Revision: snap.Revision}
-	for _, t := range items {
-		resp.ResourceTemplates = append(resp.ResourceTemplates, templateToProto(t))
-	}
+	items, next := protoPage(snap.Templates, off, size, func(t *mcpbridge.ResourceTemplate) bool { return vis(t.Server) }, templateToProto, s.pageBudget())
+	resp := &toolsvcv1.ListResourceTemplatesResponse{Revision: snap.Revision, ResourceTemplates: items}
 	if next >= 0 {
 		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
 	}
@@ -328,11 +347,8 @@ func (s *Server) ListPrompts(ctx context.Context, req *toolsvcv1.ListPromptsRequ
 		return nil, err
 	}
 	allowed := s.authOf(ctx).authz.filter(ctx)
-	items, next := page(snap.Prompts, off, size, func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) })
-	resp := &toolsvcv1.ListPromptsResponse{Revision: snap.Revision}
-	for _, p := range items {
-		resp.Prompts = append(resp.Prompts, promptToProto(p))
-	}
+	items, next := protoPage(snap.Prompts, off, size, func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }, promptToProto, s.pageBudget())
+	resp := &toolsvcv1.ListPromptsResponse{Revision: snap.Revision, Prompts: items}
 	if next >= 0 {
 		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
 	}
