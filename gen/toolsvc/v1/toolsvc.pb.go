@@ -2920,7 +2920,8 @@ func (x *ResourceTemplate) GetMeta() *structpb.Struct {
 type ListResourcesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Maximum number to return. 0 means the default (100); values above 1000
-	// are treated as 1000.
+	// are treated as 1000. A page holds fewer when more would not fit in the
+	// server's response limit: follow next_page_token until it is empty.
 	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Empty for the first page; otherwise a previous next_page_token (the
 	// listing then continues from the same revision).

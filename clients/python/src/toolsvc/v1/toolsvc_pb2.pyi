@@ -1517,7 +1517,8 @@ class ListResourcesRequest(_message.Message):
     SERVERS_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
     """Maximum number to return. 0 means the default (100); values above 1000
-    are treated as 1000.
+    are treated as 1000. A page holds fewer when more would not fit in the
+    server's response limit: follow next_page_token until it is empty.
     """
     page_token: _builtins.str
     """Empty for the first page; otherwise a previous next_page_token (the

@@ -705,7 +705,8 @@ export interface ResourceTemplate {
 export interface ListResourcesRequest {
   /**
    * Maximum number to return. 0 means the default (100); values above 1000
-   * are treated as 1000.
+   * are treated as 1000. A page holds fewer when more would not fit in the
+   * server's response limit: follow next_page_token until it is empty.
    */
   pageSize: number;
   /**
