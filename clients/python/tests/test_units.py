@@ -1,18 +1,24 @@
 """Unit tests without a server: Struct conversion, the watch state machine,
-the service config, the retry wait. (Errors are tested against a live
-server in test_client.py, never built by hand here.)"""
+the sync watcher against an in-memory WatchCatalog stream, the service
+config, the retry wait. (Errors are tested against a live server in
+test_client.py, never built by hand here: the fake stream only ends with a
+bare status code.)"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import threading
+from collections.abc import Iterator
+from typing import Any, cast
 
+import grpc
 import pytest
 from google.protobuf import json_format, struct_pb2
 
 import toolsvc
 from conftest import REPO
-from toolsvc._common import Backoff, CatalogState
+from toolsvc._client import CatalogWatcher
+from toolsvc._common import MAX_EVENT_BYTES, MAX_EVENT_PARTS, Backoff, CatalogState
 from toolsvc.v1 import toolsvc_pb2 as pb
 
 R1, R2 = "1" * 32, "2" * 32
@@ -113,6 +119,142 @@ def test_watch_applies_a_split_event_whole() -> None:
     s.drop_parts()
     ev = s.receive(changes(R2, ["a"], pb.Tool(name="e")), False)
     assert ev is not None and sorted(s.catalog) == ["b", "c", "d", "e"]
+
+
+def part(m: pb.WatchCatalogResponse) -> pb.WatchCatalogResponse:
+    """m as a part of a split event (fragment: every part but the last)."""
+    p = pb.WatchCatalogResponse()
+    p.CopyFrom(m)
+    p.fragment = True
+    return p
+
+
+def test_watch_event_parts_are_bounded() -> None:
+    # The documented bound: 10,000 parts or 256 MiB, whichever first.
+    assert (MAX_EVENT_PARTS, MAX_EVENT_BYTES) == (10_000, 256 << 20)
+    s = CatalogState(None, None)
+    for i in range(MAX_EVENT_PARTS - 1):
+        assert s.receive(part(snapshot(R1, False, f"t{i}")), False) is None
+    ev = s.receive(snapshot(R1, False, "last"), False)  # the 10,000th part
+    assert ev is not None and len(s.catalog) == MAX_EVENT_PARTS and s.parts == []
+    for i in range(MAX_EVENT_PARTS):
+        assert s.receive(part(changes(R2, [], pb.Tool(name=f"u{i}"))), False) is None
+    with pytest.raises(toolsvc.WatchProtocolError, match="more than 10000 parts"):
+        s.receive(part(changes(R2, [], pb.Tool(name="over"))), False)
+    assert s.revision == R1 and "u0" not in s.catalog
+
+    # The byte bound counts the encoded parts, the last one too.
+    s = CatalogState(None, None)
+    s.max_event_bytes = 1000
+    big = snapshot(R1, False, "x" * 400)
+    assert s.receive(part(big), False) is None and s.receive(part(big), False) is None
+    with pytest.raises(toolsvc.WatchProtocolError, match=r"1000 bytes \(part 3, "):
+        s.receive(big, False)
+    assert s.catalog == {} and s.revision == ""
+    s.drop_parts()
+    assert s.receive(part(big), False) is None and s.parts_bytes == big.ByteSize() + 2  # + fragment
+
+
+class _StreamEnd(grpc.RpcError):
+    """A bare status that ends a fake stream."""
+
+    def __init__(self, code: grpc.StatusCode) -> None:
+        super().__init__()
+        self._code = code
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return "fake stream ended"
+
+    def trailing_metadata(self) -> tuple[()]:
+        return ()  # no google.rpc.Status details
+
+
+class _FakeCall:
+    """One WatchCatalog stream: its messages, then end (or open until cancelled)."""
+
+    def __init__(self, messages: list[pb.WatchCatalogResponse], end: grpc.StatusCode | None) -> None:
+        self.messages, self.end = messages, end
+        self.cancelled = threading.Event()
+
+    def __iter__(self) -> Iterator[pb.WatchCatalogResponse]:
+        for m in self.messages:
+            if self.cancelled.is_set():
+                break
+            yield m
+        if self.end is None:
+            self.cancelled.wait()
+        raise _StreamEnd(self.end or grpc.StatusCode.CANCELLED)
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+
+class _FakeClient:
+    """Stands in for toolsvc.Client: stream i plays scripts[i] (the last one
+    again after that). Records each request's resume token and how many parts
+    the watcher still held when it was opened."""
+
+    def __init__(self, state: CatalogState, *scripts: tuple[list[pb.WatchCatalogResponse], grpc.StatusCode | None]) -> None:
+        self.scripts, self.state = scripts, state
+        self.opened: list[tuple[str, int]] = []
+        self.stub = self
+        self._md: list[tuple[str, str]] = []
+
+    def WatchCatalog(self, req: pb.WatchCatalogRequest, metadata: Any = None) -> _FakeCall:  # noqa: N802 (the stub's name)
+        self.opened.append((req.resume_token, len(self.state.parts)))
+        messages, end = self.scripts[min(len(self.opened), len(self.scripts)) - 1]
+        return _FakeCall(messages, end)
+
+
+def _watcher(state: CatalogState, fake: _FakeClient, retries: list[int] | None = None) -> CatalogWatcher:
+    def on_retry(_e: toolsvc.ToolsvcError, _d: float) -> None:
+        if retries is not None:
+            retries.append(len(state.parts))  # the stream has ended: its parts are gone
+
+    return CatalogWatcher(cast(Any, fake), pb.WatchCatalogRequest(fragment=True), state, Backoff(0.001, 0.002), 64, on_retry)
+
+
+def test_sync_watcher_drops_the_parts_of_a_stream_that_ended() -> None:
+    state = CatalogState(None, None)
+    fake = _FakeClient(
+        state,
+        ([snapshot(R1, False, "a"), part(changes(R2, [], pb.Tool(name="b"))), part(changes(R2, [], pb.Tool(name="c")))],
+         grpc.StatusCode.UNAVAILABLE),
+        ([changes(R2, [], pb.Tool(name="d"))], None),
+    )
+    retries: list[int] = []
+    with _watcher(state, fake, retries) as w:
+        first, second = w.get(5), w.get(5)
+        assert first is not None and first.kind == toolsvc.EventKind.SNAPSHOT
+        assert second is not None and second.kind == toolsvc.EventKind.CHANGES and second.resumed
+        assert [t.name for t in second.upserted] == ["d"]  # b and c were dropped, never applied
+        assert sorted(w.catalog) == ["a", "d"] and w.revision == R2
+        # Resumed with the old token, the parts dropped when the stream ended
+        # (before the retry wait), not when the next one opened.
+        assert fake.opened == [("", 0), (R1, 0)] and retries == [0]
+    assert state.parts == []
+
+
+@pytest.mark.parametrize("bound", [False, True], ids=["a part of another revision", "over the part bound"])
+def test_sync_watcher_ends_on_a_bad_part_without_resuming(bound: bool) -> None:
+    state = CatalogState(None, None)
+    if bound:
+        state.max_event_parts = 3
+        messages = [snapshot(R1, False, "a")] + [part(changes(R2, [], pb.Tool(name=f"u{i}"))) for i in range(4)]
+    else:
+        messages = [snapshot(R1, False, "a"), part(changes(R2, [], pb.Tool(name="b"))), changes(R1, [], pb.Tool(name="c"))]
+    fake = _FakeClient(state, (messages, None))
+    with _watcher(state, fake) as w:
+        ev = w.get(5)
+        assert ev is not None and ev.kind == toolsvc.EventKind.SNAPSHOT
+        with pytest.raises(toolsvc.WatchProtocolError, match="more than 3 parts" if bound else "was in parts"):
+            w.get(5)
+        assert isinstance(w.error, toolsvc.WatchProtocolError)
+        assert len(fake.opened) == 1 and w.revision == R1 and sorted(w.catalog) == ["a"]
+        assert state.parts == []
 
 
 def test_backoff_is_jittered_and_bounded() -> None:

@@ -4,7 +4,7 @@ import {
   type CatalogChanges,
   type CatalogSnapshot,
   type Tool,
-  type WatchCatalogResponse,
+  WatchCatalogResponse,
 } from "./gen/toolsvc/v1/toolsvc.js";
 import { fromError, ToolsvcError } from "./errors.js";
 import type { ClientInternals } from "./client.js";
@@ -70,6 +70,24 @@ const fatalCodes = new Set<status>([
   status.OUT_OF_RANGE,
   status.ALREADY_EXISTS,
 ]);
+
+/**
+ * The bound on the parts of one split event a watcher holds before applying
+ * it (WatchCatalogResponse.fragment): 256 MiB of encoded parts or 10,000
+ * parts, whichever comes first, counting every part of the event (the last
+ * one too). toolsvc sends parts of about 1 MiB, so the byte bound is the one
+ * a real catalog meets (a catalog of a quarter of a gigabyte); the part count
+ * stops a server that sends endless tiny parts. Going over is a protocol
+ * violation: the watch ends, not resumed (a resume would meet it again).
+ */
+const maxEventBytes = 256 << 20;
+const maxEventParts = 10_000;
+
+/** The parts of a split event received so far, and their encoded size. */
+interface Parts {
+  list: WatchCatalogResponse[];
+  bytes: number;
+}
 
 /** The errors raised for messages the watch contract does not allow: never resumed. */
 const violations = new WeakSet<ToolsvcError>();
@@ -243,13 +261,16 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
     this.call = call;
     try {
       let first = true;
-      let parts: WatchCatalogResponse[] = []; // of a split event, not yet applied
+      // Of a split event, not yet applied; dropped with the stream if it
+      // ends between parts (the catalog stays at its previous revision).
+      const parts: Parts = { list: [], bytes: 0 };
       for await (const m of call as AsyncIterable<WatchCatalogResponse>) {
         const whole = this.assemble(parts, m);
         if (whole === undefined) {
           continue; // more parts to come
         }
-        parts = [];
+        parts.list = [];
+        parts.bytes = 0;
         const ev = this.apply(whole, first && token !== "");
         first = false;
         yield ev;
@@ -266,9 +287,11 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
    * Collects the parts of an event the server split
    * (WatchCatalogResponse.fragment): undefined while more are to come, then
    * the whole event (every part holds some of its lists' entries), so the
-   * catalog never holds part of a snapshot.
+   * catalog never holds part of a snapshot. An event over maxEventParts or
+   * maxEventBytes is a protocol violation.
    */
-  private assemble(parts: WatchCatalogResponse[], m: WatchCatalogResponse): WatchCatalogResponse | undefined {
+  private assemble(acc: Parts, m: WatchCatalogResponse): WatchCatalogResponse | undefined {
+    const parts = acc.list;
     const violation = (what: string) => {
       const e = new ToolsvcError(status.INTERNAL, `watch protocol violation: ${what}`);
       violations.add(e);
@@ -278,15 +301,20 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
     if (head !== undefined && (m.revision !== head.revision || m.event?.$case !== head.event?.$case)) {
       throw violation(`${m.event?.$case} at ${m.revision} while a ${head.event?.$case} at ${head.revision} was in parts`);
     }
-    if (m.fragment) {
-      if (m.event?.$case !== "snapshot" && m.event?.$case !== "changes") {
-        throw violation(`${m.event?.$case} in parts`);
-      }
-      parts.push(m);
-      return undefined;
+    if (m.fragment && m.event?.$case !== "snapshot" && m.event?.$case !== "changes") {
+      throw violation(`${m.event?.$case} in parts`);
     }
-    if (head === undefined) {
-      return m;
+    if (head === undefined && !m.fragment) {
+      return m; // a whole event in one message
+    }
+    const bytes = acc.bytes + WatchCatalogResponse.encode(m).finish().byteLength;
+    if (parts.length + 1 > maxEventParts || bytes > maxEventBytes) {
+      throw violation(`an event in more than ${maxEventParts} parts or ${maxEventBytes >> 20} MiB (part ${parts.length + 1}, ${bytes} bytes so far)`);
+    }
+    if (m.fragment) {
+      parts.push(m);
+      acc.bytes = bytes;
+      return undefined;
     }
     const all = [...parts, m];
     if (m.event?.$case === "snapshot") {

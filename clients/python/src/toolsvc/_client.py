@@ -386,7 +386,6 @@ class CatalogWatcher:
                 return False, ToolsvcError(grpc.StatusCode.CANCELLED, f"watch stopped: {e}")
             self._call = call
             self.streams += 1
-        self._state.drop_parts()  # an unfinished event of the previous stream
         try:
             for m in call:
                 ev = self._state.receive(m, resumed=not delivered and tok != "")
@@ -402,6 +401,10 @@ class CatalogWatcher:
         except ToolsvcError as e:  # a protocol violation
             return delivered, e
         finally:
+            # The parts of an unfinished event go with the stream, however it
+            # ended: the catalog stays at its revision, which the next stream
+            # resumes from.
+            self._state.drop_parts()
             call.cancel()
             with self._cond:
                 self._call = None

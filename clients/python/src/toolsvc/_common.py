@@ -206,6 +206,17 @@ def watch_retryable(err: ToolsvcError) -> bool:
     return not isinstance(err, WatchProtocolError) and err.code not in _FINAL_WATCH_CODES
 
 
+# The bound on the parts of one split event a watcher holds before applying
+# it (WatchCatalogResponse.fragment): 256 MiB of encoded parts or 10,000
+# parts, whichever comes first, counting every part of the event (the last one
+# too). toolsvc sends parts of about 1 MiB, so the byte bound is the one a real
+# catalog meets (a catalog of a quarter of a gigabyte); the part count stops a
+# server that sends endless tiny parts. Going over is a WatchProtocolError:
+# the watch ends, not resumed (a resume would meet it again).
+MAX_EVENT_BYTES = 256 << 20
+MAX_EVENT_PARTS = 10_000
+
+
 class CatalogState:
     """The local catalog and its revision, as the README's "Watching the
     catalog" describes. Not thread-safe by itself; ``catalog`` is a new dict
@@ -220,6 +231,11 @@ class CatalogState:
         # The parts received so far of an event the server split
         # (WatchCatalogResponse.fragment); applied once the last arrives.
         self.parts: list[pb.WatchCatalogResponse] = []
+        self.parts_bytes = 0  # their encoded size
+        # The bounds of an event's parts (instance attributes so that a test
+        # can lower them).
+        self.max_event_parts = MAX_EVENT_PARTS
+        self.max_event_bytes = MAX_EVENT_BYTES
         if resume_token and initial is not None:
             self.view = ({t.name: t for t in initial}, resume_token)
             self.have = True
@@ -239,31 +255,41 @@ class CatalogState:
         """Applies one message of the stream: a whole event, or a part of a
         split one (``fragment``), in which case nothing is applied (None)
         until its last part arrived, so the catalog never holds part of a
-        snapshot. Parts of one event share its revision and kind."""
+        snapshot. Parts of one event share its revision and kind; an event
+        over ``max_event_parts`` parts or ``max_event_bytes`` encoded bytes is
+        a protocol violation."""
         if self.parts:
             first = self.parts[0]
             if m.revision != first.revision or m.WhichOneof("event") != first.WhichOneof("event"):
                 raise WatchProtocolError(
                     f"{m.WhichOneof('event')} at {m.revision} while a {first.WhichOneof('event')} at {first.revision} was in parts"
                 )
+        if m.fragment and m.WhichOneof("event") not in ("snapshot", "changes"):
+            raise WatchProtocolError(f"{m.WhichOneof('event')} in parts")
+        if not self.parts and not m.fragment:
+            return self.apply(m, resumed)  # a whole event in one message
+        size = self.parts_bytes + m.ByteSize()
+        if len(self.parts) + 1 > self.max_event_parts or size > self.max_event_bytes:
+            raise WatchProtocolError(
+                f"an event in more than {self.max_event_parts} parts or {self.max_event_bytes} bytes"
+                f" (part {len(self.parts) + 1}, {size} bytes so far)"
+            )
         if m.fragment:
-            if m.WhichOneof("event") not in ("snapshot", "changes"):
-                raise WatchProtocolError(f"{m.WhichOneof('event')} in parts")
             self.parts.append(m)
+            self.parts_bytes = size
             return None
-        if not self.parts:
-            return self.apply(m, resumed)
         whole = pb.WatchCatalogResponse()
         for p in self.parts:
             whole.MergeFrom(p)  # appends every repeated field
         whole.MergeFrom(m)
         whole.fragment = False
-        self.parts = []
+        self.drop_parts()
         return self.apply(whole, resumed)
 
     def drop_parts(self) -> None:
         """Forgets the parts of an unfinished event (the stream ended)."""
         self.parts = []
+        self.parts_bytes = 0
 
     def apply(self, m: pb.WatchCatalogResponse, resumed: bool) -> WatchEvent:
         rev = m.revision

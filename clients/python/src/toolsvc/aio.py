@@ -327,7 +327,6 @@ class AsyncCatalogWatcher:
             call = self._client.stub.WatchCatalog(req, metadata=self._client._md)
         except (ValueError, grpc_aio.UsageError) as e:  # the client's channel was closed
             return False, ToolsvcError(grpc.StatusCode.CANCELLED, f"watch stopped: {e}")
-        self._state.drop_parts()  # an unfinished event of the previous stream
         try:
             async for m in call:
                 ev = self._state.receive(m, resumed=not delivered and tok != "")
@@ -351,5 +350,6 @@ class AsyncCatalogWatcher:
             # was closed.
             return delivered, ToolsvcError(grpc.StatusCode.CANCELLED, "watch stopped: the client's channel was closed")
         finally:
+            self._state.drop_parts()  # an unfinished event goes with its stream
             call.cancel()
 
