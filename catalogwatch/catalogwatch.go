@@ -265,7 +265,7 @@ func (w *Watcher) stream(ctx context.Context) (delivered bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	var parts []*toolsvcv1.WatchCatalogResponse // of a split event, not yet applied
+	var parts eventParts // of a split event, not yet applied
 	for first := true; ; {
 		m, err := st.Recv()
 		if err == io.EOF {
@@ -274,7 +274,7 @@ func (w *Watcher) stream(ctx context.Context) (delivered bool, err error) {
 		if err != nil {
 			return delivered, err // parts of an unfinished event are dropped: the resume token is unchanged
 		}
-		n := len(parts) + 1
+		n := len(parts.list) + 1
 		if m, err = assemble(&parts, m); err != nil {
 			return delivered, err
 		}
@@ -299,9 +299,9 @@ func (w *Watcher) stream(ctx context.Context) (delivered bool, err error) {
 // event, the parts merged into the first (every part holds some entries of
 // the event's lists; proto.Merge appends lists). A part that does not
 // continue the event (another revision or kind) breaks the contract.
-func assemble(parts *[]*toolsvcv1.WatchCatalogResponse, m *toolsvcv1.WatchCatalogResponse) (*toolsvcv1.WatchCatalogResponse, error) {
-	if len(*parts) > 0 {
-		p := (*parts)[0]
+func assemble(parts *eventParts, m *toolsvcv1.WatchCatalogResponse) (*toolsvcv1.WatchCatalogResponse, error) {
+	if len(parts.list) > 0 {
+		p := parts.list[0]
 		if m.GetRevision() != p.GetRevision() || eventKind(m) != eventKind(p) {
 			return nil, fmt.Errorf("%w: %s at %s while a %s at %s was in parts", ErrProtocol, eventKind(m), m.GetRevision(), eventKind(p), p.GetRevision())
 		}
@@ -312,30 +312,52 @@ func assemble(parts *[]*toolsvcv1.WatchCatalogResponse, m *toolsvcv1.WatchCatalo
 		default:
 			return nil, fmt.Errorf("%w: %s in parts", ErrProtocol, eventKind(m))
 		}
-		if len(*parts) >= maxEventParts {
-			return nil, fmt.Errorf("%w: an event in more than %d parts", ErrProtocol, maxEventParts)
+		if err := parts.add(m); err != nil {
+			return nil, err
 		}
-		*parts = append(*parts, m)
 		return nil, nil
 	}
-	if len(*parts) == 0 {
+	if len(parts.list) == 0 {
 		return m, nil
 	}
-	whole := (*parts)[0]
-	for _, p := range (*parts)[1:] {
+	if err := parts.add(m); err != nil {
+		return nil, err
+	}
+	whole := parts.list[0]
+	for _, p := range parts.list[1:] {
 		proto.Merge(whole, p)
 	}
-	proto.Merge(whole, m)
 	whole.Fragment = false
-	*parts = nil
+	*parts = eventParts{}
 	return whole, nil
 }
 
-// maxEventParts bounds the parts of one event a watcher holds: toolsvc
-// sends parts of about 1 MiB (at most its response limit), so this is a
-// catalog of a gigabyte or more; a server that never ends an event cannot
-// grow the client past it.
-const maxEventParts = 1024
+// eventParts are the parts of one split event received so far, and their
+// encoded size.
+type eventParts struct {
+	list  []*toolsvcv1.WatchCatalogResponse
+	bytes int
+}
+
+// The parts of one event a watcher holds are bounded, as in the Python and
+// TypeScript packages: 10,000 parts or 256 MiB of encoded parts, whichever
+// comes first (toolsvc sends parts of about 1 MiB); a server that never
+// ends an event, or sends an endless one, cannot grow the client past it.
+const maxEventParts = 10_000
+
+var maxEventBytes = 256 << 20 // a var for tests
+
+// add holds m, or refuses it past the bounds.
+func (p *eventParts) add(m *toolsvcv1.WatchCatalogResponse) error {
+	if len(p.list) >= maxEventParts {
+		return fmt.Errorf("%w: an event in more than %d parts", ErrProtocol, maxEventParts)
+	}
+	if p.bytes += proto.Size(m); p.bytes > maxEventBytes {
+		return fmt.Errorf("%w: an event of more than %d MiB in parts", ErrProtocol, maxEventBytes>>20)
+	}
+	p.list = append(p.list, m)
+	return nil
+}
 
 func eventKind(m *toolsvcv1.WatchCatalogResponse) string {
 	if fd := m.ProtoReflect().WhichOneof(m.ProtoReflect().Descriptor().Oneofs().ByName("event")); fd != nil {

@@ -2,6 +2,7 @@ package catalogwatch
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,15 +100,15 @@ func TestRetryable(t *testing.T) {
 func TestAssembleParts(t *testing.T) {
 	part := func(m *toolsvcv1.WatchCatalogResponse) *toolsvcv1.WatchCatalogResponse { m.Fragment = true; return m }
 	w := New(nil, Options{})
-	var parts []*toolsvcv1.WatchCatalogResponse
+	var parts eventParts
 	for _, m := range []*toolsvcv1.WatchCatalogResponse{part(snapshot(rev1, false, "a", "b")), part(snapshot(rev1, false, "c"))} {
 		if got, err := assemble(&parts, m); got != nil || err != nil {
 			t.Fatalf("assemble(part) = %v, %v; want nil, nil", got, err)
 		}
 	}
 	whole, err := assemble(&parts, snapshot(rev1, false, "d"))
-	if err != nil || whole == nil || whole.GetFragment() || len(parts) != 0 {
-		t.Fatalf("assemble(last part) = %v, %v (%d pending)", whole, err, len(parts))
+	if err != nil || whole == nil || whole.GetFragment() || len(parts.list) != 0 {
+		t.Fatalf("assemble(last part) = %v, %v (%d pending)", whole, err, len(parts.list))
 	}
 	if _, err := w.apply(whole); err != nil || names(w) != "a b c d " {
 		t.Fatalf("apply(assembled) = %v, tools %q", err, names(w))
@@ -116,7 +117,7 @@ func TestAssembleParts(t *testing.T) {
 		"another revision": snapshot(rev2, false, "x"),
 		"another kind":     changes(rev1, []string{"a"}),
 	} {
-		parts = nil
+		parts = eventParts{}
 		if _, err := assemble(&parts, part(snapshot(rev1, false, "a"))); err != nil {
 			t.Fatal(err)
 		}
@@ -125,17 +126,28 @@ func TestAssembleParts(t *testing.T) {
 		}
 	}
 	synced := &toolsvcv1.WatchCatalogResponse{Revision: rev1, Fragment: true, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
-	if _, err := assemble(new([]*toolsvcv1.WatchCatalogResponse), synced); !errors.Is(err, ErrProtocol) {
+	if _, err := assemble(new(eventParts), synced); !errors.Is(err, ErrProtocol) {
 		t.Errorf("synced in parts: %v, want ErrProtocol", err)
 	}
 	// A server that never ends an event: the held parts stop at
 	// maxEventParts.
-	parts = nil
+	parts = eventParts{}
 	var err2 error
 	for i := 0; i <= maxEventParts && err2 == nil; i++ {
 		_, err2 = assemble(&parts, part(snapshot(rev1, false, "a")))
 	}
-	if !errors.Is(err2, ErrProtocol) || len(parts) != maxEventParts {
-		t.Errorf("part %d: %v with %d held, want ErrProtocol at %d", maxEventParts+1, err2, len(parts), maxEventParts)
+	if !errors.Is(err2, ErrProtocol) || len(parts.list) != maxEventParts {
+		t.Errorf("part %d: %v with %d held, want ErrProtocol at %d", maxEventParts+1, err2, len(parts.list), maxEventParts)
+	}
+	// And in bytes (the bound lowered for the test).
+	defer func(old int) { maxEventBytes = old }(maxEventBytes)
+	maxEventBytes = 1 << 10
+	parts = eventParts{}
+	big := part(snapshot(rev1, false, strings.Repeat("t", 600)))
+	if _, err := assemble(&parts, big); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := assemble(&parts, part(snapshot(rev1, false, strings.Repeat("u", 600)))); !errors.Is(err, ErrProtocol) {
+		t.Errorf("parts past the byte bound: %v, want ErrProtocol", err)
 	}
 }
