@@ -7,11 +7,11 @@ import (
 	"net/netip"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // ConfigStatus describes the running configuration and the last reload.
@@ -64,7 +64,7 @@ type admin struct {
 }
 
 func (a *admin) authorize(ctx context.Context) error {
-	ctx, p, err := a.s.authenticate(ctx) // ctx: pinned to the state p was authenticated under
+	ctx, p, err := a.s.authenticateRPC(ctx) // ctx: pinned to the state p was authenticated under
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (a *admin) authorize(ctx context.Context) error {
 		if LocalPeer(ctx) {
 			return nil
 		}
-		return plainError(codes.PermissionDenied, ReasonAdminLoopbackOnly,
+		return plainError(core.PermissionDenied, ReasonAdminLoopbackOnly,
 			"without an auth section AdminService answers only loopback connections; "+
 				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
 			map[string]string{"peer": peerAddr(ctx)})
@@ -84,7 +84,7 @@ func (a *admin) authorize(ctx context.Context) error {
 	if a.s.authOf(ctx).authz.AllowAdmin(p) {
 		return nil
 	}
-	return plainError(codes.PermissionDenied, ReasonPermissionDenied,
+	return plainError(core.PermissionDenied, ReasonPermissionDenied,
 		fmt.Sprintf("principal %q may not use AdminService (auth.admins)", p.Name), map[string]string{"principal": p.Name})
 }
 
@@ -124,7 +124,7 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 		return nil, err
 	}
 	if a.s.opts.Config == nil {
-		return nil, plainError(codes.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
+		return nil, plainError(core.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
 	}
 	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
 }

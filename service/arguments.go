@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Arguments are checked at the edge against the tool's inputSchema with
@@ -141,9 +141,9 @@ const MaxArgumentsDepth = 1000 - 2
 
 // depthError is the refusal of arguments nested deeper than
 // MaxArgumentsDepth; it does not echo them.
-func depthError(field string) *richError {
-	e := fieldsError(field, violation(field, fmt.Sprintf("nests deeper than %d levels of objects and arrays, the limit for tool-call arguments", MaxArgumentsDepth)))
-	e.meta = map[string]string{"limit": "max_arguments_depth", "max_depth": strconv.Itoa(MaxArgumentsDepth)}
+func depthError(field string) *core.Error {
+	e := core.InvalidArguments(core.Violation(field, fmt.Sprintf("nests deeper than %d levels of objects and arrays, the limit for tool-call arguments", MaxArgumentsDepth)))
+	e.Meta = map[string]string{"limit": "max_arguments_depth", "max_depth": strconv.Itoa(MaxArgumentsDepth)}
 	return e
 }
 
@@ -310,7 +310,7 @@ func convertNumber(v json.Number) any {
 // schema is not used). Arguments whose validation would cost more than
 // maxValidationSteps are refused unvalidated (costError): the validator
 // cannot be stopped once it runs.
-func (cs *compiledSchema) validate(field string, args map[string]any) *richError {
+func (cs *compiledSchema) validate(field string, args map[string]any) *core.Error {
 	if cs.resolved == nil {
 		return nil
 	}
@@ -321,14 +321,14 @@ func (cs *compiledSchema) validate(field string, args map[string]any) *richError
 	if err == nil {
 		return nil
 	}
-	return fieldsError(field, cs.locate(field, args, err.Error())...)
+	return core.InvalidArguments(cs.locate(field, args, err.Error())...)
 }
 
 // locate turns jsonschema-go's error into field violations. The library
 // reports the first failure as a chain "validating <schema pointer>: …:
 // <keyword>: <detail>", one link per schema it descended into; the instance
 // path is rebuilt by walking those pointers alongside the arguments.
-func (cs *compiledSchema) locate(field string, args map[string]any, msg string) []*errdetails.BadRequest_FieldViolation {
+func (cs *compiledSchema) locate(field string, args map[string]any, msg string) []core.FieldViolation {
 	var ptrs []string
 	for strings.HasPrefix(msg, "validating ") {
 		rest := msg[len("validating "):]
@@ -398,13 +398,10 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 		}
 		prev = p
 	}
-	violation := func(path, desc string) *errdetails.BadRequest_FieldViolation {
-		return &errdetails.BadRequest_FieldViolation{Field: path, Description: desc} // clipped by richError.err
-	}
 	if m := requiredRE.FindStringSubmatch(msg); m != nil {
-		var out []*errdetails.BadRequest_FieldViolation
+		var out []core.FieldViolation
 		for _, k := range quotedList(m[1]) {
-			out = append(out, violation(joinKey(path, k), "required property is missing"))
+			out = append(out, core.Violation(joinKey(path, k), "required property is missing"))
 		}
 		if len(out) > 0 {
 			return out
@@ -413,15 +410,15 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 	if m := additionalRE.FindStringSubmatch(msg); m != nil {
 		keys := quotedList(m[1])
 		sort.Strings(keys)
-		var out []*errdetails.BadRequest_FieldViolation
+		var out []core.FieldViolation
 		for _, k := range keys {
-			out = append(out, violation(joinKey(path, k), "property is not allowed by the schema (additionalProperties: false)"))
+			out = append(out, core.Violation(joinKey(path, k), "property is not allowed by the schema (additionalProperties: false)"))
 		}
 		if len(out) > 0 {
 			return out
 		}
 	}
-	return []*errdetails.BadRequest_FieldViolation{violation(path, msg)}
+	return []core.FieldViolation{core.Violation(path, msg)}
 }
 
 var (

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/x509"
 	"fmt"
 	"path"
 	"slices"
@@ -10,10 +11,7 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/peer"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Principal is an authenticated caller.
@@ -71,44 +69,90 @@ func NewAuthenticator(tokens map[string]string, jwtOpts *JWTOptions, mtls bool) 
 	return &Authenticator{tokens: tokens, tokenNames: names, jwt: jwtOpts, mtls: mtls}
 }
 
-// Authenticate is a go-grpc-middleware auth.AuthFunc.
+// Credentials are what a caller presented, whatever its wire: the bearer
+// credential of its "Authorization: Bearer …" (gRPC metadata or HTTP
+// header), and the client certificate chains its TLS handshake verified.
+type Credentials struct {
+	Bearer         string
+	VerifiedChains [][]*x509.Certificate
+}
+
+// BearerOf is the credential of an Authorization value of the Bearer
+// scheme (case-insensitive, RFC 6750), or "" for any other value.
+func BearerOf(authorization string) string {
+	scheme, tok, ok := strings.Cut(authorization, " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return tok // as sent: "Bearer t " is not the token "t"
+}
+
+type credentialsKey struct{}
+
+// WithCredentials is ctx carrying the credentials a wire received (the
+// MCP front door's HTTP requests); authentication reads them there
+// before it looks for gRPC metadata.
+func WithCredentials(ctx context.Context, c Credentials) context.Context {
+	return context.WithValue(ctx, credentialsKey{}, c)
+}
+
+// credentialsFrom is the credentials of the request of ctx: the ones a
+// wire put there, else the gRPC call's (grpcCredentials).
+func credentialsFrom(ctx context.Context) Credentials {
+	if c, ok := ctx.Value(credentialsKey{}).(Credentials); ok {
+		return c
+	}
+	return grpcCredentials(ctx)
+}
+
+// Authenticate is a go-grpc-middleware auth.AuthFunc: the gRPC call's
+// credentials checked (Check), the refusal as a gRPC status.
 func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, error) {
-	if tok, err := auth.AuthFromMD(ctx, "bearer"); err == nil && tok != "" {
+	p, e := a.Check(credentialsFrom(ctx))
+	if e != nil {
+		return nil, grpcStatus(e).Err()
+	}
+	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+// Check establishes the principal of c: a static token, a JWT, or a
+// verified client certificate (with mTLS on).
+func (a *Authenticator) Check(c Credentials) (Principal, *core.Error) {
+	if tok := c.Bearer; tok != "" {
 		if len(tok) > MaxBearerLen {
-			return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, fmt.Sprintf("bearer token longer than %d bytes", MaxBearerLen), nil)
+			return Principal{}, unauthenticated(fmt.Sprintf("bearer token longer than %d bytes", MaxBearerLen))
 		}
 		for known, name := range a.tokens {
 			if subtle.ConstantTimeCompare([]byte(known), []byte(tok)) == 1 {
-				return context.WithValue(ctx, principalKey{}, Principal{Name: name, Method: "token"}), nil
+				return Principal{Name: name, Method: "token"}, nil
 			}
 		}
 		if a.jwt != nil && strings.Count(tok, ".") == 2 {
 			sub, err := a.verifyJWT(tok)
 			if err != nil {
 				// The parser's text (kid, claims) stays out of the answer.
-				return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, "invalid bearer JWT (signature, expiry, issuer or audience)", nil)
+				return Principal{}, unauthenticated("invalid bearer JWT (signature, expiry, issuer or audience)")
 			}
 			if a.tokenNames[sub] {
-				return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated,
-					"bearer JWT refused: its subject is the name of a static-token principal (the two must not be confused)", nil)
+				return Principal{}, unauthenticated("bearer JWT refused: its subject is the name of a static-token principal (the two must not be confused)")
 			}
-			return context.WithValue(ctx, principalKey{}, Principal{Name: sub, Method: "jwt"}), nil
+			return Principal{Name: sub, Method: "jwt"}, nil
 		}
-		return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, "invalid bearer token", nil)
+		return Principal{}, unauthenticated("invalid bearer token")
 	}
-	if a.mtls {
-		if p, ok := peer.FromContext(ctx); ok {
-			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 && len(ti.State.VerifiedChains[0]) > 0 {
-				cert := ti.State.VerifiedChains[0][0]
-				name := cert.Subject.CommonName
-				if name == "" {
-					name = cert.Subject.String()
-				}
-				return context.WithValue(ctx, principalKey{}, Principal{Name: name, Method: "mtls"}), nil
-			}
+	if a.mtls && len(c.VerifiedChains) > 0 && len(c.VerifiedChains[0]) > 0 {
+		cert := c.VerifiedChains[0][0]
+		name := cert.Subject.CommonName
+		if name == "" {
+			name = cert.Subject.String()
 		}
+		return Principal{Name: name, Method: "mtls"}, nil
 	}
-	return nil, plainError(codes.Unauthenticated, ReasonUnauthenticated, "credentials required: an \"authorization: Bearer …\" header or a client certificate", nil)
+	return Principal{}, unauthenticated("credentials required: an \"authorization: Bearer …\" header or a client certificate")
+}
+
+func unauthenticated(msg string) *core.Error {
+	return core.New(core.Unauthenticated, ReasonUnauthenticated, msg, nil)
 }
 
 func (a *Authenticator) verifyJWT(tok string) (string, error) {
@@ -229,7 +273,7 @@ func (a *Authorizer) filter(ctx context.Context) func(tool string) bool {
 //
 // The returned context also carries the auth state the request is decided
 // under (authstate.go): the one the interceptor pinned, else the current.
-func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, error) {
+func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, *core.Error) {
 	st := authStateFrom(ctx)
 	if st == nil {
 		st = s.currentAuth()
@@ -239,20 +283,18 @@ func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, 
 		return ctx, p, nil
 	}
 	if a := st.authn; a != nil {
-		actx, err := a.Authenticate(ctx)
-		if err != nil {
-			return ctx, Principal{}, err
+		p, e := a.Check(credentialsFrom(ctx))
+		if e != nil {
+			return ctx, Principal{}, e
 		}
-		p, ok := PrincipalFrom(actx)
-		if !ok || p.Name == "" {
-			return ctx, Principal{}, plainError(codes.Unauthenticated, ReasonUnauthenticated, "credentials required", nil)
+		if p.Name == "" {
+			return ctx, Principal{}, unauthenticated("credentials required")
 		}
-		return actx, p, nil
+		return context.WithValue(ctx, principalKey{}, p), p, nil
 	}
 	if st.authz != nil {
-		s.log.Error("refusing an RPC: authorization is configured but nothing authenticated the request (set service.Options.Authenticator or install an authenticating interceptor)")
-		return ctx, Principal{}, plainError(codes.Unauthenticated, ReasonUnauthenticated,
-			"credentials required: this server has authorization rules but could not authenticate the request", nil)
+		s.log.Error("refusing a request: authorization is configured but nothing authenticated the request (set service.Options.Authenticator or install an authenticating interceptor)")
+		return ctx, Principal{}, unauthenticated("credentials required: this server has authorization rules but could not authenticate the request")
 	}
 	return ctx, Principal{}, nil
 }

@@ -3,8 +3,9 @@ package service
 import (
 	"context"
 	"errors"
-	"google.golang.org/grpc/codes"
 	"log/slog"
+
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Auth on a running server. The authenticator, authorizer, rate limits and
@@ -117,15 +118,15 @@ func (s *Server) newAuthState(c AuthConfig, prev *authState) *authState {
 // and state.
 func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
 	old, _ := PrincipalFrom(ctx)
-	nctx, p, err := s.authenticate(unpinned(ctx))
-	if err != nil {
-		return ctx, err
+	nctx, p, e := s.authenticate(unpinned(ctx))
+	if e != nil {
+		return ctx, grpcStatus(e).Err()
 	}
 	if p.Name != old.Name {
 		// The same credential now names another principal: the stream
 		// was opened by someone else, so it ends (as the front door's
 		// long-lived requests do, endWhenRevoked).
-		return ctx, plainError(codes.Unauthenticated, ReasonUnauthenticated,
+		return ctx, plainError(core.Unauthenticated, ReasonUnauthenticated,
 			"the credential now names another principal; open a new watch", nil)
 	}
 	return nctx, nil

@@ -24,7 +24,7 @@ type callRequest interface {
 // callInput is the pipeline's view of a gRPC call request; the request is
 // sized here, once.
 func callInput(req callRequest) CallInput {
-	in := CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req)}
+	in := CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req), Fields: grpcFields}
 	if a := req.GetArguments(); a != nil {
 		in.Arguments = a.AsMap()
 	}
@@ -44,12 +44,13 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 			err = c.CheckResult(size)
 		}
 	}
-	st := c.Status(err)
-	if st != nil {
-		out, size = nil, 0
+	fail := c.Fail(err)
+	if fail != nil {
+		c.End(fail, false, 0)
+		return nil, grpcStatus(fail).Err()
 	}
-	c.End(st, out.GetIsError(), size)
-	return out, st
+	c.End(nil, out.GetIsError(), size)
+	return out, nil
 }
 
 // CallToolStream implements toolsvc.v1.ToolService. Progress goes to the
@@ -63,14 +64,17 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) error {
 	c, err := s.BeginCall(stream.Context(), callInput(req))
 	if err != nil {
-		st := c.Status(err)
-		c.End(st, false, 0)
-		return st
+		fail := c.Fail(err)
+		c.End(fail, false, 0)
+		return grpcStatus(fail).Err()
 	}
 	sent, isError, err := s.streamCall(c, stream)
-	st := c.Status(err)
-	c.End(st, isError, sent)
-	return st
+	fail := c.Fail(err)
+	c.End(fail, isError, sent)
+	if fail != nil {
+		return grpcStatus(fail).Err()
+	}
+	return nil
 }
 
 // streamCall dispatches a prepared call and streams its progress and

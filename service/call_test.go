@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -200,7 +201,6 @@ func waitTool(t *testing.T, ctx context.Context, f *fixture, name string) {
 }
 
 func TestErrorDetails(t *testing.T) {
-	target := callTarget{tool: "srv__t", server: "srv"}
 	for _, tt := range []struct {
 		err      error
 		caller   bool
@@ -221,9 +221,16 @@ func TestErrorDetails(t *testing.T) {
 		{&mcpbridge.UpstreamError{Server: "srv", Code: -32602, Message: "bad"}, false, codes.InvalidArgument, ReasonUpstreamError, 0, nil},
 		{errors.New("Post http://secret/mcp?token=abc: EOF"), false, codes.Internal, ReasonInternal, 0, nil},
 	} {
-		st := status.Convert(callStatus(tt.err, target, tt.caller))
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if tt.caller {
+			ctx, cancel = context.WithTimeout(ctx, time.Hour)
+		}
+		c := &Call{s: &Server{log: slog.Default()}, ctx: ctx, in: CallInput{Name: "srv__t"},
+			target: mcpbridge.Target{Tool: &mcpbridge.Tool{Name: "srv__t", Server: "srv"}}}
+		st := grpcStatus(c.Fail(tt.err))
+		cancel()
 		if st.Code() != tt.code {
-			t.Errorf("callStatus(%v) code = %v, want %v", tt.err, st.Code(), tt.code)
+			t.Errorf("Call.Fail(%v) code = %v, want %v", tt.err, st.Code(), tt.code)
 		}
 		var info *errdetails.ErrorInfo
 		var retry *errdetails.RetryInfo
@@ -237,18 +244,18 @@ func TestErrorDetails(t *testing.T) {
 		}
 		if info == nil || info.GetReason() != tt.reason || info.GetDomain() != ErrorDomain ||
 			info.GetMetadata()["tool"] != "srv__t" || info.GetMetadata()["server"] != "srv" {
-			t.Errorf("callStatus(%v) ErrorInfo = %v, want reason %s with tool and server", tt.err, info, tt.reason)
+			t.Errorf("Call.Fail(%v) ErrorInfo = %v, want reason %s with tool and server", tt.err, info, tt.reason)
 		}
 		for k, v := range tt.metadata {
 			if info.GetMetadata()[k] != v {
-				t.Errorf("callStatus(%v) metadata %s = %q, want %q", tt.err, k, info.GetMetadata()[k], v)
+				t.Errorf("Call.Fail(%v) metadata %s = %q, want %q", tt.err, k, info.GetMetadata()[k], v)
 			}
 		}
 		switch {
 		case tt.retry == 0 && retry != nil:
-			t.Errorf("callStatus(%v) has RetryInfo %v, want none", tt.err, retry)
+			t.Errorf("Call.Fail(%v) has RetryInfo %v, want none", tt.err, retry)
 		case tt.retry != 0 && retry.GetRetryDelay().AsDuration() != tt.retry:
-			t.Errorf("callStatus(%v) RetryInfo = %v, want %v", tt.err, retry, tt.retry)
+			t.Errorf("Call.Fail(%v) RetryInfo = %v, want %v", tt.err, retry, tt.retry)
 		}
 		if tt.reason == ReasonInternal && st.Message() != "internal error" {
 			t.Errorf("an unknown error leaked as %q", st.Message())

@@ -6,15 +6,15 @@ import (
 	"log/slog"
 	"time"
 
-	"google.golang.org/grpc/status"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
-// End observes a finished call once: st is the status the caller got (nil
+// End observes a finished call once: fail is what the caller got (nil
 // for OK), isError whether the tool reported its own failure, outBytes the
 // response bytes sent. It records the call metrics and the audit line and
 // releases the principal's concurrency slot. Calls to unknown tools are
 // counted under server and tool "unknown" (no catalog label to spend).
-func (c *Call) End(st error, isError bool, outBytes int) {
+func (c *Call) End(fail *core.Error, isError bool, outBytes int) {
 	if c.ended {
 		return
 	}
@@ -25,11 +25,12 @@ func (c *Call) End(st error, isError bool, outBytes int) {
 	took := time.Since(c.start)
 	outcome := "ok"
 	switch {
-	case st != nil:
-		outcome = status.Code(st).String()
+	case fail != nil:
+		outcome = fail.Code.String()
 	case isError:
 		outcome = "tool_error"
 	}
+	_, targetServer := c.targetNames()
 	server, tool := "unknown", "unknown"
 	if c.target.Tool != nil {
 		server, tool = c.target.Tool.Server, c.target.Tool.Name
@@ -45,7 +46,7 @@ func (c *Call) End(st error, isError bool, outBytes int) {
 	}
 	if a := as.audit; a != nil {
 		attrs := []slog.Attr{
-			slog.String("principal", c.principal.Name), slog.String("tool", c.in.Name), slog.String("server", c.targetName().server),
+			slog.String("principal", c.principal.Name), slog.String("tool", c.in.Name), slog.String("server", targetServer),
 			slog.String("outcome", outcome), slog.Duration("duration", took),
 			slog.Int("request_bytes", c.in.Size), slog.Int("response_bytes", outBytes),
 		}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // nestedJSON is an arguments object nested depth levels deep (the object
@@ -327,18 +328,18 @@ func TestCallerTextNotEchoedWhole(t *testing.T) {
 // violations, the last counting the rest (additionalProperties: false with
 // 300,000 extra keys made a 28 MB status).
 func TestViolationsBounded(t *testing.T) {
-	e := &richError{code: codes.InvalidArgument, reason: ReasonArgumentsInvalid, msg: "arguments do not match"}
+	var vs []core.FieldViolation
 	for i := range 300 {
-		e.violations = append(e.violations, &errdetails.BadRequest_FieldViolation{Field: fmt.Sprintf("arguments_json.k%d", i), Description: "property is not allowed"})
+		vs = append(vs, core.Violation(fmt.Sprintf("arguments_json.k%d", i), "property is not allowed"))
 	}
-	st := status.Convert(e.err())
+	st := grpcStatus(core.InvalidArguments(vs...))
 	var got []*errdetails.BadRequest_FieldViolation
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
 			got = br.GetFieldViolations()
 		}
 	}
-	if len(got) != maxViolations || got[len(got)-1].GetDescription() != "and 281 more violations" || got[0].GetField() != "arguments_json.k0" {
-		t.Fatalf("%d violations, last %v; want %d ending with \"and 281 more violations\"", len(got), got[len(got)-1], maxViolations)
+	if len(got) != core.MaxViolations || got[len(got)-1].GetDescription() != "and 281 more violations" || got[0].GetField() != "arguments_json.k0" {
+		t.Fatalf("%d violations, last %v; want %d ending with \"and 281 more violations\"", len(got), got[len(got)-1], core.MaxViolations)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -18,14 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // The MCP front door: the merged catalog served as an MCP server over
@@ -237,7 +231,7 @@ func (f *MCPFront) Handler() http.Handler {
 		if err != nil {
 			closeAfterRefusal(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolsvc"`)
-			writeHTTPJSONRPCError(w, http.StatusUnauthorized, status.Convert(err).Message())
+			writeHTTPJSONRPCError(w, http.StatusUnauthorized, err.Bounded().Message)
 			return
 		}
 		if r.Method == http.MethodGet {
@@ -341,18 +335,15 @@ func (h quietUndelivered) WithGroup(name string) slog.Handler {
 	return quietUndelivered{h.Handler.WithGroup(name)}
 }
 
-// httpAuthContext presents an HTTP request to the Authenticator the way
-// gRPC presents a call: the Authorization header as incoming metadata and
-// the verified client certificate as the peer's TLS state.
+// httpAuthContext is the request's context with the credentials it
+// presented: its Authorization header and the client certificate chains
+// its TLS handshake verified.
 func httpAuthContext(r *http.Request) context.Context {
-	ctx := r.Context()
-	if a := r.Header.Get("Authorization"); a != "" {
-		ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("authorization", a))
-	}
+	c := Credentials{Bearer: BearerOf(r.Header.Get("Authorization"))}
 	if r.TLS != nil {
-		ctx = peer.NewContext(ctx, &peer.Peer{AuthInfo: credentials.TLSInfo{State: *r.TLS}})
+		c.VerifiedChains = r.TLS.VerifiedChains
 	}
-	return ctx
+	return WithCredentials(r.Context(), c)
 }
 
 // Run sends notifications/tools/list_changed to every connected client
@@ -646,50 +637,34 @@ func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Cont
 // the listing started from, so any replica with that revision continues
 // it).
 func (f *MCPFront) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	ctx, _, err := f.s.authenticate(principalContext(ctx, req.GetExtra()))
-	if err != nil {
-		return nil, mcpError(err)
+	ctx, _, e := f.s.authenticate(principalContext(ctx, req.GetExtra()))
+	if e != nil {
+		return nil, mcpError(e)
 	}
-	cat := f.s.bridge.Catalog()
-	snap := cat.Current()
-	after := ""
 	cursor := ""
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	if c := cursor; c != "" {
-		tok, err := decodePageToken(c)
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "cursor: malformed; pass a nextCursor from a previous tools/list, or none for the first page"}
-		}
-		old, ok := cat.Snapshot(tok.revision)
-		if !ok {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cursor: catalog revision %s is no longer retained; list again without a cursor", tok.revision)}
-		}
-		snap, after = old, tok.after
+	snap, after, e := f.s.toolCursor(cursor, mcpFields)
+	if e != nil {
+		return nil, mcpError(e)
 	}
-	all := f.list.tools(snap, snap == cat.Current())
-	start := 0
-	if after != "" {
-		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
+	all := f.list.tools(snap, snap == f.s.bridge.Catalog().Current())
+	var keep func(*mcp.Tool) bool
+	if allowed := f.s.authOf(ctx).authz.filter(ctx); allowed != nil {
+		keep = func(t *mcp.Tool) bool { return allowed(t.Name) }
 	}
-	allowed := f.s.authOf(ctx).authz.filter(ctx)
-	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, min(f.opts.PageSize, len(all)-start))}
+	tools, next := core.Page(all, toolsAfter(snap, after), f.opts.PageSize, 0, keep, core.Same[*mcp.Tool], nil)
+	res := &mcp.ListToolsResult{Tools: tools}
+	if res.Tools == nil {
+		res.Tools = []*mcp.Tool{}
+	}
+	if next >= 0 {
+		res.NextCursor = pageToken{revision: snap.Revision, after: tools[len(tools)-1].Name}.encode()
+	}
 	// 2026-07-28 cache hints: the list is the principal's own, and stale
 	// at once (list_changed says when to list again).
 	res.TTLMs, res.CacheScope = 0, "private"
-	i := start
-	for ; i < len(all) && len(res.Tools) < f.opts.PageSize; i++ {
-		if allowed == nil || allowed(snap.Tools[i].Name) {
-			res.Tools = append(res.Tools, all[i])
-		}
-	}
-	for j := i; j < len(all); j++ {
-		if allowed == nil || allowed(snap.Tools[j].Name) {
-			res.NextCursor = pageToken{revision: snap.Revision, after: res.Tools[len(res.Tools)-1].Name}.encode()
-			break
-		}
-	}
 	return res, nil
 }
 
@@ -744,7 +719,7 @@ func (f *MCPFront) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
 	}
-	in := CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments)}
+	in := CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
@@ -763,13 +738,13 @@ func (f *MCPFront) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp
 			}
 		}
 	}
-	st := c.Status(err)
-	if st != nil {
+	fail := c.Fail(err)
+	if fail != nil {
 		res, size = nil, 0
 	}
-	c.End(st, res != nil && res.IsError, size)
-	if st != nil {
-		if res, err = mcpCallFailure(st); err != nil {
+	c.End(fail, res != nil && res.IsError, size)
+	if fail != nil {
+		if res, err = mcpCallFailure(fail); err != nil {
 			return nil, err
 		}
 	}
@@ -835,74 +810,6 @@ func (f *MCPFront) dispatch(ctx context.Context, c *Call, req *mcp.CallToolReque
 	send(queue.take())
 	return res, err
 }
-
-// mcpCallFailure is the MCP form of a refused or failed call, from the one
-// status the pipeline mapped: arguments the model can fix are a tool error
-// (isError, so the model sees why); everything else is a JSON-RPC error
-// whose message is the status message (no upstream secrets: see
-// errors.go) and whose data carries the ErrorInfo reason, metadata and
-// retry delay.
-func mcpCallFailure(st error) (*mcp.CallToolResult, error) {
-	s := status.Convert(st)
-	var reason string
-	for _, d := range s.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok {
-			reason = ei.GetReason()
-		}
-	}
-	if reason == ReasonArgumentsInvalid {
-		// The pipeline names gRPC's arguments_json field; MCP has one.
-		msg := strings.Replace(s.Message(), "arguments_json", "arguments", 1)
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
-	}
-	return nil, mcpError(st)
-}
-
-// mcpError maps a status to a JSON-RPC error. Codes: -32002 for
-// RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
-// for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool),
-// MethodNotFound for UNIMPLEMENTED, InternalError for INTERNAL, and the
-// server error -32000 for the rest (unavailable, deadline, cancelled,
-// over a limit, permission); data.code is the gRPC code's name.
-func mcpError(err error) error {
-	s := status.Convert(err)
-	data := map[string]any{"code": s.Code().String()}
-	for _, d := range s.Details() {
-		switch d := d.(type) {
-		case *errdetails.ErrorInfo:
-			data["reason"] = d.GetReason()
-			if len(d.GetMetadata()) > 0 {
-				data["metadata"] = d.GetMetadata()
-			}
-		case *errdetails.RetryInfo:
-			data["retryAfterSeconds"] = d.GetRetryDelay().AsDuration().Seconds()
-		case *errdetails.BadRequest:
-			var fields []string
-			for _, v := range d.GetFieldViolations() {
-				fields = append(fields, v.GetField())
-			}
-			data["fields"] = fields
-		}
-	}
-	code := int64(-32000)
-	switch s.Code() {
-	case codes.InvalidArgument, codes.NotFound:
-		code = jsonrpc.CodeInvalidParams
-	case codes.Unimplemented:
-		code = jsonrpc.CodeMethodNotFound
-	case codes.Internal:
-		code = jsonrpc.CodeInternalError
-	}
-	if data["reason"] == ReasonResourceNotFound {
-		code = mcpCodeResourceNotFound
-	}
-	raw, _ := json.Marshal(data)
-	return &jsonrpc.Error{Code: code, Message: s.Message(), Data: raw}
-}
-
-// mcpCodeResourceNotFound is the MCP spec's error code for a resource
-// that does not exist.
-const mcpCodeResourceNotFound = -32002
 
 // writeHTTPJSONRPCError answers an HTTP request refused before MCP
 // handling with a JSON-RPC error body.

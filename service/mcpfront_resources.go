@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Resources and prompts through the MCP front door: the merged lists of
@@ -29,52 +28,29 @@ import (
 // several servers offer cannot be read through the front door (the gRPC
 // API's ReadResource takes a server).
 
-// frontPage returns the offset and snapshot a resources/list,
-// resources/templates/list or prompts/list cursor names (the gRPC API's
-// resource page tokens: any replica at that revision continues it).
-func (f *MCPFront) frontPage(ctx context.Context, cursor string) (*mcpbridge.ResourceSnapshot, int, int, error) {
-	snap, off, size, err := f.s.resourcePage(ctx, int32(min(f.opts.PageSize, MaxPageSize)), cursor)
-	if err != nil {
-		return nil, 0, 0, mcpFieldError(err, "page_token", "cursor")
-	}
-	return snap, off, size, nil
-}
-
-// mcpFieldError is mcpError with the gRPC field name in the message
-// replaced by the MCP one.
-func mcpFieldError(err error, grpcField, mcpField string) error {
-	e := mcpError(err)
-	if je, ok := e.(*jsonrpc.Error); ok {
-		je.Message = strings.ReplaceAll(je.Message, grpcField, mcpField)
-	}
-	return e
-}
-
-func nextCursor(rev string, next int) string {
-	if next < 0 {
-		return ""
-	}
-	return encodeResourcePageToken(rev, next)
-}
-
 // frontList pages one of the merged lists (items of the snapshot) for the
 // request's principal: keep is the principal's filter, conv the MCP form.
+// A cursor is the gRPC API's resource page token: any replica at that
+// revision continues it.
 func frontList[T, M any](f *MCPFront, ctx context.Context, extra *mcp.RequestExtra, cursor string,
 	items func(*mcpbridge.ResourceSnapshot) []T, keep func(context.Context) func(T) bool, conv func(T) M) ([]M, string, error) {
-	ctx, _, err := f.s.authenticate(principalContext(ctx, extra))
-	if err != nil {
-		return nil, "", mcpError(err)
+	ctx, _, e := f.s.authenticate(principalContext(ctx, extra))
+	if e != nil {
+		return nil, "", mcpError(e)
 	}
-	snap, off, size, err := f.frontPage(ctx, cursor)
-	if err != nil {
-		return nil, "", err
+	snap, off, e := f.s.resourceCursor(cursor, mcpFields)
+	if e != nil {
+		return nil, "", mcpError(e)
 	}
-	got, next := page(items(snap), off, size, keep(ctx))
-	out := make([]M, 0, len(got))
-	for _, it := range got {
-		out = append(out, conv(it))
+	out, next := core.Page(items(snap), off, min(f.opts.PageSize, MaxPageSize), 0, keep(ctx), conv, nil)
+	if out == nil {
+		out = []M{}
 	}
-	return out, nextCursor(snap.Revision, next), nil
+	cur := ""
+	if next >= 0 {
+		cur = encodeResourcePageToken(snap.Revision, next)
+	}
+	return out, cur, nil
 }
 
 // visibleServer keeps the items of servers whose resources the caller may
@@ -150,7 +126,7 @@ func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
 // readResource answers resources/read through resourceOp, like
 // ReadResource.
 func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), "resource read", "resources/read")
+	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), mcpFields, "resource read", "resources/read")
 	var res *mcp.ReadResourceResult
 	if err == nil {
 		uri := ""
@@ -165,32 +141,32 @@ func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceReques
 			}
 		}
 	}
-	st := op.status(err)
-	op.end(st)
-	if st != nil {
-		return nil, mcpFieldError(st, "server: required", "uri: ambiguous")
+	fail := op.fail(err)
+	op.end(fail)
+	if fail != nil {
+		return nil, mcpError(fail)
 	}
 	return res, nil
 }
 
 // getPrompt answers prompts/get through resourceOp, like GetPrompt.
 func (f *MCPFront) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), "prompt get", "prompts/get")
+	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), mcpFields, "prompt get", "prompts/get")
 	var res *mcp.GetPromptResult
 	if err == nil {
 		res, err = f.renderPrompt(op, req.Params)
 	}
-	st := op.status(err)
-	op.end(st)
-	if st != nil {
-		return nil, mcpError(st)
+	fail := op.fail(err)
+	op.end(fail)
+	if fail != nil {
+		return nil, mcpError(fail)
 	}
 	return res, nil
 }
 
 func (f *MCPFront) renderPrompt(op *resourceOp, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	if params == nil || params.Name == "" {
-		return nil, fieldsError("name", violation("name", "required: the exposed prompt name from prompts/list"))
+		return nil, core.InvalidField("name", "required: the exposed prompt name from prompts/list")
 	}
 	name := params.Name
 	op.meta["prompt"] = name
@@ -218,7 +194,7 @@ func (f *MCPFront) checkSize(res any) error {
 		return err
 	}
 	if len(raw) > f.s.opts.MaxResponseBytes {
-		return tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", len(raw), f.s.opts.MaxResponseBytes)
+		return core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", len(raw), f.s.opts.MaxResponseBytes)
 	}
 	return nil
 }
@@ -269,7 +245,7 @@ var frontResubscribeBackoff = [2]time.Duration{200 * time.Millisecond, 5 * time.
 const frontSubscribeTimeout = 30 * time.Second
 
 func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), "resource subscription", "resources/subscribe")
+	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), mcpFields, "resource subscription", "resources/subscribe")
 	if err == nil {
 		uri := ""
 		if req.Params != nil {
@@ -285,10 +261,10 @@ func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) err
 			err = f.joinSub(op.ctx, subKey{server, uri}, req.Session)
 		}
 	}
-	st := op.status(err)
-	op.end(st)
-	if st != nil {
-		return mcpFieldError(st, "server: required", "uri: ambiguous")
+	fail := op.fail(err)
+	op.end(fail)
+	if fail != nil {
+		return mcpError(fail)
 	}
 	return nil
 }
@@ -457,7 +433,7 @@ func (f *MCPFront) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscri
 				break
 			}
 			if tries == 10 { // about 30 s: worth an operator's eye
-				f.log.Warn("MCP front door: cannot subscribe again to an upstream resource; still trying", "server", k.server, "uri", k.uri, "error", classifyResource(err, false).msg) // the mapped message: no upstream URLs
+				f.log.Warn("MCP front door: cannot subscribe again to an upstream resource; still trying", "server", k.server, "uri", k.uri, "error", core.Classify(err, core.ClassifyOptions{Fields: mcpFields}).Message) // the mapped message: no upstream URLs
 			}
 		}
 		notify() // it may have changed while the upstream was away

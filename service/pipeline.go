@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/grpc/codes"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // The call pipeline: every way into a tool call (gRPC CallTool,
@@ -24,7 +24,7 @@ import (
 //	             → inputSchema of that entry
 //	Dispatch:    the bridge calls that same entry (mcpbridge.Bridge.Call)
 //	CheckResult: the result's size (measured once, by the front door)
-//	Status:      the error mapped, once, to a status with ErrorInfo
+//	Fail:        the error classified, once, to a *core.Error
 //	End:         metrics, audit line, the principal's concurrency slot back
 //
 // A front door does, whatever its wire:
@@ -32,12 +32,14 @@ import (
 //	c, err := s.BeginCall(ctx, in)
 //	if err == nil { res, err = c.Dispatch(c.Context(), opts); … size the
 //	                encoded result, err = c.CheckResult(size) }
-//	st := c.Status(err); c.End(st, isError, size); answer st or the result
+//	fail := c.Fail(err); c.End(fail, isError, size); answer fail in the
+//	wire's form, or the result
 //
 // Errors inside the pipeline are values: the bridge's typed errors, or a
-// *richError for the pipeline's own refusals. Status maps them once; a non-
-// gRPC front door translates that status (code, ErrorInfo reason,
-// RetryInfo, BadRequest) to its own wire.
+// *core.Error for the pipeline's own refusals, built with the wire's field
+// names (CallInput.Fields). Fail classifies them once; each wire maps the
+// *core.Error to its own form (a gRPC status, a JSON-RPC error) and edits
+// no text.
 
 // CallInput is one tool call as a front door received it.
 type CallInput struct {
@@ -51,6 +53,8 @@ type CallInput struct {
 	// Size is the encoded size of the request as received, measured once by
 	// the front door, for the request size limit and the audit line.
 	Size int
+	// Fields are the wire's field names, for the call's errors.
+	Fields core.Fields
 }
 
 // Call is one tool call moving through the pipeline. It is used by one
@@ -76,16 +80,17 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	if m := s.opts.Metrics; m != nil {
 		m.callsInFlight.Inc()
 	}
-	ctx, p, err := s.authenticate(ctx)
-	if err != nil {
-		return c, err
+	ctx, p, e := s.authenticate(ctx)
+	if e != nil {
+		return c, e
 	}
+	var err error
 	c.ctx, c.principal, c.auth = ctx, p, s.authOf(ctx)
 	if in.Size > s.opts.MaxRequestBytes {
-		return c, tooLargeError(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
+		return c, core.TooLarge(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
 	}
 	if in.Name == "" {
-		return c, fieldsError("name", violation("name", "required: the exposed tool name from ListTools"))
+		return c, core.InvalidField("name", "required: the exposed tool name from ListTools")
 	}
 	if err := checkExposedName("name", in.Name, "tool"); err != nil {
 		return c, err
@@ -96,9 +101,8 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	target, rerr := s.bridge.Resolve(in.Name)
 	c.target = target
 	if !c.auth.authz.AllowTool(p, in.Name) {
-		return c, &richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
-			msg:  fmt.Sprintf("principal %q may not call tool %q", p.Name, in.Name),
-			meta: map[string]string{"principal": p.Name}}
+		return c, core.New(core.PermissionDenied, ReasonPermissionDenied,
+			fmt.Sprintf("principal %q may not call tool %q", p.Name, in.Name), map[string]string{"principal": p.Name})
 	}
 	if rerr != nil {
 		return c, rerr
@@ -120,9 +124,9 @@ func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 	var args any           // what is sent: nil ({}), the map, or the caller's text
 	switch {
 	case in.Arguments != nil && in.ArgumentsJSON != "":
-		return nil, fieldsError("arguments_json", violation("arguments_json", "set at most one of arguments and arguments_json"))
+		return nil, core.InvalidArguments(core.Violation(in.Fields.ArgumentsJSON, "set at most one of arguments and "+in.Fields.ArgumentsJSON))
 	case in.ArgumentsJSON != "":
-		field = "arguments_json"
+		field = in.Fields.ArgumentsJSON
 		if jsonNestsDeeper(in.ArgumentsJSON, MaxArgumentsDepth) {
 			return nil, depthError(field)
 		}
@@ -131,9 +135,9 @@ func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 		switch {
 		case errors.As(err, &dup):
 			path := field + dup.path
-			return nil, fieldsError(field, violation(clipText(path), "the key appears more than once in its object; send each key once"))
+			return nil, core.InvalidArguments(core.Violation(clipText(path), "the key appears more than once in its object; send each key once"))
 		case err != nil:
-			return nil, fieldsError(field, violation(field, "must be a JSON object: "+err.Error()))
+			return nil, core.InvalidArguments(core.Violation(field, "must be a JSON object: "+err.Error()))
 		}
 		// Forwarded as the caller wrote it: numbers keep every digit.
 		obj, args = m, json.RawMessage(in.ArgumentsJSON)
@@ -163,7 +167,7 @@ func (s *Server) validateArguments(tool *mcpbridge.Tool, field string, obj map[s
 		}
 		s.log.Debug("arguments not validated", "tool", tool.Name, "why", cs.problem)
 	} else if err := cs.validate(field, obj); err != nil {
-		if err.meta["limit"] == limitValidationSteps && cs.costWarned.CompareAndSwap(false, true) {
+		if err.Meta["limit"] == limitValidationSteps && cs.costWarned.CompareAndSwap(false, true) {
 			// The caller's arguments decide the cost, but a schema whose
 			// count multiplies with nesting is the upstream's doing.
 			s.log.Warn("arguments refused unvalidated: the inputSchema's alternatives multiply with nesting, past the validation budget",
@@ -191,14 +195,15 @@ func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.
 func (c *Call) CheckResult(size int) error {
 	if size > c.s.opts.MaxResponseBytes {
 		c.s.log.Info("result over the response limit", "tool", c.in.Name, "size", size, "limit", c.s.opts.MaxResponseBytes)
-		return tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", size, c.s.opts.MaxResponseBytes)
+		return core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, c.s.opts.MaxResponseBytes)
 	}
 	return nil
 }
 
-// Status maps the pipeline's error to the gRPC status the caller gets:
-// once, here. ErrorInfo names the tool and its server.
-func (c *Call) Status(err error) error {
+// Fail classifies the pipeline's error once (nil: nil); its metadata
+// names the tool and its server. Each wire maps the result to its own
+// form.
+func (c *Call) Fail(err error) *core.Error {
 	if err == nil {
 		return nil
 	}
@@ -206,26 +211,29 @@ func (c *Call) Status(err error) error {
 	if c.ctx.Err() != nil {
 		c.s.log.Debug("call ended by the caller", "tool", c.in.Name, "error", c.ctx.Err())
 	}
-	return callStatus(err, c.targetName(), callerDeadline)
+	e := core.Classify(err, core.ClassifyOptions{CallerDeadline: callerDeadline, CancelNotice: true, Fields: c.in.Fields})
+	tool, server := c.targetNames()
+	return e.SetMeta("tool", tool).SetMeta("server", server)
 }
 
-func (c *Call) targetName() callTarget {
-	t := callTarget{tool: c.in.Name}
-	if len(c.in.Name) > mcpbridge.MaxNameLen { // never a tool: not echoed
-		t.tool = ""
+// targetNames are the exposed tool name the call asked for (empty when it
+// is longer than any tool's: never echoed) and its server, once resolved.
+func (c *Call) targetNames() (tool, server string) {
+	if len(c.in.Name) <= mcpbridge.MaxNameLen {
+		tool = c.in.Name
 	}
 	if c.target.Tool != nil {
-		t.server = c.target.Tool.Server
+		server = c.target.Tool.Server
 	}
-	return t
+	return tool, server
 }
 
 // checkExposedName refuses a name longer than any exposed tool or prompt
 // name (mcpbridge.MaxNameLen), without echoing it: no lookup could find it,
 // and echoing it whole into the status made megabytes of trailers.
-func checkExposedName(field, name, what string) *richError {
+func checkExposedName(field, name, what string) *core.Error {
 	if len(name) <= mcpbridge.MaxNameLen {
 		return nil
 	}
-	return fieldsError(field, violation(field, fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen)))
+	return core.InvalidField(field, fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen))
 }

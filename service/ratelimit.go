@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsvc/toolsvc/service/core"
 	"golang.org/x/time/rate"
-	"google.golang.org/grpc/codes"
 )
 
 // RateLimit limits the tool calls of the principals matching a glob. The
@@ -136,9 +136,9 @@ func (r *rateLimiter) acquire(principal string, now time.Time) (func(), error) {
 	if rule.MaxConcurrent > 0 && e.inflight >= rule.MaxConcurrent {
 		r.mu.Unlock()
 		r.refused(principal, "max_concurrent")
-		return nil, &richError{code: codes.ResourceExhausted, reason: ReasonRateLimited, retryAfter: concurrencyRetryAfter,
-			msg:  fmt.Sprintf("principal %q has %d calls in flight, its limit (auth.rateLimits maxConcurrent)", principal, rule.MaxConcurrent),
-			meta: map[string]string{"principal": principal, "limit": "max_concurrent", "max_concurrent": strconv.Itoa(rule.MaxConcurrent)}}
+		return nil, &core.Error{Code: core.ResourceExhausted, Reason: ReasonRateLimited, RetryAfter: concurrencyRetryAfter,
+			Message: fmt.Sprintf("principal %q has %d calls in flight, its limit (auth.rateLimits maxConcurrent)", principal, rule.MaxConcurrent),
+			Meta:    map[string]string{"principal": principal, "limit": "max_concurrent", "max_concurrent": strconv.Itoa(rule.MaxConcurrent)}}
 	}
 	if e.bucket != nil {
 		res := e.bucket.ReserveN(now, 1)
@@ -146,10 +146,10 @@ func (r *rateLimiter) acquire(principal string, now time.Time) (func(), error) {
 			res.CancelAt(now)
 			r.mu.Unlock()
 			r.refused(principal, "calls_per_second")
-			return nil, &richError{code: codes.ResourceExhausted, reason: ReasonRateLimited, retryAfter: d,
-				msg: fmt.Sprintf("principal %q is over its rate limit of %g calls per second (burst %d, auth.rateLimits); retry after %s",
+			return nil, &core.Error{Code: core.ResourceExhausted, Reason: ReasonRateLimited, RetryAfter: d,
+				Message: fmt.Sprintf("principal %q is over its rate limit of %g calls per second (burst %d, auth.rateLimits); retry after %s",
 					principal, rule.CallsPerSecond, rule.Burst, d.Round(time.Millisecond)),
-				meta: map[string]string{"principal": principal, "limit": "calls_per_second"}}
+				Meta: map[string]string{"principal": principal, "limit": "calls_per_second"}}
 		}
 	}
 	if rule.MaxConcurrent <= 0 {

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 func rateLimited(t *testing.T, err error) time.Duration {
 	t.Helper()
-	var re *richError
-	if !errors.As(err, &re) || re.reason != ReasonRateLimited {
+	var re *core.Error
+	if !errors.As(err, &re) || re.Reason != ReasonRateLimited {
 		t.Fatalf("err = %v, want RATE_LIMITED", err)
 	}
-	return re.retryAfter
+	return re.RetryAfter
 }
 
 // TestRateLimiterBucket: the bucket admits burst calls at once, refuses the

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,14 +13,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Resources and prompts go through the same front-door steps as tool calls
@@ -48,14 +45,15 @@ type resourceOp struct {
 	meta      map[string]string
 	start     time.Time
 	release   func()
-	auth      *authState // the state the op is decided under (nil: not authenticated)
+	auth      *authState  // the state the op is decided under (nil: not authenticated)
+	fields    core.Fields // the wire's field names
 }
 
-func (s *Server) beginOp(ctx context.Context, kind, method string) (*resourceOp, error) {
-	op := &resourceOp{s: s, ctx: ctx, kind: kind, method: method, meta: map[string]string{}, start: time.Now()}
-	ctx, p, err := s.authenticate(ctx)
-	if err != nil {
-		return op, err
+func (s *Server) beginOp(ctx context.Context, fields core.Fields, kind, method string) (*resourceOp, error) {
+	op := &resourceOp{s: s, ctx: ctx, kind: kind, method: method, meta: map[string]string{}, start: time.Now(), fields: fields}
+	ctx, p, e := s.authenticate(ctx)
+	if e != nil {
+		return op, e
 	}
 	op.ctx, op.principal, op.auth = ctx, p, s.authOf(ctx)
 	return op, nil
@@ -64,49 +62,37 @@ func (s *Server) beginOp(ctx context.Context, kind, method string) (*resourceOp,
 // admit authorizes the principal for authName and takes a rate-limit slot.
 func (op *resourceOp) admit(authName, what string) error {
 	if !op.auth.authz.AllowTool(op.principal, authName) {
-		return &richError{code: codes.PermissionDenied, reason: ReasonPermissionDenied,
-			msg:  fmt.Sprintf("principal %q may not use %s", op.principal.Name, what),
-			meta: map[string]string{"principal": op.principal.Name}}
+		return core.New(core.PermissionDenied, ReasonPermissionDenied,
+			fmt.Sprintf("principal %q may not use %s", op.principal.Name, what), map[string]string{"principal": op.principal.Name})
 	}
 	var err error
 	op.release, err = op.auth.limits.acquire(op.principal.Name, time.Now())
 	return err
 }
 
-// status maps err once, adding the op's metadata to ErrorInfo.
-func (op *resourceOp) status(err error) error {
+// fail classifies err once (nil: nil), adding the op's metadata.
+func (op *resourceOp) fail(err error) *core.Error {
 	if err == nil {
 		return nil
 	}
-	var re *richError
-	if !errors.As(err, &re) {
-		if _, ok := status.FromError(err); ok {
-			return err
-		}
-		_, callerDeadline := op.ctx.Deadline()
-		re = classifyResource(err, callerDeadline)
-	}
-	if re.meta == nil {
-		re.meta = map[string]string{}
-	}
+	_, callerDeadline := op.ctx.Deadline()
+	e := core.Classify(err, core.ClassifyOptions{CallerDeadline: callerDeadline, Fields: op.fields})
 	for k, v := range op.meta {
-		if _, set := re.meta[k]; !set && v != "" {
-			re.meta[k] = v
-		}
+		e.SetMeta(k, v)
 	}
-	return re.err()
+	return e
 }
 
 // end releases the rate-limit slot, records the metrics and writes the
 // audit line.
-func (op *resourceOp) end(st error) {
+func (op *resourceOp) end(fail *core.Error) {
 	if op.release != nil {
 		op.release()
 		op.release = nil
 	}
 	outcome := "ok"
-	if st != nil {
-		outcome = status.Code(st).String()
+	if fail != nil {
+		outcome = fail.Code.String()
 	}
 	if m := op.s.opts.Metrics; m != nil {
 		server := "unknown" // bounded labels: configured servers only
@@ -133,39 +119,6 @@ func (op *resourceOp) end(st error) {
 	}
 }
 
-// classifyResource is classify plus the resource and prompt errors.
-func classifyResource(err error, callerDeadline bool) *richError {
-	var (
-		amb  *mcpbridge.AmbiguousResourceError
-		miss *mcpbridge.MissingArgumentsError
-	)
-	switch {
-	case errors.Is(err, mcpbridge.ErrResourceNotFound):
-		return &richError{code: codes.NotFound, reason: ReasonResourceNotFound, msg: err.Error()}
-	case errors.Is(err, mcpbridge.ErrPromptNotFound):
-		return &richError{code: codes.NotFound, reason: ReasonPromptNotFound, msg: err.Error()}
-	case errors.Is(err, mcpbridge.ErrSubscriptionsUnsupported):
-		return &richError{code: codes.FailedPrecondition, reason: ReasonSubscriptionsUnsupported, msg: err.Error()}
-	case errors.As(err, &amb):
-		e := fieldsError("server", violation("server", fmt.Sprintf("required: several servers offer %q: %s", clipText(amb.URI), strings.Join(amb.Candidates, ", "))))
-		e.meta = map[string]string{"candidates": strings.Join(amb.Candidates, ",")}
-		return e
-	case errors.As(err, &miss):
-		vs := make([]*errdetails.BadRequest_FieldViolation, len(miss.Missing))
-		for i, m := range miss.Missing {
-			vs[i] = violation("arguments."+m, "required by the prompt")
-		}
-		e := fieldsError("arguments", vs...)
-		e.msg = miss.Error()
-		return e
-	}
-	e := classify(err, callerDeadline)
-	if e.reason == ReasonDeadline || e.reason == ReasonCancelled {
-		e.msg = strings.Replace(e.msg, "; the upstream was sent notifications/cancelled", "", 1)
-	}
-	return e
-}
-
 // resourcesAuthName is the auth name of a server's resources; an unknown
 // server yields a name no rule can match except "*"-style globs, and the
 // lookup that follows reports SERVER_NOT_FOUND.
@@ -185,79 +138,28 @@ func encodeResourcePageToken(rev string, next int) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(resourcePageTokenVersion + ":" + rev + ":" + strconv.Itoa(next)))
 }
 
-func (s *Server) resourcePage(ctx context.Context, size int32, token string) (*mcpbridge.ResourceSnapshot, int, int, error) {
-	n := int(size)
-	switch {
-	case n < 0:
-		return nil, 0, 0, invalidArgument("page_size", fmt.Sprintf("must not be negative, got %d", n))
-	case n == 0:
-		n = DefaultPageSize
-	case n > MaxPageSize:
-		n = MaxPageSize
-	}
+// resourceCursor resolves a resource listing's page token (empty: the
+// current snapshot from its start) to the snapshot it names and the
+// offset to continue from; f names the token's field.
+func (s *Server) resourceCursor(token string, f core.Fields) (*mcpbridge.ResourceSnapshot, int, *core.Error) {
 	cat := s.bridge.Resources()
-	snap := cat.Current()
 	if token == "" {
-		return snap, 0, n, nil
+		return cat.Current(), 0, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(token)
 	parts := strings.Split(string(raw), ":")
-	bad := invalidArgument("page_token", "malformed; pass a next_page_token from a previous response, or empty for the first page")
 	if err != nil || len(parts) != 3 || parts[0] != resourcePageTokenVersion || !validRevision(parts[1]) {
-		return nil, 0, 0, bad
+		return nil, 0, malformedToken(f)
 	}
 	off, err := strconv.Atoi(parts[2])
 	if err != nil || off < 0 {
-		return nil, 0, 0, bad
+		return nil, 0, malformedToken(f)
 	}
 	old, ok := cat.Snapshot(parts[1])
 	if !ok {
-		return nil, 0, 0, invalidArgument("page_token", fmt.Sprintf("revision %s is no longer retained; restart the listing with an empty page_token", parts[1]))
+		return nil, 0, expiredToken(f, "resource", parts[1])
 	}
-	return old, off, n, nil
-}
-
-// protoPage is page for a gRPC list: the items converted by conv, and no
-// more than fit in budget bytes (at least one), so a page of large entries
-// from an upstream is never a message its client refuses; the page ends
-// early and next_page_token continues it.
-func protoPage[T any, P proto.Message](all []T, off, size int, keep func(T) bool, conv func(T) P, budget int) ([]P, int) {
-	var out []P
-	n, i := 0, off
-	for ; i < len(all) && len(out) < size; i++ {
-		if !keep(all[i]) {
-			continue
-		}
-		p := conv(all[i])
-		if n += proto.Size(p) + 8; n > budget && len(out) > 0 {
-			break
-		}
-		out = append(out, p)
-	}
-	for j := i; j < len(all); j++ {
-		if keep(all[j]) {
-			return out, i
-		}
-	}
-	return out, -1
-}
-
-// page returns up to size items of all from off that keep allows, and the
-// offset to continue from (-1: no more).
-func page[T any](all []T, off, size int, keep func(T) bool) ([]T, int) {
-	var out []T
-	i := off
-	for ; i < len(all) && len(out) < size; i++ {
-		if keep(all[i]) {
-			out = append(out, all[i])
-		}
-	}
-	for j := i; j < len(all); j++ {
-		if keep(all[j]) {
-			return out, i
-		}
-	}
-	return out, -1
+	return old, off, nil
 }
 
 // serverFilter checks the servers field and returns a membership test
@@ -269,8 +171,8 @@ func (s *Server) serverFilter(servers []string) (func(string) bool, error) {
 	for i, name := range servers {
 		if _, err := s.bridge.Server(name); err != nil {
 			field := fmt.Sprintf("servers[%d]", i)
-			return nil, (&richError{code: codes.NotFound, reason: ReasonServerNotFound, msg: fmt.Sprintf("%s: no configured server %q", field, clipText(name)),
-				violations: []*errdetails.BadRequest_FieldViolation{violation(field, "not a configured server")}}).err()
+			return nil, &core.Error{Code: core.NotFound, Reason: ReasonServerNotFound, Message: fmt.Sprintf("%s: no configured server %q", field, clipText(name)),
+				Violations: []core.FieldViolation{core.Violation(field, "not a configured server")}}
 		}
 	}
 	return func(n string) bool { return slices.Contains(servers, n) }, nil
@@ -290,78 +192,13 @@ func (s *Server) resourceVisible(ctx context.Context, only func(string) bool) fu
 	}
 }
 
-// ListResources implements toolsvc.v1.ToolService.
-func (s *Server) ListResources(ctx context.Context, req *toolsvcv1.ListResourcesRequest) (*toolsvcv1.ListResourcesResponse, error) {
-	ctx, _, err := s.authenticate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	only, err := s.serverFilter(req.GetServers())
-	if err != nil {
-		return nil, err
-	}
-	snap, off, size, err := s.resourcePage(ctx, req.GetPageSize(), req.GetPageToken())
-	if err != nil {
-		return nil, err
-	}
-	vis := s.resourceVisible(ctx, only)
-	items, next := protoPage(snap.Resources, off, size, func(r *mcpbridge.Resource) bool { return vis(r.Server) }, resourceToProto, s.pageBudget())
-	resp := &toolsvcv1.ListResourcesResponse{Revision: snap.Revision, Resources: items}
-	if next >= 0 {
-		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
-	}
-	return resp, nil
-}
-
-// ListResourceTemplates implements toolsvc.v1.ToolService.
-func (s *Server) ListResourceTemplates(ctx context.Context, req *toolsvcv1.ListResourceTemplatesRequest) (*toolsvcv1.ListResourceTemplatesResponse, error) {
-	ctx, _, err := s.authenticate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	only, err := s.serverFilter(req.GetServers())
-	if err != nil {
-		return nil, err
-	}
-	snap, off, size, err := s.resourcePage(ctx, req.GetPageSize(), req.GetPageToken())
-	if err != nil {
-		return nil, err
-	}
-	vis := s.resourceVisible(ctx, only)
-	items, next := protoPage(snap.Templates, off, size, func(t *mcpbridge.ResourceTemplate) bool { return vis(t.Server) }, templateToProto, s.pageBudget())
-	resp := &toolsvcv1.ListResourceTemplatesResponse{Revision: snap.Revision, ResourceTemplates: items}
-	if next >= 0 {
-		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
-	}
-	return resp, nil
-}
-
-// ListPrompts implements toolsvc.v1.ToolService.
-func (s *Server) ListPrompts(ctx context.Context, req *toolsvcv1.ListPromptsRequest) (*toolsvcv1.ListPromptsResponse, error) {
-	ctx, _, err := s.authenticate(ctx)
-	if err != nil {
-		return nil, err
-	}
-	snap, off, size, err := s.resourcePage(ctx, req.GetPageSize(), req.GetPageToken())
-	if err != nil {
-		return nil, err
-	}
-	allowed := s.authOf(ctx).authz.filter(ctx)
-	items, next := protoPage(snap.Prompts, off, size, func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }, promptToProto, s.pageBudget())
-	resp := &toolsvcv1.ListPromptsResponse{Revision: snap.Revision, Prompts: items}
-	if next >= 0 {
-		resp.NextPageToken = encodeResourcePageToken(snap.Revision, next)
-	}
-	return resp, nil
-}
-
 // resolveRead checks a read or subscription request and admits it: the
 // URI is required, the server is resolved (or inferred), the caller must
 // be allowed that server's resources.
 func (op *resourceOp) resolveRead(server, uri string) (string, error) {
 	op.meta["uri"], op.meta["server"] = uri, server
 	if uri == "" {
-		return "", fieldsError("uri", violation("uri", "required: a resource URI from ListResources, a resource_link, or one a template yields"))
+		return "", core.InvalidField("uri", "required: a resource URI from ListResources, a resource_link, or one a template yields")
 	}
 	if server == "" {
 		// Inferred among the servers whose resources the caller may see:
@@ -396,7 +233,7 @@ func (op *resourceOp) resolveRead(server, uri string) (string, error) {
 
 // ReadResource implements toolsvc.v1.ToolService.
 func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRequest) (*toolsvcv1.ReadResourceResponse, error) {
-	op, err := s.beginOp(ctx, "resource read", "resources/read")
+	op, err := s.beginOp(ctx, grpcFields, "resource read", "resources/read")
 	var out *toolsvcv1.ReadResourceResponse
 	if err == nil {
 		var server string
@@ -404,10 +241,10 @@ func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRe
 			out, err = s.readResource(op.ctx, server, req.GetUri())
 		}
 	}
-	st := op.status(err)
-	op.end(st)
-	if st != nil {
-		return nil, st
+	fail := op.fail(err)
+	op.end(fail)
+	if fail != nil {
+		return nil, grpcStatus(fail).Err()
 	}
 	return out, nil
 }
@@ -421,22 +258,22 @@ func (s *Server) readResource(ctx context.Context, server, uri string) (*toolsvc
 	}
 	out := readResultToProto(res, server)
 	if size := proto.Size(out); size > s.opts.MaxResponseBytes {
-		return nil, tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+		return nil, core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
 	}
 	return out, nil
 }
 
 // GetPrompt implements toolsvc.v1.ToolService.
 func (s *Server) GetPrompt(ctx context.Context, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
-	op, err := s.beginOp(ctx, "prompt get", "prompts/get")
+	op, err := s.beginOp(ctx, grpcFields, "prompt get", "prompts/get")
 	var out *toolsvcv1.GetPromptResponse
 	if err == nil {
 		out, err = s.getPrompt(op, req)
 	}
-	st := op.status(err)
-	op.end(st)
-	if st != nil {
-		return nil, st
+	fail := op.fail(err)
+	op.end(fail)
+	if fail != nil {
+		return nil, grpcStatus(fail).Err()
 	}
 	return out, nil
 }
@@ -448,7 +285,7 @@ func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*to
 	}
 	op.meta["prompt"] = name
 	if name == "" {
-		return nil, fieldsError("name", violation("name", "required: the exposed prompt name from ListPrompts"))
+		return nil, core.InvalidField("name", "required: the exposed prompt name from ListPrompts")
 	}
 	// As for tools: authorization is decided before a failed lookup is
 	// reported.
@@ -476,7 +313,7 @@ func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*to
 		out.Messages = append(out.Messages, pm)
 	}
 	if size := proto.Size(out); size > s.opts.MaxResponseBytes {
-		return nil, tooLargeError(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+		return nil, core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
 	}
 	return out, nil
 }
@@ -492,13 +329,16 @@ func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*to
 // resource disappears; the client resumes by calling again with the last
 // version as resume_token.
 func (s *Server) SubscribeResource(req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {
-	op, err := s.beginOp(stream.Context(), "resource subscription", "resources/subscribe")
+	op, err := s.beginOp(stream.Context(), grpcFields, "resource subscription", "resources/subscribe")
 	if err == nil {
 		err = s.subscribeResource(op, req, stream)
 	}
-	st := op.status(err)
-	op.end(st)
-	return st
+	fail := op.fail(err)
+	op.end(fail)
+	if fail != nil {
+		return grpcStatus(fail).Err()
+	}
+	return nil
 }
 
 func (s *Server) subscribeResource(op *resourceOp, req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {

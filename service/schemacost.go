@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // What validating one call's arguments costs. checkSchema refuses schemas
@@ -79,12 +80,12 @@ const limitValidationSteps = "max_validation_steps"
 
 // costError refuses arguments whose validation would pass the budget; path
 // is where the count passed it (".a[0].a…" below field).
-func costError(field, path string) *richError {
-	e := fieldsError(field, violation(field, fmt.Sprintf(
+func costError(field, path string) *core.Error {
+	e := core.InvalidArguments(core.Violation(field, fmt.Sprintf(
 		"validating these arguments against the tool's inputSchema would apply more than %d subschemas "+
 			"(its alternatives multiply at each level of nesting; the count passed the bound at %s): send arguments that nest less deeply",
 		maxValidationSteps, clipText(field+path))))
-	e.meta = map[string]string{"limit": limitValidationSteps, limitValidationSteps: strconv.Itoa(maxValidationSteps)}
+	e.Meta = map[string]string{"limit": limitValidationSteps, limitValidationSteps: strconv.Itoa(maxValidationSteps)}
 	return e
 }
 

@@ -7,17 +7,22 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/toolsvc/toolsvc/service/core"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // violationsOf is the field violations of a validate result (nil: valid).
-func violationsOf(e *richError) []*errdetails.BadRequest_FieldViolation {
+func violationsOf(e *core.Error) []*errdetails.BadRequest_FieldViolation {
 	if e == nil {
 		return nil
 	}
-	return e.violations
+	for _, d := range grpcStatus(e).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			return br.GetFieldViolations()
+		}
+	}
+	return nil
 }
 
 // nestedArrays is {"a": [[…[]…]]} with depth levels of arrays under "a".
@@ -103,10 +108,10 @@ func TestValidationCostRefusesMultiplyingSchemas(t *testing.T) {
 			}
 			cs.resolved = refuseAll
 			e := cs.validate("arguments", tc.args(40))
-			if e == nil || e.meta["limit"] != limitValidationSteps || e.reason != ReasonArgumentsInvalid || e.code != codes.InvalidArgument {
+			if e == nil || e.Meta["limit"] != limitValidationSteps || e.Reason != ReasonArgumentsInvalid || e.Code != core.InvalidArgument {
 				t.Fatalf("40 levels: %+v, want the validation budget refusal", e)
 			}
-			if vs := e.violations; len(vs) != 1 || vs[0].GetField() != "arguments" || !strings.Contains(vs[0].GetDescription(), "arguments.a") {
+			if vs := violationsOf(e); len(vs) != 1 || vs[0].GetField() != "arguments" || !strings.Contains(vs[0].GetDescription(), "arguments.a") {
 				t.Errorf("violations = %v, want one on arguments naming where", vs)
 			}
 		})
@@ -256,7 +261,7 @@ func TestValidationCostKeepsRecursiveSchemas(t *testing.T) {
 
 // TestValidationCostError: the refusal as the caller sees it.
 func TestValidationCostError(t *testing.T) {
-	st := status.Convert(costError("arguments_json", ".a[0][0]").err())
+	st := grpcStatus(costError("arguments_json", ".a[0][0]"))
 	if st.Code() != codes.InvalidArgument {
 		t.Fatalf("code = %v", st.Code())
 	}

@@ -5,9 +5,7 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +16,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Paging limits of ListTools.
@@ -163,75 +162,37 @@ func (s *Server) Shutdown() {
 // (and their Struct schemas) per call. Clients decode a normal
 // ListToolsResponse; in-process callers must decode it the same way.
 func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest) (*toolsvcv1.ListToolsResponse, error) {
-	ctx, _, err := s.authenticate(ctx)
+	ctx, _, err := s.authenticateRPC(ctx)
 	if err != nil {
 		return nil, err
 	}
-	size := int(req.GetPageSize())
-	switch {
-	case size < 0:
-		return nil, invalidArgument("page_size", fmt.Sprintf("must not be negative, got %d", size))
-	case size == 0:
-		size = DefaultPageSize
-	case size > MaxPageSize:
-		size = MaxPageSize
+	size, e := core.PageSize("page_size", int(req.GetPageSize()), DefaultPageSize, MaxPageSize)
+	if e != nil {
+		return nil, grpcStatus(e).Err()
 	}
 	format, err := parseSchemaFormat(req.GetSchemaFormat(), "schema_format")
 	if err != nil {
 		return nil, err
 	}
-	cat := s.bridge.Catalog()
-	snap := cat.Current()
-	after := ""
-	if req.GetPageToken() != "" {
-		tok, err := decodePageToken(req.GetPageToken())
-		if err != nil {
-			return nil, invalidArgument("page_token", "malformed; pass a next_page_token from a previous response, or empty for the first page")
-		}
-		old, ok := cat.Snapshot(tok.revision)
-		if !ok {
-			return nil, invalidArgument("page_token", fmt.Sprintf(
-				"catalog revision %s is no longer retained; restart the listing with an empty page_token", tok.revision))
-		}
-		snap, after = old, tok.after
+	snap, after, e := s.toolCursor(req.GetPageToken(), grpcFields)
+	if e != nil {
+		return nil, grpcStatus(e).Err()
 	}
-	all := s.cache.tools(snap, snap == cat.Current(), format)
-	start := 0
-	if after != "" {
-		start = sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
+	all := s.cache.tools(snap, snap == s.bridge.Catalog().Current(), format)
+	start := toolsAfter(snap, after)
+	var keep func(*wireTool) bool
+	if allowed := s.authOf(ctx).authz.filter(ctx); allowed != nil {
+		keep = func(w *wireTool) bool { return allowed(w.msg.GetName()) }
 	}
-	allowed := s.authOf(ctx).authz.filter(ctx)
-	budget := s.pageBudget()
-	if allowed == nil {
-		end, n := start, 0
-		for ; end < len(all) && end-start < size; end++ {
-			if n += len(all[end].enc) + 8; n > budget && end > start {
-				break
-			}
-		}
-		next := ""
-		if end < len(all) {
-			next = pageToken{revision: snap.Revision, after: snap.Tools[end-1].Name}.encode()
-		}
-		return s.pages.page(snap, format, start, end, all[start:end], next), nil
-	}
-	// Only the caller's tools: fill the page, then look for one more.
-	var page []*wireTool
-	i, n := start, 0
-	for ; i < len(all) && len(page) < size; i++ {
-		if allowed(snap.Tools[i].Name) {
-			if n += len(all[i].enc) + 8; n > budget && len(page) > 0 {
-				break
-			}
-			page = append(page, all[i])
-		}
-	}
+	page, n := core.Page(all, start, size, s.pageBudget(), keep, core.Same[*wireTool], func(w *wireTool) int { return len(w.enc) })
 	next := ""
-	for j := i; j < len(all); j++ {
-		if allowed(snap.Tools[j].Name) {
-			next = pageToken{revision: snap.Revision, after: page[len(page)-1].msg.GetName()}.encode()
-			break
-		}
+	if n >= 0 {
+		next = pageToken{revision: snap.Revision, after: page[len(page)-1].msg.GetName()}.encode()
+	}
+	if keep == nil {
+		// Every caller paging the whole catalog gets the same pages: built
+		// once per revision (pageCache).
+		return s.pages.page(snap, format, start, start+len(page), page, next), nil
 	}
 	return encodedListPage(page, next, snap.Revision), nil
 }
@@ -250,7 +211,7 @@ func (s *Server) pageBudget() int {
 // and the configuration status are operator information, shown to admins
 // only (without an auth section: to callers on this machine).
 func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersRequest) (*toolsvcv1.ListServersResponse, error) {
-	actx, p, err := s.authenticate(ctx)
+	actx, p, err := s.authenticateRPC(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 	"net"
-	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -385,30 +383,5 @@ func TestListToolsPagesFitTheResponseLimit(t *testing.T) {
 		if n != 1 {
 			t.Errorf("%s listed %d times", name, n)
 		}
-	}
-}
-
-// TestProtoPageFitsTheBudget: a resource or prompt page ends early when the
-// next entry would pass the byte budget (at least one entry per page), and
-// following the offsets returns every kept entry once.
-func TestProtoPageFitsTheBudget(t *testing.T) {
-	var all []string
-	for i := range 50 {
-		all = append(all, fmt.Sprintf("%02d-%s", i, strings.Repeat("x", 1000)))
-	}
-	keep := func(s string) bool { return s[1] != '7' } // drops 07, 17, …
-	var got []string
-	for off, pages := 0, 0; off >= 0; pages++ {
-		items, next := protoPage(all, off, 100, keep, wrapperspb.String, 4096)
-		if len(items) == 0 || len(items) > 4 {
-			t.Fatalf("page %d at %d: %d items, want 1-4 of about 1 KB in 4 KB", pages, off, len(items))
-		}
-		for _, it := range items {
-			got = append(got, it.GetValue()[:2])
-		}
-		off = next
-	}
-	if len(got) != 45 || got[0] != "00" || got[len(got)-1] != "49" || slices.Contains(got, "07") {
-		t.Fatalf("entries %v, want the 45 kept, in order", got)
 	}
 }

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // DefaultWatchSendTimeout bounds how long one message of a watch stream may
@@ -80,7 +80,7 @@ func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalog
 			return nil, invalidArgument(field, err.Error())
 		}
 		if _, err := s.bridge.Server(name); err != nil {
-			return nil, plainError(codes.NotFound, ReasonServerNotFound, fmt.Sprintf("%s: no configured server is named %q", field, name), map[string]string{"server": name})
+			return nil, plainError(core.NotFound, ReasonServerNotFound, fmt.Sprintf("%s: no configured server is named %q", field, name), map[string]string{"server": name})
 		}
 		if f.servers == nil {
 			f.servers = map[string]bool{}
@@ -446,7 +446,7 @@ func (s *Server) resumeEvent(tok string, ev *viewEvents) eventMessages {
 // (see watchSender); the client resumes.
 func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]) error {
 	ctx := stream.Context()
-	authCtx, _, err := s.authenticate(ctx) // the principal, inside the service (auth.go)
+	authCtx, _, err := s.authenticateRPC(ctx) // the principal, inside the service (auth.go)
 	if err != nil {
 		return err
 	}
@@ -549,8 +549,7 @@ func (s *Server) rejoin(authCtx context.Context, req *toolsvcv1.WatchCatalogRequ
 	return ng, nf, nil
 }
 
-var errShuttingDown = (&richError{code: codes.Unavailable, reason: ReasonShuttingDown,
-	msg: "server shutting down; resume with the last revision on any replica"}).err()
+var errShuttingDown = grpcStatus(core.ShuttingDown("server shutting down; resume with the last revision on any replica")).Err()
 
 // watchSender sends on one stream from the handler goroutine, bounded in
 // time: gRPC's SendMsg has no deadline and blocks while the client does not
@@ -582,7 +581,7 @@ type statusWriter interface {
 }
 
 func errSlowConsumer(timeout time.Duration) error {
-	return plainError(codes.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
+	return plainError(core.Unavailable, ReasonSlowConsumer, fmt.Sprintf(
 		"watch stream ended: the client did not read for %s; resume with the last revision", timeout), nil)
 }
 

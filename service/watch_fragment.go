@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"strconv"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Large watch events. A snapshot of 100,000 tools is about 9 MB, and so is
@@ -54,11 +54,9 @@ func (s *Server) encodeEvent(m *toolsvcv1.WatchCatalogResponse, fragment bool) e
 	}
 	if !fragment && len(parts) > 1 {
 		size := proto.Size(m)
-		return eventMessages{err: (&richError{code: codes.ResourceExhausted, reason: ReasonResponseTooLarge,
-			msg: fmt.Sprintf("the watch %s is %d bytes, over the %d-byte limit of one message (serve --max-response-bytes); "+
-				"set WatchCatalogRequest.fragment to receive it in parts", kind, size, limit),
-			meta: map[string]string{"event": kind, "limit": "max-response-bytes", "limit_bytes": strconv.Itoa(limit), "size_bytes": strconv.Itoa(size)},
-		}).err()}
+		return eventMessages{err: plainError(core.ResourceExhausted, ReasonResponseTooLarge, fmt.Sprintf("the watch %s is %d bytes, over the %d-byte limit of one message (serve --max-response-bytes); "+
+			"set WatchCatalogRequest.fragment to receive it in parts", kind, size, limit),
+			map[string]string{"event": kind, "limit": "max-response-bytes", "limit_bytes": strconv.Itoa(limit), "size_bytes": strconv.Itoa(size)})}
 	}
 	out := eventMessages{msgs: make([]proto.Message, len(parts))}
 	for i, p := range parts {
@@ -72,11 +70,8 @@ func (s *Server) encodeEvent(m *toolsvcv1.WatchCatalogResponse, fragment bool) e
 			}
 			meta["event"], meta["limit"] = kind, "max-response-bytes"
 			meta["limit_bytes"], meta["size_bytes"] = strconv.Itoa(limit), strconv.Itoa(size)
-			return eventMessages{err: (&richError{code: codes.ResourceExhausted, reason: ReasonResponseTooLarge,
-				msg: fmt.Sprintf("the watch %s holds %s of %d bytes, over the %d-byte limit of any message (serve --max-response-bytes)",
-					kind, what, size, limit),
-				meta: meta,
-			}).err()}
+			return eventMessages{err: plainError(core.ResourceExhausted, ReasonResponseTooLarge, fmt.Sprintf("the watch %s holds %s of %d bytes, over the %d-byte limit of any message (serve --max-response-bytes)",
+				kind, what, size, limit), meta)}
 		}
 		out.msgs[i] = preEncode(p)
 	}

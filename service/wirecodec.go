@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // wireCodec is gRPC's proto codec, except for the messages this service
@@ -176,7 +177,7 @@ func undecodable(v any) error {
 		if num == undecodableField && typ == protowire.BytesType {
 			b, _ := protowire.ConsumeBytes(u)
 			field, cause, _ := strings.Cut(string(b), "\x00")
-			return decodeFailure(m.ProtoReflect().Descriptor(), field, cause).err()
+			return grpcStatus(decodeFailure(m.ProtoReflect().Descriptor(), field, cause)).Err()
 		}
 		if n = protowire.ConsumeFieldValue(num, typ, u); n < 0 {
 			return nil
@@ -188,7 +189,7 @@ func undecodable(v any) error {
 
 // decodeFailure is the refusal of a request that did not decode: field is
 // the offending top-level field ("" if unknown), cause the decoder's error.
-func decodeFailure(md protoreflect.MessageDescriptor, field, cause string) *richError {
+func decodeFailure(md protoreflect.MessageDescriptor, field, cause string) *core.Error {
 	var desc string
 	switch {
 	case strings.Contains(cause, "invalid UTF-8"):
@@ -205,7 +206,10 @@ func decodeFailure(md protoreflect.MessageDescriptor, field, cause string) *rich
 		field = "request"
 		desc = fmt.Sprintf("the %s %s", md.Name(), desc)
 	}
-	return fieldsError(field, violation(field, desc))
+	if field == "arguments" || field == "arguments_json" {
+		return core.InvalidArguments(core.Violation(field, desc))
+	}
+	return core.InvalidField(field, desc)
 }
 
 // undecodableUnary answers INVALID_ARGUMENT for a unary request the codec

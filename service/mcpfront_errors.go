@@ -1,0 +1,73 @@
+package service
+
+import (
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/service/core"
+)
+
+// The MCP form of the core's one error value (service/core/errors.go),
+// mapped here, once. The message is the error's own, bounded; it was
+// built with the front door's field names (mcpFields), so nothing here
+// edits text.
+
+// mcpFields are the MCP names of the request fields the core's errors
+// concern: tools/call has one "arguments" (JSON), lists continue from a
+// "cursor", and resources/read names no server.
+var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", NextPageToken: "nextCursor"}
+
+// mcpCallFailure is the MCP form of a refused or failed tool call:
+// arguments the model can fix are a tool error (isError, so the model sees
+// why); everything else is a JSON-RPC error (mcpError).
+func mcpCallFailure(e *core.Error) (*mcp.CallToolResult, error) {
+	if e.Reason == core.ReasonArgumentsInvalid {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: e.Bounded().Message}}}, nil
+	}
+	return nil, mcpError(e)
+}
+
+// mcpError is the JSON-RPC error of e. Codes: -32002 for
+// RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
+// for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool),
+// MethodNotFound for UNIMPLEMENTED, InternalError for INTERNAL, and the
+// server error -32000 for the rest (unavailable, deadline, cancelled,
+// over a limit, permission). data carries what the gRPC status carries in
+// its details: "code" (the canonical code's name), "reason", "metadata",
+// "retryAfterSeconds" and "fields" (the violations' field paths).
+func mcpError(e *core.Error) *jsonrpc.Error {
+	e = e.Bounded()
+	data := map[string]any{"code": e.Code.String(), "reason": e.Reason}
+	if len(e.Meta) > 0 {
+		data["metadata"] = e.Meta
+	}
+	if e.RetryAfter > 0 {
+		data["retryAfterSeconds"] = e.RetryAfter.Seconds()
+	}
+	if len(e.Violations) > 0 {
+		fields := make([]string, len(e.Violations))
+		for i, v := range e.Violations {
+			fields[i] = v.Field
+		}
+		data["fields"] = fields
+	}
+	code := int64(-32000)
+	switch {
+	case e.Reason == core.ReasonResourceNotFound:
+		code = mcpCodeResourceNotFound
+	case e.Code == core.InvalidArgument, e.Code == core.NotFound:
+		code = jsonrpc.CodeInvalidParams
+	case e.Code == core.Unimplemented:
+		code = jsonrpc.CodeMethodNotFound
+	case e.Code == core.Internal:
+		code = jsonrpc.CodeInternalError
+	}
+	raw, _ := json.Marshal(data)
+	return &jsonrpc.Error{Code: code, Message: e.Message, Data: raw}
+}
+
+// mcpCodeResourceNotFound is the MCP spec's error code for a resource
+// that does not exist.
+const mcpCodeResourceNotFound = -32002
