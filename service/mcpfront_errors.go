@@ -21,13 +21,21 @@ var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", Nex
 
 // mcpCallFailure is the MCP form of a refused or failed tool call:
 // arguments the model can fix are a tool error (isError, so the model sees
-// why); everything else is a JSON-RPC error (mcpError).
+// why; _meta[ErrorMetaKey] carries what a JSON-RPC error's data does);
+// everything else is a JSON-RPC error (mcpError).
 func mcpCallFailure(e *core.Error) (*mcp.CallToolResult, error) {
 	if e.Reason == core.ReasonArgumentsInvalid {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: e.Bounded().Message}}}, nil
+		e = e.Bounded()
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: e.Message}},
+			Meta: mcp.Meta{ErrorMetaKey: errorData(e)}}, nil
 	}
 	return nil, mcpError(e)
 }
+
+// ErrorMetaKey is the _meta key of a tools/call isError result that
+// toolsvc made (ARGUMENTS_INVALID): its value is the object a JSON-RPC
+// error of the front door carries as data.
+const ErrorMetaKey = "dev.toolsvc/error"
 
 // mcpError is the JSON-RPC error of e. Codes: -32002 for
 // RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
@@ -39,6 +47,23 @@ func mcpCallFailure(e *core.Error) (*mcp.CallToolResult, error) {
 // "retryAfterSeconds" and "fields" (the violations' field paths).
 func mcpError(e *core.Error) *jsonrpc.Error {
 	e = e.Bounded()
+	code := int64(-32000)
+	switch {
+	case e.Reason == core.ReasonResourceNotFound:
+		code = mcpCodeResourceNotFound
+	case e.Code == core.InvalidArgument, e.Code == core.NotFound:
+		code = jsonrpc.CodeInvalidParams
+	case e.Code == core.Unimplemented:
+		code = jsonrpc.CodeMethodNotFound
+	case e.Code == core.Internal:
+		code = jsonrpc.CodeInternalError
+	}
+	raw, _ := json.Marshal(errorData(e))
+	return &jsonrpc.Error{Code: code, Message: e.Message, Data: raw}
+}
+
+// errorData is the data of the front door's errors (e bounded).
+func errorData(e *core.Error) map[string]any {
 	data := map[string]any{"code": e.Code.String(), "reason": e.Reason}
 	if len(e.Meta) > 0 {
 		data["metadata"] = e.Meta
@@ -53,19 +78,7 @@ func mcpError(e *core.Error) *jsonrpc.Error {
 		}
 		data["fields"] = fields
 	}
-	code := int64(-32000)
-	switch {
-	case e.Reason == core.ReasonResourceNotFound:
-		code = mcpCodeResourceNotFound
-	case e.Code == core.InvalidArgument, e.Code == core.NotFound:
-		code = jsonrpc.CodeInvalidParams
-	case e.Code == core.Unimplemented:
-		code = jsonrpc.CodeMethodNotFound
-	case e.Code == core.Internal:
-		code = jsonrpc.CodeInternalError
-	}
-	raw, _ := json.Marshal(data)
-	return &jsonrpc.Error{Code: code, Message: e.Message, Data: raw}
+	return data
 }
 
 // mcpCodeResourceNotFound is the MCP spec's error code for a resource
