@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
@@ -94,41 +93,11 @@ func (s *Server) streamCall(c *Call, stream grpc.ServerStreamingServer[toolsvcv1
 		return send(m, proto.Size(m))
 	}
 
-	queue := newProgressQueue()
-	var (
-		wg      sync.WaitGroup
-		sendErr error // written by the sender, read after wg.Wait
-	)
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			case <-queue.ready:
-				for _, pr := range queue.take() {
-					if err := sendProgress(pr); err != nil {
-						sendErr = err
-						cancel() // nobody is reading: stop the call
-						return
-					}
-				}
-			}
-		}
-	}()
-	res, callErr := c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: queue.put})
-	close(done)
-	wg.Wait()
+	res, callErr, sendErr := relayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
+		return c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: onProgress})
+	}, sendProgress, cancel)
 	if sendErr != nil {
 		return sent, false, sendErr
-	}
-	// Progress that arrived before the result but was not sent yet.
-	for _, pr := range queue.take() {
-		if err := sendProgress(pr); err != nil {
-			return sent, false, err
-		}
 	}
 	if callErr != nil {
 		return sent, false, callErr
@@ -149,44 +118,4 @@ func progressMessage(pr mcpbridge.Progress) *toolsvcv1.CallToolStreamResponse {
 		m.Total = &total
 	}
 	return &toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Progress{Progress: m}}
-}
-
-// progressBacklog bounds the undelivered progress of one call. A reader
-// that keeps up sees every notification; one that falls this far behind
-// sees the oldest ones and then the latest.
-const progressBacklog = 32
-
-// progressQueue holds the undelivered progress of one call. put never
-// blocks: it appends, or when progressBacklog are waiting it overwrites the
-// newest (latest wins), and does a non-blocking send on a capacity-1
-// signal.
-type progressQueue struct {
-	mu    sync.Mutex
-	items []mcpbridge.Progress
-	ready chan struct{}
-}
-
-func newProgressQueue() *progressQueue { return &progressQueue{ready: make(chan struct{}, 1)} }
-
-func (q *progressQueue) put(pr mcpbridge.Progress) {
-	q.mu.Lock()
-	if len(q.items) < progressBacklog {
-		q.items = append(q.items, pr)
-	} else {
-		q.items[len(q.items)-1] = pr
-	}
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-// take removes and returns everything waiting, oldest first.
-func (q *progressQueue) take() []mcpbridge.Progress {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = nil
-	return items
 }

@@ -225,8 +225,8 @@ func TestErrorDetails(t *testing.T) {
 		if tt.caller {
 			ctx, cancel = context.WithTimeout(ctx, time.Hour)
 		}
-		c := &Call{s: &Server{log: slog.Default()}, ctx: ctx, in: CallInput{Name: "srv__t"},
-			target: mcpbridge.Target{Tool: &mcpbridge.Tool{Name: "srv__t", Server: "srv"}}}
+		c := &Call{operation: &operation{s: &Server{log: slog.Default()}, kind: opToolCall, ctx: ctx,
+			meta: map[string]string{"tool": "srv__t", "server": "srv"}}, in: CallInput{Name: "srv__t"}}
 		st := grpcStatus(c.Fail(tt.err))
 		cancel()
 		if st.Code() != tt.code {

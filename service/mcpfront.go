@@ -783,31 +783,15 @@ func (f *MCPFront) dispatch(ctx context.Context, c *Call, req *mcp.CallToolReque
 	if token == nil {
 		return c.Dispatch(callCtx, nil)
 	}
-	queue := newProgressQueue()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	send := func(prs []mcpbridge.Progress) {
-		for _, pr := range prs {
-			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
-				Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
-		}
+	send := func(pr mcpbridge.Progress) error {
+		// A client that went away is the call's context's business.
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+			Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
+		return nil
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-done:
-				return
-			case <-queue.ready:
-				send(queue.take())
-			}
-		}
-	}()
-	res, err := c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: queue.put})
-	close(done)
-	wg.Wait()
-	send(queue.take())
+	res, err, _ := relayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
+		return c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: onProgress})
+	}, send, func() {})
 	return res, err
 }
 

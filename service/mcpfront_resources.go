@@ -126,7 +126,7 @@ func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
 // readResource answers resources/read through resourceOp, like
 // ReadResource.
 func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), mcpFields, "resource read", "resources/read")
+	op, err := f.s.begin(principalContext(ctx, req.GetExtra()), opResourceRead, mcpFields)
 	var res *mcp.ReadResourceResult
 	if err == nil {
 		uri := ""
@@ -142,7 +142,7 @@ func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceReques
 		}
 	}
 	fail := op.fail(err)
-	op.end(fail)
+	op.end(fail, false)
 	if fail != nil {
 		return nil, mcpError(fail)
 	}
@@ -151,36 +151,24 @@ func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceReques
 
 // getPrompt answers prompts/get through resourceOp, like GetPrompt.
 func (f *MCPFront) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), mcpFields, "prompt get", "prompts/get")
+	op, err := f.s.begin(principalContext(ctx, req.GetExtra()), opPromptGet, mcpFields)
 	var res *mcp.GetPromptResult
 	if err == nil {
 		res, err = f.renderPrompt(op, req.Params)
 	}
 	fail := op.fail(err)
-	op.end(fail)
+	op.end(fail, false)
 	if fail != nil {
 		return nil, mcpError(fail)
 	}
 	return res, nil
 }
 
-func (f *MCPFront) renderPrompt(op *resourceOp, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
-	if params == nil || params.Name == "" {
-		return nil, core.InvalidField("name", "required: the exposed prompt name from prompts/list")
+func (f *MCPFront) renderPrompt(op *operation, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+	if params == nil {
+		params = &mcp.GetPromptParams{}
 	}
-	name := params.Name
-	op.meta["prompt"] = name
-	// As for tools: authorization is decided before a failed lookup is
-	// reported.
-	p, rerr := f.s.bridge.ResolvePrompt(name)
-	if err := op.admit(name, fmt.Sprintf("prompt %q", name)); err != nil {
-		return nil, err
-	}
-	if rerr != nil {
-		return nil, rerr
-	}
-	op.meta["server"] = p.Server
-	res, err := f.s.bridge.GetPrompt(op.ctx, p, params.Arguments, op.principal.Name)
+	res, err := op.getPrompt(params.Name, params.Arguments)
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +181,8 @@ func (f *MCPFront) checkSize(res any) error {
 	if err != nil {
 		return err
 	}
-	if len(raw) > f.s.opts.MaxResponseBytes {
-		return core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", len(raw), f.s.opts.MaxResponseBytes)
+	if e := f.s.checkResponse(len(raw)); e != nil {
+		return e
 	}
 	return nil
 }
@@ -245,7 +233,7 @@ var frontResubscribeBackoff = [2]time.Duration{200 * time.Millisecond, 5 * time.
 const frontSubscribeTimeout = 30 * time.Second
 
 func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	op, err := f.s.beginOp(principalContext(ctx, req.GetExtra()), mcpFields, "resource subscription", "resources/subscribe")
+	op, err := f.s.begin(principalContext(ctx, req.GetExtra()), opSubscription, mcpFields)
 	if err == nil {
 		uri := ""
 		if req.Params != nil {
@@ -254,15 +242,12 @@ func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) err
 		var server string
 		if server, err = op.resolveRead("", uri); err == nil {
 			// A subscription is not a call: it holds no rate-limit slot.
-			if op.release != nil {
-				op.release()
-				op.release = nil
-			}
+			op.releaseSlot()
 			err = f.joinSub(op.ctx, subKey{server, uri}, req.Session)
 		}
 	}
 	fail := op.fail(err)
-	op.end(fail)
+	op.end(fail, false)
 	if fail != nil {
 		return mcpError(fail)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,35 +56,30 @@ type CallInput struct {
 	Fields core.Fields
 }
 
-// Call is one tool call moving through the pipeline. It is used by one
-// goroutine (the front door's handler); End must be called exactly once.
+// Call is one tool call moving through the operation engine
+// (operation.go). It is used by one goroutine (the front door's handler);
+// End must be called exactly once.
 type Call struct {
-	s         *Server
-	ctx       context.Context // the caller's, with its principal
-	in        CallInput
-	principal Principal
-	target    mcpbridge.Target // zero until resolved
-	args      any              // map[string]any, json.RawMessage, or nil ({})
-	start     time.Time
-	release   func()     // the principal's concurrency slot, if limited
-	auth      *authState // the state the call is decided under (nil: refused before authentication)
-	ended     bool
+	*operation
+	in     CallInput
+	target mcpbridge.Target // zero until resolved
+	args   any              // map[string]any, json.RawMessage, or nil ({})
 }
 
 // BeginCall runs every check that comes before the upstream. It always
 // returns the call (so that End can observe a refusal); a non-nil err says
 // why the call must not be dispatched.
 func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
-	c := &Call{s: s, ctx: ctx, in: in, start: time.Now()}
-	if m := s.opts.Metrics; m != nil {
-		m.callsInFlight.Inc()
+	op, err := s.begin(ctx, opToolCall, in.Fields)
+	c := &Call{operation: op, in: in}
+	// A name longer than any tool's is never echoed (checkExposedName).
+	op.meta["tool"], op.meta["server"] = "", ""
+	if len(in.Name) <= mcpbridge.MaxNameLen {
+		op.meta["tool"] = in.Name
 	}
-	ctx, p, e := s.authenticate(ctx)
-	if e != nil {
-		return c, e
+	if err != nil {
+		return c, err
 	}
-	var err error
-	c.ctx, c.principal, c.auth = ctx, p, s.authOf(ctx)
 	if in.Size > s.opts.MaxRequestBytes {
 		return c, core.TooLarge(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
 	}
@@ -99,16 +93,15 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	// failed lookup is reported, so a caller learns nothing about tools it
 	// may not use.
 	target, rerr := s.bridge.Resolve(in.Name)
-	c.target = target
-	if !c.auth.authz.AllowTool(p, in.Name) {
-		return c, core.New(core.PermissionDenied, ReasonPermissionDenied,
-			fmt.Sprintf("principal %q may not call tool %q", p.Name, in.Name), map[string]string{"principal": p.Name})
+	if target.Tool != nil {
+		c.target = target
+		op.meta["server"], op.server, op.tool = target.Tool.Server, target.Tool.Server, target.Tool.Name
+	}
+	if err := op.admit(in.Name, fmt.Sprintf("call tool %q", in.Name)); err != nil {
+		return c, err
 	}
 	if rerr != nil {
 		return c, rerr
-	}
-	if c.release, err = c.auth.limits.acquire(p.Name, time.Now()); err != nil {
-		return c, err
 	}
 	c.args, err = s.checkArguments(c.target, in)
 	return c, err
@@ -193,9 +186,9 @@ func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.
 // CheckResult applies the response size limit to a result of size bytes
 // (measured once by the front door).
 func (c *Call) CheckResult(size int) error {
-	if size > c.s.opts.MaxResponseBytes {
+	if e := c.s.checkResponse(size); e != nil {
 		c.s.log.Info("result over the response limit", "tool", c.in.Name, "size", size, "limit", c.s.opts.MaxResponseBytes)
-		return core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, c.s.opts.MaxResponseBytes)
+		return e
 	}
 	return nil
 }
@@ -204,28 +197,10 @@ func (c *Call) CheckResult(size int) error {
 // names the tool and its server. Each wire maps the result to its own
 // form.
 func (c *Call) Fail(err error) *core.Error {
-	if err == nil {
-		return nil
-	}
-	_, callerDeadline := c.ctx.Deadline()
-	if c.ctx.Err() != nil {
+	if err != nil && c.ctx.Err() != nil {
 		c.s.log.Debug("call ended by the caller", "tool", c.in.Name, "error", c.ctx.Err())
 	}
-	e := core.Classify(err, core.ClassifyOptions{CallerDeadline: callerDeadline, CancelNotice: true, Fields: c.in.Fields})
-	tool, server := c.targetNames()
-	return e.SetMeta("tool", tool).SetMeta("server", server)
-}
-
-// targetNames are the exposed tool name the call asked for (empty when it
-// is longer than any tool's: never echoed) and its server, once resolved.
-func (c *Call) targetNames() (tool, server string) {
-	if len(c.in.Name) <= mcpbridge.MaxNameLen {
-		tool = c.in.Name
-	}
-	if c.target.Tool != nil {
-		server = c.target.Tool.Server
-	}
-	return tool, server
+	return c.fail(err)
 }
 
 // checkExposedName refuses a name longer than any exposed tool or prompt

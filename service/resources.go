@@ -6,11 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
@@ -33,91 +31,6 @@ import (
 // server's resources (listing, templates, reads, subscriptions) by the name
 // "<prefix>__@resources". So "github__*" covers github's tools, prompts and
 // resources, and a deny of "github__@resources" hides only its resources.
-
-// resourceOp is one ReadResource / GetPrompt / SubscribeResource moving
-// through the front door.
-type resourceOp struct {
-	s         *Server
-	ctx       context.Context
-	principal Principal
-	kind      string // "resource read", "prompt get", "resource subscription"
-	method    string // the MCP method, the metrics label
-	meta      map[string]string
-	start     time.Time
-	release   func()
-	auth      *authState  // the state the op is decided under (nil: not authenticated)
-	fields    core.Fields // the wire's field names
-}
-
-func (s *Server) beginOp(ctx context.Context, fields core.Fields, kind, method string) (*resourceOp, error) {
-	op := &resourceOp{s: s, ctx: ctx, kind: kind, method: method, meta: map[string]string{}, start: time.Now(), fields: fields}
-	ctx, p, e := s.authenticate(ctx)
-	if e != nil {
-		return op, e
-	}
-	op.ctx, op.principal, op.auth = ctx, p, s.authOf(ctx)
-	return op, nil
-}
-
-// admit authorizes the principal for authName and takes a rate-limit slot.
-func (op *resourceOp) admit(authName, what string) error {
-	if !op.auth.authz.AllowTool(op.principal, authName) {
-		return core.New(core.PermissionDenied, ReasonPermissionDenied,
-			fmt.Sprintf("principal %q may not use %s", op.principal.Name, what), map[string]string{"principal": op.principal.Name})
-	}
-	var err error
-	op.release, err = op.auth.limits.acquire(op.principal.Name, time.Now())
-	return err
-}
-
-// fail classifies err once (nil: nil), adding the op's metadata.
-func (op *resourceOp) fail(err error) *core.Error {
-	if err == nil {
-		return nil
-	}
-	_, callerDeadline := op.ctx.Deadline()
-	e := core.Classify(err, core.ClassifyOptions{CallerDeadline: callerDeadline, Fields: op.fields})
-	for k, v := range op.meta {
-		e.SetMeta(k, v)
-	}
-	return e
-}
-
-// end releases the rate-limit slot, records the metrics and writes the
-// audit line.
-func (op *resourceOp) end(fail *core.Error) {
-	if op.release != nil {
-		op.release()
-		op.release = nil
-	}
-	outcome := "ok"
-	if fail != nil {
-		outcome = fail.Code.String()
-	}
-	if m := op.s.opts.Metrics; m != nil {
-		server := "unknown" // bounded labels: configured servers only
-		if n := op.meta["server"]; n != "" {
-			if _, err := op.s.bridge.Server(n); err == nil {
-				server = n
-			}
-		}
-		m.resourceOps.WithLabelValues(server, op.method, outcome).Inc()
-		m.resourceDuration.WithLabelValues(op.method, outcome).Observe(time.Since(op.start).Seconds())
-	}
-	as := op.auth
-	if as == nil { // refused before it was decided under a state
-		as = op.s.currentAuth()
-	}
-	if a := as.audit; a != nil {
-		attrs := []slog.Attr{slog.String("principal", op.principal.Name), slog.String("outcome", outcome), slog.Duration("duration", time.Since(op.start))}
-		for _, k := range []string{"server", "uri", "prompt"} {
-			if v := op.meta[k]; v != "" {
-				attrs = append(attrs, slog.String(k, v))
-			}
-		}
-		a.LogAttrs(context.Background(), slog.LevelInfo, op.kind, attrs...)
-	}
-}
 
 // resourcesAuthName is the auth name of a server's resources; an unknown
 // server yields a name no rule can match except "*"-style globs, and the
@@ -195,7 +108,7 @@ func (s *Server) resourceVisible(ctx context.Context, only func(string) bool) fu
 // resolveRead checks a read or subscription request and admits it: the
 // URI is required, the server is resolved (or inferred), the caller must
 // be allowed that server's resources.
-func (op *resourceOp) resolveRead(server, uri string) (string, error) {
+func (op *operation) resolveRead(server, uri string) (string, error) {
 	op.meta["uri"], op.meta["server"] = uri, server
 	if uri == "" {
 		return "", core.InvalidField("uri", "required: a resource URI from ListResources, a resource_link, or one a template yields")
@@ -225,15 +138,37 @@ func (op *resourceOp) resolveRead(server, uri string) (string, error) {
 	op.meta["server"] = server
 	// As for tools: authorization is decided before a failed lookup (an
 	// unconfigured server) is reported.
-	if err := op.admit(op.s.resourcesAuthName(server), fmt.Sprintf("the resources of server %q", clipText(server))); err != nil {
+	if err := op.admit(op.s.resourcesAuthName(server), fmt.Sprintf("use the resources of server %q", clipText(server))); err != nil {
 		return "", err
 	}
 	return op.s.bridge.ResolveResourceServer(server, uri)
 }
 
+// getPrompt renders the prompt of exposed name with args, for every
+// wire: the name checked, the caller authorized (before a failed lookup
+// is reported, as for tools), the upstream asked.
+func (op *operation) getPrompt(name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	if err := checkExposedName("name", name, "prompt"); err != nil {
+		return nil, err
+	}
+	op.meta["prompt"] = name
+	if name == "" {
+		return nil, core.InvalidField("name", "required: the exposed name of a listed prompt")
+	}
+	p, rerr := op.s.bridge.ResolvePrompt(name)
+	if err := op.admit(name, fmt.Sprintf("use prompt %q", name)); err != nil {
+		return nil, err
+	}
+	if rerr != nil {
+		return nil, rerr
+	}
+	op.meta["server"] = p.Server
+	return op.s.bridge.GetPrompt(op.ctx, p, args, op.principal.Name)
+}
+
 // ReadResource implements toolsvc.v1.ToolService.
 func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRequest) (*toolsvcv1.ReadResourceResponse, error) {
-	op, err := s.beginOp(ctx, grpcFields, "resource read", "resources/read")
+	op, err := s.begin(ctx, opResourceRead, grpcFields)
 	var out *toolsvcv1.ReadResourceResponse
 	if err == nil {
 		var server string
@@ -242,7 +177,7 @@ func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRe
 		}
 	}
 	fail := op.fail(err)
-	op.end(fail)
+	op.end(fail, false)
 	if fail != nil {
 		return nil, grpcStatus(fail).Err()
 	}
@@ -257,47 +192,29 @@ func (s *Server) readResource(ctx context.Context, server, uri string) (*toolsvc
 		return nil, err
 	}
 	out := readResultToProto(res, server)
-	if size := proto.Size(out); size > s.opts.MaxResponseBytes {
-		return nil, core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+	if e := s.checkResponse(proto.Size(out)); e != nil {
+		return nil, e
 	}
 	return out, nil
 }
 
 // GetPrompt implements toolsvc.v1.ToolService.
 func (s *Server) GetPrompt(ctx context.Context, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
-	op, err := s.beginOp(ctx, grpcFields, "prompt get", "prompts/get")
+	op, err := s.begin(ctx, opPromptGet, grpcFields)
 	var out *toolsvcv1.GetPromptResponse
 	if err == nil {
 		out, err = s.getPrompt(op, req)
 	}
 	fail := op.fail(err)
-	op.end(fail)
+	op.end(fail, false)
 	if fail != nil {
 		return nil, grpcStatus(fail).Err()
 	}
 	return out, nil
 }
 
-func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
-	name := req.GetName()
-	if err := checkExposedName("name", name, "prompt"); err != nil {
-		return nil, err
-	}
-	op.meta["prompt"] = name
-	if name == "" {
-		return nil, core.InvalidField("name", "required: the exposed prompt name from ListPrompts")
-	}
-	// As for tools: authorization is decided before a failed lookup is
-	// reported.
-	p, rerr := s.bridge.ResolvePrompt(name)
-	if err := op.admit(name, fmt.Sprintf("prompt %q", name)); err != nil {
-		return nil, err
-	}
-	if rerr != nil {
-		return nil, rerr
-	}
-	op.meta["server"] = p.Server
-	res, err := s.bridge.GetPrompt(op.ctx, p, req.GetArguments(), op.principal.Name)
+func (s *Server) getPrompt(op *operation, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
+	res, err := op.getPrompt(req.GetName(), req.GetArguments())
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +229,8 @@ func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*to
 		}
 		out.Messages = append(out.Messages, pm)
 	}
-	if size := proto.Size(out); size > s.opts.MaxResponseBytes {
-		return nil, core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+	if e := s.checkResponse(proto.Size(out)); e != nil {
+		return nil, e
 	}
 	return out, nil
 }
@@ -329,19 +246,19 @@ func (s *Server) getPrompt(op *resourceOp, req *toolsvcv1.GetPromptRequest) (*to
 // resource disappears; the client resumes by calling again with the last
 // version as resume_token.
 func (s *Server) SubscribeResource(req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {
-	op, err := s.beginOp(stream.Context(), grpcFields, "resource subscription", "resources/subscribe")
+	op, err := s.begin(stream.Context(), opSubscription, grpcFields)
 	if err == nil {
 		err = s.subscribeResource(op, req, stream)
 	}
 	fail := op.fail(err)
-	op.end(fail)
+	op.end(fail, false)
 	if fail != nil {
 		return grpcStatus(fail).Err()
 	}
 	return nil
 }
 
-func (s *Server) subscribeResource(op *resourceOp, req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {
+func (s *Server) subscribeResource(op *operation, req *toolsvcv1.SubscribeResourceRequest, stream grpc.ServerStreamingServer[toolsvcv1.SubscribeResourceResponse]) error {
 	uri := req.GetUri()
 	server, err := op.resolveRead(req.GetServer(), uri)
 	if err != nil {
@@ -349,10 +266,7 @@ func (s *Server) subscribeResource(op *resourceOp, req *toolsvcv1.SubscribeResou
 	}
 	// The subscription is not a call: it does not hold a rate-limit slot
 	// while it streams.
-	if op.release != nil {
-		op.release()
-		op.release = nil
-	}
+	op.releaseSlot()
 	ctx := op.ctx
 	sub, err := s.bridge.SubscribeResource(ctx, server, uri)
 	if err != nil {

@@ -1,0 +1,194 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/toolsvc/toolsvc/service/core"
+)
+
+// The operation engine: every upstream operation on every wire — a tool
+// call (pipeline.go), a resource read, a prompt get, a resource
+// subscription (resources.go) — goes through the same steps:
+//
+//	begin:  authenticate (the request's principal and auth state)
+//	admit:  authorize the principal for the operation's auth name, then
+//	        take a slot of its rate limit
+//	…       the operation's own work on the bridge
+//	fail:   the error classified once into a *core.Error, with the
+//	        operation's metadata (tool, server, uri, prompt)
+//	end:    the rate-limit slot back, metrics, one audit line
+//
+// Each wire maps fail's *core.Error to its own form.
+
+// opKind is a kind of operation: its MCP method (a metrics label) and the
+// message of its audit line.
+type opKind struct {
+	method string
+	audit  string
+	// cancelNotice: cancelling it sends the upstream
+	// notifications/cancelled, and its errors say so.
+	cancelNotice bool
+}
+
+var (
+	opToolCall     = opKind{method: "tools/call", audit: "tool call", cancelNotice: true}
+	opResourceRead = opKind{method: "resources/read", audit: "resource read"}
+	opPromptGet    = opKind{method: "prompts/get", audit: "prompt get"}
+	opSubscription = opKind{method: "resources/subscribe", audit: "resource subscription"}
+)
+
+// operation is one upstream operation moving through the engine. It is
+// used by one goroutine (its handler's); end is called exactly once.
+type operation struct {
+	s         *Server
+	kind      opKind
+	fields    core.Fields // the wire's field names
+	ctx       context.Context
+	principal Principal
+	auth      *authState // the state it is decided under (nil: refused before authentication)
+	start     time.Time
+	release   func() // the principal's rate-limit slot, while held
+	ended     bool
+	// meta names what the operation concerns, for its errors' metadata
+	// and its audit line: "tool", "server", "uri", "prompt".
+	meta map[string]string
+	// server and tool are the metrics labels once resolved: configured
+	// names only (bounded label values).
+	server, tool string
+}
+
+// begin authenticates the request of ctx for an operation of kind. It
+// always returns the operation (so that end can observe a refusal).
+func (s *Server) begin(ctx context.Context, kind opKind, fields core.Fields) (*operation, error) {
+	op := &operation{s: s, kind: kind, fields: fields, ctx: ctx, start: time.Now(), meta: map[string]string{}}
+	if kind == opToolCall {
+		if m := s.opts.Metrics; m != nil {
+			m.callsInFlight.Inc()
+		}
+	}
+	ctx, p, e := s.authenticate(ctx)
+	if e != nil {
+		return op, e
+	}
+	op.ctx, op.principal, op.auth = ctx, p, s.authOf(ctx)
+	return op, nil
+}
+
+// admit authorizes the principal for authName (action says what it may
+// not do, in the refusal: `call tool "x"`) and takes a slot of its rate
+// limit.
+func (op *operation) admit(authName, action string) error {
+	if !op.auth.authz.AllowTool(op.principal, authName) {
+		return core.New(core.PermissionDenied, ReasonPermissionDenied,
+			fmt.Sprintf("principal %q may not %s", op.principal.Name, action), map[string]string{"principal": op.principal.Name})
+	}
+	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
+	if err != nil {
+		return err
+	}
+	op.release = release
+	return nil
+}
+
+// releaseSlot gives the rate-limit slot back early: an operation that
+// goes on without being a call (a subscription that streams).
+func (op *operation) releaseSlot() {
+	if op.release != nil {
+		op.release()
+		op.release = nil
+	}
+}
+
+// fail classifies err once (nil: nil), adding the operation's metadata.
+func (op *operation) fail(err error) *core.Error {
+	if err == nil {
+		return nil
+	}
+	_, callerDeadline := op.ctx.Deadline()
+	e := core.Classify(err, core.ClassifyOptions{CallerDeadline: callerDeadline, CancelNotice: op.kind.cancelNotice, Fields: op.fields})
+	for _, k := range metaKeys {
+		e.SetMeta(k, op.meta[k])
+	}
+	return e
+}
+
+// metaKeys are the keys of operation.meta, in the audit line's order.
+var metaKeys = []string{"tool", "server", "uri", "prompt"}
+
+// end observes the finished operation once: fail is what the caller got
+// (nil: OK), toolError that a tool reported its own failure; extra are
+// the audit line's attributes of the operation's kind. It gives the
+// rate-limit slot back, records the metrics and writes the audit line.
+func (op *operation) end(fail *core.Error, toolError bool, extra ...slog.Attr) {
+	if op.ended {
+		return
+	}
+	op.ended = true
+	op.releaseSlot()
+	took := time.Since(op.start)
+	outcome := "ok"
+	switch {
+	case fail != nil:
+		outcome = fail.Code.String()
+	case toolError:
+		outcome = "tool_error"
+	}
+	op.observe(outcome, took)
+	as := op.auth
+	if as == nil { // refused before it was decided under a state
+		as = op.s.currentAuth()
+	}
+	if a := as.audit; a != nil {
+		attrs := make([]slog.Attr, 0, 8+len(extra))
+		attrs = append(attrs, slog.String("principal", op.principal.Name))
+		for _, k := range metaKeys {
+			if v, ok := op.meta[k]; ok {
+				attrs = append(attrs, slog.String(k, v))
+			}
+		}
+		attrs = append(attrs, slog.String("outcome", outcome), slog.Duration("duration", took))
+		a.LogAttrs(context.Background(), slog.LevelInfo, op.kind.audit, append(attrs, extra...)...)
+	}
+}
+
+// observe records the operation's metrics: tool calls by server, tool and
+// outcome, the other operations by server, method and outcome.
+func (op *operation) observe(outcome string, took time.Duration) {
+	m := op.s.opts.Metrics
+	if m == nil {
+		return
+	}
+	server := op.server
+	if server == "" {
+		server = "unknown"
+		if n := op.meta["server"]; n != "" {
+			if _, err := op.s.bridge.Server(n); err == nil {
+				server = n
+			}
+		}
+	}
+	if op.kind == opToolCall {
+		tool := op.tool
+		if tool == "" {
+			tool = "unknown"
+		}
+		m.callsInFlight.Dec()
+		m.calls.WithLabelValues(server, tool, outcome).Inc()
+		m.callDuration.WithLabelValues(server, outcome).Observe(took.Seconds())
+		return
+	}
+	m.resourceOps.WithLabelValues(server, op.kind.method, outcome).Inc()
+	m.resourceDuration.WithLabelValues(op.kind.method, outcome).Observe(took.Seconds())
+}
+
+// checkResponse applies the response size limit to a result of size
+// bytes, as the wire encodes it (measured once, by the wire).
+func (s *Server) checkResponse(size int) *core.Error {
+	if size > s.opts.MaxResponseBytes {
+		return core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+	}
+	return nil
+}
