@@ -81,7 +81,7 @@ func (a *admin) authorize(ctx context.Context) error {
 				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
 			map[string]string{"peer": peerAddr(ctx)})
 	}
-	if a.s.authOf(ctx).authz.AllowAdmin(p) {
+	if a.s.authOf(ctx).Authorizer().AllowAdmin(p) {
 		return nil
 	}
 	return plainError(core.PermissionDenied, ReasonPermissionDenied,
@@ -133,17 +133,17 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 // (an Authenticator or an Authorizer in Options, as Server.authenticate
 // decides).
 func (s *Server) authConfigured() bool {
-	return s.currentAuth().configured() // SetAuth never changes it
+	return s.core.CurrentAuth().Configured() // SetAuth never changes it
 }
 
 // operatorView reports whether the caller (principal p, authenticated for
 // ctx) may see operator details (server errors, the configuration status):
 // an auth.admins principal, or without auth a caller on this machine.
-func (s *Server) operatorView(ctx context.Context, p Principal) bool {
+func (s *Server) operatorView(ctx context.Context, p core.Principal) bool {
 	if !s.authConfigured() {
 		return LocalPeer(ctx)
 	}
-	return s.authOf(ctx).authz.AllowAdmin(p)
+	return s.authOf(ctx).Authorizer().AllowAdmin(p)
 }
 
 // LocalPeer reports whether the caller of ctx is on this machine: a TCP

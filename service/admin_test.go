@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 type fakeAddr struct{ network, s string }
@@ -52,7 +53,7 @@ func TestLocalPeer(t *testing.T) {
 
 // TestAdminLoopbackOnlyWithoutAuth calls the AdminService handler as any
 // embedding would reach it (no interceptor involved): without an
-// Authorizer, a non-loopback peer is refused with ADMIN_LOOPBACK_ONLY, and
+// core.Authorizer, a non-loopback peer is refused with ADMIN_LOOPBACK_ONLY, and
 // ListServers hides last errors and the configuration from it.
 func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 	f := newWatchFixture(t, nil, map[string][]string{"up": {"a"}})
@@ -75,7 +76,7 @@ func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 	if _, err := a.RefreshServer(local, &toolsvcv1.RefreshServerRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("RefreshServer from loopback with no name = %v, want INVALID_ARGUMENT (past the peer check)", err)
 	}
-	if f.svc.operatorView(remote, Principal{}) || !f.svc.operatorView(local, Principal{}) {
+	if f.svc.operatorView(remote, core.Principal{}) || !f.svc.operatorView(local, core.Principal{}) {
 		t.Fatal("operatorView disagrees with the peer check")
 	}
 }
@@ -84,10 +85,10 @@ func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 // with rules, a principal sees only the servers of tools it may see and no
 // last errors; an admin sees all.
 func TestListServersByPrincipal(t *testing.T) {
-	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "ops"}}, []string{"ops"})
+	authz := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "ops"}}, []string{"ops"})
 	f := newWatchFixture(t, &Options{Authorizer: authz}, map[string][]string{"a": {"x"}, "b": {"y"}})
 	as := func(name string) context.Context {
-		return context.WithValue(t.Context(), principalKey{}, Principal{Name: name, Method: "token"})
+		return core.WithPrincipal(t.Context(), core.Principal{Name: name, Method: "token"})
 	}
 	names := func(ctx context.Context) string {
 		r, err := f.svc.ListServers(ctx, &toolsvcv1.ListServersRequest{})

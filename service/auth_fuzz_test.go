@@ -13,6 +13,7 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/toolsvc/toolsvc/service/core"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -41,7 +42,7 @@ func FuzzAuthenticate(f *testing.F) {
 		f.Fatal(err)
 	}
 	const static = "static-token-0123456789"
-	a := NewAuthenticator(map[string]string{static: "svc"}, &JWTOptions{Keyfunc: kf, Issuer: "idp", Audience: "toolsvc"}, false)
+	a := core.NewAuthenticator(map[string]string{static: "svc"}, &core.JWTOptions{Keyfunc: kf, Issuer: "idp", Audience: "toolsvc"}, false)
 	sign := func(claims jwt.MapClaims) string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
 		tok.Header["kid"] = "k1"
@@ -62,13 +63,13 @@ func FuzzAuthenticate(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, header string) {
 		ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("authorization", header))
-		out, err := a.Authenticate(ctx)
+		out, err := authFunc(a)(ctx)
 		tok, isBearer := strings.CutPrefix(header, "Bearer ")
 		if !isBearer {
 			tok, isBearer = strings.CutPrefix(header, "bearer ")
 		}
 		if err == nil {
-			p, _ := PrincipalFrom(out)
+			p, _ := core.PrincipalFrom(out)
 			switch p.Method {
 			case "token":
 				if !isBearer || tok != static || p.Name != "svc" {

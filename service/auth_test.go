@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 const (
@@ -77,8 +78,8 @@ func everyRPC(ctx context.Context, c toolsvcv1.ToolServiceClient, a toolsvcv1.Ad
 func TestAuthInsideServiceOnBareServer(t *testing.T) {
 	f := newFixture(t, 2)
 	c, a := bareServer(t, f, &Options{
-		Authenticator: NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, nil, false),
-		Authorizer:    NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__echo"}}, {Principal: "root"}}, []string{"root"}),
+		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, nil, false),
+		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"mem__echo"}}, {Principal: "root"}}, []string{"root"}),
 	})
 	ctx := ctxT(t)
 	for rpc, err := range everyRPC(ctx, c, a, "mem__echo") {
@@ -118,12 +119,12 @@ func TestAuthInsideServiceOnBareServer(t *testing.T) {
 	}
 }
 
-// TestAuthFailsClosed: an Authorizer without any way to authenticate (no
-// Authenticator, no interceptor) refuses every RPC instead of treating the
+// TestAuthFailsClosed: an core.Authorizer without any way to authenticate (no
+// core.Authenticator, no interceptor) refuses every RPC instead of treating the
 // caller as allowed.
 func TestAuthFailsClosed(t *testing.T) {
 	f := newFixture(t, 0)
-	c, a := bareServer(t, f, &Options{Authorizer: NewAuthorizer(nil, nil)})
+	c, a := bareServer(t, f, &Options{Authorizer: core.NewAuthorizer(nil, nil)})
 	ctx := bearer(ctxT(t), aliceToken)
 	for rpc, err := range everyRPC(ctx, c, a, "mem__echo") {
 		if status.Code(err) != codes.Unauthenticated {
@@ -159,11 +160,11 @@ func TestRateLimits(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	c, _ := bareServer(t, f, &Options{
-		Authenticator: NewAuthenticator(map[string]string{aliceToken: "agent-alice", adminToken: "root"}, nil, false),
-		Authorizer:    NewAuthorizer(nil, nil),
+		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "agent-alice", adminToken: "root"}, nil, false),
+		Authorizer:    core.NewAuthorizer(nil, nil),
 		// A bucket of 2 that refills once a minute: the third call within
 		// the test is refused.
-		RateLimits: []RateLimit{{Principal: "agent-*", CallsPerSecond: 1.0 / 60, Burst: 2}, {Principal: "*", CallsPerSecond: 1000}},
+		RateLimits: []core.RateLimit{{Principal: "agent-*", CallsPerSecond: 1.0 / 60, Burst: 2}, {Principal: "*", CallsPerSecond: 1000}},
 		Metrics:    m,
 	})
 	ctx := ctxT(t)
@@ -221,8 +222,8 @@ func TestRateLimitMaxConcurrent(t *testing.T) {
 	ctx := ctxT(t)
 	waitTool(t, ctx, f, "mem__block")
 	c, _ := bareServer(t, f, &Options{
-		Authenticator: NewAuthenticator(map[string]string{aliceToken: "alice"}, nil, false),
-		RateLimits:    []RateLimit{{Principal: "alice", MaxConcurrent: 1}},
+		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice"}, nil, false),
+		RateLimits:    []core.RateLimit{{Principal: "alice", MaxConcurrent: 1}},
 	})
 	alice := bearer(ctx, aliceToken)
 	first := make(chan error, 1)
@@ -244,7 +245,7 @@ func TestRateLimitMaxConcurrent(t *testing.T) {
 	}
 }
 
-// TestBearerBounds: a bearer credential over MaxBearerLen is refused
+// TestBearerBounds: a bearer credential over core.MaxBearerLen is refused
 // UNAUTHENTICATED before it is parsed (a validly signed JWT just over the
 // cap too, one under it passes), and a JWT whose subject is a static-token
 // principal's name is refused, so the two cannot be confused.
@@ -278,19 +279,19 @@ func TestBearerBounds(t *testing.T) {
 	}
 	f := newFixture(t, 1)
 	c, _ := bareServer(t, f, &Options{
-		Authenticator: NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, &JWTOptions{Keyfunc: kf, Issuer: "idp", Audience: "toolsvc"}, false),
-		Authorizer:    NewAuthorizer([]Rule{{Principal: "carol"}, {Principal: "root"}}, []string{"root"}),
+		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, &core.JWTOptions{Keyfunc: kf, Issuer: "idp", Audience: "toolsvc"}, false),
+		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "carol"}, {Principal: "root"}}, []string{"root"}),
 	})
 	ctx := ctxT(t)
-	under := sign("carol", MaxBearerLen-200)
-	if len(under) > MaxBearerLen {
+	under := sign("carol", core.MaxBearerLen-200)
+	if len(under) > core.MaxBearerLen {
 		t.Fatalf("the JWT under the cap is %d bytes", len(under))
 	}
 	if _, err := c.ListTools(bearer(ctx, under), &toolsvcv1.ListToolsRequest{}); err != nil {
 		t.Fatalf("ListTools with a %d-byte JWT = %v, want it accepted", len(under), err)
 	}
 	for _, tc := range []struct{ what, tok, msg string }{
-		{"a validly signed JWT over the cap", sign("carol", MaxBearerLen+1), "longer than 8192 bytes"},
+		{"a validly signed JWT over the cap", sign("carol", core.MaxBearerLen+1), "longer than 8192 bytes"},
 		{"a 1 MiB bearer", strings.Repeat("x", 1<<20), "longer than 8192 bytes"},
 		{"a JWT whose subject is a static-token principal", sign("root", 0), "static-token principal"},
 	} {

@@ -14,17 +14,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
-
-// forceAuth replaces s's auth state like SetAuth, but may also turn auth on
-// or off (fixtures built without auth that add it afterwards).
-func forceAuth(s *Server, c AuthConfig) {
-	s.authMu.Lock()
-	defer s.authMu.Unlock()
-	old := s.currentAuth()
-	s.auth.Store(s.newAuthState(c, old))
-	close(old.changed)
-}
 
 const (
 	tokA = "tok-generation-a-0123"
@@ -33,11 +24,11 @@ const (
 
 // authGen is a generation of TestSetAuthAtomic: its token authenticates
 // principal "p", whose rule allows only the tools of server prefix.
-func authGen(tok, prefix string) AuthConfig {
-	return AuthConfig{
-		Authenticator: NewAuthenticator(map[string]string{tok: "p"}, nil, false),
-		Authorizer:    NewAuthorizer([]Rule{{Principal: "p", Allow: []string{prefix + "__*"}}}, nil),
-		RateLimits:    []RateLimit{{Principal: "p", MaxConcurrent: 1000}},
+func authGen(tok, prefix string) core.AuthConfig {
+	return core.AuthConfig{
+		Authenticator: core.NewAuthenticator(map[string]string{tok: "p"}, nil, false),
+		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "p", Allow: []string{prefix + "__*"}}}, nil),
+		RateLimits:    []core.RateLimit{{Principal: "p", MaxConcurrent: 1000}},
 	}
 }
 
@@ -64,7 +55,7 @@ func TestSetAuthAtomic(t *testing.T) {
 	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer, RateLimits: a.RateLimits},
 		map[string][]string{"a": {"x", "y"}, "b": {"x", "y"}})
 	client := grpcClient(t, f.svc)
-	gens := map[string]AuthConfig{tokA: a, tokB: authGen(tokB, "b")}
+	gens := map[string]core.AuthConfig{tokA: a, tokB: authGen(tokB, "b")}
 	ctx := t.Context()
 
 	stop := make(chan struct{})
@@ -137,17 +128,17 @@ func decodeList(t *testing.T, r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToo
 // TestSetAuthRefusesOnOff: SetAuth cannot turn authentication on or off,
 // and a refusal changes nothing.
 func TestSetAuthRefusesOnOff(t *testing.T) {
-	on := New(nil, &Options{Authenticator: NewAuthenticator(map[string]string{tokA: "p"}, nil, false)})
-	before := on.currentAuth()
-	if err := on.SetAuth(AuthConfig{}); !errors.Is(err, ErrAuthOnOff) {
-		t.Errorf("SetAuth(off) on an authenticating server = %v, want ErrAuthOnOff", err)
+	on := New(nil, &Options{Authenticator: core.NewAuthenticator(map[string]string{tokA: "p"}, nil, false)})
+	before := on.core.CurrentAuth()
+	if err := on.SetAuth(core.AuthConfig{}); !errors.Is(err, core.ErrAuthOnOff) {
+		t.Errorf("SetAuth(off) on an authenticating server = %v, want core.ErrAuthOnOff", err)
 	}
-	if on.currentAuth() != before {
+	if on.core.CurrentAuth() != before {
 		t.Error("a refused SetAuth replaced the auth state")
 	}
 	off := New(nil, nil)
-	if err := off.SetAuth(authGen(tokA, "a")); !errors.Is(err, ErrAuthOnOff) {
-		t.Errorf("SetAuth(on) on a server without auth = %v, want ErrAuthOnOff", err)
+	if err := off.SetAuth(authGen(tokA, "a")); !errors.Is(err, core.ErrAuthOnOff) {
+		t.Errorf("SetAuth(on) on a server without auth = %v, want core.ErrAuthOnOff", err)
 	}
 }
 
@@ -175,7 +166,7 @@ func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
 		t.Fatalf("first event = %v, %v; want a snapshot of a__x a__y", ev, err)
 	}
 	narrowed := a
-	narrowed.Authorizer = NewAuthorizer([]Rule{{Principal: "p", Allow: []string{"a__x", "b__*"}}}, nil)
+	narrowed.Authorizer = core.NewAuthorizer([]core.Rule{{Principal: "p", Allow: []string{"a__x", "b__*"}}}, nil)
 	if err := f.svc.SetAuth(narrowed); err != nil {
 		t.Fatal(err)
 	}
@@ -188,49 +179,6 @@ func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
 	}
 	if _, err := stream.Recv(); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("after the token was removed: %v, want UNAUTHENTICATED", err)
-	}
-}
-
-// TestRateLimiterSurvivesReload: a rebuilt limiter keeps the spent bucket
-// and in-flight count of a principal whose rule did not change, gives a
-// fresh bucket (and the same in-flight count) to one whose rule changed,
-// and forgets one no rule matches.
-func TestRateLimiterSurvivesReload(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	old := newRateLimiter([]RateLimit{
-		{Principal: "same", CallsPerSecond: 0.001, Burst: 1, MaxConcurrent: 5},
-		{Principal: "changed", CallsPerSecond: 0.001, Burst: 1},
-		{Principal: "gone", CallsPerSecond: 0.001, Burst: 1},
-	}, nil, nil)
-	var release func()
-	for _, p := range []string{"same", "changed", "gone"} {
-		r, err := old.acquire(p, t0)
-		if err != nil {
-			t.Fatalf("%s's first call: %v", p, err)
-		}
-		if p == "same" {
-			release = r
-		}
-	}
-	next := newRateLimiter([]RateLimit{
-		{Principal: "same", CallsPerSecond: 0.001, Burst: 1, MaxConcurrent: 5},
-		{Principal: "changed", CallsPerSecond: 0.002, Burst: 1},
-	}, nil, old)
-	if _, err := next.acquire("same", t0); err == nil {
-		t.Error("same rule: the reload refilled the spent bucket")
-	}
-	if _, err := next.acquire("changed", t0); err != nil {
-		t.Errorf("changed rule: %v, want a fresh bucket", err)
-	}
-	if _, err := next.acquire("gone", t0); err != nil {
-		t.Errorf("no rule: %v, want unlimited", err)
-	}
-	if got := next.inFlight()["same"]; got != 1 {
-		t.Errorf("same rule: %d in flight after the reload, want 1", got)
-	}
-	release() // a call admitted before the reload ends after it
-	if got := next.inFlight()["same"]; got != 0 {
-		t.Errorf("same rule: %d in flight after the call ended, want 0", got)
 	}
 }
 
@@ -250,9 +198,9 @@ func TestWatchEndsWhenCredentialNamesAnotherPrincipal(t *testing.T) {
 	if _, err := stream.Recv(); err != nil {
 		t.Fatal(err)
 	}
-	other := AuthConfig{
-		Authenticator: NewAuthenticator(map[string]string{tokA: "q"}, nil, false),
-		Authorizer:    NewAuthorizer([]Rule{{Principal: "q", Allow: []string{"*"}}}, nil),
+	other := core.AuthConfig{
+		Authenticator: core.NewAuthenticator(map[string]string{tokA: "q"}, nil, false),
+		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "q", Allow: []string{"*"}}}, nil),
 	}
 	if err := f.svc.SetAuth(other); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // callRequest is what CallToolRequest and CallToolStreamRequest share.
@@ -22,8 +23,8 @@ type callRequest interface {
 
 // callInput is the pipeline's view of a gRPC call request; the request is
 // sized here, once.
-func callInput(req callRequest) CallInput {
-	in := CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req), Fields: grpcFields}
+func callInput(req callRequest) core.CallInput {
+	in := core.CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req), Fields: grpcFields}
 	if a := req.GetArguments(); a != nil {
 		in.Arguments = a.AsMap()
 	}
@@ -32,7 +33,7 @@ func callInput(req callRequest) CallInput {
 
 // CallTool implements toolsvc.v1.ToolService.
 func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (*toolsvcv1.CallToolResponse, error) {
-	c, err := s.BeginCall(ctx, callInput(req))
+	c, err := s.core.BeginCall(rpcContext(ctx), callInput(req))
 	var out *toolsvcv1.CallToolResponse
 	size := 0
 	if err == nil {
@@ -61,7 +62,7 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 // progressBacklog are waiting), and never holds up the session. Progress
 // that arrives after the result is dropped by the bridge.
 func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) error {
-	c, err := s.BeginCall(stream.Context(), callInput(req))
+	c, err := s.core.BeginCall(rpcContext(stream.Context()), callInput(req))
 	if err != nil {
 		fail := c.Fail(err)
 		c.End(fail, false, 0)
@@ -78,7 +79,7 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 
 // streamCall dispatches a prepared call and streams its progress and
 // result; it reports the bytes sent.
-func (s *Server) streamCall(c *Call, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) (sent int, isError bool, err error) {
+func (s *Server) streamCall(c *core.Call, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) (sent int, isError bool, err error) {
 	callCtx, cancel := context.WithCancel(c.Context())
 	defer cancel()
 	send := func(m *toolsvcv1.CallToolStreamResponse, size int) error {
@@ -93,7 +94,7 @@ func (s *Server) streamCall(c *Call, stream grpc.ServerStreamingServer[toolsvcv1
 		return send(m, proto.Size(m))
 	}
 
-	res, callErr, sendErr := relayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
+	res, callErr, sendErr := core.RelayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
 		return c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: onProgress})
 	}, sendProgress, cancel)
 	if sendErr != nil {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -26,10 +27,11 @@ func nestedJSON(depth int) string {
 	return strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1)
 }
 
+// nestedMap is nestedJSON decoded.
 func nestedMap(depth int) map[string]any {
-	m := map[string]any{}
-	for range depth - 1 {
-		m = map[string]any{"a": m}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(nestedJSON(depth)), &m); err != nil {
+		panic(err)
 	}
 	return m
 }
@@ -49,7 +51,7 @@ func violationDescription(err error, field string) string {
 	return ""
 }
 
-// TestArgumentsDepthBound: arguments nested MaxArgumentsDepth deep reach
+// TestArgumentsDepthBound: arguments nested core.MaxArgumentsDepth deep reach
 // the upstream; one level more is INVALID_ARGUMENT naming the field and
 // the limit, the same for arguments_json, arguments (Struct), CallTool and
 // CallToolStream.
@@ -64,19 +66,19 @@ func TestArgumentsDepthBound(t *testing.T) {
 		}
 		return s
 	}
-	if _, err := f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: nestedJSON(MaxArgumentsDepth)}); err != nil {
-		t.Fatalf("arguments_json %d deep: %v", MaxArgumentsDepth, err)
+	if _, err := f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: nestedJSON(core.MaxArgumentsDepth)}); err != nil {
+		t.Fatalf("arguments_json %d deep: %v", core.MaxArgumentsDepth, err)
 	}
-	if _, err := f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, Arguments: structOf(MaxArgumentsDepth)}); err != nil {
-		t.Fatalf("arguments %d deep: %v", MaxArgumentsDepth, err)
+	if _, err := f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, Arguments: structOf(core.MaxArgumentsDepth)}); err != nil {
+		t.Fatalf("arguments %d deep: %v", core.MaxArgumentsDepth, err)
 	}
 	for _, tc := range []struct {
 		field string
 		req   *toolsvcv1.CallToolRequest
 	}{
-		{"arguments_json", &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: nestedJSON(MaxArgumentsDepth + 1)}},
+		{"arguments_json", &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: nestedJSON(core.MaxArgumentsDepth + 1)}},
 		{"arguments_json", &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: nestedJSON(5000)}},
-		{"arguments", &toolsvcv1.CallToolRequest{Name: tool, Arguments: structOf(MaxArgumentsDepth + 1)}},
+		{"arguments", &toolsvcv1.CallToolRequest{Name: tool, Arguments: structOf(core.MaxArgumentsDepth + 1)}},
 	} {
 		_, err := f.client.CallTool(ctx, tc.req)
 		wantInvalid(t, err, tc.field)
@@ -116,26 +118,6 @@ func TestArgumentsDuplicateKeys(t *testing.T) {
 	// The same key in different objects is fine.
 	if _, err := f.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "mem__t0000", ArgumentsJson: `{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}`}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestJSONNestsDeeper: the byte scan agrees with the nesting of the text,
-// whatever strings hold.
-func TestJSONNestsDeeper(t *testing.T) {
-	for _, tc := range []struct {
-		text  string
-		depth int
-	}{
-		{`{}`, 1},
-		{`{"a": [1, {"b": []}]}`, 4},
-		{`{"a": "[[[[{{{{"}`, 1},
-		{`{"a": "\"[[[["}`, 1},
-		{`{"a\\": [[]]}`, 3},
-		{nestedJSON(998), 998},
-	} {
-		if jsonNestsDeeper(tc.text, tc.depth) || !jsonNestsDeeper(tc.text, tc.depth-1) {
-			t.Errorf("%.40s: depth is not %d", tc.text, tc.depth)
-		}
 	}
 }
 

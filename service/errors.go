@@ -106,7 +106,7 @@ func invalidArgument(field, desc string) error {
 
 // plainError is a status with ErrorInfo and no call metadata.
 func plainError(code core.Code, reason, msg string, meta map[string]string) error {
-	return grpcStatus(core.New(code, reason, msg, meta)).Err()
+	return grpcStatus(core.NewError(code, reason, msg, meta)).Err()
 }
 
 // clipText and clipTo bound caller text echoed into a message.

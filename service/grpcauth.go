@@ -3,17 +3,23 @@ package service
 import (
 	"context"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/metadata"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
+
+	"github.com/toolsvc/toolsvc/service/core"
 )
+
+// Authentication on the gRPC edge: the core authenticates (service/core
+// auth.go) from the credentials the edge reads off the call.
 
 // grpcCredentials is what a gRPC caller presented: the bearer credential
 // of its "authorization" metadata and the client certificate chains of its
 // TLS connection.
-func grpcCredentials(ctx context.Context) Credentials {
-	var c Credentials
-	c.Bearer = BearerOf(metadata.ExtractIncoming(ctx).Get("authorization"))
+func grpcCredentials(ctx context.Context) core.Credentials {
+	var c core.Credentials
+	c.Bearer = core.BearerOf(metadata.ExtractIncoming(ctx).Get("authorization"))
 	if p, ok := peer.FromContext(ctx); ok {
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
 			c.VerifiedChains = ti.State.VerifiedChains
@@ -22,12 +28,50 @@ func grpcCredentials(ctx context.Context) Credentials {
 	return c
 }
 
-// authenticateRPC is Server.authenticate for a gRPC handler: a refusal as
-// a gRPC status.
-func (s *Server) authenticateRPC(ctx context.Context) (context.Context, Principal, error) {
-	ctx, p, e := s.authenticate(ctx)
+// rpcContext is a handler's context with its call's credentials, for the
+// core: every handler hands the core this, never its bare context.
+func rpcContext(ctx context.Context) context.Context {
+	return core.WithCredentials(ctx, grpcCredentials(ctx))
+}
+
+// authFunc is a go-grpc-middleware auth.AuthFunc over a: the call's
+// credentials checked, the refusal as a gRPC status.
+func authFunc(a *core.Authenticator) auth.AuthFunc {
+	return func(ctx context.Context) (context.Context, error) {
+		p, e := a.Check(grpcCredentials(ctx))
+		if e != nil {
+			return nil, grpcStatus(e).Err()
+		}
+		return core.WithPrincipal(ctx, p), nil
+	}
+}
+
+// authenticateRPC is core.Authenticate for a gRPC handler: a refusal as a
+// gRPC status. The returned context carries the principal and auth state.
+func (s *Server) authenticateRPC(ctx context.Context) (context.Context, core.Principal, error) {
+	ctx, p, e := s.core.Authenticate(rpcContext(ctx))
 	if e != nil {
 		return ctx, p, grpcStatus(e).Err()
 	}
 	return ctx, p, nil
 }
+
+// reauthenticate is core.Reauthenticate for a long-lived gRPC stream.
+func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
+	ctx, e := s.core.Reauthenticate(rpcContext(ctx))
+	if e != nil {
+		return ctx, grpcStatus(e).Err()
+	}
+	return ctx, nil
+}
+
+// authOf is the auth state of the request of ctx (core.AuthOf).
+func (s *Server) authOf(ctx context.Context) *core.AuthState { return s.core.AuthOf(ctx) }
+
+// SetAuth replaces the auth configuration atomically (core.SetAuth): on
+// gRPC and the MCP front door alike.
+func (s *Server) SetAuth(c core.AuthConfig) error { return s.core.SetAuth(c) }
+
+// Core is the transport-neutral core the server's wires share: the MCP
+// front door (package mcpfront) is built on it.
+func (s *Server) Core() *core.Core { return s.core }

@@ -16,6 +16,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolsvc/toolsvc/service/core"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -53,7 +54,7 @@ type GRPCOptions struct {
 	// or Authorizer) the interceptor uses the service's current
 	// authenticator instead, so that Server.SetAuth switches the
 	// interceptor and the service together.
-	Auth *Authenticator
+	Auth *core.Authenticator
 	// MaxConnectionAge bounds a connection's life so load spreads over
 	// replicas (clients resume watches elsewhere); 0 means 5 minutes.
 	MaxConnectionAge      time.Duration
@@ -124,7 +125,7 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	})
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	stream = append(stream, recovery.StreamServerInterceptor(rec))
-	if authFn := o.authFunc(svc); authFn != nil {
+	if authFn := o.interceptorAuth(svc); authFn != nil {
 		needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
 			return !strings.HasPrefix(c.Service, "grpc.health.") && !strings.HasPrefix(c.Service, "grpc.reflection.")
 		})
@@ -177,26 +178,26 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	return gs, hs
 }
 
-// authFunc is the interceptor's authentication: the service's own, read
-// per call (authstate.go), when it has auth configured; else Auth's; nil
-// when neither authenticates.
-func (o GRPCOptions) authFunc(svc *Server) auth.AuthFunc {
+// interceptorAuth is the interceptor's authentication: the service's
+// own, read per call (service/core authstate.go), when it has auth
+// configured; else Auth's; nil when neither authenticates.
+func (o GRPCOptions) interceptorAuth(svc *Server) auth.AuthFunc {
 	if svc.authConfigured() {
 		return func(ctx context.Context) (context.Context, error) {
-			st := svc.currentAuth()
-			ctx = withAuthState(ctx, st)
-			a := st.authn
+			st := svc.core.CurrentAuth()
+			ctx = core.WithAuthState(ctx, st)
+			a := st.Authenticator()
 			if a == nil {
 				a = o.Auth
 			}
 			if a == nil {
-				return ctx, nil // Server.authenticate fails closed (an Authorizer without an Authenticator)
+				return ctx, nil // core.Authenticate fails closed (an Authorizer without an Authenticator)
 			}
-			return a.Authenticate(ctx)
+			return authFunc(a)(ctx)
 		}
 	}
 	if o.Auth != nil {
-		return o.Auth.Authenticate
+		return authFunc(o.Auth)
 	}
 	return nil
 }

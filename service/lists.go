@@ -24,7 +24,7 @@ func resourceList[T any, P proto.Message](s *Server, ctx context.Context, server
 	if err != nil {
 		return nil, "", "", err
 	}
-	only, err := s.serverFilter(servers)
+	only, err := s.core.ServerFilter(servers)
 	if err != nil {
 		return nil, "", "", toStatus(err)
 	}
@@ -32,13 +32,13 @@ func resourceList[T any, P proto.Message](s *Server, ctx context.Context, server
 	if e != nil {
 		return nil, "", "", grpcStatus(e).Err()
 	}
-	snap, off, e := s.resourceCursor(token, grpcFields)
+	snap, off, e := s.core.ResourceCursor(token, grpcFields)
 	if e != nil {
 		return nil, "", "", grpcStatus(e).Err()
 	}
 	page, n := core.Page(items(snap), off, size, s.pageBudget(), keep(ctx, only), conv, func(p P) int { return proto.Size(p) })
 	if n >= 0 {
-		next = encodeResourcePageToken(snap.Revision, n)
+		next = core.EncodeResourcePageToken(snap.Revision, n)
 	}
 	return page, snap.Revision, next, nil
 }
@@ -47,14 +47,14 @@ func resourceList[T any, P proto.Message](s *Server, ctx context.Context, server
 // resources of (and, with only, that the request names).
 func ofVisibleServer[T any](s *Server, server func(T) string) func(context.Context, func(string) bool) func(T) bool {
 	return func(ctx context.Context, only func(string) bool) func(T) bool {
-		vis := s.resourceVisible(ctx, only)
+		vis := s.core.ResourceVisible(ctx, only)
 		return func(t T) bool { return vis(server(t)) }
 	}
 }
 
 // allowedPrompt keeps the prompts the caller may see.
 func (s *Server) allowedPrompt(ctx context.Context, _ func(string) bool) func(*mcpbridge.Prompt) bool {
-	allowed := s.authOf(ctx).authz.filter(ctx)
+	allowed := s.authOf(ctx).Filter(ctx)
 	return func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }
 }
 

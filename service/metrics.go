@@ -25,7 +25,6 @@ type Metrics struct {
 	rateLimited      *prometheus.CounterVec
 	resourceOps      *prometheus.CounterVec   // resource reads, prompt gets, subscriptions (resources.go)
 	resourceDuration *prometheus.HistogramVec // their latency
-	limits           atomic.Pointer[rateLimiter]
 	principalFlight  *prometheus.Desc
 	server           atomic.Pointer[Server]
 	watchStreams     *prometheus.Desc
@@ -122,6 +121,27 @@ func (m *Metrics) RefreshDone(server string, took time.Duration, err error) {
 // ProbeFailed implements mcpbridge.Observer.
 func (m *Metrics) ProbeFailed(server string) { m.probeFailures.WithLabelValues(server).Inc() }
 
+// CallStarted implements core.Observer.
+func (m *Metrics) CallStarted() { m.callsInFlight.Inc() }
+
+// CallDone implements core.Observer.
+func (m *Metrics) CallDone(server, tool, outcome string, took time.Duration) {
+	m.callsInFlight.Dec()
+	m.calls.WithLabelValues(server, tool, outcome).Inc()
+	m.callDuration.WithLabelValues(server, outcome).Observe(took.Seconds())
+}
+
+// OperationDone implements core.Observer.
+func (m *Metrics) OperationDone(server, method, outcome string, took time.Duration) {
+	m.resourceOps.WithLabelValues(server, method, outcome).Inc()
+	m.resourceDuration.WithLabelValues(method, outcome).Observe(took.Seconds())
+}
+
+// RateLimited implements core.Observer.
+func (m *Metrics) RateLimited(principal, limit string) {
+	m.rateLimited.WithLabelValues(principal, limit).Inc()
+}
+
 // UpstreamAuthFailed implements mcpbridge.AuthObserver.
 func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelValues(server).Inc() }
 
@@ -137,8 +157,8 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: upstream gauges are read from
 // the bridge at scrape time.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	if l := m.limits.Load(); l != nil {
-		for name, n := range l.inFlight() {
+	if s := m.server.Load(); s != nil {
+		for name, n := range s.core.CallsInFlight() {
 			ch <- prometheus.MustNewConstMetric(m.principalFlight, prometheus.GaugeValue, float64(n), name)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // exactSchema tells 10 from 10.0 and holds an integer beyond 2^53 (2^53+1
@@ -108,7 +109,7 @@ func TestSchemaFormatJSON(t *testing.T) {
 // to what the edge served before (per principal, per format, page by
 // page), and an unfiltered page is built once per revision.
 func TestListToolsPreEncodedPages(t *testing.T) {
-	auth := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"a__*"}, Deny: []string{"a__y"}}}, nil)
+	auth := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"a__*"}, Deny: []string{"a__y"}}}, nil)
 	f := newWatchFixture(t, &Options{Authorizer: auth}, map[string][]string{"a": {"x", "y", "z", "w"}, "b": {"x"}})
 	decode := func(r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToolsResponse {
 		b, err := proto.Marshal(r)
@@ -121,10 +122,14 @@ func TestListToolsPreEncodedPages(t *testing.T) {
 		}
 		return &out
 	}
+	var listNames func(context.Context, *Server, toolsvcv1.SchemaFormat) string
 	list := func(ctx context.Context, format toolsvcv1.SchemaFormat) (names string) {
+		return listNames(ctx, f.svc, format)
+	}
+	listNames = func(ctx context.Context, svc *Server, format toolsvcv1.SchemaFormat) (names string) {
 		tok := ""
 		for {
-			r, err := f.svc.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1, PageToken: tok, SchemaFormat: format})
+			r, err := svc.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 1, PageToken: tok, SchemaFormat: format})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,18 +147,18 @@ func TestListToolsPreEncodedPages(t *testing.T) {
 			}
 		}
 	}
-	alice := context.WithValue(context.Background(), principalKey{}, Principal{Name: "alice", Method: "token"})
+	alice := core.WithPrincipal(context.Background(), core.Principal{Name: "alice", Method: "token"})
 	for _, format := range []toolsvcv1.SchemaFormat{toolsvcv1.SchemaFormat_SCHEMA_FORMAT_STRUCT, toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON} {
 		if got := list(alice, format); got != "a__w a__x a__z " {
 			t.Errorf("alice, %v: %q", format, got)
 		}
 	}
-	forceAuth(f.svc, AuthConfig{}) // everyone sees everything
-	if got := list(context.Background(), toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON); got != "a__w a__x a__y a__z b__x " {
+	open := New(f.bridge, nil) // no auth: everyone sees everything
+	if got := listNames(context.Background(), open, toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON); got != "a__w a__x a__y a__z b__x " {
 		t.Errorf("everyone: %q", got)
 	}
-	r1, _ := f.svc.ListTools(context.Background(), &toolsvcv1.ListToolsRequest{})
-	r2, _ := f.svc.ListTools(context.Background(), &toolsvcv1.ListToolsRequest{})
+	r1, _ := open.ListTools(context.Background(), &toolsvcv1.ListToolsRequest{})
+	r2, _ := open.ListTools(context.Background(), &toolsvcv1.ListToolsRequest{})
 	if r1 != r2 {
 		t.Error("the same unfiltered page was built twice for one revision")
 	}

@@ -7,7 +7,6 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -19,10 +18,10 @@ import (
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
-// Paging limits of ListTools.
+// Paging limits of every listing.
 const (
-	DefaultPageSize = 100
-	MaxPageSize     = 1000
+	DefaultPageSize = core.DefaultPageSize
+	MaxPageSize     = core.MaxPageSize
 )
 
 // DefaultProgressInterval is how often an idle watch gets a progress event.
@@ -32,8 +31,8 @@ const DefaultProgressInterval = 30 * time.Second
 // received message size, so a default client can read any result the
 // server is willing to send.
 const (
-	DefaultMaxRequestBytes  = 4 << 20
-	DefaultMaxResponseBytes = 4 << 20
+	DefaultMaxRequestBytes  = core.DefaultMaxRequestBytes
+	DefaultMaxResponseBytes = core.DefaultMaxResponseBytes
 )
 
 // Options configure a Server. The zero value is usable.
@@ -51,15 +50,15 @@ type Options struct {
 	// Authenticator, if set, authenticates every RPC the service handles
 	// that an interceptor has not already authenticated (see
 	// Server.authenticate).
-	Authenticator *Authenticator
+	Authenticator *core.Authenticator
 	// Authorizer, if set, limits each principal's tools (ListTools,
 	// WatchCatalog, CallTool alike) and AdminService. Setting it (or
 	// Authenticator) turns authentication on: every RPC without a principal
 	// is refused, whatever interceptors are installed.
-	Authorizer *Authorizer
+	Authorizer *core.Authorizer
 	// RateLimits are per-principal call limits (first matching rule
 	// applies), enforced in the call pipeline.
-	RateLimits []RateLimit
+	RateLimits []core.RateLimit
 	// Metrics, if set, records call metrics.
 	Metrics *Metrics
 	// AuditLog, if set, gets one line per tool call; AuditArguments adds
@@ -85,17 +84,14 @@ type Options struct {
 type Server struct {
 	toolsvcv1.UnimplementedToolServiceServer
 
+	// core is what the gRPC edge shares with every other wire: auth,
+	// limits, validation, the operation engine (service/core).
+	core   *core.Core
 	bridge *mcpbridge.Bridge
 	log    *slog.Logger
 	opts   Options
 	cache  toolCache
 	pages  pageCache
-	// schemas holds compiled inputSchemas for argument validation.
-	schemas schemaCache
-	// auth is the current auth state (authstate.go); authMu serialises
-	// SetAuth.
-	auth   atomic.Pointer[authState]
-	authMu sync.Mutex
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -126,15 +122,15 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	if o.WatchSendTimeout <= 0 {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
-	s := &Server{bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
-	st := s.newAuthState(AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
-		AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}, nil)
-	s.auth.Store(st)
+	co := core.Options{Logger: o.Logger, MaxRequestBytes: o.MaxRequestBytes, MaxResponseBytes: o.MaxResponseBytes,
+		Auth: core.AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
+			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
+	if o.Metrics != nil {
+		co.Observer = o.Metrics
+	}
+	s := &Server{core: core.New(b, co), bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
-		if st.limits != nil {
-			o.Metrics.limits.Store(st.limits)
-		}
 	}
 	return s
 }
@@ -174,20 +170,20 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	if err != nil {
 		return nil, err
 	}
-	snap, after, e := s.toolCursor(req.GetPageToken(), grpcFields)
+	snap, after, e := s.core.ToolCursor(req.GetPageToken(), grpcFields)
 	if e != nil {
 		return nil, grpcStatus(e).Err()
 	}
 	all := s.cache.tools(snap, snap == s.bridge.Catalog().Current(), format)
-	start := toolsAfter(snap, after)
+	start := core.ToolsAfter(snap, after)
 	var keep func(*wireTool) bool
-	if allowed := s.authOf(ctx).authz.filter(ctx); allowed != nil {
+	if allowed := s.authOf(ctx).Filter(ctx); allowed != nil {
 		keep = func(w *wireTool) bool { return allowed(w.msg.GetName()) }
 	}
 	page, n := core.Page(all, start, size, s.pageBudget(), keep, core.Same[*wireTool], func(w *wireTool) int { return len(w.enc) })
 	next := ""
 	if n >= 0 {
-		next = pageToken{revision: snap.Revision, after: page[len(page)-1].msg.GetName()}.encode()
+		next = core.EncodeToolPageToken(snap.Revision, page[len(page)-1].msg.GetName())
 	}
 	if keep == nil {
 		// Every caller paging the whole catalog gets the same pages: built
@@ -217,7 +213,7 @@ func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersReques
 	}
 	admin := s.operatorView(actx, p)
 	var visible map[string]bool
-	if allowed := s.authOf(actx).authz.filter(actx); allowed != nil && !admin {
+	if allowed := s.authOf(actx).Filter(actx); allowed != nil && !admin {
 		visible = map[string]bool{}
 		for _, t := range s.bridge.Catalog().Current().Tools {
 			if !visible[t.Server] && allowed(t.Name) {

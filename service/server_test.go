@@ -21,7 +21,9 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/memupstream"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -39,44 +41,13 @@ type fixture struct {
 // over in-memory transports, a bridge, and the service over bufconn.
 func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
-	up := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
-	for i := 0; i < n; i++ {
-		up.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%04d", i), InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
-	}
-	mcp.AddTool(up, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-		Text string `json:"text"`
-	}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
-	})
-	var sessions []*mcp.ServerSession
-	b, err := mcpbridge.New(mcpbridge.Config{Servers: []mcpbridge.ServerConfig{{
-		Name: "mem",
-		NewTransport: func() (mcp.Transport, error) {
-			ct, st := mcp.NewInMemoryTransports()
-			ss, err := up.Connect(context.Background(), st, nil)
-			sessions = append(sessions, ss)
-			return ct, err
-		},
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	<-b.Ready()
-	svc := New(b, &Options{ProgressInterval: 200 * time.Millisecond})
-	t.Cleanup(func() { // after the server has stopped
-		b.Close()
-		for _, ss := range sessions {
-			ss.Close()
-		}
-	})
+	u := memupstream.New(t, n)
+	svc := New(u.Bridge, &Options{ProgressInterval: 200 * time.Millisecond})
 	gs := grpc.NewServer()
 	svc.Register(gs)
 	conn := serveBufconn(t, gs)
 	t.Cleanup(svc.Shutdown) // before it stops: watch streams end first
-	return &fixture{upstream: up, bridge: b, svc: svc, client: toolsvcv1.NewToolServiceClient(conn)}
+	return &fixture{upstream: u.Server, bridge: u.Bridge, svc: svc, client: toolsvcv1.NewToolServiceClient(conn)}
 }
 
 // serveBufconn serves gs over an in-memory listener and returns a client
@@ -186,7 +157,7 @@ func TestListToolsBadInput(t *testing.T) {
 	rev := f.bridge.Catalog().Current().Revision
 	_, err := f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageToken: "not a token"})
 	wantInvalid(t, err, "page_token")
-	_, err = f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageToken: pageToken{revision: "0123456789abcdef0123456789abcdef", after: "x"}.encode()})
+	_, err = f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageToken: core.EncodeToolPageToken("0123456789abcdef0123456789abcdef", "x")})
 	wantInvalid(t, err, "page_token")
 	_, err = f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: -1})
 	wantInvalid(t, err, "page_size")
@@ -313,29 +284,6 @@ func TestToStatus(t *testing.T) {
 	if msg := status.Convert(toStatus(errors.New("Post http://secret-host/mcp?token=abc: EOF"))).Message(); msg != "internal error" {
 		t.Errorf("unknown error leaked as %q", msg)
 	}
-}
-
-func TestPageTokenRoundTrip(t *testing.T) {
-	tok := pageToken{revision: "0123456789abcdef0123456789abcdef", after: "srv__tool-1"}
-	got, err := decodePageToken(tok.encode())
-	if err != nil || got != tok {
-		t.Fatalf("decode(encode(%v)) = %v, %v", tok, got, err)
-	}
-}
-
-func FuzzDecodePageToken(f *testing.F) {
-	f.Add(pageToken{revision: "0123456789abcdef0123456789abcdef", after: "a__b"}.encode())
-	f.Add("")
-	f.Add("cDE6OjpA")
-	f.Fuzz(func(t *testing.T, s string) {
-		tok, err := decodePageToken(s)
-		if err != nil {
-			return
-		}
-		if !validRevision(tok.revision) || !mcpbridge.ValidExposedName(tok.after) {
-			t.Fatalf("decodePageToken(%q) accepted %v", s, tok)
-		}
-	})
 }
 
 // TestListToolsPagesFitTheResponseLimit: a page holds page_size tools or as

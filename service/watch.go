@@ -67,7 +67,7 @@ type watchFilter struct {
 }
 
 func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalogRequest) (*watchFilter, error) {
-	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.authOf(ctx).authz.filter(ctx), fragment: req.GetFragment()}
+	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.authOf(ctx).Filter(ctx), fragment: req.GetFragment()}
 	format, err := parseSchemaFormat(req.GetSchemaFormat(), "schema_format")
 	if err != nil {
 		return nil, err
@@ -95,8 +95,8 @@ func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalog
 		// Views are shared by key: callers with different rules must not
 		// share one. The rules are fixed per principal and auth state
 		// (a group's remembered views were built under one state).
-		p, _ := PrincipalFrom(ctx)
-		principal = fmt.Sprintf("%d/%s:%s", s.authOf(ctx).gen, p.Method, p.Name)
+		p, _ := core.PrincipalFrom(ctx)
+		principal = fmt.Sprintf("%d/%s:%s", s.authOf(ctx).Gen(), p.Method, p.Name)
 	}
 	if f.servers != nil || f.excludeUnavailable || f.allowed != nil {
 		slices.Sort(names)
@@ -424,7 +424,7 @@ func (s *Server) resumeEvent(tok string, ev *viewEvents) eventMessages {
 		return ev.snapshotEvent(s, false)
 	case tok == ev.view.rev:
 		return ev.syncedEvent(s)
-	case !validRevision(tok):
+	case !core.ValidRevision(tok):
 		s.watch.malformed.Add(1)
 		s.log.Info("watch: malformed resume token; sending a reset snapshot", "token_len", len(tok))
 	default:
@@ -489,7 +489,7 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 				return err
 			}
 			progress.Reset(s.opts.ProgressInterval)
-		case <-authSt.changed:
+		case <-authSt.Changed():
 			// A reload replaced the auth state: the caller again, under the
 			// new one, and the view its rules now give (authstate.go).
 			if authCtx, g, f, err = s.followAuth(ctx, req, g, f, w); err != nil {

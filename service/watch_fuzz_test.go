@@ -10,6 +10,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // FuzzWatchResumeToken checks what any resume token earns, for the whole
@@ -32,7 +33,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 	for _, seed := range []string{
 		"", old.Revision, cur.Revision, strings.ToUpper(cur.Revision), cur.Revision[:31], cur.Revision + "0",
 		strings.Repeat("0", 32), "not-a-revision", "cDE6...", "\x00", "é" + cur.Revision[2:],
-		pageToken{revision: cur.Revision, after: "a__x"}.encode(),
+		core.EncodeToolPageToken(cur.Revision, "a__x"),
 	} {
 		for i := range filters {
 			f.Add(seed, i)
@@ -61,7 +62,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 		}
 		malformed := after.WatchMalformedTokens - before.WatchMalformedTokens
 		resets := after.WatchResets - before.WatchResets
-		if want := tok != "" && !validRevision(tok); (malformed == 1) != want || malformed > 1 {
+		if want := tok != "" && !core.ValidRevision(tok); (malformed == 1) != want || malformed > 1 {
 			t.Fatalf("token %q: malformed counter moved by %d", tok, malformed)
 		}
 		known := g.findView(fx.svc, tok)
@@ -93,7 +94,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 				t.Fatalf("token %q: %v, want a reset snapshot of %d tools, counted", tok, m, len(v.tools))
 			}
 		}
-		if validRevision(tok) && !utf8.ValidString(tok) {
+		if core.ValidRevision(tok) && !utf8.ValidString(tok) {
 			t.Fatalf("validRevision accepted non-UTF-8 %q", tok)
 		}
 	})

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // propState is a client's catalog: name -> tool.
@@ -127,7 +128,7 @@ func (w *propWatcher) stream(ctx context.Context, tok string, state propState, k
 
 // check validates one event against the contract and applies it to state.
 func (w *propWatcher) check(first bool, tok, kind, rev string, state propState, m *toolsvcv1.WatchCatalogResponse) bool {
-	if !validRevision(m.GetRevision()) {
+	if !core.ValidRevision(m.GetRevision()) {
 		w.fail("event with revision %q", m.GetRevision())
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // A WatchCatalog that asks for resources and/or prompts
@@ -48,7 +49,7 @@ func (s *Server) newResourceWatchFilter(ctx context.Context, f *watchFilter, req
 		only = func(n string) bool { return f.servers[n] }
 	}
 	return &resourceWatchFilter{watchFilter: f, resources: req.GetIncludeResources(), prompts: req.GetIncludePrompts(),
-		visible: s.resourceVisible(ctx, only)}
+		visible: s.core.ResourceVisible(ctx, only)}
 }
 
 func (f *resourceWatchFilter) view(snap *mcpbridge.ResourceSnapshot) *resourceView {
@@ -232,7 +233,7 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 				return err
 			}
 			continue
-		case <-authSt.changed:
+		case <-authSt.Changed():
 			// A reload replaced the auth state: the caller again, under the
 			// new one, and the views its rules now give (authstate.go).
 			var err error
@@ -264,7 +265,7 @@ func (s *Server) firstCombined(tok string, lastT *view, lastR *resourceView, f *
 		first = s.combinedSnapshot(lastT, lastR, f, false)
 	case tok == lastT.rev+lastR.rev:
 		first = &toolsvcv1.WatchCatalogResponse{Revision: tok, Event: &toolsvcv1.WatchCatalogResponse_Synced{Synced: &toolsvcv1.CatalogSynced{}}}
-	case len(tok) == 64 && validRevision(tok[:32]) && validRevision(tok[32:]):
+	case len(tok) == 64 && core.ValidRevision(tok[:32]) && core.ValidRevision(tok[32:]):
 		if ot, or := s.findToolView(tok[:32], f), s.findResourceView(tok[32:], rf); ot != nil && or != nil {
 			first = s.combinedChanges(ot, lastT, or, lastR, f)
 		}

@@ -197,7 +197,7 @@ func decodeFailure(md protoreflect.MessageDescriptor, field, cause string) *core
 	case strings.Contains(cause, "recursion depth"):
 		desc = "nests too deeply for protobuf to decode"
 		if field == "arguments" {
-			desc = fmt.Sprintf("nests too deeply for protobuf to decode; arguments nest at most %d levels of objects and arrays", MaxArgumentsDepth)
+			desc = fmt.Sprintf("nests too deeply for protobuf to decode; arguments nest at most %d levels of objects and arrays", core.MaxArgumentsDepth)
 		}
 	default:
 		desc = fmt.Sprintf("does not decode as %s: %s", md.FullName(), clipText(cause))

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolsvc/toolsvc/config"
-	"github.com/toolsvc/toolsvc/service"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // authLoader turns the config's auth section into the service's auth
@@ -42,30 +42,30 @@ type authLoader struct {
 // load builds the configuration of a. The caller applies it, then calls
 // done(true); or, when it is not applied, done(false). Only then is a
 // replaced JWKS refresh stopped (or the new, unused one).
-func (l *authLoader) load(a *config.Auth) (service.AuthConfig, func(applied bool), error) {
+func (l *authLoader) load(a *config.Auth) (core.AuthConfig, func(applied bool), error) {
 	noop := func(bool) {}
 	tokens, err := loadTokens(a)
 	if err != nil {
-		return service.AuthConfig{}, noop, err
+		return core.AuthConfig{}, noop, err
 	}
 	if a.MTLS && !l.mtls {
-		return service.AuthConfig{}, noop, fmt.Errorf("auth.mtls needs --tls-client-ca")
+		return core.AuthConfig{}, noop, fmt.Errorf("auth.mtls needs --tls-client-ca")
 	}
 	jwtOpts, jwtDone, err := l.loadJWT(a)
 	if err != nil {
-		return service.AuthConfig{}, noop, err
+		return core.AuthConfig{}, noop, err
 	}
 	done := func(applied bool) {
 		jwtDone(applied)
 		l.started = l.started || applied
 	}
-	var rules []service.Rule
+	var rules []core.Rule
 	for _, r := range a.Rules {
-		rules = append(rules, service.Rule{Principal: r.Principal, Allow: r.Allow, Deny: r.Deny})
+		rules = append(rules, core.Rule{Principal: r.Principal, Allow: r.Allow, Deny: r.Deny})
 	}
-	c := service.AuthConfig{
-		Authenticator: service.NewAuthenticator(tokens, jwtOpts, a.MTLS),
-		Authorizer:    service.NewAuthorizer(rules, a.Admins),
+	c := core.AuthConfig{
+		Authenticator: core.NewAuthenticator(tokens, jwtOpts, a.MTLS),
+		Authorizer:    core.NewAuthorizer(rules, a.Admins),
 		AuditLog:      l.log.With("audit", true),
 	}
 	if au := a.Audit; au != nil {
@@ -75,7 +75,7 @@ func (l *authLoader) load(a *config.Auth) (service.AuthConfig, func(applied bool
 		c.AuditArguments = au.Arguments
 	}
 	for _, r := range a.RateLimits {
-		c.RateLimits = append(c.RateLimits, service.RateLimit{Principal: r.Principal, CallsPerSecond: r.CallsPerSecond,
+		c.RateLimits = append(c.RateLimits, core.RateLimit{Principal: r.Principal, CallsPerSecond: r.CallsPerSecond,
 			Burst: r.Burst, MaxConcurrent: r.MaxConcurrent})
 	}
 	return c, done, nil
@@ -117,7 +117,7 @@ func loadTokens(a *config.Auth) (map[string]string, error) {
 // set reused while the URL is unchanged, else fetched (a failed fetch is
 // an error: at start toolsvc does not start, on reload the reload is
 // refused).
-func (l *authLoader) loadJWT(a *config.Auth) (*service.JWTOptions, func(bool), error) {
+func (l *authLoader) loadJWT(a *config.Auth) (*core.JWTOptions, func(bool), error) {
 	url := ""
 	if a.JWT != nil && a.JWT.JWKSFile == "" {
 		url = a.JWT.JWKSURL
@@ -146,10 +146,10 @@ func (l *authLoader) loadJWT(a *config.Auth) (*service.JWTOptions, func(bool), e
 		if err != nil {
 			return nil, nil, fmt.Errorf("jwt.jwksFile: %w", err)
 		}
-		return &service.JWTOptions{Keyfunc: kf, Issuer: j.Issuer, Audience: j.Audience}, done, nil
+		return &core.JWTOptions{Keyfunc: kf, Issuer: j.Issuer, Audience: j.Audience}, done, nil
 	}
 	if url == l.jwksURL {
-		return &service.JWTOptions{Keyfunc: l.jwksKF, Issuer: j.Issuer, Audience: j.Audience}, done, nil
+		return &core.JWTOptions{Keyfunc: l.jwksKF, Issuer: j.Issuer, Audience: j.Audience}, done, nil
 	}
 	// cancel stops the key set's refresh goroutine (jwkset's storage.go:
 	// it returns on ctx.Done, and its HTTP refresh is made with a context
@@ -171,7 +171,7 @@ func (l *authLoader) loadJWT(a *config.Auth) (*service.JWTOptions, func(bool), e
 		}
 		l.jwksURL, l.jwksKF, l.jwksCancel = url, kf, cancel
 	}
-	return &service.JWTOptions{Keyfunc: kf, Issuer: j.Issuer, Audience: j.Audience}, done, nil
+	return &core.JWTOptions{Keyfunc: kf, Issuer: j.Issuer, Audience: j.Audience}, done, nil
 }
 
 // fetchJWKS returns the key set at url, refreshed hourly while ctx lives

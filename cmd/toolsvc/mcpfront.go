@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/service"
+	"github.com/toolsvc/toolsvc/service/mcpfront"
 )
 
 // mcpFront is the MCP front door's HTTP server (serve --mcp-listen).
 type mcpFront struct {
-	f       *service.MCPFront
+	f       *mcpfront.Front
 	addr    net.Addr
 	srv     *http.Server
 	served  chan error
@@ -29,13 +30,13 @@ const (
 	mcpIdleTimeout   = 2 * time.Minute
 )
 
-func startMCPFront(ctx context.Context, svc *service.Server, addr string, tlsConf *tls.Config, o service.MCPFrontOptions) (*mcpFront, error) {
+func startMCPFront(ctx context.Context, svc *service.Server, addr string, tlsConf *tls.Config, o mcpfront.Options) (*mcpFront, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--mcp-listen: %w", err)
 	}
 	o.ListenAddr = lis.Addr().String()
-	m := &mcpFront{f: svc.NewMCPFront(o), addr: lis.Addr(), served: make(chan error, 1), runDone: make(chan struct{})}
+	m := &mcpFront{f: mcpfront.New(svc.Core(), o), addr: lis.Addr(), served: make(chan error, 1), runDone: make(chan struct{})}
 	// Headers must arrive within mcpHeaderTimeout (the body within
 	// --mcp-body-timeout, set per request by the front door), and a
 	// kept-alive connection with no request goes after mcpIdleTimeout.

@@ -18,6 +18,7 @@ import (
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // configManager owns the configuration file of a running toolsvc: it
@@ -87,7 +88,7 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	// The auth section is built first (it may read files and fetch a JWKS):
 	// what cannot be applied refuses the whole reload before anything
 	// changes. Applying it cannot fail once built.
-	var authConf service.AuthConfig
+	var authConf core.AuthConfig
 	authDone := func(bool) {}
 	if err == nil {
 		authConf, authDone, err = m.prepareAuth(c)
@@ -146,21 +147,21 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 // running choice) needs a restart; an unreadable tokensFile or jwksFile,
 // a JWKS URL that cannot be fetched, or auth.mtls without --tls-client-ca
 // refuse the reload. The returned done(applied) must be called.
-func (m *configManager) prepareAuth(c *config.Config) (service.AuthConfig, func(bool), error) {
+func (m *configManager) prepareAuth(c *config.Config) (core.AuthConfig, func(bool), error) {
 	noop := func(bool) {}
 	switch on := c.Auth != nil; {
 	case on && !m.authOn:
-		return service.AuthConfig{}, noop, errors.New("auth: the file adds an auth section, but turning authentication on needs a restart " +
+		return core.AuthConfig{}, noop, errors.New("auth: the file adds an auth section, but turning authentication on needs a restart " +
 			"(the listeners were set up without it); nothing was applied")
 	case !on && m.authOn:
-		return service.AuthConfig{}, noop, errors.New("auth: the file has no auth section, but turning authentication off needs a restart; " +
+		return core.AuthConfig{}, noop, errors.New("auth: the file has no auth section, but turning authentication off needs a restart; " +
 			"nothing was applied, the running auth stays")
 	case !on || m.auth == nil:
-		return service.AuthConfig{}, noop, nil
+		return core.AuthConfig{}, noop, nil
 	}
 	ac, done, err := m.auth.load(c.Auth)
 	if err != nil {
-		return service.AuthConfig{}, noop, fmt.Errorf("auth: %w; nothing was applied, the running auth stays", err)
+		return core.AuthConfig{}, noop, fmt.Errorf("auth: %w; nothing was applied, the running auth stays", err)
 	}
 	return ac, done, nil
 }

@@ -23,6 +23,8 @@ import (
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
+	"github.com/toolsvc/toolsvc/service/core"
+	"github.com/toolsvc/toolsvc/service/mcpfront"
 )
 
 func runServe(ctx context.Context, args []string) error {
@@ -45,11 +47,11 @@ func runServe(ctx context.Context, args []string) error {
 	mcpHosts := fs.String("mcp-allowed-hosts", "", "comma-separated Host header values the MCP front door accepts (\"*\": any; empty: loopback names when --mcp-listen is loopback, else any)")
 	mcpOrigins := fs.String("mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
 	mcpKeyFile := fs.String("mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
-	mcpPageSize := fs.Int("mcp-page-size", service.DefaultMCPPageSize, "tools per MCP tools/list page")
-	mcpMaxSessions := fs.Int("mcp-max-sessions", service.DefaultMCPMaxSessions, "MCP sessions (/mcp, 2025-11-25 and older) this replica holds; a new one evicts the oldest idle, or is refused with HTTP 503 when all are busy")
-	mcpMaxPerPrincipal := fs.Int("mcp-max-sessions-per-principal", service.DefaultMCPMaxSessionsPerPrincipal, "MCP sessions one principal holds (without auth every caller is one principal); a new one evicts that principal's oldest idle, or is refused with HTTP 503 when all are busy")
-	mcpSessionTimeout := fs.Duration("mcp-session-timeout", service.DefaultMCPSessionTimeout, "an MCP session idle this long is closed (its client is adopted again if it comes back)")
-	mcpBodyTimeout := fs.Duration("mcp-body-timeout", service.DefaultMCPBodyTimeout, "time an MCP front-door request body may take to arrive (HTTP 408 and the connection closed past it); headers: 10s")
+	mcpPageSize := fs.Int("mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
+	mcpMaxSessions := fs.Int("mcp-max-sessions", mcpfront.DefaultMaxSessions, "MCP sessions (/mcp, 2025-11-25 and older) this replica holds; a new one evicts the oldest idle, or is refused with HTTP 503 when all are busy")
+	mcpMaxPerPrincipal := fs.Int("mcp-max-sessions-per-principal", mcpfront.DefaultMaxSessionsPerPrincipal, "MCP sessions one principal holds (without auth every caller is one principal); a new one evicts that principal's oldest idle, or is refused with HTTP 503 when all are busy")
+	mcpSessionTimeout := fs.Duration("mcp-session-timeout", mcpfront.DefaultSessionTimeout, "an MCP session idle this long is closed (its client is adopted again if it comes back)")
+	mcpBodyTimeout := fs.Duration("mcp-body-timeout", mcpfront.DefaultBodyTimeout, "time an MCP front-door request body may take to arrive (HTTP 408 and the connection closed past it); headers: 10s")
 	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
@@ -109,7 +111,7 @@ func runServe(ctx context.Context, args []string) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	// Authentication and authorization come from the config's auth section.
-	var authConf service.AuthConfig
+	var authConf core.AuthConfig
 	authLoad := &authLoader{ctx: ctx, mtls: *tlsClientCA != "", log: log}
 	var tlsConf *tls.Config
 	if *tlsCert != "" {
@@ -181,7 +183,7 @@ func runServe(ctx context.Context, args []string) error {
 				return fmt.Errorf("--mcp-session-key-file: %w", err)
 			}
 		}
-		front, err = startMCPFront(ctx, svc, *mcpListen, tlsConf, service.MCPFrontOptions{Logger: log,
+		front, err = startMCPFront(ctx, svc, *mcpListen, tlsConf, mcpfront.Options{Logger: log,
 			AllowedHosts: splitList(*mcpHosts), AllowedOrigins: splitList(*mcpOrigins),
 			SessionKey: key, PageSize: *mcpPageSize, MaxSessions: *mcpMaxSessions, MaxSessionsPerPrincipal: *mcpMaxPerPrincipal,
 			SessionTimeout: *mcpSessionTimeout, BodyTimeout: *mcpBodyTimeout, Registry: reg})

@@ -115,8 +115,9 @@ type FieldViolation struct {
 
 func (e *Error) Error() string { return e.Message }
 
-// New is an Error with a code, reason, message and metadata (may be nil).
-func New(code Code, reason, msg string, meta map[string]string) *Error {
+// NewError is an Error with a code, reason, message and metadata (may be
+// nil).
+func NewError(code Code, reason, msg string, meta map[string]string) *Error {
 	return &Error{Code: code, Reason: reason, Message: msg, Meta: meta}
 }
 

@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"fmt"
@@ -7,22 +7,23 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/toolsvc/toolsvc/service/core"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
 )
 
 // violationsOf is the field violations of a validate result (nil: valid).
-func violationsOf(e *core.Error) []*errdetails.BadRequest_FieldViolation {
+func violationsOf(e *Error) []FieldViolation {
 	if e == nil {
 		return nil
 	}
-	for _, d := range grpcStatus(e).Details() {
-		if br, ok := d.(*errdetails.BadRequest); ok {
-			return br.GetFieldViolations()
-		}
+	return e.Violations
+}
+
+// nestedMap is {"a": {"a": …{}…}}, depth levels of objects.
+func nestedMap(depth int) map[string]any {
+	m := map[string]any{}
+	for range depth - 1 {
+		m = map[string]any{"a": m}
 	}
-	return nil
+	return m
 }
 
 // nestedArrays is {"a": [[…[]…]]} with depth levels of arrays under "a".
@@ -108,10 +109,10 @@ func TestValidationCostRefusesMultiplyingSchemas(t *testing.T) {
 			}
 			cs.resolved = refuseAll
 			e := cs.validate("arguments", tc.args(40))
-			if e == nil || e.Meta["limit"] != limitValidationSteps || e.Reason != ReasonArgumentsInvalid || e.Code != core.InvalidArgument {
+			if e == nil || e.Meta["limit"] != limitValidationSteps || e.Reason != ReasonArgumentsInvalid || e.Code != InvalidArgument {
 				t.Fatalf("40 levels: %+v, want the validation budget refusal", e)
 			}
-			if vs := violationsOf(e); len(vs) != 1 || vs[0].GetField() != "arguments" || !strings.Contains(vs[0].GetDescription(), "arguments.a") {
+			if vs := violationsOf(e); len(vs) != 1 || vs[0].Field != "arguments" || !strings.Contains(vs[0].Description, "arguments.a") {
 				t.Errorf("violations = %v, want one on arguments naming where", vs)
 			}
 		})
@@ -252,7 +253,7 @@ func TestValidationCostKeepsRecursiveSchemas(t *testing.T) {
 			bad, want := tc.args(true)
 			field, desc, _ := strings.Cut(want, "|")
 			vs := violationsOf(cs.validate("arguments", bad))
-			if len(vs) != 1 || !strings.HasPrefix(vs[0].GetField(), field) || !strings.HasSuffix(vs[0].GetDescription(), desc) {
+			if len(vs) != 1 || !strings.HasPrefix(vs[0].Field, field) || !strings.HasSuffix(vs[0].Description, desc) {
 				t.Errorf("violations = %v, want one at %s… ending %s", vs, field, desc)
 			}
 		})
@@ -261,26 +262,16 @@ func TestValidationCostKeepsRecursiveSchemas(t *testing.T) {
 
 // TestValidationCostError: the refusal as the caller sees it.
 func TestValidationCostError(t *testing.T) {
-	st := grpcStatus(costError("arguments_json", ".a[0][0]"))
-	if st.Code() != codes.InvalidArgument {
-		t.Fatalf("code = %v", st.Code())
+	e := costError("arguments_json", ".a[0][0]").Bounded()
+	if e.Code != InvalidArgument || e.Reason != ReasonArgumentsInvalid {
+		t.Fatalf("code %v reason %s", e.Code, e.Reason)
 	}
-	var info *errdetails.ErrorInfo
-	var field string
-	for _, d := range st.Details() {
-		switch d := d.(type) {
-		case *errdetails.ErrorInfo:
-			info = d
-		case *errdetails.BadRequest:
-			field = d.GetFieldViolations()[0].GetField()
-		}
+	if e.Meta["limit"] != "max_validation_steps" || e.Meta["max_validation_steps"] != fmt.Sprint(maxValidationSteps) ||
+		len(e.Violations) != 1 || e.Violations[0].Field != "arguments_json" {
+		t.Errorf("metadata %v, violations %v", e.Meta, e.Violations)
 	}
-	if info.GetReason() != ReasonArgumentsInvalid || info.GetMetadata()["limit"] != "max_validation_steps" ||
-		info.GetMetadata()["max_validation_steps"] != fmt.Sprint(maxValidationSteps) || field != "arguments_json" {
-		t.Errorf("ErrorInfo %v, field %q", info, field)
-	}
-	if !strings.Contains(st.Message(), "arguments_json.a[0][0]") {
-		t.Errorf("message %q does not say where", st.Message())
+	if !strings.Contains(e.Message, "arguments_json.a[0][0]") {
+		t.Errorf("message %q does not say where", e.Message)
 	}
 }
 

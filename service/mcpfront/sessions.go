@@ -1,4 +1,4 @@
-package service
+package mcpfront
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Sessions and replicas.
@@ -101,7 +102,7 @@ const (
 // serveStreamable routes /mcp: 2026-07-28 requests to the stateless
 // handler, sessions (and initialize) to the stateful one, adopting
 // sessions minted elsewhere.
-func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
+func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	body, ok := f.readBody(w, r)
 	if !ok {
 		return
@@ -180,11 +181,11 @@ func (f *MCPFront) serveStreamable(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads a POST's body, bounded in size and time; false when it
 // has answered instead (413, 408 with the connection closed, 400).
-func (f *MCPFront) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (f *Front) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Method != http.MethodPost {
 		return nil, true
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.s.opts.MaxRequestBytes)+mcpBodySlack))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(f.c.MaxRequestBytes())+mcpBodySlack))
 	if err == nil {
 		return body, true
 	}
@@ -215,7 +216,7 @@ func refuseSession(w http.ResponseWriter, err error) {
 // replica minted (or that this one evicted or closed when idle): an
 // initialize and notifications/initialized on the client's behalf. The
 // entry it returns is in use (end it).
-func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSession, error) {
+func (f *Front) adopt(r *http.Request, sid, principal, pv string) (*frontSession, error) {
 	if pv == "" {
 		pv = legacyDefaultVersion
 	}
@@ -262,7 +263,7 @@ func (f *MCPFront) adopt(r *http.Request, sid, principal, pv string) (*frontSess
 
 // internalPOST sends a JSON-RPC message through the stateful handler in
 // the context (principal, TokenInfo) of r, discarding the answer.
-func (f *MCPFront) internalPOST(r *http.Request, sid, body string) int {
+func (f *Front) internalPOST(r *http.Request, sid, body string) int {
 	req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, "/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -339,7 +340,7 @@ type frontSession struct {
 }
 
 type sessionTable struct {
-	f      *MCPFront
+	f      *Front
 	mu     sync.Mutex
 	m      map[string]*frontSession
 	per    map[string]int // sessions per principal
@@ -352,7 +353,7 @@ type sessionTable struct {
 	evicted, refused, expired prometheus.Counter
 }
 
-func (t *sessionTable) init(f *MCPFront) {
+func (t *sessionTable) init(f *Front) {
 	t.f, t.m, t.per, t.closing = f, map[string]*frontSession{}, map[string]int{}, map[string]*frontSession{}
 	t.evicted = prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_sessions_evicted_total",
 		Help: "MCP front-door sessions closed to make room for a new one (the oldest idle at --mcp-max-sessions or --mcp-max-sessions-per-principal)."})
@@ -649,7 +650,7 @@ func (o *sseOwners) forget(id string) {
 
 // serveSSE routes /sse to go-sdk's SSE handler, a POST only from the
 // principal whose stream it names.
-func (f *MCPFront) serveSSE(w http.ResponseWriter, r *http.Request) {
+func (f *Front) serveSSE(w http.ResponseWriter, r *http.Request) {
 	principal := requestPrincipal(r)
 	switch r.Method {
 	case http.MethodGet:
@@ -663,7 +664,7 @@ func (f *MCPFront) serveSSE(w http.ResponseWriter, r *http.Request) {
 		// them no TokenInfo): each is authenticated again from the GET's
 		// credentials, under the auth state current when it runs, not the
 		// one pinned when the stream opened (authstate.go).
-		f.sse.ServeHTTP(ew, r.WithContext(unpinned(r.Context())))
+		f.sse.ServeHTTP(ew, r.WithContext(core.Unpinned(r.Context())))
 		return
 	case http.MethodPost:
 		if id := r.URL.Query().Get("sessionid"); id != "" {

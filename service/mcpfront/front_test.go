@@ -1,4 +1,4 @@
-package service
+package mcpfront
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 func TestMCPSessionIDs(t *testing.T) {
@@ -136,8 +137,8 @@ func TestMCPListChangedDebounce(t *testing.T) {
 // catalog, a call goes through, and an upstream burst of tool additions
 // gives the client list_changed.
 func TestMCPFrontInProcess(t *testing.T) {
-	f := newFixture(t, 12)
-	front := f.svc.NewMCPFront(MCPFrontOptions{PageSize: 5, ListenAddr: "127.0.0.1:0"})
+	f := newFixture(t, 12, core.AuthConfig{})
+	front := New(f.core, Options{PageSize: 5, ListenAddr: "127.0.0.1:0"})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	go front.Run(ctx)
 	srv := httptest.NewServer(front.Handler())
@@ -200,11 +201,10 @@ func TestMCPFrontInProcess(t *testing.T) {
 // TestMCPFrontPerPrincipalListChanged: with rules, a catalog change
 // notifies only the sessions whose principal's view changed.
 func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
-	f := newFixture(t, 3)
-	authz := NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*"}}, {Principal: "bob", Allow: []string{"mem__b*", "mem__echo"}}}, nil)
-	forceAuth(f.svc, AuthConfig{Authorizer: authz,
-		Authenticator: NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
-	ctx, srv := startPerPrincipalFront(t, f.svc)
+	authz := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"mem__a*"}}, {Principal: "bob", Allow: []string{"mem__b*", "mem__echo"}}}, nil)
+	f := newFixture(t, 3, core.AuthConfig{Authorizer: authz,
+		Authenticator: core.NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
+	ctx, srv := startPerPrincipalFront(t, f.core)
 	type client struct {
 		cs      *mcp.ClientSession
 		changed atomic.Int32
@@ -252,9 +252,9 @@ func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
 // startPerPrincipalFront runs svc's front door on an httptest server with
 // a short debounce and a 200 ms announce window (the per-principal tests
 // space their changes 300 ms apart).
-func startPerPrincipalFront(t *testing.T, svc *Server) (context.Context, *httptest.Server) {
+func startPerPrincipalFront(t *testing.T, c *core.Core) (context.Context, *httptest.Server) {
 	t.Helper()
-	front := svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
+	front := New(c, Options{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
 	front.views.window = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(ctxT(t))
 	go front.Run(ctx)
@@ -323,11 +323,11 @@ func TestMCPFrontPerPrincipalResourcesPromptsChanged(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	<-b.Ready()
 	// alice: the a* prompts and mem's resources; bob: the b* prompts only.
-	svc := New(b, &Options{
-		Authenticator: NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false),
-		Authorizer:    NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{"mem__a*", "mem__@resources"}}, {Principal: "bob", Allow: []string{"mem__b*"}}}, nil),
-	})
-	ctx, srv := startPerPrincipalFront(t, svc)
+	c := core.New(b, core.Options{Auth: core.AuthConfig{
+		Authenticator: core.NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false),
+		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"mem__a*", "mem__@resources"}}, {Principal: "bob", Allow: []string{"mem__b*"}}}, nil),
+	}})
+	ctx, srv := startPerPrincipalFront(t, c)
 	type client struct {
 		cs                 *mcp.ClientSession
 		resources, prompts atomic.Int32
@@ -432,8 +432,7 @@ func TestMCPFrontSubscriptionsEndWithSessions(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	<-b.Ready()
-	svc := New(b, &Options{})
-	front := svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0"})
+	front := New(core.New(b, core.Options{}), Options{ListenAddr: "127.0.0.1:0"})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	go front.Run(ctx)
 	srv := httptest.NewServer(front.Handler())
@@ -520,9 +519,9 @@ func TestMCPFrontSubscriptionsEndWithSessions(t *testing.T) {
 // SessionTimeout (not one in use, however long), and at its cap evicts
 // the session idle the longest, or refuses when every one is in use.
 func TestMCPFrontSessionTable(t *testing.T) {
-	f := newFixture(t, 1)
+	f := newFixture(t, 1, core.AuthConfig{})
 	synctest.Test(t, func(t *testing.T) {
-		front := f.svc.NewMCPFront(MCPFrontOptions{ListenAddr: "127.0.0.1:0", SessionTimeout: time.Minute, MaxSessions: 3, MaxSessionsPerPrincipal: 2})
+		front := New(f.core, Options{ListenAddr: "127.0.0.1:0", SessionTimeout: time.Minute, MaxSessions: 3, MaxSessionsPerPrincipal: 2})
 		type held struct {
 			e      *frontSession
 			cs     *mcp.ClientSession
@@ -634,9 +633,8 @@ func TestMCPFrontSessionTable(t *testing.T) {
 // let bob run calls in alice's session, as alice; alice's own POSTs are
 // accepted.
 func TestMCPFrontSSEForeignSession(t *testing.T) {
-	f := newFixture(t, 1)
-	forceAuth(f.svc, AuthConfig{Authenticator: NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
-	_, srv := startPerPrincipalFront(t, f.svc)
+	f := newFixture(t, 1, core.AuthConfig{Authenticator: core.NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
+	_, srv := startPerPrincipalFront(t, f.core)
 	ctx := ctxT(t)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/sse", nil)
 	req.Header.Set("Authorization", "Bearer tok-alice-0123456789")

@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Principal is an authenticated caller.
@@ -96,28 +95,23 @@ func WithCredentials(ctx context.Context, c Credentials) context.Context {
 	return context.WithValue(ctx, credentialsKey{}, c)
 }
 
-// credentialsFrom is the credentials of the request of ctx: the ones a
-// wire put there, else the gRPC call's (grpcCredentials).
+// credentialsFrom is the credentials the wire put in ctx (none: the
+// zero Credentials).
 func credentialsFrom(ctx context.Context) Credentials {
-	if c, ok := ctx.Value(credentialsKey{}).(Credentials); ok {
-		return c
-	}
-	return grpcCredentials(ctx)
+	c, _ := ctx.Value(credentialsKey{}).(Credentials)
+	return c
 }
 
-// Authenticate is a go-grpc-middleware auth.AuthFunc: the gRPC call's
-// credentials checked (Check), the refusal as a gRPC status.
-func (a *Authenticator) Authenticate(ctx context.Context) (context.Context, error) {
-	p, e := a.Check(credentialsFrom(ctx))
-	if e != nil {
-		return nil, grpcStatus(e).Err()
-	}
-	return context.WithValue(ctx, principalKey{}, p), nil
+// WithPrincipal is ctx carrying p as the authenticated caller of its
+// request (an interceptor that authenticated it, a wire that carries the
+// principal with each request).
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
 }
 
 // Check establishes the principal of c: a static token, a JWT, or a
 // verified client certificate (with mTLS on).
-func (a *Authenticator) Check(c Credentials) (Principal, *core.Error) {
+func (a *Authenticator) Check(c Credentials) (Principal, *Error) {
 	if tok := c.Bearer; tok != "" {
 		if len(tok) > MaxBearerLen {
 			return Principal{}, unauthenticated(fmt.Sprintf("bearer token longer than %d bytes", MaxBearerLen))
@@ -151,8 +145,8 @@ func (a *Authenticator) Check(c Credentials) (Principal, *core.Error) {
 	return Principal{}, unauthenticated("credentials required: an \"authorization: Bearer …\" header or a client certificate")
 }
 
-func unauthenticated(msg string) *core.Error {
-	return core.New(core.Unauthenticated, ReasonUnauthenticated, msg, nil)
+func unauthenticated(msg string) *Error {
+	return NewError(Unauthenticated, ReasonUnauthenticated, msg, nil)
 }
 
 func (a *Authenticator) verifyJWT(tok string) (string, error) {
@@ -217,6 +211,10 @@ func globMatch(patterns []string, s string) bool {
 	return slices.ContainsFunc(patterns, func(g string) bool { ok, _ := path.Match(g, s); return ok })
 }
 
+// HasRules reports whether principals' views can differ (a nil
+// Authorizer, or one without rules, allows everyone every name).
+func (a *Authorizer) HasRules() bool { return a != nil && len(a.rules) > 0 }
+
 // AllowTool reports whether p may see and call the tool with that exposed
 // name. A nil Authorizer, or one without rules, allows every tool.
 func (a *Authorizer) AllowTool(p Principal, tool string) bool {
@@ -251,7 +249,7 @@ func (a *Authorizer) Allowed(ctx context.Context, tool string) bool {
 
 // filter returns a predicate for the caller of ctx, or nil when every tool
 // is allowed (the fast path).
-func (a *Authorizer) filter(ctx context.Context) func(tool string) bool {
+func (a *Authorizer) Filter(ctx context.Context) func(tool string) bool {
 	if a == nil || len(a.rules) == 0 {
 		return nil
 	}
@@ -273,11 +271,11 @@ func (a *Authorizer) filter(ctx context.Context) func(tool string) bool {
 //
 // The returned context also carries the auth state the request is decided
 // under (authstate.go): the one the interceptor pinned, else the current.
-func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, *core.Error) {
-	st := authStateFrom(ctx)
+func (s *Core) Authenticate(ctx context.Context) (context.Context, Principal, *Error) {
+	st := AuthStateFrom(ctx)
 	if st == nil {
-		st = s.currentAuth()
-		ctx = withAuthState(ctx, st)
+		st = s.CurrentAuth()
+		ctx = WithAuthState(ctx, st)
 	}
 	if p, ok := PrincipalFrom(ctx); ok {
 		return ctx, p, nil
@@ -290,7 +288,7 @@ func (s *Server) authenticate(ctx context.Context) (context.Context, Principal, 
 		if p.Name == "" {
 			return ctx, Principal{}, unauthenticated("credentials required")
 		}
-		return context.WithValue(ctx, principalKey{}, p), p, nil
+		return WithPrincipal(ctx, p), p, nil
 	}
 	if st.authz != nil {
 		s.log.Error("refusing a request: authorization is configured but nothing authenticated the request (set service.Options.Authenticator or install an authenticating interceptor)")

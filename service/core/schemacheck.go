@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"fmt"
@@ -235,7 +235,7 @@ func (g *schemaGraph) resolve(n *schemaNode, ref string) (t *schemaNode, dyn str
 		}
 	}
 	if t == nil {
-		return nil, "", fmt.Errorf("cannot follow the reference %q at %s", clipText(ref), pointerString(n.path))
+		return nil, "", fmt.Errorf("cannot follow the reference %q at %s", Clip(ref), pointerString(n.path))
 	}
 	return t, dyn, nil
 }
@@ -348,5 +348,5 @@ func pointerString(path []string) string {
 		b.WriteString("/")
 		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1"))
 	}
-	return clipText(b.String())
+	return Clip(b.String())
 }

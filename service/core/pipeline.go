@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // The call pipeline: every way into a tool call (gRPC CallTool,
@@ -23,7 +22,7 @@ import (
 //	             → inputSchema of that entry
 //	Dispatch:    the bridge calls that same entry (mcpbridge.Bridge.Call)
 //	CheckResult: the result's size (measured once, by the front door)
-//	Fail:        the error classified, once, to a *core.Error
+//	Fail:        the error classified, once, to a *Error
 //	End:         metrics, audit line, the principal's concurrency slot back
 //
 // A front door does, whatever its wire:
@@ -35,9 +34,9 @@ import (
 //	wire's form, or the result
 //
 // Errors inside the pipeline are values: the bridge's typed errors, or a
-// *core.Error for the pipeline's own refusals, built with the wire's field
+// *Error for the pipeline's own refusals, built with the wire's field
 // names (CallInput.Fields). Fail classifies them once; each wire maps the
-// *core.Error to its own form (a gRPC status, a JSON-RPC error) and edits
+// *Error to its own form (a gRPC status, a JSON-RPC error) and edits
 // no text.
 
 // CallInput is one tool call as a front door received it.
@@ -53,14 +52,14 @@ type CallInput struct {
 	// the front door, for the request size limit and the audit line.
 	Size int
 	// Fields are the wire's field names, for the call's errors.
-	Fields core.Fields
+	Fields Fields
 }
 
 // Call is one tool call moving through the operation engine
 // (operation.go). It is used by one goroutine (the front door's handler);
 // End must be called exactly once.
 type Call struct {
-	*operation
+	op     *Operation
 	in     CallInput
 	target mcpbridge.Target // zero until resolved
 	args   any              // map[string]any, json.RawMessage, or nil ({})
@@ -69,9 +68,9 @@ type Call struct {
 // BeginCall runs every check that comes before the upstream. It always
 // returns the call (so that End can observe a refusal); a non-nil err says
 // why the call must not be dispatched.
-func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
-	op, err := s.begin(ctx, opToolCall, in.Fields)
-	c := &Call{operation: op, in: in}
+func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
+	op, err := s.Begin(ctx, OpToolCall, in.Fields)
+	c := &Call{op: op, in: in}
 	// A name longer than any tool's is never echoed (checkExposedName).
 	op.meta["tool"], op.meta["server"] = "", ""
 	if len(in.Name) <= mcpbridge.MaxNameLen {
@@ -81,10 +80,10 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 		return c, err
 	}
 	if in.Size > s.opts.MaxRequestBytes {
-		return c, core.TooLarge(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
+		return c, TooLarge(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
 	}
 	if in.Name == "" {
-		return c, core.InvalidField("name", "required: the exposed tool name from ListTools")
+		return c, InvalidField("name", "required: the exposed tool name from ListTools")
 	}
 	if err := checkExposedName("name", in.Name, "tool"); err != nil {
 		return c, err
@@ -111,13 +110,13 @@ func (s *Server) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 // most MaxArgumentsDepth deep, with no key twice in any object, and, unless
 // the tool's server turns validation off or its schema cannot be used, that
 // they satisfy the entry's inputSchema. It returns what to send.
-func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
+func (s *Core) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 	field := "arguments"
 	var obj map[string]any // decoded, for validation
 	var args any           // what is sent: nil ({}), the map, or the caller's text
 	switch {
 	case in.Arguments != nil && in.ArgumentsJSON != "":
-		return nil, core.InvalidArguments(core.Violation(in.Fields.ArgumentsJSON, "set at most one of arguments and "+in.Fields.ArgumentsJSON))
+		return nil, InvalidArguments(Violation(in.Fields.ArgumentsJSON, "set at most one of arguments and "+in.Fields.ArgumentsJSON))
 	case in.ArgumentsJSON != "":
 		field = in.Fields.ArgumentsJSON
 		if jsonNestsDeeper(in.ArgumentsJSON, MaxArgumentsDepth) {
@@ -128,9 +127,9 @@ func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 		switch {
 		case errors.As(err, &dup):
 			path := field + dup.path
-			return nil, core.InvalidArguments(core.Violation(clipText(path), "the key appears more than once in its object; send each key once"))
+			return nil, InvalidArguments(Violation(Clip(path), "the key appears more than once in its object; send each key once"))
 		case err != nil:
-			return nil, core.InvalidArguments(core.Violation(field, "must be a JSON object: "+err.Error()))
+			return nil, InvalidArguments(Violation(field, "must be a JSON object: "+err.Error()))
 		}
 		// Forwarded as the caller wrote it: numbers keep every digit.
 		obj, args = m, json.RawMessage(in.ArgumentsJSON)
@@ -152,7 +151,7 @@ func (s *Server) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 
 // validateArguments validates the decoded arguments against the tool's
 // inputSchema; field names them in violations.
-func (s *Server) validateArguments(tool *mcpbridge.Tool, field string, obj map[string]any) error {
+func (s *Core) validateArguments(tool *mcpbridge.Tool, field string, obj map[string]any) error {
 	cs := s.schemas.get(tool.SchemaHash, tool.InputSchema)
 	if cs.resolved == nil {
 		if cs.warned.CompareAndSwap(false, true) {
@@ -172,22 +171,22 @@ func (s *Server) validateArguments(tool *mcpbridge.Tool, field string, obj map[s
 }
 
 // Context is the caller's context with its authenticated principal.
-func (c *Call) Context() context.Context { return c.ctx }
+func (c *Call) Context() context.Context { return c.op.ctx }
 
 // Dispatch sends the call to the entry BeginCall resolved.
 func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
 	if opts == nil {
 		opts = &mcpbridge.CallOptions{}
 	}
-	opts.Principal = c.principal.Name // sent to upstreams with forwardPrincipal
-	return c.s.bridge.Call(ctx, c.target, c.args, opts)
+	opts.Principal = c.op.principal.Name // sent to upstreams with forwardPrincipal
+	return c.op.s.bridge.Call(ctx, c.target, c.args, opts)
 }
 
 // CheckResult applies the response size limit to a result of size bytes
 // (measured once by the front door).
 func (c *Call) CheckResult(size int) error {
-	if e := c.s.checkResponse(size); e != nil {
-		c.s.log.Info("result over the response limit", "tool", c.in.Name, "size", size, "limit", c.s.opts.MaxResponseBytes)
+	if e := c.op.s.CheckResponse(size); e != nil {
+		c.op.s.log.Info("result over the response limit", "tool", c.in.Name, "size", size, "limit", c.op.s.opts.MaxResponseBytes)
 		return e
 	}
 	return nil
@@ -196,19 +195,19 @@ func (c *Call) CheckResult(size int) error {
 // Fail classifies the pipeline's error once (nil: nil); its metadata
 // names the tool and its server. Each wire maps the result to its own
 // form.
-func (c *Call) Fail(err error) *core.Error {
-	if err != nil && c.ctx.Err() != nil {
-		c.s.log.Debug("call ended by the caller", "tool", c.in.Name, "error", c.ctx.Err())
+func (c *Call) Fail(err error) *Error {
+	if err != nil && c.op.ctx.Err() != nil {
+		c.op.s.log.Debug("call ended by the caller", "tool", c.in.Name, "error", c.op.ctx.Err())
 	}
-	return c.fail(err)
+	return c.op.fail(err)
 }
 
 // checkExposedName refuses a name longer than any exposed tool or prompt
 // name (mcpbridge.MaxNameLen), without echoing it: no lookup could find it,
 // and echoing it whole into the status made megabytes of trailers.
-func checkExposedName(field, name, what string) *core.Error {
+func checkExposedName(field, name, what string) *Error {
 	if len(name) <= mcpbridge.MaxNameLen {
 		return nil
 	}
-	return core.InvalidField(field, fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen))
+	return InvalidField(field, fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen))
 }

@@ -1,17 +1,15 @@
-package service
+package core
 
 import (
 	"errors"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 func rateLimited(t *testing.T, err error) time.Duration {
 	t.Helper()
-	var re *core.Error
+	var re *Error
 	if !errors.As(err, &re) || re.Reason != ReasonRateLimited {
 		t.Fatalf("err = %v, want RATE_LIMITED", err)
 	}
@@ -89,5 +87,48 @@ func TestRateLimiterEviction(t *testing.T) {
 	release() // idempotent
 	if _, err := l.acquire("busy", t0.Add(time.Hour)); err != nil {
 		t.Fatalf("after release: %v", err)
+	}
+}
+
+// TestRateLimiterSurvivesReload: a rebuilt limiter keeps the spent bucket
+// and in-flight count of a principal whose rule did not change, gives a
+// fresh bucket (and the same in-flight count) to one whose rule changed,
+// and forgets one no rule matches.
+func TestRateLimiterSurvivesReload(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	old := newRateLimiter([]RateLimit{
+		{Principal: "same", CallsPerSecond: 0.001, Burst: 1, MaxConcurrent: 5},
+		{Principal: "changed", CallsPerSecond: 0.001, Burst: 1},
+		{Principal: "gone", CallsPerSecond: 0.001, Burst: 1},
+	}, nil, nil)
+	var release func()
+	for _, p := range []string{"same", "changed", "gone"} {
+		r, err := old.acquire(p, t0)
+		if err != nil {
+			t.Fatalf("%s's first call: %v", p, err)
+		}
+		if p == "same" {
+			release = r
+		}
+	}
+	next := newRateLimiter([]RateLimit{
+		{Principal: "same", CallsPerSecond: 0.001, Burst: 1, MaxConcurrent: 5},
+		{Principal: "changed", CallsPerSecond: 0.002, Burst: 1},
+	}, nil, old)
+	if _, err := next.acquire("same", t0); err == nil {
+		t.Error("same rule: the reload refilled the spent bucket")
+	}
+	if _, err := next.acquire("changed", t0); err != nil {
+		t.Errorf("changed rule: %v, want a fresh bucket", err)
+	}
+	if _, err := next.acquire("gone", t0); err != nil {
+		t.Errorf("no rule: %v, want unlimited", err)
+	}
+	if got := next.inFlight()["same"]; got != 1 {
+		t.Errorf("same rule: %d in flight after the reload, want 1", got)
+	}
+	release() // a call admitted before the reload ends after it
+	if got := next.inFlight()["same"]; got != 0 {
+		t.Errorf("same rule: %d in flight after the call ended, want 0", got)
 	}
 }

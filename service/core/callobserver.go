@@ -1,10 +1,8 @@
-package service
+package core
 
 import (
 	"encoding/json"
 	"log/slog"
-
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // End observes a finished call once: fail is what the caller got (nil
@@ -13,16 +11,16 @@ import (
 // audit line (with the call's sizes and, when configured, its arguments)
 // and releases the principal's concurrency slot. Calls to unknown tools
 // are counted under server and tool "unknown" (no catalog label to spend).
-func (c *Call) End(fail *core.Error, isError bool, outBytes int) {
+func (c *Call) End(fail *Error, isError bool, outBytes int) {
 	extra := []slog.Attr{slog.Int("request_bytes", c.in.Size), slog.Int("response_bytes", outBytes)}
-	as := c.auth
+	as := c.op.auth
 	if as == nil { // refused before it was decided under a state
-		as = c.s.currentAuth()
+		as = c.op.s.CurrentAuth()
 	}
 	if as.auditArgs {
 		extra = append(extra, slog.Any("arguments", c.auditArguments()))
 	}
-	c.end(fail, isError, extra...)
+	c.op.end(fail, isError, extra...)
 }
 
 // auditArguments is the call's arguments as JSON for the audit line.

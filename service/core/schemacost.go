@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"cmp"
@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // What validating one call's arguments costs. checkSchema refuses schemas
@@ -80,11 +79,11 @@ const limitValidationSteps = "max_validation_steps"
 
 // costError refuses arguments whose validation would pass the budget; path
 // is where the count passed it (".a[0].a…" below field).
-func costError(field, path string) *core.Error {
-	e := core.InvalidArguments(core.Violation(field, fmt.Sprintf(
+func costError(field, path string) *Error {
+	e := InvalidArguments(Violation(field, fmt.Sprintf(
 		"validating these arguments against the tool's inputSchema would apply more than %d subschemas "+
 			"(its alternatives multiply at each level of nesting; the count passed the bound at %s): send arguments that nest less deeply",
-		maxValidationSteps, clipText(field+path))))
+		maxValidationSteps, Clip(field+path))))
 	e.Meta = map[string]string{"limit": limitValidationSteps, limitValidationSteps: strconv.Itoa(maxValidationSteps)}
 	return e
 }
@@ -228,7 +227,7 @@ func (c *costNode) addMemberSchemas(s *jsonschema.Schema, idx schemaIndex) error
 	for expr, p := range s.PatternProperties {
 		re, err := regexp.Compile(expr)
 		if err != nil {
-			return fmt.Errorf("patternProperties %q: %v", clipText(expr), err)
+			return fmt.Errorf("patternProperties %q: %v", Clip(expr), err)
 		}
 		c.patterns = append(c.patterns, costPattern{re, idx.at(p)})
 	}

@@ -1,4 +1,8 @@
-package service
+// Package mcpfront is toolsvc's MCP front door: the merged catalog served
+// as an MCP server over streamable HTTP and legacy HTTP+SSE, built on the
+// transport-neutral core (service/core) alone. It imports no gRPC package
+// and no generated API (service/core's TestLayering keeps it so).
+package mcpfront
 
 import (
 	"context"
@@ -43,8 +47,8 @@ import (
 // self-describing (see sessionIDs), so that a replica that has never seen
 // it adopts it instead of answering "session not found".
 
-// MCPFrontOptions configure the MCP front door.
-type MCPFrontOptions struct {
+// Options configure the MCP front door.
+type Options struct {
 	Logger *slog.Logger
 	// ListenAddr is the address the front door listens on; with no
 	// AllowedHosts, a loopback listen address allows only loopback Host
@@ -63,12 +67,12 @@ type MCPFrontOptions struct {
 	// session to its principal.
 	SessionKey []byte
 	// SessionTimeout closes a stateful session idle this long (default
-	// DefaultMCPSessionTimeout). A session is idle while none of its HTTP
+	// DefaultSessionTimeout). A session is idle while none of its HTTP
 	// requests (calls, its GET stream) is being served.
 	SessionTimeout time.Duration
 	// MaxSessions caps the stateful sessions of this replica (default
-	// DefaultMCPMaxSessions); MaxSessionsPerPrincipal caps one principal's
-	// (default DefaultMCPMaxSessionsPerPrincipal; without auth every
+	// DefaultMaxSessions); MaxSessionsPerPrincipal caps one principal's
+	// (default DefaultMaxSessionsPerPrincipal; without auth every
 	// caller is the same principal). At a cap, a new session (initialize,
 	// or the adoption of one minted elsewhere) evicts the session idle the
 	// longest, of the principal when its own cap is reached; when none is
@@ -76,45 +80,45 @@ type MCPFrontOptions struct {
 	MaxSessions             int
 	MaxSessionsPerPrincipal int
 	// BodyTimeout bounds the time to read a request body once its
-	// headers are in (default DefaultMCPBodyTimeout): a client that
+	// headers are in (default DefaultBodyTimeout): a client that
 	// trickles a body is cut off (HTTP 408, connection closed). Headers
 	// are bounded by the http.Server (serve: ReadHeaderTimeout).
 	BodyTimeout time.Duration
 	// Registry, if set, gets the front door's session metrics.
 	Registry prometheus.Registerer
-	// PageSize of tools/list (default DefaultMCPPageSize).
+	// PageSize of tools/list (default DefaultPageSize).
 	PageSize int
 	// Debounce between a catalog change and list_changed (default
-	// DefaultMCPListChangedDebounce).
+	// DefaultListChangedDebounce).
 	Debounce time.Duration
 }
 
 // Front door defaults.
 const (
-	DefaultMCPPageSize            = 500
-	DefaultMCPSessionTimeout      = 30 * time.Minute
-	DefaultMCPListChangedDebounce = 50 * time.Millisecond
-	// DefaultMCPMaxSessions and DefaultMCPMaxSessionsPerPrincipal bound
+	DefaultPageSize            = 500
+	DefaultSessionTimeout      = 30 * time.Minute
+	DefaultListChangedDebounce = 50 * time.Millisecond
+	// DefaultMaxSessions and DefaultMaxSessionsPerPrincipal bound
 	// the memory of stateful sessions (about 33 KB of resident memory and
 	// one goroutine each, measured with tests/frontflood): a client that
 	// initializes and walks away holds a place until the cap makes it the
 	// oldest idle one. An evicted client
 	// loses nothing but its resource subscriptions: its next request is
 	// adopted (see sessionIDs).
-	DefaultMCPMaxSessions             = 1000
-	DefaultMCPMaxSessionsPerPrincipal = 250
-	DefaultMCPBodyTimeout             = 30 * time.Second
+	DefaultMaxSessions             = 1000
+	DefaultMaxSessionsPerPrincipal = 250
+	DefaultBodyTimeout             = 30 * time.Second
 	// mcpBodySlack is what the JSON-RPC envelope may add to a call's
 	// arguments before the HTTP body limit (413) applies; the pipeline's
 	// request limit (REQUEST_TOO_LARGE, naming the limit) applies first.
 	mcpBodySlack = 64 << 10
 )
 
-// MCPFront is the MCP front door of a Server.
-type MCPFront struct {
-	s      *Server
+// Front is the MCP front door of a Server.
+type Front struct {
+	c      *core.Core
 	log    *slog.Logger
-	opts   MCPFrontOptions
+	opts   Options
 	server *mcp.Server
 	hosts  hostPolicy
 	ids    sessionIDs
@@ -147,31 +151,31 @@ type MCPFront struct {
 	once sync.Once
 }
 
-// NewMCPFront returns the front door of s. Run keeps list_changed going;
-// Handler serves it.
-func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
+// New returns the front door of c. Run keeps list_changed going; Handler
+// serves it.
+func New(c *core.Core, o Options) *Front {
 	if o.Logger == nil {
-		o.Logger = s.log
+		o.Logger = c.Logger()
 	}
 	if o.PageSize <= 0 {
-		o.PageSize = DefaultMCPPageSize
+		o.PageSize = DefaultPageSize
 	}
 	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = DefaultMCPSessionTimeout
+		o.SessionTimeout = DefaultSessionTimeout
 	}
 	if o.Debounce <= 0 {
-		o.Debounce = DefaultMCPListChangedDebounce
+		o.Debounce = DefaultListChangedDebounce
 	}
 	if o.MaxSessions <= 0 {
-		o.MaxSessions = DefaultMCPMaxSessions
+		o.MaxSessions = DefaultMaxSessions
 	}
 	if o.MaxSessionsPerPrincipal <= 0 {
-		o.MaxSessionsPerPrincipal = DefaultMCPMaxSessionsPerPrincipal
+		o.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
 	}
 	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = DefaultMCPBodyTimeout
+		o.BodyTimeout = DefaultBodyTimeout
 	}
-	f := &MCPFront{s: s, log: o.Logger, opts: o, busy: map[*mcp.ServerSession]int{}, views: newViews(),
+	f := &Front{c: c, log: o.Logger, opts: o, busy: map[*mcp.ServerSession]int{}, views: newViews(),
 		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
 		ids:   newSessionIDs(o.SessionKey),
 		stop:  make(chan struct{}), done: make(chan struct{})}
@@ -191,7 +195,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 	f.server.AddReceivingMiddleware(f.middleware)
 	f.server.AddSendingMiddleware(f.sendingMiddleware)
 	getServer := func(*http.Request) *mcp.Server { return f.server }
-	maxBody := int64(s.opts.MaxRequestBytes) + mcpBodySlack
+	maxBody := int64(c.MaxRequestBytes()) + mcpBodySlack
 	f.sessions.init(f)
 	f.stateful = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		// No SessionTimeout: the session table closes idle sessions
@@ -218,7 +222,7 @@ func (s *Server) NewMCPFront(o MCPFrontOptions) *MCPFront {
 // Handler serves /mcp (streamable HTTP, both protocol eras) and /sse
 // (legacy HTTP+SSE): Host and Origin checked, then the caller
 // authenticated, on every request.
-func (f *MCPFront) Handler() http.Handler {
+func (f *Front) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// Both refusals are decided from the headers alone and sent before
 		// any of the body is read.
@@ -227,7 +231,7 @@ func (f *MCPFront) Handler() http.Handler {
 			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 			return
 		}
-		ctx, p, err := f.s.authenticate(httpAuthContext(r))
+		ctx, p, err := f.c.Authenticate(httpAuthContext(r))
 		if err != nil {
 			closeAfterRefusal(w, r)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolsvc"`)
@@ -239,7 +243,7 @@ func (f *MCPFront) Handler() http.Handler {
 			// legacy /sse session): it ends when a reload no longer
 			// accepts its credentials (authstate.go).
 			var stop func()
-			ctx, stop = f.s.endWhenRevoked(ctx)
+			ctx, stop = f.c.EndWhenRevoked(ctx)
 			defer stop()
 		}
 		if r.ContentLength != 0 {
@@ -258,7 +262,7 @@ func (f *MCPFront) Handler() http.Handler {
 		// returns what authenticate established (a token, a JWT, a client
 		// certificate, or the anonymous caller when auth is off).
 		ti := &auth.TokenInfo{UserID: p.Name, Expiration: time.Now().Add(time.Hour),
-			Extra: map[string]any{principalMethodKey: p.Method, principalAuthKey: p.Name != "" || p.Method != "", authStateExtraKey: authStateFrom(ctx)}}
+			Extra: map[string]any{principalMethodKey: p.Method, principalAuthKey: p.Name != "" || p.Method != "", authStateExtraKey: core.AuthStateFrom(ctx)}}
 		r = r.WithContext(context.WithValue(ctx, tokenInfoKey{}, ti))
 		if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
 			r.Header.Set("Authorization", "Bearer "+principalBearer)
@@ -339,11 +343,11 @@ func (h quietUndelivered) WithGroup(name string) slog.Handler {
 // presented: its Authorization header and the client certificate chains
 // its TLS handshake verified.
 func httpAuthContext(r *http.Request) context.Context {
-	c := Credentials{Bearer: BearerOf(r.Header.Get("Authorization"))}
+	c := core.Credentials{Bearer: core.BearerOf(r.Header.Get("Authorization"))}
 	if r.TLS != nil {
 		c.VerifiedChains = r.TLS.VerifiedChains
 	}
-	return WithCredentials(r.Context(), c)
+	return core.WithCredentials(r.Context(), c)
 }
 
 // Run sends notifications/tools/list_changed to every connected client
@@ -351,11 +355,11 @@ func httpAuthContext(r *http.Request) context.Context {
 // within the debounce; likewise resources/list_changed and
 // prompts/list_changed (runResources). It returns when ctx ends or Close
 // is called.
-func (f *MCPFront) Run(ctx context.Context) {
+func (f *Front) Run(ctx context.Context) {
 	defer close(f.done)
-	sub := f.s.bridge.Catalog().Subscribe()
+	sub := f.c.Bridge().Catalog().Subscribe()
 	defer sub.Close()
-	last := f.s.bridge.Catalog().Current().Revision
+	last := f.c.Bridge().Catalog().Current().Revision
 	stop := make(chan struct{})
 	go func() {
 		select {
@@ -375,12 +379,12 @@ func (f *MCPFront) Run(ctx context.Context) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.s.forwardChanges(stop, sub.C(), changed)
+		f.forwardChanges(stop, sub.C(), changed)
 	}()
-	lastGen := f.s.currentAuth().gen
+	lastGen := f.c.CurrentAuth().Gen()
 	debounce(stop, changed, f.opts.Debounce, func() {
 		// A reload's new rules change views as a catalog change does.
-		snap, gen := f.s.bridge.Catalog().Current(), f.s.currentAuth().gen
+		snap, gen := f.c.Bridge().Catalog().Current(), f.c.CurrentAuth().Gen()
 		if snap.Revision != last || gen != lastGen {
 			last, lastGen = snap.Revision, gen
 			if f.viewsChanged(snap) {
@@ -392,15 +396,15 @@ func (f *MCPFront) Run(ctx context.Context) {
 
 // forwardChanges signals out (capacity 1, never blocking) on every signal
 // of in and every replacement of the auth state, until stop is closed.
-func (s *Server) forwardChanges(stop <-chan struct{}, in <-chan struct{}, out chan<- struct{}) {
-	st := s.currentAuth()
+func (f *Front) forwardChanges(stop <-chan struct{}, in <-chan struct{}, out chan<- struct{}) {
+	st := f.c.CurrentAuth()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-in:
-		case <-st.changed:
-			st = s.currentAuth()
+		case <-st.Changed():
+			st = f.c.CurrentAuth()
 		}
 		select {
 		case out <- struct{}{}:
@@ -442,7 +446,7 @@ func debounce(stop <-chan struct{}, in <-chan struct{}, d time.Duration, fire fu
 // The middleware answers tools/list and tools/call, so no client sees it.
 const listChangedMarker = "toolsvc-catalog-changed"
 
-func (f *MCPFront) notifyListChanged() {
+func (f *Front) notifyListChanged() {
 	f.markerMu.Lock()
 	defer f.markerMu.Unlock()
 	// The marker is added, then removed: two changes within go-sdk's own
@@ -456,7 +460,7 @@ func (f *MCPFront) notifyListChanged() {
 
 // Close stops Run and closes every session of the front door at once
 // (clients reconnect, to another replica). It is idempotent.
-func (f *MCPFront) Close() {
+func (f *Front) Close() {
 	f.once.Do(func() { close(f.stop) })
 	f.sessions.shut()
 	for ss := range f.server.Sessions() {
@@ -469,7 +473,7 @@ func (f *MCPFront) Close() {
 // Drain stops Run and closes each session once it has no call in flight
 // (open streams — GET, subscriptions/listen — end at once, calls finish),
 // until ctx ends; then it closes the rest.
-func (f *MCPFront) Drain(ctx context.Context) {
+func (f *Front) Drain(ctx context.Context) {
 	f.once.Do(func() { close(f.stop) })
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
@@ -504,19 +508,19 @@ func (f *MCPFront) Drain(ctx context.Context) {
 }
 
 // handling reports whether a handler of ss is running.
-func (f *MCPFront) handling(ss *mcp.ServerSession) bool {
+func (f *Front) handling(ss *mcp.ServerSession) bool {
 	f.busyMu.Lock()
 	defer f.busyMu.Unlock()
 	return f.busy[ss] > 0
 }
 
-func (f *MCPFront) callStarted(ss *mcp.ServerSession) {
+func (f *Front) callStarted(ss *mcp.ServerSession) {
 	f.busyMu.Lock()
 	f.busy[ss]++
 	f.busyMu.Unlock()
 }
 
-func (f *MCPFront) callEnded(ss *mcp.ServerSession) {
+func (f *Front) callEnded(ss *mcp.ServerSession) {
 	f.busyMu.Lock()
 	if f.busy[ss]--; f.busy[ss] <= 0 {
 		delete(f.busy, ss)
@@ -530,12 +534,12 @@ func (f *MCPFront) callEnded(ss *mcp.ServerSession) {
 const drainResponseGrace = 250 * time.Millisecond
 
 // Wait returns when Run has returned.
-func (f *MCPFront) Wait() { <-f.done }
+func (f *Front) Wait() { <-f.done }
 
 // middleware answers tools/list and tools/call, the resource and prompt
 // lists, resources/read and prompts/get; everything else is go-sdk's
 // (resources/subscribe through the subscribe handler).
-func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (_ mcp.Result, err error) {
 		// A panic below becomes an internal error, logged with its stack,
 		// as in the gRPC server's recovery interceptor: go-sdk does not
@@ -603,7 +607,7 @@ func (f *MCPFront) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // a stateful /mcp session joins its entry in the session table, which
 // closes it and forgets it; an SSE session (bounded by its open GET
 // stream) is forgotten when it ends.
-func (f *MCPFront) track(ss *mcp.ServerSession) {
+func (f *Front) track(ss *mcp.ServerSession) {
 	if f.sessions.bind(ss) {
 		return
 	}
@@ -621,14 +625,14 @@ func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Cont
 		return ctx
 	}
 	ti := extra.TokenInfo
-	if st, ok := ti.Extra[authStateExtraKey].(*authState); ok && st != nil {
-		ctx = withAuthState(ctx, st)
+	if st, ok := ti.Extra[authStateExtraKey].(*core.AuthState); ok && st != nil {
+		ctx = core.WithAuthState(ctx, st)
 	}
 	if ok, _ := ti.Extra[principalAuthKey].(bool); !ok {
 		return ctx
 	}
 	m, _ := ti.Extra[principalMethodKey].(string)
-	return context.WithValue(ctx, principalKey{}, Principal{Name: ti.UserID, Method: m})
+	return core.WithPrincipal(ctx, core.Principal{Name: ti.UserID, Method: m})
 }
 
 // listTools answers tools/list from the catalog snapshot: the same
@@ -636,8 +640,8 @@ func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Cont
 // only, paginated with ListTools' page tokens (keyset over the revision
 // the listing started from, so any replica with that revision continues
 // it).
-func (f *MCPFront) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-	ctx, _, e := f.s.authenticate(principalContext(ctx, req.GetExtra()))
+func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	ctx, _, e := f.c.Authenticate(principalContext(ctx, req.GetExtra()))
 	if e != nil {
 		return nil, mcpError(e)
 	}
@@ -645,22 +649,22 @@ func (f *MCPFront) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*m
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	snap, after, e := f.s.toolCursor(cursor, mcpFields)
+	snap, after, e := f.c.ToolCursor(cursor, mcpFields)
 	if e != nil {
 		return nil, mcpError(e)
 	}
-	all := f.list.tools(snap, snap == f.s.bridge.Catalog().Current())
+	all := f.list.tools(snap, snap == f.c.Bridge().Catalog().Current())
 	var keep func(*mcp.Tool) bool
-	if allowed := f.s.authOf(ctx).authz.filter(ctx); allowed != nil {
+	if allowed := f.c.AuthOf(ctx).Filter(ctx); allowed != nil {
 		keep = func(t *mcp.Tool) bool { return allowed(t.Name) }
 	}
-	tools, next := core.Page(all, toolsAfter(snap, after), f.opts.PageSize, 0, keep, core.Same[*mcp.Tool], nil)
+	tools, next := core.Page(all, core.ToolsAfter(snap, after), f.opts.PageSize, 0, keep, core.Same[*mcp.Tool], nil)
 	res := &mcp.ListToolsResult{Tools: tools}
 	if res.Tools == nil {
 		res.Tools = []*mcp.Tool{}
 	}
 	if next >= 0 {
-		res.NextCursor = pageToken{revision: snap.Revision, after: tools[len(tools)-1].Name}.encode()
+		res.NextCursor = core.EncodeToolPageToken(snap.Revision, tools[len(tools)-1].Name)
 	}
 	// 2026-07-28 cache hints: the list is the principal's own, and stale
 	// at once (list_changed says when to list again).
@@ -714,16 +718,16 @@ func toolToMCP(t *mcpbridge.Tool) *mcp.Tool {
 // client as notifications/progress with its token; the client's
 // notifications/cancelled (or, in 2026-07-28, the end of its request)
 // cancels ctx and with it the upstream call.
-func (f *MCPFront) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
 	}
-	in := CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
+	in := core.CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
-	c, err := f.s.BeginCall(principalContext(ctx, req.GetExtra()), in)
+	c, err := f.c.BeginCall(principalContext(ctx, req.GetExtra()), in)
 	var res *mcp.CallToolResult
 	size := 0
 	if err == nil {
@@ -775,7 +779,7 @@ func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
 // dispatch calls the upstream, forwarding progress when the client asked
 // for it. The bridge's progress callback only queues; a sender goroutine
 // notifies the client, in order.
-func (f *MCPFront) dispatch(ctx context.Context, c *Call, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	// c.Context() is the handler's (go-sdk cancels it on the client's
 	// notifications/cancelled) with the request's principal.
 	callCtx := c.Context()
@@ -789,7 +793,7 @@ func (f *MCPFront) dispatch(ctx context.Context, c *Call, req *mcp.CallToolReque
 			Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
 		return nil
 	}
-	res, err, _ := relayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
+	res, err, _ := core.RelayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
 		return c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: onProgress})
 	}, send, func() {})
 	return res, err

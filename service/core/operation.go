@@ -1,12 +1,10 @@
-package service
+package core
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // The operation engine: every upstream operation on every wire — a tool
@@ -17,15 +15,15 @@ import (
 //	admit:  authorize the principal for the operation's auth name, then
 //	        take a slot of its rate limit
 //	…       the operation's own work on the bridge
-//	fail:   the error classified once into a *core.Error, with the
+//	fail:   the error classified once into a *Error, with the
 //	        operation's metadata (tool, server, uri, prompt)
 //	end:    the rate-limit slot back, metrics, one audit line
 //
-// Each wire maps fail's *core.Error to its own form.
+// Each wire maps fail's *Error to its own form.
 
-// opKind is a kind of operation: its MCP method (a metrics label) and the
+// OpKind is a kind of operation: its MCP method (a metrics label) and the
 // message of its audit line.
-type opKind struct {
+type OpKind struct {
 	method string
 	audit  string
 	// cancelNotice: cancelling it sends the upstream
@@ -34,21 +32,21 @@ type opKind struct {
 }
 
 var (
-	opToolCall     = opKind{method: "tools/call", audit: "tool call", cancelNotice: true}
-	opResourceRead = opKind{method: "resources/read", audit: "resource read"}
-	opPromptGet    = opKind{method: "prompts/get", audit: "prompt get"}
-	opSubscription = opKind{method: "resources/subscribe", audit: "resource subscription"}
+	OpToolCall     = OpKind{method: "tools/call", audit: "tool call", cancelNotice: true}
+	OpResourceRead = OpKind{method: "resources/read", audit: "resource read"}
+	OpPromptGet    = OpKind{method: "prompts/get", audit: "prompt get"}
+	OpSubscription = OpKind{method: "resources/subscribe", audit: "resource subscription"}
 )
 
-// operation is one upstream operation moving through the engine. It is
+// Operation is one upstream operation moving through the engine. It is
 // used by one goroutine (its handler's); end is called exactly once.
-type operation struct {
-	s         *Server
-	kind      opKind
-	fields    core.Fields // the wire's field names
+type Operation struct {
+	s         *Core
+	kind      OpKind
+	fields    Fields // the wire's field names
 	ctx       context.Context
 	principal Principal
-	auth      *authState // the state it is decided under (nil: refused before authentication)
+	auth      *AuthState // the state it is decided under (nil: refused before authentication)
 	start     time.Time
 	release   func() // the principal's rate-limit slot, while held
 	ended     bool
@@ -60,29 +58,27 @@ type operation struct {
 	server, tool string
 }
 
-// begin authenticates the request of ctx for an operation of kind. It
-// always returns the operation (so that end can observe a refusal).
-func (s *Server) begin(ctx context.Context, kind opKind, fields core.Fields) (*operation, error) {
-	op := &operation{s: s, kind: kind, fields: fields, ctx: ctx, start: time.Now(), meta: map[string]string{}}
-	if kind == opToolCall {
-		if m := s.opts.Metrics; m != nil {
-			m.callsInFlight.Inc()
-		}
+// Begin authenticates the request of ctx for an operation of kind. It
+// always returns the operation (so that End can observe a refusal).
+func (s *Core) Begin(ctx context.Context, kind OpKind, fields Fields) (*Operation, error) {
+	op := &Operation{s: s, kind: kind, fields: fields, ctx: ctx, start: time.Now(), meta: map[string]string{}}
+	if o := s.opts.Observer; o != nil && kind == OpToolCall {
+		o.CallStarted()
 	}
-	ctx, p, e := s.authenticate(ctx)
+	ctx, p, e := s.Authenticate(ctx)
 	if e != nil {
 		return op, e
 	}
-	op.ctx, op.principal, op.auth = ctx, p, s.authOf(ctx)
+	op.ctx, op.principal, op.auth = ctx, p, s.AuthOf(ctx)
 	return op, nil
 }
 
 // admit authorizes the principal for authName (action says what it may
 // not do, in the refusal: `call tool "x"`) and takes a slot of its rate
 // limit.
-func (op *operation) admit(authName, action string) error {
+func (op *Operation) admit(authName, action string) error {
 	if !op.auth.authz.AllowTool(op.principal, authName) {
-		return core.New(core.PermissionDenied, ReasonPermissionDenied,
+		return NewError(PermissionDenied, ReasonPermissionDenied,
 			fmt.Sprintf("principal %q may not %s", op.principal.Name, action), map[string]string{"principal": op.principal.Name})
 	}
 	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
@@ -95,7 +91,7 @@ func (op *operation) admit(authName, action string) error {
 
 // releaseSlot gives the rate-limit slot back early: an operation that
 // goes on without being a call (a subscription that streams).
-func (op *operation) releaseSlot() {
+func (op *Operation) releaseSlot() {
 	if op.release != nil {
 		op.release()
 		op.release = nil
@@ -103,12 +99,12 @@ func (op *operation) releaseSlot() {
 }
 
 // fail classifies err once (nil: nil), adding the operation's metadata.
-func (op *operation) fail(err error) *core.Error {
+func (op *Operation) fail(err error) *Error {
 	if err == nil {
 		return nil
 	}
 	_, callerDeadline := op.ctx.Deadline()
-	e := core.Classify(err, core.ClassifyOptions{CallerDeadline: callerDeadline, CancelNotice: op.kind.cancelNotice, Fields: op.fields})
+	e := Classify(err, ClassifyOptions{CallerDeadline: callerDeadline, CancelNotice: op.kind.cancelNotice, Fields: op.fields})
 	for _, k := range metaKeys {
 		e.SetMeta(k, op.meta[k])
 	}
@@ -122,7 +118,7 @@ var metaKeys = []string{"tool", "server", "uri", "prompt"}
 // (nil: OK), toolError that a tool reported its own failure; extra are
 // the audit line's attributes of the operation's kind. It gives the
 // rate-limit slot back, records the metrics and writes the audit line.
-func (op *operation) end(fail *core.Error, toolError bool, extra ...slog.Attr) {
+func (op *Operation) end(fail *Error, toolError bool, extra ...slog.Attr) {
 	if op.ended {
 		return
 	}
@@ -139,7 +135,7 @@ func (op *operation) end(fail *core.Error, toolError bool, extra ...slog.Attr) {
 	op.observe(outcome, took)
 	as := op.auth
 	if as == nil { // refused before it was decided under a state
-		as = op.s.currentAuth()
+		as = op.s.CurrentAuth()
 	}
 	if a := as.audit; a != nil {
 		attrs := make([]slog.Attr, 0, 8+len(extra))
@@ -156,9 +152,9 @@ func (op *operation) end(fail *core.Error, toolError bool, extra ...slog.Attr) {
 
 // observe records the operation's metrics: tool calls by server, tool and
 // outcome, the other operations by server, method and outcome.
-func (op *operation) observe(outcome string, took time.Duration) {
-	m := op.s.opts.Metrics
-	if m == nil {
+func (op *Operation) observe(outcome string, took time.Duration) {
+	o := op.s.opts.Observer
+	if o == nil {
 		return
 	}
 	server := op.server
@@ -170,25 +166,42 @@ func (op *operation) observe(outcome string, took time.Duration) {
 			}
 		}
 	}
-	if op.kind == opToolCall {
+	if op.kind == OpToolCall {
 		tool := op.tool
 		if tool == "" {
 			tool = "unknown"
 		}
-		m.callsInFlight.Dec()
-		m.calls.WithLabelValues(server, tool, outcome).Inc()
-		m.callDuration.WithLabelValues(server, outcome).Observe(took.Seconds())
+		o.CallDone(server, tool, outcome, took)
 		return
 	}
-	m.resourceOps.WithLabelValues(server, op.kind.method, outcome).Inc()
-	m.resourceDuration.WithLabelValues(op.kind.method, outcome).Observe(took.Seconds())
+	o.OperationDone(server, op.kind.method, outcome, took)
 }
 
-// checkResponse applies the response size limit to a result of size
+// CheckResponse applies the response size limit to a result of size
 // bytes, as the wire encodes it (measured once, by the wire).
-func (s *Server) checkResponse(size int) *core.Error {
+func (s *Core) CheckResponse(size int) *Error {
 	if size > s.opts.MaxResponseBytes {
-		return core.TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
+		return TooLarge(ReasonResponseTooLarge, "response", "max-response-bytes", size, s.opts.MaxResponseBytes)
 	}
 	return nil
 }
+
+// The operation's steps for a wire (the steps above, under the names each
+// wire calls).
+
+// Context is the request's context, with its principal and auth state
+// once authenticated.
+func (op *Operation) Context() context.Context { return op.ctx }
+
+// Principal is the authenticated caller (zero before).
+func (op *Operation) Principal() Principal { return op.principal }
+
+// ReleaseSlot gives the rate-limit slot back early (a subscription that
+// streams is not a call).
+func (op *Operation) ReleaseSlot() { op.releaseSlot() }
+
+// Fail classifies err once (nil: nil), with the operation's metadata.
+func (op *Operation) Fail(err error) *Error { return op.fail(err) }
+
+// End observes the finished operation once (fail: what the caller got).
+func (op *Operation) End(fail *Error) { op.end(fail, false) }

@@ -1,4 +1,4 @@
-package service
+package mcpfront
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Per-principal list_changed. With authorization rules, principals see
@@ -62,18 +63,18 @@ func newViews() *views {
 }
 
 // listKey is p's view of one of the other lists of snap.
-func (f *MCPFront) listKey(k listKind, snap *mcpbridge.ResourceSnapshot, p string) string {
-	a := f.s.currentAuth().authz
+func (f *Front) listKey(k listKind, snap *mcpbridge.ResourceSnapshot, p string) string {
+	a := f.c.CurrentAuth().Authorizer()
 	if k == kindPrompts {
-		return promptListKey(snap, func(name string) bool { return a.AllowTool(Principal{Name: p}, name) })
+		return promptListKey(snap, func(name string) bool { return a.AllowTool(core.Principal{Name: p}, name) })
 	}
 	return resourceListKey(snap, func(server string) bool {
-		return a.AllowTool(Principal{Name: p}, f.s.resourcesAuthName(server))
+		return a.AllowTool(core.Principal{Name: p}, f.c.ResourcesAuthName(server))
 	})
 }
 
 // listViewsChanged is viewsChanged for the resource or prompt list.
-func (f *MCPFront) listViewsChanged(k listKind, snap *mcpbridge.ResourceSnapshot) bool {
+func (f *Front) listViewsChanged(k listKind, snap *mcpbridge.ResourceSnapshot) bool {
 	if !f.rules() {
 		return true
 	}
@@ -102,17 +103,17 @@ func sameTool(a, b *mcpbridge.Tool) bool {
 }
 
 // rules reports whether principals' views can differ.
-func (f *MCPFront) rules() bool {
-	a := f.s.currentAuth().authz
-	return a != nil && len(a.rules) > 0
+func (f *Front) rules() bool {
+	a := f.c.CurrentAuth().Authorizer()
+	return a.HasRules()
 }
 
 // view is the catalog entries of snap that p may use.
-func (f *MCPFront) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
+func (f *Front) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
 	var out []*mcpbridge.Tool
-	a := f.s.currentAuth().authz
+	a := f.c.CurrentAuth().Authorizer()
 	for _, t := range snap.Tools {
-		if a.AllowTool(Principal{Name: p}, t.Name) {
+		if a.AllowTool(core.Principal{Name: p}, t.Name) {
 			out = append(out, t)
 		}
 	}
@@ -122,7 +123,7 @@ func (f *MCPFront) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
 // addSession records the principal of a session that can receive
 // list_changed (a 2025-11-25 or SSE session at initialize, a 2026-07-28
 // listen stream while it lasts).
-func (f *MCPFront) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
+func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	if extra == nil || extra.TokenInfo == nil || !f.rules() {
 		return
 	}
@@ -135,15 +136,15 @@ func (f *MCPFront) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}
 	v.sessions[ss] = p
 	if v.count[p]++; v.count[p] == 1 {
-		v.last[p] = f.view(f.s.bridge.Catalog().Current(), p)
-		res := f.s.bridge.Resources().Current()
+		v.last[p] = f.view(f.c.Bridge().Catalog().Current(), p)
+		res := f.c.Bridge().Resources().Current()
 		for k := range numListKinds {
 			v.lastKey[k][p] = f.listKey(k, res, p)
 		}
 	}
 }
 
-func (f *MCPFront) removeSession(ss *mcp.ServerSession) {
+func (f *Front) removeSession(ss *mcp.ServerSession) {
 	v := f.views
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -166,7 +167,7 @@ func (f *MCPFront) removeSession(ss *mcp.ServerSession) {
 // viewsChanged compares every connected principal's view of snap with the
 // one last announced and marks the principals whose view changed. It
 // reports whether any did (always true without rules).
-func (f *MCPFront) viewsChanged(snap *mcpbridge.Snapshot) bool {
+func (f *Front) viewsChanged(snap *mcpbridge.Snapshot) bool {
 	if !f.rules() {
 		return true
 	}
@@ -187,7 +188,7 @@ func (f *MCPFront) viewsChanged(snap *mcpbridge.Snapshot) bool {
 
 // wants reports whether ss should get the list_changed being sent
 // (notifications/<list>/list_changed).
-func (f *MCPFront) wants(ss *mcp.ServerSession, method string) bool {
+func (f *Front) wants(ss *mcp.ServerSession, method string) bool {
 	if !f.rules() {
 		return true
 	}
@@ -212,7 +213,7 @@ func (f *MCPFront) wants(ss *mcp.ServerSession, method string) bool {
 
 // sendingMiddleware drops a list_changed for sessions whose view of that
 // list did not change.
-func (f *MCPFront) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (f *Front) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":

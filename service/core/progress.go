@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"sync"
@@ -9,13 +9,13 @@ import (
 
 // The one progress relay of tool calls, for every wire.
 
-// relayProgress runs dispatch with a progress callback that only queues
+// RelayProgress runs dispatch with a progress callback that only queues
 // (it runs on the upstream session's notification path, which must never
 // block), and sends the queued progress from one goroutine, in order,
 // while dispatch runs; then what arrived before the result. When a send
 // fails (nobody is reading), sending stops and stop is called (to end the
 // call); that error is sendErr. Every wire's progress goes through here.
-func relayProgress(dispatch func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error),
+func RelayProgress(dispatch func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error),
 	send func(mcpbridge.Progress) error, stop func()) (res *mcp.CallToolResult, err, sendErr error) {
 	queue := newProgressQueue()
 	done := make(chan struct{})

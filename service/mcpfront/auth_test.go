@@ -1,4 +1,4 @@
-package service
+package mcpfront
 
 import (
 	"net/http"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // TestSetAuthFrontStreams: the MCP front door's long-lived streams follow
@@ -14,14 +15,13 @@ import (
 // the next call), and a GET stream whose credential the new state no
 // longer accepts ends, on /sse and on /mcp alike.
 func TestSetAuthFrontStreams(t *testing.T) {
-	f := newFixture(t, 1)
-	gen := func(tokens map[string]string, allow string) AuthConfig {
-		return AuthConfig{Authenticator: NewAuthenticator(tokens, nil, false),
-			Authorizer: NewAuthorizer([]Rule{{Principal: "alice", Allow: []string{allow}}}, nil)}
+	gen := func(tokens map[string]string, allow string) core.AuthConfig {
+		return core.AuthConfig{Authenticator: core.NewAuthenticator(tokens, nil, false),
+			Authorizer: core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{allow}}}, nil)}
 	}
 	both := map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}
-	forceAuth(f.svc, gen(both, "mem__*"))
-	ctx, srv := startPerPrincipalFront(t, f.svc)
+	f := newFixture(t, 1, gen(both, "mem__*"))
+	ctx, srv := startPerPrincipalFront(t, f.core)
 	client := &http.Client{Transport: bearerTransport("tok-alice-0123456789")}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 	sse, err := mc.Connect(ctx, &mcp.SSEClientTransport{Endpoint: srv.URL + "/sse", HTTPClient: client}, nil)
@@ -37,13 +37,13 @@ func TestSetAuthFrontStreams(t *testing.T) {
 	if !echo() {
 		t.Fatal("SSE call of mem__echo refused before any reload")
 	}
-	if err := f.svc.SetAuth(gen(both, "mem__t*")); err != nil {
+	if err := f.core.SetAuth(gen(both, "mem__t*")); err != nil {
 		t.Fatal(err)
 	}
 	if echo() {
 		t.Error("SSE call of mem__echo allowed after SetAuth narrowed alice's rule to mem__t*")
 	}
-	if err := f.svc.SetAuth(gen(map[string]string{"tok-bob-0123456789ab": "bob"}, "mem__*")); err != nil {
+	if err := f.core.SetAuth(gen(map[string]string{"tok-bob-0123456789ab": "bob"}, "mem__*")); err != nil {
 		t.Fatal(err)
 	}
 	for name, cs := range map[string]*mcp.ClientSession{"/sse": sse} {

@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolsvc/toolsvc/service/core"
 	"golang.org/x/time/rate"
 )
 
@@ -44,8 +43,8 @@ const concurrencyRetryAfter = 100 * time.Millisecond
 // (newRateLimiter), sharing its lock and the per-principal state of every
 // principal whose rule did not change.
 type rateLimiter struct {
-	rules   []RateLimit
-	metrics *Metrics
+	rules    []RateLimit
+	observer Observer
 
 	mu *sync.Mutex // shared by a limiter and its successors: entries move between them
 	m  map[string]*principalLimit
@@ -64,11 +63,11 @@ type principalLimit struct {
 // change resets nobody); one whose rule changed keeps its in-flight count
 // (its calls still end) and gets a fresh bucket of the new rule; one no
 // rule matches any more is forgotten.
-func newRateLimiter(rules []RateLimit, m *Metrics, prev *rateLimiter) *rateLimiter {
+func newRateLimiter(rules []RateLimit, o Observer, prev *rateLimiter) *rateLimiter {
 	if len(rules) == 0 {
 		return nil
 	}
-	r := &rateLimiter{rules: slices.Clone(rules), metrics: m, mu: &sync.Mutex{}, m: map[string]*principalLimit{}}
+	r := &rateLimiter{rules: slices.Clone(rules), observer: o, mu: &sync.Mutex{}, m: map[string]*principalLimit{}}
 	for i := range r.rules {
 		if r.rules[i].CallsPerSecond > 0 && r.rules[i].Burst <= 0 {
 			r.rules[i].Burst = max(1, int(math.Ceil(r.rules[i].CallsPerSecond)))
@@ -136,7 +135,7 @@ func (r *rateLimiter) acquire(principal string, now time.Time) (func(), error) {
 	if rule.MaxConcurrent > 0 && e.inflight >= rule.MaxConcurrent {
 		r.mu.Unlock()
 		r.refused(principal, "max_concurrent")
-		return nil, &core.Error{Code: core.ResourceExhausted, Reason: ReasonRateLimited, RetryAfter: concurrencyRetryAfter,
+		return nil, &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, RetryAfter: concurrencyRetryAfter,
 			Message: fmt.Sprintf("principal %q has %d calls in flight, its limit (auth.rateLimits maxConcurrent)", principal, rule.MaxConcurrent),
 			Meta:    map[string]string{"principal": principal, "limit": "max_concurrent", "max_concurrent": strconv.Itoa(rule.MaxConcurrent)}}
 	}
@@ -146,7 +145,7 @@ func (r *rateLimiter) acquire(principal string, now time.Time) (func(), error) {
 			res.CancelAt(now)
 			r.mu.Unlock()
 			r.refused(principal, "calls_per_second")
-			return nil, &core.Error{Code: core.ResourceExhausted, Reason: ReasonRateLimited, RetryAfter: d,
+			return nil, &Error{Code: ResourceExhausted, Reason: ReasonRateLimited, RetryAfter: d,
 				Message: fmt.Sprintf("principal %q is over its rate limit of %g calls per second (burst %d, auth.rateLimits); retry after %s",
 					principal, rule.CallsPerSecond, rule.Burst, d.Round(time.Millisecond)),
 				Meta: map[string]string{"principal": principal, "limit": "calls_per_second"}}
@@ -187,14 +186,17 @@ func (r *rateLimiter) evictLocked(now time.Time) {
 }
 
 func (r *rateLimiter) refused(principal, limit string) {
-	if r.metrics != nil {
-		r.metrics.rateLimited.WithLabelValues(principal, limit).Inc()
+	if r.observer != nil {
+		r.observer.RateLimited(principal, limit)
 	}
 }
 
 // inFlight reports the calls in flight per limited principal (those with a
 // maxConcurrent rule), for the metrics.
 func (r *rateLimiter) inFlight() map[string]int {
+	if r == nil {
+		return nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]int{}
@@ -205,3 +207,7 @@ func (r *rateLimiter) inFlight() map[string]int {
 	}
 	return out
 }
+
+// CallsInFlight reports the calls in flight per principal with an
+// auth.rateLimits maxConcurrent cap, for the metrics.
+func (s *Core) CallsInFlight() map[string]int { return s.CurrentAuth().limits.inFlight() }

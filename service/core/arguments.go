@@ -1,4 +1,4 @@
-package service
+package core
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Arguments are checked at the edge against the tool's inputSchema with
@@ -141,8 +140,8 @@ const MaxArgumentsDepth = 1000 - 2
 
 // depthError is the refusal of arguments nested deeper than
 // MaxArgumentsDepth; it does not echo them.
-func depthError(field string) *core.Error {
-	e := core.InvalidArguments(core.Violation(field, fmt.Sprintf("nests deeper than %d levels of objects and arrays, the limit for tool-call arguments", MaxArgumentsDepth)))
+func depthError(field string) *Error {
+	e := InvalidArguments(Violation(field, fmt.Sprintf("nests deeper than %d levels of objects and arrays, the limit for tool-call arguments", MaxArgumentsDepth)))
 	e.Meta = map[string]string{"limit": "max_arguments_depth", "max_depth": strconv.Itoa(MaxArgumentsDepth)}
 	return e
 }
@@ -310,7 +309,7 @@ func convertNumber(v json.Number) any {
 // schema is not used). Arguments whose validation would cost more than
 // maxValidationSteps are refused unvalidated (costError): the validator
 // cannot be stopped once it runs.
-func (cs *compiledSchema) validate(field string, args map[string]any) *core.Error {
+func (cs *compiledSchema) validate(field string, args map[string]any) *Error {
 	if cs.resolved == nil {
 		return nil
 	}
@@ -321,14 +320,14 @@ func (cs *compiledSchema) validate(field string, args map[string]any) *core.Erro
 	if err == nil {
 		return nil
 	}
-	return core.InvalidArguments(cs.locate(field, args, err.Error())...)
+	return InvalidArguments(cs.locate(field, args, err.Error())...)
 }
 
 // locate turns jsonschema-go's error into field violations. The library
 // reports the first failure as a chain "validating <schema pointer>: …:
 // <keyword>: <detail>", one link per schema it descended into; the instance
 // path is rebuilt by walking those pointers alongside the arguments.
-func (cs *compiledSchema) locate(field string, args map[string]any, msg string) []core.FieldViolation {
+func (cs *compiledSchema) locate(field string, args map[string]any, msg string) []FieldViolation {
 	var ptrs []string
 	for strings.HasPrefix(msg, "validating ") {
 		rest := msg[len("validating "):]
@@ -399,9 +398,9 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 		prev = p
 	}
 	if m := requiredRE.FindStringSubmatch(msg); m != nil {
-		var out []core.FieldViolation
+		var out []FieldViolation
 		for _, k := range quotedList(m[1]) {
-			out = append(out, core.Violation(joinKey(path, k), "required property is missing"))
+			out = append(out, Violation(joinKey(path, k), "required property is missing"))
 		}
 		if len(out) > 0 {
 			return out
@@ -410,15 +409,15 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 	if m := additionalRE.FindStringSubmatch(msg); m != nil {
 		keys := quotedList(m[1])
 		sort.Strings(keys)
-		var out []core.FieldViolation
+		var out []FieldViolation
 		for _, k := range keys {
-			out = append(out, core.Violation(joinKey(path, k), "property is not allowed by the schema (additionalProperties: false)"))
+			out = append(out, Violation(joinKey(path, k), "property is not allowed by the schema (additionalProperties: false)"))
 		}
 		if len(out) > 0 {
 			return out
 		}
 	}
-	return []core.FieldViolation{core.Violation(path, msg)}
+	return []FieldViolation{Violation(path, msg)}
 }
 
 var (

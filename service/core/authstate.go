@@ -1,15 +1,13 @@
-package service
+package core
 
 import (
 	"context"
 	"errors"
 	"log/slog"
-
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Auth on a running server. The authenticator, authorizer, rate limits and
-// audit settings form one immutable authState; the Server holds the current
+// audit settings form one immutable AuthState; the Server holds the current
 // one in an atomic pointer, and SetAuth replaces it whole. A request reads
 // the pointer once, when it is authenticated (the gRPC interceptor, the MCP
 // front door's HTTP handler, or Server.authenticate), and carries that
@@ -21,9 +19,9 @@ import (
 // stream with UNAUTHENTICATED) and move to the view the new rules give
 // them, sending the difference as their next event (watch.go).
 
-// authState is one generation of the auth configuration. Never modified
+// AuthState is one generation of the auth configuration. Never modified
 // after SetAuth (or New) publishes it.
-type authState struct {
+type AuthState struct {
 	gen       uint64
 	authn     *Authenticator // nil: no authenticator (see Server.authenticate)
 	authz     *Authorizer    // nil: every tool, and AdminService for local callers
@@ -35,30 +33,49 @@ type authState struct {
 }
 
 // configured reports whether the state authenticates callers.
-func (st *authState) configured() bool { return st.authn != nil || st.authz != nil }
+func (st *AuthState) configured() bool { return st.authn != nil || st.authz != nil }
+
+// Configured reports whether the state authenticates callers (an
+// Authenticator or an Authorizer).
+func (st *AuthState) Configured() bool { return st.configured() }
+
+// Gen is the state's generation: 0 for the first, one more per SetAuth.
+func (st *AuthState) Gen() uint64 { return st.gen }
+
+// Authenticator and Authorizer are the state's (nil: none).
+func (st *AuthState) Authenticator() *Authenticator { return st.authn }
+func (st *AuthState) Authorizer() *Authorizer       { return st.authz }
+
+// Filter is the state's authorization of the caller of ctx over exposed
+// names (tools, prompts, a server's resources), or nil when it allows
+// every name (the fast path).
+func (st *AuthState) Filter(ctx context.Context) func(name string) bool { return st.authz.Filter(ctx) }
+
+// Changed is closed when a newer state replaces this one.
+func (st *AuthState) Changed() <-chan struct{} { return st.changed }
 
 type authStateKey struct{}
 
 // withAuthState pins st as the auth state of the request of ctx.
-func withAuthState(ctx context.Context, st *authState) context.Context {
+func WithAuthState(ctx context.Context, st *AuthState) context.Context {
 	return context.WithValue(ctx, authStateKey{}, st)
 }
 
-func authStateFrom(ctx context.Context) *authState {
-	st, _ := ctx.Value(authStateKey{}).(*authState)
+func AuthStateFrom(ctx context.Context) *AuthState {
+	st, _ := ctx.Value(authStateKey{}).(*AuthState)
 	return st
 }
 
 // currentAuth is the newest auth state.
-func (s *Server) currentAuth() *authState { return s.auth.Load() }
+func (s *Core) CurrentAuth() *AuthState { return s.auth.Load() }
 
 // authOf is the auth state of the request of ctx: the one pinned when it
 // was authenticated, else (a request not authenticated yet) the current.
-func (s *Server) authOf(ctx context.Context) *authState {
-	if st := authStateFrom(ctx); st != nil {
+func (s *Core) AuthOf(ctx context.Context) *AuthState {
+	if st := AuthStateFrom(ctx); st != nil {
 		return st
 	}
-	return s.currentAuth()
+	return s.CurrentAuth()
 }
 
 // AuthConfig is one complete auth configuration of a Server: the fields of
@@ -84,16 +101,13 @@ var ErrAuthOnOff = errors.New("auth cannot be turned on or off while serving (th
 // with. A rate limit rule that is unchanged keeps its principals' buckets
 // and in-flight counts. It refuses (ErrAuthOnOff, nothing changed) a c that
 // turns authentication on or off.
-func (s *Server) SetAuth(c AuthConfig) error {
+func (s *Core) SetAuth(c AuthConfig) error {
 	s.authMu.Lock()
 	defer s.authMu.Unlock()
-	old := s.currentAuth()
+	old := s.CurrentAuth()
 	st := s.newAuthState(c, old)
 	if st.configured() != old.configured() {
 		return ErrAuthOnOff
-	}
-	if m := s.opts.Metrics; m != nil {
-		m.limits.Store(st.limits) // nil: no limits any more
 	}
 	s.auth.Store(st)
 	close(old.changed)
@@ -101,45 +115,44 @@ func (s *Server) SetAuth(c AuthConfig) error {
 }
 
 // newAuthState builds the state after prev (nil: the first).
-func (s *Server) newAuthState(c AuthConfig, prev *authState) *authState {
-	st := &authState{authn: c.Authenticator, authz: c.Authorizer, audit: c.AuditLog, auditArgs: c.AuditArguments,
+func (s *Core) newAuthState(c AuthConfig, prev *AuthState) *AuthState {
+	st := &AuthState{authn: c.Authenticator, authz: c.Authorizer, audit: c.AuditLog, auditArgs: c.AuditArguments,
 		changed: make(chan struct{})}
 	var prevLimits *rateLimiter
 	if prev != nil {
 		st.gen, prevLimits = prev.gen+1, prev.limits
 	}
-	st.limits = newRateLimiter(c.RateLimits, s.opts.Metrics, prevLimits)
+	st.limits = newRateLimiter(c.RateLimits, s.opts.Observer, prevLimits)
 	return st
 }
 
-// reauthenticate authenticates the caller of a long-lived stream (ctx,
+// Reauthenticate authenticates the caller of a long-lived stream (ctx,
 // authenticated before) again under the current auth state, for a stream
 // that outlives a SetAuth. The returned context carries the new principal
 // and state.
-func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
+func (s *Core) Reauthenticate(ctx context.Context) (context.Context, *Error) {
 	old, _ := PrincipalFrom(ctx)
-	nctx, p, e := s.authenticate(unpinned(ctx))
+	nctx, p, e := s.Authenticate(Unpinned(ctx))
 	if e != nil {
-		return ctx, grpcStatus(e).Err()
+		return ctx, e
 	}
 	if p.Name != old.Name {
 		// The same credential now names another principal: the stream
 		// was opened by someone else, so it ends (as the front door's
 		// long-lived requests do, endWhenRevoked).
-		return ctx, plainError(core.Unauthenticated, ReasonUnauthenticated,
-			"the credential now names another principal; open a new watch", nil)
+		return ctx, unauthenticated("the credential now names another principal; open a new stream")
 	}
 	return nctx, nil
 }
 
-// unpinned is ctx without the principal and auth state an authentication
+// Unpinned is ctx without the principal and auth state an authentication
 // put there, keeping the credentials it was made from: authenticate then
 // authenticates it again, under the state current then. For contexts that
 // outlive their request (a watch stream's; a legacy SSE session's, whose
 // requests all run in its GET stream's context).
-func unpinned(ctx context.Context) context.Context {
+func Unpinned(ctx context.Context) context.Context {
 	ctx = context.WithValue(ctx, principalKey{}, nil)
-	return withAuthState(ctx, nil) // authStateFrom: nil, so authenticate reads the current
+	return WithAuthState(ctx, nil) // authStateFrom: nil, so authenticate reads the current
 }
 
 // endWhenRevoked returns a context of ctx (a long-lived request of the MCP
@@ -147,9 +160,9 @@ func unpinned(ctx context.Context) context.Context {
 // a newer auth state no longer authenticates its credentials as the same
 // principal, and stop, which must be called when the request ends (it
 // cancels the context and waits for the goroutine that watches).
-func (s *Server) endWhenRevoked(ctx context.Context) (context.Context, func()) {
+func (s *Core) EndWhenRevoked(ctx context.Context) (context.Context, func()) {
 	p, _ := PrincipalFrom(ctx)
-	st := s.authOf(ctx)
+	st := s.AuthOf(ctx)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -160,12 +173,12 @@ func (s *Server) endWhenRevoked(ctx context.Context) (context.Context, func()) {
 				return
 			case <-st.changed:
 			}
-			actx, np, err := s.authenticate(unpinned(ctx))
+			actx, np, err := s.Authenticate(Unpinned(ctx))
 			if err != nil || np.Name != p.Name {
 				cancel()
 				return
 			}
-			st = s.authOf(actx)
+			st = s.AuthOf(actx)
 		}
 	}()
 	return ctx, func() { cancel(); <-done }

@@ -1,4 +1,4 @@
-package service
+package mcpfront
 
 import (
 	"context"
@@ -32,37 +32,37 @@ import (
 // request's principal: keep is the principal's filter, conv the MCP form.
 // A cursor is the gRPC API's resource page token: any replica at that
 // revision continues it.
-func frontList[T, M any](f *MCPFront, ctx context.Context, extra *mcp.RequestExtra, cursor string,
+func frontList[T, M any](f *Front, ctx context.Context, extra *mcp.RequestExtra, cursor string,
 	items func(*mcpbridge.ResourceSnapshot) []T, keep func(context.Context) func(T) bool, conv func(T) M) ([]M, string, error) {
-	ctx, _, e := f.s.authenticate(principalContext(ctx, extra))
+	ctx, _, e := f.c.Authenticate(principalContext(ctx, extra))
 	if e != nil {
 		return nil, "", mcpError(e)
 	}
-	snap, off, e := f.s.resourceCursor(cursor, mcpFields)
+	snap, off, e := f.c.ResourceCursor(cursor, mcpFields)
 	if e != nil {
 		return nil, "", mcpError(e)
 	}
-	out, next := core.Page(items(snap), off, min(f.opts.PageSize, MaxPageSize), 0, keep(ctx), conv, nil)
+	out, next := core.Page(items(snap), off, min(f.opts.PageSize, core.MaxPageSize), 0, keep(ctx), conv, nil)
 	if out == nil {
 		out = []M{}
 	}
 	cur := ""
 	if next >= 0 {
-		cur = encodeResourcePageToken(snap.Revision, next)
+		cur = core.EncodeResourcePageToken(snap.Revision, next)
 	}
 	return out, cur, nil
 }
 
 // visibleServer keeps the items of servers whose resources the caller may
 // see.
-func visibleServer[T any](f *MCPFront, server func(T) string) func(context.Context) func(T) bool {
+func visibleServer[T any](f *Front, server func(T) string) func(context.Context) func(T) bool {
 	return func(ctx context.Context) func(T) bool {
-		vis := f.s.resourceVisible(ctx, nil)
+		vis := f.c.ResourceVisible(ctx, nil)
 		return func(it T) bool { return vis(server(it)) }
 	}
 }
 
-func (f *MCPFront) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
+func (f *Front) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	var cursor string
 	if req.Params != nil {
 		cursor = req.Params.Cursor
@@ -79,7 +79,7 @@ func (f *MCPFront) listResources(ctx context.Context, req *mcp.ListResourcesRequ
 	return res, nil
 }
 
-func (f *MCPFront) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
+func (f *Front) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	var cursor string
 	if req.Params != nil {
 		cursor = req.Params.Cursor
@@ -96,7 +96,7 @@ func (f *MCPFront) listResourceTemplates(ctx context.Context, req *mcp.ListResou
 	return res, nil
 }
 
-func (f *MCPFront) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
+func (f *Front) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
 	var cursor string
 	if req.Params != nil {
 		cursor = req.Params.Cursor
@@ -104,7 +104,7 @@ func (f *MCPFront) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest)
 	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
 		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Prompt { return s.Prompts },
 		func(ctx context.Context) func(*mcpbridge.Prompt) bool {
-			allowed := f.s.authOf(ctx).authz.filter(ctx)
+			allowed := f.c.AuthOf(ctx).Filter(ctx)
 			return func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }
 		},
 		promptToMCP)
@@ -125,8 +125,8 @@ func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
 
 // readResource answers resources/read through resourceOp, like
 // ReadResource.
-func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	op, err := f.s.begin(principalContext(ctx, req.GetExtra()), opResourceRead, mcpFields)
+func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpResourceRead, mcpFields)
 	var res *mcp.ReadResourceResult
 	if err == nil {
 		uri := ""
@@ -134,15 +134,15 @@ func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceReques
 			uri = req.Params.URI
 		}
 		var server string
-		if server, err = op.resolveRead("", uri); err == nil {
-			res, _, err = f.s.bridge.ReadResource(op.ctx, server, uri, op.principal.Name)
+		if server, err = op.ResolveRead("", uri); err == nil {
+			res, _, err = f.c.Bridge().ReadResource(op.Context(), server, uri, op.Principal().Name)
 			if err == nil {
 				err = f.checkSize(res)
 			}
 		}
 	}
-	fail := op.fail(err)
-	op.end(fail, false)
+	fail := op.Fail(err)
+	op.End(fail)
 	if fail != nil {
 		return nil, mcpError(fail)
 	}
@@ -150,25 +150,25 @@ func (f *MCPFront) readResource(ctx context.Context, req *mcp.ReadResourceReques
 }
 
 // getPrompt answers prompts/get through resourceOp, like GetPrompt.
-func (f *MCPFront) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-	op, err := f.s.begin(principalContext(ctx, req.GetExtra()), opPromptGet, mcpFields)
+func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpPromptGet, mcpFields)
 	var res *mcp.GetPromptResult
 	if err == nil {
 		res, err = f.renderPrompt(op, req.Params)
 	}
-	fail := op.fail(err)
-	op.end(fail, false)
+	fail := op.Fail(err)
+	op.End(fail)
 	if fail != nil {
 		return nil, mcpError(fail)
 	}
 	return res, nil
 }
 
-func (f *MCPFront) renderPrompt(op *operation, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+func (f *Front) renderPrompt(op *core.Operation, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
 	if params == nil {
 		params = &mcp.GetPromptParams{}
 	}
-	res, err := op.getPrompt(params.Name, params.Arguments)
+	res, err := op.GetPrompt(params.Name, params.Arguments)
 	if err != nil {
 		return nil, err
 	}
@@ -176,12 +176,12 @@ func (f *MCPFront) renderPrompt(op *operation, params *mcp.GetPromptParams) (*mc
 }
 
 // checkSize applies the response size limit to a result as sent.
-func (f *MCPFront) checkSize(res any) error {
+func (f *Front) checkSize(res any) error {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return err
 	}
-	if e := f.s.checkResponse(len(raw)); e != nil {
+	if e := f.c.CheckResponse(len(raw)); e != nil {
 		return e
 	}
 	return nil
@@ -232,29 +232,29 @@ var frontResubscribeBackoff = [2]time.Duration{200 * time.Millisecond, 5 * time.
 // client's cancellation does not fail the others).
 const frontSubscribeTimeout = 30 * time.Second
 
-func (f *MCPFront) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	op, err := f.s.begin(principalContext(ctx, req.GetExtra()), opSubscription, mcpFields)
+func (f *Front) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpSubscription, mcpFields)
 	if err == nil {
 		uri := ""
 		if req.Params != nil {
 			uri = req.Params.URI
 		}
 		var server string
-		if server, err = op.resolveRead("", uri); err == nil {
+		if server, err = op.ResolveRead("", uri); err == nil {
 			// A subscription is not a call: it holds no rate-limit slot.
-			op.releaseSlot()
-			err = f.joinSub(op.ctx, subKey{server, uri}, req.Session)
+			op.ReleaseSlot()
+			err = f.joinSub(op.Context(), subKey{server, uri}, req.Session)
 		}
 	}
-	fail := op.fail(err)
-	op.end(fail, false)
+	fail := op.Fail(err)
+	op.End(fail)
 	if fail != nil {
 		return mcpError(fail)
 	}
 	return nil
 }
 
-func (f *MCPFront) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+func (f *Front) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	if req.Params != nil {
 		f.leaveSubs(req.Session, func(k subKey) bool { return k.uri == req.Params.URI })
 	}
@@ -263,7 +263,7 @@ func (f *MCPFront) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) e
 
 // joinSub adds ss to k's subscribers, subscribing the upstream for the
 // first one.
-func (f *MCPFront) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession) error {
+func (f *Front) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession) error {
 	f.subs.mu.Lock()
 	if f.subs.closed {
 		f.subs.mu.Unlock()
@@ -301,7 +301,7 @@ func (f *MCPFront) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession)
 		return e.err
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), frontSubscribeTimeout)
-	sub, err := f.s.bridge.SubscribeResource(sctx, k.server, k.uri)
+	sub, err := f.c.Bridge().SubscribeResource(sctx, k.server, k.uri)
 	cancel()
 	f.subs.mu.Lock()
 	if err == nil && f.subs.closed {
@@ -327,7 +327,7 @@ func (f *MCPFront) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession)
 }
 
 // awaitSessionEnd removes every subscription of ss once it ends.
-func (f *MCPFront) awaitSessionEnd(ss *mcp.ServerSession) {
+func (f *Front) awaitSessionEnd(ss *mcp.ServerSession) {
 	_ = ss.Wait()
 	f.leaveSubs(ss, nil)
 	f.subs.mu.Lock()
@@ -337,7 +337,7 @@ func (f *MCPFront) awaitSessionEnd(ss *mcp.ServerSession) {
 
 // leaveSubs removes ss from the subscriptions match accepts (nil: all);
 // the last subscriber of one stops its upstream subscription.
-func (f *MCPFront) leaveSubs(ss *mcp.ServerSession, match func(subKey) bool) {
+func (f *Front) leaveSubs(ss *mcp.ServerSession, match func(subKey) bool) {
 	f.subs.mu.Lock()
 	defer f.subs.mu.Unlock()
 	for k, e := range f.subs.entries {
@@ -355,7 +355,7 @@ func (f *MCPFront) leaveSubs(ss *mcp.ServerSession, match func(subKey) bool) {
 // closeSubs refuses new subscriptions, stops every forwarder and waits for
 // them and for the session-end waiters (Close, Drain: the sessions are
 // closed by then). Idempotent.
-func (f *MCPFront) closeSubs() {
+func (f *Front) closeSubs() {
 	f.subs.mu.Lock()
 	f.subs.closed = true
 	for k, e := range f.subs.entries {
@@ -380,7 +380,7 @@ func (f *MCPFront) closeSubs() {
 // forward turns the upstream's resources/updated for k into go-sdk's
 // notification to the sessions subscribed to its URI, subscribing again
 // when the upstream's session goes away.
-func (f *MCPFront) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscription) {
+func (f *Front) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscription) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -414,7 +414,7 @@ func (f *MCPFront) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscri
 				return
 			case <-t.C:
 			}
-			if sub, err = f.s.bridge.SubscribeResource(ctx, k.server, k.uri); err == nil {
+			if sub, err = f.c.Bridge().SubscribeResource(ctx, k.server, k.uri); err == nil {
 				break
 			}
 			if tries == 10 { // about 30 s: worth an operator's eye
@@ -432,7 +432,7 @@ func (f *MCPFront) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscri
 // the middleware answers every list and read, so no client sees them.
 const listChangedMarkerURI = "toolsvc:catalog-changed"
 
-func (f *MCPFront) notifyResourcesChanged() {
+func (f *Front) notifyResourcesChanged() {
 	f.markerMu.Lock()
 	defer f.markerMu.Unlock()
 	f.server.AddResource(&mcp.Resource{URI: listChangedMarkerURI, Name: listChangedMarker},
@@ -442,7 +442,7 @@ func (f *MCPFront) notifyResourcesChanged() {
 	f.server.RemoveResources(listChangedMarkerURI)
 }
 
-func (f *MCPFront) notifyPromptsChanged() {
+func (f *Front) notifyPromptsChanged() {
 	f.markerMu.Lock()
 	defer f.markerMu.Unlock()
 	f.server.AddPrompt(&mcp.Prompt{Name: listChangedMarker},
@@ -455,8 +455,8 @@ func (f *MCPFront) notifyPromptsChanged() {
 // runResources sends resources/list_changed and prompts/list_changed when
 // the merged lists change (debounced like tools), to the sessions whose
 // view of them changed.
-func (f *MCPFront) runResources(stop <-chan struct{}) {
-	cat := f.s.bridge.Resources()
+func (f *Front) runResources(stop <-chan struct{}) {
+	cat := f.c.Bridge().Resources()
 	ch, unsubscribe := cat.Subscribe()
 	defer unsubscribe()
 	last := cat.Current()
@@ -466,11 +466,11 @@ func (f *MCPFront) runResources(stop <-chan struct{}) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.s.forwardChanges(stop, ch, changed)
+		f.forwardChanges(stop, ch, changed)
 	}()
-	lastGen := f.s.currentAuth().gen
+	lastGen := f.c.CurrentAuth().Gen()
 	debounce(stop, changed, f.opts.Debounce, func() {
-		snap, gen := cat.Current(), f.s.currentAuth().gen
+		snap, gen := cat.Current(), f.c.CurrentAuth().Gen()
 		if snap.Revision == last.Revision && gen == lastGen {
 			return
 		}
