@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -320,7 +322,79 @@ func (cs *compiledSchema) validate(field string, args map[string]any) *Error {
 	if err == nil {
 		return nil
 	}
-	return InvalidArguments(cs.locate(field, args, err.Error())...)
+	vs := cs.locate(field, args, err.Error())
+	// jsonschema-go stops at its first failure, and it visits an object's
+	// properties in Go map order, which is random: arguments with two bad
+	// properties were refused naming one or the other, request after
+	// request. When the failure is in a top-level property, every
+	// top-level property is validated on its own, in key order, and all
+	// that fail are named: the same answer every time, on every wire.
+	if props := cs.propertyViolations(field, args); len(props) > 0 && underAnyProperty(vs[0].Field, field, args) {
+		vs = props
+	}
+	return InvalidArguments(vs...)
+}
+
+// propertyViolations validates each top-level property of args that the
+// root schema's properties describe on its own (in key order) and returns
+// the violations of those that fail; nil when none does, or when one
+// cannot be validated on its own.
+func (cs *compiledSchema) propertyViolations(field string, args map[string]any) []FieldViolation {
+	root := cs.resolved.Schema()
+	if len(root.Properties) == 0 {
+		return nil
+	}
+	var out []FieldViolation
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		if root.Properties[k] == nil {
+			continue
+		}
+		r := cs.propertySchema(k)
+		if r == nil {
+			return nil
+		}
+		one := map[string]any{k: args[k]}
+		if err := r.Validate(one); err != nil {
+			alone := &compiledSchema{resolved: r}
+			out = append(out, alone.locate(field, one, err.Error())...)
+		}
+		if len(out) >= MaxViolations {
+			break
+		}
+	}
+	return out
+}
+
+// propertySchema is the root schema reduced to its property key (its
+// $id, dialect and definitions kept, so that references resolve as in the
+// whole schema), resolved once; nil when it cannot be.
+func (cs *compiledSchema) propertySchema(key string) *jsonschema.Resolved {
+	cacheKey := "property:" + key // not a JSON pointer: no clash with itemSchema's keys
+	if v, ok := cs.items.Load(cacheKey); ok {
+		r, _ := v.(*jsonschema.Resolved)
+		return r
+	}
+	root := cs.resolved.Schema()
+	one := &jsonschema.Schema{ID: root.ID, Schema: root.Schema, Defs: root.Defs, Definitions: root.Definitions,
+		Properties: map[string]*jsonschema.Schema{key: root.Properties[key]}}
+	r, err := one.Resolve(nil)
+	if err != nil {
+		r = nil
+	}
+	cs.items.Store(cacheKey, r)
+	return r
+}
+
+// underAnyProperty reports whether path (a violation's field) is at or
+// below a top-level property of args.
+func underAnyProperty(path, field string, args map[string]any) bool {
+	for k := range args {
+		p := joinKey(field, k)
+		if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // locate turns jsonschema-go's error into field violations. The library

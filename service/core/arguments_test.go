@@ -317,3 +317,41 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func nestedJSON(depth int) string {
 	return strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1)
 }
+
+// TestValidateNamesEveryBadProperty: jsonschema-go reports the first bad
+// property it meets, in random map order; the refusal names every bad
+// top-level property, in key order, identically on every call (also when
+// the properties' schemas are references into $defs).
+func TestValidateNamesEveryBadProperty(t *testing.T) {
+	for name, schema := range map[string]string{
+		"inline": `{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}},
+			"opts": {"type": "object", "properties": {"flag": {"type": "boolean"}}}, "n": {"type": "integer"}}}`,
+		"$defs": `{"type": "object", "$defs": {"Tags": {"type": "array", "items": {"type": "string"}},
+			"Opts": {"type": "object", "properties": {"flag": {"type": "boolean"}}}},
+			"properties": {"tags": {"$ref": "#/$defs/Tags"}, "opts": {"$ref": "#/$defs/Opts"}, "n": {"type": "integer"}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := compileSchema(mustSchema(t, schema))
+			if cs.resolved == nil {
+				t.Fatalf("not compiled: %s", cs.problem)
+			}
+			args, err := decodeArgumentsJSON(`{"tags": ["a", 3], "opts": {"flag": "yes"}, "n": 1}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "arguments.opts.flag arguments.tags[1]"
+			for range 50 {
+				var got []string
+				for _, v := range cs.validate("arguments", args).Violations {
+					got = append(got, v.Field)
+				}
+				if strings.Join(got, " ") != want {
+					t.Fatalf("violations at %q, want %q", got, want)
+				}
+			}
+			if e := cs.validate("arguments", map[string]any{"n": 1, "tags": []any{"x"}}); e != nil {
+				t.Errorf("valid arguments refused: %v", e)
+			}
+		})
+	}
+}
