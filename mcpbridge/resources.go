@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,12 +19,13 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 )
 
-// The resource and prompt catalog mirrors the tool catalog (catalog.go):
-// immutable entries, immutable snapshots swapped atomically, a
-// content-derived revision (equal across replicas with the same upstream
-// lists), a short history for page tokens and watch resumption, and
-// capacity-1 change signals. It is a separate catalog so that tool clients
-// see exactly what they saw before resources and prompts existed.
+// The resource and prompt catalog is built like the tool catalog
+// (catalog.go), on the same snapshot store (snapshots.go): immutable
+// entries, immutable snapshots swapped atomically, a content-derived
+// revision (equal across replicas with the same upstream lists), a short
+// history for page tokens and watch resumption, and capacity-1 change
+// signals. It is a separate catalog so that tool clients see exactly what
+// they saw before resources and prompts existed.
 
 // Resource is one resource an upstream lists. Immutable once published.
 type Resource struct {
@@ -104,15 +104,10 @@ const resourceHistorySize = 64
 
 // ResourceCatalog is the merged resource and prompt catalog.
 type ResourceCatalog struct {
-	cur atomic.Pointer[ResourceSnapshot]
+	snapshots[ResourceSnapshot]
 
-	mu      sync.Mutex
+	mu      sync.Mutex // serialises writers; guards servers
 	servers map[string]*resourceEntry
-	history []*ResourceSnapshot
-	byRev   map[string]*ResourceSnapshot
-
-	subMu sync.Mutex
-	subs  map[chan struct{}]struct{}
 }
 
 type resourceEntry struct {
@@ -124,38 +119,13 @@ type resourceEntry struct {
 
 // NewResourceCatalog returns an empty catalog.
 func NewResourceCatalog() *ResourceCatalog {
-	c := &ResourceCatalog{servers: map[string]*resourceEntry{}, byRev: map[string]*ResourceSnapshot{}, subs: map[chan struct{}]struct{}{}}
-	c.publishLocked(c.buildLocked())
+	c := &ResourceCatalog{servers: map[string]*resourceEntry{},
+		snapshots: newSnapshots((*ResourceSnapshot).revision, func() int { return resourceHistorySize }, nil)}
+	c.publish(c.buildLocked())
 	return c
 }
 
-// Current returns the current snapshot.
-func (c *ResourceCatalog) Current() *ResourceSnapshot { return c.cur.Load() }
-
-// Snapshot returns a recent snapshot with that revision, if remembered.
-func (c *ResourceCatalog) Snapshot(revision string) (*ResourceSnapshot, bool) {
-	if cur := c.cur.Load(); cur.Revision == revision {
-		return cur, true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.byRev[revision]
-	return s, ok
-}
-
-// Subscribe returns a capacity-1 channel signalled on every change, and a
-// function that ends the subscription.
-func (c *ResourceCatalog) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	c.subMu.Lock()
-	c.subs[ch] = struct{}{}
-	c.subMu.Unlock()
-	return ch, func() {
-		c.subMu.Lock()
-		delete(c.subs, ch)
-		c.subMu.Unlock()
-	}
-}
+func (s *ResourceSnapshot) revision() string { return s.Revision }
 
 // setServer replaces one server's lists. A nil list with keep set keeps the
 // server's previous list of that kind (it could not be fetched).
@@ -187,7 +157,7 @@ func (c *ResourceCatalog) setServer(server, prefix string, res []*mcp.Resource, 
 	} else {
 		c.servers[server] = e
 	}
-	c.publishLocked(c.buildLocked())
+	c.publish(c.buildLocked())
 }
 
 // removeServer drops a server's entries.
@@ -198,7 +168,7 @@ func (c *ResourceCatalog) removeServer(server string) {
 		return
 	}
 	delete(c.servers, server)
-	c.publishLocked(c.buildLocked())
+	c.publish(c.buildLocked())
 }
 
 func buildResources(server string, in []*mcp.Resource) []*Resource {
@@ -339,37 +309,6 @@ func (t *ResourceTemplate) Hash() [32]byte { return t.hash }
 
 // Hash digests everything a client sees of the entry.
 func (p *Prompt) Hash() [32]byte { return p.hash }
-
-// History returns the remembered snapshots, oldest first.
-func (c *ResourceCatalog) History() []*ResourceSnapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.history)
-}
-
-func (c *ResourceCatalog) publishLocked(s *ResourceSnapshot) {
-	if cur := c.cur.Load(); cur != nil && cur.Revision == s.Revision {
-		return
-	}
-	c.cur.Store(s)
-	c.history = append(c.history, s)
-	c.byRev[s.Revision] = s
-	for len(c.history) > resourceHistorySize {
-		old := c.history[0]
-		c.history = c.history[1:]
-		if c.byRev[old.Revision] == old {
-			delete(c.byRev, old.Revision)
-		}
-	}
-	c.subMu.Lock()
-	for ch := range c.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-	c.subMu.Unlock()
-}
 
 // ResourcesAuthName is the name authorization rules match a server's
 // resources by: "<prefix>__@resources" ('@' never occurs in tool or prompt
