@@ -3,7 +3,6 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -133,36 +131,6 @@ func (s *session) debounce() bool {
 	}
 }
 
-// listAll lists every page of tools, guarding against a cursor loop.
-func (s *session) listAll(ctx context.Context) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	seen := map[string]bool{}
-	params := &mcp.ListToolsParams{}
-	for {
-		res, err := s.cs.ListTools(ctx, params)
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound && params.Cursor == "" {
-			// An upstream without tools. It is still listed every time: a
-			// server that had no tools at connect (go-sdk then omits the
-			// capability) may add some later.
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		tools = append(tools, s.raw.attach(res.Tools)...)
-		s.ttl.Store(int64(res.TTLMs))
-		if res.NextCursor == "" {
-			return tools, nil
-		}
-		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("tools/list returned cursor %q twice", res.NextCursor)
-		}
-		seen[res.NextCursor] = true
-		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
-	}
-}
-
 // refresh lists every page of tools and publishes them. The dirty mark is
 // drained first, so a push that lands during the listing causes exactly one
 // more pass.
@@ -175,7 +143,7 @@ func (s *session) refresh() error {
 	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
 	defer cancel()
 	began := time.Now()
-	tools, err := s.listAll(ctx)
+	tools, err := s.listTools(ctx)
 	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
 		// First: a tool the operator denied is neither measured nor warned
 		// about.

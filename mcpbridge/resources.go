@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 )
@@ -383,36 +381,17 @@ func (s *session) refreshResources() {
 		}
 		u.log.Warn(what+" failed; keeping the previous list", "error", u.redact(err.Error()))
 	}
+	var err error
 	if hasRes {
-		var err error
-		if res, err = listPages(ctx, "resources/list", func(cur string) ([]*mcp.Resource, string, error) {
-			r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Resources, r.NextCursor, nil
-		}); err != nil {
+		if res, err = s.listResources(ctx); err != nil {
 			fail(0, "resources/list", err)
 		}
-		if tmpls, err = listPages(ctx, "resources/templates/list", func(cur string) ([]*mcp.ResourceTemplate, string, error) {
-			r, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.ResourceTemplates, r.NextCursor, nil
-		}); err != nil {
+		if tmpls, err = s.listTemplates(ctx); err != nil {
 			fail(1, "resources/templates/list", err)
 		}
 	}
 	if hasPrompts {
-		var err error
-		if ps, err = listPages(ctx, "prompts/list", func(cur string) ([]*mcp.Prompt, string, error) {
-			r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Prompts, r.NextCursor, nil
-		}); err != nil {
+		if ps, err = s.listPrompts(ctx); err != nil {
 			fail(2, "prompts/list", err)
 		}
 	}
@@ -420,40 +399,6 @@ func (s *session) refreshResources() {
 		return
 	}
 	u.b.resources.setServer(u.cfg.Name, u.names, res, tmpls, ps, keep)
-}
-
-// listPages lists every page, guarding against a cursor loop. An upstream
-// that answers MethodNotFound for the first page has none.
-func listPages[T any](ctx context.Context, method string, page func(cursor string) ([]T, string, error)) ([]T, error) {
-	var all []T
-	seen := map[string]bool{}
-	cur := ""
-	for {
-		items, next, err := page(cur)
-		if cur == "" && isMethodNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, items...)
-		if next == "" {
-			return all, nil
-		}
-		if seen[next] {
-			return nil, fmt.Errorf("%s returned cursor %q twice", method, next)
-		}
-		seen[next] = true
-		cur = next
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func isMethodNotFound(err error) bool {
-	var werr *jsonrpc.Error
-	return errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
 }
 
 func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
