@@ -28,9 +28,10 @@ import (
 // transportRefusal is the error for a request toolsvc's own transport layer
 // refused, or nil: a redirect to another origin (transport.go) or an answer
 // over the message limit, which the limiter replaced with its stand-in
-// error. Neither means the session is in trouble. Calls, reads and prompts
-// share it (Bridge.Call, upstream.request).
-func (u *upstream) transportRefusal(server string, err error) error {
+// error. Neither means the session is in trouble. Every request meets it
+// (request.go).
+func (u *upstream) transportRefusal(err error) error {
+	server := u.cfg.Name
 	var (
 		rerr *RedirectError
 		werr *jsonrpc.Error

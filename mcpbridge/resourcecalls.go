@@ -94,80 +94,6 @@ func (b *Bridge) ResolvePrompt(name string) (*Prompt, error) {
 	return p, nil
 }
 
-// request runs one request on the server's current session under the same
-// limits as a tool call (maxConcurrentCalls, callTimeout when ctx has no
-// deadline; the session's death ends it at once) and maps its errors like
-// Call's: *UnavailableError, ErrOverloaded, *UpstreamError, a context
-// error. Reads and prompts do not count towards the circuit breaker (only
-// tool calls and probes do), but an open breaker fails them fast too.
-func (b *Bridge) request(ctx context.Context, server, method string, do func(ctx context.Context, s *session) error) error {
-	if b.ctx.Err() != nil {
-		return ErrClosed
-	}
-	u, err := b.upstream(server)
-	if err != nil {
-		return err
-	}
-	if _, has := ctx.Deadline(); !has {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)
-		defer cancel()
-	}
-	u.mu.Lock()
-	open := u.breaker.state(time.Now()) == BreakerOpen
-	retry := time.Until(u.breaker.until)
-	u.mu.Unlock()
-	if open && retry > 0 {
-		return &UnavailableError{Server: server, Reason: ReasonCircuitOpen, RetryAfter: retry}
-	}
-	release, err := u.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	s := u.sess.Load()
-	if s == nil || s.isDead() {
-		return &UnavailableError{Server: server, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
-	}
-	u.inflight.Add(1)
-	defer u.inflight.Add(-1)
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.deadCtx, cancel)
-	defer stop()
-	err = do(rctx, s)
-	if err == nil {
-		return nil
-	}
-	if lerr := u.transportRefusal(server, err); lerr != nil {
-		return lerr
-	}
-	var werr *jsonrpc.Error
-	switch {
-	case s.isDead() || isSessionDead(err):
-		s.markDead(err)
-		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
-		return &UpstreamError{Server: server, Code: werr.Code, Message: u.redact(werr.Message)}
-	case lostWithoutAnswer(err):
-		s.requestProbe()
-		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
-	}
-	u.log.Warn(method+" failed", "error", u.redact(err.Error()))
-	return fmt.Errorf("%s on server %q failed", method, server)
-}
-
-// principalMeta is the request _meta naming the caller, when the server's
-// ForwardPrincipal is set (as for tools/call: identity.go), else nil.
-func (s *session) principalMeta(principal string) mcp.Meta {
-	if !s.u.cfg.ForwardPrincipal || principal == "" {
-		return nil
-	}
-	return mcp.Meta{PrincipalMetaKey: map[string]any{"name": principal}}
-}
-
 // ReadResource reads uri from server (see ResolveResourceServer for an
 // empty server) on behalf of principal (forwarded as for tools/call). An
 // upstream "not found" answer is ErrResourceNotFound.
@@ -176,8 +102,12 @@ func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string
 	if err != nil {
 		return nil, "", err
 	}
+	u, err := b.upstream(server)
+	if err != nil {
+		return nil, "", err
+	}
 	var res *mcp.ReadResourceResult
-	err = b.request(ctx, server, "resources/read", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, "resources/read", func(ctx context.Context, s *session) error {
 		var err error
 		res, err = s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: s.principalMeta(principal)})
 		return err
@@ -214,8 +144,12 @@ func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]strin
 	if len(missing) > 0 {
 		return nil, &MissingArgumentsError{Prompt: p.Name, Missing: missing}
 	}
+	u, err := b.upstream(p.Server)
+	if err != nil {
+		return nil, err
+	}
 	var res *mcp.GetPromptResult
-	err := b.request(ctx, p.Server, "prompts/get", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, "prompts/get", func(ctx context.Context, s *session) error {
 		var err error
 		res, err = s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.P.Name, Arguments: args, Meta: s.principalMeta(principal)})
 		return err
@@ -474,7 +408,7 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 		}
 	}
 	var sub *ResourceSubscription
-	err = b.request(ctx, server, "resources/subscribe", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, "resources/subscribe", func(ctx context.Context, s *session) error {
 		ch := make(chan struct{}, 1)
 		s.rsubs.mu.Lock()
 		if s.rsubs.uris == nil {
