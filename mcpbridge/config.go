@@ -400,9 +400,7 @@ func (sc *ServerConfig) Problems() []*FieldError {
 		}
 	}
 	if sc.OAuth != nil {
-		for _, fe := range sc.OAuth.problems(sc) {
-			add(fe.Field, "%v", fe.Err)
-		}
+		probs = append(probs, sc.oauthProblems()...)
 	}
 	for i, g := range sc.ToolsAllow {
 		if _, err := path.Match(g, ""); err != nil {
