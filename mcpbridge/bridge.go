@@ -600,12 +600,6 @@ type progressSink struct {
 	more   chan struct{} // capacity 1: a notification was delivered
 }
 
-// progressGrace bounds how long a result waits for progress notifications
-// still in flight. go-sdk routes a response ahead of the notifications
-// queued before it (they run on the session's handler queue), so the last
-// steps of a tool's progress can arrive just after its result.
-const progressGrace = 25 * time.Millisecond
-
 func (p *progressSink) deliver(pr Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

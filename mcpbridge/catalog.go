@@ -625,28 +625,6 @@ func orNull(b []byte) []byte {
 	return b
 }
 
-// asObject turns a decoded JSON value into a JSON object (nil stays nil).
-func asObject(v any) (map[string]any, error) {
-	switch v := v.(type) {
-	case nil:
-		return nil, nil
-	case map[string]any:
-		return v, nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Equal(raw, []byte("null")) {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	return m, nil
-}
-
 // entryHash digests everything a client can see of a tool.
 func entryHash(t *Tool) [32]byte {
 	b, _ := json.Marshal(struct {

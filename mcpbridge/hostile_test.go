@@ -18,7 +18,7 @@ import (
 )
 
 // Tests in this file meet hostile upstreams over real loopback servers
-// (issue 23): redirects to other origins, oversized results, and tool
+// (docs/security.md): redirects to other origins, oversized results, and tool
 // listings meant to break the catalog.
 
 // headerRecorder is a second, real MCP server that records the credential

@@ -2,10 +2,8 @@ package mcpbridge
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -13,9 +11,8 @@ import (
 // resource templates, prompts), guarding against a cursor loop. An
 // upstream that answers MethodNotFound for the first page has none of that
 // kind: a tools-only upstream without resources/templates/list
-// (docs/upstream-behaviour.md §3), or a go-sdk server that had no tools at
-// connect (go-sdk then omits the capability; it may add tools later, so
-// tools are listed every time).
+// (docs/upstream-behaviour.md §3), or one without tools/list (tools are
+// listed whatever the capabilities say: isMethodNotFound in gosdk.go).
 func listPages[T any](ctx context.Context, method string, page func(cursor string) ([]T, string, error)) ([]T, error) {
 	var all []T
 	seen := map[string]bool{}
@@ -41,11 +38,6 @@ func listPages[T any](ctx context.Context, method string, page func(cursor strin
 			return nil, ctx.Err()
 		}
 	}
-}
-
-func isMethodNotFound(err error) bool {
-	var werr *jsonrpc.Error
-	return errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
 }
 
 // listTools lists every page of tools, each schema as the upstream sent it

@@ -8,14 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var (
 	// ErrResourceNotFound: the upstream does not have that resource (it
-	// answered resources/read with "resource not found": -32002, or
-	// InvalidParams, which go-sdk and the TypeScript SDK use for it), or no
+	// answered resources/read with "resource not found": isResourceNotFound
+	// in gosdk.go), or no
 	// upstream lists it or has a template matching it.
 	ErrResourceNotFound = errors.New("resource not found")
 	// ErrPromptNotFound: no prompt with that exposed name.
@@ -113,7 +112,7 @@ func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string
 		return err
 	})
 	var uerr *UpstreamError
-	if errors.As(err, &uerr) && (uerr.Code == -32002 || uerr.Code == jsonrpc.CodeInvalidParams) {
+	if errors.As(err, &uerr) && isResourceNotFound(uerr.Code) {
 		return nil, server, fmt.Errorf("%w: server %q has no resource %q (%s)", ErrResourceNotFound, server, trimURI(uri), uerr.Message)
 	}
 	return res, server, err
@@ -280,14 +279,9 @@ func (s *session) resubscribe(uri string, e *uriSub, wait time.Duration) {
 		return
 	}
 	s.u.log.Debug("resource subscription stream ended; subscribing again", "uri", trimURI(uri))
-	// go-sdk keeps one listen stream per URI: Unsubscribe forgets the
-	// ended one (its context is cancelled, so its end is not reported),
-	// Subscribe opens the next (and returns once it is sent; its outcome
-	// comes back through onSubscriptionStream).
 	ctx, cancel := context.WithTimeout(s.ctx, time.Second)
 	defer cancel()
-	_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+	if err := resubscribeStream(ctx, s.cs, uri); err != nil { // its outcome: onSubscriptionStream
 		s.onSubscriptionStream([]string{uri}, false)
 		return
 	}

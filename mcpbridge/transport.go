@@ -129,11 +129,6 @@ func limitedStdio(stdout io.Reader, stdin io.WriteCloser, limit int, log *slog.L
 		MaxLineLength: limit + frameSlack}
 }
 
-// frameSlack is what go-sdk's own caps allow beyond the message limit
-// (MaxLineLength, MaxEventSize), so a message the limiter lets through is
-// never refused by them: SSE field names and line ends, a CRLF.
-const frameSlack = 64 << 10
-
 // childStdin closes a stdio child the way the MCP specification asks
 // (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#stdio):
 // close its stdin, wait, SIGTERM, wait, SIGKILL; as go-sdk's CommandTransport.
