@@ -198,7 +198,6 @@ type ReconfigureResult struct {
 // invalid configuration changes nothing and returns every problem.
 // cfg.StartupTimeout and cfg.Logger are ignored.
 func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
-	var res ReconfigureResult
 	b.reconfigMu.Lock()
 	defer b.reconfigMu.Unlock()
 	defaults := b.cfg
@@ -206,10 +205,10 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	defaults.RefreshInterval, defaults.PingInterval, defaults.PingTimeout = cfg.RefreshInterval, cfg.PingInterval, cfg.PingTimeout
 	next, err := validateServers(&defaults, cfg.Servers)
 	if err != nil {
-		return res, err
+		return ReconfigureResult{}, err
 	}
 	if b.ctx.Err() != nil {
-		return res, ErrClosed
+		return ReconfigureResult{}, ErrClosed
 	}
 	b.mu.RLock()
 	old := maps.Clone(b.ups)
@@ -218,6 +217,29 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	for _, sc := range next {
 		want[sc.Name] = sc
 	}
+	res := planReconfigure(old, want)
+	b.stopServers(res.Removed, res.Restarted)
+	for _, name := range res.Removed {
+		b.catalog.removeServer(name)
+		b.resources.removeServer(name)
+	}
+	for _, name := range res.Restarted {
+		b.catalog.setAvailable(name, false) // until the new session lists
+	}
+	b.mu.Lock()
+	for _, name := range append(slices.Clone(res.Added), res.Restarted...) {
+		b.startLocked(want[name], false)
+		delete(b.restarting, name)
+	}
+	b.mu.Unlock()
+	b.log.Info("reconfigured", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
+	return res, nil
+}
+
+// planReconfigure sorts the servers into added, removed, restarted (their
+// config changed) and unchanged.
+func planReconfigure(old map[string]*upstream, want map[string]ServerConfig) ReconfigureResult {
+	var res ReconfigureResult
 	for name, u := range old {
 		sc, keep := want[name]
 		switch {
@@ -237,14 +259,19 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	for _, l := range [][]string{res.Added, res.Removed, res.Restarted, res.Unchanged} {
 		sort.Strings(l)
 	}
-	// Stop removed and changed servers (concurrently: each waits for its
-	// supervisor), then drop the removed ones' tools in one revision each.
+	return res
+}
+
+// stopServers stops removed and restarted servers' supervisors,
+// concurrently (each waits for its supervisor). A restarted server is
+// marked restarting meanwhile: its tools are UNAVAILABLE, not NOT_FOUND.
+func (b *Bridge) stopServers(removed, restarted []string) {
 	var wg sync.WaitGroup
-	for _, name := range append(slices.Clone(res.Removed), res.Restarted...) {
+	for _, name := range append(slices.Clone(removed), restarted...) {
 		b.mu.Lock()
 		u := b.ups[name]
 		delete(b.ups, name)
-		if slices.Contains(res.Restarted, name) {
+		if slices.Contains(restarted, name) {
 			if b.restarting == nil {
 				b.restarting = map[string]bool{}
 			}
@@ -260,21 +287,6 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 		}()
 	}
 	wg.Wait()
-	for _, name := range res.Removed {
-		b.catalog.removeServer(name)
-		b.resources.removeServer(name)
-	}
-	for _, name := range res.Restarted {
-		b.catalog.setAvailable(name, false) // until the new session lists
-	}
-	b.mu.Lock()
-	for _, name := range append(slices.Clone(res.Added), res.Restarted...) {
-		b.startLocked(want[name], false)
-		delete(b.restarting, name)
-	}
-	b.mu.Unlock()
-	b.log.Info("reconfigured", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
-	return res, nil
 }
 
 // unlistedOwner returns the server whose exposed-name prefix the name has,

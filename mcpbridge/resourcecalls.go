@@ -403,40 +403,9 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 	}
 	var sub *ResourceSubscription
 	err = b.request(ctx, u, "resources/subscribe", func(ctx context.Context, s *session) error {
-		ch := make(chan struct{}, 1)
-		s.rsubs.mu.Lock()
-		if s.rsubs.uris == nil {
-			s.rsubs.uris = map[string]*uriSub{}
-		}
-		e := s.rsubs.uris[uri]
-		first := e == nil
-		if first {
-			e = &uriSub{chans: map[chan struct{}]struct{}{}, ready: make(chan struct{})}
-			s.rsubs.uris[uri] = e
-		}
-		e.chans[ch] = struct{}{}
-		s.rsubs.mu.Unlock()
-		if first {
-			e.err = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-			s.rsubs.mu.Lock()
-			close(e.ready)
-			down := e.pendingDown && e.err == nil
-			e.pendingDown = false
-			s.rsubs.mu.Unlock()
-			if down {
-				s.onSubscriptionStream([]string{uri}, false)
-			}
-		} else {
-			select {
-			case <-e.ready:
-			case <-ctx.Done():
-				s.leaveURI(uri, ch)
-				return ctx.Err()
-			}
-		}
-		if e.err != nil {
-			s.leaveURI(uri, ch)
-			return e.err
+		ch, err := s.joinURI(ctx, uri)
+		if err != nil {
+			return err
 		}
 		sub = &ResourceSubscription{Updated: ch, Done: s.deadCtx.Done(), Server: server, s: s, uri: uri, ch: ch}
 		return nil
@@ -447,4 +416,46 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 	// Teardown marks the session dead, so Done also closes when the server
 	// is removed or the bridge closes.
 	return sub, nil
+}
+
+// joinURI adds a subscriber of uri on the session and returns its signal:
+// the first subscriber subscribes the upstream, later ones wait for that
+// outcome and share it.
+func (s *session) joinURI(ctx context.Context, uri string) (chan struct{}, error) {
+	ch := make(chan struct{}, 1)
+	s.rsubs.mu.Lock()
+	if s.rsubs.uris == nil {
+		s.rsubs.uris = map[string]*uriSub{}
+	}
+	e := s.rsubs.uris[uri]
+	first := e == nil
+	if first {
+		e = &uriSub{chans: map[chan struct{}]struct{}{}, ready: make(chan struct{})}
+		s.rsubs.uris[uri] = e
+	}
+	e.chans[ch] = struct{}{}
+	s.rsubs.mu.Unlock()
+	if first {
+		e.err = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		s.rsubs.mu.Lock()
+		close(e.ready)
+		down := e.pendingDown && e.err == nil
+		e.pendingDown = false
+		s.rsubs.mu.Unlock()
+		if down {
+			s.onSubscriptionStream([]string{uri}, false)
+		}
+	} else {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			s.leaveURI(uri, ch)
+			return nil, ctx.Err()
+		}
+	}
+	if e.err != nil {
+		s.leaveURI(uri, ch)
+		return nil, e.err
+	}
+	return ch, nil
 }
