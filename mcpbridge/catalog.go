@@ -69,11 +69,7 @@ type Snapshot struct {
 // sorted Tools, so a retained snapshot costs one slice of pointers and no
 // per-snapshot index.
 func (s *Snapshot) Lookup(name string) (*Tool, bool) {
-	i, ok := slices.BinarySearchFunc(s.Tools, name, func(t *Tool, n string) int { return cmp.Compare(t.Name, n) })
-	if !ok {
-		return nil, false
-	}
-	return s.Tools[i], true
+	return lookupSorted(s.Tools, name, func(t *Tool) string { return t.Name })
 }
 
 // The catalog remembers recent snapshots for page tokens and watch

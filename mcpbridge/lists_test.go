@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,28 +34,43 @@ func TestListPagesOfEveryKind(t *testing.T) {
 // TestListPagesCursorRules: a cursor seen twice is an error; MethodNotFound
 // for the first page means none of that kind, for a later page an error.
 func TestListPagesCursorRules(t *testing.T) {
-	loop := func(cur string) ([]int, string, error) { return []int{1}, "again", nil }
-	if _, err := listPages(t.Context(), "x/list", loop); err == nil || !strings.Contains(err.Error(), `cursor "again" twice`) {
+	type page struct {
+		items []int
+		next  string
+	}
+	list := func(ctx context.Context, call func(cur string) (page, error)) ([]int, error) {
+		return listPages(ctx, "x/list", call, func(p page) ([]int, string) { return p.items, p.next })
+	}
+	loop := func(string) (page, error) { return page{[]int{1}, "again"}, nil }
+	if _, err := list(t.Context(), loop); err == nil || !strings.Contains(err.Error(), `cursor "again" twice`) {
 		t.Errorf("cursor loop: %v", err)
 	}
 	notFound := &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
-	none := func(string) ([]int, string, error) { return nil, "", notFound }
-	if got, err := listPages(t.Context(), "x/list", none); err != nil || got != nil {
+	none := func(string) (page, error) { return page{}, notFound }
+	if got, err := list(t.Context(), none); err != nil || got != nil {
 		t.Errorf("MethodNotFound on the first page: %v, %v; want none, no error", got, err)
 	}
-	later := func(cur string) ([]int, string, error) {
+	later := func(cur string) (page, error) {
 		if cur == "" {
-			return []int{1}, "2", nil
+			return page{[]int{1}, "2"}, nil
 		}
-		return nil, "", notFound
+		return page{}, notFound
 	}
-	if _, err := listPages(t.Context(), "x/list", later); err == nil {
+	if _, err := list(t.Context(), later); err == nil {
 		t.Error("MethodNotFound on a later page was taken for an empty list")
+	}
+	pages := func(cur string) (page, error) { return page{[]int{len(cur)}, cur + "x"}, nil }
+	if got, err := list(t.Context(), func(cur string) (page, error) {
+		if len(cur) == 3 {
+			return page{[]int{3}, ""}, nil
+		}
+		return pages(cur)
+	}); err != nil || !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("four pages: %v, %v", got, err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	pages := func(cur string) ([]int, string, error) { return []int{len(cur)}, cur + "x", nil }
-	if _, err := listPages(ctx, "x/list", pages); err != context.Canceled {
+	if _, err := list(ctx, pages); err != context.Canceled {
 		t.Errorf("cancelled listing: %v, want context.Canceled", err)
 	}
 }

@@ -69,11 +69,7 @@ type ResourceSnapshot struct {
 
 // LookupPrompt finds a prompt by exposed name.
 func (s *ResourceSnapshot) LookupPrompt(name string) (*Prompt, bool) {
-	i, ok := slices.BinarySearchFunc(s.Prompts, name, func(p *Prompt, n string) int { return cmp.Compare(p.Name, n) })
-	if !ok {
-		return nil, false
-	}
-	return s.Prompts[i], true
+	return lookupSorted(s.Prompts, name, func(p *Prompt) string { return p.Name })
 }
 
 // ServersFor returns the servers that list uri, or (when none does) the

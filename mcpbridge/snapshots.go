@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -106,6 +107,18 @@ func (h *snapshots[S]) publish(s *S) {
 	}
 	h.mu.Unlock()
 	h.signals.signal()
+}
+
+// lookupSorted finds the entry called name in a snapshot's list sorted by
+// name (Snapshot.Lookup, ResourceSnapshot.LookupPrompt): a retained
+// snapshot costs one slice of pointers and no per-snapshot index.
+func lookupSorted[T any](list []T, name string, nameOf func(T) string) (T, bool) {
+	i, ok := slices.BinarySearchFunc(list, name, func(e T, n string) int { return cmp.Compare(nameOf(e), n) })
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return list[i], true
 }
 
 // signals is a set of subscriptions, each signalled on every change.
