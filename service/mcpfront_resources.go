@@ -457,8 +457,8 @@ func (f *MCPFront) notifyPromptsChanged() {
 // view of them changed.
 func (f *MCPFront) runResources(stop <-chan struct{}) {
 	cat := f.s.bridge.Resources()
-	ch, unsubscribe := cat.Subscribe()
-	defer unsubscribe()
+	sub := cat.Subscribe()
+	defer sub.Close()
 	last := cat.Current()
 	changed := make(chan struct{}, 1)
 	var wg sync.WaitGroup
@@ -466,7 +466,7 @@ func (f *MCPFront) runResources(stop <-chan struct{}) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.s.forwardChanges(stop, ch, changed)
+		f.s.forwardChanges(stop, sub.C(), changed)
 	}()
 	lastGen := f.s.currentAuth().gen
 	debounce(stop, changed, f.opts.Debounce, func() {
