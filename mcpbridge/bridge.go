@@ -38,7 +38,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -199,7 +198,6 @@ type ReconfigureResult struct {
 // invalid configuration changes nothing and returns every problem.
 // cfg.StartupTimeout and cfg.Logger are ignored.
 func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
-	var res ReconfigureResult
 	b.reconfigMu.Lock()
 	defer b.reconfigMu.Unlock()
 	defaults := b.cfg
@@ -207,10 +205,10 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	defaults.RefreshInterval, defaults.PingInterval, defaults.PingTimeout = cfg.RefreshInterval, cfg.PingInterval, cfg.PingTimeout
 	next, err := validateServers(&defaults, cfg.Servers)
 	if err != nil {
-		return res, err
+		return ReconfigureResult{}, err
 	}
 	if b.ctx.Err() != nil {
-		return res, ErrClosed
+		return ReconfigureResult{}, ErrClosed
 	}
 	b.mu.RLock()
 	old := maps.Clone(b.ups)
@@ -219,6 +217,29 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	for _, sc := range next {
 		want[sc.Name] = sc
 	}
+	res := planReconfigure(old, want)
+	b.stopServers(res.Removed, res.Restarted)
+	for _, name := range res.Removed {
+		b.catalog.removeServer(name)
+		b.resources.removeServer(name)
+	}
+	for _, name := range res.Restarted {
+		b.catalog.setAvailable(name, false) // until the new session lists
+	}
+	b.mu.Lock()
+	for _, name := range append(slices.Clone(res.Added), res.Restarted...) {
+		b.startLocked(want[name], false)
+		delete(b.restarting, name)
+	}
+	b.mu.Unlock()
+	b.log.Info("reconfigured", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
+	return res, nil
+}
+
+// planReconfigure sorts the servers into added, removed, restarted (their
+// config changed) and unchanged.
+func planReconfigure(old map[string]*upstream, want map[string]ServerConfig) ReconfigureResult {
+	var res ReconfigureResult
 	for name, u := range old {
 		sc, keep := want[name]
 		switch {
@@ -238,14 +259,19 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	for _, l := range [][]string{res.Added, res.Removed, res.Restarted, res.Unchanged} {
 		sort.Strings(l)
 	}
-	// Stop removed and changed servers (concurrently: each waits for its
-	// supervisor), then drop the removed ones' tools in one revision each.
+	return res
+}
+
+// stopServers stops removed and restarted servers' supervisors,
+// concurrently (each waits for its supervisor). A restarted server is
+// marked restarting meanwhile: its tools are UNAVAILABLE, not NOT_FOUND.
+func (b *Bridge) stopServers(removed, restarted []string) {
 	var wg sync.WaitGroup
-	for _, name := range append(slices.Clone(res.Removed), res.Restarted...) {
+	for _, name := range append(slices.Clone(removed), restarted...) {
 		b.mu.Lock()
 		u := b.ups[name]
 		delete(b.ups, name)
-		if slices.Contains(res.Restarted, name) {
+		if slices.Contains(restarted, name) {
 			if b.restarting == nil {
 				b.restarting = map[string]bool{}
 			}
@@ -261,21 +287,6 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 		}()
 	}
 	wg.Wait()
-	for _, name := range res.Removed {
-		b.catalog.removeServer(name)
-		b.resources.removeServer(name)
-	}
-	for _, name := range res.Restarted {
-		b.catalog.setAvailable(name, false) // until the new session lists
-	}
-	b.mu.Lock()
-	for _, name := range append(slices.Clone(res.Added), res.Restarted...) {
-		b.startLocked(want[name], false)
-		delete(b.restarting, name)
-	}
-	b.mu.Unlock()
-	b.log.Info("reconfigured", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
-	return res, nil
 }
 
 // unlistedOwner returns the server whose exposed-name prefix the name has,
@@ -503,134 +514,48 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 	if b.ctx.Err() != nil {
 		return nil, ErrClosed
 	}
-	t, u := target.Tool, target.u
-	if u == nil {
-		return nil, fmt.Errorf("%w: unresolved target", ErrToolNotFound)
-	}
-	if u.ctx.Err() != nil {
-		// Removed or restarted by a reconfigure since Resolve: the same
-		// entry goes to the server's new supervisor, if it still has one.
-		nu, err := b.upstream(t.Server)
-		if err != nil {
-			return nil, b.goneErr(t.Server, t.Name)
-		}
-		u = nu
+	u, err := b.targetUpstream(target)
+	if err != nil {
+		return nil, err
 	}
 	if args == nil {
 		args = map[string]any{}
 	}
-	ownDeadline := false
-	if _, has := ctx.Deadline(); !has {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)
-		defer cancel()
-		ownDeadline = true
-	}
-
-	u.mu.Lock()
-	ok, retryAfter, trial := u.breaker.allow(time.Now())
-	u.mu.Unlock()
-	if !ok {
-		return nil, &UnavailableError{Server: t.Server, Reason: ReasonCircuitOpen, RetryAfter: retryAfter}
-	}
-	verdict := "neutral"
-	var s *session
-	defer func() {
-		switch verdict {
-		case "success":
-			u.recordSuccess(s)
-		case "failure":
-			// counted where the failure was seen
-		default:
-			if trial { // only the trial may end the trial without a verdict
-				u.mu.Lock()
-				u.breaker.neutral()
-				u.mu.Unlock()
-			}
-		}
-	}()
-
-	release, err := u.acquire(ctx)
+	tool := target.Tool.OriginalName
+	var res *mcp.CallToolResult
+	err = b.request(ctx, u, fmt.Sprintf("call %q", tool), func(ctx context.Context, s *session) error {
+		var err error
+		res, err = s.call(ctx, tool, args, opts)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer release()
-
-	s = u.sess.Load()
-	if s == nil || s.isDead() {
-		return nil, &UnavailableError{Server: t.Server, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
-	}
-	u.inflight.Add(1)
-	defer u.inflight.Add(-1)
-	for try := 0; ; try++ {
-		res, err := s.call(ctx, t.OriginalName, args, opts)
-		if err == nil {
-			verdict = "success"
-			return res, nil
-		}
-		var werr *jsonrpc.Error
-		if lerr := u.transportRefusal(t.Server, err); lerr != nil {
-			// The session is fine. An oversized answer is an answer (a
-			// success for the breaker); a refused redirect is neither.
-			var tl *ResponseTooLargeError
-			if errors.As(lerr, &tl) {
-				verdict = "success"
-			}
-			return nil, lerr
-		}
-		switch {
-		case s.isDead() || isSessionDead(err):
-			s.markDead(err)
-			if errors.Is(err, mcp.ErrSessionMissing) && try == 0 {
-				// The upstream restarted and never saw this request (HTTP
-				// 404 for our session id): safe to send again on the next
-				// session, within the caller's deadline.
-				u.log.Info("session expired upstream; retrying the call on a new session", "tool", t.OriginalName)
-				if ns, werr := u.waitSession(ctx, s); werr == nil {
-					s = ns
-					continue
-				}
-			}
-			u.recordDeath(s, "call", err)
-			verdict = "failure"
-			u.log.Warn("call failed: session lost", "tool", t.OriginalName, "error", u.redact(err.Error()))
-			return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
-		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
-			// Only the server's own callTimeout counts against the upstream:
-			// a caller's short deadline on a slow tool is the caller's
-			// choice, and a wedged upstream is caught by the prober.
-			if ownDeadline {
-				u.recordFailure("call timeout", err)
-				verdict = "failure"
-			}
-			return nil, ctx.Err()
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
-			verdict = "success" // the upstream answered
-			return nil, &UpstreamError{Server: t.Server, Code: werr.Code, Message: u.redact(werr.Message)}
-		case lostWithoutAnswer(err):
-			// The transport gave up on the request without an answer (a
-			// killed streamable-HTTP upstream's response stream closed):
-			// the call is lost like one on a dead session, and a probe
-			// decides now whether the session is (and counts its death).
-			s.requestProbe()
-			u.log.Warn("call failed: no answer from the upstream", "tool", t.OriginalName, "error", u.redact(err.Error()))
-			return nil, &UnavailableError{Server: t.Server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
-		}
-		u.log.Warn("call failed", "tool", t.OriginalName, "error", u.redact(err.Error()))
-		return nil, fmt.Errorf("call %q on server %q failed", t.OriginalName, t.Server)
-	}
+	return res, nil
 }
 
-// call runs one tools/call on the session. The call's context also ends
-// when the session is found dead, so in-flight calls fail at once instead of
-// waiting for a transport that will never answer.
+// targetUpstream is the upstream a resolved target goes to: the one that
+// served it, or, when a reconfigure removed or restarted that server since
+// Resolve, the server's new supervisor, if it still has one.
+func (b *Bridge) targetUpstream(target Target) (*upstream, error) {
+	t, u := target.Tool, target.u
+	if u == nil {
+		return nil, fmt.Errorf("%w: unresolved target", ErrToolNotFound)
+	}
+	if u.ctx.Err() == nil {
+		return u, nil
+	}
+	nu, err := b.upstream(t.Server)
+	if err != nil {
+		return nil, b.goneErr(t.Server, t.Name)
+	}
+	return nu, nil
+}
+
+// call runs one tools/call on the session (under request: session.run ends
+// it when the session dies), with a client span, the caller's principal
+// when the server forwards it, and the caller's progress.
 func (s *session) call(ctx context.Context, tool string, args any, opts *CallOptions) (res *mcp.CallToolResult, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.deadCtx, cancel)
-	defer stop()
 	// A client span per upstream call, and its W3C trace context in the
 	// request's _meta so the upstream can continue the trace.
 	ctx, span := otel.Tracer(tracerName).Start(ctx, "mcp tools/call", trace.WithSpanKind(trace.SpanKindClient),
@@ -668,13 +593,7 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 			sink.close() // progress handled after this point is dropped
 		}()
 	}
-	res, err = s.cs.CallTool(ctx, params)
-	if err != nil && s.isDead() {
-		// Keep the call's own error too: a 404 (ErrSessionMissing) must
-		// stay recognisable when another goroutine saw the death first.
-		return nil, fmt.Errorf("session dead: %w (call: %w)", s.deadErr(), err)
-	}
-	return res, err
+	return s.cs.CallTool(ctx, params)
 }
 
 // tracerName names the upstream-call spans' tracer. It is looked up from
@@ -692,12 +611,6 @@ type progressSink struct {
 	last   *Progress
 	more   chan struct{} // capacity 1: a notification was delivered
 }
-
-// progressGrace bounds how long a result waits for progress notifications
-// still in flight. go-sdk routes a response ahead of the notifications
-// queued before it (they run on the session's handler queue), so the last
-// steps of a tool's progress can arrive just after its result.
-const progressGrace = 25 * time.Millisecond
 
 func (p *progressSink) deliver(pr Progress) {
 	p.mu.Lock()
@@ -748,40 +661,6 @@ func (p *progressSink) close() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-}
-
-// acquire takes a slot under MaxConcurrentCalls, waiting within ctx; it
-// fails with ErrOverloaded when MaxQueuedCalls callers already wait.
-func (u *upstream) acquire(ctx context.Context) (func(), error) {
-	if u.sem == nil {
-		return func() {}, nil
-	}
-	select {
-	case u.sem <- struct{}{}:
-		return func() { <-u.sem }, nil
-	default:
-	}
-	if u.queued.Add(1) > int64(u.cfg.MaxQueuedCalls) {
-		u.queued.Add(-1)
-		return nil, fmt.Errorf("%w: server %q: %d calls in flight and %d waiting", ErrOverloaded, u.cfg.Name, u.cfg.MaxConcurrentCalls, u.cfg.MaxQueuedCalls)
-	}
-	defer u.queued.Add(-1)
-	select {
-	case u.sem <- struct{}{}:
-		return func() { <-u.sem }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// nextConnectIn is the retry hint while the upstream has no session.
-func (u *upstream) nextConnectIn() time.Duration {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.status.NextConnectTime.IsZero() {
-		return u.cfg.BackoffBase
-	}
-	return max(time.Until(u.status.NextConnectTime), 0) + u.cfg.ConnectTimeout/10
 }
 
 // isJSONObject is a cheap shape check: the edge has already decoded the

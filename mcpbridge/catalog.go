@@ -11,7 +11,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -70,11 +69,7 @@ type Snapshot struct {
 // sorted Tools, so a retained snapshot costs one slice of pointers and no
 // per-snapshot index.
 func (s *Snapshot) Lookup(name string) (*Tool, bool) {
-	i, ok := slices.BinarySearchFunc(s.Tools, name, func(t *Tool, n string) int { return cmp.Compare(t.Name, n) })
-	if !ok {
-		return nil, false
-	}
-	return s.Tools[i], true
+	return lookupSorted(s.Tools, name, func(t *Tool) string { return t.Name })
 }
 
 // The catalog remembers recent snapshots for page tokens and watch
@@ -98,23 +93,18 @@ var (
 )
 
 // Catalog is the merged catalog of every upstream. Writers build a new
-// Snapshot and swap a pointer; readers load it without locking. Subscribers
-// get a capacity-1 signal per change, so a writer never blocks on them.
+// Snapshot and publish it (snapshots.go): readers load the current one
+// without locking, recent ones are remembered by revision within the
+// history budgets above, and subscribers get a capacity-1 signal per
+// change, so a writer never blocks on them.
 type Catalog struct {
-	cur atomic.Pointer[Snapshot]
+	snapshots[Snapshot]
+	budget *toolHistoryBudget
 
 	mu       sync.Mutex // serialises writers; guards the fields below
 	servers  map[string]*serverEntry
-	history  []*Snapshot          // oldest first, within historySize, historyToolRefs and historyBytes
-	refs     int                  // tool pointers held by history
-	bytes    int                  // estimated bytes held by history (snapshotBytes, shared entries once)
-	curBytes int                  // of which the current snapshot's own (snapshotBytes)
-	byRev    map[string]*Snapshot // revision -> newest snapshot with it
-	warnings map[string][]string  // server -> naming warnings of the current snapshot
-	named    map[string]string    // server -> names prefix its tools had in the current snapshot
-
-	subMu sync.Mutex
-	subs  map[*Subscription]struct{}
+	warnings map[string][]string // server -> naming warnings of the current snapshot
+	named    map[string]string   // server -> names prefix its tools had in the current snapshot
 }
 
 type serverEntry struct {
@@ -126,31 +116,19 @@ type serverEntry struct {
 
 // NewCatalog returns an empty catalog.
 func NewCatalog() *Catalog {
+	budget := &toolHistoryBudget{}
 	c := &Catalog{
-		servers:  map[string]*serverEntry{},
-		byRev:    map[string]*Snapshot{},
-		warnings: map[string][]string{},
-		named:    map[string]string{},
-		subs:     map[*Subscription]struct{}{},
+		snapshots: newSnapshots((*Snapshot).revision, func() int { return historySize }, historyBudget[Snapshot](budget)),
+		budget:    budget,
+		servers:   map[string]*serverEntry{},
+		warnings:  map[string][]string{},
+		named:     map[string]string{},
 	}
-	c.publishLocked(c.buildLocked())
+	c.publish(c.buildLocked())
 	return c
 }
 
-// Current returns the current snapshot.
-func (c *Catalog) Current() *Snapshot { return c.cur.Load() }
-
-// Snapshot returns a recent snapshot with the given revision, if this
-// process still remembers one.
-func (c *Catalog) Snapshot(revision string) (*Snapshot, bool) {
-	if cur := c.cur.Load(); cur.Revision == revision {
-		return cur, true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.byRev[revision]
-	return s, ok
-}
+func (s *Snapshot) revision() string { return s.Revision }
 
 // Warnings returns the naming warnings for a server in the current snapshot.
 func (c *Catalog) Warnings(server string) []string {
@@ -182,7 +160,7 @@ func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available 
 			continue
 		}
 		c.servers[server] = &serverEntry{prefix: prefix, tools: entries, warnings: warnings, available: available}
-		c.publishLocked(c.buildLocked())
+		c.publish(c.buildLocked())
 		c.mu.Unlock()
 		return len(entries), nil
 	}
@@ -232,7 +210,7 @@ func (c *Catalog) setAvailable(server string, available bool) {
 		tools[i] = &nt
 	}
 	c.servers[server] = &serverEntry{prefix: e.prefix, tools: tools, warnings: e.warnings, available: available}
-	c.publishLocked(c.buildLocked())
+	c.publish(c.buildLocked())
 }
 
 // removeServer drops a server's tools.
@@ -243,7 +221,7 @@ func (c *Catalog) removeServer(server string) {
 		return
 	}
 	delete(c.servers, server)
-	c.publishLocked(c.buildLocked())
+	c.publish(c.buildLocked())
 }
 
 // buildLocked merges every server's tools into a new snapshot. Exposed
@@ -337,50 +315,43 @@ func Revision(tools []*Tool) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// publishLocked makes s current, records it in the history and signals
-// every subscriber. A snapshot with the current revision changes nothing.
-func (c *Catalog) publishLocked(s *Snapshot) {
-	if cur := c.cur.Load(); cur != nil && cur.Revision == s.Revision {
-		return
-	}
-	c.cur.Store(s)
+// toolHistoryBudget is the tool catalog's history budget beyond
+// historySize: historyToolRefs tool pointers and historyBytes of estimated
+// memory beyond the current snapshot's.
+// Its methods run under the history's lock.
+type toolHistoryBudget struct {
+	refs     int // tool pointers held by history
+	bytes    int // estimated bytes held by history (snapshotBytes, shared entries once)
+	curBytes int // of which the current snapshot's own (snapshotBytes)
+}
+
+func (b *toolHistoryBudget) added(prev, s *Snapshot) {
 	var newest []*Tool
-	if len(c.history) > 0 {
-		newest = c.history[len(c.history)-1].Tools
+	if prev != nil {
+		newest = prev.Tools
 	}
-	c.history = append(c.history, s)
-	c.refs += len(s.Tools)
-	c.bytes += snapshotOverhead(s) + unsharedBytes(newest, s.Tools)
-	c.curBytes = snapshotBytes(s)
-	c.byRev[s.Revision] = s
-	for len(c.history) > 1 && (len(c.history) > historySize || c.refs > historyToolRefs || c.bytes-c.curBytes > historyBytes) {
-		old := c.history[0]
-		c.history[0] = nil
-		c.history = c.history[1:]
-		c.refs -= len(old.Tools)
-		// The entries only the forgotten snapshot held (an entry is counted
-		// once per run of consecutive snapshots holding it).
-		c.bytes -= snapshotOverhead(old) + unsharedBytes(c.history[0].Tools, old.Tools)
-		if c.byRev[old.Revision] == old {
-			delete(c.byRev, old.Revision)
-		}
-	}
-	c.subMu.Lock()
-	for sub := range c.subs {
-		select {
-		case sub.c <- struct{}{}:
-		default: // already signalled; the watcher will read the latest snapshot
-		}
-	}
-	c.subMu.Unlock()
+	b.refs += len(s.Tools)
+	b.bytes += snapshotOverhead(s) + unsharedBytes(newest, s.Tools)
+	b.curBytes = snapshotBytes(s)
+}
+
+func (b *toolHistoryBudget) dropped(old, next *Snapshot) {
+	b.refs -= len(old.Tools)
+	// The entries only the forgotten snapshot held (an entry is counted
+	// once per run of consecutive snapshots holding it).
+	b.bytes -= snapshotOverhead(old) + unsharedBytes(next.Tools, old.Tools)
+}
+
+func (b *toolHistoryBudget) over() bool {
+	return b.refs > historyToolRefs || b.bytes-b.curBytes > historyBytes
 }
 
 // historyBytes returns the estimated bytes the history holds beyond the
 // current snapshot (what historyBytes bounds).
 func (c *Catalog) historyBytes() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.bytes - c.curBytes
+	c.snapshots.mu.Lock()
+	defer c.snapshots.mu.Unlock()
+	return c.budget.bytes - c.budget.curBytes
 }
 
 // snapshotOverhead is what a snapshot costs besides its entries: the
@@ -404,48 +375,6 @@ func unsharedBytes(a, b []*Tool) int {
 		n += t.size
 	}
 	return n
-}
-
-// Subscription signals catalog changes. The signal is a capacity-1 channel:
-// many changes between two reads collapse into one signal, and the reader
-// loads Current() to see the latest state.
-type Subscription struct {
-	c   chan struct{}
-	cat *Catalog
-}
-
-// Subscribe starts a subscription. Call Close when done.
-func (c *Catalog) Subscribe() *Subscription {
-	s := &Subscription{c: make(chan struct{}, 1), cat: c}
-	c.subMu.Lock()
-	c.subs[s] = struct{}{}
-	c.subMu.Unlock()
-	return s
-}
-
-// C is signalled after the catalog changed.
-func (s *Subscription) C() <-chan struct{} { return s.c }
-
-// Close ends the subscription. It is idempotent.
-func (s *Subscription) Close() {
-	s.cat.subMu.Lock()
-	delete(s.cat.subs, s)
-	s.cat.subMu.Unlock()
-}
-
-// Subscribers returns the number of open subscriptions.
-func (c *Catalog) Subscribers() int {
-	c.subMu.Lock()
-	defer c.subMu.Unlock()
-	return len(c.subs)
-}
-
-// History returns the remembered snapshots, oldest first; the last is the
-// current one.
-func (c *Catalog) History() []*Snapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.history)
 }
 
 // Diff returns what moves a client holding from to the state of to: tools
@@ -690,28 +619,6 @@ func orNull(b []byte) []byte {
 		return []byte("null")
 	}
 	return b
-}
-
-// asObject turns a decoded JSON value into a JSON object (nil stays nil).
-func asObject(v any) (map[string]any, error) {
-	switch v := v.(type) {
-	case nil:
-		return nil, nil
-	case map[string]any:
-		return v, nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Equal(raw, []byte("null")) {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	return m, nil
 }
 
 // entryHash digests everything a client can see of a tool.

@@ -333,30 +333,78 @@ func (sc *ServerConfig) Validate() error {
 // the one place the rules for a server live: the config loader maps these
 // to file and line, and New refuses a config that has any.
 func (sc *ServerConfig) Problems() []*FieldError {
-	var probs []*FieldError
-	add := func(field, format string, args ...any) {
-		probs = append(probs, &FieldError{Server: sc.Name, Field: field, Err: fmt.Errorf(format, args...)})
-	}
+	p := &fieldProblems{server: sc.Name}
 	if err := ValidateServerName(sc.Name); err != nil {
-		add("name", "%v", err)
+		p.add("name", "%v", err)
 	}
-	if sc.NewTransport == nil {
-		switch sc.Transport {
-		case TransportStdio:
-			if sc.Command == "" {
-				add("command", "required for a stdio server")
-			}
-		case TransportStreamableHTTP, TransportSSE:
-			switch {
-			case sc.URL == "":
-				add("url", "required for an HTTP server")
-			case !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://"):
-				add("url", "want an http:// or https:// URL")
-			}
-		default:
-			add("transport", "unknown transport %d", sc.Transport)
+	sc.transportProblems(p)
+	sc.numberProblems(p)
+	if pv := sc.ProtocolVersion; pv != "" && pv != ProtocolAuto && pv != ProtocolLatest && !slices.Contains(knownProtocolVersions, pv) {
+		p.add("protocolVersion", "want %q, %q or one of %s, got %q", ProtocolAuto, ProtocolLatest, strings.Join(knownProtocolVersions, ", "), pv)
+	}
+	switch sc.Elicitation {
+	case "", ElicitDecline, ElicitDefaults:
+	default:
+		p.add("elicitation", "want %q or %q, got %q", ElicitDecline, ElicitDefaults, sc.Elicitation)
+	}
+	if sc.NamePrefix != "" {
+		if err := ValidatePrefix(sc.NamePrefix); err != nil {
+			p.add("namePrefix", "%v", err)
+		}
+		if sc.BareNames {
+			p.add("bareNames", "cannot be combined with namePrefix %q: bare names have no prefix", sc.NamePrefix)
 		}
 	}
+	if sc.OAuth != nil {
+		p.probs = append(p.probs, sc.oauthProblems()...)
+	}
+	for i, g := range sc.ToolsAllow {
+		if _, err := path.Match(g, ""); err != nil {
+			p.add(fmt.Sprintf("tools.allow[%d]", i), "%q is not a valid glob pattern", g)
+		}
+	}
+	for i, g := range sc.ToolsDeny {
+		if _, err := path.Match(g, ""); err != nil {
+			p.add(fmt.Sprintf("tools.deny[%d]", i), "%q is not a valid glob pattern", g)
+		}
+	}
+	return p.probs
+}
+
+// fieldProblems collects one server's problems.
+type fieldProblems struct {
+	server string
+	probs  []*FieldError
+}
+
+func (p *fieldProblems) add(field, format string, args ...any) {
+	p.probs = append(p.probs, &FieldError{Server: p.server, Field: field, Err: fmt.Errorf(format, args...)})
+}
+
+// transportProblems checks how the server is reached.
+func (sc *ServerConfig) transportProblems(p *fieldProblems) {
+	if sc.NewTransport != nil {
+		return
+	}
+	switch sc.Transport {
+	case TransportStdio:
+		if sc.Command == "" {
+			p.add("command", "required for a stdio server")
+		}
+	case TransportStreamableHTTP, TransportSSE:
+		switch {
+		case sc.URL == "":
+			p.add("url", "required for an HTTP server")
+		case !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://"):
+			p.add("url", "want an http:// or https:// URL")
+		}
+	default:
+		p.add("transport", "unknown transport %d", sc.Transport)
+	}
+}
+
+// numberProblems checks the durations and counts.
+func (sc *ServerConfig) numberProblems(p *fieldProblems) {
 	for _, d := range []struct {
 		field string
 		v     time.Duration
@@ -369,52 +417,20 @@ func (sc *ServerConfig) Problems() []*FieldError {
 		{"authRetry", sc.AuthRetry},
 	} {
 		if d.v < 0 {
-			add(d.field, "must not be negative, got %s", d.v)
+			p.add(d.field, "must not be negative, got %s", d.v)
 		}
 	}
 	if sc.BackoffBase > 0 && sc.BackoffMax > 0 && sc.BackoffMax < sc.BackoffBase {
-		add("backoff.max", "must be at least backoff.base (%s), got %s", sc.BackoffBase, sc.BackoffMax)
+		p.add("backoff.max", "must be at least backoff.base (%s), got %s", sc.BackoffBase, sc.BackoffMax)
 	}
 	for _, n := range []struct {
 		field string
 		v     int
 	}{{"pingFailures", sc.PingFailures}, {"maxConcurrentCalls", sc.MaxConcurrentCalls}, {"maxQueuedCalls", sc.MaxQueuedCalls}} {
 		if n.v < 0 {
-			add(n.field, "must not be negative, got %d", n.v)
+			p.add(n.field, "must not be negative, got %d", n.v)
 		}
 	}
-	if pv := sc.ProtocolVersion; pv != "" && pv != ProtocolAuto && pv != ProtocolLatest && !slices.Contains(knownProtocolVersions, pv) {
-		add("protocolVersion", "want %q, %q or one of %s, got %q", ProtocolAuto, ProtocolLatest, strings.Join(knownProtocolVersions, ", "), pv)
-	}
-	switch sc.Elicitation {
-	case "", ElicitDecline, ElicitDefaults:
-	default:
-		add("elicitation", "want %q or %q, got %q", ElicitDecline, ElicitDefaults, sc.Elicitation)
-	}
-	if sc.NamePrefix != "" {
-		if err := ValidatePrefix(sc.NamePrefix); err != nil {
-			add("namePrefix", "%v", err)
-		}
-		if sc.BareNames {
-			add("bareNames", "cannot be combined with namePrefix %q: bare names have no prefix", sc.NamePrefix)
-		}
-	}
-	if sc.OAuth != nil {
-		for _, fe := range sc.OAuth.problems(sc) {
-			add(fe.Field, "%v", fe.Err)
-		}
-	}
-	for i, g := range sc.ToolsAllow {
-		if _, err := path.Match(g, ""); err != nil {
-			add(fmt.Sprintf("tools.allow[%d]", i), "%q is not a valid glob pattern", g)
-		}
-	}
-	for i, g := range sc.ToolsDeny {
-		if _, err := path.Match(g, ""); err != nil {
-			add(fmt.Sprintf("tools.deny[%d]", i), "%q is not a valid glob pattern", g)
-		}
-	}
-	return probs
 }
 
 // CheckServers reports every problem of a server list: each server's

@@ -2,15 +2,15 @@ package mcpbridge
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // TestLayering enforces the dependency direction (docs/upstream-behaviour.md
-// §5): mcpbridge never
-// imports gRPC or the generated API.
+// §5): mcpbridge never imports gRPC or the generated API.
 func TestLayering(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	out, err := exec.Command("go", "list", "-deps", "./...").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
@@ -18,6 +18,46 @@ func TestLayering(t *testing.T) {
 		if strings.HasPrefix(dep, "google.golang.org/grpc") || strings.Contains(dep, "/toolsvc/gen/") ||
 			strings.HasSuffix(dep, "/toolsvc/service") {
 			t.Errorf("mcpbridge depends on %s; it must not import gRPC, gen/ or service", dep)
+		}
+	}
+}
+
+// oauthDeps are OAuth's own dependencies: only mcpbridge/oauth imports them.
+var oauthDeps = []string{
+	"golang.org/x/oauth2",
+	"github.com/golang-jwt/jwt",
+	"github.com/modelcontextprotocol/go-sdk/auth",
+	"github.com/modelcontextprotocol/go-sdk/oauthex",
+}
+
+// directImports lists what the non-test files of pkg import themselves.
+func directImports(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestOAuthStaysInItsPackage: the bridge core reaches OAuth only through
+// mcpbridge/oauth (auth.go holds the small surface it uses), never its
+// dependencies directly; and mcpbridge/oauth knows nothing of the bridge.
+func TestOAuthStaysInItsPackage(t *testing.T) {
+	core := directImports(t, ".")
+	if !slices.Contains(core, "github.com/toolsvc/toolsvc/mcpbridge/oauth") {
+		t.Error("the bridge does not import mcpbridge/oauth: has OAuth moved again? Update this test")
+	}
+	for _, imp := range core {
+		for _, dep := range oauthDeps {
+			if imp == dep || strings.HasPrefix(imp, dep+"/") {
+				t.Errorf("the bridge core imports %s; only mcpbridge/oauth may", imp)
+			}
+		}
+	}
+	for _, imp := range directImports(t, "./oauth") {
+		if strings.HasPrefix(imp, "github.com/toolsvc/toolsvc/") && imp != "github.com/toolsvc/toolsvc/mcpbridge/internal/origin" {
+			t.Errorf("mcpbridge/oauth imports %s; it stands alone (but for the shared origin rule)", imp)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -16,11 +15,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // Tests in this file meet hostile upstreams over real loopback servers
-// (issue 23): redirects to other origins, oversized results, and tool
+// (docs/security.md): redirects to other origins, oversized results, and tool
 // listings meant to break the catalog.
 
 // headerRecorder is a second, real MCP server that records the credential
@@ -70,7 +68,7 @@ func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
 				case "headers":
 					sc.Headers = map[string]string{"Authorization": "Bearer static-secret", "X-Api-Key": "key-secret"}
 				case "oauth":
-					tokens := serveHTTP(t, &tokenEndpoint{expiresIn: 3600})
+					tokens := tokenServer(t)
 					sc.OAuth = &OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s", TokenURL: tokens + "/token"}
 				}
 				b := newTestBridge(t, sc) // ready: the first attempt is over
@@ -350,50 +348,6 @@ func TestSkippedToolWarningsAreBounded(t *testing.T) {
 	st, _ := b.Server("h")
 	if len(st.Warnings) != maxListWarnings+1 || st.Warnings[maxListWarnings] != "24 more tools skipped" {
 		t.Fatalf("%d warnings, last %q; want %d and \"24 more tools skipped\"", len(st.Warnings), st.Warnings[len(st.Warnings)-1], maxListWarnings+1)
-	}
-}
-
-// TestOAuthTokenRedirectStaysAtItsOrigin: a token endpoint answering 307
-// towards another origin does not get the token request (client secret,
-// resource indicator) re-sent there, with or without the extra form
-// parameters that put the request through formParams.
-func TestOAuthTokenRedirectStaysAtItsOrigin(t *testing.T) {
-	for _, resource := range []string{"", "https://mcp.example.com/mcp"} {
-		other := &tokenEndpoint{expiresIn: 3600}
-		otherURL := serveHTTP(t, other)
-		redirector := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Redirect(w, r, otherURL+r.URL.Path, http.StatusTemporaryRedirect)
-		}))
-		cfg := OAuthConfig{Grant: OAuthClientCredentials, ClientID: "cid", ClientSecret: "csecret", Resource: resource,
-			TokenURL: redirector + "/token"}
-		h := newOAuthHandler(t.Context(), cfg, "http://127.0.0.1:1/mcp", newOAuthClient(), slog.New(slog.DiscardHandler), 5*time.Second, nil)
-		if _, err := h.Token(); err == nil || !strings.Contains(err.Error(), "another origin") {
-			t.Errorf("resource %q: Token() through a cross-origin 307 = %v, want the redirect refused", resource, err)
-		}
-		other.mu.Lock()
-		if other.n > 0 {
-			t.Errorf("resource %q: the other origin received %d token requests (%v)", resource, other.n, other.forms)
-		}
-		other.mu.Unlock()
-	}
-}
-
-// TestOAuthDiscoveryKeepsGoSDKRedirectPolicy: discovery requests go
-// through go-sdk's own redirect checks (here: no redirect into a loopback
-// address), which a client with its own CheckRedirect would switch off.
-func TestOAuthDiscoveryKeepsGoSDKRedirectPolicy(t *testing.T) {
-	var hit atomic.Bool
-	target := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hit.Store(true)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"resource":"http://x/mcp","authorization_servers":["https://as.example.com"]}`))
-	}))
-	redirector := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target+"/prm", http.StatusFound)
-	}))
-	_, err := oauthex.GetProtectedResourceMetadata(t.Context(), redirector+"/.well-known/oauth-protected-resource", "http://x/mcp", newOAuthClient())
-	if err == nil || hit.Load() {
-		t.Fatalf("discovery through a redirect into loopback: err %v, target reached %v; want go-sdk's refusal", err, hit.Load())
 	}
 }
 

@@ -14,14 +14,25 @@ import "github.com/modelcontextprotocol/go-sdk/mcp"
 // it trusts toolsvc's own authentication to it.
 const PrincipalMetaKey = "dev.toolsvc/principal"
 
-// forwardPrincipal puts the caller in the request's _meta when the server
-// asks for it.
+// principalMeta is the request _meta naming the caller when the server
+// forwards the principal (ForwardPrincipal), else nil. Calls, reads and
+// prompts carry it alike.
+func (s *session) principalMeta(principal string) mcp.Meta {
+	if !s.u.cfg.ForwardPrincipal || principal == "" {
+		return nil
+	}
+	return mcp.Meta{PrincipalMetaKey: map[string]any{"name": principal}}
+}
+
+// forwardPrincipal adds principalMeta to a tools/call request's _meta.
 func (s *session) forwardPrincipal(params *mcp.CallToolParams, opts *CallOptions) {
-	if !s.u.cfg.ForwardPrincipal || opts == nil || opts.Principal == "" {
+	if opts == nil {
 		return
 	}
-	if params.Meta == nil {
-		params.Meta = mcp.Meta{}
+	for k, v := range s.principalMeta(opts.Principal) {
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[k] = v
 	}
-	params.Meta[PrincipalMetaKey] = map[string]any{"name": opts.Principal}
 }

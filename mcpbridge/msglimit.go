@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Message limits. An upstream's message (a stdio line, a streamable-HTTP
@@ -23,14 +24,15 @@ import (
 // (newline, blank line, end of body) tells where the next message starts.
 // Before this, an HTTP result was read whole (a 200 MB result took the
 // process from 38 MB to 1.4 GB) and a stdio line over go-sdk's 16 MiB frame
-// limit ended the session (issue 23, items 4 and 11).
+// limit ended the session (docs/security.md).
 
 // transportRefusal is the error for a request toolsvc's own transport layer
 // refused, or nil: a redirect to another origin (transport.go) or an answer
 // over the message limit, which the limiter replaced with its stand-in
-// error. Neither means the session is in trouble. Calls, reads and prompts
-// share it (Bridge.Call, upstream.request).
-func (u *upstream) transportRefusal(server string, err error) error {
+// error. Neither means the session is in trouble. Every request meets it
+// (request.go).
+func (u *upstream) transportRefusal(err error) error {
+	server := u.cfg.Name
 	var (
 		rerr *RedirectError
 		werr *jsonrpc.Error
@@ -45,8 +47,8 @@ func (u *upstream) transportRefusal(server string, err error) error {
 }
 
 // DefaultMaxMessageBytes is the message limit when Config.MaxMessageBytes
-// is 0: go-sdk's own stdio frame and SSE event limit.
-const DefaultMaxMessageBytes = 16 << 20
+// is 0: go-sdk's own stdio frame and SSE event limit (gosdk.go).
+const DefaultMaxMessageBytes = sdkMaxFrame
 
 // codeMessageTooLarge is the JSON-RPC error code of the replacement for an
 // oversized response: in the implementation-defined server-error range

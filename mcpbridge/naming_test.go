@@ -127,8 +127,8 @@ func TestChildEnvScrubsSecrets(t *testing.T) {
 // TestNamesStayWithTheirTools: an exposed name, once given, keeps meaning
 // the same tool while that tool exists. A newcomer that maps to a taken
 // name, even one that sorts first, gets the disambiguated form; before the
-// fix "read file" (sorting before "read_file") took fs__read_file over
-// (issue 13, bug 5). The same holds across servers.
+// fix "read file" (sorting before "read_file") took fs__read_file over.
+// The same holds across servers.
 func TestNamesStayWithTheirTools(t *testing.T) {
 	c := NewCatalog()
 	byName := func(name string) *Tool {

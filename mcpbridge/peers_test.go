@@ -88,7 +88,7 @@ func expectSteady(t *testing.T, b *Bridge, server string, tool string, d time.Du
 // TestSSEUpstreamStaysUp: a legacy HTTP+SSE upstream keeps its first
 // session. go-sdk's SSE client binds its event stream to the context given
 // to Connect; a connect-timeout context ended it the moment Connect
-// returned, and the next request met EOF (issue 13, bug 1).
+// returned, and the next request met EOF (docs/upstream-behaviour.md §2).
 func TestSSEUpstreamStaysUp(t *testing.T) {
 	srv := goSDKServer()
 	url := serveHTTP(t, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
@@ -100,7 +100,7 @@ func TestSSEUpstreamStaysUp(t *testing.T) {
 // without being declared dead. go-sdk's stateless handler answers a ping
 // without the per-request _meta with HTTP 400 / InvalidParams; the prober
 // took that for a failed probe and tore a healthy session down every
-// pingInterval × pingFailures (issue 13, bug 2).
+// pingInterval × pingFailures (docs/upstream-behaviour.md §3).
 func TestStatelessUpstreamStaysUp(t *testing.T) {
 	srv := goSDKServer()
 	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
@@ -199,7 +199,7 @@ func nodeRuntimeServer(t *testing.T) (string, *exec.Cmd) {
 // streamable-HTTP upstream while a call is in flight. go-sdk reports
 // "request terminated without response" (no JSON-RPC answer, no EOF); the
 // call must fail as a lost session (UNAVAILABLE), not as an internal error,
-// and the upstream must be seen down (issue 13, bug 4).
+// and the upstream must be seen down (docs/upstream-behaviour.md §3).
 func TestKilledTSUpstreamMidCallIsUnavailable(t *testing.T) {
 	url, cmd := nodeRuntimeServer(t)
 	sc := fastProbes(ServerConfig{Name: "ts", Transport: TransportStreamableHTTP, URL: url})
@@ -250,7 +250,7 @@ func addTool(srv *mcp.Server, name string) {
 
 // TestStatelessUpstreamPushes: a runtime tool of a 2026-07-28 stateless
 // server reaches the catalog within 2 s under the default protocol setting
-// (issue 13, bug 3). Under "auto" the stateless server is recognised (it
+// (docs/interop.md). Under "auto" the stateless server is recognised (it
 // refuses the standalone GET stream) and the session moves to 2026-07-28,
 // where pushes ride subscriptions/listen; pinned to 2025-11-25, where no
 // push can arrive, the upstream is re-listed every pushlessRefresh and its
@@ -300,7 +300,7 @@ func slicesContainsSubstr(ss []string, sub string) bool {
 // TestListenStreamCutIsReopened: the upstream ends a 2026-07-28 session's
 // subscriptions/listen stream. go-sdk neither notices nor re-opens it; the
 // bridge must see it (status, short re-listing) and re-open it, after
-// which a runtime tool arrives by push again (issue 13, bug 3).
+// which a runtime tool arrives by push again (docs/interop.md).
 func TestListenStreamCutIsReopened(t *testing.T) {
 	srv := goSDKServer()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})

@@ -4,13 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -109,58 +104,3 @@ func pingUnsupported(err error) bool {
 	_, ok := answered(err)
 	return ok
 }
-
-// answered returns the JSON-RPC error in err that the upstream itself
-// answered, if any. go-sdk reports an upstream's answer as a *jsonrpc.Error
-// with the upstream's code; errors of its transports either carry the
-// "rejected by transport" code (-32005: the request never reached a live
-// upstream) or are not JSON-RPC errors at all.
-func answered(err error) (*jsonrpc.Error, bool) {
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) && werr.Code != codeRejectedByTransport {
-		return werr, true
-	}
-	return nil, false
-}
-
-// lostWithoutAnswer reports a request that ended without an answer from the
-// upstream and without a known cause on our side: the transport gave up on
-// it (go-sdk's streamable client reports "request terminated without
-// response" when a response stream closes early, as it does when a
-// TypeScript SDK server is killed mid-call). The request is lost; whether
-// the session is too is for a probe to tell.
-func lostWithoutAnswer(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	_, ok := answered(err)
-	return !ok
-}
-
-// isSessionDead reports whether err means the session's transport is gone
-// (as opposed to a protocol error on a live session).
-func isSessionDead(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	switch {
-	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, mcp.ErrSessionMissing),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
-		return true
-	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
-		// -32005 is go-sdk's "rejected by transport": the request never
-		// reached a live upstream (the HTTP POST failed). Any other code is
-		// an answer from a live upstream.
-		return werr.Code == codeRejectedByTransport
-	}
-	msg := err.Error()
-	return strings.Contains(msg, "connection closed") || strings.Contains(msg, "EOF") ||
-		strings.Contains(msg, "connection reset") || strings.Contains(msg, "connection refused") ||
-		strings.Contains(msg, "broken pipe")
-}
-
-// codeRejectedByTransport is go-sdk's internal jsonrpc2.ErrRejected code.
-const codeRejectedByTransport = -32005

@@ -3,11 +3,9 @@ package mcpbridge
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,75 +104,6 @@ func (p *pushChannel) status() (pushState, time.Time, string) {
 // listenMethod is the 2026-07-28 push-channel request.
 const listenMethod = "subscriptions/listen"
 
-// listenReopenScheme marks the subscriptions/listen requests the bridge
-// makes to re-open a session's tool push channel. go-sdk v1.8.0 opens the
-// channel once in Connect and has no API to open it again; its only public
-// way to send subscriptions/listen is ClientSession.Subscribe, for resource
-// URIs. The bridge calls Subscribe with a URI in this scheme and rewrites
-// the request on its way out (rewriteListen) to subscribe to list_changed
-// instead, so the SDK still owns the stream and routes its notifications to
-// the session's handlers.
-const listenReopenScheme = "toolsvc-listen:"
-
-// listenSentinel matches reopenListen's sentinel URI:
-// "toolsvc-listen:<n>" (tools only) or "toolsvc-listen:<n>/<kinds>", kinds
-// being letters t (tools), r (resources), p (prompts) list_changed.
-var listenSentinel = regexp.MustCompile(`toolsvc-listen:[0-9]+(?:/([a-z]+))?`)
-
-// rewriteListen rewrites the params of a subscriptions/listen request made
-// by reopenListen: the sentinel resource subscription becomes a
-// subscription to the list_changed notifications its URI names (tools,
-// and resources and prompts when the upstream declares them). Other params
-// are returned unchanged.
-func rewriteListen(params json.RawMessage) (json.RawMessage, bool) {
-	if !bytes.Contains(params, []byte(listenReopenScheme)) {
-		return params, false
-	}
-	m := listenSentinel.FindSubmatch(params)
-	if m == nil {
-		return params, false
-	}
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil {
-		return params, false
-	}
-	notes := map[string]bool{"toolsListChanged": true}
-	if bytes.ContainsRune(m[1], 'r') {
-		notes["resourcesListChanged"] = true
-	}
-	if bytes.ContainsRune(m[1], 'p') {
-		notes["promptsListChanged"] = true
-	}
-	nb, err := json.Marshal(notes)
-	if err != nil {
-		return params, false
-	}
-	p["notifications"] = nb
-	out, err := json.Marshal(p)
-	if err != nil {
-		return params, false
-	}
-	return out, true
-}
-
-// listensForListChanged reports a subscriptions/listen request that asks
-// for any list_changed notification (the push channel), as opposed to one
-// that only subscribes to resources (ClientSession.Subscribe).
-func listensForListChanged(params json.RawMessage) bool {
-	var p struct {
-		Notifications struct {
-			Tools     bool `json:"toolsListChanged"`
-			Prompts   bool `json:"promptsListChanged"`
-			Resources bool `json:"resourcesListChanged"`
-		} `json:"notifications"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return true // unknown shape: count it, as before
-	}
-	n := p.Notifications
-	return n.Tools || n.Prompts || n.Resources
-}
-
 // reopenListen opens a new subscriptions/listen stream for tools/list_changed
 // on a 2026-07-28 session, replacing the previous re-opened one (the stream
 // go-sdk opened in Connect is cancelled only by Close).
@@ -244,8 +173,7 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		if r.Context().Err() == nil {
 			rt.push.set(pushDown, fmt.Sprintf("%s: request failed", kind))
 		}
-	case kind == "standalone GET stream" && resp.StatusCode >= 400 && resp.StatusCode < 500:
-		// go-sdk takes any 4xx as "no standalone stream" and carries on.
+	case kind == "standalone GET stream" && standaloneRefused(resp.StatusCode):
 		rt.push.set(pushNone, fmt.Sprintf("the upstream offers no standalone GET stream (HTTP %d): a stateless server", resp.StatusCode))
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		if rt.streams.Load() == 0 {
@@ -283,20 +211,6 @@ func (rt *pushRoundTripper) followSubscription(r *http.Request, uris []string) (
 		resp.Body = &streamEnd{ReadCloser: resp.Body, end: down}
 	}
 	return resp, err
-}
-
-// subscribedURIs are the resource URIs a subscriptions/listen request
-// subscribes to.
-func subscribedURIs(params json.RawMessage) []string {
-	var p struct {
-		Notifications struct {
-			URIs []string `json:"resourceSubscriptions"`
-		} `json:"notifications"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil
-	}
-	return p.Notifications.URIs
 }
 
 // peekRequest decodes a POST's JSON-RPC request from a copy of its body

@@ -33,19 +33,6 @@ type rawSchemas struct {
 	byName map[string]rawSchema
 }
 
-// withRawSchemas wraps t so that its connection records raw schemas into
-// r, except for streamable HTTP: go-sdk's streamable client connection
-// implements an unexported interface (sessionUpdated, which starts the
-// standalone SSE stream that carries list_changed) that a wrapper would
-// hide. A streamable HTTP session records them from its HTTP client
-// instead (rawRoundTripper).
-func withRawSchemas(t mcp.Transport, r *rawSchemas) mcp.Transport {
-	if _, ok := t.(*mcp.StreamableClientTransport); ok {
-		return t
-	}
-	return &rawTransport{Transport: t, r: r}
-}
-
 // rawTransport wraps a transport so that its connection records raw
 // schemas into r.
 type rawTransport struct {

@@ -3,7 +3,6 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,24 +20,7 @@ import (
 // is down. It also re-opens a 2026-07-28 session's subscriptions/listen
 // stream, with backoff, when the upstream closes it.
 func (s *session) refresher() {
-	u := s.u
-	next := func() <-chan time.Time {
-		d := u.cfg.RefreshInterval
-		if s.pushless() && (d <= 0 || u.cfg.PushlessRefresh < d) {
-			d = u.cfg.PushlessRefresh
-		}
-		if ttl := time.Duration(s.ttl.Load()) * time.Millisecond; ttl > 0 && (d <= 0 || ttl < d) {
-			d = max(ttl, time.Second)
-		}
-		if d <= 0 {
-			return nil
-		}
-		return time.After(d)
-	}
-	backstop := next()
-	var retry, reopen <-chan time.Time
-	failures, reopens := 0, 0
-	wasDown := false
+	st := &refreshTimers{backstop: s.nextBackstop()}
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -50,64 +31,114 @@ func (s *session) refresher() {
 			if !s.debounce() {
 				return
 			}
-		case <-backstop:
-		case <-retry:
+		case <-st.backstop:
+		case <-st.retry:
 		case <-s.push.kick:
-			st := s.push.get()
-			backstop = next()
-			switch {
-			case st == pushUp:
-				reopen, reopens = nil, 0
-				if !wasDown {
-					continue
-				}
-				wasDown = false // re-list: changes may have been missed while down
-			case st == pushDown && s.newProtocol():
-				wasDown = true
-				if reopen == nil {
-					reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, reopens))
-				}
-				continue
-			default:
-				wasDown = st == pushDown || st == pushNone
+			if !s.pushChanged(st) {
 				continue
 			}
-		case <-reopen:
-			reopen = nil
-			reopens++
-			ctx, cancel := context.WithTimeout(s.ctx, u.cfg.ConnectTimeout)
-			err := s.reopenListen(ctx)
-			cancel()
-			if err != nil {
-				if s.ctx.Err() != nil || s.isDead() {
-					return
-				}
-				u.log.Warn("re-opening the subscriptions/listen stream failed", "error", u.redact(err.Error()), "attempt", reopens)
-				reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, reopens))
+		case <-st.reopen:
+			if !s.reopenPush(st) {
+				return
 			}
 			continue
 		case reply := <-s.refreshReq:
 			err := s.refresh()
 			reply <- err
-			backstop = next()
+			st.backstop = s.nextBackstop()
 			if err == nil {
-				retry, failures = nil, 0
+				st.retry, st.failures = nil, 0
 			}
 			continue
 		}
-		retry = nil
-		err := s.refresh()
-		backstop = next()
-		if err != nil {
-			if s.ctx.Err() != nil || s.isDead() {
-				return
-			}
-			failures++
-			retry = time.After(backoff(s.u.cfg.BackoffBase, s.u.cfg.BackoffMax, failures))
-			continue
+		if !s.relist(st) {
+			return
 		}
-		failures = 0
 	}
+}
+
+// refreshTimers are the refresher's timers and counts.
+type refreshTimers struct {
+	backstop, retry, reopen <-chan time.Time
+	failures, reopens       int
+	wasDown                 bool // the push channel was down: changes may have been missed
+}
+
+// nextBackstop is the timer of the next backstop re-list: RefreshInterval,
+// PushlessRefresh while the push channel is down, the upstream's ttlMs if
+// shorter (nil: none).
+func (s *session) nextBackstop() <-chan time.Time {
+	u := s.u
+	d := u.cfg.RefreshInterval
+	if s.pushless() && (d <= 0 || u.cfg.PushlessRefresh < d) {
+		d = u.cfg.PushlessRefresh
+	}
+	if ttl := time.Duration(s.ttl.Load()) * time.Millisecond; ttl > 0 && (d <= 0 || ttl < d) {
+		d = max(ttl, time.Second)
+	}
+	if d <= 0 {
+		return nil
+	}
+	return time.After(d)
+}
+
+// pushChanged follows the push channel's state: a channel back up after
+// being down asks for a re-list (changes may have been missed meanwhile); a
+// 2026-07-28 listen stream that went down is re-opened with backoff.
+func (s *session) pushChanged(st *refreshTimers) (relist bool) {
+	state := s.push.get()
+	st.backstop = s.nextBackstop()
+	switch {
+	case state == pushUp:
+		st.reopen, st.reopens = nil, 0
+		relist, st.wasDown = st.wasDown, false
+		return relist
+	case state == pushDown && s.newProtocol():
+		st.wasDown = true
+		if st.reopen == nil {
+			st.reopen = time.After(backoff(s.u.cfg.BackoffBase, s.u.cfg.BackoffMax, st.reopens))
+		}
+	default:
+		st.wasDown = state == pushDown || state == pushNone
+	}
+	return false
+}
+
+// reopenPush re-opens the listen stream; a failure tries again after a
+// longer backoff. It reports false once the session is gone.
+func (s *session) reopenPush(st *refreshTimers) (alive bool) {
+	u := s.u
+	st.reopen = nil
+	st.reopens++
+	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.ConnectTimeout)
+	err := s.reopenListen(ctx)
+	cancel()
+	if err != nil {
+		if s.ctx.Err() != nil || s.isDead() {
+			return false
+		}
+		u.log.Warn("re-opening the subscriptions/listen stream failed", "error", u.redact(err.Error()), "attempt", st.reopens)
+		st.reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, st.reopens))
+	}
+	return true
+}
+
+// relist re-lists now; a failure is retried with backoff. It reports false
+// once the session is gone.
+func (s *session) relist(st *refreshTimers) (alive bool) {
+	st.retry = nil
+	err := s.refresh()
+	st.backstop = s.nextBackstop()
+	if err == nil {
+		st.failures = 0
+		return true
+	}
+	if s.ctx.Err() != nil || s.isDead() {
+		return false
+	}
+	st.failures++
+	st.retry = time.After(backoff(s.u.cfg.BackoffBase, s.u.cfg.BackoffMax, st.failures))
+	return true
 }
 
 // debounce waits until marks have been quiet for RefreshDebounce, but no
@@ -133,36 +164,6 @@ func (s *session) debounce() bool {
 	}
 }
 
-// listAll lists every page of tools, guarding against a cursor loop.
-func (s *session) listAll(ctx context.Context) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	seen := map[string]bool{}
-	params := &mcp.ListToolsParams{}
-	for {
-		res, err := s.cs.ListTools(ctx, params)
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound && params.Cursor == "" {
-			// An upstream without tools. It is still listed every time: a
-			// server that had no tools at connect (go-sdk then omits the
-			// capability) may add some later.
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		tools = append(tools, s.raw.attach(res.Tools)...)
-		s.ttl.Store(int64(res.TTLMs))
-		if res.NextCursor == "" {
-			return tools, nil
-		}
-		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("tools/list returned cursor %q twice", res.NextCursor)
-		}
-		seen[res.NextCursor] = true
-		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
-	}
-}
-
 // refresh lists every page of tools and publishes them. The dirty mark is
 // drained first, so a push that lands during the listing causes exactly one
 // more pass.
@@ -175,7 +176,7 @@ func (s *session) refresh() error {
 	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
 	defer cancel()
 	began := time.Now()
-	tools, err := s.listAll(ctx)
+	tools, err := s.listTools(ctx)
 	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
 		// First: a tool the operator denied is neither measured nor warned
 		// about.

@@ -8,14 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 var (
 	// ErrResourceNotFound: the upstream does not have that resource (it
-	// answered resources/read with "resource not found": -32002, or
-	// InvalidParams, which go-sdk and the TypeScript SDK use for it), or no
+	// answered resources/read with "resource not found": isResourceNotFound
+	// in gosdk.go), or no
 	// upstream lists it or has a template matching it.
 	ErrResourceNotFound = errors.New("resource not found")
 	// ErrPromptNotFound: no prompt with that exposed name.
@@ -94,80 +93,6 @@ func (b *Bridge) ResolvePrompt(name string) (*Prompt, error) {
 	return p, nil
 }
 
-// request runs one request on the server's current session under the same
-// limits as a tool call (maxConcurrentCalls, callTimeout when ctx has no
-// deadline; the session's death ends it at once) and maps its errors like
-// Call's: *UnavailableError, ErrOverloaded, *UpstreamError, a context
-// error. Reads and prompts do not count towards the circuit breaker (only
-// tool calls and probes do), but an open breaker fails them fast too.
-func (b *Bridge) request(ctx context.Context, server, method string, do func(ctx context.Context, s *session) error) error {
-	if b.ctx.Err() != nil {
-		return ErrClosed
-	}
-	u, err := b.upstream(server)
-	if err != nil {
-		return err
-	}
-	if _, has := ctx.Deadline(); !has {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, u.cfg.CallTimeout)
-		defer cancel()
-	}
-	u.mu.Lock()
-	open := u.breaker.state(time.Now()) == BreakerOpen
-	retry := time.Until(u.breaker.until)
-	u.mu.Unlock()
-	if open && retry > 0 {
-		return &UnavailableError{Server: server, Reason: ReasonCircuitOpen, RetryAfter: retry}
-	}
-	release, err := u.acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	s := u.sess.Load()
-	if s == nil || s.isDead() {
-		return &UnavailableError{Server: server, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
-	}
-	u.inflight.Add(1)
-	defer u.inflight.Add(-1)
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(s.deadCtx, cancel)
-	defer stop()
-	err = do(rctx, s)
-	if err == nil {
-		return nil
-	}
-	if lerr := u.transportRefusal(server, err); lerr != nil {
-		return lerr
-	}
-	var werr *jsonrpc.Error
-	switch {
-	case s.isDead() || isSessionDead(err):
-		s.markDead(err)
-		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
-		return &UpstreamError{Server: server, Code: werr.Code, Message: u.redact(werr.Message)}
-	case lostWithoutAnswer(err):
-		s.requestProbe()
-		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}
-	}
-	u.log.Warn(method+" failed", "error", u.redact(err.Error()))
-	return fmt.Errorf("%s on server %q failed", method, server)
-}
-
-// principalMeta is the request _meta naming the caller, when the server's
-// ForwardPrincipal is set (as for tools/call: identity.go), else nil.
-func (s *session) principalMeta(principal string) mcp.Meta {
-	if !s.u.cfg.ForwardPrincipal || principal == "" {
-		return nil
-	}
-	return mcp.Meta{PrincipalMetaKey: map[string]any{"name": principal}}
-}
-
 // ReadResource reads uri from server (see ResolveResourceServer for an
 // empty server) on behalf of principal (forwarded as for tools/call). An
 // upstream "not found" answer is ErrResourceNotFound.
@@ -176,14 +101,18 @@ func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string
 	if err != nil {
 		return nil, "", err
 	}
+	u, err := b.upstream(server)
+	if err != nil {
+		return nil, "", err
+	}
 	var res *mcp.ReadResourceResult
-	err = b.request(ctx, server, "resources/read", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, "resources/read", func(ctx context.Context, s *session) error {
 		var err error
 		res, err = s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: s.principalMeta(principal)})
 		return err
 	})
 	var uerr *UpstreamError
-	if errors.As(err, &uerr) && (uerr.Code == -32002 || uerr.Code == jsonrpc.CodeInvalidParams) {
+	if errors.As(err, &uerr) && isResourceNotFound(uerr.Code) {
 		return nil, server, fmt.Errorf("%w: server %q has no resource %q (%s)", ErrResourceNotFound, server, trimURI(uri), uerr.Message)
 	}
 	return res, server, err
@@ -214,8 +143,12 @@ func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]strin
 	if len(missing) > 0 {
 		return nil, &MissingArgumentsError{Prompt: p.Name, Missing: missing}
 	}
+	u, err := b.upstream(p.Server)
+	if err != nil {
+		return nil, err
+	}
 	var res *mcp.GetPromptResult
-	err := b.request(ctx, p.Server, "prompts/get", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, "prompts/get", func(ctx context.Context, s *session) error {
 		var err error
 		res, err = s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.P.Name, Arguments: args, Meta: s.principalMeta(principal)})
 		return err
@@ -346,14 +279,9 @@ func (s *session) resubscribe(uri string, e *uriSub, wait time.Duration) {
 		return
 	}
 	s.u.log.Debug("resource subscription stream ended; subscribing again", "uri", trimURI(uri))
-	// go-sdk keeps one listen stream per URI: Unsubscribe forgets the
-	// ended one (its context is cancelled, so its end is not reported),
-	// Subscribe opens the next (and returns once it is sent; its outcome
-	// comes back through onSubscriptionStream).
 	ctx, cancel := context.WithTimeout(s.ctx, time.Second)
 	defer cancel()
-	_ = s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
-	if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+	if err := resubscribeStream(ctx, s.cs, uri); err != nil { // its outcome: onSubscriptionStream
 		s.onSubscriptionStream([]string{uri}, false)
 		return
 	}
@@ -474,41 +402,10 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 		}
 	}
 	var sub *ResourceSubscription
-	err = b.request(ctx, server, "resources/subscribe", func(ctx context.Context, s *session) error {
-		ch := make(chan struct{}, 1)
-		s.rsubs.mu.Lock()
-		if s.rsubs.uris == nil {
-			s.rsubs.uris = map[string]*uriSub{}
-		}
-		e := s.rsubs.uris[uri]
-		first := e == nil
-		if first {
-			e = &uriSub{chans: map[chan struct{}]struct{}{}, ready: make(chan struct{})}
-			s.rsubs.uris[uri] = e
-		}
-		e.chans[ch] = struct{}{}
-		s.rsubs.mu.Unlock()
-		if first {
-			e.err = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
-			s.rsubs.mu.Lock()
-			close(e.ready)
-			down := e.pendingDown && e.err == nil
-			e.pendingDown = false
-			s.rsubs.mu.Unlock()
-			if down {
-				s.onSubscriptionStream([]string{uri}, false)
-			}
-		} else {
-			select {
-			case <-e.ready:
-			case <-ctx.Done():
-				s.leaveURI(uri, ch)
-				return ctx.Err()
-			}
-		}
-		if e.err != nil {
-			s.leaveURI(uri, ch)
-			return e.err
+	err = b.request(ctx, u, "resources/subscribe", func(ctx context.Context, s *session) error {
+		ch, err := s.joinURI(ctx, uri)
+		if err != nil {
+			return err
 		}
 		sub = &ResourceSubscription{Updated: ch, Done: s.deadCtx.Done(), Server: server, s: s, uri: uri, ch: ch}
 		return nil
@@ -519,4 +416,46 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 	// Teardown marks the session dead, so Done also closes when the server
 	// is removed or the bridge closes.
 	return sub, nil
+}
+
+// joinURI adds a subscriber of uri on the session and returns its signal:
+// the first subscriber subscribes the upstream, later ones wait for that
+// outcome and share it.
+func (s *session) joinURI(ctx context.Context, uri string) (chan struct{}, error) {
+	ch := make(chan struct{}, 1)
+	s.rsubs.mu.Lock()
+	if s.rsubs.uris == nil {
+		s.rsubs.uris = map[string]*uriSub{}
+	}
+	e := s.rsubs.uris[uri]
+	first := e == nil
+	if first {
+		e = &uriSub{chans: map[chan struct{}]struct{}{}, ready: make(chan struct{})}
+		s.rsubs.uris[uri] = e
+	}
+	e.chans[ch] = struct{}{}
+	s.rsubs.mu.Unlock()
+	if first {
+		e.err = s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		s.rsubs.mu.Lock()
+		close(e.ready)
+		down := e.pendingDown && e.err == nil
+		e.pendingDown = false
+		s.rsubs.mu.Unlock()
+		if down {
+			s.onSubscriptionStream([]string{uri}, false)
+		}
+	} else {
+		select {
+		case <-e.ready:
+		case <-ctx.Done():
+			s.leaveURI(uri, ch)
+			return nil, ctx.Err()
+		}
+	}
+	if e.err != nil {
+		s.leaveURI(uri, ch)
+		return nil, e.err
+	}
+	return ch, nil
 }

@@ -6,26 +6,24 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 )
 
-// The resource and prompt catalog mirrors the tool catalog (catalog.go):
-// immutable entries, immutable snapshots swapped atomically, a
-// content-derived revision (equal across replicas with the same upstream
-// lists), a short history for page tokens and watch resumption, and
-// capacity-1 change signals. It is a separate catalog so that tool clients
-// see exactly what they saw before resources and prompts existed.
+// The resource and prompt catalog is built like the tool catalog
+// (catalog.go), on the same snapshot store (snapshots.go): immutable
+// entries, immutable snapshots swapped atomically, a content-derived
+// revision (equal across replicas with the same upstream lists), a short
+// history for page tokens and watch resumption, and capacity-1 change
+// signals. It is a separate catalog so that tool clients see exactly what
+// they saw before resources and prompts existed.
 
 // Resource is one resource an upstream lists. Immutable once published.
 type Resource struct {
@@ -71,11 +69,7 @@ type ResourceSnapshot struct {
 
 // LookupPrompt finds a prompt by exposed name.
 func (s *ResourceSnapshot) LookupPrompt(name string) (*Prompt, bool) {
-	i, ok := slices.BinarySearchFunc(s.Prompts, name, func(p *Prompt, n string) int { return cmp.Compare(p.Name, n) })
-	if !ok {
-		return nil, false
-	}
-	return s.Prompts[i], true
+	return lookupSorted(s.Prompts, name, func(p *Prompt) string { return p.Name })
 }
 
 // ServersFor returns the servers that list uri, or (when none does) the
@@ -104,15 +98,10 @@ const resourceHistorySize = 64
 
 // ResourceCatalog is the merged resource and prompt catalog.
 type ResourceCatalog struct {
-	cur atomic.Pointer[ResourceSnapshot]
+	snapshots[ResourceSnapshot]
 
-	mu      sync.Mutex
+	mu      sync.Mutex // serialises writers; guards servers
 	servers map[string]*resourceEntry
-	history []*ResourceSnapshot
-	byRev   map[string]*ResourceSnapshot
-
-	subMu sync.Mutex
-	subs  map[chan struct{}]struct{}
 }
 
 type resourceEntry struct {
@@ -124,38 +113,13 @@ type resourceEntry struct {
 
 // NewResourceCatalog returns an empty catalog.
 func NewResourceCatalog() *ResourceCatalog {
-	c := &ResourceCatalog{servers: map[string]*resourceEntry{}, byRev: map[string]*ResourceSnapshot{}, subs: map[chan struct{}]struct{}{}}
-	c.publishLocked(c.buildLocked())
+	c := &ResourceCatalog{servers: map[string]*resourceEntry{},
+		snapshots: newSnapshots((*ResourceSnapshot).revision, func() int { return resourceHistorySize }, nil)}
+	c.publish(c.buildLocked())
 	return c
 }
 
-// Current returns the current snapshot.
-func (c *ResourceCatalog) Current() *ResourceSnapshot { return c.cur.Load() }
-
-// Snapshot returns a recent snapshot with that revision, if remembered.
-func (c *ResourceCatalog) Snapshot(revision string) (*ResourceSnapshot, bool) {
-	if cur := c.cur.Load(); cur.Revision == revision {
-		return cur, true
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, ok := c.byRev[revision]
-	return s, ok
-}
-
-// Subscribe returns a capacity-1 channel signalled on every change, and a
-// function that ends the subscription.
-func (c *ResourceCatalog) Subscribe() (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
-	c.subMu.Lock()
-	c.subs[ch] = struct{}{}
-	c.subMu.Unlock()
-	return ch, func() {
-		c.subMu.Lock()
-		delete(c.subs, ch)
-		c.subMu.Unlock()
-	}
-}
+func (s *ResourceSnapshot) revision() string { return s.Revision }
 
 // setServer replaces one server's lists. A nil list with keep set keeps the
 // server's previous list of that kind (it could not be fetched).
@@ -187,7 +151,7 @@ func (c *ResourceCatalog) setServer(server, prefix string, res []*mcp.Resource, 
 	} else {
 		c.servers[server] = e
 	}
-	c.publishLocked(c.buildLocked())
+	c.publish(c.buildLocked())
 }
 
 // removeServer drops a server's entries.
@@ -198,7 +162,7 @@ func (c *ResourceCatalog) removeServer(server string) {
 		return
 	}
 	delete(c.servers, server)
-	c.publishLocked(c.buildLocked())
+	c.publish(c.buildLocked())
 }
 
 func buildResources(server string, in []*mcp.Resource) []*Resource {
@@ -340,37 +304,6 @@ func (t *ResourceTemplate) Hash() [32]byte { return t.hash }
 // Hash digests everything a client sees of the entry.
 func (p *Prompt) Hash() [32]byte { return p.hash }
 
-// History returns the remembered snapshots, oldest first.
-func (c *ResourceCatalog) History() []*ResourceSnapshot {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.history)
-}
-
-func (c *ResourceCatalog) publishLocked(s *ResourceSnapshot) {
-	if cur := c.cur.Load(); cur != nil && cur.Revision == s.Revision {
-		return
-	}
-	c.cur.Store(s)
-	c.history = append(c.history, s)
-	c.byRev[s.Revision] = s
-	for len(c.history) > resourceHistorySize {
-		old := c.history[0]
-		c.history = c.history[1:]
-		if c.byRev[old.Revision] == old {
-			delete(c.byRev, old.Revision)
-		}
-	}
-	c.subMu.Lock()
-	for ch := range c.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-	c.subMu.Unlock()
-}
-
 // ResourcesAuthName is the name authorization rules match a server's
 // resources by: "<prefix>__@resources" ('@' never occurs in tool or prompt
 // names, so it names no tool; "<prefix>__*" and "*" match it).
@@ -444,36 +377,17 @@ func (s *session) refreshResources() {
 		}
 		u.log.Warn(what+" failed; keeping the previous list", "error", u.redact(err.Error()))
 	}
+	var err error
 	if hasRes {
-		var err error
-		if res, err = listPages(ctx, "resources/list", func(cur string) ([]*mcp.Resource, string, error) {
-			r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Resources, r.NextCursor, nil
-		}); err != nil {
+		if res, err = s.listResources(ctx); err != nil {
 			fail(0, "resources/list", err)
 		}
-		if tmpls, err = listPages(ctx, "resources/templates/list", func(cur string) ([]*mcp.ResourceTemplate, string, error) {
-			r, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.ResourceTemplates, r.NextCursor, nil
-		}); err != nil {
+		if tmpls, err = s.listTemplates(ctx); err != nil {
 			fail(1, "resources/templates/list", err)
 		}
 	}
 	if hasPrompts {
-		var err error
-		if ps, err = listPages(ctx, "prompts/list", func(cur string) ([]*mcp.Prompt, string, error) {
-			r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
-			if err != nil {
-				return nil, "", err
-			}
-			return r.Prompts, r.NextCursor, nil
-		}); err != nil {
+		if ps, err = s.listPrompts(ctx); err != nil {
 			fail(2, "prompts/list", err)
 		}
 	}
@@ -481,40 +395,6 @@ func (s *session) refreshResources() {
 		return
 	}
 	u.b.resources.setServer(u.cfg.Name, u.names, res, tmpls, ps, keep)
-}
-
-// listPages lists every page, guarding against a cursor loop. An upstream
-// that answers MethodNotFound for the first page has none.
-func listPages[T any](ctx context.Context, method string, page func(cursor string) ([]T, string, error)) ([]T, error) {
-	var all []T
-	seen := map[string]bool{}
-	cur := ""
-	for {
-		items, next, err := page(cur)
-		if cur == "" && isMethodNotFound(err) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, items...)
-		if next == "" {
-			return all, nil
-		}
-		if seen[next] {
-			return nil, fmt.Errorf("%s returned cursor %q twice", method, next)
-		}
-		seen[next] = true
-		cur = next
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func isMethodNotFound(err error) bool {
-	var werr *jsonrpc.Error
-	return errors.As(err, &werr) && werr.Code == jsonrpc.CodeMethodNotFound
 }
 
 func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

@@ -22,8 +22,9 @@ func signalled(ch <-chan struct{}) bool {
 
 func TestResourceCatalogRevisions(t *testing.T) {
 	c := NewResourceCatalog()
-	ch, stop := c.Subscribe()
-	defer stop()
+	sub := c.Subscribe()
+	defer sub.Close()
+	ch := sub.C()
 	empty := c.Current().Revision
 
 	// A tools-only upstream (nothing to list) publishes nothing and
@@ -62,7 +63,7 @@ func TestResourceCatalogRevisions(t *testing.T) {
 	if len(c.Current().Resources) != 2 || len(c.Current().Prompts) != 1 || c.Current().Revision != rev {
 		t.Fatal("keep flags lost the previous lists")
 	}
-	// Capability lost (case 42): everything goes, in a new revision.
+	// Capability lost (docs/upstream-behaviour.md §3): everything goes, in a new revision.
 	c.setServer("a", "a", nil, nil, nil, [3]bool{})
 	if !signalled(ch) || c.Current().Revision != empty {
 		t.Fatal("losing the capability did not empty the catalog")

@@ -130,16 +130,68 @@ func (s *session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 	}
 }
 
+// connect opens a session to the upstream, in stages: a new session and
+// its client (newSession), the transport, the protocol version
+// (protocolVersion), the bounded Connect (connectBounded, gosdk.go), the
+// push channel's first state (pushAtConnect), then the session's watcher
+// and status (connected). An upstream that turns out to be stateless under
+// ProtocolAuto is connected again once, in the newest protocol.
 func (u *upstream) connect(ctx context.Context) (*session, error) {
+	for {
+		s, again, err := u.connectOnce(ctx)
+		if !again {
+			return s, err
+		}
+	}
+}
+
+// connectOnce is one connection attempt; again asks for another in the
+// newest protocol (preferLatest is set: it happens once).
+func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ error) {
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
+	s, client := u.newSession(ctx, id)
+	fail := func(err error) (*session, bool, error) {
+		s.killGroup()
+		s.cancel()
+		s.deadCancel(err)
+		return nil, false, err
+	}
+	t, err := u.newTransport(s)
+	if err != nil {
+		return fail(err)
+	}
+	t = withRawSchemas(t, &s.raw) // exact schema text (rawschema.go)
+	pv := u.protocolVersion()
+	cs, timedOut, err := connectBounded(s.ctx, client, t, sessionOptions(pv), u.cfg.ConnectTimeout, s.cancel)
+	if err != nil {
+		if ctx.Err() == nil && timedOut {
+			return fail(fmt.Errorf("connect: timed out after %s", u.cfg.ConnectTimeout))
+		}
+		return fail(fmt.Errorf("connect: %w", err))
+	}
+	s.cs = cs
+	s.started = time.Now()
+	if u.pushAtConnect(s, pv) {
+		u.log.Info("upstream offers no standalone GET stream (stateless); connecting again with the newest protocol so list_changed can reach toolsvc")
+		s.cancel()
+		s.deadCancel(errors.New("replaced by a newer-protocol session"))
+		_ = cs.Close()
+		return nil, true, nil
+	}
+	u.connected(s)
+	return s, false, nil
+}
+
+// newSession makes the session and its client. One client per session:
+// the handlers close over this session, so a notification that arrives
+// before Connect returns still finds it.
+func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Client) {
 	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	s.push.subStream = s.onSubscriptionStream
-	// One client per session: the handlers close over this session, so a
-	// notification that arrives before Connect returns still finds it.
 	copts := &mcp.ClientOptions{
 		Capabilities:           &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.markDirty() },
@@ -154,107 +206,75 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 	if u.cfg.Elicitation != "" {
 		copts.ElicitationHandler = u.elicit
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, copts)
-	fail := func(err error) (*session, error) {
-		s.killGroup()
-		s.cancel()
-		s.deadCancel(err)
-		return nil, err
-	}
-	t, err := u.newTransport(s)
-	if err != nil {
-		return fail(err)
-	}
-	t = withRawSchemas(t, &s.raw) // exact schema text (rawschema.go)
+	return s, mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, copts)
+}
+
+// protocolVersion is the version the next session asks for.
+func (u *upstream) protocolVersion() string {
 	pv := u.cfg.ProtocolVersion
-	if pv == ProtocolAuto {
-		pv = DefaultProtocolVersion
-		if u.preferLatest.Load() {
-			// The version itself, not go-sdk's default (nil options): with
-			// the latter a TypeScript-SDK stateless server negotiated a
-			// 2026-07-28 session whose tool calls never reached it.
-			pv = ProtocolStateless
-		}
+	if pv != ProtocolAuto {
+		return pv
 	}
-	var opts *mcp.ClientSessionOptions
-	if pv != ProtocolLatest {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: pv}
+	if u.preferLatest.Load() {
+		return ProtocolStateless
 	}
-	// Connect gets the session's own context, not one that ends when Connect
-	// returns: go-sdk's legacy SSE client binds its event stream to the
-	// Connect context, so a connect-timeout context would close the stream
-	// the moment the session is up. The timeout is a timer that ends the
-	// session context only while Connect is still running.
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(u.cfg.ConnectTimeout, func() {
-		timedOut.Store(true)
-		s.cancel()
-	})
-	cs, err := client.Connect(s.ctx, t, opts)
-	if !timer.Stop() && err == nil {
-		// The timer fired as Connect returned: the session context is gone.
-		_ = cs.Close()
-		err = context.DeadlineExceeded
-	}
-	if err != nil {
-		if ctx.Err() == nil && timedOut.Load() {
-			err = fmt.Errorf("connect: timed out after %s", u.cfg.ConnectTimeout)
-		} else {
-			err = fmt.Errorf("connect: %w", err)
-		}
-		return fail(err)
-	}
-	s.cs = cs
-	s.started = time.Now()
+	return DefaultProtocolVersion
+}
+
+// pushAtConnect records how list_changed can reach the new session, and
+// reports a stateless upstream that should be connected again in the
+// newest protocol (it then sets preferLatest).
+func (u *upstream) pushAtConnect(s *session, pv string) (again bool) {
+	auto := pv == DefaultProtocolVersion && u.cfg.ProtocolVersion == ProtocolAuto && !u.preferLatest.Load()
 	switch {
 	case s.newProtocol():
 		if s.push.get() == pushUnknown {
 			// go-sdk opens subscriptions/listen in Connect only for an
-			// upstream that declares tools.listChanged.
+			// upstream that declares tools.listChanged (gosdk.go).
 			s.push.set(pushNone, "the upstream declares no tools/list_changed")
 		}
 	case s.transport() != TransportStreamableHTTP:
 		s.push.set(pushUp, "") // the session's own stream carries pushes
-	case cs.ID() == "" && s.push.get() != pushNone && (pv != DefaultProtocolVersion || u.cfg.ProtocolVersion != ProtocolAuto || u.preferLatest.Load()):
+	case s.cs.ID() == "" && s.push.get() != pushNone && !auto:
 		// Stateless, and staying in this protocol: whatever GET stream it
 		// keeps open belongs to no session, so nothing pushed reaches it.
 		s.push.set(pushNone, "a stateless server (no Mcp-Session-Id): no push channel before 2026-07-28")
-	case (s.push.get() == pushNone || cs.ID() == "") && pv == DefaultProtocolVersion && u.cfg.ProtocolVersion == ProtocolAuto && !u.preferLatest.Load():
+	case (s.push.get() == pushNone || s.cs.ID() == "") && auto:
 		// A stateless server: it refused the standalone GET stream (go-sdk,
 		// TypeScript) or gave no Mcp-Session-Id (the Python SDK holds an
 		// empty GET stream open). Under 2025-11-25 its pushes have no way
 		// to reach us: connect again in the newest protocol, where they
 		// ride subscriptions/listen (once: preferLatest sticks).
 		u.preferLatest.Store(true)
-		u.log.Info("upstream offers no standalone GET stream (stateless); connecting again with the newest protocol so list_changed can reach toolsvc")
-		s.cancel()
-		s.deadCancel(errors.New("replaced by a newer-protocol session"))
-		_ = cs.Close()
-		return u.connect(ctx)
+		return true
 	}
+	return false
+}
+
+// connected starts the session's Wait watcher and records the connection.
+func (u *upstream) connected(s *session) {
 	go func() {
 		// Owned by the session: it ends when Close (closeSession) closes
 		// the connection. closeSession waits for it up to a second; past
 		// that it is abandoned together with a hung Close (it then only
 		// marks an already-dead session dead).
 		defer close(s.waitDone)
-		err := cs.Wait()
+		err := s.cs.Wait()
 		if err == nil {
 			err = errors.New("session closed by the upstream")
 		}
 		s.markDead(err)
 	}()
 	u.mu.Lock()
-	u.status.ConnectCount = id
+	u.status.ConnectCount = s.id
 	u.status.ConnectedTime = s.started
 	u.status.NextConnectTime = time.Time{}
-	if ir := cs.InitializeResult(); ir != nil {
+	if ir := s.cs.InitializeResult(); ir != nil {
 		u.status.ProtocolVersion = ir.ProtocolVersion
 	}
 	u.breaker.reconnected()
 	u.mu.Unlock()
-	u.log.Info("upstream connected", "session", id, "protocol", u.status.ProtocolVersion)
-	return s, nil
+	u.log.Info("upstream connected", "session", s.id, "protocol", u.status.ProtocolVersion)
 }
 
 // elicit answers elicitation/create by the server's policy: never by asking

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
 )
 
 // closeWatchdog bounds how long teardown waits for ClientSession.Close,
@@ -29,9 +31,9 @@ type upstream struct {
 	http   *http.Client // shared by the upstream's sessions; nil for stdio
 	sem    chan struct{}
 
-	authw          *authWatch    // sees 401/403 answers (HTTP upstreams)
-	oauth          *oauthHandler // nil without OAuth
-	runtimeSecrets secretSet     // OAuth secrets and issued tokens, redacted
+	authw          *authWatch     // sees 401/403 answers (HTTP upstreams)
+	oauth          *oauth.Handler // nil without OAuth (mcpbridge/oauth)
+	runtimeSecrets secretSet      // OAuth secrets and issued tokens, redacted
 
 	sess     atomic.Pointer[session] // the session calls go to; nil when none
 	inflight atomic.Int64

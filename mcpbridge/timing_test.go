@@ -278,7 +278,7 @@ func (l *logRecorder) attrs(msg, key string) []string {
 // tools/list is a failed attempt each time, so the backoff grows. The
 // session lived past StableAfter while it listed (RefreshTimeout), and was
 // taken for stable: every reconnect came after attempt 0, a fixed 30 s
-// loop (issue 23, item 14).
+// loop (docs/security.md).
 func TestNeverReadyBackoffGrows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newMemUpstream(t)

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/internal/origin"
+	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
 )
 
 // secretEnv matches names of environment variables that look like
@@ -65,11 +68,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		// The endpoint event names where messages are POSTed; one naming
 		// another origin is refused like a redirect there (originGuard).
 		// Events are read through the message limit, as on streamable HTTP.
-		origin := ""
-		if cu, err := url.Parse(u.cfg.URL); err == nil {
-			origin = originOf(cu)
-		}
-		hc := &http.Client{Transport: &originGuard{server: u.cfg.Name, origin: origin,
+		hc := &http.Client{Transport: &originGuard{server: u.cfg.Name, origin: originOfURL(u.cfg.URL),
 			base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}, CheckRedirect: u.checkRedirect}
 		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxEventSize: u.maxMessage() + frameSlack}, nil
 	case TransportStreamableHTTP:
@@ -82,7 +81,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		hc := &http.Client{Transport: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
 			base: &pushRoundTripper{push: s.push,
 				base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}}, CheckRedirect: u.checkRedirect}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: u.oauthHandler(),
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: oauth.Hook(u.oauth),
 			MaxEventSize: u.maxMessage() + frameSlack}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
@@ -129,11 +128,6 @@ func limitedStdio(stdout io.Reader, stdin io.WriteCloser, limit int, log *slog.L
 	return &mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, limit, log)), Writer: stdin,
 		MaxLineLength: limit + frameSlack}
 }
-
-// frameSlack is what go-sdk's own caps allow beyond the message limit
-// (MaxLineLength, MaxEventSize), so a message the limiter lets through is
-// never refused by them: SSE field names and line ends, a CRLF.
-const frameSlack = 64 << 10
 
 // childStdin closes a stdio child the way the MCP specification asks
 // (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#stdio):
@@ -197,7 +191,7 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 && originOf(r.URL) == t.origin {
+	if len(t.headers) > 0 && origin.Of(r.URL) == t.origin {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {
 			r.Header.Set(k, v)
@@ -216,35 +210,20 @@ func newHTTPClient(headers map[string]string, endpoint string) *http.Client {
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
-	origin := ""
-	if u, err := url.Parse(endpoint); err == nil {
-		origin = originOf(u)
-	}
 	// No Client.Timeout or ResponseHeaderTimeout: the streamable server sends
 	// headers with its first event, so they would cut off silent long calls
 	// (docs/upstream-behaviour.md §2). Every request carries a context
 	// deadline instead.
-	return &http.Client{Transport: &headerTransport{base: tr, headers: headers, origin: origin}}
+	return &http.Client{Transport: &headerTransport{base: tr, headers: headers, origin: originOfURL(endpoint)}}
 }
 
-// originOf is a URL's origin as RFC 6454 §4 defines it: scheme, host and
-// port, the port made explicit, so http://h and http://h:80 are one origin
-// and http://h:80 and http://h:81 are two.
-func originOf(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		switch strings.ToLower(u.Scheme) {
-		case "http":
-			port = "80"
-		case "https":
-			port = "443"
-		}
+// originOfURL is the origin of a configured URL ("" if it does not parse).
+func originOfURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return origin.Of(u)
 	}
-	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	return ""
 }
-
-// maxRedirects is net/http's own limit on a redirect chain.
-const maxRedirects = 10
 
 // checkRedirect is the CheckRedirect of an upstream's session clients: a
 // redirect within the configured origin is followed, one to another origin
@@ -255,10 +234,10 @@ const maxRedirects = 10
 // rather than following without credentials also keeps the session from
 // being established with a server the operator did not configure.
 func (u *upstream) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	if len(via) >= origin.MaxRedirects {
+		return fmt.Errorf("stopped after %d redirects", origin.MaxRedirects)
 	}
-	if to := originOf(req.URL); to != originOf(via[0].URL) {
+	if to := origin.Of(req.URL); to != origin.Of(via[0].URL) {
 		u.log.Warn("upstream redirected to another origin; refused (credentials are sent only to the configured origin)",
 			"status", req.Response.StatusCode, "to", to)
 		return &RedirectError{Server: u.cfg.Name, Status: req.Response.StatusCode, To: to}
@@ -294,7 +273,7 @@ type originGuard struct {
 }
 
 func (g *originGuard) RoundTrip(r *http.Request) (*http.Response, error) {
-	if to := originOf(r.URL); to != g.origin {
+	if to := origin.Of(r.URL); to != g.origin {
 		if r.Body != nil {
 			_ = r.Body.Close()
 		}

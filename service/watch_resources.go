@@ -200,8 +200,8 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 	cat, rcat := s.bridge.Catalog(), s.bridge.Resources()
 	sub := cat.Subscribe()
 	defer sub.Close()
-	rsub, stop := rcat.Subscribe()
-	defer stop()
+	rsub := rcat.Subscribe()
+	defer rsub.Close()
 
 	w := newWatchSender(s, stream)
 	defer w.close()
@@ -242,7 +242,7 @@ func (s *Server) watchWithResources(authCtx context.Context, req *toolsvcv1.Watc
 			}
 			authSt, rf = s.authOf(authCtx), s.newResourceWatchFilter(authCtx, f, req)
 		case <-sub.C():
-		case <-rsub:
+		case <-rsub.C():
 		}
 		curT, curR := s.view(cat.Current(), f), rf.view(rcat.Current())
 		if curT.rev == lastT.rev && curR.rev == lastR.rev {

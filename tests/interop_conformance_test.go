@@ -59,7 +59,7 @@ func TestInteropConformanceClient(t *testing.T) {
 	}
 
 	// The authorization-code scenarios run toolsvc's interactive login
-	// (`toolsvc oauth login`'s mcpbridge.Login, confclient -login) with a
+	// (`toolsvc oauth login`'s oauth.Login (mcpbridge/oauth), confclient -login) with a
 	// user agent that approves at once; these checks hold for every one.
 	codeFlow := []string{"authorization-server-metadata", "authorization-request", "pkce-code-challenge-sent", "pkce-s256-method-used",
 		"pkce-code-verifier-sent", "pkce-verifier-matches-challenge", "token-request", "valid-bearer-token"}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
 )
 
 // runOAuth is `toolsvc oauth login`: the one interactive step of the
@@ -39,8 +40,8 @@ func runOAuth(ctx context.Context, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	res, err := mcpbridge.Login(ctx, mcpbridge.LoginOptions{
-		URL: fs.Arg(0), ClientID: *clientID, ClientSecret: *clientSecret, ClientMetadataURL: *metadataURL, RedirectPort: *port,
+	res, err := oauth.Login(ctx, oauth.LoginOptions{
+		Version: mcpbridge.Version, URL: fs.Arg(0), ClientID: *clientID, ClientSecret: *clientSecret, ClientMetadataURL: *metadataURL, RedirectPort: *port,
 		Open: func(u string) error {
 			fmt.Fprintf(os.Stderr, "Open this URL in a browser and approve toolsvc:\n\n  %s\n\n", u)
 			if *browser == "" {

@@ -457,8 +457,8 @@ func (f *Front) notifyPromptsChanged() {
 // view of them changed.
 func (f *Front) runResources(stop <-chan struct{}) {
 	cat := f.c.Bridge().Resources()
-	ch, unsubscribe := cat.Subscribe()
-	defer unsubscribe()
+	sub := cat.Subscribe()
+	defer sub.Close()
 	last := cat.Current()
 	changed := make(chan struct{}, 1)
 	var wg sync.WaitGroup
@@ -466,7 +466,7 @@ func (f *Front) runResources(stop <-chan struct{}) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.forwardChanges(stop, ch, changed)
+		f.forwardChanges(stop, sub.C(), changed)
 	}()
 	lastGen := f.c.CurrentAuth().Gen()
 	debounce(stop, changed, f.opts.Debounce, func() {

@@ -25,11 +25,12 @@ import (
 
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
 )
 
 func main() {
 	verbose := flag.Bool("v", false, "log the bridge at debug level")
-	login := flag.Bool("login", false, "run toolsvc's interactive OAuth login (mcpbridge.Login, as `toolsvc oauth login` does) instead of the bridge")
+	login := flag.Bool("login", false, "run toolsvc's interactive OAuth login (oauth.Login, as `toolsvc oauth login` does) instead of the bridge")
 	cimd := flag.String("client-metadata-url", "", "with -login: the client ID metadata document URL")
 	flag.Parse()
 	if flag.NArg() < 1 {
@@ -113,7 +114,7 @@ func runLogin(url, cimd string) error {
 	_ = json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := mcpbridge.Login(ctx, mcpbridge.LoginOptions{URL: url, ClientID: c.ClientID, ClientSecret: c.ClientSecret, ClientMetadataURL: cimd,
+	res, err := oauth.Login(ctx, oauth.LoginOptions{Version: mcpbridge.Version, URL: url, ClientID: c.ClientID, ClientSecret: c.ClientSecret, ClientMetadataURL: cimd,
 		Open: func(authURL string) error {
 			go func() {
 				resp, err := http.Get(authURL)

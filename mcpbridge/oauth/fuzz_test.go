@@ -1,4 +1,4 @@
-package mcpbridge
+package oauth
 
 import (
 	"io"
@@ -20,7 +20,7 @@ import (
 //
 // CI runs the seed corpus (go test); a longer run:
 //
-//	go test -run '^$' -fuzz FuzzOAuthTokenResponse -fuzztime 5m ./mcpbridge
+//	go test -run '^$' -fuzz FuzzOAuthTokenResponse -fuzztime 5m ./mcpbridge/oauth
 func FuzzOAuthTokenResponse(f *testing.F) {
 	for _, s := range []struct {
 		status      int
@@ -63,7 +63,7 @@ func FuzzOAuthTokenResponse(f *testing.F) {
 		mu.Lock()
 		cur.status, cur.ctype, cur.body = status, ctype, body
 		mu.Unlock()
-		h := newOAuthHandler(t.Context(), OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s", TokenURL: srv.URL},
+		h := newHandler(t.Context(), Config{Grant: ClientCredentials, ClientID: "c", ClientSecret: "s", TokenURL: srv.URL},
 			"http://127.0.0.1:1/mcp", client, slog.New(slog.DiscardHandler), 5*time.Second, nil)
 		resp := &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"Www-Authenticate": {challenge}},
 			Body: io.NopCloser(strings.NewReader(""))}

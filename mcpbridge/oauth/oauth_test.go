@@ -1,4 +1,4 @@
-package mcpbridge
+package oauth
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,29 +23,29 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-func TestOAuthConfigValidate(t *testing.T) {
-	ok := OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s"}
+func TestConfigValidate(t *testing.T) {
+	ok := Config{Grant: ClientCredentials, ClientID: "c", ClientSecret: "s"}
 	for _, c := range []struct {
 		name string
-		mod  func(*OAuthConfig)
+		mod  func(*Config)
 		want string // "" = valid
 	}{
-		{"client credentials", func(*OAuthConfig) {}, ""},
-		{"refresh token, public client", func(c *OAuthConfig) { c.Grant, c.ClientSecret, c.RefreshToken = OAuthRefreshToken, "", "r" }, ""},
-		{"unknown grant", func(c *OAuthConfig) { c.Grant = "password" }, "grant: "},
-		{"no client id", func(c *OAuthConfig) { c.ClientID = "" }, "clientId: "},
-		{"client credentials without secret", func(c *OAuthConfig) { c.ClientSecret = "" }, "clientSecret: "},
-		{"refresh token missing", func(c *OAuthConfig) { c.Grant = OAuthRefreshToken }, "refreshToken: "},
-		{"refresh token with client credentials", func(c *OAuthConfig) { c.RefreshToken = "r" }, "refreshToken: "},
-		{"bad auth method", func(c *OAuthConfig) { c.AuthMethod = "tls_client_auth" }, "authMethod: "},
-		{"private_key_jwt without key", func(c *OAuthConfig) { c.AuthMethod, c.ClientSecret = OAuthAuthPrivateKey, "" }, "privateKey: required"},
-		{"private_key_jwt with a secret", func(c *OAuthConfig) { c.AuthMethod, c.PrivateKey = OAuthAuthPrivateKey, "k" }, "clientSecret: not with"},
-		{"garbage key", func(c *OAuthConfig) { c.ClientSecret, c.PrivateKey = "", "not pem" }, "privateKey: not a PEM"},
-		{"key without private_key_jwt", func(c *OAuthConfig) { c.AuthMethod, c.PrivateKey = OAuthAuthBasic, "k" }, "privateKey: only for"},
-		{"relative token URL", func(c *OAuthConfig) { c.TokenURL = "/token" }, "tokenUrl: "},
-		{"plain http token URL", func(c *OAuthConfig) { c.TokenURL = "http://idp.example.com/token" }, "tokenUrl: want https"},
-		{"loopback http token URL", func(c *OAuthConfig) { c.TokenURL = "http://127.0.0.1:9/token" }, ""},
-		{"bad resource", func(c *OAuthConfig) { c.Resource = "mcp" }, "resource: "},
+		{"client credentials", func(*Config) {}, ""},
+		{"refresh token, public client", func(c *Config) { c.Grant, c.ClientSecret, c.RefreshToken = RefreshToken, "", "r" }, ""},
+		{"unknown grant", func(c *Config) { c.Grant = "password" }, "grant: "},
+		{"no client id", func(c *Config) { c.ClientID = "" }, "clientId: "},
+		{"client credentials without secret", func(c *Config) { c.ClientSecret = "" }, "clientSecret: "},
+		{"refresh token missing", func(c *Config) { c.Grant = RefreshToken }, "refreshToken: "},
+		{"refresh token with client credentials", func(c *Config) { c.RefreshToken = "r" }, "refreshToken: "},
+		{"bad auth method", func(c *Config) { c.AuthMethod = "tls_client_auth" }, "authMethod: "},
+		{"private_key_jwt without key", func(c *Config) { c.AuthMethod, c.ClientSecret = AuthPrivateKey, "" }, "privateKey: required"},
+		{"private_key_jwt with a secret", func(c *Config) { c.AuthMethod, c.PrivateKey = AuthPrivateKey, "k" }, "clientSecret: not with"},
+		{"garbage key", func(c *Config) { c.ClientSecret, c.PrivateKey = "", "not pem" }, "privateKey: not a PEM"},
+		{"key without private_key_jwt", func(c *Config) { c.AuthMethod, c.PrivateKey = AuthBasic, "k" }, "privateKey: only for"},
+		{"relative token URL", func(c *Config) { c.TokenURL = "/token" }, "tokenUrl: "},
+		{"plain http token URL", func(c *Config) { c.TokenURL = "http://idp.example.com/token" }, "tokenUrl: want https"},
+		{"loopback http token URL", func(c *Config) { c.TokenURL = "http://127.0.0.1:9/token" }, ""},
+		{"bad resource", func(c *Config) { c.Resource = "mcp" }, "resource: "},
 	} {
 		cfg := ok
 		c.mod(&cfg)
@@ -89,24 +89,24 @@ func (e *tokenEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-func newTestHandler(t *testing.T, cfg OAuthConfig, e *tokenEndpoint) (*oauthHandler, *secretSet) {
+func newTestHandler(t *testing.T, cfg Config, e *tokenEndpoint) (*Handler, *learnt) {
 	t.Helper()
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	cfg.TokenURL = srv.URL + "/token"
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
-	secrets := &secretSet{}
-	return newOAuthHandler(t.Context(), cfg, "http://127.0.0.1:1/mcp", client, slog.New(slog.DiscardHandler), 5*time.Second, secrets.add), secrets
+	secrets := &learnt{}
+	return newHandler(t.Context(), cfg, "http://127.0.0.1:1/mcp", client, slog.New(slog.DiscardHandler), 5*time.Second, secrets.add), secrets
 }
 
 // TestOAuthTokenCache: a token with an hour left is reused; one that
-// expires within oauthRefreshEarly is replaced before use. Client
+// expires within refreshEarly is replaced before use. Client
 // credentials go in a Basic header with the scopes and the RFC 8707
 // resource in the form.
 func TestOAuthTokenCache(t *testing.T) {
 	e := &tokenEndpoint{expiresIn: 3600}
-	h, secrets := newTestHandler(t, OAuthConfig{Grant: OAuthClientCredentials, ClientID: "cid", ClientSecret: "csecret",
+	h, secrets := newTestHandler(t, Config{Grant: ClientCredentials, ClientID: "cid", ClientSecret: "csecret",
 		Scopes: []string{"tools:read", "tools:call"}, Resource: "https://mcp.example.com/mcp"}, e)
 	ts, err := h.TokenSource(t.Context())
 	if err != nil || ts == nil {
@@ -128,12 +128,12 @@ func TestOAuthTokenCache(t *testing.T) {
 	if e.basic[0] != "cid" || f["client_secret"] != "" {
 		t.Errorf("client authentication: basic id %q, form secret %q; want Basic only", e.basic[0], f["client_secret"])
 	}
-	if got := secrets.redact("Bearer access-b"); got != "Bearer <redacted>" {
-		t.Errorf("an issued access token is not redacted: %q", got)
+	if got := secrets.got(); !slices.Equal(got, []string{"access-b"}) {
+		t.Errorf("secrets reported %q, want the issued access token (the bridge redacts it)", got)
 	}
 
 	e.mu.Lock()
-	e.expiresIn = int(oauthRefreshEarly/time.Second) - 5 // already inside the early window
+	e.expiresIn = int(refreshEarly/time.Second) - 5 // already inside the early window
 	e.mu.Unlock()
 	h.mu.Lock()
 	h.tok = nil
@@ -144,7 +144,7 @@ func TestOAuthTokenCache(t *testing.T) {
 		}
 	}
 	if e.n != 3 {
-		t.Fatalf("token requests with tokens expiring within %s = %d, want one per use (3 in all)", oauthRefreshEarly, e.n)
+		t.Fatalf("token requests with tokens expiring within %s = %d, want one per use (3 in all)", refreshEarly, e.n)
 	}
 }
 
@@ -154,7 +154,7 @@ func TestOAuthTokenCache(t *testing.T) {
 // gets exactly one new one.
 func TestOAuthRefreshRotation(t *testing.T) {
 	e := &tokenEndpoint{expiresIn: 3600, rotate: true}
-	h, secrets := newTestHandler(t, OAuthConfig{Grant: OAuthRefreshToken, ClientID: "public", RefreshToken: "provisioned"}, e)
+	h, secrets := newTestHandler(t, Config{Grant: RefreshToken, ClientID: "public", RefreshToken: "provisioned"}, e)
 	first, err := h.Token()
 	if err != nil {
 		t.Fatal(err)
@@ -177,10 +177,10 @@ func TestOAuthRefreshRotation(t *testing.T) {
 	if e.forms[0]["client_id"] != "public" || e.basic[0] != "" {
 		t.Errorf("public client: form client_id %q, basic %q", e.forms[0]["client_id"], e.basic[0])
 	}
-	if got := secrets.redact("refresh-b provisioned"); got != "<redacted> provisioned" {
-		// provisioned is a configured secret: the upstream adds it to its
-		// set in initAuth, not the handler.
-		t.Errorf("rotated refresh token not redacted: %q", got)
+	if got := secrets.got(); !slices.Contains(got, "refresh-b") || slices.Contains(got, "provisioned") {
+		// provisioned is a configured secret: the bridge redacts it from
+		// Config.Secrets, not from the handler's reports.
+		t.Errorf("secrets reported %q, want the rotated refresh token", got)
 	}
 }
 
@@ -196,13 +196,13 @@ func TestOAuthTokenEndpointRefusal(t *testing.T) {
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	h := newOAuthHandler(context.Background(), OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s", TokenURL: srv.URL},
+	h := newHandler(context.Background(), Config{Grant: ClientCredentials, ClientID: "c", ClientSecret: "s", TokenURL: srv.URL},
 		"http://127.0.0.1:1/mcp", client, slog.New(slog.DiscardHandler), 5*time.Second, nil)
 	_, err := h.Token()
 	if err == nil || !strings.Contains(err.Error(), "client_credentials token request") || !strings.Contains(err.Error(), "HTTP 401: invalid_client (bad secret)") {
 		t.Fatalf("Token = %v", err)
 	}
-	if h.tokenFailure() == "" {
+	if h.Failure() == "" {
 		t.Error("the failure is not remembered")
 	}
 }
@@ -218,7 +218,7 @@ func TestOAuthPrivateKeyJWT(t *testing.T) {
 	der, _ := x509.MarshalPKCS8PrivateKey(key)
 	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	e := &tokenEndpoint{expiresIn: 10} // inside the early window: every Token() is a request
-	h, _ := newTestHandler(t, OAuthConfig{Grant: OAuthClientCredentials, ClientID: "svc", PrivateKey: pemKey}, e)
+	h, _ := newTestHandler(t, Config{Grant: ClientCredentials, ClientID: "svc", PrivateKey: pemKey}, e)
 	for range 2 {
 		if _, err := h.Token(); err != nil {
 			t.Fatal(err)
@@ -243,10 +243,10 @@ func TestOAuthPrivateKeyJWT(t *testing.T) {
 }
 
 // TestOAuthRefreshBeforeExpiry: an hour-long token is reused until
-// oauthRefreshEarly before its expiry, then replaced before it is used.
+// refreshEarly before its expiry, then replaced before it is used.
 func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 	e := &tokenEndpoint{expiresIn: 3600}
-	h, _ := newTestHandler(t, OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s"}, e)
+	h, _ := newTestHandler(t, Config{Grant: ClientCredentials, ClientID: "c", ClientSecret: "s"}, e)
 	start := time.Now()
 	var offset time.Duration
 	h.now = func() time.Time { return start.Add(offset) }
@@ -258,9 +258,9 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 		want int
 	}{
 		{time.Minute, 1},
-		{time.Hour - oauthRefreshEarly - 2*time.Second, 1},
-		{time.Hour - oauthRefreshEarly + 2*time.Second, 2}, // inside the early window: a new token
-		{time.Hour - oauthRefreshEarly + 3*time.Second, 3}, // x/oauth2 dates it by the real clock: it too is near its end
+		{time.Hour - refreshEarly - 2*time.Second, 1},
+		{time.Hour - refreshEarly + 2*time.Second, 2}, // inside the early window: a new token
+		{time.Hour - refreshEarly + 3*time.Second, 3}, // x/oauth2 dates it by the real clock: it too is near its end
 	} {
 		offset = c.at
 		if _, err := h.Token(); err != nil {
@@ -272,40 +272,11 @@ func TestOAuthRefreshBeforeExpiry(t *testing.T) {
 	}
 }
 
-// TestAuthHold: a failure after a 401/403 from the upstream, or after a
-// failed token request, waits AuthRetry and says "authentication failed";
-// any other failure keeps the crash backoff and its message.
-func TestAuthHold(t *testing.T) {
-	b := &Bridge{}
-	u := &upstream{cfg: ServerConfig{Name: "x", AuthRetry: 5 * time.Minute}, b: b, authw: &authWatch{}}
-	crash := errors.New("connect: EOF")
-	if d, msg := u.authHold(crash, time.Second, "connect: EOF"); d != time.Second || msg != "connect: EOF" {
-		t.Errorf("plain failure: %s %q, want the backoff and the message unchanged", d, msg)
-	}
-	if d, msg := u.authHold(nil, time.Second, ""); d != time.Second || msg != "" {
-		t.Errorf("no failure: %s %q", d, msg)
-	}
-	u.authw.status.Store(http.StatusForbidden)
-	d, msg := u.authHold(crash, time.Second, "connect: Forbidden")
-	if d != 5*time.Minute || !strings.HasPrefix(msg, "authentication failed (the upstream answered HTTP 403 Forbidden; configure headers or oauth") {
-		t.Errorf("403: %s %q", d, msg)
-	}
-	if d, _ := u.authHold(crash, time.Hour, "x"); d != time.Hour {
-		t.Errorf("a backoff longer than authRetry was shortened to %s", d)
-	}
-	u.authw.status.Store(0)
-	u.oauth = &oauthHandler{failed: "oauth: client_credentials token request to https://idp/token failed: HTTP 401: invalid_client"}
-	d, msg = u.authHold(crash, time.Second, "connect: rejected by transport: "+u.oauth.failed)
-	if d != 5*time.Minute || !strings.HasPrefix(msg, "authentication failed (see below; check the server's oauth settings") {
-		t.Errorf("token failure: %s %q", d, msg)
-	}
-}
-
 // TestOAuthConcurrentRefusals: requests refused with the same old token
 // share one refresh; the others retry with the token it brought.
 func TestOAuthConcurrentRefusals(t *testing.T) {
 	e := &tokenEndpoint{expiresIn: 3600}
-	h, _ := newTestHandler(t, OAuthConfig{Grant: OAuthClientCredentials, ClientID: "c", ClientSecret: "s"}, e)
+	h, _ := newTestHandler(t, Config{Grant: ClientCredentials, ClientID: "c", ClientSecret: "s"}, e)
 	old, err := h.Token()
 	if err != nil {
 		t.Fatal(err)
@@ -331,15 +302,15 @@ func TestOAuthConcurrentRefusals(t *testing.T) {
 	}
 }
 
-// TestOAuthRefreshTokenFile: the refresh token comes from refreshTokenFile
+// TestRefreshTokenFile: the refresh token comes from refreshTokenFile
 // and a rotated one is written back (0600), so the next process (a
 // restart) continues with it.
-func TestOAuthRefreshTokenFile(t *testing.T) {
+func TestRefreshTokenFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "refresh")
 	if err := os.WriteFile(file, []byte("provisioned\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := OAuthConfig{Grant: OAuthRefreshToken, ClientID: "c", RefreshTokenFile: file}
+	cfg := Config{Grant: RefreshToken, ClientID: "c", RefreshTokenFile: file}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,8 +324,8 @@ func TestOAuthRefreshTokenFile(t *testing.T) {
 	if string(b) != "refresh-b\n" || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("refreshTokenFile after rotation = %q (mode %v), want refresh-b (0600)", b, fi.Mode().Perm())
 	}
-	if secrets.redact("provisioned refresh-b") != "<redacted> <redacted>" {
-		t.Error("the file's token or the rotated one is not redacted")
+	if got := secrets.got(); !slices.Contains(got, "provisioned") || !slices.Contains(got, "refresh-b") {
+		t.Errorf("secrets reported %q, want the file's token and the rotated one", got)
 	}
 	restarted, _ := newTestHandler(t, cfg, e)
 	if _, err := restarted.Token(); err != nil {
@@ -363,8 +334,27 @@ func TestOAuthRefreshTokenFile(t *testing.T) {
 	if e.forms[0]["refresh_token"] != "provisioned" || e.forms[1]["refresh_token"] != "refresh-b" {
 		t.Errorf("refresh tokens sent = %q then %q, want provisioned then the rotated refresh-b", e.forms[0]["refresh_token"], e.forms[1]["refresh_token"])
 	}
-	if err := (&OAuthConfig{Grant: OAuthRefreshToken, ClientID: "c", RefreshTokenFile: file + ".missing"}).Validate(); err == nil ||
+	if err := (&Config{Grant: RefreshToken, ClientID: "c", RefreshTokenFile: file + ".missing"}).Validate(); err == nil ||
 		!strings.HasPrefix(err.Error(), "refreshTokenFile: cannot read it") {
 		t.Errorf("a missing refreshTokenFile: %v", err)
 	}
+}
+
+// learnt records the secrets a handler reports (the bridge redacts them:
+// secretSet in mcpbridge/auth.go).
+type learnt struct {
+	mu   sync.Mutex
+	vals []string
+}
+
+func (l *learnt) add(v string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.vals = append(l.vals, v)
+}
+
+func (l *learnt) got() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.vals)
 }

@@ -1,4 +1,15 @@
-package mcpbridge
+// Package oauth is toolsvc's OAuth 2.1 client for streamable HTTP
+// upstreams: the configuration (Config), a headless go-sdk
+// auth.OAuthHandler that gets, caches and refreshes tokens by the client
+// credentials or refresh token grant (Handler), and the interactive login
+// an operator runs once to provision a refresh token (Login).
+//
+// The bridge (package mcpbridge) reaches OAuth only through this package:
+// it holds a *Handler per upstream, hands Hook(h) to the transport, and
+// asks Failure() to tell an authentication problem from a crash
+// (mcpbridge/deps_test.go keeps the OAuth dependencies out of the bridge
+// core). Specifications: https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization
+package oauth
 
 import (
 	"context"
@@ -19,7 +30,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -27,45 +37,40 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/internal/origin"
 )
 
-// OAuth grants (OAuthConfig.Grant).
+// OAuth grants (Config.Grant).
 const (
-	// OAuthClientCredentials is RFC 6749 §4.4 (and the MCP
+	// ClientCredentials is RFC 6749 §4.4 (and the MCP
 	// client-credentials extension): toolsvc is a confidential client
 	// acting for itself.
-	OAuthClientCredentials = "client_credentials"
-	// OAuthRefreshToken is the authorization code grant with a refresh
+	ClientCredentials = "client_credentials"
+	// RefreshToken is the authorization code grant with a refresh
 	// token an operator obtained once, interactively (with PKCE), and
 	// provisioned: toolsvc only ever refreshes it.
-	OAuthRefreshToken = "refresh_token"
+	RefreshToken = "refresh_token"
 )
 
-// Token endpoint client authentication methods (OAuthConfig.AuthMethod).
+// Token endpoint client authentication methods (Config.AuthMethod).
 const (
-	OAuthAuthBasic      = "client_secret_basic"
-	OAuthAuthPost       = "client_secret_post"
-	OAuthAuthNone       = "none"
-	OAuthAuthPrivateKey = "private_key_jwt" // RFC 7523 client assertion signed with PrivateKey
+	AuthBasic      = "client_secret_basic"
+	AuthPost       = "client_secret_post"
+	AuthNone       = "none"
+	AuthPrivateKey = "private_key_jwt" // RFC 7523 client assertion signed with PrivateKey
 )
 
 // clientAssertionType is RFC 7523's client_assertion_type.
 const clientAssertionType = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
-// DefaultAuthRetry is how long an upstream that rejected toolsvc's
-// credentials (HTTP 401/403, or a failed token request) waits before the
-// next connection attempt: credentials do not fix themselves in a second,
-// so it is not retried like a crashed server. An operator reconnect
-// (AdminService.ReconnectServer) or a reload retries at once.
-const DefaultAuthRetry = 5 * time.Minute
-
-// oauthRefreshEarly is how long before its expiry an access token is
+// refreshEarly is how long before its expiry an access token is
 // replaced, so that a request never leaves with a token about to expire.
-const oauthRefreshEarly = 30 * time.Second
+const refreshEarly = 30 * time.Second
 
-// OAuthConfig configures OAuth 2.1 for one streamable HTTP upstream.
-type OAuthConfig struct {
-	Grant        string // OAuthClientCredentials or OAuthRefreshToken
+// Config configures OAuth 2.1 for one streamable HTTP upstream.
+type Config struct {
+	Grant        string // ClientCredentials or RefreshToken
 	ClientID     string
 	ClientSecret string // required for client_credentials; empty: a public client
 	// Scopes requested; empty: the scope of the upstream's 401 challenge,
@@ -74,7 +79,7 @@ type OAuthConfig struct {
 	// TokenURL, if set, skips discovery (RFC 9728 protected-resource
 	// metadata, then RFC 8414 / OpenID authorization-server metadata).
 	TokenURL string
-	// RefreshToken is the provisioned refresh token (OAuthRefreshToken).
+	// RefreshToken is the provisioned refresh token (RefreshToken).
 	RefreshToken string
 	// RefreshTokenFile, instead of RefreshToken, holds the refresh token;
 	// it is read when the first token is needed, and a token the server
@@ -97,8 +102,9 @@ type OAuthConfig struct {
 	SigningAlg string
 }
 
-// secrets are the values to redact.
-func (c *OAuthConfig) secrets() []string {
+// Secrets are the configured values to redact wherever the bridge logs or
+// reports.
+func (c *Config) Secrets() []string {
 	if c == nil {
 		return nil
 	}
@@ -113,88 +119,39 @@ func (c *OAuthConfig) secrets() []string {
 
 // Validate reports the first problem with c, naming the field as written in
 // a configuration file ("clientId: required").
-func (c *OAuthConfig) Validate() error {
-	if ps := c.problems(nil); len(ps) > 0 {
-		f, _ := strings.CutPrefix(ps[0].Field, "oauth.")
-		return fmt.Errorf("%s: %w", f, ps[0].Err)
+func (c *Config) Validate() error {
+	if ps := c.Problems(); len(ps) > 0 {
+		return fmt.Errorf("%s: %w", ps[0].Field, ps[0].Err)
 	}
 	return nil
 }
 
-// problems lists every problem with c as fields of the server sc (nil: no
-// server context), "oauth.clientId" and so on.
-func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
-	var probs []*FieldError
-	add := func(field, format string, args ...any) {
-		fe := &FieldError{Field: "oauth." + field, Err: fmt.Errorf(format, args...)}
-		if field == "" {
-			fe.Field = "oauth"
-		}
-		if sc != nil {
-			fe.Server = sc.Name
-		}
-		probs = append(probs, fe)
-	}
-	if sc != nil {
-		if sc.Transport != TransportStreamableHTTP && sc.NewTransport == nil {
-			add("", "only for streamable HTTP servers (not stdio, and not \"type\": \"sse\": go-sdk's SSE client has no OAuth hook)")
-		}
-		for h := range sc.Headers {
-			if strings.EqualFold(h, "Authorization") {
-				add("", "set either oauth or an Authorization header, not both")
-			}
-		}
-	}
-	method := c.method()
-	switch c.Grant {
-	case OAuthClientCredentials:
-		if c.ClientSecret == "" && c.PrivateKey == "" && c.AuthMethod != OAuthAuthNone && c.AuthMethod != OAuthAuthPrivateKey {
-			add("clientSecret", "required for the client_credentials grant (or privateKey for private_key_jwt)")
-		}
-		if c.RefreshToken != "" || c.RefreshTokenFile != "" {
-			add("refreshToken", "only for the refresh_token grant")
-		}
-	case OAuthRefreshToken:
-		switch {
-		case c.RefreshToken == "" && c.RefreshTokenFile == "":
-			add("refreshToken", "required for the refresh_token grant, or refreshTokenFile (obtain one once with `toolsvc oauth login`)")
-		case c.RefreshToken != "" && c.RefreshTokenFile != "":
-			add("refreshTokenFile", "set either refreshToken or refreshTokenFile, not both")
-		case c.RefreshTokenFile != "":
-			if v, err := readSecretFile(c.RefreshTokenFile); err != nil {
-				add("refreshTokenFile", "cannot read it: %v", err)
-			} else if v == "" {
-				add("refreshTokenFile", "%s is empty", c.RefreshTokenFile)
-			}
-		}
-	default:
-		add("grant", "want %q or %q, got %q", OAuthClientCredentials, OAuthRefreshToken, c.Grant)
-	}
+// Problem is one problem of a Config, in the field named as in a
+// configuration file ("clientId", "scopes[1]").
+type Problem struct {
+	Field string
+	Err   error
+}
+
+// problems collects a Config's problems.
+type problems []Problem
+
+func (p *problems) add(field, format string, args ...any) {
+	*p = append(*p, Problem{Field: field, Err: fmt.Errorf(format, args...)})
+}
+
+// Problems reports every problem of c (the server it belongs to checks
+// what concerns the server too: its transport, its headers).
+func (c *Config) Problems() []Problem {
+	var probs problems
+	c.grantProblems(&probs)
 	if c.ClientID == "" {
-		add("clientId", "required")
+		probs.add("clientId", "required")
 	}
-	switch c.AuthMethod {
-	case "", OAuthAuthBasic, OAuthAuthPost, OAuthAuthNone, OAuthAuthPrivateKey:
-	default:
-		add("authMethod", "want %q, %q, %q or %q, got %q", OAuthAuthBasic, OAuthAuthPost, OAuthAuthPrivateKey, OAuthAuthNone, c.AuthMethod)
-	}
-	if method == OAuthAuthPrivateKey {
-		switch {
-		case c.PrivateKey == "":
-			add("privateKey", "required for private_key_jwt (a PEM key, e.g. \"${file:/path/key.pem}\")")
-		case c.ClientSecret != "":
-			add("clientSecret", "not with private_key_jwt (the assertion authenticates the client)")
-		default:
-			if _, _, err := assertionSigner(c.PrivateKey, c.SigningAlg); err != nil {
-				add("privateKey", "%v", err)
-			}
-		}
-	} else if c.PrivateKey != "" {
-		add("privateKey", "only for authMethod private_key_jwt")
-	}
+	c.methodProblems(&probs)
 	for i, s := range c.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
-			add(fmt.Sprintf("scopes[%d]", i), "%q is not a scope token", s)
+			probs.add(fmt.Sprintf("scopes[%d]", i), "%q is not a scope token", s)
 		}
 	}
 	for _, f := range []struct{ name, v string }{{"tokenUrl", c.TokenURL}, {"resource", c.Resource}} {
@@ -203,14 +160,67 @@ func (c *OAuthConfig) problems(sc *ServerConfig) []*FieldError {
 		}
 		u, err := url.Parse(f.v)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			add(f.name, "want an absolute http(s) URL, got %q", f.v)
+			probs.add(f.name, "want an absolute http(s) URL, got %q", f.v)
 			continue
 		}
 		if f.name == "tokenUrl" && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
-			add(f.name, "want https (http only for localhost), got %q", f.v)
+			probs.add(f.name, "want https (http only for localhost), got %q", f.v)
 		}
 	}
 	return probs
+}
+
+// grantProblems checks the grant and what it needs.
+func (c *Config) grantProblems(probs *problems) {
+	switch c.Grant {
+	case ClientCredentials:
+		if c.ClientSecret == "" && c.PrivateKey == "" && c.AuthMethod != AuthNone && c.AuthMethod != AuthPrivateKey {
+			probs.add("clientSecret", "required for the client_credentials grant (or privateKey for private_key_jwt)")
+		}
+		if c.RefreshToken != "" || c.RefreshTokenFile != "" {
+			probs.add("refreshToken", "only for the refresh_token grant")
+		}
+	case RefreshToken:
+		switch {
+		case c.RefreshToken == "" && c.RefreshTokenFile == "":
+			probs.add("refreshToken", "required for the refresh_token grant, or refreshTokenFile (obtain one once with `toolsvc oauth login`)")
+		case c.RefreshToken != "" && c.RefreshTokenFile != "":
+			probs.add("refreshTokenFile", "set either refreshToken or refreshTokenFile, not both")
+		case c.RefreshTokenFile != "":
+			if v, err := readSecretFile(c.RefreshTokenFile); err != nil {
+				probs.add("refreshTokenFile", "cannot read it: %v", err)
+			} else if v == "" {
+				probs.add("refreshTokenFile", "%s is empty", c.RefreshTokenFile)
+			}
+		}
+	default:
+		probs.add("grant", "want %q or %q, got %q", ClientCredentials, RefreshToken, c.Grant)
+	}
+}
+
+// methodProblems checks the token endpoint client authentication.
+func (c *Config) methodProblems(probs *problems) {
+	switch c.AuthMethod {
+	case "", AuthBasic, AuthPost, AuthNone, AuthPrivateKey:
+	default:
+		probs.add("authMethod", "want %q, %q, %q or %q, got %q", AuthBasic, AuthPost, AuthPrivateKey, AuthNone, c.AuthMethod)
+	}
+	if c.method() != AuthPrivateKey {
+		if c.PrivateKey != "" {
+			probs.add("privateKey", "only for authMethod private_key_jwt")
+		}
+		return
+	}
+	switch {
+	case c.PrivateKey == "":
+		probs.add("privateKey", "required for private_key_jwt (a PEM key, e.g. \"${file:/path/key.pem}\")")
+	case c.ClientSecret != "":
+		probs.add("clientSecret", "not with private_key_jwt (the assertion authenticates the client)")
+	default:
+		if _, _, err := assertionSigner(c.PrivateKey, c.SigningAlg); err != nil {
+			probs.add("privateKey", "%v", err)
+		}
+	}
 }
 
 func isLoopbackHost(h string) bool {
@@ -225,35 +235,13 @@ func isLoopbackHost(h string) bool {
 	return strings.HasPrefix(ip, "127.") || ip == "::1"
 }
 
-// authWatch records whether the upstream's latest HTTP answer refused
-// toolsvc's credentials (401 or 403), so that the supervisor can tell an
-// authentication problem from a crash by the real status code rather than
-// by an error's text.
-type authWatch struct {
-	base   http.RoundTripper
-	status atomic.Int32 // 401 or 403 from the latest answer, else 0
-}
-
-func (w *authWatch) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := w.base.RoundTrip(r)
-	if err == nil {
-		switch {
-		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-			w.status.Store(int32(resp.StatusCode))
-		case resp.StatusCode < 300:
-			w.status.Store(0)
-		}
-	}
-	return resp, err
-}
-
-// oauthHandler is a headless go-sdk auth.OAuthHandler: it never asks
+// Handler is a headless go-sdk auth.OAuthHandler: it never asks
 // anyone. It gets tokens by the configured grant, caches them and replaces
 // them before they expire; on a 401/403 from the upstream it discovers the
 // token endpoint if needed, fetches a fresh token, and lets the transport
 // retry once.
-type oauthHandler struct {
-	cfg       OAuthConfig
+type Handler struct {
+	cfg       Config
 	serverURL string
 	client    *http.Client // discovery and token requests; never the upstream's headers
 	log       *slog.Logger
@@ -273,10 +261,26 @@ type oauthHandler struct {
 	failed    string // the last token request's failure, "" after a success
 }
 
-var _ auth.OAuthHandler = (*oauthHandler)(nil)
+var _ auth.OAuthHandler = (*Handler)(nil)
 
-func newOAuthHandler(ctx context.Context, cfg OAuthConfig, serverURL string, client *http.Client, log *slog.Logger, timeout time.Duration, onSecret func(string)) *oauthHandler {
-	h := &oauthHandler{cfg: cfg, serverURL: serverURL, client: client, log: log, ctx: ctx, timeout: timeout, onSecret: onSecret,
+// NewHandler returns the handler of one upstream at serverURL. ctx is the
+// upstream's lifetime; timeout bounds each token or discovery exchange;
+// onSecret, if set, learns every token issued (for redaction).
+func NewHandler(ctx context.Context, cfg Config, serverURL string, log *slog.Logger, timeout time.Duration, onSecret func(string)) *Handler {
+	return newHandler(ctx, cfg, serverURL, newClient(), log, timeout, onSecret)
+}
+
+// Hook is h as the transport's OAuth hook: a nil interface for a nil h (an
+// upstream without OAuth).
+func Hook(h *Handler) auth.OAuthHandler {
+	if h == nil {
+		return nil
+	}
+	return h
+}
+
+func newHandler(ctx context.Context, cfg Config, serverURL string, client *http.Client, log *slog.Logger, timeout time.Duration, onSecret func(string)) *Handler {
+	h := &Handler{cfg: cfg, serverURL: serverURL, client: client, log: log, ctx: ctx, timeout: timeout, onSecret: onSecret,
 		tokenURL: cfg.TokenURL, scopes: cfg.Scopes, resource: cfg.Resource, refresh: cfg.RefreshToken, now: time.Now}
 	h.authStyle = authStyleFor(cfg, nil)
 	return h
@@ -284,7 +288,7 @@ func newOAuthHandler(ctx context.Context, cfg OAuthConfig, serverURL string, cli
 
 // TokenSource implements auth.OAuthHandler: nil (send no token) until the
 // token endpoint is known, from the configuration or from discovery.
-func (h *oauthHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+func (h *Handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.tokenURL == "" {
@@ -294,11 +298,11 @@ func (h *oauthHandler) TokenSource(context.Context) (oauth2.TokenSource, error) 
 }
 
 // Token implements oauth2.TokenSource: the cached token, or a new one when
-// it is missing or expires within oauthRefreshEarly.
-func (h *oauthHandler) Token() (*oauth2.Token, error) {
+// it is missing or expires within refreshEarly.
+func (h *Handler) Token() (*oauth2.Token, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.tok != nil && h.tok.AccessToken != "" && (h.tok.Expiry.IsZero() || h.tok.Expiry.Sub(h.now()) > oauthRefreshEarly) {
+	if h.tok != nil && h.tok.AccessToken != "" && (h.tok.Expiry.IsZero() || h.tok.Expiry.Sub(h.now()) > refreshEarly) {
 		return h.tok, nil
 	}
 	ctx, cancel := context.WithTimeout(h.ctx, h.timeout)
@@ -312,7 +316,7 @@ func (h *oauthHandler) Token() (*oauth2.Token, error) {
 // then retries the request once. Requests refused together share one
 // refresh: a request that carried an older token than the current one is
 // simply retried with the current one.
-func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
@@ -349,7 +353,7 @@ func (h *oauthHandler) Authorize(ctx context.Context, req *http.Request, resp *h
 // URLs beside the MCP endpoint; then the authorization server's metadata
 // (RFC 8414, then OpenID Connect discovery); the 2025-03-26 fallback is the
 // server's origin and /token.
-func (h *oauthHandler) discoverLocked(ctx context.Context, challenges []oauthex.Challenge) error {
+func (h *Handler) discoverLocked(ctx context.Context, challenges []oauthex.Challenge) error {
 	prm, err := h.resourceMetadata(ctx, challenges)
 	if err != nil {
 		return err
@@ -365,7 +369,7 @@ func (h *oauthHandler) discoverLocked(ctx context.Context, challenges []oauthex.
 	if asm.TokenEndpoint == "" {
 		return fmt.Errorf("oauth: authorization server %s has no token_endpoint", issuer)
 	}
-	if h.cfg.Grant == OAuthClientCredentials && len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, OAuthClientCredentials) {
+	if h.cfg.Grant == ClientCredentials && len(asm.GrantTypesSupported) > 0 && !slices.Contains(asm.GrantTypesSupported, ClientCredentials) {
 		return fmt.Errorf("oauth: authorization server %s does not offer the client_credentials grant (it offers %s)", issuer, strings.Join(asm.GrantTypesSupported, ", "))
 	}
 	h.tokenURL = asm.TokenEndpoint
@@ -381,7 +385,7 @@ func (h *oauthHandler) discoverLocked(ctx context.Context, challenges []oauthex.
 	return nil
 }
 
-func (h *oauthHandler) resourceMetadata(ctx context.Context, challenges []oauthex.Challenge) (*oauthex.ProtectedResourceMetadata, error) {
+func (h *Handler) resourceMetadata(ctx context.Context, challenges []oauthex.Challenge) (*oauthex.ProtectedResourceMetadata, error) {
 	type try struct{ url, resource string }
 	var tries []try
 	for _, c := range challenges {
@@ -425,65 +429,83 @@ func (h *oauthHandler) resourceMetadata(ctx context.Context, challenges []oauthe
 	return &oauthex.ProtectedResourceMetadata{Resource: h.serverURL, AuthorizationServers: []string{su.Scheme + "://" + su.Host}}, nil
 }
 
-// fetchLocked gets a new access token by the configured grant.
-func (h *oauthHandler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
+// fetchLocked gets a new access token by the configured grant: the
+// request's parameters (tokenParams), the exchange (exchange), then the
+// new tokens kept (keepLocked).
+func (h *Handler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 	if h.tokenURL == "" {
 		return nil, errors.New("oauth: token endpoint not known yet")
 	}
-	// x/oauth2 has no hook for extra parameters on refresh requests: the
-	// resource indicator and a fresh client assertion go in through the
-	// token request's transport.
+	extra, err := h.tokenParamsLocked()
+	if err != nil {
+		h.failed = err.Error()
+		return nil, err
+	}
+	tok, err := h.exchange(ctx, extra)
+	if err != nil {
+		err = fmt.Errorf("oauth: %s token request to %s failed: %s", h.cfg.Grant, h.tokenURL, tokenErrorText(err))
+		h.failed = err.Error()
+		return nil, err
+	}
+	h.keepLocked(tok)
+	return tok, nil
+}
+
+// tokenParamsLocked are the token request's parameters beyond what
+// x/oauth2 sends: the RFC 8707 resource and a fresh RFC 7523 client
+// assertion. It reads a refresh token kept in a file on first use.
+func (h *Handler) tokenParamsLocked() (url.Values, error) {
 	extra := url.Values{}
 	if h.resource != "" {
 		extra.Set("resource", h.resource)
 	}
-	if h.cfg.Grant == OAuthRefreshToken && h.refresh == "" {
+	if h.cfg.Grant == RefreshToken && h.refresh == "" {
 		v, err := readSecretFile(h.cfg.RefreshTokenFile)
 		if err != nil || v == "" {
-			err = fmt.Errorf("oauth: refreshTokenFile: cannot read a token (%v)", err)
-			h.failed = err.Error()
-			return nil, err
+			return nil, fmt.Errorf("oauth: refreshTokenFile: cannot read a token (%v)", err)
 		}
 		h.refresh = v
 		if h.onSecret != nil {
 			h.onSecret(h.refresh)
 		}
 	}
-	if h.cfg.method() == OAuthAuthPrivateKey {
+	if h.cfg.method() == AuthPrivateKey {
 		a, err := h.clientAssertion()
 		if err != nil {
-			h.failed = err.Error()
 			return nil, err
 		}
 		extra.Set("client_assertion_type", clientAssertionType)
 		extra.Set("client_assertion", a)
 	}
-	// Every token request, with extra parameters or not, refuses a
-	// redirect to another origin.
+	return extra, nil
+}
+
+// exchange sends the token request by the configured grant.
+func (h *Handler) exchange(ctx context.Context, extra url.Values) (*oauth2.Token, error) {
+	// x/oauth2 has no hook for extra parameters on refresh requests: they go
+	// in through the token request's transport. Every token request, with
+	// extra parameters or not, refuses a redirect to another origin.
 	client := &http.Client{Transport: orDefaultTransport(h.client.Transport), CheckRedirect: tokenRedirect}
 	if len(extra) > 0 {
 		client.Transport = &formParams{base: client.Transport, tokenURL: h.tokenURL, extra: extra}
 	}
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, client)
-	var tok *oauth2.Token
-	var err error
 	switch h.cfg.Grant {
-	case OAuthClientCredentials:
+	case ClientCredentials:
 		cc := &clientcredentials.Config{ClientID: h.cfg.ClientID, ClientSecret: h.cfg.ClientSecret, TokenURL: h.tokenURL,
 			Scopes: h.scopes, AuthStyle: h.authStyle}
-		tok, err = cc.Token(ctx)
-	case OAuthRefreshToken:
+		return cc.Token(ctx)
+	case RefreshToken:
 		oc := &oauth2.Config{ClientID: h.cfg.ClientID, ClientSecret: h.cfg.ClientSecret, Scopes: h.scopes,
 			Endpoint: oauth2.Endpoint{TokenURL: h.tokenURL, AuthStyle: h.authStyle}}
-		tok, err = oc.TokenSource(ctx, &oauth2.Token{RefreshToken: h.refresh}).Token()
-	default:
-		err = fmt.Errorf("grant %q", h.cfg.Grant)
+		return oc.TokenSource(ctx, &oauth2.Token{RefreshToken: h.refresh}).Token()
 	}
-	if err != nil {
-		err = fmt.Errorf("oauth: %s token request to %s failed: %s", h.cfg.Grant, h.tokenURL, tokenErrorText(err))
-		h.failed = err.Error()
-		return nil, err
-	}
+	return nil, fmt.Errorf("grant %q", h.cfg.Grant)
+}
+
+// keepLocked keeps a new token, and a refresh token the server rotated
+// (written back to refreshTokenFile when there is one).
+func (h *Handler) keepLocked(tok *oauth2.Token) {
 	h.failed = ""
 	if h.onSecret != nil {
 		h.onSecret(tok.AccessToken)
@@ -503,11 +525,10 @@ func (h *oauthHandler) fetchLocked(ctx context.Context) (*oauth2.Token, error) {
 	}
 	h.tok = tok
 	h.log.Debug("oauth: new access token", "expires_in", time.Until(tok.Expiry).Round(time.Second))
-	return tok, nil
 }
 
-// tokenFailure is the last token request's failure, "" if it succeeded.
-func (h *oauthHandler) tokenFailure() string {
+// Failure is the last token request's failure, "" if it succeeded.
+func (h *Handler) Failure() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.failed
@@ -533,14 +554,14 @@ func tokenErrorText(err error) string {
 // method is the configured token endpoint authentication, or what the
 // configuration implies: private_key_jwt with a key, none without a
 // secret; "" leaves it to the server's metadata.
-func (c *OAuthConfig) method() string {
+func (c *Config) method() string {
 	switch {
 	case c.AuthMethod != "":
 		return c.AuthMethod
 	case c.PrivateKey != "":
-		return OAuthAuthPrivateKey
+		return AuthPrivateKey
 	case c.ClientSecret == "":
-		return OAuthAuthNone
+		return AuthNone
 	}
 	return ""
 }
@@ -549,19 +570,19 @@ func (c *OAuthConfig) method() string {
 // implied) one, else what the server supports (basic preferred: RFC 8414's
 // default and the one every server accepts). private_key_jwt and none send
 // client_id in the form.
-func authStyleFor(cfg OAuthConfig, supported []string) oauth2.AuthStyle {
+func authStyleFor(cfg Config, supported []string) oauth2.AuthStyle {
 	method := cfg.method()
 	if method == "" {
 		switch {
-		case len(supported) == 0 || slices.Contains(supported, OAuthAuthBasic):
-			method = OAuthAuthBasic
-		case slices.Contains(supported, OAuthAuthPost):
-			method = OAuthAuthPost
+		case len(supported) == 0 || slices.Contains(supported, AuthBasic):
+			method = AuthBasic
+		case slices.Contains(supported, AuthPost):
+			method = AuthPost
 		default:
-			method = OAuthAuthBasic
+			method = AuthBasic
 		}
 	}
-	if method == OAuthAuthBasic {
+	if method == AuthBasic {
 		return oauth2.AuthStyleInHeader
 	}
 	return oauth2.AuthStyleInParams // post, and none (client_id in the body)
@@ -617,67 +638,12 @@ func orDefaultTransport(rt http.RoundTripper) http.RoundTripper {
 	return rt
 }
 
-// secretSet holds secret values learnt at run time (issued access and
-// refresh tokens) for redaction; it keeps the latest few.
-type secretSet struct {
-	mu   sync.Mutex
-	vals []string
-}
-
-const maxRuntimeSecrets = 8
-
-func (s *secretSet) add(v string) {
-	if len(v) < 4 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if slices.Contains(s.vals, v) {
-		return
-	}
-	s.vals = append(s.vals, v)
-	if len(s.vals) > maxRuntimeSecrets {
-		s.vals = slices.Delete(s.vals, 0, len(s.vals)-maxRuntimeSecrets)
-	}
-}
-
-func (s *secretSet) redact(msg string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, v := range s.vals {
-		msg = strings.ReplaceAll(msg, v, "<redacted>")
-	}
-	return msg
-}
-
-// AuthObserver is optionally implemented by an Observer: it hears of every
-// connection attempt or session that ended in an authentication failure.
-type AuthObserver interface {
-	UpstreamAuthFailed(server string)
-}
-
-// initAuth wraps the upstream's HTTP client so that 401/403 answers are
-// seen, and builds its OAuth handler when one is configured. Token and
-// discovery requests use a client of their own: the upstream's static
-// headers are never sent to an authorization server.
-func (u *upstream) initAuth() {
-	u.authw = &authWatch{base: u.http.Transport}
-	u.http = &http.Client{Transport: u.authw}
-	if u.cfg.OAuth == nil {
-		return
-	}
-	for _, s := range u.cfg.OAuth.secrets() {
-		u.runtimeSecrets.add(s)
-	}
-	u.oauth = newOAuthHandler(u.ctx, *u.cfg.OAuth, u.cfg.URL, newOAuthClient(), u.log, u.cfg.ConnectTimeout, u.runtimeSecrets.add)
-}
-
-// newOAuthClient is the client of an upstream's discovery and token
+// newClient is the client of an upstream's discovery and token
 // requests. It has no CheckRedirect: go-sdk's discovery (oauthex) then
 // applies its own redirect policy (no HTTPS to HTTP downgrade, no redirect
 // into loopback or private addresses), which it skips for a client that
 // brings its own. Token requests add tokenRedirect (fetchLocked).
-func newOAuthClient() *http.Client {
+func newClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
 		TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second}}
 }
@@ -687,74 +653,20 @@ func newOAuthClient() *http.Client {
 // was sent to. A 307/308 resends a POST's body, and net/http drops only
 // the Authorization header, and only for another host name.
 func tokenRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) >= maxRedirects {
-		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	if len(via) >= origin.MaxRedirects {
+		return fmt.Errorf("stopped after %d redirects", origin.MaxRedirects)
 	}
-	if originOf(req.URL) != originOf(via[0].URL) {
-		return fmt.Errorf("oauth: HTTP %d redirect of a token request to another origin (%s) refused", req.Response.StatusCode, originOf(req.URL))
+	if origin.Of(req.URL) != origin.Of(via[0].URL) {
+		return fmt.Errorf("oauth: HTTP %d redirect of a token request to another origin (%s) refused", req.Response.StatusCode, origin.Of(req.URL))
 	}
 	return nil
-}
-
-// oauthHandler is the transport's OAuth hook (a nil interface without
-// OAuth).
-func (u *upstream) oauthHandler() auth.OAuthHandler {
-	if u.oauth == nil {
-		return nil
-	}
-	return u.oauth
-}
-
-// authRejected says why a failed attempt or lost session (err) is an
-// authentication problem: the upstream's last HTTP answer was 401/403, or
-// the last token request failed. "" when it is not.
-func (u *upstream) authRejected(err error) string {
-	if err == nil {
-		return ""
-	}
-	why := ""
-	if u.authw != nil {
-		if code := u.authw.status.Load(); code != 0 {
-			why = fmt.Sprintf("the upstream answered HTTP %d %s", code, http.StatusText(int(code)))
-		}
-	}
-	if u.oauth != nil {
-		if f := u.oauth.tokenFailure(); f != "" {
-			why = u.redact(f)
-		}
-	}
-	return why
-}
-
-// authHold classifies a failed attempt or lost session: if the upstream's
-// last answer was 401/403, or a token request failed, it is an
-// authentication problem. The message then says so, the failure is
-// counted, and the next attempt waits at least AuthRetry instead of the
-// crash backoff.
-func (u *upstream) authHold(err error, delay time.Duration, msg string) (time.Duration, string) {
-	why := u.authRejected(err)
-	if why == "" {
-		return delay, msg
-	}
-	if o, ok := u.b.cfg.Observer.(AuthObserver); ok {
-		o.UpstreamAuthFailed(u.cfg.Name)
-	}
-	hint := "configure headers or oauth for this server"
-	if u.oauth != nil {
-		hint = "check the server's oauth settings"
-	}
-	if strings.Contains(msg, why) {
-		why = "see below" // the token request's failure is in msg already
-	}
-	msg = fmt.Sprintf("authentication failed (%s; %s; next attempt in %s or on ReconnectServer): %s", why, hint, u.cfg.AuthRetry, msg)
-	return max(delay, u.cfg.AuthRetry), msg
 }
 
 // clientAssertion is a fresh RFC 7523 client assertion: iss and sub the
 // client id, aud the authorization server's issuer (the token endpoint if
 // it was configured rather than discovered), a minute's validity, a unique
 // jti.
-func (h *oauthHandler) clientAssertion() (string, error) {
+func (h *Handler) clientAssertion() (string, error) {
 	method, key, err := assertionSigner(h.cfg.PrivateKey, h.cfg.SigningAlg)
 	if err != nil {
 		return "", fmt.Errorf("oauth: privateKey: %w", err)

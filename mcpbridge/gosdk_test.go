@@ -1,0 +1,283 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The tests here pin what gosdk.go relies on, against the real go-sdk. One
+// failing after an upgrade names the workaround to re-check (and maybe
+// drop) in gosdk.go.
+
+// TestGoSDKVersion: the pins were measured against goSDKVersion.
+func TestGoSDKVersion(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/modelcontextprotocol/go-sdk").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	if v := strings.TrimSpace(string(out)); v != goSDKVersion {
+		t.Fatalf("go-sdk is %s, the pins in gosdk.go are for %s: run gosdk_test.go, re-check each workaround, then update goSDKVersion", v, goSDKVersion)
+	}
+}
+
+// sdkPair connects a go-sdk client to srv in memory, the client's
+// transport wrapped by wrap (nil: none), with opts.
+func sdkPair(t *testing.T, srv *mcp.Server, wrap func(mcp.Transport) mcp.Transport, opts *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	var tr mcp.Transport = ct
+	if wrap != nil {
+		tr = wrap(ct)
+	}
+	// A list_changed handler, as the bridge's: go-sdk listens only for
+	// notifications the client handles.
+	copts := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, copts).Connect(t.Context(), tr, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// TestGoSDKErrorShapes pins the error classification (isSessionDead,
+// answered, lostWithoutAnswer): a live upstream's error answer is a
+// *jsonrpc.Error with its code; a request on a closed session is
+// ErrConnectionClosed; a request to a streamable-HTTP upstream that is gone
+// is a *jsonrpc.Error with code -32005 (codeRejectedByTransport).
+func TestGoSDKErrorShapes(t *testing.T) {
+	cs := sdkPair(t, goSDKServer(), nil, nil)
+	_, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "no such prompt"})
+	if werr, ok := answered(err); !ok || werr.Code == codeRejectedByTransport || isSessionDead(err) || lostWithoutAnswer(err) {
+		t.Errorf("a live upstream's error answer: %v (%T), want an answered *jsonrpc.Error", err, err)
+	}
+	_ = cs.Close()
+	if _, err := cs.ListTools(t.Context(), nil); !errors.Is(err, mcp.ErrConnectionClosed) || !isSessionDead(err) {
+		t.Errorf("a request on a closed session: %v, want ErrConnectionClosed (a dead session)", err)
+	}
+
+	peer := goSDKServer()
+	defer func() { // the server side of the session cut off below
+		for ss := range peer.Sessions() {
+			_ = ss.Close()
+		}
+	}()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return peer }, nil))
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	hs, err := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: 1}, sessionOptions(DefaultProtocolVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	srv.CloseClientConnections()
+	srv.Close()
+	_, err = hs.ListTools(t.Context(), nil)
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || werr.Code != codeRejectedByTransport || !isSessionDead(err) {
+		t.Errorf("a request to an upstream that is gone: %v (%T), want a *jsonrpc.Error %d", err, err, codeRejectedByTransport)
+	}
+}
+
+// TestGoSDKOmitsToolsWithoutTools pins why tools are listed whatever the
+// capabilities say (listPages): a go-sdk server with no tools at connect
+// declares no tools capability, yet answers tools/list (and may add tools
+// later).
+func TestGoSDKOmitsToolsWithoutTools(t *testing.T) {
+	cs := sdkPair(t, mcp.NewServer(&mcp.Implementation{Name: "empty", Version: "1"}, nil), nil, sessionOptions(DefaultProtocolVersion))
+	if caps := cs.InitializeResult().Capabilities; caps.Tools != nil {
+		t.Errorf("tools capability %+v declared without tools", caps.Tools)
+	}
+	if res, err := cs.ListTools(t.Context(), nil); err != nil || len(res.Tools) != 0 {
+		t.Errorf("tools/list without tools: %v, %v; want an empty answer", res, err)
+	}
+}
+
+// TestGoSDKResourceNotFoundCode pins isResourceNotFound: go-sdk's server
+// answers a read of an unknown resource with a code it accepts.
+func TestGoSDKResourceNotFoundCode(t *testing.T) {
+	srv := goSDKServer()
+	srv.AddResource(&mcp.Resource{URI: "pin://known", Name: "known"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	})
+	cs := sdkPair(t, srv, nil, nil)
+	_, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "pin://unknown"})
+	if werr, ok := answered(err); !ok || !isResourceNotFound(werr.Code) {
+		t.Errorf("reading an unknown resource: %v, want a code isResourceNotFound accepts", err)
+	}
+}
+
+// TestGoSDKDefaultProtocol pins sessionOptions: go-sdk's own default
+// (nil options) is the stateless 2026-07-28, not DefaultProtocolVersion,
+// so the bridge always names the version it wants.
+func TestGoSDKDefaultProtocol(t *testing.T) {
+	if got := sdkPair(t, goSDKServer(), nil, nil).InitializeResult().ProtocolVersion; got != ProtocolStateless {
+		t.Errorf("go-sdk's default protocol is %s, want %s", got, ProtocolStateless)
+	}
+	if got := sdkPair(t, goSDKServer(), nil, sessionOptions(DefaultProtocolVersion)).InitializeResult().ProtocolVersion; got != DefaultProtocolVersion {
+		t.Errorf("asked for %s, got %s", DefaultProtocolVersion, got)
+	}
+}
+
+// TestGoSDKFrameLimits pins sdkMaxFrame: go-sdk's stdio line limit and SSE
+// event limit are one number.
+func TestGoSDKFrameLimits(t *testing.T) {
+	if sdkMaxFrame != mcp.DefaultMaxEventSize || DefaultMaxMessageBytes != sdkMaxFrame {
+		t.Errorf("go-sdk's limits: line %d, event %d; DefaultMaxMessageBytes %d", mcp.DefaultMaxLineLength, mcp.DefaultMaxEventSize, DefaultMaxMessageBytes)
+	}
+}
+
+// TestGoSDKDecodesSchemasLossily pins the need for rawschema.go: go-sdk
+// hands a listed tool's schema over decoded, numbers as float64, so 10.0
+// and 10 are one value and the upstream's text is gone.
+func TestGoSDKDecodesSchemasLossily(t *testing.T) {
+	cs := sdkPair(t, exactSchemaServer(), nil, nil)
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if tl.Name != "exact" {
+			continue
+		}
+		in, ok := tl.InputSchema.(map[string]any)
+		if !ok {
+			t.Fatalf("inputSchema decoded as %T, want map[string]any (then rawschema.go may be simpler)", tl.InputSchema)
+		}
+		x := in["properties"].(map[string]any)["x"].(map[string]any)
+		if v, ok := x["minimum"].(float64); !ok || v != 10 {
+			t.Errorf("minimum 10.0 decoded as %#v, want float64 10", x["minimum"])
+		}
+		return
+	}
+	t.Fatal("tool exact not listed")
+}
+
+// listenRecorder records the subscriptions/listen requests a client sends.
+type listenRecorder struct {
+	mcp.Transport
+	mu     sync.Mutex
+	params []json.RawMessage
+}
+
+func (r *listenRecorder) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := r.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &listenRecorderConn{Connection: c, r: r}, nil
+}
+
+func (r *listenRecorder) sent() []json.RawMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.params)
+}
+
+type listenRecorderConn struct {
+	mcp.Connection
+	r *listenRecorder
+}
+
+func (c *listenRecorderConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == listenMethod {
+		c.r.mu.Lock()
+		c.r.params = append(c.r.params, req.Params)
+		c.r.mu.Unlock()
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// TestGoSDKListenShapes pins the subscriptions/listen workaround
+// (rewriteListen, listensForListChanged, subscribedURIs): under 2026-07-28
+// go-sdk's Connect sends one listen request for list_changed, and
+// ClientSession.Subscribe, its only public way to send another, sends one
+// per resource URI in notifications.resourceSubscriptions, which the
+// bridge rewrites for its sentinel URIs.
+func TestGoSDKListenShapes(t *testing.T) {
+	rec := &listenRecorder{}
+	cs := sdkPair(t, goSDKServer(), func(t mcp.Transport) mcp.Transport { rec.Transport = t; return rec }, sessionOptions(ProtocolStateless))
+	eventually(t, "the listen request of Connect", func() bool { return len(rec.sent()) == 1 })
+	if p := rec.sent()[0]; !listensForListChanged(p) || len(subscribedURIs(p)) != 0 {
+		t.Fatalf("Connect's listen request %s: want list_changed, no resources", p)
+	}
+	sentinel := listenReopenScheme + "7/t"
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	for _, uri := range []string{"pin://r", sentinel} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatalf("Subscribe(%s): %v", uri, err)
+		}
+	}
+	eventually(t, "the two subscriptions' listen requests", func() bool { return len(rec.sent()) == 3 })
+	sent := rec.sent()
+	if p := sent[1]; listensForListChanged(p) || !slices.Equal(subscribedURIs(p), []string{"pin://r"}) {
+		t.Errorf("Subscribe's listen request %s: want resourceSubscriptions [pin://r] only", p)
+	}
+	if out, ok := rewriteListen(sent[2]); !ok || !listensForListChanged(out) {
+		t.Errorf("the sentinel's listen request %s was not rewritten to list_changed (%s)", sent[2], out)
+	}
+}
+
+// getCounter counts the standalone GET streams a client opens.
+type getCounter struct {
+	base http.RoundTripper
+	n    atomic.Int32
+}
+
+func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		g.n.Add(1)
+	}
+	return g.base.RoundTrip(r)
+}
+
+// TestGoSDKStreamableConnCannotBeWrapped pins withRawSchemas: go-sdk opens
+// the standalone GET stream (list_changed before 2026-07-28) through an
+// unexported method of its streamable connection, so a connection wrapped
+// by another transport never opens it.
+func TestGoSDKStreamableConnCannotBeWrapped(t *testing.T) {
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return goSDKServer() }, nil))
+	connect := func(wrap bool) *getCounter {
+		g := &getCounter{base: &http.Transport{}}
+		t.Cleanup(g.base.(*http.Transport).CloseIdleConnections)
+		var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: g}, MaxRetries: 1}
+		if wrap {
+			tr = &rawTransport{Transport: tr, r: &rawSchemas{}}
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, nil).Connect(t.Context(), tr, sessionOptions(DefaultProtocolVersion))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		if _, err := cs.ListTools(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	wrapped, plain := connect(true), connect(false)
+	eventually(t, "the plain connection's standalone GET stream", func() bool { return plain.n.Load() > 0 })
+	time.Sleep(50 * time.Millisecond) // the wrapped one had longer still
+	if wrapped.n.Load() != 0 {
+		t.Errorf("a wrapped streamable connection opened %d standalone streams: withRawSchemas may wrap it now", wrapped.n.Load())
+	}
+}

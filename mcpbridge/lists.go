@@ -1,0 +1,74 @@
+package mcpbridge
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// listPages lists every page of one list method (tools, resources,
+// resource templates, prompts): call fetches the page at a cursor, page
+// takes its entries and next cursor. It guards against a cursor loop. An
+// upstream that answers MethodNotFound for the first page has none of that
+// kind: a tools-only upstream without resources/templates/list
+// (docs/upstream-behaviour.md §3), or one without tools/list (tools are
+// listed whatever the capabilities say: isMethodNotFound in gosdk.go).
+func listPages[R, T any](ctx context.Context, method string, call func(cursor string) (R, error), page func(R) ([]T, string)) ([]T, error) {
+	var all []T
+	seen := map[string]bool{}
+	cur := ""
+	for {
+		res, err := call(cur)
+		if cur == "" && isMethodNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		items, next := page(res)
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("%s returned cursor %q twice", method, next)
+		}
+		seen[next] = true
+		cur = next
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// listTools lists every page of tools, each schema as the upstream sent it
+// (rawschema.go), and keeps the upstream's ttlMs (2026-07-28).
+func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	return listPages(ctx, "tools/list", func(cur string) (*mcp.ListToolsResult, error) {
+		return s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
+	}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
+		s.ttl.Store(int64(r.TTLMs))
+		return s.raw.attach(r.Tools), r.NextCursor
+	})
+}
+
+func (s *session) listResources(ctx context.Context) ([]*mcp.Resource, error) {
+	return listPages(ctx, "resources/list", func(cur string) (*mcp.ListResourcesResult, error) {
+		return s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
+	}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor })
+}
+
+func (s *session) listTemplates(ctx context.Context) ([]*mcp.ResourceTemplate, error) {
+	return listPages(ctx, "resources/templates/list", func(cur string) (*mcp.ListResourceTemplatesResult, error) {
+		return s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
+	}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+		return r.ResourceTemplates, r.NextCursor
+	})
+}
+
+func (s *session) listPrompts(ctx context.Context) ([]*mcp.Prompt, error) {
+	return listPages(ctx, "prompts/list", func(cur string) (*mcp.ListPromptsResult, error) {
+		return s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
+	}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor })
+}

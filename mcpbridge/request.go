@@ -1,0 +1,223 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// request is the one path of every request to an upstream: tools/call
+// (Call), resources/read, prompts/get and resource subscriptions
+// (resourcecalls.go). Each goes through the same stages:
+//
+//  1. the server's callTimeout when ctx has no deadline (withCallTimeout);
+//  2. the circuit breaker: an open breaker fails the request fast, a
+//     half-open one lets one trial through at a time (admit), and the
+//     request's outcome is the breaker's verdict (settle);
+//  3. the concurrency limit, maxConcurrentCalls with maxQueuedCalls
+//     waiting (acquire);
+//  4. the upstream's current session; the session's death ends the request
+//     at once (session.run), and a request the upstream never saw because
+//     its session expired (HTTP 404) is sent once more on the next session;
+//  5. one mapping of failures (failure): *UnavailableError, ErrOverloaded,
+//     *ResponseTooLargeError, *UpstreamError, a context error.
+//
+// label names the request in logs and errors (`call "tool"`,
+// "resources/read").
+func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func(context.Context, *session) error) (err error) {
+	if b.ctx.Err() != nil {
+		return ErrClosed
+	}
+	ctx, cancel, ownDeadline := u.withCallTimeout(ctx)
+	defer cancel()
+	trial, err := u.admit()
+	if err != nil {
+		return err
+	}
+	v, s := verdictNone, (*session)(nil)
+	defer func() { u.settle(v, trial, s) }()
+	release, err := u.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if s = u.sess.Load(); s == nil || s.isDead() {
+		return &UnavailableError{Server: u.cfg.Name, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
+	}
+	u.inflight.Add(1)
+	defer u.inflight.Add(-1)
+	for try := 0; ; try++ {
+		if err = s.run(ctx, do); err == nil {
+			v = verdictSuccess
+			return nil
+		}
+		if try == 0 && u.sessionExpired(s, err, label) {
+			if ns, werr := u.waitSession(ctx, s); werr == nil {
+				s = ns
+				continue
+			}
+		}
+		err, v = u.failure(ctx, s, err, label, ownDeadline)
+		return err
+	}
+}
+
+// withCallTimeout applies the server's callTimeout when ctx has no
+// deadline; own reports that it did (only that deadline counts against the
+// upstream).
+func (u *upstream) withCallTimeout(ctx context.Context) (_ context.Context, _ context.CancelFunc, own bool) {
+	if _, has := ctx.Deadline(); has {
+		return ctx, func() {}, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, u.cfg.CallTimeout)
+	return ctx, cancel, true
+}
+
+// verdict is what a request's outcome tells the circuit breaker.
+type verdict int
+
+const (
+	verdictNone    verdict = iota // no verdict (the caller gave up, a refused redirect, a lost answer)
+	verdictSuccess                // the upstream answered
+	verdictFailure                // counted where it was seen (recordDeath, recordFailure)
+)
+
+// admit asks the breaker whether a request may go now: an open breaker
+// fails it fast with its retry time; a half-open one lets one trial through
+// at a time (trial reports whether this request is it).
+func (u *upstream) admit() (trial bool, err error) {
+	u.mu.Lock()
+	ok, retryAfter, trial := u.breaker.allow(time.Now())
+	u.mu.Unlock()
+	if !ok {
+		return false, &UnavailableError{Server: u.cfg.Name, Reason: ReasonCircuitOpen, RetryAfter: retryAfter}
+	}
+	return trial, nil
+}
+
+// settle gives the breaker a request's verdict. Failures were counted where
+// they were seen; a trial without a verdict only ends the trial.
+func (u *upstream) settle(v verdict, trial bool, s *session) {
+	switch {
+	case v == verdictSuccess:
+		u.recordSuccess(s)
+	case v == verdictNone && trial:
+		u.mu.Lock()
+		u.breaker.neutral()
+		u.mu.Unlock()
+	}
+}
+
+// run runs one request on the session. Its context also ends when the
+// session is found dead, so requests in flight fail at once instead of
+// waiting for a transport that will never answer.
+func (s *session) run(ctx context.Context, do func(context.Context, *session) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.deadCtx, cancel)
+	defer stop()
+	err := do(ctx, s)
+	if err != nil && s.isDead() {
+		// Keep the request's own error too: a 404 (ErrSessionMissing) must
+		// stay recognisable when another goroutine saw the death first.
+		return fmt.Errorf("session dead: %w (request: %w)", s.deadErr(), err)
+	}
+	return err
+}
+
+// sessionExpired reports (and marks dead) a session the upstream no longer
+// knows: it restarted and never saw this request (HTTP 404 for our session
+// id), so the request is safe to send again on the next session, within
+// the caller's deadline.
+func (u *upstream) sessionExpired(s *session, err error, label string) bool {
+	if u.transportRefusal(err) != nil || !errors.Is(err, mcp.ErrSessionMissing) {
+		return false
+	}
+	s.markDead(err)
+	u.log.Info("session expired upstream; sending the request again on a new session", "request", label)
+	return true
+}
+
+// failure maps a failed request's error, and says what it tells the
+// breaker.
+func (u *upstream) failure(ctx context.Context, s *session, err error, label string, ownDeadline bool) (error, verdict) {
+	server := u.cfg.Name
+	var werr *jsonrpc.Error
+	if lerr := u.transportRefusal(err); lerr != nil {
+		// The session is fine. An oversized answer is an answer (a success
+		// for the breaker); a refused redirect is neither.
+		var tl *ResponseTooLargeError
+		if errors.As(lerr, &tl) {
+			return lerr, verdictSuccess
+		}
+		return lerr, verdictNone
+	}
+	switch {
+	case s.isDead() || isSessionDead(err):
+		s.markDead(err)
+		u.recordDeath(s, label, err)
+		u.log.Warn("request failed: session lost", "request", label, "error", u.redact(err.Error()))
+		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}, verdictFailure
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		// Only the server's own callTimeout counts against the upstream: a
+		// caller's short deadline on a slow request is the caller's choice,
+		// and a wedged upstream is caught by the prober.
+		if ownDeadline {
+			u.recordFailure(label+" timeout", err)
+			return ctx.Err(), verdictFailure
+		}
+		return ctx.Err(), verdictNone
+	case ctx.Err() != nil:
+		return ctx.Err(), verdictNone
+	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
+		return &UpstreamError{Server: server, Code: werr.Code, Message: u.redact(werr.Message)}, verdictSuccess // the upstream answered
+	case lostWithoutAnswer(err):
+		// The transport gave up on the request without an answer (a killed
+		// streamable-HTTP upstream's response stream closed): the request is
+		// lost like one on a dead session, and a probe decides now whether
+		// the session is (and counts its death).
+		s.requestProbe()
+		u.log.Warn("request failed: no answer from the upstream", "request", label, "error", u.redact(err.Error()))
+		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}, verdictNone
+	}
+	u.log.Warn("request failed", "request", label, "error", u.redact(err.Error()))
+	return fmt.Errorf("%s on server %q failed", label, server), verdictNone
+}
+
+// acquire takes a slot under MaxConcurrentCalls, waiting within ctx; it
+// fails with ErrOverloaded when MaxQueuedCalls callers already wait.
+func (u *upstream) acquire(ctx context.Context) (func(), error) {
+	if u.sem == nil {
+		return func() {}, nil
+	}
+	select {
+	case u.sem <- struct{}{}:
+		return func() { <-u.sem }, nil
+	default:
+	}
+	if u.queued.Add(1) > int64(u.cfg.MaxQueuedCalls) {
+		u.queued.Add(-1)
+		return nil, fmt.Errorf("%w: server %q: %d calls in flight and %d waiting", ErrOverloaded, u.cfg.Name, u.cfg.MaxConcurrentCalls, u.cfg.MaxQueuedCalls)
+	}
+	defer u.queued.Add(-1)
+	select {
+	case u.sem <- struct{}{}:
+		return func() { <-u.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// nextConnectIn is the retry hint while the upstream has no session.
+func (u *upstream) nextConnectIn() time.Duration {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.status.NextConnectTime.IsZero() {
+		return u.cfg.BackoffBase
+	}
+	return max(time.Until(u.status.NextConnectTime), 0) + u.cfg.ConnectTimeout/10
+}

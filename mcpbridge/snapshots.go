@@ -1,0 +1,174 @@
+package mcpbridge
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// snapshots is what the tool catalog (catalog.go) and the resource catalog
+// (resources.go) share: an immutable current snapshot swapped atomically
+// (readers never lock), a bounded history of recent snapshots by revision
+// (for page tokens and watch resumption), and capacity-1 change signals (a
+// writer never blocks on a subscriber). A catalog embeds it and calls
+// publish with every snapshot it builds; revisions are content-derived, so
+// a snapshot whose revision is the current one changes nothing.
+type snapshots[S any] struct {
+	cur      atomic.Pointer[S]
+	revision func(*S) string
+	// maxLen bounds the history; budget, if set, bounds it further (it is
+	// told of every snapshot added and forgotten). The current snapshot is
+	// always kept.
+	maxLen func() int
+	budget historyBudget[S]
+
+	mu      sync.Mutex    // guards history and byRev
+	history []*S          // oldest first; the last is the current one
+	byRev   map[string]*S // revision -> newest snapshot with it
+
+	signals signals
+}
+
+// historyBudget accounts for what a history holds beyond a count of
+// snapshots (the tool catalog's pointer and byte budgets). Its methods run
+// under the history's lock.
+type historyBudget[S any] interface {
+	// added: s joined the history after prev (nil when the history was
+	// empty).
+	added(prev, s *S)
+	// dropped: old, the oldest, was forgotten; next is now the oldest.
+	dropped(old, next *S)
+	// over reports a history over the budget.
+	over() bool
+}
+
+func newSnapshots[S any](revision func(*S) string, maxLen func() int, budget historyBudget[S]) snapshots[S] {
+	return snapshots[S]{revision: revision, maxLen: maxLen, budget: budget, byRev: map[string]*S{}}
+}
+
+// Current returns the current snapshot.
+func (h *snapshots[S]) Current() *S { return h.cur.Load() }
+
+// Snapshot returns a recent snapshot with the given revision, if this
+// process still remembers one.
+func (h *snapshots[S]) Snapshot(revision string) (*S, bool) {
+	if cur := h.cur.Load(); cur != nil && h.revision(cur) == revision {
+		return cur, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.byRev[revision]
+	return s, ok
+}
+
+// History returns the remembered snapshots, oldest first; the last is the
+// current one.
+func (h *snapshots[S]) History() []*S {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.history)
+}
+
+// Subscribe starts a subscription to changes. Call Close when done.
+func (h *snapshots[S]) Subscribe() *Subscription { return h.signals.subscribe() }
+
+// Subscribers returns the number of open subscriptions.
+func (h *snapshots[S]) Subscribers() int { return h.signals.count() }
+
+// publish makes s current, records it in the history and signals every
+// subscriber; a snapshot with the current revision changes nothing.
+// Writers serialise their calls (the catalog's writer lock).
+func (h *snapshots[S]) publish(s *S) {
+	if cur := h.cur.Load(); cur != nil && h.revision(cur) == h.revision(s) {
+		return
+	}
+	h.cur.Store(s)
+	h.mu.Lock()
+	var newest *S
+	if len(h.history) > 0 {
+		newest = h.history[len(h.history)-1]
+	}
+	h.history = append(h.history, s)
+	h.byRev[h.revision(s)] = s
+	if h.budget != nil {
+		h.budget.added(newest, s)
+	}
+	for len(h.history) > 1 && (len(h.history) > h.maxLen() || h.budget != nil && h.budget.over()) {
+		old := h.history[0]
+		h.history[0] = nil
+		h.history = h.history[1:]
+		if h.budget != nil {
+			h.budget.dropped(old, h.history[0])
+		}
+		if rev := h.revision(old); h.byRev[rev] == old {
+			delete(h.byRev, rev)
+		}
+	}
+	h.mu.Unlock()
+	h.signals.signal()
+}
+
+// lookupSorted finds the entry called name in a snapshot's list sorted by
+// name (Snapshot.Lookup, ResourceSnapshot.LookupPrompt): a retained
+// snapshot costs one slice of pointers and no per-snapshot index.
+func lookupSorted[T any](list []T, name string, nameOf func(T) string) (T, bool) {
+	i, ok := slices.BinarySearchFunc(list, name, func(e T, n string) int { return cmp.Compare(nameOf(e), n) })
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	return list[i], true
+}
+
+// signals is a set of subscriptions, each signalled on every change.
+type signals struct {
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+}
+
+func (g *signals) subscribe() *Subscription {
+	s := &Subscription{c: make(chan struct{}, 1), g: g}
+	g.mu.Lock()
+	if g.subs == nil {
+		g.subs = map[*Subscription]struct{}{}
+	}
+	g.subs[s] = struct{}{}
+	g.mu.Unlock()
+	return s
+}
+
+func (g *signals) signal() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for s := range g.subs {
+		select {
+		case s.c <- struct{}{}:
+		default: // already signalled; the reader will load the latest snapshot
+		}
+	}
+}
+
+func (g *signals) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.subs)
+}
+
+// Subscription signals catalog changes. The signal is a capacity-1 channel:
+// many changes between two reads collapse into one signal, and the reader
+// loads Current() to see the latest state.
+type Subscription struct {
+	c chan struct{}
+	g *signals
+}
+
+// C is signalled after the catalog changed.
+func (s *Subscription) C() <-chan struct{} { return s.c }
+
+// Close ends the subscription. It is idempotent.
+func (s *Subscription) Close() {
+	s.g.mu.Lock()
+	delete(s.g.subs, s)
+	s.g.mu.Unlock()
+}
