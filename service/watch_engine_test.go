@@ -4,12 +4,12 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -19,19 +19,19 @@ import (
 )
 
 // blockingStream is a server stream whose SendMsg blocks like gRPC's does
-// under flow control: until released or until its transport stream (in its
-// context, as gRPC puts it there) is ended with WriteStatus.
+// under flow control: until released or until the stream is done, which
+// gRPC signals by cancelling the stream's context once the handler
+// returned (cancel, here).
 type blockingStream struct {
 	ctx     context.Context
+	cancel  context.CancelFunc
 	release chan struct{}
-	done    chan struct{}
-	final   *status.Status // what WriteStatus wrote
-	sent    int
+	sent    atomic.Int32
 }
 
 func newBlockingStream() *blockingStream {
-	b := &blockingStream{release: make(chan struct{}), done: make(chan struct{})}
-	b.ctx = grpc.NewContextWithServerTransportStream(context.Background(), (*fakeTransportStream)(b))
+	b := &blockingStream{release: make(chan struct{})}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return b
 }
 
@@ -43,99 +43,94 @@ func (b *blockingStream) RecvMsg(any) error            { return nil }
 func (b *blockingStream) SendMsg(any) error {
 	select {
 	case <-b.release:
-		b.sent++
+		b.sent.Add(1)
 		return nil
-	case <-b.done:
-		return status.Error(codes.Canceled, "stream done")
+	case <-b.ctx.Done():
+		return status.FromContextError(b.ctx.Err()).Err()
 	}
 }
 
-// fakeTransportStream is the blockingStream's transport side.
-type fakeTransportStream blockingStream
-
-func (f *fakeTransportStream) Method() string {
-	return toolsvcv1.ToolService_WatchCatalog_FullMethodName
-}
-func (f *fakeTransportStream) SetHeader(metadata.MD) error  { return nil }
-func (f *fakeTransportStream) SendHeader(metadata.MD) error { return nil }
-func (f *fakeTransportStream) SetTrailer(metadata.MD) error { return nil }
-func (f *fakeTransportStream) WriteStatus(st *status.Status) error {
-	select {
-	case <-f.done:
-	default:
-		f.final = st
-		close(f.done)
-	}
-	return nil
+// heldSend runs serveWatch over a send loop that sends msg on b once, and
+// returns the handler's status, how long it took, and the loop's result
+// (which arrives once the stream is done).
+func heldSend(s *Server, b *blockingStream, loop func(w *watchSender) error) (error, time.Duration, chan error) {
+	w := newWatchSender(s, b)
+	defer w.close()
+	loopErr := make(chan error, 1)
+	start := time.Now()
+	err := s.serveWatch(w, func() error { err := loop(w); loopErr <- err; return err })
+	return err, time.Since(start), loopErr
 }
 
-// TestWatchSenderTimeout: a Send held up for WatchSendTimeout is ended
-// exactly then, from the handler's own timer (no goroutine Sends), with the
-// final status SLOW_CONSUMER written at the transport, and counted; a Send
-// that completes in time disarms the timer; Shutdown ends a held Send at
-// once with SHUTTING_DOWN.
+// TestWatchSenderTimeout: a Send held up for WatchSendTimeout ends the
+// stream exactly then: the handler returns UNAVAILABLE / SLOW_CONSUMER,
+// counted, while the send loop stays in its Send until gRPC ends the
+// stream (its context), and then ends, joined by Wait; a Send that
+// completes in time disarms the timer; Shutdown ends a held Send at once
+// with SHUTTING_DOWN, uncounted; a panic in the loop is INTERNAL.
 func TestWatchSenderTimeout(t *testing.T) {
 	msg := &toolsvcv1.WatchCatalogResponse{}
 	synctest.Test(t, func(t *testing.T) {
 		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
 		b := newBlockingStream()
-		w := newWatchSender(s, b)
-		defer w.close()
-		start := time.Now()
-		err := w.send(msg)
-		if d := time.Since(start); d != 3*time.Second {
-			t.Fatalf("held Send returned after %v, want exactly the 3s timeout", d)
+		err, d, loopErr := heldSend(s, b, func(w *watchSender) error { return w.send(msg) })
+		if d != 3*time.Second || errorReason(err) != ReasonSlowConsumer || status.Code(err) != codes.Unavailable || s.Stats().WatchSlowConsumers != 1 {
+			t.Fatalf("held Send: %v after %v, stats %+v; want UNAVAILABLE slow consumer after exactly the 3s timeout, counted", err, d, s.Stats())
 		}
-		if errorReason(err) != ReasonSlowConsumer || s.Stats().WatchSlowConsumers != 1 {
-			t.Fatalf("held Send: %v, stats %+v; want UNAVAILABLE slow consumer, counted", err, s.Stats())
+		synctest.Wait()
+		if len(loopErr) != 0 {
+			t.Fatal("the held Send returned before the stream was done")
 		}
-		if b.final.Code() != codes.Unavailable || errorReason(b.final.Err()) != ReasonSlowConsumer {
-			t.Fatalf("status written at the transport: %v", b.final)
+		b.cancel() // gRPC, once the handler returned
+		s.Wait()
+		if err := <-loopErr; status.Code(err) != codes.Canceled {
+			t.Fatalf("the send loop ended with %v, want the stream's cancellation", err)
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
 		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
 		b := newBlockingStream()
-		w := newWatchSender(s, b)
-		defer w.close()
 		go func() { time.Sleep(2 * time.Second); close(b.release) }()
-		if err := w.send(msg); err != nil {
-			t.Fatalf("Send released after 2s: %v", err)
-		}
-		time.Sleep(time.Hour) // the disarmed timer must not fire
-		synctest.Wait()
-		if b.final != nil || s.Stats().WatchSlowConsumers != 0 {
-			t.Fatalf("a Send that completed in time ended the stream (%v, %+v)", b.final, s.Stats())
-		}
-		if err := w.send(msg); err != nil || b.sent != 2 {
-			t.Fatalf("second Send: %v (sent %d)", err, b.sent)
+		err, _, _ := heldSend(s, b, func(w *watchSender) error {
+			if err := w.send(msg); err != nil {
+				return err
+			}
+			time.Sleep(time.Hour) // the disarmed timer must not fire
+			return w.send(msg)
+		})
+		if err != nil || s.Stats().WatchSlowConsumers != 0 || b.sent.Load() != 2 {
+			t.Fatalf("Sends completed in time: %v, %+v, %d sent; want both sent, no slow consumer", err, s.Stats(), b.sent.Load())
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
 		s := New(nil, &Options{WatchSendTimeout: time.Hour})
 		b := newBlockingStream()
-		w := newWatchSender(s, b)
-		defer w.close()
-		flt := &watchFilter{}
-		g, _ := s.hub.join(flt, w)
-		defer s.hub.leave(g, w)
 		go func() { time.Sleep(time.Second); s.Shutdown() }()
-		start := time.Now()
-		if err := w.send(msg); errorReason(err) != ReasonShuttingDown || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
-			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, time.Since(start), s.Stats())
+		err, d, loopErr := heldSend(s, b, func(w *watchSender) error { return w.send(msg) })
+		if errorReason(err) != ReasonShuttingDown || d != time.Second || s.Stats().WatchSlowConsumers != 0 {
+			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, d, s.Stats())
 		}
-		if errorReason(b.final.Err()) != ReasonShuttingDown {
-			t.Fatalf("status written at the transport: %v", b.final)
+		b.cancel()
+		s.Wait()
+		if err := <-loopErr; errorReason(err) != ReasonShuttingDown {
+			t.Fatalf("the send loop ended with %v, want SHUTTING_DOWN", err)
 		}
-		if _, ok := s.hub.join(flt, nil); ok {
+		if _, ok := s.hub.join(&watchFilter{}); ok {
 			t.Fatal("a watch joined after Shutdown")
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := New(nil, nil)
+		err, _, _ := heldSend(s, newBlockingStream(), func(*watchSender) error { panic("boom") })
+		if status.Code(err) != codes.Internal {
+			t.Fatalf("a panicking send loop: %v, want INTERNAL", err)
 		}
 	})
 }
 
 // TestWatchSlowStreamGoroutines: once a stream ended for a slow consumer,
-// no goroutine of it is left in a Send (the old engine's sender goroutine
-// outlived the handler), while a reading stream on the same connection is
+// neither its handler nor its send loop is left (the loop, held in a Send,
+// ends with the stream), while a reading stream on the same connection is
 // served throughout.
 func TestWatchSlowStreamGoroutines(t *testing.T) {
 	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
@@ -161,11 +156,12 @@ func TestWatchSlowStreamGoroutines(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		n := strings.Count(stacks, "service.(*Server).WatchCatalog(")
-		if n == 1 && !strings.Contains(stacks, "service.(*watchSender).send.func") {
-			break // only the reader's handler
+		loops := strings.Count(stacks, "service.(*watchStream).run(")
+		if n == 1 && loops == 1 {
+			break // only the reader's handler and send loop
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d WatchCatalog goroutines left, want the reader's only:\n%s", n, stacks)
+			t.Fatalf("%d WatchCatalog handlers and %d send loops left, want the reader's only:\n%s", n, loops, stacks)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -184,10 +180,10 @@ func TestWatchGroupSharesEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, _ := f.svc.hub.join(flt, nil)
-	g2, _ := f.svc.hub.join(flt, nil)
-	defer f.svc.hub.leave(g1, nil)
-	defer f.svc.hub.leave(g2, nil)
+	g1, _ := f.svc.hub.join(flt)
+	g2, _ := f.svc.hub.join(flt)
+	defer f.svc.hub.leave(g1)
+	defer f.svc.hub.leave(g2)
 	if g1 != g2 {
 		t.Fatal("two watchers of the same view got different groups")
 	}

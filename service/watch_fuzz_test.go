@@ -46,8 +46,8 @@ func FuzzWatchResumeToken(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _ := fx.svc.hub.join(flt, nil)
-		defer fx.svc.hub.leave(g, nil)
+		g, _ := fx.svc.hub.join(flt)
+		defer fx.svc.hub.leave(g)
 		ev := g.current(fx.svc).ev
 		v := ev.view
 		if v.rev != fx.svc.view(cur, flt).rev {
