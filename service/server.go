@@ -104,7 +104,7 @@ type Server struct {
 	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
 	watch       watchCounters
 	hub         watchHub
-	watchLoops  sync.WaitGroup // every watch stream's send loop (watch_send.go)
+	watchSends  sync.WaitGroup // every watch message in flight (watch_send.go)
 }
 
 // New returns a Server for the bridge. opts may be nil.

@@ -47,8 +47,8 @@ func (s *Server) Stats() Stats {
 // WatchCatalog implements toolsvc.v1.ToolService, for every watch: tools
 // only, or with resources and prompts (include_resources,
 // include_prompts). The catalog writers never block on this stream: they
-// only signal capacity-1 channels. The stream's send loop (watchStream.run,
-// started by serveWatch) takes its group's current state on a signal and
+// only signal capacity-1 channels. The handler is the stream's loop
+// (watchStream.run): it takes its group's current state on a signal and
 // sends the shared event that moves its client from the last view it sent
 // to that one, so a slow client skips intermediate states but always
 // reaches the latest. A Send that waits for the client longer than
@@ -68,10 +68,10 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	w := newWatchSender(s, stream)
 	defer w.close()
 	ws := &watchStream{s: s, req: req, w: w, authCtx: authCtx, f: f}
-	return s.serveWatch(w, ws.run)
+	return ws.run()
 }
 
-// watchStream is one stream's state, owned by its send loop.
+// watchStream is one stream's state, owned by its handler.
 type watchStream struct {
 	s       *Server
 	req     *toolsvcv1.WatchCatalogRequest
@@ -82,7 +82,7 @@ type watchStream struct {
 	last    *viewEvents // the view the client holds
 }
 
-// run is the stream's send loop: the first event, then every change.
+// run is the stream's loop: the first event, then every change.
 func (ws *watchStream) run() error {
 	s := ws.s
 	g, ok := s.hub.join(ws.f)

@@ -21,12 +21,13 @@ import (
 // blockingStream is a server stream whose SendMsg blocks like gRPC's does
 // under flow control: until released or until the stream is done, which
 // gRPC signals by cancelling the stream's context once the handler
-// returned (cancel, here).
+// returned (cancel, here). ended counts the SendMsgs that failed.
 type blockingStream struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
-	release chan struct{}
-	sent    atomic.Int32
+	ctx         context.Context
+	cancel      context.CancelFunc
+	release     chan struct{}
+	sent, ended atomic.Int32
+	panics      bool
 }
 
 func newBlockingStream() *blockingStream {
@@ -41,96 +42,92 @@ func (b *blockingStream) SendHeader(metadata.MD) error { return nil }
 func (b *blockingStream) SetTrailer(metadata.MD)       {}
 func (b *blockingStream) RecvMsg(any) error            { return nil }
 func (b *blockingStream) SendMsg(any) error {
+	if b.panics {
+		panic("boom")
+	}
 	select {
 	case <-b.release:
 		b.sent.Add(1)
 		return nil
 	case <-b.ctx.Done():
+		b.ended.Add(1)
 		return status.FromContextError(b.ctx.Err()).Err()
 	}
 }
 
-// heldSend runs serveWatch over a send loop that sends msg on b once, and
-// returns the handler's status, how long it took, and the loop's result
-// (which arrives once the stream is done).
-func heldSend(s *Server, b *blockingStream, loop func(w *watchSender) error) (error, time.Duration, chan error) {
-	w := newWatchSender(s, b)
-	defer w.close()
-	loopErr := make(chan error, 1)
-	start := time.Now()
-	err := s.serveWatch(w, func() error { err := loop(w); loopErr <- err; return err })
-	return err, time.Since(start), loopErr
-}
-
-// TestWatchSenderTimeout: a Send held up for WatchSendTimeout ends the
-// stream exactly then: the handler returns UNAVAILABLE / SLOW_CONSUMER,
-// counted, while the send loop stays in its Send until gRPC ends the
-// stream (its context), and then ends, joined by Wait; a Send that
-// completes in time disarms the timer; Shutdown ends a held Send at once
-// with SHUTTING_DOWN, uncounted; a panic in the loop is INTERNAL.
+// TestWatchSenderTimeout: a Send held up for WatchSendTimeout returns
+// UNAVAILABLE / SLOW_CONSUMER exactly then, counted, for the handler to
+// return, while the held SendMsg stays until gRPC ends the stream (its
+// context) and then ends, joined by Wait; a Send that completes in time
+// disarms the timer; Shutdown ends a held Send at once with SHUTTING_DOWN,
+// uncounted; a panic in SendMsg is INTERNAL.
 func TestWatchSenderTimeout(t *testing.T) {
 	msg := &toolsvcv1.WatchCatalogResponse{}
 	synctest.Test(t, func(t *testing.T) {
 		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
 		b := newBlockingStream()
-		err, d, loopErr := heldSend(s, b, func(w *watchSender) error { return w.send(msg) })
-		if d != 3*time.Second || errorReason(err) != ReasonSlowConsumer || status.Code(err) != codes.Unavailable || s.Stats().WatchSlowConsumers != 1 {
+		w := newWatchSender(s, b)
+		defer w.close()
+		start := time.Now()
+		err := w.send(msg)
+		if d := time.Since(start); d != 3*time.Second || errorReason(err) != ReasonSlowConsumer || status.Code(err) != codes.Unavailable || s.Stats().WatchSlowConsumers != 1 {
 			t.Fatalf("held Send: %v after %v, stats %+v; want UNAVAILABLE slow consumer after exactly the 3s timeout, counted", err, d, s.Stats())
 		}
 		synctest.Wait()
-		if len(loopErr) != 0 {
-			t.Fatal("the held Send returned before the stream was done")
+		if b.ended.Load() != 0 {
+			t.Fatal("the held SendMsg returned before the stream was done")
 		}
 		b.cancel() // gRPC, once the handler returned
 		s.Wait()
-		if err := <-loopErr; status.Code(err) != codes.Canceled {
-			t.Fatalf("the send loop ended with %v, want the stream's cancellation", err)
+		if b.ended.Load() != 1 {
+			t.Fatal("Wait returned before the held SendMsg")
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
 		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
 		b := newBlockingStream()
+		w := newWatchSender(s, b)
+		defer w.close()
 		go func() { time.Sleep(2 * time.Second); close(b.release) }()
-		err, _, _ := heldSend(s, b, func(w *watchSender) error {
-			if err := w.send(msg); err != nil {
-				return err
-			}
-			time.Sleep(time.Hour) // the disarmed timer must not fire
-			return w.send(msg)
-		})
-		if err != nil || s.Stats().WatchSlowConsumers != 0 || b.sent.Load() != 2 {
-			t.Fatalf("Sends completed in time: %v, %+v, %d sent; want both sent, no slow consumer", err, s.Stats(), b.sent.Load())
+		if err := w.send(msg); err != nil {
+			t.Fatalf("Send released after 2s: %v", err)
+		}
+		time.Sleep(time.Hour) // the disarmed timer must not fire
+		if err := w.send(msg); err != nil || s.Stats().WatchSlowConsumers != 0 || b.sent.Load() != 2 {
+			t.Fatalf("second Send: %v, %+v, %d sent; want both sent, no slow consumer", err, s.Stats(), b.sent.Load())
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
 		s := New(nil, &Options{WatchSendTimeout: time.Hour})
 		b := newBlockingStream()
+		w := newWatchSender(s, b)
+		defer w.close()
 		go func() { time.Sleep(time.Second); s.Shutdown() }()
-		err, d, loopErr := heldSend(s, b, func(w *watchSender) error { return w.send(msg) })
-		if errorReason(err) != ReasonShuttingDown || d != time.Second || s.Stats().WatchSlowConsumers != 0 {
-			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, d, s.Stats())
+		start := time.Now()
+		if err := w.send(msg); errorReason(err) != ReasonShuttingDown || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
+			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, time.Since(start), s.Stats())
 		}
 		b.cancel()
 		s.Wait()
-		if err := <-loopErr; errorReason(err) != ReasonShuttingDown {
-			t.Fatalf("the send loop ended with %v, want SHUTTING_DOWN", err)
-		}
 		if _, ok := s.hub.join(&watchFilter{}); ok {
 			t.Fatal("a watch joined after Shutdown")
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
 		s := New(nil, nil)
-		err, _, _ := heldSend(s, newBlockingStream(), func(*watchSender) error { panic("boom") })
-		if status.Code(err) != codes.Internal {
-			t.Fatalf("a panicking send loop: %v, want INTERNAL", err)
+		b := newBlockingStream()
+		b.panics = true
+		w := newWatchSender(s, b)
+		defer w.close()
+		if err := w.send(msg); status.Code(err) != codes.Internal {
+			t.Fatalf("a panicking SendMsg: %v, want INTERNAL", err)
 		}
 	})
 }
 
 // TestWatchSlowStreamGoroutines: once a stream ended for a slow consumer,
-// neither its handler nor its send loop is left (the loop, held in a Send,
-// ends with the stream), while a reading stream on the same connection is
+// neither its handler nor its held SendMsg's goroutine is left (it ends
+// with the stream), while a reading stream on the same connection is
 // served throughout.
 func TestWatchSlowStreamGoroutines(t *testing.T) {
 	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
@@ -156,12 +153,12 @@ func TestWatchSlowStreamGoroutines(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		n := strings.Count(stacks, "service.(*Server).WatchCatalog(")
-		loops := strings.Count(stacks, "service.(*watchStream).run(")
-		if n == 1 && loops == 1 {
-			break // only the reader's handler and send loop
+		sends := strings.Count(stacks, "service.(*watchSender).sendMsg(")
+		if n == 1 && sends == 0 {
+			break // only the reader's handler, idle
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d WatchCatalog handlers and %d send loops left, want the reader's only:\n%s", n, loops, stacks)
+			t.Fatalf("%d WatchCatalog handlers and %d sends left, want the reader's handler only:\n%s", n, sends, stacks)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

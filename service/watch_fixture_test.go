@@ -172,7 +172,7 @@ func newWatchFixtureWith(tb testing.TB, opts *Options, servers map[string][]stri
 	f.bridge = b
 	f.svc = New(b, opts)
 	tb.Cleanup(func() { // after the server has stopped
-		f.svc.Wait() // every watch stream's send loop has ended
+		f.svc.Wait() // every watch message in flight has been sent or failed
 		b.Close()
 		for _, m := range f.servers {
 			m.closeAll()

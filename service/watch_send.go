@@ -3,7 +3,6 @@ package service
 import (
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -26,23 +25,22 @@ const DefaultWatchSendTimeout = 30 * time.Second
 // context "to interrupt the potential blocking on other goroutines"
 // (finishStream in
 // https://github.com/grpc/grpc-go/blob/v1.85.0/internal/transport/http2_server.go).
-// So each stream has two goroutines: the handler's, which only waits, and
-// the send loop (serveWatch starts it), which does all of the stream's work
-// and is the only one ever to Send on it. A timer armed around each Send
-// marks the stream slow when it fires; the handler then returns
-// UNAVAILABLE / SLOW_CONSUMER (README, "Errors"), and on Shutdown
-// UNAVAILABLE / SHUTTING_DOWN, held Send or not. The returned status ends
-// the stream, which wakes the held Send with an error, and the loop ends.
-// Every loop is joined by Server.Wait.
+// So the handler goroutine is the stream's loop (watchStream.run) but does
+// not call SendMsg itself: each message is sent by a goroutine of its own
+// (at most one per stream at a time; an idle stream has none) while the
+// handler waits for it, for the send timeout and for Shutdown. When the
+// timeout passes first, the handler returns UNAVAILABLE / SLOW_CONSUMER
+// (README, "Errors"); on Shutdown UNAVAILABLE / SHUTTING_DOWN. The returned
+// status ends the stream, which wakes the held SendMsg with an error, and
+// its goroutine ends; Server.Wait joins every one.
 
-// watchSender sends on one stream from its send loop, each message bounded
-// by Options.WatchSendTimeout.
+// watchSender sends on one stream, each message bounded by
+// Options.WatchSendTimeout.
 type watchSender struct {
 	s      *Server
 	stream grpc.ServerStream
 	timer  *time.Timer
-	slow   chan struct{} // closed when a Send waited longer than the timeout
-	once   sync.Once
+	done   chan error // the result of the message in flight; never waits
 }
 
 func errSlowConsumer(timeout time.Duration) error {
@@ -51,46 +49,18 @@ func errSlowConsumer(timeout time.Duration) error {
 }
 
 func newWatchSender(s *Server, stream grpc.ServerStream) *watchSender {
-	w := &watchSender{s: s, stream: stream, slow: make(chan struct{})}
-	w.timer = time.AfterFunc(time.Hour, func() { w.once.Do(func() { close(w.slow) }) })
+	w := &watchSender{s: s, stream: stream, timer: time.NewTimer(time.Hour), done: make(chan error, 1)}
 	w.timer.Stop()
 	return w
 }
 
 func (w *watchSender) close() { w.timer.Stop() }
 
-// serveWatch runs loop, the stream's send loop, on a goroutine of its own
-// and returns the stream's status: the loop's, or the reason the server
-// ends the stream while the loop may be held in a Send (see above).
-func (s *Server) serveWatch(w *watchSender, loop func() error) error {
-	done := make(chan error, 1) // the loop never waits for the handler
-	s.watchLoops.Add(1)
-	go func() {
-		defer s.watchLoops.Done()
-		defer func() {
-			if p := recover(); p != nil { // as the recovery interceptor would (grpcserver.go)
-				s.log.Error("panic in watch send loop", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				done <- plainError(codes.Internal, ReasonInternal, "internal error", nil)
-			}
-		}()
-		done <- loop()
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-w.slow:
-		s.watch.slow.Add(1)
-		s.log.Info("watch: client did not read for the send timeout; ending the stream", "timeout", s.opts.WatchSendTimeout)
-		return errSlowConsumer(s.opts.WatchSendTimeout)
-	case <-s.shutdown:
-		return errShuttingDown
-	}
-}
-
-// Wait returns once the send loop of every watch stream has ended. A loop
-// ends when its stream is done, so Wait is for after the gRPC server
-// stopped (GracefulStop or Stop).
-func (s *Server) Wait() { s.watchLoops.Wait() }
+// Wait returns once every watch message in flight has been sent or has
+// failed. A message held by a client that does not read fails when its
+// stream is done, so Wait is for after the gRPC server stopped
+// (GracefulStop or Stop).
+func (s *Server) Wait() { s.watchSends.Wait() }
 
 // sendEvent sends every message of an event, or returns its error (an
 // event too large to send), logged: the stream ends with it.
@@ -107,20 +77,43 @@ func (w *watchSender) sendEvent(ev eventMessages) error {
 	return nil
 }
 
+// send sends m on its own goroutine and waits for it, for the send
+// timeout or for Shutdown, whichever comes first; the error of the last
+// two is the status the handler returns to end the stream.
 func (w *watchSender) send(m proto.Message) error {
+	w.s.watchSends.Add(1)
+	go w.sendMsg(m)
 	w.timer.Reset(w.s.opts.WatchSendTimeout)
-	err := w.stream.SendMsg(m)
-	w.timer.Stop()
-	if err != nil {
-		return w.ended(err)
+	defer w.timer.Stop()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return w.ended(err)
+		}
+		return nil
+	case <-w.timer.C:
+		w.s.watch.slow.Add(1)
+		w.s.log.Info("watch: client did not read for the send timeout; ending the stream", "timeout", w.s.opts.WatchSendTimeout)
+		return errSlowConsumer(w.s.opts.WatchSendTimeout)
+	case <-w.s.shutdown:
+		return errShuttingDown
 	}
-	return nil
+}
+
+func (w *watchSender) sendMsg(m proto.Message) {
+	defer w.s.watchSends.Done()
+	defer func() {
+		if p := recover(); p != nil { // as the recovery interceptor would (grpcserver.go)
+			w.s.log.Error("panic in watch send", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			w.done <- plainError(codes.Internal, ReasonInternal, "internal error", nil)
+		}
+	}()
+	w.done <- w.stream.SendMsg(m)
 }
 
 // ended is the status of a stream whose Send failed (with sendErr) or
 // whose context ended: SHUTTING_DOWN during Shutdown, else the context's
-// error, else sendErr. (When the handler ended the stream, it returned its
-// own status first and gRPC ignores this one.)
+// error, else sendErr.
 func (w *watchSender) ended(sendErr error) error {
 	select {
 	case <-w.s.shutdown:
