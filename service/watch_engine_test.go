@@ -194,16 +194,30 @@ func TestWatchGroupSharesEvents(t *testing.T) {
 	if a, b := v1.changesFrom(f.svc, v0.view), v1.changesFrom(f.svc, v0.view); a.msgs[0] != b.msgs[0] {
 		t.Fatal("the changes event was built twice")
 	}
-	f.servers["a"].put("z", "v1")
-	f.waitCatalog(t, "a__z", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("a__z"); return ok })
-	v2 := g2.current(f.svc).ev
-	lag1, lag2 := v2.changesFrom(f.svc, v0.view), v2.changesFrom(f.svc, v0.view)
-	if lag1.msgs[0] != lag2.msgs[0] {
-		t.Fatal("a laggard's delta was built twice")
-	}
-	if m := decodeEvent(t, lag1); toolNames(m.GetChanges().GetUpserted()) != "a__y a__z " || m.GetRevision() != v2.view.rev {
+	f.putTool(t, "a", "z")
+	v2, m := laggardDelta(t, f.svc, g2, v0.view)
+	if toolNames(m.GetChanges().GetUpserted()) != "a__y a__z " || m.GetRevision() != v2.view.rev {
 		t.Fatalf("laggard delta: %v", m)
 	}
+}
+
+// putTool adds tool name to server and waits until the catalog has it.
+func (f *watchFixture) putTool(t *testing.T, server, name string) {
+	f.servers[server].put(name, "v1")
+	exposed := server + "__" + name
+	f.waitCatalog(t, exposed, func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup(exposed); return ok })
+}
+
+// laggardDelta returns g's current events and the delta that moves a
+// member holding from to them, checking that it is built once for the
+// group.
+func laggardDelta(t *testing.T, s *Server, g *watchGroup, from *view) (*viewEvents, *toolsvcv1.WatchCatalogResponse) {
+	t.Helper()
+	ev := g.current(s).ev
+	if a, b := ev.changesFrom(s, from), ev.changesFrom(s, from); a.msgs[0] != b.msgs[0] {
+		t.Fatal("a laggard's delta was built twice")
+	}
+	return ev, decodeEvent(t, ev.changesFrom(s, from))
 }
 
 // errorReason is the ErrorInfo reason of a status error ("" without one).
