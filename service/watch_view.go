@@ -163,8 +163,8 @@ func withResources(tv *view, rv *resourceView) *view {
 	return &view{snap: tv.snap, tools: tv.tools, toolRev: tv.toolRev, res: rv, rev: tv.toolRev + rv.rev}
 }
 
-// view returns the catalogs' current snapshots as f sees them (tests and
-// resumption); rsnap is ignored for a tools-only filter.
+// view returns snap as f sees it, with the resource catalog's current
+// snapshot when f follows resources or prompts (tests).
 func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
 	tv := buildToolView(snap, f)
 	if !f.kinds.any() {
