@@ -146,7 +146,7 @@ func TestSetAuthRefusesOnOff(t *testing.T) {
 // rules give it, the difference as its next event, and ends UNAUTHENTICATED
 // when the new state no longer accepts its credentials.
 func TestWatchFollowsSetAuth(t *testing.T) {
-	for _, withResources := range []bool{false, true} { // the two watch engines (watch.go, watch_resources.go)
+	for _, withResources := range []bool{false, true} { // a tool view, and one with a resource part
 		t.Run(fmt.Sprintf("include_resources=%v", withResources), func(t *testing.T) { testWatchFollowsSetAuth(t, withResources) })
 	}
 }

@@ -99,6 +99,7 @@ type Server struct {
 	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
 	watch       watchCounters
 	hub         watchHub
+	watchSends  sync.WaitGroup // every watch message in flight (watch_send.go)
 }
 
 // New returns a Server for the bridge. opts may be nil.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -19,19 +19,20 @@ import (
 )
 
 // blockingStream is a server stream whose SendMsg blocks like gRPC's does
-// under flow control: until released or until its transport stream (in its
-// context, as gRPC puts it there) is ended with WriteStatus.
+// under flow control: until released or until the stream is done, which
+// gRPC signals by cancelling the stream's context once the handler
+// returned (cancel, here). ended counts the SendMsgs that failed.
 type blockingStream struct {
-	ctx     context.Context
-	release chan struct{}
-	done    chan struct{}
-	final   *status.Status // what WriteStatus wrote
-	sent    int
+	ctx         context.Context
+	cancel      context.CancelFunc
+	release     chan struct{}
+	sent, ended atomic.Int32
+	panics      bool
 }
 
 func newBlockingStream() *blockingStream {
-	b := &blockingStream{release: make(chan struct{}), done: make(chan struct{})}
-	b.ctx = grpc.NewContextWithServerTransportStream(context.Background(), (*fakeTransportStream)(b))
+	b := &blockingStream{release: make(chan struct{})}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
 	return b
 }
 
@@ -41,39 +42,25 @@ func (b *blockingStream) SendHeader(metadata.MD) error { return nil }
 func (b *blockingStream) SetTrailer(metadata.MD)       {}
 func (b *blockingStream) RecvMsg(any) error            { return nil }
 func (b *blockingStream) SendMsg(any) error {
+	if b.panics {
+		panic("boom")
+	}
 	select {
 	case <-b.release:
-		b.sent++
+		b.sent.Add(1)
 		return nil
-	case <-b.done:
-		return status.Error(codes.Canceled, "stream done")
+	case <-b.ctx.Done():
+		b.ended.Add(1)
+		return status.FromContextError(b.ctx.Err()).Err()
 	}
 }
 
-// fakeTransportStream is the blockingStream's transport side.
-type fakeTransportStream blockingStream
-
-func (f *fakeTransportStream) Method() string {
-	return toolsvcv1.ToolService_WatchCatalog_FullMethodName
-}
-func (f *fakeTransportStream) SetHeader(metadata.MD) error  { return nil }
-func (f *fakeTransportStream) SendHeader(metadata.MD) error { return nil }
-func (f *fakeTransportStream) SetTrailer(metadata.MD) error { return nil }
-func (f *fakeTransportStream) WriteStatus(st *status.Status) error {
-	select {
-	case <-f.done:
-	default:
-		f.final = st
-		close(f.done)
-	}
-	return nil
-}
-
-// TestWatchSenderTimeout: a Send held up for WatchSendTimeout is ended
-// exactly then, from the handler's own timer (no goroutine Sends), with the
-// final status SLOW_CONSUMER written at the transport, and counted; a Send
-// that completes in time disarms the timer; Shutdown ends a held Send at
-// once with SHUTTING_DOWN.
+// TestWatchSenderTimeout: a Send held up for WatchSendTimeout returns
+// UNAVAILABLE / SLOW_CONSUMER exactly then, counted, for the handler to
+// return, while the held SendMsg stays until gRPC ends the stream (its
+// context) and then ends, joined by Wait; a Send that completes in time
+// disarms the timer; Shutdown ends a held Send at once with SHUTTING_DOWN,
+// uncounted; a panic in SendMsg is INTERNAL.
 func TestWatchSenderTimeout(t *testing.T) {
 	msg := &toolsvcv1.WatchCatalogResponse{}
 	synctest.Test(t, func(t *testing.T) {
@@ -83,14 +70,17 @@ func TestWatchSenderTimeout(t *testing.T) {
 		defer w.close()
 		start := time.Now()
 		err := w.send(msg)
-		if d := time.Since(start); d != 3*time.Second {
-			t.Fatalf("held Send returned after %v, want exactly the 3s timeout", d)
+		if d := time.Since(start); d != 3*time.Second || errorReason(err) != ReasonSlowConsumer || status.Code(err) != codes.Unavailable || s.Stats().WatchSlowConsumers != 1 {
+			t.Fatalf("held Send: %v after %v, stats %+v; want UNAVAILABLE slow consumer after exactly the 3s timeout, counted", err, d, s.Stats())
 		}
-		if errorReason(err) != ReasonSlowConsumer || s.Stats().WatchSlowConsumers != 1 {
-			t.Fatalf("held Send: %v, stats %+v; want UNAVAILABLE slow consumer, counted", err, s.Stats())
+		synctest.Wait()
+		if b.ended.Load() != 0 {
+			t.Fatal("the held SendMsg returned before the stream was done")
 		}
-		if b.final.Code() != codes.Unavailable || errorReason(b.final.Err()) != ReasonSlowConsumer {
-			t.Fatalf("status written at the transport: %v", b.final)
+		b.cancel() // gRPC, once the handler returned
+		s.Wait()
+		if b.ended.Load() != 1 {
+			t.Fatal("Wait returned before the held SendMsg")
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -103,12 +93,8 @@ func TestWatchSenderTimeout(t *testing.T) {
 			t.Fatalf("Send released after 2s: %v", err)
 		}
 		time.Sleep(time.Hour) // the disarmed timer must not fire
-		synctest.Wait()
-		if b.final != nil || s.Stats().WatchSlowConsumers != 0 {
-			t.Fatalf("a Send that completed in time ended the stream (%v, %+v)", b.final, s.Stats())
-		}
-		if err := w.send(msg); err != nil || b.sent != 2 {
-			t.Fatalf("second Send: %v (sent %d)", err, b.sent)
+		if err := w.send(msg); err != nil || s.Stats().WatchSlowConsumers != 0 || b.sent.Load() != 2 {
+			t.Fatalf("second Send: %v, %+v, %d sent; want both sent, no slow consumer", err, s.Stats(), b.sent.Load())
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
@@ -116,26 +102,32 @@ func TestWatchSenderTimeout(t *testing.T) {
 		b := newBlockingStream()
 		w := newWatchSender(s, b)
 		defer w.close()
-		flt := &watchFilter{}
-		g, _ := s.hub.join(flt, w)
-		defer s.hub.leave(g, w)
 		go func() { time.Sleep(time.Second); s.Shutdown() }()
 		start := time.Now()
 		if err := w.send(msg); errorReason(err) != ReasonShuttingDown || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
 			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, time.Since(start), s.Stats())
 		}
-		if errorReason(b.final.Err()) != ReasonShuttingDown {
-			t.Fatalf("status written at the transport: %v", b.final)
-		}
-		if _, ok := s.hub.join(flt, nil); ok {
+		b.cancel()
+		s.Wait()
+		if _, ok := s.hub.join(&watchFilter{}); ok {
 			t.Fatal("a watch joined after Shutdown")
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		s := New(nil, nil)
+		b := newBlockingStream()
+		b.panics = true
+		w := newWatchSender(s, b)
+		defer w.close()
+		if err := w.send(msg); status.Code(err) != codes.Internal {
+			t.Fatalf("a panicking SendMsg: %v, want INTERNAL", err)
 		}
 	})
 }
 
 // TestWatchSlowStreamGoroutines: once a stream ended for a slow consumer,
-// no goroutine of it is left in a Send (the old engine's sender goroutine
-// outlived the handler), while a reading stream on the same connection is
+// neither its handler nor its held SendMsg's goroutine is left (it ends
+// with the stream), while a reading stream on the same connection is
 // served throughout.
 func TestWatchSlowStreamGoroutines(t *testing.T) {
 	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
@@ -161,11 +153,12 @@ func TestWatchSlowStreamGoroutines(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		n := strings.Count(stacks, "service.(*Server).WatchCatalog(")
-		if n == 1 && !strings.Contains(stacks, "service.(*watchSender).send.func") {
-			break // only the reader's handler
+		sends := strings.Count(stacks, "service.(*watchSender).sendMsg(")
+		if n == 1 && sends == 0 {
+			break // only the reader's handler, idle
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d WatchCatalog goroutines left, want the reader's only:\n%s", n, stacks)
+			t.Fatalf("%d WatchCatalog handlers and %d sends left, want the reader's handler only:\n%s", n, sends, stacks)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -184,10 +177,10 @@ func TestWatchGroupSharesEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, _ := f.svc.hub.join(flt, nil)
-	g2, _ := f.svc.hub.join(flt, nil)
-	defer f.svc.hub.leave(g1, nil)
-	defer f.svc.hub.leave(g2, nil)
+	g1, _ := f.svc.hub.join(flt)
+	g2, _ := f.svc.hub.join(flt)
+	defer f.svc.hub.leave(g1)
+	defer f.svc.hub.leave(g2)
 	if g1 != g2 {
 		t.Fatal("two watchers of the same view got different groups")
 	}
@@ -201,16 +194,30 @@ func TestWatchGroupSharesEvents(t *testing.T) {
 	if a, b := v1.changesFrom(f.svc, v0.view), v1.changesFrom(f.svc, v0.view); a.msgs[0] != b.msgs[0] {
 		t.Fatal("the changes event was built twice")
 	}
-	f.servers["a"].put("z", "v1")
-	f.waitCatalog(t, "a__z", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("a__z"); return ok })
-	v2 := g2.current(f.svc).ev
-	lag1, lag2 := v2.changesFrom(f.svc, v0.view), v2.changesFrom(f.svc, v0.view)
-	if lag1.msgs[0] != lag2.msgs[0] {
-		t.Fatal("a laggard's delta was built twice")
-	}
-	if m := decodeEvent(t, lag1); toolNames(m.GetChanges().GetUpserted()) != "a__y a__z " || m.GetRevision() != v2.view.rev {
+	f.putTool(t, "a", "z")
+	v2, m := laggardDelta(t, f.svc, g2, v0.view)
+	if toolNames(m.GetChanges().GetUpserted()) != "a__y a__z " || m.GetRevision() != v2.view.rev {
 		t.Fatalf("laggard delta: %v", m)
 	}
+}
+
+// putTool adds tool name to server and waits until the catalog has it.
+func (f *watchFixture) putTool(t *testing.T, server, name string) {
+	f.servers[server].put(name, "v1")
+	exposed := server + "__" + name
+	f.waitCatalog(t, exposed, func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup(exposed); return ok })
+}
+
+// laggardDelta returns g's current events and the delta that moves a
+// member holding from to them, checking that it is built once for the
+// group.
+func laggardDelta(t *testing.T, s *Server, g *watchGroup, from *view) (*viewEvents, *toolsvcv1.WatchCatalogResponse) {
+	t.Helper()
+	ev := g.current(s).ev
+	if a, b := ev.changesFrom(s, from), ev.changesFrom(s, from); a.msgs[0] != b.msgs[0] {
+		t.Fatal("a laggard's delta was built twice")
+	}
+	return ev, decodeEvent(t, ev.changesFrom(s, from))
 }
 
 // errorReason is the ErrorInfo reason of a status error ("" without one).

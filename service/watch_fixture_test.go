@@ -29,14 +29,35 @@ type memServer struct {
 	tools map[string]string // name -> description, as the upstream has them
 }
 
-func newMemServer(name string) *memServer {
-	// The tools capability is declared explicitly: the go-sdk infers it
-	// from the tools registered at initialize time, and the bridge does not
-	// list tools on a session whose upstream had none then.
-	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
+func newMemServer(name string) *memServer { return newMemServerWith(name, false) }
+
+// newMemServerWith is newMemServer whose upstream also declares resources
+// and prompts (withResources), so that the bridge lists them.
+func newMemServerWith(name string, withResources bool) *memServer {
+	// The capabilities are declared explicitly: the go-sdk infers them
+	// from what is registered at initialize time, and the bridge does not
+	// list a kind on a session whose upstream had none then.
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	if withResources {
+		caps.Resources = &mcp.ResourceCapabilities{ListChanged: true}
+		caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{Capabilities: caps})
 	return &memServer{name: name, srv: srv, tools: map[string]string{}}
+}
+
+// putResource adds a resource or replaces its description.
+func (m *memServer) putResource(uri, desc string) {
+	m.srv.AddResource(&mcp.Resource{URI: uri, Name: uri, Description: desc}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Text: desc}}}, nil
+	})
+}
+
+// putPrompt adds a prompt or replaces its description.
+func (m *memServer) putPrompt(name, desc string) {
+	m.srv.AddPrompt(&mcp.Prompt{Name: name, Description: desc}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
 }
 
 func noop(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -125,10 +146,18 @@ type watchFixture struct {
 // the given tool names), a bridge, and the service over bufconn.
 func newWatchFixture(tb testing.TB, opts *Options, servers map[string][]string) *watchFixture {
 	tb.Helper()
+	return newWatchFixtureWith(tb, opts, servers, false)
+}
+
+// newWatchFixtureWith is newWatchFixture whose upstreams also declare
+// resources and prompts (withResources; add them with putResource and
+// putPrompt).
+func newWatchFixtureWith(tb testing.TB, opts *Options, servers map[string][]string, withResources bool) *watchFixture {
+	tb.Helper()
 	f := &watchFixture{servers: map[string]*memServer{}}
 	var cfgs []mcpbridge.ServerConfig
 	for name, tools := range servers {
-		m := newMemServer(name)
+		m := newMemServerWith(name, withResources)
 		for _, tl := range tools {
 			m.put(tl, "v0")
 		}
@@ -143,6 +172,7 @@ func newWatchFixture(tb testing.TB, opts *Options, servers map[string][]string) 
 	f.bridge = b
 	f.svc = New(b, opts)
 	tb.Cleanup(func() { // after the server has stopped
+		f.svc.Wait() // every watch message in flight has been sent or failed
 		b.Close()
 		for _, m := range f.servers {
 			m.closeAll()
@@ -215,4 +245,24 @@ func toolNames(ts []*toolsvcv1.Tool) string {
 		b.WriteString(t.GetName() + " ")
 	}
 	return b.String()
+}
+
+// waitResources waits until cond holds for the current resource snapshot.
+func (f *watchFixture) waitResources(tb testing.TB, what string, cond func(*mcpbridge.ResourceSnapshot) bool) *mcpbridge.ResourceSnapshot {
+	tb.Helper()
+	rcat := f.bridge.Resources()
+	sub := rcat.Subscribe()
+	defer sub.Close()
+	deadline := time.After(defaultTestTimeout)
+	for {
+		if s := rcat.Current(); cond(s) {
+			return s
+		}
+		select {
+		case <-sub.C():
+		case <-deadline:
+			tb.Fatalf("timed out waiting for %s; resources %d, templates %d, prompts %d", what,
+				len(rcat.Current().Resources), len(rcat.Current().Templates), len(rcat.Current().Prompts))
+		}
+	}
 }

@@ -14,10 +14,12 @@ import (
 )
 
 // FuzzWatchResumeToken checks what any resume token earns, for the whole
-// catalog and a filtered view: an empty token a plain snapshot, the current
-// revision "synced", a remembered revision exactly the changes since it, and
-// anything else a reset snapshot, counted as malformed exactly when the
-// token is not shaped like a revision. Never a panic, never an error.
+// catalog and filtered views, tools only or with resources and prompts: an
+// empty token a plain snapshot, the current revision "synced", a
+// remembered revision exactly the changes since it, and anything else a
+// reset snapshot, counted as malformed exactly when the token is not shaped
+// like a revision of the view (32 hex digits, or 64 with resources or
+// prompts). Never a panic, never an error.
 //
 // CI runs the seed corpus (go test); a longer run:
 //
@@ -28,12 +30,15 @@ func FuzzWatchResumeToken(f *testing.F) {
 	old := cat.Current()
 	fx.servers["a"].put("z", "v1")
 	cur := fx.waitCatalog(f, "a__z", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("a__z"); return ok })
-	filters := []*toolsvcv1.WatchCatalogRequest{{}, {Servers: []string{"a"}}, {Servers: []string{"b"}, ExcludeUnavailable: true}}
+	filters := []*toolsvcv1.WatchCatalogRequest{{}, {Servers: []string{"a"}}, {Servers: []string{"b"}, ExcludeUnavailable: true},
+		{IncludeResources: true, IncludePrompts: true}, {Servers: []string{"a"}, IncludePrompts: true}}
+	res := fx.bridge.Resources().Current().Revision
 
 	for _, seed := range []string{
 		"", old.Revision, cur.Revision, strings.ToUpper(cur.Revision), cur.Revision[:31], cur.Revision + "0",
 		strings.Repeat("0", 32), "not-a-revision", "cDE6...", "\x00", "é" + cur.Revision[2:],
 		core.EncodeToolPageToken(cur.Revision, "a__x"),
+		old.Revision + res, cur.Revision + res, res + cur.Revision, cur.Revision + strings.ToUpper(res), cur.Revision + res + "0",
 	} {
 		for i := range filters {
 			f.Add(seed, i)
@@ -47,8 +52,8 @@ func FuzzWatchResumeToken(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _ := fx.svc.hub.join(flt, nil)
-		defer fx.svc.hub.leave(g, nil)
+		g, _ := fx.svc.hub.join(flt)
+		defer fx.svc.hub.leave(g)
 		ev := g.current(fx.svc).ev
 		v := ev.view
 		if v.rev != fx.svc.view(cur, flt).rev {
@@ -62,7 +67,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 		}
 		malformed := after.WatchMalformedTokens - before.WatchMalformedTokens
 		resets := after.WatchResets - before.WatchResets
-		if want := tok != "" && !core.ValidRevision(tok); (malformed == 1) != want || malformed > 1 {
+		if _, _, shaped := splitToken(tok, flt.kinds); (malformed == 1) != (tok != "" && !shaped) || malformed > 1 {
 			t.Fatalf("token %q: malformed counter moved by %d", tok, malformed)
 		}
 		known := g.findView(fx.svc, tok)

@@ -177,7 +177,7 @@ func stuckWatch(t *testing.T, f *watchFixture, ctx context.Context) toolsvcv1.To
 	return st
 }
 
-func waitStreams(t *testing.T, f *watchFixture, n int64) {
+func waitStreams(t testing.TB, f *watchFixture, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(defaultTestTimeout)
 	for f.svc.Stats().WatchStreams != n {

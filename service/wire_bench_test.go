@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/proto"
 
@@ -20,13 +18,24 @@ import (
 var benchSchema = json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"file path"},` +
 	`"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"recursive":{"type":"boolean"}},"required":["path"]}`)
 
-func benchFixture(b *testing.B, tools int) *watchFixture {
-	f := newWatchFixture(b, nil, map[string][]string{"s": nil})
+func benchFixture(b *testing.B, tools int) *watchFixture { return benchFixtureWith(b, tools, 0) }
+
+// benchFixtureWith is benchFixture whose upstream also has resources
+// resources and as many prompts (none: it declares neither kind).
+func benchFixtureWith(b *testing.B, tools, resources int) *watchFixture {
+	f := newWatchFixtureWith(b, nil, map[string][]string{"s": nil}, resources > 0)
 	for i := range tools {
 		f.servers["s"].srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("tool_%05d", i), Description: "a generated tool of the benchmark",
 			InputSchema: benchSchema}, noop)
 	}
+	for i := range resources {
+		f.servers["s"].putResource(fmt.Sprintf("file:///bench/resource_%05d.txt", i), "a generated resource of the benchmark")
+		f.servers["s"].putPrompt(fmt.Sprintf("prompt_%05d", i), "a generated prompt of the benchmark")
+	}
 	f.waitCatalog(b, "the tools", func(s *mcpbridge.Snapshot) bool { return len(s.Tools) == tools })
+	f.waitResources(b, "the resources", func(s *mcpbridge.ResourceSnapshot) bool {
+		return len(s.Resources) == resources && len(s.Prompts) == resources
+	})
 	return f
 }
 
@@ -85,46 +94,3 @@ func (discardCodec) Marshal(v any) (mem.BufferSlice, error) {
 }
 func (discardCodec) Unmarshal(mem.BufferSlice, any) error { return nil }
 func (discardCodec) Name() string                         { return "proto" }
-
-// BenchmarkWatchFanout: one change delivered to 500 watchers of the whole
-// catalog over one gRPC connection (bufconn); ns/op is the time until the
-// last watcher has it. The watchers do not decode (discardCodec).
-//
-//	go test -run '^$' -bench WatchFanout -benchmem ./service
-func BenchmarkWatchFanout(b *testing.B) {
-	const watchers = 500
-	f := benchFixture(b, 50)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	got := make(chan struct{}, watchers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	for range watchers {
-		st, err := f.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{}, grpc.ForceCodecV2(discardCodec{}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := st.Recv(); err != nil {
-			b.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				if _, err := st.Recv(); err != nil {
-					return
-				}
-				got <- struct{}{} // no progress events: the interval is 30 s
-			}
-		}()
-	}
-	i := 0
-	for b.Loop() {
-		i++
-		f.servers["s"].srv.AddTool(&mcp.Tool{Name: "tool_00000", Description: fmt.Sprint("change ", i), InputSchema: benchSchema}, noop)
-		for range watchers {
-			<-got
-		}
-	}
-}

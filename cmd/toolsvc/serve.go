@@ -293,6 +293,7 @@ func runServe(ctx context.Context, args []string) error {
 		gs.Stop()
 		<-stopped
 	}
+	svc.Wait() // every watch stream is done: a message a client held fails (service/watch_send.go)
 	if err := <-serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		log.Warn("serve ended", "error", err)
 	}

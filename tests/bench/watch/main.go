@@ -56,6 +56,7 @@ var (
 	stormFor      = flag.Duration("storm-for", 10*time.Second, "phase 2 duration")
 	toolsvcBin    = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	rounds        = flag.Int("rounds", 5, "one-change rounds in phase 1 (each a new tool); p99 is the median round's, with the spread")
+	resources     = flag.Int("resources", 0, "resources and as many prompts on the upstream; with any, every watch sets include_resources and include_prompts")
 )
 
 func main() {
@@ -67,6 +68,9 @@ func main() {
 	up := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	for i := range *tools {
 		addTool(up, fmt.Sprintf("tool_%05d", i), "initial")
+	}
+	for i := range *resources {
+		addResourceAndPrompt(up, i)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
@@ -85,7 +89,7 @@ func main() {
 		defer c.Close()
 		clients[i] = toolsvcv1.NewToolServiceClient(c)
 	}
-	res := map[string]any{"watchers": *watchers, "conns": *conns, "tools": *tools, "gomaxprocs": runtime.GOMAXPROCS(0)}
+	res := map[string]any{"watchers": *watchers, "conns": *conns, "tools": *tools, "resources": *resources, "gomaxprocs": runtime.GOMAXPROCS(0)}
 
 	// Phase 1: idle memory and one-change latency.
 	settle()
@@ -182,6 +186,19 @@ func addTool(s *mcp.Server, name, desc string) {
 		})
 }
 
+// addResourceAndPrompt adds resource and prompt number i to the upstream.
+func addResourceAndPrompt(s *mcp.Server, i int) {
+	uri := fmt.Sprintf("file:///bench/resource_%05d.txt", i)
+	s.AddResource(&mcp.Resource{URI: uri, Name: uri, Description: "a generated resource"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Text: "x"}}}, nil
+		})
+	s.AddPrompt(&mcp.Prompt{Name: fmt.Sprintf("prompt_%05d", i), Description: "a generated prompt"},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
+}
+
 // pool is a set of watchers reading their streams.
 type pool struct {
 	cancel  context.CancelFunc
@@ -205,7 +222,7 @@ func openWatchers(ctx context.Context, clients []toolsvcv1.ToolServiceClient, n 
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			st, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{})
+			st, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: *resources > 0, IncludePrompts: *resources > 0})
 			if err != nil {
 				log.Fatalf("WatchCatalog: %v", err)
 			}
