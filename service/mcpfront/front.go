@@ -7,7 +7,6 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -287,21 +286,6 @@ func closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// principalBearer stands in for a bearer token when the caller
-// authenticated otherwise (mTLS) or auth is off.
-const principalBearer = "toolsvc-authenticated"
-
-type tokenInfoKey struct{}
-
-// tokenInfo is the auth.TokenVerifier of the front door: authentication
-// already happened (Handler), so it returns its result.
-func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-	if ti, ok := ctx.Value(tokenInfoKey{}).(*auth.TokenInfo); ok {
-		return ti, nil
-	}
-	return nil, auth.ErrInvalidToken
-}
-
 const (
 	principalMethodKey = "toolsvc.principal.method"
 	principalAuthKey   = "toolsvc.principal.authenticated"
@@ -310,34 +294,6 @@ const (
 	// (authstate.go).
 	authStateExtraKey = "toolsvc.auth.state"
 )
-
-// quietUndelivered logs go-sdk's info lines and its "undelivered message"
-// warnings at debug level. The warnings: a session adopted from another
-// replica (or whose client has gone) has no stream of its own on this
-// replica, so every list_changed to it is undelivered here, as expected
-// (its client listens where its stream is).
-type quietUndelivered struct{ slog.Handler }
-
-func (h quietUndelivered) Handle(ctx context.Context, r slog.Record) error {
-	// go-sdk's per-event info lines ("resource subscribed", "resource
-	// updated notification sent", …) are debug detail here: toolsvc's
-	// audit log and metrics record what matters.
-	if r.Level == slog.LevelInfo || (r.Level == slog.LevelWarn && strings.Contains(r.Message, "undelivered message")) {
-		r.Level = slog.LevelDebug
-		if !h.Handler.Enabled(ctx, r.Level) {
-			return nil
-		}
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h quietUndelivered) WithAttrs(as []slog.Attr) slog.Handler {
-	return quietUndelivered{h.Handler.WithAttrs(as)}
-}
-
-func (h quietUndelivered) WithGroup(name string) slog.Handler {
-	return quietUndelivered{h.Handler.WithGroup(name)}
-}
 
 // httpAuthContext is the request's context with the credentials it
 // presented: its Authorization header and the client certificate chains
@@ -437,25 +393,6 @@ func debounce(stop <-chan struct{}, in <-chan struct{}, d time.Duration, fire fu
 			fire()
 		}
 	}
-}
-
-// listChangedMarker is a tool the go-sdk server holds only so that adding
-// and removing it makes go-sdk send notifications/tools/list_changed to
-// every session (legacy sessions on their stream, 2026-07-28 ones on their
-// subscriptions/listen): the SDK has no other way to notify its sessions.
-// The middleware answers tools/list and tools/call, so no client sees it.
-const listChangedMarker = "toolsvc-catalog-changed"
-
-func (f *Front) notifyListChanged() {
-	f.markerMu.Lock()
-	defer f.markerMu.Unlock()
-	// The marker is added, then removed: two changes within go-sdk's own
-	// 10 ms debounce, one notification.
-	f.server.AddTool(&mcp.Tool{Name: listChangedMarker, InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return nil, errors.New("not a tool")
-		})
-	f.server.RemoveTools(listChangedMarker)
 }
 
 // Close stops Run and closes every session of the front door at once
@@ -617,24 +554,6 @@ func (f *Front) track(ss *mcp.ServerSession) {
 	}()
 }
 
-// principalContext puts the request's principal (from TokenInfo) into ctx
-// for the pipeline; a stateful session's handler context is the session's,
-// not the request's.
-func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Context {
-	if extra == nil || extra.TokenInfo == nil {
-		return ctx
-	}
-	ti := extra.TokenInfo
-	if st, ok := ti.Extra[authStateExtraKey].(*core.AuthState); ok && st != nil {
-		ctx = core.WithAuthState(ctx, st)
-	}
-	if ok, _ := ti.Extra[principalAuthKey].(bool); !ok {
-		return ctx
-	}
-	m, _ := ti.Extra[principalMethodKey].(string)
-	return core.WithPrincipal(ctx, core.Principal{Name: ti.UserID, Method: m})
-}
-
 // listTools answers tools/list from the catalog snapshot: the same
 // exposed names, schemas and annotations as ListTools, the caller's tools
 // only, paginated with ListTools' page tokens (keyset over the revision
@@ -756,24 +675,6 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		res = withResultType(res)
 	}
 	return res, nil
-}
-
-// withResultType is res with the 2026-07-28 resultType set. go-sdk sets
-// it only on results of its own tool handlers (the field is unexported);
-// decoding it is the one way in, so a one-field object is decoded and the
-// exported fields copied over.
-func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
-	rt := `{"resultType":"complete"}`
-	if res.NeedsInput() {
-		rt = `{"resultType":"input_required"}`
-	}
-	out := new(mcp.CallToolResult)
-	if err := json.Unmarshal([]byte(rt), out); err != nil {
-		return res
-	}
-	out.Meta, out.Content, out.StructuredContent, out.IsError = res.Meta, res.Content, res.StructuredContent, res.IsError
-	out.InputRequests, out.RequestState = res.InputRequests, res.RequestState
-	return out
 }
 
 // dispatch calls the upstream, forwarding progress when the client asked

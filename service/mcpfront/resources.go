@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
@@ -423,33 +422,6 @@ func (f *Front) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscripti
 		}
 		notify() // it may have changed while the upstream was away
 	}
-}
-
-// Resource and prompt list_changed: go-sdk sends
-// notifications/resources/list_changed and notifications/prompts/list_changed
-// when its own resource and prompt lists change, so a marker resource and a
-// marker prompt are added and removed, as for tools (listChangedMarker);
-// the middleware answers every list and read, so no client sees them.
-const listChangedMarkerURI = "toolsvc:catalog-changed"
-
-func (f *Front) notifyResourcesChanged() {
-	f.markerMu.Lock()
-	defer f.markerMu.Unlock()
-	f.server.AddResource(&mcp.Resource{URI: listChangedMarkerURI, Name: listChangedMarker},
-		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-			return nil, mcp.ResourceNotFoundError(listChangedMarkerURI)
-		})
-	f.server.RemoveResources(listChangedMarkerURI)
-}
-
-func (f *Front) notifyPromptsChanged() {
-	f.markerMu.Lock()
-	defer f.markerMu.Unlock()
-	f.server.AddPrompt(&mcp.Prompt{Name: listChangedMarker},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return nil, fmt.Errorf("not a prompt")
-		})
-	f.server.RemovePrompts(listChangedMarker)
 }
 
 // runResources sends resources/list_changed and prompts/list_changed when

@@ -261,40 +261,6 @@ func (f *Front) adopt(r *http.Request, sid, principal, pv string) (*frontSession
 	return e, nil
 }
 
-// internalPOST sends a JSON-RPC message through the stateful handler in
-// the context (principal, TokenInfo) of r, discarding the answer.
-func (f *Front) internalPOST(r *http.Request, sid, body string) int {
-	req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, "/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if sid != "" {
-		req.Header.Set(sessionIDHeader, sid)
-	}
-	if pv := r.Header.Get(protocolVersionHeader); pv != "" && sid != "" {
-		req.Header.Set(protocolVersionHeader, pv)
-	}
-	w := &discardWriter{header: http.Header{}}
-	f.stateful.ServeHTTP(w, req)
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.code
-}
-
-type discardWriter struct {
-	header http.Header
-	code   int
-}
-
-func (w *discardWriter) Header() http.Header         { return w.header }
-func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *discardWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-}
-func (w *discardWriter) Flush() {}
-
 // The session table: the stateful sessions of this replica, capped.
 //
 // Every go-sdk stateful session costs memory and its connection's reader

@@ -1,0 +1,197 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolsvc/toolsvc/service/core"
+)
+
+// The go-sdk adapter of the front door: every place where toolsvc works
+// around what go-sdk v1.8.0 offers its servers is here, with gosdk_test.go
+// pinning the go-sdk behaviour each relies on, so that an upgrade that
+// changes it fails there, loudly, in one place:
+//
+//   - list_changed markers: go-sdk sends notifications/{tools,resources,
+//     prompts}/list_changed only when its own lists change, so a marker is
+//     added and removed (one notification: go-sdk debounces its own sends);
+//   - resultType: go-sdk sets CallToolResult.resultType (2026-07-28) only on
+//     results of its own tool handlers (the field is unexported), so it is
+//     set by decoding;
+//   - the principal: go-sdk binds a session to auth.TokenInfo.UserID, and
+//     its one way in is auth.RequireBearerToken, whose verifier returns what
+//     the front door already authenticated;
+//   - session adoption: go-sdk creates a stateful session only on
+//     initialize, so adopting a session minted by another replica replays
+//     one through the stateful handler (internalPOST);
+//   - logging: go-sdk logs every adopted session's undelivered
+//     notification as a warning (quietUndelivered).
+
+// principalBearer stands in for a bearer token when the caller
+// authenticated otherwise (mTLS) or auth is off.
+const principalBearer = "toolsvc-authenticated"
+
+type tokenInfoKey struct{}
+
+// tokenInfo is the auth.TokenVerifier of the front door: authentication
+// already happened (Handler), so it returns its result.
+func tokenInfo(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+	if ti, ok := ctx.Value(tokenInfoKey{}).(*auth.TokenInfo); ok {
+		return ti, nil
+	}
+	return nil, auth.ErrInvalidToken
+}
+
+// quietUndelivered logs go-sdk's info lines and its "undelivered message"
+// warnings at debug level. The warnings: a session adopted from another
+// replica (or whose client has gone) has no stream of its own on this
+// replica, so every list_changed to it is undelivered here, as expected
+// (its client listens where its stream is).
+type quietUndelivered struct{ slog.Handler }
+
+func (h quietUndelivered) Handle(ctx context.Context, r slog.Record) error {
+	// go-sdk's per-event info lines ("resource subscribed", "resource
+	// updated notification sent", …) are debug detail here: toolsvc's
+	// audit log and metrics record what matters.
+	if r.Level == slog.LevelInfo || (r.Level == slog.LevelWarn && strings.Contains(r.Message, "undelivered message")) {
+		r.Level = slog.LevelDebug
+		if !h.Handler.Enabled(ctx, r.Level) {
+			return nil
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietUndelivered) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietUndelivered{h.Handler.WithAttrs(as)}
+}
+
+func (h quietUndelivered) WithGroup(name string) slog.Handler {
+	return quietUndelivered{h.Handler.WithGroup(name)}
+}
+
+// listChangedMarker is a tool the go-sdk server holds only so that adding
+// and removing it makes go-sdk send notifications/tools/list_changed to
+// every session (legacy sessions on their stream, 2026-07-28 ones on their
+// subscriptions/listen): the SDK has no other way to notify its sessions.
+// The middleware answers tools/list and tools/call, so no client sees it.
+const listChangedMarker = "toolsvc-catalog-changed"
+
+func (f *Front) notifyListChanged() {
+	f.markerMu.Lock()
+	defer f.markerMu.Unlock()
+	// The marker is added, then removed: two changes within go-sdk's own
+	// 10 ms debounce, one notification.
+	f.server.AddTool(&mcp.Tool{Name: listChangedMarker, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, errors.New("not a tool")
+		})
+	f.server.RemoveTools(listChangedMarker)
+}
+
+// withResultType is res with the 2026-07-28 resultType set. go-sdk sets
+// it only on results of its own tool handlers (the field is unexported);
+// decoding it is the one way in, so a one-field object is decoded and the
+// exported fields copied over.
+func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
+	rt := `{"resultType":"complete"}`
+	if res.NeedsInput() {
+		rt = `{"resultType":"input_required"}`
+	}
+	out := new(mcp.CallToolResult)
+	if err := json.Unmarshal([]byte(rt), out); err != nil {
+		return res
+	}
+	out.Meta, out.Content, out.StructuredContent, out.IsError = res.Meta, res.Content, res.StructuredContent, res.IsError
+	out.InputRequests, out.RequestState = res.InputRequests, res.RequestState
+	return out
+}
+
+// Resource and prompt list_changed: go-sdk sends
+// notifications/resources/list_changed and notifications/prompts/list_changed
+// when its own resource and prompt lists change, so a marker resource and a
+// marker prompt are added and removed, as for tools (listChangedMarker);
+// the middleware answers every list and read, so no client sees them.
+const listChangedMarkerURI = "toolsvc:catalog-changed"
+
+func (f *Front) notifyResourcesChanged() {
+	f.markerMu.Lock()
+	defer f.markerMu.Unlock()
+	f.server.AddResource(&mcp.Resource{URI: listChangedMarkerURI, Name: listChangedMarker},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return nil, mcp.ResourceNotFoundError(listChangedMarkerURI)
+		})
+	f.server.RemoveResources(listChangedMarkerURI)
+}
+
+func (f *Front) notifyPromptsChanged() {
+	f.markerMu.Lock()
+	defer f.markerMu.Unlock()
+	f.server.AddPrompt(&mcp.Prompt{Name: listChangedMarker},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return nil, fmt.Errorf("not a prompt")
+		})
+	f.server.RemovePrompts(listChangedMarker)
+}
+
+// internalPOST sends a JSON-RPC message through the stateful handler in
+// the context (principal, TokenInfo) of r, discarding the answer.
+func (f *Front) internalPOST(r *http.Request, sid, body string) int {
+	req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, "/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if sid != "" {
+		req.Header.Set(sessionIDHeader, sid)
+	}
+	if pv := r.Header.Get(protocolVersionHeader); pv != "" && sid != "" {
+		req.Header.Set(protocolVersionHeader, pv)
+	}
+	w := &discardWriter{header: http.Header{}}
+	f.stateful.ServeHTTP(w, req)
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.code
+}
+
+type discardWriter struct {
+	header http.Header
+	code   int
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+func (w *discardWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *discardWriter) Flush() {}
+
+// principalContext puts the request's principal (from TokenInfo) into ctx
+// for the pipeline; a stateful session's handler context is the session's,
+// not the request's.
+func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Context {
+	if extra == nil || extra.TokenInfo == nil {
+		return ctx
+	}
+	ti := extra.TokenInfo
+	if st, ok := ti.Extra[authStateExtraKey].(*core.AuthState); ok && st != nil {
+		ctx = core.WithAuthState(ctx, st)
+	}
+	if ok, _ := ti.Extra[principalAuthKey].(bool); !ok {
+		return ctx
+	}
+	m, _ := ti.Extra[principalMethodKey].(string)
+	return core.WithPrincipal(ctx, core.Principal{Name: ti.UserID, Method: m})
+}
