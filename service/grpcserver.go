@@ -83,6 +83,24 @@ type GRPCOptions struct {
 // reflection exempt) → the extra (call) interceptors → requests the codec
 // could not decode answered INVALID_ARGUMENT (ServerOptions).
 func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
+	o = o.withDefaults()
+	unary, stream := o.interceptors(svc)
+	gs := grpc.NewServer(o.serverOptions(svc, unary, stream)...)
+	svc.Register(gs)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(HealthReadiness, healthpb.HealthCheckResponse_NOT_SERVING)
+	hs.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
+	if svc.grpcMetrics != nil {
+		svc.grpcMetrics.InitializeMetrics(gs)
+	}
+	return gs, hs
+}
+
+// withDefaults is o with its zero fields set to their defaults.
+func (o GRPCOptions) withDefaults() GRPCOptions {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -98,8 +116,17 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	if o.MaxSendMsgSize == 0 {
 		o.MaxSendMsgSize = 64 << 20
 	}
-	log := o.Logger
+	if o.StreamWorkers == 0 {
+		o.StreamWorkers = DefaultStreamWorkers
+	}
+	return o
+}
 
+// interceptors is the chain, outermost first: metrics (with a Registry),
+// logging, recovery, authentication (every service but health and
+// reflection), then the embedder's.
+func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
+	log := o.Logger
 	var unary []grpc.UnaryServerInterceptor
 	var stream []grpc.StreamServerInterceptor
 	if o.Registry != nil {
@@ -132,9 +159,13 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		unary = append(unary, selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), needsAuth))
 		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), needsAuth))
 	}
-	unary = append(unary, o.ExtraUnary...)
-	stream = append(stream, o.ExtraStream...)
+	return append(unary, o.ExtraUnary...), append(stream, o.ExtraStream...)
+}
 
+// serverOptions are the gRPC server's options: the interceptor chain,
+// keepalive, message limits, the service's own options (its codec, and
+// innermost the undecodable-request check), TLS, stats, stream workers.
+func (o GRPCOptions) serverOptions(svc *Server, unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
@@ -158,24 +189,10 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	if o.StatsHandler != nil {
 		opts = append(opts, grpc.StatsHandler(o.StatsHandler))
 	}
-	if o.StreamWorkers == 0 {
-		o.StreamWorkers = DefaultStreamWorkers
-	}
 	if o.StreamWorkers > 0 {
 		opts = append(opts, grpc.NumStreamWorkers(uint32(o.StreamWorkers)))
 	}
-	gs := grpc.NewServer(opts...)
-	svc.Register(gs)
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(gs, hs)
-	reflection.Register(gs)
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(HealthReadiness, healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
-	if svc.grpcMetrics != nil {
-		svc.grpcMetrics.InitializeMetrics(gs)
-	}
-	return gs, hs
+	return opts
 }
 
 // interceptorAuth is the interceptor's authentication: the service's

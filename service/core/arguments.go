@@ -402,16 +402,7 @@ func underAnyProperty(path, field string, args map[string]any) bool {
 // <keyword>: <detail>", one link per schema it descended into; the instance
 // path is rebuilt by walking those pointers alongside the arguments.
 func (cs *compiledSchema) locate(field string, args map[string]any, msg string) []FieldViolation {
-	var ptrs []string
-	for strings.HasPrefix(msg, "validating ") {
-		rest := msg[len("validating "):]
-		i := strings.Index(rest, ": ")
-		if i < 0 {
-			break
-		}
-		ptrs = append(ptrs, rest[:i])
-		msg = rest[i+2:]
-	}
+	ptrs, detail := splitChain(msg)
 	path := field
 	var cur any = args
 	prev := ""
@@ -421,57 +412,76 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 			// $id: the pointers that follow still start from the root.
 			continue
 		}
-		if !strings.HasPrefix(p, prev+"/") { // a $ref jump: same instance
-			prev = p
-			continue
-		}
-		segs := strings.Split(strings.TrimPrefix(p, prev+"/"), "/")
-		for i := 0; i < len(segs); i++ {
-			switch seg := unescapePointer(segs[i]); seg {
-			case "properties":
-				if i+1 < len(segs) {
-					key := unescapePointer(segs[i+1])
-					i++
-					path = joinKey(path, key)
-					cur = member(cur, key)
-				}
-			case "prefixItems":
-				if i+1 < len(segs) {
-					n, _ := strconv.Atoi(segs[i+1])
-					i++
-					path = fmt.Sprintf("%s[%d]", path, n)
-					cur = element(cur, n)
-				}
-			case "items":
-				if i+1 < len(segs) { // draft-07 items array
-					if n, err := strconv.Atoi(segs[i+1]); err == nil {
-						i++
-						path = fmt.Sprintf("%s[%d]", path, n)
-						cur = element(cur, n)
-						continue
-					}
-				}
-				if n, ok := cs.failingItem(p, cur); ok {
-					path = fmt.Sprintf("%s[%d]", path, n)
-					cur = element(cur, n)
-				} else {
-					path += "[]"
-					cur = nil
-				}
-			case "additionalProperties", "unevaluatedProperties", "patternProperties":
-				// The failing key is not in the pointer; the detail names
-				// the value, so the object's path is the most precise.
-				if seg == "patternProperties" && i+1 < len(segs) {
-					i++
-				}
-				i = len(segs)
-			}
-			// allOf/N, anyOf/N, oneOf/N, not, if/then/else,
-			// dependentSchemas/K, $defs/K: the same instance.
+		if strings.HasPrefix(p, prev+"/") { // else a $ref jump: same instance
+			path, cur = cs.descend(p, strings.Split(strings.TrimPrefix(p, prev+"/"), "/"), path, cur)
 		}
 		prev = p
 	}
-	if m := requiredRE.FindStringSubmatch(msg); m != nil {
+	return violationsAt(path, detail)
+}
+
+// splitChain splits jsonschema-go's error text into the schema pointers of
+// its "validating <pointer>: " links and the detail that follows them.
+func splitChain(msg string) (ptrs []string, detail string) {
+	for strings.HasPrefix(msg, "validating ") {
+		rest := msg[len("validating "):]
+		i := strings.Index(rest, ": ")
+		if i < 0 {
+			break
+		}
+		ptrs = append(ptrs, rest[:i])
+		msg = rest[i+2:]
+	}
+	return ptrs, msg
+}
+
+// descend follows the segments segs of schema pointer p (those after the
+// previous link's pointer) from the instance cur at path, and returns the
+// instance and path they lead to.
+func (cs *compiledSchema) descend(p string, segs []string, path string, cur any) (string, any) {
+	for i := 0; i < len(segs); i++ {
+		switch seg := unescapePointer(segs[i]); seg {
+		case "properties":
+			if i+1 < len(segs) {
+				key := unescapePointer(segs[i+1])
+				i++
+				path, cur = joinKey(path, key), member(cur, key)
+			}
+		case "prefixItems":
+			if i+1 < len(segs) {
+				n, _ := strconv.Atoi(segs[i+1])
+				i++
+				path, cur = fmt.Sprintf("%s[%d]", path, n), element(cur, n)
+			}
+		case "items":
+			if i+1 < len(segs) { // draft-07 items array
+				if n, err := strconv.Atoi(segs[i+1]); err == nil {
+					i++
+					path, cur = fmt.Sprintf("%s[%d]", path, n), element(cur, n)
+					continue
+				}
+			}
+			if n, ok := cs.failingItem(p, cur); ok {
+				path, cur = fmt.Sprintf("%s[%d]", path, n), element(cur, n)
+			} else {
+				path, cur = path+"[]", nil
+			}
+		case "additionalProperties", "unevaluatedProperties", "patternProperties":
+			// The failing key is not in the pointer; the detail names the
+			// value, so the object's path is the most precise.
+			return path, cur
+		}
+		// allOf/N, anyOf/N, oneOf/N, not, if/then/else,
+		// dependentSchemas/K, $defs/K: the same instance.
+	}
+	return path, cur
+}
+
+// violationsAt is the violations of detail at path: one per missing
+// required property, one per property additionalProperties does not
+// allow (sorted), else detail itself.
+func violationsAt(path, detail string) []FieldViolation {
+	if m := requiredRE.FindStringSubmatch(detail); m != nil {
 		var out []FieldViolation
 		for _, k := range quotedList(m[1]) {
 			out = append(out, Violation(joinKey(path, k), "required property is missing"))
@@ -480,7 +490,7 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 			return out
 		}
 	}
-	if m := additionalRE.FindStringSubmatch(msg); m != nil {
+	if m := additionalRE.FindStringSubmatch(detail); m != nil {
 		keys := quotedList(m[1])
 		sort.Strings(keys)
 		var out []FieldViolation
@@ -491,7 +501,7 @@ func (cs *compiledSchema) locate(field string, args map[string]any, msg string) 
 			return out
 		}
 	}
-	return []FieldViolation{Violation(path, msg)}
+	return []FieldViolation{Violation(path, detail)}
 }
 
 var (
