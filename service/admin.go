@@ -3,14 +3,13 @@ package service
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/netip"
 	"time"
 
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/loopback"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -156,26 +155,7 @@ func LocalPeer(ctx context.Context) bool {
 	if !ok || p.Addr == nil {
 		return false
 	}
-	return localAddr(p.Addr)
-}
-
-func localAddr(a net.Addr) bool {
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		return a.IP.IsLoopback()
-	case *net.UDPAddr:
-		return a.IP.IsLoopback()
-	case *net.UnixAddr:
-		return true
-	}
-	switch a.Network() {
-	case "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6":
-		ap, err := netip.ParseAddrPort(a.String())
-		return err == nil && ap.Addr().Unmap().IsLoopback()
-	}
-	// Not an IP network (unix, bufconn, pipe): reachable from this machine
-	// only.
-	return true
+	return loopback.Addr(p.Addr)
 }
 
 func peerAddr(ctx context.Context) string {

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/internal/loopback"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
 	"github.com/toolsvc/toolsvc/service/core"
@@ -191,7 +192,7 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 		defer front.close()
-		if authn == nil && !loopbackListener(front.addr) {
+		if authn == nil && !loopback.Addr(front.addr) {
 			log.Warn("the MCP front door listens beyond loopback without authentication: anyone who can reach "+front.addr.String()+
 				" may list and call every tool; add an auth section to the config", "addr", front.addr.String())
 		}
@@ -209,7 +210,7 @@ func runServe(ctx context.Context, args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- gs.Serve(lis) }()
 	log.Info("serving", "addr", lis.Addr().String(), "tls", tlsConf != nil, "auth", authn != nil)
-	if authn == nil && !loopbackListener(lis.Addr()) {
+	if authn == nil && !loopback.Addr(lis.Addr()) {
 		log.Warn("listening beyond loopback without authentication: anyone who can reach "+lis.Addr().String()+
 			" may list and call every tool (AdminService and server errors stay loopback-only); add an auth section to the config",
 			"addr", lis.Addr().String())
@@ -320,14 +321,6 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	log.Info("stopped")
 	return nil
-}
-
-// loopbackListener reports whether a listener accepts loopback connections
-// only (127.0.0.0/8 or ::1; a wildcard address such as ":50051" is every
-// interface).
-func loopbackListener(a net.Addr) bool {
-	t, ok := a.(*net.TCPAddr)
-	return !ok || t.IP.IsLoopback()
 }
 
 // withSecrets adds values to every server's redaction list.

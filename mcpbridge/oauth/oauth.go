@@ -38,6 +38,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 
+	"github.com/toolsvc/toolsvc/internal/loopback"
 	"github.com/toolsvc/toolsvc/mcpbridge/internal/origin"
 )
 
@@ -163,7 +164,7 @@ func (c *Config) Problems() []Problem {
 			probs.add(f.name, "want an absolute http(s) URL, got %q", f.v)
 			continue
 		}
-		if f.name == "tokenUrl" && u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		if f.name == "tokenUrl" && u.Scheme == "http" && !loopback.Host(u.Hostname()) {
 			probs.add(f.name, "want https (http only for localhost), got %q", f.v)
 		}
 	}
@@ -221,18 +222,6 @@ func (c *Config) methodProblems(probs *problems) {
 			probs.add("privateKey", "%v", err)
 		}
 	}
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	u, err := url.Parse("http://" + h)
-	if err != nil {
-		return false
-	}
-	ip := strings.Trim(u.Hostname(), "[]")
-	return strings.HasPrefix(ip, "127.") || ip == "::1"
 }
 
 // Handler is a headless go-sdk auth.OAuthHandler: it never asks

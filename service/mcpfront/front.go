@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/toolsvc/toolsvc/internal/loopback"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
@@ -709,20 +710,6 @@ func writeHTTPJSONRPCError(w http.ResponseWriter, code int, msg string) {
 		"error": map[string]any{"code": -32000 - code%1000, "message": msg}})
 }
 
-// isLoopbackHost reports whether host (with or without port) names the
-// loopback interface.
-func isLoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // hostPolicy is the DNS rebinding protection: the Host header must be
 // allowed, and a browser's Origin must be allowed too.
 type hostPolicy struct {
@@ -741,7 +728,7 @@ func newHostPolicy(listen string, hosts, origins []string) hostPolicy {
 	}
 	if len(hosts) == 0 {
 		h, _, err := net.SplitHostPort(listen)
-		if err == nil && h != "" && isLoopbackHost(h) {
+		if err == nil && h != "" && loopback.Host(h) {
 			p.loopbackOnly = true
 		} else {
 			p.hosts["*"] = true
@@ -755,7 +742,7 @@ func (p hostPolicy) check(r *http.Request) error {
 	switch {
 	case p.hosts["*"]:
 	case p.loopbackOnly:
-		if !isLoopbackHost(host) {
+		if !loopback.Host(host) {
 			return fmt.Errorf("Host %q is not a loopback name (the front door listens on loopback; set --mcp-allowed-hosts)", r.Host)
 		}
 	default:
