@@ -114,12 +114,6 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = DefaultProgressInterval
 	}
-	if o.MaxRequestBytes <= 0 {
-		o.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if o.MaxResponseBytes <= 0 {
-		o.MaxResponseBytes = DefaultMaxResponseBytes
-	}
 	if o.WatchSendTimeout <= 0 {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
@@ -200,7 +194,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 // room for the page token and revision, whichever is fewer, and at least
 // one. The bridge keeps each tool far below it (mcpbridge.Config.MaxToolBytes).
 func (s *Server) pageBudget() int {
-	return s.opts.MaxResponseBytes - 1024
+	return s.core.MaxResponseBytes() - 1024
 }
 
 // ListServers implements toolsvc.v1.ToolService. A principal sees only the

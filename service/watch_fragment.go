@@ -42,7 +42,7 @@ type eventMessages struct {
 // encodeEvent encodes an event for a stream that accepts fragments or
 // not: the messages are pre-encoded (preEncode).
 func (s *Server) encodeEvent(m *toolsvcv1.WatchCatalogResponse, fragment bool) eventMessages {
-	limit := s.opts.MaxResponseBytes
+	limit := s.core.MaxResponseBytes()
 	budget := limit
 	if fragment {
 		budget = min(watchFragmentBytes, limit)

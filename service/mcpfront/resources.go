@@ -27,65 +27,46 @@ import (
 // several servers offer cannot be read through the front door (the gRPC
 // API's ReadResource takes a server).
 
-// frontList pages one of the merged lists (items of the snapshot) for the
-// request's principal: keep is the principal's filter, conv the MCP form.
-// A cursor is the gRPC API's resource page token: any replica at that
-// revision continues it.
-func frontList[T, M any](f *Front, ctx context.Context, extra *mcp.RequestExtra, cursor string,
-	items func(*mcpbridge.ResourceSnapshot) []T, keep func(context.Context) func(T) bool, conv func(T) M) ([]M, string, error) {
+// frontList pages one of the merged lists for the request's principal
+// (core.ListPage), in the MCP form conv gives. A cursor is the gRPC API's
+// resource page token: any replica at that revision continues it.
+func frontList[T, M any](f *Front, ctx context.Context, extra *mcp.RequestExtra, cursor string, kind core.ListKind[T], conv func(T) M) ([]M, string, error) {
 	ctx, _, e := f.c.Authenticate(principalContext(ctx, extra))
 	if e != nil {
 		return nil, "", mcpError(e)
 	}
-	snap, off, e := f.c.ResourceCursor(cursor, mcpFields)
+	out, _, next, e := core.ListPage(f.c, ctx, kind, nil, cursor, mcpFields, min(f.opts.PageSize, core.MaxPageSize), 0, conv, nil)
 	if e != nil {
 		return nil, "", mcpError(e)
 	}
-	out, next := core.Page(items(snap), off, min(f.opts.PageSize, core.MaxPageSize), 0, keep(ctx), conv, nil)
 	if out == nil {
 		out = []M{}
 	}
-	cur := ""
-	if next >= 0 {
-		cur = core.EncodeResourcePageToken(snap.Revision, next)
-	}
-	return out, cur, nil
+	return out, next, nil
 }
 
-// visibleServer keeps the items of servers whose resources the caller may
-// see.
-func visibleServer[T any](f *Front, server func(T) string) func(context.Context) func(T) bool {
-	return func(ctx context.Context) func(T) bool {
-		vis := f.c.ResourceVisible(ctx, nil)
-		return func(it T) bool { return vis(server(it)) }
+// cursorOf is a list request's cursor ("" without params).
+func cursorOf[P any](p *P, cursor func(*P) string) string {
+	if p == nil {
+		return ""
 	}
+	return cursor(p)
 }
+
 
 func (f *Front) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
-	var cursor string
-	if req.Params != nil {
-		cursor = req.Params.Cursor
-	}
-	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
-		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Resource { return s.Resources },
-		visibleServer(f, func(r *mcpbridge.Resource) string { return r.Server }),
+	list, next, err := frontList(f, ctx, req.GetExtra(), cursorOf(req.Params, func(p *mcp.ListResourcesParams) string { return p.Cursor }), core.Resources,
 		func(r *mcpbridge.Resource) *mcp.Resource { return r.R }) // as listed; never modified
 	if err != nil {
 		return nil, err
 	}
 	res := &mcp.ListResourcesResult{Resources: list, NextCursor: next}
-	res.TTLMs, res.CacheScope = 0, "private"
+	res.TTLMs, res.CacheScope = 0, "private" // the principal's own, stale at once (list_changed says when)
 	return res, nil
 }
 
 func (f *Front) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
-	var cursor string
-	if req.Params != nil {
-		cursor = req.Params.Cursor
-	}
-	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
-		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.ResourceTemplate { return s.Templates },
-		visibleServer(f, func(t *mcpbridge.ResourceTemplate) string { return t.Server }),
+	list, next, err := frontList(f, ctx, req.GetExtra(), cursorOf(req.Params, func(p *mcp.ListResourceTemplatesParams) string { return p.Cursor }), core.Templates,
 		func(t *mcpbridge.ResourceTemplate) *mcp.ResourceTemplate { return t.T })
 	if err != nil {
 		return nil, err
@@ -96,17 +77,7 @@ func (f *Front) listResourceTemplates(ctx context.Context, req *mcp.ListResource
 }
 
 func (f *Front) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*mcp.ListPromptsResult, error) {
-	var cursor string
-	if req.Params != nil {
-		cursor = req.Params.Cursor
-	}
-	list, next, err := frontList(f, ctx, req.GetExtra(), cursor,
-		func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Prompt { return s.Prompts },
-		func(ctx context.Context) func(*mcpbridge.Prompt) bool {
-			allowed := f.c.AuthOf(ctx).Filter(ctx)
-			return func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }
-		},
-		promptToMCP)
+	list, next, err := frontList(f, ctx, req.GetExtra(), cursorOf(req.Params, func(p *mcp.ListPromptsParams) string { return p.Cursor }), core.Prompts, promptToMCP)
 	if err != nil {
 		return nil, err
 	}
