@@ -218,313 +218,469 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse validates configuration bytes; file names them in messages.
+//
+// It runs in stages, each reporting every problem it finds before the next
+// runs: decodeDocument (YAML, duplicate keys, JSON syntax), decodeTopLevel
+// (top-level keys and values), serverSet (which server map), parseAuth (the
+// "auth" section), bridgeDefaults (top-level timeouts), parseServer (each
+// server, in name order), checkAcrossServers, and result.
 func Parse(file string, data []byte) (*Config, error) {
-	var probs Problems
-	var lines map[string]int // computed on the first problem
-	if isYAML(file) {
+	p := &parser{file: file, cfg: &Config{}}
+	top, probs := p.decodeDocument(data)
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	f := p.decodeTopLevel(top)
+	servers := p.serverSet(&f)
+	// Every reference of the file draws on one budget (MaxResolvedBytes),
+	// and no problem text shows what a reference resolved to.
+	p.refs = newResolved()
+	if len(f.Auth) > 0 && string(f.Auth) != "null" {
+		p.cfg.Auth = parseAuth(f.Auth, p.refs, func(field, format string, args ...any) { p.add("", "auth."+field, format, args...) })
+	}
+	p.cfg.Bridge = bridgeDefaults(&f)
+	for _, name := range sortedKeys(servers) {
+		if sc, ok := p.parseServer(name, servers[name]); ok {
+			p.cfg.Bridge.Servers = append(p.cfg.Bridge.Servers, sc)
+		}
+	}
+	p.checkAcrossServers()
+	return p.result()
+}
+
+// parser is the state of one Parse: the file's name, its document as JSON,
+// the problems found so far and the configuration being assembled.
+type parser struct {
+	file  string
+	data  []byte         // the document as JSON (converted from YAML)
+	lines map[string]int // key lines, computed on the first problem
+	probs Problems
+	refs  *resolved // every reference's resolved value, for one budget and redaction
+	cfg   *Config
+}
+
+// add records a problem with a server's (or, for server "", a top-level)
+// field, at the line of that field.
+func (p *parser) add(server, field, format string, args ...any) {
+	if p.lines == nil {
+		p.lines = keyLines(p.data)
+	}
+	p.probs = append(p.probs, Problem{File: p.file, Line: lineOf(p.lines, server, field), Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// decodeDocument converts a YAML file to JSON (keeping its key lines),
+// refuses duplicate keys in a JSON file, and decodes the top-level object.
+// It returns the top-level keys' raw values, or the problems that end
+// Parse: YAML that does not parse, every duplicate key, or a document that
+// is not a JSON object (with the line of a syntax error).
+func (p *parser) decodeDocument(data []byte) (map[string]json.RawMessage, Problems) {
+	if isYAML(p.file) {
 		j, l, err := yamlToJSON(data)
 		if err != nil {
-			return nil, Problems{{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+			return nil, Problems{{File: p.file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
 		}
-		data, lines = j, l
-	}
-	add := func(server, field, format string, args ...any) {
-		if lines == nil {
-			lines = keyLines(data)
+		data, p.lines = j, l
+	} else if dups := duplicateKeys(data); len(dups) > 0 { // the YAML decoder refuses duplicate keys itself
+		probs := make(Problems, 0, len(dups))
+		for _, d := range dups {
+			probs = append(probs, d.problem(p.file))
 		}
-		probs = append(probs, Problem{File: file, Line: lineOf(lines, server, field), Server: server, Field: field, Msg: fmt.Sprintf(format, args...)})
+		return nil, probs
 	}
+	p.data = data
 	var top map[string]json.RawMessage
-	if !isYAML(file) { // the YAML decoder refuses duplicate keys itself
-		if dups := duplicateKeys(data); len(dups) > 0 {
-			for _, d := range dups {
-				probs = append(probs, d.problem(file))
-			}
-			return nil, probs
-		}
-	}
 	if err := json.Unmarshal(data, &top); err != nil {
-		p := Problem{File: file, Msg: "not a JSON object: " + err.Error()}
+		prob := Problem{File: p.file, Msg: "not a JSON object: " + err.Error()}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			p.Line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+			prob.Line = 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
 		}
-		return nil, Problems{p}
+		return nil, Problems{prob}
 	}
-	cfg := &Config{}
-	for _, k := range sortedKeys(top) {
-		if !topKeys[k] {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: unknown key %q ignored", file, k))
-		}
-	}
+	return top, nil
+}
+
+// decodeTopLevel decodes the known top-level keys into a fileJSON, warning
+// of each unknown key and reporting each value of the wrong type.
+func (p *parser) decodeTopLevel(top map[string]json.RawMessage) fileJSON {
 	var f fileJSON
-	for _, k := range sortedKeys(top) {
-		if !topKeys[k] {
+	decodeKeys(top, topKeys, &f,
+		func(k string) {
+			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: unknown key %q ignored", p.file, k))
+		},
+		func(k string, err error) { p.add("", k, "%s", cleanJSONError(err)) })
+	return f
+}
+
+// decodeKeys decodes each key of obj that known holds into v, one key at a
+// time so that one bad value hides no other. It calls unknown with every
+// key known lacks, in key order, then bad with every key whose value does
+// not decode, in key order.
+func decodeKeys(obj map[string]json.RawMessage, known map[string]bool, v any, unknown func(key string), bad func(key string, err error)) {
+	keys := sortedKeys(obj)
+	for _, k := range keys {
+		if !known[k] {
+			unknown(k)
+		}
+	}
+	for _, k := range keys {
+		if !known[k] {
 			continue
 		}
-		one, _ := json.Marshal(map[string]json.RawMessage{k: top[k]})
-		if err := json.Unmarshal(one, &f); err != nil {
-			add("", k, "%s", cleanJSONError(err))
+		one, _ := json.Marshal(map[string]json.RawMessage{k: obj[k]})
+		if err := json.Unmarshal(one, v); err != nil {
+			bad(k, err)
 		}
 	}
+}
+
+// serverSet returns the servers' map, "mcpServers" or else "servers",
+// reporting a file that sets both or neither.
+func (p *parser) serverSet(f *fileJSON) map[string]json.RawMessage {
 	if f.MCPServers != nil && f.Servers != nil {
-		add("", "servers", "use either \"mcpServers\" or \"servers\", not both")
+		p.add("", "servers", "use either \"mcpServers\" or \"servers\", not both")
 	}
 	servers := f.MCPServers
 	if servers == nil {
 		servers = f.Servers
 	}
 	if servers == nil {
-		add("", "mcpServers", "required: an object mapping server names to their settings")
+		p.add("", "mcpServers", "required: an object mapping server names to their settings")
 	}
-	// Every reference of the file draws on one budget (MaxResolvedBytes),
-	// and no problem text shows what a reference resolved to.
-	refs := newResolved()
-	if len(f.Auth) > 0 && string(f.Auth) != "null" {
-		cfg.Auth = parseAuth(f.Auth, refs, func(field, format string, args ...any) { add("", "auth."+field, format, args...) })
-	}
-	b := &cfg.Bridge
-	b.StartupTimeout, b.ConnectTimeout, b.CallTimeout = f.StartupTimeout.D, f.ConnectTimeout.D, f.CallTimeout.D
-	b.RefreshTimeout, b.RefreshInterval = f.RefreshTimeout.D, f.RefreshInterval.D
-	b.PingInterval, b.PingTimeout = f.PingInterval.D, f.PingTimeout.D
+	return servers
+}
 
-	for _, name := range sortedKeys(servers) {
-		raw := servers[name]
-		// Resolve ${ENV} and ${file:…} in every string value first.
-		var tree any
-		if err := json.Unmarshal(raw, &tree); err != nil {
-			add(name, "", "want an object of server settings")
-			continue
-		}
-		if _, ok := tree.(map[string]any); !ok {
-			add(name, "", "want an object of server settings")
-			continue
-		}
-		exp := newExpander(refs)
-		expandFailed := false
-		tree = exp.expand(tree, "", func(path string, err error) {
-			add(name, path, "%v", err)
-			expandFailed = true
+// bridgeDefaults returns the bridge configuration's file-wide settings:
+// the top-level timeouts and intervals every server defaults to.
+func bridgeDefaults(f *fileJSON) mcpbridge.Config {
+	return mcpbridge.Config{
+		StartupTimeout: f.StartupTimeout.D, ConnectTimeout: f.ConnectTimeout.D, CallTimeout: f.CallTimeout.D,
+		RefreshTimeout: f.RefreshTimeout.D, RefreshInterval: f.RefreshInterval.D,
+		PingInterval: f.PingInterval.D, PingTimeout: f.PingTimeout.D,
+	}
+}
+
+// parseServer checks one server's settings: its references, its keys and
+// values, its oauth object, its transport, and mcpbridge's rules for a
+// server. It returns the server's configuration and whether it is to run:
+// false when any of those has a problem (reported) or the server is
+// disabled (a warning; mcpbridge's rules are then not checked).
+func (p *parser) parseServer(name string, raw json.RawMessage) (mcpbridge.ServerConfig, bool) {
+	keys, secrets, ok := p.expandServer(name, raw)
+	if keys == nil {
+		return mcpbridge.ServerConfig{}, false
+	}
+	sj, decoded := p.decodeServer(name, keys)
+	sc := serverConfig(name, &sj, secrets)
+	ok = decoded && ok
+	ok = p.serverOAuth(name, sj.OAuth, &sc) && ok
+	ok = p.serverTransport(name, &sj, &sc) && ok
+	if sj.Disabled {
+		p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: server %q is disabled", p.file, name))
+		return sc, false
+	}
+	return sc, p.serverRules(name, &sc) && ok
+}
+
+// expandServer resolves ${ENV} and ${file:…} in every string value of a
+// server's settings, reporting each reference that does not resolve. It
+// returns the server's keys with their resolved values (nil, reported, when
+// the settings are not an object), the resolved values (secrets to redact)
+// and whether every reference resolved.
+func (p *parser) expandServer(name string, raw json.RawMessage) (map[string]json.RawMessage, []string, bool) {
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		p.add(name, "", "want an object of server settings")
+		return nil, nil, false
+	}
+	if _, ok := tree.(map[string]any); !ok {
+		p.add(name, "", "want an object of server settings")
+		return nil, nil, false
+	}
+	exp := newExpander(p.refs)
+	resolved := true
+	tree = exp.expand(tree, "", func(path string, err error) {
+		p.add(name, path, "%v", err)
+		resolved = false
+	})
+	raw, _ = json.Marshal(tree)
+	keys := map[string]json.RawMessage{}
+	_ = json.Unmarshal(raw, &keys)
+	return keys, exp.values(), resolved
+}
+
+// decodeServer decodes a server's known keys into a serverJSON, warning of
+// each unknown key and reporting each value of the wrong type; it returns
+// whether every value decoded.
+func (p *parser) decodeServer(name string, keys map[string]json.RawMessage) (serverJSON, bool) {
+	var sj serverJSON
+	ok := true
+	decodeKeys(keys, serverKeys, &sj,
+		func(k string) {
+			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: server %q: unknown key %q ignored", p.file, name, k))
+		},
+		func(k string, err error) {
+			p.add(name, k, "%s", cleanJSONError(err))
+			ok = false
 		})
-		raw, _ = json.Marshal(tree)
-		var keys map[string]json.RawMessage
-		_ = json.Unmarshal(raw, &keys)
-		for _, k := range sortedKeys(keys) {
-			if !serverKeys[k] {
-				cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: server %q: unknown key %q ignored", file, name, k))
-			}
-		}
-		var sj serverJSON
-		bad := expandFailed
-		for _, k := range sortedKeys(keys) {
-			if !serverKeys[k] {
-				continue
-			}
-			one, _ := json.Marshal(map[string]json.RawMessage{k: keys[k]})
-			if err := json.Unmarshal(one, &sj); err != nil {
-				add(name, k, "%s", cleanJSONError(err))
-				bad = true
-			}
-		}
-		sc := mcpbridge.ServerConfig{
-			Name: name, Command: sj.Command, Args: sj.Args, Env: sj.Env, Dir: sj.Cwd, URL: sj.URL, Headers: sj.Headers,
-			ProtocolVersion: sj.ProtocolVersion,
-			ConnectTimeout:  sj.ConnectTimeout.D, CallTimeout: sj.CallTimeout.D, RefreshTimeout: sj.RefreshTimeout.D,
-			RefreshInterval: sj.RefreshInterval.D, RefreshDebounce: sj.RefreshDebounce.D, PushlessRefresh: sj.PushlessRefresh.D,
-			SkipArgumentValidation: sj.ValidateArguments != nil && !*sj.ValidateArguments,
-			PingInterval:           sj.PingInterval.D, PingTimeout: sj.PingTimeout.D, PingFailures: sj.PingFailures,
-			StableAfter:        sj.StableAfter.D,
-			MaxConcurrentCalls: sj.MaxConcurrentCalls, MaxQueuedCalls: sj.MaxQueuedCalls,
-			EnvPassthrough: sj.EnvPassthrough,
-			Secrets:        exp.values(),
-			NamePrefix:     sj.NamePrefix,
-			BareNames:      sj.BareNames,
-			Elicitation:    sj.Elicitation,
-			AuthRetry:      sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
-		}
-		if len(sj.OAuth) > 0 && string(sj.OAuth) != "null" {
-			oc, err := ParseOAuth(sj.OAuth)
-			if err != nil {
-				add(name, "oauth", "%v", err)
-				bad = true
-			} else {
-				sc.OAuth = oc
-				sc.Secrets = append(sc.Secrets, oauthSecrets(oc)...)
-			}
-		}
-		if sj.Tools != nil {
-			sc.ToolsAllow, sc.ToolsDeny = sj.Tools.Allow, sj.Tools.Deny
-		}
-		if sj.Breaker != nil {
-			sc.Breaker = mcpbridge.BreakerConfig{Failures: sj.Breaker.Failures, Cooldown: sj.Breaker.Cooldown.D, MaxCooldown: sj.Breaker.MaxCooldown.D}
-		}
-		if sj.Backoff != nil {
-			sc.BackoffBase, sc.BackoffMax = sj.Backoff.Base.D, sj.Backoff.Max.D
-		}
-		switch strings.ToLower(sj.Type) {
-		case "":
-			switch {
-			case sj.Command != "" && sj.URL != "":
-				add(name, "url", "set either \"command\" (stdio) or \"url\" (HTTP), not both")
-				bad = true
-			case sj.Command != "":
-				sc.Transport = mcpbridge.TransportStdio
-			case sj.URL != "":
-				sc.Transport = mcpbridge.TransportStreamableHTTP
-			default:
-				add(name, "command", "required: \"command\" for a stdio server or \"url\" for an HTTP server")
-				bad = true
-			}
-		case "stdio":
+	return sj, ok
+}
+
+// serverConfig returns the bridge's configuration of the server name as
+// sj sets it, before its oauth object and transport are worked out;
+// secrets are the server's resolved references.
+func serverConfig(name string, sj *serverJSON, secrets []string) mcpbridge.ServerConfig {
+	sc := mcpbridge.ServerConfig{
+		Name: name, Command: sj.Command, Args: sj.Args, Env: sj.Env, Dir: sj.Cwd, URL: sj.URL, Headers: sj.Headers,
+		ProtocolVersion: sj.ProtocolVersion,
+		ConnectTimeout:  sj.ConnectTimeout.D, CallTimeout: sj.CallTimeout.D, RefreshTimeout: sj.RefreshTimeout.D,
+		RefreshInterval: sj.RefreshInterval.D, RefreshDebounce: sj.RefreshDebounce.D, PushlessRefresh: sj.PushlessRefresh.D,
+		SkipArgumentValidation: sj.ValidateArguments != nil && !*sj.ValidateArguments,
+		PingInterval:           sj.PingInterval.D, PingTimeout: sj.PingTimeout.D, PingFailures: sj.PingFailures,
+		StableAfter:        sj.StableAfter.D,
+		MaxConcurrentCalls: sj.MaxConcurrentCalls, MaxQueuedCalls: sj.MaxQueuedCalls,
+		EnvPassthrough: sj.EnvPassthrough,
+		Secrets:        secrets,
+		NamePrefix:     sj.NamePrefix,
+		BareNames:      sj.BareNames,
+		Elicitation:    sj.Elicitation,
+		AuthRetry:      sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
+	}
+	if sj.Tools != nil {
+		sc.ToolsAllow, sc.ToolsDeny = sj.Tools.Allow, sj.Tools.Deny
+	}
+	if sj.Breaker != nil {
+		sc.Breaker = mcpbridge.BreakerConfig{Failures: sj.Breaker.Failures, Cooldown: sj.Breaker.Cooldown.D, MaxCooldown: sj.Breaker.MaxCooldown.D}
+	}
+	if sj.Backoff != nil {
+		sc.BackoffBase, sc.BackoffMax = sj.Backoff.Base.D, sj.Backoff.Max.D
+	}
+	return sc
+}
+
+// serverOAuth decodes a server's "oauth" object (absent or null: none) into
+// sc, adding its secrets to sc's; it returns false, reported, when the
+// object does not decode.
+func (p *parser) serverOAuth(name string, raw json.RawMessage, sc *mcpbridge.ServerConfig) bool {
+	if len(raw) == 0 || string(raw) == "null" {
+		return true
+	}
+	oc, err := ParseOAuth(raw)
+	if err != nil {
+		p.add(name, "oauth", "%v", err)
+		return false
+	}
+	sc.OAuth = oc
+	sc.Secrets = append(sc.Secrets, oauthSecrets(oc)...)
+	return true
+}
+
+// typedTransports are the "type" values a server may set: the transport
+// each means, the field it requires and what the problem text calls it.
+var typedTransports = map[string]struct {
+	transport mcpbridge.Transport
+	field     string
+	what      string
+}{
+	"stdio":           {mcpbridge.TransportStdio, "command", "a stdio server"},
+	"http":            {mcpbridge.TransportStreamableHTTP, "url", "an HTTP server"},
+	"streamable-http": {mcpbridge.TransportStreamableHTTP, "url", "an HTTP server"},
+	"streamablehttp":  {mcpbridge.TransportStreamableHTTP, "url", "an HTTP server"},
+	"sse":             {mcpbridge.TransportSSE, "url", "an SSE server"},
+}
+
+// serverTransport sets sc's transport from sj's "type" (any case), or when
+// absent from which of "command" and "url" it sets. It returns false,
+// reported, when the type is unknown, when neither or (untyped) both are
+// set, or when the type's own field is missing; sc's transport stays unset
+// only when the type is unknown or untyped with neither or both set.
+func (p *parser) serverTransport(name string, sj *serverJSON, sc *mcpbridge.ServerConfig) bool {
+	if sj.Type == "" {
+		switch {
+		case sj.Command != "" && sj.URL != "":
+			p.add(name, "url", "set either \"command\" (stdio) or \"url\" (HTTP), not both")
+			return false
+		case sj.Command != "":
 			sc.Transport = mcpbridge.TransportStdio
-			if sj.Command == "" {
-				add(name, "command", "required for a stdio server")
-				bad = true
-			}
-		case "http", "streamable-http", "streamablehttp":
+		case sj.URL != "":
 			sc.Transport = mcpbridge.TransportStreamableHTTP
-			if sj.URL == "" {
-				add(name, "url", "required for an HTTP server")
-				bad = true
-			}
-		case "sse":
-			sc.Transport = mcpbridge.TransportSSE
-			if sj.URL == "" {
-				add(name, "url", "required for an SSE server")
-				bad = true
-			}
 		default:
-			add(name, "type", "%q is not supported: want \"stdio\", \"http\" (streamable HTTP) or \"sse\" (the deprecated HTTP+SSE transport)", sj.Type)
-			bad = true
+			p.add(name, "command", "required: \"command\" for a stdio server or \"url\" for an HTTP server")
+			return false
 		}
-		if sj.Disabled {
-			cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("%s: server %q is disabled", file, name))
-			continue
-		}
-		// The rules for a server's settings live in mcpbridge: every
-		// problem, mapped to its line here.
-		for _, fe := range sc.Problems() {
-			if fe.Field == "transport" && sc.Transport == 0 {
-				continue // the file's type/command/url problem is reported above
-			}
-			add(name, fe.Field, "%v", fe.Err)
-			bad = true
-		}
-		if !bad {
-			b.Servers = append(b.Servers, sc)
-		}
+		return true
 	}
-	// Rules across servers (the servers here have no problems of their own).
-	for _, fe := range mcpbridge.CheckServers(b.Servers) {
-		add(fe.Server, fe.Field, "%v", fe.Err)
+	t, ok := typedTransports[strings.ToLower(sj.Type)]
+	if !ok {
+		p.add(name, "type", "%q is not supported: want \"stdio\", \"http\" (streamable HTTP) or \"sse\" (the deprecated HTTP+SSE transport)", sj.Type)
+		return false
 	}
-	if len(probs) > 0 {
-		for i := range probs {
-			probs[i].Msg = refs.redact(probs[i].Msg)
+	sc.Transport = t.transport
+	value := sj.URL
+	if t.field == "command" {
+		value = sj.Command
+	}
+	if value == "" {
+		p.add(name, t.field, "required for %s", t.what)
+		return false
+	}
+	return true
+}
+
+// serverRules reports every problem mcpbridge finds in sc, each mapped to
+// its line here, but for a transport problem when serverTransport has
+// already reported it; it returns whether there were none.
+func (p *parser) serverRules(name string, sc *mcpbridge.ServerConfig) bool {
+	ok := true
+	for _, fe := range sc.Problems() {
+		if fe.Field == "transport" && sc.Transport == 0 {
+			continue // the file's type/command/url problem is reported above
 		}
-		return nil, probs
+		p.add(name, fe.Field, "%v", fe.Err)
+		ok = false
 	}
-	return cfg, nil
+	return ok
+}
+
+// checkAcrossServers reports mcpbridge's rules across servers (the servers
+// kept so far have no problems of their own).
+func (p *parser) checkAcrossServers() {
+	for _, fe := range mcpbridge.CheckServers(p.cfg.Bridge.Servers) {
+		p.add(fe.Server, fe.Field, "%v", fe.Err)
+	}
+}
+
+// result returns the configuration, or every problem found with the
+// resolved references' values redacted from their text.
+func (p *parser) result() (*Config, error) {
+	if len(p.probs) > 0 {
+		for i := range p.probs {
+			p.probs[i].Msg = p.refs.redact(p.probs[i].Msg)
+		}
+		return nil, p.probs
+	}
+	return p.cfg, nil
 }
 
 // keyLines maps top-level keys ("/key"), auth keys ("/auth.key") and their
 // list elements ("/auth.key[i]"), server names ("name") and server fields
 // ("name/field") to their line in data, by walking the JSON tokens.
 func keyLines(data []byte) map[string]int {
-	lines := map[string]int{}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	lineAt := func() int { return 1 + bytes.Count(data[:dec.InputOffset()], []byte("\n")) }
-	// skip consumes one complete value whose first token is tok.
-	var skip func(tok json.Token) bool
-	skip = func(tok json.Token) bool {
-		if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
-			for dec.More() {
-				t, err := dec.Token()
-				if err != nil || !skip(t) {
-					return false
-				}
-			}
-			_, err := dec.Token()
-			return err == nil
-		}
-		return true
+	w := &lineWalker{data: data, dec: json.NewDecoder(bytes.NewReader(data)), lines: map[string]int{}}
+	if w.isObject() {
+		w.object(w.topKey)
 	}
-	// object walks an object's keys, calling f with each key and its line;
-	// f consumes the value.
-	object := func(f func(key string, line int) bool) bool {
-		for dec.More() {
-			t, err := dec.Token()
-			if err != nil {
-				return false
-			}
-			key, _ := t.(string)
-			if !f(key, lineAt()) {
+	return w.lines
+}
+
+// lineWalker is keyLines' walk over a JSON document's tokens. Each of its
+// methods returns false when the tokens end or break off.
+type lineWalker struct {
+	data  []byte
+	dec   *json.Decoder
+	lines map[string]int
+}
+
+// lineAt is the line of the decoder's offset.
+func (w *lineWalker) lineAt() int { return 1 + bytes.Count(w.data[:w.dec.InputOffset()], []byte("\n")) }
+
+// skip consumes one complete value whose first token is tok.
+func (w *lineWalker) skip(tok json.Token) bool {
+	if d, ok := tok.(json.Delim); ok && (d == '{' || d == '[') {
+		for w.dec.More() {
+			t, err := w.dec.Token()
+			if err != nil || !w.skip(t) {
 				return false
 			}
 		}
-		_, err := dec.Token()
+		_, err := w.dec.Token()
 		return err == nil
 	}
-	isObject := func() bool {
-		t, err := dec.Token()
+	return true
+}
+
+// skipValue consumes the next complete value.
+func (w *lineWalker) skipValue() bool {
+	t, err := w.dec.Token()
+	return err == nil && w.skip(t)
+}
+
+// object walks an object's keys, calling f with each key and its line; f
+// consumes the value.
+func (w *lineWalker) object(f func(key string, line int) bool) bool {
+	for w.dec.More() {
+		t, err := w.dec.Token()
 		if err != nil {
 			return false
 		}
-		if d, ok := t.(json.Delim); ok && d == '{' {
-			return true
+		key, _ := t.(string)
+		if !f(key, w.lineAt()) {
+			return false
 		}
-		skip(t)
+	}
+	_, err := w.dec.Token()
+	return err == nil
+}
+
+// isObject consumes the next token and says whether it opens an object;
+// when not, it consumes the rest of that value too.
+func (w *lineWalker) isObject() bool {
+	t, err := w.dec.Token()
+	if err != nil {
 		return false
 	}
-	if !isObject() {
-		return lines
+	if d, ok := t.(json.Delim); ok && d == '{' {
+		return true
 	}
-	object(func(top string, line int) bool {
-		lines["/"+top] = line
-		if top == "auth" {
-			if !isObject() {
-				return true
-			}
-			return object(func(key string, line int) bool {
-				lines["/auth."+key] = line
-				t, err := dec.Token()
-				if err != nil {
-					return false
-				}
-				if d, ok := t.(json.Delim); ok && d == '[' {
-					for n := 0; dec.More(); n++ {
-						lines[fmt.Sprintf("/auth.%s[%d]", key, n)] = lineAt() + elementLineOffset(data, dec.InputOffset())
-						e, err := dec.Token()
-						if err != nil || !skip(e) {
-							return false
-						}
-					}
-					_, err := dec.Token()
-					return err == nil
-				}
-				return skip(t)
-			})
+	w.skip(t)
+	return false
+}
+
+// topKey records a top-level key's line and walks its value: the auth
+// section's keys, each server's fields, anything else skipped.
+func (w *lineWalker) topKey(top string, line int) bool {
+	w.lines["/"+top] = line
+	switch {
+	case top == "auth":
+		return !w.isObject() || w.object(w.authKey)
+	case top == "mcpServers" || top == "servers":
+		return !w.isObject() || w.object(w.server)
+	}
+	return w.skipValue()
+}
+
+// authKey records an auth key's line and, when its value is a list, the
+// line of each element's first character.
+func (w *lineWalker) authKey(key string, line int) bool {
+	w.lines["/auth."+key] = line
+	t, err := w.dec.Token()
+	if err != nil {
+		return false
+	}
+	if d, ok := t.(json.Delim); !ok || d != '[' {
+		return w.skip(t)
+	}
+	for n := 0; w.dec.More(); n++ {
+		w.lines[fmt.Sprintf("/auth.%s[%d]", key, n)] = w.lineAt() + elementLineOffset(w.data, w.dec.InputOffset())
+		e, err := w.dec.Token()
+		if err != nil || !w.skip(e) {
+			return false
 		}
-		if top != "mcpServers" && top != "servers" {
-			t, err := dec.Token()
-			return err == nil && skip(t)
-		}
-		if !isObject() {
-			return true
-		}
-		return object(func(server string, line int) bool {
-			lines[server] = line
-			if !isObject() {
-				return true
-			}
-			return object(func(field string, line int) bool {
-				lines[server+"/"+field] = line
-				t, err := dec.Token()
-				return err == nil && skip(t)
-			})
-		})
+	}
+	_, err = w.dec.Token()
+	return err == nil
+}
+
+// server records a server's line and the line of each of its fields.
+func (w *lineWalker) server(name string, line int) bool {
+	w.lines[name] = line
+	if !w.isObject() {
+		return true
+	}
+	return w.object(func(field string, line int) bool {
+		w.lines[name+"/"+field] = line
+		return w.skipValue()
 	})
-	return lines
 }
 
 // elementLineOffset counts the newlines between offset (just after a
