@@ -51,8 +51,27 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 	c := toolsvcv1.NewToolServiceClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if err := list(ctx, c); err != nil {
+		return err
+	}
+	revision, held, err := firstSnapshot(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := call(ctx, c, tool, args); err != nil {
+		return err
+	}
+	if err := streamCall(ctx, c, streamTool, streamArgs); err != nil {
+		return err
+	}
+	if err := resume(ctx, c, revision, held); err != nil {
+		return err
+	}
+	return resourcesAndPrompts(ctx, c)
+}
 
-	// List: page until next_page_token is empty.
+// list pages through the catalog until next_page_token is empty.
+func list(ctx context.Context, c toolsvcv1.ToolServiceClient) error {
 	for token := ""; ; {
 		page, err := c.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageToken: token})
 		if err != nil {
@@ -62,47 +81,48 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 			fmt.Println("tool", t.GetName())
 		}
 		if token = page.GetNextPageToken(); token == "" {
-			break
+			return nil
 		}
 	}
+}
 
-	// Watch with the project's resuming client (package catalogwatch): it
-	// keeps a local catalog and resumes by itself when a stream ends. Take
-	// its first snapshot, then stop, as if the process went away.
+// firstSnapshot watches with the project's resuming client (package
+// catalogwatch): it keeps a local catalog and resumes by itself when a
+// stream ends. It takes the first snapshot, then stops, as if the process
+// went away, and returns what it held.
+func firstSnapshot(ctx context.Context, c toolsvcv1.ToolServiceClient) (string, []*toolsvcv1.Tool, error) {
 	wctx, stop := context.WithCancel(ctx)
+	defer stop()
 	first := catalogwatch.New(c, catalogwatch.Options{OnEvent: func(catalogwatch.Event) { stop() }})
 	if err := first.Run(wctx); err != nil && wctx.Err() == nil {
-		stop()
-		return err
+		return "", nil, err
 	}
-	stop()
 	revision, held := first.Revision(), first.Tools()
 	fmt.Println("snapshot", revision, len(held), "tools")
+	return revision, held, nil
+}
 
-	// Call. A tool's own failure is IsError, not an RPC error.
+// call calls a tool. A tool's own failure is IsError, not an RPC error.
+func call(ctx context.Context, c toolsvcv1.ToolServiceClient, tool, args string) error {
 	res, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: args})
 	if err != nil {
 		return err
 	}
-	var text strings.Builder
-	for _, content := range res.GetContent() {
-		text.WriteString(content.GetText().GetText())
-	}
-	outcome := "ok"
-	if res.GetIsError() {
-		outcome = "is_error"
-	}
-	fmt.Println("call", tool, outcome, text.String())
+	fmt.Println("call", tool, outcome(res), resultText(res))
+	return nil
+}
 
-	// Streaming call: progress as it comes, the result last.
-	stream, err := c.CallToolStream(ctx, &toolsvcv1.CallToolStreamRequest{Name: streamTool, ArgumentsJson: streamArgs})
+// streamCall calls a tool with progress streaming: progress as it comes,
+// the result last.
+func streamCall(ctx context.Context, c toolsvcv1.ToolServiceClient, tool, args string) error {
+	stream, err := c.CallToolStream(ctx, &toolsvcv1.CallToolStreamRequest{Name: tool, ArgumentsJson: args})
 	if err != nil {
 		return err
 	}
 	for {
 		msg, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		} else if err != nil {
 			return err
 		}
@@ -110,15 +130,29 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 			fmt.Printf("progress %g/%g %s\n", p.GetProgress(), p.GetTotal(), p.GetMessage())
 			continue
 		}
-		var text strings.Builder
-		for _, content := range msg.GetResult().GetContent() {
-			text.WriteString(content.GetText().GetText())
-		}
-		fmt.Println("stream result", map[bool]string{false: "ok", true: "is_error"}[msg.GetResult().GetIsError()], text.String())
+		fmt.Println("stream result", outcome(msg.GetResult()), resultText(msg.GetResult()))
 	}
+}
 
-	// Resume from the last revision with the catalog we hold: only what
-	// changed since arrives (synced if nothing did).
+func outcome(r *toolsvcv1.CallToolResponse) string {
+	if r.GetIsError() {
+		return "is_error"
+	}
+	return "ok"
+}
+
+func resultText(r *toolsvcv1.CallToolResponse) string {
+	var text strings.Builder
+	for _, content := range r.GetContent() {
+		text.WriteString(content.GetText().GetText())
+	}
+	return text.String()
+}
+
+// resume watches from the last revision with the catalog held: only what
+// changed since arrives (synced if nothing did); it returns at the first
+// change.
+func resume(ctx context.Context, c toolsvcv1.ToolServiceClient, revision string, held []*toolsvcv1.Tool) error {
 	fmt.Println("resumed from", revision)
 	rctx, done := context.WithCancel(ctx)
 	defer done()
@@ -145,7 +179,7 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 	if rctx.Err() == nil || ctx.Err() != nil {
 		return errors.New("watch ended before the change arrived")
 	}
-	return resourcesAndPrompts(ctx, c)
+	return nil
 }
 
 // resourcesAndPrompts reads the first resource listed (server + uri; a
