@@ -53,7 +53,6 @@ func cursorOf[P any](p *P, cursor func(*P) string) string {
 	return cursor(p)
 }
 
-
 func (f *Front) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	list, next, err := frontList(f, ctx, req.GetExtra(), cursorOf(req.Params, func(p *mcp.ListResourcesParams) string { return p.Cursor }), core.Resources,
 		func(r *mcpbridge.Resource) *mcp.Resource { return r.R }) // as listed; never modified
