@@ -23,7 +23,7 @@ type Metrics struct {
 	callDuration     *prometheus.HistogramVec
 	callsInFlight    prometheus.Gauge
 	rateLimited      *prometheus.CounterVec
-	resourceOps      *prometheus.CounterVec   // resource reads, prompt gets, subscriptions (resources.go)
+	resourceOps      *prometheus.CounterVec   // resource reads, prompt gets, subscriptions (service/core/operation.go)
 	resourceDuration *prometheus.HistogramVec // their latency
 	principalFlight  *prometheus.Desc
 	server           atomic.Pointer[Server]

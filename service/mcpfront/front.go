@@ -126,7 +126,7 @@ type Front struct {
 	stateful  *mcp.StreamableHTTPHandler
 	stateless *mcp.StreamableHTTPHandler
 	sse       *mcp.SSEHandler
-	sseOwners sseOwners // principals of the open SSE sessions (mcpfront_sessions.go)
+	sseOwners sseOwners // principals of the open SSE sessions (sessions.go)
 	mux       *http.ServeMux
 	// withTokenInfo is mux behind auth.RequireBearerToken.
 	withTokenInfo http.Handler
@@ -136,11 +136,11 @@ type Front struct {
 	// creating, and nextID is the answer for the one being created now.
 	newSessions sync.Mutex
 	nextID      string
-	sessions    sessionTable // stateful sessions on this replica (mcpfront_sessions.go)
+	sessions    sessionTable // stateful sessions on this replica (sessions.go)
 
 	list     listCache
 	views    *views
-	subs     frontSubs // resource subscriptions (mcpfront_resources.go)
+	subs     frontSubs // resource subscriptions (resources.go)
 	busyMu   sync.Mutex
 	busy     map[*mcp.ServerSession]int // handlers in flight (but listen streams), for Drain and eviction
 	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain

@@ -18,7 +18,7 @@ import (
 // prompts under their exposed names "<prefix>__<prompt>", as in the gRPC
 // API), reads and prompt renders through the same steps as ReadResource
 // and GetPrompt (authenticate → authorize → rate limit → dispatch → one
-// error mapping → metrics and audit line: resourceOp), resource
+// error mapping → metrics and audit line: the operation engine, service/core/operation.go), resource
 // subscriptions, and notifications/{resources,prompts}/list_changed when
 // the merged lists change.
 //
@@ -92,7 +92,7 @@ func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
 	return &out
 }
 
-// readResource answers resources/read through resourceOp, like
+// readResource answers resources/read through the operation engine, like
 // ReadResource.
 func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpResourceRead, mcpFields)
@@ -118,7 +118,7 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	return res, nil
 }
 
-// getPrompt answers prompts/get through resourceOp, like GetPrompt.
+// getPrompt answers prompts/get through the operation engine, like GetPrompt.
 func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpPromptGet, mcpFields)
 	var res *mcp.GetPromptResult
@@ -161,7 +161,7 @@ func (f *Front) checkSize(res any) error {
 // subscriptions of a 2026-07-28 subscriptions/listen), one entry per
 // session and URI, and sends notifications/resources/updated to them
 // (Server.ResourceUpdated, by URI); the front door admits each
-// subscription (resourceOp: the caller must be allowed the server's
+// subscription (the operation engine: the caller must be allowed the server's
 // resources) and holds one upstream subscription per (server, URI) while
 // any session is subscribed to it. A session's subscriptions end with it:
 // go-sdk forgets them without calling the unsubscribe handler, so the
