@@ -11,8 +11,8 @@ import (
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
-// Stats are counters of the service edge. Metrics come later; tests and
-// operators read them through Server.Stats.
+// Stats are counters of the gRPC edge's watches, read by Metrics at
+// scrape time (toolsvc_watch_* metrics) and by tests.
 type Stats struct {
 	// WatchStreams is the number of open WatchCatalog streams.
 	WatchStreams int64

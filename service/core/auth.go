@@ -236,18 +236,7 @@ func (a *Authorizer) AllowTool(p Principal, tool string) bool {
 	return allowed
 }
 
-// Allowed reports whether the caller of ctx may see and call tool: AllowTool
-// for the principal authenticated for ctx (none: denied when there are
-// rules).
-func (a *Authorizer) Allowed(ctx context.Context, tool string) bool {
-	if a == nil || len(a.rules) == 0 {
-		return true
-	}
-	p, ok := PrincipalFrom(ctx)
-	return ok && a.AllowTool(p, tool)
-}
-
-// filter returns a predicate for the caller of ctx, or nil when every tool
+// Filter returns a predicate for the caller of ctx, or nil when every tool
 // is allowed (the fast path).
 func (a *Authorizer) Filter(ctx context.Context) func(tool string) bool {
 	if a == nil || len(a.rules) == 0 {

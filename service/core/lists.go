@@ -40,10 +40,10 @@ var (
 )
 
 // ofVisibleServer keeps the items of servers whose resources the caller
-// may see (ResourceVisible).
+// may see (resourceVisible).
 func ofVisibleServer[T any](server func(T) string) func(*Core, context.Context, func(string) bool) func(T) bool {
 	return func(c *Core, ctx context.Context, only func(string) bool) func(T) bool {
-		vis := c.ResourceVisible(ctx, only)
+		vis := c.resourceVisible(ctx, only)
 		return func(t T) bool { return vis(server(t)) }
 	}
 }
@@ -57,13 +57,13 @@ func ofVisibleServer[T any](server func(T) string) func(*Core, context.Context, 
 // the next page ("" at the end).
 func ListPage[T, P any](c *Core, ctx context.Context, kind ListKind[T], only func(string) bool, token string, f Fields,
 	size, budget int, conv func(T) P, cost func(P) int) (page []P, revision, next string, e *Error) {
-	snap, off, e := c.ResourceCursor(token, f)
+	snap, off, e := c.resourceCursor(token, f)
 	if e != nil {
 		return nil, "", "", e
 	}
 	page, n := Page(kind.Items(snap), off, size, budget, kind.visible(c, ctx, only), conv, cost)
 	if n >= 0 {
-		next = EncodeResourcePageToken(snap.Revision, n)
+		next = encodeResourcePageToken(snap.Revision, n)
 	}
 	return page, snap.Revision, next, nil
 }

@@ -35,14 +35,14 @@ func (s *Core) ResourcesAuthName(server string) string {
 // the offset in that snapshot's (sorted) list.
 const resourcePageTokenVersion = "r1"
 
-func EncodeResourcePageToken(rev string, next int) string {
+func encodeResourcePageToken(rev string, next int) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(resourcePageTokenVersion + ":" + rev + ":" + strconv.Itoa(next)))
 }
 
-// ResourceCursor resolves a resource listing's page token (empty: the
+// resourceCursor resolves a resource listing's page token (empty: the
 // current snapshot from its start) to the snapshot it names and the
 // offset to continue from; f names the token's field.
-func (s *Core) ResourceCursor(token string, f Fields) (*mcpbridge.ResourceSnapshot, int, *Error) {
+func (s *Core) resourceCursor(token string, f Fields) (*mcpbridge.ResourceSnapshot, int, *Error) {
 	cat := s.bridge.Resources()
 	if token == "" {
 		return cat.Current(), 0, nil
@@ -79,8 +79,8 @@ func (s *Core) ServerFilter(servers []string) (func(string) bool, error) {
 	return func(n string) bool { return slices.Contains(servers, n) }, nil
 }
 
-// ResourceVisible returns the caller's filter over servers' resources.
-func (s *Core) ResourceVisible(ctx context.Context, only func(string) bool) func(server string) bool {
+// resourceVisible returns the caller's filter over servers' resources.
+func (s *Core) resourceVisible(ctx context.Context, only func(string) bool) func(server string) bool {
 	allowed := s.AuthOf(ctx).Filter(ctx)
 	memo := map[string]bool{}
 	return func(server string) bool {
@@ -104,7 +104,7 @@ func (op *Operation) ResolveRead(server, uri string) (string, error) {
 	if server == "" {
 		// Inferred among the servers whose resources the caller may see:
 		// servers it may not see are neither candidates nor named.
-		vis := op.s.ResourceVisible(op.ctx, nil)
+		vis := op.s.resourceVisible(op.ctx, nil)
 		var cands []string
 		for _, n := range op.s.bridge.Resources().Current().ServersFor(uri) {
 			if vis(n) {
