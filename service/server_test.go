@@ -220,6 +220,9 @@ func TestWatchCatalog(t *testing.T) {
 
 	f.upstream.RemoveTools("t0000")
 	ch := recv(s1)
+	for ch.GetProgress() != nil && ch.GetRevision() == rev0 { // idle progress before the refresh lands (a loaded box)
+		ch = recv(s1)
+	}
 	if ch.GetChanges() == nil || len(ch.GetChanges().GetRemoved()) != 1 || ch.GetChanges().GetRemoved()[0] != "mem__t0000" {
 		t.Fatalf("change event = %v, want removal of mem__t0000", ch)
 	}
