@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
@@ -50,10 +49,10 @@ func TestBearerBoundsEndToEnd(t *testing.T) {
 		return s
 	}
 	const alice = "alice-token-0123456789"
-	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q},
-		"jwt": {"jwksFile": %q, "issuer": "test-idp", "audience": "toolsvc"},
-		"rules": [{"principal": "alice"}, {"principal": "carol"}]},
-		"mcpServers": {"a": %s}}`, alice, jwksFile, stdioServer(`"pingInterval": "1h"`)))
+	p := startToolsvc(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"alice": alice}, JWT: testJWT(jwksFile),
+			Rules: []rule{{Principal: "alice"}, {Principal: "carol"}}},
+		Servers: servers{"a": goStdio(upstream{PingInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	as := func(tok string) context.Context {

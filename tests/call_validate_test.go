@@ -23,7 +23,7 @@ import (
 // integer beyond 2^53 reaches the upstream digit for digit. A server with
 // "validateArguments": false gets the call unchecked.
 func TestCallArgumentValidation(t *testing.T) {
-	p := startCallFixture(t, fmt.Sprintf(`"loose": {"command": %s, "args": ["-mode", "stdio"], "validateArguments": false}`, jsonString(bin.testserver)))
+	p := startCallFixture(t, servers{"loose": goStdio(upstream{ValidateArguments: new(false)})})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for _, tr := range callTransports {
@@ -113,7 +113,7 @@ func TestCallArgumentValidation(t *testing.T) {
 // without reconnecting.
 func TestCallSizeLimits(t *testing.T) {
 	const limit = 64 << 10
-	p := startCallFixture(t, "", "--max-request-bytes", fmt.Sprint(limit), "--max-response-bytes", fmt.Sprint(limit))
+	p := startCallFixture(t, nil, "--max-request-bytes", fmt.Sprint(limit), "--max-response-bytes", fmt.Sprint(limit))
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for _, tr := range callTransports {

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +25,10 @@ func rawControl(s string) (rune, bool) {
 // character; each shows the sequence escaped (\x1b[2J).
 func TestCLIEscapesUpstreamText(t *testing.T) {
 	term := helperBinary(t, "termupstream")
-	p := startToolsvc(t, fmt.Sprintf(`{"pingInterval": "1h", "mcpServers": {
-		"term": {"command": %s},
-		"dying": {"command": "sh", "args": ["-c", "printf 'boom \\033[2J\\033]0;pwned\\007\\n' >&2; exit 3"], "backoff": {"base": "1h", "max": "1h"}}
-	}}`, jsonString(term)))
+	p := startToolsvc(t, cfg{PingInterval: "1h", Servers: servers{
+		"term":  {Command: term},
+		"dying": {Command: "sh", Args: []string{"-c", `printf 'boom \033[2J\033]0;pwned\007\n' >&2; exit 3`}, Backoff: &backoff{Base: "1h", Max: "1h"}},
+	}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	eventually(t, 10*time.Second, "the dying server's error to be recorded", func() bool {

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +13,10 @@ import (
 // stdio upstream and a configured HTTP upstream, as a new user would.
 func TestCLICallThroughStdioAndHTTP(t *testing.T) {
 	url := startHTTPUpstream(t)
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {
-		"local": {"command": %s, "args": ["-mode", "stdio"]},
-		"remote": {"url": %s, "headers": {"Authorization": "Bearer not-to-be-logged"}}
-	}}`, jsonString(bin.testserver), jsonString(url)))
+	p := startToolsvc(t, cfg{Servers: servers{
+		"local":  goStdio(upstream{}),
+		"remote": goHTTP(url, upstream{Headers: map[string]string{"Authorization": "Bearer not-to-be-logged"}}),
+	}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	run := func(args ...string) string {

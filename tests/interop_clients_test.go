@@ -24,9 +24,8 @@ const repoRoot = ".."
 // TypeScript-SDK upstream), and resumes the watch from that revision: the
 // resumed watch must bring the new tool as a change.
 func TestInteropExampleClients(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"rt": {"command": "node", "args": [%s, "stdio"]},
-		"demo": {"command": %s, "args": ["demo-server"]}}}`,
-		jsonString(nodePath(t, "runtime_server.mjs")), jsonString(bin.toolsvc)))
+	p := startToolsvc(t, cfg{Servers: servers{"rt": {Command: "node", Args: []string{nodePath(t, "runtime_server.mjs"), "stdio"}},
+		"demo": demoServer()}})
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +152,7 @@ func TestInteropReadmeGrpcurl(t *testing.T) {
 		t.Fatalf("README Clients section has %d grpcurl lines, want at least %d", len(lines), len(expect))
 	}
 
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %s, "args": ["demo-server"]}}}`, jsonString(bin.toolsvc)))
+	p := startToolsvc(t, cfg{Servers: servers{"demo": demoServer()}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	_, rev := listAll(t, ctx, p.client, 0)

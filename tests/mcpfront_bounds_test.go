@@ -30,11 +30,10 @@ const (
 func startBoundsFront(t *testing.T, extraArgs ...string) (*toolsvcProc, string) {
 	t.Helper()
 	url := startHTTPUpstream(t)
-	cfg := fmt.Sprintf(`{"mcpServers": {"h": {"url": %s}},
-	  "auth": {"tokens": {"alice": %q, "bob": %q}, "rules": [{"principal": "alice"}, {"principal": "bob"}]}}`,
-		jsonString(url), aliceToken, bobToken)
-	p := startToolsvc(t, cfg, append([]string{"--mcp-listen", "127.0.0.1:0"}, extraArgs...)...)
-	return p, "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	c := cfg{Servers: servers{"h": goHTTP(url, upstream{})},
+		Auth: &authCfg{Tokens: map[string]string{"alice": aliceToken, "bob": bobToken}, Rules: []rule{{Principal: "alice"}, {Principal: "bob"}}}}
+	p := startToolsvc(t, c, append([]string{"--mcp-listen", "127.0.0.1:0"}, extraArgs...)...)
+	return p, "http://" + p.mcpAddr
 }
 
 // frontPOST posts one JSON-RPC message to /mcp as token (in session sid

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 )
 
 // conformanceFixtureBin builds tests/conformancefixture: a go-sdk server with
@@ -64,10 +63,9 @@ func TestMCPFrontConformanceServer(t *testing.T) {
 	fixture := helperBinary(t, "conformancefixture")
 	// The fixture's tools keep their own names (bareNames), as the suite
 	// calls them; server-everything's keep the everything__ prefix.
-	cfg := fmt.Sprintf(`{"mcpServers": {"everything": {"url": %s}, "fixture": {"command": %s, "bareNames": true}}}`,
-		jsonString(startEverythingHTTP(t)), jsonString(fixture))
-	p := startToolsvc(t, cfg, "--mcp-listen", "127.0.0.1:0")
-	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	c := cfg{Servers: servers{"everything": goHTTP(startEverythingHTTP(t), upstream{}), "fixture": {Command: fixture, BareNames: true}}}
+	p := startToolsvc(t, c, "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.mcpAddr
 	dir := t.TempDir()
 	cmd := exec.Command(n22, cli, "server", "--url", base+"/mcp", "-o", dir)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")

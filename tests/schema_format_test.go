@@ -20,7 +20,7 @@ func TestSchemaFormatJSONEndToEnd(t *testing.T) {
 		        "x": {"type": "number", "minimum": 10.0}}}`
 		want = `{"type":"object","properties":{"n":{"type":"integer","maximum":9007199254740993,"default":10},"x":{"type":"number","minimum":10.0}}}`
 	)
-	p := startCallFixture(t, "")
+	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	jsonFmt := toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON

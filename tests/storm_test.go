@@ -22,7 +22,7 @@ func TestListChangedStorm(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(bin.nodeDir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
 		t.Fatalf("TypeScript SDK not installed in %s (scripts/test.sh runs npm ci there): %v", bin.nodeDir, err)
 	}
-	p := startToolsvc(t, fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"storm": {"command": "node", "args": [%s]}}}`, jsonString(script)))
+	p := startToolsvc(t, cfg{RefreshInterval: "1h", Servers: servers{"storm": {Command: "node", Args: []string{script}}}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 

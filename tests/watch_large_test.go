@@ -23,14 +23,7 @@ import (
 func startManyTools(t *testing.T, want int32, toolsvcArgs []string, args ...string) *toolsvcProc {
 	t.Helper()
 	exe := helperBinary(t, "manytools")
-	argv := ""
-	for i, a := range append([]string{}, args...) {
-		if i > 0 {
-			argv += ", "
-		}
-		argv += jsonString(a)
-	}
-	p := startToolsvcWith(t, fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"many": {"command": %s, "args": [%s]}}}`, jsonString(exe), argv),
+	p := startToolsvcWith(t, cfg{RefreshInterval: "1h", Servers: servers{"many": {Command: exe, Args: append([]string{}, args...)}}},
 		startOpts{args: toolsvcArgs, noWait: true})
 	eventually(t, 5*time.Minute, fmt.Sprintf("%d tools listed", want), func() bool {
 		resp, err := p.client.ListServers(t.Context(), &toolsvcv1.ListServersRequest{})

@@ -25,10 +25,10 @@ import (
 // instance of the same go-sdk test upstream (same server name, same tools).
 func startReplicas(t *testing.T) (a, b *toolsvcProc) {
 	t.Helper()
-	cfg := func(url string) string {
-		return fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"x": {"url": %s}}}`, jsonString(url))
+	c := func(url string) cfg {
+		return cfg{RefreshInterval: "1h", Servers: servers{"x": goHTTP(url, upstream{})}}
 	}
-	return startToolsvc(t, cfg(startHTTPUpstream(t))), startToolsvc(t, cfg(startHTTPUpstream(t)))
+	return startToolsvc(t, c(startHTTPUpstream(t))), startToolsvc(t, c(startHTTPUpstream(t)))
 }
 
 func firstEvent(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient, resume string) *toolsvcv1.WatchCatalogResponse {
