@@ -28,6 +28,7 @@ import (
 // UNAUTHENTICATED) before it is parsed, one under it is accepted, and a JWT
 // whose subject is a static-token principal ("alice") is refused.
 func TestBearerBoundsEndToEnd(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -85,6 +86,7 @@ func TestBearerBoundsEndToEnd(t *testing.T) {
 // last one) and a static token with surrounding whitespace, naming the key
 // or field and its line.
 func TestConfigCheckRefusesDuplicatesAndPaddedTokens(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, cfg, want string }{
 		{"duplicate-server", "{\"mcpServers\": {\n  \"gh\": {\"command\": \"a\"},\n  \"gh\": {\"command\": \"b\"}}}",
 			`:3: server "gh": duplicate key "gh" (first at line 2)`},

@@ -25,6 +25,7 @@ const cancelRounds = 5
 // A server callTimeout applies when the caller sets no deadline, and that
 // error reaches the caller with its ErrorInfo.
 func TestCallDeadlineAndCancelReachUpstream(t *testing.T) {
+	t.Parallel()
 	p := startCallFixture(t, servers{"slow": goStdio(upstream{CallTimeout: "300ms"})})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()

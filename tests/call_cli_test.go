@@ -15,6 +15,7 @@ import (
 // descriptions of images, audio and resources, everything with --json, and
 // a failed call's reason and field violations.
 func TestCLICallProgressAndContent(t *testing.T) {
+	t.Parallel()
 	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()

@@ -52,6 +52,7 @@ func readStream(t *testing.T, s grpc.ServerStreamingClient[toolsvcv1.CallToolStr
 // meanwhile, and the unread stream later delivers merged, still increasing
 // progress and its result.
 func TestCallToolStreamProgress(t *testing.T) {
+	t.Parallel()
 	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -134,6 +135,7 @@ func TestCallToolStreamProgress(t *testing.T) {
 // _meta, structured content, result _meta and isError arrive intact, field
 // by field, through CallTool and CallToolStream, over stdio and HTTP.
 func TestCallResultFidelity(t *testing.T) {
+	t.Parallel()
 	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()

@@ -24,6 +24,7 @@ func rawControl(s string) (rune, bool) {
 // on stderr, no table or text output of the CLI carries a raw control
 // character; each shows the sequence escaped (\x1b[2J).
 func TestCLIEscapesUpstreamText(t *testing.T) {
+	t.Parallel()
 	term := helperBinary(t, "termupstream")
 	p := startToolsvc(t, cfg{PingInterval: "1h", Servers: servers{
 		"term":  {Command: term},

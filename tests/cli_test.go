@@ -12,6 +12,7 @@ import (
 // TestCLICallThroughStdioAndHTTP: `toolsvc call` reaches a configured
 // stdio upstream and a configured HTTP upstream, as a new user would.
 func TestCLICallThroughStdioAndHTTP(t *testing.T) {
+	t.Parallel()
 	url := startHTTPUpstream(t)
 	p := startToolsvc(t, cfg{Servers: servers{
 		"local":  goStdio(upstream{}),
@@ -51,6 +52,7 @@ func TestCLICallThroughStdioAndHTTP(t *testing.T) {
 // TestServeRejectsInvalidConfig: serve exits non-zero and names the file,
 // the server and the field.
 func TestServeRejectsInvalidConfig(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(path, []byte(`{"mcpServers": {"broken": {"args": ["x"]}}}`), 0o600); err != nil {
 		t.Fatal(err)

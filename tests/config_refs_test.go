@@ -43,6 +43,7 @@ func hostileFileRefs(t *testing.T) map[string]string {
 // each hostile ${file:} at once, naming the file, the server, the field
 // and its line, and exits with an error (not killed, not hung).
 func TestConfigCheckRefusesHostileFileRefs(t *testing.T) {
+	t.Parallel()
 	for target, want := range hostileFileRefs(t) {
 		t.Run(filepath.Base(target), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.json")
@@ -70,6 +71,7 @@ func TestConfigCheckRefusesHostileFileRefs(t *testing.T) {
 // configuration and stays up; the refusal is in its log and in
 // ListServers' configuration status.
 func TestReloadRefusesHostileFileRefs(t *testing.T) {
+	t.Parallel()
 	good := reloadConfig(servers{"a": stdioWithEnv("1")})
 	p := startToolsvc(t, good)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)

@@ -42,6 +42,7 @@ func tool(name string) string { return filepath.Join("..", ".bin", name) }
 // discovery runs (a slow upstream) and SERVING after; liveness is SERVING
 // throughout; grpcurl finds ToolService through reflection and calls it.
 func TestHealthReflectionAndProbe(t *testing.T) {
+	t.Parallel()
 	// The upstream starts only once the test opens the gate, after its
 	// probes during discovery: no race with a fixed delay.
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -89,6 +90,7 @@ func TestHealthReflectionAndProbe(t *testing.T) {
 // TestMetricsScrape: after calls and a refresh, /metrics has toolsvc's own
 // metrics and the gRPC server metrics, with sane values.
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -158,6 +160,7 @@ func grpcConn(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientCo
 // allowed only a__* sees only those tools in ListTools and gets
 // PERMISSION_DENIED for the others; health stays open.
 func TestAuthTokensAndRules(t *testing.T) {
+	t.Parallel()
 	const alice, bob = "alice-token-0123456789", "bob-token-0123456789ab"
 	jwksFile, carolJWT := testJWKS(t, "carol")
 	p := startToolsvcEnv(t, cfg{
@@ -328,6 +331,7 @@ func (ca *testCA) issue(cn string, server bool) (string, string) {
 // TestMTLS: a client certificate from the configured CA authenticates (its
 // CN is the principal); one from another CA is refused.
 func TestMTLS(t *testing.T) {
+	t.Parallel()
 	ca, other := newTestCA(t, "toolsvc-test-ca"), newTestCA(t, "other-ca")
 	srvCert, srvKey := ca.issue("server", true)
 	p := startToolsvcWith(t, cfg{Auth: &authCfg{MTLS: true, Rules: []rule{{Principal: "agent-a"}}}, Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}},
@@ -429,6 +433,7 @@ func TestGracefulDrain(t *testing.T) {
 // subscribes to the catalog too) is on; toolsvc_catalog_subscribers counts
 // both.
 func TestMetricsWatchersWithFrontDoor(t *testing.T) {
+	t.Parallel()
 	p := startToolsvcWith(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}},
 		startOpts{args: []string{"--mcp-listen", "127.0.0.1:0"}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)

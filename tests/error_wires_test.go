@@ -174,6 +174,7 @@ type errorRow struct {
 // delay and field paths on gRPC and on the MCP front door, against one
 // toolsvc with four real upstreams.
 func TestErrorsSameOnBothWires(t *testing.T) {
+	t.Parallel()
 	const (
 		mainTok      = "errwires-main-0123456789"
 		limitedTok   = "errwires-limited-0123456789"

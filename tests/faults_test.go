@@ -74,8 +74,10 @@ func waitAvailability(t *testing.T, w *watcher, cat map[string]*toolsvcv1.Tool, 
 // open watch, and once the upstream is back (respawned for stdio, restarted
 // for HTTP) they turn available again with no manual action.
 func TestKillUpstreamDuringCall(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			var server upstream
 			var hu *httpUpstream
 			if transport == "http" {
@@ -244,6 +246,7 @@ func TestWedgedUpstream(t *testing.T) {
 // TestHTTPUpstreamRestart404: an HTTP upstream restarts, so our session id
 // gets 404; the next call reconnects and succeeds.
 func TestHTTPUpstreamRestart404(t *testing.T) {
+	t.Parallel()
 	hu := newHTTPUpstream(t)
 	// Slow probes: the call, not the prober, must meet the dead session.
 	p := startToolsvc(t, cfg{Servers: servers{"up": goHTTP(hu.url(), upstream{PingInterval: "1h", Backoff: &backoff{Base: "50ms", Max: "200ms"}})}})
@@ -366,6 +369,7 @@ func TestSlowListBoundedByRefreshTimeout(t *testing.T) {
 // TestWrapperProcessTreeKilled: a stdio server behind `sh -c 'server; true'`
 // leaves no process of its tree once toolsvc stops.
 func TestWrapperProcessTreeKilled(t *testing.T) {
+	t.Parallel()
 	marker := fmt.Sprintf("TOOLSVC_TREE_MARKER=%d", time.Now().UnixNano())
 	name, value, _ := strings.Cut(marker, "=")
 	p := startToolsvc(t, cfg{Servers: servers{"wrapped": {Command: "sh", Args: []string{"-c", bin.testserver + " -mode stdio; true"},
@@ -443,6 +447,7 @@ func TestFlappingUpstream(t *testing.T) {
 // deadline, the prober declares the session dead (no Wait() involved), the
 // upstream stays down while frozen, and recovers once continued.
 func TestWedgedHTTPUpstream(t *testing.T) {
+	t.Parallel()
 	hu := newHTTPUpstream(t)
 	p := startToolsvc(t, cfg{Servers: servers{"wedged": goHTTP(hu.url(), fastSupervision(upstream{ConnectTimeout: "1s"})),
 		"healthy": goStdio(fastSupervision(upstream{}))}})

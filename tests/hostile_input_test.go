@@ -28,6 +28,7 @@ import (
 // toolsvc cannot use), and toolsvc stays up; the tree schema still
 // validates.
 func TestHostileInputSchema(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -121,6 +122,7 @@ func nestedArgs(depth int) (string, map[string]any) {
 // the bound, 1,000-deep arguments passed the gRPC edge and the upstream
 // could not decode the message and exited, for every caller.
 func TestDeepArgumentsBounded(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}}, "--mcp-listen", "127.0.0.1:0")
 	base := "http://" + p.mcpAddr
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
@@ -199,6 +201,7 @@ func TestDeepArgumentsBounded(t *testing.T) {
 // door alike, before it reaches the upstream: toolsvc validated the last
 // value while the upstream received both.
 func TestDuplicateArgumentKeys(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -228,6 +231,7 @@ func TestDuplicateArgumentKeys(t *testing.T) {
 // tool; shallow arguments are still validated and forwarded, and toolsvc
 // keeps serving.
 func TestHostileValidationCost(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()

@@ -33,6 +33,7 @@ func hostileServer(t *testing.T) string {
 // Before, the stdio line killed the session (UNAVAILABLE session_lost,
 // RetryInfo 1 s) and the HTTP body was read whole.
 func TestHostileOversizedResults(t *testing.T) {
+	t.Parallel()
 	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -67,6 +68,7 @@ func TestHostileOversizedResults(t *testing.T) {
 // format characters, or a 100 KB name are not exposed; ListServers warns
 // about each, escaped and short, and the log says so once.
 func TestHostileToolNames(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"x": {Command: hostileServer(t), Args: []string{"-mode", "bad-names"}}}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -99,6 +101,7 @@ func TestHostileToolNames(t *testing.T) {
 // off (attempt 1, 2, 3, …); before, every session outlived stableAfter
 // while it listed and the attempt stayed 0.
 func TestHostileNeverListsBacksOff(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"x": {Command: hostileServer(t), Args: []string{"-mode", "hang-list"},
 		RefreshTimeout: "300ms", StableAfter: "100ms", Backoff: &backoff{Base: "50ms", Max: "10s"}, Breaker: &breaker{Failures: 100}}}})
 	for _, n := range []int{1, 2, 3} {

@@ -24,6 +24,7 @@ const repoRoot = ".."
 // TypeScript-SDK upstream), and resumes the watch from that revision: the
 // resumed watch must bring the new tool as a change.
 func TestInteropExampleClients(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"rt": {Command: "node", Args: []string{nodePath(t, "runtime_server.mjs"), "stdio"}},
 		"demo": demoServer()}})
 	root, err := filepath.Abs(repoRoot)
@@ -110,6 +111,7 @@ func pythonClient(t *testing.T, root string) (string, []string) {
 // section against a live toolsvc with the demo upstream, so the one-liners
 // stay true. grpcurl comes from scripts/interop-deps.sh (.bin/).
 func TestInteropReadmeGrpcurl(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 // ground truth is a raw JSON-RPC session over the server's stdio, parsed by
 // no SDK.
 func TestInteropEverything(t *testing.T) {
+	t.Parallel()
 	entry := nodePath(t, everythingEntry)
 	raw := startRawMCP(t, "node", entry, "stdio")
 	rawTools := raw.call(t, "tools/list", map[string]any{})["tools"].([]any)
@@ -31,6 +32,7 @@ func TestInteropEverything(t *testing.T) {
 
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			var server upstream
 			switch transport {
 			case "stdio":

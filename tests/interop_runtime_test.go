@@ -21,8 +21,10 @@ import (
 // response stream, must reach an open WatchCatalog stream; and its
 // cancellation-aware sleep tool must see a gRPC caller's deadline.
 func TestInteropRuntimeTools(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			var server upstream
 			switch transport {
 			case "stdio":

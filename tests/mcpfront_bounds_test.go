@@ -108,6 +108,7 @@ func openStream(t *testing.T, ctx context.Context, base, token, sid string) cont
 // same ID); when every session that could give way is busy (a GET stream
 // open), the newcomer gets HTTP 503 naming the cap.
 func TestMCPFrontSessionsBounded(t *testing.T) {
+	t.Parallel()
 	p, base := startBoundsFront(t, "--mcp-max-sessions", "6", "--mcp-max-sessions-per-principal", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -197,6 +198,7 @@ func TestMCPFrontSessionsBounded(t *testing.T) {
 // spec), whether this replica holds the session or not; the session
 // itself is untouched (bob's DELETE does not end alice's session).
 func TestMCPFrontSessionReplay(t *testing.T) {
+	t.Parallel()
 	_, base := startBoundsFront(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -266,6 +268,7 @@ func trickle(t *testing.T, base, header string, bodyLen int, interval time.Durat
 // an authenticated request whose body trickles in is cut off at
 // --mcp-body-timeout (408, connection closed).
 func TestMCPFrontTrickledBody(t *testing.T) {
+	t.Parallel()
 	_, base := startBoundsFront(t, "--mcp-body-timeout", "1s")
 
 	t.Run("unauthenticated", func(t *testing.T) {

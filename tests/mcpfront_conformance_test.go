@@ -59,6 +59,7 @@ var frontConformanceWhy = map[string]string{
 // against the front door, server-everything behind toolsvc, and logs every
 // scenario with its result.
 func TestMCPFrontConformanceServer(t *testing.T) {
+	t.Parallel()
 	n22, cli := nodePath(t, node22), nodePath(t, conformanceCLI)
 	fixture := helperBinary(t, "conformancefixture")
 	// The fixture's tools keep their own names (bareNames), as the suite

@@ -83,6 +83,7 @@ func callsServed(t *testing.T, p *toolsvcProc, tool string) int {
 // succeeds, both replicas serve calls, and the 2025-11-25 session (minted
 // by one replica, adopted by the other) still gets list_changed.
 func TestMCPFrontReplicas(t *testing.T) {
+	t.Parallel()
 	up := startHTTPUpstream(t)
 	c := cfg{Servers: servers{"h": goHTTP(up, upstream{})}}
 	var reps []*toolsvcProc

@@ -136,6 +136,7 @@ func drain[T any](ch <-chan T) {
 // resources/list_changed and prompts/list_changed, and a subscription
 // outlives the upstream's restart.
 func TestMCPFrontResources(t *testing.T) {
+	t.Parallel()
 	up, srv, restart := startResourcesPython(t, "http", upstream{ProtocolVersion: "2026-07-28", RefreshDebounce: "50ms",
 		Backoff: &backoff{Base: "50ms", Max: "200ms"}})
 	p := startToolsvc(t, cfg{Servers: servers{"py": up}}, "--mcp-listen", "127.0.0.1:0", "--mcp-page-size", "1")

@@ -105,6 +105,7 @@ func callText(t *testing.T, res *mcp.CallToolResult) string {
 // (the upstream sees it), and gets list_changed after an upstream adds a
 // tool.
 func TestMCPFrontGoClient(t *testing.T) {
+	t.Parallel()
 	p, base := startFrontFixture(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -211,6 +212,7 @@ func TestMCPFrontGoClient(t *testing.T) {
 // principal sees only its tools in tools/list and is refused others with
 // the pipeline's PERMISSION_DENIED; Host and Origin are checked.
 func TestMCPFrontAuth(t *testing.T) {
+	t.Parallel()
 	url := startHTTPUpstream(t)
 	c := cfg{Servers: servers{"h": goHTTP(url, upstream{})},
 		Auth: &authCfg{Tokens: map[string]string{"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789ab"},
@@ -299,6 +301,7 @@ func (h headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 // the server and the reason (from the pipeline's mapping), not a tool
 // result, and carries no upstream URL.
 func TestMCPFrontUpstreamDown(t *testing.T) {
+	t.Parallel()
 	u := newHTTPUpstream(t)
 	p := startToolsvc(t, cfg{Servers: servers{"d": goHTTP(u.url(), upstream{})}}, "--mcp-listen", "127.0.0.1:0")
 	base := "http://" + p.mcpAddr
@@ -329,6 +332,7 @@ func TestMCPFrontUpstreamDown(t *testing.T) {
 // finish (within the drain bound) while an idle 2025-11-25 session, whose
 // GET stream is open, does not hold the shutdown up; the process exits 0.
 func TestMCPFrontShutdownDrains(t *testing.T) {
+	t.Parallel()
 	p, base := startFrontFixture(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -359,6 +363,7 @@ func TestMCPFrontShutdownDrains(t *testing.T) {
 // its CN and a bearer JWT as its subject, with the gRPC API's rules (agent-a
 // and carol may use up__echo only).
 func TestMCPFrontTLSPrincipals(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t, "toolsvc-test-ca")
 	srvCert, srvKey := ca.issue("server", true)
 	jwksFile, carolJWT := testJWKS(t, "carol")
@@ -434,6 +439,7 @@ func (h headerRoundTripperOver) RoundTrip(r *http.Request) (*http.Response, erro
 // (JSON-RPC errors naming the limit, nothing over-size sent upstream), and
 // a body far over the limit is refused by HTTP (413) before MCP decoding.
 func TestMCPFrontLimits(t *testing.T) {
+	t.Parallel()
 	p, base := startFrontFixture(t, nil, "--max-request-bytes", "2048", "--max-response-bytes", "4096")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -79,6 +79,7 @@ func (u *oauthUpstream) revoke(t *testing.T) {
 // call succeeds on the retry. No secret appears in the log. The caller's
 // principal reaches the upstream in _meta (forwardPrincipal).
 func TestOAuthRefreshTokenUpstream(t *testing.T) {
+	t.Parallel()
 	up := startOAuthUpstream(t)
 	const alice = "alice-token-0123456789"
 	// mockoidc accepts client credentials only in the form body although
@@ -144,6 +145,7 @@ func TestOAuthRefreshTokenUpstream(t *testing.T) {
 // once. Two causes: a wrong client secret (the token endpoint refuses) and
 // no credentials at all (the upstream answers 401).
 func TestUpstreamAuthRejected(t *testing.T) {
+	t.Parallel()
 	up := startOAuthUpstream(t)
 	p := startToolsvc(t, cfg{Servers: servers{
 		"wrongsecret": goHTTP(up.URL, upstream{PingInterval: "1h", Backoff: &backoff{Base: "10ms", Max: "20ms"}, AuthRetry: "1h",
@@ -206,6 +208,7 @@ func TestUpstreamAuthRejected(t *testing.T) {
 // loopback listener) prints the server's oauth settings with a refresh
 // token; `toolsvc serve` with exactly those settings reaches the upstream.
 func TestOAuthLoginProvisionsServe(t *testing.T) {
+	t.Parallel()
 	up := startOAuthUpstream(t)
 	browser := helperBinary(t, "oauthupstream")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)

@@ -16,8 +16,10 @@ import (
 // return, the new tool must reach ListTools and an open watch through the
 // push itself (no reconnect), and it must dispatch.
 func TestPushRefreshNoWedge(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
 			var server upstream
 			switch transport {
 			case "http":

@@ -101,6 +101,7 @@ func TestSeedPushVictimPython(t *testing.T) {
 // entry point and through a shell wrapper of the shape `uvx`/`npx` configs
 // have (a process that execs the server), and lists and calls their tools.
 func TestPyPIServers(t *testing.T) {
+	t.Parallel()
 	timeBin := venvBin(t, "mcp", "mcp-server-time")
 	gitBin := venvBin(t, "mcp", "mcp-server-git")
 

@@ -96,6 +96,7 @@ func frontInitializeAs(t *testing.T, ctx context.Context, base, tok string) int 
 // an unreachable JWKS URL, the auth section removed) is refused with the reason, and the running
 // auth keeps working.
 func TestReloadAuth(t *testing.T) {
+	t.Parallel()
 	before := &authCfg{Tokens: map[string]string{"alice": tokAlice, "carol": tokCarol, "ops": tokOps}, Admins: []string{"ops"},
 		Rules: []rule{{Principal: "*"}}, RateLimits: []config.RateLimit{{Principal: "alice", CallsPerSecond: 1000}}}
 	after := &authCfg{Tokens: map[string]string{"alice": tokAlice, "bob": tokBob, "ops": tokOps}, Admins: []string{"ops"},

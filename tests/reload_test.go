@@ -46,6 +46,7 @@ func stdioWithEnv(marker string) upstream {
 // servers. Watchers see exactly those changes; the unchanged server is not
 // reconnected.
 func TestHotReloadUnderLoad(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, reloadConfig(servers{"keep": stdioWithEnv("1"), "gone": stdioWithEnv("1"), "change": stdioWithEnv("1")}))
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -148,6 +149,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 // TestInvalidReloadKeepsRunning: a broken edit keeps the old configuration
 // running and says why; fixing the file recovers.
 func TestInvalidReloadKeepsRunning(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, reloadConfig(servers{"a": stdioWithEnv("1")}))
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -193,6 +195,7 @@ func TestInvalidReloadKeepsRunning(t *testing.T) {
 // a URL appears in no log line, status, error or CLI output, even when the
 // upstream prints it and the URL shows up in connection errors.
 func TestSecretsStaySecret(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-Value-7f2c9d"
 	c := cfg{Servers: servers{
 		"talker": {Command: "sh", Args: []string{"-c", `echo "my token is $UPSTREAM_TOKEN" >&2; exec ` + bin.testserver + ` -mode stdio`},
@@ -235,6 +238,7 @@ func TestSecretsStaySecret(t *testing.T) {
 // values are added to every server's redaction list), a reload that only
 // adds a server must not restart the others.
 func TestReloadWithAuthLeavesServersAlone(t *testing.T) {
+	t.Parallel()
 	const tok = "reload-token-0123456789"
 	withAuth := func(ss servers) cfg {
 		c := reloadConfig(ss)

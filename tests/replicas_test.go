@@ -530,6 +530,7 @@ func echoCallsServed(t *testing.T, p *toolsvcProc) int {
 // Python, Node; all read examples/lb/service_config.json) against two
 // replicas: every call succeeds and both replicas serve a share of them.
 func TestLoadBalancedExampleClients(t *testing.T) {
+	t.Parallel()
 	c := cfg{Servers: servers{"local": goStdio(upstream{})}}
 	reps := []*toolsvcProc{startToolsvc(t, c), startToolsvc(t, c)}
 	root, err := filepath.Abs(repoRoot)

@@ -68,6 +68,7 @@ func findPrompt(ps []*toolsvcv1.Prompt, name string) *toolsvcv1.Prompt {
 }
 
 func TestResourcesEverything(t *testing.T) {
+	t.Parallel()
 	entry := nodePath(t, everythingEntry)
 	raw := startRawMCP(t, "node", entry, "stdio")
 	rawRes := raw.call(t, "resources/list", map[string]any{})["resources"].([]any)
@@ -264,6 +265,7 @@ func startResourcesPython(t *testing.T, transport string, u upstream) (server up
 // streamable HTTP in the 2026-07-28 protocol, where subscriptions and
 // list_changed ride subscriptions/listen.
 func TestResourcesPython(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, transport, protocol string }{
 		{"stdio", "stdio", ""},
 		{"http-2026", "http", "2026-07-28"},

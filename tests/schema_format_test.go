@@ -15,6 +15,7 @@ import (
 // SCHEMA_FORMAT_JSON exactly as the upstream sent it (whitespace
 // compacted), from ListTools and WatchCatalog; the default is Struct.
 func TestSchemaFormatJSONEndToEnd(t *testing.T) {
+	t.Parallel()
 	const (
 		sent = `{"type": "object", "properties": {"n": {"type": "integer", "maximum": 9007199254740993, "default": 10},
 		        "x": {"type": "number", "minimum": 10.0}}}`

@@ -28,6 +28,7 @@ const beyondLoopbackWarning = "listening beyond loopback without authentication"
 // handler with the peer gRPC hands it: service.TestAdminLoopbackOnlyWithoutAuth
 // and service.TestLocalPeer.
 func TestSecureDefaultsWithoutAuth(t *testing.T) {
+	t.Parallel()
 	p := startToolsvcWith(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"}),
 		"broken": {Command: "/nonexistent/toolsvc-test-binary", PingInterval: "1h"}}}, startOpts{args: []string{"--listen", "0.0.0.0:0"}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
@@ -52,6 +53,7 @@ func TestSecureDefaultsWithoutAuth(t *testing.T) {
 // TestNoWarningOnLoopback: listening on loopback only (the harness's
 // 127.0.0.1) is not worth a warning.
 func TestNoWarningOnLoopback(t *testing.T) {
+	t.Parallel()
 	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}})
 	if strings.Contains(p.log.String(), beyondLoopbackWarning) {
 		t.Error("warned about listening beyond loopback on 127.0.0.1")
@@ -62,6 +64,7 @@ func TestNoWarningOnLoopback(t *testing.T) {
 // the handshake require a certificate from that CA: no certificate and a
 // certificate from another CA are refused, one from the CA works.
 func TestTLSClientCAWithoutAuth(t *testing.T) {
+	t.Parallel()
 	ca, other := newTestCA(t, "toolsvc-test-ca"), newTestCA(t, "other-ca")
 	srvCert, srvKey := ca.issue("server", true)
 	p := startToolsvcWith(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}},
@@ -99,6 +102,7 @@ func TestTLSClientCAWithoutAuth(t *testing.T) {
 // servers exposing a tool it may see, without last errors or the
 // configuration; an admin sees every server with its error.
 func TestListServersFiltered(t *testing.T) {
+	t.Parallel()
 	const alice, ops = "alice-token-0123456789", "ops-token-0123456789abc"
 	p := startToolsvc(t, cfg{
 		Auth: &authCfg{Tokens: map[string]string{"alice": alice, "ops": ops}, Admins: []string{"ops"},

@@ -50,6 +50,7 @@ func addTool(t *testing.T, ctx context.Context, p *toolsvcProc, name string) {
 // which never saw that revision, answers it with a reset, until its own
 // upstream makes the same change and the revision is equal again.
 func TestWatchAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	a, b := startReplicas(t)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -187,6 +188,7 @@ func (p *proxy) forward(c net.Conn) {
 // with UNAVAILABLE), the proxy now leads to B, and both resume there with
 // their last revision and get "synced", not a reset.
 func TestWatchClientsResumeOnOtherReplica(t *testing.T) {
+	t.Parallel()
 	a, b := startReplicas(t)
 	px := startProxy(t, a.addr)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
