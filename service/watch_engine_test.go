@@ -138,6 +138,7 @@ func TestWatchSenderTimeout(t *testing.T) {
 // outlived the handler), while a reading stream on the same connection is
 // served throughout.
 func TestWatchSlowStreamGoroutines(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
 	ctx := ctxT(t)
 	reader, err := f.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{Servers: []string{"small"}})
@@ -179,6 +180,7 @@ func TestWatchSlowStreamGoroutines(t *testing.T) {
 // per change, and a member that missed a revision gets one delta, built
 // once for every member at that revision.
 func TestWatchGroupSharesEvents(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"x"}})
 	flt, err := f.svc.newWatchFilter(context.Background(), &toolsvcv1.WatchCatalogRequest{})
 	if err != nil {
@@ -227,6 +229,7 @@ func errorReason(err error) string {
 // client holds up at once (not when the client reads), and the client, when
 // it reads, gets what was queued, then UNAVAILABLE with SHUTTING_DOWN.
 func TestWatchShutdownEndsHeldSend(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, &Options{WatchSendTimeout: time.Hour}, bigCatalog())
 	ctx := ctxT(t)
 	st := stuckWatch(t, f, ctx)
