@@ -272,6 +272,9 @@ func TestHTTPUpstreamRestart404(t *testing.T) {
 // TestSilentListener: an upstream that accepts TCP and never answers fails
 // its connect at connectTimeout; the other upstreams are ready and
 // readiness is reached.
+//
+// Serial (as the other tests here without t.Parallel): it bounds a wait
+// in time, which other tests' load would stretch.
 func TestSilentListener(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -325,7 +328,7 @@ func TestSilentListener(t *testing.T) {
 // TestSlowListBoundedByRefreshTimeout: a tools/list that takes 10 s is cut
 // at refreshTimeout; calls meanwhile are unaffected; the previous tools stay.
 func TestSlowListBoundedByRefreshTimeout(t *testing.T) {
-	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshTimeout: "1s", RefreshInterval: "1h", Backoff: &backoff{Base: "5s", Max: "5s"}})}})
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshTimeout: "1s", RefreshInterval: "1h", Backoff: &backoff{Base: "200ms", Max: "500ms"}})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	call := func(name string, a map[string]any) string {

@@ -284,26 +284,35 @@ func waitAddrFile(t *testing.T, path string, pr *proc, timeout time.Duration) (a
 }
 
 // waitHealthy waits until the server's grpc.health.v1 readiness ("") is
-// SERVING: toolsvc's first discovery round is over. A server this plaintext
-// client cannot talk to (TLS tests) is ready when it logs so.
+// SERVING: toolsvc's first discovery round is over. It watches the status
+// (Health.Watch streams every change) rather than polling Check. A server
+// this plaintext client cannot talk to (TLS tests) is ready when it logs so.
 func waitHealthy(t *testing.T, conn *grpc.ClientConn, log *logBuffer, timeout time.Duration) {
 	t.Helper()
 	hc := healthpb.NewHealthClient(conn)
-	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	var last healthpb.HealthCheckResponse_ServingStatus
+	var lastErr error
 	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
-		cancel()
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+		stream, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{})
+		for err == nil {
+			var resp *healthpb.HealthCheckResponse
+			if resp, err = stream.Recv(); err == nil {
+				if last = resp.GetStatus(); last == healthpb.HealthCheckResponse_SERVING {
+					return
+				}
+			}
+		}
+		lastErr = err
+		// The stream failed (or never started): a TLS server, or one that
+		// is not up yet. Wait briefly for its log to say ready.
+		if _, ok := log.wait(readyRE, 20*time.Millisecond, nil); ok {
 			return
 		}
-		if err != nil && readyRE.MatchString(log.String()) {
-			return
+		if ctx.Err() != nil {
+			t.Fatalf("toolsvc not SERVING within %s (last: %v, %v); log:\n%s", timeout, last, lastErr, log)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolsvc not SERVING within %s (last: %v, %v); log:\n%s", timeout, resp.GetStatus(), err, log)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

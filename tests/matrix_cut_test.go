@@ -101,6 +101,8 @@ const cutBound = 5 * time.Second
 // is up, and then the upstream adds a tool and announces it: the tool must
 // reach an open watch within cutBound. pingInterval and refreshInterval are
 // long, so neither the prober nor the backstop can bring it.
+//
+// Serial: the tool must arrive within cutBound.
 func TestMatrixPushChannelCut(t *testing.T) {
 	cells := []struct{ sdk, transport, protocol string }{
 		{sdkGo, trStateless, proto0728}, // subscriptions/listen

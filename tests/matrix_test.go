@@ -156,6 +156,9 @@ func runConcurrently(t *testing.T, names []string, f func(t *testing.T, i int)) 
 
 // TestMatrix runs every cell and prints the table. Subtest names are
 // TestMatrix/<sdk>/<transport>/<protocol>/<check>.
+//
+// Serial: the cells bound push, re-list and recovery times, and already
+// run matrixParallel at a time.
 func TestMatrix(t *testing.T) {
 	// Cells start interleaved (protocol, then transport, then SDK), so
 	// that the slow starters (Python's interpreter, -race toolsvc) are

@@ -137,8 +137,10 @@ func drain[T any](ch <-chan T) {
 // outlives the upstream's restart.
 func TestMCPFrontResources(t *testing.T) {
 	t.Parallel()
+	// pingInterval: the killed upstream is found dead within a fraction of
+	// a second (15 s by default).
 	up, srv, restart := startResourcesPython(t, "http", upstream{ProtocolVersion: "2026-07-28", RefreshDebounce: "50ms",
-		Backoff: &backoff{Base: "50ms", Max: "200ms"}})
+		Backoff: &backoff{Base: "50ms", Max: "200ms"}, PingInterval: "300ms"})
 	p := startToolsvc(t, cfg{Servers: servers{"py": up}}, "--mcp-listen", "127.0.0.1:0", "--mcp-page-size", "1")
 	endpoint := "http://" + p.mcpAddr + "/mcp"
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

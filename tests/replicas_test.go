@@ -213,6 +213,9 @@ func (l *watchLog) names() []string {
 // resume while the upstreams are quiet is "synced", never "reset"; every
 // replica reports the same revision once the upstreams are quiet; every
 // drain stays within its bound.
+//
+// Serial: each replica comes back on its previous port, which a parallel
+// test could take meanwhile; and the drains are bounded in time.
 func TestReplicasRollingRestart(t *testing.T) {
 	sc, err := os.ReadFile(lbServiceConfigPath)
 	if err != nil {

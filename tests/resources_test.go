@@ -274,8 +274,10 @@ func TestResourcesPython(t *testing.T) {
 			t.Parallel()
 			// (The backoff was written "backoffBase"/"backoffMax", keys
 			// config ignores with a warning; the builder has only real keys.)
+			// A killed HTTP upstream is found dead by the prober: a short
+			// pingInterval finds it in a fraction of a second, not 15 s.
 			up, srv, restart := startResourcesPython(t, tc.transport, upstream{ProtocolVersion: tc.protocol, RefreshDebounce: "50ms",
-				Backoff: &backoff{Base: "50ms", Max: "200ms"}})
+				Backoff: &backoff{Base: "50ms", Max: "200ms"}, PingInterval: "300ms"})
 			p := startToolsvc(t, cfg{Servers: servers{"py": up}})
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
