@@ -16,6 +16,7 @@ import (
 )
 
 func TestParseClaudeDesktopShape(t *testing.T) {
+	t.Parallel()
 	data := []byte(`{
   "mcpServers": {
     "filesystem": {
@@ -50,6 +51,7 @@ func TestParseClaudeDesktopShape(t *testing.T) {
 }
 
 func TestParseReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	data := []byte(`{
   "mcpServers": {
     "a__b": {"command": "x"},
@@ -86,6 +88,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 }
 
 func TestParseWarnings(t *testing.T) {
+	t.Parallel()
 	c, err := Parse("w.json", []byte(`{"mcpServers": {"ok": {"command": "x", "mystery": 1}, "off": {"command": "y", "disabled": true}}, "extra": true}`))
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +99,7 @@ func TestParseWarnings(t *testing.T) {
 }
 
 func TestParseSyntaxError(t *testing.T) {
+	t.Parallel()
 	_, err := Parse("s.json", []byte("{\n  \"mcpServers\": {,\n}"))
 	if err == nil || !strings.HasPrefix(err.Error(), "s.json:2: ") {
 		t.Fatalf("Parse(syntax error) = %v, want it to name s.json line 2", err)
@@ -103,6 +107,7 @@ func TestParseSyntaxError(t *testing.T) {
 }
 
 func TestParseMissingServers(t *testing.T) {
+	t.Parallel()
 	_, err := Parse("e.json", []byte(`{}`))
 	if err == nil || !strings.Contains(err.Error(), `field "mcpServers": required`) {
 		t.Fatalf("Parse({}) = %v", err)
@@ -110,6 +115,7 @@ func TestParseMissingServers(t *testing.T) {
 }
 
 func TestSecretsNotInProblems(t *testing.T) {
+	t.Parallel()
 	_, err := Parse("x.json", []byte(`{"mcpServers": {"r": {"url": "ftp://h", "headers": {"Authorization": "Bearer TOPSECRET"}}}}`))
 	if err == nil || strings.Contains(err.Error(), "TOPSECRET") {
 		t.Fatalf("Parse = %v; want an error without the header value", err)
@@ -117,6 +123,7 @@ func TestSecretsNotInProblems(t *testing.T) {
 }
 
 func TestParseSupervisionKeys(t *testing.T) {
+	t.Parallel()
 	c, err := Parse("s.json", []byte(`{"pingInterval": "2s", "mcpServers": {"s": {"command": "x",
 		"pingTimeout": "1s", "pingFailures": 4, "stableAfter": "3s", "maxConcurrentCalls": 8, "maxQueuedCalls": 16,
 		"breaker": {"failures": 5, "cooldown": "10s", "maxCooldown": "1m"}, "envPassthrough": ["GH_TOKEN"], "validateArguments": false}}}`))
@@ -136,6 +143,7 @@ func TestParseSupervisionKeys(t *testing.T) {
 }
 
 func TestParseYAMLLines(t *testing.T) {
+	t.Parallel()
 	_, err := Parse("c.yaml", []byte("mcpServers:\n  ok:\n    command: x\n  bad:\n    url: ftp://nope\n    callTimeout: soon\n"))
 	msg := fmt.Sprint(err)
 	for _, want := range []string{`c.yaml:5: server "bad": field "url"`, `c.yaml:6: server "bad": field "callTimeout": "soon" is not a duration`} {
@@ -205,6 +213,7 @@ func FuzzParse(f *testing.F) {
 // TestParseRateLimits: auth.rateLimits parses, and each bad rule is
 // reported with the line of its own list element, in JSON and YAML.
 func TestParseRateLimits(t *testing.T) {
+	t.Parallel()
 	good := []byte(`{"auth": {"tokens": {"a": "0123456789abcdef"},
   "rateLimits": [{"principal": "agent-*", "callsPerSecond": 5, "burst": 10, "maxConcurrent": 4}, {"principal": "*", "maxConcurrent": 2}]},
   "mcpServers": {"x": {"command": "x"}}}`)
@@ -264,6 +273,7 @@ func TestParseRateLimits(t *testing.T) {
 }
 
 func TestParseBareNames(t *testing.T) {
+	t.Parallel()
 	c, err := Parse("b.json", []byte(`{"mcpServers": {"main": {"command": "x", "bareNames": true}, "p": {"command": "y"}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -287,6 +297,7 @@ func TestParseBareNames(t *testing.T) {
 // tool-name characters is refused with the field named, and the problem
 // text carries the name escaped, never a raw control character.
 func TestServerNameCharacters(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ file, data, want string }{
 		{"c.json", `{"mcpServers": {"a\u001b[2Jb": {"command": "x"}}}`, `server "a\x1b[2Jb": field "name": server name "a\x1b[2Jb" has characters outside [A-Za-z0-9_.-]`},
 		{"c.json", `{"mcpServers": {"my server": {"command": "x"}}}`, `server "my server": field "name"`},
@@ -313,6 +324,7 @@ func TestServerNameCharacters(t *testing.T) {
 // refused like YAML refuses it, naming the key and both lines, instead of
 // the last one silently winning.
 func TestParseRefusesDuplicateJSONKeys(t *testing.T) {
+	t.Parallel()
 	data := []byte(`{
   "mcpServers": {
     "github": {"command": "gh-mcp"},

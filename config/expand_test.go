@@ -15,6 +15,7 @@ import (
 // oversized files are refused at once (never read whole, never waited on),
 // each problem naming the file, the server, the field and its line.
 func TestFileReferenceRefusesNonRegularFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
@@ -60,6 +61,7 @@ func TestFileReferenceRefusesNonRegularFiles(t *testing.T) {
 // through a symlink (how Kubernetes mounts secrets), resolves as before:
 // its trailing newline trimmed.
 func TestFileReferenceReadsRegularFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "token")
 	if err := os.WriteFile(tok, []byte("tok-0123456789\n"), 0o600); err != nil {
@@ -87,6 +89,7 @@ func TestFileReferenceReadsRegularFiles(t *testing.T) {
 // TestReferencesBoundedInTotal: one file referenced many times cannot make
 // a configuration resolve to more than MaxResolvedBytes.
 func TestReferencesBoundedInTotal(t *testing.T) {
+	t.Parallel()
 	full := filepath.Join(t.TempDir(), "full")
 	if err := os.WriteFile(full, []byte(strings.Repeat("a", MaxFileRefSize)), 0o600); err != nil {
 		t.Fatal(err)
@@ -165,6 +168,7 @@ func TestNoResolvedValueInProblems(t *testing.T) {
 // ${file:} and a 16 MiB limit: a config path that points at a device or a
 // FIFO by mistake is refused at once, never read whole or waited on.
 func TestLoadRefusesNonRegularFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -17,6 +17,7 @@ import (
 // AuthRetry and says "authentication failed"; any other failure keeps the
 // crash backoff and its message.
 func TestAuthHold(t *testing.T) {
+	t.Parallel()
 	b := &Bridge{}
 	u := &upstream{cfg: ServerConfig{Name: "x", AuthRetry: 5 * time.Minute}, b: b, authw: &authWatch{}}
 	crash := errors.New("connect: EOF")
@@ -55,6 +56,7 @@ func TestAuthHold(t *testing.T) {
 // "oauth.<field>" of their server, beside what concerns the server (its
 // transport, an Authorization header).
 func TestOAuthProblemsAreServerFields(t *testing.T) {
+	t.Parallel()
 	sc := ServerConfig{Name: "s", Transport: TransportStdio, Command: "x", Headers: map[string]string{"authorization": "Bearer x"},
 		OAuth: &OAuthConfig{Grant: OAuthClientCredentials, ClientSecret: "s"}}
 	var fields []string

@@ -6,6 +6,7 @@ import (
 )
 
 func TestBreaker(t *testing.T) {
+	t.Parallel()
 	b := newBreaker(BreakerConfig{Failures: 3, Cooldown: time.Second, MaxCooldown: 4 * time.Second}, "s")
 	now := time.Unix(1000, 0)
 	for i := 0; i < 2; i++ {

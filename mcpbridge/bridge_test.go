@@ -97,6 +97,7 @@ func waitFor(t *testing.T, b *Bridge, what string, cond func(*Snapshot) bool) {
 }
 
 func TestBridgeListsCallsAndRefreshes(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
@@ -127,6 +128,7 @@ func TestBridgeListsCallsAndRefreshes(t *testing.T) {
 }
 
 func TestBridgeCallDeadlineAndCancel(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
@@ -143,6 +145,7 @@ func TestBridgeCallDeadlineAndCancel(t *testing.T) {
 }
 
 func TestBridgeReconnectsAfterSessionDeath(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
@@ -157,6 +160,7 @@ func TestBridgeReconnectsAfterSessionDeath(t *testing.T) {
 }
 
 func TestBridgeRejectsBadConfig(t *testing.T) {
+	t.Parallel()
 	_, err := New(Config{Servers: []ServerConfig{
 		{Name: "a__b", Transport: TransportStdio, Command: "x"},
 		{Name: "ok", Transport: TransportStdio},
@@ -174,6 +178,7 @@ func TestBridgeRejectsBadConfig(t *testing.T) {
 }
 
 func TestBridgeMaxConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	cfg := up.config("mem")
@@ -216,6 +221,7 @@ func TestBridgeMaxConcurrentCalls(t *testing.T) {
 }
 
 func TestBridgeReconfigure(t *testing.T) {
+	t.Parallel()
 	a, bb, c := newMemUpstream(t), newMemUpstream(t), newMemUpstream(t)
 	defer a.killSessions()
 	defer bb.killSessions()
@@ -254,6 +260,7 @@ func TestBridgeReconfigure(t *testing.T) {
 }
 
 func TestBridgeRefreshAndReconnect(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
@@ -281,6 +288,7 @@ func TestBridgeRefreshAndReconnect(t *testing.T) {
 // original name), and a Target whose server was removed since fails with
 // ErrToolNotFound instead of reaching anything else.
 func TestResolveThenCallPinsTheEntry(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
@@ -322,6 +330,7 @@ func TestResolveThenCallPinsTheEntry(t *testing.T) {
 // (retryable), not NOT_FOUND; the soak caught NOT_FOUND there. Once the
 // server is removed for good, NOT_FOUND is right.
 func TestRestartingServerIsUnavailable(t *testing.T) {
+	t.Parallel()
 	m := newMemUpstream(t)
 	b := newTestBridge(t, m.config("r"))
 	waitFor(t, b, "r__echo", func(s *Snapshot) bool { _, ok := s.Lookup("r__echo"); return ok })
@@ -351,6 +360,7 @@ func TestRestartingServerIsUnavailable(t *testing.T) {
 // connect at all) is UNAVAILABLE, not NOT_FOUND: it may exist in a moment.
 // A name under no server's prefix is NOT_FOUND.
 func TestUnlistedServerToolIsUnavailable(t *testing.T) {
+	t.Parallel()
 	m := newMemUpstream(t)
 	down := ServerConfig{Name: "down", BackoffBase: time.Hour, BackoffMax: time.Hour,
 		NewTransport: func() (mcp.Transport, error) { return nil, errors.New("no transport") }}

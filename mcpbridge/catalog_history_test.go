@@ -57,6 +57,7 @@ func TestCatalogHistoryBudget(t *testing.T) {
 }
 
 func TestSnapshotLookupAndRevisionOfViews(t *testing.T) {
+	t.Parallel()
 	c := NewCatalog()
 	c.setServer("a", "a", numberedTools(50, "x"), true)
 	c.setServer("b", "b", numberedTools(3, "y"), false)

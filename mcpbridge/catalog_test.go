@@ -16,6 +16,7 @@ func names(ts []*Tool) []string {
 }
 
 func TestCatalogRevisionIsContentDerived(t *testing.T) {
+	t.Parallel()
 	a, b := NewCatalog(), NewCatalog()
 	if a.Current().Revision != b.Current().Revision {
 		t.Fatal("empty catalogs differ in revision")
@@ -44,6 +45,7 @@ func TestCatalogRevisionIsContentDerived(t *testing.T) {
 }
 
 func TestCatalogPublishesOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	c := NewCatalog()
 	sub := c.Subscribe()
 	defer sub.Close()
@@ -62,6 +64,7 @@ func TestCatalogPublishesOnlyOnChange(t *testing.T) {
 }
 
 func TestCatalogHistory(t *testing.T) {
+	t.Parallel()
 	c := NewCatalog()
 	c.setServer("s", "s", []*mcp.Tool{{Name: "a"}}, true)
 	first := c.Current()
@@ -77,6 +80,7 @@ func TestCatalogHistory(t *testing.T) {
 }
 
 func TestDiff(t *testing.T) {
+	t.Parallel()
 	c := NewCatalog()
 	c.setServer("s", "s", []*mcp.Tool{{Name: "keep"}, {Name: "change"}, {Name: "drop"}}, true)
 	from := c.Current()
@@ -95,6 +99,7 @@ func TestDiff(t *testing.T) {
 }
 
 func TestCrossServerCollision(t *testing.T) {
+	t.Parallel()
 	// Validated configs never give two servers one prefix, but the catalog
 	// must still resolve such a collision deterministically.
 	c := NewCatalog()
@@ -113,6 +118,7 @@ func TestCrossServerCollision(t *testing.T) {
 }
 
 func TestBareNames(t *testing.T) {
+	t.Parallel()
 	c := NewCatalog()
 	// A bare-names server (names prefix "") next to a prefixed one whose
 	// tool sanitises to the same bare name as the bare server's.

@@ -10,6 +10,7 @@ import (
 // TestLayering enforces the dependency direction (docs/upstream-behaviour.md
 // §5): mcpbridge never imports gRPC or the generated API.
 func TestLayering(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "./...").Output()
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
@@ -44,6 +45,7 @@ func directImports(t *testing.T, pkg string) []string {
 // mcpbridge/oauth (auth.go holds the small surface it uses), never its
 // dependencies directly; and mcpbridge/oauth knows nothing of the bridge.
 func TestOAuthStaysInItsPackage(t *testing.T) {
+	t.Parallel()
 	core := directImports(t, ".")
 	if !slices.Contains(core, "github.com/toolsvc/toolsvc/mcpbridge/oauth") {
 		t.Error("the bridge does not import mcpbridge/oauth: has OAuth moved again? Update this test")

@@ -24,6 +24,7 @@ import (
 
 // TestGoSDKVersion: the pins were measured against goSDKVersion.
 func TestGoSDKVersion(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/modelcontextprotocol/go-sdk").Output()
 	if err != nil {
 		t.Fatalf("go list -m: %v", err)
@@ -64,6 +65,7 @@ func sdkPair(t *testing.T, srv *mcp.Server, wrap func(mcp.Transport) mcp.Transpo
 // ErrConnectionClosed; a request to a streamable-HTTP upstream that is gone
 // is a *jsonrpc.Error with code -32005 (codeRejectedByTransport).
 func TestGoSDKErrorShapes(t *testing.T) {
+	t.Parallel()
 	cs := sdkPair(t, goSDKServer(), nil, nil)
 	_, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "no such prompt"})
 	if werr, ok := answered(err); !ok || werr.Code == codeRejectedByTransport || isSessionDead(err) || lostWithoutAnswer(err) {
@@ -103,6 +105,7 @@ func TestGoSDKErrorShapes(t *testing.T) {
 // declares no tools capability, yet answers tools/list (and may add tools
 // later).
 func TestGoSDKOmitsToolsWithoutTools(t *testing.T) {
+	t.Parallel()
 	cs := sdkPair(t, mcp.NewServer(&mcp.Implementation{Name: "empty", Version: "1"}, nil), nil, sessionOptions(DefaultProtocolVersion))
 	if caps := cs.InitializeResult().Capabilities; caps.Tools != nil {
 		t.Errorf("tools capability %+v declared without tools", caps.Tools)
@@ -115,6 +118,7 @@ func TestGoSDKOmitsToolsWithoutTools(t *testing.T) {
 // TestGoSDKResourceNotFoundCode pins isResourceNotFound: go-sdk's server
 // answers a read of an unknown resource with a code it accepts.
 func TestGoSDKResourceNotFoundCode(t *testing.T) {
+	t.Parallel()
 	srv := goSDKServer()
 	srv.AddResource(&mcp.Resource{URI: "pin://known", Name: "known"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{}, nil
@@ -130,6 +134,7 @@ func TestGoSDKResourceNotFoundCode(t *testing.T) {
 // (nil options) is the stateless 2026-07-28, not DefaultProtocolVersion,
 // so the bridge always names the version it wants.
 func TestGoSDKDefaultProtocol(t *testing.T) {
+	t.Parallel()
 	if got := sdkPair(t, goSDKServer(), nil, nil).InitializeResult().ProtocolVersion; got != ProtocolStateless {
 		t.Errorf("go-sdk's default protocol is %s, want %s", got, ProtocolStateless)
 	}
@@ -141,6 +146,7 @@ func TestGoSDKDefaultProtocol(t *testing.T) {
 // TestGoSDKFrameLimits pins sdkMaxFrame: go-sdk's stdio line limit and SSE
 // event limit are one number.
 func TestGoSDKFrameLimits(t *testing.T) {
+	t.Parallel()
 	if sdkMaxFrame != mcp.DefaultMaxEventSize || DefaultMaxMessageBytes != sdkMaxFrame {
 		t.Errorf("go-sdk's limits: line %d, event %d; DefaultMaxMessageBytes %d", mcp.DefaultMaxLineLength, mcp.DefaultMaxEventSize, DefaultMaxMessageBytes)
 	}
@@ -150,6 +156,7 @@ func TestGoSDKFrameLimits(t *testing.T) {
 // hands a listed tool's schema over decoded, numbers as float64, so 10.0
 // and 10 are one value and the upstream's text is gone.
 func TestGoSDKDecodesSchemasLossily(t *testing.T) {
+	t.Parallel()
 	cs := sdkPair(t, exactSchemaServer(), nil, nil)
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -214,6 +221,7 @@ func (c *listenRecorderConn) Write(ctx context.Context, msg jsonrpc.Message) err
 // per resource URI in notifications.resourceSubscriptions, which the
 // bridge rewrites for its sentinel URIs.
 func TestGoSDKListenShapes(t *testing.T) {
+	t.Parallel()
 	rec := &listenRecorder{}
 	cs := sdkPair(t, goSDKServer(), func(t mcp.Transport) mcp.Transport { rec.Transport = t; return rec }, sessionOptions(ProtocolStateless))
 	eventually(t, "the listen request of Connect", func() bool { return len(rec.sent()) == 1 })
@@ -256,6 +264,7 @@ func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 // unexported method of its streamable connection, so a connection wrapped
 // by another transport never opens it.
 func TestGoSDKStreamableConnCannotBeWrapped(t *testing.T) {
+	t.Parallel()
 	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return goSDKServer() }, nil))
 	connect := func(wrap bool) *getCounter {
 		g := &getCounter{base: &http.Transport{}}

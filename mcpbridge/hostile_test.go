@@ -54,6 +54,7 @@ func (r *headerRecorder) credentials() []string {
 // redirect within the configured origin is still followed, with the
 // headers.
 func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := goSDKServer()
 	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusFound} {
 		for _, creds := range []string{"headers", "oauth"} {
@@ -120,6 +121,7 @@ func TestRedirectToAnotherOriginIsRefused(t *testing.T) {
 // UNAVAILABLE redirect_refused naming the server; the other origin sees no
 // credentials.
 func TestRedirectMidSessionIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := goSDKServer()
 	other := &headerRecorder{h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
 	otherURL := serveHTTP(t, other)
@@ -164,6 +166,7 @@ func hostileTools(tools ...*mcp.Tool) mcp.Middleware {
 // never exposed (so never callable); the server's status warns about each,
 // with the name escaped and cut short.
 func TestUnusableToolNamesAreSkipped(t *testing.T) {
+	t.Parallel()
 	m := newMemUpstream(t)
 	obj := map[string]any{"type": "object"}
 	m.server.AddReceivingMiddleware(hostileTools(
@@ -236,6 +239,7 @@ func expectTooLargeThenEcho(t *testing.T, b *Bridge, server string, limit int) {
 // the message limit, as a JSON body or as an SSE event, fails its call
 // with ResponseTooLargeError and leaves the session up.
 func TestOversizedHTTPResultIsRefusedUnread(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	for _, jsonResponse := range []bool{true, false} {
 		name := map[bool]string{true: "json", false: "sse"}[jsonResponse]
@@ -259,6 +263,7 @@ func TestOversizedHTTPResultIsRefusedUnread(t *testing.T) {
 // limit fails that call with ResponseTooLargeError, not session_lost, and
 // the session goes on.
 func TestOversizedStdioResultIsRefused(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "testserver")
 	if out, err := exec.Command("go", "build", "-o", bin, "../tests/testserver").CombinedOutput(); err != nil {
 		t.Fatalf("building tests/testserver: %v\n%s", err, out)
@@ -277,6 +282,7 @@ func TestOversizedStdioResultIsRefused(t *testing.T) {
 // message to its end finds a response's id wherever it sits, and takes
 // no id from a request, a notification or a nested object.
 func TestFrameScanFindsResponseIDs(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ msg, want string }{
 		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}`, "7"},
 		{`{"result":{"id":99,"text":"a \"id\": 3 }"},"jsonrpc":"2.0","id":"abc"}`, `"abc"`},
@@ -300,6 +306,7 @@ func TestFrameScanFindsResponseIDs(t *testing.T) {
 // cannot make a watch event or a ListTools page that no client accepts; a
 // tool just under it is exposed.
 func TestOversizedToolsAreSkipped(t *testing.T) {
+	t.Parallel()
 	m := newMemUpstream(t)
 	obj := map[string]any{"type": "object"}
 	enum := make([]any, 0, 100_000)
@@ -336,6 +343,7 @@ func TestOversizedToolsAreSkipped(t *testing.T) {
 // TestSkippedToolWarningsAreBounded: a listing of many unusable tools keeps
 // the first maxListWarnings warnings and a count of the rest.
 func TestSkippedToolWarningsAreBounded(t *testing.T) {
+	t.Parallel()
 	m := newMemUpstream(t)
 	obj := map[string]any{"type": "object"}
 	tools := []*mcp.Tool{{Name: "echo", InputSchema: obj}}
@@ -356,6 +364,7 @@ func TestSkippedToolWarningsAreBounded(t *testing.T) {
 // origin receives no request (no initialize, no headers), and the
 // server's status names the refusal.
 func TestSSEEndpointOnAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
 	srv := goSDKServer()
 	other := &headerRecorder{h: mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
 	var reached atomic.Int32
@@ -383,6 +392,7 @@ func TestSSEEndpointOnAnotherOriginIsRefused(t *testing.T) {
 // through the message limit too: an oversized result fails its call with
 // ResponseTooLargeError and the session survives.
 func TestOversizedSSEResultIsRefused(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	srv := bigServer()
 	url := serveHTTP(t, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
@@ -400,6 +410,7 @@ func TestOversizedSSEResultIsRefused(t *testing.T) {
 // maxListWarnings of them and a count; a tool whose annotation title is over
 // the bound per tool is skipped like any other oversized tool.
 func TestCatalogWarningsAreBounded(t *testing.T) {
+	t.Parallel()
 	m := newMemUpstream(t)
 	obj := map[string]any{"type": "object"}
 	tools := []*mcp.Tool{{Name: "echo", InputSchema: obj},
@@ -431,6 +442,7 @@ func TestCatalogWarningsAreBounded(t *testing.T) {
 // HTTP) fail with ResponseTooLargeError like a call's, not as an upstream
 // error with toolsvc's stand-in code, and the session goes on.
 func TestOversizedReadAndPromptAreRefused(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20
 	srv := bigServer()
 	srv.AddResource(&mcp.Resource{URI: "big://blob", Name: "blob"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {

@@ -15,6 +15,7 @@ import (
 // real go-sdk server that pages by two all reach the catalogs through the
 // one lister.
 func TestListPagesOfEveryKind(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	up.server = mcp.NewServer(&mcp.Implementation{Name: "paged", Version: "1"}, &mcp.ServerOptions{PageSize: 2})
@@ -34,6 +35,7 @@ func TestListPagesOfEveryKind(t *testing.T) {
 // TestListPagesCursorRules: a cursor seen twice is an error; MethodNotFound
 // for the first page means none of that kind, for a later page an error.
 func TestListPagesCursorRules(t *testing.T) {
+	t.Parallel()
 	type page struct {
 		items []int
 		next  string

@@ -17,6 +17,7 @@ import (
 // upstream (even ones whose text mentions sessions) and the caller's own
 // deadline do not (docs/upstream-behaviour.md §3).
 func TestIsSessionDead(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		dead bool
@@ -44,6 +45,7 @@ func TestIsSessionDead(t *testing.T) {
 // TestBackoffBounds: full jitter within [0, min(max, base·2ⁿ)], no overflow
 // for huge attempt counts (docs/upstream-behaviour.md §3).
 func TestBackoffBounds(t *testing.T) {
+	t.Parallel()
 	base, maxD := 100*time.Millisecond, 2*time.Second
 	for attempt := 0; attempt < 200; attempt++ {
 		cap := min(maxD, base<<min(attempt, 20))
@@ -58,6 +60,7 @@ func TestBackoffBounds(t *testing.T) {
 // TestFailedAddLeavesNoTools: a server added by Reconfigure that cannot
 // connect publishes nothing callable (docs/upstream-behaviour.md §3).
 func TestFailedAddLeavesNoTools(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
@@ -87,6 +90,7 @@ func TestFailedAddLeavesNoTools(t *testing.T) {
 // TestUnknownToolBeforeReady: before the first discovery round finished,
 // an unknown name is UNAVAILABLE (it may exist in a moment), not NOT_FOUND.
 func TestUnknownToolBeforeReady(t *testing.T) {
+	t.Parallel()
 	up := newMemUpstream(t)
 	defer up.killSessions()
 	release := make(chan struct{})

@@ -53,6 +53,7 @@ func referenceLines(in []byte, limit int) string {
 // limit (the limit counts the line's terminator), and a last line without
 // its newline.
 func TestFrameReaderLines(t *testing.T) {
+	t.Parallel()
 	const limit = 10
 	for _, c := range []struct{ name, in string }{
 		{"short lines", "{\"a\":1}\n{}\n"},
@@ -143,6 +144,7 @@ func sseReader(s string, limit, bufSize int) *frameReader {
 // a line longer than the reader's buffer whose last piece is only its
 // newline is not taken for the blank line that ends the event.
 func TestFrameReaderSSE(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("x", 100)
 	for _, c := range []struct {
 		name, in, want string
@@ -184,6 +186,7 @@ func TestFrameReaderSSE(t *testing.T) {
 // numbers; a batch (no single id: nothing to answer); an "id" key inside
 // a nested object, or spelled with an escape, before the top-level one.
 func TestFrameScanEdges(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ msg, want string }{
 		{`{"id":"a\"b","result":1}`, `"a\"b"`},
 		{`{"id":-3,"error":{"code":1}}`, `-3`},
@@ -205,6 +208,7 @@ func TestFrameScanEdges(t *testing.T) {
 // by the JSON decoder above the line limiter: the connection fails rather
 // than holding it.
 func TestStdioMultiLineValueIsBounded(t *testing.T) {
+	t.Parallel()
 	const limit = 64 << 10
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { pr.Close() })
@@ -254,6 +258,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // whole to look for a JSON-RPC error in it; whatever the status and
 // content type, no body reaches it past the limit.
 func TestLimitRoundTripperErrorBodies(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 10
 	for _, c := range []struct {
 		status int

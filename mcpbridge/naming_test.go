@@ -10,6 +10,7 @@ import (
 )
 
 func TestExposedName(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 80)
 	tests := []struct {
 		server, tool string
@@ -34,6 +35,7 @@ func TestExposedName(t *testing.T) {
 }
 
 func TestExposedNameTruncationIsStableAndDistinct(t *testing.T) {
+	t.Parallel()
 	a := strings.Repeat("a", 70) + "_one"
 	b := strings.Repeat("a", 70) + "_two"
 	na, nb := exposedName("srv", "srv", a), exposedName("srv", "srv", b)
@@ -52,6 +54,7 @@ func TestExposedNameTruncationIsStableAndDistinct(t *testing.T) {
 }
 
 func TestServerPrefixLong(t *testing.T) {
+	t.Parallel()
 	p1 := ServerPrefix(strings.Repeat("s", 50) + "1")
 	p2 := ServerPrefix(strings.Repeat("s", 50) + "2")
 	if len(p1) > MaxNameLen/2 || p1 == p2 {
@@ -60,6 +63,7 @@ func TestServerPrefixLong(t *testing.T) {
 }
 
 func TestValidateServerName(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"", "a__b", "_a", "a_", "my server", "a\x1b[2Jb", "a\nb", "a\u202eb", "naïve", "a/b", strings.Repeat("s", MaxServerNameLen+1)} {
 		if ValidateServerName(bad) == nil {
 			t.Errorf("ValidateServerName(%q) = nil, want an error", bad)
@@ -73,6 +77,7 @@ func TestValidateServerName(t *testing.T) {
 }
 
 func TestCollisionsWithinServer(t *testing.T) {
+	t.Parallel()
 	tools := []*mcp.Tool{{Name: "read_file"}, {Name: "read.file"}, {Name: "read file"}}
 	// The result must not depend on the upstream's listing order.
 	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
@@ -102,6 +107,7 @@ func TestCollisionsWithinServer(t *testing.T) {
 }
 
 func TestDuplicateToolNameFromUpstream(t *testing.T) {
+	t.Parallel()
 	out, warnings, _ := buildServerTools("s", "s", []*mcp.Tool{{Name: "x", Description: "first"}, {Name: "x", Description: "second"}}, true, nil, nil)
 	if len(out) != 1 || len(warnings) != 1 {
 		t.Fatalf("got %d tools, %d warnings; want 1 and 1", len(out), len(warnings))
@@ -109,6 +115,7 @@ func TestDuplicateToolNameFromUpstream(t *testing.T) {
 }
 
 func TestChildEnvScrubsSecrets(t *testing.T) {
+	t.Parallel()
 	environ := []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=t", "AWS_SECRET_ACCESS_KEY=s", "MY_API_KEY=k",
 		"DB_PASSWORD=p", "LANG=C", "KEEP_TOKEN=k2", "OVERRIDE=old"}
 	got := childEnv(environ, []string{"KEEP_TOKEN"}, map[string]string{"OVERRIDE": "new", "SERVER_TOKEN": "explicit"})
@@ -130,6 +137,7 @@ func TestChildEnvScrubsSecrets(t *testing.T) {
 // fix "read file" (sorting before "read_file") took fs__read_file over.
 // The same holds across servers.
 func TestNamesStayWithTheirTools(t *testing.T) {
+	t.Parallel()
 	c := NewCatalog()
 	byName := func(name string) *Tool {
 		t.Helper()
@@ -183,6 +191,7 @@ func TestNamesStayWithTheirTools(t *testing.T) {
 // TestServerProblems: every problem of a server's settings at once, each
 // naming its config-file field.
 func TestServerProblems(t *testing.T) {
+	t.Parallel()
 	sc := ServerConfig{Name: "a__b", Transport: TransportStreamableHTTP, URL: "ftp://x", ProtocolVersion: "2025-13-01",
 		Elicitation: "ask", BackoffBase: time.Second, BackoffMax: time.Millisecond, PushlessRefresh: -time.Second,
 		ToolsDeny: []string{"ok", "[bad"}, MaxQueuedCalls: -1}

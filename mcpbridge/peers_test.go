@@ -90,6 +90,7 @@ func expectSteady(t *testing.T, b *Bridge, server string, tool string, d time.Du
 // to Connect; a connect-timeout context ended it the moment Connect
 // returned, and the next request met EOF (docs/upstream-behaviour.md §2).
 func TestSSEUpstreamStaysUp(t *testing.T) {
+	t.Parallel()
 	srv := goSDKServer()
 	url := serveHTTP(t, mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	b := newTestBridge(t, fastProbes(ServerConfig{Name: "sse", Transport: TransportSSE, URL: url}))
@@ -102,6 +103,7 @@ func TestSSEUpstreamStaysUp(t *testing.T) {
 // took that for a failed probe and tore a healthy session down every
 // pingInterval × pingFailures (docs/upstream-behaviour.md §3).
 func TestStatelessUpstreamStaysUp(t *testing.T) {
+	t.Parallel()
 	srv := goSDKServer()
 	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true}))
@@ -117,6 +119,7 @@ func TestStatelessUpstreamStaysUp(t *testing.T) {
 // gives a ping without the 2026-07-28 _meta: an answer (the session is
 // alive, ping is unsupported), not a dead transport.
 func TestRealPingRejection(t *testing.T) {
+	t.Parallel()
 	srv := goSDKServer()
 	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: true}))
@@ -201,6 +204,7 @@ func nodeRuntimeServer(t *testing.T) (string, *exec.Cmd) {
 // call must fail as a lost session (UNAVAILABLE), not as an internal error,
 // and the upstream must be seen down (docs/upstream-behaviour.md §3).
 func TestKilledTSUpstreamMidCallIsUnavailable(t *testing.T) {
+	t.Parallel()
 	url, cmd := nodeRuntimeServer(t)
 	sc := fastProbes(ServerConfig{Name: "ts", Transport: TransportStreamableHTTP, URL: url})
 	sc.PingInterval = time.Hour // the lost call alone must trigger the check

@@ -32,6 +32,7 @@ func exactSchemaServer() *mcp.Server {
 // responses, stateful and stateless, and over legacy SSE; pushes still
 // arrive (the capture must not cost the standalone stream).
 func TestRawSchemasOverHTTP(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		h    func(*mcp.Server) http.Handler

@@ -50,6 +50,7 @@ func requestUpstream(t *testing.T) *memUpstream {
 // through at a time whatever its kind (before, reads all went through);
 // and a read that succeeds as the trial closes the breaker.
 func TestReadsAndCallsShareTheBreaker(t *testing.T) {
+	t.Parallel()
 	up := requestUpstream(t)
 	defer up.killSessions()
 	sc := up.config("mem")
@@ -115,6 +116,7 @@ func TestReadsAndCallsShareTheBreaker(t *testing.T) {
 // same URL: a stateful go-sdk server replaced) is sent once more on the
 // next session instead of failing.
 func TestReadOnExpiredSessionIsSentAgain(t *testing.T) {
+	t.Parallel()
 	srv := requestUpstream(t).server
 	t.Cleanup(func() { // the replaced handler's sessions too
 		for ss := range srv.Sessions() {

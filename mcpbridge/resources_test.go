@@ -21,6 +21,7 @@ func signalled(ch <-chan struct{}) bool {
 }
 
 func TestResourceCatalogRevisions(t *testing.T) {
+	t.Parallel()
 	c := NewResourceCatalog()
 	sub := c.Subscribe()
 	defer sub.Close()
@@ -74,6 +75,7 @@ func TestResourceCatalogRevisions(t *testing.T) {
 }
 
 func TestResourceServerInference(t *testing.T) {
+	t.Parallel()
 	c := NewResourceCatalog()
 	c.setServer("a", "a", []*mcp.Resource{{URI: "x://same"}}, []*mcp.ResourceTemplate{{URITemplate: "file:///{path}"}}, nil, [3]bool{})
 	c.setServer("b", "b", []*mcp.Resource{{URI: "x://same"}}, []*mcp.ResourceTemplate{{URITemplate: "b://items/{id}"}}, nil, [3]bool{})
@@ -93,6 +95,7 @@ func TestResourceServerInference(t *testing.T) {
 }
 
 func TestRewriteListenKinds(t *testing.T) {
+	t.Parallel()
 	for uri, want := range map[string]string{
 		"toolsvc-listen:1":     `{"toolsListChanged":true}`,
 		"toolsvc-listen:2/t":   `{"toolsListChanged":true}`,
@@ -117,6 +120,7 @@ func TestRewriteListenKinds(t *testing.T) {
 }
 
 func TestListensForListChanged(t *testing.T) {
+	t.Parallel()
 	for params, want := range map[string]bool{
 		`{"notifications":{"toolsListChanged":true}}`:                                           true,
 		`{"notifications":{"promptsListChanged":true}}`:                                         true,
@@ -136,6 +140,7 @@ func TestListensForListChanged(t *testing.T) {
 // (Unit test over go-sdk's in-memory transport; the end-to-end tests are
 // tests/resources_test.go.)
 func TestBridgeResourceSubscriptions(t *testing.T) {
+	t.Parallel()
 	var subs, unsubs atomic.Int32
 	up := newMemUpstream(t)
 	defer up.killSessions()
@@ -199,6 +204,7 @@ func TestBridgeResourceSubscriptions(t *testing.T) {
 // prompts under their sanitised names; a second server's prompt that maps
 // to the same name gets a hash suffix.
 func TestBarePromptNames(t *testing.T) {
+	t.Parallel()
 	c := NewResourceCatalog()
 	c.setServer("a", "", nil, nil, []*mcp.Prompt{{Name: "p q"}}, [3]bool{})
 	c.setServer("b", "", nil, nil, []*mcp.Prompt{{Name: "p q"}}, [3]bool{})

@@ -21,6 +21,7 @@ func (b *countBudget) over() bool             { return b.held > b.limit }
 // snapshot of each revision within its bounds, and always keeps the
 // current one.
 func TestSnapshotStore(t *testing.T) {
+	t.Parallel()
 	budget := &countBudget{limit: 3}
 	h := newSnapshots(func(s *testSnap) string { return s.rev }, func() int { return 4 }, historyBudget[testSnap](budget))
 	sub := h.Subscribe()
@@ -69,6 +70,7 @@ func TestSnapshotStore(t *testing.T) {
 // TestCatalogsShareSubscriptions: the tool and the resource catalog hand
 // out the same kind of subscription, signalled by their own changes only.
 func TestCatalogsShareSubscriptions(t *testing.T) {
+	t.Parallel()
 	tools, res := NewCatalog(), NewResourceCatalog()
 	var subs [2]*Subscription
 	subs[0], subs[1] = tools.Subscribe(), res.Subscribe()

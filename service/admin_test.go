@@ -21,6 +21,7 @@ func (a fakeAddr) Network() string { return a.network }
 func (a fakeAddr) String() string  { return a.s }
 
 func TestLocalPeer(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		addr net.Addr
 		want bool
@@ -56,6 +57,7 @@ func TestLocalPeer(t *testing.T) {
 // core.Authorizer, a non-loopback peer is refused with ADMIN_LOOPBACK_ONLY, and
 // ListServers hides last errors and the configuration from it.
 func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"up": {"a"}})
 	a := &admin{s: f.svc}
 	remote := peer.NewContext(t.Context(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 4000}})
@@ -85,6 +87,7 @@ func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 // with rules, a principal sees only the servers of tools it may see and no
 // last errors; an admin sees all.
 func TestListServersByPrincipal(t *testing.T) {
+	t.Parallel()
 	authz := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "ops"}}, []string{"ops"})
 	f := newWatchFixture(t, &Options{Authorizer: authz}, map[string][]string{"a": {"x"}, "b": {"y"}})
 	as := func(name string) context.Context {

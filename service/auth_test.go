@@ -76,6 +76,7 @@ func everyRPC(ctx context.Context, c toolsvcv1.ToolServiceClient, a toolsvcv1.Ad
 // is refused by every RPC, a principal is refused a tool outside its rules
 // (unary and streaming) and AdminService, and sees only its tools.
 func TestAuthInsideServiceOnBareServer(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 2)
 	c, a := bareServer(t, f, &Options{
 		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, nil, false),
@@ -123,6 +124,7 @@ func TestAuthInsideServiceOnBareServer(t *testing.T) {
 // core.Authenticator, no interceptor) refuses every RPC instead of treating the
 // caller as allowed.
 func TestAuthFailsClosed(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 0)
 	c, a := bareServer(t, f, &Options{Authorizer: core.NewAuthorizer(nil, nil)})
 	ctx := bearer(ctxT(t), aliceToken)
@@ -156,6 +158,7 @@ func retryOf(err error) time.Duration {
 // streaming calls alike, without touching another principal's budget; the
 // refusals are counted by principal.
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 0)
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
@@ -208,6 +211,7 @@ toolsvc_rate_limited_total{limit="calls_per_second",principal="agent-alice"} 2
 // TestRateLimitMaxConcurrent: with maxConcurrent 1 a second call while the
 // first is in flight is refused; once the first ends the slot is free again.
 func TestRateLimitMaxConcurrent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 0)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
@@ -250,6 +254,7 @@ func TestRateLimitMaxConcurrent(t *testing.T) {
 // cap too, one under it passes), and a JWT whose subject is a static-token
 // principal's name is refused, so the two cannot be confused.
 func TestBearerBounds(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)

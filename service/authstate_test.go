@@ -51,6 +51,7 @@ func grpcClient(t *testing.T, svc *Server) toolsvcv1.ToolServiceClient {
 // authorized under the other would see b's tools, or be refused
 // PERMISSION_DENIED.
 func TestSetAuthAtomic(t *testing.T) {
+	t.Parallel()
 	a := authGen(tokA, "a")
 	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer, RateLimits: a.RateLimits},
 		map[string][]string{"a": {"x", "y"}, "b": {"x", "y"}})
@@ -128,6 +129,7 @@ func decodeList(t *testing.T, r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToo
 // TestSetAuthRefusesOnOff: SetAuth cannot turn authentication on or off,
 // and a refusal changes nothing.
 func TestSetAuthRefusesOnOff(t *testing.T) {
+	t.Parallel()
 	on := New(nil, &Options{Authenticator: core.NewAuthenticator(map[string]string{tokA: "p"}, nil, false)})
 	before := on.core.CurrentAuth()
 	if err := on.SetAuth(core.AuthConfig{}); !errors.Is(err, core.ErrAuthOnOff) {
@@ -146,6 +148,7 @@ func TestSetAuthRefusesOnOff(t *testing.T) {
 // rules give it, the difference as its next event, and ends UNAUTHENTICATED
 // when the new state no longer accepts its credentials.
 func TestWatchFollowsSetAuth(t *testing.T) {
+	t.Parallel()
 	for _, withResources := range []bool{false, true} { // a tool view, and one with a resource part
 		t.Run(fmt.Sprintf("include_resources=%v", withResources), func(t *testing.T) { testWatchFollowsSetAuth(t, withResources) })
 	}
@@ -186,6 +189,7 @@ func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
 // watch's token to another principal ends the stream UNAUTHENTICATED; it
 // does not carry on as the new principal.
 func TestWatchEndsWhenCredentialNamesAnotherPrincipal(t *testing.T) {
+	t.Parallel()
 	a := authGen(tokA, "a")
 	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
 		map[string][]string{"a": {"x"}})

@@ -13,6 +13,7 @@ import (
 // violation never reaches it, and a tool whose schema cannot be compiled is
 // called unchecked.
 func TestCallToolSchemaEdge(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 0)
 	ctx := ctxT(t)
 	calls := 0

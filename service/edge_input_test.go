@@ -56,6 +56,7 @@ func violationDescription(err error, field string) string {
 // the limit, the same for arguments_json, arguments (Struct), CallTool and
 // CallToolStream.
 func TestArgumentsDepthBound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ctx := ctxT(t)
 	const tool = "mem__t0000" // inputSchema {"type": "object"}
@@ -101,6 +102,7 @@ func TestArgumentsDepthBound(t *testing.T) {
 // as one object (the last value) and forwarded as text the upstream may
 // read as another (the first).
 func TestArgumentsDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ctx := ctxT(t)
 	for in, field := range map[string]string{
@@ -139,6 +141,7 @@ func (rawCodec) Name() string { return "proto" }
 // INVALID_ARGUMENT naming the field, not grpc-go's INTERNAL; unary and
 // server-streaming alike.
 func TestUndecodableRequests(t *testing.T) {
+	t.Parallel()
 	t.Run("NewGRPCServer", func(t *testing.T) {
 		f := newFixture(t, 1)
 		gs, _ := NewGRPCServer(f.svc, GRPCOptions{StreamWorkers: -1})
@@ -252,6 +255,7 @@ func trailerBytes(err error) int {
 // other caller text (an unknown URI or server) is echoed cut to 128 bytes,
 // so no status grows with the request.
 func TestCallerTextNotEchoedWhole(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1)
 	ctx := ctxT(t)
 	long := strings.Repeat("x", 1<<20)
@@ -310,6 +314,7 @@ func TestCallerTextNotEchoedWhole(t *testing.T) {
 // violations, the last counting the rest (additionalProperties: false with
 // 300,000 extra keys made a 28 MB status).
 func TestViolationsBounded(t *testing.T) {
+	t.Parallel()
 	var vs []core.FieldViolation
 	for i := range 300 {
 		vs = append(vs, core.Violation(fmt.Sprintf("arguments_json.k%d", i), "property is not allowed"))

@@ -28,6 +28,7 @@ const (
 // with SCHEMA_FORMAT_JSON, ListTools and WatchCatalog return that text
 // exactly (and no Struct); by default the Struct form is unchanged.
 func TestSchemaFormatJSON(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"plain"}})
 	f.servers["a"].srv.AddTool(&mcp.Tool{Name: "exact", InputSchema: json.RawMessage(exactSchemaSent), OutputSchema: json.RawMessage(exactOutput)}, noop)
 	f.waitCatalog(t, "a__exact", func(s *mcpbridge.Snapshot) bool { _, ok := s.Lookup("a__exact"); return ok })
@@ -109,6 +110,7 @@ func TestSchemaFormatJSON(t *testing.T) {
 // to what the edge served before (per principal, per format, page by
 // page), and an unfiltered page is built once per revision.
 func TestListToolsPreEncodedPages(t *testing.T) {
+	t.Parallel()
 	auth := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"a__*"}, Deny: []string{"a__y"}}}, nil)
 	f := newWatchFixture(t, &Options{Authorizer: auth}, map[string][]string{"a": {"x", "y", "z", "w"}, "b": {"x"}})
 	decode := func(r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToolsResponse {

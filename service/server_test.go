@@ -100,6 +100,7 @@ func wantInvalid(t *testing.T, err error, field string) {
 }
 
 func TestListToolsPaging(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 250)
 	ctx := ctxT(t)
 	first, err := f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 100})
@@ -152,6 +153,7 @@ func TestListToolsPaging(t *testing.T) {
 }
 
 func TestListToolsBadInput(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 3)
 	ctx := ctxT(t)
 	rev := f.bridge.Catalog().Current().Revision
@@ -171,6 +173,7 @@ func TestListToolsBadInput(t *testing.T) {
 }
 
 func TestCallTool(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 0)
 	ctx := ctxT(t)
 	args, _ := structpb.NewStruct(map[string]any{"text": "hello"})
@@ -198,6 +201,7 @@ func TestCallTool(t *testing.T) {
 }
 
 func TestWatchCatalog(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 2)
 	ctx := ctxT(t)
 	recv := func(s grpc.ServerStreamingClient[toolsvcv1.WatchCatalogResponse]) *toolsvcv1.WatchCatalogResponse {
@@ -262,6 +266,7 @@ func TestWatchCatalog(t *testing.T) {
 }
 
 func TestToStatus(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want codes.Code
@@ -294,6 +299,7 @@ func TestToStatus(t *testing.T) {
 // the limit as its receive limit can page any catalog; following
 // next_page_token returns every tool exactly once.
 func TestListToolsPagesFitTheResponseLimit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 600)
 	const limit = 16 << 10
 	svc := New(f.bridge, &Options{MaxResponseBytes: limit})

@@ -22,6 +22,7 @@ import (
 
 // TestTracing: a call makes a server span and a child upstream span, and
 // the upstream receives the W3C traceparent in the request's _meta.
+// Not parallel: it sets otel's global tracer provider and propagator.
 func TestTracing(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))

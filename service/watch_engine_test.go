@@ -130,6 +130,7 @@ func TestWatchSenderTimeout(t *testing.T) {
 // with the stream), while a reading stream on the same connection is
 // served throughout.
 func TestWatchSlowStreamGoroutines(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
 	ctx := ctxT(t)
 	reader, err := f.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{Servers: []string{"small"}})
@@ -172,6 +173,7 @@ func TestWatchSlowStreamGoroutines(t *testing.T) {
 // per change, and a member that missed a revision gets one delta, built
 // once for every member at that revision.
 func TestWatchGroupSharesEvents(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"x"}})
 	flt, err := f.svc.newWatchFilter(context.Background(), &toolsvcv1.WatchCatalogRequest{})
 	if err != nil {
@@ -234,6 +236,7 @@ func errorReason(err error) string {
 // client holds up at once (not when the client reads), and the client, when
 // it reads, gets what was queued, then UNAVAILABLE with SHUTTING_DOWN.
 func TestWatchShutdownEndsHeldSend(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, &Options{WatchSendTimeout: time.Hour}, bigCatalog())
 	ctx := ctxT(t)
 	st := stuckWatch(t, f, ctx)

@@ -54,6 +54,7 @@ func errorInfoOf(err error) *errdetails.ErrorInfo {
 // not ask gets RESOURCE_EXHAUSTED / RESPONSE_TOO_LARGE naming the event,
 // not a stream cut by gRPC's own size check.
 func TestWatchFragments(t *testing.T) {
+	t.Parallel()
 	const limit = 256 << 10
 	names := make([]string, 6000)
 	for i := range names {

@@ -232,6 +232,7 @@ func (w *propWatcher) record(rev string, state propState) {
 // repeat what the client has, and every client reaches the final catalog.
 // PROPERTY_SEED replays a seed; PROPERTY_STEPS lengthens the run.
 func TestWatchProperty(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("PROPERTY_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)

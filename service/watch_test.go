@@ -27,6 +27,7 @@ func recvT(t *testing.T, st interface {
 }
 
 func TestWatchFilters(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"x", "y"}, "b": {"x"}})
 	ctx := ctxT(t)
 	list, err := f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{})
@@ -115,6 +116,7 @@ func recvUntil(t *testing.T, st toolsvcv1.ToolService_WatchCatalogClient, cond f
 }
 
 func TestWatchFilterErrors(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"x"}})
 	ctx := ctxT(t)
 	for _, tc := range []struct {
@@ -140,6 +142,7 @@ func TestWatchFilterErrors(t *testing.T) {
 }
 
 func TestWatchMalformedTokenCounted(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"x"}})
 	ctx := ctxT(t)
 	for i, tok := range []string{"not-a-revision", strings.Repeat("f", 32)} {
@@ -243,6 +246,7 @@ func TestWatchStuckConsumerIsolated(t *testing.T) {
 // with ErrorInfo SLOW_CONSUMER. goleak (TestMain) checks that nothing
 // outlives the handler.
 func TestWatchSlowConsumerEnded(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond, ProgressInterval: 20 * time.Millisecond}, bigCatalog())
 	ctx := ctxT(t)
 	st := stuckWatch(t, f, ctx)
@@ -266,6 +270,7 @@ func TestWatchSlowConsumerEnded(t *testing.T) {
 }
 
 func TestWatchShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"x"}})
 	ctx := ctxT(t)
 	st, err := f.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{})

@@ -14,6 +14,7 @@ import (
 // proto codec would produce, without a copy; other messages go to the
 // proto codec unchanged.
 func TestWireCodec(t *testing.T) {
+	t.Parallel()
 	c := newWireCodec()
 	tl := &mcpbridge.Tool{Name: "a__x", Server: "a", OriginalName: "x", InputSchema: map[string]any{"type": "object"},
 		InputSchemaJSON: []byte(`{"type":"object"}`)}

@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"math/big"
 	"os"
 	"os/exec"
@@ -29,6 +28,7 @@ import (
 // UNAUTHENTICATED) before it is parsed, one under it is accepted, and a JWT
 // whose subject is a static-token principal ("alice") is refused.
 func TestBearerBoundsEndToEnd(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -50,10 +50,10 @@ func TestBearerBoundsEndToEnd(t *testing.T) {
 		return s
 	}
 	const alice = "alice-token-0123456789"
-	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q},
-		"jwt": {"jwksFile": %q, "issuer": "test-idp", "audience": "toolsvc"},
-		"rules": [{"principal": "alice"}, {"principal": "carol"}]},
-		"mcpServers": {"a": %s}}`, alice, jwksFile, stdioServer(`"pingInterval": "1h"`)))
+	p := startToolsvc(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"alice": alice}, JWT: testJWT(jwksFile),
+			Rules: []rule{{Principal: "alice"}, {Principal: "carol"}}},
+		Servers: servers{"a": goStdio(upstream{PingInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	as := func(tok string) context.Context {
@@ -86,6 +86,7 @@ func TestBearerBoundsEndToEnd(t *testing.T) {
 // last one) and a static token with surrounding whitespace, naming the key
 // or field and its line.
 func TestConfigCheckRefusesDuplicatesAndPaddedTokens(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ name, cfg, want string }{
 		{"duplicate-server", "{\"mcpServers\": {\n  \"gh\": {\"command\": \"a\"},\n  \"gh\": {\"command\": \"b\"}}}",
 			`:3: server "gh": duplicate key "gh" (first at line 2)`},

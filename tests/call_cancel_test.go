@@ -25,7 +25,8 @@ const cancelRounds = 5
 // A server callTimeout applies when the caller sets no deadline, and that
 // error reaches the caller with its ErrorInfo.
 func TestCallDeadlineAndCancelReachUpstream(t *testing.T) {
-	p := startCallFixture(t, fmt.Sprintf(`"slow": {"command": %s, "args": ["-mode", "stdio"], "callTimeout": "300ms"}`, jsonString(bin.testserver)))
+	t.Parallel()
+	p := startCallFixture(t, servers{"slow": goStdio(upstream{CallTimeout: "300ms"})})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 

@@ -15,7 +15,8 @@ import (
 // descriptions of images, audio and resources, everything with --json, and
 // a failed call's reason and field violations.
 func TestCLICallProgressAndContent(t *testing.T) {
-	p := startCallFixture(t, "")
+	t.Parallel()
+	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	run := func(wantCode int, args ...string) (string, string) {

@@ -18,17 +18,15 @@ import (
 var callTransports = []struct{ name, server string }{{"stdio", "s"}, {"http", "h"}}
 
 // startCallFixture runs one HTTP test upstream and a toolsvc with it and a
-// stdio test upstream; extraServers is more "name": {...} JSON, extraArgs go
+// stdio test upstream ("s" and "h"); extra are more upstreams, extraArgs go
 // to serve.
-func startCallFixture(t *testing.T, extraServers string, extraArgs ...string) *toolsvcProc {
+func startCallFixture(t *testing.T, extra servers, extraArgs ...string) *toolsvcProc {
 	t.Helper()
-	url := startHTTPUpstream(t)
-	servers := fmt.Sprintf(`"s": {"command": %s, "args": ["-mode", "stdio"]}, "h": {"url": %s}`,
-		jsonString(bin.testserver), jsonString(url))
-	if extraServers != "" {
-		servers += ", " + extraServers
+	ss := servers{"s": goStdio(upstream{}), "h": goHTTP(startHTTPUpstream(t), upstream{})}
+	for name, u := range extra {
+		ss[name] = u
 	}
-	return startToolsvc(t, fmt.Sprintf(`{"mcpServers": {%s}}`, servers), extraArgs...)
+	return startToolsvc(t, cfg{Servers: ss}, extraArgs...)
 }
 
 // upstreamCalls asks a test upstream how many tools/call requests it has

@@ -52,7 +52,8 @@ func readStream(t *testing.T, s grpc.ServerStreamingClient[toolsvcv1.CallToolStr
 // meanwhile, and the unread stream later delivers merged, still increasing
 // progress and its result.
 func TestCallToolStreamProgress(t *testing.T) {
-	p := startCallFixture(t, "")
+	t.Parallel()
+	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for _, tr := range callTransports {
@@ -134,7 +135,8 @@ func TestCallToolStreamProgress(t *testing.T) {
 // _meta, structured content, result _meta and isError arrive intact, field
 // by field, through CallTool and CallToolStream, over stdio and HTTP.
 func TestCallResultFidelity(t *testing.T) {
-	p := startCallFixture(t, "")
+	t.Parallel()
+	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for _, tr := range callTransports {

@@ -23,7 +23,8 @@ import (
 // integer beyond 2^53 reaches the upstream digit for digit. A server with
 // "validateArguments": false gets the call unchecked.
 func TestCallArgumentValidation(t *testing.T) {
-	p := startCallFixture(t, fmt.Sprintf(`"loose": {"command": %s, "args": ["-mode", "stdio"], "validateArguments": false}`, jsonString(bin.testserver)))
+	t.Parallel()
+	p := startCallFixture(t, servers{"loose": goStdio(upstream{ValidateArguments: new(false)})})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for _, tr := range callTransports {
@@ -112,8 +113,9 @@ func TestCallArgumentValidation(t *testing.T) {
 // over-size reaches the upstream, and the session serves the next call
 // without reconnecting.
 func TestCallSizeLimits(t *testing.T) {
+	t.Parallel()
 	const limit = 64 << 10
-	p := startCallFixture(t, "", "--max-request-bytes", fmt.Sprint(limit), "--max-response-bytes", fmt.Sprint(limit))
+	p := startCallFixture(t, nil, "--max-request-bytes", fmt.Sprint(limit), "--max-response-bytes", fmt.Sprint(limit))
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for _, tr := range callTransports {

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -25,11 +24,12 @@ func rawControl(s string) (rune, bool) {
 // on stderr, no table or text output of the CLI carries a raw control
 // character; each shows the sequence escaped (\x1b[2J).
 func TestCLIEscapesUpstreamText(t *testing.T) {
+	t.Parallel()
 	term := helperBinary(t, "termupstream")
-	p := startToolsvc(t, fmt.Sprintf(`{"pingInterval": "1h", "mcpServers": {
-		"term": {"command": %s},
-		"dying": {"command": "sh", "args": ["-c", "printf 'boom \\033[2J\\033]0;pwned\\007\\n' >&2; exit 3"], "backoff": {"base": "1h", "max": "1h"}}
-	}}`, jsonString(term)))
+	p := startToolsvc(t, cfg{PingInterval: "1h", Servers: servers{
+		"term":  {Command: term},
+		"dying": {Command: "sh", Args: []string{"-c", `printf 'boom \033[2J\033]0;pwned\007\n' >&2; exit 3`}, Backoff: &backoff{Base: "1h", Max: "1h"}},
+	}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	eventually(t, 10*time.Second, "the dying server's error to be recorded", func() bool {

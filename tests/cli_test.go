@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +12,12 @@ import (
 // TestCLICallThroughStdioAndHTTP: `toolsvc call` reaches a configured
 // stdio upstream and a configured HTTP upstream, as a new user would.
 func TestCLICallThroughStdioAndHTTP(t *testing.T) {
+	t.Parallel()
 	url := startHTTPUpstream(t)
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {
-		"local": {"command": %s, "args": ["-mode", "stdio"]},
-		"remote": {"url": %s, "headers": {"Authorization": "Bearer not-to-be-logged"}}
-	}}`, jsonString(bin.testserver), jsonString(url)))
+	p := startToolsvc(t, cfg{Servers: servers{
+		"local":  goStdio(upstream{}),
+		"remote": goHTTP(url, upstream{Headers: map[string]string{"Authorization": "Bearer not-to-be-logged"}}),
+	}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	run := func(args ...string) string {
@@ -52,6 +52,7 @@ func TestCLICallThroughStdioAndHTTP(t *testing.T) {
 // TestServeRejectsInvalidConfig: serve exits non-zero and names the file,
 // the server and the field.
 func TestServeRejectsInvalidConfig(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(path, []byte(`{"mcpServers": {"broken": {"args": ["x"]}}}`), 0o600); err != nil {
 		t.Fatal(err)

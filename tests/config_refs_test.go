@@ -43,6 +43,7 @@ func hostileFileRefs(t *testing.T) map[string]string {
 // each hostile ${file:} at once, naming the file, the server, the field
 // and its line, and exits with an error (not killed, not hung).
 func TestConfigCheckRefusesHostileFileRefs(t *testing.T) {
+	t.Parallel()
 	for target, want := range hostileFileRefs(t) {
 		t.Run(filepath.Base(target), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.json")
@@ -70,17 +71,15 @@ func TestConfigCheckRefusesHostileFileRefs(t *testing.T) {
 // configuration and stays up; the refusal is in its log and in
 // ListServers' configuration status.
 func TestReloadRefusesHostileFileRefs(t *testing.T) {
-	good := reloadConfig(map[string]string{"a": stdioWithEnv("1")})
+	t.Parallel()
+	good := reloadConfig(servers{"a": stdioWithEnv("1")})
 	p := startToolsvc(t, good)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	reloads := int64(0)
 	for target, want := range hostileFileRefs(t) {
-		bad := strings.Replace(good, `"MARKER": "1"`, fmt.Sprintf(`"MARKER": "${file:%s}"`, target), 1)
-		if bad == good {
-			t.Fatal("the config has no MARKER to replace")
-		}
-		writeConfig(t, p.configPath, bad)
+		bad := reloadConfig(servers{"a": stdioWithEnv("${file:" + target + "}")})
+		writeConfig(t, p.configPath, bad.String())
 		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -43,8 +42,13 @@ func tool(name string) string { return filepath.Join("..", ".bin", name) }
 // discovery runs (a slow upstream) and SERVING after; liveness is SERVING
 // throughout; grpcurl finds ToolService through reflection and calls it.
 func TestHealthReflectionAndProbe(t *testing.T) {
-	slow := fmt.Sprintf(`{"command": "sh", "args": ["-c", %s], "connectTimeout": "20s"}`, jsonString("sleep 2; exec "+bin.testserver+" -mode stdio"))
-	p := startToolsvcWith(t, fmt.Sprintf(`{"mcpServers": {"slow": %s}}`, slow), startOpts{noWait: true})
+	t.Parallel()
+	// The upstream starts only once the test opens the gate, after its
+	// probes during discovery: no race with a fixed delay.
+	gate := filepath.Join(t.TempDir(), "gate")
+	slow := upstream{Command: "sh", Args: []string{"-c", `while [ ! -e "$GATE" ]; do sleep 0.02; done; exec ` + bin.testserver + " -mode stdio"},
+		Env: map[string]string{"GATE": gate}, ConnectTimeout: "20s"}
+	p := startToolsvcWith(t, cfg{Servers: servers{"slow": slow}}, startOpts{noWait: true})
 	probe := func(service string) (int, string) {
 		args := []string{"-addr=" + p.addr, "-connect-timeout=2s", "-rpc-timeout=2s"}
 		if service != "" {
@@ -63,6 +67,9 @@ func TestHealthReflectionAndProbe(t *testing.T) {
 	}
 	if code, out := probe("liveness"); code != 0 {
 		t.Errorf("liveness during discovery: rc %d %q, want SERVING", code, out)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	p.log.waitFor(t, readyRE, 30*time.Second)
 	for _, svc := range []string{"", "toolsvc.v1.ToolService", "liveness"} {
@@ -83,7 +90,8 @@ func TestHealthReflectionAndProbe(t *testing.T) {
 // TestMetricsScrape: after calls and a refresh, /metrics has toolsvc's own
 // metrics and the gRPC server metrics, with sane values.
 func TestMetricsScrape(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for i := 0; i < 3; i++ {
@@ -152,13 +160,14 @@ func grpcConn(t *testing.T, addr string, opts ...grpc.DialOption) *grpc.ClientCo
 // allowed only a__* sees only those tools in ListTools and gets
 // PERMISSION_DENIED for the others; health stays open.
 func TestAuthTokensAndRules(t *testing.T) {
+	t.Parallel()
 	const alice, bob = "alice-token-0123456789", "bob-token-0123456789ab"
 	jwksFile, carolJWT := testJWKS(t, "carol")
-	p := startToolsvcEnv(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q, "bob": "${BOB_TOKEN}"},
-		"jwt": {"jwksFile": %q, "issuer": "test-idp", "audience": "toolsvc"}, "admins": ["bob"],
-		"rules": [{"principal": "alice", "allow": ["a__*"]}, {"principal": "bob"}, {"principal": "carol", "allow": ["b__*"], "deny": ["b__echo"]}],
-		"audit": {"arguments": true}},
-		"mcpServers": {"a": %s, "b": %s}}`, alice, jwksFile, stdioServer(`"pingInterval": "1h"`), stdioServer(`"pingInterval": "1h"`)),
+	p := startToolsvcEnv(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"alice": alice, "bob": "${BOB_TOKEN}"}, JWT: testJWT(jwksFile), Admins: []string{"bob"},
+			Rules: []rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "bob"}, {Principal: "carol", Allow: []string{"b__*"}, Deny: []string{"b__echo"}}},
+			Audit: &audit{Arguments: true}},
+		Servers: servers{"a": goStdio(upstream{PingInterval: "1h"}), "b": goStdio(upstream{PingInterval: "1h"})}},
 		[]string{"BOB_TOKEN=" + bob})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -322,9 +331,10 @@ func (ca *testCA) issue(cn string, server bool) (string, string) {
 // TestMTLS: a client certificate from the configured CA authenticates (its
 // CN is the principal); one from another CA is refused.
 func TestMTLS(t *testing.T) {
+	t.Parallel()
 	ca, other := newTestCA(t, "toolsvc-test-ca"), newTestCA(t, "other-ca")
 	srvCert, srvKey := ca.issue("server", true)
-	p := startToolsvcWith(t, fmt.Sprintf(`{"auth": {"mtls": true, "rules": [{"principal": "agent-a"}]}, "mcpServers": {"up": %s}}`, stdioServer(`"pingInterval": "1h"`)),
+	p := startToolsvcWith(t, cfg{Auth: &authCfg{MTLS: true, Rules: []rule{{Principal: "agent-a"}}}, Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}},
 		startOpts{args: []string{"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", ca.file}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -361,7 +371,7 @@ func TestMTLS(t *testing.T) {
 // call completes, the watch ends with UNAVAILABLE, readiness turns
 // NOT_SERVING first, and the process exits 0 within --shutdown-timeout.
 func TestGracefulDrain(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"pingInterval": "1h"`)), "--shutdown-timeout", "6s")
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}}, "--shutdown-timeout", "6s")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	w := startWatch(t, ctx, p.client, "")
@@ -423,7 +433,8 @@ func TestGracefulDrain(t *testing.T) {
 // subscribes to the catalog too) is on; toolsvc_catalog_subscribers counts
 // both.
 func TestMetricsWatchersWithFrontDoor(t *testing.T) {
-	p := startToolsvcWith(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)),
+	t.Parallel()
+	p := startToolsvcWith(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}},
 		startOpts{args: []string{"--mcp-listen", "127.0.0.1:0"}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()

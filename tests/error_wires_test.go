@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolsvc/toolsvc/config"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
@@ -173,6 +174,7 @@ type errorRow struct {
 // delay and field paths on gRPC and on the MCP front door, against one
 // toolsvc with four real upstreams.
 func TestErrorsSameOnBothWires(t *testing.T) {
+	t.Parallel()
 	const (
 		mainTok      = "errwires-main-0123456789"
 		limitedTok   = "errwires-limited-0123456789"
@@ -189,24 +191,21 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 	// opens. brk: killed; its breaker opens at the first failure for a
 	// minute.
 	down, brk := newHTTPUpstream(t), newHTTPUpstream(t)
-	cfg := fmt.Sprintf(`{
-	  "auth": {
-	    "tokens": {"main": %q, "limited": %q, "throttled": %q},
-	    "rules": [{"principal": "main"}, {"principal": "limited", "allow": ["up__echo"]}, {"principal": "throttled"}],
-	    "rateLimits": [{"principal": "throttled", "callsPerSecond": 0.01, "burst": 1}]
-	  },
-	  "mcpServers": {
-	    "up": %s,
-	    "slow": %s,
-	    "down": %s,
-	    "brk": %s
-	  }}`, mainTok, limitedTok, throttledTok,
-		stdioServer(`"pingInterval": "1h", "refreshInterval": "1h"`),
-		stdioServer(`"pingInterval": "1h", "refreshInterval": "1h", "callTimeout": "1s", "breaker": {"failures": -1}`),
-		httpServer(down.url(), `"pingInterval": "200ms", "pingTimeout": "300ms", "refreshInterval": "1h", "backoff": {"base": "1h", "max": "1h"}, "breaker": {"failures": -1}`),
-		httpServer(brk.url(), fastSupervision+`, "breaker": {"failures": 1, "cooldown": "1m", "maxCooldown": "1m"}`))
-	p := startToolsvc(t, cfg, "--mcp-listen", "127.0.0.1:0", "--max-response-bytes", strconv.Itoa(maxResponse))
-	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	c := cfg{
+		Auth: &authCfg{
+			Tokens:     map[string]string{"main": mainTok, "limited": limitedTok, "throttled": throttledTok},
+			Rules:      []rule{{Principal: "main"}, {Principal: "limited", Allow: []string{"up__echo"}}, {Principal: "throttled"}},
+			RateLimits: []config.RateLimit{{Principal: "throttled", CallsPerSecond: 0.01, Burst: 1}},
+		},
+		Servers: servers{
+			"up":   goStdio(upstream{PingInterval: "1h", RefreshInterval: "1h"}),
+			"slow": goStdio(upstream{PingInterval: "1h", RefreshInterval: "1h", CallTimeout: "1s", Breaker: &breaker{Failures: -1}}),
+			"down": goHTTP(down.url(), upstream{PingInterval: "200ms", PingTimeout: "300ms", RefreshInterval: "1h",
+				Backoff: &backoff{Base: "1h", Max: "1h"}, Breaker: &breaker{Failures: -1}}),
+			"brk": goHTTP(brk.url(), fastSupervision(upstream{Breaker: &breaker{Failures: 1, Cooldown: "1m", MaxCooldown: "1m"}})),
+		}}
+	p := startToolsvc(t, c, "--mcp-listen", "127.0.0.1:0", "--max-response-bytes", strconv.Itoa(maxResponse))
+	base := "http://" + p.mcpAddr
 
 	// Contexts without a deadline: a gRPC deadline would make the deadline
 	// row the caller's (and the front door has none to send). A timer

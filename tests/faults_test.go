@@ -21,15 +21,11 @@ import (
 )
 
 // fastSupervision makes faults visible within a test's patience.
-const fastSupervision = `"pingInterval": "200ms", "pingTimeout": "300ms", "refreshInterval": "1h",
-	"backoff": {"base": "100ms", "max": "500ms"}, "stableAfter": "500ms"`
-
-func stdioServer(extra string) string {
-	return fmt.Sprintf(`{"command": %s, "args": ["-mode", "stdio"], %s}`, jsonString(bin.testserver), extra)
-}
-
-func httpServer(url, extra string) string {
-	return fmt.Sprintf(`{"url": %s, %s}`, jsonString(url), extra)
+// It sets u's ping, refresh, backoff and stability settings.
+func fastSupervision(u upstream) upstream {
+	u.PingInterval, u.PingTimeout, u.RefreshInterval = "200ms", "300ms", "1h"
+	u.Backoff, u.StableAfter = &backoff{Base: "100ms", Max: "500ms"}, "500ms"
+	return u
 }
 
 func args(t *testing.T, m map[string]any) *structpb.Struct {
@@ -78,17 +74,19 @@ func waitAvailability(t *testing.T, w *watcher, cat map[string]*toolsvcv1.Tool, 
 // open watch, and once the upstream is back (respawned for stdio, restarted
 // for HTTP) they turn available again with no manual action.
 func TestKillUpstreamDuringCall(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
-			var server string
+			t.Parallel()
+			var server upstream
 			var hu *httpUpstream
 			if transport == "http" {
 				hu = newHTTPUpstream(t)
-				server = httpServer(hu.url(), fastSupervision)
+				server = goHTTP(hu.url(), fastSupervision(upstream{}))
 			} else {
-				server = stdioServer(fastSupervision)
+				server = goStdio(fastSupervision(upstream{}))
 			}
-			p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, server))
+			p := startToolsvc(t, cfg{Servers: servers{"up": server}})
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 			w := startWatch(t, ctx, p.client, "")
@@ -170,8 +168,7 @@ func p50(ds []time.Duration) time.Duration {
 // at their deadline, the healthy one keeps its latency, the prober declares
 // the wedged one dead, and its whole process group is gone afterwards.
 func TestWedgedUpstream(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"wedged": %s, "healthy": %s}}`,
-		stdioServer(fastSupervision), stdioServer(fastSupervision)))
+	p := startToolsvc(t, cfg{Servers: servers{"wedged": goStdio(fastSupervision(upstream{})), "healthy": goStdio(fastSupervision(upstream{}))}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	healthyP50 := func() time.Duration {
@@ -249,10 +246,10 @@ func TestWedgedUpstream(t *testing.T) {
 // TestHTTPUpstreamRestart404: an HTTP upstream restarts, so our session id
 // gets 404; the next call reconnects and succeeds.
 func TestHTTPUpstreamRestart404(t *testing.T) {
+	t.Parallel()
 	hu := newHTTPUpstream(t)
 	// Slow probes: the call, not the prober, must meet the dead session.
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`,
-		httpServer(hu.url(), `"pingInterval": "1h", "backoff": {"base": "50ms", "max": "200ms"}`)))
+	p := startToolsvc(t, cfg{Servers: servers{"up": goHTTP(hu.url(), upstream{PingInterval: "1h", Backoff: &backoff{Base: "50ms", Max: "200ms"}})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	call := func() (*toolsvcv1.CallToolResponse, error) {
@@ -275,6 +272,9 @@ func TestHTTPUpstreamRestart404(t *testing.T) {
 // TestSilentListener: an upstream that accepts TCP and never answers fails
 // its connect at connectTimeout; the other upstreams are ready and
 // readiness is reached.
+//
+// Serial (as the other tests here without t.Parallel): it bounds a wait
+// in time, which other tests' load would stretch.
 func TestSilentListener(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -306,8 +306,9 @@ func TestSilentListener(t *testing.T) {
 		mu.Unlock()
 	}()
 	start := time.Now()
-	p := startToolsvc(t, fmt.Sprintf(`{"startupTimeout": "20s", "mcpServers": {"silent": %s, "ok": %s}}`,
-		httpServer("http://"+lis.Addr().String()+"/mcp", `"connectTimeout": "1s"`), stdioServer(`"connectTimeout": "5s"`)))
+	p := startToolsvc(t, cfg{StartupTimeout: "20s", Servers: servers{
+		"silent": goHTTP("http://"+lis.Addr().String()+"/mcp", upstream{ConnectTimeout: "1s"}),
+		"ok":     goStdio(upstream{ConnectTimeout: "5s"})}})
 	ready := time.Since(start)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -327,7 +328,7 @@ func TestSilentListener(t *testing.T) {
 // TestSlowListBoundedByRefreshTimeout: a tools/list that takes 10 s is cut
 // at refreshTimeout; calls meanwhile are unaffected; the previous tools stay.
 func TestSlowListBoundedByRefreshTimeout(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshTimeout": "1s", "refreshInterval": "1h", "backoff": {"base": "5s", "max": "5s"}`)))
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshTimeout: "1s", RefreshInterval: "1h", Backoff: &backoff{Base: "200ms", Max: "500ms"}})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	call := func(name string, a map[string]any) string {
@@ -371,10 +372,11 @@ func TestSlowListBoundedByRefreshTimeout(t *testing.T) {
 // TestWrapperProcessTreeKilled: a stdio server behind `sh -c 'server; true'`
 // leaves no process of its tree once toolsvc stops.
 func TestWrapperProcessTreeKilled(t *testing.T) {
+	t.Parallel()
 	marker := fmt.Sprintf("TOOLSVC_TREE_MARKER=%d", time.Now().UnixNano())
 	name, value, _ := strings.Cut(marker, "=")
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"wrapped": {"command": "sh", "args": ["-c", %s], "env": {%s: %s}}}}`,
-		jsonString(bin.testserver+" -mode stdio; true"), jsonString(name), jsonString(value)))
+	p := startToolsvc(t, cfg{Servers: servers{"wrapped": {Command: "sh", Args: []string{"-c", bin.testserver + " -mode stdio; true"},
+		Env: map[string]string{name: value}}}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "wrapped__ping_me", Arguments: args(t, map[string]any{"x": 1})})
@@ -396,9 +398,9 @@ func TestFlappingUpstream(t *testing.T) {
 		t.Fatal("coreutils timeout not found")
 	}
 	const life = 100 * time.Millisecond
-	p := startToolsvc(t, fmt.Sprintf(`{"startupTimeout": "5s", "mcpServers": {"flappy": {"command": "timeout", "args": ["0.1", %s, "-mode", "stdio"],
-		"pingInterval": "1h", "refreshInterval": "1h", "stableAfter": "2s",
-		"backoff": {"base": "100ms", "max": "1s"}, "breaker": {"failures": 3, "cooldown": "500ms", "maxCooldown": "2s"}}}}`, jsonString(bin.testserver)))
+	p := startToolsvc(t, cfg{StartupTimeout: "5s", Servers: servers{"flappy": {Command: "timeout", Args: []string{"0.1", bin.testserver, "-mode", "stdio"},
+		PingInterval: "1h", RefreshInterval: "1h", StableAfter: "2s",
+		Backoff: &backoff{Base: "100ms", Max: "1s"}, Breaker: &breaker{Failures: 3, Cooldown: "500ms", MaxCooldown: "2s"}}}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	const observe = 5 * time.Second
@@ -448,9 +450,10 @@ func TestFlappingUpstream(t *testing.T) {
 // deadline, the prober declares the session dead (no Wait() involved), the
 // upstream stays down while frozen, and recovers once continued.
 func TestWedgedHTTPUpstream(t *testing.T) {
+	t.Parallel()
 	hu := newHTTPUpstream(t)
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"wedged": %s, "healthy": %s}}`,
-		httpServer(hu.url(), fastSupervision+`, "connectTimeout": "1s"`), stdioServer(fastSupervision)))
+	p := startToolsvc(t, cfg{Servers: servers{"wedged": goHTTP(hu.url(), fastSupervision(upstream{ConnectTimeout: "1s"})),
+		"healthy": goStdio(fastSupervision(upstream{}))}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	hu.signal(syscall.SIGSTOP)

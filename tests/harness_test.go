@@ -6,6 +6,7 @@ package tests
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -194,8 +195,9 @@ func (b *logBuffer) String() string {
 type toolsvcProc struct {
 	cmd        *exec.Cmd
 	configPath string
-	adminAddr  string
-	addr       string
+	adminAddr  string // admin HTTP (metrics)
+	addr       string // gRPC
+	mcpAddr    string // the MCP front door; "" unless --mcp-listen
 	log        *logBuffer
 	client     toolsvcv1.ToolServiceClient
 	stop       func() // SIGTERM, wait, and check the exit; idempotent
@@ -208,24 +210,20 @@ func (p *toolsvcProc) exited() <-chan struct{} { return p.proc.done }
 // exitErr is toolsvc's exit status, once exited.
 func (p *toolsvcProc) exitErr() error { <-p.proc.done; return p.proc.err }
 
-var (
-	servingRE = regexp.MustCompile(`msg=serving addr=(\S+)`)
-	readyRE   = regexp.MustCompile(`msg=ready`)
-	adminRE   = regexp.MustCompile(`msg="admin serving" addr=(\S+)`)
-)
+var readyRE = regexp.MustCompile(`msg=ready`)
 
-// startToolsvc runs toolsvc with the given config JSON and waits until it
-// is ready. Cleanup stops it with SIGTERM and fails the test unless it exits
-// 0 (a race report exits 66). extraArgs are added to the serve command line.
-func startToolsvc(t *testing.T, config string, extraArgs ...string) *toolsvcProc {
+// startToolsvc runs toolsvc with the given config and waits until it is
+// ready. Cleanup stops it with SIGTERM and fails the test unless it exits 0
+// (a race report exits 66). extraArgs are added to the serve command line.
+func startToolsvc(t *testing.T, c cfg, extraArgs ...string) *toolsvcProc {
 	t.Helper()
-	return startToolsvcEnv(t, config, nil, extraArgs...)
+	return startToolsvcWith(t, c, startOpts{args: extraArgs})
 }
 
 // startToolsvcEnv is startToolsvc with extra environment variables.
-func startToolsvcEnv(t *testing.T, config string, env []string, extraArgs ...string) *toolsvcProc {
+func startToolsvcEnv(t *testing.T, c cfg, env []string, extraArgs ...string) *toolsvcProc {
 	t.Helper()
-	return startToolsvcWith(t, config, startOpts{env: env, args: extraArgs})
+	return startToolsvcWith(t, c, startOpts{env: env, args: extraArgs})
 }
 
 type startOpts struct {
@@ -234,18 +232,21 @@ type startOpts struct {
 	noWait bool // return once serving, before ready
 }
 
-func startToolsvcWith(t *testing.T, config string, o startOpts) *toolsvcProc {
+// startToolsvcWith starts toolsvc on loopback ports the kernel picks and
+// learns them from --addr-file (never from its log).
+func startToolsvcWith(t *testing.T, c cfg, o startOpts) *toolsvcProc {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--log-level", "debug"}, o.args...)...)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	c.write(t, path)
+	addrFile := filepath.Join(dir, "addrs.json")
+	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--addr-file", addrFile, "--log-level", "debug"}, o.args...)...)
 	cmd.Env = append(os.Environ(), o.env...)
 	pr := startProcWith(t, cmd, procOpts{name: "toolsvc", grace: 20 * time.Second, checkExit: true})
 	p := &toolsvcProc{cmd: cmd, configPath: path, log: pr.log, stop: pr.stop, proc: pr}
-	p.addr = p.log.waitFor(t, servingRE, 30*time.Second)
-	p.adminAddr = p.log.waitFor(t, adminRE, 30*time.Second)
+	a := waitAddrFile(t, addrFile, pr, 30*time.Second)
+	p.addr, p.adminAddr, p.mcpAddr = a.GRPC, a.Admin, a.MCP
 	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -258,27 +259,60 @@ func startToolsvcWith(t *testing.T, config string, o startOpts) *toolsvcProc {
 	return p
 }
 
+// waitAddrFile waits for toolsvc's --addr-file (written whole, by rename,
+// once every listener is bound), failing if the process exits first.
+func waitAddrFile(t *testing.T, path string, pr *proc, timeout time.Duration) (a struct{ GRPC, Admin, MCP string }) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil {
+			if err := json.Unmarshal(b, &a); err != nil || a.GRPC == "" {
+				t.Fatalf("toolsvc's addr file %q: %v", b, err)
+			}
+			return a
+		}
+		select {
+		case <-pr.done:
+			t.Fatalf("toolsvc exited (%v) before listening; log:\n%s", pr.err, pr.log)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toolsvc wrote no addr file within %s; log:\n%s", timeout, pr.log)
+		}
+	}
+}
+
 // waitHealthy waits until the server's grpc.health.v1 readiness ("") is
-// SERVING: toolsvc's first discovery round is over. A server this plaintext
-// client cannot talk to (TLS tests) is ready when it logs so.
+// SERVING: toolsvc's first discovery round is over. It watches the status
+// (Health.Watch streams every change) rather than polling Check. A server
+// this plaintext client cannot talk to (TLS tests) is ready when it logs so.
 func waitHealthy(t *testing.T, conn *grpc.ClientConn, log *logBuffer, timeout time.Duration) {
 	t.Helper()
 	hc := healthpb.NewHealthClient(conn)
-	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	var last healthpb.HealthCheckResponse_ServingStatus
+	var lastErr error
 	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
-		cancel()
-		if err == nil && resp.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+		stream, err := hc.Watch(ctx, &healthpb.HealthCheckRequest{})
+		for err == nil {
+			var resp *healthpb.HealthCheckResponse
+			if resp, err = stream.Recv(); err == nil {
+				if last = resp.GetStatus(); last == healthpb.HealthCheckResponse_SERVING {
+					return
+				}
+			}
+		}
+		lastErr = err
+		// The stream failed (or never started): a TLS server, or one that
+		// is not up yet. Wait briefly for its log to say ready.
+		if _, ok := log.wait(readyRE, 20*time.Millisecond, nil); ok {
 			return
 		}
-		if err != nil && readyRE.MatchString(log.String()) {
-			return
+		if ctx.Err() != nil {
+			t.Fatalf("toolsvc not SERVING within %s (last: %v, %v); log:\n%s", timeout, last, lastErr, log)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("toolsvc not SERVING within %s (last: %v, %v); log:\n%s", timeout, resp.GetStatus(), err, log)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

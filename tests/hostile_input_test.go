@@ -28,7 +28,8 @@ import (
 // toolsvc cannot use), and toolsvc stays up; the tree schema still
 // validates.
 func TestHostileInputSchema(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	// The upstream is go-sdk: a tool's inputSchema must have type object.
@@ -121,8 +122,9 @@ func nestedArgs(depth int) (string, map[string]any) {
 // the bound, 1,000-deep arguments passed the gRPC edge and the upstream
 // could not decode the message and exited, for every caller.
 func TestDeepArgumentsBounded(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)), "--mcp-listen", "127.0.0.1:0")
-	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}}, "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.mcpAddr
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	callJSON(t, ctx, p.client, "up__add_tool", `{"name": "deep"}`)
@@ -199,7 +201,8 @@ func TestDeepArgumentsBounded(t *testing.T) {
 // door alike, before it reaches the upstream: toolsvc validated the last
 // value while the upstream received both.
 func TestDuplicateArgumentKeys(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for in, field := range map[string]string{
@@ -228,7 +231,8 @@ func TestDuplicateArgumentKeys(t *testing.T) {
 // tool; shallow arguments are still validated and forwarded, and toolsvc
 // keeps serving.
 func TestHostileValidationCost(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"refreshInterval": "1h"`)))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	schemas := map[string]string{

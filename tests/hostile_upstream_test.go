@@ -33,7 +33,8 @@ func hostileServer(t *testing.T) string {
 // Before, the stdio line killed the session (UNAVAILABLE session_lost,
 // RetryInfo 1 s) and the HTTP body was read whole.
 func TestHostileOversizedResults(t *testing.T) {
-	p := startCallFixture(t, "")
+	t.Parallel()
+	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	const limit = 6 * 4 << 20 // 6 × the default --max-response-bytes
@@ -67,8 +68,8 @@ func TestHostileOversizedResults(t *testing.T) {
 // format characters, or a 100 KB name are not exposed; ListServers warns
 // about each, escaped and short, and the log says so once.
 func TestHostileToolNames(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"x": {"command": %s, "args": ["-mode", "bad-names"]}}}`,
-		jsonString(hostileServer(t))))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"x": {Command: hostileServer(t), Args: []string{"-mode", "bad-names"}}}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	tools, _ := listAll(t, ctx, p.client, 100)
@@ -100,9 +101,9 @@ func TestHostileToolNames(t *testing.T) {
 // off (attempt 1, 2, 3, …); before, every session outlived stableAfter
 // while it listed and the attempt stayed 0.
 func TestHostileNeverListsBacksOff(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"x": {"command": %s, "args": ["-mode", "hang-list"],
-		"refreshTimeout": "300ms", "stableAfter": "100ms", "backoff": {"base": "50ms", "max": "10s"}, "breaker": {"failures": 100}}}}`,
-		jsonString(hostileServer(t))))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"x": {Command: hostileServer(t), Args: []string{"-mode", "hang-list"},
+		RefreshTimeout: "300ms", StableAfter: "100ms", Backoff: &backoff{Base: "50ms", Max: "10s"}, Breaker: &breaker{Failures: 100}}}})
 	for _, n := range []int{1, 2, 3} {
 		p.log.waitFor(t, regexpMust(fmt.Sprintf(`msg="upstream down; reconnecting" .*attempt=%d `, n)), 20*time.Second)
 	}

@@ -24,9 +24,9 @@ const repoRoot = ".."
 // TypeScript-SDK upstream), and resumes the watch from that revision: the
 // resumed watch must bring the new tool as a change.
 func TestInteropExampleClients(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"rt": {"command": "node", "args": [%s, "stdio"]},
-		"demo": {"command": %s, "args": ["demo-server"]}}}`,
-		jsonString(nodePath(t, "runtime_server.mjs")), jsonString(bin.toolsvc)))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"rt": {Command: "node", Args: []string{nodePath(t, "runtime_server.mjs"), "stdio"}},
+		"demo": demoServer()}})
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +111,7 @@ func pythonClient(t *testing.T, root string) (string, []string) {
 // section against a live toolsvc with the demo upstream, so the one-liners
 // stay true. grpcurl comes from scripts/interop-deps.sh (.bin/).
 func TestInteropReadmeGrpcurl(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +154,7 @@ func TestInteropReadmeGrpcurl(t *testing.T) {
 		t.Fatalf("README Clients section has %d grpcurl lines, want at least %d", len(lines), len(expect))
 	}
 
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %s, "args": ["demo-server"]}}}`, jsonString(bin.toolsvc)))
+	p := startToolsvc(t, cfg{Servers: servers{"demo": demoServer()}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	_, rev := listAll(t, ctx, p.client, 0)

@@ -21,6 +21,7 @@ type conformanceCheck struct {
 // which connects the way toolsvc's bridge does. The runner starts a test
 // server per scenario and appends its URL to the command.
 func TestInteropConformanceClient(t *testing.T) {
+	t.Parallel()
 	n22, cli := nodePath(t, node22), nodePath(t, conformanceCLI)
 	client := filepath.Join(t.TempDir(), "confclient")
 	if out, err := exec.Command("go", "build", "-o", client, "./confclient").CombinedOutput(); err != nil {

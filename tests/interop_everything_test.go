@@ -22,6 +22,7 @@ import (
 // ground truth is a raw JSON-RPC session over the server's stdio, parsed by
 // no SDK.
 func TestInteropEverything(t *testing.T) {
+	t.Parallel()
 	entry := nodePath(t, everythingEntry)
 	raw := startRawMCP(t, "node", entry, "stdio")
 	rawTools := raw.call(t, "tools/list", map[string]any{})["tools"].([]any)
@@ -31,14 +32,15 @@ func TestInteropEverything(t *testing.T) {
 
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
-			var server string
+			t.Parallel()
+			var server upstream
 			switch transport {
 			case "stdio":
-				server = fmt.Sprintf(`{"command": "node", "args": [%s, "stdio"]}`, jsonString(entry))
+				server = upstream{Command: "node", Args: []string{entry, "stdio"}}
 			case "http":
-				server = fmt.Sprintf(`{"url": %s}`, jsonString(startEverythingHTTP(t)))
+				server = upstream{URL: startEverythingHTTP(t)}
 			}
-			p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"everything": %s}}`, server))
+			p := startToolsvc(t, cfg{Servers: servers{"everything": server}})
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 

@@ -21,19 +21,21 @@ import (
 // response stream, must reach an open WatchCatalog stream; and its
 // cancellation-aware sleep tool must see a gRPC caller's deadline.
 func TestInteropRuntimeTools(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
-			var server string
+			t.Parallel()
+			var server upstream
 			switch transport {
 			case "stdio":
-				server = fmt.Sprintf(`{"command": "node", "args": [%s, "stdio"]}`, jsonString(nodePath(t, "runtime_server.mjs")))
+				server = upstream{Command: "node", Args: []string{nodePath(t, "runtime_server.mjs"), "stdio"}}
 			case "http":
 				_, url := startRuntimeHTTP(t)
-				server = fmt.Sprintf(`{"url": %s}`, jsonString(url))
+				server = upstream{URL: url}
 			}
 			// The backstop refresh is slowed right down: only pushes can
 			// bring changes.
-			p := startToolsvc(t, fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"rt": %s}}`, server))
+			p := startToolsvc(t, cfg{RefreshInterval: "1h", Servers: servers{"rt": server}})
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 

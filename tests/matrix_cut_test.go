@@ -101,6 +101,8 @@ const cutBound = 5 * time.Second
 // is up, and then the upstream adds a tool and announces it: the tool must
 // reach an open watch within cutBound. pingInterval and refreshInterval are
 // long, so neither the prober nor the backstop can bring it.
+//
+// Serial: the tool must arrive within cutBound.
 func TestMatrixPushChannelCut(t *testing.T) {
 	cells := []struct{ sdk, transport, protocol string }{
 		{sdkGo, trStateless, proto0728}, // subscriptions/listen
@@ -121,10 +123,10 @@ func TestMatrixPushChannelCut(t *testing.T) {
 		cell := cells[i]
 		u := startMatrixUpstream(t, cell.sdk, cell.transport)
 		proxy := startCutProxy(t, fmt.Sprintf("127.0.0.1:%d", u.port))
-		server := strings.Replace(u.serverJSON(), fmt.Sprintf("127.0.0.1:%d", u.port), proxy.addr(), 1)
-		p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": {%s, "protocolVersion": %q, "connectTimeout": "20s",
-			"pingInterval": "1h", "refreshInterval": "1h", "backoff": {"base": "50ms", "max": "500ms"}}}}`,
-			server, cell.protocol))
+		server := u.server(upstream{ProtocolVersion: cell.protocol, ConnectTimeout: "20s",
+			PingInterval: "1h", RefreshInterval: "1h", Backoff: &backoff{Base: "50ms", Max: "500ms"}})
+		server.URL = strings.Replace(server.URL, fmt.Sprintf("127.0.0.1:%d", u.port), proxy.addr(), 1)
+		p := startToolsvc(t, cfg{Servers: servers{"up": server}})
 		ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 		defer cancel()
 		c := p.client

@@ -156,6 +156,9 @@ func runConcurrently(t *testing.T, names []string, f func(t *testing.T, i int)) 
 
 // TestMatrix runs every cell and prints the table. Subtest names are
 // TestMatrix/<sdk>/<transport>/<protocol>/<check>.
+//
+// Serial: the cells bound push, re-list and recovery times, and already
+// run matrixParallel at a time.
 func TestMatrix(t *testing.T) {
 	// Cells start interleaved (protocol, then transport, then SDK), so
 	// that the slow starters (Python's interpreter, -race toolsvc) are
@@ -224,18 +227,16 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 	}
 	u := startMatrixUpstream(t, spec.sdk, spec.transport)
 	refresh := "1h" // only a push (or the pushless re-list) can bring a runtime tool
-	pin := fmt.Sprintf(`, "protocolVersion": %q`, spec.protocol)
+	pin := spec.protocol
 	if spec.protocol == protoDefault {
 		pin = ""
 	}
 	// connectTimeout is raised from 10 s: a Python server's first
 	// initialize (interpreter start, imports) took longer than 10 s on a
 	// 2-core box at load 16.
-	cfg := fmt.Sprintf(`{"mcpServers": {"up": {%s%s, "connectTimeout": "20s", "pingInterval": %q, "pingTimeout": "1s",
-		"refreshInterval": %q, "backoff": {"base": "50ms", "max": "500ms"},
-		"breaker": {"failures": 3, "cooldown": "200ms", "maxCooldown": "1s"}}}}`,
-		u.serverJSON(), pin, matrixPing.String(), refresh)
-	p := startToolsvc(t, cfg)
+	p := startToolsvc(t, cfg{Servers: servers{"up": u.server(upstream{ProtocolVersion: pin, ConnectTimeout: "20s",
+		PingInterval: matrixPing.String(), PingTimeout: "1s", RefreshInterval: refresh, Backoff: &backoff{Base: "50ms", Max: "500ms"},
+		Breaker: &breaker{Failures: 3, Cooldown: "200ms", MaxCooldown: "1s"}})}})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*defaultTestTimeout)
 	defer cancel()
 	c := p.client

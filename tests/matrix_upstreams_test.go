@@ -240,21 +240,17 @@ func (u *matrixUpstream) url() string {
 }
 
 // serverJSON is the toolsvc server entry (without toolsvc's own keys).
-func (u *matrixUpstream) serverJSON() string {
+func (u *matrixUpstream) server(s upstream) upstream {
 	switch u.transport {
 	case trStdio:
-		name, args := matrixCommand(u.t, u.sdk, u.transport, 0)
-		quoted := make([]string, len(args))
-		for i, a := range args {
-			quoted[i] = jsonString(a)
-		}
-		return fmt.Sprintf(`"command": %s, "args": [%s], "env": {"MATRIX_DIR": %s}`,
-			jsonString(name), strings.Join(quoted, ", "), jsonString(u.dir))
+		s.Command, s.Args = matrixCommand(u.t, u.sdk, u.transport, 0)
+		s.Env = map[string]string{"MATRIX_DIR": u.dir}
 	case trSSE:
-		return fmt.Sprintf(`"type": "sse", "url": %s`, jsonString(u.url()))
+		s.Type, s.URL = "sse", u.url()
 	default:
-		return fmt.Sprintf(`"type": "http", "url": %s`, jsonString(u.url()))
+		s.Type, s.URL = "http", u.url()
 	}
+	return s
 }
 
 // sideRecord reads $MATRIX_DIR/<id>.<event>: the pid that wrote it and when.

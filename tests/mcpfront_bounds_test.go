@@ -30,11 +30,10 @@ const (
 func startBoundsFront(t *testing.T, extraArgs ...string) (*toolsvcProc, string) {
 	t.Helper()
 	url := startHTTPUpstream(t)
-	cfg := fmt.Sprintf(`{"mcpServers": {"h": {"url": %s}},
-	  "auth": {"tokens": {"alice": %q, "bob": %q}, "rules": [{"principal": "alice"}, {"principal": "bob"}]}}`,
-		jsonString(url), aliceToken, bobToken)
-	p := startToolsvc(t, cfg, append([]string{"--mcp-listen", "127.0.0.1:0"}, extraArgs...)...)
-	return p, "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	c := cfg{Servers: servers{"h": goHTTP(url, upstream{})},
+		Auth: &authCfg{Tokens: map[string]string{"alice": aliceToken, "bob": bobToken}, Rules: []rule{{Principal: "alice"}, {Principal: "bob"}}}}
+	p := startToolsvc(t, c, append([]string{"--mcp-listen", "127.0.0.1:0"}, extraArgs...)...)
+	return p, "http://" + p.mcpAddr
 }
 
 // frontPOST posts one JSON-RPC message to /mcp as token (in session sid
@@ -109,6 +108,7 @@ func openStream(t *testing.T, ctx context.Context, base, token, sid string) cont
 // same ID); when every session that could give way is busy (a GET stream
 // open), the newcomer gets HTTP 503 naming the cap.
 func TestMCPFrontSessionsBounded(t *testing.T) {
+	t.Parallel()
 	p, base := startBoundsFront(t, "--mcp-max-sessions", "6", "--mcp-max-sessions-per-principal", "4")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -198,6 +198,7 @@ func TestMCPFrontSessionsBounded(t *testing.T) {
 // spec), whether this replica holds the session or not; the session
 // itself is untouched (bob's DELETE does not end alice's session).
 func TestMCPFrontSessionReplay(t *testing.T) {
+	t.Parallel()
 	_, base := startBoundsFront(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -267,6 +268,7 @@ func trickle(t *testing.T, base, header string, bodyLen int, interval time.Durat
 // an authenticated request whose body trickles in is cut off at
 // --mcp-body-timeout (408, connection closed).
 func TestMCPFrontTrickledBody(t *testing.T) {
+	t.Parallel()
 	_, base := startBoundsFront(t, "--mcp-body-timeout", "1s")
 
 	t.Run("unauthenticated", func(t *testing.T) {

@@ -32,7 +32,8 @@ type frontClientReport struct {
 // get progress, cancel a call the upstream then sees cancelled, and get
 // list_changed after an upstream adds a tool.
 func TestMCPFrontSDKClients(t *testing.T) {
-	p, base := startFrontFixture(t, "")
+	t.Parallel()
+	p, base := startFrontFixture(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	node := nodePath(t, node22)

@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 )
 
 // conformanceFixtureBin builds tests/conformancefixture: a go-sdk server with
@@ -60,14 +59,14 @@ var frontConformanceWhy = map[string]string{
 // against the front door, server-everything behind toolsvc, and logs every
 // scenario with its result.
 func TestMCPFrontConformanceServer(t *testing.T) {
+	t.Parallel()
 	n22, cli := nodePath(t, node22), nodePath(t, conformanceCLI)
 	fixture := helperBinary(t, "conformancefixture")
 	// The fixture's tools keep their own names (bareNames), as the suite
 	// calls them; server-everything's keep the everything__ prefix.
-	cfg := fmt.Sprintf(`{"mcpServers": {"everything": {"url": %s}, "fixture": {"command": %s, "bareNames": true}}}`,
-		jsonString(startEverythingHTTP(t)), jsonString(fixture))
-	p := startToolsvc(t, cfg, "--mcp-listen", "127.0.0.1:0")
-	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	c := cfg{Servers: servers{"everything": goHTTP(startEverythingHTTP(t), upstream{}), "fixture": {Command: fixture, BareNames: true}}}
+	p := startToolsvc(t, c, "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.mcpAddr
 	dir := t.TempDir()
 	cmd := exec.Command(n22, cli, "server", "--url", base+"/mcp", "-o", dir)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")

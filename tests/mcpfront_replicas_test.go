@@ -83,14 +83,15 @@ func callsServed(t *testing.T, p *toolsvcProc, tool string) int {
 // succeeds, both replicas serve calls, and the 2025-11-25 session (minted
 // by one replica, adopted by the other) still gets list_changed.
 func TestMCPFrontReplicas(t *testing.T) {
+	t.Parallel()
 	up := startHTTPUpstream(t)
-	cfg := fmt.Sprintf(`{"mcpServers": {"h": {"url": %s}}}`, jsonString(up))
+	c := cfg{Servers: servers{"h": goHTTP(up, upstream{})}}
 	var reps []*toolsvcProc
 	var backends []string
 	for range 2 {
-		p := startToolsvc(t, cfg, "--mcp-listen", "127.0.0.1:0")
+		p := startToolsvc(t, c, "--mcp-listen", "127.0.0.1:0")
 		reps = append(reps, p)
-		backends = append(backends, "http://"+p.log.waitFor(t, mcpFrontRE, 10*time.Second))
+		backends = append(backends, "http://"+p.mcpAddr)
 	}
 	rr := startRoundRobin(t, backends...)
 	base := "http://" + rr.addr

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"syscall"
@@ -137,10 +136,13 @@ func drain[T any](ch <-chan T) {
 // resources/list_changed and prompts/list_changed, and a subscription
 // outlives the upstream's restart.
 func TestMCPFrontResources(t *testing.T) {
-	up, srv, restart := startResourcesPython(t, "http")
-	up += `, "protocolVersion": "2026-07-28", "refreshDebounce": "50ms", "backoffBase": "50ms", "backoffMax": "200ms"}`
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"py": %s}}`, up), "--mcp-listen", "127.0.0.1:0", "--mcp-page-size", "1")
-	endpoint := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second) + "/mcp"
+	t.Parallel()
+	// pingInterval: the killed upstream is found dead within a fraction of
+	// a second (15 s by default).
+	up, srv, restart := startResourcesPython(t, "http", upstream{ProtocolVersion: "2026-07-28", RefreshDebounce: "50ms",
+		Backoff: &backoff{Base: "50ms", Max: "200ms"}, PingInterval: "300ms"})
+	p := startToolsvc(t, cfg{Servers: servers{"py": up}}, "--mcp-listen", "127.0.0.1:0", "--mcp-page-size", "1")
+	endpoint := "http://" + p.mcpAddr + "/mcp"
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 

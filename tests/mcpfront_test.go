@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -22,17 +21,15 @@ import (
 // upstreams (the go-sdk test server over stdio "s" and streamable HTTP
 // "h"), real MCP clients.
 
-var mcpFrontRE = regexp.MustCompile(`msg="MCP front door serving" addr=(\S+)`)
-
 // frontPageSize is small so that every client pages through tools/list.
 const frontPageSize = "7"
 
 // startFrontFixture is startCallFixture with the front door on; it returns
 // the front door's base URL (http://host:port).
-func startFrontFixture(t *testing.T, extraServers string, extraArgs ...string) (*toolsvcProc, string) {
+func startFrontFixture(t *testing.T, extraServers servers, extraArgs ...string) (*toolsvcProc, string) {
 	t.Helper()
 	p := startCallFixture(t, extraServers, append([]string{"--mcp-listen", "127.0.0.1:0", "--mcp-page-size", frontPageSize}, extraArgs...)...)
-	return p, "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	return p, "http://" + p.mcpAddr
 }
 
 // grpcToolNames is ListTools' names, sorted.
@@ -108,7 +105,8 @@ func callText(t *testing.T, res *mcp.CallToolResult) string {
 // (the upstream sees it), and gets list_changed after an upstream adds a
 // tool.
 func TestMCPFrontGoClient(t *testing.T) {
-	p, base := startFrontFixture(t, "")
+	t.Parallel()
+	p, base := startFrontFixture(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	want := grpcToolNames(t, ctx, p)
@@ -214,12 +212,13 @@ func TestMCPFrontGoClient(t *testing.T) {
 // principal sees only its tools in tools/list and is refused others with
 // the pipeline's PERMISSION_DENIED; Host and Origin are checked.
 func TestMCPFrontAuth(t *testing.T) {
+	t.Parallel()
 	url := startHTTPUpstream(t)
-	cfg := fmt.Sprintf(`{"mcpServers": {"h": {"url": %s}},
-	  "auth": {"tokens": {"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789ab"},
-	           "rules": [{"principal": "alice", "allow": ["h__echo", "h__add_tool"]}, {"principal": "bob"}]}}`, jsonString(url))
-	p := startToolsvc(t, cfg, "--mcp-listen", "127.0.0.1:0")
-	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	c := cfg{Servers: servers{"h": goHTTP(url, upstream{})},
+		Auth: &authCfg{Tokens: map[string]string{"alice": "tok-alice-0123456789", "bob": "tok-bob-0123456789ab"},
+			Rules: []rule{{Principal: "alice", Allow: []string{"h__echo", "h__add_tool"}}, {Principal: "bob"}}}}
+	p := startToolsvc(t, c, "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.mcpAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -302,9 +301,10 @@ func (h headerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 // the server and the reason (from the pipeline's mapping), not a tool
 // result, and carries no upstream URL.
 func TestMCPFrontUpstreamDown(t *testing.T) {
+	t.Parallel()
 	u := newHTTPUpstream(t)
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"d": {"url": %s}}}`, jsonString(u.url())), "--mcp-listen", "127.0.0.1:0")
-	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	p := startToolsvc(t, cfg{Servers: servers{"d": goHTTP(u.url(), upstream{})}}, "--mcp-listen", "127.0.0.1:0")
+	base := "http://" + p.mcpAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "")
@@ -332,7 +332,8 @@ func TestMCPFrontUpstreamDown(t *testing.T) {
 // finish (within the drain bound) while an idle 2025-11-25 session, whose
 // GET stream is open, does not hold the shutdown up; the process exits 0.
 func TestMCPFrontShutdownDrains(t *testing.T) {
-	p, base := startFrontFixture(t, "")
+	t.Parallel()
+	p, base := startFrontFixture(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	idle := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "2025-11-25")
@@ -362,15 +363,17 @@ func TestMCPFrontShutdownDrains(t *testing.T) {
 // its CN and a bearer JWT as its subject, with the gRPC API's rules (agent-a
 // and carol may use up__echo only).
 func TestMCPFrontTLSPrincipals(t *testing.T) {
+	t.Parallel()
 	ca := newTestCA(t, "toolsvc-test-ca")
 	srvCert, srvKey := ca.issue("server", true)
 	jwksFile, carolJWT := testJWKS(t, "carol")
-	cfg := fmt.Sprintf(`{"auth": {"mtls": true, "jwt": {"jwksFile": %q, "issuer": "test-idp", "audience": "toolsvc"},
-	  "rules": [{"principal": "agent-a", "allow": ["up__echo"]}, {"principal": "carol", "allow": ["up__echo"]}]},
-	  "mcpServers": {"up": %s}}`, jwksFile, stdioServer(`"pingInterval": "1h"`))
-	p := startToolsvcWith(t, cfg, startOpts{args: []string{"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", ca.file,
+	c := cfg{
+		Auth: &authCfg{MTLS: true, JWT: testJWT(jwksFile),
+			Rules: []rule{{Principal: "agent-a", Allow: []string{"up__echo"}}, {Principal: "carol", Allow: []string{"up__echo"}}}},
+		Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}}
+	p := startToolsvcWith(t, c, startOpts{args: []string{"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", ca.file,
 		"--mcp-listen", "127.0.0.1:0"}})
-	base := "https://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	base := "https://" + p.mcpAddr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	roots := x509.NewCertPool()
@@ -436,7 +439,8 @@ func (h headerRoundTripperOver) RoundTrip(r *http.Request) (*http.Response, erro
 // (JSON-RPC errors naming the limit, nothing over-size sent upstream), and
 // a body far over the limit is refused by HTTP (413) before MCP decoding.
 func TestMCPFrontLimits(t *testing.T) {
-	p, base := startFrontFixture(t, "", "--max-request-bytes", "2048", "--max-response-bytes", "4096")
+	t.Parallel()
+	p, base := startFrontFixture(t, nil, "--max-request-bytes", "2048", "--max-response-bytes", "4096")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	c := connectGoFront(t, ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, "2025-11-25")

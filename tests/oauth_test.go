@@ -79,14 +79,14 @@ func (u *oauthUpstream) revoke(t *testing.T) {
 // call succeeds on the retry. No secret appears in the log. The caller's
 // principal reaches the upstream in _meta (forwardPrincipal).
 func TestOAuthRefreshTokenUpstream(t *testing.T) {
+	t.Parallel()
 	up := startOAuthUpstream(t)
 	const alice = "alice-token-0123456789"
 	// mockoidc accepts client credentials only in the form body although
 	// its metadata also names client_secret_basic: authMethod says so.
-	p := startToolsvcEnv(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q}},
-		"mcpServers": {"prot": {"url": %q, "pingInterval": "1h", "forwardPrincipal": true,
-		"oauth": {"clientId": %q, "clientSecret": "${PROT_SECRET}", "refreshToken": "${PROT_REFRESH}", "authMethod": "client_secret_post"}}}}`,
-		alice, up.URL, up.ClientID),
+	p := startToolsvcEnv(t, cfg{Auth: &authCfg{Tokens: map[string]string{"alice": alice}},
+		Servers: servers{"prot": goHTTP(up.URL, upstream{PingInterval: "1h", ForwardPrincipal: true,
+			OAuth: &oauthCfg{ClientID: up.ClientID, ClientSecret: "${PROT_SECRET}", RefreshToken: "${PROT_REFRESH}", AuthMethod: "client_secret_post"}})}},
 		[]string{"PROT_SECRET=" + up.ClientSecret, "PROT_REFRESH=" + up.RefreshToken})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -145,12 +145,12 @@ func TestOAuthRefreshTokenUpstream(t *testing.T) {
 // once. Two causes: a wrong client secret (the token endpoint refuses) and
 // no credentials at all (the upstream answers 401).
 func TestUpstreamAuthRejected(t *testing.T) {
+	t.Parallel()
 	up := startOAuthUpstream(t)
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {
-		"wrongsecret": {"url": %q, "pingInterval": "1h", "backoff": {"base": "10ms", "max": "20ms"}, "authRetry": "1h",
-			"oauth": {"clientId": %q, "clientSecret": "not-the-secret", "refreshToken": %q, "authMethod": "client_secret_post"}},
-		"nocreds": {"url": %q, "pingInterval": "1h", "backoff": {"base": "10ms", "max": "20ms"}, "authRetry": "1h"}}}`,
-		up.URL, up.ClientID, up.RefreshToken, up.URL))
+	p := startToolsvc(t, cfg{Servers: servers{
+		"wrongsecret": goHTTP(up.URL, upstream{PingInterval: "1h", Backoff: &backoff{Base: "10ms", Max: "20ms"}, AuthRetry: "1h",
+			OAuth: &oauthCfg{ClientID: up.ClientID, ClientSecret: "not-the-secret", RefreshToken: up.RefreshToken, AuthMethod: "client_secret_post"}}),
+		"nocreds": goHTTP(up.URL, upstream{PingInterval: "1h", Backoff: &backoff{Base: "10ms", Max: "20ms"}, AuthRetry: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	for server, want := range map[string]string{
@@ -208,6 +208,7 @@ func TestUpstreamAuthRejected(t *testing.T) {
 // loopback listener) prints the server's oauth settings with a refresh
 // token; `toolsvc serve` with exactly those settings reaches the upstream.
 func TestOAuthLoginProvisionsServe(t *testing.T) {
+	t.Parallel()
 	up := startOAuthUpstream(t)
 	browser := helperBinary(t, "oauthupstream")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
@@ -236,9 +237,9 @@ func TestOAuthLoginProvisionsServe(t *testing.T) {
 	if strings.Contains(stderr.String(), o["refreshToken"]) {
 		t.Error("the refresh token went to stderr as well as to the settings on stdout")
 	}
-	p := startToolsvcEnv(t, fmt.Sprintf(`{"mcpServers": {"prot": {"url": %q, "pingInterval": "1h",
-		"oauth": {"grant": "refresh_token", "clientId": %q, "clientSecret": "${S}", "refreshToken": "${R}", "authMethod": %q}}}}`,
-		up.URL, o["clientId"], o["authMethod"]), []string{"S=" + o["clientSecret"], "R=" + o["refreshToken"]})
+	p := startToolsvcEnv(t, cfg{Servers: servers{"prot": goHTTP(up.URL, upstream{PingInterval: "1h",
+		OAuth: &oauthCfg{Grant: "refresh_token", ClientID: o["clientId"], ClientSecret: "${S}", RefreshToken: "${R}", AuthMethod: o["authMethod"]}})}},
+		[]string{"S=" + o["clientSecret"], "R=" + o["refreshToken"]})
 	res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "prot__echo", ArgumentsJson: `{"text": "provisioned"}`})
 	if err != nil || resultText(res) != "provisioned" {
 		t.Fatalf("call with the provisioned refresh token = %v, %v", res, err)

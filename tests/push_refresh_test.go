@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -17,18 +16,20 @@ import (
 // return, the new tool must reach ListTools and an open watch through the
 // push itself (no reconnect), and it must dispatch.
 func TestPushRefreshNoWedge(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"http", "stdio"} {
 		t.Run(transport, func(t *testing.T) {
-			var server string
+			t.Parallel()
+			var server upstream
 			switch transport {
 			case "http":
-				server = fmt.Sprintf(`{"url": %s}`, jsonString(startHTTPUpstream(t)))
+				server = goHTTP(startHTTPUpstream(t), upstream{})
 			case "stdio":
-				server = fmt.Sprintf(`{"command": %s, "args": ["-mode", "stdio"]}`, jsonString(bin.testserver))
+				server = goStdio(upstream{})
 			}
 			// The backstop refresh is slowed right down, as the seed slows
 			// its health loop: only the push can bring the new tool.
-			p := startToolsvc(t, fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"push": %s}}`, server))
+			p := startToolsvc(t, cfg{RefreshInterval: "1h", Servers: servers{"push": server}})
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 

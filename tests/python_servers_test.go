@@ -35,8 +35,8 @@ func TestSeedPushVictimPython(t *testing.T) {
 	// As the seed: connect bounded at 5 s, the health loop slowed right
 	// down (30 s) and no backstop re-list, so only the push itself can
 	// bring the new tool, on the original session.
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"push": {"url": "http://127.0.0.1:%d/mcp",
-		"connectTimeout": "5s", "pingInterval": "30s", "refreshInterval": "1h"}}}`, port))
+	p := startToolsvc(t, cfg{Servers: servers{"push": goHTTP(fmt.Sprintf("http://127.0.0.1:%d/mcp", port),
+		upstream{ConnectTimeout: "5s", PingInterval: "30s", RefreshInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 
@@ -101,6 +101,7 @@ func TestSeedPushVictimPython(t *testing.T) {
 // entry point and through a shell wrapper of the shape `uvx`/`npx` configs
 // have (a process that execs the server), and lists and calls their tools.
 func TestPyPIServers(t *testing.T) {
+	t.Parallel()
 	timeBin := venvBin(t, "mcp", "mcp-server-time")
 	gitBin := venvBin(t, "mcp", "mcp-server-git")
 
@@ -116,26 +117,21 @@ func TestPyPIServers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	wrap := func(bin string, args ...string) string {
+	wrap := func(bin string, args ...string) upstream {
 		line := "exec " + bin
 		for _, a := range args {
 			line += " '" + a + "'"
 		}
-		return fmt.Sprintf(`{"command": "sh", "args": ["-c", %s]}`, jsonString(line))
+		return upstream{Command: "sh", Args: []string{"-c", line}}
 	}
-	direct := func(bin string, args ...string) string {
-		q := make([]string, len(args))
-		for i, a := range args {
-			q[i] = jsonString(a)
-		}
-		return fmt.Sprintf(`{"command": %s, "args": [%s]}`, jsonString(bin), strings.Join(q, ", "))
+	direct := func(bin string, args ...string) upstream {
+		return upstream{Command: bin, Args: args}
 	}
 	// connectTimeout: four Python interpreters start at once, which took
 	// over 10 s on a loaded 2-core box.
-	cfg := fmt.Sprintf(`{"connectTimeout": "20s", "mcpServers": {"time": %s, "timesh": %s, "git": %s, "gitsh": %s}}`,
-		direct(timeBin, "--local-timezone", "UTC"), wrap(timeBin, "--local-timezone", "UTC"),
-		direct(gitBin, "--repository", repo), wrap(gitBin, "--repository", repo))
-	p := startToolsvc(t, cfg)
+	p := startToolsvc(t, cfg{ConnectTimeout: "20s", Servers: servers{
+		"time": direct(timeBin, "--local-timezone", "UTC"), "timesh": wrap(timeBin, "--local-timezone", "UTC"),
+		"git": direct(gitBin, "--repository", repo), "gitsh": wrap(gitBin, "--repository", repo)}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 

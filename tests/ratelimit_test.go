@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolsvc/toolsvc/config"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
@@ -22,9 +22,10 @@ import (
 func TestRateLimitsEndToEnd(t *testing.T) {
 	t.Parallel()
 	const alice, bob = "alice-token-0123456789", "bob-token-0123456789ab"
-	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q, "bob": %q},
-		"rateLimits": [{"principal": "alice", "callsPerSecond": 0.02, "burst": 2}, {"principal": "b*", "maxConcurrent": 1}]},
-		"mcpServers": {"up": %s}}`, alice, bob, stdioServer(`"pingInterval": "1h"`)))
+	p := startToolsvc(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"alice": alice, "bob": bob},
+			RateLimits: []config.RateLimit{{Principal: "alice", CallsPerSecond: 0.02, Burst: 2}, {Principal: "b*", MaxConcurrent: 1}}},
+		Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	as := func(tok string) context.Context {

@@ -2,7 +2,6 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/toolsvc/toolsvc/config"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
@@ -27,8 +27,10 @@ const (
 )
 
 // reloadAuthConfig is one server "a" and the given auth section.
-func reloadAuthConfig(auth string) string {
-	return fmt.Sprintf(`{"pingInterval": "1h", "refreshInterval": "1h", "mcpServers": {"a": %s}, "auth": %s}`, stdioWithEnv("1"), auth)
+func reloadAuthConfig(auth *authCfg) cfg {
+	c := reloadConfig(servers{"a": stdioWithEnv("1")})
+	c.Auth = auth
+	return c
 }
 
 func bearerCtx(ctx context.Context, tok string) context.Context {
@@ -39,7 +41,7 @@ func bearerCtx(ctx context.Context, tok string) context.Context {
 // ops sees a reload after this call whose status satisfies want (the file
 // watch may reload the same bytes too, before or after the SIGHUP: the
 // outcome is what is waited for, not a count); it returns the status.
-func reloadAndWait(t *testing.T, ctx context.Context, p *toolsvcProc, content string, want func(*toolsvcv1.ConfigStatus) bool) *toolsvcv1.ConfigStatus {
+func reloadAndWait(t *testing.T, ctx context.Context, p *toolsvcProc, c cfg, want func(*toolsvcv1.ConfigStatus) bool) *toolsvcv1.ConfigStatus {
 	t.Helper()
 	status := func() *toolsvcv1.ConfigStatus {
 		resp, err := p.client.ListServers(bearerCtx(ctx, tokOps), &toolsvcv1.ListServersRequest{})
@@ -49,7 +51,7 @@ func reloadAndWait(t *testing.T, ctx context.Context, p *toolsvcProc, content st
 		return resp.GetConfig()
 	}
 	before := status().GetReloadCount()
-	writeConfig(t, p.configPath, content)
+	writeConfig(t, p.configPath, c.String())
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -94,13 +96,14 @@ func frontInitializeAs(t *testing.T, ctx context.Context, base, tok string) int 
 // an unreachable JWKS URL, the auth section removed) is refused with the reason, and the running
 // auth keeps working.
 func TestReloadAuth(t *testing.T) {
-	before := `{"tokens": {"alice": "` + tokAlice + `", "carol": "` + tokCarol + `", "ops": "` + tokOps + `"}, "admins": ["ops"],
-	  "rules": [{"principal": "*"}], "rateLimits": [{"principal": "alice", "callsPerSecond": 1000}]}`
-	after := `{"tokens": {"alice": "` + tokAlice + `", "bob": "` + tokBob + `", "ops": "` + tokOps + `"}, "admins": ["ops"],
-	  "rules": [{"principal": "alice", "allow": ["a__*"], "deny": ["a__echo"]}, {"principal": "bob"}, {"principal": "ops"}],
-	  "rateLimits": [{"principal": "alice", "callsPerSecond": 0.001, "burst": 1}]}`
+	t.Parallel()
+	before := &authCfg{Tokens: map[string]string{"alice": tokAlice, "carol": tokCarol, "ops": tokOps}, Admins: []string{"ops"},
+		Rules: []rule{{Principal: "*"}}, RateLimits: []config.RateLimit{{Principal: "alice", CallsPerSecond: 1000}}}
+	after := &authCfg{Tokens: map[string]string{"alice": tokAlice, "bob": tokBob, "ops": tokOps}, Admins: []string{"ops"},
+		Rules:      []rule{{Principal: "alice", Allow: []string{"a__*"}, Deny: []string{"a__echo"}}, {Principal: "bob"}, {Principal: "ops"}},
+		RateLimits: []config.RateLimit{{Principal: "alice", CallsPerSecond: 0.001, Burst: 1}}}
 	p := startToolsvc(t, reloadAuthConfig(before), "--mcp-listen", "127.0.0.1:0")
-	base := "http://" + p.log.waitFor(t, mcpFrontRE, 10*time.Second)
+	base := "http://" + p.mcpAddr
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	alice, bob, carol := bearerCtx(ctx, tokAlice), bearerCtx(ctx, tokBob), bearerCtx(ctx, tokCarol)
@@ -186,11 +189,13 @@ func TestReloadAuth(t *testing.T) {
 	// Refused reloads: the reason in the status and the log, the running
 	// auth unchanged.
 	for _, c := range []struct {
-		name, config, reason string
+		name   string
+		config cfg
+		reason string
 	}{
-		{"unreadable tokensFile", reloadAuthConfig(`{"tokensFile": "/nonexistent/toolsvc-tokens", "tokens": {"ops": "` + tokOps + `"}, "admins": ["ops"]}`), "tokensFile"},
-		{"JWKS URL unreachable", reloadAuthConfig(`{"jwt": {"jwksURL": "http://127.0.0.1:1/jwks.json"}, "tokens": {"ops": "` + tokOps + `"}, "admins": ["ops"]}`), "jwt.jwksURL"},
-		{"auth section removed", reloadConfig(map[string]string{"a": stdioWithEnv("1")}), "turning authentication off needs a restart"},
+		{"unreadable tokensFile", reloadAuthConfig(&authCfg{TokensFile: "/nonexistent/toolsvc-tokens", Tokens: map[string]string{"ops": tokOps}, Admins: []string{"ops"}}), "tokensFile"},
+		{"JWKS URL unreachable", reloadAuthConfig(&authCfg{JWT: &jwtCfg{JWKSURL: "http://127.0.0.1:1/jwks.json"}, Tokens: map[string]string{"ops": tokOps}, Admins: []string{"ops"}}), "jwt.jwksURL"},
+		{"auth section removed", reloadConfig(servers{"a": stdioWithEnv("1")}), "turning authentication off needs a restart"},
 	} {
 		cs := reloadAndWait(t, ctx, p, c.config, reloadRefused(c.reason))
 		if cs.GetLastReloadOk() || !strings.Contains(cs.GetLastReloadError(), c.reason) {

@@ -3,7 +3,6 @@ package tests
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,16 +30,15 @@ func writeConfig(t *testing.T, path, content string) {
 	}
 }
 
-func reloadConfig(servers map[string]string) string {
-	var parts []string
-	for name, s := range servers {
-		parts = append(parts, fmt.Sprintf("%q: %s", name, s))
-	}
-	return fmt.Sprintf(`{"pingInterval": "1h", "refreshInterval": "1h", "mcpServers": {%s}}`, strings.Join(parts, ", "))
+// reloadConfig is the given servers with hour-long pings and refreshes.
+func reloadConfig(ss servers) cfg {
+	return cfg{PingInterval: "1h", RefreshInterval: "1h", Servers: ss}
 }
 
-func stdioWithEnv(marker string) string {
-	return fmt.Sprintf(`{"command": %s, "args": ["-mode", "stdio"], "env": {"MARKER": %q}}`, jsonString(bin.testserver), marker)
+// stdioWithEnv is the go-sdk test upstream with MARKER=marker in its
+// environment (changing the marker changes the server's config).
+func stdioWithEnv(marker string) upstream {
+	return goStdio(upstream{Env: map[string]string{"MARKER": marker}})
 }
 
 // TestHotReloadUnderLoad: while calls to an unchanged server run without a
@@ -48,7 +46,8 @@ func stdioWithEnv(marker string) string {
 // servers. Watchers see exactly those changes; the unchanged server is not
 // reconnected.
 func TestHotReloadUnderLoad(t *testing.T) {
-	p := startToolsvc(t, reloadConfig(map[string]string{"keep": stdioWithEnv("1"), "gone": stdioWithEnv("1"), "change": stdioWithEnv("1")}))
+	t.Parallel()
+	p := startToolsvc(t, reloadConfig(servers{"keep": stdioWithEnv("1"), "gone": stdioWithEnv("1"), "change": stdioWithEnv("1")}))
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	w := startWatch(t, ctx, p.client, "")
@@ -84,7 +83,7 @@ func TestHotReloadUnderLoad(t *testing.T) {
 		}()
 	}
 	time.Sleep(200 * time.Millisecond)
-	writeConfig(t, p.configPath, reloadConfig(map[string]string{"keep": stdioWithEnv("1"), "added": stdioWithEnv("1"), "change": stdioWithEnv("2")}))
+	writeConfig(t, p.configPath, reloadConfig(servers{"keep": stdioWithEnv("1"), "added": stdioWithEnv("1"), "change": stdioWithEnv("2")}).String())
 
 	// Watch until added's tools are in and change's are available again.
 	removedSeen := map[string]bool{}
@@ -150,7 +149,8 @@ func TestHotReloadUnderLoad(t *testing.T) {
 // TestInvalidReloadKeepsRunning: a broken edit keeps the old configuration
 // running and says why; fixing the file recovers.
 func TestInvalidReloadKeepsRunning(t *testing.T) {
-	p := startToolsvc(t, reloadConfig(map[string]string{"a": stdioWithEnv("1")}))
+	t.Parallel()
+	p := startToolsvc(t, reloadConfig(servers{"a": stdioWithEnv("1")}))
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	writeConfig(t, p.configPath, `{"mcpServers": {"a": {"command": 42}, "b": {"url": "ftp://x"}}}`)
@@ -174,7 +174,7 @@ func TestInvalidReloadKeepsRunning(t *testing.T) {
 	if m := scrape(t, p.adminAddr); !strings.Contains(m, "toolsvc_config_last_reload_success 0") {
 		t.Errorf("/metrics does not show the failed reload")
 	}
-	writeConfig(t, p.configPath, reloadConfig(map[string]string{"a": stdioWithEnv("1"), "b": stdioWithEnv("1")}))
+	writeConfig(t, p.configPath, reloadConfig(servers{"a": stdioWithEnv("1"), "b": stdioWithEnv("1")}).String())
 	eventually(t, 15*time.Second, "the fixed file to apply", func() bool {
 		tools, _ := listAll(t, ctx, p.client, 0)
 		return hasTool(tools, "b__echo")
@@ -195,12 +195,15 @@ func TestInvalidReloadKeepsRunning(t *testing.T) {
 // a URL appears in no log line, status, error or CLI output, even when the
 // upstream prints it and the URL shows up in connection errors.
 func TestSecretsStaySecret(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cr3t-Value-7f2c9d"
-	cfg := fmt.Sprintf(`{"mcpServers": {
-		"talker": {"command": "sh", "args": ["-c", %s], "env": {"UPSTREAM_TOKEN": "${TOOLSVC_TEST_SECRET}"}},
-		"remote": {"url": "http://127.0.0.1:1/mcp?token=${TOOLSVC_TEST_SECRET}", "headers": {"Authorization": "Bearer ${TOOLSVC_TEST_SECRET}"}, "connectTimeout": "1s"}
-	}}`, jsonString(`echo "my token is $UPSTREAM_TOKEN" >&2; exec `+bin.testserver+` -mode stdio`))
-	p := startToolsvcEnv(t, cfg, []string{"TOOLSVC_TEST_SECRET=" + secret})
+	c := cfg{Servers: servers{
+		"talker": {Command: "sh", Args: []string{"-c", `echo "my token is $UPSTREAM_TOKEN" >&2; exec ` + bin.testserver + ` -mode stdio`},
+			Env: map[string]string{"UPSTREAM_TOKEN": "${TOOLSVC_TEST_SECRET}"}},
+		"remote": {URL: "http://127.0.0.1:1/mcp?token=${TOOLSVC_TEST_SECRET}", Headers: map[string]string{"Authorization": "Bearer ${TOOLSVC_TEST_SECRET}"},
+			ConnectTimeout: "1s"},
+	}}
+	p := startToolsvcEnv(t, c, []string{"TOOLSVC_TEST_SECRET=" + secret})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	// The child got the secret: it said so on stderr (redacted in our log).
@@ -235,15 +238,17 @@ func TestSecretsStaySecret(t *testing.T) {
 // values are added to every server's redaction list), a reload that only
 // adds a server must not restart the others.
 func TestReloadWithAuthLeavesServersAlone(t *testing.T) {
+	t.Parallel()
 	const tok = "reload-token-0123456789"
-	cfg := func(servers map[string]string) string {
-		c := reloadConfig(servers)
-		return strings.Replace(c, "{", fmt.Sprintf(`{"auth": {"tokens": {"ops": %q}, "admins": ["ops"]}, `, tok), 1)
+	withAuth := func(ss servers) cfg {
+		c := reloadConfig(ss)
+		c.Auth = &authCfg{Tokens: map[string]string{"ops": tok}, Admins: []string{"ops"}}
+		return c
 	}
-	p := startToolsvc(t, cfg(map[string]string{"a": stdioWithEnv("1")}))
+	p := startToolsvc(t, withAuth(servers{"a": stdioWithEnv("1")}))
 	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tok), defaultTestTimeout)
 	defer cancel()
-	writeConfig(t, p.configPath, cfg(map[string]string{"a": stdioWithEnv("1"), "b": stdioWithEnv("1")}))
+	writeConfig(t, p.configPath, withAuth(servers{"a": stdioWithEnv("1"), "b": stdioWithEnv("1")}).String())
 	eventually(t, 15*time.Second, "server b to be added", func() bool {
 		tools, _ := listAll(t, ctx, p.client, 0)
 		return hasTool(tools, "b__echo")

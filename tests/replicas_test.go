@@ -46,7 +46,7 @@ const fleetShutdownTimeout = 5 * time.Second
 // restartable on its own address (as a pod keeps its Service membership).
 type fleet struct {
 	t      *testing.T
-	config string
+	config cfg
 	procs  []*toolsvcProc
 	addrs  []string
 	drains []time.Duration
@@ -213,6 +213,9 @@ func (l *watchLog) names() []string {
 // resume while the upstreams are quiet is "synced", never "reset"; every
 // replica reports the same revision once the upstreams are quiet; every
 // drain stays within its bound.
+//
+// Serial: each replica comes back on its previous port, which a parallel
+// test could take meanwhile; and the drains are bounded in time.
 func TestReplicasRollingRestart(t *testing.T) {
 	sc, err := os.ReadFile(lbServiceConfigPath)
 	if err != nil {
@@ -222,10 +225,8 @@ func TestReplicasRollingRestart(t *testing.T) {
 	defer cancel()
 
 	_, rtURL := startRuntimeHTTP(t)
-	cfg := fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {
-		"local": {"command": %s, "args": ["-mode", "stdio"]},
-		"rt": {"url": %s}}}`, jsonString(bin.testserver), jsonString(rtURL))
-	f := &fleet{t: t, config: cfg, procs: make([]*toolsvcProc, 3), addrs: make([]string, 3)}
+	c := cfg{RefreshInterval: "1h", Servers: servers{"local": goStdio(upstream{}), "rt": goHTTP(rtURL, upstream{})}}
+	f := &fleet{t: t, config: c, procs: make([]*toolsvcProc, 3), addrs: make([]string, 3)}
 	for i := range 3 {
 		f.start(i)
 	}
@@ -532,8 +533,9 @@ func echoCallsServed(t *testing.T, p *toolsvcProc) int {
 // Python, Node; all read examples/lb/service_config.json) against two
 // replicas: every call succeeds and both replicas serve a share of them.
 func TestLoadBalancedExampleClients(t *testing.T) {
-	cfg := fmt.Sprintf(`{"mcpServers": {"local": {"command": %s, "args": ["-mode", "stdio"]}}}`, jsonString(bin.testserver))
-	reps := []*toolsvcProc{startToolsvc(t, cfg), startToolsvc(t, cfg)}
+	t.Parallel()
+	c := cfg{Servers: servers{"local": goStdio(upstream{})}}
+	reps := []*toolsvcProc{startToolsvc(t, c), startToolsvc(t, c)}
 	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,7 @@ func findPrompt(ps []*toolsvcv1.Prompt, name string) *toolsvcv1.Prompt {
 }
 
 func TestResourcesEverything(t *testing.T) {
+	t.Parallel()
 	entry := nodePath(t, everythingEntry)
 	raw := startRawMCP(t, "node", entry, "stdio")
 	rawRes := raw.call(t, "resources/list", map[string]any{})["resources"].([]any)
@@ -82,11 +83,11 @@ func TestResourcesEverything(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
-			server := fmt.Sprintf(`{"command": "node", "args": [%s, "stdio"]}`, jsonString(entry))
+			server := upstream{Command: "node", Args: []string{entry, "stdio"}}
 			if transport == "http" {
-				server = fmt.Sprintf(`{"url": %s}`, jsonString(startEverythingHTTP(t)))
+				server = goHTTP(startEverythingHTTP(t), upstream{})
 			}
-			p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"everything": %s}}`, server))
+			p := startToolsvc(t, cfg{Servers: servers{"everything": server}})
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 			c := p.client
@@ -242,13 +243,14 @@ func TestResourcesEverything(t *testing.T) {
 
 // startResourcesPython starts tests/python/resources_server.py (over HTTP:
 // now, on a free port, and again on that port with restart) and returns the
-// start of its server config.
-func startResourcesPython(t *testing.T, transport string) (config string, srv *proc, restart func() *proc) {
+// server config with the settings of u.
+func startResourcesPython(t *testing.T, transport string, u upstream) (server upstream, srv *proc, restart func() *proc) {
 	t.Helper()
 	script := filepath.Join(rootDir(t), "tests", "python", "resources_server.py")
 	py := venvBin(t, "mcp", "python")
 	if transport == "stdio" {
-		return fmt.Sprintf(`{"command": %s, "args": [%s, "stdio"]`, jsonString(py), jsonString(script)), nil, nil
+		u.Command, u.Args = py, []string{script, "stdio"}
+		return u, nil, nil
 	}
 	port := freePort(t)
 	restart = func() *proc {
@@ -256,22 +258,27 @@ func startResourcesPython(t *testing.T, transport string) (config string, srv *p
 		waitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 30*time.Second, srv)
 		return srv
 	}
-	return fmt.Sprintf(`{"url": "http://127.0.0.1:%d/mcp"`, port), restart(), restart
+	return goHTTP(fmt.Sprintf("http://127.0.0.1:%d/mcp", port), u), restart(), restart
 }
 
 // TestResourcesPython: the Python SDK server over stdio (2025-11-25) and
 // streamable HTTP in the 2026-07-28 protocol, where subscriptions and
 // list_changed ride subscriptions/listen.
 func TestResourcesPython(t *testing.T) {
-	for _, tc := range []struct{ name, transport, extra string }{
+	t.Parallel()
+	for _, tc := range []struct{ name, transport, protocol string }{
 		{"stdio", "stdio", ""},
-		{"http-2026", "http", `, "protocolVersion": "2026-07-28"`},
+		{"http-2026", "http", "2026-07-28"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			up, srv, restart := startResourcesPython(t, tc.transport)
-			up += tc.extra + `, "refreshDebounce": "50ms", "backoffBase": "50ms", "backoffMax": "200ms"}`
-			p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"py": %s}}`, up))
+			// (The backoff was written "backoffBase"/"backoffMax", keys
+			// config ignores with a warning; the builder has only real keys.)
+			// A killed HTTP upstream is found dead by the prober: a short
+			// pingInterval finds it in a fraction of a second, not 15 s.
+			up, srv, restart := startResourcesPython(t, tc.transport, upstream{ProtocolVersion: tc.protocol, RefreshDebounce: "50ms",
+				Backoff: &backoff{Base: "50ms", Max: "200ms"}, PingInterval: "300ms"})
+			p := startToolsvc(t, cfg{Servers: servers{"py": up}})
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 			c := p.client
@@ -471,8 +478,7 @@ func TestResourcesPredecessorCases(t *testing.T) {
 	if err := os.WriteFile(file, []byte("resources,no-templates\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"go": {"command": %s, "args": ["-mode", "stdio"], "env": {"TESTSERVER_RESOURCES_FILE": %s}}}}`,
-		jsonString(bin.testserver), jsonString(file)))
+	p := startToolsvc(t, cfg{Servers: servers{"go": goStdio(upstream{Env: map[string]string{"TESTSERVER_RESOURCES_FILE": file}})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	c := p.client
@@ -535,10 +541,9 @@ func TestResourcesForwardPrincipal(t *testing.T) {
 		t.Fatal(err)
 	}
 	const alice = "alice-token-0123456789"
-	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q}}, "mcpServers": {
-		"fwd": {"command": %s, "args": ["-mode", "stdio"], "env": {"TESTSERVER_RESOURCES_FILE": %s}, "forwardPrincipal": true},
-		"plain": {"command": %s, "args": ["-mode", "stdio"], "env": {"TESTSERVER_RESOURCES_FILE": %s}}}}`,
-		alice, jsonString(bin.testserver), jsonString(file), jsonString(bin.testserver), jsonString(file)))
+	p := startToolsvc(t, cfg{Auth: &authCfg{Tokens: map[string]string{"alice": alice}}, Servers: servers{
+		"fwd":   goStdio(upstream{Env: map[string]string{"TESTSERVER_RESOURCES_FILE": file}, ForwardPrincipal: true}),
+		"plain": goStdio(upstream{Env: map[string]string{"TESTSERVER_RESOURCES_FILE": file}})}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+alice)
@@ -555,7 +560,7 @@ func TestResourcesForwardPrincipal(t *testing.T) {
 // README's first commands use them.
 func TestResourcesCLIDemo(t *testing.T) {
 	t.Parallel()
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"demo": {"command": %s, "args": ["demo-server"]}}}`, jsonString(bin.toolsvc)))
+	p := startToolsvc(t, cfg{Servers: servers{"demo": demoServer()}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	run := func(wantOK bool, args ...string) string {
@@ -604,10 +609,10 @@ func TestResourcesCLIDemo(t *testing.T) {
 func TestResourcesAuth(t *testing.T) {
 	t.Parallel()
 	const alice, bob, carol = "alice-token-0123456789", "bob-token-0123456789ab", "carol-token-0123456789"
-	demo := fmt.Sprintf(`{"command": %s, "args": ["demo-server"]}`, jsonString(bin.toolsvc))
-	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q, "bob": %q, "carol": %q},
-		"rules": [{"principal": "alice", "allow": ["a__*"]}, {"principal": "bob"}, {"principal": "carol", "deny": ["b__@resources"]}]},
-		"mcpServers": {"a": %s, "b": %s}}`, alice, bob, carol, demo, demo))
+	p := startToolsvc(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"alice": alice, "bob": bob, "carol": carol},
+			Rules: []rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "bob"}, {Principal: "carol", Deny: []string{"b__@resources"}}}},
+		Servers: servers{"a": demoServer(), "b": demoServer()}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	as := func(tok string) context.Context {

@@ -15,12 +15,13 @@ import (
 // SCHEMA_FORMAT_JSON exactly as the upstream sent it (whitespace
 // compacted), from ListTools and WatchCatalog; the default is Struct.
 func TestSchemaFormatJSONEndToEnd(t *testing.T) {
+	t.Parallel()
 	const (
 		sent = `{"type": "object", "properties": {"n": {"type": "integer", "maximum": 9007199254740993, "default": 10},
 		        "x": {"type": "number", "minimum": 10.0}}}`
 		want = `{"type":"object","properties":{"n":{"type":"integer","maximum":9007199254740993,"default":10},"x":{"type":"number","minimum":10.0}}}`
 	)
-	p := startCallFixture(t, "")
+	p := startCallFixture(t, nil)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	jsonFmt := toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON

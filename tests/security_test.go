@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -29,8 +28,9 @@ const beyondLoopbackWarning = "listening beyond loopback without authentication"
 // handler with the peer gRPC hands it: service.TestAdminLoopbackOnlyWithoutAuth
 // and service.TestLocalPeer.
 func TestSecureDefaultsWithoutAuth(t *testing.T) {
-	p := startToolsvcWith(t, fmt.Sprintf(`{"mcpServers": {"up": %s, "broken": {"command": "/nonexistent/toolsvc-test-binary", "pingInterval": "1h"}}}`,
-		stdioServer(`"pingInterval": "1h"`)), startOpts{args: []string{"--listen", "0.0.0.0:0"}})
+	t.Parallel()
+	p := startToolsvcWith(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"}),
+		"broken": {Command: "/nonexistent/toolsvc-test-binary", PingInterval: "1h"}}}, startOpts{args: []string{"--listen", "0.0.0.0:0"}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	if n := strings.Count(p.log.String(), beyondLoopbackWarning); n != 1 {
@@ -53,7 +53,8 @@ func TestSecureDefaultsWithoutAuth(t *testing.T) {
 // TestNoWarningOnLoopback: listening on loopback only (the harness's
 // 127.0.0.1) is not worth a warning.
 func TestNoWarningOnLoopback(t *testing.T) {
-	p := startToolsvc(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"pingInterval": "1h"`)))
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}})
 	if strings.Contains(p.log.String(), beyondLoopbackWarning) {
 		t.Error("warned about listening beyond loopback on 127.0.0.1")
 	}
@@ -63,9 +64,10 @@ func TestNoWarningOnLoopback(t *testing.T) {
 // the handshake require a certificate from that CA: no certificate and a
 // certificate from another CA are refused, one from the CA works.
 func TestTLSClientCAWithoutAuth(t *testing.T) {
+	t.Parallel()
 	ca, other := newTestCA(t, "toolsvc-test-ca"), newTestCA(t, "other-ca")
 	srvCert, srvKey := ca.issue("server", true)
-	p := startToolsvcWith(t, fmt.Sprintf(`{"mcpServers": {"up": %s}}`, stdioServer(`"pingInterval": "1h"`)),
+	p := startToolsvcWith(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}},
 		startOpts{args: []string{"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", ca.file}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -100,11 +102,13 @@ func TestTLSClientCAWithoutAuth(t *testing.T) {
 // servers exposing a tool it may see, without last errors or the
 // configuration; an admin sees every server with its error.
 func TestListServersFiltered(t *testing.T) {
+	t.Parallel()
 	const alice, ops = "alice-token-0123456789", "ops-token-0123456789abc"
-	p := startToolsvc(t, fmt.Sprintf(`{"auth": {"tokens": {"alice": %q, "ops": %q}, "admins": ["ops"],
-		"rules": [{"principal": "alice", "allow": ["a__*"]}, {"principal": "ops"}]},
-		"mcpServers": {"a": %s, "b": %s, "broken": {"command": "/nonexistent/toolsvc-test-binary", "pingInterval": "1h"}}}`,
-		alice, ops, stdioServer(`"pingInterval": "1h"`), stdioServer(`"pingInterval": "1h"`)))
+	p := startToolsvc(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"alice": alice, "ops": ops}, Admins: []string{"ops"},
+			Rules: []rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "ops"}}},
+		Servers: servers{"a": goStdio(upstream{PingInterval: "1h"}), "b": goStdio(upstream{PingInterval: "1h"}),
+			"broken": {Command: "/nonexistent/toolsvc-test-binary", PingInterval: "1h"}}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	as := func(tok string) context.Context {

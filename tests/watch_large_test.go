@@ -23,14 +23,7 @@ import (
 func startManyTools(t *testing.T, want int32, toolsvcArgs []string, args ...string) *toolsvcProc {
 	t.Helper()
 	exe := helperBinary(t, "manytools")
-	argv := ""
-	for i, a := range append([]string{}, args...) {
-		if i > 0 {
-			argv += ", "
-		}
-		argv += jsonString(a)
-	}
-	p := startToolsvcWith(t, fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"many": {"command": %s, "args": [%s]}}}`, jsonString(exe), argv),
+	p := startToolsvcWith(t, cfg{RefreshInterval: "1h", Servers: servers{"many": {Command: exe, Args: append([]string{}, args...)}}},
 		startOpts{args: toolsvcArgs, noWait: true})
 	eventually(t, 5*time.Minute, fmt.Sprintf("%d tools listed", want), func() bool {
 		resp, err := p.client.ListServers(t.Context(), &toolsvcv1.ListServersRequest{})
@@ -49,6 +42,7 @@ func startManyTools(t *testing.T, want int32, toolsvcArgs []string, args ...stri
 // response limit (the same number of parts); TOOLSVC_FULL_WATCH_TEST=1 runs
 // 100,000 tools at the defaults (about 90 s under -race).
 func TestWatchLargeCatalog(t *testing.T) {
+	t.Parallel()
 	n, flags := 10_000, []string{"--max-response-bytes", "262144"}
 	if os.Getenv("TOOLSVC_FULL_WATCH_TEST") == "1" {
 		n, flags = 100_000, nil
@@ -129,6 +123,7 @@ func TestWatchLargeCatalog(t *testing.T) {
 // RESPONSE_TOO_LARGE naming the tool, is covered by service's
 // TestWatchFragments.)
 func TestWatchOversizedToolSkipped(t *testing.T) {
+	t.Parallel()
 	p := startManyTools(t, 3, []string{"--max-response-bytes", "65536"}, "-tools", "2", "-huge", "200000")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -165,6 +160,7 @@ func TestWatchOversizedToolSkipped(t *testing.T) {
 // (a real peer's error, not one built by hand); catalogwatch returns it
 // after one stream instead of resuming forever.
 func TestWatchTooLargeForTheClientIsNotRetried(t *testing.T) {
+	t.Parallel()
 	p := startManyTools(t, 5_001, nil, "-tools", "5000")
 	conn := grpcConn(t, p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<10)))

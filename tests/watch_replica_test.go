@@ -25,10 +25,10 @@ import (
 // instance of the same go-sdk test upstream (same server name, same tools).
 func startReplicas(t *testing.T) (a, b *toolsvcProc) {
 	t.Helper()
-	cfg := func(url string) string {
-		return fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"x": {"url": %s}}}`, jsonString(url))
+	c := func(url string) cfg {
+		return cfg{RefreshInterval: "1h", Servers: servers{"x": goHTTP(url, upstream{})}}
 	}
-	return startToolsvc(t, cfg(startHTTPUpstream(t))), startToolsvc(t, cfg(startHTTPUpstream(t)))
+	return startToolsvc(t, c(startHTTPUpstream(t))), startToolsvc(t, c(startHTTPUpstream(t)))
 }
 
 func firstEvent(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient, resume string) *toolsvcv1.WatchCatalogResponse {
@@ -50,6 +50,7 @@ func addTool(t *testing.T, ctx context.Context, p *toolsvcProc, name string) {
 // which never saw that revision, answers it with a reset, until its own
 // upstream makes the same change and the revision is equal again.
 func TestWatchAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	a, b := startReplicas(t)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -187,6 +188,7 @@ func (p *proxy) forward(c net.Conn) {
 // with UNAVAILABLE), the proxy now leads to B, and both resume there with
 // their last revision and get "synced", not a reset.
 func TestWatchClientsResumeOnOtherReplica(t *testing.T) {
+	t.Parallel()
 	a, b := startReplicas(t)
 	px := startProxy(t, a.addr)
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)

@@ -13,6 +13,7 @@ import (
 // larger than 16 MiB is refused, and a URL carrying credentials in its user
 // info or query never shows them in the error.
 func TestFetchJWKSBounds(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	l := &authLoader{ctx: ctx, log: slog.New(slog.DiscardHandler), started: true}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,6 +55,7 @@ func runServe(ctx context.Context, args []string) error {
 	mcpMaxPerPrincipal := fs.Int("mcp-max-sessions-per-principal", mcpfront.DefaultMaxSessionsPerPrincipal, "MCP sessions one principal holds (without auth every caller is one principal); a new one evicts that principal's oldest idle, or is refused with HTTP 503 when all are busy")
 	mcpSessionTimeout := fs.Duration("mcp-session-timeout", mcpfront.DefaultSessionTimeout, "an MCP session idle this long is closed (its client is adopted again if it comes back)")
 	mcpBodyTimeout := fs.Duration("mcp-body-timeout", mcpfront.DefaultBodyTimeout, "time an MCP front-door request body may take to arrive (HTTP 408 and the connection closed past it); headers: 10s")
+	addrFile := fs.String("addr-file", "", "once listening, write the bound addresses to this file as JSON {\"grpc\", \"admin\", \"mcp\"} (written whole, by rename; for callers that pass port 0)")
 	otlp := fs.String("otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
@@ -217,6 +220,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 
 	var admin *http.Server
+	var adminAddr string
 	adminErr := make(chan error, 1)
 	if *adminListen != "" {
 		alis, err := net.Listen("tcp", *adminListen)
@@ -229,7 +233,26 @@ func runServe(ctx context.Context, args []string) error {
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 		admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { adminErr <- admin.Serve(alis) }()
+		adminAddr = alis.Addr().String()
 		log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics")
+	}
+	if *addrFile != "" {
+		a := boundAddrs{GRPC: lis.Addr().String()}
+		if admin != nil {
+			a.Admin = adminAddr
+		}
+		if front != nil {
+			a.MCP = front.addr.String()
+		}
+		if err := writeAddrFile(*addrFile, a); err != nil {
+			gs.Stop()
+			<-serveErr
+			if admin != nil {
+				_ = admin.Close()
+				<-adminErr
+			}
+			return fmt.Errorf("--addr-file: %w", err)
+		}
 	}
 
 	reloadCtx, stopReload := context.WithCancel(ctx)
@@ -358,5 +381,41 @@ func runConfig(args []string) error {
 		fmt.Println("warning:", w)
 	}
 	fmt.Printf("%s: ok (%d servers)\n", args[1], len(c.Bridge.Servers))
+	return nil
+}
+
+// boundAddrs is the --addr-file content: the addresses serve listens on
+// (empty when that listener is off).
+type boundAddrs struct {
+	GRPC  string `json:"grpc"`
+	Admin string `json:"admin,omitempty"`
+	MCP   string `json:"mcp,omitempty"`
+}
+
+// writeAddrFile writes a as JSON to path, whole: a temporary file in the
+// same directory renamed over it, so a reader polling for path never sees a
+// partial file.
+func writeAddrFile(path string, a boundAddrs) error {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".addr-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import "testing"
 
 func TestTermSafe(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ in, cell, text string }{
 		{"plain tool", "plain tool", "plain tool"},
 		{"naïve ✓ 工具", "naïve ✓ 工具", "naïve ✓ 工具"},

@@ -15,6 +15,7 @@ import (
 )
 
 func TestProgressQueueNeverBlocksAndKeepsLatest(t *testing.T) {
+	t.Parallel()
 	q := newProgressQueue()
 	// A reader that keeps up gets everything, in order.
 	for i := 1; i <= 5; i++ {
@@ -62,6 +63,7 @@ var testSchema = map[string]any{
 }
 
 func TestValidateNamesPaths(t *testing.T) {
+	t.Parallel()
 	cs := compileSchema(testSchema)
 	if cs.resolved == nil {
 		t.Fatalf("compileSchema: %s", cs.problem)
@@ -108,6 +110,7 @@ func TestValidateNamesPaths(t *testing.T) {
 }
 
 func TestValidatePathsUnderID(t *testing.T) {
+	t.Parallel()
 	cs := compileSchema(map[string]any{
 		"$id":  "https://example.com/args",
 		"type": "object",
@@ -126,6 +129,7 @@ func TestValidatePathsUnderID(t *testing.T) {
 }
 
 func TestDecodeArgumentsJSON(t *testing.T) {
+	t.Parallel()
 	m, err := decodeArgumentsJSON(`{"a": 9007199254740993, "b": 18446744073709551615, "c": 1.5, "d": [1e400]}`)
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +145,7 @@ func TestDecodeArgumentsJSON(t *testing.T) {
 }
 
 func TestCompileSchemaUnusable(t *testing.T) {
+	t.Parallel()
 	for _, s := range []map[string]any{
 		nil,
 		{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},
@@ -158,6 +163,7 @@ func TestCompileSchemaUnusable(t *testing.T) {
 }
 
 func TestErrorDetails(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		err      error
 		caller   bool
@@ -221,6 +227,7 @@ func BenchmarkValidateArguments(b *testing.B) {
 }
 
 func TestDecodeArgumentsJSONTrailingData(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{`{"a":1}}`, `{"a":1} x`, `{"a":1}]`, `{"a":1} 2`, `{"a":1}{}`} {
 		if _, err := decodeArgumentsJSON(bad); err == nil {
 			t.Errorf("decodeArgumentsJSON(%q) accepted trailing data", bad)
@@ -293,6 +300,7 @@ func frames(n int, f func()) {
 // TestJSONNestsDeeper: the byte scan agrees with the nesting of the text,
 // whatever strings hold.
 func TestJSONNestsDeeper(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		text  string
 		depth int
@@ -323,6 +331,7 @@ func nestedJSON(depth int) string {
 // top-level property, in key order, identically on every call (also when
 // the properties' schemas are references into $defs).
 func TestValidateNamesEveryBadProperty(t *testing.T) {
+	t.Parallel()
 	for name, schema := range map[string]string{
 		"inline": `{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}},
 			"opts": {"type": "object", "properties": {"flag": {"type": "boolean"}}}, "n": {"type": "integer"}}}`,

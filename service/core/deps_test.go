@@ -12,6 +12,7 @@ import (
 // peer, no generated gRPC code, not the gRPC edge), so that neither wire
 // reaches into the other.
 func TestLayering(t *testing.T) {
+	t.Parallel()
 	for pkg, forbidden := range map[string][]string{
 		".": {"google.golang.org/grpc", "google.golang.org/genproto", "github.com/toolsvc/toolsvc/gen/",
 			"github.com/toolsvc/toolsvc/service/mcpfront", "github.com/prometheus/"},

@@ -11,6 +11,7 @@ import (
 // the byte budget (at least one entry per page), and following the
 // offsets returns every kept entry once, in order.
 func TestPageFitsTheBudget(t *testing.T) {
+	t.Parallel()
 	var all []string
 	for i := range 50 {
 		all = append(all, fmt.Sprintf("%02d-%s", i, strings.Repeat("x", 1000)))
@@ -36,6 +37,7 @@ func TestPageFitsTheBudget(t *testing.T) {
 // allows; next is -1 exactly when no kept item follows, even when items
 // keep refuses do; one item over the budget still makes a page.
 func TestPageSizeAndEnd(t *testing.T) {
+	t.Parallel()
 	all := []int{1, 2, 3, 4, 5, 6}
 	even := func(n int) bool { return n%2 == 0 }
 	if p, next := Page(all, 0, 2, 0, even, Same[int], nil); !slices.Equal(p, []int{2, 4}) || next != 4 {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestPageTokenRoundTrip(t *testing.T) {
+	t.Parallel()
 	tok := pageToken{revision: "0123456789abcdef0123456789abcdef", after: "srv__tool-1"}
 	got, err := decodePageToken(tok.encode())
 	if err != nil || got != tok {

@@ -20,6 +20,7 @@ func rateLimited(t *testing.T, err error) time.Duration {
 // next with the exact wait for one token, refills at callsPerSecond, and
 // first matching rule wins; a principal no rule matches is not limited.
 func TestRateLimiterBucket(t *testing.T) {
+	t.Parallel()
 	l := newRateLimiter([]RateLimit{
 		{Principal: "agent-*", CallsPerSecond: 2, Burst: 3},
 		{Principal: "agent-x", CallsPerSecond: 1000}, // shadowed by the first
@@ -95,6 +96,7 @@ func TestRateLimiterEviction(t *testing.T) {
 // fresh bucket (and the same in-flight count) to one whose rule changed,
 // and forgets one no rule matches.
 func TestRateLimiterSurvivesReload(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	old := newRateLimiter([]RateLimit{
 		{Principal: "same", CallsPerSecond: 0.001, Burst: 1, MaxConcurrent: 5},

@@ -60,6 +60,7 @@ func mustSchema(t testing.TB, text string) map[string]any {
 // consuming input is detected before it is evaluated; the call path then
 // forwards unvalidated (resolved nil) instead of overflowing the stack.
 func TestSchemaCheckRefusesHostileSchemas(t *testing.T) {
+	t.Parallel()
 	for name, text := range hostileSchemas {
 		t.Run(name, func(t *testing.T) {
 			cs := compileSchema(mustSchema(t, text))
@@ -81,6 +82,7 @@ func TestSchemaCheckRefusesHostileSchemas(t *testing.T) {
 // items (a tree) is legitimate: valid arguments pass, invalid ones are
 // named.
 func TestSchemaCheckKeepsRecursiveSchemas(t *testing.T) {
+	t.Parallel()
 	for name, tc := range legitimateSchemas {
 		t.Run(name, func(t *testing.T) {
 			cs := compileSchema(mustSchema(t, tc.schema))
@@ -99,6 +101,7 @@ func TestSchemaCheckKeepsRecursiveSchemas(t *testing.T) {
 
 // TestSchemaCheckBounds: depth, size and in-place fan-out are bounded.
 func TestSchemaCheckBounds(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat(`{"type": "object", "properties": {"a": `, maxSchemaDepth+1) + `{}` + strings.Repeat(`}}`, maxSchemaDepth+1)
 	var wide strings.Builder
 	wide.WriteString(`{"type": "object", "properties": {`)

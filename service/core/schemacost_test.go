@@ -91,6 +91,7 @@ var multiplyingSchemas = map[string]struct {
 // validator is swapped for one that refuses everything, so reaching it
 // would give another answer). A few levels still validate.
 func TestValidationCostRefusesMultiplyingSchemas(t *testing.T) {
+	t.Parallel()
 	refuseAll, err := (&jsonschema.Schema{Not: &jsonschema.Schema{}}).Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +128,7 @@ func TestValidationCostRefusesMultiplyingSchemas(t *testing.T) {
 // value is reached 2^i times, each costing 6 (the $ref, then 5 again); d
 // levels cost 5 + 6(2^d - 2).
 func TestValidationCostCount(t *testing.T) {
+	t.Parallel()
 	cs := compileSchema(mustSchema(t, multiplyingSchemas["allOf properties"].schema))
 	for _, d := range []int{1, 2, 10, 20} {
 		if got, want := costOf(t, cs, nestedMap(d)), uint64(5+6*(1<<d-2)); got != want {
@@ -155,6 +157,7 @@ func TestValidationCostCount(t *testing.T) {
 // examining every key against every schema is 8M visits: the walk counts
 // its own visits and stops at the budget instead of running on.
 func TestValidationCostBoundsTheWalk(t *testing.T) {
+	t.Parallel()
 	var schema strings.Builder
 	schema.WriteString(`{"type": "object", "allOf": [`)
 	for i := range 4000 {
@@ -185,6 +188,7 @@ func TestValidationCostBoundsTheWalk(t *testing.T) {
 // 500 levels deep, a list of 20,000 children, nested pattern properties
 // validate, and real violations deep inside are still named.
 func TestValidationCostKeepsRecursiveSchemas(t *testing.T) {
+	t.Parallel()
 	tree := `{"type": "object", "required": ["v"], "properties": {"v": {"type": "integer"}, "left": {"$ref": "#"}, "right": {"$ref": "#"}}}`
 	// want is the start of the path the violation names and the end of its
 	// description (locate follows a $ref to the root for one level).
@@ -262,6 +266,7 @@ func TestValidationCostKeepsRecursiveSchemas(t *testing.T) {
 
 // TestValidationCostError: the refusal as the caller sees it.
 func TestValidationCostError(t *testing.T) {
+	t.Parallel()
 	e := costError("arguments_json", ".a[0][0]").Bounded()
 	if e.Code != InvalidArgument || e.Reason != ReasonArgumentsInvalid {
 		t.Fatalf("code %v reason %s", e.Code, e.Reason)

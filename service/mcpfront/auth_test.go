@@ -15,6 +15,7 @@ import (
 // the next call), and a GET stream whose credential the new state no
 // longer accepts ends, on /sse and on /mcp alike.
 func TestSetAuthFrontStreams(t *testing.T) {
+	t.Parallel()
 	gen := func(tokens map[string]string, allow string) core.AuthConfig {
 		return core.AuthConfig{Authenticator: core.NewAuthenticator(tokens, nil, false),
 			Authorizer: core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{allow}}}, nil)}

@@ -22,6 +22,7 @@ import (
 )
 
 func TestMCPSessionIDs(t *testing.T) {
+	t.Parallel()
 	ids := newSessionIDs(nil)
 	id := ids.mint("alice")
 	if !ids.valid(id, "alice") {
@@ -47,6 +48,7 @@ func TestMCPSessionIDs(t *testing.T) {
 }
 
 func TestMCPHostPolicy(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		listen         string
 		hosts, origins []string
@@ -137,6 +139,7 @@ func TestMCPListChangedDebounce(t *testing.T) {
 // catalog, a call goes through, and an upstream burst of tool additions
 // gives the client list_changed.
 func TestMCPFrontInProcess(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 12, core.AuthConfig{})
 	front := New(f.core, Options{PageSize: 5, ListenAddr: "127.0.0.1:0"})
 	ctx, cancel := context.WithCancel(ctxT(t))
@@ -201,6 +204,7 @@ func TestMCPFrontInProcess(t *testing.T) {
 // TestMCPFrontPerPrincipalListChanged: with rules, a catalog change
 // notifies only the sessions whose principal's view changed.
 func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
+	t.Parallel()
 	authz := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"mem__a*"}}, {Principal: "bob", Allow: []string{"mem__b*", "mem__echo"}}}, nil)
 	f := newFixture(t, 3, core.AuthConfig{Authorizer: authz,
 		Authenticator: core.NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
@@ -298,6 +302,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // whose principal's view of that list changed, and each principal lists
 // only what it may use.
 func TestMCPFrontPerPrincipalResourcesPromptsChanged(t *testing.T) {
+	t.Parallel()
 	up := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, nil)
 	text := func(s string) mcp.ResourceHandler {
 		return func(_ context.Context, r *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -412,6 +417,7 @@ func TestMCPFrontPerPrincipalResourcesPromptsChanged(t *testing.T) {
 // a resources/subscribe sent without a session (its one-request session
 // ends with the request). Two sessions share one upstream subscription.
 func TestMCPFrontSubscriptionsEndWithSessions(t *testing.T) {
+	t.Parallel()
 	up := mcp.NewServer(&mcp.Implementation{Name: "mem", Version: "1"}, &mcp.ServerOptions{
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
@@ -633,6 +639,7 @@ func TestMCPFrontSessionTable(t *testing.T) {
 // let bob run calls in alice's session, as alice; alice's own POSTs are
 // accepted.
 func TestMCPFrontSSEForeignSession(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, 1, core.AuthConfig{Authenticator: core.NewAuthenticator(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789ab": "bob"}, nil, false)})
 	_, srv := startPerPrincipalFront(t, f.core)
 	ctx := ctxT(t)
