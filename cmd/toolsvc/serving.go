@@ -1,0 +1,446 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/stats"
+
+	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/internal/loopback"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service"
+	"github.com/toolsvc/toolsvc/service/core"
+	"github.com/toolsvc/toolsvc/service/mcpfront"
+)
+
+// The stages of serve (runServe): flags → logger → configuration →
+// tracing → TLS and auth → the bridge, the service, the MCP front door and
+// the listeners (serving.start) → ready, then the signal to stop →
+// shutdown in order (serving.shutdown).
+
+// serveFlags is serve's command line.
+type serveFlags struct {
+	cfgPath, listen, adminListen, logLevel, logFormat string
+	shutdownTimeout, maxAge, maxAgeGrace              time.Duration
+	maxReq, maxResp                                   int
+	tlsCert, tlsKey, tlsClientCA                      string
+	mcpListen, mcpHosts, mcpOrigins, mcpKeyFile       string
+	mcpPageSize, mcpMaxSessions, mcpMaxPerPrincipal   int
+	mcpSessionTimeout, mcpBodyTimeout                 time.Duration
+	addrFile, otlp                                    string
+}
+
+// parseServeFlags parses and checks serve's flags; a bad command line is
+// an exitError with code 2.
+func parseServeFlags(args []string) (*serveFlags, error) {
+	f := &serveFlags{}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&f.cfgPath, "config", "", "config file (JSON or YAML); empty runs the built-in demo upstream")
+	fs.StringVar(&f.listen, "listen", ":50051", "gRPC listen address")
+	fs.StringVar(&f.adminListen, "admin-listen", ":9090", "admin HTTP address serving /metrics (empty: off)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "bound on graceful shutdown: in-flight calls get two thirds of it to finish, the rest closes upstream sessions")
+	fs.DurationVar(&f.shutdownTimeout, "drain-timeout", 15*time.Second, "alias of --shutdown-timeout")
+	fs.IntVar(&f.maxReq, "max-request-bytes", service.DefaultMaxRequestBytes, "largest CallTool request accepted (RESOURCE_EXHAUSTED above)")
+	fs.IntVar(&f.maxResp, "max-response-bytes", service.DefaultMaxResponseBytes, "largest tool result returned (RESOURCE_EXHAUSTED above); clients must accept messages this large")
+	fs.DurationVar(&f.maxAge, "max-connection-age", 5*time.Minute, "connections are closed (GOAWAY) after this long, so load spreads over replicas")
+	fs.DurationVar(&f.maxAgeGrace, "max-connection-age-grace", 30*time.Second, "time given to RPCs on a connection past its age")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "serve TLS with this certificate (PEM; re-read when it changes)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "private key of --tls-cert")
+	fs.StringVar(&f.tlsClientCA, "tls-client-ca", "", "verify client certificates against this CA (mTLS)")
+	fs.StringVar(&f.mcpListen, "mcp-listen", "", "serve the MCP front door (streamable HTTP at /mcp, legacy SSE at /sse) on this address (empty: off); TLS and auth as for gRPC")
+	fs.StringVar(&f.mcpHosts, "mcp-allowed-hosts", "", "comma-separated Host header values the MCP front door accepts (\"*\": any; empty: loopback names when --mcp-listen is loopback, else any)")
+	fs.StringVar(&f.mcpOrigins, "mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
+	fs.StringVar(&f.mcpKeyFile, "mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
+	fs.IntVar(&f.mcpPageSize, "mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
+	fs.IntVar(&f.mcpMaxSessions, "mcp-max-sessions", mcpfront.DefaultMaxSessions, "MCP sessions (/mcp, 2025-11-25 and older) this replica holds; a new one evicts the oldest idle, or is refused with HTTP 503 when all are busy")
+	fs.IntVar(&f.mcpMaxPerPrincipal, "mcp-max-sessions-per-principal", mcpfront.DefaultMaxSessionsPerPrincipal, "MCP sessions one principal holds (without auth every caller is one principal); a new one evicts that principal's oldest idle, or is refused with HTTP 503 when all are busy")
+	fs.DurationVar(&f.mcpSessionTimeout, "mcp-session-timeout", mcpfront.DefaultSessionTimeout, "an MCP session idle this long is closed (its client is adopted again if it comes back)")
+	fs.DurationVar(&f.mcpBodyTimeout, "mcp-body-timeout", mcpfront.DefaultBodyTimeout, "time an MCP front-door request body may take to arrive (HTTP 408 and the connection closed past it); headers: 10s")
+	fs.StringVar(&f.addrFile, "addr-file", "", "once listening, write the bound addresses to this file as JSON {\"grpc\", \"admin\", \"mcp\"} (written whole, by rename; for callers that pass port 0)")
+	fs.StringVar(&f.otlp, "otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
+	if err := fs.Parse(args); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	switch {
+	case f.maxReq <= 0 || f.maxResp <= 0:
+		return nil, &exitError{code: 2, err: errors.New("--max-request-bytes and --max-response-bytes must be positive")}
+	case f.mcpMaxSessions <= 0 || f.mcpMaxPerPrincipal <= 0 || f.mcpSessionTimeout <= 0 || f.mcpBodyTimeout <= 0:
+		return nil, &exitError{code: 2, err: errors.New("--mcp-max-sessions, --mcp-max-sessions-per-principal, --mcp-session-timeout and --mcp-body-timeout must be positive")}
+	case (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsClientCA != "" && f.tlsCert == ""):
+		return nil, &exitError{code: 2, err: errors.New("--tls-cert and --tls-key go together, and --tls-client-ca needs them")}
+	}
+	return f, nil
+}
+
+// loadServeConfig reads the configuration file (or, without one, sets up
+// the built-in demo upstream): the bridge's configuration, the parsed file
+// (nil for the demo) and its bytes.
+func loadServeConfig(path string, log *slog.Logger) (mcpbridge.Config, *config.Config, []byte, error) {
+	var bcfg mcpbridge.Config
+	if path == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return bcfg, nil, nil, fmt.Errorf("demo upstream: %w", err)
+		}
+		log.Info("no --config: serving the built-in demo upstream (tools demo__echo, demo__add, demo__sleep)")
+		bcfg.Servers = []mcpbridge.ServerConfig{{Name: "demo", Transport: mcpbridge.TransportStdio, Command: self, Args: []string{"demo-server"}}}
+		return bcfg, nil, nil, nil
+	}
+	data, err := config.ReadFile(path)
+	if err != nil {
+		return bcfg, nil, nil, fmt.Errorf("read config: %w", err)
+	}
+	c, err := config.Parse(path, data)
+	if err != nil {
+		return bcfg, nil, nil, fmt.Errorf("invalid config:\n%w", err)
+	}
+	for _, w := range c.Warnings {
+		log.Warn(w)
+	}
+	return c.Bridge, c, data, nil
+}
+
+// startTracing exports traces over OTLP when endpoint is set: the gRPC
+// stats handler that makes spans (nil: tracing off) and the function that
+// flushes and stops the exporter.
+func startTracing(ctx context.Context, endpoint string) (stats.Handler, func(), error) {
+	if endpoint == "" {
+		return nil, func() {}, nil
+	}
+	stop, err := setupTracing(ctx, endpoint)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tracing: %w", err)
+	}
+	return otelgrpc.NewServerHandler(), stop, nil
+}
+
+// security is the listeners' TLS and the auth configuration of the
+// config's auth section, with the loader reloads use.
+type security struct {
+	tls  *tls.Config
+	auth core.AuthConfig
+	load *authLoader
+}
+
+// setupSecurity builds the TLS configuration of the --tls flags and the
+// auth configuration of the config's auth section.
+func setupSecurity(ctx context.Context, f *serveFlags, loaded *config.Config, log *slog.Logger) (*security, error) {
+	sec := &security{load: &authLoader{ctx: ctx, mtls: f.tlsClientCA != "", log: log}}
+	if f.tlsCert != "" {
+		// --tls-client-ca without an auth section: nothing else would check
+		// who the caller is, so the handshake itself requires a certificate
+		// from the CA. With auth, the authenticator requires a credential
+		// (certificate, token or JWT) on every call.
+		requireCert := f.tlsClientCA != "" && (loaded == nil || loaded.Auth == nil)
+		var err error
+		if sec.tls, err = service.NewReloadingTLS(f.tlsCert, f.tlsKey, f.tlsClientCA, requireCert); err != nil {
+			return nil, err
+		}
+		if requireCert {
+			log.Info("--tls-client-ca without an auth section: every connection must present a client certificate signed by the CA")
+		}
+	}
+	if loaded != nil && loaded.Auth != nil {
+		auth, done, err := sec.load.load(loaded.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+		done(true)
+		sec.auth = auth
+	}
+	return sec, nil
+}
+
+// serving is a running serve: what start builds and shutdown stops, in
+// order.
+type serving struct {
+	f       *serveFlags
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	sec     *security
+	metrics *service.Metrics
+	stats   stats.Handler
+
+	bridge    *mcpbridge.Bridge
+	svc       *service.Server
+	cfgMgr    *configManager
+	front     *mcpFront
+	gs        *grpc.Server
+	hs        *health.Server
+	serveErr  chan error
+	admin     *http.Server
+	adminAddr string
+	adminErr  chan error
+
+	stopReload func()
+	reloadDone chan struct{}
+}
+
+// start builds the bridge, the service and the MCP front door, and starts
+// the gRPC and admin listeners, the --addr-file and config reloads. On an
+// error, what it started is stopped.
+func (sv *serving) start(ctx context.Context, bcfg mcpbridge.Config, loaded *config.Config, cfgData []byte) error {
+	lis, err := net.Listen("tcp", sv.f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if sv.bridge, err = mcpbridge.New(bcfg); err != nil {
+		lis.Close()
+		return fmt.Errorf("invalid config: %w", err)
+	}
+	sv.metrics.Attach(sv.bridge)
+	sv.newService(loaded, cfgData)
+	if err := sv.startFront(ctx); err != nil {
+		sv.bridge.Close()
+		lis.Close()
+		return err
+	}
+	sv.serveGRPC(lis)
+	if err := sv.startAdmin(); err != nil {
+		sv.stopEarly()
+		return err
+	}
+	if err := sv.writeAddrs(lis.Addr()); err != nil {
+		sv.stopEarly()
+		return err
+	}
+	reloadCtx, stop := context.WithCancel(ctx)
+	sv.stopReload, sv.reloadDone = stop, make(chan struct{})
+	go func() {
+		defer close(sv.reloadDone)
+		if sv.cfgMgr != nil {
+			sv.cfgMgr.run(reloadCtx)
+		}
+	}()
+	return nil
+}
+
+// newService builds the gRPC service over the bridge, with the config
+// manager that reloads the file (none for the demo).
+func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
+	auth := sv.sec.auth
+	opts := &service.Options{Logger: sv.log, MaxRequestBytes: sv.f.maxReq, MaxResponseBytes: sv.f.maxResp,
+		Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, RateLimits: auth.RateLimits,
+		Metrics: sv.metrics, AuditLog: auth.AuditLog, AuditArguments: auth.AuditArguments}
+	if loaded != nil {
+		sv.cfgMgr = newConfigManager(sv.f.cfgPath, cfgData, loaded, sv.bridge, sv.log)
+		sv.cfgMgr.auth = sv.sec.load
+		if loaded.Auth != nil {
+			sv.cfgMgr.secrets = loaded.Auth.Secrets
+		}
+		opts.Config = sv.cfgMgr
+	}
+	sv.svc = service.New(sv.bridge, opts)
+	if sv.cfgMgr != nil {
+		sv.cfgMgr.svc = sv.svc // reloads start once serving (start)
+	}
+}
+
+// startFront starts the MCP front door when --mcp-listen is set.
+func (sv *serving) startFront(ctx context.Context) error {
+	f := sv.f
+	if f.mcpListen == "" {
+		return nil
+	}
+	var key []byte
+	if f.mcpKeyFile != "" {
+		var err error
+		if key, err = os.ReadFile(f.mcpKeyFile); err != nil {
+			return fmt.Errorf("--mcp-session-key-file: %w", err)
+		}
+	}
+	front, err := startMCPFront(ctx, sv.svc, f.mcpListen, sv.sec.tls, mcpfront.Options{Logger: sv.log,
+		AllowedHosts: splitList(f.mcpHosts), AllowedOrigins: splitList(f.mcpOrigins),
+		SessionKey: key, PageSize: f.mcpPageSize, MaxSessions: f.mcpMaxSessions, MaxSessionsPerPrincipal: f.mcpMaxPerPrincipal,
+		SessionTimeout: f.mcpSessionTimeout, BodyTimeout: f.mcpBodyTimeout, Registry: sv.reg})
+	if err != nil {
+		return err
+	}
+	sv.front = front
+	if sv.sec.auth.Authenticator == nil && !loopback.Addr(front.addr) {
+		sv.log.Warn("the MCP front door listens beyond loopback without authentication: anyone who can reach "+front.addr.String()+
+			" may list and call every tool; add an auth section to the config", "addr", front.addr.String())
+	}
+	return nil
+}
+
+// serveGRPC builds the gRPC server and serves it on lis. gRPC's own
+// receive limit sits above the service's request limit, so an over-size
+// call gets the service's RESOURCE_EXHAUSTED naming the limit (gRPC's
+// generic one only past the slack).
+func (sv *serving) serveGRPC(lis net.Listener) {
+	authn := sv.sec.auth.Authenticator
+	sv.gs, sv.hs = service.NewGRPCServer(sv.svc, service.GRPCOptions{
+		Logger: sv.log, Registry: sv.reg, TLS: sv.sec.tls, Auth: authn,
+		MaxConnectionAge: sv.f.maxAge, MaxConnectionAgeGrace: sv.f.maxAgeGrace,
+		MaxRecvMsgSize: sv.f.maxReq + 1<<20, MaxSendMsgSize: sv.f.maxResp + 1<<20,
+		StatsHandler: sv.stats,
+	})
+	sv.serveErr = make(chan error, 1)
+	go func() { sv.serveErr <- sv.gs.Serve(lis) }()
+	sv.log.Info("serving", "addr", lis.Addr().String(), "tls", sv.sec.tls != nil, "auth", authn != nil)
+	if authn == nil && !loopback.Addr(lis.Addr()) {
+		sv.log.Warn("listening beyond loopback without authentication: anyone who can reach "+lis.Addr().String()+
+			" may list and call every tool (AdminService and server errors stay loopback-only); add an auth section to the config",
+			"addr", lis.Addr().String())
+	}
+}
+
+// startAdmin serves /metrics on --admin-listen (empty: off).
+func (sv *serving) startAdmin() error {
+	sv.adminErr = make(chan error, 1)
+	if sv.f.adminListen == "" {
+		return nil
+	}
+	alis, err := net.Listen("tcp", sv.f.adminListen)
+	if err != nil {
+		return fmt.Errorf("admin listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
+	sv.admin, sv.adminAddr = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, alis.Addr().String()
+	go func() { sv.adminErr <- sv.admin.Serve(alis) }()
+	sv.log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics")
+	return nil
+}
+
+// writeAddrs writes --addr-file (when set) with the bound addresses.
+func (sv *serving) writeAddrs(grpcAddr net.Addr) error {
+	if sv.f.addrFile == "" {
+		return nil
+	}
+	a := boundAddrs{GRPC: grpcAddr.String()}
+	if sv.admin != nil {
+		a.Admin = sv.adminAddr
+	}
+	if sv.front != nil {
+		a.MCP = sv.front.addr.String()
+	}
+	if err := writeAddrFile(sv.f.addrFile, a); err != nil {
+		return fmt.Errorf("--addr-file: %w", err)
+	}
+	return nil
+}
+
+// stopEarly stops what start started when a later step of it fails: the
+// gRPC server, the admin server, the front door and the bridge.
+func (sv *serving) stopEarly() {
+	sv.gs.Stop()
+	<-sv.serveErr
+	if sv.admin != nil {
+		_ = sv.admin.Close()
+		<-sv.adminErr
+	}
+	if sv.front != nil {
+		sv.front.close()
+	}
+	sv.bridge.Close()
+}
+
+// run reports ready once the bridge's first discovery is done, waits for
+// ctx to end (a signal), then shuts down. A gRPC server that stops
+// serving on its own is an error.
+func (sv *serving) run(ctx context.Context) error {
+	defer func() {
+		sv.stopReload()
+		<-sv.reloadDone
+	}()
+	select {
+	case <-sv.bridge.Ready():
+		service.SetReady(sv.hs, true)
+		sv.log.Info("ready", "tools", len(sv.bridge.Catalog().Current().Tools))
+	case <-ctx.Done():
+	case err := <-sv.serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-sv.serveErr:
+		return fmt.Errorf("serve: %w", err)
+	}
+	sv.shutdown()
+	return nil
+}
+
+// shutdown stops in the order of docs/upstream-behaviour.md §5: readiness
+// off first, watches ended (clients resume elsewhere), in-flight calls
+// drained within two thirds of --shutdown-timeout (the MCP front door
+// alongside gRPC), then upstream sessions closed within the rest, then the
+// admin server.
+func (sv *serving) shutdown() {
+	sv.log.Info("shutting down", "timeout", sv.f.shutdownTimeout)
+	deadline := time.Now().Add(sv.f.shutdownTimeout)
+	service.SetReady(sv.hs, false)
+	sv.stopReload()
+	<-sv.reloadDone
+	sv.svc.Shutdown()
+	frontDrained := make(chan struct{})
+	go func() {
+		defer close(frontDrained)
+		if sv.front != nil { // idle sessions close at once, calls get the same bound
+			sv.front.drain(time.Until(deadline) * 2 / 3)
+		}
+	}()
+	sv.drainGRPC(time.Until(deadline) * 2 / 3)
+	<-frontDrained
+	sv.hs.Shutdown()
+	if sv.front != nil {
+		sv.front.close()
+	}
+	closed := make(chan struct{})
+	go func() {
+		sv.bridge.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(max(time.Until(deadline), time.Second)):
+		sv.log.Warn("upstream sessions did not close within the shutdown bound")
+	}
+	if sv.admin != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = sv.admin.Shutdown(sctx)
+		cancel()
+		<-sv.adminErr
+	}
+	sv.log.Info("stopped")
+}
+
+// drainGRPC stops the gRPC server gracefully, cancelling the calls still
+// running after bound, then waits for every watch message in flight.
+func (sv *serving) drainGRPC(bound time.Duration) {
+	stopped := make(chan struct{})
+	go func() {
+		sv.gs.GracefulStop()
+		close(stopped)
+	}()
+	t := time.NewTimer(bound)
+	select {
+	case <-stopped:
+		t.Stop()
+	case <-t.C:
+		sv.log.Warn("drain bound reached: cancelling remaining calls")
+		sv.gs.Stop()
+		<-stopped
+	}
+	sv.svc.Wait() // every watch stream is done: a message a client held fails (service/watch_send.go)
+	if err := <-sv.serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		sv.log.Warn("serve ended", "error", err)
+	}
+}
