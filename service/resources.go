@@ -34,7 +34,7 @@ func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRe
 	if err == nil {
 		var server string
 		if server, err = op.ResolveRead(req.GetServer(), req.GetUri()); err == nil {
-			out, err = s.readResource(op.Context(), server, req.GetUri())
+			out, err = s.readResource(op, server, req.GetUri())
 		}
 	}
 	fail := op.Fail(err)
@@ -46,9 +46,8 @@ func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRe
 }
 
 // readResource reads and converts, applying the response size limit.
-func (s *Server) readResource(ctx context.Context, server, uri string) (*toolsvcv1.ReadResourceResponse, error) {
-	principal, _ := core.PrincipalFrom(ctx)
-	res, server, err := s.bridge.ReadResource(ctx, server, uri, principal.Name)
+func (s *Server) readResource(op *core.Operation, server, uri string) (*toolsvcv1.ReadResourceResponse, error) {
+	res, server, err := op.ReadResource(server, uri)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +135,7 @@ func (s *Server) subscribeResource(op *core.Operation, req *toolsvcv1.SubscribeR
 	defer sub.Close()
 	last := req.GetResumeToken()
 	send := func(first bool) error {
-		out, err := s.readResource(ctx, server, uri)
+		out, err := s.readResource(op, server, uri)
 		if err != nil {
 			return err
 		}

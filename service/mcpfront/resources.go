@@ -104,7 +104,7 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 		}
 		var server string
 		if server, err = op.ResolveRead("", uri); err == nil {
-			res, _, err = f.c.Bridge().ReadResource(op.Context(), server, uri, op.Principal().Name)
+			res, _, err = op.ReadResource(server, uri)
 			if err == nil {
 				err = f.checkSize(res)
 			}
