@@ -194,6 +194,7 @@ func TestWedgedUpstream(t *testing.T) {
 	var wedgedPID int
 	for _, pid := range pids {
 		_ = syscall.Kill(pid, syscall.SIGSTOP)
+		waitStopped(t, pid)
 		cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		_, err := p.client.CallTool(cctx, &toolsvcv1.CallToolRequest{Name: "wedged__echo", Arguments: args(t, map[string]any{"text": "x"})})
 		ccancel()
@@ -456,7 +457,7 @@ func TestWedgedHTTPUpstream(t *testing.T) {
 		"healthy": goStdio(fastSupervision(upstream{}))}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	hu.signal(syscall.SIGSTOP)
+	hu.freeze()
 	start := time.Now()
 	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	_, err := p.client.CallTool(cctx, &toolsvcv1.CallToolRequest{Name: "wedged__echo", Arguments: args(t, map[string]any{"text": "x"})})

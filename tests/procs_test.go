@@ -140,6 +140,29 @@ func (u *httpUpstream) kill() {
 
 func (u *httpUpstream) signal(sig syscall.Signal) { _ = u.cmd.Process.Signal(sig) }
 
+// freeze stops the upstream (SIGSTOP) and returns once the kernel reports
+// it stopped: kill returns when the signal is queued, and a request the
+// process was already serving may still be answered before it stops.
+func (u *httpUpstream) freeze() {
+	u.t.Helper()
+	u.signal(syscall.SIGSTOP)
+	waitStopped(u.t, u.cmd.Process.Pid)
+}
+
+// waitStopped waits until process pid is in the stopped state ("T" in
+// /proc/PID/stat).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	eventually(t, 5*time.Second, fmt.Sprintf("process %d to stop", pid), func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		i := bytes.LastIndexByte(b, ')') // the state follows the command name, which may hold spaces
+		return i >= 0 && i+2 < len(b) && b[i+2] == 'T'
+	})
+}
+
 func regexpMust(s string) *regexp.Regexp { return regexp.MustCompile(s) }
 
 // execToolsvc runs a toolsvc client command against addr.
