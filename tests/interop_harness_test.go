@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -65,8 +66,12 @@ func startRuntimeHTTP(t *testing.T) (*proc, string) {
 // the MCP spec rather than any SDK: what it reads is exactly what the server
 // sent, the ground truth toolsvc's answers are compared with.
 type rawMCP struct {
-	stdin  io.WriteCloser
-	lines  chan []byte
+	stdin io.WriteCloser
+	lines chan []byte
+	// mu makes each call one request and its answer: parallel subtests
+	// share one raw client, and an answer read by the wrong call would be
+	// lost to the right one.
+	mu     sync.Mutex
 	nextID int
 }
 
@@ -126,6 +131,8 @@ func (c *rawMCP) send(t *testing.T, msg map[string]any) {
 // values (numbers are float64, like structpb's).
 func (c *rawMCP) call(t *testing.T, method string, params any) map[string]any {
 	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.nextID++
 	id := c.nextID
 	c.send(t, map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
