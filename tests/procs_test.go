@@ -101,8 +101,13 @@ type httpUpstream struct {
 	p    *proc
 }
 
+// newHTTPUpstream starts the go-sdk test upstream over streamable HTTP on a
+// port below the kernel's ephemeral range (freePort): it is restarted on
+// the same port, and a port-0 listener of a test running in parallel must
+// not take it while it is down (toolsvc would reconnect to that test's
+// upstream).
 func newHTTPUpstream(t *testing.T) *httpUpstream {
-	u := &httpUpstream{t: t, addr: "127.0.0.1:0"}
+	u := &httpUpstream{t: t, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	u.start()
 	return u
 }
