@@ -332,22 +332,41 @@ func (f *Front) Run(ctx context.Context) {
 		f.runResources(stop)
 	}()
 	defer wg.Wait()
+	cat := f.c.Bridge().Catalog()
+	f.follow(stop, sub.C(), func(authChanged bool) {
+		// A reload's new rules change views as a catalog change does.
+		snap := cat.Current()
+		if snap.Revision == last && !authChanged {
+			return
+		}
+		last = snap.Revision
+		if f.viewsChanged(snap) {
+			f.notifyListChanged()
+		}
+	})
+}
+
+// follow calls fire, debounced (Options.Debounce), after signals on in (a
+// catalog's changes) and after every replacement of the auth state, until
+// stop is closed; authChanged says whether the auth generation differs
+// from the one of the previous fire. The list_changed loops of tools
+// (Run) and of resources and prompts (runResources) are this with their
+// own comparison.
+func (f *Front) follow(stop <-chan struct{}, in <-chan struct{}, fire func(authChanged bool)) {
 	changed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		f.forwardChanges(stop, sub.C(), changed)
+		f.forwardChanges(stop, in, changed)
 	}()
 	lastGen := f.c.CurrentAuth().Gen()
 	debounce(stop, changed, f.opts.Debounce, func() {
-		// A reload's new rules change views as a catalog change does.
-		snap, gen := f.c.Bridge().Catalog().Current(), f.c.CurrentAuth().Gen()
-		if snap.Revision != last || gen != lastGen {
-			last, lastGen = snap.Revision, gen
-			if f.viewsChanged(snap) {
-				f.notifyListChanged()
-			}
-		}
+		gen := f.c.CurrentAuth().Gen()
+		authChanged := gen != lastGen
+		lastGen = gen
+		fire(authChanged)
 	})
 }
 

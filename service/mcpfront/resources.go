@@ -402,25 +402,15 @@ func (f *Front) runResources(stop <-chan struct{}) {
 	sub := cat.Subscribe()
 	defer sub.Close()
 	last := cat.Current()
-	changed := make(chan struct{}, 1)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		f.forwardChanges(stop, sub.C(), changed)
-	}()
-	lastGen := f.c.CurrentAuth().Gen()
-	debounce(stop, changed, f.opts.Debounce, func() {
-		snap, gen := cat.Current(), f.c.CurrentAuth().Gen()
-		if snap.Revision == last.Revision && gen == lastGen {
+	f.follow(stop, sub.C(), func(authChanged bool) {
+		snap := cat.Current()
+		if snap.Revision == last.Revision && !authChanged {
 			return
 		}
 		// A reload's new rules change views as a catalog change does.
-		authChanged := gen != lastGen
 		resChanged := authChanged || !sameResourceLists(last, snap)
 		promptsChanged := authChanged || !samePromptLists(last, snap)
-		last, lastGen = snap, gen
+		last = snap
 		if resChanged && f.listViewsChanged(kindResources, snap) {
 			f.notifyResourcesChanged()
 		}
