@@ -396,7 +396,7 @@ func runCell(t *testing.T, spec cellSpec, r *cellResult) {
 			t.Errorf("in-flight call after SIGKILL = %v, want UNAVAILABLE", err)
 		}
 		if u.transport != trStdio {
-			u.start()
+			u.start(t)
 		}
 		var recovered time.Duration
 		deadline := time.Now().Add(20 * time.Second)

@@ -197,14 +197,17 @@ func startMatrixUpstream(t *testing.T, sdk, transport string) *matrixUpstream {
 	u := &matrixUpstream{t: t, sdk: sdk, transport: transport, dir: t.TempDir()}
 	if transport != trStdio {
 		u.port = freePort(t)
-		u.start()
+		u.start(t)
 	}
 	return u
 }
 
-func (u *matrixUpstream) start() {
-	u.t.Helper()
-	name, args := matrixCommand(u.t, u.sdk, u.transport, u.port)
+// start runs the server on u.port; t is the calling (sub)test's, which a
+// failure fails (the process belongs to the cell's test, u.t, which cleans
+// it up).
+func (u *matrixUpstream) start(t *testing.T) {
+	t.Helper()
+	name, args := matrixCommand(t, u.sdk, u.transport, u.port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		cmd := exec.Command(name, args...)
@@ -224,7 +227,7 @@ func (u *matrixUpstream) start() {
 			time.Sleep(50 * time.Millisecond)
 		}
 		if time.Now().After(deadline) {
-			u.t.Fatalf("%s %s upstream did not listen on %s; output:\n%s", u.sdk, u.transport, addr, p.log)
+			t.Fatalf("%s %s upstream did not listen on %s; output:\n%s", u.sdk, u.transport, addr, p.log)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
