@@ -329,8 +329,10 @@ func (cs *compiledSchema) validate(field string, args map[string]any) *Error {
 	// request. When the failure is in a top-level property, every
 	// top-level property is validated on its own, in key order, and all
 	// that fail are named: the same answer every time, on every wire.
-	if props := cs.propertyViolations(field, args); len(props) > 0 && underAnyProperty(vs[0].Field, field, args) {
-		vs = props
+	if cs.underProperty(vs[0].Field, field, args) {
+		if props := cs.propertyViolations(field, args); len(props) > 0 {
+			vs = props
+		}
 	}
 	return InvalidArguments(vs...)
 }
@@ -345,8 +347,10 @@ func (cs *compiledSchema) propertyViolations(field string, args map[string]any) 
 		return nil
 	}
 	var out []FieldViolation
-	for _, k := range slices.Sorted(maps.Keys(args)) {
-		if root.Properties[k] == nil {
+	// The schema's properties, not the arguments' keys: bounded by the
+	// schema, whatever the caller sends.
+	for _, k := range slices.Sorted(maps.Keys(root.Properties)) {
+		if _, present := args[k]; !present {
 			continue
 		}
 		r := cs.propertySchema(k)
@@ -385,10 +389,14 @@ func (cs *compiledSchema) propertySchema(key string) *jsonschema.Resolved {
 	return r
 }
 
-// underAnyProperty reports whether path (a violation's field) is at or
-// below a top-level property of args.
-func underAnyProperty(path, field string, args map[string]any) bool {
-	for k := range args {
+// underProperty reports whether path (a violation's field) is at or
+// below a top-level property of args that the root schema describes
+// (their count is the schema's, not the caller's).
+func (cs *compiledSchema) underProperty(path, field string, args map[string]any) bool {
+	for k := range cs.resolved.Schema().Properties {
+		if _, present := args[k]; !present {
+			continue
+		}
 		p := joinKey(field, k)
 		if path == p || strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") {
 			return true
