@@ -157,7 +157,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	if err != nil {
 		return nil, err
 	}
-	size, e := core.PageSize("page_size", int(req.GetPageSize()), DefaultPageSize, MaxPageSize)
+	pageSize, e := core.PageSize("page_size", int(req.GetPageSize()), DefaultPageSize, MaxPageSize)
 	if e != nil {
 		return nil, grpcStatus(e).Err()
 	}
@@ -171,21 +171,27 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	}
 	all := s.cache.tools(snap, snap == s.bridge.Catalog().Current(), format)
 	start := core.ToolsAfter(snap, after)
-	var keep func(*wireTool) bool
-	if allowed := s.authOf(ctx).Filter(ctx); allowed != nil {
-		keep = func(w *wireTool) bool { return allowed(w.msg.GetName()) }
-	}
-	page, n := core.Page(all, start, size, s.pageBudget(), keep, core.Same[*wireTool], func(w *wireTool) int { return len(w.enc) })
-	next := ""
-	if n >= 0 {
-		next = core.EncodeToolPageToken(snap.Revision, page[len(page)-1].msg.GetName())
-	}
-	if keep == nil {
+	size := func(w *wireTool) int { return len(w.enc) }
+	allowed := s.authOf(ctx).Filter(ctx)
+	if allowed == nil {
 		// Every caller paging the whole catalog gets the same pages: built
-		// once per revision (pageCache).
-		return s.pages.page(snap, format, start, start+len(page), page, next), nil
+		// once per revision (pageCache), the page a slice of the cached
+		// tools.
+		end, n := core.Span(all, start, pageSize, s.pageBudget(), size)
+		return s.pages.page(snap, format, start, end, all[start:end], s.nextToolToken(snap, all[start:end], n)), nil
 	}
-	return encodedListPage(page, next, snap.Revision), nil
+	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return allowed(w.msg.GetName()) },
+		core.Same[*wireTool], size)
+	return encodedListPage(page, s.nextToolToken(snap, page, n), snap.Revision), nil
+}
+
+// nextToolToken is the page token that continues after page (next < 0:
+// none, the listing is complete).
+func (s *Server) nextToolToken(snap *mcpbridge.Snapshot, page []*wireTool, next int) string {
+	if next < 0 || len(page) == 0 {
+		return ""
+	}
+	return core.EncodeToolPageToken(snap.Revision, page[len(page)-1].msg.GetName())
 }
 
 // pageBudget bounds the bytes of the tools in one ListTools page: a page

@@ -29,6 +29,24 @@ func Page[T, P any](all []T, off, size, budget int, keep func(T) bool, conv func
 	return page, -1
 }
 
+// Span is Page for a list that keeps every item and needs no conversion:
+// the page is all[off:end], so nothing is allocated (the unfiltered
+// ListTools page, served from a per-revision cache). next is end, or -1
+// at the end of the list.
+func Span[T any](all []T, off, size, budget int, cost func(T) int) (end, next int) {
+	n, end := 0, off
+	for ; end < len(all) && end-off < size; end++ {
+		// 8: the field's tag and length in the enclosing message.
+		if n += cost(all[end]) + 8; n > budget && end > off {
+			break
+		}
+	}
+	if end < len(all) {
+		return end, end
+	}
+	return end, -1
+}
+
 // Same is the identity conversion, for Page over items already in the
 // wire's form.
 func Same[T any](t T) T { return t }

@@ -62,3 +62,24 @@ func TestPageSizeAndEnd(t *testing.T) {
 		t.Errorf("big page size = %d, want the maximum", n)
 	}
 }
+
+// TestSpanIsPage: Span (no allocation) bounds the same page as Page with
+// every item kept, for every offset, size and budget.
+func TestSpanIsPage(t *testing.T) {
+	var all []string
+	for i := range 40 {
+		all = append(all, strings.Repeat("x", 1+(i*37)%300))
+	}
+	cost := func(s string) int { return len(s) }
+	for off := 0; off <= len(all); off++ {
+		for _, size := range []int{1, 3, 10, 100} {
+			for _, budget := range []int{1, 200, 1000, 1 << 20} {
+				page, next := Page(all, off, size, budget, nil, Same[string], cost)
+				end, snext := Span(all, off, size, budget, cost)
+				if end-off != len(page) || snext != next {
+					t.Fatalf("off %d size %d budget %d: Span = [%d:%d] next %d, Page = %d items next %d", off, size, budget, off, end, snext, len(page), next)
+				}
+			}
+		}
+	}
+}
