@@ -28,9 +28,14 @@ func grpcCredentials(ctx context.Context) core.Credentials {
 	return c
 }
 
-// rpcContext is a handler's context with its call's credentials, for the
-// core: every handler hands the core this, never its bare context.
+// rpcContext is a handler's context made ready for the core: every
+// handler hands the core this, never its bare context. A call the
+// interceptor chain already authenticated carries its principal, and the
+// core decides on that; any other gets its credentials read here.
 func rpcContext(ctx context.Context) context.Context {
+	if _, ok := core.PrincipalFrom(ctx); ok {
+		return ctx
+	}
 	return core.WithCredentials(ctx, grpcCredentials(ctx))
 }
 
@@ -58,7 +63,8 @@ func (s *Server) authenticateRPC(ctx context.Context) (context.Context, core.Pri
 
 // reauthenticate is core.Reauthenticate for a long-lived gRPC stream.
 func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
-	ctx, e := s.core.Reauthenticate(rpcContext(ctx))
+	// The credentials always: the stream's principal is the one to check.
+	ctx, e := s.core.Reauthenticate(core.WithCredentials(ctx, grpcCredentials(ctx)))
 	if e != nil {
 		return ctx, grpcStatus(e).Err()
 	}
