@@ -1,0 +1,522 @@
+// Package toolsearch ranks the tools of a catalog against a free-text
+// query: an in-memory inverted index scored with BM25F (BM25 over several
+// weighted fields), over the words of a tool's name, title, description,
+// parameters and server, with query expansion over a small vocabulary of
+// equivalent words (synonyms.go).
+//
+// Guarantees:
+//   - Incremental: Upsert and Remove cost what the tool's own text costs
+//     (its terms' posting entries), not what the catalog costs.
+//   - Deterministic: the ranking depends only on the set of documents
+//     indexed and the query — not on the order they were added in, nor on
+//     removed documents — so every replica with the same catalog ranks the
+//     same; ties break by key.
+//   - Safe for concurrent use: searches share a read lock; Upsert and Remove
+//     take the write lock for one document's work.
+//
+// Why not a search library: a general engine (bleve is the Go one) brings
+// an analysis pipeline, segment files and a query language this needs none
+// of, holds several times more memory per document, and cannot split an
+// identifier like "listPullRequests" without a custom analyzer anyway; the
+// index here is a term dictionary and posting lists of a few bytes per
+// (term, tool), which is what the memory and per-change goals need
+// (docs/search.md).
+package toolsearch
+
+import (
+	"cmp"
+	"container/heap"
+	"math"
+	"math/bits"
+	"slices"
+	"sync"
+)
+
+// Field is one weighted part of a tool's text.
+type Field int
+
+// The fields of a document.
+const (
+	FieldName        Field = iota // the tool's name on its upstream, split into words
+	FieldTitle                    // its title (and the annotations' title)
+	FieldDescription              // its description
+	FieldParams                   // its parameters' names, titles and descriptions
+	FieldServer                   // the server's name
+	numFields
+)
+
+// Doc is one tool's text.
+type Doc[T any] struct {
+	// Key identifies the document (a tool's exposed name): unique, the
+	// final tie-break of the ranking.
+	Key string
+	// Value is returned with the document's hits.
+	Value T
+	// Text is the document's text by field.
+	Text [numFields]string
+	// Server names the document's server; Instructions are that server's
+	// instructions (the same for every document of the server), indexed once
+	// per server.
+	Server       string
+	Instructions string
+}
+
+// Options tune the ranking. The zero value takes the defaults (Defaults).
+type Options struct {
+	// Weight and B are BM25F's per-field weight and length normalisation.
+	Weight [numFields]float64
+	B      [numFields]float64
+	// K1 is BM25's term-frequency saturation.
+	K1 float64
+	// ExpansionWeight is the weight of a query term's synonyms relative to
+	// the term itself (0: no expansion).
+	ExpansionWeight float64
+	// InstructionsWeight scales how much a match in a server's instructions
+	// adds to the score of that server's tools that match otherwise.
+	InstructionsWeight float64
+	// Coverage rewards a document that matches more of the query's words:
+	// the score is multiplied by (1 + Coverage × matched / words).
+	Coverage float64
+	// NoExpansion turns query expansion off (the eval's ablation).
+	NoExpansion bool
+}
+
+// Defaults are the options tuned on the retrieval eval (docs/search.md).
+func Defaults() Options {
+	return Options{
+		Weight:             [numFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5},
+		B:                  [numFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 0.75, FieldParams: 0.75, FieldServer: 0},
+		K1:                 1.2,
+		ExpansionWeight:    0.35,
+		InstructionsWeight: 0.3,
+		Coverage:           0.5,
+	}
+}
+
+// posting is one (term, document) pair: the term's frequency in each
+// field (saturating at 255: BM25 saturates long before).
+type posting struct {
+	doc uint32
+	tf  [numFields]uint8
+}
+
+// termRef records where a document's entry sits in a term's posting list,
+// so that Remove deletes it in O(1) per term.
+type termRef struct {
+	term uint32
+	pos  uint32
+}
+
+type docEntry[T any] struct {
+	key    string
+	value  T
+	server string
+	lens   [numFields]uint16 // terms per field (saturating)
+	terms  []termRef
+}
+
+// serverEntry is a server's instructions, indexed once for all its tools.
+type serverEntry struct {
+	instructions string
+	tf           map[string]int // term → frequency in the instructions
+	length       int
+	docs         int // documents of the server in the index
+}
+
+// Index is a tool search index. The zero value is not usable: call New.
+type Index[T any] struct {
+	opts Options
+
+	mu       sync.RWMutex
+	terms    map[string]uint32 // term → id
+	termText []string          // id → term ("" : a free id)
+	postings [][]posting       // id → posting list (unordered)
+	freeTerm []uint32
+	docs     []docEntry[T]
+	freeDoc  []uint32
+	byKey    map[string]uint32
+	live     int
+	lenSum   [numFields]uint64 // over live documents
+	servers  map[string]*serverEntry
+
+	scratch sync.Pool // *scratch
+}
+
+// New returns an empty index (opts nil: Defaults).
+func New[T any](opts *Options) *Index[T] {
+	o := Defaults()
+	if opts != nil {
+		o = *opts
+	}
+	return &Index[T]{opts: o, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}}
+}
+
+// Len is the number of documents indexed.
+func (ix *Index[T]) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.live
+}
+
+// Upsert indexes d, replacing the document with the same key.
+func (ix *Index[T]) Upsert(d Doc[T]) {
+	// Analyse outside the lock: it is the expensive part.
+	var counts map[string]*[numFields]uint8
+	var lens [numFields]uint16
+	var order []string // first-seen order: the postings' layout, not the ranking
+	for f := range numFields {
+		analyze(d.Text[f], func(t string) {
+			if lens[f] < math.MaxUint16 {
+				lens[f]++
+			}
+			if counts == nil {
+				counts = make(map[string]*[numFields]uint8, 64)
+			}
+			c, ok := counts[t]
+			if !ok {
+				c = new([numFields]uint8)
+				counts[t] = c
+				order = append(order, t)
+			}
+			if c[f] < math.MaxUint8 {
+				c[f]++
+			}
+		})
+	}
+	var instr *serverEntry
+	if d.Instructions != "" {
+		instr = &serverEntry{instructions: d.Instructions, tf: map[string]int{}}
+		analyze(d.Instructions, func(t string) { instr.tf[t]++; instr.length++ })
+	}
+
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if id, ok := ix.byKey[d.Key]; ok {
+		ix.removeLocked(id)
+	}
+	id := ix.allocDoc()
+	e := &ix.docs[id]
+	*e = docEntry[T]{key: d.Key, value: d.Value, server: d.Server, lens: lens, terms: make([]termRef, 0, len(order))}
+	for _, t := range order {
+		tid := ix.termID(t)
+		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
+		ix.postings[tid] = append(ix.postings[tid], posting{doc: id, tf: *counts[t]})
+	}
+	ix.byKey[d.Key] = id
+	ix.live++
+	for f := range numFields {
+		ix.lenSum[f] += uint64(lens[f])
+	}
+	s := ix.servers[d.Server]
+	if s == nil {
+		s = &serverEntry{}
+		ix.servers[d.Server] = s
+	}
+	s.docs++
+	if s.instructions != d.Instructions {
+		// The server's instructions changed (or are first seen): the
+		// server's newest document says what they are.
+		if instr == nil {
+			instr = &serverEntry{}
+		}
+		s.instructions, s.tf, s.length = instr.instructions, instr.tf, instr.length
+	}
+}
+
+// Remove drops the document with key, if indexed.
+func (ix *Index[T]) Remove(key string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if id, ok := ix.byKey[key]; ok {
+		ix.removeLocked(id)
+	}
+}
+
+func (ix *Index[T]) removeLocked(id uint32) {
+	e := &ix.docs[id]
+	for _, r := range e.terms {
+		list := ix.postings[r.term]
+		last := len(list) - 1
+		if int(r.pos) != last {
+			moved := list[last]
+			list[r.pos] = moved
+			// The moved document's reference to this term now points here.
+			mt := ix.docs[moved.doc].terms
+			for i := range mt {
+				if mt[i].term == r.term {
+					mt[i].pos = r.pos
+					break
+				}
+			}
+		}
+		list = list[:last]
+		if len(list) == 0 {
+			ix.freeTermID(r.term)
+		} else {
+			ix.postings[r.term] = list
+		}
+	}
+	for f := range numFields {
+		ix.lenSum[f] -= uint64(e.lens[f])
+	}
+	if s := ix.servers[e.server]; s != nil {
+		if s.docs--; s.docs == 0 {
+			delete(ix.servers, e.server)
+		}
+	}
+	delete(ix.byKey, e.key)
+	*e = docEntry[T]{}
+	ix.freeDoc = append(ix.freeDoc, id)
+	ix.live--
+}
+
+func (ix *Index[T]) allocDoc() uint32 {
+	if n := len(ix.freeDoc); n > 0 {
+		id := ix.freeDoc[n-1]
+		ix.freeDoc = ix.freeDoc[:n-1]
+		return id
+	}
+	ix.docs = append(ix.docs, docEntry[T]{})
+	return uint32(len(ix.docs) - 1)
+}
+
+func (ix *Index[T]) termID(t string) uint32 {
+	if id, ok := ix.terms[t]; ok {
+		return id
+	}
+	var id uint32
+	if n := len(ix.freeTerm); n > 0 {
+		id = ix.freeTerm[n-1]
+		ix.freeTerm = ix.freeTerm[:n-1]
+		ix.termText[id] = t
+	} else {
+		id = uint32(len(ix.termText))
+		ix.termText = append(ix.termText, t)
+		ix.postings = append(ix.postings, nil)
+	}
+	ix.terms[t] = id
+	return id
+}
+
+func (ix *Index[T]) freeTermID(id uint32) {
+	delete(ix.terms, ix.termText[id])
+	ix.termText[id] = ""
+	ix.postings[id] = nil
+	ix.freeTerm = append(ix.freeTerm, id)
+}
+
+// Hit is one ranked document.
+type Hit[T any] struct {
+	Key   string
+	Value T
+	Score float64
+}
+
+// queryTerm is one term of an analysed query.
+type queryTerm struct {
+	term   string
+	weight float64
+	word   int // which query word it stands for (coverage)
+}
+
+// maxQueryWords bounds the words of a query that count: a longer query
+// (a pasted document) is ranked on its first words.
+const maxQueryWords = 32
+
+// parseQuery analyses q into its terms (each once, at its highest weight)
+// and the number of distinct words.
+func (ix *Index[T]) parseQuery(q string) ([]queryTerm, int) {
+	var words []string
+	analyze(q, func(t string) {
+		if len(words) < maxQueryWords && !slices.Contains(words, t) {
+			words = append(words, t)
+		}
+	})
+	var out []queryTerm
+	add := func(t string, w float64, word int) {
+		for i := range out {
+			if out[i].term == t {
+				if w > out[i].weight {
+					out[i].weight, out[i].word = w, word
+				}
+				return
+			}
+		}
+		out = append(out, queryTerm{term: t, weight: w, word: word})
+	}
+	for i, t := range words {
+		add(t, 1, i)
+		for _, u := range sameTerms[t] {
+			add(u, 1, i)
+		}
+	}
+	if ix.opts.ExpansionWeight > 0 && !ix.opts.NoExpansion {
+		for i, t := range words {
+			for _, u := range expansions[t] {
+				add(u, ix.opts.ExpansionWeight, i)
+			}
+		}
+	}
+	// The order scores are summed in: fixed, so that equal inputs give
+	// bit-equal scores.
+	slices.SortFunc(out, func(a, b queryTerm) int { return cmp.Compare(a.term, b.term) })
+	return out, len(words)
+}
+
+// scratch is one search's per-document accumulators.
+type scratch struct {
+	score   []float64
+	matched []uint64 // bit i: query word i matched (maxQueryWords ≤ 64)
+	touched []uint32
+}
+
+// Search returns the k best documents for query among those keep accepts
+// (keep nil: all), best first. Documents that match no query term are not
+// returned.
+func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
+	if k <= 0 {
+		return nil
+	}
+	terms, words := ix.parseQuery(query)
+	if len(terms) == 0 {
+		return nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.live == 0 {
+		return nil
+	}
+	sc, _ := ix.scratch.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{}
+	}
+	defer ix.scratch.Put(sc)
+	if len(sc.score) < len(ix.docs) {
+		sc.score = make([]float64, len(ix.docs))
+		sc.matched = make([]uint64, len(ix.docs))
+	}
+	sc.touched = sc.touched[:0]
+
+	n := float64(ix.live)
+	var avg [numFields]float64
+	for f := range numFields {
+		avg[f] = math.Max(float64(ix.lenSum[f])/n, 1)
+	}
+	o := &ix.opts
+	for _, qt := range terms {
+		id, ok := ix.terms[qt.term]
+		if !ok {
+			continue
+		}
+		list := ix.postings[id]
+		df := float64(len(list))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		for _, p := range list {
+			e := &ix.docs[p.doc]
+			var tf float64
+			for f := range numFields {
+				if c := p.tf[f]; c > 0 {
+					norm := 1 - o.B[f] + o.B[f]*float64(e.lens[f])/avg[f]
+					tf += o.Weight[f] * float64(c) / norm
+				}
+			}
+			if sc.matched[p.doc] == 0 && sc.score[p.doc] == 0 {
+				sc.touched = append(sc.touched, p.doc)
+			}
+			sc.score[p.doc] += qt.weight * idf * tf * (o.K1 + 1) / (o.K1 + tf)
+			sc.matched[p.doc] |= 1 << qt.word
+		}
+	}
+	boost := ix.instructionBoost(terms)
+
+	h := &hitHeap[T]{}
+	for _, id := range sc.touched {
+		s, m := sc.score[id], sc.matched[id]
+		sc.score[id], sc.matched[id] = 0, 0
+		e := &ix.docs[id]
+		if keep != nil && !keep(e.value) {
+			continue
+		}
+		s += boost[e.server]
+		if o.Coverage > 0 && words > 0 {
+			s *= 1 + o.Coverage*float64(bits.OnesCount64(m))/float64(words)
+		}
+		hit := Hit[T]{Key: e.key, Value: e.value, Score: s}
+		if h.Len() < k {
+			heap.Push(h, hit)
+		} else if better(hit, (*h)[0]) {
+			(*h)[0] = hit
+			heap.Fix(h, 0)
+		}
+	}
+	out := make([]Hit[T], h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(Hit[T])
+	}
+	return out
+}
+
+// instructionBoost scores each server's instructions against the query
+// (BM25 over the servers), scaled by InstructionsWeight.
+func (ix *Index[T]) instructionBoost(terms []queryTerm) map[string]float64 {
+	if ix.opts.InstructionsWeight == 0 || len(ix.servers) == 0 {
+		return nil
+	}
+	var out map[string]float64
+	n := float64(len(ix.servers))
+	total := 0
+	for _, s := range ix.servers {
+		total += s.length
+	}
+	if total == 0 {
+		return nil
+	}
+	avg := float64(total) / n
+	k1, b := ix.opts.K1, 0.75
+	for _, qt := range terms {
+		df := 0
+		for _, s := range ix.servers {
+			if s.tf[qt.term] > 0 {
+				df++
+			}
+		}
+		if df == 0 {
+			continue
+		}
+		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
+		for name, s := range ix.servers {
+			c := float64(s.tf[qt.term])
+			if c == 0 {
+				continue
+			}
+			tf := c / (1 - b + b*float64(s.length)/avg)
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[name] += ix.opts.InstructionsWeight * qt.weight * idf * tf * (k1 + 1) / (k1 + tf)
+		}
+	}
+	return out
+}
+
+// better orders hits: higher score first, then key.
+func better[T any](a, b Hit[T]) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Key < b.Key
+}
+
+// hitHeap is a min-heap of the best hits so far (the worst at the root).
+type hitHeap[T any] []Hit[T]
+
+func (h hitHeap[T]) Len() int           { return len(h) }
+func (h hitHeap[T]) Less(i, j int) bool { return better(h[j], h[i]) }
+func (h hitHeap[T]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *hitHeap[T]) Push(x any)        { *h = append(*h, x.(Hit[T])) }
+func (h *hitHeap[T]) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

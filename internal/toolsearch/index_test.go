@@ -1,0 +1,260 @@
+package toolsearch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestAnalyze(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"listPullRequests", []string{"list", "pull", "request"}},
+		{"list_pull_requests", []string{"list", "pull", "request"}},
+		{"HTTPServer_v2", []string{"http", "server", "v2"}},
+		{"get-file.contents", []string{"get", "file", "content"}},
+		{"github__create_issue", []string{"github", "creat", "issu"}},
+		{"Search the web for a query", []string{"search", "web", "queri"}},
+		{"s3 bucket k8s pods", []string{"s3", "bucket", "k8s", "pod"}},
+		{"Ran, running, wrote", []string{"run", "run", "write"}},
+		{"café naïve Ünïcode", []string{"café", "naïv", "ünïcode"}},
+		{"PRs URLs listPRs APIsSearch", []string{"pr", "url", "list", "pr", "api", "search"}},
+		{strings.Repeat("x", 41) + " ok", []string{"ok"}},
+		{"", nil},
+		{"the of a I", nil},
+	} {
+		if got := terms(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("analyze(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func doc(server, name, title, desc, params string) Doc[string] {
+	key := server + "__" + name
+	return Doc[string]{Key: key, Value: key, Server: server,
+		Text: [numFields]string{FieldName: name, FieldTitle: title, FieldDescription: desc, FieldParams: params, FieldServer: server}}
+}
+
+func keys(hits []Hit[string]) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.Key
+	}
+	return out
+}
+
+func sample() []Doc[string] {
+	return []Doc[string]{
+		doc("github", "create_issue", "Create issue", "Create a new issue in a GitHub repository.", "owner\nrepo\ntitle\nbody"),
+		doc("github", "delete_repository", "", "Delete a repository. This cannot be undone.", "owner\nrepo"),
+		doc("github", "list_pull_requests", "", "List pull requests in a repository.", "owner\nrepo\nstate"),
+		doc("github", "get_file_contents", "", "Get the contents of a file or directory from a repository.", "owner\nrepo\npath"),
+		doc("fs", "read_file", "", "Read the complete contents of a file from the file system.", "path"),
+		doc("fs", "write_file", "", "Create a new file or overwrite an existing file with new content.", "path\ncontent"),
+		doc("fs", "list_directory", "", "Get a detailed listing of all files and directories in a specified path.", "path"),
+		doc("weather", "get_forecast", "", "Get the weather forecast for a location.", "latitude\nlongitude"),
+		doc("slack", "post_message", "", "Post a new message to a Slack channel.", "channel_id\ntext"),
+	}
+}
+
+func TestSearchRanksByMeaning(t *testing.T) {
+	ix := New[string](nil)
+	for _, d := range sample() {
+		ix.Upsert(d)
+	}
+	for _, tc := range []struct{ q, want string }{
+		{"open a new issue", "github__create_issue"},
+		{"remove a repo", "github__delete_repository"},
+		{"show open PRs", "github__list_pull_requests"},
+		{"what will the temperature be tomorrow", "weather__get_forecast"},
+		{"send a chat message to a channel", "slack__post_message"},
+		{"folder listing", "fs__list_directory"},
+		{"listPullRequests", "github__list_pull_requests"},
+	} {
+		hits := ix.Search(tc.q, 3, nil)
+		if len(hits) == 0 || hits[0].Key != tc.want {
+			t.Errorf("Search(%q) = %v, want %s first", tc.q, keys(hits), tc.want)
+		}
+	}
+	if hits := ix.Search("zebra quux", 5, nil); len(hits) != 0 {
+		t.Errorf("a query matching nothing returned %v", keys(hits))
+	}
+	if hits := ix.Search("the of", 5, nil); hits != nil {
+		t.Errorf("a query of stop words returned %v", keys(hits))
+	}
+}
+
+func TestSearchKeepAndLimit(t *testing.T) {
+	ix := New[string](nil)
+	for _, d := range sample() {
+		ix.Upsert(d)
+	}
+	hits := ix.Search("file repository contents", 10, func(v string) bool { return strings.HasPrefix(v, "fs__") })
+	if len(hits) == 0 {
+		t.Fatal("no hits")
+	}
+	for _, h := range hits {
+		if !strings.HasPrefix(h.Key, "fs__") {
+			t.Errorf("hit %s is not kept", h.Key)
+		}
+	}
+	if got := ix.Search("file", 2, nil); len(got) != 2 {
+		t.Errorf("limit 2 returned %d hits", len(got))
+	}
+	if got := ix.Search("file", 0, nil); got != nil {
+		t.Errorf("limit 0 returned %v", keys(got))
+	}
+	for i := 1; i < len(hits); i++ {
+		if better(hits[i], hits[i-1]) {
+			t.Errorf("hits out of order: %v", hits)
+		}
+	}
+}
+
+// The ranking depends on the documents indexed, not on the history that
+// led there: another insertion order, plus documents added and removed
+// and documents replaced, gives bit-equal scores.
+func TestDeterministicAcrossHistory(t *testing.T) {
+	docs := synthetic(500, 1)
+	a := New[string](nil)
+	for _, d := range docs {
+		a.Upsert(d)
+	}
+	b := New[string](nil)
+	extra := synthetic(200, 2)
+	for i := range extra {
+		extra[i].Key = "extra__" + extra[i].Key
+		b.Upsert(extra[i])
+	}
+	for i := len(docs) - 1; i >= 0; i-- {
+		d := docs[i]
+		if i%3 == 0 { // first another version of it
+			v := d
+			v.Text[FieldDescription] = "an older description of something else entirely"
+			b.Upsert(v)
+		}
+		b.Upsert(d)
+	}
+	for _, d := range extra {
+		b.Remove(d.Key)
+	}
+	if a.Len() != b.Len() {
+		t.Fatalf("Len %d vs %d", a.Len(), b.Len())
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 50 {
+		q := strings.Join([]string{vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))]}, " ")
+		ha, hb := a.Search(q, 10, nil), b.Search(q, 10, nil)
+		if !slices.Equal(ha, hb) {
+			t.Fatalf("query %q:\n a %v\n b %v", q, ha, hb)
+		}
+	}
+}
+
+func TestRemoveAll(t *testing.T) {
+	ix := New[string](nil)
+	docs := synthetic(100, 5)
+	for _, d := range docs {
+		ix.Upsert(d)
+	}
+	for _, d := range docs {
+		ix.Remove(d.Key)
+	}
+	ix.Remove("absent")
+	if ix.Len() != 0 || len(ix.terms) != 0 || len(ix.byKey) != 0 || len(ix.servers) != 0 {
+		t.Fatalf("after removing everything: %d docs, %d terms, %d keys, %d servers", ix.Len(), len(ix.terms), len(ix.byKey), len(ix.servers))
+	}
+	if hits := ix.Search(vocab[0], 5, nil); hits != nil {
+		t.Fatalf("empty index returned %v", hits)
+	}
+	for f := range numFields {
+		if ix.lenSum[f] != 0 {
+			t.Fatalf("field %d length sum %d", f, ix.lenSum[f])
+		}
+	}
+}
+
+func TestInstructionsBoostTheirServer(t *testing.T) {
+	ix := New[string](nil)
+	a := doc("alpha", "get_item", "", "Get an item by id.", "id")
+	a.Instructions = "Alpha manages warehouse inventory."
+	b := doc("beta", "get_item", "", "Get an item by id.", "id")
+	b.Instructions = "Beta stores blog posts."
+	ix.Upsert(a)
+	ix.Upsert(b)
+	if hits := ix.Search("get an inventory item", 2, nil); len(hits) != 2 || hits[0].Key != "alpha__get_item" {
+		t.Fatalf("hits %v, want alpha first", hits)
+	}
+}
+
+func TestSchemaText(t *testing.T) {
+	s := map[string]any{"type": "object", "properties": map[string]any{
+		"zeta":  map[string]any{"type": "string", "description": "Last one"},
+		"alpha": map[string]any{"type": "object", "title": "Alpha", "properties": map[string]any{"inner": map[string]any{"description": "Nested"}}},
+		"list":  map[string]any{"type": "array", "items": map[string]any{"properties": map[string]any{"elem": map[string]any{}}}},
+	}}
+	want := "alpha\nAlpha\ninner\nNested\nlist\nelem\nzeta\nLast one\n"
+	if got := SchemaText(s); got != want {
+		t.Fatalf("SchemaText = %q, want %q", got, want)
+	}
+	// Bounded for a hostile schema.
+	deep := map[string]any{}
+	cur := deep
+	for range 1000 {
+		next := map[string]any{}
+		cur["properties"] = map[string]any{"p": next}
+		cur = next
+	}
+	if got := SchemaText(deep); strings.Count(got, "p\n") > maxSchemaDepth+1 {
+		t.Fatalf("depth not bounded: %d properties", strings.Count(got, "p\n"))
+	}
+	wide := map[string]any{}
+	props := map[string]any{}
+	for i := range 10000 {
+		props[fmt.Sprintf("p%05d", i)] = map[string]any{"description": strings.Repeat("word ", 20)}
+	}
+	wide["properties"] = props
+	if got := SchemaText(wide); len(got) > maxSchemaText {
+		t.Fatalf("SchemaText of 10,000 properties is %d bytes", len(got))
+	}
+}
+
+// vocab is a word list for synthetic catalogs.
+var vocab = strings.Fields(`account alert analyze append archive artifact asset attach audit backup batch billing blob
+board branch browser bucket build cache calendar campaign card cart channel chart check cluster column comment commit
+compute config connect contact container content convert copy cost create customer dashboard database dataset delete
+deploy describe device diff directory disk dns document domain download draft email endpoint environment event export
+feature file filter folder form function gateway get graph group image import incident index instance invoice issue
+job key label lead list log map meeting member merge message metric model monitor move network note notification
+order organization package page payment permission pipeline plan playlist policy pool post price print product
+profile project publish query queue record refund region release remove report repository request resource restart
+review role rule run scan schedule schema search secret send server service session share sheet snapshot space
+stage start status stop storage stream subscription summary table tag task team template test ticket token topic
+trace track transaction transfer trigger update upload user variable version video volume webhook widget workflow
+workspace zone`)
+
+// synthetic returns n tool documents over vocab (a Zipf-like word
+// distribution, like real descriptions).
+func synthetic(n int, seed uint64) []Doc[string] {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	z := rand.NewZipf(rng, 1.1, 2, uint64(len(vocab)-1))
+	word := func() string { return vocab[z.Uint64()] }
+	out := make([]Doc[string], n)
+	for i := range out {
+		server := fmt.Sprintf("srv%02d", i%40)
+		name := fmt.Sprintf("%s_%s_%d", word(), word(), i)
+		var desc, params []string
+		for range 12 + rng.IntN(30) {
+			desc = append(desc, word())
+		}
+		for range 2 + rng.IntN(5) {
+			params = append(params, word()+"_"+word(), word()+" "+word()+" "+word())
+		}
+		out[i] = doc(server, name, "", strings.Join(desc, " "), strings.Join(params, "\n"))
+	}
+	return out
+}
