@@ -687,6 +687,291 @@ func (x *ListToolsResponse) GetRevision() string {
 	return ""
 }
 
+// SearchToolsRequest is a free-text query over the catalog and the filters
+// a result must pass.
+type SearchToolsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the caller needs, in words ("open a pull request", "kubernetes pod
+	// logs"). Required; at most 1,024 bytes. A tool's name, split at '_', '.',
+	// '-' and case changes, counts most; then its title, description,
+	// parameters and server.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results. 0 means the default (10); values above 100
+	// are treated as 100. Fewer are returned when fewer tools match or when
+	// more would not fit in the server's response limit.
+	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only tools of these servers (configured names); empty: every server.
+	// An unknown name is NOT_FOUND (SERVER_NOT_FOUND) naming servers[i].
+	Servers []string `protobuf:"bytes,3,rep,name=servers,proto3" json:"servers,omitempty"`
+	// Only tools whose hints match every field set here.
+	Hints *ToolHintFilter `protobuf:"bytes,4,opt,name=hints,proto3" json:"hints,omitempty"`
+	// Only tools whose exposed name (Tool.name) matches this glob: '*' any
+	// run of characters, '?' one character, '[...]' a class (Go's path.Match
+	// syntax). Empty: no name filter.
+	NameGlob string `protobuf:"bytes,5,opt,name=name_glob,json=nameGlob,proto3" json:"name_glob,omitempty"`
+	// How the tools carry their schemas, as in ListToolsRequest.
+	SchemaFormat  SchemaFormat `protobuf:"varint,6,opt,name=schema_format,json=schemaFormat,proto3,enum=toolsvc.v1.SchemaFormat" json:"schema_format,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsRequest) Reset() {
+	*x = SearchToolsRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsRequest) ProtoMessage() {}
+
+func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsRequest.ProtoReflect.Descriptor instead.
+func (*SearchToolsRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SearchToolsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchToolsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *SearchToolsRequest) GetServers() []string {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *SearchToolsRequest) GetHints() *ToolHintFilter {
+	if x != nil {
+		return x.Hints
+	}
+	return nil
+}
+
+func (x *SearchToolsRequest) GetNameGlob() string {
+	if x != nil {
+		return x.NameGlob
+	}
+	return ""
+}
+
+func (x *SearchToolsRequest) GetSchemaFormat() SchemaFormat {
+	if x != nil {
+		return x.SchemaFormat
+	}
+	return SchemaFormat_SCHEMA_FORMAT_UNSPECIFIED
+}
+
+// ToolHintFilter selects tools by their annotations' hints. An unset field
+// does not filter. A tool without a hint has the MCP default: not
+// read-only, destructive, not idempotent, open-world.
+type ToolHintFilter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only tools whose read_only_hint equals this.
+	ReadOnly *bool `protobuf:"varint,1,opt,name=read_only,json=readOnly,proto3,oneof" json:"read_only,omitempty"`
+	// Only tools whose destructive_hint (default true) equals this.
+	Destructive *bool `protobuf:"varint,2,opt,name=destructive,proto3,oneof" json:"destructive,omitempty"`
+	// Only tools whose idempotent_hint equals this.
+	Idempotent *bool `protobuf:"varint,3,opt,name=idempotent,proto3,oneof" json:"idempotent,omitempty"`
+	// Only tools whose open_world_hint (default true) equals this.
+	OpenWorld     *bool `protobuf:"varint,4,opt,name=open_world,json=openWorld,proto3,oneof" json:"open_world,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolHintFilter) Reset() {
+	*x = ToolHintFilter{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolHintFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolHintFilter) ProtoMessage() {}
+
+func (x *ToolHintFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolHintFilter.ProtoReflect.Descriptor instead.
+func (*ToolHintFilter) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ToolHintFilter) GetReadOnly() bool {
+	if x != nil && x.ReadOnly != nil {
+		return *x.ReadOnly
+	}
+	return false
+}
+
+func (x *ToolHintFilter) GetDestructive() bool {
+	if x != nil && x.Destructive != nil {
+		return *x.Destructive
+	}
+	return false
+}
+
+func (x *ToolHintFilter) GetIdempotent() bool {
+	if x != nil && x.Idempotent != nil {
+		return *x.Idempotent
+	}
+	return false
+}
+
+func (x *ToolHintFilter) GetOpenWorld() bool {
+	if x != nil && x.OpenWorld != nil {
+		return *x.OpenWorld
+	}
+	return false
+}
+
+// SearchToolsResponse is the ranked result of a search.
+type SearchToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The best matches first; equal scores by name.
+	Results []*SearchResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// The catalog revision the search was computed on.
+	Revision      string `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchToolsResponse) Reset() {
+	*x = SearchToolsResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchToolsResponse) ProtoMessage() {}
+
+func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchToolsResponse.ProtoReflect.Descriptor instead.
+func (*SearchToolsResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SearchToolsResponse) GetResults() []*SearchResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *SearchToolsResponse) GetRevision() string {
+	if x != nil {
+		return x.Revision
+	}
+	return ""
+}
+
+// SearchResult is one ranked tool.
+type SearchResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool, as ListTools returns it.
+	Tool *Tool `protobuf:"bytes,1,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The relevance: higher is better. Comparable within one response only.
+	Score         float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchResult) Reset() {
+	*x = SearchResult{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchResult) ProtoMessage() {}
+
+func (x *SearchResult) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchResult.ProtoReflect.Descriptor instead.
+func (*SearchResult) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SearchResult) GetTool() *Tool {
+	if x != nil {
+		return x.Tool
+	}
+	return nil
+}
+
+func (x *SearchResult) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
 // CallToolRequest names a tool and its arguments.
 type CallToolRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -704,7 +989,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +1001,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +1014,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CallToolRequest) GetName() string {
@@ -768,7 +1053,7 @@ type CallToolStreamRequest struct {
 
 func (x *CallToolStreamRequest) Reset() {
 	*x = CallToolStreamRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +1065,7 @@ func (x *CallToolStreamRequest) String() string {
 func (*CallToolStreamRequest) ProtoMessage() {}
 
 func (x *CallToolStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +1078,7 @@ func (x *CallToolStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolStreamRequest.ProtoReflect.Descriptor instead.
 func (*CallToolStreamRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CallToolStreamRequest) GetName() string {
@@ -834,7 +1119,7 @@ type CallToolStreamResponse struct {
 
 func (x *CallToolStreamResponse) Reset() {
 	*x = CallToolStreamResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +1131,7 @@ func (x *CallToolStreamResponse) String() string {
 func (*CallToolStreamResponse) ProtoMessage() {}
 
 func (x *CallToolStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +1144,7 @@ func (x *CallToolStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolStreamResponse.ProtoReflect.Descriptor instead.
 func (*CallToolStreamResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{6}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CallToolStreamResponse) GetEvent() isCallToolStreamResponse_Event {
@@ -921,7 +1206,7 @@ type CallToolProgress struct {
 
 func (x *CallToolProgress) Reset() {
 	*x = CallToolProgress{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1218,7 @@ func (x *CallToolProgress) String() string {
 func (*CallToolProgress) ProtoMessage() {}
 
 func (x *CallToolProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1231,7 @@ func (x *CallToolProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolProgress.ProtoReflect.Descriptor instead.
 func (*CallToolProgress) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{7}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CallToolProgress) GetProgress() float64 {
@@ -988,7 +1273,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1285,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1298,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{8}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallToolResponse) GetContent() []*Content {
@@ -1063,7 +1348,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1360,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1373,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{9}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Content) GetContent() isContent_Content {
@@ -1197,7 +1482,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1494,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1507,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{10}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Annotations) GetAudience() []string {
@@ -1261,7 +1546,7 @@ type TextContent struct {
 
 func (x *TextContent) Reset() {
 	*x = TextContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1558,7 @@ func (x *TextContent) String() string {
 func (*TextContent) ProtoMessage() {}
 
 func (x *TextContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1571,7 @@ func (x *TextContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextContent.ProtoReflect.Descriptor instead.
 func (*TextContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TextContent) GetText() string {
@@ -1327,7 +1612,7 @@ type ImageContent struct {
 
 func (x *ImageContent) Reset() {
 	*x = ImageContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1624,7 @@ func (x *ImageContent) String() string {
 func (*ImageContent) ProtoMessage() {}
 
 func (x *ImageContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1637,7 @@ func (x *ImageContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageContent.ProtoReflect.Descriptor instead.
 func (*ImageContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ImageContent) GetData() []byte {
@@ -1400,7 +1685,7 @@ type AudioContent struct {
 
 func (x *AudioContent) Reset() {
 	*x = AudioContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1412,7 +1697,7 @@ func (x *AudioContent) String() string {
 func (*AudioContent) ProtoMessage() {}
 
 func (x *AudioContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1425,7 +1710,7 @@ func (x *AudioContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AudioContent.ProtoReflect.Descriptor instead.
 func (*AudioContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AudioContent) GetData() []byte {
@@ -1481,7 +1766,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1778,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1791,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -1580,7 +1865,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1592,7 +1877,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1605,7 +1890,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EmbeddedResource) GetResource() *ResourceContents {
@@ -1651,7 +1936,7 @@ type ResourceContents struct {
 
 func (x *ResourceContents) Reset() {
 	*x = ResourceContents{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1948,7 @@ func (x *ResourceContents) String() string {
 func (*ResourceContents) ProtoMessage() {}
 
 func (x *ResourceContents) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1961,7 @@ func (x *ResourceContents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceContents.ProtoReflect.Descriptor instead.
 func (*ResourceContents) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResourceContents) GetUri() string {
@@ -1791,7 +2076,7 @@ type WatchCatalogRequest struct {
 
 func (x *WatchCatalogRequest) Reset() {
 	*x = WatchCatalogRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1803,7 +2088,7 @@ func (x *WatchCatalogRequest) String() string {
 func (*WatchCatalogRequest) ProtoMessage() {}
 
 func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1816,7 +2101,7 @@ func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogRequest.ProtoReflect.Descriptor instead.
 func (*WatchCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WatchCatalogRequest) GetResumeToken() string {
@@ -1897,7 +2182,7 @@ type WatchCatalogResponse struct {
 
 func (x *WatchCatalogResponse) Reset() {
 	*x = WatchCatalogResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1909,7 +2194,7 @@ func (x *WatchCatalogResponse) String() string {
 func (*WatchCatalogResponse) ProtoMessage() {}
 
 func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1922,7 +2207,7 @@ func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogResponse.ProtoReflect.Descriptor instead.
 func (*WatchCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WatchCatalogResponse) GetRevision() string {
@@ -2035,7 +2320,7 @@ type CatalogSnapshot struct {
 
 func (x *CatalogSnapshot) Reset() {
 	*x = CatalogSnapshot{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2332,7 @@ func (x *CatalogSnapshot) String() string {
 func (*CatalogSnapshot) ProtoMessage() {}
 
 func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2345,7 @@ func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSnapshot.ProtoReflect.Descriptor instead.
 func (*CatalogSnapshot) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CatalogSnapshot) GetTools() []*Tool {
@@ -2124,7 +2409,7 @@ type CatalogChanges struct {
 
 func (x *CatalogChanges) Reset() {
 	*x = CatalogChanges{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2421,7 @@ func (x *CatalogChanges) String() string {
 func (*CatalogChanges) ProtoMessage() {}
 
 func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2434,7 @@ func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogChanges.ProtoReflect.Descriptor instead.
 func (*CatalogChanges) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CatalogChanges) GetUpserted() []*Tool {
@@ -2217,7 +2502,7 @@ type CatalogSynced struct {
 
 func (x *CatalogSynced) Reset() {
 	*x = CatalogSynced{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2514,7 @@ func (x *CatalogSynced) String() string {
 func (*CatalogSynced) ProtoMessage() {}
 
 func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2527,7 @@ func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSynced.ProtoReflect.Descriptor instead.
 func (*CatalogSynced) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{25}
 }
 
 // CatalogProgress is sent on an idle stream about every 30 s.
@@ -2254,7 +2539,7 @@ type CatalogProgress struct {
 
 func (x *CatalogProgress) Reset() {
 	*x = CatalogProgress{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2551,7 @@ func (x *CatalogProgress) String() string {
 func (*CatalogProgress) ProtoMessage() {}
 
 func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2564,7 @@ func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogProgress.ProtoReflect.Descriptor instead.
 func (*CatalogProgress) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{26}
 }
 
 // ListServersRequest asks for every configured upstream.
@@ -2291,7 +2576,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2588,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2601,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{23}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{27}
 }
 
 // ListServersResponse lists the upstreams, sorted by name.
@@ -2333,7 +2618,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2630,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2643,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{24}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListServersResponse) GetServers() []*Server {
@@ -2418,7 +2703,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2715,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2728,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{25}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Server) GetName() string {
@@ -2591,7 +2876,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2603,7 +2888,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2616,7 +2901,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{26}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ConfigStatus) GetPath() string {
@@ -2716,7 +3001,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2728,7 +3013,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2741,7 +3026,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{27}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Resource) GetUri() string {
@@ -2832,7 +3117,7 @@ type ResourceTemplate struct {
 
 func (x *ResourceTemplate) Reset() {
 	*x = ResourceTemplate{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2844,7 +3129,7 @@ func (x *ResourceTemplate) String() string {
 func (*ResourceTemplate) ProtoMessage() {}
 
 func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2857,7 +3142,7 @@ func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceTemplate.ProtoReflect.Descriptor instead.
 func (*ResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{28}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResourceTemplate) GetUriTemplate() string {
@@ -2935,7 +3220,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3232,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3245,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{29}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListResourcesRequest) GetPageSize() int32 {
@@ -3000,7 +3285,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +3297,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +3310,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{30}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -3064,7 +3349,7 @@ type ListResourceTemplatesRequest struct {
 
 func (x *ListResourceTemplatesRequest) Reset() {
 	*x = ListResourceTemplatesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3361,7 @@ func (x *ListResourceTemplatesRequest) String() string {
 func (*ListResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3374,7 @@ func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{31}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListResourceTemplatesRequest) GetPageSize() int32 {
@@ -3128,7 +3413,7 @@ type ListResourceTemplatesResponse struct {
 
 func (x *ListResourceTemplatesResponse) Reset() {
 	*x = ListResourceTemplatesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3140,7 +3425,7 @@ func (x *ListResourceTemplatesResponse) String() string {
 func (*ListResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3153,7 +3438,7 @@ func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{32}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListResourceTemplatesResponse) GetResourceTemplates() []*ResourceTemplate {
@@ -3193,7 +3478,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3205,7 +3490,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3218,7 +3503,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{33}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReadResourceRequest) GetServer() string {
@@ -3251,7 +3536,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3263,7 +3548,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3276,7 +3561,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{34}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReadResourceResponse) GetContents() []*ResourceContents {
@@ -3317,7 +3602,7 @@ type SubscribeResourceRequest struct {
 
 func (x *SubscribeResourceRequest) Reset() {
 	*x = SubscribeResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3329,7 +3614,7 @@ func (x *SubscribeResourceRequest) String() string {
 func (*SubscribeResourceRequest) ProtoMessage() {}
 
 func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3342,7 +3627,7 @@ func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{35}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SubscribeResourceRequest) GetServer() string {
@@ -3385,7 +3670,7 @@ type SubscribeResourceResponse struct {
 
 func (x *SubscribeResourceResponse) Reset() {
 	*x = SubscribeResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3397,7 +3682,7 @@ func (x *SubscribeResourceResponse) String() string {
 func (*SubscribeResourceResponse) ProtoMessage() {}
 
 func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3410,7 +3695,7 @@ func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{36}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SubscribeResourceResponse) GetVersion() string {
@@ -3474,7 +3759,7 @@ type ResourceUnchanged struct {
 
 func (x *ResourceUnchanged) Reset() {
 	*x = ResourceUnchanged{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3486,7 +3771,7 @@ func (x *ResourceUnchanged) String() string {
 func (*ResourceUnchanged) ProtoMessage() {}
 
 func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3499,7 +3784,7 @@ func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUnchanged.ProtoReflect.Descriptor instead.
 func (*ResourceUnchanged) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{37}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{41}
 }
 
 // Prompt is one prompt of the merged prompt list.
@@ -3526,7 +3811,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3538,7 +3823,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3551,7 +3836,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{38}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Prompt) GetName() string {
@@ -3620,7 +3905,7 @@ type PromptArgument struct {
 
 func (x *PromptArgument) Reset() {
 	*x = PromptArgument{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3632,7 +3917,7 @@ func (x *PromptArgument) String() string {
 func (*PromptArgument) ProtoMessage() {}
 
 func (x *PromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3645,7 +3930,7 @@ func (x *PromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptArgument.ProtoReflect.Descriptor instead.
 func (*PromptArgument) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{39}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PromptArgument) GetName() string {
@@ -3689,7 +3974,7 @@ type ListPromptsRequest struct {
 
 func (x *ListPromptsRequest) Reset() {
 	*x = ListPromptsRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3701,7 +3986,7 @@ func (x *ListPromptsRequest) String() string {
 func (*ListPromptsRequest) ProtoMessage() {}
 
 func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3714,7 +3999,7 @@ func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{40}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListPromptsRequest) GetPageSize() int32 {
@@ -3746,7 +4031,7 @@ type ListPromptsResponse struct {
 
 func (x *ListPromptsResponse) Reset() {
 	*x = ListPromptsResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3758,7 +4043,7 @@ func (x *ListPromptsResponse) String() string {
 func (*ListPromptsResponse) ProtoMessage() {}
 
 func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3771,7 +4056,7 @@ func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{41}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListPromptsResponse) GetPrompts() []*Prompt {
@@ -3808,7 +4093,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3820,7 +4105,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3833,7 +4118,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{42}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetPromptRequest) GetName() string {
@@ -3865,7 +4150,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3877,7 +4162,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3890,7 +4175,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{43}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -3927,7 +4212,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4224,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3952,7 +4237,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{44}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -3982,7 +4267,7 @@ type ResourceKey struct {
 
 func (x *ResourceKey) Reset() {
 	*x = ResourceKey{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4279,7 @@ func (x *ResourceKey) String() string {
 func (*ResourceKey) ProtoMessage() {}
 
 func (x *ResourceKey) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4292,7 @@ func (x *ResourceKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceKey.ProtoReflect.Descriptor instead.
 func (*ResourceKey) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ResourceKey) GetServer() string {
@@ -4062,7 +4347,33 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x11ListToolsResponse\x12&\n" +
 	"\x05tools\x18\x01 \x03(\v2\x10.toolsvc.v1.ToolR\x05tools\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\tR\brevision\"\x83\x01\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"\xe8\x01\n" +
+	"\x12SearchToolsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x18\n" +
+	"\aservers\x18\x03 \x03(\tR\aservers\x120\n" +
+	"\x05hints\x18\x04 \x01(\v2\x1a.toolsvc.v1.ToolHintFilterR\x05hints\x12\x1b\n" +
+	"\tname_glob\x18\x05 \x01(\tR\bnameGlob\x12=\n" +
+	"\rschema_format\x18\x06 \x01(\x0e2\x18.toolsvc.v1.SchemaFormatR\fschemaFormat\"\xde\x01\n" +
+	"\x0eToolHintFilter\x12 \n" +
+	"\tread_only\x18\x01 \x01(\bH\x00R\breadOnly\x88\x01\x01\x12%\n" +
+	"\vdestructive\x18\x02 \x01(\bH\x01R\vdestructive\x88\x01\x01\x12#\n" +
+	"\n" +
+	"idempotent\x18\x03 \x01(\bH\x02R\n" +
+	"idempotent\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"open_world\x18\x04 \x01(\bH\x03R\topenWorld\x88\x01\x01B\f\n" +
+	"\n" +
+	"_read_onlyB\x0e\n" +
+	"\f_destructiveB\r\n" +
+	"\v_idempotentB\r\n" +
+	"\v_open_world\"e\n" +
+	"\x13SearchToolsResponse\x122\n" +
+	"\aresults\x18\x01 \x03(\v2\x18.toolsvc.v1.SearchResultR\aresults\x12\x1a\n" +
+	"\brevision\x18\x02 \x01(\tR\brevision\"J\n" +
+	"\fSearchResult\x12$\n" +
+	"\x04tool\x18\x01 \x01(\v2\x10.toolsvc.v1.ToolR\x04tool\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\"\x83\x01\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -4318,13 +4629,14 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xb3\a\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x83\b\n" +
 	"\vToolService\x12H\n" +
 	"\tListTools\x12\x1c.toolsvc.v1.ListToolsRequest\x1a\x1d.toolsvc.v1.ListToolsResponse\x12E\n" +
 	"\bCallTool\x12\x1b.toolsvc.v1.CallToolRequest\x1a\x1c.toolsvc.v1.CallToolResponse\x12Y\n" +
 	"\x0eCallToolStream\x12!.toolsvc.v1.CallToolStreamRequest\x1a\".toolsvc.v1.CallToolStreamResponse0\x01\x12S\n" +
 	"\fWatchCatalog\x12\x1f.toolsvc.v1.WatchCatalogRequest\x1a .toolsvc.v1.WatchCatalogResponse0\x01\x12N\n" +
-	"\vListServers\x12\x1e.toolsvc.v1.ListServersRequest\x1a\x1f.toolsvc.v1.ListServersResponse\x12T\n" +
+	"\vListServers\x12\x1e.toolsvc.v1.ListServersRequest\x1a\x1f.toolsvc.v1.ListServersResponse\x12N\n" +
+	"\vSearchTools\x12\x1e.toolsvc.v1.SearchToolsRequest\x1a\x1f.toolsvc.v1.SearchToolsResponse\x12T\n" +
 	"\rListResources\x12 .toolsvc.v1.ListResourcesRequest\x1a!.toolsvc.v1.ListResourcesResponse\x12l\n" +
 	"\x15ListResourceTemplates\x12(.toolsvc.v1.ListResourceTemplatesRequest\x1a).toolsvc.v1.ListResourceTemplatesResponse\x12Q\n" +
 	"\fReadResource\x12\x1f.toolsvc.v1.ReadResourceRequest\x1a .toolsvc.v1.ReadResourceResponse\x12b\n" +
@@ -4345,7 +4657,7 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 }
 
 var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(SchemaFormat)(0),                     // 0: toolsvc.v1.SchemaFormat
 	(Transport)(0),                        // 1: toolsvc.v1.Transport
@@ -4356,153 +4668,163 @@ var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(*ToolAnnotations)(nil),               // 6: toolsvc.v1.ToolAnnotations
 	(*ListToolsRequest)(nil),              // 7: toolsvc.v1.ListToolsRequest
 	(*ListToolsResponse)(nil),             // 8: toolsvc.v1.ListToolsResponse
-	(*CallToolRequest)(nil),               // 9: toolsvc.v1.CallToolRequest
-	(*CallToolStreamRequest)(nil),         // 10: toolsvc.v1.CallToolStreamRequest
-	(*CallToolStreamResponse)(nil),        // 11: toolsvc.v1.CallToolStreamResponse
-	(*CallToolProgress)(nil),              // 12: toolsvc.v1.CallToolProgress
-	(*CallToolResponse)(nil),              // 13: toolsvc.v1.CallToolResponse
-	(*Content)(nil),                       // 14: toolsvc.v1.Content
-	(*Annotations)(nil),                   // 15: toolsvc.v1.Annotations
-	(*TextContent)(nil),                   // 16: toolsvc.v1.TextContent
-	(*ImageContent)(nil),                  // 17: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),                  // 18: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),                  // 19: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),              // 20: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),              // 21: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),           // 22: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),          // 23: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),               // 24: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),                // 25: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),                 // 26: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),               // 27: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),            // 28: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),           // 29: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                        // 30: toolsvc.v1.Server
-	(*ConfigStatus)(nil),                  // 31: toolsvc.v1.ConfigStatus
-	(*Resource)(nil),                      // 32: toolsvc.v1.Resource
-	(*ResourceTemplate)(nil),              // 33: toolsvc.v1.ResourceTemplate
-	(*ListResourcesRequest)(nil),          // 34: toolsvc.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),         // 35: toolsvc.v1.ListResourcesResponse
-	(*ListResourceTemplatesRequest)(nil),  // 36: toolsvc.v1.ListResourceTemplatesRequest
-	(*ListResourceTemplatesResponse)(nil), // 37: toolsvc.v1.ListResourceTemplatesResponse
-	(*ReadResourceRequest)(nil),           // 38: toolsvc.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),          // 39: toolsvc.v1.ReadResourceResponse
-	(*SubscribeResourceRequest)(nil),      // 40: toolsvc.v1.SubscribeResourceRequest
-	(*SubscribeResourceResponse)(nil),     // 41: toolsvc.v1.SubscribeResourceResponse
-	(*ResourceUnchanged)(nil),             // 42: toolsvc.v1.ResourceUnchanged
-	(*Prompt)(nil),                        // 43: toolsvc.v1.Prompt
-	(*PromptArgument)(nil),                // 44: toolsvc.v1.PromptArgument
-	(*ListPromptsRequest)(nil),            // 45: toolsvc.v1.ListPromptsRequest
-	(*ListPromptsResponse)(nil),           // 46: toolsvc.v1.ListPromptsResponse
-	(*GetPromptRequest)(nil),              // 47: toolsvc.v1.GetPromptRequest
-	(*GetPromptResponse)(nil),             // 48: toolsvc.v1.GetPromptResponse
-	(*PromptMessage)(nil),                 // 49: toolsvc.v1.PromptMessage
-	(*ResourceKey)(nil),                   // 50: toolsvc.v1.ResourceKey
-	nil,                                   // 51: toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	(*structpb.Struct)(nil),               // 52: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),         // 53: google.protobuf.Timestamp
+	(*SearchToolsRequest)(nil),            // 9: toolsvc.v1.SearchToolsRequest
+	(*ToolHintFilter)(nil),                // 10: toolsvc.v1.ToolHintFilter
+	(*SearchToolsResponse)(nil),           // 11: toolsvc.v1.SearchToolsResponse
+	(*SearchResult)(nil),                  // 12: toolsvc.v1.SearchResult
+	(*CallToolRequest)(nil),               // 13: toolsvc.v1.CallToolRequest
+	(*CallToolStreamRequest)(nil),         // 14: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil),        // 15: toolsvc.v1.CallToolStreamResponse
+	(*CallToolProgress)(nil),              // 16: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),              // 17: toolsvc.v1.CallToolResponse
+	(*Content)(nil),                       // 18: toolsvc.v1.Content
+	(*Annotations)(nil),                   // 19: toolsvc.v1.Annotations
+	(*TextContent)(nil),                   // 20: toolsvc.v1.TextContent
+	(*ImageContent)(nil),                  // 21: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),                  // 22: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),                  // 23: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),              // 24: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),              // 25: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),           // 26: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),          // 27: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),               // 28: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),                // 29: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),                 // 30: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),               // 31: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),            // 32: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),           // 33: toolsvc.v1.ListServersResponse
+	(*Server)(nil),                        // 34: toolsvc.v1.Server
+	(*ConfigStatus)(nil),                  // 35: toolsvc.v1.ConfigStatus
+	(*Resource)(nil),                      // 36: toolsvc.v1.Resource
+	(*ResourceTemplate)(nil),              // 37: toolsvc.v1.ResourceTemplate
+	(*ListResourcesRequest)(nil),          // 38: toolsvc.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),         // 39: toolsvc.v1.ListResourcesResponse
+	(*ListResourceTemplatesRequest)(nil),  // 40: toolsvc.v1.ListResourceTemplatesRequest
+	(*ListResourceTemplatesResponse)(nil), // 41: toolsvc.v1.ListResourceTemplatesResponse
+	(*ReadResourceRequest)(nil),           // 42: toolsvc.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),          // 43: toolsvc.v1.ReadResourceResponse
+	(*SubscribeResourceRequest)(nil),      // 44: toolsvc.v1.SubscribeResourceRequest
+	(*SubscribeResourceResponse)(nil),     // 45: toolsvc.v1.SubscribeResourceResponse
+	(*ResourceUnchanged)(nil),             // 46: toolsvc.v1.ResourceUnchanged
+	(*Prompt)(nil),                        // 47: toolsvc.v1.Prompt
+	(*PromptArgument)(nil),                // 48: toolsvc.v1.PromptArgument
+	(*ListPromptsRequest)(nil),            // 49: toolsvc.v1.ListPromptsRequest
+	(*ListPromptsResponse)(nil),           // 50: toolsvc.v1.ListPromptsResponse
+	(*GetPromptRequest)(nil),              // 51: toolsvc.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),             // 52: toolsvc.v1.GetPromptResponse
+	(*PromptMessage)(nil),                 // 53: toolsvc.v1.PromptMessage
+	(*ResourceKey)(nil),                   // 54: toolsvc.v1.ResourceKey
+	nil,                                   // 55: toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	(*structpb.Struct)(nil),               // 56: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),         // 57: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	52, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	52, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	56, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	56, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
 	6,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	52, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	56, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
 	0,  // 4: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
 	5,  // 5: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	52, // 6: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	52, // 7: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
-	12, // 8: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
-	13, // 9: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	14, // 10: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	52, // 11: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	52, // 12: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
-	16, // 13: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
-	17, // 14: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
-	18, // 15: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
-	19, // 16: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
-	20, // 17: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
-	15, // 18: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	52, // 19: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
-	15, // 20: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	52, // 21: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
-	15, // 22: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	52, // 23: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
-	15, // 24: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	52, // 25: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
-	21, // 26: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
-	15, // 27: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	52, // 28: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	52, // 29: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
-	0,  // 30: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	24, // 31: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
-	25, // 32: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
-	26, // 33: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
-	27, // 34: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
-	5,  // 35: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	32, // 36: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
-	33, // 37: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	43, // 38: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
-	5,  // 39: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	32, // 40: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
-	50, // 41: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
-	33, // 42: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	50, // 43: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
-	43, // 44: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
-	30, // 45: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	31, // 46: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	1,  // 47: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	2,  // 48: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	53, // 49: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	3,  // 50: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	4,  // 51: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	53, // 52: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	53, // 53: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	53, // 54: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	53, // 55: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	15, // 56: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
-	52, // 57: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
-	15, // 58: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
-	52, // 59: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
-	32, // 60: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
-	33, // 61: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	21, // 62: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
-	52, // 63: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
-	39, // 64: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
-	42, // 65: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
-	44, // 66: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
-	52, // 67: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
-	43, // 68: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
-	51, // 69: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	49, // 70: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
-	52, // 71: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
-	14, // 72: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
-	7,  // 73: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	9,  // 74: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	10, // 75: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	22, // 76: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	28, // 77: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	34, // 78: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
-	36, // 79: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
-	38, // 80: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
-	40, // 81: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
-	45, // 82: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
-	47, // 83: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
-	8,  // 84: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	13, // 85: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	11, // 86: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	23, // 87: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	29, // 88: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	35, // 89: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
-	37, // 90: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
-	39, // 91: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
-	41, // 92: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
-	46, // 93: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
-	48, // 94: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
-	84, // [84:95] is the sub-list for method output_type
-	73, // [73:84] is the sub-list for method input_type
-	73, // [73:73] is the sub-list for extension type_name
-	73, // [73:73] is the sub-list for extension extendee
-	0,  // [0:73] is the sub-list for field type_name
+	10, // 6: toolsvc.v1.SearchToolsRequest.hints:type_name -> toolsvc.v1.ToolHintFilter
+	0,  // 7: toolsvc.v1.SearchToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	12, // 8: toolsvc.v1.SearchToolsResponse.results:type_name -> toolsvc.v1.SearchResult
+	5,  // 9: toolsvc.v1.SearchResult.tool:type_name -> toolsvc.v1.Tool
+	56, // 10: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	56, // 11: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	16, // 12: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
+	17, // 13: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	18, // 14: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
+	56, // 15: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	56, // 16: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	20, // 17: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
+	21, // 18: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
+	22, // 19: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
+	23, // 20: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
+	24, // 21: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
+	19, // 22: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
+	56, // 23: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	19, // 24: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
+	56, // 25: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	19, // 26: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
+	56, // 27: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	19, // 28: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
+	56, // 29: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	25, // 30: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
+	19, // 31: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
+	56, // 32: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	56, // 33: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	0,  // 34: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	28, // 35: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
+	29, // 36: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
+	30, // 37: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
+	31, // 38: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
+	5,  // 39: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
+	36, // 40: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
+	37, // 41: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	47, // 42: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
+	5,  // 43: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	36, // 44: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
+	54, // 45: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
+	37, // 46: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	54, // 47: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
+	47, // 48: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
+	34, // 49: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	35, // 50: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	1,  // 51: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	2,  // 52: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	57, // 53: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	3,  // 54: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	4,  // 55: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	57, // 56: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	57, // 57: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	57, // 58: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	57, // 59: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	19, // 60: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
+	56, // 61: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
+	19, // 62: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
+	56, // 63: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
+	36, // 64: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
+	37, // 65: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	25, // 66: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	56, // 67: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	43, // 68: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	46, // 69: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	48, // 70: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	56, // 71: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	47, // 72: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	55, // 73: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	53, // 74: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	56, // 75: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	18, // 76: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	7,  // 77: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	13, // 78: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	14, // 79: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	26, // 80: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	32, // 81: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	9,  // 82: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
+	38, // 83: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	40, // 84: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	42, // 85: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	44, // 86: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	49, // 87: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	51, // 88: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	8,  // 89: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	17, // 90: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	15, // 91: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	27, // 92: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	33, // 93: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	11, // 94: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
+	39, // 95: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	41, // 96: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	43, // 97: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	45, // 98: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	50, // 99: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	52, // 100: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	89, // [89:101] is the sub-list for method output_type
+	77, // [77:89] is the sub-list for method input_type
+	77, // [77:77] is the sub-list for extension type_name
+	77, // [77:77] is the sub-list for extension extendee
+	0,  // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -4511,32 +4833,33 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		return
 	}
 	file_toolsvc_v1_toolsvc_proto_msgTypes[1].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[6].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[5].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[10].OneofWrappers = []any{
 		(*CallToolStreamResponse_Progress)(nil),
 		(*CallToolStreamResponse_Result)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[7].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[9].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[11].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[13].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Image)(nil),
 		(*Content_Audio)(nil),
 		(*Content_ResourceLink)(nil),
 		(*Content_Resource)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[10].OneofWrappers = []any{}
 	file_toolsvc_v1_toolsvc_proto_msgTypes[14].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[16].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[18].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[20].OneofWrappers = []any{
 		(*ResourceContents_Text)(nil),
 		(*ResourceContents_Blob)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[18].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[22].OneofWrappers = []any{
 		(*WatchCatalogResponse_Snapshot)(nil),
 		(*WatchCatalogResponse_Changes)(nil),
 		(*WatchCatalogResponse_Synced)(nil),
 		(*WatchCatalogResponse_Progress)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[27].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[36].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[31].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[40].OneofWrappers = []any{
 		(*SubscribeResourceResponse_Contents)(nil),
 		(*SubscribeResourceResponse_Unchanged)(nil),
 	}
@@ -4546,7 +4869,7 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   47,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

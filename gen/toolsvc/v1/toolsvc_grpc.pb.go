@@ -26,6 +26,7 @@ const (
 	ToolService_CallToolStream_FullMethodName        = "/toolsvc.v1.ToolService/CallToolStream"
 	ToolService_WatchCatalog_FullMethodName          = "/toolsvc.v1.ToolService/WatchCatalog"
 	ToolService_ListServers_FullMethodName           = "/toolsvc.v1.ToolService/ListServers"
+	ToolService_SearchTools_FullMethodName           = "/toolsvc.v1.ToolService/SearchTools"
 	ToolService_ListResources_FullMethodName         = "/toolsvc.v1.ToolService/ListResources"
 	ToolService_ListResourceTemplates_FullMethodName = "/toolsvc.v1.ToolService/ListResourceTemplates"
 	ToolService_ReadResource_FullMethodName          = "/toolsvc.v1.ToolService/ReadResource"
@@ -106,6 +107,15 @@ type ToolServiceClient interface {
 	WatchCatalog(ctx context.Context, in *WatchCatalogRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchCatalogResponse], error)
 	// ListServers reports every configured upstream and its state.
 	ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
+	// SearchTools ranks the catalog's tools against a free-text query and
+	// returns the best, each with its full definition. Only the tools the
+	// caller may see are searched; the ranking is deterministic for a catalog
+	// revision (every replica with the same catalog answers the same). Errors
+	// follow the table above: REQUEST_INVALID names the field (query, limit,
+	// name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+	// RATE_LIMITED when the principal is over its rate limit (a search counts
+	// like a call). docs/search.md describes the ranking.
+	SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error)
 	// ListResources returns one page of the resources every upstream lists,
 	// sorted by server, then URI.
 	ListResources(ctx context.Context, in *ListResourcesRequest, opts ...grpc.CallOption) (*ListResourcesResponse, error)
@@ -195,6 +205,16 @@ func (c *toolServiceClient) ListServers(ctx context.Context, in *ListServersRequ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListServersResponse)
 	err := c.cc.Invoke(ctx, ToolService_ListServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) SearchTools(ctx context.Context, in *SearchToolsRequest, opts ...grpc.CallOption) (*SearchToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchToolsResponse)
+	err := c.cc.Invoke(ctx, ToolService_SearchTools_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +362,15 @@ type ToolServiceServer interface {
 	WatchCatalog(*WatchCatalogRequest, grpc.ServerStreamingServer[WatchCatalogResponse]) error
 	// ListServers reports every configured upstream and its state.
 	ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error)
+	// SearchTools ranks the catalog's tools against a free-text query and
+	// returns the best, each with its full definition. Only the tools the
+	// caller may see are searched; the ranking is deterministic for a catalog
+	// revision (every replica with the same catalog answers the same). Errors
+	// follow the table above: REQUEST_INVALID names the field (query, limit,
+	// name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+	// RATE_LIMITED when the principal is over its rate limit (a search counts
+	// like a call). docs/search.md describes the ranking.
+	SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error)
 	// ListResources returns one page of the resources every upstream lists,
 	// sorted by server, then URI.
 	ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error)
@@ -383,6 +412,9 @@ func (UnimplementedToolServiceServer) WatchCatalog(*WatchCatalogRequest, grpc.Se
 }
 func (UnimplementedToolServiceServer) ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListServers not implemented")
+}
+func (UnimplementedToolServiceServer) SearchTools(context.Context, *SearchToolsRequest) (*SearchToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchTools not implemented")
 }
 func (UnimplementedToolServiceServer) ListResources(context.Context, *ListResourcesRequest) (*ListResourcesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListResources not implemented")
@@ -495,6 +527,24 @@ func _ToolService_ListServers_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ToolServiceServer).ListServers(ctx, req.(*ListServersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_SearchTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).SearchTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_SearchTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).SearchTools(ctx, req.(*SearchToolsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -618,6 +668,10 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListServers",
 			Handler:    _ToolService_ListServers_Handler,
+		},
+		{
+			MethodName: "SearchTools",
+			Handler:    _ToolService_SearchTools_Handler,
 		},
 		{
 			MethodName: "ListResources",

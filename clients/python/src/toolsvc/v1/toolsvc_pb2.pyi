@@ -375,6 +375,174 @@ class ListToolsResponse(_message.Message):
 Global___ListToolsResponse: _TypeAlias = ListToolsResponse  # noqa: Y015
 
 @_typing.final
+class SearchToolsRequest(_message.Message):
+    """SearchToolsRequest is a free-text query over the catalog and the filters
+    a result must pass.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUERY_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    SERVERS_FIELD_NUMBER: _builtins.int
+    HINTS_FIELD_NUMBER: _builtins.int
+    NAME_GLOB_FIELD_NUMBER: _builtins.int
+    SCHEMA_FORMAT_FIELD_NUMBER: _builtins.int
+    query: _builtins.str
+    """What the caller needs, in words ("open a pull request", "kubernetes pod
+    logs"). Required; at most 1,024 bytes. A tool's name, split at '_', '.',
+    '-' and case changes, counts most; then its title, description,
+    parameters and server.
+    """
+    limit: _builtins.int
+    """Maximum number of results. 0 means the default (10); values above 100
+    are treated as 100. Fewer are returned when fewer tools match or when
+    more would not fit in the server's response limit.
+    """
+    name_glob: _builtins.str
+    """Only tools whose exposed name (Tool.name) matches this glob: '*' any
+    run of characters, '?' one character, '[...]' a class (Go's path.Match
+    syntax). Empty: no name filter.
+    """
+    schema_format: Global___SchemaFormat.ValueType
+    """How the tools carry their schemas, as in ListToolsRequest."""
+    @_builtins.property
+    def servers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Only tools of these servers (configured names); empty: every server.
+        An unknown name is NOT_FOUND (SERVER_NOT_FOUND) naming servers[i].
+        """
+
+    @_builtins.property
+    def hints(self) -> Global___ToolHintFilter:
+        """Only tools whose hints match every field set here."""
+
+    def __init__(
+        self,
+        *,
+        query: _builtins.str = ...,
+        limit: _builtins.int = ...,
+        servers: _abc.Iterable[_builtins.str] | None = ...,
+        hints: Global___ToolHintFilter | None = ...,
+        name_glob: _builtins.str = ...,
+        schema_format: Global___SchemaFormat.ValueType = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["hints", b"hints"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hints", b"hints", "limit", b"limit", "name_glob", b"name_glob", "query", b"query", "schema_format", b"schema_format", "servers", b"servers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchToolsRequest: _TypeAlias = SearchToolsRequest  # noqa: Y015
+
+@_typing.final
+class ToolHintFilter(_message.Message):
+    """ToolHintFilter selects tools by their annotations' hints. An unset field
+    does not filter. A tool without a hint has the MCP default: not
+    read-only, destructive, not idempotent, open-world.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    READ_ONLY_FIELD_NUMBER: _builtins.int
+    DESTRUCTIVE_FIELD_NUMBER: _builtins.int
+    IDEMPOTENT_FIELD_NUMBER: _builtins.int
+    OPEN_WORLD_FIELD_NUMBER: _builtins.int
+    read_only: _builtins.bool
+    """Only tools whose read_only_hint equals this."""
+    destructive: _builtins.bool
+    """Only tools whose destructive_hint (default true) equals this."""
+    idempotent: _builtins.bool
+    """Only tools whose idempotent_hint equals this."""
+    open_world: _builtins.bool
+    """Only tools whose open_world_hint (default true) equals this."""
+    def __init__(
+        self,
+        *,
+        read_only: _builtins.bool | None = ...,
+        destructive: _builtins.bool | None = ...,
+        idempotent: _builtins.bool | None = ...,
+        open_world: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_destructive", b"_destructive", "_idempotent", b"_idempotent", "_open_world", b"_open_world", "_read_only", b"_read_only", "destructive", b"destructive", "idempotent", b"idempotent", "open_world", b"open_world", "read_only", b"read_only"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_destructive", b"_destructive", "_idempotent", b"_idempotent", "_open_world", b"_open_world", "_read_only", b"_read_only", "destructive", b"destructive", "idempotent", b"idempotent", "open_world", b"open_world", "read_only", b"read_only"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__destructive: _TypeAlias = _typing.Literal["destructive"]  # noqa: Y015
+    _WhichOneofArgType__destructive: _TypeAlias = _typing.Literal["_destructive", b"_destructive"]  # noqa: Y015
+    _WhichOneofReturnType__idempotent: _TypeAlias = _typing.Literal["idempotent"]  # noqa: Y015
+    _WhichOneofArgType__idempotent: _TypeAlias = _typing.Literal["_idempotent", b"_idempotent"]  # noqa: Y015
+    _WhichOneofReturnType__open_world: _TypeAlias = _typing.Literal["open_world"]  # noqa: Y015
+    _WhichOneofArgType__open_world: _TypeAlias = _typing.Literal["_open_world", b"_open_world"]  # noqa: Y015
+    _WhichOneofReturnType__read_only: _TypeAlias = _typing.Literal["read_only"]  # noqa: Y015
+    _WhichOneofArgType__read_only: _TypeAlias = _typing.Literal["_read_only", b"_read_only"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__destructive) -> _WhichOneofReturnType__destructive | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__idempotent) -> _WhichOneofReturnType__idempotent | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__open_world) -> _WhichOneofReturnType__open_world | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__read_only) -> _WhichOneofReturnType__read_only | None: ...
+
+Global___ToolHintFilter: _TypeAlias = ToolHintFilter  # noqa: Y015
+
+@_typing.final
+class SearchToolsResponse(_message.Message):
+    """SearchToolsResponse is the ranked result of a search."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULTS_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    revision: _builtins.str
+    """The catalog revision the search was computed on."""
+    @_builtins.property
+    def results(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchResult]:
+        """The best matches first; equal scores by name."""
+
+    def __init__(
+        self,
+        *,
+        results: _abc.Iterable[Global___SearchResult] | None = ...,
+        revision: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["results", b"results", "revision", b"revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchToolsResponse: _TypeAlias = SearchToolsResponse  # noqa: Y015
+
+@_typing.final
+class SearchResult(_message.Message):
+    """SearchResult is one ranked tool."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    score: _builtins.float
+    """The relevance: higher is better. Comparable within one response only."""
+    @_builtins.property
+    def tool(self) -> Global___Tool:
+        """The tool, as ListTools returns it."""
+
+    def __init__(
+        self,
+        *,
+        tool: Global___Tool | None = ...,
+        score: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["tool", b"tool"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["score", b"score", "tool", b"tool"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchResult: _TypeAlias = SearchResult  # noqa: Y015
+
+@_typing.final
 class CallToolRequest(_message.Message):
     """CallToolRequest names a tool and its arguments."""
 

@@ -110,6 +110,11 @@ class ToolServiceStub:
                 request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersRequest.SerializeToString,
                 response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersResponse.FromString,
                 _registered_method=True)
+        self.SearchTools = channel.unary_unary(
+                '/toolsvc.v1.ToolService/SearchTools',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.SearchToolsRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.SearchToolsResponse.FromString,
+                _registered_method=True)
         self.ListResources = channel.unary_unary(
                 '/toolsvc.v1.ToolService/ListResources',
                 request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListResourcesRequest.SerializeToString,
@@ -237,6 +242,20 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SearchTools(self, request, context):
+        """SearchTools ranks the catalog's tools against a free-text query and
+        returns the best, each with its full definition. Only the tools the
+        caller may see are searched; the ranking is deterministic for a catalog
+        revision (every replica with the same catalog answers the same). Errors
+        follow the table above: REQUEST_INVALID names the field (query, limit,
+        name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+        RATE_LIMITED when the principal is over its rate limit (a search counts
+        like a call). docs/search.md describes the ranking.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def ListResources(self, request, context):
         """--- Resources and prompts (see README "Resources and prompts"). ---
         Errors follow the same table; their ErrorInfo metadata names "server"
@@ -318,6 +337,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.ListServers,
                     request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersRequest.FromString,
                     response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListServersResponse.SerializeToString,
+            ),
+            'SearchTools': grpc.unary_unary_rpc_method_handler(
+                    servicer.SearchTools,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.SearchToolsRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.SearchToolsResponse.SerializeToString,
             ),
             'ListResources': grpc.unary_unary_rpc_method_handler(
                     servicer.ListResources,
@@ -536,6 +560,33 @@ class ToolService:
             '/toolsvc.v1.ToolService/ListServers',
             toolsvc_dot_v1_dot_toolsvc__pb2.ListServersRequest.SerializeToString,
             toolsvc_dot_v1_dot_toolsvc__pb2.ListServersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SearchTools(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/SearchTools',
+            toolsvc_dot_v1_dot_toolsvc__pb2.SearchToolsRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.SearchToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,

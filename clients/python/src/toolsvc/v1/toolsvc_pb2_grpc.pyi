@@ -104,6 +104,16 @@ class ToolServiceStub:
     """
     ListServers: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListServersRequest, _toolsvc_pb2.ListServersResponse]
     """ListServers reports every configured upstream and its state."""
+    SearchTools: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.SearchToolsRequest, _toolsvc_pb2.SearchToolsResponse]
+    """SearchTools ranks the catalog's tools against a free-text query and
+    returns the best, each with its full definition. Only the tools the
+    caller may see are searched; the ranking is deterministic for a catalog
+    revision (every replica with the same catalog answers the same). Errors
+    follow the table above: REQUEST_INVALID names the field (query, limit,
+    name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+    RATE_LIMITED when the principal is over its rate limit (a search counts
+    like a call). docs/search.md describes the ranking.
+    """
     ListResources: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourcesRequest, _toolsvc_pb2.ListResourcesResponse]
     """--- Resources and prompts (see README "Resources and prompts"). ---
     Errors follow the same table; their ErrorInfo metadata names "server"
@@ -208,6 +218,16 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """
     ListServers: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListServersRequest, _toolsvc_pb2.ListServersResponse]  # type: ignore[assignment]
     """ListServers reports every configured upstream and its state."""
+    SearchTools: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.SearchToolsRequest, _toolsvc_pb2.SearchToolsResponse]  # type: ignore[assignment]
+    """SearchTools ranks the catalog's tools against a free-text query and
+    returns the best, each with its full definition. Only the tools the
+    caller may see are searched; the ranking is deterministic for a catalog
+    revision (every replica with the same catalog answers the same). Errors
+    follow the table above: REQUEST_INVALID names the field (query, limit,
+    name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+    RATE_LIMITED when the principal is over its rate limit (a search counts
+    like a call). docs/search.md describes the ranking.
+    """
     ListResources: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourcesRequest, _toolsvc_pb2.ListResourcesResponse]  # type: ignore[assignment]
     """--- Resources and prompts (see README "Resources and prompts"). ---
     Errors follow the same table; their ErrorInfo metadata names "server"
@@ -339,6 +359,22 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_toolsvc_pb2.ListServersResponse, _abc.Awaitable[_toolsvc_pb2.ListServersResponse]]:
         """ListServers reports every configured upstream and its state."""
+
+    @_abc_1.abstractmethod
+    def SearchTools(
+        self,
+        request: _toolsvc_pb2.SearchToolsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.SearchToolsResponse, _abc.Awaitable[_toolsvc_pb2.SearchToolsResponse]]:
+        """SearchTools ranks the catalog's tools against a free-text query and
+        returns the best, each with its full definition. Only the tools the
+        caller may see are searched; the ranking is deterministic for a catalog
+        revision (every replica with the same catalog answers the same). Errors
+        follow the table above: REQUEST_INVALID names the field (query, limit,
+        name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+        RATE_LIMITED when the principal is over its rate limit (a search counts
+        like a call). docs/search.md describes the ranking.
+        """
 
     @_abc_1.abstractmethod
     def ListResources(

@@ -205,6 +205,83 @@ export interface ListToolsResponse {
   revision: string;
 }
 
+/**
+ * SearchToolsRequest is a free-text query over the catalog and the filters
+ * a result must pass.
+ */
+export interface SearchToolsRequest {
+  /**
+   * What the caller needs, in words ("open a pull request", "kubernetes pod
+   * logs"). Required; at most 1,024 bytes. A tool's name, split at '_', '.',
+   * '-' and case changes, counts most; then its title, description,
+   * parameters and server.
+   */
+  query: string;
+  /**
+   * Maximum number of results. 0 means the default (10); values above 100
+   * are treated as 100. Fewer are returned when fewer tools match or when
+   * more would not fit in the server's response limit.
+   */
+  limit: number;
+  /**
+   * Only tools of these servers (configured names); empty: every server.
+   * An unknown name is NOT_FOUND (SERVER_NOT_FOUND) naming servers[i].
+   */
+  servers: string[];
+  /** Only tools whose hints match every field set here. */
+  hints:
+    | ToolHintFilter
+    | undefined;
+  /**
+   * Only tools whose exposed name (Tool.name) matches this glob: '*' any
+   * run of characters, '?' one character, '[...]' a class (Go's path.Match
+   * syntax). Empty: no name filter.
+   */
+  nameGlob: string;
+  /** How the tools carry their schemas, as in ListToolsRequest. */
+  schemaFormat: SchemaFormat;
+}
+
+/**
+ * ToolHintFilter selects tools by their annotations' hints. An unset field
+ * does not filter. A tool without a hint has the MCP default: not
+ * read-only, destructive, not idempotent, open-world.
+ */
+export interface ToolHintFilter {
+  /** Only tools whose read_only_hint equals this. */
+  readOnly?:
+    | boolean
+    | undefined;
+  /** Only tools whose destructive_hint (default true) equals this. */
+  destructive?:
+    | boolean
+    | undefined;
+  /** Only tools whose idempotent_hint equals this. */
+  idempotent?:
+    | boolean
+    | undefined;
+  /** Only tools whose open_world_hint (default true) equals this. */
+  openWorld?: boolean | undefined;
+}
+
+/** SearchToolsResponse is the ranked result of a search. */
+export interface SearchToolsResponse {
+  /** The best matches first; equal scores by name. */
+  results: SearchResult[];
+  /** The catalog revision the search was computed on. */
+  revision: string;
+}
+
+/** SearchResult is one ranked tool. */
+export interface SearchResult {
+  /** The tool, as ListTools returns it. */
+  tool:
+    | Tool
+    | undefined;
+  /** The relevance: higher is better. Comparable within one response only. */
+  score: number;
+}
+
 /** CallToolRequest names a tool and its arguments. */
 export interface CallToolRequest {
   /** The exposed tool name (Tool.name). */
@@ -1388,6 +1465,348 @@ export const ListToolsResponse: MessageFns<ListToolsResponse> = {
     message.tools = object.tools?.map((e) => Tool.fromPartial(e)) || [];
     message.nextPageToken = object.nextPageToken ?? "";
     message.revision = object.revision ?? "";
+    return message;
+  },
+};
+
+function createBaseSearchToolsRequest(): SearchToolsRequest {
+  return { query: "", limit: 0, servers: [], hints: undefined, nameGlob: "", schemaFormat: 0 };
+}
+
+export const SearchToolsRequest: MessageFns<SearchToolsRequest> = {
+  encode(message: SearchToolsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.query !== "") {
+      writer.uint32(10).string(message.query);
+    }
+    if (message.limit !== 0) {
+      writer.uint32(16).int32(message.limit);
+    }
+    for (const v of message.servers) {
+      writer.uint32(26).string(v!);
+    }
+    if (message.hints !== undefined) {
+      ToolHintFilter.encode(message.hints, writer.uint32(34).fork()).join();
+    }
+    if (message.nameGlob !== "") {
+      writer.uint32(42).string(message.nameGlob);
+    }
+    if (message.schemaFormat !== 0) {
+      writer.uint32(48).int32(message.schemaFormat);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SearchToolsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSearchToolsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.limit = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.servers.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.hints = ToolHintFilter.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nameGlob = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.schemaFormat = reader.int32() as any;
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<SearchToolsRequest>): SearchToolsRequest {
+    return SearchToolsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SearchToolsRequest>): SearchToolsRequest {
+    const message = createBaseSearchToolsRequest();
+    message.query = object.query ?? "";
+    message.limit = object.limit ?? 0;
+    message.servers = object.servers?.map((e) => e) || [];
+    message.hints = (object.hints !== undefined && object.hints !== null)
+      ? ToolHintFilter.fromPartial(object.hints)
+      : undefined;
+    message.nameGlob = object.nameGlob ?? "";
+    message.schemaFormat = object.schemaFormat ?? 0;
+    return message;
+  },
+};
+
+function createBaseToolHintFilter(): ToolHintFilter {
+  return { readOnly: undefined, destructive: undefined, idempotent: undefined, openWorld: undefined };
+}
+
+export const ToolHintFilter: MessageFns<ToolHintFilter> = {
+  encode(message: ToolHintFilter, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.readOnly !== undefined) {
+      writer.uint32(8).bool(message.readOnly);
+    }
+    if (message.destructive !== undefined) {
+      writer.uint32(16).bool(message.destructive);
+    }
+    if (message.idempotent !== undefined) {
+      writer.uint32(24).bool(message.idempotent);
+    }
+    if (message.openWorld !== undefined) {
+      writer.uint32(32).bool(message.openWorld);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolHintFilter {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolHintFilter();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.readOnly = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.destructive = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.idempotent = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.openWorld = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ToolHintFilter>): ToolHintFilter {
+    return ToolHintFilter.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ToolHintFilter>): ToolHintFilter {
+    const message = createBaseToolHintFilter();
+    message.readOnly = object.readOnly ?? undefined;
+    message.destructive = object.destructive ?? undefined;
+    message.idempotent = object.idempotent ?? undefined;
+    message.openWorld = object.openWorld ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSearchToolsResponse(): SearchToolsResponse {
+  return { results: [], revision: "" };
+}
+
+export const SearchToolsResponse: MessageFns<SearchToolsResponse> = {
+  encode(message: SearchToolsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.results) {
+      SearchResult.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.revision !== "") {
+      writer.uint32(18).string(message.revision);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SearchToolsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSearchToolsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.results.push(SearchResult.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.revision = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<SearchToolsResponse>): SearchToolsResponse {
+    return SearchToolsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SearchToolsResponse>): SearchToolsResponse {
+    const message = createBaseSearchToolsResponse();
+    message.results = object.results?.map((e) => SearchResult.fromPartial(e)) || [];
+    message.revision = object.revision ?? "";
+    return message;
+  },
+};
+
+function createBaseSearchResult(): SearchResult {
+  return { tool: undefined, score: 0 };
+}
+
+export const SearchResult: MessageFns<SearchResult> = {
+  encode(message: SearchResult, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.tool !== undefined) {
+      Tool.encode(message.tool, writer.uint32(10).fork()).join();
+    }
+    if (message.score !== 0) {
+      writer.uint32(17).double(message.score);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SearchResult {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSearchResult();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tool = Tool.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.score = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<SearchResult>): SearchResult {
+    return SearchResult.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SearchResult>): SearchResult {
+    const message = createBaseSearchResult();
+    message.tool = (object.tool !== undefined && object.tool !== null) ? Tool.fromPartial(object.tool) : undefined;
+    message.score = object.score ?? 0;
     return message;
   },
 };
@@ -5619,6 +6038,25 @@ export const ToolServiceService = {
     responseDeserialize: (value: Buffer): ListServersResponse => ListServersResponse.decode(value),
   },
   /**
+   * SearchTools ranks the catalog's tools against a free-text query and
+   * returns the best, each with its full definition. Only the tools the
+   * caller may see are searched; the ranking is deterministic for a catalog
+   * revision (every replica with the same catalog answers the same). Errors
+   * follow the table above: REQUEST_INVALID names the field (query, limit,
+   * name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+   * RATE_LIMITED when the principal is over its rate limit (a search counts
+   * like a call). docs/search.md describes the ranking.
+   */
+  searchTools: {
+    path: "/toolsvc.v1.ToolService/SearchTools" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SearchToolsRequest): Buffer => Buffer.from(SearchToolsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SearchToolsRequest => SearchToolsRequest.decode(value),
+    responseSerialize: (value: SearchToolsResponse): Buffer => Buffer.from(SearchToolsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): SearchToolsResponse => SearchToolsResponse.decode(value),
+  },
+  /**
    * ListResources returns one page of the resources every upstream lists,
    * sorted by server, then URI.
    */
@@ -5722,6 +6160,17 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
   watchCatalog: handleServerStreamingCall<WatchCatalogRequest, WatchCatalogResponse>;
   /** ListServers reports every configured upstream and its state. */
   listServers: handleUnaryCall<ListServersRequest, ListServersResponse>;
+  /**
+   * SearchTools ranks the catalog's tools against a free-text query and
+   * returns the best, each with its full definition. Only the tools the
+   * caller may see are searched; the ranking is deterministic for a catalog
+   * revision (every replica with the same catalog answers the same). Errors
+   * follow the table above: REQUEST_INVALID names the field (query, limit,
+   * name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+   * RATE_LIMITED when the principal is over its rate limit (a search counts
+   * like a call). docs/search.md describes the ranking.
+   */
+  searchTools: handleUnaryCall<SearchToolsRequest, SearchToolsResponse>;
   /**
    * ListResources returns one page of the resources every upstream lists,
    * sorted by server, then URI.
@@ -5829,6 +6278,31 @@ export interface ToolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ListServersResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * SearchTools ranks the catalog's tools against a free-text query and
+   * returns the best, each with its full definition. Only the tools the
+   * caller may see are searched; the ranking is deterministic for a catalog
+   * revision (every replica with the same catalog answers the same). Errors
+   * follow the table above: REQUEST_INVALID names the field (query, limit,
+   * name_glob, schema_format), SERVER_NOT_FOUND an unknown servers[i];
+   * RATE_LIMITED when the principal is over its rate limit (a search counts
+   * like a call). docs/search.md describes the ranking.
+   */
+  searchTools(
+    request: SearchToolsRequest,
+    callback: (error: ServiceError | null, response: SearchToolsResponse) => void,
+  ): ClientUnaryCall;
+  searchTools(
+    request: SearchToolsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: SearchToolsResponse) => void,
+  ): ClientUnaryCall;
+  searchTools(
+    request: SearchToolsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: SearchToolsResponse) => void,
   ): ClientUnaryCall;
   /**
    * ListResources returns one page of the resources every upstream lists,
