@@ -41,7 +41,11 @@ def install(s, work):
         venv = os.path.join(d, "venv")
         uv = os.environ.get("UV") or shutil.which("uv")
         spec = ["%s==%s" % (s["package"], s["version"])] + s.get("extra_packages", [])
-        py = s.get("python", "")
+        py = s.get("python", "")  # e.g. "3.13": a pyenv build if there is one, else whatever uv finds by that name
+        if py:
+            import glob
+            hits = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/%s*/bin/python3" % py)))
+            py = hits[-1] if hits else (shutil.which("python" + py) or py)
         if uv:
             if not os.path.exists(venv):
                 sh([uv, "venv", "-q"] + (["--python", py] if py else []) + [venv], log)
