@@ -38,19 +38,26 @@ current() { # name version
   [[ -x "$BIN/$1" && -f "$BIN/.$1.version" && "$(cat "$BIN/.$1.version")" == "$2" ]]
 }
 
-# build name version dir package: go build package in the throwaway module
-# dir into .bin/name, then stamp it. CGO off: static binaries, as upstream
-# releases them.
+# build name version dir package [ldflags]: go build package in the throwaway
+# module dir into .bin/name, then stamp it. CGO off: static binaries, as
+# upstream releases them.
 build() {
-  local name=$1 version=$2 dir=$3 pkg=$4 start=$SECONDS
+  local name=$1 version=$2 dir=$3 pkg=$4 ldflags=${5:-} start=$SECONDS
   echo "building $name $version from the Go module proxy (a cold build takes minutes)" >&2
-  (cd "$dir" && GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$BIN/$name.tmp" "$pkg")
+  (cd "$dir" && GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$BIN/$name.tmp" "$pkg")
   mv "$BIN/$name.tmp" "$BIN/$name"
   echo "$version" >"$BIN/.$name.version"
   echo "built $name $version in $((SECONDS - start)) s" >&2
 }
 
-if ! current kube-apiserver "$KUBERNETES_VERSION"; then
+# The binary reports its version (kube-apiserver --version, /version) from
+# these, as a release build's hack/lib/version.sh sets them; the stamp names
+# the build recipe too, so changing it rebuilds.
+minor=${KUBERNETES_VERSION#v1.}
+minor=${minor%%.*}
+KUBE_LDFLAGS="-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+KUBE_STAMP="$KUBERNETES_VERSION (version ldflags)"
+if ! current kube-apiserver "$KUBE_STAMP"; then
   dir="$CACHE/kube-apiserver-$KUBERNETES_VERSION"
   mkdir -p "$dir"
   {
@@ -64,7 +71,7 @@ if ! current kube-apiserver "$KUBERNETES_VERSION"; then
     for m in "${STAGING[@]}"; do echo "	k8s.io/$m => k8s.io/$m $STAGING_VERSION"; done
     echo ")"
   } >"$dir/go.mod"
-  build kube-apiserver "$KUBERNETES_VERSION" "$dir" k8s.io/kubernetes/cmd/kube-apiserver
+  build kube-apiserver "$KUBE_STAMP" "$dir" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_LDFLAGS"
 fi
 
 if ! current etcd "$ETCD_VERSION"; then
