@@ -70,9 +70,9 @@ func Start(t testing.TB) *Env {
 	t.Helper()
 	SkipIfUnavailable(t)
 	env := &envtest.Environment{
-		BinaryAssetsDirectory: BinDir(),
-		CRDDirectoryPaths:     []string{filepath.Join(root(), "kubediscovery", "testdata")},
-		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory:    BinDir(),
+		CRDDirectoryPaths:        []string{filepath.Join(root(), "kubediscovery", "testdata")},
+		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: 60 * time.Second,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
