@@ -164,6 +164,27 @@ func TestKubernetesDiscoveryReplicas(t *testing.T) {
 		return revs[0] == revs[1] && revs[1] == revs[2]
 	})
 
+	// A file reload (a server added) keeps the discovered servers: the
+	// reload merges the latest snapshot.
+	c2 := c
+	c2.Servers = servers{"tools.clash": goHTTP(upURL, upstream{}), "extra": goHTTP(upURL, upstream{})}
+	writeConfig(t, reps[0].configPath, c2.String())
+	eventually(t, 20*time.Second, "the reloaded file's extra server", func() bool {
+		tools, _ := listAll(t, ctx, reps[0].client, 100)
+		return hasServerTool(tools, "extra")
+	})
+	if tools, _ := listAll(t, ctx, reps[0].client, 100); !hasServerTool(tools, "tools.files") || !hasServerTool(tools, "tools.search") {
+		t.Fatalf("after a file reload: the discovered servers are gone: %v", tools)
+	}
+	if st := serverStatus(t, ctx, reps[0].client, "kubernetes:services/tools/clash"); !strings.Contains(st.GetLastError(), "taken by the configuration file") {
+		t.Errorf("after a file reload: the clash's reason is %q", st.GetLastError())
+	}
+	writeConfig(t, reps[0].configPath, c.String()) // back to the others' file, for equal revisions below
+	eventually(t, 20*time.Second, "the extra server removed again", func() bool {
+		tools, _ := listAll(t, ctx, reps[0].client, 100)
+		return !hasServerTool(tools, "extra")
+	})
+
 	// The API server restarted under the replicas: nothing is lost, and
 	// discovery goes on.
 	env.StopAPIServer(t)

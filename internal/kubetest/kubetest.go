@@ -14,16 +14,23 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
+
+var quietOnce sync.Once
 
 // Env is a running API server with etcd.
 type Env struct {
@@ -69,6 +76,7 @@ func SkipIfUnavailable(t testing.TB) {
 func Start(t testing.TB) *Env {
 	t.Helper()
 	SkipIfUnavailable(t)
+	quietOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) }) // envtest's own progress lines
 	env := &envtest.Environment{
 		BinaryAssetsDirectory:    BinDir(),
 		CRDDirectoryPaths:        []string{filepath.Join(root(), "kubediscovery", "testdata")},
@@ -91,7 +99,68 @@ func Start(t testing.TB) *Env {
 	})
 	e.Kube = kubernetes.NewForConfigOrDie(cfg)
 	e.Dyn = dynamic.NewForConfigOrDie(cfg)
+	e.warmWatch(t)
 	return e
+}
+
+// mcpServers is the CRD's resource (kubediscovery.MCPServerResource; not
+// imported: kubediscovery's own tests import this package).
+var mcpServers = schema.GroupVersionResource{Group: "mcp.x-k8s.io", Version: "v1beta1", Resource: "mcpservers"}
+
+// warmWatch waits until a watch on MCPServers from a list's resource
+// version delivers a new object. The CRD was installed a moment ago, and
+// until the API server's watch cache for it has caught up, a watch from a
+// fresh list can be held back (a client retries after a backoff): an
+// installation where the CRD has existed for long does not see that, so
+// the tests' deadlines start from a warm API server.
+func (e *Env) warmWatch(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res := e.Dyn.Resource(mcpServers).Namespace("default")
+	for ctx.Err() == nil {
+		list, err := res.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		w, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		probe := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "mcp.x-k8s.io/v1beta1", "kind": "MCPServer",
+			"metadata": map[string]any{"generateName": "warm-"}, "spec": map[string]any{}}}
+		created, err := res.Create(ctx, probe, metav1.CreateOptions{})
+		if err != nil {
+			w.Stop()
+			t.Fatalf("warm-up MCPServer: %v", err)
+		}
+		seen := false
+		timer := time.NewTimer(5 * time.Second)
+	wait:
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break wait
+				}
+				if o, isObj := ev.Object.(*unstructured.Unstructured); isObj && o.GetName() == created.GetName() {
+					seen = true
+					break wait
+				}
+			case <-timer.C:
+				break wait
+			}
+		}
+		timer.Stop()
+		w.Stop()
+		_ = res.Delete(ctx, created.GetName(), metav1.DeleteOptions{})
+		if seen {
+			return
+		}
+	}
+	t.Fatalf("the API server never delivered an MCPServer watch event")
 }
 
 // StopAPIServer stops kube-apiserver (etcd keeps running): SIGTERM, then
