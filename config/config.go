@@ -24,6 +24,9 @@ type Config struct {
 	Bridge mcpbridge.Config
 	// Auth is the "auth" section (nil when absent: no authentication).
 	Auth *Auth
+	// Kubernetes is the "kubernetes" section (nil when absent: no
+	// discovery; kubernetes.go).
+	Kubernetes *Kubernetes
 	// Warnings are non-fatal findings (unknown keys, disabled servers).
 	Warnings []string
 }
@@ -139,6 +142,7 @@ type RateLimit struct {
 
 type fileJSON struct {
 	Auth            json.RawMessage            `json:"auth"`
+	Kubernetes      json.RawMessage            `json:"kubernetes"`
 	MCPServers      map[string]json.RawMessage `json:"mcpServers"`
 	Servers         map[string]json.RawMessage `json:"servers"`
 	StartupTimeout  Duration                   `json:"startupTimeout"`
@@ -231,6 +235,9 @@ func Parse(file string, data []byte) (*Config, error) {
 		return nil, probs
 	}
 	f := p.decodeTopLevel(top)
+	if len(f.Kubernetes) > 0 && string(f.Kubernetes) != "null" {
+		p.cfg.Kubernetes = parseKubernetes(f.Kubernetes, func(field, format string, args ...any) { p.add("", "kubernetes"+field, format, args...) })
+	}
 	servers := p.serverSet(&f)
 	// Every reference of the file draws on one budget (MaxResolvedBytes),
 	// and no problem text shows what a reference resolved to.
@@ -344,8 +351,8 @@ func (p *parser) serverSet(f *fileJSON) map[string]json.RawMessage {
 	if servers == nil {
 		servers = f.Servers
 	}
-	if servers == nil {
-		p.add("", "mcpServers", "required: an object mapping server names to their settings")
+	if servers == nil && p.cfg.Kubernetes == nil {
+		p.add("", "mcpServers", "required: an object mapping server names to their settings (or a \"kubernetes\" section that discovers them)")
 	}
 	return servers
 }

@@ -65,6 +65,8 @@ type Bridge struct {
 	// supervisor's stop and the new one's start they are in no ups, yet
 	// still configured, so a call meets UNAVAILABLE, not NOT_FOUND.
 	restarting map[string]bool
+	// refused are Config.Refused, sorted by name (Servers reports them).
+	refused []RefusedServer
 
 	reconfigMu sync.Mutex // serialises Reconfigure
 
@@ -115,6 +117,7 @@ func New(cfg Config) (*Bridge, error) {
 		resources: NewResourceCatalog(),
 		ups:       map[string]*upstream{},
 		ready:     make(chan struct{}),
+		refused:   sortedRefused(cfg.Refused),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.pending.Store(int64(len(servers)))
@@ -231,6 +234,7 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 		b.startLocked(want[name], false)
 		delete(b.restarting, name)
 	}
+	b.refused = sortedRefused(cfg.Refused)
 	b.mu.Unlock()
 	b.log.Info("reconfigured", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
 	return res, nil
@@ -332,18 +336,30 @@ func (b *Bridge) upstream(name string) (*upstream, error) {
 	return u, nil
 }
 
-// Servers reports every upstream, sorted by name.
+// Servers reports every upstream, sorted by name, then every refused
+// server (Config.Refused) as down with its reason as the last error.
 func (b *Bridge) Servers() []ServerStatus {
 	b.mu.RLock()
 	ups := make([]*upstream, 0, len(b.names))
 	for _, name := range b.names {
 		ups = append(ups, b.ups[name])
 	}
+	refused := b.refused
 	b.mu.RUnlock()
-	out := make([]ServerStatus, 0, len(ups))
+	out := make([]ServerStatus, 0, len(ups)+len(refused))
 	for _, u := range ups {
 		out = append(out, u.statusSnapshot())
 	}
+	for _, r := range refused {
+		out = append(out, ServerStatus{Name: r.Name, State: StateDown, LastError: r.Reason})
+	}
+	return out
+}
+
+// sortedRefused copies refused, sorted by name.
+func sortedRefused(refused []RefusedServer) []RefusedServer {
+	out := slices.Clone(refused)
+	slices.SortFunc(out, func(a, b RefusedServer) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -377,3 +377,26 @@ func TestUnlistedServerToolIsUnavailable(t *testing.T) {
 		t.Fatalf("Resolve(other__x) = %v, want ErrToolNotFound", err)
 	}
 }
+
+// TestRefusedServersReported: Config.Refused appear in Servers as down with
+// their reason, after New and after each Reconfigure, and run nothing.
+func TestRefusedServersReported(t *testing.T) {
+	b, err := New(Config{Refused: []RefusedServer{{Name: "kubernetes:services/b/x", Reason: "two"}, {Name: "kubernetes:mcpservers/a/y", Reason: "one"}}})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer b.Close()
+	got := b.Servers()
+	if len(got) != 2 || got[0].Name != "kubernetes:mcpservers/a/y" || got[0].State != StateDown || got[0].LastError != "one" || got[1].LastError != "two" {
+		t.Fatalf("Servers() = %+v, want the two refused servers sorted, down, with their reasons", got)
+	}
+	if _, err := b.Server("kubernetes:mcpservers/a/y"); err == nil {
+		t.Errorf("Server(refused) = nil error, want not found (a refused server is no upstream)")
+	}
+	if _, err := b.Reconfigure(Config{}); err != nil {
+		t.Fatalf("Reconfigure: %v", err)
+	}
+	if got := b.Servers(); len(got) != 0 {
+		t.Errorf("Servers() after a Reconfigure without refusals = %+v, want none", got)
+	}
+}

@@ -232,6 +232,23 @@ type Config struct {
 	// ListTools page that no client accepts (refresh.go). 0:
 	// DefaultMaxToolBytes. Reconfigure keeps the value New was given.
 	MaxToolBytes int
+	// Refused are servers the configuration names but toolsvc does not run
+	// (a discovered Kubernetes object whose name a file server holds, one
+	// whose settings are invalid, a discovery source that cannot list): each
+	// is reported by Servers as down, with its reason as the last error, so
+	// ListServers says why it is missing. They have no upstream and no tools.
+	Refused []RefusedServer
+}
+
+// RefusedServer is a server the configuration names but toolsvc does not
+// run (Config.Refused).
+type RefusedServer struct {
+	// Name is what Servers reports it as: the object it came from (e.g.
+	// "kubernetes:mcpservers/tools/search"), not a server name, so it never
+	// shadows a running upstream.
+	Name string
+	// Reason says why it does not run, without secrets.
+	Reason string
 }
 
 // Observer receives events for metrics. Its methods must be fast and must

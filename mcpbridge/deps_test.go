@@ -8,7 +8,9 @@ import (
 )
 
 // TestLayering enforces the dependency direction (docs/upstream-behaviour.md
-// §5): mcpbridge never imports gRPC or the generated API.
+// §5): mcpbridge never imports gRPC or the generated API, nor client-go
+// (Kubernetes discovery is kubediscovery's, which hands the bridge plain
+// ServerConfigs).
 func TestLayering(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "./...").Output()
@@ -17,8 +19,8 @@ func TestLayering(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.HasPrefix(dep, "google.golang.org/grpc") || strings.Contains(dep, "/toolsvc/gen/") ||
-			strings.HasSuffix(dep, "/toolsvc/service") {
-			t.Errorf("mcpbridge depends on %s; it must not import gRPC, gen/ or service", dep)
+			strings.HasSuffix(dep, "/toolsvc/service") || strings.HasPrefix(dep, "k8s.io/") || strings.Contains(dep, "/toolsvc/kubediscovery") {
+			t.Errorf("mcpbridge depends on %s; it must not import gRPC, gen/, service, client-go or kubediscovery", dep)
 		}
 	}
 }

@@ -76,4 +76,16 @@ if "$BIN/helm" template toolsvc "$CHART" --set terminationGracePeriodSeconds=5 >
   echo "k8s-check: helm template accepted a grace period shorter than the drain bound" >&2
   exit 1
 fi
+# Discovery's RBAC: list and watch only, on exactly the enabled sources.
+rbac=$("$BIN/helm" template toolsvc "$CHART" --namespace tools -f "$CHART/ci/kubernetes-cluster-values.yaml" --show-only templates/rbac.yaml)
+verbs=$(grep -E '^ *- (get|list|watch|create|update|patch|delete|deletecollection|"\*")$' <<<"$rbac" | tr -d ' -' | sort -u | tr '\n' ' ')
+if [[ "$verbs" != "list watch " ]] || grep -q services <<<"$rbac" || ! grep -q mcpservers <<<"$rbac" || ! grep -q 'kind: ClusterRole$' <<<"$rbac"; then
+  echo "k8s-check: discovery RBAC is not list/watch on mcpservers alone (verbs: $verbs):" >&2
+  echo "$rbac" >&2
+  exit 1
+fi
+if "$BIN/helm" template toolsvc "$CHART" --set kubernetes.enabled=true --set 'kubernetes.sources={pods}' >/dev/null 2>&1; then
+  echo "k8s-check: helm template accepted kubernetes.sources=[pods]" >&2
+  exit 1
+fi
 echo "k8s-check: chart valid against Kubernetes $K8S_VERSION schemas" >&2

@@ -5,6 +5,10 @@
 #     for the Python client: scripts/interop-deps.sh),
 #   - fails if gen/ drifts from proto/, if buf lint or gofmt complain,
 #   - validates the Helm chart offline (scripts/k8s-check.sh),
+#   - builds the pinned kube-apiserver and etcd from the Go module proxy into
+#     .bin/ (scripts/kube-bins.sh; a no-op once built) for the tests against a
+#     real API server (kubediscovery/, tests/kube_test.go), which then must
+#     run (TOOLSVC_KUBE_TESTS=1: missing binaries fail them, not skip),
 #   - runs every Go test under -race (goleak checks in each package),
 #   - type-checks, installs and tests the Python client package
 #     (scripts/test-python.sh; full runs only).
@@ -24,6 +28,8 @@ scripts/interop-deps.sh
 
 scripts/gen.sh --check
 scripts/k8s-check.sh   # Helm chart: helm lint/template + kubeconform against offline schemas
+scripts/kube-bins.sh   # kube-apiserver + etcd for the API-server tests (cold: ~14 min, then cached)
+export TOOLSVC_KUBE_TESTS=1
 
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [[ -n "$unformatted" ]]; then

@@ -17,6 +17,7 @@ import (
 // out, so a field not set is absent from the file (its default applies).
 type cfg struct {
 	Auth            *authCfg            `json:"auth,omitempty"`
+	Kubernetes      *kubeCfg            `json:"kubernetes,omitempty"`
 	Servers         map[string]upstream `json:"mcpServers"`
 	StartupTimeout  string              `json:"startupTimeout,omitempty"`
 	ConnectTimeout  string              `json:"connectTimeout,omitempty"`
@@ -25,6 +26,17 @@ type cfg struct {
 	RefreshInterval string              `json:"refreshInterval,omitempty"`
 	PingInterval    string              `json:"pingInterval,omitempty"`
 	PingTimeout     string              `json:"pingTimeout,omitempty"`
+}
+
+// kubeCfg is the "kubernetes" section (config.Kubernetes).
+type kubeCfg struct {
+	Sources       []string `json:"sources"`
+	Namespaces    []string `json:"namespaces,omitempty"`
+	LabelSelector string   `json:"labelSelector,omitempty"`
+	Kubeconfig    string   `json:"kubeconfig,omitempty"`
+	Resync        string   `json:"resync,omitempty"`
+	Debounce      string   `json:"debounce,omitempty"`
+	ClusterDomain string   `json:"clusterDomain,omitempty"`
 }
 
 // servers is cfg.Servers: upstream name → its settings.
@@ -208,6 +220,8 @@ func TestConfigBuilderSchema(t *testing.T) {
 		Auth: &authCfg{Tokens: map[string]string{"alice": "tok-alice-0123456789"}, JWT: testJWT(filepath.Join(t.TempDir(), "jwks.json")),
 			Admins: []string{"alice"}, Rules: []rule{{Principal: "alice", Allow: []string{"*"}, Deny: []string{"x"}}},
 			Audit: &audit{Enabled: &yes, Arguments: true}, RateLimits: []config.RateLimit{{Principal: "*", CallsPerSecond: 1, Burst: 2, MaxConcurrent: 1}}},
+		Kubernetes: &kubeCfg{Sources: []string{"mcpservers", "services"}, Namespaces: []string{"tools"}, LabelSelector: "a=b",
+			Kubeconfig: "/k", Resync: "1h", Debounce: "50ms", ClusterDomain: "cluster.local"},
 		Servers: servers{"all": all, "remote": remote, "bare": {Command: "x", BareNames: true}}}
 	if err := os.WriteFile(c.Auth.JWT.JWKSFile, []byte(`{"keys": []}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/kubediscovery"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
 	"github.com/toolsvc/toolsvc/service/core"
@@ -41,7 +44,16 @@ type configManager struct {
 	// a reload adds are not added: that would restart every upstream.
 	secrets []string
 
-	reloadMu sync.Mutex // serialises reloads
+	// kube is Kubernetes discovery (nil without a kubernetes section):
+	// every reload merges its latest snapshot with the file's servers, and
+	// each of its snapshots is merged with the file's last applied servers
+	// (fileCfg), one configuration through the bridge's Reconfigure.
+	kube        *kubeDiscovery
+	kubeSection *config.Kubernetes
+	fileCfg     mcpbridge.Config // guarded by reloadMu
+	refusedLog  map[string]string
+
+	reloadMu sync.Mutex // serialises reloads and discovery's applies
 	mu       sync.Mutex // guards status and lastHash
 	status   service.ConfigStatus
 	lastHash [32]byte
@@ -94,10 +106,17 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 		authConf, authDone, err = m.prepareAuth(c)
 	}
 	var res mcpbridge.ReconfigureResult
+	var refused []mcpbridge.RefusedServer
 	if err == nil {
 		next := c.Bridge
 		next.Servers = withSecrets(next.Servers, m.secrets)
-		res, err = m.bridge.Reconfigure(next)
+		file := next
+		if m.kube != nil {
+			next = mergeDiscovered(next, m.kube.snapshot(), m.secrets)
+		}
+		if res, err = m.bridge.Reconfigure(next); err == nil {
+			m.fileCfg, refused = file, next.Refused
+		}
 	}
 	if err == nil && c.Auth != nil && m.svc != nil {
 		err = m.svc.SetAuth(authConf)
@@ -128,8 +147,12 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	m.status.LastReloadError = ""
 	m.status.Loaded = now
 	m.status.Warnings = c.Warnings
+	if !reflect.DeepEqual(c.Kubernetes, m.kubeSection) {
+		m.status.Warnings = append(slices.Clone(c.Warnings), m.path+": the kubernetes section changed; it takes effect on restart")
+	}
 	m.status.Added, m.status.Removed, m.status.Restarted = res.Added, res.Removed, res.Restarted
-	for _, w := range c.Warnings {
+	m.logRefused(refused)
+	for _, w := range m.status.Warnings {
 		m.log.Warn(w)
 	}
 	if c.Auth != nil {
@@ -139,6 +162,40 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	}
 	m.log.Info("config reloaded", "trigger", trigger, "added", res.Added, "removed", res.Removed, "restarted", res.Restarted)
 	return m.status
+}
+
+// applyDiscovered merges a discovery snapshot with the file's servers last
+// applied and reconfigures the bridge (the same validation and Reconfigure
+// as a file reload). A merged configuration the bridge refuses leaves the
+// running one.
+func (m *configManager) applyDiscovered(snap kubediscovery.Snapshot) {
+	m.reloadMu.Lock()
+	defer m.reloadMu.Unlock()
+	next := mergeDiscovered(m.fileCfg, snap, m.secrets)
+	res, err := m.bridge.Reconfigure(next)
+	if err != nil {
+		m.log.Error("kubernetes discovery: the merged configuration was refused; keeping the running one", "error", err)
+		return
+	}
+	m.mu.Lock()
+	m.logRefused(next.Refused)
+	m.mu.Unlock()
+	if len(res.Added)+len(res.Removed)+len(res.Restarted) > 0 {
+		m.log.Info("kubernetes discovery applied", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))
+	}
+}
+
+// logRefused logs each refused server whose reason is new, once (m.mu
+// held).
+func (m *configManager) logRefused(refused []mcpbridge.RefusedServer) {
+	seen := make(map[string]string, len(refused))
+	for _, r := range refused {
+		seen[r.Name] = r.Reason
+		if m.refusedLog[r.Name] != r.Reason {
+			m.log.Warn("kubernetes discovery: not an upstream", "object", r.Name, "reason", r.Reason)
+		}
+	}
+	m.refusedLog = seen
 }
 
 // prepareAuth builds the auth configuration of c, or says why it cannot

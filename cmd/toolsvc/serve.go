@@ -56,13 +56,23 @@ func runServe(ctx context.Context, args []string) error {
 	// One tool must fit, with room to spare, in a watch event part and a
 	// ListTools page (both at most the response limit).
 	bcfg.MaxToolBytes = max(1, min(mcpbridge.DefaultMaxToolBytes, f.maxResp/4))
-	sv := &serving{f: f, log: log, reg: reg, sec: sec, metrics: metrics, stats: statsHandler}
+	sv := &serving{f: f, log: log, reg: reg, sec: sec, metrics: metrics, stats: statsHandler, fileCfg: bcfg}
+	if loaded != nil && loaded.Kubernetes != nil {
+		if sv.kube, err = startKubeDiscovery(ctx, f.kubeconfig, loaded.Kubernetes, log); err != nil {
+			return err
+		}
+		defer sv.kube.stop()
+		bcfg = mergeDiscovered(bcfg, sv.kube.snapshot(), authSecrets(loaded))
+	}
 	if err := sv.start(ctx, bcfg, loaded, cfgData); err != nil {
 		return err
 	}
 	defer sv.bridge.Close()
 	if sv.front != nil {
 		defer sv.front.close()
+	}
+	if sv.kube != nil {
+		defer sv.kube.stop() // before the bridge closes
 	}
 	return sv.run(ctx)
 }

@@ -42,6 +42,7 @@ type serveFlags struct {
 	mcpPageSize, mcpMaxSessions, mcpMaxPerPrincipal   int
 	mcpSessionTimeout, mcpBodyTimeout                 time.Duration
 	addrFile, otlp                                    string
+	kubeconfig                                        string
 }
 
 // parseServeFlags parses and checks serve's flags; a bad command line is
@@ -74,6 +75,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.DurationVar(&f.mcpBodyTimeout, "mcp-body-timeout", mcpfront.DefaultBodyTimeout, "time an MCP front-door request body may take to arrive (HTTP 408 and the connection closed past it); headers: 10s")
 	fs.StringVar(&f.addrFile, "addr-file", "", "once listening, write the bound addresses to this file as JSON {\"grpc\", \"admin\", \"mcp\"} (written whole, by rename; for callers that pass port 0)")
 	fs.StringVar(&f.otlp, "otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for the config's kubernetes section, outside a cluster (default: the section's kubeconfig, else in-cluster credentials)")
 	if err := fs.Parse(args); err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
@@ -178,6 +180,8 @@ type serving struct {
 	stats   stats.Handler
 
 	bridge    *mcpbridge.Bridge
+	kube      *kubeDiscovery   // nil without a kubernetes section
+	fileCfg   mcpbridge.Config // the file's servers, before discovery's are merged
 	svc       *service.Server
 	cfgMgr    *configManager
 	front     *mcpFront
@@ -249,6 +253,10 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 	sv.svc = service.New(sv.bridge, opts)
 	if sv.cfgMgr != nil {
 		sv.cfgMgr.svc = sv.svc // reloads start once serving (start)
+		sv.cfgMgr.kube, sv.cfgMgr.kubeSection, sv.cfgMgr.fileCfg = sv.kube, loaded.Kubernetes, sv.fileCfg
+		if sv.kube != nil {
+			sv.kube.attach(sv.cfgMgr.applyDiscovered)
+		}
 	}
 }
 
