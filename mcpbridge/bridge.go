@@ -372,6 +372,24 @@ func (b *Bridge) Server(name string) (ServerStatus, error) {
 	return u.statusSnapshot(), nil
 }
 
+// Instructions are the instructions the server's current session sent
+// in its initialize result ("" without a session or instructions); tool
+// search indexes them with the server's tools.
+func (b *Bridge) Instructions(name string) string {
+	u, err := b.upstream(name)
+	if err != nil {
+		return ""
+	}
+	s := u.sess.Load()
+	if s == nil {
+		return ""
+	}
+	if ir := s.cs.InitializeResult(); ir != nil {
+		return ir.Instructions
+	}
+	return ""
+}
+
 // Refresh re-lists one server's tools now and waits for the result.
 func (b *Bridge) Refresh(ctx context.Context, name string) (ServerStatus, error) {
 	u, err := b.upstream(name)

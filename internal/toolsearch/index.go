@@ -42,7 +42,8 @@ const (
 	FieldDescription              // its description
 	FieldParams                   // its parameters' names, titles and descriptions
 	FieldServer                   // the server's name
-	numFields
+	// NumFields is the number of fields.
+	NumFields
 )
 
 // Doc is one tool's text.
@@ -53,7 +54,7 @@ type Doc[T any] struct {
 	// Value is returned with the document's hits.
 	Value T
 	// Text is the document's text by field.
-	Text [numFields]string
+	Text [NumFields]string
 	// Server names the document's server; Instructions are that server's
 	// instructions (the same for every document of the server), indexed once
 	// per server.
@@ -64,8 +65,8 @@ type Doc[T any] struct {
 // Options tune the ranking. The zero value takes the defaults (Defaults).
 type Options struct {
 	// Weight and B are BM25F's per-field weight and length normalisation.
-	Weight [numFields]float64
-	B      [numFields]float64
+	Weight [NumFields]float64
+	B      [NumFields]float64
 	// K1 is BM25's term-frequency saturation.
 	K1 float64
 	// ExpansionWeight is the weight of a query term's synonyms relative to
@@ -84,8 +85,8 @@ type Options struct {
 // Defaults are the options tuned on the retrieval eval (docs/search.md).
 func Defaults() Options {
 	return Options{
-		Weight:             [numFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5},
-		B:                  [numFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 0.75, FieldParams: 0.75, FieldServer: 0},
+		Weight:             [NumFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5},
+		B:                  [NumFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 0.75, FieldParams: 0.75, FieldServer: 0},
 		K1:                 1.2,
 		ExpansionWeight:    0.35,
 		InstructionsWeight: 0.3,
@@ -97,7 +98,7 @@ func Defaults() Options {
 // field (saturating at 255: BM25 saturates long before).
 type posting struct {
 	doc uint32
-	tf  [numFields]uint8
+	tf  [NumFields]uint8
 }
 
 // termRef records where a document's entry sits in a term's posting list,
@@ -111,7 +112,7 @@ type docEntry[T any] struct {
 	key    string
 	value  T
 	server string
-	lens   [numFields]uint16 // terms per field (saturating)
+	lens   [NumFields]uint16 // terms per field (saturating)
 	terms  []termRef
 }
 
@@ -136,7 +137,7 @@ type Index[T any] struct {
 	freeDoc  []uint32
 	byKey    map[string]uint32
 	live     int
-	lenSum   [numFields]uint64 // over live documents
+	lenSum   [NumFields]uint64 // over live documents
 	servers  map[string]*serverEntry
 
 	scratch sync.Pool // *scratch
@@ -161,20 +162,20 @@ func (ix *Index[T]) Len() int {
 // Upsert indexes d, replacing the document with the same key.
 func (ix *Index[T]) Upsert(d Doc[T]) {
 	// Analyse outside the lock: it is the expensive part.
-	var counts map[string]*[numFields]uint8
-	var lens [numFields]uint16
+	var counts map[string]*[NumFields]uint8
+	var lens [NumFields]uint16
 	var order []string // first-seen order: the postings' layout, not the ranking
-	for f := range numFields {
+	for f := range NumFields {
 		analyze(d.Text[f], func(t string) {
 			if lens[f] < math.MaxUint16 {
 				lens[f]++
 			}
 			if counts == nil {
-				counts = make(map[string]*[numFields]uint8, 64)
+				counts = make(map[string]*[NumFields]uint8, 64)
 			}
 			c, ok := counts[t]
 			if !ok {
-				c = new([numFields]uint8)
+				c = new([NumFields]uint8)
 				counts[t] = c
 				order = append(order, t)
 			}
@@ -204,7 +205,7 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 	}
 	ix.byKey[d.Key] = id
 	ix.live++
-	for f := range numFields {
+	for f := range NumFields {
 		ix.lenSum[f] += uint64(lens[f])
 	}
 	s := ix.servers[d.Server]
@@ -256,7 +257,7 @@ func (ix *Index[T]) removeLocked(id uint32) {
 			ix.postings[r.term] = list
 		}
 	}
-	for f := range numFields {
+	for f := range NumFields {
 		ix.lenSum[f] -= uint64(e.lens[f])
 	}
 	if s := ix.servers[e.server]; s != nil {
@@ -398,8 +399,8 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 	sc.touched = sc.touched[:0]
 
 	n := float64(ix.live)
-	var avg [numFields]float64
-	for f := range numFields {
+	var avg [NumFields]float64
+	for f := range NumFields {
 		avg[f] = math.Max(float64(ix.lenSum[f])/n, 1)
 	}
 	o := &ix.opts
@@ -414,7 +415,7 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 		for _, p := range list {
 			e := &ix.docs[p.doc]
 			var tf float64
-			for f := range numFields {
+			for f := range NumFields {
 				if c := p.tf[f]; c > 0 {
 					norm := 1 - o.B[f] + o.B[f]*float64(e.lens[f])/avg[f]
 					tf += o.Weight[f] * float64(c) / norm

@@ -36,7 +36,7 @@ func TestAnalyze(t *testing.T) {
 func doc(server, name, title, desc, params string) Doc[string] {
 	key := server + "__" + name
 	return Doc[string]{Key: key, Value: key, Server: server,
-		Text: [numFields]string{FieldName: name, FieldTitle: title, FieldDescription: desc, FieldParams: params, FieldServer: server}}
+		Text: [NumFields]string{FieldName: name, FieldTitle: title, FieldDescription: desc, FieldParams: params, FieldServer: server}}
 }
 
 func keys(hits []Hit[string]) []string {
@@ -171,7 +171,7 @@ func TestRemoveAll(t *testing.T) {
 	if hits := ix.Search(vocab[0], 5, nil); hits != nil {
 		t.Fatalf("empty index returned %v", hits)
 	}
-	for f := range numFields {
+	for f := range NumFields {
 		if ix.lenSum[f] != 0 {
 			t.Fatalf("field %d length sum %d", f, ix.lenSum[f])
 		}

@@ -25,6 +25,8 @@ type Core struct {
 	// SetAuth.
 	auth   atomic.Pointer[AuthState]
 	authMu sync.Mutex
+	// search is the tool search index (search.go).
+	toolIndex toolIndex
 }
 
 // Paging limits of every listing (page_size on gRPC; the MCP front door

@@ -89,6 +89,18 @@ func (op *Operation) admit(authName, action string) error {
 	return nil
 }
 
+// admitAll takes a slot of the principal's rate limit for an operation
+// over every tool it may see (a search): authorization then applies to
+// each tool the operation returns, not to the operation.
+func (op *Operation) admitAll() error {
+	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
+	if err != nil {
+		return err
+	}
+	op.release = release
+	return nil
+}
+
 // releaseSlot gives the rate-limit slot back early: an operation that
 // goes on without being a call (a subscription that streams).
 func (op *Operation) releaseSlot() {

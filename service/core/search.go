@@ -1,0 +1,229 @@
+package core
+
+import (
+	"context"
+	"log/slog"
+	"path"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolsvc/toolsvc/internal/toolsearch"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// Tool search: one more operation of the engine (operation.go). A search
+// authenticates, takes a slot of the principal's rate limit like a call,
+// ranks only the tools the principal may see, and is observed and audited
+// like every operation (the audit line has the query's length and the
+// number of results, never the query's text: it is the caller's data).
+//
+// The index (internal/toolsearch) follows the catalog: built on the first
+// search (a deployment that never searches pays nothing), then brought to
+// the current snapshot before each search by re-indexing the tools that
+// changed since the snapshot it holds (mcpbridge.Diff): the cost of a
+// catalog change is per changed tool. A search reports the revision of the
+// snapshot its index held, so its ranking is the one every replica
+// computes for that revision.
+
+// OpToolSearch is a SearchTools operation.
+var OpToolSearch = OpKind{method: "tools/search", audit: "tool search"}
+
+// Search limits (the wires' defaults and bounds).
+const (
+	DefaultSearchLimit = 10
+	MaxSearchLimit     = 100
+	MaxQueryBytes      = 1024
+	maxGlobBytes       = 256
+)
+
+// Hints filters tools by their annotations' hints; nil fields do not
+// filter.
+type Hints struct {
+	ReadOnly, Destructive, Idempotent, OpenWorld *bool
+}
+
+// SearchInput is a search request, as a wire parsed it.
+type SearchInput struct {
+	Query    string
+	Limit    int // 0: DefaultSearchLimit
+	Servers  []string
+	Hints    Hints
+	NameGlob string
+	// Field names of the wire, for errors: Query, Limit, NameGlob, Servers
+	// ("" : the gRPC names).
+	QueryField, LimitField, GlobField string
+}
+
+// SearchHit is one ranked tool.
+type SearchHit struct {
+	Tool  *mcpbridge.Tool
+	Score float64
+}
+
+// toolIndex keeps a search index in step with the catalog.
+type toolIndex struct {
+	// mu: searches hold it shared, bringing the index to a new snapshot
+	// exclusively, so a search ranks on exactly the snapshot it reports.
+	mu   sync.RWMutex
+	ix   *toolsearch.Index[*mcpbridge.Tool]
+	snap *mcpbridge.Snapshot // what ix holds
+}
+
+// SearchTools runs a search for the caller of ctx: the hits, best first,
+// and the revision they were ranked on.
+func (s *Core) SearchTools(ctx context.Context, in SearchInput, f Fields) ([]SearchHit, string, *Error) {
+	op, err := s.Begin(ctx, OpToolSearch, f)
+	if err != nil {
+		e := op.Fail(err)
+		op.End(e)
+		return nil, "", e
+	}
+	hits, rev, e := s.search(op, in)
+	op.end(e, false, slog.Int("query_bytes", len(in.Query)), slog.Int("results", len(hits)))
+	return hits, rev, e
+}
+
+func (s *Core) search(op *Operation, in SearchInput) ([]SearchHit, string, *Error) {
+	keep, e := s.searchFilter(op.Context(), in)
+	if e != nil {
+		return nil, "", e
+	}
+	limit, e := PageSize(or(in.LimitField, "limit"), in.Limit, DefaultSearchLimit, MaxSearchLimit)
+	if e != nil {
+		return nil, "", e
+	}
+	if e := op.admitAll(); e != nil {
+		return nil, "", op.Fail(e)
+	}
+	hits, rev := s.searchCurrent(in.Query, limit, keep)
+	out := make([]SearchHit, len(hits))
+	for i, h := range hits {
+		out[i] = SearchHit{Tool: h.Value, Score: h.Score}
+	}
+	return out, rev, nil
+}
+
+// searchCurrent ranks on the current snapshot, bringing the index to it
+// first if the catalog moved; it returns the revision ranked on.
+func (s *Core) searchCurrent(q string, limit int, keep func(*mcpbridge.Tool) bool) ([]toolsearch.Hit[*mcpbridge.Tool], string) {
+	ti := &s.toolIndex
+	ti.mu.RLock()
+	if ti.ix != nil && ti.snap == s.bridge.Catalog().Current() {
+		defer ti.mu.RUnlock()
+		return ti.ix.Search(q, limit, keep), ti.snap.Revision
+	}
+	ti.mu.RUnlock()
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	s.syncIndexLocked()
+	return ti.ix.Search(q, limit, keep), ti.snap.Revision
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// searchFilter checks the request's fields and returns what a result must
+// pass: the principal may see it, and every filter of the request.
+func (s *Core) searchFilter(ctx context.Context, in SearchInput) (func(*mcpbridge.Tool) bool, *Error) {
+	qf := or(in.QueryField, "query")
+	switch {
+	case in.Query == "":
+		return nil, InvalidField(qf, "required")
+	case len(in.Query) > MaxQueryBytes:
+		return nil, InvalidField(qf, "longer than "+itoa(MaxQueryBytes)+" bytes")
+	}
+	gf := or(in.GlobField, "name_glob")
+	if len(in.NameGlob) > maxGlobBytes {
+		return nil, InvalidField(gf, "longer than "+itoa(maxGlobBytes)+" bytes")
+	}
+	if _, err := path.Match(in.NameGlob, ""); err != nil {
+		return nil, InvalidField(gf, "not a glob: "+err.Error())
+	}
+	only, err := s.ServerFilter(in.Servers)
+	if err != nil {
+		return nil, err.(*Error)
+	}
+	allowed := s.AuthOf(ctx).Filter(ctx)
+	glob, h := in.NameGlob, in.Hints
+	return func(t *mcpbridge.Tool) bool {
+		if allowed != nil && !allowed(t.Name) {
+			return false
+		}
+		if only != nil && !only(t.Server) {
+			return false
+		}
+		if glob != "" {
+			if ok, _ := path.Match(glob, t.Name); !ok {
+				return false
+			}
+		}
+		return h.match(t.Annotations)
+	}, nil
+}
+
+// match applies the hint filter with MCP's defaults for unset hints.
+func (h Hints) match(a *mcp.ToolAnnotations) bool {
+	var ro, idem bool
+	destructive, open := true, true
+	if a != nil {
+		ro, idem = a.ReadOnlyHint, a.IdempotentHint
+		if a.DestructiveHint != nil {
+			destructive = *a.DestructiveHint
+		}
+		if a.OpenWorldHint != nil {
+			open = *a.OpenWorldHint
+		}
+	}
+	is := func(want *bool, got bool) bool { return want == nil || *want == got }
+	return is(h.ReadOnly, ro) && is(h.Destructive, destructive) && is(h.Idempotent, idem) && is(h.OpenWorld, open)
+}
+
+// syncIndexLocked brings the index to the current snapshot: the tools
+// that changed since the one it holds are re-indexed. ti.mu is held.
+func (s *Core) syncIndexLocked() {
+	ti := &s.toolIndex
+	cur := s.bridge.Catalog().Current()
+	if ti.ix == nil {
+		ti.ix = toolsearch.New[*mcpbridge.Tool](nil)
+		ti.snap = &mcpbridge.Snapshot{}
+	}
+	if ti.snap == cur {
+		return
+	}
+	upserted, removed := mcpbridge.Diff(ti.snap, cur)
+	for _, name := range removed {
+		ti.ix.Remove(name)
+	}
+	instructions := map[string]string{}
+	for _, t := range upserted {
+		in, ok := instructions[t.Server]
+		if !ok {
+			in = s.bridge.Instructions(t.Server)
+			instructions[t.Server] = in
+		}
+		ti.ix.Upsert(ToolDoc(t, in))
+	}
+	ti.snap = cur
+}
+
+// ToolDoc is the searchable text of a catalog tool.
+func ToolDoc(t *mcpbridge.Tool, instructions string) toolsearch.Doc[*mcpbridge.Tool] {
+	title := t.Title
+	if a := t.Annotations; a != nil && a.Title != "" && a.Title != title {
+		title += "\n" + a.Title
+	}
+	return toolsearch.Doc[*mcpbridge.Tool]{
+		Key: t.Name, Value: t, Server: t.Server, Instructions: instructions,
+		Text: [toolsearch.NumFields]string{
+			toolsearch.FieldName:        t.OriginalName,
+			toolsearch.FieldTitle:       title,
+			toolsearch.FieldDescription: t.Description,
+			toolsearch.FieldParams:      toolsearch.SchemaText(t.InputSchema),
+			toolsearch.FieldServer:      t.Server,
+		},
+	}
+}
