@@ -227,3 +227,10 @@ func ToolDoc(t *mcpbridge.Tool, instructions string) toolsearch.Doc[*mcpbridge.T
 		},
 	}
 }
+
+// SearchDoc is a tool with its server's instructions: what the index
+// holds of it (the eval builds its corpus from these).
+type SearchDoc struct {
+	Tool         *mcpbridge.Tool
+	Instructions string
+}

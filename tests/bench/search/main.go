@@ -1,0 +1,479 @@
+// Command search is toolsvc's tool-search retrieval eval: it ranks a corpus
+// of real MCP servers' tool definitions (tests/bench/testdata/search) for
+// hand-written queries with toolsvc's ranker and with a plain BM25 baseline
+// over the same text, in the same run, and measures the index: search
+// latency at 2,000 and 20,000 tools, memory per tool, and the cost of one
+// changed tool. It prints a table and, last, one line of JSON.
+// docs/search.md explains the figures.
+//
+//	go run ./tests/bench/search            # the full run
+//	go run ./tests/bench/search -h         # flags
+package main
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolsvc/toolsvc/internal/toolsearch"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
+)
+
+var (
+	dataDir    = flag.String("data", "", "directory of corpus.json.gz and queries.json (default: tests/bench/testdata/search)")
+	sizes      = flag.String("sizes", "2000,20000", "catalog sizes for the latency, memory and change figures")
+	rounds     = flag.Int("rounds", 5, "rounds of the latency and change measurements (figures are medians over rounds, with the spread)")
+	changes    = flag.Int("changes", 2000, "re-indexed tools per round in the change measurement")
+	maxQueries = flag.Int("queries", 0, "use only the first N queries (0: all)")
+)
+
+type corpus struct {
+	Servers []struct {
+		Name         string `json:"name"`
+		Instructions string `json:"instructions"`
+		Tools        []struct {
+			Name        string              `json:"name"`
+			Title       string              `json:"title"`
+			Description string              `json:"description"`
+			InputSchema map[string]any      `json:"inputSchema"`
+			Annotations *mcp.ToolAnnotations `json:"annotations"`
+		} `json:"tools"`
+	} `json:"servers"`
+}
+
+type query struct {
+	ID       string `json:"id"`
+	Query    string `json:"query"`
+	Kind     string `json:"kind"`
+	Expected []struct {
+		Server string `json:"server"`
+		Tool   string `json:"tool"`
+	} `json:"expected"`
+}
+
+func key(server, tool string) string { return server + "__" + tool }
+
+func main() {
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("search-eval: ")
+	if err := run(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run() error {
+	dir := *dataDir
+	if dir == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return err
+		}
+		dir = filepath.Join(root, "tests", "bench", "testdata", "search")
+	}
+	docs, err := loadCorpus(filepath.Join(dir, "corpus.json.gz"))
+	if err != nil {
+		return err
+	}
+	qs, err := loadQueries(filepath.Join(dir, "queries.json"), docs)
+	if err != nil {
+		return err
+	}
+	if *maxQueries > 0 && len(qs) > *maxQueries {
+		qs = qs[:*maxQueries]
+	}
+	out := map[string]any{"corpus_tools": len(docs), "queries": len(qs)}
+	fmt.Printf("corpus: %d tools; %d queries\n\n", len(docs), len(qs))
+	if l, ok := loadAverage(); ok {
+		out["load_avg_1m_at_start"] = l
+		fmt.Printf("load average (1 min) at start: %.2f (< 1 for final figures)\n\n", l)
+	}
+
+	// Retrieval quality: every ranker over the same documents.
+	defaults := toolsearch.Defaults()
+	noExp := defaults
+	noExp.NoExpansion = true
+	rankers := []struct {
+		name, key string
+		rank      func(q string, k int) []string
+	}{
+		{"toolsvc", "toolsvc", indexRanker(docs, &defaults)},
+		{"toolsvc without expansion", "toolsvc_noexp", indexRanker(docs, &noExp)},
+		{"plain BM25 baseline", "bm25", newBM25(docs).rank},
+	}
+	fmt.Printf("%-28s %9s %9s %9s %7s   (queries by kind: recall@5)\n", "ranker", "recall@1", "recall@5", "recall@10", "MRR")
+	for _, r := range rankers {
+		m := evaluate(qs, r.rank)
+		fmt.Printf("%-28s %9.3f %9.3f %9.3f %7.3f   %s\n", r.name, m.at[1], m.at[5], m.at[10], m.mrr, m.byKind())
+		out[r.key+"_recall_at_1"], out[r.key+"_recall_at_5"], out[r.key+"_recall_at_10"], out[r.key+"_mrr"] = round3(m.at[1]), round3(m.at[5]), round3(m.at[10]), round3(m.mrr)
+		if r.key == "toolsvc" {
+			odd, even := evaluate(everyOther(qs, 0), r.rank), evaluate(everyOther(qs, 1), r.rank)
+			fmt.Printf("%-28s %9s %9.3f / %.3f (recall@5 on odd / even query ids: tune on one half, check on the other)\n", "", "", odd.at[5], even.at[5])
+		}
+	}
+	out["recall_at_5_gain_over_bm25"] = round3(out["toolsvc_recall_at_5"].(float64) - out["bm25_recall_at_5"].(float64))
+	fmt.Println()
+
+	// The index: latency, memory and change cost at each size.
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-sizes: %q is not a size", f)
+		}
+		measureSize(docs, qs, n, out)
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+	return nil
+}
+
+func everyOther(qs []query, parity int) []query {
+	var out []query
+	for i, q := range qs {
+		if i%2 == parity {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+// loadCorpus returns the corpus as catalog tools, sorted by name.
+func loadCorpus(path string) ([]core.SearchDoc, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, err
+	}
+	var c corpus
+	if err := json.NewDecoder(zr).Decode(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var docs []core.SearchDoc
+	for _, s := range c.Servers {
+		for _, t := range s.Tools {
+			tool := &mcpbridge.Tool{Name: key(s.Name, t.Name), Server: s.Name, OriginalName: t.Name, Title: t.Title,
+				Description: t.Description, InputSchema: t.InputSchema, Annotations: t.Annotations, Available: true}
+			docs = append(docs, core.SearchDoc{Tool: tool, Instructions: s.Instructions})
+		}
+	}
+	slices.SortFunc(docs, func(a, b core.SearchDoc) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
+	return docs, nil
+}
+
+func loadQueries(path string, docs []core.SearchDoc) ([]query, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var qs []query
+	if err := json.Unmarshal(b, &qs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	have := map[string]bool{}
+	for _, d := range docs {
+		have[d.Tool.Name] = true
+	}
+	for _, q := range qs {
+		for _, e := range q.Expected {
+			if !have[key(e.Server, e.Tool)] {
+				return nil, fmt.Errorf("query %s expects %s, which the corpus does not have", q.ID, key(e.Server, e.Tool))
+			}
+		}
+	}
+	return qs, nil
+}
+
+// indexRanker builds toolsvc's index (the documents core builds for the
+// catalog) with opts.
+func indexRanker(docs []core.SearchDoc, opts *toolsearch.Options) func(string, int) []string {
+	ix := toolsearch.New[*mcpbridge.Tool](opts)
+	for _, d := range docs {
+		ix.Upsert(core.ToolDoc(d.Tool, d.Instructions))
+	}
+	return func(q string, k int) []string {
+		hits := ix.Search(q, k, nil)
+		out := make([]string, len(hits))
+		for i, h := range hits {
+			out[i] = h.Key
+		}
+		return out
+	}
+}
+
+type metrics struct {
+	at    map[int]float64
+	mrr   float64
+	kinds map[string][2]int // kind → hits@5, queries
+}
+
+func (m metrics) byKind() string {
+	var ks []string
+	for k := range m.kinds {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	var parts []string
+	for _, k := range ks {
+		c := m.kinds[k]
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(c[0])/float64(c[1])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// evaluate ranks every query: recall@k is the share of queries with an
+// expected tool (any of them: each serves the query) in the top k; MRR
+// the mean of 1/rank of the first expected tool within the top 10 (0 when
+// none).
+func evaluate(qs []query, rank func(string, int) []string) metrics {
+	m := metrics{at: map[int]float64{}, kinds: map[string][2]int{}}
+	for _, q := range qs {
+		want := map[string]bool{}
+		for _, e := range q.Expected {
+			want[key(e.Server, e.Tool)] = true
+		}
+		first := 0
+		for i, name := range rank(q.Query, 10) {
+			if want[name] {
+				first = i + 1
+				break
+			}
+		}
+		for _, k := range []int{1, 5, 10} {
+			if first > 0 && first <= k {
+				m.at[k]++
+			}
+		}
+		if first > 0 {
+			m.mrr += 1 / float64(first)
+		}
+		c := m.kinds[q.Kind]
+		c[1]++
+		if first > 0 && first <= 5 {
+			c[0]++
+		}
+		m.kinds[q.Kind] = c
+	}
+	n := float64(len(qs))
+	for k := range m.at {
+		m.at[k] /= n
+	}
+	m.mrr /= n
+	return m
+}
+
+// bm25 is the baseline: Okapi BM25 (k1 1.2, b 0.75) over one field holding
+// the same text toolsvc indexes (name, title, description, parameters,
+// server and its instructions), lowercased and split at every character
+// that is not a letter or digit — no identifier splitting at case changes,
+// no stemming, no stop words, no field weights, no expansion.
+type bm25 struct {
+	docs     []string
+	tf       []map[string]int
+	lens     []int
+	df       map[string]int
+	avg      float64
+	k1, bNrm float64
+}
+
+func plainTerms(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+func newBM25(docs []core.SearchDoc) *bm25 {
+	b := &bm25{df: map[string]int{}, k1: 1.2, bNrm: 0.75}
+	total := 0
+	for _, d := range docs {
+		td := core.ToolDoc(d.Tool, d.Instructions)
+		text := strings.Join(append(td.Text[:], d.Instructions), "\n")
+		tf := map[string]int{}
+		ts := plainTerms(text)
+		for _, t := range ts {
+			tf[t]++
+		}
+		for t := range tf {
+			b.df[t]++
+		}
+		b.docs = append(b.docs, d.Tool.Name)
+		b.tf = append(b.tf, tf)
+		b.lens = append(b.lens, len(ts))
+		total += len(ts)
+	}
+	b.avg = float64(total) / float64(len(docs))
+	return b
+}
+
+func (b *bm25) rank(q string, k int) []string {
+	n := float64(len(b.docs))
+	type hit struct {
+		i int
+		s float64
+	}
+	var hits []hit
+	terms := plainTerms(q)
+	for i, tf := range b.tf {
+		s := 0.0
+		for _, t := range terms {
+			c := float64(tf[t])
+			if c == 0 {
+				continue
+			}
+			df := float64(b.df[t])
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			s += idf * c * (b.k1 + 1) / (c + b.k1*(1-b.bNrm+b.bNrm*float64(b.lens[i])/b.avg))
+		}
+		if s > 0 {
+			hits = append(hits, hit{i, s})
+		}
+	}
+	slices.SortFunc(hits, func(x, y hit) int {
+		if x.s != y.s {
+			if x.s > y.s {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(b.docs[x.i], b.docs[y.i])
+	})
+	var out []string
+	for i := 0; i < len(hits) && i < k; i++ {
+		out = append(out, b.docs[hits[i].i])
+	}
+	return out
+}
+
+// catalogOf returns n documents: the corpus, repeated under renamed
+// servers ("github~2") until there are n, or its first n.
+func catalogOf(docs []core.SearchDoc, n int) []core.SearchDoc {
+	out := make([]core.SearchDoc, 0, n)
+	for rep := 1; len(out) < n; rep++ {
+		for _, d := range docs {
+			if len(out) == n {
+				break
+			}
+			if rep > 1 {
+				t := *d.Tool
+				t.Server = d.Tool.Server + "~" + strconv.Itoa(rep)
+				t.Name = key(t.Server, t.OriginalName)
+				d = core.SearchDoc{Tool: &t, Instructions: d.Instructions}
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// measureSize measures the index over n tools: the heap it holds per
+// tool, search latency over every query (p50, p99 per round), and the
+// latency of re-indexing one changed tool.
+func measureSize(corpusDocs []core.SearchDoc, qs []query, n int, out map[string]any) {
+	docs := catalogOf(corpusDocs, n)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ix := toolsearch.New[*mcpbridge.Tool](nil)
+	for _, d := range docs {
+		ix.Upsert(core.ToolDoc(d.Tool, d.Instructions))
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perTool := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+	runtime.KeepAlive(ix)
+
+	var p50s, p99s, c50s, c99s []float64
+	for r := 0; r < *rounds; r++ {
+		lat := make([]float64, 0, len(qs))
+		for _, q := range qs {
+			start := time.Now()
+			ix.Search(q.Query, 10, nil)
+			lat = append(lat, float64(time.Since(start).Microseconds()))
+		}
+		slices.Sort(lat)
+		p50s, p99s = append(p50s, pct(lat, 50)), append(p99s, pct(lat, 99))
+		ch := make([]float64, 0, *changes)
+		for i := 0; i < *changes; i++ {
+			d := docs[(i*7919+r)%len(docs)]
+			t := *d.Tool
+			t.Description += " (changed)"
+			doc := core.ToolDoc(&t, d.Instructions)
+			start := time.Now()
+			ix.Upsert(doc)
+			ch = append(ch, float64(time.Since(start).Microseconds()))
+		}
+		slices.Sort(ch)
+		c50s, c99s = append(c50s, pct(ch, 50)), append(c99s, pct(ch, 99))
+	}
+	fmt.Printf("%6d tools: search p50 %s µs, p99 %s µs; index %.0f B/tool; one changed tool re-indexed p50 %s µs, p99 %s µs\n",
+		n, spread(p50s), spread(p99s), perTool, spread(c50s), spread(c99s))
+	s := strconv.Itoa(n)
+	out["search_p50_us_"+s], out["search_p99_us_"+s] = median(p50s), median(p99s)
+	out["index_bytes_per_tool_"+s] = math.Round(perTool)
+	out["change_p50_us_"+s], out["change_p99_us_"+s] = median(c50s), median(c99s)
+}
+
+func pct(sorted []float64, p int) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	return sorted[min(max(i-1, 0), len(sorted)-1)]
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// spread is "median (min–max)" over rounds.
+func spread(xs []float64) string {
+	return fmt.Sprintf("%.0f (%.0f–%.0f)", median(xs), slices.Min(xs), slices.Max(xs))
+}
+
+func loadAverage() (float64, bool) {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	return l, err == nil
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
