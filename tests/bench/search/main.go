@@ -45,10 +45,10 @@ type corpus struct {
 		Name         string `json:"name"`
 		Instructions string `json:"instructions"`
 		Tools        []struct {
-			Name        string              `json:"name"`
-			Title       string              `json:"title"`
-			Description string              `json:"description"`
-			InputSchema map[string]any      `json:"inputSchema"`
+			Name        string               `json:"name"`
+			Title       string               `json:"title"`
+			Description string               `json:"description"`
+			InputSchema map[string]any       `json:"inputSchema"`
 			Annotations *mcp.ToolAnnotations `json:"annotations"`
 		} `json:"tools"`
 	} `json:"servers"`
