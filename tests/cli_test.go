@@ -40,6 +40,14 @@ func TestCLICallThroughStdioAndHTTP(t *testing.T) {
 			t.Errorf("toolsvc tools lacks %s:\n%s", want, tools)
 		}
 	}
+	// search: the query's words and flags in any order; --server narrows.
+	found := run("search", "register", "--limit", "3", "extra")
+	if !strings.Contains(found, "remote__register_extra") {
+		t.Errorf("toolsvc search register extra:\n%s", found)
+	}
+	if only := run("search", "--server", "local", "echo", "text"); !strings.Contains(only, "local__echo") || strings.Contains(only, "remote__") {
+		t.Errorf("toolsvc search --server local echo text:\n%s", only)
+	}
 	servers := run("servers")
 	if !strings.Contains(servers, "remote") || !strings.Contains(servers, "ready") {
 		t.Errorf("toolsvc servers:\n%s", servers)

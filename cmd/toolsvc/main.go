@@ -22,6 +22,8 @@ Usage:
   toolsvc serve [--config FILE] [--listen ADDR]    run the service (default :50051;
                                                    no --config: a built-in demo upstream)
   toolsvc tools   [--addr ADDR] [--json]           list tools
+  toolsvc search  [--addr ADDR] [--json] [--limit N] [--server S]... QUERY
+                                                   rank the tools for a free-text query
   toolsvc call    [--addr ADDR] [--json] NAME [ARGS_JSON]
                                                    call a tool
   toolsvc watch   [--addr ADDR] [--json] [--resume REV] [--servers A,B] [--exclude-unavailable]
@@ -86,6 +88,8 @@ func realMain(ctx context.Context, args []string) error {
 		return runServe(ctx, rest)
 	case "tools":
 		return describeRPCError(runTools(ctx, rest))
+	case "search":
+		return runSearch(ctx, rest)
 	case "call":
 		return describeRPCError(runCall(ctx, rest))
 	case "watch":
