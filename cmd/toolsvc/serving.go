@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,15 +35,16 @@ import (
 
 // serveFlags is serve's command line.
 type serveFlags struct {
-	cfgPath, listen, adminListen, logLevel, logFormat string
-	shutdownTimeout, maxAge, maxAgeGrace              time.Duration
-	maxReq, maxResp                                   int
-	tlsCert, tlsKey, tlsClientCA                      string
-	mcpListen, mcpHosts, mcpOrigins, mcpKeyFile       string
-	mcpPageSize, mcpMaxSessions, mcpMaxPerPrincipal   int
-	mcpSessionTimeout, mcpBodyTimeout                 time.Duration
-	addrFile, otlp                                    string
-	kubeconfig                                        string
+	cfgPath, listen, adminListen, logLevel, logFormat  string
+	shutdownTimeout, maxAge, maxAgeGrace               time.Duration
+	maxReq, maxResp                                    int
+	tlsCert, tlsKey, tlsClientCA                       string
+	mcpListen, mcpHosts, mcpOrigins, mcpKeyFile        string
+	mcpPageSize, mcpMaxSessions, mcpMaxPerPrincipal    int
+	mcpDiscovery, mcpCoreTools, mcpDiscoveryPrincipals string
+	mcpSessionTimeout, mcpBodyTimeout                  time.Duration
+	addrFile, otlp                                     string
+	kubeconfig                                         string
 }
 
 // parseServeFlags parses and checks serve's flags; a bad command line is
@@ -69,6 +71,9 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.mcpOrigins, "mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
 	fs.StringVar(&f.mcpKeyFile, "mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
 	fs.IntVar(&f.mcpPageSize, "mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
+	fs.StringVar(&f.mcpDiscovery, "mcp-discovery", "full", "MCP tools/list: full (every tool) or progressive (the --mcp-core-tools and a search_tools tool; any tool stays callable)")
+	fs.StringVar(&f.mcpCoreTools, "mcp-core-tools", "", "with --mcp-discovery progressive: comma-separated globs of exposed tool names listed besides search_tools")
+	fs.StringVar(&f.mcpDiscoveryPrincipals, "mcp-discovery-principals", "", "with --mcp-discovery progressive: comma-separated principals it applies to (empty: all)")
 	fs.IntVar(&f.mcpMaxSessions, "mcp-max-sessions", mcpfront.DefaultMaxSessions, "MCP sessions (/mcp, 2025-11-25 and older) this replica holds; a new one evicts the oldest idle, or is refused with HTTP 503 when all are busy")
 	fs.IntVar(&f.mcpMaxPerPrincipal, "mcp-max-sessions-per-principal", mcpfront.DefaultMaxSessionsPerPrincipal, "MCP sessions one principal holds (without auth every caller is one principal); a new one evicts that principal's oldest idle, or is refused with HTTP 503 when all are busy")
 	fs.DurationVar(&f.mcpSessionTimeout, "mcp-session-timeout", mcpfront.DefaultSessionTimeout, "an MCP session idle this long is closed (its client is adopted again if it comes back)")
@@ -84,6 +89,10 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 		return nil, &exitError{code: 2, err: errors.New("--max-request-bytes and --max-response-bytes must be positive")}
 	case f.mcpMaxSessions <= 0 || f.mcpMaxPerPrincipal <= 0 || f.mcpSessionTimeout <= 0 || f.mcpBodyTimeout <= 0:
 		return nil, &exitError{code: 2, err: errors.New("--mcp-max-sessions, --mcp-max-sessions-per-principal, --mcp-session-timeout and --mcp-body-timeout must be positive")}
+	case f.mcpDiscovery != "full" && f.mcpDiscovery != "progressive":
+		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-discovery: %q is neither full nor progressive", f.mcpDiscovery)}
+	case badGlob(splitList(f.mcpCoreTools)) != "":
+		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-core-tools: %q is not a glob", badGlob(splitList(f.mcpCoreTools)))}
 	case (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsClientCA != "" && f.tlsCert == ""):
 		return nil, &exitError{code: 2, err: errors.New("--tls-cert and --tls-key go together, and --tls-client-ca needs them")}
 	}
@@ -276,7 +285,9 @@ func (sv *serving) startFront(ctx context.Context) error {
 	front, err := startMCPFront(ctx, sv.svc, f.mcpListen, sv.sec.tls, mcpfront.Options{Logger: sv.log,
 		AllowedHosts: splitList(f.mcpHosts), AllowedOrigins: splitList(f.mcpOrigins),
 		SessionKey: key, PageSize: f.mcpPageSize, MaxSessions: f.mcpMaxSessions, MaxSessionsPerPrincipal: f.mcpMaxPerPrincipal,
-		SessionTimeout: f.mcpSessionTimeout, BodyTimeout: f.mcpBodyTimeout, Registry: sv.reg})
+		SessionTimeout: f.mcpSessionTimeout, BodyTimeout: f.mcpBodyTimeout, Registry: sv.reg,
+		Discovery: mcpfront.Discovery{Progressive: f.mcpDiscovery == "progressive", CoreTools: splitList(f.mcpCoreTools),
+			Principals: splitList(f.mcpDiscoveryPrincipals)}})
 	if err != nil {
 		return err
 	}
@@ -451,4 +462,14 @@ func (sv *serving) drainGRPC(bound time.Duration) {
 	if err := <-sv.serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		sv.log.Warn("serve ended", "error", err)
 	}
+}
+
+// badGlob is the first of globs that is not a path.Match pattern ("": none).
+func badGlob(globs []string) string {
+	for _, g := range globs {
+		if _, err := path.Match(g, ""); err != nil {
+			return g
+		}
+	}
+	return ""
 }

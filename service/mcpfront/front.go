@@ -91,6 +91,8 @@ type Options struct {
 	// Debounce between a catalog change and list_changed (default
 	// DefaultListChangedDebounce).
 	Debounce time.Duration
+	// Discovery turns on progressive discovery (discovery.go).
+	Discovery Discovery
 }
 
 // Front door defaults.
@@ -597,7 +599,15 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.
 	if allowed := f.c.AuthOf(ctx).Filter(ctx); allowed != nil {
 		keep = func(t *mcp.Tool) bool { return allowed(t.Name) }
 	}
+	progressive := f.progressiveFor(ctx)
+	if progressive { // the core set only (discovery.go)
+		visible := keep
+		keep = func(t *mcp.Tool) bool { return f.inCoreSet(t.Name) && (visible == nil || visible(t)) }
+	}
 	tools, next := core.Page(all, core.ToolsAfter(snap, after), f.opts.PageSize, 0, keep, core.Same[*mcp.Tool], nil)
+	if progressive && cursor == "" {
+		tools = append([]*mcp.Tool{searchTool}, tools...)
+	}
 	res := &mcp.ListToolsResult{Tools: tools}
 	if res.Tools == nil {
 		res.Tools = []*mcp.Tool{}
@@ -661,6 +671,21 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	p := req.Params
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
+	}
+	if p.Name == SearchToolName && f.opts.Discovery.Progressive {
+		actx, _, e := f.c.Authenticate(principalContext(ctx, req.GetExtra()))
+		if e != nil {
+			return nil, mcpError(e)
+		}
+		if f.progressiveFor(actx) {
+			res, err := f.searchTools(actx, p.Arguments)
+			if err == nil {
+				if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= statelessEra {
+					res = withResultType(res)
+				}
+			}
+			return res, err
+		}
 	}
 	in := core.CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
