@@ -86,10 +86,10 @@ type Options struct {
 func Defaults() Options {
 	return Options{
 		Weight:             [NumFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5},
-		B:                  [NumFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 0.75, FieldParams: 0.75, FieldServer: 0},
-		K1:                 1.2,
-		ExpansionWeight:    0.35,
-		InstructionsWeight: 0.3,
+		B:                  [NumFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 1, FieldParams: 0.75, FieldServer: 0},
+		K1:                 2,
+		ExpansionWeight:    0.15,
+		InstructionsWeight: 0.1,
 		Coverage:           0.5,
 	}
 }
