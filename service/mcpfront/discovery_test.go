@@ -3,7 +3,6 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -23,16 +22,7 @@ func TestProgressiveDiscovery(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "bonjour"}}}, nil
 		})
-	front := New(f.core, Options{ListenAddr: "127.0.0.1:0", Discovery: Discovery{Progressive: true, CoreTools: []string{"mem__echo"}}})
-	ctx, cancel := context.WithCancel(ctxT(t))
-	go front.Run(ctx)
-	srv := httptest.NewServer(front.Handler())
-	t.Cleanup(func() {
-		cancel()
-		front.Wait()
-		front.Close()
-		srv.Close()
-	})
+	ctx, srv := serveFront(t, f.core, Options{ListenAddr: "127.0.0.1:0", Discovery: Discovery{Progressive: true, CoreTools: []string{"mem__echo"}}}, 0)
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run("version="+version, func(t *testing.T) {
 			cs := connectFront(t, ctx, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil), srv.URL, "", version)

@@ -258,8 +258,17 @@ func TestMCPFrontPerPrincipalListChanged(t *testing.T) {
 // space their changes 300 ms apart).
 func startPerPrincipalFront(t *testing.T, c *core.Core) (context.Context, *httptest.Server) {
 	t.Helper()
-	front := New(c, Options{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond})
-	front.views.window = 200 * time.Millisecond
+	return serveFront(t, c, Options{ListenAddr: "127.0.0.1:0", Debounce: 20 * time.Millisecond}, 200*time.Millisecond)
+}
+
+// serveFront runs a front door over c with opts (window: the views'
+// window, 0 for the default) over an httptest server, until the test ends.
+func serveFront(t *testing.T, c *core.Core, opts Options, window time.Duration) (context.Context, *httptest.Server) {
+	t.Helper()
+	front := New(c, opts)
+	if window > 0 {
+		front.views.window = window
+	}
 	ctx, cancel := context.WithCancel(ctxT(t))
 	go front.Run(ctx)
 	srv := httptest.NewServer(front.Handler())
