@@ -44,6 +44,15 @@ def test_aio_calls(server: Toolsvc) -> None:
     run(main())
 
 
+def test_aio_search_tools(server: Toolsvc) -> None:
+    async def main() -> None:
+        async with toolsvc.aio.Client(server.addr) as c:
+            found = await c.search_tools("sleep", servers=["rt"])
+            assert found[0].name == "rt__sleep" and all(t.server == "rt" for t in found) and found.revision
+
+    run(main())
+
+
 def test_aio_watch(server: Toolsvc) -> None:
     async def main() -> None:
         async with toolsvc.aio.Client(server.addr) as c:

@@ -274,3 +274,20 @@ def test_rate_limited_calls_wait_for_their_token(start_toolsvc: Any, toolsvc_bin
         t0 = time.monotonic()
         assert [c.call_tool("demo__echo", {"text": str(i)}).text for i in range(3)] == ["0", "1", "2"]
         assert time.monotonic() - t0 >= 0.5  # waited for tokens instead of failing
+
+
+def test_search_tools(client: toolsvc.Client) -> None:
+    found = client.search_tools("sleep for some milliseconds", limit=3)
+    assert found and found[0].name in ("demo__sleep", "rt__sleep"), [t.name for t in found]
+    assert found.revision and set(found.scores) == {t.name for t in found}
+    assert toolsvc.input_schema(found[0])["properties"]["ms"]["type"] == "integer"
+    only = client.search_tools("sleep", servers=["rt"], name_glob="rt__*")
+    assert only[0].name == "rt__sleep" and all(t.server == "rt" for t in only), [t.name for t in only]
+    # A searched subset in the LLM formats.
+    assert {t["function"]["name"] for t in toolsvc.to_openai_tools(only)} == {t.name for t in only}
+    deferred = toolsvc.to_anthropic_tools(client.list_tools(), defer_loading=True, always_loaded=["rt__sleep"])
+    assert all(t.get("defer_loading") is (None if t["name"] == "rt__sleep" else True) for t in deferred)
+    with pytest.raises(toolsvc.ToolsvcError) as e:
+        client.search_tools("")
+    assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert [v.field for v in e.value.field_violations] == ["query"]

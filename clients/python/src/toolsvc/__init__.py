@@ -12,7 +12,7 @@
 The generated messages and stubs are in ``toolsvc.v1``.
 """
 
-from toolsvc._client import CatalogWatcher, Client, ServerList, ToolList
+from toolsvc._client import CatalogWatcher, Client, SearchResults, ServerList, ToolList
 from toolsvc._common import LOAD_BALANCING_SERVICE_CONFIG, EventKind, RetryPolicy, WatchEvent
 from toolsvc._convert import (
     CallResult,
@@ -37,6 +37,7 @@ __all__ = [
     "FieldViolation",
     "Progress",
     "RetryPolicy",
+    "SearchResults",
     "ServerList",
     "Tool",
     "ToolList",

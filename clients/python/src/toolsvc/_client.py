@@ -29,7 +29,7 @@ from toolsvc._errors import ToolsvcError, from_rpc_error
 from toolsvc.v1 import toolsvc_pb2 as pb
 from toolsvc.v1 import toolsvc_pb2_grpc as rpc
 
-__all__ = ["CatalogWatcher", "Client", "ServerList", "ToolList"]
+__all__ = ["CatalogWatcher", "Client", "SearchResults", "ServerList", "ToolList"]
 
 Arguments = Mapping[str, Any] | str | bytes | None
 
@@ -43,6 +43,41 @@ class ToolList(list[pb.Tool]):
     def __init__(self, tools: Iterable[pb.Tool] = (), revision: str = "") -> None:
         super().__init__(tools)
         self.revision = revision
+
+
+class SearchResults(list[pb.Tool]):
+    """The tools ``search_tools`` found, best first (a list of Tool, so the
+    format helpers take it as it is); ``scores`` maps each name to its score
+    and ``revision`` is the catalog revision they were ranked on."""
+
+    revision: str
+    scores: dict[str, float]
+
+    def __init__(self, response: pb.SearchToolsResponse | None = None) -> None:
+        results = list(response.results) if response is not None else []
+        super().__init__(r.tool for r in results)
+        self.revision = response.revision if response is not None else ""
+        self.scores = {r.tool.name: r.score for r in results}
+
+
+def _search_request(
+    query: str,
+    limit: int | None,
+    servers: Sequence[str] | None,
+    read_only: bool | None,
+    destructive: bool | None,
+    idempotent: bool | None,
+    open_world: bool | None,
+    name_glob: str | None,
+    schema_format: SchemaFormat,
+) -> pb.SearchToolsRequest:
+    req = pb.SearchToolsRequest(query=query, limit=limit or 0, servers=list(servers or ()), name_glob=name_glob or "")
+    hints = {"read_only": read_only, "destructive": destructive, "idempotent": idempotent, "open_world": open_world}
+    for k, v in hints.items():
+        if v is not None:
+            setattr(req.hints, k, v)
+    set_schema_format(req, schema_format)
+    return req
 
 
 class ServerList(list[pb.Server]):
@@ -135,6 +170,33 @@ class Client:
                     continue
                 raise e from None
         raise AssertionError("unreachable")
+
+    def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        servers: Sequence[str] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+        name_glob: str | None = None,
+        schema_format: SchemaFormat = "json",
+        timeout: float | None = 30.0,
+    ) -> SearchResults:
+        """The tools that best match a free-text query, best first (at most
+        ``limit``, default 10, at most 100), among those the caller may see;
+        the filters narrow by server, hint (None: any) and exposed-name glob.
+        Pass the result to ``to_openai_tools`` / ``to_anthropic_tools`` to give
+        a model only these tools."""
+        req = _search_request(
+            query, limit, servers, read_only, destructive, idempotent, open_world, name_glob, schema_format
+        )
+        try:
+            return SearchResults(self.stub.SearchTools(req, timeout=timeout, metadata=self._md))
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
 
     def list_servers(self, *, timeout: float | None = 30.0) -> ServerList:
         """Every configured upstream and its state, sorted by name."""

@@ -84,7 +84,9 @@ def channel_credentials(tls: ChannelTLS) -> grpc.ChannelCredentials | None:
 SchemaFormat = Literal["json", "struct"]
 
 
-def set_schema_format(req: pb.ListToolsRequest | pb.WatchCatalogRequest, fmt: SchemaFormat) -> None:
+def set_schema_format(
+    req: pb.ListToolsRequest | pb.WatchCatalogRequest | pb.SearchToolsRequest, fmt: SchemaFormat
+) -> None:
     """Asks for schemas in ``fmt`` when this version of the API has the
     ``schema_format`` field (SCHEMA_FORMAT_JSON: exact JSON text in
     ``input_schema_json`` / ``output_schema_json``); a server without it

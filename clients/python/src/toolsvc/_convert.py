@@ -120,11 +120,22 @@ def to_openai_tools(
 
 
 def to_anthropic_tools(
-    tools: Iterable[pb.Tool] | Mapping[str, pb.Tool], *, include_unavailable: bool = False
+    tools: Iterable[pb.Tool] | Mapping[str, pb.Tool],
+    *,
+    include_unavailable: bool = False,
+    defer_loading: bool = False,
+    always_loaded: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
     """Anthropic Messages API tool definitions, sorted by name:
     ``{"name", "description", "input_schema"}`` with the tool's exact input
-    JSON Schema. Arguments as for ``to_openai_tools``."""
+    JSON Schema. Arguments as for ``to_openai_tools``; ``tools`` may be the
+    result of ``search_tools`` (a searched subset).
+
+    With ``defer_loading``, every tool except those named in
+    ``always_loaded`` carries ``"defer_loading": true``: for Anthropic's
+    tool search, which loads a deferred tool's definition only once a search
+    finds it (the request must then also carry a tool-search tool)."""
+    keep = set(always_loaded)
     out: list[dict[str, Any]] = []
     for t in _tools(tools, include_unavailable):
         d: dict[str, Any] = {"name": t.name}
@@ -132,6 +143,8 @@ def to_anthropic_tools(
         if desc:
             d["description"] = desc
         d["input_schema"] = input_schema(t)
+        if defer_loading and t.name not in keep:
+            d["defer_loading"] = True
         out.append(d)
     return out
 

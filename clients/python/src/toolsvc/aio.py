@@ -23,7 +23,16 @@ from typing import Any
 import grpc
 from grpc import aio as grpc_aio
 
-from toolsvc._client import Arguments, ServerList, ToolList, _list_request, _page_token_expired, _watch_request
+from toolsvc._client import (
+    Arguments,
+    SearchResults,
+    ServerList,
+    ToolList,
+    _list_request,
+    _page_token_expired,
+    _search_request,
+    _watch_request,
+)
 from toolsvc._common import (
     Backoff,
     CatalogState,
@@ -102,6 +111,31 @@ class Client:
                     continue
                 raise e from None
         raise AssertionError("unreachable")
+
+    async def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        servers: Sequence[str] | None = None,
+        read_only: bool | None = None,
+        destructive: bool | None = None,
+        idempotent: bool | None = None,
+        open_world: bool | None = None,
+        name_glob: str | None = None,
+        schema_format: SchemaFormat = "json",
+        timeout: float | None = 30.0,
+    ) -> SearchResults:
+        """The tools that best match a free-text query, best first; see
+        ``toolsvc.Client.search_tools``."""
+        req = _search_request(
+            query, limit, servers, read_only, destructive, idempotent, open_world, name_glob, schema_format
+        )
+        try:
+            r: pb.SearchToolsResponse = await self.stub.SearchTools(req, timeout=timeout, metadata=self._md)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return SearchResults(r)
 
     async def list_servers(self, *, timeout: float | None = 30.0) -> ServerList:
         """Every configured upstream and its state, sorted by name."""
