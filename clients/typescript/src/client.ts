@@ -12,12 +12,14 @@ import {
   CallToolRequest,
   CallToolStreamRequest,
   ListToolsRequest,
+  SearchToolsRequest,
   ToolServiceClient,
   type CallToolResponse,
   type CallToolStreamResponse,
   type Content,
   type ListServersResponse,
   type ListToolsResponse,
+  type SearchToolsResponse,
   type Tool,
 } from "./gen/toolsvc/v1/toolsvc.js";
 import { fromError, notDispatched, ToolsvcError } from "./errors.js";
@@ -111,6 +113,30 @@ export interface CallOptions {
 export interface ListToolsOptions extends CallOptions {
   /** Tools per page (default 1000, the server's maximum). */
   pageSize?: number;
+}
+
+/** Options of {@link Client.searchTools}. */
+export interface SearchToolsOptions extends CallOptions {
+  /** What the caller needs, in words. */
+  query: string;
+  /** Maximum number of results (default 10, at most 100). */
+  limit?: number;
+  /** Only tools of these servers. */
+  servers?: string[];
+  /** Only tools whose hints equal these (unset: any; unset hints have MCP's defaults). */
+  hints?: { readOnly?: boolean; destructive?: boolean; idempotent?: boolean; openWorld?: boolean };
+  /** Only tools whose exposed name matches this glob (`*`, `?`, `[...]`). */
+  nameGlob?: string;
+}
+
+/** The result of {@link Client.searchTools}. */
+export interface SearchResults {
+  /** The tools found, best first (pass them to toOpenAITools / toAnthropicTools). */
+  tools: Tool[];
+  /** Each tool's score, by name (higher is better; comparable within one search). */
+  scores: Map<string, number>;
+  /** The catalog revision they were ranked on. */
+  revision: string;
 }
 
 /**
@@ -254,6 +280,30 @@ export class Client {
         }
       }
     }
+  }
+
+  /**
+   * Ranks the catalog's tools against a free-text query and returns the
+   * best, with their full definitions (only tools the caller may see).
+   */
+  async searchTools(options: SearchToolsOptions): Promise<SearchResults> {
+    const deadline = deadlineOf(options);
+    const req = SearchToolsRequest.fromPartial({
+      query: options.query,
+      limit: options.limit ?? 0,
+      servers: options.servers ?? [],
+      hints: options.hints,
+      nameGlob: options.nameGlob ?? "",
+    });
+    const r = await this.withRetry(isUnavailable, deadline, options.signal, () =>
+      this.unary<SearchToolsResponse>((md, o, cb) => this.raw.searchTools(req, md, o, cb), deadline, options.signal),
+    );
+    const tools = r.results.flatMap((x) => (x.tool ? [x.tool] : []));
+    return {
+      tools,
+      scores: new Map(r.results.map((x) => [x.tool?.name ?? "", x.score])),
+      revision: r.revision,
+    };
   }
 
   /** Reports every configured upstream and its state, and the configuration status (unset for the built-in demo). */

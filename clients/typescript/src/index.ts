@@ -10,6 +10,8 @@ export {
   type ClientOptions,
   type ListToolsOptions,
   type RetryOptions,
+  type SearchResults,
+  type SearchToolsOptions,
   type ToolArguments,
   type ToolStreamEvent,
 } from "./client.js";

@@ -41,6 +41,8 @@ export interface AnthropicTool {
   name: string;
   description: string;
   input_schema: JsonObject;
+  /** Set by toAnthropicTools' deferLoading: loaded only once Anthropic's tool search finds it. */
+  defer_loading?: boolean;
 }
 
 /**
@@ -97,7 +99,23 @@ export function toOpenAITools(
   }));
 }
 
-/** Tools in Anthropic's Messages API format: `{name, description, input_schema}`. */
-export function toAnthropicTools(tools: Iterable<ToolLike>): AnthropicTool[] {
-  return [...tools].map((t) => ({ name: t.name, description: describe(t), input_schema: inputSchemaOf(t) }));
+/**
+ * Tools in Anthropic's Messages API format: `{name, description, input_schema}`
+ * (`tools` may be a searched subset: `(await client.searchTools({query})).tools`).
+ * With `deferLoading`, every tool not named in `alwaysLoaded` carries
+ * `defer_loading: true`, for Anthropic's tool search (which then loads a tool
+ * only once a search finds it; the request also needs a tool-search tool).
+ */
+export function toAnthropicTools(
+  tools: Iterable<ToolLike>,
+  options: { deferLoading?: boolean; alwaysLoaded?: Iterable<string> } = {},
+): AnthropicTool[] {
+  const keep = new Set(options.alwaysLoaded ?? []);
+  return [...tools].map((t) => {
+    const out: AnthropicTool = { name: t.name, description: describe(t), input_schema: inputSchemaOf(t) };
+    if (options.deferLoading && !keep.has(t.name)) {
+      out.defer_loading = true;
+    }
+    return out;
+  });
 }

@@ -2,7 +2,7 @@
 // toolsvc's demo server and tests/testserver (go-sdk), over stdio.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, status, ToolsvcError, type ToolStreamEvent } from "../src/index.js";
+import { Client, status, toAnthropicTools, toOpenAITools, ToolsvcError, type ToolStreamEvent } from "../src/index.js";
 import { eventually, testserverBin, Toolsvc, toolsvcBin } from "./harness.js";
 
 let svc: Toolsvc;
@@ -21,6 +21,29 @@ before(async () => {
 after(async () => {
   client?.close();
   await svc?.stop();
+});
+
+describe("searchTools", () => {
+  test("ranks the catalog; filters; a searched subset in the LLM formats", async () => {
+    const found = await client.searchTools({ query: "add two numbers", limit: 3 });
+    assert.equal(found.tools[0]?.name, "demo__add");
+    assert.equal(found.revision.length, 32);
+    assert.deepEqual([...found.scores.keys()], found.tools.map((t) => t.name));
+    const only = await client.searchTools({ query: "add", servers: ["demo"], nameGlob: "demo__*" });
+    assert.ok(only.tools.length > 0 && only.tools.every((t) => t.server === "demo"));
+    const anthropic = toAnthropicTools(await client.listTools(), { deferLoading: true, alwaysLoaded: ["demo__add"] });
+    assert.ok(anthropic.every((t) => (t.name === "demo__add" ? t.defer_loading === undefined : t.defer_loading === true)));
+    assert.deepEqual(
+      toOpenAITools(found.tools).map((t) => t.function.name),
+      found.tools.map((t) => t.name),
+    );
+    await assert.rejects(client.searchTools({ query: "" }), (e: unknown) => {
+      assert.ok(e instanceof ToolsvcError);
+      assert.equal(e.code, status.INVALID_ARGUMENT);
+      assert.deepEqual(e.fieldViolations.map((v) => v.field), ["query"]);
+      return true;
+    });
+  });
 });
 
 describe("listTools", () => {
