@@ -298,10 +298,10 @@ export class Client {
     const r = await this.withRetry(isUnavailable, deadline, options.signal, () =>
       this.unary<SearchToolsResponse>((md, o, cb) => this.raw.searchTools(req, md, o, cb), deadline, options.signal),
     );
-    const tools = r.results.flatMap((x) => (x.tool ? [x.tool] : []));
+    const found = r.results.flatMap((x) => (x.tool ? [{ tool: x.tool, score: x.score }] : []));
     return {
-      tools,
-      scores: new Map(r.results.map((x) => [x.tool?.name ?? "", x.score])),
+      tools: found.map((x) => x.tool),
+      scores: new Map(found.map((x) => [x.tool.name, x.score])),
       revision: r.revision,
     };
   }

@@ -26,6 +26,7 @@ export {
   type OpenAIChatTool,
   type OpenAIResponsesTool,
   type ToolLike,
+  type ToolsInput,
 } from "./llm.js";
 export { status } from "@grpc/grpc-js";
 export type {

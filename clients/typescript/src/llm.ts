@@ -46,6 +46,16 @@ export interface AnthropicTool {
 }
 
 /**
+ * What the converters take: tools (such as `await client.listTools()`), or a
+ * search's result as it is (`await client.searchTools({query})`, best first).
+ */
+export type ToolsInput = Iterable<ToolLike> | { tools: Iterable<ToolLike> };
+
+function toolsOf(tools: ToolsInput): ToolLike[] {
+  return Symbol.iterator in tools ? [...tools] : [...tools.tools];
+}
+
+/**
  * The tool's input JSON Schema as a fresh object (changing it does not
  * change the catalog). Struct numbers are doubles on the wire, but a JS
  * number has no separate integer type: `10.0` and `10` are the same value
@@ -78,14 +88,14 @@ function describe(tool: ToolLike): string {
  * (`{type: "function", function: {name, description, parameters}}`) by
  * default, or the Responses API's flat form with `{api: "responses"}`.
  */
-export function toOpenAITools(tools: Iterable<ToolLike>, options?: { api?: "chat" }): OpenAIChatTool[];
-export function toOpenAITools(tools: Iterable<ToolLike>, options: { api: "responses" }): OpenAIResponsesTool[];
+export function toOpenAITools(tools: ToolsInput, options?: { api?: "chat" }): OpenAIChatTool[];
+export function toOpenAITools(tools: ToolsInput, options: { api: "responses" }): OpenAIResponsesTool[];
 export function toOpenAITools(
-  tools: Iterable<ToolLike>,
+  tools: ToolsInput,
   options: { api?: "chat" | "responses" } = {},
 ): OpenAIChatTool[] | OpenAIResponsesTool[] {
   if (options.api === "responses") {
-    return [...tools].map((t) => ({
+    return toolsOf(tools).map((t) => ({
       type: "function" as const,
       name: t.name,
       description: describe(t),
@@ -93,7 +103,7 @@ export function toOpenAITools(
       strict: false as const,
     }));
   }
-  return [...tools].map((t) => ({
+  return toolsOf(tools).map((t) => ({
     type: "function" as const,
     function: { name: t.name, description: describe(t), parameters: inputSchemaOf(t) },
   }));
@@ -101,17 +111,17 @@ export function toOpenAITools(
 
 /**
  * Tools in Anthropic's Messages API format: `{name, description, input_schema}`
- * (`tools` may be a searched subset: `(await client.searchTools({query})).tools`).
+ * (`tools` may be a searched subset: `await client.searchTools({query})`).
  * With `deferLoading`, every tool not named in `alwaysLoaded` carries
  * `defer_loading: true`, for Anthropic's tool search (which then loads a tool
  * only once a search finds it; the request also needs a tool-search tool).
  */
 export function toAnthropicTools(
-  tools: Iterable<ToolLike>,
+  tools: ToolsInput,
   options: { deferLoading?: boolean; alwaysLoaded?: Iterable<string> } = {},
 ): AnthropicTool[] {
   const keep = new Set(options.alwaysLoaded ?? []);
-  return [...tools].map((t) => {
+  return toolsOf(tools).map((t) => {
     const out: AnthropicTool = { name: t.name, description: describe(t), input_schema: inputSchemaOf(t) };
     if (options.deferLoading && !keep.has(t.name)) {
       out.defer_loading = true;

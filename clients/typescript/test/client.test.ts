@@ -37,6 +37,16 @@ describe("searchTools", () => {
       toOpenAITools(found.tools).map((t) => t.function.name),
       found.tools.map((t) => t.name),
     );
+    // The search result as it is: best first, only the found tools.
+    assert.deepEqual(
+      toOpenAITools(found, { api: "responses" }).map((t) => t.name),
+      found.tools.map((t) => t.name),
+    );
+    const subset = toAnthropicTools(found, { deferLoading: true, alwaysLoaded: ["demo__add"] });
+    assert.deepEqual(
+      subset.map((t) => [t.name, t.defer_loading]),
+      found.tools.map((t) => [t.name, t.name === "demo__add" ? undefined : true]),
+    );
     await assert.rejects(client.searchTools({ query: "" }), (e: unknown) => {
       assert.ok(e instanceof ToolsvcError);
       assert.equal(e.code, status.INVALID_ARGUMENT);
