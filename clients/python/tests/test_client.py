@@ -287,6 +287,15 @@ def test_search_tools(client: toolsvc.Client) -> None:
     assert {t["function"]["name"] for t in toolsvc.to_openai_tools(only)} == {t.name for t in only}
     deferred = toolsvc.to_anthropic_tools(client.list_tools(), defer_loading=True, always_loaded=["rt__sleep"])
     assert all(t.get("defer_loading") is (None if t["name"] == "rt__sleep" else True) for t in deferred)
+    assert len(deferred) > len(only) and "rt__sleep" in {t["name"] for t in deferred}
+    subset = toolsvc.to_anthropic_tools(only, defer_loading=True, always_loaded=["rt__sleep"])
+    assert {t["name"]: t.get("defer_loading") for t in subset} == {
+        t.name: (None if t.name == "rt__sleep" else True) for t in only
+    }
+    # Hint filters: demo__sleep is read-only but not idempotent.
+    not_idempotent = client.search_tools("sleep", servers=["demo"], idempotent=False, read_only=True)
+    assert "demo__sleep" in {t.name for t in not_idempotent}
+    assert "demo__sleep" not in {t.name for t in client.search_tools("sleep", servers=["demo"], idempotent=True)}
     with pytest.raises(toolsvc.ToolsvcError) as e:
         client.search_tools("")
     assert e.value.code == grpc.StatusCode.INVALID_ARGUMENT
