@@ -103,8 +103,9 @@ def to_openai_tools(
     {"name", "description", "parameters"}}``; ``api="responses"`` (Responses
     API): ``{"type": "function", "name", "description", "parameters"}``.
     ``parameters`` is the tool's exact input JSON Schema (integers kept as
-    integers). ``tools`` is a list of Tool or a catalog dict (such as
-    ``watcher.catalog``); unavailable tools are left out unless
+    integers). ``tools`` is a list of Tool, a catalog dict (such as
+    ``watcher.catalog``) or the result of ``search_tools`` (a searched
+    subset; sorted by name here like any other input); unavailable tools are left out unless
     ``include_unavailable``. The name is the exposed name to pass back to
     ``call_tool``.
     """
