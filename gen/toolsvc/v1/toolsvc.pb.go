@@ -308,6 +308,184 @@ func (BreakerState) EnumDescriptor() ([]byte, []int) {
 	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
 }
 
+// CompleteRequest asks for completions of one argument.
+type CompleteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What is being completed.
+	//
+	// Types that are valid to be assigned to Ref:
+	//
+	//	*CompleteRequest_Prompt
+	//	*CompleteRequest_ResourceTemplate
+	Ref isCompleteRequest_Ref `protobuf_oneof:"ref"`
+	// The argument's name.
+	ArgumentName string `protobuf:"bytes,3,opt,name=argument_name,json=argumentName,proto3" json:"argument_name,omitempty"`
+	// What the user has typed so far.
+	ArgumentValue string `protobuf:"bytes,4,opt,name=argument_value,json=argumentValue,proto3" json:"argument_value,omitempty"`
+	// Arguments already resolved, for context-dependent completions.
+	ContextArguments map[string]string `protobuf:"bytes,5,rep,name=context_arguments,json=contextArguments,proto3" json:"context_arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CompleteRequest) Reset() {
+	*x = CompleteRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteRequest) ProtoMessage() {}
+
+func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
+func (*CompleteRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CompleteRequest) GetRef() isCompleteRequest_Ref {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
+func (x *CompleteRequest) GetPrompt() string {
+	if x != nil {
+		if x, ok := x.Ref.(*CompleteRequest_Prompt); ok {
+			return x.Prompt
+		}
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetResourceTemplate() *ResourceKey {
+	if x != nil {
+		if x, ok := x.Ref.(*CompleteRequest_ResourceTemplate); ok {
+			return x.ResourceTemplate
+		}
+	}
+	return nil
+}
+
+func (x *CompleteRequest) GetArgumentName() string {
+	if x != nil {
+		return x.ArgumentName
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetArgumentValue() string {
+	if x != nil {
+		return x.ArgumentValue
+	}
+	return ""
+}
+
+func (x *CompleteRequest) GetContextArguments() map[string]string {
+	if x != nil {
+		return x.ContextArguments
+	}
+	return nil
+}
+
+type isCompleteRequest_Ref interface {
+	isCompleteRequest_Ref()
+}
+
+type CompleteRequest_Prompt struct {
+	// An exposed prompt name (Prompt.name).
+	Prompt string `protobuf:"bytes,1,opt,name=prompt,proto3,oneof"`
+}
+
+type CompleteRequest_ResourceTemplate struct {
+	// A resource template of a server (ResourceKey.uri is the template).
+	ResourceTemplate *ResourceKey `protobuf:"bytes,2,opt,name=resource_template,json=resourceTemplate,proto3,oneof"`
+}
+
+func (*CompleteRequest_Prompt) isCompleteRequest_Ref() {}
+
+func (*CompleteRequest_ResourceTemplate) isCompleteRequest_Ref() {}
+
+// CompleteResponse is the upstream's completions.
+type CompleteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The completion values, best first (at most 100).
+	Values []string `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	// The total number of completions available, if the upstream knows it.
+	Total *int32 `protobuf:"varint,2,opt,name=total,proto3,oneof" json:"total,omitempty"`
+	// More completions exist than were returned.
+	HasMore       bool `protobuf:"varint,3,opt,name=has_more,json=hasMore,proto3" json:"has_more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteResponse) Reset() {
+	*x = CompleteResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteResponse) ProtoMessage() {}
+
+func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
+func (*CompleteResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CompleteResponse) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *CompleteResponse) GetTotal() int32 {
+	if x != nil && x.Total != nil {
+		return *x.Total
+	}
+	return 0
+}
+
+func (x *CompleteResponse) GetHasMore() bool {
+	if x != nil {
+		return x.HasMore
+	}
+	return false
+}
+
 // Tool is one callable tool of the merged catalog.
 type Tool struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -350,7 +528,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[0]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -362,7 +540,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[0]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -375,7 +553,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{0}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Tool) GetName() string {
@@ -489,7 +667,7 @@ type ToolAnnotations struct {
 
 func (x *ToolAnnotations) Reset() {
 	*x = ToolAnnotations{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[1]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -501,7 +679,7 @@ func (x *ToolAnnotations) String() string {
 func (*ToolAnnotations) ProtoMessage() {}
 
 func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[1]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -514,7 +692,7 @@ func (x *ToolAnnotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAnnotations.ProtoReflect.Descriptor instead.
 func (*ToolAnnotations) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ToolAnnotations) GetTitle() string {
@@ -574,7 +752,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[2]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +764,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[2]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +777,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListToolsRequest) GetPageSize() int32 {
@@ -638,7 +816,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[3]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -650,7 +828,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[3]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -663,7 +841,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListToolsResponse) GetTools() []*Tool {
@@ -717,7 +895,7 @@ type SearchToolsRequest struct {
 
 func (x *SearchToolsRequest) Reset() {
 	*x = SearchToolsRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +907,7 @@ func (x *SearchToolsRequest) String() string {
 func (*SearchToolsRequest) ProtoMessage() {}
 
 func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[4]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +920,7 @@ func (x *SearchToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchToolsRequest.ProtoReflect.Descriptor instead.
 func (*SearchToolsRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SearchToolsRequest) GetQuery() string {
@@ -806,7 +984,7 @@ type ToolHintFilter struct {
 
 func (x *ToolHintFilter) Reset() {
 	*x = ToolHintFilter{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +996,7 @@ func (x *ToolHintFilter) String() string {
 func (*ToolHintFilter) ProtoMessage() {}
 
 func (x *ToolHintFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[5]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +1009,7 @@ func (x *ToolHintFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolHintFilter.ProtoReflect.Descriptor instead.
 func (*ToolHintFilter) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToolHintFilter) GetReadOnly() bool {
@@ -875,7 +1053,7 @@ type SearchToolsResponse struct {
 
 func (x *SearchToolsResponse) Reset() {
 	*x = SearchToolsResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +1065,7 @@ func (x *SearchToolsResponse) String() string {
 func (*SearchToolsResponse) ProtoMessage() {}
 
 func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[6]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1078,7 @@ func (x *SearchToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchToolsResponse.ProtoReflect.Descriptor instead.
 func (*SearchToolsResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{6}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SearchToolsResponse) GetResults() []*SearchResult {
@@ -930,7 +1108,7 @@ type SearchResult struct {
 
 func (x *SearchResult) Reset() {
 	*x = SearchResult{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1120,7 @@ func (x *SearchResult) String() string {
 func (*SearchResult) ProtoMessage() {}
 
 func (x *SearchResult) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[7]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1133,7 @@ func (x *SearchResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchResult.ProtoReflect.Descriptor instead.
 func (*SearchResult) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{7}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SearchResult) GetTool() *Tool {
@@ -983,13 +1161,22 @@ type CallToolRequest struct {
 	// The arguments as JSON text, forwarded without re-encoding numbers. Must
 	// be a JSON object. Set at most one of arguments and arguments_json.
 	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// The kinds of input this caller can give when the upstream asks (see
+	// "Interactive calls" above). None: the server's configured policy
+	// answers the upstream, and the call never ends with input_required.
+	InputCapabilities *InputCapabilities `protobuf:"bytes,4,opt,name=input_capabilities,json=inputCapabilities,proto3" json:"input_capabilities,omitempty"`
+	// Answers to the input_required.requests of the previous round, by id.
+	// Set together with request_state.
+	InputResponses []*InputResponse `protobuf:"bytes,5,rep,name=input_responses,json=inputResponses,proto3" json:"input_responses,omitempty"`
+	// The input_required.request_state of the previous round, verbatim.
+	RequestState  string `protobuf:"bytes,6,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1188,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[8]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1201,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{8}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CallToolRequest) GetName() string {
@@ -1038,6 +1225,27 @@ func (x *CallToolRequest) GetArgumentsJson() string {
 	return ""
 }
 
+func (x *CallToolRequest) GetInputCapabilities() *InputCapabilities {
+	if x != nil {
+		return x.InputCapabilities
+	}
+	return nil
+}
+
+func (x *CallToolRequest) GetInputResponses() []*InputResponse {
+	if x != nil {
+		return x.InputResponses
+	}
+	return nil
+}
+
+func (x *CallToolRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
 // CallToolStreamRequest is a CallToolRequest for the streaming call.
 type CallToolStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1047,13 +1255,22 @@ type CallToolStreamRequest struct {
 	Arguments *structpb.Struct `protobuf:"bytes,2,opt,name=arguments,proto3" json:"arguments,omitempty"`
 	// The arguments as JSON text; see CallToolRequest.arguments_json.
 	ArgumentsJson string `protobuf:"bytes,3,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// The kinds of input this caller can give when the upstream asks (see
+	// CallToolRequest.input_capabilities). None: the server's configured policy
+	// answers the upstream, and the call never ends with input_required.
+	InputCapabilities *InputCapabilities `protobuf:"bytes,4,opt,name=input_capabilities,json=inputCapabilities,proto3" json:"input_capabilities,omitempty"`
+	// Answers to the input_required.requests of the previous round, by id.
+	// Set together with request_state.
+	InputResponses []*InputResponse `protobuf:"bytes,5,rep,name=input_responses,json=inputResponses,proto3" json:"input_responses,omitempty"`
+	// The input_required.request_state of the previous round, verbatim.
+	RequestState  string `protobuf:"bytes,6,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallToolStreamRequest) Reset() {
 	*x = CallToolStreamRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1282,7 @@ func (x *CallToolStreamRequest) String() string {
 func (*CallToolStreamRequest) ProtoMessage() {}
 
 func (x *CallToolStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[9]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +1295,7 @@ func (x *CallToolStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolStreamRequest.ProtoReflect.Descriptor instead.
 func (*CallToolStreamRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{9}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CallToolStreamRequest) GetName() string {
@@ -1102,8 +1319,30 @@ func (x *CallToolStreamRequest) GetArgumentsJson() string {
 	return ""
 }
 
+func (x *CallToolStreamRequest) GetInputCapabilities() *InputCapabilities {
+	if x != nil {
+		return x.InputCapabilities
+	}
+	return nil
+}
+
+func (x *CallToolStreamRequest) GetInputResponses() []*InputResponse {
+	if x != nil {
+		return x.InputResponses
+	}
+	return nil
+}
+
+func (x *CallToolStreamRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
 // CallToolStreamResponse is one message of a streaming call: zero or more
-// progress messages, then exactly one result.
+// progress and log messages, then exactly one result (which may be an
+// input_required).
 type CallToolStreamResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// What this message carries.
@@ -1112,6 +1351,7 @@ type CallToolStreamResponse struct {
 	//
 	//	*CallToolStreamResponse_Progress
 	//	*CallToolStreamResponse_Result
+	//	*CallToolStreamResponse_Log
 	Event         isCallToolStreamResponse_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1119,7 +1359,7 @@ type CallToolStreamResponse struct {
 
 func (x *CallToolStreamResponse) Reset() {
 	*x = CallToolStreamResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1371,7 @@ func (x *CallToolStreamResponse) String() string {
 func (*CallToolStreamResponse) ProtoMessage() {}
 
 func (x *CallToolStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[10]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1384,7 @@ func (x *CallToolStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolStreamResponse.ProtoReflect.Descriptor instead.
 func (*CallToolStreamResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{10}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallToolStreamResponse) GetEvent() isCallToolStreamResponse_Event {
@@ -1172,6 +1412,15 @@ func (x *CallToolStreamResponse) GetResult() *CallToolResponse {
 	return nil
 }
 
+func (x *CallToolStreamResponse) GetLog() *CallToolLog {
+	if x != nil {
+		if x, ok := x.Event.(*CallToolStreamResponse_Log); ok {
+			return x.Log
+		}
+	}
+	return nil
+}
+
 type isCallToolStreamResponse_Event interface {
 	isCallToolStreamResponse_Event()
 }
@@ -1187,9 +1436,905 @@ type CallToolStreamResponse_Result struct {
 	Result *CallToolResponse `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
 }
 
+type CallToolStreamResponse_Log struct {
+	// A log message the upstream sent during the call (MCP
+	// notifications/message), when the caller set
+	// input_capabilities.log_level.
+	Log *CallToolLog `protobuf:"bytes,3,opt,name=log,proto3,oneof"`
+}
+
 func (*CallToolStreamResponse_Progress) isCallToolStreamResponse_Event() {}
 
 func (*CallToolStreamResponse_Result) isCallToolStreamResponse_Event() {}
+
+func (*CallToolStreamResponse_Log) isCallToolStreamResponse_Event() {}
+
+// CallToolLog is one log message of an upstream during a call.
+type CallToolLog struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The MCP logging level: debug, info, notice, warning, error, critical,
+	// alert, emergency.
+	Level string `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
+	// The upstream's logger name, if any.
+	Logger string `protobuf:"bytes,2,opt,name=logger,proto3" json:"logger,omitempty"`
+	// The message's data, as JSON (any JSON value; often a string).
+	DataJson string `protobuf:"bytes,3,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
+	// The server that sent it (configured name).
+	Server        string `protobuf:"bytes,4,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallToolLog) Reset() {
+	*x = CallToolLog{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallToolLog) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallToolLog) ProtoMessage() {}
+
+func (x *CallToolLog) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallToolLog.ProtoReflect.Descriptor instead.
+func (*CallToolLog) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CallToolLog) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *CallToolLog) GetLogger() string {
+	if x != nil {
+		return x.Logger
+	}
+	return ""
+}
+
+func (x *CallToolLog) GetDataJson() string {
+	if x != nil {
+		return x.DataJson
+	}
+	return ""
+}
+
+func (x *CallToolLog) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+// InputCapabilities are the kinds of input a caller can give an upstream.
+type InputCapabilities struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Form elicitation: answer a JSON schema's fields (accept, decline or
+	// cancel).
+	Elicitation bool `protobuf:"varint,1,opt,name=elicitation,proto3" json:"elicitation,omitempty"`
+	// URL elicitation: send the user to a URL (to log in, to pay) and answer
+	// accept once they went.
+	ElicitationUrl bool `protobuf:"varint,2,opt,name=elicitation_url,json=elicitationUrl,proto3" json:"elicitation_url,omitempty"`
+	// Sampling: run the caller's model on the upstream's messages.
+	Sampling bool `protobuf:"varint,3,opt,name=sampling,proto3" json:"sampling,omitempty"`
+	// Roots: list the caller's roots (file:// URIs it lets the tool see).
+	Roots bool `protobuf:"varint,4,opt,name=roots,proto3" json:"roots,omitempty"`
+	// Log messages: receive the upstream's log messages during the call
+	// (CallToolStream only) at this MCP level or above; empty: none.
+	LogLevel      string `protobuf:"bytes,5,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputCapabilities) Reset() {
+	*x = InputCapabilities{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputCapabilities) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputCapabilities) ProtoMessage() {}
+
+func (x *InputCapabilities) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputCapabilities.ProtoReflect.Descriptor instead.
+func (*InputCapabilities) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *InputCapabilities) GetElicitation() bool {
+	if x != nil {
+		return x.Elicitation
+	}
+	return false
+}
+
+func (x *InputCapabilities) GetElicitationUrl() bool {
+	if x != nil {
+		return x.ElicitationUrl
+	}
+	return false
+}
+
+func (x *InputCapabilities) GetSampling() bool {
+	if x != nil {
+		return x.Sampling
+	}
+	return false
+}
+
+func (x *InputCapabilities) GetRoots() bool {
+	if x != nil {
+		return x.Roots
+	}
+	return false
+}
+
+func (x *InputCapabilities) GetLogLevel() string {
+	if x != nil {
+		return x.LogLevel
+	}
+	return ""
+}
+
+// InputRequired ends a round of an interactive call: the upstream asks the
+// caller for input before it can go on.
+type InputRequired struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the upstream asks, each with an id to answer by.
+	Requests []*InputRequest `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	// Opaque, integrity-protected and bound to the principal and the tool:
+	// send it back verbatim with the answers.
+	RequestState string `protobuf:"bytes,2,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	// After this the request_state is refused (REQUEST_STATE_EXPIRED) and a
+	// call waiting for the answer is cancelled.
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// Whether the call is parked on this replica (an upstream of protocol
+	// 2025-11-25 asked mid-call): the answer must reach the same replica (the
+	// same gRPC channel does; see README "Tools that ask"). False: any
+	// replica can continue it.
+	ReplicaBound  bool `protobuf:"varint,4,opt,name=replica_bound,json=replicaBound,proto3" json:"replica_bound,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequired) Reset() {
+	*x = InputRequired{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequired) ProtoMessage() {}
+
+func (x *InputRequired) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequired.ProtoReflect.Descriptor instead.
+func (*InputRequired) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *InputRequired) GetRequests() []*InputRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+func (x *InputRequired) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
+func (x *InputRequired) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
+	}
+	return nil
+}
+
+func (x *InputRequired) GetReplicaBound() bool {
+	if x != nil {
+		return x.ReplicaBound
+	}
+	return false
+}
+
+// InputRequest is one thing an upstream asks the caller.
+type InputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id to answer it by (InputResponse.id).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// What is asked.
+	//
+	// Types that are valid to be assigned to Request:
+	//
+	//	*InputRequest_Elicitation
+	//	*InputRequest_ElicitationUrl
+	//	*InputRequest_Sampling
+	//	*InputRequest_Roots
+	Request       isInputRequest_Request `protobuf_oneof:"request"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequest) Reset() {
+	*x = InputRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequest) ProtoMessage() {}
+
+func (x *InputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequest.ProtoReflect.Descriptor instead.
+func (*InputRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *InputRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *InputRequest) GetRequest() isInputRequest_Request {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *InputRequest) GetElicitation() *ElicitationRequest {
+	if x != nil {
+		if x, ok := x.Request.(*InputRequest_Elicitation); ok {
+			return x.Elicitation
+		}
+	}
+	return nil
+}
+
+func (x *InputRequest) GetElicitationUrl() *ElicitationURLRequest {
+	if x != nil {
+		if x, ok := x.Request.(*InputRequest_ElicitationUrl); ok {
+			return x.ElicitationUrl
+		}
+	}
+	return nil
+}
+
+func (x *InputRequest) GetSampling() *SamplingRequest {
+	if x != nil {
+		if x, ok := x.Request.(*InputRequest_Sampling); ok {
+			return x.Sampling
+		}
+	}
+	return nil
+}
+
+func (x *InputRequest) GetRoots() *RootsRequest {
+	if x != nil {
+		if x, ok := x.Request.(*InputRequest_Roots); ok {
+			return x.Roots
+		}
+	}
+	return nil
+}
+
+type isInputRequest_Request interface {
+	isInputRequest_Request()
+}
+
+type InputRequest_Elicitation struct {
+	// Fill in a form.
+	Elicitation *ElicitationRequest `protobuf:"bytes,2,opt,name=elicitation,proto3,oneof"`
+}
+
+type InputRequest_ElicitationUrl struct {
+	// Visit a URL.
+	ElicitationUrl *ElicitationURLRequest `protobuf:"bytes,3,opt,name=elicitation_url,json=elicitationUrl,proto3,oneof"`
+}
+
+type InputRequest_Sampling struct {
+	// Run a model (MCP sampling/createMessage).
+	Sampling *SamplingRequest `protobuf:"bytes,4,opt,name=sampling,proto3,oneof"`
+}
+
+type InputRequest_Roots struct {
+	// List roots (MCP roots/list).
+	Roots *RootsRequest `protobuf:"bytes,5,opt,name=roots,proto3,oneof"`
+}
+
+func (*InputRequest_Elicitation) isInputRequest_Request() {}
+
+func (*InputRequest_ElicitationUrl) isInputRequest_Request() {}
+
+func (*InputRequest_Sampling) isInputRequest_Request() {}
+
+func (*InputRequest_Roots) isInputRequest_Request() {}
+
+// ElicitationRequest asks the user to fill in a form.
+type ElicitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What to show the user.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The form: a JSON Schema object of flat, primitive properties, as JSON.
+	RequestedSchemaJson string `protobuf:"bytes,2,opt,name=requested_schema_json,json=requestedSchemaJson,proto3" json:"requested_schema_json,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ElicitationRequest) Reset() {
+	*x = ElicitationRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElicitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElicitationRequest) ProtoMessage() {}
+
+func (x *ElicitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElicitationRequest.ProtoReflect.Descriptor instead.
+func (*ElicitationRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ElicitationRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ElicitationRequest) GetRequestedSchemaJson() string {
+	if x != nil {
+		return x.RequestedSchemaJson
+	}
+	return ""
+}
+
+// ElicitationURLRequest asks the user to visit a URL.
+type ElicitationURLRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What to show the user.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// The URL to open.
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// The upstream's id for this elicitation.
+	ElicitationId string `protobuf:"bytes,3,opt,name=elicitation_id,json=elicitationId,proto3" json:"elicitation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElicitationURLRequest) Reset() {
+	*x = ElicitationURLRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElicitationURLRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElicitationURLRequest) ProtoMessage() {}
+
+func (x *ElicitationURLRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElicitationURLRequest.ProtoReflect.Descriptor instead.
+func (*ElicitationURLRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ElicitationURLRequest) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ElicitationURLRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *ElicitationURLRequest) GetElicitationId() string {
+	if x != nil {
+		return x.ElicitationId
+	}
+	return ""
+}
+
+// SamplingRequest asks the caller's model for a message.
+type SamplingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The MCP sampling/createMessage params as JSON (messages, maxTokens,
+	// systemPrompt, modelPreferences, …).
+	ParamsJson    string `protobuf:"bytes,1,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SamplingRequest) Reset() {
+	*x = SamplingRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SamplingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SamplingRequest) ProtoMessage() {}
+
+func (x *SamplingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SamplingRequest.ProtoReflect.Descriptor instead.
+func (*SamplingRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SamplingRequest) GetParamsJson() string {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return ""
+}
+
+// RootsRequest asks for the caller's roots.
+type RootsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RootsRequest) Reset() {
+	*x = RootsRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RootsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RootsRequest) ProtoMessage() {}
+
+func (x *RootsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RootsRequest.ProtoReflect.Descriptor instead.
+func (*RootsRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
+}
+
+// InputResponse answers one InputRequest.
+type InputResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The InputRequest.id it answers.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The answer, of the request's kind.
+	//
+	// Types that are valid to be assigned to Response:
+	//
+	//	*InputResponse_Elicitation
+	//	*InputResponse_Sampling
+	//	*InputResponse_Roots
+	Response      isInputResponse_Response `protobuf_oneof:"response"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputResponse) Reset() {
+	*x = InputResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputResponse) ProtoMessage() {}
+
+func (x *InputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputResponse.ProtoReflect.Descriptor instead.
+func (*InputResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *InputResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *InputResponse) GetResponse() isInputResponse_Response {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *InputResponse) GetElicitation() *ElicitationResponse {
+	if x != nil {
+		if x, ok := x.Response.(*InputResponse_Elicitation); ok {
+			return x.Elicitation
+		}
+	}
+	return nil
+}
+
+func (x *InputResponse) GetSampling() *SamplingResponse {
+	if x != nil {
+		if x, ok := x.Response.(*InputResponse_Sampling); ok {
+			return x.Sampling
+		}
+	}
+	return nil
+}
+
+func (x *InputResponse) GetRoots() *RootsResponse {
+	if x != nil {
+		if x, ok := x.Response.(*InputResponse_Roots); ok {
+			return x.Roots
+		}
+	}
+	return nil
+}
+
+type isInputResponse_Response interface {
+	isInputResponse_Response()
+}
+
+type InputResponse_Elicitation struct {
+	// The form's answer.
+	Elicitation *ElicitationResponse `protobuf:"bytes,2,opt,name=elicitation,proto3,oneof"`
+}
+
+type InputResponse_Sampling struct {
+	// The model's message.
+	Sampling *SamplingResponse `protobuf:"bytes,3,opt,name=sampling,proto3,oneof"`
+}
+
+type InputResponse_Roots struct {
+	// The roots.
+	Roots *RootsResponse `protobuf:"bytes,4,opt,name=roots,proto3,oneof"`
+}
+
+func (*InputResponse_Elicitation) isInputResponse_Response() {}
+
+func (*InputResponse_Sampling) isInputResponse_Response() {}
+
+func (*InputResponse_Roots) isInputResponse_Response() {}
+
+// ElicitationResponse is the user's answer to an elicitation (form or URL).
+type ElicitationResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "accept", "decline" or "cancel".
+	Action string `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// The form's content as a JSON object (accept of a form only).
+	ContentJson   string `protobuf:"bytes,2,opt,name=content_json,json=contentJson,proto3" json:"content_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ElicitationResponse) Reset() {
+	*x = ElicitationResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ElicitationResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ElicitationResponse) ProtoMessage() {}
+
+func (x *ElicitationResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ElicitationResponse.ProtoReflect.Descriptor instead.
+func (*ElicitationResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ElicitationResponse) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *ElicitationResponse) GetContentJson() string {
+	if x != nil {
+		return x.ContentJson
+	}
+	return ""
+}
+
+// SamplingResponse is the model's answer.
+type SamplingResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The MCP sampling/createMessage result as JSON (role, content, model,
+	// stopReason).
+	ResultJson    string `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SamplingResponse) Reset() {
+	*x = SamplingResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SamplingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SamplingResponse) ProtoMessage() {}
+
+func (x *SamplingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SamplingResponse.ProtoReflect.Descriptor instead.
+func (*SamplingResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SamplingResponse) GetResultJson() string {
+	if x != nil {
+		return x.ResultJson
+	}
+	return ""
+}
+
+// RootsResponse lists the caller's roots.
+type RootsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The roots.
+	Roots         []*Root `protobuf:"bytes,1,rep,name=roots,proto3" json:"roots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RootsResponse) Reset() {
+	*x = RootsResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RootsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RootsResponse) ProtoMessage() {}
+
+func (x *RootsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RootsResponse.ProtoReflect.Descriptor instead.
+func (*RootsResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *RootsResponse) GetRoots() []*Root {
+	if x != nil {
+		return x.Roots
+	}
+	return nil
+}
+
+// Root is one root: a file:// URI the caller lets tools see.
+type Root struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The URI.
+	Uri string `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	// A name, if any.
+	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Root) Reset() {
+	*x = Root{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Root) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Root) ProtoMessage() {}
+
+func (x *Root) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Root.ProtoReflect.Descriptor instead.
+func (*Root) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Root) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *Root) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
 
 // CallToolProgress is an MCP progress notification for the call.
 type CallToolProgress struct {
@@ -1206,7 +2351,7 @@ type CallToolProgress struct {
 
 func (x *CallToolProgress) Reset() {
 	*x = CallToolProgress{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +2363,7 @@ func (x *CallToolProgress) String() string {
 func (*CallToolProgress) ProtoMessage() {}
 
 func (x *CallToolProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +2376,7 @@ func (x *CallToolProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolProgress.ProtoReflect.Descriptor instead.
 func (*CallToolProgress) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CallToolProgress) GetProgress() float64 {
@@ -1266,14 +2411,17 @@ type CallToolResponse struct {
 	// not an RPC error.
 	IsError bool `protobuf:"varint,3,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	// The result's _meta object, if any.
-	Meta          *structpb.Struct `protobuf:"bytes,4,opt,name=meta,proto3" json:"meta,omitempty"`
+	Meta *structpb.Struct `protobuf:"bytes,4,opt,name=meta,proto3" json:"meta,omitempty"`
+	// Set when the call needs input before it can go on: the other fields are
+	// then empty. Only for callers that set input_capabilities.
+	InputRequired *InputRequired `protobuf:"bytes,5,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +2433,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +2446,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CallToolResponse) GetContent() []*Content {
@@ -1329,6 +2477,13 @@ func (x *CallToolResponse) GetMeta() *structpb.Struct {
 	return nil
 }
 
+func (x *CallToolResponse) GetInputRequired() *InputRequired {
+	if x != nil {
+		return x.InputRequired
+	}
+	return nil
+}
+
 // Content is one item of a tool result.
 type Content struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1348,7 +2503,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +2515,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +2528,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Content) GetContent() isContent_Content {
@@ -1482,7 +2637,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1494,7 +2649,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1507,7 +2662,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Annotations) GetAudience() []string {
@@ -1546,7 +2701,7 @@ type TextContent struct {
 
 func (x *TextContent) Reset() {
 	*x = TextContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +2713,7 @@ func (x *TextContent) String() string {
 func (*TextContent) ProtoMessage() {}
 
 func (x *TextContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +2726,7 @@ func (x *TextContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextContent.ProtoReflect.Descriptor instead.
 func (*TextContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *TextContent) GetText() string {
@@ -1612,7 +2767,7 @@ type ImageContent struct {
 
 func (x *ImageContent) Reset() {
 	*x = ImageContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +2779,7 @@ func (x *ImageContent) String() string {
 func (*ImageContent) ProtoMessage() {}
 
 func (x *ImageContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +2792,7 @@ func (x *ImageContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageContent.ProtoReflect.Descriptor instead.
 func (*ImageContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ImageContent) GetData() []byte {
@@ -1685,7 +2840,7 @@ type AudioContent struct {
 
 func (x *AudioContent) Reset() {
 	*x = AudioContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +2852,7 @@ func (x *AudioContent) String() string {
 func (*AudioContent) ProtoMessage() {}
 
 func (x *AudioContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +2865,7 @@ func (x *AudioContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AudioContent.ProtoReflect.Descriptor instead.
 func (*AudioContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AudioContent) GetData() []byte {
@@ -1766,7 +2921,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1778,7 +2933,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1791,7 +2946,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -1865,7 +3020,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +3032,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +3045,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EmbeddedResource) GetResource() *ResourceContents {
@@ -1936,7 +3091,7 @@ type ResourceContents struct {
 
 func (x *ResourceContents) Reset() {
 	*x = ResourceContents{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1948,7 +3103,7 @@ func (x *ResourceContents) String() string {
 func (*ResourceContents) ProtoMessage() {}
 
 func (x *ResourceContents) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1961,7 +3116,7 @@ func (x *ResourceContents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceContents.ProtoReflect.Descriptor instead.
 func (*ResourceContents) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ResourceContents) GetUri() string {
@@ -2076,7 +3231,7 @@ type WatchCatalogRequest struct {
 
 func (x *WatchCatalogRequest) Reset() {
 	*x = WatchCatalogRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2088,7 +3243,7 @@ func (x *WatchCatalogRequest) String() string {
 func (*WatchCatalogRequest) ProtoMessage() {}
 
 func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2101,7 +3256,7 @@ func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogRequest.ProtoReflect.Descriptor instead.
 func (*WatchCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *WatchCatalogRequest) GetResumeToken() string {
@@ -2182,7 +3337,7 @@ type WatchCatalogResponse struct {
 
 func (x *WatchCatalogResponse) Reset() {
 	*x = WatchCatalogResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +3349,7 @@ func (x *WatchCatalogResponse) String() string {
 func (*WatchCatalogResponse) ProtoMessage() {}
 
 func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +3362,7 @@ func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogResponse.ProtoReflect.Descriptor instead.
 func (*WatchCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WatchCatalogResponse) GetRevision() string {
@@ -2320,7 +3475,7 @@ type CatalogSnapshot struct {
 
 func (x *CatalogSnapshot) Reset() {
 	*x = CatalogSnapshot{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +3487,7 @@ func (x *CatalogSnapshot) String() string {
 func (*CatalogSnapshot) ProtoMessage() {}
 
 func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +3500,7 @@ func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSnapshot.ProtoReflect.Descriptor instead.
 func (*CatalogSnapshot) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{23}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CatalogSnapshot) GetTools() []*Tool {
@@ -2409,7 +3564,7 @@ type CatalogChanges struct {
 
 func (x *CatalogChanges) Reset() {
 	*x = CatalogChanges{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +3576,7 @@ func (x *CatalogChanges) String() string {
 func (*CatalogChanges) ProtoMessage() {}
 
 func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +3589,7 @@ func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogChanges.ProtoReflect.Descriptor instead.
 func (*CatalogChanges) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{24}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CatalogChanges) GetUpserted() []*Tool {
@@ -2502,7 +3657,7 @@ type CatalogSynced struct {
 
 func (x *CatalogSynced) Reset() {
 	*x = CatalogSynced{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2514,7 +3669,7 @@ func (x *CatalogSynced) String() string {
 func (*CatalogSynced) ProtoMessage() {}
 
 func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2527,7 +3682,7 @@ func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSynced.ProtoReflect.Descriptor instead.
 func (*CatalogSynced) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{25}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{40}
 }
 
 // CatalogProgress is sent on an idle stream about every 30 s.
@@ -2539,7 +3694,7 @@ type CatalogProgress struct {
 
 func (x *CatalogProgress) Reset() {
 	*x = CatalogProgress{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +3706,7 @@ func (x *CatalogProgress) String() string {
 func (*CatalogProgress) ProtoMessage() {}
 
 func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +3719,7 @@ func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogProgress.ProtoReflect.Descriptor instead.
 func (*CatalogProgress) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{26}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{41}
 }
 
 // ListServersRequest asks for every configured upstream.
@@ -2576,7 +3731,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2588,7 +3743,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2601,7 +3756,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{27}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{42}
 }
 
 // ListServersResponse lists the upstreams, sorted by name.
@@ -2618,7 +3773,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +3785,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +3798,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{28}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListServersResponse) GetServers() []*Server {
@@ -2703,7 +3858,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +3870,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +3883,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{29}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Server) GetName() string {
@@ -2876,7 +4031,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +4043,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +4056,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{30}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ConfigStatus) GetPath() string {
@@ -3001,7 +4156,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3013,7 +4168,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3026,7 +4181,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{31}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Resource) GetUri() string {
@@ -3117,7 +4272,7 @@ type ResourceTemplate struct {
 
 func (x *ResourceTemplate) Reset() {
 	*x = ResourceTemplate{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3129,7 +4284,7 @@ func (x *ResourceTemplate) String() string {
 func (*ResourceTemplate) ProtoMessage() {}
 
 func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3142,7 +4297,7 @@ func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceTemplate.ProtoReflect.Descriptor instead.
 func (*ResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{32}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ResourceTemplate) GetUriTemplate() string {
@@ -3220,7 +4375,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +4387,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +4400,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{33}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListResourcesRequest) GetPageSize() int32 {
@@ -3285,7 +4440,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +4452,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +4465,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{34}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -3349,7 +4504,7 @@ type ListResourceTemplatesRequest struct {
 
 func (x *ListResourceTemplatesRequest) Reset() {
 	*x = ListResourceTemplatesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3361,7 +4516,7 @@ func (x *ListResourceTemplatesRequest) String() string {
 func (*ListResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3374,7 +4529,7 @@ func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{35}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListResourceTemplatesRequest) GetPageSize() int32 {
@@ -3413,7 +4568,7 @@ type ListResourceTemplatesResponse struct {
 
 func (x *ListResourceTemplatesResponse) Reset() {
 	*x = ListResourceTemplatesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3425,7 +4580,7 @@ func (x *ListResourceTemplatesResponse) String() string {
 func (*ListResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3438,7 +4593,7 @@ func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{36}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListResourceTemplatesResponse) GetResourceTemplates() []*ResourceTemplate {
@@ -3478,7 +4633,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3490,7 +4645,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3503,7 +4658,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{37}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReadResourceRequest) GetServer() string {
@@ -3536,7 +4691,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3548,7 +4703,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3561,7 +4716,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{38}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReadResourceResponse) GetContents() []*ResourceContents {
@@ -3602,7 +4757,7 @@ type SubscribeResourceRequest struct {
 
 func (x *SubscribeResourceRequest) Reset() {
 	*x = SubscribeResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3614,7 +4769,7 @@ func (x *SubscribeResourceRequest) String() string {
 func (*SubscribeResourceRequest) ProtoMessage() {}
 
 func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3627,7 +4782,7 @@ func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{39}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *SubscribeResourceRequest) GetServer() string {
@@ -3670,7 +4825,7 @@ type SubscribeResourceResponse struct {
 
 func (x *SubscribeResourceResponse) Reset() {
 	*x = SubscribeResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +4837,7 @@ func (x *SubscribeResourceResponse) String() string {
 func (*SubscribeResourceResponse) ProtoMessage() {}
 
 func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +4850,7 @@ func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{40}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SubscribeResourceResponse) GetVersion() string {
@@ -3759,7 +4914,7 @@ type ResourceUnchanged struct {
 
 func (x *ResourceUnchanged) Reset() {
 	*x = ResourceUnchanged{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3771,7 +4926,7 @@ func (x *ResourceUnchanged) String() string {
 func (*ResourceUnchanged) ProtoMessage() {}
 
 func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3784,7 +4939,7 @@ func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUnchanged.ProtoReflect.Descriptor instead.
 func (*ResourceUnchanged) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{41}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{56}
 }
 
 // Prompt is one prompt of the merged prompt list.
@@ -3811,7 +4966,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3823,7 +4978,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3836,7 +4991,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{42}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Prompt) GetName() string {
@@ -3905,7 +5060,7 @@ type PromptArgument struct {
 
 func (x *PromptArgument) Reset() {
 	*x = PromptArgument{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3917,7 +5072,7 @@ func (x *PromptArgument) String() string {
 func (*PromptArgument) ProtoMessage() {}
 
 func (x *PromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3930,7 +5085,7 @@ func (x *PromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptArgument.ProtoReflect.Descriptor instead.
 func (*PromptArgument) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{43}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *PromptArgument) GetName() string {
@@ -3974,7 +5129,7 @@ type ListPromptsRequest struct {
 
 func (x *ListPromptsRequest) Reset() {
 	*x = ListPromptsRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3986,7 +5141,7 @@ func (x *ListPromptsRequest) String() string {
 func (*ListPromptsRequest) ProtoMessage() {}
 
 func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +5154,7 @@ func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{44}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListPromptsRequest) GetPageSize() int32 {
@@ -4031,7 +5186,7 @@ type ListPromptsResponse struct {
 
 func (x *ListPromptsResponse) Reset() {
 	*x = ListPromptsResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4043,7 +5198,7 @@ func (x *ListPromptsResponse) String() string {
 func (*ListPromptsResponse) ProtoMessage() {}
 
 func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4056,7 +5211,7 @@ func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListPromptsResponse) GetPrompts() []*Prompt {
@@ -4093,7 +5248,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +5260,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +5273,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{46}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetPromptRequest) GetName() string {
@@ -4150,7 +5305,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4162,7 +5317,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4175,7 +5330,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{47}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -4212,7 +5367,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4224,7 +5379,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4237,7 +5392,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{48}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -4267,7 +5422,7 @@ type ResourceKey struct {
 
 func (x *ResourceKey) Reset() {
 	*x = ResourceKey{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4279,7 +5434,7 @@ func (x *ResourceKey) String() string {
 func (*ResourceKey) ProtoMessage() {}
 
 func (x *ResourceKey) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4292,7 +5447,7 @@ func (x *ResourceKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceKey.ProtoReflect.Descriptor instead.
 func (*ResourceKey) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{49}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ResourceKey) GetServer() string {
@@ -4314,7 +5469,22 @@ var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\n" +
 	"\x18toolsvc/v1/toolsvc.proto\x12\n" +
-	"toolsvc.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8e\x04\n" +
+	"toolsvc.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x02\n" +
+	"\x0fCompleteRequest\x12\x18\n" +
+	"\x06prompt\x18\x01 \x01(\tH\x00R\x06prompt\x12F\n" +
+	"\x11resource_template\x18\x02 \x01(\v2\x17.toolsvc.v1.ResourceKeyH\x00R\x10resourceTemplate\x12#\n" +
+	"\rargument_name\x18\x03 \x01(\tR\fargumentName\x12%\n" +
+	"\x0eargument_value\x18\x04 \x01(\tR\rargumentValue\x12^\n" +
+	"\x11context_arguments\x18\x05 \x03(\v21.toolsvc.v1.CompleteRequest.ContextArgumentsEntryR\x10contextArguments\x1aC\n" +
+	"\x15ContextArgumentsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x05\n" +
+	"\x03ref\"j\n" +
+	"\x10CompleteResponse\x12\x16\n" +
+	"\x06values\x18\x01 \x03(\tR\x06values\x12\x19\n" +
+	"\x05total\x18\x02 \x01(\x05H\x00R\x05total\x88\x01\x01\x12\x19\n" +
+	"\bhas_more\x18\x03 \x01(\bR\ahasMoreB\b\n" +
+	"\x06_total\"\x8e\x04\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\x12#\n" +
@@ -4373,29 +5543,90 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\brevision\x18\x02 \x01(\tR\brevision\"J\n" +
 	"\fSearchResult\x12$\n" +
 	"\x04tool\x18\x01 \x01(\v2\x10.toolsvc.v1.ToolR\x04tool\x12\x14\n" +
-	"\x05score\x18\x02 \x01(\x01R\x05score\"\x83\x01\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\"\xba\x02\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\x89\x01\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\x12L\n" +
+	"\x12input_capabilities\x18\x04 \x01(\v2\x1d.toolsvc.v1.InputCapabilitiesR\x11inputCapabilities\x12B\n" +
+	"\x0finput_responses\x18\x05 \x03(\v2\x19.toolsvc.v1.InputResponseR\x0einputResponses\x12#\n" +
+	"\rrequest_state\x18\x06 \x01(\tR\frequestState\"\xc0\x02\n" +
 	"\x15CallToolStreamRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
-	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\"\x95\x01\n" +
+	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\x12L\n" +
+	"\x12input_capabilities\x18\x04 \x01(\v2\x1d.toolsvc.v1.InputCapabilitiesR\x11inputCapabilities\x12B\n" +
+	"\x0finput_responses\x18\x05 \x03(\v2\x19.toolsvc.v1.InputResponseR\x0einputResponses\x12#\n" +
+	"\rrequest_state\x18\x06 \x01(\tR\frequestState\"\xc2\x01\n" +
 	"\x16CallToolStreamResponse\x12:\n" +
 	"\bprogress\x18\x01 \x01(\v2\x1c.toolsvc.v1.CallToolProgressH\x00R\bprogress\x126\n" +
-	"\x06result\x18\x02 \x01(\v2\x1c.toolsvc.v1.CallToolResponseH\x00R\x06resultB\a\n" +
-	"\x05event\"m\n" +
+	"\x06result\x18\x02 \x01(\v2\x1c.toolsvc.v1.CallToolResponseH\x00R\x06result\x12+\n" +
+	"\x03log\x18\x03 \x01(\v2\x17.toolsvc.v1.CallToolLogH\x00R\x03logB\a\n" +
+	"\x05event\"p\n" +
+	"\vCallToolLog\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\tR\x05level\x12\x16\n" +
+	"\x06logger\x18\x02 \x01(\tR\x06logger\x12\x1b\n" +
+	"\tdata_json\x18\x03 \x01(\tR\bdataJson\x12\x16\n" +
+	"\x06server\x18\x04 \x01(\tR\x06server\"\xad\x01\n" +
+	"\x11InputCapabilities\x12 \n" +
+	"\velicitation\x18\x01 \x01(\bR\velicitation\x12'\n" +
+	"\x0felicitation_url\x18\x02 \x01(\bR\x0eelicitationUrl\x12\x1a\n" +
+	"\bsampling\x18\x03 \x01(\bR\bsampling\x12\x14\n" +
+	"\x05roots\x18\x04 \x01(\bR\x05roots\x12\x1b\n" +
+	"\tlog_level\x18\x05 \x01(\tR\blogLevel\"\xcc\x01\n" +
+	"\rInputRequired\x124\n" +
+	"\brequests\x18\x01 \x03(\v2\x18.toolsvc.v1.InputRequestR\brequests\x12#\n" +
+	"\rrequest_state\x18\x02 \x01(\tR\frequestState\x12;\n" +
+	"\vexpire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\x12#\n" +
+	"\rreplica_bound\x18\x04 \x01(\bR\freplicaBound\"\xa8\x02\n" +
+	"\fInputRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12B\n" +
+	"\velicitation\x18\x02 \x01(\v2\x1e.toolsvc.v1.ElicitationRequestH\x00R\velicitation\x12L\n" +
+	"\x0felicitation_url\x18\x03 \x01(\v2!.toolsvc.v1.ElicitationURLRequestH\x00R\x0eelicitationUrl\x129\n" +
+	"\bsampling\x18\x04 \x01(\v2\x1b.toolsvc.v1.SamplingRequestH\x00R\bsampling\x120\n" +
+	"\x05roots\x18\x05 \x01(\v2\x18.toolsvc.v1.RootsRequestH\x00R\x05rootsB\t\n" +
+	"\arequest\"b\n" +
+	"\x12ElicitationRequest\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x122\n" +
+	"\x15requested_schema_json\x18\x02 \x01(\tR\x13requestedSchemaJson\"j\n" +
+	"\x15ElicitationURLRequest\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12%\n" +
+	"\x0eelicitation_id\x18\x03 \x01(\tR\relicitationId\"2\n" +
+	"\x0fSamplingRequest\x12\x1f\n" +
+	"\vparams_json\x18\x01 \x01(\tR\n" +
+	"paramsJson\"\x0e\n" +
+	"\fRootsRequest\"\xdf\x01\n" +
+	"\rInputResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12C\n" +
+	"\velicitation\x18\x02 \x01(\v2\x1f.toolsvc.v1.ElicitationResponseH\x00R\velicitation\x12:\n" +
+	"\bsampling\x18\x03 \x01(\v2\x1c.toolsvc.v1.SamplingResponseH\x00R\bsampling\x121\n" +
+	"\x05roots\x18\x04 \x01(\v2\x19.toolsvc.v1.RootsResponseH\x00R\x05rootsB\n" +
+	"\n" +
+	"\bresponse\"P\n" +
+	"\x13ElicitationResponse\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12!\n" +
+	"\fcontent_json\x18\x02 \x01(\tR\vcontentJson\"3\n" +
+	"\x10SamplingResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\tR\n" +
+	"resultJson\"7\n" +
+	"\rRootsResponse\x12&\n" +
+	"\x05roots\x18\x01 \x03(\v2\x10.toolsvc.v1.RootR\x05roots\",\n" +
+	"\x04Root\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"m\n" +
 	"\x10CallToolProgress\x12\x1a\n" +
 	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x19\n" +
 	"\x05total\x18\x02 \x01(\x01H\x00R\x05total\x88\x01\x01\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessageB\b\n" +
-	"\x06_total\"\xd1\x01\n" +
+	"\x06_total\"\x93\x02\n" +
 	"\x10CallToolResponse\x12-\n" +
 	"\acontent\x18\x01 \x03(\v2\x13.toolsvc.v1.ContentR\acontent\x12F\n" +
 	"\x12structured_content\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x11structuredContent\x12\x19\n" +
 	"\bis_error\x18\x03 \x01(\bR\aisError\x12+\n" +
-	"\x04meta\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xa4\x02\n" +
+	"\x04meta\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04meta\x12@\n" +
+	"\x0einput_required\x18\x05 \x01(\v2\x19.toolsvc.v1.InputRequiredR\rinputRequired\"\xa4\x02\n" +
 	"\aContent\x12-\n" +
 	"\x04text\x18\x01 \x01(\v2\x17.toolsvc.v1.TextContentH\x00R\x04text\x120\n" +
 	"\x05image\x18\x02 \x01(\v2\x18.toolsvc.v1.ImageContentH\x00R\x05image\x120\n" +
@@ -4629,7 +5860,7 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\x83\b\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xca\b\n" +
 	"\vToolService\x12H\n" +
 	"\tListTools\x12\x1c.toolsvc.v1.ListToolsRequest\x1a\x1d.toolsvc.v1.ListToolsResponse\x12E\n" +
 	"\bCallTool\x12\x1b.toolsvc.v1.CallToolRequest\x1a\x1c.toolsvc.v1.CallToolResponse\x12Y\n" +
@@ -4642,7 +5873,8 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\fReadResource\x12\x1f.toolsvc.v1.ReadResourceRequest\x1a .toolsvc.v1.ReadResourceResponse\x12b\n" +
 	"\x11SubscribeResource\x12$.toolsvc.v1.SubscribeResourceRequest\x1a%.toolsvc.v1.SubscribeResourceResponse0\x01\x12N\n" +
 	"\vListPrompts\x12\x1e.toolsvc.v1.ListPromptsRequest\x1a\x1f.toolsvc.v1.ListPromptsResponse\x12H\n" +
-	"\tGetPrompt\x12\x1c.toolsvc.v1.GetPromptRequest\x1a\x1d.toolsvc.v1.GetPromptResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
+	"\tGetPrompt\x12\x1c.toolsvc.v1.GetPromptRequest\x1a\x1d.toolsvc.v1.GetPromptResponse\x12E\n" +
+	"\bComplete\x12\x1b.toolsvc.v1.CompleteRequest\x1a\x1c.toolsvc.v1.CompleteResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
 
 var (
 	file_toolsvc_v1_toolsvc_proto_rawDescOnce sync.Once
@@ -4657,174 +5889,210 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 }
 
 var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(SchemaFormat)(0),                     // 0: toolsvc.v1.SchemaFormat
 	(Transport)(0),                        // 1: toolsvc.v1.Transport
 	(ServerState)(0),                      // 2: toolsvc.v1.ServerState
 	(RefreshOutcome)(0),                   // 3: toolsvc.v1.RefreshOutcome
 	(BreakerState)(0),                     // 4: toolsvc.v1.BreakerState
-	(*Tool)(nil),                          // 5: toolsvc.v1.Tool
-	(*ToolAnnotations)(nil),               // 6: toolsvc.v1.ToolAnnotations
-	(*ListToolsRequest)(nil),              // 7: toolsvc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),             // 8: toolsvc.v1.ListToolsResponse
-	(*SearchToolsRequest)(nil),            // 9: toolsvc.v1.SearchToolsRequest
-	(*ToolHintFilter)(nil),                // 10: toolsvc.v1.ToolHintFilter
-	(*SearchToolsResponse)(nil),           // 11: toolsvc.v1.SearchToolsResponse
-	(*SearchResult)(nil),                  // 12: toolsvc.v1.SearchResult
-	(*CallToolRequest)(nil),               // 13: toolsvc.v1.CallToolRequest
-	(*CallToolStreamRequest)(nil),         // 14: toolsvc.v1.CallToolStreamRequest
-	(*CallToolStreamResponse)(nil),        // 15: toolsvc.v1.CallToolStreamResponse
-	(*CallToolProgress)(nil),              // 16: toolsvc.v1.CallToolProgress
-	(*CallToolResponse)(nil),              // 17: toolsvc.v1.CallToolResponse
-	(*Content)(nil),                       // 18: toolsvc.v1.Content
-	(*Annotations)(nil),                   // 19: toolsvc.v1.Annotations
-	(*TextContent)(nil),                   // 20: toolsvc.v1.TextContent
-	(*ImageContent)(nil),                  // 21: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),                  // 22: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),                  // 23: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),              // 24: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),              // 25: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),           // 26: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),          // 27: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),               // 28: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),                // 29: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),                 // 30: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),               // 31: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),            // 32: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),           // 33: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                        // 34: toolsvc.v1.Server
-	(*ConfigStatus)(nil),                  // 35: toolsvc.v1.ConfigStatus
-	(*Resource)(nil),                      // 36: toolsvc.v1.Resource
-	(*ResourceTemplate)(nil),              // 37: toolsvc.v1.ResourceTemplate
-	(*ListResourcesRequest)(nil),          // 38: toolsvc.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),         // 39: toolsvc.v1.ListResourcesResponse
-	(*ListResourceTemplatesRequest)(nil),  // 40: toolsvc.v1.ListResourceTemplatesRequest
-	(*ListResourceTemplatesResponse)(nil), // 41: toolsvc.v1.ListResourceTemplatesResponse
-	(*ReadResourceRequest)(nil),           // 42: toolsvc.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),          // 43: toolsvc.v1.ReadResourceResponse
-	(*SubscribeResourceRequest)(nil),      // 44: toolsvc.v1.SubscribeResourceRequest
-	(*SubscribeResourceResponse)(nil),     // 45: toolsvc.v1.SubscribeResourceResponse
-	(*ResourceUnchanged)(nil),             // 46: toolsvc.v1.ResourceUnchanged
-	(*Prompt)(nil),                        // 47: toolsvc.v1.Prompt
-	(*PromptArgument)(nil),                // 48: toolsvc.v1.PromptArgument
-	(*ListPromptsRequest)(nil),            // 49: toolsvc.v1.ListPromptsRequest
-	(*ListPromptsResponse)(nil),           // 50: toolsvc.v1.ListPromptsResponse
-	(*GetPromptRequest)(nil),              // 51: toolsvc.v1.GetPromptRequest
-	(*GetPromptResponse)(nil),             // 52: toolsvc.v1.GetPromptResponse
-	(*PromptMessage)(nil),                 // 53: toolsvc.v1.PromptMessage
-	(*ResourceKey)(nil),                   // 54: toolsvc.v1.ResourceKey
-	nil,                                   // 55: toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	(*structpb.Struct)(nil),               // 56: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),         // 57: google.protobuf.Timestamp
+	(*CompleteRequest)(nil),               // 5: toolsvc.v1.CompleteRequest
+	(*CompleteResponse)(nil),              // 6: toolsvc.v1.CompleteResponse
+	(*Tool)(nil),                          // 7: toolsvc.v1.Tool
+	(*ToolAnnotations)(nil),               // 8: toolsvc.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),              // 9: toolsvc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),             // 10: toolsvc.v1.ListToolsResponse
+	(*SearchToolsRequest)(nil),            // 11: toolsvc.v1.SearchToolsRequest
+	(*ToolHintFilter)(nil),                // 12: toolsvc.v1.ToolHintFilter
+	(*SearchToolsResponse)(nil),           // 13: toolsvc.v1.SearchToolsResponse
+	(*SearchResult)(nil),                  // 14: toolsvc.v1.SearchResult
+	(*CallToolRequest)(nil),               // 15: toolsvc.v1.CallToolRequest
+	(*CallToolStreamRequest)(nil),         // 16: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil),        // 17: toolsvc.v1.CallToolStreamResponse
+	(*CallToolLog)(nil),                   // 18: toolsvc.v1.CallToolLog
+	(*InputCapabilities)(nil),             // 19: toolsvc.v1.InputCapabilities
+	(*InputRequired)(nil),                 // 20: toolsvc.v1.InputRequired
+	(*InputRequest)(nil),                  // 21: toolsvc.v1.InputRequest
+	(*ElicitationRequest)(nil),            // 22: toolsvc.v1.ElicitationRequest
+	(*ElicitationURLRequest)(nil),         // 23: toolsvc.v1.ElicitationURLRequest
+	(*SamplingRequest)(nil),               // 24: toolsvc.v1.SamplingRequest
+	(*RootsRequest)(nil),                  // 25: toolsvc.v1.RootsRequest
+	(*InputResponse)(nil),                 // 26: toolsvc.v1.InputResponse
+	(*ElicitationResponse)(nil),           // 27: toolsvc.v1.ElicitationResponse
+	(*SamplingResponse)(nil),              // 28: toolsvc.v1.SamplingResponse
+	(*RootsResponse)(nil),                 // 29: toolsvc.v1.RootsResponse
+	(*Root)(nil),                          // 30: toolsvc.v1.Root
+	(*CallToolProgress)(nil),              // 31: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),              // 32: toolsvc.v1.CallToolResponse
+	(*Content)(nil),                       // 33: toolsvc.v1.Content
+	(*Annotations)(nil),                   // 34: toolsvc.v1.Annotations
+	(*TextContent)(nil),                   // 35: toolsvc.v1.TextContent
+	(*ImageContent)(nil),                  // 36: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),                  // 37: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),                  // 38: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),              // 39: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),              // 40: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),           // 41: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),          // 42: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),               // 43: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),                // 44: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),                 // 45: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),               // 46: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),            // 47: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),           // 48: toolsvc.v1.ListServersResponse
+	(*Server)(nil),                        // 49: toolsvc.v1.Server
+	(*ConfigStatus)(nil),                  // 50: toolsvc.v1.ConfigStatus
+	(*Resource)(nil),                      // 51: toolsvc.v1.Resource
+	(*ResourceTemplate)(nil),              // 52: toolsvc.v1.ResourceTemplate
+	(*ListResourcesRequest)(nil),          // 53: toolsvc.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),         // 54: toolsvc.v1.ListResourcesResponse
+	(*ListResourceTemplatesRequest)(nil),  // 55: toolsvc.v1.ListResourceTemplatesRequest
+	(*ListResourceTemplatesResponse)(nil), // 56: toolsvc.v1.ListResourceTemplatesResponse
+	(*ReadResourceRequest)(nil),           // 57: toolsvc.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),          // 58: toolsvc.v1.ReadResourceResponse
+	(*SubscribeResourceRequest)(nil),      // 59: toolsvc.v1.SubscribeResourceRequest
+	(*SubscribeResourceResponse)(nil),     // 60: toolsvc.v1.SubscribeResourceResponse
+	(*ResourceUnchanged)(nil),             // 61: toolsvc.v1.ResourceUnchanged
+	(*Prompt)(nil),                        // 62: toolsvc.v1.Prompt
+	(*PromptArgument)(nil),                // 63: toolsvc.v1.PromptArgument
+	(*ListPromptsRequest)(nil),            // 64: toolsvc.v1.ListPromptsRequest
+	(*ListPromptsResponse)(nil),           // 65: toolsvc.v1.ListPromptsResponse
+	(*GetPromptRequest)(nil),              // 66: toolsvc.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),             // 67: toolsvc.v1.GetPromptResponse
+	(*PromptMessage)(nil),                 // 68: toolsvc.v1.PromptMessage
+	(*ResourceKey)(nil),                   // 69: toolsvc.v1.ResourceKey
+	nil,                                   // 70: toolsvc.v1.CompleteRequest.ContextArgumentsEntry
+	nil,                                   // 71: toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	(*structpb.Struct)(nil),               // 72: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),         // 73: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	56, // 0: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	56, // 1: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	6,  // 2: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	56, // 3: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
-	0,  // 4: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	5,  // 5: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	10, // 6: toolsvc.v1.SearchToolsRequest.hints:type_name -> toolsvc.v1.ToolHintFilter
-	0,  // 7: toolsvc.v1.SearchToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	12, // 8: toolsvc.v1.SearchToolsResponse.results:type_name -> toolsvc.v1.SearchResult
-	5,  // 9: toolsvc.v1.SearchResult.tool:type_name -> toolsvc.v1.Tool
-	56, // 10: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	56, // 11: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
-	16, // 12: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
-	17, // 13: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	18, // 14: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	56, // 15: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	56, // 16: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
-	20, // 17: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
-	21, // 18: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
-	22, // 19: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
-	23, // 20: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
-	24, // 21: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
-	19, // 22: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	56, // 23: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
-	19, // 24: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	56, // 25: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
-	19, // 26: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	56, // 27: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
-	19, // 28: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	56, // 29: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
-	25, // 30: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
-	19, // 31: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	56, // 32: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	56, // 33: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
-	0,  // 34: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	28, // 35: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
-	29, // 36: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
-	30, // 37: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
-	31, // 38: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
-	5,  // 39: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	36, // 40: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
-	37, // 41: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	47, // 42: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
-	5,  // 43: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	36, // 44: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
-	54, // 45: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
-	37, // 46: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	54, // 47: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
-	47, // 48: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
-	34, // 49: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	35, // 50: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	1,  // 51: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	2,  // 52: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	57, // 53: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	3,  // 54: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	4,  // 55: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	57, // 56: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	57, // 57: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	57, // 58: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	57, // 59: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	19, // 60: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
-	56, // 61: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
-	19, // 62: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
-	56, // 63: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
-	36, // 64: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
-	37, // 65: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	25, // 66: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
-	56, // 67: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
-	43, // 68: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
-	46, // 69: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
-	48, // 70: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
-	56, // 71: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
-	47, // 72: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
-	55, // 73: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	53, // 74: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
-	56, // 75: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
-	18, // 76: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
-	7,  // 77: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	13, // 78: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	14, // 79: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	26, // 80: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	32, // 81: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	9,  // 82: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
-	38, // 83: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
-	40, // 84: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
-	42, // 85: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
-	44, // 86: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
-	49, // 87: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
-	51, // 88: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
-	8,  // 89: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	17, // 90: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	15, // 91: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	27, // 92: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	33, // 93: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	11, // 94: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
-	39, // 95: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
-	41, // 96: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
-	43, // 97: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
-	45, // 98: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
-	50, // 99: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
-	52, // 100: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
-	89, // [89:101] is the sub-list for method output_type
-	77, // [77:89] is the sub-list for method input_type
-	77, // [77:77] is the sub-list for extension type_name
-	77, // [77:77] is the sub-list for extension extendee
-	0,  // [0:77] is the sub-list for field type_name
+	69,  // 0: toolsvc.v1.CompleteRequest.resource_template:type_name -> toolsvc.v1.ResourceKey
+	70,  // 1: toolsvc.v1.CompleteRequest.context_arguments:type_name -> toolsvc.v1.CompleteRequest.ContextArgumentsEntry
+	72,  // 2: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	72,  // 3: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	8,   // 4: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
+	72,  // 5: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	0,   // 6: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	7,   // 7: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
+	12,  // 8: toolsvc.v1.SearchToolsRequest.hints:type_name -> toolsvc.v1.ToolHintFilter
+	0,   // 9: toolsvc.v1.SearchToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	14,  // 10: toolsvc.v1.SearchToolsResponse.results:type_name -> toolsvc.v1.SearchResult
+	7,   // 11: toolsvc.v1.SearchResult.tool:type_name -> toolsvc.v1.Tool
+	72,  // 12: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	19,  // 13: toolsvc.v1.CallToolRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	26,  // 14: toolsvc.v1.CallToolRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	72,  // 15: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	19,  // 16: toolsvc.v1.CallToolStreamRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	26,  // 17: toolsvc.v1.CallToolStreamRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	31,  // 18: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
+	32,  // 19: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	18,  // 20: toolsvc.v1.CallToolStreamResponse.log:type_name -> toolsvc.v1.CallToolLog
+	21,  // 21: toolsvc.v1.InputRequired.requests:type_name -> toolsvc.v1.InputRequest
+	73,  // 22: toolsvc.v1.InputRequired.expire_time:type_name -> google.protobuf.Timestamp
+	22,  // 23: toolsvc.v1.InputRequest.elicitation:type_name -> toolsvc.v1.ElicitationRequest
+	23,  // 24: toolsvc.v1.InputRequest.elicitation_url:type_name -> toolsvc.v1.ElicitationURLRequest
+	24,  // 25: toolsvc.v1.InputRequest.sampling:type_name -> toolsvc.v1.SamplingRequest
+	25,  // 26: toolsvc.v1.InputRequest.roots:type_name -> toolsvc.v1.RootsRequest
+	27,  // 27: toolsvc.v1.InputResponse.elicitation:type_name -> toolsvc.v1.ElicitationResponse
+	28,  // 28: toolsvc.v1.InputResponse.sampling:type_name -> toolsvc.v1.SamplingResponse
+	29,  // 29: toolsvc.v1.InputResponse.roots:type_name -> toolsvc.v1.RootsResponse
+	30,  // 30: toolsvc.v1.RootsResponse.roots:type_name -> toolsvc.v1.Root
+	33,  // 31: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
+	72,  // 32: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	72,  // 33: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	20,  // 34: toolsvc.v1.CallToolResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	35,  // 35: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
+	36,  // 36: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
+	37,  // 37: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
+	38,  // 38: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
+	39,  // 39: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
+	34,  // 40: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
+	72,  // 41: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	34,  // 42: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
+	72,  // 43: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	34,  // 44: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
+	72,  // 45: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	34,  // 46: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
+	72,  // 47: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	40,  // 48: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
+	34,  // 49: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
+	72,  // 50: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	72,  // 51: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	0,   // 52: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	43,  // 53: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
+	44,  // 54: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
+	45,  // 55: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
+	46,  // 56: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
+	7,   // 57: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
+	51,  // 58: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
+	52,  // 59: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	62,  // 60: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
+	7,   // 61: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	51,  // 62: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
+	69,  // 63: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
+	52,  // 64: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	69,  // 65: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
+	62,  // 66: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
+	49,  // 67: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	50,  // 68: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	1,   // 69: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	2,   // 70: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	73,  // 71: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	3,   // 72: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	4,   // 73: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	73,  // 74: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	73,  // 75: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	73,  // 76: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	73,  // 77: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	34,  // 78: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
+	72,  // 79: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
+	34,  // 80: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
+	72,  // 81: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
+	51,  // 82: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
+	52,  // 83: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	40,  // 84: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	72,  // 85: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	58,  // 86: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	61,  // 87: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	63,  // 88: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	72,  // 89: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	62,  // 90: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	71,  // 91: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	68,  // 92: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	72,  // 93: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	33,  // 94: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	9,   // 95: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	15,  // 96: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	16,  // 97: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	41,  // 98: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	47,  // 99: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	11,  // 100: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
+	53,  // 101: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	55,  // 102: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	57,  // 103: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	59,  // 104: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	64,  // 105: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	66,  // 106: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	5,   // 107: toolsvc.v1.ToolService.Complete:input_type -> toolsvc.v1.CompleteRequest
+	10,  // 108: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	32,  // 109: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	17,  // 110: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	42,  // 111: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	48,  // 112: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	13,  // 113: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
+	54,  // 114: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	56,  // 115: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	58,  // 116: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	60,  // 117: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	65,  // 118: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	67,  // 119: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	6,   // 120: toolsvc.v1.ToolService.Complete:output_type -> toolsvc.v1.CompleteResponse
+	108, // [108:121] is the sub-list for method output_type
+	95,  // [95:108] is the sub-list for method input_type
+	95,  // [95:95] is the sub-list for extension type_name
+	95,  // [95:95] is the sub-list for extension extendee
+	0,   // [0:95] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -4832,34 +6100,51 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 	if File_toolsvc_v1_toolsvc_proto != nil {
 		return
 	}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[0].OneofWrappers = []any{
+		(*CompleteRequest_Prompt)(nil),
+		(*CompleteRequest_ResourceTemplate)(nil),
+	}
 	file_toolsvc_v1_toolsvc_proto_msgTypes[1].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[5].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[10].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[3].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[7].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[12].OneofWrappers = []any{
 		(*CallToolStreamResponse_Progress)(nil),
 		(*CallToolStreamResponse_Result)(nil),
+		(*CallToolStreamResponse_Log)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[11].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[13].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[16].OneofWrappers = []any{
+		(*InputRequest_Elicitation)(nil),
+		(*InputRequest_ElicitationUrl)(nil),
+		(*InputRequest_Sampling)(nil),
+		(*InputRequest_Roots)(nil),
+	}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[21].OneofWrappers = []any{
+		(*InputResponse_Elicitation)(nil),
+		(*InputResponse_Sampling)(nil),
+		(*InputResponse_Roots)(nil),
+	}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[26].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[28].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Image)(nil),
 		(*Content_Audio)(nil),
 		(*Content_ResourceLink)(nil),
 		(*Content_Resource)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[14].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[18].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[20].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[29].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[33].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[35].OneofWrappers = []any{
 		(*ResourceContents_Text)(nil),
 		(*ResourceContents_Blob)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[22].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[37].OneofWrappers = []any{
 		(*WatchCatalogResponse_Snapshot)(nil),
 		(*WatchCatalogResponse_Changes)(nil),
 		(*WatchCatalogResponse_Synced)(nil),
 		(*WatchCatalogResponse_Progress)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[31].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[40].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[46].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[55].OneofWrappers = []any{
 		(*SubscribeResourceResponse_Contents)(nil),
 		(*SubscribeResourceResponse_Unchanged)(nil),
 	}
@@ -4869,7 +6154,7 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   51,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,7 @@ const (
 	ToolService_SubscribeResource_FullMethodName     = "/toolsvc.v1.ToolService/SubscribeResource"
 	ToolService_ListPrompts_FullMethodName           = "/toolsvc.v1.ToolService/ListPrompts"
 	ToolService_GetPrompt_FullMethodName             = "/toolsvc.v1.ToolService/GetPrompt"
+	ToolService_Complete_FullMethodName              = "/toolsvc.v1.ToolService/Complete"
 )
 
 // ToolServiceClient is the client API for ToolService service.
@@ -88,14 +89,34 @@ const (
 //	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
 //	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log
+//	INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+//	                    make, or made for another tool (field request_state);
+//	                    REQUEST_STATE_EXPIRED: past its expiry (restart the
+//	                    call); INPUT_RESPONSES_INVALID: input_responses do
+//	                    not answer the requests (field input_responses[i])
+//	PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+//	                    request_state
+//	FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+//	                    replica (metadata replica); INPUT_STATE_GONE: the
+//	                    waiting call ended (answered, timed out, or its
+//	                    upstream session went away): restart the call
 //
 // A tool's own failure is not an error: OK with is_error = true.
+//
+// Interactive calls (README "Tools that ask"): a caller that sets
+// CallToolRequest.input_capabilities lets an upstream ask it for input
+// (elicitation, sampling, roots). Such a call may end with
+// CallToolResponse.input_required instead of a result; the caller answers
+// by calling again with the same name and arguments, input_responses and
+// the request_state it got. A caller that sets none gets the server's
+// configured policy (decline), as before.
 type ToolServiceClient interface {
 	// ListTools returns one page of the current catalog, sorted by name. Every
 	// page of one listing comes from the same catalog revision.
 	ListTools(ctx context.Context, in *ListToolsRequest, opts ...grpc.CallOption) (*ListToolsResponse, error)
 	// CallTool calls a tool on its upstream. The gRPC deadline is the call's
-	// deadline; cancelling the RPC cancels the upstream call.
+	// deadline; cancelling the RPC cancels the upstream call (a call waiting
+	// for input keeps running until its input_required expires).
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 	// CallToolStream calls a tool like CallTool and streams the upstream's
 	// progress notifications while it runs; the last message is the result.
@@ -133,6 +154,12 @@ type ToolServiceClient interface {
 	ListPrompts(ctx context.Context, in *ListPromptsRequest, opts ...grpc.CallOption) (*ListPromptsResponse, error)
 	// GetPrompt renders a prompt with its arguments on its upstream.
 	GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error)
+	// Complete asks a prompt's or a resource template's upstream for
+	// completions of one argument (MCP completion/complete). Authorization
+	// is the prompt's (by its exposed name) or the server's resources'
+	// ("<prefix>__@resources"). An upstream that does not declare the
+	// completions capability answers no values.
+	Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error)
 }
 
 type toolServiceClient struct {
@@ -290,6 +317,16 @@ func (c *toolServiceClient) GetPrompt(ctx context.Context, in *GetPromptRequest,
 	return out, nil
 }
 
+func (c *toolServiceClient) Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompleteResponse)
+	err := c.cc.Invoke(ctx, ToolService_Complete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolServiceServer is the server API for ToolService service.
 // All implementations must embed UnimplementedToolServiceServer
 // for forward compatibility.
@@ -343,14 +380,34 @@ func (c *toolServiceClient) GetPrompt(ctx context.Context, in *GetPromptRequest,
 //	UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
 //	                    for the send timeout; resume
 //	INTERNAL            INTERNAL: generic message; the cause is in the log
+//	INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+//	                    make, or made for another tool (field request_state);
+//	                    REQUEST_STATE_EXPIRED: past its expiry (restart the
+//	                    call); INPUT_RESPONSES_INVALID: input_responses do
+//	                    not answer the requests (field input_responses[i])
+//	PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+//	                    request_state
+//	FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+//	                    replica (metadata replica); INPUT_STATE_GONE: the
+//	                    waiting call ended (answered, timed out, or its
+//	                    upstream session went away): restart the call
 //
 // A tool's own failure is not an error: OK with is_error = true.
+//
+// Interactive calls (README "Tools that ask"): a caller that sets
+// CallToolRequest.input_capabilities lets an upstream ask it for input
+// (elicitation, sampling, roots). Such a call may end with
+// CallToolResponse.input_required instead of a result; the caller answers
+// by calling again with the same name and arguments, input_responses and
+// the request_state it got. A caller that sets none gets the server's
+// configured policy (decline), as before.
 type ToolServiceServer interface {
 	// ListTools returns one page of the current catalog, sorted by name. Every
 	// page of one listing comes from the same catalog revision.
 	ListTools(context.Context, *ListToolsRequest) (*ListToolsResponse, error)
 	// CallTool calls a tool on its upstream. The gRPC deadline is the call's
-	// deadline; cancelling the RPC cancels the upstream call.
+	// deadline; cancelling the RPC cancels the upstream call (a call waiting
+	// for input keeps running until its input_required expires).
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	// CallToolStream calls a tool like CallTool and streams the upstream's
 	// progress notifications while it runs; the last message is the result.
@@ -388,6 +445,12 @@ type ToolServiceServer interface {
 	ListPrompts(context.Context, *ListPromptsRequest) (*ListPromptsResponse, error)
 	// GetPrompt renders a prompt with its arguments on its upstream.
 	GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error)
+	// Complete asks a prompt's or a resource template's upstream for
+	// completions of one argument (MCP completion/complete). Authorization
+	// is the prompt's (by its exposed name) or the server's resources'
+	// ("<prefix>__@resources"). An upstream that does not declare the
+	// completions capability answers no values.
+	Complete(context.Context, *CompleteRequest) (*CompleteResponse, error)
 	mustEmbedUnimplementedToolServiceServer()
 }
 
@@ -433,6 +496,9 @@ func (UnimplementedToolServiceServer) ListPrompts(context.Context, *ListPromptsR
 }
 func (UnimplementedToolServiceServer) GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPrompt not implemented")
+}
+func (UnimplementedToolServiceServer) Complete(context.Context, *CompleteRequest) (*CompleteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Complete not implemented")
 }
 func (UnimplementedToolServiceServer) mustEmbedUnimplementedToolServiceServer() {}
 func (UnimplementedToolServiceServer) testEmbeddedByValue()                     {}
@@ -650,6 +716,24 @@ func _ToolService_GetPrompt_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolService_Complete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).Complete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_Complete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).Complete(ctx, req.(*CompleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolService_ServiceDesc is the grpc.ServiceDesc for ToolService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -692,6 +776,10 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPrompt",
 			Handler:    _ToolService_GetPrompt_Handler,
+		},
+		{
+			MethodName: "Complete",
+			Handler:    _ToolService_Complete_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

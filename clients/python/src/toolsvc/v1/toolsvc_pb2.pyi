@@ -166,6 +166,104 @@ BREAKER_STATE_HALF_OPEN: BreakerState.ValueType  # 3
 Global___BreakerState: _TypeAlias = BreakerState  # noqa: Y015
 
 @_typing.final
+class CompleteRequest(_message.Message):
+    """CompleteRequest asks for completions of one argument."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ContextArgumentsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    PROMPT_FIELD_NUMBER: _builtins.int
+    RESOURCE_TEMPLATE_FIELD_NUMBER: _builtins.int
+    ARGUMENT_NAME_FIELD_NUMBER: _builtins.int
+    ARGUMENT_VALUE_FIELD_NUMBER: _builtins.int
+    CONTEXT_ARGUMENTS_FIELD_NUMBER: _builtins.int
+    prompt: _builtins.str
+    """An exposed prompt name (Prompt.name)."""
+    argument_name: _builtins.str
+    """The argument's name."""
+    argument_value: _builtins.str
+    """What the user has typed so far."""
+    @_builtins.property
+    def resource_template(self) -> Global___ResourceKey:
+        """A resource template of a server (ResourceKey.uri is the template)."""
+
+    @_builtins.property
+    def context_arguments(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Arguments already resolved, for context-dependent completions."""
+
+    def __init__(
+        self,
+        *,
+        prompt: _builtins.str = ...,
+        resource_template: Global___ResourceKey | None = ...,
+        argument_name: _builtins.str = ...,
+        argument_value: _builtins.str = ...,
+        context_arguments: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["prompt", b"prompt", "ref", b"ref", "resource_template", b"resource_template"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["argument_name", b"argument_name", "argument_value", b"argument_value", "context_arguments", b"context_arguments", "prompt", b"prompt", "ref", b"ref", "resource_template", b"resource_template"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_ref: _TypeAlias = _typing.Literal["prompt", "resource_template"]  # noqa: Y015
+    _WhichOneofArgType_ref: _TypeAlias = _typing.Literal["ref", b"ref"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_ref) -> _WhichOneofReturnType_ref | None: ...
+
+Global___CompleteRequest: _TypeAlias = CompleteRequest  # noqa: Y015
+
+@_typing.final
+class CompleteResponse(_message.Message):
+    """CompleteResponse is the upstream's completions."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUES_FIELD_NUMBER: _builtins.int
+    TOTAL_FIELD_NUMBER: _builtins.int
+    HAS_MORE_FIELD_NUMBER: _builtins.int
+    total: _builtins.int
+    """The total number of completions available, if the upstream knows it."""
+    has_more: _builtins.bool
+    """More completions exist than were returned."""
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The completion values, best first (at most 100)."""
+
+    def __init__(
+        self,
+        *,
+        values: _abc.Iterable[_builtins.str] | None = ...,
+        total: _builtins.int | None = ...,
+        has_more: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "total", b"total"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_total", b"_total", "has_more", b"has_more", "total", b"total", "values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__total: _TypeAlias = _typing.Literal["total"]  # noqa: Y015
+    _WhichOneofArgType__total: _TypeAlias = _typing.Literal["_total", b"_total"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__total) -> _WhichOneofReturnType__total | None: ...
+
+Global___CompleteResponse: _TypeAlias = CompleteResponse  # noqa: Y015
+
+@_typing.final
 class Tool(_message.Message):
     """Tool is one callable tool of the merged catalog."""
 
@@ -551,16 +649,34 @@ class CallToolRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_FIELD_NUMBER: _builtins.int
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    INPUT_CAPABILITIES_FIELD_NUMBER: _builtins.int
+    INPUT_RESPONSES_FIELD_NUMBER: _builtins.int
+    REQUEST_STATE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The exposed tool name (Tool.name)."""
     arguments_json: _builtins.str
     """The arguments as JSON text, forwarded without re-encoding numbers. Must
     be a JSON object. Set at most one of arguments and arguments_json.
     """
+    request_state: _builtins.str
+    """The input_required.request_state of the previous round, verbatim."""
     @_builtins.property
     def arguments(self) -> _struct_pb2.Struct:
         """The arguments object. Struct numbers are doubles: integers beyond 2^53
         lose precision here, so send such arguments in arguments_json instead.
+        """
+
+    @_builtins.property
+    def input_capabilities(self) -> Global___InputCapabilities:
+        """The kinds of input this caller can give when the upstream asks (see
+        "Interactive calls" above). None: the server's configured policy
+        answers the upstream, and the call never ends with input_required.
+        """
+
+    @_builtins.property
+    def input_responses(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputResponse]:
+        """Answers to the input_required.requests of the previous round, by id.
+        Set together with request_state.
         """
 
     def __init__(
@@ -569,10 +685,13 @@ class CallToolRequest(_message.Message):
         name: _builtins.str = ...,
         arguments: _struct_pb2.Struct | None = ...,
         arguments_json: _builtins.str = ...,
+        input_capabilities: Global___InputCapabilities | None = ...,
+        input_responses: _abc.Iterable[Global___InputResponse] | None = ...,
+        request_state: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "input_capabilities", b"input_capabilities"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "arguments_json", b"arguments_json", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "arguments_json", b"arguments_json", "input_capabilities", b"input_capabilities", "input_responses", b"input_responses", "name", b"name", "request_state", b"request_state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -587,13 +706,31 @@ class CallToolStreamRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_FIELD_NUMBER: _builtins.int
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
+    INPUT_CAPABILITIES_FIELD_NUMBER: _builtins.int
+    INPUT_RESPONSES_FIELD_NUMBER: _builtins.int
+    REQUEST_STATE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The exposed tool name (Tool.name)."""
     arguments_json: _builtins.str
     """The arguments as JSON text; see CallToolRequest.arguments_json."""
+    request_state: _builtins.str
+    """The input_required.request_state of the previous round, verbatim."""
     @_builtins.property
     def arguments(self) -> _struct_pb2.Struct:
         """The arguments object; see CallToolRequest.arguments."""
+
+    @_builtins.property
+    def input_capabilities(self) -> Global___InputCapabilities:
+        """The kinds of input this caller can give when the upstream asks (see
+        CallToolRequest.input_capabilities). None: the server's configured policy
+        answers the upstream, and the call never ends with input_required.
+        """
+
+    @_builtins.property
+    def input_responses(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputResponse]:
+        """Answers to the input_required.requests of the previous round, by id.
+        Set together with request_state.
+        """
 
     def __init__(
         self,
@@ -601,10 +738,13 @@ class CallToolStreamRequest(_message.Message):
         name: _builtins.str = ...,
         arguments: _struct_pb2.Struct | None = ...,
         arguments_json: _builtins.str = ...,
+        input_capabilities: Global___InputCapabilities | None = ...,
+        input_responses: _abc.Iterable[Global___InputResponse] | None = ...,
+        request_state: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "input_capabilities", b"input_capabilities"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "arguments_json", b"arguments_json", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "arguments_json", b"arguments_json", "input_capabilities", b"input_capabilities", "input_responses", b"input_responses", "name", b"name", "request_state", b"request_state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -613,13 +753,15 @@ Global___CallToolStreamRequest: _TypeAlias = CallToolStreamRequest  # noqa: Y015
 @_typing.final
 class CallToolStreamResponse(_message.Message):
     """CallToolStreamResponse is one message of a streaming call: zero or more
-    progress messages, then exactly one result.
+    progress and log messages, then exactly one result (which may be an
+    input_required).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     PROGRESS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    LOG_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def progress(self) -> Global___CallToolProgress:
         """Progress reported by the upstream. Slow readers see merged progress
@@ -630,21 +772,444 @@ class CallToolStreamResponse(_message.Message):
     def result(self) -> Global___CallToolResponse:
         """The final result; always the last message."""
 
+    @_builtins.property
+    def log(self) -> Global___CallToolLog:
+        """A log message the upstream sent during the call (MCP
+        notifications/message), when the caller set
+        input_capabilities.log_level.
+        """
+
     def __init__(
         self,
         *,
         progress: Global___CallToolProgress | None = ...,
         result: Global___CallToolResponse | None = ...,
+        log: Global___CallToolLog | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "log", b"log", "progress", b"progress", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "progress", b"progress", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "log", b"log", "progress", b"progress", "result", b"result"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "result"]  # noqa: Y015
+    _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["progress", "result", "log"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___CallToolStreamResponse: _TypeAlias = CallToolStreamResponse  # noqa: Y015
+
+@_typing.final
+class CallToolLog(_message.Message):
+    """CallToolLog is one log message of an upstream during a call."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEVEL_FIELD_NUMBER: _builtins.int
+    LOGGER_FIELD_NUMBER: _builtins.int
+    DATA_JSON_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    level: _builtins.str
+    """The MCP logging level: debug, info, notice, warning, error, critical,
+    alert, emergency.
+    """
+    logger: _builtins.str
+    """The upstream's logger name, if any."""
+    data_json: _builtins.str
+    """The message's data, as JSON (any JSON value; often a string)."""
+    server: _builtins.str
+    """The server that sent it (configured name)."""
+    def __init__(
+        self,
+        *,
+        level: _builtins.str = ...,
+        logger: _builtins.str = ...,
+        data_json: _builtins.str = ...,
+        server: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["data_json", b"data_json", "level", b"level", "logger", b"logger", "server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CallToolLog: _TypeAlias = CallToolLog  # noqa: Y015
+
+@_typing.final
+class InputCapabilities(_message.Message):
+    """InputCapabilities are the kinds of input a caller can give an upstream."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ELICITATION_FIELD_NUMBER: _builtins.int
+    ELICITATION_URL_FIELD_NUMBER: _builtins.int
+    SAMPLING_FIELD_NUMBER: _builtins.int
+    ROOTS_FIELD_NUMBER: _builtins.int
+    LOG_LEVEL_FIELD_NUMBER: _builtins.int
+    elicitation: _builtins.bool
+    """Form elicitation: answer a JSON schema's fields (accept, decline or
+    cancel).
+    """
+    elicitation_url: _builtins.bool
+    """URL elicitation: send the user to a URL (to log in, to pay) and answer
+    accept once they went.
+    """
+    sampling: _builtins.bool
+    """Sampling: run the caller's model on the upstream's messages."""
+    roots: _builtins.bool
+    """Roots: list the caller's roots (file:// URIs it lets the tool see)."""
+    log_level: _builtins.str
+    """Log messages: receive the upstream's log messages during the call
+    (CallToolStream only) at this MCP level or above; empty: none.
+    """
+    def __init__(
+        self,
+        *,
+        elicitation: _builtins.bool = ...,
+        elicitation_url: _builtins.bool = ...,
+        sampling: _builtins.bool = ...,
+        roots: _builtins.bool = ...,
+        log_level: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["elicitation", b"elicitation", "elicitation_url", b"elicitation_url", "log_level", b"log_level", "roots", b"roots", "sampling", b"sampling"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InputCapabilities: _TypeAlias = InputCapabilities  # noqa: Y015
+
+@_typing.final
+class InputRequired(_message.Message):
+    """InputRequired ends a round of an interactive call: the upstream asks the
+    caller for input before it can go on.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUESTS_FIELD_NUMBER: _builtins.int
+    REQUEST_STATE_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    REPLICA_BOUND_FIELD_NUMBER: _builtins.int
+    request_state: _builtins.str
+    """Opaque, integrity-protected and bound to the principal and the tool:
+    send it back verbatim with the answers.
+    """
+    replica_bound: _builtins.bool
+    """Whether the call is parked on this replica (an upstream of protocol
+    2025-11-25 asked mid-call): the answer must reach the same replica (the
+    same gRPC channel does; see README "Tools that ask"). False: any
+    replica can continue it.
+    """
+    @_builtins.property
+    def requests(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputRequest]:
+        """What the upstream asks, each with an id to answer by."""
+
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """After this the request_state is refused (REQUEST_STATE_EXPIRED) and a
+        call waiting for the answer is cancelled.
+        """
+
+    def __init__(
+        self,
+        *,
+        requests: _abc.Iterable[Global___InputRequest] | None = ...,
+        request_state: _builtins.str = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
+        replica_bound: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["expire_time", b"expire_time", "replica_bound", b"replica_bound", "request_state", b"request_state", "requests", b"requests"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InputRequired: _TypeAlias = InputRequired  # noqa: Y015
+
+@_typing.final
+class InputRequest(_message.Message):
+    """InputRequest is one thing an upstream asks the caller."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    ELICITATION_FIELD_NUMBER: _builtins.int
+    ELICITATION_URL_FIELD_NUMBER: _builtins.int
+    SAMPLING_FIELD_NUMBER: _builtins.int
+    ROOTS_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The id to answer it by (InputResponse.id)."""
+    @_builtins.property
+    def elicitation(self) -> Global___ElicitationRequest:
+        """Fill in a form."""
+
+    @_builtins.property
+    def elicitation_url(self) -> Global___ElicitationURLRequest:
+        """Visit a URL."""
+
+    @_builtins.property
+    def sampling(self) -> Global___SamplingRequest:
+        """Run a model (MCP sampling/createMessage)."""
+
+    @_builtins.property
+    def roots(self) -> Global___RootsRequest:
+        """List roots (MCP roots/list)."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        elicitation: Global___ElicitationRequest | None = ...,
+        elicitation_url: Global___ElicitationURLRequest | None = ...,
+        sampling: Global___SamplingRequest | None = ...,
+        roots: Global___RootsRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["elicitation", b"elicitation", "elicitation_url", b"elicitation_url", "request", b"request", "roots", b"roots", "sampling", b"sampling"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["elicitation", b"elicitation", "elicitation_url", b"elicitation_url", "id", b"id", "request", b"request", "roots", b"roots", "sampling", b"sampling"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_request: _TypeAlias = _typing.Literal["elicitation", "elicitation_url", "sampling", "roots"]  # noqa: Y015
+    _WhichOneofArgType_request: _TypeAlias = _typing.Literal["request", b"request"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_request) -> _WhichOneofReturnType_request | None: ...
+
+Global___InputRequest: _TypeAlias = InputRequest  # noqa: Y015
+
+@_typing.final
+class ElicitationRequest(_message.Message):
+    """ElicitationRequest asks the user to fill in a form."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    REQUESTED_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    message: _builtins.str
+    """What to show the user."""
+    requested_schema_json: _builtins.str
+    """The form: a JSON Schema object of flat, primitive properties, as JSON."""
+    def __init__(
+        self,
+        *,
+        message: _builtins.str = ...,
+        requested_schema_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "requested_schema_json", b"requested_schema_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ElicitationRequest: _TypeAlias = ElicitationRequest  # noqa: Y015
+
+@_typing.final
+class ElicitationURLRequest(_message.Message):
+    """ElicitationURLRequest asks the user to visit a URL."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    URL_FIELD_NUMBER: _builtins.int
+    ELICITATION_ID_FIELD_NUMBER: _builtins.int
+    message: _builtins.str
+    """What to show the user."""
+    url: _builtins.str
+    """The URL to open."""
+    elicitation_id: _builtins.str
+    """The upstream's id for this elicitation."""
+    def __init__(
+        self,
+        *,
+        message: _builtins.str = ...,
+        url: _builtins.str = ...,
+        elicitation_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["elicitation_id", b"elicitation_id", "message", b"message", "url", b"url"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ElicitationURLRequest: _TypeAlias = ElicitationURLRequest  # noqa: Y015
+
+@_typing.final
+class SamplingRequest(_message.Message):
+    """SamplingRequest asks the caller's model for a message."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PARAMS_JSON_FIELD_NUMBER: _builtins.int
+    params_json: _builtins.str
+    """The MCP sampling/createMessage params as JSON (messages, maxTokens,
+    systemPrompt, modelPreferences, …).
+    """
+    def __init__(
+        self,
+        *,
+        params_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["params_json", b"params_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SamplingRequest: _TypeAlias = SamplingRequest  # noqa: Y015
+
+@_typing.final
+class RootsRequest(_message.Message):
+    """RootsRequest asks for the caller's roots."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RootsRequest: _TypeAlias = RootsRequest  # noqa: Y015
+
+@_typing.final
+class InputResponse(_message.Message):
+    """InputResponse answers one InputRequest."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ID_FIELD_NUMBER: _builtins.int
+    ELICITATION_FIELD_NUMBER: _builtins.int
+    SAMPLING_FIELD_NUMBER: _builtins.int
+    ROOTS_FIELD_NUMBER: _builtins.int
+    id: _builtins.str
+    """The InputRequest.id it answers."""
+    @_builtins.property
+    def elicitation(self) -> Global___ElicitationResponse:
+        """The form's answer."""
+
+    @_builtins.property
+    def sampling(self) -> Global___SamplingResponse:
+        """The model's message."""
+
+    @_builtins.property
+    def roots(self) -> Global___RootsResponse:
+        """The roots."""
+
+    def __init__(
+        self,
+        *,
+        id: _builtins.str = ...,
+        elicitation: Global___ElicitationResponse | None = ...,
+        sampling: Global___SamplingResponse | None = ...,
+        roots: Global___RootsResponse | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["elicitation", b"elicitation", "response", b"response", "roots", b"roots", "sampling", b"sampling"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["elicitation", b"elicitation", "id", b"id", "response", b"response", "roots", b"roots", "sampling", b"sampling"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_response: _TypeAlias = _typing.Literal["elicitation", "sampling", "roots"]  # noqa: Y015
+    _WhichOneofArgType_response: _TypeAlias = _typing.Literal["response", b"response"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_response) -> _WhichOneofReturnType_response | None: ...
+
+Global___InputResponse: _TypeAlias = InputResponse  # noqa: Y015
+
+@_typing.final
+class ElicitationResponse(_message.Message):
+    """ElicitationResponse is the user's answer to an elicitation (form or URL)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ACTION_FIELD_NUMBER: _builtins.int
+    CONTENT_JSON_FIELD_NUMBER: _builtins.int
+    action: _builtins.str
+    """"accept", "decline" or "cancel"."""
+    content_json: _builtins.str
+    """The form's content as a JSON object (accept of a form only)."""
+    def __init__(
+        self,
+        *,
+        action: _builtins.str = ...,
+        content_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "content_json", b"content_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ElicitationResponse: _TypeAlias = ElicitationResponse  # noqa: Y015
+
+@_typing.final
+class SamplingResponse(_message.Message):
+    """SamplingResponse is the model's answer."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RESULT_JSON_FIELD_NUMBER: _builtins.int
+    result_json: _builtins.str
+    """The MCP sampling/createMessage result as JSON (role, content, model,
+    stopReason).
+    """
+    def __init__(
+        self,
+        *,
+        result_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["result_json", b"result_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SamplingResponse: _TypeAlias = SamplingResponse  # noqa: Y015
+
+@_typing.final
+class RootsResponse(_message.Message):
+    """RootsResponse lists the caller's roots."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROOTS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def roots(self) -> _containers.RepeatedCompositeFieldContainer[Global___Root]:
+        """The roots."""
+
+    def __init__(
+        self,
+        *,
+        roots: _abc.Iterable[Global___Root] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["roots", b"roots"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RootsResponse: _TypeAlias = RootsResponse  # noqa: Y015
+
+@_typing.final
+class Root(_message.Message):
+    """Root is one root: a file:// URI the caller lets tools see."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_FIELD_NUMBER: _builtins.int
+    NAME_FIELD_NUMBER: _builtins.int
+    uri: _builtins.str
+    """The URI."""
+    name: _builtins.str
+    """A name, if any."""
+    def __init__(
+        self,
+        *,
+        uri: _builtins.str = ...,
+        name: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Root: _TypeAlias = Root  # noqa: Y015
 
 @_typing.final
 class CallToolProgress(_message.Message):
@@ -688,6 +1253,7 @@ class CallToolResponse(_message.Message):
     STRUCTURED_CONTENT_FIELD_NUMBER: _builtins.int
     IS_ERROR_FIELD_NUMBER: _builtins.int
     META_FIELD_NUMBER: _builtins.int
+    INPUT_REQUIRED_FIELD_NUMBER: _builtins.int
     is_error: _builtins.bool
     """True when the tool itself reports failure. This is data for the model,
     not an RPC error.
@@ -704,6 +1270,12 @@ class CallToolResponse(_message.Message):
     def meta(self) -> _struct_pb2.Struct:
         """The result's _meta object, if any."""
 
+    @_builtins.property
+    def input_required(self) -> Global___InputRequired:
+        """Set when the call needs input before it can go on: the other fields are
+        then empty. Only for callers that set input_capabilities.
+        """
+
     def __init__(
         self,
         *,
@@ -711,10 +1283,11 @@ class CallToolResponse(_message.Message):
         structured_content: _struct_pb2.Struct | None = ...,
         is_error: _builtins.bool = ...,
         meta: _struct_pb2.Struct | None = ...,
+        input_required: Global___InputRequired | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta", "structured_content", b"structured_content"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input_required", b"input_required", "meta", b"meta", "structured_content", b"structured_content"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "is_error", b"is_error", "meta", b"meta", "structured_content", b"structured_content"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "input_required", b"input_required", "is_error", b"is_error", "meta", b"meta", "structured_content", b"structured_content"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -75,8 +75,27 @@ class ToolServiceStub:
     UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
     for the send timeout; resume
     INTERNAL            INTERNAL: generic message; the cause is in the log
+    INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+    make, or made for another tool (field request_state);
+    REQUEST_STATE_EXPIRED: past its expiry (restart the
+    call); INPUT_RESPONSES_INVALID: input_responses do
+    not answer the requests (field input_responses[i])
+    PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+    request_state
+    FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+    replica (metadata replica); INPUT_STATE_GONE: the
+    waiting call ended (answered, timed out, or its
+    upstream session went away): restart the call
 
     A tool's own failure is not an error: OK with is_error = true.
+
+    Interactive calls (README "Tools that ask"): a caller that sets
+    CallToolRequest.input_capabilities lets an upstream ask it for input
+    (elicitation, sampling, roots). Such a call may end with
+    CallToolResponse.input_required instead of a result; the caller answers
+    by calling again with the same name and arguments, input_responses and
+    the request_state it got. A caller that sets none gets the server's
+    configured policy (decline), as before.
     """
 
     def __init__(self, channel):
@@ -145,6 +164,11 @@ class ToolServiceStub:
                 request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptRequest.SerializeToString,
                 response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptResponse.FromString,
                 _registered_method=True)
+        self.Complete = channel.unary_unary(
+                '/toolsvc.v1.ToolService/Complete',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -197,8 +221,27 @@ class ToolServiceServicer:
     UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
     for the send timeout; resume
     INTERNAL            INTERNAL: generic message; the cause is in the log
+    INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+    make, or made for another tool (field request_state);
+    REQUEST_STATE_EXPIRED: past its expiry (restart the
+    call); INPUT_RESPONSES_INVALID: input_responses do
+    not answer the requests (field input_responses[i])
+    PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+    request_state
+    FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+    replica (metadata replica); INPUT_STATE_GONE: the
+    waiting call ended (answered, timed out, or its
+    upstream session went away): restart the call
 
     A tool's own failure is not an error: OK with is_error = true.
+
+    Interactive calls (README "Tools that ask"): a caller that sets
+    CallToolRequest.input_capabilities lets an upstream ask it for input
+    (elicitation, sampling, roots). Such a call may end with
+    CallToolResponse.input_required instead of a result; the caller answers
+    by calling again with the same name and arguments, input_responses and
+    the request_state it got. A caller that sets none gets the server's
+    configured policy (decline), as before.
     """
 
     def ListTools(self, request, context):
@@ -211,7 +254,8 @@ class ToolServiceServicer:
 
     def CallTool(self, request, context):
         """CallTool calls a tool on its upstream. The gRPC deadline is the call's
-        deadline; cancelling the RPC cancels the upstream call.
+        deadline; cancelling the RPC cancels the upstream call (a call waiting
+        for input keeps running until its input_required expires).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -310,6 +354,17 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Complete(self, request, context):
+        """Complete asks a prompt's or a resource template's upstream for
+        completions of one argument (MCP completion/complete). Authorization
+        is the prompt's (by its exposed name) or the server's resources'
+        ("<prefix>__@resources"). An upstream that does not declare the
+        completions capability answers no values.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -373,6 +428,11 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptRequest.FromString,
                     response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptResponse.SerializeToString,
             ),
+            'Complete': grpc.unary_unary_rpc_method_handler(
+                    servicer.Complete,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'toolsvc.v1.ToolService', rpc_method_handlers)
@@ -431,8 +491,27 @@ class ToolService:
     UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
     for the send timeout; resume
     INTERNAL            INTERNAL: generic message; the cause is in the log
+    INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+    make, or made for another tool (field request_state);
+    REQUEST_STATE_EXPIRED: past its expiry (restart the
+    call); INPUT_RESPONSES_INVALID: input_responses do
+    not answer the requests (field input_responses[i])
+    PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+    request_state
+    FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+    replica (metadata replica); INPUT_STATE_GONE: the
+    waiting call ended (answered, timed out, or its
+    upstream session went away): restart the call
 
     A tool's own failure is not an error: OK with is_error = true.
+
+    Interactive calls (README "Tools that ask"): a caller that sets
+    CallToolRequest.input_capabilities lets an upstream ask it for input
+    (elicitation, sampling, roots). Such a call may end with
+    CallToolResponse.input_required instead of a result; the caller answers
+    by calling again with the same name and arguments, input_responses and
+    the request_state it got. A caller that sets none gets the server's
+    configured policy (decline), as before.
     """
 
     @staticmethod
@@ -749,6 +828,33 @@ class ToolService:
             '/toolsvc.v1.ToolService/GetPrompt',
             toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptRequest.SerializeToString,
             toolsvc_dot_v1_dot_toolsvc__pb2.GetPromptResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Complete(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/Complete',
+            toolsvc_dot_v1_dot_toolsvc__pb2.CompleteRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.CompleteResponse.FromString,
             options,
             channel_credentials,
             insecure,

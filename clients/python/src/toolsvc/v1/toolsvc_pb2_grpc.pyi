@@ -76,8 +76,27 @@ class ToolServiceStub:
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
+      INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+                          make, or made for another tool (field request_state);
+                          REQUEST_STATE_EXPIRED: past its expiry (restart the
+                          call); INPUT_RESPONSES_INVALID: input_responses do
+                          not answer the requests (field input_responses[i])
+      PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+                          request_state
+      FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+                          replica (metadata replica); INPUT_STATE_GONE: the
+                          waiting call ended (answered, timed out, or its
+                          upstream session went away): restart the call
 
     A tool's own failure is not an error: OK with is_error = true.
+
+    Interactive calls (README "Tools that ask"): a caller that sets
+    CallToolRequest.input_capabilities lets an upstream ask it for input
+    (elicitation, sampling, roots). Such a call may end with
+    CallToolResponse.input_required instead of a result; the caller answers
+    by calling again with the same name and arguments, input_responses and
+    the request_state it got. A caller that sets none gets the server's
+    configured policy (decline), as before.
     """
 
     @_typing.overload
@@ -90,7 +109,8 @@ class ToolServiceStub:
     """
     CallTool: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.CallToolRequest, _toolsvc_pb2.CallToolResponse]
     """CallTool calls a tool on its upstream. The gRPC deadline is the call's
-    deadline; cancelling the RPC cancels the upstream call.
+    deadline; cancelling the RPC cancels the upstream call (a call waiting
+    for input keeps running until its input_required expires).
     """
     CallToolStream: _grpc.UnaryStreamMultiCallable[_toolsvc_pb2.CallToolStreamRequest, _toolsvc_pb2.CallToolStreamResponse]
     """CallToolStream calls a tool like CallTool and streams the upstream's
@@ -141,6 +161,13 @@ class ToolServiceStub:
     """ListPrompts returns one page of the merged prompts, sorted by name."""
     GetPrompt: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.GetPromptRequest, _toolsvc_pb2.GetPromptResponse]
     """GetPrompt renders a prompt with its arguments on its upstream."""
+    Complete: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.CompleteRequest, _toolsvc_pb2.CompleteResponse]
+    """Complete asks a prompt's or a resource template's upstream for
+    completions of one argument (MCP completion/complete). Authorization
+    is the prompt's (by its exposed name) or the server's resources'
+    ("<prefix>__@resources"). An upstream that does not declare the
+    completions capability answers no values.
+    """
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
@@ -193,8 +220,27 @@ class ToolServiceAsyncStub(ToolServiceStub):
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
+      INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+                          make, or made for another tool (field request_state);
+                          REQUEST_STATE_EXPIRED: past its expiry (restart the
+                          call); INPUT_RESPONSES_INVALID: input_responses do
+                          not answer the requests (field input_responses[i])
+      PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+                          request_state
+      FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+                          replica (metadata replica); INPUT_STATE_GONE: the
+                          waiting call ended (answered, timed out, or its
+                          upstream session went away): restart the call
 
     A tool's own failure is not an error: OK with is_error = true.
+
+    Interactive calls (README "Tools that ask"): a caller that sets
+    CallToolRequest.input_capabilities lets an upstream ask it for input
+    (elicitation, sampling, roots). Such a call may end with
+    CallToolResponse.input_required instead of a result; the caller answers
+    by calling again with the same name and arguments, input_responses and
+    the request_state it got. A caller that sets none gets the server's
+    configured policy (decline), as before.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -204,7 +250,8 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """
     CallTool: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.CallToolRequest, _toolsvc_pb2.CallToolResponse]  # type: ignore[assignment]
     """CallTool calls a tool on its upstream. The gRPC deadline is the call's
-    deadline; cancelling the RPC cancels the upstream call.
+    deadline; cancelling the RPC cancels the upstream call (a call waiting
+    for input keeps running until its input_required expires).
     """
     CallToolStream: _aio.UnaryStreamMultiCallable[_toolsvc_pb2.CallToolStreamRequest, _toolsvc_pb2.CallToolStreamResponse]  # type: ignore[assignment]
     """CallToolStream calls a tool like CallTool and streams the upstream's
@@ -255,6 +302,13 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """ListPrompts returns one page of the merged prompts, sorted by name."""
     GetPrompt: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.GetPromptRequest, _toolsvc_pb2.GetPromptResponse]  # type: ignore[assignment]
     """GetPrompt renders a prompt with its arguments on its upstream."""
+    Complete: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.CompleteRequest, _toolsvc_pb2.CompleteResponse]  # type: ignore[assignment]
+    """Complete asks a prompt's or a resource template's upstream for
+    completions of one argument (MCP completion/complete). Authorization
+    is the prompt's (by its exposed name) or the server's resources'
+    ("<prefix>__@resources"). An upstream that does not declare the
+    completions capability answers no values.
+    """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
@@ -306,8 +360,27 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
+      INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+                          make, or made for another tool (field request_state);
+                          REQUEST_STATE_EXPIRED: past its expiry (restart the
+                          call); INPUT_RESPONSES_INVALID: input_responses do
+                          not answer the requests (field input_responses[i])
+      PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+                          request_state
+      FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+                          replica (metadata replica); INPUT_STATE_GONE: the
+                          waiting call ended (answered, timed out, or its
+                          upstream session went away): restart the call
 
     A tool's own failure is not an error: OK with is_error = true.
+
+    Interactive calls (README "Tools that ask"): a caller that sets
+    CallToolRequest.input_capabilities lets an upstream ask it for input
+    (elicitation, sampling, roots). Such a call may end with
+    CallToolResponse.input_required instead of a result; the caller answers
+    by calling again with the same name and arguments, input_responses and
+    the request_state it got. A caller that sets none gets the server's
+    configured policy (decline), as before.
     """
 
     @_abc_1.abstractmethod
@@ -327,7 +400,8 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_toolsvc_pb2.CallToolResponse, _abc.Awaitable[_toolsvc_pb2.CallToolResponse]]:
         """CallTool calls a tool on its upstream. The gRPC deadline is the call's
-        deadline; cancelling the RPC cancels the upstream call.
+        deadline; cancelling the RPC cancels the upstream call (a call waiting
+        for input keeps running until its input_required expires).
         """
 
     @_abc_1.abstractmethod
@@ -438,5 +512,18 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_toolsvc_pb2.GetPromptResponse, _abc.Awaitable[_toolsvc_pb2.GetPromptResponse]]:
         """GetPrompt renders a prompt with its arguments on its upstream."""
+
+    @_abc_1.abstractmethod
+    def Complete(
+        self,
+        request: _toolsvc_pb2.CompleteRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.CompleteResponse, _abc.Awaitable[_toolsvc_pb2.CompleteResponse]]:
+        """Complete asks a prompt's or a resource template's upstream for
+        completions of one argument (MCP completion/complete). Authorization
+        is the prompt's (by its exposed name) or the server's resources'
+        ("<prefix>__@resources"). An upstream that does not declare the
+        completions capability answers no values.
+        """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

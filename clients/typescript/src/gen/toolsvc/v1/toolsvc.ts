@@ -98,6 +98,42 @@ export enum BreakerState {
   UNRECOGNIZED = -1,
 }
 
+/** CompleteRequest asks for completions of one argument. */
+export interface CompleteRequest {
+  /** What is being completed. */
+  ref:
+    | //
+    /** An exposed prompt name (Prompt.name). */
+    { $case: "prompt"; prompt: string }
+    | //
+    /** A resource template of a server (ResourceKey.uri is the template). */
+    { $case: "resourceTemplate"; resourceTemplate: ResourceKey }
+    | undefined;
+  /** The argument's name. */
+  argumentName: string;
+  /** What the user has typed so far. */
+  argumentValue: string;
+  /** Arguments already resolved, for context-dependent completions. */
+  contextArguments: { [key: string]: string };
+}
+
+export interface CompleteRequest_ContextArgumentsEntry {
+  key: string;
+  value: string;
+}
+
+/** CompleteResponse is the upstream's completions. */
+export interface CompleteResponse {
+  /** The completion values, best first (at most 100). */
+  values: string[];
+  /** The total number of completions available, if the upstream knows it. */
+  total?:
+    | number
+    | undefined;
+  /** More completions exist than were returned. */
+  hasMore: boolean;
+}
+
 /** Tool is one callable tool of the merged catalog. */
 export interface Tool {
   /**
@@ -298,6 +334,21 @@ export interface CallToolRequest {
    * be a JSON object. Set at most one of arguments and arguments_json.
    */
   argumentsJson: string;
+  /**
+   * The kinds of input this caller can give when the upstream asks (see
+   * "Interactive calls" above). None: the server's configured policy
+   * answers the upstream, and the call never ends with input_required.
+   */
+  inputCapabilities:
+    | InputCapabilities
+    | undefined;
+  /**
+   * Answers to the input_required.requests of the previous round, by id.
+   * Set together with request_state.
+   */
+  inputResponses: InputResponse[];
+  /** The input_required.request_state of the previous round, verbatim. */
+  requestState: string;
 }
 
 /** CallToolStreamRequest is a CallToolRequest for the streaming call. */
@@ -310,11 +361,27 @@ export interface CallToolStreamRequest {
     | undefined;
   /** The arguments as JSON text; see CallToolRequest.arguments_json. */
   argumentsJson: string;
+  /**
+   * The kinds of input this caller can give when the upstream asks (see
+   * CallToolRequest.input_capabilities). None: the server's configured policy
+   * answers the upstream, and the call never ends with input_required.
+   */
+  inputCapabilities:
+    | InputCapabilities
+    | undefined;
+  /**
+   * Answers to the input_required.requests of the previous round, by id.
+   * Set together with request_state.
+   */
+  inputResponses: InputResponse[];
+  /** The input_required.request_state of the previous round, verbatim. */
+  requestState: string;
 }
 
 /**
  * CallToolStreamResponse is one message of a streaming call: zero or more
- * progress messages, then exactly one result.
+ * progress and log messages, then exactly one result (which may be an
+ * input_required).
  */
 export interface CallToolStreamResponse {
   /** What this message carries. */
@@ -328,7 +395,181 @@ export interface CallToolStreamResponse {
     | //
     /** The final result; always the last message. */
     { $case: "result"; result: CallToolResponse }
+    | //
+    /**
+     * A log message the upstream sent during the call (MCP
+     * notifications/message), when the caller set
+     * input_capabilities.log_level.
+     */
+    { $case: "log"; log: CallToolLog }
     | undefined;
+}
+
+/** CallToolLog is one log message of an upstream during a call. */
+export interface CallToolLog {
+  /**
+   * The MCP logging level: debug, info, notice, warning, error, critical,
+   * alert, emergency.
+   */
+  level: string;
+  /** The upstream's logger name, if any. */
+  logger: string;
+  /** The message's data, as JSON (any JSON value; often a string). */
+  dataJson: string;
+  /** The server that sent it (configured name). */
+  server: string;
+}
+
+/** InputCapabilities are the kinds of input a caller can give an upstream. */
+export interface InputCapabilities {
+  /**
+   * Form elicitation: answer a JSON schema's fields (accept, decline or
+   * cancel).
+   */
+  elicitation: boolean;
+  /**
+   * URL elicitation: send the user to a URL (to log in, to pay) and answer
+   * accept once they went.
+   */
+  elicitationUrl: boolean;
+  /** Sampling: run the caller's model on the upstream's messages. */
+  sampling: boolean;
+  /** Roots: list the caller's roots (file:// URIs it lets the tool see). */
+  roots: boolean;
+  /**
+   * Log messages: receive the upstream's log messages during the call
+   * (CallToolStream only) at this MCP level or above; empty: none.
+   */
+  logLevel: string;
+}
+
+/**
+ * InputRequired ends a round of an interactive call: the upstream asks the
+ * caller for input before it can go on.
+ */
+export interface InputRequired {
+  /** What the upstream asks, each with an id to answer by. */
+  requests: InputRequest[];
+  /**
+   * Opaque, integrity-protected and bound to the principal and the tool:
+   * send it back verbatim with the answers.
+   */
+  requestState: string;
+  /**
+   * After this the request_state is refused (REQUEST_STATE_EXPIRED) and a
+   * call waiting for the answer is cancelled.
+   */
+  expireTime:
+    | Date
+    | undefined;
+  /**
+   * Whether the call is parked on this replica (an upstream of protocol
+   * 2025-11-25 asked mid-call): the answer must reach the same replica (the
+   * same gRPC channel does; see README "Tools that ask"). False: any
+   * replica can continue it.
+   */
+  replicaBound: boolean;
+}
+
+/** InputRequest is one thing an upstream asks the caller. */
+export interface InputRequest {
+  /** The id to answer it by (InputResponse.id). */
+  id: string;
+  /** What is asked. */
+  request:
+    | //
+    /** Fill in a form. */
+    { $case: "elicitation"; elicitation: ElicitationRequest }
+    | //
+    /** Visit a URL. */
+    { $case: "elicitationUrl"; elicitationUrl: ElicitationURLRequest }
+    | //
+    /** Run a model (MCP sampling/createMessage). */
+    { $case: "sampling"; sampling: SamplingRequest }
+    | //
+    /** List roots (MCP roots/list). */
+    { $case: "roots"; roots: RootsRequest }
+    | undefined;
+}
+
+/** ElicitationRequest asks the user to fill in a form. */
+export interface ElicitationRequest {
+  /** What to show the user. */
+  message: string;
+  /** The form: a JSON Schema object of flat, primitive properties, as JSON. */
+  requestedSchemaJson: string;
+}
+
+/** ElicitationURLRequest asks the user to visit a URL. */
+export interface ElicitationURLRequest {
+  /** What to show the user. */
+  message: string;
+  /** The URL to open. */
+  url: string;
+  /** The upstream's id for this elicitation. */
+  elicitationId: string;
+}
+
+/** SamplingRequest asks the caller's model for a message. */
+export interface SamplingRequest {
+  /**
+   * The MCP sampling/createMessage params as JSON (messages, maxTokens,
+   * systemPrompt, modelPreferences, …).
+   */
+  paramsJson: string;
+}
+
+/** RootsRequest asks for the caller's roots. */
+export interface RootsRequest {
+}
+
+/** InputResponse answers one InputRequest. */
+export interface InputResponse {
+  /** The InputRequest.id it answers. */
+  id: string;
+  /** The answer, of the request's kind. */
+  response:
+    | //
+    /** The form's answer. */
+    { $case: "elicitation"; elicitation: ElicitationResponse }
+    | //
+    /** The model's message. */
+    { $case: "sampling"; sampling: SamplingResponse }
+    | //
+    /** The roots. */
+    { $case: "roots"; roots: RootsResponse }
+    | undefined;
+}
+
+/** ElicitationResponse is the user's answer to an elicitation (form or URL). */
+export interface ElicitationResponse {
+  /** "accept", "decline" or "cancel". */
+  action: string;
+  /** The form's content as a JSON object (accept of a form only). */
+  contentJson: string;
+}
+
+/** SamplingResponse is the model's answer. */
+export interface SamplingResponse {
+  /**
+   * The MCP sampling/createMessage result as JSON (role, content, model,
+   * stopReason).
+   */
+  resultJson: string;
+}
+
+/** RootsResponse lists the caller's roots. */
+export interface RootsResponse {
+  /** The roots. */
+  roots: Root[];
+}
+
+/** Root is one root: a file:// URI the caller lets tools see. */
+export interface Root {
+  /** The URI. */
+  uri: string;
+  /** A name, if any. */
+  name: string;
 }
 
 /** CallToolProgress is an MCP progress notification for the call. */
@@ -357,7 +598,14 @@ export interface CallToolResponse {
    */
   isError: boolean;
   /** The result's _meta object, if any. */
-  meta: { [key: string]: any } | undefined;
+  meta:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * Set when the call needs input before it can go on: the other fields are
+   * then empty. Only for callers that set input_capabilities.
+   */
+  inputRequired: InputRequired | undefined;
 }
 
 /** Content is one item of a tool result. */
@@ -986,6 +1234,283 @@ export interface ResourceKey {
   /** The URI (or URI template). */
   uri: string;
 }
+
+function createBaseCompleteRequest(): CompleteRequest {
+  return { ref: undefined, argumentName: "", argumentValue: "", contextArguments: {} };
+}
+
+export const CompleteRequest: MessageFns<CompleteRequest> = {
+  encode(message: CompleteRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    switch (message.ref?.$case) {
+      case "prompt":
+        writer.uint32(10).string(message.ref.prompt);
+        break;
+      case "resourceTemplate":
+        ResourceKey.encode(message.ref.resourceTemplate, writer.uint32(18).fork()).join();
+        break;
+    }
+    if (message.argumentName !== "") {
+      writer.uint32(26).string(message.argumentName);
+    }
+    if (message.argumentValue !== "") {
+      writer.uint32(34).string(message.argumentValue);
+    }
+    globalThis.Object.entries(message.contextArguments).forEach(([key, value]: [string, string]) => {
+      CompleteRequest_ContextArgumentsEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ref = { $case: "prompt", prompt: reader.string() };
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.ref = { $case: "resourceTemplate", resourceTemplate: ResourceKey.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.argumentName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.argumentValue = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = CompleteRequest_ContextArgumentsEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.contextArguments[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<CompleteRequest>): CompleteRequest {
+    return CompleteRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CompleteRequest>): CompleteRequest {
+    const message = createBaseCompleteRequest();
+    switch (object.ref?.$case) {
+      case "prompt": {
+        if (object.ref?.prompt !== undefined && object.ref?.prompt !== null) {
+          message.ref = { $case: "prompt", prompt: object.ref.prompt };
+        }
+        break;
+      }
+      case "resourceTemplate": {
+        if (object.ref?.resourceTemplate !== undefined && object.ref?.resourceTemplate !== null) {
+          message.ref = {
+            $case: "resourceTemplate",
+            resourceTemplate: ResourceKey.fromPartial(object.ref.resourceTemplate),
+          };
+        }
+        break;
+      }
+    }
+    message.argumentName = object.argumentName ?? "";
+    message.argumentValue = object.argumentValue ?? "";
+    message.contextArguments = (globalThis.Object.entries(object.contextArguments ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseCompleteRequest_ContextArgumentsEntry(): CompleteRequest_ContextArgumentsEntry {
+  return { key: "", value: "" };
+}
+
+export const CompleteRequest_ContextArgumentsEntry: MessageFns<CompleteRequest_ContextArgumentsEntry> = {
+  encode(message: CompleteRequest_ContextArgumentsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteRequest_ContextArgumentsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteRequest_ContextArgumentsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<CompleteRequest_ContextArgumentsEntry>): CompleteRequest_ContextArgumentsEntry {
+    return CompleteRequest_ContextArgumentsEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CompleteRequest_ContextArgumentsEntry>): CompleteRequest_ContextArgumentsEntry {
+    const message = createBaseCompleteRequest_ContextArgumentsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseCompleteResponse(): CompleteResponse {
+  return { values: [], total: undefined, hasMore: false };
+}
+
+export const CompleteResponse: MessageFns<CompleteResponse> = {
+  encode(message: CompleteResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.values) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.total !== undefined) {
+      writer.uint32(16).int32(message.total);
+    }
+    if (message.hasMore !== false) {
+      writer.uint32(24).bool(message.hasMore);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CompleteResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCompleteResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.values.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.total = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.hasMore = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<CompleteResponse>): CompleteResponse {
+    return CompleteResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CompleteResponse>): CompleteResponse {
+    const message = createBaseCompleteResponse();
+    message.values = object.values?.map((e) => e) || [];
+    message.total = object.total ?? undefined;
+    message.hasMore = object.hasMore ?? false;
+    return message;
+  },
+};
 
 function createBaseTool(): Tool {
   return {
@@ -1812,7 +2337,14 @@ export const SearchResult: MessageFns<SearchResult> = {
 };
 
 function createBaseCallToolRequest(): CallToolRequest {
-  return { name: "", arguments: undefined, argumentsJson: "" };
+  return {
+    name: "",
+    arguments: undefined,
+    argumentsJson: "",
+    inputCapabilities: undefined,
+    inputResponses: [],
+    requestState: "",
+  };
 }
 
 export const CallToolRequest: MessageFns<CallToolRequest> = {
@@ -1825,6 +2357,15 @@ export const CallToolRequest: MessageFns<CallToolRequest> = {
     }
     if (message.argumentsJson !== "") {
       writer.uint32(26).string(message.argumentsJson);
+    }
+    if (message.inputCapabilities !== undefined) {
+      InputCapabilities.encode(message.inputCapabilities, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.inputResponses) {
+      InputResponse.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.requestState !== "") {
+      writer.uint32(50).string(message.requestState);
     }
     return writer;
   },
@@ -1866,6 +2407,30 @@ export const CallToolRequest: MessageFns<CallToolRequest> = {
             message.argumentsJson = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.inputCapabilities = InputCapabilities.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.inputResponses.push(InputResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.requestState = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1886,12 +2451,24 @@ export const CallToolRequest: MessageFns<CallToolRequest> = {
     message.name = object.name ?? "";
     message.arguments = object.arguments ?? undefined;
     message.argumentsJson = object.argumentsJson ?? "";
+    message.inputCapabilities = (object.inputCapabilities !== undefined && object.inputCapabilities !== null)
+      ? InputCapabilities.fromPartial(object.inputCapabilities)
+      : undefined;
+    message.inputResponses = object.inputResponses?.map((e) => InputResponse.fromPartial(e)) || [];
+    message.requestState = object.requestState ?? "";
     return message;
   },
 };
 
 function createBaseCallToolStreamRequest(): CallToolStreamRequest {
-  return { name: "", arguments: undefined, argumentsJson: "" };
+  return {
+    name: "",
+    arguments: undefined,
+    argumentsJson: "",
+    inputCapabilities: undefined,
+    inputResponses: [],
+    requestState: "",
+  };
 }
 
 export const CallToolStreamRequest: MessageFns<CallToolStreamRequest> = {
@@ -1904,6 +2481,15 @@ export const CallToolStreamRequest: MessageFns<CallToolStreamRequest> = {
     }
     if (message.argumentsJson !== "") {
       writer.uint32(26).string(message.argumentsJson);
+    }
+    if (message.inputCapabilities !== undefined) {
+      InputCapabilities.encode(message.inputCapabilities, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.inputResponses) {
+      InputResponse.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.requestState !== "") {
+      writer.uint32(50).string(message.requestState);
     }
     return writer;
   },
@@ -1945,6 +2531,30 @@ export const CallToolStreamRequest: MessageFns<CallToolStreamRequest> = {
             message.argumentsJson = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.inputCapabilities = InputCapabilities.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.inputResponses.push(InputResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.requestState = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1965,6 +2575,11 @@ export const CallToolStreamRequest: MessageFns<CallToolStreamRequest> = {
     message.name = object.name ?? "";
     message.arguments = object.arguments ?? undefined;
     message.argumentsJson = object.argumentsJson ?? "";
+    message.inputCapabilities = (object.inputCapabilities !== undefined && object.inputCapabilities !== null)
+      ? InputCapabilities.fromPartial(object.inputCapabilities)
+      : undefined;
+    message.inputResponses = object.inputResponses?.map((e) => InputResponse.fromPartial(e)) || [];
+    message.requestState = object.requestState ?? "";
     return message;
   },
 };
@@ -1981,6 +2596,9 @@ export const CallToolStreamResponse: MessageFns<CallToolStreamResponse> = {
         break;
       case "result":
         CallToolResponse.encode(message.event.result, writer.uint32(18).fork()).join();
+        break;
+      case "log":
+        CallToolLog.encode(message.event.log, writer.uint32(26).fork()).join();
         break;
     }
     return writer;
@@ -2015,6 +2633,14 @@ export const CallToolStreamResponse: MessageFns<CallToolStreamResponse> = {
             message.event = { $case: "result", result: CallToolResponse.decode(reader, reader.uint32()) };
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.event = { $case: "log", log: CallToolLog.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2045,7 +2671,1038 @@ export const CallToolStreamResponse: MessageFns<CallToolStreamResponse> = {
         }
         break;
       }
+      case "log": {
+        if (object.event?.log !== undefined && object.event?.log !== null) {
+          message.event = { $case: "log", log: CallToolLog.fromPartial(object.event.log) };
+        }
+        break;
+      }
     }
+    return message;
+  },
+};
+
+function createBaseCallToolLog(): CallToolLog {
+  return { level: "", logger: "", dataJson: "", server: "" };
+}
+
+export const CallToolLog: MessageFns<CallToolLog> = {
+  encode(message: CallToolLog, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.level !== "") {
+      writer.uint32(10).string(message.level);
+    }
+    if (message.logger !== "") {
+      writer.uint32(18).string(message.logger);
+    }
+    if (message.dataJson !== "") {
+      writer.uint32(26).string(message.dataJson);
+    }
+    if (message.server !== "") {
+      writer.uint32(34).string(message.server);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CallToolLog {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCallToolLog();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.level = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.logger = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.dataJson = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<CallToolLog>): CallToolLog {
+    return CallToolLog.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CallToolLog>): CallToolLog {
+    const message = createBaseCallToolLog();
+    message.level = object.level ?? "";
+    message.logger = object.logger ?? "";
+    message.dataJson = object.dataJson ?? "";
+    message.server = object.server ?? "";
+    return message;
+  },
+};
+
+function createBaseInputCapabilities(): InputCapabilities {
+  return { elicitation: false, elicitationUrl: false, sampling: false, roots: false, logLevel: "" };
+}
+
+export const InputCapabilities: MessageFns<InputCapabilities> = {
+  encode(message: InputCapabilities, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.elicitation !== false) {
+      writer.uint32(8).bool(message.elicitation);
+    }
+    if (message.elicitationUrl !== false) {
+      writer.uint32(16).bool(message.elicitationUrl);
+    }
+    if (message.sampling !== false) {
+      writer.uint32(24).bool(message.sampling);
+    }
+    if (message.roots !== false) {
+      writer.uint32(32).bool(message.roots);
+    }
+    if (message.logLevel !== "") {
+      writer.uint32(42).string(message.logLevel);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InputCapabilities {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInputCapabilities();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.elicitation = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.elicitationUrl = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.sampling = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.roots = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.logLevel = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<InputCapabilities>): InputCapabilities {
+    return InputCapabilities.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<InputCapabilities>): InputCapabilities {
+    const message = createBaseInputCapabilities();
+    message.elicitation = object.elicitation ?? false;
+    message.elicitationUrl = object.elicitationUrl ?? false;
+    message.sampling = object.sampling ?? false;
+    message.roots = object.roots ?? false;
+    message.logLevel = object.logLevel ?? "";
+    return message;
+  },
+};
+
+function createBaseInputRequired(): InputRequired {
+  return { requests: [], requestState: "", expireTime: undefined, replicaBound: false };
+}
+
+export const InputRequired: MessageFns<InputRequired> = {
+  encode(message: InputRequired, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.requests) {
+      InputRequest.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.requestState !== "") {
+      writer.uint32(18).string(message.requestState);
+    }
+    if (message.expireTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.expireTime), writer.uint32(26).fork()).join();
+    }
+    if (message.replicaBound !== false) {
+      writer.uint32(32).bool(message.replicaBound);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InputRequired {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInputRequired();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requests.push(InputRequest.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestState = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.expireTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.replicaBound = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<InputRequired>): InputRequired {
+    return InputRequired.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<InputRequired>): InputRequired {
+    const message = createBaseInputRequired();
+    message.requests = object.requests?.map((e) => InputRequest.fromPartial(e)) || [];
+    message.requestState = object.requestState ?? "";
+    message.expireTime = object.expireTime ?? undefined;
+    message.replicaBound = object.replicaBound ?? false;
+    return message;
+  },
+};
+
+function createBaseInputRequest(): InputRequest {
+  return { id: "", request: undefined };
+}
+
+export const InputRequest: MessageFns<InputRequest> = {
+  encode(message: InputRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    switch (message.request?.$case) {
+      case "elicitation":
+        ElicitationRequest.encode(message.request.elicitation, writer.uint32(18).fork()).join();
+        break;
+      case "elicitationUrl":
+        ElicitationURLRequest.encode(message.request.elicitationUrl, writer.uint32(26).fork()).join();
+        break;
+      case "sampling":
+        SamplingRequest.encode(message.request.sampling, writer.uint32(34).fork()).join();
+        break;
+      case "roots":
+        RootsRequest.encode(message.request.roots, writer.uint32(42).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InputRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInputRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.request = { $case: "elicitation", elicitation: ElicitationRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.request = {
+              $case: "elicitationUrl",
+              elicitationUrl: ElicitationURLRequest.decode(reader, reader.uint32()),
+            };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.request = { $case: "sampling", sampling: SamplingRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.request = { $case: "roots", roots: RootsRequest.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<InputRequest>): InputRequest {
+    return InputRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<InputRequest>): InputRequest {
+    const message = createBaseInputRequest();
+    message.id = object.id ?? "";
+    switch (object.request?.$case) {
+      case "elicitation": {
+        if (object.request?.elicitation !== undefined && object.request?.elicitation !== null) {
+          message.request = {
+            $case: "elicitation",
+            elicitation: ElicitationRequest.fromPartial(object.request.elicitation),
+          };
+        }
+        break;
+      }
+      case "elicitationUrl": {
+        if (object.request?.elicitationUrl !== undefined && object.request?.elicitationUrl !== null) {
+          message.request = {
+            $case: "elicitationUrl",
+            elicitationUrl: ElicitationURLRequest.fromPartial(object.request.elicitationUrl),
+          };
+        }
+        break;
+      }
+      case "sampling": {
+        if (object.request?.sampling !== undefined && object.request?.sampling !== null) {
+          message.request = { $case: "sampling", sampling: SamplingRequest.fromPartial(object.request.sampling) };
+        }
+        break;
+      }
+      case "roots": {
+        if (object.request?.roots !== undefined && object.request?.roots !== null) {
+          message.request = { $case: "roots", roots: RootsRequest.fromPartial(object.request.roots) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseElicitationRequest(): ElicitationRequest {
+  return { message: "", requestedSchemaJson: "" };
+}
+
+export const ElicitationRequest: MessageFns<ElicitationRequest> = {
+  encode(message: ElicitationRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.message !== "") {
+      writer.uint32(10).string(message.message);
+    }
+    if (message.requestedSchemaJson !== "") {
+      writer.uint32(18).string(message.requestedSchemaJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ElicitationRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseElicitationRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.requestedSchemaJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ElicitationRequest>): ElicitationRequest {
+    return ElicitationRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ElicitationRequest>): ElicitationRequest {
+    const message = createBaseElicitationRequest();
+    message.message = object.message ?? "";
+    message.requestedSchemaJson = object.requestedSchemaJson ?? "";
+    return message;
+  },
+};
+
+function createBaseElicitationURLRequest(): ElicitationURLRequest {
+  return { message: "", url: "", elicitationId: "" };
+}
+
+export const ElicitationURLRequest: MessageFns<ElicitationURLRequest> = {
+  encode(message: ElicitationURLRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.message !== "") {
+      writer.uint32(10).string(message.message);
+    }
+    if (message.url !== "") {
+      writer.uint32(18).string(message.url);
+    }
+    if (message.elicitationId !== "") {
+      writer.uint32(26).string(message.elicitationId);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ElicitationURLRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseElicitationURLRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.url = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.elicitationId = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ElicitationURLRequest>): ElicitationURLRequest {
+    return ElicitationURLRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ElicitationURLRequest>): ElicitationURLRequest {
+    const message = createBaseElicitationURLRequest();
+    message.message = object.message ?? "";
+    message.url = object.url ?? "";
+    message.elicitationId = object.elicitationId ?? "";
+    return message;
+  },
+};
+
+function createBaseSamplingRequest(): SamplingRequest {
+  return { paramsJson: "" };
+}
+
+export const SamplingRequest: MessageFns<SamplingRequest> = {
+  encode(message: SamplingRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.paramsJson !== "") {
+      writer.uint32(10).string(message.paramsJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SamplingRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSamplingRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.paramsJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<SamplingRequest>): SamplingRequest {
+    return SamplingRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SamplingRequest>): SamplingRequest {
+    const message = createBaseSamplingRequest();
+    message.paramsJson = object.paramsJson ?? "";
+    return message;
+  },
+};
+
+function createBaseRootsRequest(): RootsRequest {
+  return {};
+}
+
+export const RootsRequest: MessageFns<RootsRequest> = {
+  encode(_: RootsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RootsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRootsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<RootsRequest>): RootsRequest {
+    return RootsRequest.fromPartial(base ?? {});
+  },
+  fromPartial(_: DeepPartial<RootsRequest>): RootsRequest {
+    const message = createBaseRootsRequest();
+    return message;
+  },
+};
+
+function createBaseInputResponse(): InputResponse {
+  return { id: "", response: undefined };
+}
+
+export const InputResponse: MessageFns<InputResponse> = {
+  encode(message: InputResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    switch (message.response?.$case) {
+      case "elicitation":
+        ElicitationResponse.encode(message.response.elicitation, writer.uint32(18).fork()).join();
+        break;
+      case "sampling":
+        SamplingResponse.encode(message.response.sampling, writer.uint32(26).fork()).join();
+        break;
+      case "roots":
+        RootsResponse.encode(message.response.roots, writer.uint32(34).fork()).join();
+        break;
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InputResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInputResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.response = {
+              $case: "elicitation",
+              elicitation: ElicitationResponse.decode(reader, reader.uint32()),
+            };
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.response = { $case: "sampling", sampling: SamplingResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.response = { $case: "roots", roots: RootsResponse.decode(reader, reader.uint32()) };
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<InputResponse>): InputResponse {
+    return InputResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<InputResponse>): InputResponse {
+    const message = createBaseInputResponse();
+    message.id = object.id ?? "";
+    switch (object.response?.$case) {
+      case "elicitation": {
+        if (object.response?.elicitation !== undefined && object.response?.elicitation !== null) {
+          message.response = {
+            $case: "elicitation",
+            elicitation: ElicitationResponse.fromPartial(object.response.elicitation),
+          };
+        }
+        break;
+      }
+      case "sampling": {
+        if (object.response?.sampling !== undefined && object.response?.sampling !== null) {
+          message.response = { $case: "sampling", sampling: SamplingResponse.fromPartial(object.response.sampling) };
+        }
+        break;
+      }
+      case "roots": {
+        if (object.response?.roots !== undefined && object.response?.roots !== null) {
+          message.response = { $case: "roots", roots: RootsResponse.fromPartial(object.response.roots) };
+        }
+        break;
+      }
+    }
+    return message;
+  },
+};
+
+function createBaseElicitationResponse(): ElicitationResponse {
+  return { action: "", contentJson: "" };
+}
+
+export const ElicitationResponse: MessageFns<ElicitationResponse> = {
+  encode(message: ElicitationResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.contentJson !== "") {
+      writer.uint32(18).string(message.contentJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ElicitationResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseElicitationResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.contentJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ElicitationResponse>): ElicitationResponse {
+    return ElicitationResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ElicitationResponse>): ElicitationResponse {
+    const message = createBaseElicitationResponse();
+    message.action = object.action ?? "";
+    message.contentJson = object.contentJson ?? "";
+    return message;
+  },
+};
+
+function createBaseSamplingResponse(): SamplingResponse {
+  return { resultJson: "" };
+}
+
+export const SamplingResponse: MessageFns<SamplingResponse> = {
+  encode(message: SamplingResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.resultJson !== "") {
+      writer.uint32(10).string(message.resultJson);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SamplingResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSamplingResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.resultJson = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<SamplingResponse>): SamplingResponse {
+    return SamplingResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<SamplingResponse>): SamplingResponse {
+    const message = createBaseSamplingResponse();
+    message.resultJson = object.resultJson ?? "";
+    return message;
+  },
+};
+
+function createBaseRootsResponse(): RootsResponse {
+  return { roots: [] };
+}
+
+export const RootsResponse: MessageFns<RootsResponse> = {
+  encode(message: RootsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.roots) {
+      Root.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RootsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRootsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.roots.push(Root.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<RootsResponse>): RootsResponse {
+    return RootsResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<RootsResponse>): RootsResponse {
+    const message = createBaseRootsResponse();
+    message.roots = object.roots?.map((e) => Root.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRoot(): Root {
+  return { uri: "", name: "" };
+}
+
+export const Root: MessageFns<Root> = {
+  encode(message: Root, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.uri !== "") {
+      writer.uint32(10).string(message.uri);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Root {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRoot();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<Root>): Root {
+    return Root.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Root>): Root {
+    const message = createBaseRoot();
+    message.uri = object.uri ?? "";
+    message.name = object.name ?? "";
     return message;
   },
 };
@@ -2130,7 +3787,7 @@ export const CallToolProgress: MessageFns<CallToolProgress> = {
 };
 
 function createBaseCallToolResponse(): CallToolResponse {
-  return { content: [], structuredContent: undefined, isError: false, meta: undefined };
+  return { content: [], structuredContent: undefined, isError: false, meta: undefined, inputRequired: undefined };
 }
 
 export const CallToolResponse: MessageFns<CallToolResponse> = {
@@ -2146,6 +3803,9 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
     }
     if (message.meta !== undefined) {
       Struct.encode(Struct.wrap(message.meta), writer.uint32(34).fork()).join();
+    }
+    if (message.inputRequired !== undefined) {
+      InputRequired.encode(message.inputRequired, writer.uint32(42).fork()).join();
     }
     return writer;
   },
@@ -2195,6 +3855,14 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
             message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.inputRequired = InputRequired.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2216,6 +3884,9 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
     message.structuredContent = object.structuredContent ?? undefined;
     message.isError = object.isError ?? false;
     message.meta = object.meta ?? undefined;
+    message.inputRequired = (object.inputRequired !== undefined && object.inputRequired !== null)
+      ? InputRequired.fromPartial(object.inputRequired)
+      : undefined;
     return message;
   },
 };
@@ -5965,8 +7636,27 @@ export const ResourceKey: MessageFns<ResourceKey> = {
  *   UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
  *                       for the send timeout; resume
  *   INTERNAL            INTERNAL: generic message; the cause is in the log
+ *   INVALID_ARGUMENT    REQUEST_STATE_INVALID: a request_state toolsvc did not
+ *                       make, or made for another tool (field request_state);
+ *                       REQUEST_STATE_EXPIRED: past its expiry (restart the
+ *                       call); INPUT_RESPONSES_INVALID: input_responses do
+ *                       not answer the requests (field input_responses[i])
+ *   PERMISSION_DENIED   REQUEST_STATE_NOT_YOURS: another principal's
+ *                       request_state
+ *   FAILED_PRECONDITION INPUT_STATE_ELSEWHERE: the call waits on another
+ *                       replica (metadata replica); INPUT_STATE_GONE: the
+ *                       waiting call ended (answered, timed out, or its
+ *                       upstream session went away): restart the call
  *
  * A tool's own failure is not an error: OK with is_error = true.
+ *
+ * Interactive calls (README "Tools that ask"): a caller that sets
+ * CallToolRequest.input_capabilities lets an upstream ask it for input
+ * (elicitation, sampling, roots). Such a call may end with
+ * CallToolResponse.input_required instead of a result; the caller answers
+ * by calling again with the same name and arguments, input_responses and
+ * the request_state it got. A caller that sets none gets the server's
+ * configured policy (decline), as before.
  */
 export type ToolServiceService = typeof ToolServiceService;
 export const ToolServiceService = {
@@ -5985,7 +7675,8 @@ export const ToolServiceService = {
   },
   /**
    * CallTool calls a tool on its upstream. The gRPC deadline is the call's
-   * deadline; cancelling the RPC cancels the upstream call.
+   * deadline; cancelling the RPC cancels the upstream call (a call waiting
+   * for input keeps running until its input_required expires).
    */
   callTool: {
     path: "/toolsvc.v1.ToolService/CallTool" as const,
@@ -6133,6 +7824,22 @@ export const ToolServiceService = {
     responseSerialize: (value: GetPromptResponse): Buffer => Buffer.from(GetPromptResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): GetPromptResponse => GetPromptResponse.decode(value),
   },
+  /**
+   * Complete asks a prompt's or a resource template's upstream for
+   * completions of one argument (MCP completion/complete). Authorization
+   * is the prompt's (by its exposed name) or the server's resources'
+   * ("<prefix>__@resources"). An upstream that does not declare the
+   * completions capability answers no values.
+   */
+  complete: {
+    path: "/toolsvc.v1.ToolService/Complete" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CompleteRequest): Buffer => Buffer.from(CompleteRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CompleteRequest => CompleteRequest.decode(value),
+    responseSerialize: (value: CompleteResponse): Buffer => Buffer.from(CompleteResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CompleteResponse => CompleteResponse.decode(value),
+  },
 } as const;
 
 export interface ToolServiceServer extends UntypedServiceImplementation {
@@ -6143,7 +7850,8 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
   listTools: handleUnaryCall<ListToolsRequest, ListToolsResponse>;
   /**
    * CallTool calls a tool on its upstream. The gRPC deadline is the call's
-   * deadline; cancelling the RPC cancels the upstream call.
+   * deadline; cancelling the RPC cancels the upstream call (a call waiting
+   * for input keeps running until its input_required expires).
    */
   callTool: handleUnaryCall<CallToolRequest, CallToolResponse>;
   /**
@@ -6194,6 +7902,14 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
   listPrompts: handleUnaryCall<ListPromptsRequest, ListPromptsResponse>;
   /** GetPrompt renders a prompt with its arguments on its upstream. */
   getPrompt: handleUnaryCall<GetPromptRequest, GetPromptResponse>;
+  /**
+   * Complete asks a prompt's or a resource template's upstream for
+   * completions of one argument (MCP completion/complete). Authorization
+   * is the prompt's (by its exposed name) or the server's resources'
+   * ("<prefix>__@resources"). An upstream that does not declare the
+   * completions capability answers no values.
+   */
+  complete: handleUnaryCall<CompleteRequest, CompleteResponse>;
 }
 
 export interface ToolServiceClient extends Client {
@@ -6218,7 +7934,8 @@ export interface ToolServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * CallTool calls a tool on its upstream. The gRPC deadline is the call's
-   * deadline; cancelling the RPC cancels the upstream call.
+   * deadline; cancelling the RPC cancels the upstream call (a call waiting
+   * for input keeps running until its input_required expires).
    */
   callTool(
     request: CallToolRequest,
@@ -6404,6 +8121,28 @@ export interface ToolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: GetPromptResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Complete asks a prompt's or a resource template's upstream for
+   * completions of one argument (MCP completion/complete). Authorization
+   * is the prompt's (by its exposed name) or the server's resources'
+   * ("<prefix>__@resources"). An upstream that does not declare the
+   * completions capability answers no values.
+   */
+  complete(
+    request: CompleteRequest,
+    callback: (error: ServiceError | null, response: CompleteResponse) => void,
+  ): ClientUnaryCall;
+  complete(
+    request: CompleteRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CompleteResponse) => void,
+  ): ClientUnaryCall;
+  complete(
+    request: CompleteRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CompleteResponse) => void,
   ): ClientUnaryCall;
 }
 
