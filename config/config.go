@@ -194,6 +194,7 @@ type serverJSON struct {
 	NamePrefix         string   `json:"namePrefix"`
 	BareNames          bool     `json:"bareNames"`
 	Elicitation        string   `json:"elicitation"`
+	Input              string   `json:"input"`
 	Tools              *struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
@@ -450,8 +451,8 @@ func serverConfig(name string, sj *serverJSON, secrets []string) mcpbridge.Serve
 		Secrets:        secrets,
 		NamePrefix:     sj.NamePrefix,
 		BareNames:      sj.BareNames,
-		Elicitation:    sj.Elicitation,
-		AuthRetry:      sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
+		Elicitation:    sj.Elicitation, Input: sj.Input,
+		AuthRetry: sj.AuthRetry.D, ForwardPrincipal: sj.ForwardPrincipal,
 	}
 	if sj.Tools != nil {
 		sc.ToolsAllow, sc.ToolsDeny = sj.Tools.Allow, sj.Tools.Deny

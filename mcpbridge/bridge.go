@@ -464,6 +464,9 @@ type CallOptions struct {
 	// to the upstream (in _meta under PrincipalMetaKey) only when the
 	// server's ForwardPrincipal is set.
 	Principal string
+	// Input, if set, lets the upstream ask the caller for input during the
+	// call (interact.go); nil: the server's policy answers it.
+	Input *Interaction
 }
 
 // Target is a catalog entry resolved for a call: the immutable entry from
@@ -556,6 +559,9 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 		args = map[string]any{}
 	}
 	tool := target.Tool.OriginalName
+	if opts != nil && opts.Input != nil {
+		ctx = withInteraction(ctx, opts.Input)
+	}
 	var res *mcp.CallToolResult
 	err = b.request(ctx, u, fmt.Sprintf("call %q", tool), func(ctx context.Context, s *session) error {
 		var err error
@@ -614,6 +620,9 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 		}
 	}
 	s.forwardPrincipal(params, opts)
+	if opts != nil && opts.Input != nil {
+		params.InputResponses, params.RequestState = opts.Input.Responses, opts.Input.State
+	}
 	if opts != nil && opts.OnProgress != nil {
 		tok := fmt.Sprintf("toolsvc-%d-%d", s.id, s.seq.Add(1))
 		params.SetProgressToken(tok)

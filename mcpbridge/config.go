@@ -54,6 +54,12 @@ const ProtocolAuto = "auto"
 // knownProtocolVersions are the MCP versions a server may pin.
 var knownProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 
+// Input modes (ServerConfig.Input).
+const (
+	InputRelay  = "relay"
+	InputPolicy = "policy"
+)
+
 // Elicitation policies (ServerConfig.Elicitation).
 const (
 	ElicitDecline  = "decline"
@@ -179,11 +185,19 @@ type ServerConfig struct {
 	ToolsDeny  []string
 
 	// Elicitation is how toolsvc answers an upstream's elicitation/create
-	// request: "" (the default) declares no elicitation capability, so
-	// upstreams do not ask; ElicitDecline declines every request;
+	// request when no caller can (the caller did not offer input, or
+	// Input is InputPolicy): "" and ElicitDecline decline it;
 	// ElicitDefaults accepts form requests with the defaults their schema
-	// gives (and declines URL requests). A gateway has no user to ask.
+	// gives (and declines URL requests). Under InputPolicy, "" declares no
+	// elicitation capability, so upstreams do not ask.
 	Elicitation string
+	// Input is how requests for input during a call (elicitation,
+	// sampling, roots) are answered: InputRelay ("", the default) declares
+	// those capabilities and hands a request to the call's caller when it
+	// can answer (interact.go), the Elicitation policy otherwise;
+	// InputPolicy declares none but elicitation (when Elicitation is set)
+	// and always answers by the policy.
+	Input string
 
 	// OAuth, if set, authenticates to a streamable HTTP upstream with OAuth
 	// 2.1 (client credentials or a provisioned refresh token).
@@ -358,6 +372,11 @@ func (sc *ServerConfig) Problems() []*FieldError {
 	sc.numberProblems(p)
 	if pv := sc.ProtocolVersion; pv != "" && pv != ProtocolAuto && pv != ProtocolLatest && !slices.Contains(knownProtocolVersions, pv) {
 		p.add("protocolVersion", "want %q, %q or one of %s, got %q", ProtocolAuto, ProtocolLatest, strings.Join(knownProtocolVersions, ", "), pv)
+	}
+	switch sc.Input {
+	case "", InputRelay, InputPolicy:
+	default:
+		p.add("input", "want %q or %q, got %q", InputRelay, InputPolicy, sc.Input)
 	}
 	switch sc.Elicitation {
 	case "", ElicitDecline, ElicitDefaults:

@@ -118,6 +118,7 @@ func (u *upstream) settle(v verdict, trial bool, s *session) {
 func (s *session) run(ctx context.Context, do func(context.Context, *session) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer s.interact.begin(interactionOf(ctx))()
 	stop := context.AfterFunc(s.deadCtx, cancel)
 	defer stop()
 	err := do(ctx, s)

@@ -37,7 +37,8 @@ type session struct {
 
 	refreshReq chan chan error // operator refreshes, answered by the refresher
 
-	progress sync.Map // token string -> *progressSink
+	progress sync.Map     // token string -> *progressSink
+	interact interactions // requests in flight, for 2025-era input requests (interact.go)
 	seq      atomic.Uint64
 
 	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
@@ -203,10 +204,21 @@ func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Cli
 		ProgressNotificationHandler: s.onProgress,
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 	}
-	if u.cfg.Elicitation != "" {
+	switch {
+	case u.relayInput():
+		// Requests during a call reach its caller when it can answer
+		// (interact.go); the policy answers the rest.
+		copts.Capabilities = relayCapabilities()
+		copts.ElicitationHandler = s.onElicit
+		copts.CreateMessageWithToolsHandler = s.onSample
+	case u.cfg.Elicitation != "":
 		copts.ElicitationHandler = u.elicit
 	}
-	return s, mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, copts)
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, copts)
+	if u.relayInput() {
+		client.AddReceivingMiddleware(s.rootsMiddleware)
+	}
+	return s, client
 }
 
 // protocolVersion is the version the next session asks for.

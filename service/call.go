@@ -16,30 +16,43 @@ import (
 // callRequest is what CallToolRequest and CallToolStreamRequest share.
 type callRequest interface {
 	proto.Message
+	inputRequest
 	GetName() string
 	GetArguments() *structpb.Struct
 	GetArgumentsJson() string
 }
 
 // callInput is the pipeline's view of a gRPC call request; the request is
-// sized here, once.
-func callInput(req callRequest) core.CallInput {
-	in := core.CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req), Fields: grpcFields}
+// sized here, once. A malformed interactive field is returned as bad, for
+// after BeginCall (which audits it).
+func callInput(req callRequest) (in core.CallInput, bad *core.Error) {
+	in = core.CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req), Fields: grpcFields}
 	if a := req.GetArguments(); a != nil {
 		in.Arguments = a.AsMap()
 	}
-	return in
+	in.Input, bad = inputOptions(req)
+	return in, bad
+}
+
+// beginCall is BeginCall of a gRPC call request.
+func (s *Server) beginCall(ctx context.Context, req callRequest) (*core.Call, error) {
+	in, bad := callInput(req)
+	c, err := s.core.BeginCall(rpcContext(ctx), in)
+	if err == nil && bad != nil {
+		err = bad
+	}
+	return c, err
 }
 
 // CallTool implements toolsvc.v1.ToolService.
 func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (*toolsvcv1.CallToolResponse, error) {
-	c, err := s.core.BeginCall(rpcContext(ctx), callInput(req))
+	c, err := s.beginCall(ctx, req)
 	var out *toolsvcv1.CallToolResponse
 	size := 0
 	if err == nil {
 		var res *mcp.CallToolResult
 		if res, err = c.Dispatch(c.Context(), nil); err == nil {
-			out = resultToProto(res, s.log)
+			out = s.callResponse(c, res)
 			size = proto.Size(out)
 			err = c.CheckResult(size)
 		}
@@ -62,7 +75,7 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 // progressBacklog are waiting), and never holds up the session. Progress
 // that arrives after the result is dropped by the bridge.
 func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) error {
-	c, err := s.core.BeginCall(rpcContext(stream.Context()), callInput(req))
+	c, err := s.beginCall(stream.Context(), req)
 	if err != nil {
 		fail := c.Fail(err)
 		c.End(fail, false, 0)
@@ -103,7 +116,7 @@ func (s *Server) streamCall(c *core.Call, stream grpc.ServerStreamingServer[tool
 	if callErr != nil {
 		return sent, false, callErr
 	}
-	out := resultToProto(res, s.log)
+	out := s.callResponse(c, res)
 	size := proto.Size(out)
 	if err := c.CheckResult(size); err != nil {
 		return sent, false, err

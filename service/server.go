@@ -78,6 +78,16 @@ type Options struct {
 	// client to read; the stream then ends with UNAVAILABLE. Default
 	// DefaultWatchSendTimeout.
 	WatchSendTimeout time.Duration
+	// Interactive calls (core/interact.go): StateKey signs request states
+	// (replicas share it; nil: random, this process only), ReplicaID names
+	// this replica in parked calls' states, InputTimeout bounds the wait
+	// for an answer, and MaxWaitingPerPrincipal / MaxWaiting bound the
+	// calls running or waiting for input (0: the core's defaults).
+	StateKey               []byte
+	ReplicaID              string
+	InputTimeout           time.Duration
+	MaxWaitingPerPrincipal int
+	MaxWaiting             int
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -118,6 +128,8 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
 	co := core.Options{Logger: o.Logger, MaxRequestBytes: o.MaxRequestBytes, MaxResponseBytes: o.MaxResponseBytes,
+		StateKey: o.StateKey, ReplicaID: o.ReplicaID, InputTimeout: o.InputTimeout,
+		MaxWaitingPerPrincipal: o.MaxWaitingPerPrincipal, MaxWaiting: o.MaxWaiting,
 		Auth: core.AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
 			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
 	if o.Metrics != nil {

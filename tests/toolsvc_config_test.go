@@ -72,6 +72,7 @@ type upstream struct {
 	NamePrefix         string            `json:"namePrefix,omitempty"`
 	BareNames          bool              `json:"bareNames,omitempty"`
 	Elicitation        string            `json:"elicitation,omitempty"`
+	Input              string            `json:"input,omitempty"`
 	Tools              *toolFilter       `json:"tools,omitempty"`
 	OAuth              *oauthCfg         `json:"oauth,omitempty"`
 	AuthRetry          string            `json:"authRetry,omitempty"`

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +48,9 @@ type serveFlags struct {
 	mcpSessionTimeout, mcpBodyTimeout                  time.Duration
 	addrFile, otlp                                     string
 	kubeconfig                                         string
+	stateKeyFile                                       string
+	inputTimeout                                       time.Duration
+	maxWaitingPerPrincipal, maxWaiting                 int
 }
 
 // parseServeFlags parses and checks serve's flags; a bad command line is
@@ -70,6 +76,10 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.mcpHosts, "mcp-allowed-hosts", "", "comma-separated Host header values the MCP front door accepts (\"*\": any; empty: loopback names when --mcp-listen is loopback, else any)")
 	fs.StringVar(&f.mcpOrigins, "mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
 	fs.StringVar(&f.mcpKeyFile, "mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
+	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "file whose contents sign interactive calls' request states; replicas behind one load balancer share it (empty: a random key, so only this process continues its calls)")
+	fs.DurationVar(&f.inputTimeout, "input-timeout", core.DefaultInputTimeout, "how long a call's input_required waits for the caller's answer before the upstream's request is declined and the call cancelled")
+	fs.IntVar(&f.maxWaitingPerPrincipal, "max-waiting-per-principal", core.DefaultMaxWaitingPerPrincipal, "interactive calls one principal may have running or waiting for input (RESOURCE_EXHAUSTED TOO_MANY_WAITING above)")
+	fs.IntVar(&f.maxWaiting, "max-waiting", core.DefaultMaxWaiting, "interactive calls this replica holds running or waiting for input")
 	fs.IntVar(&f.mcpPageSize, "mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
 	fs.StringVar(&f.mcpDiscovery, "mcp-discovery", "full", "MCP tools/list: full (every tool) or progressive (the --mcp-core-tools and a search_tools tool; any tool stays callable)")
 	fs.StringVar(&f.mcpCoreTools, "mcp-core-tools", "", "with --mcp-discovery progressive: comma-separated globs of exposed tool names listed besides search_tools")
@@ -203,12 +213,34 @@ type serving struct {
 
 	stopReload func()
 	reloadDone chan struct{}
+
+	stateKey []byte // --state-key-file's contents
+}
+
+// replicaID names this process in parked interactive calls' states: the
+// host name (a pod's name) and a random suffix, so that two processes on
+// one host differ.
+func replicaID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return host + "-" + hex.EncodeToString(b)
 }
 
 // start builds the bridge, the service and the MCP front door, and starts
 // the gRPC and admin listeners, the --addr-file and config reloads. On an
 // error, what it started is stopped.
 func (sv *serving) start(ctx context.Context, bcfg mcpbridge.Config, loaded *config.Config, cfgData []byte) error {
+	if sv.f.stateKeyFile != "" {
+		key, err := os.ReadFile(sv.f.stateKeyFile)
+		if err != nil {
+			return fmt.Errorf("--state-key-file: %w", err)
+		}
+		if len(bytes.TrimSpace(key)) < 16 {
+			return fmt.Errorf("--state-key-file: %s holds %d bytes; want at least 16 (random bytes, the same on every replica)", sv.f.stateKeyFile, len(bytes.TrimSpace(key)))
+		}
+		sv.stateKey = key
+	}
 	lis, err := net.Listen("tcp", sv.f.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -250,7 +282,9 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 	auth := sv.sec.auth
 	opts := &service.Options{Logger: sv.log, MaxRequestBytes: sv.f.maxReq, MaxResponseBytes: sv.f.maxResp,
 		Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, RateLimits: auth.RateLimits,
-		Metrics: sv.metrics, AuditLog: auth.AuditLog, AuditArguments: auth.AuditArguments}
+		Metrics: sv.metrics, AuditLog: auth.AuditLog, AuditArguments: auth.AuditArguments,
+		StateKey: sv.stateKey, ReplicaID: replicaID(), InputTimeout: sv.f.inputTimeout,
+		MaxWaitingPerPrincipal: sv.f.maxWaitingPerPrincipal, MaxWaiting: sv.f.maxWaiting}
 	if loaded != nil {
 		sv.cfgMgr = newConfigManager(sv.f.cfgPath, cfgData, loaded, sv.bridge, sv.log)
 		sv.cfgMgr.auth = sv.sec.load

@@ -27,6 +27,8 @@ type Core struct {
 	authMu sync.Mutex
 	// search is the tool search index (search.go).
 	toolIndex toolIndex
+	// input holds the interactive calls' key and flights (interact.go).
+	input *interactive
 }
 
 // Paging limits of every listing (page_size on gRPC; the MCP front door
@@ -59,6 +61,22 @@ type Options struct {
 	// with RESOURCE_EXHAUSTED, naming the limit.
 	MaxRequestBytes  int
 	MaxResponseBytes int
+	// StateKey signs interactive calls' request states; replicas behind
+	// one load balancer share it (nil: a random key, so only this process
+	// can continue its calls). ReplicaID names this replica in a parked
+	// call's state (empty: random).
+	StateKey  []byte
+	ReplicaID string
+	// InputTimeout is how long an input_required waits for its answer
+	// (0: DefaultInputTimeout); MaxInteractiveCall bounds an interactive
+	// call's upstream call as a whole (0: DefaultMaxInteractiveCall).
+	InputTimeout       time.Duration
+	MaxInteractiveCall time.Duration
+	// MaxWaitingPerPrincipal and MaxWaiting bound the interactive calls
+	// running or waiting for input, per principal and in all (0: the
+	// defaults).
+	MaxWaitingPerPrincipal int
+	MaxWaiting             int
 }
 
 // Observer records what the operation engine does, for metrics. Calls are
@@ -82,7 +100,19 @@ func New(b *mcpbridge.Bridge, o Options) *Core {
 	if o.MaxResponseBytes <= 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
-	c := &Core{bridge: b, log: o.Logger, opts: o}
+	if o.InputTimeout <= 0 {
+		o.InputTimeout = DefaultInputTimeout
+	}
+	if o.MaxInteractiveCall <= 0 {
+		o.MaxInteractiveCall = DefaultMaxInteractiveCall
+	}
+	if o.MaxWaitingPerPrincipal <= 0 {
+		o.MaxWaitingPerPrincipal = DefaultMaxWaitingPerPrincipal
+	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = DefaultMaxWaiting
+	}
+	c := &Core{bridge: b, log: o.Logger, opts: o, input: newInteractive(o.StateKey, o.ReplicaID)}
 	c.auth.Store(c.newAuthState(o.Auth, nil))
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -53,6 +54,9 @@ type CallInput struct {
 	Size int
 	// Fields are the wire's field names, for the call's errors.
 	Fields Fields
+	// Input, if set, makes the call interactive (interact.go): what input
+	// the caller can give, and its answers to the previous round.
+	Input *InputOptions
 }
 
 // Call is one tool call moving through the operation engine
@@ -63,6 +67,8 @@ type Call struct {
 	in     CallInput
 	target mcpbridge.Target // zero until resolved
 	args   any              // map[string]any, json.RawMessage, or nil ({})
+	state  *inputState      // the verified request state of a continued call
+	parked bool             // the result is a parked input_required (interact.go)
 }
 
 // BeginCall runs every check that comes before the upstream. It always
@@ -101,6 +107,15 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	}
 	if rerr != nil {
 		return c, rerr
+	}
+	if in.Input != nil && in.Input.State != "" {
+		st, e := s.input.verify(in.Input.State, op.principal.Name, in.Name, time.Now())
+		if e != nil {
+			return c, e
+		}
+		c.state = &st
+	} else if in.Input != nil && len(in.Input.Responses) > 0 {
+		return c, InvalidField("request_state", "required with input_responses: the request_state of the round they answer")
 	}
 	c.args, err = s.checkArguments(c.target, in)
 	return c, err
@@ -173,12 +188,55 @@ func (s *Core) validateArguments(tool *mcpbridge.Tool, field string, obj map[str
 // Context is the caller's context with its authenticated principal.
 func (c *Call) Context() context.Context { return c.op.ctx }
 
-// Dispatch sends the call to the entry BeginCall resolved.
+// Dispatch sends the call to the entry BeginCall resolved. For an
+// interactive call (CallInput.Input) the result may be input_required
+// (NeedsInput: InputRequests and a RequestState toolsvc signed);
+// InputRequired says more about it.
 func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
 	if opts == nil {
 		opts = &mcpbridge.CallOptions{}
 	}
 	opts.Principal = c.op.principal.Name // sent to upstreams with forwardPrincipal
+	in := c.in.Input
+	if in == nil {
+		in = &InputOptions{}
+	}
+	timeout := c.op.s.opts.InputTimeout
+	var res *mcp.CallToolResult
+	var err error
+	switch {
+	case c.state != nil && c.state.Kind == stateKindParked:
+		if c.state.Replica != c.op.s.input.replica {
+			return nil, NewError(FailedPrecondition, ReasonInputStateElsewhere,
+				"the call waits for this input on another replica: send the retry on the channel that got the input_required, or call the tool again without request_state",
+				map[string]string{"replica": c.state.Replica})
+		}
+		f := c.op.s.input.lookup(c.state.Flight)
+		if f == nil || f.principal != c.op.principal.Name {
+			return nil, stateGone()
+		}
+		res, c.parked, err = f.resume(ctx, in.Responses, timeout)
+	case c.state != nil: // relayed: the upstream continues from its own state
+		o := *opts
+		o.Input = &mcpbridge.Interaction{Kinds: in.Kinds, Responses: c.relayAnswers(in.Responses), State: c.state.Upstream}
+		res, err = c.dispatch(ctx, &o)
+	case in.Kinds.Any():
+		f, e := c.startFlight(in.Kinds, opts)
+		if e != nil {
+			return nil, e
+		}
+		res, c.parked, err = f.round(ctx, timeout)
+	default:
+		res, err = c.dispatch(ctx, opts)
+	}
+	if err != nil || c.parked || !NeedsInput(res) {
+		return res, err
+	}
+	return c.relay(ctx, res, in.Kinds, opts)
+}
+
+// dispatch is one upstream call of the entry BeginCall resolved.
+func (c *Call) dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
 	return c.op.s.bridge.Call(ctx, c.target, c.args, opts)
 }
 

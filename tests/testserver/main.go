@@ -357,11 +357,15 @@ func allContent(isError bool) *mcp.CallToolResult {
 func main() {
 	mode := flag.String("mode", "stdio", "stdio, http, http-stateless or sse")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address for -mode http")
+	interactive := flag.Bool("interactive", false, "add the tools that ask their caller for input (interactive.go)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	s := newServer()
 	addResources(s)
+	if *interactive {
+		addInteractive(s)
+	}
 	switch *mode {
 	case "stdio":
 		if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {

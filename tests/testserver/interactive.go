@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Interactive tools (-interactive): tools that ask their caller for input.
+//
+// ask_name and ask_all ask the 2026-07-28 way (the result is
+// input_required; the retry carries the answers). On a session of an older
+// protocol go-sdk's server turns the same result into server-to-client
+// requests sent mid-call, so the tools ask in both eras. ask_twice asks
+// the older way only: two elicitation/create requests in a row, mid-call.
+
+var nameSchema = map[string]any{
+	"type":       "object",
+	"properties": map[string]any{"name": map[string]any{"type": "string", "description": "Your name"}},
+	"required":   []any{"name"},
+}
+
+func elicitAnswer(r mcp.InputResponse) string {
+	er, ok := r.(*mcp.ElicitResult)
+	if !ok {
+		return fmt.Sprintf("not an elicitation answer: %T", r)
+	}
+	if er.Action != "accept" {
+		return er.Action
+	}
+	return fmt.Sprint(er.Content["name"])
+}
+
+func addInteractive(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "ask_name", Description: "Ask the caller's name (form elicitation) and greet them.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["name"]; ok {
+				a := elicitAnswer(r)
+				switch a {
+				case "decline", "cancel":
+					return text(a + "d"), nil
+				}
+				return text("hello " + a), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"name": &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema},
+			}, RequestState: "asked-name"}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_url", Description: "Send the caller to a URL (URL elicitation).", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["login"]; ok {
+				er, _ := r.(*mcp.ElicitResult)
+				if er == nil {
+					return text("bad answer"), nil
+				}
+				return text("url " + er.Action), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"login": &mcp.ElicitParams{Mode: "url", Message: "Log in, please", URL: "https://login.example/authorize?x=1", ElicitationID: "el-1"},
+			}, RequestState: "asked-url"}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_all", Description: "Ask for a name, a model's reply and the roots at once.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			rs := req.Params.InputResponses
+			if len(rs) == 3 {
+				var parts []string
+				parts = append(parts, "name="+elicitAnswer(rs["name"]))
+				if cr, ok := rs["model"].(*mcp.CreateMessageWithToolsResult); ok && len(cr.Content) > 0 {
+					if tc, ok := cr.Content[0].(*mcp.TextContent); ok {
+						parts = append(parts, "model="+tc.Text)
+					}
+				} else if cr, ok := rs["model"].(*mcp.CreateMessageResult); ok {
+					if tc, ok := cr.Content.(*mcp.TextContent); ok {
+						parts = append(parts, "model="+tc.Text)
+					}
+				}
+				if rr, ok := rs["roots"].(*mcp.ListRootsResult); ok {
+					var uris []string
+					for _, r := range rr.Roots {
+						uris = append(uris, r.URI)
+					}
+					parts = append(parts, "roots="+strings.Join(uris, ","))
+				}
+				return text(strings.Join(parts, " ")), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"name": &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema},
+				"model": &mcp.CreateMessageParams{MaxTokens: 20, Messages: []*mcp.SamplingMessage{
+					{Role: "user", Content: &mcp.TextContent{Text: "Say hi"}}}},
+				"roots": &mcp.ListRootsParams{},
+			}, RequestState: "asked-all"}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_twice", Description: "Ask two questions in a row, mid-call (elicitation/create; protocols before 2026-07-28).", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var got []string
+			for _, q := range []string{"first", "second"} {
+				res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: q + "?", RequestedSchema: nameSchema})
+				if err != nil {
+					return nil, fmt.Errorf("elicit %s: %w", q, err)
+				}
+				got = append(got, elicitAnswer(res))
+			}
+			return text(strings.Join(got, "+")), nil
+		})
+}
