@@ -1,9 +1,16 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,12 +33,15 @@ import (
 //     call is in flight, and waits for the answer. The bridge hands it to
 //     the call's Interaction.Ask, which blocks until the caller answers.
 //
-// Which call a 2025-era request belongs to: the protocol does not say (on
-// stdio nothing links them), so the bridge attributes a request to a call
-// only when that call is the only request in flight on the session; any
-// other request is answered by the server's policy (Elicitation; sampling
-// refused; no roots). Attributing a request to the wrong caller would show
-// one caller another's prompt.
+// Which call a 2025-era request belongs to: on streamable HTTP the
+// upstream sends it on the response stream of the call's POST, and the
+// bridge links it to that call (linkRoundTripper reads the stream's request
+// ids; linkConn marks the request with the call's token). On stdio nothing
+// links them, so a request is attributed to a call only when that call is
+// the only request in flight on the session. A request that cannot be
+// attributed is answered by the server's policy (Elicitation; sampling
+// refused; no roots): attributing it to the wrong caller would show one
+// caller another's prompt.
 
 // InputKinds are the kinds of input a caller can give.
 type InputKinds struct {
@@ -78,6 +88,8 @@ type Interaction struct {
 	// verbatim.
 	Responses mcp.InputResponseMap
 	State     string
+
+	token string // names the call on its session, while in flight (linkMetaKey)
 }
 
 // interactions tracks a session's requests in flight and the interaction
@@ -85,8 +97,16 @@ type Interaction struct {
 type interactions struct {
 	mu       sync.Mutex
 	inflight int
-	calls    map[*Interaction]struct{}
+	calls    map[string]*Interaction // by token
+	links    map[string]string       // an upstream request's id → the token of its call
 }
+
+// linkMetaKey is the _meta key that linkConn sets on an upstream's request
+// to name the call it belongs to (any value the upstream set is removed).
+const linkMetaKey = "toolsvc.dev/call"
+
+// inputMethods are the server-to-client requests that ask for input.
+var inputMethods = map[string]bool{"elicitation/create": true, "sampling/createMessage": true, "roots/list": true}
 
 // begin counts a request in flight (it: the call's interaction, or nil).
 func (x *interactions) begin(it *Interaction) func() {
@@ -94,33 +114,66 @@ func (x *interactions) begin(it *Interaction) func() {
 	x.inflight++
 	if it != nil {
 		if x.calls == nil {
-			x.calls = map[*Interaction]struct{}{}
+			x.calls, x.links = map[string]*Interaction{}, map[string]string{}
 		}
-		x.calls[it] = struct{}{}
+		b := make([]byte, 12)
+		_, _ = rand.Read(b)
+		it.token = hex.EncodeToString(b)
+		x.calls[it.token] = it
 	}
 	x.mu.Unlock()
 	return func() {
 		x.mu.Lock()
 		x.inflight--
-		delete(x.calls, it)
+		if it != nil {
+			delete(x.calls, it.token)
+			for id, tok := range x.links {
+				if tok == it.token {
+					delete(x.links, id)
+				}
+			}
+		}
 		x.mu.Unlock()
 	}
 }
 
-// sole is the interaction of the only request in flight, if it has one
-// that may be asked r.
-func (x *interactions) sole(r mcp.InputRequest) *Interaction {
+// link records that the upstream request id was sent on the stream of the
+// call named by token.
+func (x *interactions) link(id, token string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.inflight != 1 || len(x.calls) != 1 {
-		return nil
+	if _, ok := x.calls[token]; ok {
+		x.links[id] = token
 	}
-	for it := range x.calls {
-		if it.Ask != nil && it.Kinds.Allows(r) {
-			return it
+}
+
+// take returns (and forgets) the token of the call request id was linked
+// to ("": none).
+func (x *interactions) take(id string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	tok := x.links[id]
+	delete(x.links, id)
+	return tok
+}
+
+// owner is the interaction a request belongs to, if it may be asked r: the
+// call it is linked to (meta's token), or else the only request in flight.
+func (x *interactions) owner(meta mcp.Meta, r mcp.InputRequest) *Interaction {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var it *Interaction
+	if tok, ok := meta[linkMetaKey].(string); ok {
+		it = x.calls[tok]
+	} else if x.inflight == 1 && len(x.calls) == 1 {
+		for _, c := range x.calls {
+			it = c
 		}
 	}
-	return nil
+	if it == nil || it.Ask == nil || !it.Kinds.Allows(r) {
+		return nil
+	}
+	return it
 }
 
 // errNoCaller answers a sampling request no caller can take.
@@ -129,12 +182,64 @@ var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no 
 // ask hands r to the call it belongs to, if any; ok is false when the
 // server's policy must answer.
 func (s *session) ask(ctx context.Context, r mcp.InputRequest) (_ mcp.InputResponse, ok bool, _ error) {
-	it := s.interact.sole(r)
+	it := s.interact.owner(inputMeta(r), r)
 	if it == nil {
 		return nil, false, nil
 	}
-	res, err := it.Ask(ctx, r)
+	res, err := it.Ask(ctx, withoutLink(r))
 	return res, true, err
+}
+
+// inputMeta is a request's _meta.
+func inputMeta(r mcp.InputRequest) mcp.Meta {
+	switch p := r.(type) {
+	case *mcp.ElicitParams:
+		return p.Meta
+	case *mcp.CreateMessageParams:
+		return p.Meta
+	case *mcp.CreateMessageWithToolsParams:
+		return p.Meta
+	case *mcp.ListRootsParams:
+		return p.Meta
+	}
+	return nil
+}
+
+// withoutLink is r without toolsvc's link in its _meta (a copy when it has
+// one).
+func withoutLink(r mcp.InputRequest) mcp.InputRequest {
+	meta := inputMeta(r)
+	if _, ok := meta[linkMetaKey]; !ok {
+		return r
+	}
+	m := make(mcp.Meta, len(meta))
+	for k, v := range meta {
+		if k != linkMetaKey {
+			m[k] = v
+		}
+	}
+	if len(m) == 0 {
+		m = nil
+	}
+	switch p := r.(type) {
+	case *mcp.ElicitParams:
+		cp := *p
+		cp.Meta = m
+		return &cp
+	case *mcp.CreateMessageParams:
+		cp := *p
+		cp.Meta = m
+		return &cp
+	case *mcp.CreateMessageWithToolsParams:
+		cp := *p
+		cp.Meta = m
+		return &cp
+	case *mcp.ListRootsParams:
+		cp := *p
+		cp.Meta = m
+		return &cp
+	}
+	return r
 }
 
 // onElicit answers elicitation/create: the caller's answer, or the policy's.
@@ -257,4 +362,137 @@ func withInteraction(ctx context.Context, it *Interaction) context.Context {
 func interactionOf(ctx context.Context) *Interaction {
 	it, _ := ctx.Value(interactionKey{}).(*Interaction)
 	return it
+}
+
+// linkTransport wraps a session's transport so that upstream requests
+// asking for input carry the token of the call they belong to (linkConn).
+type linkTransport struct {
+	mcp.Transport
+	x *interactions
+}
+
+func (t *linkTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &linkConn{Connection: c, x: t.x}, nil
+}
+
+// linkConn sets _meta[linkMetaKey] on every upstream request that asks for
+// input: the token of the call whose stream carried it, or nothing (an
+// upstream's own value is always removed, so it cannot aim its request at
+// another caller's call).
+type linkConn struct {
+	mcp.Connection
+	x *interactions
+}
+
+func (c *linkConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	req, ok := m.(*jsonrpc.Request)
+	if err != nil || !ok || !req.IsCall() || !inputMethods[req.Method] {
+		return m, err
+	}
+	tok := c.x.take(fmt.Sprint(req.ID.Raw()))
+	if tok == "" && !bytes.Contains(req.Params, []byte(linkMetaKey)) {
+		return m, nil
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &params) != nil || params == nil {
+		return m, nil // malformed: go-sdk refuses it
+	}
+	var meta map[string]any
+	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return m, nil
+	}
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	delete(meta, linkMetaKey)
+	if tok != "" {
+		meta[linkMetaKey] = tok
+	}
+	params["_meta"], _ = json.Marshal(meta)
+	if req.Params, err = json.Marshal(params); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// linkRoundTripper links the requests an upstream sends on the response
+// stream of an interactive call's POST to that call: it reads the ids of
+// the input requests as the stream passes (linkBody).
+type linkRoundTripper struct {
+	base http.RoundTripper
+	x    *interactions
+}
+
+func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := rt.base.RoundTrip(r)
+	it := interactionOf(r.Context())
+	if err != nil || it == nil || it.token == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, err
+	}
+	resp.Body = &linkBody{ReadCloser: resp.Body, x: rt.x, token: it.token}
+	return resp, nil
+}
+
+// maxLinkLine bounds the part of an event line linkBody keeps: an input
+// request is small; a longer line (a large result) is passed over.
+const maxLinkLine = 64 << 10
+
+// linkBody reads the SSE lines of a call's response stream as they pass,
+// and links each input request's id to the call.
+type linkBody struct {
+	io.ReadCloser
+	x     *interactions
+	token string
+	line  []byte
+	long  bool // the current line is past maxLinkLine
+}
+
+func (b *linkBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	for rest := p[:n]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		chunk := rest
+		if i >= 0 {
+			chunk = rest[:i]
+		}
+		if !b.long {
+			if len(b.line)+len(chunk) > maxLinkLine {
+				b.long, b.line = true, b.line[:0]
+			} else {
+				b.line = append(b.line, chunk...)
+			}
+		}
+		if i < 0 {
+			break
+		}
+		if !b.long {
+			b.scan(b.line)
+		}
+		b.line, b.long = b.line[:0], false
+		rest = rest[i+1:]
+	}
+	return n, err
+}
+
+// scan links the request of one "data:" line, if it asks for input.
+func (b *linkBody) scan(line []byte) {
+	data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:"))
+	if !ok || !bytes.Contains(data, []byte(`"method"`)) {
+		return
+	}
+	var msg struct {
+		ID     any    `json:"id"`
+		Method string `json:"method"`
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if d.Decode(&msg) != nil || msg.ID == nil || !inputMethods[msg.Method] {
+		return
+	}
+	b.x.link(fmt.Sprint(msg.ID), b.token)
 }

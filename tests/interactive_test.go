@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -196,6 +197,29 @@ func TestInteractiveCalls(t *testing.T) {
 					wantStatus(t, err, codes.FailedPrecondition, "INPUT_STATE_GONE", server, server+"__ask_name")
 				}
 			})
+			if cell.name != "stdio-2025" {
+				// Two callers' questions at once: each answer reaches its
+				// own call (on stdio a 2025-era upstream's requests cannot
+				// be told apart while two calls are in flight).
+				t.Run("concurrent", func(t *testing.T) {
+					var irs []*toolsvcv1.InputRequired
+					for range 2 {
+						res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: server + "__ask_name", InputCapabilities: allInput})
+						if err != nil || res.GetInputRequired() == nil {
+							t.Fatalf("ask_name: %v, %v", res, err)
+						}
+						irs = append(irs, res.GetInputRequired())
+					}
+					for i := len(irs) - 1; i >= 0; i-- {
+						name := []string{"First", "Second"}[i]
+						res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: server + "__ask_name", InputCapabilities: allInput,
+							RequestState: irs[i].GetRequestState(), InputResponses: answer(t, irs[i].GetRequests(), name)})
+						if err != nil || resultText(res) != "hello "+name {
+							t.Errorf("call %d answered %q: %v, %v", i, name, res, err)
+						}
+					}
+				})
+			}
 			if cell.parked {
 				t.Run("two rounds mid-call", func(t *testing.T) {
 					got, rounds := callInteractive(t, ctx, p.client, server+"__ask_twice", true)
@@ -212,8 +236,8 @@ func TestInteractiveCalls(t *testing.T) {
 // its expiry and its call ends; a caller that goes away ends its call; the
 // principal's bound on waiting calls holds.
 func TestInteractiveBounds(t *testing.T) {
-	up := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}}
-	p := startToolsvc(t, cfg{Servers: servers{"a": up}}, "--input-timeout", "1s", "--max-waiting-per-principal", "2")
+	url := startProc(t, exec.Command(bin.testserver, "-mode", "http", "-interactive")).log.waitFor(t, urlLineRE, 30*time.Second)
+	p := startToolsvc(t, cfg{Servers: servers{"a": {URL: url}}}, "--input-timeout", "1s", "--max-waiting-per-principal", "2")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	ask := &toolsvcv1.CallToolRequest{Name: "a__ask_name", InputCapabilities: allInput}
@@ -242,7 +266,9 @@ func TestInteractiveBounds(t *testing.T) {
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancelShort()
 	_, err = p.client.CallTool(short, &toolsvcv1.CallToolRequest{Name: "a__wait_cancel", ArgumentsJson: `{"id": "gone", "ms": 20000}`, InputCapabilities: allInput})
-	wantStatus(t, err, codes.DeadlineExceeded, "DEADLINE", "a", "a__wait_cancel")
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("wait_cancel past the caller's deadline: %v", err)
+	}
 	if rec := waitCancelRecord(t, ctx, p.client, "a", "gone", 10*time.Second); rec.cancelled.IsZero() {
 		t.Errorf("the upstream call of a caller that went away was not cancelled: %+v", rec)
 	}
