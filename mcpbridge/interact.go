@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -98,7 +97,6 @@ type interactions struct {
 	mu       sync.Mutex
 	inflight int
 	calls    map[string]*Interaction // by token
-	links    map[string]string       // an upstream request's id → the token of its call
 }
 
 // linkMetaKey is the _meta key that linkConn sets on an upstream's request
@@ -114,7 +112,7 @@ func (x *interactions) begin(it *Interaction) func() {
 	x.inflight++
 	if it != nil {
 		if x.calls == nil {
-			x.calls, x.links = map[string]*Interaction{}, map[string]string{}
+			x.calls = map[string]*Interaction{}
 		}
 		b := make([]byte, 12)
 		_, _ = rand.Read(b)
@@ -127,34 +125,9 @@ func (x *interactions) begin(it *Interaction) func() {
 		x.inflight--
 		if it != nil {
 			delete(x.calls, it.token)
-			for id, tok := range x.links {
-				if tok == it.token {
-					delete(x.links, id)
-				}
-			}
 		}
 		x.mu.Unlock()
 	}
-}
-
-// link records that the upstream request id was sent on the stream of the
-// call named by token.
-func (x *interactions) link(id, token string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if _, ok := x.calls[token]; ok {
-		x.links[id] = token
-	}
-}
-
-// take returns (and forgets) the token of the call request id was linked
-// to ("": none).
-func (x *interactions) take(id string) string {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	tok := x.links[id]
-	delete(x.links, id)
-	return tok
 }
 
 // owner is the interaction a request belongs to, if it may be asked r: the
@@ -364,29 +337,32 @@ func interactionOf(ctx context.Context) *Interaction {
 	return it
 }
 
-// linkTransport wraps a session's transport so that upstream requests
-// asking for input carry the token of the call they belong to (linkConn).
-type linkTransport struct {
-	mcp.Transport
-	x *interactions
+// withLinks wraps a transport other than streamable HTTP so that an
+// upstream request asking for input never carries a link toolsvc did not
+// set (linkConn). Streamable HTTP sets and cleans them on the call's
+// response stream (linkRoundTripper); its connection cannot be wrapped
+// (withRawSchemas).
+func withLinks(t mcp.Transport) mcp.Transport {
+	if _, ok := t.(*mcp.StreamableClientTransport); ok {
+		return t
+	}
+	return &linkTransport{Transport: t}
 }
+
+type linkTransport struct{ mcp.Transport }
 
 func (t *linkTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &linkConn{Connection: c, x: t.x}, nil
+	return &linkConn{Connection: c}, nil
 }
 
-// linkConn sets _meta[linkMetaKey] on every upstream request that asks for
-// input: the token of the call whose stream carried it, or nothing (an
-// upstream's own value is always removed, so it cannot aim its request at
-// another caller's call).
-type linkConn struct {
-	mcp.Connection
-	x *interactions
-}
+// linkConn removes _meta[linkMetaKey] from every upstream request that
+// asks for input: on these transports nothing links a request to its
+// call, and an upstream must not aim its request at another caller's.
+type linkConn struct{ mcp.Connection }
 
 func (c *linkConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
@@ -394,38 +370,52 @@ func (c *linkConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err != nil || !ok || !req.IsCall() || !inputMethods[req.Method] {
 		return m, err
 	}
-	tok := c.x.take(fmt.Sprint(req.ID.Raw()))
-	if tok == "" && !bytes.Contains(req.Params, []byte(linkMetaKey)) {
+	if !bytes.Contains(req.Params, []byte(linkMetaKey)) {
 		return m, nil
 	}
-	var params map[string]json.RawMessage
-	if json.Unmarshal(req.Params, &params) != nil || params == nil {
-		return m, nil // malformed: go-sdk refuses it
+	// Not one of toolsvc's links (they are set on the HTTP stream only):
+	// the upstream's own value is removed.
+	if params, ok := setLink(req.Params, ""); ok {
+		req.Params = params
+	}
+	return req, nil
+}
+
+// setLink is a request's params with _meta[linkMetaKey] set to token, or
+// removed ("" token); ok is false for params that are not an object.
+func setLink(raw json.RawMessage, token string) (json.RawMessage, bool) {
+	params := map[string]json.RawMessage{}
+	if len(raw) > 0 && (json.Unmarshal(raw, &params) != nil || params == nil) {
+		return nil, false
 	}
 	var meta map[string]any
-	if raw, ok := params["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-		return m, nil
+	if m, ok := params["_meta"]; ok && json.Unmarshal(m, &meta) != nil {
+		return nil, false
 	}
 	if meta == nil {
 		meta = map[string]any{}
 	}
 	delete(meta, linkMetaKey)
-	if tok != "" {
-		meta[linkMetaKey] = tok
+	if token != "" {
+		meta[linkMetaKey] = token
 	}
-	params["_meta"], _ = json.Marshal(meta)
-	if req.Params, err = json.Marshal(params); err != nil {
-		return nil, err
+	if len(meta) == 0 {
+		delete(params, "_meta")
+	} else {
+		params["_meta"], _ = json.Marshal(meta)
 	}
-	return req, nil
+	out, err := json.Marshal(params)
+	return out, err == nil
 }
 
 // linkRoundTripper links the requests an upstream sends on the response
-// stream of an interactive call's POST to that call: it reads the ids of
-// the input requests as the stream passes (linkBody).
+// stream of an interactive call's POST to that call: linkBody marks each
+// input request on the stream with the call's token as it passes. (go-sdk's
+// streamable client connection cannot be wrapped like linkConn: it
+// implements an unexported interface a wrapper would hide; see
+// withRawSchemas.)
 type linkRoundTripper struct {
 	base http.RoundTripper
-	x    *interactions
 }
 
 func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -434,65 +424,100 @@ func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || it == nil || it.token == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return resp, err
 	}
-	resp.Body = &linkBody{ReadCloser: resp.Body, x: rt.x, token: it.token}
+	resp.Body = &linkBody{ReadCloser: resp.Body, token: it.token}
 	return resp, nil
 }
 
-// maxLinkLine bounds the part of an event line linkBody keeps: an input
-// request is small; a longer line (a large result) is passed over.
+// maxLinkLine bounds the event line linkBody holds back: an input request
+// is small; a longer line (a large result) passes unchanged.
 const maxLinkLine = 64 << 10
 
-// linkBody reads the SSE lines of a call's response stream as they pass,
-// and links each input request's id to the call.
+// linkBody passes a call's response stream through line by line, setting
+// _meta[linkMetaKey] to the call's token on every "data:" line that is an
+// input request (markLink). Lines are held only until their newline, which
+// ends every SSE field anyway; one longer than maxLinkLine passes as it
+// comes.
 type linkBody struct {
 	io.ReadCloser
-	x     *interactions
 	token string
-	line  []byte
-	long  bool // the current line is past maxLinkLine
+	line  []byte // the current line, held back
+	long  bool   // the current line is past maxLinkLine: passing through
+	out   []byte // ready for the reader
+	buf   []byte
+	err   error
 }
 
 func (b *linkBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	for rest := p[:n]; len(rest) > 0; {
-		i := bytes.IndexByte(rest, '\n')
-		chunk := rest
-		if i >= 0 {
-			chunk = rest[:i]
-		}
-		if !b.long {
-			if len(b.line)+len(chunk) > maxLinkLine {
-				b.long, b.line = true, b.line[:0]
-			} else {
-				b.line = append(b.line, chunk...)
+	for len(b.out) == 0 {
+		if b.err != nil {
+			if len(b.line) > 0 { // a last line without a newline
+				b.out, b.line = b.line, nil
+				continue
 			}
+			return 0, b.err
 		}
-		if i < 0 {
-			break
+		if b.buf == nil {
+			b.buf = make([]byte, 32<<10)
 		}
-		if !b.long {
-			b.scan(b.line)
-		}
-		b.line, b.long = b.line[:0], false
-		rest = rest[i+1:]
+		n, err := b.ReadCloser.Read(b.buf)
+		b.err = err
+		b.feed(b.buf[:n])
 	}
-	return n, err
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
 }
 
-// scan links the request of one "data:" line, if it asks for input.
-func (b *linkBody) scan(line []byte) {
-	data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:"))
+// feed takes bytes from the stream into out, holding back the current line.
+func (b *linkBody) feed(data []byte) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		chunk := data
+		if i >= 0 {
+			chunk = data[:i+1]
+		}
+		data = data[len(chunk):]
+		switch {
+		case b.long:
+			b.out = append(b.out, chunk...)
+		case len(b.line)+len(chunk) > maxLinkLine:
+			b.out = append(append(b.out, b.line...), chunk...)
+			b.line, b.long = b.line[:0], true
+		default:
+			b.line = append(b.line, chunk...)
+		}
+		if i >= 0 {
+			if !b.long {
+				b.out = append(b.out, markLink(b.line, b.token)...)
+			}
+			b.line, b.long = b.line[:0], false
+		}
+	}
+}
+
+// markLink is one SSE line, with the token in its request's _meta when it
+// is a "data:" line holding an input request.
+func markLink(line []byte, token string) []byte {
+	data, ok := bytes.CutPrefix(line, []byte("data:"))
 	if !ok || !bytes.Contains(data, []byte(`"method"`)) {
-		return
+		return line
 	}
-	var msg struct {
-		ID     any    `json:"id"`
-		Method string `json:"method"`
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(data, &msg) != nil || msg["id"] == nil {
+		return line
 	}
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	if d.Decode(&msg) != nil || msg.ID == nil || !inputMethods[msg.Method] {
-		return
+	var method string
+	if json.Unmarshal(msg["method"], &method) != nil || !inputMethods[method] {
+		return line
 	}
-	b.x.link(fmt.Sprint(msg.ID), b.token)
+	params, ok := setLink(msg["params"], token)
+	if !ok {
+		return line
+	}
+	msg["params"] = params
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return line
+	}
+	return append(append([]byte("data: "), out...), '\n')
 }

@@ -163,8 +163,8 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 	if err != nil {
 		return fail(err)
 	}
-	t = withRawSchemas(t, &s.raw)                    // exact schema text (rawschema.go)
-	t = &linkTransport{Transport: t, x: &s.interact} // input requests' calls (interact.go)
+	t = withRawSchemas(t, &s.raw) // exact schema text (rawschema.go)
+	t = withLinks(t)              // input requests' calls (interact.go)
 	pv := u.protocolVersion()
 	cs, timedOut, err := connectBounded(s.ctx, client, t, sessionOptions(pv), u.cfg.ConnectTimeout, s.cancel)
 	if err != nil {
