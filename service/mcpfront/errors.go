@@ -16,8 +16,11 @@ import (
 
 // mcpFields are the MCP names of the request fields the core's errors
 // concern: tools/call has one "arguments" (JSON), lists continue from a
-// "cursor", and resources/read names no server.
-var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", NextPageToken: "nextCursor"}
+// "cursor", resources/read names no server, and completion/complete has a
+// "ref" (a prompt's "name" or a resource template's "uri") and an
+// "argument" (its "name").
+var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", NextPageToken: "nextCursor",
+	CompleteRef: "ref", CompletePrompt: "ref.name", CompleteTemplate: "ref.uri", CompleteArgument: "argument.name"}
 
 // mcpCallFailure is the MCP form of a refused or failed tool call:
 // arguments the model can fix are a tool error (isError, so the model sees
