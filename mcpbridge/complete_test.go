@@ -22,9 +22,13 @@ func completeUpstream(t *testing.T, name string, complete func(context.Context, 
 	}
 	up.server = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, opts)
 	up.server.AddPrompt(&mcp.Prompt{Name: "p q", Arguments: []*mcp.PromptArgument{{Name: "city"}}},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
 	up.server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://items/{id}", Name: "item"},
-		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return &mcp.ReadResourceResult{}, nil })
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
 	return up
 }
 

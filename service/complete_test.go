@@ -74,8 +74,12 @@ func newCompleteFixture(t *testing.T) *completeFixture {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vs, Total: len(vs) + 10, HasMore: true}}, nil
 		}
 	}
-	noop := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return &mcp.ReadResourceResult{}, nil }
-	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil }
+	noop := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	}
+	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	}
 	newServer := func(name string, opts *mcp.ServerOptions) *memServer {
 		m := &memServer{name: name, srv: mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, opts), tools: map[string]string{}}
 		return m

@@ -35,7 +35,9 @@ func TestMCPFrontComplete(t *testing.T) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{v}, Total: 5, HasMore: true}}, nil
 		}
 	}
-	noop := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return &mcp.ReadResourceResult{}, nil }
+	noop := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{}, nil
+	}
 	var cfgs []mcpbridge.ServerConfig
 	for _, name := range []string{"a", "b"} {
 		up := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{CompletionHandler: handler(name)})
