@@ -43,9 +43,10 @@ const ErrorMetaKey = "dev.toolsvc/error"
 // mcpError is the JSON-RPC error of e. Codes: -32002 for
 // RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
 // for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool),
-// MethodNotFound for UNIMPLEMENTED, InternalError for INTERNAL, and the
-// server error -32000 for the rest (unavailable, deadline, cancelled,
-// over a limit, permission). data carries what the gRPC status carries in
+// InternalError for INTERNAL, and the server error -32000 for the rest
+// (unavailable, deadline, cancelled, over a limit, permission; and
+// UNIMPLEMENTED, an upstream's MethodNotFound: codeUnimplemented in
+// gosdk.go). data carries what the gRPC status carries in
 // its details: "code" (the canonical code's name), "reason", "metadata",
 // "retryAfterSeconds" and "fields" (the violations' field paths).
 func mcpError(e *core.Error) *jsonrpc.Error {
@@ -57,7 +58,7 @@ func mcpError(e *core.Error) *jsonrpc.Error {
 	case e.Code == core.InvalidArgument, e.Code == core.NotFound:
 		code = jsonrpc.CodeInvalidParams
 	case e.Code == core.Unimplemented:
-		code = jsonrpc.CodeMethodNotFound
+		code = codeUnimplemented
 	case e.Code == core.Internal:
 		code = jsonrpc.CodeInternalError
 	}
