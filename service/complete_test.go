@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/mcpbridge"
@@ -313,11 +314,21 @@ func TestComplete(t *testing.T) {
 		wantError(t, tc.name, err, tc.code, tc.reason, tc.field)
 	}
 
+	// Caller text is not echoed whole.
+	long := strings.Repeat("x", 1<<20)
+	for _, req := range []*toolsvcv1.CompleteRequest{templateRef("a", long, "id", ""), templateRef(long, "x://items/{id}", "id", ""),
+		templateRef("", long, "id", ""), promptRef(long, "city", "")} {
+		_, err := c.Complete(root, req)
+		if st := status.Convert(err); len(st.Message())+proto.Size(st.Proto()) > 2048 || strings.Contains(st.Message(), strings.Repeat("x", 200)) {
+			t.Errorf("a 1 MiB name or URI: status of %d bytes: %.300s", proto.Size(st.Proto()), st.Message())
+		}
+	}
+
 	// Metrics: the operations' family, method completion/complete.
 	for _, c := range []struct {
 		server, outcome string
 		want            float64
-	}{{"a", "ok", 3}, {"b", "ok", 1}, {"c", "ok", 2}, {"d", "Unimplemented", 1}, {"a", "NotFound", 1}, {"c", "NotFound", 1}, {"unknown", "NotFound", 4}} {
+	}{{"a", "ok", 3}, {"b", "ok", 1}, {"c", "ok", 2}, {"d", "Unimplemented", 1}, {"a", "NotFound", 2}, {"c", "NotFound", 1}, {"unknown", "NotFound", 6}} {
 		if n := testutil.ToFloat64(m.resourceOps.WithLabelValues(c.server, "completion/complete", c.outcome)); n != c.want {
 			t.Errorf("toolsvc_resource_requests_total{server=%q,method=completion/complete,outcome=%q} = %v, want %v", c.server, c.outcome, n, c.want)
 		}
