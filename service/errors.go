@@ -53,7 +53,9 @@ const (
 
 // grpcFields are the gRPC API's names for the fields the core's errors
 // concern.
-var grpcFields = core.Fields{ArgumentsJSON: "arguments_json", PageToken: "page_token", NextPageToken: "next_page_token", Server: "server"}
+var grpcFields = core.Fields{ArgumentsJSON: "arguments_json", PageToken: "page_token", NextPageToken: "next_page_token", Server: "server",
+	CompleteRef: "ref", CompletePrompt: "prompt", CompleteServer: "resource_template.server", CompleteTemplate: "resource_template.uri",
+	CompleteArgument: "argument_name"}
 
 // grpcStatus is the gRPC status of e.
 func grpcStatus(e *core.Error) *status.Status {

@@ -589,12 +589,16 @@ func TestResourcesCLIDemo(t *testing.T) {
 	if got := run(false, "read", "demo://nothing"); !strings.Contains(got, "RESOURCE_NOT_FOUND") {
 		t.Errorf("toolsvc read of an unknown URI:\n%s", got)
 	}
+	if got := run(true, "complete", "--prompt", "demo__greet", "--arg", "name", "--value", "a"); got != "Ada\nAlan\n(2 of 2)\n" {
+		t.Errorf("toolsvc complete --prompt demo__greet --arg name --value a:\n%s", got)
+	}
 	metrics := scrape(t, p.adminAddr)
 	for _, want := range []string{
 		`toolsvc_resource_requests_total{method="resources/read",outcome="ok",server="demo"} 1`,
 		`toolsvc_resource_requests_total{method="resources/read",outcome="NotFound",server="unknown"} 1`,
 		`toolsvc_resource_requests_total{method="prompts/get",outcome="ok",server="demo"} 1`,
 		`toolsvc_resource_requests_total{method="prompts/get",outcome="InvalidArgument",server="demo"} 1`,
+		`toolsvc_resource_requests_total{method="completion/complete",outcome="ok",server="demo"} 1`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)

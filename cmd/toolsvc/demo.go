@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,7 +33,9 @@ type sleepArgs struct {
 }
 
 func newDemoServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "toolsvc-demo", Version: mcpbridge.Version}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "toolsvc-demo", Version: mcpbridge.Version}, &mcp.ServerOptions{
+		CompletionHandler: completeDemo, // toolsvc complete --prompt demo__greet --arg name --value A
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Return the given text unchanged.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
@@ -94,7 +97,22 @@ func newDemoServer() *mcp.Server {
 }
 
 const demoReadme = `toolsvc demo upstream: tools echo, add and sleep; this resource
-(demo://readme); and the prompt greet (argument name).`
+(demo://readme); and the prompt greet (argument name, which completes).`
+
+// demoNames complete the greet prompt's argument name.
+var demoNames = []string{"Ada", "Alan", "Barbara", "Grace", "Linus"}
+
+func completeDemo(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	vs := []string{}
+	if p := req.Params; p.Ref.Type == "ref/prompt" && p.Ref.Name == "greet" && p.Argument.Name == "name" {
+		for _, n := range demoNames {
+			if strings.HasPrefix(strings.ToLower(n), strings.ToLower(p.Argument.Value)) {
+				vs = append(vs, n)
+			}
+		}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vs, Total: len(vs)}}, nil
+}
 
 func runDemoServer(ctx context.Context) error {
 	return newDemoServer().Run(ctx, &mcp.StdioTransport{})

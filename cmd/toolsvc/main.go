@@ -37,6 +37,10 @@ Usage:
   toolsvc prompts [--addr ADDR] [--json]           list prompts (required arguments marked *)
   toolsvc prompt  [--addr ADDR] [--json] NAME [ARG=VALUE ...]
                                                    render a prompt
+  toolsvc complete [--addr ADDR] [--json] (--prompt NAME | --template SERVER URI_TEMPLATE)
+                   --arg NAME [--value TEXT] [--context NAME=VALUE]...
+                                                   complete a prompt's or resource template's
+                                                   argument, one value a line
   toolsvc refresh   [--addr ADDR] [--json] NAME    re-list one server's tools now
   toolsvc reconnect [--addr ADDR] [--json] NAME    reconnect one server now (clears its breaker)
   toolsvc reload    [--addr ADDR] [--json]         re-read the config file now (as SIGHUP does)
@@ -104,6 +108,8 @@ func realMain(ctx context.Context, args []string) error {
 		return describeRPCError(runPrompts(ctx, rest))
 	case "prompt":
 		return describeRPCError(runPrompt(ctx, rest))
+	case "complete":
+		return describeRPCError(runComplete(ctx, rest))
 	case "config":
 		return runConfig(rest)
 	case "oauth":

@@ -27,6 +27,14 @@ type Fields struct {
 	// when the wire has none (MCP), so that a URI several servers offer is
 	// reported on the "uri" field.
 	Server string
+	// A completion's fields: its reference ("ref", on both wires), the
+	// prompt it names ("prompt", "ref.name"), the resource template's
+	// server ("resource_template.server"; empty on MCP, which names none:
+	// the server is the one that lists the template) and URI template
+	// ("resource_template.uri", "ref.uri"), and the argument's name
+	// ("argument_name", "argument.name"). Empty ones take the gRPC names,
+	// but CompleteServer: empty, the wire names no server.
+	CompleteRef, CompletePrompt, CompleteServer, CompleteTemplate, CompleteArgument string
 }
 
 // ClassifyOptions say what a bridge error is classified for.

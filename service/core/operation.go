@@ -9,7 +9,8 @@ import (
 
 // The operation engine: every upstream operation on every wire — a tool
 // call (pipeline.go), a resource read, a prompt get, a resource
-// subscription (resources.go) — goes through the same steps:
+// subscription (resources.go), a completion (complete.go) — goes through
+// the same steps:
 //
 //	begin:  authenticate (the request's principal and auth state)
 //	admit:  authorize the principal for the operation's auth name, then

@@ -16,8 +16,11 @@ import (
 
 // mcpFields are the MCP names of the request fields the core's errors
 // concern: tools/call has one "arguments" (JSON), lists continue from a
-// "cursor", and resources/read names no server.
-var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", NextPageToken: "nextCursor"}
+// "cursor", resources/read names no server, and completion/complete has a
+// "ref" (a prompt's "name" or a resource template's "uri") and an
+// "argument" (its "name").
+var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", NextPageToken: "nextCursor",
+	CompleteRef: "ref", CompletePrompt: "ref.name", CompleteTemplate: "ref.uri", CompleteArgument: "argument.name"}
 
 // mcpCallFailure is the MCP form of a refused or failed tool call:
 // arguments the model can fix are a tool error (isError, so the model sees
@@ -40,9 +43,10 @@ const ErrorMetaKey = "dev.toolsvc/error"
 // mcpError is the JSON-RPC error of e. Codes: -32002 for
 // RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
 // for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool),
-// MethodNotFound for UNIMPLEMENTED, InternalError for INTERNAL, and the
-// server error -32000 for the rest (unavailable, deadline, cancelled,
-// over a limit, permission). data carries what the gRPC status carries in
+// InternalError for INTERNAL, and the server error -32000 for the rest
+// (unavailable, deadline, cancelled, over a limit, permission; and
+// UNIMPLEMENTED, an upstream's MethodNotFound: codeUnimplemented in
+// gosdk.go). data carries what the gRPC status carries in
 // its details: "code" (the canonical code's name), "reason", "metadata",
 // "retryAfterSeconds" and "fields" (the violations' field paths).
 func mcpError(e *core.Error) *jsonrpc.Error {
@@ -54,7 +58,7 @@ func mcpError(e *core.Error) *jsonrpc.Error {
 	case e.Code == core.InvalidArgument, e.Code == core.NotFound:
 		code = jsonrpc.CodeInvalidParams
 	case e.Code == core.Unimplemented:
-		code = jsonrpc.CodeMethodNotFound
+		code = codeUnimplemented
 	case e.Code == core.Internal:
 		code = jsonrpc.CodeInternalError
 	}

@@ -190,7 +190,10 @@ func New(c *core.Core, o Options) *Front {
 		},
 		SubscribeHandler:   f.subscribe,
 		UnsubscribeHandler: f.unsubscribe,
-		GetSessionID:       func() string { return f.nextID },
+		// Declares the completions capability; the middleware answers
+		// completion/complete with it (complete.go).
+		CompletionHandler: f.complete,
+		GetSessionID:      func() string { return f.nextID },
 		// Progress is sent by the tools/call middleware; keepalive is the
 		// client's business.
 	})
@@ -496,8 +499,8 @@ const drainResponseGrace = 250 * time.Millisecond
 func (f *Front) Wait() { <-f.done }
 
 // middleware answers tools/list and tools/call, the resource and prompt
-// lists, resources/read and prompts/get; everything else is go-sdk's
-// (resources/subscribe through the subscribe handler).
+// lists, resources/read, prompts/get and completion/complete; everything
+// else is go-sdk's (resources/subscribe through the subscribe handler).
 func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (_ mcp.Result, err error) {
 		// A panic below becomes an internal error, logged with its stack,
@@ -533,6 +536,8 @@ func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return f.listPrompts(ctx, req.(*mcp.ListPromptsRequest))
 		case "prompts/get":
 			return f.getPrompt(ctx, req.(*mcp.GetPromptRequest))
+		case "completion/complete":
+			return f.complete(ctx, req.(*mcp.CompleteRequest))
 		case "resources/subscribe", "resources/unsubscribe":
 			// The subscribe handler authenticates the request's principal.
 			return next(principalContext(ctx, req.GetExtra()), method, req)

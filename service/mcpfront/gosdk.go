@@ -32,7 +32,17 @@ import (
 //     initialize, so adopting a session minted by another replica replays
 //     one through the stateful handler (internalPOST);
 //   - logging: go-sdk logs every adopted session's undelivered
-//     notification as a warning (quietUndelivered).
+//     notification as a warning (quietUndelivered);
+//   - MethodNotFound: go-sdk replaces any error a handler returns with code
+//     -32601 by its own bare "method not found: <method>", without the
+//     error's message and data (and answers it with HTTP 404 in
+//     2026-07-28), so UNIMPLEMENTED is sent as codeUnimplemented.
+
+// codeUnimplemented is the JSON-RPC code of UNIMPLEMENTED errors (an
+// upstream that answered MethodNotFound): a server error, so that go-sdk
+// sends the error's message and data as they are. The front door itself
+// has the method; go-sdk answers methods it has not with -32601.
+const codeUnimplemented = -32000
 
 // principalBearer stands in for a bearer token when the caller
 // authenticated otherwise (mTLS) or auth is off.

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
 	"reflect"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -109,5 +111,48 @@ func TestGoSDKResultTypeOnlyByDecoding(t *testing.T) {
 	}
 	if got["resultType"] != "complete" || got["isError"] != true || got["content"] == nil {
 		t.Fatalf("withResultType encodes as %s, want resultType complete and the result's fields", raw)
+	}
+}
+
+// TestGoSDKReplacesMethodNotFound: an error with code -32601 that a
+// handler returns reaches the client as go-sdk's own bare "method not
+// found", without its message and data (so UNIMPLEMENTED is sent as
+// codeUnimplemented), while a server error keeps both.
+func TestGoSDKReplacesMethodNotFound(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	code := int64(jsonrpc.CodeMethodNotFound)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "completion/complete" {
+				return nil, &jsonrpc.Error{Code: code, Message: "the upstream has no such method", Data: json.RawMessage(`{"reason":"UPSTREAM_ERROR"}`)}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	complete := func() *jsonrpc.Error {
+		_, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "p"}, Argument: mcp.CompleteParamsArgument{Name: "a"}})
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) {
+			t.Fatalf("completion/complete: %v, want a JSON-RPC error", err)
+		}
+		return werr
+	}
+	if werr := complete(); werr.Code != jsonrpc.CodeMethodNotFound || len(werr.Data) != 0 || strings.Contains(werr.Message, "upstream") {
+		t.Errorf("go-sdk now sends a handler's -32601 as it is (%d %q %s): map UNIMPLEMENTED back to jsonrpc.CodeMethodNotFound (codeUnimplemented)", werr.Code, werr.Message, werr.Data)
+	}
+	code = codeUnimplemented
+	if werr := complete(); werr.Code != codeUnimplemented || string(werr.Data) != `{"reason":"UPSTREAM_ERROR"}` || werr.Message != "the upstream has no such method" {
+		t.Errorf("a server error arrives as %d %q %s, want it as sent", werr.Code, werr.Message, werr.Data)
 	}
 }

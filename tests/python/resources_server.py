@@ -13,6 +13,9 @@ Resources:
     py://items/{id}      template: "item <id>"
 Prompts:
     greet{name (required), style}   "Hello, <name>! (<style>)"
+Completions:
+    greet's style        plain, warm, formal (by prefix)
+    py://items/{id}'s id 1, 2, 3 (by prefix; total 3)
 Tools:
     set_note{text}       as above
     add_prompt{name}     registers prompt `name` ("<name> prompt") and
@@ -26,6 +29,7 @@ import sys
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.prompts.base import Prompt
 from mcp.server.mcpserver.resources.types import TextResource
+from mcp.types import Completion, PromptReference, ResourceTemplateReference
 
 BLOB = bytes(range(256)) + b"\x00\xff"
 state = {"note": "first note"}
@@ -52,6 +56,15 @@ def item(id: str) -> str:
 def greet(name: str, style: str = "plain") -> str:
     """Greet someone."""
     return f"Hello, {name}! ({style})"
+
+
+@mcp.completion()
+async def complete(ref, argument, context) -> Completion | None:
+    if isinstance(ref, PromptReference) and ref.name == "greet" and argument.name == "style":
+        return Completion(values=[s for s in ("plain", "warm", "formal") if s.startswith(argument.value)])
+    if isinstance(ref, ResourceTemplateReference) and ref.uri == "py://items/{id}" and argument.name == "id":
+        return Completion(values=[i for i in ("1", "2", "3") if i.startswith(argument.value)], total=3)
+    return None
 
 
 async def announce(ctx: Context, modern, legacy) -> None:

@@ -9,6 +9,8 @@
 //
 // With $MATRIX_DIR set, wait_cancel also records each call in side files
 // there (see recordFile), which a test reads even after the process died.
+// With $TESTSERVER_RESOURCES_FILE it also offers resources, prompts, a
+// resource template and completions (resourcesMode).
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -130,10 +133,17 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
-func newServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "push-victim", Version: "1.0.0"}, &mcp.ServerOptions{
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
+func newServer(mode string) *mcp.Server {
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
+	switch {
+	case modeHas(mode, "completions"):
+		opts.CompletionHandler = complete
+	case modeHas(mode, "completions-undeclared-handler"):
+		// The capability declared without a handler: go-sdk answers
+		// completion/complete with MethodNotFound.
+		opts.Capabilities.Completions = &mcp.CompletionCapabilities{}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "push-victim", Version: "1.0.0"}, opts)
 	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/list" {
@@ -361,8 +371,9 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	s := newServer()
-	addResources(s)
+	res := resourcesMode()
+	s := newServer(res)
+	addResources(s, res)
 	if *interactive {
 		addInteractive(s)
 	}
@@ -402,18 +413,81 @@ func main() {
 	}
 }
 
-// addResources offers resources and a prompt when $TESTSERVER_RESOURCES_FILE
-// names a file whose first line holds "resources" (read at start, so a
-// restarted process can lose the capability), with ",no-templates"
-// answering resources/templates/list with MethodNotFound
-// (docs/upstream-behaviour.md §3).
-func addResources(s *mcp.Server) {
+// resourcesMode is the first line of the file $TESTSERVER_RESOURCES_FILE
+// names (read at start, so a restarted process can lose a capability):
+// "resources" offers resources, a resource template and prompts
+// (addResources), followed by comma-separated options:
+//
+//	no-templates    resources/templates/list answers MethodNotFound
+//	                (docs/upstream-behaviour.md §3)
+//	items           also the prompt "trip" {country, city (required)} and
+//	                the template test://items/{id}, to complete
+//	completions     completion/complete answers (complete)
+//	completions-undeclared-handler
+//	                the completions capability is declared without a
+//	                handler (go-sdk answers MethodNotFound)
+//
+// Without the file, or without "resources", the mode is "".
+func resourcesMode() string {
 	path := os.Getenv("TESTSERVER_RESOURCES_FILE")
 	if path == "" {
-		return
+		return ""
 	}
 	b, err := os.ReadFile(path)
 	if err != nil || !strings.HasPrefix(string(b), "resources") {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return strings.TrimSpace(line)
+}
+
+// modeHas reports whether the resources mode has option opt.
+func modeHas(mode, opt string) bool {
+	return mode != "" && slices.Contains(strings.Split(mode, ","), opt)
+}
+
+// Completions (mode "completions"): the prompt "trip" completes "city"
+// from a list, narrowed by the context argument "country"; the template
+// test://items/{id} completes "id" from 1..150 (at most 100 values, with
+// total and hasMore); anything else has no values.
+var cities = map[string][]string{"DE": {"Berlin", "Bergen", "Bremen"}, "CH": {"Bern", "Basel"}}
+
+func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := req.Params
+	var all []string
+	switch {
+	case p.Ref.Type == "ref/prompt" && p.Ref.Name == "trip" && p.Argument.Name == "city":
+		for _, country := range []string{"CH", "DE"} {
+			if p.Context == nil || p.Context.Arguments["country"] == "" || p.Context.Arguments["country"] == country {
+				all = append(all, cities[country]...)
+			}
+		}
+		slices.Sort(all)
+	case p.Ref.Type == "ref/resource" && p.Ref.URI == "test://items/{id}" && p.Argument.Name == "id":
+		for i := 1; i <= 150; i++ {
+			all = append(all, fmt.Sprint(i))
+		}
+	}
+	var vs []string
+	for _, v := range all {
+		if strings.HasPrefix(v, p.Argument.Value) {
+			vs = append(vs, v)
+		}
+	}
+	res := &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: vs, Total: len(vs)}}
+	if len(vs) > 100 {
+		res.Completion.Values, res.Completion.HasMore = vs[:100], true
+	}
+	if res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	return res, nil
+}
+
+// addResources offers resources, a resource template and prompts when the
+// resources mode (resourcesMode) is on.
+func addResources(s *mcp.Server, mode string) {
+	if mode == "" {
 		return
 	}
 	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"},
@@ -428,7 +502,17 @@ func addResources(s *mcp.Server) {
 		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}, nil
 		})
-	if strings.Contains(string(b), "no-templates") {
+	if modeHas(mode, "items") {
+		s.AddPrompt(&mcp.Prompt{Name: "trip", Description: "Plan a trip.", Arguments: []*mcp.PromptArgument{{Name: "country"}, {Name: "city", Required: true}}},
+			func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "a trip to " + req.Params.Arguments["city"]}}}}, nil
+			})
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://items/{id}", Name: "item", MIMEType: "text/plain"},
+			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "item " + strings.TrimPrefix(req.Params.URI, "test://items/")}}}, nil
+			})
+	}
+	if modeHas(mode, "no-templates") {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 				if method == "resources/templates/list" {
