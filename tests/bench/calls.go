@@ -386,5 +386,5 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 	if !*peers {
 		return nil, nil
 	}
-	return benchPeers(ctx, e, r, directStdio, toolsvcStdio)
+	return benchPeers(ctx, e, r, directStdio, toolsvcStdio, ts.groupRSSKiB)
 }

@@ -163,14 +163,20 @@ func peerSpecs(ctx context.Context, e *env) ([]peerSpec, error) {
 // (benchPeerCatalog, called after) the largest catalog each serves in tools/list.
 //
 // It returns the peers, those that could not be run marked unavailable.
-func benchPeers(ctx context.Context, e *env, r *results, directStdio, toolsvcStdio path) ([]peerSpec, error) {
+//
+// toolsvcRSS is the memory of toolsvc's side (it and its stdio child), set
+// beside each peer's (<peer>_rss_kib: every process of the peer, its stdio
+// child included) after the throughput part.
+func benchPeers(ctx context.Context, e *env, r *results, directStdio, toolsvcStdio path, toolsvcRSS func() int64) ([]peerSpec, error) {
 	specs, err := peerSpecs(ctx, e)
 	if err != nil {
 		return nil, err
 	}
+	r.set("contextforge_nw_workers", contextforgeWorkers())
 	paths := []path{directStdio, toolsvcStdio}
 	var measured []peerSpec
 	errs := map[string]*callErrors{}
+	conns := map[string]*peerConn{}
 	for i, sp := range specs {
 		if sp.unavailable != "" {
 			peerUnavailable(r, sp, sp.unavailable)
@@ -186,6 +192,7 @@ func benchPeers(ctx context.Context, e *env, r *results, directStdio, toolsvcStd
 		defer c.close()
 		ce := &callErrors{}
 		errs[sp.name] = ce
+		conns[sp.key] = c
 		paths = append(paths, path{name: sp.name, call: peerEcho(c.s, c.echo, ce)})
 		measured = append(measured, sp)
 	}
@@ -202,6 +209,14 @@ func benchPeers(ctx context.Context, e *env, r *results, directStdio, toolsvcStd
 	tput, tputRounds, err := peerThroughputs(ctx, paths)
 	if err != nil {
 		return nil, err
+	}
+	r.set("toolsvc_peers_rss_kib", toolsvcRSS())
+	for _, sp := range measured {
+		var rss int64
+		for _, p := range conns[sp.key].procs {
+			rss += p.groupRSSKiB()
+		}
+		r.set(sp.key+"_rss_kib", rss)
 	}
 	direct, directP99 := pct(lat[directStdio.name], 50), pct(lat[directStdio.name], 99)
 	added := func(name string) time.Duration { return pct(lat[name], 50) - direct }
