@@ -256,35 +256,36 @@ func throughputs(ctx context.Context, paths []path) (rate map[string]float64, cp
 }
 
 // benchCalls is item 1: the call overhead over stdio and HTTP, and item 2:
-// the peer gateways on the same stdio upstream.
-func benchCalls(ctx context.Context, e *env, r *results) error {
+// the peer gateways on the same stdio upstream (issue 30: with the Python
+// ones). It returns the peers for benchPeerCatalog (nil with -peers=false).
+func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 	defer stopAll()
 	noop, noopAddr, err := startUpstream(ctx, e, "grpc")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	_, httpURL, err := startUpstream(ctx, e, "http")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ts, err := startToolsvc(ctx, e, "calls", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"s": {"command": %q, "args": ["-mode", "stdio"]}, "h": {"url": %q}}}`, e.upstream, httpURL))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer ts.close()
 	ds, err := connectMCP(ctx, stdioTransport(e))
 	if err != nil {
-		return fmt.Errorf("direct stdio: %w", err)
+		return nil, fmt.Errorf("direct stdio: %w", err)
 	}
 	defer ds.Close()
 	dh, err := connectMCP(ctx, httpTransport(httpURL))
 	if err != nil {
-		return fmt.Errorf("direct http: %w", err)
+		return nil, fmt.Errorf("direct http: %w", err)
 	}
 	defer dh.Close()
 	nc, err := grpc.NewClient(noopAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer nc.Close()
 	health := healthpb.NewHealthClient(nc)
@@ -311,12 +312,12 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 	log.Printf("call overhead: %d rounds of %d sequential calls per path", *rounds, *calls)
 	lat, latRounds, err := latencies(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC, toolsvcHealth})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	log.Printf("call overhead: %d rounds of %d calls per path from %d callers", *rounds, *concCalls, *callers)
 	tput, cpu, tputRounds, err := throughputs(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	noopP50, noopP99 := pct(lat[noopGRPC.name], 50), pct(lat[noopGRPC.name], 99)
 	r.set("noop_grpc_p50_us", us(noopP50))
@@ -383,7 +384,7 @@ func benchCalls(ctx context.Context, e *env, r *results) error {
 	r.set("toolsvc_rss_kib_after_calls", ts.rssKiB())
 
 	if !*peers {
-		return nil
+		return nil, nil
 	}
-	return benchPeers(ctx, e, r, directStdio, toolsvcStdio)
+	return benchPeers(ctx, e, r, directStdio, toolsvcStdio, ts.groupRSSKiB)
 }

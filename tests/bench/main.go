@@ -32,7 +32,7 @@ var (
 	warmup      = flag.Int("warmup", 300, "calls per path before measuring")
 	callers     = flag.Int("callers", 32, "concurrent callers in the throughput phase")
 	concCalls   = flag.Int("conc-calls", 8000, "calls per path per round in the throughput phase")
-	peers       = flag.Bool("peers", true, "measure the npm peer gateways (npm ci in tests/bench/node on first use)")
+	peers       = flag.Bool("peers", true, "measure the peer gateways: npm (npm ci in tests/bench/node on first use) and, with -py-peers, Python (scripts/pyenv.sh bench/...)")
 	catUps      = flag.Int("catalog-upstreams", 20, "upstreams in the catalog phase")
 	catTools    = flag.Int("catalog-tools", 1000, "generated tools per upstream in the catalog phase")
 	listReps    = flag.Int("list-reps", 7, "full listings per side in the catalog phase")
@@ -44,7 +44,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls, python, node, catalog, storm, front (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, python, node, catalog, storm, front (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -135,12 +135,24 @@ func run(ctx context.Context) error {
 		for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "peer_added_latency_ratio"} {
 			r.skip(k, "-skip calls")
 		}
+		skipPeerFigures(r, "-skip calls")
 	} else {
-		if err := benchCalls(ctx, e, r); err != nil {
+		specs, err := benchCalls(ctx, e, r)
+		if err != nil {
 			return fmt.Errorf("call overhead: %w", err)
 		}
 		if !*peers {
 			r.skip("peer_added_latency_ratio", "-peers=false")
+			skipPeerFigures(r, "-peers=false")
+		} else if skipped["peercatalog"] {
+			for _, sp := range specs {
+				if sp.unavailable == "" {
+					r.skip(sp.key+"_catalog_max_tools", "-skip peercatalog")
+					r.skip(sp.key+"_list_ratio", "-skip peercatalog")
+				}
+			}
+		} else if err := benchPeerCatalog(ctx, e, r, specs); err != nil {
+			return fmt.Errorf("peer catalogs: %w", err)
 		}
 	}
 	if err := pythonPhase(ctx, e, r, skipped["python"]); err != nil {
@@ -225,6 +237,15 @@ func (r *results) skip(k, why string) {
 	r.set(k, nil)
 	r.skipped[k] = why
 	r.row(k, notMeasuredMark+" ("+why+")", "")
+}
+
+// skipMany records figures as not measured, for one reason, in one row.
+func (r *results) skipMany(keys []string, label, why string) {
+	for _, k := range keys {
+		r.set(k, nil)
+		r.skipped[k] = why
+	}
+	r.row(label, notMeasuredMark+" ("+why+")", "")
 }
 
 func (r *results) row(label, value, goal string) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -130,8 +131,10 @@ func (p *proc) stop() {
 }
 
 // rssKiB is the process's VmRSS.
-func (p *proc) rssKiB() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+func (p *proc) rssKiB() int64 { return pidRSSKiB(p.cmd.Process.Pid) }
+
+func pidRSSKiB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
@@ -143,6 +146,31 @@ func (p *proc) rssKiB() int64 {
 		}
 	}
 	return 0
+}
+
+// groupRSSKiB is the VmRSS of every process in the process's group (it and
+// what it spawned: workers, stdio children), summed.
+func (p *proc) groupRSSKiB() int64 {
+	pgid := p.cmd.Process.Pid
+	dirs, _ := os.ReadDir("/proc")
+	var sum int64
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		sum += pidRSSKiB(pid)
+	}
+	return sum
 }
 
 func stopAll() {
