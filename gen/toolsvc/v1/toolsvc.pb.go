@@ -1437,9 +1437,9 @@ type CallToolStreamResponse_Result struct {
 }
 
 type CallToolStreamResponse_Log struct {
-	// A log message the upstream sent during the call (MCP
-	// notifications/message), when the caller set
-	// input_capabilities.log_level.
+	// Reserved for the upstream's log messages during the call (MCP
+	// notifications/message) when the caller sets
+	// input_capabilities.log_level: not sent yet.
 	Log *CallToolLog `protobuf:"bytes,3,opt,name=log,proto3,oneof"`
 }
 
@@ -1536,8 +1536,8 @@ type InputCapabilities struct {
 	Sampling bool `protobuf:"varint,3,opt,name=sampling,proto3" json:"sampling,omitempty"`
 	// Roots: list the caller's roots (file:// URIs it lets the tool see).
 	Roots bool `protobuf:"varint,4,opt,name=roots,proto3" json:"roots,omitempty"`
-	// Log messages: receive the upstream's log messages during the call
-	// (CallToolStream only) at this MCP level or above; empty: none.
+	// Reserved: the MCP level from which the upstream's log messages during
+	// the call would be streamed (CallToolStream.log); not used yet.
 	LogLevel      string `protobuf:"bytes,5,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

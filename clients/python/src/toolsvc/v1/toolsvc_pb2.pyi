@@ -774,9 +774,9 @@ class CallToolStreamResponse(_message.Message):
 
     @_builtins.property
     def log(self) -> Global___CallToolLog:
-        """A log message the upstream sent during the call (MCP
-        notifications/message), when the caller set
-        input_capabilities.log_level.
+        """Reserved for the upstream's log messages during the call (MCP
+        notifications/message) when the caller sets
+        input_capabilities.log_level: not sent yet.
         """
 
     def __init__(
@@ -856,8 +856,8 @@ class InputCapabilities(_message.Message):
     roots: _builtins.bool
     """Roots: list the caller's roots (file:// URIs it lets the tool see)."""
     log_level: _builtins.str
-    """Log messages: receive the upstream's log messages during the call
-    (CallToolStream only) at this MCP level or above; empty: none.
+    """Reserved: the MCP level from which the upstream's log messages during
+    the call would be streamed (CallToolStream.log); not used yet.
     """
     def __init__(
         self,

@@ -397,9 +397,9 @@ export interface CallToolStreamResponse {
     { $case: "result"; result: CallToolResponse }
     | //
     /**
-     * A log message the upstream sent during the call (MCP
-     * notifications/message), when the caller set
-     * input_capabilities.log_level.
+     * Reserved for the upstream's log messages during the call (MCP
+     * notifications/message) when the caller sets
+     * input_capabilities.log_level: not sent yet.
      */
     { $case: "log"; log: CallToolLog }
     | undefined;
@@ -437,8 +437,8 @@ export interface InputCapabilities {
   /** Roots: list the caller's roots (file:// URIs it lets the tool see). */
   roots: boolean;
   /**
-   * Log messages: receive the upstream's log messages during the call
-   * (CallToolStream only) at this MCP level or above; empty: none.
+   * Reserved: the MCP level from which the upstream's log messages during
+   * the call would be streamed (CallToolStream.log); not used yet.
    */
   logLevel: string;
 }
