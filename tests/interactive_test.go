@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -318,5 +319,58 @@ func TestInteractiveReplicas(t *testing.T) {
 		RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Bea")})
 	if err != nil || resultText(res) != "hello Bea" {
 		t.Errorf("parked call continued on a: %v, %v", res, err)
+	}
+}
+
+// TestInteractiveFrontDoor: a 2025-11-25 MCP client of the front door that
+// declares elicitation, sampling and roots is asked by the upstreams of
+// both eras (server-to-client requests on its session); a client that
+// declares none gets the policy's answers.
+func TestInteractiveFrontDoor(t *testing.T) {
+	stdio := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}}
+	stdio26 := stdio
+	stdio26.ProtocolVersion = "2026-07-28"
+	p := startToolsvc(t, cfg{Servers: servers{"old": stdio, "new": stdio26}}, "--mcp-listen", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	endpoint := "http://" + p.mcpAddr + "/mcp"
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if r.Params.Mode == "url" {
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Front"}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "hi there"}, Model: "m"}, nil
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	for _, server := range []string{"old", "new"} {
+		for tool, want := range map[string]string{"ask_name": "hello Front", "ask_url": "url accept",
+			"ask_all": "name=Front model=hi there roots=file:///work"} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server + "__" + tool, Arguments: map[string]any{}})
+			if err != nil || res.IsError || callText(t, res) != want {
+				t.Errorf("%s__%s through the front door: %v, %v; want %q", server, tool, res, err, want)
+			}
+		}
+		res, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: server + "__ask_name", Arguments: map[string]any{}})
+		if err != nil || callText(t, res) != "declined" {
+			t.Errorf("%s__ask_name for a client without elicitation: %v, %v", server, res, err)
+		}
 	}
 }

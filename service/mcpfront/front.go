@@ -696,6 +696,82 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
+	in.Input = clientInput(req.Session)
+	for round := 0; ; round++ {
+		res, err := f.callRound(ctx, req, in)
+		if err != nil || in.Input == nil || !core.NeedsInput(res) || round >= maxClientRounds {
+			return res, err
+		}
+		// A 2025-11-25 client is asked with server-to-client requests
+		// on its session, and the call goes on with its answers.
+		answers, aerr := askClient(ctx, req.Session, res.InputRequests)
+		if aerr != nil {
+			return nil, aerr
+		}
+		in.Input = &core.InputOptions{Kinds: in.Input.Kinds, Responses: answers, State: res.RequestState}
+	}
+}
+
+// maxClientRounds bounds the rounds of input one front-door call asks its
+// client for.
+const maxClientRounds = 16
+
+// clientInput is what a front-door client can answer when an upstream asks
+// for input (nil: nothing, the server's policy answers): the elicitation,
+// sampling and roots capabilities a client of protocol 2025-11-25 or
+// older declared at initialization.
+func clientInput(ss *mcp.ServerSession) *core.InputOptions {
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.ProtocolVersion >= statelessEra {
+		return nil
+	}
+	caps := ip.Capabilities
+	var k mcpbridge.InputKinds
+	if e := caps.Elicitation; e != nil {
+		k.Form = e.Form != nil || e.URL == nil // {} means form
+		k.URL = e.URL != nil
+	}
+	k.Sampling = caps.Sampling != nil
+	k.Roots = caps.RootsV2 != nil || caps.Roots.ListChanged
+	if !k.Any() {
+		return nil
+	}
+	return &core.InputOptions{Kinds: k}
+}
+
+// askClient sends the client each request, as a server-to-client request
+// on its session, and collects the answers by id.
+func askClient(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMap) (map[string]mcp.InputResponse, error) {
+	out := make(map[string]mcp.InputResponse, len(reqs))
+	for id, r := range reqs {
+		var a mcp.InputResponse
+		var err error
+		switch q := r.(type) {
+		case *mcp.ElicitParams:
+			a, err = ss.Elicit(ctx, q)
+		case *mcp.CreateMessageWithToolsParams:
+			a, err = ss.CreateMessageWithTools(ctx, q)
+		case *mcp.CreateMessageParams:
+			var cr *mcp.CreateMessageResult
+			if cr, err = ss.CreateMessage(ctx, q); err == nil {
+				raw, _ := json.Marshal(cr)
+				a, err = mcpbridge.DecodeInputResponse(q, raw)
+			}
+		case *mcp.ListRootsParams:
+			a, err = ss.ListRoots(ctx, q)
+		default:
+			err = fmt.Errorf("unknown kind of input request %T", r)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("asking the client (%s): %w", id, err)
+		}
+		out[id] = a
+	}
+	return out, nil
+}
+
+// callRound is one round of a tools/call through the pipeline.
+func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (*mcp.CallToolResult, error) {
 	c, err := f.c.BeginCall(principalContext(ctx, req.GetExtra()), in)
 	var res *mcp.CallToolResult
 	size := 0
