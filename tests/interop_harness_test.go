@@ -106,10 +106,14 @@ func startRawMCP(t *testing.T, name string, args ...string) *rawMCP {
 		}
 		_ = cmd.Wait()
 	})
-	// The same capabilities toolsvc's bridge declares (none), so the server
-	// registers the same tools.
+	// The same capabilities toolsvc's bridge declares (input: relay, the
+	// default: roots, sampling with tools, form and URL elicitation), so the
+	// server registers the same tools. Its requests are left unanswered
+	// (call skips them).
 	c.call(t, "initialize", map[string]any{
-		"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+		"protocolVersion": "2025-11-25", "capabilities": map[string]any{
+			"roots": map[string]any{}, "sampling": map[string]any{"tools": map[string]any{}},
+			"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}}},
 		"clientInfo": map[string]any{"name": "raw", "version": "0"},
 	})
 	c.send(t, map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
