@@ -108,6 +108,22 @@ def toolsvc_bin(tmp_path_factory: pytest.TempPathFactory) -> str:
     return out
 
 
+@pytest.fixture(scope="session")
+def testserver_bin(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """tests/testserver (go-sdk), built once per session unless TESTSERVER_BIN names one."""
+    prebuilt = os.environ.get("TESTSERVER_BIN")
+    if prebuilt:
+        return prebuilt
+    out = str(tmp_path_factory.mktemp("bin") / "testserver")
+    subprocess.run(["go", "build", "-o", out, "./tests/testserver"], cwd=REPO, check=True)
+    return out
+
+
+def interactive_server(testserver_bin: str) -> dict[str, Any]:
+    """tests/testserver with its asking tools (ask_name, ask_url, ask_all, ask_twice)."""
+    return {"command": testserver_bin, "args": ["-mode", "stdio", "-interactive"]}
+
+
 def demo_server(toolsvc_bin: str) -> dict[str, Any]:
     return {"command": toolsvc_bin, "args": ["demo-server"]}
 

@@ -287,3 +287,38 @@ def test_schema_format_is_requested_when_the_api_has_it() -> None:
     real = pb.ListToolsRequest()
     set_schema_format(real, "json")  # the API has the field now
     assert real.schema_format == pb.SCHEMA_FORMAT_JSON
+
+
+def test_input_conversions() -> None:
+    from toolsvc._input import capabilities, from_proto, to_proto
+
+    caps = capabilities(None)
+    assert (caps.elicitation, caps.elicitation_url, caps.sampling, caps.roots) == (True, True, True, True)
+    caps = capabilities(["roots"])
+    assert (caps.elicitation, caps.elicitation_url, caps.sampling, caps.roots) == (False, False, False, True)
+    with pytest.raises(ValueError, match="empty"):
+        capabilities([])
+
+    q = from_proto(pb.InputRequest(id="a", elicitation=pb.ElicitationRequest(message="m", requested_schema_json='{"type":"object"}')))
+    assert q == toolsvc.ElicitationRequest("m", {"type": "object"}, "a")
+    r = to_proto(q, toolsvc.ElicitationAnswer("accept", {"n": 2**60}))
+    assert (r.id, r.elicitation.action, json.loads(r.elicitation.content_json)) == ("a", "accept", {"n": 2**60})
+    r = to_proto(q, toolsvc.ElicitationAnswer("decline"))
+    assert (r.elicitation.action, r.elicitation.content_json) == ("decline", "")
+
+    q = from_proto(pb.InputRequest(id="u", elicitation_url=pb.ElicitationURLRequest(message="m", url="https://x", elicitation_id="e")))
+    assert q == toolsvc.ElicitationURLRequest("m", "https://x", "e", "u")
+
+    q = from_proto(pb.InputRequest(id="s", sampling=pb.SamplingRequest(params_json='{"maxTokens":5}')))
+    assert q == toolsvc.SamplingRequest({"maxTokens": 5}, "s")
+    r = to_proto(q, toolsvc.SamplingAnswer({"role": "assistant"}))
+    assert json.loads(r.sampling.result_json) == {"role": "assistant"}
+
+    q = from_proto(pb.InputRequest(id="r", roots=pb.RootsRequest()))
+    assert q == toolsvc.RootsRequest("r")
+    r = to_proto(q, toolsvc.RootsAnswer([("file:///a", "a"), "file:///b"]))
+    assert [(x.uri, x.name) for x in r.roots.roots] == [("file:///a", "a"), ("file:///b", "")]
+    with pytest.raises(TypeError, match="RootsRequest with SamplingAnswer; want RootsAnswer"):
+        to_proto(q, toolsvc.SamplingAnswer({}))
+    with pytest.raises(toolsvc.ToolsvcError, match="unknown kind"):
+        from_proto(pb.InputRequest(id="x"))

@@ -17,6 +17,7 @@ import {
   type CallToolResponse,
   type CallToolStreamResponse,
   type Content,
+  type InputResponse,
   type ListServersResponse,
   type ListToolsResponse,
   type SearchToolsResponse,
@@ -24,6 +25,15 @@ import {
 } from "./gen/toolsvc/v1/toolsvc.js";
 import { fromError, notDispatched, ToolsvcError } from "./errors.js";
 import { CatalogWatcher, type WatchOptions } from "./watch.js";
+import {
+  capabilitiesOf,
+  defaultMaxInputRounds,
+  inputRequestOf,
+  inputResponseOf,
+  roundsExceeded,
+  type InputHandler,
+  type InputKind,
+} from "./input.js";
 
 /**
  * The service config for client-side load balancing over toolsvc replicas
@@ -107,6 +117,22 @@ export interface CallOptions {
    * ones the server says were not dispatched.
    */
   idempotent?: boolean;
+}
+
+/** Options of {@link Client.callTool}. */
+export interface CallToolOptions extends CallOptions {
+  /**
+   * Answers a tool that asks (README "Tools that ask"): the call offers
+   * `inputKinds`, and each request of an `input_required` round is passed to
+   * it in order; the call goes on with its answers until the result. What it
+   * throws ends the call. With it, `timeoutMs` applies to each round, not to
+   * the time onInput takes. Without it, the server's policy answers the tool.
+   */
+  onInput?: InputHandler;
+  /** The kinds offered with onInput (default all: elicitation, elicitationUrl, sampling, roots). */
+  inputKinds?: readonly InputKind[];
+  /** The rounds answered before the call fails with ABORTED / INPUT_ROUNDS_EXCEEDED (default 16). */
+  maxInputRounds?: number;
 }
 
 /** Options of {@link Client.listTools}. */
@@ -320,13 +346,36 @@ export class Client {
    * Retried only when the server says the call was not dispatched (any
    * UNAVAILABLE with `idempotent: true`).
    */
-  async callTool(name: string, args: ToolArguments = {}, options: CallOptions = {}): Promise<ToolResult> {
+  async callTool(name: string, args: ToolArguments = {}, options: CallToolOptions = {}): Promise<ToolResult> {
     const req = callRequest(name, args);
+    if (options.onInput === undefined) {
+      return new ToolResult(await this.callOnce(req, options));
+    }
+    req.inputCapabilities = capabilitiesOf(options.inputKinds);
+    const maxRounds = options.maxInputRounds ?? defaultMaxInputRounds;
+    for (let round = 0; round <= maxRounds; round++) {
+      const res = await this.callOnce(req, options);
+      const ir = res.inputRequired;
+      if (ir === undefined) {
+        return new ToolResult(res);
+      }
+      const answers: InputResponse[] = [];
+      for (const m of ir.requests) {
+        const q = inputRequestOf(m);
+        answers.push(inputResponseOf(q, await options.onInput(q)));
+        throwIfAborted(options.signal);
+      }
+      req.inputResponses = answers;
+      req.requestState = ir.requestState;
+    }
+    throw roundsExceeded(name, maxRounds);
+  }
+
+  private async callOnce(req: CallToolRequest, options: CallOptions): Promise<CallToolResponse> {
     const deadline = deadlineOf(options);
-    const res = await this.withRetry(callRetryable(options), deadline, options.signal, () =>
+    return this.withRetry(callRetryable(options), deadline, options.signal, () =>
       this.unary<CallToolResponse>((md, o, cb) => this.raw.callTool(req, md, o, cb), deadline, options.signal),
     );
-    return new ToolResult(res);
   }
 
   /**

@@ -7,6 +7,7 @@ export {
   ToolResult,
   loadBalancingServiceConfig,
   type CallOptions,
+  type CallToolOptions,
   type ClientOptions,
   type ListToolsOptions,
   type RetryOptions,
@@ -15,6 +16,14 @@ export {
   type ToolArguments,
   type ToolStreamEvent,
 } from "./client.js";
+export {
+  inputKinds,
+  defaultMaxInputRounds,
+  type InputAnswer,
+  type InputHandler,
+  type InputKind,
+  type InputRequest,
+} from "./input.js";
 export { ToolsvcError, notDispatched, fromError, ERROR_DOMAIN, type FieldViolation } from "./errors.js";
 export { CatalogWatcher, type WatchEvent, type WatchEventKind, type WatchOptions } from "./watch.js";
 export {

@@ -24,6 +24,17 @@ from toolsvc._convert import (
     to_openai_tools,
 )
 from toolsvc._errors import FieldViolation, ToolsvcError, WatchProtocolError
+from toolsvc._input import (
+    ElicitationAnswer,
+    ElicitationRequest,
+    ElicitationURLRequest,
+    InputAnswer,
+    InputRequest,
+    RootsAnswer,
+    RootsRequest,
+    SamplingAnswer,
+    SamplingRequest,
+)
 from toolsvc.v1.toolsvc_pb2 import Tool
 
 __version__ = "0.1.0"
@@ -33,10 +44,19 @@ __all__ = [
     "CallResult",
     "CatalogWatcher",
     "Client",
+    "ElicitationAnswer",
+    "ElicitationRequest",
+    "ElicitationURLRequest",
     "EventKind",
     "FieldViolation",
+    "InputAnswer",
+    "InputRequest",
     "Progress",
     "RetryPolicy",
+    "RootsAnswer",
+    "RootsRequest",
+    "SamplingAnswer",
+    "SamplingRequest",
     "SearchResults",
     "ServerList",
     "Tool",

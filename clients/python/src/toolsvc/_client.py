@@ -26,6 +26,15 @@ from toolsvc._common import (
 )
 from toolsvc._convert import CallResult, Progress, arguments_json
 from toolsvc._errors import ToolsvcError, from_rpc_error
+from toolsvc._input import (
+    DEFAULT_MAX_INPUT_ROUNDS,
+    InputHandler,
+    InputKind,
+    capabilities,
+    rounds_exceeded,
+)
+from toolsvc._input import from_proto as input_from_proto
+from toolsvc._input import to_proto as input_to_proto
 from toolsvc.v1 import toolsvc_pb2 as pb
 from toolsvc.v1 import toolsvc_pb2_grpc as rpc
 
@@ -206,20 +215,57 @@ class Client:
             raise from_rpc_error(err) from None
         return ServerList(r.servers, r.config if r.HasField("config") else None)
 
-    def call_tool(self, name: str, arguments: Arguments = None, *, timeout: float | None = None) -> CallResult:
+    def call_tool(
+        self,
+        name: str,
+        arguments: Arguments = None,
+        *,
+        timeout: float | None = None,
+        on_input: InputHandler | None = None,
+        input_kinds: Iterable[InputKind] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    ) -> CallResult:
         """Calls a tool by its exposed name. ``arguments`` is a dict (sent as
         JSON, integers exact) or JSON text. ``timeout`` (seconds) is the
         call's deadline, retries included; without it the server's
         callTimeout applies. A tool's own failure is ``result.is_error``;
-        everything else raises ``ToolsvcError``."""
+        everything else raises ``ToolsvcError``.
+
+        Tools that ask (README "Tools that ask"): with ``on_input``, the call
+        offers ``input_kinds`` (default all: ``elicitation``,
+        ``elicitation_url``, ``sampling``, ``roots``); when the tool asks,
+        ``on_input`` is called once per request (``ElicitationRequest``,
+        ``ElicitationURLRequest``, ``SamplingRequest``, ``RootsRequest``) and
+        returns its answer (``ElicitationAnswer``, ``SamplingAnswer``,
+        ``RootsAnswer``), and the call goes on with the answers, up to
+        ``max_input_rounds`` rounds (then ``ToolsvcError`` with reason
+        ``INPUT_ROUNDS_EXCEEDED``). ``timeout`` then applies to each round,
+        not to the time ``on_input`` takes. What ``on_input`` raises ends the
+        call and propagates. Without ``on_input`` the server's policy answers
+        the tool."""
         req = pb.CallToolRequest(name=name, arguments_json=arguments_json(arguments))
+        if on_input is None:
+            return CallResult.from_proto(self._call(req, timeout))
+        req.input_capabilities.CopyFrom(capabilities(input_kinds))
+        for _ in range(max_input_rounds + 1):
+            r = self._call(req, timeout)
+            if not r.HasField("input_required"):
+                return CallResult.from_proto(r)
+            asked = [input_from_proto(x) for x in r.input_required.requests]
+            del req.input_responses[:]
+            req.input_responses.extend(input_to_proto(q, on_input(q)) for q in asked)
+            req.request_state = r.input_required.request_state
+        raise rounds_exceeded(name, max_input_rounds)
+
+    def _call(self, req: pb.CallToolRequest, timeout: float | None) -> pb.CallToolResponse:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
             attempt += 1
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
-                return CallResult.from_proto(self.stub.CallTool(req, timeout=remaining, metadata=self._md))
+                r: pb.CallToolResponse = self.stub.CallTool(req, timeout=remaining, metadata=self._md)
+                return r
             except grpc.RpcError as err:
                 e = from_rpc_error(err)
             remaining = None if deadline is None else deadline - time.monotonic()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -48,6 +49,15 @@ from toolsvc._common import (
 )
 from toolsvc._convert import CallResult, Progress, arguments_json
 from toolsvc._errors import ToolsvcError, from_rpc_error
+from toolsvc._input import (
+    DEFAULT_MAX_INPUT_ROUNDS,
+    AsyncInputHandler,
+    InputKind,
+    capabilities,
+    rounds_exceeded,
+)
+from toolsvc._input import from_proto as input_from_proto
+from toolsvc._input import to_proto as input_to_proto
 from toolsvc.v1 import toolsvc_pb2 as pb
 from toolsvc.v1 import toolsvc_pb2_grpc as rpc
 
@@ -147,9 +157,39 @@ class Client:
             raise from_rpc_error(err) from None
         return ServerList(r.servers, r.config if r.HasField("config") else None)
 
-    async def call_tool(self, name: str, arguments: Arguments = None, *, timeout: float | None = None) -> CallResult:
-        """Calls a tool; see ``toolsvc.Client.call_tool``."""
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Arguments = None,
+        *,
+        timeout: float | None = None,
+        on_input: AsyncInputHandler | None = None,
+        input_kinds: Iterable[InputKind] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+    ) -> CallResult:
+        """Calls a tool; see ``toolsvc.Client.call_tool``. ``on_input`` may be
+        a coroutine function (awaited) or a plain one."""
         req = pb.CallToolRequest(name=name, arguments_json=arguments_json(arguments))
+        if on_input is None:
+            return CallResult.from_proto(await self._call(req, timeout))
+        req.input_capabilities.CopyFrom(capabilities(input_kinds))
+        for _ in range(max_input_rounds + 1):
+            r = await self._call(req, timeout)
+            if not r.HasField("input_required"):
+                return CallResult.from_proto(r)
+            answers: list[pb.InputResponse] = []
+            for x in r.input_required.requests:
+                q = input_from_proto(x)
+                a = on_input(q)
+                if inspect.isawaitable(a):
+                    a = await a
+                answers.append(input_to_proto(q, a))
+            del req.input_responses[:]
+            req.input_responses.extend(answers)
+            req.request_state = r.input_required.request_state
+        raise rounds_exceeded(name, max_input_rounds)
+
+    async def _call(self, req: pb.CallToolRequest, timeout: float | None) -> pb.CallToolResponse:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
@@ -157,7 +197,7 @@ class Client:
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
                 r: pb.CallToolResponse = await self.stub.CallTool(req, timeout=remaining, metadata=self._md)
-                return CallResult.from_proto(r)
+                return r
             except grpc.RpcError as err:
                 e = from_rpc_error(err)
             remaining = None if deadline is None else deadline - time.monotonic()
