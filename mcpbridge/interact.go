@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,8 +95,10 @@ type Interaction struct {
 // interactions tracks a session's requests in flight and the interaction
 // of each tools/call, for attributing 2025-era server-to-client requests.
 type interactions struct {
+	// inflight counts every request on the session: an atomic, so a
+	// plain call (the hot path) takes no lock.
+	inflight atomic.Int64
 	mu       sync.Mutex
-	inflight int
 	calls    map[string]*Interaction // by token
 }
 
@@ -108,27 +111,28 @@ var inputMethods = map[string]bool{"elicitation/create": true, "sampling/createM
 
 // begin counts a request in flight (it: the call's interaction, or nil).
 func (x *interactions) begin(it *Interaction) func() {
-	x.mu.Lock()
-	x.inflight++
-	if it != nil {
-		if x.calls == nil {
-			x.calls = map[string]*Interaction{}
-		}
-		b := make([]byte, 12)
-		_, _ = rand.Read(b)
-		it.token = hex.EncodeToString(b)
-		x.calls[it.token] = it
+	x.inflight.Add(1)
+	if it == nil {
+		return x.end
 	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	x.mu.Lock()
+	if x.calls == nil {
+		x.calls = map[string]*Interaction{}
+	}
+	it.token = hex.EncodeToString(b)
+	x.calls[it.token] = it
 	x.mu.Unlock()
 	return func() {
 		x.mu.Lock()
-		x.inflight--
-		if it != nil {
-			delete(x.calls, it.token)
-		}
+		delete(x.calls, it.token)
 		x.mu.Unlock()
+		x.end()
 	}
 }
+
+func (x *interactions) end() { x.inflight.Add(-1) }
 
 // owner is the interaction a request belongs to, if it may be asked r: the
 // call it is linked to (meta's token), or else the only request in flight.
@@ -138,7 +142,9 @@ func (x *interactions) owner(meta mcp.Meta, r mcp.InputRequest) *Interaction {
 	var it *Interaction
 	if tok, ok := meta[linkMetaKey].(string); ok {
 		it = x.calls[tok]
-	} else if x.inflight == 1 && len(x.calls) == 1 {
+	} else if x.inflight.Load() == 1 && len(x.calls) == 1 {
+		// A request that begins meanwhile cannot have sent it; counted,
+		// it only makes the attribution refuse (the policy answers).
 		for _, c := range x.calls {
 			it = c
 		}

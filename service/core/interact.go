@@ -207,17 +207,15 @@ func (c *Call) startFlight(kinds mcpbridge.InputKinds, opts *mcpbridge.CallOptio
 	o := *opts
 	o.Input = &mcpbridge.Interaction{Kinds: kinds, Ask: f.ask}
 	go func() {
-		defer close(f.done)
-		defer cancel()
+		// Owned by the flight: it ends when the upstream call returns
+		// (bounded by MaxInteractiveCall). The flight then leaves the
+		// table, unless requests are parked: their caller's retry gets
+		// the result, until the expiry.
 		f.res, f.err = c.dispatch(ctx, &o)
-	}()
-	go func() {
-		// The flight leaves the table when its call ends, unless requests
-		// are parked: then its caller's retry gets the result, until the
-		// expiry.
-		<-f.done
+		cancel()
 		f.mu.Lock()
 		parked := len(f.pending) > 0
+		close(f.done)
 		f.mu.Unlock()
 		if !parked {
 			x.remove(f)
