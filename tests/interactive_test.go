@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
@@ -371,6 +372,40 @@ func TestInteractiveFrontDoor(t *testing.T) {
 		res, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: server + "__ask_name", Arguments: map[string]any{}})
 		if err != nil || callText(t, res) != "declined" {
 			t.Errorf("%s__ask_name for a client without elicitation: %v, %v", server, res, err)
+		}
+	}
+}
+
+// TestInteractiveStateOtherPrincipal: a request_state is the principal's
+// own: another principal's retry with it is PERMISSION_DENIED, on a
+// relayed and on a parked call alike, and the owner can still continue.
+func TestInteractiveStateOtherPrincipal(t *testing.T) {
+	const annToken, bobToken = "ann-token-0123456789", "bob-token-0123456789"
+	stdio := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}}
+	stdio26 := stdio
+	stdio26.ProtocolVersion = "2026-07-28"
+	p := startToolsvc(t, cfg{Auth: &authCfg{Tokens: map[string]string{"ann": annToken, "bob": bobToken},
+		Rules: []rule{{Principal: "ann", Allow: []string{"*"}}, {Principal: "bob", Allow: []string{"*"}}}},
+		Servers: servers{"old": stdio, "new": stdio26}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	ann := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+annToken)
+	bob := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+bobToken)
+	for _, server := range []string{"new", "old"} {
+		tool := server + "__ask_name"
+		res, err := p.client.CallTool(ann, &toolsvcv1.CallToolRequest{Name: tool, InputCapabilities: allInput})
+		if err != nil || res.GetInputRequired() == nil {
+			t.Fatalf("%s as ann: %v, %v", tool, res, err)
+		}
+		ir := res.GetInputRequired()
+		retry := &toolsvcv1.CallToolRequest{Name: tool, InputCapabilities: allInput,
+			RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Bob")}
+		_, err = p.client.CallTool(bob, retry)
+		wantStatus(t, err, codes.PermissionDenied, "REQUEST_STATE_NOT_YOURS", server, tool)
+		retry.InputResponses = answer(t, ir.GetRequests(), "Ann")
+		res, err = p.client.CallTool(ann, retry)
+		if err != nil || resultText(res) != "hello Ann" {
+			t.Errorf("%s continued by ann: %v, %v", tool, res, err)
 		}
 	}
 }
