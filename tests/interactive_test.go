@@ -336,42 +336,101 @@ func TestInteractiveFrontDoor(t *testing.T) {
 	defer cancel()
 	endpoint := "http://" + p.mcpAddr + "/mcp"
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{},
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
-		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	asked := func(opts *mcp.ClientOptions) *mcp.Client {
+		opts.Capabilities = &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+			Sampling:    &mcp.SamplingCapabilities{}}
+		opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			if r.Params.Mode == "url" {
 				return &mcp.ElicitResult{Action: "accept"}, nil
 			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Front"}}, nil
-		},
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		}
+		opts.CreateMessageHandler = func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "hi there"}, Model: "m"}, nil
-		},
+		}
+		c := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, opts)
+		c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
+		return c
+	}
+	connect := func(c *mcp.Client, version string) *mcp.ClientSession {
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+		if err != nil {
+			t.Fatalf("connect (%s): %v", version, err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	// Both client eras: a 2025-11-25 client is asked with server-to-client
+	// requests on its session; a 2026-07-28 client gets input_required and
+	// retries (go-sdk's client does it with the same handlers).
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		cs := connect(asked(&mcp.ClientOptions{}), version)
+		plain := connect(mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil), version)
+		for _, server := range []string{"old", "new"} {
+			wants := map[string]string{"ask_name": "hello Front", "ask_url": "url accept",
+				"ask_all": "name=Front model=hi there roots=file:///work"}
+			if server == "old" { // asks twice mid-call: protocols before 2026-07-28
+				wants["ask_twice"] = "Front+Front"
+			}
+			for tool, want := range wants {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server + "__" + tool, Arguments: map[string]any{}})
+				if err != nil || res.IsError || callText(t, res) != want {
+					t.Errorf("%s client, %s__%s through the front door: %v, %v; want %q", version, server, tool, res, err, want)
+				}
+			}
+			res, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: server + "__ask_name", Arguments: map[string]any{}})
+			if err != nil || callText(t, res) != "declined" {
+				t.Errorf("%s client without elicitation, %s__ask_name: %v, %v", version, server, res, err)
+			}
+		}
+	}
+}
+
+// TestInteractiveFrontDoor2026: a 2026-07-28 front-door client that
+// continues calls itself sees input_required with the requests and a
+// requestState, and its retry with inputResponses completes the call —
+// relayed (2026 upstream) and parked (2025 upstream); a tampered state is
+// refused.
+func TestInteractiveFrontDoor2026(t *testing.T) {
+	stdio := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}}
+	stdio26 := stdio
+	stdio26.ProtocolVersion = "2026-07-28"
+	p := startToolsvc(t, cfg{Servers: servers{"old": stdio, "new": stdio26}}, "--mcp-listen", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "manual", Version: "1"}, &mcp.ClientOptions{
+		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	client.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	for _, server := range []string{"old", "new"} {
-		for tool, want := range map[string]string{"ask_name": "hello Front", "ask_url": "url accept",
-			"ask_all": "name=Front model=hi there roots=file:///work"} {
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server + "__" + tool, Arguments: map[string]any{}})
-			if err != nil || res.IsError || callText(t, res) != want {
-				t.Errorf("%s__%s through the front door: %v, %v; want %q", server, tool, res, err, want)
-			}
+	for _, server := range []string{"new", "old"} {
+		tool := server + "__ask_name"
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		if err != nil || !res.NeedsInput() || len(res.InputRequests) != 1 || res.RequestState == "" {
+			t.Fatalf("%s: %+v, %v; want input_required with one request and a requestState", tool, res, err)
 		}
-		res, err := plain.CallTool(ctx, &mcp.CallToolParams{Name: server + "__ask_name", Arguments: map[string]any{}})
-		if err != nil || callText(t, res) != "declined" {
-			t.Errorf("%s__ask_name for a client without elicitation: %v, %v", server, res, err)
+		var id string
+		for k, r := range res.InputRequests {
+			if _, ok := r.(*mcp.ElicitParams); !ok {
+				t.Fatalf("%s: request %s is %T, want an elicitation", tool, k, r)
+			}
+			id = k
+		}
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: res.RequestState + "x",
+			InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Eve"}}}})
+		if err == nil || !strings.Contains(err.Error(), "request_state") {
+			t.Errorf("%s with a tampered requestState: %v; want an error naming request_state", tool, err)
+		}
+		done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: res.RequestState,
+			InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}})
+		if err != nil || done.NeedsInput() || callText(t, done) != "hello Ada" {
+			t.Errorf("%s continued: %+v, %v; want hello Ada", tool, done, err)
 		}
 	}
 }

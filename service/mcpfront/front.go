@@ -685,7 +685,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		if f.progressiveFor(actx) {
 			res, err := f.searchTools(actx, p.Arguments)
 			if err == nil {
-				if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= statelessEra {
+				if req.ProtocolVersion() >= statelessEra {
 					res = withResultType(res)
 				}
 			}
@@ -696,7 +696,19 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
-	in.Input = clientInput(req.Session)
+	in.Input = clientInput(req)
+	if req.ProtocolVersion() >= statelessEra {
+		// A 2026-07-28 client is answered with input_required and
+		// continues the call itself, on any replica, with its
+		// inputResponses and the requestState.
+		if p.RequestState != "" || len(p.InputResponses) > 0 {
+			if in.Input == nil {
+				in.Input = &core.InputOptions{}
+			}
+			in.Input.Responses, in.Input.State = p.InputResponses, p.RequestState
+		}
+		return f.callRound(ctx, req, in)
+	}
 	for round := 0; ; round++ {
 		res, err := f.callRound(ctx, req, in)
 		if err != nil || in.Input == nil || !core.NeedsInput(res) || round >= maxClientRounds {
@@ -718,14 +730,13 @@ const maxClientRounds = 16
 
 // clientInput is what a front-door client can answer when an upstream asks
 // for input (nil: nothing, the server's policy answers): the elicitation,
-// sampling and roots capabilities a client of protocol 2025-11-25 or
-// older declared at initialization.
-func clientInput(ss *mcp.ServerSession) *core.InputOptions {
-	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.ProtocolVersion >= statelessEra {
+// sampling and roots capabilities it declared — at initialization
+// (2025-11-25 and older) or in the request's _meta (2026-07-28).
+func clientInput(req *mcp.CallToolRequest) *core.InputOptions {
+	caps := req.ClientCapabilities()
+	if caps == nil {
 		return nil
 	}
-	caps := ip.Capabilities
 	var k mcpbridge.InputKinds
 	if e := caps.Elicitation; e != nil {
 		k.Form = e.Form != nil || e.URL == nil // {} means form
@@ -797,7 +808,7 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 			return nil, err
 		}
 	}
-	if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion >= statelessEra {
+	if req.ProtocolVersion() >= statelessEra {
 		res = withResultType(res)
 	}
 	return res, nil

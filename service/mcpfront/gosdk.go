@@ -112,7 +112,7 @@ func (f *Front) notifyListChanged() {
 // exported fields copied over.
 func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
 	rt := `{"resultType":"complete"}`
-	if res.NeedsInput() {
+	if core.NeedsInput(res) {
 		rt = `{"resultType":"input_required"}`
 	}
 	out := new(mcp.CallToolResult)
