@@ -3,7 +3,8 @@
 // (@modelcontextprotocol/conformance) calls in server mode: test_simple_text,
 // test_image_content, test_audio_content, test_embedded_resource,
 // test_multiple_content_types, test_error_handling, test_tool_with_progress,
-// test_tool_with_logging, test_sampling, test_elicitation, test_reconnection
+// test_tool_with_logging, test_sampling, test_elicitation,
+// test_elicitation_sep1034_defaults, test_elicitation_sep1330_enums, test_reconnection
 // and json_schema_2020_12_tool, each returning what the suite checks; and the
 // resources (test://static-text, test://static-binary,
 // test://watched-resource, the template test://template/{id}/data) and
@@ -131,6 +132,29 @@ func main() {
 			}
 			return &mcp.CallToolResult{Content: text(fmt.Sprintf("User response: action=%s content=%v", res.Action, res.Content))}, nil
 		})
+	elicitWith := func(schema string) func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Please review and update the form fields",
+				RequestedSchema: json.RawMessage(schema)})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: text("elicitation failed: " + err.Error())}, nil
+			}
+			content, _ := json.Marshal(res.Content)
+			return &mcp.CallToolResult{Content: text(fmt.Sprintf("Elicitation completed: action=%s, content=%s", res.Action, content))}, nil
+		}
+	}
+	add("test_elicitation_sep1034_defaults", "Elicits a form whose fields all have defaults (SEP-1034)", noArgs, elicitWith(`{"type":"object","properties":{
+		"name":{"type":"string","default":"John Doe"},
+		"age":{"type":"integer","default":30},
+		"score":{"type":"number","default":95.5},
+		"status":{"type":"string","enum":["active","inactive","pending"],"default":"active"},
+		"verified":{"type":"boolean","default":true}}}`))
+	add("test_elicitation_sep1330_enums", "Elicits a form with the five enum variants (SEP-1330)", noArgs, elicitWith(`{"type":"object","properties":{
+		"untitledSingle":{"type":"string","enum":["option1","option2","option3"]},
+		"titledSingle":{"type":"string","oneOf":[{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},
+		"legacyEnum":{"type":"string","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},
+		"untitledMulti":{"type":"array","items":{"type":"string","enum":["option1","option2","option3"]}},
+		"titledMulti":{"type":"array","items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}`))
 	add("test_reconnection", "Answers after a short pause (the suite checks the front door's SSE stream handling)", noArgs,
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			time.Sleep(2 * step)
