@@ -80,7 +80,9 @@ const (
 type inputState struct {
 	Kind      string `json:"k"`
 	Principal string `json:"p"`
-	Tool      string `json:"t"`
+	// Bound is what the state continues: a tool's exposed name, "prompt
+	// NAME" or "resource SERVER URI" (exchange.bound).
+	Bound   string `json:"t"`
 	Expires   int64  `json:"x"` // unix milliseconds
 	// Parked: the replica and the flight.
 	Replica string `json:"r,omitempty"`
@@ -129,8 +131,9 @@ func (x *interactive) mac(enc string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// verify checks a request_state for the call of principal to tool.
-func (x *interactive) verify(state, principal, tool string, now time.Time) (inputState, *Error) {
+// verify checks a request_state for principal's request bound (see
+// inputState.Bound).
+func (x *interactive) verify(state, principal, bound string, now time.Time) (inputState, *Error) {
 	bad := func(why string) (inputState, *Error) {
 		e := InvalidField("request_state", why+"; send the request_state of the previous round verbatim, or none to start the call again")
 		e.Reason = ReasonRequestStateInvalid
@@ -152,8 +155,8 @@ func (x *interactive) verify(state, principal, tool string, now time.Time) (inpu
 		return inputState{}, NewError(PermissionDenied, ReasonRequestStateNotYours,
 			"request_state was made for another principal's call", nil)
 	}
-	if st.Tool != tool {
-		return bad(fmt.Sprintf("made for a call of tool %q, not this one", Clip(st.Tool)))
+	if st.Bound != bound {
+		return bad(fmt.Sprintf("made for another request (%s), not this one", Clip(st.Bound)))
 	}
 	if now.UnixMilli() > st.Expires {
 		e := InvalidField("request_state", "expired at "+time.UnixMilli(st.Expires).UTC().Format(time.RFC3339)+"; call again without it")
@@ -170,13 +173,14 @@ type flight struct {
 	x         *interactive
 	id        string
 	principal string
-	tool      string
+	bound     string // as inputState.Bound
 	ctx       context.Context // the upstream call's
 	cancel    context.CancelFunc
 	asks      chan *ask     // the bridge's requests, as they come
 	done      chan struct{} // closed when the upstream call returned
-	res       *mcp.CallToolResult
+	res       mcp.Result
 	err       error
+	need      func(mcp.InputRequestMap, string) mcp.Result // exchange.need
 
 	mu      sync.Mutex
 	pending map[string]*ask // asked in the last round, waiting for answers
@@ -192,26 +196,25 @@ type ask struct {
 	reply chan mcp.InputResponse // capacity 1
 }
 
-// startFlight runs the call's upstream call in a flight. The flight's
-// context outlives the round: it ends when the call ends, when a parked
-// request expires, or when a round's caller goes away.
-func (c *Call) startFlight(kinds mcpbridge.InputKinds, opts *mcpbridge.CallOptions) (*flight, *Error) {
-	s := c.op.s
+// startFlight runs the exchange's upstream request in a flight. The
+// flight's context outlives the round: it ends when the request ends, when
+// a parked request expires, or when a round's caller goes away.
+func (e *exchange) startFlight(kinds mcpbridge.InputKinds) (*flight, *Error) {
+	s := e.op.s
 	x := s.input
-	f := &flight{x: x, principal: c.op.principal.Name, tool: c.in.Name, asks: make(chan *ask), done: make(chan struct{}), pending: map[string]*ask{}}
-	if e := x.admit(f, s.opts.MaxWaitingPerPrincipal, s.opts.MaxWaiting); e != nil {
-		return nil, e
+	f := &flight{x: x, principal: e.op.principal.Name, bound: e.bound, need: e.need,
+		asks: make(chan *ask), done: make(chan struct{}), pending: map[string]*ask{}}
+	if err := x.admit(f, s.opts.MaxWaitingPerPrincipal, s.opts.MaxWaiting); err != nil {
+		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.op.ctx), s.opts.MaxInteractiveCall)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.op.ctx), s.opts.MaxInteractiveCall)
 	f.ctx, f.cancel = ctx, cancel
-	o := *opts
-	o.Input = &mcpbridge.Interaction{Kinds: kinds, Ask: f.ask}
 	go func() {
-		// Owned by the flight: it ends when the upstream call returns
+		// Owned by the flight: it ends when the upstream request returns
 		// (bounded by MaxInteractiveCall). The flight then leaves the
 		// table, unless requests are parked: their caller's retry gets
 		// the result, until the expiry.
-		f.res, f.err = c.dispatch(ctx, &o)
+		f.res, f.err = e.send(ctx, &mcpbridge.Interaction{Kinds: kinds, Ask: f.ask})
 		cancel()
 		f.mu.Lock()
 		parked := len(f.pending) > 0
@@ -306,7 +309,7 @@ var errNotAnswered = errors.New("the caller did not answer in time")
 // round waits, within the caller's ctx, for the flight's result or its
 // next requests. Requests end the round as input_required: they are
 // parked until the expiry.
-func (f *flight) round(ctx context.Context, timeout time.Duration) (_ *mcp.CallToolResult, parked bool, _ error) {
+func (f *flight) round(ctx context.Context, timeout time.Duration) (_ mcp.Result, parked bool, _ error) {
 	select {
 	case <-f.done:
 		return f.res, false, f.err
@@ -332,7 +335,7 @@ func (f *flight) round(ctx context.Context, timeout time.Duration) (_ *mcp.CallT
 
 // park holds the requests until the caller's answer or the expiry, and
 // returns the input_required that asks them.
-func (f *flight) park(batch []*ask, timeout time.Duration) *mcp.CallToolResult {
+func (f *flight) park(batch []*ask, timeout time.Duration) mcp.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	reqs := mcp.InputRequestMap{}
@@ -347,9 +350,9 @@ func (f *flight) park(batch []*ask, timeout time.Duration) *mcp.CallToolResult {
 		f.timer.Stop()
 	}
 	f.timer = time.AfterFunc(timeout, f.expire)
-	state := f.x.sign(inputState{Kind: stateKindParked, Principal: f.principal, Tool: f.tool,
+	state := f.x.sign(inputState{Kind: stateKindParked, Principal: f.principal, Bound: f.bound,
 		Expires: f.expires.UnixMilli(), Replica: f.x.replica, Flight: f.id})
-	return &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: reqs, RequestState: state}
+	return f.need(reqs, state)
 }
 
 // expire declines what is still pending and ends the call: nobody
@@ -368,7 +371,7 @@ func (f *flight) expire() {
 // resume answers the pending requests with the caller's responses (every
 // one must be answered, with an answer of its kind) and waits for the next
 // round.
-func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputResponse, timeout time.Duration) (_ *mcp.CallToolResult, parked bool, _ error) {
+func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputResponse, timeout time.Duration) (_ mcp.Result, parked bool, _ error) {
 	f.mu.Lock()
 	if f.over || len(f.pending) == 0 {
 		// Ended, or answered already by another retry with this state.
@@ -470,18 +473,18 @@ func (s *Core) Waiting() int { return s.input.waiting() }
 // signed one; the policy answers the others (their answers ride in the
 // state). A caller that can answer none gets the policy's answers sent at
 // once, round after round.
-func (c *Call) relay(ctx context.Context, res *mcp.CallToolResult, kinds mcpbridge.InputKinds, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
-	b := c.op.s.bridge
-	server := c.target.Tool.Server
+func (e *exchange) relay(ctx context.Context, res mcp.Result, kinds mcpbridge.InputKinds) (mcp.Result, error) {
+	b := e.op.s.bridge
 	for round := 0; ; round++ {
+		reqs, upstreamState := inputOf(res)
 		ask := mcp.InputRequestMap{}
 		policy := mcp.InputResponseMap{}
-		for id, r := range res.InputRequests {
+		for id, r := range reqs {
 			if kinds.Allows(r) {
 				ask[id] = r
 				continue
 			}
-			a := b.PolicyAnswer(server, r)
+			a := b.PolicyAnswer(e.server, r)
 			if a == nil {
 				return nil, NewError(FailedPrecondition, ReasonInputNotOffered,
 					fmt.Sprintf("the upstream asks for %s, which the caller did not offer (input_capabilities)", inputKindName(r)),
@@ -490,23 +493,21 @@ func (c *Call) relay(ctx context.Context, res *mcp.CallToolResult, kinds mcpbrid
 			policy[id] = a
 		}
 		if len(ask) > 0 {
-			st := inputState{Kind: stateKindRelay, Principal: c.op.principal.Name, Tool: c.in.Name,
-				Expires: time.Now().Add(c.op.s.opts.InputTimeout).UnixMilli(), Upstream: res.RequestState}
+			st := inputState{Kind: stateKindRelay, Principal: e.op.principal.Name, Bound: e.bound,
+				Expires: time.Now().Add(e.op.s.opts.InputTimeout).UnixMilli(), Upstream: upstreamState}
 			if len(policy) > 0 {
 				st.Policy = map[string]json.RawMessage{}
 				for id, a := range policy {
 					st.Policy[id], _ = json.Marshal(a)
 				}
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: ask, RequestState: c.op.s.input.sign(st)}, nil
+			return e.need(ask, e.op.s.input.sign(st)), nil
 		}
 		if round >= maxPolicyRounds {
 			return nil, fmt.Errorf("the upstream asked for input %d times in a row: %w", round, errTooManyRounds)
 		}
-		o := *opts
-		o.Input = &mcpbridge.Interaction{Kinds: kinds, Responses: policy, State: res.RequestState}
 		var err error
-		if res, err = c.dispatch(ctx, &o); err != nil || !NeedsInput(res) {
+		if res, err = e.send(ctx, &mcpbridge.Interaction{Kinds: kinds, Responses: policy, State: upstreamState}); err != nil || !needsInput(res) {
 			return res, err
 		}
 	}
@@ -516,9 +517,9 @@ var errTooManyRounds = errors.New("too many rounds")
 
 // relayAnswers are the answers a relayed call's retry sends: the caller's
 // and the policy's from the state.
-func (c *Call) relayAnswers(caller map[string]mcp.InputResponse) mcp.InputResponseMap {
+func (e *exchange) relayAnswers(caller map[string]mcp.InputResponse) mcp.InputResponseMap {
 	out := mcp.InputResponseMap{}
-	for id, raw := range c.state.Policy {
+	for id, raw := range e.state.Policy {
 		var probe mcp.InputResponseMap
 		if json.Unmarshal([]byte(`{"x":`+string(raw)+`}`), &probe) == nil {
 			out[id] = probe["x"]
@@ -561,6 +562,37 @@ func (c *Call) InputRequired(res *mcp.CallToolResult) (expires time.Time, replic
 
 // NeedsInput reports whether a result is an input_required: an upstream's
 // (go-sdk decoded its resultType) or one the core made.
-func NeedsInput(res *mcp.CallToolResult) bool {
-	return res != nil && (res.NeedsInput() || len(res.InputRequests) > 0)
+func NeedsInput(res *mcp.CallToolResult) bool { return needsInput(res) }
+
+// needsInput is NeedsInput for the results of the three requests that can
+// ask: tools/call, prompts/get and resources/read.
+func needsInput(res mcp.Result) bool {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r != nil && (r.NeedsInput() || len(r.InputRequests) > 0)
+	case *mcp.GetPromptResult:
+		return r != nil && (r.NeedsInput() || len(r.InputRequests) > 0)
+	case *mcp.ReadResourceResult:
+		return r != nil && (r.NeedsInput() || len(r.InputRequests) > 0)
+	}
+	return false
+}
+
+// inputOf is what an input_required result asks, and its request state.
+func inputOf(res mcp.Result) (mcp.InputRequestMap, string) {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	case *mcp.GetPromptResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	case *mcp.ReadResourceResult:
+		if r != nil {
+			return r.InputRequests, r.RequestState
+		}
+	}
+	return nil, ""
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -108,15 +107,11 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	if rerr != nil {
 		return c, rerr
 	}
-	if in.Input != nil && in.Input.State != "" {
-		st, e := s.input.verify(in.Input.State, op.principal.Name, in.Name, time.Now())
-		if e != nil {
-			return c, e
-		}
-		c.state = &st
-	} else if in.Input != nil && len(in.Input.Responses) > 0 {
-		return c, InvalidField("request_state", "required with input_responses: the request_state of the round they answer")
+	st, e := op.continued(in.Input, in.Name)
+	if e != nil {
+		return c, e
 	}
+	c.state = st
 	c.args, err = s.checkArguments(c.target, in)
 	return c, err
 }
@@ -197,42 +192,19 @@ func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.
 		opts = &mcpbridge.CallOptions{}
 	}
 	opts.Principal = c.op.principal.Name // sent to upstreams with forwardPrincipal
-	in := c.in.Input
-	if in == nil {
-		in = &InputOptions{}
-	}
-	timeout := c.op.s.opts.InputTimeout
-	var res *mcp.CallToolResult
-	var err error
-	switch {
-	case c.state != nil && c.state.Kind == stateKindParked:
-		if c.state.Replica != c.op.s.input.replica {
-			return nil, NewError(FailedPrecondition, ReasonInputStateElsewhere,
-				"the call waits for this input on another replica: send the retry on the channel that got the input_required, or call the tool again without request_state",
-				map[string]string{"replica": c.state.Replica})
-		}
-		f := c.op.s.input.lookup(c.state.Flight)
-		if f == nil || f.principal != c.op.principal.Name {
-			return nil, stateGone()
-		}
-		res, c.parked, err = f.resume(ctx, in.Responses, timeout)
-	case c.state != nil: // relayed: the upstream continues from its own state
-		o := *opts
-		o.Input = &mcpbridge.Interaction{Kinds: in.Kinds, Responses: c.relayAnswers(in.Responses), State: c.state.Upstream}
-		res, err = c.dispatch(ctx, &o)
-	case in.Kinds.Any():
-		f, e := c.startFlight(in.Kinds, opts)
-		if e != nil {
-			return nil, e
-		}
-		res, c.parked, err = f.round(ctx, timeout)
-	default:
-		res, err = c.dispatch(ctx, opts)
-	}
-	if err != nil || c.parked || !NeedsInput(res) {
-		return res, err
-	}
-	return c.relay(ctx, res, in.Kinds, opts)
+	e := &exchange{op: c.op, bound: c.in.Name, server: c.target.Tool.Server, in: c.in.Input, state: c.state,
+		send: func(ctx context.Context, it *mcpbridge.Interaction) (mcp.Result, error) {
+			o := *opts
+			o.Input = it
+			return c.dispatch(ctx, &o)
+		},
+		need: func(reqs mcp.InputRequestMap, state string) mcp.Result {
+			return &mcp.CallToolResult{Content: []mcp.Content{}, InputRequests: reqs, RequestState: state}
+		}}
+	res, err := e.run(ctx)
+	c.parked = e.parked
+	r, _ := res.(*mcp.CallToolResult)
+	return r, err
 }
 
 // dispatch is one upstream call of the entry BeginCall resolved.
