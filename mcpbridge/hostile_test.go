@@ -459,7 +459,7 @@ func TestOversizedReadAndPromptAreRefused(t *testing.T) {
 	t.Cleanup(func() { b.Close() })
 	<-b.Ready()
 	var tl *ResponseTooLargeError
-	if _, _, err := b.ReadResource(t.Context(), "h", "big://blob", ""); !errors.As(err, &tl) || tl.Server != "h" {
+	if _, _, err := b.ReadResource(t.Context(), "h", "big://blob", "", nil); !errors.As(err, &tl) || tl.Server != "h" {
 		t.Errorf("ReadResource over the limit: %v, want ResponseTooLargeError(h)", err)
 	}
 	var p *Prompt
@@ -469,7 +469,7 @@ func TestOversizedReadAndPromptAreRefused(t *testing.T) {
 	if p == nil {
 		t.Fatal("prompt h__big never listed")
 	}
-	if _, err := b.GetPrompt(t.Context(), p, nil, ""); !errors.As(err, &tl) || tl.Server != "h" {
+	if _, err := b.GetPrompt(t.Context(), p, nil, "", nil); !errors.As(err, &tl) || tl.Server != "h" {
 		t.Errorf("GetPrompt over the limit: %v, want ResponseTooLargeError(h)", err)
 	}
 	expectTooLargeThenEcho(t, b, "h", limit)

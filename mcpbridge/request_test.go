@@ -60,7 +60,7 @@ func TestReadsAndCallsShareTheBreaker(t *testing.T) {
 	var prompt *Prompt
 	eventually(t, "the prompt listed", func() bool { prompt, _ = b.ResolvePrompt("mem__p"); return prompt != nil })
 
-	if _, _, err := b.ReadResource(context.Background(), "mem", "mem://slow", ""); !errors.Is(err, context.DeadlineExceeded) {
+	if _, _, err := b.ReadResource(context.Background(), "mem", "mem://slow", "", nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a read past callTimeout: %v, want DeadlineExceeded", err)
 	}
 	if st, _ := b.Server("mem"); st.Breaker != BreakerOpen || st.ConsecutiveFailures != 1 {
@@ -77,9 +77,9 @@ func TestReadsAndCallsShareTheBreaker(t *testing.T) {
 	ctx := t.Context()
 	_, err := b.CallTool(ctx, "mem__echo", nil, nil)
 	circuitOpen("a call", err)
-	_, _, err = b.ReadResource(ctx, "mem", "mem://r", "")
+	_, _, err = b.ReadResource(ctx, "mem", "mem://r", "", nil)
 	circuitOpen("a read", err)
-	_, err = b.GetPrompt(ctx, prompt, nil, "")
+	_, err = b.GetPrompt(ctx, prompt, nil, "", nil)
 	circuitOpen("a prompt", err)
 	_, err = b.SubscribeResource(ctx, "mem", "mem://r")
 	circuitOpen("a subscription", err)
@@ -92,7 +92,7 @@ func TestReadsAndCallsShareTheBreaker(t *testing.T) {
 		trialDone <- err
 	}()
 	waitStatus(t, b, "mem", "the trial call in flight", func(st ServerStatus) bool { return st.InFlightCalls == 1 })
-	_, _, err = b.ReadResource(ctx, "mem", "mem://r", "")
+	_, _, err = b.ReadResource(ctx, "mem", "mem://r", "", nil)
 	if retry := circuitOpen("a read beside the half-open trial", err); retry != time.Second {
 		t.Errorf("retry after %s beside a trial, want 1s", retry)
 	}
@@ -100,7 +100,7 @@ func TestReadsAndCallsShareTheBreaker(t *testing.T) {
 	if err := <-trialDone; !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cancelled trial: %v", err)
 	}
-	if res, _, err := b.ReadResource(ctx, "mem", "mem://r", ""); err != nil || len(res.Contents) != 1 {
+	if res, _, err := b.ReadResource(ctx, "mem", "mem://r", "", nil); err != nil || len(res.Contents) != 1 {
 		t.Fatalf("a read as the trial: %v, %v", res, err)
 	}
 	if st, _ := b.Server("mem"); st.Breaker != BreakerClosed {
@@ -129,7 +129,7 @@ func TestReadOnExpiredSessionIsSentAgain(t *testing.T) {
 	b := newTestBridge(t, ServerConfig{Name: "h", Transport: TransportStreamableHTTP, URL: url, PingInterval: -1,
 		BackoffBase: 10 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	h.set(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)) // forgets every session
-	res, _, err := b.ReadResource(t.Context(), "h", "mem://r", "")
+	res, _, err := b.ReadResource(t.Context(), "h", "mem://r", "", nil)
 	if err != nil || len(res.Contents) != 1 {
 		t.Fatalf("a read on an expired session: %v, %v; want it sent again on a new session", res, err)
 	}

@@ -95,8 +95,9 @@ func (b *Bridge) ResolvePrompt(name string) (*Prompt, error) {
 
 // ReadResource reads uri from server (see ResolveResourceServer for an
 // empty server) on behalf of principal (forwarded as for tools/call). An
-// upstream "not found" answer is ErrResourceNotFound.
-func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string) (*mcp.ReadResourceResult, string, error) {
+// upstream "not found" answer is ErrResourceNotFound. in, if set, lets the
+// upstream ask for input as CallOptions.Input does for a call.
+func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string, in *Interaction) (*mcp.ReadResourceResult, string, error) {
 	server, err := b.ResolveResourceServer(server, uri)
 	if err != nil {
 		return nil, "", err
@@ -105,10 +106,17 @@ func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string
 	if err != nil {
 		return nil, "", err
 	}
+	if in != nil {
+		ctx = withInteraction(ctx, in)
+	}
 	var res *mcp.ReadResourceResult
 	err = b.request(ctx, u, "resources/read", func(ctx context.Context, s *session) error {
 		var err error
-		res, err = s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri, Meta: s.principalMeta(principal)})
+		params := &mcp.ReadResourceParams{URI: uri, Meta: s.principalMeta(principal)}
+		if in != nil {
+			params.InputResponses, params.RequestState = in.Responses, in.State
+		}
+		res, err = s.cs.ReadResource(ctx, params)
 		return err
 	})
 	var uerr *UpstreamError
@@ -130,8 +138,9 @@ func (e *MissingArgumentsError) Error() string {
 
 // GetPrompt renders the prompt p (from ResolvePrompt) with args on behalf
 // of principal (forwarded as for tools/call). Required arguments are
-// checked first (*MissingArgumentsError; nothing is sent).
-func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]string, principal string) (*mcp.GetPromptResult, error) {
+// checked first (*MissingArgumentsError; nothing is sent). in, if set, lets
+// the upstream ask for input as CallOptions.Input does for a call.
+func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]string, principal string, in *Interaction) (*mcp.GetPromptResult, error) {
 	var missing []string
 	for _, a := range p.P.Arguments {
 		if a != nil && a.Required {
@@ -147,10 +156,17 @@ func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]strin
 	if err != nil {
 		return nil, err
 	}
+	if in != nil {
+		ctx = withInteraction(ctx, in)
+	}
 	var res *mcp.GetPromptResult
 	err = b.request(ctx, u, "prompts/get", func(ctx context.Context, s *session) error {
 		var err error
-		res, err = s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.P.Name, Arguments: args, Meta: s.principalMeta(principal)})
+		params := &mcp.GetPromptParams{Name: p.P.Name, Arguments: args, Meta: s.principalMeta(principal)}
+		if in != nil {
+			params.InputResponses, params.RequestState = in.Responses, in.State
+		}
+		res, err = s.cs.GetPrompt(ctx, params)
 		return err
 	})
 	return res, err

@@ -91,20 +91,21 @@ func inputResponse(field string, r *toolsvcv1.InputResponse) (mcp.InputResponse,
 	return nil, core.InvalidField(field, "set one of elicitation, sampling, roots")
 }
 
-// inputRequiredToProto is an input_required result for the caller.
-func inputRequiredToProto(c *core.Call, res *mcp.CallToolResult) *toolsvcv1.InputRequired {
-	exp, bound, _ := c.InputRequired(res)
-	out := &toolsvcv1.InputRequired{RequestState: res.RequestState, ReplicaBound: bound}
+// inputRequiredToProto is an input_required result (its requests and
+// state) for the caller: of a call, a prompt or a read.
+func (s *Server) inputRequiredToProto(reqs mcp.InputRequestMap, state string) *toolsvcv1.InputRequired {
+	exp, bound, _ := s.core.InputExpiry(state)
+	out := &toolsvcv1.InputRequired{RequestState: state, ReplicaBound: bound}
 	if !exp.IsZero() {
 		out.ExpireTime = timestamppb.New(exp)
 	}
-	ids := make([]string, 0, len(res.InputRequests))
-	for id := range res.InputRequests {
+	ids := make([]string, 0, len(reqs))
+	for id := range reqs {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		out.Requests = append(out.Requests, inputRequestToProto(id, res.InputRequests[id]))
+		out.Requests = append(out.Requests, inputRequestToProto(id, reqs[id]))
 	}
 	return out
 }
@@ -133,7 +134,7 @@ func inputRequestToProto(id string, r mcp.InputRequest) *toolsvcv1.InputRequest 
 // callResponse is the gRPC response for a result Dispatch returned.
 func (s *Server) callResponse(c *core.Call, res *mcp.CallToolResult) *toolsvcv1.CallToolResponse {
 	if core.NeedsInput(res) {
-		return &toolsvcv1.CallToolResponse{InputRequired: inputRequiredToProto(c, res)}
+		return &toolsvcv1.CallToolResponse{InputRequired: s.inputRequiredToProto(res.InputRequests, res.RequestState)}
 	}
 	return resultToProto(res, s.log)
 }

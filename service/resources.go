@@ -33,8 +33,11 @@ func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRe
 	var out *toolsvcv1.ReadResourceResponse
 	if err == nil {
 		var server string
-		if server, err = op.ResolveRead(req.GetServer(), req.GetUri()); err == nil {
-			out, err = s.readResource(op, server, req.GetUri())
+		var in *core.InputOptions
+		if in, err = readInput(req); err == nil {
+			if server, err = op.ResolveRead(req.GetServer(), req.GetUri()); err == nil {
+				out, err = s.readResource(op, server, req.GetUri(), in)
+			}
 		}
 	}
 	fail := op.Fail(err)
@@ -45,11 +48,24 @@ func (s *Server) ReadResource(ctx context.Context, req *toolsvcv1.ReadResourceRe
 	return out, nil
 }
 
+// readInput is a request's interactive fields (see inputOptions), with a
+// nil *core.Error as a nil error.
+func readInput(req inputRequest) (*core.InputOptions, error) {
+	in, bad := inputOptions(req)
+	if bad != nil {
+		return nil, bad
+	}
+	return in, nil
+}
+
 // readResource reads and converts, applying the response size limit.
-func (s *Server) readResource(op *core.Operation, server, uri string) (*toolsvcv1.ReadResourceResponse, error) {
-	res, server, err := op.ReadResource(server, uri)
+func (s *Server) readResource(op *core.Operation, server, uri string, in *core.InputOptions) (*toolsvcv1.ReadResourceResponse, error) {
+	res, server, err := op.ReadResource(server, uri, in)
 	if err != nil {
 		return nil, err
+	}
+	if res.NeedsInput() || len(res.InputRequests) > 0 {
+		return &toolsvcv1.ReadResourceResponse{Server: server, InputRequired: s.inputRequiredToProto(res.InputRequests, res.RequestState)}, nil
 	}
 	out := readResultToProto(res, server)
 	if e := s.core.CheckResponse(proto.Size(out)); e != nil {
@@ -74,9 +90,16 @@ func (s *Server) GetPrompt(ctx context.Context, req *toolsvcv1.GetPromptRequest)
 }
 
 func (s *Server) getPrompt(op *core.Operation, req *toolsvcv1.GetPromptRequest) (*toolsvcv1.GetPromptResponse, error) {
-	res, err := op.GetPrompt(req.GetName(), req.GetArguments())
+	in, err := readInput(req)
 	if err != nil {
 		return nil, err
+	}
+	res, err := op.GetPrompt(req.GetName(), req.GetArguments(), in)
+	if err != nil {
+		return nil, err
+	}
+	if res.NeedsInput() || len(res.InputRequests) > 0 {
+		return &toolsvcv1.GetPromptResponse{InputRequired: s.inputRequiredToProto(res.InputRequests, res.RequestState)}, nil
 	}
 	out := &toolsvcv1.GetPromptResponse{Description: res.Description, Meta: toStruct(res.Meta)}
 	for _, m := range res.Messages {
@@ -135,7 +158,7 @@ func (s *Server) subscribeResource(op *core.Operation, req *toolsvcv1.SubscribeR
 	defer sub.Close()
 	last := req.GetResumeToken()
 	send := func(first bool) error {
-		out, err := s.readResource(op, server, uri)
+		out, err := s.readResource(op, server, uri, nil)
 		if err != nil {
 			return err
 		}

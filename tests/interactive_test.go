@@ -3,6 +3,7 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -466,5 +467,98 @@ func TestInteractiveStateOtherPrincipal(t *testing.T) {
 		if err != nil || resultText(res) != "hello Ann" {
 			t.Errorf("%s continued by ann: %v, %v", tool, res, err)
 		}
+	}
+}
+
+// TestInteractivePromptsAndReads: prompts/get and resources/read ask like
+// tools/call — relayed from a 2026-07-28 upstream, parked for a 2025-11-25
+// one — through gRPC (input_required, then the retry) and through the front
+// door (a 2025-11-25 client asked on its session, a 2026-07-28 client
+// continuing itself). A caller that offers nothing gets the policy's
+// answer (decline).
+func TestInteractivePromptsAndReads(t *testing.T) {
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run("upstream "+era, func(t *testing.T) {
+			up := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}, ProtocolVersion: era}
+			p := startToolsvc(t, cfg{Servers: servers{"s": up}}, "--mcp-listen", "127.0.0.1:0")
+			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+			defer cancel()
+			askPromptsAndReadsGRPC(t, ctx, p.client, era < "2026-07-28")
+			for _, version := range []string{"2025-11-25", "2026-07-28"} {
+				askPromptsAndReadsFront(t, ctx, "http://"+p.mcpAddr+"/mcp", version)
+			}
+		})
+	}
+}
+
+func askPromptsAndReadsGRPC(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceClient, bound bool) {
+	promptText := func(r *toolsvcv1.GetPromptResponse) string {
+		if len(r.GetMessages()) != 1 {
+			return fmt.Sprintf("%d messages", len(r.GetMessages()))
+		}
+		return r.GetMessages()[0].GetContent().GetText().GetText()
+	}
+	readText := func(r *toolsvcv1.ReadResourceResponse) string {
+		if len(r.GetContents()) != 1 {
+			return fmt.Sprintf("%d contents", len(r.GetContents()))
+		}
+		return r.GetContents()[0].GetText()
+	}
+	const prompt = "s__ask_prompt"
+	pr, err := c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: prompt, InputCapabilities: allInput})
+	ir := pr.GetInputRequired()
+	if err != nil || ir == nil || len(ir.GetRequests()) != 1 || ir.GetReplicaBound() != bound || len(pr.GetMessages()) != 0 {
+		t.Fatalf("GetPrompt %s: %v, %v; want input_required (replica_bound %v) and no messages", prompt, pr, err, bound)
+	}
+	_, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Server: "s", Uri: "ask://greeting", InputCapabilities: allInput,
+		RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Eve")})
+	wantStatus(t, err, codes.InvalidArgument, "REQUEST_STATE_INVALID", "s", "") // a read continued with the prompt's state
+	pr, err = c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: prompt, InputCapabilities: allInput,
+		RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Ada")})
+	if err != nil || pr.GetInputRequired() != nil || promptText(pr) != "Greet Ada" {
+		t.Errorf("GetPrompt %s continued: %v, %v; want \"Greet Ada\"", prompt, pr, err)
+	}
+	pr, err = c.GetPrompt(ctx, &toolsvcv1.GetPromptRequest{Name: prompt})
+	if err != nil || promptText(pr) != "Greet decline" {
+		t.Errorf("GetPrompt %s offering nothing: %v, %v; want the policy's decline", prompt, pr, err)
+	}
+
+	rr, err := c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "ask://greeting", InputCapabilities: allInput})
+	ir = rr.GetInputRequired()
+	if err != nil || ir == nil || len(ir.GetRequests()) != 1 || ir.GetReplicaBound() != bound || len(rr.GetContents()) != 0 || rr.GetServer() != "s" {
+		t.Fatalf("ReadResource ask://greeting: %v, %v; want input_required from server s", rr, err)
+	}
+	rr, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "ask://greeting", InputCapabilities: allInput,
+		RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Ada")})
+	if err != nil || rr.GetInputRequired() != nil || readText(rr) != "hello Ada" {
+		t.Errorf("ReadResource continued: %v, %v; want \"hello Ada\"", rr, err)
+	}
+	rr, err = c.ReadResource(ctx, &toolsvcv1.ReadResourceRequest{Uri: "ask://greeting"})
+	if err != nil || readText(rr) != "hello decline" {
+		t.Errorf("ReadResource offering nothing: %v, %v; want the policy's decline", rr, err)
+	}
+}
+
+func askPromptsAndReadsFront(t *testing.T, ctx context.Context, endpoint, version string) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Front"}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "s__ask_prompt"})
+	if err != nil || len(gp.Messages) != 1 {
+		t.Errorf("%s client, prompts/get: %+v, %v; want one message", version, gp, err)
+	} else if tc, ok := gp.Messages[0].Content.(*mcp.TextContent); !ok || tc.Text != "Greet Front" {
+		t.Errorf("%s client, prompts/get: %+v; want \"Greet Front\"", version, gp.Messages[0].Content)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "ask://greeting"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "hello Front" {
+		t.Errorf("%s client, resources/read: %+v, %v; want \"hello Front\"", version, rr, err)
 	}
 }

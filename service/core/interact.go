@@ -83,7 +83,7 @@ type inputState struct {
 	// Bound is what the state continues: a tool's exposed name, "prompt
 	// NAME" or "resource SERVER URI" (exchange.bound).
 	Bound   string `json:"t"`
-	Expires   int64  `json:"x"` // unix milliseconds
+	Expires int64  `json:"x"` // unix milliseconds
 	// Parked: the replica and the flight.
 	Replica string `json:"r,omitempty"`
 	Flight  string `json:"f,omitempty"`
@@ -173,7 +173,7 @@ type flight struct {
 	x         *interactive
 	id        string
 	principal string
-	bound     string // as inputState.Bound
+	bound     string          // as inputState.Bound
 	ctx       context.Context // the upstream call's
 	cancel    context.CancelFunc
 	asks      chan *ask     // the bridge's requests, as they come
@@ -547,17 +547,6 @@ func inputKindName(r mcp.InputRequest) string {
 		return "roots"
 	}
 	return "unknown"
-}
-
-// InputRequired says, for a result Dispatch returned, whether it is an
-// input_required, when its state expires, and whether the call waits on
-// this replica.
-func (c *Call) InputRequired(res *mcp.CallToolResult) (expires time.Time, replicaBound bool, ok bool) {
-	if !NeedsInput(res) {
-		return time.Time{}, false, false
-	}
-	exp, parked, ok := c.op.s.InputExpiry(res.RequestState)
-	return exp, parked, ok
 }
 
 // NeedsInput reports whether a result is an input_required: an upstream's

@@ -134,8 +134,10 @@ func (op *Operation) ResolveRead(server, uri string) (string, error) {
 
 // GetPrompt renders the prompt of exposed name with args, for every
 // wire: the name checked, the caller authorized (before a failed lookup
-// is reported, as for tools), the upstream asked.
-func (op *Operation) GetPrompt(name string, args map[string]string) (*mcp.GetPromptResult, error) {
+// is reported, as for tools), the upstream asked. With in, the upstream
+// may ask the caller for input as in a tool call (interact.go): the result
+// is then input_required (InputRequests and a signed RequestState).
+func (op *Operation) GetPrompt(name string, args map[string]string, in *InputOptions) (*mcp.GetPromptResult, error) {
 	if err := checkExposedName("name", name, "prompt"); err != nil {
 		return nil, err
 	}
@@ -151,11 +153,40 @@ func (op *Operation) GetPrompt(name string, args map[string]string) (*mcp.GetPro
 		return nil, rerr
 	}
 	op.meta["server"] = p.Server
-	return op.s.bridge.GetPrompt(op.ctx, p, args, op.principal.Name)
+	st, e := op.continued(in, promptBound(name))
+	if e != nil {
+		return nil, e
+	}
+	x := &exchange{op: op, bound: promptBound(name), server: p.Server, in: in, state: st,
+		send: func(ctx context.Context, it *mcpbridge.Interaction) (mcp.Result, error) {
+			return op.s.bridge.GetPrompt(ctx, p, args, op.principal.Name, it)
+		},
+		need: func(reqs mcp.InputRequestMap, state string) mcp.Result {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}, InputRequests: reqs, RequestState: state}
+		}}
+	res, err := x.run(op.ctx)
+	r, _ := res.(*mcp.GetPromptResult)
+	return r, err
 }
 
 // ReadResource reads uri on server (resolved by ResolveRead) for the
-// operation's principal; it returns the server that answered.
-func (op *Operation) ReadResource(server, uri string) (*mcp.ReadResourceResult, string, error) {
-	return op.s.bridge.ReadResource(op.ctx, server, uri, op.principal.Name)
+// operation's principal (server is not empty); it returns the server. in
+// is as for GetPrompt.
+func (op *Operation) ReadResource(server, uri string, in *InputOptions) (*mcp.ReadResourceResult, string, error) {
+	bound := resourceBound(server, uri)
+	st, e := op.continued(in, bound)
+	if e != nil {
+		return nil, server, e
+	}
+	x := &exchange{op: op, bound: bound, server: server, in: in, state: st,
+		send: func(ctx context.Context, it *mcpbridge.Interaction) (mcp.Result, error) {
+			res, _, err := op.s.bridge.ReadResource(ctx, server, uri, op.principal.Name, it)
+			return res, err
+		},
+		need: func(reqs mcp.InputRequestMap, state string) mcp.Result {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{}, InputRequests: reqs, RequestState: state}
+		}}
+	res, err := x.run(op.ctx)
+	r, _ := res.(*mcp.ReadResourceResult)
+	return r, server, err
 }

@@ -696,44 +696,66 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
-	in.Input = clientInput(req)
-	if req.ProtocolVersion() >= statelessEra {
-		// A 2026-07-28 client is answered with input_required and
-		// continues the call itself, on any replica, with its
-		// inputResponses and the requestState.
-		if p.RequestState != "" || len(p.InputResponses) > 0 {
-			if in.Input == nil {
-				in.Input = &core.InputOptions{}
+	return askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
+		func(input *core.InputOptions) (*mcp.CallToolResult, mcp.InputRequestMap, string, error) {
+			in.Input = input
+			res, err := f.callRound(ctx, req, in)
+			if err != nil || !core.NeedsInput(res) {
+				return res, nil, "", err
 			}
-			in.Input.Responses, in.Input.State = p.InputResponses, p.RequestState
-		}
-		return f.callRound(ctx, req, in)
-	}
-	for round := 0; ; round++ {
-		res, err := f.callRound(ctx, req, in)
-		if err != nil || in.Input == nil || !core.NeedsInput(res) || round >= maxClientRounds {
+			return res, res.InputRequests, res.RequestState, nil
+		})
+}
+
+// maxClientRounds bounds the rounds of input one front-door request asks
+// its client for.
+const maxClientRounds = 16
+
+// askRounds runs a request whose upstream may ask for input (tools/call,
+// prompts/get, resources/read; round is one round of it through the
+// core, returning what it asks and its state when it is input_required).
+// A 2026-07-28 client gets the input_required and continues the request
+// itself, on any replica, with its inputResponses and the requestState. A
+// 2025-11-25 client is asked with server-to-client requests on its
+// session, and the request goes on with its answers.
+func askRounds[R any, P interface {
+	GetSession() mcp.Session
+	ProtocolVersion() string
+}](ctx context.Context, req P, in *core.InputOptions, round func(*core.InputOptions) (R, mcp.InputRequestMap, string, error)) (R, error) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	stateless := req.ProtocolVersion() >= statelessEra
+	for n := 0; ; n++ {
+		res, reqs, state, err := round(in)
+		if err != nil || stateless || ss == nil || in == nil || len(reqs) == 0 || n >= maxClientRounds {
 			return res, err
 		}
-		// A 2025-11-25 client is asked with server-to-client requests
-		// on its session, and the call goes on with its answers.
-		answers, aerr := askClient(ctx, req.Session, res.InputRequests)
+		answers, aerr := askClient(ctx, ss, reqs)
 		if aerr != nil {
-			return nil, aerr
+			var zero R
+			return zero, aerr
 		}
-		in.Input = &core.InputOptions{Kinds: in.Input.Kinds, Responses: answers, State: res.RequestState}
+		in = &core.InputOptions{Kinds: in.Kinds, Responses: answers, State: state}
 	}
 }
 
-// maxClientRounds bounds the rounds of input one front-door call asks its
-// client for.
-const maxClientRounds = 16
-
-// clientInput is what a front-door client can answer when an upstream asks
+// requestInput is what a front-door request offers when an upstream asks
 // for input (nil: nothing, the server's policy answers): the elicitation,
-// sampling and roots capabilities it declared — at initialization
-// (2025-11-25 and older) or in the request's _meta (2026-07-28).
-func clientInput(req *mcp.CallToolRequest) *core.InputOptions {
-	caps := req.ClientCapabilities()
+// sampling and roots capabilities the client declared — at initialization
+// (2025-11-25 and older) or in the request's _meta (2026-07-28) — and a
+// 2026-07-28 retry's answers and state.
+func requestInput(caps *mcp.ClientCapabilities, responses mcp.InputResponseMap, state string) *core.InputOptions {
+	in := clientInput(caps)
+	if state != "" || len(responses) > 0 {
+		if in == nil {
+			in = &core.InputOptions{}
+		}
+		in.Responses, in.State = responses, state
+	}
+	return in
+}
+
+// clientInput is the kinds of input a client's capabilities offer.
+func clientInput(caps *mcp.ClientCapabilities) *core.InputOptions {
 	if caps == nil {
 		return nil
 	}

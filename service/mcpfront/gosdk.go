@@ -124,6 +124,28 @@ func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return out
 }
 
+// promptInputRequired and readInputRequired are a prompt's and a read's
+// input_required with its resultType set, as withResultType. (Their
+// complete results go without one, which 2026-07-28 clients read as
+// complete.)
+func promptInputRequired(res *mcp.GetPromptResult) *mcp.GetPromptResult {
+	out := new(mcp.GetPromptResult)
+	if err := json.Unmarshal([]byte(`{"resultType":"input_required","messages":[]}`), out); err != nil {
+		return res
+	}
+	out.Meta, out.InputRequests, out.RequestState = res.Meta, res.InputRequests, res.RequestState
+	return out
+}
+
+func readInputRequired(res *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+	out := new(mcp.ReadResourceResult)
+	if err := json.Unmarshal([]byte(`{"resultType":"input_required","contents":[]}`), out); err != nil {
+		return res
+	}
+	out.Meta, out.InputRequests, out.RequestState = res.Meta, res.InputRequests, res.RequestState
+	return out
+}
+
 // Resource and prompt list_changed: go-sdk sends
 // notifications/resources/list_changed and notifications/prompts/list_changed
 // when its own resource and prompt lists change, so a marker resource and a

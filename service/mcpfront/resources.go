@@ -98,15 +98,25 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpResourceRead, mcpFields)
 	var res *mcp.ReadResourceResult
 	if err == nil {
-		uri := ""
-		if req.Params != nil {
-			uri = req.Params.URI
+		params := req.Params
+		if params == nil {
+			params = &mcp.ReadResourceParams{}
 		}
 		var server string
-		if server, err = op.ResolveRead("", uri); err == nil {
-			res, _, err = op.ReadResource(server, uri)
+		if server, err = op.ResolveRead("", params.URI); err == nil {
+			res, err = askRounds(ctx, req, requestInput(req.ClientCapabilities(), params.InputResponses, params.RequestState),
+				func(in *core.InputOptions) (*mcp.ReadResourceResult, mcp.InputRequestMap, string, error) {
+					res, _, err := op.ReadResource(server, params.URI, in)
+					if err != nil || res == nil {
+						return res, nil, "", err
+					}
+					return res, res.InputRequests, res.RequestState, nil
+				})
 			if err == nil {
 				err = f.checkSize(res)
+			}
+			if err == nil && len(res.InputRequests) > 0 {
+				res = readInputRequired(res)
 			}
 		}
 	}
@@ -123,7 +133,7 @@ func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpPromptGet, mcpFields)
 	var res *mcp.GetPromptResult
 	if err == nil {
-		res, err = f.renderPrompt(op, req.Params)
+		res, err = f.renderPrompt(ctx, op, req)
 	}
 	fail := op.Fail(err)
 	op.End(fail)
@@ -133,13 +143,24 @@ func (f *Front) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.
 	return res, nil
 }
 
-func (f *Front) renderPrompt(op *core.Operation, params *mcp.GetPromptParams) (*mcp.GetPromptResult, error) {
+func (f *Front) renderPrompt(ctx context.Context, op *core.Operation, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	params := req.Params
 	if params == nil {
 		params = &mcp.GetPromptParams{}
 	}
-	res, err := op.GetPrompt(params.Name, params.Arguments)
+	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), params.InputResponses, params.RequestState),
+		func(in *core.InputOptions) (*mcp.GetPromptResult, mcp.InputRequestMap, string, error) {
+			res, err := op.GetPrompt(params.Name, params.Arguments, in)
+			if err != nil || res == nil {
+				return res, nil, "", err
+			}
+			return res, res.InputRequests, res.RequestState, nil
+		})
 	if err != nil {
 		return nil, err
+	}
+	if len(res.InputRequests) > 0 {
+		return promptInputRequired(res), nil
 	}
 	return res, f.checkSize(res)
 }

@@ -105,3 +105,40 @@ func addInteractive(s *mcp.Server) {
 			return text(strings.Join(got, "+")), nil
 		})
 }
+
+// addInteractivePrompts adds a prompt and a resource that ask the
+// caller's name the way ask_name does (the result is input_required; go-sdk
+// asks mid-request on an older session): prompts/get and resources/read
+// can ask as tools/call can.
+func addInteractivePrompts(s *mcp.Server) {
+	ask := mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "Who is this for?", RequestedSchema: nameSchema}}
+	s.AddPrompt(&mcp.Prompt{Name: "ask_prompt", Description: "A greeting for the caller, who is asked their name."},
+		func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			r, ok := req.Params.InputResponses["name"]
+			if !ok {
+				return &mcp.GetPromptResult{InputRequests: ask, RequestState: "asked-prompt"}, nil
+			}
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user",
+				Content: &mcp.TextContent{Text: "Greet " + elicitAnswer(r)}}}}, nil
+		})
+	s.AddResource(&mcp.Resource{URI: "ask://greeting", Name: "greeting", MIMEType: "text/plain"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			r, ok := req.Params.InputResponses["name"]
+			if !ok && req.ProtocolVersion() < "2026-07-28" {
+				// go-sdk v1.8.0 does not turn a read's input_required into
+				// mid-request requests for an older session (it fails the
+				// read: "read handler returned nil information"), so the
+				// read asks mid-request itself.
+				res, err := req.Session.Elicit(ctx, ask["name"].(*mcp.ElicitParams))
+				if err != nil {
+					return nil, err
+				}
+				r, ok = res, true
+			}
+			if !ok {
+				return &mcp.ReadResourceResult{InputRequests: ask, RequestState: "asked-read"}, nil
+			}
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "ask://greeting", MIMEType: "text/plain",
+				Text: "hello " + elicitAnswer(r)}}}, nil
+		})
+}

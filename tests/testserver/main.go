@@ -376,6 +376,7 @@ func main() {
 	addResources(s, res)
 	if *interactive {
 		addInteractive(s)
+		addInteractivePrompts(s)
 	}
 	switch *mode {
 	case "stdio":

@@ -4626,7 +4626,18 @@ type ReadResourceRequest struct {
 	// tool's server.
 	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
 	// The resource URI (a listed one, a link's, or one a template yields).
-	Uri           string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	Uri string `protobuf:"bytes,2,opt,name=uri,proto3" json:"uri,omitempty"`
+	// The kinds of input this caller can give when the upstream asks while
+	// serving the request (as CallToolRequest.input_capabilities). None: the
+	// server's configured policy answers the upstream, and the response never
+	// carries input_required.
+	InputCapabilities *InputCapabilities `protobuf:"bytes,3,opt,name=input_capabilities,json=inputCapabilities,proto3" json:"input_capabilities,omitempty"`
+	// Answers to the input_required.requests of the previous round, by id.
+	// Set together with request_state.
+	InputResponses []*InputResponse `protobuf:"bytes,4,rep,name=input_responses,json=inputResponses,proto3" json:"input_responses,omitempty"`
+	// The input_required.request_state of the previous round, verbatim (it
+	// is bound to this request: the same server and uri).
+	RequestState  string `protobuf:"bytes,5,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4675,6 +4686,27 @@ func (x *ReadResourceRequest) GetUri() string {
 	return ""
 }
 
+func (x *ReadResourceRequest) GetInputCapabilities() *InputCapabilities {
+	if x != nil {
+		return x.InputCapabilities
+	}
+	return nil
+}
+
+func (x *ReadResourceRequest) GetInputResponses() []*InputResponse {
+	if x != nil {
+		return x.InputResponses
+	}
+	return nil
+}
+
+func (x *ReadResourceRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
 // ReadResourceResponse is a resource's contents.
 type ReadResourceResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4684,7 +4716,10 @@ type ReadResourceResponse struct {
 	// The server that was read (useful when the request left it empty).
 	Server string `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
 	// The result's _meta object, if any.
-	Meta          *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	Meta *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	// Set when the upstream needs input before it can answer: contents and
+	// meta are then empty. Only for callers that set input_capabilities.
+	InputRequired *InputRequired `protobuf:"bytes,4,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4736,6 +4771,13 @@ func (x *ReadResourceResponse) GetServer() string {
 func (x *ReadResourceResponse) GetMeta() *structpb.Struct {
 	if x != nil {
 		return x.Meta
+	}
+	return nil
+}
+
+func (x *ReadResourceResponse) GetInputRequired() *InputRequired {
+	if x != nil {
+		return x.InputRequired
 	}
 	return nil
 }
@@ -5241,7 +5283,18 @@ type GetPromptRequest struct {
 	// The exposed prompt name (Prompt.name).
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The prompt's arguments.
-	Arguments     map[string]string `protobuf:"bytes,2,rep,name=arguments,proto3" json:"arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Arguments map[string]string `protobuf:"bytes,2,rep,name=arguments,proto3" json:"arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The kinds of input this caller can give when the upstream asks while
+	// serving the request (as CallToolRequest.input_capabilities). None: the
+	// server's configured policy answers the upstream, and the response never
+	// carries input_required.
+	InputCapabilities *InputCapabilities `protobuf:"bytes,3,opt,name=input_capabilities,json=inputCapabilities,proto3" json:"input_capabilities,omitempty"`
+	// Answers to the input_required.requests of the previous round, by id.
+	// Set together with request_state.
+	InputResponses []*InputResponse `protobuf:"bytes,4,rep,name=input_responses,json=inputResponses,proto3" json:"input_responses,omitempty"`
+	// The input_required.request_state of the previous round, verbatim (it
+	// is bound to this request: the same name).
+	RequestState  string `protobuf:"bytes,5,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5290,6 +5343,27 @@ func (x *GetPromptRequest) GetArguments() map[string]string {
 	return nil
 }
 
+func (x *GetPromptRequest) GetInputCapabilities() *InputCapabilities {
+	if x != nil {
+		return x.InputCapabilities
+	}
+	return nil
+}
+
+func (x *GetPromptRequest) GetInputResponses() []*InputResponse {
+	if x != nil {
+		return x.InputResponses
+	}
+	return nil
+}
+
+func (x *GetPromptRequest) GetRequestState() string {
+	if x != nil {
+		return x.RequestState
+	}
+	return ""
+}
+
 // GetPromptResponse is a rendered prompt.
 type GetPromptResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5298,7 +5372,11 @@ type GetPromptResponse struct {
 	// The messages, in order.
 	Messages []*PromptMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
 	// The result's _meta object, if any.
-	Meta          *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	Meta *structpb.Struct `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	// Set when the upstream needs input before it can render the prompt: the
+	// other fields are then empty. Only for callers that set
+	// input_capabilities.
+	InputRequired *InputRequired `protobuf:"bytes,4,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5350,6 +5428,13 @@ func (x *GetPromptResponse) GetMessages() []*PromptMessage {
 func (x *GetPromptResponse) GetMeta() *structpb.Struct {
 	if x != nil {
 		return x.Meta
+	}
+	return nil
+}
+
+func (x *GetPromptResponse) GetInputRequired() *InputRequired {
+	if x != nil {
+		return x.InputRequired
 	}
 	return nil
 }
@@ -5782,14 +5867,18 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x1dListResourceTemplatesResponse\x12K\n" +
 	"\x12resource_templates\x18\x01 \x03(\v2\x1c.toolsvc.v1.ResourceTemplateR\x11resourceTemplates\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\tR\brevision\"?\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"\xf6\x01\n" +
 	"\x13ReadResourceRequest\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
-	"\x03uri\x18\x02 \x01(\tR\x03uri\"\x95\x01\n" +
+	"\x03uri\x18\x02 \x01(\tR\x03uri\x12L\n" +
+	"\x12input_capabilities\x18\x03 \x01(\v2\x1d.toolsvc.v1.InputCapabilitiesR\x11inputCapabilities\x12B\n" +
+	"\x0finput_responses\x18\x04 \x03(\v2\x19.toolsvc.v1.InputResponseR\x0einputResponses\x12#\n" +
+	"\rrequest_state\x18\x05 \x01(\tR\frequestState\"\xd7\x01\n" +
 	"\x14ReadResourceResponse\x128\n" +
 	"\bcontents\x18\x01 \x03(\v2\x1c.toolsvc.v1.ResourceContentsR\bcontents\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\x12+\n" +
-	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\"g\n" +
+	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\x12@\n" +
+	"\x0einput_required\x18\x04 \x01(\v2\x19.toolsvc.v1.InputRequiredR\rinputRequired\"g\n" +
 	"\x18SubscribeResourceRequest\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x10\n" +
 	"\x03uri\x18\x02 \x01(\tR\x03uri\x12!\n" +
@@ -5820,17 +5909,21 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x13ListPromptsResponse\x12,\n" +
 	"\aprompts\x18\x01 \x03(\v2\x12.toolsvc.v1.PromptR\aprompts\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1a\n" +
-	"\brevision\x18\x03 \x01(\tR\brevision\"\xaf\x01\n" +
+	"\brevision\x18\x03 \x01(\tR\brevision\"\xe6\x02\n" +
 	"\x10GetPromptRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12I\n" +
-	"\targuments\x18\x02 \x03(\v2+.toolsvc.v1.GetPromptRequest.ArgumentsEntryR\targuments\x1a<\n" +
+	"\targuments\x18\x02 \x03(\v2+.toolsvc.v1.GetPromptRequest.ArgumentsEntryR\targuments\x12L\n" +
+	"\x12input_capabilities\x18\x03 \x01(\v2\x1d.toolsvc.v1.InputCapabilitiesR\x11inputCapabilities\x12B\n" +
+	"\x0finput_responses\x18\x04 \x03(\v2\x19.toolsvc.v1.InputResponseR\x0einputResponses\x12#\n" +
+	"\rrequest_state\x18\x05 \x01(\tR\frequestState\x1a<\n" +
 	"\x0eArgumentsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x99\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdb\x01\n" +
 	"\x11GetPromptResponse\x12 \n" +
 	"\vdescription\x18\x01 \x01(\tR\vdescription\x125\n" +
 	"\bmessages\x18\x02 \x03(\v2\x19.toolsvc.v1.PromptMessageR\bmessages\x12+\n" +
-	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\"R\n" +
+	"\x04meta\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x04meta\x12@\n" +
+	"\x0einput_required\x18\x04 \x01(\v2\x19.toolsvc.v1.InputRequiredR\rinputRequired\"R\n" +
 	"\rPromptMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12-\n" +
 	"\acontent\x18\x02 \x01(\v2\x13.toolsvc.v1.ContentR\acontent\"7\n" +
@@ -6051,48 +6144,54 @@ var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
 	72,  // 81: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
 	51,  // 82: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
 	52,  // 83: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	40,  // 84: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
-	72,  // 85: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
-	58,  // 86: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
-	61,  // 87: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
-	63,  // 88: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
-	72,  // 89: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
-	62,  // 90: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
-	71,  // 91: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	68,  // 92: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
-	72,  // 93: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
-	33,  // 94: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
-	9,   // 95: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	15,  // 96: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	16,  // 97: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	41,  // 98: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	47,  // 99: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	11,  // 100: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
-	53,  // 101: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
-	55,  // 102: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
-	57,  // 103: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
-	59,  // 104: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
-	64,  // 105: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
-	66,  // 106: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
-	5,   // 107: toolsvc.v1.ToolService.Complete:input_type -> toolsvc.v1.CompleteRequest
-	10,  // 108: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	32,  // 109: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	17,  // 110: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	42,  // 111: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	48,  // 112: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	13,  // 113: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
-	54,  // 114: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
-	56,  // 115: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
-	58,  // 116: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
-	60,  // 117: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
-	65,  // 118: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
-	67,  // 119: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
-	6,   // 120: toolsvc.v1.ToolService.Complete:output_type -> toolsvc.v1.CompleteResponse
-	108, // [108:121] is the sub-list for method output_type
-	95,  // [95:108] is the sub-list for method input_type
-	95,  // [95:95] is the sub-list for extension type_name
-	95,  // [95:95] is the sub-list for extension extendee
-	0,   // [0:95] is the sub-list for field type_name
+	19,  // 84: toolsvc.v1.ReadResourceRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	26,  // 85: toolsvc.v1.ReadResourceRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	40,  // 86: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	72,  // 87: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	20,  // 88: toolsvc.v1.ReadResourceResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	58,  // 89: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	61,  // 90: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	63,  // 91: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	72,  // 92: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	62,  // 93: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	71,  // 94: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	19,  // 95: toolsvc.v1.GetPromptRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	26,  // 96: toolsvc.v1.GetPromptRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	68,  // 97: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	72,  // 98: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	20,  // 99: toolsvc.v1.GetPromptResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	33,  // 100: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	9,   // 101: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	15,  // 102: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	16,  // 103: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	41,  // 104: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	47,  // 105: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	11,  // 106: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
+	53,  // 107: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	55,  // 108: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	57,  // 109: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	59,  // 110: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	64,  // 111: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	66,  // 112: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	5,   // 113: toolsvc.v1.ToolService.Complete:input_type -> toolsvc.v1.CompleteRequest
+	10,  // 114: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	32,  // 115: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	17,  // 116: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	42,  // 117: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	48,  // 118: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	13,  // 119: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
+	54,  // 120: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	56,  // 121: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	58,  // 122: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	60,  // 123: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	65,  // 124: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	67,  // 125: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	6,   // 126: toolsvc.v1.ToolService.Complete:output_type -> toolsvc.v1.CompleteResponse
+	114, // [114:127] is the sub-list for method output_type
+	101, // [101:114] is the sub-list for method input_type
+	101, // [101:101] is the sub-list for extension type_name
+	101, // [101:101] is the sub-list for extension extendee
+	0,   // [0:101] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }

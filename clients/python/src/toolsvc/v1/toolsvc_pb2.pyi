@@ -2392,6 +2392,9 @@ class ReadResourceRequest(_message.Message):
 
     SERVER_FIELD_NUMBER: _builtins.int
     URI_FIELD_NUMBER: _builtins.int
+    INPUT_CAPABILITIES_FIELD_NUMBER: _builtins.int
+    INPUT_RESPONSES_FIELD_NUMBER: _builtins.int
+    REQUEST_STATE_FIELD_NUMBER: _builtins.int
     server: _builtins.str
     """The upstream server. May be empty when exactly one upstream lists the
     URI or has a template matching it; otherwise INVALID_ARGUMENT naming
@@ -2400,15 +2403,36 @@ class ReadResourceRequest(_message.Message):
     """
     uri: _builtins.str
     """The resource URI (a listed one, a link's, or one a template yields)."""
+    request_state: _builtins.str
+    """The input_required.request_state of the previous round, verbatim (it
+    is bound to this request: the same server and uri).
+    """
+    @_builtins.property
+    def input_capabilities(self) -> Global___InputCapabilities:
+        """The kinds of input this caller can give when the upstream asks while
+        serving the request (as CallToolRequest.input_capabilities). None: the
+        server's configured policy answers the upstream, and the response never
+        carries input_required.
+        """
+
+    @_builtins.property
+    def input_responses(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputResponse]:
+        """Answers to the input_required.requests of the previous round, by id.
+        Set together with request_state.
+        """
+
     def __init__(
         self,
         *,
         server: _builtins.str = ...,
         uri: _builtins.str = ...,
+        input_capabilities: Global___InputCapabilities | None = ...,
+        input_responses: _abc.Iterable[Global___InputResponse] | None = ...,
+        request_state: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input_capabilities", b"input_capabilities"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server", "uri", b"uri"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["input_capabilities", b"input_capabilities", "input_responses", b"input_responses", "request_state", b"request_state", "server", b"server", "uri", b"uri"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2423,6 +2447,7 @@ class ReadResourceResponse(_message.Message):
     CONTENTS_FIELD_NUMBER: _builtins.int
     SERVER_FIELD_NUMBER: _builtins.int
     META_FIELD_NUMBER: _builtins.int
+    INPUT_REQUIRED_FIELD_NUMBER: _builtins.int
     server: _builtins.str
     """The server that was read (useful when the request left it empty)."""
     @_builtins.property
@@ -2435,16 +2460,23 @@ class ReadResourceResponse(_message.Message):
     def meta(self) -> _struct_pb2.Struct:
         """The result's _meta object, if any."""
 
+    @_builtins.property
+    def input_required(self) -> Global___InputRequired:
+        """Set when the upstream needs input before it can answer: contents and
+        meta are then empty. Only for callers that set input_capabilities.
+        """
+
     def __init__(
         self,
         *,
         contents: _abc.Iterable[Global___ResourceContents] | None = ...,
         server: _builtins.str = ...,
         meta: _struct_pb2.Struct | None = ...,
+        input_required: Global___InputRequired | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input_required", b"input_required", "meta", b"meta"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["contents", b"contents", "meta", b"meta", "server", b"server"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["contents", b"contents", "input_required", b"input_required", "meta", b"meta", "server", b"server"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2713,21 +2745,45 @@ class GetPromptRequest(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_FIELD_NUMBER: _builtins.int
+    INPUT_CAPABILITIES_FIELD_NUMBER: _builtins.int
+    INPUT_RESPONSES_FIELD_NUMBER: _builtins.int
+    REQUEST_STATE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The exposed prompt name (Prompt.name)."""
+    request_state: _builtins.str
+    """The input_required.request_state of the previous round, verbatim (it
+    is bound to this request: the same name).
+    """
     @_builtins.property
     def arguments(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
         """The prompt's arguments."""
+
+    @_builtins.property
+    def input_capabilities(self) -> Global___InputCapabilities:
+        """The kinds of input this caller can give when the upstream asks while
+        serving the request (as CallToolRequest.input_capabilities). None: the
+        server's configured policy answers the upstream, and the response never
+        carries input_required.
+        """
+
+    @_builtins.property
+    def input_responses(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputResponse]:
+        """Answers to the input_required.requests of the previous round, by id.
+        Set together with request_state.
+        """
 
     def __init__(
         self,
         *,
         name: _builtins.str = ...,
         arguments: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        input_capabilities: Global___InputCapabilities | None = ...,
+        input_responses: _abc.Iterable[Global___InputResponse] | None = ...,
+        request_state: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input_capabilities", b"input_capabilities"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "name", b"name"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "input_capabilities", b"input_capabilities", "input_responses", b"input_responses", "name", b"name", "request_state", b"request_state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2742,6 +2798,7 @@ class GetPromptResponse(_message.Message):
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     META_FIELD_NUMBER: _builtins.int
+    INPUT_REQUIRED_FIELD_NUMBER: _builtins.int
     description: _builtins.str
     """Description, if the upstream gave one."""
     @_builtins.property
@@ -2752,16 +2809,24 @@ class GetPromptResponse(_message.Message):
     def meta(self) -> _struct_pb2.Struct:
         """The result's _meta object, if any."""
 
+    @_builtins.property
+    def input_required(self) -> Global___InputRequired:
+        """Set when the upstream needs input before it can render the prompt: the
+        other fields are then empty. Only for callers that set
+        input_capabilities.
+        """
+
     def __init__(
         self,
         *,
         description: _builtins.str = ...,
         messages: _abc.Iterable[Global___PromptMessage] | None = ...,
         meta: _struct_pb2.Struct | None = ...,
+        input_required: Global___InputRequired | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["meta", b"meta"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input_required", b"input_required", "meta", b"meta"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "messages", b"messages", "meta", b"meta"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "input_required", b"input_required", "messages", b"messages", "meta", b"meta"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

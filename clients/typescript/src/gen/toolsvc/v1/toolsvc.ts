@@ -1090,6 +1090,25 @@ export interface ReadResourceRequest {
   server: string;
   /** The resource URI (a listed one, a link's, or one a template yields). */
   uri: string;
+  /**
+   * The kinds of input this caller can give when the upstream asks while
+   * serving the request (as CallToolRequest.input_capabilities). None: the
+   * server's configured policy answers the upstream, and the response never
+   * carries input_required.
+   */
+  inputCapabilities:
+    | InputCapabilities
+    | undefined;
+  /**
+   * Answers to the input_required.requests of the previous round, by id.
+   * Set together with request_state.
+   */
+  inputResponses: InputResponse[];
+  /**
+   * The input_required.request_state of the previous round, verbatim (it
+   * is bound to this request: the same server and uri).
+   */
+  requestState: string;
 }
 
 /** ReadResourceResponse is a resource's contents. */
@@ -1102,7 +1121,14 @@ export interface ReadResourceResponse {
   /** The server that was read (useful when the request left it empty). */
   server: string;
   /** The result's _meta object, if any. */
-  meta: { [key: string]: any } | undefined;
+  meta:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * Set when the upstream needs input before it can answer: contents and
+   * meta are then empty. Only for callers that set input_capabilities.
+   */
+  inputRequired: InputRequired | undefined;
 }
 
 /** SubscribeResourceRequest opens a resource subscription. */
@@ -1202,6 +1228,25 @@ export interface GetPromptRequest {
   name: string;
   /** The prompt's arguments. */
   arguments: { [key: string]: string };
+  /**
+   * The kinds of input this caller can give when the upstream asks while
+   * serving the request (as CallToolRequest.input_capabilities). None: the
+   * server's configured policy answers the upstream, and the response never
+   * carries input_required.
+   */
+  inputCapabilities:
+    | InputCapabilities
+    | undefined;
+  /**
+   * Answers to the input_required.requests of the previous round, by id.
+   * Set together with request_state.
+   */
+  inputResponses: InputResponse[];
+  /**
+   * The input_required.request_state of the previous round, verbatim (it
+   * is bound to this request: the same name).
+   */
+  requestState: string;
 }
 
 export interface GetPromptRequest_ArgumentsEntry {
@@ -1216,7 +1261,15 @@ export interface GetPromptResponse {
   /** The messages, in order. */
   messages: PromptMessage[];
   /** The result's _meta object, if any. */
-  meta: { [key: string]: any } | undefined;
+  meta:
+    | { [key: string]: any }
+    | undefined;
+  /**
+   * Set when the upstream needs input before it can render the prompt: the
+   * other fields are then empty. Only for callers that set
+   * input_capabilities.
+   */
+  inputRequired: InputRequired | undefined;
 }
 
 /** PromptMessage is one message of a rendered prompt. */
@@ -6502,7 +6555,7 @@ export const ListResourceTemplatesResponse: MessageFns<ListResourceTemplatesResp
 };
 
 function createBaseReadResourceRequest(): ReadResourceRequest {
-  return { server: "", uri: "" };
+  return { server: "", uri: "", inputCapabilities: undefined, inputResponses: [], requestState: "" };
 }
 
 export const ReadResourceRequest: MessageFns<ReadResourceRequest> = {
@@ -6512,6 +6565,15 @@ export const ReadResourceRequest: MessageFns<ReadResourceRequest> = {
     }
     if (message.uri !== "") {
       writer.uint32(18).string(message.uri);
+    }
+    if (message.inputCapabilities !== undefined) {
+      InputCapabilities.encode(message.inputCapabilities, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.inputResponses) {
+      InputResponse.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.requestState !== "") {
+      writer.uint32(42).string(message.requestState);
     }
     return writer;
   },
@@ -6545,6 +6607,30 @@ export const ReadResourceRequest: MessageFns<ReadResourceRequest> = {
             message.uri = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.inputCapabilities = InputCapabilities.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.inputResponses.push(InputResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.requestState = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6564,12 +6650,17 @@ export const ReadResourceRequest: MessageFns<ReadResourceRequest> = {
     const message = createBaseReadResourceRequest();
     message.server = object.server ?? "";
     message.uri = object.uri ?? "";
+    message.inputCapabilities = (object.inputCapabilities !== undefined && object.inputCapabilities !== null)
+      ? InputCapabilities.fromPartial(object.inputCapabilities)
+      : undefined;
+    message.inputResponses = object.inputResponses?.map((e) => InputResponse.fromPartial(e)) || [];
+    message.requestState = object.requestState ?? "";
     return message;
   },
 };
 
 function createBaseReadResourceResponse(): ReadResourceResponse {
-  return { contents: [], server: "", meta: undefined };
+  return { contents: [], server: "", meta: undefined, inputRequired: undefined };
 }
 
 export const ReadResourceResponse: MessageFns<ReadResourceResponse> = {
@@ -6582,6 +6673,9 @@ export const ReadResourceResponse: MessageFns<ReadResourceResponse> = {
     }
     if (message.meta !== undefined) {
       Struct.encode(Struct.wrap(message.meta), writer.uint32(26).fork()).join();
+    }
+    if (message.inputRequired !== undefined) {
+      InputRequired.encode(message.inputRequired, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -6623,6 +6717,14 @@ export const ReadResourceResponse: MessageFns<ReadResourceResponse> = {
             message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.inputRequired = InputRequired.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6643,6 +6745,9 @@ export const ReadResourceResponse: MessageFns<ReadResourceResponse> = {
     message.contents = object.contents?.map((e) => ResourceContents.fromPartial(e)) || [];
     message.server = object.server ?? "";
     message.meta = object.meta ?? undefined;
+    message.inputRequired = (object.inputRequired !== undefined && object.inputRequired !== null)
+      ? InputRequired.fromPartial(object.inputRequired)
+      : undefined;
     return message;
   },
 };
@@ -7227,7 +7332,7 @@ export const ListPromptsResponse: MessageFns<ListPromptsResponse> = {
 };
 
 function createBaseGetPromptRequest(): GetPromptRequest {
-  return { name: "", arguments: {} };
+  return { name: "", arguments: {}, inputCapabilities: undefined, inputResponses: [], requestState: "" };
 }
 
 export const GetPromptRequest: MessageFns<GetPromptRequest> = {
@@ -7238,6 +7343,15 @@ export const GetPromptRequest: MessageFns<GetPromptRequest> = {
     globalThis.Object.entries(message.arguments).forEach(([key, value]: [string, string]) => {
       GetPromptRequest_ArgumentsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
     });
+    if (message.inputCapabilities !== undefined) {
+      InputCapabilities.encode(message.inputCapabilities, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.inputResponses) {
+      InputResponse.encode(v!, writer.uint32(34).fork()).join();
+    }
+    if (message.requestState !== "") {
+      writer.uint32(42).string(message.requestState);
+    }
     return writer;
   },
 
@@ -7273,6 +7387,30 @@ export const GetPromptRequest: MessageFns<GetPromptRequest> = {
             }
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.inputCapabilities = InputCapabilities.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.inputResponses.push(InputResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.requestState = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7300,6 +7438,11 @@ export const GetPromptRequest: MessageFns<GetPromptRequest> = {
       },
       {},
     );
+    message.inputCapabilities = (object.inputCapabilities !== undefined && object.inputCapabilities !== null)
+      ? InputCapabilities.fromPartial(object.inputCapabilities)
+      : undefined;
+    message.inputResponses = object.inputResponses?.map((e) => InputResponse.fromPartial(e)) || [];
+    message.requestState = object.requestState ?? "";
     return message;
   },
 };
@@ -7372,7 +7515,7 @@ export const GetPromptRequest_ArgumentsEntry: MessageFns<GetPromptRequest_Argume
 };
 
 function createBaseGetPromptResponse(): GetPromptResponse {
-  return { description: "", messages: [], meta: undefined };
+  return { description: "", messages: [], meta: undefined, inputRequired: undefined };
 }
 
 export const GetPromptResponse: MessageFns<GetPromptResponse> = {
@@ -7385,6 +7528,9 @@ export const GetPromptResponse: MessageFns<GetPromptResponse> = {
     }
     if (message.meta !== undefined) {
       Struct.encode(Struct.wrap(message.meta), writer.uint32(26).fork()).join();
+    }
+    if (message.inputRequired !== undefined) {
+      InputRequired.encode(message.inputRequired, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -7426,6 +7572,14 @@ export const GetPromptResponse: MessageFns<GetPromptResponse> = {
             message.meta = Struct.unwrap(Struct.decode(reader, reader.uint32()));
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.inputRequired = InputRequired.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7446,6 +7600,9 @@ export const GetPromptResponse: MessageFns<GetPromptResponse> = {
     message.description = object.description ?? "";
     message.messages = object.messages?.map((e) => PromptMessage.fromPartial(e)) || [];
     message.meta = object.meta ?? undefined;
+    message.inputRequired = (object.inputRequired !== undefined && object.inputRequired !== null)
+      ? InputRequired.fromPartial(object.inputRequired)
+      : undefined;
     return message;
   },
 };
