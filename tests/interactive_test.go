@@ -289,8 +289,8 @@ func TestInteractiveReplicas(t *testing.T) {
 	stdio26 := stdio
 	stdio26.ProtocolVersion = "2026-07-28"
 	c := cfg{Servers: servers{"old": stdio, "new": stdio26}}
-	a := startToolsvc(t, c, "--state-key-file", key)
-	b := startToolsvc(t, c, "--state-key-file", key)
+	a := startToolsvc(t, c, "--state-key-file", key, "--mcp-listen", "127.0.0.1:0")
+	b := startToolsvc(t, c, "--state-key-file", key, "--mcp-listen", "127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 
@@ -321,6 +321,48 @@ func TestInteractiveReplicas(t *testing.T) {
 		RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Bea")})
 	if err != nil || resultText(res) != "hello Bea" {
 		t.Errorf("parked call continued on a: %v, %v", res, err)
+	}
+
+	// The same through the front doors, for a 2026-07-28 MCP client that
+	// continues its calls itself.
+	front := func(p *toolsvcProc) *mcp.ClientSession {
+		client := mcp.NewClient(&mcp.Implementation{Name: "manual", Version: "1"}, &mcp.ClientOptions{
+			Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		})
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	fa, fb := front(a), front(b)
+	for _, server := range []string{"new", "old"} {
+		tool := server + "__ask_name"
+		first, err := fa.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		if err != nil || !first.NeedsInput() || len(first.InputRequests) != 1 {
+			t.Fatalf("%s on a's front door: %+v, %v; want input_required", tool, first, err)
+		}
+		answers := mcp.InputResponseMap{}
+		for id := range first.InputRequests {
+			answers[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Bea"}}
+		}
+		retry := &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, InputResponses: answers, RequestState: first.RequestState}
+		res, err := fb.CallTool(ctx, retry)
+		if server == "new" {
+			if err != nil || callText(t, res) != "hello Bea" {
+				t.Errorf("%s continued on b's front door: %+v, %v; want hello Bea", tool, res, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "another replica") {
+			t.Errorf("%s (parked on a) continued on b's front door: %+v, %v; want an error saying it waits on another replica", tool, res, err)
+		}
+		if res, err = fa.CallTool(ctx, retry); err != nil || callText(t, res) != "hello Bea" {
+			t.Errorf("%s continued on a's front door: %+v, %v; want hello Bea", tool, res, err)
+		}
 	}
 }
 
