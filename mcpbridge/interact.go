@@ -89,7 +89,8 @@ type Interaction struct {
 	Responses mcp.InputResponseMap
 	State     string
 
-	token string // names the call on its session, while in flight (linkMetaKey)
+	token string       // names the call on its session, while in flight (linkMetaKey)
+	clock *activeClock // the request's callTimeout, stopped while Ask waits (activeclock.go)
 }
 
 // interactions tracks a session's requests in flight and the interaction
@@ -164,6 +165,10 @@ func (s *session) ask(ctx context.Context, r mcp.InputRequest) (_ mcp.InputRespo
 	it := s.interact.owner(inputMeta(r), r)
 	if it == nil {
 		return nil, false, nil
+	}
+	if it.clock != nil {
+		it.clock.pause()
+		defer it.clock.resume()
 	}
 	res, err := it.Ask(ctx, withoutLink(r))
 	return res, true, err

@@ -32,7 +32,13 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 	if b.ctx.Err() != nil {
 		return ErrClosed
 	}
-	ctx, cancel, ownDeadline := u.withCallTimeout(ctx)
+	var cancel context.CancelFunc
+	ownDeadline := false
+	if it := interactionOf(ctx); it != nil && it.Ask != nil {
+		ctx, cancel = u.withActiveTimeout(ctx, it)
+	} else {
+		ctx, cancel, ownDeadline = u.withCallTimeout(ctx)
+	}
 	defer cancel()
 	trial, err := u.admit()
 	if err != nil {
@@ -163,6 +169,9 @@ func (u *upstream) failure(ctx context.Context, s *session, err error, label str
 		u.recordDeath(s, label, err)
 		u.log.Warn("request failed: session lost", "request", label, "error", u.redact(err.Error()))
 		return &UnavailableError{Server: server, Reason: ReasonSessionLost, RetryAfter: u.nextConnectIn()}, verdictFailure
+	case activeTimedOut(ctx):
+		u.recordFailure(label+" timeout", err)
+		return ErrCallTimeout, verdictFailure
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
 		// Only the server's own callTimeout counts against the upstream: a
 		// caller's short deadline on a slow request is the caller's choice,

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -602,5 +603,35 @@ func askPromptsAndReadsFront(t *testing.T, ctx context.Context, endpoint, versio
 	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "ask://greeting"})
 	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "hello Front" {
 		t.Errorf("%s client, resources/read: %+v, %v; want \"hello Front\"", version, rr, err)
+	}
+}
+
+// TestInteractiveCallTimeout: a call that offers input is still bounded
+// by its server's callTimeout while the upstream works (DEADLINE_EXCEEDED
+// DEADLINE, deadline_source call_timeout), but not while it waits for
+// the caller's answer: a parked call answered after longer than
+// callTimeout goes on.
+func TestInteractiveCallTimeout(t *testing.T) {
+	up := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}, CallTimeout: "1s"}
+	p := startToolsvc(t, cfg{Servers: servers{"s": up}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	args, _ := structpb.NewStruct(map[string]any{"id": "interactive-timeout", "ms": 30000})
+	_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "s__wait_cancel", Arguments: args, InputCapabilities: allInput})
+	ei := wantStatus(t, err, codes.DeadlineExceeded, "DEADLINE", "s", "s__wait_cancel")
+	if ei.GetMetadata()["deadline_source"] != "call_timeout" {
+		t.Errorf("deadline_source = %q, want call_timeout", ei.GetMetadata()["deadline_source"])
+	}
+
+	res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "s__ask_name", InputCapabilities: allInput})
+	ir := res.GetInputRequired()
+	if err != nil || ir == nil || !ir.GetReplicaBound() {
+		t.Fatalf("s__ask_name: %v, %v; want a parked input_required", res, err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the person takes longer than callTimeout
+	res, err = p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "s__ask_name", InputCapabilities: allInput,
+		RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Slow")})
+	if err != nil || resultText(res) != "hello Slow" {
+		t.Errorf("answered after 1.5 s (callTimeout 1 s): %v, %v; want hello Slow", res, err)
 	}
 }

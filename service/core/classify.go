@@ -80,7 +80,9 @@ func classifyContext(err error, o ClassifyOptions) *Error {
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		if o.CallerDeadline {
+		// An interactive call's own callTimeout applies whatever the
+		// caller's deadline (mcpbridge.ErrCallTimeout).
+		if o.CallerDeadline && !errors.Is(err, mcpbridge.ErrCallTimeout) {
 			return &Error{Code: DeadlineExceeded, Reason: ReasonDeadline,
 				Message: "the caller's deadline passed before the upstream answered" + notice,
 				Meta:    map[string]string{"deadline_source": "caller"}}
