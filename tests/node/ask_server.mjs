@@ -35,6 +35,9 @@ const text = (t, isError = false) => ({ content: [{ type: "text", text: t }], ..
 function newServer() {
   const server = new Server({ name: "ask-ts", version: "1.0.0" }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools }));
+  // Protocol errors (an answer to a request this Server never sent) go to
+  // stderr, where the tests look for them.
+  server.onerror = (e) => process.stderr.write(`ask-ts: ${e?.message ?? e}\n`);
   server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     const opts = { relatedRequestId: extra.requestId, signal: extra.signal };
     try {
