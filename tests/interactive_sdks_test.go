@@ -7,10 +7,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -346,6 +349,9 @@ func TestInteractiveSDKServers(t *testing.T) {
 func TestInteractiveSDKClientPackages(t *testing.T) {
 	t.Parallel()
 	a := startAskServers(t, "ts-stdio", "ts-http", "py-stdio", "py-http", "py-stateless")
+	// go-sdk's ask_twice asks twice mid-call (two rounds); ask_all asks
+	// three kinds in one round.
+	a.servers["go"] = upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}}
 	p := startToolsvc(t, cfg{ConnectTimeout: "20s", Servers: a.servers})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
@@ -363,18 +369,19 @@ func TestInteractiveSDKClientPackages(t *testing.T) {
 		cmd   []string
 		env   []string
 		tools []string
-		asked []string
+		asked []string // in order
+		then  []string // then these, sorted (go-sdk's ask_all asks from a map)
 		want  map[string]string
 	}{
 		{"python", []string{py, filepath.Join(root, "tests", "python", "ask_grpc_client.py")}, pyEnv,
-			[]string{"py-http__ask_name", "py-http__ask_url", "py-http__ask_sample", "py-http__ask_roots", "ts-stdio__ask_name", "py-stateless__ask_resolved"},
-			[]string{"elicitation", "elicitation_url", "sampling", "roots", "elicitation", "elicitation"},
-			map[string]string{"py-http__ask_name": "hello Py", "py-http__ask_url": "url accept", "py-http__ask_sample": "model=hi from py",
+			[]string{"py-http__ask_name", "py-http__ask_url", "py-http__ask_sample", "py-http__ask_roots", "ts-stdio__ask_name", "py-stateless__ask_resolved", "go__ask_twice"},
+			[]string{"elicitation", "elicitation_url", "sampling", "roots", "elicitation", "elicitation", "elicitation", "elicitation"}, nil,
+			map[string]string{"go__ask_twice": "Py+Py", "py-http__ask_name": "hello Py", "py-http__ask_url": "url accept", "py-http__ask_sample": "model=hi from py",
 				"py-http__ask_roots": "roots=file:///py", "ts-stdio__ask_name": "hello Py", "py-stateless__ask_resolved": "hello Py"}},
 		{"typescript", []string{"node", filepath.Join(root, "tests", "node", "ask_grpc_client.mjs")}, nil,
-			[]string{"ts-http__ask_name", "ts-http__ask_url", "ts-http__ask_sample", "ts-http__ask_roots", "py-stdio__ask_sample", "py-stateless__ask_resolved"},
-			[]string{"elicitation", "elicitationUrl", "sampling", "roots", "sampling", "elicitation"},
-			map[string]string{"ts-http__ask_name": "hello Ts", "ts-http__ask_url": "url accept", "ts-http__ask_sample": "model=hi from ts",
+			[]string{"ts-http__ask_name", "ts-http__ask_url", "ts-http__ask_sample", "ts-http__ask_roots", "py-stdio__ask_sample", "py-stateless__ask_resolved", "go__ask_all"},
+			[]string{"elicitation", "elicitationUrl", "sampling", "roots", "sampling", "elicitation"}, []string{"elicitation", "roots", "sampling"},
+			map[string]string{"go__ask_all": "name=Ts model=hi from ts roots=file:///ts", "ts-http__ask_name": "hello Ts", "ts-http__ask_url": "url accept", "ts-http__ask_sample": "model=hi from ts",
 				"ts-http__ask_roots": "roots=file:///ts", "py-stdio__ask_sample": "model=hi from ts", "py-stateless__ask_resolved": "hello Ts"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -390,8 +397,9 @@ func TestInteractiveSDKClientPackages(t *testing.T) {
 			if err := json.Unmarshal(out, &r); err != nil {
 				t.Fatalf("report %q: %v", out, err)
 			}
-			if strings.Join(r.Asked, " ") != strings.Join(tc.asked, " ") {
-				t.Errorf("%s client was asked %v, want %v", tc.name, r.Asked, tc.asked)
+			if len(r.Asked) != len(tc.asked)+len(tc.then) || !slices.Equal(r.Asked[:len(tc.asked)], tc.asked) ||
+				!slices.Equal(slices.Sorted(slices.Values(r.Asked[len(tc.asked):])), tc.then) {
+				t.Errorf("%s client was asked %v, want %v then %v in any order", tc.name, r.Asked, tc.asked, tc.then)
 			}
 			for tool, want := range tc.want {
 				if r.Results[tool] != want {
@@ -402,8 +410,8 @@ func TestInteractiveSDKClientPackages(t *testing.T) {
 	}
 }
 
-// TestInteractiveSDKFrontDoor: the TypeScript SDK client and the Python SDK
-// client (2025-11-25, declaring elicitation, sampling and roots with
+// TestInteractiveSDKFrontDoor: go-sdk's, the TypeScript SDK's and the
+// Python SDK's clients (2025-11-25, declaring elicitation, sampling and roots with
 // handlers) are asked on their sessions by tools of every SDK server and
 // both eras, and the calls complete with their answers; the Python client
 // on 2026-07-28 gets the policy's answers.
@@ -422,33 +430,33 @@ func TestInteractiveSDKFrontDoor(t *testing.T) {
 		"py-stdio__ask_name": "hello Front", "py-stdio__ask_url": "url accept", "py-stdio__ask_sample": "model=hi there", "py-stdio__ask_roots": "roots=file:///front",
 		"py-stateless__ask_resolved": "hello Front", "go__ask_all": "name=Front model=hi there roots=file:///front"}
 	askedKinds := "elicitation elicitation_url sampling roots elicitation elicitation_url sampling roots elicitation"
-	type report struct {
-		Protocol string            `json:"protocol"`
-		Asked    []string          `json:"asked"`
-		Results  map[string]string `json:"results"`
-	}
 	py := venvBin(t, "mcp", "python")
 	for _, tc := range []struct {
 		name, protocol string
-		cmd            []string
+		cmd            []string // nil: go-sdk's client, in this process
 		policy         bool
 	}{
+		{"go-sdk", "2025-11-25", nil, false},
 		{"ts-sdk", "2025-11-25", []string{nodePath(t, node22), filepath.Join(bin.nodeDir, "ask_front_client.mjs"), base}, false},
 		{"py-sdk-legacy", "2025-11-25", []string{py, filepath.Join(rootDir(t), "tests", "python", "ask_front_client.py"), base + "/mcp", "legacy"}, false},
 		{"py-sdk-auto", "2026-07-28", []string{py, filepath.Join(rootDir(t), "tests", "python", "ask_front_client.py"), base + "/mcp", "auto"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cmd := exec.CommandContext(ctx, tc.cmd[0], append(tc.cmd[1:], tools...)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", tc.name, err, out, stderr.String())
-			}
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			var r report
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-				t.Fatalf("report %q: %v", out, err)
+			var r askFrontReport
+			if tc.cmd == nil {
+				r = goAskFront(t, ctx, base+"/mcp", tools)
+			} else {
+				cmd := exec.CommandContext(ctx, tc.cmd[0], append(tc.cmd[1:], tools...)...)
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", tc.name, err, out, stderr.String())
+				}
+				lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+				if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+					t.Fatalf("report %q: %v", out, err)
+				}
 			}
 			t.Logf("%s: protocol %s, asked %v, results %v", tc.name, r.Protocol, r.Asked, r.Results)
 			if r.Protocol != tc.protocol {
@@ -468,7 +476,8 @@ func TestInteractiveSDKFrontDoor(t *testing.T) {
 			}
 			// go__ask_all asks its three at once, in a map: their order is not
 			// fixed.
-			if got := strings.Join(r.Asked, " "); !strings.HasPrefix(got, askedKinds+" ") || len(r.Asked) != 12 {
+			if got := strings.Join(r.Asked, " "); !strings.HasPrefix(got, askedKinds+" ") || len(r.Asked) != 12 ||
+				!slices.Equal(slices.Sorted(slices.Values(r.Asked[9:])), []string{"elicitation", "roots", "sampling"}) {
 				t.Errorf("asked %v, want %s then go's three", r.Asked, askedKinds)
 			}
 			for tool, want := range asked {
@@ -478,4 +487,73 @@ func TestInteractiveSDKFrontDoor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// askFrontReport is what the front-door clients that answer (ask_front_client.mjs,
+// ask_front_client.py, goAskFront) report.
+type askFrontReport struct {
+	Protocol string            `json:"protocol"`
+	Asked    []string          `json:"asked"`
+	Results  map[string]string `json:"results"`
+}
+
+// goAskFront is go-sdk's client doing what ask_front_client.mjs does: a
+// 2025-11-25 session that declares elicitation (form and URL), sampling and
+// roots, answers as that script does, and calls tools in order.
+func goAskFront(t *testing.T, ctx context.Context, endpoint string, tools []string) askFrontReport {
+	t.Helper()
+	r := askFrontReport{Results: map[string]string{}}
+	var mu sync.Mutex // handlers run on the session's goroutines
+	note := func(kind string) {
+		mu.Lock()
+		r.Asked = append(r.Asked, kind)
+		mu.Unlock()
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "ask-front-go", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}, Sampling: &mcp.SamplingCapabilities{},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if req.Params.Mode == "url" {
+				note("elicitation_url")
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
+			note("elicitation")
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Front"}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			note("sampling")
+			return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "hi there"}, Model: "front-model"}, nil
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///front", Name: "front"})
+	// go-sdk answers roots/list itself from AddRoots: count the requests on
+	// the way in.
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "roots/list" {
+				note("roots")
+			}
+			return next(ctx, method, req)
+		}
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	r.Protocol = cs.InitializeResult().ProtocolVersion
+	for _, name := range tools {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		switch {
+		case err != nil:
+			r.Results[name] = "error: " + err.Error()
+		case res.IsError:
+			r.Results[name] = "error: " + callText(t, res)
+		default:
+			r.Results[name] = callText(t, res)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return r
 }
