@@ -28,13 +28,14 @@ import (
 // ctx.session.list_roots, and the SDK's resolver, Resolve(Elicit)), reached
 // over gRPC (raw, the Python package's call_tool(on_input=...), the
 // TypeScript package's callTool({onInput})) and through the MCP front door
-// (the TypeScript and Python SDK clients). The go-sdk server's cells are
+// (go-sdk's, the TypeScript and the Python SDK clients). The go-sdk server's cells are
 // TestInteractiveCalls and TestInteractiveFrontDoor (interactive_test.go).
 // The cell table is docs/interactive-cells.md.
 //
 // What the SDKs do, as measured here (not as documented):
 //   - TypeScript SDK 1.32.2 speaks 2025-11-25 at most: a server asked for
-//     2026-07-28 (protocolVersion pinned or auto) answers 2025-11-25. It sends
+//     2026-07-28 (protocolVersion pinned, on stdio or stateless HTTP, or
+//     auto) answers 2025-11-25, and its tools ask as below. It sends
 //     form and URL elicitation (url only when the client declared
 //     elicitation.url), sampling and roots mid-call; with relatedRequestId they
 //     ride the call's POST response stream. Over stdio and stateful HTTP every
@@ -52,12 +53,13 @@ import (
 //     (a second call's roots request gets the policy). On 2026-07-28 (auto
 //     moves its stateless server there; or pinned) those four raise
 //     NoBackChannelError, a JSON-RPC error -32600 "no back-channel for
-//     server-initiated requests" (gRPC INTERNAL); only the resolver
-//     (Annotated[..., Resolve(fn)] with Elicit/Sample/ListRoots) asks, as an
+//     server-initiated requests" (gRPC INTERNAL), on stdio as over HTTP;
+//     only the resolver (Annotated[..., Resolve(fn)], fn returning Elicit;
+//     its Sample and ListRoots are not measured) asks, as an
 //     input_required result that toolsvc relays (replica_bound false). Its
 //     stateless HTTP pinned to 2025-11-25 has no back channel at all: every
 //     tool, the resolver's too, fails the same way.
-//   - Front door: the TypeScript SDK client (2025-11-25) and the Python SDK
+//   - Front door: go-sdk's and the TypeScript SDK's clients (2025-11-25) and the Python SDK
 //     client in legacy mode (2025-11-25) declare the capabilities and are
 //     asked with server-to-client requests, whatever the upstream's SDK or
 //     era. The Python SDK client in auto mode speaks 2026-07-28, for which the
@@ -78,6 +80,7 @@ type askServers struct {
 //	ts-stdio ts-http ts-stateless py-stdio py-http py-stateless
 //	py-http26 (py-http's server, pinned to 2026-07-28)
 //	py-stateless25 (py-stateless's server, pinned to 2025-11-25)
+//	ts-stdio26, py-stdio26 (their stdio servers, pinned to 2026-07-28)
 func startAskServers(t *testing.T, names ...string) askServers {
 	t.Helper()
 	ts := nodePath(t, "ask_server.mjs")
@@ -109,7 +112,8 @@ func startAskServers(t *testing.T, names ...string) askServers {
 		}
 	}
 	for pinned, of := range map[string]struct{ server, version string }{
-		"py-http26": {"py-http", "2026-07-28"}, "py-stateless25": {"py-stateless", "2025-11-25"}} {
+		"py-http26": {"py-http", "2026-07-28"}, "py-stateless25": {"py-stateless", "2025-11-25"},
+		"ts-stdio26": {"ts-stdio", "2026-07-28"}, "py-stdio26": {"py-stdio", "2026-07-28"}} {
 		if want[pinned] {
 			u, ok := a.servers[of.server]
 			if !ok {
@@ -189,7 +193,7 @@ func wantNoBackChannel(t *testing.T, err error, server, tool string) {
 // serve fail the way measured (see the comment at the top).
 func TestInteractiveSDKServers(t *testing.T) {
 	t.Parallel()
-	a := startAskServers(t, "ts-stdio", "ts-http", "ts-stateless", "py-stdio", "py-http", "py-stateless", "py-http26", "py-stateless25")
+	a := startAskServers(t, "ts-stdio", "ts-http", "ts-stateless", "py-stdio", "py-http", "py-stateless", "py-http26", "py-stateless25", "ts-stdio26", "py-stdio26")
 	// connectTimeout: Python and Node interpreters start together on a
 	// loaded 2-core box.
 	p := startToolsvc(t, cfg{ConnectTimeout: "20s", Servers: a.servers})
@@ -197,14 +201,15 @@ func TestInteractiveSDKServers(t *testing.T) {
 	defer cancel()
 
 	for server, want := range map[string]string{"ts-stdio": "2025-11-25", "ts-http": "2025-11-25", "ts-stateless": "2025-11-25",
-		"py-stdio": "2025-11-25", "py-http": "2025-11-25", "py-stateless": "2026-07-28", "py-http26": "2026-07-28", "py-stateless25": "2025-11-25"} {
+		"py-stdio": "2025-11-25", "py-http": "2025-11-25", "py-stateless": "2026-07-28", "py-http26": "2026-07-28", "py-stateless25": "2025-11-25",
+		"ts-stdio26": "2025-11-25", "py-stdio26": "2026-07-28"} {
 		if got := serverStatus(t, ctx, p.client, server).GetProtocolVersion(); got != want {
 			t.Errorf("%s negotiated %q, want %q", server, got, want)
 		}
 	}
 
 	// The cells that ask mid-call (2025-11-25): every kind, parked.
-	for _, server := range []string{"ts-stdio", "ts-http", "py-stdio", "py-http"} {
+	for _, server := range []string{"ts-stdio", "ts-http", "py-stdio", "py-http", "ts-stdio26"} {
 		t.Run(server, func(t *testing.T) {
 			for _, k := range askKinds {
 				if got := askOnce(t, ctx, p.client, server+"__"+k.tool, k.kind, true); got != k.want {
@@ -286,7 +291,7 @@ func TestInteractiveSDKServers(t *testing.T) {
 
 	// Python on 2026-07-28: only the resolver asks (relayed, not parked);
 	// ctx.elicit and the session's requests have no back channel.
-	for _, server := range []string{"py-stateless", "py-http26"} {
+	for _, server := range []string{"py-stateless", "py-http26", "py-stdio26"} {
 		t.Run(server, func(t *testing.T) {
 			if got := askOnce(t, ctx, p.client, server+"__ask_resolved", "elicitation", false); got != "hello Ada" {
 				t.Errorf("%s__ask_resolved = %q, want hello Ada", server, got)
