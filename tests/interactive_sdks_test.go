@@ -54,9 +54,11 @@ import (
 //     moves its stateless server there; or pinned) those four raise
 //     NoBackChannelError, a JSON-RPC error -32600 "no back-channel for
 //     server-initiated requests" (gRPC INTERNAL), on stdio as over HTTP;
-//     only the resolver (Annotated[..., Resolve(fn)], fn returning Elicit;
-//     its Sample and ListRoots are not measured) asks, as an
-//     input_required result that toolsvc relays (replica_bound false). Its
+//     only the resolver (Annotated[..., Resolve(fn)], fn returning Elicit
+//     or Sample) asks, as an input_required result that toolsvc relays
+//     (replica_bound false). The resolver's ListRoots is sent as
+//     {"method": "roots/list"} without params, which go-sdk v1.8.0 cannot
+//     decode (InputRequestMap.UnmarshalJSON): UNAVAILABLE. Its
 //     stateless HTTP pinned to 2025-11-25 has no back channel at all: every
 //     tool, the resolver's too, fails the same way.
 //   - Front door: go-sdk's and the TypeScript SDK's clients (2025-11-25) and the Python SDK
@@ -133,6 +135,13 @@ var askKinds = []struct{ tool, kind, want string }{
 	{"ask_url", "elicitation_url", "url accept"},
 	{"ask_sample", "sampling", "model=hi there"},
 	{"ask_roots", "roots", "roots=file:///work"},
+}
+
+// resolvedKinds are the Python server's resolver tools (either era).
+var resolvedKinds = []struct{ tool, kind, want string }{
+	{"ask_resolved", "elicitation", "hello Ada"},
+	{"ask_resolved_sample", "sampling", "model=hi there"},
+	{"ask_resolved_roots", "roots", "roots=file:///work"},
 }
 
 // inputKind names the kind of an input request.
@@ -217,8 +226,10 @@ func TestInteractiveSDKServers(t *testing.T) {
 				}
 			}
 			if strings.HasPrefix(server, "py-") {
-				if got := askOnce(t, ctx, p.client, server+"__ask_resolved", "elicitation", true); got != "hello Ada" {
-					t.Errorf("%s__ask_resolved = %q, want hello Ada", server, got)
+				for _, k := range resolvedKinds {
+					if got := askOnce(t, ctx, p.client, server+"__"+k.tool, k.kind, true); got != k.want {
+						t.Errorf("%s__%s = %q, want %q", server, k.tool, got, k.want)
+					}
 				}
 			}
 			t.Run("no input_capabilities: the policy", func(t *testing.T) {
@@ -293,9 +304,22 @@ func TestInteractiveSDKServers(t *testing.T) {
 	// ctx.elicit and the session's requests have no back channel.
 	for _, server := range []string{"py-stateless", "py-http26", "py-stdio26"} {
 		t.Run(server, func(t *testing.T) {
-			if got := askOnce(t, ctx, p.client, server+"__ask_resolved", "elicitation", false); got != "hello Ada" {
-				t.Errorf("%s__ask_resolved = %q, want hello Ada", server, got)
+			for _, k := range resolvedKinds[:2] {
+				if got := askOnce(t, ctx, p.client, server+"__"+k.tool, k.kind, false); got != k.want {
+					t.Errorf("%s__%s = %q, want %q", server, k.tool, got, k.want)
+				}
 			}
+			// The resolver's roots request is {"method": "roots/list"}, no
+			// params (optional in the spec); go-sdk v1.8.0's
+			// InputRequestMap.UnmarshalJSON unmarshals the absent params and
+			// fails ("unexpected end of JSON input"), so toolsvc never sees
+			// the result: UNAVAILABLE. A go-sdk bug; when it is fixed this
+			// fails, and roots joins resolvedKinds above.
+			_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: server + "__ask_resolved_roots", InputCapabilities: allInput})
+			if status.Code(err) != codes.Unavailable {
+				t.Errorf("%s__ask_resolved_roots = %v, want UNAVAILABLE (go-sdk cannot decode a roots/list input request without params)", server, err)
+			}
+			p.log.waitFor(t, regexp.MustCompile(`server=`+server+` request="call \\"ask_resolved_roots\\"" error=".*unexpected end of JSON input`), 10*time.Second)
 			res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: server + "__ask_resolved"})
 			if err != nil || res.GetInputRequired() != nil || resultText(res) != "declined" {
 				t.Errorf("%s__ask_resolved without input_capabilities = %v, %v; want the policy's decline", server, res, err)
@@ -308,7 +332,7 @@ func TestInteractiveSDKServers(t *testing.T) {
 	}
 	// Python's stateless HTTP on 2025-11-25: no back channel for anything.
 	t.Run("py-stateless25", func(t *testing.T) {
-		for _, tool := range []string{"ask_name", "ask_url", "ask_sample", "ask_roots", "ask_resolved"} {
+		for _, tool := range []string{"ask_name", "ask_url", "ask_sample", "ask_roots", "ask_resolved", "ask_resolved_sample", "ask_resolved_roots"} {
 			_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "py-stateless25__" + tool, InputCapabilities: allInput})
 			wantNoBackChannel(t, err, "py-stateless25", "py-stateless25__"+tool)
 		}

@@ -15,6 +15,8 @@ Tools, the same contract as tests/node/ask_server.mjs:
     ask_resolved the SDK's era-portable form (Resolve + Elicit): a
                  server-to-client request on 2025-era sessions, an
                  InputRequiredResult on 2026-07-28 ones -> "hello <name>" | "declined"
+    ask_resolved_sample  likewise with Sample("Say hi")  -> "model=<text>"
+    ask_resolved_roots   likewise with ListRoots()       -> "roots=<uri>,<uri>"
 
 A failure of the SDK call (the client lacks the capability, the session has no
 back channel) is the tool's error result, with the exception's text.
@@ -28,10 +30,12 @@ from mcp.server.mcpserver import (
     Context,
     Elicit,
     ElicitationResult,
+    ListRoots,
     MCPServer,
     Resolve,
+    Sample,
 )
-from mcp_types import SamplingMessage, TextContent
+from mcp_types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
 from pydantic import BaseModel, Field
 
 
@@ -90,6 +94,27 @@ def ask_for_name() -> Elicit[Name]:
 async def ask_resolved(answer: Annotated[ElicitationResult[Name], Resolve(ask_for_name)]) -> str:
     """Ask the caller's name through the SDK's resolver (either era)."""
     return outcome(answer)
+
+
+def sample_hi() -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text="Say hi"))], max_tokens=20)
+
+
+@mcp.tool()
+async def ask_resolved_sample(res: Annotated[CreateMessageResult, Resolve(sample_hi)]) -> str:
+    """Ask the caller's model to say hi through the SDK's resolver (either era)."""
+    content = res.content[0] if isinstance(res.content, list) else res.content
+    return "model=" + getattr(content, "text", repr(content))
+
+
+def roots() -> ListRoots:
+    return ListRoots()
+
+
+@mcp.tool()
+async def ask_resolved_roots(res: Annotated[ListRootsResult, Resolve(roots)]) -> str:
+    """List the caller's roots through the SDK's resolver (either era)."""
+    return "roots=" + ",".join(str(r.uri) for r in res.roots)
 
 
 def main() -> None:
