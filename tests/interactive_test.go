@@ -253,9 +253,15 @@ func TestInteractiveBounds(t *testing.T) {
 	}
 	_, err = p.client.CallTool(ctx, ask)
 	wantStatus(t, err, codes.ResourceExhausted, "TOO_MANY_WAITING", "a", "a__ask_name")
+	if n := metricValue(t, p, "toolsvc_interactive_calls_waiting"); n != 2 {
+		t.Errorf("toolsvc_interactive_calls_waiting = %v with two calls parked, want 2", n)
+	}
 	// Expiry: the state is refused, and the waiting calls are gone, so the
 	// principal may ask again.
 	time.Sleep(1500 * time.Millisecond)
+	eventually(t, 10*time.Second, "the expired calls to leave toolsvc_interactive_calls_waiting", func() bool {
+		return metricValue(t, p, "toolsvc_interactive_calls_waiting") == 0
+	})
 	_, err = p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "a__ask_name", InputCapabilities: allInput,
 		RequestState: first.GetRequestState(), InputResponses: answer(t, first.GetRequests(), "Late")})
 	wantStatus(t, err, codes.InvalidArgument, "REQUEST_STATE_EXPIRED", "a", "a__ask_name")
