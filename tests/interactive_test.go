@@ -269,6 +269,17 @@ func TestInteractiveBounds(t *testing.T) {
 	if got != "hello Ada" {
 		t.Errorf("after expiry ask_name = %q", got)
 	}
+	// A call whose question nobody answers is cancelled upstream at its
+	// expiry (declined, then cancelled: the tool works on after the answer
+	// and sees its context end, not its 20 s pass).
+	res, err = p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "a__ask_wait", ArgumentsJson: `{"id": "unanswered", "then_ms": 20000}`, InputCapabilities: allInput})
+	if err != nil || !res.GetInputRequired().GetReplicaBound() {
+		t.Fatalf("ask_wait: %v, %v", res, err)
+	}
+	rec := waitCancelRecord(t, ctx, p.client, "a", "unanswered", 10*time.Second)
+	if exp := res.GetInputRequired().GetExpireTime().AsTime(); rec.cancelled.IsZero() || rec.cancelled.Before(exp) {
+		t.Errorf("the unanswered call's upstream: %+v, want cancelled after its expiry %v", rec, exp)
+	}
 	// A caller that goes away while its call may still ask ends the call
 	// (the upstream sees it cancelled), and its slot is given back.
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
