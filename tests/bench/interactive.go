@@ -30,8 +30,9 @@ type continuationPaths struct {
 }
 
 // startContinuation builds the test server (once) and starts toolsvc in
-// front of its two children.
-func startContinuation(ctx context.Context, e *env) (*toolsvcProc, continuationPaths, error) {
+// front of its two children. round1, if set, is told each continued call's
+// first round (by path name).
+func startContinuation(ctx context.Context, e *env, round1 func(string, time.Duration)) (*toolsvcProc, continuationPaths, error) {
 	if e.testserver == "" {
 		e.testserver = filepath.Join(e.tmp, "testserver")
 		if err := goBuild(e.root, e.testserver, "./tests/testserver"); err != nil {
@@ -45,23 +46,35 @@ func startContinuation(ctx context.Context, e *env) (*toolsvcProc, continuationP
 	if err != nil {
 		return nil, continuationPaths{}, err
 	}
+	hook := func(name string) func(time.Duration) {
+		if round1 == nil {
+			return nil
+		}
+		return func(d time.Duration) { round1(name, d) }
+	}
+	const parked, relayed = "continued, parked (2025-11-25)", "continued, relayed (2026-07-28)"
 	return ts, continuationPaths{
 		plainOld: path{name: "plain 2025-11-25", call: toolsvcEcho(ts.client, "old")},
-		parked:   path{name: "continued, parked (2025-11-25)", call: continuedCall(ts.client, "old", true)},
+		parked:   path{name: parked, call: continuedCall(ts.client, "old", true, hook(parked))},
 		plainNew: path{name: "plain 2026-07-28", call: toolsvcEcho(ts.client, "new")},
-		relayed:  path{name: "continued, relayed (2026-07-28)", call: continuedCall(ts.client, "new", false)},
+		relayed:  path{name: relayed, call: continuedCall(ts.client, "new", false, hook(relayed))},
 	}, nil
 }
 
 // continuedCall calls <server>__ask_name offering form elicitation,
-// answers the input_required it gets, and checks the greeting.
-func continuedCall(c toolsvcv1.ToolServiceClient, server string, parked bool) func(context.Context) error {
+// answers the input_required it gets, and checks the greeting. round1, if
+// set, is told how long the first round took.
+func continuedCall(c toolsvcv1.ToolServiceClient, server string, parked bool, round1 func(time.Duration)) func(context.Context) error {
 	name := server + "__ask_name"
 	caps := &toolsvcv1.InputCapabilities{Elicitation: true}
 	return func(ctx context.Context) error {
+		t0 := time.Now()
 		res, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: name, InputCapabilities: caps})
 		if err != nil {
 			return err
+		}
+		if round1 != nil {
+			round1(time.Since(t0))
 		}
 		ir := res.GetInputRequired()
 		if len(ir.GetRequests()) != 1 || ir.GetReplicaBound() != parked {
@@ -85,7 +98,7 @@ func continuedCall(c toolsvcv1.ToolServiceClient, server string, parked bool) fu
 // continuation_ratio_relayed (p50, with their spread over rounds; p99 too).
 func benchContinuation(ctx context.Context, e *env, r *results) error {
 	defer stopAll()
-	ts, ps, err := startContinuation(ctx, e)
+	ts, ps, err := startContinuation(ctx, e, nil)
 	if err != nil {
 		return err
 	}

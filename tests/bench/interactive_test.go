@@ -12,7 +12,8 @@ import (
 // 2025-11-25 upstream (parked) and on a 2026-07-28 one (relayed), in turn,
 // through a real toolsvc (built without -race). It reports the median of
 // each and the ratios continued / (2 × plain): at most 1 means the answer's
-// round trip costs no more than one extra call. No thresholds: a noisy
+// round trip costs no more than one extra call; and the first round's
+// median alone. No thresholds: a noisy
 // machine moves the absolute times; the ratio is the figure.
 //
 //	go test -run '^$' -bench Continuation -benchtime 2000x ./tests/bench
@@ -29,7 +30,8 @@ func BenchmarkContinuation(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	defer stopAll()
-	ts, ps, err := startContinuation(ctx, e)
+	first := map[string][]time.Duration{}
+	ts, ps, err := startContinuation(ctx, e, func(name string, d time.Duration) { first[name] = append(first[name], d) })
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,6 +58,10 @@ func BenchmarkContinuation(b *testing.B) {
 	b.ReportMetric(med(ps.parked)/1e3, "continued-parked-µs")
 	b.ReportMetric(med(ps.plainNew)/1e3, "plain-relayed-µs")
 	b.ReportMetric(med(ps.relayed)/1e3, "continued-relayed-µs")
+	// The first round alone, and the retry (the rest).
+	round1 := func(p path) float64 { return float64(pct(first[p.name], 50)) }
+	b.ReportMetric(round1(ps.parked)/1e3, "parked-round1-µs")
+	b.ReportMetric(round1(ps.relayed)/1e3, "relayed-round1-µs")
 	b.ReportMetric(med(ps.parked)/(2*med(ps.plainOld)), "parked/2plain")
 	b.ReportMetric(med(ps.relayed)/(2*med(ps.plainNew)), "relayed/2plain")
 }
