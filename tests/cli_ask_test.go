@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -116,8 +117,8 @@ func TestCLIAsksOnTerminal(t *testing.T) {
 	if got != "Ada+Bob\n" {
 		t.Errorf("ask_twice on the terminal printed %q", got)
 	}
-	// stdin ends while asked: the call is cancelled (the tool hears it at
-	// once) and the command fails.
+	// stdin ends while asked, or Ctrl-C: the call is cancelled (the tool
+	// hears it at once) and the command fails.
 	term := openPTY(t)
 	cmd := exec.CommandContext(ctx, bin.toolsvc, "call", "--addr", p.addr, "old__ask_wait", `{"id": "ctrl-d"}`)
 	cmd.Stdin, cmd.Stderr = term.term, term.term
@@ -131,5 +132,22 @@ func TestCLIAsksOnTerminal(t *testing.T) {
 	}
 	if rec := waitCancelRecord(t, ctx, p.client, "old", "ctrl-d", 10*time.Second); !rec.finished {
 		t.Errorf("the tool did not hear the cancel: %+v", rec)
+	}
+	// Ctrl-C while asked: the same.
+	term = openPTY(t)
+	cmd = exec.CommandContext(ctx, bin.toolsvc, "call", "--addr", p.addr, "old__ask_wait", `{"id": "ctrl-c"}`)
+	cmd.Stdin, cmd.Stderr = term.term, term.term
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	term.expect(t, 0, "Fill in the form?", wait)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Errorf("toolsvc call interrupted mid-question exited 0\n%s", term.Screen())
+	}
+	if rec := waitCancelRecord(t, ctx, p.client, "old", "ctrl-c", 10*time.Second); !rec.finished {
+		t.Errorf("the tool did not hear the cancel after Ctrl-C: %+v", rec)
 	}
 }
