@@ -122,8 +122,12 @@ func (s *soak) faultAbandonInput(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if status.Code(err) != codes.DeadlineExceeded {
-			s.wrongResult("abandon-input", g.a.replica, u, g.a.bound, fmt.Sprintf("a caller gone before its question: %v, want DEADLINE_EXCEEDED", err))
+		switch {
+		case err == nil:
+			s.wrongResult("abandon-input", g.a.replica, u, g.a.bound, "a call whose caller left before its question succeeded")
+			continue
+		case status.Code(err) != codes.DeadlineExceeded:
+			s.fail("abandon-input", g.a.replica, u.name, g.a.bound, err) // explained if a fault hit the upstream just before
 			continue
 		}
 		left = append(left, g.a)
