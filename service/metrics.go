@@ -26,6 +26,7 @@ type Metrics struct {
 	resourceOps      *prometheus.CounterVec   // resource reads, prompt gets, subscriptions (service/core/operation.go)
 	resourceDuration *prometheus.HistogramVec // their latency
 	principalFlight  *prometheus.Desc
+	inputWaiting     *prometheus.Desc // interactive calls in flights (service/core/interact.go)
 	server           atomic.Pointer[Server]
 	watchStreams     *prometheus.Desc
 	watchResets      *prometheus.Desc
@@ -72,6 +73,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		resourceDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_resource_request_duration_seconds",
 			Help: "Latency of resource reads, prompt gets and completions at the gRPC edge (subscriptions: their whole life), by method and outcome.", Buckets: latency},
 			[]string{"method", "outcome"}),
+		inputWaiting: prometheus.NewDesc("toolsvc_interactive_calls_waiting",
+			"Interactive calls (their callers offered input_capabilities) running on this replica or parked for the caller's answer, as --max-waiting counts them; a parked one ends with its answer, its --input-timeout expiry or its caller going away.", nil, nil),
 		principalFlight: prometheus.NewDesc("toolsvc_principal_calls_in_flight",
 			"Tool calls in flight per principal with an auth.rateLimits maxConcurrent cap.", []string{"principal"}, nil),
 		watchStreams: prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),
@@ -149,7 +152,7 @@ func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelVa
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.upPush,
 		m.catalogTools, m.catalogWatcher, m.catalogSubs, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
-		m.configReloads, m.configReloadOK, m.principalFlight} {
+		m.configReloads, m.configReloadOK, m.principalFlight, m.inputWaiting} {
 		ch <- d
 	}
 }
@@ -161,6 +164,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		for name, n := range s.core.CallsInFlight() {
 			ch <- prometheus.MustNewConstMetric(m.principalFlight, prometheus.GaugeValue, float64(n), name)
 		}
+		ch <- prometheus.MustNewConstMetric(m.inputWaiting, prometheus.GaugeValue, float64(s.core.Waiting()))
 	}
 	b := m.bridge.Load()
 	if b == nil {

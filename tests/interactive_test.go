@@ -255,15 +255,32 @@ func TestInteractiveBounds(t *testing.T) {
 	}
 	_, err = p.client.CallTool(ctx, ask)
 	wantStatus(t, err, codes.ResourceExhausted, "TOO_MANY_WAITING", "a", "a__ask_name")
+	if n := metricValue(t, p, "toolsvc_interactive_calls_waiting"); n != 2 {
+		t.Errorf("toolsvc_interactive_calls_waiting = %v with two calls parked, want 2", n)
+	}
 	// Expiry: the state is refused, and the waiting calls are gone, so the
 	// principal may ask again.
 	time.Sleep(1500 * time.Millisecond)
+	eventually(t, 10*time.Second, "the expired calls to leave toolsvc_interactive_calls_waiting", func() bool {
+		return metricValue(t, p, "toolsvc_interactive_calls_waiting") == 0
+	})
 	_, err = p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "a__ask_name", InputCapabilities: allInput,
 		RequestState: first.GetRequestState(), InputResponses: answer(t, first.GetRequests(), "Late")})
 	wantStatus(t, err, codes.InvalidArgument, "REQUEST_STATE_EXPIRED", "a", "a__ask_name")
 	got, _ := callInteractive(t, ctx, p.client, "a__ask_name", true)
 	if got != "hello Ada" {
 		t.Errorf("after expiry ask_name = %q", got)
+	}
+	// A call whose question nobody answers is cancelled upstream at its
+	// expiry (declined, then cancelled: the tool works on after the answer
+	// and sees its context end, not its 20 s pass).
+	res, err = p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "a__ask_wait", ArgumentsJson: `{"id": "unanswered", "then_ms": 20000}`, InputCapabilities: allInput})
+	if err != nil || !res.GetInputRequired().GetReplicaBound() {
+		t.Fatalf("ask_wait: %v, %v", res, err)
+	}
+	rec := waitCancelRecord(t, ctx, p.client, "a", "unanswered", 10*time.Second)
+	if exp := res.GetInputRequired().GetExpireTime().AsTime(); rec.cancelled.IsZero() || rec.cancelled.Before(exp) {
+		t.Errorf("the unanswered call's upstream: %+v, want cancelled after its expiry %v", rec, exp)
 	}
 	// A caller that goes away while its call may still ask ends the call
 	// (the upstream sees it cancelled), and its slot is given back.

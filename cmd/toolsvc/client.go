@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -157,44 +158,52 @@ func runTools(ctx context.Context, args []string) error {
 
 func runCall(ctx context.Context, args []string) error {
 	f := newClientFlags("call")
+	noInput := f.fs.Bool("no-input", false, "never ask: offer no input_capabilities, so the server's policy answers a tool that asks (the default without a terminal on stdin)")
 	if err := f.fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if f.fs.NArg() < 1 || f.fs.NArg() > 2 {
-		return &exitError{code: 2, err: errors.New("usage: toolsvc call [--addr ADDR] [--json] NAME [ARGS_JSON]")}
+		return &exitError{code: 2, err: errors.New("usage: toolsvc call [--addr ADDR] [--json] [--no-input] NAME [ARGS_JSON]")}
 	}
 	req := &toolsvcv1.CallToolStreamRequest{Name: f.fs.Arg(0)}
 	if f.fs.NArg() == 2 {
 		req.ArgumentsJson = f.fs.Arg(1)
+	}
+	// On a terminal the person at the keyboard answers a tool that asks
+	// (ask.go); otherwise nothing is offered and the server's policy
+	// answers, as for any caller that offers nothing.
+	var ask *asker
+	if !*noInput && term.IsTerminal(int(os.Stdin.Fd())) {
+		req.InputCapabilities = terminalInput
+		ask = newAsker(os.Stdin, os.Stderr)
 	}
 	c, closeConn, err := dial(f)
 	if err != nil {
 		return err
 	}
 	defer closeConn()
-	stream, err := c.CallToolStream(ctx, req)
-	if err != nil {
-		return callError(err)
-	}
 	prog := newProgressPrinter(os.Stderr, *f.json)
 	var resp *toolsvcv1.CallToolResponse
-	for resp == nil {
-		msg, err := stream.Recv()
+	for {
+		if resp, err = callRound(ctx, c, req, prog); err != nil {
+			return err
+		}
+		ir := resp.GetInputRequired()
+		if ir == nil {
+			break
+		}
+		if ask == nil {
+			return errors.New("the server asked for input, though none was offered")
+		}
+		answers, err := ask.answer(ctx, ir)
 		if err != nil {
-			prog.done()
-			if err == io.EOF {
-				return errors.New("the stream ended without a result")
-			}
-			return callError(err)
+			cancelRounds(ctx, c, req, ir, prog)
+			return err
 		}
-		switch ev := msg.GetEvent().(type) {
-		case *toolsvcv1.CallToolStreamResponse_Progress:
-			prog.show(ev.Progress)
-		case *toolsvcv1.CallToolStreamResponse_Result:
-			resp = ev.Result
-		}
+		retry := proto.CloneOf(req)
+		retry.InputResponses, retry.RequestState = answers, ir.GetRequestState()
+		req = retry
 	}
-	prog.done()
 	if *f.json {
 		printJSON(resp)
 	} else {
@@ -204,6 +213,47 @@ func runCall(ctx context.Context, args []string) error {
 		return &exitError{code: 3, err: errors.New("the tool reported an error")}
 	}
 	return nil
+}
+
+// cancelRounds answers cancel to the round ir asks, and to any round the
+// tool asks next (a few at most), so the tool hears at once that nobody
+// will answer rather than wait for the state's expiry.
+func cancelRounds(ctx context.Context, c toolsvcv1.ToolServiceClient, req *toolsvcv1.CallToolStreamRequest, ir *toolsvcv1.InputRequired, prog *progressPrinter) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for range 5 {
+		retry := proto.CloneOf(req)
+		retry.InputResponses, retry.RequestState = cancelAll(ir), ir.GetRequestState()
+		resp, err := callRound(cctx, c, retry, prog)
+		if ir = resp.GetInputRequired(); err != nil || ir == nil {
+			return
+		}
+	}
+}
+
+// callRound is one CallToolStream: progress as it comes, then the result
+// or the input_required that ends the round.
+func callRound(ctx context.Context, c toolsvcv1.ToolServiceClient, req *toolsvcv1.CallToolStreamRequest, prog *progressPrinter) (*toolsvcv1.CallToolResponse, error) {
+	stream, err := c.CallToolStream(ctx, req)
+	if err != nil {
+		return nil, callError(err)
+	}
+	defer prog.done()
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			if err == io.EOF {
+				return nil, errors.New("the stream ended without a result")
+			}
+			return nil, callError(err)
+		}
+		switch ev := msg.GetEvent().(type) {
+		case *toolsvcv1.CallToolStreamResponse_Progress:
+			prog.show(ev.Progress)
+		case *toolsvcv1.CallToolStreamResponse_Result:
+			return ev.Result, nil
+		}
+	}
 }
 
 // callError renders a failed call's status: code, message, the ErrorInfo

@@ -24,8 +24,13 @@ Usage:
   toolsvc tools   [--addr ADDR] [--json]           list tools
   toolsvc search  [--addr ADDR] [--json] [--limit N] [--server S]... QUERY
                                                    rank the tools for a free-text query
-  toolsvc call    [--addr ADDR] [--json] NAME [ARGS_JSON]
-                                                   call a tool
+  toolsvc call    [--addr ADDR] [--json] [--no-input] NAME [ARGS_JSON]
+                                                   call a tool; with stdin a terminal, a tool
+                                                   that asks (a form, a URL to visit) is
+                                                   answered by you, and roots are the current
+                                                   directory; without one, or --no-input, the
+                                                   server's policy answers (no sampling: a CLI
+                                                   has no model)
   toolsvc watch   [--addr ADDR] [--json] [--resume REV] [--servers A,B] [--exclude-unavailable]
                                                    stream catalog changes, one line each;
                                                    resumes by itself when a stream ends

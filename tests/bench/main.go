@@ -44,7 +44,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, python, node, catalog, storm, front (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, front (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -67,12 +67,13 @@ func main() {
 
 // env is what every phase needs.
 type env struct {
-	root     string // module root
-	tmp      string
-	toolsvc  string
-	upstream string
-	nodeDir  string // tests/node (storm server)
-	peersDir string // tests/bench/node
+	root       string // module root
+	tmp        string
+	toolsvc    string
+	upstream   string
+	testserver string // tests/testserver, built by the continuation phase
+	nodeDir    string // tests/node (storm server)
+	peersDir   string // tests/bench/node
 }
 
 func run(ctx context.Context) error {
@@ -154,6 +155,11 @@ func run(ctx context.Context) error {
 		} else if err := benchPeerCatalog(ctx, e, r, specs); err != nil {
 			return fmt.Errorf("peer catalogs: %w", err)
 		}
+	}
+	if skipped["continuation"] {
+		r.skipMany([]string{"continuation_ratio_parked", "continuation_ratio_relayed"}, "continuation_ratio", "-skip continuation")
+	} else if err := benchContinuation(ctx, e, r); err != nil {
+		return fmt.Errorf("continued calls: %w", err)
 	}
 	if err := pythonPhase(ctx, e, r, skipped["python"]); err != nil {
 		return err

@@ -25,6 +25,7 @@ var figures = []string{
 	"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio",
 	"load_avg_1m_at_start",
 	"front_peer_added_ratio",
+	"continuation_ratio_parked", "continuation_ratio_relayed",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:
@@ -42,7 +43,7 @@ func TestSmoke(t *testing.T) {
 	cmd := exec.Command(exe, "-calls", "50", "-rounds", "1", "-warmup", "10", "-callers", "4", "-conc-calls", "100",
 		"-peers=false", "-catalog-upstreams", "2", "-catalog-tools", "20", "-list-reps", "1",
 		"-storm", "50", "-storm-baseline-calls", "50",
-		"-py-calls", "20", "-py-conc-calls", "40", "-py-warmup", "5",
+		"-py-calls", "20", "-py-conc-calls", "40", "-py-warmup", "5", "-interactive-calls", "20",
 		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms -rounds 2")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -81,7 +82,8 @@ func TestSmoke(t *testing.T) {
 	// What this configuration measures must be measured.
 	for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "list_ratio", "storm_lists", "storm_call_p99_ratio",
 		"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
-		"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio"} {
+		"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio",
+		"continuation_ratio_parked", "continuation_ratio_relayed"} {
 		if _, num := res[k].(float64); !num {
 			t.Errorf("%q = %v, want a number", k, res[k])
 		}

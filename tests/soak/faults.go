@@ -141,7 +141,13 @@ func (s *soak) injectFaults(ctx context.Context) {
 		r := s.replicas[s.intn(len(s.replicas))]
 		var keys []string
 		var run func()
-		switch n := s.intn(100); {
+		n := s.intn(100)
+		s.mu.Lock()
+		if s.abandonFaults == 0 && time.Since(s.start) > s.duration/3 {
+			n = 80 // at least one abandon-input fault per soak
+		}
+		s.mu.Unlock()
+		switch {
 		case n < 22:
 			keys = []string{u.name}
 			run = func() { s.faultKill(u, r) }
@@ -161,9 +167,14 @@ func (s *soak) injectFaults(ctx context.Context) {
 			u = http[s.intn(len(http))]
 			keys = []string{u.name, "tools"}
 			run = func() { s.faultToolBurst(ctx, u) }
-		case n < 84:
+		case n < 76:
 			keys = []string{"config"}
 			run = func() { s.faultConfig() }
+		case n < 84:
+			// Its upstream, the configuration and the replicas stay as
+			// they are while it waits for the expiries.
+			keys = []string{abandonServer, "config", "replica"}
+			run = func() { s.faultAbandonInput(ctx) }
 		case n < 92 && time.Since(s.start) < s.duration*6/10:
 			// Rolling restarts take turns on replicas 0 and 1 during the
 			// first 60 % of the soak; replica 2 runs the whole soak, so

@@ -71,6 +71,8 @@ type soak struct {
 	hung        atomic.Int64
 	resumes     atomic.Int64
 
+	abandonedCalls atomic.Int64 // interactive calls left unanswered (interactive.go)
+
 	mu            sync.Mutex
 	faults        []*fault
 	failures      []callFailure
@@ -88,6 +90,11 @@ type soak struct {
 	maxSettle     time.Duration
 	quietPeriods  int
 	hostileChecks map[string]int // hostile load operations by case
+	abandonFaults int            // abandon-input faults started
+	overdue       []string       // abandoned calls whose upstream call outlived its bound
+	maxInputLate  time.Duration  // the latest an abandoned call\'s upstream call was cancelled after its bound
+	waitingLeft   int            // checks that found toolsvc_interactive_calls_waiting above 0
+	waitingDetail []string
 	timeline      []sample
 	leakChecks    sync.WaitGroup
 }
@@ -312,6 +319,8 @@ func (s *soak) printDetails() {
 	show("disagreement", s.disDetail)
 	show("unsettled", s.unsDetail)
 	show("replica exit", s.exitDetail)
+	show("overdue", s.overdue)
+	show("waiting", s.waitingDetail)
 }
 
 // base is every upstream of the base configuration: the twelve and the

@@ -208,6 +208,10 @@ func (s *soak) quiet(ctx context.Context) {
 		r.mu.Unlock()
 		s.logf("quiet period %d: replica%d rss %.1f MiB, %v goroutines, %d revisions seen", q, r.idx, rss/(1<<20), g, revs)
 	}
+	// No interactive call outlives its bound: with no load, none waits.
+	for _, r := range s.replicas {
+		s.checkNoneWaiting(ctx, r, fmt.Sprintf("quiet period %d", q), 2*time.Second)
+	}
 	s.logf("quiet period %d: settled in %.1fs, revision %s, %d tools, %d calls, %d faults so far",
 		q, settle.Seconds(), truthRev[0], len(truth[0][false]), s.calls.Load(), s.faultCount())
 }

@@ -99,7 +99,7 @@ func (r *replica) start() error {
 			markerEnv(r.s.run, owner), []*regexp.Regexp{servingRE, readyRE},
 			r.s.toolsvc, "serve", "--config", r.configPath,
 			"--listen", r.addr(), "--admin-listen", fmt.Sprintf("127.0.0.1:%d", r.adminPort),
-			"--log-level", "info")
+			"--input-timeout", inputTimeout.String(), "--log-level", "info")
 		if err != nil {
 			return err
 		}
@@ -142,23 +142,41 @@ func (r *replica) stop() {
 // metrics scrapes go_goroutines and process_resident_memory_bytes from the
 // admin endpoint.
 func (r *replica) metrics(ctx context.Context) (goroutines, rss float64, err error) {
+	m, err := r.metricValues(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	g, ok1 := m["go_goroutines"]
+	rss, ok2 := m["process_resident_memory_bytes"]
+	if !ok1 || !ok2 {
+		return 0, 0, fmt.Errorf("metrics lack go_goroutines or process_resident_memory_bytes")
+	}
+	return g, rss, nil
+}
+
+// metricValues scrapes the admin endpoint's gauges: each family's samples
+// summed.
+func (r *replica) metricValues(ctx context.Context) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", r.adminPort), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	g, ok1 := mfs["go_goroutines"]
-	m, ok2 := mfs["process_resident_memory_bytes"]
-	if !ok1 || !ok2 || len(g.GetMetric()) == 0 || len(m.GetMetric()) == 0 {
-		return 0, 0, fmt.Errorf("metrics lack go_goroutines or process_resident_memory_bytes")
+	out := map[string]float64{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if g := m.GetGauge(); g != nil {
+				out[name] += g.GetValue()
+			}
+		}
 	}
-	return g.GetMetric()[0].GetGauge().GetValue(), m.GetMetric()[0].GetGauge().GetValue(), nil
+	return out, nil
 }
 
 // freePort returns a loopback port that was free a moment ago.

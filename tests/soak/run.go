@@ -24,6 +24,10 @@ type result struct {
 	RevisionDisagreements int                `json:"revision_disagreements"`
 	UnsettledQuietPeriods int                `json:"unsettled_quiet_periods"`
 	UncleanReplicaExits   int                `json:"unclean_replica_exits"`
+	InputOverdue          int                `json:"input_overdue"`
+	InputWaitingLeft      int                `json:"input_waiting_left"`
+	InputAbandoned        int64              `json:"input_abandoned"`
+	InputMaxLateS         float64            `json:"input_max_late_s"`
 	Calls                 int64              `json:"calls"`
 	ExplainedFailures     int                `json:"explained_failures"`
 	Cancellations         int64              `json:"cancellations"`
@@ -80,6 +84,15 @@ func (r *result) failed() []string {
 		if v > maxGrowthPct {
 			f = append(f, "goroutine_growth_pct."+k)
 		}
+	}
+	if r.InputOverdue > 0 {
+		f = append(f, "input_overdue")
+	}
+	if r.InputWaitingLeft > 0 {
+		f = append(f, "input_waiting_left")
+	}
+	if r.InputAbandoned == 0 {
+		f = append(f, "input_abandoned (none: no abandoned interactive call checked)")
 	}
 	if r.QuietPeriods < 2 {
 		f = append(f, "quiet_periods (fewer than 2: nothing compared)")
@@ -276,6 +289,10 @@ func (s *soak) result(elapsed time.Duration) *result {
 		RevisionDisagreements: s.disagree,
 		UnsettledQuietPeriods: s.unsettled,
 		UncleanReplicaExits:   len(s.exitDetail),
+		InputOverdue:          len(s.overdue),
+		InputWaitingLeft:      s.waitingLeft,
+		InputAbandoned:        s.abandonedCalls.Load(),
+		InputMaxLateS:         float64(s.maxInputLate.Milliseconds()) / 1000,
 		Calls:                 s.calls.Load(),
 		Cancellations:         s.cancelled.Load(),
 		ProgressMessages:      s.progress.Load(),

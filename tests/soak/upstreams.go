@@ -14,7 +14,8 @@ import (
 // one per SDK (go-sdk tests/testserver, the TypeScript SDK's
 // tests/node/runtime_server.mjs, the Python SDK's tests/python/matrix_server.py)
 // and transport (stdio, streamable HTTP with and without sessions, legacy
-// SSE): twelve in all. Every one has echo{text} and wait_cancel{id, ms};
+// SSE): twelve in all. Every one has echo{text} and wait_cancel{id, ms}; the
+// go-sdk ones also the tools that ask (-interactive: interactive.go);
 // add_tool{name} registers a tool process-wide (remove_tool: TypeScript).
 // stdio upstreams are children of each replica; the HTTP ones are the
 // soak's, shared by the replicas, on fixed ports so a restart comes back at
@@ -57,9 +58,9 @@ func (u *upstream) command() (string, []string) {
 	case sdkGo:
 		mode := map[string]string{trStdio: "stdio", trHTTP: "http", trStateless: "http-stateless", trSSE: "sse"}[u.tr]
 		if u.stdio() {
-			return u.s.testserver, []string{"-mode", mode}
+			return u.s.testserver, []string{"-mode", mode, "-interactive"}
 		}
-		return u.s.testserver, []string{"-mode", mode, "-addr", "127.0.0.1:" + p}
+		return u.s.testserver, []string{"-mode", mode, "-interactive", "-addr", "127.0.0.1:" + p}
 	case sdkTS:
 		mode := map[string]string{trStdio: "stdio", trHTTP: "http", trStateless: "http-stateless", trSSE: "sse"}[u.tr]
 		script := filepath.Join(r, "tests", "node", "runtime_server.mjs")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,6 +16,10 @@ import (
 // protocol go-sdk's server turns the same result into server-to-client
 // requests sent mid-call, so the tools ask in both eras. ask_twice asks
 // the older way only: two elicitation/create requests in a row, mid-call.
+// ask_roots asks for the caller's roots only. ask_wait asks the older way
+// after delay_ms, works on for then_ms, and records under id, like
+// wait_cancel, whether its call was cancelled (cancel_record): the soak's
+// callers that never answer.
 
 var nameSchema = map[string]any{
 	"type":       "object",
@@ -104,6 +109,60 @@ func addInteractive(s *mcp.Server) {
 			}
 			return text(strings.Join(got, "+")), nil
 		})
+	s.AddTool(&mcp.Tool{Name: "ask_roots", Description: "Ask for the caller's roots and list them.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["roots"]; ok {
+				rr, ok := r.(*mcp.ListRootsResult)
+				if !ok {
+					return text("bad answer"), nil
+				}
+				var uris []string
+				for _, root := range rr.Roots {
+					uris = append(uris, root.URI)
+				}
+				return text("roots=" + strings.Join(uris, ",")), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}, RequestState: "asked-roots"}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_wait", Description: "Wait delay_ms, ask a name mid-call (elicitation/create), wait then_ms; record under id whether the call was cancelled (see cancel_record)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in askWaitArgs) (*mcp.CallToolResult, any, error) {
+			rec := &cancelRecord{Started: time.Now().UnixNano()}
+			recMu.Lock()
+			records[in.ID] = rec
+			recMu.Unlock()
+			cancelled := func() (*mcp.CallToolResult, any, error) {
+				recMu.Lock()
+				rec.Cancelled = time.Now().UnixNano()
+				recMu.Unlock()
+				return nil, nil, ctx.Err()
+			}
+			select {
+			case <-time.After(time.Duration(in.DelayMS) * time.Millisecond):
+			case <-ctx.Done():
+				return cancelled()
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "name?", RequestedSchema: nameSchema})
+			// Then work on for then_ms: a call whose question expired
+			// (declined) is cancelled by toolsvc in this time.
+			select {
+			case <-time.After(time.Duration(in.ThenMS) * time.Millisecond):
+			case <-ctx.Done():
+				return cancelled()
+			}
+			recMu.Lock()
+			rec.Finished = true
+			recMu.Unlock()
+			if err != nil {
+				return text("elicit: " + err.Error()), nil, nil
+			}
+			return text(elicitAnswer(res)), nil, nil
+		})
+}
+
+type askWaitArgs struct {
+	ID      string `json:"id"`
+	DelayMS int    `json:"delay_ms,omitempty"`
+	ThenMS  int    `json:"then_ms,omitempty"`
 }
 
 // addInteractivePrompts adds a prompt and a resource that ask the
