@@ -33,6 +33,10 @@ var frontConformancePass = []string{
 	// A result that overtakes its last progress notifications waits for
 	// them (mcpbridge progressGrace), so all three arrive.
 	"tools-call-with-progress",
+	// The upstream's notifications/message during the call, relayed at the
+	// level the client set (core.Relay, mcpfront dispatch); a result waits
+	// for the messages read before it (mcpbridge logGrace).
+	"tools-call-with-logging",
 	// completion/complete through the core to the prompt's upstream (the
 	// fixture declares no completions: no values).
 	"completion-complete",
@@ -49,12 +53,11 @@ var timestampRE = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[0-9TZ-]+$`)
 // frontConformancePass (checked: a scenario listed here that starts
 // passing is reported, so the list stays true).
 var frontConformanceWhy = map[string]string{
-	"tools-call-with-logging": "the bridge's upstream client does not relay an upstream's notifications/message to front-door clients (the front door's own logging/setLevel works: logging-set-level)",
-	"tools-call-sampling":     "toolsvc declares no sampling capability toward its upstreams, so the fixture's sampling/createMessage fails; a gateway cannot relay it to the front-door client",
-	"tools-call-elicitation":  "toolsvc declares elicitation toward an upstream only to decline or fill defaults itself (elicitation config key), never relaying to the front-door client",
-	"elicitation-":            "needs the upstream's elicitation/create relayed to the front-door client (see tools-call-elicitation)",
-	"json-schema-2020-12":     "not run by the suite's default server run (2025-11-25 only); the fixture has json_schema_2020_12_tool",
-	"server-sse-polling":      "not run by the suite's default server run (2025-11-25 only); the fixture has test_reconnection",
+	"tools-call-sampling":    "toolsvc declares no sampling capability toward its upstreams, so the fixture's sampling/createMessage fails; a gateway cannot relay it to the front-door client",
+	"tools-call-elicitation": "toolsvc declares elicitation toward an upstream only to decline or fill defaults itself (elicitation config key), never relaying to the front-door client",
+	"elicitation-":           "needs the upstream's elicitation/create relayed to the front-door client (see tools-call-elicitation)",
+	"json-schema-2020-12":    "not run by the suite's default server run (2025-11-25 only); the fixture has json_schema_2020_12_tool",
+	"server-sse-polling":     "not run by the suite's default server run (2025-11-25 only); the fixture has test_reconnection",
 }
 
 // TestMCPFrontConformanceServer runs the conformance suite in server mode
