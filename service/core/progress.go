@@ -100,15 +100,6 @@ func (r Relay) Run(dispatch func(*mcpbridge.CallOptions) (*mcp.CallToolResult, e
 	return res, err, sendErr
 }
 
-// RelayProgress is Relay{Progress: send, Stop: stop}.Run, for a dispatch
-// that takes only the progress callback.
-func RelayProgress(dispatch func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error),
-	send func(mcpbridge.Progress) error, stop func()) (res *mcp.CallToolResult, err, sendErr error) {
-	return Relay{Progress: send, Stop: stop}.Run(func(o *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
-		return dispatch(o.OnProgress)
-	})
-}
-
 // logLevels are the MCP logging levels, least severe first.
 var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
