@@ -460,6 +460,16 @@ type CallOptions struct {
 	// this call until CallTool returns; later ones are dropped. It runs on
 	// the session's notification path and must not block.
 	OnProgress func(Progress)
+	// OnLog, if set, receives the upstream's log messages
+	// (notifications/message) attributed to this call (logging.go) until
+	// Call returns; later ones are dropped. It runs on the session's
+	// notification path and must not block. It gets every level the
+	// upstream sends: filtering is the caller's.
+	OnLog func(Log)
+	// LogLevel is the least severe level the caller wants with OnLog: a
+	// 2026-07-28 upstream is asked for it in the call's _meta (earlier
+	// upstreams were told a level at connect); "" means debug.
+	LogLevel mcp.LoggingLevel
 	// Principal is the caller on whose behalf the call is made. It is sent
 	// to the upstream (in _meta under PrincipalMetaKey) only when the
 	// server's ForwardPrincipal is set.
@@ -559,8 +569,17 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 		args = map[string]any{}
 	}
 	tool := target.Tool.OriginalName
-	if opts != nil && opts.Input != nil {
-		ctx = withInteraction(ctx, opts.Input)
+	if opts != nil && (opts.Input != nil || opts.OnLog != nil) {
+		// The call's interaction names it on its session (interact.go):
+		// a copy, which also carries the call's log sink.
+		it := &Interaction{}
+		if opts.Input != nil {
+			*it = *opts.Input
+		}
+		if opts.OnLog != nil {
+			it.logs = &logSink{f: opts.OnLog}
+		}
+		ctx = withInteraction(ctx, it)
 	}
 	var res *mcp.CallToolResult
 	err = b.request(ctx, u, fmt.Sprintf("call %q", tool), func(ctx context.Context, s *session) error {
@@ -634,6 +653,25 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 			}
 			s.progress.Delete(tok)
 			sink.close() // progress handled after this point is dropped
+		}()
+	}
+	if it := interactionOf(ctx); it != nil && it.logs != nil {
+		if s.newProtocol() {
+			// 2026-07-28: logs are asked for per request.
+			level := opts.LogLevel
+			if level == "" {
+				level = "debug"
+			}
+			if params.Meta == nil {
+				params.Meta = mcp.Meta{}
+			}
+			params.Meta[mcp.MetaKeyLogLevel] = level
+		}
+		defer func() {
+			if ctx.Err() == nil {
+				s.logs.settle(ctx, logGrace)
+			}
+			it.logs.close() // log messages handled after this point are dropped
 		}()
 	}
 	return s.cs.CallTool(ctx, params)

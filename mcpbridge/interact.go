@@ -91,6 +91,7 @@ type Interaction struct {
 
 	token string       // names the call on its session, while in flight (linkMetaKey)
 	clock *activeClock // the request's callTimeout, stopped while Ask waits (activeclock.go)
+	logs  *logSink     // the call's OnLog, if any (logging.go)
 }
 
 // interactions tracks a session's requests in flight and the interaction
@@ -151,6 +152,26 @@ func (x *interactions) owner(meta mcp.Meta, r mcp.InputRequest) *Interaction {
 		}
 	}
 	if it == nil || it.Ask == nil || !it.Kinds.Allows(r) {
+		return nil
+	}
+	return it
+}
+
+// logOwner is the interaction an upstream log message belongs to, if it
+// takes logs: the call its token names (tagged: the message came on that
+// call's HTTP response stream), or else the only request in flight.
+func (x *interactions) logOwner(tok string, tagged bool) *Interaction {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var it *Interaction
+	if tagged {
+		it = x.calls[tok]
+	} else if x.inflight.Load() == 1 && len(x.calls) == 1 {
+		for _, c := range x.calls {
+			it = c
+		}
+	}
+	if it == nil || it.logs == nil {
 		return nil
 	}
 	return it
@@ -349,36 +370,49 @@ func interactionOf(ctx context.Context) *Interaction {
 }
 
 // withLinks wraps a transport other than streamable HTTP so that an
-// upstream request asking for input never carries a link toolsvc did not
-// set (linkConn). Streamable HTTP sets and cleans them on the call's
+// upstream request asking for input, or a log message, never carries a
+// link toolsvc did not set (linkConn), and counts the log messages read
+// (logs: logCount). Streamable HTTP sets and cleans them on the call's
 // response stream (linkRoundTripper); its connection cannot be wrapped
 // (withRawSchemas).
-func withLinks(t mcp.Transport) mcp.Transport {
+func withLinks(t mcp.Transport, logs *logCount) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
 	}
-	return &linkTransport{Transport: t}
+	return &linkTransport{Transport: t, logs: logs}
 }
 
-type linkTransport struct{ mcp.Transport }
+type linkTransport struct {
+	mcp.Transport
+	logs *logCount
+}
 
 func (t *linkTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &linkConn{Connection: c}, nil
+	return &linkConn{Connection: c, logs: t.logs}, nil
 }
 
 // linkConn removes _meta[linkMetaKey] from every upstream request that
-// asks for input: on these transports nothing links a request to its
-// call, and an upstream must not aim its request at another caller's.
-type linkConn struct{ mcp.Connection }
+// asks for input, and from every log message: on these transports nothing
+// links a message to its call, and an upstream must not aim its message
+// at another caller's. It counts the log messages it reads (logCount).
+type linkConn struct {
+	mcp.Connection
+	logs *logCount
+}
 
 func (c *linkConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
 	req, ok := m.(*jsonrpc.Request)
-	if err != nil || !ok || !req.IsCall() || !inputMethods[req.Method] {
+	if err != nil || !ok {
+		return m, err
+	}
+	if req.Method == methodLog && !req.IsCall() {
+		c.logs.readOne()
+	} else if !req.IsCall() || !inputMethods[req.Method] {
 		return m, err
 	}
 	if !bytes.Contains(req.Params, []byte(linkMetaKey)) {
@@ -427,6 +461,7 @@ func setLink(raw json.RawMessage, token string) (json.RawMessage, bool) {
 // withRawSchemas.)
 type linkRoundTripper struct {
 	base http.RoundTripper
+	logs *logCount // counts the log messages linked (logCount)
 }
 
 func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -435,7 +470,7 @@ func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || it == nil || it.token == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return resp, err
 	}
-	resp.Body = &linkBody{ReadCloser: resp.Body, token: it.token}
+	resp.Body = &linkBody{ReadCloser: resp.Body, token: it.token, logs: rt.logs}
 	return resp, nil
 }
 
@@ -445,12 +480,13 @@ const maxLinkLine = 64 << 10
 
 // linkBody passes a call's response stream through line by line, setting
 // _meta[linkMetaKey] to the call's token on every "data:" line that is an
-// input request (markLink). Lines are held only until their newline, which
-// ends every SSE field anyway; one longer than maxLinkLine passes as it
-// comes.
+// input request or a log message (markLink), and counting the log messages
+// it marks (logs). Lines are held only until their newline, which ends
+// every SSE field anyway; one longer than maxLinkLine passes as it comes.
 type linkBody struct {
 	io.ReadCloser
 	token string
+	logs  *logCount
 	line  []byte // the current line, held back
 	long  bool   // the current line is past maxLinkLine: passing through
 	out   []byte // ready for the reader
@@ -499,36 +535,51 @@ func (b *linkBody) feed(data []byte) {
 		}
 		if i >= 0 {
 			if !b.long {
-				b.out = append(b.out, markLink(b.line, b.token)...)
+				line, isLog := markLink(b.line, b.token)
+				if isLog && b.logs != nil {
+					b.logs.readOne()
+				}
+				b.out = append(b.out, line...)
 			}
 			b.line, b.long = b.line[:0], false
 		}
 	}
 }
 
-// markLink is one SSE line, with the token in its request's _meta when it
-// is a "data:" line holding an input request.
-func markLink(line []byte, token string) []byte {
+// markLink is one SSE line, with the token in its message's _meta when it
+// is a "data:" line holding an input request or a log message (isLog: a
+// log message so marked).
+func markLink(line []byte, token string) (_ []byte, isLog bool) {
 	data, ok := bytes.CutPrefix(line, []byte("data:"))
 	if !ok || !bytes.Contains(data, []byte(`"method"`)) {
-		return line
+		return line, false
 	}
 	var msg map[string]json.RawMessage
-	if json.Unmarshal(data, &msg) != nil || msg["id"] == nil {
-		return line
+	if json.Unmarshal(data, &msg) != nil {
+		return line, false
 	}
 	var method string
-	if json.Unmarshal(msg["method"], &method) != nil || !inputMethods[method] {
-		return line
+	if json.Unmarshal(msg["method"], &method) != nil {
+		return line, false
+	}
+	switch {
+	case msg["id"] != nil && inputMethods[method]:
+	case msg["id"] == nil && method == methodLog:
+		isLog = true
+	default:
+		return line, false
 	}
 	params, ok := setLink(msg["params"], token)
 	if !ok {
-		return line
+		return line, false
 	}
 	msg["params"] = params
 	out, err := json.Marshal(msg)
 	if err != nil {
-		return line
+		return line, false
 	}
-	return append(append([]byte("data: "), out...), '\n')
+	return append(append([]byte("data: "), out...), '\n'), isLog
 }
+
+// methodLog is the MCP log message notification.
+const methodLog = "notifications/message"

@@ -38,7 +38,8 @@ type session struct {
 	refreshReq chan chan error // operator refreshes, answered by the refresher
 
 	progress sync.Map     // token string -> *progressSink
-	interact interactions // requests in flight, for 2025-era input requests (interact.go)
+	interact interactions // requests in flight, for 2025-era input requests and log messages (interact.go)
+	logs     logCount     // log messages read and handled (logging.go)
 	seq      atomic.Uint64
 
 	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
@@ -164,7 +165,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 		return fail(err)
 	}
 	t = withRawSchemas(t, &s.raw) // exact schema text (rawschema.go)
-	t = withLinks(t)              // input requests' calls (interact.go)
+	t = withLinks(t, &s.logs)     // input requests' and log messages' calls (interact.go)
 	pv := u.protocolVersion()
 	cs, timedOut, err := connectBounded(s.ctx, client, t, sessionOptions(pv), u.cfg.ConnectTimeout, s.cancel)
 	if err != nil {
@@ -182,6 +183,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 		_ = cs.Close()
 		return nil, true, nil
 	}
+	u.setLogLevel(s) // logging.go
 	u.connected(s)
 	return s, false, nil
 }
@@ -203,6 +205,7 @@ func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Cli
 		PromptListChangedHandler:    func(context.Context, *mcp.PromptListChangedRequest) { s.markDirty() },
 		ResourceUpdatedHandler:      s.onResourceUpdated,
 		ProgressNotificationHandler: s.onProgress,
+		LoggingMessageHandler:       s.onLog,
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: true},
 	}
 	switch {

@@ -98,8 +98,18 @@ func (u *upstream) statusSnapshot() ServerStatus {
 }
 
 // redact removes configured secrets (URL, header and env values) from a
-// message before it is logged or reported.
+// message before it is logged or reported, and clips it to 512 bytes.
 func (u *upstream) redact(msg string) string {
+	msg = u.redactAll(msg)
+	const maxErrLen = 512
+	if len(msg) > maxErrLen {
+		msg = msg[:maxErrLen] + "…"
+	}
+	return msg
+}
+
+// redactAll is msg without configured secrets, whatever its length.
+func (u *upstream) redactAll(msg string) string {
 	if u.cfg.URL != "" {
 		msg = strings.ReplaceAll(msg, u.cfg.URL, "<upstream-url>")
 	}
@@ -116,10 +126,5 @@ func (u *upstream) redact(msg string) string {
 	for _, v := range u.cfg.Secrets {
 		msg = strings.ReplaceAll(msg, v, "<redacted>")
 	}
-	msg = u.runtimeSecrets.redact(msg)
-	const maxErrLen = 512
-	if len(msg) > maxErrLen {
-		msg = msg[:maxErrLen] + "…"
-	}
-	return msg
+	return u.runtimeSecrets.redact(msg)
 }

@@ -66,14 +66,15 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 	return out, nil
 }
 
-// CallToolStream implements toolsvc.v1.ToolService. Progress goes to the
-// stream in order, then the result. The bridge's progress callback runs on
-// the upstream session's notification path, so it only appends to a
-// bounded queue and signals; this stream's sender goroutine takes it from
-// there. A reader that keeps up sees every notification; a slow one sees
-// merged progress (the latest replaces the newest waiting once
-// progressBacklog are waiting), and never holds up the session. Progress
-// that arrives after the result is dropped by the bridge.
+// CallToolStream implements toolsvc.v1.ToolService. Progress, and the
+// upstream's log messages at or above input_capabilities.log_level when it
+// is set, go to the stream in the order they came, then the result. The
+// bridge's callbacks run on the upstream session's notification path, so
+// they only append to a bounded queue and signal; this stream's sender
+// goroutine takes it from there (core.Relay). A reader that keeps up sees
+// every notification; a slow one sees merged progress and, past 256
+// waiting log messages, a notice of how many were dropped, and never holds
+// up the session. What arrives after the result is dropped by the bridge.
 func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) error {
 	c, err := s.beginCall(stream.Context(), req)
 	if err != nil {
@@ -81,7 +82,7 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 		c.End(fail, false, 0)
 		return grpcStatus(fail).Err()
 	}
-	sent, isError, err := s.streamCall(c, stream)
+	sent, isError, err := s.streamCall(c, stream, mcp.LoggingLevel(req.GetInputCapabilities().GetLogLevel()))
 	fail := c.Fail(err)
 	c.End(fail, isError, sent)
 	if fail != nil {
@@ -90,9 +91,10 @@ func (s *Server) CallToolStream(req *toolsvcv1.CallToolStreamRequest, stream grp
 	return nil
 }
 
-// streamCall dispatches a prepared call and streams its progress and
-// result; it reports the bytes sent.
-func (s *Server) streamCall(c *core.Call, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse]) (sent int, isError bool, err error) {
+// streamCall dispatches a prepared call and streams its progress, its log
+// messages from logLevel ("": none) and its result; it reports the bytes
+// sent.
+func (s *Server) streamCall(c *core.Call, stream grpc.ServerStreamingServer[toolsvcv1.CallToolStreamResponse], logLevel mcp.LoggingLevel) (sent int, isError bool, err error) {
 	callCtx, cancel := context.WithCancel(c.Context())
 	defer cancel()
 	send := func(m *toolsvcv1.CallToolStreamResponse, size int) error {
@@ -107,9 +109,17 @@ func (s *Server) streamCall(c *core.Call, stream grpc.ServerStreamingServer[tool
 		return send(m, proto.Size(m))
 	}
 
-	res, callErr, sendErr := core.RelayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
-		return c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: onProgress})
-	}, sendProgress, cancel)
+	relay := core.Relay{Progress: sendProgress, Stop: cancel}
+	if logLevel != "" {
+		relay.Log = func(l mcpbridge.Log) error {
+			m := logMessage(l)
+			return send(m, proto.Size(m))
+		}
+		relay.LogLevel = logLevel
+	}
+	res, callErr, sendErr := relay.Run(func(opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
+		return c.Dispatch(callCtx, opts)
+	})
 	if sendErr != nil {
 		return sent, false, sendErr
 	}
@@ -132,4 +142,9 @@ func progressMessage(pr mcpbridge.Progress) *toolsvcv1.CallToolStreamResponse {
 		m.Total = &total
 	}
 	return &toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Progress{Progress: m}}
+}
+
+func logMessage(l mcpbridge.Log) *toolsvcv1.CallToolStreamResponse {
+	return &toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Log{Log: &toolsvcv1.CallToolLog{
+		Level: string(l.Level), Logger: l.Logger, DataJson: string(l.Data), Server: l.Server}}}
 }

@@ -28,6 +28,9 @@ type inputRequest interface {
 // not interactive), or the error of the field at fault.
 func inputOptions(req inputRequest) (*core.InputOptions, *core.Error) {
 	caps, rs, state := req.GetInputCapabilities(), req.GetInputResponses(), req.GetRequestState()
+	if l := caps.GetLogLevel(); l != "" && !core.ValidLogLevel(l) {
+		return nil, core.InvalidField("input_capabilities.log_level", fmt.Sprintf("want an MCP logging level (%s), got %q", core.LogLevelsText, core.Clip(l)))
+	}
 	if caps == nil && len(rs) == 0 && state == "" {
 		return nil, nil
 	}

@@ -14,36 +14,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestProgressQueueNeverBlocksAndKeepsLatest(t *testing.T) {
-	t.Parallel()
-	q := newProgressQueue()
-	// A reader that keeps up gets everything, in order.
-	for i := 1; i <= 5; i++ {
-		q.put(mcpbridge.Progress{Progress: float64(i)})
-	}
-	if got := q.take(); len(got) != 5 || got[0].Progress != 1 || got[4].Progress != 5 {
-		t.Fatalf("take() = %v, want progress 1..5", got)
-	}
-	// Nobody reads: every put still returns (a blocking put would hang the
-	// test), the backlog stays bounded, and the newest value is kept.
-	for i := 1; i <= 10000; i++ {
-		q.put(mcpbridge.Progress{Progress: float64(i), Total: 10000})
-	}
-	got := q.take()
-	if len(got) != progressBacklog || got[0].Progress != 1 || got[len(got)-2].Progress != progressBacklog-1 || got[len(got)-1].Progress != 10000 {
-		t.Fatalf("take() after 10000 unread puts = %d items (%v ... %v); want %d: 1..%d, then 10000",
-			len(got), got[0], got[len(got)-1], progressBacklog, progressBacklog-1)
-	}
-	if rest := q.take(); len(rest) != 0 {
-		t.Fatalf("take() after take() = %v, want empty", rest)
-	}
-	select {
-	case <-q.ready:
-	default:
-		t.Fatal("no ready signal after puts")
-	}
-}
-
 var testSchema = map[string]any{
 	"type":                 "object",
 	"required":             []any{"count"},

@@ -187,6 +187,8 @@ func New(c *core.Core, o Options) *Front {
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+			// Upstreams' log messages during a call (dispatch).
+			Logging: &mcp.LoggingCapabilities{},
 		},
 		SubscribeHandler:   f.subscribe,
 		UnsubscribeHandler: f.unsubscribe,
@@ -837,26 +839,67 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 }
 
 // dispatch calls the upstream, forwarding progress when the client asked
-// for it. The bridge's progress callback only queues; a sender goroutine
-// notifies the client, in order.
+// for it, and the upstream's log messages as notifications/message
+// (logMessage). The bridge's callbacks only queue; a sender goroutine
+// notifies the client, in order (core.Relay).
+//
+// Log messages: a 2026-07-28 request asks for them in its own _meta
+// (io.modelcontextprotocol/logLevel; none without it, as the specification
+// says), and that level is what the upstream is asked for. An older
+// session's level is the one the client set with logging/setLevel, which
+// go-sdk keeps and applies in ServerSession.Log (nothing before the client
+// sets one); the front door relays every level and lets go-sdk filter.
 func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	// c.Context() is the handler's (go-sdk cancels it on the client's
 	// notifications/cancelled) with the request's principal.
 	callCtx := c.Context()
-	token := req.Params.GetProgressToken()
-	if token == nil {
+	var relay core.Relay
+	if token := req.Params.GetProgressToken(); token != nil {
+		relay.Progress = func(pr mcpbridge.Progress) error {
+			// A client that went away is the call's context's business.
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+				Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
+			return nil
+		}
+	}
+	if level, ok := clientLogLevel(req); ok {
+		relay.LogLevel = level
+		relay.Log = func(l mcpbridge.Log) error {
+			// ss.Log filters by the client's level (ctx carries a
+			// 2026-07-28 request's own).
+			_ = req.Session.Log(ctx, logMessage(l))
+			return nil
+		}
+	}
+	if relay.Progress == nil && relay.Log == nil {
 		return c.Dispatch(callCtx, nil)
 	}
-	send := func(pr mcpbridge.Progress) error {
-		// A client that went away is the call's context's business.
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
-			Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
-		return nil
-	}
-	res, err, _ := core.RelayProgress(func(onProgress func(mcpbridge.Progress)) (*mcp.CallToolResult, error) {
-		return c.Dispatch(callCtx, &mcpbridge.CallOptions{OnProgress: onProgress})
-	}, send, func() {})
+	res, err, _ := relay.Run(func(opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
+		return c.Dispatch(callCtx, opts)
+	})
 	return res, err
+}
+
+// clientLogLevel is the level of log messages the client of req wants:
+// a 2026-07-28 request's _meta level (ok false without a valid one), or
+// every level for an older session (go-sdk applies its logging/setLevel).
+func clientLogLevel(req *mcp.CallToolRequest) (mcp.LoggingLevel, bool) {
+	if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion < statelessEra {
+		return "debug", true
+	}
+	level, _ := req.Params.GetMeta()[mcp.MetaKeyLogLevel].(string)
+	return mcp.LoggingLevel(level), core.ValidLogLevel(level)
+}
+
+// logMessage is an upstream's log message as the front door's client gets
+// it: the logger is "<server>/<upstream logger>" (or "<server>" when the
+// upstream named none), so the client sees which server spoke.
+func logMessage(l mcpbridge.Log) *mcp.LoggingMessageParams {
+	logger := l.Server
+	if l.Logger != "" {
+		logger += "/" + l.Logger
+	}
+	return &mcp.LoggingMessageParams{Level: l.Level, Logger: logger, Data: l.Data}
 }
 
 // writeHTTPJSONRPCError answers an HTTP request refused before MCP

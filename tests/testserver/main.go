@@ -129,12 +129,17 @@ var strictSchema = map[string]any{
 	},
 }
 
+type logLevelsArgs struct {
+	Tag string `json:"tag,omitempty"`
+}
+
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
 func newServer(mode string) *mcp.Server {
-	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}}
+	// Logging: log_levels logs (toolsvc sets the level only when declared).
+	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}}
 	switch {
 	case modeHas(mode, "completions"):
 		opts.CompletionHandler = complete
@@ -230,6 +235,17 @@ func newServer(mode string) *mcp.Server {
 			return next(ctx, method, req)
 		}
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "log_levels", Description: "Log one message at each MCP level, debug to emergency (logger \"levels\", data {\"i\": i, \"tag\": tag}), with a progress step after each when asked, then return \"logged\"."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in logLevelsArgs) (*mcp.CallToolResult, any, error) {
+			tok := req.Params.GetProgressToken()
+			for i, l := range []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
+				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "levels", Data: map[string]any{"i": i, "tag": in.Tag}})
+				if tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 8})
+				}
+			}
+			return text("logged " + in.Tag), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "wait_cancel", Description: "Wait ms milliseconds or until cancelled; record which, under id (see cancel_record)."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in waitCancelArgs) (*mcp.CallToolResult, any, error) {
 			rec := &cancelRecord{Started: time.Now().UnixNano()}

@@ -1437,9 +1437,15 @@ type CallToolStreamResponse_Result struct {
 }
 
 type CallToolStreamResponse_Log struct {
-	// Reserved for the upstream's log messages during the call (MCP
-	// notifications/message) when the caller sets
-	// input_capabilities.log_level: not sent yet.
+	// A log message of the upstream during the call (MCP
+	// notifications/message), at or above input_capabilities.log_level;
+	// sent only when that is set. In order with progress, before the
+	// result. A message is the call's when it came on the call's own HTTP
+	// response stream, or while the call was the only request in flight on
+	// the upstream session; others are not relayed. Log messages are never
+	// merged: a reader more than 256 behind loses the oldest, and the next
+	// log message is a warning from logger "toolsvc" whose data_json is
+	// {"dropped": N, "message": "..."}.
 	Log *CallToolLog `protobuf:"bytes,3,opt,name=log,proto3,oneof"`
 }
 
@@ -1457,7 +1463,8 @@ type CallToolLog struct {
 	Level string `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
 	// The upstream's logger name, if any.
 	Logger string `protobuf:"bytes,2,opt,name=logger,proto3" json:"logger,omitempty"`
-	// The message's data, as JSON (any JSON value; often a string).
+	// The message's data, as JSON (any JSON value; often a string). Data
+	// over 64 KiB is replaced by a JSON string of its first 64 KiB.
 	DataJson string `protobuf:"bytes,3,opt,name=data_json,json=dataJson,proto3" json:"data_json,omitempty"`
 	// The server that sent it (configured name).
 	Server        string `protobuf:"bytes,4,opt,name=server,proto3" json:"server,omitempty"`
@@ -1536,8 +1543,12 @@ type InputCapabilities struct {
 	Sampling bool `protobuf:"varint,3,opt,name=sampling,proto3" json:"sampling,omitempty"`
 	// Roots: list the caller's roots (file:// URIs it lets the tool see).
 	Roots bool `protobuf:"varint,4,opt,name=roots,proto3" json:"roots,omitempty"`
-	// Reserved: the MCP level from which the upstream's log messages during
-	// the call would be streamed (CallToolStream.log); not used yet.
+	// The least severe MCP logging level (debug, info, notice, warning,
+	// error, critical, alert, emergency) of the upstream's log messages that
+	// CallToolStream streams during the call (CallToolStreamResponse.log).
+	// Empty: none. Another value is INVALID_ARGUMENT, REQUEST_INVALID, naming
+	// the field input_capabilities.log_level. CallTool (unary) validates it
+	// and sends no log messages. It asks for nothing interactive by itself.
 	LogLevel      string `protobuf:"bytes,5,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

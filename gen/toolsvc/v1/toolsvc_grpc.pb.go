@@ -119,8 +119,9 @@ type ToolServiceClient interface {
 	// for input keeps running until its input_required expires).
 	CallTool(ctx context.Context, in *CallToolRequest, opts ...grpc.CallOption) (*CallToolResponse, error)
 	// CallToolStream calls a tool like CallTool and streams the upstream's
-	// progress notifications while it runs; the last message is the result.
-	// Errors are the same as CallTool's.
+	// progress notifications, and its log messages when
+	// input_capabilities.log_level is set, while it runs; the last message is
+	// the result. Errors are the same as CallTool's.
 	CallToolStream(ctx context.Context, in *CallToolStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallToolStreamResponse], error)
 	// WatchCatalog streams the catalog: a snapshot (or "synced", or the changes
 	// since resume_token), then every change as it happens, each message
@@ -410,8 +411,9 @@ type ToolServiceServer interface {
 	// for input keeps running until its input_required expires).
 	CallTool(context.Context, *CallToolRequest) (*CallToolResponse, error)
 	// CallToolStream calls a tool like CallTool and streams the upstream's
-	// progress notifications while it runs; the last message is the result.
-	// Errors are the same as CallTool's.
+	// progress notifications, and its log messages when
+	// input_capabilities.log_level is set, while it runs; the last message is
+	// the result. Errors are the same as CallTool's.
 	CallToolStream(*CallToolStreamRequest, grpc.ServerStreamingServer[CallToolStreamResponse]) error
 	// WatchCatalog streams the catalog: a snapshot (or "synced", or the changes
 	// since resume_token), then every change as it happens, each message

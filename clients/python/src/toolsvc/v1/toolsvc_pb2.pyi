@@ -774,9 +774,15 @@ class CallToolStreamResponse(_message.Message):
 
     @_builtins.property
     def log(self) -> Global___CallToolLog:
-        """Reserved for the upstream's log messages during the call (MCP
-        notifications/message) when the caller sets
-        input_capabilities.log_level: not sent yet.
+        """A log message of the upstream during the call (MCP
+        notifications/message), at or above input_capabilities.log_level;
+        sent only when that is set. In order with progress, before the
+        result. A message is the call's when it came on the call's own HTTP
+        response stream, or while the call was the only request in flight on
+        the upstream session; others are not relayed. Log messages are never
+        merged: a reader more than 256 behind loses the oldest, and the next
+        log message is a warning from logger "toolsvc" whose data_json is
+        {"dropped": N, "message": "..."}.
         """
 
     def __init__(
@@ -813,7 +819,9 @@ class CallToolLog(_message.Message):
     logger: _builtins.str
     """The upstream's logger name, if any."""
     data_json: _builtins.str
-    """The message's data, as JSON (any JSON value; often a string)."""
+    """The message's data, as JSON (any JSON value; often a string). Data
+    over 64 KiB is replaced by a JSON string of its first 64 KiB.
+    """
     server: _builtins.str
     """The server that sent it (configured name)."""
     def __init__(
@@ -856,8 +864,12 @@ class InputCapabilities(_message.Message):
     roots: _builtins.bool
     """Roots: list the caller's roots (file:// URIs it lets the tool see)."""
     log_level: _builtins.str
-    """Reserved: the MCP level from which the upstream's log messages during
-    the call would be streamed (CallToolStream.log); not used yet.
+    """The least severe MCP logging level (debug, info, notice, warning,
+    error, critical, alert, emergency) of the upstream's log messages that
+    CallToolStream streams during the call (CallToolStreamResponse.log).
+    Empty: none. Another value is INVALID_ARGUMENT, REQUEST_INVALID, naming
+    the field input_capabilities.log_level. CallTool (unary) validates it
+    and sends no log messages. It asks for nothing interactive by itself.
     """
     def __init__(
         self,

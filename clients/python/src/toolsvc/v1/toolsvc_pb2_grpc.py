@@ -263,8 +263,9 @@ class ToolServiceServicer:
 
     def CallToolStream(self, request, context):
         """CallToolStream calls a tool like CallTool and streams the upstream's
-        progress notifications while it runs; the last message is the result.
-        Errors are the same as CallTool's.
+        progress notifications, and its log messages when
+        input_capabilities.log_level is set, while it runs; the last message is
+        the result. Errors are the same as CallTool's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

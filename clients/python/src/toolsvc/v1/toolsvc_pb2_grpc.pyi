@@ -114,8 +114,9 @@ class ToolServiceStub:
     """
     CallToolStream: _grpc.UnaryStreamMultiCallable[_toolsvc_pb2.CallToolStreamRequest, _toolsvc_pb2.CallToolStreamResponse]
     """CallToolStream calls a tool like CallTool and streams the upstream's
-    progress notifications while it runs; the last message is the result.
-    Errors are the same as CallTool's.
+    progress notifications, and its log messages when
+    input_capabilities.log_level is set, while it runs; the last message is
+    the result. Errors are the same as CallTool's.
     """
     WatchCatalog: _grpc.UnaryStreamMultiCallable[_toolsvc_pb2.WatchCatalogRequest, _toolsvc_pb2.WatchCatalogResponse]
     """WatchCatalog streams the catalog: a snapshot (or "synced", or the changes
@@ -255,8 +256,9 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """
     CallToolStream: _aio.UnaryStreamMultiCallable[_toolsvc_pb2.CallToolStreamRequest, _toolsvc_pb2.CallToolStreamResponse]  # type: ignore[assignment]
     """CallToolStream calls a tool like CallTool and streams the upstream's
-    progress notifications while it runs; the last message is the result.
-    Errors are the same as CallTool's.
+    progress notifications, and its log messages when
+    input_capabilities.log_level is set, while it runs; the last message is
+    the result. Errors are the same as CallTool's.
     """
     WatchCatalog: _aio.UnaryStreamMultiCallable[_toolsvc_pb2.WatchCatalogRequest, _toolsvc_pb2.WatchCatalogResponse]  # type: ignore[assignment]
     """WatchCatalog streams the catalog: a snapshot (or "synced", or the changes
@@ -411,8 +413,9 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_toolsvc_pb2.CallToolStreamResponse], _abc.AsyncIterator[_toolsvc_pb2.CallToolStreamResponse]]:
         """CallToolStream calls a tool like CallTool and streams the upstream's
-        progress notifications while it runs; the last message is the result.
-        Errors are the same as CallTool's.
+        progress notifications, and its log messages when
+        input_capabilities.log_level is set, while it runs; the last message is
+        the result. Errors are the same as CallTool's.
         """
 
     @_abc_1.abstractmethod

@@ -397,9 +397,15 @@ export interface CallToolStreamResponse {
     { $case: "result"; result: CallToolResponse }
     | //
     /**
-     * Reserved for the upstream's log messages during the call (MCP
-     * notifications/message) when the caller sets
-     * input_capabilities.log_level: not sent yet.
+     * A log message of the upstream during the call (MCP
+     * notifications/message), at or above input_capabilities.log_level;
+     * sent only when that is set. In order with progress, before the
+     * result. A message is the call's when it came on the call's own HTTP
+     * response stream, or while the call was the only request in flight on
+     * the upstream session; others are not relayed. Log messages are never
+     * merged: a reader more than 256 behind loses the oldest, and the next
+     * log message is a warning from logger "toolsvc" whose data_json is
+     * {"dropped": N, "message": "..."}.
      */
     { $case: "log"; log: CallToolLog }
     | undefined;
@@ -414,7 +420,10 @@ export interface CallToolLog {
   level: string;
   /** The upstream's logger name, if any. */
   logger: string;
-  /** The message's data, as JSON (any JSON value; often a string). */
+  /**
+   * The message's data, as JSON (any JSON value; often a string). Data
+   * over 64 KiB is replaced by a JSON string of its first 64 KiB.
+   */
   dataJson: string;
   /** The server that sent it (configured name). */
   server: string;
@@ -437,8 +446,12 @@ export interface InputCapabilities {
   /** Roots: list the caller's roots (file:// URIs it lets the tool see). */
   roots: boolean;
   /**
-   * Reserved: the MCP level from which the upstream's log messages during
-   * the call would be streamed (CallToolStream.log); not used yet.
+   * The least severe MCP logging level (debug, info, notice, warning,
+   * error, critical, alert, emergency) of the upstream's log messages that
+   * CallToolStream streams during the call (CallToolStreamResponse.log).
+   * Empty: none. Another value is INVALID_ARGUMENT, REQUEST_INVALID, naming
+   * the field input_capabilities.log_level. CallTool (unary) validates it
+   * and sends no log messages. It asks for nothing interactive by itself.
    */
   logLevel: string;
 }
@@ -7846,8 +7859,9 @@ export const ToolServiceService = {
   },
   /**
    * CallToolStream calls a tool like CallTool and streams the upstream's
-   * progress notifications while it runs; the last message is the result.
-   * Errors are the same as CallTool's.
+   * progress notifications, and its log messages when
+   * input_capabilities.log_level is set, while it runs; the last message is
+   * the result. Errors are the same as CallTool's.
    */
   callToolStream: {
     path: "/toolsvc.v1.ToolService/CallToolStream" as const,
@@ -8013,8 +8027,9 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
   callTool: handleUnaryCall<CallToolRequest, CallToolResponse>;
   /**
    * CallToolStream calls a tool like CallTool and streams the upstream's
-   * progress notifications while it runs; the last message is the result.
-   * Errors are the same as CallTool's.
+   * progress notifications, and its log messages when
+   * input_capabilities.log_level is set, while it runs; the last message is
+   * the result. Errors are the same as CallTool's.
    */
   callToolStream: handleServerStreamingCall<CallToolStreamRequest, CallToolStreamResponse>;
   /**
@@ -8111,8 +8126,9 @@ export interface ToolServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * CallToolStream calls a tool like CallTool and streams the upstream's
-   * progress notifications while it runs; the last message is the result.
-   * Errors are the same as CallTool's.
+   * progress notifications, and its log messages when
+   * input_capabilities.log_level is set, while it runs; the last message is
+   * the result. Errors are the same as CallTool's.
    */
   callToolStream(
     request: CallToolStreamRequest,
