@@ -276,11 +276,15 @@ func TestUpstreamLogsInOwnLog(t *testing.T) {
 	if _, err := b.CallTool(t.Context(), "leaky__leak", nil, nil); err != nil { // no OnLog: logged only
 		t.Fatal(err)
 	}
+	// Without OnLog the call does not wait for the message: it is logged
+	// when the session's notification path gets to it.
 	var rec map[string]any
-	for _, line := range strings.Split(buf.String(), "\n") {
-		if strings.Contains(line, `"upstream log message"`) {
-			if err := json.Unmarshal([]byte(line), &rec); err != nil {
-				t.Fatal(err)
+	for deadline := time.Now().Add(10 * time.Second); rec == nil && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		for _, line := range strings.Split(buf.String(), "\n") {
+			if strings.Contains(line, `"upstream log message"`) {
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}
