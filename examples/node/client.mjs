@@ -51,7 +51,7 @@ const rpc = (method, req) =>
 const { resources } = await rpc("listResources", { pageSize: 0, pageToken: "", servers: [] });
 for (const r of resources) console.log("resource", r.server, r.uri);
 if (resources.length > 0) {
-  const read = await rpc("readResource", { server: resources[0].server, uri: resources[0].uri });
+  const read = await rpc("readResource", { server: resources[0].server, uri: resources[0].uri, inputResponses: [], requestState: "" });
   for (const c of read.contents) {
     console.log("read", c.uri, c.contents?.$case === "blob" ? `${c.contents.blob.length} bytes` : (c.contents?.text ?? "").split("\n")[0]);
   }
@@ -60,7 +60,7 @@ const { prompts } = await rpc("listPrompts", { pageSize: 0, pageToken: "" });
 for (const p of prompts) console.log("prompt", p.name);
 if (prompts.length > 0) {
   const args = Object.fromEntries(prompts[0].arguments.filter((a) => a.required).map((a) => [a.name, "world"]));
-  const got = await rpc("getPrompt", { name: prompts[0].name, arguments: args });
+  const got = await rpc("getPrompt", { name: prompts[0].name, arguments: args, inputResponses: [], requestState: "" });
   for (const m of got.messages) {
     const c = m.content?.content;
     console.log("got prompt", prompts[0].name, `${m.role}:`, c?.$case === "text" ? c.text.text : "");
