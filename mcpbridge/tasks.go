@@ -13,7 +13,7 @@ import (
 
 // Tasks: a tool call that the upstream runs in the background and the
 // caller polls (MCP tasks). Two protocol eras do it differently, and
-// go-sdk v1.8.0 does neither (docs/upstream-behaviour.md §8):
+// go-sdk v1.8.0 does neither (docs/upstream-behaviour.md §7):
 //
 //   - 2025-11-25 (experimental tasks; the TypeScript SDK serves them): the
 //     server declares capabilities.tasks.requests.tools.call and each
@@ -218,7 +218,7 @@ func (b *Bridge) CallTask(ctx context.Context, target Target, args any, req Task
 	if err != nil {
 		return nil, nil, err
 	}
-	era, owner, raw, got := tc.outcome()
+	s, era, owner, raw, got := tc.outcome()
 	if era == TaskEraNone {
 		return res, nil, nil // not asked: the call ran normally
 	}
@@ -243,11 +243,7 @@ func (b *Bridge) CallTask(ctx context.Context, target Target, args any, req Task
 	if err != nil {
 		return nil, nil, fmt.Errorf("call %q on server %q: %w", target.Tool.OriginalName, server, err)
 	}
-	if u, uerr := b.upstream(server); uerr == nil {
-		if s := u.sess.Load(); s != nil {
-			s.tasks.track(t)
-		}
-	}
+	s.tasks.track(t)
 	return nil, t, nil
 }
 

@@ -165,16 +165,17 @@ type taskCall struct {
 	mu    sync.Mutex
 	era   TaskEra // the era a task was asked for in; none: not asked
 	owner string
+	sess  *session // the session it was asked on
 	raw   json.RawMessage
 	got   bool
 }
 
 // asked records that the request about to be sent asks for a task (a
 // request sent again on a new session starts over).
-func (tc *taskCall) asked(era TaskEra, owner string) {
+func (tc *taskCall) asked(s *session, era TaskEra, owner string) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	tc.era, tc.owner, tc.raw, tc.got = era, owner, nil, false
+	tc.sess, tc.era, tc.owner, tc.raw, tc.got = s, era, owner, nil, false
 }
 
 func (tc *taskCall) wantsRaw() bool {
@@ -189,10 +190,10 @@ func (tc *taskCall) setRaw(raw json.RawMessage) {
 	tc.raw, tc.got = append(json.RawMessage(nil), raw...), len(raw) > 0
 }
 
-func (tc *taskCall) outcome() (TaskEra, string, json.RawMessage, bool) {
+func (tc *taskCall) outcome() (*session, TaskEra, string, json.RawMessage, bool) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	return tc.era, tc.owner, tc.raw, tc.got
+	return tc.sess, tc.era, tc.owner, tc.raw, tc.got
 }
 
 type (
@@ -235,7 +236,7 @@ func (s *session) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			if era == TaskEra2025 {
 				if tc.support != TaskSupportOptional && tc.support != TaskSupportRequired {
-					break // forbidden: asking is an error (docs/upstream-behaviour.md §8)
+					break // forbidden: asking is an error (docs/upstream-behaviour.md §7)
 				}
 				r, ok := withTaskParam(req, tc.ttl)
 				if !ok {
@@ -245,7 +246,7 @@ func (s *session) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			} else if !optInTasks(req.GetParams()) {
 				break
 			}
-			tc.asked(era, owner)
+			tc.asked(s, era, owner)
 		case era == TaskEra2026 && ctx.Value(taskOptInKey{}) != nil:
 			optInTasks(req.GetParams())
 		}
