@@ -326,6 +326,9 @@ func (b *Bridge) TaskResult(ctx context.Context, ref TaskRef, input *Interaction
 	if res.Content == nil {
 		res.Content = []mcp.Content{}
 	}
+	if ref.Era == TaskEra2025 {
+		b.observed(&Task{TaskRef: ref, Status: TaskCompleted}) // tasks/result answers once the task has ended
+	}
 	return &res, nil
 }
 

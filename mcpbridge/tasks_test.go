@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -194,7 +196,13 @@ func TestTasks2025(t *testing.T) {
 			t.Parallel()
 			sc := tsTasksConfig(t, tr)
 			sc.Input = InputRelay
-			b := newTestBridge(t, sc)
+			logs := &logRecorder{}
+			b, err := New(Config{Servers: []ServerConfig{sc}, Logger: slog.New(logs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			<-b.Ready()
 			waitFor(t, b, "the ts tools", func(s *Snapshot) bool { return len(s.Tools) == 3 })
 			want := map[string]string{"ts__slow": TaskSupportOptional, "ts__ask": TaskSupportRequired, "ts__echo": TaskSupportForbidden}
 			for _, tool := range b.Catalog().Current().Tools {
@@ -303,13 +311,20 @@ func TestTasks2025(t *testing.T) {
 				t.Error("the caller was not asked")
 			}
 
-			// The session that owned the tasks ends: they are unreachable.
+			// The session that owned the tasks ends: they are unreachable,
+			// and the one still running is reported lost.
+			_, running := callTask(t, b, "ts__slow", map[string]any{"ms": 10000}, 0)
 			if _, err := b.Reconnect(t.Context(), "ts"); err != nil {
 				t.Fatal(err)
 			}
-			_, err = b.GetTask(t.Context(), task.TaskRef)
-			if !errors.As(err, &nf) || !nf.SessionEnded {
-				t.Errorf("GetTask after the session ended = %v, want a TaskNotFoundError with SessionEnded", err)
+			for _, ref := range []TaskRef{task.TaskRef, running.TaskRef} {
+				_, err = b.GetTask(t.Context(), ref)
+				if !errors.As(err, &nf) || !nf.SessionEnded {
+					t.Errorf("GetTask after the session ended = %v, want a TaskNotFoundError with SessionEnded", err)
+				}
+			}
+			if got := logs.attrs(lostTasksMsg, "tasks"); !slices.Equal(got, []string{"1"}) {
+				t.Errorf("lost-tasks warnings %v, want one for 1 task", got)
 			}
 		})
 	}

@@ -79,6 +79,7 @@ func (st *sessionTasks) settle(cs *mcp.ClientSession) {
 	ir := cs.InitializeResult()
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.initSeen = true // the handshake is over: taskRoundTripper stops looking for it
 	st.era = TaskEraNone
 	switch {
 	case ir == nil:
@@ -134,9 +135,11 @@ func (st *sessionTasks) warnLost(log *slog.Logger) {
 	n := len(st.live)
 	st.mu.Unlock()
 	if n > 0 {
-		log.Warn("closing an upstream session that owns tasks not seen finished; 2025-11-25 tasks are bound to their session and become unreachable", "tasks", n)
+		log.Warn(lostTasksMsg, "tasks", n)
 	}
 }
+
+const lostTasksMsg = "closing an upstream session that owns tasks not seen finished; 2025-11-25 tasks are bound to their session and become unreachable"
 
 // expect registers a request whose raw result goes to f (taskConn).
 func (st *sessionTasks) expect(id jsonrpc.ID, f func(json.RawMessage)) {
