@@ -149,8 +149,10 @@ var (
 // TaskNotFoundError details ErrTaskNotFound.
 type TaskNotFoundError struct {
 	Server, TaskID string
-	// SessionEnded: the 2025-11-25 upstream session that owned the task
-	// has ended (the upstream was not asked).
+	// SessionEnded: the upstream session that could reach the task has
+	// ended (the upstream was not asked): the 2025-11-25 session that owned
+	// it, or one of the era the task was created in (the current session
+	// runs another era, or no tasks).
 	SessionEnded bool
 	// Upstream is the upstream's own answer (InvalidParams), when it gave
 	// one.
@@ -159,7 +161,7 @@ type TaskNotFoundError struct {
 
 func (e *TaskNotFoundError) Error() string {
 	if e.SessionEnded {
-		return fmt.Sprintf("task %q not found on server %q: the upstream session that owned it has ended", e.TaskID, e.Server)
+		return fmt.Sprintf("task %q not found on server %q: the upstream session that could reach it has ended", e.TaskID, e.Server)
 	}
 	return fmt.Sprintf("task %q not found on server %q", e.TaskID, e.Server)
 }
@@ -447,21 +449,21 @@ func (b *Bridge) taskRequest(ctx context.Context, ref TaskRef, method string, p 
 	if err != nil {
 		return nil, err
 	}
+	// Decided without a request where the session tells: no request, no
+	// verdict for the breaker. (Checked again on the session the request
+	// gets, which may be a newer one.)
+	if s := u.sess.Load(); s != nil && !s.isDead() {
+		if err := s.tasks.reach(ref); err != nil {
+			return nil, err
+		}
+	}
 	var raw json.RawMessage
 	var pre error // decided without a request (not an upstream failure)
 	err = b.request(ctx, u, method, func(ctx context.Context, s *session) error {
-		era, owner := s.tasks.current()
-		switch {
-		case era != ref.Era:
-			// The session runs another era (or none) than the one that
-			// created the task: a new session after a reload or an
-			// upgrade of the upstream.
-			pre = &TaskNotFoundError{Server: ref.Server, TaskID: ref.ID, SessionEnded: true}
+		if pre = s.tasks.reach(ref); pre != nil {
 			return nil
-		case era == TaskEra2025 && owner != ref.Session:
-			pre = &TaskNotFoundError{Server: ref.Server, TaskID: ref.ID, SessionEnded: true}
-			return nil
-		case era == TaskEra2026:
+		}
+		if ref.Era == TaskEra2026 {
 			ctx = withTaskName(ctx, ref.ID) // the Mcp-Name header (tasktap.go)
 		}
 		r, err := mcp.CallCustomMethod[*taskParams, *rawResult](withTasksOptIn(ctx), s.cs, method, p)

@@ -107,6 +107,19 @@ func (st *sessionTasks) current() (TaskEra, string) {
 	return st.era, st.owner
 }
 
+// reach says whether a request about ref can go on this session: a
+// TaskNotFoundError (SessionEnded) when the session runs another era (or
+// none) than the one that created the task (a new session after a reload,
+// or an upgraded upstream), or when it is not the 2025-11-25 session that
+// owns the task.
+func (st *sessionTasks) reach(ref TaskRef) error {
+	era, owner := st.current()
+	if era != ref.Era || (era == TaskEra2025 && owner != ref.Session) {
+		return &TaskNotFoundError{Server: ref.Server, TaskID: ref.ID, SessionEnded: true}
+	}
+	return nil
+}
+
 // track and finished keep the set of 2025-11-25 tasks created on the
 // session and not seen ended (bounded: it only warns).
 func (st *sessionTasks) track(t *Task) {
