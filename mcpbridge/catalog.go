@@ -41,6 +41,12 @@ type Tool struct {
 	OutputSchemaJSON json.RawMessage
 	Annotations      *mcp.ToolAnnotations
 	Meta             map[string]any
+	// TaskSupport is the tool's execution.taskSupport as a 2025-11-25
+	// upstream listed it (go-sdk drops the field; rawschema.go records it):
+	// TaskSupportOptional, TaskSupportRequired, TaskSupportForbidden, or ""
+	// when the upstream said nothing (forbidden in 2025-11-25; a 2026-07-28
+	// upstream never says: its tool decides when called, tasks.go).
+	TaskSupport string
 	// SchemaHash is a stable hex hash of the input and output schemas.
 	SchemaHash string
 	// Available is false while the upstream has no ready session.
@@ -141,6 +147,12 @@ func (c *Catalog) Warnings(server string) []string {
 // It reports the number of tools the server now has. Tools the server
 // already had keep their exposed names (see buildServerTools).
 func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available bool) (int, error) {
+	return c.setServerTasks(server, prefix, tools, nil, available)
+}
+
+// setServerTasks is setServer with each tool's task support, by original
+// name (TaskSupport).
+func (c *Catalog) setServerTasks(server, prefix string, tools []*mcp.Tool, taskSupport map[string]string, available bool) (int, error) {
 	c.mu.Lock()
 	prev := c.servers[server]
 	c.mu.Unlock()
@@ -148,7 +160,7 @@ func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available 
 		// Converting schemas is the costly part: it runs outside the lock,
 		// against the entry it read, and starts over if the entry changed
 		// meanwhile.
-		entries, warnings, err := buildServerTools(server, prefix, tools, available, heldNames(prev, prefix), reusable(prev, prefix))
+		entries, warnings, err := buildServerTools(server, prefix, tools, taskSupport, available, heldNames(prev, prefix), reusable(prev, prefix))
 		if err != nil {
 			return 0, err
 		}
@@ -417,7 +429,7 @@ func DiffTools(a, b []*Tool) (upserted []*Tool, removed []string) {
 // is listed unchanged is reused as it is: entries are immutable, so every
 // snapshot, and every cached encoding of it (service's toolCache), shares
 // it. A changed tool whose schemas did not change shares their decoded form.
-func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, held map[string]string, prev map[string]*Tool) ([]*Tool, []string, error) {
+func buildServerTools(server, prefix string, tools []*mcp.Tool, taskSupport map[string]string, available bool, held map[string]string, prev map[string]*Tool) ([]*Tool, []string, error) {
 	sorted := slices.Clone(tools)
 	slices.SortStableFunc(sorted, func(a, b *mcp.Tool) int { return cmp.Compare(a.Name, b.Name) })
 	var warnings []string
@@ -436,7 +448,7 @@ func buildServerTools(server, prefix string, tools []*mcp.Tool, available bool, 
 		}
 		seen[mt.Name] = true
 		old := prev[mt.Name]
-		t, err := convertTool(server, mt, available, old)
+		t, err := convertTool(server, mt, taskSupport[mt.Name], available, old)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("tool %q skipped: %v", mt.Name, err))
 			continue
@@ -490,7 +502,7 @@ func uniqueName(used map[string]*Tool, name string) string {
 // convertTool converts an upstream tool; it returns prev itself (the
 // server's current entry for the tool, or nil) when nothing changed, and
 // shares prev's decoded schemas when their text did not change.
-func convertTool(server string, mt *mcp.Tool, available bool, prev *Tool) (*Tool, error) {
+func convertTool(server string, mt *mcp.Tool, taskSupport string, available bool, prev *Tool) (*Tool, error) {
 	var prevIn, prevOut json.RawMessage
 	if prev != nil {
 		prevIn, prevOut = prev.InputSchemaJSON, prev.OutputSchemaJSON
@@ -534,11 +546,12 @@ func convertTool(server string, mt *mcp.Tool, available bool, prev *Tool) (*Tool
 		OutputSchemaJSON: outJSON,
 		Annotations:      ann,
 		Meta:             meta,
+		TaskSupport:      taskSupport,
 		SchemaHash:       hex.EncodeToString(sum[:16]),
 		Available:        available,
 	}
 	if prev != nil && inSame && outSame && prev.Available == available && prev.Server == t.Server &&
-		prev.Title == t.Title && prev.Description == t.Description && prev.SchemaHash == t.SchemaHash &&
+		prev.Title == t.Title && prev.Description == t.Description && prev.SchemaHash == t.SchemaHash && prev.TaskSupport == t.TaskSupport &&
 		reflect.DeepEqual(prev.Annotations, t.Annotations) && reflect.DeepEqual(prev.Meta, t.Meta) {
 		return prev, nil
 	}
@@ -628,6 +641,7 @@ func entryHash(t *Tool) [32]byte {
 		A                *mcp.ToolAnnotations
 		M                map[string]any
 		V                bool
-	}{t.Name, t.Server, t.OriginalName, t.Title, t.Description, t.SchemaHash, t.Annotations, t.Meta, t.Available})
+		K                string `json:",omitempty"` // omitted when empty: entries without task support hash as before
+	}{t.Name, t.Server, t.OriginalName, t.Title, t.Description, t.SchemaHash, t.Annotations, t.Meta, t.Available, t.TaskSupport})
 	return sha256.Sum256(b)
 }

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"regexp"
 	"strings"
@@ -298,4 +299,66 @@ func subscribedURIs(params json.RawMessage) []string {
 func resubscribeStream(ctx context.Context, cs *mcp.ClientSession, uri string) error {
 	_ = cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+}
+
+// ---- Tasks (tasks.go, tasktap.go). go-sdk v1.8.0 has no tasks: its
+// CallToolParams has no task, its ServerCapabilities no tasks, its Tool no
+// execution, and CallToolResult decodes a task (2025-11-25 {task: {...}},
+// 2026-07-28 resultType "task") as an empty success, dropping the task id
+// (TestGoSDKDecodesTaskAsEmptySuccess). The bridge reads the raw messages
+// (tasktap.go) and uses these two public seams.
+
+// withTaskParam is a tools/call request with params.task {ttl} added
+// (2025-11-25): the sending middleware may replace the request's params
+// with any Params value, and go-sdk marshals what it gets
+// (TestGoSDKSendsReplacedParams). ok is false for a request of another
+// shape (it is sent as it is).
+func withTaskParam(req mcp.Request, ttl time.Duration) (mcp.Request, bool) {
+	cr, ok := req.(*mcp.ClientRequest[mcp.Params])
+	if !ok {
+		return req, false
+	}
+	p, ok := cr.Params.(*mcp.CallToolParams)
+	if !ok || p == nil {
+		return req, false
+	}
+	task := map[string]any{}
+	if ttl > 0 {
+		task["ttl"] = ttl.Milliseconds()
+	}
+	return &mcp.ClientRequest[mcp.Params]{Session: cr.Session, Params: &taskCallParams{CallToolParams: *p, Task: task}}, true
+}
+
+// taskCallParams are tools/call params with a task (2025-11-25).
+type taskCallParams struct {
+	mcp.CallToolParams
+	Task map[string]any `json:"task"`
+}
+
+// optInTasks adds the tasks extension to the clientCapabilities of a
+// 2026-07-28 request's _meta, which go-sdk has set (injectRequestMeta runs
+// before the sending middleware) to a value of an unexported type: it is
+// re-encoded as a JSON object (TestGoSDKRequestMetaCapabilities). ok is
+// false when params carry none.
+func optInTasks(params mcp.Params) bool {
+	if params == nil {
+		return false
+	}
+	meta := params.GetMeta()
+	caps, err := asObject(meta[mcp.MetaKeyClientCapabilities])
+	if err != nil || caps == nil {
+		return false
+	}
+	caps = maps.Clone(caps)
+	ext, _ := caps["extensions"].(map[string]any)
+	ext = maps.Clone(ext)
+	if ext == nil {
+		ext = map[string]any{}
+	}
+	ext[TasksExtension] = map[string]any{}
+	caps["extensions"] = ext
+	m := maps.Clone(meta)
+	m[mcp.MetaKeyClientCapabilities] = caps
+	params.SetMeta(m)
+	return true
 }

@@ -290,3 +290,124 @@ func TestGoSDKStreamableConnCannotBeWrapped(t *testing.T) {
 		t.Errorf("a wrapped streamable connection opened %d standalone streams: withRawSchemas may wrap it now", wrapped.n.Load())
 	}
 }
+
+// TestGoSDKDecodesTaskAsEmptySuccess pins why CallTask reads the raw
+// answer (tasktap.go): go-sdk decodes a task, in either era's shape (as
+// the TypeScript SDK and fastmcp-tasks answer), as a CallToolResult with no
+// content, no error and no trace of the task.
+func TestGoSDKDecodesTaskAsEmptySuccess(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`{"task":{"taskId":"t1","status":"working","ttl":30000,"createdAt":"2026-12-05T08:00:00.000Z","lastUpdatedAt":"2026-12-05T08:00:00.000Z","pollInterval":100}}`,
+		`{"taskId":"t1","status":"working","createdAt":"2026-12-05T08:00:00Z","lastUpdatedAt":"2026-12-05T08:00:00Z","ttlMs":900000,"pollIntervalMs":100,"resultType":"task"}`,
+	} {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal([]byte(raw), &res); err != nil {
+			t.Fatalf("decoding %s: %v (go-sdk now refuses a task: CallTask's raw tap may be unneeded)", raw, err)
+		}
+		out, _ := json.Marshal(&res)
+		if len(res.Content) != 0 || res.IsError || res.StructuredContent != nil || res.NeedsInput() || strings.Contains(string(out), "t1") {
+			t.Errorf("go-sdk decoded %s as %s: it keeps something of the task now; re-check tasktap.go", raw, out)
+		}
+	}
+}
+
+// callRecorder records the params of the tools/call requests a client
+// sends.
+type callRecorder struct {
+	mcp.Transport
+	mu     sync.Mutex
+	params []json.RawMessage
+}
+
+func (r *callRecorder) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := r.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &callRecorderConn{Connection: c, r: r}, nil
+}
+
+type callRecorderConn struct {
+	mcp.Connection
+	r *callRecorder
+}
+
+func (c *callRecorderConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/call" {
+		c.r.mu.Lock()
+		c.r.params = append(c.r.params, req.Params)
+		c.r.mu.Unlock()
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// TestGoSDKTaskRequestShapes pins the two seams of a task-augmented
+// tools/call: a sending middleware may replace the params (withTaskParam:
+// go-sdk marshals what it is given, so params.task reaches the wire), and
+// under 2026-07-28 the request's _meta already holds go-sdk's
+// clientCapabilities when the middleware runs (optInTasks extends them).
+func TestGoSDKTaskRequestShapes(t *testing.T) {
+	t.Parallel()
+	for _, pv := range []string{DefaultProtocolVersion, ProtocolStateless} {
+		t.Run(pv, func(t *testing.T) {
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := goSDKServer().Connect(t.Context(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = ss.Close() })
+			rec := &callRecorder{Transport: ct}
+			c := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, nil)
+			c.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "tools/call" {
+						if pv == ProtocolStateless {
+							if !optInTasks(req.GetParams()) {
+								t.Error("optInTasks: no clientCapabilities in the request's _meta")
+							}
+						} else {
+							r, ok := withTaskParam(req, 1500*time.Millisecond)
+							if !ok {
+								t.Errorf("withTaskParam: tools/call's request is a %T", req)
+							}
+							req = r
+						}
+					}
+					return next(ctx, method, req)
+				}
+			})
+			cs, err := c.Connect(t.Context(), rec, sessionOptions(pv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cs.Close() })
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+			if err != nil || res.IsError {
+				t.Fatalf("CallTool: %v, %v", res, err)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if len(rec.params) != 1 {
+				t.Fatalf("%d tools/call requests sent", len(rec.params))
+			}
+			var p struct {
+				Name string         `json:"name"`
+				Task map[string]any `json:"task"`
+				Meta map[string]any `json:"_meta"`
+			}
+			if err := json.Unmarshal(rec.params[0], &p); err != nil {
+				t.Fatal(err)
+			}
+			if pv == ProtocolStateless {
+				caps, _ := p.Meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+				ext, _ := caps["extensions"].(map[string]any)
+				if _, ok := ext[TasksExtension]; !ok || p.Task != nil {
+					t.Errorf("sent %s: want the tasks extension in _meta's clientCapabilities", rec.params[0])
+				}
+			} else if p.Name != "echo" || p.Task["ttl"] != 1500.0 {
+				t.Errorf("sent %s: want name echo and task {ttl: 1500}", rec.params[0])
+			}
+		})
+	}
+}

@@ -82,7 +82,7 @@ func TestCollisionsWithinServer(t *testing.T) {
 	// The result must not depend on the upstream's listing order.
 	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
 		in := []*mcp.Tool{tools[order[0]], tools[order[1]], tools[order[2]]}
-		out, warnings, err := buildServerTools("fs", "fs", in, true, nil, nil)
+		out, warnings, err := buildServerTools("fs", "fs", in, nil, true, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestCollisionsWithinServer(t *testing.T) {
 
 func TestDuplicateToolNameFromUpstream(t *testing.T) {
 	t.Parallel()
-	out, warnings, _ := buildServerTools("s", "s", []*mcp.Tool{{Name: "x", Description: "first"}, {Name: "x", Description: "second"}}, true, nil, nil)
+	out, warnings, _ := buildServerTools("s", "s", []*mcp.Tool{{Name: "x", Description: "first"}, {Name: "x", Description: "second"}}, nil, true, nil, nil)
 	if len(out) != 1 || len(warnings) != 1 {
 		t.Fatalf("got %d tools, %d warnings; want 1 and 1", len(out), len(warnings))
 	}

@@ -31,6 +31,9 @@ type rawSchema struct {
 type rawSchemas struct {
 	mu     sync.Mutex
 	byName map[string]rawSchema
+	// support is each listed tool's execution.taskSupport (2025-11-25
+	// tasks; go-sdk's Tool has no execution), by name, as last listed.
+	support map[string]string
 }
 
 // rawTransport wraps a transport so that its connection records raw
@@ -71,6 +74,9 @@ func (r *rawSchemas) record(result json.RawMessage) {
 			Name         string          `json:"name"`
 			InputSchema  json.RawMessage `json:"inputSchema"`
 			OutputSchema json.RawMessage `json:"outputSchema"`
+			Execution    struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
 		} `json:"tools"`
 	}
 	if json.Unmarshal(result, &res) != nil || len(res.Tools) == 0 {
@@ -83,7 +89,35 @@ func (r *rawSchemas) record(result json.RawMessage) {
 	}
 	for _, t := range res.Tools {
 		r.byName[t.Name] = rawSchema{in: t.InputSchema, out: t.OutputSchema}
+		if ts := t.Execution.TaskSupport; ts != "" || r.support[t.Name] != "" {
+			if r.support == nil {
+				r.support = map[string]string{}
+			}
+			r.support[t.Name] = ts
+		}
 	}
+}
+
+// taskSupport is the execution.taskSupport last listed for each of tools
+// that has one (nil if none does): TaskSupportOptional,
+// TaskSupportRequired or TaskSupportForbidden; anything else is dropped.
+func (r *rawSchemas) taskSupport(tools []*mcp.Tool) map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out map[string]string
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		switch ts := r.support[t.Name]; ts {
+		case TaskSupportOptional, TaskSupportRequired, TaskSupportForbidden:
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[t.Name] = ts
+		}
+	}
+	return out
 }
 
 // attach returns tools with each schema replaced by its raw JSON
@@ -154,20 +188,27 @@ func (rt *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = &rawTee{ReadCloser: resp.Body, r: rt.r,
+	resp.Body = &rawTee{ReadCloser: resp.Body, keep: inputSchemaKey, record: rt.r.record,
 		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
 	return resp, nil
 }
 
 // isToolsList reports whether a POST carries a tools/list request.
-func isToolsList(req *http.Request) bool {
+func isToolsList(req *http.Request) bool { return isPostOf(req, "tools/list") }
+
+// isPostOf reports whether a POST carries a request of method (a small
+// one: the body is read up to 64 KiB).
+func isPostOf(req *http.Request, method string) bool {
+	if req.GetBody == nil {
+		return false
+	}
 	body, err := req.GetBody()
 	if err != nil {
 		return false
 	}
 	defer body.Close()
-	data, err := io.ReadAll(io.LimitReader(body, 64<<10)) // a tools/list request is small
-	if err != nil || !bytes.Contains(data, []byte(`"tools/list"`)) {
+	data, err := io.ReadAll(io.LimitReader(body, 64<<10))
+	if err != nil || !bytes.Contains(data, []byte(`"`+method+`"`)) {
 		return false
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
@@ -175,7 +216,7 @@ func isToolsList(req *http.Request) bool {
 		return false
 	}
 	r, ok := msg.(*jsonrpc.Request)
-	return ok && r.Method == "tools/list"
+	return ok && r.Method == method
 }
 
 // rawTeeMax bounds what one response may buffer; a larger tools/list
@@ -183,13 +224,15 @@ func isToolsList(req *http.Request) bool {
 const rawTeeMax = 64 << 20
 
 // rawTee passes a response body through, keeping a copy: an SSE stream's
-// events are recorded as each completes, a JSON body at its end.
+// events are recorded as each completes, a JSON body at its end. Each
+// JSON-RPC response whose text contains keep (nil: any) goes to record.
 type rawTee struct {
 	io.ReadCloser
-	r    *rawSchemas
-	sse  bool
-	buf  []byte
-	done bool
+	keep   []byte
+	record func(json.RawMessage)
+	sse    bool
+	buf    []byte
+	done   bool
 }
 
 func (t *rawTee) Read(p []byte) (int, error) {
@@ -250,12 +293,12 @@ func (t *rawTee) events() {
 }
 
 func (t *rawTee) message(data []byte) {
-	if !bytes.Contains(data, inputSchemaKey) {
+	if t.keep != nil && !bytes.Contains(data, t.keep) {
 		return
 	}
 	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
 		if resp, ok := msg.(*jsonrpc.Response); ok {
-			t.r.record(resp.Result)
+			t.record(resp.Result)
 		}
 	}
 }

@@ -187,7 +187,7 @@ func (s *session) refresh() error {
 	}
 	n := 0
 	if err == nil {
-		n, err = u.b.catalog.setServer(u.cfg.Name, u.names, tools, true)
+		n, err = u.b.catalog.setServerTasks(u.cfg.Name, u.names, tools, s.raw.taskSupport(tools), true)
 	}
 	now := time.Now()
 	u.mu.Lock()

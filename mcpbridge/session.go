@@ -53,6 +53,8 @@ type session struct {
 
 	rsubs resourceSubs // resource subscriptions (resourcecalls.go)
 
+	tasks sessionTasks // what the session can do with tasks (tasktap.go)
+
 	push      *pushChannel           // how list_changed reaches this session (push.go)
 	listenSeq atomic.Int64           // re-opened subscriptions/listen streams
 	listenURI atomic.Pointer[string] // the sentinel URI of the current re-opened stream
@@ -166,6 +168,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 	}
 	t = withRawSchemas(t, &s.raw) // exact schema text (rawschema.go)
 	t = withLinks(t, &s.logs)     // input requests' and log messages' calls (interact.go)
+	t = withTasksTap(t, &s.tasks) // task capabilities and results (tasktap.go)
 	pv := u.protocolVersion()
 	cs, timedOut, err := connectBounded(s.ctx, client, t, sessionOptions(pv), u.cfg.ConnectTimeout, s.cancel)
 	if err != nil {
@@ -176,6 +179,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 	}
 	s.cs = cs
 	s.started = time.Now()
+	s.tasks.settle(cs)
 	if u.pushAtConnect(s, pv) {
 		u.log.Info("upstream offers no standalone GET stream (stateless); connecting again with the newest protocol so list_changed can reach toolsvc")
 		s.cancel()
@@ -222,6 +226,8 @@ func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Cli
 	if u.relayInput() {
 		client.AddReceivingMiddleware(s.rootsMiddleware)
 	}
+	registerTaskMethods(client)
+	client.AddSendingMiddleware(s.taskMiddleware)
 	return s, client
 }
 
@@ -288,6 +294,7 @@ func (u *upstream) connected(s *session) {
 	if ir := s.cs.InitializeResult(); ir != nil {
 		u.status.ProtocolVersion = ir.ProtocolVersion
 	}
+	u.status.Tasks, _ = s.tasks.current()
 	u.breaker.reconnected()
 	u.mu.Unlock()
 	u.log.Info("upstream connected", "session", s.id, "protocol", u.status.ProtocolVersion)

@@ -46,8 +46,11 @@ type ServerStatus struct {
 	LastListOK time.Time
 	// LastError is the last connect, probe, list or call failure, with
 	// configured secrets removed.
-	LastError           string
-	ProtocolVersion     string
+	LastError       string
+	ProtocolVersion string
+	// Tasks is the kind of tasks the current (or last) session runs
+	// (tasks.go): TaskEraNone when it runs none.
+	Tasks               TaskEra
 	Warnings            []string
 	Breaker             BreakerState
 	BreakerRetryTime    time.Time // while open

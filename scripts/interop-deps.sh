@@ -7,8 +7,9 @@
 #   - grpcurl into .bin/ (the README's one-liners are tested with it) and
 #     grpc-health-probe (the health tests use it);
 #   - Python virtualenvs under .venv/ (scripts/pyenv.sh: the official Python
-#     MCP SDK 2.x and 1.x, PyPI MCP servers; .venv/client for the Python
-#     client package, its code generator, mypy and pytest);
+#     MCP SDK 2.x and 1.x, PyPI MCP servers; .venv/tasks for fastmcp-tasks,
+#     the 2026-07-28 tasks extension; .venv/client for the Python client
+#     package, its code generator, mypy and pytest);
 #   - npm ci in tests/node (TypeScript MCP SDK, server-everything, the MCP
 #     conformance suite and the Node 22 it needs), clients/typescript (the
 #     @toolsvc/client package, then built: examples/node uses it) and

@@ -1,0 +1,495 @@
+package mcpbridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The wire side of tasks (tasks.go): what go-sdk v1.8.0 drops is read from
+// the raw messages, as rawschema.go does for schemas.
+//
+//   - A 2025-11-25 server's capabilities.tasks is read from the raw
+//     initialize result (sessionTasks.recordInit); each tool's
+//     execution.taskSupport from the raw tools/list (rawSchemas).
+//   - A task-augmented tools/call (CallTask) carries a *taskCall in its
+//     context. The session's sending middleware (taskMiddleware) adds
+//     params.task (2025-11-25) or the extension to the request's
+//     clientCapabilities (2026-07-28), and the raw result is recorded
+//     before go-sdk decodes it (as an empty success: gosdk.go,
+//     decodesTaskAsEmptySuccess): by the connection (taskConn) on stdio and
+//     other wrapped transports, by the HTTP client (taskRoundTripper) on
+//     streamable HTTP, whose connection cannot be wrapped.
+//   - tasks/* go through go-sdk's custom methods (registerTaskMethods);
+//     2026-07-28 requests get the Mcp-Name header from taskRoundTripper.
+
+// sessionTasks is a session's task state.
+type sessionTasks struct {
+	mu sync.Mutex
+	// toolsCall: the raw initialize declared
+	// capabilities.tasks.requests.tools.call (2025-11-25).
+	toolsCall bool
+	initSeen  bool
+	era       TaskEra
+	owner     string                               // see TaskRef.Session
+	pending   map[jsonrpc.ID]func(json.RawMessage) // requests whose raw result is wanted (taskConn)
+	live      map[string]bool                      // 2025-11-25 tasks created here and not seen ended
+}
+
+// recordInit records a raw initialize result's task capability.
+func (st *sessionTasks) recordInit(result json.RawMessage) {
+	var r struct {
+		Capabilities struct {
+			Tasks *struct {
+				Requests struct {
+					Tools struct {
+						Call json.RawMessage `json:"call"`
+					} `json:"tools"`
+				} `json:"requests"`
+			} `json:"tasks"`
+		} `json:"capabilities"`
+	}
+	ok := json.Unmarshal(result, &r) == nil
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.initSeen = true
+	st.toolsCall = ok && r.Capabilities.Tasks != nil && isJSONObject(r.Capabilities.Tasks.Requests.Tools.Call)
+}
+
+func (st *sessionTasks) initRecorded() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.initSeen
+}
+
+// settle fixes the session's task era once it is connected: 2026-07-28
+// from the extension in the initialize (or discover) result, 2025-11-25
+// from the raw capability, at a protocol version before 2026-07-28.
+func (st *sessionTasks) settle(cs *mcp.ClientSession) {
+	ir := cs.InitializeResult()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.initSeen = true // the handshake is over: taskRoundTripper stops looking for it
+	st.era = TaskEraNone
+	switch {
+	case ir == nil:
+	case ir.ProtocolVersion >= ProtocolStateless:
+		if ir.Capabilities != nil {
+			if _, ok := ir.Capabilities.Extensions[TasksExtension]; ok {
+				st.era = TaskEra2026
+			}
+		}
+	case ir.ProtocolVersion >= string(TaskEra2025) && st.toolsCall:
+		st.era = TaskEra2025
+		st.owner = cs.ID()
+		if st.owner == "" {
+			b := make([]byte, 12)
+			_, _ = rand.Read(b)
+			st.owner = "toolsvc-session:" + hex.EncodeToString(b)
+		}
+	}
+}
+
+// current is the session's era and, for 2025-11-25, its TaskRef.Session.
+func (st *sessionTasks) current() (TaskEra, string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.era, st.owner
+}
+
+// reach says whether a request about ref can go on this session: a
+// TaskNotFoundError (SessionEnded) when the session runs another era (or
+// none) than the one that created the task (a new session after a reload,
+// or an upgraded upstream), or when it is not the 2025-11-25 session that
+// owns the task.
+func (st *sessionTasks) reach(ref TaskRef) error {
+	era, owner := st.current()
+	if era != ref.Era || (era == TaskEra2025 && owner != ref.Session) {
+		return &TaskNotFoundError{Server: ref.Server, TaskID: ref.ID, SessionEnded: true}
+	}
+	return nil
+}
+
+// track and finished keep the set of 2025-11-25 tasks created on the
+// session and not seen ended (bounded: it only warns).
+func (st *sessionTasks) track(t *Task) {
+	if t.Era != TaskEra2025 || t.Status.Terminal() {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.live == nil {
+		st.live = map[string]bool{}
+	}
+	if len(st.live) < 10000 {
+		st.live[t.ID] = true
+	}
+}
+
+func (st *sessionTasks) finished(id string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	delete(st.live, id)
+}
+
+// warnLost logs the 2025-11-25 tasks a closing session takes with it.
+func (st *sessionTasks) warnLost(log *slog.Logger) {
+	st.mu.Lock()
+	n := len(st.live)
+	st.mu.Unlock()
+	if n > 0 {
+		log.Warn(lostTasksMsg, "tasks", n)
+	}
+}
+
+const lostTasksMsg = "closing an upstream session that owns tasks not seen finished; 2025-11-25 tasks are bound to their session and become unreachable"
+
+// expect registers a request whose raw result goes to f (taskConn).
+func (st *sessionTasks) expect(id jsonrpc.ID, f func(json.RawMessage)) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.pending == nil {
+		st.pending = map[jsonrpc.ID]func(json.RawMessage){}
+	}
+	st.pending[id] = f
+}
+
+func (st *sessionTasks) take(id jsonrpc.ID) func(json.RawMessage) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	f := st.pending[id]
+	delete(st.pending, id)
+	return f
+}
+
+// taskCall is one CallTask in flight: what it asked for and the raw
+// answer.
+type taskCall struct {
+	ttl     time.Duration
+	support string // the tool's TaskSupport
+
+	mu    sync.Mutex
+	era   TaskEra // the era a task was asked for in; none: not asked
+	owner string
+	sess  *session // the session it was asked on
+	raw   json.RawMessage
+	got   bool
+}
+
+// asked records that the request about to be sent asks for a task (a
+// request sent again on a new session starts over).
+func (tc *taskCall) asked(s *session, era TaskEra, owner string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.sess, tc.era, tc.owner, tc.raw, tc.got = s, era, owner, nil, false
+}
+
+func (tc *taskCall) wantsRaw() bool {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.era != TaskEraNone
+}
+
+func (tc *taskCall) setRaw(raw json.RawMessage) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.raw, tc.got = append(json.RawMessage(nil), raw...), len(raw) > 0
+}
+
+func (tc *taskCall) outcome() (*session, TaskEra, string, json.RawMessage, bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.sess, tc.era, tc.owner, tc.raw, tc.got
+}
+
+type (
+	taskCallKey  struct{}
+	taskNameKey  struct{}
+	taskOptInKey struct{}
+)
+
+func withTaskCall(ctx context.Context, tc *taskCall) context.Context {
+	return context.WithValue(ctx, taskCallKey{}, tc)
+}
+
+func taskCallOf(ctx context.Context) *taskCall {
+	tc, _ := ctx.Value(taskCallKey{}).(*taskCall)
+	return tc
+}
+
+// withTaskName names a 2026-07-28 request's task (the Mcp-Name header).
+func withTaskName(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, taskNameKey{}, id)
+}
+
+// withTasksOptIn marks a tasks/* request: on a 2026-07-28 session the
+// middleware opts it in to the extension.
+func withTasksOptIn(ctx context.Context) context.Context {
+	return context.WithValue(ctx, taskOptInKey{}, true)
+}
+
+// taskMiddleware is the session's sending middleware for tasks: a
+// CallTask's tools/call asks for a task when the session and the tool can
+// run one; a tasks/* request on a 2026-07-28 session opts in.
+func (s *session) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		era, owner := s.tasks.current()
+		switch {
+		case method == "tools/call" && era != TaskEraNone:
+			tc := taskCallOf(ctx)
+			if tc == nil {
+				break
+			}
+			if era == TaskEra2025 {
+				if tc.support != TaskSupportOptional && tc.support != TaskSupportRequired {
+					break // forbidden: asking is an error (docs/upstream-behaviour.md §7)
+				}
+				r, ok := withTaskParam(req, tc.ttl)
+				if !ok {
+					break
+				}
+				req = r
+			} else if !optInTasks(req.GetParams()) {
+				break
+			}
+			tc.asked(s, era, owner)
+		case era == TaskEra2026 && ctx.Value(taskOptInKey{}) != nil:
+			optInTasks(req.GetParams())
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// withTasksTap wraps a transport other than streamable HTTP so that its
+// connection records the raw results tasks need (taskConn); streamable
+// HTTP records them from its HTTP client (taskRoundTripper), see
+// withRawSchemas.
+func withTasksTap(t mcp.Transport, st *sessionTasks) mcp.Transport {
+	if _, ok := t.(*mcp.StreamableClientTransport); ok {
+		return t
+	}
+	return &taskTransport{Transport: t, st: st}
+}
+
+type taskTransport struct {
+	mcp.Transport
+	st *sessionTasks
+}
+
+func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &taskConn{Connection: c, st: t.st}, nil
+}
+
+// taskConn records the raw results of the initialize request and of task
+// requests: a request is registered when it is written (its context tells
+// a CallTask's), its response recorded when it is read, before go-sdk
+// decodes it.
+type taskConn struct {
+	mcp.Connection
+	st *sessionTasks
+}
+
+func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() {
+		return c.Connection.Write(ctx, msg)
+	}
+	var f func(json.RawMessage)
+	switch req.Method {
+	case "initialize":
+		f = c.st.recordInit
+	case "tools/call":
+		if tc := taskCallOf(ctx); tc != nil && tc.wantsRaw() {
+			f = tc.setRaw
+		}
+	}
+	if f == nil {
+		return c.Connection.Write(ctx, msg)
+	}
+	c.st.expect(req.ID, f)
+	err := c.Connection.Write(ctx, msg)
+	if err != nil {
+		c.st.take(req.ID)
+	}
+	return err
+}
+
+func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if resp, ok := m.(*jsonrpc.Response); ok && err == nil {
+		if f := c.st.take(resp.ID); f != nil && resp.Error == nil {
+			f(resp.Result)
+		}
+	}
+	return m, err
+}
+
+// taskRoundTripper is taskConn for a streamable HTTP session: it records
+// the raw result of the initialize POST and of a CallTask's tools/call
+// POST (JSON or SSE, as rawRoundTripper), and names a 2026-07-28 tasks/*
+// request's task in the Mcp-Name header, which go-sdk sets only for
+// tools/call, prompts/get and resources/read.
+type taskRoundTripper struct {
+	base http.RoundTripper
+	st   *sessionTasks
+}
+
+func (rt *taskRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodPost {
+		return rt.base.RoundTrip(r)
+	}
+	ctx := r.Context()
+	if id, ok := ctx.Value(taskNameKey{}).(string); ok {
+		r = r.Clone(ctx)
+		r.Header.Set("Mcp-Name", id)
+	}
+	var record func(json.RawMessage)
+	if tc := taskCallOf(ctx); tc != nil && tc.wantsRaw() {
+		record = tc.setRaw
+	} else if !rt.st.initRecorded() && isPostOf(r, "initialize") {
+		record = rt.st.recordInit
+	}
+	resp, err := rt.base.RoundTrip(r)
+	if record == nil || err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &rawTee{ReadCloser: resp.Body, record: record,
+		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
+	return resp, nil
+}
+
+// registerTaskMethods lets the session's client send tasks/* (go-sdk's
+// custom methods: gosdk.go).
+func registerTaskMethods(c *mcp.Client) {
+	for _, m := range []string{"tasks/get", "tasks/result", "tasks/cancel", "tasks/list", "tasks/update"} {
+		if err := mcp.AddSendingCustomMethod[*taskParams, *rawResult](c, m); err != nil {
+			panic(fmt.Sprintf("mcpbridge: %v", err)) // only a standard method's name is refused
+		}
+	}
+}
+
+// taskParams are the params of every tasks/* request.
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID         string          `json:"taskId,omitempty"`
+	Cursor         string          `json:"cursor,omitempty"`
+	InputResponses json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+// rawResult keeps a result as the upstream sent it.
+type rawResult struct {
+	mcp.ResultBase
+	raw json.RawMessage
+}
+
+func (r *rawResult) UnmarshalJSON(b []byte) error {
+	r.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// wireTask is a task as either era sends it: 2025-11-25 (ttl,
+// pollInterval; ttl null for unlimited) and 2026-07-28 (ttlMs,
+// pollIntervalMs, and on tasks/get the result, the error or the input
+// requests inline).
+type wireTask struct {
+	TaskID         string          `json:"taskId"`
+	Status         TaskStatus      `json:"status"`
+	StatusMessage  string          `json:"statusMessage"`
+	TTL            *float64        `json:"ttl"`
+	TTLMs          *float64        `json:"ttlMs"`
+	PollInterval   *float64        `json:"pollInterval"`
+	PollIntervalMs *float64        `json:"pollIntervalMs"`
+	CreatedAt      string          `json:"createdAt"`
+	LastUpdatedAt  string          `json:"lastUpdatedAt"`
+	ResultType     string          `json:"resultType"`
+	Result         json.RawMessage `json:"result"`
+	Error          *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	InputRequests json.RawMessage `json:"inputRequests"`
+}
+
+// task is w as a Task named by ref.
+func (w *wireTask) task(ref TaskRef) (*Task, error) {
+	if w.TaskID == "" || w.TaskID != ref.ID {
+		return nil, fmt.Errorf("the upstream answered task %q for task %q", w.TaskID, ref.ID)
+	}
+	if w.Status == "" {
+		return nil, fmt.Errorf("the upstream answered task %q without a status", w.TaskID)
+	}
+	t := &Task{TaskRef: ref, Status: w.Status, StatusMessage: w.StatusMessage,
+		TTL: millis(w.TTL, w.TTLMs), PollInterval: millis(w.PollInterval, w.PollIntervalMs),
+		Created: parseTime(w.CreatedAt), Updated: parseTime(w.LastUpdatedAt)}
+	if len(w.InputRequests) > 0 && string(w.InputRequests) != "null" {
+		if err := json.Unmarshal(w.InputRequests, &t.InputRequests); err != nil {
+			return nil, fmt.Errorf("task %q: unreadable inputRequests: %w", w.TaskID, err)
+		}
+	}
+	return t, nil
+}
+
+// decodeCreated reads the raw answer to a task-augmented tools/call: a
+// task (2025-11-25 {task: {...}}, 2026-07-28 resultType "task"), or not
+// (an ordinary result: the call ran normally).
+func decodeCreated(raw json.RawMessage, era TaskEra) (*wireTask, bool, error) {
+	if era == TaskEra2025 {
+		var r struct {
+			Task *wireTask `json:"task"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, false, fmt.Errorf("unreadable answer: %w", err)
+		}
+		if r.Task == nil {
+			return nil, false, nil
+		}
+		if r.Task.TaskID == "" {
+			return nil, false, fmt.Errorf("the upstream answered a task without an id")
+		}
+		return r.Task, true, nil
+	}
+	var w wireTask
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, false, fmt.Errorf("unreadable answer: %w", err)
+	}
+	if w.ResultType != "task" {
+		return nil, false, nil
+	}
+	if w.TaskID == "" {
+		return nil, false, fmt.Errorf("the upstream answered a task without an id")
+	}
+	return &w, true, nil
+}
+
+// millis is the first of the values that is set, as milliseconds (0 for
+// none, null or not positive).
+func millis(vs ...*float64) time.Duration {
+	for _, v := range vs {
+		if v != nil && *v > 0 {
+			return time.Duration(*v * float64(time.Millisecond))
+		}
+	}
+	return 0
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
