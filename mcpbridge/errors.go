@@ -61,6 +61,17 @@ func (e *UnavailableError) Error() string {
 func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
 
 // UpstreamError is a JSON-RPC error answered by an upstream.
+// MalformedAnswerError: the upstream answered, but with a result that is
+// not valid MCP (go-sdk could not decode it). The session is fine.
+type MalformedAnswerError struct {
+	Server string
+	Detail string // the decoder's complaint, redacted
+}
+
+func (e *MalformedAnswerError) Error() string {
+	return fmt.Sprintf("upstream %q answered with a result that is not valid MCP: %s", e.Server, e.Detail)
+}
+
 type UpstreamError struct {
 	Server  string
 	Code    int64

@@ -56,6 +56,17 @@ func answered(err error) (*jsonrpc.Error, bool) {
 	return nil, false
 }
 
+// undecodable reports an answer go-sdk received but could not decode into
+// its result type (invalid JSON, or a field of the wrong shape, such as an
+// inputRequests entry without params): the upstream answered.
+func undecodable(err error) bool {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	return errors.As(err, &syn) || errors.As(err, &typ)
+}
+
 // lostWithoutAnswer reports a request that ended without an answer from the
 // upstream and without a known cause on our side: the transport gave up on
 // it (go-sdk's streamable client reports "request terminated without

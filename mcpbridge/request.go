@@ -185,6 +185,9 @@ func (u *upstream) failure(ctx context.Context, s *session, err error, label str
 		return ctx.Err(), verdictNone
 	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 		return &UpstreamError{Server: server, Code: werr.Code, Message: u.redact(werr.Message)}, verdictSuccess // the upstream answered
+	case undecodable(err):
+		u.log.Warn("request failed: the upstream's answer is not valid MCP", "request", label, "error", u.redact(err.Error()))
+		return &MalformedAnswerError{Server: server, Detail: u.redact(err.Error())}, verdictSuccess
 	case lostWithoutAnswer(err):
 		// The transport gave up on the request without an answer (a killed
 		// streamable-HTTP upstream's response stream closed): the request is

@@ -146,6 +146,7 @@ func classifyUpstream(err error) *Error {
 		uerr   *mcpbridge.UpstreamError
 		unerr  *mcpbridge.UnavailableError
 		tooBig *mcpbridge.ResponseTooLargeError
+		bad    *mcpbridge.MalformedAnswerError
 	)
 	switch {
 	case errors.As(err, &tooBig):
@@ -169,6 +170,8 @@ func classifyUpstream(err error) *Error {
 		return ShuttingDown("server shutting down; retry on another replica")
 	case errors.Is(err, mcpbridge.ErrUnavailable):
 		return &Error{Code: Unavailable, Reason: ReasonUpstreamUnavailable, Message: err.Error()}
+	case errors.As(err, &bad):
+		return &Error{Code: Internal, Reason: ReasonUpstreamMalformed, Message: bad.Error(), Meta: map[string]string{"server": bad.Server}}
 	case errors.As(err, &uerr):
 		e := &Error{Reason: ReasonUpstreamError,
 			Meta: map[string]string{"server": uerr.Server, "upstream_code": strconv.FormatInt(uerr.Code, 10)}}

@@ -77,6 +77,7 @@ const (
 	ReasonRequestTooLarge     = "REQUEST_TOO_LARGE"    // RESOURCE_EXHAUSTED: the request is over the limit (metadata "limit_bytes", "size_bytes")
 	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the result is over the limit (metadata "limit_bytes", "size_bytes"; no "size_bytes" when the upstream message was discarded unread)
 	ReasonUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered a JSON-RPC error (metadata "upstream_code"): InvalidParams → INVALID_ARGUMENT, MethodNotFound → UNIMPLEMENTED, else INTERNAL
+	ReasonUpstreamMalformed   = "UPSTREAM_MALFORMED"   // INTERNAL: the upstream answered with a result that is not valid MCP (the message says what); its session is fine
 	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else; the message is generic and the log has the cause
 	ReasonUnauthenticated     = "UNAUTHENTICATED"      // UNAUTHENTICATED: no, or no valid, bearer token, JWT or client certificate
 	ReasonPermissionDenied    = "PERMISSION_DENIED"    // PERMISSION_DENIED: the principal's rules do not allow the tool (or AdminService)

@@ -82,6 +82,8 @@ const (
 //	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
 //	                    error (InvalidParams, MethodNotFound, other;
 //	                    metadata upstream_code)
+//	INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+//	                    result that is not valid MCP
 //	UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
 //	                    token, JWT, client certificate)
 //	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
@@ -374,6 +376,8 @@ func (c *toolServiceClient) Complete(ctx context.Context, in *CompleteRequest, o
 //	                    UPSTREAM_ERROR: the upstream answered a JSON-RPC
 //	                    error (InvalidParams, MethodNotFound, other;
 //	                    metadata upstream_code)
+//	INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+//	                    result that is not valid MCP
 //	UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
 //	                    token, JWT, client certificate)
 //	PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow

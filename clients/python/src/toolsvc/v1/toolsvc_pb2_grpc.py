@@ -68,6 +68,8 @@ class ToolServiceStub:
     UPSTREAM_ERROR: the upstream answered a JSON-RPC
     error (InvalidParams, MethodNotFound, other;
     metadata upstream_code)
+    INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+    result that is not valid MCP
     UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
     token, JWT, client certificate)
     PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
@@ -214,6 +216,8 @@ class ToolServiceServicer:
     UPSTREAM_ERROR: the upstream answered a JSON-RPC
     error (InvalidParams, MethodNotFound, other;
     metadata upstream_code)
+    INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+    result that is not valid MCP
     UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
     token, JWT, client certificate)
     PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
@@ -485,6 +489,8 @@ class ToolService:
     UPSTREAM_ERROR: the upstream answered a JSON-RPC
     error (InvalidParams, MethodNotFound, other;
     metadata upstream_code)
+    INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+    result that is not valid MCP
     UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
     token, JWT, client certificate)
     PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow

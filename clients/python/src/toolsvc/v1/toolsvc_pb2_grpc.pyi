@@ -69,6 +69,8 @@ class ToolServiceStub:
                           UPSTREAM_ERROR: the upstream answered a JSON-RPC
                           error (InvalidParams, MethodNotFound, other;
                           metadata upstream_code)
+      INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+                          result that is not valid MCP
       UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
@@ -214,6 +216,8 @@ class ToolServiceAsyncStub(ToolServiceStub):
                           UPSTREAM_ERROR: the upstream answered a JSON-RPC
                           error (InvalidParams, MethodNotFound, other;
                           metadata upstream_code)
+      INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+                          result that is not valid MCP
       UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
@@ -355,6 +359,8 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
                           UPSTREAM_ERROR: the upstream answered a JSON-RPC
                           error (InvalidParams, MethodNotFound, other;
                           metadata upstream_code)
+      INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+                          result that is not valid MCP
       UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow

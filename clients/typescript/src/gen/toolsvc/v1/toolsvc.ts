@@ -7799,6 +7799,8 @@ export const ResourceKey: MessageFns<ResourceKey> = {
  *                       UPSTREAM_ERROR: the upstream answered a JSON-RPC
  *                       error (InvalidParams, MethodNotFound, other;
  *                       metadata upstream_code)
+ *   INTERNAL            UPSTREAM_MALFORMED: the upstream answered with a
+ *                       result that is not valid MCP
  *   UNAUTHENTICATED     UNAUTHENTICATED: no or invalid credentials (bearer
  *                       token, JWT, client certificate)
  *   PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
