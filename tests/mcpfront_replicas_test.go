@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"slices"
@@ -30,6 +31,13 @@ type roundRobin struct {
 
 func startRoundRobin(t *testing.T, backends ...string) *roundRobin {
 	t.Helper()
+	return startRoundRobinVia(t, nil, backends...)
+}
+
+// startRoundRobinVia is startRoundRobin whose requests to the backends go
+// through transport (nil: http.DefaultTransport).
+func startRoundRobinVia(t *testing.T, transport http.RoundTripper, backends ...string) *roundRobin {
+	t.Helper()
 	rr := &roundRobin{served: make([]atomic.Int64, len(backends))}
 	for _, b := range backends {
 		u, err := url.Parse(b)
@@ -46,16 +54,118 @@ func startRoundRobin(t *testing.T, backends ...string) *roundRobin {
 			pr.Out.Host = pr.In.Host // the Host the client used
 		},
 		FlushInterval: -1, // SSE streams flow as they are written
+		Transport:     transport,
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rr.addr = lis.Addr().String()
-	rr.srv = &http.Server{Handler: proxy}
+	rr.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Full duplex, as for any Go HTTP/1 proxy (golang/go#40747): by
+		// default, net/http's server drains and closes the request body
+		// when the response's headers go out. The proxy's Transport,
+		// having sent the body's Content-Length bytes, reads it once more
+		// to check it ends (net/http transfer.go, writeBody); when the
+		// replica's answer arrives first, that read fails ("invalid Read
+		// on closed Body"), the Transport closes the connection to the
+		// replica, and the answer being relayed is cut: the client sees
+		// "request terminated without response" (TestMCPFrontReplicas's
+		// first tools/list, under CPU load, about 1 run in 4).
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		proxy.ServeHTTP(w, r)
+	})}
 	go func() { _ = rr.srv.Serve(lis) }()
 	t.Cleanup(func() { _ = rr.srv.Close() })
 	return rr
+}
+
+// TestRoundRobinLateBodyEnd: the round robin relays a backend's answer
+// whole when its Transport checks the end of the request body only after
+// the answer's first event has reached the client, as a loaded proxy may
+// (the Transport reads once more past Content-Length). Without full
+// duplex the proxy's server has closed the request body by then: the
+// check fails, the Transport closes the connection to the backend, and
+// the client gets the first event and no more (TestMCPFrontReplicas:
+// "request terminated without response", about 1 run in 4 under load).
+func TestRoundRobinLateBodyEnd(t *testing.T) {
+	t.Parallel()
+	gotFirst, checked := make(chan struct{}), make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-checked:
+		case <-r.Context().Done():
+			return
+		}
+		select { // the proxy closing this connection, if it does
+		case <-r.Context().Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		_, _ = fmt.Fprintf(w, "data: last %s\n\n", body)
+	}))
+	defer backend.Close()
+	rr := startRoundRobinVia(t, lateBodyEnd{gotFirst: gotFirst, checked: checked}, backend.URL)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+rr.addr+"/mcp", strings.NewReader("0123456789"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len("data: first\n\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != "data: first\n\n" {
+		t.Fatalf("first event: %q, %v", first, err)
+	}
+	close(gotFirst)
+	rest, err := io.ReadAll(resp.Body)
+	if want := "data: last 0123456789\n\n"; err != nil || string(rest) != want {
+		t.Fatalf("rest of the answer through the round robin: %q, %v; want %q", rest, err, want)
+	}
+}
+
+// lateBodyEnd is a Transport whose request bodies, once read to their
+// Content-Length, answer the next read (the Transport's check of their
+// end) only after gotFirst is closed; checked is closed after it.
+type lateBodyEnd struct{ gotFirst, checked chan struct{} }
+
+func (l lateBodyEnd) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.ContentLength > 0 {
+		r = r.Clone(r.Context())
+		r.Body = &lateEndBody{ReadCloser: r.Body, left: r.ContentLength, l: l, ctx: r.Context()}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+type lateEndBody struct {
+	io.ReadCloser
+	left int64
+	l    lateBodyEnd
+	ctx  context.Context
+	done bool // checked is closed
+}
+
+func (b *lateEndBody) Read(p []byte) (int, error) {
+	if b.left > 0 {
+		n, err := b.ReadCloser.Read(p)
+		b.left -= int64(n)
+		return n, err
+	}
+	if !b.done {
+		b.done = true
+		select {
+		case <-b.l.gotFirst:
+		case <-b.ctx.Done():
+		}
+		defer close(b.l.checked)
+	}
+	return b.ReadCloser.Read(p)
 }
 
 // callsServed is a replica's count of ok calls of tool, from /metrics.
