@@ -375,6 +375,11 @@ func (h *taskHeaderProxy) proxy(t *testing.T, target string) string {
 			h.names[m] = append(h.names[m], r.Header.Get("Mcp-Name"))
 			h.mu.Unlock()
 		}
+		// Full duplex: a half-duplex HTTP/1 server closes the request body
+		// when the answer's headers go out, and the proxy's Transport may
+		// then cut the upstream connection mid-answer (golang/go#40747;
+		// see tests/mcpfront_replicas_test.go TestRoundRobinLateBodyEnd).
+		_ = http.NewResponseController(w).EnableFullDuplex()
 		rp.ServeHTTP(w, r)
 	})) + u.Path
 }
