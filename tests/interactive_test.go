@@ -343,20 +343,7 @@ func TestInteractiveReplicas(t *testing.T) {
 
 	// The same through the front doors, for a 2026-07-28 MCP client that
 	// continues its calls itself.
-	front := func(p *toolsvcProc) *mcp.ClientSession {
-		client := mcp.NewClient(&mcp.Implementation{Name: "manual", Version: "1"}, &mcp.ClientOptions{
-			Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
-			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-		})
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"},
-			&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		return cs
-	}
-	fa, fb := front(a), front(b)
+	fa, fb := manualFront2026(t, ctx, a), manualFront2026(t, ctx, b)
 	for _, server := range []string{"new", "old"} {
 		tool := server + "__ask_name"
 		first, err := fa.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
@@ -460,16 +447,7 @@ func TestInteractiveFrontDoor2026(t *testing.T) {
 	p := startToolsvc(t, cfg{Servers: servers{"old": stdio, "new": stdio26}}, "--mcp-listen", "127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "manual", Version: "1"}, &mcp.ClientOptions{
-		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := manualFront2026(t, ctx, p)
 	for _, server := range []string{"new", "old"} {
 		tool := server + "__ask_name"
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
@@ -651,4 +629,22 @@ func TestInteractiveCallTimeout(t *testing.T) {
 	if err != nil || resultText(res) != "hello Slow" {
 		t.Errorf("answered after 1.5 s (callTimeout 1 s): %v, %v; want hello Slow", res, err)
 	}
+}
+
+// manualFront2026 is a 2026-07-28 go-sdk client of p's front door that
+// offers form elicitation and continues its calls itself (go-sdk's own
+// multi-round-trip retry off): it sees input_required.
+func manualFront2026(t *testing.T, ctx context.Context, p *toolsvcProc) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "manual", Version: "1"}, &mcp.ClientOptions{
+		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
