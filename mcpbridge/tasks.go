@@ -217,6 +217,7 @@ func (b *Bridge) CallTask(ctx context.Context, target Target, args any, req Task
 	}
 	tc := &taskCall{ttl: req.TTL, support: support}
 	res, err := b.Call(withTaskCall(ctx, tc), target, args, opts)
+	tc.forget()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -184,6 +184,34 @@ type taskCall struct {
 	sess  *session // the session it was asked on
 	raw   json.RawMessage
 	got   bool
+	// sent are the requests registered for this call's raw answer
+	// (taskConn), forgotten when the call returns: a cancelled call's
+	// answer never comes, and its entry must not stay for the session's
+	// life.
+	sent []sentRequest
+}
+
+type sentRequest struct {
+	st *sessionTasks
+	id jsonrpc.ID
+}
+
+// registered notes a request sent for this call (taskConn.Write).
+func (tc *taskCall) registered(st *sessionTasks, id jsonrpc.ID) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.sent = append(tc.sent, sentRequest{st, id})
+}
+
+// forget drops what is still registered for this call's answers.
+func (tc *taskCall) forget() {
+	tc.mu.Lock()
+	sent := tc.sent
+	tc.sent = nil
+	tc.mu.Unlock()
+	for _, r := range sent {
+		r.st.take(r.id)
+	}
 }
 
 // asked records that the request about to be sent asks for a task (a
@@ -315,6 +343,7 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	case "tools/call":
 		if tc := taskCallOf(ctx); tc != nil && tc.wantsRaw() {
 			f = tc.setRaw
+			tc.registered(c.st, req.ID)
 		}
 	}
 	if f == nil {
