@@ -486,6 +486,9 @@ func (b *Bridge) taskRequest(ctx context.Context, ref TaskRef, method string, p 
 	if err != nil {
 		return nil, err
 	}
+	if u.foreignSession(ref) {
+		return b.foreignTaskRequest(ctx, u, ref, method, p)
+	}
 	// Decided without a request where the session tells: no request, no
 	// verdict for the breaker. (Checked again on the session the request
 	// gets, which may be a newer one.)
