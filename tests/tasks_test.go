@@ -396,3 +396,19 @@ func TestTasksRollingRestart(t *testing.T) {
 	}
 	t.Logf("%d tasks, %d watch resumes across 3 restarts", n, resumes.Load())
 }
+
+// TestTasksInputPolicy2025: a 2025-11-25 task that asks (its request
+// reaches a client only on the response stream of tasks/result) is
+// answered by the server's input policy once it is watched: the TypeScript
+// ask task ends with the policy's decline.
+func TestTasksInputPolicy2025(t *testing.T) {
+	script := nodePath(t, "tasks_server.mjs")
+	p := startToolsvc(t, cfg{Servers: servers{"ts": upstream{Command: "node", Args: []string{script, "stdio"}}}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	task := startTask(t, ctx, p.client, "ts__ask", `{}`)
+	statuses, last := watchTask(t, ctx, p.client, task.GetHandle())
+	if last.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_COMPLETED || resultText(last.GetResult()) != "no name (decline)" {
+		t.Fatalf("watched ask task: %v ending %v; want COMPLETED with the policy's decline", statuses, last)
+	}
+}

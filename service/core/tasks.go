@@ -489,6 +489,18 @@ func (p *taskPoll) run(ctx context.Context, s *Core, ref mcpbridge.TaskRef) {
 		if err != nil || task.Status.Terminal() {
 			return
 		}
+		if ref.Era == mcpbridge.TaskEra2025 && task.Status == mcpbridge.TaskInputRequired {
+			// A 2025-11-25 upstream asks only on the response stream of
+			// tasks/result: wait on it, so that the server's input policy
+			// answers and the task goes on; the next poll sees where it
+			// went.
+			// An interaction that takes nothing: every request goes to the
+			// policy.
+			if _, err := s.bridge.TaskResult(ctx, ref, &mcpbridge.Interaction{}); err == nil {
+				timer.Reset(0)
+				continue
+			}
+		}
 		every := s.tasks.interval
 		if task.PollInterval > 0 && task.PollInterval < every {
 			every = task.PollInterval
