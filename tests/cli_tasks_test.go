@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
 // The task commands of the CLI (README "Tasks"): `toolsvc call --task`,
@@ -175,6 +177,49 @@ func TestCLITaskInputOnTerminal(t *testing.T) {
 	}
 	if err := bg.Wait(); err != nil || bgOut.String() != "hello Bob\n" {
 		t.Errorf("task --watch without a terminal: %v, stdout %q, stderr:\n%s", err, &bgOut, &bgErr)
+	}
+
+	// stdin ends while asked: the command fails and answers cancel, so
+	// the task stops waiting at once.
+	term = openPTY(t)
+	cmd = exec.CommandContext(ctx, bin.toolsvc, "call", "--addr", p.addr, "--task", "py__ask")
+	cmd.Stdin, cmd.Stderr = term.term, term.term
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	at = term.expect(t, 0, "task t1.", wait)
+	term.expect(t, at, "Fill in the form?", wait)
+	handle = regexp.MustCompile(`task (t1\.[A-Za-z0-9_-]+)`).FindStringSubmatch(term.Screen())[1]
+	term.control.Write([]byte{4}) // Ctrl-D: end of input
+	if err := cmd.Wait(); err == nil || !strings.Contains(term.Screen(), "stdin ended") {
+		t.Errorf("call --task with stdin ended mid-question: %v\n%s", err, term.Screen())
+	}
+	eventually(t, wait, "the task to stop waiting for input", func() bool {
+		got, err := p.client.GetTask(ctx, &toolsvcv1.GetTaskRequest{Handle: handle})
+		return err == nil && got.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_INPUT_REQUIRED
+	})
+
+	// Ctrl-C while following: the command stops (130) and says how to
+	// follow again; the task goes on.
+	out, _ = runCLI(t, ctx, p.addr, 0, "call", "--task", "--detach", "py__slow", `{"ms": 30000}`)
+	handle = strings.TrimSpace(out)
+	var intErr syncBuffer
+	intr := exec.CommandContext(ctx, bin.toolsvc, "task", "--addr", p.addr, handle, "--watch")
+	intr.Stderr = &intErr
+	if err := intr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the watch to show the task working", func() bool { return strings.Contains(intErr.String(), "status working") })
+	if err := intr.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	var ee *exec.ExitError
+	if err := intr.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(intErr.String(), "the task goes on: toolsvc task "+handle+" --watch") {
+		t.Errorf("task --watch interrupted: %v, stderr:\n%s", err, intErr.String())
+	}
+	got, err := p.client.GetTask(ctx, &toolsvcv1.GetTaskRequest{Handle: handle})
+	if err != nil || got.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_WORKING {
+		t.Errorf("after the interrupted watch the task is %v, %v; want working", got.GetTask().GetStatus(), err)
 	}
 }
 
