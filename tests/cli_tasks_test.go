@@ -105,6 +105,13 @@ func TestCLITasks(t *testing.T) {
 			}
 		})
 	}
+	// A 2025-11-25 task that asks shows input_required without saying
+	// what: the watch says it cannot answer, and keeps waiting.
+	out, _ := runCLI(t, ctx, p.addr, 0, "call", "--task", "--detach", "ts__ask")
+	w := startProc(t, exec.Command(bin.toolsvc, "task", "--addr", p.addr, strings.TrimSpace(out), "--watch"))
+	w.log.waitFor(t, regexp.MustCompile(`^the task waits for input the upstream does not describe`), 20*time.Second)
+	w.stop()
+
 	_, errOut := runCLI(t, ctx, p.addr, 1, "task", "t1."+strings.Repeat("A", 60))
 	if !strings.Contains(errOut, "InvalidArgument") || !strings.Contains(errOut, "reason: TASK_HANDLE_INVALID") {
 		t.Errorf("task with a forged handle: stderr:\n%s", errOut)

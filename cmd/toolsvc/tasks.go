@@ -432,8 +432,8 @@ func (fw *taskFollower) stream(ctx context.Context) (last *toolsvcv1.WatchTaskRe
 		if taskEnded(m.GetTask().GetStatus()) || m.GetResult() != nil || m.GetError() != nil {
 			return m, true, nil
 		}
-		if ir := m.GetTask().GetInputRequired(); m.GetTask().GetStatus() == toolsvcv1.TaskStatus_TASK_STATUS_INPUT_REQUIRED && len(ir.GetRequests()) > 0 {
-			if err := fw.input(ctx, ir); err != nil {
+		if m.GetTask().GetStatus() == toolsvcv1.TaskStatus_TASK_STATUS_INPUT_REQUIRED {
+			if err := fw.input(ctx, m.GetTask().GetInputRequired()); err != nil {
 				return nil, true, err
 			}
 		}
@@ -477,7 +477,14 @@ func (fw *taskFollower) input(ctx context.Context, ir *toolsvcv1.InputRequired) 
 		fw.answered = map[string]bool{}
 	}
 	fw.answered[key] = true
-	if fw.ask == nil {
+	switch {
+	case len(ids) == 0:
+		// The upstream said input_required but not what it asks: a
+		// 2025-11-25 task asks on its tasks/result stream, which toolsvc
+		// does not surface as requests.
+		fmt.Fprintln(fw.out, "the task waits for input the upstream does not describe; it cannot be answered here")
+		return nil
+	case fw.ask == nil:
 		fmt.Fprintf(fw.out, "the task waits for input; answer it on a terminal: toolsvc task %s --watch\n", fw.handle)
 		return nil
 	}
