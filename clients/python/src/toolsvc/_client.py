@@ -406,8 +406,9 @@ class Client:
         message. When the task waits for input (``INPUT_REQUIRED``),
         ``on_input`` answers each request (as ``call_tool``'s) and the
         answers go to ``update_task``; without it the task waits for someone
-        else to answer. ``timeout`` bounds the whole wait (then
-        DEADLINE_EXCEEDED; the task goes on)."""
+        else to answer. What ``on_status`` or ``on_input`` raises ends the
+        wait and propagates (the task goes on). ``timeout`` bounds the whole
+        wait (then DEADLINE_EXCEEDED; the task goes on)."""
         handle = handle_of(task)
         follow = TaskFollow(min_backoff, max_backoff)
         deadline = None if timeout is None else time.monotonic() + timeout
