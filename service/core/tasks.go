@@ -144,10 +144,17 @@ func (tc *taskCore) seal(b handleBody) string {
 	return handleVersion + "." + base64.RawURLEncoding.EncodeToString(tc.aead.Seal(nonce, nonce, plain, handleAAD))
 }
 
-// open checks a handle for principal.
-func (tc *taskCore) open(handle, principal string) (handleBody, *Error) {
+// open checks a handle for principal; field is the wire's name of the
+// handle (Fields.TaskHandle).
+func (tc *taskCore) open(handle, principal, field string) (handleBody, *Error) {
 	bad := func(why string) (handleBody, *Error) {
-		e := InvalidField("handle", why+"; send Task.handle as CallTool or ListTasks returned it")
+		hint := "; send Task.handle as CallTool or ListTasks returned it"
+		if field == "" {
+			field = "handle"
+		} else if field != "handle" {
+			hint = "; send the " + field + " as tools/call or tasks/list returned it"
+		}
+		e := InvalidField(field, why+hint)
 		e.Reason = ReasonTaskHandleInvalid
 		return handleBody{}, e
 	}
@@ -224,7 +231,7 @@ func (s *Core) BeginTask(ctx context.Context, kind OpKind, handle string, fields
 	if err != nil {
 		return t, err
 	}
-	b, e := s.tasks.open(handle, op.principal.Name)
+	b, e := s.tasks.open(handle, op.principal.Name, fields.TaskHandle)
 	if e != nil {
 		return t, e
 	}
