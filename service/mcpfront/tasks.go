@@ -338,7 +338,7 @@ func createdTask(t *core.Task, modern bool) mcp.Result {
 // taskMethod answers tasks/*: one operation of the core's engine on the
 // task its taskId (the handle) names, for the request's principal.
 func (f *Front) taskMethod(ctx context.Context, method string, req *mcp.ServerRequest[*taskParams]) (mcp.Result, error) {
-	modern := req.ProtocolVersion() >= statelessEra
+	modern := taskRequestVersion(req) >= statelessEra
 	if (modern && (method == "tasks/list" || method == "tasks/result")) || (!modern && method == "tasks/update") {
 		era := legacyDefaultVersion
 		if modern {
@@ -469,6 +469,24 @@ func (f *Front) updateTask(t *core.TaskOp, responses mcp.InputResponseMap) (mcp.
 		return nil, err
 	}
 	return &jsonResult{v: map[string]any{"resultType": "complete"}}, nil
+}
+
+// taskRequestVersion is the protocol version of a tasks/* request:
+// go-sdk's ServerRequest.ProtocolVersion panics on a custom method's
+// request without params (tasks/list has none: the promoted isNil of the
+// embedded ParamsBase dereferences the nil params; gosdk_test.go pins
+// it), and such a request can only be a session's (a 2026-07-28 request
+// carries its version in params._meta).
+func taskRequestVersion(req *mcp.ServerRequest[*taskParams]) string {
+	if req.Params != nil {
+		return req.ProtocolVersion()
+	}
+	if req.Session != nil {
+		if ip := req.Session.InitializeParams(); ip != nil {
+			return ip.ProtocolVersion
+		}
+	}
+	return ""
 }
 
 // notReached is the handler go-sdk holds for each tasks/* method, so that
