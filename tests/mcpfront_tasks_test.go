@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,7 +250,7 @@ func TestMCPFrontTasks2025(t *testing.T) {
 	defer cancel()
 	base := "http://" + p.mcpAddr
 	tools := []string{"ts__slow", "tsh__slow", "py__slow"}
-	cmd := exec.CommandContext(ctx, nodePath(t, node22), append([]string{filepath.Join(bin.nodeDir, "tasks_front_client.mjs"), base, annTasks}, tools...)...)
+	cmd := exec.CommandContext(ctx, nodePath(t, node22), append([]string{filepath.Join(bin.nodeDir, "tasks_front_client.mjs"), base, annTasks}, append(tools, "ask:py__ask")...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -285,6 +286,7 @@ func TestMCPFrontTasks2025(t *testing.T) {
 			} `json:"cancel"`
 			Error string `json:"error"`
 		} `json:"calls"`
+		Asked  []string `json:"asked"`
 		Listed []string `json:"listed"`
 		Forged struct {
 			Code int `json:"code"`
@@ -293,6 +295,18 @@ func TestMCPFrontTasks2025(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("report %q: %v", out, err)
+	}
+	var askReport struct {
+		Calls map[string]streamed `json:"calls"`
+	}
+	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &askReport)
+	delete(r.Calls, "ask:py__ask")
+	// A 2026-07-28 upstream's task that asks for input: the TypeScript
+	// client sees input_required, calls tasks/result, and is asked on its
+	// stream; the answer goes to the upstream with tasks/update.
+	if ask := askReport.Calls["ask:py__ask"]; ask.Text != "hello Front" || !slices.Contains(ask.Statuses, "input_required") ||
+		len(r.Asked) != 1 || r.Asked[0] != "Your name?" {
+		t.Errorf("py__ask through callToolStream = %+v, asked %v; want input_required, then hello Front", ask, r.Asked)
 	}
 	if r.Protocol != "2025-11-25" {
 		t.Errorf("protocol = %q, want 2025-11-25", r.Protocol)

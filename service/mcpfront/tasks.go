@@ -373,7 +373,11 @@ func (f *Front) taskMethod(ctx context.Context, method string, req *mcp.ServerRe
 		case "tasks/get":
 			res, err = f.getTask(t, modern)
 		case "tasks/result":
-			res, err = f.taskResult(ctx, t)
+			ask := &taskAsker{f: f, pctx: pctx, handle: p.TaskID, ss: req.Session}
+			if req.Session != nil && req.Session.InitializeParams() != nil {
+				ask.kinds = clientInput(req.Session.InitializeParams().Capabilities)
+			}
+			res, err = f.taskResult(ctx, t, ask)
 		case "tasks/cancel":
 			res, err = f.cancelTask(t, modern)
 		case "tasks/update":
@@ -414,8 +418,10 @@ func (f *Front) getTask(t *core.TaskOp, modern bool) (mcp.Result, error) {
 // core's watch: one shared poll of the upstream per task on this replica)
 // and answers its result, with _meta's related-task naming it. A task that
 // failed with the upstream's protocol error answers that error; a cancelled
-// one has no result.
-func (f *Front) taskResult(ctx context.Context, t *core.TaskOp) (mcp.Result, error) {
+// one has no result. A task that waits for input meanwhile (a 2026-07-28
+// upstream's inputRequests) is answered as a 2025-11-25 task's requests
+// reach its client: on the tasks/result stream (ask).
+func (f *Front) taskResult(ctx context.Context, t *core.TaskOp, ask *taskAsker) (mcp.Result, error) {
 	var last *core.TaskState
 	wctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -423,6 +429,9 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp) (mcp.Result, err
 	defer stop()
 	if err := t.Watch(wctx, func(st *core.TaskState) error {
 		last = st
+		if st.Task.Status == mcpbridge.TaskInputRequired && len(st.Task.InputRequests) > 0 {
+			return ask.answer(ctx, st.Task)
+		}
 		return nil
 	}); err != nil {
 		return nil, err
@@ -440,6 +449,60 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp) (mcp.Result, err
 	}
 	res.Meta[relatedTaskMetaKey] = map[string]any{"taskId": last.Task.Handle}
 	return &res, nil
+}
+
+// taskAsker answers a task's input requests during tasks/result: each
+// request of a kind the client declared (at initialize) is sent to the
+// client on its session, the others get the server's input policy's
+// answer (as in an interactive call); the answers go to the upstream with
+// tasks/update, one more operation of the engine. A request is answered
+// once.
+type taskAsker struct {
+	f        *Front
+	pctx     context.Context // the request's, with its principal
+	handle   string
+	ss       *mcp.ServerSession
+	kinds    *core.InputOptions
+	answered map[string]bool
+}
+
+func (a *taskAsker) answer(ctx context.Context, task *core.Task) error {
+	if a.answered == nil {
+		a.answered = map[string]bool{}
+	}
+	ask, policy := mcp.InputRequestMap{}, map[string]mcp.InputResponse{}
+	for id, r := range task.InputRequests {
+		switch {
+		case a.answered[id]:
+		case a.kinds != nil && a.ss != nil && a.kinds.Kinds.Allows(r):
+			ask[id] = r
+		default:
+			policy[id] = a.f.c.Bridge().PolicyAnswer(task.Server, r)
+		}
+	}
+	if len(ask) > 0 {
+		got, err := askClient(ctx, a.ss, ask)
+		if err != nil {
+			return err
+		}
+		maps.Copy(policy, got)
+	}
+	if len(policy) == 0 {
+		return nil
+	}
+	u, err := a.f.c.BeginTask(a.pctx, core.OpTaskUpdate, a.handle, mcpFields)
+	if err == nil {
+		_, err = u.Update(u.Context(), policy)
+	}
+	fail := u.Fail(err)
+	u.End(fail)
+	if fail != nil {
+		return fail
+	}
+	for id := range policy {
+		a.answered[id] = true
+	}
+	return nil
 }
 
 // relatedTaskMetaKey links a 2025-11-25 result to its task.

@@ -6,17 +6,23 @@
 // For each TOOL (a task tool taking {ms, fail}): callToolStream with a task
 // (the stream's message types and the result text), the same failing, and a
 // task created with client.request, cancelled with cancelTask and read with
-// getTask. Then listTasks, and getTask of a forged id. Prints one JSON
-// object.
+// getTask. A TOOL written ask:NAME is a tool that asks for a name: one
+// callToolStream, the client answering elicitations with {name: "Front"}.
+// Then listTasks, and getTask of a forged id. Prints one JSON object.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CallToolResultSchema, CreateTaskResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [base, token, ...tools] = process.argv.slice(2);
-const out = { tools: {}, calls: {} };
+const out = { tools: {}, calls: {}, asked: [] };
 // enforceStrictCapabilities: the client refuses a task the server did not
 // declare (capabilities.tasks.requests.tools.call).
-const client = new Client({ name: "tasks-front-ts", version: "1" }, { enforceStrictCapabilities: true });
+const client = new Client({ name: "tasks-front-ts", version: "1" },
+  { enforceStrictCapabilities: true, capabilities: { elicitation: { form: {} } } });
+client.setRequestHandler(ElicitRequestSchema, async (req) => {
+  out.asked.push(req.params.message);
+  return { action: "accept", content: { name: "Front" } };
+});
 const transport = new StreamableHTTPClientTransport(new URL(base + "/mcp"),
   { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
 await client.connect(transport);
@@ -40,6 +46,14 @@ async function stream(name, args) {
 }
 for (const name of tools) {
   const c = {};
+  if (name.startsWith("ask:")) {
+    try {
+      out.calls[name] = await stream(name.slice(4), {});
+    } catch (e) {
+      out.calls[name] = { error: `${e?.code ?? ""} ${e?.message ?? e}` };
+    }
+    continue;
+  }
   try {
     c.ok = await stream(name, { ms: 300 });
     c.fail = await stream(name, { ms: 50, fail: true });
