@@ -393,6 +393,18 @@ func TestMCPFrontTasks2025(t *testing.T) {
 	if e == nil || e.Code != -32601 {
 		t.Errorf("tasks/update in 2025-11-25: %+v; want -32601", e)
 	}
+	// A task the upstream no longer has (the TypeScript store drops a task
+	// its ttl after it ends): -32602, TASK_NOT_FOUND.
+	res, e, _ = ann.call(t, ctx, "tools/call", map[string]any{"name": "ts__slow", "arguments": map[string]any{"ms": 20}, "task": map[string]any{"ttl": 300}})
+	lost := decodeTask(t, res).Task
+	if e != nil || lost == nil || lost.TTL == nil || *lost.TTL != 300 {
+		t.Fatalf("ts__slow with ttl 300: %s, %+v", res, e)
+	}
+	time.Sleep(time.Second)
+	_, e, _ = ann.call(t, ctx, "tasks/get", map[string]any{"taskId": lost.TaskID})
+	if e == nil || e.Code != -32602 || e.reason() != "TASK_NOT_FOUND" {
+		t.Errorf("tasks/get of an expired task: %+v; want -32602 TASK_NOT_FOUND", e)
+	}
 	// A call without params.task runs normally, as before.
 	res, e, _ = ann.call(t, ctx, "tools/call", map[string]any{"name": "ts__echo", "arguments": map[string]any{"text": "plain"}, "task": map[string]any{}})
 	if e != nil || rawText(t, res) != "plain" {

@@ -572,7 +572,7 @@ func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					f.addSession(ss, req.GetExtra())
 					f.track(ss)
 				}
-				if ir, ok := res.(*mcp.InitializeResult); ok && f.tasksOffered() {
+				if ir, ok := res.(*mcp.InitializeResult); ok && tasksReach(req, ir.ProtocolVersion) && f.tasksOffered() {
 					return withTasksCapability(ir)
 				}
 			}
@@ -638,7 +638,7 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 	// 2026-07-28 cache hints: the list is the principal's own, and stale
 	// at once (list_changed says when to list again).
 	res.TTLMs, res.CacheScope = 0, "private"
-	if req.ProtocolVersion() < statelessEra && f.tasksOffered() {
+	if v := req.ProtocolVersion(); v < statelessEra && tasksReach(req, v) && f.tasksOffered() {
 		return f.withTaskSupport(res, snap), nil // execution.taskSupport (tasks.go)
 	}
 	return res, nil

@@ -186,6 +186,16 @@ func (f *Front) toolTaskSupport(t *mcpbridge.Tool) string {
 	return ""
 }
 
+// tasksReach reports whether the client of req, at protocol version,
+// can run tasks through the front door: 2025-11-25 or later, over
+// streamable HTTP (the legacy SSE transport's requests carry no headers,
+// so params.task could not reach the handler; its clients are 2024-11-05
+// ones anyway).
+func tasksReach(req mcp.Request, version string) bool {
+	extra := req.GetExtra()
+	return version >= legacyDefaultVersion && extra != nil && extra.Header != nil
+}
+
 // tasksCapability is a 2025-11-25 server's capabilities.tasks.
 var tasksCapability = map[string]any{"list": map[string]any{}, "cancel": map[string]any{},
 	"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
