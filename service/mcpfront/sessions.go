@@ -116,7 +116,7 @@ func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	pv := r.Header.Get(protocolVersionHeader)
 	sid := r.Header.Get(sessionIDHeader)
 	modern := pv >= statelessEra || (sid == "" && bytes.Contains(body, []byte(protocolVersionMeta)))
-	if bytes.Contains(body, []byte(`"task`)) && !peekTaskRequest(w, r, body, modern) {
+	if (bytes.Contains(body, []byte(`"task"`)) || bytes.Contains(body, []byte(`"tasks/`))) && !peekTaskRequest(w, r, body, modern) {
 		return // a tools/call's params.task, a tasks/* request's Mcp-Name (tasks.go)
 	}
 	if modern {

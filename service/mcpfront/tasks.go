@@ -421,7 +421,20 @@ func (f *Front) getTask(t *core.TaskOp, modern bool) (mcp.Result, error) {
 		// 2025-11-25 upstream marks the former failed.
 		out.Status = string(mcpbridge.TaskCompleted)
 	}
-	return &jsonResult{v: out}, nil
+	return f.checked(&jsonResult{v: out})
+}
+
+// checked applies the response limit to a result that carries a tool's
+// result (measured in JSON, as tools/call's).
+func (f *Front) checked(res mcp.Result) (mcp.Result, error) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	if e := f.c.CheckResponse(len(raw)); e != nil {
+		return nil, e
+	}
+	return res, nil
 }
 
 // taskResult is 2025-11-25 tasks/result: it waits for the task to end (the
@@ -458,7 +471,7 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp, ask *taskAsker) 
 		res.Meta = mcp.Meta{}
 	}
 	res.Meta[relatedTaskMetaKey] = map[string]any{"taskId": last.Task.Handle}
-	return &res, nil
+	return f.checked(&res)
 }
 
 // taskAsker answers a task's input requests during tasks/result: each
