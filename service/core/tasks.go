@@ -348,6 +348,22 @@ func (t *TaskOp) Update(ctx context.Context, responses map[string]mcp.InputRespo
 	return out, nil
 }
 
+// Result waits for a 2025-11-25 task to end and returns its result (the
+// upstream's tasks/result): the requests the upstream queued for the task
+// meanwhile (status input_required) reach input.Ask, as in an interactive
+// call, and the server's input policy answers the kinds input does not
+// offer. (A 2026-07-28 task's input is answered with Update:
+// TASKS_UNSUPPORTED.) The wait is bounded by ctx, or else the server's
+// callTimeout; the rate-limit slot is given back first, as for Watch.
+func (t *TaskOp) Result(ctx context.Context, input *mcpbridge.Interaction) (*mcp.CallToolResult, error) {
+	if t.body.Ref.Era != mcpbridge.TaskEra2025 {
+		return nil, NewError(FailedPrecondition, ReasonTasksUnsupported,
+			fmt.Sprintf("a %s task has no result request: its input is answered by UpdateTask", t.body.Ref.Era), nil)
+	}
+	t.op.releaseSlot()
+	return t.op.s.bridge.TaskResult(ctx, t.body.Ref, input)
+}
+
 // Watch sends the task's current state, then every change of its status
 // or status message, and last its terminal state with the outcome; it
 // returns nil after that, or the first error (the poll's, send's, or ctx's).
