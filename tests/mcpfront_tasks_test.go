@@ -250,7 +250,7 @@ func TestMCPFrontTasks2025(t *testing.T) {
 	defer cancel()
 	base := "http://" + p.mcpAddr
 	tools := []string{"ts__slow", "tsh__slow", "py__slow"}
-	cmd := exec.CommandContext(ctx, nodePath(t, node22), append([]string{filepath.Join(bin.nodeDir, "tasks_front_client.mjs"), base, annTasks}, append(tools, "ask:py__ask")...)...)
+	cmd := exec.CommandContext(ctx, nodePath(t, node22), append([]string{filepath.Join(bin.nodeDir, "tasks_front_client.mjs"), base, annTasks}, append(tools, "ask:py__ask", "ask:ts__ask", "ask:tsh__ask")...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -300,13 +300,20 @@ func TestMCPFrontTasks2025(t *testing.T) {
 		Calls map[string]streamed `json:"calls"`
 	}
 	_ = json.Unmarshal([]byte(lines[len(lines)-1]), &askReport)
-	delete(r.Calls, "ask:py__ask")
-	// A 2026-07-28 upstream's task that asks for input: the TypeScript
-	// client sees input_required, calls tasks/result, and is asked on its
-	// stream; the answer goes to the upstream with tasks/update.
-	if ask := askReport.Calls["ask:py__ask"]; ask.Text != "hello Front" || !slices.Contains(ask.Statuses, "input_required") ||
-		len(r.Asked) != 1 || r.Asked[0] != "Your name?" {
-		t.Errorf("py__ask through callToolStream = %+v, asked %v; want input_required, then hello Front", ask, r.Asked)
+	// A task that asks for input: the TypeScript client sees
+	// input_required, calls tasks/result, and is asked on its stream. The
+	// answer goes to a 2026-07-28 upstream with tasks/update, to a
+	// 2025-11-25 one as the answer to the request it queued (the front
+	// door waits on the upstream's own tasks/result).
+	for _, tool := range []string{"py__ask", "ts__ask", "tsh__ask"} {
+		ask := askReport.Calls["ask:"+tool]
+		delete(r.Calls, "ask:"+tool)
+		if ask.Text != "hello Front" || !slices.Contains(ask.Statuses, "input_required") {
+			t.Errorf("%s through callToolStream = %+v; want input_required, then hello Front", tool, ask)
+		}
+	}
+	if len(r.Asked) != 3 || r.Asked[0] != "Your name?" || r.Asked[2] != "Your name?" {
+		t.Errorf("the client was asked %q; want Your name? three times", r.Asked)
 	}
 	if r.Protocol != "2025-11-25" {
 		t.Errorf("protocol = %q, want 2025-11-25", r.Protocol)

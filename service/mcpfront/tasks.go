@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -383,7 +384,7 @@ func (f *Front) taskMethod(ctx context.Context, method string, req *mcp.ServerRe
 		case "tasks/get":
 			res, err = f.getTask(t, modern)
 		case "tasks/result":
-			ask := &taskAsker{f: f, pctx: pctx, handle: p.TaskID, ss: req.Session}
+			ask := &taskAsker{f: f, hctx: ctx, pctx: pctx, handle: p.TaskID, ss: req.Session}
 			if req.Session != nil && req.Session.InitializeParams() != nil {
 				ask.kinds = clientInput(req.Session.InitializeParams().Capabilities)
 			}
@@ -450,13 +451,30 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp, ask *taskAsker) 
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel) // the handler's context: the client's cancellation
 	defer stop()
-	if err := t.Watch(wctx, func(st *core.TaskState) error {
+	err := t.Watch(wctx, func(st *core.TaskState) error {
 		last = st
-		if st.Task.Status == mcpbridge.TaskInputRequired && len(st.Task.InputRequests) > 0 {
+		switch {
+		case st.Task.Status != mcpbridge.TaskInputRequired:
+		case len(st.Task.InputRequests) > 0:
 			return ask.answer(ctx, st.Task)
+		case st.Task.Era == mcpbridge.TaskEra2025:
+			return errAskUpstream
 		}
 		return nil
-	}); err != nil {
+	})
+	if errors.Is(err, errAskUpstream) {
+		// A 2025-11-25 upstream's task asks on the stream of the
+		// upstream's own tasks/result: wait on it, with the client's
+		// interaction.
+		res, err := t.Result(wctx, ask.interaction())
+		switch {
+		case errors.Is(err, mcpbridge.ErrTaskCancelled):
+			return nil, core.NewError(core.InvalidArgument, reasonTaskCancelled, "the task was cancelled: it has no result", nil)
+		case err != nil:
+			return nil, err
+		}
+		last = &core.TaskState{Task: last.Task, Result: res}
+	} else if err != nil {
 		return nil, err
 	}
 	switch {
@@ -482,11 +500,41 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp, ask *taskAsker) 
 // once.
 type taskAsker struct {
 	f        *Front
+	hctx     context.Context // the handler's
 	pctx     context.Context // the request's, with its principal
 	handle   string
 	ss       *mcp.ServerSession
 	kinds    *core.InputOptions
 	answered map[string]bool
+}
+
+// errAskUpstream stops a tasks/result's watch when a 2025-11-25
+// upstream's task waits for input (its requests come with the upstream's
+// tasks/result).
+var errAskUpstream = errors.New("the task asks on its result stream")
+
+// interaction is the bridge's view of the client for a 2025-11-25
+// upstream's requests: the kinds it declared, each asked on its session.
+func (a *taskAsker) interaction() *mcpbridge.Interaction {
+	it := &mcpbridge.Interaction{}
+	if a.kinds == nil || a.ss == nil {
+		return it // the server's input policy answers
+	}
+	it.Kinds = a.kinds.Kinds
+	it.Ask = func(ctx context.Context, r mcp.InputRequest) (mcp.InputResponse, error) {
+		// Asked in the handler's context, so that go-sdk sends the
+		// request on the stream of the client's tasks/result; ended as
+		// well when the upstream gives up on its own request.
+		hctx, cancel := context.WithCancel(a.hctx)
+		defer cancel()
+		defer context.AfterFunc(ctx, cancel)()
+		got, err := askClient(hctx, a.ss, mcp.InputRequestMap{"q": r})
+		if err != nil {
+			return nil, err
+		}
+		return got["q"], nil
+	}
+	return it
 }
 
 func (a *taskAsker) answer(ctx context.Context, task *core.Task) error {
