@@ -531,7 +531,7 @@ func TestMCPFrontTasks2026(t *testing.T) {
 	// FastMCP's client, with fastmcp-tasks' client extension.
 	py := venvBin(t, "tasks", "python")
 	cmd := exec.CommandContext(ctx, py, filepath.Join(rootDir(t), "tests", "python", "tasks_front_client.py"),
-		"http://"+p.mcpAddr+"/mcp", annTasks, "py__slow", "ts__slow")
+		"http://"+p.mcpAddr+"/mcp", annTasks, "py__slow", "ts__slow", "ask:py__ask")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -541,10 +541,15 @@ func TestMCPFrontTasks2026(t *testing.T) {
 	t.Logf("FastMCP client: %s", out)
 	var r struct {
 		Calls map[string]map[string]string `json:"calls"`
+		Asked []string                     `json:"asked"`
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
 		t.Fatalf("report %q: %v", out, err)
+	}
+	// The client answers the task's inputRequests with tasks/update.
+	if got := r.Calls["ask:py__ask"]; got["result"] != "hello Py" || len(r.Asked) != 1 || r.Asked[0] != "Your name?" {
+		t.Errorf("FastMCP client on py__ask: %v, asked %v; want hello Py after one question", got, r.Asked)
 	}
 	for _, tool := range []string{"py__slow", "ts__slow"} {
 		got := r.Calls[tool]

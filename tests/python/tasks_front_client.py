@@ -6,7 +6,9 @@ Usage: tasks_front_client.py URL TOKEN TOOL...   (each TOOL takes {ms, fail})
 
 For each TOOL: call_tool_task (the explicit handle: its taskId, status, then
 result), call_tool (the client polls the task transparently), a failing call,
-and a long task cancelled through the handle. Prints one JSON object.
+and a long task cancelled through the handle. A TOOL written ask:NAME asks for
+a name: one call_tool, the client's elicitation handler answering "Py" (sent
+back with tasks/update). Prints one JSON object.
 """
 
 import asyncio
@@ -24,11 +26,23 @@ def text(res):
 
 async def main():
     url, token, *tools = sys.argv[1:]
-    out = {"calls": {}}
+    out = {"calls": {}, "asked": []}
+
+    async def on_elicit(message, response_type, params, context):
+        out["asked"].append(message)
+        return {"name": "Py"}
+
     transport = StreamableHttpTransport(url, headers={"Authorization": f"Bearer {token}"})
-    async with Client(transport) as client:
+    async with Client(transport, elicitation_handler=on_elicit) as client:
         for name in tools:
             c = {}
+            if name.startswith("ask:"):
+                try:
+                    c["result"] = text(await client.call_tool(name[4:], {}))
+                except Exception as e:  # noqa: BLE001
+                    c["error"] = f"{type(e).__name__}: {e}"
+                out["calls"][name] = c
+                continue
             try:
                 task = await call_tool_task(client, name, {"ms": 300})
                 c["taskId"] = task.task_id
