@@ -631,3 +631,32 @@ func TestMCPFrontTasksReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPFrontTasksChained: toolsvc's own bridge (a go-sdk client with its
+// task layer) as a client of another toolsvc's front door, in both eras:
+// it sees the tasks the front door declares (capabilities.tasks and
+// execution.taskSupport; the extension in server/discover), runs a task
+// through it, and watches it to the result, the task handle of one
+// toolsvc wrapping the other's.
+func TestMCPFrontTasksChained(t *testing.T) {
+	all := taskServers(t)
+	a := startToolsvc(t, cfg{Auth: taskAuth(), Servers: servers{"py": all["py"], "tsh": all["tsh"]}}, "--mcp-listen", "127.0.0.1:0")
+	front := upstream{URL: "http://" + a.mcpAddr + "/mcp", Headers: map[string]string{"Authorization": "Bearer " + annTasks}}
+	front26 := front
+	front26.ProtocolVersion = "2026-07-28"
+	b := startToolsvc(t, cfg{Servers: servers{"a25": front, "a26": front26}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	for server, era := range map[string]string{"a25": "2025-11-25", "a26": "2026-07-28"} {
+		for _, tool := range []string{server + "__py__slow", server + "__tsh__slow"} {
+			task := startTask(t, ctx, b.client, tool, `{"ms": 300}`)
+			if task.GetProtocolVersion() != era {
+				t.Errorf("%s: task of %s, want %s", tool, task.GetProtocolVersion(), era)
+			}
+			_, last := watchTask(t, ctx, b.client, task.GetHandle())
+			if resultText(last.GetResult()) != "slept 300" {
+				t.Errorf("%s through the front door: %v", tool, last)
+			}
+		}
+	}
+}
