@@ -175,6 +175,15 @@ func TestGoSDKTasksGaps(t *testing.T) {
 	if raw, _ := json.Marshal(&p); strings.Contains(string(raw), "ttl") {
 		t.Errorf("CallToolParamsRaw keeps params.task (%s): read it from the params, not taskCallHeader", raw)
 	}
+	// Embedding go-sdk's types adds fields (no MarshalJSON of theirs takes
+	// over).
+	list := &tasksToolList{ListToolsResult: &mcp.ListToolsResult{NextCursor: "c"},
+		Tools: []taskTool{{Tool: &mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, Execution: &toolExecution{TaskSupport: "optional"}}}}
+	raw, err := json.Marshal(list)
+	if err != nil || !strings.Contains(string(raw), `"name":"x"`) || !strings.Contains(string(raw), `"execution":{"taskSupport":"optional"}`) ||
+		!strings.Contains(string(raw), `"nextCursor":"c"`) {
+		t.Errorf("tools/list with execution = %s, %v", raw, err)
+	}
 }
 
 // TestGoSDKCustomMethods: what the tasks/* methods rely on. A method
