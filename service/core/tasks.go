@@ -144,10 +144,17 @@ func (tc *taskCore) seal(b handleBody) string {
 	return handleVersion + "." + base64.RawURLEncoding.EncodeToString(tc.aead.Seal(nonce, nonce, plain, handleAAD))
 }
 
-// open checks a handle for principal.
-func (tc *taskCore) open(handle, principal string) (handleBody, *Error) {
+// open checks a handle for principal; field is the wire's name of the
+// handle (Fields.TaskHandle).
+func (tc *taskCore) open(handle, principal, field string) (handleBody, *Error) {
 	bad := func(why string) (handleBody, *Error) {
-		e := InvalidField("handle", why+"; send Task.handle as CallTool or ListTasks returned it")
+		hint := "; send Task.handle as CallTool or ListTasks returned it"
+		if field == "" {
+			field = "handle"
+		} else if field != "handle" {
+			hint = "; send the " + field + " as tools/call or tasks/list returned it"
+		}
+		e := InvalidField(field, why+hint)
 		e.Reason = ReasonTaskHandleInvalid
 		return handleBody{}, e
 	}
@@ -224,7 +231,7 @@ func (s *Core) BeginTask(ctx context.Context, kind OpKind, handle string, fields
 	if err != nil {
 		return t, err
 	}
-	b, e := s.tasks.open(handle, op.principal.Name)
+	b, e := s.tasks.open(handle, op.principal.Name, fields.TaskHandle)
 	if e != nil {
 		return t, e
 	}
@@ -339,6 +346,22 @@ func (t *TaskOp) Update(ctx context.Context, responses map[string]mcp.InputRespo
 	out := s.tasks.newTask(t.body, task, t.handle)
 	s.tasks.ledger.note(t.body, out)
 	return out, nil
+}
+
+// Result waits for a 2025-11-25 task to end and returns its result (the
+// upstream's tasks/result): the requests the upstream queued for the task
+// meanwhile (status input_required) reach input.Ask, as in an interactive
+// call, and the server's input policy answers the kinds input does not
+// offer. (A 2026-07-28 task's input is answered with Update:
+// TASKS_UNSUPPORTED.) The wait is bounded by ctx, or else the server's
+// callTimeout; the rate-limit slot is given back first, as for Watch.
+func (t *TaskOp) Result(ctx context.Context, input *mcpbridge.Interaction) (*mcp.CallToolResult, error) {
+	if t.body.Ref.Era != mcpbridge.TaskEra2025 {
+		return nil, NewError(FailedPrecondition, ReasonTasksUnsupported,
+			fmt.Sprintf("a %s task has no result request: its input is answered by UpdateTask", t.body.Ref.Era), nil)
+	}
+	t.op.releaseSlot()
+	return t.op.s.bridge.TaskResult(ctx, t.body.Ref, input)
 }
 
 // Watch sends the task's current state, then every change of its status

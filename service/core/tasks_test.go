@@ -19,16 +19,16 @@ func TestTaskHandles(t *testing.T) {
 	if strings.Contains(h, "sess-secret") || strings.Contains(h, "task-1") {
 		t.Errorf("handle %q shows what it seals", h)
 	}
-	got, e := tc.open(h, "ann")
+	got, e := tc.open(h, "ann", "")
 	if e != nil || got != b {
 		t.Fatalf("open = %+v, %v; want %+v", got, e, b)
 	}
 	if h2 := tc.seal(b); h2 == h {
 		t.Error("two seals of one task are equal: the nonce is not fresh")
-	} else if _, e := tc.open(h2, "ann"); e != nil {
+	} else if _, e := tc.open(h2, "ann", ""); e != nil {
 		t.Errorf("second seal: %v", e)
 	}
-	if _, e := tc.open(h, "bob"); e == nil || e.Reason != ReasonTaskNotYours || e.Code != PermissionDenied {
+	if _, e := tc.open(h, "bob", ""); e == nil || e.Reason != ReasonTaskNotYours || e.Code != PermissionDenied {
 		t.Errorf("open as bob = %v, want TASK_NOT_YOURS", e)
 	}
 	other := newTaskCore([]byte("another key, also 32 bytes long!"), 0)
@@ -38,7 +38,7 @@ func TestTaskHandles(t *testing.T) {
 		"empty": "", "other key": other.seal(b), "flipped": string(flip), "truncated": h[:len(h)-4],
 		"no version": strings.TrimPrefix(h, "t1."), "state": "s1.e30.x", "too long": "t1." + strings.Repeat("A", maxHandleLen),
 	} {
-		_, e := tc.open(bad, "ann")
+		_, e := tc.open(bad, "ann", "")
 		if e == nil || e.Reason != ReasonTaskHandleInvalid || e.Code != InvalidArgument || len(e.Violations) != 1 || e.Violations[0].Field != "handle" {
 			t.Errorf("%s: open = %v, want TASK_HANDLE_INVALID on handle", name, e)
 		}
