@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,16 +45,15 @@ func benchTasks(ctx context.Context, e *env, r *results) error {
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freePort()
 	if err != nil {
 		return err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	if _, err := start("tasks py", nil, e.root, py, filepath.Join("tests", "python", "tasks_server.py"), fmt.Sprint(port)); err != nil {
+	pyp, err := start("tasks py", nil, e.root, py, filepath.Join("tests", "python", "tasks_server.py"), fmt.Sprint(port))
+	if err != nil {
 		return err
 	}
-	if err := waitListening(ctx, fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second); err != nil {
+	if err := waitPort(ctx, pyp, fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second); err != nil {
 		return err
 	}
 	cfg := fmt.Sprintf(`{"mcpServers": {"ts": {"url": %q}, "py": {"url": "http://127.0.0.1:%d/mcp", "protocolVersion": "2026-07-28"}}}`, tsURL, port)
@@ -145,21 +143,5 @@ func watchOne(ctx context.Context, c toolsvcv1.ToolServiceClient, server string,
 			}
 			return got.Sub(up.AsTime()), nil
 		}
-	}
-}
-
-// waitListening waits for a TCP listener at addr.
-func waitListening(ctx context.Context, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("nothing listens on %s: %w", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
