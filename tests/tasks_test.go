@@ -178,6 +178,26 @@ func TestTasksGRPC(t *testing.T) {
 				t.Errorf("echo with task = %v, %v; want the plain result", res, err)
 			}
 
+			// Expiry: a 2025-11-25 upstream keeps a task for the ttl asked;
+			// after it the task is TASK_NOT_FOUND. (fastmcp-tasks keeps
+			// every task 15 min, whatever is asked.)
+			if era == "2025-11-25" {
+				res, err := c.CallTool(ann, &toolsvcv1.CallToolRequest{Name: tool, ArgumentsJson: `{"ms": 50}`,
+					Task: &toolsvcv1.TaskOptions{Ttl: durationpb.New(time.Second)}})
+				if err != nil || res.GetTask().GetTtl().AsDuration() != time.Second {
+					t.Fatalf("task with a 1 s ttl: %v, %v", res, err)
+				}
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					_, err = c.GetTask(ann, &toolsvcv1.GetTaskRequest{Handle: res.GetTask().GetHandle()})
+					if err != nil || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(200 * time.Millisecond)
+				}
+				wantStatus(t, err, codes.NotFound, "TASK_NOT_FOUND", server, tool)
+			}
+
 			// ListTasks: ann's tasks of this server, newest first; none of
 			// them for bob.
 			lst, err := c.ListTasks(ann, &toolsvcv1.ListTasksRequest{Server: server})
@@ -253,16 +273,16 @@ func TestTasksInputGRPC(t *testing.T) {
 }
 
 // TestTasksAnyReplica: two replicas sharing the state key: a task created
-// on one is watched, read and cancelled on the other (2026-07-28: tasks are
-// reachable from any session). A replica without the key refuses the
-// handle.
+// on one is watched, read and cancelled on the other. A replica without
+// the key refuses the handle. A replica killed under open watches: they
+// resume on the other.
 func TestTasksAnyReplica(t *testing.T) {
 	all := taskServers(t)
 	key := filepath.Join(t.TempDir(), "state.key")
 	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	conf := cfg{Servers: servers{"py": all["py"]}}
+	conf := cfg{Servers: servers{"py": all["py"], "tsh": all["tsh"]}}
 	a := startToolsvc(t, conf, "--state-key-file", key)
 	b := startToolsvc(t, conf, "--state-key-file", key)
 	other := startToolsvc(t, conf)
@@ -280,6 +300,46 @@ func TestTasksAnyReplica(t *testing.T) {
 	}
 	_, err := other.client.GetTask(ctx, &toolsvcv1.GetTaskRequest{Handle: task.GetHandle()})
 	wantStatus(t, err, codes.InvalidArgument, "TASK_HANDLE_INVALID", "", "")
+
+	// A replica killed (SIGKILL) while watches are open on it: each watch
+	// breaks with UNAVAILABLE and, called again on the other replica with
+	// the same handle, gets the result; for the 2025-11-25 upstream too,
+	// whose task lives on the killed replica's upstream session.
+	var handles []string
+	for _, tool := range []string{"py__slow", "tsh__slow"} {
+		handles = append(handles, startTask(t, ctx, b.client, tool, `{"ms": 1500}`).GetHandle())
+	}
+	broke := make(chan error, len(handles))
+	for _, h := range handles {
+		st, err := b.client.WatchTask(ctx, &toolsvcv1.WatchTaskRequest{Handle: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != nil {
+			t.Fatalf("first state on b: %v", err)
+		}
+		go func() {
+			for {
+				if _, err := st.Recv(); err != nil {
+					broke <- err
+					return
+				}
+			}
+		}()
+	}
+	b.proc.kill()
+	b.proc.stop = func() {} // killed on purpose: no exit status to check
+	for range handles {
+		if err := <-broke; status.Code(err) != codes.Unavailable {
+			t.Errorf("watch on the killed replica ended with %v, want UNAVAILABLE", err)
+		}
+	}
+	for _, h := range handles {
+		_, last := watchTask(t, ctx, a.client, h)
+		if resultText(last.GetResult()) != "slept 1500" {
+			t.Errorf("resumed on the other replica: %v", last)
+		}
+	}
 }
 
 // TestTasksRollingRestart: three replicas sharing the state key, 100 tasks

@@ -270,11 +270,20 @@ func (t *TaskOp) Get(ctx context.Context) (*TaskState, error) {
 	s := t.op.s
 	task, end, err := s.bridge.PollTask(ctx, t.body.Ref)
 	if err != nil {
+		t.gone(err)
 		return nil, err
 	}
 	st := s.taskState(t.body, task, end, t.handle)
 	s.tasks.ledger.note(t.body, st.Task)
 	return st, nil
+}
+
+// gone forgets the task from the ledger when err says the upstream no
+// longer has it.
+func (t *TaskOp) gone(err error) {
+	if errors.Is(err, mcpbridge.ErrTaskNotFound) {
+		t.op.s.tasks.ledger.forget(t.body)
+	}
 }
 
 // taskState builds a caller's state from a poll.
@@ -296,6 +305,7 @@ func (t *TaskOp) Cancel(ctx context.Context) (*Task, error) {
 	s := t.op.s
 	task, err := s.bridge.CancelTask(ctx, t.body.Ref)
 	if err != nil {
+		t.gone(err)
 		return nil, err
 	}
 	out := s.tasks.newTask(t.body, task, t.handle)
@@ -623,7 +633,12 @@ func (s *Core) listTasks(op *Operation, server string) []*Task {
 	es := s.tasks.ledger.entries(op.principal.Name)
 	allow := op.auth.authz.Filter(op.ctx)
 	var keep []*ledgerEntry
+	now := time.Now()
 	for _, e := range es {
+		if t := e.task; t.Status.Terminal() && t.TTL > 0 && !t.Created.IsZero() && now.After(t.Created.Add(t.TTL)) {
+			s.tasks.ledger.forget(e.body) // past the time its upstream keeps it
+			continue
+		}
 		if (server == "" || e.body.Ref.Server == server) && (allow == nil || allow(e.body.Tool)) {
 			keep = append(keep, e)
 		}
