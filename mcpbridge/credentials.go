@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -180,4 +181,24 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// servedModes are the per-principal modes the bridge serves. A config may
+// name the others (Problems checks their shape), but New and Reconfigure
+// refuse them: an upstream must never be reached with the shared
+// credentials when its operator asked for per-user ones.
+var servedModes = map[string]bool{}
+
+// unservedModeProblems reports each server whose credential mode the
+// bridge does not serve yet.
+func unservedModeProblems(servers []ServerConfig) []*FieldError {
+	var probs []*FieldError
+	for i := range servers {
+		c := servers[i].Credentials
+		if c.PerPrincipal() && !servedModes[c.mode()] {
+			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
+				Err: fmt.Errorf("%q is not served by this build yet (issue 28)", c.mode())})
+		}
+	}
+	return probs
 }
