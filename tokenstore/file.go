@@ -35,12 +35,7 @@ type File struct {
 	closed bool
 
 	locksMu sync.Mutex
-	locks   map[Key]*keyLock
-}
-
-type keyLock struct {
-	ch   chan struct{} // capacity 1: holding the lock is having sent
-	refs int
+	locks   map[Key]bool // held
 }
 
 type fileJSON struct {
@@ -71,7 +66,7 @@ func OpenFile(path string, key []byte) (*File, error) {
 		lockf.Close()
 		return nil, fmt.Errorf("tokenstore %s: another process has it open (%w)", path, err)
 	}
-	f := &File{path: path, sealer: sealer, lockf: lockf, tokens: map[Key]Entry{}, next: 1, locks: map[Key]*keyLock{}}
+	f := &File{path: path, sealer: sealer, lockf: lockf, tokens: map[Key]Entry{}, next: 1, locks: map[Key]bool{}}
 	if err := f.load(); err != nil {
 		lockf.Close()
 		return nil, err
@@ -201,37 +196,23 @@ func (f *File) writeLocked() error {
 	return nil
 }
 
-// Lock implements Store with an in-process lock (no lease: a holder in
-// this process cannot vanish without its deferred unlock running).
-func (f *File) Lock(ctx context.Context, k Key) (func(), error) {
+// TryLock implements Store with an in-process lock (no lease: a holder
+// in this process cannot vanish without its deferred unlock running).
+func (f *File) TryLock(_ context.Context, k Key) (func(), bool, error) {
 	f.locksMu.Lock()
-	l := f.locks[k]
-	if l == nil {
-		l = &keyLock{ch: make(chan struct{}, 1)}
-		f.locks[k] = l
+	defer f.locksMu.Unlock()
+	if f.locks[k] {
+		return nil, false, nil
 	}
-	l.refs++
-	f.locksMu.Unlock()
-	release := func() {
-		f.locksMu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(f.locks, k)
-		}
-		f.locksMu.Unlock()
-	}
-	select {
-	case l.ch <- struct{}{}:
-	case <-ctx.Done():
-		release()
-		return nil, ctx.Err()
-	}
+	f.locks[k] = true
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			<-l.ch
-			release()
+			f.locksMu.Lock()
+			delete(f.locks, k)
+			f.locksMu.Unlock()
 		})
-	}, nil
+	}, true, nil
 }
 
 // Close releases the file lock; later calls fail with ErrUnavailable.

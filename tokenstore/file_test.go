@@ -213,8 +213,8 @@ func TestFreshOneRefresh(t *testing.T) {
 }
 
 // TestExpiresWithinAndLockWait (synctest): a token is fresh until guard
-// before its expiry; a Lock waits for the holder and gives up at its
-// context's deadline.
+// before its expiry; Lock waits for the holder (polling at most maxPoll
+// apart) and gives up at its context's deadline.
 func TestExpiresWithinAndLockWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stale := ExpiresWithin(30 * time.Second)
@@ -230,15 +230,18 @@ func TestExpiresWithinAndLockWait(t *testing.T) {
 			t.Error("a token without expiry is stale")
 		}
 
-		f := &File{locks: map[Key]*keyLock{}} // Lock needs no file
-		unlock, err := f.Lock(t.Context(), alice)
+		f := &File{locks: map[Key]bool{}} // locks need no file
+		unlock, err := Lock(t.Context(), f, alice)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if _, ok, _ := f.TryLock(t.Context(), alice); ok {
+			t.Error("TryLock took a held lock")
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		start := time.Now()
-		if _, err := f.Lock(ctx, alice); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != time.Second {
+		if _, err := Lock(ctx, f, alice); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != time.Second {
 			t.Errorf("Lock while held: %v after %v, want DeadlineExceeded after 1s", err, time.Since(start))
 		}
 		go func() {
@@ -246,12 +249,12 @@ func TestExpiresWithinAndLockWait(t *testing.T) {
 			unlock()
 		}()
 		start = time.Now()
-		u2, err := f.Lock(t.Context(), alice)
-		if err != nil || time.Since(start) != 5*time.Second {
-			t.Errorf("Lock after release: %v after %v, want the lock after 5s", err, time.Since(start))
+		u2, err := Lock(t.Context(), f, alice)
+		if waited := time.Since(start); err != nil || waited < 5*time.Second || waited > 5*time.Second+maxPoll {
+			t.Errorf("Lock after release: %v after %v, want the lock within %v of 5s", err, waited, maxPoll)
 		}
 		u2()
-		unlock() // idempotent
+		unlock() // idempotent: must not release anything now
 		if len(f.locks) != 0 {
 			t.Errorf("%d lock entries left", len(f.locks))
 		}

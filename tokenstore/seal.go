@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -117,4 +118,25 @@ func ReadKeyFile(path string) ([]byte, error) {
 		return k, nil
 	}
 	return nil, errors.New("tokenstore key file " + path + ": want 32 bytes, raw, as 64 hex digits or as base64")
+}
+
+// SealToken seals t as k's token: only OpenToken with the same k opens it.
+func (s *Sealer) SealToken(k Key, t Token) []byte {
+	plain, _ := json.Marshal(t) // a Token always marshals
+	defer clear(plain)
+	return s.Seal(plain, keyContext(k))
+}
+
+// OpenToken opens what SealToken sealed for k, or returns ErrCorrupt.
+func (s *Sealer) OpenToken(k Key, sealed []byte) (Token, error) {
+	plain, err := s.Open(sealed, keyContext(k))
+	if err != nil {
+		return Token{}, err
+	}
+	defer clear(plain)
+	var t Token
+	if err := json.Unmarshal(plain, &t); err != nil {
+		return Token{}, ErrCorrupt
+	}
+	return t, nil
 }

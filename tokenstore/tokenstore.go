@@ -22,7 +22,9 @@
 //
 //	Fresh ──Get──▶ fresh? ──yes──▶ token
 //	  │ no
-//	Lock(k) ─▶ Get again (another holder may have refreshed) ─▶ refresh ─▶ Put(k, version) ─▶ Unlock
+//	TryLock(k) ──held elsewhere──▶ wait, Get: fresh now? ──yes──▶ token (the holder refreshed)
+//	  │ got it                                 └─no──▶ TryLock again
+//	Get again ─▶ refresh ─▶ Put(k, version) ─▶ unlock
 package tokenstore
 
 import (
@@ -84,12 +86,13 @@ type Store interface {
 	Put(ctx context.Context, k Key, prev uint64, t Token) (uint64, error)
 	// Delete removes k's token (absent is no error).
 	Delete(ctx context.Context, k Key) error
-	// Lock takes k's lock, waiting for it within ctx, and returns the
-	// function that releases it. The lock is a lease: if its holder dies,
-	// it expires (after the store's lease time), so a holder must finish
-	// its work well within that; Put's compare-and-swap protects the token
-	// if it does not.
-	Lock(ctx context.Context, k Key) (unlock func(), err error)
+	// TryLock takes k's lock if no one holds it and returns the function
+	// that releases it (idempotent); ok is false when another holder has
+	// it. The lock is a lease: if its holder dies, it expires (after the
+	// store's lease time), so a holder must finish its work well within
+	// that; Put's compare-and-swap protects the token if it does not.
+	// Lock waits for it.
+	TryLock(ctx context.Context, k Key) (unlock func(), ok bool, err error)
 	// Close releases the store's resources.
 	Close() error
 }
@@ -134,9 +137,9 @@ func Fresh(ctx context.Context, s Store, k Key, stale func(Token) bool, refresh 
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return Token{}, err
 	}
-	unlock, err := s.Lock(ctx, k)
-	if err != nil {
-		return Token{}, err
+	unlock, e, err := lockOrFresh(ctx, s, k, stale)
+	if err != nil || unlock == nil {
+		return e.Token, err
 	}
 	defer unlock()
 	if e, err = s.Get(ctx, k); err != nil {
@@ -160,6 +163,54 @@ func Fresh(ctx context.Context, s Store, k Key, stale func(Token) bool, refresh 
 		return nt, &NotStoredError{Token: nt, Prev: e.Version, Err: err}
 	}
 	return nt, nil
+}
+
+// Polling bounds of Lock and Fresh while another holder has the lock.
+const (
+	minPoll = 2 * time.Millisecond
+	maxPoll = 50 * time.Millisecond
+)
+
+// lockOrFresh takes k's lock, or, while waiting for it, finds k's token
+// fresh (stored by the holder): then unlock is nil and e is that token.
+func lockOrFresh(ctx context.Context, s Store, k Key, stale func(Token) bool) (unlock func(), e Entry, err error) {
+	wait := minPoll
+	for {
+		unlock, ok, err := s.TryLock(ctx, k)
+		if err != nil || ok {
+			return unlock, Entry{}, err
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return nil, Entry{}, err
+		}
+		wait = min(2*wait, maxPoll)
+		if stale != nil {
+			switch e, err := s.Get(ctx, k); {
+			case err == nil && !stale(e.Token):
+				return nil, e, nil
+			case err != nil && !errors.Is(err, ErrNotFound):
+				return nil, Entry{}, err
+			}
+		}
+	}
+}
+
+// Lock waits within ctx for k's lock (TryLock, polled) and returns the
+// function that releases it.
+func Lock(ctx context.Context, s Store, k Key) (unlock func(), err error) {
+	unlock, _, err = lockOrFresh(ctx, s, k, nil)
+	return unlock, err
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // ExpiresWithin is the usual stale test for Fresh: a token is stale when
