@@ -31,6 +31,7 @@ var oauthDeps = []string{
 	"github.com/golang-jwt/jwt",
 	"github.com/modelcontextprotocol/go-sdk/auth",
 	"github.com/modelcontextprotocol/go-sdk/oauthex",
+	"github.com/zitadel/oidc",
 }
 
 // directImports lists what the non-test files of pkg import themselves.
