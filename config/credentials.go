@@ -22,8 +22,10 @@ type credentialsJSON struct {
 	Audience         string   `json:"audience"`
 	Resource         string   `json:"resource"`
 	SubjectTokenType string   `json:"subjectTokenType"`
-	MaxSessions      int      `json:"maxSessions"`
-	SessionIdle      Duration `json:"sessionIdle"`
+	// RequireSameSubject: a userOAuth login must name the principal.
+	RequireSameSubject bool     `json:"requireSameSubject"`
+	MaxSessions        int      `json:"maxSessions"`
+	SessionIdle        Duration `json:"sessionIdle"`
 }
 
 // ParseCredentials decodes a server's "credentials" object (its ${ENV} and
@@ -37,7 +39,7 @@ func ParseCredentials(raw []byte) (*mcpbridge.CredentialsConfig, error) {
 	if err := dec.Decode(&c); err != nil {
 		msg := cleanJSONError(err)
 		if k, ok := strings.CutPrefix(msg, "unknown field "); ok {
-			return nil, fmt.Errorf("unknown key %s (want mode, issuer, tokenUrl, authorizationUrl, clientId, clientSecret, scopes, audience, resource, subjectTokenType, maxSessions, sessionIdle)", k)
+			return nil, fmt.Errorf("unknown key %s (want mode, issuer, tokenUrl, authorizationUrl, clientId, clientSecret, scopes, audience, resource, subjectTokenType, requireSameSubject, maxSessions, sessionIdle)", k)
 		}
 		return nil, fmt.Errorf("want an object: %s", msg)
 	}
@@ -46,7 +48,8 @@ func ParseCredentials(raw []byte) (*mcpbridge.CredentialsConfig, error) {
 	}
 	return &mcpbridge.CredentialsConfig{Mode: c.Mode, Issuer: c.Issuer, TokenURL: c.TokenURL, AuthorizationURL: c.AuthorizationURL,
 		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Audience: c.Audience, Resource: c.Resource,
-		SubjectTokenType: c.SubjectTokenType, MaxSessions: c.MaxSessions, SessionIdle: c.SessionIdle.D}, nil
+		SubjectTokenType: c.SubjectTokenType, RequireSameSubject: c.RequireSameSubject, MaxSessions: c.MaxSessions,
+		SessionIdle: c.SessionIdle.D}, nil
 }
 
 // serverCredentials decodes a server's "credentials" object (absent or

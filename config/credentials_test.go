@@ -21,7 +21,7 @@ func TestParseCredentials(t *testing.T) {
 		"te": {"url": "https://t.example/mcp", "credentials": {"mode": "tokenExchange", "issuer": "https://idp.example",
 			"clientId": "toolsvc", "clientSecret": "${TEST_TE_SECRET}", "audience": "urn:t", "maxSessions": 50, "sessionIdle": "90s"}},
 		"uo": {"url": "https://u.example/mcp", "credentials": {"mode": "userOAuth", "clientId": "toolsvc", "clientSecret": "literal-uo-secret",
-			"scopes": ["repo"]}},
+			"scopes": ["repo"], "issuer": "https://idp.example", "requireSameSubject": true}},
 		"pt": {"url": "https://x.example/mcp", "credentials": {"mode": "passthrough", "audience": "https://x.example/mcp"}}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,8 @@ func TestParseCredentials(t *testing.T) {
 		te.MaxSessions != 50 || te.SessionIdle != 90*time.Second || !te.PerPrincipal() {
 		t.Errorf("te credentials %+v", te)
 	}
-	if uo := by["uo"]; uo.Credentials == nil || !slices.Equal(uo.Credentials.Scopes, []string{"repo"}) || !slices.Contains(uo.Secrets, "literal-uo-secret") {
+	if uo := by["uo"]; uo.Credentials == nil || !slices.Equal(uo.Credentials.Scopes, []string{"repo"}) || !uo.Credentials.RequireSameSubject ||
+		!slices.Contains(uo.Secrets, "literal-uo-secret") {
 		t.Errorf("uo %+v, secrets %q: want the scopes, and the literal secret redacted", uo.Credentials, uo.Secrets)
 	}
 	if pt := by["pt"].Credentials; pt == nil || pt.Mode != mcpbridge.CredentialsPassthrough {
@@ -58,7 +59,9 @@ func TestParseCredentials(t *testing.T) {
 			"subjectTokenType": "saml", "maxSessions": -1}},
 		"j": {"url": "https://a.example/mcp", "credentials": {"mode": "userOAuth", "clientId": "x", "authorizationUrl": "https://idp/a"}},
 		"k": {"url": "https://a.example/mcp", "credentials": {"audience": "x"}},
-		"l": {"url": "https://a.example/mcp", "credentials": {"mode": "userOAuth", "sessionIdle": "soon"}}}}`))
+		"l": {"url": "https://a.example/mcp", "credentials": {"mode": "userOAuth", "sessionIdle": "soon"}},
+		"m": {"url": "https://a.example/mcp", "credentials": {"mode": "userOAuth", "clientId": "x", "requireSameSubject": true}},
+		"n": {"url": "https://a.example/mcp", "credentials": {"mode": "tokenExchange", "clientId": "x", "issuer": "https://idp", "requireSameSubject": true}}}}`))
 	if err == nil {
 		t.Fatal("bad credentials accepted")
 	}
@@ -78,6 +81,8 @@ func TestParseCredentials(t *testing.T) {
 		`server "j": field "credentials.tokenUrl": required with authorizationUrl`,
 		`server "k": field "credentials.audience": not used by mode "shared"`,
 		`server "l": field "credentials": want an object: `,
+		`server "m": field "credentials.issuer": required with requireSameSubject`,
+		`server "n": field "credentials.requireSameSubject": not used by mode "tokenExchange"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("problems lack %q:\n%v", want, err)

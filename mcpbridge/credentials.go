@@ -70,6 +70,9 @@ type CredentialsConfig struct {
 	// SubjectTokenType is the type the caller's token is presented as
 	// (tokenExchange; default TokenTypeAccessToken).
 	SubjectTokenType string
+	// RequireSameSubject (userOAuth): a login counts only if its OpenID
+	// id_token names the principal the login link was made for.
+	RequireSameSubject bool
 
 	// MaxSessions bounds the per-principal sessions of the upstream (0:
 	// DefaultMaxUserSessions); SessionIdle closes one unused that long (0:
@@ -102,8 +105,9 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 	uses := map[string][]string{
 		CredentialsShared:        nil,
 		CredentialsTokenExchange: {"issuer", "tokenUrl", "clientId", "clientSecret", "scopes", "audience", "resource", "subjectTokenType", "maxSessions", "sessionIdle"},
-		CredentialsUserOAuth:     {"issuer", "tokenUrl", "authorizationUrl", "clientId", "clientSecret", "scopes", "resource", "maxSessions", "sessionIdle"},
-		CredentialsPassthrough:   {"audience", "maxSessions", "sessionIdle"},
+		CredentialsUserOAuth: {"issuer", "tokenUrl", "authorizationUrl", "clientId", "clientSecret", "scopes", "resource",
+			"requireSameSubject", "maxSessions", "sessionIdle"},
+		CredentialsPassthrough: {"audience", "maxSessions", "sessionIdle"},
 	}
 	used, known := uses[mode]
 	if !known {
@@ -115,10 +119,10 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 		"issuer": c.Issuer != "", "tokenUrl": c.TokenURL != "", "authorizationUrl": c.AuthorizationURL != "",
 		"clientId": c.ClientID != "", "clientSecret": c.ClientSecret != "", "scopes": len(c.Scopes) > 0,
 		"audience": c.Audience != "", "resource": c.Resource != "", "subjectTokenType": c.SubjectTokenType != "",
-		"maxSessions": c.MaxSessions != 0, "sessionIdle": c.SessionIdle != 0,
+		"requireSameSubject": c.RequireSameSubject, "maxSessions": c.MaxSessions != 0, "sessionIdle": c.SessionIdle != 0,
 	}
 	for _, f := range []string{"issuer", "tokenUrl", "authorizationUrl", "clientId", "clientSecret", "scopes", "audience",
-		"resource", "subjectTokenType", "maxSessions", "sessionIdle"} {
+		"resource", "subjectTokenType", "requireSameSubject", "maxSessions", "sessionIdle"} {
 		if set[f] && !slices.Contains(used, f) {
 			p.add("credentials."+f, "not used by mode %q", mode)
 		}
@@ -170,6 +174,9 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 		}
 		if c.AuthorizationURL != "" && c.TokenURL == "" {
 			p.add("credentials.tokenUrl", "required with authorizationUrl")
+		}
+		if c.RequireSameSubject && c.Issuer == "" {
+			p.add("credentials.issuer", "required with requireSameSubject (its keys verify the id_token)")
 		}
 	case CredentialsPassthrough:
 		if c.Audience == "" {

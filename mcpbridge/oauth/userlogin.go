@@ -13,7 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	oidcclient "github.com/zitadel/oidc/v3/pkg/client"
+	"github.com/zitadel/oidc/v3/pkg/client/rp"
 	httphelper "github.com/zitadel/oidc/v3/pkg/http"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"golang.org/x/oauth2"
 
 	"github.com/toolsvc/toolsvc/tokenstore"
@@ -42,6 +44,12 @@ type UserOAuthConfig struct {
 	ExpiryGuard time.Duration
 	// LoginTTL: how long a login link is valid (default 10 min).
 	LoginTTL time.Duration
+	// RequireSameSubject: the login must return an OpenID id_token (scope
+	// openid) whose subject is the principal the link was made for. For an
+	// authorization server that is also the identity provider of toolsvc's
+	// callers, this refuses a link completed by someone else's browser
+	// (docs/credentials.md, "Login confusion").
+	RequireSameSubject bool
 }
 
 // UserTokens is the userOAuth mode of one upstream: a login link per
@@ -63,6 +71,7 @@ type UserTokens struct {
 	mu     sync.Mutex // guards the endpoints, found once
 	oc     *oauth2.Config
 	revURL string
+	idv    *rp.IDTokenVerifier // with RequireSameSubject
 }
 
 // ErrLoginRequired: the principal has no usable token for the server (none
@@ -100,14 +109,22 @@ func (u *UserTokens) config(ctx context.Context) (*oauth2.Config, error) {
 		return u.oc, nil
 	}
 	authURL, tokenURL, revURL := u.cfg.AuthorizationURL, u.cfg.TokenURL, u.cfg.RevocationURL
-	if authURL == "" || tokenURL == "" {
+	if authURL == "" || tokenURL == "" || u.cfg.RequireSameSubject {
 		asm, err := auth.GetAuthServerMetadata(ctx, u.cfg.Issuer, u.hc)
 		if err != nil || asm == nil {
 			return nil, fmt.Errorf("oauth: metadata of the authorization server %s: %v", u.cfg.Issuer, orNone(err))
 		}
-		authURL, tokenURL = asm.AuthorizationEndpoint, asm.TokenEndpoint
+		if authURL == "" || tokenURL == "" {
+			authURL, tokenURL = asm.AuthorizationEndpoint, asm.TokenEndpoint
+		}
 		if revURL == "" {
 			revURL = asm.RevocationEndpoint
+		}
+		if u.cfg.RequireSameSubject {
+			if asm.JWKSURI == "" {
+				return nil, fmt.Errorf("oauth: the authorization server %s has no jwks_uri to verify id_tokens with", u.cfg.Issuer)
+			}
+			u.idv = rp.NewIDTokenVerifier(asm.Issuer, u.cfg.ClientID, rp.NewRemoteKeySet(u.hc, asm.JWKSURI))
 		}
 	}
 	style := oauth2.AuthStyleInHeader
@@ -187,6 +204,9 @@ func (u *UserTokens) Complete(ctx context.Context, query url.Values) (string, er
 	if err != nil {
 		return "", fmt.Errorf("oauth: redeeming the login code: %s", tokenErrorText(err))
 	}
+	if err := u.checkSubject(ctx, tok, st.Principal); err != nil {
+		return "", err
+	}
 	k := tokenstore.Key{Principal: st.Principal, Server: u.cfg.Server}
 	t := tokenstore.Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: tok.Expiry}
 	for range 3 { // replace whatever is stored, even if it changes meanwhile
@@ -202,6 +222,34 @@ func (u *UserTokens) Complete(ctx context.Context, query url.Values) (string, er
 	}
 	return "", tokenstore.ErrConflict
 }
+
+// checkSubject, with RequireSameSubject, verifies the login's id_token
+// (signature, issuer, audience, expiry) and that its subject is principal.
+func (u *UserTokens) checkSubject(ctx context.Context, tok *oauth2.Token, principal string) error {
+	if !u.cfg.RequireSameSubject {
+		return nil
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return errors.New("oauth: login callback: no id_token to check who logged in (is the scope openid asked for?)")
+	}
+	u.mu.Lock()
+	idv := u.idv
+	u.mu.Unlock()
+	claims, err := rp.VerifyIDToken[*oidc.IDTokenClaims](ctx, raw, idv)
+	if err != nil {
+		return errors.New("oauth: login callback: the id_token does not verify")
+	}
+	if claims.Subject != principal {
+		return ErrOtherSubject
+	}
+	return nil
+}
+
+// ErrOtherSubject: with RequireSameSubject, the account that completed a
+// login link is not the principal the link was made for; nothing is
+// stored.
+var ErrOtherSubject = errors.New("oauth: login callback: the account that logged in is not the one the link was made for")
 
 // Token returns principal's access token for the upstream, refreshing it
 // (once across replicas) when it expires within ExpiryGuard. Errors:

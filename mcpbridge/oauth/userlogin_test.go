@@ -54,7 +54,7 @@ func newUserFixture(t *testing.T, accessTTL time.Duration, replicas int) *userFi
 }
 
 // replica is one toolsvc's UserTokens for server, its callback served.
-func (f *userFixture) replica(t *testing.T, server string, loginTTL time.Duration) *UserTokens {
+func (f *userFixture) replica(t *testing.T, server string, loginTTL time.Duration, opts ...func(*UserOAuthConfig)) *UserTokens {
 	t.Helper()
 	var u *UserTokens
 	cb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,9 +66,13 @@ func (f *userFixture) replica(t *testing.T, server string, loginTTL time.Duratio
 		io.WriteString(w, "logged in as "+p)
 	}))
 	t.Cleanup(cb.Close)
-	u, err := NewUserTokens(UserOAuthConfig{Server: server, Issuer: f.as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+	cfg := UserOAuthConfig{Server: server, Issuer: f.as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
 		Scopes: []string{"openid", "offline_access"}, Resource: upstreamURL, RedirectURL: cb.URL + "/oauth/callback",
-		ExpiryGuard: time.Second, LoginTTL: loginTTL}, f.store, f.key)
+		ExpiryGuard: time.Second, LoginTTL: loginTTL}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	u, err := NewUserTokens(cfg, f.store, f.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +84,19 @@ func (f *userFixture) replica(t *testing.T, server string, loginTTL time.Duratio
 // the redirects, and the callback on the replica the redirect names.
 func (f *userFixture) login(t *testing.T, u *UserTokens, principal string) (status int, body string) {
 	t.Helper()
+	return f.loginAs(t, u, principal, principal)
+}
+
+// loginAs is login with the link made for principal and the form filled
+// in by browserUser (the same person, or someone the link was sent to).
+func (f *userFixture) loginAs(t *testing.T, u *UserTokens, principal, browserUser string) (status int, body string) {
+	t.Helper()
 	ctx := context.Background()
 	link, err := u.LoginURL(ctx, principal)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, err := authtest.Authorize(ctx, nil, link, principal)
+	cb, err := authtest.Authorize(ctx, nil, link, browserUser)
 	if err != nil {
 		t.Fatalf("authorize: %v", err)
 	}
@@ -269,5 +280,47 @@ func TestUserLoginStateRefused(t *testing.T) {
 	f.store.Close()
 	if _, err := u.Token(ctx, "alice"); !errors.Is(err, tokenstore.ErrUnavailable) {
 		t.Errorf("the store closed: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestUserLoginConfusion: alice's login link, completed by bob's browser,
+// stores bob's upstream account under alice (the risk docs/credentials.md
+// names) unless RequireSameSubject is set: then the callback refuses it,
+// stores nothing, and alice's own login still works.
+func TestUserLoginConfusion(t *testing.T) {
+	f := newUserFixture(t, 5*time.Minute, 1)
+	ctx := context.Background()
+	loose := f.replicas[0]
+	if code, _ := f.loginAs(t, loose, "alice", "bob"); code != http.StatusOK {
+		t.Fatalf("the loose callback: %d", code)
+	}
+	tok, err := loose.Token(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := claimsOf(t, f.as, tok); c.Subject != "bob" {
+		t.Fatalf("without the check alice's slot holds %q's token; this test documents that it is bob's", c.Subject)
+	}
+	if err := loose.Logout(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+
+	strict := f.replica(t, "up", 0, func(c *UserOAuthConfig) { c.RequireSameSubject = true })
+	code, body := f.loginAs(t, strict, "alice", "bob")
+	if code != http.StatusBadRequest || !strings.Contains(body, ErrOtherSubject.Error()) {
+		t.Errorf("bob completing alice's link: %d %q, want refused", code, body)
+	}
+	if _, err := strict.Token(ctx, "alice"); !errors.Is(err, ErrLoginRequired) {
+		t.Errorf("after the refused login alice has a token: %v", err)
+	}
+	if code, body := f.login(t, strict, "alice"); code != http.StatusOK {
+		t.Fatalf("alice's own login: %d %s", code, body)
+	}
+	tok, err = strict.Token(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := claimsOf(t, f.as, tok); c.Subject != "alice" {
+		t.Errorf("alice's token names %q", c.Subject)
 	}
 }
