@@ -29,14 +29,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // scripts/interop-deps.sh) on a unix socket in a test directory, with an
 // append-only file fsynced on every write, so a restart loses nothing.
 type redisServer struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	sock string
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
-func startRedis(t *testing.T) *redisServer {
+func startRedis(t *testing.T) *redisServer { return startRedisB(t) }
+
+// startRedisB is startRedis for tests and benchmarks.
+func startRedisB(t testing.TB) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("TOOLSVC_REDIS_TESTS") != "" {
