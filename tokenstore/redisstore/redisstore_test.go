@@ -81,6 +81,7 @@ func (r *redisServer) start() {
 	case <-r.done:
 		r.t.Fatal("redis-server exited at start")
 	case <-time.After(20 * time.Second):
+		r.signal(syscall.SIGKILL) // never leave it running
 		r.t.Fatal("redis-server not ready within 20s")
 	}
 }
