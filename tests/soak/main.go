@@ -49,6 +49,9 @@ type soak struct {
 
 	upstreams []*upstream // the twelve matrix upstreams
 	hostile   *upstream   // the hostile stdio upstream (hostile.go)
+	taskUps   []*upstream // the two task upstreams (tasks.go)
+	stateKey  string      // the replicas' shared --state-key-file
+	runCtx    context.Context
 	replicas  []*replica
 	cfgMu     sync.Mutex
 	extras    map[string]*upstream // servers added by config reloads
@@ -73,6 +76,10 @@ type soak struct {
 
 	abandonedCalls atomic.Int64 // interactive calls left unanswered (interactive.go)
 
+	tasksStarted   atomic.Int64 // tasks the tasks-rolling-restart fault created (tasks.go)
+	tasksCompleted atomic.Int64 // of them, watched to their exact result
+	taskResumes    atomic.Int64 // WatchTask calls again after a broken watch
+
 	mu            sync.Mutex
 	faults        []*fault
 	failures      []callFailure
@@ -95,6 +102,8 @@ type soak struct {
 	maxInputLate  time.Duration  // the latest an abandoned call\'s upstream call was cancelled after its bound
 	waitingLeft   int            // checks that found toolsvc_interactive_calls_waiting above 0
 	waitingDetail []string
+	taskFaults    int      // tasks-rolling-restart faults started
+	tasksLost     []string // tasks that did not end with their exact result
 	timeline      []sample
 	leakChecks    sync.WaitGroup
 }
@@ -321,12 +330,13 @@ func (s *soak) printDetails() {
 	show("replica exit", s.exitDetail)
 	show("overdue", s.overdue)
 	show("waiting", s.waitingDetail)
+	show("task lost", s.tasksLost)
 }
 
-// base is every upstream of the base configuration: the twelve and the
-// hostile one.
+// base is every upstream of the base configuration: the twelve, the
+// hostile one and the two task upstreams.
 func (s *soak) base() []*upstream {
-	return append(slices.Clip(s.upstreams), s.hostile)
+	return append(append(slices.Clip(s.upstreams), s.hostile), s.taskUps...)
 }
 
 // build compiles toolsvc and the go-sdk test and hostile servers into the
