@@ -1,8 +1,10 @@
 // Command soak is toolsvc's chaos soak: three real toolsvc replicas, twelve
 // real upstream MCP servers (go-sdk, TypeScript and Python SDKs over stdio,
-// streamable HTTP with and without sessions, and legacy SSE) and a hostile
-// one (tests/hostileserver -mode soak), mixed load with hostile input,
-// 100+ resuming catalog watchers, and a random fault every few seconds,
+// streamable HTTP with and without sessions, and legacy SSE), a hostile
+// one (tests/hostileserver -mode soak) and two that run tasks (tasks.go),
+// mixed load with hostile input, 100+ resuming catalog watchers, and a
+// random fault every few seconds (one of them 100 watched tasks across a
+// rolling restart of the replicas),
 // with invariants checked at every quiet period. It prints one JSON line of
 // results, writes a PNG plot, stops every process it started, and exits
 // non-zero when an invariant fails.
@@ -284,8 +286,8 @@ func run() int {
 	return 0
 }
 
-// writeFailures writes every failed operation, explained or not, and the
-// faults to failures.txt in the work directory.
+// writeFailures writes every failed operation, explained or not, every
+// lost task and the faults to failures.txt in the work directory.
 func (s *soak) writeFailures() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -296,6 +298,9 @@ func (s *soak) writeFailures() {
 	defer f.Close()
 	for _, x := range s.failures {
 		fmt.Fprintf(f, "explained=%v %s\n", x.explained, x)
+	}
+	for _, l := range s.tasksLost {
+		fmt.Fprintf(f, "lost %s\n", l)
 	}
 	for _, ft := range s.faults {
 		fmt.Fprintf(f, "fault %s server=%q replica=%d %.1fs-%.1fs\n", ft.kind, ft.server, ft.replica, ft.start.Sub(s.start).Seconds(), ft.end.Sub(s.start).Seconds())
