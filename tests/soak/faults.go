@@ -142,9 +142,13 @@ func (s *soak) injectFaults(ctx context.Context) {
 		var keys []string
 		var run func()
 		n := s.intn(100)
+		early := time.Since(s.start) < s.duration*6/10
 		s.mu.Lock()
-		if s.abandonFaults == 0 && time.Since(s.start) > s.duration/3 {
+		switch {
+		case s.abandonFaults == 0 && time.Since(s.start) > s.duration/3:
 			n = 80 // at least one abandon-input fault per soak
+		case s.taskFaults == 0 && time.Since(s.start) > s.duration/3:
+			n, early = 68, true // at least one tasks-rolling-restart fault per soak
 		}
 		s.mu.Unlock()
 		switch {
@@ -162,6 +166,16 @@ func (s *soak) injectFaults(ctx context.Context) {
 				keys = []string{u.name}
 				run = func() { s.faultRestart(u) }
 			}
+		case n >= 68 && n < 70 && early:
+			// Tasks across a rolling restart of all three replicas
+			// (tasks.go), in the first 60 % of the soak like the
+			// replica-restart fault: the task upstreams, the
+			// configuration and the replicas stay as they are meanwhile.
+			keys = []string{"replica", "config"}
+			for _, t := range s.taskUps {
+				keys = append(keys, t.name)
+			}
+			run = func() { s.faultTasksRollingRestart(ctx) }
 		case n < 70:
 			http := s.httpUpstreams()
 			u = http[s.intn(len(http))]
@@ -175,7 +189,7 @@ func (s *soak) injectFaults(ctx context.Context) {
 			// they are while it waits for the expiries.
 			keys = []string{abandonServer, "config", "replica"}
 			run = func() { s.faultAbandonInput(ctx) }
-		case n < 92 && time.Since(s.start) < s.duration*6/10:
+		case n < 92 && early:
 			// Rolling restarts take turns on replicas 0 and 1 during the
 			// first 60 % of the soak; replica 2 runs the whole soak, so
 			// its growth spans it, and the restarted instances have the

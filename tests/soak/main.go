@@ -1,8 +1,10 @@
 // Command soak is toolsvc's chaos soak: three real toolsvc replicas, twelve
 // real upstream MCP servers (go-sdk, TypeScript and Python SDKs over stdio,
-// streamable HTTP with and without sessions, and legacy SSE) and a hostile
-// one (tests/hostileserver -mode soak), mixed load with hostile input,
-// 100+ resuming catalog watchers, and a random fault every few seconds,
+// streamable HTTP with and without sessions, and legacy SSE), a hostile
+// one (tests/hostileserver -mode soak) and two that run tasks (tasks.go),
+// mixed load with hostile input, 100+ resuming catalog watchers, and a
+// random fault every few seconds (one of them 100 watched tasks across a
+// rolling restart of the replicas),
 // with invariants checked at every quiet period. It prints one JSON line of
 // results, writes a PNG plot, stops every process it started, and exits
 // non-zero when an invariant fails.
@@ -49,6 +51,9 @@ type soak struct {
 
 	upstreams []*upstream // the twelve matrix upstreams
 	hostile   *upstream   // the hostile stdio upstream (hostile.go)
+	taskUps   []*upstream // the two task upstreams (tasks.go)
+	stateKey  string      // the replicas' shared --state-key-file
+	runCtx    context.Context
 	replicas  []*replica
 	cfgMu     sync.Mutex
 	extras    map[string]*upstream // servers added by config reloads
@@ -73,6 +78,10 @@ type soak struct {
 
 	abandonedCalls atomic.Int64 // interactive calls left unanswered (interactive.go)
 
+	tasksStarted   atomic.Int64 // tasks the tasks-rolling-restart fault created (tasks.go)
+	tasksCompleted atomic.Int64 // of them, watched to their exact result
+	taskResumes    atomic.Int64 // WatchTask calls again after a broken watch
+
 	mu            sync.Mutex
 	faults        []*fault
 	failures      []callFailure
@@ -95,6 +104,8 @@ type soak struct {
 	maxInputLate  time.Duration  // the latest an abandoned call\'s upstream call was cancelled after its bound
 	waitingLeft   int            // checks that found toolsvc_interactive_calls_waiting above 0
 	waitingDetail []string
+	taskFaults    int      // tasks-rolling-restart faults started
+	tasksLost     []string // tasks that did not end with their exact result
 	timeline      []sample
 	leakChecks    sync.WaitGroup
 }
@@ -275,8 +286,8 @@ func run() int {
 	return 0
 }
 
-// writeFailures writes every failed operation, explained or not, and the
-// faults to failures.txt in the work directory.
+// writeFailures writes every failed operation, explained or not, every
+// lost task and the faults to failures.txt in the work directory.
 func (s *soak) writeFailures() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -287,6 +298,9 @@ func (s *soak) writeFailures() {
 	defer f.Close()
 	for _, x := range s.failures {
 		fmt.Fprintf(f, "explained=%v %s\n", x.explained, x)
+	}
+	for _, l := range s.tasksLost {
+		fmt.Fprintf(f, "lost %s\n", l)
 	}
 	for _, ft := range s.faults {
 		fmt.Fprintf(f, "fault %s server=%q replica=%d %.1fs-%.1fs\n", ft.kind, ft.server, ft.replica, ft.start.Sub(s.start).Seconds(), ft.end.Sub(s.start).Seconds())
@@ -321,12 +335,13 @@ func (s *soak) printDetails() {
 	show("replica exit", s.exitDetail)
 	show("overdue", s.overdue)
 	show("waiting", s.waitingDetail)
+	show("task lost", s.tasksLost)
 }
 
-// base is every upstream of the base configuration: the twelve and the
-// hostile one.
+// base is every upstream of the base configuration: the twelve, the
+// hostile one and the two task upstreams.
 func (s *soak) base() []*upstream {
-	return append(slices.Clip(s.upstreams), s.hostile)
+	return append(append(slices.Clip(s.upstreams), s.hostile), s.taskUps...)
 }
 
 // build compiles toolsvc and the go-sdk test and hostile servers into the

@@ -99,7 +99,7 @@ func (r *replica) start() error {
 			markerEnv(r.s.run, owner), []*regexp.Regexp{servingRE, readyRE},
 			r.s.toolsvc, "serve", "--config", r.configPath,
 			"--listen", r.addr(), "--admin-listen", fmt.Sprintf("127.0.0.1:%d", r.adminPort),
-			"--input-timeout", inputTimeout.String(), "--log-level", "info")
+			"--input-timeout", inputTimeout.String(), "--state-key-file", r.s.stateKey, "--log-level", "info")
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
@@ -28,6 +30,10 @@ type result struct {
 	InputWaitingLeft      int                `json:"input_waiting_left"`
 	InputAbandoned        int64              `json:"input_abandoned"`
 	InputMaxLateS         float64            `json:"input_max_late_s"`
+	TasksStarted          int64              `json:"tasks_started"`
+	TasksCompleted        int64              `json:"tasks_completed"`
+	TasksLost             int                `json:"tasks_lost"`
+	TaskWatchResumes      int64              `json:"task_watch_resumes"`
 	Calls                 int64              `json:"calls"`
 	ExplainedFailures     int                `json:"explained_failures"`
 	Cancellations         int64              `json:"cancellations"`
@@ -94,6 +100,12 @@ func (r *result) failed() []string {
 	if r.InputAbandoned == 0 {
 		f = append(f, "input_abandoned (none: no abandoned interactive call checked)")
 	}
+	if r.TasksLost > 0 {
+		f = append(f, "tasks_lost")
+	}
+	if r.TasksStarted == 0 {
+		f = append(f, "tasks_started (none: no task ran across a rolling restart)")
+	}
 	if r.QuietPeriods < 2 {
 		f = append(f, "quiet_periods (fewer than 2: nothing compared)")
 	}
@@ -128,12 +140,29 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 		}
 	}
 	s.hostile = &upstream{s: s, name: hostileName, sdk: sdkHostile, tr: trStdio}
-	if err := parallel(s.upstreams, func(u *upstream) error {
+	// The two task upstreams (tasks.go), over streamable HTTP.
+	for _, sdk := range []string{sdkTasksTS, sdkTasksPy} {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s.taskUps = append(s.taskUps, &upstream{s: s, name: sdk, sdk: sdk, tr: trHTTP, port: p})
+	}
+	if err := parallel(s.base(), func(u *upstream) error {
 		if u.stdio() {
 			return nil
 		}
 		return u.start()
 	}); err != nil {
+		return nil, err
+	}
+	// The replicas' shared state key: any replica opens any task handle.
+	s.stateKey = filepath.Join(s.dir, "state.key")
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(s.stateKey, []byte(hex.EncodeToString(key)), 0o600); err != nil {
 		return nil, err
 	}
 	for i := range 3 {
@@ -171,6 +200,7 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.runCtx = runCtx
 	var wg sync.WaitGroup
 	if err := s.startWatchers(runCtx, &wg, nWatchers); err != nil {
 		cancel()
@@ -256,8 +286,10 @@ func (s *soak) teardown() {
 			go func() { defer wg.Done(); r.stop() }()
 		}
 		wg.Wait()
-		for _, u := range s.upstreams {
-			u.stopProc(false)
+		for _, u := range s.base() {
+			if !u.stdio() {
+				u.stopProc(false)
+			}
 		}
 	})
 }
@@ -293,6 +325,10 @@ func (s *soak) result(elapsed time.Duration) *result {
 		InputWaitingLeft:      s.waitingLeft,
 		InputAbandoned:        s.abandonedCalls.Load(),
 		InputMaxLateS:         float64(s.maxInputLate.Milliseconds()) / 1000,
+		TasksStarted:          s.tasksStarted.Load(),
+		TasksCompleted:        s.tasksCompleted.Load(),
+		TasksLost:             len(s.tasksLost),
+		TaskWatchResumes:      s.taskResumes.Load(),
 		Calls:                 s.calls.Load(),
 		Cancellations:         s.cancelled.Load(),
 		ProgressMessages:      s.progress.Load(),

@@ -79,7 +79,7 @@ func TestSoakFailsAtOnceWithoutPeers(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 		t.Fatalf("soak in a fresh checkout = %v (want exit status 2):\n%s", err, out)
 	}
-	for _, want := range []string{".venv/mcp", "tests/node/node_modules", "run scripts/interop-deps.sh"} {
+	for _, want := range []string{".venv/mcp", ".venv/tasks", "tests/node/node_modules", "run scripts/interop-deps.sh"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("soak output lacks %q:\n%s", want, out)
 		}

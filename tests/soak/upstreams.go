@@ -55,6 +55,10 @@ func (u *upstream) command() (string, []string) {
 	switch u.sdk {
 	case sdkHostile:
 		return u.s.hostileserver, []string{"-mode", "soak"}
+	case sdkTasksTS:
+		return "node", []string{filepath.Join(r, "tests", "node", "tasks_server.mjs"), "http", p}
+	case sdkTasksPy:
+		return filepath.Join(r, ".venv", "tasks", "bin", "python"), []string{filepath.Join(r, "tests", "python", "tasks_server.py"), p}
 	case sdkGo:
 		mode := map[string]string{trStdio: "stdio", trHTTP: "http", trStateless: "http-stateless", trSSE: "sse"}[u.tr]
 		if u.stdio() {
@@ -110,6 +114,9 @@ func (u *upstream) serverConfig() map[string]any {
 	default:
 		m["type"], m["url"] = "http", u.url()
 	}
+	if u.sdk == sdkTasksPy {
+		m["protocolVersion"] = taskEras[sdkTasksPy] // the tasks extension is offered at 2026-07-28 only
+	}
 	if !u.stdio() {
 		u.mu.Lock()
 		m["headers"] = map[string]string{"X-Soak-Config": fmt.Sprint(u.hdr)}
@@ -119,14 +126,15 @@ func (u *upstream) serverConfig() map[string]any {
 }
 
 // start runs an HTTP upstream on its port, retrying while the port is
-// still held by a process that was just killed.
+// still held by a process that was just killed. A Python server with
+// fastmcp takes long to import on a busy box: it gets 60 s to listen.
 func (u *upstream) start() error {
 	u.mu.Lock()
 	u.gen++
 	gen := u.gen
 	u.mu.Unlock()
 	name, args := u.command()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	addr := fmt.Sprintf("127.0.0.1:%d", u.port)
 	for attempt := 0; ; attempt++ {
 		env := append(markerEnv(u.s.run, fmt.Sprintf("up-%s-%d", u.name, gen)), fmt.Sprintf("SOAK_SRV=%s@%d", u.name, gen))
@@ -147,7 +155,7 @@ func (u *upstream) start() error {
 		}
 		if time.Now().After(deadline) {
 			c.killGroup()
-			return fmt.Errorf("upstream %s did not listen on %s within 30s (see upstream-%s.log)", u.name, addr, u.name)
+			return fmt.Errorf("upstream %s did not listen on %s within 60s (see upstream-%s.log)", u.name, addr, u.name)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
