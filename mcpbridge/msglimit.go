@@ -212,6 +212,22 @@ func (fr *frameReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// nextFrame returns the next frame whole, for a reader that takes frames
+// rather than bytes (stdioConn). The frame is valid until the next call;
+// a replaced oversized frame comes as its replacement, a dropped one not
+// at all. Not to be mixed with Read.
+func (fr *frameReader) nextFrame() ([]byte, error) {
+	for len(fr.out) == 0 {
+		if fr.err != nil {
+			return nil, fr.err
+		}
+		fr.next()
+	}
+	f := fr.out
+	fr.out = nil
+	return f, nil
+}
+
 func (fr *frameReader) Close() error {
 	if fr.body != nil {
 		return fr.body.Close()
