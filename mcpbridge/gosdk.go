@@ -14,6 +14,11 @@ package mcpbridge
 // transport.go's commandTransport and headerTransport stand in for what
 // go-sdk's CommandTransport and StreamableClientTransport do not offer (a
 // line limiter, per-request headers); they use go-sdk's public API only.
+// stdioconn.go's stdioConn stands in for go-sdk's IOTransport connection on
+// stdio upstreams: go-sdk decodes each line three times, twice with a
+// fresh 32 KiB decoder buffer (TestGoSDKDecodeAllocatesReadBuffer); it
+// uses jsonrpc.Message, MakeID and EncodeMessage, the package go-sdk
+// exports for transport authors.
 
 import (
 	"bytes"

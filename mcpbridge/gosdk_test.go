@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -409,5 +410,29 @@ func TestGoSDKTaskRequestShapes(t *testing.T) {
 				t.Errorf("sent %s: want name echo and task {ttl: 1500}", rec.params[0])
 			}
 		})
+	}
+}
+
+// TestGoSDKDecodeAllocatesReadBuffer pins why stdio upstreams use
+// toolsvc's own connection (stdioconn.go): go-sdk decodes every JSON value
+// through a fresh streaming decoder whose first read allocates a 32 KiB
+// buffer, whatever the value's size, so its IOTransport allocated about
+// 64 KiB per line read. It fails once go-sdk decodes a small message
+// without that buffer: then compare BenchmarkBridgeCall/stdio on go-sdk's
+// IOTransport with stdioConn before keeping either. (Not parallel: it
+// reads the process's allocation total.)
+func TestGoSDKDecodeAllocatesReadBuffer(t *testing.T) {
+	msg := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}`)
+	const n = 50
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per < 16<<10 {
+		t.Errorf("jsonrpc.DecodeMessage of %d bytes allocates %d bytes: go-sdk no longer allocates a 32 KiB decoder buffer per value; re-measure stdioConn against go-sdk's IOTransport (stdioconn.go)", len(msg), per)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,48 +59,27 @@ type stdioTransport struct {
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &stdioConn{lines: newLineLimiter(t.r, t.limit, t.log), r: t.r, w: t.w,
-		incoming: make(chan readResult), closed: make(chan struct{})}
-	go c.readLoop()
-	return c, nil
+	return &stdioConn{lines: newLineLimiter(t.r, t.limit, t.log), r: t.r, w: t.w}, nil
 }
 
-// stdioConn is a stdioTransport's connection.
+// stdioConn is a stdioTransport's connection. Read reads and decodes on
+// the calling goroutine, go-sdk's one reader per session (jsonrpc2's
+// readIncoming): go-sdk's IOTransport reads on a goroutine of its own and
+// hands each message over a channel, one more wake-up per message. Close
+// unblocks a Read waiting for input by closing the reader (a child's
+// stdout pipe, which the runtime poller interrupts).
 type stdioConn struct {
-	lines *frameReader
+	lines *frameReader // Read only
+	queue []jsonrpc.Message
 	r     io.Closer
 	w     io.WriteCloser
-
-	incoming chan readResult // the read loop's messages (one line's worth)
-	queue    []jsonrpc.Message
 
 	writeMu sync.Mutex
 	wbuf    []byte // guarded by writeMu
 
+	closed    atomic.Bool
 	closeOnce sync.Once
-	closed    chan struct{}
 	closeErr  error
-}
-
-type readResult struct {
-	msgs []jsonrpc.Message
-	err  error
-}
-
-// readLoop reads and decodes lines until the stream ends, handing each
-// line's messages to Read.
-func (c *stdioConn) readLoop() {
-	for {
-		msgs, err := c.readLine()
-		select {
-		case c.incoming <- readResult{msgs, err}:
-		case <-c.closed:
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // readLine reads the next non-blank line and decodes its messages.
@@ -122,23 +102,23 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if c.closed.Load() {
+		return nil, io.EOF
+	}
 	if len(c.queue) > 0 {
 		m := c.queue[0]
 		c.queue = c.queue[1:]
 		return m, nil
 	}
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.closed:
-		return nil, io.EOF
-	case v := <-c.incoming:
-		if v.err != nil {
-			return nil, v.err
+	msgs, err := c.readLine()
+	if err != nil {
+		if c.closed.Load() {
+			return nil, io.EOF // as go-sdk's connection says once closed
 		}
-		c.queue = v.msgs[1:]
-		return v.msgs[0], nil
+		return nil, err
 	}
+	c.queue = msgs[1:]
+	return msgs[0], nil
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -167,7 +147,7 @@ const maxKeptWriteBuffer = 64 << 10
 
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
-		close(c.closed)
+		c.closed.Store(true)
 		c.closeErr = c.w.Close()
 		_ = c.r.Close()
 	})
