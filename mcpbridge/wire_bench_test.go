@@ -18,7 +18,9 @@ import (
 // -benchmem and the profiles count toolsvc's side of the wire only: the
 // upstream's allocations are in another process. stdio: the child is the
 // bridge's own stdio upstream; http: it serves streamable HTTP on
-// loopback (stateful, 2025-11-25).
+// loopback (stateful, 2025-11-25). cpu-ns/op is this process's CPU time
+// per call (the bridge, go-sdk's client and the benchmark loop), which a
+// busy machine disturbs less than ns/op.
 //
 //	go test -run XXX -bench BridgeCall -benchmem ./mcpbridge
 func BenchmarkBridgeCall(b *testing.B) {
@@ -61,9 +63,22 @@ func benchmarkBridgeCall(b *testing.B, sc ServerConfig) {
 		call()
 	}
 	b.ReportAllocs()
+	cpu0 := processCPU()
 	for b.Loop() {
 		call()
 	}
+	// CPU time of this process (the bridge's side; the upstream is a
+	// child) per call: steadier than ns/op on a shared machine.
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// processCPU is the user and system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // startHTTPChild starts bin -mode http and returns its URL; the child is
