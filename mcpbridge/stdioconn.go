@@ -21,12 +21,13 @@ import (
 // limiter's buffer.
 //
 // go-sdk v1.8.0's IOTransport decodes every incoming line three times, and
-// each decode goes through its internal json.Unmarshal, which builds a
-// streaming segmentio decoder over a bytes.Reader whose first read
-// allocates a 32 KiB buffer (TestGoSDKDecodeAllocatesReadBuffer): the read
-// loop's stream decoder copies the line out, mcp.readBatch first tries it
-// as a batch (32 KiB, then fails), then jsonrpc2.DecodeMessage decodes it
-// (32 KiB). Here a line costs one copy of itself (the message's params or
+// unpatched each decode goes through its internal json.Unmarshal, which
+// builds a streaming segmentio decoder over a bytes.Reader whose first
+// read allocates a 32 KiB buffer (docs/go-sdk-decode-garbage.md; toolsvc
+// carries a patch for that, third_party/go-sdk): the read loop's stream
+// decoder copies the line out, mcp.readBatch first tries it as a batch
+// (32 KiB, then fails), then jsonrpc2.DecodeMessage decodes it (32 KiB).
+// Here a line costs one copy of itself (the message's params or
 // result alias it; go-sdk keeps them past the next read) and a
 // segmentio.Parse over that copy, with go-sdk's own decoding rules (exact
 // key matching, numbers as float64 ids, the version tag checked).
