@@ -21,8 +21,8 @@ package mcpbridge
 //
 // go-sdk itself is patched (third_party/go-sdk, go.mod's replace,
 // docs/go-sdk-decode-garbage.md): v1.8.0 decodes every JSON value through a
-// fresh streaming decoder whose first read allocates 32 KiB, four times per
-// tools/call on stdio and five on streamable HTTP. TestGoSDKPatchedDecode
+// fresh streaming decoder whose first read allocates 32 KiB, about four
+// times per tools/call on either transport. TestGoSDKPatchedDecode
 // pins that the patch is in effect; TestGoSDKUpstreamDecodeGarbage fails
 // once the go-sdk go.mod requires no longer needs it.
 
