@@ -423,7 +423,7 @@ const decodeProbe = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text"
 // (third_party/go-sdk, go.mod's replace; docs/go-sdk-decode-garbage.md): go-sdk
 // decodes a value without a 32 KiB read buffer. It fails if the replace is
 // dropped or the patch lost in an upgrade: each decode would again allocate
-// 32 KiB, four to six times per call. (Not parallel: it reads the process's
+// 32 KiB, about four times per call. (Not parallel: it reads the process's
 // allocation total.)
 func TestGoSDKPatchedDecode(t *testing.T) {
 	const n = 50
