@@ -192,3 +192,28 @@ func TestStdioConnCloseUnblocksRead(t *testing.T) {
 		t.Fatalf("Read after Close: %v, want EOF", err)
 	}
 }
+
+// FuzzStdioDecodeMatchesGoSDK: on any line holding one JSON object (what
+// the stdio framing delivers), stdioConn's decoding agrees with
+// jsonrpc.DecodeMessage: both fail, or both give the same message.
+//
+//	go test -run XXX -fuzz FuzzStdioDecodeMatchesGoSDK -fuzztime 30s ./mcpbridge
+func FuzzStdioDecodeMatchesGoSDK(f *testing.F) {
+	for _, line := range stdioDecodeCases {
+		f.Add(line)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		b := []byte(strings.TrimSpace(line))
+		if len(b) == 0 || b[0] != '{' || strings.ContainsAny(line, "\n") || !json.Valid(b) {
+			return // not one object on one line: the framing or the batch path decides
+		}
+		want, wantErr := jsonrpc.DecodeMessage(b)
+		got, gotErr := decodeLine(append([]byte(nil), b...))
+		if (wantErr != nil) != (gotErr != nil) {
+			t.Fatalf("%q: error %v, go-sdk's %v", line, gotErr, wantErr)
+		}
+		if wantErr == nil && (len(got) != 1 || !reflect.DeepEqual(got[0], want)) {
+			t.Fatalf("%q:\n got %#v\nwant %#v", line, got, want)
+		}
+	})
+}
