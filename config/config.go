@@ -201,6 +201,8 @@ type serverJSON struct {
 	} `json:"tools"`
 	// OAuth authenticates to a streamable HTTP upstream (oauth.go).
 	OAuth json.RawMessage `json:"oauth"`
+	// Credentials is whose credentials calls carry (credentials.go).
+	Credentials json.RawMessage `json:"credentials"`
 	// AuthRetry is the wait after the upstream rejected the credentials.
 	AuthRetry Duration `json:"authRetry"`
 	// ForwardPrincipal sends the caller's principal in each call's _meta.
@@ -382,6 +384,7 @@ func (p *parser) parseServer(name string, raw json.RawMessage) (mcpbridge.Server
 	sc := serverConfig(name, &sj, secrets)
 	ok = decoded && ok
 	ok = p.serverOAuth(name, sj.OAuth, &sc) && ok
+	ok = p.serverCredentials(name, sj.Credentials, &sc) && ok
 	ok = p.serverTransport(name, &sj, &sc) && ok
 	if sj.Disabled {
 		p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: server %q is disabled", p.file, name))

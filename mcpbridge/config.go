@@ -202,6 +202,9 @@ type ServerConfig struct {
 	// OAuth, if set, authenticates to a streamable HTTP upstream with OAuth
 	// 2.1 (client credentials or a provisioned refresh token).
 	OAuth *OAuthConfig
+	// Credentials is whose credentials a call carries (credentials.go);
+	// nil is CredentialsShared.
+	Credentials *CredentialsConfig
 	// AuthRetry is how long the upstream waits after it rejected toolsvc's
 	// credentials (401/403 or a failed token request) before the next
 	// attempt (0: DefaultAuthRetry).
@@ -394,6 +397,7 @@ func (sc *ServerConfig) Problems() []*FieldError {
 	if sc.OAuth != nil {
 		p.probs = append(p.probs, sc.oauthProblems()...)
 	}
+	sc.credentialsProblems(p)
 	for i, g := range sc.ToolsAllow {
 		if _, err := path.Match(g, ""); err != nil {
 			p.add(fmt.Sprintf("tools.allow[%d]", i), "%q is not a valid glob pattern", g)

@@ -323,8 +323,8 @@ func (u *upstream) teardown(s *session) {
 	s.rsubs.mu.Lock()
 	s.rsubs.closed = true // no resubscribe starts from now on (resourcecalls.go)
 	s.rsubs.mu.Unlock()
-	s.wg.Wait()             // refresher, prober and resubscribes end with s.ctx
-	s.tasks.warnLost(u.log) // closing the session loses its 2025-11-25 tasks (tasks.go)
+	s.wg.Wait()                              // refresher, prober and resubscribes end with s.ctx
+	s.tasks.warnLost(u.log, u.cfg.Transport) // closing the session loses its 2025-11-25 tasks (tasks.go)
 	u.b.closers.Add(1)
 	go func() {
 		defer u.b.closers.Done()

@@ -229,11 +229,11 @@ func (b *Bridge) CallTask(ctx context.Context, target Target, args any, req Task
 	if !got {
 		// go-sdk decodes a task as an empty success: without the raw
 		// answer the bridge cannot tell, and must not guess.
-		return nil, nil, fmt.Errorf("call %q on server %q: the upstream's answer to a task request could not be read", target.Tool.OriginalName, server)
+		return nil, nil, &MalformedAnswerError{Server: server, Detail: fmt.Sprintf("the answer to task-augmented call %q could not be read", target.Tool.OriginalName)}
 	}
 	w, isTask, err := decodeCreated(raw, era)
 	if err != nil {
-		return nil, nil, fmt.Errorf("call %q on server %q: %w", target.Tool.OriginalName, server, err)
+		return nil, nil, &MalformedAnswerError{Server: server, Detail: fmt.Sprintf("call %q: %v", target.Tool.OriginalName, err)}
 	}
 	if !isTask {
 		return res, nil, nil // the upstream ran it normally
@@ -244,7 +244,7 @@ func (b *Bridge) CallTask(ctx context.Context, target Target, args any, req Task
 	}
 	t, err := w.task(ref)
 	if err != nil {
-		return nil, nil, fmt.Errorf("call %q on server %q: %w", target.Tool.OriginalName, server, err)
+		return nil, nil, &MalformedAnswerError{Server: server, Detail: fmt.Sprintf("call %q: %v", target.Tool.OriginalName, err)}
 	}
 	s.tasks.track(t)
 	return nil, t, nil
@@ -265,11 +265,11 @@ func (b *Bridge) getTask(ctx context.Context, ref TaskRef) (*Task, *wireTask, er
 	}
 	var w wireTask
 	if err := json.Unmarshal(raw, &w); err != nil {
-		return nil, nil, fmt.Errorf("tasks/get on server %q: unreadable answer: %w", ref.Server, err)
+		return nil, nil, &MalformedAnswerError{Server: ref.Server, Detail: "tasks/get: " + err.Error()}
 	}
 	t, err := w.task(ref)
 	if err != nil {
-		return nil, nil, fmt.Errorf("tasks/get on server %q: %w", ref.Server, err)
+		return nil, nil, &MalformedAnswerError{Server: ref.Server, Detail: "tasks/get: " + err.Error()}
 	}
 	b.observed(t)
 	return t, &w, nil
@@ -297,14 +297,50 @@ func (b *Bridge) TaskResult(ctx context.Context, ref TaskRef, input *Interaction
 	case !t.Status.Terminal() && (ref.Era != TaskEra2025 || input == nil):
 		return nil, &TaskNotDoneError{Task: t}
 	}
+	return b.taskOutcome(ctx, ref, t, w, input)
+}
+
+// PollTask asks the upstream for the task's state and, once the task has
+// ended with a result or an error, for that too: end is nil while the task
+// runs and for a cancelled task; else end.Result is the tool's result or
+// end.Err the upstream's protocol error (*UpstreamError). err is the poll's
+// own failure. A 2026-07-28 task costs one request (tasks/get carries the
+// outcome), a 2025-11-25 one a second (tasks/result) once it has ended.
+func (b *Bridge) PollTask(ctx context.Context, ref TaskRef) (_ *Task, end *TaskEnd, _ error) {
+	t, w, err := b.getTask(ctx, ref)
+	if err != nil || !t.Status.Terminal() || t.Status == TaskCancelled {
+		return t, nil, err
+	}
+	res, err := b.taskOutcome(ctx, ref, t, w, nil)
+	var ue *UpstreamError
+	switch {
+	case err == nil:
+		return t, &TaskEnd{Result: res}, nil
+	case errors.As(err, &ue) && ref.Era == TaskEra2026:
+		return t, &TaskEnd{Err: ue}, nil
+	}
+	return t, nil, err
+}
+
+// TaskEnd is how a task ended: with the tool's result, or with the
+// upstream's protocol error.
+type TaskEnd struct {
+	Result *mcp.CallToolResult
+	Err    *UpstreamError
+}
+
+// taskOutcome reads a terminal task's result (tasks/get's inline one, or
+// tasks/result), or waits for it with input (2025-11-25).
+func (b *Bridge) taskOutcome(ctx context.Context, ref TaskRef, t *Task, w *wireTask, input *Interaction) (*mcp.CallToolResult, error) {
 	var raw json.RawMessage
+	var err error
 	switch ref.Era {
 	case TaskEra2026:
 		if w.Error != nil {
 			return nil, &UpstreamError{Server: ref.Server, Code: w.Error.Code, Message: w.Error.Message}
 		}
 		if len(w.Result) == 0 {
-			return nil, fmt.Errorf("tasks/get on server %q: task %q is %s without a result", ref.Server, ref.ID, t.Status)
+			return nil, &MalformedAnswerError{Server: ref.Server, Detail: fmt.Sprintf("tasks/get: task %q is %s without a result", ref.ID, t.Status)}
 		}
 		raw = w.Result
 	default:
@@ -318,7 +354,7 @@ func (b *Bridge) TaskResult(ctx context.Context, ref TaskRef, input *Interaction
 	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("the result of task %q on server %q is unreadable: %w", ref.ID, ref.Server, err)
+		return nil, &MalformedAnswerError{Server: ref.Server, Detail: fmt.Sprintf("the result of task %q: %v", ref.ID, err)}
 	}
 	if res.Meta != nil {
 		delete(res.Meta, relatedTaskMetaKey) // the protocol's link, not the tool's
@@ -411,13 +447,13 @@ func (b *Bridge) ListTasks(ctx context.Context, server, cursor string) (_ []*Tas
 		NextCursor string     `json:"nextCursor"`
 	}
 	if err := json.Unmarshal(raw, &page); err != nil {
-		return nil, "", fmt.Errorf("tasks/list on server %q: unreadable answer: %w", server, err)
+		return nil, "", &MalformedAnswerError{Server: server, Detail: "tasks/list: " + err.Error()}
 	}
 	out := make([]*Task, 0, len(page.Tasks))
 	for _, w := range page.Tasks {
 		t, err := w.task(TaskRef{Server: server, ID: w.TaskID, Era: TaskEra2025, Session: owner})
 		if err != nil {
-			return nil, "", fmt.Errorf("tasks/list on server %q: %w", server, err)
+			return nil, "", &MalformedAnswerError{Server: server, Detail: "tasks/list: " + err.Error()}
 		}
 		out = append(out, t)
 	}
@@ -449,6 +485,9 @@ func (b *Bridge) taskRequest(ctx context.Context, ref TaskRef, method string, p 
 	u, err := b.upstream(ref.Server)
 	if err != nil {
 		return nil, err
+	}
+	if u.foreignSession(ref) {
+		return b.foreignTaskRequest(ctx, u, ref, method, p)
 	}
 	// Decided without a request where the session tells: no request, no
 	// verdict for the breaker. (Checked again on the session the request

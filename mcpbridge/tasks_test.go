@@ -214,7 +214,7 @@ func TestTasks2025(t *testing.T) {
 				t.Fatalf("server status Tasks = %q, want %q", st.Tasks, TaskEra2025)
 			}
 
-			_, task := callTask(t, b, "ts__slow", map[string]any{"ms": 200}, 30*time.Second)
+			_, task := callTask(t, b, "ts__slow", map[string]any{"ms": 1500}, 30*time.Second)
 			if task == nil || task.Era != TaskEra2025 || task.Session == "" || task.Status != TaskWorking ||
 				task.TTL != 30*time.Second || task.PollInterval != 100*time.Millisecond || task.Created.IsZero() {
 				t.Fatalf("created task %+v: want working, era 2025, a session, ttl 30s, poll 100ms", task)
@@ -233,8 +233,8 @@ func TestTasks2025(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := resultText(t, res); got != "slept 200" || res.IsError || res.Meta != nil {
-				t.Errorf("result %q (isError %v, meta %v), want \"slept 200\"", got, res.IsError, res.Meta)
+			if got := resultText(t, res); got != "slept 1500" || res.IsError || res.Meta != nil {
+				t.Errorf("result %q (isError %v, meta %v), want \"slept 1500\"", got, res.IsError, res.Meta)
 			}
 			list, next, err := b.ListTasks(t.Context(), "ts", "")
 			if err != nil || next != "" {
@@ -311,20 +311,49 @@ func TestTasks2025(t *testing.T) {
 				t.Error("the caller was not asked")
 			}
 
-			// The session that owned the tasks ends: they are unreachable,
-			// and the one still running is reported lost.
+			// The session that owned the tasks ends. On stdio they go with
+			// the child: unreachable, and the one still running is
+			// reported lost. On HTTP the session is left open upstream (no
+			// DELETE) and the tasks are reached on it by its id
+			// (taskforeign.go): the finished one still has its result, the
+			// running one can be cancelled.
 			_, running := callTask(t, b, "ts__slow", map[string]any{"ms": 10000}, 0)
 			if _, err := b.Reconnect(t.Context(), "ts"); err != nil {
 				t.Fatal(err)
 			}
-			for _, ref := range []TaskRef{task.TaskRef, running.TaskRef} {
-				_, err = b.GetTask(t.Context(), ref)
-				if !errors.As(err, &nf) || !nf.SessionEnded {
-					t.Errorf("GetTask after the session ended = %v, want a TaskNotFoundError with SessionEnded", err)
+			if tr == TransportStdio {
+				for _, ref := range []TaskRef{task.TaskRef, running.TaskRef} {
+					_, err = b.GetTask(t.Context(), ref)
+					if !errors.As(err, &nf) || !nf.SessionEnded {
+						t.Errorf("GetTask after the session ended = %v, want a TaskNotFoundError with SessionEnded", err)
+					}
 				}
+				if got := logs.attrs(lostTasksMsg, "tasks"); !slices.Equal(got, []string{"1"}) {
+					t.Errorf("lost-tasks warnings %v, want one for 1 task", got)
+				}
+				return
 			}
-			if got := logs.attrs(lostTasksMsg, "tasks"); !slices.Equal(got, []string{"1"}) {
-				t.Errorf("lost-tasks warnings %v, want one for 1 task", got)
+			if got := logs.attrs(keptTasksMsg, "tasks"); !slices.Equal(got, []string{"1"}) {
+				t.Errorf("kept-session notes %v, want one for 1 task", got)
+			}
+			if b.sessionID(t, "ts") == running.Session {
+				t.Fatal("the reconnect kept the session id")
+			}
+			res, err = b.TaskResult(t.Context(), task.TaskRef, nil)
+			if err != nil || resultText(t, res) != "slept 1500" {
+				t.Errorf("result on the old session = %+v, %v", res, err)
+			}
+			if got, err := b.GetTask(t.Context(), running.TaskRef); err != nil || got.Status != TaskWorking {
+				t.Errorf("running task on the old session = %+v, %v", got, err)
+			}
+			if got, err := b.CancelTask(t.Context(), running.TaskRef); err != nil || got.Status != TaskCancelled {
+				t.Errorf("cancel on the old session = %+v, %v", got, err)
+			}
+			// A session id the upstream never issued: the upstream's 404.
+			gone := running.TaskRef
+			gone.Session = "no-such-session"
+			if _, err := b.GetTask(t.Context(), gone); !errors.As(err, &nf) || !nf.SessionEnded {
+				t.Errorf("GetTask on an unknown session = %v, want a TaskNotFoundError with SessionEnded", err)
 			}
 		})
 	}
@@ -403,7 +432,7 @@ func TestTasks2026(t *testing.T) {
 		t.Fatalf("server status Tasks = %q, want %q (last error %q)", st.Tasks, TaskEra2026, st.LastError)
 	}
 
-	_, task := callTask(t, b, "py__slow", map[string]any{"ms": 200}, 0)
+	_, task := callTask(t, b, "py__slow", map[string]any{"ms": 1500}, 0)
 	if task == nil || task.Era != TaskEra2026 || task.Session != "" || task.Status != TaskWorking ||
 		task.PollInterval != 100*time.Millisecond || task.TTL <= 0 || task.Created.IsZero() {
 		t.Fatalf("created task %+v: want working, era 2026, no session, poll 100ms, a ttl", task)
@@ -415,8 +444,8 @@ func TestTasks2026(t *testing.T) {
 		t.Fatalf("task ended %s, want completed", s)
 	}
 	res, err := b.TaskResult(t.Context(), task.TaskRef, nil)
-	if err != nil || resultText(t, res) != "slept 200" {
-		t.Fatalf("result %+v, %v: want \"slept 200\"", res, err)
+	if err != nil || resultText(t, res) != "slept 1500" {
+		t.Fatalf("result %+v, %v: want \"slept 1500\"", res, err)
 	}
 
 	// A tool that raises: the task completes with an isError result.

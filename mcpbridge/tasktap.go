@@ -95,7 +95,7 @@ func (st *sessionTasks) settle(cs *mcp.ClientSession) {
 		if st.owner == "" {
 			b := make([]byte, 12)
 			_, _ = rand.Read(b)
-			st.owner = "toolsvc-session:" + hex.EncodeToString(b)
+			st.owner = localOwnerPrefix + hex.EncodeToString(b)
 		}
 	}
 }
@@ -142,17 +142,38 @@ func (st *sessionTasks) finished(id string) {
 	delete(st.live, id)
 }
 
-// warnLost logs the 2025-11-25 tasks a closing session takes with it.
-func (st *sessionTasks) warnLost(log *slog.Logger) {
+// ownsLive reports 2025-11-25 tasks created on the session and not seen
+// finished.
+func (st *sessionTasks) ownsLive() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.live) > 0
+}
+
+// warnLost logs the 2025-11-25 tasks a closing session takes with it: on
+// stdio they are lost with the child; an HTTP session is left open
+// upstream instead (its DELETE is not sent), and its tasks stay reachable.
+func (st *sessionTasks) warnLost(log *slog.Logger, tr Transport) {
 	st.mu.Lock()
 	n := len(st.live)
 	st.mu.Unlock()
-	if n > 0 {
+	switch {
+	case n == 0:
+	case tr == TransportStreamableHTTP:
+		log.Info(keptTasksMsg, "tasks", n)
+	default:
 		log.Warn(lostTasksMsg, "tasks", n)
 	}
 }
 
-const lostTasksMsg = "closing an upstream session that owns tasks not seen finished; 2025-11-25 tasks are bound to their session and become unreachable"
+const (
+	lostTasksMsg = "closing an upstream session that owns tasks not seen finished; 2025-11-25 tasks are bound to their session and become unreachable"
+	keptTasksMsg = "leaving the upstream session open (no DELETE): it owns tasks not seen finished, which stay reachable by its session id"
+)
+
+// localOwnerPrefix marks a TaskRef.Session that names a session of this
+// bridge (stdio, legacy SSE) rather than an upstream's Mcp-Session-Id.
+const localOwnerPrefix = "toolsvc-session:"
 
 // expect registers a request whose raw result goes to f (taskConn).
 func (st *sessionTasks) expect(id jsonrpc.ID, f func(json.RawMessage)) {
@@ -378,6 +399,12 @@ type taskRoundTripper struct {
 }
 
 func (rt *taskRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodDelete && rt.st.ownsLive() {
+		// Closing the session must not end it upstream: its tasks stay
+		// reachable by its id from any replica (taskforeign.go).
+		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	}
 	if r.Method != http.MethodPost {
 		return rt.base.RoundTrip(r)
 	}

@@ -3,7 +3,8 @@
 # a no-op (well under a second) when everything is already there.
 #   - Debian packages (apt-get, as root or through sudo): python3-grpcio and
 #     protoc + grpc_python_plugin (+ the well-known .protos) for the Python
-#     example client;
+#     example client; redis-server for the shared token store's tests
+#     (tokenstore/redisstore: a real server, killed with real signals);
 #   - grpcurl into .bin/ (the README's one-liners are tested with it) and
 #     grpc-health-probe (the health tests use it);
 #   - Python virtualenvs under .venv/ (scripts/pyenv.sh: the official Python
@@ -18,7 +19,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-APT_PACKAGES=(python3-grpcio protobuf-compiler protobuf-compiler-grpc libprotobuf-dev)
+APT_PACKAGES=(python3-grpcio protobuf-compiler protobuf-compiler-grpc libprotobuf-dev redis-server)
 GRPCURL_VERSION=v1.9.4
 
 missing=()

@@ -30,6 +30,7 @@ scripts/gen.sh --check
 scripts/k8s-check.sh   # Helm chart: helm lint/template + kubeconform against offline schemas
 scripts/kube-bins.sh   # kube-apiserver + etcd for the API-server tests (cold: ~14 min, then cached)
 export TOOLSVC_KUBE_TESTS=1
+export TOOLSVC_REDIS_TESTS=1   # tokenstore/redisstore: a missing redis-server fails, not skips
 
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [[ -n "$unformatted" ]]; then

@@ -45,9 +45,17 @@ console.log("import @toolsvc/client from plain ESM: ok");
 JS
 node check.mjs
 cat >check.ts <<'TS'
-import { Client, type Tool, type WatchEvent, toOpenAITools } from "@toolsvc/client";
+import { Client, Task, TaskFailedError, type Tool, type WatchEvent, toOpenAITools } from "@toolsvc/client";
 const c: Client = new Client("127.0.0.1:1");
 const f = async (): Promise<string> => (await c.callTool("x__y", { a: 1 })).text;
+// With task: a Task or the plain result, told apart with instanceof.
+const h = async (): Promise<string> => {
+  const r = await c.callTool("x__y", {}, { task: { ttlMs: 60_000 } });
+  return r instanceof Task ? (await c.waitTask(r, { onStatus: (t: Task) => void t.status })).text : r.text;
+};
+const e = (err: unknown): string => (err instanceof TaskFailedError ? err.task.taskId + err.reason : "");
+void h;
+void e;
 const g = (ev: WatchEvent, t: Tool): string => ev.kind + t.name + toOpenAITools([t])[0]!.function.name;
 void f;
 void g;

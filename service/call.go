@@ -31,6 +31,9 @@ func callInput(req callRequest) (in core.CallInput, bad *core.Error) {
 		in.Arguments = a.AsMap()
 	}
 	in.Input, bad = inputOptions(req)
+	if r, ok := req.(*toolsvcv1.CallToolRequest); ok && r.GetTask() != nil && bad == nil {
+		in.Task, bad = taskOptions(r.GetTask())
+	}
 	return in, bad
 }
 
@@ -53,6 +56,9 @@ func (s *Server) CallTool(ctx context.Context, req *toolsvcv1.CallToolRequest) (
 		var res *mcp.CallToolResult
 		if res, err = c.Dispatch(c.Context(), nil); err == nil {
 			out = s.callResponse(c, res)
+			if t := c.Task(); t != nil {
+				out = &toolsvcv1.CallToolResponse{Task: s.taskToProto(t)}
+			}
 			size = proto.Size(out)
 			err = c.CheckResult(size)
 		}

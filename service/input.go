@@ -36,24 +36,34 @@ func inputOptions(req inputRequest) (*core.InputOptions, *core.Error) {
 	}
 	in := &core.InputOptions{State: state, Kinds: mcpbridge.InputKinds{Form: caps.GetElicitation(), URL: caps.GetElicitationUrl(),
 		Sampling: caps.GetSampling(), Roots: caps.GetRoots()}}
-	if len(rs) > 0 {
-		in.Responses = make(map[string]mcp.InputResponse, len(rs))
+	var e *core.Error
+	if in.Responses, e = inputResponses(rs); e != nil {
+		return nil, e
 	}
+	return in, nil
+}
+
+// inputResponses decodes a request's input_responses by id (nil: none).
+func inputResponses(rs []*toolsvcv1.InputResponse) (map[string]mcp.InputResponse, *core.Error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]mcp.InputResponse, len(rs))
 	for i, r := range rs {
 		field := fmt.Sprintf("input_responses[%d]", i)
 		if r.GetId() == "" {
 			return nil, core.InvalidField(field+".id", "required: the id of the request it answers")
 		}
-		if _, dup := in.Responses[r.GetId()]; dup {
+		if _, dup := out[r.GetId()]; dup {
 			return nil, core.InvalidField(field+".id", fmt.Sprintf("request %q is answered twice", core.Clip(r.GetId())))
 		}
 		a, e := inputResponse(field, r)
 		if e != nil {
 			return nil, e
 		}
-		in.Responses[r.GetId()] = a
+		out[r.GetId()] = a
 	}
-	return in, nil
+	return out, nil
 }
 
 func inputResponse(field string, r *toolsvcv1.InputResponse) (mcp.InputResponse, *core.Error) {

@@ -88,6 +88,9 @@ type Options struct {
 	InputTimeout           time.Duration
 	MaxWaitingPerPrincipal int
 	MaxWaiting             int
+	// TaskPollInterval is how often a watched task's upstream is polled
+	// (0: core.DefaultTaskPollInterval).
+	TaskPollInterval time.Duration
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -129,7 +132,7 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	}
 	co := core.Options{Logger: o.Logger, MaxRequestBytes: o.MaxRequestBytes, MaxResponseBytes: o.MaxResponseBytes,
 		StateKey: o.StateKey, ReplicaID: o.ReplicaID, InputTimeout: o.InputTimeout,
-		MaxWaitingPerPrincipal: o.MaxWaitingPerPrincipal, MaxWaiting: o.MaxWaiting,
+		MaxWaitingPerPrincipal: o.MaxWaitingPerPrincipal, MaxWaiting: o.MaxWaiting, TaskPollInterval: o.TaskPollInterval,
 		Auth: core.AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
 			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
 	if o.Metrics != nil {

@@ -159,11 +159,29 @@ func runTools(ctx context.Context, args []string) error {
 func runCall(ctx context.Context, args []string) error {
 	f := newClientFlags("call")
 	noInput := f.fs.Bool("no-input", false, "never ask: offer no input_capabilities, so the server's policy answers a tool that asks (the default without a terminal on stdin)")
+	asTask := f.fs.Bool("task", false, "run the call as a task when the upstream and the tool can (README \"Tasks\"): print the task's handle, then follow it to its result")
+	ttl := f.fs.Duration("ttl", 0, "with --task: the task lifetime to ask for (a hint the upstream may lower or ignore)")
+	detach := f.fs.Bool("detach", false, "with --task: print the handle and return; follow it later with toolsvc task HANDLE --watch")
 	if err := f.fs.Parse(args); err != nil {
 		return &exitError{code: 2, err: err}
 	}
 	if f.fs.NArg() < 1 || f.fs.NArg() > 2 {
-		return &exitError{code: 2, err: errors.New("usage: toolsvc call [--addr ADDR] [--json] [--no-input] NAME [ARGS_JSON]")}
+		return &exitError{code: 2, err: errors.New("usage: toolsvc call [--addr ADDR] [--json] [--no-input] [--task [--ttl D] [--detach]] NAME [ARGS_JSON]")}
+	}
+	if !*asTask && (*ttl != 0 || *detach) {
+		return &exitError{code: 2, err: errors.New("--ttl and --detach go with --task")}
+	}
+	if *ttl < 0 {
+		return &exitError{code: 2, err: errors.New("--ttl must be positive")}
+	}
+	if *asTask {
+		req := &toolsvcv1.CallToolRequest{Name: f.fs.Arg(0), ArgumentsJson: f.fs.Arg(1), Task: taskOptions(*ttl)}
+		var ask *asker
+		if !*noInput && term.IsTerminal(int(os.Stdin.Fd())) {
+			req.InputCapabilities = terminalInput
+			ask = newAsker(os.Stdin, os.Stderr)
+		}
+		return runCallTask(ctx, f, req, *detach, ask)
 	}
 	req := &toolsvcv1.CallToolStreamRequest{Name: f.fs.Arg(0)}
 	if f.fs.NArg() == 2 {

@@ -3,6 +3,7 @@
 //
 //	toolsvc serve [--config FILE] [--listen ADDR]   run the service
 //	toolsvc tools | call NAME [JSON] | watch | servers [--addr ADDR]
+//	toolsvc call --task NAME [JSON] | tasks | task HANDLE [--watch|--cancel]
 //	toolsvc resources | read URI | prompts | prompt NAME [K=V...]
 //	toolsvc config check FILE                        validate a config file
 package main
@@ -31,6 +32,18 @@ Usage:
                                                    directory; without one, or --no-input, the
                                                    server's policy answers (no sampling: a CLI
                                                    has no model)
+  toolsvc call --task [--ttl D] [--detach] [--no-input] NAME [ARGS_JSON]
+                                                   run the call as an upstream task: print its
+                                                   handle, then follow it (status changes on
+                                                   stderr, resuming when a stream breaks; input
+                                                   asked on a terminal) to its result; --detach
+                                                   prints the handle only
+  toolsvc tasks   [--addr ADDR] [--json] [--server S]
+                                                   list your tasks this replica knows of
+  toolsvc task    [--addr ADDR] [--json] HANDLE [--watch [--no-input] | --cancel]
+                                                   show, follow or cancel a task (HANDLE: the
+                                                   handle, its prefix from toolsvc tasks, or
+                                                   the task id)
   toolsvc watch   [--addr ADDR] [--json] [--resume REV] [--servers A,B] [--exclude-unavailable]
                                                    stream catalog changes, one line each;
                                                    resumes by itself when a stream ends
@@ -103,6 +116,10 @@ func realMain(ctx context.Context, args []string) error {
 		return describeRPCError(runCall(ctx, rest))
 	case "watch":
 		return describeRPCError(runWatch(ctx, rest))
+	case "tasks":
+		return describeRPCError(runTasks(ctx, rest))
+	case "task":
+		return describeRPCError(runTask(ctx, rest))
 	case "servers":
 		return describeRPCError(runServers(ctx, rest))
 	case "resources":

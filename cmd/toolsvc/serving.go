@@ -51,6 +51,7 @@ type serveFlags struct {
 	stateKeyFile                                       string
 	inputTimeout                                       time.Duration
 	maxWaitingPerPrincipal, maxWaiting                 int
+	taskPollInterval                                   time.Duration
 }
 
 // parseServeFlags parses and checks serve's flags; a bad command line is
@@ -76,7 +77,8 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.mcpHosts, "mcp-allowed-hosts", "", "comma-separated Host header values the MCP front door accepts (\"*\": any; empty: loopback names when --mcp-listen is loopback, else any)")
 	fs.StringVar(&f.mcpOrigins, "mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
 	fs.StringVar(&f.mcpKeyFile, "mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
-	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "file whose contents sign interactive calls' request states; replicas behind one load balancer share it (empty: a random key, so only this process continues its calls)")
+	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "file whose contents sign interactive calls' request states and seal task handles; replicas behind one load balancer share it (empty: a random key, so only this process continues its calls and opens its task handles)")
+	fs.DurationVar(&f.taskPollInterval, "task-poll-interval", core.DefaultTaskPollInterval, "how often a watched task's upstream is polled (one poll per task, however many watchers); an upstream that suggests a shorter interval gets that")
 	fs.DurationVar(&f.inputTimeout, "input-timeout", core.DefaultInputTimeout, "how long a call's input_required waits for the caller's answer before the upstream's request is declined and the call cancelled")
 	fs.IntVar(&f.maxWaitingPerPrincipal, "max-waiting-per-principal", core.DefaultMaxWaitingPerPrincipal, "interactive calls one principal may have running or waiting for input (RESOURCE_EXHAUSTED TOO_MANY_WAITING above)")
 	fs.IntVar(&f.maxWaiting, "max-waiting", core.DefaultMaxWaiting, "interactive calls this replica holds running or waiting for input")
@@ -284,7 +286,7 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 		Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, RateLimits: auth.RateLimits,
 		Metrics: sv.metrics, AuditLog: auth.AuditLog, AuditArguments: auth.AuditArguments,
 		StateKey: sv.stateKey, ReplicaID: replicaID(), InputTimeout: sv.f.inputTimeout,
-		MaxWaitingPerPrincipal: sv.f.maxWaitingPerPrincipal, MaxWaiting: sv.f.maxWaiting}
+		MaxWaitingPerPrincipal: sv.f.maxWaitingPerPrincipal, MaxWaiting: sv.f.maxWaiting, TaskPollInterval: sv.f.taskPollInterval}
 	if loaded != nil {
 		sv.cfgMgr = newConfigManager(sv.f.cfgPath, cfgData, loaded, sv.bridge, sv.log)
 		sv.cfgMgr.auth = sv.sec.load

@@ -1,14 +1,19 @@
 package oauth
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/toolsvc/toolsvc/tokenstore"
 )
 
 // FuzzOAuthTokenResponse: whatever a token endpoint answers (status,
@@ -78,6 +83,50 @@ func FuzzOAuthTokenResponse(f *testing.F) {
 		if err != nil && status >= 300 && strings.Contains(body, "SECRET-ECHO") && !strings.Contains(body, `"error_description"`) &&
 			strings.Contains(err.Error(), "SECRET-ECHO") {
 			t.Fatalf("a non-RFC-6749 error body reached the error: %v", err)
+		}
+	})
+}
+
+// FuzzLoginState: whatever state and code a browser brings to the login
+// callback, Complete never panics and never stores a token without a state
+// that toolsvc sealed (a forged, truncated or bit-flipped one), and it
+// contacts no authorization server for it (the issuer here does not
+// exist).
+//
+//	go test -run '^$' -fuzz FuzzLoginState -fuzztime 5m ./mcpbridge/oauth
+func FuzzLoginState(f *testing.F) {
+	key := make([]byte, tokenstore.KeySize)
+	store, err := tokenstore.OpenFile(filepath.Join(f.TempDir(), "tokens"), key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer store.Close()
+	u, err := NewUserTokens(UserOAuthConfig{Server: "up", Issuer: "http://127.0.0.1:1", AuthorizationURL: "http://127.0.0.1:1/a",
+		TokenURL: "http://127.0.0.1:1/t", ClientID: "c", RedirectURL: "http://127.0.0.1:1/cb"}, store, key)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer u.Close()
+	link, err := u.LoginURL(context.Background(), "alice")
+	if err != nil {
+		f.Fatal(err)
+	}
+	lu, _ := url.Parse(link)
+	valid := lu.Query().Get("state")
+	f.Add(valid[:len(valid)-2], "code")
+	f.Add(valid+"A", "code")
+	f.Add("", "")
+	f.Add("not-base64!", "x")
+	f.Add(strings.Repeat("A", 200), "code")
+	f.Fuzz(func(t *testing.T, state, code string) {
+		if state == valid {
+			return // the real one would go to the (absent) token endpoint
+		}
+		if _, err := u.Complete(context.Background(), url.Values{"state": {state}, "code": {code}}); err == nil {
+			t.Fatalf("state %q accepted", state)
+		}
+		if _, err := store.Get(context.Background(), tokenstore.Key{Principal: "alice", Server: "up"}); err == nil {
+			t.Fatal("a token was stored")
 		}
 	})
 }

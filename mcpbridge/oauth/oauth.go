@@ -1,8 +1,10 @@
 // Package oauth is toolsvc's OAuth 2.1 client for streamable HTTP
 // upstreams: the configuration (Config), a headless go-sdk
 // auth.OAuthHandler that gets, caches and refreshes tokens by the client
-// credentials or refresh token grant (Handler), and the interactive login
-// an operator runs once to provision a refresh token (Login).
+// credentials or refresh token grant (Handler), the interactive login
+// an operator runs once to provision a refresh token (Login), and the RFC
+// 8693 token exchange of an upstream in credentials mode tokenExchange
+// (Exchanger, exchange.go).
 //
 // The bridge (package mcpbridge) reaches OAuth only through this package:
 // it holds a *Handler per upstream, hands Hook(h) to the transport, and

@@ -35,6 +35,9 @@ type Fields struct {
 	// ("argument_name", "argument.name"). Empty ones take the gRPC names,
 	// but CompleteServer: empty, the wire names no server.
 	CompleteRef, CompletePrompt, CompleteServer, CompleteTemplate, CompleteArgument string
+	// TaskHandle names a task's handle ("handle" on gRPC, "taskId" on
+	// MCP; empty: "handle").
+	TaskHandle string
 }
 
 // ClassifyOptions say what a bridge error is classified for.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,9 @@ type Core struct {
 	toolIndex toolIndex
 	// input holds the interactive calls' key and flights (interact.go).
 	input *interactive
+	// tasks holds the task handles' cipher, watch polls and ledger
+	// (tasks.go).
+	tasks *taskCore
 }
 
 // Paging limits of every listing (page_size on gRPC; the MCP front door
@@ -77,6 +81,10 @@ type Options struct {
 	// defaults).
 	MaxWaitingPerPrincipal int
 	MaxWaiting             int
+	// TaskPollInterval is how often a watched task's upstream is polled
+	// (0: DefaultTaskPollInterval; an upstream that suggests a shorter
+	// interval gets that).
+	TaskPollInterval time.Duration
 }
 
 // Observer records what the operation engine does, for metrics. Calls are
@@ -112,7 +120,17 @@ func New(b *mcpbridge.Bridge, o Options) *Core {
 	if o.MaxWaiting <= 0 {
 		o.MaxWaiting = DefaultMaxWaiting
 	}
-	c := &Core{bridge: b, log: o.Logger, opts: o, input: newInteractive(o.StateKey, o.ReplicaID)}
+	if o.TaskPollInterval <= 0 {
+		o.TaskPollInterval = DefaultTaskPollInterval
+	}
+	if len(o.StateKey) == 0 {
+		// Without a shared key only this process can verify its states
+		// and open its task handles.
+		o.StateKey = make([]byte, 32)
+		_, _ = rand.Read(o.StateKey)
+	}
+	c := &Core{bridge: b, log: o.Logger, opts: o, input: newInteractive(o.StateKey, o.ReplicaID),
+		tasks: newTaskCore(o.StateKey, o.TaskPollInterval)}
 	c.auth.Store(c.newAuthState(o.Auth, nil))
 	return c
 }

@@ -388,7 +388,7 @@ func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputRespo
 		return f.res, false, f.err
 	default:
 	}
-	if e := checkAnswers(f.pending, responses); e != nil {
+	if e := checkAnswers(f.pending, responses, false); e != nil {
 		f.mu.Unlock()
 		return nil, false, e
 	}
@@ -401,13 +401,14 @@ func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputRespo
 	return f.round(ctx, timeout)
 }
 
-// checkAnswers checks that responses answer exactly the pending requests,
-// each with an answer of its kind.
-func checkAnswers(pending map[string]*ask, responses map[string]mcp.InputResponse) *Error {
+// checkAnswers checks that responses answer exactly the pending requests
+// (partial: some of them), each with an answer of its kind.
+func checkAnswers(pending map[string]*ask, responses map[string]mcp.InputResponse, partial bool) *Error {
 	var vs []FieldViolation
 	for id, a := range pending {
 		r, ok := responses[id]
 		switch {
+		case !ok && partial:
 		case !ok:
 			vs = append(vs, Violation("input_responses", fmt.Sprintf("no answer for request %q", id)))
 		case !answers(a.req, r):

@@ -52,7 +52,7 @@ type Operation struct {
 	release   func() // the principal's rate-limit slot, while held
 	ended     bool
 	// meta names what the operation concerns, for its errors' metadata
-	// and its audit line: "tool", "server", "uri", "prompt".
+	// and its audit line: "tool", "server", "task", "uri", "prompt".
 	meta map[string]string
 	// server and tool are the metrics labels once resolved: configured
 	// names only (bounded label values).
@@ -125,7 +125,7 @@ func (op *Operation) fail(err error) *Error {
 }
 
 // metaKeys are the keys of operation.meta, in the audit line's order.
-var metaKeys = []string{"tool", "server", "uri", "prompt"}
+var metaKeys = []string{"tool", "server", "task", "uri", "prompt"}
 
 // end observes the finished operation once: fail is what the caller got
 // (nil: OK), toolError that a tool reported its own failure; extra are

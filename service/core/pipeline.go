@@ -56,6 +56,8 @@ type CallInput struct {
 	// Input, if set, makes the call interactive (interact.go): what input
 	// the caller can give, and its answers to the previous round.
 	Input *InputOptions
+	// Task, if set, asks for the call to run as a task (tasks.go).
+	Task *TaskOptions
 }
 
 // Call is one tool call moving through the operation engine
@@ -68,6 +70,7 @@ type Call struct {
 	args   any              // map[string]any, json.RawMessage, or nil ({})
 	state  *inputState      // the verified request state of a continued call
 	parked bool             // the result is a parked input_required (interact.go)
+	task   *Task            // the task the upstream created for the call (tasks.go)
 }
 
 // BeginCall runs every check that comes before the upstream. It always
@@ -207,10 +210,25 @@ func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.
 	return r, err
 }
 
-// dispatch is one upstream call of the entry BeginCall resolved.
+// dispatch is one upstream call of the entry BeginCall resolved. A call
+// that asked for a task and got one returns an empty result; Task then
+// has it.
 func (c *Call) dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
-	return c.op.s.bridge.Call(ctx, c.target, c.args, opts)
+	if c.in.Task == nil {
+		return c.op.s.bridge.Call(ctx, c.target, c.args, opts)
+	}
+	res, t, err := c.op.s.bridge.CallTask(ctx, c.target, c.args, mcpbridge.TaskRequest{TTL: c.in.Task.TTL}, opts)
+	if err != nil || t == nil {
+		return res, err
+	}
+	c.task = c.startTask(t)
+	return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
 }
+
+// Task is the task the upstream created for a call that asked for one
+// (CallInput.Task), after Dispatch; nil when the call ran normally (its
+// result is Dispatch's).
+func (c *Call) Task() *Task { return c.task }
 
 // CheckResult applies the response size limit to a result of size bytes
 // (measured once by the front door).

@@ -20,7 +20,8 @@ import (
 // "ref" (a prompt's "name" or a resource template's "uri") and an
 // "argument" (its "name").
 var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", NextPageToken: "nextCursor",
-	CompleteRef: "ref", CompletePrompt: "ref.name", CompleteTemplate: "ref.uri", CompleteArgument: "argument.name"}
+	CompleteRef: "ref", CompletePrompt: "ref.name", CompleteTemplate: "ref.uri", CompleteArgument: "argument.name",
+	TaskHandle: "taskId"}
 
 // mcpCallFailure is the MCP form of a refused or failed tool call:
 // arguments the model can fix are a tool error (isError, so the model sees
@@ -42,7 +43,9 @@ const ErrorMetaKey = "dev.toolsvc/error"
 
 // mcpError is the JSON-RPC error of e. Codes: -32002 for
 // RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
-// for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool),
+// for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool
+// and unknown task: TASK_HANDLE_INVALID, TASK_NOT_FOUND) and for
+// TASK_NOT_YOURS (to the tasks specs, another's task is an unknown one),
 // InternalError for INTERNAL, and the server error -32000 for the rest
 // (unavailable, deadline, cancelled, over a limit, permission; and
 // UNIMPLEMENTED, an upstream's MethodNotFound: codeUnimplemented in
@@ -55,6 +58,10 @@ func mcpError(e *core.Error) *jsonrpc.Error {
 	switch {
 	case e.Reason == core.ReasonResourceNotFound:
 		code = mcpCodeResourceNotFound
+	case e.Reason == core.ReasonTaskNotYours:
+		// The tasks specs' unknown task: another principal's task is not
+		// one of the caller's (data.reason tells toolsvc's clients).
+		code = jsonrpc.CodeInvalidParams
 	case e.Code == core.InvalidArgument, e.Code == core.NotFound:
 		code = jsonrpc.CodeInvalidParams
 	case e.Code == core.Unimplemented:

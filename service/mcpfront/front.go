@@ -199,6 +199,7 @@ func New(c *core.Core, o Options) *Front {
 		// Progress is sent by the tools/call middleware; keepalive is the
 		// client's business.
 	})
+	registerTaskMethods(f.server)
 	f.server.AddReceivingMiddleware(f.middleware)
 	f.server.AddSendingMiddleware(f.sendingMiddleware)
 	getServer := func(*http.Request) *mcp.Server { return f.server }
@@ -238,6 +239,7 @@ func (f *Front) Handler() http.Handler {
 			http.Error(w, "Forbidden: "+err.Error(), http.StatusForbidden)
 			return
 		}
+		r.Header.Del(taskCallHeader) // set by serveStreamable only (tasks.go)
 		ctx, p, err := f.c.Authenticate(httpAuthContext(r))
 		if err != nil {
 			closeAfterRefusal(w, r)
@@ -528,6 +530,14 @@ func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return f.listTools(ctx, req.(*mcp.ListToolsRequest))
 		case "tools/call":
 			return f.callTool(ctx, req.(*mcp.CallToolRequest))
+		case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update":
+			return f.taskMethod(ctx, method, req.(*mcp.ServerRequest[*taskParams]))
+		case "server/discover":
+			res, err := next(ctx, method, req)
+			if d, ok := res.(*mcp.DiscoverResult); ok && err == nil && f.tasksOffered() {
+				res = withTasksExtension(d)
+			}
+			return res, err
 		case "resources/list":
 			return f.listResources(ctx, req.(*mcp.ListResourcesRequest))
 		case "resources/templates/list":
@@ -562,6 +572,9 @@ func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					f.addSession(ss, req.GetExtra())
 					f.track(ss)
 				}
+				if ir, ok := res.(*mcp.InitializeResult); ok && tasksReach(req, ir.ProtocolVersion) && f.tasksOffered() {
+					return withTasksCapability(ir)
+				}
 			}
 			return res, err
 		}
@@ -588,7 +601,7 @@ func (f *Front) track(ss *mcp.ServerSession) {
 // only, paginated with ListTools' page tokens (keyset over the revision
 // the listing started from, so any replica with that revision continues
 // it).
-func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.Result, error) {
 	ctx, _, e := f.c.Authenticate(principalContext(ctx, req.GetExtra()))
 	if e != nil {
 		return nil, mcpError(e)
@@ -625,6 +638,9 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.
 	// 2026-07-28 cache hints: the list is the principal's own, and stale
 	// at once (list_changed says when to list again).
 	res.TTLMs, res.CacheScope = 0, "private"
+	if v := req.ProtocolVersion(); v < statelessEra && tasksReach(req, v) && f.tasksOffered() {
+		return f.withTaskSupport(res, snap), nil // execution.taskSupport (tasks.go)
+	}
 	return res, nil
 }
 
@@ -673,8 +689,9 @@ func toolToMCP(t *mcpbridge.Tool) *mcp.Tool {
 // callTool runs one tools/call through the pipeline. Progress goes to the
 // client as notifications/progress with its token; the client's
 // notifications/cancelled (or, in 2026-07-28, the end of its request)
-// cancels ctx and with it the upstream call.
-func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// cancels ctx and with it the upstream call. A call that asks for a task
+// (callTaskOptions) and gets one answers the task (tasks.go).
+func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
 	p := req.Params
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
@@ -698,15 +715,29 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
-	return askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
+	task, err := callTaskOptions(req)
+	if err != nil {
+		return nil, err
+	}
+	in.Task = task
+	var created *core.Task
+	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
 		func(input *core.InputOptions) (*mcp.CallToolResult, mcp.InputRequestMap, string, error) {
 			in.Input = input
-			res, err := f.callRound(ctx, req, in)
-			if err != nil || !core.NeedsInput(res) {
+			res, t, err := f.callRound(ctx, req, in)
+			created = t
+			if err != nil || t != nil || !core.NeedsInput(res) {
 				return res, nil, "", err
 			}
 			return res, res.InputRequests, res.RequestState, nil
 		})
+	switch {
+	case err != nil:
+		return nil, err
+	case created != nil:
+		return createdTask(created, req.ProtocolVersion() >= statelessEra), nil
+	}
+	return res, nil
 }
 
 // maxClientRounds bounds the rounds of input one front-door request asks
@@ -805,8 +836,9 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequest
 	return out, nil
 }
 
-// callRound is one round of a tools/call through the pipeline.
-func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (*mcp.CallToolResult, error) {
+// callRound is one round of a tools/call through the pipeline; the task
+// is the one the upstream created for it, if any (in.Task).
+func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (*mcp.CallToolResult, *core.Task, error) {
 	c, err := f.c.BeginCall(principalContext(ctx, req.GetExtra()), in)
 	var res *mcp.CallToolResult
 	size := 0
@@ -829,13 +861,22 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 	c.End(fail, res != nil && res.IsError, size)
 	if fail != nil {
 		if res, err = mcpCallFailure(fail); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		return withEraResultType(req, res), nil, nil
 	}
+	if t := c.Task(); t != nil {
+		return res, t, nil
+	}
+	return withEraResultType(req, res), nil, nil
+}
+
+// withEraResultType is res with its resultType for a 2026-07-28 request.
+func withEraResultType(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToolResult {
 	if req.ProtocolVersion() >= statelessEra {
-		res = withResultType(res)
+		return withResultType(res)
 	}
-	return res, nil
+	return res
 }
 
 // dispatch calls the upstream, forwarding progress when the client asked

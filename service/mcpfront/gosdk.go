@@ -36,7 +36,16 @@ import (
 //   - MethodNotFound: go-sdk replaces any error a handler returns with code
 //     -32601 by its own bare "method not found: <method>", without the
 //     error's message and data (and answers it with HTTP 404 in
-//     2026-07-28), so UNIMPLEMENTED is sent as codeUnimplemented.
+//     2026-07-28), so UNIMPLEMENTED is sent as codeUnimplemented;
+//   - tasks (tasks.go): go-sdk has none. tasks/* are custom methods
+//     (AddReceivingCustomMethod, answered by the middleware with results of
+//     its own type, jsonResult); params.task, which go-sdk drops from
+//     tools/call, travels from the body to the handler in a header
+//     (taskCallHeader); capabilities.tasks and each tool's
+//     execution.taskSupport, which go-sdk's types lack, are added to
+//     initialize's and tools/list's results by marshalling them again; and
+//     a tasks/* request without params must not be asked its
+//     ProtocolVersion (taskRequestVersion).
 
 // codeUnimplemented is the JSON-RPC code of UNIMPLEMENTED errors (an
 // upstream that answered MethodNotFound): a server error, so that go-sdk

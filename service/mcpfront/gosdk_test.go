@@ -156,3 +156,138 @@ func TestGoSDKReplacesMethodNotFound(t *testing.T) {
 		t.Errorf("a server error arrives as %d %q %s, want it as sent", werr.Code, werr.Message, werr.Data)
 	}
 }
+
+// TestGoSDKTasksGaps: go-sdk v1.8.0 knows nothing of MCP tasks (tasks.go):
+// its server capabilities have no tasks, its tools no execution, and its
+// tools/call params drop params.task on decoding (serveStreamable carries
+// it in taskCallHeader instead).
+func TestGoSDKTasksGaps(t *testing.T) {
+	if _, ok := reflect.TypeFor[mcp.ServerCapabilities]().FieldByName("Tasks"); ok {
+		t.Error("mcp.ServerCapabilities has Tasks: declare capabilities.tasks with it (withTasksCapability)")
+	}
+	if _, ok := reflect.TypeFor[mcp.Tool]().FieldByName("Execution"); ok {
+		t.Error("mcp.Tool has Execution: set taskSupport with it (withTaskSupport)")
+	}
+	var p mcp.CallToolParamsRaw
+	if err := json.Unmarshal([]byte(`{"name":"x","task":{"ttl":1000}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := json.Marshal(&p); strings.Contains(string(raw), "ttl") {
+		t.Errorf("CallToolParamsRaw keeps params.task (%s): read it from the params, not taskCallHeader", raw)
+	}
+	// Embedding go-sdk's types adds fields (no MarshalJSON of theirs takes
+	// over).
+	list := &tasksToolList{ListToolsResult: &mcp.ListToolsResult{NextCursor: "c"},
+		Tools: []taskTool{{Tool: &mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object"}}, Execution: &toolExecution{TaskSupport: "optional"}}}}
+	raw, err := json.Marshal(list)
+	if err != nil || !strings.Contains(string(raw), `"name":"x"`) || !strings.Contains(string(raw), `"execution":{"taskSupport":"optional"}`) ||
+		!strings.Contains(string(raw), `"nextCursor":"c"`) {
+		t.Errorf("tools/list with execution = %s, %v", raw, err)
+	}
+}
+
+// TestGoSDKCustomMethods: what the tasks/* methods rely on. A method
+// registered with AddReceivingCustomMethod reaches the receiving
+// middleware as *mcp.ServerRequest[P]; a result type of the middleware's
+// own (jsonResult) is sent as its MarshalJSON writes it, for a custom
+// method and for a standard one (initialize); and the request's
+// ProtocolVersion panics when the custom request has no params
+// (taskRequestVersion).
+func TestGoSDKCustomMethods(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "front", Version: "1"}, nil)
+	registerTaskMethods(s)
+	var panicked, sawNil atomic.Bool
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "tasks/list":
+				r := req.(*mcp.ServerRequest[*taskParams])
+				if r.Params == nil {
+					sawNil.Store(true)
+					func() {
+						defer func() { panicked.Store(recover() != nil) }()
+						_ = r.ProtocolVersion()
+					}()
+				}
+				return &jsonResult{v: map[string]any{"tasks": []any{}, "custom": true}}, nil
+			case "initialize":
+				if _, err := next(ctx, method, req); err != nil {
+					return nil, err
+				}
+				return &jsonResult{v: map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{"tasks": map[string]any{}},
+					"serverInfo": map[string]any{"name": "front", "version": "1"}}}, nil
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	type listParams struct{ mcp.ParamsBase }
+	type raw struct {
+		mcp.ResultBase
+		Custom bool `json:"custom"`
+	}
+	if err := mcp.AddSendingCustomMethod[*listParams, *raw](client, "tasks/list"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := client.Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	got, err := mcp.CallCustomMethod[*listParams, *raw](t.Context(), cs, "tasks/list", nil)
+	if err != nil || !got.Custom {
+		t.Errorf("tasks/list = %+v, %v; want the middleware's own result", got, err)
+	}
+	// A request without params, as the TypeScript SDK's listTasks()
+	// sends it, on a raw connection.
+	ct2, st2 := mcp.NewInMemoryTransports()
+	ss2, err := s.Connect(t.Context(), st2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss2.Close()
+	conn, err := ct2.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i, m := range []string{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`, `{"jsonrpc":"2.0","id":2,"method":"tasks/list"}`} {
+		msg, err := jsonrpc.DecodeMessage([]byte(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Write(t.Context(), msg); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			continue
+		}
+		res, err := conn.Read(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := res.(*jsonrpc.Response)
+		if !ok || r.Error != nil {
+			t.Fatalf("%s: %+v", m, res)
+		}
+		if i == 0 && !strings.Contains(string(r.Result), `"capabilities":{"tasks":{}}`) {
+			t.Errorf("initialize answered %s, not the middleware's own result", r.Result)
+		}
+	}
+	if !sawNil.Load() {
+		t.Fatal("a tasks/list sent without params reached the middleware with params")
+	}
+	if !panicked.Load() {
+		t.Error("ServerRequest.ProtocolVersion no longer panics without params: taskRequestVersion can call it")
+	}
+	if _, err := mcp.CallCustomMethod[*listParams, *raw](t.Context(), cs, "tasks/list", &listParams{}); err != nil {
+		t.Errorf("tasks/list with params: %v", err)
+	}
+}

@@ -115,7 +115,11 @@ func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	reset()
 	pv := r.Header.Get(protocolVersionHeader)
 	sid := r.Header.Get(sessionIDHeader)
-	if pv >= statelessEra || (sid == "" && bytes.Contains(body, []byte(protocolVersionMeta))) {
+	modern := pv >= statelessEra || (sid == "" && bytes.Contains(body, []byte(protocolVersionMeta)))
+	if (bytes.Contains(body, []byte(`"task"`)) || bytes.Contains(body, []byte(`"tasks/`))) && !peekTaskRequest(w, r, body, modern) {
+		return // a tools/call's params.task, a tasks/* request's Mcp-Name (tasks.go)
+	}
+	if modern {
 		f.stateless.ServeHTTP(w, r)
 		return
 	}

@@ -44,7 +44,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, front (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, front, tasks (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -182,6 +182,11 @@ func run(ctx context.Context) error {
 		r.skip("front_peer_added_ratio", "-skip front")
 	} else if err := benchFront(ctx, e, r); err != nil {
 		return fmt.Errorf("MCP front door: %w", err)
+	}
+	if skipped["tasks"] {
+		r.skipMany([]string{"task_watch_terminal_p99_ms_2025", "task_watch_terminal_p99_ms_2026"}, "task_watch_terminal_p99_ms", "-skip tasks")
+	} else if err := benchTasks(ctx, e, r); err != nil {
+		return fmt.Errorf("task watch: %w", err)
 	}
 	if err := benchWatch(ctx, e, r); err != nil {
 		return fmt.Errorf("watch fan-out: %w", err)

@@ -6,6 +6,8 @@
 //	testserver -mode http -addr 127.0.0.1:0    (prints "URL http://…/mcp")
 //	testserver -mode http-stateless            (streamable HTTP, Stateless: true)
 //	testserver -mode sse                       (legacy HTTP+SSE, prints "URL http://…/sse")
+//	testserver -mode http -auth-issuer URL [-auth-audience AUD]
+//	                                           (JWT bearer tokens required; tool whoami)
 //
 // With $MATRIX_DIR set, wait_cancel also records each call in side files
 // there (see recordFile), which a test reads even after the process died.
@@ -384,6 +386,8 @@ func main() {
 	mode := flag.String("mode", "stdio", "stdio, http, http-stateless or sse")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address for -mode http")
 	interactive := flag.Bool("interactive", false, "add the tools that ask their caller for input (interactive.go)")
+	authIssuer := flag.String("auth-issuer", "", "http modes: require a JWT access token from this issuer, and add the tool whoami (bearer.go)")
+	authAudience := flag.String("auth-audience", "", "with -auth-issuer: the audience the token must carry")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -413,6 +417,11 @@ func main() {
 			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
 		case "sse":
 			h, path = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil), "/sse"
+		}
+		if *authIssuer != "" {
+			if h, err = requireBearer(ctx, s, h, *authIssuer, *authAudience); err != nil {
+				log.Fatal(err)
+			}
 		}
 		srv := &http.Server{Handler: h}
 		fmt.Printf("URL http://%s%s\n", lis.Addr(), path)

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -25,6 +26,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 RUNTIME_SERVER = REPO / "tests" / "node" / "runtime_server.mjs"
+TASKS_SERVER_TS = REPO / "tests" / "node" / "tasks_server.mjs"
+TASKS_SERVER_PY = REPO / "tests" / "python" / "tasks_server.py"
+TASKS_VENV_PYTHON = REPO / ".venv" / "tasks" / "bin" / "python"
 _SERVING = re.compile(r"msg=serving addr=(\S+)")
 _READY = re.compile(r"msg=ready")
 
@@ -32,12 +36,20 @@ _READY = re.compile(r"msg=ready")
 class Toolsvc:
     """A running `toolsvc serve` on 127.0.0.1 with its log captured."""
 
-    def __init__(self, binary: str, config: dict[str, Any], tmp: Path, *, wait_ready: bool = True) -> None:
+    def __init__(
+        self,
+        binary: str,
+        config: dict[str, Any],
+        tmp: Path,
+        *,
+        wait_ready: bool = True,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.config_path = tmp / f"config-{time.monotonic_ns()}.json"
         self.config_path.write_text(json.dumps(config))
         self.proc = subprocess.Popen(
             [binary, "serve", "--config", str(self.config_path), "--listen", "127.0.0.1:0", "--admin-listen", "",
-             "--log-level", "debug", "--shutdown-timeout", "3s"],
+             "--log-level", "debug", "--shutdown-timeout", "3s", *extra_args],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         )
         self.log: list[str] = []
@@ -140,8 +152,8 @@ def start_toolsvc(toolsvc_bin: str) -> Iterator[Any]:
     started: list[Toolsvc] = []
     tmp = Path(tempfile.mkdtemp(prefix="toolsvc-py-"))
 
-    def start(config: dict[str, Any], *, wait_ready: bool = True) -> Toolsvc:
-        t = Toolsvc(toolsvc_bin, config, tmp, wait_ready=wait_ready)
+    def start(config: dict[str, Any], *, wait_ready: bool = True, extra_args: tuple[str, ...] = ()) -> Toolsvc:
+        t = Toolsvc(toolsvc_bin, config, tmp, wait_ready=wait_ready, extra_args=extra_args)
         started.append(t)
         return t
 
@@ -157,3 +169,46 @@ def server(toolsvc_bin: str) -> Iterator[Toolsvc]:
     t = Toolsvc(toolsvc_bin, {"mcpServers": {"demo": demo_server(toolsvc_bin), "rt": runtime_server()}}, tmp)
     yield t
     t.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def task_servers() -> Iterator[dict[str, dict[str, Any]]]:
+    """The task upstreams of tests/tasks_test.go: "ts", the TypeScript SDK's
+    2025-11-25 tasks (tests/node/tasks_server.mjs over stdio), and "py",
+    fastmcp-tasks' 2026-07-28 extension (tests/python/tasks_server.py over
+    streamable HTTP, in .venv/tasks: scripts/interop-deps.sh makes it)."""
+    if not (REPO / "tests" / "node" / "node_modules").is_dir() or not TASKS_VENV_PYTHON.exists():
+        raise RuntimeError("the task servers are not installed: run scripts/interop-deps.sh")
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(TASKS_VENV_PYTHON), str(TASKS_SERVER_PY), str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        end = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.5).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > end:
+                    raise RuntimeError("tests/python/tasks_server.py did not start") from None
+                time.sleep(0.1)
+        yield {
+            "ts": {"command": "node", "args": [str(TASKS_SERVER_TS), "stdio"]},
+            "py": {"url": f"http://127.0.0.1:{port}/mcp", "protocolVersion": "2026-07-28"},
+        }
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

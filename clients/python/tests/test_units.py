@@ -322,3 +322,31 @@ def test_input_conversions() -> None:
         to_proto(q, toolsvc.SamplingAnswer({}))
     with pytest.raises(toolsvc.ToolsvcError, match="unknown kind"):
         from_proto(pb.InputRequest(id="x"))
+
+
+def test_task_outcome_errors_are_typed() -> None:
+    from toolsvc._tasks import TaskFollow, outcome
+
+    task = pb.Task(handle="t1.x", task_id="id1", server="s", status=pb.TASK_STATUS_FAILED)
+    err = pb.TaskError(code=grpc.StatusCode.UNAVAILABLE.value[0], reason="UPSTREAM_UNAVAILABLE", message="gone",
+                       metadata={"server": "s"})
+    with pytest.raises(toolsvc.TaskFailedError) as ei:
+        outcome(pb.WatchTaskResponse(task=task, error=err))
+    e = ei.value
+    assert (e.code, e.reason, e.message, e.metadata, e.task.task_id) == (
+        grpc.StatusCode.UNAVAILABLE, "UPSTREAM_UNAVAILABLE", "gone", {"server": "s"}, "id1")
+    assert not e.not_dispatched or e.domain == "toolsvc.dev"
+    done = pb.WatchTaskResponse(task=pb.Task(status=pb.TASK_STATUS_COMPLETED),
+                                result=pb.CallToolResponse(content=[pb.Content(text=pb.TextContent(text="ok"))]))
+    assert outcome(done).text == "ok"
+    cancelled = pb.Task(status=pb.TASK_STATUS_CANCELLED, task_id="id2", server="s")
+    with pytest.raises(toolsvc.TaskCancelledError):
+        outcome(pb.WatchTaskResponse(task=cancelled))
+    # A resumed watch repeats the current state: reported once; an input
+    # round is answered once.
+    f = TaskFollow(0.1, 1)
+    working = pb.WatchTaskResponse(task=pb.Task(status=pb.TASK_STATUS_WORKING))
+    assert f.changed(working) is not None and f.changed(working) is None
+    ask = pb.WatchTaskResponse(task=pb.Task(status=pb.TASK_STATUS_INPUT_REQUIRED, input_required=pb.InputRequired(
+        requests=[pb.InputRequest(id="n", roots=pb.RootsRequest())])))
+    assert f.to_answer(ask) == [toolsvc.RootsRequest("n")] and f.to_answer(ask) is None

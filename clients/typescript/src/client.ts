@@ -11,10 +11,18 @@ import {
 import {
   CallToolRequest,
   CallToolStreamRequest,
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
   ListToolsRequest,
   SearchToolsRequest,
   ToolServiceClient,
+  UpdateTaskRequest,
   type CallToolResponse,
+  type CancelTaskResponse,
+  type GetTaskResponse,
+  type ListTasksResponse,
+  type UpdateTaskResponse,
   type CallToolStreamResponse,
   type Content,
   type InputResponse,
@@ -24,15 +32,17 @@ import {
   type Tool,
 } from "./gen/toolsvc/v1/toolsvc.js";
 import { fromError, notDispatched, ToolsvcError } from "./errors.js";
-import { CatalogWatcher, type WatchOptions } from "./watch.js";
+import { CatalogWatcher, Task, taskOf, waitTask, type TaskInternals, type WaitTaskOptions, type WatchOptions } from "./watch.js";
 import {
   capabilitiesOf,
   defaultMaxInputRounds,
   inputRequestOf,
   inputResponseOf,
   roundsExceeded,
+  type InputAnswer,
   type InputHandler,
   type InputKind,
+  type InputRequest,
 } from "./input.js";
 
 /**
@@ -133,7 +143,17 @@ export interface CallToolOptions extends CallOptions {
   inputKinds?: readonly InputKind[];
   /** The rounds answered before the call fails with ABORTED / INPUT_ROUNDS_EXCEEDED (default 16). */
   maxInputRounds?: number;
+  /**
+   * Ask for the call to run as an upstream task (README "Tasks"): `true`, or
+   * `{ ttlMs }`, the lifetime asked for (a hint the upstream may lower).
+   * callTool then resolves with a {@link Task} when the upstream runs one,
+   * else (an upstream or a tool without tasks) with the plain result.
+   */
+  task?: TaskRequest;
 }
+
+/** {@link CallToolOptions.task}. */
+export type TaskRequest = true | { ttlMs?: number };
 
 /** Options of {@link Client.listTools}. */
 export interface ListToolsOptions extends CallOptions {
@@ -346,15 +366,35 @@ export class Client {
    * Retried only when the server says the call was not dispatched (any
    * UNAVAILABLE with `idempotent: true`).
    */
-  async callTool(name: string, args: ToolArguments = {}, options: CallToolOptions = {}): Promise<ToolResult> {
+  callTool(name: string, args?: ToolArguments, options?: CallToolOptions & { task?: undefined }): Promise<ToolResult>;
+  /**
+   * With `task`: resolves with a {@link Task} when the upstream runs the call
+   * as one (follow it with waitTask), else with the plain result; tell them
+   * apart with `instanceof Task`.
+   */
+  callTool(name: string, args: ToolArguments, options: CallToolOptions & { task: TaskRequest }): Promise<ToolResult | Task>;
+  async callTool(name: string, args: ToolArguments = {}, options: CallToolOptions = {}): Promise<ToolResult | Task> {
     const req = callRequest(name, args);
+    if (options.task !== undefined) {
+      const ttlMs = options.task === true ? undefined : options.task.ttlMs;
+      if (ttlMs !== undefined && !(ttlMs > 0)) {
+        throw new TypeError(`task.ttlMs must be positive, not ${ttlMs}`);
+      }
+      req.task = {
+        ttl: ttlMs === undefined ? undefined : { seconds: Math.floor(ttlMs / 1000), nanos: Math.round((ttlMs % 1000) * 1e6) },
+      };
+    }
     if (options.onInput === undefined) {
-      return new ToolResult(await this.callOnce(req, options));
+      const res = await this.callOnce(req, options);
+      return res.task !== undefined ? new Task(res.task) : new ToolResult(res);
     }
     req.inputCapabilities = capabilitiesOf(options.inputKinds);
     const maxRounds = options.maxInputRounds ?? defaultMaxInputRounds;
     for (let round = 0; round <= maxRounds; round++) {
       const res = await this.callOnce(req, options);
+      if (res.task !== undefined) {
+        return new Task(res.task);
+      }
       const ir = res.inputRequired;
       if (ir === undefined) {
         return new ToolResult(res);
@@ -420,6 +460,72 @@ export class Client {
         }
       }
     }
+  }
+
+  /** A task's state (by handle, or a Task); once it has ended, with its `result` or `error`. */
+  async getTask(task: string | Task, options: CallOptions = {}): Promise<Task> {
+    const deadline = deadlineOf(options);
+    const req = GetTaskRequest.fromPartial({ handle: handleOf(task) });
+    const r = await this.withRetry(isUnavailable, deadline, options.signal, () =>
+      this.unary<GetTaskResponse>((md, o, cb) => this.raw.getTask(req, md, o, cb), deadline, options.signal),
+    );
+    return taskOf(r);
+  }
+
+  /** Asks the upstream to cancel the task; resolves with its state after. Cancelling an ended task is no error. */
+  async cancelTask(task: string | Task, options: CallOptions = {}): Promise<Task> {
+    const deadline = deadlineOf(options);
+    const req = CancelTaskRequest.fromPartial({ handle: handleOf(task) });
+    // A cancel is idempotent: any UNAVAILABLE is retried.
+    const r = await this.withRetry(isUnavailable, deadline, options.signal, () =>
+      this.unary<CancelTaskResponse>((md, o, cb) => this.raw.cancelTask(req, md, o, cb), deadline, options.signal),
+    );
+    return taskOf(r);
+  }
+
+  /** The caller's own tasks this replica created or served, newest first (only `server`'s when given). */
+  async listTasks(options: CallOptions & { server?: string } = {}): Promise<Task[]> {
+    const deadline = deadlineOf(options);
+    const req = ListTasksRequest.fromPartial({ server: options.server ?? "" });
+    const r = await this.withRetry(isUnavailable, deadline, options.signal, () =>
+      this.unary<ListTasksResponse>((md, o, cb) => this.raw.listTasks(req, md, o, cb), deadline, options.signal),
+    );
+    return r.tasks.map((t) => new Task(t));
+  }
+
+  /**
+   * Answers the input requests of a task whose status is input_required
+   * (`task.inputRequests`): [request, answer] pairs; a partial answer is
+   * allowed. Resolves with the task's state after; FAILED_PRECONDITION /
+   * TASK_NOT_WAITING when it does not wait.
+   */
+  async updateTask(task: string | Task, answers: Iterable<[InputRequest, InputAnswer]>, options: CallOptions = {}): Promise<Task> {
+    const responses = [...answers].map(([q, a]) => inputResponseOf(q, a));
+    const r = await this.updateTaskRaw(handleOf(task), responses, deadlineOf(options), options.signal);
+    return taskOf(r);
+  }
+
+  private updateTaskRaw(handle: string, responses: InputResponse[], deadline: number | undefined, signal: AbortSignal | undefined): Promise<UpdateTaskResponse> {
+    const req = UpdateTaskRequest.fromPartial({ handle, inputResponses: responses });
+    return this.unary<UpdateTaskResponse>((md, o, cb) => this.raw.updateTask(req, md, o, cb), deadline, signal);
+  }
+
+  /**
+   * Follows a task with WatchTask until it ends and resolves with its result
+   * (a tool's own failure is `isError`), or rejects with
+   * {@link TaskFailedError} (the upstream's error, typed as the call's would
+   * be), {@link TaskCancelledError}, or the {@link ToolsvcError} that
+   * stopped the watch. A watch that breaks (UNAVAILABLE: a replica going
+   * away, SHUTTING_DOWN, a dropped connection) is resumed by calling
+   * WatchTask again with the same handle, on whichever replica the channel
+   * picks, after a jittered backoff. See {@link WaitTaskOptions}.
+   */
+  waitTask(task: string | Task, options: WaitTaskOptions = {}): Promise<ToolResult> {
+    return waitTask(this.taskInternals, handleOf(task), options);
+  }
+
+  private get taskInternals(): TaskInternals {
+    return { ...this.internals, updateTask: (h, a, d, s) => this.updateTaskRaw(h, a, d, s) };
   }
 
   /**
@@ -499,6 +605,10 @@ export class Client {
     }
     return wait;
   }
+}
+
+function handleOf(task: string | Task): string {
+  return typeof task === "string" ? task : task.handle;
 }
 
 function isUnavailable(e: ToolsvcError): boolean {

@@ -13,6 +13,7 @@ export {
   type RetryOptions,
   type SearchResults,
   type SearchToolsOptions,
+  type TaskRequest,
   type ToolArguments,
   type ToolStreamEvent,
 } from "./client.js";
@@ -24,8 +25,24 @@ export {
   type InputKind,
   type InputRequest,
 } from "./input.js";
-export { ToolsvcError, notDispatched, fromError, ERROR_DOMAIN, type FieldViolation } from "./errors.js";
-export { CatalogWatcher, type WatchEvent, type WatchEventKind, type WatchOptions } from "./watch.js";
+export {
+  ToolsvcError,
+  TaskFailedError,
+  TaskCancelledError,
+  notDispatched,
+  fromError,
+  ERROR_DOMAIN,
+  type FieldViolation,
+} from "./errors.js";
+export {
+  CatalogWatcher,
+  Task,
+  type TaskStatusName,
+  type WaitTaskOptions,
+  type WatchEvent,
+  type WatchEventKind,
+  type WatchOptions,
+} from "./watch.js";
 export {
   toOpenAITools,
   toAnthropicTools,

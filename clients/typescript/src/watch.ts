@@ -1,13 +1,22 @@
 import { status, type ClientReadableStream } from "@grpc/grpc-js";
 import {
+  Task as TaskMessage,
+  TaskStatus,
   WatchCatalogRequest,
+  WatchTaskRequest,
+  type CallToolResponse,
   type CatalogChanges,
   type CatalogSnapshot,
+  type InputResponse,
+  type TaskError,
   type Tool,
   WatchCatalogResponse,
+  type WatchTaskResponse,
 } from "./gen/toolsvc/v1/toolsvc.js";
-import { fromError, ToolsvcError } from "./errors.js";
-import type { ClientInternals } from "./client.js";
+import type { Duration } from "./gen/google/protobuf/duration.js";
+import { fromError, fromTaskError, TaskCancelledError, TaskFailedError, ToolsvcError } from "./errors.js";
+import { ToolResult, type ClientInternals } from "./client.js";
+import { inputRequestOf, inputResponseOf, type InputHandler, type InputRequest } from "./input.js";
 
 /** What an event did to the local catalog. */
 export type WatchEventKind =
@@ -395,5 +404,248 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
     this.rev = m.revision;
     this.have = true;
     return ev;
+  }
+}
+
+// --- Tasks (README "Tasks"). ---
+
+/** Where a task is in its life. */
+export type TaskStatusName = "unspecified" | "working" | "input_required" | "completed" | "failed" | "cancelled";
+
+const taskStatusNames: Record<number, TaskStatusName> = {
+  [TaskStatus.TASK_STATUS_WORKING]: "working",
+  [TaskStatus.TASK_STATUS_INPUT_REQUIRED]: "input_required",
+  [TaskStatus.TASK_STATUS_COMPLETED]: "completed",
+  [TaskStatus.TASK_STATUS_FAILED]: "failed",
+  [TaskStatus.TASK_STATUS_CANCELLED]: "cancelled",
+};
+
+function durationMs(d: Duration | undefined): number | undefined {
+  return d === undefined ? undefined : d.seconds * 1000 + d.nanos / 1e6;
+}
+
+/**
+ * A task, as the upstream last reported it (README "Tasks"). `handle` names
+ * it in getTask, waitTask, cancelTask and updateTask, on any replica
+ * (opaque; bound to the principal that created it); `taskId` is the
+ * upstream's id, for logs. `inputRequests` are what a task with status
+ * `input_required` asks (answer them with updateTask). From getTask and
+ * waitTask's onStatus, an ended task carries its outcome: `result` (a
+ * tool's own failure is `result.isError`) or `error`.
+ */
+export class Task {
+  readonly handle: string;
+  readonly tool: string;
+  readonly server: string;
+  readonly taskId: string;
+  readonly status: TaskStatusName;
+  readonly statusMessage: string;
+  /** "2025-11-25" (experimental tasks) or "2026-07-28" (the io.modelcontextprotocol/tasks extension). */
+  readonly protocolVersion: string;
+  readonly createTime: Date | undefined;
+  readonly updateTime: Date | undefined;
+  /** How long after its creation the upstream keeps it, if it said. */
+  readonly ttlMs: number | undefined;
+  /** The upstream's suggested interval between polls, if any. */
+  readonly pollIntervalMs: number | undefined;
+  readonly inputRequests: readonly InputRequest[];
+  readonly result: ToolResult | undefined;
+  readonly error: ToolsvcError | undefined;
+  /** The message as received. */
+  readonly raw: TaskMessage;
+
+  constructor(raw: TaskMessage, result?: CallToolResponse, error?: TaskError) {
+    this.raw = raw;
+    this.handle = raw.handle;
+    this.tool = raw.tool;
+    this.server = raw.server;
+    this.taskId = raw.taskId;
+    this.status = taskStatusNames[raw.status] ?? "unspecified";
+    this.statusMessage = raw.statusMessage;
+    this.protocolVersion = raw.protocolVersion;
+    this.createTime = raw.createTime;
+    this.updateTime = raw.updateTime;
+    this.ttlMs = durationMs(raw.ttl);
+    this.pollIntervalMs = durationMs(raw.pollInterval);
+    this.inputRequests = Object.freeze((raw.inputRequired?.requests ?? []).map(inputRequestOf));
+    this.result = result === undefined ? undefined : new ToolResult(result);
+    this.error = error === undefined ? undefined : fromTaskError(error);
+  }
+
+  /** True once completed, failed or cancelled. */
+  get ended(): boolean {
+    return this.status === "completed" || this.status === "failed" || this.status === "cancelled";
+  }
+}
+
+/** @internal A task message (with its outcome) as a Task. */
+export function taskOf(m: { task?: TaskMessage; result?: CallToolResponse; error?: TaskError }): Task {
+  return new Task(m.task ?? TaskMessage.fromPartial({}), m.result, m.error);
+}
+
+/** Options of {@link Client.waitTask}. */
+export interface WaitTaskOptions {
+  /** Called with the first state and every change of status or status message (a resumed watch repeats nothing). */
+  onStatus?: (task: Task) => void | Promise<void>;
+  /**
+   * Answers a task that waits for input (status input_required, 2026-07-28
+   * upstreams): each request, in order, as callTool's onInput; the answers
+   * go to updateTask. Without it the wait goes on until someone else answers.
+   * What it throws ends the wait (the task goes on).
+   */
+  onInput?: InputHandler;
+  /** Stops the wait (rejects with CANCELLED); the task goes on. */
+  signal?: AbortSignal;
+  /** Bounds the whole wait (then DEADLINE_EXCEEDED); the task goes on. */
+  timeoutMs?: number;
+  /** Bounds of the jittered exponential wait before a resume (defaults 100 ms and 5 s); back to the minimum after a stream that delivered. */
+  minBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Called before waiting to resume after a watch broke. */
+  onRetry?: (err: ToolsvcError, waitMs: number) => void;
+}
+
+/** What waitTask needs of a client. @internal */
+export interface TaskInternals extends ClientInternals {
+  updateTask(handle: string, answers: InputResponse[], deadline: number | undefined, signal: AbortSignal | undefined): Promise<unknown>;
+}
+
+function terminal(m: WatchTaskResponse): boolean {
+  const s = m.task?.status;
+  return (
+    m.result !== undefined ||
+    m.error !== undefined ||
+    s === TaskStatus.TASK_STATUS_COMPLETED ||
+    s === TaskStatus.TASK_STATUS_FAILED ||
+    s === TaskStatus.TASK_STATUS_CANCELLED
+  );
+}
+
+/** @internal The result of an ended task, or its error thrown. */
+export function outcomeOf(m: { task?: TaskMessage; result?: CallToolResponse; error?: TaskError }): ToolResult {
+  const t = taskOf(m);
+  if (t.result !== undefined) {
+    return t.result;
+  }
+  if (t.error !== undefined) {
+    throw new TaskFailedError(t, t.error);
+  }
+  if (t.status === "cancelled") {
+    throw new TaskCancelledError(t);
+  }
+  throw new ToolsvcError(status.INTERNAL, `task ${t.taskId} ended ${t.status} without a result`);
+}
+
+/**
+ * A WatchTask that ended with e is called again: a broken stream or a
+ * replica going away (UNAVAILABLE, SHUTTING_DOWN included), and a rate
+ * limit that says when to come back.
+ */
+function taskWatchResumable(e: ToolsvcError): boolean {
+  return e.code === status.UNAVAILABLE || (e.code === status.RESOURCE_EXHAUSTED && e.retryDelayMs !== undefined);
+}
+
+/** @internal Client.waitTask: WatchTask to the end, called again whenever the stream breaks. */
+export async function waitTask(c: TaskInternals, handle: string, options: WaitTaskOptions): Promise<ToolResult> {
+  const { signal } = options;
+  const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
+  const minWait = Math.max(options.minBackoffMs ?? 100, 1);
+  const maxWait = Math.max(options.maxBackoffMs ?? 5000, minWait);
+  let wait = minWait;
+  let last: string | undefined; // status and message last reported
+  const answered = new Set<string>();
+  const cancelled = () => new ToolsvcError(status.CANCELLED, "the wait was cancelled by its AbortSignal", { cause: signal?.reason });
+  for (;;) {
+    if (signal?.aborted) {
+      throw cancelled();
+    }
+    const call: ClientReadableStream<WatchTaskResponse> = c.raw.watchTask(
+      WatchTaskRequest.fromPartial({ handle }),
+      c.metadata(),
+      deadline === undefined ? {} : { deadline },
+    );
+    const cancel = () => call.cancel();
+    signal?.addEventListener("abort", cancel, { once: true });
+    let delivered = false;
+    let err: ToolsvcError;
+    try {
+      const it = (call as AsyncIterable<WatchTaskResponse>)[Symbol.asyncIterator]();
+      for (;;) {
+        let r: IteratorResult<WatchTaskResponse>;
+        try {
+          r = await it.next();
+        } catch (e) {
+          err = fromError(e);
+          break;
+        }
+        if (r.done) {
+          err = new ToolsvcError(status.UNAVAILABLE, "the task watch ended before the task did");
+          break;
+        }
+        delivered = true;
+        const m = r.value;
+        const key = `${m.task?.status}\u0000${m.task?.statusMessage}`;
+        if (key !== last || terminal(m)) {
+          last = key;
+          await options.onStatus?.(taskOf(m));
+        }
+        if (terminal(m)) {
+          return outcomeOf(m);
+        }
+        const reqs = m.task?.inputRequired?.requests ?? [];
+        if (m.task?.status === TaskStatus.TASK_STATUS_INPUT_REQUIRED && reqs.length > 0) {
+          const round = reqs.map((q) => q.id).sort().join("\u0000");
+          if (!answered.has(round)) {
+            answered.add(round);
+            if (options.onInput !== undefined) {
+              const answers: InputResponse[] = [];
+              for (const q of reqs.map(inputRequestOf)) {
+                answers.push(inputResponseOf(q, await options.onInput(q)));
+              }
+              try {
+                await c.updateTask(handle, answers, deadline, signal);
+              } catch (e) {
+                if (fromError(e).reason !== "TASK_NOT_WAITING") {
+                  throw e; // answered meanwhile, elsewhere: not an error
+                }
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+      call.cancel(); // a no-op once the stream ended
+    }
+    if (signal?.aborted) {
+      throw cancelled();
+    }
+    if (err.code === status.CANCELLED && err.reason === "" && deadline !== undefined && Date.now() >= deadline - 5) {
+      err = new ToolsvcError(status.DEADLINE_EXCEEDED, "the wait's deadline passed", { cause: err });
+    }
+    if (!taskWatchResumable(err)) {
+      throw err;
+    }
+    if (delivered) {
+      wait = minWait;
+    }
+    let d = Math.random() * wait;
+    wait = Math.min(2 * wait, maxWait);
+    if (err.retryDelayMs !== undefined) {
+      d = Math.max(d, err.retryDelayMs);
+    }
+    if (deadline !== undefined && Date.now() + d >= deadline) {
+      throw err;
+    }
+    options.onRetry?.(err, d);
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, d);
+      signal?.addEventListener("abort", done, { once: true });
+    });
   }
 }

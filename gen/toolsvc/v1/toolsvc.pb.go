@@ -11,6 +11,7 @@ package toolsvcv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
@@ -80,6 +81,71 @@ func (SchemaFormat) EnumDescriptor() ([]byte, []int) {
 	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{0}
 }
 
+// TaskStatus is where a task is in its life.
+type TaskStatus int32
+
+const (
+	// Not set.
+	TaskStatus_TASK_STATUS_UNSPECIFIED TaskStatus = 0
+	// Running.
+	TaskStatus_TASK_STATUS_WORKING TaskStatus = 1
+	// Waiting for input from the caller.
+	TaskStatus_TASK_STATUS_INPUT_REQUIRED TaskStatus = 2
+	// Ended with a result (which may be a tool's own failure, is_error).
+	TaskStatus_TASK_STATUS_COMPLETED TaskStatus = 3
+	// Ended in failure: a result with is_error, or an error.
+	TaskStatus_TASK_STATUS_FAILED TaskStatus = 4
+	// Cancelled; no result.
+	TaskStatus_TASK_STATUS_CANCELLED TaskStatus = 5
+)
+
+// Enum value maps for TaskStatus.
+var (
+	TaskStatus_name = map[int32]string{
+		0: "TASK_STATUS_UNSPECIFIED",
+		1: "TASK_STATUS_WORKING",
+		2: "TASK_STATUS_INPUT_REQUIRED",
+		3: "TASK_STATUS_COMPLETED",
+		4: "TASK_STATUS_FAILED",
+		5: "TASK_STATUS_CANCELLED",
+	}
+	TaskStatus_value = map[string]int32{
+		"TASK_STATUS_UNSPECIFIED":    0,
+		"TASK_STATUS_WORKING":        1,
+		"TASK_STATUS_INPUT_REQUIRED": 2,
+		"TASK_STATUS_COMPLETED":      3,
+		"TASK_STATUS_FAILED":         4,
+		"TASK_STATUS_CANCELLED":      5,
+	}
+)
+
+func (x TaskStatus) Enum() *TaskStatus {
+	p := new(TaskStatus)
+	*p = x
+	return p
+}
+
+func (x TaskStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[1].Descriptor()
+}
+
+func (TaskStatus) Type() protoreflect.EnumType {
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[1]
+}
+
+func (x TaskStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskStatus.Descriptor instead.
+func (TaskStatus) EnumDescriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
+}
+
 // Transport is how toolsvc reaches an upstream.
 type Transport int32
 
@@ -121,11 +187,11 @@ func (x Transport) String() string {
 }
 
 func (Transport) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[1].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
 }
 
 func (Transport) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[1]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
 }
 
 func (x Transport) Number() protoreflect.EnumNumber {
@@ -134,7 +200,7 @@ func (x Transport) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Transport.Descriptor instead.
 func (Transport) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
 }
 
 // ServerState is the supervision state of an upstream.
@@ -182,11 +248,11 @@ func (x ServerState) String() string {
 }
 
 func (ServerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
 }
 
 func (ServerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
 }
 
 func (x ServerState) Number() protoreflect.EnumNumber {
@@ -195,7 +261,7 @@ func (x ServerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerState.Descriptor instead.
 func (ServerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
 }
 
 // RefreshOutcome is the result of the last tools/list pass.
@@ -235,11 +301,11 @@ func (x RefreshOutcome) String() string {
 }
 
 func (RefreshOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[4].Descriptor()
 }
 
 func (RefreshOutcome) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[4]
 }
 
 func (x RefreshOutcome) Number() protoreflect.EnumNumber {
@@ -248,7 +314,7 @@ func (x RefreshOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RefreshOutcome.Descriptor instead.
 func (RefreshOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
 }
 
 // BreakerState is the state of an upstream's circuit breaker.
@@ -292,11 +358,11 @@ func (x BreakerState) String() string {
 }
 
 func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[4].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[5].Descriptor()
 }
 
 func (BreakerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[4]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[5]
 }
 
 func (x BreakerState) Number() protoreflect.EnumNumber {
@@ -305,7 +371,7 @@ func (x BreakerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BreakerState.Descriptor instead.
 func (BreakerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
 }
 
 // CompleteRequest asks for completions of one argument.
@@ -1169,7 +1235,10 @@ type CallToolRequest struct {
 	// Set together with request_state.
 	InputResponses []*InputResponse `protobuf:"bytes,5,rep,name=input_responses,json=inputResponses,proto3" json:"input_responses,omitempty"`
 	// The input_required.request_state of the previous round, verbatim.
-	RequestState  string `protobuf:"bytes,6,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	RequestState string `protobuf:"bytes,6,opt,name=request_state,json=requestState,proto3" json:"request_state,omitempty"`
+	// Run the call as a task when the upstream and the tool can (see
+	// "Tasks" above): the response then carries task instead of a result.
+	Task          *TaskOptions `protobuf:"bytes,7,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1246,6 +1315,60 @@ func (x *CallToolRequest) GetRequestState() string {
 	return ""
 }
 
+func (x *CallToolRequest) GetTask() *TaskOptions {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// TaskOptions ask for a call to run as an upstream task.
+type TaskOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The lifetime asked for the task, a hint the upstream may lower or
+	// ignore (2025-11-25 upstreams take it). Unset: the upstream's default.
+	Ttl           *durationpb.Duration `protobuf:"bytes,1,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskOptions) Reset() {
+	*x = TaskOptions{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskOptions) ProtoMessage() {}
+
+func (x *TaskOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskOptions.ProtoReflect.Descriptor instead.
+func (*TaskOptions) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TaskOptions) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
 // CallToolStreamRequest is a CallToolRequest for the streaming call.
 type CallToolStreamRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1270,7 +1393,7 @@ type CallToolStreamRequest struct {
 
 func (x *CallToolStreamRequest) Reset() {
 	*x = CallToolStreamRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1405,7 @@ func (x *CallToolStreamRequest) String() string {
 func (*CallToolStreamRequest) ProtoMessage() {}
 
 func (x *CallToolStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[11]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1418,7 @@ func (x *CallToolStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolStreamRequest.ProtoReflect.Descriptor instead.
 func (*CallToolStreamRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{11}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CallToolStreamRequest) GetName() string {
@@ -1359,7 +1482,7 @@ type CallToolStreamResponse struct {
 
 func (x *CallToolStreamResponse) Reset() {
 	*x = CallToolStreamResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1494,7 @@ func (x *CallToolStreamResponse) String() string {
 func (*CallToolStreamResponse) ProtoMessage() {}
 
 func (x *CallToolStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[12]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1507,7 @@ func (x *CallToolStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolStreamResponse.ProtoReflect.Descriptor instead.
 func (*CallToolStreamResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{12}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CallToolStreamResponse) GetEvent() isCallToolStreamResponse_Event {
@@ -1474,7 +1597,7 @@ type CallToolLog struct {
 
 func (x *CallToolLog) Reset() {
 	*x = CallToolLog{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1609,7 @@ func (x *CallToolLog) String() string {
 func (*CallToolLog) ProtoMessage() {}
 
 func (x *CallToolLog) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[13]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1622,7 @@ func (x *CallToolLog) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolLog.ProtoReflect.Descriptor instead.
 func (*CallToolLog) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{13}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CallToolLog) GetLevel() string {
@@ -1556,7 +1679,7 @@ type InputCapabilities struct {
 
 func (x *InputCapabilities) Reset() {
 	*x = InputCapabilities{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1691,7 @@ func (x *InputCapabilities) String() string {
 func (*InputCapabilities) ProtoMessage() {}
 
 func (x *InputCapabilities) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[14]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1704,7 @@ func (x *InputCapabilities) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputCapabilities.ProtoReflect.Descriptor instead.
 func (*InputCapabilities) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{14}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InputCapabilities) GetElicitation() bool {
@@ -1642,7 +1765,7 @@ type InputRequired struct {
 
 func (x *InputRequired) Reset() {
 	*x = InputRequired{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1777,7 @@ func (x *InputRequired) String() string {
 func (*InputRequired) ProtoMessage() {}
 
 func (x *InputRequired) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[15]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1790,7 @@ func (x *InputRequired) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputRequired.ProtoReflect.Descriptor instead.
 func (*InputRequired) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{15}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *InputRequired) GetRequests() []*InputRequest {
@@ -1718,7 +1841,7 @@ type InputRequest struct {
 
 func (x *InputRequest) Reset() {
 	*x = InputRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +1853,7 @@ func (x *InputRequest) String() string {
 func (*InputRequest) ProtoMessage() {}
 
 func (x *InputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[16]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +1866,7 @@ func (x *InputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputRequest.ProtoReflect.Descriptor instead.
 func (*InputRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{16}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *InputRequest) GetId() string {
@@ -1841,7 +1964,7 @@ type ElicitationRequest struct {
 
 func (x *ElicitationRequest) Reset() {
 	*x = ElicitationRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +1976,7 @@ func (x *ElicitationRequest) String() string {
 func (*ElicitationRequest) ProtoMessage() {}
 
 func (x *ElicitationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[17]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +1989,7 @@ func (x *ElicitationRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElicitationRequest.ProtoReflect.Descriptor instead.
 func (*ElicitationRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{17}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ElicitationRequest) GetMessage() string {
@@ -1898,7 +2021,7 @@ type ElicitationURLRequest struct {
 
 func (x *ElicitationURLRequest) Reset() {
 	*x = ElicitationURLRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +2033,7 @@ func (x *ElicitationURLRequest) String() string {
 func (*ElicitationURLRequest) ProtoMessage() {}
 
 func (x *ElicitationURLRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[18]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2046,7 @@ func (x *ElicitationURLRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElicitationURLRequest.ProtoReflect.Descriptor instead.
 func (*ElicitationURLRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{18}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ElicitationURLRequest) GetMessage() string {
@@ -1959,7 +2082,7 @@ type SamplingRequest struct {
 
 func (x *SamplingRequest) Reset() {
 	*x = SamplingRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2094,7 @@ func (x *SamplingRequest) String() string {
 func (*SamplingRequest) ProtoMessage() {}
 
 func (x *SamplingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[19]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2107,7 @@ func (x *SamplingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SamplingRequest.ProtoReflect.Descriptor instead.
 func (*SamplingRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{19}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SamplingRequest) GetParamsJson() string {
@@ -2003,7 +2126,7 @@ type RootsRequest struct {
 
 func (x *RootsRequest) Reset() {
 	*x = RootsRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2015,7 +2138,7 @@ func (x *RootsRequest) String() string {
 func (*RootsRequest) ProtoMessage() {}
 
 func (x *RootsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[20]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2028,7 +2151,7 @@ func (x *RootsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RootsRequest.ProtoReflect.Descriptor instead.
 func (*RootsRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{20}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
 }
 
 // InputResponse answers one InputRequest.
@@ -2050,7 +2173,7 @@ type InputResponse struct {
 
 func (x *InputResponse) Reset() {
 	*x = InputResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2185,7 @@ func (x *InputResponse) String() string {
 func (*InputResponse) ProtoMessage() {}
 
 func (x *InputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[21]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2198,7 @@ func (x *InputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputResponse.ProtoReflect.Descriptor instead.
 func (*InputResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{21}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InputResponse) GetId() string {
@@ -2157,7 +2280,7 @@ type ElicitationResponse struct {
 
 func (x *ElicitationResponse) Reset() {
 	*x = ElicitationResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2292,7 @@ func (x *ElicitationResponse) String() string {
 func (*ElicitationResponse) ProtoMessage() {}
 
 func (x *ElicitationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[22]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2305,7 @@ func (x *ElicitationResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ElicitationResponse.ProtoReflect.Descriptor instead.
 func (*ElicitationResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{22}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ElicitationResponse) GetAction() string {
@@ -2211,7 +2334,7 @@ type SamplingResponse struct {
 
 func (x *SamplingResponse) Reset() {
 	*x = SamplingResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2346,7 @@ func (x *SamplingResponse) String() string {
 func (*SamplingResponse) ProtoMessage() {}
 
 func (x *SamplingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[23]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2359,7 @@ func (x *SamplingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SamplingResponse.ProtoReflect.Descriptor instead.
 func (*SamplingResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{23}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SamplingResponse) GetResultJson() string {
@@ -2257,7 +2380,7 @@ type RootsResponse struct {
 
 func (x *RootsResponse) Reset() {
 	*x = RootsResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2392,7 @@ func (x *RootsResponse) String() string {
 func (*RootsResponse) ProtoMessage() {}
 
 func (x *RootsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[24]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2405,7 @@ func (x *RootsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RootsResponse.ProtoReflect.Descriptor instead.
 func (*RootsResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{24}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RootsResponse) GetRoots() []*Root {
@@ -2305,7 +2428,7 @@ type Root struct {
 
 func (x *Root) Reset() {
 	*x = Root{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2440,7 @@ func (x *Root) String() string {
 func (*Root) ProtoMessage() {}
 
 func (x *Root) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[25]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2330,7 +2453,7 @@ func (x *Root) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Root.ProtoReflect.Descriptor instead.
 func (*Root) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{25}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Root) GetUri() string {
@@ -2362,7 +2485,7 @@ type CallToolProgress struct {
 
 func (x *CallToolProgress) Reset() {
 	*x = CallToolProgress{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2497,7 @@ func (x *CallToolProgress) String() string {
 func (*CallToolProgress) ProtoMessage() {}
 
 func (x *CallToolProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[26]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2510,7 @@ func (x *CallToolProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolProgress.ProtoReflect.Descriptor instead.
 func (*CallToolProgress) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{26}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CallToolProgress) GetProgress() float64 {
@@ -2426,13 +2549,17 @@ type CallToolResponse struct {
 	// Set when the call needs input before it can go on: the other fields are
 	// then empty. Only for callers that set input_capabilities.
 	InputRequired *InputRequired `protobuf:"bytes,5,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
+	// Set when the call asked for a task (CallToolRequest.task) and the
+	// upstream runs it as one: the other fields are then empty. Follow it with
+	// GetTask or WatchTask.
+	Task          *Task `protobuf:"bytes,6,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2444,7 +2571,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[27]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2457,7 +2584,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{27}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CallToolResponse) GetContent() []*Content {
@@ -2495,6 +2622,742 @@ func (x *CallToolResponse) GetInputRequired() *InputRequired {
 	return nil
 }
 
+func (x *CallToolResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// Task is the state of an upstream task, as the upstream last reported it.
+type Task struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Names the task in GetTask, WatchTask, CancelTask and UpdateTask, on
+	// any replica. Opaque: encrypted, integrity-protected, and bound to the
+	// principal that created the task.
+	Handle string `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	// The exposed name of the tool the task runs.
+	Tool string `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The server that runs it (configured name).
+	Server string `protobuf:"bytes,3,opt,name=server,proto3" json:"server,omitempty"`
+	// The upstream's id of the task (for logs and support; not a handle).
+	TaskId string `protobuf:"bytes,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The task's status.
+	Status TaskStatus `protobuf:"varint,5,opt,name=status,proto3,enum=toolsvc.v1.TaskStatus" json:"status,omitempty"`
+	// The upstream's description of the status, if any.
+	StatusMessage string `protobuf:"bytes,6,opt,name=status_message,json=statusMessage,proto3" json:"status_message,omitempty"`
+	// When the upstream created it and last changed it, if it said.
+	CreateTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// How long after its creation the upstream keeps it, if it said.
+	Ttl *durationpb.Duration `protobuf:"bytes,9,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	// The upstream's suggested interval between polls, if any.
+	PollInterval *durationpb.Duration `protobuf:"bytes,10,opt,name=poll_interval,json=pollInterval,proto3" json:"poll_interval,omitempty"`
+	// The protocol the task runs under: "2025-11-25" (experimental tasks) or
+	// "2026-07-28" (the io.modelcontextprotocol/tasks extension).
+	ProtocolVersion string `protobuf:"bytes,11,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
+	// With status TASK_STATUS_INPUT_REQUIRED, when the upstream says what it
+	// asks: the requests, to answer with UpdateTask (request_state and
+	// expire_time are unset: the handle names the task).
+	InputRequired *InputRequired `protobuf:"bytes,12,opt,name=input_required,json=inputRequired,proto3" json:"input_required,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Task) Reset() {
+	*x = Task{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Task) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Task) ProtoMessage() {}
+
+func (x *Task) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Task.ProtoReflect.Descriptor instead.
+func (*Task) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Task) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *Task) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Task) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *Task) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *Task) GetStatus() TaskStatus {
+	if x != nil {
+		return x.Status
+	}
+	return TaskStatus_TASK_STATUS_UNSPECIFIED
+}
+
+func (x *Task) GetStatusMessage() string {
+	if x != nil {
+		return x.StatusMessage
+	}
+	return ""
+}
+
+func (x *Task) GetCreateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreateTime
+	}
+	return nil
+}
+
+func (x *Task) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+func (x *Task) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+func (x *Task) GetPollInterval() *durationpb.Duration {
+	if x != nil {
+		return x.PollInterval
+	}
+	return nil
+}
+
+func (x *Task) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
+}
+
+func (x *Task) GetInputRequired() *InputRequired {
+	if x != nil {
+		return x.InputRequired
+	}
+	return nil
+}
+
+// TaskError is how a task failed when the upstream reported a protocol
+// error instead of a tool result: the status the call would have had.
+type TaskError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The google.rpc.Code.
+	Code int32 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	// The reason, from the errors table (UPSTREAM_ERROR, …).
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// For people.
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// The ErrorInfo metadata.
+	Metadata      map[string]string `protobuf:"bytes,4,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskError) Reset() {
+	*x = TaskError{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskError) ProtoMessage() {}
+
+func (x *TaskError) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskError.ProtoReflect.Descriptor instead.
+func (*TaskError) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *TaskError) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *TaskError) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TaskError) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+// GetTaskRequest names a task.
+type GetTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Task.handle.
+	Handle        string `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskRequest) Reset() {
+	*x = GetTaskRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskRequest) ProtoMessage() {}
+
+func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
+func (*GetTaskRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *GetTaskRequest) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+// GetTaskResponse is a task's state and, once it has ended, its outcome.
+type GetTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	Task *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// The tool's result, once the task completed or failed with one.
+	Result *CallToolResponse `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// The error, when the task failed without a result.
+	Error         *TaskError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskResponse) Reset() {
+	*x = GetTaskResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskResponse) ProtoMessage() {}
+
+func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
+func (*GetTaskResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *GetTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *GetTaskResponse) GetResult() *CallToolResponse {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *GetTaskResponse) GetError() *TaskError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// WatchTaskRequest names the task to watch.
+type WatchTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Task.handle.
+	Handle        string `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchTaskRequest) Reset() {
+	*x = WatchTaskRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchTaskRequest) ProtoMessage() {}
+
+func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
+func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *WatchTaskRequest) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+// WatchTaskResponse is one state of a watched task; the last carries the
+// result or the error.
+type WatchTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	Task *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// The tool's result (last message only).
+	Result *CallToolResponse `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	// The error, when the task failed without a result (last message only).
+	Error         *TaskError `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchTaskResponse) Reset() {
+	*x = WatchTaskResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchTaskResponse) ProtoMessage() {}
+
+func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
+func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *WatchTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *WatchTaskResponse) GetResult() *CallToolResponse {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *WatchTaskResponse) GetError() *TaskError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+// CancelTaskRequest names the task to cancel.
+type CancelTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Task.handle.
+	Handle        string `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTaskRequest) Reset() {
+	*x = CancelTaskRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTaskRequest) ProtoMessage() {}
+
+func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
+func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CancelTaskRequest) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+// CancelTaskResponse is the task's state after the cancel.
+type CancelTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTaskResponse) Reset() {
+	*x = CancelTaskResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTaskResponse) ProtoMessage() {}
+
+func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
+func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CancelTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+// ListTasksRequest lists the caller's tasks.
+type ListTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only the tasks of this server (configured name); empty: all.
+	Server        string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksRequest) Reset() {
+	*x = ListTasksRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksRequest) ProtoMessage() {}
+
+func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
+func (*ListTasksRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListTasksRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+// ListTasksResponse is the caller's tasks, newest first.
+type ListTasksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tasks.
+	Tasks         []*Task `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksResponse) Reset() {
+	*x = ListTasksResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksResponse) ProtoMessage() {}
+
+func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
+func (*ListTasksResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListTasksResponse) GetTasks() []*Task {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// UpdateTaskRequest answers a task's input requests.
+type UpdateTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Task.handle.
+	Handle string `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	// Answers to Task.input_required.requests, by id.
+	InputResponses []*InputResponse `protobuf:"bytes,2,rep,name=input_responses,json=inputResponses,proto3" json:"input_responses,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpdateTaskRequest) Reset() {
+	*x = UpdateTaskRequest{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTaskRequest) ProtoMessage() {}
+
+func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
+func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *UpdateTaskRequest) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetInputResponses() []*InputResponse {
+	if x != nil {
+		return x.InputResponses
+	}
+	return nil
+}
+
+// UpdateTaskResponse is the task's state after the answers.
+type UpdateTaskResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task.
+	Task          *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateTaskResponse) Reset() {
+	*x = UpdateTaskResponse{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateTaskResponse) ProtoMessage() {}
+
+func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
+func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *UpdateTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
 // Content is one item of a tool result.
 type Content struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2514,7 +3377,7 @@ type Content struct {
 
 func (x *Content) Reset() {
 	*x = Content{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +3389,7 @@ func (x *Content) String() string {
 func (*Content) ProtoMessage() {}
 
 func (x *Content) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[28]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +3402,7 @@ func (x *Content) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Content.ProtoReflect.Descriptor instead.
 func (*Content) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{28}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Content) GetContent() isContent_Content {
@@ -2648,7 +3511,7 @@ type Annotations struct {
 
 func (x *Annotations) Reset() {
 	*x = Annotations{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +3523,7 @@ func (x *Annotations) String() string {
 func (*Annotations) ProtoMessage() {}
 
 func (x *Annotations) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[29]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +3536,7 @@ func (x *Annotations) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Annotations.ProtoReflect.Descriptor instead.
 func (*Annotations) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{29}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Annotations) GetAudience() []string {
@@ -2712,7 +3575,7 @@ type TextContent struct {
 
 func (x *TextContent) Reset() {
 	*x = TextContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2724,7 +3587,7 @@ func (x *TextContent) String() string {
 func (*TextContent) ProtoMessage() {}
 
 func (x *TextContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[30]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2737,7 +3600,7 @@ func (x *TextContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TextContent.ProtoReflect.Descriptor instead.
 func (*TextContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{30}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TextContent) GetText() string {
@@ -2778,7 +3641,7 @@ type ImageContent struct {
 
 func (x *ImageContent) Reset() {
 	*x = ImageContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +3653,7 @@ func (x *ImageContent) String() string {
 func (*ImageContent) ProtoMessage() {}
 
 func (x *ImageContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[31]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +3666,7 @@ func (x *ImageContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImageContent.ProtoReflect.Descriptor instead.
 func (*ImageContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{31}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ImageContent) GetData() []byte {
@@ -2851,7 +3714,7 @@ type AudioContent struct {
 
 func (x *AudioContent) Reset() {
 	*x = AudioContent{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2863,7 +3726,7 @@ func (x *AudioContent) String() string {
 func (*AudioContent) ProtoMessage() {}
 
 func (x *AudioContent) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[32]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2876,7 +3739,7 @@ func (x *AudioContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AudioContent.ProtoReflect.Descriptor instead.
 func (*AudioContent) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{32}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AudioContent) GetData() []byte {
@@ -2932,7 +3795,7 @@ type ResourceLink struct {
 
 func (x *ResourceLink) Reset() {
 	*x = ResourceLink{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3807,7 @@ func (x *ResourceLink) String() string {
 func (*ResourceLink) ProtoMessage() {}
 
 func (x *ResourceLink) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[33]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3820,7 @@ func (x *ResourceLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceLink.ProtoReflect.Descriptor instead.
 func (*ResourceLink) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{33}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ResourceLink) GetUri() string {
@@ -3031,7 +3894,7 @@ type EmbeddedResource struct {
 
 func (x *EmbeddedResource) Reset() {
 	*x = EmbeddedResource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3043,7 +3906,7 @@ func (x *EmbeddedResource) String() string {
 func (*EmbeddedResource) ProtoMessage() {}
 
 func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[34]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3056,7 +3919,7 @@ func (x *EmbeddedResource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmbeddedResource.ProtoReflect.Descriptor instead.
 func (*EmbeddedResource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{34}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *EmbeddedResource) GetResource() *ResourceContents {
@@ -3102,7 +3965,7 @@ type ResourceContents struct {
 
 func (x *ResourceContents) Reset() {
 	*x = ResourceContents{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3977,7 @@ func (x *ResourceContents) String() string {
 func (*ResourceContents) ProtoMessage() {}
 
 func (x *ResourceContents) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[35]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3990,7 @@ func (x *ResourceContents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceContents.ProtoReflect.Descriptor instead.
 func (*ResourceContents) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{35}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ResourceContents) GetUri() string {
@@ -3242,7 +4105,7 @@ type WatchCatalogRequest struct {
 
 func (x *WatchCatalogRequest) Reset() {
 	*x = WatchCatalogRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +4117,7 @@ func (x *WatchCatalogRequest) String() string {
 func (*WatchCatalogRequest) ProtoMessage() {}
 
 func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[36]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +4130,7 @@ func (x *WatchCatalogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogRequest.ProtoReflect.Descriptor instead.
 func (*WatchCatalogRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{36}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *WatchCatalogRequest) GetResumeToken() string {
@@ -3348,7 +4211,7 @@ type WatchCatalogResponse struct {
 
 func (x *WatchCatalogResponse) Reset() {
 	*x = WatchCatalogResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3360,7 +4223,7 @@ func (x *WatchCatalogResponse) String() string {
 func (*WatchCatalogResponse) ProtoMessage() {}
 
 func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[37]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3373,7 +4236,7 @@ func (x *WatchCatalogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchCatalogResponse.ProtoReflect.Descriptor instead.
 func (*WatchCatalogResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{37}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *WatchCatalogResponse) GetRevision() string {
@@ -3486,7 +4349,7 @@ type CatalogSnapshot struct {
 
 func (x *CatalogSnapshot) Reset() {
 	*x = CatalogSnapshot{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3498,7 +4361,7 @@ func (x *CatalogSnapshot) String() string {
 func (*CatalogSnapshot) ProtoMessage() {}
 
 func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[38]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3511,7 +4374,7 @@ func (x *CatalogSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSnapshot.ProtoReflect.Descriptor instead.
 func (*CatalogSnapshot) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{38}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CatalogSnapshot) GetTools() []*Tool {
@@ -3575,7 +4438,7 @@ type CatalogChanges struct {
 
 func (x *CatalogChanges) Reset() {
 	*x = CatalogChanges{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3587,7 +4450,7 @@ func (x *CatalogChanges) String() string {
 func (*CatalogChanges) ProtoMessage() {}
 
 func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[39]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3600,7 +4463,7 @@ func (x *CatalogChanges) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogChanges.ProtoReflect.Descriptor instead.
 func (*CatalogChanges) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{39}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CatalogChanges) GetUpserted() []*Tool {
@@ -3668,7 +4531,7 @@ type CatalogSynced struct {
 
 func (x *CatalogSynced) Reset() {
 	*x = CatalogSynced{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3680,7 +4543,7 @@ func (x *CatalogSynced) String() string {
 func (*CatalogSynced) ProtoMessage() {}
 
 func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[40]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3693,7 +4556,7 @@ func (x *CatalogSynced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogSynced.ProtoReflect.Descriptor instead.
 func (*CatalogSynced) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{40}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{53}
 }
 
 // CatalogProgress is sent on an idle stream about every 30 s.
@@ -3705,7 +4568,7 @@ type CatalogProgress struct {
 
 func (x *CatalogProgress) Reset() {
 	*x = CatalogProgress{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +4580,7 @@ func (x *CatalogProgress) String() string {
 func (*CatalogProgress) ProtoMessage() {}
 
 func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[41]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +4593,7 @@ func (x *CatalogProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CatalogProgress.ProtoReflect.Descriptor instead.
 func (*CatalogProgress) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{41}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{54}
 }
 
 // ListServersRequest asks for every configured upstream.
@@ -3742,7 +4605,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3754,7 +4617,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[42]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3767,7 +4630,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{42}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{55}
 }
 
 // ListServersResponse lists the upstreams, sorted by name.
@@ -3784,7 +4647,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3796,7 +4659,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[43]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3809,7 +4672,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{43}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListServersResponse) GetServers() []*Server {
@@ -3869,7 +4732,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3881,7 +4744,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[44]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3894,7 +4757,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{44}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Server) GetName() string {
@@ -4042,7 +4905,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4054,7 +4917,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[45]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4067,7 +4930,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{45}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ConfigStatus) GetPath() string {
@@ -4167,7 +5030,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4179,7 +5042,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[46]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4192,7 +5055,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{46}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Resource) GetUri() string {
@@ -4283,7 +5146,7 @@ type ResourceTemplate struct {
 
 func (x *ResourceTemplate) Reset() {
 	*x = ResourceTemplate{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4295,7 +5158,7 @@ func (x *ResourceTemplate) String() string {
 func (*ResourceTemplate) ProtoMessage() {}
 
 func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[47]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4308,7 +5171,7 @@ func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceTemplate.ProtoReflect.Descriptor instead.
 func (*ResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{47}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResourceTemplate) GetUriTemplate() string {
@@ -4386,7 +5249,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4398,7 +5261,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[48]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4411,7 +5274,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{48}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListResourcesRequest) GetPageSize() int32 {
@@ -4451,7 +5314,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4463,7 +5326,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[49]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4476,7 +5339,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{49}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -4515,7 +5378,7 @@ type ListResourceTemplatesRequest struct {
 
 func (x *ListResourceTemplatesRequest) Reset() {
 	*x = ListResourceTemplatesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[50]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4527,7 +5390,7 @@ func (x *ListResourceTemplatesRequest) String() string {
 func (*ListResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[50]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4540,7 +5403,7 @@ func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{50}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListResourceTemplatesRequest) GetPageSize() int32 {
@@ -4579,7 +5442,7 @@ type ListResourceTemplatesResponse struct {
 
 func (x *ListResourceTemplatesResponse) Reset() {
 	*x = ListResourceTemplatesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[51]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4591,7 +5454,7 @@ func (x *ListResourceTemplatesResponse) String() string {
 func (*ListResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[51]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4604,7 +5467,7 @@ func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{51}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListResourceTemplatesResponse) GetResourceTemplates() []*ResourceTemplate {
@@ -4655,7 +5518,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[52]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4667,7 +5530,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[52]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4680,7 +5543,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{52}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReadResourceRequest) GetServer() string {
@@ -4737,7 +5600,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[53]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4749,7 +5612,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[53]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4762,7 +5625,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{53}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ReadResourceResponse) GetContents() []*ResourceContents {
@@ -4810,7 +5673,7 @@ type SubscribeResourceRequest struct {
 
 func (x *SubscribeResourceRequest) Reset() {
 	*x = SubscribeResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[54]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4822,7 +5685,7 @@ func (x *SubscribeResourceRequest) String() string {
 func (*SubscribeResourceRequest) ProtoMessage() {}
 
 func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[54]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4835,7 +5698,7 @@ func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{54}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SubscribeResourceRequest) GetServer() string {
@@ -4878,7 +5741,7 @@ type SubscribeResourceResponse struct {
 
 func (x *SubscribeResourceResponse) Reset() {
 	*x = SubscribeResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[55]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4890,7 +5753,7 @@ func (x *SubscribeResourceResponse) String() string {
 func (*SubscribeResourceResponse) ProtoMessage() {}
 
 func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[55]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4903,7 +5766,7 @@ func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{55}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SubscribeResourceResponse) GetVersion() string {
@@ -4967,7 +5830,7 @@ type ResourceUnchanged struct {
 
 func (x *ResourceUnchanged) Reset() {
 	*x = ResourceUnchanged{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[56]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4979,7 +5842,7 @@ func (x *ResourceUnchanged) String() string {
 func (*ResourceUnchanged) ProtoMessage() {}
 
 func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[56]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4992,7 +5855,7 @@ func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUnchanged.ProtoReflect.Descriptor instead.
 func (*ResourceUnchanged) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{56}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{69}
 }
 
 // Prompt is one prompt of the merged prompt list.
@@ -5019,7 +5882,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5031,7 +5894,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5044,7 +5907,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{57}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Prompt) GetName() string {
@@ -5113,7 +5976,7 @@ type PromptArgument struct {
 
 func (x *PromptArgument) Reset() {
 	*x = PromptArgument{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5125,7 +5988,7 @@ func (x *PromptArgument) String() string {
 func (*PromptArgument) ProtoMessage() {}
 
 func (x *PromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5138,7 +6001,7 @@ func (x *PromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptArgument.ProtoReflect.Descriptor instead.
 func (*PromptArgument) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{58}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PromptArgument) GetName() string {
@@ -5182,7 +6045,7 @@ type ListPromptsRequest struct {
 
 func (x *ListPromptsRequest) Reset() {
 	*x = ListPromptsRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5194,7 +6057,7 @@ func (x *ListPromptsRequest) String() string {
 func (*ListPromptsRequest) ProtoMessage() {}
 
 func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5207,7 +6070,7 @@ func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{59}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListPromptsRequest) GetPageSize() int32 {
@@ -5239,7 +6102,7 @@ type ListPromptsResponse struct {
 
 func (x *ListPromptsResponse) Reset() {
 	*x = ListPromptsResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5251,7 +6114,7 @@ func (x *ListPromptsResponse) String() string {
 func (*ListPromptsResponse) ProtoMessage() {}
 
 func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5264,7 +6127,7 @@ func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{60}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListPromptsResponse) GetPrompts() []*Prompt {
@@ -5312,7 +6175,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5324,7 +6187,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5337,7 +6200,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{61}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetPromptRequest) GetName() string {
@@ -5394,7 +6257,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5406,7 +6269,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5419,7 +6282,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{62}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -5463,7 +6326,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5475,7 +6338,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5488,7 +6351,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{63}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -5518,7 +6381,7 @@ type ResourceKey struct {
 
 func (x *ResourceKey) Reset() {
 	*x = ResourceKey{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5530,7 +6393,7 @@ func (x *ResourceKey) String() string {
 func (*ResourceKey) ProtoMessage() {}
 
 func (x *ResourceKey) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5543,7 +6406,7 @@ func (x *ResourceKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceKey.ProtoReflect.Descriptor instead.
 func (*ResourceKey) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{64}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ResourceKey) GetServer() string {
@@ -5565,7 +6428,7 @@ var File_toolsvc_v1_toolsvc_proto protoreflect.FileDescriptor
 const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\n" +
 	"\x18toolsvc/v1/toolsvc.proto\x12\n" +
-	"toolsvc.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x02\n" +
+	"toolsvc.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xeb\x02\n" +
 	"\x0fCompleteRequest\x12\x18\n" +
 	"\x06prompt\x18\x01 \x01(\tH\x00R\x06prompt\x12F\n" +
 	"\x11resource_template\x18\x02 \x01(\v2\x17.toolsvc.v1.ResourceKeyH\x00R\x10resourceTemplate\x12#\n" +
@@ -5639,14 +6502,17 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\brevision\x18\x02 \x01(\tR\brevision\"J\n" +
 	"\fSearchResult\x12$\n" +
 	"\x04tool\x18\x01 \x01(\v2\x10.toolsvc.v1.ToolR\x04tool\x12\x14\n" +
-	"\x05score\x18\x02 \x01(\x01R\x05score\"\xba\x02\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\"\xe7\x02\n" +
 	"\x0fCallToolRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
 	"\x0earguments_json\x18\x03 \x01(\tR\rargumentsJson\x12L\n" +
 	"\x12input_capabilities\x18\x04 \x01(\v2\x1d.toolsvc.v1.InputCapabilitiesR\x11inputCapabilities\x12B\n" +
 	"\x0finput_responses\x18\x05 \x03(\v2\x19.toolsvc.v1.InputResponseR\x0einputResponses\x12#\n" +
-	"\rrequest_state\x18\x06 \x01(\tR\frequestState\"\xc0\x02\n" +
+	"\rrequest_state\x18\x06 \x01(\tR\frequestState\x12+\n" +
+	"\x04task\x18\a \x01(\v2\x17.toolsvc.v1.TaskOptionsR\x04task\":\n" +
+	"\vTaskOptions\x12+\n" +
+	"\x03ttl\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"\xc0\x02\n" +
 	"\x15CallToolStreamRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
 	"\targuments\x18\x02 \x01(\v2\x17.google.protobuf.StructR\targuments\x12%\n" +
@@ -5716,13 +6582,63 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x19\n" +
 	"\x05total\x18\x02 \x01(\x01H\x00R\x05total\x88\x01\x01\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessageB\b\n" +
-	"\x06_total\"\x93\x02\n" +
+	"\x06_total\"\xb9\x02\n" +
 	"\x10CallToolResponse\x12-\n" +
 	"\acontent\x18\x01 \x03(\v2\x13.toolsvc.v1.ContentR\acontent\x12F\n" +
 	"\x12structured_content\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x11structuredContent\x12\x19\n" +
 	"\bis_error\x18\x03 \x01(\bR\aisError\x12+\n" +
 	"\x04meta\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x04meta\x12@\n" +
-	"\x0einput_required\x18\x05 \x01(\v2\x19.toolsvc.v1.InputRequiredR\rinputRequired\"\xa4\x02\n" +
+	"\x0einput_required\x18\x05 \x01(\v2\x19.toolsvc.v1.InputRequiredR\rinputRequired\x12$\n" +
+	"\x04task\x18\x06 \x01(\v2\x10.toolsvc.v1.TaskR\x04task\"\x8e\x04\n" +
+	"\x04Task\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\tR\x06handle\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x16\n" +
+	"\x06server\x18\x03 \x01(\tR\x06server\x12\x17\n" +
+	"\atask_id\x18\x04 \x01(\tR\x06taskId\x12.\n" +
+	"\x06status\x18\x05 \x01(\x0e2\x16.toolsvc.v1.TaskStatusR\x06status\x12%\n" +
+	"\x0estatus_message\x18\x06 \x01(\tR\rstatusMessage\x12;\n" +
+	"\vcreate_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"createTime\x12;\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\x12+\n" +
+	"\x03ttl\x18\t \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x12>\n" +
+	"\rpoll_interval\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\fpollInterval\x12)\n" +
+	"\x10protocol_version\x18\v \x01(\tR\x0fprotocolVersion\x12@\n" +
+	"\x0einput_required\x18\f \x01(\v2\x19.toolsvc.v1.InputRequiredR\rinputRequired\"\xcf\x01\n" +
+	"\tTaskError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x12?\n" +
+	"\bmetadata\x18\x04 \x03(\v2#.toolsvc.v1.TaskError.MetadataEntryR\bmetadata\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"(\n" +
+	"\x0eGetTaskRequest\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\tR\x06handle\"\x9a\x01\n" +
+	"\x0fGetTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.toolsvc.v1.TaskR\x04task\x124\n" +
+	"\x06result\x18\x02 \x01(\v2\x1c.toolsvc.v1.CallToolResponseR\x06result\x12+\n" +
+	"\x05error\x18\x03 \x01(\v2\x15.toolsvc.v1.TaskErrorR\x05error\"*\n" +
+	"\x10WatchTaskRequest\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\tR\x06handle\"\x9c\x01\n" +
+	"\x11WatchTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.toolsvc.v1.TaskR\x04task\x124\n" +
+	"\x06result\x18\x02 \x01(\v2\x1c.toolsvc.v1.CallToolResponseR\x06result\x12+\n" +
+	"\x05error\x18\x03 \x01(\v2\x15.toolsvc.v1.TaskErrorR\x05error\"+\n" +
+	"\x11CancelTaskRequest\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\tR\x06handle\":\n" +
+	"\x12CancelTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.toolsvc.v1.TaskR\x04task\"*\n" +
+	"\x10ListTasksRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\";\n" +
+	"\x11ListTasksResponse\x12&\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x10.toolsvc.v1.TaskR\x05tasks\"o\n" +
+	"\x11UpdateTaskRequest\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\tR\x06handle\x12B\n" +
+	"\x0finput_responses\x18\x02 \x03(\v2\x19.toolsvc.v1.InputResponseR\x0einputResponses\":\n" +
+	"\x12UpdateTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.toolsvc.v1.TaskR\x04task\"\xa4\x02\n" +
 	"\aContent\x12-\n" +
 	"\x04text\x18\x01 \x01(\v2\x17.toolsvc.v1.TextContentH\x00R\x04text\x120\n" +
 	"\x05image\x18\x02 \x01(\v2\x18.toolsvc.v1.ImageContentH\x00R\x05image\x120\n" +
@@ -5944,7 +6860,15 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\fSchemaFormat\x12\x1d\n" +
 	"\x19SCHEMA_FORMAT_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14SCHEMA_FORMAT_STRUCT\x10\x01\x12\x16\n" +
-	"\x12SCHEMA_FORMAT_JSON\x10\x02*m\n" +
+	"\x12SCHEMA_FORMAT_JSON\x10\x02*\xb0\x01\n" +
+	"\n" +
+	"TaskStatus\x12\x1b\n" +
+	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13TASK_STATUS_WORKING\x10\x01\x12\x1e\n" +
+	"\x1aTASK_STATUS_INPUT_REQUIRED\x10\x02\x12\x19\n" +
+	"\x15TASK_STATUS_COMPLETED\x10\x03\x12\x16\n" +
+	"\x12TASK_STATUS_FAILED\x10\x04\x12\x19\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\x05*m\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
@@ -5964,7 +6888,7 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
 	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
-	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xca\b\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x032\xbe\v\n" +
 	"\vToolService\x12H\n" +
 	"\tListTools\x12\x1c.toolsvc.v1.ListToolsRequest\x1a\x1d.toolsvc.v1.ListToolsResponse\x12E\n" +
 	"\bCallTool\x12\x1b.toolsvc.v1.CallToolRequest\x1a\x1c.toolsvc.v1.CallToolResponse\x12Y\n" +
@@ -5978,7 +6902,14 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x11SubscribeResource\x12$.toolsvc.v1.SubscribeResourceRequest\x1a%.toolsvc.v1.SubscribeResourceResponse0\x01\x12N\n" +
 	"\vListPrompts\x12\x1e.toolsvc.v1.ListPromptsRequest\x1a\x1f.toolsvc.v1.ListPromptsResponse\x12H\n" +
 	"\tGetPrompt\x12\x1c.toolsvc.v1.GetPromptRequest\x1a\x1d.toolsvc.v1.GetPromptResponse\x12E\n" +
-	"\bComplete\x12\x1b.toolsvc.v1.CompleteRequest\x1a\x1c.toolsvc.v1.CompleteResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
+	"\bComplete\x12\x1b.toolsvc.v1.CompleteRequest\x1a\x1c.toolsvc.v1.CompleteResponse\x12B\n" +
+	"\aGetTask\x12\x1a.toolsvc.v1.GetTaskRequest\x1a\x1b.toolsvc.v1.GetTaskResponse\x12J\n" +
+	"\tWatchTask\x12\x1c.toolsvc.v1.WatchTaskRequest\x1a\x1d.toolsvc.v1.WatchTaskResponse0\x01\x12K\n" +
+	"\n" +
+	"CancelTask\x12\x1d.toolsvc.v1.CancelTaskRequest\x1a\x1e.toolsvc.v1.CancelTaskResponse\x12H\n" +
+	"\tListTasks\x12\x1c.toolsvc.v1.ListTasksRequest\x1a\x1d.toolsvc.v1.ListTasksResponse\x12K\n" +
+	"\n" +
+	"UpdateTask\x12\x1d.toolsvc.v1.UpdateTaskRequest\x1a\x1e.toolsvc.v1.UpdateTaskResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
 
 var (
 	file_toolsvc_v1_toolsvc_proto_rawDescOnce sync.Once
@@ -5992,217 +6923,263 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 	return file_toolsvc_v1_toolsvc_proto_rawDescData
 }
 
-var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(SchemaFormat)(0),                     // 0: toolsvc.v1.SchemaFormat
-	(Transport)(0),                        // 1: toolsvc.v1.Transport
-	(ServerState)(0),                      // 2: toolsvc.v1.ServerState
-	(RefreshOutcome)(0),                   // 3: toolsvc.v1.RefreshOutcome
-	(BreakerState)(0),                     // 4: toolsvc.v1.BreakerState
-	(*CompleteRequest)(nil),               // 5: toolsvc.v1.CompleteRequest
-	(*CompleteResponse)(nil),              // 6: toolsvc.v1.CompleteResponse
-	(*Tool)(nil),                          // 7: toolsvc.v1.Tool
-	(*ToolAnnotations)(nil),               // 8: toolsvc.v1.ToolAnnotations
-	(*ListToolsRequest)(nil),              // 9: toolsvc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),             // 10: toolsvc.v1.ListToolsResponse
-	(*SearchToolsRequest)(nil),            // 11: toolsvc.v1.SearchToolsRequest
-	(*ToolHintFilter)(nil),                // 12: toolsvc.v1.ToolHintFilter
-	(*SearchToolsResponse)(nil),           // 13: toolsvc.v1.SearchToolsResponse
-	(*SearchResult)(nil),                  // 14: toolsvc.v1.SearchResult
-	(*CallToolRequest)(nil),               // 15: toolsvc.v1.CallToolRequest
-	(*CallToolStreamRequest)(nil),         // 16: toolsvc.v1.CallToolStreamRequest
-	(*CallToolStreamResponse)(nil),        // 17: toolsvc.v1.CallToolStreamResponse
-	(*CallToolLog)(nil),                   // 18: toolsvc.v1.CallToolLog
-	(*InputCapabilities)(nil),             // 19: toolsvc.v1.InputCapabilities
-	(*InputRequired)(nil),                 // 20: toolsvc.v1.InputRequired
-	(*InputRequest)(nil),                  // 21: toolsvc.v1.InputRequest
-	(*ElicitationRequest)(nil),            // 22: toolsvc.v1.ElicitationRequest
-	(*ElicitationURLRequest)(nil),         // 23: toolsvc.v1.ElicitationURLRequest
-	(*SamplingRequest)(nil),               // 24: toolsvc.v1.SamplingRequest
-	(*RootsRequest)(nil),                  // 25: toolsvc.v1.RootsRequest
-	(*InputResponse)(nil),                 // 26: toolsvc.v1.InputResponse
-	(*ElicitationResponse)(nil),           // 27: toolsvc.v1.ElicitationResponse
-	(*SamplingResponse)(nil),              // 28: toolsvc.v1.SamplingResponse
-	(*RootsResponse)(nil),                 // 29: toolsvc.v1.RootsResponse
-	(*Root)(nil),                          // 30: toolsvc.v1.Root
-	(*CallToolProgress)(nil),              // 31: toolsvc.v1.CallToolProgress
-	(*CallToolResponse)(nil),              // 32: toolsvc.v1.CallToolResponse
-	(*Content)(nil),                       // 33: toolsvc.v1.Content
-	(*Annotations)(nil),                   // 34: toolsvc.v1.Annotations
-	(*TextContent)(nil),                   // 35: toolsvc.v1.TextContent
-	(*ImageContent)(nil),                  // 36: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),                  // 37: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),                  // 38: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),              // 39: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),              // 40: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),           // 41: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),          // 42: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),               // 43: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),                // 44: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),                 // 45: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),               // 46: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),            // 47: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),           // 48: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                        // 49: toolsvc.v1.Server
-	(*ConfigStatus)(nil),                  // 50: toolsvc.v1.ConfigStatus
-	(*Resource)(nil),                      // 51: toolsvc.v1.Resource
-	(*ResourceTemplate)(nil),              // 52: toolsvc.v1.ResourceTemplate
-	(*ListResourcesRequest)(nil),          // 53: toolsvc.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),         // 54: toolsvc.v1.ListResourcesResponse
-	(*ListResourceTemplatesRequest)(nil),  // 55: toolsvc.v1.ListResourceTemplatesRequest
-	(*ListResourceTemplatesResponse)(nil), // 56: toolsvc.v1.ListResourceTemplatesResponse
-	(*ReadResourceRequest)(nil),           // 57: toolsvc.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),          // 58: toolsvc.v1.ReadResourceResponse
-	(*SubscribeResourceRequest)(nil),      // 59: toolsvc.v1.SubscribeResourceRequest
-	(*SubscribeResourceResponse)(nil),     // 60: toolsvc.v1.SubscribeResourceResponse
-	(*ResourceUnchanged)(nil),             // 61: toolsvc.v1.ResourceUnchanged
-	(*Prompt)(nil),                        // 62: toolsvc.v1.Prompt
-	(*PromptArgument)(nil),                // 63: toolsvc.v1.PromptArgument
-	(*ListPromptsRequest)(nil),            // 64: toolsvc.v1.ListPromptsRequest
-	(*ListPromptsResponse)(nil),           // 65: toolsvc.v1.ListPromptsResponse
-	(*GetPromptRequest)(nil),              // 66: toolsvc.v1.GetPromptRequest
-	(*GetPromptResponse)(nil),             // 67: toolsvc.v1.GetPromptResponse
-	(*PromptMessage)(nil),                 // 68: toolsvc.v1.PromptMessage
-	(*ResourceKey)(nil),                   // 69: toolsvc.v1.ResourceKey
-	nil,                                   // 70: toolsvc.v1.CompleteRequest.ContextArgumentsEntry
-	nil,                                   // 71: toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	(*structpb.Struct)(nil),               // 72: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),         // 73: google.protobuf.Timestamp
+	(TaskStatus)(0),                       // 1: toolsvc.v1.TaskStatus
+	(Transport)(0),                        // 2: toolsvc.v1.Transport
+	(ServerState)(0),                      // 3: toolsvc.v1.ServerState
+	(RefreshOutcome)(0),                   // 4: toolsvc.v1.RefreshOutcome
+	(BreakerState)(0),                     // 5: toolsvc.v1.BreakerState
+	(*CompleteRequest)(nil),               // 6: toolsvc.v1.CompleteRequest
+	(*CompleteResponse)(nil),              // 7: toolsvc.v1.CompleteResponse
+	(*Tool)(nil),                          // 8: toolsvc.v1.Tool
+	(*ToolAnnotations)(nil),               // 9: toolsvc.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),              // 10: toolsvc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),             // 11: toolsvc.v1.ListToolsResponse
+	(*SearchToolsRequest)(nil),            // 12: toolsvc.v1.SearchToolsRequest
+	(*ToolHintFilter)(nil),                // 13: toolsvc.v1.ToolHintFilter
+	(*SearchToolsResponse)(nil),           // 14: toolsvc.v1.SearchToolsResponse
+	(*SearchResult)(nil),                  // 15: toolsvc.v1.SearchResult
+	(*CallToolRequest)(nil),               // 16: toolsvc.v1.CallToolRequest
+	(*TaskOptions)(nil),                   // 17: toolsvc.v1.TaskOptions
+	(*CallToolStreamRequest)(nil),         // 18: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil),        // 19: toolsvc.v1.CallToolStreamResponse
+	(*CallToolLog)(nil),                   // 20: toolsvc.v1.CallToolLog
+	(*InputCapabilities)(nil),             // 21: toolsvc.v1.InputCapabilities
+	(*InputRequired)(nil),                 // 22: toolsvc.v1.InputRequired
+	(*InputRequest)(nil),                  // 23: toolsvc.v1.InputRequest
+	(*ElicitationRequest)(nil),            // 24: toolsvc.v1.ElicitationRequest
+	(*ElicitationURLRequest)(nil),         // 25: toolsvc.v1.ElicitationURLRequest
+	(*SamplingRequest)(nil),               // 26: toolsvc.v1.SamplingRequest
+	(*RootsRequest)(nil),                  // 27: toolsvc.v1.RootsRequest
+	(*InputResponse)(nil),                 // 28: toolsvc.v1.InputResponse
+	(*ElicitationResponse)(nil),           // 29: toolsvc.v1.ElicitationResponse
+	(*SamplingResponse)(nil),              // 30: toolsvc.v1.SamplingResponse
+	(*RootsResponse)(nil),                 // 31: toolsvc.v1.RootsResponse
+	(*Root)(nil),                          // 32: toolsvc.v1.Root
+	(*CallToolProgress)(nil),              // 33: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),              // 34: toolsvc.v1.CallToolResponse
+	(*Task)(nil),                          // 35: toolsvc.v1.Task
+	(*TaskError)(nil),                     // 36: toolsvc.v1.TaskError
+	(*GetTaskRequest)(nil),                // 37: toolsvc.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),               // 38: toolsvc.v1.GetTaskResponse
+	(*WatchTaskRequest)(nil),              // 39: toolsvc.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),             // 40: toolsvc.v1.WatchTaskResponse
+	(*CancelTaskRequest)(nil),             // 41: toolsvc.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),            // 42: toolsvc.v1.CancelTaskResponse
+	(*ListTasksRequest)(nil),              // 43: toolsvc.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),             // 44: toolsvc.v1.ListTasksResponse
+	(*UpdateTaskRequest)(nil),             // 45: toolsvc.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),            // 46: toolsvc.v1.UpdateTaskResponse
+	(*Content)(nil),                       // 47: toolsvc.v1.Content
+	(*Annotations)(nil),                   // 48: toolsvc.v1.Annotations
+	(*TextContent)(nil),                   // 49: toolsvc.v1.TextContent
+	(*ImageContent)(nil),                  // 50: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),                  // 51: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),                  // 52: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),              // 53: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),              // 54: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),           // 55: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),          // 56: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),               // 57: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),                // 58: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),                 // 59: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),               // 60: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),            // 61: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),           // 62: toolsvc.v1.ListServersResponse
+	(*Server)(nil),                        // 63: toolsvc.v1.Server
+	(*ConfigStatus)(nil),                  // 64: toolsvc.v1.ConfigStatus
+	(*Resource)(nil),                      // 65: toolsvc.v1.Resource
+	(*ResourceTemplate)(nil),              // 66: toolsvc.v1.ResourceTemplate
+	(*ListResourcesRequest)(nil),          // 67: toolsvc.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),         // 68: toolsvc.v1.ListResourcesResponse
+	(*ListResourceTemplatesRequest)(nil),  // 69: toolsvc.v1.ListResourceTemplatesRequest
+	(*ListResourceTemplatesResponse)(nil), // 70: toolsvc.v1.ListResourceTemplatesResponse
+	(*ReadResourceRequest)(nil),           // 71: toolsvc.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),          // 72: toolsvc.v1.ReadResourceResponse
+	(*SubscribeResourceRequest)(nil),      // 73: toolsvc.v1.SubscribeResourceRequest
+	(*SubscribeResourceResponse)(nil),     // 74: toolsvc.v1.SubscribeResourceResponse
+	(*ResourceUnchanged)(nil),             // 75: toolsvc.v1.ResourceUnchanged
+	(*Prompt)(nil),                        // 76: toolsvc.v1.Prompt
+	(*PromptArgument)(nil),                // 77: toolsvc.v1.PromptArgument
+	(*ListPromptsRequest)(nil),            // 78: toolsvc.v1.ListPromptsRequest
+	(*ListPromptsResponse)(nil),           // 79: toolsvc.v1.ListPromptsResponse
+	(*GetPromptRequest)(nil),              // 80: toolsvc.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),             // 81: toolsvc.v1.GetPromptResponse
+	(*PromptMessage)(nil),                 // 82: toolsvc.v1.PromptMessage
+	(*ResourceKey)(nil),                   // 83: toolsvc.v1.ResourceKey
+	nil,                                   // 84: toolsvc.v1.CompleteRequest.ContextArgumentsEntry
+	nil,                                   // 85: toolsvc.v1.TaskError.MetadataEntry
+	nil,                                   // 86: toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	(*structpb.Struct)(nil),               // 87: google.protobuf.Struct
+	(*durationpb.Duration)(nil),           // 88: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 89: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	69,  // 0: toolsvc.v1.CompleteRequest.resource_template:type_name -> toolsvc.v1.ResourceKey
-	70,  // 1: toolsvc.v1.CompleteRequest.context_arguments:type_name -> toolsvc.v1.CompleteRequest.ContextArgumentsEntry
-	72,  // 2: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	72,  // 3: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	8,   // 4: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	72,  // 5: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	83,  // 0: toolsvc.v1.CompleteRequest.resource_template:type_name -> toolsvc.v1.ResourceKey
+	84,  // 1: toolsvc.v1.CompleteRequest.context_arguments:type_name -> toolsvc.v1.CompleteRequest.ContextArgumentsEntry
+	87,  // 2: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	87,  // 3: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	9,   // 4: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
+	87,  // 5: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
 	0,   // 6: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	7,   // 7: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	12,  // 8: toolsvc.v1.SearchToolsRequest.hints:type_name -> toolsvc.v1.ToolHintFilter
+	8,   // 7: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
+	13,  // 8: toolsvc.v1.SearchToolsRequest.hints:type_name -> toolsvc.v1.ToolHintFilter
 	0,   // 9: toolsvc.v1.SearchToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	14,  // 10: toolsvc.v1.SearchToolsResponse.results:type_name -> toolsvc.v1.SearchResult
-	7,   // 11: toolsvc.v1.SearchResult.tool:type_name -> toolsvc.v1.Tool
-	72,  // 12: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	19,  // 13: toolsvc.v1.CallToolRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	26,  // 14: toolsvc.v1.CallToolRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	72,  // 15: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
-	19,  // 16: toolsvc.v1.CallToolStreamRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	26,  // 17: toolsvc.v1.CallToolStreamRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	31,  // 18: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
-	32,  // 19: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	18,  // 20: toolsvc.v1.CallToolStreamResponse.log:type_name -> toolsvc.v1.CallToolLog
-	21,  // 21: toolsvc.v1.InputRequired.requests:type_name -> toolsvc.v1.InputRequest
-	73,  // 22: toolsvc.v1.InputRequired.expire_time:type_name -> google.protobuf.Timestamp
-	22,  // 23: toolsvc.v1.InputRequest.elicitation:type_name -> toolsvc.v1.ElicitationRequest
-	23,  // 24: toolsvc.v1.InputRequest.elicitation_url:type_name -> toolsvc.v1.ElicitationURLRequest
-	24,  // 25: toolsvc.v1.InputRequest.sampling:type_name -> toolsvc.v1.SamplingRequest
-	25,  // 26: toolsvc.v1.InputRequest.roots:type_name -> toolsvc.v1.RootsRequest
-	27,  // 27: toolsvc.v1.InputResponse.elicitation:type_name -> toolsvc.v1.ElicitationResponse
-	28,  // 28: toolsvc.v1.InputResponse.sampling:type_name -> toolsvc.v1.SamplingResponse
-	29,  // 29: toolsvc.v1.InputResponse.roots:type_name -> toolsvc.v1.RootsResponse
-	30,  // 30: toolsvc.v1.RootsResponse.roots:type_name -> toolsvc.v1.Root
-	33,  // 31: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	72,  // 32: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	72,  // 33: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
-	20,  // 34: toolsvc.v1.CallToolResponse.input_required:type_name -> toolsvc.v1.InputRequired
-	35,  // 35: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
-	36,  // 36: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
-	37,  // 37: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
-	38,  // 38: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
-	39,  // 39: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
-	34,  // 40: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	72,  // 41: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
-	34,  // 42: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	72,  // 43: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
-	34,  // 44: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	72,  // 45: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
-	34,  // 46: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	72,  // 47: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
-	40,  // 48: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
-	34,  // 49: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	72,  // 50: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	72,  // 51: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
-	0,   // 52: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	43,  // 53: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
-	44,  // 54: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
-	45,  // 55: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
-	46,  // 56: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
-	7,   // 57: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	51,  // 58: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
-	52,  // 59: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	62,  // 60: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
-	7,   // 61: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	51,  // 62: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
-	69,  // 63: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
-	52,  // 64: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	69,  // 65: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
-	62,  // 66: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
-	49,  // 67: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	50,  // 68: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	1,   // 69: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	2,   // 70: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	73,  // 71: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	3,   // 72: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	4,   // 73: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	73,  // 74: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	73,  // 75: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	73,  // 76: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	73,  // 77: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	34,  // 78: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
-	72,  // 79: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
-	34,  // 80: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
-	72,  // 81: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
-	51,  // 82: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
-	52,  // 83: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	19,  // 84: toolsvc.v1.ReadResourceRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	26,  // 85: toolsvc.v1.ReadResourceRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	40,  // 86: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
-	72,  // 87: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
-	20,  // 88: toolsvc.v1.ReadResourceResponse.input_required:type_name -> toolsvc.v1.InputRequired
-	58,  // 89: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
-	61,  // 90: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
-	63,  // 91: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
-	72,  // 92: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
-	62,  // 93: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
-	71,  // 94: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	19,  // 95: toolsvc.v1.GetPromptRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	26,  // 96: toolsvc.v1.GetPromptRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	68,  // 97: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
-	72,  // 98: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
-	20,  // 99: toolsvc.v1.GetPromptResponse.input_required:type_name -> toolsvc.v1.InputRequired
-	33,  // 100: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
-	9,   // 101: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	15,  // 102: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	16,  // 103: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	41,  // 104: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	47,  // 105: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	11,  // 106: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
-	53,  // 107: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
-	55,  // 108: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
-	57,  // 109: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
-	59,  // 110: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
-	64,  // 111: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
-	66,  // 112: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
-	5,   // 113: toolsvc.v1.ToolService.Complete:input_type -> toolsvc.v1.CompleteRequest
-	10,  // 114: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	32,  // 115: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	17,  // 116: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	42,  // 117: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	48,  // 118: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	13,  // 119: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
-	54,  // 120: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
-	56,  // 121: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
-	58,  // 122: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
-	60,  // 123: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
-	65,  // 124: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
-	67,  // 125: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
-	6,   // 126: toolsvc.v1.ToolService.Complete:output_type -> toolsvc.v1.CompleteResponse
-	114, // [114:127] is the sub-list for method output_type
-	101, // [101:114] is the sub-list for method input_type
-	101, // [101:101] is the sub-list for extension type_name
-	101, // [101:101] is the sub-list for extension extendee
-	0,   // [0:101] is the sub-list for field type_name
+	15,  // 10: toolsvc.v1.SearchToolsResponse.results:type_name -> toolsvc.v1.SearchResult
+	8,   // 11: toolsvc.v1.SearchResult.tool:type_name -> toolsvc.v1.Tool
+	87,  // 12: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	21,  // 13: toolsvc.v1.CallToolRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	28,  // 14: toolsvc.v1.CallToolRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	17,  // 15: toolsvc.v1.CallToolRequest.task:type_name -> toolsvc.v1.TaskOptions
+	88,  // 16: toolsvc.v1.TaskOptions.ttl:type_name -> google.protobuf.Duration
+	87,  // 17: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	21,  // 18: toolsvc.v1.CallToolStreamRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	28,  // 19: toolsvc.v1.CallToolStreamRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	33,  // 20: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
+	34,  // 21: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	20,  // 22: toolsvc.v1.CallToolStreamResponse.log:type_name -> toolsvc.v1.CallToolLog
+	23,  // 23: toolsvc.v1.InputRequired.requests:type_name -> toolsvc.v1.InputRequest
+	89,  // 24: toolsvc.v1.InputRequired.expire_time:type_name -> google.protobuf.Timestamp
+	24,  // 25: toolsvc.v1.InputRequest.elicitation:type_name -> toolsvc.v1.ElicitationRequest
+	25,  // 26: toolsvc.v1.InputRequest.elicitation_url:type_name -> toolsvc.v1.ElicitationURLRequest
+	26,  // 27: toolsvc.v1.InputRequest.sampling:type_name -> toolsvc.v1.SamplingRequest
+	27,  // 28: toolsvc.v1.InputRequest.roots:type_name -> toolsvc.v1.RootsRequest
+	29,  // 29: toolsvc.v1.InputResponse.elicitation:type_name -> toolsvc.v1.ElicitationResponse
+	30,  // 30: toolsvc.v1.InputResponse.sampling:type_name -> toolsvc.v1.SamplingResponse
+	31,  // 31: toolsvc.v1.InputResponse.roots:type_name -> toolsvc.v1.RootsResponse
+	32,  // 32: toolsvc.v1.RootsResponse.roots:type_name -> toolsvc.v1.Root
+	47,  // 33: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
+	87,  // 34: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	87,  // 35: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	22,  // 36: toolsvc.v1.CallToolResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	35,  // 37: toolsvc.v1.CallToolResponse.task:type_name -> toolsvc.v1.Task
+	1,   // 38: toolsvc.v1.Task.status:type_name -> toolsvc.v1.TaskStatus
+	89,  // 39: toolsvc.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	89,  // 40: toolsvc.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	88,  // 41: toolsvc.v1.Task.ttl:type_name -> google.protobuf.Duration
+	88,  // 42: toolsvc.v1.Task.poll_interval:type_name -> google.protobuf.Duration
+	22,  // 43: toolsvc.v1.Task.input_required:type_name -> toolsvc.v1.InputRequired
+	85,  // 44: toolsvc.v1.TaskError.metadata:type_name -> toolsvc.v1.TaskError.MetadataEntry
+	35,  // 45: toolsvc.v1.GetTaskResponse.task:type_name -> toolsvc.v1.Task
+	34,  // 46: toolsvc.v1.GetTaskResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	36,  // 47: toolsvc.v1.GetTaskResponse.error:type_name -> toolsvc.v1.TaskError
+	35,  // 48: toolsvc.v1.WatchTaskResponse.task:type_name -> toolsvc.v1.Task
+	34,  // 49: toolsvc.v1.WatchTaskResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	36,  // 50: toolsvc.v1.WatchTaskResponse.error:type_name -> toolsvc.v1.TaskError
+	35,  // 51: toolsvc.v1.CancelTaskResponse.task:type_name -> toolsvc.v1.Task
+	35,  // 52: toolsvc.v1.ListTasksResponse.tasks:type_name -> toolsvc.v1.Task
+	28,  // 53: toolsvc.v1.UpdateTaskRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	35,  // 54: toolsvc.v1.UpdateTaskResponse.task:type_name -> toolsvc.v1.Task
+	49,  // 55: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
+	50,  // 56: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
+	51,  // 57: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
+	52,  // 58: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
+	53,  // 59: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
+	48,  // 60: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
+	87,  // 61: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	48,  // 62: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
+	87,  // 63: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	48,  // 64: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
+	87,  // 65: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	48,  // 66: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
+	87,  // 67: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	54,  // 68: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
+	48,  // 69: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
+	87,  // 70: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	87,  // 71: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	0,   // 72: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
+	57,  // 73: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
+	58,  // 74: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
+	59,  // 75: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
+	60,  // 76: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
+	8,   // 77: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
+	65,  // 78: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
+	66,  // 79: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	76,  // 80: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
+	8,   // 81: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	65,  // 82: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
+	83,  // 83: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
+	66,  // 84: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	83,  // 85: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
+	76,  // 86: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
+	63,  // 87: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	64,  // 88: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	2,   // 89: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	3,   // 90: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	89,  // 91: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	4,   // 92: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	5,   // 93: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	89,  // 94: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	89,  // 95: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	89,  // 96: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	89,  // 97: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	48,  // 98: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
+	87,  // 99: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
+	48,  // 100: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
+	87,  // 101: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
+	65,  // 102: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
+	66,  // 103: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	21,  // 104: toolsvc.v1.ReadResourceRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	28,  // 105: toolsvc.v1.ReadResourceRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	54,  // 106: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	87,  // 107: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	22,  // 108: toolsvc.v1.ReadResourceResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	72,  // 109: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	75,  // 110: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	77,  // 111: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	87,  // 112: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	76,  // 113: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	86,  // 114: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	21,  // 115: toolsvc.v1.GetPromptRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	28,  // 116: toolsvc.v1.GetPromptRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	82,  // 117: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	87,  // 118: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	22,  // 119: toolsvc.v1.GetPromptResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	47,  // 120: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	10,  // 121: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	16,  // 122: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	18,  // 123: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	55,  // 124: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	61,  // 125: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	12,  // 126: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
+	67,  // 127: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	69,  // 128: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	71,  // 129: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	73,  // 130: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	78,  // 131: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	80,  // 132: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	6,   // 133: toolsvc.v1.ToolService.Complete:input_type -> toolsvc.v1.CompleteRequest
+	37,  // 134: toolsvc.v1.ToolService.GetTask:input_type -> toolsvc.v1.GetTaskRequest
+	39,  // 135: toolsvc.v1.ToolService.WatchTask:input_type -> toolsvc.v1.WatchTaskRequest
+	41,  // 136: toolsvc.v1.ToolService.CancelTask:input_type -> toolsvc.v1.CancelTaskRequest
+	43,  // 137: toolsvc.v1.ToolService.ListTasks:input_type -> toolsvc.v1.ListTasksRequest
+	45,  // 138: toolsvc.v1.ToolService.UpdateTask:input_type -> toolsvc.v1.UpdateTaskRequest
+	11,  // 139: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	34,  // 140: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	19,  // 141: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	56,  // 142: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	62,  // 143: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	14,  // 144: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
+	68,  // 145: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	70,  // 146: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	72,  // 147: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	74,  // 148: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	79,  // 149: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	81,  // 150: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	7,   // 151: toolsvc.v1.ToolService.Complete:output_type -> toolsvc.v1.CompleteResponse
+	38,  // 152: toolsvc.v1.ToolService.GetTask:output_type -> toolsvc.v1.GetTaskResponse
+	40,  // 153: toolsvc.v1.ToolService.WatchTask:output_type -> toolsvc.v1.WatchTaskResponse
+	42,  // 154: toolsvc.v1.ToolService.CancelTask:output_type -> toolsvc.v1.CancelTaskResponse
+	44,  // 155: toolsvc.v1.ToolService.ListTasks:output_type -> toolsvc.v1.ListTasksResponse
+	46,  // 156: toolsvc.v1.ToolService.UpdateTask:output_type -> toolsvc.v1.UpdateTaskResponse
+	139, // [139:157] is the sub-list for method output_type
+	121, // [121:139] is the sub-list for method input_type
+	121, // [121:121] is the sub-list for extension type_name
+	121, // [121:121] is the sub-list for extension extendee
+	0,   // [0:121] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -6217,44 +7194,44 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 	file_toolsvc_v1_toolsvc_proto_msgTypes[1].OneofWrappers = []any{}
 	file_toolsvc_v1_toolsvc_proto_msgTypes[3].OneofWrappers = []any{}
 	file_toolsvc_v1_toolsvc_proto_msgTypes[7].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[12].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[13].OneofWrappers = []any{
 		(*CallToolStreamResponse_Progress)(nil),
 		(*CallToolStreamResponse_Result)(nil),
 		(*CallToolStreamResponse_Log)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[16].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[17].OneofWrappers = []any{
 		(*InputRequest_Elicitation)(nil),
 		(*InputRequest_ElicitationUrl)(nil),
 		(*InputRequest_Sampling)(nil),
 		(*InputRequest_Roots)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[21].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[22].OneofWrappers = []any{
 		(*InputResponse_Elicitation)(nil),
 		(*InputResponse_Sampling)(nil),
 		(*InputResponse_Roots)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[26].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[28].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[27].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[41].OneofWrappers = []any{
 		(*Content_Text)(nil),
 		(*Content_Image)(nil),
 		(*Content_Audio)(nil),
 		(*Content_ResourceLink)(nil),
 		(*Content_Resource)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[29].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[33].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[35].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[42].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[46].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[48].OneofWrappers = []any{
 		(*ResourceContents_Text)(nil),
 		(*ResourceContents_Blob)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[37].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[50].OneofWrappers = []any{
 		(*WatchCatalogResponse_Snapshot)(nil),
 		(*WatchCatalogResponse_Changes)(nil),
 		(*WatchCatalogResponse_Synced)(nil),
 		(*WatchCatalogResponse_Progress)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[46].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[55].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[59].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[68].OneofWrappers = []any{
 		(*SubscribeResourceResponse_Contents)(nil),
 		(*SubscribeResourceResponse_Unchanged)(nil),
 	}
@@ -6263,8 +7240,8 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   67,
+			NumEnums:      6,
+			NumMessages:   81,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

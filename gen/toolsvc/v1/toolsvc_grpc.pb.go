@@ -34,6 +34,11 @@ const (
 	ToolService_ListPrompts_FullMethodName           = "/toolsvc.v1.ToolService/ListPrompts"
 	ToolService_GetPrompt_FullMethodName             = "/toolsvc.v1.ToolService/GetPrompt"
 	ToolService_Complete_FullMethodName              = "/toolsvc.v1.ToolService/Complete"
+	ToolService_GetTask_FullMethodName               = "/toolsvc.v1.ToolService/GetTask"
+	ToolService_WatchTask_FullMethodName             = "/toolsvc.v1.ToolService/WatchTask"
+	ToolService_CancelTask_FullMethodName            = "/toolsvc.v1.ToolService/CancelTask"
+	ToolService_ListTasks_FullMethodName             = "/toolsvc.v1.ToolService/ListTasks"
+	ToolService_UpdateTask_FullMethodName            = "/toolsvc.v1.ToolService/UpdateTask"
 )
 
 // ToolServiceClient is the client API for ToolService service.
@@ -163,6 +168,27 @@ type ToolServiceClient interface {
 	// ("<prefix>__@resources"). An upstream that does not declare the
 	// completions capability answers no values.
 	Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (*CompleteResponse, error)
+	// GetTask returns a task's state; once it has ended, with its result (a
+	// tool's own failure is a result with is_error) or its error.
+	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
+	// WatchTask streams a task: its current state first, then every change of
+	// status or status message, and last the terminal state with the result
+	// or error, after which the stream ends OK. A watch that breaks (a
+	// replica going away) is resumed by calling WatchTask again with the same
+	// handle, on any replica. One poll of the upstream serves every watcher
+	// of a task on a replica (serve --task-poll-interval).
+	WatchTask(ctx context.Context, in *WatchTaskRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTaskResponse], error)
+	// CancelTask asks the upstream to cancel the task and returns its state
+	// after. Cancelling a task that has ended changes nothing and is no error.
+	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
+	// ListTasks returns the principal's own tasks that this replica created or
+	// served, newest first, with their last known state (a task not ended is
+	// asked again). Tasks of other principals are never listed.
+	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
+	// UpdateTask answers the input requests of a task whose status is
+	// INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+	// task's state after. A partial answer is allowed.
+	UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*UpdateTaskResponse, error)
 }
 
 type toolServiceClient struct {
@@ -330,6 +356,65 @@ func (c *toolServiceClient) Complete(ctx context.Context, in *CompleteRequest, o
 	return out, nil
 }
 
+func (c *toolServiceClient) GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetTaskResponse)
+	err := c.cc.Invoke(ctx, ToolService_GetTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) WatchTask(ctx context.Context, in *WatchTaskRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTaskResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolService_ServiceDesc.Streams[3], ToolService_WatchTask_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchTaskRequest, WatchTaskResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolService_WatchTaskClient = grpc.ServerStreamingClient[WatchTaskResponse]
+
+func (c *toolServiceClient) CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CancelTaskResponse)
+	err := c.cc.Invoke(ctx, ToolService_CancelTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTasksResponse)
+	err := c.cc.Invoke(ctx, ToolService_ListTasks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *toolServiceClient) UpdateTask(ctx context.Context, in *UpdateTaskRequest, opts ...grpc.CallOption) (*UpdateTaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateTaskResponse)
+	err := c.cc.Invoke(ctx, ToolService_UpdateTask_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolServiceServer is the server API for ToolService service.
 // All implementations must embed UnimplementedToolServiceServer
 // for forward compatibility.
@@ -457,6 +542,27 @@ type ToolServiceServer interface {
 	// ("<prefix>__@resources"). An upstream that does not declare the
 	// completions capability answers no values.
 	Complete(context.Context, *CompleteRequest) (*CompleteResponse, error)
+	// GetTask returns a task's state; once it has ended, with its result (a
+	// tool's own failure is a result with is_error) or its error.
+	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)
+	// WatchTask streams a task: its current state first, then every change of
+	// status or status message, and last the terminal state with the result
+	// or error, after which the stream ends OK. A watch that breaks (a
+	// replica going away) is resumed by calling WatchTask again with the same
+	// handle, on any replica. One poll of the upstream serves every watcher
+	// of a task on a replica (serve --task-poll-interval).
+	WatchTask(*WatchTaskRequest, grpc.ServerStreamingServer[WatchTaskResponse]) error
+	// CancelTask asks the upstream to cancel the task and returns its state
+	// after. Cancelling a task that has ended changes nothing and is no error.
+	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
+	// ListTasks returns the principal's own tasks that this replica created or
+	// served, newest first, with their last known state (a task not ended is
+	// asked again). Tasks of other principals are never listed.
+	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
+	// UpdateTask answers the input requests of a task whose status is
+	// INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+	// task's state after. A partial answer is allowed.
+	UpdateTask(context.Context, *UpdateTaskRequest) (*UpdateTaskResponse, error)
 	mustEmbedUnimplementedToolServiceServer()
 }
 
@@ -505,6 +611,21 @@ func (UnimplementedToolServiceServer) GetPrompt(context.Context, *GetPromptReque
 }
 func (UnimplementedToolServiceServer) Complete(context.Context, *CompleteRequest) (*CompleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Complete not implemented")
+}
+func (UnimplementedToolServiceServer) GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetTask not implemented")
+}
+func (UnimplementedToolServiceServer) WatchTask(*WatchTaskRequest, grpc.ServerStreamingServer[WatchTaskResponse]) error {
+	return status.Error(codes.Unimplemented, "method WatchTask not implemented")
+}
+func (UnimplementedToolServiceServer) CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CancelTask not implemented")
+}
+func (UnimplementedToolServiceServer) ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTasks not implemented")
+}
+func (UnimplementedToolServiceServer) UpdateTask(context.Context, *UpdateTaskRequest) (*UpdateTaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateTask not implemented")
 }
 func (UnimplementedToolServiceServer) mustEmbedUnimplementedToolServiceServer() {}
 func (UnimplementedToolServiceServer) testEmbeddedByValue()                     {}
@@ -740,6 +861,89 @@ func _ToolService_Complete_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolService_GetTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).GetTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_GetTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).GetTask(ctx, req.(*GetTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_WatchTask_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchTaskRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolServiceServer).WatchTask(m, &grpc.GenericServerStream[WatchTaskRequest, WatchTaskResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolService_WatchTaskServer = grpc.ServerStreamingServer[WatchTaskResponse]
+
+func _ToolService_CancelTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CancelTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).CancelTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_CancelTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).CancelTask(ctx, req.(*CancelTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_ListTasks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTasksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).ListTasks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_ListTasks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).ListTasks(ctx, req.(*ListTasksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ToolService_UpdateTask_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateTaskRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolServiceServer).UpdateTask(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolService_UpdateTask_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolServiceServer).UpdateTask(ctx, req.(*UpdateTaskRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolService_ServiceDesc is the grpc.ServiceDesc for ToolService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -787,6 +991,22 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Complete",
 			Handler:    _ToolService_Complete_Handler,
 		},
+		{
+			MethodName: "GetTask",
+			Handler:    _ToolService_GetTask_Handler,
+		},
+		{
+			MethodName: "CancelTask",
+			Handler:    _ToolService_CancelTask_Handler,
+		},
+		{
+			MethodName: "ListTasks",
+			Handler:    _ToolService_ListTasks_Handler,
+		},
+		{
+			MethodName: "UpdateTask",
+			Handler:    _ToolService_UpdateTask_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -802,6 +1022,11 @@ var ToolService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "SubscribeResource",
 			Handler:       _ToolService_SubscribeResource_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchTask",
+			Handler:       _ToolService_WatchTask_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -7,6 +7,9 @@
         openai_tools = toolsvc.to_openai_tools(tools)  # or to_anthropic_tools
         r = c.call_tool("demo__add", {"a": 2, "b": 40})
         print(r.structured_content, r.text, r.is_error)
+        t = c.call_tool("build__run", {}, task=True)  # a Task, when the upstream runs tasks
+        if isinstance(t, toolsvc.Task):
+            r = c.wait_task(t, on_status=print)       # resumes on any replica
 
 ``toolsvc.aio`` has the same API for asyncio. Errors are ``ToolsvcError``.
 The generated messages and stubs are in ``toolsvc.v1``.
@@ -35,6 +38,7 @@ from toolsvc._input import (
     SamplingAnswer,
     SamplingRequest,
 )
+from toolsvc._tasks import Task, TaskCancelledError, TaskFailedError, TaskOptions, TaskStatus
 from toolsvc.v1.toolsvc_pb2 import Tool
 
 __version__ = "0.1.0"
@@ -59,6 +63,11 @@ __all__ = [
     "SamplingRequest",
     "SearchResults",
     "ServerList",
+    "Task",
+    "TaskCancelledError",
+    "TaskFailedError",
+    "TaskOptions",
+    "TaskStatus",
     "Tool",
     "ToolList",
     "ToolsvcError",

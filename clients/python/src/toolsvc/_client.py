@@ -6,7 +6,7 @@ import collections
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import grpc
 
@@ -28,13 +28,27 @@ from toolsvc._convert import CallResult, Progress, arguments_json
 from toolsvc._errors import ToolsvcError, from_rpc_error
 from toolsvc._input import (
     DEFAULT_MAX_INPUT_ROUNDS,
+    InputAnswer,
     InputHandler,
     InputKind,
+    InputRequest,
     capabilities,
     rounds_exceeded,
 )
 from toolsvc._input import from_proto as input_from_proto
 from toolsvc._input import to_proto as input_to_proto
+from toolsvc._tasks import (
+    Task,
+    TaskFollow,
+    TaskOptions,
+    handle_of,
+    is_terminal,
+    outcome,
+    task_options,
+    update_refused_harmlessly,
+    watch_ended_early,
+    watch_resumable,
+)
 from toolsvc.v1 import toolsvc_pb2 as pb
 from toolsvc.v1 import toolsvc_pb2_grpc as rpc
 
@@ -215,6 +229,7 @@ class Client:
             raise from_rpc_error(err) from None
         return ServerList(r.servers, r.config if r.HasField("config") else None)
 
+    @overload
     def call_tool(
         self,
         name: str,
@@ -224,7 +239,33 @@ class Client:
         on_input: InputHandler | None = None,
         input_kinds: Iterable[InputKind] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-    ) -> CallResult:
+        task: Literal[False] = False,
+    ) -> CallResult: ...
+
+    @overload
+    def call_tool(
+        self,
+        name: str,
+        arguments: Arguments = None,
+        *,
+        timeout: float | None = None,
+        on_input: InputHandler | None = None,
+        input_kinds: Iterable[InputKind] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        task: Literal[True] | TaskOptions,
+    ) -> CallResult | Task: ...
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: Arguments = None,
+        *,
+        timeout: float | None = None,
+        on_input: InputHandler | None = None,
+        input_kinds: Iterable[InputKind] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        task: bool | TaskOptions = False,
+    ) -> CallResult | Task:
         """Calls a tool by its exposed name. ``arguments`` is a dict (sent as
         JSON, integers exact) or JSON text. ``timeout`` (seconds) is the
         call's deadline, retries included; without it the server's
@@ -242,13 +283,26 @@ class Client:
         ``INPUT_ROUNDS_EXCEEDED``). ``timeout`` then applies to each round,
         not to the time ``on_input`` takes. What ``on_input`` raises ends the
         call and propagates. Without ``on_input`` the server's policy answers
-        the tool."""
+        the tool.
+
+        Tasks (README "Tasks"): with ``task=True`` or ``TaskOptions(ttl=...)``
+        the call asks to run as an upstream task. When the upstream and the
+        tool can, the call returns a ``Task`` at once (follow it with
+        ``wait_task``, ``get_task``; stop it with ``cancel_task``); otherwise
+        the call runs as usual and returns its ``CallResult``: check with
+        ``isinstance``."""
         req = pb.CallToolRequest(name=name, arguments_json=arguments_json(arguments))
+        opts = task_options(task)
+        if opts is not None:
+            req.task.CopyFrom(opts)
         if on_input is None:
-            return CallResult.from_proto(self._call(req, timeout))
+            r0 = self._call(req, timeout)
+            return Task.from_proto(r0.task) if r0.HasField("task") else CallResult.from_proto(r0)
         req.input_capabilities.CopyFrom(capabilities(input_kinds))
         for _ in range(max_input_rounds + 1):
             r = self._call(req, timeout)
+            if r.HasField("task"):
+                return Task.from_proto(r.task)
             if not r.HasField("input_required"):
                 return CallResult.from_proto(r)
             asked = [input_from_proto(x) for x in r.input_required.requests]
@@ -273,6 +327,129 @@ class Client:
             if d is None:
                 raise e
             time.sleep(d)
+
+    def get_task(self, task: str | Task, *, timeout: float | None = 30.0) -> Task:
+        """The task's state (by handle, or a ``Task``); once it has ended,
+        with its ``result`` or ``error``. Raises ``ToolsvcError``:
+        ``TASK_HANDLE_INVALID``, ``TASK_NOT_YOURS``, ``TASK_NOT_FOUND``, ..."""
+        try:
+            r: pb.GetTaskResponse = self.stub.GetTask(
+                pb.GetTaskRequest(handle=handle_of(task)), timeout=timeout, metadata=self._md
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return Task.from_proto(r.task, r.result if r.HasField("result") else None, r.error if r.HasField("error") else None)
+
+    def cancel_task(self, task: str | Task, *, timeout: float | None = 30.0) -> Task:
+        """Asks the upstream to cancel the task; returns its state after.
+        Cancelling an ended task changes nothing and is no error."""
+        try:
+            r: pb.CancelTaskResponse = self.stub.CancelTask(
+                pb.CancelTaskRequest(handle=handle_of(task)), timeout=timeout, metadata=self._md
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return Task.from_proto(r.task)
+
+    def list_tasks(self, *, server: str | None = None, timeout: float | None = 30.0) -> list[Task]:
+        """The caller's own tasks that this replica created or served, newest
+        first, with their last known state; only ``server``'s when given."""
+        try:
+            r: pb.ListTasksResponse = self.stub.ListTasks(
+                pb.ListTasksRequest(server=server or ""), timeout=timeout, metadata=self._md
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [Task.from_proto(t) for t in r.tasks]
+
+    def update_task(
+        self,
+        task: str | Task,
+        answers: Iterable[tuple[InputRequest, InputAnswer]],
+        *,
+        timeout: float | None = 30.0,
+    ) -> Task:
+        """Answers the input requests of a task whose status is
+        INPUT_REQUIRED (``task.input_requests``): ``(request, answer)``
+        pairs; a partial answer is allowed. Returns the task's state after.
+        ``TASK_NOT_WAITING`` (FAILED_PRECONDITION) when it does not wait."""
+        req = pb.UpdateTaskRequest(handle=handle_of(task))
+        req.input_responses.extend(input_to_proto(q, a) for q, a in answers)
+        try:
+            r: pb.UpdateTaskResponse = self.stub.UpdateTask(req, timeout=timeout, metadata=self._md)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return Task.from_proto(r.task)
+
+    def wait_task(
+        self,
+        task: str | Task,
+        *,
+        on_status: Callable[[Task], None] | None = None,
+        on_input: InputHandler | None = None,
+        timeout: float | None = None,
+        min_backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        on_retry: Callable[[ToolsvcError, float], None] | None = None,
+    ) -> CallResult:
+        """Follows the task with WatchTask until it ends and returns its
+        result (a tool's own failure is ``result.is_error``), or raises
+        ``TaskFailedError`` (the upstream's error, typed as the call's would
+        be) or ``TaskCancelledError``.
+
+        A watch that breaks (UNAVAILABLE: a replica going away, a broken
+        connection) is resumed by calling WatchTask again with the same
+        handle, on any replica the channel reaches, after a jittered backoff
+        from ``min_backoff`` to ``max_backoff`` seconds (``on_retry(err,
+        delay)`` is told). Other errors are raised. ``on_status(task)`` is
+        called with the first state and every change of status or status
+        message. When the task waits for input (``INPUT_REQUIRED``),
+        ``on_input`` answers each request (as ``call_tool``'s) and the
+        answers go to ``update_task``; without it the task waits for someone
+        else to answer. What ``on_status`` or ``on_input`` raises ends the
+        wait and propagates (the task goes on). ``timeout`` bounds the whole
+        wait (then DEADLINE_EXCEEDED; the task goes on)."""
+        handle = handle_of(task)
+        follow = TaskFollow(min_backoff, max_backoff)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            call = self.stub.WatchTask(pb.WatchTaskRequest(handle=handle), timeout=remaining, metadata=self._md)
+            follow.streams += 1
+            delivered = False
+            try:
+                for m in call:
+                    delivered = True
+                    changed = follow.changed(m)
+                    if changed is not None and on_status is not None:
+                        on_status(changed)
+                    if is_terminal(m):
+                        return outcome(m)
+                    asked = follow.to_answer(m)
+                    if asked and on_input is not None:
+                        self._answer_task(handle, asked, on_input, remaining)
+                err = watch_ended_early()
+            except grpc.RpcError as e:
+                err = from_rpc_error(e)
+            finally:
+                call.cancel()
+            if not watch_resumable(err):
+                raise err
+            d = follow.backoff(delivered, err)
+            if deadline is not None and time.monotonic() + d >= deadline:
+                raise err
+            if on_retry is not None:
+                on_retry(err, d)
+            time.sleep(d)
+
+    def _answer_task(
+        self, handle: str, asked: list[InputRequest], on_input: InputHandler, timeout: float | None
+    ) -> None:
+        try:
+            self.update_task(handle, [(q, on_input(q)) for q in asked], timeout=timeout)
+        except ToolsvcError as e:
+            if not update_refused_harmlessly(e):
+                raise
 
     def call_tool_stream(
         self, name: str, arguments: Arguments = None, *, timeout: float | None = None

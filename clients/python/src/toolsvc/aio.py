@@ -19,7 +19,7 @@ import collections
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import grpc
 from grpc import aio as grpc_aio
@@ -52,12 +52,26 @@ from toolsvc._errors import ToolsvcError, from_rpc_error
 from toolsvc._input import (
     DEFAULT_MAX_INPUT_ROUNDS,
     AsyncInputHandler,
+    InputAnswer,
     InputKind,
+    InputRequest,
     capabilities,
     rounds_exceeded,
 )
 from toolsvc._input import from_proto as input_from_proto
 from toolsvc._input import to_proto as input_to_proto
+from toolsvc._tasks import (
+    Task,
+    TaskFollow,
+    TaskOptions,
+    handle_of,
+    is_terminal,
+    outcome,
+    task_options,
+    update_refused_harmlessly,
+    watch_ended_early,
+    watch_resumable,
+)
 from toolsvc.v1 import toolsvc_pb2 as pb
 from toolsvc.v1 import toolsvc_pb2_grpc as rpc
 
@@ -157,6 +171,7 @@ class Client:
             raise from_rpc_error(err) from None
         return ServerList(r.servers, r.config if r.HasField("config") else None)
 
+    @overload
     async def call_tool(
         self,
         name: str,
@@ -166,24 +181,54 @@ class Client:
         on_input: AsyncInputHandler | None = None,
         input_kinds: Iterable[InputKind] | None = None,
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
-    ) -> CallResult:
-        """Calls a tool; see ``toolsvc.Client.call_tool``. ``on_input`` may be
+        task: Literal[False] = False,
+    ) -> CallResult: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Arguments = None,
+        *,
+        timeout: float | None = None,
+        on_input: AsyncInputHandler | None = None,
+        input_kinds: Iterable[InputKind] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        task: Literal[True] | TaskOptions,
+    ) -> CallResult | Task: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Arguments = None,
+        *,
+        timeout: float | None = None,
+        on_input: AsyncInputHandler | None = None,
+        input_kinds: Iterable[InputKind] | None = None,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        task: bool | TaskOptions = False,
+    ) -> CallResult | Task:
+        """Calls a tool; see ``toolsvc.Client.call_tool`` (``task`` too: a
+        ``Task`` when the upstream runs the call as one). ``on_input`` may be
         a coroutine function (awaited) or a plain one."""
         req = pb.CallToolRequest(name=name, arguments_json=arguments_json(arguments))
+        opts = task_options(task)
+        if opts is not None:
+            req.task.CopyFrom(opts)
         if on_input is None:
-            return CallResult.from_proto(await self._call(req, timeout))
+            r0 = await self._call(req, timeout)
+            return Task.from_proto(r0.task) if r0.HasField("task") else CallResult.from_proto(r0)
         req.input_capabilities.CopyFrom(capabilities(input_kinds))
         for _ in range(max_input_rounds + 1):
             r = await self._call(req, timeout)
+            if r.HasField("task"):
+                return Task.from_proto(r.task)
             if not r.HasField("input_required"):
                 return CallResult.from_proto(r)
             answers: list[pb.InputResponse] = []
             for x in r.input_required.requests:
                 q = input_from_proto(x)
-                a = on_input(q)
-                if inspect.isawaitable(a):
-                    a = await a
-                answers.append(input_to_proto(q, a))
+                answers.append(input_to_proto(q, await _answer(on_input, q)))
             del req.input_responses[:]
             req.input_responses.extend(answers)
             req.request_state = r.input_required.request_state
@@ -204,6 +249,107 @@ class Client:
             d = self.retry.delay(e, attempt, remaining)
             if d is None:
                 raise e
+            await asyncio.sleep(d)
+
+    async def get_task(self, task: str | Task, *, timeout: float | None = 30.0) -> Task:
+        """The task's state; see ``toolsvc.Client.get_task``."""
+        try:
+            r: pb.GetTaskResponse = await self.stub.GetTask(
+                pb.GetTaskRequest(handle=handle_of(task)), timeout=timeout, metadata=self._md
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return Task.from_proto(r.task, r.result if r.HasField("result") else None, r.error if r.HasField("error") else None)
+
+    async def cancel_task(self, task: str | Task, *, timeout: float | None = 30.0) -> Task:
+        """Cancels the task; see ``toolsvc.Client.cancel_task``."""
+        try:
+            r: pb.CancelTaskResponse = await self.stub.CancelTask(
+                pb.CancelTaskRequest(handle=handle_of(task)), timeout=timeout, metadata=self._md
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return Task.from_proto(r.task)
+
+    async def list_tasks(self, *, server: str | None = None, timeout: float | None = 30.0) -> list[Task]:
+        """The caller's tasks; see ``toolsvc.Client.list_tasks``."""
+        try:
+            r: pb.ListTasksResponse = await self.stub.ListTasks(
+                pb.ListTasksRequest(server=server or ""), timeout=timeout, metadata=self._md
+            )
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return [Task.from_proto(t) for t in r.tasks]
+
+    async def update_task(
+        self,
+        task: str | Task,
+        answers: Iterable[tuple[InputRequest, InputAnswer]],
+        *,
+        timeout: float | None = 30.0,
+    ) -> Task:
+        """Answers a task's input requests; see ``toolsvc.Client.update_task``."""
+        req = pb.UpdateTaskRequest(handle=handle_of(task))
+        req.input_responses.extend(input_to_proto(q, a) for q, a in answers)
+        try:
+            r: pb.UpdateTaskResponse = await self.stub.UpdateTask(req, timeout=timeout, metadata=self._md)
+        except grpc.RpcError as err:
+            raise from_rpc_error(err) from None
+        return Task.from_proto(r.task)
+
+    async def wait_task(
+        self,
+        task: str | Task,
+        *,
+        on_status: Callable[[Task], Any] | None = None,
+        on_input: AsyncInputHandler | None = None,
+        timeout: float | None = None,
+        min_backoff: float = 0.1,
+        max_backoff: float = 5.0,
+        on_retry: Callable[[ToolsvcError, float], None] | None = None,
+    ) -> CallResult:
+        """Follows the task to its end, resuming the watch when it breaks;
+        see ``toolsvc.Client.wait_task``. ``on_status`` and ``on_input`` may
+        be coroutine functions (awaited) or plain ones. Cancelling the
+        coroutine stops the watch, not the task."""
+        handle = handle_of(task)
+        follow = TaskFollow(min_backoff, max_backoff)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            call = self.stub.WatchTask(pb.WatchTaskRequest(handle=handle), timeout=remaining, metadata=self._md)
+            follow.streams += 1
+            delivered = False
+            try:
+                async for m in call:
+                    delivered = True
+                    changed = follow.changed(m)
+                    if changed is not None and on_status is not None:
+                        x = on_status(changed)
+                        if inspect.isawaitable(x):
+                            await x
+                    if is_terminal(m):
+                        return outcome(m)
+                    asked = follow.to_answer(m)
+                    if asked and on_input is not None:
+                        answers = [(q, await _answer(on_input, q)) for q in asked]
+                        try:
+                            await self.update_task(handle, answers, timeout=remaining)
+                        except ToolsvcError as e:
+                            if not update_refused_harmlessly(e):
+                                raise
+                err = watch_ended_early()
+            except grpc.RpcError as e:
+                err = from_rpc_error(e)
+            finally:
+                call.cancel()
+            if not watch_resumable(err):
+                raise err
+            d = follow.backoff(delivered, err)
+            if deadline is not None and time.monotonic() + d >= deadline:
+                raise err
+            if on_retry is not None:
+                on_retry(err, d)
             await asyncio.sleep(d)
 
     async def call_tool_stream(
@@ -262,6 +408,13 @@ class Client:
             max_pending,
             on_retry,
         )
+
+
+async def _answer(on_input: AsyncInputHandler, q: InputRequest) -> InputAnswer:
+    a = on_input(q)
+    if inspect.isawaitable(a):
+        a = await a
+    return a
 
 
 class AsyncCatalogWatcher:

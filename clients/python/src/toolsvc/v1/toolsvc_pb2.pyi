@@ -5,6 +5,7 @@ The toolsvc API: one typed gRPC face over the tools of many MCP servers."""
 
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import message as _message
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
@@ -52,6 +53,42 @@ SCHEMA_FORMAT_JSON: SchemaFormat.ValueType  # 2
 text; the Struct fields are left unset. Cheaper to send and to decode.
 """
 Global___SchemaFormat: _TypeAlias = SchemaFormat  # noqa: Y015
+
+class _TaskStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _TaskStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TaskStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    TASK_STATUS_UNSPECIFIED: _TaskStatus.ValueType  # 0
+    """Not set."""
+    TASK_STATUS_WORKING: _TaskStatus.ValueType  # 1
+    """Running."""
+    TASK_STATUS_INPUT_REQUIRED: _TaskStatus.ValueType  # 2
+    """Waiting for input from the caller."""
+    TASK_STATUS_COMPLETED: _TaskStatus.ValueType  # 3
+    """Ended with a result (which may be a tool's own failure, is_error)."""
+    TASK_STATUS_FAILED: _TaskStatus.ValueType  # 4
+    """Ended in failure: a result with is_error, or an error."""
+    TASK_STATUS_CANCELLED: _TaskStatus.ValueType  # 5
+    """Cancelled; no result."""
+
+class TaskStatus(_TaskStatus, metaclass=_TaskStatusEnumTypeWrapper):
+    """TaskStatus is where a task is in its life."""
+
+TASK_STATUS_UNSPECIFIED: TaskStatus.ValueType  # 0
+"""Not set."""
+TASK_STATUS_WORKING: TaskStatus.ValueType  # 1
+"""Running."""
+TASK_STATUS_INPUT_REQUIRED: TaskStatus.ValueType  # 2
+"""Waiting for input from the caller."""
+TASK_STATUS_COMPLETED: TaskStatus.ValueType  # 3
+"""Ended with a result (which may be a tool's own failure, is_error)."""
+TASK_STATUS_FAILED: TaskStatus.ValueType  # 4
+"""Ended in failure: a result with is_error, or an error."""
+TASK_STATUS_CANCELLED: TaskStatus.ValueType  # 5
+"""Cancelled; no result."""
+Global___TaskStatus: _TypeAlias = TaskStatus  # noqa: Y015
 
 class _Transport:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -652,6 +689,7 @@ class CallToolRequest(_message.Message):
     INPUT_CAPABILITIES_FIELD_NUMBER: _builtins.int
     INPUT_RESPONSES_FIELD_NUMBER: _builtins.int
     REQUEST_STATE_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The exposed tool name (Tool.name)."""
     arguments_json: _builtins.str
@@ -679,6 +717,12 @@ class CallToolRequest(_message.Message):
         Set together with request_state.
         """
 
+    @_builtins.property
+    def task(self) -> Global___TaskOptions:
+        """Run the call as a task when the upstream and the tool can (see
+        "Tasks" above): the response then carries task instead of a result.
+        """
+
     def __init__(
         self,
         *,
@@ -688,14 +732,41 @@ class CallToolRequest(_message.Message):
         input_capabilities: Global___InputCapabilities | None = ...,
         input_responses: _abc.Iterable[Global___InputResponse] | None = ...,
         request_state: _builtins.str = ...,
+        task: Global___TaskOptions | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "input_capabilities", b"input_capabilities"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "input_capabilities", b"input_capabilities", "task", b"task"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "arguments_json", b"arguments_json", "input_capabilities", b"input_capabilities", "input_responses", b"input_responses", "name", b"name", "request_state", b"request_state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arguments", b"arguments", "arguments_json", b"arguments_json", "input_capabilities", b"input_capabilities", "input_responses", b"input_responses", "name", b"name", "request_state", b"request_state", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CallToolRequest: _TypeAlias = CallToolRequest  # noqa: Y015
+
+@_typing.final
+class TaskOptions(_message.Message):
+    """TaskOptions ask for a call to run as an upstream task."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TTL_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def ttl(self) -> _duration_pb2.Duration:
+        """The lifetime asked for the task, a hint the upstream may lower or
+        ignore (2025-11-25 upstreams take it). Unset: the upstream's default.
+        """
+
+    def __init__(
+        self,
+        *,
+        ttl: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ttl", b"ttl"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ttl", b"ttl"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TaskOptions: _TypeAlias = TaskOptions  # noqa: Y015
 
 @_typing.final
 class CallToolStreamRequest(_message.Message):
@@ -1266,6 +1337,7 @@ class CallToolResponse(_message.Message):
     IS_ERROR_FIELD_NUMBER: _builtins.int
     META_FIELD_NUMBER: _builtins.int
     INPUT_REQUIRED_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
     is_error: _builtins.bool
     """True when the tool itself reports failure. This is data for the model,
     not an RPC error.
@@ -1288,6 +1360,13 @@ class CallToolResponse(_message.Message):
         then empty. Only for callers that set input_capabilities.
         """
 
+    @_builtins.property
+    def task(self) -> Global___Task:
+        """Set when the call asked for a task (CallToolRequest.task) and the
+        upstream runs it as one: the other fields are then empty. Follow it with
+        GetTask or WatchTask.
+        """
+
     def __init__(
         self,
         *,
@@ -1296,14 +1375,417 @@ class CallToolResponse(_message.Message):
         is_error: _builtins.bool = ...,
         meta: _struct_pb2.Struct | None = ...,
         input_required: Global___InputRequired | None = ...,
+        task: Global___Task | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["input_required", b"input_required", "meta", b"meta", "structured_content", b"structured_content"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input_required", b"input_required", "meta", b"meta", "structured_content", b"structured_content", "task", b"task"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "input_required", b"input_required", "is_error", b"is_error", "meta", b"meta", "structured_content", b"structured_content"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["content", b"content", "input_required", b"input_required", "is_error", b"is_error", "meta", b"meta", "structured_content", b"structured_content", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
+
+@_typing.final
+class Task(_message.Message):
+    """Task is the state of an upstream task, as the upstream last reported it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HANDLE_FIELD_NUMBER: _builtins.int
+    TOOL_FIELD_NUMBER: _builtins.int
+    SERVER_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    STATUS_MESSAGE_FIELD_NUMBER: _builtins.int
+    CREATE_TIME_FIELD_NUMBER: _builtins.int
+    UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    TTL_FIELD_NUMBER: _builtins.int
+    POLL_INTERVAL_FIELD_NUMBER: _builtins.int
+    PROTOCOL_VERSION_FIELD_NUMBER: _builtins.int
+    INPUT_REQUIRED_FIELD_NUMBER: _builtins.int
+    handle: _builtins.str
+    """Names the task in GetTask, WatchTask, CancelTask and UpdateTask, on
+    any replica. Opaque: encrypted, integrity-protected, and bound to the
+    principal that created the task.
+    """
+    tool: _builtins.str
+    """The exposed name of the tool the task runs."""
+    server: _builtins.str
+    """The server that runs it (configured name)."""
+    task_id: _builtins.str
+    """The upstream's id of the task (for logs and support; not a handle)."""
+    status: Global___TaskStatus.ValueType
+    """The task's status."""
+    status_message: _builtins.str
+    """The upstream's description of the status, if any."""
+    protocol_version: _builtins.str
+    """The protocol the task runs under: "2025-11-25" (experimental tasks) or
+    "2026-07-28" (the io.modelcontextprotocol/tasks extension).
+    """
+    @_builtins.property
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """When the upstream created it and last changed it, if it said."""
+
+    @_builtins.property
+    def update_time(self) -> _timestamp_pb2.Timestamp: ...
+    @_builtins.property
+    def ttl(self) -> _duration_pb2.Duration:
+        """How long after its creation the upstream keeps it, if it said."""
+
+    @_builtins.property
+    def poll_interval(self) -> _duration_pb2.Duration:
+        """The upstream's suggested interval between polls, if any."""
+
+    @_builtins.property
+    def input_required(self) -> Global___InputRequired:
+        """With status TASK_STATUS_INPUT_REQUIRED, when the upstream says what it
+        asks: the requests, to answer with UpdateTask (request_state and
+        expire_time are unset: the handle names the task).
+        """
+
+    def __init__(
+        self,
+        *,
+        handle: _builtins.str = ...,
+        tool: _builtins.str = ...,
+        server: _builtins.str = ...,
+        task_id: _builtins.str = ...,
+        status: Global___TaskStatus.ValueType = ...,
+        status_message: _builtins.str = ...,
+        create_time: _timestamp_pb2.Timestamp | None = ...,
+        update_time: _timestamp_pb2.Timestamp | None = ...,
+        ttl: _duration_pb2.Duration | None = ...,
+        poll_interval: _duration_pb2.Duration | None = ...,
+        protocol_version: _builtins.str = ...,
+        input_required: Global___InputRequired | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "input_required", b"input_required", "poll_interval", b"poll_interval", "ttl", b"ttl", "update_time", b"update_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "handle", b"handle", "input_required", b"input_required", "poll_interval", b"poll_interval", "protocol_version", b"protocol_version", "server", b"server", "status", b"status", "status_message", b"status_message", "task_id", b"task_id", "tool", b"tool", "ttl", b"ttl", "update_time", b"update_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Task: _TypeAlias = Task  # noqa: Y015
+
+@_typing.final
+class TaskError(_message.Message):
+    """TaskError is how a task failed when the upstream reported a protocol
+    error instead of a tool result: the status the call would have had.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class MetadataEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    CODE_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    METADATA_FIELD_NUMBER: _builtins.int
+    code: _builtins.int
+    """The google.rpc.Code."""
+    reason: _builtins.str
+    """The reason, from the errors table (UPSTREAM_ERROR, …)."""
+    message: _builtins.str
+    """For people."""
+    @_builtins.property
+    def metadata(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """The ErrorInfo metadata."""
+
+    def __init__(
+        self,
+        *,
+        code: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        message: _builtins.str = ...,
+        metadata: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "message", b"message", "metadata", b"metadata", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TaskError: _TypeAlias = TaskError  # noqa: Y015
+
+@_typing.final
+class GetTaskRequest(_message.Message):
+    """GetTaskRequest names a task."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HANDLE_FIELD_NUMBER: _builtins.int
+    handle: _builtins.str
+    """Task.handle."""
+    def __init__(
+        self,
+        *,
+        handle: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["handle", b"handle"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTaskRequest: _TypeAlias = GetTaskRequest  # noqa: Y015
+
+@_typing.final
+class GetTaskResponse(_message.Message):
+    """GetTaskResponse is a task's state and, once it has ended, its outcome."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TASK_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def task(self) -> Global___Task:
+        """The task."""
+
+    @_builtins.property
+    def result(self) -> Global___CallToolResponse:
+        """The tool's result, once the task completed or failed with one."""
+
+    @_builtins.property
+    def error(self) -> Global___TaskError:
+        """The error, when the task failed without a result."""
+
+    def __init__(
+        self,
+        *,
+        task: Global___Task | None = ...,
+        result: Global___CallToolResponse | None = ...,
+        error: Global___TaskError | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "result", b"result", "task", b"task"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "result", b"result", "task", b"task"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetTaskResponse: _TypeAlias = GetTaskResponse  # noqa: Y015
+
+@_typing.final
+class WatchTaskRequest(_message.Message):
+    """WatchTaskRequest names the task to watch."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HANDLE_FIELD_NUMBER: _builtins.int
+    handle: _builtins.str
+    """Task.handle."""
+    def __init__(
+        self,
+        *,
+        handle: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["handle", b"handle"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchTaskRequest: _TypeAlias = WatchTaskRequest  # noqa: Y015
+
+@_typing.final
+class WatchTaskResponse(_message.Message):
+    """WatchTaskResponse is one state of a watched task; the last carries the
+    result or the error.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TASK_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def task(self) -> Global___Task:
+        """The task."""
+
+    @_builtins.property
+    def result(self) -> Global___CallToolResponse:
+        """The tool's result (last message only)."""
+
+    @_builtins.property
+    def error(self) -> Global___TaskError:
+        """The error, when the task failed without a result (last message only)."""
+
+    def __init__(
+        self,
+        *,
+        task: Global___Task | None = ...,
+        result: Global___CallToolResponse | None = ...,
+        error: Global___TaskError | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "result", b"result", "task", b"task"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "result", b"result", "task", b"task"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WatchTaskResponse: _TypeAlias = WatchTaskResponse  # noqa: Y015
+
+@_typing.final
+class CancelTaskRequest(_message.Message):
+    """CancelTaskRequest names the task to cancel."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HANDLE_FIELD_NUMBER: _builtins.int
+    handle: _builtins.str
+    """Task.handle."""
+    def __init__(
+        self,
+        *,
+        handle: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["handle", b"handle"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelTaskRequest: _TypeAlias = CancelTaskRequest  # noqa: Y015
+
+@_typing.final
+class CancelTaskResponse(_message.Message):
+    """CancelTaskResponse is the task's state after the cancel."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TASK_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def task(self) -> Global___Task:
+        """The task."""
+
+    def __init__(
+        self,
+        *,
+        task: Global___Task | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["task", b"task"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["task", b"task"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelTaskResponse: _TypeAlias = CancelTaskResponse  # noqa: Y015
+
+@_typing.final
+class ListTasksRequest(_message.Message):
+    """ListTasksRequest lists the caller's tasks."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """Only the tasks of this server (configured name); empty: all."""
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListTasksRequest: _TypeAlias = ListTasksRequest  # noqa: Y015
+
+@_typing.final
+class ListTasksResponse(_message.Message):
+    """ListTasksResponse is the caller's tasks, newest first."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TASKS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def tasks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Task]:
+        """The tasks."""
+
+    def __init__(
+        self,
+        *,
+        tasks: _abc.Iterable[Global___Task] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["tasks", b"tasks"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListTasksResponse: _TypeAlias = ListTasksResponse  # noqa: Y015
+
+@_typing.final
+class UpdateTaskRequest(_message.Message):
+    """UpdateTaskRequest answers a task's input requests."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    HANDLE_FIELD_NUMBER: _builtins.int
+    INPUT_RESPONSES_FIELD_NUMBER: _builtins.int
+    handle: _builtins.str
+    """Task.handle."""
+    @_builtins.property
+    def input_responses(self) -> _containers.RepeatedCompositeFieldContainer[Global___InputResponse]:
+        """Answers to Task.input_required.requests, by id."""
+
+    def __init__(
+        self,
+        *,
+        handle: _builtins.str = ...,
+        input_responses: _abc.Iterable[Global___InputResponse] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["handle", b"handle", "input_responses", b"input_responses"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateTaskRequest: _TypeAlias = UpdateTaskRequest  # noqa: Y015
+
+@_typing.final
+class UpdateTaskResponse(_message.Message):
+    """UpdateTaskResponse is the task's state after the answers."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TASK_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def task(self) -> Global___Task:
+        """The task."""
+
+    def __init__(
+        self,
+        *,
+        task: Global___Task | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["task", b"task"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["task", b"task"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UpdateTaskResponse: _TypeAlias = UpdateTaskResponse  # noqa: Y015
 
 @_typing.final
 class Content(_message.Message):

@@ -171,6 +171,31 @@ class ToolServiceStub:
                 request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteRequest.SerializeToString,
                 response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteResponse.FromString,
                 _registered_method=True)
+        self.GetTask = channel.unary_unary(
+                '/toolsvc.v1.ToolService/GetTask',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetTaskRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetTaskResponse.FromString,
+                _registered_method=True)
+        self.WatchTask = channel.unary_stream(
+                '/toolsvc.v1.ToolService/WatchTask',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.WatchTaskRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.WatchTaskResponse.FromString,
+                _registered_method=True)
+        self.CancelTask = channel.unary_unary(
+                '/toolsvc.v1.ToolService/CancelTask',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.CancelTaskRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.CancelTaskResponse.FromString,
+                _registered_method=True)
+        self.ListTasks = channel.unary_unary(
+                '/toolsvc.v1.ToolService/ListTasks',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListTasksRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListTasksResponse.FromString,
+                _registered_method=True)
+        self.UpdateTask = channel.unary_unary(
+                '/toolsvc.v1.ToolService/UpdateTask',
+                request_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.UpdateTaskRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.UpdateTaskResponse.FromString,
+                _registered_method=True)
 
 
 class ToolServiceServicer:
@@ -370,6 +395,79 @@ class ToolServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetTask(self, request, context):
+        """--- Tasks (see README "Tasks"). ---
+        A CallTool with task set runs as an upstream task when the upstream and
+        the tool can run one, and the response carries the task instead of a
+        result; otherwise the call runs normally and the response carries the
+        result (task unset), so the caller can tell which happened.
+
+        A task is named by its handle: the server and the upstream's task id,
+        encrypted and integrity-protected with the replicas' shared key (serve
+        --state-key-file) and bound to the principal that created it. Any
+        replica serves a handle it did not make. Every task RPC is authorized
+        as a call of the task's tool, takes a slot of the principal's rate
+        limit, and writes an audit line. Errors follow the table above, with
+        metadata "tool", "server" and "task" (the upstream's task id), and add:
+
+        INVALID_ARGUMENT    TASK_HANDLE_INVALID: a handle toolsvc did not
+        make, altered, or sealed with another key (field
+        handle)
+        PERMISSION_DENIED   TASK_NOT_YOURS: another principal's task
+        NOT_FOUND           TASK_NOT_FOUND: the upstream no longer has the
+        task (expired, cancelled long ago, or restarted),
+        or the upstream session that could reach a
+        2025-11-25 task has ended (metadata
+        session_ended: true)
+        FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
+        not wait for input; TASKS_UNSUPPORTED: the
+        operation is not one the task's protocol has
+
+        GetTask returns a task's state; once it has ended, with its result (a
+        tool's own failure is a result with is_error) or its error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchTask(self, request, context):
+        """WatchTask streams a task: its current state first, then every change of
+        status or status message, and last the terminal state with the result
+        or error, after which the stream ends OK. A watch that breaks (a
+        replica going away) is resumed by calling WatchTask again with the same
+        handle, on any replica. One poll of the upstream serves every watcher
+        of a task on a replica (serve --task-poll-interval).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelTask(self, request, context):
+        """CancelTask asks the upstream to cancel the task and returns its state
+        after. Cancelling a task that has ended changes nothing and is no error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTasks(self, request, context):
+        """ListTasks returns the principal's own tasks that this replica created or
+        served, newest first, with their last known state (a task not ended is
+        asked again). Tasks of other principals are never listed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTask(self, request, context):
+        """UpdateTask answers the input requests of a task whose status is
+        INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+        task's state after. A partial answer is allowed.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ToolServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -437,6 +535,31 @@ def add_ToolServiceServicer_to_server(servicer, server):
                     servicer.Complete,
                     request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteRequest.FromString,
                     response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.CompleteResponse.SerializeToString,
+            ),
+            'GetTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTask,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetTaskRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.GetTaskResponse.SerializeToString,
+            ),
+            'WatchTask': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchTask,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.WatchTaskRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.WatchTaskResponse.SerializeToString,
+            ),
+            'CancelTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelTask,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.CancelTaskRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.CancelTaskResponse.SerializeToString,
+            ),
+            'ListTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTasks,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListTasksRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.ListTasksResponse.SerializeToString,
+            ),
+            'UpdateTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTask,
+                    request_deserializer=toolsvc_dot_v1_dot_toolsvc__pb2.UpdateTaskRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_toolsvc__pb2.UpdateTaskResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -862,6 +985,141 @@ class ToolService:
             '/toolsvc.v1.ToolService/Complete',
             toolsvc_dot_v1_dot_toolsvc__pb2.CompleteRequest.SerializeToString,
             toolsvc_dot_v1_dot_toolsvc__pb2.CompleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/GetTask',
+            toolsvc_dot_v1_dot_toolsvc__pb2.GetTaskRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.GetTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/WatchTask',
+            toolsvc_dot_v1_dot_toolsvc__pb2.WatchTaskRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.WatchTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/CancelTask',
+            toolsvc_dot_v1_dot_toolsvc__pb2.CancelTaskRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.CancelTaskResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/ListTasks',
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListTasksRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.ListTasksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.ToolService/UpdateTask',
+            toolsvc_dot_v1_dot_toolsvc__pb2.UpdateTaskRequest.SerializeToString,
+            toolsvc_dot_v1_dot_toolsvc__pb2.UpdateTaskResponse.FromString,
             options,
             channel_credentials,
             insecure,

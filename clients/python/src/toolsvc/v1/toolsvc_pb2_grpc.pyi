@@ -171,6 +171,59 @@ class ToolServiceStub:
     ("<prefix>__@resources"). An upstream that does not declare the
     completions capability answers no values.
     """
+    GetTask: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.GetTaskRequest, _toolsvc_pb2.GetTaskResponse]
+    """--- Tasks (see README "Tasks"). ---
+    A CallTool with task set runs as an upstream task when the upstream and
+    the tool can run one, and the response carries the task instead of a
+    result; otherwise the call runs normally and the response carries the
+    result (task unset), so the caller can tell which happened.
+
+    A task is named by its handle: the server and the upstream's task id,
+    encrypted and integrity-protected with the replicas' shared key (serve
+    --state-key-file) and bound to the principal that created it. Any
+    replica serves a handle it did not make. Every task RPC is authorized
+    as a call of the task's tool, takes a slot of the principal's rate
+    limit, and writes an audit line. Errors follow the table above, with
+    metadata "tool", "server" and "task" (the upstream's task id), and add:
+
+      INVALID_ARGUMENT    TASK_HANDLE_INVALID: a handle toolsvc did not
+                          make, altered, or sealed with another key (field
+                          handle)
+      PERMISSION_DENIED   TASK_NOT_YOURS: another principal's task
+      NOT_FOUND           TASK_NOT_FOUND: the upstream no longer has the
+                          task (expired, cancelled long ago, or restarted),
+                          or the upstream session that could reach a
+                          2025-11-25 task has ended (metadata
+                          session_ended: true)
+      FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
+                          not wait for input; TASKS_UNSUPPORTED: the
+                          operation is not one the task's protocol has
+
+    GetTask returns a task's state; once it has ended, with its result (a
+    tool's own failure is a result with is_error) or its error.
+    """
+    WatchTask: _grpc.UnaryStreamMultiCallable[_toolsvc_pb2.WatchTaskRequest, _toolsvc_pb2.WatchTaskResponse]
+    """WatchTask streams a task: its current state first, then every change of
+    status or status message, and last the terminal state with the result
+    or error, after which the stream ends OK. A watch that breaks (a
+    replica going away) is resumed by calling WatchTask again with the same
+    handle, on any replica. One poll of the upstream serves every watcher
+    of a task on a replica (serve --task-poll-interval).
+    """
+    CancelTask: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.CancelTaskRequest, _toolsvc_pb2.CancelTaskResponse]
+    """CancelTask asks the upstream to cancel the task and returns its state
+    after. Cancelling a task that has ended changes nothing and is no error.
+    """
+    ListTasks: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListTasksRequest, _toolsvc_pb2.ListTasksResponse]
+    """ListTasks returns the principal's own tasks that this replica created or
+    served, newest first, with their last known state (a task not ended is
+    asked again). Tasks of other principals are never listed.
+    """
+    UpdateTask: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.UpdateTaskRequest, _toolsvc_pb2.UpdateTaskResponse]
+    """UpdateTask answers the input requests of a task whose status is
+    INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+    task's state after. A partial answer is allowed.
+    """
 
 @_typing.type_check_only
 class ToolServiceAsyncStub(ToolServiceStub):
@@ -314,6 +367,59 @@ class ToolServiceAsyncStub(ToolServiceStub):
     is the prompt's (by its exposed name) or the server's resources'
     ("<prefix>__@resources"). An upstream that does not declare the
     completions capability answers no values.
+    """
+    GetTask: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.GetTaskRequest, _toolsvc_pb2.GetTaskResponse]  # type: ignore[assignment]
+    """--- Tasks (see README "Tasks"). ---
+    A CallTool with task set runs as an upstream task when the upstream and
+    the tool can run one, and the response carries the task instead of a
+    result; otherwise the call runs normally and the response carries the
+    result (task unset), so the caller can tell which happened.
+
+    A task is named by its handle: the server and the upstream's task id,
+    encrypted and integrity-protected with the replicas' shared key (serve
+    --state-key-file) and bound to the principal that created it. Any
+    replica serves a handle it did not make. Every task RPC is authorized
+    as a call of the task's tool, takes a slot of the principal's rate
+    limit, and writes an audit line. Errors follow the table above, with
+    metadata "tool", "server" and "task" (the upstream's task id), and add:
+
+      INVALID_ARGUMENT    TASK_HANDLE_INVALID: a handle toolsvc did not
+                          make, altered, or sealed with another key (field
+                          handle)
+      PERMISSION_DENIED   TASK_NOT_YOURS: another principal's task
+      NOT_FOUND           TASK_NOT_FOUND: the upstream no longer has the
+                          task (expired, cancelled long ago, or restarted),
+                          or the upstream session that could reach a
+                          2025-11-25 task has ended (metadata
+                          session_ended: true)
+      FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
+                          not wait for input; TASKS_UNSUPPORTED: the
+                          operation is not one the task's protocol has
+
+    GetTask returns a task's state; once it has ended, with its result (a
+    tool's own failure is a result with is_error) or its error.
+    """
+    WatchTask: _aio.UnaryStreamMultiCallable[_toolsvc_pb2.WatchTaskRequest, _toolsvc_pb2.WatchTaskResponse]  # type: ignore[assignment]
+    """WatchTask streams a task: its current state first, then every change of
+    status or status message, and last the terminal state with the result
+    or error, after which the stream ends OK. A watch that breaks (a
+    replica going away) is resumed by calling WatchTask again with the same
+    handle, on any replica. One poll of the upstream serves every watcher
+    of a task on a replica (serve --task-poll-interval).
+    """
+    CancelTask: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.CancelTaskRequest, _toolsvc_pb2.CancelTaskResponse]  # type: ignore[assignment]
+    """CancelTask asks the upstream to cancel the task and returns its state
+    after. Cancelling a task that has ended changes nothing and is no error.
+    """
+    ListTasks: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListTasksRequest, _toolsvc_pb2.ListTasksResponse]  # type: ignore[assignment]
+    """ListTasks returns the principal's own tasks that this replica created or
+    served, newest first, with their last known state (a task not ended is
+    asked again). Tasks of other principals are never listed.
+    """
+    UpdateTask: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.UpdateTaskRequest, _toolsvc_pb2.UpdateTaskResponse]  # type: ignore[assignment]
+    """UpdateTask answers the input requests of a task whose status is
+    INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+    task's state after. A partial answer is allowed.
     """
 
 class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -533,6 +639,89 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         is the prompt's (by its exposed name) or the server's resources'
         ("<prefix>__@resources"). An upstream that does not declare the
         completions capability answers no values.
+        """
+
+    @_abc_1.abstractmethod
+    def GetTask(
+        self,
+        request: _toolsvc_pb2.GetTaskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.GetTaskResponse, _abc.Awaitable[_toolsvc_pb2.GetTaskResponse]]:
+        """--- Tasks (see README "Tasks"). ---
+        A CallTool with task set runs as an upstream task when the upstream and
+        the tool can run one, and the response carries the task instead of a
+        result; otherwise the call runs normally and the response carries the
+        result (task unset), so the caller can tell which happened.
+
+        A task is named by its handle: the server and the upstream's task id,
+        encrypted and integrity-protected with the replicas' shared key (serve
+        --state-key-file) and bound to the principal that created it. Any
+        replica serves a handle it did not make. Every task RPC is authorized
+        as a call of the task's tool, takes a slot of the principal's rate
+        limit, and writes an audit line. Errors follow the table above, with
+        metadata "tool", "server" and "task" (the upstream's task id), and add:
+
+          INVALID_ARGUMENT    TASK_HANDLE_INVALID: a handle toolsvc did not
+                              make, altered, or sealed with another key (field
+                              handle)
+          PERMISSION_DENIED   TASK_NOT_YOURS: another principal's task
+          NOT_FOUND           TASK_NOT_FOUND: the upstream no longer has the
+                              task (expired, cancelled long ago, or restarted),
+                              or the upstream session that could reach a
+                              2025-11-25 task has ended (metadata
+                              session_ended: true)
+          FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
+                              not wait for input; TASKS_UNSUPPORTED: the
+                              operation is not one the task's protocol has
+
+        GetTask returns a task's state; once it has ended, with its result (a
+        tool's own failure is a result with is_error) or its error.
+        """
+
+    @_abc_1.abstractmethod
+    def WatchTask(
+        self,
+        request: _toolsvc_pb2.WatchTaskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_toolsvc_pb2.WatchTaskResponse], _abc.AsyncIterator[_toolsvc_pb2.WatchTaskResponse]]:
+        """WatchTask streams a task: its current state first, then every change of
+        status or status message, and last the terminal state with the result
+        or error, after which the stream ends OK. A watch that breaks (a
+        replica going away) is resumed by calling WatchTask again with the same
+        handle, on any replica. One poll of the upstream serves every watcher
+        of a task on a replica (serve --task-poll-interval).
+        """
+
+    @_abc_1.abstractmethod
+    def CancelTask(
+        self,
+        request: _toolsvc_pb2.CancelTaskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.CancelTaskResponse, _abc.Awaitable[_toolsvc_pb2.CancelTaskResponse]]:
+        """CancelTask asks the upstream to cancel the task and returns its state
+        after. Cancelling a task that has ended changes nothing and is no error.
+        """
+
+    @_abc_1.abstractmethod
+    def ListTasks(
+        self,
+        request: _toolsvc_pb2.ListTasksRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.ListTasksResponse, _abc.Awaitable[_toolsvc_pb2.ListTasksResponse]]:
+        """ListTasks returns the principal's own tasks that this replica created or
+        served, newest first, with their last known state (a task not ended is
+        asked again). Tasks of other principals are never listed.
+        """
+
+    @_abc_1.abstractmethod
+    def UpdateTask(
+        self,
+        request: _toolsvc_pb2.UpdateTaskRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_toolsvc_pb2.UpdateTaskResponse, _abc.Awaitable[_toolsvc_pb2.UpdateTaskResponse]]:
+        """UpdateTask answers the input requests of a task whose status is
+        INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+        task's state after. A partial answer is allowed.
         """
 
 def add_ToolServiceServicer_to_server(servicer: ToolServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

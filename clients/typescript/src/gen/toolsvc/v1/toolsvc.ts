@@ -20,6 +20,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { Duration } from "../../google/protobuf/duration.js";
 import { Struct } from "../../google/protobuf/struct.js";
 import { Timestamp } from "../../google/protobuf/timestamp.js";
 
@@ -43,6 +44,23 @@ export enum SchemaFormat {
    * text; the Struct fields are left unset. Cheaper to send and to decode.
    */
   SCHEMA_FORMAT_JSON = 2,
+  UNRECOGNIZED = -1,
+}
+
+/** TaskStatus is where a task is in its life. */
+export enum TaskStatus {
+  /** TASK_STATUS_UNSPECIFIED - Not set. */
+  TASK_STATUS_UNSPECIFIED = 0,
+  /** TASK_STATUS_WORKING - Running. */
+  TASK_STATUS_WORKING = 1,
+  /** TASK_STATUS_INPUT_REQUIRED - Waiting for input from the caller. */
+  TASK_STATUS_INPUT_REQUIRED = 2,
+  /** TASK_STATUS_COMPLETED - Ended with a result (which may be a tool's own failure, is_error). */
+  TASK_STATUS_COMPLETED = 3,
+  /** TASK_STATUS_FAILED - Ended in failure: a result with is_error, or an error. */
+  TASK_STATUS_FAILED = 4,
+  /** TASK_STATUS_CANCELLED - Cancelled; no result. */
+  TASK_STATUS_CANCELLED = 5,
   UNRECOGNIZED = -1,
 }
 
@@ -349,6 +367,20 @@ export interface CallToolRequest {
   inputResponses: InputResponse[];
   /** The input_required.request_state of the previous round, verbatim. */
   requestState: string;
+  /**
+   * Run the call as a task when the upstream and the tool can (see
+   * "Tasks" above): the response then carries task instead of a result.
+   */
+  task: TaskOptions | undefined;
+}
+
+/** TaskOptions ask for a call to run as an upstream task. */
+export interface TaskOptions {
+  /**
+   * The lifetime asked for the task, a hint the upstream may lower or
+   * ignore (2025-11-25 upstreams take it). Unset: the upstream's default.
+   */
+  ttl: Duration | undefined;
 }
 
 /** CallToolStreamRequest is a CallToolRequest for the streaming call. */
@@ -618,7 +650,160 @@ export interface CallToolResponse {
    * Set when the call needs input before it can go on: the other fields are
    * then empty. Only for callers that set input_capabilities.
    */
+  inputRequired:
+    | InputRequired
+    | undefined;
+  /**
+   * Set when the call asked for a task (CallToolRequest.task) and the
+   * upstream runs it as one: the other fields are then empty. Follow it with
+   * GetTask or WatchTask.
+   */
+  task: Task | undefined;
+}
+
+/** Task is the state of an upstream task, as the upstream last reported it. */
+export interface Task {
+  /**
+   * Names the task in GetTask, WatchTask, CancelTask and UpdateTask, on
+   * any replica. Opaque: encrypted, integrity-protected, and bound to the
+   * principal that created the task.
+   */
+  handle: string;
+  /** The exposed name of the tool the task runs. */
+  tool: string;
+  /** The server that runs it (configured name). */
+  server: string;
+  /** The upstream's id of the task (for logs and support; not a handle). */
+  taskId: string;
+  /** The task's status. */
+  status: TaskStatus;
+  /** The upstream's description of the status, if any. */
+  statusMessage: string;
+  /** When the upstream created it and last changed it, if it said. */
+  createTime: Date | undefined;
+  updateTime:
+    | Date
+    | undefined;
+  /** How long after its creation the upstream keeps it, if it said. */
+  ttl:
+    | Duration
+    | undefined;
+  /** The upstream's suggested interval between polls, if any. */
+  pollInterval:
+    | Duration
+    | undefined;
+  /**
+   * The protocol the task runs under: "2025-11-25" (experimental tasks) or
+   * "2026-07-28" (the io.modelcontextprotocol/tasks extension).
+   */
+  protocolVersion: string;
+  /**
+   * With status TASK_STATUS_INPUT_REQUIRED, when the upstream says what it
+   * asks: the requests, to answer with UpdateTask (request_state and
+   * expire_time are unset: the handle names the task).
+   */
   inputRequired: InputRequired | undefined;
+}
+
+/**
+ * TaskError is how a task failed when the upstream reported a protocol
+ * error instead of a tool result: the status the call would have had.
+ */
+export interface TaskError {
+  /** The google.rpc.Code. */
+  code: number;
+  /** The reason, from the errors table (UPSTREAM_ERROR, …). */
+  reason: string;
+  /** For people. */
+  message: string;
+  /** The ErrorInfo metadata. */
+  metadata: { [key: string]: string };
+}
+
+export interface TaskError_MetadataEntry {
+  key: string;
+  value: string;
+}
+
+/** GetTaskRequest names a task. */
+export interface GetTaskRequest {
+  /** Task.handle. */
+  handle: string;
+}
+
+/** GetTaskResponse is a task's state and, once it has ended, its outcome. */
+export interface GetTaskResponse {
+  /** The task. */
+  task:
+    | Task
+    | undefined;
+  /** The tool's result, once the task completed or failed with one. */
+  result:
+    | CallToolResponse
+    | undefined;
+  /** The error, when the task failed without a result. */
+  error: TaskError | undefined;
+}
+
+/** WatchTaskRequest names the task to watch. */
+export interface WatchTaskRequest {
+  /** Task.handle. */
+  handle: string;
+}
+
+/**
+ * WatchTaskResponse is one state of a watched task; the last carries the
+ * result or the error.
+ */
+export interface WatchTaskResponse {
+  /** The task. */
+  task:
+    | Task
+    | undefined;
+  /** The tool's result (last message only). */
+  result:
+    | CallToolResponse
+    | undefined;
+  /** The error, when the task failed without a result (last message only). */
+  error: TaskError | undefined;
+}
+
+/** CancelTaskRequest names the task to cancel. */
+export interface CancelTaskRequest {
+  /** Task.handle. */
+  handle: string;
+}
+
+/** CancelTaskResponse is the task's state after the cancel. */
+export interface CancelTaskResponse {
+  /** The task. */
+  task: Task | undefined;
+}
+
+/** ListTasksRequest lists the caller's tasks. */
+export interface ListTasksRequest {
+  /** Only the tasks of this server (configured name); empty: all. */
+  server: string;
+}
+
+/** ListTasksResponse is the caller's tasks, newest first. */
+export interface ListTasksResponse {
+  /** The tasks. */
+  tasks: Task[];
+}
+
+/** UpdateTaskRequest answers a task's input requests. */
+export interface UpdateTaskRequest {
+  /** Task.handle. */
+  handle: string;
+  /** Answers to Task.input_required.requests, by id. */
+  inputResponses: InputResponse[];
+}
+
+/** UpdateTaskResponse is the task's state after the answers. */
+export interface UpdateTaskResponse {
+  /** The task. */
+  task: Task | undefined;
 }
 
 /** Content is one item of a tool result. */
@@ -2410,6 +2595,7 @@ function createBaseCallToolRequest(): CallToolRequest {
     inputCapabilities: undefined,
     inputResponses: [],
     requestState: "",
+    task: undefined,
   };
 }
 
@@ -2432,6 +2618,9 @@ export const CallToolRequest: MessageFns<CallToolRequest> = {
     }
     if (message.requestState !== "") {
       writer.uint32(50).string(message.requestState);
+    }
+    if (message.task !== undefined) {
+      TaskOptions.encode(message.task, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -2497,6 +2686,14 @@ export const CallToolRequest: MessageFns<CallToolRequest> = {
             message.requestState = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.task = TaskOptions.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2522,6 +2719,64 @@ export const CallToolRequest: MessageFns<CallToolRequest> = {
       : undefined;
     message.inputResponses = object.inputResponses?.map((e) => InputResponse.fromPartial(e)) || [];
     message.requestState = object.requestState ?? "";
+    message.task = (object.task !== undefined && object.task !== null)
+      ? TaskOptions.fromPartial(object.task)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTaskOptions(): TaskOptions {
+  return { ttl: undefined };
+}
+
+export const TaskOptions: MessageFns<TaskOptions> = {
+  encode(message: TaskOptions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ttl !== undefined) {
+      Duration.encode(message.ttl, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskOptions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskOptions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ttl = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<TaskOptions>): TaskOptions {
+    return TaskOptions.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskOptions>): TaskOptions {
+    const message = createBaseTaskOptions();
+    message.ttl = (object.ttl !== undefined && object.ttl !== null) ? Duration.fromPartial(object.ttl) : undefined;
     return message;
   },
 };
@@ -3853,7 +4108,14 @@ export const CallToolProgress: MessageFns<CallToolProgress> = {
 };
 
 function createBaseCallToolResponse(): CallToolResponse {
-  return { content: [], structuredContent: undefined, isError: false, meta: undefined, inputRequired: undefined };
+  return {
+    content: [],
+    structuredContent: undefined,
+    isError: false,
+    meta: undefined,
+    inputRequired: undefined,
+    task: undefined,
+  };
 }
 
 export const CallToolResponse: MessageFns<CallToolResponse> = {
@@ -3872,6 +4134,9 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
     }
     if (message.inputRequired !== undefined) {
       InputRequired.encode(message.inputRequired, writer.uint32(42).fork()).join();
+    }
+    if (message.task !== undefined) {
+      Task.encode(message.task, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -3929,6 +4194,14 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
             message.inputRequired = InputRequired.decode(reader, reader.uint32());
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.task = Task.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3953,6 +4226,998 @@ export const CallToolResponse: MessageFns<CallToolResponse> = {
     message.inputRequired = (object.inputRequired !== undefined && object.inputRequired !== null)
       ? InputRequired.fromPartial(object.inputRequired)
       : undefined;
+    message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
+    return message;
+  },
+};
+
+function createBaseTask(): Task {
+  return {
+    handle: "",
+    tool: "",
+    server: "",
+    taskId: "",
+    status: 0,
+    statusMessage: "",
+    createTime: undefined,
+    updateTime: undefined,
+    ttl: undefined,
+    pollInterval: undefined,
+    protocolVersion: "",
+    inputRequired: undefined,
+  };
+}
+
+export const Task: MessageFns<Task> = {
+  encode(message: Task, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.handle !== "") {
+      writer.uint32(10).string(message.handle);
+    }
+    if (message.tool !== "") {
+      writer.uint32(18).string(message.tool);
+    }
+    if (message.server !== "") {
+      writer.uint32(26).string(message.server);
+    }
+    if (message.taskId !== "") {
+      writer.uint32(34).string(message.taskId);
+    }
+    if (message.status !== 0) {
+      writer.uint32(40).int32(message.status);
+    }
+    if (message.statusMessage !== "") {
+      writer.uint32(50).string(message.statusMessage);
+    }
+    if (message.createTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.createTime), writer.uint32(58).fork()).join();
+    }
+    if (message.updateTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.updateTime), writer.uint32(66).fork()).join();
+    }
+    if (message.ttl !== undefined) {
+      Duration.encode(message.ttl, writer.uint32(74).fork()).join();
+    }
+    if (message.pollInterval !== undefined) {
+      Duration.encode(message.pollInterval, writer.uint32(82).fork()).join();
+    }
+    if (message.protocolVersion !== "") {
+      writer.uint32(90).string(message.protocolVersion);
+    }
+    if (message.inputRequired !== undefined) {
+      InputRequired.encode(message.inputRequired, writer.uint32(98).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Task {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTask();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.handle = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.tool = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.taskId = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.statusMessage = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.createTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.updateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.ttl = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.pollInterval = Duration.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.protocolVersion = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.inputRequired = InputRequired.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<Task>): Task {
+    return Task.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<Task>): Task {
+    const message = createBaseTask();
+    message.handle = object.handle ?? "";
+    message.tool = object.tool ?? "";
+    message.server = object.server ?? "";
+    message.taskId = object.taskId ?? "";
+    message.status = object.status ?? 0;
+    message.statusMessage = object.statusMessage ?? "";
+    message.createTime = object.createTime ?? undefined;
+    message.updateTime = object.updateTime ?? undefined;
+    message.ttl = (object.ttl !== undefined && object.ttl !== null) ? Duration.fromPartial(object.ttl) : undefined;
+    message.pollInterval = (object.pollInterval !== undefined && object.pollInterval !== null)
+      ? Duration.fromPartial(object.pollInterval)
+      : undefined;
+    message.protocolVersion = object.protocolVersion ?? "";
+    message.inputRequired = (object.inputRequired !== undefined && object.inputRequired !== null)
+      ? InputRequired.fromPartial(object.inputRequired)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseTaskError(): TaskError {
+  return { code: 0, reason: "", message: "", metadata: {} };
+}
+
+export const TaskError: MessageFns<TaskError> = {
+  encode(message: TaskError, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.code !== 0) {
+      writer.uint32(8).int32(message.code);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(26).string(message.message);
+    }
+    globalThis.Object.entries(message.metadata).forEach(([key, value]: [string, string]) => {
+      TaskError_MetadataEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskError {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskError();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.code = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = TaskError_MetadataEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.metadata[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<TaskError>): TaskError {
+    return TaskError.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskError>): TaskError {
+    const message = createBaseTaskError();
+    message.code = object.code ?? 0;
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
+    message.metadata = (globalThis.Object.entries(object.metadata ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    return message;
+  },
+};
+
+function createBaseTaskError_MetadataEntry(): TaskError_MetadataEntry {
+  return { key: "", value: "" };
+}
+
+export const TaskError_MetadataEntry: MessageFns<TaskError_MetadataEntry> = {
+  encode(message: TaskError_MetadataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TaskError_MetadataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTaskError_MetadataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<TaskError_MetadataEntry>): TaskError_MetadataEntry {
+    return TaskError_MetadataEntry.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<TaskError_MetadataEntry>): TaskError_MetadataEntry {
+    const message = createBaseTaskError_MetadataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseGetTaskRequest(): GetTaskRequest {
+  return { handle: "" };
+}
+
+export const GetTaskRequest: MessageFns<GetTaskRequest> = {
+  encode(message: GetTaskRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.handle !== "") {
+      writer.uint32(10).string(message.handle);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetTaskRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetTaskRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.handle = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<GetTaskRequest>): GetTaskRequest {
+    return GetTaskRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetTaskRequest>): GetTaskRequest {
+    const message = createBaseGetTaskRequest();
+    message.handle = object.handle ?? "";
+    return message;
+  },
+};
+
+function createBaseGetTaskResponse(): GetTaskResponse {
+  return { task: undefined, result: undefined, error: undefined };
+}
+
+export const GetTaskResponse: MessageFns<GetTaskResponse> = {
+  encode(message: GetTaskResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.task !== undefined) {
+      Task.encode(message.task, writer.uint32(10).fork()).join();
+    }
+    if (message.result !== undefined) {
+      CallToolResponse.encode(message.result, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      TaskError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetTaskResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetTaskResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.task = Task.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.result = CallToolResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = TaskError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<GetTaskResponse>): GetTaskResponse {
+    return GetTaskResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<GetTaskResponse>): GetTaskResponse {
+    const message = createBaseGetTaskResponse();
+    message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
+    message.result = (object.result !== undefined && object.result !== null)
+      ? CallToolResponse.fromPartial(object.result)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? TaskError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseWatchTaskRequest(): WatchTaskRequest {
+  return { handle: "" };
+}
+
+export const WatchTaskRequest: MessageFns<WatchTaskRequest> = {
+  encode(message: WatchTaskRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.handle !== "") {
+      writer.uint32(10).string(message.handle);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchTaskRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchTaskRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.handle = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<WatchTaskRequest>): WatchTaskRequest {
+    return WatchTaskRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WatchTaskRequest>): WatchTaskRequest {
+    const message = createBaseWatchTaskRequest();
+    message.handle = object.handle ?? "";
+    return message;
+  },
+};
+
+function createBaseWatchTaskResponse(): WatchTaskResponse {
+  return { task: undefined, result: undefined, error: undefined };
+}
+
+export const WatchTaskResponse: MessageFns<WatchTaskResponse> = {
+  encode(message: WatchTaskResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.task !== undefined) {
+      Task.encode(message.task, writer.uint32(10).fork()).join();
+    }
+    if (message.result !== undefined) {
+      CallToolResponse.encode(message.result, writer.uint32(18).fork()).join();
+    }
+    if (message.error !== undefined) {
+      TaskError.encode(message.error, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WatchTaskResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWatchTaskResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.task = Task.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.result = CallToolResponse.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = TaskError.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<WatchTaskResponse>): WatchTaskResponse {
+    return WatchTaskResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<WatchTaskResponse>): WatchTaskResponse {
+    const message = createBaseWatchTaskResponse();
+    message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
+    message.result = (object.result !== undefined && object.result !== null)
+      ? CallToolResponse.fromPartial(object.result)
+      : undefined;
+    message.error = (object.error !== undefined && object.error !== null)
+      ? TaskError.fromPartial(object.error)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCancelTaskRequest(): CancelTaskRequest {
+  return { handle: "" };
+}
+
+export const CancelTaskRequest: MessageFns<CancelTaskRequest> = {
+  encode(message: CancelTaskRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.handle !== "") {
+      writer.uint32(10).string(message.handle);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelTaskRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelTaskRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.handle = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<CancelTaskRequest>): CancelTaskRequest {
+    return CancelTaskRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelTaskRequest>): CancelTaskRequest {
+    const message = createBaseCancelTaskRequest();
+    message.handle = object.handle ?? "";
+    return message;
+  },
+};
+
+function createBaseCancelTaskResponse(): CancelTaskResponse {
+  return { task: undefined };
+}
+
+export const CancelTaskResponse: MessageFns<CancelTaskResponse> = {
+  encode(message: CancelTaskResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.task !== undefined) {
+      Task.encode(message.task, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CancelTaskResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCancelTaskResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.task = Task.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<CancelTaskResponse>): CancelTaskResponse {
+    return CancelTaskResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<CancelTaskResponse>): CancelTaskResponse {
+    const message = createBaseCancelTaskResponse();
+    message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
+    return message;
+  },
+};
+
+function createBaseListTasksRequest(): ListTasksRequest {
+  return { server: "" };
+}
+
+export const ListTasksRequest: MessageFns<ListTasksRequest> = {
+  encode(message: ListTasksRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTasksRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTasksRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListTasksRequest>): ListTasksRequest {
+    return ListTasksRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListTasksRequest>): ListTasksRequest {
+    const message = createBaseListTasksRequest();
+    message.server = object.server ?? "";
+    return message;
+  },
+};
+
+function createBaseListTasksResponse(): ListTasksResponse {
+  return { tasks: [] };
+}
+
+export const ListTasksResponse: MessageFns<ListTasksResponse> = {
+  encode(message: ListTasksResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.tasks) {
+      Task.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ListTasksResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseListTasksResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.tasks.push(Task.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<ListTasksResponse>): ListTasksResponse {
+    return ListTasksResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<ListTasksResponse>): ListTasksResponse {
+    const message = createBaseListTasksResponse();
+    message.tasks = object.tasks?.map((e) => Task.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateTaskRequest(): UpdateTaskRequest {
+  return { handle: "", inputResponses: [] };
+}
+
+export const UpdateTaskRequest: MessageFns<UpdateTaskRequest> = {
+  encode(message: UpdateTaskRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.handle !== "") {
+      writer.uint32(10).string(message.handle);
+    }
+    for (const v of message.inputResponses) {
+      InputResponse.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateTaskRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateTaskRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.handle = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.inputResponses.push(InputResponse.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<UpdateTaskRequest>): UpdateTaskRequest {
+    return UpdateTaskRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateTaskRequest>): UpdateTaskRequest {
+    const message = createBaseUpdateTaskRequest();
+    message.handle = object.handle ?? "";
+    message.inputResponses = object.inputResponses?.map((e) => InputResponse.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUpdateTaskResponse(): UpdateTaskResponse {
+  return { task: undefined };
+}
+
+export const UpdateTaskResponse: MessageFns<UpdateTaskResponse> = {
+  encode(message: UpdateTaskResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.task !== undefined) {
+      Task.encode(message.task, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdateTaskResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdateTaskResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.task = Task.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<UpdateTaskResponse>): UpdateTaskResponse {
+    return UpdateTaskResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<UpdateTaskResponse>): UpdateTaskResponse {
+    const message = createBaseUpdateTaskResponse();
+    message.task = (object.task !== undefined && object.task !== null) ? Task.fromPartial(object.task) : undefined;
     return message;
   },
 };
@@ -8013,6 +9278,77 @@ export const ToolServiceService = {
     responseSerialize: (value: CompleteResponse): Buffer => Buffer.from(CompleteResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CompleteResponse => CompleteResponse.decode(value),
   },
+  /**
+   * GetTask returns a task's state; once it has ended, with its result (a
+   * tool's own failure is a result with is_error) or its error.
+   */
+  getTask: {
+    path: "/toolsvc.v1.ToolService/GetTask" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetTaskRequest): Buffer => Buffer.from(GetTaskRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetTaskRequest => GetTaskRequest.decode(value),
+    responseSerialize: (value: GetTaskResponse): Buffer => Buffer.from(GetTaskResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): GetTaskResponse => GetTaskResponse.decode(value),
+  },
+  /**
+   * WatchTask streams a task: its current state first, then every change of
+   * status or status message, and last the terminal state with the result
+   * or error, after which the stream ends OK. A watch that breaks (a
+   * replica going away) is resumed by calling WatchTask again with the same
+   * handle, on any replica. One poll of the upstream serves every watcher
+   * of a task on a replica (serve --task-poll-interval).
+   */
+  watchTask: {
+    path: "/toolsvc.v1.ToolService/WatchTask" as const,
+    requestStream: false as const,
+    responseStream: true as const,
+    requestSerialize: (value: WatchTaskRequest): Buffer => Buffer.from(WatchTaskRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): WatchTaskRequest => WatchTaskRequest.decode(value),
+    responseSerialize: (value: WatchTaskResponse): Buffer => Buffer.from(WatchTaskResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): WatchTaskResponse => WatchTaskResponse.decode(value),
+  },
+  /**
+   * CancelTask asks the upstream to cancel the task and returns its state
+   * after. Cancelling a task that has ended changes nothing and is no error.
+   */
+  cancelTask: {
+    path: "/toolsvc.v1.ToolService/CancelTask" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CancelTaskRequest): Buffer => Buffer.from(CancelTaskRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CancelTaskRequest => CancelTaskRequest.decode(value),
+    responseSerialize: (value: CancelTaskResponse): Buffer => Buffer.from(CancelTaskResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CancelTaskResponse => CancelTaskResponse.decode(value),
+  },
+  /**
+   * ListTasks returns the principal's own tasks that this replica created or
+   * served, newest first, with their last known state (a task not ended is
+   * asked again). Tasks of other principals are never listed.
+   */
+  listTasks: {
+    path: "/toolsvc.v1.ToolService/ListTasks" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ListTasksRequest): Buffer => Buffer.from(ListTasksRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ListTasksRequest => ListTasksRequest.decode(value),
+    responseSerialize: (value: ListTasksResponse): Buffer => Buffer.from(ListTasksResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ListTasksResponse => ListTasksResponse.decode(value),
+  },
+  /**
+   * UpdateTask answers the input requests of a task whose status is
+   * INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+   * task's state after. A partial answer is allowed.
+   */
+  updateTask: {
+    path: "/toolsvc.v1.ToolService/UpdateTask" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdateTaskRequest): Buffer => Buffer.from(UpdateTaskRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdateTaskRequest => UpdateTaskRequest.decode(value),
+    responseSerialize: (value: UpdateTaskResponse): Buffer => Buffer.from(UpdateTaskResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdateTaskResponse => UpdateTaskResponse.decode(value),
+  },
 } as const;
 
 export interface ToolServiceServer extends UntypedServiceImplementation {
@@ -8084,6 +9420,37 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
    * completions capability answers no values.
    */
   complete: handleUnaryCall<CompleteRequest, CompleteResponse>;
+  /**
+   * GetTask returns a task's state; once it has ended, with its result (a
+   * tool's own failure is a result with is_error) or its error.
+   */
+  getTask: handleUnaryCall<GetTaskRequest, GetTaskResponse>;
+  /**
+   * WatchTask streams a task: its current state first, then every change of
+   * status or status message, and last the terminal state with the result
+   * or error, after which the stream ends OK. A watch that breaks (a
+   * replica going away) is resumed by calling WatchTask again with the same
+   * handle, on any replica. One poll of the upstream serves every watcher
+   * of a task on a replica (serve --task-poll-interval).
+   */
+  watchTask: handleServerStreamingCall<WatchTaskRequest, WatchTaskResponse>;
+  /**
+   * CancelTask asks the upstream to cancel the task and returns its state
+   * after. Cancelling a task that has ended changes nothing and is no error.
+   */
+  cancelTask: handleUnaryCall<CancelTaskRequest, CancelTaskResponse>;
+  /**
+   * ListTasks returns the principal's own tasks that this replica created or
+   * served, newest first, with their last known state (a task not ended is
+   * asked again). Tasks of other principals are never listed.
+   */
+  listTasks: handleUnaryCall<ListTasksRequest, ListTasksResponse>;
+  /**
+   * UpdateTask answers the input requests of a task whose status is
+   * INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+   * task's state after. A partial answer is allowed.
+   */
+  updateTask: handleUnaryCall<UpdateTaskRequest, UpdateTaskResponse>;
 }
 
 export interface ToolServiceClient extends Client {
@@ -8318,6 +9685,98 @@ export interface ToolServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CompleteResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * GetTask returns a task's state; once it has ended, with its result (a
+   * tool's own failure is a result with is_error) or its error.
+   */
+  getTask(
+    request: GetTaskRequest,
+    callback: (error: ServiceError | null, response: GetTaskResponse) => void,
+  ): ClientUnaryCall;
+  getTask(
+    request: GetTaskRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: GetTaskResponse) => void,
+  ): ClientUnaryCall;
+  getTask(
+    request: GetTaskRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: GetTaskResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * WatchTask streams a task: its current state first, then every change of
+   * status or status message, and last the terminal state with the result
+   * or error, after which the stream ends OK. A watch that breaks (a
+   * replica going away) is resumed by calling WatchTask again with the same
+   * handle, on any replica. One poll of the upstream serves every watcher
+   * of a task on a replica (serve --task-poll-interval).
+   */
+  watchTask(request: WatchTaskRequest, options?: Partial<CallOptions>): ClientReadableStream<WatchTaskResponse>;
+  watchTask(
+    request: WatchTaskRequest,
+    metadata?: Metadata,
+    options?: Partial<CallOptions>,
+  ): ClientReadableStream<WatchTaskResponse>;
+  /**
+   * CancelTask asks the upstream to cancel the task and returns its state
+   * after. Cancelling a task that has ended changes nothing and is no error.
+   */
+  cancelTask(
+    request: CancelTaskRequest,
+    callback: (error: ServiceError | null, response: CancelTaskResponse) => void,
+  ): ClientUnaryCall;
+  cancelTask(
+    request: CancelTaskRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CancelTaskResponse) => void,
+  ): ClientUnaryCall;
+  cancelTask(
+    request: CancelTaskRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CancelTaskResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * ListTasks returns the principal's own tasks that this replica created or
+   * served, newest first, with their last known state (a task not ended is
+   * asked again). Tasks of other principals are never listed.
+   */
+  listTasks(
+    request: ListTasksRequest,
+    callback: (error: ServiceError | null, response: ListTasksResponse) => void,
+  ): ClientUnaryCall;
+  listTasks(
+    request: ListTasksRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ListTasksResponse) => void,
+  ): ClientUnaryCall;
+  listTasks(
+    request: ListTasksRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ListTasksResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * UpdateTask answers the input requests of a task whose status is
+   * INPUT_REQUIRED (Task.input_required), by their ids, and returns the
+   * task's state after. A partial answer is allowed.
+   */
+  updateTask(
+    request: UpdateTaskRequest,
+    callback: (error: ServiceError | null, response: UpdateTaskResponse) => void,
+  ): ClientUnaryCall;
+  updateTask(
+    request: UpdateTaskRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdateTaskResponse) => void,
+  ): ClientUnaryCall;
+  updateTask(
+    request: UpdateTaskRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdateTaskResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,46 @@
+package core
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// TestTaskHandles: a handle opens for its principal only, with every field
+// it sealed; altered, truncated, foreign-key and non-handles are
+// TASK_HANDLE_INVALID on the field handle; two seals of one task differ
+// (a fresh nonce) and both open.
+func TestTaskHandles(t *testing.T) {
+	tc := newTaskCore([]byte("0123456789abcdef0123456789abcdef"), 0)
+	b := handleBody{Principal: "ann", Tool: "ts__slow", Created: 1,
+		Ref: mcpbridge.TaskRef{Server: "ts", ID: "task-1", Era: mcpbridge.TaskEra2025, Session: "sess-secret"}}
+	h := tc.seal(b)
+	if strings.Contains(h, "sess-secret") || strings.Contains(h, "task-1") {
+		t.Errorf("handle %q shows what it seals", h)
+	}
+	got, e := tc.open(h, "ann", "")
+	if e != nil || got != b {
+		t.Fatalf("open = %+v, %v; want %+v", got, e, b)
+	}
+	if h2 := tc.seal(b); h2 == h {
+		t.Error("two seals of one task are equal: the nonce is not fresh")
+	} else if _, e := tc.open(h2, "ann", ""); e != nil {
+		t.Errorf("second seal: %v", e)
+	}
+	if _, e := tc.open(h, "bob", ""); e == nil || e.Reason != ReasonTaskNotYours || e.Code != PermissionDenied {
+		t.Errorf("open as bob = %v, want TASK_NOT_YOURS", e)
+	}
+	other := newTaskCore([]byte("another key, also 32 bytes long!"), 0)
+	flip := []byte(h)
+	flip[len(flip)/2] ^= 1
+	for name, bad := range map[string]string{
+		"empty": "", "other key": other.seal(b), "flipped": string(flip), "truncated": h[:len(h)-4],
+		"no version": strings.TrimPrefix(h, "t1."), "state": "s1.e30.x", "too long": "t1." + strings.Repeat("A", maxHandleLen),
+	} {
+		_, e := tc.open(bad, "ann", "")
+		if e == nil || e.Reason != ReasonTaskHandleInvalid || e.Code != InvalidArgument || len(e.Violations) != 1 || e.Violations[0].Field != "handle" {
+			t.Errorf("%s: open = %v, want TASK_HANDLE_INVALID on handle", name, e)
+		}
+	}
+}
