@@ -14,6 +14,17 @@ package mcpbridge
 // transport.go's commandTransport and headerTransport stand in for what
 // go-sdk's CommandTransport and StreamableClientTransport do not offer (a
 // line limiter, per-request headers); they use go-sdk's public API only.
+// stdioconn.go's stdioConn stands in for go-sdk's IOTransport connection on
+// stdio upstreams: go-sdk decodes each line three times; it uses
+// jsonrpc.Message, MakeID and EncodeMessage, the package go-sdk exports for
+// transport authors.
+//
+// go-sdk itself is patched (third_party/go-sdk, go.mod's replace,
+// docs/go-sdk-decode-garbage.md): v1.8.0 decodes every JSON value through a
+// fresh streaming decoder whose first read allocates 32 KiB, about four
+// times per tools/call on either transport. TestGoSDKPatchedDecode
+// pins that the patch is in effect; TestGoSDKUpstreamDecodeGarbage fails
+// once the go-sdk go.mod requires no longer needs it.
 
 import (
 	"bytes"

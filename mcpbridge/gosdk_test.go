@@ -6,8 +6,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -411,3 +416,104 @@ func TestGoSDKTaskRequestShapes(t *testing.T) {
 		})
 	}
 }
+
+// decodeProbe is a small tools/call response, as a stdio upstream sends it.
+const decodeProbe = `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hello"}]}}`
+
+// TestGoSDKPatchedDecode pins the go-sdk patch toolsvc carries
+// (third_party/go-sdk, go.mod's replace; docs/go-sdk-decode-garbage.md): go-sdk
+// decodes a value without a 32 KiB read buffer. It fails if the replace is
+// dropped or the patch lost in an upgrade: each decode would again allocate
+// 32 KiB, about four times per call. (Not parallel: it reads the process's
+// allocation total.)
+func TestGoSDKPatchedDecode(t *testing.T) {
+	const n = 50
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if _, err := jsonrpc.DecodeMessage([]byte(decodeProbe)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per >= 16<<10 {
+		t.Errorf("jsonrpc.DecodeMessage of %d bytes allocates %d bytes: the go-sdk patch (third_party/go-sdk) is not in effect", len(decodeProbe), per)
+	}
+}
+
+// TestGoSDKUpstreamDecodeGarbage: the patch is still needed and still
+// applies to the go-sdk go.mod requires. It builds a probe against the
+// unpatched go-sdk at that version (a module of its own, outside the
+// replace) and fails once upstream decodes a small message without the
+// 32 KiB buffer: then drop third_party/go-sdk and the replace, and
+// re-measure stdioConn against go-sdk's IOTransport (stdioconn.go). It also
+// fails when go.mod requires another version than the patched copy's.
+func TestGoSDKUpstreamDecodeGarbage(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/modelcontextprotocol/go-sdk").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	version := strings.TrimSpace(string(out))
+	base, err := os.ReadFile("../third_party/go-sdk/BASE_VERSION")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := strings.TrimSpace(string(base)); b != version {
+		t.Fatalf("go.mod requires go-sdk %s, third_party/go-sdk is %s patched: run scripts/go-sdk-patch.sh (or drop the patch if %s no longer needs it)", version, b, version)
+	}
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod": "module probe\n\ngo 1.25\n\nrequire github.com/modelcontextprotocol/go-sdk " + version + "\n",
+		"main.go": `package main
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+func main() {
+	msg := []byte(` + "`" + decodeProbe + "`" + `)
+	const n = 50
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+			panic(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	fmt.Println((after.TotalAlloc - before.TotalAlloc) / n)
+}
+`}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		if offline.Match(got) {
+			// The unpatched module is not in the module cache (the
+			// replace means nothing else fetches it) and cannot be
+			// fetched here.
+			t.Skipf("the unpatched go-sdk %s cannot be fetched: %s", version, got)
+		}
+		t.Fatalf("probe of the unpatched go-sdk %s: %v\n%s", version, err, got)
+	}
+	per, err := strconv.Atoi(strings.TrimSpace(string(got)))
+	if err != nil {
+		t.Fatalf("probe said %q", got)
+	}
+	if per < 16<<10 {
+		t.Errorf("the unpatched go-sdk %s allocates %d bytes to decode %d: upstream fixed it; drop third_party/go-sdk and the replace in go.mod (docs/go-sdk-decode-garbage.md)", version, per, len(decodeProbe))
+	}
+}
+
+// offline matches go's complaints when a module cannot be downloaded.
+var offline = regexp.MustCompile(`dial tcp|no such host|module lookup disabled|GOPROXY=off|connection refused|i/o timeout`)

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -192,9 +193,36 @@ type frameReader struct {
 	end            func(line []byte, whole bool) bool
 	replace        func(f *frameScan, n int64) []byte
 	stopAtOverflow bool // the frame is the whole stream (a JSON body)
+	// pooled: r came from bodyReaders and goes back once the stream has
+	// ended (release), on the reading goroutine: Close may run
+	// concurrently with a Read, so it never touches r.
+	pooled bool
 
 	buf, out []byte
 	err      error
+}
+
+// bodyReaders are the 64 KiB read buffers of HTTP response bodies: one per
+// response was the largest allocation of toolsvc's own on a streamable
+// HTTP call (a tools/call answered on an SSE stream), 64 KiB of garbage
+// per call.
+var bodyReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+func pooledReader(r io.Reader) *bufio.Reader {
+	br := bodyReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+// release gives a pooled read buffer back once the stream has ended (err
+// is set: next is never called again). Nothing read stays in it: frames
+// are copied into buf, replacements are built apart.
+func (fr *frameReader) release() {
+	if fr.pooled && fr.r != nil {
+		fr.r.Reset(nil)
+		bodyReaders.Put(fr.r)
+		fr.r = nil
+	}
 }
 
 // shrinkAbove is the buffer capacity a frameReader keeps between frames.
@@ -210,6 +238,22 @@ func (fr *frameReader) Read(p []byte) (int, error) {
 	n := copy(p, fr.out)
 	fr.out = fr.out[n:]
 	return n, nil
+}
+
+// nextFrame returns the next frame whole, for a reader that takes frames
+// rather than bytes (stdioConn). The frame is valid until the next call;
+// a replaced oversized frame comes as its replacement, a dropped one not
+// at all. Not to be mixed with Read.
+func (fr *frameReader) nextFrame() ([]byte, error) {
+	for len(fr.out) == 0 {
+		if fr.err != nil {
+			return nil, fr.err
+		}
+		fr.next()
+	}
+	f := fr.out
+	fr.out = nil
+	return f, nil
 }
 
 func (fr *frameReader) Close() error {
@@ -239,6 +283,7 @@ func (fr *frameReader) next() {
 			continue
 		case err != nil:
 			fr.out, fr.err = fr.buf, err // a last frame without its end, then the error
+			fr.release()
 			return
 		}
 		if fr.end(fr.buf[lineStart:], true) {
@@ -260,6 +305,7 @@ func (fr *frameReader) skip(chunk []byte, err error, whole bool) {
 	if fr.stopAtOverflow {
 		f.feed(chunk)
 		fr.out, fr.err = fr.replace(&f, n+int64(len(chunk))), io.EOF
+		fr.release()
 		_ = fr.Close()
 		return
 	}
@@ -275,6 +321,7 @@ func (fr *frameReader) skip(chunk []byte, err error, whole bool) {
 			whole = false
 		} else {
 			fr.err = err
+			fr.release()
 			break
 		}
 		chunk, err = fr.r.ReadSlice('\n')
@@ -338,7 +385,7 @@ func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "text/event-stream":
-		resp.Body = &frameReader{r: bufio.NewReaderSize(resp.Body, 64<<10), body: resp.Body, limit: rt.limit,
+		resp.Body = &frameReader{r: pooledReader(resp.Body), pooled: true, body: resp.Body, limit: rt.limit,
 			end: func(line []byte, whole bool) bool { return whole && isBlankLine(line) },
 			replace: func(f *frameScan, n int64) []byte {
 				return replacement(f, n, rt.limit, rt.log, "sse")
@@ -360,7 +407,7 @@ func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 			return resp, nil
 		}
 		body := resp.Body
-		resp.Body = &frameReader{r: bufio.NewReaderSize(body, 64<<10), body: body, limit: rt.limit,
+		resp.Body = &frameReader{r: pooledReader(body), pooled: true, body: body, limit: rt.limit,
 			end:            func([]byte, bool) bool { return false }, // the body is one message
 			stopAtOverflow: true,
 			replace: func(_ *frameScan, n int64) []byte {

@@ -205,8 +205,8 @@ func TestFrameScanEdges(t *testing.T) {
 
 // TestStdioMultiLineValueIsBounded: a JSON value spread over many short
 // lines, none of them over the limit, must not be buffered past the limit
-// by the JSON decoder above the line limiter: the connection fails rather
-// than holding it.
+// above the line limiter: the connection fails rather than holding it
+// (stdioConn takes one value per line, so it fails at the first line).
 func TestStdioMultiLineValueIsBounded(t *testing.T) {
 	t.Parallel()
 	const limit = 64 << 10

@@ -115,19 +115,12 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 }
 
 // limitedStdio is the newline-delimited JSON transport over a child's
-// stdout and stdin, stdout read through the line limiter. The connection
-// is closed by closing stdin, not stdout (as go-sdk's CommandTransport
-// does).
-//
-// go-sdk's own cap stays on, a little above the limiter's: go-sdk decodes
-// a JSON value, not a line, so a value spread over many short lines (each
-// within the limit) would otherwise be buffered whole by its decoder. A
-// single line never reaches go-sdk's cap (the limiter replaced it first);
-// a multi-line value past it ends the session, as it did before the
-// limiter.
-func limitedStdio(stdout io.Reader, stdin io.WriteCloser, limit int, log *slog.Logger) *mcp.IOTransport {
-	return &mcp.IOTransport{Reader: io.NopCloser(newLineLimiter(stdout, limit, log)), Writer: stdin,
-		MaxLineLength: limit + frameSlack}
+// stdout and stdin, stdout read through the line limiter (msglimit.go) and
+// each line decoded once (stdioconn.go: toolsvc's own connection, not
+// go-sdk's IOTransport). The connection is closed by closing stdin (the
+// MCP shutdown sequence: childStdin), then stdout.
+func limitedStdio(stdout io.ReadCloser, stdin io.WriteCloser, limit int, log *slog.Logger) mcp.Transport {
+	return &stdioTransport{r: stdout, w: stdin, limit: limit, log: log}
 }
 
 // childStdin closes a stdio child the way the MCP specification asks
