@@ -222,6 +222,13 @@ func (t *sessionTable[S]) sweep() {
 	}
 }
 
+// has reports whether principal has a session in the table.
+func (t *sessionTable[S]) has(principal string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.entries[principal] != nil
+}
+
 // len is the number of sessions in the table.
 func (t *sessionTable[S]) len() int {
 	t.mu.Lock()
