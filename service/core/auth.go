@@ -21,6 +21,23 @@ type Principal struct {
 
 type principalKey struct{}
 
+type subjectTokenKey struct{}
+
+// WithSubjectToken is ctx carrying the JWT its principal was authenticated
+// by (set only for Principal.Method "jwt"): upstreams with per-user
+// credentials exchange it (mcpbridge.CallOptions.SubjectToken). It is never
+// logged or echoed.
+func WithSubjectToken(ctx context.Context, jwt string) context.Context {
+	return context.WithValue(ctx, subjectTokenKey{}, jwt)
+}
+
+// SubjectTokenFrom is the caller's JWT, "" if it was not authenticated by
+// one.
+func SubjectTokenFrom(ctx context.Context) string {
+	s, _ := ctx.Value(subjectTokenKey{}).(string)
+	return s
+}
+
 // PrincipalFrom returns the caller authenticated for ctx, if any.
 func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
@@ -276,6 +293,9 @@ func (s *Core) Authenticate(ctx context.Context) (context.Context, Principal, *E
 		}
 		if p.Name == "" {
 			return ctx, Principal{}, unauthenticated("credentials required")
+		}
+		if p.Method == "jwt" {
+			ctx = WithSubjectToken(ctx, credentialsFrom(ctx).Bearer)
 		}
 		return WithPrincipal(ctx, p), p, nil
 	}
