@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,7 +126,16 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 		}
 		wg.Wait()
 	}
+	// The per-user upstream's tools are unknown until a caller's session
+	// lists them: alice's ListTools does it through hers.
 	first := time.Now()
+	lt, err := p.client.ListTools(as(tokens["alice"]), &toolsvcv1.ListToolsRequest{PageSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(lt.GetTools(), func(tl *toolsvcv1.Tool) bool { return tl.GetName() == "up__whoami" }) {
+		t.Fatalf("alice's first ListTools has no up__whoami: %d tools", len(lt.GetTools()))
+	}
 	concurrent("alice", "bob")
 	if t.Failed() {
 		t.FailNow()
@@ -136,7 +146,7 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	}
 
 	// A refused subject, and a caller with no JWT.
-	_, err := whoamiAs("mallory")
+	_, err = whoamiAs("mallory")
 	ei := wantStatus(t, err, codes.PermissionDenied, "CREDENTIALS_REFUSED", "up", "up__whoami")
 	if ei.GetMetadata()["oauth_error"] != "access_denied" {
 		t.Errorf("mallory's refusal metadata = %v, want oauth_error access_denied", ei.GetMetadata())

@@ -31,6 +31,16 @@ func WithSubjectToken(ctx context.Context, jwt string) context.Context {
 	return context.WithValue(ctx, subjectTokenKey{}, jwt)
 }
 
+// PrimeCatalog lets the caller of ctx, when a JWT authenticated it, list
+// the tools of per-user upstreams no caller has listed yet (through its
+// own session, mcpbridge.Bridge.PrimeCaller): a front door calls it before
+// it lists the catalog. Cheap once every per-user upstream has listed.
+func (s *Core) PrimeCatalog(ctx context.Context) {
+	if p, ok := PrincipalFrom(ctx); ok && p.Method == "jwt" {
+		s.bridge.PrimeCaller(ctx, p.Name, SubjectTokenFrom(ctx))
+	}
+}
+
 // SubjectTokenFrom is the caller's JWT, "" if it was not authenticated by
 // one.
 func SubjectTokenFrom(ctx context.Context) string {
