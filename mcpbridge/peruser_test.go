@@ -1,0 +1,168 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/internal/authtest"
+)
+
+// bearerSubject is the sub claim of the request's bearer JWT, unverified
+// (the end-to-end test's upstream verifies; here the header is the point).
+func bearerSubject(h http.Header) string {
+	tok, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	parts := strings.Split(tok, ".")
+	if !ok || len(parts) != 3 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Sub string `json:"sub"`
+	}
+	_ = json.Unmarshal(raw, &c)
+	return c.Sub
+}
+
+// TestTokenExchangeSessions: an upstream in mode tokenExchange is reached
+// with each principal's exchanged token on the principal's own session;
+// the first caller lists it (PrimeCaller). A caller without a JWT and a
+// refused subject are CredentialsErrors; an authorization server that
+// stopped answering is UNAVAILABLE token_endpoint for a principal with no
+// cached token, while a cached one still serves. Close leaves no goroutine
+// (goleak in TestMain).
+func TestTokenExchangeSessions(t *testing.T) {
+	as, err := authtest.Start(authtest.Config{AccessTTL: time.Minute, RefuseExchange: []string{"mallory"},
+		Clients: []authtest.ClientConfig{{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}, Audience: []string{"toolsvc"}},
+			{ID: "toolsvc", Secret: "toolsvc-secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asClosed := false
+	defer func() {
+		if !asClosed {
+			as.Close()
+		}
+	}()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: bearerSubject(req.Extra.Header)}}}, nil, nil
+	})
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if bearerSubject(r.Header) == "" {
+			return nil // no bearer: 400, as a refusal
+		}
+		return srv
+	}, nil))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	jwt := map[string]string{}
+	for _, u := range []string{"alice", "bob", "carol", "mallory"} {
+		tok, err := as.Login(ctx, authtest.ClientConfig{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}}, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jwt[u] = tok.AccessToken
+	}
+	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: url, PingInterval: time.Hour,
+		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+			Audience: "urn:test:up", MaxSessions: 10}})
+	defer b.Close()
+	if _, ok := b.Catalog().Current().Lookup("up__whoami"); ok {
+		t.Fatal("a per-user upstream listed before any caller")
+	}
+	b.PrimeCaller(ctx, "alice", jwt["alice"])
+	if _, ok := b.Catalog().Current().Lookup("up__whoami"); !ok {
+		t.Fatal("alice's PrimeCaller did not list the upstream")
+	}
+	call := func(user, subject string) (string, error) {
+		res, err := b.CallTool(ctx, "up__whoami", nil, &CallOptions{Principal: user, SubjectToken: subject})
+		if err != nil {
+			return "", err
+		}
+		return res.Content[0].(*mcp.TextContent).Text, nil
+	}
+	for _, u := range []string{"alice", "bob", "alice"} {
+		if who, err := call(u, jwt[u]); err != nil || who != u {
+			t.Fatalf("whoami as %s = %q, %v", u, who, err)
+		}
+	}
+	if n := b.PerUserSessions("up"); n != 2 {
+		t.Errorf("%d per-user sessions, want 2", n)
+	}
+	var ce *CredentialsError
+	if _, err := call("robot", ""); !errors.As(err, &ce) || ce.Code != CodeNoSubjectToken {
+		t.Errorf("a call without a JWT = %v, want CredentialsError no_subject_token", err)
+	}
+	if _, err := call("mallory", jwt["mallory"]); !errors.As(err, &ce) || ce.Code != "access_denied" {
+		t.Errorf("mallory's call = %v, want CredentialsError access_denied", err)
+	} else if strings.Contains(err.Error(), jwt["mallory"]) {
+		t.Error("the refusal holds mallory's token")
+	}
+	// The authorization server goes away: carol, with nothing cached, is
+	// UNAVAILABLE token_endpoint; alice's cached token still serves.
+	as.Close()
+	asClosed = true
+	var ue *UnavailableError
+	if _, err := call("carol", jwt["carol"]); !errors.As(err, &ue) || ue.Reason != ReasonTokenEndpoint {
+		t.Errorf("carol's call with the authorization server down = %v, want UnavailableError token_endpoint", err)
+	}
+	if who, err := call("alice", jwt["alice"]); err != nil || who != "alice" {
+		t.Errorf("alice's call with a cached token = %q, %v", who, err)
+	}
+}
+
+// TestTokenExchangeIdleEviction: sessionIdle closes a principal's session
+// with no call in flight; the next call opens another.
+func TestTokenExchangeIdleEviction(t *testing.T) {
+	as, err := authtest.Start(authtest.Config{AccessTTL: time.Minute,
+		Clients: []authtest.ClientConfig{{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}, Audience: []string{"toolsvc"}},
+			{ID: "toolsvc", Secret: "toolsvc-secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: bearerSubject(req.Extra.Header)}}}, nil, nil
+	})
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	tok, err := as.Login(ctx, authtest.ClientConfig{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}}, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: url, PingInterval: time.Hour,
+		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+			SessionIdle: 200 * time.Millisecond}})
+	defer b.Close()
+	b.PrimeCaller(ctx, "alice", tok.AccessToken)
+	if n := b.PerUserSessions("up"); n != 1 {
+		t.Fatalf("%d sessions after alice's first use, want 1", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for b.PerUserSessions("up") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("alice's idle session was never closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res, err := b.CallTool(ctx, "up__whoami", nil, &CallOptions{Principal: "alice", SubjectToken: tok.AccessToken})
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "alice" {
+		t.Fatalf("whoami after the idle close = %v, %v", res, err)
+	}
+	if st := as.Stats(); st.Exchanges["alice"] != 1 {
+		t.Errorf("alice's exchanges = %d, want 1 (the cached token serves the new session)", st.Exchanges["alice"])
+	}
+}
