@@ -124,7 +124,19 @@ func (pu *principalSessions) listedOnce(b *Bridge) {
 func (u *upstream) runPerPrincipal() {
 	u.setState(StateConnecting, "awaiting_principal: the tools are listed through the first caller's session")
 	u.attempted() // readiness does not wait for a caller
-	<-u.ctx.Done()
+	for done := false; !done; {
+		select {
+		case <-u.ctx.Done():
+			done = true
+		case <-u.reconnectReq:
+			// An operator's reconnect: the sessions without a call in
+			// flight close (the next call of each principal opens a new
+			// one), the breaker is reset.
+			u.operatorReset()
+			u.pu.table.closeIdle(0)
+			u.attempted()
+		}
+	}
 	u.pu.table.Close()
 	u.pu.exch.Close()
 	u.pu.listedOnce(u.b)
@@ -193,7 +205,7 @@ func (u *upstream) principalSession(ctx context.Context) (s *session, done func(
 	}
 	u.pu.subjects.Store(c.principal, c.subject)
 	defer func() {
-		if err != nil && u.pu.table.has(c.principal) == false {
+		if err != nil && !u.pu.table.has(c.principal) {
 			u.pu.subjects.CompareAndDelete(c.principal, c.subject)
 		}
 	}()

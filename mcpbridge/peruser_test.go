@@ -145,13 +145,13 @@ func TestTokenExchangeIdleEviction(t *testing.T) {
 	}
 	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: url, PingInterval: time.Hour,
 		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
-			SessionIdle: 200 * time.Millisecond}})
+			SessionIdle: time.Second}})
 	defer b.Close()
 	b.PrimeCaller(ctx, "alice", tok.AccessToken)
 	if n := b.PerUserSessions("up"); n != 1 {
 		t.Fatalf("%d sessions after alice's first use, want 1", n)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for b.PerUserSessions("up") != 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("alice's idle session was never closed")
@@ -161,6 +161,16 @@ func TestTokenExchangeIdleEviction(t *testing.T) {
 	res, err := b.CallTool(ctx, "up__whoami", nil, &CallOptions{Principal: "alice", SubjectToken: tok.AccessToken})
 	if err != nil || res.Content[0].(*mcp.TextContent).Text != "alice" {
 		t.Fatalf("whoami after the idle close = %v, %v", res, err)
+	}
+	// An operator's reconnect closes the sessions without a call in flight.
+	if b.PerUserSessions("up") != 1 {
+		t.Fatalf("%d sessions after the call, want 1", b.PerUserSessions("up"))
+	}
+	if st, err := b.Reconnect(ctx, "up"); err != nil || st.State != StateReady {
+		t.Errorf("Reconnect = %v, %v; want ready", st.State, err)
+	}
+	if n := b.PerUserSessions("up"); n != 0 {
+		t.Errorf("%d sessions after Reconnect, want 0", n)
 	}
 	if st := as.Stats(); st.Exchanges["alice"] != 1 {
 		t.Errorf("alice's exchanges = %d, want 1 (the cached token serves the new session)", st.Exchanges["alice"])
