@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -62,14 +63,17 @@ func jwksURI(t *testing.T, issuer string) string {
 // make one exchange per principal, and so do concurrent calls once the
 // exchanged token is about to expire. maxSessions 2 evicts the least
 // recently used idle session for a third principal (without a new
-// exchange), sessionIdle closes them all, and no token reaches the log.
+// exchange), sessionIdle closes them, the authorization server stopped is
+// UNAVAILABLE token_endpoint, and no token reaches the log or ListServers.
 func TestTokenExchangeEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	defer http.DefaultClient.CloseIdleConnections()
 	// Tokens live 36 s: an exchanged one is cached until 30 s before its
 	// expiry, so 6 s, then exchanged again.
-	issuer := startAuthServer(t, "-access-ttl", "36s", "-refuse-exchange", "mallory")
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-access-ttl", "36s", "-refuse-exchange", "mallory"),
+		procOpts{checkExit: true})
+	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
 	up := startBearerUpstream(t, issuer, "urn:test:upstream")
 	const static = "static-token-0123456789"
 	p := startToolsvc(t, cfg{
@@ -80,7 +84,7 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 			MaxSessions: 2, SessionIdle: "3s"}})}})
 
 	tokens := map[string]string{}
-	for _, user := range []string{"alice", "bob", "carol", "mallory"} {
+	for _, user := range []string{"alice", "bob", "carol", "dave", "mallory"} {
 		tok, err := authtest.Login(ctx, issuer, authAgent, user)
 		if err != nil {
 			t.Fatalf("login %s: %v", user, err)
@@ -128,7 +132,6 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	}
 	// The per-user upstream's tools are unknown until a caller's session
 	// lists them: alice's ListTools does it through hers.
-	first := time.Now()
 	lt, err := p.client.ListTools(as(tokens["alice"]), &toolsvcv1.ListToolsRequest{PageSize: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +140,7 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 		t.Fatalf("alice's first ListTools has no up__whoami: %d tools", len(lt.GetTools()))
 	}
 	concurrent("alice", "bob")
+	exchanged := time.Now() // both first exchanges happened before this
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -157,9 +161,9 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 		t.Errorf("the static-token caller's refusal metadata = %v, want oauth_error no_subject_token", ei.GetMetadata())
 	}
 
-	// Past the cache (6 s after the first exchange), concurrent calls
+	// Past the cache (6 s after the first exchanges), concurrent calls
 	// exchange once more per principal.
-	time.Sleep(time.Until(first.Add(6500 * time.Millisecond)))
+	time.Sleep(time.Until(exchanged.Add(6500 * time.Millisecond)))
 	concurrent("alice", "bob")
 	st = authStats(t, issuer)
 	if st.Exchanges["alice"] != 2 || st.Exchanges["bob"] != 2 {
@@ -192,6 +196,15 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	// Idle (3 s): carol's session closes, as alice's and bob's did while
 	// the test waited for the cache above.
 	p.log.waitFor(t, regexp.MustCompile(`per-principal session closed.*principal=carol.*sessions=[01]`), 15*time.Second)
+
+	// The authorization server stops: dave, with nothing cached, is
+	// UNAVAILABLE token_endpoint.
+	asProc.stop()
+	_, err = whoamiAs("dave")
+	ei = wantStatus(t, err, codes.Unavailable, "UPSTREAM_UNAVAILABLE", "up", "up__whoami")
+	if ei.GetMetadata()["unavailable_reason"] != "token_endpoint" {
+		t.Errorf("dave's call with the authorization server down: metadata %v, want unavailable_reason token_endpoint", ei.GetMetadata())
+	}
 
 	// Never more than maxSessions, never a token in the log.
 	maxSeen := 0
