@@ -1,11 +1,18 @@
 package mcpbridge
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +182,114 @@ func TestTokenExchangeIdleEviction(t *testing.T) {
 	if st := as.Stats(); st.Exchanges["alice"] != 1 {
 		t.Errorf("alice's exchanges = %d, want 1 (the cached token serves the new session)", st.Exchanges["alice"])
 	}
+}
+
+// TestHelperAuthServer is not a test: run as a child of
+// TestTokenExchangeSessionCost (MCPBRIDGE_HELPER=authserver), it serves
+// the test authorization server, prints its URL, and serves until killed.
+func TestHelperAuthServer(t *testing.T) {
+	if os.Getenv("MCPBRIDGE_HELPER") != "authserver" {
+		return
+	}
+	as, err := authtest.Start(authtest.Config{AccessTTL: time.Hour, Clients: []authtest.ClientConfig{
+		{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}, Audience: []string{"toolsvc"}},
+		{ID: "toolsvc", Secret: "toolsvc-secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("URL %s\n", as.URL())
+	select {}
+}
+
+// helperURL starts this test binary as the helper named and returns the
+// URL it prints; the helper is killed at cleanup.
+func helperURL(t *testing.T, helper, test string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), "MCPBRIDGE_HELPER="+helper)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if u, ok := strings.CutPrefix(sc.Text(), "URL "); ok {
+			go func() { // drain until killed
+				for sc.Scan() {
+				}
+			}()
+			return u
+		}
+	}
+	t.Fatalf("helper %s printed no URL", helper)
+	return ""
+}
+
+// TestTokenExchangeSessionCost measures the per-principal sessions as
+// built (a tokenExchange upstream's bridge sessions: the exchange, the
+// go-sdk session and the bridge's own parts), with the upstream and the
+// authorization server in other processes over loopback HTTP: the latency
+// of a principal's first call (exchange + session creation + the call) and
+// the heap, stack and goroutines each idle session keeps. A measurement:
+// TOOLSVC_TX_COST=N (N principals, default 300).
+func TestTokenExchangeSessionCost(t *testing.T) {
+	if os.Getenv("TOOLSVC_TX_COST") == "" {
+		t.Skip("a measurement: TOOLSVC_TX_COST=N runs it for N principals")
+	}
+	n, _ := strconv.Atoi(os.Getenv("TOOLSVC_TX_COST"))
+	if n <= 1 {
+		n = 300
+	}
+	up := helperURL(t, "mcpserver", "TestHelperMCPServer")
+	issuer := helperURL(t, "authserver", "TestHelperAuthServer")
+	ctx := context.Background()
+	jwts := make([]string, n)
+	for i := range n {
+		tok, err := authtest.Login(ctx, issuer, authtest.ClientConfig{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}}, fmt.Sprintf("user%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		jwts[i] = tok.AccessToken
+	}
+	http.DefaultClient.CloseIdleConnections()
+	b, err := New(Config{Servers: []ServerConfig{{Name: "cost", Transport: TransportStreamableHTTP, URL: up, PingInterval: time.Hour,
+		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: issuer, ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+			Audience: "urn:cost", MaxSessions: n + 10, SessionIdle: time.Hour}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	<-b.Ready()
+	b.PrimeCaller(ctx, "warm", jwts[0]) // the listing, discovery, the pools
+	settle := func() (uint64, int) {
+		var ms runtime.MemStats
+		for range 3 {
+			runtime.GC()
+			time.Sleep(50 * time.Millisecond)
+		}
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse + ms.StackInuse, runtime.NumGoroutine()
+	}
+	heap0, g0 := settle()
+	lat := make([]time.Duration, 0, n-1)
+	for i := 1; i < n; i++ {
+		start := time.Now()
+		if _, err := b.CallTool(ctx, "cost__echo", nil, &CallOptions{Principal: fmt.Sprintf("user%d", i), SubjectToken: jwts[i]}); err != nil {
+			t.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	heap1, g1 := settle()
+	if got := b.PerUserSessions("cost"); got != n {
+		t.Errorf("%d sessions, want %d", got, n)
+	}
+	slices.Sort(lat)
+	m := int64(len(lat))
+	t.Logf("%d principals' first calls on a tokenExchange upstream (exchange + session + call; upstream and authorization server in other processes): "+
+		"p50 %v, p99 %v; per idle session %.1f KiB heap+stack, %.1f goroutines",
+		m, lat[len(lat)/2], lat[len(lat)*99/100], float64(int64(heap1)-int64(heap0))/float64(m)/1024, float64(g1-g0)/float64(m))
 }
