@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -57,7 +58,8 @@ func jwksURI(t *testing.T, issuer string) string {
 // JWTs (auth.jwt) and reaches a bearer-checking upstream in mode
 // tokenExchange, all real processes. Each principal's call goes through
 // its own session with its own exchanged token: the upstream's whoami sees
-// alice as alice and bob as bob (toolsvc as the actor). A refused subject
+// alice as alice and bob as bob (toolsvc as the actor), over gRPC and the
+// MCP front door. A refused subject
 // is PERMISSION_DENIED CREDENTIALS_REFUSED (access_denied), a static-token
 // caller CREDENTIALS_REFUSED (no_subject_token). Concurrent first calls
 // make one exchange per principal, and so do concurrent calls once the
@@ -81,7 +83,8 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 			JWT: &jwtCfg{JWKSURL: jwksURI(t, issuer), Issuer: issuer, Audience: "toolsvc"}},
 		Servers: servers{"up": goHTTP(up, upstream{PingInterval: "1h", Credentials: &credsCfg{Mode: "tokenExchange",
 			Issuer: issuer, ClientID: authToolsvc.ID, ClientSecret: authToolsvc.Secret, Audience: "urn:test:upstream",
-			MaxSessions: 2, SessionIdle: "3s"}})}})
+			MaxSessions: 2, SessionIdle: "3s"}})}},
+		"--mcp-listen", "127.0.0.1:0")
 
 	tokens := map[string]string{}
 	for _, user := range []string{"alice", "bob", "carol", "dave", "mallory"} {
@@ -144,6 +147,20 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	// The MCP front door carries the caller's JWT the same way: bob, over
+	// MCP, is bob upstream (his cached token: no new exchange).
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tokens["bob"]}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mres, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__whoami"})
+	cs.Close()
+	if err != nil || mres.IsError {
+		t.Fatalf("whoami as bob over the MCP front door: %v, %v", mres, err)
+	}
+	mwho, _ := mres.StructuredContent.(map[string]any)
+	check("bob", mwho)
 	st := authStats(t, issuer)
 	if st.Exchanges["alice"] != 1 || st.Exchanges["bob"] != 1 {
 		t.Errorf("exchanges after 8 concurrent first calls each = %v, want alice 1, bob 1", st.Exchanges)
