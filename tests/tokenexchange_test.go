@@ -59,9 +59,9 @@ func jwksURI(t *testing.T, issuer string) string {
 // tokenExchange, all real processes. Each principal's call goes through
 // its own session with its own exchanged token: the upstream's whoami sees
 // alice as alice and bob as bob (toolsvc as the actor), over gRPC and the
-// MCP front door. A refused subject
-// is PERMISSION_DENIED CREDENTIALS_REFUSED (access_denied), a static-token
-// caller CREDENTIALS_REFUSED (no_subject_token). Concurrent first calls
+// MCP front door. A refused subject is PERMISSION_DENIED
+// CREDENTIALS_REFUSED (access_denied), a static-token caller
+// CREDENTIALS_REFUSED (no_subject_token). Concurrent first calls
 // make one exchange per principal, and so do concurrent calls once the
 // exchanged token is about to expire. maxSessions 2 evicts the least
 // recently used idle session for a third principal (without a new
