@@ -134,7 +134,21 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 		wg.Wait()
 	}
 	// The per-user upstream's tools are unknown until a caller's session
-	// lists them: alice's ListTools does it through hers.
+	// lists them: bob's tools/list over the MCP front door does it through
+	// his; alice's ListTools over gRPC sees them too.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tokens["bob"]}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	mlt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(mlt.Tools, func(tl *mcp.Tool) bool { return tl.Name == "up__whoami" }) {
+		t.Fatalf("bob's first tools/list has no up__whoami: %d tools", len(mlt.Tools))
+	}
 	lt, err := p.client.ListTools(as(tokens["alice"]), &toolsvcv1.ListToolsRequest{PageSize: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -149,13 +163,7 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	}
 	// The MCP front door carries the caller's JWT the same way: bob, over
 	// MCP, is bob upstream (his cached token: no new exchange).
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tokens["bob"]}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	mres, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__whoami"})
-	cs.Close()
 	if err != nil || mres.IsError {
 		t.Fatalf("whoami as bob over the MCP front door: %v, %v", mres, err)
 	}

@@ -614,6 +614,9 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
+	if cursor == "" {
+		f.c.PrimeCatalog(ctx) // per-user upstreams list through their first caller's session
+	}
 	snap, after, e := f.c.ToolCursor(cursor, mcpFields)
 	if e != nil {
 		return nil, mcpError(e)
