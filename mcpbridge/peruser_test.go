@@ -293,3 +293,67 @@ func TestTokenExchangeSessionCost(t *testing.T) {
 		"p50 %v, p99 %v; per idle session %.1f KiB heap+stack, %.1f goroutines",
 		m, lat[len(lat)/2], lat[len(lat)*99/100], float64(int64(heap1)-int64(heap0))/float64(m)/1024, float64(g1-g0)/float64(m))
 }
+
+// TestTokenExchangeAllBusy: at maxSessions, a new principal never evicts
+// a session with a call in flight: with alice's only session busy, bob is
+// ErrSessionsFull (OVERLOADED at the edge); once alice's call ended, bob's
+// call evicts her idle session and is served.
+func TestTokenExchangeAllBusy(t *testing.T) {
+	as, err := authtest.Start(authtest.Config{AccessTTL: time.Minute,
+		Clients: []authtest.ClientConfig{{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}, Audience: []string{"toolsvc"}},
+			{ID: "toolsvc", Secret: "toolsvc-secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: bearerSubject(req.Extra.Header)}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil, nil
+	})
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	jwt := map[string]string{}
+	for _, u := range []string{"alice", "bob"} {
+		tok, err := as.Login(ctx, authtest.ClientConfig{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}}, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jwt[u] = tok.AccessToken
+	}
+	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: url, PingInterval: time.Hour,
+		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+			MaxSessions: 1}})
+	defer b.Close()
+	b.PrimeCaller(ctx, "alice", jwt["alice"])
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.CallTool(ctx, "up__block", nil, &CallOptions{Principal: "alice", SubjectToken: jwt["alice"]})
+		done <- err
+	}()
+	<-started
+	_, err = b.CallTool(ctx, "up__whoami", nil, &CallOptions{Principal: "bob", SubjectToken: jwt["bob"]})
+	if !errors.Is(err, ErrSessionsFull) || !errors.Is(err, ErrOverloaded) {
+		t.Errorf("bob's call with alice's only session busy = %v, want ErrSessionsFull (ErrOverloaded)", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("alice's call: %v", err)
+	}
+	res, err := b.CallTool(ctx, "up__whoami", nil, &CallOptions{Principal: "bob", SubjectToken: jwt["bob"]})
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "bob" {
+		t.Fatalf("bob's call once alice's session was idle = %v, %v", res, err)
+	}
+	if n := b.PerUserSessions("up"); n != 1 {
+		t.Errorf("%d sessions, want 1 (maxSessions)", n)
+	}
+}
