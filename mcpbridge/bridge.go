@@ -75,10 +75,13 @@ type Bridge struct {
 	wg      sync.WaitGroup // supervisors and the startup timer
 	closers sync.WaitGroup // background session closes, each bounded
 
-	pending   atomic.Int64
-	ready     chan struct{}
-	readyOnce sync.Once
-	closeOnce sync.Once
+	pending atomic.Int64
+	// unlistedPerUser counts per-user upstreams whose tools no caller's
+	// session has listed yet (PrimeCaller).
+	unlistedPerUser atomic.Int64
+	ready           chan struct{}
+	readyOnce       sync.Once
+	closeOnce       sync.Once
 }
 
 // validateServers checks a server list as a whole and fills in defaults.
@@ -474,6 +477,10 @@ type CallOptions struct {
 	// to the upstream (in _meta under PrincipalMetaKey) only when the
 	// server's ForwardPrincipal is set.
 	Principal string
+	// SubjectToken is the caller's own JWT when it was authenticated by one
+	// ("" otherwise): an upstream with per-user credentials (tokenExchange)
+	// exchanges it for the principal's token. It is never sent upstream.
+	SubjectToken string
 	// Input, if set, lets the upstream ask the caller for input during the
 	// call (interact.go); nil: the server's policy answers it.
 	Input *Interaction
@@ -569,6 +576,9 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 		args = map[string]any{}
 	}
 	tool := target.Tool.OriginalName
+	if opts != nil && opts.SubjectToken != "" {
+		ctx = WithCaller(ctx, opts.Principal, opts.SubjectToken)
+	}
 	if opts != nil && (opts.Input != nil || opts.OnLog != nil) {
 		// The call's interaction names it on its session (interact.go):
 		// a copy, which also carries the call's log sink.

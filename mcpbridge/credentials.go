@@ -194,7 +194,7 @@ func httpURL(s string) bool {
 // name the others (Problems checks their shape), but New and Reconfigure
 // refuse them: an upstream must never be reached with the shared
 // credentials when its operator asked for per-user ones.
-var servedModes = map[string]bool{}
+var servedModes = map[string]bool{CredentialsTokenExchange: true}
 
 // unservedModeProblems reports each server whose credential mode the
 // bridge does not serve yet.

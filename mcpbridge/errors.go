@@ -51,6 +51,8 @@ func (e *UnavailableError) Error() string {
 		return fmt.Sprintf("upstream unavailable: server %q: session lost during the call", e.Server)
 	case ReasonRedirectRefused:
 		return fmt.Sprintf("upstream unavailable: server %q redirected the call to another origin, which toolsvc refuses (credentials are sent only to the configured origin)", e.Server)
+	case ReasonTokenEndpoint:
+		return fmt.Sprintf("upstream unavailable: server %q: the authorization server's token endpoint failed or is unreachable", e.Server)
 	case ReasonStarting:
 		return "upstream unavailable: toolsvc is still discovering its upstreams; retry shortly or on another replica"
 	}

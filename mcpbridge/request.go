@@ -45,13 +45,22 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 		return err
 	}
 	v, s := verdictNone, (*session)(nil)
+	var held func(*session, func()) // per-user: swap the held session
 	defer func() { u.settle(v, trial, s) }()
 	release, err := u.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if s = u.sess.Load(); s == nil || s.isDead() {
+	if u.pu != nil {
+		// A per-user upstream: the caller's own session (peruser.go).
+		var done func()
+		if s, done, err = u.principalSession(ctx); err != nil {
+			return err
+		}
+		defer func() { done() }() // the held session, which a retry replaces
+		held = func(ns *session, nd func()) { done(); s, done = ns, nd }
+	} else if s = u.sess.Load(); s == nil || s.isDead() {
 		return &UnavailableError{Server: u.cfg.Name, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
 	}
 	u.inflight.Add(1)
@@ -62,7 +71,13 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 			return nil
 		}
 		if try == 0 && u.sessionExpired(s, err, label) {
-			if ns, werr := u.waitSession(ctx, s); werr == nil {
+			if u.pu != nil {
+				u.pu.table.drop(s.principal, s)
+				if ns, nd, werr := u.principalSession(ctx); werr == nil {
+					held(ns, nd)
+					continue
+				}
+			} else if ns, werr := u.waitSession(ctx, s); werr == nil {
 				s = ns
 				continue
 			}

@@ -14,11 +14,14 @@ import (
 
 // session is one live connection to the upstream.
 type session struct {
-	u       *upstream
-	id      int64 // connect number, 1-based
-	cs      *mcp.ClientSession
-	cmd     *exec.Cmd // stdio only
-	started time.Time
+	u  *upstream
+	id int64 // connect number, 1-based
+	// principal is the caller a per-user upstream's session is for
+	// (peruser.go); "" for a shared session.
+	principal string
+	cs        *mcp.ClientSession
+	cmd       *exec.Cmd // stdio only
+	started   time.Time
 
 	ctx    context.Context // cancelled at teardown
 	cancel context.CancelFunc
@@ -155,6 +158,9 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 	u.mu.Lock()
 	id := u.status.ConnectCount + 1
 	u.mu.Unlock()
+	if u.pu != nil {
+		id = u.pu.seq.Add(1) // per-user sessions connect concurrently: ids from one counter
+	}
 	s, client := u.newSession(ctx, id)
 	fail := func(err error) (*session, bool, error) {
 		s.killGroup()
@@ -197,6 +203,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 // before Connect returns still finds it.
 func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Client) {
 	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
+	s.principal = sessionPrincipalOf(ctx)
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	s.push.subStream = s.onSubscriptionStream
@@ -288,7 +295,7 @@ func (u *upstream) connected(s *session) {
 		s.markDead(err)
 	}()
 	u.mu.Lock()
-	u.status.ConnectCount = s.id
+	u.status.ConnectCount = max(u.status.ConnectCount, s.id) // per-user sessions connect concurrently
 	u.status.ConnectedTime = s.started
 	u.status.NextConnectTime = time.Time{}
 	if ir := s.cs.InitializeResult(); ir != nil {
@@ -296,8 +303,9 @@ func (u *upstream) connected(s *session) {
 	}
 	u.status.Tasks, _ = s.tasks.current()
 	u.breaker.reconnected()
+	pv := u.status.ProtocolVersion
 	u.mu.Unlock()
-	u.log.Info("upstream connected", "session", s.id, "protocol", u.status.ProtocolVersion)
+	u.log.Info("upstream connected", "session", s.id, "protocol", pv)
 }
 
 // elicit answers elicitation/create by the server's policy: never by asking

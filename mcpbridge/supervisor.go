@@ -56,6 +56,10 @@ type upstream struct {
 
 	firstAttempt sync.Once
 
+	// pu: the per-principal sessions of an upstream with per-user
+	// credentials (peruser.go); nil for shared credentials, which use sess.
+	pu *principalSessions
+
 	// preferLatest: under ProtocolAuto, the upstream turned out stateless,
 	// so its sessions use the newest protocol.
 	preferLatest atomic.Bool
@@ -82,6 +86,9 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	if cfg.Transport != TransportStdio && cfg.NewTransport == nil {
 		u.http = newHTTPClient(cfg.Headers, cfg.URL)
 		u.initAuth()
+	}
+	if cfg.Credentials.PerPrincipal() {
+		u.newPrincipalSessions()
 	}
 	return u
 }
@@ -130,6 +137,10 @@ func (u *upstream) attempted() {
 // run is the supervisor loop. It returns when the bridge closes or the
 // server is removed.
 func (u *upstream) run() {
+	if u.pu != nil {
+		u.runPerPrincipal()
+		return
+	}
 	ctx := u.ctx
 	attempt := 0
 	for {

@@ -81,7 +81,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		hc := &http.Client{Transport: &linkRoundTripper{logs: &s.logs, base: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
 			base: &taskRoundTripper{st: &s.tasks, // task capabilities and results, Mcp-Name (tasktap.go)
 				base: &pushRoundTripper{push: s.push,
-					base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}}}}, CheckRedirect: u.checkRedirect}
+					base: &limitRoundTripper{base: u.sessionAuth(s, u.http.Transport), limit: u.maxMessage(), log: u.log}}}}}, CheckRedirect: u.checkRedirect}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: oauth.Hook(u.oauth),
 			MaxEventSize: u.maxMessage() + frameSlack}, nil
 	}

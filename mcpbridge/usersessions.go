@@ -206,12 +206,16 @@ func (t *sessionTable[S]) sweeper() {
 
 // sweep removes and closes the sessions without a call in flight that
 // were last used idle ago or more.
-func (t *sessionTable[S]) sweep() {
+func (t *sessionTable[S]) sweep() { t.closeIdle(t.idle) }
+
+// closeIdle removes and closes the sessions without a call in flight
+// unused for at least d (0: every one without a call in flight).
+func (t *sessionTable[S]) closeIdle(d time.Duration) {
 	var idle []S
 	now := time.Now()
 	t.mu.Lock()
 	for p, e := range t.entries {
-		if e.inflight == 0 && now.Sub(e.lastUsed) >= t.idle {
+		if e.inflight == 0 && now.Sub(e.lastUsed) >= d {
 			delete(t.entries, p)
 			idle = append(idle, e.s)
 		}
@@ -220,6 +224,13 @@ func (t *sessionTable[S]) sweep() {
 	for _, s := range idle {
 		t.close(s)
 	}
+}
+
+// has reports whether principal has a session in the table.
+func (t *sessionTable[S]) has(principal string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.entries[principal] != nil
 }
 
 // len is the number of sessions in the table.

@@ -47,6 +47,9 @@ func authFunc(a *core.Authenticator) auth.AuthFunc {
 		if e != nil {
 			return nil, grpcStatus(e).Err()
 		}
+		if p.Method == "jwt" {
+			ctx = core.WithSubjectToken(ctx, grpcCredentials(ctx).Bearer) // per-user upstreams exchange it
+		}
 		return core.WithPrincipal(ctx, p), nil
 	}
 }

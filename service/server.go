@@ -172,6 +172,9 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	if err != nil {
 		return nil, err
 	}
+	if req.GetPageToken() == "" {
+		s.core.PrimeCatalog(ctx) // per-user upstreams list through their first caller's session
+	}
 	pageSize, e := core.PageSize("page_size", int(req.GetPageSize()), DefaultPageSize, MaxPageSize)
 	if e != nil {
 		return nil, grpcStatus(e).Err()

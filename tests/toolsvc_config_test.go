@@ -77,6 +77,18 @@ type upstream struct {
 	OAuth              *oauthCfg         `json:"oauth,omitempty"`
 	AuthRetry          string            `json:"authRetry,omitempty"`
 	ForwardPrincipal   bool              `json:"forwardPrincipal,omitempty"`
+	Credentials        *credsCfg         `json:"credentials,omitempty"`
+}
+
+// credsCfg is a server's "credentials" object (docs/credentials.md).
+type credsCfg struct {
+	Mode         string `json:"mode"`
+	Issuer       string `json:"issuer,omitempty"`
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+	Audience     string `json:"audience,omitempty"`
+	MaxSessions  int    `json:"maxSessions,omitempty"`
+	SessionIdle  string `json:"sessionIdle,omitempty"`
 }
 
 type backoff struct {

@@ -21,6 +21,33 @@ type Principal struct {
 
 type principalKey struct{}
 
+type subjectTokenKey struct{}
+
+// WithSubjectToken is ctx carrying the JWT its principal was authenticated
+// by (set only for Principal.Method "jwt"): upstreams with per-user
+// credentials exchange it (mcpbridge.CallOptions.SubjectToken). It is never
+// logged or echoed.
+func WithSubjectToken(ctx context.Context, jwt string) context.Context {
+	return context.WithValue(ctx, subjectTokenKey{}, jwt)
+}
+
+// PrimeCatalog lets the caller of ctx, when a JWT authenticated it, list
+// the tools of per-user upstreams no caller has listed yet (through its
+// own session, mcpbridge.Bridge.PrimeCaller): a front door calls it before
+// it lists the catalog. Cheap once every per-user upstream has listed.
+func (s *Core) PrimeCatalog(ctx context.Context) {
+	if p, ok := PrincipalFrom(ctx); ok && p.Method == "jwt" {
+		s.bridge.PrimeCaller(ctx, p.Name, SubjectTokenFrom(ctx))
+	}
+}
+
+// SubjectTokenFrom is the caller's JWT, "" if it was not authenticated by
+// one.
+func SubjectTokenFrom(ctx context.Context) string {
+	s, _ := ctx.Value(subjectTokenKey{}).(string)
+	return s
+}
+
 // PrincipalFrom returns the caller authenticated for ctx, if any.
 func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
@@ -276,6 +303,9 @@ func (s *Core) Authenticate(ctx context.Context) (context.Context, Principal, *E
 		}
 		if p.Name == "" {
 			return ctx, Principal{}, unauthenticated("credentials required")
+		}
+		if p.Method == "jwt" {
+			ctx = WithSubjectToken(ctx, credentialsFrom(ctx).Bearer)
 		}
 		return WithPrincipal(ctx, p), p, nil
 	}

@@ -146,12 +146,16 @@ func classifyLookup(err error, o ClassifyOptions) *Error {
 // classifyUpstream maps the state of the upstream and its own answers.
 func classifyUpstream(err error) *Error {
 	var (
+		cerr   *mcpbridge.CredentialsError
 		uerr   *mcpbridge.UpstreamError
 		unerr  *mcpbridge.UnavailableError
 		tooBig *mcpbridge.ResponseTooLargeError
 		bad    *mcpbridge.MalformedAnswerError
 	)
 	switch {
+	case errors.As(err, &cerr):
+		return &Error{Code: PermissionDenied, Reason: ReasonCredentialsRefused, Message: cerr.Error(),
+			Meta: map[string]string{"server": cerr.Server, "oauth_error": cerr.Code}}
 	case errors.As(err, &tooBig):
 		// Discarded unread at the transport (mcpbridge/msglimit.go): the
 		// size is unknown, only that it passed the limit.

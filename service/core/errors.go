@@ -84,6 +84,7 @@ const (
 	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
 	ReasonNoConfigFile        = "NO_CONFIG_FILE"       // FAILED_PRECONDITION: ReloadConfig on a server running the built-in demo
 	ReasonAdminLoopbackOnly   = "ADMIN_LOOPBACK_ONLY"  // PERMISSION_DENIED: no auth section, and AdminService answers loopback callers only (metadata "peer")
+	ReasonCredentialsRefused  = "CREDENTIALS_REFUSED"  // PERMISSION_DENIED: the upstream uses per-user credentials (tokenExchange) and the caller has none: it was not authenticated by a JWT (metadata "oauth_error": no_subject_token), or the authorization server refused to exchange its JWT ("oauth_error": the RFC 6749 code, e.g. access_denied)
 
 	// Resources and prompts carry metadata "server" and "uri" (resources)
 	// or "prompt" (prompts) instead of "tool"; every reason above applies

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 // The operation engine: every upstream operation on every wire — a tool
@@ -47,10 +49,13 @@ type Operation struct {
 	fields    Fields // the wire's field names
 	ctx       context.Context
 	principal Principal
-	auth      *AuthState // the state it is decided under (nil: refused before authentication)
-	start     time.Time
-	release   func() // the principal's rate-limit slot, while held
-	ended     bool
+	// subject is the caller's JWT when it was authenticated by one: the
+	// subject token per-user upstreams exchange (never logged).
+	subject string
+	auth    *AuthState // the state it is decided under (nil: refused before authentication)
+	start   time.Time
+	release func() // the principal's rate-limit slot, while held
+	ended   bool
 	// meta names what the operation concerns, for its errors' metadata
 	// and its audit line: "tool", "server", "task", "uri", "prompt".
 	meta map[string]string
@@ -70,6 +75,11 @@ func (s *Core) Begin(ctx context.Context, kind OpKind, fields Fields) (*Operatio
 	if e != nil {
 		return op, e
 	}
+	if p.Method == "jwt" {
+		op.subject = SubjectTokenFrom(ctx)
+	}
+	// Requests to per-user upstreams go through the principal's session.
+	ctx = mcpbridge.WithCaller(ctx, p.Name, op.subject)
 	op.ctx, op.principal, op.auth = ctx, p, s.AuthOf(ctx)
 	return op, nil
 }

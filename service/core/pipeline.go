@@ -99,6 +99,9 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	// One lookup; authorization (over exposed names) is decided before a
 	// failed lookup is reported, so a caller learns nothing about tools it
 	// may not use.
+	// A per-user upstream lists its tools through its first caller's
+	// session: this caller's, if none has yet.
+	s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
 	target, rerr := s.bridge.Resolve(in.Name)
 	if target.Tool != nil {
 		c.target = target
@@ -195,6 +198,7 @@ func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.
 		opts = &mcpbridge.CallOptions{}
 	}
 	opts.Principal = c.op.principal.Name // sent to upstreams with forwardPrincipal
+	opts.SubjectToken = c.op.subject     // exchanged by per-user upstreams
 	e := &exchange{op: c.op, bound: c.in.Name, server: c.target.Tool.Server, in: c.in.Input, state: c.state,
 		send: func(ctx context.Context, it *mcpbridge.Interaction) (mcp.Result, error) {
 			o := *opts

@@ -271,7 +271,8 @@ func (f *Front) Handler() http.Handler {
 		// returns what authenticate established (a token, a JWT, a client
 		// certificate, or the anonymous caller when auth is off).
 		ti := &auth.TokenInfo{UserID: p.Name, Expiration: time.Now().Add(time.Hour),
-			Extra: map[string]any{principalMethodKey: p.Method, principalAuthKey: p.Name != "" || p.Method != "", authStateExtraKey: core.AuthStateFrom(ctx)}}
+			Extra: map[string]any{principalMethodKey: p.Method, principalAuthKey: p.Name != "" || p.Method != "", authStateExtraKey: core.AuthStateFrom(ctx),
+				subjectExtraKey: core.SubjectTokenFrom(ctx)}}
 		r = r.WithContext(context.WithValue(ctx, tokenInfoKey{}, ti))
 		if !strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
 			r.Header.Set("Authorization", "Bearer "+principalBearer)
@@ -299,6 +300,9 @@ func closeAfterRefusal(w http.ResponseWriter, r *http.Request) {
 const (
 	principalMethodKey = "toolsvc.principal.method"
 	principalAuthKey   = "toolsvc.principal.authenticated"
+	// subjectExtraKey carries a JWT-authenticated caller's JWT to its
+	// handler: per-user upstreams exchange it (never logged).
+	subjectExtraKey = "toolsvc.principal.subject"
 	// authStateExtraKey carries the auth state the request was
 	// authenticated under to its handler, which decides under the same one
 	// (authstate.go).
@@ -609,6 +613,9 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 	cursor := ""
 	if req.Params != nil {
 		cursor = req.Params.Cursor
+	}
+	if cursor == "" {
+		f.c.PrimeCatalog(ctx) // per-user upstreams list through their first caller's session
 	}
 	snap, after, e := f.c.ToolCursor(cursor, mcpFields)
 	if e != nil {

@@ -234,5 +234,8 @@ func principalContext(ctx context.Context, extra *mcp.RequestExtra) context.Cont
 		return ctx
 	}
 	m, _ := ti.Extra[principalMethodKey].(string)
+	if tok, _ := ti.Extra[subjectExtraKey].(string); tok != "" && m == "jwt" {
+		ctx = core.WithSubjectToken(ctx, tok)
+	}
 	return core.WithPrincipal(ctx, core.Principal{Name: ti.UserID, Method: m})
 }

@@ -45,9 +45,11 @@ class ToolServiceStub:
     page_size)
     UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
     mid-call, or an unknown tool before the first
-    discovery round finished (metadata
+    discovery round finished, or a per-user upstream's
+    authorization server unreachable (metadata
     unavailable_reason: no_session | session_lost |
-    starting); CIRCUIT_OPEN (with RetryInfo);
+    starting | token_endpoint); CIRCUIT_OPEN (with
+    RetryInfo);
     SHUTTING_DOWN: retry on another replica
     DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
     call_timeout); the upstream was sent
@@ -74,6 +76,11 @@ class ToolServiceStub:
     token, JWT, client certificate)
     PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
     the tool (or AdminService)
+    PERMISSION_DENIED   CREDENTIALS_REFUSED: the upstream uses per-user
+    credentials (tokenExchange) and the caller has none:
+    not authenticated by a JWT (metadata oauth_error
+    no_subject_token), or the authorization server
+    refused the exchange (oauth_error: its RFC 6749 code)
     UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
     for the send timeout; resume
     INTERNAL            INTERNAL: generic message; the cause is in the log
@@ -218,9 +225,11 @@ class ToolServiceServicer:
     page_size)
     UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
     mid-call, or an unknown tool before the first
-    discovery round finished (metadata
+    discovery round finished, or a per-user upstream's
+    authorization server unreachable (metadata
     unavailable_reason: no_session | session_lost |
-    starting); CIRCUIT_OPEN (with RetryInfo);
+    starting | token_endpoint); CIRCUIT_OPEN (with
+    RetryInfo);
     SHUTTING_DOWN: retry on another replica
     DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
     call_timeout); the upstream was sent
@@ -247,6 +256,11 @@ class ToolServiceServicer:
     token, JWT, client certificate)
     PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
     the tool (or AdminService)
+    PERMISSION_DENIED   CREDENTIALS_REFUSED: the upstream uses per-user
+    credentials (tokenExchange) and the caller has none:
+    not authenticated by a JWT (metadata oauth_error
+    no_subject_token), or the authorization server
+    refused the exchange (oauth_error: its RFC 6749 code)
     UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
     for the send timeout; resume
     INTERNAL            INTERNAL: generic message; the cause is in the log
@@ -589,9 +603,11 @@ class ToolService:
     page_size)
     UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
     mid-call, or an unknown tool before the first
-    discovery round finished (metadata
+    discovery round finished, or a per-user upstream's
+    authorization server unreachable (metadata
     unavailable_reason: no_session | session_lost |
-    starting); CIRCUIT_OPEN (with RetryInfo);
+    starting | token_endpoint); CIRCUIT_OPEN (with
+    RetryInfo);
     SHUTTING_DOWN: retry on another replica
     DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
     call_timeout); the upstream was sent
@@ -618,6 +634,11 @@ class ToolService:
     token, JWT, client certificate)
     PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
     the tool (or AdminService)
+    PERMISSION_DENIED   CREDENTIALS_REFUSED: the upstream uses per-user
+    credentials (tokenExchange) and the caller has none:
+    not authenticated by a JWT (metadata oauth_error
+    no_subject_token), or the authorization server
+    refused the exchange (oauth_error: its RFC 6749 code)
     UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
     for the send timeout; resume
     INTERNAL            INTERNAL: generic message; the cause is in the log

@@ -46,9 +46,11 @@ class ToolServiceStub:
                           page_size)
       UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
                           mid-call, or an unknown tool before the first
-                          discovery round finished (metadata
+                          discovery round finished, or a per-user upstream's
+                          authorization server unreachable (metadata
                           unavailable_reason: no_session | session_lost |
-                          starting); CIRCUIT_OPEN (with RetryInfo);
+                          starting | token_endpoint); CIRCUIT_OPEN (with
+                          RetryInfo);
                           SHUTTING_DOWN: retry on another replica
       DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
                           call_timeout); the upstream was sent
@@ -75,6 +77,11 @@ class ToolServiceStub:
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
                           the tool (or AdminService)
+      PERMISSION_DENIED   CREDENTIALS_REFUSED: the upstream uses per-user
+                          credentials (tokenExchange) and the caller has none:
+                          not authenticated by a JWT (metadata oauth_error
+                          no_subject_token), or the authorization server
+                          refused the exchange (oauth_error: its RFC 6749 code)
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
@@ -246,9 +253,11 @@ class ToolServiceAsyncStub(ToolServiceStub):
                           page_size)
       UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
                           mid-call, or an unknown tool before the first
-                          discovery round finished (metadata
+                          discovery round finished, or a per-user upstream's
+                          authorization server unreachable (metadata
                           unavailable_reason: no_session | session_lost |
-                          starting); CIRCUIT_OPEN (with RetryInfo);
+                          starting | token_endpoint); CIRCUIT_OPEN (with
+                          RetryInfo);
                           SHUTTING_DOWN: retry on another replica
       DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
                           call_timeout); the upstream was sent
@@ -275,6 +284,11 @@ class ToolServiceAsyncStub(ToolServiceStub):
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
                           the tool (or AdminService)
+      PERMISSION_DENIED   CREDENTIALS_REFUSED: the upstream uses per-user
+                          credentials (tokenExchange) and the caller has none:
+                          not authenticated by a JWT (metadata oauth_error
+                          no_subject_token), or the authorization server
+                          refused the exchange (oauth_error: its RFC 6749 code)
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
@@ -442,9 +456,11 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
                           page_size)
       UNAVAILABLE         UPSTREAM_UNAVAILABLE: no ready session, or it died
                           mid-call, or an unknown tool before the first
-                          discovery round finished (metadata
+                          discovery round finished, or a per-user upstream's
+                          authorization server unreachable (metadata
                           unavailable_reason: no_session | session_lost |
-                          starting); CIRCUIT_OPEN (with RetryInfo);
+                          starting | token_endpoint); CIRCUIT_OPEN (with
+                          RetryInfo);
                           SHUTTING_DOWN: retry on another replica
       DEADLINE_EXCEEDED   DEADLINE (metadata deadline_source: caller |
                           call_timeout); the upstream was sent
@@ -471,6 +487,11 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
                           token, JWT, client certificate)
       PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
                           the tool (or AdminService)
+      PERMISSION_DENIED   CREDENTIALS_REFUSED: the upstream uses per-user
+                          credentials (tokenExchange) and the caller has none:
+                          not authenticated by a JWT (metadata oauth_error
+                          no_subject_token), or the authorization server
+                          refused the exchange (oauth_error: its RFC 6749 code)
       UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
                           for the send timeout; resume
       INTERNAL            INTERNAL: generic message; the cause is in the log
