@@ -82,8 +82,8 @@ type Options struct {
 	MaxWaitingPerPrincipal int
 	MaxWaiting             int
 	// TaskPollInterval is how often a watched task's upstream is polled
-	// (0: DefaultTaskPollInterval; an upstream that suggests a shorter
-	// interval gets that).
+	// (0: DefaultTaskPollInterval), one poll per task however many
+	// watchers.
 	TaskPollInterval time.Duration
 }
 

@@ -501,9 +501,10 @@ func (p *taskPoll) publish(r *pollResult) {
 	p.mu.Unlock()
 }
 
-// run polls until the task ends, a poll fails, or the last watcher leaves.
-// The interval is the core's, or the upstream's suggestion when that is
-// shorter.
+// run polls until the task ends, a poll fails, or the last watcher leaves,
+// at the core's interval (the operator's choice: the upstream's suggested
+// pollInterval is reported to callers, not followed, because the watch's
+// promise is how soon a task's end reaches its watchers).
 func (p *taskPoll) run(ctx context.Context, s *Core, ref mcpbridge.TaskRef) {
 	defer close(p.done)
 	timer := time.NewTimer(0)
@@ -534,11 +535,7 @@ func (p *taskPoll) run(ctx context.Context, s *Core, ref mcpbridge.TaskRef) {
 				continue
 			}
 		}
-		every := s.tasks.interval
-		if task.PollInterval > 0 && task.PollInterval < every {
-			every = task.PollInterval
-		}
-		timer.Reset(every)
+		timer.Reset(s.tasks.interval)
 	}
 }
 

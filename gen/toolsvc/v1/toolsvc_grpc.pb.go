@@ -183,7 +183,7 @@ type ToolServiceClient interface {
 	// or error, after which the stream ends OK. A watch that breaks (a
 	// replica going away) is resumed by calling WatchTask again with the same
 	// handle, on any replica. One poll of the upstream serves every watcher
-	// of a task on a replica (serve --task-poll-interval).
+	// of a task on a replica, every serve --task-poll-interval (default 50 ms).
 	WatchTask(ctx context.Context, in *WatchTaskRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchTaskResponse], error)
 	// CancelTask asks the upstream to cancel the task and returns its state
 	// after. Cancelling a task that has ended changes nothing and is no error.
@@ -564,7 +564,7 @@ type ToolServiceServer interface {
 	// or error, after which the stream ends OK. A watch that breaks (a
 	// replica going away) is resumed by calling WatchTask again with the same
 	// handle, on any replica. One poll of the upstream serves every watcher
-	// of a task on a replica (serve --task-poll-interval).
+	// of a task on a replica, every serve --task-poll-interval (default 50 ms).
 	WatchTask(*WatchTaskRequest, grpc.ServerStreamingServer[WatchTaskResponse]) error
 	// CancelTask asks the upstream to cancel the task and returns its state
 	// after. Cancelling a task that has ended changes nothing and is no error.

@@ -450,7 +450,7 @@ class ToolServiceServicer:
         or error, after which the stream ends OK. A watch that breaks (a
         replica going away) is resumed by calling WatchTask again with the same
         handle, on any replica. One poll of the upstream serves every watcher
-        of a task on a replica (serve --task-poll-interval).
+        of a task on a replica, every serve --task-poll-interval (default 50 ms).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -215,7 +215,7 @@ class ToolServiceStub:
     or error, after which the stream ends OK. A watch that breaks (a
     replica going away) is resumed by calling WatchTask again with the same
     handle, on any replica. One poll of the upstream serves every watcher
-    of a task on a replica (serve --task-poll-interval).
+    of a task on a replica, every serve --task-poll-interval (default 50 ms).
     """
     CancelTask: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.CancelTaskRequest, _toolsvc_pb2.CancelTaskResponse]
     """CancelTask asks the upstream to cancel the task and returns its state
@@ -419,7 +419,7 @@ class ToolServiceAsyncStub(ToolServiceStub):
     or error, after which the stream ends OK. A watch that breaks (a
     replica going away) is resumed by calling WatchTask again with the same
     handle, on any replica. One poll of the upstream serves every watcher
-    of a task on a replica (serve --task-poll-interval).
+    of a task on a replica, every serve --task-poll-interval (default 50 ms).
     """
     CancelTask: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.CancelTaskRequest, _toolsvc_pb2.CancelTaskResponse]  # type: ignore[assignment]
     """CancelTask asks the upstream to cancel the task and returns its state
@@ -710,7 +710,7 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         or error, after which the stream ends OK. A watch that breaks (a
         replica going away) is resumed by calling WatchTask again with the same
         handle, on any replica. One poll of the upstream serves every watcher
-        of a task on a replica (serve --task-poll-interval).
+        of a task on a replica, every serve --task-poll-interval (default 50 ms).
         """
 
     @_abc_1.abstractmethod

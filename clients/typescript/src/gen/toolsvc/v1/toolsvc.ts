@@ -9304,7 +9304,7 @@ export const ToolServiceService = {
    * or error, after which the stream ends OK. A watch that breaks (a
    * replica going away) is resumed by calling WatchTask again with the same
    * handle, on any replica. One poll of the upstream serves every watcher
-   * of a task on a replica (serve --task-poll-interval).
+   * of a task on a replica, every serve --task-poll-interval (default 50 ms).
    */
   watchTask: {
     path: "/toolsvc.v1.ToolService/WatchTask" as const,
@@ -9438,7 +9438,7 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
    * or error, after which the stream ends OK. A watch that breaks (a
    * replica going away) is resumed by calling WatchTask again with the same
    * handle, on any replica. One poll of the upstream serves every watcher
-   * of a task on a replica (serve --task-poll-interval).
+   * of a task on a replica, every serve --task-poll-interval (default 50 ms).
    */
   watchTask: handleServerStreamingCall<WatchTaskRequest, WatchTaskResponse>;
   /**
@@ -9718,7 +9718,7 @@ export interface ToolServiceClient extends Client {
    * or error, after which the stream ends OK. A watch that breaks (a
    * replica going away) is resumed by calling WatchTask again with the same
    * handle, on any replica. One poll of the upstream serves every watcher
-   * of a task on a replica (serve --task-poll-interval).
+   * of a task on a replica, every serve --task-poll-interval (default 50 ms).
    */
   watchTask(request: WatchTaskRequest, options?: Partial<CallOptions>): ClientReadableStream<WatchTaskResponse>;
   watchTask(
