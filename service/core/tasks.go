@@ -77,6 +77,8 @@ const (
 	// maxLedgerPerPrincipal bounds the tasks a replica remembers for one
 	// principal's ListTasks (the oldest are forgotten first).
 	maxLedgerPerPrincipal = 1000
+	// maxLedgerPrincipals bounds the principals it remembers tasks for.
+	maxLedgerPrincipals = 10000
 	handleVersion         = "t1"
 	// maxHandleLen bounds a handle before it is decoded.
 	maxHandleLen = 4096
@@ -578,6 +580,14 @@ func (l *taskLedger) note(b handleBody, t *Task) {
 	}
 	if len(es) >= maxLedgerPerPrincipal {
 		es = slices.Delete(es, 0, 1)
+	}
+	if es == nil && len(l.m) >= maxLedgerPrincipals {
+		// A new principal past the bound: another principal's list goes
+		// (the ledger is a convenience for ListTasks; handles still work).
+		for p := range l.m {
+			delete(l.m, p)
+			break
+		}
 	}
 	l.m[b.Principal] = append(es, &ledgerEntry{key: key, body: b, task: t})
 }
