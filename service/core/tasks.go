@@ -79,7 +79,7 @@ const (
 	maxLedgerPerPrincipal = 1000
 	// maxLedgerPrincipals bounds the principals it remembers tasks for.
 	maxLedgerPrincipals = 10000
-	handleVersion         = "t1"
+	handleVersion       = "t1"
 	// maxHandleLen bounds a handle before it is decoded.
 	maxHandleLen = 4096
 )
