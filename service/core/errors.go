@@ -153,6 +153,12 @@ func (e *Error) Bounded() *Error {
 	if len(e.Meta) > 0 {
 		out.Meta = make(map[string]string, len(e.Meta))
 		for k, v := range e.Meta {
+			if k == "login_url" {
+				// A link toolsvc made (LOGIN_REQUIRED): clipped it would
+				// not work; its length is toolsvc's, not a caller's.
+				out.Meta[k] = ClipTo(v, MaxLinkLen)
+				continue
+			}
 			out.Meta[k] = Clip(v)
 		}
 	}
@@ -176,6 +182,8 @@ const (
 	MaxEchoLen    = 128
 	MaxMessageLen = 1024
 	MaxViolations = 20
+	// MaxLinkLen bounds metadata "login_url" (about 700 bytes as made).
+	MaxLinkLen = 4096
 )
 
 // Violation is one field at fault.

@@ -1,0 +1,269 @@
+package tests
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/authtest"
+)
+
+// The userOAuth tests' authorization server clients: "agent" signs
+// callers in to toolsvc (passthrough), "toolsvc" is toolsvc's own client
+// for the users' logins, whose access tokens name the upstream.
+const userOAuthClients = `[{"id":"agent","redirectURIs":["http://127.0.0.1/callback"],"audience":["toolsvc"]},` +
+	`{"id":"agent-up","redirectURIs":["http://127.0.0.1/callback"],"audience":["toolsvc","urn:test:passthrough"]},` +
+	`{"id":"toolsvc","secret":"toolsvc-secret","redirectURIs":["http://127.0.0.1/oauth/callback"],"audience":["urn:test:upstream"]}]`
+
+// jwtRE matches a JWT (header and payload are base64url JSON objects): no
+// such text may reach toolsvc's log, errors or ListServers.
+var jwtRE = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+`)
+
+// storeKeyFile writes a random token store key (hex) into dir, mode 0600.
+func storeKeyFile(t *testing.T, dir string) string {
+	t.Helper()
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	path := filepath.Join(dir, "store.key")
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(k)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// userOAuthUp is the "up" server in mode userOAuth on the test's
+// authorization server, checking the login's subject.
+func userOAuthUp(issuer, upURL string) upstream {
+	return goHTTP(upURL, upstream{PingInterval: "1h", Credentials: &credsCfg{Mode: "userOAuth", Issuer: issuer,
+		ClientID: "toolsvc", ClientSecret: "toolsvc-secret", Scopes: []string{"openid", "offline_access"}, RequireSameSubject: true}})
+}
+
+// browserLogin plays user's browser on a login link: a cookie jar, the
+// authorization server's login form filled as user, the redirects
+// followed to toolsvc's callback, whose page must say the login is stored.
+func browserLogin(t *testing.T, ctx context.Context, link, user string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	cb, err := authtest.Authorize(ctx, hc, link, user)
+	if err != nil {
+		t.Fatalf("%s's browser at the authorization server: %v", user, err)
+	}
+	if cb.Path != "/oauth/callback" || cb.Query().Get("code") == "" {
+		t.Fatalf("%s's browser was sent to %s%s (error %q), want toolsvc's callback with a code", user, cb.Host, cb.Path, cb.Query().Get("error"))
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cb.String(), nil)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s's browser at toolsvc's callback: %v", user, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Logged in to up as "+user) {
+		t.Fatalf("toolsvc's callback for %s: %s %s", user, resp.Status, body)
+	}
+}
+
+// loginLink checks err is UNAUTHENTICATED LOGIN_REQUIRED for server "up"
+// and returns its login_url, a link to the authorization server.
+func loginLink(t *testing.T, err error, issuer string) string {
+	t.Helper()
+	ei := wantStatus(t, err, codes.Unauthenticated, "LOGIN_REQUIRED", "up", "")
+	link := ei.GetMetadata()["login_url"]
+	if !strings.HasPrefix(link, issuer+"/") {
+		t.Fatalf("login_url = %q, want a link to the authorization server %s", link, issuer)
+	}
+	u, _ := url.Parse(link)
+	if q := u.Query(); q.Get("code_challenge_method") != "S256" || q.Get("state") == "" || q.Get("client_id") != "toolsvc" {
+		t.Errorf("login_url's query = %v, want PKCE S256, a state and client_id toolsvc", q)
+	}
+	return link
+}
+
+// whoamiOn calls up__whoami on c as the bearer token tok and returns what
+// the upstream saw.
+func whoamiOn(ctx context.Context, c toolsvcv1.ToolServiceClient, tok string) (map[string]any, error) {
+	res, err := c.CallTool(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok), &toolsvcv1.CallToolRequest{Name: "up__whoami"})
+	if err != nil {
+		return nil, err
+	}
+	if res.GetIsError() {
+		return nil, fmt.Errorf("whoami: tool error %v", res.GetContent())
+	}
+	return res.GetStructuredContent().AsMap(), nil
+}
+
+// noTokenText fails the test for a JWT in text (toolsvc's log, an error,
+// ListServers).
+func noTokenText(t *testing.T, what, text string) {
+	t.Helper()
+	if m := jwtRE.FindString(text); m != "" {
+		t.Errorf("a JWT in %s: …%s…", what, m[:min(len(m), 24)])
+	}
+}
+
+// TestUserOAuthEndToEnd: an upstream in mode userOAuth, all real
+// processes (tests/authserver, tests/testserver checking bearer JWTs,
+// toolsvc with a file token store). A call by a principal who never
+// logged in gets the login link: UNAUTHENTICATED LOGIN_REQUIRED with
+// login_url for a plain caller, a URL elicitation for one that takes them;
+// a browser (cookie jar, the login form, the redirects) completes it at
+// toolsvc's callback; then the upstream sees each principal as itself.
+// Tokens 36 s long are refreshed once each under concurrent calls (the
+// authorization server's count); toolsvc logout and AdminService.Logout
+// revoke (a principal only its own, an admin anyone's), and the next call
+// gets the link again. No JWT in the log, errors or ListServers.
+func TestUserOAuthEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	defer cancel()
+	defer http.DefaultClient.CloseIdleConnections()
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-access-ttl", "36s", "-clients", userOAuthClients),
+		procOpts{checkExit: true})
+	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
+	up := startBearerUpstream(t, issuer, "urn:test:upstream")
+	dir := t.TempDir()
+	toks := map[string]string{"alice": "static-alice-0123456789", "bob": "static-bob-0123456789", "root": "static-root-0123456789"}
+	p := startToolsvc(t, cfg{
+		Auth:       &authCfg{Tokens: toks, Admins: []string{"root"}},
+		TokenStore: &tokenStoreCfg{File: filepath.Join(dir, "tokens"), KeyFile: storeKeyFile(t, dir)},
+		Servers:    servers{"up": userOAuthUp(issuer, up)}})
+	var errs []string // every error's text, checked for tokens at the end
+
+	// alice, nobody listed the upstream yet: the call gets the link.
+	_, err := whoamiOn(ctx, p.client, toks["alice"])
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	link := loginLink(t, err, issuer)
+	browserLogin(t, ctx, link, "alice")
+	who, err := whoamiOn(ctx, p.client, toks["alice"])
+	if err != nil {
+		t.Fatalf("whoami as alice after her login: %v", err)
+	}
+	if who["sub"] != "alice" {
+		t.Errorf("as alice the upstream saw %v, want sub alice", who)
+	}
+
+	// bob takes URL elicitations: the call asks him to open the link, he
+	// logs in, answers accept, and the call goes on as bob.
+	bobCtx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+toks["bob"])
+	urlOnly := &toolsvcv1.InputCapabilities{ElicitationUrl: true}
+	res, err := p.client.CallTool(bobCtx, &toolsvcv1.CallToolRequest{Name: "up__whoami", InputCapabilities: urlOnly})
+	if err != nil {
+		t.Fatalf("bob's interactive call: %v", err)
+	}
+	ir := res.GetInputRequired()
+	if ir == nil || len(ir.GetRequests()) != 1 || ir.GetRequests()[0].GetElicitationUrl() == nil {
+		t.Fatalf("bob's interactive call = %v, want input_required with one URL elicitation", res)
+	}
+	q := ir.GetRequests()[0]
+	if !strings.HasPrefix(q.GetElicitationUrl().GetUrl(), issuer+"/") || !strings.Contains(q.GetElicitationUrl().GetMessage(), `"up"`) {
+		t.Errorf("the URL elicitation = %v, want the authorization server's link and the server named", q.GetElicitationUrl())
+	}
+	browserLogin(t, ctx, q.GetElicitationUrl().GetUrl(), "bob")
+	bobLoggedIn := time.Now()
+	res, err = p.client.CallTool(bobCtx, &toolsvcv1.CallToolRequest{Name: "up__whoami", InputCapabilities: urlOnly,
+		RequestState: ir.GetRequestState(), InputResponses: []*toolsvcv1.InputResponse{{Id: q.GetId(),
+			Response: &toolsvcv1.InputResponse_Elicitation{Elicitation: &toolsvcv1.ElicitationResponse{Action: "accept"}}}}})
+	if err != nil || res.GetInputRequired() != nil || res.GetIsError() {
+		t.Fatalf("bob's call after the login: %v, %v", res, err)
+	}
+	if who := res.GetStructuredContent().AsMap(); who["sub"] != "bob" {
+		t.Errorf("as bob the upstream saw %v, want sub bob", who)
+	}
+	// A caller that declines gets the plain error.
+	if _, err := whoamiOn(ctx, p.client, toks["root"]); err == nil {
+		t.Fatal("root, never logged in, was served")
+	} else {
+		errs = append(errs, err.Error())
+		loginLink(t, err, issuer)
+	}
+
+	// Expiry and refresh under load: 36 s tokens, refreshed from 30 s
+	// before their expiry; 7 s after bob's login both are due, and 8
+	// concurrent calls each refresh exactly once per principal.
+	before := authStats(t, issuer)
+	time.Sleep(time.Until(bobLoggedIn.Add(7 * time.Second)))
+	var wg sync.WaitGroup
+	for _, user := range []string{"alice", "bob"} {
+		for range 8 {
+			wg.Go(func() {
+				who, err := whoamiOn(ctx, p.client, toks[user])
+				if err != nil {
+					t.Errorf("whoami as %s under load: %v", user, err)
+				} else if who["sub"] != user {
+					t.Errorf("as %s the upstream saw %v", user, who)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	after := authStats(t, issuer)
+	for _, user := range []string{"alice", "bob"} {
+		if n := after.Refreshes[user] - before.Refreshes[user]; n != 1 {
+			t.Errorf("%s's refreshes under 8 concurrent calls = %d, want 1 (stats before %v, after %v)", user, n, before.Refreshes, after.Refreshes)
+		}
+	}
+
+	// toolsvc logout: alice revokes her own login.
+	out, err := execToolsvc(ctx, p.addr, "logout", "--token", toks["alice"], "--server", "up")
+	if err != nil || !strings.Contains(out, "logged out alice from up") {
+		t.Fatalf("toolsvc logout as alice: %v\n%s", err, out)
+	}
+	if st := authStats(t, issuer); st.Revocations != after.Revocations+1 {
+		t.Errorf("revocations after alice's logout = %d, want %d", st.Revocations, after.Revocations+1)
+	}
+	_, err = whoamiOn(ctx, p.client, toks["alice"])
+	loginLink(t, err, issuer)
+	errs = append(errs, err.Error())
+
+	// AdminService.Logout: bob may not revoke another's login; root (an
+	// admin) revokes bob's.
+	admin := toolsvcv1.NewAdminServiceClient(grpcConn(t, p.addr))
+	_, err = admin.Logout(bobCtx, &toolsvcv1.LogoutRequest{Server: "up", Principal: "alice"})
+	wantStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED", "", "")
+	errs = append(errs, err.Error())
+	rootCtx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+toks["root"])
+	lr, err := admin.Logout(rootCtx, &toolsvcv1.LogoutRequest{Server: "up", Principal: "bob"})
+	if err != nil || lr.GetPrincipal() != "bob" {
+		t.Fatalf("root's Logout of bob: %v, %v", lr, err)
+	}
+	_, err = whoamiOn(ctx, p.client, toks["bob"])
+	loginLink(t, err, issuer)
+	errs = append(errs, err.Error())
+	if st := authStats(t, issuer); st.Revocations != after.Revocations+2 {
+		t.Errorf("revocations after bob's logout = %d, want %d", st.Revocations, after.Revocations+2)
+	}
+
+	// Nothing leaks a token.
+	noTokenText(t, "toolsvc's log", p.log.String())
+	noTokenText(t, "the errors", strings.Join(errs, "\n"))
+	resp, err := p.client.ListServers(rootCtx, &toolsvcv1.ListServersRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(resp)
+	noTokenText(t, "ListServers", string(raw))
+	if regexp.MustCompile(`[?&]code=`).MatchString(p.log.String()) {
+		t.Error("toolsvc's log shows a callback's query (code=)")
+	}
+}
