@@ -267,3 +267,72 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 		t.Error("toolsvc's log shows a callback's query (code=)")
 	}
 }
+
+// TestPassthroughEndToEnd: an upstream in mode passthrough, real
+// processes. toolsvc trusts the authorization server's JWTs (auth.jwt,
+// audience toolsvc); the upstream accepts only tokens naming
+// urn:test:passthrough. A caller whose token names both is forwarded as
+// is: the upstream sees the caller itself, no actor, client agent-up, and
+// two callers are two identities. A token meant for toolsvc alone is
+// PERMISSION_DENIED CREDENTIALS_REFUSED (oauth_error audience_mismatch),
+// a static-token caller no_subject_token; no JWT in the log or errors.
+func TestPassthroughEndToEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	defer http.DefaultClient.CloseIdleConnections()
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-clients", userOAuthClients), procOpts{checkExit: true})
+	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
+	up := startBearerUpstream(t, issuer, "urn:test:passthrough")
+	const static = "static-robot-0123456789"
+	p := startToolsvc(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"robot": static},
+			JWT: &jwtCfg{JWKSURL: jwksURI(t, issuer), Issuer: issuer, Audience: "toolsvc"}},
+		Servers: servers{"pt": goHTTP(up, upstream{PingInterval: "1h", Credentials: &credsCfg{Mode: "passthrough", Audience: "urn:test:passthrough"}})}})
+	agentUp := authtest.ClientConfig{ID: "agent-up", RedirectURIs: []string{"http://127.0.0.1/callback"}}
+	tokens := map[string]string{}
+	for _, user := range []string{"alice", "carol"} {
+		tok, err := authtest.Login(ctx, issuer, agentUp, user)
+		if err != nil {
+			t.Fatalf("login %s: %v", user, err)
+		}
+		tokens[user] = tok.AccessToken
+	}
+	onlyToolsvc, err := authtest.Login(ctx, issuer, authAgent, "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(tok string) (map[string]any, error) {
+		res, err := p.client.CallTool(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok), &toolsvcv1.CallToolRequest{Name: "pt__whoami"})
+		if err != nil {
+			return nil, err
+		}
+		if res.GetIsError() {
+			return nil, fmt.Errorf("tool error %v", res.GetContent())
+		}
+		return res.GetStructuredContent().AsMap(), nil
+	}
+	for _, user := range []string{"alice", "carol"} {
+		who, err := call(tokens[user])
+		if err != nil {
+			t.Fatalf("whoami as %s: %v", user, err)
+		}
+		if who["sub"] != user || who["act"] != nil || who["client_id"] != "agent-up" {
+			t.Errorf("as %s the upstream saw %v, want sub %s, no act, client agent-up (the caller's own token)", user, who, user)
+		}
+	}
+	var errs []string
+	_, err = call(onlyToolsvc.AccessToken)
+	ei := wantStatus(t, err, codes.PermissionDenied, "CREDENTIALS_REFUSED", "pt", "pt__whoami")
+	if ei.GetMetadata()["oauth_error"] != "audience_mismatch" {
+		t.Errorf("bob's token for toolsvc only: metadata %v, want oauth_error audience_mismatch", ei.GetMetadata())
+	}
+	errs = append(errs, err.Error())
+	_, err = call(static)
+	ei = wantStatus(t, err, codes.PermissionDenied, "CREDENTIALS_REFUSED", "pt", "pt__whoami")
+	if ei.GetMetadata()["oauth_error"] != "no_subject_token" {
+		t.Errorf("a static-token caller: metadata %v, want oauth_error no_subject_token", ei.GetMetadata())
+	}
+	errs = append(errs, err.Error())
+	noTokenText(t, "toolsvc's log", p.log.String())
+	noTokenText(t, "the errors", strings.Join(errs, "\n"))
+}
