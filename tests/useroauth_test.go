@@ -336,3 +336,135 @@ func TestPassthroughEndToEnd(t *testing.T) {
 	noTokenText(t, "toolsvc's log", p.log.String())
 	noTokenText(t, "the errors", strings.Join(errs, "\n"))
 }
+
+// startRedisProc runs Debian's redis-server (scripts/interop-deps.sh
+// installs it) on a unix socket in dir, its append-only file fsynced on
+// every write, so a restart on the same dir loses nothing.
+func startRedisProc(t *testing.T, dir string) *proc {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("TOOLSVC_REDIS_TESTS") != "" {
+			t.Fatal("redis-server not found: run scripts/interop-deps.sh")
+		}
+		t.Skip("redis-server not found (scripts/interop-deps.sh installs it; TOOLSVC_REDIS_TESTS=1 makes this a failure)")
+	}
+	p := startProc(t, exec.Command("redis-server", "--port", "0", "--unixsocket", filepath.Join(dir, "redis.sock"),
+		"--unixsocketperm", "700", "--dir", dir, "--appendonly", "yes", "--appendfsync", "always", "--save", ""))
+	p.log.waitFor(t, regexp.MustCompile(`(?i)(ready to accept connections)`), 20*time.Second)
+	return p
+}
+
+// TestUserOAuthReplicas: three toolsvc replicas share a Redis token store
+// (a real redis-server) and its key. A user who logged in through one
+// replica's link and callback is served by the others; each principal's
+// token, due for refresh, is refreshed exactly once across the three
+// under concurrent calls to all of them. Redis killed (SIGKILL): every
+// replica answers UNAVAILABLE token_store; restarted on its append-only
+// file: the users are served again without logging in (no token lost).
+func TestUserOAuthReplicas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	defer cancel()
+	defer http.DefaultClient.CloseIdleConnections()
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-access-ttl", "36s", "-clients", userOAuthClients),
+		procOpts{checkExit: true})
+	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
+	up := startBearerUpstream(t, issuer, "urn:test:upstream")
+	rdir := t.TempDir()
+	redis := startRedisProc(t, rdir)
+	dir := t.TempDir()
+	toks := map[string]string{"alice": "static-alice-0123456789", "bob": "static-bob-0123456789"}
+	c := cfg{Auth: &authCfg{Tokens: toks},
+		TokenStore: &tokenStoreCfg{Redis: &redisStoreCfg{URL: "unix://" + filepath.Join(rdir, "redis.sock"), Timeout: "500ms"}, KeyFile: storeKeyFile(t, dir)},
+		Servers:    servers{"up": userOAuthUp(issuer, up)}}
+	var reps []*toolsvcProc
+	for range 3 {
+		reps = append(reps, startToolsvc(t, c))
+	}
+	var errs []string
+	loginThrough := func(rep *toolsvcProc, user string) {
+		t.Helper()
+		_, err := whoamiOn(ctx, rep.client, toks[user])
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		browserLogin(t, ctx, loginLink(t, err, issuer), user)
+	}
+	served := func(rep int, user string) {
+		t.Helper()
+		who, err := whoamiOn(ctx, reps[rep].client, toks[user])
+		if err != nil {
+			t.Fatalf("whoami as %s on replica %d: %v", user, rep, err)
+		}
+		if who["sub"] != user {
+			t.Errorf("as %s on replica %d the upstream saw %v", user, rep, who)
+		}
+	}
+	loginThrough(reps[0], "alice")
+	served(1, "alice")
+	served(2, "alice")
+	loginThrough(reps[2], "bob")
+	loggedIn := time.Now()
+	served(0, "bob")
+	served(1, "bob")
+
+	// Due for refresh (7 s after the logins, tokens of 36 s refreshed from
+	// 30 s before expiry): 4 concurrent calls per principal per replica,
+	// one refresh per principal in all.
+	before := authStats(t, issuer)
+	time.Sleep(time.Until(loggedIn.Add(7 * time.Second)))
+	var wg sync.WaitGroup
+	for rep := range reps {
+		for _, user := range []string{"alice", "bob"} {
+			for range 4 {
+				wg.Go(func() {
+					who, err := whoamiOn(ctx, reps[rep].client, toks[user])
+					if err != nil {
+						t.Errorf("whoami as %s on replica %d under load: %v", user, rep, err)
+					} else if who["sub"] != user {
+						t.Errorf("as %s on replica %d the upstream saw %v", user, rep, who)
+					}
+				})
+			}
+		}
+	}
+	wg.Wait()
+	after := authStats(t, issuer)
+	for _, user := range []string{"alice", "bob"} {
+		if n := after.Refreshes[user] - before.Refreshes[user]; n != 1 {
+			t.Errorf("%s's refreshes under 12 concurrent calls on 3 replicas = %d, want 1", user, n)
+		}
+	}
+
+	// The store dies: a clear UNAVAILABLE on every replica.
+	redis.kill()
+	for i, rep := range reps {
+		_, err := whoamiOn(ctx, rep.client, toks["alice"])
+		ei := wantStatus(t, err, codes.Unavailable, "UPSTREAM_UNAVAILABLE", "up", "up__whoami")
+		if ei.GetMetadata()["unavailable_reason"] != "token_store" {
+			t.Errorf("replica %d with Redis down: metadata %v, want unavailable_reason token_store", i, ei.GetMetadata())
+		}
+		errs = append(errs, err.Error())
+	}
+	// Back on its append-only file: nobody logs in again.
+	startRedisProc(t, rdir)
+	for i := range reps {
+		for _, user := range []string{"alice", "bob"} {
+			var who map[string]any
+			eventually(t, 10*time.Second, fmt.Sprintf("%s served by replica %d after Redis restarted", user, i), func() bool {
+				var err error
+				who, err = whoamiOn(ctx, reps[i].client, toks[user])
+				if err != nil {
+					errs = append(errs, err.Error())
+				}
+				return err == nil
+			})
+			if who["sub"] != user {
+				t.Errorf("as %s on replica %d after the restart the upstream saw %v", user, i, who)
+			}
+		}
+	}
+	for i, rep := range reps {
+		noTokenText(t, fmt.Sprintf("replica %d's log", i), rep.log.String())
+	}
+	noTokenText(t, "the errors", strings.Join(errs, "\n"))
+}
