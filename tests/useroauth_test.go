@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
@@ -61,26 +62,34 @@ func userOAuthUp(issuer, upURL string) upstream {
 // followed to toolsvc's callback, whose page must say the login is stored.
 func browserLogin(t *testing.T, ctx context.Context, link, user string) {
 	t.Helper()
+	if err := browserLoginErr(ctx, link, user); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// browserLoginErr is browserLogin for goroutines other than the test's.
+func browserLoginErr(ctx context.Context, link, user string) error {
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 	cb, err := authtest.Authorize(ctx, hc, link, user)
 	if err != nil {
-		t.Fatalf("%s's browser at the authorization server: %v", user, err)
+		return fmt.Errorf("%s's browser at the authorization server: %v", user, err)
 	}
 	if cb.Path != "/oauth/callback" || cb.Query().Get("code") == "" {
-		t.Fatalf("%s's browser was sent to %s%s (error %q), want toolsvc's callback with a code", user, cb.Host, cb.Path, cb.Query().Get("error"))
+		return fmt.Errorf("%s's browser was sent to %s%s (error %q), want toolsvc's callback with a code", user, cb.Host, cb.Path, cb.Query().Get("error"))
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cb.String(), nil)
 	resp, err := hc.Do(req)
 	if err != nil {
-		t.Fatalf("%s's browser at toolsvc's callback: %v", user, err)
+		return fmt.Errorf("%s's browser at toolsvc's callback: %v", user, err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Logged in to up as "+user) {
-		t.Fatalf("toolsvc's callback for %s: %s %s", user, resp.Status, body)
+		return fmt.Errorf("toolsvc's callback for %s: %s %s", user, resp.Status, body)
 	}
+	return nil
 }
 
 // loginLink checks err is UNAUTHENTICATED LOGIN_REQUIRED for server "up"
@@ -141,11 +150,12 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
 	up := startBearerUpstream(t, issuer, "urn:test:upstream")
 	dir := t.TempDir()
-	toks := map[string]string{"alice": "static-alice-0123456789", "bob": "static-bob-0123456789", "root": "static-root-0123456789"}
+	toks := map[string]string{"alice": "static-alice-0123456789", "bob": "static-bob-0123456789", "carol": "static-carol-0123456789",
+		"root": "static-root-0123456789"}
 	p := startToolsvc(t, cfg{
 		Auth:       &authCfg{Tokens: toks, Admins: []string{"root"}},
 		TokenStore: &tokenStoreCfg{File: filepath.Join(dir, "tokens"), KeyFile: storeKeyFile(t, dir)},
-		Servers:    servers{"up": userOAuthUp(issuer, up)}})
+		Servers:    servers{"up": userOAuthUp(issuer, up)}}, "--mcp-listen", "127.0.0.1:0")
 	var errs []string // every error's text, checked for tokens at the end
 
 	// alice, nobody listed the upstream yet: the call gets the link.
@@ -190,6 +200,35 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 	if who := res.GetStructuredContent().AsMap(); who["sub"] != "bob" {
 		t.Errorf("as bob the upstream saw %v, want sub bob", who)
 	}
+	// carol, over the MCP front door, takes URL elicitations: she is asked
+	// on her session, logs in from the handler (her browser), accepts, and
+	// the same tools/call completes as carol.
+	var asked []string
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "carol", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(hctx context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, r.Params.Mode)
+			if r.Params.Mode != "url" {
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			}
+			if err := browserLoginErr(hctx, r.Params.URL, "carol"); err != nil {
+				return nil, err
+			}
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		}}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{toks["carol"]}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	mres, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__whoami"})
+	if err != nil || mres.IsError {
+		t.Fatalf("carol's tools/call over the MCP front door: %v, %v", mres, err)
+	}
+	if mwho, _ := mres.StructuredContent.(map[string]any); mwho["sub"] != "carol" || len(asked) != 1 || asked[0] != "url" {
+		t.Errorf("carol over the MCP front door: the upstream saw %v after asks %v, want sub carol after one URL elicitation", mres.StructuredContent, asked)
+	}
+
 	// A caller that declines gets the plain error.
 	if _, err := whoamiOn(ctx, p.client, toks["root"]); err == nil {
 		t.Fatal("root, never logged in, was served")
