@@ -160,8 +160,7 @@ func (a *admin) Logout(ctx context.Context, req *toolsvcv1.LogoutRequest) (*tool
 	}
 	if err := a.s.bridge.Logout(ctx, who, req.GetServer()); err != nil {
 		if errors.Is(err, mcpbridge.ErrNotUserOAuth) {
-			return nil, plainError(core.FailedPrecondition, ReasonRequestInvalid,
-				fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", req.GetServer()), map[string]string{"server": req.GetServer()})
+			return nil, invalidArgument("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", req.GetServer()))
 		}
 		return nil, toStatus(err)
 	}

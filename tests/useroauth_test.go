@@ -282,6 +282,8 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 	wantStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED", "", "")
 	errs = append(errs, err.Error())
 	rootCtx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+toks["root"])
+	_, err = admin.Logout(rootCtx, &toolsvcv1.LogoutRequest{Server: "nope"})
+	wantStatus(t, err, codes.NotFound, "SERVER_NOT_FOUND", "", "")
 	lr, err := admin.Logout(rootCtx, &toolsvcv1.LogoutRequest{Server: "up", Principal: "bob"})
 	if err != nil || lr.GetPrincipal() != "bob" {
 		t.Fatalf("root's Logout of bob: %v, %v", lr, err)

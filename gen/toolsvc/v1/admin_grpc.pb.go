@@ -47,8 +47,8 @@ type AdminServiceClient interface {
 	// token; the principal's next call gets a login link (LOGIN_REQUIRED).
 	// Any principal may log itself out; another principal's login needs
 	// auth.admins. No login stored is no error. A server not in mode
-	// userOAuth is FAILED_PRECONDITION; the token store unreachable is
-	// UNAVAILABLE (nothing deleted).
+	// userOAuth is INVALID_ARGUMENT (field server); the token store
+	// unreachable is UNAVAILABLE (nothing deleted).
 	Logout(ctx context.Context, in *LogoutRequest, opts ...grpc.CallOption) (*LogoutResponse, error)
 }
 
@@ -120,8 +120,8 @@ type AdminServiceServer interface {
 	// token; the principal's next call gets a login link (LOGIN_REQUIRED).
 	// Any principal may log itself out; another principal's login needs
 	// auth.admins. No login stored is no error. A server not in mode
-	// userOAuth is FAILED_PRECONDITION; the token store unreachable is
-	// UNAVAILABLE (nothing deleted).
+	// userOAuth is INVALID_ARGUMENT (field server); the token store
+	// unreachable is UNAVAILABLE (nothing deleted).
 	Logout(context.Context, *LogoutRequest) (*LogoutResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }

@@ -93,8 +93,8 @@ class AdminServiceServicer:
         token; the principal's next call gets a login link (LOGIN_REQUIRED).
         Any principal may log itself out; another principal's login needs
         auth.admins. No login stored is no error. A server not in mode
-        userOAuth is FAILED_PRECONDITION; the token store unreachable is
-        UNAVAILABLE (nothing deleted).
+        userOAuth is INVALID_ARGUMENT (field server); the token store
+        unreachable is UNAVAILABLE (nothing deleted).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

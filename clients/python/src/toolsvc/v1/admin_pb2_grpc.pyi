@@ -50,8 +50,8 @@ class AdminServiceStub:
     token; the principal's next call gets a login link (LOGIN_REQUIRED).
     Any principal may log itself out; another principal's login needs
     auth.admins. No login stored is no error. A server not in mode
-    userOAuth is FAILED_PRECONDITION; the token store unreachable is
-    UNAVAILABLE (nothing deleted).
+    userOAuth is INVALID_ARGUMENT (field server); the token store
+    unreachable is UNAVAILABLE (nothing deleted).
     """
 
 @_typing.type_check_only
@@ -76,8 +76,8 @@ class AdminServiceAsyncStub(AdminServiceStub):
     token; the principal's next call gets a login link (LOGIN_REQUIRED).
     Any principal may log itself out; another principal's login needs
     auth.admins. No login stored is no error. A server not in mode
-    userOAuth is FAILED_PRECONDITION; the token store unreachable is
-    UNAVAILABLE (nothing deleted).
+    userOAuth is INVALID_ARGUMENT (field server); the token store
+    unreachable is UNAVAILABLE (nothing deleted).
     """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -123,8 +123,8 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         token; the principal's next call gets a login link (LOGIN_REQUIRED).
         Any principal may log itself out; another principal's login needs
         auth.admins. No login stored is no error. A server not in mode
-        userOAuth is FAILED_PRECONDITION; the token store unreachable is
-        UNAVAILABLE (nothing deleted).
+        userOAuth is INVALID_ARGUMENT (field server); the token store
+        unreachable is UNAVAILABLE (nothing deleted).
         """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -587,8 +587,8 @@ export const AdminServiceService = {
    * token; the principal's next call gets a login link (LOGIN_REQUIRED).
    * Any principal may log itself out; another principal's login needs
    * auth.admins. No login stored is no error. A server not in mode
-   * userOAuth is FAILED_PRECONDITION; the token store unreachable is
-   * UNAVAILABLE (nothing deleted).
+   * userOAuth is INVALID_ARGUMENT (field server); the token store
+   * unreachable is UNAVAILABLE (nothing deleted).
    */
   logout: {
     path: "/toolsvc.v1.AdminService/Logout" as const,
@@ -617,8 +617,8 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * token; the principal's next call gets a login link (LOGIN_REQUIRED).
    * Any principal may log itself out; another principal's login needs
    * auth.admins. No login stored is no error. A server not in mode
-   * userOAuth is FAILED_PRECONDITION; the token store unreachable is
-   * UNAVAILABLE (nothing deleted).
+   * userOAuth is INVALID_ARGUMENT (field server); the token store
+   * unreachable is UNAVAILABLE (nothing deleted).
    */
   logout: handleUnaryCall<LogoutRequest, LogoutResponse>;
 }
@@ -681,8 +681,8 @@ export interface AdminServiceClient extends Client {
    * token; the principal's next call gets a login link (LOGIN_REQUIRED).
    * Any principal may log itself out; another principal's login needs
    * auth.admins. No login stored is no error. A server not in mode
-   * userOAuth is FAILED_PRECONDITION; the token store unreachable is
-   * UNAVAILABLE (nothing deleted).
+   * userOAuth is INVALID_ARGUMENT (field server); the token store
+   * unreachable is UNAVAILABLE (nothing deleted).
    */
   logout(
     request: LogoutRequest,
