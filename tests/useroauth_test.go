@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -508,4 +509,78 @@ func TestUserOAuthReplicas(t *testing.T) {
 		noTokenText(t, fmt.Sprintf("replica %d's log", i), rep.log.String())
 	}
 	noTokenText(t, "the errors", strings.Join(errs, "\n"))
+}
+
+// TestUserOAuthCost measures userOAuth's costs, real processes, when
+// TOOLSVC_USEROAUTH_COST=N (N principals; TOOLSVC_USEROAUTH_STORE=redis for
+// a redis-server store, else a file): a call answered with the login link,
+// the callback (code redeemed, token stored), a principal's first call
+// after its login (store read, session created, the call) and a later one.
+// It checks each principal is served as itself; the figures are logged
+// (docs/credentials.md), never asserted.
+func TestUserOAuthCost(t *testing.T) {
+	n := 0
+	fmt.Sscan(os.Getenv("TOOLSVC_USEROAUTH_COST"), &n)
+	if n <= 0 {
+		t.Skip("set TOOLSVC_USEROAUTH_COST=N to measure with N principals")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	defer http.DefaultClient.CloseIdleConnections()
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-clients", userOAuthClients), procOpts{checkExit: true})
+	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
+	up := startBearerUpstream(t, issuer, "urn:test:upstream")
+	dir := t.TempDir()
+	ts := &tokenStoreCfg{File: filepath.Join(dir, "tokens"), KeyFile: storeKeyFile(t, dir)}
+	if os.Getenv("TOOLSVC_USEROAUTH_STORE") == "redis" {
+		rdir := t.TempDir()
+		startRedisProc(t, rdir)
+		ts = &tokenStoreCfg{Redis: &redisStoreCfg{URL: "unix://" + filepath.Join(rdir, "redis.sock")}, KeyFile: ts.KeyFile}
+	}
+	toks := map[string]string{}
+	for i := range n {
+		toks[fmt.Sprintf("u%04d", i)] = fmt.Sprintf("static-u%04d-0123456789", i)
+	}
+	p := startToolsvc(t, cfg{Auth: &authCfg{Tokens: toks}, TokenStore: ts,
+		Servers: servers{"up": userOAuthUp(issuer, up)}})
+	var link, callback, first, warm []time.Duration
+	for i := range n {
+		user := fmt.Sprintf("u%04d", i)
+		t0 := time.Now()
+		_, err := whoamiOn(ctx, p.client, toks[user])
+		link = append(link, time.Since(t0))
+		l := loginLink(t, err, issuer)
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar}
+		cb, err := authtest.Authorize(ctx, hc, l, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 = time.Now()
+		resp, err := hc.Get(cb.String())
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("callback for %s: %v %v", user, resp, err)
+		}
+		resp.Body.Close()
+		callback = append(callback, time.Since(t0))
+		hc.CloseIdleConnections()
+		for j, into := range []*[]time.Duration{&first, &warm} {
+			t0 = time.Now()
+			who, err := whoamiOn(ctx, p.client, toks[user])
+			*into = append(*into, time.Since(t0))
+			if err != nil || who["sub"] != user {
+				t.Fatalf("call %d as %s: %v, %v", j, user, who, err)
+			}
+		}
+	}
+	q := func(d []time.Duration) string {
+		slices.Sort(d)
+		return fmt.Sprintf("p50 %v p99 %v", d[len(d)/2].Round(10*time.Microsecond), d[len(d)*99/100].Round(10*time.Microsecond))
+	}
+	store := "file"
+	if ts.Redis != nil {
+		store = "redis"
+	}
+	t.Logf("%d principals, %s store: LOGIN_REQUIRED call %s; callback %s; first call after login %s; later call %s",
+		n, store, q(link), q(callback), q(first), q(warm))
 }
