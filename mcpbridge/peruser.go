@@ -270,16 +270,16 @@ func (u *upstream) sessionAuth(s *session, base http.RoundTripper) http.RoundTri
 	if u.pu == nil || s.principal == "" {
 		return base
 	}
-	return &exchangedRoundTripper{u: u, principal: s.principal, base: base}
+	return &bearerRoundTripper{u: u, principal: s.principal, base: base}
 }
 
-type exchangedRoundTripper struct {
+type bearerRoundTripper struct {
 	u         *upstream
 	principal string
 	base      http.RoundTripper
 }
 
-func (t *exchangedRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t *bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	subject := ""
 	if c := callerOf(r.Context()); c.principal == t.principal {
 		subject = c.subject
