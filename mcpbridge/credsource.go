@@ -153,7 +153,7 @@ type userSource struct {
 
 func (s *userSource) admit(ctx context.Context, c caller) error {
 	if c.principal == "" {
-		return &CredentialsError{Server: s.u.cfg.Name, Mode: CredentialsUserOAuth, Code: "no_principal"}
+		return &CredentialsError{Server: s.u.cfg.Name, Mode: CredentialsUserOAuth, Code: CodeNoPrincipal}
 	}
 	_, err := s.token(ctx, c.principal, "")
 	var le *LoginRequiredError

@@ -69,8 +69,9 @@ func TestUserSourceLoginLink(t *testing.T) {
 	if strings.Contains(le.Error(), le.URL) {
 		t.Error("the error's message holds the link (it belongs in metadata only)")
 	}
-	if err := s.admit(ctx, caller{}); err == nil {
-		t.Error("admit(no principal) = nil")
+	var ce *CredentialsError
+	if err := s.admit(ctx, caller{}); !errors.As(err, &ce) || ce.Code != CodeNoPrincipal || !strings.Contains(err.Error(), "not authenticated") {
+		t.Errorf("admit(no principal) = %v, want CredentialsError %s", err, CodeNoPrincipal)
 	}
 	var seen []*mcp.ElicitParams
 	it := &Interaction{Kinds: InputKinds{URL: true}, Ask: asker("decline", &seen, nil)}

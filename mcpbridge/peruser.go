@@ -26,6 +26,11 @@ import (
 // no token to exchange (not authenticated by a JWT).
 const CodeNoSubjectToken = "no_subject_token"
 
+// CodeNoPrincipal is CredentialsError.Code for an anonymous caller of a
+// userOAuth upstream (toolsvc authenticates nobody): a login is a
+// principal's.
+const CodeNoPrincipal = "no_principal"
+
 // ReasonTokenEndpoint: the authorization server of a per-user upstream is
 // unreachable or failed (not a refusal of the caller).
 const ReasonTokenEndpoint = "token_endpoint"
@@ -49,6 +54,8 @@ func (e *CredentialsError) Error() string {
 		mode = CredentialsTokenExchange
 	}
 	switch {
+	case e.Code == CodeNoPrincipal:
+		return fmt.Sprintf("server %q uses per-user credentials (%s): the caller is not authenticated (toolsvc has no auth section), so it has no login of its own", e.Server, mode)
 	case e.Code == CodeNoSubjectToken:
 		return fmt.Sprintf("server %q uses per-user credentials (%s): the caller presented no JWT (a static token or a client certificate has none)", e.Server, mode)
 	case mode == CredentialsPassthrough:

@@ -99,9 +99,10 @@ const (
 //	                    credentials and the caller has none: not
 //	                    authenticated by a JWT (metadata oauth_error
 //	                    no_subject_token), the authorization server refused
-//	                    the exchange (oauth_error: its RFC 6749 code), or
+//	                    the exchange (oauth_error: its RFC 6749 code),
 //	                    passthrough may not forward its JWT (oauth_error:
-//	                    audience_mismatch, token_expired, not_a_jwt)
+//	                    audience_mismatch, token_expired, not_a_jwt), or it
+//	                    is anonymous (userOAuth; oauth_error: no_principal)
 //	UNAUTHENTICATED     LOGIN_REQUIRED: the upstream uses per-user
 //	                    credentials (userOAuth) and the principal has not
 //	                    logged in to it: open metadata login_url (server
@@ -486,9 +487,10 @@ func (c *toolServiceClient) UpdateTask(ctx context.Context, in *UpdateTaskReques
 //	                    credentials and the caller has none: not
 //	                    authenticated by a JWT (metadata oauth_error
 //	                    no_subject_token), the authorization server refused
-//	                    the exchange (oauth_error: its RFC 6749 code), or
+//	                    the exchange (oauth_error: its RFC 6749 code),
 //	                    passthrough may not forward its JWT (oauth_error:
-//	                    audience_mismatch, token_expired, not_a_jwt)
+//	                    audience_mismatch, token_expired, not_a_jwt), or it
+//	                    is anonymous (userOAuth; oauth_error: no_principal)
 //	UNAUTHENTICATED     LOGIN_REQUIRED: the upstream uses per-user
 //	                    credentials (userOAuth) and the principal has not
 //	                    logged in to it: open metadata login_url (server
