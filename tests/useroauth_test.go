@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/authtest"
@@ -482,8 +483,8 @@ func TestUserOAuthReplicas(t *testing.T) {
 	for i, rep := range reps {
 		_, err := whoamiOn(ctx, rep.client, toks["alice"])
 		ei := wantStatus(t, err, codes.Unavailable, "UPSTREAM_UNAVAILABLE", "up", "up__whoami")
-		if ei.GetMetadata()["unavailable_reason"] != "token_store" {
-			t.Errorf("replica %d with Redis down: metadata %v, want unavailable_reason token_store", i, ei.GetMetadata())
+		if ei.GetMetadata()["unavailable_reason"] != "token_store" || !strings.Contains(status.Convert(err).Message(), "token store (tokenStore) is unreachable") {
+			t.Errorf("replica %d with Redis down: %v, metadata %v, want unavailable_reason token_store and a message naming the store", i, err, ei.GetMetadata())
 		}
 		errs = append(errs, err.Error())
 	}
