@@ -18,7 +18,7 @@ import (
 const LoginCallbackPath = "/oauth/callback"
 
 // ErrNotUserOAuth: the server named is not in credentials mode userOAuth
-// (Logout), or no userOAuth server made the login link (CompleteLogin).
+// (Logout).
 var ErrNotUserOAuth = errors.New("not a server in credentials mode userOAuth")
 
 // userTokens is the oauth.UserTokens of the userOAuth server sc (nil
@@ -71,7 +71,7 @@ func (b *Bridge) CompleteLogin(ctx context.Context, query url.Values) (principal
 		b.log.Info("userOAuth login stored", "server", name, "principal", p)
 		return p, name, nil
 	}
-	return "", "", fmt.Errorf("login callback: %w (the link is not one of this toolsvc's, or its server was removed)", ErrNotUserOAuth)
+	return "", "", errors.New("login callback: the link is not one of this toolsvc's (made under another store key, or for a server no longer in mode userOAuth)")
 }
 
 // Logout revokes principal's token for the userOAuth server (RFC 7009, at

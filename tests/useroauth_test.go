@@ -231,13 +231,43 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 		t.Errorf("carol over the MCP front door: the upstream saw %v after asks %v, want sub carol after one URL elicitation", mres.StructuredContent, asked)
 	}
 
-	// A caller that declines gets the plain error.
-	if _, err := whoamiOn(ctx, p.client, toks["root"]); err == nil {
+	// A caller that takes no elicitation gets the plain error.
+	_, err = whoamiOn(ctx, p.client, toks["root"])
+	if err == nil {
 		t.Fatal("root, never logged in, was served")
-	} else {
-		errs = append(errs, err.Error())
-		loginLink(t, err, issuer)
 	}
+	errs = append(errs, err.Error())
+	rootLink := loginLink(t, err, issuer)
+	// Login confusion (requireSameSubject): root's link completed by
+	// mallory's browser stores nothing; a state toolsvc did not make is
+	// refused too.
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	cb, err := authtest.Authorize(ctx, hc, rootLink, "mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := *cb
+	fq := forged.Query()
+	fq.Set("state", "bm90LXRvb2xzdmNz")
+	forged.RawQuery = fq.Encode()
+	for _, tc := range []struct {
+		u    string
+		want string
+	}{{cb.String(), "not the one the link was made for"}, {forged.String(), "is not one of this toolsvc"}} {
+		resp, err := hc.Get(tc.u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), tc.want) {
+			t.Errorf("callback: %s %s, want 400 and %q", resp.Status, body, tc.want)
+		}
+	}
+	hc.CloseIdleConnections()
+	_, err = whoamiOn(ctx, p.client, toks["root"])
+	loginLink(t, err, issuer)
 
 	// Expiry and refresh under load: 36 s tokens, refreshed from 30 s
 	// before their expiry; 7 s after bob's login both are due, and 8
