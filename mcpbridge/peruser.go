@@ -158,12 +158,13 @@ func (u *upstream) runPerPrincipal() {
 // createPrincipalSession connects principal's session (the table's
 // creation flight); the first one lists the tools for the catalog.
 func (u *upstream) createPrincipalSession(ctx context.Context, principal string) (*session, error) {
+	began := time.Now()
 	s, err := u.connect(context.WithValue(ctx, sessionPrincipalKey{}, principal))
 	if err != nil {
 		if u.authw != nil && u.authw.status.Load() != 0 {
 			u.pu.src.forget(principal) // the upstream refused the token: the next call gets a new one
 		}
-		return nil, err
+		return nil, &connectError{began: began, err: err}
 	}
 	if !u.pu.listed.Load() {
 		u.pu.listMu.Lock()
@@ -184,6 +185,16 @@ func (u *upstream) createPrincipalSession(ctx context.Context, principal string)
 	u.log.Info("per-principal session opened", "principal", principal, "session", s.id)
 	return s, nil
 }
+
+// connectError is a per-principal session's failed connect, with when it
+// began: every caller that waited on it gets it, however late it joined.
+type connectError struct {
+	began time.Time
+	err   error
+}
+
+func (e *connectError) Error() string { return e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }
 
 // closePrincipalSession ends a session the table evicted, swept, dropped
 // or closed: at once for its calls, its Close in the background.
@@ -238,7 +249,21 @@ func (u *upstream) principalSession(ctx context.Context) (s *session, done func(
 			}
 			return nil, nil, err
 		}
-		u.recordFailure("per-principal connect", err)
+		// A connect begun during an outage may fail after the upstream came
+		// back (its retry reaching the new process, which never knew the
+		// session): it does not re-open the breaker then.
+		var ce *connectError
+		began := time.Now()
+		if errors.As(err, &ce) {
+			began = ce.began
+		}
+		if try == 0 && u.answeredSince(began) {
+			// The connect this call waited on began during an outage that
+			// has ended since (another session got an answer): one more,
+			// new connect, rather than the stale failure.
+			continue
+		}
+		u.recordFailureOf("per-principal connect", err, began)
 		u.log.Warn("per-principal session failed to connect", "principal", c.principal, "error", u.redact(err.Error()))
 		return nil, nil, &UnavailableError{Server: u.cfg.Name, Reason: ReasonNoSession, RetryAfter: u.cfg.BackoffBase}
 	}
