@@ -684,7 +684,10 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 			it.logs.close() // log messages handled after this point are dropped
 		}()
 	}
-	return s.cs.CallTool(ctx, params)
+	ctx, rq := startRaw(ctx) // the raw result, for a caller that asked (rawresult.go)
+	res, err = s.cs.CallTool(ctx, params)
+	rq.finish(ctx, res, err)
+	return res, err
 }
 
 // tracerName names the upstream-call spans' tracer. It is looked up from

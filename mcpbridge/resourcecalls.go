@@ -116,7 +116,9 @@ func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string
 		if in != nil {
 			params.InputResponses, params.RequestState = in.Responses, in.State
 		}
+		ctx, rq := startRaw(ctx) // the raw result, for a caller that asked (rawresult.go)
 		res, err = s.cs.ReadResource(ctx, params)
+		rq.finish(ctx, res, err)
 		return err
 	})
 	var uerr *UpstreamError

@@ -367,6 +367,13 @@ func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			tc.registered(c.st, req.ID)
 		}
 	}
+	if f == nil && rawRecorded(req) {
+		// The raw result a caller asked for (rawresult.go).
+		if rq := rawRequestOf(ctx); rq != nil {
+			f = rq.record
+			rq.registered(c.st, req.ID)
+		}
+	}
 	if f == nil {
 		return c.Connection.Write(ctx, msg)
 	}

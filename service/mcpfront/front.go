@@ -147,6 +147,9 @@ type Front struct {
 	busy     map[*mcp.ServerSession]int // handlers in flight (but listen streams), for Drain and eviction
 	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain
 	markerMu sync.Mutex
+	paths    *resultPaths // results passed through or encoded (passthrough.go)
+	// noPass turns the pass-through off (tests compare both paths).
+	noPass bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -181,7 +184,7 @@ func New(c *core.Core, o Options) *Front {
 		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
 		ids:   newSessionIDs(o.SessionKey),
 		stop:  make(chan struct{}), done: make(chan struct{})}
-	f.server = mcp.NewServer(&mcp.Implementation{Name: "toolsvc", Title: "toolsvc MCP front door", Version: "1"}, &mcp.ServerOptions{
+	f.server = mcp.NewServer(frontImpl, &mcp.ServerOptions{
 		Logger: slog.New(quietUndelivered{o.Logger.Handler()}),
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -199,6 +202,7 @@ func New(c *core.Core, o Options) *Front {
 		// Progress is sent by the tools/call middleware; keepalive is the
 		// client's business.
 	})
+	f.paths = newResultPaths(o.Registry)
 	registerTaskMethods(f.server)
 	f.server.AddReceivingMiddleware(f.middleware)
 	f.server.AddSendingMiddleware(f.sendingMiddleware)
@@ -728,11 +732,12 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 	}
 	in.Task = task
 	var created *core.Task
+	var pass []byte // the last round's result as the upstream sent it (passthrough.go)
 	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
 		func(input *core.InputOptions) (*mcp.CallToolResult, mcp.InputRequestMap, string, error) {
 			in.Input = input
-			res, t, err := f.callRound(ctx, req, in)
-			created = t
+			res, t, b, err := f.callRound(ctx, req, in)
+			created, pass = t, b
 			if err != nil || t != nil || !core.NeedsInput(res) {
 				return res, nil, "", err
 			}
@@ -743,6 +748,8 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 		return nil, err
 	case created != nil:
 		return createdTask(created, req.ProtocolVersion() >= statelessEra), nil
+	case pass != nil:
+		return newRawResult(pass), nil
 	}
 	return res, nil
 }
@@ -844,38 +851,71 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequest
 }
 
 // callRound is one round of a tools/call through the pipeline; the task
-// is the one the upstream created for it, if any (in.Task).
-func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (*mcp.CallToolResult, *core.Task, error) {
-	c, err := f.c.BeginCall(principalContext(ctx, req.GetExtra()), in)
+// is the one the upstream created for it, if any (in.Task). pass is the
+// result to send as it is, when it needs no change (passthrough.go); res
+// is the decoded result all the same.
+func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
+	pctx := principalContext(ctx, req.GetExtra())
+	var raws *mcpbridge.RawResults
+	if in.Task == nil { // a task's answer is the core's (tasks.go)
+		raws = &mcpbridge.RawResults{}
+		pctx = mcpbridge.WithRawResults(pctx, raws)
+	}
+	c, err := f.c.BeginCall(pctx, in)
 	var res *mcp.CallToolResult
 	size := 0
 	if err == nil {
 		res, err = f.dispatch(ctx, c, req)
 		if err == nil {
-			raw, merr := json.Marshal(res)
-			if merr != nil {
+			if pass = f.passCall(raws, res, req); pass != nil {
+				size = len(pass)
+			} else if raw, merr := json.Marshal(res); merr != nil {
 				err = merr
 			} else {
 				size = len(raw)
+			}
+			if err == nil {
 				err = c.CheckResult(size)
 			}
 		}
 	}
 	fail := c.Fail(err)
 	if fail != nil {
-		res, size = nil, 0
+		res, size, pass = nil, 0, nil
 	}
 	c.End(fail, res != nil && res.IsError, size)
 	if fail != nil {
 		if res, err = mcpCallFailure(fail); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return withEraResultType(req, res), nil, nil
+		f.paths.sent(kindCall, false)
+		return withEraResultType(req, res), nil, nil, nil
 	}
 	if t := c.Task(); t != nil {
-		return res, t, nil
+		return res, t, nil, nil
 	}
-	return withEraResultType(req, res), nil, nil
+	f.paths.sent(kindCall, pass != nil)
+	if pass != nil {
+		return res, nil, pass, nil // the era's additions are in pass
+	}
+	return withEraResultType(req, res), nil, nil, nil
+}
+
+// passCall is a call's result as the upstream sent it, ready to send to
+// the client of req, when it needs no change (nil otherwise).
+func (f *Front) passCall(raws *mcpbridge.RawResults, res *mcp.CallToolResult, req *mcp.CallToolRequest) []byte {
+	if f.noPass || res == nil || core.NeedsInput(res) {
+		return nil
+	}
+	raw, ok := raws.Of(res)
+	if !ok {
+		return nil
+	}
+	b, ok := passThrough(raw, kindCall, req.ProtocolVersion() >= statelessEra)
+	if !ok {
+		return nil
+	}
+	return b
 }
 
 // withEraResultType is res with its resultType for a 2026-07-28 request.

@@ -291,3 +291,92 @@ func TestGoSDKCustomMethods(t *testing.T) {
 		t.Errorf("tasks/list with params: %v", err)
 	}
 }
+
+// resultTap records the results a client connection reads, as sent.
+type resultTap struct {
+	mcp.Transport
+	got chan json.RawMessage
+}
+
+func (t *resultTap) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	return &resultTapConn{Connection: c, got: t.got}, err
+}
+
+type resultTapConn struct {
+	mcp.Connection
+	got chan json.RawMessage
+}
+
+func (c *resultTapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil {
+		select {
+		case c.got <- append(json.RawMessage(nil), r.Result...):
+		default:
+		}
+	}
+	return m, err
+}
+
+// TestGoSDKSendsRawResult: what the pass-through (passthrough.go) relies
+// on. A result of the middleware's own type (rawResult) answers tools/call
+// and resources/read as its MarshalJSON writes it, in a 2025-11-25 session
+// and to a 2026-07-28 request, where go-sdk's annotateServerInfo writes
+// into the result's Meta (GetMeta, SetMeta), which MarshalJSON does not
+// send: the bytes go out unchanged.
+func TestGoSDKSendsRawResult(t *testing.T) {
+	const callRaw, readRaw = `{"content":[{"text":"as sent","type":"text"}],"z":1.0}`, `{"contents":[{"uri":"x:y","text":"as sent"}],"z":1.0}`
+	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(protocol, func(t *testing.T) {
+			s := mcp.NewServer(&mcp.Implementation{Name: "front", Version: "1"}, nil)
+			s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					switch method {
+					case "tools/call":
+						return newRawResult([]byte(callRaw)), nil
+					case "resources/read":
+						return newRawResult([]byte(readRaw)), nil
+					}
+					return next(ctx, method, req)
+				}
+			})
+			s.AddTool(&mcp.Tool{Name: "t", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return nil, errors.New("not reached")
+			})
+			s.AddResource(&mcp.Resource{URI: "x:y", Name: "y"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return nil, errors.New("not reached")
+			})
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := s.Connect(t.Context(), st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ss.Close()
+			tap := &resultTap{Transport: ct, got: make(chan json.RawMessage, 1)}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(t.Context(), tap, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if v := cs.InitializeResult().ProtocolVersion; v != protocol {
+				t.Fatalf("negotiated %s, want %s", v, protocol)
+			}
+			for len(tap.got) > 0 {
+				<-tap.got
+			}
+			if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(<-tap.got); got != callRaw {
+				t.Errorf("tools/call result sent as %s, want %s", got, callRaw)
+			}
+			if _, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "x:y"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(<-tap.got); got != readRaw {
+				t.Errorf("resources/read result sent as %s, want %s", got, readRaw)
+			}
+		})
+	}
+}

@@ -94,9 +94,11 @@ func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
 
 // readResource answers resources/read through the operation engine, like
 // ReadResource.
-func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpResourceRead, mcpFields)
+func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
+	raws := &mcpbridge.RawResults{} // passthrough.go
+	op, err := f.c.Begin(mcpbridge.WithRawResults(principalContext(ctx, req.GetExtra()), raws), core.OpResourceRead, mcpFields)
 	var res *mcp.ReadResourceResult
+	var pass []byte
 	if err == nil {
 		params := req.Params
 		if params == nil {
@@ -112,8 +114,19 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 					}
 					return res, res.InputRequests, res.RequestState, nil
 				})
+			if err == nil && len(res.InputRequests) == 0 && !f.noPass {
+				if raw, ok := raws.Of(res); ok {
+					pass, _ = passThrough(raw, kindRead, req.ProtocolVersion() >= statelessEra)
+				}
+			}
 			if err == nil {
-				err = f.checkSize(res)
+				if pass != nil {
+					if e := f.c.CheckResponse(len(pass)); e != nil {
+						err = e
+					}
+				} else {
+					err = f.checkSize(res)
+				}
 			}
 			if err == nil && len(res.InputRequests) > 0 {
 				res = readInputRequired(res)
@@ -124,6 +137,10 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	op.End(fail)
 	if fail != nil {
 		return nil, mcpError(fail)
+	}
+	f.paths.sent(kindRead, pass != nil)
+	if pass != nil {
+		return newRawResult(pass), nil
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +23,12 @@ var frontRE = regexp.MustCompile(`msg="MCP front door serving" addr=(\S+)`)
 func benchFront(ctx context.Context, e *env, r *results) error {
 	defer stopAll()
 	ts, err := startToolsvcArgs(ctx, e, "front", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"s": {"command": %q, "args": ["-mode", "stdio"]}}}`, e.upstream),
-		[]string{"--mcp-listen", "127.0.0.1:0"})
+		// go-sdk's client declares roots by default, so every call through
+		// the front door is an interactive one (a flight, service/core),
+		// and a principal may have only --max-waiting-per-principal (16)
+		// of those running: 32 callers would be refused
+		// RESOURCE_EXHAUSTED TOO_MANY_WAITING.
+		[]string{"--mcp-listen", "127.0.0.1:0", "--max-waiting-per-principal", strconv.Itoa(2 * *callers)})
 	if err != nil {
 		return err
 	}

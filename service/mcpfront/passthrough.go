@@ -1,0 +1,516 @@
+package mcpfront
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Pass-through (issue 30): a tools/call or resources/read result that
+// needs no change is sent to the client as the upstream sent it, instead
+// of encoding go-sdk's decoded value twice (once to measure it for the
+// response limit, once in go-sdk's server). The bridge keeps the bytes
+// next to the decoded value (mcpbridge.RawResults, for upstreams on
+// connections it wraps: stdio, legacy SSE); the front door uses them only
+// for that very value, and only when they are what the slow path would
+// send, but for JSON spelling (spaces, key order, escapes, number forms:
+// the upstream's are kept) and keys whose absence means the same (an
+// isError false, an empty _meta: go-sdk's encoding leaves them out, the
+// pass-through sends them as the upstream wrote them):
+//
+//   - the result's own keys are the ones go-sdk's type has (a call:
+//     content, structuredContent, isError, _meta, resultType "complete";
+//     a read: contents, _meta, resultType "complete", ttlMs, cacheScope),
+//     each at most once and none null: go-sdk drops unknown keys, and
+//     turns null into a zero value or an absent key;
+//   - so are every content block's (by its type: text, image, audio,
+//     resource_link, resource), its annotations', and every resource
+//     contents' (a read's, an embedded resource's), with the value kinds
+//     go-sdk's decoding accepts, and no empty string where go-sdk's
+//     encoding leaves the key out;
+//   - no resultType but "complete": input_required and tasks are the
+//     core's (they never pass through: the core makes its own value);
+//   - valid UTF-8 (encoding/json replaces invalid bytes when it encodes).
+//
+// What the front door adds today is added to the bytes instead: for a
+// 2026-07-28 request, a call's resultType "complete" (withResultType) and
+// go-sdk's _meta serverInfo (annotateServerInfo: unless the upstream's
+// _meta has one, which is kept, as today). The response limit applies to
+// the bytes sent. Anything else takes the slow path: the value is encoded
+// as before.
+//
+// A read's ttlMs and cacheScope: go-sdk's type has them without omitempty,
+// so the slow path sends "ttlMs":0,"cacheScope":"" when the upstream sent
+// none (before 2026-07-28 they do not exist; "" is no valid scope); the
+// pass-through sends the upstream's, or none.
+
+// resultPaths counts the results of tools/call and resources/read the
+// front door sent, by path: passed through, or encoded from go-sdk's value.
+type resultPaths struct {
+	vec                                              *prometheus.CounterVec
+	callPassed, callEncoded, readPassed, readEncoded prometheus.Counter
+}
+
+func newResultPaths(reg prometheus.Registerer) *resultPaths {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_front_results_total",
+		Help: "Results of tools/call and resources/read the MCP front door sent, by path: passed (as the upstream sent them) or encoded (from the decoded value)."},
+		[]string{"method", "path"})
+	if reg != nil {
+		reg.MustRegister(vec)
+	}
+	return &resultPaths{vec: vec,
+		callPassed: vec.WithLabelValues("tools/call", "passed"), callEncoded: vec.WithLabelValues("tools/call", "encoded"),
+		readPassed: vec.WithLabelValues("resources/read", "passed"), readEncoded: vec.WithLabelValues("resources/read", "encoded")}
+}
+
+// sent counts one result.
+func (p *resultPaths) sent(kind int, passed bool) {
+	switch {
+	case kind == kindCall && passed:
+		p.callPassed.Inc()
+	case kind == kindCall:
+		p.callEncoded.Inc()
+	case passed:
+		p.readPassed.Inc()
+	default:
+		p.readEncoded.Inc()
+	}
+}
+
+// rawResult is a result as bytes: go-sdk's server sends what MarshalJSON
+// returns (it checks it is JSON; TestGoSDKSendsRawResult). go-sdk's
+// annotateServerInfo writes into ResultBase.Meta, which is not sent: for
+// a 2026-07-28 request passThrough has named the server in the bytes.
+type rawResult struct {
+	mcp.ResultBase
+	b []byte
+}
+
+func (r *rawResult) MarshalJSON() ([]byte, error) { return r.b, nil }
+
+// newRawResult is b as a result. Its Meta, which is not sent, holds the
+// serverInfo key, so that go-sdk's annotateServerInfo finds it there and
+// does not build a map for nothing.
+func newRawResult(b []byte) *rawResult {
+	return &rawResult{ResultBase: mcp.ResultBase{Meta: mcp.Meta{mcp.MetaKeyServerInfo: frontImpl}}, b: b}
+}
+
+// frontImpl is the front door's MCP implementation (its serverInfo).
+var frontImpl = &mcp.Implementation{Name: "toolsvc", Title: "toolsvc MCP front door", Version: "1"}
+
+// serverInfoJSON is frontImpl as go-sdk encodes it.
+var serverInfoJSON, _ = json.Marshal(frontImpl)
+
+// Result kinds passThrough knows.
+const (
+	kindCall = iota
+	kindRead
+)
+
+// passThrough returns the bytes to send for raw, the upstream's result
+// of kind, to a client of the 2026-07-28 era (stateless) or before; ok is
+// false when raw needs a change the slow path makes.
+func passThrough(raw []byte, kind int, stateless bool) (out []byte, ok bool) {
+	if !utf8.Valid(raw) {
+		return nil, false
+	}
+	s := scanner{b: raw}
+	var sh resultShape
+	if !s.result(kind, &sh) {
+		return nil, false
+	}
+	if !stateless {
+		return raw, true
+	}
+	// 2026-07-28: a call's resultType, and serverInfo in _meta.
+	var ins []byte
+	if kind == kindCall && !sh.hasResultType {
+		ins = append(ins, `"resultType":"complete",`...)
+	}
+	switch {
+	case sh.metaOpen < 0:
+		ins = append(ins, `"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
+		ins = append(ins, serverInfoJSON...)
+		ins = append(ins, "},"...)
+	case sh.hasServerInfo:
+	default:
+		// Into the upstream's _meta, after its brace.
+		at := sh.metaOpen + 1
+		mid := append(append([]byte(`"`+mcp.MetaKeyServerInfo+`":`), serverInfoJSON...), ',')
+		if sh.metaEmpty {
+			mid = mid[:len(mid)-1]
+		}
+		raw = splice(raw, at, mid)
+	}
+	if len(ins) > 0 {
+		raw = splice(raw, sh.open+1, ins)
+	}
+	return raw, true
+}
+
+// splice is b with ins inserted at i (a new slice: b aliases the
+// upstream's message).
+func splice(b []byte, i int, ins []byte) []byte {
+	out := make([]byte, 0, len(b)+len(ins))
+	out = append(out, b[:i]...)
+	out = append(out, ins...)
+	return append(out, b[i:]...)
+}
+
+// resultShape is what the scan found out about a result.
+type resultShape struct {
+	open          int  // offset of the result's '{'
+	hasResultType bool // resultType "complete"
+	metaOpen      int  // offset of its _meta's '{' (-1: no _meta)
+	metaEmpty     bool // _meta is {}
+	hasServerInfo bool // _meta has the serverInfo key
+}
+
+// scanner walks a JSON text (the upstream's result, which go-sdk decoded
+// already, so it is valid JSON; a malformed one only fails the check).
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the next non-space byte (0 at the end).
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+// str consumes a string and returns its text between the quotes, escapes
+// as written (a key spelled with escapes matches no known key).
+func (s *scanner) str() ([]byte, bool) {
+	if s.peek() != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for i := start; i < len(s.b); i++ {
+		switch s.b[i] {
+		case '\\':
+			i++
+		case '"':
+			s.i = i + 1
+			return s.b[start:i], true
+		}
+	}
+	return nil, false
+}
+
+// skip consumes one value of any kind.
+func (s *scanner) skip() bool {
+	switch c := s.peek(); c {
+	case '"':
+		_, ok := s.str()
+		return ok
+	case '{', '[':
+		depth := 0
+		for i := s.i; i < len(s.b); i++ {
+			switch s.b[i] {
+			case '"':
+				s.i = i
+				if _, ok := s.str(); !ok {
+					return false
+				}
+				i = s.i - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.i = i + 1
+					return true
+				}
+			}
+		}
+		return false
+	case 0:
+		return false
+	default: // a number, true, false or null
+		start := s.i
+		for s.i < len(s.b) {
+			switch s.b[s.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return s.i > start
+			}
+			s.i++
+		}
+		return s.i > start
+	}
+}
+
+// object calls key for each key of the object at the scanner (its value
+// next); key consumes the value and returns false to fail the scan.
+func (s *scanner) object(key func(k []byte) bool) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		k, ok := s.str()
+		if !ok || s.peek() != ':' {
+			return false
+		}
+		s.i++
+		if s.peek() == 'n' || !key(k) { // null: go-sdk makes it a zero value or drops it
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array calls elem for each element of the array at the scanner.
+func (s *scanner) array(elem func() bool) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// Value kinds, by first byte.
+func (s *scanner) isString() bool { return s.peek() == '"' }
+func (s *scanner) isObject() bool { return s.peek() == '{' }
+func (s *scanner) isArray() bool  { return s.peek() == '[' }
+func (s *scanner) isBool() bool   { c := s.peek(); return c == 't' || c == 'f' }
+func (s *scanner) isNumber() bool { c := s.peek(); return c == '-' || (c >= '0' && c <= '9') }
+
+// nonEmptyString consumes a string that is not "" (go-sdk leaves an
+// omitempty key out when it is).
+func (s *scanner) nonEmptyString() bool {
+	v, ok := s.str()
+	return ok && len(v) > 0
+}
+
+// once marks bit in *seen, failing on a key seen before.
+func once(seen *uint32, bit uint32) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+// result scans a result of kind.
+func (s *scanner) result(kind int, sh *resultShape) bool {
+	sh.metaOpen = -1
+	if s.peek() != '{' {
+		return false
+	}
+	sh.open = s.i
+	var seen uint32
+	const (
+		bContent = 1 << iota
+		bStructured
+		bIsError
+		bMeta
+		bResultType
+		bTTL
+		bScope
+	)
+	ok := s.object(func(k []byte) bool {
+		switch {
+		case kind == kindCall && string(k) == "content":
+			return once(&seen, bContent) && s.array(s.content)
+		case kind == kindRead && string(k) == "contents":
+			return once(&seen, bContent) && s.array(s.resourceContents)
+		case kind == kindCall && string(k) == "structuredContent":
+			return once(&seen, bStructured) && s.skip()
+		case kind == kindCall && string(k) == "isError":
+			return once(&seen, bIsError) && s.isBool() && s.skip()
+		case string(k) == "_meta":
+			if !once(&seen, bMeta) || !s.isObject() {
+				return false
+			}
+			sh.metaOpen = s.i
+			n := 0
+			ok := s.object(func(mk []byte) bool {
+				n++
+				if string(mk) == mcp.MetaKeyServerInfo {
+					sh.hasServerInfo = true
+				}
+				return s.skip()
+			})
+			sh.metaEmpty = n == 0
+			return ok
+		case string(k) == "resultType":
+			v, ok := s.str()
+			sh.hasResultType = true
+			return ok && once(&seen, bResultType) && string(v) == "complete"
+		case kind == kindRead && string(k) == "ttlMs":
+			return once(&seen, bTTL) && s.isNumber() && s.skip()
+		case kind == kindRead && string(k) == "cacheScope":
+			return once(&seen, bScope) && s.isString() && s.skip()
+		}
+		return false
+	})
+	if !ok || seen&bContent == 0 {
+		return false // content / contents are required (go-sdk sends null without them)
+	}
+	return s.peek() == 0
+}
+
+// Content block keys.
+const (
+	cType = 1 << iota
+	cText
+	cData
+	cMIME
+	cAnn
+	cMeta
+	cURI
+	cName
+	cTitle
+	cDesc
+	cSize
+	cIcons
+	cResource
+)
+
+// contentKeys are the keys go-sdk's type of each content block has.
+var contentKeys = map[string]uint32{
+	"text":          cType | cText | cAnn | cMeta,
+	"image":         cType | cData | cMIME | cAnn | cMeta,
+	"audio":         cType | cData | cMIME | cAnn | cMeta,
+	"resource_link": cType | cURI | cName | cTitle | cDesc | cMIME | cSize | cAnn | cMeta | cIcons,
+	"resource":      cType | cResource | cAnn | cMeta,
+}
+
+// content scans one content block of a call result.
+func (s *scanner) content() bool {
+	var seen uint32
+	var typ []byte
+	ok := s.object(func(k []byte) bool {
+		switch string(k) {
+		case "type":
+			v, ok := s.str()
+			typ = v
+			return ok && once(&seen, cType)
+		case "text":
+			return once(&seen, cText) && s.isString() && s.skip()
+		case "data":
+			return once(&seen, cData) && s.nonEmptyString()
+		case "mimeType":
+			return once(&seen, cMIME) && s.nonEmptyString()
+		case "annotations":
+			return once(&seen, cAnn) && s.annotations()
+		case "_meta":
+			return once(&seen, cMeta) && s.isObject() && s.skip()
+		case "uri":
+			return once(&seen, cURI) && s.nonEmptyString()
+		case "name":
+			return once(&seen, cName) && s.nonEmptyString()
+		case "title":
+			return once(&seen, cTitle) && s.nonEmptyString()
+		case "description":
+			return once(&seen, cDesc) && s.nonEmptyString()
+		case "size":
+			return once(&seen, cSize) && s.isNumber() && s.skip()
+		case "icons":
+			return once(&seen, cIcons) && s.isArray() && s.skip()
+		case "resource":
+			return once(&seen, cResource) && s.resourceContents()
+		}
+		return false
+	})
+	allowed, known := contentKeys[string(typ)]
+	if !ok || !known || seen&^allowed != 0 {
+		return false
+	}
+	var required uint32 // the keys go-sdk always sends
+	switch string(typ) {
+	case "text":
+		required = cText
+	case "image", "audio":
+		required = cData | cMIME
+	case "resource_link":
+		required = cURI | cName
+	case "resource":
+		required = cResource
+	}
+	return seen&required == required
+}
+
+// annotations scans a content block's annotations.
+func (s *scanner) annotations() bool {
+	var seen uint32
+	return s.object(func(k []byte) bool {
+		switch string(k) {
+		case "audience":
+			return once(&seen, 1) && s.array(func() bool { return s.isString() && s.skip() })
+		case "priority":
+			return once(&seen, 2) && s.isNumber() && s.skip()
+		case "lastModified":
+			return once(&seen, 4) && s.nonEmptyString()
+		}
+		return false
+	})
+}
+
+// resourceContents scans one resource contents (a read's, or an embedded
+// resource's).
+func (s *scanner) resourceContents() bool {
+	var seen uint32
+	ok := s.object(func(k []byte) bool {
+		switch string(k) {
+		case "uri":
+			return once(&seen, 1) && s.isString() && s.skip()
+		case "mimeType":
+			return once(&seen, 2) && s.nonEmptyString()
+		case "text":
+			return once(&seen, 4) && s.nonEmptyString()
+		case "blob":
+			return once(&seen, 8) && s.nonEmptyString()
+		case "_meta":
+			return once(&seen, 16) && s.isObject() && s.skip()
+		}
+		return false
+	})
+	return ok && seen&1 != 0 // uri: go-sdk always sends it
+}
