@@ -25,6 +25,10 @@ type Stats struct {
 	// WatchSlowConsumers counts streams ended with UNAVAILABLE because one
 	// message waited longer than Options.WatchSendTimeout for the client.
 	WatchSlowConsumers uint64
+	// WatchMessagesSent counts the messages WatchCatalog streams sent (they
+	// bypass the gRPC metrics interceptor's per-message counter:
+	// grpcserver.go, directSendMethods).
+	WatchMessagesSent uint64
 }
 
 type watchCounters struct {
@@ -32,6 +36,7 @@ type watchCounters struct {
 	resets    atomic.Uint64
 	malformed atomic.Uint64
 	slow      atomic.Uint64
+	sent      atomic.Uint64
 }
 
 // Stats returns the current counters.
@@ -41,6 +46,7 @@ func (s *Server) Stats() Stats {
 		WatchResets:          s.watch.resets.Load(),
 		WatchMalformedTokens: s.watch.malformed.Load(),
 		WatchSlowConsumers:   s.watch.slow.Load(),
+		WatchMessagesSent:    s.watch.sent.Load(),
 	}
 }
 

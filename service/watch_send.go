@@ -38,7 +38,8 @@ const DefaultWatchSendTimeout = 30 * time.Second
 // Options.WatchSendTimeout.
 type watchSender struct {
 	s      *Server
-	stream grpc.ServerStream
+	stream grpc.ServerStream // the handler's: its context is the call's
+	out    grpc.ServerStream // the transport's, past the per-message interceptors (directStream)
 	timer  *time.Timer
 	done   chan error // the result of the message in flight; never waits
 }
@@ -49,7 +50,7 @@ func errSlowConsumer(timeout time.Duration) error {
 }
 
 func newWatchSender(s *Server, stream grpc.ServerStream) *watchSender {
-	w := &watchSender{s: s, stream: stream, timer: time.NewTimer(time.Hour), done: make(chan error, 1)}
+	w := &watchSender{s: s, stream: stream, out: directStream(stream), timer: time.NewTimer(time.Hour), done: make(chan error, 1)}
 	w.timer.Stop()
 	return w
 }
@@ -108,7 +109,11 @@ func (w *watchSender) sendMsg(m proto.Message) {
 			w.done <- plainError(core.Internal, ReasonInternal, "internal error", nil)
 		}
 	}()
-	w.done <- w.stream.SendMsg(m)
+	err := w.out.SendMsg(m)
+	if err == nil {
+		w.s.watch.sent.Add(1)
+	}
+	w.done <- err
 }
 
 // ended is the status of a stream whose Send failed (with sendErr) or
