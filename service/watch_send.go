@@ -158,6 +158,10 @@ func (w *watchSender) pump() {
 // member to need it encodes it for all.
 func (w *watchSender) next() (eventMessages, bool) {
 	w.mu.Lock()
+	if w.closed { // the handler returned: the stream is done
+		w.mu.Unlock()
+		return eventMessages{}, false
+	}
 	if w.isQueued {
 		ev := w.queued
 		w.queued, w.isQueued = eventMessages{}, false
