@@ -16,6 +16,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"github.com/prometheus/client_golang/prometheus"
+	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/service/core"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -71,7 +72,9 @@ type GRPCOptions struct {
 	StreamWorkers int
 	// StatsHandler, if set, is installed (OpenTelemetry's otelgrpc).
 	StatsHandler stats.Handler
-	// ExtraUnary and ExtraStream run innermost, after authentication.
+	// ExtraUnary and ExtraStream run innermost, after authentication. The
+	// messages a long-lived stream sends (directSendMethods) do not pass
+	// through ExtraStream's stream wrappers.
 	ExtraUnary  []grpc.UnaryServerInterceptor
 	ExtraStream []grpc.StreamServerInterceptor
 }
@@ -81,7 +84,10 @@ type GRPCOptions struct {
 // from go-grpc-middleware: metrics → logging → recovery (a panic below it
 // becomes INTERNAL, still logged and counted) → auth (health and
 // reflection exempt) → the extra (call) interceptors → requests the codec
-// could not decode answered INVALID_ARGUMENT (ServerOptions).
+// could not decode answered INVALID_ARGUMENT (ServerOptions). Outermost,
+// directSends lets the long-lived server streams send their messages past
+// the chain's per-message wrappers; the call itself still passes through
+// all of it.
 func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	o = o.withDefaults()
 	unary, stream := o.interceptors(svc)
@@ -122,13 +128,13 @@ func (o GRPCOptions) withDefaults() GRPCOptions {
 	return o
 }
 
-// interceptors is the chain, outermost first: metrics (with a Registry),
-// logging, recovery, authentication (every service but health and
-// reflection), then the embedder's.
+// interceptors is the chain, outermost first: directSends, metrics (with
+// a Registry), logging, recovery, authentication (every service but health
+// and reflection), then the embedder's.
 func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, []grpc.StreamServerInterceptor) {
 	log := o.Logger
 	var unary []grpc.UnaryServerInterceptor
-	var stream []grpc.StreamServerInterceptor
+	stream := []grpc.StreamServerInterceptor{directSends}
 	if o.Registry != nil {
 		m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
 			grpcprom.WithHistogramBuckets([]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60})))
@@ -160,6 +166,62 @@ func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, [
 		stream = append(stream, selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), needsAuth))
 	}
 	return append(unary, o.ExtraUnary...), append(stream, o.ExtraStream...)
+}
+
+// Long-lived server streams and the per-message interceptors. The metrics
+// and logging interceptors wrap every stream so that each SendMsg reports
+// (go-grpc-middleware's monitoredServerStream: two clock reads per
+// wrapper, a Prometheus counter looked up by its labels and incremented,
+// the logging reporter's check). For a WatchCatalog stream that is paid
+// once per watcher for every revision: about 1 µs per message, 10 ms of CPU
+// for one change to 10,000 watchers (docs/benchmarks.md, "Watch (issue
+// 30)"), for a per-message counter nobody reads per watch. So the chain
+// stays around the call — authentication and authorization (the handler
+// runs only after them, so nothing here can skip them), the started and
+// handled counters and the handling time, the finished-call log line,
+// panic recovery, the stats handler's span of the stream (below SendMsg,
+// in the transport) — and the handlers of the methods below send on the
+// transport's stream, which directSends, outermost, hands them through
+// the context. Their messages are counted by the service's own counters
+// (toolsvc_watch_messages_sent_total) instead of
+// grpc_server_msg_sent_total.
+
+// directSendMethods are the long-lived server streams whose handlers send
+// past the per-message interceptors. The other long-lived streams stay
+// wrapped: a SubscribeResource message follows an upstream read made for
+// that stream, a WatchTask message an upstream poll, so the wrappers'
+// microsecond is nothing to them.
+var directSendMethods = map[string]bool{
+	toolsvcv1.ToolService_WatchCatalog_FullMethodName: true,
+}
+
+type directStreamKey struct{}
+
+// directSends is the outermost stream interceptor: for directSendMethods
+// it puts the transport's stream in the context every wrapper below
+// derives its own from.
+func directSends(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if !directSendMethods[info.FullMethod] {
+		return handler(srv, ss)
+	}
+	return handler(srv, &contextStream{ServerStream: ss, ctx: context.WithValue(ss.Context(), directStreamKey{}, ss)})
+}
+
+type contextStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (c *contextStream) Context() context.Context { return c.ctx }
+
+// directStream is the stream a long-lived stream's handler sends on: the
+// transport's when directSends installed it, else stream itself (a server
+// built without NewGRPCServer's chain).
+func directStream(stream grpc.ServerStream) grpc.ServerStream {
+	if ss, ok := stream.Context().Value(directStreamKey{}).(grpc.ServerStream); ok {
+		return ss
+	}
+	return stream
 }
 
 // serverOptions are the gRPC server's options: the interceptor chain,

@@ -32,6 +32,7 @@ type Metrics struct {
 	watchResets      *prometheus.Desc
 	malformedResumes *prometheus.Desc
 	slowConsumers    *prometheus.Desc
+	watchSent        *prometheus.Desc
 	configReloads    *prometheus.Desc
 	configReloadOK   *prometheus.Desc
 
@@ -88,6 +89,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			"1 if the last configuration reload was applied, 0 if it failed (the previous configuration keeps running).", nil, nil),
 		slowConsumers: prometheus.NewDesc("toolsvc_watch_slow_consumers_total",
 			"Watch streams ended because the client did not read within the send timeout.", nil, nil),
+		watchSent: prometheus.NewDesc("toolsvc_watch_messages_sent_total",
+			"Messages sent on WatchCatalog streams (grpc_server_msg_sent_total does not count them).", nil, nil),
 		upState: prometheus.NewDesc("toolsvc_upstream_state", "1 for the upstream's current state.", []string{"server", "state"}, nil),
 		upConnects: prometheus.NewDesc("toolsvc_upstream_connects_total", "Sessions established to the upstream since start.",
 			[]string{"server"}, nil),
@@ -154,7 +157,7 @@ func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelVa
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.upPush, m.upUserSessions,
-		m.catalogTools, m.catalogWatcher, m.catalogSubs, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
+		m.catalogTools, m.catalogWatcher, m.catalogSubs, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers, m.watchSent,
 		m.configReloads, m.configReloadOK, m.principalFlight, m.inputWaiting} {
 		ch <- d
 	}
@@ -213,6 +216,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.watchResets, prometheus.CounterValue, float64(st.WatchResets))
 		ch <- prometheus.MustNewConstMetric(m.malformedResumes, prometheus.CounterValue, float64(st.WatchMalformedTokens))
 		ch <- prometheus.MustNewConstMetric(m.slowConsumers, prometheus.CounterValue, float64(st.WatchSlowConsumers))
+		ch <- prometheus.MustNewConstMetric(m.watchSent, prometheus.CounterValue, float64(st.WatchMessagesSent))
 		if cfg := s.opts.Config; cfg != nil {
 			cs := cfg.Status()
 			ok := 0.0

@@ -25,6 +25,10 @@ type Stats struct {
 	// WatchSlowConsumers counts streams ended with UNAVAILABLE because one
 	// message waited longer than Options.WatchSendTimeout for the client.
 	WatchSlowConsumers uint64
+	// WatchMessagesSent counts the messages WatchCatalog streams sent (they
+	// bypass the gRPC metrics interceptor's per-message counter:
+	// grpcserver.go, directSendMethods).
+	WatchMessagesSent uint64
 }
 
 type watchCounters struct {
@@ -32,6 +36,8 @@ type watchCounters struct {
 	resets    atomic.Uint64
 	malformed atomic.Uint64
 	slow      atomic.Uint64
+	sent      atomic.Uint64
+	pumps     atomic.Uint64 // pump goroutines started (watch_send.go)
 }
 
 // Stats returns the current counters.
@@ -41,19 +47,22 @@ func (s *Server) Stats() Stats {
 		WatchResets:          s.watch.resets.Load(),
 		WatchMalformedTokens: s.watch.malformed.Load(),
 		WatchSlowConsumers:   s.watch.slow.Load(),
+		WatchMessagesSent:    s.watch.sent.Load(),
 	}
 }
 
 // WatchCatalog implements toolsvc.v1.ToolService, for every watch: tools
 // only, or with resources and prompts (include_resources,
 // include_prompts). The catalog writers never block on this stream: they
-// only signal capacity-1 channels. The handler is the stream's loop
-// (watchStream.run): it takes its group's current state on a signal and
-// sends the shared event that moves its client from the last view it sent
-// to that one, so a slow client skips intermediate states but always
-// reaches the latest. A Send that waits for the client longer than
-// WatchSendTimeout ends the stream with UNAVAILABLE / SLOW_CONSUMER
-// (watch_send.go); the client resumes.
+// only signal the watch hub's capacity-1 channels, and the hub wakes each
+// group of streams with one view once (watch_group.go). The group starts
+// each member's pump (watch_send.go), which sends the shared event that
+// moves its client from the last view it sent to the group's current
+// one, so a slow client skips intermediate states but always reaches the
+// latest. The handler holds the stream: it queues the first event, asks
+// for progress on an idle stream, follows auth changes, and ends the
+// stream when a message waits for the client longer than WatchSendTimeout
+// (UNAVAILABLE / SLOW_CONSUMER; the client resumes).
 func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.ServerStreamingServer[toolsvcv1.WatchCatalogResponse]) error {
 	authCtx, _, err := s.authenticateRPC(stream.Context()) // the principal, inside the service (auth.go)
 	if err != nil {
@@ -77,73 +86,60 @@ type watchStream struct {
 	req     *toolsvcv1.WatchCatalogRequest
 	w       *watchSender
 	authCtx context.Context // the caller, under the auth state it was last authenticated with
-	g       *watchGroup
 	f       *watchFilter
-	last    *viewEvents // the view the client holds
 }
 
-// run is the stream's loop: the first event, then every change.
+// run is the stream's handler: the first event, then every change.
 func (ws *watchStream) run() error {
-	s := ws.s
-	g, ok := s.hub.join(ws.f)
+	s, w := ws.s, ws.w
+	g, ok := s.hub.join(s, ws.f, w)
 	if !ok {
 		return errShuttingDown
 	}
-	ws.g = g
-	defer func() { s.hub.leave(ws.g) }() // the group changes with the auth state
-	// Subscribe before reading the current state, so that no change between
-	// the two goes unsignalled.
-	sub := s.bridge.Catalog().Subscribe()
-	defer sub.Close()
-	var rsub <-chan struct{} // nil (never ready) for tools only
-	if ws.f.kinds.any() {
-		rs := s.bridge.Resources().Subscribe()
-		defer rs.Close()
-		rsub = rs.C()
-	}
-	ws.last = g.current(s).ev
-	if err := ws.w.sendEvent(s.resumeEvent(ws.req.GetResumeToken(), ws.last)); err != nil {
-		return err
-	}
-	return ws.follow(sub.C(), rsub)
+	defer s.hub.leave(w) // the group changes with the auth state
+	// Joined before reading the current state, so that no change between
+	// the two goes unsignalled; the group's signals start no pump until the
+	// first event is queued (sending).
+	cur := g.current(s).ev
+	s.hub.first(g, cur.view.rev)
+	w.start(cur, s.resumeEvent(ws.req.GetResumeToken(), cur))
+	return ws.follow()
 }
 
-// follow sends every change signalled on sub (tools) or rsub (resources
-// and prompts), the views a new auth state gives, and progress on an idle
-// stream, until the stream ends.
-func (ws *watchStream) follow(sub, rsub <-chan struct{}) error {
-	s, ctx := ws.s, ws.w.stream.Context()
+// follow waits while the pumps send every change, asks for progress on an
+// idle stream and moves the stream to the views a new auth state gives,
+// until the stream ends.
+func (ws *watchStream) follow() error {
+	s, w, ctx := ws.s, ws.w, ws.w.stream.Context()
 	authSt := s.authOf(ws.authCtx)
 	progress := time.NewTimer(s.opts.ProgressInterval)
 	defer progress.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return ws.w.ended(nil)
+			return w.ended(nil)
 		case <-s.shutdown:
 			return errShuttingDown
-		case <-progress.C:
-			if err := ws.w.sendEvent(ws.last.progressEvent(s)); err != nil {
-				return err
+		case err := <-w.failed:
+			return err
+		case <-w.timer.C:
+			if w.overdue() {
+				return w.slow()
 			}
-			progress.Reset(s.opts.ProgressInterval)
-			continue
+		case <-progress.C:
+			idle := time.Since(time.Unix(0, w.lastSent.Load()))
+			if idle >= s.opts.ProgressInterval {
+				w.queueProgress()
+				idle = 0
+			}
+			progress.Reset(s.opts.ProgressInterval - idle)
 		case <-authSt.Changed():
 			if err := ws.followAuth(); err != nil {
 				return err
 			}
 			authSt = s.authOf(ws.authCtx)
-		case <-sub:
-		case <-rsub:
+			w.kick() // changes from the view the client holds to the new group's
 		}
-		cur := ws.g.current(s).ev
-		if cur.view.rev != ws.last.view.rev {
-			if err := ws.w.sendEvent(cur.changesFrom(s, ws.last.view)); err != nil {
-				return err
-			}
-			progress.Reset(s.opts.ProgressInterval)
-		}
-		ws.last = cur
 	}
 }
 
@@ -165,12 +161,11 @@ func (ws *watchStream) followAuth() error {
 	if nf.key == ws.f.key {
 		return nil
 	}
-	ng, ok := s.hub.join(nf)
-	if !ok {
+	s.hub.leave(ws.w)
+	if _, ok := s.hub.join(s, nf, ws.w); !ok {
 		return errShuttingDown
 	}
-	s.hub.leave(ws.g)
-	ws.g, ws.f = ng, nf
+	ws.f = nf
 	return nil
 }
 

@@ -55,73 +55,111 @@ func (b *blockingStream) SendMsg(any) error {
 	}
 }
 
-// TestWatchSenderTimeout: a Send held up for WatchSendTimeout returns
-// UNAVAILABLE / SLOW_CONSUMER exactly then, counted, for the handler to
-// return, while the held SendMsg stays until gRPC ends the stream (its
-// context) and then ends, joined by Wait; a Send that completes in time
-// disarms the timer; Shutdown ends a held Send at once with SHUTTING_DOWN,
+// joinT joins a member that sends nothing (its first pump never starts)
+// to the group of f, until the test ends.
+func joinT(t *testing.T, s *Server, f *watchFilter) *watchGroup {
+	t.Helper()
+	w := newWatchSender(s, newBlockingStream())
+	g, ok := s.hub.join(s, f, w)
+	if !ok {
+		t.Fatal("join after Shutdown")
+	}
+	t.Cleanup(func() { s.hub.leave(w) })
+	return g
+}
+
+// senderTest runs a WatchCatalog handler (watchStream.run) for a stream
+// whose SendMsg is b's, on a server with an empty catalog, in a synctest
+// bubble, and returns what it returned; end stops the server and joins
+// every goroutine.
+func senderTest(t *testing.T, opts *Options, b *blockingStream) (s *Server, result chan error, end func()) {
+	br, err := mcpbridge.New(mcpbridge.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = New(br, opts)
+	w := newWatchSender(s, b)
+	ws := &watchStream{s: s, req: &toolsvcv1.WatchCatalogRequest{}, w: w, authCtx: b.ctx, f: &watchFilter{}}
+	result = make(chan error, 1)
+	go func() {
+		defer w.close()
+		result <- ws.run()
+	}()
+	return s, result, func() {
+		s.Shutdown()
+		b.cancel() // gRPC, once the handler returned
+		s.Wait()
+		br.Close()
+	}
+}
+
+// TestWatchSenderTimeout: a message held up for WatchSendTimeout ends the
+// handler with UNAVAILABLE / SLOW_CONSUMER exactly then, counted, while the
+// held SendMsg stays until gRPC ends the stream (its context) and then
+// ends, joined by Wait; a send that completes in time disarms the timer,
+// and an idle stream gets progress exactly ProgressInterval after its last
+// message; Shutdown ends a held send at once with SHUTTING_DOWN,
 // uncounted; a panic in SendMsg is INTERNAL.
 func TestWatchSenderTimeout(t *testing.T) {
-	msg := &toolsvcv1.WatchCatalogResponse{}
 	synctest.Test(t, func(t *testing.T) {
-		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
 		b := newBlockingStream()
-		w := newWatchSender(s, b)
-		defer w.close()
+		s, result, end := senderTest(t, &Options{WatchSendTimeout: 3 * time.Second}, b)
 		start := time.Now()
-		err := w.send(msg)
+		err := <-result
 		if d := time.Since(start); d != 3*time.Second || errorReason(err) != ReasonSlowConsumer || status.Code(err) != codes.Unavailable || s.Stats().WatchSlowConsumers != 1 {
-			t.Fatalf("held Send: %v after %v, stats %+v; want UNAVAILABLE slow consumer after exactly the 3s timeout, counted", err, d, s.Stats())
+			t.Fatalf("held first event: %v after %v, stats %+v; want UNAVAILABLE slow consumer after exactly the 3s timeout, counted", err, d, s.Stats())
 		}
 		synctest.Wait()
 		if b.ended.Load() != 0 {
 			t.Fatal("the held SendMsg returned before the stream was done")
 		}
-		b.cancel() // gRPC, once the handler returned
-		s.Wait()
+		end()
 		if b.ended.Load() != 1 {
 			t.Fatal("Wait returned before the held SendMsg")
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		s := New(nil, &Options{WatchSendTimeout: 3 * time.Second})
 		b := newBlockingStream()
-		w := newWatchSender(s, b)
-		defer w.close()
-		go func() { time.Sleep(2 * time.Second); close(b.release) }()
-		if err := w.send(msg); err != nil {
-			t.Fatalf("Send released after 2s: %v", err)
+		s, result, end := senderTest(t, &Options{WatchSendTimeout: 3 * time.Second, ProgressInterval: 10 * time.Minute}, b)
+		time.Sleep(2 * time.Second)
+		close(b.release)
+		time.Sleep(10*time.Minute - time.Nanosecond) // the disarmed timer must not fire
+		synctest.Wait()
+		if n := b.sent.Load(); n != 1 || len(result) != 0 || s.Stats().WatchSlowConsumers != 0 {
+			t.Fatalf("%d sent, %d results, %+v; want the first event only, the stream open, no slow consumer", n, len(result), s.Stats())
 		}
-		time.Sleep(time.Hour) // the disarmed timer must not fire
-		if err := w.send(msg); err != nil || s.Stats().WatchSlowConsumers != 0 || b.sent.Load() != 2 {
-			t.Fatalf("second Send: %v, %+v, %d sent; want both sent, no slow consumer", err, s.Stats(), b.sent.Load())
-		}
-	})
-	synctest.Test(t, func(t *testing.T) {
-		s := New(nil, &Options{WatchSendTimeout: time.Hour})
-		b := newBlockingStream()
-		w := newWatchSender(s, b)
-		defer w.close()
-		go func() { time.Sleep(time.Second); s.Shutdown() }()
-		start := time.Now()
-		if err := w.send(msg); errorReason(err) != ReasonShuttingDown || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
-			t.Fatalf("Send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, time.Since(start), s.Stats())
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n := b.sent.Load(); n != 2 || s.Stats().WatchMessagesSent != 2 {
+			t.Fatalf("%d sent (%+v) at ProgressInterval after the first event, want 2 (with progress)", n, s.Stats())
 		}
 		b.cancel()
-		s.Wait()
-		if _, ok := s.hub.join(&watchFilter{}); ok {
+		if err := <-result; status.Code(err) != codes.Canceled {
+			t.Fatalf("stream canceled: %v, want CANCELED", err)
+		}
+		end()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		b := newBlockingStream()
+		s, result, end := senderTest(t, &Options{WatchSendTimeout: time.Hour}, b)
+		go func() { time.Sleep(time.Second); s.Shutdown() }()
+		start := time.Now()
+		if err := <-result; errorReason(err) != ReasonShuttingDown || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
+			t.Fatalf("send held at Shutdown: %v after %v, %+v; want UNAVAILABLE (shutting down) at once", err, time.Since(start), s.Stats())
+		}
+		end()
+		if _, ok := s.hub.join(s, &watchFilter{}, newWatchSender(s, b)); ok {
 			t.Fatal("a watch joined after Shutdown")
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		s := New(nil, nil)
 		b := newBlockingStream()
 		b.panics = true
-		w := newWatchSender(s, b)
-		defer w.close()
-		if err := w.send(msg); status.Code(err) != codes.Internal {
+		_, result, end := senderTest(t, nil, b)
+		if err := <-result; status.Code(err) != codes.Internal {
 			t.Fatalf("a panicking SendMsg: %v, want INTERNAL", err)
 		}
+		end()
 	})
 }
 
@@ -179,10 +217,7 @@ func TestWatchGroupSharesEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, _ := f.svc.hub.join(flt)
-	g2, _ := f.svc.hub.join(flt)
-	defer f.svc.hub.leave(g1)
-	defer f.svc.hub.leave(g2)
+	g1, g2 := joinT(t, f.svc, flt), joinT(t, f.svc, flt)
 	if g1 != g2 {
 		t.Fatal("two watchers of the same view got different groups")
 	}
@@ -252,5 +287,72 @@ func TestWatchShutdownEndsHeldSend(t *testing.T) {
 	}
 	if status.Code(err) != codes.Unavailable || errorReason(err) != ReasonShuttingDown {
 		t.Fatalf("held stream at Shutdown: %v, want UNAVAILABLE with SHUTTING_DOWN", err)
+	}
+}
+
+// TestWatchSignalOncePerGroup: the catalog signals the watch hub once, not
+// each stream (one subscription for any number of watches), and a change
+// starts the sends of the members of the groups whose view it changes and
+// of no other: each of those gets exactly the one changes event, the
+// others nothing, and their next event is the change they do see.
+func TestWatchSignalOncePerGroup(t *testing.T) {
+	t.Parallel()
+	f := newWatchFixture(t, nil, map[string][]string{"a": {"x"}, "b": {"x"}})
+	ctx := ctxT(t)
+	const n = 20
+	open := func(req *toolsvcv1.WatchCatalogRequest) []toolsvcv1.ToolService_WatchCatalogClient {
+		var out []toolsvcv1.ToolService_WatchCatalogClient
+		for range n {
+			st, err := f.client.WatchCatalog(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recvT(t, st)
+			out = append(out, st)
+		}
+		return out
+	}
+	all := open(&toolsvcv1.WatchCatalogRequest{})
+	onlyA := open(&toolsvcv1.WatchCatalogRequest{Servers: []string{"a"}})
+	onlyB := open(&toolsvcv1.WatchCatalogRequest{Servers: []string{"b"}})
+	if got := f.bridge.Catalog().Subscribers(); got != 1 {
+		t.Fatalf("catalog subscribers with %d watches = %d, want 1 (the hub)", 3*n, got)
+	}
+	f.svc.hub.mu.Lock()
+	var sizes []int
+	for _, g := range f.svc.hub.groups {
+		sizes = append(sizes, len(g.members))
+	}
+	f.svc.hub.mu.Unlock()
+	if len(sizes) != 3 || sizes[0] != n || sizes[1] != n || sizes[2] != n {
+		t.Fatalf("group sizes %v, want three of %d", sizes, n)
+	}
+
+	pumps, sent := f.svc.watch.pumps.Load(), f.svc.Stats().WatchMessagesSent
+	f.putTool(t, "b", "y")
+	for _, st := range append(all, onlyB...) {
+		if m := recvT(t, st); toolNames(m.GetChanges().GetUpserted()) != "b__y " {
+			t.Fatalf("after b__y: %v", m)
+		}
+	}
+	deadline := time.Now().Add(defaultTestTimeout)
+	for f.svc.Stats().WatchMessagesSent-sent < 2*n {
+		if time.Now().After(deadline) {
+			t.Fatal("messages sent not counted")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // time for sends nobody should make
+	if d := f.svc.Stats().WatchMessagesSent - sent; d != 2*n {
+		t.Fatalf("%d messages sent for a change of b, want %d (the views with b)", d, 2*n)
+	}
+	if d := f.svc.watch.pumps.Load() - pumps; d > 2*n {
+		t.Fatalf("%d sends started for a change of b, want at most %d: the servers=[a] group was woken", d, 2*n)
+	}
+	f.putTool(t, "a", "y")
+	for _, st := range append(all, onlyA...) {
+		if m := recvT(t, st); toolNames(m.GetChanges().GetUpserted()) != "a__y " {
+			t.Fatalf("after a__y: %v", m)
+		}
 	}
 }

@@ -52,8 +52,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g, _ := fx.svc.hub.join(flt)
-		defer fx.svc.hub.leave(g)
+		g := joinT(t, fx.svc, flt)
 		ev := g.current(fx.svc).ev
 		v := ev.view
 		if v.rev != fx.svc.view(cur, flt).rev {

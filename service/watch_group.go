@@ -21,11 +21,21 @@ import (
 // (README, "Watching the catalog": fan-out).
 
 // watchHub holds the groups; its lock is taken when a stream opens or
-// closes, never to deliver an event.
+// closes, and by the signal loop to copy the groups and a group's members,
+// never to deliver an event. The catalogs signal the hub once per change
+// (one subscription each, taken by the first join), not every stream: the
+// signal loop (run) wakes each group once, which builds its state once and
+// starts the sends of its members (watchGroup.fanout), and only when the
+// group's view changed; a stream's handler is not woken.
 type watchHub struct {
-	mu     sync.Mutex
-	groups map[groupKey]*watchGroup
-	closed bool // Shutdown: no more joins
+	mu      sync.Mutex
+	groups  map[groupKey]*watchGroup
+	closed  bool // Shutdown: no more joins
+	started bool // the signal loop runs
+	wg      sync.WaitGroup
+
+	gbuf []*watchGroup  // the signal loop's copies
+	mbuf []*watchSender // (run only)
 }
 
 type groupKey struct {
@@ -36,9 +46,11 @@ type groupKey struct {
 }
 
 type watchGroup struct {
-	key    groupKey
-	filter *watchFilter // the first member's; members' filters are equal (same key)
-	refs   int          // watchHub.mu
+	key     groupKey
+	filter  *watchFilter   // the first member's; members' filters are equal (same key)
+	refs    int            // watchHub.mu
+	members []*watchSender // watchHub.mu
+	fanned  string         // the view revision the members were last started for, or the first member's (watchHub.mu)
 
 	state atomic.Pointer[groupState]
 
@@ -78,14 +90,21 @@ func (m *viewMemo[S, V]) put(snap S, v V) {
 	m.m[snap] = v
 }
 
-// join adds a stream to the group of its view, or returns false after
-// Shutdown.
-func (h *watchHub) join(f *watchFilter) (*watchGroup, bool) {
+// join adds a stream's sender to the group of its view, or returns false
+// after Shutdown. The first join subscribes the hub to the catalogs, before
+// it returns: a change after it reaches every group.
+func (h *watchHub) join(s *Server, f *watchFilter, w *watchSender) (*watchGroup, bool) {
 	k := groupKey{f.key, f.kinds, f.format, f.fragment}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return nil, false
+	}
+	if !h.started {
+		h.started = true
+		tools, res := s.bridge.Catalog().Subscribe(), s.bridge.Resources().Subscribe()
+		h.wg.Add(1)
+		go h.run(s, tools, res)
 	}
 	g := h.groups[k]
 	if g == nil {
@@ -96,15 +115,105 @@ func (h *watchHub) join(f *watchFilter) (*watchGroup, bool) {
 		h.groups[k] = g
 	}
 	g.refs++
+	w.mu.Lock()
+	w.g, w.idx = g, len(g.members)
+	w.mu.Unlock()
+	g.members = append(g.members, w)
 	return g, true
 }
 
-func (h *watchHub) leave(g *watchGroup) {
+// leave removes a stream's sender from its group; it is idempotent. The
+// sender keeps the group as the one whose state it last followed.
+func (h *watchHub) leave(w *watchSender) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	w.mu.Lock()
+	g, i := w.g, w.idx
+	w.idx = -1
+	w.mu.Unlock()
+	if g == nil || i < 0 {
+		return
+	}
+	last := len(g.members) - 1
+	if i != last {
+		moved := g.members[last]
+		g.members[i] = moved
+		moved.mu.Lock()
+		moved.idx = i
+		moved.mu.Unlock()
+	}
+	g.members[last] = nil
+	g.members = g.members[:last]
 	if g.refs--; g.refs == 0 {
 		delete(h.groups, g.key)
 	}
+}
+
+// first notes the view a new group's first member starts from: its
+// members need no start until the view moves from there.
+func (h *watchHub) first(g *watchGroup, rev string) {
+	h.mu.Lock()
+	if g.fanned == "" {
+		g.fanned = rev
+	}
+	h.mu.Unlock()
+}
+
+// run is the hub's signal loop: one wake-up per change of either catalog,
+// until Shutdown. Server.Wait joins it.
+func (h *watchHub) run(s *Server, tools, res *mcpbridge.Subscription) {
+	defer h.wg.Done()
+	defer tools.Close()
+	defer res.Close()
+	for {
+		select {
+		case <-s.shutdown:
+			return
+		case <-tools.C():
+			h.fanout(s, false)
+		case <-res.C():
+			h.fanout(s, true)
+		}
+	}
+}
+
+// fanout wakes every group once (only those that follow resources and
+// prompts for a change of that catalog).
+func (h *watchHub) fanout(s *Server, resources bool) {
+	h.mu.Lock()
+	groups := h.gbuf[:0]
+	for _, g := range h.groups {
+		if !resources || g.key.kinds.any() {
+			groups = append(groups, g)
+		}
+	}
+	h.mu.Unlock()
+	for _, g := range groups {
+		g.fanout(s, h)
+	}
+	clear(groups)
+	h.gbuf = groups
+}
+
+// fanout builds the group's state for the current snapshots and, if its
+// view moved since the members were last started, starts each member's
+// sends (watchSender.kick: a member already sending picks the new state up
+// when its send is done). A change the view does not show wakes no one.
+func (g *watchGroup) fanout(s *Server, h *watchHub) {
+	st := g.current(s)
+	h.mu.Lock()
+	if st.ev.view.rev == g.fanned {
+		h.mu.Unlock()
+		return
+	}
+	g.fanned = st.ev.view.rev
+	members := append(h.mbuf[:0], g.members...)
+	h.mu.Unlock()
+	for _, w := range members {
+		w.kick()
+	}
+	clear(members)
+	h.mbuf = members
 }
 
 // shutdown refuses later joins; the streams end on Server.shutdown.

@@ -43,12 +43,7 @@ func TestWatchResourcesGroupSharesEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g1, _ := f.svc.hub.join(flt)
-	g2, _ := f.svc.hub.join(flt)
-	g3, _ := f.svc.hub.join(tools)
-	defer f.svc.hub.leave(g1)
-	defer f.svc.hub.leave(g2)
-	defer f.svc.hub.leave(g3)
+	g1, g2, g3 := joinT(t, f.svc, flt), joinT(t, f.svc, flt), joinT(t, f.svc, tools)
 	if g1 != g2 || g1 == g3 {
 		t.Fatalf("groups: %p %p (want equal), tools-only %p (want another)", g1, g2, g3)
 	}

@@ -19,6 +19,7 @@ var figures = []string{
 	"call_p50_ratio", "call_p99_ratio", "throughput_ratio",
 	"peer_added_latency_ratio",
 	"watch_p99_ms_10k", "watch_rss_kib_per_watcher",
+	"watch_p99_ms_100k_3r", "watch_100k_3r_server_cpu_ms", "watch_100k_3r_client_cpu_ms",
 	"list_ratio",
 	"storm_lists", "storm_call_p99_ratio",
 	"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
@@ -45,7 +46,8 @@ func TestSmoke(t *testing.T) {
 		"-peers=false", "-catalog-upstreams", "2", "-catalog-tools", "20", "-list-reps", "1",
 		"-storm", "50", "-storm-baseline-calls", "50",
 		"-py-calls", "20", "-py-conc-calls", "40", "-py-warmup", "5", "-interactive-calls", "20", "-peruser-principals", "10",
-		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms -rounds 2")
+		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms -rounds 2",
+		"-watch-replicas-args", "-watchers 30 -conns 3 -replicas 3 -client h2 -tools 5 -storm-for 0 -rounds 2")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -90,7 +92,7 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"call_p50_ratio_spread", "call_p99_ratio_spread", "throughput_ratio_spread",
-		"call_p50_ratio_stdio_spread", "list_ratio_spread", "watch_p99_ms_10k_spread"} {
+		"call_p50_ratio_stdio_spread", "list_ratio_spread", "watch_p99_ms_10k_spread", "watch_p99_ms_100k_3r_spread"} {
 		if sp, _ := res[k].([]any); len(sp) != 2 {
 			t.Errorf("%q = %v, want [min, max] over rounds", k, res[k])
 		}

@@ -13,14 +13,28 @@
 //
 // Phase 2 keeps -storm-watchers streams open while the upstream changes a
 // tool every -storm-every for -storm-for, and divides the server's CPU time
-// (utime+stime from /proc) by the number of events delivered.
+// (utime+stime from /proc) by the number of events delivered (-storm-for 0:
+// no phase 2).
+//
+// -replicas N runs N toolsvc processes (one config file and one
+// --state-key-file for all, as replicas behind a load balancer share them),
+// each with its own session to the same upstream; connection i goes to
+// replica i mod N and watcher j to connection j mod -conns, so the
+// watchers spread evenly. Latencies are over every watcher of every
+// replica; RSS and CPU are summed over the replicas (and the busiest
+// replica's CPU is reported too). -decode=false makes the watchers find
+// the change in the message's bytes instead of decoding it (the client's
+// own cost, which shares the machine's cores with the servers).
 //
 // It prints a table and, last, one JSON line. It is not part of go test.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -43,6 +57,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -57,6 +73,9 @@ var (
 	toolsvcBin    = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	rounds        = flag.Int("rounds", 5, "one-change rounds in phase 1 (each a new tool); p99 is the median round's, with the spread")
 	resources     = flag.Int("resources", 0, "resources and as many prompts on the upstream; with any, every watch sets include_resources and include_prompts")
+	replicas      = flag.Int("replicas", 1, "toolsvc processes sharing one config and state key; connections and watchers spread over them")
+	decode        = flag.Bool("decode", true, "watchers decode every message (false: they look for the change in its bytes)")
+	client        = flag.String("client", "grpc", "the watchers' client: grpc (grpc-go, a goroutine per watcher) or h2 (a lean HTTP/2 reader, a goroutine per connection; implies -decode=false)")
 )
 
 func main() {
@@ -78,18 +97,25 @@ func main() {
 	go func() { _ = hs.Serve(lis) }()
 	defer hs.Close()
 
-	srv := startToolsvc(fmt.Sprintf("http://%s/mcp", lis.Addr()))
+	srv := startReplicas(fmt.Sprintf("http://%s/mcp", lis.Addr()), max(*replicas, 1))
 	defer srv.stop()
-	log.Printf("toolsvc pid %d at %s; upstream with %d tools", srv.cmd.Process.Pid, srv.addr, *tools)
+	for _, r := range srv {
+		log.Printf("toolsvc pid %d at %s; upstream with %d tools", r.cmd.Process.Pid, r.addr, *tools)
+	}
 
 	clients := make([]toolsvcv1.ToolServiceClient, *conns)
 	for i := range clients {
-		c, err := grpc.NewClient(srv.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		connAddrs = append(connAddrs, srv[i%len(srv)].addr)
+		if *client == "h2" {
+			continue // each pool dials its own
+		}
+		c, err := grpc.NewClient(srv[i%len(srv)].addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		check(err)
 		defer c.Close()
 		clients[i] = toolsvcv1.NewToolServiceClient(c)
 	}
-	res := map[string]any{"watchers": *watchers, "conns": *conns, "tools": *tools, "resources": *resources, "gomaxprocs": runtime.GOMAXPROCS(0)}
+	res := map[string]any{"watchers": *watchers, "conns": *conns, "tools": *tools, "resources": *resources, "gomaxprocs": runtime.GOMAXPROCS(0),
+		"replicas": len(srv), "decode": *decode && *client != "h2", "client": *client, "load_avg_1m_at_start": loadAvg()}
 
 	// Phase 1: idle memory and one-change latency.
 	settle()
@@ -103,7 +129,7 @@ func main() {
 
 	var lat, spread []time.Duration
 	var p99s []float64
-	scpu0, ccpu0 := srv.cpu(), selfCPU()
+	scpu0, ccpu0, rcpu0 := srv.cpu(), selfCPU(), srv.cpuEach()
 	for i := range max(*rounds, 1) {
 		p1.expect(fmt.Sprintf("tool_new_%d", i), time.Now())
 		addTool(up, fmt.Sprintf("tool_new_%d", i), "new")
@@ -119,6 +145,11 @@ func main() {
 	}
 	res["one_change_server_cpu_ms"] = ms((srv.cpu() - scpu0) / time.Duration(len(p99s)))
 	res["one_change_client_cpu_ms"] = ms((selfCPU() - ccpu0) / time.Duration(len(p99s)))
+	var busiest time.Duration
+	for i, c := range srv.cpuEach() {
+		busiest = max(busiest, c-rcpu0[i])
+	}
+	res["one_change_server_cpu_ms_max_replica"] = ms(busiest / time.Duration(len(p99s)))
 	first := slices.Min(lat)
 	p1.close()
 	res["rss_before_kib"], res["rss_idle_kib"] = rss0>>10, rss1>>10
@@ -132,6 +163,10 @@ func main() {
 	res["fanout_p50_ms"], res["fanout_p99_ms"] = ms(pct(spread, 50)), ms(pct(spread, 99))
 
 	// Phase 2: CPU per delivered event under a steady stream of changes.
+	if *stormFor <= 0 {
+		report(res)
+		return
+	}
 	p2 := openWatchers(ctx, clients, *stormWatchers)
 	p2.waitSnapshots()
 	settle()
@@ -157,9 +192,19 @@ func main() {
 		res["storm_cpu_us_per_event"] = round(cpuS * 1e6 / float64(delivered))
 	}
 
+	report(res)
+}
+
+// report prints the table and, last, the JSON line.
+func report(res map[string]any) {
 	fmt.Println()
 	fmt.Printf("%-44s %s\n", "metric", "value")
-	row := func(k, label string) { fmt.Printf("%-44s %v\n", label, res[k]) }
+	row := func(k, label string) {
+		if v, ok := res[k]; ok {
+			fmt.Printf("%-44s %v\n", label, v)
+		}
+	}
+	row("replicas", "toolsvc replicas")
 	row("watchers", "watchers (phase 1)")
 	row("rss_per_idle_watcher_kib", "server RSS per idle watcher (KiB)")
 	row("latency_p50_ms", "one change: latency p50 (ms)")
@@ -169,6 +214,7 @@ func main() {
 	row("first_receipt_ms", "one change: first watcher (ms)")
 	row("fanout_p99_ms", "one change: fan-out p99 after first (ms)")
 	row("one_change_server_cpu_ms", "one change: server CPU (ms)")
+	row("one_change_server_cpu_ms_max_replica", "one change: busiest replica's CPU (ms)")
 	row("one_change_client_cpu_ms", "one change: watchers' process CPU (ms)")
 	row("storm_watchers", "storm: watchers")
 	row("storm_upstream_changes", "storm: upstream changes")
@@ -211,27 +257,59 @@ type pool struct {
 	arrived chan struct{}
 	t0      time.Time
 	n       int
+	h2      []*h2Conn // -client h2
 }
+
+// connAddrs is the replica each connection goes to.
+var connAddrs []string
 
 func openWatchers(ctx context.Context, clients []toolsvcv1.ToolServiceClient, n int) *pool {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &pool{cancel: cancel, arrived: make(chan struct{}, n), n: n}
 	p.snaps.Add(n)
+	if *client == "h2" {
+		p.openH2(ctx)
+		return p
+	}
 	for i := range n {
 		c := clients[i%len(clients)]
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			st, err := c.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{IncludeResources: *resources > 0, IncludePrompts: *resources > 0})
-			if err != nil {
-				log.Fatalf("WatchCatalog: %v", err)
+			req := &toolsvcv1.WatchCatalogRequest{IncludeResources: *resources > 0, IncludePrompts: *resources > 0}
+			var recv func() (upserted func(want string) bool, err error)
+			if *decode {
+				st, err := c.WatchCatalog(ctx, req)
+				check(err)
+				recv = func() (func(string) bool, error) {
+					m, err := st.Recv()
+					return func(want string) bool {
+						for _, t := range m.GetChanges().GetUpserted() {
+							if strings.HasSuffix(t.GetName(), want) {
+								return true
+							}
+						}
+						return false
+					}, err
+				}
+			} else {
+				st, err := c.WatchCatalog(ctx, req, grpc.ForceCodecV2(rawCodec{}))
+				check(err)
+				recv = func() (func(string) bool, error) {
+					var m rawMessage
+					err := st.RecvMsg(&m)
+					b := m.b.Materialize()
+					m.b.Free()
+					// The new tool's name is only in the event that adds it.
+					return func(want string) bool { return bytes.Contains(b, []byte(want)) }, err
+				}
 			}
-			if _, err := st.Recv(); err != nil {
+			if _, err := recv(); err != nil {
 				log.Fatalf("first Recv: %v", err)
 			}
 			p.snaps.Done()
 			for {
-				m, err := st.Recv()
+				has, err := recv()
 				if err != nil {
 					if ctx.Err() == nil {
 						log.Fatalf("Recv: %v", err)
@@ -243,21 +321,54 @@ func openWatchers(ctx context.Context, clients []toolsvcv1.ToolServiceClient, n 
 				p.mu.Lock()
 				want, t0 := p.want, p.t0
 				p.mu.Unlock()
-				if want == "" {
-					continue
-				}
-				for _, t := range m.GetChanges().GetUpserted() {
-					if strings.HasSuffix(t.GetName(), want) {
-						p.mu.Lock()
-						p.got = append(p.got, now.Sub(t0))
-						p.mu.Unlock()
-						p.arrived <- struct{}{}
-					}
+				if want != "" && has(want) {
+					p.mu.Lock()
+					p.got = append(p.got, now.Sub(t0))
+					p.mu.Unlock()
+					p.arrived <- struct{}{}
 				}
 			}
 		}()
 	}
 	return p
+}
+
+// openH2 opens the pool's watchers on connections of its own (-client h2).
+func (p *pool) openH2(ctx context.Context) {
+	req := &toolsvcv1.WatchCatalogRequest{IncludeResources: *resources > 0, IncludePrompts: *resources > 0}
+	onEnd := func(err error) {
+		if ctx.Err() == nil {
+			log.Fatalf("watch connection: %v", err)
+		}
+	}
+	hc := make([]*h2Conn, len(connAddrs))
+	for i, addr := range connAddrs {
+		c, err := dialH2(ctx, addr, onEnd)
+		check(err)
+		hc[i] = c
+	}
+	p.h2 = hc
+	for i := range p.n {
+		first := true
+		check(hc[i%len(hc)].watch(req, func(b []byte) { // on the connection's reader
+			if first {
+				first = false
+				p.snaps.Done()
+				return
+			}
+			now := time.Now()
+			p.events.Add(1)
+			p.mu.Lock()
+			want, t0 := p.want, p.t0
+			if want != "" && bytes.Contains(b, []byte(want)) {
+				p.got = append(p.got, now.Sub(t0))
+				p.mu.Unlock()
+				p.arrived <- struct{}{}
+				return
+			}
+			p.mu.Unlock()
+		}))
+	}
 }
 
 func (p *pool) waitSnapshots() { p.snaps.Wait() }
@@ -284,16 +395,23 @@ func (p *pool) waitAll() []time.Duration {
 
 func (p *pool) close() {
 	p.cancel()
+	for _, c := range p.h2 {
+		c.close()
+	}
 	p.wg.Wait()
 }
 
 type server struct {
 	cmd  *exec.Cmd
 	addr string
-	dir  string
 }
 
-func startToolsvc(upstreamURL string) *server {
+// fleet is the toolsvc processes.
+type fleet []*server
+
+// startReplicas starts n toolsvc processes in front of the upstream, with
+// one config file and one state key for all.
+func startReplicas(upstreamURL string, n int) fleet {
 	dir, err := os.MkdirTemp("", "toolsvc-bench-")
 	check(err)
 	bin := *toolsvcBin
@@ -306,11 +424,28 @@ func startToolsvc(upstreamURL string) *server {
 	cfg := filepath.Join(dir, "config.json")
 	check(os.WriteFile(cfg, fmt.Appendf(nil,
 		`{"refreshInterval": "1h", "mcpServers": {"bench": {"url": %q, "refreshDebounce": "1ms"}}}`, upstreamURL), 0o600))
-	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0")
+	key := make([]byte, 32)
+	_, err = rand.Read(key)
+	check(err)
+	keyFile := filepath.Join(dir, "state.key")
+	check(os.WriteFile(keyFile, []byte(hex.EncodeToString(key)), 0o600))
+	out := make(fleet, n)
+	for i := range out {
+		out[i] = startToolsvc(bin, cfg, keyFile)
+	}
+	tmpDir = dir
+	return out
+}
+
+// tmpDir holds the config, the key and a built binary; stop removes it.
+var tmpDir string
+
+func startToolsvc(bin, cfg, keyFile string) *server {
+	cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--state-key-file", keyFile)
 	stderr, err := cmd.StderrPipe()
 	check(err)
 	check(cmd.Start())
-	s := &server{cmd: cmd, dir: dir}
+	s := &server{cmd: cmd}
 	sc := bufio.NewScanner(stderr)
 	addrRE, readyRE := regexp.MustCompile(`msg=serving addr=(\S+)`), regexp.MustCompile(`msg=ready`)
 	for sc.Scan() {
@@ -331,10 +466,40 @@ func startToolsvc(upstreamURL string) *server {
 	return s
 }
 
-func (s *server) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	_ = s.cmd.Wait()
-	os.RemoveAll(s.dir)
+func (rs fleet) stop() {
+	for _, s := range rs {
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, s := range rs {
+		_ = s.cmd.Wait()
+	}
+	os.RemoveAll(tmpDir)
+}
+
+// rss is the replicas' resident sets in bytes, summed.
+func (rs fleet) rss() int64 {
+	var sum int64
+	for _, s := range rs {
+		sum += s.rss()
+	}
+	return sum
+}
+
+// cpu is the replicas' user+system CPU time, summed.
+func (rs fleet) cpu() time.Duration {
+	var sum time.Duration
+	for _, c := range rs.cpuEach() {
+		sum += c
+	}
+	return sum
+}
+
+func (rs fleet) cpuEach() []time.Duration {
+	out := make([]time.Duration, len(rs))
+	for i, s := range rs {
+		out[i] = s.cpu()
+	}
+	return out
 }
 
 // rss is the server's resident set in bytes.
@@ -359,6 +524,32 @@ func (s *server) cpu() time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)        // field 15
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
 }
+
+// loadAvg is the 1-minute load average.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	check(err)
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}
+
+// rawCodec hands the watchers each message's bytes undecoded (-decode=false).
+type rawCodec struct{}
+
+type rawMessage struct{ b mem.BufferSlice }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	b, err := proto.Marshal(v.(proto.Message))
+	return mem.BufferSlice{mem.SliceBuffer(b)}, err
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	data.Ref()
+	v.(*rawMessage).b = data
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" }
 
 // selfCPU is this process's user+system CPU time (the watchers' side).
 func selfCPU() time.Duration {
