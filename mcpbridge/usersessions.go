@@ -233,6 +233,17 @@ func (t *sessionTable[S]) has(principal string) bool {
 	return t.entries[principal] != nil
 }
 
+// all returns the sessions in the table.
+func (t *sessionTable[S]) all() []S {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]S, 0, len(t.entries))
+	for _, e := range t.entries {
+		out = append(out, e.s)
+	}
+	return out
+}
+
 // len is the number of sessions in the table.
 func (t *sessionTable[S]) len() int {
 	t.mu.Lock()

@@ -183,7 +183,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	if err != nil {
 		return nil, err
 	}
-	snap, after, e := s.core.ToolCursor(req.GetPageToken(), grpcFields)
+	snap, after, e := s.core.ToolCursor(ctx, req.GetPageToken(), grpcFields)
 	if e != nil {
 		return nil, grpcStatus(e).Err()
 	}
@@ -191,7 +191,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	start := core.ToolsAfter(snap, after)
 	size := func(w *wireTool) int { return len(w.enc) }
 	allowed := s.authOf(ctx).Filter(ctx)
-	if allowed == nil {
+	if allowed == nil && snap.Base() == nil {
 		// Every caller paging the whole catalog gets the same pages: built
 		// once per revision (pageCache), the page a slice of the cached
 		// tools.

@@ -617,7 +617,7 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 	if cursor == "" {
 		f.c.PrimeCatalog(ctx) // per-user upstreams list through their first caller's session
 	}
-	snap, after, e := f.c.ToolCursor(cursor, mcpFields)
+	snap, after, e := f.c.ToolCursor(ctx, cursor, mcpFields)
 	if e != nil {
 		return nil, mcpError(e)
 	}
