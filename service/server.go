@@ -198,7 +198,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 		end, n := core.Span(all, start, pageSize, s.pageBudget(), size)
 		return s.pages.page(snap, format, start, end, all[start:end], s.nextToolToken(snap, all[start:end], n)), nil
 	}
-	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return allowed(w.msg.GetName()) },
+	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return allowed == nil || allowed(w.msg.GetName()) },
 		core.Same[*wireTool], size)
 	return encodedListPage(page, s.nextToolToken(snap, page, n), snap.Revision), nil
 }

@@ -89,6 +89,7 @@ type credsCfg struct {
 	Audience     string `json:"audience,omitempty"`
 	MaxSessions  int    `json:"maxSessions,omitempty"`
 	SessionIdle  string `json:"sessionIdle,omitempty"`
+	PrivateTools bool   `json:"privateTools,omitempty"`
 }
 
 type backoff struct {
