@@ -257,3 +257,27 @@ func TestPrivateToolsCacheScope(t *testing.T) {
 		}
 	}
 }
+
+// TestPerUserSharedListChanged: a list_changed on a per-principal session
+// of a per-user upstream whose listing is shared re-lists it (the
+// upstream's relister) and publishes to the shared catalog.
+func TestPerUserSharedListChanged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	as, jwt := startPrivateOP(t, ctx, "alice")
+	up := &perCallerUpstream{}
+	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: serveHTTP(t, up.handler()), PingInterval: time.Hour,
+		RefreshDebounce: time.Millisecond,
+		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+			Audience: "urn:test:up"}})
+	defer b.Close()
+	b.PrimeCaller(ctx, "alice", jwt["alice"])
+	if _, ok := b.Catalog().Current().Lookup("up__only_alice"); !ok {
+		t.Fatalf("the shared catalog = %v, want alice's listing", toolNames(b.Catalog().Current(), "up"))
+	}
+	addTool(up.server("alice"), "later")
+	waitFor(t, b, "up__later in the shared catalog", func(s *Snapshot) bool { _, ok := s.Lookup("up__later"); return ok })
+	if b.PrivateListings() != 0 || b.Tools("alice").Current() != b.Catalog().Current() {
+		t.Error("a shared listing made a private one")
+	}
+}
