@@ -30,8 +30,11 @@ import (
 
 // principalHistory bounds the merged snapshots remembered per principal
 // (page tokens, watch resumption); they share their entries with the
-// shared catalog and the listings, so one costs a slice of pointers.
-const principalHistory = 16
+// shared catalog and the listings, so one costs a slice of pointers: 8 KiB
+// with a shared catalog of 1,000 tools (TestPrivateListingCost), so at
+// most 32 KiB per principal with a listing. A page token or resume token
+// of an older view gets what an expired shared revision gets.
+const principalHistory = 4
 
 // privateTools holds every per-principal listing of the bridge.
 type privateTools struct {
