@@ -43,6 +43,10 @@ type privateTools struct {
 	// listed counts the principals with at least one listing: zero, and a
 	// catalog read costs one atomic load more than the shared catalog.
 	listed atomic.Int64
+	// gen counts the changes of any principal's listings, and anySig
+	// signals them (SubscribeAllTools: the front door's list_changed).
+	gen    atomic.Uint64
+	anySig signals
 }
 
 // principalTools is one principal's listings and view.
@@ -132,7 +136,14 @@ func (p *privateTools) set(s *session, server, prefix string, tools []*mcp.Tool,
 	}
 	pt.gen.Add(1)
 	pt.sig.signal()
+	p.changedLocked()
 	return len(entries), nil
+}
+
+// changedLocked tells the followers of every principal's listings.
+func (p *privateTools) changedLocked() {
+	p.gen.Add(1)
+	p.anySig.signal()
 }
 
 // drop forgets server's listing of principal if session sid made it.
@@ -149,6 +160,7 @@ func (p *privateTools) drop(principal, server string, sid int64) {
 	}
 	pt.gen.Add(1)
 	pt.sig.signal()
+	p.changedLocked()
 	p.forgetLocked(principal, pt)
 }
 
@@ -335,6 +347,20 @@ func (v principalCatalog) History() []*Snapshot {
 func (v principalCatalog) Subscribe() *Subscription {
 	return v.b.private.subscribe(v.b.catalog, v.principal)
 }
+
+// SubscribeAllTools is a subscription signalled by the shared catalog's
+// changes and by every principal's listings' changes (for a loop that
+// follows every principal's view, as the front door's list_changed does).
+func (b *Bridge) SubscribeAllTools() *Subscription {
+	sub := b.catalog.Subscribe()
+	sub.also = &b.private.anySig
+	b.private.anySig.add(sub)
+	return sub
+}
+
+// PrivateGen counts the changes of principals' listings: a loop woken by
+// SubscribeAllTools tells them from shared changes by it.
+func (b *Bridge) PrivateGen() uint64 { return b.private.gen.Load() }
 
 // HasPerUser reports whether an upstream with per-user credentials runs
 // (principals' views of the catalog can differ).

@@ -108,12 +108,20 @@ func TestPrivateToolsEndToEnd(t *testing.T) {
 	if !slices.Contains(shared, "up__whoami") {
 		t.Fatalf("alice's ListTools has no up__whoami: %v", all)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp", HTTPClient: &http.Client{Transport: bearerTransport{tokens["bob"]}}}, nil)
-	if err != nil {
-		t.Fatal(err)
+	// MCP sessions of both, counting their tools/list_changed.
+	changed := map[string]chan struct{}{"alice": make(chan struct{}, 16), "bob": make(chan struct{}, 16)}
+	mcpAs := func(user string) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed[user] <- struct{}{} }})
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp",
+			HTTPClient: &http.Client{Transport: bearerTransport{tokens[user]}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
 	}
-	defer cs.Close()
+	cs := mcpAs("bob")
 	var mcpNames []string
 	for tl, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -162,6 +170,7 @@ func TestPrivateToolsEndToEnd(t *testing.T) {
 
 	// Watches: each principal's snapshot is their view; bob's list change
 	// reaches bob only.
+	mcpAs("alice")
 	aw, bw := startWatch(t, as("alice"), p.client, ""), startWatch(t, as("bob"), p.client, "")
 	for user, w := range map[string]*watcher{"alice": aw, "bob": bw} {
 		ev := w.next(t, 30*time.Second)
@@ -177,6 +186,15 @@ func TestPrivateToolsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	bw.waitUpsert(t, "priv__grown_bob_1", 30*time.Second)
+	waitChanged := func(user string) {
+		t.Helper()
+		select {
+		case <-changed[user]:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s's MCP session got no tools/list_changed for their own list change", user)
+		}
+	}
+	waitChanged("bob")
 	if _, err := p.client.CallTool(as("alice"), &toolsvcv1.CallToolRequest{Name: "priv__grow"}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +210,12 @@ func TestPrivateToolsEndToEnd(t *testing.T) {
 			t.Fatalf("alice's watch event after bob's and her own list change = %v, want only priv__grown_alice_1", ev)
 		}
 		break
+	}
+	// Her MCP session is told of her change; a notification of bob's would
+	// have been sent in the same pass as bob's, long before hers.
+	waitChanged("alice")
+	if n := len(changed["alice"]); n != 0 {
+		t.Errorf("alice's MCP session got %d more tools/list_changed: bob's change reached her", n)
 	}
 	if got := listAll("alice"); slices.Contains(got, "priv__grown_bob_1") || !slices.Contains(got, "priv__grown_alice_1") {
 		t.Errorf("alice's ListTools after the changes = %v", got)
