@@ -11,12 +11,15 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -130,8 +133,8 @@ func TestTasksPerUser(t *testing.T) {
 		u.PingInterval = "1h"
 		srvs[name] = u
 	}
-	p := startToolsvc(t, cfg{Auth: &authCfg{JWT: &jwtCfg{JWKSURL: jwksURI(t, issuer), Issuer: issuer, Audience: "toolsvc"}},
-		Servers: srvs})
+	p := startToolsvc(t, cfg{Auth: &authCfg{JWT: &jwtCfg{JWKSURL: jwksURI(t, issuer), Issuer: issuer, Audience: "toolsvc"},
+		Admins: []string{"alice"}}, Servers: srvs})
 	tokens := map[string]string{}
 	for _, user := range []string{"alice", "bob"} {
 		tok, err := authtest.Login(ctx, issuer, authAgent, user)
@@ -143,6 +146,11 @@ func TestTasksPerUser(t *testing.T) {
 	alice := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tokens["alice"])
 	bob := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tokens["bob"])
 	c := p.client
+	adminConn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adminConn.Close()
 	if _, err := c.ListTools(alice, &toolsvcv1.ListToolsRequest{}); err != nil { // primes: alice's sessions list
 		t.Fatal(err)
 	}
@@ -173,6 +181,28 @@ func TestTasksPerUser(t *testing.T) {
 			_, last = watchTask(t, alice, c, long.GetTask().GetHandle())
 			if last.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_CANCELLED {
 				t.Errorf("watch of the cancelled task ended %v", last.GetTask().GetStatus())
+			}
+
+			if server == "tsh" {
+				// alice's session closes (an operator's reconnect closes the
+				// idle per-principal sessions) while it owns a running
+				// 2025-11-25 task: the upstream session is left open, and
+				// the task is reached on it by its id, with alice's
+				// credentials.
+				orphan := startTask(t, alice, c, server+"__slow", `{"ms": 30000}`)
+				if _, err := toolsvcv1.NewAdminServiceClient(adminConn).ReconnectServer(alice, &toolsvcv1.ReconnectServerRequest{Name: server}); err != nil {
+					t.Fatalf("ReconnectServer: %v", err)
+				}
+				p.log.waitFor(t, regexp.MustCompile(`per-principal session closed.*server=tsh principal=alice`), 30*time.Second)
+				p.log.waitFor(t, regexp.MustCompile(`leaving the upstream session open .*server=tsh`), 30*time.Second)
+				got, err := c.GetTask(alice, &toolsvcv1.GetTaskRequest{Handle: orphan.GetHandle()})
+				if err != nil || got.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_WORKING {
+					t.Fatalf("GetTask of the task of alice's closed session = %v, %v", got, err)
+				}
+				cres, err := c.CancelTask(alice, &toolsvcv1.CancelTaskRequest{Handle: orphan.GetHandle()})
+				if err != nil || cres.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_CANCELLED {
+					t.Fatalf("CancelTask of the task of alice's closed session = %v, %v", cres, err)
+				}
 			}
 
 			for _, m := range []string{"tasks/get", "tasks/cancel"} {
