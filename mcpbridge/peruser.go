@@ -208,8 +208,10 @@ func (u *upstream) closePrincipalSession(s *session) {
 	s.markDead(nil)
 	s.cancel()
 	s.wg.Wait()
-	u.b.private.drop(s.principal, u.cfg.Name, s.id) // a private listing lives with its session
-	s.tasks.warnLost(u.log, u.cfg.Transport) // its 2025-11-25 tasks stay reachable by its id (taskforeign.go)
+	// A private listing lives with its session; its 2025-11-25 tasks stay
+	// reachable by its id (taskforeign.go).
+	u.b.private.drop(s.principal, u.cfg.Name, s.id)
+	s.tasks.warnLost(u.log, u.cfg.Transport)
 	u.pu.subjects.Delete(s.principal)
 	u.log.Info("per-principal session closed", "principal", s.principal, "session", s.id, "sessions", u.pu.table.len())
 	u.b.closers.Add(1)
