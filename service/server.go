@@ -234,7 +234,7 @@ func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersReques
 	var visible map[string]bool
 	if allowed := s.authOf(actx).Filter(actx); allowed != nil && !admin {
 		visible = map[string]bool{}
-		for _, t := range s.bridge.Catalog().Current().Tools {
+		for _, t := range s.core.Tools(actx).Current().Tools { // the caller's view: a per-principal upstream's tools are there
 			if !visible[t.Server] && allowed(t.Name) {
 				visible[t.Server] = true
 			}

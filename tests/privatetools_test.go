@@ -27,8 +27,16 @@ import (
 // ListTools (paged), SearchTools, WatchCatalog and the MCP front door's
 // tools/list; a tool only bob has is NOT_FOUND for alice; a list_changed
 // on bob's session (his "grow") reaches bob's watch and never alice's;
-// alice's own list change reaches hers.
+// alice's own list change reaches hers. Without authorization rules (every
+// view is a principal's merge of the whole catalog), and with rules (the
+// filtered views; ListServers shows a principal the per-principal servers
+// of their own view).
 func TestPrivateToolsEndToEnd(t *testing.T) {
+	t.Run("no-rules", func(t *testing.T) { testPrivateTools(t, false) })
+	t.Run("rules", func(t *testing.T) { testPrivateTools(t, true) })
+}
+
+func testPrivateTools(t *testing.T, rules bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	defer http.DefaultClient.CloseIdleConnections()
@@ -45,8 +53,12 @@ func TestPrivateToolsEndToEnd(t *testing.T) {
 		return &credsCfg{Mode: "tokenExchange", Issuer: issuer, ClientID: authToolsvc.ID, ClientSecret: authToolsvc.Secret,
 			Audience: "urn:test:upstream", PrivateTools: private}
 	}
+	ac := &authCfg{JWT: &jwtCfg{JWKSURL: jwksURI(t, issuer), Issuer: issuer, Audience: "toolsvc"}}
+	if rules {
+		ac.Rules = []rule{{Principal: "*", Allow: []string{"*"}, Deny: []string{"*__grown_nobody*"}}}
+	}
 	p := startToolsvc(t, cfg{
-		Auth: &authCfg{JWT: &jwtCfg{JWKSURL: jwksURI(t, issuer), Issuer: issuer, Audience: "toolsvc"}},
+		Auth: ac,
 		Servers: servers{
 			"priv":   goHTTP(privURL, upstream{PingInterval: "1h", RefreshDebounce: "10ms", Credentials: creds(true)}),
 			"scoped": goHTTP(scopedURL, upstream{PingInterval: "1h", ProtocolVersion: "2026-07-28", Credentials: creds(false)}),
@@ -228,6 +240,19 @@ func TestPrivateToolsEndToEnd(t *testing.T) {
 	if !slices.ContainsFunc(mlt.Tools, func(tl *mcp.Tool) bool { return tl.Name == "priv__grown_bob_1" }) ||
 		slices.ContainsFunc(mlt.Tools, func(tl *mcp.Tool) bool { return strings.Contains(tl.Name, "alice") }) {
 		t.Errorf("bob's MCP tools/list after the changes = %d tools", len(mlt.Tools))
+	}
+	if rules {
+		ls, err := p.client.ListServers(as("alice"), &toolsvcv1.ListServersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range ls.GetServers() {
+			names = append(names, s.GetName())
+		}
+		if !equalSet(names, []string{"priv", "scoped", "up"}) {
+			t.Errorf("alice's ListServers = %v, want priv, scoped, up (her view's servers)", names)
+		}
 	}
 	// The shared per-user upstream still serves each principal as itself.
 	for _, user := range []string{"alice", "bob"} {
