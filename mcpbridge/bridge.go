@@ -530,6 +530,11 @@ func (b *Bridge) ResolveFor(principal, name string) (Target, error) {
 			// well exist in a moment (or on another replica): not NOT_FOUND.
 			return Target{}, &UnavailableError{Reason: ReasonStarting, RetryAfter: time.Second}
 		}
+		if server := b.privateUnlisted(principal, name); server != "" {
+			// Its server lists per principal and has no listing of this
+			// one (priming it failed): not NOT_FOUND.
+			return Target{}, &UnavailableError{Server: server, Reason: ReasonNoSession, RetryAfter: time.Second}
+		}
 		if server := b.unlistedOwner(name); server != "" {
 			// Its server has not listed its tools yet (still connecting
 			// after start-up, a restart or a reload): the name may well

@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -346,6 +347,26 @@ func (v principalCatalog) History() []*Snapshot {
 
 func (v principalCatalog) Subscribe() *Subscription {
 	return v.b.private.subscribe(v.b.catalog, v.principal)
+}
+
+// privateUnlisted is the per-principal upstream whose names name would
+// have (its prefix) when principal has no listing of it ("" if none).
+func (b *Bridge) privateUnlisted(principal, name string) string {
+	if principal == "" || b.privateUps.Load() == 0 {
+		return ""
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for server, u := range b.ups {
+		p := u.cfg.namesPrefix()
+		if u.pu == nil || !u.pu.private.Load() || p == "" || !strings.HasPrefix(name, p+nameSep) {
+			continue
+		}
+		if !b.private.has(principal, server) {
+			return server
+		}
+	}
+	return ""
 }
 
 // SubscribeAllTools is a subscription signalled by the shared catalog's

@@ -281,3 +281,29 @@ func TestPerUserSharedListChanged(t *testing.T) {
 		t.Error("a shared listing made a private one")
 	}
 }
+
+// TestPrivateToolsUnlisted: a principal without a listing of a
+// per-principal upstream (its priming failed) gets UNAVAILABLE no_session
+// for a name of that upstream, not NOT_FOUND; with a listing, a name it
+// lacks is NOT_FOUND.
+func TestPrivateToolsUnlisted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	as, jwt := startPrivateOP(t, ctx, "alice")
+	up := &perCallerUpstream{}
+	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: serveHTTP(t, up.handler()), PingInterval: time.Hour,
+		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+			Audience: "urn:test:up", PrivateTools: true}})
+	defer b.Close()
+	var ue *UnavailableError
+	if _, err := b.ResolveFor("alice", "up__only_alice"); !errors.As(err, &ue) || ue.Reason != ReasonNoSession || ue.Server != "up" {
+		t.Errorf("alice without a listing: %v, want UNAVAILABLE no_session on up", err)
+	}
+	b.PrimeCaller(ctx, "alice", jwt["alice"])
+	if _, err := b.ResolveFor("alice", "up__only_alice"); err != nil {
+		t.Errorf("alice after priming: %v", err)
+	}
+	if _, err := b.ResolveFor("alice", "up__only_bob"); !errors.Is(err, ErrToolNotFound) {
+		t.Errorf("alice naming a tool her listing lacks: %v, want ErrToolNotFound", err)
+	}
+}
