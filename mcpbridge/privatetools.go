@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -367,6 +368,27 @@ func (b *Bridge) privateUnlisted(principal, name string) string {
 		}
 	}
 	return ""
+}
+
+// CheckCaller reports why the caller of ctx cannot reach server with its
+// own credentials (a *CredentialsError, or the authorization server
+// failing), or nil (also for a server with shared credentials). It
+// exchanges the caller's token if none is cached: for a failed lookup of a
+// per-user upstream's tool, so that a refused caller learns that rather
+// than UNAVAILABLE.
+func (b *Bridge) CheckCaller(ctx context.Context, server string) error {
+	u, err := b.upstream(server)
+	if err != nil || u.pu == nil {
+		return nil
+	}
+	c := callerOf(ctx)
+	if c.principal == "" || c.subject == "" {
+		return &CredentialsError{Server: server, Code: CodeNoSubjectToken}
+	}
+	if _, err := u.pu.exch.Token(ctx, c.principal, c.subject); err != nil {
+		return u.exchangeFailure(ctx, err)
+	}
+	return nil
 }
 
 // SubscribeAllTools is a subscription signalled by the shared catalog's

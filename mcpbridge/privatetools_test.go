@@ -63,10 +63,11 @@ func (p *perCallerUpstream) handler() http.Handler {
 	}, &mcp.StreamableHTTPOptions{Stateless: p.stateless})
 }
 
-// startPrivateOP starts an authorization server and logs in users.
+// startPrivateOP starts an authorization server (refusing to exchange
+// mallory's token) and logs in users.
 func startPrivateOP(t *testing.T, ctx context.Context, users ...string) (*authtest.Server, map[string]string) {
 	t.Helper()
-	as, err := authtest.Start(authtest.Config{AccessTTL: time.Minute,
+	as, err := authtest.Start(authtest.Config{AccessTTL: time.Minute, RefuseExchange: []string{"mallory"},
 		Clients: []authtest.ClientConfig{{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}, Audience: []string{"toolsvc"}},
 			{ID: "toolsvc", Secret: "toolsvc-secret"}}})
 	if err != nil {
@@ -289,11 +290,23 @@ func TestPerUserSharedListChanged(t *testing.T) {
 func TestPrivateToolsUnlisted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
-	as, jwt := startPrivateOP(t, ctx, "alice")
+	as, jwt := startPrivateOP(t, ctx, "alice", "mallory")
 	up := &perCallerUpstream{}
 	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: serveHTTP(t, up.handler()), PingInterval: time.Hour,
 		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
 			Audience: "urn:test:up", PrivateTools: true}})
+	// Why a caller cannot reach it (core turns a failed lookup into it).
+	var ce *CredentialsError
+	b.PrimeCaller(ctx, "mallory", jwt["mallory"])
+	if err := b.CheckCaller(WithCaller(ctx, "mallory", jwt["mallory"]), "up"); !errors.As(err, &ce) || ce.Code != "access_denied" {
+		t.Errorf("CheckCaller(mallory) = %v, want CredentialsError access_denied", err)
+	}
+	if err := b.CheckCaller(WithCaller(ctx, "robot", ""), "up"); !errors.As(err, &ce) || ce.Code != CodeNoSubjectToken {
+		t.Errorf("CheckCaller(no JWT) = %v, want CredentialsError no_subject_token", err)
+	}
+	if err := b.CheckCaller(WithCaller(ctx, "alice", jwt["alice"]), "up"); err != nil {
+		t.Errorf("CheckCaller(alice) = %v", err)
+	}
 	defer b.Close()
 	var ue *UnavailableError
 	if _, err := b.ResolveFor("alice", "up__only_alice"); !errors.As(err, &ue) || ue.Reason != ReasonNoSession || ue.Server != "up" {

@@ -40,7 +40,7 @@ func testPrivateTools(t *testing.T, rules bool) {
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	defer http.DefaultClient.CloseIdleConnections()
-	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-access-ttl", "10m"), procOpts{checkExit: true})
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-access-ttl", "10m", "-refuse-exchange", "mallory"), procOpts{checkExit: true})
 	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
 	perCaller := func(mode string, extra ...string) string {
 		args := append([]string{"-mode", mode, "-auth-issuer", issuer, "-auth-audience", "urn:test:upstream", "-per-caller"}, extra...)
@@ -66,7 +66,7 @@ func testPrivateTools(t *testing.T, rules bool) {
 		}},
 		"--mcp-listen", "127.0.0.1:0")
 	tokens := map[string]string{}
-	for _, user := range []string{"alice", "bob"} {
+	for _, user := range []string{"alice", "bob", "mallory"} {
 		tok, err := authtest.Login(ctx, issuer, authAgent, user)
 		if err != nil {
 			t.Fatalf("login %s: %v", user, err)
@@ -157,6 +157,12 @@ func testPrivateTools(t *testing.T, rules bool) {
 	for _, name := range []string{"priv__mine_bob", "scoped__mine_bob"} {
 		_, err = p.client.CallTool(as("alice"), &toolsvcv1.CallToolRequest{Name: name})
 		wantStatus(t, err, codes.NotFound, "TOOL_NOT_FOUND", "", name)
+	}
+	// A principal the authorization server refuses has no listing; naming
+	// a per-principal upstream's tool tells them why.
+	_, err = p.client.CallTool(as("mallory"), &toolsvcv1.CallToolRequest{Name: "priv__whoami"})
+	if ei := wantStatus(t, err, codes.PermissionDenied, "CREDENTIALS_REFUSED", "priv", ""); ei.GetMetadata()["oauth_error"] != "access_denied" {
+		t.Errorf("mallory's refusal metadata = %v", ei.GetMetadata())
 	}
 	// MCP: bob calls his tool on the 2026-07-28 upstream too.
 	mres, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "scoped__mine_bob"})
