@@ -349,7 +349,7 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 		ctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout+u.cfg.RefreshTimeout)
 		if s, done, err := u.principalSession(ctx); err == nil {
 			if u.pu.private.Load() && !b.private.has(principal, u.cfg.Name) {
-				_ = s.listOwn() // its failure is logged and in the status; the call meets NOT_FOUND
+				_ = s.listOwn() // its failure is logged and in the status; a call then meets UNAVAILABLE no_session (ResolveFor)
 			}
 			done()
 		}
