@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"context"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,20 +63,27 @@ func (pu *principalSessions) kickRelist() {
 // successfully publishes to the shared catalog and the other marks are
 // dropped (the upstream's one list changed).
 func (u *upstream) relister() {
+	relistLoop(u.ctx, u.pu.relist, u.cfg.RefreshDebounce, u.relistDirty)
+}
+
+// relistLoop calls relist debounce after each kick, until ctx ends; kicks
+// during the wait or a pass make at most one more pass (the kick channel
+// holds one), which re-lists only the sessions marked since.
+func relistLoop(ctx context.Context, kick <-chan struct{}, debounce time.Duration, relist func()) {
 	for {
 		select {
-		case <-u.ctx.Done():
+		case <-ctx.Done():
 			return
-		case <-u.pu.relist:
+		case <-kick:
 		}
-		t := time.NewTimer(u.cfg.RefreshDebounce)
+		t := time.NewTimer(debounce)
 		select {
-		case <-u.ctx.Done():
+		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		u.relistDirty()
+		relist()
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -319,4 +321,69 @@ func TestPrivateToolsUnlisted(t *testing.T) {
 	if _, err := b.ResolveFor("alice", "up__only_bob"); !errors.Is(err, ErrToolNotFound) {
 		t.Errorf("alice naming a tool her listing lacks: %v, want ErrToolNotFound", err)
 	}
+}
+
+// TestRelistLoop (testing/synctest): a kick re-lists after the debounce,
+// not before; a kick during the wait makes one more pass after it (the
+// session marks it finds then are what changed since); many kicks during
+// a pass make exactly one more; the loop ends with its context.
+func TestRelistLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		kick := make(chan struct{}, 1)
+		var passes atomic.Int32
+		block := make(chan struct{})
+		blocking := atomic.Bool{}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			relistLoop(ctx, kick, 50*time.Millisecond, func() {
+				passes.Add(1)
+				if blocking.Load() {
+					<-block
+				}
+			})
+		}()
+		kickNow := func() {
+			select {
+			case kick <- struct{}{}:
+			default:
+			}
+		}
+		kickNow()
+		time.Sleep(49 * time.Millisecond)
+		synctest.Wait()
+		if n := passes.Load(); n != 0 {
+			t.Fatalf("%d passes before the debounce", n)
+		}
+		kickNow() // during the wait: kept (capacity 1) for one more pass
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if n := passes.Load(); n != 1 {
+			t.Fatalf("%d passes after the debounce, want 1", n)
+		}
+		// The kick made during the wait is taken after the pass: one more.
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		if n := passes.Load(); n != 2 {
+			t.Fatalf("%d passes, want 2 (the kick during the wait)", n)
+		}
+		// Many kicks during a pass: one more pass, not many.
+		blocking.Store(true)
+		kickNow()
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait() // in the pass
+		for range 5 {
+			kickNow()
+		}
+		blocking.Store(false)
+		block <- struct{}{}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := passes.Load(); n != 4 {
+			t.Fatalf("%d passes, want 4 (kicks during a pass collapse into one)", n)
+		}
+		cancel()
+		<-done
+	})
 }
