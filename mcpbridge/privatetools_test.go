@@ -387,3 +387,35 @@ func TestRelistLoop(t *testing.T) {
 		<-done
 	})
 }
+
+// TestExpiredSubjectRefused: a caller's JWT that has expired is refused by
+// the authorization server when it must be exchanged (CredentialsError,
+// CREDENTIALS_REFUSED at the edge): what the task poll loop meets when
+// every watcher's token has expired and the exchanged one must be renewed
+// (service/core taskPoll.subject).
+func TestExpiredSubjectRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	as, err := authtest.Start(authtest.Config{AccessTTL: time.Second,
+		Clients: []authtest.ClientConfig{{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}, Audience: []string{"toolsvc"}},
+			{ID: "toolsvc", Secret: "toolsvc-secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer as.Close()
+	tok, err := as.Login(ctx, authtest.ClientConfig{ID: "agent", RedirectURIs: []string{"http://127.0.0.1/callback"}}, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newTestBridge(t, ServerConfig{Name: "up", Transport: TransportStreamableHTTP, URL: "http://127.0.0.1:9/mcp", PingInterval: time.Hour,
+		Credentials: &CredentialsConfig{Mode: CredentialsTokenExchange, Issuer: as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
+			Audience: "urn:test:up"}})
+	defer b.Close()
+	time.Sleep(2 * time.Second) // past the JWT's expiry (and the exchanged tokens live 1 s: never cached)
+	var ce *CredentialsError
+	if err := b.CheckCaller(WithCaller(ctx, "alice", tok.AccessToken), "up"); !errors.As(err, &ce) {
+		t.Fatalf("exchanging an expired JWT = %v, want a CredentialsError", err)
+	} else {
+		t.Logf("refused: %s", ce.Code)
+	}
+}
