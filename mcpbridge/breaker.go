@@ -44,6 +44,19 @@ type breaker struct {
 	trips    int
 	until    time.Time // open until; zero when closed
 	trial    bool      // a half-open trial call is in flight
+	// lastOK is when the upstream last answered or connected (noteOK).
+	lastOK time.Time
+}
+
+// noteOK records that the upstream answered at now.
+func (b *breaker) noteOK(now time.Time) { b.lastOK = now }
+
+// stale reports an attempt that began before the upstream last answered:
+// its failure says nothing the success did not supersede (a connect begun
+// during an outage that fails after the upstream came back), so it does
+// not count.
+func (b *breaker) stale(began time.Time) bool {
+	return !began.IsZero() && began.Before(b.lastOK)
 }
 
 func newBreaker(cfg BreakerConfig, name string) breaker {

@@ -60,3 +60,20 @@ func TestBreaker(t *testing.T) {
 		}
 	}
 }
+
+// TestBreakerStaleFailure: the failure of an attempt that began before the
+// upstream last answered does not count; one that began after it does, and
+// one of unknown start always does.
+func TestBreakerStaleFailure(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	b := newBreaker(BreakerConfig{Failures: 1, Cooldown: time.Second, MaxCooldown: time.Minute}, "s")
+	b.noteOK(t0)
+	for _, c := range []struct {
+		began time.Time
+		want  bool
+	}{{t0.Add(-time.Millisecond), true}, {t0, false}, {t0.Add(time.Millisecond), false}, {time.Time{}, false}} {
+		if got := b.stale(c.began); got != c.want {
+			t.Errorf("stale(began %v after the last answer) = %v, want %v", c.began.Sub(t0), got, c.want)
+		}
+	}
+}

@@ -55,6 +55,8 @@ func (e *UnavailableError) Error() string {
 		return fmt.Sprintf("upstream unavailable: server %q: the authorization server's token endpoint failed or is unreachable", e.Server)
 	case ReasonStarting:
 		return "upstream unavailable: toolsvc is still discovering its upstreams; retry shortly or on another replica"
+	case ReasonTokenStore:
+		return fmt.Sprintf("upstream unavailable: server %q: toolsvc's token store (tokenStore) is unreachable, so the caller's login cannot be read; it is kept, retry shortly", e.Server)
 	}
 	return fmt.Sprintf("upstream unavailable: server %q has no ready session", e.Server)
 }

@@ -208,6 +208,16 @@ type frameReader struct {
 // per call.
 var bodyReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
+// streamReaderSize is the read buffer of a long-lived event stream.
+const streamReaderSize = 1 << 10
+
+// longLivedStream reports a request whose event stream stays open while
+// idle: the standalone GET stream (and resumption GETs) before 2026-07-28,
+// subscriptions/listen since (go-sdk names the method in Mcp-Method).
+func longLivedStream(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Header.Get("Mcp-Method") == "subscriptions/listen"
+}
+
 func pooledReader(r io.Reader) *bufio.Reader {
 	br := bodyReaders.Get().(*bufio.Reader)
 	br.Reset(r)
@@ -385,7 +395,14 @@ func (rt *limitRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch ct {
 	case "text/event-stream":
-		resp.Body = &frameReader{r: pooledReader(resp.Body), pooled: true, body: resp.Body, limit: rt.limit,
+		br, pooled := pooledReader(resp.Body), true
+		if longLivedStream(r) {
+			// An idle stream would pin a pooled 64 KiB buffer for the
+			// session's life (per-user sessions: 1,000s of them): it gets a
+			// small one of its own, and longer lines are joined in buf.
+			br, pooled = bufio.NewReaderSize(resp.Body, streamReaderSize), false
+		}
+		resp.Body = &frameReader{r: br, pooled: pooled, body: resp.Body, limit: rt.limit,
 			end: func(line []byte, whole bool) bool { return whole && isBlankLine(line) },
 			replace: func(f *frameScan, n int64) []byte {
 				return replacement(f, n, rt.limit, rt.log, "sse")

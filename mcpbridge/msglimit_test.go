@@ -298,3 +298,48 @@ func (zeros) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestLimitRoundTripperLongLivedStreams: the standalone GET stream and a
+// 2026-07-28 subscriptions/listen stream read through a small buffer of
+// their own (an idle stream pins no pooled 64 KiB buffer); events longer
+// than it arrive whole, and one over the limit is still replaced.
+func TestLimitRoundTripperLongLivedStreams(t *testing.T) {
+	t.Parallel()
+	const limit = 16 << 10
+	long := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("z", 5*streamReaderSize) + `"}}`
+	huge := `{"jsonrpc":"2.0","id":"h","result":{"t":"` + strings.Repeat("q", 2*limit) + `"}}`
+	in := "data: " + long + "\n\n" + "data: " + huge + "\n\n" + "data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n"
+	want := "data: " + long + "\n\n" + "event: message\ndata: " + string(tooLargeReply([]byte(`"h"`))) + "\n\n" +
+		"data: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}\n\n"
+	rt := &limitRoundTripper{limit: limit, log: slog.New(slog.DiscardHandler),
+		base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			h := http.Header{}
+			h.Set("Content-Type", "text/event-stream")
+			return &http.Response{StatusCode: 200, Header: h, ContentLength: -1, Request: r, Body: io.NopCloser(strings.NewReader(in))}, nil
+		})}
+	get, _ := http.NewRequest(http.MethodGet, "http://h/mcp", nil)
+	listen, _ := http.NewRequest(http.MethodPost, "http://h/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`))
+	listen.Header.Set("Mcp-Method", "subscriptions/listen")
+	call, _ := http.NewRequest(http.MethodPost, "http://h/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`))
+	for _, c := range []struct {
+		name     string
+		req      *http.Request
+		longLive bool
+	}{{"standalone GET", get, true}, {"subscriptions/listen", listen, true}, {"tools/call", call, false}} {
+		resp, err := rt.RoundTrip(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr := resp.Body.(*frameReader)
+		if fr.pooled == c.longLive || (c.longLive && fr.r.Size() != streamReaderSize) {
+			t.Errorf("%s: pooled %v, buffer %d bytes; want pooled %v", c.name, fr.pooled, fr.r.Size(), !c.longLive)
+		}
+		got, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if string(got) != want {
+			t.Errorf("%s: read %d bytes, want %d:\n got %.200q", c.name, len(got), len(want), got)
+		}
+	}
+}

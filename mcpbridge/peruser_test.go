@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,7 +236,8 @@ func helperURL(t *testing.T, helper, test string) string {
 // authorization server in other processes over loopback HTTP: the latency
 // of a principal's first call (exchange + session creation + the call) and
 // the heap, stack and goroutines each idle session keeps. A measurement:
-// TOOLSVC_TX_COST=N (N principals, default 300).
+// TOOLSVC_TX_COST=N (N principals, default 300); TOOLSVC_TX_HEAPPROFILE=path
+// also writes the heap profile of the idle sessions.
 func TestTokenExchangeSessionCost(t *testing.T) {
 	if os.Getenv("TOOLSVC_TX_COST") == "" {
 		t.Skip("a measurement: TOOLSVC_TX_COST=N runs it for N principals")
@@ -284,6 +286,17 @@ func TestTokenExchangeSessionCost(t *testing.T) {
 		lat = append(lat, time.Since(start))
 	}
 	heap1, g1 := settle()
+	if path := os.Getenv("TOOLSVC_TX_HEAPPROFILE"); path != "" {
+		// What the idle sessions hold: go tool pprof -sample_index=inuse_space path.
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 	if got := b.PerUserSessions("cost"); got != n {
 		t.Errorf("%d sessions, want %d", got, n)
 	}

@@ -371,24 +371,18 @@ func (b *Bridge) privateUnlisted(principal, name string) string {
 }
 
 // CheckCaller reports why the caller of ctx cannot reach server with its
-// own credentials (a *CredentialsError, or the authorization server
-// failing), or nil (also for a server with shared credentials). It
-// exchanges the caller's token if none is cached: for a failed lookup of a
-// per-user upstream's tool, so that a refused caller learns that rather
-// than UNAVAILABLE.
+// own credentials (the credential source's admission: a
+// *CredentialsError, a *LoginRequiredError, the authorization server
+// failing), or nil (also for a server with shared credentials). It may
+// exchange the caller's token: for a failed lookup of a per-user
+// upstream's tool, so that a refused caller learns that rather than
+// UNAVAILABLE.
 func (b *Bridge) CheckCaller(ctx context.Context, server string) error {
 	u, err := b.upstream(server)
 	if err != nil || u.pu == nil {
 		return nil
 	}
-	c := callerOf(ctx)
-	if c.principal == "" || c.subject == "" {
-		return &CredentialsError{Server: server, Code: CodeNoSubjectToken}
-	}
-	if _, err := u.pu.exch.Token(ctx, c.principal, c.subject); err != nil {
-		return u.exchangeFailure(ctx, err)
-	}
-	return nil
+	return u.pu.src.admit(ctx, callerOf(ctx))
 }
 
 // SubscribeAllTools is a subscription signalled by the shared catalog's

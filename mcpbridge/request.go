@@ -47,6 +47,14 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 	v, s := verdictNone, (*session)(nil)
 	var held func(*session, func()) // per-user: swap the held session
 	defer func() { u.settle(v, trial, s) }()
+	if u.pu != nil {
+		// The caller's credential before a concurrency slot: a userOAuth
+		// login link may wait for a person (credsource.go), and a refusal
+		// should cost no slot. principalSession checks it again (cached).
+		if err := u.pu.src.admit(ctx, callerOf(ctx)); err != nil {
+			return err
+		}
+	}
 	release, err := u.acquire(ctx)
 	if err != nil {
 		return err

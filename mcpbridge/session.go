@@ -311,6 +311,7 @@ func (u *upstream) connected(s *session) {
 	}
 	u.status.Tasks, _ = s.tasks.current()
 	u.breaker.reconnected()
+	u.breaker.noteOK(time.Now())
 	pv := u.status.ProtocolVersion
 	u.mu.Unlock()
 	u.log.Info("upstream connected", "session", s.id, "protocol", pv)

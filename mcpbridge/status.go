@@ -64,6 +64,10 @@ type ServerStatus struct {
 	PushChannel     string
 	PushSince       time.Time
 	NextConnectTime time.Time // while down
+	// PerUser is set for an upstream with per-user credentials;
+	// UserSessions is then its per-principal sessions open now.
+	PerUser      bool
+	UserSessions int
 }
 
 func (u *upstream) setState(st State, lastError string) {
@@ -86,6 +90,9 @@ func (u *upstream) statusSnapshot() ServerStatus {
 	}
 	u.mu.Unlock()
 	st.InFlightCalls = int(u.inflight.Load())
+	if u.pu != nil {
+		st.PerUser, st.UserSessions = true, u.pu.table.len()
+	}
 	st.Warnings = slices.Concat(u.b.catalog.Warnings(u.cfg.Name), listWarnings)
 	if s := u.sess.Load(); s != nil && s.cs != nil {
 		ps, since, reason := s.push.status()

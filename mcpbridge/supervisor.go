@@ -244,7 +244,25 @@ func (u *upstream) recordDeath(s *session, what string, err error) {
 
 // recordFailure counts a failure towards the breaker.
 func (u *upstream) recordFailure(what string, err error) {
+	u.recordFailureOf(what, err, time.Time{})
+}
+
+// answeredSince reports whether the upstream answered (or connected) after
+// began.
+func (u *upstream) answeredSince(began time.Time) bool {
 	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.breaker.stale(began)
+}
+
+// recordFailureOf counts the failure of an attempt that began at began
+// (zero: unknown), unless the upstream has answered since it began.
+func (u *upstream) recordFailureOf(what string, err error, began time.Time) {
+	u.mu.Lock()
+	if u.breaker.stale(began) {
+		u.mu.Unlock()
+		return
+	}
 	opened := u.breaker.failure(time.Now())
 	until := u.breaker.until
 	u.status.ConsecutiveFailures = u.breaker.failures
@@ -263,6 +281,7 @@ func (u *upstream) recordFailure(what string, err error) {
 // count: a flapping upstream that answers between deaths must still trip.
 func (u *upstream) recordSuccess(s *session) {
 	u.mu.Lock()
+	u.breaker.noteOK(time.Now())
 	if s != nil && time.Since(s.started) < u.cfg.StableAfter {
 		u.breaker.reconnected()
 	} else {

@@ -204,11 +204,39 @@ func newHTTPClient(headers map[string]string, endpoint string) *http.Client {
 		TLSHandshakeTimeout: 10 * time.Second,
 		ForceAttemptHTTP2:   true,
 	}
+	// Long-lived streams (a session's standalone GET stream, or its
+	// subscriptions/listen) hold their connection while idle, one per
+	// session: with per-user sessions, thousands. They get connections of
+	// their own with 1 KiB buffers instead of net/http's 4 KiB read and 4
+	// KiB write buffers (an idle stream writes nothing and reads a
+	// notification now and then); calls keep the default ones.
+	streams := tr.Clone()
+	streams.ReadBufferSize, streams.WriteBufferSize = 1<<10, 1<<10
+	streams.MaxIdleConnsPerHost = 16
 	// No Client.Timeout or ResponseHeaderTimeout: the streamable server sends
 	// headers with its first event, so they would cut off silent long calls
 	// (docs/upstream-behaviour.md §2). Every request carries a context
 	// deadline instead.
-	return &http.Client{Transport: &headerTransport{base: tr, headers: headers, origin: originOfURL(endpoint)}}
+	return &http.Client{Transport: &headerTransport{base: &streamSplit{calls: tr, streams: streams}, headers: headers, origin: originOfURL(endpoint)}}
+}
+
+// streamSplit sends long-lived streams (longLivedStream, msglimit.go) over
+// streams' connections and every other request over calls'.
+type streamSplit struct {
+	calls, streams *http.Transport
+}
+
+func (t *streamSplit) RoundTrip(r *http.Request) (*http.Response, error) {
+	if longLivedStream(r) {
+		return t.streams.RoundTrip(r)
+	}
+	return t.calls.RoundTrip(r)
+}
+
+// CloseIdleConnections closes both pools' idle connections.
+func (t *streamSplit) CloseIdleConnections() {
+	t.calls.CloseIdleConnections()
+	t.streams.CloseIdleConnections()
 }
 
 // originOfURL is the origin of a configured URL ("" if it does not parse).

@@ -141,7 +141,7 @@ func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, [
 		logging.WithLogOnEvents(logging.FinishCall),
 		logging.WithLevels(codeToLevel),
 	}
-	unary = append(unary, logging.UnaryServerInterceptor(interceptorLogger(log), logOpts...))
+	unary = append(unary, finishedCallLog(log))
 	stream = append(stream, logging.StreamServerInterceptor(interceptorLogger(log), logOpts...))
 	// Recovery right inside logging: a panic anywhere below (auth, the call
 	// observer, a handler) becomes INTERNAL, is logged with its stack, and

@@ -42,6 +42,7 @@ type Metrics struct {
 	upBreakerOpen  *prometheus.Desc
 	upInFlight     *prometheus.Desc
 	upPush         *prometheus.Desc
+	upUserSessions *prometheus.Desc
 	catalogTools   *prometheus.Desc
 	catalogWatcher *prometheus.Desc
 	catalogSubs    *prometheus.Desc
@@ -99,6 +100,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		upPush: prometheus.NewDesc("toolsvc_upstream_push_channel_up",
 			"1 while the upstream's list_changed push channel is open, 0 while it is down or missing (the upstream is then re-listed every pushlessRefresh).",
 			[]string{"server", "state"}, nil),
+		upUserSessions: prometheus.NewDesc("toolsvc_upstream_user_sessions",
+			"Per-principal sessions open now to an upstream with per-user credentials (bounded by its credentials.maxSessions).", []string{"server"}, nil),
 		catalogTools:   prometheus.NewDesc("toolsvc_catalog_tools", "Tools in the merged catalog.", nil, nil),
 		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams (the same as toolsvc_watch_streams, kept for dashboards that use this name).", nil, nil),
 		catalogSubs:    prometheus.NewDesc("toolsvc_catalog_subscribers", "Subscribers to catalog changes inside the process: the watch engine's and the MCP front door's.", nil, nil),
@@ -150,7 +153,7 @@ func (m *Metrics) UpstreamAuthFailed(server string) { m.authFailures.WithLabelVa
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.upPush,
+	for _, d := range []*prometheus.Desc{m.upState, m.upConnects, m.upTools, m.upListAge, m.upBreakerOpen, m.upInFlight, m.upPush, m.upUserSessions,
 		m.catalogTools, m.catalogWatcher, m.catalogSubs, m.watchStreams, m.watchResets, m.malformedResumes, m.slowConsumers,
 		m.configReloads, m.configReloadOK, m.principalFlight, m.inputWaiting} {
 		ch <- d
@@ -190,6 +193,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(m.upBreakerOpen, prometheus.GaugeValue, open, st.Name)
 		ch <- prometheus.MustNewConstMetric(m.upInFlight, prometheus.GaugeValue, float64(st.InFlightCalls), st.Name)
+		if st.PerUser {
+			ch <- prometheus.MustNewConstMetric(m.upUserSessions, prometheus.GaugeValue, float64(st.UserSessions), st.Name)
+		}
 		if st.PushChannel != "" {
 			up := 0.0
 			if st.PushChannel == "up" {

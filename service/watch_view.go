@@ -28,7 +28,7 @@ type watchFilter struct {
 	fragment           bool                   // the client accepts events split across messages
 	kinds              watchKinds             // the resource catalog's kinds the watch follows
 	// tools is the principal whose view of the tool catalog the watch
-	// follows (mcpbridge.Bridge.Tools; "": the shared catalog): a JWT
+	// follows (mcpbridge.Bridge.Tools; "": the shared catalog): the
 	// caller's while per-user upstreams run (docs/credentials.md).
 	tools string
 }

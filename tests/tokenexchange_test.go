@@ -209,6 +209,10 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	}
 	check("carol", who)
 	p.log.waitFor(t, regexp.MustCompile(`per-principal session closed.*principal=alice.*sessions=2`), 10*time.Second)
+	// The operator sees the bound held: the gauge of per-principal sessions.
+	if m := regexp.MustCompile(`(?m)^toolsvc_upstream_user_sessions\{server="up"\} (\d+)$`).FindStringSubmatch(scrape(t, p.adminAddr)); m == nil || m[1] != "2" {
+		t.Errorf("toolsvc_upstream_user_sessions{server=\"up\"} = %v, want 2 (maxSessions)", m)
+	}
 	// alice is served again on a new session, with her cached token.
 	who, err = whoamiAs("alice")
 	if err != nil {

@@ -33,33 +33,37 @@ func WithSubjectToken(ctx context.Context, jwt string) context.Context {
 	return context.WithValue(ctx, subjectTokenKey{}, jwt)
 }
 
-// PrimeCatalog lets the caller of ctx, when a JWT authenticated it, list
-// the tools of per-user upstreams no caller has listed yet (through its
-// own session, mcpbridge.Bridge.PrimeCaller): a front door calls it before
-// it lists the catalog. Cheap once every per-user upstream has listed.
+// PrimeCatalog lets the caller of ctx list the tools of per-user
+// upstreams no caller has listed yet (through its own session,
+// mcpbridge.Bridge.PrimeCaller; its JWT, when one authenticated it, for
+// tokenExchange and passthrough, its principal alone for a userOAuth
+// login): a front door calls it before it lists the catalog. Cheap once
+// every per-user upstream has listed.
 func (s *Core) PrimeCatalog(ctx context.Context) {
-	if p, ok := PrincipalFrom(ctx); ok && p.Method == "jwt" {
-		s.bridge.PrimeCaller(ctx, p.Name, SubjectTokenFrom(ctx))
+	if p, ok := PrincipalFrom(ctx); ok {
+		subject := ""
+		if p.Method == "jwt" {
+			subject = SubjectTokenFrom(ctx)
+		}
+		_ = s.bridge.PrimeCaller(ctx, p.Name, subject) // a login to make is the call's business
 	}
 }
 
 // Tools is the tool catalog as the caller of ctx sees it
-// (mcpbridge.Bridge.Tools): for a caller authenticated by a JWT, the
-// shared catalog with the caller's per-principal listings merged in
-// (docs/credentials.md, "Per-principal listings"); for anyone else the
-// shared catalog (a static token or a certificate of the same name reaches
-// no per-user upstream, so it sees none of its listings).
+// (mcpbridge.Bridge.Tools): the shared catalog with the principal's
+// per-principal listings merged in (docs/credentials.md, "Per-principal
+// listings"). Per-principal sessions, and so listings, are by principal
+// name whatever authenticated it (a userOAuth login is the principal's,
+// not a JWT's).
 func (s *Core) Tools(ctx context.Context) mcpbridge.ToolView {
 	return s.bridge.Tools(ToolsPrincipal(ctx))
 }
 
 // ToolsPrincipal is the principal whose view of the tool catalog the
-// caller of ctx gets (Tools): its name for a JWT caller, else "".
+// caller of ctx gets (Tools): its name ("" unauthenticated).
 func ToolsPrincipal(ctx context.Context) string {
-	if p, ok := PrincipalFrom(ctx); ok && p.Method == "jwt" {
-		return p.Name
-	}
-	return ""
+	p, _ := PrincipalFrom(ctx)
+	return p.Name
 }
 
 // SubjectTokenFrom is the caller's JWT, "" if it was not authenticated by

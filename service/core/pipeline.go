@@ -101,11 +101,11 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	// may not use.
 	// A per-user upstream lists its tools through its first caller's
 	// session: this caller's, if none has yet.
-	s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
+	primeErr := s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
 	target, rerr := s.bridge.ResolveFor(ToolsPrincipal(op.ctx), in.Name) // in the caller's view: another's private tool is NOT_FOUND
 	if ue := (*mcpbridge.UnavailableError)(nil); errors.As(rerr, &ue) && ue.Reason == mcpbridge.ReasonNoSession && ue.Server != "" {
 		// A per-user upstream not listed for this caller: a caller it
-		// refuses learns that, not UNAVAILABLE.
+		// refuses (or who must log in) learns that, not UNAVAILABLE.
 		if cerr := s.bridge.CheckCaller(op.ctx, ue.Server); cerr != nil {
 			rerr = cerr
 		}
@@ -118,6 +118,11 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 		return c, err
 	}
 	if rerr != nil {
+		if primeErr != nil && target.Tool == nil {
+			// A userOAuth upstream nobody could list yet: the tool may
+			// be one of its own, and the login is what the caller needs.
+			return c, primeErr
+		}
 		return c, rerr
 	}
 	st, e := op.continued(in.Input, in.Name)

@@ -42,10 +42,6 @@ type views struct {
 	// view last announced as a comparable key (resourceListKey, promptListKey).
 	lastKey      [numListKinds]map[string]string
 	announcedKey [numListKinds]map[string]time.Time
-	// jwt are the principals with a session authenticated by a JWT: their
-	// tool view is their view of the catalog, with their per-principal
-	// listings (core.Core.Tools).
-	jwt map[string]bool
 }
 
 // listKind is a list other than tools whose list_changed is per principal.
@@ -59,7 +55,7 @@ const (
 
 func newViews() *views {
 	v := &views{window: viewAnnounceWindow, sessions: map[*mcp.ServerSession]string{}, count: map[string]int{},
-		last: map[string][]*mcpbridge.Tool{}, announced: map[string]time.Time{}, jwt: map[string]bool{}}
+		last: map[string][]*mcpbridge.Tool{}, announced: map[string]time.Time{}}
 	for k := range numListKinds {
 		v.lastKey[k], v.announcedKey[k] = map[string]string{}, map[string]time.Time{}
 	}
@@ -117,9 +113,9 @@ func (f *Front) rules() bool {
 func (f *Front) toolViews() bool { return f.rules() || f.c.Bridge().HasPerUser() }
 
 // toolSnap is p's snapshot of the tool catalog, whose shared snapshot is
-// shared: with p's per-principal listings for a JWT principal. v.mu is held.
+// shared: with p's per-principal listings (core.Core.Tools).
 func (f *Front) toolSnap(shared *mcpbridge.Snapshot, p string) *mcpbridge.Snapshot {
-	if !f.views.jwt[p] {
+	if p == "" {
 		return shared
 	}
 	return f.c.Bridge().Tools(p).Current()
@@ -152,10 +148,6 @@ func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 		return
 	}
 	v.sessions[ss] = p
-	if m, _ := extra.TokenInfo.Extra[principalMethodKey].(string); m == "jwt" && !v.jwt[p] {
-		v.jwt[p] = true
-		v.last[p] = f.view(f.toolSnap(f.c.Bridge().Catalog().Current(), p), p)
-	}
 	if v.count[p]++; v.count[p] == 1 {
 		v.last[p] = f.view(f.toolSnap(f.c.Bridge().Catalog().Current(), p), p)
 		res := f.c.Bridge().Resources().Current()
@@ -176,7 +168,6 @@ func (f *Front) removeSession(ss *mcp.ServerSession) {
 	delete(v.sessions, ss)
 	if v.count[p]--; v.count[p] <= 0 {
 		delete(v.count, p)
-		delete(v.jwt, p)
 		delete(v.last, p)
 		delete(v.announced, p)
 		for k := range numListKinds {

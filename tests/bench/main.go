@@ -44,7 +44,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, front, tasks (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, front, tasks, peruser (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 )
 
@@ -187,6 +187,11 @@ func run(ctx context.Context) error {
 		r.skipMany([]string{"task_watch_terminal_p99_ms_2025", "task_watch_terminal_p99_ms_2026"}, "task_watch_terminal_p99_ms", "-skip tasks")
 	} else if err := benchTasks(ctx, e, r); err != nil {
 		return fmt.Errorf("task watch: %w", err)
+	}
+	if skipped["peruser"] {
+		r.skipMany([]string{"peruser_session_create_p50_ms", "peruser_idle_session_kib"}, "per-user sessions", "-skip peruser")
+	} else if err := benchPerUser(ctx, e, r); err != nil {
+		return fmt.Errorf("per-user sessions: %w", err)
 	}
 	if err := benchWatch(ctx, e, r); err != nil {
 		return fmt.Errorf("watch fan-out: %w", err)

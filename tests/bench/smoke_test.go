@@ -26,6 +26,7 @@ var figures = []string{
 	"load_avg_1m_at_start",
 	"front_peer_added_ratio",
 	"continuation_ratio_parked", "continuation_ratio_relayed",
+	"peruser_session_create_p50_ms", "peruser_idle_session_kib",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:
@@ -43,7 +44,7 @@ func TestSmoke(t *testing.T) {
 	cmd := exec.Command(exe, "-calls", "50", "-rounds", "1", "-warmup", "10", "-callers", "4", "-conc-calls", "100",
 		"-peers=false", "-catalog-upstreams", "2", "-catalog-tools", "20", "-list-reps", "1",
 		"-storm", "50", "-storm-baseline-calls", "50",
-		"-py-calls", "20", "-py-conc-calls", "40", "-py-warmup", "5", "-interactive-calls", "20",
+		"-py-calls", "20", "-py-conc-calls", "40", "-py-warmup", "5", "-interactive-calls", "20", "-peruser-principals", "10",
 		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms -rounds 2")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
