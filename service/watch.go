@@ -68,6 +68,7 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	if err != nil {
 		return err
 	}
+	s.core.PrimeCatalog(authCtx) // per-user upstreams list through the caller's session, as for ListTools
 	f, err := s.newWatchFilter(authCtx, req)
 	if err != nil {
 		return err

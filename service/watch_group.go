@@ -43,6 +43,8 @@ type groupKey struct {
 	kinds    watchKinds
 	format   schemaFormat
 	fragment bool // events are split into parts (or refused when too large)
+
+	tools string // whose view of the tool catalog (watchFilter.tools)
 }
 
 type watchGroup struct {
@@ -94,7 +96,7 @@ func (m *viewMemo[S, V]) put(snap S, v V) {
 // after Shutdown. The first join subscribes the hub to the catalogs, before
 // it returns: a change after it reaches every group.
 func (h *watchHub) join(s *Server, f *watchFilter, w *watchSender) (*watchGroup, bool) {
-	k := groupKey{f.key, f.kinds, f.format, f.fragment}
+	k := groupKey{f.key, f.kinds, f.format, f.fragment, f.tools}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -102,7 +104,10 @@ func (h *watchHub) join(s *Server, f *watchFilter, w *watchSender) (*watchGroup,
 	}
 	if !h.started {
 		h.started = true
-		tools, res := s.bridge.Catalog().Subscribe(), s.bridge.Resources().Subscribe()
+		// The shared catalog's changes and every principal's listings'
+		// (per-principal tool listings, mcpbridge/privatetools.go): a group
+		// whose principal's view did not move starts no send (fanout).
+		tools, res := s.bridge.SubscribeAllTools(), s.bridge.Resources().Subscribe()
 		h.wg.Add(1)
 		go h.run(s, tools, res)
 	}
@@ -226,10 +231,11 @@ func (h *watchHub) shutdown() {
 // snapshots returns the current snapshots of the catalogs the group
 // follows (no resource snapshot for tools only).
 func (g *watchGroup) snapshots(s *Server) (*mcpbridge.Snapshot, *mcpbridge.ResourceSnapshot) {
+	cat := s.bridge.Tools(g.key.tools)
 	if !g.key.kinds.any() {
-		return s.bridge.Catalog().Current(), nil
+		return cat.Current(), nil
 	}
-	return s.bridge.Catalog().Current(), s.bridge.Resources().Current()
+	return cat.Current(), s.bridge.Resources().Current()
 }
 
 // current returns the group's state for the catalogs' current snapshots,
@@ -312,7 +318,7 @@ func (g *watchGroup) findView(s *Server, rev string) *view {
 
 // findToolView returns the newest remembered tool part with revision rev.
 func (g *watchGroup) findToolView(s *Server, rev string) *view {
-	cat := s.bridge.Catalog()
+	cat := s.bridge.Tools(g.key.tools)
 	if g.filter.key == "" {
 		if snap, ok := cat.Snapshot(rev); ok {
 			return buildToolView(snap, g.filter)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 // Principal is an authenticated caller.
@@ -45,6 +47,23 @@ func (s *Core) PrimeCatalog(ctx context.Context) {
 		}
 		_ = s.bridge.PrimeCaller(ctx, p.Name, subject) // a login to make is the call's business
 	}
+}
+
+// Tools is the tool catalog as the caller of ctx sees it
+// (mcpbridge.Bridge.Tools): the shared catalog with the principal's
+// per-principal listings merged in (docs/credentials.md, "Per-principal
+// listings"). Per-principal sessions, and so listings, are by principal
+// name whatever authenticated it (a userOAuth login is the principal's,
+// not a JWT's).
+func (s *Core) Tools(ctx context.Context) mcpbridge.ToolView {
+	return s.bridge.Tools(ToolsPrincipal(ctx))
+}
+
+// ToolsPrincipal is the principal whose view of the tool catalog the
+// caller of ctx gets (Tools): its name ("" unauthenticated).
+func ToolsPrincipal(ctx context.Context) string {
+	p, _ := PrincipalFrom(ctx)
+	return p.Name
 }
 
 // SubjectTokenFrom is the caller's JWT, "" if it was not authenticated by

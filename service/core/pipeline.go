@@ -102,7 +102,14 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	// A per-user upstream lists its tools through its first caller's
 	// session: this caller's, if none has yet.
 	primeErr := s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
-	target, rerr := s.bridge.Resolve(in.Name)
+	target, rerr := s.bridge.ResolveFor(ToolsPrincipal(op.ctx), in.Name) // in the caller's view: another's private tool is NOT_FOUND
+	if ue := (*mcpbridge.UnavailableError)(nil); errors.As(rerr, &ue) && ue.Reason == mcpbridge.ReasonNoSession && ue.Server != "" {
+		// A per-user upstream not listed for this caller: a caller it
+		// refuses (or who must log in) learns that, not UNAVAILABLE.
+		if cerr := s.bridge.CheckCaller(op.ctx, ue.Server); cerr != nil {
+			rerr = cerr
+		}
+	}
 	if target.Tool != nil {
 		c.target = target
 		op.meta["server"], op.server, op.tool = target.Tool.Server, target.Tool.Server, target.Tool.Name

@@ -108,6 +108,19 @@ func (f *Front) rules() bool {
 	return a.HasRules()
 }
 
+// toolViews reports whether principals' tool views can differ: by rules,
+// or by per-principal listings (a per-user upstream runs).
+func (f *Front) toolViews() bool { return f.rules() || f.c.Bridge().HasPerUser() }
+
+// toolSnap is p's snapshot of the tool catalog, whose shared snapshot is
+// shared: with p's per-principal listings (core.Core.Tools).
+func (f *Front) toolSnap(shared *mcpbridge.Snapshot, p string) *mcpbridge.Snapshot {
+	if p == "" {
+		return shared
+	}
+	return f.c.Bridge().Tools(p).Current()
+}
+
 // view is the catalog entries of snap that p may use.
 func (f *Front) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
 	var out []*mcpbridge.Tool
@@ -124,7 +137,7 @@ func (f *Front) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
 // list_changed (a 2025-11-25 or SSE session at initialize, a 2026-07-28
 // listen stream while it lasts).
 func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
-	if extra == nil || extra.TokenInfo == nil || !f.rules() {
+	if extra == nil || extra.TokenInfo == nil || !f.toolViews() {
 		return
 	}
 	p := extra.TokenInfo.UserID
@@ -136,7 +149,7 @@ func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}
 	v.sessions[ss] = p
 	if v.count[p]++; v.count[p] == 1 {
-		v.last[p] = f.view(f.c.Bridge().Catalog().Current(), p)
+		v.last[p] = f.view(f.toolSnap(f.c.Bridge().Catalog().Current(), p), p)
 		res := f.c.Bridge().Resources().Current()
 		for k := range numListKinds {
 			v.lastKey[k][p] = f.listKey(k, res, p)
@@ -166,9 +179,10 @@ func (f *Front) removeSession(ss *mcp.ServerSession) {
 
 // viewsChanged compares every connected principal's view of snap with the
 // one last announced and marks the principals whose view changed. It
-// reports whether any did (always true without rules).
+// reports whether any did (always true when views cannot differ). A JWT
+// principal's view is of their own snapshot (toolSnap).
 func (f *Front) viewsChanged(snap *mcpbridge.Snapshot) bool {
-	if !f.rules() {
+	if !f.toolViews() {
 		return true
 	}
 	v := f.views
@@ -177,7 +191,7 @@ func (f *Front) viewsChanged(snap *mcpbridge.Snapshot) bool {
 	now := time.Now()
 	changed := false
 	for p := range v.count {
-		view := f.view(snap, p)
+		view := f.view(f.toolSnap(snap, p), p)
 		if !slices.EqualFunc(view, v.last[p], sameTool) {
 			v.last[p], v.announced[p] = view, now
 			changed = true
@@ -189,7 +203,7 @@ func (f *Front) viewsChanged(snap *mcpbridge.Snapshot) bool {
 // wants reports whether ss should get the list_changed being sent
 // (notifications/<list>/list_changed).
 func (f *Front) wants(ss *mcp.ServerSession, method string) bool {
-	if !f.rules() {
+	if tools := method == "notifications/tools/list_changed"; !f.rules() && (!tools || !f.toolViews()) {
 		return true
 	}
 	v := f.views
