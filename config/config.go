@@ -27,6 +27,9 @@ type Config struct {
 	// Kubernetes is the "kubernetes" section (nil when absent: no
 	// discovery; kubernetes.go).
 	Kubernetes *Kubernetes
+	// TokenStore is the "tokenStore" section (nil when absent; required
+	// by userOAuth servers; tokenstore.go).
+	TokenStore *TokenStore
 	// Warnings are non-fatal findings (unknown keys, disabled servers).
 	Warnings []string
 }
@@ -143,6 +146,7 @@ type RateLimit struct {
 type fileJSON struct {
 	Auth            json.RawMessage            `json:"auth"`
 	Kubernetes      json.RawMessage            `json:"kubernetes"`
+	TokenStore      json.RawMessage            `json:"tokenStore"`
 	MCPServers      map[string]json.RawMessage `json:"mcpServers"`
 	Servers         map[string]json.RawMessage `json:"servers"`
 	StartupTimeout  Duration                   `json:"startupTimeout"`
@@ -248,6 +252,9 @@ func Parse(file string, data []byte) (*Config, error) {
 	if len(f.Auth) > 0 && string(f.Auth) != "null" {
 		p.cfg.Auth = parseAuth(f.Auth, p.refs, func(field, format string, args ...any) { p.add("", "auth."+field, format, args...) })
 	}
+	if len(f.TokenStore) > 0 && string(f.TokenStore) != "null" {
+		p.cfg.TokenStore = parseTokenStore(f.TokenStore, p.refs, func(field, format string, args ...any) { p.add("", "tokenStore"+field, format, args...) })
+	}
 	p.cfg.Bridge = bridgeDefaults(&f)
 	for _, name := range sortedKeys(servers) {
 		if sc, ok := p.parseServer(name, servers[name]); ok {
@@ -255,6 +262,7 @@ func Parse(file string, data []byte) (*Config, error) {
 		}
 	}
 	p.checkAcrossServers()
+	p.checkUserOAuthStore()
 	return p.result()
 }
 

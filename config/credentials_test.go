@@ -15,7 +15,7 @@ import (
 // naming the credentials sub-field.
 func TestParseCredentials(t *testing.T) {
 	t.Setenv("TEST_TE_SECRET", "te-secret-value")
-	c, err := Parse("c.json", []byte(`{"mcpServers": {
+	c, err := Parse("c.json", []byte(`{"tokenStore": {"file": "/var/lib/toolsvc/tokens", "keyFile": "/etc/toolsvc/store.key"}, "mcpServers": {
 		"plain": {"url": "https://p.example/mcp"},
 		"shared": {"url": "https://s.example/mcp", "credentials": {"mode": "shared"}},
 		"te": {"url": "https://t.example/mcp", "credentials": {"mode": "tokenExchange", "issuer": "https://idp.example",

@@ -90,7 +90,7 @@ func validateServers(cfg *Config, servers []ServerConfig) ([]ServerConfig, error
 	for i := range servers {
 		out[i] = servers[i].withDefaults(cfg)
 	}
-	if probs := append(CheckServers(out), unservedModeProblems(out)...); len(probs) > 0 {
+	if probs := append(CheckServers(out), unservedModeProblems(out, cfg.Logins)...); len(probs) > 0 {
 		errs := make([]error, len(probs))
 		for i, p := range probs {
 			errs[i] = p

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/tokenstore"
 )
 
 // Transport says how an upstream is reached.
@@ -255,6 +257,25 @@ type Config struct {
 	// is reported by Servers as down, with its reason as the last error, so
 	// ListServers says why it is missing. They have no upstream and no tools.
 	Refused []RefusedServer
+	// Logins serves the userOAuth upstreams (required when one is
+	// configured): where principals' tokens are stored and where the
+	// authorization server sends their browsers back. Reconfigure keeps
+	// the value New was given.
+	Logins *LoginConfig
+}
+
+// LoginConfig is what userOAuth upstreams share (Config.Logins).
+type LoginConfig struct {
+	// Store holds each principal's token per server; the caller owns it
+	// (the bridge does not close it). Replicas share one (Redis).
+	Store tokenstore.Store
+	// Key is the store's key (tokenstore.ReadKeyFile): it also seals the
+	// login links' state, so any replica sharing it completes a login.
+	Key []byte
+	// RedirectURL is toolsvc's login callback as the authorization server
+	// redirects browsers to it (serve's --public-url + LoginCallbackPath);
+	// it must be registered with each upstream's authorization server.
+	RedirectURL string
 }
 
 // RefusedServer is a server the configuration names but toolsvc does not

@@ -191,20 +191,28 @@ func httpURL(s string) bool {
 }
 
 // servedModes are the per-principal modes the bridge serves. A config may
-// name the others (Problems checks their shape), but New and Reconfigure
+// name others (Problems checks their shape), but New and Reconfigure
 // refuse them: an upstream must never be reached with the shared
 // credentials when its operator asked for per-user ones.
-var servedModes = map[string]bool{CredentialsTokenExchange: true}
+var servedModes = map[string]bool{CredentialsTokenExchange: true, CredentialsUserOAuth: true, CredentialsPassthrough: true}
 
 // unservedModeProblems reports each server whose credential mode the
-// bridge does not serve yet.
-func unservedModeProblems(servers []ServerConfig) []*FieldError {
+// bridge does not serve, and each userOAuth server without the token
+// store and callback it needs (logins: Config.Logins).
+func unservedModeProblems(servers []ServerConfig, logins *LoginConfig) []*FieldError {
 	var probs []*FieldError
 	for i := range servers {
 		c := servers[i].Credentials
-		if c.PerPrincipal() && !servedModes[c.mode()] {
+		switch {
+		case c.PerPrincipal() && !servedModes[c.mode()]:
 			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
-				Err: fmt.Errorf("%q is not served by this build yet (issue 28)", c.mode())})
+				Err: fmt.Errorf("%q is not served by this build", c.mode())})
+		case c.mode() == CredentialsUserOAuth && (logins == nil || logins.Store == nil):
+			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
+				Err: fmt.Errorf("%q needs a token store: set the top-level tokenStore", c.mode())})
+		case c.mode() == CredentialsUserOAuth && logins.RedirectURL == "":
+			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
+				Err: fmt.Errorf("%q needs toolsvc's login callback URL (serve --public-url)", c.mode())})
 		}
 	}
 	return probs

@@ -5,28 +5,32 @@ import (
 	"testing"
 )
 
-// TestUnservedCredentialModeRefused: a per-user mode the bridge does not
-// serve yet is refused by New (naming the field), never run with the
-// shared credentials; shared is accepted as before.
-func TestUnservedCredentialModeRefused(t *testing.T) {
-	for _, mode := range []string{CredentialsUserOAuth, CredentialsPassthrough} {
-		if servedModes[mode] {
-			continue
-		}
-		c := &CredentialsConfig{Mode: mode, Audience: "urn:x", ClientID: "toolsvc"}
-		if mode == CredentialsUserOAuth {
-			c.Audience = ""
-		}
-		_, err := New(Config{Servers: []ServerConfig{{Name: "up", Transport: TransportStreamableHTTP,
-			URL: "http://127.0.0.1:9/mcp", Credentials: c}}})
-		if err == nil || !strings.Contains(err.Error(), `field "credentials.mode": "`+mode+`" is not served`) {
-			t.Errorf("New with mode %s: %v", mode, err)
+// TestUserOAuthNeedsLogins: every per-user mode is served; a userOAuth
+// server without the token store (Config.Logins) or without the login
+// callback's URL is refused by New naming the field, never run with the
+// shared credentials; passthrough and shared need neither.
+func TestUserOAuthNeedsLogins(t *testing.T) {
+	up := func(c *CredentialsConfig) []ServerConfig {
+		return []ServerConfig{{Name: "up", Transport: TransportStreamableHTTP, URL: "http://127.0.0.1:9/mcp", Credentials: c}}
+	}
+	user := &CredentialsConfig{Mode: CredentialsUserOAuth, ClientID: "toolsvc", Issuer: "http://127.0.0.1:9"}
+	for _, tc := range []struct {
+		logins *LoginConfig
+		want   string
+	}{
+		{nil, "needs a token store: set the top-level tokenStore"},
+		{&LoginConfig{}, "needs a token store"},
+	} {
+		_, err := New(Config{Servers: up(user), Logins: tc.logins})
+		if err == nil || !strings.Contains(err.Error(), `field "credentials.mode"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(userOAuth, logins %+v) = %v, want the field named and %q", tc.logins, err, tc.want)
 		}
 	}
-	b, err := New(Config{Servers: []ServerConfig{{Name: "up", Transport: TransportStreamableHTTP,
-		URL: "http://127.0.0.1:9/mcp", Credentials: &CredentialsConfig{Mode: CredentialsShared}}}})
-	if err != nil {
-		t.Fatalf("New with mode shared: %v", err)
+	for _, c := range []*CredentialsConfig{{Mode: CredentialsShared}, {Mode: CredentialsPassthrough, Audience: "urn:x"}} {
+		b, err := New(Config{Servers: up(c)})
+		if err != nil {
+			t.Fatalf("New with mode %s: %v", c.Mode, err)
+		}
+		b.Close()
 	}
-	b.Close()
 }

@@ -12,34 +12,54 @@ import (
 	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
 )
 
-// Per-principal upstreams (docs/credentials.md, mode tokenExchange): the
-// supervisor owns no session of its own but a sessionTable of sessions by
-// principal. Each session is today's *session (same transport stack,
-// connect, teardown) whose HTTP requests carry the principal's exchanged
-// token (sessionAuth). The first session to connect lists the tools and
-// publishes them to the shared catalog; the others list nothing.
+// Per-principal upstreams (docs/credentials.md, modes tokenExchange,
+// userOAuth and passthrough): the supervisor owns no session of its own but
+// a sessionTable of sessions by principal. Each session is today's
+// *session (same transport stack, connect, teardown) whose HTTP requests
+// carry the principal's own bearer token, from the upstream's
+// credentialSource (sessionAuth): an exchanged token, the principal's
+// stored login, or the caller's own JWT. The first session to connect
+// lists the tools and publishes them to the shared catalog; the others
+// list nothing.
 
 // CodeNoSubjectToken is CredentialsError.Code for a caller that presented
 // no token to exchange (not authenticated by a JWT).
 const CodeNoSubjectToken = "no_subject_token"
+
+// CodeNoPrincipal is CredentialsError.Code for an anonymous caller of a
+// userOAuth upstream (toolsvc authenticates nobody): a login is a
+// principal's.
+const CodeNoPrincipal = "no_principal"
 
 // ReasonTokenEndpoint: the authorization server of a per-user upstream is
 // unreachable or failed (not a refusal of the caller).
 const ReasonTokenEndpoint = "token_endpoint"
 
 // CredentialsError: the caller cannot reach a per-user upstream with its
-// own credentials: it presented no token to exchange (Code
-// CodeNoSubjectToken), or the authorization server refused the exchange
-// (Code is the RFC 6749 error code: access_denied, invalid_grant, …). It
-// never contains a token.
+// own credentials: it presented no token to exchange or forward (Code
+// CodeNoSubjectToken), the authorization server refused the exchange
+// (tokenExchange; Code is the RFC 6749 error code: access_denied,
+// invalid_grant, …), or its token is not one passthrough may forward
+// (Code oauth.PassthroughError's: audience_mismatch, token_expired,
+// not_a_jwt). It never contains a token.
 type CredentialsError struct {
 	Server string
+	Mode   string // "" is tokenExchange
 	Code   string
 }
 
 func (e *CredentialsError) Error() string {
-	if e.Code == CodeNoSubjectToken {
-		return fmt.Sprintf("server %q uses per-user credentials (tokenExchange): the caller presented no JWT to exchange (a static token or a client certificate has none)", e.Server)
+	mode := e.Mode
+	if mode == "" {
+		mode = CredentialsTokenExchange
+	}
+	switch {
+	case e.Code == CodeNoPrincipal:
+		return fmt.Sprintf("server %q uses per-user credentials (%s): the caller is not authenticated (toolsvc has no auth section), so it has no login of its own", e.Server, mode)
+	case e.Code == CodeNoSubjectToken:
+		return fmt.Sprintf("server %q uses per-user credentials (%s): the caller presented no JWT (a static token or a client certificate has none)", e.Server, mode)
+	case mode == CredentialsPassthrough:
+		return fmt.Sprintf("server %q uses per-user credentials (passthrough): the caller's token is not forwarded: %s", e.Server, oauth.PassthroughReason(e.Code))
 	}
 	return fmt.Sprintf("server %q uses per-user credentials (tokenExchange): the authorization server refused to exchange the caller's token (%s)", e.Server, e.Code)
 }
@@ -76,11 +96,12 @@ func sessionPrincipalOf(ctx context.Context) string {
 // principalSessions is a per-user upstream's state.
 type principalSessions struct {
 	table *sessionTable[*session]
-	exch  *oauth.Exchanger
+	src   credentialSource
 	// subjects holds the latest subject token of each principal with a
 	// session (memory only, dropped with the session): a request the
 	// session makes without a caller (connect, the standalone stream, a
-	// probe) after the exchanged token expired is exchanged with it.
+	// probe) after the exchanged token expired is exchanged with it
+	// (passthrough: forwarded, while it is valid).
 	subjects sync.Map // principal -> string
 
 	seq        atomic.Int64 // session ids
@@ -92,16 +113,7 @@ type principalSessions struct {
 // newPrincipalSessions sets a per-user upstream up (newUpstream).
 func (u *upstream) newPrincipalSessions() {
 	c := u.cfg.Credentials
-	aud, res := c.Audience, c.Resource
-	if aud == "" {
-		aud = u.cfg.URL
-	}
-	if res == "" {
-		res = u.cfg.URL
-	}
-	pu := &principalSessions{exch: oauth.NewExchanger(oauth.ExchangeConfig{Issuer: c.Issuer, TokenURL: c.TokenURL,
-		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Audience: aud, Resource: res, Scopes: c.Scopes,
-		SubjectTokenType: c.SubjectTokenType, ExpiryGuard: DefaultTokenExpiryGuard, MaxEntries: max(c.MaxSessions, DefaultMaxUserSessions)})}
+	pu := &principalSessions{src: u.newCredentialSource()}
 	maxS, idle := c.MaxSessions, c.SessionIdle
 	if maxS <= 0 {
 		maxS = DefaultMaxUserSessions
@@ -138,7 +150,7 @@ func (u *upstream) runPerPrincipal() {
 		}
 	}
 	u.pu.table.Close()
-	u.pu.exch.Close()
+	u.pu.src.close()
 	u.pu.listedOnce(u.b)
 	u.setState(StateDown, "")
 }
@@ -150,7 +162,7 @@ func (u *upstream) createPrincipalSession(ctx context.Context, principal string)
 	s, err := u.connect(context.WithValue(ctx, sessionPrincipalKey{}, principal))
 	if err != nil {
 		if u.authw != nil && u.authw.status.Load() != 0 {
-			u.pu.exch.Forget(principal) // the upstream refused the exchanged token: the next call exchanges anew
+			u.pu.src.forget(principal) // the upstream refused the token: the next call gets a new one
 		}
 		return nil, &connectError{began: began, err: err}
 	}
@@ -201,25 +213,23 @@ func (u *upstream) closePrincipalSession(s *session) {
 }
 
 // principalSession is the caller's session on a per-user upstream, held
-// until done is called. The caller's token is exchanged first (or the
-// cached exchange used), so a refusal is the caller's error, not a
-// session's.
+// until done is called. The caller's credential is obtained first (the
+// token exchanged or its cached exchange, the stored login, the JWT's
+// audience checked), so a refusal, or a login to make, is the caller's
+// error, not a session's.
 func (u *upstream) principalSession(ctx context.Context) (s *session, done func(), err error) {
 	c := callerOf(ctx)
-	if c.principal == "" || c.subject == "" {
-		// Never served from another caller's cache: every request brings
-		// the JWT it is made with.
-		return nil, nil, &CredentialsError{Server: u.cfg.Name, Code: CodeNoSubjectToken}
+	if err := u.pu.src.admit(ctx, c); err != nil {
+		return nil, nil, err
 	}
-	if _, err := u.pu.exch.Token(ctx, c.principal, c.subject); err != nil {
-		return nil, nil, u.exchangeFailure(ctx, err)
+	if c.subject != "" {
+		u.pu.subjects.Store(c.principal, c.subject)
+		defer func() {
+			if err != nil && !u.pu.table.has(c.principal) {
+				u.pu.subjects.CompareAndDelete(c.principal, c.subject)
+			}
+		}()
 	}
-	u.pu.subjects.Store(c.principal, c.subject)
-	defer func() {
-		if err != nil && !u.pu.table.has(c.principal) {
-			u.pu.subjects.CompareAndDelete(c.principal, c.subject)
-		}
-	}()
 	for try := 0; ; try++ {
 		s, release, err := u.pu.table.acquire(ctx, c.principal)
 		switch {
@@ -261,8 +271,17 @@ func (u *upstream) principalSession(ctx context.Context) (s *session, done func(
 
 // exchangeFailure maps a failed token exchange: the caller refused is a
 // CredentialsError, the authorization server failing (unreachable, or
-// refusing toolsvc itself: invalid_client) is UNAVAILABLE.
+// refusing toolsvc itself: invalid_client) is UNAVAILABLE. Errors already
+// mapped (a credentialSource's) pass through.
 func (u *upstream) exchangeFailure(ctx context.Context, err error) error {
+	var (
+		ce *CredentialsError
+		le *LoginRequiredError
+		ue *UnavailableError
+	)
+	if errors.As(err, &ce) || errors.As(err, &le) || errors.As(err, &ue) {
+		return err
+	}
 	var xe *oauth.ExchangeError
 	switch {
 	case errors.Is(err, oauth.ErrNoSubjectToken):
@@ -278,21 +297,21 @@ func (u *upstream) exchangeFailure(ctx context.Context, err error) error {
 }
 
 // sessionAuth wraps a session's transport so that each request carries the
-// session principal's exchanged token (per-user upstreams only).
+// session principal's own token (per-user upstreams only).
 func (u *upstream) sessionAuth(s *session, base http.RoundTripper) http.RoundTripper {
 	if u.pu == nil || s.principal == "" {
 		return base
 	}
-	return &exchangedRoundTripper{u: u, principal: s.principal, base: base}
+	return &bearerRoundTripper{u: u, principal: s.principal, base: base}
 }
 
-type exchangedRoundTripper struct {
+type bearerRoundTripper struct {
 	u         *upstream
 	principal string
 	base      http.RoundTripper
 }
 
-func (t *exchangedRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t *bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	subject := ""
 	if c := callerOf(r.Context()); c.principal == t.principal {
 		subject = c.subject
@@ -302,7 +321,7 @@ func (t *exchangedRoundTripper) RoundTrip(r *http.Request) (*http.Response, erro
 			subject = v.(string)
 		}
 	}
-	tok, err := t.u.pu.exch.Token(r.Context(), t.principal, subject)
+	tok, err := t.u.pu.src.token(r.Context(), t.principal, subject)
 	if err != nil {
 		if r.Body != nil {
 			_ = r.Body.Close()
@@ -318,11 +337,14 @@ func (t *exchangedRoundTripper) RoundTrip(r *http.Request) (*http.Response, erro
 // listed yet, through principal's session (created now, with
 // subjectToken): a per-user upstream's tools are unknown until a caller's
 // session lists them, and a caller cannot call a tool it cannot name.
-// Failures are the call's business (it meets them again); cheap when
-// every per-user upstream has listed.
-func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string) {
-	if b.unlistedPerUser.Load() <= 0 || principal == "" || subjectToken == "" {
-		return
+// Other failures are the call's business (it meets them again); the one
+// returned is a *LoginRequiredError of a userOAuth upstream the principal
+// has not logged in to, so that a call to a tool nobody could list yet
+// gets the login link rather than TOOL_NOT_FOUND. Cheap when every
+// per-user upstream has listed.
+func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string) error {
+	if b.unlistedPerUser.Load() <= 0 || principal == "" {
+		return nil
 	}
 	b.mu.RLock()
 	var ups []*upstream
@@ -333,13 +355,20 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 	}
 	b.mu.RUnlock()
 	ctx = WithCaller(ctx, principal, subjectToken)
+	var login error
 	for _, u := range ups {
 		ctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout+u.cfg.RefreshTimeout)
-		if _, done, err := u.principalSession(ctx); err == nil {
+		_, done, err := u.principalSession(ctx)
+		var le *LoginRequiredError
+		switch {
+		case err == nil:
 			done()
+		case login == nil && errors.As(err, &le):
+			login = err
 		}
 		cancel()
 	}
+	return login
 }
 
 // PerUserSessions is the number of per-principal sessions of server (0

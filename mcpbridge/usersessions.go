@@ -226,6 +226,20 @@ func (t *sessionTable[S]) closeIdle(d time.Duration) {
 	}
 }
 
+// closeIdleOf removes and closes principal's session if it has no call in
+// flight (one with a call closes when idle, as usual).
+func (t *sessionTable[S]) closeIdleOf(principal string) {
+	t.mu.Lock()
+	e := t.entries[principal]
+	if e == nil || e.inflight != 0 {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.entries, principal)
+	t.mu.Unlock()
+	t.close(e.s)
+}
+
 // has reports whether principal has a session in the table.
 func (t *sessionTable[S]) has(principal string) bool {
 	t.mu.Lock()

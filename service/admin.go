@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/loopback"
+	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -126,6 +128,43 @@ func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigReque
 		return nil, plainError(core.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
 	}
 	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
+}
+
+// Logout implements toolsvc.v1.AdminService: a principal revokes its own
+// login to a userOAuth server; another principal's needs auth.admins.
+func (a *admin) Logout(ctx context.Context, req *toolsvcv1.LogoutRequest) (*toolsvcv1.LogoutResponse, error) {
+	ctx, p, err := a.s.authenticateRPC(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetServer() == "" {
+		return nil, invalidArgument("server", "required: a configured server in credentials mode userOAuth")
+	}
+	who := req.GetPrincipal()
+	if who == "" {
+		who = p.Name
+	}
+	switch {
+	case !a.s.authConfigured():
+		// Nobody is authenticated: as for the other methods, loopback
+		// callers only, and they must name the principal.
+		if err := a.authorize(ctx); err != nil {
+			return nil, err
+		}
+		if req.GetPrincipal() == "" {
+			return nil, invalidArgument("principal", "required without an auth section: nobody is authenticated, so name whose login to revoke")
+		}
+	case who != p.Name && !a.s.authOf(ctx).Authorizer().AllowAdmin(p):
+		return nil, plainError(core.PermissionDenied, ReasonPermissionDenied,
+			fmt.Sprintf("principal %q may revoke only its own logins; another principal's needs auth.admins", p.Name), map[string]string{"principal": p.Name})
+	}
+	if err := a.s.bridge.Logout(ctx, who, req.GetServer()); err != nil {
+		if errors.Is(err, mcpbridge.ErrNotUserOAuth) {
+			return nil, invalidArgument("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", req.GetServer()))
+		}
+		return nil, toStatus(err)
+	}
+	return &toolsvcv1.LogoutResponse{Server: req.GetServer(), Principal: who}, nil
 }
 
 // authConfigured reports whether the service authenticates its callers

@@ -46,6 +46,8 @@ const (
 	ReasonSlowConsumer             = core.ReasonSlowConsumer
 	ReasonNoConfigFile             = core.ReasonNoConfigFile
 	ReasonAdminLoopbackOnly        = core.ReasonAdminLoopbackOnly
+	ReasonCredentialsRefused       = core.ReasonCredentialsRefused
+	ReasonLoginRequired            = core.ReasonLoginRequired
 	ReasonResourceNotFound         = core.ReasonResourceNotFound
 	ReasonPromptNotFound           = core.ReasonPromptNotFound
 	ReasonSubscriptionsUnsupported = core.ReasonSubscriptionsUnsupported

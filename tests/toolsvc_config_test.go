@@ -26,6 +26,22 @@ type cfg struct {
 	RefreshInterval string              `json:"refreshInterval,omitempty"`
 	PingInterval    string              `json:"pingInterval,omitempty"`
 	PingTimeout     string              `json:"pingTimeout,omitempty"`
+	TokenStore      *tokenStoreCfg      `json:"tokenStore,omitempty"`
+}
+
+// tokenStoreCfg is the "tokenStore" section (config.TokenStore).
+type tokenStoreCfg struct {
+	File    string         `json:"file,omitempty"`
+	Redis   *redisStoreCfg `json:"redis,omitempty"`
+	KeyFile string         `json:"keyFile"`
+}
+
+// redisStoreCfg is "tokenStore.redis".
+type redisStoreCfg struct {
+	URL     string `json:"url"`
+	Prefix  string `json:"prefix,omitempty"`
+	Lease   string `json:"lease,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // kubeCfg is the "kubernetes" section (config.Kubernetes).
@@ -89,6 +105,9 @@ type credsCfg struct {
 	Audience     string `json:"audience,omitempty"`
 	MaxSessions  int    `json:"maxSessions,omitempty"`
 	SessionIdle  string `json:"sessionIdle,omitempty"`
+	// userOAuth
+	Scopes             []string `json:"scopes,omitempty"`
+	RequireSameSubject bool     `json:"requireSameSubject,omitempty"`
 }
 
 type backoff struct {
@@ -235,7 +254,10 @@ func TestConfigBuilderSchema(t *testing.T) {
 			Audit: &audit{Enabled: &yes, Arguments: true}, RateLimits: []config.RateLimit{{Principal: "*", CallsPerSecond: 1, Burst: 2, MaxConcurrent: 1}}},
 		Kubernetes: &kubeCfg{Sources: []string{"mcpservers", "services"}, Namespaces: []string{"tools"}, LabelSelector: "a=b",
 			Kubeconfig: "/k", Resync: "1h", Debounce: "50ms", ClusterDomain: "cluster.local"},
-		Servers: servers{"all": all, "remote": remote, "bare": {Command: "x", BareNames: true}}}
+		Servers: servers{"all": all, "remote": remote, "bare": {Command: "x", BareNames: true},
+			"user": {Type: "http", URL: "http://127.0.0.1:1/mcp", Credentials: &credsCfg{Mode: "userOAuth", Issuer: "http://127.0.0.1:1",
+				ClientID: "c", ClientSecret: "s", Scopes: []string{"openid"}, RequireSameSubject: true, MaxSessions: 2, SessionIdle: "1m"}}},
+		TokenStore: &tokenStoreCfg{Redis: &redisStoreCfg{URL: "redis://127.0.0.1:1/0", Prefix: "t:", Lease: "30s", Timeout: "2s"}, KeyFile: "/k"}}
 	if err := os.WriteFile(c.Auth.JWT.JWKSFile, []byte(`{"keys": []}`), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,35 @@ func runReload(ctx context.Context, args []string) error {
 	return nil
 }
 
+// runLogout runs `toolsvc logout --server S [--principal P]`: revoke a
+// userOAuth login (the caller's own; another principal's as an admin).
+func runLogout(ctx context.Context, args []string) error {
+	f := newClientFlags("logout")
+	server := f.fs.String("server", "", "the server in credentials mode userOAuth (required)")
+	principal := f.fs.String("principal", "", "whose login to revoke (default: yours; another principal's needs auth.admins)")
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if *server == "" || f.fs.NArg() != 0 {
+		return &exitError{code: 2, err: errors.New("usage: toolsvc logout [--addr ADDR] [--json] --server S [--principal P]")}
+	}
+	c, closeConn, err := dialAdmin(f)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	resp, err := c.Logout(ctx, &toolsvcv1.LogoutRequest{Server: *server, Principal: *principal})
+	if err != nil {
+		return err
+	}
+	if *f.json {
+		printJSON(resp)
+		return nil
+	}
+	fmt.Printf("logged out %s from %s\n", termSafe(resp.GetPrincipal()), termSafe(resp.GetServer()))
+	return nil
+}
+
 // describeRPCError turns a client-side gRPC error into one clear line.
 func describeRPCError(err error) error {
 	if err == nil {

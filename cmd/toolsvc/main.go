@@ -62,6 +62,9 @@ Usage:
   toolsvc refresh   [--addr ADDR] [--json] NAME    re-list one server's tools now
   toolsvc reconnect [--addr ADDR] [--json] NAME    reconnect one server now (clears its breaker)
   toolsvc reload    [--addr ADDR] [--json]         re-read the config file now (as SIGHUP does)
+  toolsvc logout    [--addr ADDR] [--json] --server S [--principal P]
+                                                   revoke your login to a userOAuth server (another
+                                                   principal's: auth.admins only)
   toolsvc config check FILE                        validate a config file
   toolsvc oauth login [--client-id ID] [--client-secret S] [--client-metadata-url URL]
                       [--redirect-port N] [--browser CMD] URL
@@ -140,6 +143,8 @@ func realMain(ctx context.Context, args []string) error {
 		return describeRPCError(runAdminServer(ctx, cmd, rest))
 	case "reload":
 		return describeRPCError(runReload(ctx, rest))
+	case "logout":
+		return describeRPCError(runLogout(ctx, rest))
 	case "demo-server":
 		return runDemoServer(ctx)
 	case "help", "-h", "--help":

@@ -49,6 +49,7 @@ type serveFlags struct {
 	addrFile, otlp                                     string
 	kubeconfig                                         string
 	stateKeyFile                                       string
+	publicURL                                          string
 	inputTimeout                                       time.Duration
 	maxWaitingPerPrincipal, maxWaiting                 int
 	taskPollInterval                                   time.Duration
@@ -77,6 +78,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.mcpHosts, "mcp-allowed-hosts", "", "comma-separated Host header values the MCP front door accepts (\"*\": any; empty: loopback names when --mcp-listen is loopback, else any)")
 	fs.StringVar(&f.mcpOrigins, "mcp-allowed-origins", "", "comma-separated browser Origins the MCP front door accepts (empty: only an Origin naming the request's own Host)")
 	fs.StringVar(&f.mcpKeyFile, "mcp-session-key-file", "", "file whose contents sign MCP session IDs; replicas behind one load balancer share it (empty: a built-in key, IDs still bound to their principal)")
+	fs.StringVar(&f.publicURL, "public-url", "", "the URL browsers reach --admin-listen at, for the userOAuth login callback (its redirect URI is this + "+mcpbridge.LoginCallbackPath+"; default: http:// and the admin listener's address)")
 	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "file whose contents sign interactive calls' request states and seal task handles; replicas behind one load balancer share it (empty: a random key, so only this process continues its calls and opens its task handles)")
 	fs.DurationVar(&f.taskPollInterval, "task-poll-interval", core.DefaultTaskPollInterval, "how often a watched task's upstream is polled (one poll per task and replica, however many watchers; the upstream's suggested pollInterval is reported, not followed)")
 	fs.DurationVar(&f.inputTimeout, "input-timeout", core.DefaultInputTimeout, "how long a call's input_required waits for the caller's answer before the upstream's request is declined and the call cancelled")
@@ -212,6 +214,8 @@ type serving struct {
 	admin     *http.Server
 	adminAddr string
 	adminErr  chan error
+	adminLis  net.Listener           // listened before the bridge starts (its address is the login callback's)
+	logins    *mcpbridge.LoginConfig // the tokenStore of userOAuth upstreams (nil: none)
 
 	stopReload func()
 	reloadDone chan struct{}
@@ -247,15 +251,32 @@ func (sv *serving) start(ctx context.Context, bcfg mcpbridge.Config, loaded *con
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if sv.f.adminListen != "" {
+		if sv.adminLis, err = net.Listen("tcp", sv.f.adminListen); err != nil {
+			lis.Close()
+			return fmt.Errorf("admin listen: %w", err)
+		}
+	}
+	var adminAddr net.Addr
+	if sv.adminLis != nil {
+		adminAddr = sv.adminLis.Addr()
+	}
+	if sv.logins, err = openLogins(loaded, sv.f.publicURL, adminAddr); err != nil {
+		sv.closeEarlyListeners(lis)
+		return err
+	}
+	bcfg.Logins = sv.logins
 	if sv.bridge, err = mcpbridge.New(bcfg); err != nil {
-		lis.Close()
+		sv.closeEarlyListeners(lis)
+		sv.closeStore()
 		return fmt.Errorf("invalid config: %w", err)
 	}
 	sv.metrics.Attach(sv.bridge)
 	sv.newService(loaded, cfgData)
 	if err := sv.startFront(ctx); err != nil {
 		sv.bridge.Close()
-		lis.Close()
+		sv.closeEarlyListeners(lis)
+		sv.closeStore()
 		return err
 	}
 	sv.serveGRPC(lis)
@@ -360,19 +381,38 @@ func (sv *serving) serveGRPC(lis net.Listener) {
 // startAdmin serves /metrics on --admin-listen (empty: off).
 func (sv *serving) startAdmin() error {
 	sv.adminErr = make(chan error, 1)
-	if sv.f.adminListen == "" {
+	if sv.adminLis == nil {
 		return nil
 	}
-	alis, err := net.Listen("tcp", sv.f.adminListen)
-	if err != nil {
-		return fmt.Errorf("admin listen: %w", err)
-	}
+	alis := sv.adminLis
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
+	if sv.logins != nil {
+		mux.Handle(mcpbridge.LoginCallbackPath, loginCallback(func() *mcpbridge.Bridge { return sv.bridge }, sv.log))
+		sv.log.Info("userOAuth login callback", "redirect_uri", sv.logins.RedirectURL)
+	}
 	sv.admin, sv.adminAddr = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, alis.Addr().String()
 	go func() { sv.adminErr <- sv.admin.Serve(alis) }()
 	sv.log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics")
 	return nil
+}
+
+// closeEarlyListeners closes the listeners start opened before a step of
+// it failed.
+func (sv *serving) closeEarlyListeners(lis net.Listener) {
+	lis.Close()
+	if sv.adminLis != nil {
+		sv.adminLis.Close()
+	}
+}
+
+// closeStore closes the token store, once the bridge no longer uses it.
+func (sv *serving) closeStore() {
+	if sv.logins != nil {
+		if err := sv.logins.Store.Close(); err != nil {
+			sv.log.Warn("closing the token store", "error", err)
+		}
+	}
 }
 
 // writeAddrs writes --addr-file (when set) with the bound addresses.
@@ -406,6 +446,7 @@ func (sv *serving) stopEarly() {
 		sv.front.close()
 	}
 	sv.bridge.Close()
+	sv.closeStore()
 }
 
 // run reports ready once the bridge's first discovery is done, waits for
@@ -465,6 +506,7 @@ func (sv *serving) shutdown() {
 	}()
 	select {
 	case <-closed:
+		sv.closeStore()
 	case <-time.After(max(time.Until(deadline), time.Second)):
 		sv.log.Warn("upstream sessions did not close within the shutdown bound")
 	}

@@ -38,17 +38,19 @@ func TestPassthroughAllowed(t *testing.T) {
 		t.Errorf("a token for toolsvc and the upstream: %v", err)
 	}
 	for name, tc := range map[string]struct {
-		tok string
-		at  time.Time
+		tok  string
+		at   time.Time
+		code string
 	}{
-		"toolsvc only": {only.AccessToken, now},
-		"expired":      {both.AccessToken, now.Add(time.Hour)},
-		"not a JWT":    {"opaque-secret-token", now},
-		"none":         {"", now},
+		"toolsvc only": {only.AccessToken, now, PassthroughAudienceMismatch},
+		"expired":      {both.AccessToken, now.Add(time.Hour), PassthroughExpired},
+		"not a JWT":    {"opaque-secret-token", now, PassthroughNotJWT},
+		"none":         {"", now, PassthroughNoToken},
 	} {
 		err := PassthroughAllowed(tc.tok, upstreamURL, tc.at)
-		if !errors.Is(err, ErrNotForUpstream) {
-			t.Errorf("%s: %v, want ErrNotForUpstream", name, err)
+		var pe *PassthroughError
+		if !errors.Is(err, ErrNotForUpstream) || !errors.As(err, &pe) || pe.Code != tc.code {
+			t.Errorf("%s: %v, want ErrNotForUpstream with code %s", name, err, tc.code)
 		} else if tc.tok != "" && strings.Contains(err.Error(), tc.tok) {
 			t.Errorf("%s: the error shows the token", name)
 		}

@@ -172,6 +172,18 @@ func (u *UserTokens) LoginURL(ctx context.Context, principal string) (string, er
 	return oc.AuthCodeURL(state, opts...), nil
 }
 
+// Owns reports whether the callback's query carries a login state this
+// UserTokens made (sealed with its key, for its server), expired or not.
+func (u *UserTokens) Owns(query url.Values) bool {
+	raw, err := base64.RawURLEncoding.DecodeString(query.Get("state"))
+	if err != nil {
+		return false
+	}
+	plain, err := u.sealer.Open(raw, stateContext)
+	var st loginState
+	return err == nil && json.Unmarshal(plain, &st) == nil && st.Server == u.cfg.Server
+}
+
 // Complete handles the callback's query (the authorization server's
 // redirect): it opens the state, redeems the code with its PKCE verifier
 // and stores the token for (principal, server), replacing any earlier

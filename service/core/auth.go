@@ -31,13 +31,19 @@ func WithSubjectToken(ctx context.Context, jwt string) context.Context {
 	return context.WithValue(ctx, subjectTokenKey{}, jwt)
 }
 
-// PrimeCatalog lets the caller of ctx, when a JWT authenticated it, list
-// the tools of per-user upstreams no caller has listed yet (through its
-// own session, mcpbridge.Bridge.PrimeCaller): a front door calls it before
-// it lists the catalog. Cheap once every per-user upstream has listed.
+// PrimeCatalog lets the caller of ctx list the tools of per-user
+// upstreams no caller has listed yet (through its own session,
+// mcpbridge.Bridge.PrimeCaller; its JWT, when one authenticated it, for
+// tokenExchange and passthrough, its principal alone for a userOAuth
+// login): a front door calls it before it lists the catalog. Cheap once
+// every per-user upstream has listed.
 func (s *Core) PrimeCatalog(ctx context.Context) {
-	if p, ok := PrincipalFrom(ctx); ok && p.Method == "jwt" {
-		s.bridge.PrimeCaller(ctx, p.Name, SubjectTokenFrom(ctx))
+	if p, ok := PrincipalFrom(ctx); ok {
+		subject := ""
+		if p.Method == "jwt" {
+			subject = SubjectTokenFrom(ctx)
+		}
+		_ = s.bridge.PrimeCaller(ctx, p.Name, subject) // a login to make is the call's business
 	}
 }
 

@@ -147,6 +147,7 @@ func classifyLookup(err error, o ClassifyOptions) *Error {
 func classifyUpstream(err error) *Error {
 	var (
 		cerr   *mcpbridge.CredentialsError
+		login  *mcpbridge.LoginRequiredError
 		uerr   *mcpbridge.UpstreamError
 		unerr  *mcpbridge.UnavailableError
 		tooBig *mcpbridge.ResponseTooLargeError
@@ -156,6 +157,9 @@ func classifyUpstream(err error) *Error {
 	case errors.As(err, &cerr):
 		return &Error{Code: PermissionDenied, Reason: ReasonCredentialsRefused, Message: cerr.Error(),
 			Meta: map[string]string{"server": cerr.Server, "oauth_error": cerr.Code}}
+	case errors.As(err, &login):
+		return &Error{Code: Unauthenticated, Reason: ReasonLoginRequired, Message: login.Error(),
+			Meta: map[string]string{"server": login.Server, "login_url": login.URL}}
 	case errors.As(err, &tooBig):
 		// Discarded unread at the transport (mcpbridge/msglimit.go): the
 		// size is unknown, only that it passed the limit.

@@ -84,7 +84,8 @@ const (
 	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
 	ReasonNoConfigFile        = "NO_CONFIG_FILE"       // FAILED_PRECONDITION: ReloadConfig on a server running the built-in demo
 	ReasonAdminLoopbackOnly   = "ADMIN_LOOPBACK_ONLY"  // PERMISSION_DENIED: no auth section, and AdminService answers loopback callers only (metadata "peer")
-	ReasonCredentialsRefused  = "CREDENTIALS_REFUSED"  // PERMISSION_DENIED: the upstream uses per-user credentials (tokenExchange) and the caller has none: it was not authenticated by a JWT (metadata "oauth_error": no_subject_token), or the authorization server refused to exchange its JWT ("oauth_error": the RFC 6749 code, e.g. access_denied)
+	ReasonCredentialsRefused  = "CREDENTIALS_REFUSED"  // PERMISSION_DENIED: the upstream uses per-user credentials and the caller has none: it was not authenticated by a JWT (metadata "oauth_error": no_subject_token), the authorization server refused to exchange its JWT (tokenExchange; "oauth_error": the RFC 6749 code, e.g. access_denied), its JWT may not be forwarded (passthrough; "oauth_error": audience_mismatch | token_expired | not_a_jwt), or it is anonymous (userOAuth without an auth section; "oauth_error": no_principal)
+	ReasonLoginRequired       = "LOGIN_REQUIRED"       // UNAUTHENTICATED: the upstream uses per-user credentials (userOAuth) and the principal has not logged in to it (or logged out, or its token can no longer be refreshed): metadata "server" and "login_url", the link to open in a browser; then call again
 
 	// Resources and prompts carry metadata "server" and "uri" (resources)
 	// or "prompt" (prompts) instead of "tool"; every reason above applies
@@ -152,6 +153,12 @@ func (e *Error) Bounded() *Error {
 	if len(e.Meta) > 0 {
 		out.Meta = make(map[string]string, len(e.Meta))
 		for k, v := range e.Meta {
+			if k == "login_url" {
+				// A link toolsvc made (LOGIN_REQUIRED): clipped it would
+				// not work; its length is toolsvc's, not a caller's.
+				out.Meta[k] = ClipTo(v, MaxLinkLen)
+				continue
+			}
 			out.Meta[k] = Clip(v)
 		}
 	}
@@ -175,6 +182,8 @@ const (
 	MaxEchoLen    = 128
 	MaxMessageLen = 1024
 	MaxViolations = 20
+	// MaxLinkLen bounds metadata "login_url" (about 700 bytes as made).
+	MaxLinkLen = 4096
 )
 
 // Violation is one field at fault.

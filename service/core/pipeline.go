@@ -101,7 +101,7 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	// may not use.
 	// A per-user upstream lists its tools through its first caller's
 	// session: this caller's, if none has yet.
-	s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
+	primeErr := s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
 	target, rerr := s.bridge.Resolve(in.Name)
 	if target.Tool != nil {
 		c.target = target
@@ -111,6 +111,11 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 		return c, err
 	}
 	if rerr != nil {
+		if primeErr != nil && target.Tool == nil {
+			// A userOAuth upstream nobody could list yet: the tool may
+			// be one of its own, and the login is what the caller needs.
+			return c, primeErr
+		}
 		return c, rerr
 	}
 	st, e := op.continued(in.Input, in.Name)

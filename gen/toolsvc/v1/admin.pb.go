@@ -290,6 +290,117 @@ func (x *ReloadConfigResponse) GetConfig() *ConfigStatus {
 	return nil
 }
 
+// LogoutRequest names the server and whose login to revoke.
+type LogoutRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configured server name (credentials mode userOAuth).
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The principal whose login is revoked; empty: the caller's own.
+	Principal     string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutRequest) Reset() {
+	*x = LogoutRequest{}
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutRequest) ProtoMessage() {}
+
+func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutRequest.ProtoReflect.Descriptor instead.
+func (*LogoutRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_admin_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LogoutRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *LogoutRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+// LogoutResponse says whose login was revoked.
+type LogoutResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server, as requested.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The principal whose login was revoked (the caller's when the request
+	// named none).
+	Principal     string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutResponse) Reset() {
+	*x = LogoutResponse{}
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutResponse) ProtoMessage() {}
+
+func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutResponse.ProtoReflect.Descriptor instead.
+func (*LogoutResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_admin_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LogoutResponse) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *LogoutResponse) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
 var File_toolsvc_v1_admin_proto protoreflect.FileDescriptor
 
 const file_toolsvc_v1_admin_proto_rawDesc = "" +
@@ -306,11 +417,18 @@ const file_toolsvc_v1_admin_proto_rawDesc = "" +
 	"\x06server\x18\x01 \x01(\v2\x12.toolsvc.v1.ServerR\x06server\"\x15\n" +
 	"\x13ReloadConfigRequest\"H\n" +
 	"\x14ReloadConfigResponse\x120\n" +
-	"\x06config\x18\x01 \x01(\v2\x18.toolsvc.v1.ConfigStatusR\x06config2\x93\x02\n" +
+	"\x06config\x18\x01 \x01(\v2\x18.toolsvc.v1.ConfigStatusR\x06config\"E\n" +
+	"\rLogoutRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\"F\n" +
+	"\x0eLogoutResponse\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal2\xd4\x02\n" +
 	"\fAdminService\x12T\n" +
 	"\rRefreshServer\x12 .toolsvc.v1.RefreshServerRequest\x1a!.toolsvc.v1.RefreshServerResponse\x12Z\n" +
 	"\x0fReconnectServer\x12\".toolsvc.v1.ReconnectServerRequest\x1a#.toolsvc.v1.ReconnectServerResponse\x12Q\n" +
-	"\fReloadConfig\x12\x1f.toolsvc.v1.ReloadConfigRequest\x1a .toolsvc.v1.ReloadConfigResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
+	"\fReloadConfig\x12\x1f.toolsvc.v1.ReloadConfigRequest\x1a .toolsvc.v1.ReloadConfigResponse\x12?\n" +
+	"\x06Logout\x12\x19.toolsvc.v1.LogoutRequest\x1a\x1a.toolsvc.v1.LogoutResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
 
 var (
 	file_toolsvc_v1_admin_proto_rawDescOnce sync.Once
@@ -324,7 +442,7 @@ func file_toolsvc_v1_admin_proto_rawDescGZIP() []byte {
 	return file_toolsvc_v1_admin_proto_rawDescData
 }
 
-var file_toolsvc_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_toolsvc_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_toolsvc_v1_admin_proto_goTypes = []any{
 	(*RefreshServerRequest)(nil),    // 0: toolsvc.v1.RefreshServerRequest
 	(*RefreshServerResponse)(nil),   // 1: toolsvc.v1.RefreshServerResponse
@@ -332,21 +450,25 @@ var file_toolsvc_v1_admin_proto_goTypes = []any{
 	(*ReconnectServerResponse)(nil), // 3: toolsvc.v1.ReconnectServerResponse
 	(*ReloadConfigRequest)(nil),     // 4: toolsvc.v1.ReloadConfigRequest
 	(*ReloadConfigResponse)(nil),    // 5: toolsvc.v1.ReloadConfigResponse
-	(*Server)(nil),                  // 6: toolsvc.v1.Server
-	(*ConfigStatus)(nil),            // 7: toolsvc.v1.ConfigStatus
+	(*LogoutRequest)(nil),           // 6: toolsvc.v1.LogoutRequest
+	(*LogoutResponse)(nil),          // 7: toolsvc.v1.LogoutResponse
+	(*Server)(nil),                  // 8: toolsvc.v1.Server
+	(*ConfigStatus)(nil),            // 9: toolsvc.v1.ConfigStatus
 }
 var file_toolsvc_v1_admin_proto_depIdxs = []int32{
-	6, // 0: toolsvc.v1.RefreshServerResponse.server:type_name -> toolsvc.v1.Server
-	6, // 1: toolsvc.v1.ReconnectServerResponse.server:type_name -> toolsvc.v1.Server
-	7, // 2: toolsvc.v1.ReloadConfigResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	8, // 0: toolsvc.v1.RefreshServerResponse.server:type_name -> toolsvc.v1.Server
+	8, // 1: toolsvc.v1.ReconnectServerResponse.server:type_name -> toolsvc.v1.Server
+	9, // 2: toolsvc.v1.ReloadConfigResponse.config:type_name -> toolsvc.v1.ConfigStatus
 	0, // 3: toolsvc.v1.AdminService.RefreshServer:input_type -> toolsvc.v1.RefreshServerRequest
 	2, // 4: toolsvc.v1.AdminService.ReconnectServer:input_type -> toolsvc.v1.ReconnectServerRequest
 	4, // 5: toolsvc.v1.AdminService.ReloadConfig:input_type -> toolsvc.v1.ReloadConfigRequest
-	1, // 6: toolsvc.v1.AdminService.RefreshServer:output_type -> toolsvc.v1.RefreshServerResponse
-	3, // 7: toolsvc.v1.AdminService.ReconnectServer:output_type -> toolsvc.v1.ReconnectServerResponse
-	5, // 8: toolsvc.v1.AdminService.ReloadConfig:output_type -> toolsvc.v1.ReloadConfigResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
+	6, // 6: toolsvc.v1.AdminService.Logout:input_type -> toolsvc.v1.LogoutRequest
+	1, // 7: toolsvc.v1.AdminService.RefreshServer:output_type -> toolsvc.v1.RefreshServerResponse
+	3, // 8: toolsvc.v1.AdminService.ReconnectServer:output_type -> toolsvc.v1.ReconnectServerResponse
+	5, // 9: toolsvc.v1.AdminService.ReloadConfig:output_type -> toolsvc.v1.ReloadConfigResponse
+	7, // 10: toolsvc.v1.AdminService.Logout:output_type -> toolsvc.v1.LogoutResponse
+	7, // [7:11] is the sub-list for method output_type
+	3, // [3:7] is the sub-list for method input_type
 	3, // [3:3] is the sub-list for extension type_name
 	3, // [3:3] is the sub-list for extension extendee
 	0, // [0:3] is the sub-list for field type_name
@@ -364,7 +486,7 @@ func file_toolsvc_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_admin_proto_rawDesc), len(file_toolsvc_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const (
 	AdminService_RefreshServer_FullMethodName   = "/toolsvc.v1.AdminService/RefreshServer"
 	AdminService_ReconnectServer_FullMethodName = "/toolsvc.v1.AdminService/ReconnectServer"
 	AdminService_ReloadConfig_FullMethodName    = "/toolsvc.v1.AdminService/ReloadConfig"
+	AdminService_Logout_FullMethodName          = "/toolsvc.v1.AdminService/Logout"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -31,7 +32,8 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // AdminService holds operator actions. Errors: an unknown server is
-// NOT_FOUND; a server without a live session is UNAVAILABLE.
+// NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+// but Logout is for auth.admins principals only.
 type AdminServiceClient interface {
 	// RefreshServer re-lists one server's tools now and waits for the result.
 	RefreshServer(ctx context.Context, in *RefreshServerRequest, opts ...grpc.CallOption) (*RefreshServerResponse, error)
@@ -40,6 +42,14 @@ type AdminServiceClient interface {
 	ReconnectServer(ctx context.Context, in *ReconnectServerRequest, opts ...grpc.CallOption) (*ReconnectServerResponse, error)
 	// ReloadConfig re-reads the configuration file now (as SIGHUP does).
 	ReloadConfig(ctx context.Context, in *ReloadConfigRequest, opts ...grpc.CallOption) (*ReloadConfigResponse, error)
+	// Logout revokes a principal's login to a server in credentials mode
+	// userOAuth (RFC 7009 at its authorization server) and deletes the stored
+	// token; the principal's next call gets a login link (LOGIN_REQUIRED).
+	// Any principal may log itself out; another principal's login needs
+	// auth.admins. No login stored is no error. A server not in mode
+	// userOAuth is INVALID_ARGUMENT (field server); the token store
+	// unreachable is UNAVAILABLE (nothing deleted).
+	Logout(ctx context.Context, in *LogoutRequest, opts ...grpc.CallOption) (*LogoutResponse, error)
 }
 
 type adminServiceClient struct {
@@ -80,12 +90,23 @@ func (c *adminServiceClient) ReloadConfig(ctx context.Context, in *ReloadConfigR
 	return out, nil
 }
 
+func (c *adminServiceClient) Logout(ctx context.Context, in *LogoutRequest, opts ...grpc.CallOption) (*LogoutResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LogoutResponse)
+	err := c.cc.Invoke(ctx, AdminService_Logout_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
 // AdminService holds operator actions. Errors: an unknown server is
-// NOT_FOUND; a server without a live session is UNAVAILABLE.
+// NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+// but Logout is for auth.admins principals only.
 type AdminServiceServer interface {
 	// RefreshServer re-lists one server's tools now and waits for the result.
 	RefreshServer(context.Context, *RefreshServerRequest) (*RefreshServerResponse, error)
@@ -94,6 +115,14 @@ type AdminServiceServer interface {
 	ReconnectServer(context.Context, *ReconnectServerRequest) (*ReconnectServerResponse, error)
 	// ReloadConfig re-reads the configuration file now (as SIGHUP does).
 	ReloadConfig(context.Context, *ReloadConfigRequest) (*ReloadConfigResponse, error)
+	// Logout revokes a principal's login to a server in credentials mode
+	// userOAuth (RFC 7009 at its authorization server) and deletes the stored
+	// token; the principal's next call gets a login link (LOGIN_REQUIRED).
+	// Any principal may log itself out; another principal's login needs
+	// auth.admins. No login stored is no error. A server not in mode
+	// userOAuth is INVALID_ARGUMENT (field server); the token store
+	// unreachable is UNAVAILABLE (nothing deleted).
+	Logout(context.Context, *LogoutRequest) (*LogoutResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -112,6 +141,9 @@ func (UnimplementedAdminServiceServer) ReconnectServer(context.Context, *Reconne
 }
 func (UnimplementedAdminServiceServer) ReloadConfig(context.Context, *ReloadConfigRequest) (*ReloadConfigResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReloadConfig not implemented")
+}
+func (UnimplementedAdminServiceServer) Logout(context.Context, *LogoutRequest) (*LogoutResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Logout not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -188,6 +220,24 @@ func _AdminService_ReloadConfig_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_Logout_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LogoutRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).Logout(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_Logout_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).Logout(ctx, req.(*LogoutRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -206,6 +256,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReloadConfig",
 			Handler:    _AdminService_ReloadConfig_Handler,
+		},
+		{
+			MethodName: "Logout",
+			Handler:    _AdminService_Logout_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

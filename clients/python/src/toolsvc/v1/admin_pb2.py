@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from toolsvc.v1 import toolsvc_pb2 as toolsvc_dot_v1_dot_toolsvc__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolsvc/v1/admin.proto\x12\ntoolsvc.v1\x1a\x18toolsvc/v1/toolsvc.proto\"$\n\x14RefreshServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\";\n\x15RefreshServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"&\n\x16ReconnectServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x17ReconnectServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"\x15\n\x13ReloadConfigRequest\"@\n\x14ReloadConfigResponse\x12(\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x18.toolsvc.v1.ConfigStatus2\x93\x02\n\x0c\x41\x64minService\x12T\n\rRefreshServer\x12 .toolsvc.v1.RefreshServerRequest\x1a!.toolsvc.v1.RefreshServerResponse\x12Z\n\x0fReconnectServer\x12\".toolsvc.v1.ReconnectServerRequest\x1a#.toolsvc.v1.ReconnectServerResponse\x12Q\n\x0cReloadConfig\x12\x1f.toolsvc.v1.ReloadConfigRequest\x1a .toolsvc.v1.ReloadConfigResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolsvc/v1/admin.proto\x12\ntoolsvc.v1\x1a\x18toolsvc/v1/toolsvc.proto\"$\n\x14RefreshServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\";\n\x15RefreshServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"&\n\x16ReconnectServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x17ReconnectServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"\x15\n\x13ReloadConfigRequest\"@\n\x14ReloadConfigResponse\x12(\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x18.toolsvc.v1.ConfigStatus\"2\n\rLogoutRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\"3\n\x0eLogoutResponse\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t2\xd4\x02\n\x0c\x41\x64minService\x12T\n\rRefreshServer\x12 .toolsvc.v1.RefreshServerRequest\x1a!.toolsvc.v1.RefreshServerResponse\x12Z\n\x0fReconnectServer\x12\".toolsvc.v1.ReconnectServerRequest\x1a#.toolsvc.v1.ReconnectServerResponse\x12Q\n\x0cReloadConfig\x12\x1f.toolsvc.v1.ReloadConfigRequest\x1a .toolsvc.v1.ReloadConfigResponse\x12?\n\x06Logout\x12\x19.toolsvc.v1.LogoutRequest\x1a\x1a.toolsvc.v1.LogoutResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,6 +45,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_RELOADCONFIGREQUEST']._serialized_end=287
   _globals['_RELOADCONFIGRESPONSE']._serialized_start=289
   _globals['_RELOADCONFIGRESPONSE']._serialized_end=353
-  _globals['_ADMINSERVICE']._serialized_start=356
-  _globals['_ADMINSERVICE']._serialized_end=631
+  _globals['_LOGOUTREQUEST']._serialized_start=355
+  _globals['_LOGOUTREQUEST']._serialized_end=405
+  _globals['_LOGOUTRESPONSE']._serialized_start=407
+  _globals['_LOGOUTRESPONSE']._serialized_end=458
+  _globals['_ADMINSERVICE']._serialized_start=461
+  _globals['_ADMINSERVICE']._serialized_end=801
 # @@protoc_insertion_point(module_scope)

@@ -149,3 +149,57 @@ class ReloadConfigResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReloadConfigResponse: _TypeAlias = ReloadConfigResponse  # noqa: Y015
+
+@_typing.final
+class LogoutRequest(_message.Message):
+    """LogoutRequest names the server and whose login to revoke."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The configured server name (credentials mode userOAuth)."""
+    principal: _builtins.str
+    """The principal whose login is revoked; empty: the caller's own."""
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        principal: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["principal", b"principal", "server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogoutRequest: _TypeAlias = LogoutRequest  # noqa: Y015
+
+@_typing.final
+class LogoutResponse(_message.Message):
+    """LogoutResponse says whose login was revoked."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The server, as requested."""
+    principal: _builtins.str
+    """The principal whose login was revoked (the caller's when the request
+    named none).
+    """
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        principal: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["principal", b"principal", "server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LogoutResponse: _TypeAlias = LogoutResponse  # noqa: Y015

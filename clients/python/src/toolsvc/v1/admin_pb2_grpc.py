@@ -27,7 +27,8 @@ if _version_not_supported:
 
 class AdminServiceStub:
     """AdminService holds operator actions. Errors: an unknown server is
-    NOT_FOUND; a server without a live session is UNAVAILABLE.
+    NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+    but Logout is for auth.admins principals only.
     """
 
     def __init__(self, channel):
@@ -51,11 +52,17 @@ class AdminServiceStub:
                 request_serializer=toolsvc_dot_v1_dot_admin__pb2.ReloadConfigRequest.SerializeToString,
                 response_deserializer=toolsvc_dot_v1_dot_admin__pb2.ReloadConfigResponse.FromString,
                 _registered_method=True)
+        self.Logout = channel.unary_unary(
+                '/toolsvc.v1.AdminService/Logout',
+                request_serializer=toolsvc_dot_v1_dot_admin__pb2.LogoutRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_admin__pb2.LogoutResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
     """AdminService holds operator actions. Errors: an unknown server is
-    NOT_FOUND; a server without a live session is UNAVAILABLE.
+    NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+    but Logout is for auth.admins principals only.
     """
 
     def RefreshServer(self, request, context):
@@ -80,6 +87,19 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Logout(self, request, context):
+        """Logout revokes a principal's login to a server in credentials mode
+        userOAuth (RFC 7009 at its authorization server) and deletes the stored
+        token; the principal's next call gets a login link (LOGIN_REQUIRED).
+        Any principal may log itself out; another principal's login needs
+        auth.admins. No login stored is no error. A server not in mode
+        userOAuth is INVALID_ARGUMENT (field server); the token store
+        unreachable is UNAVAILABLE (nothing deleted).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -98,6 +118,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=toolsvc_dot_v1_dot_admin__pb2.ReloadConfigRequest.FromString,
                     response_serializer=toolsvc_dot_v1_dot_admin__pb2.ReloadConfigResponse.SerializeToString,
             ),
+            'Logout': grpc.unary_unary_rpc_method_handler(
+                    servicer.Logout,
+                    request_deserializer=toolsvc_dot_v1_dot_admin__pb2.LogoutRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_admin__pb2.LogoutResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'toolsvc.v1.AdminService', rpc_method_handlers)
@@ -108,7 +133,8 @@ def add_AdminServiceServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class AdminService:
     """AdminService holds operator actions. Errors: an unknown server is
-    NOT_FOUND; a server without a live session is UNAVAILABLE.
+    NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+    but Logout is for auth.admins principals only.
     """
 
     @staticmethod
@@ -182,6 +208,33 @@ class AdminService:
             '/toolsvc.v1.AdminService/ReloadConfig',
             toolsvc_dot_v1_dot_admin__pb2.ReloadConfigRequest.SerializeToString,
             toolsvc_dot_v1_dot_admin__pb2.ReloadConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Logout(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.AdminService/Logout',
+            toolsvc_dot_v1_dot_admin__pb2.LogoutRequest.SerializeToString,
+            toolsvc_dot_v1_dot_admin__pb2.LogoutResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -28,7 +28,8 @@ GRPC_VERSION: str
 
 class AdminServiceStub:
     """AdminService holds operator actions. Errors: an unknown server is
-    NOT_FOUND; a server without a live session is UNAVAILABLE.
+    NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+    but Logout is for auth.admins principals only.
     """
 
     @_typing.overload
@@ -43,11 +44,21 @@ class AdminServiceStub:
     """
     ReloadConfig: _grpc.UnaryUnaryMultiCallable[_admin_pb2.ReloadConfigRequest, _admin_pb2.ReloadConfigResponse]
     """ReloadConfig re-reads the configuration file now (as SIGHUP does)."""
+    Logout: _grpc.UnaryUnaryMultiCallable[_admin_pb2.LogoutRequest, _admin_pb2.LogoutResponse]
+    """Logout revokes a principal's login to a server in credentials mode
+    userOAuth (RFC 7009 at its authorization server) and deletes the stored
+    token; the principal's next call gets a login link (LOGIN_REQUIRED).
+    Any principal may log itself out; another principal's login needs
+    auth.admins. No login stored is no error. A server not in mode
+    userOAuth is INVALID_ARGUMENT (field server); the token store
+    unreachable is UNAVAILABLE (nothing deleted).
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
     """AdminService holds operator actions. Errors: an unknown server is
-    NOT_FOUND; a server without a live session is UNAVAILABLE.
+    NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+    but Logout is for auth.admins principals only.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -59,10 +70,20 @@ class AdminServiceAsyncStub(AdminServiceStub):
     """
     ReloadConfig: _aio.UnaryUnaryMultiCallable[_admin_pb2.ReloadConfigRequest, _admin_pb2.ReloadConfigResponse]  # type: ignore[assignment]
     """ReloadConfig re-reads the configuration file now (as SIGHUP does)."""
+    Logout: _aio.UnaryUnaryMultiCallable[_admin_pb2.LogoutRequest, _admin_pb2.LogoutResponse]  # type: ignore[assignment]
+    """Logout revokes a principal's login to a server in credentials mode
+    userOAuth (RFC 7009 at its authorization server) and deletes the stored
+    token; the principal's next call gets a login link (LOGIN_REQUIRED).
+    Any principal may log itself out; another principal's login needs
+    auth.admins. No login stored is no error. A server not in mode
+    userOAuth is INVALID_ARGUMENT (field server); the token store
+    unreachable is UNAVAILABLE (nothing deleted).
+    """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """AdminService holds operator actions. Errors: an unknown server is
-    NOT_FOUND; a server without a live session is UNAVAILABLE.
+    NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+    but Logout is for auth.admins principals only.
     """
 
     @_abc_1.abstractmethod
@@ -90,5 +111,20 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_admin_pb2.ReloadConfigResponse, _abc.Awaitable[_admin_pb2.ReloadConfigResponse]]:
         """ReloadConfig re-reads the configuration file now (as SIGHUP does)."""
+
+    @_abc_1.abstractmethod
+    def Logout(
+        self,
+        request: _admin_pb2.LogoutRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.LogoutResponse, _abc.Awaitable[_admin_pb2.LogoutResponse]]:
+        """Logout revokes a principal's login to a server in credentials mode
+        userOAuth (RFC 7009 at its authorization server) and deletes the stored
+        token; the principal's next call gets a login link (LOGIN_REQUIRED).
+        Any principal may log itself out; another principal's login needs
+        auth.admins. No login stored is no error. A server not in mode
+        userOAuth is INVALID_ARGUMENT (field server); the token store
+        unreachable is UNAVAILABLE (nothing deleted).
+        """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -60,6 +60,25 @@ export interface ReloadConfigResponse {
   config: ConfigStatus | undefined;
 }
 
+/** LogoutRequest names the server and whose login to revoke. */
+export interface LogoutRequest {
+  /** The configured server name (credentials mode userOAuth). */
+  server: string;
+  /** The principal whose login is revoked; empty: the caller's own. */
+  principal: string;
+}
+
+/** LogoutResponse says whose login was revoked. */
+export interface LogoutResponse {
+  /** The server, as requested. */
+  server: string;
+  /**
+   * The principal whose login was revoked (the caller's when the request
+   * named none).
+   */
+  principal: string;
+}
+
 function createBaseRefreshServerRequest(): RefreshServerRequest {
   return { name: "" };
 }
@@ -384,9 +403,144 @@ export const ReloadConfigResponse: MessageFns<ReloadConfigResponse> = {
   },
 };
 
+function createBaseLogoutRequest(): LogoutRequest {
+  return { server: "", principal: "" };
+}
+
+export const LogoutRequest: MessageFns<LogoutRequest> = {
+  encode(message: LogoutRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    if (message.principal !== "") {
+      writer.uint32(18).string(message.principal);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogoutRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogoutRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.principal = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<LogoutRequest>): LogoutRequest {
+    return LogoutRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<LogoutRequest>): LogoutRequest {
+    const message = createBaseLogoutRequest();
+    message.server = object.server ?? "";
+    message.principal = object.principal ?? "";
+    return message;
+  },
+};
+
+function createBaseLogoutResponse(): LogoutResponse {
+  return { server: "", principal: "" };
+}
+
+export const LogoutResponse: MessageFns<LogoutResponse> = {
+  encode(message: LogoutResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    if (message.principal !== "") {
+      writer.uint32(18).string(message.principal);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LogoutResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLogoutResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.principal = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<LogoutResponse>): LogoutResponse {
+    return LogoutResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<LogoutResponse>): LogoutResponse {
+    const message = createBaseLogoutResponse();
+    message.server = object.server ?? "";
+    message.principal = object.principal ?? "";
+    return message;
+  },
+};
+
 /**
  * AdminService holds operator actions. Errors: an unknown server is
- * NOT_FOUND; a server without a live session is UNAVAILABLE.
+ * NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
+ * but Logout is for auth.admins principals only.
  */
 export type AdminServiceService = typeof AdminServiceService;
 export const AdminServiceService = {
@@ -427,6 +581,24 @@ export const AdminServiceService = {
       Buffer.from(ReloadConfigResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ReloadConfigResponse => ReloadConfigResponse.decode(value),
   },
+  /**
+   * Logout revokes a principal's login to a server in credentials mode
+   * userOAuth (RFC 7009 at its authorization server) and deletes the stored
+   * token; the principal's next call gets a login link (LOGIN_REQUIRED).
+   * Any principal may log itself out; another principal's login needs
+   * auth.admins. No login stored is no error. A server not in mode
+   * userOAuth is INVALID_ARGUMENT (field server); the token store
+   * unreachable is UNAVAILABLE (nothing deleted).
+   */
+  logout: {
+    path: "/toolsvc.v1.AdminService/Logout" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: LogoutRequest): Buffer => Buffer.from(LogoutRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): LogoutRequest => LogoutRequest.decode(value),
+    responseSerialize: (value: LogoutResponse): Buffer => Buffer.from(LogoutResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LogoutResponse => LogoutResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -439,6 +611,16 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
   reconnectServer: handleUnaryCall<ReconnectServerRequest, ReconnectServerResponse>;
   /** ReloadConfig re-reads the configuration file now (as SIGHUP does). */
   reloadConfig: handleUnaryCall<ReloadConfigRequest, ReloadConfigResponse>;
+  /**
+   * Logout revokes a principal's login to a server in credentials mode
+   * userOAuth (RFC 7009 at its authorization server) and deletes the stored
+   * token; the principal's next call gets a login link (LOGIN_REQUIRED).
+   * Any principal may log itself out; another principal's login needs
+   * auth.admins. No login stored is no error. A server not in mode
+   * userOAuth is INVALID_ARGUMENT (field server); the token store
+   * unreachable is UNAVAILABLE (nothing deleted).
+   */
+  logout: handleUnaryCall<LogoutRequest, LogoutResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -492,6 +674,30 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ReloadConfigResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Logout revokes a principal's login to a server in credentials mode
+   * userOAuth (RFC 7009 at its authorization server) and deletes the stored
+   * token; the principal's next call gets a login link (LOGIN_REQUIRED).
+   * Any principal may log itself out; another principal's login needs
+   * auth.admins. No login stored is no error. A server not in mode
+   * userOAuth is INVALID_ARGUMENT (field server); the token store
+   * unreachable is UNAVAILABLE (nothing deleted).
+   */
+  logout(
+    request: LogoutRequest,
+    callback: (error: ServiceError | null, response: LogoutResponse) => void,
+  ): ClientUnaryCall;
+  logout(
+    request: LogoutRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LogoutResponse) => void,
+  ): ClientUnaryCall;
+  logout(
+    request: LogoutRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LogoutResponse) => void,
   ): ClientUnaryCall;
 }
 

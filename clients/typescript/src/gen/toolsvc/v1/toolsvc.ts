@@ -9073,10 +9073,17 @@ export const ResourceKey: MessageFns<ResourceKey> = {
  *   PERMISSION_DENIED   PERMISSION_DENIED: the principal's rules do not allow
  *                       the tool (or AdminService)
  *   PERMISSION_DENIED   CREDENTIALS_REFUSED: the upstream uses per-user
- *                       credentials (tokenExchange) and the caller has none:
- *                       not authenticated by a JWT (metadata oauth_error
- *                       no_subject_token), or the authorization server
- *                       refused the exchange (oauth_error: its RFC 6749 code)
+ *                       credentials and the caller has none: not
+ *                       authenticated by a JWT (metadata oauth_error
+ *                       no_subject_token), the authorization server refused
+ *                       the exchange (oauth_error: its RFC 6749 code),
+ *                       passthrough may not forward its JWT (oauth_error:
+ *                       audience_mismatch, token_expired, not_a_jwt), or it
+ *                       is anonymous (userOAuth; oauth_error: no_principal)
+ *   UNAUTHENTICATED     LOGIN_REQUIRED: the upstream uses per-user
+ *                       credentials (userOAuth) and the principal has not
+ *                       logged in to it: open metadata login_url (server
+ *                       names the upstream), then call again
  *   UNAVAILABLE         SLOW_CONSUMER (WatchCatalog): the client did not read
  *                       for the send timeout; resume
  *   INTERNAL            INTERNAL: generic message; the cause is in the log

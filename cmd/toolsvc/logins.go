@@ -1,0 +1,77 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"html"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/tokenstore"
+	"github.com/toolsvc/toolsvc/tokenstore/redisstore"
+)
+
+// userOAuth on serve's side (docs/credentials.md): the config's
+// tokenStore opened for the bridge, and the login callback served on the
+// admin listener at mcpbridge.LoginCallbackPath, whose external URL is
+// --public-url (default: http:// and the admin listener's address).
+
+// openLogins opens the config's token store (if any) and returns the
+// bridge's LoginConfig, the redirect URL naming the callback on adminAddr
+// unless --public-url says otherwise. nil, nil without a tokenStore.
+func openLogins(loaded *config.Config, publicURL string, adminAddr net.Addr) (*mcpbridge.LoginConfig, error) {
+	if loaded == nil || loaded.TokenStore == nil {
+		return nil, nil
+	}
+	ts := loaded.TokenStore
+	key, err := tokenstore.ReadKeyFile(ts.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tokenStore.keyFile: %w", err)
+	}
+	if publicURL == "" {
+		if adminAddr == nil {
+			return nil, errors.New("tokenStore: the login callback is served on --admin-listen, which is off; set it (and --public-url if browsers reach it by another name)")
+		}
+		publicURL = "http://" + adminAddr.String()
+	}
+	var st tokenstore.Store
+	if ts.Redis != nil {
+		st, err = redisstore.Open(ts.Redis.URL, key, &redisstore.Options{Prefix: ts.Redis.Prefix, Lease: ts.Redis.Lease.D, Timeout: ts.Redis.Timeout.D})
+	} else {
+		st, err = tokenstore.OpenFile(ts.File, key)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tokenStore: %w", err)
+	}
+	return &mcpbridge.LoginConfig{Store: st, Key: key, RedirectURL: strings.TrimSuffix(publicURL, "/") + mcpbridge.LoginCallbackPath}, nil
+}
+
+// loginCallback is the handler of mcpbridge.LoginCallbackPath: the
+// authorization server's redirect after a principal logged in. The query
+// (code, state) is never logged.
+func loginCallback(b func() *mcpbridge.Bridge, log interface {
+	Info(string, ...any)
+	Warn(string, ...any)
+}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		principal, server, err := b().CompleteLogin(r.Context(), r.URL.Query())
+		if err != nil {
+			log.Warn("login callback refused", "server", server, "error", err.Error())
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "<!doctype html><title>Login failed</title><p>toolsvc could not complete the login: %s</p>\n", html.EscapeString(err.Error()))
+			return
+		}
+		fmt.Fprintf(w, "<!doctype html><title>Logged in</title><p>Logged in to %s as %s at %s. You can close this window and call again.</p>\n",
+			html.EscapeString(server), html.EscapeString(principal), time.Now().UTC().Format(time.RFC3339))
+	})
+}

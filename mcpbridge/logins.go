@@ -1,0 +1,108 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
+)
+
+// userOAuth logins (docs/credentials.md): the bridge side of toolsvc's
+// login callback and of logout. The tokens live in Config.Logins.Store;
+// each userOAuth upstream has an oauth.UserTokens over it (userSource).
+
+// LoginCallbackPath is the path of toolsvc's login callback on its HTTP
+// listener; Config.Logins.RedirectURL names it as browsers reach it.
+const LoginCallbackPath = "/oauth/callback"
+
+// ErrNotUserOAuth: the server named is not in credentials mode userOAuth
+// (Logout), or no userOAuth server made the login link (CompleteLogin).
+var ErrNotUserOAuth = errors.New("not a server in credentials mode userOAuth")
+
+// userTokens is the oauth.UserTokens of the userOAuth server sc (nil
+// when the bridge has no token store: validation refuses that).
+func (b *Bridge) userTokens(sc ServerConfig, resource string) *oauth.UserTokens {
+	l := b.cfg.Logins
+	if l == nil || l.Store == nil {
+		return nil
+	}
+	c := sc.Credentials
+	ut, err := oauth.NewUserTokens(oauth.UserOAuthConfig{Server: sc.Name, Issuer: c.Issuer, AuthorizationURL: c.AuthorizationURL,
+		TokenURL: c.TokenURL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Resource: resource,
+		RedirectURL: l.RedirectURL, ExpiryGuard: DefaultTokenExpiryGuard, RequireSameSubject: c.RequireSameSubject}, l.Store, l.Key)
+	if err != nil {
+		b.log.Error("userOAuth: the token store key is unusable", "server", sc.Name, "error", err)
+		return nil
+	}
+	return ut
+}
+
+// userSources are the userOAuth upstreams' sources, by server.
+func (b *Bridge) userSources() map[string]*userSource {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := map[string]*userSource{}
+	for name, u := range b.ups {
+		if u.pu == nil {
+			continue
+		}
+		if s, ok := u.pu.src.(*userSource); ok && s.ut != nil {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// CompleteLogin is toolsvc's login callback: query is the authorization
+// server's redirect (code and state, or error). The state names the
+// server and the principal the link was made for; the token is stored for
+// them. It returns them. Errors never hold a token or the code.
+func (b *Bridge) CompleteLogin(ctx context.Context, query url.Values) (principal, server string, err error) {
+	for name, s := range b.userSources() {
+		if !s.ut.Owns(query) {
+			continue
+		}
+		p, err := s.ut.Complete(ctx, query)
+		if err != nil {
+			return "", name, err
+		}
+		b.log.Info("userOAuth login stored", "server", name, "principal", p)
+		return p, name, nil
+	}
+	return "", "", fmt.Errorf("login callback: %w (the link is not one of this toolsvc's, or its server was removed)", ErrNotUserOAuth)
+}
+
+// Logout revokes principal's token for the userOAuth server (RFC 7009, at
+// the authorization server) and deletes it from the store; the principal's
+// session, if any, closes once idle, and its next call gets a login link.
+// A principal without a token is no error.
+func (b *Bridge) Logout(ctx context.Context, principal, server string) error {
+	s, ok := b.userSources()[server]
+	if !ok {
+		if _, err := b.upstream(server); err != nil {
+			return err
+		}
+		return fmt.Errorf("logout of server %q: %w", server, ErrNotUserOAuth)
+	}
+	err := s.ut.Logout(ctx, principal)
+	if u, uerr := b.upstream(server); uerr == nil && u.pu != nil {
+		u.pu.table.closeIdleOf(principal) // nothing more is sent with the old token
+	}
+	if err != nil {
+		return s.failure(ctx, err)
+	}
+	b.log.Info("userOAuth logout", "server", server, "principal", principal)
+	return nil
+}
+
+// UserOAuthServers are the names of the servers in credentials mode
+// userOAuth.
+func (b *Bridge) UserOAuthServers() []string {
+	var out []string
+	for name := range b.userSources() {
+		out = append(out, name)
+	}
+	return out
+}
