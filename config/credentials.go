@@ -26,6 +26,8 @@ type credentialsJSON struct {
 	RequireSameSubject bool     `json:"requireSameSubject"`
 	MaxSessions        int      `json:"maxSessions"`
 	SessionIdle        Duration `json:"sessionIdle"`
+	// PrivateTools: each principal's session lists its own tools.
+	PrivateTools bool `json:"privateTools"`
 }
 
 // ParseCredentials decodes a server's "credentials" object (its ${ENV} and
@@ -39,7 +41,7 @@ func ParseCredentials(raw []byte) (*mcpbridge.CredentialsConfig, error) {
 	if err := dec.Decode(&c); err != nil {
 		msg := cleanJSONError(err)
 		if k, ok := strings.CutPrefix(msg, "unknown field "); ok {
-			return nil, fmt.Errorf("unknown key %s (want mode, issuer, tokenUrl, authorizationUrl, clientId, clientSecret, scopes, audience, resource, subjectTokenType, requireSameSubject, maxSessions, sessionIdle)", k)
+			return nil, fmt.Errorf("unknown key %s (want mode, issuer, tokenUrl, authorizationUrl, clientId, clientSecret, scopes, audience, resource, subjectTokenType, requireSameSubject, maxSessions, sessionIdle, privateTools)", k)
 		}
 		return nil, fmt.Errorf("want an object: %s", msg)
 	}
@@ -49,7 +51,7 @@ func ParseCredentials(raw []byte) (*mcpbridge.CredentialsConfig, error) {
 	return &mcpbridge.CredentialsConfig{Mode: c.Mode, Issuer: c.Issuer, TokenURL: c.TokenURL, AuthorizationURL: c.AuthorizationURL,
 		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Audience: c.Audience, Resource: c.Resource,
 		SubjectTokenType: c.SubjectTokenType, RequireSameSubject: c.RequireSameSubject, MaxSessions: c.MaxSessions,
-		SessionIdle: c.SessionIdle.D}, nil
+		SessionIdle: c.SessionIdle.D, PrivateTools: c.PrivateTools}, nil
 }
 
 // serverCredentials decodes a server's "credentials" object (absent or

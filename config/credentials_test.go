@@ -19,7 +19,7 @@ func TestParseCredentials(t *testing.T) {
 		"plain": {"url": "https://p.example/mcp"},
 		"shared": {"url": "https://s.example/mcp", "credentials": {"mode": "shared"}},
 		"te": {"url": "https://t.example/mcp", "credentials": {"mode": "tokenExchange", "issuer": "https://idp.example",
-			"clientId": "toolsvc", "clientSecret": "${TEST_TE_SECRET}", "audience": "urn:t", "maxSessions": 50, "sessionIdle": "90s"}},
+			"clientId": "toolsvc", "clientSecret": "${TEST_TE_SECRET}", "audience": "urn:t", "maxSessions": 50, "sessionIdle": "90s", "privateTools": true}},
 		"uo": {"url": "https://u.example/mcp", "credentials": {"mode": "userOAuth", "clientId": "toolsvc", "clientSecret": "literal-uo-secret",
 			"scopes": ["repo"], "issuer": "https://idp.example", "requireSameSubject": true}},
 		"pt": {"url": "https://x.example/mcp", "credentials": {"mode": "passthrough", "audience": "https://x.example/mcp"}}}}`))
@@ -35,7 +35,7 @@ func TestParseCredentials(t *testing.T) {
 	}
 	te := by["te"].Credentials
 	if te == nil || te.Mode != mcpbridge.CredentialsTokenExchange || te.ClientSecret != "te-secret-value" || te.Audience != "urn:t" ||
-		te.MaxSessions != 50 || te.SessionIdle != 90*time.Second || !te.PerPrincipal() {
+		te.MaxSessions != 50 || te.SessionIdle != 90*time.Second || !te.PerPrincipal() || !te.PrivateTools {
 		t.Errorf("te credentials %+v", te)
 	}
 	if uo := by["uo"]; uo.Credentials == nil || !slices.Equal(uo.Credentials.Scopes, []string{"repo"}) || !uo.Credentials.RequireSameSubject ||
@@ -61,7 +61,9 @@ func TestParseCredentials(t *testing.T) {
 		"k": {"url": "https://a.example/mcp", "credentials": {"audience": "x"}},
 		"l": {"url": "https://a.example/mcp", "credentials": {"mode": "userOAuth", "sessionIdle": "soon"}},
 		"m": {"url": "https://a.example/mcp", "credentials": {"mode": "userOAuth", "clientId": "x", "requireSameSubject": true}},
-		"n": {"url": "https://a.example/mcp", "credentials": {"mode": "tokenExchange", "clientId": "x", "issuer": "https://idp", "requireSameSubject": true}}}}`))
+		"n": {"url": "https://a.example/mcp", "credentials": {"mode": "tokenExchange", "clientId": "x", "issuer": "https://idp", "requireSameSubject": true}},
+		"o": {"url": "https://a.example/mcp", "credentials": {"privateTools": true}},
+		"q": {"url": "https://a.example/mcp", "credentials": {"mode": "tokenExchange", "clientId": "x", "issuer": "https://idp", "privateTools": "yes"}}}}`))
 	if err == nil {
 		t.Fatal("bad credentials accepted")
 	}
@@ -83,6 +85,8 @@ func TestParseCredentials(t *testing.T) {
 		`server "l": field "credentials": want an object: `,
 		`server "m": field "credentials.issuer": required with requireSameSubject`,
 		`server "n": field "credentials.requireSameSubject": not used by mode "tokenExchange"`,
+		`server "o": field "credentials.privateTools": not used by mode "shared"`,
+		`server "q": field "credentials": want an object: `,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("problems lack %q:\n%v", want, err)

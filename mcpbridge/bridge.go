@@ -82,6 +82,12 @@ type Bridge struct {
 	ready           chan struct{}
 	readyOnce       sync.Once
 	closeOnce       sync.Once
+
+	// perUser counts the running per-user upstreams, privateUps those of
+	// them whose tools are listed per principal; private holds those
+	// listings (privatetools.go).
+	perUser, privateUps atomic.Int64
+	private             privateTools
 }
 
 // validateServers checks a server list as a whole and fills in defaults.
@@ -507,11 +513,15 @@ func (t Target) ValidatesArguments() bool { return !t.u.cfg.SkipArgumentValidati
 // ErrClosed; *UnavailableError with ReasonStarting while the first
 // discovery round has not finished (the name may exist in a moment);
 // ErrToolNotFound.
-func (b *Bridge) Resolve(name string) (Target, error) {
+func (b *Bridge) Resolve(name string) (Target, error) { return b.ResolveFor("", name) }
+
+// ResolveFor is Resolve in principal's view of the catalog (Tools): a
+// tool of another principal's per-principal listing is ErrToolNotFound.
+func (b *Bridge) ResolveFor(principal, name string) (Target, error) {
 	if b.ctx.Err() != nil {
 		return Target{}, ErrClosed
 	}
-	t, ok := b.catalog.Current().Lookup(name)
+	t, ok := b.Tools(principal).Current().Lookup(name)
 	if !ok {
 		select {
 		case <-b.ready:

@@ -69,7 +69,16 @@ type Snapshot struct {
 	Tools []*Tool
 	// Created is when this snapshot was published.
 	Created time.Time
+
+	// base is, for a principal's view (privatetools.go), the shared
+	// snapshot it was built on; nil for a shared snapshot.
+	base *Snapshot
 }
+
+// Base is, for a principal's view of the catalog (Bridge.Tools: the shared
+// catalog with that principal's per-principal listings merged in), the
+// shared snapshot the view was built on; nil for a shared snapshot.
+func (s *Snapshot) Base() *Snapshot { return s.base }
 
 // Lookup returns the tool with the given exposed name. It searches the
 // sorted Tools, so a retained snapshot costs one slice of pointers and no

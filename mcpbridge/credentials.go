@@ -79,6 +79,12 @@ type CredentialsConfig struct {
 	// DefaultUserSessionIdle). Per-user modes only.
 	MaxSessions int
 	SessionIdle time.Duration
+	// PrivateTools (per-user modes): the upstream's tools differ per
+	// principal, so each principal's session lists its own and only that
+	// principal's catalog view shows them (docs/credentials.md,
+	// "Per-principal listings"), as a 2026-07-28 upstream's
+	// cacheScope "private" on tools/list does.
+	PrivateTools bool
 }
 
 // mode is c's mode with the default applied; a nil c is shared.
@@ -104,10 +110,10 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 	// uses lists the fields each mode reads; any other set field is a problem.
 	uses := map[string][]string{
 		CredentialsShared:        nil,
-		CredentialsTokenExchange: {"issuer", "tokenUrl", "clientId", "clientSecret", "scopes", "audience", "resource", "subjectTokenType", "maxSessions", "sessionIdle"},
+		CredentialsTokenExchange: {"issuer", "tokenUrl", "clientId", "clientSecret", "scopes", "audience", "resource", "subjectTokenType", "maxSessions", "sessionIdle", "privateTools"},
 		CredentialsUserOAuth: {"issuer", "tokenUrl", "authorizationUrl", "clientId", "clientSecret", "scopes", "resource",
-			"requireSameSubject", "maxSessions", "sessionIdle"},
-		CredentialsPassthrough: {"audience", "maxSessions", "sessionIdle"},
+			"requireSameSubject", "maxSessions", "sessionIdle", "privateTools"},
+		CredentialsPassthrough: {"audience", "maxSessions", "sessionIdle", "privateTools"},
 	}
 	used, known := uses[mode]
 	if !known {
@@ -120,9 +126,10 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 		"clientId": c.ClientID != "", "clientSecret": c.ClientSecret != "", "scopes": len(c.Scopes) > 0,
 		"audience": c.Audience != "", "resource": c.Resource != "", "subjectTokenType": c.SubjectTokenType != "",
 		"requireSameSubject": c.RequireSameSubject, "maxSessions": c.MaxSessions != 0, "sessionIdle": c.SessionIdle != 0,
+		"privateTools": c.PrivateTools,
 	}
 	for _, f := range []string{"issuer", "tokenUrl", "authorizationUrl", "clientId", "clientSecret", "scopes", "audience",
-		"resource", "subjectTokenType", "requireSameSubject", "maxSessions", "sessionIdle"} {
+		"resource", "subjectTokenType", "requireSameSubject", "maxSessions", "sessionIdle", "privateTools"} {
 		if set[f] && !slices.Contains(used, f) {
 			p.add("credentials."+f, "not used by mode %q", mode)
 		}

@@ -45,10 +45,15 @@ func listPages[R, T any](ctx context.Context, method string, call func(cursor st
 // listTools lists every page of tools, each schema as the upstream sent it
 // (rawschema.go), and keeps the upstream's ttlMs (2026-07-28).
 func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+	first := true
 	return listPages(ctx, "tools/list", func(cur string) (*mcp.ListToolsResult, error) {
 		return s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
 	}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
 		s.ttl.Store(int64(r.TTLMs))
+		if first { // the first page's cacheScope speaks for the listing
+			s.listedPrivate.Store(r.CacheScope == "private")
+			first = false
+		}
 		return s.raw.attach(r.Tools), r.NextCursor
 	})
 }

@@ -108,6 +108,14 @@ type principalSessions struct {
 	listMu     sync.Mutex
 	listed     atomic.Bool
 	unlistOnce sync.Once // the bridge's count of unlisted per-user upstreams
+
+	// private: the tools are listed per principal (privatetools.go); set
+	// by credentials.privateTools or the first listing answered cacheScope
+	// "private", and kept for the upstream's life.
+	private atomic.Bool
+	// relist is signalled (capacity 1) by a session's list_changed
+	// (markDirty): the upstream's relister re-lists its dirty sessions.
+	relist chan struct{}
 }
 
 // newPrincipalSessions sets a per-user upstream up (newUpstream).
@@ -122,8 +130,14 @@ func (u *upstream) newPrincipalSessions() {
 		idle = DefaultUserSessionIdle
 	}
 	pu.table = newSessionTable(maxS, idle, u.createPrincipalSession, u.closePrincipalSession)
+	pu.relist = make(chan struct{}, 1)
 	u.pu = pu
 	u.b.unlistedPerUser.Add(1)
+	u.b.perUser.Add(1)
+	if c.PrivateTools {
+		pu.private.Store(true)
+		u.b.privateUps.Add(1)
+	}
 }
 
 // listedOnce takes the upstream out of the bridge's unlisted count.
@@ -136,6 +150,8 @@ func (pu *principalSessions) listedOnce(b *Bridge) {
 func (u *upstream) runPerPrincipal() {
 	u.setState(StateConnecting, "awaiting_principal: the tools are listed through the first caller's session")
 	u.attempted() // readiness does not wait for a caller
+	var relister sync.WaitGroup
+	relister.Go(u.relister)
 	for done := false; !done; {
 		select {
 		case <-u.ctx.Done():
@@ -149,9 +165,14 @@ func (u *upstream) runPerPrincipal() {
 			u.attempted()
 		}
 	}
+	relister.Wait() // it stops with u.ctx
 	u.pu.table.Close()
 	u.pu.src.close()
 	u.pu.listedOnce(u.b)
+	u.b.perUser.Add(-1)
+	if u.pu.private.Load() {
+		u.b.privateUps.Add(-1)
+	}
 	u.setState(StateDown, "")
 }
 
@@ -182,6 +203,13 @@ func (u *upstream) createPrincipalSession(ctx context.Context, principal string)
 		}
 		u.pu.listMu.Unlock()
 	}
+	if u.pu.private.Load() && !u.b.private.has(principal, u.cfg.Name) {
+		// Tools listed per principal: every session lists its own.
+		if err := s.listOwn(); err != nil {
+			u.closePrincipalSession(s)
+			return nil, err
+		}
+	}
 	u.log.Info("per-principal session opened", "principal", principal, "session", s.id)
 	return s, nil
 }
@@ -203,6 +231,7 @@ func (u *upstream) closePrincipalSession(s *session) {
 	s.markDead(nil)
 	s.cancel()
 	s.wg.Wait()
+	u.b.private.drop(s.principal, u.cfg.Name, s.id) // a private listing lives with its session
 	u.pu.subjects.Delete(s.principal)
 	u.log.Info("per-principal session closed", "principal", s.principal, "session", s.id, "sessions", u.pu.table.len())
 	u.b.closers.Add(1)
@@ -342,14 +371,19 @@ func (t *bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 // has not logged in to, so that a call to a tool nobody could list yet
 // gets the login link rather than TOOL_NOT_FOUND. Cheap when every
 // per-user upstream has listed.
+//
+// An upstream whose tools are listed per principal (privatetools.go) is
+// primed for every principal without a listing of it: the principal's
+// session is created (and lists), or, if it has one that has not listed,
+// lists now.
 func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string) error {
-	if b.unlistedPerUser.Load() <= 0 || principal == "" {
+	if b.unlistedPerUser.Load() <= 0 && b.privateUps.Load() <= 0 || principal == "" {
 		return nil
 	}
 	b.mu.RLock()
 	var ups []*upstream
 	for _, u := range b.ups {
-		if u.pu != nil && !u.pu.listed.Load() {
+		if u.pu != nil && (!u.pu.listed.Load() || u.pu.private.Load() && !b.private.has(principal, u.cfg.Name)) {
 			ups = append(ups, u)
 		}
 	}
@@ -358,10 +392,13 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 	var login error
 	for _, u := range ups {
 		ctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout+u.cfg.RefreshTimeout)
-		_, done, err := u.principalSession(ctx)
+		s, done, err := u.principalSession(ctx)
 		var le *LoginRequiredError
 		switch {
 		case err == nil:
+			if u.pu.private.Load() && !b.private.has(principal, u.cfg.Name) {
+				_ = s.listOwn() // its failure is logged and in the status; the call meets NOT_FOUND
+			}
 			done()
 		case login == nil && errors.As(err, &le):
 			login = err

@@ -187,7 +187,7 @@ func (s *session) refresh() error {
 	}
 	n := 0
 	if err == nil {
-		n, err = u.b.catalog.setServerTasks(u.cfg.Name, u.names, tools, s.raw.taskSupport(tools), true)
+		n, err = u.publishTools(s, tools, s.raw.taskSupport(tools))
 	}
 	now := time.Now()
 	u.mu.Lock()
@@ -195,7 +195,9 @@ func (s *session) refresh() error {
 	u.status.LastRefreshOK = err == nil
 	if err == nil {
 		u.status.RefreshCount++
-		u.status.ToolCount = n
+		if u.pu == nil || !u.pu.private.Load() { // one principal's count is nobody else's
+			u.status.ToolCount = n
+		}
 		u.status.LastListOK = now
 	} else {
 		if ctx.Err() != nil && s.ctx.Err() == nil {
@@ -217,8 +219,12 @@ func (s *session) refresh() error {
 	}
 	u.log.Debug("tools listed", "tools", n)
 	// Resources, templates and prompts ride the same pass (and so the same
-	// list_changed marks and debounce); their failures never fail it.
-	s.refreshResources()
+	// list_changed marks and debounce); their failures never fail it. A
+	// per-user upstream listing per principal keeps the resources its
+	// first listing published (shared: docs/credentials.md).
+	if u.pu == nil || !u.pu.private.Load() || !u.pu.listed.Load() {
+		s.refreshResources()
+	}
 	return nil
 }
 

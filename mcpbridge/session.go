@@ -46,6 +46,11 @@ type session struct {
 	seq      atomic.Uint64
 
 	ttl atomic.Int64 // ttlMs from the last list (2026-07-28), 0 if none
+	// listedPrivate: the last tools/list answered cacheScope "private"
+	// (2026-07-28); listMu serialises the listings of a per-principal
+	// session (its creation, priming, the upstream's relister).
+	listedPrivate atomic.Bool
+	listMu        sync.Mutex
 
 	raw rawSchemas // schemas as the upstream sent them (rawschema.go)
 
@@ -70,6 +75,9 @@ func (s *session) markDirty() {
 	select {
 	case s.dirty <- struct{}{}:
 	default:
+	}
+	if s.principal != "" {
+		s.u.pu.kickRelist() // per-principal sessions have no refresher: the upstream's relister
 	}
 }
 

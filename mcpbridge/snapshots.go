@@ -138,6 +138,17 @@ func (g *signals) subscribe() *Subscription {
 	return s
 }
 
+// add makes s, a subscription of another set, signalled by g too (its
+// also).
+func (g *signals) add(s *Subscription) {
+	g.mu.Lock()
+	if g.subs == nil {
+		g.subs = map[*Subscription]struct{}{}
+	}
+	g.subs[s] = struct{}{}
+	g.mu.Unlock()
+}
+
 func (g *signals) signal() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -161,6 +172,11 @@ func (g *signals) count() int {
 type Subscription struct {
 	c chan struct{}
 	g *signals
+	// also is a second set signalling it (a principal's listings,
+	// privatetools.go), release what its Close gives back; both optional.
+	also    *signals
+	release func()
+	once    sync.Once
 }
 
 // C is signalled after the catalog changed.
@@ -171,4 +187,12 @@ func (s *Subscription) Close() {
 	s.g.mu.Lock()
 	delete(s.g.subs, s)
 	s.g.mu.Unlock()
+	if s.also != nil {
+		s.also.mu.Lock()
+		delete(s.also.subs, s)
+		s.also.mu.Unlock()
+	}
+	if s.release != nil {
+		s.once.Do(s.release)
+	}
 }

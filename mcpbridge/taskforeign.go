@@ -36,12 +36,17 @@ import (
 
 // foreignSession reports whether a request about ref must go on the
 // upstream session ref names rather than on the bridge's current one.
-func (u *upstream) foreignSession(ref TaskRef) bool {
+func (u *upstream) foreignSession(ctx context.Context, ref TaskRef) bool {
 	if ref.Era != TaskEra2025 || u.cfg.Transport != TransportStreamableHTTP || ref.Session == "" ||
 		strings.HasPrefix(ref.Session, localOwnerPrefix) {
 		return false
 	}
 	s := u.sess.Load()
+	if u.pu != nil {
+		// A per-user upstream: the task's owner is the caller (the handle
+		// is sealed to its principal); its session is the caller's.
+		s, _ = u.pu.table.peek(callerOf(ctx).principal)
+	}
 	if s == nil || s.isDead() {
 		return true
 	}
@@ -78,11 +83,24 @@ func (b *Bridge) foreignTaskRequest(ctx context.Context, u *upstream, ref TaskRe
 		}
 		tok.SetAuthHeader(req)
 	}
-	hc := &http.Client{Transport: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}, CheckRedirect: u.checkRedirect}
+	base := u.http.Transport
+	if u.pu != nil {
+		// The caller's credentials, as on the caller's own session.
+		base = u.sessionAuth(&session{principal: callerOf(ctx).principal}, base)
+	}
+	hc := &http.Client{Transport: &limitRoundTripper{base: base, limit: u.maxMessage(), log: u.log}, CheckRedirect: u.checkRedirect}
 	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		var ce *CredentialsError
+		var ue *UnavailableError
+		if errors.As(err, &ce) {
+			return nil, ce
+		}
+		if errors.As(err, &ue) {
+			return nil, ue
 		}
 		u.log.Debug("task request on another session failed", "request", method, "error", u.redact(err.Error()))
 		return nil, &UnavailableError{Server: u.cfg.Name, Reason: ReasonNoSession}

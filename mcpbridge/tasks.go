@@ -486,7 +486,7 @@ func (b *Bridge) taskRequest(ctx context.Context, ref TaskRef, method string, p 
 	if err != nil {
 		return nil, err
 	}
-	if u.foreignSession(ref) {
+	if u.foreignSession(ctx, ref) {
 		return b.foreignTaskRequest(ctx, u, ref, method, p)
 	}
 	// Decided without a request where the session tells: no request, no

@@ -247,6 +247,28 @@ func (t *sessionTable[S]) has(principal string) bool {
 	return t.entries[principal] != nil
 }
 
+// peek returns principal's session, if it has one, without holding it.
+func (t *sessionTable[S]) peek(principal string) (S, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if e := t.entries[principal]; e != nil {
+		return e.s, true
+	}
+	var zero S
+	return zero, false
+}
+
+// all returns the sessions in the table.
+func (t *sessionTable[S]) all() []S {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]S, 0, len(t.entries))
+	for _, e := range t.entries {
+		out = append(out, e.s)
+	}
+	return out
+}
+
 // len is the number of sessions in the table.
 func (t *sessionTable[S]) len() int {
 	t.mu.Lock()

@@ -183,7 +183,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	if err != nil {
 		return nil, err
 	}
-	snap, after, e := s.core.ToolCursor(req.GetPageToken(), grpcFields)
+	snap, after, e := s.core.ToolCursor(ctx, req.GetPageToken(), grpcFields)
 	if e != nil {
 		return nil, grpcStatus(e).Err()
 	}
@@ -191,14 +191,14 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	start := core.ToolsAfter(snap, after)
 	size := func(w *wireTool) int { return len(w.enc) }
 	allowed := s.authOf(ctx).Filter(ctx)
-	if allowed == nil {
+	if allowed == nil && snap.Base() == nil {
 		// Every caller paging the whole catalog gets the same pages: built
 		// once per revision (pageCache), the page a slice of the cached
 		// tools.
 		end, n := core.Span(all, start, pageSize, s.pageBudget(), size)
 		return s.pages.page(snap, format, start, end, all[start:end], s.nextToolToken(snap, all[start:end], n)), nil
 	}
-	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return allowed(w.msg.GetName()) },
+	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return allowed == nil || allowed(w.msg.GetName()) },
 		core.Same[*wireTool], size)
 	return encodedListPage(page, s.nextToolToken(snap, page, n), snap.Revision), nil
 }

@@ -59,6 +59,7 @@ func (s *Server) WatchCatalog(req *toolsvcv1.WatchCatalogRequest, stream grpc.Se
 	if err != nil {
 		return err
 	}
+	s.core.PrimeCatalog(authCtx) // per-user upstreams list through the caller's session, as for ListTools
 	f, err := s.newWatchFilter(authCtx, req)
 	if err != nil {
 		return err
@@ -93,7 +94,7 @@ func (ws *watchStream) run() error {
 	defer func() { s.hub.leave(ws.g) }() // the group changes with the auth state
 	// Subscribe before reading the current state, so that no change between
 	// the two goes unsignalled.
-	sub := s.bridge.Catalog().Subscribe()
+	sub := s.bridge.Tools(ws.f.tools).Subscribe() // the caller's view: another principal's listing never signals it
 	defer sub.Close()
 	var rsub <-chan struct{} // nil (never ready) for tools only
 	if ws.f.kinds.any() {

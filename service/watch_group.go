@@ -33,6 +33,8 @@ type groupKey struct {
 	kinds    watchKinds
 	format   schemaFormat
 	fragment bool // events are split into parts (or refused when too large)
+
+	tools string // whose view of the tool catalog (watchFilter.tools)
 }
 
 type watchGroup struct {
@@ -81,7 +83,7 @@ func (m *viewMemo[S, V]) put(snap S, v V) {
 // join adds a stream to the group of its view, or returns false after
 // Shutdown.
 func (h *watchHub) join(f *watchFilter) (*watchGroup, bool) {
-	k := groupKey{f.key, f.kinds, f.format, f.fragment}
+	k := groupKey{f.key, f.kinds, f.format, f.fragment, f.tools}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -117,10 +119,11 @@ func (h *watchHub) shutdown() {
 // snapshots returns the current snapshots of the catalogs the group
 // follows (no resource snapshot for tools only).
 func (g *watchGroup) snapshots(s *Server) (*mcpbridge.Snapshot, *mcpbridge.ResourceSnapshot) {
+	cat := s.bridge.Tools(g.key.tools)
 	if !g.key.kinds.any() {
-		return s.bridge.Catalog().Current(), nil
+		return cat.Current(), nil
 	}
-	return s.bridge.Catalog().Current(), s.bridge.Resources().Current()
+	return cat.Current(), s.bridge.Resources().Current()
 }
 
 // current returns the group's state for the catalogs' current snapshots,
@@ -203,7 +206,7 @@ func (g *watchGroup) findView(s *Server, rev string) *view {
 
 // findToolView returns the newest remembered tool part with revision rev.
 func (g *watchGroup) findToolView(s *Server, rev string) *view {
-	cat := s.bridge.Catalog()
+	cat := s.bridge.Tools(g.key.tools)
 	if g.filter.key == "" {
 		if snap, ok := cat.Snapshot(rev); ok {
 			return buildToolView(snap, g.filter)

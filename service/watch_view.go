@@ -27,6 +27,10 @@ type watchFilter struct {
 	format             schemaFormat           // how events carry schemas (not part of the view)
 	fragment           bool                   // the client accepts events split across messages
 	kinds              watchKinds             // the resource catalog's kinds the watch follows
+	// tools is the principal whose view of the tool catalog the watch
+	// follows (mcpbridge.Bridge.Tools; "": the shared catalog): a JWT
+	// caller's while per-user upstreams run (docs/credentials.md).
+	tools string
 }
 
 // watchKinds are the kinds of the resource catalog a watch follows.
@@ -42,6 +46,9 @@ func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalog
 		return nil, err
 	}
 	f.format = format
+	if s.bridge.HasPerUser() {
+		f.tools = core.ToolsPrincipal(ctx)
+	}
 	var names []string
 	for i, name := range req.GetServers() {
 		field := fmt.Sprintf("servers[%d]", i)

@@ -105,6 +105,7 @@ type credsCfg struct {
 	Audience     string `json:"audience,omitempty"`
 	MaxSessions  int    `json:"maxSessions,omitempty"`
 	SessionIdle  string `json:"sessionIdle,omitempty"`
+	PrivateTools bool   `json:"privateTools,omitempty"`
 	// userOAuth
 	Scopes             []string `json:"scopes,omitempty"`
 	RequireSameSubject bool     `json:"requireSameSubject,omitempty"`

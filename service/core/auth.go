@@ -11,6 +11,8 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 // Principal is an authenticated caller.
@@ -45,6 +47,25 @@ func (s *Core) PrimeCatalog(ctx context.Context) {
 		}
 		_ = s.bridge.PrimeCaller(ctx, p.Name, subject) // a login to make is the call's business
 	}
+}
+
+// Tools is the tool catalog as the caller of ctx sees it
+// (mcpbridge.Bridge.Tools): for a caller authenticated by a JWT, the
+// shared catalog with the caller's per-principal listings merged in
+// (docs/credentials.md, "Per-principal listings"); for anyone else the
+// shared catalog (a static token or a certificate of the same name reaches
+// no per-user upstream, so it sees none of its listings).
+func (s *Core) Tools(ctx context.Context) mcpbridge.ToolView {
+	return s.bridge.Tools(ToolsPrincipal(ctx))
+}
+
+// ToolsPrincipal is the principal whose view of the tool catalog the
+// caller of ctx gets (Tools): its name for a JWT caller, else "".
+func ToolsPrincipal(ctx context.Context) string {
+	if p, ok := PrincipalFrom(ctx); ok && p.Method == "jwt" {
+		return p.Name
+	}
+	return ""
 }
 
 // SubjectTokenFrom is the caller's JWT, "" if it was not authenticated by

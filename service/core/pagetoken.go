@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -63,9 +64,11 @@ func expiredToken(f Fields, what, rev string) *Error {
 
 // ToolCursor resolves a tool listing's page token (empty: the current
 // snapshot from its start) to the snapshot it names and the exposed name
-// the listing continues after; f names the token's field.
-func (s *Core) ToolCursor(token string, f Fields) (*mcpbridge.Snapshot, string, *Error) {
-	cat := s.bridge.Catalog()
+// the listing continues after; f names the token's field. Snapshots are
+// the caller's view of the catalog (Tools), so the pages of a principal
+// with per-principal listings continue in that principal's view.
+func (s *Core) ToolCursor(ctx context.Context, token string, f Fields) (*mcpbridge.Snapshot, string, *Error) {
+	cat := s.Tools(ctx)
 	if token == "" {
 		return cat.Current(), "", nil
 	}

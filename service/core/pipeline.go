@@ -102,7 +102,7 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	// A per-user upstream lists its tools through its first caller's
 	// session: this caller's, if none has yet.
 	primeErr := s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
-	target, rerr := s.bridge.Resolve(in.Name)
+	target, rerr := s.bridge.ResolveFor(ToolsPrincipal(op.ctx), in.Name) // in the caller's view: another's private tool is NOT_FOUND
 	if target.Tool != nil {
 		c.target = target
 		op.meta["server"], op.server, op.tool = target.Tool.Server, target.Tool.Server, target.Tool.Name

@@ -95,7 +95,16 @@ func (s *Core) search(op *Operation, in SearchInput) ([]SearchHit, string, *Erro
 	if e := op.admitAll(); e != nil {
 		return nil, "", op.Fail(e)
 	}
-	hits, rev := s.searchCurrent(in.Query, limit, keep)
+	// Per-user upstreams list through the caller's session, as for
+	// ListTools; the search ranks the caller's view.
+	s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
+	var hits []toolsearch.Hit[*mcpbridge.Tool]
+	var rev string
+	if view := s.Tools(op.ctx).Current(); view.Base() != nil {
+		hits, rev = s.searchPersonal(view, in.Query, limit, keep)
+	} else {
+		hits, rev = s.searchCurrent(in.Query, limit, keep)
+	}
 	out := make([]SearchHit, len(hits))
 	for i, h := range hits {
 		out[i] = SearchHit{Tool: h.Value, Score: h.Score}
@@ -117,6 +126,30 @@ func (s *Core) searchCurrent(q string, limit int, keep func(*mcpbridge.Tool) boo
 	defer ti.mu.Unlock()
 	s.syncIndexLocked()
 	return ti.ix.Search(q, limit, keep), ti.snap.Revision
+}
+
+// searchPersonal ranks on view, a principal's view of the catalog (the
+// shared snapshot view.Base() with that principal's per-principal
+// listings): the index is brought to the shared snapshot, the principal's
+// own tools are added for this search and removed after it, so the
+// ranking is exactly that of an index of view, and the shared index is
+// left as it was. It holds the index exclusively (the added tools are
+// this caller's): searches of principals with per-principal listings are
+// serialised, at a cost per search of their own tools.
+func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, keep func(*mcpbridge.Tool) bool) ([]toolsearch.Hit[*mcpbridge.Tool], string) {
+	ti := &s.toolIndex
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	s.syncIndexToLocked(view.Base())
+	own, _ := mcpbridge.Diff(view.Base(), view)
+	for _, t := range own {
+		ti.ix.Upsert(ToolDoc(t, s.bridge.Instructions(t.Server)))
+	}
+	hits := ti.ix.Search(q, limit, keep)
+	for _, t := range own {
+		ti.ix.Remove(t.Name)
+	}
+	return hits, view.Revision
 }
 
 func or(a, b string) string {
@@ -184,9 +217,11 @@ func (h Hints) match(a *mcp.ToolAnnotations) bool {
 
 // syncIndexLocked brings the index to the current snapshot: the tools
 // that changed since the one it holds are re-indexed. ti.mu is held.
-func (s *Core) syncIndexLocked() {
+func (s *Core) syncIndexLocked() { s.syncIndexToLocked(s.bridge.Catalog().Current()) }
+
+// syncIndexToLocked brings the index to the shared snapshot cur.
+func (s *Core) syncIndexToLocked(cur *mcpbridge.Snapshot) {
 	ti := &s.toolIndex
-	cur := s.bridge.Catalog().Current()
 	if ti.ix == nil {
 		ti.ix = toolsearch.New[*mcpbridge.Tool](nil)
 		ti.snap = &mcpbridge.Snapshot{}

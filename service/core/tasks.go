@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
@@ -384,8 +385,8 @@ func (t *TaskOp) Result(ctx context.Context, input *mcpbridge.Interaction) (*mcp
 func (t *TaskOp) Watch(ctx context.Context, send func(*TaskState) error) error {
 	s := t.op.s
 	t.op.releaseSlot()
-	p := s.tasks.polls.join(s, t.body)
-	defer s.tasks.polls.leave(p)
+	p, w := s.tasks.polls.join(s, t.body, t.op.subject)
+	defer s.tasks.polls.leave(p, w)
 	var last *pollResult
 	for {
 		r, changed := p.latest()
@@ -442,6 +443,11 @@ type taskPoll struct {
 	mu      sync.Mutex
 	cur     *pollResult
 	changed chan struct{} // closed when cur is replaced
+	// subjects are the JWTs of the watchers (by watcher number; all of the
+	// task's principal, pollKey): a per-user upstream is polled through
+	// the principal's session with one of them (subject). Guarded by mu.
+	subjects map[int]string
+	nextW    int
 }
 
 // pollResult is one poll: the task and its end, or the poll's error.
@@ -456,24 +462,76 @@ func pollKey(b handleBody) string {
 	return b.Principal + "\x00" + r.Server + "\x00" + string(r.Era) + "\x00" + r.Session + "\x00" + r.ID
 }
 
-// join adds a watcher to the task's poll loop, starting it if needed.
-func (ps *taskPolls) join(s *Core, b handleBody) *taskPoll {
+// join adds a watcher, with its subject token (its JWT, "" if none), to
+// the task's poll loop, starting it if needed; it returns the loop and the
+// watcher's number, for leave.
+func (ps *taskPolls) join(s *Core, b handleBody, subject string) (*taskPoll, int) {
 	key := pollKey(b)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if p := ps.m[key]; p != nil {
 		p.watchers++
-		return p
+		return p, p.addSubject(subject)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &taskPoll{key: key, watchers: 1, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
+	w := p.addSubject(subject)
 	ps.m[key] = p
-	go p.run(ctx, s, b.Ref)
-	return p
+	go p.run(ctx, s, b.Principal, b.Ref)
+	return p, w
 }
 
-// leave removes a watcher; the last one stops the loop and waits for it.
-func (ps *taskPolls) leave(p *taskPoll) {
+func (p *taskPoll) addSubject(subject string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.subjects == nil {
+		p.subjects = map[int]string{}
+	}
+	p.nextW++
+	p.subjects[p.nextW] = subject
+	return p.nextW
+}
+
+// subject is the watchers' JWT the loop polls with: the one that expires
+// last (the most recent watcher's, usually; an unreadable expiry counts
+// as none), so a watcher whose token expired does not end the others'
+// watch while one of them has a valid token. The exchanged token is
+// cached per principal, so the subject matters only when it must be
+// exchanged again; if every watcher's JWT has expired by then, the
+// authorization server refuses the exchange and the watchers get
+// PERMISSION_DENIED CREDENTIALS_REFUSED (they watch again with a fresh
+// token).
+func (p *taskPoll) subject() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best, bestExp, bestW := "", int64(-1), -1
+	for w, s := range p.subjects {
+		if s == "" {
+			continue
+		}
+		exp := jwtExpiry(s)
+		if exp > bestExp || exp == bestExp && w > bestW {
+			best, bestExp, bestW = s, exp, w
+		}
+	}
+	return best
+}
+
+// jwtExpiry is the exp claim of a JWT already verified at authentication
+// (0 when unreadable).
+func jwtExpiry(tok string) int64 {
+	var c jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok, &c); err != nil || c.ExpiresAt == nil {
+		return 0
+	}
+	return c.ExpiresAt.Unix()
+}
+
+// leave removes watcher w; the last one stops the loop and waits for it.
+func (ps *taskPolls) leave(p *taskPoll, w int) {
+	p.mu.Lock()
+	delete(p.subjects, w)
+	p.mu.Unlock()
 	ps.mu.Lock()
 	p.watchers--
 	last := p.watchers == 0
@@ -507,7 +565,12 @@ func (p *taskPoll) publish(r *pollResult) {
 // at the core's interval (the operator's choice: the upstream's suggested
 // pollInterval is reported to callers, not followed, because the watch's
 // promise is how soon a task's end reaches its watchers).
-func (p *taskPoll) run(ctx context.Context, s *Core, ref mcpbridge.TaskRef) {
+//
+// The loop runs for no request, so it names the caller itself: the task's
+// principal, with a watcher's JWT (subject), so that a task of a per-user
+// upstream is polled through its owner's session with the owner's
+// credentials.
+func (p *taskPoll) run(ctx context.Context, s *Core, principal string, ref mcpbridge.TaskRef) {
 	defer close(p.done)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -517,6 +580,7 @@ func (p *taskPoll) run(ctx context.Context, s *Core, ref mcpbridge.TaskRef) {
 			return
 		case <-timer.C:
 		}
+		ctx := mcpbridge.WithCaller(ctx, principal, p.subject())
 		task, end, err := s.bridge.PollTask(ctx, ref)
 		if ctx.Err() != nil {
 			return

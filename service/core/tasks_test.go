@@ -3,6 +3,9 @@ package core
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
@@ -42,5 +45,47 @@ func TestTaskHandles(t *testing.T) {
 		if e == nil || e.Reason != ReasonTaskHandleInvalid || e.Code != InvalidArgument || len(e.Violations) != 1 || e.Violations[0].Field != "handle" {
 			t.Errorf("%s: open = %v, want TASK_HANDLE_INVALID on handle", name, e)
 		}
+	}
+}
+
+// TestTaskPollSubject: the shared poll loop of a task polls with the
+// watchers' JWT that expires last (the owner's credentials for a per-user
+// upstream), forgets a watcher's token when it leaves, and has none left
+// for watchers without a JWT.
+func TestTaskPollSubject(t *testing.T) {
+	tok := func(sub string, exp time.Time) string {
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{Subject: sub, ExpiresAt: jwt.NewNumericDate(exp)}).
+			SignedString([]byte("k"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	now := time.Now()
+	early, late, later := tok("ann", now.Add(time.Minute)), tok("ann", now.Add(time.Hour)), tok("ann", now.Add(2*time.Hour))
+	p := &taskPoll{}
+	if got := p.subject(); got != "" {
+		t.Errorf("no watcher: subject %q", got)
+	}
+	wNone := p.addSubject("") // a watcher without a JWT adds nothing
+	wLate := p.addSubject(late)
+	p.addSubject(early)
+	if got := p.subject(); got != late {
+		t.Errorf("subject = exp %d, want the later-expiring token", jwtExpiry(got))
+	}
+	wLater := p.addSubject(later)
+	if got := p.subject(); got != later {
+		t.Error("a newer watcher's later token is not used")
+	}
+	for _, w := range []int{wLater, wLate} {
+		p.mu.Lock()
+		delete(p.subjects, w)
+		p.mu.Unlock()
+	}
+	if got := p.subject(); got != early {
+		t.Error("after the others left, the remaining watcher's token is not used")
+	}
+	if jwtExpiry("not a jwt") != 0 || wNone == 0 {
+		t.Error("an unreadable token has an expiry")
 	}
 }

@@ -327,9 +327,11 @@ func httpAuthContext(r *http.Request) context.Context {
 // is called.
 func (f *Front) Run(ctx context.Context) {
 	defer close(f.done)
-	sub := f.c.Bridge().Catalog().Subscribe()
+	// Every principal's listing too: a principal's own list changes their
+	// view (views.go).
+	sub := f.c.Bridge().SubscribeAllTools()
 	defer sub.Close()
-	last := f.c.Bridge().Catalog().Current().Revision
+	last, lastPrivate := f.c.Bridge().Catalog().Current().Revision, f.c.Bridge().PrivateGen()
 	stop := make(chan struct{})
 	go func() {
 		select {
@@ -348,11 +350,11 @@ func (f *Front) Run(ctx context.Context) {
 	cat := f.c.Bridge().Catalog()
 	f.follow(stop, sub.C(), func(authChanged bool) {
 		// A reload's new rules change views as a catalog change does.
-		snap := cat.Current()
-		if snap.Revision == last && !authChanged {
+		snap, private := cat.Current(), f.c.Bridge().PrivateGen()
+		if snap.Revision == last && private == lastPrivate && !authChanged {
 			return
 		}
-		last = snap.Revision
+		last, lastPrivate = snap.Revision, private
 		if f.viewsChanged(snap) {
 			f.notifyListChanged()
 		}
@@ -617,7 +619,7 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 	if cursor == "" {
 		f.c.PrimeCatalog(ctx) // per-user upstreams list through their first caller's session
 	}
-	snap, after, e := f.c.ToolCursor(cursor, mcpFields)
+	snap, after, e := f.c.ToolCursor(ctx, cursor, mcpFields)
 	if e != nil {
 		return nil, mcpError(e)
 	}

@@ -42,6 +42,10 @@ type views struct {
 	// view last announced as a comparable key (resourceListKey, promptListKey).
 	lastKey      [numListKinds]map[string]string
 	announcedKey [numListKinds]map[string]time.Time
+	// jwt are the principals with a session authenticated by a JWT: their
+	// tool view is their view of the catalog, with their per-principal
+	// listings (core.Core.Tools).
+	jwt map[string]bool
 }
 
 // listKind is a list other than tools whose list_changed is per principal.
@@ -55,7 +59,7 @@ const (
 
 func newViews() *views {
 	v := &views{window: viewAnnounceWindow, sessions: map[*mcp.ServerSession]string{}, count: map[string]int{},
-		last: map[string][]*mcpbridge.Tool{}, announced: map[string]time.Time{}}
+		last: map[string][]*mcpbridge.Tool{}, announced: map[string]time.Time{}, jwt: map[string]bool{}}
 	for k := range numListKinds {
 		v.lastKey[k], v.announcedKey[k] = map[string]string{}, map[string]time.Time{}
 	}
@@ -108,6 +112,19 @@ func (f *Front) rules() bool {
 	return a.HasRules()
 }
 
+// toolViews reports whether principals' tool views can differ: by rules,
+// or by per-principal listings (a per-user upstream runs).
+func (f *Front) toolViews() bool { return f.rules() || f.c.Bridge().HasPerUser() }
+
+// toolSnap is p's snapshot of the tool catalog, whose shared snapshot is
+// shared: with p's per-principal listings for a JWT principal. v.mu is held.
+func (f *Front) toolSnap(shared *mcpbridge.Snapshot, p string) *mcpbridge.Snapshot {
+	if !f.views.jwt[p] {
+		return shared
+	}
+	return f.c.Bridge().Tools(p).Current()
+}
+
 // view is the catalog entries of snap that p may use.
 func (f *Front) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
 	var out []*mcpbridge.Tool
@@ -124,7 +141,7 @@ func (f *Front) view(snap *mcpbridge.Snapshot, p string) []*mcpbridge.Tool {
 // list_changed (a 2025-11-25 or SSE session at initialize, a 2026-07-28
 // listen stream while it lasts).
 func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
-	if extra == nil || extra.TokenInfo == nil || !f.rules() {
+	if extra == nil || extra.TokenInfo == nil || !f.toolViews() {
 		return
 	}
 	p := extra.TokenInfo.UserID
@@ -135,8 +152,12 @@ func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 		return
 	}
 	v.sessions[ss] = p
+	if m, _ := extra.TokenInfo.Extra[principalMethodKey].(string); m == "jwt" && !v.jwt[p] {
+		v.jwt[p] = true
+		v.last[p] = f.view(f.toolSnap(f.c.Bridge().Catalog().Current(), p), p)
+	}
 	if v.count[p]++; v.count[p] == 1 {
-		v.last[p] = f.view(f.c.Bridge().Catalog().Current(), p)
+		v.last[p] = f.view(f.toolSnap(f.c.Bridge().Catalog().Current(), p), p)
 		res := f.c.Bridge().Resources().Current()
 		for k := range numListKinds {
 			v.lastKey[k][p] = f.listKey(k, res, p)
@@ -155,6 +176,7 @@ func (f *Front) removeSession(ss *mcp.ServerSession) {
 	delete(v.sessions, ss)
 	if v.count[p]--; v.count[p] <= 0 {
 		delete(v.count, p)
+		delete(v.jwt, p)
 		delete(v.last, p)
 		delete(v.announced, p)
 		for k := range numListKinds {
@@ -166,9 +188,10 @@ func (f *Front) removeSession(ss *mcp.ServerSession) {
 
 // viewsChanged compares every connected principal's view of snap with the
 // one last announced and marks the principals whose view changed. It
-// reports whether any did (always true without rules).
+// reports whether any did (always true when views cannot differ). A JWT
+// principal's view is of their own snapshot (toolSnap).
 func (f *Front) viewsChanged(snap *mcpbridge.Snapshot) bool {
-	if !f.rules() {
+	if !f.toolViews() {
 		return true
 	}
 	v := f.views
@@ -177,7 +200,7 @@ func (f *Front) viewsChanged(snap *mcpbridge.Snapshot) bool {
 	now := time.Now()
 	changed := false
 	for p := range v.count {
-		view := f.view(snap, p)
+		view := f.view(f.toolSnap(snap, p), p)
 		if !slices.EqualFunc(view, v.last[p], sameTool) {
 			v.last[p], v.announced[p] = view, now
 			changed = true
@@ -189,7 +212,7 @@ func (f *Front) viewsChanged(snap *mcpbridge.Snapshot) bool {
 // wants reports whether ss should get the list_changed being sent
 // (notifications/<list>/list_changed).
 func (f *Front) wants(ss *mcp.ServerSession, method string) bool {
-	if !f.rules() {
+	if tools := method == "notifications/tools/list_changed"; !f.rules() && (!tools || !f.toolViews()) {
 		return true
 	}
 	v := f.views

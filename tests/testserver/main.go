@@ -388,6 +388,8 @@ func main() {
 	interactive := flag.Bool("interactive", false, "add the tools that ask their caller for input (interactive.go)")
 	authIssuer := flag.String("auth-issuer", "", "http modes: require a JWT access token from this issuer, and add the tool whoami (bearer.go)")
 	authAudience := flag.String("auth-audience", "", "with -auth-issuer: the audience the token must carry")
+	perCallerTools := flag.Bool("per-caller", false, "with -auth-issuer: each verified subject gets its own server and tools (bearer.go, perCaller)")
+	cacheScope := flag.String("cache-scope", "", "with -per-caller: the cacheScope of tools/list results (\"private\")")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -410,11 +412,15 @@ func main() {
 		}
 		var h http.Handler
 		path := "/mcp"
+		getServer := func(*http.Request) *mcp.Server { return s }
+		if *perCallerTools {
+			getServer = (&perCaller{cacheScope: *cacheScope}).server
+		}
 		switch *mode {
 		case "http":
-			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+			h = mcp.NewStreamableHTTPHandler(getServer, nil)
 		case "http-stateless":
-			h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true})
+			h = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true})
 		case "sse":
 			h, path = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil), "/sse"
 		}

@@ -1,0 +1,101 @@
+package mcpbridge
+
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Where a listing goes, and list_changed on per-principal sessions
+// (docs/credentials.md, "Per-principal listings").
+
+// publishTools publishes a listing made through s: to the shared catalog,
+// or, for a per-user upstream whose tools are per principal, to the
+// principal's listing. A per-user upstream's tools become per principal
+// when the operator says so (credentials.privateTools) or a listing says
+// cacheScope "private" (a 2026-07-28 field; go-sdk servers send it in
+// every era, and go-sdk decodes it in every era, so it is honoured
+// whatever the session negotiated); from then on (for the upstream's
+// life) its tools leave the shared catalog, where they were one
+// principal's.
+func (u *upstream) publishTools(s *session, tools []*mcp.Tool, taskSupport map[string]string) (int, error) {
+	if u.pu == nil || s.principal == "" {
+		return u.b.catalog.setServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+	}
+	if !u.pu.private.Load() && s.listedPrivate.Load() {
+		if !u.pu.private.Swap(true) {
+			u.b.privateUps.Add(1)
+			u.b.catalog.removeServer(u.cfg.Name)
+			u.log.Info("tools are listed per principal (the upstream answered cacheScope \"private\")")
+		}
+	}
+	if !u.pu.private.Load() {
+		return u.b.catalog.setServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+	}
+	return u.b.private.set(s, u.cfg.Name, u.names, tools, taskSupport)
+}
+
+// listOwn lists the tools of a per-principal session (its principal's
+// listing, or the shared one), one listing of the session at a time.
+func (s *session) listOwn() error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	return s.refresh()
+}
+
+// kickRelist wakes the relister; like markDirty, which calls it, it never
+// blocks.
+func (pu *principalSessions) kickRelist() {
+	select {
+	case pu.relist <- struct{}{}:
+	default:
+	}
+}
+
+// relister re-lists the per-principal sessions an upstream's list_changed
+// marked dirty: one goroutine per per-user upstream (not one per session:
+// an idle session costs no goroutine for this), owned by runPerPrincipal,
+// ending with the upstream. After a mark it waits RefreshDebounce (more
+// marks meanwhile ride along), then re-lists: for tools listed per
+// principal, every dirty session (each publishes to its own principal's
+// view); for a shared listing, the first dirty session that lists
+// successfully publishes to the shared catalog and the other marks are
+// dropped (the upstream's one list changed).
+func (u *upstream) relister() {
+	for {
+		select {
+		case <-u.ctx.Done():
+			return
+		case <-u.pu.relist:
+		}
+		t := time.NewTimer(u.cfg.RefreshDebounce)
+		select {
+		case <-u.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		u.relistDirty()
+	}
+}
+
+// relistDirty re-lists the dirty per-principal sessions (relister).
+func (u *upstream) relistDirty() {
+	sharedDone := false
+	for _, s := range u.pu.table.all() {
+		select {
+		case <-s.dirty:
+		default:
+			continue
+		}
+		if u.ctx.Err() != nil {
+			return
+		}
+		if s.ctx.Err() != nil || s.isDead() || sharedDone && !u.pu.private.Load() {
+			continue
+		}
+		if err := s.listOwn(); err == nil && !u.pu.private.Load() {
+			sharedDone = true
+		}
+	}
+}

@@ -1,0 +1,371 @@
+package mcpbridge
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Per-principal listings (docs/credentials.md, "Per-principal listings"):
+// a per-user upstream whose tools differ per principal (a 2026-07-28
+// upstream answered tools/list with cacheScope "private", or the operator
+// set credentials.privateTools) has no tools in the shared catalog. Each
+// principal session lists its own, kept here by (principal, server) while
+// the session lives (closePrincipalSession drops it), and the principal's
+// view of the catalog is the shared snapshot with those tools merged in:
+//
+//	shared Snapshot ──┐
+//	                  ├─▶ principal's Snapshot (immutable, content revision,
+//	listings of p ────┘   built on first read after either changed, kept
+//	                      in p's own bounded history for page tokens and
+//	                      watch resumption)
+//
+// A principal's subscription is signalled by the shared catalog and by
+// that principal's listings only: another principal's listing never wakes
+// it. A principal without a listing sees the shared snapshot itself.
+
+// principalHistory bounds the merged snapshots remembered per principal
+// (page tokens, watch resumption); they share their entries with the
+// shared catalog and the listings, so one costs a slice of pointers: 8 KiB
+// with a shared catalog of 1,000 tools (TestPrivateListingCost), so at
+// most 32 KiB per principal with a listing. A page token or resume token
+// of an older view gets what an expired shared revision gets.
+const principalHistory = 4
+
+// privateTools holds every per-principal listing of the bridge.
+type privateTools struct {
+	mu  sync.Mutex // guards byP and every principalTools' servers and subs
+	byP map[string]*principalTools
+	// listed counts the principals with at least one listing: zero, and a
+	// catalog read costs one atomic load more than the shared catalog.
+	listed atomic.Int64
+	// gen counts the changes of any principal's listings, and anySig
+	// signals them (SubscribeAllTools: the front door's list_changed).
+	gen    atomic.Uint64
+	anySig signals
+}
+
+// principalTools is one principal's listings and view.
+type principalTools struct {
+	servers map[string]*privateListing // by server; privateTools.mu
+	subs    int                        // open subscriptions; privateTools.mu
+	gen     atomic.Uint64              // bumped (under privateTools.mu) on every change of servers
+	sig     signals
+
+	buildMu sync.Mutex // serialises merges; guards hist
+	view    atomic.Pointer[principalView]
+	hist    []*Snapshot // merged snapshots, oldest first; the last is the newest built
+}
+
+// privateListing is one server's tools as one principal's session listed
+// them.
+type privateListing struct {
+	session int64 // the session that listed them (a closing older one must not drop a newer one's)
+	entry   *serverEntry
+	rev     string // Revision(entry.tools)
+}
+
+// principalView is the merged snapshot built from one shared snapshot and
+// one generation of the listings.
+type principalView struct {
+	shared *Snapshot
+	gen    uint64
+	snap   *Snapshot
+}
+
+// getLocked returns principal's state, creating it when create is set.
+func (p *privateTools) getLocked(principal string, create bool) *principalTools {
+	pt := p.byP[principal]
+	if pt == nil && create {
+		if p.byP == nil {
+			p.byP = map[string]*principalTools{}
+		}
+		pt = &principalTools{servers: map[string]*privateListing{}}
+		p.byP[principal] = pt
+	}
+	return pt
+}
+
+// forgetLocked drops principal's state once it holds nothing.
+func (p *privateTools) forgetLocked(principal string, pt *principalTools) {
+	if len(pt.servers) == 0 && pt.subs == 0 && p.byP[principal] == pt {
+		delete(p.byP, principal)
+	}
+}
+
+// set replaces the listing of server for the principal of s, unless s is
+// closing (its listing would outlive it) or a newer session of the
+// principal listed since. It reports the number of tools listed.
+func (p *privateTools) set(s *session, server, prefix string, tools []*mcp.Tool, taskSupport map[string]string) (int, error) {
+	p.mu.Lock()
+	var prev *serverEntry
+	if pt := p.byP[s.principal]; pt != nil && pt.servers[server] != nil {
+		prev = pt.servers[server].entry
+	}
+	p.mu.Unlock()
+	// Converting schemas runs outside the lock; the names a tool had in
+	// this principal's previous listing are kept (buildServerTools).
+	entries, warnings, err := buildServerTools(server, prefix, tools, taskSupport, true, heldNames(prev, prefix), reusable(prev, prefix))
+	if err != nil {
+		return 0, err
+	}
+	l := &privateListing{session: s.id, entry: &serverEntry{prefix: prefix, tools: entries, warnings: capWarnings(warnings), available: true},
+		rev: Revision(entries)}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.ctx.Err() != nil {
+		// closePrincipalSession cancels before it drops: a listing that
+		// finishes after the drop must not come back.
+		return 0, s.ctx.Err()
+	}
+	pt := p.getLocked(s.principal, true)
+	old := pt.servers[server]
+	if old != nil && old.session > s.id {
+		return len(entries), nil
+	}
+	if old == nil && len(pt.servers) == 0 {
+		p.listed.Add(1)
+	}
+	pt.servers[server] = l
+	if old != nil && old.rev == l.rev && old.entry.prefix == prefix {
+		return len(entries), nil // the same tools: nothing to signal
+	}
+	pt.gen.Add(1)
+	pt.sig.signal()
+	p.changedLocked()
+	return len(entries), nil
+}
+
+// changedLocked tells the followers of every principal's listings.
+func (p *privateTools) changedLocked() {
+	p.gen.Add(1)
+	p.anySig.signal()
+}
+
+// drop forgets server's listing of principal if session sid made it.
+func (p *privateTools) drop(principal, server string, sid int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pt := p.byP[principal]
+	if pt == nil || pt.servers[server] == nil || pt.servers[server].session != sid {
+		return
+	}
+	delete(pt.servers, server)
+	if len(pt.servers) == 0 {
+		p.listed.Add(-1)
+	}
+	pt.gen.Add(1)
+	pt.sig.signal()
+	p.changedLocked()
+	p.forgetLocked(principal, pt)
+}
+
+// has reports whether principal has a listing of server.
+func (p *privateTools) has(principal, server string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pt := p.byP[principal]
+	return pt != nil && pt.servers[server] != nil
+}
+
+// current is principal's view of the shared snapshot shared.
+func (p *privateTools) current(shared *Snapshot, principal string) *Snapshot {
+	if principal == "" || p.listed.Load() == 0 {
+		return shared
+	}
+	p.mu.Lock()
+	pt := p.byP[principal]
+	p.mu.Unlock()
+	if pt == nil {
+		return shared
+	}
+	if v := pt.view.Load(); v != nil && v.shared == shared && v.gen == pt.gen.Load() {
+		return v.snap
+	}
+	pt.buildMu.Lock()
+	defer pt.buildMu.Unlock()
+	p.mu.Lock()
+	gen := pt.gen.Load()
+	lists := make([]*privateListing, 0, len(pt.servers))
+	for _, l := range pt.servers {
+		lists = append(lists, l)
+	}
+	p.mu.Unlock()
+	prev := pt.view.Load()
+	if prev != nil && prev.shared == shared && prev.gen == gen {
+		return prev.snap
+	}
+	snap := shared
+	if len(lists) > 0 {
+		snap = mergeListings(shared, lists)
+		if prev != nil && prev.snap.Revision == snap.Revision {
+			snap = prev.snap // the same content: the same snapshot (watchers compare pointers)
+		}
+	}
+	pt.view.Store(&principalView{shared: shared, gen: gen, snap: snap})
+	if n := len(pt.hist); n == 0 || pt.hist[n-1] != snap {
+		pt.hist = append(pt.hist, snap)
+		if len(pt.hist) > principalHistory {
+			pt.hist[0] = nil
+			pt.hist = pt.hist[1:]
+		}
+	}
+	return snap
+}
+
+// mergeListings is shared with the listings' tools merged in. A private
+// tool whose exposed name a shared tool (or another listing's) has is
+// exposed with a stable hash suffix, as the catalog does between servers.
+func mergeListings(shared *Snapshot, lists []*privateListing) *Snapshot {
+	slices.SortFunc(lists, func(a, b *privateListing) int {
+		return cmp.Compare(a.entry.prefix, b.entry.prefix)
+	})
+	n := len(shared.Tools)
+	for _, l := range lists {
+		n += len(l.entry.tools)
+	}
+	all := make([]*Tool, 0, n)
+	all = append(all, shared.Tools...)
+	added := map[string]*Tool{}
+	for _, l := range lists {
+		for _, t := range l.entry.tools {
+			_, inShared := shared.Lookup(t.Name)
+			if _, taken := added[t.Name]; inShared || taken {
+				nt := *t
+				for name := withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName)); ; name += "_" {
+					if _, clash := shared.Lookup(name); !clash && added[name] == nil {
+						nt.Name = name
+						break
+					}
+				}
+				nt.hash = entryHash(&nt)
+				t = &nt
+			}
+			added[t.Name] = t
+			all = append(all, t)
+		}
+	}
+	slices.SortFunc(all, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+	return &Snapshot{Revision: Revision(all), Tools: all, Created: time.Now(), base: shared}
+}
+
+// snapshot returns principal's remembered snapshot with revision rev, or
+// the shared catalog's.
+func (p *privateTools) snapshot(c *Catalog, principal, rev string) (*Snapshot, bool) {
+	for _, s := range slices.Backward(p.history(principal)) {
+		if s.Revision == rev {
+			return s, true
+		}
+	}
+	return c.Snapshot(rev)
+}
+
+// history returns principal's merged snapshots, oldest first (nil: none).
+func (p *privateTools) history(principal string) []*Snapshot {
+	if principal == "" {
+		return nil
+	}
+	p.mu.Lock()
+	pt := p.byP[principal]
+	p.mu.Unlock()
+	if pt == nil {
+		return nil
+	}
+	pt.buildMu.Lock()
+	defer pt.buildMu.Unlock()
+	return slices.Clone(pt.hist)
+}
+
+// subscribe is a subscription signalled by the shared catalog's changes
+// and by principal's listings' changes.
+func (p *privateTools) subscribe(c *Catalog, principal string) *Subscription {
+	p.mu.Lock()
+	pt := p.getLocked(principal, true)
+	pt.subs++
+	p.mu.Unlock()
+	sub := c.Subscribe()
+	sub.also, sub.release = &pt.sig, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		pt.subs--
+		p.forgetLocked(principal, pt)
+	}
+	pt.sig.add(sub)
+	return sub
+}
+
+// ToolView is the tool catalog as one principal sees it: the shared
+// catalog with the principal's per-principal listings merged in (Bridge.Tools).
+type ToolView interface {
+	// Current is the current snapshot of the view.
+	Current() *Snapshot
+	// Snapshot is a remembered snapshot of the view by revision.
+	Snapshot(revision string) (*Snapshot, bool)
+	// History is the view's remembered snapshots, oldest first.
+	History() []*Snapshot
+	// Subscribe signals the view's changes (and possibly others': the
+	// reader compares revisions); Close it when done.
+	Subscribe() *Subscription
+}
+
+// Tools is principal's view of the tool catalog: the catalog itself for
+// "" or when no upstream has per-user credentials, else the shared catalog
+// with principal's per-principal listings merged in. Every read of a
+// caller's catalog (listing, search, watch, the lookup of a call) goes
+// through it.
+func (b *Bridge) Tools(principal string) ToolView {
+	if principal == "" || b.perUser.Load() == 0 {
+		return b.catalog
+	}
+	return principalCatalog{b: b, principal: principal}
+}
+
+type principalCatalog struct {
+	b         *Bridge
+	principal string
+}
+
+func (v principalCatalog) Current() *Snapshot {
+	return v.b.private.current(v.b.catalog.Current(), v.principal)
+}
+
+func (v principalCatalog) Snapshot(rev string) (*Snapshot, bool) {
+	return v.b.private.snapshot(v.b.catalog, v.principal, rev)
+}
+
+func (v principalCatalog) History() []*Snapshot {
+	if h := v.b.private.history(v.principal); len(h) > 0 {
+		return h
+	}
+	return v.b.catalog.History()
+}
+
+func (v principalCatalog) Subscribe() *Subscription {
+	return v.b.private.subscribe(v.b.catalog, v.principal)
+}
+
+// SubscribeAllTools is a subscription signalled by the shared catalog's
+// changes and by every principal's listings' changes (for a loop that
+// follows every principal's view, as the front door's list_changed does).
+func (b *Bridge) SubscribeAllTools() *Subscription {
+	sub := b.catalog.Subscribe()
+	sub.also = &b.private.anySig
+	b.private.anySig.add(sub)
+	return sub
+}
+
+// PrivateGen counts the changes of principals' listings: a loop woken by
+// SubscribeAllTools tells them from shared changes by it.
+func (b *Bridge) PrivateGen() uint64 { return b.private.gen.Load() }
+
+// HasPerUser reports whether an upstream with per-user credentials runs
+// (principals' views of the catalog can differ).
+func (b *Bridge) HasPerUser() bool { return b.perUser.Load() > 0 }
+
+// PrivateListings is the number of principals with a per-principal
+// listing (a measure of what per-principal listings hold).
+func (b *Bridge) PrivateListings() int { return int(b.private.listed.Load()) }
