@@ -93,6 +93,10 @@ func sessionPrincipalOf(ctx context.Context) string {
 	return p
 }
 
+// sessionNoStreamKey, in connect's context, opens a per-principal session
+// without go-sdk's standalone GET stream (newSession reads it).
+type sessionNoStreamKey struct{}
+
 // principalSessions is a per-user upstream's state.
 type principalSessions struct {
 	table *sessionTable[*session]
@@ -116,6 +120,61 @@ type principalSessions struct {
 	// relist is signalled (capacity 1) by a session's list_changed
 	// (markDirty): the upstream's relister re-lists its dirty sessions.
 	relist chan struct{}
+
+	// The standalone stream (2025-11-25 streamable HTTP: go-sdk's GET
+	// stream, which carries what the upstream sends outside any request)
+	// costs an idle session most of its memory (an HTTP connection, two
+	// goroutines, go-sdk's reader). streamFor gives it to the sessions
+	// that need it; go-sdk decides at Connect and cannot open it later.
+	streamMu      sync.Mutex
+	streamClaimed bool     // a session holds (or is connecting to hold) the listener's stream
+	streamHolder  *session // that session, once connected
+	// subscribe: the upstream declared resources.subscribe (its updates
+	// come on the stream of the session that subscribed).
+	subscribe atomic.Bool
+}
+
+// streamFor decides whether a session about to connect opens the
+// standalone stream: every session does when the tools are listed per
+// principal (each listens for its own list_changed) or the upstream takes
+// resource subscriptions; otherwise one session at a time does, the
+// listener, whose list_changed the relister follows for the shared
+// listing (listener reports that this one is it). A listener that died or
+// closed hands the role to the next session created.
+func (pu *principalSessions) streamFor() (stream, listener bool) {
+	if pu.private.Load() || pu.subscribe.Load() {
+		return true, false
+	}
+	pu.streamMu.Lock()
+	defer pu.streamMu.Unlock()
+	if pu.streamClaimed && (pu.streamHolder == nil || !pu.streamHolder.isDead()) {
+		return false, false
+	}
+	pu.streamClaimed, pu.streamHolder = true, nil
+	return true, true
+}
+
+// isListener reports whether s holds the listener's stream.
+func (pu *principalSessions) isListener(s *session) bool {
+	pu.streamMu.Lock()
+	defer pu.streamMu.Unlock()
+	return pu.streamHolder == s
+}
+
+// listening records the outcome of a listener's connect (s nil: failed).
+func (pu *principalSessions) listening(s *session) {
+	pu.streamMu.Lock()
+	defer pu.streamMu.Unlock()
+	pu.streamHolder, pu.streamClaimed = s, s != nil
+}
+
+// stopListening releases the listener's role when s holds it.
+func (pu *principalSessions) stopListening(s *session) {
+	pu.streamMu.Lock()
+	defer pu.streamMu.Unlock()
+	if pu.streamHolder == s {
+		pu.streamHolder, pu.streamClaimed = nil, false
+	}
 }
 
 // newPrincipalSessions sets a per-user upstream up (newUpstream).
@@ -130,6 +189,7 @@ func (u *upstream) newPrincipalSessions() {
 		idle = DefaultUserSessionIdle
 	}
 	pu.table = newSessionTable(maxS, idle, u.createPrincipalSession, u.closePrincipalSession)
+	pu.table.keep = pu.isListener // set before any session exists
 	pu.relist = make(chan struct{}, 1)
 	u.pu = pu
 	u.b.unlistedPerUser.Add(1)
@@ -180,12 +240,28 @@ func (u *upstream) runPerPrincipal() {
 // creation flight); the first one lists the tools for the catalog.
 func (u *upstream) createPrincipalSession(ctx context.Context, principal string) (*session, error) {
 	began := time.Now()
+	stream, listener := u.pu.streamFor()
+	ctx = context.WithValue(ctx, sessionNoStreamKey{}, !stream)
 	s, err := u.connect(context.WithValue(ctx, sessionPrincipalKey{}, principal))
 	if err != nil {
+		if listener {
+			u.pu.listening(nil)
+		}
 		if u.authw != nil && u.authw.status.Load() != 0 {
 			u.pu.src.forget(principal) // the upstream refused the token: the next call gets a new one
 		}
 		return nil, &connectError{began: began, err: err}
+	}
+	if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Resources != nil && ir.Capabilities.Resources.Subscribe {
+		u.pu.subscribe.Store(true)
+	}
+	if listener {
+		u.pu.listening(s)
+		if u.pu.listed.Load() {
+			// A new listener: what the last one may have missed since it
+			// went is re-listed (by the relister, as a list_changed).
+			s.markDirty()
+		}
 	}
 	if !u.pu.listed.Load() {
 		u.pu.listMu.Lock()
@@ -231,6 +307,7 @@ func (u *upstream) closePrincipalSession(s *session) {
 	s.markDead(nil)
 	s.cancel()
 	s.wg.Wait()
+	u.pu.stopListening(s)
 	// A private listing lives with its session; its 2025-11-25 tasks stay
 	// reachable by its id (taskforeign.go).
 	u.b.private.drop(s.principal, u.cfg.Name, s.id)

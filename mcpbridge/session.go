@@ -19,9 +19,12 @@ type session struct {
 	// principal is the caller a per-user upstream's session is for
 	// (peruser.go); "" for a shared session.
 	principal string
-	cs        *mcp.ClientSession
-	cmd       *exec.Cmd // stdio only
-	started   time.Time
+	// noStream: a per-principal session opened without go-sdk's standalone
+	// GET stream (streamFor, peruser.go).
+	noStream bool
+	cs       *mcp.ClientSession
+	cmd      *exec.Cmd // stdio only
+	started  time.Time
 
 	ctx    context.Context // cancelled at teardown
 	cancel context.CancelFunc
@@ -212,6 +215,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Client) {
 	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
 	s.principal = sessionPrincipalOf(ctx)
+	s.noStream, _ = ctx.Value(sessionNoStreamKey{}).(bool)
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	s.push.subStream = s.onSubscriptionStream

@@ -83,7 +83,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 				base: &pushRoundTripper{push: s.push,
 					base: &limitRoundTripper{base: u.sessionAuth(s, u.http.Transport), limit: u.maxMessage(), log: u.log}}}}}, CheckRedirect: u.checkRedirect}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: oauth.Hook(u.oauth),
-			MaxEventSize: u.maxMessage() + frameSlack}, nil
+			MaxEventSize: u.maxMessage() + frameSlack, DisableStandaloneSSE: s.noStream}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
 }

@@ -39,6 +39,11 @@ type sessionTable[S comparable] struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // creation flights and the sweeper
 
+	// keep, if set, names a session to close last: the LRU eviction and the
+	// idle sweep pass over it while another session can go instead (the
+	// listener of a per-user upstream, peruser.go). Called under mu.
+	keep func(S) bool
+
 	mu      sync.Mutex
 	entries map[string]*tableEntry[S]
 	flights map[string]*tableFlight[S]
@@ -148,17 +153,25 @@ func (t *sessionTable[S]) fly(principal string, f *tableFlight[S]) {
 	}
 }
 
-// lruIdleLocked is the least recently used entry without a call in flight.
+// lruIdleLocked is the least recently used entry without a call in flight
+// (one to keep only when no other is idle).
 func (t *sessionTable[S]) lruIdleLocked() (string, S) {
 	var (
-		name   string
-		oldest time.Time
-		s      S
+		name, kept string
+		oldest     time.Time
+		s, ks      S
 	)
 	for p, e := range t.entries {
-		if e.inflight == 0 && (name == "" || e.lastUsed.Before(oldest)) {
+		switch {
+		case e.inflight != 0:
+		case t.keep != nil && t.keep(e.s):
+			kept, ks = p, e.s
+		case name == "" || e.lastUsed.Before(oldest):
 			name, oldest, s = p, e.lastUsed, e.s
 		}
+	}
+	if name == "" {
+		return kept, ks
 	}
 	return name, s
 }
@@ -214,11 +227,20 @@ func (t *sessionTable[S]) closeIdle(d time.Duration) {
 	var idle []S
 	now := time.Now()
 	t.mu.Lock()
+	kept := ""
 	for p, e := range t.entries {
 		if e.inflight == 0 && now.Sub(e.lastUsed) >= d {
+			if d > 0 && t.keep != nil && t.keep(e.s) {
+				kept = p // closed last: below, if nothing else stays
+				continue
+			}
 			delete(t.entries, p)
 			idle = append(idle, e.s)
 		}
+	}
+	if e, ok := t.entries[kept]; ok && len(t.entries) == 1 {
+		delete(t.entries, kept)
+		idle = append(idle, e.s)
 	}
 	t.mu.Unlock()
 	for _, s := range idle {

@@ -249,3 +249,38 @@ func TestSessionTableDropAndClose(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionTableKeep: the session keep names (a per-user upstream's
+// listener) is passed over by the LRU eviction while another idle one can
+// go, and by the idle sweep while other sessions stay; it goes when it is
+// the only candidate.
+func TestSessionTableKeep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeSessions{}
+		tab := newSessionTable(2, time.Hour, f.create, f.close)
+		tab.keep = func(s *fakeSession) bool { return s.principal == "a" }
+		defer tab.Close()
+		ctx := t.Context()
+		use := func(p string) {
+			t.Helper()
+			_, rel, err := tab.acquire(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel()
+			time.Sleep(time.Minute)
+		}
+		use("a") // the least recently used from here on
+		use("b")
+		use("c") // evicts b, not a
+		if _, closed := f.counts(); !slices.Equal(closed, []string{"b"}) {
+			t.Errorf("closed %v, want b: the LRU eviction passes over a", closed)
+		}
+		// An hour idle: c goes; a stays while c is there to go, then goes
+		// as the last one in the same sweep.
+		time.Sleep(2 * time.Hour)
+		if _, closed := f.counts(); !slices.Equal(closed, []string{"b", "c", "a"}) || tab.len() != 0 {
+			t.Errorf("after the idle sweep: closed %v, %d left; want b, c, a and none", closed, tab.len())
+		}
+	})
+}
