@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,6 +256,19 @@ func TestInteractiveBounds(t *testing.T) {
 	}
 	_, err = p.client.CallTool(ctx, ask)
 	wantStatus(t, err, codes.ResourceExhausted, "TOO_MANY_WAITING", "a", "a__ask_name")
+	// The bound counts calls that asked: the same caller's calls that offer
+	// input but never ask still run, concurrently and beyond it.
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "a__echo", InputCapabilities: allInput,
+				ArgumentsJson: fmt.Sprintf(`{"text":"e%d"}`, i)})
+			if err != nil || res.GetIsError() || res.GetInputRequired() != nil {
+				t.Errorf("echo %d offering input with two calls parked: %v, %v", i, res, err)
+			}
+		})
+	}
+	wg.Wait()
 	if n := metricValue(t, p, "toolsvc_interactive_calls_waiting"); n != 2 {
 		t.Errorf("toolsvc_interactive_calls_waiting = %v with two calls parked, want 2", n)
 	}

@@ -82,7 +82,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.stateKeyFile, "state-key-file", "", "file whose contents sign interactive calls' request states and seal task handles; replicas behind one load balancer share it (empty: a random key, so only this process continues its calls and opens its task handles)")
 	fs.DurationVar(&f.taskPollInterval, "task-poll-interval", core.DefaultTaskPollInterval, "how often a watched task's upstream is polled (one poll per task and replica, however many watchers; the upstream's suggested pollInterval is reported, not followed)")
 	fs.DurationVar(&f.inputTimeout, "input-timeout", core.DefaultInputTimeout, "how long a call's input_required waits for the caller's answer before the upstream's request is declined and the call cancelled")
-	fs.IntVar(&f.maxWaitingPerPrincipal, "max-waiting-per-principal", core.DefaultMaxWaitingPerPrincipal, "interactive calls one principal may have running or waiting for input (RESOURCE_EXHAUSTED TOO_MANY_WAITING above)")
+	fs.IntVar(&f.maxWaitingPerPrincipal, "max-waiting-per-principal", core.DefaultMaxWaitingPerPrincipal, "interactive calls one principal may have waiting for input, counted from a call's first request to its caller (RESOURCE_EXHAUSTED TOO_MANY_WAITING above)")
 	fs.IntVar(&f.maxWaiting, "max-waiting", core.DefaultMaxWaiting, "interactive calls this replica holds running or waiting for input")
 	fs.IntVar(&f.mcpPageSize, "mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
 	fs.StringVar(&f.mcpDiscovery, "mcp-discovery", "full", "MCP tools/list: full (every tool) or progressive (the --mcp-core-tools and a search_tools tool; any tool stays callable)")

@@ -76,9 +76,9 @@ type Options struct {
 	// call's upstream call as a whole (0: DefaultMaxInteractiveCall).
 	InputTimeout       time.Duration
 	MaxInteractiveCall time.Duration
-	// MaxWaitingPerPrincipal and MaxWaiting bound the interactive calls
-	// running or waiting for input, per principal and in all (0: the
-	// defaults).
+	// MaxWaitingPerPrincipal bounds a principal's interactive calls that
+	// have asked their caller for input; MaxWaiting the interactive calls
+	// running or waiting in all (0: the defaults).
 	MaxWaitingPerPrincipal int
 	MaxWaiting             int
 	// TaskPollInterval is how often a watched task's upstream is polled

@@ -101,7 +101,7 @@ type interactive struct {
 	replica string
 	mu      sync.Mutex
 	flights map[string]*flight
-	count   map[string]int // flights per principal
+	count   map[string]int // flights per principal that have asked (parked)
 }
 
 func newInteractive(key []byte, replica string) *interactive {
@@ -181,6 +181,10 @@ type flight struct {
 	res       mcp.Result
 	err       error
 	need      func(mcp.InputRequestMap, string) mcp.Result // exchange.need
+	// perPrincipal bounds the principal's flights that have asked (asked:
+	// this one is counted; both under x.mu).
+	perPrincipal int
+	asked        bool
 
 	mu      sync.Mutex
 	pending map[string]*ask // asked in the last round, waiting for answers
@@ -202,9 +206,9 @@ type ask struct {
 func (e *exchange) startFlight(kinds mcpbridge.InputKinds) (*flight, *Error) {
 	s := e.op.s
 	x := s.input
-	f := &flight{x: x, principal: e.op.principal.Name, bound: e.bound, need: e.need,
+	f := &flight{x: x, principal: e.op.principal.Name, bound: e.bound, need: e.need, perPrincipal: s.opts.MaxWaitingPerPrincipal,
 		asks: make(chan *ask), done: make(chan struct{}), pending: map[string]*ask{}}
-	if err := x.admit(f, s.opts.MaxWaitingPerPrincipal, s.opts.MaxWaiting); err != nil {
+	if err := x.admit(f, s.opts.MaxWaiting); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.op.ctx), s.opts.MaxInteractiveCall)
@@ -227,16 +231,15 @@ func (e *exchange) startFlight(kinds mcpbridge.InputKinds) (*flight, *Error) {
 	return f, nil
 }
 
-// admit enters the flight into the table, within the bounds.
-func (x *interactive) admit(f *flight, perPrincipal, total int) *Error {
+// admit enters the flight into the table, within the replica's bound on
+// flights. The principal's bound counts only flights that have asked
+// (admitAsked): a caller that merely offers input capabilities (every
+// go-sdk client declares roots, so every call of one through the MCP front
+// door is a flight) is not limited to that many concurrent calls.
+func (x *interactive) admit(f *flight, total int) *Error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	switch {
-	case x.count[f.principal] >= perPrincipal:
-		return NewError(ResourceExhausted, ReasonTooManyWaiting,
-			fmt.Sprintf("principal %q has %d interactive calls running or waiting for input, the most allowed (serve --max-waiting-per-principal)", f.principal, perPrincipal),
-			map[string]string{"limit": limitWaitingPerPrincipal, "principal": f.principal})
-	case len(x.flights) >= total:
+	if len(x.flights) >= total {
 		return NewError(ResourceExhausted, ReasonTooManyWaiting,
 			fmt.Sprintf("this replica has %d interactive calls running or waiting for input, the most allowed (serve --max-waiting)", total),
 			map[string]string{"limit": limitWaiting})
@@ -245,6 +248,23 @@ func (x *interactive) admit(f *flight, perPrincipal, total int) *Error {
 	_, _ = rand.Read(b)
 	f.id = hex.EncodeToString(b)
 	x.flights[f.id] = f
+	return nil
+}
+
+// admitAsked counts a flight that asks its caller for the first time
+// against its principal's bound on calls waiting for input.
+func (x *interactive) admitAsked(f *flight) *Error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if f.asked {
+		return nil
+	}
+	if x.count[f.principal] >= f.perPrincipal {
+		return NewError(ResourceExhausted, ReasonTooManyWaiting,
+			fmt.Sprintf("principal %q has %d interactive calls waiting for input, the most allowed (serve --max-waiting-per-principal)", f.principal, f.perPrincipal),
+			map[string]string{"limit": limitWaitingPerPrincipal, "principal": f.principal})
+	}
+	f.asked = true
 	x.count[f.principal]++
 	return nil
 }
@@ -253,8 +273,10 @@ func (x *interactive) remove(f *flight) {
 	x.mu.Lock()
 	if x.flights[f.id] == f {
 		delete(x.flights, f.id)
-		if x.count[f.principal]--; x.count[f.principal] <= 0 {
-			delete(x.count, f.principal)
+		if f.asked {
+			if x.count[f.principal]--; x.count[f.principal] <= 0 {
+				delete(x.count, f.principal)
+			}
 		}
 	}
 	x.mu.Unlock()
@@ -314,6 +336,15 @@ func (f *flight) round(ctx context.Context, timeout time.Duration) (_ mcp.Result
 	case <-f.done:
 		return f.res, false, f.err
 	case a := <-f.asks:
+		if e := f.x.admitAsked(f); e != nil {
+			// Over the principal's bound on calls waiting for input: the
+			// call ends (its upstream request is cancelled), as it would
+			// have at its start before.
+			f.cancel()
+			<-f.done
+			f.x.remove(f)
+			return nil, false, e
+		}
 		batch := []*ask{a}
 		for more := true; more; {
 			select {
