@@ -66,6 +66,14 @@ func (b *Bridge) CompleteLogin(ctx context.Context, query url.Values) (principal
 		}
 		p, err := s.ut.Complete(ctx, query)
 		if err != nil {
+			// The detail (a token endpoint's error, a store's) is logged
+			// here, redacted like every upstream error; the callback shows
+			// the browser only its kind.
+			msg := err.Error()
+			if u, uerr := b.upstream(name); uerr == nil {
+				msg = u.redact(msg)
+			}
+			b.log.Warn("userOAuth login refused", "server", name, "error", msg)
 			return "", name, err
 		}
 		b.log.Info("userOAuth login stored", "server", name, "principal", p)

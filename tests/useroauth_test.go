@@ -252,17 +252,22 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 	fq.Set("state", "bm90LXRvb2xzdmNz")
 	forged.RawQuery = fq.Encode()
 	for _, tc := range []struct {
-		u    string
-		want string
-	}{{cb.String(), "not the one the link was made for"}, {forged.String(), "is not one of this toolsvc"}} {
+		u      string
+		status int
+		want   string
+	}{{cb.String(), http.StatusForbidden, "not the one the link was made for"}, {forged.String(), http.StatusBadRequest, "not made by this toolsvc"}} {
 		resp, err := hc.Get(tc.u)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), tc.want) {
-			t.Errorf("callback: %s %s, want 400 and %q", resp.Status, body, tc.want)
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Errorf("callback: %s %s, want %d and %q", resp.Status, body, tc.status, tc.want)
+		}
+		// The browser gets the kind of failure, never the error's detail.
+		if strings.Contains(string(body), "oauth:") {
+			t.Errorf("callback page shows the error's detail: %s", body)
 		}
 	}
 	hc.CloseIdleConnections()

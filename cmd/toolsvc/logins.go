@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
 	"github.com/toolsvc/toolsvc/tokenstore"
 	"github.com/toolsvc/toolsvc/tokenstore/redisstore"
 )
@@ -66,12 +67,31 @@ func loginCallback(b func() *mcpbridge.Bridge, log interface {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		principal, server, err := b().CompleteLogin(r.Context(), r.URL.Query())
 		if err != nil {
-			log.Warn("login callback refused", "server", server, "error", err.Error())
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, "<!doctype html><title>Login failed</title><p>toolsvc could not complete the login: %s</p>\n", html.EscapeString(err.Error()))
+			// The browser is nobody toolsvc authenticated: it gets the kind of
+			// failure and a fixed text, never the error's detail (the bridge
+			// logged it, redacted).
+			status, why := loginFailure(err)
+			log.Warn("login callback refused", "server", server, "status", status)
+			w.WriteHeader(status)
+			fmt.Fprintf(w, "<!doctype html><title>Login failed</title><p>toolsvc could not complete the login: %s</p>\n", html.EscapeString(why))
 			return
 		}
 		fmt.Fprintf(w, "<!doctype html><title>Logged in</title><p>Logged in to %s as %s at %s. You can close this window and call again.</p>\n",
 			html.EscapeString(server), html.EscapeString(principal), time.Now().UTC().Format(time.RFC3339))
 	})
+}
+
+// loginFailure is the status and the text a login callback's browser gets
+// for err: the account that logged in is not the link's (403), the token
+// store failed (503), anything else (a link that is not toolsvc's, expired
+// or used, a login the authorization server refused or could not redeem)
+// 400.
+func loginFailure(err error) (int, string) {
+	switch {
+	case errors.Is(err, oauth.ErrOtherSubject):
+		return http.StatusForbidden, "the account that logged in is not the one the link was made for"
+	case errors.Is(err, tokenstore.ErrUnavailable), errors.Is(err, tokenstore.ErrConflict), errors.Is(err, tokenstore.ErrCorrupt):
+		return http.StatusServiceUnavailable, "the login could not be stored; use the link again in a moment"
+	}
+	return http.StatusBadRequest, "the link is not valid (expired, used already, or not made by this toolsvc), or the authorization server did not complete the login; call again for a new link"
 }

@@ -325,8 +325,10 @@ func (u *UserTokens) refresh(ctx context.Context, t tokenstore.Token) (tokenstor
 }
 
 // Logout revokes principal's refresh token at the authorization server
-// (RFC 7009, when it has a revocation endpoint; a failure there is
-// reported after the local delete) and deletes the stored token.
+// (RFC 7009, when it has a revocation endpoint), then deletes the stored
+// token. A revocation that fails leaves the token stored, so that a retry
+// revokes it again (deleting first would leave it valid at the
+// authorization server with nothing left here to revoke).
 func (u *UserTokens) Logout(ctx context.Context, principal string) error {
 	k := tokenstore.Key{Principal: principal, Server: u.cfg.Server}
 	e, err := u.store.Get(ctx, k)
@@ -336,37 +338,33 @@ func (u *UserTokens) Logout(ctx context.Context, principal string) error {
 	if err != nil {
 		return err
 	}
-	if err := u.store.Delete(ctx, k); err != nil {
-		return err
-	}
 	if _, err := u.config(ctx); err != nil {
 		return err
 	}
 	u.mu.Lock()
 	rev := u.revURL
 	u.mu.Unlock()
-	if rev == "" {
-		return nil
-	}
-	tok, hint := e.Token.RefreshToken, "refresh_token"
-	if tok == "" {
-		tok, hint = e.Token.AccessToken, "access_token"
-	}
-	req := oidcclient.RevokeRequest{Token: tok, TokenTypeHint: hint}
-	var authFn any
-	if u.cfg.ClientSecret != "" {
-		authFn = httphelper.AuthorizeBasic(u.cfg.ClientID, u.cfg.ClientSecret)
-	} else {
-		req.ClientID = u.cfg.ClientID
-	}
-	if err := oidcclient.CallRevokeEndpoint(ctx, req, authFn, revoker{url: rev, hc: u.hc}); err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
+	if rev != "" {
+		tok, hint := e.Token.RefreshToken, "refresh_token"
+		if tok == "" {
+			tok, hint = e.Token.AccessToken, "access_token"
 		}
-		return fmt.Errorf("oauth: the token was deleted, but revoking it at %s failed: %v", rev, err)
+		req := oidcclient.RevokeRequest{Token: tok, TokenTypeHint: hint}
+		var authFn any
+		if u.cfg.ClientSecret != "" {
+			authFn = httphelper.AuthorizeBasic(u.cfg.ClientID, u.cfg.ClientSecret)
+		} else {
+			req.ClientID = u.cfg.ClientID
+		}
+		if err := oidcclient.CallRevokeEndpoint(ctx, req, authFn, revoker{url: rev, hc: u.hc}); err != nil {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return fmt.Errorf("oauth: revoking the token at %s failed (it is still stored: log out again): %v", rev, err)
+		}
 	}
-	return nil
+	return u.store.Delete(ctx, k)
 }
 
 // revoker is the RFC 7009 endpoint for zitadel/oidc's revocation client.
