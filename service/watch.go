@@ -97,7 +97,12 @@ func (ws *watchStream) run() error {
 	if !ok {
 		return errShuttingDown
 	}
-	defer s.hub.leave(w) // the group changes with the auth state
+	// Closed before it leaves: a fan-out that copied the members before the
+	// leave starts no pump for a handler that is returning.
+	defer func() {
+		w.close()
+		s.hub.leave(w) // the group changes with the auth state
+	}()
 	// Joined before reading the current state, so that no change between
 	// the two goes unsignalled; the group's signals start no pump until the
 	// first event is queued (sending).

@@ -134,6 +134,18 @@ func (w *watchSender) kick() {
 // pump sends every event due, then ends; a failure goes to the handler.
 func (w *watchSender) pump() {
 	defer w.s.watchSends.Done()
+	defer func() {
+		// Building an event (views, diffs, encoding) runs here, past the
+		// recovery interceptor: a panic ends this stream INTERNAL, not the
+		// process. The pump stays "sending", so none starts after it.
+		if p := recover(); p != nil {
+			w.s.log.Error("panic in watch pump", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			select {
+			case w.failed <- plainError(core.Internal, ReasonInternal, "internal error", nil):
+			default:
+			}
+		}
+	}()
 	for {
 		ev, ok := w.next()
 		if !ok {
@@ -171,24 +183,30 @@ func (w *watchSender) next() (eventMessages, bool) {
 	g, last := w.g, w.last
 	w.mu.Unlock()
 	cur := g.current(w.s).ev
+	// What to send is decided under the lock; the event is built after it
+	// (kick, and the hub's leave through it, wait on this lock).
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.isQueued || w.g != g {
+		w.mu.Unlock()
 		return eventMessages{}, true // look again: the handler moved meanwhile
 	}
 	switch {
 	case cur.view.rev != last.view.rev:
 		w.last, w.progress = cur, false
+		w.mu.Unlock()
 		return cur.changesFrom(w.s, last.view), true
 	case w.progress:
 		w.last, w.progress = cur, false
+		w.mu.Unlock()
 		return cur.progressEvent(w.s), true
 	}
 	w.last = cur
 	if st := g.state.Load(); st != nil && st.ev != cur && st.ev.view.rev != cur.view.rev {
+		w.mu.Unlock()
 		return eventMessages{}, true // the group moved on while we looked
 	}
 	w.sending = false
+	w.mu.Unlock()
 	return eventMessages{}, false
 }
 
