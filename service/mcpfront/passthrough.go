@@ -205,6 +205,27 @@ func (s *scanner) str() ([]byte, bool) {
 	for i := start; i < len(s.b); i++ {
 		switch s.b[i] {
 		case '\\':
+			if i+1 < len(s.b) && s.b[i+1] == 'u' {
+				// encoding/json turns an escaped lone surrogate into U+FFFD;
+				// sent as written it is JSON strict parsers refuse: such a
+				// string takes the encoded path.
+				r, ok := hex4(s.b, i+2)
+				if !ok {
+					return nil, false
+				}
+				switch {
+				case r >= 0xDC00 && r <= 0xDFFF:
+					return nil, false
+				case r >= 0xD800 && r <= 0xDBFF:
+					lo, ok := hex4(s.b, i+8)
+					if !ok || s.b[i+6] != '\\' || s.b[i+7] != 'u' || lo < 0xDC00 || lo > 0xDFFF {
+						return nil, false
+					}
+					i += 6
+				}
+				i += 5
+				continue
+			}
 			i++
 		case '"':
 			s.i = i + 1
@@ -212,6 +233,27 @@ func (s *scanner) str() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// hex4 is the value of the four hex digits at b[i:], or false.
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // skip consumes one value of any kind.
@@ -453,7 +495,10 @@ func (s *scanner) content() bool {
 		case "size":
 			return once(&seen, cSize) && s.isNumber() && s.skip()
 		case "icons":
-			return once(&seen, cIcons) && s.isArray() && s.skip()
+			// go-sdk's Icon keeps four keys and rewrites null elements: an
+			// upstream's icons are not checked here, so they take the
+			// encoded path.
+			return false
 		case "resource":
 			return once(&seen, cResource) && s.resourceContents()
 		}

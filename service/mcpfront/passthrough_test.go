@@ -50,6 +50,13 @@ var callShapes = []struct {
 	{`{"content":[{"type":"text","text":"a"}],"content":[]}`, false},
 	{`{"content":[{"type":"resource","resource":{"text":"no uri"}}]}`, false},
 	{`{"isError":true}`, false},
+	// Escaped surrogates: a pair passes, a lone one (go-sdk sends U+FFFD) does not.
+	{`{"content":[{"type":"text","text":"\ud83d\ude00 ok \u00e9"}]}`, true},
+	{`{"content":[{"type":"text","text":"lone \ud800 high"}]}`, false},
+	{`{"content":[{"type":"text","text":"lone \udc00 low"}]}`, false},
+	{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"k":"\ud800"}}`, false},
+	// Icons are rewritten by go-sdk's Icon type: the encoded path.
+	{`{"content":[{"type":"resource_link","uri":"file:///a","name":"a","icons":[{"src":"https://i/x.png","extra":1}]}]}`, false},
 }
 
 // readShapes are resources/read results.
