@@ -246,9 +246,12 @@ func (s *userSource) askLogin(ctx context.Context, le *LoginRequiredError) error
 		select {
 		case <-t.C:
 		case <-wait.Done():
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ctx.Err() // the caller went away
 			}
+			// The wait, or a deadline shorter than it (PrimeCaller's
+			// connect + refresh bound, the caller's own), ended with no
+			// login: the caller learns what is missing, with the link.
 			return le
 		}
 	}

@@ -225,6 +225,12 @@ func (u *UserTokens) Complete(ctx context.Context, query url.Values) (string, er
 		prev := uint64(0)
 		if e, err := u.store.Get(ctx, k); err == nil {
 			prev = e.Version
+		} else if errors.Is(err, tokenstore.ErrCorrupt) {
+			// An entry that no longer opens (a new key file) is replaced by
+			// this login, or the principal could never log in again.
+			if err := u.store.Delete(ctx, k); err != nil {
+				return "", err
+			}
 		} else if !errors.Is(err, tokenstore.ErrNotFound) {
 			return "", err
 		}
@@ -332,10 +338,14 @@ func (u *UserTokens) refresh(ctx context.Context, t tokenstore.Token) (tokenstor
 func (u *UserTokens) Logout(ctx context.Context, principal string) error {
 	k := tokenstore.Key{Principal: principal, Server: u.cfg.Server}
 	e, err := u.store.Get(ctx, k)
-	if errors.Is(err, tokenstore.ErrNotFound) {
+	switch {
+	case errors.Is(err, tokenstore.ErrNotFound):
 		return nil
-	}
-	if err != nil {
+	case errors.Is(err, tokenstore.ErrCorrupt):
+		// Unreadable (a new key file): nothing can be revoked, and the
+		// entry would block every later login; it goes.
+		return u.store.Delete(ctx, k)
+	case err != nil:
 		return err
 	}
 	if _, err := u.config(ctx); err != nil {

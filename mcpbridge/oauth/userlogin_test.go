@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ const upstreamURL = "https://up.example/mcp"
 type userFixture struct {
 	as       *authtest.Server
 	store    *tokenstore.File
+	use      tokenstore.Store // the replicas' store, if not store itself
 	key      []byte
 	replicas []*UserTokens
 }
@@ -72,7 +74,11 @@ func (f *userFixture) replica(t *testing.T, server string, loginTTL time.Duratio
 	for _, o := range opts {
 		o(&cfg)
 	}
-	u, err := NewUserTokens(cfg, f.store, f.key)
+	var st tokenstore.Store = f.store
+	if f.use != nil {
+		st = f.use
+	}
+	u, err := NewUserTokens(cfg, st, f.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,5 +328,55 @@ func TestUserLoginConfusion(t *testing.T) {
 	}
 	if c := claimsOf(t, f.as, tok); c.Subject != "alice" {
 		t.Errorf("alice's token names %q", c.Subject)
+	}
+}
+
+// corruptEntry is a store whose entry for key does not open (as a Redis
+// value sealed under an older key file reads: tokenstore.ErrCorrupt) until
+// it is deleted or replaced.
+type corruptEntry struct {
+	tokenstore.Store
+	key     tokenstore.Key
+	corrupt atomic.Bool
+}
+
+func (c *corruptEntry) Get(ctx context.Context, k tokenstore.Key) (tokenstore.Entry, error) {
+	if k == c.key && c.corrupt.Load() {
+		return tokenstore.Entry{}, tokenstore.ErrCorrupt
+	}
+	return c.Store.Get(ctx, k)
+}
+
+func (c *corruptEntry) Delete(ctx context.Context, k tokenstore.Key) error {
+	if k == c.key {
+		c.corrupt.Store(false)
+	}
+	return c.Store.Delete(ctx, k)
+}
+
+// TestUserCorruptEntry: an entry that no longer opens neither blocks a
+// new login (it is replaced) nor a logout (it is deleted).
+func TestUserCorruptEntry(t *testing.T) {
+	f := newUserFixture(t, time.Minute, 0)
+	ce := &corruptEntry{Store: f.store, key: tokenstore.Key{Principal: "alice", Server: "up"}}
+	f.use = ce
+	u := f.replica(t, "up", 0)
+	ctx := context.Background()
+	if code, body := f.login(t, u, "alice"); code != http.StatusOK {
+		t.Fatalf("first login: %d %s", code, body)
+	}
+	ce.corrupt.Store(true)
+	if code, body := f.login(t, u, "alice"); code != http.StatusOK {
+		t.Fatalf("login over an entry that does not open: %d %s", code, body)
+	}
+	if _, err := u.Token(ctx, "alice"); err != nil {
+		t.Fatalf("after the new login: %v", err)
+	}
+	ce.corrupt.Store(true)
+	if err := u.Logout(ctx, "alice"); err != nil {
+		t.Fatalf("logout of an entry that does not open: %v", err)
+	}
+	if _, err := f.store.Get(ctx, ce.key); !errors.Is(err, tokenstore.ErrNotFound) {
+		t.Errorf("after the logout the entry is still stored: %v", err)
 	}
 }
