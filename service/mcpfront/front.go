@@ -913,7 +913,7 @@ func (f *Front) passCall(raws *mcpbridge.RawResults, res *mcp.CallToolResult, re
 	if !ok {
 		return nil
 	}
-	b, ok := passThrough(raw, kindCall, req.ProtocolVersion() >= statelessEra)
+	b, ok := passThrough(raw, kindCall, req.ProtocolVersion() >= statelessEra, metaEra(req.Params.Meta))
 	if !ok {
 		return nil
 	}

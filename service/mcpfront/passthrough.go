@@ -1,6 +1,7 @@
 package mcpfront
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 
@@ -110,9 +111,12 @@ const (
 )
 
 // passThrough returns the bytes to send for raw, the upstream's result
-// of kind, to a client of the 2026-07-28 era (stateless) or before; ok is
-// false when raw needs a change the slow path makes.
-func passThrough(raw []byte, kind int, stateless bool) (out []byte, ok bool) {
+// of kind, and what the client's era adds to it: resultType "complete" on
+// a call (withEraResultType's rule) and the front door's serverInfo in
+// _meta (go-sdk's rule: annotateServerInfo runs when the request's own
+// _meta names 2026-07-28 or later, see metaEra). ok is false when raw
+// needs a change the slow path makes.
+func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte, ok bool) {
 	if !utf8.Valid(raw) {
 		return nil, false
 	}
@@ -121,20 +125,16 @@ func passThrough(raw []byte, kind int, stateless bool) (out []byte, ok bool) {
 	if !s.result(kind, &sh) {
 		return nil, false
 	}
-	if !stateless {
-		return raw, true
-	}
-	// 2026-07-28: a call's resultType, and serverInfo in _meta.
 	var ins []byte
-	if kind == kindCall && !sh.hasResultType {
+	if kind == kindCall && resultType && !sh.hasResultType {
 		ins = append(ins, `"resultType":"complete",`...)
 	}
 	switch {
+	case !serverInfo || sh.hasServerInfo:
 	case sh.metaOpen < 0:
 		ins = append(ins, `"_meta":{"`+mcp.MetaKeyServerInfo+`":`...)
 		ins = append(ins, serverInfoJSON...)
 		ins = append(ins, "},"...)
-	case sh.hasServerInfo:
 	default:
 		// Into the upstream's _meta, after its brace.
 		at := sh.metaOpen + 1
@@ -148,6 +148,15 @@ func passThrough(raw []byte, kind int, stateless bool) (out []byte, ok bool) {
 		raw = splice(raw, sh.open+1, ins)
 	}
 	return raw, true
+}
+
+// metaEra reports whether a request's own _meta names protocol 2026-07-28
+// or later: the requests whose results go-sdk's server annotates with its
+// serverInfo. A session's negotiated version does not count there
+// (req.ProtocolVersion falls back to it).
+func metaEra(meta map[string]any) bool {
+	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
+	return v >= statelessEra
 }
 
 // splice is b with ins inserted at i (a new slice: b aliases the
@@ -256,33 +265,21 @@ func hex4(b []byte, i int) (rune, bool) {
 	return r, true
 }
 
-// skip consumes one value of any kind.
+// skip consumes one value of any kind. An object in it that has a key
+// twice fails the scan: go-sdk's decoding keeps the last value, a client's
+// parser may keep the first, so the bytes would not say what toolsvc saw
+// (the encoded path sends the key once). So does a key written with
+// escapes, which could spell another key a second time.
 func (s *scanner) skip() bool {
 	switch c := s.peek(); c {
 	case '"':
 		_, ok := s.str()
 		return ok
-	case '{', '[':
-		depth := 0
-		for i := s.i; i < len(s.b); i++ {
-			switch s.b[i] {
-			case '"':
-				s.i = i
-				if _, ok := s.str(); !ok {
-					return false
-				}
-				i = s.i - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i = i + 1
-					return true
-				}
-			}
-		}
-		return false
+	case '{':
+		var keys keySet
+		return s.members(func(k []byte) bool { return keys.add(k) && s.skip() })
+	case '[':
+		return s.array(s.skip)
 	case 0:
 		return false
 	default: // a number, true, false or null
@@ -298,9 +295,53 @@ func (s *scanner) skip() bool {
 	}
 }
 
+// keySet is the keys of one object seen so far, as written.
+type keySet struct {
+	small [8][]byte
+	n     int
+	big   map[string]struct{} // past len(small)
+}
+
+// add records k, failing on a key seen before or written with escapes.
+func (ks *keySet) add(k []byte) bool {
+	if bytes.IndexByte(k, '\\') >= 0 {
+		return false
+	}
+	if ks.big != nil {
+		if _, dup := ks.big[string(k)]; dup {
+			return false
+		}
+		ks.big[string(k)] = struct{}{}
+		return true
+	}
+	for _, o := range ks.small[:ks.n] {
+		if bytes.Equal(o, k) {
+			return false
+		}
+	}
+	if ks.n < len(ks.small) {
+		ks.small[ks.n] = k
+		ks.n++
+		return true
+	}
+	ks.big = make(map[string]struct{}, 2*len(ks.small))
+	for _, o := range ks.small {
+		ks.big[string(o)] = struct{}{}
+	}
+	ks.big[string(k)] = struct{}{}
+	return true
+}
+
 // object calls key for each key of the object at the scanner (its value
-// next); key consumes the value and returns false to fail the scan.
+// next); key consumes the value and returns false to fail the scan. A null
+// value fails it: go-sdk makes it a zero value or drops the key.
 func (s *scanner) object(key func(k []byte) bool) bool {
+	return s.members(func(k []byte) bool { return s.peek() != 'n' && key(k) })
+}
+
+// members calls key for each key of the object at the scanner, with its
+// value next, any value.
+func (s *scanner) members(key func(k []byte) bool) bool {
 	if s.peek() != '{' {
 		return false
 	}
@@ -315,7 +356,7 @@ func (s *scanner) object(key func(k []byte) bool) bool {
 			return false
 		}
 		s.i++
-		if s.peek() == 'n' || !key(k) { // null: go-sdk makes it a zero value or drops it
+		if !key(k) {
 			return false
 		}
 		switch s.peek() {
@@ -412,8 +453,12 @@ func (s *scanner) result(kind int, sh *resultShape) bool {
 			}
 			sh.metaOpen = s.i
 			n := 0
-			ok := s.object(func(mk []byte) bool {
+			var keys keySet
+			ok := s.members(func(mk []byte) bool {
 				n++
+				if !keys.add(mk) {
+					return false
+				}
 				if string(mk) == mcp.MetaKeyServerInfo {
 					sh.hasServerInfo = true
 				}

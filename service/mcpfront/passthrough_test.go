@@ -55,6 +55,18 @@ var callShapes = []struct {
 	{`{"content":[{"type":"text","text":"lone \ud800 high"}]}`, false},
 	{`{"content":[{"type":"text","text":"lone \udc00 low"}]}`, false},
 	{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"k":"\ud800"}}`, false},
+	// A key twice in anything passed through (go-sdk keeps the last value,
+	// a client's parser may keep the first), or a key spelled with escapes
+	// (it may spell another twice): the encoded path sends each key once.
+	{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"ok":true,"ok":false}}`, false},
+	{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"a":[{"b":1,"c":{"d":1,"d":2}}]}}`, false},
+	{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"ok":true,"\u006fk":false}}`, false},
+	{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k3":3}}`, false},
+	{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"n":null}}`, true},
+	{`{"content":[{"type":"text","text":"x"}],"_meta":{"trace":"a","trace":"b"}}`, false},
+	{`{"content":[{"type":"text","text":"x"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"io.modelcontextprotocol\/serverInfo":{"name":"spoof"}}}`, false},
+	{`{"content":[{"type":"text","text":"x","_meta":{"k":1,"k":2}}]}`, false},
+	{`{"content":[{"type":"resource","resource":{"uri":"mem://t","text":"t","_meta":{"k":1,"k":1}}}]}`, false},
 	// Icons are rewritten by go-sdk's Icon type: the encoded path.
 	{`{"content":[{"type":"resource_link","uri":"file:///a","name":"a","icons":[{"src":"https://i/x.png","extra":1}]}]}`, false},
 }
@@ -77,7 +89,7 @@ func TestPassThroughShapes(t *testing.T) {
 	t.Parallel()
 	info := string(serverInfoJSON)
 	for i, c := range callShapes {
-		out, ok := passThrough([]byte(c.raw), kindCall, false)
+		out, ok := passThrough([]byte(c.raw), kindCall, false, false)
 		if ok != c.pass {
 			t.Errorf("call shape %d %s: passes %v, want %v", i, c.raw, ok, c.pass)
 			continue
@@ -92,21 +104,21 @@ func TestPassThroughShapes(t *testing.T) {
 		{`{"content":[],"_meta":{"a":1}}`, `{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `,"a":1}}`},
 		{`{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`, `{"content":[],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"}}}`},
 	} {
-		out, ok := passThrough([]byte(c.raw), kindCall, true)
+		out, ok := passThrough([]byte(c.raw), kindCall, true, true)
 		if !ok || string(out) != c.want {
 			t.Errorf("2026-07-28 pass-through of %s = %s (%v), want %s", c.raw, out, ok, c.want)
 		}
 	}
 	for i, c := range readShapes {
-		if _, ok := passThrough([]byte(c.raw), kindRead, false); ok != c.pass {
+		if _, ok := passThrough([]byte(c.raw), kindRead, false, false); ok != c.pass {
 			t.Errorf("read shape %d %s: passes %v, want %v", i, c.raw, ok, c.pass)
 		}
 	}
-	if out, ok := passThrough([]byte(`{"contents":[]}`), kindRead, true); !ok || string(out) != `{"_meta":{"io.modelcontextprotocol/serverInfo":`+info+`},"contents":[]}` {
+	if out, ok := passThrough([]byte(`{"contents":[]}`), kindRead, false, true); !ok || string(out) != `{"_meta":{"io.modelcontextprotocol/serverInfo":`+info+`},"contents":[]}` {
 		t.Errorf("2026-07-28 read = %s (%v): want serverInfo and no resultType", out, ok)
 	}
 	for _, bad := range []string{"", "null", `{"content":[]} x`, `{"content":[}`, `{"content":["text"]}`, "{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}", `{"content":[{"type":"text","text":"a"}]`} {
-		if out, ok := passThrough([]byte(bad), kindCall, false); ok {
+		if out, ok := passThrough([]byte(bad), kindCall, false, false); ok {
 			t.Errorf("%q passes through as %q", bad, out)
 		}
 	}
