@@ -1,6 +1,7 @@
 package service
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -34,8 +35,8 @@ type watchHub struct {
 	started bool // the signal loop runs
 	wg      sync.WaitGroup
 
-	gbuf []*watchGroup  // the signal loop's copies
-	mbuf []*watchSender // (run only)
+	gbuf  []*watchGroup    // the signal loop's copies (run only)
+	mbufs [][]*watchSender // a member list per fan-out worker (run only)
 }
 
 type groupKey struct {
@@ -59,6 +60,8 @@ type watchGroup struct {
 	mu       sync.Mutex                                           // builds states; guards the caches below
 	views    viewMemo[*mcpbridge.Snapshot, *view]                 // tool parts of older snapshots (resumption)
 	resViews viewMemo[*mcpbridge.ResourceSnapshot, *resourceView] // resource parts likewise
+	toolRevs viewMemo[*mcpbridge.Snapshot, string]                // the tool part's revision of snapshots a resume built (matched or not)
+	resRevs  viewMemo[*mcpbridge.ResourceSnapshot, string]        // the resource part's likewise
 	deltas   map[[2]string]*encodedEvent                          // changes from revisions older than the previous one
 	events   map[string]*viewEvents                               // the events of recent revisions, so a flip back reuses them
 }
@@ -183,7 +186,10 @@ func (h *watchHub) run(s *Server, tools, res *mcpbridge.Subscription) {
 }
 
 // fanout wakes every group once (only those that follow resources and
-// prompts for a change of that catalog).
+// prompts for a change of that catalog). Building a group's state is the
+// work of a change (a view of the catalog per group); groups never share
+// it, so up to GOMAXPROCS of them build at once: many groups (views,
+// schema formats, principals) do not wait for each other in turn.
 func (h *watchHub) fanout(s *Server, resources bool) {
 	h.mu.Lock()
 	groups := h.gbuf[:0]
@@ -193,8 +199,29 @@ func (h *watchHub) fanout(s *Server, resources bool) {
 		}
 	}
 	h.mu.Unlock()
-	for _, g := range groups {
-		g.fanout(s, h)
+	workers := min(runtime.GOMAXPROCS(0), len(groups))
+	if len(h.mbufs) < workers {
+		h.mbufs = append(h.mbufs, make([][]*watchSender, workers-len(h.mbufs))...)
+	}
+	if workers <= 1 {
+		for _, g := range groups {
+			h.mbufs[0] = g.fanout(s, h, h.mbufs[0])
+		}
+	} else {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(groups) {
+						return
+					}
+					h.mbufs[w] = groups[i].fanout(s, h, h.mbufs[w])
+				}
+			})
+		}
+		wg.Wait()
 	}
 	clear(groups)
 	h.gbuf = groups
@@ -204,21 +231,22 @@ func (h *watchHub) fanout(s *Server, resources bool) {
 // view moved since the members were last started, starts each member's
 // sends (watchSender.kick: a member already sending picks the new state up
 // when its send is done). A change the view does not show wakes no one.
-func (g *watchGroup) fanout(s *Server, h *watchHub) {
+// buf is scratch space for the members, returned for reuse.
+func (g *watchGroup) fanout(s *Server, h *watchHub, buf []*watchSender) []*watchSender {
 	st := g.current(s)
 	h.mu.Lock()
 	if st.ev.view.rev == g.fanned {
 		h.mu.Unlock()
-		return
+		return buf
 	}
 	g.fanned = st.ev.view.rev
-	members := append(h.mbuf[:0], g.members...)
+	members := append(buf[:0], g.members...)
 	h.mu.Unlock()
 	for _, w := range members {
 		w.kick()
 	}
 	clear(members)
-	h.mbuf = members
+	return members
 }
 
 // shutdown refuses later joins; the streams end on Server.shutdown.
@@ -305,9 +333,7 @@ func (g *watchGroup) findView(s *Server, rev string) *view {
 	if tv == nil || !g.key.kinds.any() {
 		return tv
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	rv := findInHistory(s.bridge.Resources().History(), &g.resViews, resRev,
+	rv := findInHistory(&g.mu, s.bridge.Resources().History(), &g.resViews, &g.resRevs, resRev,
 		func(rs *mcpbridge.ResourceSnapshot) *resourceView { return s.buildResourceView(rs, g.filter) },
 		func(v *resourceView) string { return v.rev })
 	if rv == nil {
@@ -325,27 +351,39 @@ func (g *watchGroup) findToolView(s *Server, rev string) *view {
 		}
 		return nil
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return findInHistory(cat.History(), &g.views, rev,
+	return findInHistory(&g.mu, cat.History(), &g.views, &g.toolRevs, rev,
 		func(snap *mcpbridge.Snapshot) *view { return buildToolView(snap, g.filter) },
 		func(v *view) string { return v.toolRev })
 }
 
 // findInHistory searches a catalog's history, newest first, for a view
-// with revision rev, remembering only what matches: an unknown token must
-// not flush the views other resumers share. The caller holds the group's
-// lock.
-func findInHistory[S comparable, V comparable](hist []S, memo *viewMemo[S, V], rev string, build func(S) V, revOf func(V) string) V {
+// with revision rev. It remembers every view it builds by its revision
+// (revs), and the view itself only when it matches: an unknown token must
+// not flush the views other resumers share, nor make the next unknown
+// token build the same views again. Views are built without the group's
+// lock (mu, which guards memo and revs): the group's state is built under
+// it on every change, and a resume that builds the views of a long history
+// of a large catalog must not hold that up.
+func findInHistory[S comparable, V comparable](mu *sync.Mutex, hist []S, memo *viewMemo[S, V], revs *viewMemo[S, string], rev string, build func(S) V, revOf func(V) string) V {
 	var none V
 	for i := len(hist) - 1; i >= 0; i-- {
+		mu.Lock()
 		v, ok := memo.get(hist[i])
-		if !ok {
-			if v = build(hist[i]); revOf(v) != rev {
-				continue
-			}
+		r, known := revs.get(hist[i])
+		mu.Unlock()
+		switch {
+		case ok && revOf(v) == rev:
+			return v
+		case ok || known && r != rev:
+			continue
+		}
+		v = build(hist[i])
+		mu.Lock()
+		revs.put(hist[i], revOf(v))
+		if revOf(v) == rev {
 			memo.put(hist[i], v)
 		}
+		mu.Unlock()
 		if revOf(v) == rev {
 			return v
 		}
