@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,7 +225,16 @@ func latencies(ctx context.Context, paths []path) (map[string][]time.Duration, [
 // interleaved, and the CPU per call of each path's process under test;
 // perRound holds each round's calls/s per path.
 func throughputs(ctx context.Context, paths []path) (rate map[string]float64, cpuPerCall map[string]time.Duration, perRound []map[string]float64, err error) {
-	total, cpu := map[string]time.Duration{}, map[string]time.Duration{}
+	rate, cpuPerCall, _, perRound, err = throughputsMachine(ctx, paths)
+	return rate, cpuPerCall, perRound, err
+}
+
+// throughputsMachine is throughputs, also with the whole machine's busy
+// CPU per call of each path (/proc/stat: every process's share, the
+// kernel's included; nil where /proc/stat cannot be read).
+func throughputsMachine(ctx context.Context, paths []path) (rate map[string]float64, cpuPerCall, machinePerCall map[string]time.Duration, perRound []map[string]float64, err error) {
+	total, cpu, machine := map[string]time.Duration{}, map[string]time.Duration{}, map[string]time.Duration{}
+	machineOK := true
 	for r := range *rounds {
 		perRound = append(perRound, map[string]float64{})
 		for i := range paths {
@@ -233,10 +243,14 @@ func throughputs(ctx context.Context, paths []path) (rate map[string]float64, cp
 			if p.cpu != nil {
 				c0 = p.cpu()
 			}
+			m0, ok0 := machineBusy()
 			d, err := concurrent(ctx, p, *concCalls, *callers)
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
+			m1, ok1 := machineBusy()
+			machineOK = machineOK && ok0 && ok1
+			machine[p.name] += m1 - m0
 			total[p.name] += d
 			perRound[r][p.name] = float64(*concCalls) / d.Seconds()
 			if p.cpu != nil {
@@ -252,7 +266,42 @@ func throughputs(ctx context.Context, paths []path) (rate map[string]float64, cp
 	for name, c := range cpu {
 		cpuPerCall[name] = c / time.Duration(n)
 	}
-	return rate, cpuPerCall, perRound, nil
+	if machineOK {
+		machinePerCall = map[string]time.Duration{}
+		for name, c := range machine {
+			machinePerCall[name] = c / time.Duration(n)
+		}
+	}
+	return rate, cpuPerCall, machinePerCall, perRound, nil
+}
+
+// machineBusy is the CPU time every CPU of the machine has spent busy
+// (/proc/stat's first line: all but idle and iowait), in clock ticks of
+// 10 ms (USER_HZ 100 on Linux).
+func machineBusy() (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, false
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		switch i {
+		case 3, 4: // idle, iowait
+		case 8, 9: // guest, guest_nice: already counted in user and nice
+		default:
+			busy += n
+		}
+	}
+	return time.Duration(busy) * 10 * time.Millisecond, true
 }
 
 // benchCalls is item 1: the call overhead over stdio and HTTP, and item 2:
@@ -315,7 +364,7 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 		return nil, err
 	}
 	log.Printf("call overhead: %d rounds of %d calls per path from %d callers", *rounds, *concCalls, *callers)
-	tput, cpu, tputRounds, err := throughputs(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC})
+	tput, cpu, machine, tputRounds, err := throughputsMachine(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC})
 	if err != nil {
 		return nil, err
 	}
@@ -374,6 +423,20 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 		r.set("direct_"+tr.name+"_client_cpu_us_per_call", us(cpu[tr.direct.name]))
 		r.set("toolsvc_"+tr.name+"_cpu_us_per_call", us(cpu[tr.toolsvc.name]))
 		r.row(tr.name+": CPU per call: direct client / toolsvc", fmt.Sprintf("%.0f / %.0f µs", us(cpu[tr.direct.name]), us(cpu[tr.toolsvc.name])), "")
+		if machine != nil {
+			// The throughput ratio's ceiling on a saturated machine: a
+			// gateway that cost nothing but its gRPC hop (the no-op
+			// server's calls, client and kernel included) would need the
+			// direct path's CPU plus the hop's per call.
+			md, mt, mn := machine[tr.direct.name], machine[tr.toolsvc.name], machine[noopGRPC.name]
+			ceil := round3(float64(md) / float64(md+mn))
+			r.set("machine_cpu_us_per_call_direct_"+tr.name, us(md))
+			r.set("machine_cpu_us_per_call_toolsvc_"+tr.name, us(mt))
+			r.set("machine_cpu_us_per_call_noop_grpc", us(mn))
+			r.set("throughput_ceiling_"+tr.name, ceil)
+			r.row(tr.name+": machine CPU per call: direct / toolsvc / no-op gRPC hop", fmt.Sprintf("%.0f / %.0f / %.0f µs", us(md), us(mt), us(mn)), "")
+			r.row(tr.name+": throughput ceiling of a gateway costing only its gRPC hop", fmt.Sprint(ceil), "")
+		}
 	}
 	r.set("call_p50_ratio", worstP50)
 	r.set("call_p99_ratio", worstP99)
