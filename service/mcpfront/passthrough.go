@@ -125,7 +125,9 @@ func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte,
 	if !s.result(kind, &sh) {
 		return nil, false
 	}
-	var ins []byte
+	// What goes after the result's brace (ins) and after its _meta's
+	// (mid), in one copy of raw (which aliases the upstream's message).
+	var ins, mid []byte
 	if kind == kindCall && resultType && !sh.hasResultType {
 		ins = append(ins, `"resultType":"complete",`...)
 	}
@@ -136,18 +138,23 @@ func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte,
 		ins = append(ins, serverInfoJSON...)
 		ins = append(ins, "},"...)
 	default:
-		// Into the upstream's _meta, after its brace.
-		at := sh.metaOpen + 1
-		mid := append(append([]byte(`"`+mcp.MetaKeyServerInfo+`":`), serverInfoJSON...), ',')
+		mid = append(append([]byte(`"`+mcp.MetaKeyServerInfo+`":`), serverInfoJSON...), ',')
 		if sh.metaEmpty {
 			mid = mid[:len(mid)-1]
 		}
-		raw = splice(raw, at, mid)
 	}
-	if len(ins) > 0 {
-		raw = splice(raw, sh.open+1, ins)
+	if len(ins) == 0 && len(mid) == 0 {
+		return raw, true
 	}
-	return raw, true
+	at := sh.open + 1
+	out = make([]byte, 0, len(raw)+len(ins)+len(mid))
+	out = append(append(out, raw[:at]...), ins...)
+	if len(mid) > 0 {
+		m := sh.metaOpen + 1 // inside the result: after at
+		out = append(append(out, raw[at:m]...), mid...)
+		at = m
+	}
+	return append(out, raw[at:]...), true
 }
 
 // metaEra reports whether a request's own _meta names protocol 2026-07-28
@@ -157,15 +164,6 @@ func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte,
 func metaEra(meta map[string]any) bool {
 	v, _ := meta[mcp.MetaKeyProtocolVersion].(string)
 	return v >= statelessEra
-}
-
-// splice is b with ins inserted at i (a new slice: b aliases the
-// upstream's message).
-func splice(b []byte, i int, ins []byte) []byte {
-	out := make([]byte, 0, len(b)+len(ins))
-	out = append(out, b[:i]...)
-	out = append(out, ins...)
-	return append(out, b[i:]...)
 }
 
 // resultShape is what the scan found out about a result.
