@@ -298,6 +298,15 @@ type Observer interface {
 	ProbeFailed(server string)
 }
 
+// CredentialObserver, implemented by a Config's Observer too, hears what
+// happens to per-user credentials: token exchanges made at the
+// authorization server, userOAuth logins, refreshes and logouts, and
+// token store failures (ops and outcomes: oauth.ExchangeConfig.Observe,
+// oauth.UserOAuthConfig.Observe). Same rules as Observer.
+type CredentialObserver interface {
+	CredentialEvent(server, op, outcome string)
+}
+
 func orDefault(v, cfgWide, def time.Duration) time.Duration {
 	if v != 0 {
 		return v

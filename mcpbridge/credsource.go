@@ -53,7 +53,8 @@ func (u *upstream) newCredentialSource() credentialSource {
 	}
 	return &exchangeSource{u: u, exch: oauth.NewExchanger(oauth.ExchangeConfig{Issuer: c.Issuer, TokenURL: c.TokenURL,
 		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Audience: aud, Resource: res, Scopes: c.Scopes,
-		SubjectTokenType: c.SubjectTokenType, ExpiryGuard: DefaultTokenExpiryGuard, MaxEntries: max(c.MaxSessions, DefaultMaxUserSessions)})}
+		SubjectTokenType: c.SubjectTokenType, ExpiryGuard: DefaultTokenExpiryGuard, MaxEntries: max(c.MaxSessions, DefaultMaxUserSessions),
+		Observe: u.b.credentialObserver(u.cfg.Name)})}
 }
 
 // exchangeSource is mode tokenExchange: the caller's JWT exchanged (RFC

@@ -31,12 +31,23 @@ func (b *Bridge) userTokens(sc ServerConfig, resource string) *oauth.UserTokens 
 	c := sc.Credentials
 	ut, err := oauth.NewUserTokens(oauth.UserOAuthConfig{Server: sc.Name, Issuer: c.Issuer, AuthorizationURL: c.AuthorizationURL,
 		TokenURL: c.TokenURL, ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Resource: resource,
-		RedirectURL: l.RedirectURL, ExpiryGuard: DefaultTokenExpiryGuard, RequireSameSubject: c.RequireSameSubject}, l.Store, l.Key)
+		RedirectURL: l.RedirectURL, ExpiryGuard: DefaultTokenExpiryGuard, RequireSameSubject: c.RequireSameSubject,
+		Observe: b.credentialObserver(sc.Name)}, l.Store, l.Key)
 	if err != nil {
 		b.log.Error("userOAuth: the token store key is unusable", "server", sc.Name, "error", err)
 		return nil
 	}
 	return ut
+}
+
+// credentialObserver is the Observer's CredentialEvent for server, or nil
+// when the Observer does not hear credential events.
+func (b *Bridge) credentialObserver(server string) func(op, outcome string) {
+	co, ok := b.cfg.Observer.(CredentialObserver)
+	if !ok {
+		return nil
+	}
+	return func(op, outcome string) { co.CredentialEvent(server, op, outcome) }
 }
 
 // userSources are the userOAuth upstreams' sources, by server.

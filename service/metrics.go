@@ -19,6 +19,7 @@ type Metrics struct {
 	refreshDuration  *prometheus.HistogramVec
 	probeFailures    *prometheus.CounterVec
 	authFailures     *prometheus.CounterVec
+	credentials      *prometheus.CounterVec // per-user credentials (mcpbridge.CredentialObserver)
 	calls            *prometheus.CounterVec
 	callDuration     *prometheus.HistogramVec
 	callsInFlight    prometheus.Gauge
@@ -62,6 +63,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Liveness probes that failed or timed out."}, []string{"server"}),
 		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_upstream_auth_failures_total",
 			Help: "Connection attempts or sessions that ended because the upstream refused toolsvc's credentials (HTTP 401/403) or a token request failed."}, []string{"server"}),
+		credentials: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_upstream_credentials_total",
+			Help: "Per-user credential events by upstream: op exchange (RFC 8693 at the authorization server; cached tokens are not counted), login, refresh, logout (userOAuth), store (token store failures); outcome ok, refused, invalid (a login link that is not toolsvc's or expired), error, corrupt (a stored entry that no longer opens)."},
+			[]string{"server", "op", "outcome"}),
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toolsvc_calls_total",
 			Help: "Tool calls by server, tool and outcome (ok, tool_error, or a gRPC code name)."}, []string{"server", "tool", "outcome"}),
 		callDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "toolsvc_call_duration_seconds",
@@ -109,7 +113,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		catalogWatcher: prometheus.NewDesc("toolsvc_watchers", "Open WatchCatalog streams (the same as toolsvc_watch_streams, kept for dashboards that use this name).", nil, nil),
 		catalogSubs:    prometheus.NewDesc("toolsvc_catalog_subscribers", "Subscribers to catalog changes inside the process: the watch engine's and the MCP front door's.", nil, nil),
 	}
-	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.calls, m.callDuration, m.callsInFlight, m.rateLimited,
+	reg.MustRegister(m, m.refreshes, m.refreshDuration, m.probeFailures, m.authFailures, m.credentials, m.calls, m.callDuration, m.callsInFlight, m.rateLimited,
 		m.resourceOps, m.resourceDuration)
 	return m
 }
@@ -125,6 +129,13 @@ func (m *Metrics) RefreshDone(server string, took time.Duration, err error) {
 	}
 	m.refreshes.WithLabelValues(server, outcome).Inc()
 	m.refreshDuration.WithLabelValues(server, outcome).Observe(took.Seconds())
+}
+
+var _ mcpbridge.CredentialObserver = (*Metrics)(nil)
+
+// CredentialEvent implements mcpbridge.CredentialObserver.
+func (m *Metrics) CredentialEvent(server, op, outcome string) {
+	m.credentials.WithLabelValues(server, op, outcome).Inc()
 }
 
 // ProbeFailed implements mcpbridge.Observer.

@@ -40,6 +40,10 @@ type ExchangeConfig struct {
 	MaxEntries int
 	// Timeout bounds one exchange (default 10 s).
 	Timeout time.Duration
+	// Observe, if set, hears each exchange made at the authorization
+	// server (not the cached answers): op "exchange", outcome "ok",
+	// "refused" (the server said no) or "error". It must not block.
+	Observe func(op, outcome string)
 }
 
 // Exchanger is the RFC 8693 client of one upstream in mode tokenExchange:
@@ -149,6 +153,7 @@ func (x *Exchanger) Token(ctx context.Context, principal, subjectToken string) (
 			ctx, cancel := context.WithTimeout(x.ctx, x.cfg.Timeout)
 			defer cancel()
 			f.tok, f.lifetime, f.err = x.exchange(ctx, subjectToken)
+			x.observe(f.err)
 			x.mu.Lock()
 			delete(x.flights, principal)
 			if f.err == nil {
@@ -164,6 +169,22 @@ func (x *Exchanger) Token(ctx context.Context, principal, subjectToken string) (
 		return f.tok, f.err
 	case <-ctx.Done():
 		return "", ctx.Err()
+	}
+}
+
+// observe reports an exchange's outcome to cfg.Observe.
+func (x *Exchanger) observe(err error) {
+	if x.cfg.Observe == nil {
+		return
+	}
+	var ee *ExchangeError
+	switch {
+	case err == nil:
+		x.cfg.Observe("exchange", "ok")
+	case errors.As(err, &ee) && ee.Refused():
+		x.cfg.Observe("exchange", "refused")
+	default:
+		x.cfg.Observe("exchange", "error")
 	}
 }
 

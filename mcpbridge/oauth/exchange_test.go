@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -65,6 +66,31 @@ func claimsOf(t *testing.T, s *authtest.Server, tok string) *oidc.AccessTokenCla
 	return c
 }
 
+// eventLog records what an Observe hook heard, as "op/outcome" counts.
+type eventLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *eventLog) observe(op, outcome string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[string]int{}
+	}
+	l.n[op+"/"+outcome]++
+}
+
+// want checks the counts heard so far are exactly want.
+func (l *eventLog) want(t *testing.T, want map[string]int) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !maps.Equal(l.n, want) && !(len(l.n) == 0 && len(want) == 0) {
+		t.Errorf("observed %v, want %v", l.n, want)
+	}
+}
+
 func newTestExchanger(t *testing.T, cfg ExchangeConfig) *Exchanger {
 	t.Helper()
 	x := NewExchanger(cfg)
@@ -81,8 +107,9 @@ func newTestExchanger(t *testing.T, cfg ExchangeConfig) *Exchanger {
 func TestExchangerAgainstAuthServer(t *testing.T) {
 	s := startAuthServer(t, authtest.Config{AccessTTL: 5 * time.Minute, RefuseExchange: []string{"mallory"}})
 	ctx := context.Background()
+	var events eventLog
 	x := newTestExchanger(t, ExchangeConfig{Issuer: s.URL(), ClientID: teToolsvc.ID, ClientSecret: teToolsvc.Secret,
-		Audience: teAudience, Resource: teAudience})
+		Audience: teAudience, Resource: teAudience, Observe: events.observe})
 	subjects := map[string]string{}
 	for _, u := range []string{"alice", "bob", "mallory"} {
 		subjects[u] = login(t, s, u)
@@ -139,6 +166,8 @@ func TestExchangerAgainstAuthServer(t *testing.T) {
 	if _, err := x.Token(ctx, "carol", ""); !errors.Is(err, ErrNoSubjectToken) {
 		t.Errorf("no subject token: %v", err)
 	}
+	// Exchanges made at the server are observed, cached answers are not.
+	events.want(t, map[string]int{"exchange/ok": 2, "exchange/refused": 2})
 
 	wrong := newTestExchanger(t, ExchangeConfig{Issuer: s.URL(), ClientID: teToolsvc.ID, ClientSecret: "wrong-secret", Audience: teAudience})
 	_, err = wrong.Token(ctx, "bob", subjects["bob"])
@@ -147,13 +176,15 @@ func TestExchangerAgainstAuthServer(t *testing.T) {
 		t.Errorf("toolsvc's wrong secret: %v, want an ExchangeError that is not the caller's refusal", err)
 	}
 
+	var deadEvents eventLog
 	dead := newTestExchanger(t, ExchangeConfig{Issuer: s.URL(), TokenURL: s.TokenURL(), ClientID: teToolsvc.ID,
-		ClientSecret: teToolsvc.Secret, Audience: teAudience})
+		ClientSecret: teToolsvc.Secret, Audience: teAudience, Observe: deadEvents.observe})
 	s.Close()
 	_, derr := dead.Token(ctx, "bob", subjects["bob"])
 	if derr == nil || errors.As(derr, &ee) {
 		t.Errorf("a dead authorization server: %v, want a plain error", derr)
 	}
+	deadEvents.want(t, map[string]int{"exchange/error": 1})
 	for _, e := range []error{err, derr} {
 		for _, tok := range []string{subjects["bob"], "wrong-secret", "toolsvc-secret"} {
 			if e != nil && strings.Contains(e.Error(), tok) {

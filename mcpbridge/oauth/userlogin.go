@@ -50,6 +50,14 @@ type UserOAuthConfig struct {
 	// callers, this refuses a link completed by someone else's browser
 	// (docs/credentials.md, "Login confusion").
 	RequireSameSubject bool
+	// Observe, if set, hears what happens to the principals' tokens (op,
+	// outcome; it must not block): "login" ok, "invalid" (a link that is
+	// not toolsvc's, or expired), "refused" (the authorization server or
+	// the subject check said no) or "error"; "refresh" ok, "refused" (a
+	// new login is needed) or "error"; "logout" ok or "error"; "store"
+	// "error" (the store failed: ErrUnavailable, a refreshed token it
+	// could not keep) or "corrupt" (an entry that no longer opens).
+	Observe func(op, outcome string)
 }
 
 // UserTokens is the userOAuth mode of one upstream: a login link per
@@ -189,24 +197,34 @@ func (u *UserTokens) Owns(query url.Values) bool {
 // and stores the token for (principal, server), replacing any earlier
 // one. It returns the principal who logged in.
 func (u *UserTokens) Complete(ctx context.Context, query url.Values) (string, error) {
+	principal, outcome, err := u.complete(ctx, query)
+	u.observe("login", outcome)
+	if outcome == "error" {
+		u.observeStore(err)
+	}
+	return principal, err
+}
+
+// complete is Complete, with its outcome for Observe.
+func (u *UserTokens) complete(ctx context.Context, query url.Values) (string, string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(query.Get("state"))
 	if err != nil {
-		return "", errors.New("oauth: login callback: the state is not one of toolsvc's")
+		return "", "invalid", errors.New("oauth: login callback: the state is not one of toolsvc's")
 	}
 	plain, err := u.sealer.Open(raw, stateContext)
 	var st loginState
 	if err != nil || json.Unmarshal(plain, &st) != nil || st.Server != u.cfg.Server {
-		return "", errors.New("oauth: login callback: the state is not one of toolsvc's for this server")
+		return "", "invalid", errors.New("oauth: login callback: the state is not one of toolsvc's for this server")
 	}
 	if time.Now().After(st.Expires) {
-		return "", errors.New("oauth: login callback: the login link expired; ask for a new one")
+		return "", "invalid", errors.New("oauth: login callback: the login link expired; ask for a new one")
 	}
 	if e := query.Get("error"); e != "" {
-		return "", fmt.Errorf("oauth: the authorization server refused the login: %s", clip(e, 64))
+		return "", "refused", fmt.Errorf("oauth: the authorization server refused the login: %s", clip(e, 64))
 	}
 	oc, err := u.config(ctx)
 	if err != nil {
-		return "", err
+		return "", "error", err
 	}
 	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(st.Verifier)}
 	if u.cfg.Resource != "" {
@@ -214,10 +232,10 @@ func (u *UserTokens) Complete(ctx context.Context, query url.Values) (string, er
 	}
 	tok, err := oc.Exchange(context.WithValue(ctx, oauth2.HTTPClient, u.hc), query.Get("code"), opts...)
 	if err != nil {
-		return "", fmt.Errorf("oauth: redeeming the login code: %s", tokenErrorText(err))
+		return "", "refused", fmt.Errorf("oauth: redeeming the login code: %s", tokenErrorText(err))
 	}
 	if err := u.checkSubject(ctx, tok, st.Principal); err != nil {
-		return "", err
+		return "", "refused", err
 	}
 	k := tokenstore.Key{Principal: st.Principal, Server: u.cfg.Server}
 	t := tokenstore.Token{AccessToken: tok.AccessToken, RefreshToken: tok.RefreshToken, TokenType: tok.TokenType, Expiry: tok.Expiry}
@@ -228,17 +246,40 @@ func (u *UserTokens) Complete(ctx context.Context, query url.Values) (string, er
 		} else if errors.Is(err, tokenstore.ErrCorrupt) {
 			// An entry that no longer opens (a new key file) is replaced by
 			// this login, or the principal could never log in again.
+			u.observe("store", "corrupt")
 			if err := u.store.Delete(ctx, k); err != nil {
-				return "", err
+				return "", "error", err
 			}
 		} else if !errors.Is(err, tokenstore.ErrNotFound) {
-			return "", err
+			return "", "error", err
 		}
 		if _, err = u.store.Put(ctx, k, prev, t); !errors.Is(err, tokenstore.ErrConflict) {
-			return st.Principal, err
+			if err != nil {
+				return "", "error", err
+			}
+			return st.Principal, "ok", nil
 		}
 	}
-	return "", tokenstore.ErrConflict
+	return "", "error", tokenstore.ErrConflict
+}
+
+// observe reports to cfg.Observe.
+func (u *UserTokens) observe(op, outcome string) {
+	if u.cfg.Observe != nil {
+		u.cfg.Observe(op, outcome)
+	}
+}
+
+// observeStore reports a failure of the store itself (not a token that
+// is missing or in conflict).
+func (u *UserTokens) observeStore(err error) {
+	var ns *tokenstore.NotStoredError
+	switch {
+	case errors.Is(err, tokenstore.ErrCorrupt):
+		u.observe("store", "corrupt")
+	case errors.Is(err, tokenstore.ErrUnavailable), errors.As(err, &ns):
+		u.observe("store", "error")
+	}
 }
 
 // checkSubject, with RequireSameSubject, verifies the login's id_token
@@ -287,6 +328,7 @@ func (u *UserTokens) Token(ctx context.Context, principal string) (string, error
 		_ = u.store.Delete(ctx, k) // dead: the next call gets a login link
 		return "", fmt.Errorf("%w (%s)", ErrLoginRequired, refused.code)
 	}
+	u.observeStore(err)
 	var ns *tokenstore.NotStoredError
 	if errors.As(err, &ns) {
 		// Refreshed, but the store failed: the token works now; the
@@ -304,6 +346,21 @@ type refreshRefused struct{ code string }
 func (e *refreshRefused) Error() string { return "refresh refused: " + e.code }
 
 func (u *UserTokens) refresh(ctx context.Context, t tokenstore.Token) (tokenstore.Token, error) {
+	nt, err := u.refreshAt(ctx, t)
+	var refused *refreshRefused
+	switch {
+	case err == nil:
+		u.observe("refresh", "ok")
+	case errors.As(err, &refused):
+		u.observe("refresh", "refused")
+	default:
+		u.observe("refresh", "error")
+	}
+	return nt, err
+}
+
+// refreshAt redeems t's refresh token at the authorization server.
+func (u *UserTokens) refreshAt(ctx context.Context, t tokenstore.Token) (tokenstore.Token, error) {
 	if t.RefreshToken == "" {
 		return tokenstore.Token{}, &refreshRefused{code: "no refresh token"}
 	}
@@ -336,6 +393,17 @@ func (u *UserTokens) refresh(ctx context.Context, t tokenstore.Token) (tokenstor
 // revokes it again (deleting first would leave it valid at the
 // authorization server with nothing left here to revoke).
 func (u *UserTokens) Logout(ctx context.Context, principal string) error {
+	err := u.logout(ctx, principal)
+	if err != nil {
+		u.observe("logout", "error")
+		u.observeStore(err)
+	} else {
+		u.observe("logout", "ok")
+	}
+	return err
+}
+
+func (u *UserTokens) logout(ctx context.Context, principal string) error {
 	k := tokenstore.Key{Principal: principal, Server: u.cfg.Server}
 	e, err := u.store.Get(ctx, k)
 	switch {
@@ -344,6 +412,7 @@ func (u *UserTokens) Logout(ctx context.Context, principal string) error {
 	case errors.Is(err, tokenstore.ErrCorrupt):
 		// Unreadable (a new key file): nothing can be revoked, and the
 		// entry would block every later login; it goes.
+		u.observe("store", "corrupt")
 		return u.store.Delete(ctx, k)
 	case err != nil:
 		return err

@@ -31,6 +31,7 @@ type userFixture struct {
 	use      tokenstore.Store // the replicas' store, if not store itself
 	key      []byte
 	replicas []*UserTokens
+	events   eventLog // what every replica's Observe heard
 }
 
 func newUserFixture(t *testing.T, accessTTL time.Duration, replicas int) *userFixture {
@@ -70,7 +71,7 @@ func (f *userFixture) replica(t *testing.T, server string, loginTTL time.Duratio
 	t.Cleanup(cb.Close)
 	cfg := UserOAuthConfig{Server: server, Issuer: f.as.URL(), ClientID: "toolsvc", ClientSecret: "toolsvc-secret",
 		Scopes: []string{"openid", "offline_access"}, Resource: upstreamURL, RedirectURL: cb.URL + "/oauth/callback",
-		ExpiryGuard: time.Second, LoginTTL: loginTTL}
+		ExpiryGuard: time.Second, LoginTTL: loginTTL, Observe: f.events.observe}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -176,6 +177,7 @@ func TestUserTokenRefreshOnce(t *testing.T) {
 	if n := f.as.Stats().Refreshes["alice"]; n != 1 {
 		t.Errorf("alice refreshed %d times, want 1", n)
 	}
+	f.events.want(t, map[string]int{"login/ok": 1, "refresh/ok": 1})
 	for _, tok := range toks {
 		if tok != toks[0] || tok == first {
 			t.Fatal("callers got different or unrefreshed tokens")
@@ -236,6 +238,7 @@ func TestUserLogoutAndRevokedRefresh(t *testing.T) {
 	if _, err := u.Token(ctx, "carol"); err != nil {
 		t.Errorf("carol after the others' trouble: %v", err)
 	}
+	f.events.want(t, map[string]int{"login/ok": 3, "logout/ok": 2, "refresh/refused": 1, "refresh/ok": 1})
 }
 
 // TestUserLoginStateRefused: a login state that is tampered with, made for
@@ -287,6 +290,7 @@ func TestUserLoginStateRefused(t *testing.T) {
 	if _, err := u.Token(ctx, "alice"); !errors.Is(err, tokenstore.ErrUnavailable) {
 		t.Errorf("the store closed: %v, want ErrUnavailable", err)
 	}
+	f.events.want(t, map[string]int{"login/invalid": 3, "login/refused": 1, "store/error": 1})
 }
 
 // TestUserLoginConfusion: alice's login link, completed by bob's browser,
@@ -379,4 +383,5 @@ func TestUserCorruptEntry(t *testing.T) {
 	if _, err := f.store.Get(ctx, ce.key); !errors.Is(err, tokenstore.ErrNotFound) {
 		t.Errorf("after the logout the entry is still stored: %v", err)
 	}
+	f.events.want(t, map[string]int{"login/ok": 2, "logout/ok": 1, "store/corrupt": 2})
 }
