@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -228,6 +229,12 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	// Idle (3 s), or evicted for alice's: carol's session closes.
 	p.log.waitFor(t, regexp.MustCompile(`per-principal session closed.*principal=carol`), 15*time.Second)
 
+	// Every exchange the authorization server made, for the metric below.
+	exchangesOK := 0
+	for _, n := range authStats(t, issuer).Exchanges {
+		exchangesOK += n
+	}
+
 	// The authorization server stops: dave, with nothing cached, is
 	// UNAVAILABLE token_endpoint.
 	asProc.stop()
@@ -235,6 +242,16 @@ func TestTokenExchangeEndToEnd(t *testing.T) {
 	ei = wantStatus(t, err, codes.Unavailable, "UPSTREAM_UNAVAILABLE", "up", "up__whoami")
 	if ei.GetMetadata()["unavailable_reason"] != "token_endpoint" {
 		t.Errorf("dave's call with the authorization server down: metadata %v, want unavailable_reason token_endpoint", ei.GetMetadata())
+	}
+	// The operator sees each exchange made at the authorization server
+	// (not the cached answers): the ones it made, mallory's refusal, dave's
+	// unreachable server.
+	metrics := scrape(t, p.adminAddr)
+	for outcome, want := range map[string]int{"ok": exchangesOK, "refused": 1, "error": 1} {
+		re := regexp.MustCompile(`(?m)^toolsvc_upstream_credentials_total\{op="exchange",outcome="` + outcome + `",server="up"\} (\d+)$`)
+		if m := re.FindStringSubmatch(metrics); m == nil || m[1] != strconv.Itoa(want) {
+			t.Errorf("toolsvc_upstream_credentials_total{op=exchange,outcome=%s} = %v, want %d", outcome, m, want)
+		}
 	}
 
 	// Never more than maxSessions, never a token in the log.
