@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -330,6 +331,36 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 	errs = append(errs, err.Error())
 	if st := authStats(t, issuer); st.Revocations != after.Revocations+2 {
 		t.Errorf("revocations after bob's logout = %d, want %d", st.Revocations, after.Revocations+2)
+	}
+
+	// The operator sees what happened to the logins: every refresh the
+	// authorization server made, the two logouts, the confused login
+	// refused. The forged state is no server's: it is refused before any
+	// server's count (its 400 is the callback's).
+	refreshes := 0
+	for _, n := range authStats(t, issuer).Refreshes {
+		refreshes += n
+	}
+	metrics := scrape(t, p.adminAddr)
+	credential := func(op, outcome string) int {
+		re := regexp.MustCompile(`(?m)^toolsvc_upstream_credentials_total\{op="` + op + `",outcome="` + outcome + `",server="up"\} (\d+)$`)
+		m := re.FindStringSubmatch(metrics)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	for _, c := range []struct {
+		op, outcome string
+		want        int
+	}{{"refresh", "ok", refreshes}, {"logout", "ok", 2}, {"login", "refused", 1}, {"login", "invalid", 0}} {
+		if got := credential(c.op, c.outcome); got != c.want {
+			t.Errorf("toolsvc_upstream_credentials_total{op=%s,outcome=%s} = %d, want %d", c.op, c.outcome, got, c.want)
+		}
+	}
+	if got := credential("login", "ok"); got < 3 {
+		t.Errorf("toolsvc_upstream_credentials_total{op=login,outcome=ok} = %d, want the logins of alice, bob and carol at least", got)
 	}
 
 	// Nothing leaks a token.
