@@ -116,6 +116,44 @@ func (b *Bridge) Logout(ctx context.Context, principal, server string) error {
 	return nil
 }
 
+// Login is principal's login to the userOAuth server before any call: the
+// link to open (the one a call would answer LOGIN_REQUIRED with), or ""
+// when a usable token is stored already (refreshed if due), unless force
+// asks for a new link anyway. Errors: as Logout for the server; an
+// anonymous principal is *CredentialsError CodeNoPrincipal; the store or
+// the authorization server failing is *UnavailableError.
+func (b *Bridge) Login(ctx context.Context, principal, server string, force bool) (string, error) {
+	s, ok := b.userSources()[server]
+	if !ok {
+		if _, err := b.upstream(server); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("login to server %q: %w", server, ErrNotUserOAuth)
+	}
+	if principal == "" {
+		return "", &CredentialsError{Server: server, Mode: CredentialsUserOAuth, Code: CodeNoPrincipal}
+	}
+	if !force {
+		_, err := s.token(ctx, principal, "")
+		var le *LoginRequiredError
+		switch {
+		case err == nil:
+			return "", nil
+		case errors.As(err, &le):
+			return le.URL, nil
+		}
+		return "", err
+	}
+	if s.ut == nil {
+		return "", &UnavailableError{Server: server, Reason: ReasonTokenStore}
+	}
+	link, err := s.ut.LoginURL(ctx, principal)
+	if err != nil {
+		return "", s.failure(ctx, err)
+	}
+	return link, nil
+}
+
 // UserOAuthServers are the names of the servers in credentials mode
 // userOAuth.
 func (b *Bridge) UserOAuthServers() []string {

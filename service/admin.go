@@ -167,6 +167,47 @@ func (a *admin) Logout(ctx context.Context, req *toolsvcv1.LogoutRequest) (*tool
 	return &toolsvcv1.LogoutResponse{Server: req.GetServer(), Principal: who}, nil
 }
 
+// Login implements toolsvc.v1.AdminService: the caller's own login link
+// to a userOAuth server, or that it is logged in already.
+func (a *admin) Login(ctx context.Context, req *toolsvcv1.LoginRequest) (*toolsvcv1.LoginResponse, error) {
+	ctx, p, err := a.s.authenticateRPC(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.GetServer() == "" {
+		return nil, invalidArgument("server", "required: a configured server in credentials mode userOAuth")
+	}
+	who := req.GetPrincipal()
+	switch {
+	case !a.s.authConfigured():
+		// Nobody is authenticated: loopback callers only, naming the
+		// principal (as Logout).
+		if err := a.authorize(ctx); err != nil {
+			return nil, err
+		}
+		if who == "" {
+			return nil, invalidArgument("principal", "required without an auth section: nobody is authenticated, so name whose login this is")
+		}
+	case who == "":
+		who = p.Name
+	case who != p.Name:
+		// A link logs in the principal it names as whoever follows it: an
+		// operator's for another principal would put the operator's
+		// upstream account under that principal's name.
+		return nil, plainError(core.PermissionDenied, ReasonPermissionDenied,
+			fmt.Sprintf("principal %q may ask only for its own login link (a link logs in the principal it names as whoever follows it)", p.Name),
+			map[string]string{"principal": p.Name})
+	}
+	link, err := a.s.bridge.Login(ctx, who, req.GetServer(), req.GetForce())
+	if err != nil {
+		if errors.Is(err, mcpbridge.ErrNotUserOAuth) {
+			return nil, invalidArgument("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it has no logins", req.GetServer()))
+		}
+		return nil, toStatus(err)
+	}
+	return &toolsvcv1.LoginResponse{Server: req.GetServer(), Principal: who, LoggedIn: link == "", LoginUrl: link}, nil
+}
+
 // authConfigured reports whether the service authenticates its callers
 // (an Authenticator or an Authorizer in Options, as Server.authenticate
 // decides).

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -650,4 +651,82 @@ func TestUserOAuthCost(t *testing.T) {
 	}
 	t.Logf("%d principals, %s store: LOGIN_REQUIRED call %s; callback %s; first call after login %s; later call %s",
 		n, store, q(link), q(callback), q(first), q(warm))
+}
+
+// TestUserOAuthLoginFirst: `toolsvc login` before any call, real processes
+// (the authorization server, a bearer upstream, toolsvc): the CLI prints
+// the caller's own link and, with --wait, returns once the browser has
+// completed it; the first call is then served; asking again says logged
+// in, and --force gives a new link anyway. A link for another principal is
+// PERMISSION_DENIED even for an admin (it would log that principal in as
+// whoever follows it), a server not in mode userOAuth INVALID_ARGUMENT
+// (field server), an unknown one NOT_FOUND; no token in the log.
+func TestUserOAuthLoginFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	defer http.DefaultClient.CloseIdleConnections()
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-access-ttl", "5m", "-clients", userOAuthClients),
+		procOpts{checkExit: true})
+	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
+	up := startBearerUpstream(t, issuer, "urn:test:upstream")
+	dir := t.TempDir()
+	toks := map[string]string{"alice": "static-alice-0123456789", "root": "static-root-0123456789"}
+	p := startToolsvc(t, cfg{
+		Auth:       &authCfg{Tokens: toks, Admins: []string{"root"}},
+		TokenStore: &tokenStoreCfg{File: filepath.Join(dir, "tokens"), KeyFile: storeKeyFile(t, dir)},
+		Servers:    servers{"up": userOAuthUp(issuer, up), "plain": goStdio(upstream{})}})
+
+	// alice asks for her link first and waits; her browser follows it.
+	cmd := exec.CommandContext(ctx, bin.toolsvc, "login", "--addr", p.addr, "--token", toks["alice"], "--server", "up", "--wait", "60s")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var printed []string
+	for len(printed) < 2 && lines.Scan() {
+		printed = append(printed, lines.Text())
+	}
+	if len(printed) < 2 || printed[0] != "to log alice in to up, open:" || !strings.HasPrefix(printed[1], issuer+"/") {
+		t.Fatalf("toolsvc login printed %q (stderr %s), want alice's link to the authorization server", printed, stderr.String())
+	}
+	browserLogin(t, ctx, printed[1], "alice")
+	rest, _ := io.ReadAll(stdout)
+	if err := cmd.Wait(); err != nil || strings.TrimSpace(string(rest)) != "alice is logged in to up" {
+		t.Fatalf("toolsvc login --wait: %v, then %q (stderr %s)", err, rest, stderr.String())
+	}
+	who, err := whoamiOn(ctx, p.client, toks["alice"])
+	if err != nil || who["sub"] != "alice" {
+		t.Fatalf("alice's first call after logging in first: %v, %v", who, err)
+	}
+	out, err := execToolsvc(ctx, p.addr, "login", "--token", toks["alice"], "--server", "up")
+	if err != nil || strings.TrimSpace(out) != "alice is logged in to up" {
+		t.Errorf("toolsvc login once logged in: %v\n%s", err, out)
+	}
+
+	admin := toolsvcv1.NewAdminServiceClient(grpcConn(t, p.addr))
+	aliceCtx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+toks["alice"])
+	forced, err := admin.Login(aliceCtx, &toolsvcv1.LoginRequest{Server: "up", Force: true})
+	if err != nil || forced.GetLoggedIn() || !strings.HasPrefix(forced.GetLoginUrl(), issuer+"/") || forced.GetPrincipal() != "alice" {
+		t.Errorf("Login with force as alice = %v, %v; want a new link for alice", forced, err)
+	}
+	rootCtx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+toks["root"])
+	_, err = admin.Login(rootCtx, &toolsvcv1.LoginRequest{Server: "up", Principal: "alice"})
+	wantStatus(t, err, codes.PermissionDenied, "PERMISSION_DENIED", "", "")
+	_, err = admin.Login(aliceCtx, &toolsvcv1.LoginRequest{Server: "plain"})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || !strings.Contains(st.Message(), "plain") {
+		t.Errorf("Login to a server not in mode userOAuth: %v, want INVALID_ARGUMENT naming it", err)
+	}
+	_, err = admin.Login(aliceCtx, &toolsvcv1.LoginRequest{Server: "nope"})
+	wantStatus(t, err, codes.NotFound, "SERVER_NOT_FOUND", "", "")
+	_, err = admin.Login(aliceCtx, &toolsvcv1.LoginRequest{})
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("Login without a server: %v, want INVALID_ARGUMENT", err)
+	}
+	noTokenText(t, "toolsvc's log", p.log.String())
 }

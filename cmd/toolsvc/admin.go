@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -112,6 +113,69 @@ func runLogout(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("logged out %s from %s\n", termSafe(resp.GetPrincipal()), termSafe(resp.GetServer()))
 	return nil
+}
+
+func runLogin(ctx context.Context, args []string) error {
+	f := newClientFlags("login")
+	server := f.fs.String("server", "", "the server in credentials mode userOAuth (required)")
+	principal := f.fs.String("principal", "", "whose login (default: yours; required when toolsvc has no auth section)")
+	force := f.fs.Bool("force", false, "a new link even when you are logged in (to log in again, e.g. as another account)")
+	wait := f.fs.Duration("wait", 0, "after printing the link, wait this long for the login to complete (0: do not wait)")
+	if err := f.fs.Parse(args); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	if *server == "" || f.fs.NArg() != 0 {
+		return &exitError{code: 2, err: errors.New("usage: toolsvc login [--addr ADDR] [--json] --server S [--principal P] [--force] [--wait D]")}
+	}
+	c, closeConn, err := dialAdmin(f)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	req := &toolsvcv1.LoginRequest{Server: *server, Principal: *principal, Force: *force}
+	resp, err := c.Login(ctx, req)
+	if err != nil {
+		return err
+	}
+	if *f.json {
+		printJSON(resp)
+	} else if resp.GetLoggedIn() {
+		fmt.Printf("%s is logged in to %s\n", termSafe(resp.GetPrincipal()), termSafe(resp.GetServer()))
+	} else {
+		fmt.Printf("to log %s in to %s, open:\n%s\n", termSafe(resp.GetPrincipal()), termSafe(resp.GetServer()), termSafe(resp.GetLoginUrl()))
+	}
+	if resp.GetLoggedIn() || *wait <= 0 {
+		return nil
+	}
+	// Wait for the login: the same question without force, until a token
+	// is stored.
+	ctx, cancel := context.WithTimeout(ctx, *wait)
+	defer cancel()
+	req.Force = false
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return &exitError{code: 1, err: fmt.Errorf("the login to %s did not complete within %v", resp.GetServer(), *wait)}
+		case <-t.C:
+		}
+		r, err := c.Login(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			return err
+		}
+		if r.GetLoggedIn() {
+			if *f.json {
+				printJSON(r)
+			} else {
+				fmt.Printf("%s is logged in to %s\n", termSafe(r.GetPrincipal()), termSafe(r.GetServer()))
+			}
+			return nil
+		}
+	}
 }
 
 // describeRPCError turns a client-side gRPC error into one clear line.

@@ -62,6 +62,10 @@ Usage:
   toolsvc refresh   [--addr ADDR] [--json] NAME    re-list one server's tools now
   toolsvc reconnect [--addr ADDR] [--json] NAME    reconnect one server now (clears its breaker)
   toolsvc reload    [--addr ADDR] [--json]         re-read the config file now (as SIGHUP does)
+  toolsvc login     [--addr ADDR] [--json] --server S [--force] [--wait D]
+                                                   log in to a userOAuth server before any call:
+                                                   print your login link (or that you are logged
+                                                   in); --wait D waits for the login to complete
   toolsvc logout    [--addr ADDR] [--json] --server S [--principal P]
                                                    revoke your login to a userOAuth server (another
                                                    principal's: auth.admins only)
@@ -145,6 +149,8 @@ func realMain(ctx context.Context, args []string) error {
 		return describeRPCError(runReload(ctx, rest))
 	case "logout":
 		return describeRPCError(runLogout(ctx, rest))
+	case "login":
+		return describeRPCError(runLogin(ctx, rest))
 	case "demo-server":
 		return runDemoServer(ctx)
 	case "help", "-h", "--help":

@@ -401,6 +401,145 @@ func (x *LogoutResponse) GetPrincipal() string {
 	return ""
 }
 
+// LoginRequest names the server to log in to.
+type LoginRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configured server name (credentials mode userOAuth).
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// Whose login: empty, the caller's own (required without an auth
+	// section, where nobody is authenticated).
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// A new link even when a usable token is stored.
+	Force         bool `protobuf:"varint,3,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoginRequest) Reset() {
+	*x = LoginRequest{}
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoginRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoginRequest) ProtoMessage() {}
+
+func (x *LoginRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoginRequest.ProtoReflect.Descriptor instead.
+func (*LoginRequest) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_admin_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LoginRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *LoginRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *LoginRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+// LoginResponse is the link to open, or that no login is needed.
+type LoginResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The server, as requested.
+	Server string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// The principal the link logs in.
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// A usable token is stored: no link (unless force).
+	LoggedIn bool `protobuf:"varint,3,opt,name=logged_in,json=loggedIn,proto3" json:"logged_in,omitempty"`
+	// The authorization server's login page for this principal and server,
+	// valid for a limited time (10 minutes); empty when logged_in.
+	LoginUrl      string `protobuf:"bytes,4,opt,name=login_url,json=loginUrl,proto3" json:"login_url,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoginResponse) Reset() {
+	*x = LoginResponse{}
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoginResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoginResponse) ProtoMessage() {}
+
+func (x *LoginResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_admin_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoginResponse.ProtoReflect.Descriptor instead.
+func (*LoginResponse) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_admin_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LoginResponse) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *LoginResponse) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *LoginResponse) GetLoggedIn() bool {
+	if x != nil {
+		return x.LoggedIn
+	}
+	return false
+}
+
+func (x *LoginResponse) GetLoginUrl() string {
+	if x != nil {
+		return x.LoginUrl
+	}
+	return ""
+}
+
 var File_toolsvc_v1_admin_proto protoreflect.FileDescriptor
 
 const file_toolsvc_v1_admin_proto_rawDesc = "" +
@@ -423,12 +562,22 @@ const file_toolsvc_v1_admin_proto_rawDesc = "" +
 	"\tprincipal\x18\x02 \x01(\tR\tprincipal\"F\n" +
 	"\x0eLogoutResponse\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1c\n" +
-	"\tprincipal\x18\x02 \x01(\tR\tprincipal2\xd4\x02\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\"Z\n" +
+	"\fLoginRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05force\x18\x03 \x01(\bR\x05force\"\x7f\n" +
+	"\rLoginResponse\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x1b\n" +
+	"\tlogged_in\x18\x03 \x01(\bR\bloggedIn\x12\x1b\n" +
+	"\tlogin_url\x18\x04 \x01(\tR\bloginUrl2\x92\x03\n" +
 	"\fAdminService\x12T\n" +
 	"\rRefreshServer\x12 .toolsvc.v1.RefreshServerRequest\x1a!.toolsvc.v1.RefreshServerResponse\x12Z\n" +
 	"\x0fReconnectServer\x12\".toolsvc.v1.ReconnectServerRequest\x1a#.toolsvc.v1.ReconnectServerResponse\x12Q\n" +
 	"\fReloadConfig\x12\x1f.toolsvc.v1.ReloadConfigRequest\x1a .toolsvc.v1.ReloadConfigResponse\x12?\n" +
-	"\x06Logout\x12\x19.toolsvc.v1.LogoutRequest\x1a\x1a.toolsvc.v1.LogoutResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
+	"\x06Logout\x12\x19.toolsvc.v1.LogoutRequest\x1a\x1a.toolsvc.v1.LogoutResponse\x12<\n" +
+	"\x05Login\x12\x18.toolsvc.v1.LoginRequest\x1a\x19.toolsvc.v1.LoginResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3"
 
 var (
 	file_toolsvc_v1_admin_proto_rawDescOnce sync.Once
@@ -442,7 +591,7 @@ func file_toolsvc_v1_admin_proto_rawDescGZIP() []byte {
 	return file_toolsvc_v1_admin_proto_rawDescData
 }
 
-var file_toolsvc_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_toolsvc_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_toolsvc_v1_admin_proto_goTypes = []any{
 	(*RefreshServerRequest)(nil),    // 0: toolsvc.v1.RefreshServerRequest
 	(*RefreshServerResponse)(nil),   // 1: toolsvc.v1.RefreshServerResponse
@@ -452,26 +601,30 @@ var file_toolsvc_v1_admin_proto_goTypes = []any{
 	(*ReloadConfigResponse)(nil),    // 5: toolsvc.v1.ReloadConfigResponse
 	(*LogoutRequest)(nil),           // 6: toolsvc.v1.LogoutRequest
 	(*LogoutResponse)(nil),          // 7: toolsvc.v1.LogoutResponse
-	(*Server)(nil),                  // 8: toolsvc.v1.Server
-	(*ConfigStatus)(nil),            // 9: toolsvc.v1.ConfigStatus
+	(*LoginRequest)(nil),            // 8: toolsvc.v1.LoginRequest
+	(*LoginResponse)(nil),           // 9: toolsvc.v1.LoginResponse
+	(*Server)(nil),                  // 10: toolsvc.v1.Server
+	(*ConfigStatus)(nil),            // 11: toolsvc.v1.ConfigStatus
 }
 var file_toolsvc_v1_admin_proto_depIdxs = []int32{
-	8, // 0: toolsvc.v1.RefreshServerResponse.server:type_name -> toolsvc.v1.Server
-	8, // 1: toolsvc.v1.ReconnectServerResponse.server:type_name -> toolsvc.v1.Server
-	9, // 2: toolsvc.v1.ReloadConfigResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	0, // 3: toolsvc.v1.AdminService.RefreshServer:input_type -> toolsvc.v1.RefreshServerRequest
-	2, // 4: toolsvc.v1.AdminService.ReconnectServer:input_type -> toolsvc.v1.ReconnectServerRequest
-	4, // 5: toolsvc.v1.AdminService.ReloadConfig:input_type -> toolsvc.v1.ReloadConfigRequest
-	6, // 6: toolsvc.v1.AdminService.Logout:input_type -> toolsvc.v1.LogoutRequest
-	1, // 7: toolsvc.v1.AdminService.RefreshServer:output_type -> toolsvc.v1.RefreshServerResponse
-	3, // 8: toolsvc.v1.AdminService.ReconnectServer:output_type -> toolsvc.v1.ReconnectServerResponse
-	5, // 9: toolsvc.v1.AdminService.ReloadConfig:output_type -> toolsvc.v1.ReloadConfigResponse
-	7, // 10: toolsvc.v1.AdminService.Logout:output_type -> toolsvc.v1.LogoutResponse
-	7, // [7:11] is the sub-list for method output_type
-	3, // [3:7] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	10, // 0: toolsvc.v1.RefreshServerResponse.server:type_name -> toolsvc.v1.Server
+	10, // 1: toolsvc.v1.ReconnectServerResponse.server:type_name -> toolsvc.v1.Server
+	11, // 2: toolsvc.v1.ReloadConfigResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	0,  // 3: toolsvc.v1.AdminService.RefreshServer:input_type -> toolsvc.v1.RefreshServerRequest
+	2,  // 4: toolsvc.v1.AdminService.ReconnectServer:input_type -> toolsvc.v1.ReconnectServerRequest
+	4,  // 5: toolsvc.v1.AdminService.ReloadConfig:input_type -> toolsvc.v1.ReloadConfigRequest
+	6,  // 6: toolsvc.v1.AdminService.Logout:input_type -> toolsvc.v1.LogoutRequest
+	8,  // 7: toolsvc.v1.AdminService.Login:input_type -> toolsvc.v1.LoginRequest
+	1,  // 8: toolsvc.v1.AdminService.RefreshServer:output_type -> toolsvc.v1.RefreshServerResponse
+	3,  // 9: toolsvc.v1.AdminService.ReconnectServer:output_type -> toolsvc.v1.ReconnectServerResponse
+	5,  // 10: toolsvc.v1.AdminService.ReloadConfig:output_type -> toolsvc.v1.ReloadConfigResponse
+	7,  // 11: toolsvc.v1.AdminService.Logout:output_type -> toolsvc.v1.LogoutResponse
+	9,  // 12: toolsvc.v1.AdminService.Login:output_type -> toolsvc.v1.LoginResponse
+	8,  // [8:13] is the sub-list for method output_type
+	3,  // [3:8] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_admin_proto_init() }
@@ -486,7 +639,7 @@ func file_toolsvc_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_admin_proto_rawDesc), len(file_toolsvc_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	AdminService_ReconnectServer_FullMethodName = "/toolsvc.v1.AdminService/ReconnectServer"
 	AdminService_ReloadConfig_FullMethodName    = "/toolsvc.v1.AdminService/ReloadConfig"
 	AdminService_Logout_FullMethodName          = "/toolsvc.v1.AdminService/Logout"
+	AdminService_Login_FullMethodName           = "/toolsvc.v1.AdminService/Login"
 )
 
 // AdminServiceClient is the client API for AdminService service.
@@ -33,7 +34,7 @@ const (
 //
 // AdminService holds operator actions. Errors: an unknown server is
 // NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-// but Logout is for auth.admins principals only.
+// but Login and Logout is for auth.admins principals only.
 type AdminServiceClient interface {
 	// RefreshServer re-lists one server's tools now and waits for the result.
 	RefreshServer(ctx context.Context, in *RefreshServerRequest, opts ...grpc.CallOption) (*RefreshServerResponse, error)
@@ -50,6 +51,20 @@ type AdminServiceClient interface {
 	// userOAuth is INVALID_ARGUMENT (field server); the token store
 	// unreachable is UNAVAILABLE (nothing deleted).
 	Logout(ctx context.Context, in *LogoutRequest, opts ...grpc.CallOption) (*LogoutResponse, error)
+	// Login starts the caller's own login to a server in credentials mode
+	// userOAuth before any call: it returns the link to open (the one a call
+	// would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+	// usable token is stored already (refreshed if it was about to expire),
+	// unless force asks for a new link anyway (to log in again, e.g. as
+	// another upstream account). A link binds the upstream account to the
+	// principal it names, so only that principal may ask for it: with an
+	// auth section, principal is empty or the caller's own (else
+	// PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+	// only, naming the principal. An anonymous caller is PERMISSION_DENIED
+	// CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+	// userOAuth is INVALID_ARGUMENT (field server); the token store or the
+	// authorization server unreachable is UNAVAILABLE.
+	Login(ctx context.Context, in *LoginRequest, opts ...grpc.CallOption) (*LoginResponse, error)
 }
 
 type adminServiceClient struct {
@@ -100,13 +115,23 @@ func (c *adminServiceClient) Logout(ctx context.Context, in *LogoutRequest, opts
 	return out, nil
 }
 
+func (c *adminServiceClient) Login(ctx context.Context, in *LoginRequest, opts ...grpc.CallOption) (*LoginResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LoginResponse)
+	err := c.cc.Invoke(ctx, AdminService_Login_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServiceServer is the server API for AdminService service.
 // All implementations must embed UnimplementedAdminServiceServer
 // for forward compatibility.
 //
 // AdminService holds operator actions. Errors: an unknown server is
 // NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-// but Logout is for auth.admins principals only.
+// but Login and Logout is for auth.admins principals only.
 type AdminServiceServer interface {
 	// RefreshServer re-lists one server's tools now and waits for the result.
 	RefreshServer(context.Context, *RefreshServerRequest) (*RefreshServerResponse, error)
@@ -123,6 +148,20 @@ type AdminServiceServer interface {
 	// userOAuth is INVALID_ARGUMENT (field server); the token store
 	// unreachable is UNAVAILABLE (nothing deleted).
 	Logout(context.Context, *LogoutRequest) (*LogoutResponse, error)
+	// Login starts the caller's own login to a server in credentials mode
+	// userOAuth before any call: it returns the link to open (the one a call
+	// would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+	// usable token is stored already (refreshed if it was about to expire),
+	// unless force asks for a new link anyway (to log in again, e.g. as
+	// another upstream account). A link binds the upstream account to the
+	// principal it names, so only that principal may ask for it: with an
+	// auth section, principal is empty or the caller's own (else
+	// PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+	// only, naming the principal. An anonymous caller is PERMISSION_DENIED
+	// CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+	// userOAuth is INVALID_ARGUMENT (field server); the token store or the
+	// authorization server unreachable is UNAVAILABLE.
+	Login(context.Context, *LoginRequest) (*LoginResponse, error)
 	mustEmbedUnimplementedAdminServiceServer()
 }
 
@@ -144,6 +183,9 @@ func (UnimplementedAdminServiceServer) ReloadConfig(context.Context, *ReloadConf
 }
 func (UnimplementedAdminServiceServer) Logout(context.Context, *LogoutRequest) (*LogoutResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Logout not implemented")
+}
+func (UnimplementedAdminServiceServer) Login(context.Context, *LoginRequest) (*LoginResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Login not implemented")
 }
 func (UnimplementedAdminServiceServer) mustEmbedUnimplementedAdminServiceServer() {}
 func (UnimplementedAdminServiceServer) testEmbeddedByValue()                      {}
@@ -238,6 +280,24 @@ func _AdminService_Logout_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdminService_Login_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LoginRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServiceServer).Login(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdminService_Login_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServiceServer).Login(ctx, req.(*LoginRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AdminService_ServiceDesc is the grpc.ServiceDesc for AdminService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -260,6 +320,10 @@ var AdminService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Logout",
 			Handler:    _AdminService_Logout_Handler,
+		},
+		{
+			MethodName: "Login",
+			Handler:    _AdminService_Login_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

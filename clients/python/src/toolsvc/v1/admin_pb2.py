@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from toolsvc.v1 import toolsvc_pb2 as toolsvc_dot_v1_dot_toolsvc__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolsvc/v1/admin.proto\x12\ntoolsvc.v1\x1a\x18toolsvc/v1/toolsvc.proto\"$\n\x14RefreshServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\";\n\x15RefreshServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"&\n\x16ReconnectServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x17ReconnectServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"\x15\n\x13ReloadConfigRequest\"@\n\x14ReloadConfigResponse\x12(\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x18.toolsvc.v1.ConfigStatus\"2\n\rLogoutRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\"3\n\x0eLogoutResponse\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t2\xd4\x02\n\x0c\x41\x64minService\x12T\n\rRefreshServer\x12 .toolsvc.v1.RefreshServerRequest\x1a!.toolsvc.v1.RefreshServerResponse\x12Z\n\x0fReconnectServer\x12\".toolsvc.v1.ReconnectServerRequest\x1a#.toolsvc.v1.ReconnectServerResponse\x12Q\n\x0cReloadConfig\x12\x1f.toolsvc.v1.ReloadConfigRequest\x1a .toolsvc.v1.ReloadConfigResponse\x12?\n\x06Logout\x12\x19.toolsvc.v1.LogoutRequest\x1a\x1a.toolsvc.v1.LogoutResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16toolsvc/v1/admin.proto\x12\ntoolsvc.v1\x1a\x18toolsvc/v1/toolsvc.proto\"$\n\x14RefreshServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\";\n\x15RefreshServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"&\n\x16ReconnectServerRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\"=\n\x17ReconnectServerResponse\x12\"\n\x06server\x18\x01 \x01(\x0b\x32\x12.toolsvc.v1.Server\"\x15\n\x13ReloadConfigRequest\"@\n\x14ReloadConfigResponse\x12(\n\x06\x63onfig\x18\x01 \x01(\x0b\x32\x18.toolsvc.v1.ConfigStatus\"2\n\rLogoutRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\"3\n\x0eLogoutResponse\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\"@\n\x0cLoginRequest\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\"X\n\rLoginResponse\x12\x0e\n\x06server\x18\x01 \x01(\t\x12\x11\n\tprincipal\x18\x02 \x01(\t\x12\x11\n\tlogged_in\x18\x03 \x01(\x08\x12\x11\n\tlogin_url\x18\x04 \x01(\t2\x92\x03\n\x0c\x41\x64minService\x12T\n\rRefreshServer\x12 .toolsvc.v1.RefreshServerRequest\x1a!.toolsvc.v1.RefreshServerResponse\x12Z\n\x0fReconnectServer\x12\".toolsvc.v1.ReconnectServerRequest\x1a#.toolsvc.v1.ReconnectServerResponse\x12Q\n\x0cReloadConfig\x12\x1f.toolsvc.v1.ReloadConfigRequest\x1a .toolsvc.v1.ReloadConfigResponse\x12?\n\x06Logout\x12\x19.toolsvc.v1.LogoutRequest\x1a\x1a.toolsvc.v1.LogoutResponse\x12<\n\x05Login\x12\x18.toolsvc.v1.LoginRequest\x1a\x19.toolsvc.v1.LoginResponseB5Z3github.com/toolsvc/toolsvc/gen/toolsvc/v1;toolsvcv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -49,6 +49,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LOGOUTREQUEST']._serialized_end=405
   _globals['_LOGOUTRESPONSE']._serialized_start=407
   _globals['_LOGOUTRESPONSE']._serialized_end=458
-  _globals['_ADMINSERVICE']._serialized_start=461
-  _globals['_ADMINSERVICE']._serialized_end=801
+  _globals['_LOGINREQUEST']._serialized_start=460
+  _globals['_LOGINREQUEST']._serialized_end=524
+  _globals['_LOGINRESPONSE']._serialized_start=526
+  _globals['_LOGINRESPONSE']._serialized_end=614
+  _globals['_ADMINSERVICE']._serialized_start=617
+  _globals['_ADMINSERVICE']._serialized_end=1019
 # @@protoc_insertion_point(module_scope)

@@ -203,3 +203,71 @@ class LogoutResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___LogoutResponse: _TypeAlias = LogoutResponse  # noqa: Y015
+
+@_typing.final
+class LoginRequest(_message.Message):
+    """LoginRequest names the server to log in to."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    FORCE_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The configured server name (credentials mode userOAuth)."""
+    principal: _builtins.str
+    """Whose login: empty, the caller's own (required without an auth
+    section, where nobody is authenticated).
+    """
+    force: _builtins.bool
+    """A new link even when a usable token is stored."""
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        principal: _builtins.str = ...,
+        force: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["force", b"force", "principal", b"principal", "server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoginRequest: _TypeAlias = LoginRequest  # noqa: Y015
+
+@_typing.final
+class LoginResponse(_message.Message):
+    """LoginResponse is the link to open, or that no login is needed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SERVER_FIELD_NUMBER: _builtins.int
+    PRINCIPAL_FIELD_NUMBER: _builtins.int
+    LOGGED_IN_FIELD_NUMBER: _builtins.int
+    LOGIN_URL_FIELD_NUMBER: _builtins.int
+    server: _builtins.str
+    """The server, as requested."""
+    principal: _builtins.str
+    """The principal the link logs in."""
+    logged_in: _builtins.bool
+    """A usable token is stored: no link (unless force)."""
+    login_url: _builtins.str
+    """The authorization server's login page for this principal and server,
+    valid for a limited time (10 minutes); empty when logged_in.
+    """
+    def __init__(
+        self,
+        *,
+        server: _builtins.str = ...,
+        principal: _builtins.str = ...,
+        logged_in: _builtins.bool = ...,
+        login_url: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["logged_in", b"logged_in", "login_url", b"login_url", "principal", b"principal", "server", b"server"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___LoginResponse: _TypeAlias = LoginResponse  # noqa: Y015

@@ -28,7 +28,7 @@ if _version_not_supported:
 class AdminServiceStub:
     """AdminService holds operator actions. Errors: an unknown server is
     NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-    but Logout is for auth.admins principals only.
+    but Login and Logout is for auth.admins principals only.
     """
 
     def __init__(self, channel):
@@ -57,12 +57,17 @@ class AdminServiceStub:
                 request_serializer=toolsvc_dot_v1_dot_admin__pb2.LogoutRequest.SerializeToString,
                 response_deserializer=toolsvc_dot_v1_dot_admin__pb2.LogoutResponse.FromString,
                 _registered_method=True)
+        self.Login = channel.unary_unary(
+                '/toolsvc.v1.AdminService/Login',
+                request_serializer=toolsvc_dot_v1_dot_admin__pb2.LoginRequest.SerializeToString,
+                response_deserializer=toolsvc_dot_v1_dot_admin__pb2.LoginResponse.FromString,
+                _registered_method=True)
 
 
 class AdminServiceServicer:
     """AdminService holds operator actions. Errors: an unknown server is
     NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-    but Logout is for auth.admins principals only.
+    but Login and Logout is for auth.admins principals only.
     """
 
     def RefreshServer(self, request, context):
@@ -100,6 +105,25 @@ class AdminServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Login(self, request, context):
+        """Login starts the caller's own login to a server in credentials mode
+        userOAuth before any call: it returns the link to open (the one a call
+        would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+        usable token is stored already (refreshed if it was about to expire),
+        unless force asks for a new link anyway (to log in again, e.g. as
+        another upstream account). A link binds the upstream account to the
+        principal it names, so only that principal may ask for it: with an
+        auth section, principal is empty or the caller's own (else
+        PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+        only, naming the principal. An anonymous caller is PERMISSION_DENIED
+        CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+        userOAuth is INVALID_ARGUMENT (field server); the token store or the
+        authorization server unreachable is UNAVAILABLE.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdminServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -123,6 +147,11 @@ def add_AdminServiceServicer_to_server(servicer, server):
                     request_deserializer=toolsvc_dot_v1_dot_admin__pb2.LogoutRequest.FromString,
                     response_serializer=toolsvc_dot_v1_dot_admin__pb2.LogoutResponse.SerializeToString,
             ),
+            'Login': grpc.unary_unary_rpc_method_handler(
+                    servicer.Login,
+                    request_deserializer=toolsvc_dot_v1_dot_admin__pb2.LoginRequest.FromString,
+                    response_serializer=toolsvc_dot_v1_dot_admin__pb2.LoginResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'toolsvc.v1.AdminService', rpc_method_handlers)
@@ -134,7 +163,7 @@ def add_AdminServiceServicer_to_server(servicer, server):
 class AdminService:
     """AdminService holds operator actions. Errors: an unknown server is
     NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-    but Logout is for auth.admins principals only.
+    but Login and Logout is for auth.admins principals only.
     """
 
     @staticmethod
@@ -235,6 +264,33 @@ class AdminService:
             '/toolsvc.v1.AdminService/Logout',
             toolsvc_dot_v1_dot_admin__pb2.LogoutRequest.SerializeToString,
             toolsvc_dot_v1_dot_admin__pb2.LogoutResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Login(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/toolsvc.v1.AdminService/Login',
+            toolsvc_dot_v1_dot_admin__pb2.LoginRequest.SerializeToString,
+            toolsvc_dot_v1_dot_admin__pb2.LoginResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,7 +29,7 @@ GRPC_VERSION: str
 class AdminServiceStub:
     """AdminService holds operator actions. Errors: an unknown server is
     NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-    but Logout is for auth.admins principals only.
+    but Login and Logout is for auth.admins principals only.
     """
 
     @_typing.overload
@@ -53,12 +53,27 @@ class AdminServiceStub:
     userOAuth is INVALID_ARGUMENT (field server); the token store
     unreachable is UNAVAILABLE (nothing deleted).
     """
+    Login: _grpc.UnaryUnaryMultiCallable[_admin_pb2.LoginRequest, _admin_pb2.LoginResponse]
+    """Login starts the caller's own login to a server in credentials mode
+    userOAuth before any call: it returns the link to open (the one a call
+    would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+    usable token is stored already (refreshed if it was about to expire),
+    unless force asks for a new link anyway (to log in again, e.g. as
+    another upstream account). A link binds the upstream account to the
+    principal it names, so only that principal may ask for it: with an
+    auth section, principal is empty or the caller's own (else
+    PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+    only, naming the principal. An anonymous caller is PERMISSION_DENIED
+    CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+    userOAuth is INVALID_ARGUMENT (field server); the token store or the
+    authorization server unreachable is UNAVAILABLE.
+    """
 
 @_typing.type_check_only
 class AdminServiceAsyncStub(AdminServiceStub):
     """AdminService holds operator actions. Errors: an unknown server is
     NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-    but Logout is for auth.admins principals only.
+    but Login and Logout is for auth.admins principals only.
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -79,11 +94,26 @@ class AdminServiceAsyncStub(AdminServiceStub):
     userOAuth is INVALID_ARGUMENT (field server); the token store
     unreachable is UNAVAILABLE (nothing deleted).
     """
+    Login: _aio.UnaryUnaryMultiCallable[_admin_pb2.LoginRequest, _admin_pb2.LoginResponse]  # type: ignore[assignment]
+    """Login starts the caller's own login to a server in credentials mode
+    userOAuth before any call: it returns the link to open (the one a call
+    would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+    usable token is stored already (refreshed if it was about to expire),
+    unless force asks for a new link anyway (to log in again, e.g. as
+    another upstream account). A link binds the upstream account to the
+    principal it names, so only that principal may ask for it: with an
+    auth section, principal is empty or the caller's own (else
+    PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+    only, naming the principal. An anonymous caller is PERMISSION_DENIED
+    CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+    userOAuth is INVALID_ARGUMENT (field server); the token store or the
+    authorization server unreachable is UNAVAILABLE.
+    """
 
 class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
     """AdminService holds operator actions. Errors: an unknown server is
     NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
-    but Logout is for auth.admins principals only.
+    but Login and Logout is for auth.admins principals only.
     """
 
     @_abc_1.abstractmethod
@@ -125,6 +155,27 @@ class AdminServiceServicer(metaclass=_abc_1.ABCMeta):
         auth.admins. No login stored is no error. A server not in mode
         userOAuth is INVALID_ARGUMENT (field server); the token store
         unreachable is UNAVAILABLE (nothing deleted).
+        """
+
+    @_abc_1.abstractmethod
+    def Login(
+        self,
+        request: _admin_pb2.LoginRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_admin_pb2.LoginResponse, _abc.Awaitable[_admin_pb2.LoginResponse]]:
+        """Login starts the caller's own login to a server in credentials mode
+        userOAuth before any call: it returns the link to open (the one a call
+        would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+        usable token is stored already (refreshed if it was about to expire),
+        unless force asks for a new link anyway (to log in again, e.g. as
+        another upstream account). A link binds the upstream account to the
+        principal it names, so only that principal may ask for it: with an
+        auth section, principal is empty or the caller's own (else
+        PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+        only, naming the principal. An anonymous caller is PERMISSION_DENIED
+        CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+        userOAuth is INVALID_ARGUMENT (field server); the token store or the
+        authorization server unreachable is UNAVAILABLE.
         """
 
 def add_AdminServiceServicer_to_server(servicer: AdminServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

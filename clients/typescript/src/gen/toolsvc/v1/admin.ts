@@ -79,6 +79,34 @@ export interface LogoutResponse {
   principal: string;
 }
 
+/** LoginRequest names the server to log in to. */
+export interface LoginRequest {
+  /** The configured server name (credentials mode userOAuth). */
+  server: string;
+  /**
+   * Whose login: empty, the caller's own (required without an auth
+   * section, where nobody is authenticated).
+   */
+  principal: string;
+  /** A new link even when a usable token is stored. */
+  force: boolean;
+}
+
+/** LoginResponse is the link to open, or that no login is needed. */
+export interface LoginResponse {
+  /** The server, as requested. */
+  server: string;
+  /** The principal the link logs in. */
+  principal: string;
+  /** A usable token is stored: no link (unless force). */
+  loggedIn: boolean;
+  /**
+   * The authorization server's login page for this principal and server,
+   * valid for a limited time (10 minutes); empty when logged_in.
+   */
+  loginUrl: string;
+}
+
 function createBaseRefreshServerRequest(): RefreshServerRequest {
   return { name: "" };
 }
@@ -537,10 +565,180 @@ export const LogoutResponse: MessageFns<LogoutResponse> = {
   },
 };
 
+function createBaseLoginRequest(): LoginRequest {
+  return { server: "", principal: "", force: false };
+}
+
+export const LoginRequest: MessageFns<LoginRequest> = {
+  encode(message: LoginRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    if (message.principal !== "") {
+      writer.uint32(18).string(message.principal);
+    }
+    if (message.force !== false) {
+      writer.uint32(24).bool(message.force);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoginRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoginRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.principal = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.force = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<LoginRequest>): LoginRequest {
+    return LoginRequest.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<LoginRequest>): LoginRequest {
+    const message = createBaseLoginRequest();
+    message.server = object.server ?? "";
+    message.principal = object.principal ?? "";
+    message.force = object.force ?? false;
+    return message;
+  },
+};
+
+function createBaseLoginResponse(): LoginResponse {
+  return { server: "", principal: "", loggedIn: false, loginUrl: "" };
+}
+
+export const LoginResponse: MessageFns<LoginResponse> = {
+  encode(message: LoginResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.server !== "") {
+      writer.uint32(10).string(message.server);
+    }
+    if (message.principal !== "") {
+      writer.uint32(18).string(message.principal);
+    }
+    if (message.loggedIn !== false) {
+      writer.uint32(24).bool(message.loggedIn);
+    }
+    if (message.loginUrl !== "") {
+      writer.uint32(34).string(message.loginUrl);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoginResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoginResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.server = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.principal = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.loggedIn = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.loginUrl = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<LoginResponse>): LoginResponse {
+    return LoginResponse.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<LoginResponse>): LoginResponse {
+    const message = createBaseLoginResponse();
+    message.server = object.server ?? "";
+    message.principal = object.principal ?? "";
+    message.loggedIn = object.loggedIn ?? false;
+    message.loginUrl = object.loginUrl ?? "";
+    return message;
+  },
+};
+
 /**
  * AdminService holds operator actions. Errors: an unknown server is
  * NOT_FOUND; a server without a live session is UNAVAILABLE. Every method
- * but Logout is for auth.admins principals only.
+ * but Login and Logout is for auth.admins principals only.
  */
 export type AdminServiceService = typeof AdminServiceService;
 export const AdminServiceService = {
@@ -599,6 +797,30 @@ export const AdminServiceService = {
     responseSerialize: (value: LogoutResponse): Buffer => Buffer.from(LogoutResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): LogoutResponse => LogoutResponse.decode(value),
   },
+  /**
+   * Login starts the caller's own login to a server in credentials mode
+   * userOAuth before any call: it returns the link to open (the one a call
+   * would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+   * usable token is stored already (refreshed if it was about to expire),
+   * unless force asks for a new link anyway (to log in again, e.g. as
+   * another upstream account). A link binds the upstream account to the
+   * principal it names, so only that principal may ask for it: with an
+   * auth section, principal is empty or the caller's own (else
+   * PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+   * only, naming the principal. An anonymous caller is PERMISSION_DENIED
+   * CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+   * userOAuth is INVALID_ARGUMENT (field server); the token store or the
+   * authorization server unreachable is UNAVAILABLE.
+   */
+  login: {
+    path: "/toolsvc.v1.AdminService/Login" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: LoginRequest): Buffer => Buffer.from(LoginRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): LoginRequest => LoginRequest.decode(value),
+    responseSerialize: (value: LoginResponse): Buffer => Buffer.from(LoginResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): LoginResponse => LoginResponse.decode(value),
+  },
 } as const;
 
 export interface AdminServiceServer extends UntypedServiceImplementation {
@@ -621,6 +843,22 @@ export interface AdminServiceServer extends UntypedServiceImplementation {
    * unreachable is UNAVAILABLE (nothing deleted).
    */
   logout: handleUnaryCall<LogoutRequest, LogoutResponse>;
+  /**
+   * Login starts the caller's own login to a server in credentials mode
+   * userOAuth before any call: it returns the link to open (the one a call
+   * would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+   * usable token is stored already (refreshed if it was about to expire),
+   * unless force asks for a new link anyway (to log in again, e.g. as
+   * another upstream account). A link binds the upstream account to the
+   * principal it names, so only that principal may ask for it: with an
+   * auth section, principal is empty or the caller's own (else
+   * PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+   * only, naming the principal. An anonymous caller is PERMISSION_DENIED
+   * CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+   * userOAuth is INVALID_ARGUMENT (field server); the token store or the
+   * authorization server unreachable is UNAVAILABLE.
+   */
+  login: handleUnaryCall<LoginRequest, LoginResponse>;
 }
 
 export interface AdminServiceClient extends Client {
@@ -698,6 +936,36 @@ export interface AdminServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: LogoutResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Login starts the caller's own login to a server in credentials mode
+   * userOAuth before any call: it returns the link to open (the one a call
+   * would answer UNAUTHENTICATED LOGIN_REQUIRED with), or logged_in when a
+   * usable token is stored already (refreshed if it was about to expire),
+   * unless force asks for a new link anyway (to log in again, e.g. as
+   * another upstream account). A link binds the upstream account to the
+   * principal it names, so only that principal may ask for it: with an
+   * auth section, principal is empty or the caller's own (else
+   * PERMISSION_DENIED, even for auth.admins); without one, loopback callers
+   * only, naming the principal. An anonymous caller is PERMISSION_DENIED
+   * CREDENTIALS_REFUSED (oauth_error no_principal); a server not in mode
+   * userOAuth is INVALID_ARGUMENT (field server); the token store or the
+   * authorization server unreachable is UNAVAILABLE.
+   */
+  login(
+    request: LoginRequest,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
+  ): ClientUnaryCall;
+  login(
+    request: LoginRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
+  ): ClientUnaryCall;
+  login(
+    request: LoginRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: LoginResponse) => void,
   ): ClientUnaryCall;
 }
 
