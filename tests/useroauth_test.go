@@ -671,10 +671,11 @@ func TestUserOAuthLoginFirst(t *testing.T) {
 	up := startBearerUpstream(t, issuer, "urn:test:upstream")
 	dir := t.TempDir()
 	toks := map[string]string{"alice": "static-alice-0123456789", "root": "static-root-0123456789"}
-	p := startToolsvc(t, cfg{
+	conf := cfg{
 		Auth:       &authCfg{Tokens: toks, Admins: []string{"root"}},
 		TokenStore: &tokenStoreCfg{File: filepath.Join(dir, "tokens"), KeyFile: storeKeyFile(t, dir)},
-		Servers:    servers{"up": userOAuthUp(issuer, up), "plain": goStdio(upstream{})}})
+		Servers:    servers{"up": userOAuthUp(issuer, up), "plain": goStdio(upstream{})}}
+	p := startToolsvc(t, conf)
 
 	// alice asks for her link first and waits; her browser follows it.
 	cmd := exec.CommandContext(ctx, bin.toolsvc, "login", "--addr", p.addr, "--token", toks["alice"], "--server", "up", "--wait", "60s")
@@ -727,6 +728,21 @@ func TestUserOAuthLoginFirst(t *testing.T) {
 	_, err = admin.Login(aliceCtx, &toolsvcv1.LoginRequest{})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("Login without a server: %v, want INVALID_ARGUMENT", err)
+	}
+
+	// A reload that changes the tokenStore section warns that it takes
+	// effect on restart, and the running store stays: alice is still
+	// logged in.
+	conf.TokenStore = &tokenStoreCfg{File: filepath.Join(dir, "other-tokens"), KeyFile: conf.TokenStore.KeyFile}
+	writeConfig(t, p.configPath, conf.String())
+	rr, err := admin.ReloadConfig(rootCtx, &toolsvcv1.ReloadConfigRequest{})
+	if err != nil || !rr.GetConfig().GetLastReloadOk() || !slices.ContainsFunc(rr.GetConfig().GetWarnings(), func(w string) bool {
+		return strings.Contains(w, "tokenStore section changed; it takes effect on restart")
+	}) {
+		t.Errorf("reload with another tokenStore: %v, %v; want it applied with a warning that the store changes on restart", rr, err)
+	}
+	if r, err := admin.Login(aliceCtx, &toolsvcv1.LoginRequest{Server: "up"}); err != nil || !r.GetLoggedIn() {
+		t.Errorf("alice after the reload: %v, %v; want still logged in (the running store)", r, err)
 	}
 	noTokenText(t, "toolsvc's log", p.log.String())
 }

@@ -50,6 +50,10 @@ type configManager struct {
 	// (fileCfg), one configuration through the bridge's Reconfigure.
 	kube        *kubeDiscovery
 	kubeSection *config.Kubernetes
+	// storeSection is the tokenStore section toolsvc started with: the
+	// store is opened once (its file lock, its Redis client, the key), so
+	// a reload does not switch it.
+	storeSection *config.TokenStore
 	fileCfg     mcpbridge.Config // guarded by reloadMu
 	refusedLog  map[string]string
 
@@ -148,7 +152,10 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	m.status.Loaded = now
 	m.status.Warnings = c.Warnings
 	if !reflect.DeepEqual(c.Kubernetes, m.kubeSection) {
-		m.status.Warnings = append(slices.Clone(c.Warnings), m.path+": the kubernetes section changed; it takes effect on restart")
+		m.status.Warnings = append(slices.Clone(m.status.Warnings), m.path+": the kubernetes section changed; it takes effect on restart")
+	}
+	if !reflect.DeepEqual(c.TokenStore, m.storeSection) {
+		m.status.Warnings = append(slices.Clone(m.status.Warnings), m.path+": the tokenStore section changed; it takes effect on restart (the running store and its key stay in use)")
 	}
 	m.status.Added, m.status.Removed, m.status.Restarted = res.Added, res.Removed, res.Restarted
 	m.logRefused(refused)

@@ -320,6 +320,7 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 	if sv.cfgMgr != nil {
 		sv.cfgMgr.svc = sv.svc // reloads start once serving (start)
 		sv.cfgMgr.kube, sv.cfgMgr.kubeSection, sv.cfgMgr.fileCfg = sv.kube, loaded.Kubernetes, sv.fileCfg
+		sv.cfgMgr.storeSection = loaded.TokenStore
 		if sv.kube != nil {
 			sv.kube.attach(sv.cfgMgr.applyDiscovered)
 		}
