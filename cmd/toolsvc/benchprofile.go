@@ -27,6 +27,7 @@ func init() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	fmt.Fprintf(os.Stderr, "benchprofile: pprof on %s\n", lis.Addr())
 	// Lives as long as the process: this build exists only to be profiled.
 	go func() { _ = http.Serve(lis, mux) }()
