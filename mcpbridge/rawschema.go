@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // go-sdk decodes a tool's inputSchema and outputSchema into map[string]any
@@ -79,7 +80,9 @@ func (r *rawSchemas) record(result json.RawMessage) {
 			} `json:"execution"`
 		} `json:"tools"`
 	}
-	if json.Unmarshal(result, &res) != nil || len(res.Tools) == 0 {
+	// go-sdk's own decoder and key matching (its internal/json): raw
+	// values are copies, so nothing here aliases result.
+	if _, err := sjson.Parse(result, &res, sjson.DontMatchCaseInsensitiveStructFields); err != nil || len(res.Tools) == 0 {
 		return
 	}
 	r.mu.Lock()
@@ -158,13 +161,14 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 	return out
 }
 
-// sameJSON returns raw if it is present and decodes to decoded.
+// sameJSON returns raw if it is present and decodes to decoded, decoded
+// as go-sdk decodes (segmentio, exact keys: its internal/json).
 func sameJSON(raw json.RawMessage, decoded any) (json.RawMessage, bool) {
 	if len(raw) == 0 || decoded == nil {
 		return nil, false
 	}
 	var v any
-	if json.Unmarshal(raw, &v) != nil || !reflect.DeepEqual(v, decoded) {
+	if _, err := sjson.Parse(raw, &v, sjson.DontMatchCaseInsensitiveStructFields); err != nil || !reflect.DeepEqual(v, decoded) {
 		return nil, false
 	}
 	return raw, true

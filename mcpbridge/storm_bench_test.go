@@ -1,0 +1,46 @@
+package mcpbridge
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
+)
+
+// stormListResult is a tools/list result as tests/node/storm_server.mjs
+// answers after a storm of n: its three tools and n stormed ones.
+func stormListResult(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"tools":[{"name":"echo","description":"Return text.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}},` +
+		`{"name":"storm","description":"Register count tools, one list_changed each.","inputSchema":{"type":"object","properties":{"count":{"type":"integer"}}}},` +
+		`{"name":"stats","description":"Counters.","inputSchema":{"type":"object","properties":{}}}`)
+	for i := range n {
+		fmt.Fprintf(&b, `,{"name":"storm_%d","description":"stormed","inputSchema":{"type":"object","properties":{}}}`, i)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkStormRelist is toolsvc's part of the re-list after the storm
+// (tests/bench storm phase): the raw schemas recorded from the result, the
+// tools attached to them, and a catalog built from 10,003 new tools (go-sdk's
+// own decoding of the result is done once, outside the loop).
+func BenchmarkStormRelist(b *testing.B) {
+	result := stormListResult(10000)
+	var lr mcp.ListToolsResult
+	if _, err := sjson.Parse(result, &lr, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var r rawSchemas
+		r.record(result)
+		tools := r.attach(lr.Tools)
+		c := NewCatalog()
+		if n, err := c.setServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(lr.Tools) {
+			b.Fatal(n, err)
+		}
+	}
+}
