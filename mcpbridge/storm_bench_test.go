@@ -44,3 +44,16 @@ func BenchmarkStormRelist(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStormListDecode is go-sdk's decoding of the same result (its
+// internal/json: segmentio, exact keys), for scale.
+func BenchmarkStormListDecode(b *testing.B) {
+	result := stormListResult(10000)
+	b.ReportAllocs()
+	for b.Loop() {
+		var lr mcp.ListToolsResult
+		if _, err := sjson.Parse(result, &lr, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

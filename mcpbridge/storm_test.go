@@ -3,7 +3,13 @@ package mcpbridge
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // TestCompactJSON: text with whitespace outside its strings is not compact;
@@ -57,5 +63,53 @@ func TestSchemaObjectCompactsOnce(t *testing.T) {
 	}
 	if text, obj, _, err := schemaObject(json.RawMessage(`null`), nil); err != nil || text != nil || obj != nil {
 		t.Errorf("null: %s %v %v", text, obj, err)
+	}
+}
+
+// TestStdioAbsorbsPlainListChanged: while absorb says yes, a tools,
+// resources or prompts list_changed without params (absent, null, {}) is
+// taken off the connection, batches included; one with params, one with
+// an id, and any other message are delivered. While it says no, every
+// message is delivered.
+func TestStdioAbsorbsPlainListChanged(t *testing.T) {
+	t.Parallel()
+	lines := []string{
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"method":"notifications/resources/list_changed","jsonrpc":"2.0","params":{ }}`,
+		`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":null}`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"k":1}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`[{"jsonrpc":"2.0","method":"notifications/tools/list_changed"},{"jsonrpc":"2.0","id":1,"result":{}}]`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`,
+	}
+	read := func(absorb bool) (delivered []string, asked int) {
+		tr := limitedStdio(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), nopWriteCloser{io.Discard}, 1<<20, slog.New(slog.DiscardHandler)).(*stdioTransport)
+		tr.absorb = func() bool { asked++; return absorb }
+		conn, err := tr.Connect(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := conn.Read(t.Context())
+			if err != nil {
+				return delivered, asked
+			}
+			b, _ := jsonrpc.EncodeMessage(m)
+			delivered = append(delivered, string(b))
+		}
+	}
+	got, asked := read(true)
+	want := []string{
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"k":1}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	}
+	if !slices.Equal(got, want) || asked != 5 {
+		t.Errorf("absorbing: asked %d times (want 5), delivered\n%s\nwant\n%s", asked, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got, asked := read(false); len(got) != 9 || asked != 5 {
+		t.Errorf("not absorbing: asked %d times (want 5), delivered %d messages (want 9):\n%s", asked, len(got), strings.Join(got, "\n"))
 	}
 }
