@@ -606,11 +606,16 @@ func jsonBytes(v any) int {
 }
 
 // schemaObject returns a schema as JSON text and as a decoded object (nil,
-// nil for an absent schema). Raw JSON (json.RawMessage, from rawSchemas)
-// keeps its text, compacted. same reports that the text is prev's (then
+// nil for an absent schema). Raw JSON (json.RawMessage, or a
+// decodedSchema from rawSchemas, whose object is used as it is) keeps its
+// text, compacted. same reports that the text is prev's (then
 // the object is not decoded: the caller shares prev's).
 func schemaObject(v any, prev json.RawMessage) (text json.RawMessage, obj map[string]any, same bool, err error) {
 	raw, ok := v.(json.RawMessage)
+	var decoded any // raw's value, when attach has it
+	if d, isDecoded := v.(decodedSchema); isDecoded {
+		raw, decoded, ok = d.text, d.obj, true
+	}
 	if !ok {
 		m, err := asObject(v)
 		if err != nil || m == nil {
@@ -632,6 +637,13 @@ func schemaObject(v any, prev json.RawMessage) (text json.RawMessage, obj map[st
 	}
 	if prev != nil && bytes.Equal(text, prev) {
 		return prev, nil, true, nil
+	}
+	if decoded != nil {
+		m, isObject := decoded.(map[string]any)
+		if !isObject {
+			return nil, nil, false, fmt.Errorf("not a JSON object")
+		}
+		return text, m, false, nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(text, &m); err != nil {

@@ -124,7 +124,7 @@ func (r *rawSchemas) taskSupport(tools []*mcp.Tool) map[string]string {
 }
 
 // attach returns tools with each schema replaced by its raw JSON
-// (json.RawMessage) where one was recorded and decodes to exactly the value
+// (decodedSchema) where one was recorded and decodes to exactly the value
 // go-sdk decoded (so a result read for another request cannot be mixed
 // in). The tools themselves are not modified (go-sdk may cache them):
 // changed ones are copies. Recorded entries are consumed.
@@ -161,18 +161,31 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 	return out
 }
 
-// sameJSON returns raw if it is present and decodes to decoded, decoded
-// as go-sdk decodes (segmentio, exact keys: its internal/json).
-func sameJSON(raw json.RawMessage, decoded any) (json.RawMessage, bool) {
+// sameJSON returns raw, with the value it decodes to, if it is present
+// and decodes to decoded.
+func sameJSON(raw json.RawMessage, decoded any) (decodedSchema, bool) {
 	if len(raw) == 0 || decoded == nil {
-		return nil, false
+		return decodedSchema{}, false
 	}
 	var v any
-	if _, err := sjson.Parse(raw, &v, sjson.DontMatchCaseInsensitiveStructFields); err != nil || !reflect.DeepEqual(v, decoded) {
-		return nil, false
+	if json.Unmarshal(raw, &v) != nil || !reflect.DeepEqual(v, decoded) {
+		return decodedSchema{}, false
 	}
-	return raw, true
+	return decodedSchema{text: raw, obj: v}, true
 }
+
+// decodedSchema is a schema as the upstream sent it (text) with the value
+// it decodes to (obj: decoded here by encoding/json, found equal to what
+// go-sdk decoded, and shared with nothing else), which attach puts in a
+// tool's InputSchema or OutputSchema: the catalog keeps the text and the
+// object (schemaObject) without decoding the text a third time. It
+// encodes to JSON as its text.
+type decodedSchema struct {
+	text json.RawMessage
+	obj  any
+}
+
+func (d decodedSchema) MarshalJSON() ([]byte, error) { return d.text, nil }
 
 // rawRoundTripper records the raw schemas of the tools/list responses of a
 // streamable HTTP session (whose connection cannot be wrapped, see

@@ -395,6 +395,8 @@ func jsonTextBytes(v any, budget int) int {
 		return len(v) + 2
 	case json.RawMessage:
 		return len(v)
+	case decodedSchema:
+		return len(v.text)
 	case nil:
 		return 4
 	default: // numbers, booleans
