@@ -35,7 +35,16 @@ type rawSchemas struct {
 	// support is each listed tool's execution.taskSupport (2025-11-25
 	// tasks; go-sdk's Tool has no execution), by name, as last listed.
 	support map[string]string
+	// verified is each tool's schemas as attach last checked them (text
+	// and object), by name: a listing that sends the same text again is
+	// checked against that object without decoding the text. Kept to the
+	// names of the last complete listing (keep).
+	verified map[string]verifiedSchemas
 }
+
+// verifiedSchemas are one tool's checked schemas (a zero decodedSchema:
+// none).
+type verifiedSchemas struct{ in, out decodedSchema }
 
 // rawTransport wraps a transport so that its connection records raw
 // schemas into r.
@@ -141,8 +150,13 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 			continue
 		}
 		delete(r.byName, t.Name)
-		in, inOK := sameJSON(raw.in, t.InputSchema)
-		outS, outOK := sameJSON(raw.out, t.OutputSchema)
+		last := r.verified[t.Name]
+		in, inOK := sameJSONAs(raw.in, t.InputSchema, last.in)
+		outS, outOK := sameJSONAs(raw.out, t.OutputSchema, last.out)
+		if r.verified == nil {
+			r.verified = map[string]verifiedSchemas{}
+		}
+		r.verified[t.Name] = verifiedSchemas{in: in, out: outS}
 		if !inOK && !outOK {
 			continue
 		}
@@ -159,6 +173,40 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 		out[i] = &c
 	}
 	return out
+}
+
+// keep forgets the checked schemas of every tool not in tools (the last
+// complete listing).
+func (r *rawSchemas) keep(tools []*mcp.Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.verified) == 0 {
+		return
+	}
+	listed := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if t != nil {
+			listed[t.Name] = true
+		}
+	}
+	for name := range r.verified {
+		if !listed[name] {
+			delete(r.verified, name)
+		}
+	}
+}
+
+// sameJSONAs is sameJSON with the schema last checked for the same tool:
+// when raw is that schema's very text, its object (the text's value) is
+// compared with decoded, and the text is not decoded again.
+func sameJSONAs(raw json.RawMessage, decoded any, last decodedSchema) (decodedSchema, bool) {
+	if len(raw) > 0 && decoded != nil && last.text != nil && bytes.Equal(raw, last.text) {
+		if reflect.DeepEqual(last.obj, decoded) {
+			return last, true
+		}
+		return decodedSchema{}, false // the same text never decodes to another value
+	}
+	return sameJSON(raw, decoded)
 }
 
 // sameJSON returns raw, with the value it decodes to, if it is present

@@ -57,3 +57,33 @@ func BenchmarkStormListDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStormRelistAgain is the same re-list once more, nothing changed
+// (a second list after a long storm, or a backstop re-list): into the same
+// session's raw schemas and the same catalog.
+func BenchmarkStormRelistAgain(b *testing.B) {
+	result := stormListResult(10000)
+	decode := func() []*mcp.Tool {
+		var lr mcp.ListToolsResult
+		if _, err := sjson.Parse(result, &lr, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
+			b.Fatal(err)
+		}
+		return lr.Tools
+	}
+	var r rawSchemas
+	c := NewCatalog()
+	r.record(result)
+	first := r.attach(decode())
+	if _, err := c.setServerTasks("storm", "storm", first, nil, true); err != nil {
+		b.Fatal(err)
+	}
+	again := decode()
+	b.ReportAllocs()
+	for b.Loop() {
+		r.record(result)
+		tools := r.attach(again)
+		if n, err := c.setServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(again) {
+			b.Fatal(n, err)
+		}
+	}
+}

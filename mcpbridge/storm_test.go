@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestCompactJSON: text with whitespace outside its strings is not compact;
@@ -111,5 +113,46 @@ func TestStdioAbsorbsPlainListChanged(t *testing.T) {
 	}
 	if got, asked := read(false); len(got) != 9 || asked != 5 {
 		t.Errorf("not absorbing: asked %d times (want 5), delivered %d messages (want 9):\n%s", asked, len(got), strings.Join(got, "\n"))
+	}
+}
+
+// TestRawSchemasReuseChecked: a listing that sends a tool's schema text
+// again is checked against the object attach kept for it (the same object
+// comes back, not a new decode); a decoded value that does not match the
+// text is still refused; keep forgets tools no longer listed.
+func TestRawSchemasReuseChecked(t *testing.T) {
+	t.Parallel()
+	result := []byte(`{"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}}},{"name":"b","inputSchema":{"type":"object"}}]}`)
+	decode := func(b []byte) []*mcp.Tool {
+		var lr mcp.ListToolsResult
+		if err := json.Unmarshal(b, &lr); err != nil {
+			t.Fatal(err)
+		}
+		return lr.Tools
+	}
+	var r rawSchemas
+	r.record(result)
+	first := r.attach(decode(result))
+	r.record(result)
+	second := r.attach(decode(result))
+	for i := range first {
+		d1, ok1 := first[i].InputSchema.(decodedSchema)
+		d2, ok2 := second[i].InputSchema.(decodedSchema)
+		if !ok1 || !ok2 {
+			t.Fatalf("tool %d: schemas not attached: %T, %T", i, first[i].InputSchema, second[i].InputSchema)
+		}
+		if reflect.ValueOf(d1.obj).Pointer() != reflect.ValueOf(d2.obj).Pointer() || string(d1.text) != string(d2.text) {
+			t.Errorf("tool %d: the second listing decoded its schema again", i)
+		}
+	}
+	// The same text, but go-sdk's value is another one: not attached.
+	other := decode([]byte(`{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`))
+	r.record(result)
+	if got := r.attach(other); !reflect.DeepEqual(got[0].InputSchema, map[string]any{"type": "object"}) {
+		t.Errorf("a schema text was attached to a value it does not decode to: %#v", got[0].InputSchema)
+	}
+	r.keep(other)
+	if _, ok := r.verified["b"]; ok || len(r.verified) != 1 {
+		t.Errorf("keep left %v", r.verified)
 	}
 }
