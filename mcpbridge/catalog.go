@@ -606,11 +606,16 @@ func jsonBytes(v any) int {
 }
 
 // schemaObject returns a schema as JSON text and as a decoded object (nil,
-// nil for an absent schema). Raw JSON (json.RawMessage, from rawSchemas)
-// keeps its text, compacted. same reports that the text is prev's (then
+// nil for an absent schema). Raw JSON (json.RawMessage, or a
+// decodedSchema from rawSchemas, whose object is used as it is) keeps its
+// text, compacted. same reports that the text is prev's (then
 // the object is not decoded: the caller shares prev's).
 func schemaObject(v any, prev json.RawMessage) (text json.RawMessage, obj map[string]any, same bool, err error) {
 	raw, ok := v.(json.RawMessage)
+	var decoded any // raw's value, when attach has it
+	if d, isDecoded := v.(decodedSchema); isDecoded {
+		raw, decoded, ok = d.text, d.obj, true
+	}
 	if !ok {
 		m, err := asObject(v)
 		if err != nil || m == nil {
@@ -619,21 +624,58 @@ func schemaObject(v any, prev json.RawMessage) (text json.RawMessage, obj map[st
 		b, err := json.Marshal(m)
 		return b, m, err == nil && prev != nil && bytes.Equal(b, prev), err
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, nil, false, err
+	text = raw
+	if !compactJSON(raw) {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, nil, false, err
+		}
+		text = buf.Bytes()
 	}
-	if bytes.Equal(buf.Bytes(), []byte("null")) {
+	if bytes.Equal(text, []byte("null")) {
 		return nil, nil, prev == nil, nil
 	}
-	if prev != nil && bytes.Equal(buf.Bytes(), prev) {
+	if prev != nil && bytes.Equal(text, prev) {
 		return prev, nil, true, nil
 	}
+	if decoded != nil {
+		m, isObject := decoded.(map[string]any)
+		if !isObject {
+			return nil, nil, false, fmt.Errorf("not a JSON object")
+		}
+		return text, m, false, nil
+	}
 	var m map[string]any
-	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+	if err := json.Unmarshal(text, &m); err != nil {
 		return nil, nil, false, fmt.Errorf("not a JSON object")
 	}
-	return buf.Bytes(), m, false, nil
+	return text, m, false, nil
+}
+
+// compactJSON reports JSON text with no whitespace outside its strings
+// (json.Compact would return it unchanged). Validity is not checked.
+func compactJSON(b []byte) bool {
+	inStr, esc := false, false
+	for _, c := range b {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
+	}
+	return true
 }
 
 func orNull(b []byte) []byte {

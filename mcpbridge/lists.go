@@ -46,7 +46,7 @@ func listPages[R, T any](ctx context.Context, method string, call func(cursor st
 // (rawschema.go), and keeps the upstream's ttlMs (2026-07-28).
 func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 	first := true
-	return listPages(ctx, "tools/list", func(cur string) (*mcp.ListToolsResult, error) {
+	tools, err := listPages(ctx, "tools/list", func(cur string) (*mcp.ListToolsResult, error) {
 		return s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
 	}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
 		s.ttl.Store(int64(r.TTLMs))
@@ -56,6 +56,10 @@ func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
 		}
 		return s.raw.attach(r.Tools), r.NextCursor
 	})
+	if err == nil {
+		s.raw.keep(tools)
+	}
+	return tools, err
 }
 
 func (s *session) listResources(ctx context.Context) ([]*mcp.Resource, error) {

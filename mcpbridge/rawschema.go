@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // go-sdk decodes a tool's inputSchema and outputSchema into map[string]any
@@ -34,7 +35,16 @@ type rawSchemas struct {
 	// support is each listed tool's execution.taskSupport (2025-11-25
 	// tasks; go-sdk's Tool has no execution), by name, as last listed.
 	support map[string]string
+	// verified is each tool's schemas as attach last checked them (text
+	// and object), by name: a listing that sends the same text again is
+	// checked against that object without decoding the text. Kept to the
+	// names of the last complete listing (keep).
+	verified map[string]verifiedSchemas
 }
+
+// verifiedSchemas are one tool's checked schemas (a zero decodedSchema:
+// none).
+type verifiedSchemas struct{ in, out decodedSchema }
 
 // rawTransport wraps a transport so that its connection records raw
 // schemas into r.
@@ -79,7 +89,9 @@ func (r *rawSchemas) record(result json.RawMessage) {
 			} `json:"execution"`
 		} `json:"tools"`
 	}
-	if json.Unmarshal(result, &res) != nil || len(res.Tools) == 0 {
+	// go-sdk's own decoder and key matching (its internal/json): raw
+	// values are copies, so nothing here aliases result.
+	if _, err := sjson.Parse(result, &res, sjson.DontMatchCaseInsensitiveStructFields); err != nil || len(res.Tools) == 0 {
 		return
 	}
 	r.mu.Lock()
@@ -121,7 +133,7 @@ func (r *rawSchemas) taskSupport(tools []*mcp.Tool) map[string]string {
 }
 
 // attach returns tools with each schema replaced by its raw JSON
-// (json.RawMessage) where one was recorded and decodes to exactly the value
+// (decodedSchema) where one was recorded and decodes to exactly the value
 // go-sdk decoded (so a result read for another request cannot be mixed
 // in). The tools themselves are not modified (go-sdk may cache them):
 // changed ones are copies. Recorded entries are consumed.
@@ -138,8 +150,13 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 			continue
 		}
 		delete(r.byName, t.Name)
-		in, inOK := sameJSON(raw.in, t.InputSchema)
-		outS, outOK := sameJSON(raw.out, t.OutputSchema)
+		last := r.verified[t.Name]
+		in, inOK := sameJSONAs(raw.in, t.InputSchema, last.in)
+		outS, outOK := sameJSONAs(raw.out, t.OutputSchema, last.out)
+		if r.verified == nil {
+			r.verified = map[string]verifiedSchemas{}
+		}
+		r.verified[t.Name] = verifiedSchemas{in: in, out: outS}
 		if !inOK && !outOK {
 			continue
 		}
@@ -158,17 +175,65 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 	return out
 }
 
-// sameJSON returns raw if it is present and decodes to decoded.
-func sameJSON(raw json.RawMessage, decoded any) (json.RawMessage, bool) {
+// keep forgets the checked schemas of every tool not in tools (the last
+// complete listing).
+func (r *rawSchemas) keep(tools []*mcp.Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.verified) == 0 {
+		return
+	}
+	listed := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		if t != nil {
+			listed[t.Name] = true
+		}
+	}
+	for name := range r.verified {
+		if !listed[name] {
+			delete(r.verified, name)
+		}
+	}
+}
+
+// sameJSONAs is sameJSON with the schema last checked for the same tool:
+// when raw is that schema's very text, its object (the text's value) is
+// compared with decoded, and the text is not decoded again.
+func sameJSONAs(raw json.RawMessage, decoded any, last decodedSchema) (decodedSchema, bool) {
+	if len(raw) > 0 && decoded != nil && last.text != nil && bytes.Equal(raw, last.text) {
+		if reflect.DeepEqual(last.obj, decoded) {
+			return last, true
+		}
+		return decodedSchema{}, false // the same text never decodes to another value
+	}
+	return sameJSON(raw, decoded)
+}
+
+// sameJSON returns raw, with the value it decodes to, if it is present
+// and decodes to decoded.
+func sameJSON(raw json.RawMessage, decoded any) (decodedSchema, bool) {
 	if len(raw) == 0 || decoded == nil {
-		return nil, false
+		return decodedSchema{}, false
 	}
 	var v any
 	if json.Unmarshal(raw, &v) != nil || !reflect.DeepEqual(v, decoded) {
-		return nil, false
+		return decodedSchema{}, false
 	}
-	return raw, true
+	return decodedSchema{text: raw, obj: v}, true
 }
+
+// decodedSchema is a schema as the upstream sent it (text) with the value
+// it decodes to (obj: decoded here by encoding/json, found equal to what
+// go-sdk decoded, and shared with nothing else), which attach puts in a
+// tool's InputSchema or OutputSchema: the catalog keeps the text and the
+// object (schemaObject) without decoding the text a third time. It
+// encodes to JSON as its text.
+type decodedSchema struct {
+	text json.RawMessage
+	obj  any
+}
+
+func (d decodedSchema) MarshalJSON() ([]byte, error) { return d.text, nil }
 
 // rawRoundTripper records the raw schemas of the tools/list responses of a
 // streamable HTTP session (whose connection cannot be wrapped, see

@@ -142,17 +142,30 @@ func (s *session) relist(st *refreshTimers) (alive bool) {
 }
 
 // debounce waits until marks have been quiet for RefreshDebounce, but no
-// longer than RefreshMaxDelay after the first one. It consumes the marks.
+// longer than RefreshMaxDelay after the first one. It consumes the marks:
+// those on s.dirty, and the list_changed notifications the stdio
+// connection absorbed meanwhile (absorbListChanged), which count from the
+// time they were read.
 func (s *session) debounce() bool {
-	quiet := time.NewTimer(s.u.cfg.RefreshDebounce)
+	d := s.u.cfg.RefreshDebounce
+	start := s.markClock()
+	s.debouncing.Store(true)
+	defer s.debouncing.Store(false)
+	quiet := time.NewTimer(d)
 	defer quiet.Stop()
 	deadline := time.NewTimer(s.u.cfg.RefreshMaxDelay)
 	defer deadline.Stop()
 	for {
 		select {
 		case <-s.dirty:
-			quiet.Reset(s.u.cfg.RefreshDebounce)
+			quiet.Reset(d)
 		case <-quiet.C:
+			if last := time.Duration(s.lastMark.Load()); last >= start {
+				if rest := d - (s.markClock() - last); rest > 0 {
+					quiet.Reset(rest)
+					continue
+				}
+			}
 			return true
 		case <-deadline.C:
 			return true
@@ -382,6 +395,8 @@ func jsonTextBytes(v any, budget int) int {
 		return len(v) + 2
 	case json.RawMessage:
 		return len(v)
+	case decodedSchema:
+		return len(v.text)
 	case nil:
 		return 4
 	default: // numbers, booleans

@@ -30,6 +30,13 @@ type session struct {
 	cancel context.CancelFunc
 
 	dirty chan struct{} // capacity 1: "the tool list may have changed"
+	// debouncing is set while the refresher waits for marks to go quiet
+	// (debounce): a re-list follows. Meanwhile the stdio connection hands
+	// plain list_changed notifications to absorbListChanged instead of
+	// go-sdk; lastMark is when the latest was read (markClock).
+	debouncing atomic.Bool
+	lastMark   atomic.Int64
+	markBase   time.Time
 
 	// deadCtx is cancelled once the session is known dead: in-flight calls
 	// on it fail at once, and nothing new is routed to it.
@@ -83,6 +90,25 @@ func (s *session) markDirty() {
 		s.u.pu.kickRelist() // per-principal sessions have no refresher: the upstream's relister
 	}
 }
+
+// absorbListChanged notes a plain list_changed notification read while
+// the refresher is debouncing, and reports whether it did: then the
+// notification need not reach go-sdk (stdioConn.absorb). It is what
+// markDirty would have done then (extend the quiet period), without
+// go-sdk's dispatch or a wake-up of the refresher: debounce reads lastMark
+// when its quiet timer fires. Never blocks. A notification absorbed as
+// debounce returns was read before the re-list that follows asks the
+// upstream, so that re-list covers it.
+func (s *session) absorbListChanged() bool {
+	if !s.debouncing.Load() {
+		return false
+	}
+	s.lastMark.Store(int64(s.markClock()))
+	return true
+}
+
+// markClock is the session's monotonic clock for lastMark.
+func (s *session) markClock() time.Duration { return time.Since(s.markBase) }
 
 // transport is the session's transport kind.
 func (s *session) transport() Transport { return s.u.cfg.Transport }
@@ -213,7 +239,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 // the handlers close over this session, so a notification that arrives
 // before Connect returns still finds it.
 func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Client) {
-	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
+	s := &session{u: u, id: id, dirty: make(chan struct{}, 1), markBase: time.Now(), waitDone: make(chan struct{}), refreshReq: make(chan chan error), probeNow: make(chan struct{}, 1), push: newPushChannel()}
 	s.principal = sessionPrincipalOf(ctx)
 	s.noStream, _ = ctx.Value(sessionNoStreamKey{}).(bool)
 	s.ctx, s.cancel = context.WithCancel(ctx)

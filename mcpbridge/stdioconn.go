@@ -57,10 +57,14 @@ type stdioTransport struct {
 	w     io.WriteCloser
 	limit int
 	log   *slog.Logger
+	// absorb, when set, is asked about every plain list_changed
+	// notification read (plainListChanged); true takes it off the
+	// connection (stdioConn.absorb).
+	absorb func() bool
 }
 
 func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &stdioConn{lines: newLineLimiter(t.r, t.limit, t.log), r: t.r, w: t.w}, nil
+	return &stdioConn{lines: newLineLimiter(t.r, t.limit, t.log), r: t.r, w: t.w, absorb: t.absorb}, nil
 }
 
 // stdioConn is a stdioTransport's connection. Read reads and decodes on
@@ -74,6 +78,12 @@ type stdioConn struct {
 	queue []jsonrpc.Message
 	r     io.Closer
 	w     io.WriteCloser
+	// absorb is asked about each plain list_changed notification: true
+	// means the session has noted it and a re-list that starts after it is
+	// certain (session.absorbListChanged), so go-sdk need not see it. In a
+	// storm of them this skips go-sdk's dispatch per message (a context,
+	// two goroutines, the handler) and the refresher's wake-up per mark.
+	absorb func() bool
 
 	writeMu sync.Mutex
 	wbuf    []byte // guarded by writeMu
@@ -100,6 +110,16 @@ func (c *stdioConn) readLine() ([]jsonrpc.Message, error) {
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.next(ctx)
+		if err != nil || c.absorb == nil || !plainListChanged(m) || !c.absorb() {
+			return m, err
+		}
+	}
+}
+
+// next is the next message read.
+func (c *stdioConn) next(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -120,6 +140,30 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.queue = msgs[1:]
 	return msgs[0], nil
+}
+
+// plainListChanged reports a tools, resources or prompts list_changed
+// notification with no params (absent, null or {}): toolsvc handles the
+// three alike (session.markDirty), so one such notification means what
+// another does. One with params (say _meta) is always delivered.
+func plainListChanged(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || req.IsCall() {
+		return false
+	}
+	switch req.Method {
+	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+	default:
+		return false
+	}
+	p := bytes.TrimSpace(req.Params)
+	switch {
+	case len(p) == 0, string(p) == "null":
+		return true
+	case len(p) >= 2 && p[0] == '{' && p[len(p)-1] == '}':
+		return len(bytes.TrimSpace(p[1:len(p)-1])) == 0
+	}
+	return false
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {

@@ -19,7 +19,7 @@ import (
 // debounceSession is a session with just what debounce reads.
 func debounceSession(quiet, maxDelay time.Duration) *session {
 	u := &upstream{cfg: ServerConfig{RefreshDebounce: quiet, RefreshMaxDelay: maxDelay}}
-	s := &session{u: u, dirty: make(chan struct{}, 1)}
+	s := &session{u: u, dirty: make(chan struct{}, 1), markBase: time.Now()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())
 	return s
@@ -44,6 +44,77 @@ func TestDebounceWaitsForQuiet(t *testing.T) {
 		}
 		if got, want := time.Since(start), 90*time.Millisecond; got != want {
 			t.Fatalf("debounce ended after %s, want %s (last mark at 40 ms + 50 ms quiet)", got, want)
+		}
+	})
+}
+
+// TestDebounceCountsAbsorbedMarks: list_changed notifications the stdio
+// connection absorbs while the refresher debounces (absorbListChanged)
+// keep it waiting as marks do, from the time each was read; outside a
+// debounce nothing is absorbed (go-sdk delivers it, markDirty marks).
+func TestDebounceCountsAbsorbedMarks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := debounceSession(50*time.Millisecond, 500*time.Millisecond)
+		defer s.cancel()
+		if s.absorbListChanged() {
+			t.Fatal("absorbed a notification with no debounce running")
+		}
+		start := time.Now()
+		done := make(chan time.Duration)
+		go func() {
+			if !s.debounce() {
+				t.Error("debounce gave up")
+			}
+			done <- time.Since(start)
+		}()
+		for range 4 { // absorbed at 0, 30, 60, 90 ms
+			synctest.Wait()
+			if !s.absorbListChanged() {
+				t.Fatalf("not absorbed during the debounce, at %s", time.Since(start))
+			}
+			time.Sleep(30 * time.Millisecond)
+		}
+		if got, want := <-done, 140*time.Millisecond; got != want {
+			t.Fatalf("debounce ended after %s, want %s (last absorbed at 90 ms + 50 ms quiet)", got, want)
+		}
+		if s.absorbListChanged() {
+			t.Fatal("absorbed a notification after the debounce ended")
+		}
+		// A mark absorbed in an earlier debounce does not extend this one.
+		start = time.Now()
+		if !s.debounce() {
+			t.Fatal("debounce gave up")
+		}
+		if got, want := time.Since(start), 50*time.Millisecond; got != want {
+			t.Fatalf("a quiet debounce took %s, want %s", got, want)
+		}
+	})
+}
+
+// TestDebounceCapsAnAbsorbedStorm: absorbed notifications that never stop
+// still refresh after RefreshMaxDelay.
+func TestDebounceCapsAnAbsorbedStorm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := debounceSession(50*time.Millisecond, 500*time.Millisecond)
+		defer s.cancel()
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+					s.absorbListChanged()
+				}
+			}
+		}()
+		start := time.Now()
+		if !s.debounce() {
+			t.Fatal("debounce gave up")
+		}
+		close(stop)
+		if got, want := time.Since(start), 500*time.Millisecond; got != want {
+			t.Fatalf("debounce ended after %s in an absorbed storm, want the %s cap", got, want)
 		}
 	})
 }

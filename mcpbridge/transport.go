@@ -63,7 +63,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		cmd.Stderr = newStderrLogger(u.log, u.redact)
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
-		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log}, push: s.push}, nil
+		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log, absorb: s.absorbListChanged}, push: s.push}, nil
 	case TransportSSE:
 		// The endpoint event names where messages are POSTed; one naming
 		// another origin is refused like a redirect there (originGuard).
@@ -97,6 +97,7 @@ type commandTransport struct {
 	terminate time.Duration
 	limit     int
 	log       *slog.Logger
+	absorb    func() bool // stdioTransport.absorb
 }
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -111,7 +112,9 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	return limitedStdio(stdout, &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, t.limit, t.log).Connect(ctx)
+	st := limitedStdio(stdout, &childStdin{WriteCloser: stdin, cmd: t.cmd, terminate: t.terminate}, t.limit, t.log).(*stdioTransport)
+	st.absorb = t.absorb
+	return st.Connect(ctx)
 }
 
 // limitedStdio is the newline-delimited JSON transport over a child's

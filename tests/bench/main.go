@@ -38,6 +38,7 @@ var (
 	listReps   = flag.Int("list-reps", 7, "full listings per side in the catalog phase")
 	storm      = flag.Int("storm", 10000, "list_changed notifications in the storm")
 	stormCalls = flag.Int("storm-baseline-calls", 3000, "calls measured before the storm")
+	stormSink  = flag.Bool("storm-sink", false, "also run the storm with its notifications going to a trivial sink in the bench instead of toolsvc (storm_sink_* figures: the floor set by the storm server's own CPU)")
 	watchMode  = flag.String("watch", "auto", "watch fan-out (item 3): auto runs ./tests/bench/watch if it exists, off skips")
 	watchArgs  = flag.String("watch-args", "", "extra arguments for ./tests/bench/watch")
 	// Issue 30: the same benchmark over replicas.
@@ -178,6 +179,11 @@ func run(ctx context.Context) error {
 		r.skip("storm_call_p99_ratio", "-skip storm")
 	} else if err := benchStorm(ctx, e, r); err != nil {
 		return fmt.Errorf("refresh storm: %w", err)
+	}
+	if *stormSink && !skipped["storm"] {
+		if err := benchStormSink(ctx, e, r); err != nil {
+			return fmt.Errorf("storm into a sink: %w", err)
+		}
 	}
 	if err := benchNodeAgent(ctx, e, r, skipped["node"]); err != nil {
 		return fmt.Errorf("node agent: %w", err)

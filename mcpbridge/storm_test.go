@@ -1,0 +1,158 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestCompactJSON: text with whitespace outside its strings is not compact;
+// whitespace inside strings (escaped quotes included) does not count.
+func TestCompactJSON(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		text string
+		want bool
+	}{
+		{`{"type":"object","properties":{}}`, true},
+		{`{"a":"x y","b":"\" \\"}`, true},
+		{`{"a":"\"","b" :1}`, false},
+		{`{"a": 1}`, false},
+		{"{\"a\":1}\n", false},
+		{"{\"a\":\t1}", false},
+		{`null`, true},
+	} {
+		if got := compactJSON([]byte(c.text)); got != c.want {
+			t.Errorf("compactJSON(%q) = %v, want %v", c.text, got, c.want)
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, []byte(c.text)); err == nil && c.want && buf.String() != c.text {
+			t.Errorf("%q: called compact, json.Compact makes it %q", c.text, buf.String())
+		}
+	}
+}
+
+// TestSchemaObjectCompactsOnce: a schema's text is compacted when it has
+// spaces and kept as it is when it has none; either way the object is
+// decoded from it.
+func TestSchemaObjectCompactsOnce(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{`{"type": "object", "properties": {"a": {"type": "string"}}}`, `{"type":"object","properties":{"a":{"type":"string"}}}`} {
+		text, obj, same, err := schemaObject(json.RawMessage(raw), nil)
+		if err != nil || same {
+			t.Fatalf("%s: same %v, error %v", raw, same, err)
+		}
+		if string(text) != `{"type":"object","properties":{"a":{"type":"string"}}}` {
+			t.Errorf("%s: text %s", raw, text)
+		}
+		if obj["type"] != "object" || obj["properties"].(map[string]any)["a"] == nil {
+			t.Errorf("%s: object %v", raw, obj)
+		}
+		if _, _, same, _ := schemaObject(json.RawMessage(raw), text); !same {
+			t.Errorf("%s: not the same as its own text", raw)
+		}
+	}
+	if _, _, _, err := schemaObject(json.RawMessage(`[1]`), nil); err == nil {
+		t.Error("an array schema was taken")
+	}
+	if text, obj, _, err := schemaObject(json.RawMessage(`null`), nil); err != nil || text != nil || obj != nil {
+		t.Errorf("null: %s %v %v", text, obj, err)
+	}
+}
+
+// TestStdioAbsorbsPlainListChanged: while absorb says yes, a tools,
+// resources or prompts list_changed without params (absent, null, {}) is
+// taken off the connection, batches included; one with params, one with
+// an id, and any other message are delivered. While it says no, every
+// message is delivered.
+func TestStdioAbsorbsPlainListChanged(t *testing.T) {
+	t.Parallel()
+	lines := []string{
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`,
+		`{"method":"notifications/resources/list_changed","jsonrpc":"2.0","params":{ }}`,
+		`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":null}`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"k":1}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`[{"jsonrpc":"2.0","method":"notifications/tools/list_changed"},{"jsonrpc":"2.0","id":1,"result":{}}]`,
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{}}`,
+	}
+	read := func(absorb bool) (delivered []string, asked int) {
+		tr := limitedStdio(io.NopCloser(strings.NewReader(strings.Join(lines, "\n")+"\n")), nopWriteCloser{io.Discard}, 1<<20, slog.New(slog.DiscardHandler)).(*stdioTransport)
+		tr.absorb = func() bool { asked++; return absorb }
+		conn, err := tr.Connect(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := conn.Read(t.Context())
+			if err != nil {
+				return delivered, asked
+			}
+			b, _ := jsonrpc.EncodeMessage(m)
+			delivered = append(delivered, string(b))
+		}
+	}
+	got, asked := read(true)
+	want := []string{
+		`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"k":1}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"notifications/tools/list_changed"}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	}
+	if !slices.Equal(got, want) || asked != 5 {
+		t.Errorf("absorbing: asked %d times (want 5), delivered\n%s\nwant\n%s", asked, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got, asked := read(false); len(got) != 9 || asked != 5 {
+		t.Errorf("not absorbing: asked %d times (want 5), delivered %d messages (want 9):\n%s", asked, len(got), strings.Join(got, "\n"))
+	}
+}
+
+// TestRawSchemasReuseChecked: a listing that sends a tool's schema text
+// again is checked against the object attach kept for it (the same object
+// comes back, not a new decode); a decoded value that does not match the
+// text is still refused; keep forgets tools no longer listed.
+func TestRawSchemasReuseChecked(t *testing.T) {
+	t.Parallel()
+	result := []byte(`{"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}}},{"name":"b","inputSchema":{"type":"object"}}]}`)
+	decode := func(b []byte) []*mcp.Tool {
+		var lr mcp.ListToolsResult
+		if err := json.Unmarshal(b, &lr); err != nil {
+			t.Fatal(err)
+		}
+		return lr.Tools
+	}
+	var r rawSchemas
+	r.record(result)
+	first := r.attach(decode(result))
+	r.record(result)
+	second := r.attach(decode(result))
+	for i := range first {
+		d1, ok1 := first[i].InputSchema.(decodedSchema)
+		d2, ok2 := second[i].InputSchema.(decodedSchema)
+		if !ok1 || !ok2 {
+			t.Fatalf("tool %d: schemas not attached: %T, %T", i, first[i].InputSchema, second[i].InputSchema)
+		}
+		if reflect.ValueOf(d1.obj).Pointer() != reflect.ValueOf(d2.obj).Pointer() || string(d1.text) != string(d2.text) {
+			t.Errorf("tool %d: the second listing decoded its schema again", i)
+		}
+	}
+	// The same text, but go-sdk's value is another one: not attached.
+	other := decode([]byte(`{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`))
+	r.record(result)
+	if got := r.attach(other); !reflect.DeepEqual(got[0].InputSchema, map[string]any{"type": "object"}) {
+		t.Errorf("a schema text was attached to a value it does not decode to: %#v", got[0].InputSchema)
+	}
+	r.keep(other)
+	if _, ok := r.verified["b"]; ok || len(r.verified) != 1 {
+		t.Errorf("keep left %v", r.verified)
+	}
+}
