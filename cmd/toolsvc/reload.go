@@ -54,8 +54,8 @@ type configManager struct {
 	// store is opened once (its file lock, its Redis client, the key), so
 	// a reload does not switch it.
 	storeSection *config.TokenStore
-	fileCfg     mcpbridge.Config // guarded by reloadMu
-	refusedLog  map[string]string
+	fileCfg      mcpbridge.Config // guarded by reloadMu
+	refusedLog   map[string]string
 
 	reloadMu sync.Mutex // serialises reloads and discovery's applies
 	mu       sync.Mutex // guards status and lastHash
