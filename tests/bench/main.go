@@ -51,6 +51,7 @@ var (
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
 	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, front, tasks, peruser (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
+	directSDK   = flag.String("direct-sdk", "patched", "the go-sdk the direct client and the upstream are built with: patched (this module's, as toolsvc's) or stock (v1.8.0 as released, what the SDK's users have: the bench rebuilds itself with it and runs that build)")
 )
 
 // notMeasured is the JSON value of a figure this run did not measure; the
@@ -85,6 +86,12 @@ func run(ctx context.Context) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
+	}
+	switch {
+	case *directSDK == "stock" && os.Getenv(stockEnv) == "":
+		return runStock(ctx, root)
+	case *directSDK != "stock" && *directSDK != "patched":
+		return fmt.Errorf("-direct-sdk %q: want patched or stock", *directSDK)
 	}
 	tmp, err := os.MkdirTemp("", "toolsvc-bench-")
 	if err != nil {
@@ -132,6 +139,8 @@ func run(ctx context.Context) error {
 		r.skip("load_avg_1m_at_start", "/proc/loadavg not readable")
 	}
 	r.set("rounds", *rounds)
+	r.set("direct_sdk", *directSDK)
+	r.row("go-sdk of the direct client and the upstream", *directSDK, "")
 
 	skipped := map[string]bool{}
 	for _, p := range strings.Split(*skipPhases, ",") {
