@@ -35,8 +35,13 @@ type session struct {
 	// plain list_changed notifications to absorbListChanged instead of
 	// go-sdk; lastMark is when the latest was read (markClock).
 	debouncing atomic.Bool
-	lastMark   atomic.Int64
-	markBase   time.Time
+	// listsCached: the session is of the stateless era, where go-sdk keeps
+	// list answers for their ttlMs until a list_changed reaches it, so
+	// none is absorbed (absorbListChanged). Set before the refresher
+	// starts.
+	listsCached bool
+	lastMark    atomic.Int64
+	markBase    time.Time
 
 	// deadCtx is cancelled once the session is known dead: in-flight calls
 	// on it fail at once, and nothing new is routed to it.
@@ -99,8 +104,13 @@ func (s *session) markDirty() {
 // when its quiet timer fires. Never blocks. A notification absorbed as
 // debounce returns was read before the re-list that follows asks the
 // upstream, so that re-list covers it.
+//
+// Not on a session of the stateless era (2026-07-28 or later): there
+// go-sdk keeps its list answers for their ttlMs, and only a list_changed
+// that reaches it clears that cache; absorbed, the re-list would be
+// served the stale answer.
 func (s *session) absorbListChanged() bool {
-	if !s.debouncing.Load() {
+	if !s.debouncing.Load() || s.listsCached {
 		return false
 	}
 	s.lastMark.Store(int64(s.markClock()))

@@ -313,6 +313,7 @@ func (u *upstream) serve(s *session) (lived time.Duration, operator bool, err er
 		return 0, false, err
 	}
 	readyAt := time.Now()
+	s.listsCached = s.newProtocol()
 	u.setState(StateReady, "")
 	u.attempted()
 	s.wg.Add(2)

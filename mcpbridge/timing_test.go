@@ -80,6 +80,17 @@ func TestDebounceCountsAbsorbedMarks(t *testing.T) {
 		if s.absorbListChanged() {
 			t.Fatal("absorbed a notification after the debounce ended")
 		}
+		// A stateless-era session: go-sdk caches its lists until a
+		// list_changed reaches it, so nothing is absorbed even while
+		// debouncing.
+		s.listsCached = true
+		go func() { s.debounce(); done <- 0 }()
+		synctest.Wait()
+		if s.absorbListChanged() {
+			t.Fatal("absorbed a notification on a session whose lists go-sdk caches")
+		}
+		<-done
+		s.listsCached = false
 		// A mark absorbed in an earlier debounce does not extend this one.
 		start = time.Now()
 		if !s.debounce() {

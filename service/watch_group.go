@@ -60,8 +60,8 @@ type watchGroup struct {
 	mu       sync.Mutex                                           // builds states; guards the caches below
 	views    viewMemo[*mcpbridge.Snapshot, *view]                 // tool parts of older snapshots (resumption)
 	resViews viewMemo[*mcpbridge.ResourceSnapshot, *resourceView] // resource parts likewise
-	toolRevs viewMemo[*mcpbridge.Snapshot, string]                // the tool part's revision of snapshots a resume built (matched or not)
-	resRevs  viewMemo[*mcpbridge.ResourceSnapshot, string]        // the resource part's likewise
+	toolRevs map[*mcpbridge.Snapshot]string                       // the tool part's revision of snapshots a resume built (matched or not)
+	resRevs  map[*mcpbridge.ResourceSnapshot]string               // the resource part's likewise
 	deltas   map[[2]string]*encodedEvent                          // changes from revisions older than the previous one
 	events   map[string]*viewEvents                               // the events of recent revisions, so a flip back reuses them
 }
@@ -364,12 +364,25 @@ func (g *watchGroup) findToolView(s *Server, rev string) *view {
 // lock (mu, which guards memo and revs): the group's state is built under
 // it on every change, and a resume that builds the views of a long history
 // of a large catalog must not hold that up.
-func findInHistory[S comparable, V comparable](mu *sync.Mutex, hist []S, memo *viewMemo[S, V], revs *viewMemo[S, string], rev string, build func(S) V, revOf func(V) string) V {
+func findInHistory[S comparable, V comparable](mu *sync.Mutex, hist []S, memo *viewMemo[S, V], revs *map[S]string, rev string, build func(S) V, revOf func(V) string) V {
 	var none V
+	mu.Lock()
+	// Only the history's snapshots are remembered: one that left it is
+	// neither kept alive nor counted against the others.
+	if len(*revs) > 0 {
+		keep := make(map[S]string, len(hist))
+		for _, h := range hist {
+			if r, ok := (*revs)[h]; ok {
+				keep[h] = r
+			}
+		}
+		*revs = keep
+	}
+	mu.Unlock()
 	for i := len(hist) - 1; i >= 0; i-- {
 		mu.Lock()
 		v, ok := memo.get(hist[i])
-		r, known := revs.get(hist[i])
+		r, known := (*revs)[hist[i]]
 		mu.Unlock()
 		switch {
 		case ok && revOf(v) == rev:
@@ -379,7 +392,10 @@ func findInHistory[S comparable, V comparable](mu *sync.Mutex, hist []S, memo *v
 		}
 		v = build(hist[i])
 		mu.Lock()
-		revs.put(hist[i], revOf(v))
+		if *revs == nil {
+			*revs = make(map[S]string, len(hist))
+		}
+		(*revs)[hist[i]] = revOf(v)
 		if revOf(v) == rev {
 			memo.put(hist[i], v)
 		}

@@ -13,13 +13,13 @@ import (
 func TestFindInHistoryUnknownToken(t *testing.T) {
 	t.Parallel()
 	type snap struct{ n int }
-	hist := make([]*snap, 100)
+	hist := make([]*snap, 128) // a full history (historySize)
 	for i := range hist {
 		hist[i] = &snap{i}
 	}
 	var mu sync.Mutex
 	var memo viewMemo[*snap, *string]
-	var revs viewMemo[*snap, string]
+	var revs map[*snap]string
 	builds := 0
 	build := func(s *snap) *string {
 		if !mu.TryLock() {
@@ -52,5 +52,16 @@ func TestFindInHistoryUnknownToken(t *testing.T) {
 	builds = 0
 	if v := find("rev-42"); v == nil || *v != "rev-42" || builds != 0 {
 		t.Fatalf("known token again: %v after %d builds; want rev-42 from the memo", v, builds)
+	}
+	// The history moves on by one: only the new snapshot is built for the
+	// next unknown token, and the one that left is forgotten.
+	builds = 0
+	gone := hist[0]
+	hist = append(hist[1:], &snap{128})
+	if v := find("unknown again"); v != nil || builds != 1 {
+		t.Fatalf("unknown token after one change: %v, %d builds; want nil and 1", v, builds)
+	}
+	if _, kept := revs[gone]; kept || len(revs) != len(hist) {
+		t.Fatalf("remembered %d revisions (the dropped snapshot: %v), want the history's %d only", len(revs), kept, len(hist))
 	}
 }

@@ -127,6 +127,11 @@ func runLogin(ctx context.Context, args []string) error {
 	if *server == "" || f.fs.NArg() != 0 {
 		return &exitError{code: 2, err: errors.New("usage: toolsvc login [--addr ADDR] [--json] --server S [--principal P] [--force] [--wait D]")}
 	}
+	if *force && *wait > 0 {
+		// Waiting means polling until a usable token is stored, which the
+		// login being replaced already is.
+		return &exitError{code: 2, err: errors.New("toolsvc login: --wait cannot tell a forced new login from the one it replaces; use one or the other")}
+	}
 	c, closeConn, err := dialAdmin(f)
 	if err != nil {
 		return err

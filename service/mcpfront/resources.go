@@ -116,7 +116,7 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 				})
 			if err == nil && len(res.InputRequests) == 0 && !f.noPass {
 				if raw, ok := raws.Of(res); ok {
-					pass, _ = passThrough(raw, kindRead, false, metaEra(req.Params.Meta))
+					pass, _ = passThrough(raw, kindRead, false, metaEra(params.Meta))
 				}
 			}
 			if err == nil {

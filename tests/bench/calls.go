@@ -296,7 +296,7 @@ func machineBusy() (time.Duration, bool) {
 			return 0, false
 		}
 		switch i {
-		case 3, 4: // idle, iowait
+		case 3, 4, 7: // idle, iowait, steal (another VM's time)
 		case 8, 9: // guest, guest_nice: already counted in user and nice
 		default:
 			busy += n
