@@ -224,7 +224,9 @@ func sameJSON(raw json.RawMessage, decoded any) (decodedSchema, bool) {
 
 // decodedSchema is a schema as the upstream sent it (text) with the value
 // it decodes to (obj: decoded here by encoding/json, found equal to what
-// go-sdk decoded, and shared with nothing else), which attach puts in a
+// go-sdk decoded; read-only once attached: the catalog's snapshots and the
+// next listing's check share it, as catalog snapshots share unchanged
+// schemas), which attach puts in a
 // tool's InputSchema or OutputSchema: the catalog keeps the text and the
 // object (schemaObject) without decoding the text a third time. It
 // encodes to JSON as its text.

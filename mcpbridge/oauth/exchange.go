@@ -153,7 +153,9 @@ func (x *Exchanger) Token(ctx context.Context, principal, subjectToken string) (
 			ctx, cancel := context.WithTimeout(x.ctx, x.cfg.Timeout)
 			defer cancel()
 			f.tok, f.lifetime, f.err = x.exchange(ctx, subjectToken)
-			x.observe(f.err)
+			if x.ctx.Err() == nil { // an exchange Close cut off is no outcome
+				x.observe(f.err)
+			}
 			x.mu.Lock()
 			delete(x.flights, principal)
 			if f.err == nil {

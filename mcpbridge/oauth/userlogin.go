@@ -349,6 +349,8 @@ func (u *UserTokens) refresh(ctx context.Context, t tokenstore.Token) (tokenstor
 	nt, err := u.refreshAt(ctx, t)
 	var refused *refreshRefused
 	switch {
+	case err != nil && ctx.Err() != nil:
+		// The caller gave up: no outcome of the authorization server's.
 	case err == nil:
 		u.observe("refresh", "ok")
 	case errors.As(err, &refused):
