@@ -1,10 +1,14 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"path"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -12,14 +16,43 @@ import (
 )
 
 // Progressive discovery: for a big catalog, tools/list returns a small
-// core set of tools plus one tool, search_tools, that ranks the whole
+// core set of tools plus two tools: search_tools, which ranks the whole
 // catalog (the core's SearchTools) and returns the definitions of the
-// best matches; the client then calls any tool by name — tools/call never
-// depended on tools/list. Nothing is kept per session, so it works the
-// same for stateless (2026-07-28) clients and on every replica.
+// best matches, and call_tool, which calls any tool by name with its
+// arguments. tools/call never depended on tools/list, so a client that
+// calls what it found by name works too; but agent frameworks only call
+// what they were listed (langchain's tools, an openai-agents Agent's), and
+// for them the front door does two things:
+//
+//   - call_tool: a listed tool through which any found tool is called;
+//     it works with a tool list fixed at the agent's start, on every
+//     replica, in both protocol eras;
+//   - a growing list: on a 2025-11-25 (or older) session, the tools a
+//     search of that session returned join that session's tools/list
+//     (at most MaxFoundPerSession, the oldest found leaving first), and
+//     the session alone is sent notifications/tools/list_changed, before
+//     the search's result, when the search found tools it was not
+//     listed yet. A framework that lists again between turns (an
+//     openai-agents MCP server without cache_tools_list) or on
+//     list_changed then has the found tool itself. The set lives with
+//     the session on the replica that ran the search: a session adopted
+//     by another replica lists the core set again there. A 2026-07-28
+//     request has no session to keep it in (any replica answers any
+//     request), so its list stays the core set, and its client uses
+//     call_tool or calls by name.
 
 // SearchToolName is the front door's search tool in progressive mode.
 const SearchToolName = "search_tools"
+
+// CallToolName is the front door's call-through tool in progressive mode.
+const CallToolName = "call_tool"
+
+// MaxFoundPerSession bounds the found tools one session's tools/list
+// adds to the core set: as many as one search may return, so the whole
+// latest search is always listed. A name is the catalog's own string, so
+// an entry costs a map slot and a slice slot (about 50 bytes): with
+// DefaultMaxSessions, at most about 5 MB per replica.
+const MaxFoundPerSession = core.MaxSearchLimit
 
 // Discovery configures progressive discovery. The zero value lists every
 // tool.
@@ -27,7 +60,7 @@ type Discovery struct {
 	// Progressive turns it on for this listener.
 	Progressive bool
 	// CoreTools are globs (path.Match syntax) over exposed tool names: the
-	// tools listed besides search_tools.
+	// tools listed besides search_tools and call_tool.
 	CoreTools []string
 	// Principals, if set, limits progressive listing to these principals
 	// (others list every tool); empty: every principal.
@@ -78,6 +111,172 @@ var searchTool = &mcp.Tool{
 	Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: new(bool), IdempotentHint: true, OpenWorldHint: new(bool)},
 }
 
+// callThroughTool is the definition of call_tool.
+var callThroughTool = &mcp.Tool{
+	Name:  CallToolName,
+	Title: "Call a tool",
+	Description: "Call a tool that search_tools returned (or any tool of this server) by its name, " +
+		"with the arguments its input schema describes.",
+	InputSchema: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"name":      map[string]any{"type": "string", "description": "The tool's name, as search_tools returned it"},
+			"arguments": map[string]any{"type": "object", "description": "The tool's arguments, as its input schema describes them"},
+		},
+		"required":             []any{"name"},
+		"additionalProperties": false,
+	},
+}
+
+// callThroughFields are the field names of a call's errors when it came
+// through call_tool: the tool's arguments are call_tool's
+// arguments.arguments.
+var callThroughFields = func() core.Fields {
+	f := mcpFields
+	f.ArgumentsJSON = "arguments.arguments"
+	return f
+}()
+
+// callThrough decodes call_tool's arguments: the tool's name and its
+// arguments (JSON text, "" for none). A refusal names the argument.
+func callThrough(raw json.RawMessage) (string, string, *core.Error) {
+	var a struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+		dec = json.NewDecoder(bytes.NewReader(raw))
+	}
+	if err := dec.Decode(&a); err != nil {
+		return "", "", core.InvalidArguments(core.Violation("arguments", "not an object of name and arguments: "+err.Error()))
+	}
+	switch {
+	case a.Name == nil || *a.Name == "":
+		return "", "", core.InvalidArguments(core.Violation("arguments.name", "required: the name of a tool search_tools returned"))
+	case *a.Name == CallToolName || *a.Name == SearchToolName:
+		return "", "", core.InvalidArguments(core.Violation("arguments.name", "call "+*a.Name+" itself, not through call_tool"))
+	}
+	args := strings.TrimSpace(string(a.Arguments))
+	if args == "null" {
+		args = ""
+	}
+	if args != "" && args[0] != '{' {
+		return "", "", core.InvalidArguments(core.Violation("arguments.arguments", "must be an object"))
+	}
+	return *a.Name, args, nil
+}
+
+// throughFailure is a refusal of a call through call_tool in the terms of
+// call_tool's arguments: a name that is no tool (TOOL_NOT_FOUND, or a
+// malformed name) is the model's to fix, an isError result naming
+// arguments.name, as a bad argument of any tool is.
+func throughFailure(e *core.Error) *core.Error {
+	named := e.Code == core.InvalidArgument && len(e.Violations) > 0 && e.Violations[0].Field == "name"
+	if e.Reason != core.ReasonToolNotFound && !named {
+		return e
+	}
+	desc := e.Message
+	if named {
+		desc = e.Violations[0].Description
+	}
+	return core.InvalidArguments(core.Violation("arguments.name", desc+" (search_tools finds tools by what they do)"))
+}
+
+// foundTools are the tools each 2025-11-25 session's searches found, which
+// its tools/list adds to the core set.
+type foundTools struct {
+	mu sync.Mutex
+	m  map[*mcp.ServerSession]*foundSet
+}
+
+// foundSet is one session's found tools, oldest first.
+type foundSet struct {
+	order []string
+	has   map[string]struct{}
+}
+
+// add records names as found by ss, evicting the oldest beyond
+// MaxFoundPerSession; it reports whether any was not recorded before.
+func (ft *foundTools) add(ss *mcp.ServerSession, names []string) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	if ft.m == nil {
+		ft.m = map[*mcp.ServerSession]*foundSet{}
+	}
+	s := ft.m[ss]
+	if s == nil {
+		s = &foundSet{has: map[string]struct{}{}}
+		ft.m[ss] = s
+	}
+	added := false
+	for _, n := range names {
+		if _, ok := s.has[n]; ok {
+			continue
+		}
+		added = true
+		s.has[n] = struct{}{}
+		s.order = append(s.order, n)
+		if len(s.order) > MaxFoundPerSession {
+			delete(s.has, s.order[0])
+			s.order = slices.Delete(s.order, 0, 1)
+		}
+	}
+	return added
+}
+
+// of is ss's found set as a membership test (nil: none found).
+func (ft *foundTools) of(ss *mcp.ServerSession) func(string) bool {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	s := ft.m[ss]
+	if s == nil {
+		return nil
+	}
+	has := maps.Clone(s.has)
+	return func(name string) bool { _, ok := has[name]; return ok }
+}
+
+func (ft *foundTools) forget(ss *mcp.ServerSession) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	delete(ft.m, ss)
+}
+
+// len is the number of sessions with found tools (tests).
+func (ft *foundTools) len() int {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return len(ft.m)
+}
+
+// reveal adds what a search of req's session found to that session's
+// list and, when that added a tool, sends the session (only it)
+// notifications/tools/list_changed, on the search's own response stream
+// (ctx is the request's), so it arrives before the search's result.
+func (f *Front) reveal(ctx context.Context, req *mcp.CallToolRequest, hits []core.SearchHit) {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil || req.ProtocolVersion() >= statelessEra || f.send == nil {
+		return
+	}
+	var names []string
+	for _, h := range hits {
+		if !f.inCoreSet(h.Tool.Name) {
+			names = append(names, h.Tool.Name)
+		}
+	}
+	if len(names) == 0 || !f.found.add(ss, names) {
+		return
+	}
+	_, err := f.send(ctx, "notifications/tools/list_changed",
+		&mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: ss, Params: &mcp.ToolListChangedParams{}})
+	if err != nil {
+		f.log.DebugContext(ctx, "list_changed after a search not delivered", "error", err)
+	}
+}
+
 // searchArgs are search_tools' arguments.
 type searchArgs struct {
 	Query   string   `json:"query"`
@@ -89,7 +288,7 @@ type searchArgs struct {
 // structured content ({"tools": [...], "revision": ...}) and as JSON text.
 // Arguments a model can fix (a missing query, an unknown server) are an
 // isError result naming the argument, like any tool's ARGUMENTS_INVALID.
-func (f *Front) searchTools(ctx context.Context, raw json.RawMessage) (*mcp.CallToolResult, error) {
+func (f *Front) searchTools(ctx context.Context, req *mcp.CallToolRequest, raw json.RawMessage) (*mcp.CallToolResult, error) {
 	var a searchArgs
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &a); err != nil {
@@ -104,6 +303,7 @@ func (f *Front) searchTools(ctx context.Context, raw json.RawMessage) (*mcp.Call
 		}
 		return mcpCallFailure(e)
 	}
+	f.reveal(ctx, req, hits)
 	tools := make([]*mcp.Tool, len(hits))
 	for i, h := range hits {
 		tools[i] = toolToMCP(h.Tool)

@@ -11,9 +11,12 @@ import (
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
-// TestProgressiveDiscovery: tools/list is the core set plus search_tools;
-// search_tools returns definitions of tools that were not listed, and they
-// can be called by name, in the stateful and the stateless era.
+// TestProgressiveDiscovery: tools/list is the core set plus search_tools
+// and call_tool; search_tools returns definitions of tools that were not
+// listed, and they can be called by name and through call_tool, in the
+// stateful and the stateless era. A stateful session's list then has the
+// found tool too, and the session is sent list_changed; a stateless
+// client's list stays the core set.
 func TestProgressiveDiscovery(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 40, core.AuthConfig{})
@@ -25,7 +28,24 @@ func TestProgressiveDiscovery(t *testing.T) {
 	ctx, srv := serveFront(t, f.core, Options{ListenAddr: "127.0.0.1:0", Discovery: Discovery{Progressive: true, CoreTools: []string{"mem__echo"}}}, 0)
 	for _, version := range []string{"2025-11-25", ""} {
 		t.Run("version="+version, func(t *testing.T) {
-			cs := connectFront(t, ctx, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil), srv.URL, "", version)
+			changed := make(chan struct{}, 16)
+			cs := connectFront(t, ctx, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}}), srv.URL, "", version)
+			list := func() []string {
+				var names []string
+				for tool, err := range cs.Tools(ctx, nil) {
+					if err != nil {
+						t.Fatal(err)
+					}
+					names = append(names, tool.Name)
+				}
+				return names
+			}
 			deadline := ctxT(t)
 			var names []string
 			for {
@@ -40,8 +60,11 @@ func TestProgressiveDiscovery(t *testing.T) {
 					break
 				}
 			}
-			if !slices.Equal(names, []string{SearchToolName, "mem__echo"}) {
-				t.Fatalf("tools/list = %v, want search_tools and the core set", names)
+			if !slices.Equal(names, []string{SearchToolName, CallToolName, "mem__echo"}) {
+				t.Fatalf("tools/list = %v, want search_tools, call_tool and the core set", names)
+			}
+			for len(changed) > 0 { // the catalog's own, while it loaded
+				<-changed
 			}
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: SearchToolName, Arguments: map[string]any{"query": "translation of a sentence", "limit": 3}})
 			if err != nil || res.IsError {
@@ -61,6 +84,47 @@ func TestProgressiveDiscovery(t *testing.T) {
 			out, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: found.Tools[0].Name, Arguments: map[string]any{"text": "hello"}})
 			if err != nil || out.IsError {
 				t.Fatalf("calling the found tool: %v %+v", err, out)
+			}
+			if version == "2025-11-25" {
+				select {
+				case <-changed:
+				case <-deadline.Done():
+					t.Fatal("no list_changed after the search found tools")
+				}
+				if got := list(); !slices.Contains(got, "mem__translate_text") || !slices.Contains(got, "mem__echo") {
+					t.Errorf("tools/list after the search = %v, want the core set and the found tool", got)
+				}
+			} else if got := list(); !slices.Equal(got, []string{SearchToolName, CallToolName, "mem__echo"}) {
+				t.Errorf("stateless tools/list after the search = %v, want the core set", got)
+			}
+			through, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: CallToolName,
+				Arguments: map[string]any{"name": found.Tools[0].Name, "arguments": map[string]any{"text": "hello"}}})
+			if err != nil || through.IsError || len(through.Content) == 0 || through.Content[0].(*mcp.TextContent).Text != "bonjour" {
+				t.Fatalf("call_tool: %v %+v", err, through)
+			}
+			// call_tool's refusals are the model's to fix: isError results
+			// naming call_tool's own arguments.
+			for _, c := range []struct {
+				args  map[string]any
+				field string
+			}{
+				{map[string]any{"arguments": map[string]any{}}, "arguments.name"},
+				{map[string]any{"name": "mem__no_such_tool"}, "arguments.name"},
+				{map[string]any{"name": "mem__echo", "arguments": map[string]any{"text": 3}}, "arguments.arguments.text"},
+				{map[string]any{"name": "mem__echo", "arguments": "text"}, "arguments.arguments"},
+			} {
+				bad, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: CallToolName, Arguments: c.args})
+				if err != nil || !bad.IsError {
+					t.Fatalf("call_tool %v: %v %+v, want an isError result", c.args, err, bad)
+				}
+				data, _ := json.Marshal(bad.Meta[ErrorMetaKey])
+				var e struct {
+					Fields []string `json:"fields"`
+				}
+				_ = json.Unmarshal(data, &e)
+				if !slices.Contains(e.Fields, c.field) {
+					t.Errorf("call_tool %v: error data %s does not name %s", c.args, data, c.field)
+				}
 			}
 			// An argument a model can fix is an isError result naming it.
 			bad, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: SearchToolName, Arguments: map[string]any{}})

@@ -140,8 +140,12 @@ type Front struct {
 	nextID      string
 	sessions    sessionTable // stateful sessions on this replica (sessions.go)
 
-	list     listCache
-	views    *views
+	list  listCache
+	views *views
+	found foundTools // tools each session's searches found (discovery.go)
+	// send is go-sdk's sending handler below sendingMiddleware: a
+	// notification to one session (discovery.go's reveal).
+	send     mcp.MethodHandler
 	subs     frontSubs // resource subscriptions (resources.go)
 	busyMu   sync.Mutex
 	busy     map[*mcp.ServerSession]int // handlers in flight (but listen streams), for Drain and eviction
@@ -633,13 +637,19 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 		keep = func(t *mcp.Tool) bool { return allowed(t.Name) }
 	}
 	progressive := f.progressiveFor(ctx)
-	if progressive { // the core set only (discovery.go)
+	if progressive { // the core set and what this session found (discovery.go)
 		visible := keep
-		keep = func(t *mcp.Tool) bool { return f.inCoreSet(t.Name) && (visible == nil || visible(t)) }
+		var found func(string) bool
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && req.ProtocolVersion() < statelessEra {
+			found = f.found.of(ss)
+		}
+		keep = func(t *mcp.Tool) bool {
+			return (f.inCoreSet(t.Name) || (found != nil && found(t.Name))) && (visible == nil || visible(t))
+		}
 	}
 	tools, next := core.Page(all, core.ToolsAfter(snap, after), f.opts.PageSize, 0, keep, core.Same[*mcp.Tool], nil)
 	if progressive && cursor == "" {
-		tools = append([]*mcp.Tool{searchTool}, tools...)
+		tools = append([]*mcp.Tool{searchTool, callThroughTool}, tools...)
 	}
 	res := &mcp.ListToolsResult{Tools: tools}
 	if res.Tools == nil {
@@ -709,13 +719,18 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 	if p == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
 	}
-	if p.Name == SearchToolName && f.opts.Discovery.Progressive {
+	in := core.CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
+	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
+		in.ArgumentsJSON = a
+	}
+	through := false // a call through call_tool (discovery.go)
+	if (p.Name == SearchToolName || p.Name == CallToolName) && f.opts.Discovery.Progressive {
 		actx, _, e := f.c.Authenticate(principalContext(ctx, req.GetExtra()))
 		if e != nil {
 			return nil, mcpError(e)
 		}
-		if f.progressiveFor(actx) {
-			res, err := f.searchTools(actx, p.Arguments)
+		if f.progressiveFor(actx) && p.Name == SearchToolName {
+			res, err := f.searchTools(actx, req, p.Arguments)
 			if err == nil {
 				if req.ProtocolVersion() >= statelessEra {
 					res = withResultType(res)
@@ -723,10 +738,17 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 			}
 			return res, err
 		}
-	}
-	in := core.CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
-	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
-		in.ArgumentsJSON = a
+		if f.progressiveFor(actx) {
+			name, args, e := callThrough(p.Arguments)
+			if e != nil {
+				res, err := mcpCallFailure(e)
+				if err == nil {
+					res = withEraResultType(req, res)
+				}
+				return res, err
+			}
+			in.Name, in.ArgumentsJSON, in.Fields, through = name, args, callThroughFields, true
+		}
 	}
 	task, err := callTaskOptions(req)
 	if err != nil {
@@ -738,7 +760,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
 		func(input *core.InputOptions) (*mcp.CallToolResult, mcp.InputRequestMap, string, error) {
 			in.Input = input
-			res, t, b, err := f.callRound(ctx, req, in)
+			res, t, b, err := f.callRound(ctx, req, in, through)
 			created, pass = t, b
 			if err != nil || t != nil || !core.NeedsInput(res) {
 				return res, nil, "", err
@@ -856,7 +878,10 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequest
 // is the one the upstream created for it, if any (in.Task). pass is the
 // result to send as it is, when it needs no change (passthrough.go); res
 // is the decoded result all the same.
-func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
+//
+// through says the call came through call_tool, whose refusals of the
+// tool's name are the model's to fix (throughFailure).
+func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput, through bool) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
 	pctx := principalContext(ctx, req.GetExtra())
 	var raws *mcpbridge.RawResults
 	if in.Task == nil { // a task's answer is the core's (tasks.go)
@@ -887,6 +912,9 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 	}
 	c.End(fail, res != nil && res.IsError, size)
 	if fail != nil {
+		if through {
+			fail = throughFailure(fail)
+		}
 		if res, err = mcpCallFailure(fail); err != nil {
 			return nil, nil, nil, err
 		}

@@ -158,6 +158,7 @@ func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 }
 
 func (f *Front) removeSession(ss *mcp.ServerSession) {
+	f.found.forget(ss)
 	v := f.views
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -228,6 +229,7 @@ func (f *Front) wants(ss *mcp.ServerSession, method string) bool {
 // sendingMiddleware drops a list_changed for sessions whose view of that
 // list did not change.
 func (f *Front) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	f.send = next
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
