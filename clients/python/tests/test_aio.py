@@ -36,7 +36,7 @@ def test_aio_calls(server: Toolsvc) -> None:
             with pytest.raises(toolsvc.ToolsvcError) as ei:
                 await c.call_tool("demo__add", {"a": "x"})
             assert ei.value.reason == "ARGUMENTS_INVALID"
-            assert [v.field for v in ei.value.field_violations] == ["arguments_json.a"]
+            assert [v.field for v in ei.value.field_violations] == ["arguments.a"]  # as given: a dict
             with pytest.raises(toolsvc.ToolsvcError) as ei:
                 await c.call_tool("demo__sleep", {"ms": 5000}, timeout=0.2)
             assert ei.value.code == grpc.StatusCode.DEADLINE_EXCEEDED

@@ -75,8 +75,16 @@ def test_errors_carry_the_server_details(client: toolsvc.Client) -> None:
     e = ei.value
     assert (e.code, e.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "ARGUMENTS_INVALID")
     assert e.metadata == {"tool": "demo__add", "server": "demo"}
-    assert [v.field for v in e.field_violations] == ["arguments_json.a"], e.field_violations
-    assert "arguments_json.a" in str(e)
+    # Named as the caller gave them: a dict's paths are under "arguments",
+    # JSON text's under "arguments_json" (the field the package sends).
+    assert [v.field for v in e.field_violations] == ["arguments.a"], e.field_violations
+    assert "arguments.a" in str(e) and "arguments_json" not in str(e)
+    with pytest.raises(toolsvc.ToolsvcError) as ei:
+        client.call_tool("demo__add", '{"a": "two", "b": 40}')
+    assert [v.field for v in ei.value.field_violations] == ["arguments_json.a"], ei.value.field_violations
+    with pytest.raises(toolsvc.ToolsvcError) as ei:
+        list(client.call_tool_stream("demo__add", {"a": "two", "b": 40}))
+    assert [v.field for v in ei.value.field_violations] == ["arguments.a"], ei.value.field_violations
 
     with pytest.raises(toolsvc.ToolsvcError) as ei:
         client.call_tool("", {})

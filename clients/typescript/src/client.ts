@@ -31,7 +31,7 @@ import {
   type SearchToolsResponse,
   type Tool,
 } from "./gen/toolsvc/v1/toolsvc.js";
-import { fromError, notDispatched, ToolsvcError } from "./errors.js";
+import { fromError, namedAsGiven, notDispatched, ToolsvcError } from "./errors.js";
 import { CatalogWatcher, Task, taskOf, waitTask, type TaskInternals, type WaitTaskOptions, type WatchOptions } from "./watch.js";
 import {
   capabilitiesOf,
@@ -331,8 +331,18 @@ export class Client {
   /**
    * Ranks the catalog's tools against a free-text query and returns the
    * best, with their full definitions (only tools the caller may see).
+   * The query is the first argument, as in the Python package
+   * (`searchTools("open a pull request", { limit: 5 })`), or the `query`
+   * of the options object.
    */
-  async searchTools(options: SearchToolsOptions): Promise<SearchResults> {
+  async searchTools(query: string, options?: Omit<SearchToolsOptions, "query">): Promise<SearchResults>;
+  async searchTools(options: SearchToolsOptions): Promise<SearchResults>;
+  async searchTools(
+    queryOrOptions: string | SearchToolsOptions,
+    more: Omit<SearchToolsOptions, "query"> = {},
+  ): Promise<SearchResults> {
+    const options: SearchToolsOptions =
+      typeof queryOrOptions === "string" ? { ...more, query: queryOrOptions } : queryOrOptions;
     const deadline = deadlineOf(options);
     const req = SearchToolsRequest.fromPartial({
       query: options.query,
@@ -374,6 +384,14 @@ export class Client {
    */
   callTool(name: string, args: ToolArguments, options: CallToolOptions & { task: TaskRequest }): Promise<ToolResult | Task>;
   async callTool(name: string, args: ToolArguments = {}, options: CallToolOptions = {}): Promise<ToolResult | Task> {
+    try {
+      return await this.callToolOnce(name, args, options);
+    } catch (e) {
+      throw namedAsGiven(e, args); // arguments.a for an object, arguments_json.a for JSON text
+    }
+  }
+
+  private async callToolOnce(name: string, args: ToolArguments, options: CallToolOptions): Promise<ToolResult | Task> {
     const req = callRequest(name, args);
     if (options.task !== undefined) {
       const ttlMs = options.task === true ? undefined : options.task.ttlMs;
@@ -449,7 +467,7 @@ export class Client {
         const e = deadlineOrError(fromError(err), deadline, options.signal);
         const wait = received ? undefined : this.retryWait(callRetryable(options), e, attempt, deadline, options.signal);
         if (wait === undefined) {
-          throw e;
+          throw namedAsGiven(e, args);
         }
         this.retry.onRetry?.(e, attempt, wait);
         await sleep(wait, options.signal);

@@ -9,7 +9,10 @@ export const ERROR_DOMAIN = "toolsvc.dev";
 
 /** A field a request got wrong, from the google.rpc.BadRequest detail. */
 export interface FieldViolation {
-  /** The field, or the JSON path under the arguments field that was set ("arguments_json.count"). */
+  /**
+   * The field, or the JSON path into a call's arguments: "arguments.count"
+   * when they were given as an object, "arguments_json.count" as JSON text.
+   */
   readonly field: string;
   readonly description: string;
 }
@@ -122,6 +125,43 @@ function isServiceError(err: unknown): err is ServiceError {
  * A ToolsvcError is returned as is; anything that is not a gRPC status
  * becomes UNKNOWN.
  */
+/**
+ * err with its paths into a call's arguments named as the caller gave them.
+ * The package sends an object as `arguments_json` text, so the server names
+ * `arguments_json.a`; a caller that passed an object is told `arguments.a`.
+ * JSON text given as a string keeps the server's name. Anything but a
+ * ToolsvcError is returned as it is.
+ */
+export function namedAsGiven(err: unknown, args: unknown): unknown {
+  if (!(err instanceof ToolsvcError) || typeof args === "string") {
+    return err;
+  }
+  const rename = (path: string) =>
+    path === "arguments_json" || path.startsWith("arguments_json.") || path.startsWith("arguments_json[")
+      ? "arguments" + path.slice("arguments_json".length)
+      : path;
+  if (!err.fieldViolations.some((v) => rename(v.field) !== v.field)) {
+    return err;
+  }
+  // The status message: the Error's message without the prefix and suffix
+  // the constructor added.
+  const prefix = `${status[err.code] ?? err.code}: `;
+  const suffix = err.reason ? ` (${err.reason})` : "";
+  let message = err.message.slice(prefix.length, err.message.length - suffix.length);
+  if (message.startsWith("arguments_json")) {
+    message = "arguments" + message.slice("arguments_json".length);
+  }
+  return new ToolsvcError(err.code, message, {
+    reason: err.reason,
+    domain: err.domain,
+    metadata: { ...err.metadata },
+    fieldViolations: err.fieldViolations.map((v) => ({ ...v, field: rename(v.field) })),
+    retryDelayMs: err.retryDelayMs,
+    trailers: err.trailers,
+    cause: err.cause,
+  });
+}
+
 export function fromError(err: unknown): ToolsvcError {
   if (err instanceof ToolsvcError) {
     return err;

@@ -29,6 +29,13 @@ describe("searchTools", () => {
     assert.equal(found.tools[0]?.name, "demo__add");
     assert.equal(found.revision.length, 32);
     assert.deepEqual([...found.scores.keys()], found.tools.map((t) => t.name));
+    // The query alone, as Python's search_tools(query, ...) takes it.
+    const byQuery = await client.searchTools("add two numbers", { limit: 3 });
+    assert.deepEqual(
+      byQuery.tools.map((t) => t.name),
+      found.tools.map((t) => t.name),
+    );
+    assert.equal((await client.searchTools("add two numbers")).tools[0]?.name, "demo__add");
     const only = await client.searchTools({ query: "add", servers: ["demo"], nameGlob: "demo__*" });
     assert.ok(only.tools.length > 0 && only.tools.every((t) => t.server === "demo"));
     const anthropic = toAnthropicTools(await client.listTools(), { deferLoading: true, alwaysLoaded: ["demo__add"] });
@@ -235,9 +242,34 @@ describe("errors carry the server's details", () => {
     assert.ok(err instanceof ToolsvcError);
     assert.equal(err.code, status.INVALID_ARGUMENT);
     assert.equal(err.reason, "ARGUMENTS_INVALID");
+    // Named as given: an object's paths under "arguments", JSON text's
+    // under "arguments_json" (the field the package sends).
     assert.ok(
-      err.fieldViolations.some((v) => v.field === "arguments_json.count"),
+      err.fieldViolations.some((v) => v.field === "arguments.count"),
       JSON.stringify(err.fieldViolations),
+    );
+    assert.ok(!err.message.includes("arguments_json"), err.message);
+    const asText = await client.callTool("ts__strict", '{"count": "three"}').then(
+      () => assert.fail("resolved"),
+      (e: unknown) => e,
+    );
+    assert.ok(asText instanceof ToolsvcError);
+    assert.ok(
+      asText.fieldViolations.some((v) => v.field === "arguments_json.count"),
+      JSON.stringify(asText.fieldViolations),
+    );
+    const streamed = await (async () => {
+      for await (const _ of client.callToolStream("ts__strict", { count: "three" })) {
+        // no event: the call is refused
+      }
+    })().then(
+      () => assert.fail("resolved"),
+      (e: unknown) => e,
+    );
+    assert.ok(streamed instanceof ToolsvcError);
+    assert.ok(
+      streamed.fieldViolations.some((v) => v.field === "arguments.count"),
+      JSON.stringify(streamed.fieldViolations),
     );
   });
 

@@ -25,7 +25,7 @@ from toolsvc._common import (
     watch_retryable,
 )
 from toolsvc._convert import CallResult, Progress, arguments_json
-from toolsvc._errors import ToolsvcError, from_rpc_error
+from toolsvc._errors import ToolsvcError, from_rpc_error, named_as_given
 from toolsvc._input import (
     DEFAULT_MAX_INPUT_ROUNDS,
     InputAnswer,
@@ -296,11 +296,11 @@ class Client:
         if opts is not None:
             req.task.CopyFrom(opts)
         if on_input is None:
-            r0 = self._call(req, timeout)
+            r0 = self._call(req, timeout, arguments)
             return Task.from_proto(r0.task) if r0.HasField("task") else CallResult.from_proto(r0)
         req.input_capabilities.CopyFrom(capabilities(input_kinds))
         for _ in range(max_input_rounds + 1):
-            r = self._call(req, timeout)
+            r = self._call(req, timeout, arguments)
             if r.HasField("task"):
                 return Task.from_proto(r.task)
             if not r.HasField("input_required"):
@@ -311,7 +311,9 @@ class Client:
             req.request_state = r.input_required.request_state
         raise rounds_exceeded(name, max_input_rounds)
 
-    def _call(self, req: pb.CallToolRequest, timeout: float | None) -> pb.CallToolResponse:
+    def _call(
+        self, req: pb.CallToolRequest, timeout: float | None, arguments: Arguments
+    ) -> pb.CallToolResponse:
         deadline = None if timeout is None else time.monotonic() + timeout
         attempt = 0
         while True:
@@ -325,7 +327,7 @@ class Client:
             remaining = None if deadline is None else deadline - time.monotonic()
             d = self.retry.delay(e, attempt, remaining)
             if d is None:
-                raise e
+                raise named_as_given(e, arguments)
             time.sleep(d)
 
     def get_task(self, task: str | Task, *, timeout: float | None = 30.0) -> Task:
@@ -481,7 +483,7 @@ class Client:
             remaining = None if deadline is None else deadline - time.monotonic()
             d = None if received else self.retry.delay(e, attempt, remaining)
             if d is None:
-                raise e
+                raise named_as_given(e, arguments)
             time.sleep(d)
 
     def watch(

@@ -14,7 +14,7 @@ from grpc_status import rpc_status
 error_details_pb2: Any = importlib.import_module("google.rpc.error_details_pb2")
 status_pb2: Any = importlib.import_module("google.rpc.status_pb2")
 
-__all__ = ["FieldViolation", "ToolsvcError", "WatchProtocolError", "from_rpc_error"]
+__all__ = ["FieldViolation", "ToolsvcError", "WatchProtocolError", "from_rpc_error", "named_as_given"]
 
 # ErrorInfo reasons after which toolsvc guarantees the call never reached the
 # tool (service/errors.go, mcpbridge): the replica is shutting down, the
@@ -26,8 +26,9 @@ _NOT_DISPATCHED_UNAVAILABLE = frozenset({"no_session", "starting"})
 
 class FieldViolation(NamedTuple):
     """One google.rpc.BadRequest field violation: the request field (for
-    arguments, the JSON path under the field that was set, such as
-    "arguments_json.count") and what is wrong with it."""
+    arguments, the JSON path under them: "arguments.count" when the call
+    was given a dict, "arguments_json.count" when it was given JSON text)
+    and what is wrong with it."""
 
     field: str
     description: str
@@ -120,6 +121,29 @@ class ToolsvcError(Exception):
             self.reason == "UPSTREAM_UNAVAILABLE"
             and self.metadata.get("unavailable_reason") in _NOT_DISPATCHED_UNAVAILABLE
         )
+
+
+def named_as_given(e: ToolsvcError, arguments: object) -> ToolsvcError:
+    """e with its paths into the arguments named as the caller gave them.
+    The package sends a dict (or None) as ``arguments_json`` text, so the
+    server names ``arguments_json.a``; a caller that passed a dict is told
+    ``arguments.a``. JSON text given as a string keeps the server's name."""
+    if isinstance(arguments, (str, bytes)):
+        return e
+
+    def rename(path: str) -> str:
+        if path == "arguments_json" or path.startswith(("arguments_json.", "arguments_json[")):
+            return "arguments" + path[len("arguments_json") :]
+        return path
+
+    vs = [FieldViolation(rename(v.field), v.description) for v in e.field_violations]
+    if vs == e.field_violations:
+        return e
+    e.field_violations = vs
+    if e.message.startswith("arguments_json"):
+        e.message = "arguments" + e.message[len("arguments_json") :]
+    e.args = (str(e),)
+    return e
 
 
 class WatchProtocolError(ToolsvcError):
