@@ -60,7 +60,9 @@ func TestInteropExampleClients(t *testing.T) {
 		t.Run(c.lang, func(t *testing.T) {
 			argv, env := c.setup(t)
 			name := "from_" + c.lang
-			argv = append(argv, p.addr, "rt__add_tool", fmt.Sprintf(`{"name": %q}`, name), "rt__sleep", `{"ms": 400}`)
+			// WAIT_S 60: the added tool may reach the catalog after the
+			// resumed watch's synced; the change then follows it.
+			argv = append(argv, p.addr, "rt__add_tool", fmt.Sprintf(`{"name": %q}`, name), "rt__sleep", `{"ms": 400}`, "60")
 			ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
@@ -93,6 +95,111 @@ func TestInteropExampleClients(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExamplesAsPrinted runs the run lines of examples/README.md's Python,
+// Node and Go sections as printed (read from the file, so the test follows
+// the docs), against a toolsvc serving the demo upstream as "demo" at the
+// printed address. Only what is machine-specific is replaced: the address,
+// and the README's /tmp/toolsvc-venv interpreter by the project's
+// .venv/client with the package on its path; the install lines are what
+// scripts/interop-deps.sh does. Each must exit 0 by itself having reached
+// every part the README describes: the list, the snapshot, the call, the
+// streaming call, the resumed watch (synced: nothing changed), a resource
+// read and a prompt.
+func TestExamplesAsPrinted(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "examples", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLines := exampleRunLines(t, string(readme))
+	p := startToolsvc(t, cfg{Servers: servers{"demo": demoServer()}})
+	py, pyEnv := pythonClient(t, root)
+	for _, lang := range []string{"Python", "Node", "Go"} {
+		t.Run(lang, func(t *testing.T) {
+			t.Parallel()
+			line := runLines[lang]
+			if line == "" {
+				t.Fatalf("examples/README.md's %s section has no run line", lang)
+			}
+			const printedAddr, printedPython = "localhost:50051", "/tmp/toolsvc-venv/bin/python"
+			if !strings.Contains(line, printedAddr) {
+				t.Fatalf("%s run line does not name %s: %s", lang, printedAddr, line)
+			}
+			run := strings.ReplaceAll(strings.ReplaceAll(line, printedAddr, p.addr), printedPython, py)
+			if lang == "Node" {
+				if _, err := os.Stat(filepath.Join(root, "examples/node/node_modules/@toolsvc/client/dist/index.js")); err != nil {
+					t.Fatalf("examples/node or the @toolsvc/client it uses is not installed and built (scripts/interop-deps.sh does both): %v", err)
+				}
+			}
+			// Generous: the Go line's go run builds first, and the box is shared.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*defaultTestTimeout)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "bash", "-c", run)
+			cmd.Dir, cmd.Env = root, append(os.Environ(), pyEnv...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s\n%v\nstdout:\n%s\nstderr:\n%s", line, err, &stdout, &stderr)
+			}
+			out := stdout.String()
+			t.Logf("%s:\n%s", line, out)
+			snap := regexp.MustCompile(`(?m)^snapshot ([0-9a-f]+) \d+ tools$`).FindStringSubmatch(out)
+			want := []string{"tool demo__echo\n", "tool demo__sleep\n", "call demo__echo ok hi\n"}
+			if snap != nil {
+				want = append(want, "resumed from "+snap[1]+"\n", "synced "+snap[1]+"\n")
+			} else {
+				t.Errorf("%s printed no snapshot line", lang)
+			}
+			if strings.Contains(line, "demo__sleep") {
+				if !regexp.MustCompile(`(?m)^progress \d+/500\b.*\n(.*\n)*stream result ok slept 500 ms\n`).MatchString(out) {
+					t.Errorf("%s: the streaming call of demo__sleep shows no progress before its result", lang)
+				}
+			} else {
+				want = append(want, "stream result ok hi\n") // the same call, streamed
+			}
+			want = append(want, "read demo://readme toolsvc demo upstream: tools echo, add and sleep; this resource\n",
+				"got prompt demo__greet user: Please greet world warmly, in one sentence.\n")
+			for _, w := range want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s did not print %q", lang, w)
+				}
+			}
+		})
+	}
+}
+
+// exampleRunLines returns, per section of examples/README.md ("Python",
+// "Node", "Go"), the line of its code block that runs the section's client
+// example.
+func exampleRunLines(t *testing.T, readme string) map[string]string {
+	t.Helper()
+	runs := map[string]*regexp.Regexp{
+		"Python": regexp.MustCompile(`^\S+ examples/python/client\.py `),
+		"Node":   regexp.MustCompile(`^node examples/node/client\.mjs `),
+		"Go":     regexp.MustCompile(`^go run \./examples/go `),
+	}
+	out := map[string]string{}
+	section, inCode := "", false
+	for _, l := range strings.Split(readme, "\n") {
+		switch {
+		case strings.HasPrefix(l, "```"):
+			inCode = !inCode
+		case !inCode && strings.HasPrefix(l, "## "):
+			section, _, _ = strings.Cut(strings.TrimPrefix(l, "## "), " ")
+		case inCode && runs[section] != nil && runs[section].MatchString(l):
+			if out[section] != "" {
+				t.Fatalf("examples/README.md's %s section has two run lines: %s and %s", section, out[section], l)
+			}
+			out[section] = l
+		}
+	}
+	return out
 }
 
 // pythonClient is the interpreter of .venv/client (scripts/pyenv.sh: the

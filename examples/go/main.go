@@ -2,7 +2,12 @@
 // call a tool, call one with progress streaming, and resume the watch from the
 // last revision seen.
 //
-//	go run ./examples/go ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
+//	go run ./examples/go ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON [WAIT_S]]]
+//
+// Without STREAM_TOOL the streaming call calls TOOL with ARGS_JSON again.
+// The resumed watch stops at the first change, or at "synced" (nothing
+// changed yet) unless WAIT_S (default 0) asks to watch that many seconds
+// more for one.
 package main
 
 import (
@@ -12,6 +17,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,32 +30,40 @@ import (
 
 func main() {
 	if len(os.Args) < 3 {
-		log.Fatal("usage: go ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]")
+		log.Fatal("usage: go ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON [WAIT_S]]]")
 	}
 	args := "{}"
 	if len(os.Args) > 3 {
 		args = os.Args[3]
 	}
-	streamTool, streamArgs := os.Args[2], "{}"
+	streamTool, streamArgs := os.Args[2], args // without a streaming tool, the same call streamed
 	if len(os.Args) > 4 {
-		streamTool = os.Args[4]
+		streamTool, streamArgs = os.Args[4], "{}"
 	}
 	if len(os.Args) > 5 {
 		streamArgs = os.Args[5]
 	}
-	if err := run(os.Args[1], os.Args[2], args, streamTool, streamArgs); err != nil {
+	var wait time.Duration
+	if len(os.Args) > 6 {
+		secs, err := strconv.ParseFloat(os.Args[6], 64)
+		if err != nil {
+			log.Fatalf("WAIT_S: %v", err)
+		}
+		wait = time.Duration(secs * float64(time.Second))
+	}
+	if err := run(os.Args[1], os.Args[2], args, streamTool, streamArgs, wait); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(addr, tool, args, streamTool, streamArgs string) error {
+func run(addr, tool, args, streamTool, streamArgs string, wait time.Duration) error {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
 	c := toolsvcv1.NewToolServiceClient(conn)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+wait)
 	defer cancel()
 	if err := list(ctx, c); err != nil {
 		return err
@@ -64,7 +78,7 @@ func run(addr, tool, args, streamTool, streamArgs string) error {
 	if err := streamCall(ctx, c, streamTool, streamArgs); err != nil {
 		return err
 	}
-	if err := resume(ctx, c, revision, held); err != nil {
+	if err := resume(ctx, c, revision, held, wait); err != nil {
 		return err
 	}
 	return resourcesAndPrompts(ctx, c)
@@ -150,12 +164,15 @@ func resultText(r *toolsvcv1.CallToolResponse) string {
 }
 
 // resume watches from the last revision with the catalog held: only what
-// changed since arrives (synced if nothing did); it returns at the first
-// change.
-func resume(ctx context.Context, c toolsvcv1.ToolServiceClient, revision string, held []*toolsvcv1.Tool) error {
+// changed since arrives. It returns at the first change, or at synced (or
+// a reset snapshot: the catalog held is then current) unless wait asks to
+// watch that much longer for a change.
+func resume(ctx context.Context, c toolsvcv1.ToolServiceClient, revision string, held []*toolsvcv1.Tool, wait time.Duration) error {
 	fmt.Println("resumed from", revision)
 	rctx, done := context.WithCancel(ctx)
 	defer done()
+	var timer *time.Timer // OnEvent runs on Run's goroutine: no lock needed
+	changed := false
 	resumed := catalogwatch.New(c, catalogwatch.Options{ResumeToken: revision, Initial: held,
 		OnEvent: func(ev catalogwatch.Event) {
 			switch ev.Kind {
@@ -168,16 +185,31 @@ func resume(ctx context.Context, c toolsvcv1.ToolServiceClient, revision string,
 					names = append(names, "-"+n)
 				}
 				fmt.Println("changes", ev.Revision, strings.Join(names, " "))
+				changed = true
 				done()
-			default: // synced, progress, or a snapshot/reset that replaced the local catalog
+			case catalogwatch.Progress:
 				fmt.Println(ev.Kind, ev.Revision)
+			default: // synced, or a snapshot/reset that replaced the local catalog
+				fmt.Println(ev.Kind, ev.Revision)
+				if wait <= 0 {
+					done()
+				} else if timer == nil {
+					timer = time.AfterFunc(wait, done)
+				}
 			}
 		}})
-	if err := resumed.Run(rctx); err != nil && rctx.Err() == nil {
+	err := resumed.Run(rctx)
+	if timer != nil {
+		timer.Stop()
+	}
+	if err != nil && rctx.Err() == nil {
 		return err
 	}
-	if rctx.Err() == nil || ctx.Err() != nil {
-		return errors.New("watch ended before the change arrived")
+	if ctx.Err() != nil {
+		return errors.New("watch ended before the catalog was current")
+	}
+	if !changed && wait > 0 {
+		fmt.Printf("no change within %v\n", wait)
 	}
 	return nil
 }

@@ -2,10 +2,18 @@
 // catalog, watch it, call a tool, call one with progress streaming, and
 // resume the watch from the last revision seen.
 //
-//   node client.mjs ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
+//   node client.mjs ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON [WAIT_S]]]
+//
+// Without STREAM_TOOL the streaming call calls TOOL with ARGS_JSON again.
+// The resumed watch stops at the first change, or at "synced" (nothing
+// changed yet) unless WAIT_S (default 0) asks to watch that many seconds
+// more for one.
 import { Client } from "@toolsvc/client";
 
-const [addr, tool, argsJSON = "{}", streamTool = tool, streamArgs = "{}"] = process.argv.slice(2);
+const [addr, tool, argsJSON = "{}", streamToolArg, streamArgsArg, waitArg = "0"] = process.argv.slice(2);
+// Without a streaming tool, the same call streamed.
+const [streamTool, streamArgs] = streamToolArg ? [streamToolArg, streamArgsArg ?? "{}"] : [tool, argsJSON];
+const waitMs = Number(waitArg) * 1000;
 const client = new Client(addr);
 
 // List: every page.
@@ -32,14 +40,24 @@ for await (const ev of client.callToolStream(streamTool, streamArgs, { timeoutMs
 // watcher also resumes by itself after a dropped stream, on any replica).
 console.log("resumed from", snap.revision);
 watch = client.watch({ resumeToken: snap.revision, initial: held });
+let timer; // set at synced when WAIT_S asks to watch on; closing the watch ends the loop
+let changed = false;
 for await (const ev of watch) {
   if (ev.kind === "changes") {
     const names = [...ev.upserted.map((t) => "+" + t.name), ...ev.removed.map((n) => "-" + n)];
     console.log("changes", ev.revision, names.join(" "));
+    changed = true;
     break;
   }
   console.log(ev.kind, ev.revision); // synced, progress, or a reset snapshot
+  if (ev.kind !== "progress") { // the catalog held is current
+    if (waitMs <= 0) break;
+    timer ??= setTimeout(() => watch.close(), waitMs);
+  }
 }
+clearTimeout(timer);
+if (!changed && waitMs > 0) console.log(`no change within ${waitMs / 1000}s`);
+watch.close();
 console.log("catalog now", watch.catalog.size, "tools");
 // Resources and prompts (through the generated client, client.raw): read the
 // first resource listed (server + uri; a resource_link from a tool result

@@ -2,17 +2,25 @@
 the catalog, watch it, call a tool, call one with progress streaming, and
 resume the watch from the last revision seen.
 
-    client.py ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON]]
+    client.py ADDR TOOL [ARGS_JSON [STREAM_TOOL STREAM_ARGS_JSON [WAIT_S]]]
+
+Without STREAM_TOOL the streaming call calls TOOL with ARGS_JSON again. The
+resumed watch stops at the first change, or at "synced" (nothing changed
+yet) unless WAIT_S (default 0) asks to watch that many seconds more for one.
 
 Needs the package: pip install ./clients/python (see examples/README.md).
 """
 import sys
+import time
 
 import toolsvc
 
 
-def main(addr, tool, args_json="{}", stream_tool=None, stream_args="{}"):
-    stream_tool = stream_tool or tool
+def main(addr, tool, args_json="{}", stream_tool=None, stream_args=None, wait_s="0"):
+    if not stream_tool:  # the same call, streamed
+        stream_tool, stream_args = tool, args_json
+    stream_args = stream_args or "{}"
+    wait_s = float(wait_s)
     with toolsvc.Client(addr) as client:
         # List: every page, one revision.
         for t in client.list_tools():
@@ -41,12 +49,22 @@ def main(addr, tool, args_json="{}", stream_tool=None, stream_args="{}"):
         # (A running watcher does this by itself after a disconnect.)
         print("resumed from", revision)
         with client.watch(resume_token=revision, initial=tools) as watch:
-            for ev in watch:
+            deadline = None  # set at synced when WAIT_S asks to watch on
+            while True:
+                left = None if deadline is None else deadline - time.monotonic()
+                ev = watch.get(timeout=left)
+                if ev is None:
+                    print("no change within %gs" % wait_s)
+                    break
                 if ev.kind == toolsvc.EventKind.CHANGES:
                     names = ["+" + t.name for t in ev.upserted] + ["-" + n for n in ev.removed]
                     print("changes", ev.revision, " ".join(names))
                     break
                 print(ev.kind.value, ev.revision)  # synced, progress, or a reset snapshot
+                if ev.kind != toolsvc.EventKind.PROGRESS:  # the catalog held is current
+                    if wait_s <= 0:
+                        break
+                    deadline = deadline or time.monotonic() + wait_s
 
         resources_and_prompts(client.stub)
 
