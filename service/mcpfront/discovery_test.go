@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -140,5 +141,37 @@ func TestProgressiveDiscovery(t *testing.T) {
 				t.Errorf("error data %s does not name arguments.query", data)
 			}
 		})
+	}
+}
+
+// TestFoundToolsBounded: a session's found tools are bounded by
+// MaxFoundPerSession, the oldest found leaving first; a search that finds
+// nothing new reports no change (no list_changed); sessions do not share
+// their sets, and a forgotten session's set is gone.
+func TestFoundToolsBounded(t *testing.T) {
+	var ft foundTools
+	a, b := new(mcp.ServerSession), new(mcp.ServerSession)
+	name := func(i int) string { return "s__t" + strconv.Itoa(i) }
+	for i := range MaxFoundPerSession + 50 {
+		if !ft.add(a, []string{name(i)}) {
+			t.Fatalf("add %s: not new", name(i))
+		}
+	}
+	if ft.add(a, []string{name(MaxFoundPerSession + 49), name(MaxFoundPerSession)}) {
+		t.Error("a search that found only listed tools reports a change")
+	}
+	has := ft.of(a)
+	for i := range MaxFoundPerSession + 50 {
+		if want := i >= 50; has(name(i)) != want {
+			t.Errorf("%s listed = %v, want %v", name(i), has(name(i)), want)
+		}
+	}
+	if ft.of(b) != nil {
+		t.Error("another session lists a's found tools")
+	}
+	ft.add(b, []string{"s__other"})
+	ft.forget(a)
+	if ft.of(a) != nil || ft.len() != 1 || !ft.of(b)("s__other") {
+		t.Errorf("after forgetting a: %d sessions", ft.len())
 	}
 }
