@@ -144,12 +144,11 @@ func callThrough(raw json.RawMessage) (string, string, *core.Error) {
 		Name      *string         `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
 		raw = []byte("{}")
-		dec = json.NewDecoder(bytes.NewReader(raw))
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields() // its schema says additionalProperties: false
 	if err := dec.Decode(&a); err != nil {
 		return "", "", core.InvalidArguments(core.Violation("arguments", "not an object of name and arguments: "+err.Error()))
 	}
