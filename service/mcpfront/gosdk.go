@@ -22,6 +22,11 @@ import (
 //   - list_changed markers: go-sdk sends notifications/{tools,resources,
 //     prompts}/list_changed only when its own lists change, so a marker is
 //     added and removed (one notification: go-sdk debounces its own sends);
+//   - one session's list_changed (discovery.go's reveal): go-sdk notifies
+//     all sessions or none, so the sending handler below the front door's
+//     sending middleware is kept (Front.send) and called with a
+//     ServerRequest for that one session (TestProgressiveDiscovery sees it
+//     arrive);
 //   - resultType: go-sdk sets CallToolResult.resultType (2026-07-28) only on
 //     results of its own tool handlers (the field is unexported), so it is
 //     set by decoding;
