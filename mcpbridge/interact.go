@@ -158,23 +158,40 @@ func (x *interactions) owner(meta mcp.Meta, r mcp.InputRequest) *Interaction {
 }
 
 // logOwner is the interaction an upstream log message belongs to, if it
-// takes logs: the call its token names (tagged: the message came on that
-// call's HTTP response stream), or else the only request in flight.
-func (x *interactions) logOwner(tok string, tagged bool) *Interaction {
+// is still in flight and takes logs: the call its token names. The token
+// was decided where the message was read (linkConn, linkBody): a message
+// that was read with no token has no certain owner and goes to nobody.
+// Deciding when the message is handled instead would give a backlog read
+// during one call to whichever call is alone in flight when the handler
+// catches up: another caller's (issue 39).
+func (x *interactions) logOwner(tok string) *Interaction {
+	if tok == "" {
+		return nil
+	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var it *Interaction
-	if tagged {
-		it = x.calls[tok]
-	} else if x.inflight.Load() == 1 && len(x.calls) == 1 {
-		for _, c := range x.calls {
-			it = c
-		}
-	}
+	it := x.calls[tok]
 	if it == nil || it.logs == nil {
 		return nil
 	}
 	return it
+}
+
+// soleLogCall is the token of the only request in flight, when it is a
+// call that takes logs ("" otherwise): the owner of a log message read now
+// on a stream no request owns (streamable HTTP's standalone GET stream).
+func (x *interactions) soleLogCall() string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.inflight.Load() != 1 || len(x.calls) != 1 {
+		return ""
+	}
+	for tok, it := range x.calls {
+		if it.logs != nil {
+			return tok
+		}
+	}
+	return ""
 }
 
 // errNoCaller answers a sampling request no caller can take.
@@ -370,11 +387,11 @@ func interactionOf(ctx context.Context) *Interaction {
 }
 
 // withLinks wraps a transport other than streamable HTTP so that an
-// upstream request asking for input, or a log message, never carries a
-// link toolsvc did not set (linkConn), and counts the log messages read
-// (logs: logCount). Streamable HTTP sets and cleans them on the call's
-// response stream (linkRoundTripper); its connection cannot be wrapped
-// (withRawSchemas).
+// upstream request asking for input never carries a link toolsvc did not
+// set, each log message is linked to its call where it is read (linkConn),
+// and the log messages read are counted (logs: logCount). Streamable HTTP
+// sets and cleans them on its response streams (linkRoundTripper); its
+// connection cannot be wrapped (withRawSchemas).
 func withLinks(t mcp.Transport, logs *logCount) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
@@ -392,38 +409,163 @@ func (t *linkTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &linkConn{Connection: c, logs: t.logs}, nil
+	return &linkConn{Connection: c, logs: t.logs, wire: wireCalls{m: map[jsonrpc.ID]*wireCall{}}}, nil
 }
 
 // linkConn removes _meta[linkMetaKey] from every upstream request that
-// asks for input, and from every log message: on these transports nothing
-// links a message to its call, and an upstream must not aim its message
-// at another caller's. It counts the log messages it reads (logCount).
+// asks for input (on these transports nothing links a request to its
+// call, and an upstream must not aim its request at another caller's), and
+// decides where it reads each log message which call it belongs to: the
+// only request toolsvc wrote on the connection that the upstream has not
+// answered yet (wireCalls), when that request is a call taking logs; with
+// none or several, nobody. The message carries the decision as its link
+// (the upstream's own value is replaced). It counts the log messages it
+// reads (logCount).
 type linkConn struct {
 	mcp.Connection
 	logs *logCount
+	wire wireCalls
+}
+
+func (c *linkConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if req, ok := m.(*jsonrpc.Request); ok {
+		c.wire.wrote(ctx, req)
+	}
+	err := c.Connection.Write(ctx, m)
+	if req, ok := m.(*jsonrpc.Request); ok && err != nil && req.IsCall() {
+		c.wire.answered(req.ID) // never sent: never answered
+	}
+	return err
 }
 
 func (c *linkConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
-	req, ok := m.(*jsonrpc.Request)
-	if err != nil || !ok {
+	if err != nil {
 		return m, err
+	}
+	if resp, ok := m.(*jsonrpc.Response); ok {
+		c.wire.answered(resp.ID)
+		return m, nil
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if !ok {
+		return m, nil
 	}
 	if req.Method == methodLog && !req.IsCall() {
 		c.logs.readOne()
+		if tok := c.wire.soleLogCall(); tok != "" {
+			if params, ok := setLink(req.Params, tok); ok {
+				req.Params = params
+			}
+			return req, nil
+		}
 	} else if !req.IsCall() || !inputMethods[req.Method] {
-		return m, err
+		return m, nil
 	}
 	if !bytes.Contains(req.Params, []byte(linkMetaKey)) {
 		return m, nil
 	}
-	// Not one of toolsvc's links (they are set on the HTTP stream only):
-	// the upstream's own value is removed.
+	// Not one of toolsvc's links: the upstream's own value is removed.
 	if params, ok := setLink(req.Params, ""); ok {
 		req.Params = params
 	}
 	return req, nil
+}
+
+// wireCalls are the requests toolsvc wrote on one connection that the
+// upstream has not answered, as they stand where messages are read: a log
+// message read while exactly one of them is outstanding can only be that
+// request's, whatever the handlers behind the reader still have queued.
+// Standing requests are left out: pings (an SDK answers them itself;
+// counting them would leave a call's logs unattributed whenever the
+// prober pings) and the 2026-07-28 push channel's subscriptions/listen
+// (open for the session's life; from 2026-07-28 an upstream logs only
+// for a request whose _meta asks for a level, which the listen request
+// does not).
+//
+// A request whose caller gave up (notifications/cancelled written) may
+// never be answered (the TypeScript SDK sends nothing after a cancel): it
+// stays outstanding, so the upstream's late lines for it go to nobody,
+// until the upstream answers a request written after the cancel, by which
+// point it has read the cancel. The prober's pings make that happen
+// within a ping interval on a live session, so the map holds at most the
+// requests in flight plus those cancelled since the last answer.
+type wireCalls struct {
+	mu  sync.Mutex
+	seq uint64
+	m   map[jsonrpc.ID]*wireCall
+}
+
+type wireCall struct {
+	token     string // the call's link token; "" for a request of no call taking logs
+	seq       uint64 // when it was written
+	cancelled uint64 // when its cancel was written (0: not cancelled)
+	standing  bool   // ping or subscriptions/listen: never a log's owner, never counted
+}
+
+// wrote records a request (a call) or a cancel (a notification) as
+// written.
+func (w *wireCalls) wrote(ctx context.Context, req *jsonrpc.Request) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seq++
+	if req.IsCall() {
+		tok := ""
+		if it := interactionOf(ctx); it != nil && it.logs != nil {
+			tok = it.token
+		}
+		w.m[req.ID] = &wireCall{token: tok, seq: w.seq, standing: req.Method == "ping" || req.Method == listenMethod}
+		return
+	}
+	if req.Method != "notifications/cancelled" {
+		return
+	}
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+		if c := w.m[id]; c != nil && c.cancelled == 0 {
+			c.cancelled = w.seq
+		}
+	}
+}
+
+// answered records a request's answer read, and forgets the cancelled
+// requests whose cancel was written before that request.
+func (w *wireCalls) answered(id jsonrpc.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.m[id]
+	if c == nil {
+		return
+	}
+	delete(w.m, id)
+	for k, o := range w.m {
+		if o.cancelled != 0 && o.cancelled < c.seq {
+			delete(w.m, k)
+		}
+	}
+}
+
+// soleLogCall is the link token of the only outstanding request other
+// than standing ones, when it is a call taking logs ("" otherwise).
+func (w *wireCalls) soleLogCall() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tok, n := "", 0
+	for _, c := range w.m {
+		if c.standing {
+			continue
+		}
+		if n++; n > 1 {
+			return ""
+		}
+		tok = c.token
+	}
+	return tok
 }
 
 // setLink is a request's params with _meta[linkMetaKey] set to token, or
@@ -459,18 +601,31 @@ func setLink(raw json.RawMessage, token string) (json.RawMessage, bool) {
 // streamable client connection cannot be wrapped like linkConn: it
 // implements an unexported interface a wrapper would hide; see
 // withRawSchemas.)
+//
+// Every event stream is read through linkBody, which decides each log
+// message's call where it is read: on the response stream of a call's
+// POST, that call; on the standalone GET stream, which no request owns,
+// the only request in flight on the session when it is a call taking
+// logs (calls.soleLogCall), else nobody; on the response stream of any
+// other request (a list, a read), nobody: the message is that request's.
 type linkRoundTripper struct {
-	base http.RoundTripper
-	logs *logCount // counts the log messages linked (logCount)
+	base  http.RoundTripper
+	logs  *logCount     // counts the log messages read (logCount)
+	calls *interactions // the session's requests in flight
 }
 
 func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := rt.base.RoundTrip(r)
-	it := interactionOf(r.Context())
-	if err != nil || it == nil || it.token == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	if err != nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		return resp, err
 	}
-	resp.Body = &linkBody{ReadCloser: resp.Body, token: it.token, logs: rt.logs}
+	b := &linkBody{ReadCloser: resp.Body, logs: rt.logs}
+	if it := interactionOf(r.Context()); it != nil && it.token != "" {
+		b.token = it.token
+	} else if r.Method == http.MethodGet && rt.calls != nil {
+		b.logOwner = rt.calls.soleLogCall
+	}
+	resp.Body = b
 	return resp, nil
 }
 
@@ -478,20 +633,23 @@ func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 // is small; a longer line (a large result) passes unchanged.
 const maxLinkLine = 64 << 10
 
-// linkBody passes a call's response stream through line by line, setting
-// _meta[linkMetaKey] to the call's token on every "data:" line that is an
-// input request or a log message (markLink), and counting the log messages
-// it marks (logs). Lines are held only until their newline, which ends
-// every SSE field anyway; one longer than maxLinkLine passes as it comes.
+// linkBody passes a response stream through line by line, setting
+// _meta[linkMetaKey] to the call's token ("": removing it) on every
+// "data:" line that is an input request or a log message (markLink), and
+// counting the log messages it marks (logs). On a stream no request owns,
+// logOwner decides each log message's token as it is read. Lines are held
+// only until their newline, which ends every SSE field anyway; one longer
+// than maxLinkLine passes as it comes.
 type linkBody struct {
 	io.ReadCloser
-	token string
-	logs  *logCount
-	line  []byte // the current line, held back
-	long  bool   // the current line is past maxLinkLine: passing through
-	out   []byte // ready for the reader
-	buf   []byte
-	err   error
+	token    string
+	logOwner func() string // decides a log message's token (the standalone stream); nil: token
+	logs     *logCount
+	line     []byte // the current line, held back
+	long     bool   // the current line is past maxLinkLine: passing through
+	out      []byte // ready for the reader
+	buf      []byte
+	err      error
 }
 
 func (b *linkBody) Read(p []byte) (int, error) {
@@ -535,7 +693,7 @@ func (b *linkBody) feed(data []byte) {
 		}
 		if i >= 0 {
 			if !b.long {
-				line, isLog := markLink(b.line, b.token)
+				line, isLog := markLink(b.line, b.token, b.logOwner)
 				if isLog && b.logs != nil {
 					b.logs.readOne()
 				}
@@ -548,8 +706,10 @@ func (b *linkBody) feed(data []byte) {
 
 // markLink is one SSE line, with the token in its message's _meta when it
 // is a "data:" line holding an input request or a log message (isLog: a
-// log message so marked).
-func markLink(line []byte, token string) (_ []byte, isLog bool) {
+// log message so marked). An input request on a stream with no token
+// passes unchanged (its owner is decided when handled, interactions.owner);
+// a log message's token is logOwner's, when set, decided now.
+func markLink(line []byte, token string, logOwner func() string) (_ []byte, isLog bool) {
 	data, ok := bytes.CutPrefix(line, []byte("data:"))
 	if !ok || !bytes.Contains(data, []byte(`"method"`)) {
 		return line, false
@@ -563,9 +723,12 @@ func markLink(line []byte, token string) (_ []byte, isLog bool) {
 		return line, false
 	}
 	switch {
-	case msg["id"] != nil && inputMethods[method]:
+	case msg["id"] != nil && inputMethods[method] && (token != "" || logOwner == nil):
 	case msg["id"] == nil && method == methodLog:
 		isLog = true
+		if logOwner != nil {
+			token = logOwner()
+		}
 	default:
 		return line, false
 	}

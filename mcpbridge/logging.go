@@ -25,11 +25,19 @@ import (
 // none.
 //
 // Which call a log message belongs to: a notification carries no request
-// id, so it is attributed like a 2025-era input request (interact.go). On
-// streamable HTTP, a message on the response stream of a call's POST is
-// that call's (linkBody marks it with the call's token); otherwise it is
-// attributed to a call only when that call is the only request in flight
-// on the session. A message that cannot be attributed is only logged.
+// id, so it is decided where the message is read, never when it is
+// handled (go-sdk handles notifications on a queue behind its reader: a
+// backlog read during one call would reach whichever call is alone in
+// flight when the queue drains, another caller's). On streamable HTTP, a
+// message on the response stream of a call's POST is that call's
+// (linkBody marks it with the call's token), one on the standalone GET
+// stream belongs to the only request in flight on the session as it is
+// read, when that is a call. On stdio and SSE (linkConn), it belongs to
+// the only request written on the connection and not yet answered as it
+// is read, when that is a call (wireCalls). Otherwise its owner is not
+// certain and it goes to nobody; an owner that has returned by the time
+// the message is handled gets nothing either. A message no call gets is
+// only logged.
 //
 // Every message is logged by toolsvc at Debug (attrs "server",
 // "log_level", "logger", and "data": redacted of the server's secrets and
@@ -99,13 +107,11 @@ func (s *session) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	if p == nil {
 		return
 	}
-	tok, tagged := p.Meta[linkMetaKey].(string)
-	if tagged || s.transport() != TransportStreamableHTTP {
-		// Counted as read by linkBody (tagged) or linkConn (other
-		// transports): see logCount.
-		defer s.logs.handled()
-	}
-	it := s.interact.logOwner(tok, tagged)
+	// Counted as read by linkConn, or by linkBody on streamable HTTP
+	// (every event stream is read through one): see logCount.
+	defer s.logs.handled()
+	tok, _ := p.Meta[linkMetaKey].(string)
+	it := s.interact.logOwner(tok)
 	l := s.u.newLog(p)
 	if s.u.log.Enabled(ctx, slog.LevelDebug) {
 		s.u.log.Debug("upstream log message", "log_level", l.Level, "logger", l.Logger,

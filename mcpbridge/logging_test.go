@@ -12,19 +12,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // logUpstream is a go-sdk server with a tool that logs n messages at
 // rotating levels during the call, then answers; release, when set, holds
-// the answer until closed.
-func logUpstream(release chan struct{}) *mcp.Server {
+// the answer until closed; entered, when set, receives each call's tag as
+// its handler begins.
+func logUpstream(release chan struct{}, entered chan<- string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "logger", Version: "1"}, nil)
 	levels := []mcp.LoggingLevel{"debug", "info", "warning", "error"}
 	mcp.AddTool(s, &mcp.Tool{Name: "chatty"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
 		N   int    `json:"n"`
 		Tag string `json:"tag"`
 	}) (*mcp.CallToolResult, any, error) {
+		if entered != nil {
+			entered <- in.Tag
+		}
 		for i := range in.N {
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: levels[i%len(levels)], Logger: "chatty",
 				Data: fmt.Sprintf("%s %d", in.Tag, i)})
@@ -66,7 +71,7 @@ func (c *logCollector) data() []string {
 // 2026-07-28, the call's _meta level from it on.
 func TestCallLogs(t *testing.T) {
 	t.Parallel()
-	srv := logUpstream(nil)
+	srv := logUpstream(nil, nil)
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	mem := &memUpstream{t: t, server: srv}
@@ -99,8 +104,9 @@ func TestCallLogs(t *testing.T) {
 	}
 }
 
-// With two calls in flight on one session, an unlinked log message (stdio,
-// in-memory) belongs to neither: nobody gets another's lines. On streamable
+// With two calls in flight on one session (both sent), an unlinked log
+// message (stdio, in-memory) belongs to neither: nobody gets another's
+// lines. On streamable
 // HTTP each call's response stream links its own.
 func TestCallLogsAttribution(t *testing.T) {
 	t.Parallel()
@@ -109,8 +115,8 @@ func TestCallLogsAttribution(t *testing.T) {
 		linked bool
 	}{{"mem", false}, {"web", true}} {
 		t.Run(c.name, func(t *testing.T) {
-			release := make(chan struct{})
-			srv := logUpstream(release)
+			release, entered := make(chan struct{}), make(chan string, 2)
+			srv := logUpstream(release, entered)
 			cfg := ServerConfig{Name: "up", Transport: TransportStreamableHTTP}
 			if c.linked {
 				hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
@@ -131,7 +137,11 @@ func TestCallLogsAttribution(t *testing.T) {
 				defer wg.Done()
 				_, _ = b.CallTool(ctx, "up__chatty", map[string]any{"n": 0, "tag": "o"}, &CallOptions{OnLog: other.add})
 			}()
-			waitInflight(t, b, "up", 1)
+			// The other call has reached the upstream (it is on the wire
+			// before a's request: a log read after it is not certainly a's).
+			if tag := <-entered; tag != "o" {
+				t.Fatalf("entered %q first", tag)
+			}
 			go func() {
 				defer wg.Done()
 				_, _ = b.CallTool(ctx, "up__chatty", map[string]any{"n": 3, "tag": "a"}, &CallOptions{OnLog: a.add})
@@ -182,7 +192,7 @@ func TestMarkLinkLogMessages(t *testing.T) {
 		{`data: {"jsonrpc":"2.0","id":3,"method":"notifications/message","params":{"level":"info","data":"hi"}}` + "\n", false},
 		{`data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}` + "\n", false},
 	} {
-		out, isLog := markLink([]byte(c.line), "tok")
+		out, isLog := markLink([]byte(c.line), "tok", nil)
 		if isLog != c.isLog {
 			t.Errorf("markLink(%q) isLog = %v, want %v", c.line, isLog, c.isLog)
 		}
@@ -193,30 +203,39 @@ func TestMarkLinkLogMessages(t *testing.T) {
 	}
 }
 
-// logOwner: a linked message goes to its call; an unlinked one to the only
-// request in flight, if it takes logs; never with two in flight.
+// logOwner: a message goes to the call its link names while that call is
+// in flight and takes logs; an unlinked one to nobody, even with one call
+// in flight (the owner is decided where it is read). soleLogCall names the
+// only request in flight when it is a call taking logs.
 func TestLogOwner(t *testing.T) {
 	var x interactions
 	a := &Interaction{logs: &logSink{f: func(Log) {}}}
 	noLogs := &Interaction{}
 	endA := x.begin(a)
-	if x.logOwner("", false) != a {
-		t.Error("the only call in flight did not own an unlinked message")
+	if x.logOwner("") != nil {
+		t.Error("an unlinked message was attributed")
+	}
+	if x.soleLogCall() != a.token {
+		t.Error("the only call in flight is not the sole log call")
 	}
 	endOther := x.begin(nil)
-	if x.logOwner("", false) != nil {
-		t.Error("an unlinked message was attributed with two requests in flight")
+	if x.soleLogCall() != "" {
+		t.Error("a sole log call with two requests in flight")
 	}
-	if x.logOwner(a.token, true) != a {
+	if x.logOwner(a.token) != a {
 		t.Error("a linked message did not reach its call")
 	}
-	if x.logOwner("forged", true) != nil {
+	if x.logOwner("forged") != nil {
 		t.Error("an unknown link was attributed")
 	}
 	endOther()
+	tok := a.token
 	endA()
+	if x.logOwner(tok) != nil {
+		t.Error("a message linked to a call that returned was attributed")
+	}
 	endB := x.begin(noLogs)
-	if x.logOwner("", false) != nil || x.logOwner(noLogs.token, true) != nil {
+	if x.soleLogCall() != "" || x.logOwner(noLogs.token) != nil {
 		t.Error("a call without OnLog owns a message")
 	}
 	endB()
@@ -318,4 +337,56 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// wireCalls: a log message read while one call taking logs is the only
+// request written and not answered is that call's; with two, or with the
+// only one a request of no such call, nobody's; pings do not count; a
+// cancelled request counts until it is answered or the upstream answers a
+// request written after the cancel.
+func TestWireCallsSoleLogCall(t *testing.T) {
+	w := wireCalls{m: map[jsonrpc.ID]*wireCall{}}
+	alice := withInteraction(t.Context(), &Interaction{token: "alice", logs: &logSink{f: func(Log) {}}})
+	bob := withInteraction(t.Context(), &Interaction{token: "bob", logs: &logSink{f: func(Log) {}}})
+	call := func(ctx context.Context, id int64, method string) jsonrpc.ID {
+		rid, err := jsonrpc.MakeID(float64(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.wrote(ctx, &jsonrpc.Request{ID: rid, Method: method})
+		return rid
+	}
+	if w.soleLogCall() != "" {
+		t.Fatal("a log call with nothing written")
+	}
+	a := call(alice, 1, "tools/call")
+	if got := w.soleLogCall(); got != "alice" {
+		t.Fatalf("alice alone: %q", got)
+	}
+	ping := call(t.Context(), 2, "ping")
+	if got := w.soleLogCall(); got != "alice" {
+		t.Fatalf("alice with a ping: %q", got)
+	}
+	l := call(t.Context(), 3, "tools/list")
+	if got := w.soleLogCall(); got != "" {
+		t.Fatalf("alice with a list in flight: %q", got)
+	}
+	w.answered(l)
+	w.answered(ping)
+	// alice gives up: her request stays outstanding after the cancel.
+	w.wrote(t.Context(), &jsonrpc.Request{Method: "notifications/cancelled", Params: []byte(`{"requestId":1}`)})
+	b := call(bob, 4, "tools/call")
+	if got := w.soleLogCall(); got != "" {
+		t.Fatalf("bob with alice's cancelled call unanswered: %q", got)
+	}
+	// An answer to a request written after the cancel: the upstream read it.
+	w.answered(call(t.Context(), 5, "ping"))
+	if got := w.soleLogCall(); got != "bob" {
+		t.Fatalf("bob once the upstream answered after alice's cancel: %q", got)
+	}
+	w.answered(b)
+	w.answered(a) // late, already forgotten
+	if len(w.m) != 0 || w.soleLogCall() != "" {
+		t.Fatalf("left outstanding: %v", w.m)
+	}
 }

@@ -78,7 +78,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		// watches the push channel (push.go).
 		// The message limit applies first (msglimit.go): nothing above it
 		// sees more than MaxMessageBytes of one message.
-		hc := &http.Client{Transport: &linkRoundTripper{logs: &s.logs, base: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
+		hc := &http.Client{Transport: &linkRoundTripper{logs: &s.logs, calls: &s.interact, base: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
 			base: &taskRoundTripper{st: &s.tasks, // task capabilities and results, Mcp-Name (tasktap.go)
 				base: &pushRoundTripper{push: s.push,
 					base: &limitRoundTripper{base: u.sessionAuth(s, u.http.Transport), limit: u.maxMessage(), log: u.log}}}}}, CheckRedirect: u.checkRedirect}

@@ -91,6 +91,9 @@ type Options struct {
 	// TaskPollInterval is how often a watched task's upstream is polled
 	// (0: core.DefaultTaskPollInterval).
 	TaskPollInterval time.Duration
+	// MaxTaskWatchesPerPrincipal bounds the tasks one principal watches at
+	// once on this replica (0: core.DefaultMaxTaskWatchesPerPrincipal).
+	MaxTaskWatchesPerPrincipal int
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -133,6 +136,7 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	co := core.Options{Logger: o.Logger, MaxRequestBytes: o.MaxRequestBytes, MaxResponseBytes: o.MaxResponseBytes,
 		StateKey: o.StateKey, ReplicaID: o.ReplicaID, InputTimeout: o.InputTimeout,
 		MaxWaitingPerPrincipal: o.MaxWaitingPerPrincipal, MaxWaiting: o.MaxWaiting, TaskPollInterval: o.TaskPollInterval,
+		MaxTaskWatchesPerPrincipal: o.MaxTaskWatchesPerPrincipal,
 		Auth: core.AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
 			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
 	if o.Metrics != nil {

@@ -275,3 +275,61 @@ func TestFrontDoorLogs(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsStayWithTheirCaller (issue 39 item 2): with toolsvc at
+// --log-level debug, a stdio upstream (go-sdk) logs a backlog of 16,000
+// lines during alice's call; bob's call right after, on the same session,
+// with log_level debug, gets none of alice's lines, and of his own only
+// lines with his tag (a line read while his call was the only request in
+// flight is his; one still queued behind alice's backlog when his result
+// comes may be dropped, never given to someone else). Alice herself gets
+// only lines of hers.
+func TestLogsStayWithTheirCaller(t *testing.T) {
+	t.Parallel()
+	const aliceTok, bobTok = "tok-alice-logs-0123456789", "tok-bob-logs-0123456789"
+	p := startToolsvc(t, cfg{
+		Auth: &authCfg{Tokens: map[string]string{"alice": aliceTok, "bob": bobTok},
+			Rules: []rule{{Principal: "alice", Allow: []string{"s__*"}}, {Principal: "bob", Allow: []string{"s__*"}}}},
+		Servers: servers{"s": goStdio(upstream{})},
+	}, "--log-level", "debug")
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	stream := func(tok, tag string, repeat int) []string {
+		t.Helper()
+		s, err := p.client.CallToolStream(bearerCtx(ctx, tok), &toolsvcv1.CallToolStreamRequest{Name: "s__log_levels",
+			ArgumentsJson: fmt.Sprintf(`{"tag":%q,"repeat":%d}`, tag, repeat), InputCapabilities: &toolsvcv1.InputCapabilities{LogLevel: "debug"}})
+		if err != nil {
+			t.Fatalf("CallToolStream(%s) = %v", tag, err)
+		}
+		events, res, err := streamEvents(t, s)
+		if err != nil || resultText(res) != "logged "+tag {
+			t.Fatalf("CallToolStream(%s) = %v, %v", tag, res, err)
+		}
+		var logs []string
+		for _, e := range events {
+			if strings.HasPrefix(e, "log ") {
+				logs = append(logs, e)
+			}
+		}
+		return logs
+	}
+	for round := range 3 {
+		alice := stream(aliceTok, fmt.Sprintf("alice%d", round), 2000)
+		bob := stream(bobTok, fmt.Sprintf("bob%d", round), 1)
+		for _, l := range alice {
+			if !strings.Contains(l, fmt.Sprintf(`"tag":"alice%d"`, round)) {
+				t.Fatalf("round %d: alice got a line not of her call: %s", round, l)
+			}
+		}
+		foreign := 0
+		for _, l := range bob {
+			if !strings.Contains(l, fmt.Sprintf(`"tag":"bob%d"`, round)) {
+				foreign++
+			}
+		}
+		if foreign > 0 {
+			t.Fatalf("round %d: bob got %d lines not of his call (of %d; alice got %d of her 16000), first %s", round, foreign, len(bob), len(alice), bob[0])
+		}
+		t.Logf("round %d: alice got %d of her 16000 lines, bob %d of his 8", round, len(alice), len(bob))
+	}
+}

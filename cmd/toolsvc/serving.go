@@ -52,6 +52,7 @@ type serveFlags struct {
 	publicURL                                          string
 	inputTimeout                                       time.Duration
 	maxWaitingPerPrincipal, maxWaiting                 int
+	maxTaskWatchesPerPrincipal                         int
 	taskPollInterval                                   time.Duration
 }
 
@@ -83,6 +84,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.DurationVar(&f.taskPollInterval, "task-poll-interval", core.DefaultTaskPollInterval, "how often a watched task's upstream is polled (one poll per task and replica, however many watchers; the upstream's suggested pollInterval is reported, not followed)")
 	fs.DurationVar(&f.inputTimeout, "input-timeout", core.DefaultInputTimeout, "how long a call's input_required waits for the caller's answer before the upstream's request is declined and the call cancelled")
 	fs.IntVar(&f.maxWaitingPerPrincipal, "max-waiting-per-principal", core.DefaultMaxWaitingPerPrincipal, "interactive calls one principal may have waiting for input, counted from a call's first request to its caller (RESOURCE_EXHAUSTED TOO_MANY_WAITING above)")
+	fs.IntVar(&f.maxTaskWatchesPerPrincipal, "max-task-watches-per-principal", core.DefaultMaxTaskWatchesPerPrincipal, "tasks one principal may watch at once on this replica (WatchTask streams and front-door task watches; RESOURCE_EXHAUSTED TOO_MANY_TASK_WATCHES above)")
 	fs.IntVar(&f.maxWaiting, "max-waiting", core.DefaultMaxWaiting, "interactive calls this replica holds running or waiting for input")
 	fs.IntVar(&f.mcpPageSize, "mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
 	fs.StringVar(&f.mcpDiscovery, "mcp-discovery", "full", "MCP tools/list: full (every tool) or progressive (the --mcp-core-tools, search_tools and call_tool, and on a 2025-11-25 session what its searches found; any tool stays callable)")
@@ -307,7 +309,8 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 		Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, RateLimits: auth.RateLimits,
 		Metrics: sv.metrics, AuditLog: auth.AuditLog, AuditArguments: auth.AuditArguments,
 		StateKey: sv.stateKey, ReplicaID: replicaID(), InputTimeout: sv.f.inputTimeout,
-		MaxWaitingPerPrincipal: sv.f.maxWaitingPerPrincipal, MaxWaiting: sv.f.maxWaiting, TaskPollInterval: sv.f.taskPollInterval}
+		MaxWaitingPerPrincipal: sv.f.maxWaitingPerPrincipal, MaxWaiting: sv.f.maxWaiting, TaskPollInterval: sv.f.taskPollInterval,
+		MaxTaskWatchesPerPrincipal: sv.f.maxTaskWatchesPerPrincipal}
 	if loaded != nil {
 		sv.cfgMgr = newConfigManager(sv.f.cfgPath, cfgData, loaded, sv.bridge, sv.log)
 		sv.cfgMgr.auth = sv.sec.load

@@ -85,6 +85,10 @@ type Options struct {
 	// (0: DefaultTaskPollInterval), one poll per task however many
 	// watchers.
 	TaskPollInterval time.Duration
+	// MaxTaskWatchesPerPrincipal bounds the tasks one principal watches at
+	// once on this replica (0: DefaultMaxTaskWatchesPerPrincipal); more are
+	// RESOURCE_EXHAUSTED TOO_MANY_TASK_WATCHES.
+	MaxTaskWatchesPerPrincipal int
 }
 
 // Observer records what the operation engine does, for metrics. Calls are
@@ -123,6 +127,9 @@ func New(b *mcpbridge.Bridge, o Options) *Core {
 	if o.TaskPollInterval <= 0 {
 		o.TaskPollInterval = DefaultTaskPollInterval
 	}
+	if o.MaxTaskWatchesPerPrincipal <= 0 {
+		o.MaxTaskWatchesPerPrincipal = DefaultMaxTaskWatchesPerPrincipal
+	}
 	if len(o.StateKey) == 0 {
 		// Without a shared key only this process can verify its states
 		// and open its task handles.
@@ -130,7 +137,7 @@ func New(b *mcpbridge.Bridge, o Options) *Core {
 		_, _ = rand.Read(o.StateKey)
 	}
 	c := &Core{bridge: b, log: o.Logger, opts: o, input: newInteractive(o.StateKey, o.ReplicaID),
-		tasks: newTaskCore(o.StateKey, o.TaskPollInterval)}
+		tasks: newTaskCore(o.StateKey, o.TaskPollInterval, o.MaxTaskWatchesPerPrincipal)}
 	c.auth.Store(c.newAuthState(o.Auth, nil))
 	return c
 }

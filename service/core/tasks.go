@@ -42,7 +42,16 @@ import (
 // Watching polls the upstream (neither era pushes a task's end to a
 // client that did not create it on the same session): one poll loop per
 // task on a replica, however many watchers it has, at TaskPollInterval,
-// stopped when the last watcher leaves.
+// stopped when the last watcher leaves. A principal watches at most
+// MaxTaskWatchesPerPrincipal tasks at once on a replica (each watch is a
+// stream and, for a task nobody else watches, a poll loop): one caller
+// cannot fill the replica with poll loops.
+//
+// ListTasks answers from the ledger: a task not ended is asked again only
+// when what the ledger knows of it is older than listFresh, and one
+// ListTasks asks about at most maxListRefresh tasks (the stalest first),
+// so N ListTasks cost at most N×maxListRefresh upstream requests, not
+// N×tasks. A watched task's poll keeps its ledger state fresh.
 
 // TaskOptions ask for a call to run as a task (CallInput.Task).
 type TaskOptions struct {
@@ -80,19 +89,31 @@ const (
 	maxLedgerPerPrincipal = 1000
 	// maxLedgerPrincipals bounds the principals it remembers tasks for.
 	maxLedgerPrincipals = 10000
-	handleVersion       = "t1"
+	// DefaultMaxTaskWatchesPerPrincipal bounds one principal's WatchTask
+	// streams (and front-door task watches) on a replica.
+	DefaultMaxTaskWatchesPerPrincipal = 64
+	// listFresh is how old a ledger state may be before ListTasks asks the
+	// upstream again; maxListRefresh how many tasks one ListTasks asks
+	// about at most.
+	listFresh      = 2 * time.Second
+	maxListRefresh = 16
+	handleVersion  = "t1"
 	// maxHandleLen bounds a handle before it is decoded.
 	maxHandleLen = 4096
 )
 
 // Task reasons (README "Errors").
 const (
-	ReasonTaskHandleInvalid = "TASK_HANDLE_INVALID" // INVALID_ARGUMENT: a handle toolsvc did not make, altered, or sealed with another key (field handle)
-	ReasonTaskNotYours      = "TASK_NOT_YOURS"      // PERMISSION_DENIED: the handle is another principal's task
-	ReasonTaskNotFound      = "TASK_NOT_FOUND"      // NOT_FOUND: the upstream no longer has the task, or the 2025-11-25 session that could reach it ended (metadata "session_ended")
-	ReasonTaskNotWaiting    = "TASK_NOT_WAITING"    // FAILED_PRECONDITION: UpdateTask on a task that does not wait for input
-	ReasonTasksUnsupported  = "TASKS_UNSUPPORTED"   // FAILED_PRECONDITION: the operation is not one the task's protocol has
+	ReasonTaskHandleInvalid  = "TASK_HANDLE_INVALID"   // INVALID_ARGUMENT: a handle toolsvc did not make, altered, or sealed with another key (field handle)
+	ReasonTaskNotYours       = "TASK_NOT_YOURS"        // PERMISSION_DENIED: the handle is another principal's task
+	ReasonTaskNotFound       = "TASK_NOT_FOUND"        // NOT_FOUND: the upstream no longer has the task, or the 2025-11-25 session that could reach it ended (metadata "session_ended")
+	ReasonTaskNotWaiting     = "TASK_NOT_WAITING"      // FAILED_PRECONDITION: UpdateTask on a task that does not wait for input
+	ReasonTasksUnsupported   = "TASKS_UNSUPPORTED"     // FAILED_PRECONDITION: the operation is not one the task's protocol has
+	ReasonTooManyTaskWatches = "TOO_MANY_TASK_WATCHES" // RESOURCE_EXHAUSTED: the principal already watches MaxTaskWatchesPerPrincipal tasks on this replica (metadata "limit", "principal")
 )
+
+// limitTaskWatchesPerPrincipal names the bound in TOO_MANY_TASK_WATCHES.
+const limitTaskWatchesPerPrincipal = "max_task_watches_per_principal"
 
 // Operation kinds of tasks.
 var (
@@ -118,9 +139,10 @@ type taskCore struct {
 	interval time.Duration
 	polls    taskPolls
 	ledger   taskLedger
+	watches  taskWatches
 }
 
-func newTaskCore(stateKey []byte, interval time.Duration) *taskCore {
+func newTaskCore(stateKey []byte, interval time.Duration, maxWatches int) *taskCore {
 	// The handle key is derived from the state key, so that one secret
 	// (serve --state-key-file) serves both and neither use can forge the
 	// other's values.
@@ -135,7 +157,35 @@ func newTaskCore(stateKey []byte, interval time.Duration) *taskCore {
 		panic(err)
 	}
 	return &taskCore{aead: aead, interval: interval, polls: taskPolls{m: map[string]*taskPoll{}},
-		ledger: taskLedger{m: map[string][]*ledgerEntry{}}}
+		ledger: taskLedger{m: map[string][]*ledgerEntry{}}, watches: taskWatches{max: maxWatches, n: map[string]int{}}}
+}
+
+// taskWatches counts each principal's task watches on this replica.
+type taskWatches struct {
+	max int
+	mu  sync.Mutex
+	n   map[string]int
+}
+
+// enter counts one more watch of principal, or refuses it at the bound.
+func (w *taskWatches) enter(principal string) *Error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[principal] >= w.max {
+		return NewError(ResourceExhausted, ReasonTooManyTaskWatches,
+			fmt.Sprintf("principal %q already watches %d tasks on this replica, the most allowed (serve --max-task-watches-per-principal); end a watch first", principal, w.max),
+			map[string]string{"limit": limitTaskWatchesPerPrincipal, "principal": principal})
+	}
+	w.n[principal]++
+	return nil
+}
+
+func (w *taskWatches) leave(principal string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n[principal]--; w.n[principal] <= 0 {
+		delete(w.n, principal)
+	}
 }
 
 var handleAAD = []byte("toolsvc task handle " + handleVersion)
@@ -385,6 +435,10 @@ func (t *TaskOp) Result(ctx context.Context, input *mcpbridge.Interaction) (*mcp
 func (t *TaskOp) Watch(ctx context.Context, send func(*TaskState) error) error {
 	s := t.op.s
 	t.op.releaseSlot()
+	if e := s.tasks.watches.enter(t.body.Principal); e != nil {
+		return e
+	}
+	defer s.tasks.watches.leave(t.body.Principal)
 	p, w := s.tasks.polls.join(s, t.body, t.op.subject)
 	defer s.tasks.polls.leave(p, w)
 	var last *pollResult
@@ -477,7 +531,7 @@ func (ps *taskPolls) join(s *Core, b handleBody, subject string) (*taskPoll, int
 	p := &taskPoll{key: key, watchers: 1, cancel: cancel, done: make(chan struct{}), changed: make(chan struct{})}
 	w := p.addSubject(subject)
 	ps.m[key] = p
-	go p.run(ctx, s, b.Principal, b.Ref)
+	go p.run(ctx, s, b)
 	return p, w
 }
 
@@ -570,8 +624,9 @@ func (p *taskPoll) publish(r *pollResult) {
 // principal, with a watcher's JWT (subject), so that a task of a per-user
 // upstream is polled through its owner's session with the owner's
 // credentials.
-func (p *taskPoll) run(ctx context.Context, s *Core, principal string, ref mcpbridge.TaskRef) {
+func (p *taskPoll) run(ctx context.Context, s *Core, b handleBody) {
 	defer close(p.done)
+	principal, ref := b.Principal, b.Ref
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -586,6 +641,9 @@ func (p *taskPoll) run(ctx context.Context, s *Core, principal string, ref mcpbr
 			return
 		}
 		p.publish(&pollResult{task: task, end: end, err: err})
+		if err == nil {
+			s.tasks.ledger.refreshed(b, task) // ListTasks need not ask again
+		}
 		if err != nil || task.Status.Terminal() {
 			return
 		}
@@ -628,17 +686,21 @@ type ledgerEntry struct {
 	key  string
 	body handleBody
 	task *Task
+	// checked is when task was last learned from the upstream (or a
+	// ListTasks claimed it for asking: claimStale).
+	checked time.Time
 }
 
 // note records the task's latest state for its principal.
 func (l *taskLedger) note(b handleBody, t *Task) {
 	key := pollKey(b)
+	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	es := l.m[b.Principal]
 	for _, e := range es {
 		if e.key == key {
-			e.task = t
+			e.task, e.checked = t, now
 			return
 		}
 	}
@@ -653,7 +715,44 @@ func (l *taskLedger) note(b handleBody, t *Task) {
 			break
 		}
 	}
-	l.m[b.Principal] = append(es, &ledgerEntry{key: key, body: b, task: t})
+	l.m[b.Principal] = append(es, &ledgerEntry{key: key, body: b, task: t, checked: now})
+}
+
+// refreshed records a polled state of a task the ledger holds (under its
+// handle), and nothing for one it does not.
+func (l *taskLedger) refreshed(b handleBody, t *mcpbridge.Task) {
+	key := pollKey(b)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.m[b.Principal] {
+		if e.key == key {
+			e.task, e.checked = &Task{Task: *t, Handle: e.task.Handle, Tool: e.task.Tool}, time.Now()
+			return
+		}
+	}
+}
+
+// claimStale picks, of the principal's tasks in keys that have not ended,
+// at most n whose state is older than fresh, the stalest first, and marks
+// them checked now, so that a concurrent ListTasks does not ask about
+// them too.
+func (l *taskLedger) claimStale(principal string, keys map[string]bool, fresh time.Duration, n int) map[string]bool {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var stale []*ledgerEntry
+	for _, e := range l.m[principal] {
+		if keys[e.key] && !e.task.Status.Terminal() && now.Sub(e.checked) >= fresh {
+			stale = append(stale, e)
+		}
+	}
+	slices.SortStableFunc(stale, func(a, b *ledgerEntry) int { return a.checked.Compare(b.checked) })
+	out := map[string]bool{}
+	for _, e := range stale[:min(n, len(stale))] {
+		e.checked = now
+		out[e.key] = true
+	}
+	return out
 }
 
 // forget drops a task the upstream no longer has.
@@ -667,14 +766,23 @@ func (l *taskLedger) forget(b handleBody) {
 	}
 }
 
-func (l *taskLedger) entries(principal string) []*ledgerEntry {
+// entries are copies of the principal's entries (note replaces an entry's
+// task under the lock).
+func (l *taskLedger) entries(principal string) []ledgerEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return slices.Clone(l.m[principal])
+	out := make([]ledgerEntry, len(l.m[principal]))
+	for i, e := range l.m[principal] {
+		out[i] = *e
+	}
+	return out
 }
 
 // ListTasks returns the principal's tasks this replica knows, newest first
-// (server: only that server's), each task not ended asked again: a task the
+// (server: only that server's), from the ledger: a task not ended whose
+// state is older than listFresh is asked again, at most maxListRefresh of
+// them per call, the stalest first (the others keep their last known
+// state until a later ListTasks, a GetTask or a watch asks); a task the
 // upstream no longer has is dropped from the list and forgotten; one the
 // upstream could not be asked about keeps its last known state. Tasks of
 // tools the principal may no longer use are left out.
@@ -703,7 +811,8 @@ func (s *Core) ListTasks(ctx context.Context, server string) ([]*Task, *Error) {
 func (s *Core) listTasks(op *Operation, server string) []*Task {
 	es := s.tasks.ledger.entries(op.principal.Name)
 	allow := op.auth.authz.Filter(op.ctx)
-	var keep []*ledgerEntry
+	var keep []ledgerEntry
+	listed := map[string]bool{}
 	now := time.Now()
 	for _, e := range es {
 		if t := e.task; t.Status.Terminal() && t.TTL > 0 && !t.Created.IsZero() && now.After(t.Created.Add(t.TTL)) {
@@ -712,14 +821,16 @@ func (s *Core) listTasks(op *Operation, server string) []*Task {
 		}
 		if (server == "" || e.body.Ref.Server == server) && (allow == nil || allow(e.body.Tool)) {
 			keep = append(keep, e)
+			listed[e.key] = true
 		}
 	}
+	ask := s.tasks.ledger.claimStale(op.principal.Name, listed, listFresh, maxListRefresh)
 	out := make([]*Task, len(keep))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, e := range keep {
 		out[i] = e.task
-		if e.task.Status.Terminal() {
+		if !ask[e.key] {
 			continue
 		}
 		wg.Add(1)

@@ -133,6 +133,10 @@ var strictSchema = map[string]any{
 
 type logLevelsArgs struct {
 	Tag string `json:"tag,omitempty"`
+	// Repeat logs the eight levels that many times (0: once), with "r"
+	// (the round) in the data of each message after the first round: a
+	// backlog of log lines for the attribution tests.
+	Repeat int `json:"repeat,omitempty"`
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -237,13 +241,19 @@ func newServer(mode string) *mcp.Server {
 			return next(ctx, method, req)
 		}
 	})
-	mcp.AddTool(s, &mcp.Tool{Name: "log_levels", Description: "Log one message at each MCP level, debug to emergency (logger \"levels\", data {\"i\": i, \"tag\": tag}), with a progress step after each when asked, then return \"logged\"."},
+	mcp.AddTool(s, &mcp.Tool{Name: "log_levels", Description: "Log one message at each MCP level, debug to emergency (logger \"levels\", data {\"i\": i, \"tag\": tag}), with a progress step after each when asked, repeat times (0: once), then return \"logged\"."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in logLevelsArgs) (*mcp.CallToolResult, any, error) {
 			tok := req.Params.GetProgressToken()
-			for i, l := range []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
-				_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "levels", Data: map[string]any{"i": i, "tag": in.Tag}})
-				if tok != nil {
-					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 8})
+			for r := range max(in.Repeat, 1) {
+				for i, l := range []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"} {
+					data := map[string]any{"i": i, "tag": in.Tag}
+					if r > 0 {
+						data["r"] = r
+					}
+					_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: l, Logger: "levels", Data: data})
+					if tok != nil && r == 0 {
+						_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 8})
+					}
 				}
 			}
 			return text("logged " + in.Tag), nil, nil
