@@ -330,6 +330,9 @@ func (t *TaskOp) Update(ctx context.Context, responses map[string]mcp.InputRespo
 	if len(responses) == 0 {
 		return nil, InvalidField("input_responses", "required: answers to Task.input_required.requests, by id")
 	}
+	if e := checkAnswerBounds("input_responses", responses); e != nil {
+		return nil, e
+	}
 	cur, err := s.bridge.GetTask(ctx, t.body.Ref)
 	if err != nil {
 		return nil, err
