@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc/codes"
@@ -40,13 +42,21 @@ func TestDeepAnswerBounded(t *testing.T) {
 	stdio26.ProtocolVersion = "2026-07-28"
 	p := startToolsvc(t, cfg{Auth: &authCfg{Tokens: map[string]string{"ann": annToken, "bob": bobToken},
 		Rules: []rule{{Principal: "ann", Allow: []string{"*"}}, {Principal: "bob", Allow: []string{"*"}}}},
-		Servers: servers{"old": stdio, "new": stdio26}}, "--mcp-listen", "127.0.0.1:0")
+		// "frontold" and "frontold26": a front-door call refused below stays
+		// parked on its stdio upstream, where a second call in flight could
+		// not be told apart (its request would get the policy), so each
+		// front-door client has its own 2025-era upstream.
+		Servers: servers{"old": stdio, "new": stdio26, "frontold": stdio, "frontold26": stdio}}, "--mcp-listen", "127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	ann := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+annToken)
 	bob := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+bobToken)
-	deep := deepJSON(996)
-	for _, server := range []string{"old", "new"} {
+	// The issue's answer: a 996-level extra property, so the content is
+	// 997 levels deep, one past the bound.
+	deep := deepJSON(997)
+	// "new" first: before the bound, the 2026-07-28 retry that carries
+	// the answer was nested past go-sdk's limit and the upstream exited.
+	for _, server := range []string{"new", "old"} {
 		tool := server + "__ask_name"
 		res, err := p.client.CallTool(ann, &toolsvcv1.CallToolRequest{Name: tool, InputCapabilities: allInput})
 		if err != nil || res.GetInputRequired() == nil {
@@ -100,8 +110,24 @@ func TestDeepAnswerBounded(t *testing.T) {
 	if err := json.Unmarshal([]byte(deep), &deepContent); err != nil {
 		t.Fatal(err)
 	}
-	cs26 := front("2026-07-28", nil)
-	for _, server := range []string{"old", "new"} {
+	cs25 := front("2025-11-25", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: deepContent}, nil
+	})
+	for _, server := range []string{"frontold", "new"} {
+		res, err := cs25.CallTool(ctx, &mcp.CallToolParams{Name: server + "__ask_name", Arguments: map[string]any{}})
+		if err == nil || !strings.Contains(err.Error(), "levels") {
+			text := ""
+			if res != nil {
+				text = callText(t, res)
+			}
+			t.Errorf("front door (2025-11-25) %s__ask_name answered deep: %q, %v; want an error naming the depth", server, text, err)
+		}
+	}
+	for _, server := range []string{"frontold26", "new"} {
+		// A 2026-07-28 retry carries the answer five levels inside the
+		// message: the front door's go-sdk decoder refuses the message
+		// itself (HTTP 400, the session closed), before the core sees it.
+		cs26 := front("2026-07-28", nil)
 		tool := server + "__ask_name"
 		res, err := cs26.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
 		if err != nil || !res.NeedsInput() {
@@ -111,22 +137,13 @@ func TestDeepAnswerBounded(t *testing.T) {
 		for k := range res.InputRequests {
 			id = k
 		}
-		_, err = cs26.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: res.RequestState,
+		done, err := cs26.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: res.RequestState,
 			InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: deepContent}}})
-		if err == nil || !strings.Contains(err.Error(), "input_responses") || !strings.Contains(err.Error(), "levels") {
-			t.Errorf("front door (2026-07-28) %s with a deep answer: %v; want an error naming input_responses and the depth", tool, err)
+		if err == nil {
+			t.Errorf("front door (2026-07-28) %s with a deep answer: %+v; want it refused", tool, done)
 		}
 	}
-	cs25 := front("2025-11-25", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "accept", Content: deepContent}, nil
-	})
-	for _, server := range []string{"old", "new"} {
-		res, err := cs25.CallTool(ctx, &mcp.CallToolParams{Name: server + "__ask_name", Arguments: map[string]any{}})
-		if err == nil || !strings.Contains(err.Error(), "levels") {
-			t.Errorf("front door (2025-11-25) %s__ask_name answered deep: %+v, %v; want an error naming the depth", server, res, err)
-		}
-	}
-	for _, server := range []string{"old", "new"} {
+	for _, server := range []string{"old", "new", "frontold", "frontold26"} {
 		res, err := p.client.CallTool(bob, &toolsvcv1.CallToolRequest{Name: server + "__echo", ArgumentsJson: `{"text":"still up"}`})
 		if err != nil || resultText(res) != "still up" {
 			t.Errorf("bob's %s__echo after the front door's deep answers: %v, %v", server, res, err)
@@ -183,7 +200,9 @@ func TestRelayedAnswersChecked(t *testing.T) {
 // asked (before, a 2026-07-28 upstream's input_required was relayed).
 func TestPolicyInputAnswers2026(t *testing.T) {
 	t.Parallel()
-	stdio := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}, Input: "policy"}
+	// "decline" declares elicitation (without an elicitation policy a
+	// policy session declares none, and go-sdk fails the call instead).
+	stdio := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}, Input: "policy", Elicitation: "decline"}
 	stdio26 := stdio
 	stdio26.ProtocolVersion = "2026-07-28"
 	withDefaults := stdio26
@@ -198,6 +217,15 @@ func TestPolicyInputAnswers2026(t *testing.T) {
 			t.Errorf("%s under input: policy, offering every kind = %v, %v; want %q from the policy", tool, res, err, want)
 		}
 	}
+	// An upstream that asks on and on, each round answered by the policy:
+	// the call ends after 10 rounds with its reason and a log line
+	// naming the server (before: INTERNAL with neither).
+	_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "new__ask_forever"})
+	ei := wantStatus(t, err, codes.Internal, "UPSTREAM_MALFORMED", "new", "new__ask_forever")
+	if ei.GetMetadata()["limit"] != "max_policy_rounds" || !strings.Contains(err.Error(), "11 rounds") {
+		t.Errorf("ask_forever: %v, metadata %v; want 11 rounds named and limit max_policy_rounds", err, ei.GetMetadata())
+	}
+	p.log.waitFor(t, regexp.MustCompile(`kept asking for input.*server=new`), 30*time.Second)
 }
 
 // TestAnswerForwardedAsGiven: an accepted form reaches the upstream as

@@ -19,7 +19,9 @@ import (
 // the older way only: two elicitation/create requests in a row, mid-call.
 // ask_roots asks for the caller's roots only. ask_form asks a form whose
 // fields have defaults and says which content came back (2026-07-28 only:
-// go-sdk's server fills the defaults into a mid-call answer itself). ask_wait asks the older way
+// go-sdk's server fills the defaults into a mid-call answer itself).
+// ask_forever asks a name again whatever the answer (2026-07-28): an
+// upstream that never ends its rounds. ask_wait asks the older way
 // after delay_ms, works on for then_ms, and records under id, like
 // wait_cancel, whether its call was cancelled (cancel_record): the soak's
 // callers that never answer.
@@ -136,6 +138,12 @@ func addInteractive(s *mcp.Server) {
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
 				"order": &mcp.ElicitParams{Message: "Your order?", RequestedSchema: formSchema},
 			}, RequestState: "asked-form"}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_forever", Description: "Ask a name, again and again, whatever the answer.", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"name": &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema},
+			}, RequestState: "asked-again"}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "ask_roots", Description: "Ask for the caller's roots and list them.", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
