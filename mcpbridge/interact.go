@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -277,7 +278,45 @@ func (s *session) onElicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.El
 	if !isElicit {
 		return nil, errors.New("the caller answered an elicitation with another kind of answer")
 	}
+	if k, _ := ctx.Value(keptContentKey{}).(*keptContent); k != nil && er.Content != nil {
+		// go-sdk's client fills the schema's defaults into what this
+		// returns (a copy); elicitMiddleware sends the caller's own.
+		k.content, k.set = er.Content, true
+		c := *er
+		c.Content = maps.Clone(er.Content)
+		er = &c
+	}
 	return er, nil
+}
+
+// keptContent is the content of a caller's accepted form, as the caller
+// gave it, kept past go-sdk's client: after validating an accepted form
+// against its requested schema, the client fills in every default the
+// schema has (Client.elicit's ApplyDefaults), so the upstream could not
+// tell a field left blank from one set to its default. toolsvc forwards
+// answers as the caller gave them (docs/interactive.md).
+type keptContent struct {
+	content map[string]any
+	set     bool
+}
+
+type keptContentKey struct{}
+
+// elicitMiddleware sends, for elicitation/create, the content onElicit
+// kept (the caller's answer without the schema's defaults); go-sdk's own
+// checks of the request and of the answer still run.
+func (s *session) elicitMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "elicitation/create" {
+			return next(ctx, method, req)
+		}
+		k := &keptContent{}
+		res, err := next(context.WithValue(ctx, keptContentKey{}, k), method, req)
+		if er, ok := res.(*mcp.ElicitResult); ok && err == nil && k.set {
+			er.Content = k.content
+		}
+		return res, err
+	}
 }
 
 // onSample answers sampling/createMessage: the caller's model, or a refusal.
@@ -327,6 +366,14 @@ func (s *session) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // to this server (elicitation form and URL, sampling, roots) and relays
 // their requests to callers that can answer.
 func (u *upstream) relayInput() bool { return u.cfg.Input != InputPolicy }
+
+// AsksCallers reports whether the server's requests for input may reach
+// the callers that offer input ("input": "relay", the default); false: the
+// server's policy answers every one, in both protocol eras.
+func (b *Bridge) AsksCallers(server string) bool {
+	u, err := b.upstream(server)
+	return err == nil && u.relayInput()
+}
 
 // relayCapabilities are the client capabilities of a relaying session.
 func relayCapabilities() *mcp.ClientCapabilities {

@@ -279,7 +279,7 @@ func (u *upstream) newSession(ctx context.Context, id int64) (*session, *mcp.Cli
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: Version}, copts)
 	if u.relayInput() {
-		client.AddReceivingMiddleware(s.rootsMiddleware)
+		client.AddReceivingMiddleware(s.rootsMiddleware, s.elicitMiddleware)
 	}
 	registerTaskMethods(client)
 	client.AddSendingMiddleware(s.taskMiddleware)

@@ -77,12 +77,19 @@ func inputResponse(field string, r *toolsvcv1.InputResponse) (mcp.InputResponse,
 		}
 		out := &mcp.ElicitResult{Action: e.GetAction()}
 		if e.GetContentJson() != "" {
+			// Bounded before it is decoded, like arguments_json.
+			if de := core.CheckAnswerJSON(field+".elicitation.content_json", e.GetContentJson(), 2); de != nil {
+				return nil, de
+			}
 			if err := json.Unmarshal([]byte(e.GetContentJson()), &out.Content); err != nil || out.Content == nil {
 				return nil, core.InvalidField(field+".elicitation.content_json", "must be a JSON object")
 			}
 		}
 		return out, nil
 	case *toolsvcv1.InputResponse_Sampling:
+		if de := core.CheckAnswerJSON(field+".sampling.result_json", v.Sampling.GetResultJson(), 1); de != nil {
+			return nil, de
+		}
 		out := new(mcp.CreateMessageWithToolsResult)
 		if err := json.Unmarshal([]byte(v.Sampling.GetResultJson()), out); err != nil {
 			return nil, core.InvalidField(field+".sampling.result_json", "must be an MCP sampling result (role, content, model): "+core.Clip(err.Error()))

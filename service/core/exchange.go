@@ -40,6 +40,9 @@ func (op *Operation) continued(in *InputOptions, bound string) (*inputState, *Er
 	if in == nil {
 		return nil, nil
 	}
+	if e := checkAnswerBounds("input_responses", in.Responses); e != nil {
+		return nil, e
+	}
 	if in.State == "" {
 		if len(in.Responses) > 0 {
 			return nil, InvalidField("request_state", "required with input_responses: the request_state of the round they answer")
@@ -62,6 +65,11 @@ func (e *exchange) run(ctx context.Context) (mcp.Result, error) {
 		in = &InputOptions{}
 	}
 	s := e.op.s
+	if in.Kinds.Any() && !s.bridge.AsksCallers(e.server) {
+		// "input": "policy": the policy answers every request, in both
+		// eras, whatever the caller offers.
+		in = &InputOptions{Responses: in.Responses, State: in.State}
+	}
 	timeout := s.opts.InputTimeout
 	var res mcp.Result
 	var err error
@@ -78,6 +86,9 @@ func (e *exchange) run(ctx context.Context) (mcp.Result, error) {
 		}
 		res, e.parked, err = f.resume(ctx, in.Responses, timeout)
 	case e.state != nil: // relayed: the upstream continues from its own state
+		if fe := checkAnswerIDs(e.state.Asked, in.Responses, false); fe != nil {
+			return nil, fe
+		}
 		res, err = e.send(ctx, &mcpbridge.Interaction{Kinds: in.Kinds, Responses: e.relayAnswers(in.Responses), State: e.state.Upstream})
 	case in.Kinds.Any():
 		f, fe := e.startFlight(in.Kinds)

@@ -91,6 +91,10 @@ type inputState struct {
 	// the requests the caller could not answer (MCP JSON).
 	Upstream string                     `json:"s,omitempty"`
 	Policy   map[string]json.RawMessage `json:"a,omitempty"`
+	// Asked are the requests the caller was asked, by id, with their
+	// kinds: its answers are checked against them as a parked call's are
+	// (checkAnswerIDs). A relayed state without them is refused.
+	Asked answerKinds `json:"q,omitempty"`
 }
 
 // interactive is the core's state for interactive calls: the signing key,
@@ -157,6 +161,9 @@ func (x *interactive) verify(state, principal, bound string, now time.Time) (inp
 	}
 	if st.Bound != bound {
 		return bad(fmt.Sprintf("made for another request (%s), not this one", Clip(st.Bound)))
+	}
+	if st.Kind == stateKindRelay && len(st.Asked) == 0 {
+		return bad("made by an earlier toolsvc, without the requests it asked")
 	}
 	if now.UnixMilli() > st.Expires {
 		e := InvalidField("request_state", "expired at "+time.UnixMilli(st.Expires).UTC().Format(time.RFC3339)+"; call again without it")
@@ -435,44 +442,11 @@ func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputRespo
 // checkAnswers checks that responses answer exactly the pending requests
 // (partial: some of them), each with an answer of its kind.
 func checkAnswers(pending map[string]*ask, responses map[string]mcp.InputResponse, partial bool) *Error {
-	var vs []FieldViolation
+	asked := make(answerKinds, len(pending))
 	for id, a := range pending {
-		r, ok := responses[id]
-		switch {
-		case !ok && partial:
-		case !ok:
-			vs = append(vs, Violation("input_responses", fmt.Sprintf("no answer for request %q", id)))
-		case !answers(a.req, r):
-			vs = append(vs, Violation("input_responses", fmt.Sprintf("the answer to request %q is not of its kind", id)))
-		}
+		asked[id] = inputKindName(a.req)
 	}
-	for id := range responses {
-		if _, ok := pending[id]; !ok {
-			vs = append(vs, Violation("input_responses", fmt.Sprintf("answers request %q, which was not asked", Clip(id))))
-		}
-	}
-	if len(vs) == 0 {
-		return nil
-	}
-	e := InvalidArguments(vs...)
-	e.Reason = ReasonInputResponsesInvalid
-	return e
-}
-
-// answers reports whether r is an answer of req's kind.
-func answers(req mcp.InputRequest, r mcp.InputResponse) bool {
-	switch req.(type) {
-	case *mcp.ElicitParams:
-		_, ok := r.(*mcp.ElicitResult)
-		return ok
-	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
-		_, ok := r.(*mcp.CreateMessageWithToolsResult)
-		return ok
-	case *mcp.ListRootsParams:
-		_, ok := r.(*mcp.ListRootsResult)
-		return ok
-	}
-	return false
+	return checkAnswerIDs(asked, responses, partial)
 }
 
 func stateGone() *Error {
@@ -526,7 +500,7 @@ func (e *exchange) relay(ctx context.Context, res mcp.Result, kinds mcpbridge.In
 		}
 		if len(ask) > 0 {
 			st := inputState{Kind: stateKindRelay, Principal: e.op.principal.Name, Bound: e.bound,
-				Expires: time.Now().Add(e.op.s.opts.InputTimeout).UnixMilli(), Upstream: upstreamState}
+				Expires: time.Now().Add(e.op.s.opts.InputTimeout).UnixMilli(), Upstream: upstreamState, Asked: kindsOf(ask)}
 			if len(policy) > 0 {
 				st.Policy = map[string]json.RawMessage{}
 				for id, a := range policy {
@@ -536,7 +510,14 @@ func (e *exchange) relay(ctx context.Context, res mcp.Result, kinds mcpbridge.In
 			return e.need(ask, e.op.s.input.sign(st)), nil
 		}
 		if round >= maxPolicyRounds {
-			return nil, fmt.Errorf("the upstream asked for input %d times in a row: %w", round, errTooManyRounds)
+			// An upstream that asks on and on what the policy answers
+			// would loop here for ever: the call ends with its reason,
+			// and the operator sees which upstream does it.
+			e.op.s.log.Warn("an upstream kept asking for input the server's policy answers: the request ends",
+				"server", e.server, "request", Clip(e.bound), "rounds", round+1, "limit", maxPolicyRounds)
+			return nil, NewError(Internal, ReasonUpstreamMalformed,
+				fmt.Sprintf("the upstream asked for input %d rounds in a row, each answered by the server's policy; toolsvc answers at most %d such rounds per request", round+1, maxPolicyRounds),
+				map[string]string{"server": e.server, "limit": "max_policy_rounds", "max_rounds": strconv.Itoa(maxPolicyRounds)})
 		}
 		var err error
 		if res, err = e.send(ctx, &mcpbridge.Interaction{Kinds: kinds, Responses: policy, State: upstreamState}); err != nil || !needsInput(res) {
@@ -544,8 +525,6 @@ func (e *exchange) relay(ctx context.Context, res mcp.Result, kinds mcpbridge.In
 		}
 	}
 }
-
-var errTooManyRounds = errors.New("too many rounds")
 
 // relayAnswers are the answers a relayed call's retry sends: the caller's
 // and the policy's from the state.

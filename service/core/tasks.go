@@ -380,6 +380,9 @@ func (t *TaskOp) Update(ctx context.Context, responses map[string]mcp.InputRespo
 	if len(responses) == 0 {
 		return nil, InvalidField("input_responses", "required: answers to Task.input_required.requests, by id")
 	}
+	if e := checkAnswerBounds("input_responses", responses); e != nil {
+		return nil, e
+	}
 	cur, err := s.bridge.GetTask(ctx, t.body.Ref)
 	if err != nil {
 		return nil, err
@@ -424,6 +427,24 @@ func (t *TaskOp) Result(ctx context.Context, input *mcpbridge.Interaction) (*mcp
 			fmt.Sprintf("a %s task has no result request: its input is answered by UpdateTask", t.body.Ref.Era), nil)
 	}
 	t.op.releaseSlot()
+	if input != nil && input.Ask != nil {
+		// The caller's answers go straight to the upstream's requests
+		// here, not through a request's input_responses: they are
+		// bounded the same way (answers.go); a refused one fails the
+		// upstream's request instead of reaching it.
+		ask, checked := input.Ask, *input
+		checked.Ask = func(ctx context.Context, r mcp.InputRequest) (mcp.InputResponse, error) {
+			a, err := ask(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			if e := checkAnswerBounds("answer", map[string]mcp.InputResponse{inputKindName(r): a}); e != nil {
+				return nil, e
+			}
+			return a, nil
+		}
+		input = &checked
+	}
 	return t.op.s.bridge.TaskResult(ctx, t.body.Ref, input)
 }
 

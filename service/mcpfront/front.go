@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"runtime/debug"
@@ -852,7 +853,7 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequest
 		var err error
 		switch q := r.(type) {
 		case *mcp.ElicitParams:
-			a, err = ss.Elicit(ctx, q)
+			a, err = elicitAsGiven(ctx, ss, q)
 		case *mcp.CreateMessageWithToolsParams:
 			a, err = ss.CreateMessageWithTools(ctx, q)
 		case *mcp.CreateMessageParams:
@@ -872,6 +873,40 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequest
 		out[id] = a
 	}
 	return out, nil
+}
+
+// elicitAsGiven asks the client with elicitation/create and returns its
+// answer as the client gave it. go-sdk's ServerSession.Elicit validates an
+// accepted form against the requested schema (kept), then fills every
+// default the schema has into the content: the upstream could not tell a
+// field the user left blank from one set to its default. The sending
+// middleware (keepElicitContent) hands Elicit a copy to fill and keeps the
+// client's own.
+func elicitAsGiven(ctx context.Context, ss *mcp.ServerSession, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	k := &keptElicitContent{}
+	res, err := ss.Elicit(context.WithValue(ctx, keptElicitContentKey{}, k), p)
+	if err == nil && res != nil && k.set {
+		res.Content = k.content
+	}
+	return res, err
+}
+
+type keptElicitContent struct {
+	content map[string]any
+	set     bool
+}
+
+type keptElicitContentKey struct{}
+
+// keepElicitContent is the sending side of elicitAsGiven.
+func keepElicitContent(ctx context.Context, res mcp.Result) {
+	k, _ := ctx.Value(keptElicitContentKey{}).(*keptElicitContent)
+	er, ok := res.(*mcp.ElicitResult)
+	if k == nil || !ok || er == nil || er.Content == nil {
+		return
+	}
+	k.content, k.set = er.Content, true
+	er.Content = maps.Clone(er.Content)
 }
 
 // callRound is one round of a tools/call through the pipeline; the task

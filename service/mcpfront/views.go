@@ -236,6 +236,12 @@ func (f *Front) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && !f.wants(ss, method) {
 				return nil, nil
 			}
+		case "elicitation/create":
+			res, err := next(ctx, method, req)
+			if err == nil {
+				keepElicitContent(ctx, res)
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

@@ -11,6 +11,9 @@
 //                                                      -> "url <action>"
 //   ask_sample  server.createMessage("Say hi")         -> "model=<text>"
 //   ask_roots   server.listRoots()                     -> "roots=<uri>,<uri>"
+//   ask_form    server.elicitInput(form {name, color default "blue", size default 3})
+//                                                      -> "form <the content as received, JSON>" | "declined" | "cancelled"
+//               (the TypeScript SDK's server adds no defaults: the content is what the client sent)
 // Each request is sent with relatedRequestId = the call's id, so over
 // streamable HTTP it goes out on the call's own response stream. A failure of
 // the SDK call (the client lacks the capability, the answer never comes) is
@@ -28,7 +31,10 @@ const tools = [
   { name: "ask_url", description: "Send the caller to a URL (URL elicitation).", inputSchema: empty },
   { name: "ask_sample", description: "Ask the caller's model to say hi (sampling).", inputSchema: empty },
   { name: "ask_roots", description: "List the caller's roots.", inputSchema: empty },
+  { name: "ask_form", description: "Ask a form whose fields have defaults; say what came back.", inputSchema: empty },
 ];
+const formSchema = { type: "object", required: ["name"], properties: {
+  name: { type: "string" }, color: { type: "string", default: "blue" }, size: { type: "integer", default: 3 } } };
 const nameSchema = { type: "object", properties: { name: { type: "string", description: "Your name" } }, required: ["name"] };
 const text = (t, isError = false) => ({ content: [{ type: "text", text: t }], ...(isError ? { isError } : {}) });
 
@@ -56,6 +62,10 @@ function newServer() {
             messages: [{ role: "user", content: { type: "text", text: "Say hi" } }] }, opts);
           const c = Array.isArray(r.content) ? r.content[0] : r.content;
           return text(`model=${c?.text}`);
+        }
+        case "ask_form": {
+          const r = await server.elicitInput({ message: "Your order?", requestedSchema: formSchema }, opts);
+          return text(r.action === "accept" ? `form ${JSON.stringify(r.content)}` : `${r.action}d`);
         }
         case "ask_roots": {
           const r = await server.listRoots(undefined, opts);

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -16,7 +17,11 @@ import (
 // protocol go-sdk's server turns the same result into server-to-client
 // requests sent mid-call, so the tools ask in both eras. ask_twice asks
 // the older way only: two elicitation/create requests in a row, mid-call.
-// ask_roots asks for the caller's roots only. ask_wait asks the older way
+// ask_roots asks for the caller's roots only. ask_form asks a form whose
+// fields have defaults and says which content came back (2026-07-28 only:
+// go-sdk's server fills the defaults into a mid-call answer itself).
+// ask_forever asks a name again whatever the answer (2026-07-28): an
+// upstream that never ends its rounds. ask_wait asks the older way
 // after delay_ms, works on for then_ms, and records under id, like
 // wait_cancel, whether its call was cancelled (cancel_record): the soak's
 // callers that never answer.
@@ -25,6 +30,17 @@ var nameSchema = map[string]any{
 	"type":       "object",
 	"properties": map[string]any{"name": map[string]any{"type": "string", "description": "Your name"}},
 	"required":   []any{"name"},
+}
+
+// formSchema has fields with defaults (ask_form).
+var formSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"name"},
+	"properties": map[string]any{
+		"name":  map[string]any{"type": "string"},
+		"color": map[string]any{"type": "string", "default": "blue"},
+		"size":  map[string]any{"type": "integer", "default": 3},
+	},
 }
 
 func elicitAnswer(r mcp.InputResponse) string {
@@ -108,6 +124,26 @@ func addInteractive(s *mcp.Server) {
 				got = append(got, elicitAnswer(res))
 			}
 			return text(strings.Join(got, "+")), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_form", Description: "Ask a form whose fields have defaults; say which content came back.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["order"]; ok {
+				er, isElicit := r.(*mcp.ElicitResult)
+				if !isElicit || er.Action != "accept" {
+					return text(elicitAnswer(r)), nil
+				}
+				b, _ := json.Marshal(er.Content)
+				return text("form " + string(b)), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"order": &mcp.ElicitParams{Message: "Your order?", RequestedSchema: formSchema},
+			}, RequestState: "asked-form"}, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask_forever", Description: "Ask a name, again and again, whatever the answer.", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"name": &mcp.ElicitParams{Message: "What is your name?", RequestedSchema: nameSchema},
+			}, RequestState: "asked-again"}, nil
 		})
 	s.AddTool(&mcp.Tool{Name: "ask_roots", Description: "Ask for the caller's roots and list them.", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
