@@ -239,8 +239,9 @@ func New(opts Options) (*Discovery, error) {
 func (d *Discovery) addSource(name string, lw cache.ListerWatcherWithContext, client any, obj runtime.Object, resync time.Duration) {
 	s := &source{name: name, d: d, cache: cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc), state: StateListing, since: time.Now()}
 	backoff := Backoff
+	quiet := logr.Discard() // see Run
 	s.reflector = cache.NewReflectorWithOptions(observed{s: s, lw: lw, client: client}, obj, (*notifyingStore)(s), cache.ReflectorOptions{
-		Name: "kubediscovery " + name, ResyncPeriod: resync, Backoff: &backoff,
+		Name: "kubediscovery " + name, ResyncPeriod: resync, Backoff: &backoff, Logger: &quiet,
 	})
 	d.sources = append(d.sources, s)
 }
