@@ -32,7 +32,7 @@ const (
 )
 
 // Kubernetes is the "kubernetes" section: upstreams discovered from the
-// Kubernetes API server through informers (kubediscovery,
+// Kubernetes API server through client-go reflectors (kubediscovery,
 // docs/kubernetes.md). They join the file's servers in one configuration.
 type Kubernetes struct {
 	// Sources are the kinds of object read: "mcpservers", "services" or
@@ -47,7 +47,7 @@ type Kubernetes struct {
 	// Kubeconfig is the kubeconfig file to use (empty: the in-cluster
 	// service account; serve's --kubeconfig wins over it).
 	Kubeconfig string `json:"kubeconfig"`
-	// Resync is the informers' resync period (absent: 10m).
+	// Resync is the reflectors' resync period (absent: 10m).
 	Resync Duration `json:"resync"`
 	// Debounce is how long a burst of object changes settles before the
 	// configuration is rebuilt (absent: 100ms, at most 1s).

@@ -1,21 +1,25 @@
 // Package kubediscovery finds upstream MCP servers in Kubernetes: the SIG
 // mcp-lifecycle-operator's MCPServer resources (mcp.x-k8s.io/v1beta1) and
 // Services carrying toolsvc's annotations (objects.go), through client-go
-// shared informers, and merges them with the configuration file's servers
+// reflectors, and merges them with the configuration file's servers
 // (Merge) into the one configuration the bridge's Reconfigure applies.
 //
-//	API server ──list/watch──► informers (one per source and namespace)
-//	                              │ events only mark dirty (capacity 1)
-//	                              ▼
-//	                      Run's debounce loop ──► Snapshot ──► OnChange
+//	API server ──list/watch──► reflectors (one per source and namespace)
+//	   ▲ every call observed:       │ store writes only mark dirty (capacity 1)
+//	   │ listing/watching/failing   ▼
+//	   └──────────────────── Run's debounce loop ──► Snapshot ──► OnChange
 //
-// Guarantees: no polling (informers list once, then watch, resync from their
-// cache); a watch that expires (410 Gone) or breaks is relisted by the
-// informer without emptying its cache, so an API server outage keeps every
-// upstream; a burst of changes is one OnChange after the debounce (at most
-// five debounces after its first change); a source that cannot list (RBAC
-// forbidden, API server down) is reported in Snapshot.Sources, never a
-// crash. Every goroutine is Run's and has ended when Run returns.
+// Guarantees: no polling (a reflector lists once, then watches, resyncs
+// from its cache); a watch that expires (410 Gone) or breaks is relisted by
+// the reflector without emptying its cache, so an API server outage keeps
+// every upstream; retries back off by Backoff (capped at about a second,
+// not client-go's default of 30 to 60 s), so changes flow again a few
+// seconds after an outage ends; a burst of changes is one OnChange after
+// the debounce (at most five debounces after its first change); a source
+// that cannot list or watch (RBAC forbidden, API server down) is reported
+// in Snapshot.Sources with why and since when, logged once per state
+// change, never a crash. Every goroutine is Run's and has ended when Run
+// returns.
 //
 // The bridge and the service never see client-go: what leaves this package
 // is mcpbridge.ServerConfig and mcpbridge.RefusedServer.
@@ -30,17 +34,23 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/klog/v2"
+
+	"github.com/go-logr/logr"
 
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/mcpbridge"
@@ -75,17 +85,38 @@ type Found struct {
 	Problem string
 }
 
+// SourceState is where a source's list/watch stands.
+type SourceState string
+
+const (
+	// StateListing: listing (the first list, or a relist after a watch
+	// expired) and not failing.
+	StateListing SourceState = "listing"
+	// StateWatching: listed, and a watch is open; changes flow.
+	StateWatching SourceState = "watching"
+	// StateFailing: the last list or watch attempt failed (Err says why);
+	// the reflector retries after Backoff, keeping what it found.
+	StateFailing SourceState = "failing"
+)
+
 // SourceStatus is the state of one source in one namespace.
 type SourceStatus struct {
 	// Source is "mcpservers" or "services", with "/<namespace>" when
 	// namespaces are listed.
 	Source string
-	// Synced: the initial list has completed (the source's objects are in
-	// the snapshot).
+	State  SourceState
+	// Since is when the source entered State (a failure retried keeps the
+	// time of the first).
+	Since time.Time
+	// Synced: a list has completed (the source's objects are in the
+	// snapshot).
 	Synced bool
-	// Err is the last list or watch failure not yet recovered from ("":
-	// healthy), e.g. RBAC forbidden or the API server unreachable.
+	// Err is the last failure while State is StateFailing ("" otherwise),
+	// e.g. RBAC forbidden or the API server unreachable, at most
+	// MaxErrBytes.
 	Err string
+	// Objects is the number of objects in the source's cache.
+	Objects int
 }
 
 // Snapshot is the discovered state at one moment.
@@ -94,7 +125,25 @@ type Snapshot struct {
 	Sources []SourceStatus // sorted by Source
 }
 
-// Discovery runs the informers of the enabled sources.
+// Backoff is how a reflector waits between failed lists and watches, and
+// before the relist that follows an expired watch (client-go's
+// ReflectorOptions.Backoff, which the shared informers do not expose). It
+// replaces client-go's default (0.8 s doubling to 30 s, jittered up to
+// twice that): after an outage of 20 s that default waits 25 to 50 s
+// before the watch is retried, then as long again before the relist a
+// 410 Gone asks for. Here a wait is at most Cap×(1+Jitter) = 1.5 s, so a
+// change made after the API server's return flows within about 3 s plus
+// the debounce. The price is at most one request per 1.5 s per source and
+// replica while the API server is down (a refused connection) or refusing
+// (forbidden, 429); client-go resets the backoff after 2 minutes without
+// a failure.
+var Backoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 4, Cap: time.Second}
+
+// MaxErrBytes bounds the error a source reports (an API server's message
+// can be long); longer ones are cut at a rune boundary with "…".
+const MaxErrBytes = 1024
+
+// Discovery runs the reflectors of the enabled sources.
 type Discovery struct {
 	opts    Options
 	log     *slog.Logger
@@ -102,18 +151,23 @@ type Discovery struct {
 	dirty   chan struct{}
 }
 
-// source is one informer: a kind of object in one namespace (or all).
+// source is one reflector: a kind of object in one namespace (or all),
+// its cache, and the state its list and watch calls show.
 type source struct {
-	name     string
-	informer cache.SharedIndexInformer
+	name      string
+	d         *Discovery
+	cache     cache.Store
+	reflector *cache.Reflector
 
-	mu      sync.Mutex
-	err     string
-	errRV   string // LastSyncResourceVersion when err was seen
-	errTime time.Time
+	mu        sync.Mutex
+	state     SourceState
+	since     time.Time
+	err       string
+	synced    bool
+	watchList bool // the last watch opened streams the initial list (sendInitialEvents)
 }
 
-// New builds the informers (it starts nothing: see Run).
+// New builds the reflectors (it starts nothing: see Run).
 func New(opts Options) (*Discovery, error) {
 	k := opts.Kubernetes
 	if k == nil || opts.Config == nil {
@@ -130,7 +184,7 @@ func New(opts Options) (*Discovery, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "toolsvc-kubediscovery"
 	}
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = k.LabelSelector }
+	tweak := func(o metav1.ListOptions) metav1.ListOptions { o.LabelSelector = k.LabelSelector; return o }
 	namespaces := k.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
@@ -147,8 +201,16 @@ func New(opts Options) (*Discovery, error) {
 			return nil, fmt.Errorf("kubediscovery: %w", err)
 		}
 		for _, ns := range namespaces {
-			f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, k.Resync.D, ns, tweak)
-			d.sources = append(d.sources, &source{name: config.SourceMCPServers + suffix(ns), informer: f.ForResource(MCPServerResource).Informer()})
+			res := dc.Resource(MCPServerResource).Namespace(ns)
+			lw := &cache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return res.List(ctx, tweak(o))
+				},
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					return res.Watch(ctx, tweak(o))
+				},
+			}
+			d.addSource(config.SourceMCPServers+suffix(ns), lw, dc, &unstructured.Unstructured{}, k.Resync.D)
 		}
 	}
 	if k.Has(config.SourceServices) {
@@ -157,50 +219,208 @@ func New(opts Options) (*Discovery, error) {
 			return nil, fmt.Errorf("kubediscovery: %w", err)
 		}
 		for _, ns := range namespaces {
-			f := informers.NewSharedInformerFactoryWithOptions(kc, k.Resync.D, informers.WithNamespace(ns), informers.WithTweakListOptions(tweak))
-			d.sources = append(d.sources, &source{name: config.SourceServices + suffix(ns), informer: f.Core().V1().Services().Informer()})
-		}
-	}
-	for _, s := range d.sources {
-		// Handlers only mark dirty: Run's loop builds the snapshot.
-		mark := func(any) { s.clearErr(); d.markDirty() }
-		if _, err := s.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: mark, DeleteFunc: mark, UpdateFunc: func(_, n any) { mark(n) },
-		}); err != nil {
-			return nil, fmt.Errorf("kubediscovery: %w", err)
-		}
-		if err := s.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			s.setErr(err)
-			d.log.Warn("kubernetes discovery: list/watch failed; keeping the upstreams found so far", "source", s.name, "error", err)
-			d.markDirty()
-		}); err != nil {
-			return nil, fmt.Errorf("kubediscovery: %w", err)
+			svcs := kc.CoreV1().Services(ns)
+			lw := &cache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+					return svcs.List(ctx, tweak(o))
+				},
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					return svcs.Watch(ctx, tweak(o))
+				},
+			}
+			d.addSource(config.SourceServices+suffix(ns), lw, kc, &corev1.Service{}, k.Resync.D)
 		}
 	}
 	return d, nil
 }
 
-func (s *source) setErr(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.err, s.errRV, s.errTime = err.Error(), s.informer.LastSyncResourceVersion(), time.Now()
+// addSource builds a reflector over lw (client: the client lw calls, which
+// says whether it can stream a list) into a store that marks d dirty.
+func (d *Discovery) addSource(name string, lw cache.ListerWatcherWithContext, client any, obj runtime.Object, resync time.Duration) {
+	s := &source{name: name, d: d, cache: cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc), state: StateListing, since: time.Now()}
+	backoff := Backoff
+	quiet := logr.Discard() // see Run
+	s.reflector = cache.NewReflectorWithOptions(observed{s: s, lw: lw, client: client}, obj, (*notifyingStore)(s), cache.ReflectorOptions{
+		Name: "kubediscovery " + name, ResyncPeriod: resync, Backoff: &backoff, Logger: &quiet,
+	})
+	d.sources = append(d.sources, s)
 }
 
-func (s *source) clearErr() {
+// observed is a source's ListerWatcher: the API server's answer to every
+// list and watch call is the source's state. (The reflector retries a
+// refused watch inside its own loop and never hands that error to a watch
+// error handler: only the calls themselves show an outage.)
+type observed struct {
+	s      *source
+	lw     cache.ListerWatcherWithContext
+	client any
+}
+
+func (o observed) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	o.s.attempt()
+	l, err := o.lw.ListWithContext(ctx, opts)
+	if err != nil {
+		o.s.failed(ctx, err)
+	} else {
+		o.s.listed()
+	}
+	return l, err
+}
+
+func (o observed) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	listing := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	if listing {
+		o.s.attempt()
+	}
+	w, err := o.lw.WatchWithContext(ctx, opts)
+	if err != nil {
+		o.s.failed(ctx, err)
+	} else {
+		o.s.watchOpened(listing)
+	}
+	return w, err
+}
+
+// List and Watch complete cache.ListerWatcher; the reflector calls the
+// context forms above (cache.ToListerWatcherWithContext).
+func (o observed) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return o.ListWithContext(context.Background(), opts)
+}
+
+func (o observed) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return o.WatchWithContext(context.Background(), opts)
+}
+
+// IsWatchListSemanticsUnSupported passes on whether the client can stream
+// a list (client-go's watchlist.DoesClientNotSupportWatchListSemantics),
+// as the shared informers' list-watchers do.
+func (o observed) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(o.client)
+}
+
+// notifyingStore is the source's cache as its reflector writes it: every
+// write marks the discovery dirty (Run's loop builds the snapshot); a
+// replace is a completed list.
+type notifyingStore source
+
+func (n *notifyingStore) Add(o any) error    { return n.write(n.cache.Add(o)) }
+func (n *notifyingStore) Update(o any) error { return n.write(n.cache.Update(o)) }
+func (n *notifyingStore) Delete(o any) error { return n.write(n.cache.Delete(o)) }
+
+// Resync marks dirty, as an informer's resync re-delivers every object to
+// its handlers: the snapshot is rebuilt from the cache.
+func (n *notifyingStore) Resync() error { return n.write(nil) }
+
+func (n *notifyingStore) Replace(list []any, rv string) error {
+	if err := n.cache.Replace(list, rv); err != nil {
+		return err
+	}
+	(*source)(n).replaced()
+	return n.write(nil)
+}
+
+func (n *notifyingStore) write(err error) error {
+	n.d.markDirty()
+	return err
+}
+
+// attempt: a list starts (a failing source stays failing until a call
+// succeeds).
+func (s *source) attempt() {
+	s.transition(func() (SourceState, string, bool) {
+		return StateListing, "", s.state == StateWatching
+	})
+}
+
+// listed: a list call succeeded (the watch follows).
+func (s *source) listed() {
+	s.transition(func() (SourceState, string, bool) {
+		s.watchList = false
+		return StateListing, "", s.state != StateListing
+	})
+}
+
+// watchOpened: a watch call succeeded; one streaming the initial list is
+// still listing until the list's end (replaced).
+func (s *source) watchOpened(listing bool) {
+	s.transition(func() (SourceState, string, bool) {
+		s.watchList = listing
+		if listing {
+			return StateListing, "", s.state != StateListing
+		}
+		return StateWatching, "", s.state != StateWatching
+	})
+}
+
+// replaced: a list completed into the cache.
+func (s *source) replaced() {
+	s.transition(func() (SourceState, string, bool) {
+		s.synced = true
+		return StateWatching, "", s.watchList && s.state != StateWatching
+	})
+}
+
+// failed: a list or watch call failed (not because Run is ending).
+func (s *source) failed(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	msg := boundErr(err.Error())
+	s.transition(func() (SourceState, string, bool) {
+		if s.state == StateFailing {
+			s.err = msg // the latest reason; since stays the first failure's
+			return StateFailing, msg, false
+		}
+		return StateFailing, msg, true
+	})
+}
+
+// transition runs next under s.mu; when it says the state changes, the
+// source moves to its state, the change is logged (after the lock is
+// released) and the snapshot rebuilt (Merge reports a failing source).
+func (s *source) transition(next func() (state SourceState, err string, change bool)) {
 	s.mu.Lock()
-	s.err = ""
+	state, err, change := next()
+	prev, since, now := s.state, s.since, time.Now()
+	if change {
+		s.state, s.err, s.since = state, err, now
+	}
 	s.mu.Unlock()
+	if !change {
+		return
+	}
+	was := now.Sub(since).Round(time.Millisecond)
+	if state == StateFailing {
+		s.d.log.Warn("kubernetes discovery: source failing; keeping the upstreams found so far, retrying",
+			"source", s.name, "was", prev, "for", was, "error", err)
+	} else {
+		s.d.log.Info("kubernetes discovery: source "+string(state), "source", s.name, "was", prev, "for", was)
+	}
+	s.d.markDirty()
 }
 
-// status reports the source; an error is cleared once the informer has
-// synced past it (a new list or a bookmark moved its resource version).
+// boundErr cuts msg to MaxErrBytes at a rune boundary.
+func boundErr(msg string) string {
+	if len(msg) <= MaxErrBytes {
+		return msg
+	}
+	cut := MaxErrBytes - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
 func (s *source) status() SourceStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.err != "" && s.informer.LastSyncResourceVersion() != s.errRV {
-		s.err = ""
-	}
-	return SourceStatus{Source: s.name, Synced: s.informer.HasSynced(), Err: s.err}
+	return SourceStatus{Source: s.name, State: s.state, Since: s.since, Synced: s.synced, Err: s.err, Objects: len(s.cache.ListKeys())}
+}
+
+func (s *source) hasSynced() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.synced
 }
 
 func (d *Discovery) markDirty() {
@@ -210,16 +430,17 @@ func (d *Discovery) markDirty() {
 	}
 }
 
-// Run starts the informers and delivers snapshots to OnChange until ctx
-// ends; it returns once every informer goroutine has.
+// Run starts the reflectors and delivers snapshots to OnChange until ctx
+// ends; it returns once every reflector goroutine has.
 func (d *Discovery) Run(ctx context.Context) {
+	// client-go's own log lines (klog) are not toolsvc's: every list and
+	// watch outcome is logged above, once per state change, in toolsvc's
+	// log; a reflector logs each retry, which during an outage would be one
+	// line per Backoff.
+	rctx := klog.NewContext(ctx, logr.Discard())
 	var wg sync.WaitGroup
 	for _, s := range d.sources {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.informer.RunWithContext(ctx)
-		}()
+		wg.Go(func() { s.reflector.RunWithContext(rctx) })
 	}
 	debounce := d.opts.Kubernetes.Debounce.D
 	runDebounced(ctx, d.dirty, debounce, 5*debounce, func() { d.opts.OnChange(d.Snapshot()) })
@@ -232,18 +453,27 @@ func (d *Discovery) Run(ctx context.Context) {
 func (d *Discovery) WaitForSync(ctx context.Context) bool {
 	syncs := make([]cache.InformerSynced, 0, len(d.sources))
 	for _, s := range d.sources {
-		syncs = append(syncs, s.informer.HasSynced)
+		syncs = append(syncs, s.hasSynced)
 	}
 	return cache.WaitForCacheSync(ctx.Done(), syncs...)
 }
 
-// Snapshot reads every informer's cache.
+// Sources reports the state of every source, sorted by Source.
+func (d *Discovery) Sources() []SourceStatus {
+	out := make([]SourceStatus, 0, len(d.sources))
+	for _, s := range d.sources {
+		out = append(out, s.status())
+	}
+	slices.SortFunc(out, func(a, b SourceStatus) int { return strings.Compare(a.Source, b.Source) })
+	return out
+}
+
+// Snapshot reads every source's cache.
 func (d *Discovery) Snapshot() Snapshot {
-	var snap Snapshot
+	snap := Snapshot{Sources: d.Sources()}
 	domain := d.opts.Kubernetes.ClusterDomain
 	for _, s := range d.sources {
-		snap.Sources = append(snap.Sources, s.status())
-		for _, o := range s.informer.GetStore().List() {
+		for _, o := range s.cache.List() {
 			var f *Found
 			switch o := o.(type) {
 			case *unstructured.Unstructured:
@@ -257,7 +487,6 @@ func (d *Discovery) Snapshot() Snapshot {
 		}
 	}
 	slices.SortFunc(snap.Found, func(a, b Found) int { return strings.Compare(a.Source, b.Source) })
-	slices.SortFunc(snap.Sources, func(a, b SourceStatus) int { return strings.Compare(a.Source, b.Source) })
 	return snap
 }
 

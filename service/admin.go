@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc/peer"
@@ -27,6 +28,40 @@ type ConfigStatus struct {
 	Added           []string
 	Removed         []string
 	Restarted       []string
+	// Discovery is Kubernetes discovery's sources (nil without it).
+	Discovery []DiscoverySource
+}
+
+// DiscoverySource is the state of one Kubernetes discovery source
+// (cmd/toolsvc fills it from kubediscovery; the service edge does not see
+// client-go).
+type DiscoverySource struct {
+	Name    string
+	State   string // "listing", "watching" or "failing"
+	Since   time.Time
+	Err     string // while failing, bounded by kubediscovery.MaxErrBytes
+	Synced  bool
+	Objects int
+}
+
+func discoveryToProto(ds []DiscoverySource) []*toolsvcv1.DiscoverySource {
+	out := make([]*toolsvcv1.DiscoverySource, 0, len(ds))
+	for _, d := range ds {
+		p := &toolsvcv1.DiscoverySource{Name: d.Name, LastError: d.Err, Synced: d.Synced, ObjectCount: int32(min(d.Objects, math.MaxInt32))}
+		switch d.State {
+		case "listing":
+			p.State = toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_LISTING
+		case "watching":
+			p.State = toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_WATCHING
+		case "failing":
+			p.State = toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_FAILING
+		}
+		if !d.Since.IsZero() {
+			p.StateTime = timestamppb.New(d.Since)
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // ConfigSource reports and reloads the configuration file (cmd/toolsvc

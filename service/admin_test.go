@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -108,5 +110,41 @@ func TestListServersByPrincipal(t *testing.T) {
 		if got := names(as(who)); got != want {
 			t.Errorf("%s sees servers %s, want %s", who, got, want)
 		}
+	}
+}
+
+// staticConfig is a ConfigSource whose status is fixed.
+type staticConfig ConfigStatus
+
+func (c staticConfig) Status() ConfigStatus                { return ConfigStatus(c) }
+func (c staticConfig) Reload(context.Context) ConfigStatus { return ConfigStatus(c) }
+
+// TestListServersDiscoverySources: Kubernetes discovery's sources (their
+// errors name users and URLs) are operator information: an admin sees
+// them with state, time and error; another principal does not.
+func TestListServersDiscoverySources(t *testing.T) {
+	t.Parallel()
+	since := time.Date(2026, 12, 7, 5, 41, 7, 0, time.UTC)
+	cfg := staticConfig{Path: "/etc/toolsvc.yaml", Discovery: []DiscoverySource{
+		{Name: "mcpservers/tools", State: "failing", Since: since, Err: "dial tcp 10.0.0.1:443: connect: connection refused", Synced: true, Objects: 3},
+		{Name: "services/tools", State: "watching", Since: since, Synced: true},
+	}}
+	authz := core.NewAuthorizer([]core.Rule{{Principal: "alice"}, {Principal: "ops"}}, []string{"ops"})
+	f := newWatchFixture(t, &Options{Authorizer: authz, Config: cfg}, map[string][]string{"a": {"x"}})
+	list := func(who string) *toolsvcv1.ListServersResponse {
+		r, err := f.svc.ListServers(core.WithPrincipal(t.Context(), core.Principal{Name: who, Method: "token"}), &toolsvcv1.ListServersRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	ds := list("ops").GetDiscoverySources()
+	if len(ds) != 2 || ds[0].GetName() != "mcpservers/tools" || ds[0].GetState() != toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_FAILING ||
+		!ds[0].GetStateTime().AsTime().Equal(since) || !strings.Contains(ds[0].GetLastError(), "connection refused") || !ds[0].GetSynced() || ds[0].GetObjectCount() != 3 ||
+		ds[1].GetState() != toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_WATCHING || ds[1].GetLastError() != "" {
+		t.Errorf("admin's discovery_sources = %v", ds)
+	}
+	if ds := list("alice").GetDiscoverySources(); len(ds) != 0 {
+		t.Errorf("a non-admin sees discovery_sources %v", ds)
 	}
 }

@@ -257,8 +257,11 @@ func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersReques
 		resp.Servers = append(resp.Servers, p)
 	}
 	if s.opts.Config != nil && admin {
-		// The config path and reload errors are operator information.
-		resp.Config = configToProto(s.opts.Config.Status())
+		// The config path, reload errors and discovery's sources (the API
+		// server's errors name users and URLs) are operator information.
+		cs := s.opts.Config.Status()
+		resp.Config = configToProto(cs)
+		resp.DiscoverySources = discoveryToProto(cs.Discovery)
 	}
 	return resp, nil
 }

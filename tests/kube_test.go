@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -243,4 +244,82 @@ func TestKubernetesForbidden(t *testing.T) {
 	if tools, _ := listAll(t, ctx, p.client, 100); !hasServerTool(tools, "up") {
 		t.Errorf("the file's server is not served: %v", tools)
 	}
+}
+
+// discoverySource is the named source of p's ListServers (nil if absent).
+func discoverySource(t *testing.T, ctx context.Context, p *toolsvcProc, name string) *toolsvcv1.DiscoverySource {
+	t.Helper()
+	resp, err := p.client.ListServers(ctx, &toolsvcv1.ListServersRequest{})
+	if err != nil {
+		t.Fatalf("ListServers: %v", err)
+	}
+	for _, d := range resp.GetDiscoverySources() {
+		if d.GetName() == name {
+			return d
+		}
+	}
+	return nil
+}
+
+// TestKubernetesAPIServerOutage (issue 39 item 11): kube-apiserver killed
+// for 20 s under a toolsvc. The source turns failing, with the connection
+// error and since when, in ListServers, `toolsvc servers` and the log;
+// nothing discovered is dropped; once the API server is back (same port,
+// same etcd), an MCPServer created then reaches WatchCatalog (client-go's
+// default backoff took 20–65 s here) and the source is watching again.
+func TestKubernetesAPIServerOutage(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*defaultTestTimeout)
+	defer cancel()
+	if _, err := env.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tools"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env.Grant(t, "toolsvc", "mcp.x-k8s.io", "mcpservers")
+	_, kubeconfig := env.User(t, "toolsvc")
+	upURL := startHTTPUpstream(t)
+	kubeMCPServer(t, env, "tools", "early", upURL)
+	p := startToolsvc(t, cfg{Kubernetes: &kubeCfg{Sources: []string{"mcpservers"}, Namespaces: []string{"tools"}, Debounce: "50ms"}},
+		"--kubeconfig", kubeconfig)
+	w := startWatch(t, ctx, p.client, "")
+	w.next(t, defaultTestTimeout) // the snapshot
+	eventually(t, defaultTestTimeout, "the source watching with the early MCPServer", func() bool {
+		d := discoverySource(t, ctx, p, "mcpservers/tools")
+		tools, _ := listAll(t, ctx, p.client, 100)
+		return d.GetState() == toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_WATCHING && d.GetSynced() && d.GetObjectCount() == 1 &&
+			hasServerTool(tools, "tools.early")
+	})
+
+	stopped := time.Now()
+	env.StopAPIServer(t)
+	var failing *toolsvcv1.DiscoverySource
+	eventually(t, defaultTestTimeout, "the source failing in ListServers", func() bool {
+		failing = discoverySource(t, ctx, p, "mcpservers/tools")
+		return failing.GetState() == toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_FAILING
+	})
+	if !strings.Contains(failing.GetLastError(), "connection refused") || failing.GetStateTime().AsTime().Before(stopped.Add(-time.Second)) {
+		t.Errorf("failing source = %v, want the connection refused since the stop (%v)", failing, stopped)
+	}
+	p.log.waitFor(t, regexpMust(`source failing.*source=mcpservers/tools.*connection refused`), defaultTestTimeout)
+	out, err := exec.CommandContext(ctx, bin.toolsvc, "servers", "--addr", p.addr).CombinedOutput()
+	if err != nil || !regexpMust(`(?m)^mcpservers/tools\s+failing\s+\d\d:\d\d:\d\d\s+true\s+1\s+.*connection refused`).Match(out) {
+		t.Errorf("toolsvc servers (%v):\n%s", err, out)
+	}
+	// 20 s down: nothing discovered is dropped.
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		if tools, _ := listAll(t, ctx, p.client, 100); !hasServerTool(tools, "tools.early") {
+			t.Fatalf("during the outage: tools %v, want tools.early kept", tools)
+		}
+	}
+
+	env.StartAPIServer(t)
+	start := time.Now()
+	kubeMCPServer(t, env, "tools", "late", upURL)
+	took := awaitServerTools(t, w, "tools.late", true, start, defaultTestTimeout)
+	t.Logf("API server back after a 20 s outage → an MCPServer created then reached WatchCatalog after %v", took)
+	d := discoverySource(t, ctx, p, "mcpservers/tools")
+	if d.GetState() != toolsvcv1.DiscoverySourceState_DISCOVERY_SOURCE_STATE_WATCHING || d.GetLastError() != "" || d.GetStateTime().AsTime().Before(start) {
+		t.Errorf("after the MCPServer arrived: source %v, want watching since the return", d)
+	}
+	p.log.waitFor(t, regexpMust(`source watching.*source=mcpservers/tools.*was=(failing|listing)`), defaultTestTimeout)
 }

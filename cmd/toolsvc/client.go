@@ -554,6 +554,23 @@ func runServers(ctx context.Context, args []string) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	if ds := resp.GetDiscoverySources(); len(ds) > 0 {
+		fmt.Println()
+		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "DISCOVERY SOURCE\tSTATE\tSINCE\tSYNCED\tOBJECTS\tLAST ERROR")
+		for _, d := range ds {
+			since := "-"
+			if d.GetStateTime() != nil {
+				since = d.GetStateTime().AsTime().Local().Format("15:04:05")
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s\n", termSafe(d.GetName()),
+				strings.ToLower(strings.TrimPrefix(d.GetState().String(), "DISCOVERY_SOURCE_STATE_")), since,
+				d.GetSynced(), d.GetObjectCount(), termSafe(d.GetLastError()))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
 	if cs := resp.GetConfig(); cs != nil && !cs.GetLastReloadOk() {
 		fmt.Printf("\nconfig reload FAILED at %s; the previous configuration keeps running:\n%s\n",
 			cs.GetLastReloadTime().AsTime().Local().Format("15:04:05"), termText(cs.GetLastReloadError()))

@@ -13,6 +13,7 @@ import (
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/kubediscovery"
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service"
 )
 
 // kubeSyncTimeout bounds how long serve waits for discovery's first list
@@ -20,7 +21,7 @@ import (
 // RBAC forbidden say, never lists: it is reported, and serve goes on).
 const kubeSyncTimeout = 10 * time.Second
 
-// kubeDiscovery runs discovery for serve: its informers' goroutine, the
+// kubeDiscovery runs discovery for serve: its reflectors' goroutine, the
 // latest snapshot, and where snapshots go once the config manager exists.
 type kubeDiscovery struct {
 	d      *kubediscovery.Discovery
@@ -111,6 +112,15 @@ func (kd *kubeDiscovery) snapshot() kubediscovery.Snapshot {
 	kd.mu.Lock()
 	defer kd.mu.Unlock()
 	return kd.last
+}
+
+// sources is the live state of discovery's sources, for ListServers.
+func (kd *kubeDiscovery) sources() []service.DiscoverySource {
+	var out []service.DiscoverySource
+	for _, s := range kd.d.Sources() {
+		out = append(out, service.DiscoverySource{Name: s.Source, State: string(s.State), Since: s.Since, Err: s.Err, Synced: s.Synced, Objects: s.Objects})
+	}
+	return out
 }
 
 // stop ends discovery and waits for its goroutines; idempotent.

@@ -74,8 +74,12 @@ func newConfigManager(path string, data []byte, c *config.Config, b *mcpbridge.B
 // Status implements service.ConfigSource.
 func (m *configManager) Status() service.ConfigStatus {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.status
+	st := m.status
+	m.mu.Unlock()
+	if m.kube != nil {
+		st.Discovery = m.kube.sources()
+	}
+	return st
 }
 
 // Reload implements service.ConfigSource.

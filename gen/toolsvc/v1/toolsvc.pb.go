@@ -146,6 +146,66 @@ func (TaskStatus) EnumDescriptor() ([]byte, []int) {
 	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{1}
 }
 
+// DiscoverySourceState is where a discovery source's list/watch of the
+// Kubernetes API server stands.
+type DiscoverySourceState int32
+
+const (
+	// Not set.
+	DiscoverySourceState_DISCOVERY_SOURCE_STATE_UNSPECIFIED DiscoverySourceState = 0
+	// Listing its objects (the first list, or a relist after its watch
+	// expired).
+	DiscoverySourceState_DISCOVERY_SOURCE_STATE_LISTING DiscoverySourceState = 1
+	// Listed, with a watch open: changes flow.
+	DiscoverySourceState_DISCOVERY_SOURCE_STATE_WATCHING DiscoverySourceState = 2
+	// The last list or watch failed (last_error says why); retried within
+	// about 1.5 s. The upstreams found before stay.
+	DiscoverySourceState_DISCOVERY_SOURCE_STATE_FAILING DiscoverySourceState = 3
+)
+
+// Enum value maps for DiscoverySourceState.
+var (
+	DiscoverySourceState_name = map[int32]string{
+		0: "DISCOVERY_SOURCE_STATE_UNSPECIFIED",
+		1: "DISCOVERY_SOURCE_STATE_LISTING",
+		2: "DISCOVERY_SOURCE_STATE_WATCHING",
+		3: "DISCOVERY_SOURCE_STATE_FAILING",
+	}
+	DiscoverySourceState_value = map[string]int32{
+		"DISCOVERY_SOURCE_STATE_UNSPECIFIED": 0,
+		"DISCOVERY_SOURCE_STATE_LISTING":     1,
+		"DISCOVERY_SOURCE_STATE_WATCHING":    2,
+		"DISCOVERY_SOURCE_STATE_FAILING":     3,
+	}
+)
+
+func (x DiscoverySourceState) Enum() *DiscoverySourceState {
+	p := new(DiscoverySourceState)
+	*p = x
+	return p
+}
+
+func (x DiscoverySourceState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DiscoverySourceState) Descriptor() protoreflect.EnumDescriptor {
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
+}
+
+func (DiscoverySourceState) Type() protoreflect.EnumType {
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
+}
+
+func (x DiscoverySourceState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DiscoverySourceState.Descriptor instead.
+func (DiscoverySourceState) EnumDescriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
+}
+
 // Transport is how toolsvc reaches an upstream.
 type Transport int32
 
@@ -187,11 +247,11 @@ func (x Transport) String() string {
 }
 
 func (Transport) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[2].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
 }
 
 func (Transport) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[2]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
 }
 
 func (x Transport) Number() protoreflect.EnumNumber {
@@ -200,7 +260,7 @@ func (x Transport) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Transport.Descriptor instead.
 func (Transport) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{2}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
 }
 
 // ServerState is the supervision state of an upstream.
@@ -248,11 +308,11 @@ func (x ServerState) String() string {
 }
 
 func (ServerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[3].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[4].Descriptor()
 }
 
 func (ServerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[3]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[4]
 }
 
 func (x ServerState) Number() protoreflect.EnumNumber {
@@ -261,7 +321,7 @@ func (x ServerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ServerState.Descriptor instead.
 func (ServerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{3}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
 }
 
 // RefreshOutcome is the result of the last tools/list pass.
@@ -301,11 +361,11 @@ func (x RefreshOutcome) String() string {
 }
 
 func (RefreshOutcome) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[4].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[5].Descriptor()
 }
 
 func (RefreshOutcome) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[4]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[5]
 }
 
 func (x RefreshOutcome) Number() protoreflect.EnumNumber {
@@ -314,7 +374,7 @@ func (x RefreshOutcome) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RefreshOutcome.Descriptor instead.
 func (RefreshOutcome) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{4}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
 }
 
 // BreakerState is the state of an upstream's circuit breaker.
@@ -358,11 +418,11 @@ func (x BreakerState) String() string {
 }
 
 func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_toolsvc_v1_toolsvc_proto_enumTypes[5].Descriptor()
+	return file_toolsvc_v1_toolsvc_proto_enumTypes[6].Descriptor()
 }
 
 func (BreakerState) Type() protoreflect.EnumType {
-	return &file_toolsvc_v1_toolsvc_proto_enumTypes[5]
+	return &file_toolsvc_v1_toolsvc_proto_enumTypes[6]
 }
 
 func (x BreakerState) Number() protoreflect.EnumNumber {
@@ -371,7 +431,7 @@ func (x BreakerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BreakerState.Descriptor instead.
 func (BreakerState) EnumDescriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{5}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{6}
 }
 
 // CompleteRequest asks for completions of one argument.
@@ -4640,9 +4700,13 @@ type ListServersResponse struct {
 	Servers []*Server `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
 	// The configuration and the last reload attempt ("reload failed" shows
 	// here with its reason).
-	Config        *ConfigStatus `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Config *ConfigStatus `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// Kubernetes discovery's sources (one per kind of object and namespace),
+	// sorted by name; empty without a kubernetes section. Operator
+	// information, like config.
+	DiscoverySources []*DiscoverySource `protobuf:"bytes,3,rep,name=discovery_sources,json=discoverySources,proto3" json:"discovery_sources,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ListServersResponse) Reset() {
@@ -4689,6 +4753,109 @@ func (x *ListServersResponse) GetConfig() *ConfigStatus {
 	return nil
 }
 
+func (x *ListServersResponse) GetDiscoverySources() []*DiscoverySource {
+	if x != nil {
+		return x.DiscoverySources
+	}
+	return nil
+}
+
+// DiscoverySource is one Kubernetes discovery source: a kind of object
+// (MCPServers or annotated Services) in one namespace, or in all.
+type DiscoverySource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "mcpservers" or "services", with "/<namespace>" when namespaces are
+	// listed.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its state.
+	State DiscoverySourceState `protobuf:"varint,2,opt,name=state,proto3,enum=toolsvc.v1.DiscoverySourceState" json:"state,omitempty"`
+	// Since when it is in this state (a failure retried keeps the time of
+	// the first).
+	StateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=state_time,json=stateTime,proto3" json:"state_time,omitempty"`
+	// While FAILING: the API server's answer or the connection error (no
+	// credentials), at most 1 KiB.
+	LastError string `protobuf:"bytes,4,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// Whether a list has completed (its objects are in the catalog's
+	// configuration).
+	Synced bool `protobuf:"varint,5,opt,name=synced,proto3" json:"synced,omitempty"`
+	// Objects in its cache (upstreams and refused ones).
+	ObjectCount   int32 `protobuf:"varint,6,opt,name=object_count,json=objectCount,proto3" json:"object_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DiscoverySource) Reset() {
+	*x = DiscoverySource{}
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DiscoverySource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DiscoverySource) ProtoMessage() {}
+
+func (x *DiscoverySource) ProtoReflect() protoreflect.Message {
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DiscoverySource.ProtoReflect.Descriptor instead.
+func (*DiscoverySource) Descriptor() ([]byte, []int) {
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *DiscoverySource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DiscoverySource) GetState() DiscoverySourceState {
+	if x != nil {
+		return x.State
+	}
+	return DiscoverySourceState_DISCOVERY_SOURCE_STATE_UNSPECIFIED
+}
+
+func (x *DiscoverySource) GetStateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StateTime
+	}
+	return nil
+}
+
+func (x *DiscoverySource) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *DiscoverySource) GetSynced() bool {
+	if x != nil {
+		return x.Synced
+	}
+	return false
+}
+
+func (x *DiscoverySource) GetObjectCount() int32 {
+	if x != nil {
+		return x.ObjectCount
+	}
+	return 0
+}
+
 // Server is one configured upstream MCP server.
 type Server struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -4732,7 +4899,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +4911,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[57]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +4924,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{57}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Server) GetName() string {
@@ -4905,7 +5072,7 @@ type ConfigStatus struct {
 
 func (x *ConfigStatus) Reset() {
 	*x = ConfigStatus{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4917,7 +5084,7 @@ func (x *ConfigStatus) String() string {
 func (*ConfigStatus) ProtoMessage() {}
 
 func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[58]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4930,7 +5097,7 @@ func (x *ConfigStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigStatus.ProtoReflect.Descriptor instead.
 func (*ConfigStatus) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{58}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ConfigStatus) GetPath() string {
@@ -5030,7 +5197,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5042,7 +5209,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[59]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5055,7 +5222,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{59}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Resource) GetUri() string {
@@ -5146,7 +5313,7 @@ type ResourceTemplate struct {
 
 func (x *ResourceTemplate) Reset() {
 	*x = ResourceTemplate{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5158,7 +5325,7 @@ func (x *ResourceTemplate) String() string {
 func (*ResourceTemplate) ProtoMessage() {}
 
 func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[60]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5171,7 +5338,7 @@ func (x *ResourceTemplate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceTemplate.ProtoReflect.Descriptor instead.
 func (*ResourceTemplate) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{60}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ResourceTemplate) GetUriTemplate() string {
@@ -5249,7 +5416,7 @@ type ListResourcesRequest struct {
 
 func (x *ListResourcesRequest) Reset() {
 	*x = ListResourcesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5261,7 +5428,7 @@ func (x *ListResourcesRequest) String() string {
 func (*ListResourcesRequest) ProtoMessage() {}
 
 func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[61]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5274,7 +5441,7 @@ func (x *ListResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{61}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListResourcesRequest) GetPageSize() int32 {
@@ -5314,7 +5481,7 @@ type ListResourcesResponse struct {
 
 func (x *ListResourcesResponse) Reset() {
 	*x = ListResourcesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5326,7 +5493,7 @@ func (x *ListResourcesResponse) String() string {
 func (*ListResourcesResponse) ProtoMessage() {}
 
 func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[62]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5339,7 +5506,7 @@ func (x *ListResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourcesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{62}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListResourcesResponse) GetResources() []*Resource {
@@ -5378,7 +5545,7 @@ type ListResourceTemplatesRequest struct {
 
 func (x *ListResourceTemplatesRequest) Reset() {
 	*x = ListResourceTemplatesRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5390,7 +5557,7 @@ func (x *ListResourceTemplatesRequest) String() string {
 func (*ListResourceTemplatesRequest) ProtoMessage() {}
 
 func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[63]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5403,7 +5570,7 @@ func (x *ListResourceTemplatesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesRequest.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{63}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListResourceTemplatesRequest) GetPageSize() int32 {
@@ -5442,7 +5609,7 @@ type ListResourceTemplatesResponse struct {
 
 func (x *ListResourceTemplatesResponse) Reset() {
 	*x = ListResourceTemplatesResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5454,7 +5621,7 @@ func (x *ListResourceTemplatesResponse) String() string {
 func (*ListResourceTemplatesResponse) ProtoMessage() {}
 
 func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[64]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5467,7 +5634,7 @@ func (x *ListResourceTemplatesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResourceTemplatesResponse.ProtoReflect.Descriptor instead.
 func (*ListResourceTemplatesResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{64}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListResourceTemplatesResponse) GetResourceTemplates() []*ResourceTemplate {
@@ -5518,7 +5685,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[65]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5530,7 +5697,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[65]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5543,7 +5710,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{65}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ReadResourceRequest) GetServer() string {
@@ -5600,7 +5767,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[66]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5612,7 +5779,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[66]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5625,7 +5792,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{66}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReadResourceResponse) GetContents() []*ResourceContents {
@@ -5673,7 +5840,7 @@ type SubscribeResourceRequest struct {
 
 func (x *SubscribeResourceRequest) Reset() {
 	*x = SubscribeResourceRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[67]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5685,7 +5852,7 @@ func (x *SubscribeResourceRequest) String() string {
 func (*SubscribeResourceRequest) ProtoMessage() {}
 
 func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[67]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5698,7 +5865,7 @@ func (x *SubscribeResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{67}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SubscribeResourceRequest) GetServer() string {
@@ -5741,7 +5908,7 @@ type SubscribeResourceResponse struct {
 
 func (x *SubscribeResourceResponse) Reset() {
 	*x = SubscribeResourceResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[68]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5753,7 +5920,7 @@ func (x *SubscribeResourceResponse) String() string {
 func (*SubscribeResourceResponse) ProtoMessage() {}
 
 func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[68]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5766,7 +5933,7 @@ func (x *SubscribeResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResourceResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResourceResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{68}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SubscribeResourceResponse) GetVersion() string {
@@ -5830,7 +5997,7 @@ type ResourceUnchanged struct {
 
 func (x *ResourceUnchanged) Reset() {
 	*x = ResourceUnchanged{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[69]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5842,7 +6009,7 @@ func (x *ResourceUnchanged) String() string {
 func (*ResourceUnchanged) ProtoMessage() {}
 
 func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[69]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5855,7 +6022,7 @@ func (x *ResourceUnchanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceUnchanged.ProtoReflect.Descriptor instead.
 func (*ResourceUnchanged) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{69}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{70}
 }
 
 // Prompt is one prompt of the merged prompt list.
@@ -5882,7 +6049,7 @@ type Prompt struct {
 
 func (x *Prompt) Reset() {
 	*x = Prompt{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[70]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5894,7 +6061,7 @@ func (x *Prompt) String() string {
 func (*Prompt) ProtoMessage() {}
 
 func (x *Prompt) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[70]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5907,7 +6074,7 @@ func (x *Prompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Prompt.ProtoReflect.Descriptor instead.
 func (*Prompt) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{70}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *Prompt) GetName() string {
@@ -5976,7 +6143,7 @@ type PromptArgument struct {
 
 func (x *PromptArgument) Reset() {
 	*x = PromptArgument{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[71]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5988,7 +6155,7 @@ func (x *PromptArgument) String() string {
 func (*PromptArgument) ProtoMessage() {}
 
 func (x *PromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[71]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6001,7 +6168,7 @@ func (x *PromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptArgument.ProtoReflect.Descriptor instead.
 func (*PromptArgument) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{71}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *PromptArgument) GetName() string {
@@ -6045,7 +6212,7 @@ type ListPromptsRequest struct {
 
 func (x *ListPromptsRequest) Reset() {
 	*x = ListPromptsRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[72]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6057,7 +6224,7 @@ func (x *ListPromptsRequest) String() string {
 func (*ListPromptsRequest) ProtoMessage() {}
 
 func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[72]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6070,7 +6237,7 @@ func (x *ListPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{72}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListPromptsRequest) GetPageSize() int32 {
@@ -6102,7 +6269,7 @@ type ListPromptsResponse struct {
 
 func (x *ListPromptsResponse) Reset() {
 	*x = ListPromptsResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[73]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6114,7 +6281,7 @@ func (x *ListPromptsResponse) String() string {
 func (*ListPromptsResponse) ProtoMessage() {}
 
 func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[73]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6127,7 +6294,7 @@ func (x *ListPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{73}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListPromptsResponse) GetPrompts() []*Prompt {
@@ -6175,7 +6342,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[74]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6187,7 +6354,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[74]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6200,7 +6367,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{74}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetPromptRequest) GetName() string {
@@ -6257,7 +6424,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[75]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6269,7 +6436,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[75]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6282,7 +6449,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{75}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -6326,7 +6493,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[76]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6338,7 +6505,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[76]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6351,7 +6518,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{76}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -6381,7 +6548,7 @@ type ResourceKey struct {
 
 func (x *ResourceKey) Reset() {
 	*x = ResourceKey{}
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[77]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6393,7 +6560,7 @@ func (x *ResourceKey) String() string {
 func (*ResourceKey) ProtoMessage() {}
 
 func (x *ResourceKey) ProtoReflect() protoreflect.Message {
-	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[77]
+	mi := &file_toolsvc_v1_toolsvc_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6406,7 +6573,7 @@ func (x *ResourceKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceKey.ProtoReflect.Descriptor instead.
 func (*ResourceKey) Descriptor() ([]byte, []int) {
-	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{77}
+	return file_toolsvc_v1_toolsvc_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ResourceKey) GetServer() string {
@@ -6720,10 +6887,20 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x0fremoved_prompts\x18\x19 \x03(\tR\x0eremovedPrompts\"\x0f\n" +
 	"\rCatalogSynced\"\x11\n" +
 	"\x0fCatalogProgress\"\x14\n" +
-	"\x12ListServersRequest\"u\n" +
+	"\x12ListServersRequest\"\xbf\x01\n" +
 	"\x13ListServersResponse\x12,\n" +
 	"\aservers\x18\x01 \x03(\v2\x12.toolsvc.v1.ServerR\aservers\x120\n" +
-	"\x06config\x18\x02 \x01(\v2\x18.toolsvc.v1.ConfigStatusR\x06config\"\x8c\x06\n" +
+	"\x06config\x18\x02 \x01(\v2\x18.toolsvc.v1.ConfigStatusR\x06config\x12H\n" +
+	"\x11discovery_sources\x18\x03 \x03(\v2\x1b.toolsvc.v1.DiscoverySourceR\x10discoverySources\"\xf2\x01\n" +
+	"\x0fDiscoverySource\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x126\n" +
+	"\x05state\x18\x02 \x01(\x0e2 .toolsvc.v1.DiscoverySourceStateR\x05state\x129\n" +
+	"\n" +
+	"state_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstateTime\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x04 \x01(\tR\tlastError\x12\x16\n" +
+	"\x06synced\x18\x05 \x01(\bR\x06synced\x12!\n" +
+	"\fobject_count\x18\x06 \x01(\x05R\vobjectCount\"\x8c\x06\n" +
 	"\x06Server\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\ttransport\x18\x02 \x01(\x0e2\x15.toolsvc.v1.TransportR\ttransport\x12-\n" +
@@ -6868,7 +7045,12 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x1aTASK_STATUS_INPUT_REQUIRED\x10\x02\x12\x19\n" +
 	"\x15TASK_STATUS_COMPLETED\x10\x03\x12\x16\n" +
 	"\x12TASK_STATUS_FAILED\x10\x04\x12\x19\n" +
-	"\x15TASK_STATUS_CANCELLED\x10\x05*m\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\x05*\xab\x01\n" +
+	"\x14DiscoverySourceState\x12&\n" +
+	"\"DISCOVERY_SOURCE_STATE_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eDISCOVERY_SOURCE_STATE_LISTING\x10\x01\x12#\n" +
+	"\x1fDISCOVERY_SOURCE_STATE_WATCHING\x10\x02\x12\"\n" +
+	"\x1eDISCOVERY_SOURCE_STATE_FAILING\x10\x03*m\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
@@ -6923,263 +7105,268 @@ func file_toolsvc_v1_toolsvc_proto_rawDescGZIP() []byte {
 	return file_toolsvc_v1_toolsvc_proto_rawDescData
 }
 
-var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_toolsvc_v1_toolsvc_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
+var file_toolsvc_v1_toolsvc_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_toolsvc_v1_toolsvc_proto_goTypes = []any{
 	(SchemaFormat)(0),                     // 0: toolsvc.v1.SchemaFormat
 	(TaskStatus)(0),                       // 1: toolsvc.v1.TaskStatus
-	(Transport)(0),                        // 2: toolsvc.v1.Transport
-	(ServerState)(0),                      // 3: toolsvc.v1.ServerState
-	(RefreshOutcome)(0),                   // 4: toolsvc.v1.RefreshOutcome
-	(BreakerState)(0),                     // 5: toolsvc.v1.BreakerState
-	(*CompleteRequest)(nil),               // 6: toolsvc.v1.CompleteRequest
-	(*CompleteResponse)(nil),              // 7: toolsvc.v1.CompleteResponse
-	(*Tool)(nil),                          // 8: toolsvc.v1.Tool
-	(*ToolAnnotations)(nil),               // 9: toolsvc.v1.ToolAnnotations
-	(*ListToolsRequest)(nil),              // 10: toolsvc.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),             // 11: toolsvc.v1.ListToolsResponse
-	(*SearchToolsRequest)(nil),            // 12: toolsvc.v1.SearchToolsRequest
-	(*ToolHintFilter)(nil),                // 13: toolsvc.v1.ToolHintFilter
-	(*SearchToolsResponse)(nil),           // 14: toolsvc.v1.SearchToolsResponse
-	(*SearchResult)(nil),                  // 15: toolsvc.v1.SearchResult
-	(*CallToolRequest)(nil),               // 16: toolsvc.v1.CallToolRequest
-	(*TaskOptions)(nil),                   // 17: toolsvc.v1.TaskOptions
-	(*CallToolStreamRequest)(nil),         // 18: toolsvc.v1.CallToolStreamRequest
-	(*CallToolStreamResponse)(nil),        // 19: toolsvc.v1.CallToolStreamResponse
-	(*CallToolLog)(nil),                   // 20: toolsvc.v1.CallToolLog
-	(*InputCapabilities)(nil),             // 21: toolsvc.v1.InputCapabilities
-	(*InputRequired)(nil),                 // 22: toolsvc.v1.InputRequired
-	(*InputRequest)(nil),                  // 23: toolsvc.v1.InputRequest
-	(*ElicitationRequest)(nil),            // 24: toolsvc.v1.ElicitationRequest
-	(*ElicitationURLRequest)(nil),         // 25: toolsvc.v1.ElicitationURLRequest
-	(*SamplingRequest)(nil),               // 26: toolsvc.v1.SamplingRequest
-	(*RootsRequest)(nil),                  // 27: toolsvc.v1.RootsRequest
-	(*InputResponse)(nil),                 // 28: toolsvc.v1.InputResponse
-	(*ElicitationResponse)(nil),           // 29: toolsvc.v1.ElicitationResponse
-	(*SamplingResponse)(nil),              // 30: toolsvc.v1.SamplingResponse
-	(*RootsResponse)(nil),                 // 31: toolsvc.v1.RootsResponse
-	(*Root)(nil),                          // 32: toolsvc.v1.Root
-	(*CallToolProgress)(nil),              // 33: toolsvc.v1.CallToolProgress
-	(*CallToolResponse)(nil),              // 34: toolsvc.v1.CallToolResponse
-	(*Task)(nil),                          // 35: toolsvc.v1.Task
-	(*TaskError)(nil),                     // 36: toolsvc.v1.TaskError
-	(*GetTaskRequest)(nil),                // 37: toolsvc.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),               // 38: toolsvc.v1.GetTaskResponse
-	(*WatchTaskRequest)(nil),              // 39: toolsvc.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),             // 40: toolsvc.v1.WatchTaskResponse
-	(*CancelTaskRequest)(nil),             // 41: toolsvc.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),            // 42: toolsvc.v1.CancelTaskResponse
-	(*ListTasksRequest)(nil),              // 43: toolsvc.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),             // 44: toolsvc.v1.ListTasksResponse
-	(*UpdateTaskRequest)(nil),             // 45: toolsvc.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),            // 46: toolsvc.v1.UpdateTaskResponse
-	(*Content)(nil),                       // 47: toolsvc.v1.Content
-	(*Annotations)(nil),                   // 48: toolsvc.v1.Annotations
-	(*TextContent)(nil),                   // 49: toolsvc.v1.TextContent
-	(*ImageContent)(nil),                  // 50: toolsvc.v1.ImageContent
-	(*AudioContent)(nil),                  // 51: toolsvc.v1.AudioContent
-	(*ResourceLink)(nil),                  // 52: toolsvc.v1.ResourceLink
-	(*EmbeddedResource)(nil),              // 53: toolsvc.v1.EmbeddedResource
-	(*ResourceContents)(nil),              // 54: toolsvc.v1.ResourceContents
-	(*WatchCatalogRequest)(nil),           // 55: toolsvc.v1.WatchCatalogRequest
-	(*WatchCatalogResponse)(nil),          // 56: toolsvc.v1.WatchCatalogResponse
-	(*CatalogSnapshot)(nil),               // 57: toolsvc.v1.CatalogSnapshot
-	(*CatalogChanges)(nil),                // 58: toolsvc.v1.CatalogChanges
-	(*CatalogSynced)(nil),                 // 59: toolsvc.v1.CatalogSynced
-	(*CatalogProgress)(nil),               // 60: toolsvc.v1.CatalogProgress
-	(*ListServersRequest)(nil),            // 61: toolsvc.v1.ListServersRequest
-	(*ListServersResponse)(nil),           // 62: toolsvc.v1.ListServersResponse
-	(*Server)(nil),                        // 63: toolsvc.v1.Server
-	(*ConfigStatus)(nil),                  // 64: toolsvc.v1.ConfigStatus
-	(*Resource)(nil),                      // 65: toolsvc.v1.Resource
-	(*ResourceTemplate)(nil),              // 66: toolsvc.v1.ResourceTemplate
-	(*ListResourcesRequest)(nil),          // 67: toolsvc.v1.ListResourcesRequest
-	(*ListResourcesResponse)(nil),         // 68: toolsvc.v1.ListResourcesResponse
-	(*ListResourceTemplatesRequest)(nil),  // 69: toolsvc.v1.ListResourceTemplatesRequest
-	(*ListResourceTemplatesResponse)(nil), // 70: toolsvc.v1.ListResourceTemplatesResponse
-	(*ReadResourceRequest)(nil),           // 71: toolsvc.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),          // 72: toolsvc.v1.ReadResourceResponse
-	(*SubscribeResourceRequest)(nil),      // 73: toolsvc.v1.SubscribeResourceRequest
-	(*SubscribeResourceResponse)(nil),     // 74: toolsvc.v1.SubscribeResourceResponse
-	(*ResourceUnchanged)(nil),             // 75: toolsvc.v1.ResourceUnchanged
-	(*Prompt)(nil),                        // 76: toolsvc.v1.Prompt
-	(*PromptArgument)(nil),                // 77: toolsvc.v1.PromptArgument
-	(*ListPromptsRequest)(nil),            // 78: toolsvc.v1.ListPromptsRequest
-	(*ListPromptsResponse)(nil),           // 79: toolsvc.v1.ListPromptsResponse
-	(*GetPromptRequest)(nil),              // 80: toolsvc.v1.GetPromptRequest
-	(*GetPromptResponse)(nil),             // 81: toolsvc.v1.GetPromptResponse
-	(*PromptMessage)(nil),                 // 82: toolsvc.v1.PromptMessage
-	(*ResourceKey)(nil),                   // 83: toolsvc.v1.ResourceKey
-	nil,                                   // 84: toolsvc.v1.CompleteRequest.ContextArgumentsEntry
-	nil,                                   // 85: toolsvc.v1.TaskError.MetadataEntry
-	nil,                                   // 86: toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	(*structpb.Struct)(nil),               // 87: google.protobuf.Struct
-	(*durationpb.Duration)(nil),           // 88: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 89: google.protobuf.Timestamp
+	(DiscoverySourceState)(0),             // 2: toolsvc.v1.DiscoverySourceState
+	(Transport)(0),                        // 3: toolsvc.v1.Transport
+	(ServerState)(0),                      // 4: toolsvc.v1.ServerState
+	(RefreshOutcome)(0),                   // 5: toolsvc.v1.RefreshOutcome
+	(BreakerState)(0),                     // 6: toolsvc.v1.BreakerState
+	(*CompleteRequest)(nil),               // 7: toolsvc.v1.CompleteRequest
+	(*CompleteResponse)(nil),              // 8: toolsvc.v1.CompleteResponse
+	(*Tool)(nil),                          // 9: toolsvc.v1.Tool
+	(*ToolAnnotations)(nil),               // 10: toolsvc.v1.ToolAnnotations
+	(*ListToolsRequest)(nil),              // 11: toolsvc.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),             // 12: toolsvc.v1.ListToolsResponse
+	(*SearchToolsRequest)(nil),            // 13: toolsvc.v1.SearchToolsRequest
+	(*ToolHintFilter)(nil),                // 14: toolsvc.v1.ToolHintFilter
+	(*SearchToolsResponse)(nil),           // 15: toolsvc.v1.SearchToolsResponse
+	(*SearchResult)(nil),                  // 16: toolsvc.v1.SearchResult
+	(*CallToolRequest)(nil),               // 17: toolsvc.v1.CallToolRequest
+	(*TaskOptions)(nil),                   // 18: toolsvc.v1.TaskOptions
+	(*CallToolStreamRequest)(nil),         // 19: toolsvc.v1.CallToolStreamRequest
+	(*CallToolStreamResponse)(nil),        // 20: toolsvc.v1.CallToolStreamResponse
+	(*CallToolLog)(nil),                   // 21: toolsvc.v1.CallToolLog
+	(*InputCapabilities)(nil),             // 22: toolsvc.v1.InputCapabilities
+	(*InputRequired)(nil),                 // 23: toolsvc.v1.InputRequired
+	(*InputRequest)(nil),                  // 24: toolsvc.v1.InputRequest
+	(*ElicitationRequest)(nil),            // 25: toolsvc.v1.ElicitationRequest
+	(*ElicitationURLRequest)(nil),         // 26: toolsvc.v1.ElicitationURLRequest
+	(*SamplingRequest)(nil),               // 27: toolsvc.v1.SamplingRequest
+	(*RootsRequest)(nil),                  // 28: toolsvc.v1.RootsRequest
+	(*InputResponse)(nil),                 // 29: toolsvc.v1.InputResponse
+	(*ElicitationResponse)(nil),           // 30: toolsvc.v1.ElicitationResponse
+	(*SamplingResponse)(nil),              // 31: toolsvc.v1.SamplingResponse
+	(*RootsResponse)(nil),                 // 32: toolsvc.v1.RootsResponse
+	(*Root)(nil),                          // 33: toolsvc.v1.Root
+	(*CallToolProgress)(nil),              // 34: toolsvc.v1.CallToolProgress
+	(*CallToolResponse)(nil),              // 35: toolsvc.v1.CallToolResponse
+	(*Task)(nil),                          // 36: toolsvc.v1.Task
+	(*TaskError)(nil),                     // 37: toolsvc.v1.TaskError
+	(*GetTaskRequest)(nil),                // 38: toolsvc.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),               // 39: toolsvc.v1.GetTaskResponse
+	(*WatchTaskRequest)(nil),              // 40: toolsvc.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),             // 41: toolsvc.v1.WatchTaskResponse
+	(*CancelTaskRequest)(nil),             // 42: toolsvc.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),            // 43: toolsvc.v1.CancelTaskResponse
+	(*ListTasksRequest)(nil),              // 44: toolsvc.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),             // 45: toolsvc.v1.ListTasksResponse
+	(*UpdateTaskRequest)(nil),             // 46: toolsvc.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),            // 47: toolsvc.v1.UpdateTaskResponse
+	(*Content)(nil),                       // 48: toolsvc.v1.Content
+	(*Annotations)(nil),                   // 49: toolsvc.v1.Annotations
+	(*TextContent)(nil),                   // 50: toolsvc.v1.TextContent
+	(*ImageContent)(nil),                  // 51: toolsvc.v1.ImageContent
+	(*AudioContent)(nil),                  // 52: toolsvc.v1.AudioContent
+	(*ResourceLink)(nil),                  // 53: toolsvc.v1.ResourceLink
+	(*EmbeddedResource)(nil),              // 54: toolsvc.v1.EmbeddedResource
+	(*ResourceContents)(nil),              // 55: toolsvc.v1.ResourceContents
+	(*WatchCatalogRequest)(nil),           // 56: toolsvc.v1.WatchCatalogRequest
+	(*WatchCatalogResponse)(nil),          // 57: toolsvc.v1.WatchCatalogResponse
+	(*CatalogSnapshot)(nil),               // 58: toolsvc.v1.CatalogSnapshot
+	(*CatalogChanges)(nil),                // 59: toolsvc.v1.CatalogChanges
+	(*CatalogSynced)(nil),                 // 60: toolsvc.v1.CatalogSynced
+	(*CatalogProgress)(nil),               // 61: toolsvc.v1.CatalogProgress
+	(*ListServersRequest)(nil),            // 62: toolsvc.v1.ListServersRequest
+	(*ListServersResponse)(nil),           // 63: toolsvc.v1.ListServersResponse
+	(*DiscoverySource)(nil),               // 64: toolsvc.v1.DiscoverySource
+	(*Server)(nil),                        // 65: toolsvc.v1.Server
+	(*ConfigStatus)(nil),                  // 66: toolsvc.v1.ConfigStatus
+	(*Resource)(nil),                      // 67: toolsvc.v1.Resource
+	(*ResourceTemplate)(nil),              // 68: toolsvc.v1.ResourceTemplate
+	(*ListResourcesRequest)(nil),          // 69: toolsvc.v1.ListResourcesRequest
+	(*ListResourcesResponse)(nil),         // 70: toolsvc.v1.ListResourcesResponse
+	(*ListResourceTemplatesRequest)(nil),  // 71: toolsvc.v1.ListResourceTemplatesRequest
+	(*ListResourceTemplatesResponse)(nil), // 72: toolsvc.v1.ListResourceTemplatesResponse
+	(*ReadResourceRequest)(nil),           // 73: toolsvc.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),          // 74: toolsvc.v1.ReadResourceResponse
+	(*SubscribeResourceRequest)(nil),      // 75: toolsvc.v1.SubscribeResourceRequest
+	(*SubscribeResourceResponse)(nil),     // 76: toolsvc.v1.SubscribeResourceResponse
+	(*ResourceUnchanged)(nil),             // 77: toolsvc.v1.ResourceUnchanged
+	(*Prompt)(nil),                        // 78: toolsvc.v1.Prompt
+	(*PromptArgument)(nil),                // 79: toolsvc.v1.PromptArgument
+	(*ListPromptsRequest)(nil),            // 80: toolsvc.v1.ListPromptsRequest
+	(*ListPromptsResponse)(nil),           // 81: toolsvc.v1.ListPromptsResponse
+	(*GetPromptRequest)(nil),              // 82: toolsvc.v1.GetPromptRequest
+	(*GetPromptResponse)(nil),             // 83: toolsvc.v1.GetPromptResponse
+	(*PromptMessage)(nil),                 // 84: toolsvc.v1.PromptMessage
+	(*ResourceKey)(nil),                   // 85: toolsvc.v1.ResourceKey
+	nil,                                   // 86: toolsvc.v1.CompleteRequest.ContextArgumentsEntry
+	nil,                                   // 87: toolsvc.v1.TaskError.MetadataEntry
+	nil,                                   // 88: toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	(*structpb.Struct)(nil),               // 89: google.protobuf.Struct
+	(*durationpb.Duration)(nil),           // 90: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 91: google.protobuf.Timestamp
 }
 var file_toolsvc_v1_toolsvc_proto_depIdxs = []int32{
-	83,  // 0: toolsvc.v1.CompleteRequest.resource_template:type_name -> toolsvc.v1.ResourceKey
-	84,  // 1: toolsvc.v1.CompleteRequest.context_arguments:type_name -> toolsvc.v1.CompleteRequest.ContextArgumentsEntry
-	87,  // 2: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
-	87,  // 3: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
-	9,   // 4: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
-	87,  // 5: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
+	85,  // 0: toolsvc.v1.CompleteRequest.resource_template:type_name -> toolsvc.v1.ResourceKey
+	86,  // 1: toolsvc.v1.CompleteRequest.context_arguments:type_name -> toolsvc.v1.CompleteRequest.ContextArgumentsEntry
+	89,  // 2: toolsvc.v1.Tool.input_schema:type_name -> google.protobuf.Struct
+	89,  // 3: toolsvc.v1.Tool.output_schema:type_name -> google.protobuf.Struct
+	10,  // 4: toolsvc.v1.Tool.annotations:type_name -> toolsvc.v1.ToolAnnotations
+	89,  // 5: toolsvc.v1.Tool.meta:type_name -> google.protobuf.Struct
 	0,   // 6: toolsvc.v1.ListToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	8,   // 7: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
-	13,  // 8: toolsvc.v1.SearchToolsRequest.hints:type_name -> toolsvc.v1.ToolHintFilter
+	9,   // 7: toolsvc.v1.ListToolsResponse.tools:type_name -> toolsvc.v1.Tool
+	14,  // 8: toolsvc.v1.SearchToolsRequest.hints:type_name -> toolsvc.v1.ToolHintFilter
 	0,   // 9: toolsvc.v1.SearchToolsRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	15,  // 10: toolsvc.v1.SearchToolsResponse.results:type_name -> toolsvc.v1.SearchResult
-	8,   // 11: toolsvc.v1.SearchResult.tool:type_name -> toolsvc.v1.Tool
-	87,  // 12: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
-	21,  // 13: toolsvc.v1.CallToolRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	28,  // 14: toolsvc.v1.CallToolRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	17,  // 15: toolsvc.v1.CallToolRequest.task:type_name -> toolsvc.v1.TaskOptions
-	88,  // 16: toolsvc.v1.TaskOptions.ttl:type_name -> google.protobuf.Duration
-	87,  // 17: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
-	21,  // 18: toolsvc.v1.CallToolStreamRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	28,  // 19: toolsvc.v1.CallToolStreamRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	33,  // 20: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
-	34,  // 21: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	20,  // 22: toolsvc.v1.CallToolStreamResponse.log:type_name -> toolsvc.v1.CallToolLog
-	23,  // 23: toolsvc.v1.InputRequired.requests:type_name -> toolsvc.v1.InputRequest
-	89,  // 24: toolsvc.v1.InputRequired.expire_time:type_name -> google.protobuf.Timestamp
-	24,  // 25: toolsvc.v1.InputRequest.elicitation:type_name -> toolsvc.v1.ElicitationRequest
-	25,  // 26: toolsvc.v1.InputRequest.elicitation_url:type_name -> toolsvc.v1.ElicitationURLRequest
-	26,  // 27: toolsvc.v1.InputRequest.sampling:type_name -> toolsvc.v1.SamplingRequest
-	27,  // 28: toolsvc.v1.InputRequest.roots:type_name -> toolsvc.v1.RootsRequest
-	29,  // 29: toolsvc.v1.InputResponse.elicitation:type_name -> toolsvc.v1.ElicitationResponse
-	30,  // 30: toolsvc.v1.InputResponse.sampling:type_name -> toolsvc.v1.SamplingResponse
-	31,  // 31: toolsvc.v1.InputResponse.roots:type_name -> toolsvc.v1.RootsResponse
-	32,  // 32: toolsvc.v1.RootsResponse.roots:type_name -> toolsvc.v1.Root
-	47,  // 33: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
-	87,  // 34: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
-	87,  // 35: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
-	22,  // 36: toolsvc.v1.CallToolResponse.input_required:type_name -> toolsvc.v1.InputRequired
-	35,  // 37: toolsvc.v1.CallToolResponse.task:type_name -> toolsvc.v1.Task
+	16,  // 10: toolsvc.v1.SearchToolsResponse.results:type_name -> toolsvc.v1.SearchResult
+	9,   // 11: toolsvc.v1.SearchResult.tool:type_name -> toolsvc.v1.Tool
+	89,  // 12: toolsvc.v1.CallToolRequest.arguments:type_name -> google.protobuf.Struct
+	22,  // 13: toolsvc.v1.CallToolRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	29,  // 14: toolsvc.v1.CallToolRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	18,  // 15: toolsvc.v1.CallToolRequest.task:type_name -> toolsvc.v1.TaskOptions
+	90,  // 16: toolsvc.v1.TaskOptions.ttl:type_name -> google.protobuf.Duration
+	89,  // 17: toolsvc.v1.CallToolStreamRequest.arguments:type_name -> google.protobuf.Struct
+	22,  // 18: toolsvc.v1.CallToolStreamRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	29,  // 19: toolsvc.v1.CallToolStreamRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	34,  // 20: toolsvc.v1.CallToolStreamResponse.progress:type_name -> toolsvc.v1.CallToolProgress
+	35,  // 21: toolsvc.v1.CallToolStreamResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	21,  // 22: toolsvc.v1.CallToolStreamResponse.log:type_name -> toolsvc.v1.CallToolLog
+	24,  // 23: toolsvc.v1.InputRequired.requests:type_name -> toolsvc.v1.InputRequest
+	91,  // 24: toolsvc.v1.InputRequired.expire_time:type_name -> google.protobuf.Timestamp
+	25,  // 25: toolsvc.v1.InputRequest.elicitation:type_name -> toolsvc.v1.ElicitationRequest
+	26,  // 26: toolsvc.v1.InputRequest.elicitation_url:type_name -> toolsvc.v1.ElicitationURLRequest
+	27,  // 27: toolsvc.v1.InputRequest.sampling:type_name -> toolsvc.v1.SamplingRequest
+	28,  // 28: toolsvc.v1.InputRequest.roots:type_name -> toolsvc.v1.RootsRequest
+	30,  // 29: toolsvc.v1.InputResponse.elicitation:type_name -> toolsvc.v1.ElicitationResponse
+	31,  // 30: toolsvc.v1.InputResponse.sampling:type_name -> toolsvc.v1.SamplingResponse
+	32,  // 31: toolsvc.v1.InputResponse.roots:type_name -> toolsvc.v1.RootsResponse
+	33,  // 32: toolsvc.v1.RootsResponse.roots:type_name -> toolsvc.v1.Root
+	48,  // 33: toolsvc.v1.CallToolResponse.content:type_name -> toolsvc.v1.Content
+	89,  // 34: toolsvc.v1.CallToolResponse.structured_content:type_name -> google.protobuf.Struct
+	89,  // 35: toolsvc.v1.CallToolResponse.meta:type_name -> google.protobuf.Struct
+	23,  // 36: toolsvc.v1.CallToolResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	36,  // 37: toolsvc.v1.CallToolResponse.task:type_name -> toolsvc.v1.Task
 	1,   // 38: toolsvc.v1.Task.status:type_name -> toolsvc.v1.TaskStatus
-	89,  // 39: toolsvc.v1.Task.create_time:type_name -> google.protobuf.Timestamp
-	89,  // 40: toolsvc.v1.Task.update_time:type_name -> google.protobuf.Timestamp
-	88,  // 41: toolsvc.v1.Task.ttl:type_name -> google.protobuf.Duration
-	88,  // 42: toolsvc.v1.Task.poll_interval:type_name -> google.protobuf.Duration
-	22,  // 43: toolsvc.v1.Task.input_required:type_name -> toolsvc.v1.InputRequired
-	85,  // 44: toolsvc.v1.TaskError.metadata:type_name -> toolsvc.v1.TaskError.MetadataEntry
-	35,  // 45: toolsvc.v1.GetTaskResponse.task:type_name -> toolsvc.v1.Task
-	34,  // 46: toolsvc.v1.GetTaskResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	36,  // 47: toolsvc.v1.GetTaskResponse.error:type_name -> toolsvc.v1.TaskError
-	35,  // 48: toolsvc.v1.WatchTaskResponse.task:type_name -> toolsvc.v1.Task
-	34,  // 49: toolsvc.v1.WatchTaskResponse.result:type_name -> toolsvc.v1.CallToolResponse
-	36,  // 50: toolsvc.v1.WatchTaskResponse.error:type_name -> toolsvc.v1.TaskError
-	35,  // 51: toolsvc.v1.CancelTaskResponse.task:type_name -> toolsvc.v1.Task
-	35,  // 52: toolsvc.v1.ListTasksResponse.tasks:type_name -> toolsvc.v1.Task
-	28,  // 53: toolsvc.v1.UpdateTaskRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	35,  // 54: toolsvc.v1.UpdateTaskResponse.task:type_name -> toolsvc.v1.Task
-	49,  // 55: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
-	50,  // 56: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
-	51,  // 57: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
-	52,  // 58: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
-	53,  // 59: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
-	48,  // 60: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
-	87,  // 61: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
-	48,  // 62: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
-	87,  // 63: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
-	48,  // 64: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
-	87,  // 65: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
-	48,  // 66: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
-	87,  // 67: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
-	54,  // 68: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
-	48,  // 69: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
-	87,  // 70: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
-	87,  // 71: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	91,  // 39: toolsvc.v1.Task.create_time:type_name -> google.protobuf.Timestamp
+	91,  // 40: toolsvc.v1.Task.update_time:type_name -> google.protobuf.Timestamp
+	90,  // 41: toolsvc.v1.Task.ttl:type_name -> google.protobuf.Duration
+	90,  // 42: toolsvc.v1.Task.poll_interval:type_name -> google.protobuf.Duration
+	23,  // 43: toolsvc.v1.Task.input_required:type_name -> toolsvc.v1.InputRequired
+	87,  // 44: toolsvc.v1.TaskError.metadata:type_name -> toolsvc.v1.TaskError.MetadataEntry
+	36,  // 45: toolsvc.v1.GetTaskResponse.task:type_name -> toolsvc.v1.Task
+	35,  // 46: toolsvc.v1.GetTaskResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	37,  // 47: toolsvc.v1.GetTaskResponse.error:type_name -> toolsvc.v1.TaskError
+	36,  // 48: toolsvc.v1.WatchTaskResponse.task:type_name -> toolsvc.v1.Task
+	35,  // 49: toolsvc.v1.WatchTaskResponse.result:type_name -> toolsvc.v1.CallToolResponse
+	37,  // 50: toolsvc.v1.WatchTaskResponse.error:type_name -> toolsvc.v1.TaskError
+	36,  // 51: toolsvc.v1.CancelTaskResponse.task:type_name -> toolsvc.v1.Task
+	36,  // 52: toolsvc.v1.ListTasksResponse.tasks:type_name -> toolsvc.v1.Task
+	29,  // 53: toolsvc.v1.UpdateTaskRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	36,  // 54: toolsvc.v1.UpdateTaskResponse.task:type_name -> toolsvc.v1.Task
+	50,  // 55: toolsvc.v1.Content.text:type_name -> toolsvc.v1.TextContent
+	51,  // 56: toolsvc.v1.Content.image:type_name -> toolsvc.v1.ImageContent
+	52,  // 57: toolsvc.v1.Content.audio:type_name -> toolsvc.v1.AudioContent
+	53,  // 58: toolsvc.v1.Content.resource_link:type_name -> toolsvc.v1.ResourceLink
+	54,  // 59: toolsvc.v1.Content.resource:type_name -> toolsvc.v1.EmbeddedResource
+	49,  // 60: toolsvc.v1.TextContent.annotations:type_name -> toolsvc.v1.Annotations
+	89,  // 61: toolsvc.v1.TextContent.meta:type_name -> google.protobuf.Struct
+	49,  // 62: toolsvc.v1.ImageContent.annotations:type_name -> toolsvc.v1.Annotations
+	89,  // 63: toolsvc.v1.ImageContent.meta:type_name -> google.protobuf.Struct
+	49,  // 64: toolsvc.v1.AudioContent.annotations:type_name -> toolsvc.v1.Annotations
+	89,  // 65: toolsvc.v1.AudioContent.meta:type_name -> google.protobuf.Struct
+	49,  // 66: toolsvc.v1.ResourceLink.annotations:type_name -> toolsvc.v1.Annotations
+	89,  // 67: toolsvc.v1.ResourceLink.meta:type_name -> google.protobuf.Struct
+	55,  // 68: toolsvc.v1.EmbeddedResource.resource:type_name -> toolsvc.v1.ResourceContents
+	49,  // 69: toolsvc.v1.EmbeddedResource.annotations:type_name -> toolsvc.v1.Annotations
+	89,  // 70: toolsvc.v1.EmbeddedResource.meta:type_name -> google.protobuf.Struct
+	89,  // 71: toolsvc.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
 	0,   // 72: toolsvc.v1.WatchCatalogRequest.schema_format:type_name -> toolsvc.v1.SchemaFormat
-	57,  // 73: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
-	58,  // 74: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
-	59,  // 75: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
-	60,  // 76: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
-	8,   // 77: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
-	65,  // 78: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
-	66,  // 79: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	76,  // 80: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
-	8,   // 81: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
-	65,  // 82: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
-	83,  // 83: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
-	66,  // 84: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	83,  // 85: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
-	76,  // 86: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
-	63,  // 87: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
-	64,  // 88: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
-	2,   // 89: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
-	3,   // 90: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
-	89,  // 91: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
-	4,   // 92: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
-	5,   // 93: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
-	89,  // 94: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
-	89,  // 95: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
-	89,  // 96: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
-	89,  // 97: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
-	48,  // 98: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
-	87,  // 99: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
-	48,  // 100: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
-	87,  // 101: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
-	65,  // 102: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
-	66,  // 103: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
-	21,  // 104: toolsvc.v1.ReadResourceRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	28,  // 105: toolsvc.v1.ReadResourceRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	54,  // 106: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
-	87,  // 107: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
-	22,  // 108: toolsvc.v1.ReadResourceResponse.input_required:type_name -> toolsvc.v1.InputRequired
-	72,  // 109: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
-	75,  // 110: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
-	77,  // 111: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
-	87,  // 112: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
-	76,  // 113: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
-	86,  // 114: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
-	21,  // 115: toolsvc.v1.GetPromptRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
-	28,  // 116: toolsvc.v1.GetPromptRequest.input_responses:type_name -> toolsvc.v1.InputResponse
-	82,  // 117: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
-	87,  // 118: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
-	22,  // 119: toolsvc.v1.GetPromptResponse.input_required:type_name -> toolsvc.v1.InputRequired
-	47,  // 120: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
-	10,  // 121: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
-	16,  // 122: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
-	18,  // 123: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
-	55,  // 124: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
-	61,  // 125: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
-	12,  // 126: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
-	67,  // 127: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
-	69,  // 128: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
-	71,  // 129: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
-	73,  // 130: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
-	78,  // 131: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
-	80,  // 132: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
-	6,   // 133: toolsvc.v1.ToolService.Complete:input_type -> toolsvc.v1.CompleteRequest
-	37,  // 134: toolsvc.v1.ToolService.GetTask:input_type -> toolsvc.v1.GetTaskRequest
-	39,  // 135: toolsvc.v1.ToolService.WatchTask:input_type -> toolsvc.v1.WatchTaskRequest
-	41,  // 136: toolsvc.v1.ToolService.CancelTask:input_type -> toolsvc.v1.CancelTaskRequest
-	43,  // 137: toolsvc.v1.ToolService.ListTasks:input_type -> toolsvc.v1.ListTasksRequest
-	45,  // 138: toolsvc.v1.ToolService.UpdateTask:input_type -> toolsvc.v1.UpdateTaskRequest
-	11,  // 139: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
-	34,  // 140: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
-	19,  // 141: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
-	56,  // 142: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
-	62,  // 143: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
-	14,  // 144: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
-	68,  // 145: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
-	70,  // 146: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
-	72,  // 147: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
-	74,  // 148: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
-	79,  // 149: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
-	81,  // 150: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
-	7,   // 151: toolsvc.v1.ToolService.Complete:output_type -> toolsvc.v1.CompleteResponse
-	38,  // 152: toolsvc.v1.ToolService.GetTask:output_type -> toolsvc.v1.GetTaskResponse
-	40,  // 153: toolsvc.v1.ToolService.WatchTask:output_type -> toolsvc.v1.WatchTaskResponse
-	42,  // 154: toolsvc.v1.ToolService.CancelTask:output_type -> toolsvc.v1.CancelTaskResponse
-	44,  // 155: toolsvc.v1.ToolService.ListTasks:output_type -> toolsvc.v1.ListTasksResponse
-	46,  // 156: toolsvc.v1.ToolService.UpdateTask:output_type -> toolsvc.v1.UpdateTaskResponse
-	139, // [139:157] is the sub-list for method output_type
-	121, // [121:139] is the sub-list for method input_type
-	121, // [121:121] is the sub-list for extension type_name
-	121, // [121:121] is the sub-list for extension extendee
-	0,   // [0:121] is the sub-list for field type_name
+	58,  // 73: toolsvc.v1.WatchCatalogResponse.snapshot:type_name -> toolsvc.v1.CatalogSnapshot
+	59,  // 74: toolsvc.v1.WatchCatalogResponse.changes:type_name -> toolsvc.v1.CatalogChanges
+	60,  // 75: toolsvc.v1.WatchCatalogResponse.synced:type_name -> toolsvc.v1.CatalogSynced
+	61,  // 76: toolsvc.v1.WatchCatalogResponse.progress:type_name -> toolsvc.v1.CatalogProgress
+	9,   // 77: toolsvc.v1.CatalogSnapshot.tools:type_name -> toolsvc.v1.Tool
+	67,  // 78: toolsvc.v1.CatalogSnapshot.resources:type_name -> toolsvc.v1.Resource
+	68,  // 79: toolsvc.v1.CatalogSnapshot.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	78,  // 80: toolsvc.v1.CatalogSnapshot.prompts:type_name -> toolsvc.v1.Prompt
+	9,   // 81: toolsvc.v1.CatalogChanges.upserted:type_name -> toolsvc.v1.Tool
+	67,  // 82: toolsvc.v1.CatalogChanges.upserted_resources:type_name -> toolsvc.v1.Resource
+	85,  // 83: toolsvc.v1.CatalogChanges.removed_resources:type_name -> toolsvc.v1.ResourceKey
+	68,  // 84: toolsvc.v1.CatalogChanges.upserted_resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	85,  // 85: toolsvc.v1.CatalogChanges.removed_resource_templates:type_name -> toolsvc.v1.ResourceKey
+	78,  // 86: toolsvc.v1.CatalogChanges.upserted_prompts:type_name -> toolsvc.v1.Prompt
+	65,  // 87: toolsvc.v1.ListServersResponse.servers:type_name -> toolsvc.v1.Server
+	66,  // 88: toolsvc.v1.ListServersResponse.config:type_name -> toolsvc.v1.ConfigStatus
+	64,  // 89: toolsvc.v1.ListServersResponse.discovery_sources:type_name -> toolsvc.v1.DiscoverySource
+	2,   // 90: toolsvc.v1.DiscoverySource.state:type_name -> toolsvc.v1.DiscoverySourceState
+	91,  // 91: toolsvc.v1.DiscoverySource.state_time:type_name -> google.protobuf.Timestamp
+	3,   // 92: toolsvc.v1.Server.transport:type_name -> toolsvc.v1.Transport
+	4,   // 93: toolsvc.v1.Server.state:type_name -> toolsvc.v1.ServerState
+	91,  // 94: toolsvc.v1.Server.last_refresh_time:type_name -> google.protobuf.Timestamp
+	5,   // 95: toolsvc.v1.Server.last_refresh_outcome:type_name -> toolsvc.v1.RefreshOutcome
+	6,   // 96: toolsvc.v1.Server.breaker_state:type_name -> toolsvc.v1.BreakerState
+	91,  // 97: toolsvc.v1.Server.breaker_retry_time:type_name -> google.protobuf.Timestamp
+	91,  // 98: toolsvc.v1.Server.connected_time:type_name -> google.protobuf.Timestamp
+	91,  // 99: toolsvc.v1.ConfigStatus.loaded_time:type_name -> google.protobuf.Timestamp
+	91,  // 100: toolsvc.v1.ConfigStatus.last_reload_time:type_name -> google.protobuf.Timestamp
+	49,  // 101: toolsvc.v1.Resource.annotations:type_name -> toolsvc.v1.Annotations
+	89,  // 102: toolsvc.v1.Resource.meta:type_name -> google.protobuf.Struct
+	49,  // 103: toolsvc.v1.ResourceTemplate.annotations:type_name -> toolsvc.v1.Annotations
+	89,  // 104: toolsvc.v1.ResourceTemplate.meta:type_name -> google.protobuf.Struct
+	67,  // 105: toolsvc.v1.ListResourcesResponse.resources:type_name -> toolsvc.v1.Resource
+	68,  // 106: toolsvc.v1.ListResourceTemplatesResponse.resource_templates:type_name -> toolsvc.v1.ResourceTemplate
+	22,  // 107: toolsvc.v1.ReadResourceRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	29,  // 108: toolsvc.v1.ReadResourceRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	55,  // 109: toolsvc.v1.ReadResourceResponse.contents:type_name -> toolsvc.v1.ResourceContents
+	89,  // 110: toolsvc.v1.ReadResourceResponse.meta:type_name -> google.protobuf.Struct
+	23,  // 111: toolsvc.v1.ReadResourceResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	74,  // 112: toolsvc.v1.SubscribeResourceResponse.contents:type_name -> toolsvc.v1.ReadResourceResponse
+	77,  // 113: toolsvc.v1.SubscribeResourceResponse.unchanged:type_name -> toolsvc.v1.ResourceUnchanged
+	79,  // 114: toolsvc.v1.Prompt.arguments:type_name -> toolsvc.v1.PromptArgument
+	89,  // 115: toolsvc.v1.Prompt.meta:type_name -> google.protobuf.Struct
+	78,  // 116: toolsvc.v1.ListPromptsResponse.prompts:type_name -> toolsvc.v1.Prompt
+	88,  // 117: toolsvc.v1.GetPromptRequest.arguments:type_name -> toolsvc.v1.GetPromptRequest.ArgumentsEntry
+	22,  // 118: toolsvc.v1.GetPromptRequest.input_capabilities:type_name -> toolsvc.v1.InputCapabilities
+	29,  // 119: toolsvc.v1.GetPromptRequest.input_responses:type_name -> toolsvc.v1.InputResponse
+	84,  // 120: toolsvc.v1.GetPromptResponse.messages:type_name -> toolsvc.v1.PromptMessage
+	89,  // 121: toolsvc.v1.GetPromptResponse.meta:type_name -> google.protobuf.Struct
+	23,  // 122: toolsvc.v1.GetPromptResponse.input_required:type_name -> toolsvc.v1.InputRequired
+	48,  // 123: toolsvc.v1.PromptMessage.content:type_name -> toolsvc.v1.Content
+	11,  // 124: toolsvc.v1.ToolService.ListTools:input_type -> toolsvc.v1.ListToolsRequest
+	17,  // 125: toolsvc.v1.ToolService.CallTool:input_type -> toolsvc.v1.CallToolRequest
+	19,  // 126: toolsvc.v1.ToolService.CallToolStream:input_type -> toolsvc.v1.CallToolStreamRequest
+	56,  // 127: toolsvc.v1.ToolService.WatchCatalog:input_type -> toolsvc.v1.WatchCatalogRequest
+	62,  // 128: toolsvc.v1.ToolService.ListServers:input_type -> toolsvc.v1.ListServersRequest
+	13,  // 129: toolsvc.v1.ToolService.SearchTools:input_type -> toolsvc.v1.SearchToolsRequest
+	69,  // 130: toolsvc.v1.ToolService.ListResources:input_type -> toolsvc.v1.ListResourcesRequest
+	71,  // 131: toolsvc.v1.ToolService.ListResourceTemplates:input_type -> toolsvc.v1.ListResourceTemplatesRequest
+	73,  // 132: toolsvc.v1.ToolService.ReadResource:input_type -> toolsvc.v1.ReadResourceRequest
+	75,  // 133: toolsvc.v1.ToolService.SubscribeResource:input_type -> toolsvc.v1.SubscribeResourceRequest
+	80,  // 134: toolsvc.v1.ToolService.ListPrompts:input_type -> toolsvc.v1.ListPromptsRequest
+	82,  // 135: toolsvc.v1.ToolService.GetPrompt:input_type -> toolsvc.v1.GetPromptRequest
+	7,   // 136: toolsvc.v1.ToolService.Complete:input_type -> toolsvc.v1.CompleteRequest
+	38,  // 137: toolsvc.v1.ToolService.GetTask:input_type -> toolsvc.v1.GetTaskRequest
+	40,  // 138: toolsvc.v1.ToolService.WatchTask:input_type -> toolsvc.v1.WatchTaskRequest
+	42,  // 139: toolsvc.v1.ToolService.CancelTask:input_type -> toolsvc.v1.CancelTaskRequest
+	44,  // 140: toolsvc.v1.ToolService.ListTasks:input_type -> toolsvc.v1.ListTasksRequest
+	46,  // 141: toolsvc.v1.ToolService.UpdateTask:input_type -> toolsvc.v1.UpdateTaskRequest
+	12,  // 142: toolsvc.v1.ToolService.ListTools:output_type -> toolsvc.v1.ListToolsResponse
+	35,  // 143: toolsvc.v1.ToolService.CallTool:output_type -> toolsvc.v1.CallToolResponse
+	20,  // 144: toolsvc.v1.ToolService.CallToolStream:output_type -> toolsvc.v1.CallToolStreamResponse
+	57,  // 145: toolsvc.v1.ToolService.WatchCatalog:output_type -> toolsvc.v1.WatchCatalogResponse
+	63,  // 146: toolsvc.v1.ToolService.ListServers:output_type -> toolsvc.v1.ListServersResponse
+	15,  // 147: toolsvc.v1.ToolService.SearchTools:output_type -> toolsvc.v1.SearchToolsResponse
+	70,  // 148: toolsvc.v1.ToolService.ListResources:output_type -> toolsvc.v1.ListResourcesResponse
+	72,  // 149: toolsvc.v1.ToolService.ListResourceTemplates:output_type -> toolsvc.v1.ListResourceTemplatesResponse
+	74,  // 150: toolsvc.v1.ToolService.ReadResource:output_type -> toolsvc.v1.ReadResourceResponse
+	76,  // 151: toolsvc.v1.ToolService.SubscribeResource:output_type -> toolsvc.v1.SubscribeResourceResponse
+	81,  // 152: toolsvc.v1.ToolService.ListPrompts:output_type -> toolsvc.v1.ListPromptsResponse
+	83,  // 153: toolsvc.v1.ToolService.GetPrompt:output_type -> toolsvc.v1.GetPromptResponse
+	8,   // 154: toolsvc.v1.ToolService.Complete:output_type -> toolsvc.v1.CompleteResponse
+	39,  // 155: toolsvc.v1.ToolService.GetTask:output_type -> toolsvc.v1.GetTaskResponse
+	41,  // 156: toolsvc.v1.ToolService.WatchTask:output_type -> toolsvc.v1.WatchTaskResponse
+	43,  // 157: toolsvc.v1.ToolService.CancelTask:output_type -> toolsvc.v1.CancelTaskResponse
+	45,  // 158: toolsvc.v1.ToolService.ListTasks:output_type -> toolsvc.v1.ListTasksResponse
+	47,  // 159: toolsvc.v1.ToolService.UpdateTask:output_type -> toolsvc.v1.UpdateTaskResponse
+	142, // [142:160] is the sub-list for method output_type
+	124, // [124:142] is the sub-list for method input_type
+	124, // [124:124] is the sub-list for extension type_name
+	124, // [124:124] is the sub-list for extension extendee
+	0,   // [0:124] is the sub-list for field type_name
 }
 
 func init() { file_toolsvc_v1_toolsvc_proto_init() }
@@ -7230,8 +7417,8 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		(*WatchCatalogResponse_Synced)(nil),
 		(*WatchCatalogResponse_Progress)(nil),
 	}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[59].OneofWrappers = []any{}
-	file_toolsvc_v1_toolsvc_proto_msgTypes[68].OneofWrappers = []any{
+	file_toolsvc_v1_toolsvc_proto_msgTypes[60].OneofWrappers = []any{}
+	file_toolsvc_v1_toolsvc_proto_msgTypes[69].OneofWrappers = []any{
 		(*SubscribeResourceResponse_Contents)(nil),
 		(*SubscribeResourceResponse_Unchanged)(nil),
 	}
@@ -7240,8 +7427,8 @@ func file_toolsvc_v1_toolsvc_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolsvc_v1_toolsvc_proto_rawDesc), len(file_toolsvc_v1_toolsvc_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   81,
+			NumEnums:      7,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -90,6 +90,44 @@ TASK_STATUS_CANCELLED: TaskStatus.ValueType  # 5
 """Cancelled; no result."""
 Global___TaskStatus: _TypeAlias = TaskStatus  # noqa: Y015
 
+class _DiscoverySourceState:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _DiscoverySourceStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_DiscoverySourceState.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    DISCOVERY_SOURCE_STATE_UNSPECIFIED: _DiscoverySourceState.ValueType  # 0
+    """Not set."""
+    DISCOVERY_SOURCE_STATE_LISTING: _DiscoverySourceState.ValueType  # 1
+    """Listing its objects (the first list, or a relist after its watch
+    expired).
+    """
+    DISCOVERY_SOURCE_STATE_WATCHING: _DiscoverySourceState.ValueType  # 2
+    """Listed, with a watch open: changes flow."""
+    DISCOVERY_SOURCE_STATE_FAILING: _DiscoverySourceState.ValueType  # 3
+    """The last list or watch failed (last_error says why); retried within
+    about 1.5 s. The upstreams found before stay.
+    """
+
+class DiscoverySourceState(_DiscoverySourceState, metaclass=_DiscoverySourceStateEnumTypeWrapper):
+    """DiscoverySourceState is where a discovery source's list/watch of the
+    Kubernetes API server stands.
+    """
+
+DISCOVERY_SOURCE_STATE_UNSPECIFIED: DiscoverySourceState.ValueType  # 0
+"""Not set."""
+DISCOVERY_SOURCE_STATE_LISTING: DiscoverySourceState.ValueType  # 1
+"""Listing its objects (the first list, or a relist after its watch
+expired).
+"""
+DISCOVERY_SOURCE_STATE_WATCHING: DiscoverySourceState.ValueType  # 2
+"""Listed, with a watch open: changes flow."""
+DISCOVERY_SOURCE_STATE_FAILING: DiscoverySourceState.ValueType  # 3
+"""The last list or watch failed (last_error says why); retried within
+about 1.5 s. The upstreams found before stay.
+"""
+Global___DiscoverySourceState: _TypeAlias = DiscoverySourceState  # noqa: Y015
+
 class _Transport:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015
@@ -2432,6 +2470,7 @@ class ListServersResponse(_message.Message):
 
     SERVERS_FIELD_NUMBER: _builtins.int
     CONFIG_FIELD_NUMBER: _builtins.int
+    DISCOVERY_SOURCES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def servers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Server]:
         """The upstreams."""
@@ -2442,19 +2481,81 @@ class ListServersResponse(_message.Message):
         here with its reason).
         """
 
+    @_builtins.property
+    def discovery_sources(self) -> _containers.RepeatedCompositeFieldContainer[Global___DiscoverySource]:
+        """Kubernetes discovery's sources (one per kind of object and namespace),
+        sorted by name; empty without a kubernetes section. Operator
+        information, like config.
+        """
+
     def __init__(
         self,
         *,
         servers: _abc.Iterable[Global___Server] | None = ...,
         config: Global___ConfigStatus | None = ...,
+        discovery_sources: _abc.Iterable[Global___DiscoverySource] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "servers", b"servers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "discovery_sources", b"discovery_sources", "servers", b"servers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListServersResponse: _TypeAlias = ListServersResponse  # noqa: Y015
+
+@_typing.final
+class DiscoverySource(_message.Message):
+    """DiscoverySource is one Kubernetes discovery source: a kind of object
+    (MCPServers or annotated Services) in one namespace, or in all.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    STATE_TIME_FIELD_NUMBER: _builtins.int
+    LAST_ERROR_FIELD_NUMBER: _builtins.int
+    SYNCED_FIELD_NUMBER: _builtins.int
+    OBJECT_COUNT_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """"mcpservers" or "services", with "/<namespace>" when namespaces are
+    listed.
+    """
+    state: Global___DiscoverySourceState.ValueType
+    """Its state."""
+    last_error: _builtins.str
+    """While FAILING: the API server's answer or the connection error (no
+    credentials), at most 1 KiB.
+    """
+    synced: _builtins.bool
+    """Whether a list has completed (its objects are in the catalog's
+    configuration).
+    """
+    object_count: _builtins.int
+    """Objects in its cache (upstreams and refused ones)."""
+    @_builtins.property
+    def state_time(self) -> _timestamp_pb2.Timestamp:
+        """Since when it is in this state (a failure retried keeps the time of
+        the first).
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        state: Global___DiscoverySourceState.ValueType = ...,
+        state_time: _timestamp_pb2.Timestamp | None = ...,
+        last_error: _builtins.str = ...,
+        synced: _builtins.bool = ...,
+        object_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["state_time", b"state_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["last_error", b"last_error", "name", b"name", "object_count", b"object_count", "state", b"state", "state_time", b"state_time", "synced", b"synced"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DiscoverySource: _TypeAlias = DiscoverySource  # noqa: Y015
 
 @_typing.final
 class Server(_message.Message):

@@ -64,6 +64,28 @@ export enum TaskStatus {
   UNRECOGNIZED = -1,
 }
 
+/**
+ * DiscoverySourceState is where a discovery source's list/watch of the
+ * Kubernetes API server stands.
+ */
+export enum DiscoverySourceState {
+  /** DISCOVERY_SOURCE_STATE_UNSPECIFIED - Not set. */
+  DISCOVERY_SOURCE_STATE_UNSPECIFIED = 0,
+  /**
+   * DISCOVERY_SOURCE_STATE_LISTING - Listing its objects (the first list, or a relist after its watch
+   * expired).
+   */
+  DISCOVERY_SOURCE_STATE_LISTING = 1,
+  /** DISCOVERY_SOURCE_STATE_WATCHING - Listed, with a watch open: changes flow. */
+  DISCOVERY_SOURCE_STATE_WATCHING = 2,
+  /**
+   * DISCOVERY_SOURCE_STATE_FAILING - The last list or watch failed (last_error says why); retried within
+   * about 1.5 s. The upstreams found before stay.
+   */
+  DISCOVERY_SOURCE_STATE_FAILING = 3,
+  UNRECOGNIZED = -1,
+}
+
 /** Transport is how toolsvc reaches an upstream. */
 export enum Transport {
   /** TRANSPORT_UNSPECIFIED - Not set. */
@@ -1089,7 +1111,48 @@ export interface ListServersResponse {
    * The configuration and the last reload attempt ("reload failed" shows
    * here with its reason).
    */
-  config: ConfigStatus | undefined;
+  config:
+    | ConfigStatus
+    | undefined;
+  /**
+   * Kubernetes discovery's sources (one per kind of object and namespace),
+   * sorted by name; empty without a kubernetes section. Operator
+   * information, like config.
+   */
+  discoverySources: DiscoverySource[];
+}
+
+/**
+ * DiscoverySource is one Kubernetes discovery source: a kind of object
+ * (MCPServers or annotated Services) in one namespace, or in all.
+ */
+export interface DiscoverySource {
+  /**
+   * "mcpservers" or "services", with "/<namespace>" when namespaces are
+   * listed.
+   */
+  name: string;
+  /** Its state. */
+  state: DiscoverySourceState;
+  /**
+   * Since when it is in this state (a failure retried keeps the time of
+   * the first).
+   */
+  stateTime:
+    | Date
+    | undefined;
+  /**
+   * While FAILING: the API server's answer or the connection error (no
+   * credentials), at most 1 KiB.
+   */
+  lastError: string;
+  /**
+   * Whether a list has completed (its objects are in the catalog's
+   * configuration).
+   */
+  synced: boolean;
+  /** Objects in its cache (upstreams and refused ones). */
+  objectCount: number;
 }
 
 /** Server is one configured upstream MCP server. */
@@ -6709,7 +6772,7 @@ export const ListServersRequest: MessageFns<ListServersRequest> = {
 };
 
 function createBaseListServersResponse(): ListServersResponse {
-  return { servers: [], config: undefined };
+  return { servers: [], config: undefined, discoverySources: [] };
 }
 
 export const ListServersResponse: MessageFns<ListServersResponse> = {
@@ -6719,6 +6782,9 @@ export const ListServersResponse: MessageFns<ListServersResponse> = {
     }
     if (message.config !== undefined) {
       ConfigStatus.encode(message.config, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.discoverySources) {
+      DiscoverySource.encode(v!, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -6752,6 +6818,14 @@ export const ListServersResponse: MessageFns<ListServersResponse> = {
             message.config = ConfigStatus.decode(reader, reader.uint32());
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.discoverySources.push(DiscoverySource.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6773,6 +6847,122 @@ export const ListServersResponse: MessageFns<ListServersResponse> = {
     message.config = (object.config !== undefined && object.config !== null)
       ? ConfigStatus.fromPartial(object.config)
       : undefined;
+    message.discoverySources = object.discoverySources?.map((e) => DiscoverySource.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseDiscoverySource(): DiscoverySource {
+  return { name: "", state: 0, stateTime: undefined, lastError: "", synced: false, objectCount: 0 };
+}
+
+export const DiscoverySource: MessageFns<DiscoverySource> = {
+  encode(message: DiscoverySource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.state !== 0) {
+      writer.uint32(16).int32(message.state);
+    }
+    if (message.stateTime !== undefined) {
+      Timestamp.encode(toTimestamp(message.stateTime), writer.uint32(26).fork()).join();
+    }
+    if (message.lastError !== "") {
+      writer.uint32(34).string(message.lastError);
+    }
+    if (message.synced !== false) {
+      writer.uint32(40).bool(message.synced);
+    }
+    if (message.objectCount !== 0) {
+      writer.uint32(48).int32(message.objectCount);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DiscoverySource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDiscoverySource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.state = reader.int32() as any;
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.stateTime = fromTimestamp(Timestamp.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.lastError = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.synced = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.objectCount = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create(base?: DeepPartial<DiscoverySource>): DiscoverySource {
+    return DiscoverySource.fromPartial(base ?? {});
+  },
+  fromPartial(object: DeepPartial<DiscoverySource>): DiscoverySource {
+    const message = createBaseDiscoverySource();
+    message.name = object.name ?? "";
+    message.state = object.state ?? 0;
+    message.stateTime = object.stateTime ?? undefined;
+    message.lastError = object.lastError ?? "";
+    message.synced = object.synced ?? false;
+    message.objectCount = object.objectCount ?? 0;
     return message;
   },
 };
