@@ -52,7 +52,9 @@ func floodRecordOf(t *testing.T, ctx context.Context, c toolsvcv1.ToolServiceCli
 func TestParkedFloodIsBounded(t *testing.T) {
 	t.Parallel()
 	url := startProc(t, exec.Command(bin.testserver, "-mode", "http", "-interactive")).log.waitFor(t, urlLineRE, 30*time.Second)
-	p := startToolsvc(t, cfg{Servers: servers{"a": {URL: url}}})
+	// No health probes: the upstream busy writing 300 MB of requests on a
+	// loaded machine may not answer a ping within its 5 s.
+	p := startToolsvc(t, cfg{Servers: servers{"a": {URL: url, PingInterval: "1h"}}})
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	before := metricValue(t, p, "go_goroutines")
@@ -80,15 +82,19 @@ func TestParkedFloodIsBounded(t *testing.T) {
 		answers, done = floodRecordOf(t, ctx, p.client, "a", "flood")
 		return done
 	})
-	if answers["decline"] != count || len(answers) != 1 {
-		t.Errorf("the flood's %d requests were answered %v, want all declined", count, answers)
+	// toolsvc declines each request it reads; those still on their way
+	// when it cancels the call (a second after the first decline) end
+	// with the call. None is answered with an error, none waits.
+	if answers["decline"] < 1 || answers["decline"]+answers["cancelled"] != count || len(answers) > 2 { // "error: …" keys are errors
+		t.Errorf("the flood's %d requests were answered %v, want each declined or ended by the call's cancellation", count, answers)
 	}
 	if state != "" {
 		// The requests the caller was asked were declined with the rest;
 		// its retry learns why the call ended.
 		ir := res.GetInputRequired()
 		_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "a__ask_flood", InputCapabilities: allInput,
-			RequestState: state, InputResponses: answer(t, ir.GetRequests(), "Ada")})
+			ArgumentsJson: fmt.Sprintf(`{"id": "flood", "count": %d, "bytes": 200000}`, count),
+			RequestState:  state, InputResponses: answer(t, ir.GetRequests(), "Ada")})
 		ei := wantStatus(t, err, codes.ResourceExhausted, "TOO_MANY_WAITING", "a", "a__ask_flood")
 		if ei.GetMetadata()["limit"] != "max_parked_per_call" {
 			t.Errorf("the retry's limit = %q, want max_parked_per_call", ei.GetMetadata()["limit"])
@@ -203,11 +209,15 @@ func TestParkedDeclineKeepsPython1Session(t *testing.T) {
 	script := filepath.Join(rootDir(t), "tests", "python", "ask_server_v1.py")
 	p := startToolsvc(t, cfg{Auth: &authCfg{Tokens: map[string]string{"alice": aliceToken, "bob": bobToken},
 		Rules: []rule{{Principal: "alice", Allow: []string{"*"}}, {Principal: "bob", Allow: []string{"*"}}}},
-		Servers: servers{"py": {Command: venvBin(t, "mcp1", "python"), Args: []string{script}}}}, "--input-timeout", "3s")
+		Servers: servers{"py": {Command: venvBin(t, "mcp1", "python"), Args: []string{script}, ConnectTimeout: "2m"}}}, "--input-timeout", "3s")
 	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
 	defer cancel()
 	alice := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+aliceToken)
 	bob := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+bobToken)
+	eventually(t, 2*time.Minute, "the Python server's tools listed", func() bool {
+		res, err := p.client.ListTools(bob, &toolsvcv1.ListToolsRequest{})
+		return err == nil && hasTool(res.GetTools(), "py__ask_name")
+	})
 	res, err := p.client.CallTool(alice, &toolsvcv1.CallToolRequest{Name: "py__ask_name", InputCapabilities: allInput})
 	if err != nil || !res.GetInputRequired().GetReplicaBound() {
 		t.Fatalf("ask_name as alice: %v, %v; want a parked input_required", res, err)
@@ -221,9 +231,12 @@ func TestParkedDeclineKeepsPython1Session(t *testing.T) {
 	_, err = p.client.CallTool(alice, &toolsvcv1.CallToolRequest{Name: "py__ask_name", InputCapabilities: allInput,
 		RequestState: ir.GetRequestState(), InputResponses: answer(t, ir.GetRequests(), "Late")})
 	wantStatus(t, err, codes.InvalidArgument, "REQUEST_STATE_EXPIRED", "py", "py__ask_name")
-	// The session survived: still the first one, and it still asks.
-	if st := serverStatus(t, ctx, p.client, "py"); st.GetConnectCount() != 1 || st.GetState() != toolsvcv1.ServerState_SERVER_STATE_READY {
-		t.Errorf("py after the expiry: state %v connect_count %d, want READY and 1 (its process exited?)", st.GetState(), st.GetConnectCount())
+	// The server survived: the same process still remembers the answer
+	// (a restarted one would have none, and bob's call would wait), and it
+	// still asks.
+	bobRes, err = p.client.CallTool(bob, &toolsvcv1.CallToolRequest{Name: "py__wait_answered", ArgumentsJson: `{"n": 1}`})
+	if err != nil || resultText(bobRes) != "answered: decline" {
+		t.Fatalf("bob's call after the expiry: %v, %v; want the same server's \"answered: decline\"", bobRes, err)
 	}
 	if got, _ := callInteractive(t, bob, p.client, "py__ask_name", true); got != "hello Ada" {
 		t.Errorf("ask_name as bob after the expiry = %q, want hello Ada", got)

@@ -172,7 +172,8 @@ type askFloodArgs struct {
 }
 
 // floodRecord is how ask_flood's requests were answered, by action
-// ("accept", "decline", "cancel") or "error"; Done once every one was.
+// ("accept", "decline", "cancel"), "cancelled" (the call was cancelled
+// before the answer came) or "error"; Done once every one was.
 type floodRecord struct {
 	Answers map[string]int `json:"answers"`
 	Done    bool           `json:"done"`
@@ -195,9 +196,14 @@ func addAskFlood(s *mcp.Server) {
 			for range in.Count {
 				wg.Go(func() {
 					res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: msg, RequestedSchema: nameSchema})
-					how := "error"
-					if err == nil {
+					var how string
+					switch {
+					case err != nil && ctx.Err() == nil:
+						how = "error: " + err.Error()
+					case err == nil:
 						how = res.Action
+					case ctx.Err() != nil:
+						how = "cancelled" // the call was cancelled first
 					}
 					floodMu.Lock()
 					rec.Answers[how]++
