@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -172,8 +174,9 @@ type askFloodArgs struct {
 }
 
 // floodRecord is how ask_flood's requests were answered, by action
-// ("accept", "decline", "cancel"), "cancelled" (the call was cancelled
-// before the answer came) or "error"; Done once every one was.
+// ("accept", "decline", "cancel"), "ended" (the call was cancelled, or
+// its stream closed, before an answer came) or "error: ..." (the client
+// answered with a JSON-RPC error); Done once every one was.
 type floodRecord struct {
 	Answers map[string]int `json:"answers"`
 	Done    bool           `json:"done"`
@@ -197,13 +200,18 @@ func addAskFlood(s *mcp.Server) {
 				wg.Go(func() {
 					res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: msg, RequestedSchema: nameSchema})
 					var how string
+					var answered *jsonrpc.Error
 					switch {
-					case err != nil && ctx.Err() == nil:
-						how = "error: " + err.Error()
 					case err == nil:
 						how = res.Action
-					case ctx.Err() != nil:
-						how = "cancelled" // the call was cancelled first
+					case errors.As(err, &answered) && !strings.Contains(err.Error(), "rejected by transport"):
+						// The client answered with an error (go-sdk wraps a
+						// write that failed as a JSON-RPC error too).
+						how = "error: " + err.Error()
+					default:
+						// Never answered: the call was cancelled first, or
+						// its stream closed before the request was written.
+						how = "ended"
 					}
 					floodMu.Lock()
 					rec.Answers[how]++
