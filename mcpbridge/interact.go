@@ -198,6 +198,21 @@ func (x *interactions) soleLogCall() string {
 // errNoCaller answers a sampling request no caller can take.
 var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no caller of this gateway can answer this request now"}
 
+// Decline is the answer to an input request that its call will not have
+// answered (the caller did not answer before the expiry, went away, or the
+// call ended at a bound): an elicitation declined, no roots, and for
+// sampling, which has no decline, the refusal the policy gives (a JSON-RPC
+// error).
+func Decline(r mcp.InputRequest) (mcp.InputResponse, error) {
+	switch r.(type) {
+	case *mcp.ElicitParams:
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	case *mcp.ListRootsParams:
+		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+	}
+	return nil, errNoCaller
+}
+
 // ask hands r to the call it belongs to, if any; ok is false when the
 // server's policy must answer.
 func (s *session) ask(ctx context.Context, r mcp.InputRequest) (_ mcp.InputResponse, ok bool, _ error) {

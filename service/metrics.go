@@ -80,7 +80,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Latency of resource reads, prompt gets and completions at the gRPC edge (subscriptions: their whole life), by method and outcome.", Buckets: latency},
 			[]string{"method", "outcome"}),
 		inputWaiting: prometheus.NewDesc("toolsvc_interactive_calls_waiting",
-			"Interactive calls (their callers offered input_capabilities) running on this replica or parked for the caller's answer, as --max-waiting counts them; a parked one ends with its answer, its --input-timeout expiry or its caller going away.", nil, nil),
+			"Interactive calls on this replica that have asked their caller for input (parked for its answer, or running on after it), as --max-waiting counts them; one ends with its upstream call, its --input-timeout expiry or its caller going away.", nil, nil),
 		principalFlight: prometheus.NewDesc("toolsvc_principal_calls_in_flight",
 			"Tool calls in flight per principal with an auth.rateLimits maxConcurrent cap.", []string{"principal"}, nil),
 		watchStreams: prometheus.NewDesc("toolsvc_watch_streams", "Open WatchCatalog streams.", nil, nil),

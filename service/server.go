@@ -81,13 +81,19 @@ type Options struct {
 	// Interactive calls (core/interact.go): StateKey signs request states
 	// (replicas share it; nil: random, this process only), ReplicaID names
 	// this replica in parked calls' states, InputTimeout bounds the wait
-	// for an answer, and MaxWaitingPerPrincipal / MaxWaiting bound the
-	// calls running or waiting for input (0: the core's defaults).
-	StateKey               []byte
-	ReplicaID              string
-	InputTimeout           time.Duration
-	MaxWaitingPerPrincipal int
-	MaxWaiting             int
+	// for an answer, MaxWaitingPerPrincipal / MaxWaiting bound the calls
+	// waiting for input, and the MaxParked* / MaxInputRequestBytes the
+	// upstreams' requests waiting in them (0: the core's defaults; see
+	// core.Options).
+	StateKey                   []byte
+	ReplicaID                  string
+	InputTimeout               time.Duration
+	MaxWaitingPerPrincipal     int
+	MaxWaiting                 int
+	MaxParkedPerCall           int
+	MaxInputRequestBytes       int
+	MaxParkedBytes             int64
+	MaxParkedBytesPerPrincipal int64
 	// TaskPollInterval is how often a watched task's upstream is polled
 	// (0: core.DefaultTaskPollInterval).
 	TaskPollInterval time.Duration
@@ -137,6 +143,8 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 		StateKey: o.StateKey, ReplicaID: o.ReplicaID, InputTimeout: o.InputTimeout,
 		MaxWaitingPerPrincipal: o.MaxWaitingPerPrincipal, MaxWaiting: o.MaxWaiting, TaskPollInterval: o.TaskPollInterval,
 		MaxTaskWatchesPerPrincipal: o.MaxTaskWatchesPerPrincipal,
+		MaxParkedPerCall:           o.MaxParkedPerCall, MaxInputRequestBytes: o.MaxInputRequestBytes,
+		MaxParkedBytes: o.MaxParkedBytes, MaxParkedBytesPerPrincipal: o.MaxParkedBytesPerPrincipal,
 		Auth: core.AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
 			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
 	if o.Metrics != nil {

@@ -53,6 +53,8 @@ type serveFlags struct {
 	inputTimeout                                       time.Duration
 	maxWaitingPerPrincipal, maxWaiting                 int
 	maxTaskWatchesPerPrincipal                         int
+	maxParkedPerCall, maxInputRequestBytes             int
+	maxParkedBytes, maxParkedBytesPerPrincipal         int64
 	taskPollInterval                                   time.Duration
 }
 
@@ -85,7 +87,11 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.DurationVar(&f.inputTimeout, "input-timeout", core.DefaultInputTimeout, "how long a call's input_required waits for the caller's answer before the upstream's request is declined and the call cancelled")
 	fs.IntVar(&f.maxWaitingPerPrincipal, "max-waiting-per-principal", core.DefaultMaxWaitingPerPrincipal, "interactive calls one principal may have waiting for input, counted from a call's first request to its caller (RESOURCE_EXHAUSTED TOO_MANY_WAITING above)")
 	fs.IntVar(&f.maxTaskWatchesPerPrincipal, "max-task-watches-per-principal", core.DefaultMaxTaskWatchesPerPrincipal, "tasks one principal may watch at once on this replica (WatchTask streams and front-door task watches; RESOURCE_EXHAUSTED TOO_MANY_TASK_WATCHES above)")
-	fs.IntVar(&f.maxWaiting, "max-waiting", core.DefaultMaxWaiting, "interactive calls this replica holds running or waiting for input")
+	fs.IntVar(&f.maxWaiting, "max-waiting", core.DefaultMaxWaiting, "interactive calls this replica holds waiting for input, counted like --max-waiting-per-principal (a call that only offers input is not counted)")
+	fs.IntVar(&f.maxParkedPerCall, "max-parked-per-call", core.DefaultMaxParkedPerCall, "upstream requests for input (elicitation, sampling, roots) one call may have waiting at once; one more is declined and the call ends (RESOURCE_EXHAUSTED TOO_MANY_WAITING)")
+	fs.IntVar(&f.maxInputRequestBytes, "max-input-request-bytes", core.DefaultMaxInputRequestBytes, "encoded size of one upstream request for input; a larger one is declined and its call ends (RESOURCE_EXHAUSTED INPUT_REQUEST_TOO_LARGE)")
+	fs.Int64Var(&f.maxParkedBytesPerPrincipal, "max-parked-bytes-per-principal", core.DefaultMaxParkedBytesPerPrincipal, "encoded size of the upstream requests for input waiting in one principal's calls")
+	fs.Int64Var(&f.maxParkedBytes, "max-parked-bytes", core.DefaultMaxParkedBytes, "encoded size of the upstream requests for input waiting on this replica")
 	fs.IntVar(&f.mcpPageSize, "mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
 	fs.StringVar(&f.mcpDiscovery, "mcp-discovery", "full", "MCP tools/list: full (every tool) or progressive (the --mcp-core-tools, search_tools and call_tool, and on a 2025-11-25 session what its searches found; any tool stays callable)")
 	fs.StringVar(&f.mcpCoreTools, "mcp-core-tools", "", "with --mcp-discovery progressive: comma-separated globs of exposed tool names listed besides search_tools and call_tool")
@@ -109,6 +115,13 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-discovery: %q is neither full nor progressive", f.mcpDiscovery)}
 	case badGlob(splitList(f.mcpCoreTools)) != "":
 		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-core-tools: %q is not a glob", badGlob(splitList(f.mcpCoreTools)))}
+	case f.maxWaitingPerPrincipal <= 0 || f.maxWaiting <= 0 || f.maxParkedPerCall <= 0 || f.maxInputRequestBytes <= 0 ||
+		f.maxParkedBytesPerPrincipal <= 0 || f.maxParkedBytes <= 0:
+		return nil, &exitError{code: 2, err: errors.New("--max-waiting, --max-waiting-per-principal, --max-parked-per-call, --max-input-request-bytes, --max-parked-bytes and --max-parked-bytes-per-principal must be positive")}
+	case f.maxWaitingPerPrincipal > f.maxWaiting || f.maxParkedBytesPerPrincipal > f.maxParkedBytes:
+		// A principal's share of a replica's pool is below the pool, so
+		// no principal takes it alone.
+		return nil, &exitError{code: 2, err: errors.New("--max-waiting-per-principal must not exceed --max-waiting, nor --max-parked-bytes-per-principal --max-parked-bytes")}
 	case (f.tlsCert == "") != (f.tlsKey == "") || (f.tlsClientCA != "" && f.tlsCert == ""):
 		return nil, &exitError{code: 2, err: errors.New("--tls-cert and --tls-key go together, and --tls-client-ca needs them")}
 	}
@@ -310,7 +323,9 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 		Metrics: sv.metrics, AuditLog: auth.AuditLog, AuditArguments: auth.AuditArguments,
 		StateKey: sv.stateKey, ReplicaID: replicaID(), InputTimeout: sv.f.inputTimeout,
 		MaxWaitingPerPrincipal: sv.f.maxWaitingPerPrincipal, MaxWaiting: sv.f.maxWaiting, TaskPollInterval: sv.f.taskPollInterval,
-		MaxTaskWatchesPerPrincipal: sv.f.maxTaskWatchesPerPrincipal}
+		MaxTaskWatchesPerPrincipal: sv.f.maxTaskWatchesPerPrincipal,
+		MaxParkedPerCall:           sv.f.maxParkedPerCall, MaxInputRequestBytes: sv.f.maxInputRequestBytes,
+		MaxParkedBytes: sv.f.maxParkedBytes, MaxParkedBytesPerPrincipal: sv.f.maxParkedBytesPerPrincipal}
 	if loaded != nil {
 		sv.cfgMgr = newConfigManager(sv.f.cfgPath, cfgData, loaded, sv.bridge, sv.log)
 		sv.cfgMgr.auth = sv.sec.load

@@ -77,10 +77,20 @@ type Options struct {
 	InputTimeout       time.Duration
 	MaxInteractiveCall time.Duration
 	// MaxWaitingPerPrincipal bounds a principal's interactive calls that
-	// have asked their caller for input; MaxWaiting the interactive calls
-	// running or waiting in all (0: the defaults).
+	// have asked their caller for input; MaxWaiting such calls on this
+	// replica (a call that merely offers input counts in neither). 0: the
+	// defaults.
 	MaxWaitingPerPrincipal int
 	MaxWaiting             int
+	// Bounds of the server-to-client requests parked for a caller (0: the
+	// defaults): MaxParkedPerCall requests waiting in one call;
+	// MaxInputRequestBytes the encoded size of one; MaxParkedBytes and
+	// MaxParkedBytesPerPrincipal the encoded size of all those waiting on
+	// this replica, and of one principal's share of them.
+	MaxParkedPerCall           int
+	MaxInputRequestBytes       int
+	MaxParkedBytes             int64
+	MaxParkedBytesPerPrincipal int64
 	// TaskPollInterval is how often a watched task's upstream is polled
 	// (0: DefaultTaskPollInterval), one poll per task however many
 	// watchers.
@@ -124,6 +134,18 @@ func New(b *mcpbridge.Bridge, o Options) *Core {
 	if o.MaxWaiting <= 0 {
 		o.MaxWaiting = DefaultMaxWaiting
 	}
+	if o.MaxParkedPerCall <= 0 {
+		o.MaxParkedPerCall = DefaultMaxParkedPerCall
+	}
+	if o.MaxInputRequestBytes <= 0 {
+		o.MaxInputRequestBytes = DefaultMaxInputRequestBytes
+	}
+	if o.MaxParkedBytes <= 0 {
+		o.MaxParkedBytes = DefaultMaxParkedBytes
+	}
+	if o.MaxParkedBytesPerPrincipal <= 0 {
+		o.MaxParkedBytesPerPrincipal = DefaultMaxParkedBytesPerPrincipal
+	}
 	if o.TaskPollInterval <= 0 {
 		o.TaskPollInterval = DefaultTaskPollInterval
 	}
@@ -136,7 +158,7 @@ func New(b *mcpbridge.Bridge, o Options) *Core {
 		o.StateKey = make([]byte, 32)
 		_, _ = rand.Read(o.StateKey)
 	}
-	c := &Core{bridge: b, log: o.Logger, opts: o, input: newInteractive(o.StateKey, o.ReplicaID),
+	c := &Core{bridge: b, log: o.Logger, opts: o, input: newInteractive(o.StateKey, o.ReplicaID, limitsOf(o)),
 		tasks: newTaskCore(o.StateKey, o.TaskPollInterval, o.MaxTaskWatchesPerPrincipal)}
 	c.auth.Store(c.newAuthState(o.Auth, nil))
 	return c

@@ -91,11 +91,7 @@ func (e *exchange) run(ctx context.Context) (mcp.Result, error) {
 		}
 		res, err = e.send(ctx, &mcpbridge.Interaction{Kinds: in.Kinds, Responses: e.relayAnswers(in.Responses), State: e.state.Upstream})
 	case in.Kinds.Any():
-		f, fe := e.startFlight(in.Kinds)
-		if fe != nil {
-			return nil, fe
-		}
-		res, e.parked, err = f.round(ctx, timeout)
+		res, e.parked, err = e.startFlight(in.Kinds).round(ctx, timeout)
 	default:
 		res, err = e.send(ctx, nil)
 	}

@@ -8,8 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,24 +57,56 @@ type InputOptions struct {
 
 // Defaults of the interactive-call bounds (Options).
 const (
-	DefaultInputTimeout             = 5 * time.Minute
-	DefaultMaxWaitingPerPrincipal   = 16
-	DefaultMaxWaiting               = 1024
-	DefaultMaxInteractiveCall       = 30 * time.Minute
-	maxPolicyRounds                 = 10
-	stateVersion                    = "s1"
-	ReasonRequestStateInvalid       = "REQUEST_STATE_INVALID"   // INVALID_ARGUMENT: a request_state toolsvc did not make, or made for another tool
-	ReasonRequestStateExpired       = "REQUEST_STATE_EXPIRED"   // INVALID_ARGUMENT: the request_state is past its expiry; call again without it
-	ReasonRequestStateNotYours      = "REQUEST_STATE_NOT_YOURS" // PERMISSION_DENIED: the request_state was made for another principal
-	ReasonInputResponsesInvalid     = "INPUT_RESPONSES_INVALID" // INVALID_ARGUMENT: input_responses do not answer the requests (the violation names the entry)
-	ReasonInputStateElsewhere       = "INPUT_STATE_ELSEWHERE"   // FAILED_PRECONDITION: the call waits on another replica (metadata "replica"); send the retry there, or call again without request_state
-	ReasonInputStateGone            = "INPUT_STATE_GONE"        // FAILED_PRECONDITION: the waiting call ended (timed out, cancelled, or its upstream session went away); call again without request_state
-	ReasonTooManyWaiting            = "TOO_MANY_WAITING"        // RESOURCE_EXHAUSTED: the principal (or the replica) has too many calls waiting for input (metadata "limit")
-	ReasonInputNotOffered           = "INPUT_NOT_OFFERED"       // FAILED_PRECONDITION: the upstream needs input of a kind the caller did not offer and the server's policy cannot give (metadata "kind": sampling)
-	limitWaitingPerPrincipal        = "max_waiting_per_principal"
-	limitWaiting                    = "max_waiting"
-	stateKindRelay, stateKindParked = "r", "p"
+	DefaultInputTimeout               = 5 * time.Minute
+	DefaultMaxWaitingPerPrincipal     = 16
+	DefaultMaxWaiting                 = 1024
+	DefaultMaxInteractiveCall         = 30 * time.Minute
+	DefaultMaxParkedPerCall           = 8
+	DefaultMaxInputRequestBytes       = 1 << 20
+	DefaultMaxParkedBytes             = 256 << 20
+	DefaultMaxParkedBytesPerPrincipal = 16 << 20
+	maxPolicyRounds                   = 10
+	stateVersion                      = "s1"
+	ReasonRequestStateInvalid         = "REQUEST_STATE_INVALID"   // INVALID_ARGUMENT: a request_state toolsvc did not make, or made for another tool
+	ReasonRequestStateExpired         = "REQUEST_STATE_EXPIRED"   // INVALID_ARGUMENT: the request_state is past its expiry; call again without it
+	ReasonRequestStateNotYours        = "REQUEST_STATE_NOT_YOURS" // PERMISSION_DENIED: the request_state was made for another principal
+	ReasonInputResponsesInvalid       = "INPUT_RESPONSES_INVALID" // INVALID_ARGUMENT: input_responses do not answer the requests (the violation names the entry)
+	ReasonInputStateElsewhere         = "INPUT_STATE_ELSEWHERE"   // FAILED_PRECONDITION: the call waits on another replica (metadata "replica"); send the retry there, or call again without request_state
+	ReasonInputStateGone              = "INPUT_STATE_GONE"        // FAILED_PRECONDITION: the waiting call ended (timed out, cancelled, or its upstream session went away); call again without request_state
+	ReasonTooManyWaiting              = "TOO_MANY_WAITING"        // RESOURCE_EXHAUSTED: too many calls, or requests, waiting for input: the call's, the principal's or the replica's (metadata "limit")
+	ReasonInputRequestTooLarge        = "INPUT_REQUEST_TOO_LARGE" // RESOURCE_EXHAUSTED: the upstream asked for input with a request over --max-input-request-bytes (metadata "limit_bytes", "kind")
+	ReasonInputNotOffered             = "INPUT_NOT_OFFERED"       // FAILED_PRECONDITION: the upstream needs input of a kind the caller did not offer and the server's policy cannot give (metadata "kind": sampling)
+	limitWaitingPerPrincipal          = "max_waiting_per_principal"
+	limitWaiting                      = "max_waiting"
+	limitParkedPerCall                = "max_parked_per_call"
+	limitParkedBytesPerPrincipal      = "max_parked_bytes_per_principal"
+	limitParkedBytes                  = "max_parked_bytes"
+	stateKindRelay, stateKindParked   = "r", "p"
 )
+
+// declineGrace is how long a flight that declined requests its upstream
+// was still waiting on (its call ended by the expiry, a bound or its
+// caller leaving) lets the upstream finish before cancelling its call.
+// Cancelling at once raced the decline: a Python SDK 1.x server that gets
+// the answer and the cancellation of its call together answers the call
+// twice, asserts ("Request already responded to", python-sdk#2416) and
+// exits, failing every call on that session. A second is far beyond the
+// time a server takes to act on an answer it is waiting for.
+const declineGrace = time.Second
+
+// waitLimits are the replica's bounds on calls and requests waiting for
+// callers (Options).
+type waitLimits struct {
+	perPrincipal, total      int   // calls that asked
+	perCall                  int   // requests waiting in one call
+	requestBytes             int   // one request
+	bytesPerPrincipal, bytes int64 // requests waiting
+}
+
+func limitsOf(o Options) waitLimits {
+	return waitLimits{perPrincipal: o.MaxWaitingPerPrincipal, total: o.MaxWaiting, perCall: o.MaxParkedPerCall,
+		requestBytes: o.MaxInputRequestBytes, bytesPerPrincipal: o.MaxParkedBytesPerPrincipal, bytes: o.MaxParkedBytes}
+}
 
 // inputState is what a request_state carries, signed.
 type inputState struct {
@@ -98,17 +130,21 @@ type inputState struct {
 }
 
 // interactive is the core's state for interactive calls: the signing key,
-// this replica's id, and the flights (calls with a parked request, or
-// running toward one).
+// this replica's id, the flights (calls with a parked request, or running
+// toward one) and what they hold of the replica's pools.
 type interactive struct {
 	key     []byte
 	replica string
+	limits  waitLimits
 	mu      sync.Mutex
 	flights map[string]*flight
-	count   map[string]int // flights per principal that have asked (parked)
+	asked   int              // flights that have asked (MaxWaiting)
+	count   map[string]int   // of them, per principal (MaxWaitingPerPrincipal)
+	bytes   int64            // requests waiting in flights (MaxParkedBytes)
+	bytesBy map[string]int64 // of them, per principal (MaxParkedBytesPerPrincipal)
 }
 
-func newInteractive(key []byte, replica string) *interactive {
+func newInteractive(key []byte, replica string, limits waitLimits) *interactive {
 	if len(key) == 0 {
 		// Without a shared key only this process can verify its states:
 		// relayed calls continue on this replica only.
@@ -120,7 +156,8 @@ func newInteractive(key []byte, replica string) *interactive {
 		_, _ = rand.Read(b)
 		replica = hex.EncodeToString(b)
 	}
-	return &interactive{key: key, replica: replica, flights: map[string]*flight{}, count: map[string]int{}}
+	return &interactive{key: key, replica: replica, limits: limits, flights: map[string]*flight{},
+		count: map[string]int{}, bytesBy: map[string]int64{}}
 }
 
 func (x *interactive) sign(st inputState) string {
@@ -185,95 +222,159 @@ type flight struct {
 	cancel    context.CancelFunc
 	asks      chan *ask     // the bridge's requests, as they come
 	done      chan struct{} // closed when the upstream call returned
+	ended     chan struct{} // closed when the flight takes no more answers (end)
 	res       mcp.Result
 	err       error
 	need      func(mcp.InputRequestMap, string) mcp.Result // exchange.need
-	// perPrincipal bounds the principal's flights that have asked (asked:
-	// this one is counted; both under x.mu).
-	perPrincipal int
-	asked        bool
+	asked     bool                                         // counted in x.asked and x.count (under x.mu)
 
 	mu      sync.Mutex
 	pending map[string]*ask // asked in the last round, waiting for answers
+	waiting int             // requests inside ask: handed over, not yet answered (limits.perCall)
 	seq     int
 	expires time.Time
 	timer   *time.Timer // declines the pending requests at expiry
-	over    bool        // removed from the table: no more rounds
+	over    bool        // no more rounds: its requests are declined
+	why     *Error      // what ended it, for the caller's next round (nil: stateGone)
+	// held: the caller holds this round's state and has not retried;
+	// kept: ended with a why while held, the flight stays in the table
+	// (its upstream call over, nothing parked) until the retry learns why
+	// or the state expires.
+	held, kept bool
 }
 
 // ask is one request of the upstream, waiting for its answer.
 type ask struct {
 	req   mcp.InputRequest
-	reply chan mcp.InputResponse // capacity 1
+	reply chan mcp.InputResponse // capacity 1; nil: declined
+}
+
+func newFlight(x *interactive, principal, bound string, need func(mcp.InputRequestMap, string) mcp.Result) *flight {
+	return &flight{x: x, principal: principal, bound: bound, need: need,
+		asks: make(chan *ask), done: make(chan struct{}), ended: make(chan struct{}), pending: map[string]*ask{}}
 }
 
 // startFlight runs the exchange's upstream request in a flight. The
 // flight's context outlives the round: it ends when the request ends, when
 // a parked request expires, or when a round's caller goes away.
-func (e *exchange) startFlight(kinds mcpbridge.InputKinds) (*flight, *Error) {
+func (e *exchange) startFlight(kinds mcpbridge.InputKinds) *flight {
 	s := e.op.s
 	x := s.input
-	f := &flight{x: x, principal: e.op.principal.Name, bound: e.bound, need: e.need, perPrincipal: s.opts.MaxWaitingPerPrincipal,
-		asks: make(chan *ask), done: make(chan struct{}), pending: map[string]*ask{}}
-	if err := x.admit(f, s.opts.MaxWaiting); err != nil {
-		return nil, err
-	}
+	f := newFlight(x, e.op.principal.Name, e.bound, e.need)
+	x.admit(f)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(e.op.ctx), s.opts.MaxInteractiveCall)
 	f.ctx, f.cancel = ctx, cancel
-	go func() {
-		// Owned by the flight: it ends when the upstream request returns
-		// (bounded by MaxInteractiveCall). The flight then leaves the
-		// table, unless requests are parked: their caller's retry gets
-		// the result, until the expiry.
-		f.res, f.err = e.send(ctx, &mcpbridge.Interaction{Kinds: kinds, Ask: f.ask})
-		cancel()
-		f.mu.Lock()
-		parked := len(f.pending) > 0
-		close(f.done)
-		f.mu.Unlock()
-		if !parked {
-			x.remove(f)
-		}
-	}()
-	return f, nil
+	go f.run(func(ctx context.Context, it *mcpbridge.Interaction) (mcp.Result, error) {
+		it.Kinds = kinds
+		return e.send(ctx, it)
+	})
+	return f
 }
 
-// admit enters the flight into the table, within the replica's bound on
-// flights. The principal's bound counts only flights that have asked
-// (admitAsked): a caller that merely offers input capabilities (every
-// go-sdk client declares roots, so every call of one through the MCP front
-// door is a flight) is not limited to that many concurrent calls.
-func (x *interactive) admit(f *flight, total int) *Error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if len(x.flights) >= total {
-		return NewError(ResourceExhausted, ReasonTooManyWaiting,
-			fmt.Sprintf("this replica has %d interactive calls running or waiting for input, the most allowed (serve --max-waiting)", total),
-			map[string]string{"limit": limitWaiting})
+// run is the flight's goroutine: it ends when the upstream request
+// returns (bounded by MaxInteractiveCall). The flight then leaves the
+// table, unless requests are parked: their caller's retry gets the
+// result, until the expiry.
+func (f *flight) run(send func(context.Context, *mcpbridge.Interaction) (mcp.Result, error)) {
+	f.res, f.err = send(f.ctx, &mcpbridge.Interaction{Ask: f.ask})
+	f.cancel()
+	f.mu.Lock()
+	stays := (len(f.pending) > 0 && !f.over) || f.kept
+	close(f.done)
+	f.mu.Unlock()
+	if !stays {
+		f.x.remove(f)
 	}
+}
+
+// admit enters the flight into the table. No bound counts it yet: a
+// caller that merely offers input capabilities (every go-sdk client
+// declares roots, so every call of one through the MCP front door is a
+// flight) waits on nothing but its upstream, like any call; the bounds on
+// waiting calls count a flight from its first request (admitAsked).
+func (x *interactive) admit(f *flight) {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	f.id = hex.EncodeToString(b)
 	x.flights[f.id] = f
-	return nil
 }
 
 // admitAsked counts a flight that asks its caller for the first time
-// against its principal's bound on calls waiting for input.
+// against its principal's and the replica's bounds on calls waiting for
+// input. The principal's bound is below the replica's, so no principal
+// takes the replica's pool alone.
 func (x *interactive) admitAsked(f *flight) *Error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if f.asked {
 		return nil
 	}
-	if x.count[f.principal] >= f.perPrincipal {
+	if n := x.limits.perPrincipal; x.count[f.principal] >= n {
 		return NewError(ResourceExhausted, ReasonTooManyWaiting,
-			fmt.Sprintf("principal %q has %d interactive calls waiting for input, the most allowed (serve --max-waiting-per-principal)", f.principal, f.perPrincipal),
+			fmt.Sprintf("principal %q has %d interactive calls waiting for input, the most allowed (serve --max-waiting-per-principal)", f.principal, n),
 			map[string]string{"limit": limitWaitingPerPrincipal, "principal": f.principal})
 	}
+	if n := x.limits.total; x.asked >= n {
+		return NewError(ResourceExhausted, ReasonTooManyWaiting,
+			fmt.Sprintf("this replica has %d interactive calls waiting for input, the most allowed (serve --max-waiting)", n),
+			map[string]string{"limit": limitWaiting})
+	}
 	f.asked = true
+	x.asked++
 	x.count[f.principal]++
 	return nil
+}
+
+// hold counts one request of f, of size bytes, as waiting: in the call,
+// the principal's and the replica's bytes. A request over a bound is not
+// held; the error says which.
+func (x *interactive) hold(f *flight, r mcp.InputRequest, size int) *Error {
+	l := x.limits
+	if size > l.requestBytes {
+		return NewError(ResourceExhausted, ReasonInputRequestTooLarge,
+			fmt.Sprintf("the upstream asked for %s with a request of %d bytes, over the %d allowed (serve --max-input-request-bytes); it was declined and the call ended", inputKindName(r), size, l.requestBytes),
+			map[string]string{"limit_bytes": strconv.Itoa(l.requestBytes), "kind": inputKindName(r)})
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.waiting >= l.perCall {
+		return NewError(ResourceExhausted, ReasonTooManyWaiting,
+			fmt.Sprintf("the upstream asked for more than %d inputs at once in one call, the most allowed (serve --max-parked-per-call); they were declined and the call ended", l.perCall),
+			map[string]string{"limit": limitParkedPerCall})
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	n := int64(size)
+	if x.bytesBy[f.principal]+n > l.bytesPerPrincipal {
+		return NewError(ResourceExhausted, ReasonTooManyWaiting,
+			fmt.Sprintf("principal %q has requests of over %d bytes in all waiting for input, the most allowed (serve --max-parked-bytes-per-principal); the upstream's request was declined and the call ended", f.principal, l.bytesPerPrincipal),
+			map[string]string{"limit": limitParkedBytesPerPrincipal, "principal": f.principal})
+	}
+	if x.bytes+n > l.bytes {
+		return NewError(ResourceExhausted, ReasonTooManyWaiting,
+			fmt.Sprintf("this replica has requests of over %d bytes in all waiting for input, the most allowed (serve --max-parked-bytes); the upstream's request was declined and the call ended", l.bytes),
+			map[string]string{"limit": limitParkedBytes})
+	}
+	f.waiting++
+	x.bytes += n
+	x.bytesBy[f.principal] += n
+	return nil
+}
+
+// release gives back what hold counted.
+func (x *interactive) release(f *flight, size int) {
+	f.mu.Lock()
+	f.waiting--
+	f.mu.Unlock()
+	x.mu.Lock()
+	n := int64(size)
+	x.bytes -= n
+	if x.bytesBy[f.principal] -= n; x.bytesBy[f.principal] <= 0 {
+		delete(x.bytesBy, f.principal)
+	}
+	x.mu.Unlock()
 }
 
 func (x *interactive) remove(f *flight) {
@@ -281,6 +382,7 @@ func (x *interactive) remove(f *flight) {
 	if x.flights[f.id] == f {
 		delete(x.flights, f.id)
 		if f.asked {
+			x.asked--
 			if x.count[f.principal]--; x.count[f.principal] <= 0 {
 				delete(x.count, f.principal)
 			}
@@ -301,39 +403,112 @@ func (x *interactive) lookup(id string) *flight {
 	return x.flights[id]
 }
 
-// waiting is the number of flights (for tests and metrics).
+// waiting is the number of flights that have asked their callers, as
+// MaxWaiting counts them (for tests and metrics).
 func (x *interactive) waiting() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return len(x.flights)
+	return x.asked
 }
 
 // ask is the flight's Interaction.Ask: it hands the request to the round
 // that waits and blocks until the caller answers, the flight ends or the
-// upstream gives up.
+// upstream gives up. A request over a bound (hold) ends the flight; a
+// request the flight will not take, or that nobody answered, gets the
+// decline (mcpbridge.Decline), never an error in its place.
 func (f *flight) ask(ctx context.Context, r mcp.InputRequest) (mcp.InputResponse, error) {
+	size := requestSize(r)
+	if e := f.x.hold(f, r, size); e != nil {
+		f.end(e, true)
+		return mcpbridge.Decline(r)
+	}
+	defer f.x.release(f, size)
 	a := &ask{req: r, reply: make(chan mcp.InputResponse, 1)}
 	select {
 	case f.asks <- a:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-f.ended:
+		return mcpbridge.Decline(r)
 	case <-f.ctx.Done():
-		return nil, errNotAnswered
+		return mcpbridge.Decline(r)
 	}
 	select {
 	case res := <-a.reply:
 		if res == nil {
-			return nil, errNotAnswered
+			return mcpbridge.Decline(r)
 		}
 		return res, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-f.ended:
+		return mcpbridge.Decline(r)
 	case <-f.ctx.Done():
-		return nil, errNotAnswered
+		return mcpbridge.Decline(r)
 	}
 }
 
-var errNotAnswered = errors.New("the caller did not answer in time")
+// requestSize is the encoded size of an input request, as the caller
+// would get it.
+func requestSize(r mcp.InputRequest) int {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return math.MaxInt
+	}
+	return len(b)
+}
+
+// end ends the flight's rounds: what it asked is declined, requests it
+// has yet to take are declined as they come, and the next round (or the
+// one waiting) gets why (nil: stateGone). The upstream call is cancelled
+// at once when the upstream waits on no answer (answering: the caller of
+// end is about to answer one itself); otherwise only after declineGrace,
+// so that no cancellation races the declines (see declineGrace).
+func (f *flight) end(why *Error, answering bool) {
+	f.mu.Lock()
+	if f.over {
+		f.mu.Unlock()
+		return
+	}
+	f.over, f.why = true, why
+	answered := answering || f.waiting > 0
+	for id, a := range f.pending {
+		a.reply <- nil
+		delete(f.pending, id)
+	}
+	close(f.ended)
+	// The caller learns why on its retry: the flight stays until then, or
+	// until its state expires (expire removes it).
+	f.kept = why != nil && f.held
+	if f.timer != nil && !f.kept {
+		f.timer.Stop()
+	}
+	kept := f.kept
+	f.mu.Unlock()
+	if answered {
+		time.AfterFunc(declineGrace, f.cancel)
+	} else {
+		f.cancel()
+	}
+	if kept {
+		return
+	}
+	select {
+	case <-f.done:
+		f.x.remove(f)
+	default: // run removes it when the upstream call returns
+	}
+}
+
+// endError is what a round of an ended flight returns.
+func (f *flight) endError() *Error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.why != nil {
+		return f.why
+	}
+	return stateGone()
+}
 
 // round waits, within the caller's ctx, for the flight's result or its
 // next requests. Requests end the round as input_required: they are
@@ -342,17 +517,17 @@ func (f *flight) round(ctx context.Context, timeout time.Duration) (_ mcp.Result
 	select {
 	case <-f.done:
 		return f.res, false, f.err
+	case <-f.ended:
+		return nil, false, f.endError()
 	case a := <-f.asks:
+		batch := []*ask{a}
 		if e := f.x.admitAsked(f); e != nil {
-			// Over the principal's bound on calls waiting for input: the
-			// call ends (its upstream request is cancelled), as it would
-			// have at its start before.
-			f.cancel()
-			<-f.done
-			f.x.remove(f)
+			// Over the bound on calls waiting for input: the request is
+			// declined and the call ends, as it would have at its start.
+			a.reply <- nil
+			f.end(e, true)
 			return nil, false, e
 		}
-		batch := []*ask{a}
 		for more := true; more; {
 			select {
 			case b := <-f.asks:
@@ -361,21 +536,30 @@ func (f *flight) round(ctx context.Context, timeout time.Duration) (_ mcp.Result
 				more = false
 			}
 		}
-		return f.park(batch, timeout), true, nil
+		if res, ok := f.park(batch, timeout); ok {
+			return res, true, nil
+		}
+		return nil, false, f.endError()
 	case <-ctx.Done():
 		// The caller went away while the call could still ask: nobody
 		// would answer, so the call ends.
-		f.cancel()
-		<-f.done
+		f.end(nil, false)
 		return nil, false, ctx.Err()
 	}
 }
 
 // park holds the requests until the caller's answer or the expiry, and
-// returns the input_required that asks them.
-func (f *flight) park(batch []*ask, timeout time.Duration) mcp.Result {
+// returns the input_required that asks them; ok is false, and the
+// requests declined, when the flight ended meanwhile.
+func (f *flight) park(batch []*ask, timeout time.Duration) (_ mcp.Result, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.over {
+		for _, a := range batch {
+			a.reply <- nil
+		}
+		return nil, false
+	}
 	reqs := mcp.InputRequestMap{}
 	for _, a := range batch {
 		f.seq++
@@ -388,22 +572,23 @@ func (f *flight) park(batch []*ask, timeout time.Duration) mcp.Result {
 		f.timer.Stop()
 	}
 	f.timer = time.AfterFunc(timeout, f.expire)
+	f.held = true
 	state := f.x.sign(inputState{Kind: stateKindParked, Principal: f.principal, Bound: f.bound,
 		Expires: f.expires.UnixMilli(), Replica: f.x.replica, Flight: f.id})
-	return f.need(reqs, state)
+	return f.need(reqs, state), true
 }
 
 // expire declines what is still pending and ends the call: nobody
-// answered in time.
+// answered in time. A flight kept to tell its caller why it ended leaves.
 func (f *flight) expire() {
 	f.mu.Lock()
-	for id, a := range f.pending {
-		a.reply <- nil
-		delete(f.pending, id)
-	}
+	kept := f.kept
 	f.mu.Unlock()
-	f.cancel()
-	f.x.remove(f)
+	if kept {
+		f.x.remove(f)
+		return
+	}
+	f.end(nil, false)
 }
 
 // resume answers the pending requests with the caller's responses (every
@@ -411,8 +596,17 @@ func (f *flight) expire() {
 // round.
 func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputResponse, timeout time.Duration) (_ mcp.Result, parked bool, _ error) {
 	f.mu.Lock()
-	if f.over || len(f.pending) == 0 {
-		// Ended, or answered already by another retry with this state.
+	if f.over {
+		kept := f.kept
+		f.mu.Unlock()
+		if kept {
+			// Told once: the flight leaves (run removes it, or has).
+			f.x.remove(f)
+		}
+		return nil, false, f.endError()
+	}
+	if len(f.pending) == 0 {
+		// Answered already by another retry with this state.
 		f.mu.Unlock()
 		return nil, false, stateGone()
 	}
@@ -431,6 +625,7 @@ func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputRespo
 		return nil, false, e
 	}
 	f.timer.Stop()
+	f.held = false
 	for id, a := range f.pending {
 		a.reply <- responses[id]
 		delete(f.pending, id)

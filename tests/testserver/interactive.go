@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,7 +28,10 @@ import (
 // upstream that never ends its rounds. ask_wait asks the older way
 // after delay_ms, works on for then_ms, and records under id, like
 // wait_cancel, whether its call was cancelled (cancel_record): the soak's
-// callers that never answer.
+// callers that never answer. ask_flood asks count elicitations of a
+// bytes-long message at once, mid-call, and records under id how each was
+// answered (flood_record): an upstream that asks more than a call may
+// have waiting (issue 39).
 
 var nameSchema = map[string]any{
 	"type":       "object",
@@ -55,6 +62,7 @@ func elicitAnswer(r mcp.InputResponse) string {
 }
 
 func addInteractive(s *mcp.Server) {
+	addAskFlood(s)
 	s.AddTool(&mcp.Tool{Name: "ask_name", Description: "Ask the caller's name (form elicitation) and greet them.", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if r, ok := req.Params.InputResponses["name"]; ok {
@@ -192,6 +200,77 @@ func addInteractive(s *mcp.Server) {
 				return text("elicit: " + err.Error()), nil, nil
 			}
 			return text(elicitAnswer(res)), nil, nil
+		})
+}
+
+type askFloodArgs struct {
+	ID    string `json:"id"`
+	Count int    `json:"count"`
+	Bytes int    `json:"bytes"`
+}
+
+// floodRecord is how ask_flood's requests were answered, by action
+// ("accept", "decline", "cancel"), "ended" (the call was cancelled, or
+// its stream closed, before an answer came) or "error: ..." (the client
+// answered with a JSON-RPC error); Done once every one was.
+type floodRecord struct {
+	Answers map[string]int `json:"answers"`
+	Done    bool           `json:"done"`
+}
+
+var (
+	floodMu      sync.Mutex
+	floodRecords = map[string]*floodRecord{}
+)
+
+func addAskFlood(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_flood", Description: "Ask count elicitations with a message of bytes bytes at once, mid-call (elicitation/create); record under id how they were answered (see flood_record)."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in askFloodArgs) (*mcp.CallToolResult, any, error) {
+			rec := &floodRecord{Answers: map[string]int{}}
+			floodMu.Lock()
+			floodRecords[in.ID] = rec
+			floodMu.Unlock()
+			msg := strings.Repeat("x", in.Bytes)
+			var wg sync.WaitGroup
+			for range in.Count {
+				wg.Go(func() {
+					res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: msg, RequestedSchema: nameSchema})
+					var how string
+					var answered *jsonrpc.Error
+					switch {
+					case err == nil:
+						how = res.Action
+					case errors.As(err, &answered) && !strings.Contains(err.Error(), "rejected by transport"):
+						// The client answered with an error (go-sdk wraps a
+						// write that failed as a JSON-RPC error too).
+						how = "error: " + err.Error()
+					default:
+						// Never answered: the call was cancelled first, or
+						// its stream closed before the request was written.
+						how = "ended"
+					}
+					floodMu.Lock()
+					rec.Answers[how]++
+					floodMu.Unlock()
+				})
+			}
+			wg.Wait()
+			floodMu.Lock()
+			rec.Done = true
+			out := fmt.Sprint(rec.Answers)
+			floodMu.Unlock()
+			return text(out), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "flood_record", Description: "How ask_flood's requests of the call with this id were answered."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in idArgs) (*mcp.CallToolResult, *floodRecord, error) {
+			floodMu.Lock()
+			defer floodMu.Unlock()
+			rec, ok := floodRecords[in.ID]
+			if !ok {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no call with id " + in.ID}}}, nil, nil
+			}
+			cp := floodRecord{Answers: maps.Clone(rec.Answers), Done: rec.Done}
+			return nil, &cp, nil
 		})
 }
 
