@@ -229,7 +229,8 @@ func startToolsvcEnv(t *testing.T, c cfg, env []string, extraArgs ...string) *to
 type startOpts struct {
 	env    []string
 	args   []string
-	noWait bool // return once serving, before ready
+	noWait bool     // return once serving, before ready
+	wrap   []string // a command that execs toolsvc's command line, given as its arguments (e.g. to enter a cgroup first)
 }
 
 // startToolsvcWith starts toolsvc on loopback ports the kernel picks and
@@ -240,8 +241,10 @@ func startToolsvcWith(t *testing.T, c cfg, o startOpts) *toolsvcProc {
 	path := filepath.Join(dir, "config.json")
 	c.write(t, path)
 	addrFile := filepath.Join(dir, "addrs.json")
-	cmd := exec.Command(bin.toolsvc, append([]string{"serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--addr-file", addrFile, "--log-level", "debug"}, o.args...)...)
+	argv := append([]string{bin.toolsvc, "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--addr-file", addrFile, "--log-level", "debug"}, o.args...)
+	argv = append(append([]string(nil), o.wrap...), argv...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), o.env...)
 	pr := startProcWith(t, cmd, procOpts{name: "toolsvc", grace: 20 * time.Second, checkExit: true})
 	p := &toolsvcProc{cmd: cmd, configPath: path, log: pr.log, stop: pr.stop, proc: pr}

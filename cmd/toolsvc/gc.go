@@ -17,7 +17,8 @@ import (
 const gcPercent = 400
 
 func init() {
-	if _, set := os.LookupEnv("GOGC"); !set {
+	// An empty GOGC is the runtime's default too: toolsvc's applies.
+	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
 }

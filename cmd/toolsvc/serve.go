@@ -27,6 +27,9 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
+	if _, err := setMemoryLimit(log, f.memoryLimit); err != nil {
+		return &exitError{code: 2, err: err}
+	}
 	bcfg, loaded, cfgData, err := loadServeConfig(f.cfgPath, log)
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ import (
 
 // serveFlags is serve's command line.
 type serveFlags struct {
+	memoryLimit                                        uint64
 	cfgPath, listen, adminListen, logLevel, logFormat  string
 	shutdownTimeout, maxAge, maxAgeGrace               time.Duration
 	maxReq, maxResp                                    int
@@ -103,7 +104,12 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.StringVar(&f.addrFile, "addr-file", "", "once listening, write the bound addresses to this file as JSON {\"grpc\", \"admin\", \"mcp\"} (written whole, by rename; for callers that pass port 0)")
 	fs.StringVar(&f.otlp, "otlp-endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"), "export traces over OTLP/gRPC to this host:port (default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: tracing off)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file for the config's kubernetes section, outside a cluster (default: the section's kubeconfig, else in-cluster credentials)")
+	memLimit := fs.String("memory-limit", os.Getenv(memoryLimitEnv), "the container's memory limit, in bytes or as a quantity such as 512Mi, when its cgroup does not show it (default $"+memoryLimitEnv+"; the lower of this and the cgroup's counts; 90% of it becomes the Go runtime's soft limit unless GOMEMLIMIT is set)")
 	if err := fs.Parse(args); err != nil {
+		return nil, &exitError{code: 2, err: err}
+	}
+	var err error
+	if f.memoryLimit, err = parseMemoryLimit(*memLimit); err != nil {
 		return nil, &exitError{code: 2, err: err}
 	}
 	switch {
