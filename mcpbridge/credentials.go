@@ -225,7 +225,7 @@ func unservedModeProblems(servers []ServerConfig, logins *LoginConfig) []*FieldE
 		case c.PerPrincipal() && !servedModes[c.mode()]:
 			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
 				Err: fmt.Errorf("%q is not served by this build", c.mode())})
-		case c.mode() == CredentialsUserOAuth && (logins == nil || logins.Store == nil):
+		case c.mode() == CredentialsUserOAuth && (logins == nil || logins.Store == nil && logins.StoreError == ""):
 			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
 				Err: fmt.Errorf("%q needs a token store: set the top-level tokenStore", c.mode())})
 		case c.mode() == CredentialsUserOAuth && logins.RedirectURL == "":
