@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
@@ -30,45 +29,96 @@ type credentialsJSON struct {
 	PrivateTools bool `json:"privateTools"`
 }
 
+// credentialKeys are the keys of a credentials object.
+var credentialKeys = keysOf(credentialsJSON{})
+
+// credentialKeyList names them for a refusal.
+const credentialKeyList = "mode, issuer, tokenUrl, authorizationUrl, clientId, clientSecret, scopes, audience, resource, subjectTokenType, requireSameSubject, maxSessions, sessionIdle, privateTools"
+
+// credentialProblem is one problem of a credentials object: field is ""
+// for the object itself (not an object, an unknown key) or the key whose
+// value does not decode.
+type credentialProblem struct {
+	field string
+	err   error
+}
+
+// decodeCredentials decodes a credentials object one key at a time, so
+// that one bad value hides no other (config check prints every problem):
+// it returns what decoded, and every unknown key and undecodable value.
+func decodeCredentials(raw []byte) (*mcpbridge.CredentialsConfig, []credentialProblem) {
+	var obj map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		msg := "null"
+		if err != nil {
+			msg = cleanJSONError(err)
+		}
+		return nil, []credentialProblem{{"", fmt.Errorf("want an object: %s", msg)}}
+	}
+	if dec.More() {
+		return nil, []credentialProblem{{"", errors.New("want one object")}}
+	}
+	var c credentialsJSON
+	var probs []credentialProblem
+	decodeKeys(obj, credentialKeys, &c,
+		func(k string) {
+			probs = append(probs, credentialProblem{"", fmt.Errorf("unknown key %q (want %s)", k, credentialKeyList)})
+		},
+		func(k string, err error) {
+			probs = append(probs, credentialProblem{k, errors.New(cleanJSONError(err))})
+		})
+	return &mcpbridge.CredentialsConfig{Mode: c.Mode, Issuer: c.Issuer, TokenURL: c.TokenURL, AuthorizationURL: c.AuthorizationURL,
+		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Audience: c.Audience, Resource: c.Resource,
+		SubjectTokenType: c.SubjectTokenType, RequireSameSubject: c.RequireSameSubject, MaxSessions: c.MaxSessions,
+		SessionIdle: c.SessionIdle.D, PrivateTools: c.PrivateTools}, probs
+}
+
 // ParseCredentials decodes a server's "credentials" object (its ${ENV} and
 // ${file:…} references already resolved). Unknown keys are errors, as in
 // the oauth object; which fields a mode needs or refuses is mcpbridge's
 // rule (ServerConfig.Problems reports it, naming "credentials.<field>").
+// The error joins every problem of the object.
 func ParseCredentials(raw []byte) (*mcpbridge.CredentialsConfig, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var c credentialsJSON
-	if err := dec.Decode(&c); err != nil {
-		msg := cleanJSONError(err)
-		if k, ok := strings.CutPrefix(msg, "unknown field "); ok {
-			return nil, fmt.Errorf("unknown key %s (want mode, issuer, tokenUrl, authorizationUrl, clientId, clientSecret, scopes, audience, resource, subjectTokenType, requireSameSubject, maxSessions, sessionIdle, privateTools)", k)
+	c, probs := decodeCredentials(raw)
+	var errs []error
+	for _, p := range probs {
+		if p.field != "" {
+			errs = append(errs, fmt.Errorf("%s: %w", p.field, p.err))
+			continue
 		}
-		return nil, fmt.Errorf("want an object: %s", msg)
+		errs = append(errs, p.err)
 	}
-	if dec.More() {
-		return nil, errors.New("want one object")
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
-	return &mcpbridge.CredentialsConfig{Mode: c.Mode, Issuer: c.Issuer, TokenURL: c.TokenURL, AuthorizationURL: c.AuthorizationURL,
-		ClientID: c.ClientID, ClientSecret: c.ClientSecret, Scopes: c.Scopes, Audience: c.Audience, Resource: c.Resource,
-		SubjectTokenType: c.SubjectTokenType, RequireSameSubject: c.RequireSameSubject, MaxSessions: c.MaxSessions,
-		SessionIdle: c.SessionIdle.D, PrivateTools: c.PrivateTools}, nil
+	return c, nil
 }
 
 // serverCredentials decodes a server's "credentials" object (absent or
-// null: shared) into sc, adding its client secret to sc's secrets; it
-// returns false, reported, when the object does not decode.
+// null: shared) into sc, adding its client secret to sc's secrets. Every
+// problem of the object is reported (a value that does not decode as
+// "credentials.<key>"), and what did decode is kept in sc so that
+// mcpbridge's rules report theirs too; it returns false when there was
+// any.
 func (p *parser) serverCredentials(name string, raw json.RawMessage, sc *mcpbridge.ServerConfig) bool {
 	if len(raw) == 0 || string(raw) == "null" {
 		return true
 	}
-	cc, err := ParseCredentials(raw)
-	if err != nil {
-		p.add(name, "credentials", "%v", err)
+	cc, probs := decodeCredentials(raw)
+	for _, pr := range probs {
+		field := "credentials"
+		if pr.field != "" {
+			field += "." + pr.field
+		}
+		p.add(name, field, "%v", pr.err)
+	}
+	if cc == nil {
 		return false
 	}
 	sc.Credentials = cc
 	if len(cc.ClientSecret) >= 4 {
 		sc.Secrets = append(sc.Secrets, cc.ClientSecret)
 	}
-	return true
+	return len(probs) == 0
 }

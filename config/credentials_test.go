@@ -82,14 +82,61 @@ func TestParseCredentials(t *testing.T) {
 		`server "i": field "credentials.maxSessions": must not be negative`,
 		`server "j": field "credentials.tokenUrl": required with authorizationUrl`,
 		`server "k": field "credentials.audience": not used by mode "shared"`,
-		`server "l": field "credentials": want an object: `,
+		`server "l": field "credentials.sessionIdle": `,
+		`server "l": field "credentials.clientId": required for mode "userOAuth"`,
 		`server "m": field "credentials.issuer": required with requireSameSubject`,
 		`server "n": field "credentials.requireSameSubject": not used by mode "tokenExchange"`,
 		`server "o": field "credentials.privateTools": not used by mode "shared"`,
-		`server "q": field "credentials": want an object: `,
+		`server "q": field "credentials.privateTools": `,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestCredentialsEveryProblem: config check prints every problem inside a
+// credentials object (issue 39 item 12), not the first: each unknown key,
+// each value that does not decode, and mcpbridge's rules on what did.
+// A resource indicator is any absolute URI without a fragment (RFC 8707).
+func TestCredentialsEveryProblem(t *testing.T) {
+	t.Parallel()
+	_, err := Parse("bad.json", []byte(`{"tokenStore": {"file": "/var/lib/toolsvc/tokens", "keyFile": "/etc/toolsvc/store.key"}, "mcpServers": {
+		"a": {"url": "https://a.example/mcp", "credentials": {"mode": "userOAuth", "client_id": "x", "scope": "repo",
+			"maxSessions": "ten", "sessionIdle": "soon", "scopes": "repo", "tokenUrl": "idp/token", "resource": "relative/path"}},
+		"b": {"url": "https://a.example/mcp", "credentials": {"mode": "tokenExchange", "clientId": "x", "issuer": "https://idp", "resource": "https://api.example/#frag"}},
+		"c": {"url": "https://a.example/mcp", "credentials": ["mode"]}}}`))
+	if err == nil {
+		t.Fatal("bad credentials accepted")
+	}
+	for _, want := range []string{
+		`server "a": field "credentials": unknown key "client_id"`,
+		`server "a": field "credentials": unknown key "scope"`,
+		`server "a": field "credentials.maxSessions": `,
+		`server "a": field "credentials.sessionIdle": `,
+		`server "a": field "credentials.scopes": `,
+		`server "a": field "credentials.clientId": required for mode "userOAuth"`,
+		`server "a": field "credentials.tokenUrl": want an absolute http:// or https:// URL`,
+		`server "a": field "credentials.resource": want an absolute URI without a fragment (RFC 8707)`,
+		`server "b": field "credentials.resource": want an absolute URI without a fragment`,
+		`server "c": field "credentials": want an object`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+	for _, res := range []string{"urn:example:api", "https://api.example/v1", "api+custom://tenant-1/x", "urn:ietf:params:oauth:token-type:jwt"} {
+		c, err := Parse("ok.json", []byte(`{"tokenStore": {"file": "/var/lib/toolsvc/tokens", "keyFile": "/etc/toolsvc/store.key"}, "mcpServers": {
+			"u": {"url": "https://u.example/mcp", "credentials": {"mode": "userOAuth", "clientId": "x", "issuer": "https://idp.example", "resource": "`+res+`"}},
+			"t": {"url": "https://t.example/mcp", "credentials": {"mode": "tokenExchange", "clientId": "x", "issuer": "https://idp.example", "resource": "`+res+`"}}}}`))
+		if err != nil {
+			t.Errorf("resource %q refused: %v", res, err)
+			continue
+		}
+		for _, s := range c.Bridge.Servers {
+			if s.Credentials.Resource != res {
+				t.Errorf("server %s: resource %q, want %q", s.Name, s.Credentials.Resource, res)
+			}
 		}
 	}
 }

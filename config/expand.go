@@ -3,15 +3,14 @@ package config
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/toolsvc/toolsvc/internal/boundedfile"
 )
 
 // MaxFileRefSize is the largest file a ${file:} reference reads: 1 MiB.
@@ -116,73 +115,12 @@ func readRefFile(name string) ([]byte, error) {
 	return readBounded(name, MaxFileRefSize, "${file:}")
 }
 
-// readBounded reads a regular file of at most limit bytes, through a limit.
-// Devices (/dev/zero, /dev/stdin), FIFOs, sockets and directories are
-// refused before anything is read, as are the pseudo-files of /proc and
-// /sys: they call themselves regular, but report a size that is not their
-// content's (0 for /proc/self/environ). what names the reader in refusals.
+// readBounded reads a regular file of at most limit bytes, through a limit
+// (boundedfile.Read: the rules every file toolsvc reads follows). what
+// names the reader in refusals.
 func readBounded(name string, limit int64, what string) ([]byte, error) {
-	if real, err := filepath.EvalSymlinks(name); err == nil && pseudoFS(real) {
-		return nil, fmt.Errorf("refused: %s is a pseudo-file of the kernel, not a regular file", real)
-	}
-	// O_NONBLOCK: opening a FIFO must not wait for a writer (open(2)); it
-	// does nothing for a regular file.
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
-	}
-	defer f.Close()
-	// Stat the open file, not the name: what is read is what was checked.
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("refused: not a regular file (%s); %s is read from regular files only", fileKind(fi.Mode()), what)
-	}
-	tooLarge := fmt.Sprintf("refused: the file is larger than the %d MiB limit of %s", limit>>20, what)
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s (%d bytes)", tooLarge, fi.Size())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the file: %v", unwrapPathError(err))
-	}
-	switch {
-	case int64(len(b)) > limit:
-		return nil, fmt.Errorf("%s (it grew while read)", tooLarge)
-	case int64(len(b)) != fi.Size():
-		// A regular file's content is its size; a kernel pseudo-file's is not.
-		return nil, fmt.Errorf("refused: the file reports %d bytes but holds %d: a pseudo-file, or changing while read", fi.Size(), len(b))
-	}
-	return b, nil
-}
-
-// pseudoFS reports whether a resolved path lies in /proc or /sys.
-func pseudoFS(p string) bool {
-	for _, root := range []string{"/proc", "/sys"} {
-		if p == root || strings.HasPrefix(p, root+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// fileKind names the type of a file that is not regular.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a block device"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return "an irregular file"
+	b, _, err := boundedfile.Read(name, limit, what)
+	return b, err
 }
 
 // expandString resolves the references in s.
@@ -284,11 +222,4 @@ func (e *expander) values() []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func unwrapPathError(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }

@@ -3,11 +3,13 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 
 	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/tokenstore"
 )
 
 // TokenStore is the "tokenStore" section: where the per-user tokens of
@@ -104,4 +106,38 @@ func (ts *TokenStore) String() string {
 		return "redis"
 	}
 	return fmt.Sprintf("file %s", ts.File)
+}
+
+// CheckFiles reads the store's key file and, for a file store, its file,
+// as serve opens them (tokenstore.ReadKeyFile, tokenstore.CheckFile: like
+// every file toolsvc reads, a regular file within a size bound, the key
+// with owner-only permissions and exactly 32 bytes), and reports each
+// problem; file names the configuration in them. `toolsvc config check`
+// runs it: Parse does not, since a store that cannot be opened fails
+// only the userOAuth upstreams at serve time, not the whole file.
+func (ts *TokenStore) CheckFiles(file string) Problems {
+	var probs Problems
+	add := func(field string, err error) {
+		probs = append(probs, Problem{File: file, Field: "tokenStore." + field, Msg: err.Error()})
+	}
+	key, err := tokenstore.ReadKeyFile(ts.KeyFile)
+	if err != nil {
+		add("keyFile", err)
+	}
+	if ts.File == "" {
+		return probs
+	}
+	if key == nil {
+		// The file cannot be opened without the key; its kind and size can
+		// still be checked.
+		key = make([]byte, tokenstore.KeySize)
+		if err := tokenstore.CheckFile(ts.File, key); err != nil && !errors.Is(err, tokenstore.ErrCorrupt) {
+			add("file", err)
+		}
+		return probs
+	}
+	if err := tokenstore.CheckFile(ts.File, key); err != nil {
+		add("file", err)
+	}
+	return probs
 }

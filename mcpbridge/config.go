@@ -272,6 +272,12 @@ type LoginConfig struct {
 	// Key is the store's key (tokenstore.ReadKeyFile): it also seals the
 	// login links' state, so any replica sharing it completes a login.
 	Key []byte
+	// StoreError, with Store nil, is why the token store could not be
+	// opened (a refused file, a key that is not one): the userOAuth
+	// upstreams still run but fail every call and login with it
+	// (ReasonTokenStore) and report it in Servers; the others serve. It
+	// names paths and what is wrong with them, never a secret.
+	StoreError string
 	// RedirectURL is toolsvc's login callback as the authorization server
 	// redirects browsers to it (serve's --public-url + LoginCallbackPath);
 	// it must be registered with each upstream's authorization server.

@@ -150,11 +150,15 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 	}
 	for _, u := range []struct{ field, v string }{
 		{"credentials.issuer", c.Issuer}, {"credentials.tokenUrl", c.TokenURL}, {"credentials.authorizationUrl", c.AuthorizationURL},
-		{"credentials.resource", c.Resource},
 	} {
 		if u.v != "" && !httpURL(u.v) {
 			p.add(u.field, "want an absolute http:// or https:// URL")
 		}
+	}
+	// A resource indicator is any absolute URI without a fragment (RFC 8707
+	// section 2: urn:, https:, …); it is only sent, never fetched.
+	if c.Resource != "" && !resourceURI(c.Resource) {
+		p.add("credentials.resource", "want an absolute URI without a fragment (RFC 8707), such as https://api.example/ or urn:example:api")
 	}
 	if c.MaxSessions < 0 {
 		p.add("credentials.maxSessions", "must not be negative, got %d", c.MaxSessions)
@@ -192,6 +196,13 @@ func (sc *ServerConfig) credentialsProblems(p *fieldProblems) {
 	}
 }
 
+// resourceURI reports an absolute URI (a scheme) without a fragment and
+// without control characters or spaces (url.Parse refuses those).
+func resourceURI(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != "" && (u.Opaque != "" || u.Host != "" || u.Path != "") && u.Fragment == "" && !strings.Contains(s, "#") && !strings.ContainsAny(s, " \t")
+}
+
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
@@ -214,7 +225,7 @@ func unservedModeProblems(servers []ServerConfig, logins *LoginConfig) []*FieldE
 		case c.PerPrincipal() && !servedModes[c.mode()]:
 			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
 				Err: fmt.Errorf("%q is not served by this build", c.mode())})
-		case c.mode() == CredentialsUserOAuth && (logins == nil || logins.Store == nil):
+		case c.mode() == CredentialsUserOAuth && (logins == nil || logins.Store == nil && logins.StoreError == ""):
 			probs = append(probs, &FieldError{Server: servers[i].Name, Field: "credentials.mode",
 				Err: fmt.Errorf("%q needs a token store: set the top-level tokenStore", c.mode())})
 		case c.mode() == CredentialsUserOAuth && logins.RedirectURL == "":

@@ -166,7 +166,7 @@ func (s *userSource) admit(ctx context.Context, c caller) error {
 
 func (s *userSource) token(ctx context.Context, principal, _ string) (string, error) {
 	if s.ut == nil {
-		return "", &UnavailableError{Server: s.u.cfg.Name, Reason: ReasonTokenStore}
+		return "", s.u.b.storeUnavailable(s.u.cfg.Name)
 	}
 	tok, err := s.ut.Token(ctx, principal)
 	switch {

@@ -41,6 +41,9 @@ type UnavailableError struct {
 	Reason string // one of the Reason constants
 	// RetryAfter is a hint for when a retry may succeed (0: unknown).
 	RetryAfter time.Duration
+	// Detail says more, without secrets (ReasonTokenStore: why the store
+	// could not be opened at start).
+	Detail string
 }
 
 func (e *UnavailableError) Error() string {
@@ -56,6 +59,9 @@ func (e *UnavailableError) Error() string {
 	case ReasonStarting:
 		return "upstream unavailable: toolsvc is still discovering its upstreams; retry shortly or on another replica"
 	case ReasonTokenStore:
+		if e.Detail != "" {
+			return fmt.Sprintf("upstream unavailable: server %q: toolsvc's token store (tokenStore) could not be opened at start, so no login can be read or stored: %s (fix it and restart toolsvc)", e.Server, e.Detail)
+		}
 		return fmt.Sprintf("upstream unavailable: server %q: toolsvc's token store (tokenStore) is unreachable, so the caller's login cannot be read; it is kept, retry shortly", e.Server)
 	}
 	return fmt.Sprintf("upstream unavailable: server %q has no ready session", e.Server)

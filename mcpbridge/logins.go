@@ -40,6 +40,37 @@ func (b *Bridge) userTokens(sc ServerConfig, resource string) *oauth.UserTokens 
 	return ut
 }
 
+// storeError is why the token store could not be opened ("" when it was,
+// or when there is none).
+func (b *Bridge) storeError() string {
+	if l := b.cfg.Logins; l != nil && l.Store == nil {
+		return l.StoreError
+	}
+	return ""
+}
+
+// storeFailed is the error of a login or logout to the userOAuth server
+// when the token store could not be opened (nil otherwise).
+func (b *Bridge) storeFailed(principal, server string) error {
+	if b.storeError() == "" {
+		return nil
+	}
+	u, err := b.upstream(server)
+	if err != nil || u.cfg.Credentials.mode() != CredentialsUserOAuth {
+		return nil
+	}
+	if principal == "" {
+		return &CredentialsError{Server: server, Mode: CredentialsUserOAuth, Code: CodeNoPrincipal}
+	}
+	return b.storeUnavailable(server)
+}
+
+// storeUnavailable is the error of a userOAuth server's call or login
+// when the bridge has no token store.
+func (b *Bridge) storeUnavailable(server string) error {
+	return &UnavailableError{Server: server, Reason: ReasonTokenStore, Detail: b.storeError()}
+}
+
 // credentialObserver is the Observer's CredentialEvent for server, or nil
 // when the Observer does not hear credential events.
 func (b *Bridge) credentialObserver(server string) func(op, outcome string) {
@@ -98,6 +129,9 @@ func (b *Bridge) CompleteLogin(ctx context.Context, query url.Values) (principal
 // session, if any, closes once idle, and its next call gets a login link.
 // A principal without a token is no error.
 func (b *Bridge) Logout(ctx context.Context, principal, server string) error {
+	if err := b.storeFailed(principal, server); err != nil {
+		return err
+	}
 	s, ok := b.userSources()[server]
 	if !ok {
 		if _, err := b.upstream(server); err != nil {
@@ -123,6 +157,9 @@ func (b *Bridge) Logout(ctx context.Context, principal, server string) error {
 // anonymous principal is *CredentialsError CodeNoPrincipal; the store or
 // the authorization server failing is *UnavailableError.
 func (b *Bridge) Login(ctx context.Context, principal, server string, force bool) (string, error) {
+	if err := b.storeFailed(principal, server); err != nil {
+		return "", err
+	}
 	s, ok := b.userSources()[server]
 	if !ok {
 		if _, err := b.upstream(server); err != nil {
@@ -145,7 +182,7 @@ func (b *Bridge) Login(ctx context.Context, principal, server string, force bool
 		return "", err
 	}
 	if s.ut == nil {
-		return "", &UnavailableError{Server: server, Reason: ReasonTokenStore}
+		return "", b.storeUnavailable(server)
 	}
 	link, err := s.ut.LoginURL(ctx, principal)
 	if err != nil {

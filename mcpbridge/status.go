@@ -94,6 +94,11 @@ func (u *upstream) statusSnapshot() ServerStatus {
 		st.PerUser, st.UserSessions = true, u.pu.table.len()
 	}
 	st.Warnings = slices.Concat(u.b.catalog.Warnings(u.cfg.Name), listWarnings)
+	if e := u.b.storeError(); e != "" && u.cfg.Credentials.mode() == CredentialsUserOAuth {
+		// No login can be read: whatever the session says, every call fails.
+		st.LastError = "token store: " + e
+		st.Warnings = append(st.Warnings, "the token store could not be opened at start; every call and login fails until it is fixed and toolsvc restarted: "+e)
+	}
 	if s := u.sess.Load(); s != nil && s.cs != nil {
 		ps, since, reason := s.push.status()
 		if ps != pushUnknown {

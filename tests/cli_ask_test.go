@@ -3,10 +3,13 @@ package tests
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 )
@@ -101,9 +104,41 @@ func TestCLIAsksOnTerminal(t *testing.T) {
 			}
 		})
 	}
+	// A hostile URL request (issue 39 item 9): the message cannot print a
+	// line of its own, the host is shown in punycode (a Cyrillic і in
+	// "gіthub.com"), invisible characters are shown, and a URL that is not
+	// http(s) is not offered: it is declined without a question.
+	hostile := func(u, msg string) string {
+		b, _ := json.Marshal(map[string]string{"url": u, "message": msg})
+		return string(b)
+	}
+	var screen string
+	got := onTerminal(t, "", func(term *pty) {
+		at := term.expect(t, 0, `The tool asks you to open a URL: Sign in\n  site: https://github.com\u200b`, wait)
+		at = term.expect(t, at, "site: https://xn--gthub-n2e.com", wait)
+		at = term.expect(t, at, "URL:  https://xn--gthub-n2e.com/login?next=%E2%80%AEexe", wait)
+		term.expect(t, at, "press Enter", wait)
+		screen = term.Screen()
+		term.typeLine(t, "")
+	}, "new__ask_url_given", hostile("https://g\u0456thub.com/login?next=\u202eexe", "Sign in\n  site: https://github.com\u200b"))
+	if got != "url accept\n" {
+		t.Errorf("ask_url_given with a homograph host printed %q", got)
+	}
+	if strings.Contains(screen, "\u0456") || strings.Contains(screen, "\u202e") || strings.Contains(screen, "\u200b") ||
+		regexp.MustCompile(`(?m)^\s*site: https://github\.com`).MatchString(screen) {
+		t.Errorf("the terminal shows the upstream's Unicode or its fake line:\n%s", screen)
+	}
+	for _, u := range []string{"javascript:alert(document.cookie)", "https://git\u200bhub.com/"} {
+		got = onTerminal(t, "", func(term *pty) {
+			term.expect(t, 0, "; declined", wait)
+		}, "new__ask_url_given", hostile(u, "Open it"))
+		if got != "url decline\n" {
+			t.Errorf("ask_url_given with %q printed %q; want it declined unasked", u, got)
+		}
+	}
 	// Two rounds mid-call (a 2025-11-25 upstream): each question on the
 	// terminal, each answer to the tool.
-	got := onTerminal(t, "", func(term *pty) {
+	got = onTerminal(t, "", func(term *pty) {
 		at := term.expect(t, 0, "first?", wait)
 		term.typeLine(t, "a")
 		at = term.expect(t, at, "> ", wait)

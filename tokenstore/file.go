@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolsvc/toolsvc/internal/boundedfile"
 )
 
 // fileContext is what the whole file is sealed under.
@@ -75,26 +78,60 @@ func OpenFile(path string, key []byte) (*File, error) {
 }
 
 func (f *File) load() error {
-	sealed, err := os.ReadFile(f.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	fj, err := readStoreFile(f.path, f.sealer)
 	if err != nil {
-		return fmt.Errorf("tokenstore: %w", err)
-	}
-	plain, err := f.sealer.Open(sealed, fileContext)
-	if err != nil {
-		return fmt.Errorf("tokenstore %s: %w (the wrong key file?)", f.path, err)
-	}
-	var fj fileJSON
-	if err := json.Unmarshal(plain, &fj); err != nil {
-		return fmt.Errorf("tokenstore %s: %w", f.path, ErrCorrupt)
+		return err
 	}
 	for _, e := range fj.Tokens {
 		f.tokens[Key{e.Principal, e.Server}] = Entry{Token: e.Token, Version: e.Version}
 	}
 	f.next = max(fj.Next, 1)
 	return nil
+}
+
+// MaxFileSize bounds the store file: 64 MiB, some 100,000 logins (a sealed
+// entry with its access and refresh tokens is a few hundred bytes to 2
+// KiB); a store that needs more is a shared one (Redis).
+const MaxFileSize = 64 << 20
+
+// readStoreFile reads and opens the store file at path, like every file
+// toolsvc reads (boundedfile: a regular file, never a FIFO, a device or a
+// directory, at most MaxFileSize bytes). A file that does not exist is an
+// empty store (it is created on the first write); an empty one is not a
+// store toolsvc wrote (it writes whole files, renamed into place), nor is
+// one that does not open under the key (ErrCorrupt).
+func readStoreFile(path string, sealer *Sealer) (fileJSON, error) {
+	var fj fileJSON
+	sealed, _, err := boundedfile.Read(path, MaxFileSize, "the token store file")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fj, nil
+	case err != nil:
+		return fj, fmt.Errorf("tokenstore file %s: %w", path, err)
+	case len(sealed) == 0:
+		return fj, fmt.Errorf("tokenstore file %s: %w: the file is empty, which toolsvc never writes (remove it to start an empty store)", path, ErrCorrupt)
+	}
+	plain, err := sealer.Open(sealed, fileContext)
+	if err != nil {
+		return fj, fmt.Errorf("tokenstore file %s: %w (the wrong key file?)", path, err)
+	}
+	defer clear(plain)
+	if err := json.Unmarshal(plain, &fj); err != nil {
+		return fj, fmt.Errorf("tokenstore file %s: %w", path, ErrCorrupt)
+	}
+	return fj, nil
+}
+
+// CheckFile reads the store file at path as OpenFile would, without
+// locking it or keeping what it holds (`toolsvc config check`): nil when
+// OpenFile would load it under key.
+func CheckFile(path string, key []byte) error {
+	sealer, err := NewSealer(key)
+	if err != nil {
+		return err
+	}
+	_, err = readStoreFile(path, sealer)
+	return err
 }
 
 // Get implements Store.

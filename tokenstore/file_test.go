@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -302,5 +303,103 @@ func TestReadKeyFile(t *testing.T) {
 	_ = os.WriteFile(short, []byte("abc"), 0o600)
 	if _, err := ReadKeyFile(short); err == nil || !strings.Contains(err.Error(), short) {
 		t.Errorf("a short key: %v", err)
+	}
+}
+
+// TestFilesReadLikeEveryFile: the store file and the key file are read
+// with the rules of every file toolsvc reads (issue 39 item 8): a FIFO,
+// /dev/zero (directly or through a symlink, as a mount would), a
+// directory, an oversized or empty file are refused at once with what
+// they are, never read until memory runs out or waited on; a key file
+// readable by others, or one byte short, is refused; CheckFile says the
+// same as OpenFile without taking the store's lock.
+func TestFilesReadLikeEveryFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := newKey(t)
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	_ = os.WriteFile(empty, nil, 0o600)
+	big := filepath.Join(dir, "big")
+	if f, err := os.Create(big); err != nil {
+		t.Fatal(err)
+	} else {
+		_ = f.Truncate(MaxFileSize + 1) // sparse: no disk used
+		f.Close()
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "not a regular file (a FIFO)"},
+		{zero, "not a regular file (a character device)"},
+		{"/dev/zero", "not a regular file (a character device)"},
+		{sub, "not a regular file (a directory)"},
+		{empty, "the file is empty"},
+		{big, "larger than the 64 MiB limit of the token store file"},
+		{"/proc/self/environ", "pseudo-file"},
+	} {
+		err := CheckFile(tc.path, key)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "tokenstore file") {
+			t.Errorf("CheckFile(%s) = %v; want %q", tc.path, err, tc.want)
+		}
+		if tc.path == "/dev/zero" || tc.path == "/proc/self/environ" {
+			continue // OpenFile would create /dev/zero.lock
+		}
+		f, err := OpenFile(tc.path, key)
+		if err == nil {
+			f.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("OpenFile(%s) = %v; want %q", tc.path, err, tc.want)
+		}
+	}
+	if err := CheckFile(filepath.Join(dir, "absent"), key); err != nil {
+		t.Errorf("an absent store (created on the first write): %v", err)
+	}
+	st := openFile(t, filepath.Join(dir, "store"), key)
+	if _, err := st.Put(t.Context(), alice, 0, tok(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFile(filepath.Join(dir, "store"), key); err != nil {
+		t.Errorf("CheckFile of an open store: %v", err)
+	}
+	if err := CheckFile(filepath.Join(dir, "store"), newKey(t)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("CheckFile under another key = %v, want ErrCorrupt", err)
+	}
+
+	writeKey := func(name string, b []byte, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // not the umask's
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "not a regular file (a FIFO)"},
+		{zero, "not a regular file (a character device)"},
+		{sub, "not a regular file (a directory)"},
+		{writeKey("k644", key, 0o644), "mode 0644 lets others read it"},
+		{writeKey("k640", key, 0o640), "mode 0640 lets others read it"},
+		{writeKey("k31", key[:31], 0o600), "holds 31 bytes, not a key"},
+		{writeKey("k33", append(bytes.Clone(key), 'x'), 0o600), "holds 33 bytes, not a key"},
+		{writeKey("khex63", []byte(hex.EncodeToString(key)[:63]), 0o600), "holds 63 bytes, not a key"},
+		{writeKey("kbig", bytes.Repeat([]byte("a"), MaxKeyFileSize+1), 0o600), "larger than the 1024-byte limit"},
+		{writeKey("kempty", nil, 0o400), "holds 0 bytes, not a key"},
+	} {
+		if _, err := ReadKeyFile(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("ReadKeyFile(%s) = %v; want %q and the path", tc.path, err, tc.want)
+		}
 	}
 }

@@ -10,9 +10,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
+
+	"github.com/toolsvc/toolsvc/internal/boundedfile"
 )
 
 // KeySize is the size of a store key: AES-256.
@@ -89,26 +89,27 @@ func keyContext(k Key) []byte {
 	return fmt.Appendf(nil, "%d:%s\x00%s", len(k.Principal), k.Principal, k.Server)
 }
 
+// MaxKeyFileSize bounds a key file: 32 raw bytes, 64 hex digits or 44
+// base64 characters, with room for a newline and a comment-free margin.
+const MaxKeyFileSize = 1 << 10
+
 // ReadKeyFile reads a store key: 32 bytes raw, or as 64 hex digits or
 // base64 (surrounding whitespace ignored; `openssl rand -base64 32` makes
-// one). The file must not be readable by group or others.
+// one). It is read like every file toolsvc reads (boundedfile: a regular
+// file, never a FIFO, a device or a directory, at most MaxKeyFileSize
+// bytes), and it must not be readable or writable by group or others
+// (mode 0600 or 0400; checked on the open file).
 func ReadKeyFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
+	b, fi, err := boundedfile.Read(path, MaxKeyFileSize, "the token store's key file")
 	if err != nil {
-		return nil, fmt.Errorf("tokenstore key file: %w", err)
+		return nil, fmt.Errorf("tokenstore key file %s: %w", path, err)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("tokenstore key file %s: not a regular file", path)
-	}
+	defer clear(b)
 	if fi.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("tokenstore key file %s: mode %v lets others read it (want 0600 or 0400)", path, fi.Mode().Perm())
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("tokenstore key file: %w", err)
+		return nil, fmt.Errorf("tokenstore key file %s: mode %#o lets others read it (want 0600 or 0400)", path, fi.Mode().Perm())
 	}
 	if len(b) == KeySize {
-		return b, nil
+		return bytes.Clone(b), nil
 	}
 	t := bytes.TrimSpace(b)
 	if k, err := hex.DecodeString(string(t)); err == nil && len(k) == KeySize {
@@ -117,7 +118,7 @@ func ReadKeyFile(path string) ([]byte, error) {
 	if k, err := base64.StdEncoding.DecodeString(string(t)); err == nil && len(k) == KeySize {
 		return k, nil
 	}
-	return nil, errors.New("tokenstore key file " + path + ": want 32 bytes, raw, as 64 hex digits or as base64")
+	return nil, fmt.Errorf("tokenstore key file %s: holds %d bytes, not a key: want exactly 32 bytes, raw, as 64 hex digits or as base64", path, len(b))
 }
 
 // SealToken seals t as k's token: only OpenToken with the same k opens it.

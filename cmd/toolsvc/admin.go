@@ -147,7 +147,7 @@ func runLogin(ctx context.Context, args []string) error {
 	} else if resp.GetLoggedIn() {
 		fmt.Printf("%s is logged in to %s\n", termSafe(resp.GetPrincipal()), termSafe(resp.GetServer()))
 	} else {
-		fmt.Printf("to log %s in to %s, open:\n%s\n", termSafe(resp.GetPrincipal()), termSafe(resp.GetServer()), termSafe(resp.GetLoginUrl()))
+		fmt.Printf("to log %s in to %s, open:\n%s\n", termSafe(resp.GetPrincipal()), termSafe(resp.GetServer()), showURL(resp.GetLoginUrl()).Text)
 	}
 	if resp.GetLoggedIn() || *wait <= 0 {
 		return nil

@@ -28,8 +28,9 @@ import (
 // the directory the person chose to run the tool from.
 //
 // Everything an upstream sends (messages, titles, descriptions, choices,
-// URLs) is printed through termSafe/termText: it must not drive the
-// terminal.
+// URLs) is printed through termSafe/termText/termLine/showURL: it must not
+// drive the terminal, and a URL is shown as a browser's address bar shows
+// it (docs/security.md, "What the CLI prints").
 
 // terminalInput is what `toolsvc call` offers on a terminal.
 var terminalInput = &toolsvcv1.InputCapabilities{Elicitation: true, ElicitationUrl: true, Roots: true}
@@ -174,15 +175,19 @@ func (a *asker) action(ctx context.Context, prompt string) (string, error) {
 	}
 }
 
-// visit shows a URL request: the message, the URL and its site, and asks
-// to confirm once the person is done there.
+// visit shows a URL request: the message on one line, the URL and its
+// site as a browser's address bar shows them (showURL), and asks to
+// confirm once the person is done there. A URL that is not http or https
+// (javascript:, data:, file:) or has no valid host is shown but not
+// offered: the request is declined without asking.
 func (a *asker) visit(ctx context.Context, q *toolsvcv1.ElicitationURLRequest) (*toolsvcv1.ElicitationResponse, error) {
-	fmt.Fprintf(a.out, "\nThe tool asks you to open a URL: %s\n", termText(q.GetMessage()))
-	site := "(not a valid URL)"
-	if u, err := url.Parse(q.GetUrl()); err == nil && u.Host != "" {
-		site = u.Scheme + "://" + u.Host
+	fmt.Fprintf(a.out, "\nThe tool asks you to open a URL: %s\n", termLine(q.GetMessage()))
+	u := showURL(q.GetUrl())
+	fmt.Fprintf(a.out, "  site: %s\n  URL:  %s\n", u.Site, u.Text)
+	if !u.Openable {
+		fmt.Fprintf(a.out, "  not offered: %s; declined\n", u.Why)
+		return &toolsvcv1.ElicitationResponse{Action: "decline"}, nil
 	}
-	fmt.Fprintf(a.out, "  site: %s\n  URL:  %s\n", termSafe(site), termSafe(q.GetUrl()))
 	act, err := a.action(ctx, "Open it in a browser and finish there, then press Enter (or d to decline, c to cancel): ")
 	if err != nil {
 		return nil, err

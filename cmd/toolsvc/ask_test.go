@@ -111,7 +111,7 @@ func TestAskActions(t *testing.T) {
 			[]*toolsvcv1.InputResponse{
 				{Id: "login", Response: &toolsvcv1.InputResponse_Elicitation{Elicitation: &toolsvcv1.ElicitationResponse{Action: "accept"}}},
 				{Id: "r", Response: &toolsvcv1.InputResponse_Roots{Roots: &toolsvcv1.RootsResponse{Roots: []*toolsvcv1.Root{{Uri: "file:///home/ada/my%20project", Name: "my project"}}}}}},
-			[]string{"site: https://login.example", `URL:  https://login.example/authorize?x=1\u202e`, "sharing the current directory, file:///home/ada/my%20project"}},
+			[]string{"site: https://login.example", "URL:  https://login.example/authorize?x=1%E2%80%AE", "sharing the current directory, file:///home/ada/my%20project"}},
 		{"decline url", "d\n", []*toolsvcv1.InputRequest{url},
 			[]*toolsvcv1.InputResponse{{Id: "login", Response: &toolsvcv1.InputResponse_Elicitation{Elicitation: &toolsvcv1.ElicitationResponse{Action: "decline"}}}}, nil},
 	} {

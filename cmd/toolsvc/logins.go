@@ -23,32 +23,61 @@ import (
 
 // openLogins opens the config's token store (if any) and returns the
 // bridge's LoginConfig, the redirect URL naming the callback on adminAddr
-// unless --public-url says otherwise. nil, nil without a tokenStore.
-func openLogins(loaded *config.Config, publicURL string, adminAddr net.Addr) (*mcpbridge.LoginConfig, error) {
+// unless --public-url says otherwise. nil, nil without a tokenStore. A
+// store that cannot be opened (its key file or file refused, a Redis URL
+// that does not parse) is logged and leaves the LoginConfig without a
+// Store but with the reason: only the userOAuth upstreams fail (with it),
+// the others serve.
+func openLogins(loaded *config.Config, publicURL string, adminAddr net.Addr, log interface{ Error(string, ...any) }) (*mcpbridge.LoginConfig, error) {
 	if loaded == nil || loaded.TokenStore == nil {
 		return nil, nil
 	}
 	ts := loaded.TokenStore
-	key, err := tokenstore.ReadKeyFile(ts.KeyFile)
-	if err != nil {
-		return nil, fmt.Errorf("tokenStore.keyFile: %w", err)
-	}
 	if publicURL == "" {
 		if adminAddr == nil {
 			return nil, errors.New("tokenStore: the login callback is served on --admin-listen, which is off; set it (and --public-url if browsers reach it by another name)")
 		}
 		publicURL = "http://" + adminAddr.String()
 	}
+	lc := &mcpbridge.LoginConfig{RedirectURL: strings.TrimSuffix(publicURL, "/") + mcpbridge.LoginCallbackPath}
+	unusable := func(field string, err error) (*mcpbridge.LoginConfig, error) {
+		msg := err.Error()
+		for _, s := range ts.Secrets { // a Redis URL's password
+			if len(s) >= 4 {
+				msg = strings.ReplaceAll(msg, s, "[redacted]")
+			}
+		}
+		lc.StoreError = field + ": " + msg
+		log.Error("the token store cannot be opened: the userOAuth upstreams fail until it is fixed and toolsvc restarted; the others serve",
+			"servers", userOAuthServers(loaded), "error", lc.StoreError)
+		return lc, nil
+	}
+	key, err := tokenstore.ReadKeyFile(ts.KeyFile)
+	if err != nil {
+		return unusable("tokenStore.keyFile", err)
+	}
 	var st tokenstore.Store
 	if ts.Redis != nil {
 		st, err = redisstore.Open(ts.Redis.URL, key, &redisstore.Options{Prefix: ts.Redis.Prefix, Lease: ts.Redis.Lease.D, Timeout: ts.Redis.Timeout.D})
-	} else {
-		st, err = tokenstore.OpenFile(ts.File, key)
+		if err != nil {
+			return unusable("tokenStore.redis", err)
+		}
+	} else if st, err = tokenstore.OpenFile(ts.File, key); err != nil {
+		return unusable("tokenStore.file", err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("tokenStore: %w", err)
+	lc.Store, lc.Key = st, key
+	return lc, nil
+}
+
+// userOAuthServers names the config's userOAuth servers.
+func userOAuthServers(loaded *config.Config) []string {
+	var out []string
+	for _, sc := range loaded.Bridge.Servers {
+		if sc.Credentials != nil && sc.Credentials.Mode == mcpbridge.CredentialsUserOAuth {
+			out = append(out, sc.Name)
+		}
 	}
-	return &mcpbridge.LoginConfig{Store: st, Key: key, RedirectURL: strings.TrimSuffix(publicURL, "/") + mcpbridge.LoginCallbackPath}, nil
+	return out
 }
 
 // loginCallback is the handler of mcpbridge.LoginCallbackPath: the

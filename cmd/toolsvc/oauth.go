@@ -43,7 +43,13 @@ func runOAuth(ctx context.Context, args []string) error {
 	res, err := oauth.Login(ctx, oauth.LoginOptions{
 		Version: mcpbridge.Version, URL: fs.Arg(0), ClientID: *clientID, ClientSecret: *clientSecret, ClientMetadataURL: *metadataURL, RedirectPort: *port,
 		Open: func(u string) error {
-			fmt.Fprintf(os.Stderr, "Open this URL in a browser and approve toolsvc:\n\n  %s\n\n", u)
+			// The authorization URL comes from the upstream's discovered
+			// metadata: shown as an address bar would, opened only if http(s).
+			shown := showURL(u)
+			if !shown.Openable {
+				return fmt.Errorf("the authorization server's URL %s is not opened: %s", shown.Text, shown.Why)
+			}
+			fmt.Fprintf(os.Stderr, "Open this URL in a browser and approve toolsvc (site %s):\n\n  %s\n\n", shown.Site, shown.Text)
 			if *browser == "" {
 				return nil
 			}

@@ -111,6 +111,11 @@ func runConfig(args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.TokenStore != nil {
+		if probs := c.TokenStore.CheckFiles(args[1]); len(probs) > 0 {
+			return probs
+		}
+	}
 	for _, w := range c.Warnings {
 		fmt.Println("warning:", w)
 	}

@@ -282,7 +282,7 @@ func (sv *serving) start(ctx context.Context, bcfg mcpbridge.Config, loaded *con
 	if sv.adminLis != nil {
 		adminAddr = sv.adminLis.Addr()
 	}
-	if sv.logins, err = openLogins(loaded, sv.f.publicURL, adminAddr); err != nil {
+	if sv.logins, err = openLogins(loaded, sv.f.publicURL, adminAddr, sv.log); err != nil {
 		sv.closeEarlyListeners(lis)
 		return err
 	}
@@ -433,7 +433,7 @@ func (sv *serving) closeEarlyListeners(lis net.Listener) {
 
 // closeStore closes the token store, once the bridge no longer uses it.
 func (sv *serving) closeStore() {
-	if sv.logins != nil {
+	if sv.logins != nil && sv.logins.Store != nil {
 		if err := sv.logins.Store.Close(); err != nil {
 			sv.log.Warn("closing the token store", "error", err)
 		}

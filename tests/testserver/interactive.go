@@ -90,6 +90,26 @@ func addInteractive(s *mcp.Server) {
 				"login": &mcp.ElicitParams{Mode: "url", Message: "Log in, please", URL: "https://login.example/authorize?x=1", ElicitationID: "el-1"},
 			}, RequestState: "asked-url"}, nil
 		})
+	// ask_url_given sends the caller to the URL and with the message its
+	// arguments give (a hostile upstream's URL request).
+	s.AddTool(&mcp.Tool{Name: "ask_url_given", Description: "Send the caller to the given URL with the given message (URL elicitation).",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"url": map[string]any{"type": "string"}, "message": map[string]any{"type": "string"}}}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["visit"]; ok {
+				er, _ := r.(*mcp.ElicitResult)
+				if er == nil {
+					return text("bad answer"), nil
+				}
+				return text("url " + er.Action), nil
+			}
+			var args struct{ URL, Message string }
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"visit": &mcp.ElicitParams{Mode: "url", Message: args.Message, URL: args.URL, ElicitationID: "el-given"},
+			}, RequestState: "asked-url-given"}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "ask_all", Description: "Ask for a name, a model's reply and the roots at once.", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			rs := req.Params.InputResponses
