@@ -116,7 +116,7 @@ const (
 // _meta (go-sdk's rule: annotateServerInfo runs when the request's own
 // _meta names 2026-07-28 or later, see metaEra). ok is false when raw
 // needs a change the slow path makes.
-func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte, ok bool) {
+func passThrough(raw []byte, kind int, modern, serverInfo bool) (out []byte, ok bool) {
 	if !utf8.Valid(raw) {
 		return nil, false
 	}
@@ -128,8 +128,23 @@ func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte,
 	// What goes after the result's brace (ins) and after its _meta's
 	// (mid), in one copy of raw (which aliases the upstream's message).
 	var ins, mid []byte
-	if kind == kindCall && resultType && !sh.hasResultType {
-		ins = append(ins, `"resultType":"complete",`...)
+	switch {
+	case !modern:
+		if sh.hasResultType || sh.hasTTL || sh.hasScope {
+			return nil, false // 2026-07-28 fields, which the slow path leaves out (eras.go)
+		}
+	case kind == kindRead && (sh.ttlNegative || sh.hasScope && !sh.scopeFront):
+		return nil, false // eraResult's ttlMs and cacheScope
+	default:
+		if !sh.hasResultType {
+			ins = append(ins, `"resultType":"complete",`...)
+		}
+		if kind == kindRead && !sh.hasTTL {
+			ins = append(ins, `"ttlMs":0,`...)
+		}
+		if kind == kindRead && !sh.hasScope {
+			ins = append(ins, `"cacheScope":"`+frontCacheScope+`",`...)
+		}
 	}
 	switch {
 	case !serverInfo || sh.hasServerInfo:
@@ -173,6 +188,10 @@ type resultShape struct {
 	metaOpen      int  // offset of its _meta's '{' (-1: no _meta)
 	metaEmpty     bool // _meta is {}
 	hasServerInfo bool // _meta has the serverInfo key
+	hasTTL        bool // a read's ttlMs
+	ttlNegative   bool // … below 0
+	hasScope      bool // a read's cacheScope
+	scopeFront    bool // … is frontCacheScope
 }
 
 // scanner walks a JSON text (the upstream's result, which go-sdk decoded
@@ -469,9 +488,12 @@ func (s *scanner) result(kind int, sh *resultShape) bool {
 			sh.hasResultType = true
 			return ok && once(&seen, bResultType) && string(v) == "complete"
 		case kind == kindRead && string(k) == "ttlMs":
+			sh.hasTTL, sh.ttlNegative = true, s.peek() == '-'
 			return once(&seen, bTTL) && s.isNumber() && s.skip()
 		case kind == kindRead && string(k) == "cacheScope":
-			return once(&seen, bScope) && s.isString() && s.skip()
+			v, ok := s.str()
+			sh.hasScope, sh.scopeFront = true, string(v) == frontCacheScope
+			return ok && once(&seen, bScope)
 		}
 		return false
 	})

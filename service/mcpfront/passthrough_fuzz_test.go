@@ -13,7 +13,8 @@ import (
 // client's parser and go-sdk's would otherwise read different values), and
 // it says what go-sdk decodes from the upstream's bytes: the result decoded
 // from what is sent equals the one decoded from what was received. Before
-// 2026-07-28 it is the upstream's very bytes; after, exactly one serverInfo.
+// 2026-07-28 it is the upstream's very bytes; after, exactly one serverInfo,
+// resultType "complete", and a read's ttlMs and cacheScope "private".
 func FuzzPassThrough(f *testing.F) {
 	for _, c := range callShapes {
 		f.Add([]byte(c.raw), false)
@@ -55,8 +56,21 @@ func FuzzPassThrough(f *testing.F) {
 				if _, ok := meta[mcp.MetaKeyServerInfo]; !ok {
 					t.Fatalf("2026-07-28 pass-through of %q has no serverInfo: %q", raw, out)
 				}
+				if sent["resultType"] != "complete" {
+					t.Fatalf("2026-07-28 pass-through of %q has no resultType complete: %q", raw, out)
+				}
 				delete(sent, "resultType")
 				delete(got, "resultType")
+				if kind == kindRead { // eraResult's cache fields when the upstream sent none
+					if _, had := got["ttlMs"]; !had && sent["ttlMs"] == 0.0 {
+						delete(sent, "ttlMs")
+					}
+					if sent["cacheScope"] != frontCacheScope {
+						t.Fatalf("2026-07-28 read pass-through of %q has cacheScope %v: %q", raw, sent["cacheScope"], out)
+					}
+					delete(sent, "cacheScope")
+					delete(got, "cacheScope")
+				}
 				gm, _ := got["_meta"].(map[string]any)
 				if _, had := gm[mcp.MetaKeyServerInfo]; !had {
 					delete(meta, mcp.MetaKeyServerInfo)

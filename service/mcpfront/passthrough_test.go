@@ -78,7 +78,7 @@ var readShapes = []struct {
 }{
 	{`{"contents":[{"uri":"shape://0","mimeType":"text/plain","text":"hello"}]}`, true},
 	{`{"contents":[{"uri":"shape://1","blob":"AAEC"}],"_meta":{"k":1}}`, true},
-	{`{"contents":[{"uri":"shape://2","text":"x"}],"ttlMs":0,"cacheScope":"private"}`, true}, // ttlMs > 0: go-sdk's client would cache it
+	{`{"contents":[{"uri":"shape://2","text":"x"}],"ttlMs":0,"cacheScope":"private"}`, true}, // ttlMs > 0: go-sdk's client would cache it; 2026-07-28 clients only (passesTo)
 	{`{"contents":[{"uri":"shape://3","text":"x","extra":1}]}`, false},
 	{`{"contents":[{"uri":"shape://4","text":""}]}`, false},
 }
@@ -90,7 +90,7 @@ func TestPassThroughShapes(t *testing.T) {
 	info := string(serverInfoJSON)
 	for i, c := range callShapes {
 		out, ok := passThrough([]byte(c.raw), kindCall, false, false)
-		if ok != c.pass {
+		if ok != passesTo(t, c.raw, c.pass, false) {
 			t.Errorf("call shape %d %s: passes %v, want %v", i, c.raw, ok, c.pass)
 			continue
 		}
@@ -110,18 +110,53 @@ func TestPassThroughShapes(t *testing.T) {
 		}
 	}
 	for i, c := range readShapes {
-		if _, ok := passThrough([]byte(c.raw), kindRead, false, false); ok != c.pass {
-			t.Errorf("read shape %d %s: passes %v, want %v", i, c.raw, ok, c.pass)
+		for _, modern := range []bool{false, true} {
+			if _, ok := passThrough([]byte(c.raw), kindRead, modern, modern); ok != passesTo(t, c.raw, c.pass, modern) {
+				t.Errorf("read shape %d %s (2026-07-28 %v): passes %v, want %v", i, c.raw, modern, ok, !ok)
+			}
 		}
 	}
-	if out, ok := passThrough([]byte(`{"contents":[]}`), kindRead, false, true); !ok || string(out) != `{"_meta":{"io.modelcontextprotocol/serverInfo":`+info+`},"contents":[]}` {
-		t.Errorf("2026-07-28 read = %s (%v): want serverInfo and no resultType", out, ok)
+	// A 2026-07-28 read gets resultType, ttlMs and cacheScope when the
+	// upstream sent none; a cacheScope but the front door's, or a negative
+	// ttlMs, takes the slow path (eras.go).
+	for _, c := range []struct{ raw, want string }{
+		{`{"contents":[]}`, `{"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"contents":[]}`},
+		{`{"contents":[],"ttlMs":5000}`, `{"resultType":"complete","cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"contents":[],"ttlMs":5000}`},
+		{`{"contents":[],"cacheScope":"public"}`, ""},
+		{`{"contents":[],"ttlMs":-1,"cacheScope":"private"}`, ""},
+	} {
+		out, ok := passThrough([]byte(c.raw), kindRead, true, true)
+		if ok != (c.want != "") || string(out) != c.want {
+			t.Errorf("2026-07-28 read of %s = %s (%v), want %q", c.raw, out, ok, c.want)
+		}
+	}
+	// Before 2026-07-28 a result with any 2026-07-28 field takes the slow
+	// path, which leaves them out.
+	for _, raw := range []string{`{"contents":[],"ttlMs":0}`, `{"contents":[],"cacheScope":"private"}`, `{"contents":[],"resultType":"complete"}`} {
+		if out, ok := passThrough([]byte(raw), kindRead, false, false); ok {
+			t.Errorf("2025-11-25 read of %s passes as %s", raw, out)
+		}
 	}
 	for _, bad := range []string{"", "null", `{"content":[]} x`, `{"content":[}`, `{"content":["text"]}`, "{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}", `{"content":[{"type":"text","text":"a"}]`} {
 		if out, ok := passThrough([]byte(bad), kindCall, false, false); ok {
 			t.Errorf("%q passes through as %q", bad, out)
 		}
 	}
+}
+
+// passesTo is whether a shape whose pass says it passes to a 2026-07-28
+// client passes to a client of the era modern says: before 2026-07-28,
+// none with a 2026-07-28 key (resultType, ttlMs, cacheScope) does.
+func passesTo(t *testing.T, raw string, pass, modern bool) bool {
+	t.Helper()
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &keys); err != nil {
+		t.Fatalf("shape %s: %v", raw, err)
+	}
+	_, rt := keys["resultType"]
+	_, ttl := keys["ttlMs"]
+	_, scope := keys["cacheScope"]
+	return pass && (modern || !rt && !ttl && !scope)
 }
 
 // shapeConn is the upstream's side of the connection: it answers
@@ -393,7 +428,7 @@ func TestMCPFrontPassThrough(t *testing.T) {
 						if !reflect.DeepEqual(decoded(t, pr), decoded(t, sr)) || !reflect.DeepEqual(decoded(t, pe), decoded(t, se)) {
 							t.Errorf("call shape %d %s:\npass-through sent %s %s\n   slow path sent %s %s", i, shape.raw, pr, pe, sr, se)
 						}
-						if shape.pass && se == nil {
+						if passesTo(t, shape.raw, shape.pass, client.protocol == "") && se == nil {
 							passed++
 							if client.protocol != "" && string(pr) != compact(t, shape.raw) {
 								t.Errorf("call shape %d: sent %s, want the upstream's bytes %s", i, pr, shape.raw)
@@ -416,17 +451,10 @@ func TestMCPFrontPassThrough(t *testing.T) {
 						pr, pe := read(pc, prec)
 						sr, se := read(sc, srec)
 						pv, sv := decoded(t, pr), decoded(t, sr)
-						// The slow path's zero cache fields (passthrough.go).
-						if m, ok := sv.(map[string]any); ok && shape.pass {
-							if pm, _ := pv.(map[string]any); pm["ttlMs"] == nil && m["ttlMs"] == 0.0 && m["cacheScope"] == "" {
-								delete(m, "ttlMs")
-								delete(m, "cacheScope")
-							}
-						}
 						if !reflect.DeepEqual(pv, sv) || !reflect.DeepEqual(decoded(t, pe), decoded(t, se)) {
 							t.Errorf("read shape %d %s:\npass-through sent %s %s\n   slow path sent %s %s", i, shape.raw, pr, pe, sr, se)
 						}
-						if shape.pass && se == nil {
+						if passesTo(t, shape.raw, shape.pass, client.protocol == "") && se == nil {
 							passed++
 						}
 					}
