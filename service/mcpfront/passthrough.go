@@ -35,17 +35,16 @@ import (
 //     core's (they never pass through: the core makes its own value);
 //   - valid UTF-8 (encoding/json replaces invalid bytes when it encodes).
 //
-// What the front door adds today is added to the bytes instead: for a
-// 2026-07-28 request, a call's resultType "complete" (withResultType) and
-// go-sdk's _meta serverInfo (annotateServerInfo: unless the upstream's
-// _meta has one, which is kept, as today). The response limit applies to
+// What the front door adds is added to the bytes instead: for a
+// 2026-07-28 request, resultType "complete", a read's ttlMs 0 and
+// cacheScope "private" when the upstream sent none (eraResult's values,
+// eras.go), and go-sdk's _meta serverInfo (annotateServerInfo: unless the
+// upstream's _meta has one, which is kept). The response limit applies to
 // the bytes sent. Anything else takes the slow path: the value is encoded
-// as before.
-//
-// A read's ttlMs and cacheScope: go-sdk's type has them without omitempty,
-// so the slow path sends "ttlMs":0,"cacheScope":"" when the upstream sent
-// none (before 2026-07-28 they do not exist; "" is no valid scope); the
-// pass-through sends the upstream's, or none.
+// as before. So does a result with a 2026-07-28 key (resultType, ttlMs,
+// cacheScope) to an earlier-era client, which eraResult leaves out, and a
+// 2026-07-28 read whose cacheScope is not "private" or whose ttlMs is
+// negative, which eraResult replaces.
 
 // resultPaths counts the results of tools/call and resources/read the
 // front door sent, by path: passed through, or encoded from go-sdk's value.
