@@ -36,8 +36,8 @@ import (
 //     the upstream's ttlMs on a read (0, stale at once, when it sent none
 //     or a negative one);
 //   - earlier eras: the lists, a read, a prompt and a call without
-//     resultType, ttlMs and cacheScope (legacyList, legacyRead, copies
-//     without the upstream's resultType).
+//     resultType, ttlMs and cacheScope (legacyTools and the other lists,
+//     legacyRead, copies without the upstream's resultType).
 //
 // A passed-through result (passthrough.go) gets the same from passThrough.
 
