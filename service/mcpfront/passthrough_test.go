@@ -90,7 +90,10 @@ func TestPassThroughShapes(t *testing.T) {
 	info := string(serverInfoJSON)
 	for i, c := range callShapes {
 		out, ok := passThrough([]byte(c.raw), kindCall, false, false)
-		if ok != passesTo(t, c.raw, c.pass, false) {
+		if ok && !passesTo(t, c.raw, c.pass, false) {
+			continue // passes with its 2026-07-28 keys cut (below)
+		}
+		if ok != c.pass {
 			t.Errorf("call shape %d %s: passes %v, want %v", i, c.raw, ok, c.pass)
 			continue
 		}
@@ -111,31 +114,33 @@ func TestPassThroughShapes(t *testing.T) {
 	}
 	for i, c := range readShapes {
 		for _, modern := range []bool{false, true} {
-			if _, ok := passThrough([]byte(c.raw), kindRead, modern, modern); ok != passesTo(t, c.raw, c.pass, modern) {
-				t.Errorf("read shape %d %s (2026-07-28 %v): passes %v, want %v", i, c.raw, modern, ok, !ok)
+			if _, ok := passThrough([]byte(c.raw), kindRead, modern, modern); ok != c.pass {
+				t.Errorf("read shape %d %s (2026-07-28 %v): passes %v, want %v", i, c.raw, modern, ok, c.pass)
 			}
 		}
 	}
 	// A 2026-07-28 read gets resultType, ttlMs and cacheScope when the
-	// upstream sent none; a cacheScope but the front door's, or a negative
-	// ttlMs, takes the slow path (eras.go).
-	for _, c := range []struct{ raw, want string }{
-		{`{"contents":[]}`, `{"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"contents":[]}`},
-		{`{"contents":[],"ttlMs":5000}`, `{"resultType":"complete","cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"contents":[],"ttlMs":5000}`},
-		{`{"contents":[],"cacheScope":"public"}`, ""},
-		{`{"contents":[],"ttlMs":-1,"cacheScope":"private"}`, ""},
+	// upstream sent none, cacheScope "private" for any other, ttlMs 0 for a
+	// negative one (eraResult's); before 2026-07-28 all three are cut out,
+	// with the comma after them, or before the last member.
+	for _, c := range []struct {
+		modern    bool
+		raw, want string
+	}{
+		{true, `{"contents":[]}`, `{"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"contents":[]}`},
+		{true, `{"contents":[],"ttlMs":5000}`, `{"resultType":"complete","cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"contents":[],"ttlMs":5000}`},
+		{true, `{"contents":[],"cacheScope":"public","resultType":"complete"}`, `{"ttlMs":0,"_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"contents":[],"cacheScope":"private","resultType":"complete"}`},
+		{true, `{"ttlMs": -1 ,"contents":[],"cacheScope":"private"}`, `{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":` + info + `},"ttlMs": 0 ,"contents":[],"cacheScope":"private"}`},
+		{false, `{"ttlMs":0, "contents":[] , "cacheScope":"public" ,"resultType":"complete"}`, `{ "contents":[] }`},
+		{false, `{ "resultType":"complete","contents":[],"_meta":{"a":1},"ttlMs":3}`, `{ "contents":[],"_meta":{"a":1}}`},
 	} {
-		out, ok := passThrough([]byte(c.raw), kindRead, true, true)
-		if ok != (c.want != "") || string(out) != c.want {
-			t.Errorf("2026-07-28 read of %s = %s (%v), want %q", c.raw, out, ok, c.want)
+		out, ok := passThrough([]byte(c.raw), kindRead, c.modern, c.modern)
+		if !ok || string(out) != c.want {
+			t.Errorf("read of %s (2026-07-28 %v) = %s (%v), want %s", c.raw, c.modern, out, ok, c.want)
 		}
 	}
-	// Before 2026-07-28 a result with any 2026-07-28 field takes the slow
-	// path, which leaves them out.
-	for _, raw := range []string{`{"contents":[],"ttlMs":0}`, `{"contents":[],"cacheScope":"private"}`, `{"contents":[],"resultType":"complete"}`} {
-		if out, ok := passThrough([]byte(raw), kindRead, false, false); ok {
-			t.Errorf("2025-11-25 read of %s passes as %s", raw, out)
-		}
+	if out, ok := passThrough([]byte(`{"resultType":"complete","content":[]}`), kindCall, false, false); !ok || string(out) != `{"content":[]}` {
+		t.Errorf("2025-11-25 call of a 2026-07-28 upstream's result = %s (%v), want its resultType cut", out, ok)
 	}
 	for _, bad := range []string{"", "null", `{"content":[]} x`, `{"content":[}`, `{"content":["text"]}`, "{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}", `{"content":[{"type":"text","text":"a"}]`} {
 		if out, ok := passThrough([]byte(bad), kindCall, false, false); ok {
@@ -144,9 +149,9 @@ func TestPassThroughShapes(t *testing.T) {
 	}
 }
 
-// passesTo is whether a shape whose pass says it passes to a 2026-07-28
-// client passes to a client of the era modern says: before 2026-07-28,
-// none with a 2026-07-28 key (resultType, ttlMs, cacheScope) does.
+// passesTo is whether a shape passes to a client of the era modern says
+// as the upstream's very bytes: before 2026-07-28, one with a 2026-07-28
+// key (resultType, ttlMs, cacheScope) passes with the key cut out.
 func passesTo(t *testing.T, raw string, pass, modern bool) bool {
 	t.Helper()
 	var keys map[string]json.RawMessage
@@ -428,9 +433,9 @@ func TestMCPFrontPassThrough(t *testing.T) {
 						if !reflect.DeepEqual(decoded(t, pr), decoded(t, sr)) || !reflect.DeepEqual(decoded(t, pe), decoded(t, se)) {
 							t.Errorf("call shape %d %s:\npass-through sent %s %s\n   slow path sent %s %s", i, shape.raw, pr, pe, sr, se)
 						}
-						if passesTo(t, shape.raw, shape.pass, client.protocol == "") && se == nil {
+						if shape.pass && se == nil {
 							passed++
-							if client.protocol != "" && string(pr) != compact(t, shape.raw) {
+							if client.protocol != "" && passesTo(t, shape.raw, shape.pass, false) && string(pr) != compact(t, shape.raw) {
 								t.Errorf("call shape %d: sent %s, want the upstream's bytes %s", i, pr, shape.raw)
 							}
 						}
@@ -454,7 +459,7 @@ func TestMCPFrontPassThrough(t *testing.T) {
 						if !reflect.DeepEqual(pv, sv) || !reflect.DeepEqual(decoded(t, pe), decoded(t, se)) {
 							t.Errorf("read shape %d %s:\npass-through sent %s %s\n   slow path sent %s %s", i, shape.raw, pr, pe, sr, se)
 						}
-						if passesTo(t, shape.raw, shape.pass, client.protocol == "") && se == nil {
+						if shape.pass && se == nil {
 							passed++
 						}
 					}
