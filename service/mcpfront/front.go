@@ -521,6 +521,17 @@ func (f *Front) Wait() { <-f.done }
 // lists, resources/read, prompts/get and completion/complete; everything
 // else is go-sdk's (resources/subscribe through the subscribe handler).
 func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	answer := f.answering(next)
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := answer(ctx, method, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		return eraResult(req, res), nil // every result as its era has it (eras.go)
+	}
+}
+
+func (f *Front) answering(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (_ mcp.Result, err error) {
 		// A panic below becomes an internal error, logged with its stack,
 		// as in the gRPC server's recovery interceptor: go-sdk does not
@@ -659,9 +670,8 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 	if next >= 0 {
 		res.NextCursor = core.EncodeToolPageToken(snap.Revision, tools[len(tools)-1].Name)
 	}
-	// 2026-07-28 cache hints: the list is the principal's own, and stale
-	// at once (list_changed says when to list again).
-	res.TTLMs, res.CacheScope = 0, "private"
+	// Its 2026-07-28 cache hints (the principal's own, stale at once:
+	// list_changed says when to list again) are eraResult's.
 	if v := req.ProtocolVersion(); v < statelessEra && tasksReach(req, v) && f.tasksOffered() {
 		return f.withTaskSupport(res, snap), nil // execution.taskSupport (tasks.go)
 	}

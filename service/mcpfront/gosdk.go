@@ -140,8 +140,8 @@ func withResultType(res *mcp.CallToolResult) *mcp.CallToolResult {
 
 // promptInputRequired and readInputRequired are a prompt's and a read's
 // input_required with its resultType set, as withResultType. (Their
-// complete results go without one, which 2026-07-28 clients read as
-// complete.)
+// complete results get theirs in eraResult: a 2026-07-28 result without
+// one is invalid, and the Python SDK 2.x refuses it.)
 func promptInputRequired(res *mcp.GetPromptResult) *mcp.GetPromptResult {
 	out := new(mcp.GetPromptResult)
 	if err := json.Unmarshal([]byte(`{"resultType":"input_required","messages":[]}`), out); err != nil {

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,17 +36,15 @@ import (
 //     core's (they never pass through: the core makes its own value);
 //   - valid UTF-8 (encoding/json replaces invalid bytes when it encodes).
 //
-// What the front door adds today is added to the bytes instead: for a
-// 2026-07-28 request, a call's resultType "complete" (withResultType) and
-// go-sdk's _meta serverInfo (annotateServerInfo: unless the upstream's
-// _meta has one, which is kept, as today). The response limit applies to
-// the bytes sent. Anything else takes the slow path: the value is encoded
-// as before.
-//
-// A read's ttlMs and cacheScope: go-sdk's type has them without omitempty,
-// so the slow path sends "ttlMs":0,"cacheScope":"" when the upstream sent
-// none (before 2026-07-28 they do not exist; "" is no valid scope); the
-// pass-through sends the upstream's, or none.
+// What the front door changes is changed in the bytes instead, as
+// eraResult (eras.go) changes the value: for a 2026-07-28 request,
+// resultType "complete", a read's ttlMs 0 and cacheScope "private" when
+// the upstream sent none, its cacheScope replaced by "private" and a
+// negative ttlMs by 0, and go-sdk's _meta serverInfo (annotateServerInfo:
+// unless the upstream's _meta has one, which is kept); for an earlier one,
+// the upstream's resultType, ttlMs and cacheScope cut out (a 2026-07-28
+// upstream's). The response limit applies to the bytes sent. Anything
+// else takes the slow path: the value is encoded as before.
 
 // resultPaths counts the results of tools/call and resources/read the
 // front door sent, by path: passed through, or encoded from go-sdk's value.
@@ -116,7 +115,7 @@ const (
 // _meta (go-sdk's rule: annotateServerInfo runs when the request's own
 // _meta names 2026-07-28 or later, see metaEra). ok is false when raw
 // needs a change the slow path makes.
-func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte, ok bool) {
+func passThrough(raw []byte, kind int, modern, serverInfo bool) (out []byte, ok bool) {
 	if !utf8.Valid(raw) {
 		return nil, false
 	}
@@ -126,10 +125,31 @@ func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte,
 		return nil, false
 	}
 	// What goes after the result's brace (ins) and after its _meta's
-	// (mid), in one copy of raw (which aliases the upstream's message).
+	// (mid), and the upstream's members cut out or values replaced (cuts),
+	// in one copy of raw (which aliases the upstream's message).
 	var ins, mid []byte
-	if kind == kindCall && resultType && !sh.hasResultType {
-		ins = append(ins, `"resultType":"complete",`...)
+	var cuts []edit
+	if !modern { // 2026-07-28 keys, which eraResult leaves out
+		cuts = memberCuts(raw, sh.resultType, sh.ttl, sh.scope)
+	} else {
+		if sh.resultType.end == 0 {
+			ins = append(ins, `"resultType":"complete",`...)
+		}
+		if kind == kindRead {
+			// eraResult's ttlMs (>= 0) and cacheScope.
+			switch {
+			case sh.ttl.end == 0:
+				ins = append(ins, `"ttlMs":0,`...)
+			case sh.ttlNegative:
+				cuts = append(cuts, edit{sh.ttl.value, sh.ttl.end, "0"})
+			}
+			switch {
+			case sh.scope.end == 0:
+				ins = append(ins, `"cacheScope":"`+frontCacheScope+`",`...)
+			case !sh.scopeFront:
+				cuts = append(cuts, edit{sh.scope.value, sh.scope.end, `"` + frontCacheScope + `"`})
+			}
+		}
 	}
 	switch {
 	case !serverInfo || sh.hasServerInfo:
@@ -143,19 +163,83 @@ func passThrough(raw []byte, kind int, resultType, serverInfo bool) (out []byte,
 			mid = mid[:len(mid)-1]
 		}
 	}
-	if len(ins) == 0 && len(mid) == 0 {
+	if len(ins) == 0 && len(mid) == 0 && len(cuts) == 0 {
 		return raw, true
 	}
-	at := sh.open + 1
-	out = make([]byte, 0, len(raw)+len(ins)+len(mid))
-	out = append(append(out, raw[:at]...), ins...)
+	edits := append(cuts, edit{sh.open + 1, sh.open + 1, string(ins)})
 	if len(mid) > 0 {
-		m := sh.metaOpen + 1 // inside the result: after at
-		out = append(append(out, raw[at:m]...), mid...)
-		at = m
+		edits = append(edits, edit{sh.metaOpen + 1, sh.metaOpen + 1, string(mid)})
+	}
+	// By offset; an insertion before a cut that starts where it does.
+	slices.SortFunc(edits, func(a, b edit) int {
+		if a.from != b.from {
+			return a.from - b.from
+		}
+		return a.to - b.to
+	})
+	out = make([]byte, 0, len(raw)+len(ins)+len(mid)+16)
+	at := 0
+	for _, e := range edits {
+		out = append(append(out, raw[at:e.from]...), e.with...)
+		at = e.to
 	}
 	return append(out, raw[at:]...), true
 }
+
+// span is where one member of the result is in its bytes: its key's
+// opening quote, its value's first byte, and the end of its value (0: the
+// result has no such member).
+type span struct{ key, value, end int }
+
+// edit replaces raw[from:to] with with.
+type edit struct {
+	from, to int
+	with     string
+}
+
+// memberCuts are the edits that remove the members ms (those present)
+// from the result in raw: members next to each other (nothing but space
+// and one comma between them) go as one run, and each run with one comma
+// next to it: the one before it, or, for a run at the start, the one after
+// it. A run always has a kept member on one side (content or contents is
+// required), and two runs have one between them, so no comma goes twice.
+func memberCuts(raw []byte, ms ...span) []edit {
+	ms = slices.DeleteFunc(ms, func(m span) bool { return m.end == 0 })
+	slices.SortFunc(ms, func(a, b span) int { return a.key - b.key })
+	var runs []span
+	for _, m := range ms {
+		if n := len(runs); n > 0 && onlyComma(raw[runs[n-1].end:m.key]) {
+			runs[n-1].end = m.end
+			continue
+		}
+		runs = append(runs, m)
+	}
+	var cuts []edit
+	for _, r := range runs {
+		j := r.key - 1
+		for j >= 0 && isSpace(raw[j]) {
+			j--
+		}
+		if j >= 0 && raw[j] == ',' {
+			cuts = append(cuts, edit{j, r.end, ""})
+			continue
+		}
+		i := r.end
+		for i < len(raw) && isSpace(raw[i]) {
+			i++
+		}
+		cuts = append(cuts, edit{r.key, i + 1, ""}) // raw[i] is the comma after it
+	}
+	return cuts
+}
+
+// onlyComma reports whether b is one comma with spaces around it.
+func onlyComma(b []byte) bool {
+	b = bytes.TrimFunc(b, func(r rune) bool { return r < 0x80 && isSpace(byte(r)) })
+	return len(b) == 1 && b[0] == ','
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // metaEra reports whether a request's own _meta names protocol 2026-07-28
 // or later: the requests whose results go-sdk's server annotates with its
@@ -169,17 +253,28 @@ func metaEra(meta map[string]any) bool {
 // resultShape is what the scan found out about a result.
 type resultShape struct {
 	open          int  // offset of the result's '{'
-	hasResultType bool // resultType "complete"
 	metaOpen      int  // offset of its _meta's '{' (-1: no _meta)
 	metaEmpty     bool // _meta is {}
 	hasServerInfo bool // _meta has the serverInfo key
+	resultType    span // resultType "complete"
+	ttl           span // a read's ttlMs
+	ttlNegative   bool // … below 0
+	scope         span // a read's cacheScope
+	scopeFront    bool // … is frontCacheScope
 }
 
 // scanner walks a JSON text (the upstream's result, which go-sdk decoded
 // already, so it is valid JSON; a malformed one only fails the check).
 type scanner struct {
-	b []byte
-	i int
+	b   []byte
+	i   int
+	key int // where the member being scanned starts (its key's quote)
+}
+
+// at is the offset of the next non-space byte.
+func (s *scanner) at() int {
+	s.ws()
+	return s.i
 }
 
 func (s *scanner) ws() {
@@ -349,6 +444,7 @@ func (s *scanner) members(key func(k []byte) bool) bool {
 		return true
 	}
 	for {
+		s.key = s.at()
 		k, ok := s.str()
 		if !ok || s.peek() != ':' {
 			return false
@@ -465,13 +561,21 @@ func (s *scanner) result(kind int, sh *resultShape) bool {
 			sh.metaEmpty = n == 0
 			return ok
 		case string(k) == "resultType":
+			sh.resultType = span{key: s.key, value: s.at()}
 			v, ok := s.str()
-			sh.hasResultType = true
+			sh.resultType.end = s.i
 			return ok && once(&seen, bResultType) && string(v) == "complete"
 		case kind == kindRead && string(k) == "ttlMs":
-			return once(&seen, bTTL) && s.isNumber() && s.skip()
+			sh.ttl = span{key: s.key, value: s.at()}
+			sh.ttlNegative = s.peek() == '-'
+			ok := once(&seen, bTTL) && s.isNumber() && s.skip()
+			sh.ttl.end = s.i
+			return ok
 		case kind == kindRead && string(k) == "cacheScope":
-			return once(&seen, bScope) && s.isString() && s.skip()
+			sh.scope = span{key: s.key, value: s.at()}
+			v, ok := s.str()
+			sh.scope.end, sh.scopeFront = s.i, string(v) == frontCacheScope
+			return ok && once(&seen, bScope)
 		}
 		return false
 	})

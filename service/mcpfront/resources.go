@@ -60,7 +60,7 @@ func (f *Front) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 		return nil, err
 	}
 	res := &mcp.ListResourcesResult{Resources: list, NextCursor: next}
-	res.TTLMs, res.CacheScope = 0, "private" // the principal's own, stale at once (list_changed says when)
+	// ttlMs 0 and cacheScope private in 2026-07-28, none before (eraResult)
 	return res, nil
 }
 
@@ -71,7 +71,6 @@ func (f *Front) listResourceTemplates(ctx context.Context, req *mcp.ListResource
 		return nil, err
 	}
 	res := &mcp.ListResourceTemplatesResult{ResourceTemplates: list, NextCursor: next}
-	res.TTLMs, res.CacheScope = 0, "private"
 	return res, nil
 }
 
@@ -81,7 +80,6 @@ func (f *Front) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*
 		return nil, err
 	}
 	res := &mcp.ListPromptsResult{Prompts: list, NextCursor: next}
-	res.TTLMs, res.CacheScope = 0, "private"
 	return res, nil
 }
 
@@ -116,7 +114,7 @@ func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 				})
 			if err == nil && len(res.InputRequests) == 0 && !f.noPass {
 				if raw, ok := raws.Of(res); ok {
-					pass, _ = passThrough(raw, kindRead, false, metaEra(params.Meta))
+					pass, _ = passThrough(raw, kindRead, req.ProtocolVersion() >= statelessEra, metaEra(params.Meta))
 				}
 			}
 			if err == nil {

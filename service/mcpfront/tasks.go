@@ -259,7 +259,8 @@ type toolExecution struct {
 // execution.
 type tasksToolList struct {
 	*mcp.ListToolsResult
-	Tools []taskTool `json:"tools"`
+	noCacheFields            // no ttlMs and cacheScope in this era (eras.go)
+	Tools         []taskTool `json:"tools"`
 }
 
 // withTaskSupport is res with each tool's execution.taskSupport (snap is

@@ -141,6 +141,28 @@ func addInteractive(s *mcp.Server) {
 				"roots": &mcp.ListRootsParams{},
 			}, RequestState: "asked-all"}, nil
 		})
+	s.AddTool(&mcp.Tool{Name: "ask_model", Description: "Ask the caller's model for a reply (sampling) and return it.", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if r, ok := req.Params.InputResponses["model"]; ok {
+				switch cr := r.(type) {
+				case *mcp.CreateMessageResult:
+					if tc, ok := cr.Content.(*mcp.TextContent); ok {
+						return text("model=" + tc.Text), nil
+					}
+				case *mcp.CreateMessageWithToolsResult:
+					if len(cr.Content) > 0 {
+						if tc, ok := cr.Content[0].(*mcp.TextContent); ok {
+							return text("model=" + tc.Text), nil
+						}
+					}
+				}
+				return text(fmt.Sprintf("bad answer: %T", r)), nil
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"model": &mcp.CreateMessageParams{MaxTokens: 20, Messages: []*mcp.SamplingMessage{
+					{Role: "user", Content: &mcp.TextContent{Text: "Say hi"}}}},
+			}, RequestState: "asked-model"}, nil
+		})
 	s.AddTool(&mcp.Tool{Name: "ask_twice", Description: "Ask two questions in a row, mid-call (elicitation/create; protocols before 2026-07-28).", InputSchema: map[string]any{"type": "object"}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var got []string

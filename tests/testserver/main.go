@@ -146,6 +146,12 @@ func text(s string) *mcp.CallToolResult {
 func newServer(mode string) *mcp.Server {
 	// Logging: log_levels logs (toolsvc sets the level only when declared).
 	opts := &mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Logging: &mcp.LoggingCapabilities{}}}
+	if modeHas(mode, "subscribe") {
+		// Subscriptions accepted (and forgotten: nothing here changes a
+		// resource): the client matrix subscribes to test://hello.
+		opts.SubscribeHandler = func(context.Context, *mcp.SubscribeRequest) error { return nil }
+		opts.UnsubscribeHandler = func(context.Context, *mcp.UnsubscribeRequest) error { return nil }
+	}
 	switch {
 	case modeHas(mode, "completions"):
 		opts.CompletionHandler = complete
@@ -465,6 +471,7 @@ func main() {
 //	items           also the prompt "trip" {country, city (required)} and
 //	                the template test://items/{id}, to complete
 //	completions     completion/complete answers (complete)
+//	subscribe       resources/subscribe and unsubscribe accepted
 //	completions-undeclared-handler
 //	                the completions capability is declared without a
 //	                handler (go-sdk answers MethodNotFound)

@@ -1,0 +1,89 @@
+// The client matrix's cell runner for the TypeScript SDK's client (1.x: 2025-11-25, the
+// last era it speaks) over streamable HTTP.
+//
+// Usage: node matrix_client.mjs URL ERA PREFIX   (ERA: 2025-11-25)
+//
+// The same operations, answers and report as tests/python/matrix_client.py: each
+// operation on its own, one JSON object {"protocol", "ops": {op: {value} | {error}}};
+// tests/matrix_clients_test.go judges the values.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+
+const [url, , prefix = ""] = process.argv.slice(2);
+const ops = {};
+const logs = [];
+const client = new Client({ name: "matrix-ts", version: "1" },
+  { capabilities: { elicitation: { form: {} }, sampling: {}, roots: { listChanged: false } } });
+client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada" } }));
+client.setRequestHandler(CreateMessageRequestSchema, async () =>
+  ({ role: "assistant", content: { type: "text", text: "hi there" }, model: "matrix-model" }));
+client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///matrix", name: "matrix" }] }));
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params.data));
+
+const transport = new StreamableHTTPClientTransport(new URL(url));
+await client.connect(transport);
+
+async function run(op, fn) {
+  try {
+    ops[op] = { value: await fn() };
+  } catch (err) {
+    ops[op] = { error: String(err?.stack ?? err).slice(0, 2000) };
+  }
+}
+const text = (res) => res.content.filter((c) => c.type === "text").map((c) => c.text).join("");
+async function call(name, args = {}, opts) {
+  const res = await client.callTool({ name: prefix + name, arguments: args }, undefined, opts);
+  return (res.isError ? "error: " : "") + text(res);
+}
+const sorted = (xs) => xs.map(String).sort();
+
+await run("list", async () => {
+  const all = [];
+  let cursor;
+  do {
+    const res = await client.listTools(cursor ? { cursor } : {});
+    all.push(...res.tools.map((t) => t.name));
+    cursor = res.nextCursor;
+  } while (cursor);
+  return all.sort();
+});
+await run("call", () => call("echo", { text: "matrix" }));
+await run("progress", async () => {
+  const seen = [];
+  await call("progress", { steps: 2, step_ms: 20 }, { onprogress: (p) => seen.push(p.progress) });
+  return seen.length;
+});
+await run("elicitation", () => call("ask_name"));
+await run("sampling", () => call("ask_model"));
+await run("roots", () => call("ask_roots"));
+await run("logging", async () => {
+  await client.setLoggingLevel("debug");
+  await call("log_levels", { tag: "matrix" });
+  return logs.filter((d) => d && typeof d === "object").map((d) => d.tag);
+});
+await run("resources/list", async () => sorted((await client.listResources()).resources.map((r) => r.uri)));
+await run("resources/read", async () =>
+  (await client.readResource({ uri: "test://hello" })).contents.map((c) => c.text ?? "").join(""));
+await run("resources/templates", async () =>
+  sorted((await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate)));
+await run("resources/subscribe", async () => {
+  await client.subscribeResource({ uri: "test://hello" });
+  await client.unsubscribeResource({ uri: "test://hello" });
+  return "subscribed";
+});
+await run("prompts/list", async () => sorted((await client.listPrompts()).prompts.map((p) => p.name)));
+await run("prompts/get", async () =>
+  (await client.getPrompt({ name: prefix + "hi" })).messages.map((m) => m.content.text ?? "").join(""));
+await run("completion", async () => {
+  const res = await client.complete({ ref: { type: "ref/prompt", name: prefix + "trip" }, argument: { name: "city", value: "Ber" } });
+  return sorted(res.completion.values);
+});
+const protocol = transport.protocolVersion ?? null;
+await client.close();
+console.log(JSON.stringify({ protocol, ops }));
