@@ -196,8 +196,11 @@ type ToolServiceClient interface {
 	// after. Cancelling a task that has ended changes nothing and is no error.
 	CancelTask(ctx context.Context, in *CancelTaskRequest, opts ...grpc.CallOption) (*CancelTaskResponse, error)
 	// ListTasks returns the principal's own tasks that this replica created or
-	// served, newest first, with their last known state (a task not ended is
-	// asked again). Tasks of other principals are never listed.
+	// served, newest first, with their last known state, from the replica's
+	// ledger: a task not ended is asked again only when what the ledger knows
+	// is older than 2 s, at most 16 per ListTasks (the stalest first), so
+	// listing never costs the upstream a request per task. Tasks of other
+	// principals are never listed.
 	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
 	// UpdateTask answers the input requests of a task whose status is
 	// INPUT_REQUIRED (Task.input_required), by their ids, and returns the
@@ -584,8 +587,11 @@ type ToolServiceServer interface {
 	// after. Cancelling a task that has ended changes nothing and is no error.
 	CancelTask(context.Context, *CancelTaskRequest) (*CancelTaskResponse, error)
 	// ListTasks returns the principal's own tasks that this replica created or
-	// served, newest first, with their last known state (a task not ended is
-	// asked again). Tasks of other principals are never listed.
+	// served, newest first, with their last known state, from the replica's
+	// ledger: a task not ended is asked again only when what the ledger knows
+	// is older than 2 s, at most 16 per ListTasks (the stalest first), so
+	// listing never costs the upstream a request per task. Tasks of other
+	// principals are never listed.
 	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
 	// UpdateTask answers the input requests of a task whose status is
 	// INPUT_REQUIRED (Task.input_required), by their ids, and returns the

@@ -450,6 +450,10 @@ class ToolServiceServicer:
         FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
         not wait for input; TASKS_UNSUPPORTED: the
         operation is not one the task's protocol has
+        RESOURCE_EXHAUSTED  TOO_MANY_TASK_WATCHES: WatchTask past the tasks
+        one principal may watch at once on a replica
+        (serve --max-task-watches-per-principal; metadata
+        limit, principal)
 
         GetTask returns a task's state; once it has ended, with its result (a
         tool's own failure is a result with is_error) or its error.
@@ -480,8 +484,11 @@ class ToolServiceServicer:
 
     def ListTasks(self, request, context):
         """ListTasks returns the principal's own tasks that this replica created or
-        served, newest first, with their last known state (a task not ended is
-        asked again). Tasks of other principals are never listed.
+        served, newest first, with their last known state, from the replica's
+        ledger: a task not ended is asked again only when what the ledger knows
+        is older than 2 s, at most 16 per ListTasks (the stalest first), so
+        listing never costs the upstream a request per task. Tasks of other
+        principals are never listed.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -212,6 +212,10 @@ class ToolServiceStub:
       FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
                           not wait for input; TASKS_UNSUPPORTED: the
                           operation is not one the task's protocol has
+      RESOURCE_EXHAUSTED  TOO_MANY_TASK_WATCHES: WatchTask past the tasks
+                          one principal may watch at once on a replica
+                          (serve --max-task-watches-per-principal; metadata
+                          limit, principal)
 
     GetTask returns a task's state; once it has ended, with its result (a
     tool's own failure is a result with is_error) or its error.
@@ -230,8 +234,11 @@ class ToolServiceStub:
     """
     ListTasks: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListTasksRequest, _toolsvc_pb2.ListTasksResponse]
     """ListTasks returns the principal's own tasks that this replica created or
-    served, newest first, with their last known state (a task not ended is
-    asked again). Tasks of other principals are never listed.
+    served, newest first, with their last known state, from the replica's
+    ledger: a task not ended is asked again only when what the ledger knows
+    is older than 2 s, at most 16 per ListTasks (the stalest first), so
+    listing never costs the upstream a request per task. Tasks of other
+    principals are never listed.
     """
     UpdateTask: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.UpdateTaskRequest, _toolsvc_pb2.UpdateTaskResponse]
     """UpdateTask answers the input requests of a task whose status is
@@ -423,6 +430,10 @@ class ToolServiceAsyncStub(ToolServiceStub):
       FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
                           not wait for input; TASKS_UNSUPPORTED: the
                           operation is not one the task's protocol has
+      RESOURCE_EXHAUSTED  TOO_MANY_TASK_WATCHES: WatchTask past the tasks
+                          one principal may watch at once on a replica
+                          (serve --max-task-watches-per-principal; metadata
+                          limit, principal)
 
     GetTask returns a task's state; once it has ended, with its result (a
     tool's own failure is a result with is_error) or its error.
@@ -441,8 +452,11 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """
     ListTasks: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListTasksRequest, _toolsvc_pb2.ListTasksResponse]  # type: ignore[assignment]
     """ListTasks returns the principal's own tasks that this replica created or
-    served, newest first, with their last known state (a task not ended is
-    asked again). Tasks of other principals are never listed.
+    served, newest first, with their last known state, from the replica's
+    ledger: a task not ended is asked again only when what the ledger knows
+    is older than 2 s, at most 16 per ListTasks (the stalest first), so
+    listing never costs the upstream a request per task. Tasks of other
+    principals are never listed.
     """
     UpdateTask: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.UpdateTaskRequest, _toolsvc_pb2.UpdateTaskResponse]  # type: ignore[assignment]
     """UpdateTask answers the input requests of a task whose status is
@@ -715,6 +729,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
           FAILED_PRECONDITION TASK_NOT_WAITING: UpdateTask on a task that does
                               not wait for input; TASKS_UNSUPPORTED: the
                               operation is not one the task's protocol has
+          RESOURCE_EXHAUSTED  TOO_MANY_TASK_WATCHES: WatchTask past the tasks
+                              one principal may watch at once on a replica
+                              (serve --max-task-watches-per-principal; metadata
+                              limit, principal)
 
         GetTask returns a task's state; once it has ended, with its result (a
         tool's own failure is a result with is_error) or its error.
@@ -751,8 +769,11 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_toolsvc_pb2.ListTasksResponse, _abc.Awaitable[_toolsvc_pb2.ListTasksResponse]]:
         """ListTasks returns the principal's own tasks that this replica created or
-        served, newest first, with their last known state (a task not ended is
-        asked again). Tasks of other principals are never listed.
+        served, newest first, with their last known state, from the replica's
+        ledger: a task not ended is asked again only when what the ledger knows
+        is older than 2 s, at most 16 per ListTasks (the stalest first), so
+        listing never costs the upstream a request per task. Tasks of other
+        principals are never listed.
         """
 
     @_abc_1.abstractmethod

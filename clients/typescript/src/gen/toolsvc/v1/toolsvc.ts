@@ -9527,8 +9527,11 @@ export const ToolServiceService = {
   },
   /**
    * ListTasks returns the principal's own tasks that this replica created or
-   * served, newest first, with their last known state (a task not ended is
-   * asked again). Tasks of other principals are never listed.
+   * served, newest first, with their last known state, from the replica's
+   * ledger: a task not ended is asked again only when what the ledger knows
+   * is older than 2 s, at most 16 per ListTasks (the stalest first), so
+   * listing never costs the upstream a request per task. Tasks of other
+   * principals are never listed.
    */
   listTasks: {
     path: "/toolsvc.v1.ToolService/ListTasks" as const,
@@ -9645,8 +9648,11 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
   cancelTask: handleUnaryCall<CancelTaskRequest, CancelTaskResponse>;
   /**
    * ListTasks returns the principal's own tasks that this replica created or
-   * served, newest first, with their last known state (a task not ended is
-   * asked again). Tasks of other principals are never listed.
+   * served, newest first, with their last known state, from the replica's
+   * ledger: a task not ended is asked again only when what the ledger knows
+   * is older than 2 s, at most 16 per ListTasks (the stalest first), so
+   * listing never costs the upstream a request per task. Tasks of other
+   * principals are never listed.
    */
   listTasks: handleUnaryCall<ListTasksRequest, ListTasksResponse>;
   /**
@@ -9944,8 +9950,11 @@ export interface ToolServiceClient extends Client {
   ): ClientUnaryCall;
   /**
    * ListTasks returns the principal's own tasks that this replica created or
-   * served, newest first, with their last known state (a task not ended is
-   * asked again). Tasks of other principals are never listed.
+   * served, newest first, with their last known state, from the replica's
+   * ledger: a task not ended is asked again only when what the ledger knows
+   * is older than 2 s, at most 16 per ListTasks (the stalest first), so
+   * listing never costs the upstream a request per task. Tasks of other
+   * principals are never listed.
    */
   listTasks(
     request: ListTasksRequest,
