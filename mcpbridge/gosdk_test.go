@@ -496,8 +496,12 @@ func main() {
 	cmd := exec.Command("go", "run", ".")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	got, err := cmd.CombinedOutput()
+	// Stdout only: go's "downloading" lines on stderr are not the figure.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	got, err := cmd.Output()
 	if err != nil {
+		got = append(got, stderr.String()...)
 		if offline.Match(got) {
 			// The unpatched module is not in the module cache (the
 			// replace means nothing else fetches it) and cannot be

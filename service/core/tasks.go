@@ -90,8 +90,12 @@ const (
 	// maxLedgerPrincipals bounds the principals it remembers tasks for.
 	maxLedgerPrincipals = 10000
 	// DefaultMaxTaskWatchesPerPrincipal bounds one principal's WatchTask
-	// streams (and front-door task watches) on a replica.
-	DefaultMaxTaskWatchesPerPrincipal = 64
+	// streams (and front-door task watches) on a replica. 256, not less: in
+	// a rolling restart the watches of the replica going away resume on the
+	// others (100 tasks of one principal over three replicas met 64 on one
+	// of them in TestTasksRollingRestart), and one poll per task serves all
+	// of a task's watchers, so the cost is per task, not per stream.
+	DefaultMaxTaskWatchesPerPrincipal = 256
 	// listFresh is how old a ledger state may be before ListTasks asks the
 	// upstream again; maxListRefresh how many tasks one ListTasks asks
 	// about at most.

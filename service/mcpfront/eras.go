@@ -95,6 +95,11 @@ func eraResult(req mcp.Request, res mcp.Result) mcp.Result {
 // requestEra reports whether req is of protocol 2026-07-28 or later: its
 // _meta's version, else its session's.
 func requestEra(req mcp.Request) bool {
+	if r, ok := req.(*mcp.ServerRequest[*taskParams]); ok {
+		// tasks/list comes without params, and go-sdk's ProtocolVersion
+		// panics on those (taskRequestVersion).
+		return taskRequestVersion(r) >= statelessEra
+	}
 	type versioned interface{ ProtocolVersion() string }
 	v, ok := req.(versioned)
 	return ok && v.ProtocolVersion() >= statelessEra

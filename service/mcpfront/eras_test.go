@@ -157,3 +157,12 @@ func jsonNumber(v float64) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestRequestEraTaskWithoutParams: a tasks/list comes without params, and
+// go-sdk's ProtocolVersion panics on those; requestEra must not (a
+// 2025-11-25 client's tasks/list ended the process through eraResult).
+func TestRequestEraTaskWithoutParams(t *testing.T) {
+	if requestEra(&mcp.ServerRequest[*taskParams]{}) {
+		t.Errorf("requestEra(tasks/list without params or session) = true, want false")
+	}
+}

@@ -522,11 +522,20 @@ func (f *Front) Wait() { <-f.done }
 // else is go-sdk's (resources/subscribe through the subscribe handler).
 func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	answer := f.answering(next)
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := answer(ctx, method, req)
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+		res, err = answer(ctx, method, req)
 		if err != nil || res == nil {
 			return res, err
 		}
+		// Recovered like answering's handlers: a panic here would end
+		// the process (go-sdk does not recover), as a tasks/list without
+		// params once did.
+		defer func() {
+			if p := recover(); p != nil {
+				f.log.ErrorContext(ctx, "panic in MCP handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+			}
+		}()
 		return eraResult(req, res), nil // every result as its era has it (eras.go)
 	}
 }
