@@ -25,7 +25,9 @@ import (
 // tools/call (2026-07-28 and 2025-11-25 clients). Before, go-sdk decoded
 // the task as an empty result and the caller got an empty success. The
 // upstream is tests/hostileserver -mode unsolicited-task, spoken to in
-// both eras; its session stays up (the next call works on it).
+// both eras; its session stays up (the next call works on it). A call
+// whose caller asked for a task is refused alike: this upstream declares
+// no tasks, so toolsvc asked it none.
 func TestUnsolicitedTaskRefused(t *testing.T) {
 	t.Parallel()
 	hostile := upstream{Command: hostileServer(t), Args: []string{"-mode", "unsolicited-task"}}
@@ -37,14 +39,18 @@ func TestUnsolicitedTaskRefused(t *testing.T) {
 	echo, _ := structpb.NewStruct(map[string]any{"text": "still here"})
 	for _, server := range []string{"old", "new"} {
 		for _, tool := range []string{server + "__task2025", server + "__task2026"} {
-			res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool})
-			if err == nil {
-				t.Errorf("%s: a task answering a call that asked none gave %v, want UPSTREAM_MALFORMED", tool, res)
-				continue
-			}
-			wantStatus(t, err, codes.Internal, "UPSTREAM_MALFORMED", server, tool)
-			if !strings.Contains(err.Error(), `"`+server+`"`) || !strings.Contains(err.Error(), "asked no task") {
-				t.Errorf("%s: %v; want the server and what was wrong named", tool, err)
+			// A caller asking for a task does not change it: this upstream
+			// offers no tasks, so toolsvc asks it none either.
+			for _, task := range []*toolsvcv1.TaskOptions{nil, {}} {
+				res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, Task: task})
+				if err == nil {
+					t.Errorf("%s (task %v): a task answering a call that asked none gave %v, want UPSTREAM_MALFORMED", tool, task, res)
+					continue
+				}
+				wantStatus(t, err, codes.Internal, "UPSTREAM_MALFORMED", server, tool)
+				if !strings.Contains(err.Error(), `"`+server+`"`) || !strings.Contains(err.Error(), "asked no task") {
+					t.Errorf("%s (task %v): %v; want the server and what was wrong named", tool, task, err)
+				}
 			}
 		}
 		res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: server + "__echo", Arguments: echo})
