@@ -615,7 +615,27 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 	if err != nil {
 		return nil, err
 	}
+	if res.IsTask() && !taskAsked(ctx) {
+		// A task nobody asked for: go-sdk decodes it as an empty result,
+		// which would reach the caller as an empty success. Neither era
+		// lets a server answer a plain call with a task (2025-11-25 only
+		// when the request carries params.task, 2026-07-28 only when it
+		// opted in to the tasks extension), so the answer is refused as
+		// malformed; toolsvc does not follow the task (docs/security.md,
+		// "A task nobody asked for").
+		u.log.Warn("call refused: the upstream answered a call that asked no task with a task", "tool", tool)
+		return nil, &MalformedAnswerError{Server: target.Tool.Server,
+			Detail: fmt.Sprintf("call %q asked no task and was answered with one", tool)}
+	}
 	return res, nil
+}
+
+// taskAsked reports whether the tools/call made with ctx asked its
+// upstream for a task (a CallTask the session and the tool could run as
+// one: taskMiddleware).
+func taskAsked(ctx context.Context) bool {
+	tc := taskCallOf(ctx)
+	return tc != nil && tc.wantsRaw()
 }
 
 // targetUpstream is the upstream a resolved target goes to: the one that

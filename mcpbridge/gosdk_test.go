@@ -299,7 +299,8 @@ func TestGoSDKStreamableConnCannotBeWrapped(t *testing.T) {
 // TestGoSDKDecodesTaskAsEmptySuccess pins why CallTask reads the raw
 // answer (tasktap.go): go-sdk decodes a task, in either era's shape (as
 // the TypeScript SDK and fastmcp-tasks answer), as a CallToolResult with no
-// content, no error and no trace of the task.
+// content, no error and nothing of the task but IsTask (toolsvc's go-sdk
+// patch, which Bridge.Call uses to refuse a task nobody asked for).
 func TestGoSDKDecodesTaskAsEmptySuccess(t *testing.T) {
 	t.Parallel()
 	for _, raw := range []string{
@@ -313,6 +314,19 @@ func TestGoSDKDecodesTaskAsEmptySuccess(t *testing.T) {
 		out, _ := json.Marshal(&res)
 		if len(res.Content) != 0 || res.IsError || res.StructuredContent != nil || res.NeedsInput() || strings.Contains(string(out), "t1") {
 			t.Errorf("go-sdk decoded %s as %s: it keeps something of the task now; re-check tasktap.go", raw, out)
+		}
+		if !res.IsTask() {
+			t.Errorf("go-sdk decoded %s without IsTask: the patch is gone (third_party/go-sdk.patch), and an unasked task is an empty success again", raw)
+		}
+	}
+	for _, raw := range []string{`{"content":[]}`, `{"content":[],"task":null}`, `{"content":[],"resultType":"complete"}`,
+		`{"content":[{"type":"text","text":"task"}],"structuredContent":{"task":{"taskId":"t1"}}}`} {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal([]byte(raw), &res); err != nil {
+			t.Fatalf("decoding %s: %v", raw, err)
+		}
+		if res.IsTask() {
+			t.Errorf("go-sdk decoded the result %s as a task", raw)
 		}
 	}
 }

@@ -15,6 +15,14 @@
 //	                  1 MiB and four unusable names. selfref, doubling and
 //	                  big are answered here, so the answers are known: see
 //	                  soakAnswer
+//	-mode unsolicited-task
+//	                  answers a plain tools/call (no task asked) with a
+//	                  task: task2025 with a 2025-11-25 CreateTaskResult
+//	                  ({"task": {...}}), task2026 with a 2026-07-28
+//	                  tasks-extension answer (resultType "task"); echo
+//	                  answers normally. go-sdk's server cannot send either
+//	                  for a call that asked none, so its connection
+//	                  rewrites the result (taskRewriter)
 package main
 
 import (
@@ -22,17 +30,21 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"log"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func main() {
-	mode := flag.String("mode", "", "hang-list, bad-names or soak")
+	mode := flag.String("mode", "", "hang-list, bad-names, soak or unsolicited-task")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -56,6 +68,15 @@ func main() {
 		}
 	case "soak":
 		tools = soakTools()
+	case "unsolicited-task":
+		tools = []*mcp.Tool{{Name: "echo", InputSchema: obj}}
+		for _, name := range []string{"task2025", "task2026"} {
+			tool := &mcp.Tool{Name: name, InputSchema: obj}
+			s.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the result the task replaces"}}}, nil
+			})
+			tools = append(tools, tool)
+		}
 	default:
 		log.Fatalf("unknown -mode %q", *mode)
 	}
@@ -76,9 +97,72 @@ func main() {
 			return &mcp.ListToolsResult{Tools: tools}, nil
 		}
 	})
-	if err := s.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil {
+	var t mcp.Transport = &mcp.StdioTransport{}
+	if *mode == "unsolicited-task" {
+		t = &taskRewriter{Transport: t, calls: map[string]string{}}
+	}
+	if err := s.Run(ctx, t); err != nil && ctx.Err() == nil {
 		log.Fatal(err)
 	}
+}
+
+// taskRewriter is -mode unsolicited-task's transport: its connection
+// notes the tools/call requests for task2025 and task2026 as they are
+// read, and replaces the result go-sdk's server answers them with by a
+// task in that tool's era.
+type taskRewriter struct {
+	mcp.Transport
+	mu    sync.Mutex
+	calls map[string]string // request id → tool
+}
+
+func (t *taskRewriter) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &taskRewriterConn{Connection: c, t: t}, nil
+}
+
+type taskRewriterConn struct {
+	mcp.Connection
+	t *taskRewriter
+}
+
+func (c *taskRewriterConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if req, ok := m.(*jsonrpc.Request); ok && err == nil && req.Method == "tools/call" {
+		var p struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil && (p.Name == "task2025" || p.Name == "task2026") {
+			c.t.mu.Lock()
+			c.t.calls[fmt.Sprint(req.ID.Raw())] = p.Name
+			c.t.mu.Unlock()
+		}
+	}
+	return m, err
+}
+
+func (c *taskRewriterConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		id := fmt.Sprint(resp.ID.Raw())
+		c.t.mu.Lock()
+		tool, ok := c.t.calls[id]
+		delete(c.t.calls, id)
+		c.t.mu.Unlock()
+		now := time.Now().UTC().Format(time.RFC3339)
+		switch {
+		case !ok:
+		case tool == "task2025":
+			resp.Result = json.RawMessage(`{"task": {"taskId": "unasked-2025", "status": "working", "ttl": 60000, ` +
+				`"pollInterval": 100, "createdAt": "` + now + `", "lastUpdatedAt": "` + now + `"}}`)
+		default:
+			resp.Result = json.RawMessage(`{"resultType": "task", "taskId": "unasked-2026", "status": "working", ` +
+				`"ttlMs": 60000, "pollIntervalMs": 100, "createdAt": "` + now + `", "lastUpdatedAt": "` + now + `"}`)
+		}
+	}
+	return c.Connection.Write(ctx, msg)
 }
 
 // soakTools is what -mode soak lists. The soak (tests/soak/hostile.go)

@@ -322,6 +322,9 @@ type CallToolResult struct {
 	// normally. ResultTypeInputRequired means the client should fulfill the
 	// InputRequests and retry the call.
 	resultType resultType
+	// task: a 2025-11-25 CreateTaskResult ({"task": {...}}) was decoded
+	// into this value (toolsvc patch; see IsTask).
+	task bool
 	// The error passed to setError, if any.
 	// It is not marshaled, and therefore it is only visible on the server.
 	// Its only use is in server sending middleware, where it can be accessed
@@ -369,6 +372,12 @@ func (r *CallToolResult) hasContent() bool {
 // An empty InputRequests with NeedsInput true indicates load-shedding.
 func (r *CallToolResult) NeedsInput() bool { return r.resultType == resultTypeInputRequired }
 
+// IsTask reports whether the decoded answer was a task rather than a
+// result: a 2025-11-25 CreateTaskResult (a "task" member) or a 2026-07-28
+// tasks-extension answer (resultType "task"). Both decode as an empty
+// result otherwise. (toolsvc patch)
+func (r *CallToolResult) IsTask() bool { return r != nil && (r.task || r.resultType == "task") }
+
 func (x *CallToolResult) MarshalJSON() ([]byte, error) {
 	type res CallToolResult // avoid recursion
 	type wire struct {
@@ -391,8 +400,9 @@ func (x *CallToolResult) UnmarshalJSON(data []byte) error {
 	type res CallToolResult // avoid recursion
 	var wire struct {
 		res
-		Content    []*wireContent `json:"content"`
-		ResultType resultType     `json:"resultType"`
+		Content    []*wireContent  `json:"content"`
+		ResultType resultType      `json:"resultType"`
+		Task       json.RawMessage `json:"task"`
 	}
 	if err := internaljson.Unmarshal(data, &wire); err != nil {
 		return err
@@ -402,6 +412,7 @@ func (x *CallToolResult) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	wire.res.resultType = wire.ResultType
+	wire.res.task = len(wire.Task) > 0 && string(wire.Task) != "null"
 	*x = CallToolResult(wire.res)
 	return nil
 }
