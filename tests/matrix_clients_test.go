@@ -31,8 +31,9 @@ import (
 // writes it; without it the test fails when the table differs).
 
 // clientOps are the operations, in the table's order.
-var clientOps = []string{"list", "call", "progress", "elicitation", "sampling", "roots", "logging",
-	"resources/list", "resources/read", "resources/templates", "resources/subscribe", "prompts/list", "prompts/get", "completion"}
+var clientOps = []string{"list", "call", "progress", "elicitation", "elicitation/url", "sampling", "roots", "logging",
+	"resources/list", "resources/read", "resources/templates", "resources/subscribe", "prompts/list", "prompts/get", "completion",
+	"discovery"}
 
 // clientReport is what a cell runner prints: the protocol it negotiated,
 // and each operation's value or error.
@@ -53,15 +54,21 @@ type matrixClient struct {
 	name, version string
 	eras          []string
 	// run runs the cell's operations against url (tools and prompts
-	// named prefix+name) in era.
-	run func(t *testing.T, ctx context.Context, url, era, prefix string) (clientReport, error)
+	// named prefix+name) in era; the "discovery" operation against
+	// discovery (the front door in progressive discovery; "" in the
+	// direct run: see the "discovery" case of clientWant).
+	run func(t *testing.T, ctx context.Context, url, era, prefix, discovery string) (clientReport, error)
 }
 
-// scriptClient runs a cell runner script: argv URL ERA PREFIX, one JSON
-// report on its last stdout line.
-func scriptClient(interp func(t *testing.T) string, script func(t *testing.T) string) func(*testing.T, context.Context, string, string, string) (clientReport, error) {
-	return func(t *testing.T, ctx context.Context, url, era, prefix string) (clientReport, error) {
-		cmd := exec.CommandContext(ctx, interp(t), script(t), url, era, prefix)
+// scriptClient runs a cell runner script: argv URL ERA PREFIX
+// [DISCOVERY_URL], one JSON report on its last stdout line.
+func scriptClient(interp func(t *testing.T) string, script func(t *testing.T) string) func(*testing.T, context.Context, string, string, string, string) (clientReport, error) {
+	return func(t *testing.T, ctx context.Context, url, era, prefix, discovery string) (clientReport, error) {
+		args := []string{script(t), url, era, prefix}
+		if discovery != "" {
+			args = append(args, discovery)
+		}
+		cmd := exec.CommandContext(ctx, interp(t), args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -135,6 +142,8 @@ func clientWant(op, prefix string, v json.RawMessage) error {
 		return check(n >= 1, "at least one progress notification")
 	case "elicitation":
 		return check(s == "hello Ada", `"hello Ada" (the form answered {name: Ada})`)
+	case "elicitation/url":
+		return check(s == "url accept", `"url accept" (the URL request accepted)`)
 	case "sampling":
 		return check(s == "model=hi there", `"model=hi there"`)
 	case "roots":
@@ -155,6 +164,12 @@ func clientWant(op, prefix string, v json.RawMessage) error {
 		return check(s == "hi", `"hi"`)
 	case "completion":
 		return check(slices.Equal(list, []string{"Bergen", "Berlin", "Bern"}), "[Bergen Berlin Bern]")
+	case "discovery":
+		// Through toolsvc: search_tools("echo") found t__echo, and
+		// call_tool called it. Directly (the upstream has no search):
+		// the same tool called by name, so a client that cannot call
+		// tools at all shows as its own limit.
+		return check(s == prefix+"echo:matrix", `"`+prefix+`echo:matrix" (the tool found, and its answer)`)
 	}
 	return fmt.Errorf("unknown operation %q", op)
 }
@@ -201,6 +216,12 @@ func TestClientMatrix(t *testing.T) {
 	direct := map[string]string{"2025-11-25": upstreamURL("http"), "2026-07-28": upstreamURL("http-stateless")}
 	p := startToolsvc(t, cfg{Servers: servers{"t": goHTTP(direct["2025-11-25"], upstream{})}}, "--mcp-listen", "127.0.0.1:0")
 	front := "http://" + p.mcpAddr + "/mcp"
+	// Progressive discovery is a front door of its own: its tools/list is
+	// search_tools and call_tool (no core tools), so a client finds t__echo
+	// only by searching.
+	pd := startToolsvc(t, cfg{Servers: servers{"t": goHTTP(direct["2025-11-25"], upstream{})}},
+		"--mcp-listen", "127.0.0.1:0", "--mcp-discovery", "progressive")
+	discovery := "http://" + pd.mcpAddr + "/mcp"
 
 	type cell struct {
 		client          matrixClient
@@ -225,9 +246,9 @@ func TestClientMatrix(t *testing.T) {
 			t.Run(c.client.name+"/"+c.era, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 				defer cancel()
-				r, err := c.client.run(t, ctx, direct[c.era], c.era, "")
+				r, err := c.client.run(t, ctx, direct[c.era], c.era, "", "")
 				c.direct = judge(r, err, c.era, "")
-				r, err = c.client.run(t, ctx, front, c.era, "t__")
+				r, err = c.client.run(t, ctx, front, c.era, "t__", discovery)
 				c.through = judge(r, err, c.era, "t__")
 				for _, op := range clientOps {
 					key := c.client.name + "/" + c.era + "/" + op
@@ -313,12 +334,20 @@ func checkDocTable(t *testing.T, path, table string) {
 
 // goClientCell is the cell runner for go-sdk's client, in this process:
 // the same operations and answers as the scripts.
-func goClientCell(t *testing.T, ctx context.Context, url, era, prefix string) (clientReport, error) {
+func goClientCell(t *testing.T, ctx context.Context, url, era, prefix, discovery string) (clientReport, error) {
 	var mu sync.Mutex
 	var logs []string
 	progress := 0
 	client := mcp.NewClient(&mcp.Implementation{Name: "matrix-go", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		// Both elicitation modes: inferred from the handler, go-sdk's
+		// client would declare form only. (Roots: the SDK's default,
+		// which setting Capabilities replaces.)
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if req.Params.Mode == "url" { // ask_url: the user "visits" the URL
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
 		},
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -414,6 +443,7 @@ func goClientCell(t *testing.T, ctx context.Context, url, era, prefix string) (c
 		return progress, nil
 	})
 	run("elicitation", func() (any, error) { return call("ask_name", nil, nil) })
+	run("elicitation/url", func() (any, error) { return call("ask_url", nil, nil) })
 	run("sampling", func() (any, error) { return call("ask_model", nil, nil) })
 	run("roots", func() (any, error) { return call("ask_roots", nil, nil) })
 	run("logging", func() (any, error) {
@@ -509,6 +539,32 @@ func goClientCell(t *testing.T, ctx context.Context, url, era, prefix string) (c
 		v := slices.Clone(res.Completion.Values)
 		slices.Sort(v)
 		return v, nil
+	})
+	run("discovery", func() (any, error) {
+		if discovery == "" {
+			v, err := call("echo", map[string]any{"text": "matrix"}, nil)
+			return fmt.Sprint(prefix, "echo:", v), err
+		}
+		dc, err := mcp.NewClient(&mcp.Implementation{Name: "matrix-go-discovery", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: discovery, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			return nil, err
+		}
+		defer dc.Close()
+		res, err := dc.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "echo", "limit": 1}})
+		if err != nil {
+			return nil, err
+		}
+		var found struct{ Tools []struct{ Name string } }
+		if err := json.Unmarshal([]byte(text(res)), &found); err != nil || len(found.Tools) == 0 {
+			return nil, fmt.Errorf("search_tools answered %q: %v", text(res), err)
+		}
+		res, err = dc.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool",
+			Arguments: map[string]any{"name": found.Tools[0].Name, "arguments": map[string]any{"text": "matrix"}}})
+		if err != nil {
+			return nil, err
+		}
+		return found.Tools[0].Name + ":" + text(res), nil
 	})
 	return r, nil
 }

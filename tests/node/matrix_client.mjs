@@ -1,7 +1,8 @@
 // The client matrix's cell runner for the TypeScript SDK's client (1.x: 2025-11-25, the
 // last era it speaks) over streamable HTTP.
 //
-// Usage: node matrix_client.mjs URL ERA PREFIX   (ERA: 2025-11-25)
+// Usage: node matrix_client.mjs URL ERA PREFIX [DISCOVERY_URL]   (ERA: 2025-11-25)
+// (DISCOVERY_URL: toolsvc's front door in progressive discovery, as in matrix_client.py.)
 //
 // The same operations, answers and report as tests/python/matrix_client.py: each
 // operation on its own, one JSON object {"protocol", "ops": {op: {value} | {error}}};
@@ -15,12 +16,14 @@ import {
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
-const [url, , prefix = ""] = process.argv.slice(2);
+const [url, , prefix = "", discoveryURL = ""] = process.argv.slice(2);
 const ops = {};
 const logs = [];
 const client = new Client({ name: "matrix-ts", version: "1" },
-  { capabilities: { elicitation: { form: {} }, sampling: {}, roots: { listChanged: false } } });
-client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { name: "Ada" } }));
+  { capabilities: { elicitation: { form: {}, url: {} }, sampling: {}, roots: { listChanged: false } } });
+// ask_url's URL request: the user "visits" the URL (accept, no content).
+client.setRequestHandler(ElicitRequestSchema, async (req) =>
+  req.params.mode === "url" ? { action: "accept" } : { action: "accept", content: { name: "Ada" } });
 client.setRequestHandler(CreateMessageRequestSchema, async () =>
   ({ role: "assistant", content: { type: "text", text: "hi there" }, model: "matrix-model" }));
 client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///matrix", name: "matrix" }] }));
@@ -60,6 +63,7 @@ await run("progress", async () => {
   return seen.length;
 });
 await run("elicitation", () => call("ask_name"));
+await run("elicitation/url", () => call("ask_url"));
 await run("sampling", () => call("ask_model"));
 await run("roots", () => call("ask_roots"));
 await run("logging", async () => {
@@ -83,6 +87,18 @@ await run("prompts/get", async () =>
 await run("completion", async () => {
   const res = await client.complete({ ref: { type: "ref/prompt", name: prefix + "trip" }, argument: { name: "city", value: "Ber" } });
   return sorted(res.completion.values);
+});
+await run("discovery", async () => {
+  if (!discoveryURL) return prefix + "echo:" + await call("echo", { text: "matrix" });
+  const dc = new Client({ name: "matrix-ts-discovery", version: "1" });
+  await dc.connect(new StreamableHTTPClientTransport(new URL(discoveryURL)));
+  try {
+    const found = JSON.parse(text(await dc.callTool({ name: "search_tools", arguments: { query: "echo", limit: 1 } }))).tools[0].name;
+    const res = await dc.callTool({ name: "call_tool", arguments: { name: found, arguments: { text: "matrix" } } });
+    return found + ":" + (res.isError ? "error: " : "") + text(res);
+  } finally {
+    await dc.close();
+  }
 });
 const protocol = transport.protocolVersion ?? null;
 await client.close();
