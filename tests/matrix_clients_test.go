@@ -33,7 +33,7 @@ import (
 // clientOps are the operations, in the table's order.
 var clientOps = []string{"list", "call", "progress", "elicitation", "elicitation/url", "sampling", "roots", "logging",
 	"resources/list", "resources/read", "resources/templates", "resources/subscribe", "prompts/list", "prompts/get", "completion",
-	"discovery"}
+	"discovery", "tasks"}
 
 // clientReport is what a cell runner prints: the protocol it negotiated,
 // and each operation's value or error.
@@ -46,29 +46,44 @@ type clientReport struct {
 }
 
 // clientLimits are the operations a client cannot do even directly
-// against the upstream: "client/era/op" -> why (none today).
-var clientLimits = map[string]string{}
+// against the upstream: "client/era/op" -> why.
+var clientLimits = map[string]string{
+	"python-sdk/2025-11-25/tasks": "mcp 2.x has no task API: 2025-11-25 tasks left its core, the 2026-07-28 extension is fastmcp-tasks'",
+	"python-sdk/2026-07-28/tasks": "mcp 2.x has no task API: 2025-11-25 tasks left its core, the 2026-07-28 extension is fastmcp-tasks'",
+	"fastmcp/2025-11-25/tasks":    "fastmcp 4.1.6's Client has no task API of its own: tasks are the fastmcp-tasks extension's (TestMCPFrontTasks2026 runs it)",
+	"fastmcp/2026-07-28/tasks":    "fastmcp 4.1.6's Client has no task API of its own: tasks are the fastmcp-tasks extension's (TestMCPFrontTasks2026 runs it)",
+	"go-sdk/2025-11-25/tasks":     "go-sdk v1.8.0's ClientSession has no task API (no task parameter on tools/call, no tasks/get or tasks/result)",
+	"go-sdk/2026-07-28/tasks":     "go-sdk v1.8.0's ClientSession has no task API (no task parameter on tools/call, no tasks/get or tasks/result)",
+}
 
 // matrixClient is one client of the matrix, and how a cell runs it.
 type matrixClient struct {
 	name, version string
 	eras          []string
-	// run runs the cell's operations against url (tools and prompts
-	// named prefix+name) in era; the "discovery" operation against
-	// discovery (the front door in progressive discovery; "" in the
+	// run runs the cell's operations against the target in era.
+	run func(t *testing.T, ctx context.Context, era string, to cellTarget) (clientReport, error)
+}
+
+// cellTarget is where one run of a cell goes: directly to the upstreams,
+// or through toolsvc.
+type cellTarget struct {
+	// URL serves every operation but discovery and tasks; its tools and
+	// prompts are named Prefix+name.
+	URL, Prefix string
+	// Discovery is the front door in progressive discovery ("" in the
 	// direct run: see the "discovery" case of clientWant).
-	run func(t *testing.T, ctx context.Context, url, era, prefix, discovery string) (clientReport, error)
+	Discovery string
+	// TasksURL serves the task tool TasksPrefix+"slow" (the TypeScript
+	// task server, tests/node/tasks_server.mjs).
+	TasksURL, TasksPrefix string
 }
 
 // scriptClient runs a cell runner script: argv URL ERA PREFIX
-// [DISCOVERY_URL], one JSON report on its last stdout line.
-func scriptClient(interp func(t *testing.T) string, script func(t *testing.T) string) func(*testing.T, context.Context, string, string, string, string) (clientReport, error) {
-	return func(t *testing.T, ctx context.Context, url, era, prefix, discovery string) (clientReport, error) {
-		args := []string{script(t), url, era, prefix}
-		if discovery != "" {
-			args = append(args, discovery)
-		}
-		cmd := exec.CommandContext(ctx, interp(t), args...)
+// DISCOVERY_URL TASKS_URL TASKS_PREFIX (DISCOVERY_URL may be empty), one
+// JSON report on its last stdout line.
+func scriptClient(interp func(t *testing.T) string, script func(t *testing.T) string) func(*testing.T, context.Context, string, cellTarget) (clientReport, error) {
+	return func(t *testing.T, ctx context.Context, era string, to cellTarget) (clientReport, error) {
+		cmd := exec.CommandContext(ctx, interp(t), script(t), to.URL, era, to.Prefix, to.Discovery, to.TasksURL, to.TasksPrefix)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -170,6 +185,8 @@ func clientWant(op, prefix string, v json.RawMessage) error {
 		// the same tool called by name, so a client that cannot call
 		// tools at all shows as its own limit.
 		return check(s == prefix+"echo:matrix", `"`+prefix+`echo:matrix" (the tool found, and its answer)`)
+	case "tasks":
+		return check(s == "task:slept 50", `"task:slept 50" (slow{ms: 50} run as a task, its result read)`)
 	}
 	return fmt.Errorf("unknown operation %q", op)
 }
@@ -214,7 +231,12 @@ func TestClientMatrix(t *testing.T) {
 		return startProc(t, cmd).log.waitFor(t, urlLineRE, 30*time.Second)
 	}
 	direct := map[string]string{"2025-11-25": upstreamURL("http"), "2026-07-28": upstreamURL("http-stateless")}
-	p := startToolsvc(t, cfg{Servers: servers{"t": goHTTP(direct["2025-11-25"], upstream{})}}, "--mcp-listen", "127.0.0.1:0")
+	// Tasks: the TypeScript SDK's task server (2025-11-25 experimental
+	// tasks), directly and as toolsvc's upstream "k". The go-sdk test
+	// server runs no tasks.
+	tasks := startProc(t, exec.Command("node", nodePath(t, "tasks_server.mjs"), "http", "0")).log.waitFor(t, urlLineRE, 30*time.Second)
+	p := startToolsvc(t, cfg{Servers: servers{"t": goHTTP(direct["2025-11-25"], upstream{}), "k": upstream{URL: tasks}}},
+		"--mcp-listen", "127.0.0.1:0")
 	front := "http://" + p.mcpAddr + "/mcp"
 	// Progressive discovery is a front door of its own: its tools/list is
 	// search_tools and call_tool (no core tools), so a client finds t__echo
@@ -246,9 +268,9 @@ func TestClientMatrix(t *testing.T) {
 			t.Run(c.client.name+"/"+c.era, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 				defer cancel()
-				r, err := c.client.run(t, ctx, direct[c.era], c.era, "", "")
+				r, err := c.client.run(t, ctx, c.era, cellTarget{URL: direct[c.era], TasksURL: tasks})
 				c.direct = judge(r, err, c.era, "")
-				r, err = c.client.run(t, ctx, front, c.era, "t__", discovery)
+				r, err = c.client.run(t, ctx, c.era, cellTarget{URL: front, Prefix: "t__", Discovery: discovery, TasksURL: front, TasksPrefix: "k__"})
 				c.through = judge(r, err, c.era, "t__")
 				for _, op := range clientOps {
 					key := c.client.name + "/" + c.era + "/" + op
@@ -260,6 +282,8 @@ func TestClientMatrix(t *testing.T) {
 						t.Errorf("%s fails directly (a client limit? add it to clientLimits with the reason): %s", op, d)
 					case d == "" && known:
 						t.Errorf("%s passes directly: clientLimits says %q", op, limit)
+					case known:
+						t.Logf("%s: n/a, %s; directly: %.300s; through toolsvc: %.300s", op, limit, d, th)
 					}
 				}
 			})
@@ -277,8 +301,8 @@ func TestClientMatrix(t *testing.T) {
 }
 
 // clientTable is the matrix as docs/clients.md shows it: one row per cell,
-// one column per operation: "pass", "limit" (fails directly too: see
-// clientLimits) or "FAIL".
+// one column per operation: "pass", "n/a" (the client's limit: fails
+// directly too, see clientLimits) or "FAIL".
 func clientTable[C any](cells []C, row func(C) (name, version, era string, direct, through map[string]string)) string {
 	var b strings.Builder
 	b.WriteString("| client | version | era | " + strings.Join(clientOps, " | ") + " |\n")
@@ -291,7 +315,7 @@ func clientTable[C any](cells []C, row func(C) (name, version, era string, direc
 			case through[op] == "":
 				cols = append(cols, "pass")
 			case direct[op] != "":
-				cols = append(cols, "limit")
+				cols = append(cols, "n/a")
 			default:
 				cols = append(cols, "FAIL")
 			}
@@ -334,7 +358,8 @@ func checkDocTable(t *testing.T, path, table string) {
 
 // goClientCell is the cell runner for go-sdk's client, in this process:
 // the same operations and answers as the scripts.
-func goClientCell(t *testing.T, ctx context.Context, url, era, prefix, discovery string) (clientReport, error) {
+func goClientCell(t *testing.T, ctx context.Context, era string, to cellTarget) (clientReport, error) {
+	url, prefix, discovery := to.URL, to.Prefix, to.Discovery
 	var mu sync.Mutex
 	var logs []string
 	progress := 0
@@ -565,6 +590,12 @@ func goClientCell(t *testing.T, ctx context.Context, url, era, prefix, discovery
 			return nil, err
 		}
 		return found.Tools[0].Name + ":" + text(res), nil
+	})
+	// go-sdk v1.8.0's client has no task API: ClientSession has no method
+	// that sets CallToolParams' task, and none for tasks/get or
+	// tasks/result (clientLimits).
+	run("tasks", func() (any, error) {
+		return nil, fmt.Errorf("go-sdk %s: ClientSession has no task API (no tasks/get, tasks/result)", "v1.8.0")
 	})
 	return r, nil
 }

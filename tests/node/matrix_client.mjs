@@ -1,8 +1,9 @@
 // The client matrix's cell runner for the TypeScript SDK's client (1.x: 2025-11-25, the
 // last era it speaks) over streamable HTTP.
 //
-// Usage: node matrix_client.mjs URL ERA PREFIX [DISCOVERY_URL]   (ERA: 2025-11-25)
-// (DISCOVERY_URL: toolsvc's front door in progressive discovery, as in matrix_client.py.)
+// Usage: node matrix_client.mjs URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2025-11-25)
+// (DISCOVERY_URL, TASKS_URL, TASKS_PREFIX: as in matrix_client.py. The task call uses the
+// SDK's experimental tasks API, client.experimental.tasks.callToolStream.)
 //
 // The same operations, answers and report as tests/python/matrix_client.py: each
 // operation on its own, one JSON object {"protocol", "ops": {op: {value} | {error}}};
@@ -10,13 +11,14 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
+  CallToolResultSchema,
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 
-const [url, , prefix = "", discoveryURL = ""] = process.argv.slice(2);
+const [url, , prefix = "", discoveryURL = "", tasksURL = "", tasksPrefix = ""] = process.argv.slice(2);
 const ops = {};
 const logs = [];
 const client = new Client({ name: "matrix-ts", version: "1" },
@@ -98,6 +100,23 @@ await run("discovery", async () => {
     return found + ":" + (res.isError ? "error: " : "") + text(res);
   } finally {
     await dc.close();
+  }
+});
+await run("tasks", async () => {
+  const tc = new Client({ name: "matrix-ts-tasks", version: "1" });
+  await tc.connect(new StreamableHTTPClientTransport(new URL(tasksURL)));
+  try {
+    let created = false;
+    let result;
+    for await (const m of tc.experimental.tasks.callToolStream({ name: tasksPrefix + "slow", arguments: { ms: 50 } },
+      CallToolResultSchema, { task: { ttl: 60000 } })) {
+      if (m.type === "taskCreated") created = true;
+      else if (m.type === "result") result = m.result;
+      else if (m.type === "error") throw m.error;
+    }
+    return (created ? "task:" : "no task:") + (result?.isError ? "error: " : "") + text(result ?? { content: [] });
+  } finally {
+    await tc.close();
   }
 });
 const protocol = transport.protocolVersion ?? null;

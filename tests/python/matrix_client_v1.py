@@ -2,10 +2,11 @@
 `ClientSession` over `streamable_http_client`): 2025-11-25 only, the last era it
 speaks.
 
-Usage: matrix_client_v1.py URL ERA PREFIX [DISCOVERY_URL]   (ERA: 2025-11-25)
+Usage: matrix_client_v1.py URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2025-11-25)
 
 The same operations, answers and report as matrix_client.py (tests/matrix_clients_test.go
-judges them; DISCOVERY_URL: as there).
+judges them; DISCOVERY_URL, TASKS_URL, TASKS_PREFIX: as there). The task call uses
+mcp 1.x's experimental tasks API (2025-11-25 tasks; deprecated, gone in 2.x).
 """
 
 import json
@@ -25,6 +26,7 @@ def text_of(content):
 async def main():
     url, era, prefix = sys.argv[1:4]
     discovery_url = sys.argv[4] if len(sys.argv) > 4 else ""
+    tasks_url, tasks_prefix = (sys.argv[5:7] + ["", ""])[:2]
     ops, logs, progress = {}, [], []
 
     async def on_elicit(context, params):
@@ -75,6 +77,16 @@ async def main():
             async def call(name, args=None, **kw):
                 res = await session.call_tool(prefix + name, args or {}, **kw)
                 return ("error: " if res.isError else "") + text_of(res.content)
+
+            async def as_task():
+                async with streamable_http_client(tasks_url) as (tr, tw, _):
+                    async with ClientSession(tr, tw) as tc:
+                        await tc.initialize()
+                        created = await tc.experimental.call_tool_as_task(tasks_prefix + "slow", {"ms": 50})
+                        async for _status in tc.experimental.poll_task(created.task.taskId):
+                            pass
+                        res = await tc.experimental.get_task_result(created.task.taskId, types.CallToolResult)
+                        return "task:" + ("error: " if res.isError else "") + text_of(res.content)
 
             async def discover():
                 if not discovery_url:
@@ -138,6 +150,7 @@ async def main():
             await run("prompts/get", prompt_get)
             await run("completion", complete)
             await run("discovery", discover)
+            await run("tasks", as_task)
     print(json.dumps({"protocol": init.protocolVersion, "ops": ops}), flush=True)
 
 

@@ -1,11 +1,11 @@
 """The client matrix's cell runner for fastmcp's `Client` (fastmcp 4.1.6, on the
 Python SDK 2.x), with its defaults.
 
-Usage: matrix_fastmcp.py URL ERA PREFIX [DISCOVERY_URL]   (ERA: 2026-07-28 = mode "auto", fastmcp's
+Usage: matrix_fastmcp.py URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2026-07-28 = mode "auto", fastmcp's
 default; 2025-11-25 = mode "legacy")
 
 The same operations, answers and report as matrix_client.py (tests/matrix_clients_test.go
-judges them; DISCOVERY_URL: as there). fastmcp's Client has no resource subscription of its own: that cell uses
+judges them; DISCOVERY_URL, TASKS_URL, TASKS_PREFIX: as there). fastmcp's Client has no resource subscription of its own: that cell uses
 the Python SDK session under it (client.session), as a fastmcp user would.
 """
 
@@ -26,6 +26,7 @@ def text_of(content):
 async def main():
     url, era, prefix = sys.argv[1:4]
     discovery_url = sys.argv[4] if len(sys.argv) > 4 else ""
+    tasks_url, tasks_prefix = (sys.argv[5:7] + ["", ""])[:2]
     mode = "auto" if era == "2026-07-28" else "legacy"
     ops, logs, progress = {}, [], []
 
@@ -64,6 +65,14 @@ async def main():
         async def call(name, args=None, **kw):
             res = await client.call_tool(prefix + name, args or {}, raise_on_error=False, **kw)
             return ("error: " if res.is_error else "") + text_of(res.content)
+
+        async def as_task():
+            # The task call of the client matrix: fastmcp 4.1.6's Client (on mcp 2.3.0) has no task
+            # API (tasks left the SDK's core in 2.x; the 2026-07-28 extension is
+            # fastmcp-tasks', not in this venv), so this raises AttributeError
+            # both directly and through toolsvc: a client limit.
+            created = await client.session.experimental.call_tool_as_task(tasks_prefix + "slow", {"ms": 50})
+            return f"task:{created}"
 
         async def discover():
             if not discovery_url:
@@ -124,6 +133,7 @@ async def main():
         await run("prompts/get", prompt_get)
         await run("completion", complete)
         await run("discovery", discover)
+        await run("tasks", as_task)
         protocol = client.protocol_version
     print(json.dumps({"protocol": protocol, "ops": ops}), flush=True)
 
