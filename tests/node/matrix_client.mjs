@@ -1,5 +1,6 @@
 // The client matrix's cell runner for the TypeScript SDK's client (1.x: 2025-11-25, the
-// last era it speaks) over streamable HTTP.
+// last era it speaks) over streamable HTTP, or over legacy SSE (SSEClientTransport) for a
+// URL whose path ends in /sse (each of URL, DISCOVERY_URL and TASKS_URL on its own).
 //
 // Usage: node matrix_client.mjs URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2025-11-25)
 // (DISCOVERY_URL, TASKS_URL, TASKS_PREFIX: as in matrix_client.py. The task call uses the
@@ -9,6 +10,7 @@
 // operation on its own, one JSON object {"protocol", "ops": {op: {value} | {error}}};
 // tests/matrix_clients_test.go judges the values.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CallToolResultSchema,
@@ -31,7 +33,18 @@ client.setRequestHandler(CreateMessageRequestSchema, async () =>
 client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///matrix", name: "matrix" }] }));
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params.data));
 
-const transport = new StreamableHTTPClientTransport(new URL(url));
+const connectTo = (u) => {
+  const parsed = new URL(u);
+  return parsed.pathname.endsWith("/sse") ? new SSEClientTransport(parsed) : new StreamableHTTPClientTransport(parsed);
+};
+const transport = connectTo(url);
+// The negotiated version, whichever the transport: the client hands it to the transport.
+let protocol = null;
+const setVersion = transport.setProtocolVersion?.bind(transport);
+transport.setProtocolVersion = (v) => {
+  protocol = v;
+  setVersion?.(v);
+};
 await client.connect(transport);
 
 async function run(op, fn) {
@@ -93,7 +106,7 @@ await run("completion", async () => {
 await run("discovery", async () => {
   if (!discoveryURL) return prefix + "echo:" + await call("echo", { text: "matrix" });
   const dc = new Client({ name: "matrix-ts-discovery", version: "1" });
-  await dc.connect(new StreamableHTTPClientTransport(new URL(discoveryURL)));
+  await dc.connect(connectTo(discoveryURL));
   try {
     const found = JSON.parse(text(await dc.callTool({ name: "search_tools", arguments: { query: "echo", limit: 1 } }))).tools[0].name;
     const res = await dc.callTool({ name: "call_tool", arguments: { name: found, arguments: { text: "matrix" } } });
@@ -104,8 +117,13 @@ await run("discovery", async () => {
 });
 await run("tasks", async () => {
   const tc = new Client({ name: "matrix-ts-tasks", version: "1" });
-  await tc.connect(new StreamableHTTPClientTransport(new URL(tasksURL)));
+  await tc.connect(connectTo(tasksURL));
   try {
+    // A task only where the server declares them (2025-11-25: a receiver that does not
+    // ignores params.task and answers the plain result, which the SDK then refuses).
+    if (!tc.getServerCapabilities()?.tasks?.requests?.tools?.call) {
+      throw new Error("the server declares no tasks (capabilities.tasks.requests.tools.call)");
+    }
     let created = false;
     let result;
     for await (const m of tc.experimental.tasks.callToolStream({ name: tasksPrefix + "slow", arguments: { ms: 50 } },
@@ -119,6 +137,5 @@ await run("tasks", async () => {
     await tc.close();
   }
 });
-const protocol = transport.protocolVersion ?? null;
 await client.close();
 console.log(JSON.stringify({ protocol, ops }));
