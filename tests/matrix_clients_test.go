@@ -325,7 +325,48 @@ func TestClientMatrix(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	checkDocTable(t, filepath.Join(rootDir(t), "docs", "clients.md"), table)
+	checkDocTable(t, filepath.Join(rootDir(t), "docs", "clients.md"), tableBegin, tableEnd, table)
+	summary := clientSummary(cells, func(c *cell) (string, string, string, map[string]string, map[string]string) {
+		return c.client.name, c.client.version, c.era, c.direct, c.through
+	})
+	checkDocTable(t, filepath.Join(rootDir(t), "README.md"), summaryBegin, summaryEnd, summary)
+}
+
+// clientSummary is the matrix as the README shows it: one row per cell,
+// the operations that pass through toolsvc counted, the others named.
+func clientSummary[C any](cells []C, row func(C) (name, version, era string, direct, through map[string]string)) string {
+	var b strings.Builder
+	b.WriteString("| client | era | through toolsvc | n/a (the client's limit) | gap (toolsvc's) |\n|---|---|---|---|---|\n")
+	for _, c := range cells {
+		name, version, era, direct, through := row(c)
+		pass := 0
+		var na, gap, fail []string
+		for _, op := range clientOps {
+			_, isGap := frontGaps[name+"/"+era+"/"+op]
+			switch {
+			case through[op] == "":
+				pass++
+			case direct[op] != "":
+				na = append(na, op)
+			case isGap:
+				gap = append(gap, op)
+			default:
+				fail = append(fail, op)
+			}
+		}
+		cell := fmt.Sprintf("✓ %d of %d", pass, len(clientOps))
+		if len(fail) > 0 {
+			cell += ", FAIL: " + strings.Join(fail, ", ")
+		}
+		or := func(ops []string) string {
+			if len(ops) == 0 {
+				return "—"
+			}
+			return strings.Join(ops, ", ")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", version, era, cell, or(na), or(gap))
+	}
+	return b.String()
 }
 
 // sseURL is the legacy SSE endpoint of the front door whose streamable
@@ -362,28 +403,31 @@ func clientTable[C any](cells []C, row func(C) (name, version, era string, direc
 }
 
 const (
-	tableBegin = "<!-- client matrix: begin (TestClientMatrix writes this table) -->\n"
-	tableEnd   = "<!-- client matrix: end -->\n"
+	tableBegin   = "<!-- client matrix: begin (TestClientMatrix writes this table) -->\n"
+	tableEnd     = "<!-- client matrix: end -->\n"
+	summaryBegin = "<!-- client summary: begin (TestClientMatrix writes this table) -->\n"
+	summaryEnd   = "<!-- client summary: end -->\n"
 )
 
-// checkDocTable compares the table between the markers of the doc at path
-// with table; TOOLSVC_WRITE_CLIENT_TABLE=1 writes it there instead.
-func checkDocTable(t *testing.T, path, table string) {
+// checkDocTable compares the table between the markers begin and end of
+// the doc at path with table; TOOLSVC_WRITE_CLIENT_TABLE=1 writes it
+// there instead.
+func checkDocTable(t *testing.T, path, begin, end, table string) {
 	t.Helper()
 	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, rest, ok1 := strings.Cut(string(doc), tableBegin)
-	old, after, ok2 := strings.Cut(rest, tableEnd)
+	before, rest, ok1 := strings.Cut(string(doc), begin)
+	old, after, ok2 := strings.Cut(rest, end)
 	if !ok1 || !ok2 {
-		t.Fatalf("%s has no table markers %q … %q", path, tableBegin, tableEnd)
+		t.Fatalf("%s has no table markers %q … %q", path, begin, end)
 	}
 	if old == table {
 		return
 	}
 	if os.Getenv("TOOLSVC_WRITE_CLIENT_TABLE") == "1" {
-		if err := os.WriteFile(path, []byte(before+tableBegin+table+tableEnd+after), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(before+begin+table+end+after), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("wrote the table into %s", path)
