@@ -92,11 +92,15 @@ type cellTarget struct {
 }
 
 // scriptClient runs a cell runner script: argv URL ERA PREFIX
-// DISCOVERY_URL TASKS_URL TASKS_PREFIX (DISCOVERY_URL may be empty), one
-// JSON report on its last stdout line.
-func scriptClient(interp func(t *testing.T) string, script func(t *testing.T) string) func(*testing.T, context.Context, string, cellTarget) (clientReport, error) {
+// DISCOVERY_URL TASKS_URL TASKS_PREFIX (DISCOVERY_URL may be empty), env
+// (when not nil) added to its environment, one JSON report on its last
+// stdout line.
+func scriptClient(interp, script func(t *testing.T) string, env func(t *testing.T) []string) func(*testing.T, context.Context, string, cellTarget) (clientReport, error) {
 	return func(t *testing.T, ctx context.Context, era string, to cellTarget) (clientReport, error) {
 		cmd := exec.CommandContext(ctx, interp(t), script(t), to.URL, era, to.Prefix, to.Discovery, to.TasksURL, to.TasksPrefix)
+		if env != nil {
+			cmd.Env = append(os.Environ(), env(t)...)
+		}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -119,17 +123,24 @@ func matrixClients() []matrixClient {
 	pyScript := func(name string) func(t *testing.T) string {
 		return func(t *testing.T) string { return filepath.Join(rootDir(t), "tests", "python", name) }
 	}
-	tsCell := scriptClient(func(t *testing.T) string { return nodePath(t, node22) },
-		func(t *testing.T) string { return nodePath(t, "matrix_client.mjs") })
+	tsNode := func(t *testing.T) string { return nodePath(t, node22) }
+	tsScript := func(t *testing.T) string { return nodePath(t, "matrix_client.mjs") }
+	tsCell := scriptClient(tsNode, tsScript, nil)
+	// mcp-remote keeps OAuth state in MCP_REMOTE_CONFIG_DIR (~/.mcp-auth
+	// by default): the test's own directory.
+	viaMCPRemote := scriptClient(tsNode, tsScript, func(t *testing.T) []string {
+		return []string{"MATRIX_MCP_REMOTE=" + nodePath(t, "node_modules/mcp-remote/dist/proxy.js"), "MCP_REMOTE_CONFIG_DIR=" + t.TempDir()}
+	})
 	return []matrixClient{
 		{"python-sdk", "mcp 2.3.0 `Client` (`ClientSession`)", []string{"2025-11-25", "2026-07-28"}, false,
-			scriptClient(py("mcp"), pyScript("matrix_client.py"))},
+			scriptClient(py("mcp"), pyScript("matrix_client.py"), nil)},
 		{"python-sdk-1", "mcp 1.30.0 `ClientSession`", []string{"2025-11-25"}, false,
-			scriptClient(py("mcp1"), pyScript("matrix_client_v1.py"))},
+			scriptClient(py("mcp1"), pyScript("matrix_client_v1.py"), nil)},
 		{"fastmcp", "fastmcp 4.1.6 `Client`", []string{"2025-11-25", "2026-07-28"}, false,
-			scriptClient(py("fastmcp"), pyScript("matrix_fastmcp.py"))},
+			scriptClient(py("fastmcp"), pyScript("matrix_fastmcp.py"), nil)},
 		{"typescript-sdk", "@modelcontextprotocol/sdk 1.32.2 `Client`", []string{"2025-11-25"}, false, tsCell},
 		{"typescript-sdk-sse", "@modelcontextprotocol/sdk 1.32.2 `Client` over `SSEClientTransport`", []string{"2025-11-25"}, true, tsCell},
+		{"mcp-remote", "mcp-remote 0.15.1 (stdio), the TypeScript SDK `Client` on it", []string{"2025-11-25"}, false, viaMCPRemote},
 		{"go-sdk", "go-sdk v1.8.0 `ClientSession`", []string{"2025-11-25", "2026-07-28"}, false, goClientCell},
 	}
 }

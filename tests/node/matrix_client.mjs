@@ -1,6 +1,9 @@
 // The client matrix's cell runner for the TypeScript SDK's client (1.x: 2025-11-25, the
 // last era it speaks) over streamable HTTP, or over legacy SSE (SSEClientTransport) for a
-// URL whose path ends in /sse (each of URL, DISCOVERY_URL and TASKS_URL on its own).
+// URL whose path ends in /sse (each of URL, DISCOVERY_URL and TASKS_URL on its own), or, with
+// MATRIX_MCP_REMOTE set (mcp-remote's proxy.js), over stdio to an mcp-remote process per
+// session that bridges it to the URL over streamable HTTP (--transport http-only), as Claude
+// Desktop runs it.
 //
 // Usage: node matrix_client.mjs URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2025-11-25)
 // (DISCOVERY_URL, TASKS_URL, TASKS_PREFIX: as in matrix_client.py. The task call uses the
@@ -11,6 +14,7 @@
 // tests/matrix_clients_test.go judges the values.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CallToolResultSchema,
@@ -33,7 +37,12 @@ client.setRequestHandler(CreateMessageRequestSchema, async () =>
 client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///matrix", name: "matrix" }] }));
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => logs.push(n.params.data));
 
+const mcpRemote = process.env.MATRIX_MCP_REMOTE;
 const connectTo = (u) => {
+  if (mcpRemote) {
+    return new StdioClientTransport({ command: process.execPath, args: [mcpRemote, u, "--transport", "http-only"],
+      env: { ...process.env }, stderr: "inherit" });
+  }
   const parsed = new URL(u);
   return parsed.pathname.endsWith("/sse") ? new SSEClientTransport(parsed) : new StreamableHTTPClientTransport(parsed);
 };
