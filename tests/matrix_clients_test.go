@@ -54,6 +54,17 @@ var clientLimits = map[string]string{
 	"fastmcp/2026-07-28/tasks":    "fastmcp 4.1.6's Client has no task API of its own: tasks are the fastmcp-tasks extension's (TestMCPFrontTasks2026 runs it)",
 	"go-sdk/2025-11-25/tasks":     "go-sdk v1.8.0's ClientSession has no task API (no task parameter on tools/call, no tasks/get or tasks/result)",
 	"go-sdk/2026-07-28/tasks":     "go-sdk v1.8.0's ClientSession has no task API (no task parameter on tools/call, no tasks/get or tasks/result)",
+	// The inspector's CLI: one request per run, its result printed; a
+	// client that declares no capabilities and shows no notification.
+	"inspector-cli/2025-11-25/progress":            "the CLI prints a call's result only, no progress notification",
+	"inspector-cli/2025-11-25/elicitation":         "the CLI's client declares no elicitation",
+	"inspector-cli/2025-11-25/elicitation/url":     "the CLI's client declares no elicitation",
+	"inspector-cli/2025-11-25/sampling":            "the CLI's client declares no sampling",
+	"inspector-cli/2025-11-25/roots":               "the CLI's client declares no roots",
+	"inspector-cli/2025-11-25/logging":             "logging/setLevel only: each run is its own session and prints no log notification",
+	"inspector-cli/2025-11-25/resources/subscribe": "the CLI has no resources/subscribe method",
+	"inspector-cli/2025-11-25/completion":          "the CLI has no completion/complete method",
+	"inspector-cli/2025-11-25/tasks":               "the CLI has no option for params.task: a plain call",
 }
 
 // frontGaps are operations toolsvc's front door does not serve to a
@@ -141,6 +152,8 @@ func matrixClients() []matrixClient {
 		{"typescript-sdk", "@modelcontextprotocol/sdk 1.32.2 `Client`", []string{"2025-11-25"}, false, tsCell},
 		{"typescript-sdk-sse", "@modelcontextprotocol/sdk 1.32.2 `Client` over `SSEClientTransport`", []string{"2025-11-25"}, true, tsCell},
 		{"mcp-remote", "mcp-remote 0.15.1 (stdio), the TypeScript SDK `Client` on it", []string{"2025-11-25"}, false, viaMCPRemote},
+		{"inspector-cli", "MCP Inspector CLI (inspector-cli 1.0.3)", []string{"2025-11-25"}, false,
+			scriptClient(tsNode, func(t *testing.T) string { return nodePath(t, "matrix_inspector.mjs") }, nil)},
 		{"go-sdk", "go-sdk v1.8.0 `ClientSession`", []string{"2025-11-25", "2026-07-28"}, false, goClientCell},
 	}
 }
