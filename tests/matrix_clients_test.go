@@ -97,8 +97,9 @@ type cellTarget struct {
 	// Discovery is the front door in progressive discovery ("" in the
 	// direct run: see the "discovery" case of clientWant).
 	Discovery string
-	// TasksURL serves the task tool TasksPrefix+"slow" (the TypeScript
-	// task server, tests/node/tasks_server.mjs).
+	// TasksURL serves the task tool TasksPrefix+"slow" (the era's task
+	// server: tests/node/tasks_server.mjs for 2025-11-25,
+	// tests/python/tasks_server.py for 2026-07-28).
 	TasksURL, TasksPrefix string
 }
 
@@ -149,6 +150,8 @@ func matrixClients() []matrixClient {
 			scriptClient(py("mcp1"), pyScript("matrix_client_v1.py"), nil)},
 		{"fastmcp", "fastmcp 4.1.6 `Client`", []string{"2025-11-25", "2026-07-28"}, false,
 			scriptClient(py("fastmcp"), pyScript("matrix_fastmcp.py"), nil)},
+		{"fastmcp-tasks", "fastmcp 4.1.4 `Client` with fastmcp-tasks 4.1.4", []string{"2026-07-28"}, false,
+			scriptClient(py("tasks"), pyScript("matrix_fastmcp.py"), nil)},
 		{"typescript-sdk", "@modelcontextprotocol/sdk 1.32.2 `Client`", []string{"2025-11-25"}, false, tsCell},
 		{"typescript-sdk-sse", "@modelcontextprotocol/sdk 1.32.2 `Client` over `SSEClientTransport`", []string{"2025-11-25"}, true, tsCell},
 		{"mcp-remote", "mcp-remote 0.15.1 (stdio), the TypeScript SDK `Client` on it", []string{"2025-11-25"}, false, viaMCPRemote},
@@ -274,7 +277,14 @@ func TestClientMatrix(t *testing.T) {
 	// tasks), directly and as toolsvc's upstream "k". The go-sdk test
 	// server runs no tasks.
 	tasks := startProc(t, exec.Command("node", nodePath(t, "tasks_server.mjs"), "http", "0")).log.waitFor(t, urlLineRE, 30*time.Second)
-	p := startToolsvc(t, cfg{Servers: servers{"t": goHTTP(direct["2025-11-25"], upstream{}), "k": upstream{URL: tasks}}},
+	// And fastmcp-tasks' server (the 2026-07-28 tasks extension), as "kp".
+	port := freePort(t)
+	pyTasks := startProc(t, exec.Command(venvBin(t, "tasks", "python"), filepath.Join(rootDir(t), "tests", "python", "tasks_server.py"), fmt.Sprint(port)))
+	waitTCP(t, fmt.Sprintf("127.0.0.1:%d", port), 60*time.Second, pyTasks)
+	tasksURL := map[string]string{"2025-11-25": tasks, "2026-07-28": fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	tasksPrefix := map[string]string{"2025-11-25": "k__", "2026-07-28": "kp__"}
+	p := startToolsvc(t, cfg{Servers: servers{"t": goHTTP(direct["2025-11-25"], upstream{}), "k": upstream{URL: tasks},
+		"kp": upstream{URL: tasksURL["2026-07-28"], ProtocolVersion: "2026-07-28"}}},
 		"--mcp-listen", "127.0.0.1:0")
 	front := "http://" + p.mcpAddr + "/mcp"
 	// Progressive discovery is a front door of its own: its tools/list is
@@ -307,8 +317,8 @@ func TestClientMatrix(t *testing.T) {
 			t.Run(c.client.name+"/"+c.era, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 				defer cancel()
-				to := cellTarget{URL: direct[c.era], TasksURL: tasks}
-				through := cellTarget{URL: front, Prefix: "t__", Discovery: discovery, TasksURL: front, TasksPrefix: "k__"}
+				to := cellTarget{URL: direct[c.era], TasksURL: tasksURL[c.era]}
+				through := cellTarget{URL: front, Prefix: "t__", Discovery: discovery, TasksURL: front, TasksPrefix: tasksPrefix[c.era]}
 				if c.client.sse {
 					// Every session over SSE, but the direct task call's: the
 					// task server serves streamable HTTP only.

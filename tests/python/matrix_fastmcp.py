@@ -67,12 +67,20 @@ async def main():
             return ("error: " if res.is_error else "") + text_of(res.content)
 
         async def as_task():
-            # The task call of the client matrix: fastmcp 4.1.6's Client (on mcp 2.3.0) has no task
-            # API (tasks left the SDK's core in 2.x; the 2026-07-28 extension is
-            # fastmcp-tasks', not in this venv), so this raises AttributeError
-            # both directly and through toolsvc: a client limit.
-            created = await client.session.experimental.call_tool_as_task(tasks_prefix + "slow", {"ms": 50})
-            return f"task:{created}"
+            # The task call of the client matrix. With fastmcp-tasks installed (.venv/tasks: the
+            # fastmcp-tasks cell), its client extension runs the 2026-07-28 task. Without it
+            # (.venv/fastmcp), fastmcp's Client (on mcp 2.3.0) has no task API (tasks left the
+            # SDK's core in 2.x), so this raises AttributeError both directly and through
+            # toolsvc: a client limit.
+            try:
+                from fastmcp_tasks.client import call_tool_task
+            except ImportError:
+                created = await client.session.experimental.call_tool_as_task(tasks_prefix + "slow", {"ms": 50})
+                return f"task:{created}"
+            async with Client(tasks_url, mode=mode) as tc:
+                task = await call_tool_task(tc, tasks_prefix + "slow", {"ms": 50})
+                res = await task.result()
+                return "task:" + ("error: " if res.is_error else "") + text_of(res.content)
 
         async def discover():
             if not discovery_url:
