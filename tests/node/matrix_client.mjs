@@ -83,7 +83,7 @@ await run("list", async () => {
 await run("call", () => call("echo", { text: "matrix" }));
 await run("progress", async () => {
   const seen = [];
-  await call("progress", { steps: 2, step_ms: 20 }, { onprogress: (p) => seen.push(p.progress) });
+  await call("progress", { steps: 2, step_ms: 100 }, { onprogress: (p) => seen.push(p.progress) });
   return seen.length;
 });
 await run("elicitation", () => call("ask_name"));

@@ -69,7 +69,7 @@ await run("call", () => call(url, prefix + "echo", "text=matrix"));
 // A progress token rides along (--tool-metadata); the CLI prints the result only, so it
 // counts no notification.
 await run("progress", async () => {
-  await inspector(url, "--method", "tools/call", "--tool-name", prefix + "progress", "--tool-arg", "steps=2", "step_ms=20",
+  await inspector(url, "--method", "tools/call", "--tool-name", prefix + "progress", "--tool-arg", "steps=2", "step_ms=100",
     "--tool-metadata", "progressToken=matrix");
   return 0;
 });

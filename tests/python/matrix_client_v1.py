@@ -103,7 +103,7 @@ async def main():
                 async def on_progress(p, total, message):
                     progress.append(p)
 
-                await call("progress", {"steps": 2, "step_ms": 20}, progress_callback=on_progress)
+                await call("progress", {"steps": 2, "step_ms": 100}, progress_callback=on_progress)
                 return len(progress)
 
             async def logging():
