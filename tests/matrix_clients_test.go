@@ -318,7 +318,9 @@ func TestClientMatrix(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			t.Run(c.client.name+"/"+c.era, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+				// A generous bound: the inspector cell alone starts 36 node
+				// processes, and the suite runs on a loaded box.
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 				defer cancel()
 				to := cellTarget{URL: direct[c.era], TasksURL: tasksURL[c.era]}
 				through := cellTarget{URL: front, Prefix: "t__", Discovery: discovery, TasksURL: front, TasksPrefix: tasksPrefix[c.era]}

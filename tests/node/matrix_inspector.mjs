@@ -30,7 +30,7 @@ function inspector(target, ...args) {
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ["--import", probe, cli, target, "--transport", "http", ...args],
       // cwd: the CLI finds its package.json ("../package.json") from the working directory.
-      { cwd: path.dirname(cli), timeout: 60000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      { cwd: path.dirname(cli), timeout: 120000, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
         const m = /MATRIX_PROTOCOL (\S+)/.exec(stderr);
         if (m) protocol = m[1];
         if (err) {
