@@ -15,11 +15,13 @@ import (
 // real frameworks whose scripted model searches and then uses the tool it
 // found (demo__add, never listed at the start) get its result
 // (tests/python/agents_discovery.py, in .venv/agents: openai-agents,
-// langchain-mcp-adapters with langgraph): an openai-agents Agent calls it
-// by name, which it offers only because its session's tools/list grew
-// with the search; a langchain agent whose tools were fixed at its start
-// calls it through call_tool; and a langchain session that searched lists
-// it after a list_changed.
+// langchain-mcp-adapters with langgraph, pydantic-ai): an openai-agents
+// Agent calls it by name, which it offers only because its session's
+// tools/list grew with the search; a langchain agent whose tools were fixed
+// at its start calls it through call_tool; a langchain session that
+// searched lists it after a list_changed; and a pydantic-ai Agent
+// (MCPToolset, FunctionModel) offered search_tools and call_tool calls it
+// through call_tool.
 func TestAgentFrameworksProgressiveDiscovery(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs(repoRoot)
@@ -44,7 +46,7 @@ func TestAgentFrameworksProgressiveDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatalf("agents_discovery.py: %v\nstdout:\n%s\nstderr:\n%s", err, out, &stderr)
 	}
-	for _, framework := range []string{"openai-agents", "langchain", "langchain-session"} {
+	for _, framework := range []string{"openai-agents", "langchain", "langchain-session", "pydantic-ai"} {
 		// demo__add's result: {"sum":42} as text (and structured content).
 		line := framework + " answer: "
 		i := strings.Index(out, "\n"+line)

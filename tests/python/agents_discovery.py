@@ -17,6 +17,11 @@ returned (it must be TOOL) with ARGS_JSON, then answer with what it got.
     (each call opens a new session); the model calls the found tool through
     call_tool. Then, on one explicit session, load_mcp_tools after a search
     has the found tool, and the session saw notifications/tools/list_changed.
+  pydantic-ai: an Agent with the front door as an MCPToolset (pydantic-ai's
+    MCP client, on fastmcp's Client) and a FunctionModel, pydantic-ai's
+    scripted model; the tools it offers the model at the first turn must be
+    search_tools and call_tool without TOOL, and the model calls the found
+    tool through call_tool.
 
 Each prints "<framework> answer: <the tool's result text>" and exits 1 with
 the framework's error if a step fails.
@@ -176,10 +181,39 @@ async def langchain_session(url: str, query: str, want: str, args: dict) -> str:
     return out["messages"][-1].content
 
 
+async def pydantic_ai(url: str, query: str, want: str, args: dict) -> str:
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    offered: list[list[str]] = []  # the tools the Agent offered the model, per turn
+
+    def script(messages: list, info: AgentInfo) -> ModelResponse:
+        offered.append(sorted(t.name for t in info.function_tools))
+        returns = [p for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("search_tools", {"query": query, "limit": 3})])
+        if len(returns) == 1:
+            return ModelResponse(parts=[ToolCallPart("call_tool", {"name": found_name(returns[0].content), "arguments": args})])
+        content = returns[-1].content  # the tool's result as pydantic-ai gave it to the model
+        text = content if isinstance(content, str) else json.dumps(content, separators=(",", ":"))
+        return ModelResponse(parts=[TextPart(f"answer: {text}")])
+
+    agent = Agent(FunctionModel(script), toolsets=[MCPToolset(url)])
+    async with agent:
+        result = await agent.run("use the tool you find")
+    first = offered[0]
+    if "search_tools" not in first or "call_tool" not in first or want in first:
+        raise AssertionError(f"turn 1 offered {first}: want search_tools and call_tool, without {want}")
+    return str(result.output)
+
+
 async def main(url: str, query: str, want: str, args_json: str) -> int:
     args = json.loads(args_json)
     failed = 0
-    for name, run in [("openai-agents", openai_agents), ("langchain", langchain), ("langchain-session", langchain_session)]:
+    for name, run in [("openai-agents", openai_agents), ("langchain", langchain), ("langchain-session", langchain_session),
+                      ("pydantic-ai", pydantic_ai)]:
         try:
             print(f"{name} {await run(url, query, want, args)}", flush=True)
         except Exception as e:  # report every framework, then fail

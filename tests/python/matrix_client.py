@@ -1,7 +1,14 @@
 """The client matrix's cell runner for the Python SDK 2.x client (mcp 2.3.0's
 `Client`, over its `ClientSession`), with its defaults (response cache on).
 
-Usage: matrix_client.py URL ERA PREFIX   (ERA: 2026-07-28 = mode auto, 2025-11-25 = mode legacy)
+Usage: matrix_client.py URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2026-07-28 = mode auto, 2025-11-25 = mode legacy)
+
+DISCOVERY_URL (optional): toolsvc's front door in progressive discovery; the
+"discovery" operation searches there (search_tools) and calls what it found
+through call_tool. Without it (the direct run: the upstream has no search) the
+operation calls the tool by name, the same answer a client gets without discovery.
+TASKS_URL, TASKS_PREFIX: the task server (tests/node/tasks_server.mjs) and its
+tool slow's prefix, for the "tasks" operation.
 
 Runs every operation of the client matrix (tests/matrix_clients_test.go) against
 URL, the go-sdk test server directly (PREFIX "") or through toolsvc's front door
@@ -26,10 +33,14 @@ def text_of(content):
 
 async def main():
     url, era, prefix = sys.argv[1:4]
+    discovery_url = sys.argv[4] if len(sys.argv) > 4 else ""
+    tasks_url, tasks_prefix = (sys.argv[5:7] + ["", ""])[:2]
     mode = era if era == "2026-07-28" else "legacy"
     ops, logs, progress = {}, [], []
 
     async def on_elicit(context, params):
+        if getattr(params, "mode", None) == "url":  # ask_url: the user "visits" the URL
+            return types.ElicitResult(action="accept")
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     async def on_sample(context, params):
@@ -79,8 +90,25 @@ async def main():
             async def on_progress(p, total, message):
                 progress.append(p)
 
-            await call("progress", {"steps": 2, "step_ms": 20}, progress_callback=on_progress)
+            await call("progress", {"steps": 2, "step_ms": 100}, progress_callback=on_progress)
             return len(progress)
+
+        async def discover():
+            if not discovery_url:
+                return prefix + "echo:" + await call("echo", {"text": "matrix"})
+            async with Client(discovery_url, mode=mode) as dc:
+                res = await dc.call_tool("search_tools", {"query": "echo", "limit": 1})
+                found = json.loads(text_of(res.content))["tools"][0]["name"]
+                res = await dc.call_tool("call_tool", {"name": found, "arguments": {"text": "matrix"}})
+                return found + ":" + ("error: " if res.is_error else "") + text_of(res.content)
+
+        async def as_task():
+            # The task call of the client matrix: mcp 2.3.0's Client has no task
+            # API (tasks left the SDK's core in 2.x; the 2026-07-28 extension is
+            # fastmcp-tasks', not in this venv), so this raises AttributeError
+            # both directly and through toolsvc: a client limit.
+            created = await client.session.experimental.call_tool_as_task(tasks_prefix + "slow", {"ms": 50})
+            return f"task:{created}"
 
         async def logging():
             if client.protocol_version != "2026-07-28":  # 2026-07-28: the per-request log level
@@ -115,6 +143,7 @@ async def main():
         await run("call", lambda: call("echo", {"text": "matrix"}))
         await run("progress", with_progress)
         await run("elicitation", lambda: call("ask_name"))
+        await run("elicitation/url", lambda: call("ask_url"))
         await run("sampling", lambda: call("ask_model"))
         await run("roots", lambda: call("ask_roots"))
         await run("logging", logging)
@@ -125,6 +154,8 @@ async def main():
         await run("prompts/list", lambda: _uris(client.list_prompts(), "prompts", "name"))
         await run("prompts/get", prompt_get)
         await run("completion", complete)
+        await run("discovery", discover)
+        await run("tasks", as_task)
         protocol = client.protocol_version
     print(json.dumps({"protocol": protocol, "ops": ops}), flush=True)
 

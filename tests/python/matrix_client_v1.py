@@ -2,10 +2,11 @@
 `ClientSession` over `streamable_http_client`): 2025-11-25 only, the last era it
 speaks.
 
-Usage: matrix_client_v1.py URL ERA PREFIX   (ERA: 2025-11-25)
+Usage: matrix_client_v1.py URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2025-11-25)
 
 The same operations, answers and report as matrix_client.py (tests/matrix_clients_test.go
-judges them).
+judges them; DISCOVERY_URL, TASKS_URL, TASKS_PREFIX: as there). The task call uses
+mcp 1.x's experimental tasks API (2025-11-25 tasks; deprecated, gone in 2.x).
 """
 
 import json
@@ -24,9 +25,13 @@ def text_of(content):
 
 async def main():
     url, era, prefix = sys.argv[1:4]
+    discovery_url = sys.argv[4] if len(sys.argv) > 4 else ""
+    tasks_url, tasks_prefix = (sys.argv[5:7] + ["", ""])[:2]
     ops, logs, progress = {}, [], []
 
     async def on_elicit(context, params):
+        if getattr(params, "mode", None) == "url":  # ask_url: the user "visits" the URL
+            return types.ElicitResult(action="accept")
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     async def on_sample(context, params):
@@ -73,11 +78,32 @@ async def main():
                 res = await session.call_tool(prefix + name, args or {}, **kw)
                 return ("error: " if res.isError else "") + text_of(res.content)
 
+            async def as_task():
+                async with streamable_http_client(tasks_url) as (tr, tw, _):
+                    async with ClientSession(tr, tw) as tc:
+                        await tc.initialize()
+                        created = await tc.experimental.call_tool_as_task(tasks_prefix + "slow", {"ms": 50})
+                        async for _status in tc.experimental.poll_task(created.task.taskId):
+                            pass
+                        res = await tc.experimental.get_task_result(created.task.taskId, types.CallToolResult)
+                        return "task:" + ("error: " if res.isError else "") + text_of(res.content)
+
+            async def discover():
+                if not discovery_url:
+                    return prefix + "echo:" + await call("echo", {"text": "matrix"})
+                async with streamable_http_client(discovery_url) as (dr, dw, _):
+                    async with ClientSession(dr, dw) as dc:
+                        await dc.initialize()
+                        res = await dc.call_tool("search_tools", {"query": "echo", "limit": 1})
+                        found = json.loads(text_of(res.content))["tools"][0]["name"]
+                        res = await dc.call_tool("call_tool", {"name": found, "arguments": {"text": "matrix"}})
+                        return found + ":" + ("error: " if res.isError else "") + text_of(res.content)
+
             async def with_progress():
                 async def on_progress(p, total, message):
                     progress.append(p)
 
-                await call("progress", {"steps": 2, "step_ms": 20}, progress_callback=on_progress)
+                await call("progress", {"steps": 2, "step_ms": 100}, progress_callback=on_progress)
                 return len(progress)
 
             async def logging():
@@ -112,6 +138,7 @@ async def main():
             await run("call", lambda: call("echo", {"text": "matrix"}))
             await run("progress", with_progress)
             await run("elicitation", lambda: call("ask_name"))
+            await run("elicitation/url", lambda: call("ask_url"))
             await run("sampling", lambda: call("ask_model"))
             await run("roots", lambda: call("ask_roots"))
             await run("logging", logging)
@@ -122,6 +149,8 @@ async def main():
             await run("prompts/list", lambda: names(session.list_prompts(), "prompts", "name"))
             await run("prompts/get", prompt_get)
             await run("completion", complete)
+            await run("discovery", discover)
+            await run("tasks", as_task)
     print(json.dumps({"protocol": init.protocolVersion, "ops": ops}), flush=True)
 
 

@@ -1,11 +1,11 @@
 """The client matrix's cell runner for fastmcp's `Client` (fastmcp 4.1.6, on the
 Python SDK 2.x), with its defaults.
 
-Usage: matrix_fastmcp.py URL ERA PREFIX   (ERA: 2026-07-28 = mode "auto", fastmcp's
+Usage: matrix_fastmcp.py URL ERA PREFIX [DISCOVERY_URL TASKS_URL TASKS_PREFIX]   (ERA: 2026-07-28 = mode "auto", fastmcp's
 default; 2025-11-25 = mode "legacy")
 
 The same operations, answers and report as matrix_client.py (tests/matrix_clients_test.go
-judges them). fastmcp's Client has no resource subscription of its own: that cell uses
+judges them; DISCOVERY_URL, TASKS_URL, TASKS_PREFIX: as there). fastmcp's Client has no resource subscription of its own: that cell uses
 the Python SDK session under it (client.session), as a fastmcp user would.
 """
 
@@ -25,10 +25,14 @@ def text_of(content):
 
 async def main():
     url, era, prefix = sys.argv[1:4]
+    discovery_url = sys.argv[4] if len(sys.argv) > 4 else ""
+    tasks_url, tasks_prefix = (sys.argv[5:7] + ["", ""])[:2]
     mode = "auto" if era == "2026-07-28" else "legacy"
     ops, logs, progress = {}, [], []
 
     async def on_elicit(message, response_type, params, context):
+        if getattr(params, "mode", None) == "url":  # ask_url: the user "visits" the URL
+            return types.ElicitResult(action="accept")
         return {"name": "Ada"}
 
     async def on_sample(messages, params, context):
@@ -62,11 +66,36 @@ async def main():
             res = await client.call_tool(prefix + name, args or {}, raise_on_error=False, **kw)
             return ("error: " if res.is_error else "") + text_of(res.content)
 
+        async def as_task():
+            # The task call of the client matrix. With fastmcp-tasks installed (.venv/tasks: the
+            # fastmcp-tasks cell), its client extension runs the 2026-07-28 task. Without it
+            # (.venv/fastmcp), fastmcp's Client (on mcp 2.3.0) has no task API (tasks left the
+            # SDK's core in 2.x), so this raises AttributeError both directly and through
+            # toolsvc: a client limit.
+            try:
+                from fastmcp_tasks.client import call_tool_task
+            except ImportError:
+                created = await client.session.experimental.call_tool_as_task(tasks_prefix + "slow", {"ms": 50})
+                return f"task:{created}"
+            async with Client(tasks_url, mode=mode) as tc:
+                task = await call_tool_task(tc, tasks_prefix + "slow", {"ms": 50})
+                res = await task.result()
+                return "task:" + ("error: " if res.is_error else "") + text_of(res.content)
+
+        async def discover():
+            if not discovery_url:
+                return prefix + "echo:" + await call("echo", {"text": "matrix"})
+            async with Client(discovery_url, mode=mode) as dc:
+                res = await dc.call_tool("search_tools", {"query": "echo", "limit": 1}, raise_on_error=False)
+                found = json.loads(text_of(res.content))["tools"][0]["name"]
+                res = await dc.call_tool("call_tool", {"name": found, "arguments": {"text": "matrix"}}, raise_on_error=False)
+                return found + ":" + ("error: " if res.is_error else "") + text_of(res.content)
+
         async def with_progress():
             async def on_progress(p, total, message):
                 progress.append(p)
 
-            await call("progress", {"steps": 2, "step_ms": 20}, progress_handler=on_progress)
+            await call("progress", {"steps": 2, "step_ms": 100}, progress_handler=on_progress)
             return len(progress)
 
         async def logging():
@@ -100,6 +129,7 @@ async def main():
         await run("call", lambda: call("echo", {"text": "matrix"}))
         await run("progress", with_progress)
         await run("elicitation", lambda: call("ask_name"))
+        await run("elicitation/url", lambda: call("ask_url"))
         await run("sampling", lambda: call("ask_model"))
         await run("roots", lambda: call("ask_roots"))
         await run("logging", logging)
@@ -110,6 +140,8 @@ async def main():
         await run("prompts/list", lambda: _names(client.list_prompts(), "name"))
         await run("prompts/get", prompt_get)
         await run("completion", complete)
+        await run("discovery", discover)
+        await run("tasks", as_task)
         protocol = client.protocol_version
     print(json.dumps({"protocol": protocol, "ops": ops}), flush=True)
 
