@@ -33,20 +33,28 @@ import (
 //     counts in upstream_killed_by_answer.
 //   - ask-flood: ask_flood asks floodCount elicitations at once, more than
 //     --max-parked-per-call (8): the call ends RESOURCE_EXHAUSTED /
-//     TOO_MANY_WAITING (limit max_parked_per_call), at once or at the
-//     caller's retry of its first round.
+//     TOO_MANY_WAITING (limit max_parked_per_call), at once or at a retry
+//     that answers a round; or, when the requests came slowly enough to
+//     be answered round by round (1-8 each), with all of them accepted.
 //   - ask-too-large: one elicitation over the replicas'
 //     --max-input-request-bytes → RESOURCE_EXHAUSTED /
 //     INPUT_REQUEST_TOO_LARGE (limit_bytes, kind elicitation).
 //
-// After either flood the upstream's flood_record must show every request
-// declined or ended by the call's end, at least one declined and none
-// answered with an error (the too-large one: exactly one decline);
+// After either refusal the upstream's flood_record must show the requests
+// the caller answered accepted, every other one declined or ended by the
+// call's end, at least one declined and none answered with an error (the
+// too-large one: exactly one decline);
 // otherwise it counts in upstream_not_declined.
 
 // maxInputRequestBytes is the replicas' --max-input-request-bytes: low, so
-// that a too-large request costs the box little.
-const maxInputRequestBytes = 64 << 10
+// that a too-large request costs the box little, and with the request
+// (4 KiB more) under the 64 KiB toolsvc reads of an event line to link a
+// request to its call (mcpbridge maxLinkLine). A longer line passes
+// unread: its request has no certain call, and while the load has other
+// calls in flight on go-http it gets the server's policy, the decline,
+// and the call its result; the first soak runs, with 64 KiB and a 68 KiB
+// request, saw that in 4 of 9 calls.
+const maxInputRequestBytes = 16 << 10
 
 // floodCount is how many elicitations ask-flood asks in one call.
 const floodCount = 24
@@ -123,18 +131,22 @@ func (h *hostileCall) deepAnswer() {
 	h.echoed(res, err, "hello Ada")
 }
 
-// askFlood asks floodCount elicitations in one call.
+// askFlood asks floodCount elicitations in one call. The bound is on
+// requests waiting at once: on a busy box the upstream's requests may come
+// slowly enough that each round toolsvc hands the caller holds 1-8 of
+// them, and the caller answers round by round; the call then ends with
+// the upstream's account of floodCount accepted answers. Otherwise a round
+// or the retry that answers it ends TOO_MANY_WAITING.
 func (h *hostileCall) askFlood(id string) {
 	tool := h.u.name + "__ask_flood"
 	id = "flood-" + id
 	a := args(map[string]any{"id": id, "count": floodCount, "bytes": 200})
 	res, err := h.call(&toolsvcv1.CallToolRequest{Name: tool, InputCapabilities: offerForm, Arguments: a}, 4*time.Second)
-	if err == nil && res.GetInputRequired() != nil {
-		// The first round, at most --max-parked-per-call requests: the
-		// retry that answers them learns why the call ended.
+	accepted := 0 // requests the caller answered
+	for round := 1; err == nil && res.GetInputRequired() != nil; round++ {
 		ir := res.GetInputRequired()
-		if n := len(ir.GetRequests()); n < 1 || n > 8 {
-			h.s.wrongResult(h.op, h.r, h.u, h.start, fmt.Sprintf("the first round asks %d requests, want 1 to 8", n))
+		if n := len(ir.GetRequests()); n < 1 || n > 8 || round > floodCount {
+			h.s.wrongResult(h.op, h.r, h.u, h.start, fmt.Sprintf("round %d asks %d requests, want 1 to 8 in at most %d rounds", round, n, floodCount))
 			return
 		}
 		var answers []*toolsvcv1.InputResponse
@@ -142,9 +154,15 @@ func (h *hostileCall) askFlood(id string) {
 			answers = append(answers, &toolsvcv1.InputResponse{Id: q.GetId(), Response: &toolsvcv1.InputResponse_Elicitation{
 				Elicitation: &toolsvcv1.ElicitationResponse{Action: "accept", ContentJson: `{"name":"Ada"}`}}})
 		}
-		h.op = "hostile-ask-flood-retry"
+		accepted += len(answers)
+		h.op, h.start = "hostile-ask-flood-retry", time.Now()
 		res, err = h.call(&toolsvcv1.CallToolRequest{Name: tool, InputCapabilities: offerForm, Arguments: a,
 			RequestState: ir.GetRequestState(), InputResponses: answers}, 4*time.Second)
+	}
+	if err == nil {
+		// Every request answered by the caller, round by round.
+		h.echoed(res, err, fmt.Sprintf("map[accept:%d]", floodCount))
+		return
 	}
 	h.refused(res, err, codes.ResourceExhausted, "TOO_MANY_WAITING", func(_ *status.Status, ei *errdetails.ErrorInfo) string {
 		if got := ei.GetMetadata()["limit"]; got != "max_parked_per_call" {
@@ -153,7 +171,7 @@ func (h *hostileCall) askFlood(id string) {
 		return ""
 	})
 	if h.ctx.Err() == nil && status.Code(err) == codes.ResourceExhausted {
-		h.checkDeclined(id, floodCount, false)
+		h.checkDeclined(id, floodCount, accepted)
 	}
 }
 
@@ -169,15 +187,17 @@ func (h *hostileCall) askTooLarge(id string) {
 		return ""
 	})
 	if h.ctx.Err() == nil && status.Code(err) == codes.ResourceExhausted {
-		h.checkDeclined(id, 1, true)
+		h.checkDeclined(id, 1, -1)
 	}
 }
 
 // checkDeclined waits (up to 10 s) for the upstream's flood_record of id
-// to be done and checks how its count requests were answered: each one
-// declined (exact) or declined or ended by the call's end, never an error.
-// A record that is gone (a fault restarted the process) checks nothing.
-func (h *hostileCall) checkDeclined(id string, count int, exact bool) {
+// to be done and checks how its count requests were answered: accepted
+// of them by the caller, the others declined or ended by the call's end,
+// at least one declined, never an error; with accepted -1, every one
+// declined. A record that is gone (a fault restarted the process) checks
+// nothing.
+func (h *hostileCall) checkDeclined(id string, count, accepted int) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		answers, done, ok := h.s.floodRecord(h.ctx, h.r, h.u, id)
@@ -185,9 +205,9 @@ func (h *hostileCall) checkDeclined(id string, count int, exact bool) {
 			return
 		}
 		if done {
-			declined, ended := answers["decline"], answers["ended"]
-			bad := declined+ended != count || len(answers) > 2 || declined < 1
-			if exact {
+			declined, ended, acc := answers["decline"], answers["ended"], answers["accept"]
+			bad := acc != accepted || acc+declined+ended != count || declined < 1
+			if accepted < 0 {
 				bad = declined != count || len(answers) != 1
 			}
 			if bad {
