@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -64,6 +65,10 @@ func (s *soak) faultAbandonInput(ctx context.Context) {
 	seq := s.abandonFaults
 	s.mu.Unlock()
 	tool := u.name + "__ask_wait"
+	// Another principal's flood beside these calls (principals.go).
+	var flood sync.WaitGroup
+	flood.Go(func() { s.principalFlood(ctx, u, seq) })
+	defer flood.Wait()
 	var left []abandoned
 	var expired *toolsvcv1.InputRequired
 	var expiredOn *replica
@@ -133,6 +138,7 @@ func (s *soak) faultAbandonInput(ctx context.Context) {
 		left = append(left, g.a)
 	}
 	s.abandonedCalls.Add(int64(len(left)))
+	expiry := s.leaveToExpire(ctx, u, seq)
 
 	// Every upstream call ends, cancelled, within its bound.
 	for _, a := range left {
@@ -165,6 +171,10 @@ func (s *soak) faultAbandonInput(ctx context.Context) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	// The expired request of ask_flood was answered with the decline.
+	if expiry != nil {
+		s.checkExpiryDeclined(ctx, u, expiry)
+	}
 	// The state of an expired call is refused as such.
 	if expired != nil {
 		start := time.Now()
@@ -179,8 +189,73 @@ func (s *soak) faultAbandonInput(ctx context.Context) {
 		}
 	}
 	// Nothing waits any more on any replica.
+	flood.Wait()
 	for _, r := range s.replicas {
 		s.checkNoneWaiting(ctx, r, fmt.Sprintf("after abandon-input %d", seq), 5*time.Second)
+	}
+}
+
+// expiring is an ask_flood call left to expire: its one request must be
+// declined by its bound.
+type expiring struct {
+	id      string
+	replica *replica
+	start   time.Time
+	bound   time.Time
+}
+
+// leaveToExpire starts an ask_flood call of one request and leaves its
+// input_required unanswered (nil if the call did not park).
+func (s *soak) leaveToExpire(ctx context.Context, u *upstream, seq int) *expiring {
+	r := s.replicas[s.intn(len(s.replicas))]
+	e := &expiring{id: fmt.Sprintf("abandon-%d-expiry", seq), replica: r, start: time.Now()}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	res, err := r.client.CallTool(cctx, &toolsvcv1.CallToolRequest{Name: u.name + "__ask_flood", InputCapabilities: offerForm,
+		Arguments: args(map[string]any{"id": e.id, "count": 1, "bytes": 100})})
+	cancel()
+	s.calls.Add(1)
+	if ctx.Err() != nil {
+		return nil
+	}
+	ir := res.GetInputRequired()
+	switch {
+	case err != nil:
+		s.fail("abandon-input-expiry", r, u.name, e.start, err)
+		return nil
+	case ir == nil || !ir.GetReplicaBound() || ir.GetExpireTime() == nil || len(ir.GetRequests()) != 1:
+		s.wrongResult("abandon-input-expiry", r, u, e.start, fmt.Sprintf("want one parked request, got %v", clip(fmt.Sprint(res))))
+		return nil
+	}
+	e.bound = ir.GetExpireTime().AsTime()
+	return e
+}
+
+// checkExpiryDeclined waits until the upstream's flood_record of e is
+// done and checks that its request was answered exactly with the decline
+// (not an error, not ended by a cancellation racing it), within
+// inputGrace of its expiry.
+func (s *soak) checkExpiryDeclined(ctx context.Context, u *upstream, e *expiring) {
+	for {
+		answers, done, ok := s.floodRecord(ctx, e.replica, u, e.id)
+		if ctx.Err() != nil {
+			return
+		}
+		if ok && done {
+			if answers["decline"] != 1 || len(answers) != 1 {
+				s.noteNotDeclined(fmt.Sprintf("abandon-input on replica%d: the expired request of %s was answered %s, want {decline:1}", e.replica.idx, e.id, fmtAnswers(answers)))
+				return
+			}
+			s.mu.Lock()
+			s.expiryChecks++
+			s.mu.Unlock()
+			return
+		}
+		if time.Since(e.bound) > inputGrace+2*time.Second {
+			s.noteNotDeclined(fmt.Sprintf("abandon-input on replica%d: the expired request of %s not answered %s after its expiry (record %v: %s)",
+				e.replica.idx, e.id, time.Since(e.bound).Round(time.Millisecond), ok, fmtAnswers(answers)))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -71,6 +71,8 @@ func (s *soak) loadWorker(ctx context.Context, id int) {
 		switch n := s.intn(100); {
 		case n < 4:
 			s.callHostile(ctx, r, fmt.Sprintf("w%d-%d", id, seq))
+		case n < 6:
+			s.callParked(ctx, r, fmt.Sprintf("w%d-%d", id, seq))
 		case n < 50:
 			s.callEcho(ctx, r, u, fmt.Sprintf("w%d-%d", id, seq))
 		case n < 70:

@@ -2,7 +2,9 @@
 // real upstream MCP servers (go-sdk, TypeScript and Python SDKs over stdio,
 // streamable HTTP with and without sessions, and legacy SSE), a hostile
 // one (tests/hostileserver -mode soak) and two that run tasks (tasks.go),
-// mixed load with hostile input, 100+ resuming catalog watchers, and a
+// mixed load with hostile input and hostile interactive calls (parked.go),
+// three principals, one of them flooding another's replica
+// (principals.go), 100+ resuming catalog watchers, and a
 // random fault every few seconds (one of them 100 watched tasks across a
 // rolling restart of the replicas),
 // with invariants checked at every quiet period. It prints one JSON line of
@@ -49,10 +51,11 @@ type soak struct {
 	rngMu sync.Mutex
 	rng   *rand.Rand
 
-	upstreams []*upstream // the twelve matrix upstreams
-	hostile   *upstream   // the hostile stdio upstream (hostile.go)
-	taskUps   []*upstream // the two task upstreams (tasks.go)
-	stateKey  string      // the replicas' shared --state-key-file
+	upstreams []*upstream       // the twelve matrix upstreams
+	hostile   *upstream         // the hostile stdio upstream (hostile.go)
+	taskUps   []*upstream       // the two task upstreams (tasks.go)
+	stateKey  string            // the replicas' shared --state-key-file
+	tokens    map[string]string // bearer token by principal (principals.go)
 	runCtx    context.Context
 	replicas  []*replica
 	cfgMu     sync.Mutex
@@ -77,37 +80,43 @@ type soak struct {
 	resumes     atomic.Int64
 
 	abandonedCalls atomic.Int64 // interactive calls left unanswered (interactive.go)
+	ownLogLines    atomic.Int64 // log lines the principal-flood's streams got of their own calls
 
 	tasksStarted   atomic.Int64 // tasks the tasks-rolling-restart fault created (tasks.go)
 	tasksCompleted atomic.Int64 // of them, watched to their exact result
 	taskResumes    atomic.Int64 // WatchTask calls again after a broken watch
 
-	mu            sync.Mutex
-	faults        []*fault
-	failures      []callFailure
-	hungDetail    []string
-	leaked        int
-	leakDetail    []string
-	lost          int
-	lostDetail    []string
-	repDetail     []string
-	disagree      int
-	disDetail     []string
-	unsettled     int
-	unsDetail     []string
-	exitDetail    []string
-	maxSettle     time.Duration
-	quietPeriods  int
-	hostileChecks map[string]int // hostile load operations by case
-	abandonFaults int            // abandon-input faults started
-	overdue       []string       // abandoned calls whose upstream call outlived its bound
-	maxInputLate  time.Duration  // the latest an abandoned call\'s upstream call was cancelled after its bound
-	waitingLeft   int            // checks that found toolsvc_interactive_calls_waiting above 0
-	waitingDetail []string
-	taskFaults    int      // tasks-rolling-restart faults started
-	tasksLost     []string // tasks that did not end with their exact result
-	timeline      []sample
-	leakChecks    sync.WaitGroup
+	mu              sync.Mutex
+	faults          []*fault
+	failures        []callFailure
+	hungDetail      []string
+	leaked          int
+	leakDetail      []string
+	lost            int
+	lostDetail      []string
+	repDetail       []string
+	disagree        int
+	disDetail       []string
+	unsettled       int
+	unsDetail       []string
+	exitDetail      []string
+	maxSettle       time.Duration
+	quietPeriods    int
+	hostileChecks   map[string]int // hostile load operations by case
+	abandonFaults   int            // abandon-input faults started
+	overdue         []string       // abandoned calls whose upstream call outlived its bound
+	maxInputLate    time.Duration  // the latest an abandoned call\'s upstream call was cancelled after its bound
+	waitingLeft     int            // checks that found toolsvc_interactive_calls_waiting above 0
+	waitingDetail   []string
+	notDeclined     []string // ask_flood requests not answered with the decline (parked.go)
+	expiryChecks    int      // expired parked requests whose decline was checked (interactive.go)
+	quietBound      []string // quiet periods past a replica's goroutine or heap bound (quiet.go)
+	floodViolations []string // the principal-flood's violations (principals.go)
+	flooderRefused  int      // flooder's calls refused TOO_MANY_WAITING
+	taskFaults      int      // tasks-rolling-restart faults started
+	tasksLost       []string // tasks that did not end with their exact result
+	timeline        []sample
+	leakChecks      sync.WaitGroup
 }
 
 func (s *soak) intn(n int) int {
@@ -154,6 +163,7 @@ func (s *soak) writeConfigs() error {
 		"pingTimeout":     "1s",
 		"refreshInterval": "10s",
 		"mcpServers":      servers,
+		"auth":            s.authConfig(),
 	}
 	for _, r := range s.replicas {
 		if err := writeFileAtomic(r.configPath, cfg); err != nil {
@@ -335,6 +345,9 @@ func (s *soak) printDetails() {
 	show("replica exit", s.exitDetail)
 	show("overdue", s.overdue)
 	show("waiting", s.waitingDetail)
+	show("not declined", s.notDeclined)
+	show("quiet bound", s.quietBound)
+	show("principal flood", s.floodViolations)
 	show("task lost", s.tasksLost)
 }
 

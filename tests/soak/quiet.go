@@ -206,6 +206,7 @@ func (s *soak) quiet(ctx context.Context) {
 		}
 		revs := len(r.revSeen)
 		r.mu.Unlock()
+		s.checkQuietBound(ctx, r, q, g)
 		s.logf("quiet period %d: replica%d rss %.1f MiB, %v goroutines, %d revisions seen", q, r.idx, rss/(1<<20), g, revs)
 	}
 	// No interactive call outlives its bound: with no load, none waits.
@@ -214,6 +215,54 @@ func (s *soak) quiet(ctx context.Context) {
 	}
 	s.logf("quiet period %d: settled in %.1fs, revision %s, %d tools, %d calls, %d faults so far",
 		q, settle.Seconds(), truthRev[0], len(truth[0][false]), s.calls.Load(), s.faultCount())
+}
+
+// The quiet bound: what the hostile interactive cases (parked.go) and
+// the abandoned calls leave behind. In a quiet period nothing is in
+// flight, so a request held per flood, or a goroutine per request, would
+// show as growth over the instance's first quiet period however few
+// revisions it has seen. The bound is generous: twice the first quiet
+// period's goroutines plus 256, and twice its heap in use plus 512 MiB.
+// Heap in use counts garbage not yet collected: the hostile big case's
+// 4-25 MiB answers (107-125 MB allocated a call) and the catalog history
+// (about 0.5 MiB a revision, up to its 64 MiB budget) took one replica
+// from 22 MiB at the first quiet period to 204 MiB at the fourth, its
+// goroutines from 224 to 226. TestParkedFloodIsBounded measured one
+// unbounded flood at 1,583 goroutines and 1.18 GB.
+const (
+	quietGoroutineSlack = 256
+	quietHeapSlack      = 512 << 20
+)
+
+// checkQuietBound checks replica r's goroutines (g) and go_memstats
+// heap in use against its instance's first quiet period, or takes them as
+// that base.
+func (s *soak) checkQuietBound(ctx context.Context, r *replica, q int, g float64) {
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	m, err := r.metricValues(mctx)
+	cancel()
+	heap, ok := m["go_memstats_heap_inuse_bytes"]
+	if err != nil || !ok {
+		s.logf("quiet period %d: replica%d go_memstats_heap_inuse_bytes: %v (present %v)", q, r.idx, err, ok)
+		return
+	}
+	r.mu.Lock()
+	baseG, baseH := r.baseGoroutines, r.baseHeap
+	if baseG == 0 {
+		r.baseGoroutines, r.baseHeap = g, heap
+	}
+	r.mu.Unlock()
+	if baseG == 0 {
+		return
+	}
+	if g > 2*baseG+quietGoroutineSlack || heap > 2*baseH+quietHeapSlack {
+		d := fmt.Sprintf("quiet period %d: replica%d %v goroutines and %.1f MiB heap in use, first quiet period %v and %.1f MiB",
+			q, r.idx, g, heap/(1<<20), baseG, baseH/(1<<20))
+		s.mu.Lock()
+		s.quietBound = append(s.quietBound, d)
+		s.mu.Unlock()
+		s.logf("QUIET BOUND %s", d)
+	}
 }
 
 // warmup is how long a replica instance runs before its memory and

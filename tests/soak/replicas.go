@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
@@ -43,9 +44,15 @@ type replica struct {
 	revSeen map[string]bool // revisions the current instance's watchers received
 	// quiet samples of the current instance
 	samples []quietSample
+	// the first quiet period's goroutines and heap of the current
+	// instance: the base of its quiet bound (quiet.go)
+	baseGoroutines, baseHeap float64
 
-	conn   *grpc.ClientConn // load and checks
+	conn   *grpc.ClientConn // load and checks, as principal soak
 	client toolsvcv1.ToolServiceClient
+	// the principal-flood's two principals (principals.go)
+	principalConns []*grpc.ClientConn
+	flooder, other toolsvcv1.ToolServiceClient
 }
 
 type quietSample struct {
@@ -75,9 +82,11 @@ func (r *replica) pid() int {
 	return r.proc.pid()
 }
 
-func dial(addr string) (*grpc.ClientConn, error) {
+// dial connects to a replica as the principal whose bearer token is token.
+func dial(addr, token string) (*grpc.ClientConn, error) {
 	return grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(bearer(token)),
 		grpc.WithConnectParams(grpc.ConnectParams{
 			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: 2 * time.Second,
@@ -90,6 +99,7 @@ func (r *replica) start() error {
 	r.gen++
 	gen := r.gen
 	r.samples = nil
+	r.baseGoroutines, r.baseHeap = 0, 0
 	r.revSeen = map[string]bool{}
 	r.mu.Unlock()
 	owner := fmt.Sprintf("replica%d-%d", r.idx, gen)
@@ -99,11 +109,16 @@ func (r *replica) start() error {
 			markerEnv(r.s.run, owner), []*regexp.Regexp{servingRE, readyRE},
 			r.s.toolsvc, "serve", "--config", r.configPath,
 			"--listen", r.addr(), "--admin-listen", fmt.Sprintf("127.0.0.1:%d", r.adminPort),
-			"--input-timeout", inputTimeout.String(), "--state-key-file", r.s.stateKey, "--log-level", "info",
+			"--input-timeout", inputTimeout.String(), "--max-input-request-bytes", strconv.Itoa(maxInputRequestBytes), "--state-key-file", r.s.stateKey, "--log-level", "info",
 			// 100 watched tasks at the default 50 ms are 2,000 polls a
 			// second on the task upstreams; the soak checks that no task
 			// is lost, not how soon its end arrives.
-			"--task-poll-interval", "500ms")
+			"--task-poll-interval", "500ms",
+			// Every watch of the soak is principal soak's: the
+			// tasks-rolling-restart fault's 100 watches, a third per
+			// replica, move to the next replica while one restarts
+			// (about 66 there), past the default 64.
+			"--max-task-watches-per-principal", "256")
 		if err != nil {
 			return err
 		}

@@ -16,41 +16,48 @@ import (
 
 // result is the JSON line.
 type result struct {
-	LostEvents            int                `json:"lost_events"`
-	RepeatedEvents        int64              `json:"repeated_events"`
-	HungCalls             int64              `json:"hung_calls"`
-	UnexplainedFailures   int                `json:"unexplained_failures"`
-	LeakedProcesses       int                `json:"leaked_processes"`
-	RSSGrowthPct          map[string]float64 `json:"rss_growth_pct"`
-	GoroutineGrowthPct    map[string]float64 `json:"goroutine_growth_pct"`
-	RevisionDisagreements int                `json:"revision_disagreements"`
-	UnsettledQuietPeriods int                `json:"unsettled_quiet_periods"`
-	UncleanReplicaExits   int                `json:"unclean_replica_exits"`
-	InputOverdue          int                `json:"input_overdue"`
-	InputWaitingLeft      int                `json:"input_waiting_left"`
-	InputAbandoned        int64              `json:"input_abandoned"`
-	InputMaxLateS         float64            `json:"input_max_late_s"`
-	TasksStarted          int64              `json:"tasks_started"`
-	TasksCompleted        int64              `json:"tasks_completed"`
-	TasksLost             int                `json:"tasks_lost"`
-	TaskWatchResumes      int64              `json:"task_watch_resumes"`
-	Calls                 int64              `json:"calls"`
-	ExplainedFailures     int                `json:"explained_failures"`
-	Cancellations         int64              `json:"cancellations"`
-	ProgressMessages      int64              `json:"progress_messages"`
-	Listings              int64              `json:"listings"`
-	Watchers              int                `json:"watchers"`
-	WatchEvents           int64              `json:"watch_events"`
-	WatchResumes          int64              `json:"watch_resumes"`
-	FailuresByStatus      map[string]int     `json:"failures_by_status"`
-	HostileChecks         map[string]int     `json:"hostile_checks"`
-	GrowthSpanS           map[string]float64 `json:"growth_span_s"`
-	Faults                int                `json:"faults"`
-	FaultsByKind          map[string]int     `json:"faults_by_kind"`
-	QuietPeriods          int                `json:"quiet_periods"`
-	MaxSettleS            float64            `json:"max_settle_s"`
-	DurationS             float64            `json:"duration_s"`
-	Load1                 string             `json:"loadavg"`
+	LostEvents               int                `json:"lost_events"`
+	RepeatedEvents           int64              `json:"repeated_events"`
+	HungCalls                int64              `json:"hung_calls"`
+	UnexplainedFailures      int                `json:"unexplained_failures"`
+	LeakedProcesses          int                `json:"leaked_processes"`
+	RSSGrowthPct             map[string]float64 `json:"rss_growth_pct"`
+	GoroutineGrowthPct       map[string]float64 `json:"goroutine_growth_pct"`
+	RevisionDisagreements    int                `json:"revision_disagreements"`
+	UnsettledQuietPeriods    int                `json:"unsettled_quiet_periods"`
+	UncleanReplicaExits      int                `json:"unclean_replica_exits"`
+	InputOverdue             int                `json:"input_overdue"`
+	InputWaitingLeft         int                `json:"input_waiting_left"`
+	InputAbandoned           int64              `json:"input_abandoned"`
+	InputMaxLateS            float64            `json:"input_max_late_s"`
+	UpstreamKilledByAnswer   int                `json:"upstream_killed_by_answer"`
+	UpstreamNotDeclined      int                `json:"upstream_not_declined"`
+	InputExpiryDeclined      int                `json:"input_expiry_declined"`
+	QuietBoundExceeded       int                `json:"quiet_bound_exceeded"`
+	PrincipalFloodViolations int                `json:"principal_flood_violations"`
+	FlooderRefused           int                `json:"flooder_refused"`
+	OwnLogLines              int64              `json:"own_log_lines"`
+	TasksStarted             int64              `json:"tasks_started"`
+	TasksCompleted           int64              `json:"tasks_completed"`
+	TasksLost                int                `json:"tasks_lost"`
+	TaskWatchResumes         int64              `json:"task_watch_resumes"`
+	Calls                    int64              `json:"calls"`
+	ExplainedFailures        int                `json:"explained_failures"`
+	Cancellations            int64              `json:"cancellations"`
+	ProgressMessages         int64              `json:"progress_messages"`
+	Listings                 int64              `json:"listings"`
+	Watchers                 int                `json:"watchers"`
+	WatchEvents              int64              `json:"watch_events"`
+	WatchResumes             int64              `json:"watch_resumes"`
+	FailuresByStatus         map[string]int     `json:"failures_by_status"`
+	HostileChecks            map[string]int     `json:"hostile_checks"`
+	GrowthSpanS              map[string]float64 `json:"growth_span_s"`
+	Faults                   int                `json:"faults"`
+	FaultsByKind             map[string]int     `json:"faults_by_kind"`
+	QuietPeriods             int                `json:"quiet_periods"`
+	MaxSettleS               float64            `json:"max_settle_s"`
+	DurationS                float64            `json:"duration_s"`
+	Load1                    string             `json:"loadavg"`
 }
 
 const maxGrowthPct = 10
@@ -99,6 +106,24 @@ func (r *result) failed() []string {
 	}
 	if r.InputAbandoned == 0 {
 		f = append(f, "input_abandoned (none: no abandoned interactive call checked)")
+	}
+	if r.UpstreamKilledByAnswer > 0 {
+		f = append(f, "upstream_killed_by_answer")
+	}
+	if r.UpstreamNotDeclined > 0 {
+		f = append(f, "upstream_not_declined")
+	}
+	if r.InputExpiryDeclined == 0 {
+		f = append(f, "input_expiry_declined (none: no expired request's decline checked)")
+	}
+	if r.QuietBoundExceeded > 0 {
+		f = append(f, "quiet_bound_exceeded")
+	}
+	if r.PrincipalFloodViolations > 0 {
+		f = append(f, "principal_flood_violations")
+	}
+	if r.FlooderRefused == 0 {
+		f = append(f, "flooder_refused (none: the per-principal bound was never reached)")
 	}
 	if r.TasksLost > 0 {
 		f = append(f, "tasks_lost")
@@ -156,6 +181,15 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 	}); err != nil {
 		return nil, err
 	}
+	// The principals' bearer tokens (principals.go).
+	s.tokens = map[string]string{}
+	for _, p := range []string{principalSoak, principalFlooder, principalOther} {
+		tok := make([]byte, 16)
+		if _, err := rand.Read(tok); err != nil {
+			return nil, err
+		}
+		s.tokens[p] = hex.EncodeToString(tok)
+	}
 	// The replicas' shared state key: any replica opens any task handle.
 	s.stateKey = filepath.Join(s.dir, "state.key")
 	key := make([]byte, 32)
@@ -184,11 +218,19 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 		return nil, err
 	}
 	for _, r := range s.replicas {
-		conn, err := dial(r.addr())
+		conn, err := dial(r.addr(), s.tokens[principalSoak])
 		if err != nil {
 			return nil, err
 		}
 		r.conn, r.client = conn, newClient(conn)
+		for _, p := range []string{principalFlooder, principalOther} {
+			c, err := dial(r.addr(), s.tokens[p])
+			if err != nil {
+				return nil, err
+			}
+			r.principalConns = append(r.principalConns, c)
+		}
+		r.flooder, r.other = newClient(r.principalConns[0]), newClient(r.principalConns[1])
 	}
 	// toolsvc is ready once every upstream had its first attempt; on a busy
 	// box a Python or Node child may still be starting. The load starts
@@ -254,6 +296,9 @@ func (s *soak) soak(ctx context.Context, race bool, nWatchers int, quietEvery ti
 	<-sampleDone
 	for _, r := range s.replicas {
 		r.conn.Close()
+		for _, c := range r.principalConns {
+			c.Close()
+		}
 	}
 	s.teardown()
 	s.leakChecks.Wait()
@@ -312,38 +357,44 @@ func (s *soak) result(elapsed time.Duration) *result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := &result{
-		LostEvents:            s.lost,
-		RepeatedEvents:        s.repeated.Load(),
-		HungCalls:             s.hung.Load(),
-		LeakedProcesses:       s.leaked,
-		RSSGrowthPct:          map[string]float64{},
-		GoroutineGrowthPct:    map[string]float64{},
-		RevisionDisagreements: s.disagree,
-		UnsettledQuietPeriods: s.unsettled,
-		UncleanReplicaExits:   len(s.exitDetail),
-		InputOverdue:          len(s.overdue),
-		InputWaitingLeft:      s.waitingLeft,
-		InputAbandoned:        s.abandonedCalls.Load(),
-		InputMaxLateS:         float64(s.maxInputLate.Milliseconds()) / 1000,
-		TasksStarted:          s.tasksStarted.Load(),
-		TasksCompleted:        s.tasksCompleted.Load(),
-		TasksLost:             len(s.tasksLost),
-		TaskWatchResumes:      s.taskResumes.Load(),
-		Calls:                 s.calls.Load(),
-		Cancellations:         s.cancelled.Load(),
-		ProgressMessages:      s.progress.Load(),
-		Listings:              s.listings.Load(),
-		Watchers:              len(s.watchers),
-		WatchEvents:           s.watchEvents.Load(),
-		WatchResumes:          s.resumes.Load(),
-		FailuresByStatus:      map[string]int{},
-		HostileChecks:         maps.Clone(s.hostileChecks),
-		GrowthSpanS:           map[string]float64{},
-		Faults:                len(s.faults),
-		FaultsByKind:          map[string]int{},
-		QuietPeriods:          s.quietPeriods,
-		MaxSettleS:            round(s.maxSettle.Seconds()),
-		DurationS:             round(elapsed.Seconds()),
+		LostEvents:               s.lost,
+		RepeatedEvents:           s.repeated.Load(),
+		HungCalls:                s.hung.Load(),
+		LeakedProcesses:          s.leaked,
+		RSSGrowthPct:             map[string]float64{},
+		GoroutineGrowthPct:       map[string]float64{},
+		RevisionDisagreements:    s.disagree,
+		UnsettledQuietPeriods:    s.unsettled,
+		UncleanReplicaExits:      len(s.exitDetail),
+		InputOverdue:             len(s.overdue),
+		InputWaitingLeft:         s.waitingLeft,
+		InputAbandoned:           s.abandonedCalls.Load(),
+		InputMaxLateS:            float64(s.maxInputLate.Milliseconds()) / 1000,
+		UpstreamNotDeclined:      len(s.notDeclined),
+		InputExpiryDeclined:      s.expiryChecks,
+		QuietBoundExceeded:       len(s.quietBound),
+		PrincipalFloodViolations: len(s.floodViolations),
+		FlooderRefused:           s.flooderRefused,
+		OwnLogLines:              s.ownLogLines.Load(),
+		TasksStarted:             s.tasksStarted.Load(),
+		TasksCompleted:           s.tasksCompleted.Load(),
+		TasksLost:                len(s.tasksLost),
+		TaskWatchResumes:         s.taskResumes.Load(),
+		Calls:                    s.calls.Load(),
+		Cancellations:            s.cancelled.Load(),
+		ProgressMessages:         s.progress.Load(),
+		Listings:                 s.listings.Load(),
+		Watchers:                 len(s.watchers),
+		WatchEvents:              s.watchEvents.Load(),
+		WatchResumes:             s.resumes.Load(),
+		FailuresByStatus:         map[string]int{},
+		HostileChecks:            maps.Clone(s.hostileChecks),
+		GrowthSpanS:              map[string]float64{},
+		Faults:                   len(s.faults),
+		FaultsByKind:             map[string]int{},
+		QuietPeriods:             s.quietPeriods,
+		MaxSettleS:               round(s.maxSettle.Seconds()),
+		DurationS:                round(elapsed.Seconds()),
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		res.Load1 = strings.Join(strings.Fields(string(b))[:3], " ")
@@ -359,6 +410,11 @@ func (s *soak) result(elapsed time.Duration) *result {
 			res.ExplainedFailures++
 		} else {
 			res.UnexplainedFailures++
+			if f.op == "hostile-deep-answer-then-answer" {
+				// the session that was sent a refused answer no longer
+				// answers a proper one
+				res.UpstreamKilledByAnswer++
+			}
 		}
 	}
 	for _, r := range s.replicas {

@@ -38,7 +38,7 @@ func (s *soak) startWatchers(ctx context.Context, wg *sync.WaitGroup, n int) err
 	conns := map[int][]*grpc.ClientConn{}
 	for _, r := range s.replicas {
 		for range 4 {
-			c, err := dial(r.addr())
+			c, err := dial(r.addr(), s.tokens[principalSoak])
 			if err != nil {
 				return err
 			}
