@@ -350,3 +350,17 @@ def test_task_outcome_errors_are_typed() -> None:
     ask = pb.WatchTaskResponse(task=pb.Task(status=pb.TASK_STATUS_INPUT_REQUIRED, input_required=pb.InputRequired(
         requests=[pb.InputRequest(id="n", roots=pb.RootsRequest())])))
     assert f.to_answer(ask) == [toolsvc.RootsRequest("n")] and f.to_answer(ask) is None
+
+
+def test_past_deadline() -> None:
+    # grpcio reports the server's RST_STREAM CANCEL at the deadline as
+    # CANCELLED when it beats grpcio's own timer: past the caller's deadline
+    # that is DEADLINE_EXCEEDED; before it, or without one, it stays.
+    from toolsvc._errors import ToolsvcError, past_deadline
+
+    cancelled = ToolsvcError(grpc.StatusCode.CANCELLED, "Stream removed")
+    assert past_deadline(cancelled, 10.0, 10.5).code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert past_deadline(cancelled, 10.0, 9.5) is cancelled
+    assert past_deadline(cancelled, None, 9.5) is cancelled
+    unavailable = ToolsvcError(grpc.StatusCode.UNAVAILABLE, "x")
+    assert past_deadline(unavailable, 10.0, 10.5) is unavailable

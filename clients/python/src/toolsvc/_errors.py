@@ -163,6 +163,16 @@ def _status_of(err: grpc.RpcError) -> Any:
     return st if isinstance(st, status_pb2.Status) else None
 
 
+def past_deadline(e: ToolsvcError, deadline: float | None, now: float) -> ToolsvcError:
+    """A call whose stream the server reset as the caller's deadline passed
+    (grpc-go resets it with RST_STREAM CANCEL the moment the deadline it was
+    sent passes) can reach grpcio before grpcio's own timer: grpcio then says
+    CANCELLED. Past the caller's deadline that is DEADLINE_EXCEEDED."""
+    if e.code == grpc.StatusCode.CANCELLED and deadline is not None and now >= deadline:
+        return ToolsvcError(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded")
+    return e
+
+
 def from_rpc_error(err: grpc.RpcError) -> ToolsvcError:
     """Converts a grpc.RpcError (sync or grpc.aio) into a ToolsvcError,
     reading ErrorInfo, BadRequest and RetryInfo from the status details."""

@@ -48,7 +48,7 @@ from toolsvc._common import (
     watch_retryable,
 )
 from toolsvc._convert import CallResult, Progress, arguments_json
-from toolsvc._errors import ToolsvcError, from_rpc_error, named_as_given
+from toolsvc._errors import ToolsvcError, from_rpc_error, named_as_given, past_deadline
 from toolsvc._input import (
     DEFAULT_MAX_INPUT_ROUNDS,
     AsyncInputHandler,
@@ -246,7 +246,7 @@ class Client:
                 r: pb.CallToolResponse = await self.stub.CallTool(req, timeout=remaining, metadata=self._md)
                 return r
             except grpc.RpcError as err:
-                e = from_rpc_error(err)
+                e = past_deadline(from_rpc_error(err), deadline, time.monotonic())
             remaining = None if deadline is None else deadline - time.monotonic()
             d = self.retry.delay(e, attempt, remaining)
             if d is None:
