@@ -553,9 +553,10 @@ func (c *linkConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // within a ping interval on a live session, so the map holds at most the
 // requests in flight plus those cancelled since the last answer.
 type wireCalls struct {
-	mu  sync.Mutex
-	seq uint64
-	m   map[jsonrpc.ID]*wireCall
+	mu        sync.Mutex
+	seq       uint64
+	m         map[jsonrpc.ID]*wireCall
+	cancelled int // entries of m with cancelled set: answered scans m only when some are
 }
 
 type wireCall struct {
@@ -591,6 +592,7 @@ func (w *wireCalls) wrote(ctx context.Context, req *jsonrpc.Request) {
 	if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
 		if c := w.m[id]; c != nil && c.cancelled == 0 {
 			c.cancelled = w.seq
+			w.cancelled++
 		}
 	}
 }
@@ -605,9 +607,18 @@ func (w *wireCalls) answered(id jsonrpc.ID) {
 		return
 	}
 	delete(w.m, id)
+	if c.cancelled != 0 {
+		w.cancelled--
+	}
+	// On the call path: every answer would otherwise walk every request in
+	// flight, quadratic in a busy session's concurrency.
+	if w.cancelled == 0 {
+		return
+	}
 	for k, o := range w.m {
 		if o.cancelled != 0 && o.cancelled < c.seq {
 			delete(w.m, k)
+			w.cancelled--
 		}
 	}
 }
