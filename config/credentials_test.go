@@ -96,7 +96,7 @@ func TestParseCredentials(t *testing.T) {
 }
 
 // TestCredentialsEveryProblem: config check prints every problem inside a
-// credentials object (issue 39 item 12), not the first: each unknown key,
+// credentials object, not the first: each unknown key,
 // each value that does not decode, and mcpbridge's rules on what did.
 // A resource indicator is any absolute URI without a fragment (RFC 8707).
 func TestCredentialsEveryProblem(t *testing.T) {

@@ -164,7 +164,7 @@ func (x *interactions) owner(meta mcp.Meta, r mcp.InputRequest) *Interaction {
 // that was read with no token has no certain owner and goes to nobody.
 // Deciding when the message is handled instead would give a backlog read
 // during one call to whichever call is alone in flight when the handler
-// catches up: another caller's (issue 39).
+// catches up: another caller's.
 func (x *interactions) logOwner(tok string) *Interaction {
 	if tok == "" {
 		return nil

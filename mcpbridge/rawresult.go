@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Raw results (issue 30): the MCP front door passes a tools/call or
+// Raw results: the MCP front door passes a tools/call or
 // resources/read result that needs no change to its client as the upstream
 // sent it, instead of encoding go-sdk's decoded value again. The bridge
 // keeps the bytes the upstream sent next to the value go-sdk decoded them

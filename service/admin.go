@@ -244,7 +244,7 @@ func (a *admin) Login(ctx context.Context, req *toolsvcv1.LoginRequest) (*toolsv
 }
 
 // authConfigured reports whether the service authenticates its callers
-// (an Authenticator or an Authorizer in Options, as Server.authenticate
+// (an Authenticator or an Authorizer in Options, as core.Core.Authenticate
 // decides).
 func (s *Server) authConfigured() bool {
 	return s.core.CurrentAuth().Configured() // SetAuth never changes it

@@ -22,8 +22,8 @@ const ErrorDomain = core.Domain
 
 // ErrorInfo reasons. Every non-OK status toolsvc returns carries a
 // google.rpc.ErrorInfo with one of these, domain ErrorDomain, and metadata
-// "server" and "tool" when the error concerns a tool call. The README's
-// Errors section documents them for callers; service/core/errors.go says
+// "server" and "tool" when the error concerns a tool call. docs/errors.md
+// documents them for callers; service/core/errors.go says
 // what each means.
 const (
 	ReasonToolNotFound             = core.ReasonToolNotFound

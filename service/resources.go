@@ -17,9 +17,9 @@ import (
 // Resources and prompts go through the same front-door steps as tool calls
 // (authenticate → authorize → per-principal rate limit → dispatch on the
 // upstream's session under its concurrency limit and callTimeout → one
-// error mapping → audit line): the steps are the pipeline's own functions
-// (Server.authenticate, Authorizer.AllowTool, rateLimiter.acquire,
-// classify), not copies.
+// error mapping → audit line): the steps are the core's operation engine
+// (Core.Begin authenticates; then Authorizer.AllowTool, the rate limiter,
+// core.Classify), not copies.
 //
 // Authorization: "visible = usable", with the auth rules' globs. A prompt
 // is matched by its exposed name ("<prefix>__<prompt>", like a tool); a

@@ -49,7 +49,7 @@ type Options struct {
 	//
 	// Authenticator, if set, authenticates every RPC the service handles
 	// that an interceptor has not already authenticated (see
-	// Server.authenticate).
+	// core.Core.Authenticate).
 	Authenticator *core.Authenticator
 	// Authorizer, if set, limits each principal's tools (ListTools,
 	// WatchCatalog, CallTool alike) and AdminService. Setting it (or

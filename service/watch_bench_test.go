@@ -63,7 +63,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 }
 
 // BenchmarkWatchFanoutChain: what the gRPC server's interceptor chain
-// costs a fan-out (issue 30). One tool change to 10,000 tools-only
+// costs a fan-out. One tool change to 10,000 tools-only
 // watchers (1,000 with -short) over 16 bufconn connections, side by side
 // in one run: a server with only the service's own options ("bare", as
 // BenchmarkWatchFanout) and one built by NewGRPCServer with a metrics

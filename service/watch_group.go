@@ -19,7 +19,7 @@ import (
 // progress; tools, resources and prompts alike) is encoded once, on first
 // use, and shared by every member, and so is the delta of a laggard
 // resuming from an older view: a member's own work per change is one Send
-// (README, "Watching the catalog": fan-out).
+// (docs/watching.md: fan-out).
 
 // watchHub holds the groups; its lock is taken when a stream opens or
 // closes, and by the signal loop to copy the groups and a group's members,

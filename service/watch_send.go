@@ -31,8 +31,8 @@ const DefaultWatchSendTimeout = 30 * time.Second
 // call SendMsg itself: messages are sent by a pump goroutine (at most one
 // per stream at a time; an idle stream has none) while the handler waits
 // for the send timeout, the pump's failure and Shutdown. When the timeout
-// passes first, the handler returns UNAVAILABLE / SLOW_CONSUMER (README,
-// "Errors"); on Shutdown UNAVAILABLE / SHUTTING_DOWN. The returned status
+// passes first, the handler returns UNAVAILABLE / SLOW_CONSUMER
+// (docs/errors.md); on Shutdown UNAVAILABLE / SHUTTING_DOWN. The returned status
 // ends the stream, which wakes the held SendMsg with an error, and the
 // pump ends; Server.Wait joins every one.
 

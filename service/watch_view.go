@@ -10,8 +10,8 @@ import (
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
-// Views: what one WatchCatalog request sees of the catalogs (README,
-// "Watching the catalog" and "Resources and prompts"). A view has a tool
+// Views: what one WatchCatalog request sees of the catalogs
+// (docs/watching.md and docs/resources.md). A view has a tool
 // part, always, and a resource part when the request set include_resources
 // or include_prompts (docs/resources.md, "The watch"); its revision, the
 // watch's resume token, is the tool part's revision (32 hex digits),
@@ -100,8 +100,7 @@ type view struct {
 
 // resourceView is the resource catalog as one filter sees it: the kinds it
 // follows, of the servers it selects, that the caller may see (a server's
-// resources by <prefix>__@resources, prompts by name: README, "Resources
-// and prompts"). exclude_unavailable applies to tools only.
+// resources by <prefix>__@resources, prompts by name: docs/resources.md). exclude_unavailable applies to tools only.
 type resourceView struct {
 	snap      *mcpbridge.ResourceSnapshot
 	resources []*mcpbridge.Resource

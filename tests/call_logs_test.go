@@ -22,7 +22,7 @@ import (
 
 // Upstream log messages (MCP notifications/message) during a call reach
 // the caller: CallToolStream's log events (input_capabilities.log_level)
-// and the front door's notifications/message (README "Log messages").
+// and the front door's notifications/message (docs/calls.md, "Log messages").
 
 // streamEvents reads a CallToolStream to its end: one line per event
 // ("p<progress>" or "log <level> <logger> <server> <data_json>"), the
@@ -276,7 +276,7 @@ func TestFrontDoorLogs(t *testing.T) {
 	}
 }
 
-// TestLogsStayWithTheirCaller (issue 39 item 2): with toolsvc at
+// TestLogsStayWithTheirCaller: with toolsvc at
 // --log-level debug, a stdio upstream (go-sdk) logs a backlog of 16,000
 // lines during alice's call; bob's call right after, on the same session,
 // with log_level debug, gets none of alice's lines, and of his own only

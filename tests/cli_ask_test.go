@@ -104,7 +104,7 @@ func TestCLIAsksOnTerminal(t *testing.T) {
 			}
 		})
 	}
-	// A hostile URL request (issue 39 item 9): the message cannot print a
+	// A hostile URL request: the message cannot print a
 	// line of its own, the host is shown in punycode (a Cyrillic і in
 	// "gіthub.com"), invisible characters are shown, and a URL that is not
 	// http(s) is not offered: it is declined without a question.

@@ -16,7 +16,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// The task commands of the CLI (README "Tasks"): `toolsvc call --task`,
+// The task commands of the CLI (docs/cli.md, "Tasks from the shell"): `toolsvc call --task`,
 // `toolsvc tasks`, `toolsvc task HANDLE [--watch|--cancel]`, against the
 // real task servers of tasks_test.go.
 

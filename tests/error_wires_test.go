@@ -290,7 +290,7 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 		},
 		{
 			// arguments_json text on gRPC: the same violations, under the
-			// field that carried them (README: arguments_json.<path> on gRPC,
+			// field that carried them (docs/calls.md: arguments_json.<path> on gRPC,
 			// arguments.<path> on MCP). The messages quote the field, so
 			// they differ by exactly that name.
 			// An array index.
@@ -501,7 +501,7 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 					t.Errorf("message:\n gRPC %q\n  MCP %q", g.message, m.message)
 				}
 
-				// The MCP form the README documents for this failure.
+				// The MCP form docs/front-door.md documents for this failure.
 				if rpcCode != r.rpcCode {
 					if r.rpcCode == 0 {
 						t.Errorf("MCP: JSON-RPC error %d, want an isError result (ARGUMENTS_INVALID)", rpcCode)

@@ -15,7 +15,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Hostile upstreams (issue 23) against the real toolsvc binary: results
+// Hostile upstreams against the real toolsvc binary: results
 // over the message limit, tool names meant to break the catalog, and an
 // upstream that never answers tools/list.
 

@@ -20,7 +20,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Tools that ask (README "Tools that ask") against the other SDKs' servers
+// Tools that ask (docs/interactive.md) against the other SDKs' servers
 // and clients: tests/node/ask_server.mjs (@modelcontextprotocol/sdk 1.32.2,
 // low-level Server: elicitInput form and URL, createMessage, listRoots, each
 // with relatedRequestId) and tests/python/ask_server.py (mcp 2.3.0,
@@ -67,7 +67,7 @@ import (
 //     asked with server-to-client requests, whatever the upstream's SDK or
 //     era. The Python SDK client in auto mode speaks 2026-07-28, for which the
 //     front door does not yet return input_required: it gets the policy's
-//     answers (README "Not yet").
+//     answers (docs/interactive.md, "Not yet").
 
 // askServers are the asking upstreams of one toolsvc, by server name; procs
 // holds the HTTP servers' processes (the test reads their logs).

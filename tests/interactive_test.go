@@ -21,7 +21,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Interactive calls (README "Tools that ask") against the go-sdk test
+// Interactive calls (docs/interactive.md) against the go-sdk test
 // server's asking tools (testserver/interactive.go), in both protocol
 // eras: under 2025-11-25 the upstream asks mid-call and toolsvc parks the
 // request; under 2026-07-28 the upstream's own input_required is relayed.

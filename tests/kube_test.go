@@ -261,7 +261,7 @@ func discoverySource(t *testing.T, ctx context.Context, p *toolsvcProc, name str
 	return nil
 }
 
-// TestKubernetesAPIServerOutage (issue 39 item 11): kube-apiserver killed
+// TestKubernetesAPIServerOutage: kube-apiserver killed
 // for 20 s under a toolsvc. The source turns failing, with the connection
 // error and since when, in ListServers, `toolsvc servers` and the log;
 // nothing discovered is dropped; once the API server is back (same port,

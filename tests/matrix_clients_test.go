@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The client matrix (issue 40): the MCP clients users run against
+// The client matrix: the MCP clients users run against
 // toolsvc's front door, each in every protocol era it speaks, each doing
 // every operation the front door serves. A cell (client × era) runs the
 // same client script twice: directly against the upstream (the go-sdk

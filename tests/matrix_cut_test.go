@@ -90,13 +90,13 @@ func (p *cutProxy) cut() int {
 }
 
 // cutBound: after its push channel is cut, an upstream's runtime tool
-// change reaches an open watch within this (issue 13: the channel is
+// change reaches an open watch within this (the channel is
 // re-opened with backoff, and while it is down the upstream re-lists on a
 // short interval; "seconds, not minutes").
 const cutBound = 5 * time.Second
 
 // TestMatrixPushChannelCut: a push channel that closes must not silently
-// stale the catalog (issue 13 bug 3). For each HTTP transport of each SDK,
+// stale the catalog. For each HTTP transport of each SDK,
 // every connection between toolsvc and the upstream is cut once the session
 // is up, and then the upstream adds a tool and announces it: the tool must
 // reach an open watch within cutBound. pingInterval and refreshInterval are

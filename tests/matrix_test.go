@@ -18,10 +18,10 @@ import (
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
-// The upstream interop matrix (issue 13): every SDK × transport × protocol
+// The upstream interop matrix: every SDK × transport × protocol
 // cell the SDK can serve, each against a real toolsvc and a real upstream
 // process, checked through toolsvc's gRPC API. docs/interop.md describes
-// each check and the per-SDK quirks; the README has the table.
+// each check and the per-SDK quirks; it has the table too.
 
 const (
 	proto0618 = "2025-06-18"

@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The front door's bounds end to end (issue 23, items 8, 9 and 14): a real
+// The front door's bounds end to end: a real
 // toolsvc with two principals, raw HTTP and TCP clients (every request's
 // answer is visible) and a go-sdk client.
 

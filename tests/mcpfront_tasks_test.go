@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// Tasks at the MCP front door (docs/mcp-front-door.md "Tasks"), against the
+// Tasks at the MCP front door (docs/front-door.md "Tasks"), against the
 // real task servers of tasks_test.go (ts: TypeScript SDK over stdio, tsh:
 // over HTTP, both 2025-11-25; py: fastmcp-tasks, 2026-07-28), with real SDK
 // clients where they can (the TypeScript SDK's experimental tasks client,

@@ -16,7 +16,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Parked server-to-client requests (issue 39 items 3, 4, 6): what one call,
+// Parked server-to-client requests: what one call,
 // one principal and the replica may have waiting for callers, and how a
 // call toolsvc ends answers its upstream.
 

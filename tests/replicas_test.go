@@ -34,8 +34,8 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// The client-side settings documented in the README ("Running on
-// Kubernetes") and used by the examples: round_robin, health-checked
+// The client-side settings documented in docs/kubernetes.md ("Client-side
+// load balancing") and used by the examples: round_robin, health-checked
 // subchannels, retries of UNAVAILABLE on the idempotent methods.
 const lbServiceConfigPath = "../examples/lb/service_config.json"
 

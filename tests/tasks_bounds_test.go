@@ -18,7 +18,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Bounds of tasks (issue 39 item 7; docs/security.md "Tasks: ListTasks
+// Bounds of tasks (docs/security.md "Tasks: ListTasks
 // and watches"): ListTasks answers from the ledger instead of asking the
 // upstream about every unfinished task on every call, and one principal's
 // task watches are bounded.

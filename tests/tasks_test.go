@@ -23,7 +23,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Tasks over gRPC (README "Tasks") against the real task servers:
+// Tasks over gRPC (docs/tasks.md) against the real task servers:
 // tests/node/tasks_server.mjs (TypeScript SDK 1.32.2, 2025-11-25
 // experimental tasks) over stdio and streamable HTTP, and
 // tests/python/tasks_server.py (fastmcp-tasks on the Python SDK 2.3, the

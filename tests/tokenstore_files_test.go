@@ -20,7 +20,7 @@ import (
 )
 
 // brokenStores are token stores whose files break the rules every file
-// toolsvc reads follows (issue 39 item 8), each with what toolsvc must
+// toolsvc reads follows, each with what toolsvc must
 // say about it: the store file a FIFO (it hung serve before it listened,
 // deaf to SIGTERM), /dev/zero behind a symlink (out of memory), a
 // directory, an empty file; the key file readable by others or one byte

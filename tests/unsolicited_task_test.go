@@ -17,7 +17,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// TestUnsolicitedTaskRefused (issue 39 item 12): an upstream that answers
+// TestUnsolicitedTaskRefused: an upstream that answers
 // a plain tools/call, which asked no task, with a task — a 2025-11-25
 // CreateTaskResult or a 2026-07-28 resultType "task" — is refused with
 // INTERNAL / UPSTREAM_MALFORMED naming the server, and a warning naming

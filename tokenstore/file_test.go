@@ -307,7 +307,7 @@ func TestReadKeyFile(t *testing.T) {
 }
 
 // TestFilesReadLikeEveryFile: the store file and the key file are read
-// with the rules of every file toolsvc reads (issue 39 item 8): a FIFO,
+// with the rules of every file toolsvc reads: a FIFO,
 // /dev/zero (directly or through a symlink, as a mount would), a
 // directory, an oversized or empty file are refused at once with what
 // they are, never read until memory runs out or waited on; a key file

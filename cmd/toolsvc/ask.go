@@ -20,7 +20,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Asking on a terminal (README "Tools that ask"): when `toolsvc call` runs
+// Asking on a terminal (docs/interactive.md, "The command line"): when `toolsvc call` runs
 // on a terminal it offers form and URL elicitation and roots, and answers
 // an input_required by asking the person at the keyboard. It never offers
 // sampling: a CLI has no model to run. Roots are answered with the current

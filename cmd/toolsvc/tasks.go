@@ -22,7 +22,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Tasks on the command line (README "Tasks"):
+// Tasks on the command line (docs/cli.md, "Tasks from the shell"):
 //
 //	toolsvc call --task [--ttl D] [--detach] NAME [ARGS]   start a task (and follow it)
 //	toolsvc tasks [--server S]                             the caller's tasks on this replica

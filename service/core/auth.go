@@ -233,7 +233,7 @@ type Rule struct {
 // caller may use every tool; with rules, a caller no rule names may use none.
 //
 // An Authorizer in Options also means authentication is configured: every
-// RPC of the service then needs a principal (Server.authenticate), whatever
+// RPC of the service then needs a principal (Core.Authenticate), whatever
 // interceptors the embedding installs.
 //
 // The decisions are AllowTool and AllowAdmin, over an authenticated

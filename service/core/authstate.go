@@ -10,7 +10,7 @@ import (
 // audit settings form one immutable AuthState; the Server holds the current
 // one in an atomic pointer, and SetAuth replaces it whole. A request reads
 // the pointer once, when it is authenticated (the gRPC interceptor, the MCP
-// front door's HTTP handler, or Server.authenticate), and carries that
+// front door's HTTP handler, or Core.Authenticate), and carries that
 // state in its context to every later decision (authorization, rate limit,
 // audit): a request never mixes two generations, and a request in flight
 // at a swap finishes under the state, and with the principal, it began
@@ -23,7 +23,7 @@ import (
 // after SetAuth (or New) publishes it.
 type AuthState struct {
 	gen       uint64
-	authn     *Authenticator // nil: no authenticator (see Server.authenticate)
+	authn     *Authenticator // nil: no authenticator (see Core.Authenticate)
 	authz     *Authorizer    // nil: every tool, and AdminService for local callers
 	limits    *rateLimiter   // nil: no rate limits
 	audit     *slog.Logger   // nil: no audit lines

@@ -1,7 +1,7 @@
 // Package core is toolsvc's transport-neutral core: what every wire (the
 // gRPC API, the MCP front door) shares. This file is its error model: one
 // value, built by the bridge's classification or by the core's own checks,
-// that each wire maps once to its own form (service/status.go: a gRPC
+// that each wire maps once to its own form (service/errors.go: a gRPC
 // status with google.rpc.ErrorInfo, RetryInfo and BadRequest; the MCP front
 // door: a JSON-RPC error, or an isError result for arguments a model can
 // fix). No wire edits an error's text: the field names a wire uses are
@@ -59,7 +59,7 @@ func (c Code) String() string {
 const Domain = "toolsvc.dev"
 
 // Error reasons: the documented, stable half of every error (clients
-// branch on them; the README's Errors section lists them). Every non-OK
+// branch on them; docs/errors.md lists them). Every non-OK
 // answer carries one, with metadata "server" and "tool" when it concerns a
 // tool call.
 const (

@@ -20,7 +20,7 @@ import (
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
-// Interactive calls (README "Tools that ask"): a caller that offers input
+// Interactive calls (docs/interactive.md): a caller that offers input
 // (CallInput.Input) lets the upstream ask it for some during the call. A
 // round of such a call ends either with the result or with input_required
 // — a *mcp.CallToolResult whose InputRequests say what is asked and whose

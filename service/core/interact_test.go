@@ -62,7 +62,7 @@ func (a *askOnce) seen() (mcp.InputResponse, error, time.Time, time.Time) {
 // TestFlightExpiryDeclinesThenCancels: a parked elicitation nobody answers
 // gets the decline at the expiry (not an error), and the upstream call is
 // cancelled only declineGrace later, so the cancellation never races the
-// answer (issue 39 item 4); the waiting count is back to 0.
+// answer; the waiting count is back to 0.
 func TestFlightExpiryDeclinesThenCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		x := newInteractive(nil, "r", testLimits)

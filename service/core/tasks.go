@@ -22,7 +22,7 @@ import (
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
-// Tasks (README "Tasks"): a call the upstream runs in the background
+// Tasks (docs/tasks.md): a call the upstream runs in the background
 // (mcpbridge/tasks.go speaks both protocol eras), reached afterwards by a
 // handle. The handle is the task's mcpbridge.TaskRef with the exposed tool
 // name, the principal and the time it was made, sealed with AES-GCM under a
@@ -106,7 +106,7 @@ const (
 	maxHandleLen = 4096
 )
 
-// Task reasons (README "Errors").
+// Task reasons (docs/errors.md).
 const (
 	ReasonTaskHandleInvalid  = "TASK_HANDLE_INVALID"   // INVALID_ARGUMENT: a handle toolsvc did not make, altered, or sealed with another key (field handle)
 	ReasonTaskNotYours       = "TASK_NOT_YOURS"        // PERMISSION_DENIED: the handle is another principal's task

@@ -6,7 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Every result valid in its request's protocol era (issue 40). The two
+// Every result valid in its request's protocol era. The two
 // schemas differ in what a result carries:
 //
 //   - 2026-07-28: every result has resultType; the lists and resources/read

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Pass-through (issue 30): a tools/call or resources/read result that
+// Pass-through: a tools/call or resources/read result that
 // needs no change is sent to the client as the upstream sent it, instead
 // of encoding go-sdk's decoded value twice (once to measure it for the
 // response limit, once in go-sdk's server). The bridge keeps the bytes

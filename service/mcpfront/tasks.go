@@ -18,7 +18,7 @@ import (
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
-// Tasks at the front door (README, "MCP front door", Tasks): a tools/call
+// Tasks at the front door (docs/front-door.md, "Tasks"): a tools/call
 // that runs as an upstream task (service/core/tasks.go), answered to the
 // client in its own protocol era, whatever the upstream's:
 //

@@ -306,7 +306,7 @@ func machineBusy() (time.Duration, bool) {
 }
 
 // benchCalls is item 1: the call overhead over stdio and HTTP, and item 2:
-// the peer gateways on the same stdio upstream (issue 30: with the Python
+// the peer gateways on the same stdio upstream (with the Python
 // ones). It returns the peers for benchPeerCatalog (nil with -peers=false).
 func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 	defer stopAll()

@@ -14,7 +14,7 @@ import (
 
 var frontRE = regexp.MustCompile(`msg="MCP front door serving" addr=(\S+)`)
 
-// benchFront is the MCP front door (issue 16): an MCP client calling echo
+// benchFront is the MCP front door: an MCP client calling echo
 // through toolsvc's front door (its own stdio child of the upstream) against
 // the same client calling its own stdio child directly, and through the
 // peer gateways (each with its own stdio child), interleaved. Added p50 and

@@ -11,7 +11,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// The continuation phase (issue 25's goal: "a continued call costs no more
+// The continuation phase (the goal: "a continued call costs no more
 // than one extra call's latency"). toolsvc fronts two stdio children of
 // tests/testserver -interactive: "old" pinned to 2025-11-25, whose ask_name
 // asks mid-call (the request is parked on the replica until the retry), and

@@ -56,7 +56,7 @@ func ensureNodeAgent(ctx context.Context, e *env) (string, error) {
 	return dir, nil
 }
 
-// benchNodeAgent is issue 17's Node benchmark: a Node agent calling echo
+// benchNodeAgent is the Node agent benchmark: a Node agent calling echo
 // through toolsvc with @toolsvc/client vs the same agent calling the same
 // upstream directly with the TypeScript MCP SDK client, over stdio (each
 // side its own child of the bench upstream) and streamable HTTP (one shared

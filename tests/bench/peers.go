@@ -157,7 +157,7 @@ func peerSpecs(ctx context.Context, e *env) ([]peerSpec, error) {
 	return specs, nil
 }
 
-// benchPeers is item 2 and issue 30: toolsvc's added latency over the
+// benchPeers is item 2: toolsvc's added latency over the
 // direct stdio call against each peer gateway's added latency over the same
 // call, then calls/s at -callers concurrent callers, all interleaved; then
 // (benchPeerCatalog, called after) the largest catalog each serves in tools/list.

@@ -22,7 +22,7 @@ import (
 	"github.com/toolsvc/toolsvc/internal/authtest"
 )
 
-// The per-user sessions phase (issue 28's goal: "1,000 principals × 3
+// The per-user sessions phase (the goal: "1,000 principals × 3
 // upstreams with per-user sessions on one replica: memory per idle per-user
 // session ≤ 64 KiB, session creation p50 ≤ 5 ms over loopback HTTP"). All
 // real processes: the tests' authorization server (tests/authserver,

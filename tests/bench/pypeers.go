@@ -297,7 +297,7 @@ func listAll(ctx context.Context, s *mcp.ClientSession) (int, error) {
 	}
 }
 
-// benchPeerCatalog is issue 30's catalog figure: the largest catalog (of
+// benchPeerCatalog is the catalog figure: the largest catalog (of
 // -peer-catalog-sizes, largest first) each gateway serves in full in
 // tools/list, each in front of its own stdio child of the upstream with that
 // many tools, and how long a full listing takes next to toolsvc's MCP front

@@ -119,7 +119,7 @@ func durations(ns []int64) []time.Duration {
 	return out
 }
 
-// benchPython is the Python agent comparison (issue 17): the same asyncio
+// benchPython is the Python agent comparison: the same asyncio
 // agent calls echo through toolsvc with the toolsvc package, and directly
 // with the official Python MCP SDK client, over stdio (each side its own
 // child of the same upstream binary) and streamable HTTP (one shared

@@ -60,7 +60,7 @@ func TestSmoke(t *testing.T) {
 		t.Fatalf("last line is not JSON: %v\n%s", err, out)
 	}
 	reasons, _ := res["not_measured"].(map[string]any)
-	// Every peer's headline figures (issue 30), not measured here.
+	// Every peer's headline figures, not measured here.
 	var peerFigs []string
 	for _, p := range peerKeys {
 		for _, f := range peerFigures {

@@ -15,7 +15,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// The task-watch phase (issue 26's goal: "WatchTask delivers the terminal
+// The task-watch phase (the goal: "WatchTask delivers the terminal
 // state within 100 ms of the upstream reporting it, p99"). toolsvc fronts
 // the two task servers of the tests, tests/node/tasks_server.mjs (TypeScript
 // SDK, 2025-11-25, streamable HTTP) and tests/python/tasks_server.py

@@ -20,7 +20,7 @@ import (
 //	latency_p99_ms           -> watch_p99_ms_10k          (one change, p99 over every watcher)
 //	rss_per_idle_watcher_kib -> watch_rss_kib_per_watcher
 //
-// Then (issue 30, unless -watch-replicas=false) it runs it again with
+// Then (unless -watch-replicas=false) it runs it again with
 // -watch-replicas-args: 100,000 watchers over 3 replicas, read by the lean
 // HTTP/2 client, and takes
 //

@@ -1,6 +1,5 @@
 // Binary hostileserver is a go-sdk MCP server over stdio that misbehaves
-// on purpose, for toolsvc's end-to-end tests of hostile upstreams
-// (issue 23):
+// on purpose, for toolsvc's end-to-end tests of hostile upstreams:
 //
 //	-mode hang-list   never answers tools/list (blocks until cancelled)
 //	-mode bad-names   lists tools with an empty name, control characters,

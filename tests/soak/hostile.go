@@ -17,7 +17,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// The hostile upstream (issue 23): tests/hostileserver -mode soak, a
+// The hostile upstream: tests/hostileserver -mode soak, a
 // go-sdk stdio server every replica runs beside the twelve matrix
 // upstreams. It lists echo, selfref (an inputSchema that applies itself),
 // doubling (a schema whose cost doubles per level), big{bytes}, a tool

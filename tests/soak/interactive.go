@@ -12,7 +12,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Callers that never answer (issue 25): the abandon-input fault starts
+// Callers that never answer: the abandon-input fault starts
 // interactive calls and leaves them. Most get input_required and never
 // call again; some go away while their first round still waits. Every
 // replica runs with --input-timeout inputTimeout, so each parked call must

@@ -15,7 +15,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Hostile interactive cases (issue 39): what a caller answers and what an
+// Hostile interactive cases: what a caller answers and what an
 // upstream asks are bounded, and a call toolsvc ends answers its upstream
 // with the documented decline. Each runs on go-http (the go-sdk server
 // over streamable HTTP at 2025-11-25): its requests mid-call are linked to

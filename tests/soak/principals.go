@@ -15,7 +15,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Principals (issue 39): the replicas run with an auth section of three
+// Principals: the replicas run with an auth section of three
 // static bearer tokens. Everything the soak did before (load, watchers,
 // checks, tasks) is principal soak, an admin (ListServers' warnings, which
 // the hostile listing checks, are for admins only). The principal-flood,

@@ -14,7 +14,7 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Tasks across a rolling restart (issue 26): the tasks-rolling-restart
+// Tasks across a rolling restart: the tasks-rolling-restart
 // fault starts about 100 tasks on the two task upstreams, a 2025-11-25
 // TypeScript-SDK server over streamable HTTP (tests/node/tasks_server.mjs)
 // and a 2026-07-28 Python one (tests/python/tasks_server.py, fastmcp-tasks),

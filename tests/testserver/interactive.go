@@ -31,7 +31,7 @@ import (
 // callers that never answer. ask_flood asks count elicitations of a
 // bytes-long message at once, mid-call, and records under id how each was
 // answered (flood_record): an upstream that asks more than a call may
-// have waiting (issue 39).
+// have waiting.
 
 var nameSchema = map[string]any{
 	"type":       "object",

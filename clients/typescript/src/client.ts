@@ -47,7 +47,7 @@ import {
 
 /**
  * The service config for client-side load balancing over toolsvc replicas
- * (README "Running on Kubernetes"): round_robin over every address the
+ * (docs/kubernetes.md): round_robin over every address the
  * target resolves to (use the headless Service:
  * `dns:///toolsvc-headless.tools.svc.cluster.local:50051`), and channel
  * retries of UNAVAILABLE for ListTools, ListServers and the opening of
@@ -132,7 +132,7 @@ export interface CallOptions {
 /** Options of {@link Client.callTool}. */
 export interface CallToolOptions extends CallOptions {
   /**
-   * Answers a tool that asks (README "Tools that ask"): the call offers
+   * Answers a tool that asks (docs/interactive.md): the call offers
    * `inputKinds`, and each request of an `input_required` round is passed to
    * it in order; the call goes on with its answers until the result. What it
    * throws ends the call. With it, `timeoutMs` applies to each round, not to
@@ -144,7 +144,7 @@ export interface CallToolOptions extends CallOptions {
   /** The rounds answered before the call fails with ABORTED / INPUT_ROUNDS_EXCEEDED (default 16). */
   maxInputRounds?: number;
   /**
-   * Ask for the call to run as an upstream task (README "Tasks"): `true`, or
+   * Ask for the call to run as an upstream task (docs/tasks.md): `true`, or
    * `{ ttlMs }`, the lifetime asked for (a hint the upstream may lower).
    * callTool then resolves with a {@link Task} when the upstream runs one,
    * else (an upstream or a tool without tasks) with the plain result.

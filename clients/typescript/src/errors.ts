@@ -21,7 +21,7 @@ const typePrefix = "type.googleapis.com/";
 
 /**
  * ToolsvcError is every error the client throws: a gRPC status with the
- * google.rpc details toolsvc attaches to it (README "Errors").
+ * google.rpc details toolsvc attaches to it (docs/errors.md).
  *
  * A tool's own failure is not an error: the call resolves with
  * `isError: true`.

@@ -1,4 +1,4 @@
-// Tools that ask (README "Tools that ask"): the typed requests an upstream
+// Tools that ask (docs/interactive.md): the typed requests an upstream
 // sends its caller mid-call, the answers a caller gives, and their
 // conversion to and from the API's messages.
 import { status } from "@grpc/grpc-js";

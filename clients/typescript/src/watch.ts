@@ -103,7 +103,7 @@ const violations = new WeakSet<ToolsvcError>();
 
 /**
  * CatalogWatcher keeps a local copy of toolsvc's catalog (or of one view of
- * it) through WatchCatalog, as README "Watching the catalog" specifies:
+ * it) through WatchCatalog, as docs/watching.md specifies:
  * iterate it for the events; after each one, `catalog` (name → Tool) and
  * `revision` are the server's view at that revision. A stream that fails
  * (UNAVAILABLE, a dropped connection, a replica shutting down, anything but
@@ -407,7 +407,7 @@ export class CatalogWatcher implements AsyncIterable<WatchEvent> {
   }
 }
 
-// --- Tasks (README "Tasks"). ---
+// --- Tasks (docs/tasks.md). ---
 
 /** Where a task is in its life. */
 export type TaskStatusName = "unspecified" | "working" | "input_required" | "completed" | "failed" | "cancelled";
@@ -425,7 +425,7 @@ function durationMs(d: Duration | undefined): number | undefined {
 }
 
 /**
- * A task, as the upstream last reported it (README "Tasks"). `handle` names
+ * A task, as the upstream last reported it (docs/tasks.md). `handle` names
  * it in getTask, waitTask, cancelTask and updateTask, on any replica
  * (opaque; bound to the principal that created it); `taskId` is the
  * upstream's id, for logs. `inputRequests` are what a task with status

@@ -1,5 +1,5 @@
 // Command floodrss measures toolsvc's peak memory while a hostile upstream
-// floods one call with requests for input (issue 39 item 3): the go-sdk
+// floods one call with requests for input: the go-sdk
 // test server (tests/testserver -mode http -interactive, 2025-11-25 over
 // streamable HTTP) answers one call of ask_flood by asking -count
 // elicitations of -bytes bytes at once, mid-call, as

@@ -188,7 +188,7 @@ class Client:
             except grpc.RpcError as err:
                 e = from_rpc_error(err)
                 # The revision of the listing was forgotten between pages
-                # (a busy catalog): start again, as the README says.
+                # (a busy catalog): start again, as docs/calls.md says.
                 if attempt < 2 and token and _page_token_expired(e):
                     continue
                 raise e from None
@@ -272,7 +272,7 @@ class Client:
         callTimeout applies. A tool's own failure is ``result.is_error``;
         everything else raises ``ToolsvcError``.
 
-        Tools that ask (README "Tools that ask"): with ``on_input``, the call
+        Tools that ask (docs/interactive.md): with ``on_input``, the call
         offers ``input_kinds`` (default all: ``elicitation``,
         ``elicitation_url``, ``sampling``, ``roots``); when the tool asks,
         ``on_input`` is called once per request (``ElicitationRequest``,
@@ -285,7 +285,7 @@ class Client:
         call and propagates. Without ``on_input`` the server's policy answers
         the tool.
 
-        Tasks (README "Tasks"): with ``task=True`` or ``TaskOptions(ttl=...)``
+        Tasks (docs/tasks.md): with ``task=True`` or ``TaskOptions(ttl=...)``
         the call asks to run as an upstream task. When the upstream and the
         tool can, the call returns a ``Task`` at once (follow it with
         ``wait_task``, ``get_task``; stop it with ``cancel_task``); otherwise

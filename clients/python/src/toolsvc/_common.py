@@ -22,7 +22,7 @@ __all__ = [
     "WatchEvent",
 ]
 
-#: The service config of README "Running on Kubernetes" (the same as
+#: The service config of docs/kubernetes.md (the same as
 #: examples/lb/service_config.json): round_robin over every address the
 #: target resolves to (use the headless Service, ``dns:///toolsvc-headless.
 #: NAMESPACE.svc.cluster.local:50051``), health-checked subchannels (a
@@ -220,8 +220,8 @@ MAX_EVENT_PARTS = 10_000
 
 
 class CatalogState:
-    """The local catalog and its revision, as the README's "Watching the
-    catalog" describes. Not thread-safe by itself; ``catalog`` is a new dict
+    """The local catalog and its revision, as docs/watching.md
+    describes. Not thread-safe by itself; ``catalog`` is a new dict
     after every event that changes it (copy on write), never mutated once
     published, so readers may use it without a lock."""
 

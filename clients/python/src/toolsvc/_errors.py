@@ -41,7 +41,7 @@ class ToolsvcError(Exception):
         code: the gRPC status code (``grpc.StatusCode``).
         message: the status message.
         reason: the ``google.rpc.ErrorInfo`` reason (``"TOOL_NOT_FOUND"``,
-            ``"ARGUMENTS_INVALID"``, ...; README "Errors"), or ``None`` when the
+            ``"ARGUMENTS_INVALID"``, ...; docs/errors.md), or ``None`` when the
             status carries none (a deadline that passed in the client, a
             gRPC-level refusal, a connection that could not be made).
         domain: the ErrorInfo domain (``"toolsvc.dev"``), or ``None``.

@@ -1,6 +1,6 @@
 """Tools that ask: the typed requests an upstream sends its caller mid-call,
 the answers a caller gives, and their conversion to and from the API's
-messages (README "Tools that ask")."""
+messages (docs/interactive.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tasks (README "Tasks"): what the sync and asyncio clients share. A call
+"""Tasks (docs/tasks.md): what the sync and asyncio clients share. A call
 that asks for a task gets a ``Task`` back when the upstream runs it as one;
 ``wait_task`` follows it with WatchTask, calling WatchTask again with the
 same handle (on any replica) whenever the stream breaks, until the task
