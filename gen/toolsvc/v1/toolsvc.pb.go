@@ -1816,7 +1816,7 @@ type InputRequired struct {
 	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
 	// Whether the call is parked on this replica (an upstream of protocol
 	// 2025-11-25 asked mid-call): the answer must reach the same replica (the
-	// same gRPC channel does; see README "Tools that ask"). False: any
+	// same gRPC channel does; see docs/interactive.md). False: any
 	// replica can continue it.
 	ReplicaBound  bool `protobuf:"varint,4,opt,name=replica_bound,json=replicaBound,proto3" json:"replica_bound,omitempty"`
 	unknownFields protoimpl.UnknownFields

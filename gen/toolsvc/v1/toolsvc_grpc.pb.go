@@ -48,7 +48,7 @@ const (
 // ToolService lists, calls and watches the merged, namespaced tool catalog of
 // every configured upstream MCP server.
 //
-// Errors follow one table (see README "Errors"). Every non-OK status of a
+// Errors follow one table (see docs/errors.md). Every non-OK status of a
 // call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
 // reasons below and metadata "tool" (the exposed name) and "server". Field
 // errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -124,7 +124,7 @@ const (
 //
 // A tool's own failure is not an error: OK with is_error = true.
 //
-// Interactive calls (README "Tools that ask"): a caller that sets
+// Interactive calls (docs/interactive.md): a caller that sets
 // CallToolRequest.input_capabilities lets an upstream ask it for input
 // (elicitation, sampling, roots). Such a call may end with
 // CallToolResponse.input_required instead of a result; the caller answers
@@ -439,7 +439,7 @@ func (c *toolServiceClient) UpdateTask(ctx context.Context, in *UpdateTaskReques
 // ToolService lists, calls and watches the merged, namespaced tool catalog of
 // every configured upstream MCP server.
 //
-// Errors follow one table (see README "Errors"). Every non-OK status of a
+// Errors follow one table (see docs/errors.md). Every non-OK status of a
 // call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
 // reasons below and metadata "tool" (the exposed name) and "server". Field
 // errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -515,7 +515,7 @@ func (c *toolServiceClient) UpdateTask(ctx context.Context, in *UpdateTaskReques
 //
 // A tool's own failure is not an error: OK with is_error = true.
 //
-// Interactive calls (README "Tools that ask"): a caller that sets
+// Interactive calls (docs/interactive.md): a caller that sets
 // CallToolRequest.input_capabilities lets an upstream ask it for input
 // (elicitation, sampling, roots). Such a call may end with
 // CallToolResponse.input_required instead of a result; the caller answers

@@ -1016,7 +1016,7 @@ class InputRequired(_message.Message):
     replica_bound: _builtins.bool
     """Whether the call is parked on this replica (an upstream of protocol
     2025-11-25 asked mid-call): the answer must reach the same replica (the
-    same gRPC channel does; see README "Tools that ask"). False: any
+    same gRPC channel does; see docs/interactive.md). False: any
     replica can continue it.
     """
     @_builtins.property

@@ -29,7 +29,7 @@ class ToolServiceStub:
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
     every configured upstream MCP server.
 
-    Errors follow one table (see README "Errors"). Every non-OK status of a
+    Errors follow one table (see docs/errors.md). Every non-OK status of a
     call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
     reasons below and metadata "tool" (the exposed name) and "server". Field
     errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -105,7 +105,7 @@ class ToolServiceStub:
 
     A tool's own failure is not an error: OK with is_error = true.
 
-    Interactive calls (README "Tools that ask"): a caller that sets
+    Interactive calls (docs/interactive.md): a caller that sets
     CallToolRequest.input_capabilities lets an upstream ask it for input
     (elicitation, sampling, roots). Such a call may end with
     CallToolResponse.input_required instead of a result; the caller answers
@@ -216,7 +216,7 @@ class ToolServiceServicer:
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
     every configured upstream MCP server.
 
-    Errors follow one table (see README "Errors"). Every non-OK status of a
+    Errors follow one table (see docs/errors.md). Every non-OK status of a
     call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
     reasons below and metadata "tool" (the exposed name) and "server". Field
     errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -292,7 +292,7 @@ class ToolServiceServicer:
 
     A tool's own failure is not an error: OK with is_error = true.
 
-    Interactive calls (README "Tools that ask"): a caller that sets
+    Interactive calls (docs/interactive.md): a caller that sets
     CallToolRequest.input_capabilities lets an upstream ask it for input
     (elicitation, sampling, roots). Such a call may end with
     CallToolResponse.input_required instead of a result; the caller answers
@@ -359,7 +359,7 @@ class ToolServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListResources(self, request, context):
-        """--- Resources and prompts (see README "Resources and prompts"). ---
+        """--- Resources and prompts (see docs/resources.md). ---
         Errors follow the same table; their ErrorInfo metadata names "server"
         and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
         the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
@@ -424,7 +424,7 @@ class ToolServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetTask(self, request, context):
-        """--- Tasks (see README "Tasks"). ---
+        """--- Tasks (see docs/tasks.md). ---
         A CallTool with task set runs as an upstream task when the upstream and
         the tool can run one, and the response carries the task instead of a
         result; otherwise the call runs normally and the response carries the
@@ -608,7 +608,7 @@ class ToolService:
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
     every configured upstream MCP server.
 
-    Errors follow one table (see README "Errors"). Every non-OK status of a
+    Errors follow one table (see docs/errors.md). Every non-OK status of a
     call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
     reasons below and metadata "tool" (the exposed name) and "server". Field
     errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -684,7 +684,7 @@ class ToolService:
 
     A tool's own failure is not an error: OK with is_error = true.
 
-    Interactive calls (README "Tools that ask"): a caller that sets
+    Interactive calls (docs/interactive.md): a caller that sets
     CallToolRequest.input_capabilities lets an upstream ask it for input
     (elicitation, sampling, roots). Such a call may end with
     CallToolResponse.input_required instead of a result; the caller answers

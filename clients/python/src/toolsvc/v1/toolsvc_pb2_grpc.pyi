@@ -30,7 +30,7 @@ class ToolServiceStub:
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
     every configured upstream MCP server.
 
-    Errors follow one table (see README "Errors"). Every non-OK status of a
+    Errors follow one table (see docs/errors.md). Every non-OK status of a
     call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
     reasons below and metadata "tool" (the exposed name) and "server". Field
     errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -106,7 +106,7 @@ class ToolServiceStub:
 
     A tool's own failure is not an error: OK with is_error = true.
 
-    Interactive calls (README "Tools that ask"): a caller that sets
+    Interactive calls (docs/interactive.md): a caller that sets
     CallToolRequest.input_capabilities lets an upstream ask it for input
     (elicitation, sampling, roots). Such a call may end with
     CallToolResponse.input_required instead of a result; the caller answers
@@ -152,7 +152,7 @@ class ToolServiceStub:
     like a call). docs/search.md describes the ranking.
     """
     ListResources: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourcesRequest, _toolsvc_pb2.ListResourcesResponse]
-    """--- Resources and prompts (see README "Resources and prompts"). ---
+    """--- Resources and prompts (see docs/resources.md). ---
     Errors follow the same table; their ErrorInfo metadata names "server"
     and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
     the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
@@ -186,7 +186,7 @@ class ToolServiceStub:
     completions capability answers no values.
     """
     GetTask: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.GetTaskRequest, _toolsvc_pb2.GetTaskResponse]
-    """--- Tasks (see README "Tasks"). ---
+    """--- Tasks (see docs/tasks.md). ---
     A CallTool with task set runs as an upstream task when the upstream and
     the tool can run one, and the response carries the task instead of a
     result; otherwise the call runs normally and the response carries the
@@ -251,7 +251,7 @@ class ToolServiceAsyncStub(ToolServiceStub):
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
     every configured upstream MCP server.
 
-    Errors follow one table (see README "Errors"). Every non-OK status of a
+    Errors follow one table (see docs/errors.md). Every non-OK status of a
     call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
     reasons below and metadata "tool" (the exposed name) and "server". Field
     errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -327,7 +327,7 @@ class ToolServiceAsyncStub(ToolServiceStub):
 
     A tool's own failure is not an error: OK with is_error = true.
 
-    Interactive calls (README "Tools that ask"): a caller that sets
+    Interactive calls (docs/interactive.md): a caller that sets
     CallToolRequest.input_capabilities lets an upstream ask it for input
     (elicitation, sampling, roots). Such a call may end with
     CallToolResponse.input_required instead of a result; the caller answers
@@ -370,7 +370,7 @@ class ToolServiceAsyncStub(ToolServiceStub):
     like a call). docs/search.md describes the ranking.
     """
     ListResources: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListResourcesRequest, _toolsvc_pb2.ListResourcesResponse]  # type: ignore[assignment]
-    """--- Resources and prompts (see README "Resources and prompts"). ---
+    """--- Resources and prompts (see docs/resources.md). ---
     Errors follow the same table; their ErrorInfo metadata names "server"
     and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
     the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
@@ -404,7 +404,7 @@ class ToolServiceAsyncStub(ToolServiceStub):
     completions capability answers no values.
     """
     GetTask: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.GetTaskRequest, _toolsvc_pb2.GetTaskResponse]  # type: ignore[assignment]
-    """--- Tasks (see README "Tasks"). ---
+    """--- Tasks (see docs/tasks.md). ---
     A CallTool with task set runs as an upstream task when the upstream and
     the tool can run one, and the response carries the task instead of a
     result; otherwise the call runs normally and the response carries the
@@ -468,7 +468,7 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     """ToolService lists, calls and watches the merged, namespaced tool catalog of
     every configured upstream MCP server.
 
-    Errors follow one table (see README "Errors"). Every non-OK status of a
+    Errors follow one table (see docs/errors.md). Every non-OK status of a
     call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
     reasons below and metadata "tool" (the exposed name) and "server". Field
     errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -544,7 +544,7 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
 
     A tool's own failure is not an error: OK with is_error = true.
 
-    Interactive calls (README "Tools that ask"): a caller that sets
+    Interactive calls (docs/interactive.md): a caller that sets
     CallToolRequest.input_capabilities lets an upstream ask it for input
     (elicitation, sampling, roots). Such a call may end with
     CallToolResponse.input_required instead of a result; the caller answers
@@ -627,7 +627,7 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _toolsvc_pb2.ListResourcesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_toolsvc_pb2.ListResourcesResponse, _abc.Awaitable[_toolsvc_pb2.ListResourcesResponse]]:
-        """--- Resources and prompts (see README "Resources and prompts"). ---
+        """--- Resources and prompts (see docs/resources.md). ---
         Errors follow the same table; their ErrorInfo metadata names "server"
         and "uri" (resources) or "prompt" (prompts) instead of "tool", and adds
         the reasons RESOURCE_NOT_FOUND and PROMPT_NOT_FOUND (NOT_FOUND). A
@@ -703,7 +703,7 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _toolsvc_pb2.GetTaskRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_toolsvc_pb2.GetTaskResponse, _abc.Awaitable[_toolsvc_pb2.GetTaskResponse]]:
-        """--- Tasks (see README "Tasks"). ---
+        """--- Tasks (see docs/tasks.md). ---
         A CallTool with task set runs as an upstream task when the upstream and
         the tool can run one, and the response carries the task instead of a
         result; otherwise the call runs normally and the response carries the

@@ -532,7 +532,7 @@ export interface InputRequired {
   /**
    * Whether the call is parked on this replica (an upstream of protocol
    * 2025-11-25 asked mid-call): the answer must reach the same replica (the
-   * same gRPC channel does; see README "Tools that ask"). False: any
+   * same gRPC channel does; see docs/interactive.md). False: any
    * replica can continue it.
    */
   replicaBound: boolean;
@@ -9215,7 +9215,7 @@ export const ResourceKey: MessageFns<ResourceKey> = {
  * ToolService lists, calls and watches the merged, namespaced tool catalog of
  * every configured upstream MCP server.
  *
- * Errors follow one table (see README "Errors"). Every non-OK status of a
+ * Errors follow one table (see docs/errors.md). Every non-OK status of a
  * call carries a google.rpc.ErrorInfo with domain "toolsvc.dev", one of the
  * reasons below and metadata "tool" (the exposed name) and "server". Field
  * errors add a google.rpc.BadRequest naming the field; for arguments it is
@@ -9291,7 +9291,7 @@ export const ResourceKey: MessageFns<ResourceKey> = {
  *
  * A tool's own failure is not an error: OK with is_error = true.
  *
- * Interactive calls (README "Tools that ask"): a caller that sets
+ * Interactive calls (docs/interactive.md): a caller that sets
  * CallToolRequest.input_capabilities lets an upstream ask it for input
  * (elicitation, sampling, roots). Such a call may end with
  * CallToolResponse.input_required instead of a result; the caller answers
