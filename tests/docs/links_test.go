@@ -52,6 +52,32 @@ func TestDocLinks(t *testing.T) {
 	t.Logf("%d relative links in %d pages", links, len(pages))
 }
 
+// TestDocIndex checks that docs/README.md, the index, links every page of
+// docs/: a page nobody links is a page nobody finds.
+func TestDocIndex(t *testing.T) {
+	repo := os.DirFS("../..")
+	pages, err := fs.Glob(repo, "docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := fs.ReadFile(repo, "docs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := map[string]bool{}
+	for _, line := range prose(string(index)) {
+		for _, m := range linkRE.FindAllStringSubmatch(stripCode(line), -1) {
+			file, _, _ := strings.Cut(m[1], "#")
+			linked[path.Join("docs", file)] = true
+		}
+	}
+	for _, p := range pages {
+		if p != "docs/README.md" && !linked[p] {
+			t.Errorf("docs/README.md does not link %s: add a line saying which question it answers", p)
+		}
+	}
+}
+
 // TestDocLinksFindsBrokenOnes runs the checker on pages with a broken link
 // of each kind, so that TestDocLinks passing means something.
 func TestDocLinksFindsBrokenOnes(t *testing.T) {
