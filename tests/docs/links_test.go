@@ -1,5 +1,5 @@
 // Package docs checks the repository's documentation as a reader follows it:
-// every relative link in README.md and docs/*.md names a file or directory
+// every relative link in README.md, docs/*.md and the other READMEs names a file or directory
 // that exists, and every #anchor a heading of the page it points into.
 // Content moves between pages (the README became a first page, docs/ one
 // page per topic), and a link left behind is the first thing a newcomer
@@ -24,15 +24,17 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestDocLinks checks every relative link of README.md and docs/*.md in the
-// repository.
+// TestDocLinks checks every relative link of README.md, docs/*.md and the
+// READMEs of examples/, clients/ and tests/ in the repository.
 func TestDocLinks(t *testing.T) {
 	repo := os.DirFS("../..")
 	pages, err := fs.Glob(repo, "docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append([]string{"README.md"}, pages...)
+	// The other READMEs link into docs/ too.
+	pages = append([]string{"README.md", "examples/README.md", "clients/python/README.md",
+		"clients/typescript/README.md", "tests/README.md", "tests/bench/README.md"}, pages...)
 	if len(pages) < 10 {
 		t.Fatalf("found only %v: is the test run from tests/docs?", pages)
 	}
