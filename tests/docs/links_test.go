@@ -1,6 +1,7 @@
 // Package docs checks the repository's documentation as a reader follows it:
-// every relative link in README.md, docs/*.md and the other READMEs names a file or directory
-// that exists, and every #anchor a heading of the page it points into.
+// every relative link in README.md, docs/*.md and the other READMEs names a
+// file or directory that exists, and every #anchor a heading of the page it
+// points into.
 // Content moves between pages (the README became a first page, docs/ one
 // page per topic), and a link left behind is the first thing a newcomer
 // meets. It is a package of its own so that it runs in a second, without
