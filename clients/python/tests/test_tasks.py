@@ -1,4 +1,4 @@
-"""Tasks (README "Tasks"): call_tool(task=...), wait_task, get_task,
+"""Tasks (docs/tasks.md): call_tool(task=...), wait_task, get_task,
 cancel_task, list_tasks and update_task, sync and asyncio, against live
 toolsvc processes in front of the real task servers: the TypeScript SDK's
 2025-11-25 tasks and fastmcp-tasks' 2026-07-28 extension."""

@@ -165,7 +165,7 @@ describe("callToolStream", () => {
     for await (const ev of client.callToolStream("ts__progress", { steps: 4, step_ms: 30 })) {
       events.push(ev);
     }
-    // Progress that arrives after the result is dropped (README), so the
+    // Progress that arrives after the result is dropped (docs/calls.md), so the
     // last step may race the result; the others arrive in order.
     const progress = events.flatMap((e) => (e.type === "progress" ? [e] : []));
     assert.ok(progress.length >= 3, `${progress.length} progress events`);

@@ -1,4 +1,4 @@
-// Tasks (README "Tasks"): callTool({task}), waitTask, getTask, cancelTask,
+// Tasks (docs/tasks.md): callTool({task}), waitTask, getTask, cancelTask,
 // listTasks and updateTask against live toolsvc processes in front of the
 // real task servers: the TypeScript SDK's 2025-11-25 tasks
 // (tests/node/tasks_server.mjs, stdio) and fastmcp-tasks' 2026-07-28

@@ -1,4 +1,4 @@
-// The watch contract (README "Watching the catalog", catalogwatch in Go)
+// The watch contract (docs/watching.md, catalogwatch in Go)
 // against live toolsvc processes: snapshot then changes, resume on another
 // replica, reset, rejected requests, close; and the load-balancing config.
 import { after, describe, test } from "node:test";
