@@ -174,8 +174,8 @@ func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, [
 // wrapper, a Prometheus counter looked up by its labels and incremented,
 // the logging reporter's check). For a WatchCatalog stream that is paid
 // once per watcher for every revision: about 1 µs per message, 10 ms of CPU
-// for one change to 10,000 watchers (docs/benchmarks.md, "Watch (issue
-// 30)"), for a per-message counter nobody reads per watch. So the chain
+// for one change to 10,000 watchers (docs/benchmarks.md, "Watch"), for a
+// per-message counter nobody reads per watch. So the chain
 // stays around the call — authentication and authorization (the handler
 // runs only after them, so nothing here can skip them), the started and
 // handled counters and the handling time, the finished-call log line,

@@ -20,8 +20,8 @@ import (
 	"github.com/toolsvc/toolsvc/internal/authtest"
 )
 
-// TestPerUserRotatingPrincipals is the rotating-principals fault of issue
-// 28, all real processes: 120 principals take turns on a tokenExchange
+// TestPerUserRotatingPrincipals is the rotating-principals fault of the
+// per-user credentials design (docs/credentials.md), all real processes: 120 principals take turns on a tokenExchange
 // upstream bounded to 16 per-principal sessions, from 6 concurrent callers,
 // so sessions are evicted and created all the time; meanwhile the upstream
 // is SIGKILLed and restarted on its port. The gauge of per-principal

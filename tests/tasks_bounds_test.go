@@ -18,8 +18,8 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Bounds of tasks (docs/security.md "Tasks: ListTasks
-// and watches"): ListTasks answers from the ledger instead of asking the
+// Bounds of tasks (docs/security.md, "Log lines and tasks of one
+// principal"): ListTasks answers from the ledger instead of asking the
 // upstream about every unfinished task on every call, and one principal's
 // task watches are bounded.
 
