@@ -136,17 +136,8 @@ func checkVersion(c *pb.RequestFields) *core.Error {
 		"unsupported protocol version: model_context_protocol.Mcp is served in "+ProtocolVersion+" only")
 }
 
-// status is the error the handler returns for e: its gRPC form, once.
-func status(e *core.Error) error { return grpcedge.Status(e).Err() }
-
-// fail classifies err (a *core.Error, or a bridge error) and maps it.
-func (s *Server) fail(err error) error {
-	var e *core.Error
-	if errors.As(err, &e) {
-		return status(e)
-	}
-	return status(core.Classify(err, core.ClassifyOptions{Fields: fields}))
-}
+// grpcErr is the error the handler returns for e: its gRPC form, once.
+func grpcErr(e *core.Error) error { return grpcedge.Status(e).Err() }
 
 // response is the ResponseFields of a complete result.
 func (s *Server) response() *pb.ResponseFields {
@@ -185,7 +176,7 @@ func cacheScope(perPrincipal bool) pb.CacheScope {
 func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
 	ctx, _, e := s.core.Authenticate(grpcedge.RPCContext(ctx))
 	if e != nil {
-		return ctx, status(e)
+		return ctx, grpcErr(e)
 	}
 	return ctx, nil
 }
@@ -194,7 +185,7 @@ func (s *Server) authenticate(ctx context.Context) (context.Context, error) {
 // one response (the binding has no paging), bounded by the response limit.
 func (s *Server) ListTools(ctx context.Context, req *pb.ListToolsRequest) (*pb.ListToolsResponse, error) {
 	if e := begin(ctx, req, "", ""); e != nil {
-		return nil, status(e)
+		return nil, grpcErr(e)
 	}
 	ctx, err := s.authenticate(ctx)
 	if err != nil {
@@ -203,7 +194,7 @@ func (s *Server) ListTools(ctx context.Context, req *pb.ListToolsRequest) (*pb.L
 	s.core.PrimeCatalog(ctx) // per-user upstreams list through their first caller's session
 	snap, _, e := s.core.ToolCursor(ctx, "", fields)
 	if e != nil {
-		return nil, status(e)
+		return nil, grpcErr(e)
 	}
 	st := s.core.AuthOf(ctx)
 	allowed := st.Filter(ctx)
@@ -222,7 +213,7 @@ func (s *Server) ListTools(ctx context.Context, req *pb.ListToolsRequest) (*pb.L
 func checked[M proto.Message](s *Server, out M) (M, error) {
 	if e := s.core.CheckResponse(proto.Size(out)); e != nil {
 		var zero M
-		return zero, status(e)
+		return zero, grpcErr(e)
 	}
 	return out, nil
 }
@@ -231,7 +222,7 @@ func checked[M proto.Message](s *Server, out M) (M, error) {
 // snapshot, with its cache scope.
 func listAll[T any](s *Server, ctx context.Context, req request, kind core.ListKind[T]) ([]T, pb.CacheScope, error) {
 	if e := begin(ctx, req, "", ""); e != nil {
-		return nil, 0, status(e)
+		return nil, 0, grpcErr(e)
 	}
 	ctx, err := s.authenticate(ctx)
 	if err != nil {
@@ -239,7 +230,7 @@ func listAll[T any](s *Server, ctx context.Context, req request, kind core.ListK
 	}
 	items, _, _, e := core.ListPage(s.core, ctx, kind, nil, "", fields, 1<<30, 0, core.Same, nil)
 	if e != nil {
-		return nil, 0, status(e)
+		return nil, 0, grpcErr(e)
 	}
 	return items, cacheScope(s.core.AuthOf(ctx).Configured()), nil
 }
@@ -301,7 +292,10 @@ func (s *Server) CallTool(ctx context.Context, req *pb.CallToolRequest) (*pb.Cal
 		in.Input, bad = inputOptions(req.GetCommon())
 	}
 	c, err := s.core.BeginCall(grpcedge.RPCContext(ctx), in)
-	if err == nil && bad != nil {
+	if bad != nil && !unauthenticated(err) {
+		// A request this wire refuses is refused as such, not for what the
+		// core found further on (its arguments, its name); BeginCall ran
+		// for the caller's identity, and the refusal's audit line.
 		err = bad
 	}
 	var out *pb.CallToolResponse
@@ -321,10 +315,17 @@ func (s *Server) CallTool(ctx context.Context, req *pb.CallToolRequest) (*pb.Cal
 	fail := c.Fail(err)
 	if fail != nil {
 		c.End(fail, false, 0)
-		return nil, status(fail)
+		return nil, grpcErr(fail)
 	}
 	c.End(nil, out.GetIsError(), size)
 	return out, nil
+}
+
+// unauthenticated reports whether err is the core's UNAUTHENTICATED: a
+// caller without a valid credential learns nothing else.
+func unauthenticated(err error) bool {
+	var e *core.Error
+	return errors.As(err, &e) && e.Code == core.Unauthenticated
 }
 
 // GetPrompt implements pb.McpServer.
@@ -337,7 +338,7 @@ func (s *Server) GetPrompt(ctx context.Context, req *pb.GetPromptRequest) (*pb.G
 	fail := op.Fail(err)
 	op.End(fail)
 	if fail != nil {
-		return nil, status(fail)
+		return nil, grpcErr(fail)
 	}
 	return out, nil
 }
@@ -381,7 +382,7 @@ func (s *Server) ReadResource(ctx context.Context, req *pb.ReadResourceRequest) 
 	fail := op.Fail(err)
 	op.End(fail)
 	if fail != nil {
-		return nil, status(fail)
+		return nil, grpcErr(fail)
 	}
 	return out, nil
 }
@@ -430,7 +431,7 @@ func (s *Server) Complete(ctx context.Context, req *pb.CompletionRequest) (*pb.C
 	var named string
 	switch {
 	case req.GetPromptReference() != nil && req.GetResourceReference() != nil:
-		return nil, status(core.InvalidField("prompt_reference", "set one of prompt_reference and resource_reference, not both"))
+		return nil, grpcErr(core.InvalidField("prompt_reference", "set one of prompt_reference and resource_reference, not both"))
 	case req.GetPromptReference() != nil:
 		in.Kind, in.Prompt, named = core.CompletePrompt, req.GetPromptReference().GetName(), req.GetPromptReference().GetName()
 	case req.GetResourceReference() != nil:
@@ -441,7 +442,7 @@ func (s *Server) Complete(ctx context.Context, req *pb.CompletionRequest) (*pb.C
 		header = ""
 	}
 	if e := begin(ctx, req, header, named); e != nil {
-		return nil, status(e)
+		return nil, grpcErr(e)
 	}
 	var out *pb.CompletionResponse
 	_, e := s.core.Complete(grpcedge.RPCContext(ctx), in, fields, func(r *mcp.CompleteResult) int {
@@ -453,7 +454,7 @@ func (s *Server) Complete(ctx context.Context, req *pb.CompletionRequest) (*pb.C
 		return proto.Size(out)
 	})
 	if e != nil {
-		return nil, status(e)
+		return nil, grpcErr(e)
 	}
 	return out, nil
 }
