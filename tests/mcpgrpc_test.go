@@ -139,6 +139,13 @@ func TestMcpGrpcPythonClient(t *testing.T) {
 	for _, n := range names {
 		steps = append(steps, mcpStep{"rpc": "CallTool", "name": n + "__ask_name"}, mcpStep{"rpc": "CallTool", "name": n + "__ask_all"})
 	}
+	// A header mismatch is refused as such even when the arguments are bad
+	// too; the other routing headers likewise.
+	steps = append(steps,
+		mcpStep{"rpc": "CallTool", "name": "s26__echo", "arguments": map[string]any{"text": 7}, "header": "s26__add"},
+		mcpStep{"rpc": "GetPrompt", "name": "r__trip", "arguments": map[string]string{"city": "Bern"}, "header": "r__hi"},
+		mcpStep{"rpc": "ReadResource", "uri": "test://hello", "header": "test://items/1"},
+		mcpStep{"rpc": "Complete", "prompt": "r__trip", "argument": "city", "value": "Ber", "header": "r__hi"})
 	got := runMcpGrpcClient(t, ctx, p.addr, token, steps)
 
 	tools := got[0]
@@ -193,6 +200,10 @@ func TestMcpGrpcPythonClient(t *testing.T) {
 		if o := got[17+2*i]; o.Error != nil || o.Text != "name=Ada model=hi there roots=file:///work" || !slices.Contains(o.Asked, "sampling") {
 			t.Errorf("CallTool %s__ask_all = %+v, want elicitation, sampling and roots answered", n, o)
 		}
+	}
+
+	for i, h := range []string{"mcp_tool", "mcp_prompt", "mcp_resource", "mcp_resource"} {
+		wantMcpError(t, "a request whose "+h+" names another", got[24+i], "INVALID_ARGUMENT", "REQUEST_INVALID", []string{h})
 	}
 
 	// Without credentials: UNAUTHENTICATED, from the same interceptor
