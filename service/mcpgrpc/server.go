@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/grpc"
@@ -81,6 +82,12 @@ type Server struct {
 	// answered is every response's metadata: the protocol version
 	// (shared and never modified: the encoder only reads it).
 	answered *structpb.Struct
+
+	// The tools of the last shared snapshot listed, by catalog entry, in
+	// the binding's form (shared and never modified, like answered).
+	toolsMu      sync.Mutex
+	toolsSnap    any
+	toolsByEntry map[any]*pb.Tool
 }
 
 // New is the Mcp service over c.
@@ -200,9 +207,30 @@ func (s *Server) ListTools(ctx context.Context, req *pb.ListToolsRequest) (*pb.L
 	allowed := st.Filter(ctx)
 	out := &pb.ListToolsResponse{Common: s.response(), Ttl: listTTL,
 		CacheScope: cacheScope(st.Configured() || snap.Base() != nil), Tools: make([]*pb.Tool, 0, len(snap.Tools))}
+	// The binding's form of each catalog entry, converted once: entries
+	// are immutable, so an unchanged tool keeps its message across
+	// revisions, and a list costs a map lookup per tool, not a schema
+	// converted to a Struct. Only the shared snapshot is kept; a
+	// principal's view reuses its shared entries.
+	s.toolsMu.Lock()
+	byEntry := s.toolsByEntry
+	if s.toolsSnap != any(snap) {
+		byEntry = make(map[any]*pb.Tool, len(snap.Tools))
+		for _, t := range snap.Tools {
+			m := s.toolsByEntry[t]
+			if m == nil {
+				m = toolToProto(t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations, t.Meta)
+			}
+			byEntry[t] = m
+		}
+		if snap.Base() == nil {
+			s.toolsSnap, s.toolsByEntry = snap, byEntry
+		}
+	}
+	s.toolsMu.Unlock()
 	for _, t := range snap.Tools {
 		if allowed == nil || allowed(t.Name) {
-			out.Tools = append(out.Tools, toolToProto(t.Name, t.Title, t.Description, t.InputSchema, t.OutputSchema, t.Annotations, t.Meta))
+			out.Tools = append(out.Tools, byEntry[t])
 		}
 	}
 	return checked(s, out)
