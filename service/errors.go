@@ -3,13 +3,10 @@ package service
 import (
 	"errors"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/protoadapt"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/toolsvc/toolsvc/service/core"
+	"github.com/toolsvc/toolsvc/service/grpcedge"
 )
 
 // The gRPC form of the core's one error value (service/core/errors.go):
@@ -59,26 +56,9 @@ var grpcFields = core.Fields{ArgumentsJSON: "arguments_json", PageToken: "page_t
 	CompleteRef: "ref", CompletePrompt: "prompt", CompleteServer: "resource_template.server", CompleteTemplate: "resource_template.uri",
 	CompleteArgument: "argument_name"}
 
-// grpcStatus is the gRPC status of e.
-func grpcStatus(e *core.Error) *status.Status {
-	e = e.Bounded()
-	st := status.New(codes.Code(e.Code), e.Message)
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: e.Reason, Domain: ErrorDomain, Metadata: e.Meta}}
-	if e.RetryAfter > 0 {
-		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
-	}
-	if len(e.Violations) > 0 {
-		br := &errdetails.BadRequest{FieldViolations: make([]*errdetails.BadRequest_FieldViolation, len(e.Violations))}
-		for i, v := range e.Violations {
-			br.FieldViolations[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description}
-		}
-		details = append(details, br)
-	}
-	if d, err := st.WithDetails(details...); err == nil {
-		st = d
-	}
-	return st
-}
+// grpcStatus is the gRPC status of e (grpcedge.Status: the one mapping
+// every gRPC wire shares).
+func grpcStatus(e *core.Error) *status.Status { return grpcedge.Status(e) }
 
 // toStatus is the gRPC status of any error a handler returns: a status as
 // it is, a core error mapped by grpcStatus, a bridge error classified

@@ -4,40 +4,21 @@ import (
 	"context"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/metadata"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/peer"
 
 	"github.com/toolsvc/toolsvc/service/core"
+	"github.com/toolsvc/toolsvc/service/grpcedge"
 )
 
 // Authentication on the gRPC edge: the core authenticates (service/core
 // auth.go) from the credentials the edge reads off the call.
 
-// grpcCredentials is what a gRPC caller presented: the bearer credential
-// of its "authorization" metadata and the client certificate chains of its
-// TLS connection.
-func grpcCredentials(ctx context.Context) core.Credentials {
-	var c core.Credentials
-	c.Bearer = core.BearerOf(metadata.ExtractIncoming(ctx).Get("authorization"))
-	if p, ok := peer.FromContext(ctx); ok {
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
-			c.VerifiedChains = ti.State.VerifiedChains
-		}
-	}
-	return c
-}
+// grpcCredentials is what a gRPC caller presented (grpcedge.Credentials).
+func grpcCredentials(ctx context.Context) core.Credentials { return grpcedge.Credentials(ctx) }
 
-// rpcContext is a handler's context made ready for the core: every
-// handler hands the core this, never its bare context. A call the
-// interceptor chain already authenticated carries its principal, and the
-// core decides on that; any other gets its credentials read here.
-func rpcContext(ctx context.Context) context.Context {
-	if _, ok := core.PrincipalFrom(ctx); ok {
-		return ctx
-	}
-	return core.WithCredentials(ctx, grpcCredentials(ctx))
-}
+// rpcContext is a handler's context made ready for the core
+// (grpcedge.RPCContext): every handler hands the core this, never its bare
+// context.
+func rpcContext(ctx context.Context) context.Context { return grpcedge.RPCContext(ctx) }
 
 // authFunc is a go-grpc-middleware auth.AuthFunc over a: the call's
 // credentials checked, the refusal as a gRPC status.

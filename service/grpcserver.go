@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
@@ -77,7 +78,23 @@ type GRPCOptions struct {
 	// through ExtraStream's stream wrappers.
 	ExtraUnary  []grpc.UnaryServerInterceptor
 	ExtraStream []grpc.StreamServerInterceptor
+	// Services are more wires of the core served beside ToolService
+	// (service/mcpgrpc's model_context_protocol.Mcp): behind the same
+	// chain, listed by reflection, and in health with the readiness of
+	// the whole server.
+	Services []Wire
 }
+
+// Wire is one more gRPC service of the core: its health name and how it
+// registers.
+type Wire struct {
+	Name     string
+	Register func(grpc.ServiceRegistrar)
+}
+
+// readiness is, by health server, the service names SetReady flips beside
+// "" and HealthReadiness (GRPCOptions.Services).
+var readiness sync.Map // *health.Server → []string
 
 // NewGRPCServer builds the gRPC server for svc: keepalive, message limits,
 // reflection, health (readiness and liveness), and the interceptor chain
@@ -96,8 +113,15 @@ func NewGRPCServer(svc *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	hs.SetServingStatus(HealthReadiness, healthpb.HealthCheckResponse_NOT_SERVING)
+	names := []string{"", HealthReadiness}
+	for _, w := range o.Services {
+		w.Register(gs)
+		names = append(names, w.Name)
+	}
+	readiness.Store(hs, names)
+	for _, n := range names {
+		hs.SetServingStatus(n, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
 	hs.SetServingStatus(HealthLiveness, healthpb.HealthCheckResponse_SERVING)
 	if svc.grpcMetrics != nil {
 		svc.grpcMetrics.InitializeMetrics(gs)
@@ -287,8 +311,13 @@ func SetReady(hs *health.Server, ready bool) {
 	if ready {
 		st = healthpb.HealthCheckResponse_SERVING
 	}
-	hs.SetServingStatus("", st)
-	hs.SetServingStatus(HealthReadiness, st)
+	names, ok := readiness.Load(hs)
+	if !ok {
+		names = []string{"", HealthReadiness}
+	}
+	for _, n := range names.([]string) {
+		hs.SetServingStatus(n, st)
+	}
 }
 
 // codeToLevel logs client-caused outcomes quietly and server faults loudly.

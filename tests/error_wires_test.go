@@ -16,21 +16,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/toolsvc/toolsvc/config"
+	mcpgrpcpb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// Issue #24: the same failure carries the same reason and metadata on both
-// wires. Each row provokes one failure with real peers (a real unknown
+// Issue #24: the same failure carries the same reason and metadata on every
+// wire. Each row provokes one failure with real peers (a real unknown
 // name, a real inputSchema, real auth rules and rate limits, a killed HTTP
 // upstream, a breaker opened by that kill, a real result over the limit, a
 // real upstream that outlives callTimeout) and sends the same tools/call
-// over gRPC (CallTool) and over the MCP front door (a go-sdk client), then
-// compares what each wire says.
+// over gRPC (CallTool), over the MCP front door (a go-sdk client) and over
+// the MCP gRPC binding (model_context_protocol.Mcp's CallTool, issue 42),
+// then compares what each wire says.
 
 // wireError is what one wire said about a failure, in common terms.
 type wireError struct {
@@ -171,8 +175,8 @@ type errorRow struct {
 // TestErrorsSameOnBothWires: unknown tool, bad arguments, permission
 // denied, rate limited, upstream down, circuit open, result too large and
 // deadline each carry the same canonical code, reason, metadata, retry
-// delay and field paths on gRPC and on the MCP front door, against one
-// toolsvc with four real upstreams.
+// delay and field paths on gRPC, on the MCP front door and on the MCP gRPC
+// binding, against one toolsvc with four real upstreams.
 func TestErrorsSameOnBothWires(t *testing.T) {
 	t.Parallel()
 	const (
@@ -226,6 +230,24 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 		if st := serverStatus(t, as("main"), p.client, s); st.GetState() != toolsvcv1.ServerState_SERVER_STATE_READY {
 			t.Fatalf("server %s is %v before the rows, want READY", s, st.GetState())
 		}
+	}
+
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	mcpGRPC := mcpgrpcpb.NewMcpClient(conn)
+	// mcpGRPCCall is the row's request on the MCP gRPC binding: the
+	// arguments as a Struct, the routing header as its clients send it.
+	mcpGRPCCall := func(t *testing.T, r errorRow) error {
+		t.Helper()
+		req := &mcpgrpcpb.CallToolRequest{Request: &mcpgrpcpb.CallToolRequest_Request{Name: r.tool}}
+		if r.args != nil {
+			req.Request.Arguments = args(t, r.args)
+		}
+		_, err := mcpGRPC.CallTool(metadata.AppendToOutgoingContext(as(r.principal), "mcp_tool", r.tool), req)
+		return err
 	}
 
 	// grpcCall is the row's request on gRPC.
@@ -402,7 +424,7 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 				if r.provoke != nil {
 					r.provoke(t)
 				}
-				pair := func() (g, m wireError, rpcCode int64) {
+				pair := func() (g, m, n wireError, rpcCode int64) {
 					for attempt := 0; ; attempt++ {
 						before := ""
 						if r.settled != nil {
@@ -411,8 +433,9 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 						g = grpcWireError(t, grpcCall(t, r))
 						res, err := fronts[r.principal].cs.CallTool(root, &mcp.CallToolParams{Name: r.tool, Arguments: r.args})
 						m, rpcCode = mcpWireError(t, res, err)
+						n = grpcWireError(t, mcpGRPCCall(t, r))
 						if r.settled == nil || r.settled() == before {
-							return g, m, rpcCode
+							return g, m, n, rpcCode
 						}
 						if attempt == 3 {
 							t.Fatalf("the upstream's state kept moving under the pair of calls")
@@ -420,13 +443,13 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 						t.Logf("the upstream's state moved between the two calls; sending both again")
 					}
 				}
-				g, m, rpcCode := pair()
+				g, m, n, rpcCode := pair()
 				for i := 1; i < r.repeat; i++ {
-					g2, m2, _ := pair()
+					g2, m2, n2, _ := pair()
 					for _, w := range []struct {
 						wire        string
 						first, then wireError
-					}{{"gRPC", g, g2}, {"MCP", m, m2}} {
+					}{{"gRPC", g, g2}, {"MCP", m, m2}, {"MCP over gRPC", n, n2}} {
 						if w.then.code != w.first.code || w.then.reason != w.first.reason || !maps.Equal(w.then.meta, w.first.meta) ||
 							!slices.Equal(w.then.fields, w.first.fields) || w.then.message != w.first.message {
 							t.Errorf("%s, the same request again (#%d):\n first %v\n  then %v", w.wire, i+1, w.first, w.then)
@@ -435,6 +458,31 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 				}
 				t.Logf("gRPC: %v", g)
 				t.Logf("MCP (JSON-RPC %d): %v", rpcCode, m)
+				t.Logf("MCP over gRPC: %v", n)
+
+				// The MCP gRPC binding says what ToolService says, with the
+				// front door's field paths (its arguments are a Struct) and,
+				// where the gRPC message names arguments_json, the front
+				// door's message.
+				nm, gm := maps.Clone(n.meta), maps.Clone(g.meta)
+				for _, k := range r.perWire {
+					if _, ok := nm[k]; !ok {
+						t.Errorf("MCP over gRPC metadata lacks %q: %v", k, n.meta)
+					}
+					delete(nm, k)
+					delete(gm, k)
+				}
+				if n.code != g.code || n.reason != g.reason || !maps.Equal(nm, gm) || !slices.Equal(n.fields, m.fields) || n.hasRetry != g.hasRetry {
+					t.Errorf("MCP over gRPC:\n %v\n gRPC %v\n  MCP %v", n, g, m)
+				}
+				if n.hasRetry {
+					if diff := g.retry - n.retry; diff < -50*time.Millisecond || diff > 5*time.Second {
+						t.Errorf("retry delay: gRPC %v, MCP over gRPC %v (differ by %v)", g.retry, n.retry, diff)
+					}
+				}
+				if want := g.message; r.argsJSON && n.message != m.message || !r.argsJSON && r.sameMessage && n.message != want {
+					t.Errorf("MCP over gRPC message %q; gRPC %q, MCP %q", n.message, g.message, m.message)
+				}
 
 				// The row provoked the failure it names.
 				if g.code != r.code.String() || g.reason != r.reason {

@@ -29,6 +29,7 @@ import (
 	"github.com/toolsvc/toolsvc/service"
 	"github.com/toolsvc/toolsvc/service/core"
 	"github.com/toolsvc/toolsvc/service/mcpfront"
+	"github.com/toolsvc/toolsvc/service/mcpgrpc"
 )
 
 // The stages of serve (runServe): flags → logger → configuration →
@@ -392,6 +393,7 @@ func (sv *serving) serveGRPC(lis net.Listener) {
 		MaxConnectionAge: sv.f.maxAge, MaxConnectionAgeGrace: sv.f.maxAgeGrace,
 		MaxRecvMsgSize: sv.f.maxReq + 1<<20, MaxSendMsgSize: sv.f.maxResp + 1<<20,
 		StatsHandler: sv.stats,
+		Services:     []service.Wire{{Name: mcpgrpc.ServiceName, Register: mcpgrpc.New(sv.svc.Core(), sv.log).Register}},
 	})
 	sv.serveErr = make(chan error, 1)
 	go func() { sv.serveErr <- sv.gs.Serve(lis) }()

@@ -1,0 +1,72 @@
+// Package grpcedge is what every gRPC wire of the core shares: the gRPC form
+// of the core's one error value and the credentials read off a call. The
+// gRPC edge (package service: ToolService, AdminService) and the MCP gRPC
+// binding (package service/mcpgrpc: model_context_protocol.Mcp) are served
+// by one gRPC server behind one interceptor chain, so a refusal has one
+// gRPC form and a caller one identity on both; neither wire imports the
+// other.
+package grpcedge
+
+import (
+	"context"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/metadata"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/toolsvc/toolsvc/service/core"
+)
+
+// Status is the gRPC status of e: its code and bounded message
+// (core.Error.Bounded; nothing here edits text), with google.rpc.ErrorInfo
+// (reason, domain core.Domain, metadata), RetryInfo when it says when to
+// retry, and BadRequest when it names fields.
+func Status(e *core.Error) *status.Status {
+	e = e.Bounded()
+	st := status.New(codes.Code(e.Code), e.Message)
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: e.Reason, Domain: core.Domain, Metadata: e.Meta}}
+	if e.RetryAfter > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)})
+	}
+	if len(e.Violations) > 0 {
+		br := &errdetails.BadRequest{FieldViolations: make([]*errdetails.BadRequest_FieldViolation, len(e.Violations))}
+		for i, v := range e.Violations {
+			br.FieldViolations[i] = &errdetails.BadRequest_FieldViolation{Field: v.Field, Description: v.Description}
+		}
+		details = append(details, br)
+	}
+	if d, err := st.WithDetails(details...); err == nil {
+		st = d
+	}
+	return st
+}
+
+// Credentials is what a gRPC caller presented: the bearer credential of
+// its "authorization" metadata and the client certificate chains of its
+// TLS connection.
+func Credentials(ctx context.Context) core.Credentials {
+	var c core.Credentials
+	c.Bearer = core.BearerOf(metadata.ExtractIncoming(ctx).Get("authorization"))
+	if p, ok := peer.FromContext(ctx); ok {
+		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
+			c.VerifiedChains = ti.State.VerifiedChains
+		}
+	}
+	return c
+}
+
+// RPCContext is a handler's context made ready for the core: every
+// handler hands the core this, never its bare context. A call the
+// interceptor chain already authenticated carries its principal, and the
+// core decides on that; any other gets its credentials read here.
+func RPCContext(ctx context.Context) context.Context {
+	if _, ok := core.PrincipalFrom(ctx); ok {
+		return ctx
+	}
+	return core.WithCredentials(ctx, Credentials(ctx))
+}
