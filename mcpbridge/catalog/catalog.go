@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"bytes"
@@ -35,14 +35,14 @@ type Tool struct {
 	// InputSchemaJSON and OutputSchemaJSON are the same schemas as JSON
 	// text: as the upstream sent it (whitespace compacted; key order,
 	// number literals and escapes kept) when the transport delivered it
-	// (rawschema.go), else the encoding of the decoded value. Nil when
+	// (the bridge's taps, mcpbridge/rawschema.go), else the encoding of the decoded value. Nil when
 	// absent. Shared: never modify.
 	InputSchemaJSON  json.RawMessage
 	OutputSchemaJSON json.RawMessage
 	Annotations      *mcp.ToolAnnotations
 	Meta             map[string]any
 	// TaskSupport is the tool's execution.taskSupport as a 2025-11-25
-	// upstream listed it (go-sdk drops the field; rawschema.go records it):
+	// upstream listed it (go-sdk drops the field; the bridge's taps record it):
 	// TaskSupportOptional, TaskSupportRequired, TaskSupportForbidden, or ""
 	// when the upstream said nothing (forbidden in 2025-11-25; a 2026-07-28
 	// upstream never says: its tool decides when called, tasks.go).
@@ -70,7 +70,7 @@ type Snapshot struct {
 	// Created is when this snapshot was published.
 	Created time.Time
 
-	// base is, for a principal's view (privatetools.go), the shared
+	// base is, for a principal's view (private.go), the shared
 	// snapshot it was built on; nil for a shared snapshot.
 	base *Snapshot
 }
@@ -152,16 +152,16 @@ func (c *Catalog) Warnings(server string) []string {
 	return slices.Clone(c.warnings[server])
 }
 
-// setServer replaces the tool set of one server and publishes the result.
+// SetServer replaces the tool set of one server and publishes the result.
 // It reports the number of tools the server now has. Tools the server
 // already had keep their exposed names (see buildServerTools).
-func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available bool) (int, error) {
-	return c.setServerTasks(server, prefix, tools, nil, available)
+func (c *Catalog) SetServer(server, prefix string, tools []*mcp.Tool, available bool) (int, error) {
+	return c.SetServerTasks(server, prefix, tools, nil, available)
 }
 
-// setServerTasks is setServer with each tool's task support, by original
+// SetServerTasks is SetServer with each tool's task support, by original
 // name (TaskSupport).
-func (c *Catalog) setServerTasks(server, prefix string, tools []*mcp.Tool, taskSupport map[string]string, available bool) (int, error) {
+func (c *Catalog) SetServerTasks(server, prefix string, tools []*mcp.Tool, taskSupport map[string]string, available bool) (int, error) {
 	c.mu.Lock()
 	prev := c.servers[server]
 	c.mu.Unlock()
@@ -173,7 +173,7 @@ func (c *Catalog) setServerTasks(server, prefix string, tools []*mcp.Tool, taskS
 		if err != nil {
 			return 0, err
 		}
-		warnings = capWarnings(warnings)
+		warnings = CapWarnings(warnings)
 		c.mu.Lock()
 		if cur := c.servers[server]; cur != prev {
 			prev = cur
@@ -214,9 +214,9 @@ func reusable(e *serverEntry, prefix string) map[string]*Tool {
 	return m
 }
 
-// setAvailable flips the availability of a server's tools, publishing a new
+// SetAvailable flips the availability of a server's tools, publishing a new
 // snapshot only if something changed.
-func (c *Catalog) setAvailable(server string, available bool) {
+func (c *Catalog) SetAvailable(server string, available bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.servers[server]
@@ -234,8 +234,8 @@ func (c *Catalog) setAvailable(server string, available bool) {
 	c.publish(c.buildLocked())
 }
 
-// removeServer drops a server's tools.
-func (c *Catalog) removeServer(server string) {
+// RemoveServer drops a server's tools.
+func (c *Catalog) RemoveServer(server string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.servers[server]; !ok {
@@ -607,17 +607,18 @@ func jsonBytes(v any) int {
 
 // schemaObject returns a schema as JSON text and as a decoded object (nil,
 // nil for an absent schema). Raw JSON (json.RawMessage, or a
-// decodedSchema from rawSchemas, whose object is used as it is) keeps its
+// RawSchema from the bridge's taps, whose object is used as it is) keeps its
 // text, compacted. same reports that the text is prev's (then
 // the object is not decoded: the caller shares prev's).
 func schemaObject(v any, prev json.RawMessage) (text json.RawMessage, obj map[string]any, same bool, err error) {
 	raw, ok := v.(json.RawMessage)
 	var decoded any // raw's value, when attach has it
-	if d, isDecoded := v.(decodedSchema); isDecoded {
-		raw, decoded, ok = d.text, d.obj, true
+	if d, isDecoded := v.(RawSchema); isDecoded {
+		raw, decoded = d.SchemaText()
+		ok = true
 	}
 	if !ok {
-		m, err := asObject(v)
+		m, err := AsObject(v)
 		if err != nil || m == nil {
 			return nil, nil, m == nil && prev == nil && err == nil, err
 		}

@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"cmp"
@@ -173,7 +173,7 @@ type Subscription struct {
 	c chan struct{}
 	g *signals
 	// also is a second set signalling it (a principal's listings,
-	// privatetools.go), release what its Close gives back; both optional.
+	// private.go), release what its Close gives back; both optional.
 	also    *signals
 	release func()
 	once    sync.Once
