@@ -19,6 +19,9 @@ type ToolView interface {
 	// Subscribe signals the view's changes (and possibly others': the
 	// reader compares revisions); Close it when done.
 	Subscribe() *Subscription
+	// Pin keeps a snapshot of the view retrievable by Snapshot for a while
+	// on behalf of owner (a listing pages through it: catalog.PinTTL).
+	Pin(s *Snapshot, owner string)
 }
 
 // Tools is principal's view of the tool catalog: the catalog itself for
@@ -51,6 +54,10 @@ func (v principalCatalog) History() []*Snapshot {
 		return h
 	}
 	return v.b.catalog.History()
+}
+
+func (v principalCatalog) Pin(s *Snapshot, _ string) {
+	v.b.private.Pin(v.b.catalog, v.principal, s)
 }
 
 func (v principalCatalog) Subscribe() *Subscription {

@@ -56,9 +56,13 @@ type principalTools struct {
 	gen     atomic.Uint64              // bumped (under Private.mu) on every change of servers
 	sig     signals
 
-	buildMu sync.Mutex // serialises merges; guards hist
+	buildMu sync.Mutex // serialises merges; guards hist and the pin
 	view    atomic.Pointer[principalView]
 	hist    []*Snapshot // merged snapshots, oldest first; the last is the newest built
+	// pinned is the view a listing of the principal pages through, kept
+	// until pinnedUntil whatever hist forgets (Pin).
+	pinned      *Snapshot
+	pinnedUntil time.Time
 }
 
 // privateListing is one server's tools as one principal's session listed
@@ -256,15 +260,54 @@ func mergeListings(shared *Snapshot, lists []*privateListing) *Snapshot {
 	return &Snapshot{Revision: Revision(all), Tools: all, Created: time.Now(), base: shared}
 }
 
-// Snapshot returns principal's remembered snapshot with revision rev, or
-// the shared catalog's.
+// Snapshot returns principal's remembered (or pinned) snapshot with
+// revision rev, or the shared catalog's.
 func (p *Private) Snapshot(c *Catalog, principal, rev string) (*Snapshot, bool) {
 	for _, s := range slices.Backward(p.History(principal)) {
 		if s.Revision == rev {
 			return s, true
 		}
 	}
+	if s := p.pinnedView(principal); s != nil && s.Revision == rev {
+		return s, true
+	}
 	return c.Snapshot(rev)
+}
+
+// Pin keeps s, a view of principal's (or a shared snapshot: then the
+// shared catalog c pins it), retrievable by Snapshot for PinTTL: a
+// principal pages through one view of its own at a time.
+func (p *Private) Pin(c *Catalog, principal string, s *Snapshot) {
+	if s.base == nil {
+		c.Pin(s, principal)
+		return
+	}
+	p.mu.Lock()
+	pt := p.byP[principal]
+	p.mu.Unlock()
+	if pt == nil {
+		return
+	}
+	pt.buildMu.Lock()
+	defer pt.buildMu.Unlock()
+	pt.pinned, pt.pinnedUntil = s, time.Now().Add(PinTTL)
+}
+
+// pinnedView is principal's pinned view, nil if none or expired.
+func (p *Private) pinnedView(principal string) *Snapshot {
+	p.mu.Lock()
+	pt := p.byP[principal]
+	p.mu.Unlock()
+	if pt == nil {
+		return nil
+	}
+	pt.buildMu.Lock()
+	defer pt.buildMu.Unlock()
+	if pt.pinned == nil || !time.Now().Before(pt.pinnedUntil) {
+		pt.pinned = nil
+		return nil
+	}
+	return pt.pinned
 }
 
 // History returns principal's merged snapshots, oldest first (nil: none).
