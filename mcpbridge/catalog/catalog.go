@@ -100,15 +100,16 @@ func (s *Snapshot) Lookup(name string) (*Tool, bool) {
 // tool pointers in all, and no more than historyBytes of estimated memory
 // beyond the current snapshot's (snapshotBytes, counting every entry once
 // however many snapshots share it; the current catalog itself is not
-// budgeted, so a large catalog keeps its history). Entries are immutable and shared: a refresh that lists a tool
-// unchanged reuses its entry (buildServerTools), and a server that did not
-// change keeps its slice, so a snapshot costs 8 bytes per tool plus the
-// entries that changed (with 20,000 tools the pointer budget keeps 26
-// snapshots, about 4 MiB; 26 versions of a 60 KB schema fit the byte
-// budget). Past a budget the oldest snapshots are forgotten: their
-// revisions get a reset snapshot on resume and "no longer retained" as
-// page tokens. The current snapshot is always kept. (Variables so that
-// tests can use small catalogs.)
+// budgeted, so a large catalog keeps its history). Entries are immutable
+// and shared: a refresh that lists a tool unchanged reuses its entry
+// (buildServerTools), and the servers that did not change keep theirs, so
+// a snapshot costs 8 bytes per tool plus the entries that changed (with
+// 20,000 tools the pointer budget keeps 26 snapshots, about 4 MiB; 26
+// versions of a 60 KB schema fit the byte budget). Past a budget the
+// oldest snapshots are forgotten: their revisions get a reset snapshot on
+// resume and "no longer retained" as page tokens, unless a listing pinned
+// them (snapshots.go, Pin). The current snapshot is always kept.
+// (Variables so that tests can use small catalogs.)
 var (
 	historySize     = 128
 	historyToolRefs = 512 << 10
