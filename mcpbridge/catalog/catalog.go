@@ -81,6 +81,16 @@ type Snapshot struct {
 	seq, prevSeq   uint64
 	added, removed int
 	bytes          int
+	// delta is what changed from the predecessor (prevSeq): Diff's answer
+	// without a walk of the whole list.
+	delta *delta
+}
+
+// delta is a catalog change: entries new or changed, names gone; both
+// sorted by name.
+type delta struct {
+	upserted []*Tool
+	removed  []string
 }
 
 // Base is, for a principal's view of the catalog (Bridge.Tools: the shared
@@ -335,6 +345,7 @@ func (c *Catalog) rebuildLocked(server string) *Snapshot {
 	cur := c.cur.Load()
 	all := splice(cur.Tools, oldTools, tools)
 	added, removed := changedBytes(oldTools, tools)
+	up, rm := DiffTools(oldTools, tools)
 	c.seq++
 	return &Snapshot{
 		Revision: c.revisionLocked(),
@@ -345,6 +356,7 @@ func (c *Catalog) rebuildLocked(server string) *Snapshot {
 		added:    added,
 		removed:  removed,
 		bytes:    cur.bytes - snapshotOverhead(cap(cur.Tools)) + snapshotOverhead(cap(all)) + added - removed,
+		delta:    &delta{upserted: up, removed: rm},
 	}
 }
 
@@ -579,7 +591,12 @@ func unsharedBytes(a, b []*Tool) int {
 
 // Diff returns what moves a client holding from to the state of to: tools
 // that are new or changed in to, and names that are gone.
+// When the catalog built to right after from, what it changed is known
+// and the answer costs what changed.
 func Diff(from, to *Snapshot) (upserted []*Tool, removed []string) {
+	if follows(from, to) && to.delta != nil {
+		return slices.Clone(to.delta.upserted), slices.Clone(to.delta.removed)
+	}
 	return DiffTools(from.Tools, to.Tools)
 }
 

@@ -31,6 +31,7 @@ func TestIncrementalMatchesWhole(t *testing.T) {
 		return s
 	}
 	listed := map[string]int{} // server -> tools it lists now
+	var prev *Snapshot
 	for step := range 600 {
 		server := servers[rng.IntN(len(servers))]
 		switch op := rng.IntN(10); {
@@ -81,6 +82,14 @@ func TestIncrementalMatchesWhole(t *testing.T) {
 		if len(count) > len(listed) {
 			t.Fatalf("step %d: servers %v in the snapshot, %v listed", step, count, listed)
 		}
+		if prev != nil {
+			up, rm := Diff(prev, s)
+			wup, wrm := DiffTools(prev.Tools, s.Tools)
+			if !slices.Equal(names(up), names(wup)) || !slices.Equal(rm, wrm) {
+				t.Fatalf("step %d: Diff from the predecessor = %v, -%v; the walk gives %v, -%v", step, names(up), rm, names(wup), wrm)
+			}
+		}
+		prev = s
 		if want := Revision(s.Tools); s.Revision != want {
 			t.Fatalf("step %d: revision %s, the whole list's is %s", step, s.Revision, want)
 		}
