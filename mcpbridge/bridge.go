@@ -44,6 +44,8 @@ import (
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
 // Version is reported to upstreams as the client version.
@@ -55,7 +57,7 @@ type Bridge struct {
 	log     *slog.Logger
 	catalog *Catalog
 	// resources holds every upstream's resources, templates and prompts
-	// (resources.go).
+	// (catalog/resources.go).
 	resources *ResourceCatalog
 
 	mu    sync.RWMutex // guards ups, names and restarting (Reconfigure changes them)
@@ -85,9 +87,9 @@ type Bridge struct {
 
 	// perUser counts the running per-user upstreams, privateUps those of
 	// them whose tools are listed per principal; private holds those
-	// listings (privatetools.go).
+	// listings (catalog/private.go).
 	perUser, privateUps atomic.Int64
-	private             privateTools
+	private             catalog.Private
 }
 
 // validateServers checks a server list as a whole and fills in defaults.
@@ -232,11 +234,11 @@ func (b *Bridge) Reconfigure(cfg Config) (ReconfigureResult, error) {
 	res := planReconfigure(old, want)
 	b.stopServers(res.Removed, res.Restarted)
 	for _, name := range res.Removed {
-		b.catalog.removeServer(name)
-		b.resources.removeServer(name)
+		b.catalog.RemoveServer(name)
+		b.resources.RemoveServer(name)
 	}
 	for _, name := range res.Restarted {
-		b.catalog.setAvailable(name, false) // until the new session lists
+		b.catalog.SetAvailable(name, false) // until the new session lists
 	}
 	b.mu.Lock()
 	for _, name := range append(slices.Clone(res.Added), res.Restarted...) {
@@ -310,7 +312,7 @@ func (b *Bridge) unlistedOwner(name string) string {
 	defer b.mu.RUnlock()
 	for server, u := range b.ups {
 		p := u.cfg.namesPrefix()
-		if p == "" || !strings.HasPrefix(name, p+nameSep) {
+		if p == "" || !strings.HasPrefix(name, p+catalog.NameSep) {
 			continue
 		}
 		u.mu.Lock()

@@ -102,7 +102,7 @@ func TestBridgeListsCallsAndRefreshes(t *testing.T) {
 	defer up.killSessions()
 	b := newTestBridge(t, up.config("mem"))
 	if _, ok := b.Catalog().Current().Lookup("mem__echo"); !ok {
-		t.Fatalf("catalog = %v, want mem__echo", names(b.Catalog().Current().Tools))
+		t.Fatalf("catalog = %v, want mem__echo", toolNames(b.Catalog().Current(), "mem"))
 	}
 	res, err := b.CallTool(t.Context(), "mem__echo", map[string]any{"text": "hi"}, nil)
 	if err != nil || res.Content[0].(*mcp.TextContent).Text != "hi" {

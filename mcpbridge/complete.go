@@ -1,10 +1,8 @@
 package mcpbridge
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,30 +12,6 @@ import (
 // prompt or of a resource template, asked of the upstream that lists it,
 // through the one request path (request.go: breaker, concurrency limit,
 // callTimeout, session death, one mapping of failures).
-
-// LookupTemplate finds server's resource template uriTemplate (exactly as
-// listed).
-func (s *ResourceSnapshot) LookupTemplate(server, uriTemplate string) (*ResourceTemplate, bool) {
-	i, ok := slices.BinarySearchFunc(s.Templates, [2]string{server, uriTemplate}, func(t *ResourceTemplate, k [2]string) int {
-		return cmp.Or(cmp.Compare(t.Server, k[0]), cmp.Compare(t.T.URITemplate, k[1]))
-	})
-	if !ok {
-		return nil, false
-	}
-	return s.Templates[i], true
-}
-
-// ServersForTemplate returns the servers that list the resource template
-// uriTemplate (exactly as listed), sorted.
-func (s *ResourceSnapshot) ServersForTemplate(uriTemplate string) []string {
-	var out []string
-	for _, t := range s.Templates { // sorted by server
-		if t.T.URITemplate == uriTemplate {
-			out = append(out, t.Server)
-		}
-	}
-	return out
-}
 
 // ResolveTemplate looks server's resource template uriTemplate up in the
 // current snapshot: ErrServerNotFound for a server that is not

@@ -67,3 +67,21 @@ func TestOAuthStaysInItsPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogKnowsNoSession: package catalog holds the merged catalogs and
+// nothing of sessions, transports or the bridge: it imports no other
+// toolsvc package (of go-sdk it uses the mcp types it converts), so the
+// wires can use its types without reaching the bridge.
+func TestCatalogKnowsNoSession(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "./catalog").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/toolsvc/toolsvc/") && dep != "github.com/toolsvc/toolsvc/mcpbridge/catalog" ||
+			strings.HasPrefix(dep, "google.golang.org/grpc") {
+			t.Errorf("mcpbridge/catalog depends on %s; it must know nothing of the bridge, gRPC or another toolsvc package", dep)
+		}
+	}
+}

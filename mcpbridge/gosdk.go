@@ -31,7 +31,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"net"
@@ -43,6 +42,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
 // goSDKVersion is the go-sdk version the pins below were measured against
@@ -205,28 +206,6 @@ const frameSlack = 64 << 10
 // steps of a tool's progress can arrive just after its result.
 const progressGrace = 25 * time.Millisecond
 
-// asObject turns a decoded JSON value into a JSON object (nil stays nil).
-func asObject(v any) (map[string]any, error) {
-	switch v := v.(type) {
-	case nil:
-		return nil, nil
-	case map[string]any:
-		return v, nil
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	if bytes.Equal(raw, []byte("null")) {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	return m, nil
-}
-
 // ---- subscriptions/listen (2026-07-28): the push channel and resource
 // subscriptions.
 
@@ -367,7 +346,7 @@ func optInTasks(params mcp.Params) bool {
 		return false
 	}
 	meta := params.GetMeta()
-	caps, err := asObject(meta[mcp.MetaKeyClientCapabilities])
+	caps, err := catalog.AsObject(meta[mcp.MetaKeyClientCapabilities])
 	if err != nil || caps == nil {
 		return false
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
 // Tests in this file meet hostile upstreams over real loopback servers
@@ -341,7 +343,7 @@ func TestOversizedToolsAreSkipped(t *testing.T) {
 }
 
 // TestSkippedToolWarningsAreBounded: a listing of many unusable tools keeps
-// the first maxListWarnings warnings and a count of the rest.
+// the first catalog.MaxListWarnings warnings and a count of the rest.
 func TestSkippedToolWarningsAreBounded(t *testing.T) {
 	t.Parallel()
 	m := newMemUpstream(t)
@@ -354,8 +356,8 @@ func TestSkippedToolWarningsAreBounded(t *testing.T) {
 	b := newTestBridge(t, m.config("h"))
 	waitFor(t, b, "h__echo", func(s *Snapshot) bool { _, ok := s.Lookup("h__echo"); return ok })
 	st, _ := b.Server("h")
-	if len(st.Warnings) != maxListWarnings+1 || st.Warnings[maxListWarnings] != "24 more tools skipped" {
-		t.Fatalf("%d warnings, last %q; want %d and \"24 more tools skipped\"", len(st.Warnings), st.Warnings[len(st.Warnings)-1], maxListWarnings+1)
+	if len(st.Warnings) != catalog.MaxListWarnings+1 || st.Warnings[catalog.MaxListWarnings] != "24 more tools skipped" {
+		t.Fatalf("%d warnings, last %q; want %d and \"24 more tools skipped\"", len(st.Warnings), st.Warnings[len(st.Warnings)-1], catalog.MaxListWarnings+1)
 	}
 }
 
@@ -407,7 +409,7 @@ func TestOversizedSSEResultIsRefused(t *testing.T) {
 
 // TestCatalogWarningsAreBounded: an upstream listing one name many times
 // (each a "listed more than once" warning in the catalog) leaves at most
-// maxListWarnings of them and a count; a tool whose annotation title is over
+// catalog.MaxListWarnings of them and a count; a tool whose annotation title is over
 // the bound per tool is skipped like any other oversized tool.
 func TestCatalogWarningsAreBounded(t *testing.T) {
 	t.Parallel()
@@ -425,15 +427,15 @@ func TestCatalogWarningsAreBounded(t *testing.T) {
 		t.Error("a tool with a 1 MiB annotation title is exposed")
 	}
 	st, _ := b.Server("h")
-	if len(st.Warnings) > 2*(maxListWarnings+1) {
-		t.Fatalf("%d warnings, want at most %d per list", len(st.Warnings), maxListWarnings+1)
+	if len(st.Warnings) > 2*(catalog.MaxListWarnings+1) {
+		t.Fatalf("%d warnings, want at most %d per list", len(st.Warnings), catalog.MaxListWarnings+1)
 	}
 	found := false
 	for _, w := range st.Warnings {
 		found = found || w == "83 more warnings"
 	}
 	if !found {
-		t.Errorf("warnings %q lack the count of the duplicates beyond the first %d", st.Warnings, maxListWarnings)
+		t.Errorf("warnings %q lack the count of the duplicates beyond the first %d", st.Warnings, catalog.MaxListWarnings)
 	}
 }
 

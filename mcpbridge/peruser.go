@@ -113,7 +113,7 @@ type principalSessions struct {
 	listed     atomic.Bool
 	unlistOnce sync.Once // the bridge's count of unlisted per-user upstreams
 
-	// private: the tools are listed per principal (privatetools.go); set
+	// private: the tools are listed per principal (catalog/private.go); set
 	// by credentials.privateTools or the first listing answered cacheScope
 	// "private", and kept for the upstream's life.
 	private atomic.Bool
@@ -279,7 +279,7 @@ func (u *upstream) createPrincipalSession(ctx context.Context, principal string)
 		}
 		u.pu.listMu.Unlock()
 	}
-	if u.pu.private.Load() && !u.b.private.has(principal, u.cfg.Name) {
+	if u.pu.private.Load() && !u.b.private.Has(principal, u.cfg.Name) {
 		// Tools listed per principal: every session lists its own.
 		if err := s.listOwn(); err != nil {
 			u.closePrincipalSession(s)
@@ -310,7 +310,7 @@ func (u *upstream) closePrincipalSession(s *session) {
 	u.pu.stopListening(s)
 	// A private listing lives with its session; its 2025-11-25 tasks stay
 	// reachable by its id (taskforeign.go).
-	u.b.private.drop(s.principal, u.cfg.Name, s.id)
+	u.b.private.Drop(s.principal, u.cfg.Name, s.id)
 	s.tasks.warnLost(u.log, u.cfg.Transport)
 	u.pu.subjects.Delete(s.principal)
 	u.log.Info("per-principal session closed", "principal", s.principal, "session", s.id, "sessions", u.pu.table.len())
@@ -452,7 +452,7 @@ func (t *bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 // gets the login link rather than TOOL_NOT_FOUND. Cheap when every
 // per-user upstream has listed.
 //
-// An upstream whose tools are listed per principal (privatetools.go) is
+// An upstream whose tools are listed per principal (catalog/private.go) is
 // primed for every principal without a listing of it: the principal's
 // session is created (and lists), or, if it has one that has not listed,
 // lists now.
@@ -463,7 +463,7 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 	b.mu.RLock()
 	var ups []*upstream
 	for _, u := range b.ups {
-		if u.pu != nil && (!u.pu.listed.Load() || u.pu.private.Load() && !b.private.has(principal, u.cfg.Name)) {
+		if u.pu != nil && (!u.pu.listed.Load() || u.pu.private.Load() && !b.private.Has(principal, u.cfg.Name)) {
 			ups = append(ups, u)
 		}
 	}
@@ -476,7 +476,7 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 		var le *LoginRequiredError
 		switch {
 		case err == nil:
-			if u.pu.private.Load() && !b.private.has(principal, u.cfg.Name) {
+			if u.pu.private.Load() && !b.private.Has(principal, u.cfg.Name) {
 				_ = s.listOwn() // its failure is logged and in the status; a call then meets UNAVAILABLE no_session (ResolveFor)
 			}
 			done()

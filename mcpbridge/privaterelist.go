@@ -21,19 +21,19 @@ import (
 // principal's.
 func (u *upstream) publishTools(s *session, tools []*mcp.Tool, taskSupport map[string]string) (int, error) {
 	if u.pu == nil || s.principal == "" {
-		return u.b.catalog.setServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+		return u.b.catalog.SetServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
 	}
 	if !u.pu.private.Load() && s.listedPrivate.Load() {
 		if !u.pu.private.Swap(true) {
 			u.b.privateUps.Add(1)
-			u.b.catalog.removeServer(u.cfg.Name)
+			u.b.catalog.RemoveServer(u.cfg.Name)
 			u.log.Info("tools are listed per principal (the upstream answered cacheScope \"private\")")
 		}
 	}
 	if !u.pu.private.Load() {
-		return u.b.catalog.setServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+		return u.b.catalog.SetServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
 	}
-	return u.b.private.set(s, u.cfg.Name, u.names, tools, taskSupport)
+	return u.b.private.Set(s.principal, s.id, s.ctx.Err, u.cfg.Name, u.names, tools, taskSupport)
 }
 
 // listOwn lists the tools of a per-principal session (its principal's

@@ -9,13 +9,15 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
 // TestPrivateListingCost (TOOLSVC_PRIVATE_COST=N): the memory of N
 // principals' per-principal listings (3 tools each, as the end-to-end
 // upstream lists) and of each one's view of a shared catalog of 1,000
 // tools, read once (one merged snapshot each), then again after 3 changes
-// of the shared catalog (the view's history holds up to principalHistory
+// of the shared catalog (the view's history holds up to catalog.PrincipalHistory
 // merged snapshots). Sessions are not part of it (see
 // TestTokenExchangeSessionCost).
 func TestPrivateListingCost(t *testing.T) {
@@ -29,7 +31,7 @@ func TestPrivateListingCost(t *testing.T) {
 	for i := range shared {
 		shared[i] = &mcp.Tool{Name: fmt.Sprintf("tool_%04d", i), Description: "a shared tool", InputSchema: map[string]any{"type": "object"}}
 	}
-	if _, err := b.catalog.setServer("shared", "shared", shared, true); err != nil {
+	if _, err := b.catalog.SetServer("shared", "shared", shared, true); err != nil {
 		t.Fatal(err)
 	}
 	heap := func() uint64 {
@@ -45,7 +47,7 @@ func TestPrivateListingCost(t *testing.T) {
 		s := &session{principal: p, id: 1, ctx: context.Background()}
 		tools := []*mcp.Tool{{Name: "grow", InputSchema: map[string]any{"type": "object"}}, {Name: "mine_" + p, InputSchema: map[string]any{"type": "object"}},
 			{Name: "whoami", InputSchema: map[string]any{"type": "object"}}}
-		if _, err := b.private.set(s, "priv", "priv", tools, nil); err != nil {
+		if _, err := b.private.Set(s.principal, s.id, s.ctx.Err, "priv", "priv", tools, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,7 +57,7 @@ func TestPrivateListingCost(t *testing.T) {
 	}
 	viewed := heap()
 	for c := range 3 {
-		if _, err := b.catalog.setServer("shared", "shared", append(shared[:len(shared):len(shared)], &mcp.Tool{Name: fmt.Sprint("extra_", c)}), true); err != nil {
+		if _, err := b.catalog.SetServer("shared", "shared", append(shared[:len(shared):len(shared)], &mcp.Tool{Name: fmt.Sprint("extra_", c)}), true); err != nil {
 			t.Fatal(err)
 		}
 		for i := range n {
@@ -63,12 +65,12 @@ func TestPrivateListingCost(t *testing.T) {
 		}
 	}
 	changed := heap()
-	if h := b.private.history("principal-0"); len(h) != 4 || h[3].Base() != b.catalog.Current() {
+	if h := b.private.History("principal-0"); len(h) != 4 || h[3].Base() != b.catalog.Current() {
 		t.Errorf("principal-0's history: %d snapshots, want 4 (the last on the current shared one)", len(h))
 	}
 	runtime.KeepAlive(b)
 	t.Logf("%d principals: listings %.1f KiB each; one view %.1f KiB each; after 3 shared changes %.1f KiB each (history %d)",
-		n, kib(listed, base, n), kib(viewed, listed, n), kib(changed, listed, n), principalHistory)
+		n, kib(listed, base, n), kib(viewed, listed, n), kib(changed, listed, n), catalog.PrincipalHistory)
 }
 
 func kib(a, b uint64, n int) float64 { return float64(int64(a)-int64(b)) / float64(n) / 1024 }

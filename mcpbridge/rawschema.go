@@ -237,6 +237,10 @@ type decodedSchema struct {
 
 func (d decodedSchema) MarshalJSON() ([]byte, error) { return d.text, nil }
 
+// SchemaText gives the catalog the text and its decoded value
+// (catalog.RawSchema).
+func (d decodedSchema) SchemaText() (json.RawMessage, any) { return d.text, d.obj }
+
 // rawRoundTripper records the raw schemas of the tools/list responses of a
 // streamable HTTP session (whose connection cannot be wrapped, see
 // withRawSchemas): it follows the response body of every tools/list POST,

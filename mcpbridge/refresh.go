@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
 // refresher re-lists the session's tools after list_changed marks (after a
@@ -281,20 +283,6 @@ func unusableToolName(t *mcp.Tool) string {
 // ListTools page a default gRPC client accepts (4 MiB).
 const DefaultMaxToolBytes = 1 << 20
 
-// maxListWarnings bounds the skipped-tool warnings kept per server: a
-// listing of 100,000 unusable tools must not become 100,000 strings.
-const maxListWarnings = 16
-
-// capWarnings keeps the first maxListWarnings of a server's warnings and a
-// count of the rest: an upstream listing 100,000 duplicate names must not
-// put 100,000 strings in every ListServers answer.
-func capWarnings(ws []string) []string {
-	if len(ws) <= maxListWarnings {
-		return ws
-	}
-	return append(ws[:maxListWarnings:maxListWarnings], fmt.Sprintf("%d more warnings", len(ws)-maxListWarnings))
-}
-
 // maxToolBytes is the tool-size bound in force.
 func (u *upstream) maxToolBytes() int {
 	if n := u.b.cfg.MaxToolBytes; n > 0 {
@@ -305,7 +293,7 @@ func (u *upstream) maxToolBytes() int {
 
 // usableTools drops the tools whose names cannot be used, and those whose
 // definition is over the size bound, with a warning per tool in the
-// server's status (ListServers; the first maxListWarnings, then a count)
+// server's status (ListServers; the first catalog.MaxListWarnings, then a count)
 // and, when the set changes, in the log. Names in warnings are quoted
 // (escaped) and cut short.
 func (u *upstream) usableTools(tools []*mcp.Tool) []*mcp.Tool {
@@ -325,7 +313,7 @@ func (u *upstream) usableTools(tools []*mcp.Tool) []*mcp.Tool {
 			continue
 		}
 		skipped++
-		if len(warnings) == maxListWarnings {
+		if len(warnings) == catalog.MaxListWarnings {
 			continue
 		}
 		w := fmt.Sprintf("tool #%d skipped: %s", i, why)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
 // session is one live connection to the upstream.
@@ -363,7 +365,7 @@ func (u *upstream) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 	if u.cfg.Elicitation != ElicitDefaults || req.Params == nil || req.Params.Mode == "url" {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
-	schema, _ := asObject(req.Params.RequestedSchema)
+	schema, _ := catalog.AsObject(req.Params.RequestedSchema)
 	props, _ := schema["properties"].(map[string]any)
 	content := map[string]any{}
 	for name, p := range props {

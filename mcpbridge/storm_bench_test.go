@@ -39,7 +39,7 @@ func BenchmarkStormRelist(b *testing.B) {
 		r.record(result)
 		tools := r.attach(lr.Tools)
 		c := NewCatalog()
-		if n, err := c.setServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(lr.Tools) {
+		if n, err := c.SetServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(lr.Tools) {
 			b.Fatal(n, err)
 		}
 	}
@@ -74,7 +74,7 @@ func BenchmarkStormRelistAgain(b *testing.B) {
 	c := NewCatalog()
 	r.record(result)
 	first := r.attach(decode())
-	if _, err := c.setServerTasks("storm", "storm", first, nil, true); err != nil {
+	if _, err := c.SetServerTasks("storm", "storm", first, nil, true); err != nil {
 		b.Fatal(err)
 	}
 	again := decode()
@@ -82,7 +82,7 @@ func BenchmarkStormRelistAgain(b *testing.B) {
 	for b.Loop() {
 		r.record(result)
 		tools := r.attach(again)
-		if n, err := c.setServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(again) {
+		if n, err := c.SetServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(again) {
 			b.Fatal(n, err)
 		}
 	}

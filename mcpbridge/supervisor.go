@@ -193,7 +193,7 @@ func (u *upstream) run() {
 		u.status.ConnectedTime = time.Time{}
 		u.status.NextConnectTime = time.Now().Add(delay)
 		u.mu.Unlock()
-		u.b.catalog.setAvailable(u.cfg.Name, false)
+		u.b.catalog.SetAvailable(u.cfg.Name, false)
 		if !operator {
 			u.log.Warn("upstream down; reconnecting", "error", msg, "attempt", attempt, "in", delay.Round(time.Millisecond))
 		}

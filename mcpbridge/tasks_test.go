@@ -551,9 +551,9 @@ func TestTaskSupportIsPartOfTheEntry(t *testing.T) {
 	t.Parallel()
 	c := NewCatalog()
 	tools := []*mcp.Tool{{Name: "x"}}
-	c.setServerTasks("s", "s", tools, nil, true)
+	c.SetServerTasks("s", "s", tools, nil, true)
 	before := c.Current()
-	c.setServerTasks("s", "s", tools, map[string]string{"x": TaskSupportOptional}, true)
+	c.SetServerTasks("s", "s", tools, map[string]string{"x": TaskSupportOptional}, true)
 	after := c.Current()
 	if after.Revision == before.Revision || after.Tools[0].TaskSupport != TaskSupportOptional {
 		t.Fatalf("task support changed: revision %s -> %s, entry %+v", before.Revision, after.Revision, after.Tools[0])

@@ -208,20 +208,21 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 		// once per revision (pageCache), the page a slice of the cached
 		// tools.
 		end, n := core.Span(all, start, pageSize, s.pageBudget(), size)
-		return s.pages.page(snap, format, start, end, all[start:end], s.nextToolToken(snap, all[start:end], n)), nil
+		return s.pages.page(snap, format, start, end, all[start:end], s.nextToolToken(ctx, snap, all[start:end], n)), nil
 	}
 	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return allowed == nil || allowed(w.msg.GetName()) },
 		core.Same[*wireTool], size)
-	return encodedListPage(page, s.nextToolToken(snap, page, n), snap.Revision), nil
+	return encodedListPage(page, s.nextToolToken(ctx, snap, page, n), snap.Revision), nil
 }
 
 // nextToolToken is the page token that continues after page (next < 0:
-// none, the listing is complete).
-func (s *Server) nextToolToken(snap *mcpbridge.Snapshot, page []*wireTool, next int) string {
+// none, the listing is complete); it pins snap for the caller
+// (core.ToolPageToken).
+func (s *Server) nextToolToken(ctx context.Context, snap *mcpbridge.Snapshot, page []*wireTool, next int) string {
 	if next < 0 || len(page) == 0 {
 		return ""
 	}
-	return core.EncodeToolPageToken(snap.Revision, page[len(page)-1].msg.GetName())
+	return s.core.ToolPageToken(ctx, snap, page[len(page)-1].msg.GetName())
 }
 
 // pageBudget bounds the bytes of the tools in one ListTools page: a page

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -23,7 +24,6 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/memupstream"
 	"github.com/toolsvc/toolsvc/mcpbridge"
-	"github.com/toolsvc/toolsvc/service/core"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -159,7 +159,7 @@ func TestListToolsBadInput(t *testing.T) {
 	rev := f.bridge.Catalog().Current().Revision
 	_, err := f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageToken: "not a token"})
 	wantInvalid(t, err, "page_token")
-	_, err = f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageToken: core.EncodeToolPageToken("0123456789abcdef0123456789abcdef", "x")})
+	_, err = f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageToken: base64.RawURLEncoding.EncodeToString([]byte("p1:0123456789abcdef0123456789abcdef:x"))})
 	wantInvalid(t, err, "page_token")
 	_, err = f.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: -1})
 	wantInvalid(t, err, "page_size")

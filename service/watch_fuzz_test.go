@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -37,7 +38,7 @@ func FuzzWatchResumeToken(f *testing.F) {
 	for _, seed := range []string{
 		"", old.Revision, cur.Revision, strings.ToUpper(cur.Revision), cur.Revision[:31], cur.Revision + "0",
 		strings.Repeat("0", 32), "not-a-revision", "cDE6...", "\x00", "é" + cur.Revision[2:],
-		core.EncodeToolPageToken(cur.Revision, "a__x"),
+		base64.RawURLEncoding.EncodeToString([]byte("p1:" + cur.Revision + ":a__x")), // a ListTools page token
 		old.Revision + res, cur.Revision + res, res + cur.Revision, cur.Revision + strings.ToUpper(res), cur.Revision + res + "0",
 	} {
 		for i := range filters {

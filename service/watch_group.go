@@ -108,7 +108,7 @@ func (h *watchHub) join(s *Server, f *watchFilter, w *watchSender) (*watchGroup,
 	if !h.started {
 		h.started = true
 		// The shared catalog's changes and every principal's listings'
-		// (per-principal tool listings, mcpbridge/privatetools.go): a group
+		// (per-principal tool listings, mcpbridge/catalog/private.go): a group
 		// whose principal's view did not move starts no send (fanout).
 		tools, res := s.bridge.SubscribeAllTools(), s.bridge.Resources().Subscribe()
 		h.wg.Add(1)

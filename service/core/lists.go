@@ -63,6 +63,9 @@ func ListPage[T, P any](c *Core, ctx context.Context, kind ListKind[T], only fun
 	}
 	page, n := Page(kind.Items(snap), off, size, budget, kind.visible(c, ctx, only), conv, cost)
 	if n >= 0 {
+		// Pinned like a tool listing's revision (ToolPageToken): the
+		// listing finishes on the revision it began on.
+		c.bridge.Resources().Pin(snap, ToolsPrincipal(ctx))
 		next = encodeResourcePageToken(snap.Revision, n)
 	}
 	return page, snap.Revision, next, nil

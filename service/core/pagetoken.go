@@ -57,7 +57,10 @@ func malformedToken(f Fields) *Error {
 	return InvalidField(f.PageToken, "malformed; pass a "+f.NextPageToken+" from a previous response, or none for the first page")
 }
 
-// expiredToken refuses a page token whose revision is no longer retained.
+// expiredToken refuses a page token whose revision is no longer retained
+// (neither in the history nor pinned by a listing: one the caller left
+// unread for catalog.PinTTL, or made by another replica that had a revision
+// this one never had).
 func expiredToken(f Fields, what, rev string) *Error {
 	return InvalidField(f.PageToken, fmt.Sprintf("%s revision %s is no longer retained; restart the listing without a %s", what, rev, f.PageToken))
 }
@@ -92,8 +95,12 @@ func ToolsAfter(snap *mcpbridge.Snapshot, after string) int {
 	return sort.Search(len(snap.Tools), func(i int) bool { return snap.Tools[i].Name > after })
 }
 
-// EncodeToolPageToken is the page token of a tool listing of revision
-// that continues after the exposed name after.
-func EncodeToolPageToken(revision, after string) string {
-	return pageToken{revision: revision, after: after}.encode()
+// ToolPageToken is the page token that continues a listing of snap (a
+// snapshot of the caller's view, from ToolCursor) after the exposed name
+// after. It pins snap for the caller (catalog.PinTTL after the last page
+// served from it), so a listing finishes on the revision it started from
+// while the catalog moves faster than its history remembers.
+func (s *Core) ToolPageToken(ctx context.Context, snap *mcpbridge.Snapshot, after string) string {
+	s.Tools(ctx).Pin(snap, ToolsPrincipal(ctx))
+	return pageToken{revision: snap.Revision, after: after}.encode()
 }

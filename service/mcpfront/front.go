@@ -677,7 +677,7 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 		res.Tools = []*mcp.Tool{}
 	}
 	if next >= 0 {
-		res.NextCursor = core.EncodeToolPageToken(snap.Revision, tools[len(tools)-1].Name)
+		res.NextCursor = f.c.ToolPageToken(ctx, snap, tools[len(tools)-1].Name)
 	}
 	// Its 2026-07-28 cache hints (the principal's own, stale at once:
 	// list_changed says when to list again) are eraResult's.

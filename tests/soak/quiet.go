@@ -271,7 +271,7 @@ func (s *soak) checkQuietBound(ctx context.Context, r *replica, q int, g float64
 func (s *soak) warmup() time.Duration { return min(time.Minute, s.duration/2) }
 
 // historySize is how many catalog revisions toolsvc keeps
-// (mcpbridge/catalog.go). Each holds its tool entries, so a replica's
+// (mcpbridge/catalog/catalog.go). Each holds its tool entries, so a replica's
 // memory grows with every revision until the history is full (measured:
 // about 0.5 MiB per revision of a 200-tool catalog); the growth baseline is
 // taken once the instance's watchers have seen this many revisions.

@@ -1,10 +1,8 @@
-package mcpbridge
+package catalog
 
 import (
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -114,23 +112,6 @@ func TestDuplicateToolNameFromUpstream(t *testing.T) {
 	}
 }
 
-func TestChildEnvScrubsSecrets(t *testing.T) {
-	t.Parallel()
-	environ := []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=t", "AWS_SECRET_ACCESS_KEY=s", "MY_API_KEY=k",
-		"DB_PASSWORD=p", "LANG=C", "KEEP_TOKEN=k2", "OVERRIDE=old"}
-	got := childEnv(environ, []string{"KEEP_TOKEN"}, map[string]string{"OVERRIDE": "new", "SERVER_TOKEN": "explicit"})
-	want := map[string]bool{"PATH=/bin": true, "HOME=/root": true, "LANG=C": true, "KEEP_TOKEN=k2": true,
-		"OVERRIDE=new": true, "SERVER_TOKEN=explicit": true}
-	if len(got) != len(want) {
-		t.Fatalf("childEnv = %q, want %v", got, want)
-	}
-	for _, kv := range got {
-		if !want[kv] {
-			t.Errorf("childEnv kept or made %q", kv)
-		}
-	}
-}
-
 // TestNamesStayWithTheirTools: an exposed name, once given, keeps meaning
 // the same tool while that tool exists. A newcomer that maps to a taken
 // name, even one that sorts first, gets the disambiguated form; before the
@@ -147,8 +128,8 @@ func TestNamesStayWithTheirTools(t *testing.T) {
 		}
 		return tl
 	}
-	c.setServer("fs", "fs", []*mcp.Tool{{Name: "read_file"}}, true)
-	c.setServer("fs", "fs", []*mcp.Tool{{Name: "read_file"}, {Name: "read file"}}, true)
+	c.SetServer("fs", "fs", []*mcp.Tool{{Name: "read_file"}}, true)
+	c.SetServer("fs", "fs", []*mcp.Tool{{Name: "read_file"}, {Name: "read file"}}, true)
 	if got := byName("fs__read_file").OriginalName; got != "read_file" {
 		t.Fatalf("fs__read_file now calls %q, want the incumbent read_file", got)
 	}
@@ -166,7 +147,7 @@ func TestNamesStayWithTheirTools(t *testing.T) {
 			moved = tl.Name
 		}
 	}
-	c.setServer("fs", "fs", []*mcp.Tool{{Name: "read file"}}, true)
+	c.SetServer("fs", "fs", []*mcp.Tool{{Name: "read file"}}, true)
 	if got := byName(moved).OriginalName; got != "read file" {
 		t.Fatalf("%s calls %q", moved, got)
 	}
@@ -174,39 +155,16 @@ func TestNamesStayWithTheirTools(t *testing.T) {
 	// Across servers: "a.b" sanitises to "a_b", and server "a_b"'s prefix
 	// equals it. Whichever came first keeps the name.
 	c = NewCatalog()
-	c.setServer("zz", "a_b", []*mcp.Tool{{Name: "t"}}, true) // arrives first, sorts last
-	c.setServer("aa", "a_b", []*mcp.Tool{{Name: "t"}}, true)
+	c.SetServer("zz", "a_b", []*mcp.Tool{{Name: "t"}}, true) // arrives first, sorts last
+	c.SetServer("aa", "a_b", []*mcp.Tool{{Name: "t"}}, true)
 	if got := byName("a_b__t").Server; got != "zz" {
 		t.Fatalf("a_b__t now belongs to server %q, want the incumbent zz", got)
 	}
 	// A fresh catalog with the same content names by sort order.
 	fresh := NewCatalog()
-	fresh.setServer("aa", "a_b", []*mcp.Tool{{Name: "t"}}, true)
-	fresh.setServer("zz", "a_b", []*mcp.Tool{{Name: "t"}}, true)
+	fresh.SetServer("aa", "a_b", []*mcp.Tool{{Name: "t"}}, true)
+	fresh.SetServer("zz", "a_b", []*mcp.Tool{{Name: "t"}}, true)
 	if tl, _ := fresh.Current().Lookup("a_b__t"); tl == nil || tl.Server != "aa" {
 		t.Fatalf("fresh catalog: a_b__t = %+v, want server aa", tl)
-	}
-}
-
-// TestServerProblems: every problem of a server's settings at once, each
-// naming its config-file field.
-func TestServerProblems(t *testing.T) {
-	t.Parallel()
-	sc := ServerConfig{Name: "a__b", Transport: TransportStreamableHTTP, URL: "ftp://x", ProtocolVersion: "2025-13-01",
-		Elicitation: "ask", BackoffBase: time.Second, BackoffMax: time.Millisecond, PushlessRefresh: -time.Second,
-		ToolsDeny: []string{"ok", "[bad"}, MaxQueuedCalls: -1}
-	var fields []string
-	for _, p := range sc.Problems() {
-		fields = append(fields, p.Field)
-	}
-	want := []string{"name", "url", "pushlessRefresh", "backoff.max", "maxQueuedCalls", "protocolVersion", "elicitation", "tools.deny[1]"}
-	if !slices.Equal(fields, want) {
-		t.Fatalf("fields %q, want %q", fields, want)
-	}
-	for _, pv := range []string{"", ProtocolAuto, ProtocolLatest, "2025-06-18", "2026-07-28"} {
-		ok := ServerConfig{Name: "s", Transport: TransportStdio, Command: "x", ProtocolVersion: pv}
-		if probs := ok.Problems(); len(probs) != 0 {
-			t.Errorf("protocolVersion %q: %v", pv, probs[0])
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"testing"
@@ -76,11 +76,11 @@ func TestCatalogsShareSubscriptions(t *testing.T) {
 	subs[0], subs[1] = tools.Subscribe(), res.Subscribe()
 	defer subs[0].Close()
 	defer subs[1].Close()
-	tools.setServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
+	tools.SetServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
 	if !signalled(subs[0].C()) || signalled(subs[1].C()) {
 		t.Fatal("a tool change must signal the tool catalog's subscribers only")
 	}
-	res.setServer("s", "s", []*mcp.Resource{{URI: "x://1"}}, nil, nil, [3]bool{})
+	res.SetServer("s", "s", []*mcp.Resource{{URI: "x://1"}}, nil, nil, [3]bool{})
 	if signalled(subs[0].C()) || !signalled(subs[1].C()) {
 		t.Fatal("a resource change must signal the resource catalog's subscribers only")
 	}

@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func numberedTools(n int, desc string) []*mcp.Tool {
 func TestCatalogHistoryBudget(t *testing.T) {
 	c := NewCatalog()
 	for i := range historySize + 10 {
-		c.setServer("s", "s", numberedTools(3, fmt.Sprint(i)), true)
+		c.SetServer("s", "s", numberedTools(3, fmt.Sprint(i)), true)
 	}
 	if h := c.History(); len(h) != historySize || h[len(h)-1] != c.Current() {
 		t.Fatalf("small catalog: %d snapshots remembered, want %d ending with the current one", len(h), historySize)
@@ -35,7 +35,7 @@ func TestCatalogHistoryBudget(t *testing.T) {
 	c = NewCatalog()
 	var revs []string
 	for i := range 40 {
-		c.setServer("s", "s", numberedTools(n, fmt.Sprint(i)), true)
+		c.SetServer("s", "s", numberedTools(n, fmt.Sprint(i)), true)
 		revs = append(revs, c.Current().Revision)
 	}
 	h := c.History()
@@ -50,7 +50,7 @@ func TestCatalogHistoryBudget(t *testing.T) {
 		}
 	}
 	// One snapshot larger than the whole budget is still kept.
-	c.setServer("s", "s", numberedTools(historyToolRefs+1, "huge"), true)
+	c.SetServer("s", "s", numberedTools(historyToolRefs+1, "huge"), true)
 	if h := c.History(); len(h) != 1 || h[0] != c.Current() {
 		t.Fatalf("over-budget snapshot: history %d, want just the current one", len(h))
 	}
@@ -59,8 +59,8 @@ func TestCatalogHistoryBudget(t *testing.T) {
 func TestSnapshotLookupAndRevisionOfViews(t *testing.T) {
 	t.Parallel()
 	c := NewCatalog()
-	c.setServer("a", "a", numberedTools(50, "x"), true)
-	c.setServer("b", "b", numberedTools(3, "y"), false)
+	c.SetServer("a", "a", numberedTools(50, "x"), true)
+	c.SetServer("b", "b", numberedTools(3, "y"), false)
 	s := c.Current()
 	for _, tl := range s.Tools {
 		if got, ok := s.Lookup(tl.Name); !ok || got != tl {
@@ -83,7 +83,7 @@ func TestSnapshotLookupAndRevisionOfViews(t *testing.T) {
 		}
 	}
 	other := NewCatalog()
-	other.setServer("b", "b", numberedTools(3, "y"), false)
+	other.SetServer("b", "b", numberedTools(3, "y"), false)
 	if Revision(onlyB) != other.Current().Revision {
 		t.Fatal("a view's revision differs from a catalog with the same content")
 	}

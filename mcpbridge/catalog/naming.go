@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"crypto/sha256"
@@ -12,8 +12,8 @@ import (
 // function-calling APIs (^[a-zA-Z0-9_-]{1,64}$).
 const MaxNameLen = 64
 
-// nameSep separates the server prefix from the tool name in exposed names.
-const nameSep = "__"
+// NameSep separates the server prefix from the tool name in exposed names.
+const NameSep = "__"
 
 // hashSuffixLen is the number of hex characters of the stable hash appended
 // to shortened or de-duplicated names.
@@ -56,7 +56,7 @@ func stableHash(n int, parts ...string) string {
 func exposedName(prefix, server, tool string) string {
 	name := sanitize(tool)
 	if prefix != "" {
-		name = prefix + nameSep + name
+		name = prefix + NameSep + name
 	}
 	if tool == "" {
 		name += "_"
@@ -96,8 +96,8 @@ func ValidatePrefix(p string) error {
 		return fmt.Errorf("%q is longer than %d characters", p, MaxNameLen/2)
 	case sanitize(p) != p || p == "":
 		return fmt.Errorf("%q must match [a-zA-Z0-9_-]+", p)
-	case strings.Contains(p, nameSep) || strings.HasPrefix(p, "_") || strings.HasSuffix(p, "_"):
-		return fmt.Errorf("%q must not contain %q or start or end with '_'", p, nameSep)
+	case strings.Contains(p, NameSep) || strings.HasPrefix(p, "_") || strings.HasSuffix(p, "_"):
+		return fmt.Errorf("%q must not contain %q or start or end with '_'", p, NameSep)
 	}
 	return nil
 }
@@ -125,8 +125,8 @@ func ValidateServerName(name string) error {
 		return fmt.Errorf("server name %.20q… is longer than %d characters", name, MaxServerNameLen)
 	case !serverNameChars.MatchString(name):
 		return fmt.Errorf("server name %q has characters outside [A-Za-z0-9_.-] (the MCP tool-name characters)", name)
-	case strings.Contains(name, nameSep):
-		return fmt.Errorf("server name %q contains %q, which separates server and tool in exposed names", name, nameSep)
+	case strings.Contains(name, NameSep):
+		return fmt.Errorf("server name %q contains %q, which separates server and tool in exposed names", name, NameSep)
 	case strings.HasPrefix(name, "_") || strings.HasSuffix(name, "_"):
 		return fmt.Errorf("server name %q starts or ends with '_', which makes exposed names ambiguous", name)
 	}

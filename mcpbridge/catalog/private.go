@@ -1,10 +1,8 @@
-package mcpbridge
+package catalog
 
 import (
 	"cmp"
-	"context"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +13,7 @@ import (
 // Per-principal listings (docs/credentials.md, "Per-principal listings"):
 // a per-user upstream whose tools differ per principal (a 2026-07-28
 // upstream answered tools/list with cacheScope "private", or the operator
-// set credentials.privateTools) has no tools in the shared catalog. Each
+// set credentials.Private) has no tools in the shared catalog. Each
 // principal session lists its own, kept here by (principal, server) while
 // the session lives (closePrincipalSession drops it), and the principal's
 // view of the catalog is the shared snapshot with those tools merged in:
@@ -30,16 +28,16 @@ import (
 // that principal's listings only: another principal's listing never wakes
 // it. A principal without a listing sees the shared snapshot itself.
 
-// principalHistory bounds the merged snapshots remembered per principal
+// PrincipalHistory bounds the merged snapshots remembered per principal
 // (page tokens, watch resumption); they share their entries with the
 // shared catalog and the listings, so one costs a slice of pointers: 8 KiB
 // with a shared catalog of 1,000 tools (TestPrivateListingCost), so at
 // most 32 KiB per principal with a listing. A page token or resume token
 // of an older view gets what an expired shared revision gets.
-const principalHistory = 4
+const PrincipalHistory = 4
 
-// privateTools holds every per-principal listing of the bridge.
-type privateTools struct {
+// Private holds every per-principal listing of the bridge.
+type Private struct {
 	mu  sync.Mutex // guards byP and every principalTools' servers and subs
 	byP map[string]*principalTools
 	// listed counts the principals with at least one listing: zero, and a
@@ -53,14 +51,18 @@ type privateTools struct {
 
 // principalTools is one principal's listings and view.
 type principalTools struct {
-	servers map[string]*privateListing // by server; privateTools.mu
-	subs    int                        // open subscriptions; privateTools.mu
-	gen     atomic.Uint64              // bumped (under privateTools.mu) on every change of servers
+	servers map[string]*privateListing // by server; Private.mu
+	subs    int                        // open subscriptions; Private.mu
+	gen     atomic.Uint64              // bumped (under Private.mu) on every change of servers
 	sig     signals
 
-	buildMu sync.Mutex // serialises merges; guards hist
+	buildMu sync.Mutex // serialises merges; guards hist and the pin
 	view    atomic.Pointer[principalView]
 	hist    []*Snapshot // merged snapshots, oldest first; the last is the newest built
+	// pinned is the view a listing of the principal pages through, kept
+	// until pinnedUntil whatever hist forgets (Pin).
+	pinned      *Snapshot
+	pinnedUntil time.Time
 }
 
 // privateListing is one server's tools as one principal's session listed
@@ -80,7 +82,7 @@ type principalView struct {
 }
 
 // getLocked returns principal's state, creating it when create is set.
-func (p *privateTools) getLocked(principal string, create bool) *principalTools {
+func (p *Private) getLocked(principal string, create bool) *principalTools {
 	pt := p.byP[principal]
 	if pt == nil && create {
 		if p.byP == nil {
@@ -93,19 +95,21 @@ func (p *privateTools) getLocked(principal string, create bool) *principalTools 
 }
 
 // forgetLocked drops principal's state once it holds nothing.
-func (p *privateTools) forgetLocked(principal string, pt *principalTools) {
+func (p *Private) forgetLocked(principal string, pt *principalTools) {
 	if len(pt.servers) == 0 && pt.subs == 0 && p.byP[principal] == pt {
 		delete(p.byP, principal)
 	}
 }
 
-// set replaces the listing of server for the principal of s, unless s is
-// closing (its listing would outlive it) or a newer session of the
-// principal listed since. It reports the number of tools listed.
-func (p *privateTools) set(s *session, server, prefix string, tools []*mcp.Tool, taskSupport map[string]string) (int, error) {
+// Set replaces the listing of server for principal made by the session
+// numbered sid (numbers grow with each new session), unless that
+// session is closing (alive reports its context's error: its listing would
+// outlive it) or a newer session of the principal listed since. It reports
+// the number of tools listed.
+func (p *Private) Set(principal string, sid int64, alive func() error, server, prefix string, tools []*mcp.Tool, taskSupport map[string]string) (int, error) {
 	p.mu.Lock()
 	var prev *serverEntry
-	if pt := p.byP[s.principal]; pt != nil && pt.servers[server] != nil {
+	if pt := p.byP[principal]; pt != nil && pt.servers[server] != nil {
 		prev = pt.servers[server].entry
 	}
 	p.mu.Unlock()
@@ -115,18 +119,19 @@ func (p *privateTools) set(s *session, server, prefix string, tools []*mcp.Tool,
 	if err != nil {
 		return 0, err
 	}
-	l := &privateListing{session: s.id, entry: &serverEntry{prefix: prefix, tools: entries, warnings: capWarnings(warnings), available: true},
+	l := &privateListing{session: sid, entry: &serverEntry{prefix: prefix, tools: entries, warnings: CapWarnings(warnings), available: true},
 		rev: Revision(entries)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if s.ctx.Err() != nil {
-		// closePrincipalSession cancels before it drops: a listing that
-		// finishes after the drop must not come back.
-		return 0, s.ctx.Err()
+	if err := alive(); err != nil {
+		// The bridge cancels a closing session before it drops its
+		// listing: a listing that finishes after the drop must not come
+		// back.
+		return 0, err
 	}
-	pt := p.getLocked(s.principal, true)
+	pt := p.getLocked(principal, true)
 	old := pt.servers[server]
-	if old != nil && old.session > s.id {
+	if old != nil && old.session > sid {
 		return len(entries), nil
 	}
 	if old == nil && len(pt.servers) == 0 {
@@ -143,13 +148,13 @@ func (p *privateTools) set(s *session, server, prefix string, tools []*mcp.Tool,
 }
 
 // changedLocked tells the followers of every principal's listings.
-func (p *privateTools) changedLocked() {
+func (p *Private) changedLocked() {
 	p.gen.Add(1)
 	p.anySig.signal()
 }
 
-// drop forgets server's listing of principal if session sid made it.
-func (p *privateTools) drop(principal, server string, sid int64) {
+// Drop forgets server's listing of principal if session sid made it.
+func (p *Private) Drop(principal, server string, sid int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pt := p.byP[principal]
@@ -166,16 +171,16 @@ func (p *privateTools) drop(principal, server string, sid int64) {
 	p.forgetLocked(principal, pt)
 }
 
-// has reports whether principal has a listing of server.
-func (p *privateTools) has(principal, server string) bool {
+// Has reports whether principal has a listing of server.
+func (p *Private) Has(principal, server string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pt := p.byP[principal]
 	return pt != nil && pt.servers[server] != nil
 }
 
-// current is principal's view of the shared snapshot shared.
-func (p *privateTools) current(shared *Snapshot, principal string) *Snapshot {
+// View is principal's view of the shared snapshot shared.
+func (p *Private) View(shared *Snapshot, principal string) *Snapshot {
 	if principal == "" || p.listed.Load() == 0 {
 		return shared
 	}
@@ -211,7 +216,7 @@ func (p *privateTools) current(shared *Snapshot, principal string) *Snapshot {
 	pt.view.Store(&principalView{shared: shared, gen: gen, snap: snap})
 	if n := len(pt.hist); n == 0 || pt.hist[n-1] != snap {
 		pt.hist = append(pt.hist, snap)
-		if len(pt.hist) > principalHistory {
+		if len(pt.hist) > PrincipalHistory {
 			pt.hist[0] = nil
 			pt.hist = pt.hist[1:]
 		}
@@ -255,19 +260,58 @@ func mergeListings(shared *Snapshot, lists []*privateListing) *Snapshot {
 	return &Snapshot{Revision: Revision(all), Tools: all, Created: time.Now(), base: shared}
 }
 
-// snapshot returns principal's remembered snapshot with revision rev, or
-// the shared catalog's.
-func (p *privateTools) snapshot(c *Catalog, principal, rev string) (*Snapshot, bool) {
-	for _, s := range slices.Backward(p.history(principal)) {
+// Snapshot returns principal's remembered (or pinned) snapshot with
+// revision rev, or the shared catalog's.
+func (p *Private) Snapshot(c *Catalog, principal, rev string) (*Snapshot, bool) {
+	for _, s := range slices.Backward(p.History(principal)) {
 		if s.Revision == rev {
 			return s, true
 		}
 	}
+	if s := p.pinnedView(principal); s != nil && s.Revision == rev {
+		return s, true
+	}
 	return c.Snapshot(rev)
 }
 
-// history returns principal's merged snapshots, oldest first (nil: none).
-func (p *privateTools) history(principal string) []*Snapshot {
+// Pin keeps s, a view of principal's (or a shared snapshot: then the
+// shared catalog c pins it), retrievable by Snapshot for PinTTL: a
+// principal pages through one view of its own at a time.
+func (p *Private) Pin(c *Catalog, principal string, s *Snapshot) {
+	if s.base == nil {
+		c.Pin(s, principal)
+		return
+	}
+	p.mu.Lock()
+	pt := p.byP[principal]
+	p.mu.Unlock()
+	if pt == nil {
+		return
+	}
+	pt.buildMu.Lock()
+	defer pt.buildMu.Unlock()
+	pt.pinned, pt.pinnedUntil = s, time.Now().Add(PinTTL)
+}
+
+// pinnedView is principal's pinned view, nil if none or expired.
+func (p *Private) pinnedView(principal string) *Snapshot {
+	p.mu.Lock()
+	pt := p.byP[principal]
+	p.mu.Unlock()
+	if pt == nil {
+		return nil
+	}
+	pt.buildMu.Lock()
+	defer pt.buildMu.Unlock()
+	if pt.pinned == nil || !time.Now().Before(pt.pinnedUntil) {
+		pt.pinned = nil
+		return nil
+	}
+	return pt.pinned
+}
+
+// History returns principal's merged snapshots, oldest first (nil: none).
+func (p *Private) History(principal string) []*Snapshot {
 	if principal == "" {
 		return nil
 	}
@@ -282,9 +326,9 @@ func (p *privateTools) history(principal string) []*Snapshot {
 	return slices.Clone(pt.hist)
 }
 
-// subscribe is a subscription signalled by the shared catalog's changes
+// Subscribe is a subscription signalled by the shared catalog's changes
 // and by principal's listings' changes.
-func (p *privateTools) subscribe(c *Catalog, principal string) *Subscription {
+func (p *Private) Subscribe(c *Catalog, principal string) *Subscription {
 	p.mu.Lock()
 	pt := p.getLocked(principal, true)
 	pt.subs++
@@ -300,109 +344,19 @@ func (p *privateTools) subscribe(c *Catalog, principal string) *Subscription {
 	return sub
 }
 
-// ToolView is the tool catalog as one principal sees it: the shared
-// catalog with the principal's per-principal listings merged in (Bridge.Tools).
-type ToolView interface {
-	// Current is the current snapshot of the view.
-	Current() *Snapshot
-	// Snapshot is a remembered snapshot of the view by revision.
-	Snapshot(revision string) (*Snapshot, bool)
-	// History is the view's remembered snapshots, oldest first.
-	History() []*Snapshot
-	// Subscribe signals the view's changes (and possibly others': the
-	// reader compares revisions); Close it when done.
-	Subscribe() *Subscription
-}
-
-// Tools is principal's view of the tool catalog: the catalog itself for
-// "" or when no upstream has per-user credentials, else the shared catalog
-// with principal's per-principal listings merged in. Every read of a
-// caller's catalog (listing, search, watch, the lookup of a call) goes
-// through it.
-func (b *Bridge) Tools(principal string) ToolView {
-	if principal == "" || b.perUser.Load() == 0 {
-		return b.catalog
-	}
-	return principalCatalog{b: b, principal: principal}
-}
-
-type principalCatalog struct {
-	b         *Bridge
-	principal string
-}
-
-func (v principalCatalog) Current() *Snapshot {
-	return v.b.private.current(v.b.catalog.Current(), v.principal)
-}
-
-func (v principalCatalog) Snapshot(rev string) (*Snapshot, bool) {
-	return v.b.private.snapshot(v.b.catalog, v.principal, rev)
-}
-
-func (v principalCatalog) History() []*Snapshot {
-	if h := v.b.private.history(v.principal); len(h) > 0 {
-		return h
-	}
-	return v.b.catalog.History()
-}
-
-func (v principalCatalog) Subscribe() *Subscription {
-	return v.b.private.subscribe(v.b.catalog, v.principal)
-}
-
-// privateUnlisted is the per-principal upstream whose names name would
-// have (its prefix) when principal has no listing of it ("" if none).
-func (b *Bridge) privateUnlisted(principal, name string) string {
-	if principal == "" || b.privateUps.Load() == 0 {
-		return ""
-	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	for server, u := range b.ups {
-		p := u.cfg.namesPrefix()
-		if u.pu == nil || !u.pu.private.Load() || p == "" || !strings.HasPrefix(name, p+nameSep) {
-			continue
-		}
-		if !b.private.has(principal, server) {
-			return server
-		}
-	}
-	return ""
-}
-
-// CheckCaller reports why the caller of ctx cannot reach server with its
-// own credentials (the credential source's admission: a
-// *CredentialsError, a *LoginRequiredError, the authorization server
-// failing), or nil (also for a server with shared credentials). It may
-// exchange the caller's token: for a failed lookup of a per-user
-// upstream's tool, so that a refused caller learns that rather than
-// UNAVAILABLE.
-func (b *Bridge) CheckCaller(ctx context.Context, server string) error {
-	u, err := b.upstream(server)
-	if err != nil || u.pu == nil {
-		return nil
-	}
-	return u.pu.src.admit(ctx, callerOf(ctx))
-}
-
-// SubscribeAllTools is a subscription signalled by the shared catalog's
-// changes and by every principal's listings' changes (for a loop that
-// follows every principal's view, as the front door's list_changed does).
-func (b *Bridge) SubscribeAllTools() *Subscription {
-	sub := b.catalog.Subscribe()
-	sub.also = &b.private.anySig
-	b.private.anySig.add(sub)
+// SubscribeAll is a subscription signalled by c's changes and by every
+// principal's listings' changes (for a loop that follows every principal's
+// view).
+func (p *Private) SubscribeAll(c *Catalog) *Subscription {
+	sub := c.Subscribe()
+	sub.also = &p.anySig
+	p.anySig.add(sub)
 	return sub
 }
 
-// PrivateGen counts the changes of principals' listings: a loop woken by
-// SubscribeAllTools tells them from shared changes by it.
-func (b *Bridge) PrivateGen() uint64 { return b.private.gen.Load() }
+// Gen counts the changes of principals' listings: a loop woken by
+// SubscribeAll tells them from shared changes by it.
+func (p *Private) Gen() uint64 { return p.gen.Load() }
 
-// HasPerUser reports whether an upstream with per-user credentials runs
-// (principals' views of the catalog can differ).
-func (b *Bridge) HasPerUser() bool { return b.perUser.Load() > 0 }
-
-// PrivateListings is the number of principals with a per-principal
-// listing (a measure of what per-principal listings hold).
-func (b *Bridge) PrivateListings() int { return int(b.private.listed.Load()) }
+// Listed is the number of principals with at least one listing.
+func (p *Private) Listed() int { return int(p.listed.Load()) }

@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"bytes"
@@ -7,9 +7,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"reflect"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 	"unsafe"
@@ -35,14 +35,14 @@ type Tool struct {
 	// InputSchemaJSON and OutputSchemaJSON are the same schemas as JSON
 	// text: as the upstream sent it (whitespace compacted; key order,
 	// number literals and escapes kept) when the transport delivered it
-	// (rawschema.go), else the encoding of the decoded value. Nil when
+	// (the bridge's taps, mcpbridge/rawschema.go), else the encoding of the decoded value. Nil when
 	// absent. Shared: never modify.
 	InputSchemaJSON  json.RawMessage
 	OutputSchemaJSON json.RawMessage
 	Annotations      *mcp.ToolAnnotations
 	Meta             map[string]any
 	// TaskSupport is the tool's execution.taskSupport as a 2025-11-25
-	// upstream listed it (go-sdk drops the field; rawschema.go records it):
+	// upstream listed it (go-sdk drops the field; the bridge's taps record it):
 	// TaskSupportOptional, TaskSupportRequired, TaskSupportForbidden, or ""
 	// when the upstream said nothing (forbidden in 2025-11-25; a 2026-07-28
 	// upstream never says: its tool decides when called, tasks.go).
@@ -70,9 +70,27 @@ type Snapshot struct {
 	// Created is when this snapshot was published.
 	Created time.Time
 
-	// base is, for a principal's view (privatetools.go), the shared
+	// base is, for a principal's view (private.go), the shared
 	// snapshot it was built on; nil for a shared snapshot.
 	base *Snapshot
+
+	// For the history's budget, a snapshot the catalog built knows what
+	// it changed (0 seq: not built by a catalog, say a principal's view):
+	// its number and its predecessor's, the estimated bytes of the entries
+	// it brought and of those it dropped, and its whole estimated size.
+	seq, prevSeq   uint64
+	added, removed int
+	bytes          int
+	// delta is what changed from the predecessor (prevSeq): Diff's answer
+	// without a walk of the whole list.
+	delta *delta
+}
+
+// delta is a catalog change: entries new or changed, names gone; both
+// sorted by name.
+type delta struct {
+	upserted []*Tool
+	removed  []string
 }
 
 // Base is, for a principal's view of the catalog (Bridge.Tools: the shared
@@ -92,15 +110,16 @@ func (s *Snapshot) Lookup(name string) (*Tool, bool) {
 // tool pointers in all, and no more than historyBytes of estimated memory
 // beyond the current snapshot's (snapshotBytes, counting every entry once
 // however many snapshots share it; the current catalog itself is not
-// budgeted, so a large catalog keeps its history). Entries are immutable and shared: a refresh that lists a tool
-// unchanged reuses its entry (buildServerTools), and a server that did not
-// change keeps its slice, so a snapshot costs 8 bytes per tool plus the
-// entries that changed (with 20,000 tools the pointer budget keeps 26
-// snapshots, about 4 MiB; 26 versions of a 60 KB schema fit the byte
-// budget). Past a budget the oldest snapshots are forgotten: their
-// revisions get a reset snapshot on resume and "no longer retained" as
-// page tokens. The current snapshot is always kept. (Variables so that
-// tests can use small catalogs.)
+// budgeted, so a large catalog keeps its history). Entries are immutable
+// and shared: a refresh that lists a tool unchanged reuses its entry
+// (buildServerTools), and the servers that did not change keep theirs, so
+// a snapshot costs 8 bytes per tool plus the entries that changed (with
+// 20,000 tools the pointer budget keeps 26 snapshots, about 4 MiB; 26
+// versions of a 60 KB schema fit the byte budget). Past a budget the
+// oldest snapshots are forgotten: their revisions get a reset snapshot on
+// resume and "no longer retained" as page tokens, unless a listing pinned
+// them (snapshots.go, Pin). The current snapshot is always kept.
+// (Variables so that tests can use small catalogs.)
 var (
 	historySize     = 128
 	historyToolRefs = 512 << 10
@@ -112,14 +131,27 @@ var (
 // without locking, recent ones are remembered by revision within the
 // history budgets above, and subscribers get a capacity-1 signal per
 // change, so a writer never blocks on them.
+//
+// A change costs what changed: a writer rebuilds only the server it
+// changes (its names, its digest) against an index of the exposed names
+// the other servers hold, and the revision combines per-server digests
+// (Revision), so with 500 upstreams of 100 tools one upstream's refresh
+// hashes 100 entries, not 50,000. Building the new snapshot's sorted list
+// is one merge of pointers.
 type Catalog struct {
 	snapshots[Snapshot]
 	budget *toolHistoryBudget
 
 	mu       sync.Mutex // serialises writers; guards the fields below
 	servers  map[string]*serverEntry
-	warnings map[string][]string // server -> naming warnings of the current snapshot
-	named    map[string]string   // server -> names prefix its tools had in the current snapshot
+	warnings map[string][]string // server -> warnings of the current snapshot (listing and naming)
+	// exposed is, per server, its entries as the current snapshot exposes
+	// them (after cross-server collisions), sorted by name, with their
+	// digest; index maps every exposed name of the current snapshot to its
+	// entry.
+	exposed map[string]*exposedServer
+	index   map[string]*Tool
+	seq     uint64 // numbers the snapshots built (Snapshot.seq)
 }
 
 type serverEntry struct {
@@ -127,6 +159,13 @@ type serverEntry struct {
 	tools     []*Tool // named within the server, sorted by name
 	warnings  []string
 	available bool
+}
+
+// exposedServer is one server's part of the current snapshot.
+type exposedServer struct {
+	prefix string   // the names prefix its names were built from
+	tools  []*Tool  // sorted by name
+	digest [32]byte // serverDigest(tools)
 }
 
 // NewCatalog returns an empty catalog.
@@ -137,9 +176,11 @@ func NewCatalog() *Catalog {
 		budget:    budget,
 		servers:   map[string]*serverEntry{},
 		warnings:  map[string][]string{},
-		named:     map[string]string{},
+		exposed:   map[string]*exposedServer{},
+		index:     map[string]*Tool{},
 	}
-	c.publish(c.buildLocked())
+	c.seq = 1
+	c.publish(&Snapshot{Revision: combine(nil), Created: time.Now(), seq: 1, bytes: snapshotOverhead(0)})
 	return c
 }
 
@@ -152,16 +193,16 @@ func (c *Catalog) Warnings(server string) []string {
 	return slices.Clone(c.warnings[server])
 }
 
-// setServer replaces the tool set of one server and publishes the result.
+// SetServer replaces the tool set of one server and publishes the result.
 // It reports the number of tools the server now has. Tools the server
 // already had keep their exposed names (see buildServerTools).
-func (c *Catalog) setServer(server, prefix string, tools []*mcp.Tool, available bool) (int, error) {
-	return c.setServerTasks(server, prefix, tools, nil, available)
+func (c *Catalog) SetServer(server, prefix string, tools []*mcp.Tool, available bool) (int, error) {
+	return c.SetServerTasks(server, prefix, tools, nil, available)
 }
 
-// setServerTasks is setServer with each tool's task support, by original
+// SetServerTasks is SetServer with each tool's task support, by original
 // name (TaskSupport).
-func (c *Catalog) setServerTasks(server, prefix string, tools []*mcp.Tool, taskSupport map[string]string, available bool) (int, error) {
+func (c *Catalog) SetServerTasks(server, prefix string, tools []*mcp.Tool, taskSupport map[string]string, available bool) (int, error) {
 	c.mu.Lock()
 	prev := c.servers[server]
 	c.mu.Unlock()
@@ -173,7 +214,7 @@ func (c *Catalog) setServerTasks(server, prefix string, tools []*mcp.Tool, taskS
 		if err != nil {
 			return 0, err
 		}
-		warnings = capWarnings(warnings)
+		warnings = CapWarnings(warnings)
 		c.mu.Lock()
 		if cur := c.servers[server]; cur != prev {
 			prev = cur
@@ -181,7 +222,7 @@ func (c *Catalog) setServerTasks(server, prefix string, tools []*mcp.Tool, taskS
 			continue
 		}
 		c.servers[server] = &serverEntry{prefix: prefix, tools: entries, warnings: warnings, available: available}
-		c.publish(c.buildLocked())
+		c.publish(c.rebuildLocked(server))
 		c.mu.Unlock()
 		return len(entries), nil
 	}
@@ -214,9 +255,9 @@ func reusable(e *serverEntry, prefix string) map[string]*Tool {
 	return m
 }
 
-// setAvailable flips the availability of a server's tools, publishing a new
+// SetAvailable flips the availability of a server's tools, publishing a new
 // snapshot only if something changed.
-func (c *Catalog) setAvailable(server string, available bool) {
+func (c *Catalog) SetAvailable(server string, available bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.servers[server]
@@ -231,107 +272,238 @@ func (c *Catalog) setAvailable(server string, available bool) {
 		tools[i] = &nt
 	}
 	c.servers[server] = &serverEntry{prefix: e.prefix, tools: tools, warnings: e.warnings, available: available}
-	c.publish(c.buildLocked())
+	c.publish(c.rebuildLocked(server))
 }
 
-// removeServer drops a server's tools.
-func (c *Catalog) removeServer(server string) {
+// RemoveServer drops a server's tools.
+func (c *Catalog) RemoveServer(server string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.servers[server]; !ok {
 		return
 	}
 	delete(c.servers, server)
-	c.publish(c.buildLocked())
+	c.publish(c.rebuildLocked(server))
 }
 
-// buildLocked merges every server's tools into a new snapshot. Exposed
-// names that collide across servers (possible only through sanitising) are
+// rebuildLocked is the snapshot that follows the current one once server's
+// entry changed (c.servers[server], absent when removed). Exposed names
+// that collide across servers (possible only through sanitising) are
 // resolved so that a name keeps meaning the tool it meant: a tool keeps the
-// name it had in the current snapshot; a newcomer whose name is taken gets
-// a stable hash suffix (among newcomers, the server that sorts first keeps
-// the name).
-func (c *Catalog) buildLocked() *Snapshot {
-	names := make([]string, 0, len(c.servers))
-	total := 0
-	for name, e := range c.servers {
-		names = append(names, name)
-		total += len(e.tools)
-	}
-	sort.Strings(names)
-	type key struct{ server, original string }
-	held := map[key]string{}
-	if cur := c.cur.Load(); cur != nil {
-		for _, t := range cur.Tools {
-			held[key{t.Server, t.OriginalName}] = t.Name
+// name it had in the current snapshot (unless its server's names prefix
+// changed since); a newcomer whose name another server's tool holds gets a
+// stable hash suffix and a warning. Only server's entries are visited, and
+// the other servers' parts are reused as they are.
+func (c *Catalog) rebuildLocked(server string) *Snapshot {
+	old := c.exposed[server]
+	var oldTools []*Tool
+	held := map[string]string{} // original name -> exposed name, when the prefix did not change
+	e := c.servers[server]
+	if old != nil {
+		oldTools = old.tools
+		for _, t := range old.tools {
+			delete(c.index, t.Name)
+			if e != nil && old.prefix == e.prefix {
+				held[t.OriginalName] = t.Name
+			}
 		}
 	}
-	warnings := map[string][]string{}
-	index := make(map[string]*Tool, total)
-	all := make([]*Tool, 0, total)
-	var newcomers []*Tool
-	rename := func(t *Tool, name string) *Tool {
-		if name == t.Name {
-			return t
-		}
-		nt := *t
-		nt.Name = name
-		nt.hash = entryHash(&nt)
-		return &nt
-	}
-	// Incumbents first: every tool the current snapshot has keeps its name,
-	// unless its server's names prefix changed since (the held name was
-	// built from another prefix, or none: bareNames).
-	named := make(map[string]string, len(names))
-	for _, server := range names {
-		e := c.servers[server]
-		warnings[server] = append(warnings[server], e.warnings...)
-		prev, wasNamed := c.named[server]
-		named[server] = e.prefix
+	var tools []*Tool
+	var warnings []string
+	if e != nil {
+		warnings = append(warnings, e.warnings...)
+		tools = make([]*Tool, 0, len(e.tools))
+		var newcomers []*Tool
 		for _, t := range e.tools {
-			name, ok := held[key{t.Server, t.OriginalName}]
-			if !ok || !wasNamed || prev != e.prefix {
+			name, ok := held[t.OriginalName]
+			if !ok {
 				newcomers = append(newcomers, t)
 				continue
 			}
-			if _, taken := index[name]; taken {
-				newcomers = append(newcomers, t)
-				continue
+			t = renamed(t, name)
+			c.index[t.Name] = t
+			tools = append(tools, t)
+		}
+		for _, t := range newcomers {
+			if other, taken := c.index[t.Name]; taken {
+				nt := renamed(t, uniqueName(c.index, withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName))))
+				warnings = append(warnings, fmt.Sprintf(
+					"tool %q would be exposed as %q, already used by server %q; exposed as %q", t.OriginalName, t.Name, other.Server, nt.Name))
+				t = nt
 			}
-			t = rename(t, name)
-			index[t.Name] = t
-			all = append(all, t)
+			c.index[t.Name] = t
+			tools = append(tools, t)
 		}
+		slices.SortFunc(tools, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+		c.exposed[server] = &exposedServer{prefix: e.prefix, tools: tools, digest: serverDigest(tools)}
+		c.warnings[server] = warnings
+	} else {
+		delete(c.exposed, server)
+		delete(c.warnings, server)
 	}
-	for _, t := range newcomers {
-		if other, taken := index[t.Name]; taken {
-			nt := rename(t, uniqueName(index, withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName))))
-			warnings[t.Server] = append(warnings[t.Server], fmt.Sprintf(
-				"tool %q would be exposed as %q, already used by server %q; exposed as %q", t.OriginalName, t.Name, other.Server, nt.Name))
-			t = nt
-		}
-		index[t.Name] = t
-		all = append(all, t)
-	}
-	slices.SortFunc(all, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
-	c.warnings = warnings
-	c.named = named
+
+	cur := c.cur.Load()
+	all := splice(cur.Tools, oldTools, tools)
+	added, removed := changedBytes(oldTools, tools)
+	up, rm := DiffTools(oldTools, tools)
+	c.seq++
 	return &Snapshot{
-		Revision: Revision(all),
+		Revision: c.revisionLocked(),
 		Tools:    all,
 		Created:  time.Now(),
+		seq:      c.seq,
+		prevSeq:  cur.seq,
+		added:    added,
+		removed:  removed,
+		bytes:    cur.bytes - snapshotOverhead(cap(cur.Tools)) + snapshotOverhead(cap(all)) + added - removed,
+		delta:    &delta{upserted: up, removed: rm},
 	}
+}
+
+// renamed is t exposed as name (t itself when that is its name).
+func renamed(t *Tool, name string) *Tool {
+	if name == t.Name {
+		return t
+	}
+	nt := *t
+	nt.Name = name
+	nt.hash = entryHash(&nt)
+	return &nt
+}
+
+// splice is cur (sorted by name) without the entries named as those of
+// out, and with those of in (sorted by name; no other entry of cur has
+// their names): the positions are found by binary search, and the rest of
+// cur is copied in runs, so no entry is read but about log(len(cur)) per
+// entry of out and in.
+func splice(cur, out, in []*Tool) []*Tool {
+	byName := func(t *Tool, name string) int { return cmp.Compare(t.Name, name) }
+	rm := make([]int, 0, len(out)) // ascending: out is sorted
+	for _, t := range out {
+		if i, ok := slices.BinarySearchFunc(cur, t.Name, byName); ok {
+			rm = append(rm, i)
+		}
+	}
+	ins := make([]int, len(in)) // ascending: in is sorted
+	for j, t := range in {
+		ins[j], _ = slices.BinarySearchFunc(cur, t.Name, byName)
+	}
+	all := make([]*Tool, 0, len(cur)-len(rm)+len(in))
+	prev, r, j := 0, 0, 0
+	for {
+		next := len(cur)
+		if r < len(rm) {
+			next = min(next, rm[r])
+		}
+		if j < len(ins) {
+			next = min(next, ins[j])
+		}
+		all = append(all, cur[prev:next]...)
+		for j < len(ins) && ins[j] == next { // they sort before cur[next] (or replace it)
+			all = append(all, in[j])
+			j++
+		}
+		if r < len(rm) && rm[r] == next {
+			r++
+			prev = next + 1
+			continue
+		}
+		prev = next
+		if next == len(cur) {
+			return all
+		}
+	}
+}
+
+// changedBytes is the size of the entries in brings that out did not
+// hold, and of those out held that in does not.
+func changedBytes(out, in []*Tool) (added, removed int) {
+	had := make(map[*Tool]bool, len(out))
+	for _, t := range out {
+		had[t] = true
+	}
+	for _, t := range in {
+		if had[t] {
+			delete(had, t)
+			continue
+		}
+		added += t.size
+	}
+	for t := range had {
+		removed += t.size
+	}
+	return added, removed
+}
+
+// revisionLocked combines the servers' digests (Revision).
+func (c *Catalog) revisionLocked() string {
+	parts := make([]serverPart, 0, len(c.exposed))
+	for server, x := range c.exposed {
+		if len(x.tools) > 0 {
+			parts = append(parts, serverPart{server, x.digest})
+		}
+	}
+	return combine(parts)
 }
 
 // Revision is the content revision of a list of tools sorted by name: 32
-// hex digits over every entry's content. A Snapshot's Revision is the
-// Revision of its Tools; a filtered view of a snapshot (say, one server's
-// tools) has the Revision of its own list, so equal views have equal
-// revisions on every process.
+// hex digits over every entry's content. It digests each server's entries
+// (in name order), then the servers' digests in order of server name, so
+// that the catalog updates it in time proportional to the server that
+// changed. A Snapshot's Revision is the Revision of its Tools; a filtered
+// view of a snapshot (say, one server's tools) has the Revision of its own
+// list, so equal views have equal revisions on every process.
 func Revision(tools []*Tool) string {
+	if len(tools) == 0 {
+		return combine(nil)
+	}
+	// One running digest per server; a catalog's names group a server's
+	// tools under its prefix, so the last one found is usually the next.
+	byServer := map[string]hash.Hash{}
+	var last string
+	var h hash.Hash
+	for _, t := range tools {
+		if h == nil || t.Server != last {
+			last = t.Server
+			if h = byServer[last]; h == nil {
+				h = sha256.New()
+				byServer[last] = h
+			}
+		}
+		h.Write(t.hash[:])
+	}
+	parts := make([]serverPart, 0, len(byServer))
+	for server, h := range byServer {
+		p := serverPart{server: server}
+		h.Sum(p.digest[:0])
+		parts = append(parts, p)
+	}
+	return combine(parts)
+}
+
+type serverPart struct {
+	server string
+	digest [32]byte
+}
+
+// serverDigest digests one server's entries, sorted by name.
+func serverDigest(tools []*Tool) [32]byte {
 	h := sha256.New()
 	for _, t := range tools {
 		h.Write(t.hash[:])
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// combine digests the servers' digests in order of server name.
+func combine(parts []serverPart) string {
+	slices.SortFunc(parts, func(a, b serverPart) int { return cmp.Compare(a.server, b.server) })
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p.server), p.server)
+		h.Write(p.digest[:])
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
@@ -347,20 +519,37 @@ type toolHistoryBudget struct {
 }
 
 func (b *toolHistoryBudget) added(prev, s *Snapshot) {
+	b.refs += len(s.Tools)
+	if follows(prev, s) {
+		// The catalog knows what s changed: no walk of its entries.
+		b.bytes += snapshotOverhead(cap(s.Tools)) + s.added
+		b.curBytes = s.bytes
+		return
+	}
 	var newest []*Tool
 	if prev != nil {
 		newest = prev.Tools
 	}
-	b.refs += len(s.Tools)
-	b.bytes += snapshotOverhead(s) + unsharedBytes(newest, s.Tools)
+	b.bytes += snapshotOverhead(cap(s.Tools)) + unsharedBytes(newest, s.Tools)
 	b.curBytes = snapshotBytes(s)
 }
 
 func (b *toolHistoryBudget) dropped(old, next *Snapshot) {
 	b.refs -= len(old.Tools)
 	// The entries only the forgotten snapshot held (an entry is counted
-	// once per run of consecutive snapshots holding it).
-	b.bytes -= snapshotOverhead(old) + unsharedBytes(next.Tools, old.Tools)
+	// once per run of consecutive snapshots holding it): those next
+	// replaced or removed.
+	if follows(old, next) {
+		b.bytes -= snapshotOverhead(cap(old.Tools)) + next.removed
+		return
+	}
+	b.bytes -= snapshotOverhead(cap(old.Tools)) + unsharedBytes(next.Tools, old.Tools)
+}
+
+// follows reports that the catalog built s as the successor of prev, so
+// s's added and removed are relative to prev.
+func follows(prev, s *Snapshot) bool {
+	return prev != nil && s.seq != 0 && prev.seq != 0 && s.prevSeq == prev.seq
 }
 
 func (b *toolHistoryBudget) over() bool {
@@ -376,11 +565,13 @@ func (c *Catalog) historyBytes() int {
 }
 
 // snapshotOverhead is what a snapshot costs besides its entries: the
-// struct and its slice of pointers.
-func snapshotOverhead(s *Snapshot) int { return 128 + 8*cap(s.Tools) }
+// struct and its slice of pointers (of capacity n).
+func snapshotOverhead(n int) int { return 128 + 8*n }
 
 // snapshotBytes is a snapshot's whole cost, as if it shared nothing.
-func snapshotBytes(s *Snapshot) int { return snapshotOverhead(s) + unsharedBytes(nil, s.Tools) }
+func snapshotBytes(s *Snapshot) int {
+	return snapshotOverhead(cap(s.Tools)) + unsharedBytes(nil, s.Tools)
+}
 
 // unsharedBytes is the size of the entries of b (sorted by name) that a
 // (sorted by name) does not hold.
@@ -400,7 +591,12 @@ func unsharedBytes(a, b []*Tool) int {
 
 // Diff returns what moves a client holding from to the state of to: tools
 // that are new or changed in to, and names that are gone.
+// When the catalog built to right after from, what it changed is known
+// and the answer costs what changed.
 func Diff(from, to *Snapshot) (upserted []*Tool, removed []string) {
+	if follows(from, to) && to.delta != nil {
+		return slices.Clone(to.delta.upserted), slices.Clone(to.delta.removed)
+	}
 	return DiffTools(from.Tools, to.Tools)
 }
 
@@ -607,17 +803,18 @@ func jsonBytes(v any) int {
 
 // schemaObject returns a schema as JSON text and as a decoded object (nil,
 // nil for an absent schema). Raw JSON (json.RawMessage, or a
-// decodedSchema from rawSchemas, whose object is used as it is) keeps its
+// RawSchema from the bridge's taps, whose object is used as it is) keeps its
 // text, compacted. same reports that the text is prev's (then
 // the object is not decoded: the caller shares prev's).
 func schemaObject(v any, prev json.RawMessage) (text json.RawMessage, obj map[string]any, same bool, err error) {
 	raw, ok := v.(json.RawMessage)
 	var decoded any // raw's value, when attach has it
-	if d, isDecoded := v.(decodedSchema); isDecoded {
-		raw, decoded, ok = d.text, d.obj, true
+	if d, isDecoded := v.(RawSchema); isDecoded {
+		raw, decoded = d.SchemaText()
+		ok = true
 	}
 	if !ok {
-		m, err := asObject(v)
+		m, err := AsObject(v)
 		if err != nil || m == nil {
 			return nil, nil, m == nil && prev == nil && err == nil, err
 		}

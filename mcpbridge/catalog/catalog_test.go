@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"slices"
@@ -23,10 +23,10 @@ func TestCatalogRevisionIsContentDerived(t *testing.T) {
 	}
 	tools := []*mcp.Tool{{Name: "x", InputSchema: map[string]any{"type": "object"}}, {Name: "y"}}
 	// Different order of servers and of tools: same content, same revision.
-	a.setServer("one", "one", tools, true)
-	a.setServer("two", "two", tools[:1], true)
-	b.setServer("two", "two", tools[:1], true)
-	b.setServer("one", "one", []*mcp.Tool{tools[1], tools[0]}, true)
+	a.SetServer("one", "one", tools, true)
+	a.SetServer("two", "two", tools[:1], true)
+	b.SetServer("two", "two", tools[:1], true)
+	b.SetServer("one", "one", []*mcp.Tool{tools[1], tools[0]}, true)
 	if a.Current().Revision != b.Current().Revision {
 		t.Fatalf("same content, revisions %s and %s", a.Current().Revision, b.Current().Revision)
 	}
@@ -34,11 +34,11 @@ func TestCatalogRevisionIsContentDerived(t *testing.T) {
 		t.Fatalf("tools = %v, want %v", got, want)
 	}
 	r := a.Current().Revision
-	a.setAvailable("two", false)
+	a.SetAvailable("two", false)
 	if a.Current().Revision == r {
 		t.Fatal("availability change kept the revision")
 	}
-	a.setAvailable("two", true)
+	a.SetAvailable("two", true)
 	if a.Current().Revision != r {
 		t.Fatal("returning to the same content gave a new revision")
 	}
@@ -49,13 +49,13 @@ func TestCatalogPublishesOnlyOnChange(t *testing.T) {
 	c := NewCatalog()
 	sub := c.Subscribe()
 	defer sub.Close()
-	c.setServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
+	c.SetServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
 	select {
 	case <-sub.C():
 	default:
 		t.Fatal("no signal after a change")
 	}
-	c.setServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
+	c.SetServer("s", "s", []*mcp.Tool{{Name: "x"}}, true)
 	select {
 	case <-sub.C():
 		t.Fatal("signal without a change")
@@ -66,10 +66,10 @@ func TestCatalogPublishesOnlyOnChange(t *testing.T) {
 func TestCatalogHistory(t *testing.T) {
 	t.Parallel()
 	c := NewCatalog()
-	c.setServer("s", "s", []*mcp.Tool{{Name: "a"}}, true)
+	c.SetServer("s", "s", []*mcp.Tool{{Name: "a"}}, true)
 	first := c.Current()
 	for i := 0; i < historySize+5; i++ {
-		c.setServer("s", "s", []*mcp.Tool{{Name: "a", Description: string(rune('A'+i%50)) + string(rune(i))}}, true)
+		c.SetServer("s", "s", []*mcp.Tool{{Name: "a", Description: string(rune('A'+i%50)) + string(rune(i))}}, true)
 	}
 	if _, ok := c.Snapshot(first.Revision); ok {
 		t.Fatal("a snapshot older than the history is still retained")
@@ -82,9 +82,9 @@ func TestCatalogHistory(t *testing.T) {
 func TestDiff(t *testing.T) {
 	t.Parallel()
 	c := NewCatalog()
-	c.setServer("s", "s", []*mcp.Tool{{Name: "keep"}, {Name: "change"}, {Name: "drop"}}, true)
+	c.SetServer("s", "s", []*mcp.Tool{{Name: "keep"}, {Name: "change"}, {Name: "drop"}}, true)
 	from := c.Current()
-	c.setServer("s", "s", []*mcp.Tool{{Name: "keep"}, {Name: "change", Description: "new"}, {Name: "add"}}, true)
+	c.SetServer("s", "s", []*mcp.Tool{{Name: "keep"}, {Name: "change", Description: "new"}, {Name: "add"}}, true)
 	up, rm := Diff(from, c.Current())
 	if got, want := names(up), []string{"s__add", "s__change"}; !slices.Equal(got, want) {
 		t.Errorf("upserted = %v, want %v", got, want)
@@ -103,8 +103,8 @@ func TestCrossServerCollision(t *testing.T) {
 	// Validated configs never give two servers one prefix, but the catalog
 	// must still resolve such a collision deterministically.
 	c := NewCatalog()
-	c.setServer("p1", "same", []*mcp.Tool{{Name: "t"}}, true)
-	c.setServer("p2", "same", []*mcp.Tool{{Name: "t"}}, true)
+	c.SetServer("p1", "same", []*mcp.Tool{{Name: "t"}}, true)
+	c.SetServer("p2", "same", []*mcp.Tool{{Name: "t"}}, true)
 	s := c.Current()
 	if len(s.Tools) != 2 || s.Tools[0].Name == s.Tools[1].Name {
 		t.Fatalf("colliding tools = %v, want two distinct names", names(s.Tools))
@@ -122,8 +122,8 @@ func TestBareNames(t *testing.T) {
 	c := NewCatalog()
 	// A bare-names server (names prefix "") next to a prefixed one whose
 	// tool sanitises to the same bare name as the bare server's.
-	c.setServer("main", "", []*mcp.Tool{{Name: "test_simple_text"}, {Name: "a.b"}}, true)
-	c.setServer("other", "other", []*mcp.Tool{{Name: "test_simple_text"}}, true)
+	c.SetServer("main", "", []*mcp.Tool{{Name: "test_simple_text"}, {Name: "a.b"}}, true)
+	c.SetServer("other", "other", []*mcp.Tool{{Name: "test_simple_text"}}, true)
 	if got, want := names(c.Current().Tools), []string{"a_b", "other__test_simple_text", "test_simple_text"}; !slices.Equal(got, want) {
 		t.Fatalf("tools = %v, want %v", got, want)
 	}
@@ -132,7 +132,7 @@ func TestBareNames(t *testing.T) {
 	}
 	// A second bare server with the same tool: the incumbent keeps the bare
 	// name, the newcomer gets a hash suffix and a warning.
-	c.setServer("again", "", []*mcp.Tool{{Name: "test_simple_text"}}, true)
+	c.SetServer("again", "", []*mcp.Tool{{Name: "test_simple_text"}}, true)
 	s := c.Current()
 	if tl, ok := s.Lookup("test_simple_text"); !ok || tl.Server != "main" {
 		t.Fatalf("test_simple_text moved to %+v", tl)
@@ -148,12 +148,12 @@ func TestBareNames(t *testing.T) {
 	}
 	// Switching a server between prefixed and bare renames its tools: a
 	// held name from the other scheme is not kept.
-	c.setServer("again", "again", []*mcp.Tool{{Name: "test_simple_text"}}, true)
+	c.SetServer("again", "again", []*mcp.Tool{{Name: "test_simple_text"}}, true)
 	if _, ok := c.Current().Lookup("again__test_simple_text"); !ok {
 		t.Fatalf("after bare -> prefixed: %v", names(c.Current().Tools))
 	}
-	c.setServer("other", "", []*mcp.Tool{{Name: "x"}}, true)
-	c.setServer("main", "main", []*mcp.Tool{{Name: "test_simple_text"}, {Name: "a.b"}}, true)
+	c.SetServer("other", "", []*mcp.Tool{{Name: "x"}}, true)
+	c.SetServer("main", "main", []*mcp.Tool{{Name: "test_simple_text"}, {Name: "a.b"}}, true)
 	if got, want := names(c.Current().Tools), []string{"again__test_simple_text", "main__a_b", "main__test_simple_text", "x"}; !slices.Equal(got, want) {
 		t.Fatalf("after prefixed <-> bare: %v, want %v", got, want)
 	}

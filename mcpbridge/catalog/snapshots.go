@@ -1,10 +1,11 @@
-package mcpbridge
+package catalog
 
 import (
 	"cmp"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // snapshots is what the tool catalog (catalog.go) and the resource catalog
@@ -23,9 +24,10 @@ type snapshots[S any] struct {
 	maxLen func() int
 	budget historyBudget[S]
 
-	mu      sync.Mutex    // guards history and byRev
+	mu      sync.Mutex    // guards history, byRev and pins
 	history []*S          // oldest first; the last is the current one
 	byRev   map[string]*S // revision -> newest snapshot with it
+	pins    []pin[S]      // snapshots listings page through (Pin)
 
 	signals signals
 }
@@ -51,15 +53,91 @@ func newSnapshots[S any](revision func(*S) string, maxLen func() int, budget his
 func (h *snapshots[S]) Current() *S { return h.cur.Load() }
 
 // Snapshot returns a recent snapshot with the given revision, if this
-// process still remembers one.
+// process still remembers one (in its history, or pinned).
 func (h *snapshots[S]) Snapshot(revision string) (*S, bool) {
 	if cur := h.cur.Load(); cur != nil && h.revision(cur) == revision {
 		return cur, true
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s, ok := h.byRev[revision]
-	return s, ok
+	if s, ok := h.byRev[revision]; ok {
+		return s, true
+	}
+	now := time.Now()
+	for _, p := range h.pins {
+		if p.rev == revision && now.Before(p.until) {
+			return p.snap, true
+		}
+	}
+	return nil, false
+}
+
+// A paged listing names the revision it started from in its page tokens,
+// and under churn (500 upstreams announcing list_changed at once) the
+// history's budgets can forget that revision before the listing ends. A
+// listing that hands out a page token pins the revision: it stays
+// retrievable for PinTTL after the last page served from it, whatever the
+// history forgets. Pins are bounded: MaxPinsPerOwner per owner (a
+// principal: its newest listings; one principal's listings cannot evict
+// another's), MaxPins in all (past it, the pin nearest its expiry goes).
+// A pinned snapshot shares its entries with the others, so one costs a
+// slice of pointers plus the entries no newer snapshot holds.
+const (
+	PinTTL          = time.Minute
+	MaxPins         = 32
+	MaxPinsPerOwner = 2
+)
+
+type pin[S any] struct {
+	rev, owner string
+	snap       *S
+	until      time.Time
+}
+
+// Pin keeps s retrievable by Snapshot for PinTTL from now, on behalf of
+// owner.
+func (h *snapshots[S]) Pin(s *S, owner string) {
+	rev, now := h.revision(s), time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pins = slices.DeleteFunc(h.pins, func(p pin[S]) bool { return !now.Before(p.until) })
+	mine := 0
+	for i := range h.pins {
+		if h.pins[i].owner != owner {
+			continue
+		}
+		if h.pins[i].rev == rev {
+			h.pins[i].until, h.pins[i].snap = now.Add(PinTTL), s
+			return
+		}
+		mine++
+	}
+	soonest := func(of func(pin[S]) bool) {
+		at := -1
+		for i, p := range h.pins {
+			if of(p) && (at < 0 || p.until.Before(h.pins[at].until)) {
+				at = i
+			}
+		}
+		if at >= 0 {
+			h.pins = slices.Delete(h.pins, at, at+1)
+		}
+	}
+	if mine >= MaxPinsPerOwner {
+		soonest(func(p pin[S]) bool { return p.owner == owner })
+	}
+	if len(h.pins) >= MaxPins {
+		// The owner with the most pins gives one up first: many owners'
+		// listings cannot be evicted by one owner's.
+		counts := map[string]int{}
+		most := 0
+		for _, p := range h.pins {
+			counts[p.owner]++
+			most = max(most, counts[p.owner])
+		}
+		soonest(func(p pin[S]) bool { return counts[p.owner] == most })
+	}
+	h.pins = append(h.pins, pin[S]{rev: rev, owner: owner, snap: s, until: now.Add(PinTTL)})
 }
 
 // History returns the remembered snapshots, oldest first; the last is the
@@ -173,7 +251,7 @@ type Subscription struct {
 	c chan struct{}
 	g *signals
 	// also is a second set signalling it (a principal's listings,
-	// privatetools.go), release what its Close gives back; both optional.
+	// private.go), release what its Close gives back; both optional.
 	also    *signals
 	release func()
 	once    sync.Once

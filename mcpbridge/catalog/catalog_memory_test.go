@@ -1,4 +1,4 @@
-package mcpbridge
+package catalog
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 )
 
 // bigServerTools is a tools/list result of n tools as a transport delivers
-// it: schemas as raw JSON (rawschema.go), about 300 bytes each. Tool 0's
+// it: schemas as raw JSON (as the bridge's taps deliver them), about 300 bytes each. Tool 0's
 // description carries version, and its schema a description of
 // schemaBytes bytes.
 func bigServerTools(n, version, schemaBytes int) []*mcp.Tool {
@@ -56,10 +56,10 @@ func TestCatalogHistorySharesTools(t *testing.T) {
 	for _, schemaBytes := range []int{100, 60 << 10} {
 		t.Run(fmt.Sprintf("schema %d bytes", schemaBytes), func(t *testing.T) {
 			c := NewCatalog()
-			if _, err := c.setServer("small", "small", numberedTools(2, "x"), true); err != nil {
+			if _, err := c.SetServer("small", "small", numberedTools(2, "x"), true); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.setServer("big", "big", bigServerTools(n, 0, schemaBytes), true); err != nil {
+			if _, err := c.SetServer("big", "big", bigServerTools(n, 0, schemaBytes), true); err != nil {
 				t.Fatal(err)
 			}
 			before := liveHeap()
@@ -67,7 +67,7 @@ func TestCatalogHistorySharesTools(t *testing.T) {
 			list := bigServerTools(n, 0, schemaBytes)
 			for v := 1; v <= revisions; v++ {
 				list = append([]*mcp.Tool{bigServerTools(1, v, schemaBytes)[0]}, list[1:]...)
-				if _, err := c.setServer("big", "big", list, true); err != nil {
+				if _, err := c.SetServer("big", "big", list, true); err != nil {
 					t.Fatal(err)
 				}
 				cur := c.Current()
@@ -104,11 +104,11 @@ func TestCatalogHistorySharesTools(t *testing.T) {
 func TestCatalogHistoryByteBudget(t *testing.T) {
 	defer func(old int) { historyBytes = old }(historyBytes)
 	c := NewCatalog()
-	c.setServer("big", "big", bigServerTools(200, 0, 10<<10), true)
+	c.SetServer("big", "big", bigServerTools(200, 0, 10<<10), true)
 	historyBytes = 5 * (40 << 10) // about five versions of tool 0 (10 KB of schema text, more decoded)
 	var revs []string
 	for v := 1; v <= 40; v++ {
-		c.setServer("big", "big", bigServerTools(200, v, 10<<10), true)
+		c.SetServer("big", "big", bigServerTools(200, v, 10<<10), true)
 		revs = append(revs, c.Current().Revision)
 	}
 	h := c.History()
@@ -122,7 +122,7 @@ func TestCatalogHistoryByteBudget(t *testing.T) {
 		t.Fatal("the previous revision was forgotten")
 	}
 	historyBytes = 1
-	c.setServer("big", "big", bigServerTools(200, 41, 10<<10), true)
+	c.SetServer("big", "big", bigServerTools(200, 41, 10<<10), true)
 	if h := c.History(); len(h) != 1 || h[0] != c.Current() {
 		t.Fatalf("over-budget snapshot: history %d, want just the current one", len(h))
 	}
