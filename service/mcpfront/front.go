@@ -1,7 +1,9 @@
 // Package mcpfront is toolsvc's MCP front door: the merged catalog served
 // as an MCP server over streamable HTTP and legacy HTTP+SSE, built on the
-// transport-neutral core (service/core) alone. It imports no gRPC package
-// and no generated API (service/core's TestLayering keeps it so).
+// transport-neutral core (service/core) alone. It imports no gRPC package,
+// no generated API and no part of mcpbridge (service/core's TestLayering
+// and TestWiresImportTheCoreOnly keep it so): who may see what is the
+// core's View, a resource subscription is the core's hub.
 package mcpfront
 
 import (
