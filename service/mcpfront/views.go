@@ -13,8 +13,9 @@ import (
 // leave a principal's view as it was. Who may see what is the core's
 // (core.View); the front door remembers, per connected principal, the
 // content revision of each list as last announced and, on a change,
-// compares it with the view's current revision (views of principals under
-// the same rules are computed once, in the core). The principals whose
+// compares it with the view's current revision (the tool list of the
+// principals under the same rules is filtered and hashed once per snapshot,
+// in the core). The principals whose
 // revision moved are announced; go-sdk's sending of list_changed to every
 // session at once is narrowed to them by the go-sdk adapter (gosdk.go,
 // announcements). Without rules or per-user upstreams every principal sees
