@@ -12,7 +12,6 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/internal/loopback"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -132,7 +131,7 @@ func (a *admin) RefreshServer(ctx context.Context, req *toolsvcv1.RefreshServerR
 	if req.GetName() == "" {
 		return nil, invalidArgument("name", "required: a configured server name")
 	}
-	st, err := a.s.bridge.Refresh(ctx, req.GetName())
+	st, err := a.s.core.Refresh(ctx, req.GetName())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -147,7 +146,7 @@ func (a *admin) ReconnectServer(ctx context.Context, req *toolsvcv1.ReconnectSer
 	if req.GetName() == "" {
 		return nil, invalidArgument("name", "required: a configured server name")
 	}
-	st, err := a.s.bridge.Reconnect(ctx, req.GetName())
+	st, err := a.s.core.Reconnect(ctx, req.GetName())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -193,8 +192,8 @@ func (a *admin) Logout(ctx context.Context, req *toolsvcv1.LogoutRequest) (*tool
 		return nil, plainError(core.PermissionDenied, ReasonPermissionDenied,
 			fmt.Sprintf("principal %q may revoke only its own logins; another principal's needs auth.admins", p.Name), map[string]string{"principal": p.Name})
 	}
-	if err := a.s.bridge.Logout(ctx, who, req.GetServer()); err != nil {
-		if errors.Is(err, mcpbridge.ErrNotUserOAuth) {
+	if err := a.s.core.Logout(ctx, who, req.GetServer()); err != nil {
+		if errors.Is(err, core.ErrNotUserOAuth) {
 			return nil, invalidArgument("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", req.GetServer()))
 		}
 		return nil, toStatus(err)
@@ -233,9 +232,9 @@ func (a *admin) Login(ctx context.Context, req *toolsvcv1.LoginRequest) (*toolsv
 			fmt.Sprintf("principal %q may ask only for its own login link (a link logs in the principal it names as whoever follows it)", p.Name),
 			map[string]string{"principal": p.Name})
 	}
-	link, err := a.s.bridge.Login(ctx, who, req.GetServer(), req.GetForce())
+	link, err := a.s.core.Login(ctx, who, req.GetServer(), req.GetForce())
 	if err != nil {
-		if errors.Is(err, mcpbridge.ErrNotUserOAuth) {
+		if errors.Is(err, core.ErrNotUserOAuth) {
 			return nil, invalidArgument("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it has no logins", req.GetServer()))
 		}
 		return nil, toStatus(err)

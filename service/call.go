@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -110,20 +109,20 @@ func (s *Server) streamCall(c *core.Call, stream grpc.ServerStreamingServer[tool
 		sent += size
 		return nil
 	}
-	sendProgress := func(pr mcpbridge.Progress) error {
+	sendProgress := func(pr core.Progress) error {
 		m := progressMessage(pr)
 		return send(m, proto.Size(m))
 	}
 
 	relay := core.Relay{Progress: sendProgress, Stop: cancel}
 	if logLevel != "" {
-		relay.Log = func(l mcpbridge.Log) error {
+		relay.Log = func(l core.Log) error {
 			m := logMessage(l)
 			return send(m, proto.Size(m))
 		}
 		relay.LogLevel = logLevel
 	}
-	res, callErr, sendErr := relay.Run(func(opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
+	res, callErr, sendErr := relay.Run(func(opts *core.CallOptions) (*mcp.CallToolResult, error) {
 		return c.Dispatch(callCtx, opts)
 	})
 	if sendErr != nil {
@@ -141,7 +140,7 @@ func (s *Server) streamCall(c *core.Call, stream grpc.ServerStreamingServer[tool
 	return sent, out.GetIsError(), send(&toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Result{Result: out}}, size)
 }
 
-func progressMessage(pr mcpbridge.Progress) *toolsvcv1.CallToolStreamResponse {
+func progressMessage(pr core.Progress) *toolsvcv1.CallToolStreamResponse {
 	m := &toolsvcv1.CallToolProgress{Progress: pr.Progress, Message: pr.Message}
 	if pr.Total > 0 {
 		total := pr.Total
@@ -150,7 +149,7 @@ func progressMessage(pr mcpbridge.Progress) *toolsvcv1.CallToolStreamResponse {
 	return &toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Progress{Progress: m}}
 }
 
-func logMessage(l mcpbridge.Log) *toolsvcv1.CallToolStreamResponse {
+func logMessage(l core.Log) *toolsvcv1.CallToolStreamResponse {
 	return &toolsvcv1.CallToolStreamResponse{Event: &toolsvcv1.CallToolStreamResponse_Log{Log: &toolsvcv1.CallToolLog{
 		Level: string(l.Level), Logger: l.Logger, DataJson: string(l.Data), Server: l.Server}}}
 }

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // schemaFormat is a validated toolsvcv1.SchemaFormat: how a Tool carries
@@ -44,7 +44,7 @@ type wireTool struct {
 	enc []byte
 }
 
-func newWireTool(t *mcpbridge.Tool, f schemaFormat) *wireTool {
+func newWireTool(t *core.Tool, f schemaFormat) *wireTool {
 	m := toolToWire(t, f)
 	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
 	if err != nil { // impossible: Struct values come from decoded JSON
@@ -63,22 +63,22 @@ type toolCache struct {
 
 type formatCache struct {
 	mu   sync.Mutex
-	snap *mcpbridge.Snapshot
+	snap *core.Snapshot
 	list []*wireTool
-	m    map[*mcpbridge.Tool]*wireTool
+	m    map[*core.Tool]*wireTool
 }
 
 // tools returns the wire form of every tool of s, in order. The result is
 // shared: callers must not modify it. current says s is the catalog's
 // current snapshot (only that one is kept).
-func (c *toolCache) tools(s *mcpbridge.Snapshot, current bool, f schemaFormat) []*wireTool {
+func (c *toolCache) tools(s *core.Snapshot, current bool, f schemaFormat) []*wireTool {
 	fc := &c.f[f]
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if fc.snap == s {
 		return fc.list
 	}
-	m := make(map[*mcpbridge.Tool]*wireTool, len(s.Tools))
+	m := make(map[*core.Tool]*wireTool, len(s.Tools))
 	list := make([]*wireTool, len(s.Tools))
 	for i, t := range s.Tools {
 		p := fc.m[t]
@@ -95,7 +95,7 @@ func (c *toolCache) tools(s *mcpbridge.Snapshot, current bool, f schemaFormat) [
 }
 
 // one returns the wire form of a single tool.
-func (c *toolCache) one(t *mcpbridge.Tool, f schemaFormat) *wireTool {
+func (c *toolCache) one(t *core.Tool, f schemaFormat) *wireTool {
 	fc := &c.f[f]
 	fc.mu.Lock()
 	p := fc.m[t]
@@ -107,9 +107,9 @@ func (c *toolCache) one(t *mcpbridge.Tool, f schemaFormat) *wireTool {
 }
 
 // toolToProto is a tool with Struct schemas (the default format).
-func toolToProto(t *mcpbridge.Tool) *toolsvcv1.Tool { return toolToWire(t, formatStruct) }
+func toolToProto(t *core.Tool) *toolsvcv1.Tool { return toolToWire(t, formatStruct) }
 
-func toolToWire(t *mcpbridge.Tool, f schemaFormat) *toolsvcv1.Tool {
+func toolToWire(t *core.Tool, f schemaFormat) *toolsvcv1.Tool {
 	p := &toolsvcv1.Tool{
 		Name:         t.Name,
 		Server:       t.Server,

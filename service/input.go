@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -34,7 +33,7 @@ func inputOptions(req inputRequest) (*core.InputOptions, *core.Error) {
 	if caps == nil && len(rs) == 0 && state == "" {
 		return nil, nil
 	}
-	in := &core.InputOptions{State: state, Kinds: mcpbridge.InputKinds{Form: caps.GetElicitation(), URL: caps.GetElicitationUrl(),
+	in := &core.InputOptions{State: state, Kinds: core.InputKinds{Form: caps.GetElicitation(), URL: caps.GetElicitationUrl(),
 		Sampling: caps.GetSampling(), Roots: caps.GetRoots()}}
 	var e *core.Error
 	if in.Responses, e = inputResponses(rs); e != nil {

@@ -6,14 +6,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // Metrics are toolsvc's own Prometheus metrics. Label cardinality is
 // bounded: server labels by the configuration, tool labels by the catalog
 // (only the calls counter carries a tool label; histograms do not).
 type Metrics struct {
-	bridge atomic.Pointer[mcpbridge.Bridge]
+	ups atomic.Pointer[Upstreams]
 
 	refreshes        *prometheus.CounterVec
 	refreshDuration  *prometheus.HistogramVec
@@ -118,8 +118,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// Attach makes the scrape-time gauges read b.
-func (m *Metrics) Attach(b *mcpbridge.Bridge) { m.bridge.Store(b) }
+// Upstreams is what the scrape-time gauges read: the servers' status and
+// the shared catalog (a *core.Core; the composition root may pass the
+// bridge it builds the core over, which has both).
+type Upstreams interface {
+	Servers() []core.ServerStatus
+	Catalog() *core.Catalog
+}
+
+// Attach makes the scrape-time gauges read u.
+func (m *Metrics) Attach(u Upstreams) { m.ups.Store(&u) }
 
 // RefreshDone implements mcpbridge.Observer.
 func (m *Metrics) RefreshDone(server string, took time.Duration, err error) {
@@ -130,8 +138,6 @@ func (m *Metrics) RefreshDone(server string, took time.Duration, err error) {
 	m.refreshes.WithLabelValues(server, outcome).Inc()
 	m.refreshDuration.WithLabelValues(server, outcome).Observe(took.Seconds())
 }
-
-var _ mcpbridge.CredentialObserver = (*Metrics)(nil)
 
 // CredentialEvent implements mcpbridge.CredentialObserver.
 func (m *Metrics) CredentialEvent(server, op, outcome string) {
@@ -183,13 +189,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(m.inputWaiting, prometheus.GaugeValue, float64(s.core.Waiting()))
 	}
-	b := m.bridge.Load()
-	if b == nil {
+	u := m.ups.Load()
+	if u == nil {
 		return
 	}
+	b := *u
 	now := time.Now()
 	for _, st := range b.Servers() {
-		for _, s := range []mcpbridge.State{mcpbridge.StateConnecting, mcpbridge.StateReady, mcpbridge.StateDegraded, mcpbridge.StateDown} {
+		for _, s := range []core.State{core.StateConnecting, core.StateReady, core.StateDegraded, core.StateDown} {
 			v := 0.0
 			if st.State == s {
 				v = 1
@@ -202,7 +209,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.upListAge, prometheus.GaugeValue, now.Sub(st.LastListOK).Seconds(), st.Name)
 		}
 		open := 0.0
-		if st.Breaker == mcpbridge.BreakerOpen {
+		if st.Breaker == core.BreakerOpen {
 			open = 1
 		}
 		ch <- prometheus.MustNewConstMetric(m.upBreakerOpen, prometheus.GaugeValue, open, st.Name)

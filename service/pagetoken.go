@@ -6,7 +6,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // pageCache keeps the encoded pages of unfiltered listings of the current
@@ -14,7 +14,7 @@ import (
 // size gets the same bytes, built once per revision.
 type pageCache struct {
 	mu    sync.Mutex
-	snap  *mcpbridge.Snapshot
+	snap  *core.Snapshot
 	pages map[pageKey]*toolsvcv1.ListToolsResponse
 	bytes int
 }
@@ -26,7 +26,7 @@ type pageKey struct {
 
 const pageCacheMaxBytes = 64 << 20
 
-func (c *pageCache) page(snap *mcpbridge.Snapshot, f schemaFormat, start, end int, tools []*wireTool, next string) *toolsvcv1.ListToolsResponse {
+func (c *pageCache) page(snap *core.Snapshot, f schemaFormat, start, end int, tools []*wireTool, next string) *toolsvcv1.ListToolsResponse {
 	k := pageKey{f, start, end}
 	c.mu.Lock()
 	if c.snap == snap {

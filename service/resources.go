@@ -10,7 +10,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -123,8 +122,12 @@ func (s *Server) getPrompt(op *core.Operation, req *toolsvcv1.GetPromptRequest) 
 // still their version); after every resources/updated from the upstream
 // the resource is read again and sent if its contents changed. Updates
 // that arrive while a read runs collapse into one more read. The stream
-// ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE, unavailable_reason
-// session_lost, RetryInfo) when the upstream's session goes away, with
+// shares the core's subscription hub with every other subscriber of the
+// URI, on either wire, and keeps its lifecycle (core/subscriptions.go):
+// when the upstream's session goes away the hub subscribes again once it
+// is back, and the stream re-reads and sends the contents if they changed
+// meanwhile. It ends with the hub's error when subscribing again cannot
+// succeed (the server removed, subscriptions no longer supported), with
 // SHUTTING_DOWN when this server stops, and with RESOURCE_NOT_FOUND if the
 // resource disappears; the client resumes by calling again with the last
 // version as resume_token.
@@ -151,7 +154,7 @@ func (s *Server) subscribeResource(op *core.Operation, req *toolsvcv1.SubscribeR
 	// while it streams.
 	op.ReleaseSlot()
 	ctx := op.Context()
-	sub, err := s.bridge.SubscribeResource(ctx, server, uri)
+	sub, err := s.core.SubscribeResource(ctx, server, uri)
 	if err != nil {
 		return err
 	}
@@ -180,7 +183,7 @@ func (s *Server) subscribeResource(op *core.Operation, req *toolsvcv1.SubscribeR
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-s.shutdown:
-			return mcpbridge.ErrClosed
+			return core.ErrClosed
 		case <-sub.Done:
 			return sub.Err()
 		case <-sub.Updated:
@@ -199,7 +202,7 @@ func contentsVersion(r *toolsvcv1.ReadResourceResponse) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-func resourceToProto(r *mcpbridge.Resource) *toolsvcv1.Resource {
+func resourceToProto(r *core.Resource) *toolsvcv1.Resource {
 	p := &toolsvcv1.Resource{Uri: r.R.URI, Server: r.Server, Name: r.R.Name, Title: r.R.Title, Description: r.R.Description,
 		MimeType: r.R.MIMEType, Annotations: annotationsToProto(r.R.Annotations), Meta: toStruct(r.R.Meta)}
 	if r.R.Size != 0 {
@@ -209,12 +212,12 @@ func resourceToProto(r *mcpbridge.Resource) *toolsvcv1.Resource {
 	return p
 }
 
-func templateToProto(t *mcpbridge.ResourceTemplate) *toolsvcv1.ResourceTemplate {
+func templateToProto(t *core.ResourceTemplate) *toolsvcv1.ResourceTemplate {
 	return &toolsvcv1.ResourceTemplate{UriTemplate: t.T.URITemplate, Server: t.Server, Name: t.T.Name, Title: t.T.Title,
 		Description: t.T.Description, MimeType: t.T.MIMEType, Annotations: annotationsToProto(t.T.Annotations), Meta: toStruct(t.T.Meta)}
 }
 
-func promptToProto(p *mcpbridge.Prompt) *toolsvcv1.Prompt {
+func promptToProto(p *core.Prompt) *toolsvcv1.Prompt {
 	out := &toolsvcv1.Prompt{Name: p.Name, Server: p.Server, OriginalName: p.P.Name, Title: p.P.Title, Description: p.P.Description, Meta: toStruct(p.P.Meta)}
 	for _, a := range p.P.Arguments {
 		if a != nil {

@@ -1,6 +1,7 @@
 // Package service is toolsvc's gRPC edge: request validation, mapping
-// between the bridge and the wire, error mapping, and streaming. It holds no
-// upstream state of its own; mcpbridge does.
+// between the core's values and the wire, error mapping, and streaming. It
+// holds no upstream state of its own and reaches the upstreams only through
+// service/core (it does not import mcpbridge: service/core's TestLayering).
 package service
 
 import (
@@ -14,7 +15,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -108,12 +108,11 @@ type Server struct {
 
 	// core is what the gRPC edge shares with every other wire: auth,
 	// limits, validation, the operation engine (service/core).
-	core   *core.Core
-	bridge *mcpbridge.Bridge
-	log    *slog.Logger
-	opts   Options
-	cache  toolCache
-	pages  pageCache
+	core  *core.Core
+	log   *slog.Logger
+	opts  Options
+	cache toolCache
+	pages pageCache
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -124,8 +123,9 @@ type Server struct {
 	watchSends  sync.WaitGroup // every watch message in flight (watch_send.go)
 }
 
-// New returns a Server for the bridge. opts may be nil.
-func New(b *mcpbridge.Bridge, opts *Options) *Server {
+// New returns a Server over a core built on b (the server keeps only the
+// core: every upstream operation goes through it). opts may be nil.
+func New(b *core.Bridge, opts *Options) *Server {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -150,7 +150,7 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 	if o.Metrics != nil {
 		co.Observer = o.Metrics
 	}
-	s := &Server{core: core.New(b, co), bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	s := &Server{core: core.New(b, co), log: o.Logger, opts: o, shutdown: make(chan struct{})}
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
 	}
@@ -199,18 +199,18 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 	if e != nil {
 		return nil, grpcStatus(e).Err()
 	}
-	all := s.cache.tools(snap, snap == s.bridge.Catalog().Current(), format)
+	all := s.cache.tools(snap, snap == s.core.Catalog().Current(), format)
 	start := core.ToolsAfter(snap, after)
 	size := func(w *wireTool) int { return len(w.enc) }
-	allowed := s.authOf(ctx).Filter(ctx)
-	if allowed == nil && snap.Base() == nil {
+	view := s.core.ViewOf(ctx)
+	if view.All() && snap.Base() == nil {
 		// Every caller paging the whole catalog gets the same pages: built
 		// once per revision (pageCache), the page a slice of the cached
 		// tools.
 		end, n := core.Span(all, start, pageSize, s.pageBudget(), size)
 		return s.pages.page(snap, format, start, end, all[start:end], s.nextToolToken(ctx, snap, all[start:end], n)), nil
 	}
-	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return allowed == nil || allowed(w.msg.GetName()) },
+	page, n := core.Page(all, start, pageSize, s.pageBudget(), func(w *wireTool) bool { return view.Tool(w.msg.GetName()) },
 		core.Same[*wireTool], size)
 	return encodedListPage(page, s.nextToolToken(ctx, snap, page, n), snap.Revision), nil
 }
@@ -218,7 +218,7 @@ func (s *Server) ListTools(ctx context.Context, req *toolsvcv1.ListToolsRequest)
 // nextToolToken is the page token that continues after page (next < 0:
 // none, the listing is complete); it pins snap for the caller
 // (core.ToolPageToken).
-func (s *Server) nextToolToken(ctx context.Context, snap *mcpbridge.Snapshot, page []*wireTool, next int) string {
+func (s *Server) nextToolToken(ctx context.Context, snap *core.Snapshot, page []*wireTool, next int) string {
 	if next < 0 || len(page) == 0 {
 		return ""
 	}
@@ -229,7 +229,7 @@ func (s *Server) nextToolToken(ctx context.Context, snap *mcpbridge.Snapshot, pa
 // holds page_size tools or as many as fit in the response limit (which
 // clients must accept; its default is gRPC's default receive limit), less
 // room for the page token and revision, whichever is fewer, and at least
-// one. The bridge keeps each tool far below it (mcpbridge.Config.MaxToolBytes).
+// one. The bridge keeps each tool far below it (the bridge's Config.MaxToolBytes).
 func (s *Server) pageBudget() int {
 	return s.core.MaxResponseBytes() - 1024
 }
@@ -245,15 +245,15 @@ func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersReques
 	}
 	admin := s.operatorView(actx, p)
 	var visible map[string]bool
-	if allowed := s.authOf(actx).Filter(actx); allowed != nil && !admin {
+	if view := s.core.ViewOf(actx); !view.All() && !admin {
 		visible = map[string]bool{}
-		for _, t := range s.core.Tools(actx).Current().Tools { // the caller's view: a per-principal upstream's tools are there
-			if !visible[t.Server] && allowed(t.Name) {
-				visible[t.Server] = true
-			}
+		// The caller's view: a per-principal upstream's tools are there.
+		tools, _ := view.Tools(view.ToolSource().Current(), nil)
+		for _, t := range tools {
+			visible[t.Server] = true
 		}
 	}
-	sts := s.bridge.Servers()
+	sts := s.core.Servers()
 	resp := &toolsvcv1.ListServersResponse{Servers: make([]*toolsvcv1.Server, 0, len(sts))}
 	for _, st := range sts {
 		if visible != nil && !visible[st.Name] {
@@ -275,7 +275,7 @@ func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersReques
 	return resp, nil
 }
 
-func serverToProto(st mcpbridge.ServerStatus) *toolsvcv1.Server {
+func serverToProto(st core.ServerStatus) *toolsvcv1.Server {
 	p := &toolsvcv1.Server{
 		Name:            st.Name,
 		ToolCount:       int32(st.ToolCount),
@@ -286,30 +286,30 @@ func serverToProto(st mcpbridge.ServerStatus) *toolsvcv1.Server {
 		Warnings:        st.Warnings,
 	}
 	switch st.Transport {
-	case mcpbridge.TransportStdio:
+	case core.TransportStdio:
 		p.Transport = toolsvcv1.Transport_TRANSPORT_STDIO
-	case mcpbridge.TransportStreamableHTTP:
+	case core.TransportStreamableHTTP:
 		p.Transport = toolsvcv1.Transport_TRANSPORT_STREAMABLE_HTTP
-	case mcpbridge.TransportSSE:
+	case core.TransportSSE:
 		p.Transport = toolsvcv1.Transport_TRANSPORT_SSE
 	}
 	switch st.State {
-	case mcpbridge.StateConnecting:
+	case core.StateConnecting:
 		p.State = toolsvcv1.ServerState_SERVER_STATE_CONNECTING
-	case mcpbridge.StateReady:
+	case core.StateReady:
 		p.State = toolsvcv1.ServerState_SERVER_STATE_READY
-	case mcpbridge.StateDegraded:
+	case core.StateDegraded:
 		p.State = toolsvcv1.ServerState_SERVER_STATE_DEGRADED
-	case mcpbridge.StateDown:
+	case core.StateDown:
 		p.State = toolsvcv1.ServerState_SERVER_STATE_DOWN
 	}
 	switch st.Breaker {
-	case mcpbridge.BreakerClosed:
+	case core.BreakerClosed:
 		p.BreakerState = toolsvcv1.BreakerState_BREAKER_STATE_CLOSED
-	case mcpbridge.BreakerOpen:
+	case core.BreakerOpen:
 		p.BreakerState = toolsvcv1.BreakerState_BREAKER_STATE_OPEN
 		p.BreakerRetryTime = timestamppb.New(st.BreakerRetryTime)
-	case mcpbridge.BreakerHalfOpen:
+	case core.BreakerHalfOpen:
 		p.BreakerState = toolsvcv1.BreakerState_BREAKER_STATE_HALF_OPEN
 	}
 	p.ConsecutiveFailures = int32(st.ConsecutiveFailures)

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -28,12 +27,12 @@ func taskOptions(t *toolsvcv1.TaskOptions) (*core.TaskOptions, *core.Error) {
 	return out, nil
 }
 
-var taskStatuses = map[mcpbridge.TaskStatus]toolsvcv1.TaskStatus{
-	mcpbridge.TaskWorking:       toolsvcv1.TaskStatus_TASK_STATUS_WORKING,
-	mcpbridge.TaskInputRequired: toolsvcv1.TaskStatus_TASK_STATUS_INPUT_REQUIRED,
-	mcpbridge.TaskCompleted:     toolsvcv1.TaskStatus_TASK_STATUS_COMPLETED,
-	mcpbridge.TaskFailed:        toolsvcv1.TaskStatus_TASK_STATUS_FAILED,
-	mcpbridge.TaskCancelled:     toolsvcv1.TaskStatus_TASK_STATUS_CANCELLED,
+var taskStatuses = map[core.TaskStatus]toolsvcv1.TaskStatus{
+	core.TaskWorking:       toolsvcv1.TaskStatus_TASK_STATUS_WORKING,
+	core.TaskInputRequired: toolsvcv1.TaskStatus_TASK_STATUS_INPUT_REQUIRED,
+	core.TaskCompleted:     toolsvcv1.TaskStatus_TASK_STATUS_COMPLETED,
+	core.TaskFailed:        toolsvcv1.TaskStatus_TASK_STATUS_FAILED,
+	core.TaskCancelled:     toolsvcv1.TaskStatus_TASK_STATUS_CANCELLED,
 }
 
 func (s *Server) taskToProto(t *core.Task) *toolsvcv1.Task {
@@ -51,7 +50,7 @@ func (s *Server) taskToProto(t *core.Task) *toolsvcv1.Task {
 	if t.PollInterval > 0 {
 		out.PollInterval = durationpb.New(t.PollInterval)
 	}
-	if t.Status == mcpbridge.TaskInputRequired && len(t.InputRequests) > 0 {
+	if t.Status == core.TaskInputRequired && len(t.InputRequests) > 0 {
 		// The handle names the task: no request state, no expiry.
 		out.InputRequired = s.inputRequiredToProto(t.InputRequests, "")
 	}
@@ -171,7 +170,7 @@ func (s *Server) WatchTask(req *toolsvcv1.WatchTaskRequest, stream grpc.ServerSt
 		})
 		cancel()
 		if err != nil && t.Context().Err() == nil && isShutdown(s.shutdown) {
-			err = mcpbridge.ErrClosed
+			err = core.ErrClosed
 		}
 	}
 	fail := t.Fail(err)

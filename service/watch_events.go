@@ -7,7 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // The events of a watch (proto/toolsvc/v1/toolsvc.proto,
@@ -59,7 +59,7 @@ func (ev *viewEvents) changesFrom(s *Server, from *view) eventMessages {
 }
 
 func (ev *viewEvents) buildChanges(s *Server, from *view) *toolsvcv1.WatchCatalogResponse {
-	up, rm := mcpbridge.DiffTools(from.tools, ev.view.tools)
+	up, rm := core.DiffTools(from.tools, ev.view.tools)
 	ch := &toolsvcv1.CatalogChanges{Removed: rm, Upserted: make([]*toolsvcv1.Tool, len(up))}
 	for i, t := range up {
 		ch.Upserted[i] = s.cache.one(t, ev.g.key.format).msg
@@ -81,7 +81,7 @@ func (ev *viewEvents) snapshotEvent(s *Server, reset bool) eventMessages {
 		f, v := ev.g.key.format, ev.view
 		snap := &toolsvcv1.CatalogSnapshot{Tools: make([]*toolsvcv1.Tool, len(v.tools)), Reset_: reset}
 		if ev.g.filter.key == "" {
-			for i, w := range s.cache.tools(v.snap, v.snap == s.bridge.Catalog().Current(), f) {
+			for i, w := range s.cache.tools(v.snap, v.snap == s.core.Catalog().Current(), f) {
 				snap.Tools[i] = w.msg
 			}
 		} else {
@@ -158,19 +158,19 @@ func preEncode(m *toolsvcv1.WatchCatalogResponse) proto.Message {
 // addResourceChanges adds the delta between two resource parts to a
 // changes event.
 func addResourceChanges(ch *toolsvcv1.CatalogChanges, from, to *resourceView) {
-	up, rm := diffKeyed(from.resources, to.resources, resourceKey, (*mcpbridge.Resource).Hash)
+	up, rm := diffKeyed(from.resources, to.resources, resourceKey, (*core.Resource).Hash)
 	ch.UpsertedResources = convertAll(up, resourceToProto)
-	ch.RemovedResources = convertAll(rm, func(r *mcpbridge.Resource) *toolsvcv1.ResourceKey {
+	ch.RemovedResources = convertAll(rm, func(r *core.Resource) *toolsvcv1.ResourceKey {
 		return &toolsvcv1.ResourceKey{Server: r.Server, Uri: r.R.URI}
 	})
-	tup, trm := diffKeyed(from.templates, to.templates, templateKey, (*mcpbridge.ResourceTemplate).Hash)
+	tup, trm := diffKeyed(from.templates, to.templates, templateKey, (*core.ResourceTemplate).Hash)
 	ch.UpsertedResourceTemplates = convertAll(tup, templateToProto)
-	ch.RemovedResourceTemplates = convertAll(trm, func(t *mcpbridge.ResourceTemplate) *toolsvcv1.ResourceKey {
+	ch.RemovedResourceTemplates = convertAll(trm, func(t *core.ResourceTemplate) *toolsvcv1.ResourceKey {
 		return &toolsvcv1.ResourceKey{Server: t.Server, Uri: t.T.URITemplate}
 	})
-	pup, prm := diffKeyed(from.prompts, to.prompts, promptKey, (*mcpbridge.Prompt).Hash)
+	pup, prm := diffKeyed(from.prompts, to.prompts, promptKey, (*core.Prompt).Hash)
 	ch.UpsertedPrompts = convertAll(pup, promptToProto)
-	ch.RemovedPrompts = convertAll(prm, func(p *mcpbridge.Prompt) string { return p.Name })
+	ch.RemovedPrompts = convertAll(prm, func(p *core.Prompt) string { return p.Name })
 }
 
 // diffKeyed compares two lists by key and entry hash: the entries of b
@@ -197,8 +197,8 @@ func diffKeyed[T any](a, b []T, key func(T) string, hash func(T) [32]byte) (upse
 	return upserted, removed
 }
 
-func resourceKey(r *mcpbridge.Resource) string { return r.Server + "\x00" + r.R.URI }
-func templateKey(t *mcpbridge.ResourceTemplate) string {
+func resourceKey(r *core.Resource) string { return r.Server + "\x00" + r.R.URI }
+func templateKey(t *core.ResourceTemplate) string {
 	return t.Server + "\x00" + t.T.URITemplate
 }
-func promptKey(p *mcpbridge.Prompt) string { return p.Name }
+func promptKey(p *core.Prompt) string { return p.Name }

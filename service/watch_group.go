@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/toolsvc/toolsvc/mcpbridge"
+	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // The fan-out engine, one for every watch (tools only, or with resources
@@ -57,19 +57,19 @@ type watchGroup struct {
 
 	state atomic.Pointer[groupState]
 
-	mu       sync.Mutex                                           // builds states; guards the caches below
-	views    viewMemo[*mcpbridge.Snapshot, *view]                 // tool parts of older snapshots (resumption)
-	resViews viewMemo[*mcpbridge.ResourceSnapshot, *resourceView] // resource parts likewise
-	toolRevs map[*mcpbridge.Snapshot]string                       // the tool part's revision of snapshots a resume built (matched or not)
-	resRevs  map[*mcpbridge.ResourceSnapshot]string               // the resource part's likewise
-	deltas   map[[2]string]*encodedEvent                          // changes from revisions older than the previous one
-	events   map[string]*viewEvents                               // the events of recent revisions, so a flip back reuses them
+	mu       sync.Mutex                                      // builds states; guards the caches below
+	views    viewMemo[*core.Snapshot, *view]                 // tool parts of older snapshots (resumption)
+	resViews viewMemo[*core.ResourceSnapshot, *resourceView] // resource parts likewise
+	toolRevs map[*core.Snapshot]string                       // the tool part's revision of snapshots a resume built (matched or not)
+	resRevs  map[*core.ResourceSnapshot]string               // the resource part's likewise
+	deltas   map[[2]string]*encodedEvent                     // changes from revisions older than the previous one
+	events   map[string]*viewEvents                          // the events of recent revisions, so a flip back reuses them
 }
 
 // groupState is the group's newest snapshots and the events of its view.
 type groupState struct {
-	snap  *mcpbridge.Snapshot
-	rsnap *mcpbridge.ResourceSnapshot // nil: the group follows tools only
+	snap  *core.Snapshot
+	rsnap *core.ResourceSnapshot // nil: the group follows tools only
 	ev    *viewEvents
 }
 
@@ -110,7 +110,7 @@ func (h *watchHub) join(s *Server, f *watchFilter, w *watchSender) (*watchGroup,
 		// The shared catalog's changes and every principal's listings'
 		// (per-principal tool listings, mcpbridge/catalog/private.go): a group
 		// whose principal's view did not move starts no send (fanout).
-		tools, res := s.bridge.SubscribeAllTools(), s.bridge.Resources().Subscribe()
+		tools, res := s.core.SubscribeAllTools(), s.core.Resources().Subscribe()
 		h.wg.Add(1)
 		go h.run(s, tools, res)
 	}
@@ -169,7 +169,7 @@ func (h *watchHub) first(g *watchGroup, rev string) {
 
 // run is the hub's signal loop: one wake-up per change of either catalog,
 // until Shutdown. Server.Wait joins it.
-func (h *watchHub) run(s *Server, tools, res *mcpbridge.Subscription) {
+func (h *watchHub) run(s *Server, tools, res *core.Subscription) {
 	defer h.wg.Done()
 	defer tools.Close()
 	defer res.Close()
@@ -258,12 +258,12 @@ func (h *watchHub) shutdown() {
 
 // snapshots returns the current snapshots of the catalogs the group
 // follows (no resource snapshot for tools only).
-func (g *watchGroup) snapshots(s *Server) (*mcpbridge.Snapshot, *mcpbridge.ResourceSnapshot) {
-	cat := s.bridge.Tools(g.key.tools)
+func (g *watchGroup) snapshots(s *Server) (*core.Snapshot, *core.ResourceSnapshot) {
+	cat := s.core.ToolsOf(g.key.tools)
 	if !g.key.kinds.any() {
 		return cat.Current(), nil
 	}
-	return cat.Current(), s.bridge.Resources().Current()
+	return cat.Current(), s.core.Resources().Current()
 }
 
 // current returns the group's state for the catalogs' current snapshots,
@@ -303,7 +303,7 @@ func (g *watchGroup) current(s *Server) *groupState {
 
 // viewLocked returns the snapshots as the group sees them, each part
 // remembered for resumption.
-func (g *watchGroup) viewLocked(s *Server, snap *mcpbridge.Snapshot, rsnap *mcpbridge.ResourceSnapshot) *view {
+func (g *watchGroup) viewLocked(s *Server, snap *core.Snapshot, rsnap *core.ResourceSnapshot) *view {
 	tv, ok := g.views.get(snap)
 	if !ok {
 		tv = buildToolView(snap, g.filter)
@@ -333,8 +333,8 @@ func (g *watchGroup) findView(s *Server, rev string) *view {
 	if tv == nil || !g.key.kinds.any() {
 		return tv
 	}
-	rv := findInHistory(&g.mu, s.bridge.Resources().History(), &g.resViews, &g.resRevs, resRev,
-		func(rs *mcpbridge.ResourceSnapshot) *resourceView { return s.buildResourceView(rs, g.filter) },
+	rv := findInHistory(&g.mu, s.core.Resources().History(), &g.resViews, &g.resRevs, resRev,
+		func(rs *core.ResourceSnapshot) *resourceView { return s.buildResourceView(rs, g.filter) },
 		func(v *resourceView) string { return v.rev })
 	if rv == nil {
 		return nil
@@ -344,7 +344,7 @@ func (g *watchGroup) findView(s *Server, rev string) *view {
 
 // findToolView returns the newest remembered tool part with revision rev.
 func (g *watchGroup) findToolView(s *Server, rev string) *view {
-	cat := s.bridge.Tools(g.key.tools)
+	cat := s.core.ToolsOf(g.key.tools)
 	if g.filter.key == "" {
 		if snap, ok := cat.Snapshot(rev); ok {
 			return buildToolView(snap, g.filter)
@@ -352,7 +352,7 @@ func (g *watchGroup) findToolView(s *Server, rev string) *view {
 		return nil
 	}
 	return findInHistory(&g.mu, cat.History(), &g.views, &g.toolRevs, rev,
-		func(snap *mcpbridge.Snapshot) *view { return buildToolView(snap, g.filter) },
+		func(snap *core.Snapshot) *view { return buildToolView(snap, g.filter) },
 		func(v *view) string { return v.toolRev })
 }
 

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -22,13 +21,13 @@ import (
 type watchFilter struct {
 	servers            map[string]bool // nil: every server
 	excludeUnavailable bool
-	allowed            func(name string) bool // the caller's authorization; nil: all
-	key                string                 // canonical form of the view; "" is the whole catalog
-	format             schemaFormat           // how events carry schemas (not part of the view)
-	fragment           bool                   // the client accepts events split across messages
-	kinds              watchKinds             // the resource catalog's kinds the watch follows
+	view               *core.View   // who may see what: the caller's view of the catalogs
+	key                string       // canonical form of the filter; "" is the whole catalog
+	format             schemaFormat // how events carry schemas (not part of the view)
+	fragment           bool         // the client accepts events split across messages
+	kinds              watchKinds   // the resource catalog's kinds the watch follows
 	// tools is the principal whose view of the tool catalog the watch
-	// follows (mcpbridge.Bridge.Tools; "": the shared catalog): the
+	// follows (core.Core.ToolsOf; "": the shared catalog): the
 	// caller's while per-user upstreams run (docs/credentials.md).
 	tools string
 }
@@ -39,23 +38,23 @@ type watchKinds struct{ resources, prompts bool }
 func (k watchKinds) any() bool { return k.resources || k.prompts }
 
 func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalogRequest) (*watchFilter, error) {
-	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), allowed: s.authOf(ctx).Filter(ctx), fragment: req.GetFragment(),
+	f := &watchFilter{excludeUnavailable: req.GetExcludeUnavailable(), view: s.core.ViewOf(ctx), fragment: req.GetFragment(),
 		kinds: watchKinds{resources: req.GetIncludeResources(), prompts: req.GetIncludePrompts()}}
 	format, err := parseSchemaFormat(req.GetSchemaFormat(), "schema_format")
 	if err != nil {
 		return nil, err
 	}
 	f.format = format
-	if s.bridge.HasPerUser() {
+	if s.core.HasPerUser() {
 		f.tools = core.ToolsPrincipal(ctx)
 	}
 	var names []string
 	for i, name := range req.GetServers() {
 		field := fmt.Sprintf("servers[%d]", i)
-		if err := mcpbridge.ValidateServerName(name); err != nil {
+		if err := core.ValidateServerName(name); err != nil {
 			return nil, invalidArgument(field, err.Error())
 		}
-		if _, err := s.bridge.Server(name); err != nil {
+		if _, err := s.core.Server(name); err != nil {
 			return nil, plainError(core.NotFound, ReasonServerNotFound, fmt.Sprintf("%s: no configured server is named %q", field, name), map[string]string{"server": name})
 		}
 		if f.servers == nil {
@@ -66,33 +65,31 @@ func (s *Server) newWatchFilter(ctx context.Context, req *toolsvcv1.WatchCatalog
 			names = append(names, name)
 		}
 	}
-	principal := ""
-	if f.allowed != nil {
-		// Views are shared by key: callers with different rules must not
-		// share one. The rules are fixed per principal and auth state
-		// (a group's remembered views were built under one state).
-		p, _ := core.PrincipalFrom(ctx)
-		principal = fmt.Sprintf("%d/%s:%s", s.authOf(ctx).Gen(), p.Method, p.Name)
-	}
-	if f.servers != nil || f.excludeUnavailable || f.allowed != nil {
+	if f.servers != nil || f.excludeUnavailable || !f.view.All() {
+		// Views are shared by key: callers who may see different entries
+		// must not share one (the view's key names the auth state and the
+		// rules that apply to the caller).
 		slices.Sort(names)
-		f.key = fmt.Sprintf("%q|%v|%q", names, f.excludeUnavailable, principal) // quoted: names may hold any character
+		f.key = fmt.Sprintf("%q|%v|%q", names, f.excludeUnavailable, f.view.Key()) // quoted: names may hold any character
 	}
 	return f, nil
 }
 
-func (f *watchFilter) keep(t *mcpbridge.Tool) bool {
-	return (f.servers == nil || f.servers[t.Server]) && (t.Available || !f.excludeUnavailable) &&
-		(f.allowed == nil || f.allowed(t.Name))
+// narrows reports whether the watch asked for less than its view (some
+// servers, available tools only); narrow is that selection.
+func (f *watchFilter) narrows() bool { return f.servers != nil || f.excludeUnavailable }
+
+func (f *watchFilter) narrow(t *core.Tool) bool {
+	return (f.servers == nil || f.servers[t.Server]) && (t.Available || !f.excludeUnavailable)
 }
 
 // A view is the catalogs as one filter sees them: the tool part (the
 // filtered tools of snap; toolRev is their content revision,
-// mcpbridge.Revision, so the unfiltered view's is the snapshot's) and, for
+// core.Revision, so the unfiltered view's is the snapshot's) and, for
 // a watch that follows resources or prompts, the resource part.
 type view struct {
-	snap    *mcpbridge.Snapshot
-	tools   []*mcpbridge.Tool
+	snap    *core.Snapshot
+	tools   []*core.Tool
 	toolRev string
 	res     *resourceView // nil: the watch follows tools only
 	rev     string        // toolRev, followed by res.rev when res is set
@@ -102,64 +99,38 @@ type view struct {
 // follows, of the servers it selects, that the caller may see (a server's
 // resources by <prefix>__@resources, prompts by name: docs/resources.md). exclude_unavailable applies to tools only.
 type resourceView struct {
-	snap      *mcpbridge.ResourceSnapshot
-	resources []*mcpbridge.Resource
-	templates []*mcpbridge.ResourceTemplate
-	prompts   []*mcpbridge.Prompt
-	rev       string // mcpbridge.ResourceRevision of the three lists
+	snap      *core.ResourceSnapshot
+	resources []*core.Resource
+	templates []*core.ResourceTemplate
+	prompts   []*core.Prompt
+	rev       string // core.ResourceRevision of the three lists
 }
 
-// buildToolView returns the tool part of snap as f sees it.
-func buildToolView(snap *mcpbridge.Snapshot, f *watchFilter) *view {
+// buildToolView returns the tool part of snap as f sees it: the caller's
+// view (core.View, shared by the watches and listings of one view) narrowed
+// to what the watch asked for.
+func buildToolView(snap *core.Snapshot, f *watchFilter) *view {
 	if f.key == "" {
 		return &view{snap: snap, tools: snap.Tools, toolRev: snap.Revision, rev: snap.Revision}
 	}
-	tools := make([]*mcpbridge.Tool, 0, len(snap.Tools))
-	for _, t := range snap.Tools {
-		if f.keep(t) {
-			tools = append(tools, t)
-		}
+	var narrow func(*core.Tool) bool
+	if f.narrows() {
+		narrow = f.narrow
 	}
-	rev := mcpbridge.Revision(tools)
-	return &view{snap: snap, tools: slices.Clip(tools), toolRev: rev, rev: rev}
+	tools, rev := f.view.Tools(snap, narrow)
+	return &view{snap: snap, tools: tools, toolRev: rev, rev: rev}
 }
 
-// buildResourceView returns the resource part of rsnap as f sees it.
-func (s *Server) buildResourceView(rsnap *mcpbridge.ResourceSnapshot, f *watchFilter) *resourceView {
-	if f.key == "" && f.kinds.resources && f.kinds.prompts {
-		return &resourceView{snap: rsnap, resources: rsnap.Resources, templates: rsnap.Templates, prompts: rsnap.Prompts, rev: rsnap.Revision}
+// buildResourceView returns the resource part of rsnap as f sees it
+// (exclude_unavailable applies to tools only).
+func (s *Server) buildResourceView(rsnap *core.ResourceSnapshot, f *watchFilter) *resourceView {
+	var only func(string) bool
+	if f.servers != nil {
+		only = func(server string) bool { return f.servers[server] }
 	}
 	v := &resourceView{snap: rsnap}
-	if f.kinds.resources {
-		visible := map[string]bool{} // per server; this build's own, so groups may build concurrently
-		see := func(server string) bool {
-			ok, known := visible[server]
-			if !known {
-				ok = (f.servers == nil || f.servers[server]) && (f.allowed == nil || f.allowed(s.core.ResourcesAuthName(server)))
-				visible[server] = ok
-			}
-			return ok
-		}
-		v.resources = keepIf(rsnap.Resources, func(r *mcpbridge.Resource) bool { return see(r.Server) })
-		v.templates = keepIf(rsnap.Templates, func(t *mcpbridge.ResourceTemplate) bool { return see(t.Server) })
-	}
-	if f.kinds.prompts {
-		v.prompts = keepIf(rsnap.Prompts, func(p *mcpbridge.Prompt) bool {
-			return (f.servers == nil || f.servers[p.Server]) && (f.allowed == nil || f.allowed(p.Name))
-		})
-	}
-	v.rev = mcpbridge.ResourceRevision(v.resources, v.templates, v.prompts)
+	v.resources, v.templates, v.prompts, v.rev = f.view.ResourceLists(rsnap, only, f.kinds.resources, f.kinds.prompts)
 	return v
-}
-
-func keepIf[T any](all []T, keep func(T) bool) []T {
-	var out []T
-	for _, x := range all {
-		if keep(x) {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // withResources returns the view of a watch that follows resources or
@@ -170,12 +141,12 @@ func withResources(tv *view, rv *resourceView) *view {
 
 // view returns snap as f sees it, with the resource catalog's current
 // snapshot when f follows resources or prompts (tests).
-func (s *Server) view(snap *mcpbridge.Snapshot, f *watchFilter) *view {
+func (s *Server) view(snap *core.Snapshot, f *watchFilter) *view {
 	tv := buildToolView(snap, f)
 	if !f.kinds.any() {
 		return tv
 	}
-	return withResources(tv, s.buildResourceView(s.bridge.Resources().Current(), f))
+	return withResources(tv, s.buildResourceView(s.core.Resources().Current(), f))
 }
 
 // splitToken returns the tool and resource parts of a resume token of a

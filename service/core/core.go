@@ -33,6 +33,10 @@ type Core struct {
 	// tasks holds the task handles' cipher, watch polls and ledger
 	// (tasks.go).
 	tasks *taskCore
+	// views remembers the views of the current snapshots (view.go).
+	views viewMemo
+	// subs is the resource subscription hub (subscriptions.go).
+	subs *subHub
 }
 
 // Paging limits of every listing (page_size on gRPC; the MCP front door
@@ -160,12 +164,10 @@ func New(b *mcpbridge.Bridge, o Options) *Core {
 	}
 	c := &Core{bridge: b, log: o.Logger, opts: o, input: newInteractive(o.StateKey, o.ReplicaID, limitsOf(o)),
 		tasks: newTaskCore(o.StateKey, o.TaskPollInterval, o.MaxTaskWatchesPerPrincipal)}
+	c.subs = newSubHub(o.Logger, b)
 	c.auth.Store(c.newAuthState(o.Auth, nil))
 	return c
 }
-
-// Bridge is the bridge the core serves.
-func (s *Core) Bridge() *mcpbridge.Bridge { return s.bridge }
 
 // Logger is the core's logger.
 func (s *Core) Logger() *slog.Logger { return s.log }

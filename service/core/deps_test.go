@@ -34,3 +34,46 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// TestWiresImportTheCoreOnly keeps the bridge behind the core: a wire
+// (service, service/mcpfront, any package under service/ but the core)
+// imports neither mcpbridge nor its subpackages, except the catalog's
+// value types (mcpbridge/catalog); it reaches the upstreams through the
+// core's operations. The bridge, for its part, depends on no part of
+// service/. Only a wire's own code counts: its tests build real bridges
+// to test it against, and the composition root (cmd/toolsvc) imports
+// everything.
+func TestWiresImportTheCoreOnly(t *testing.T) {
+	t.Parallel()
+	const mod = "github.com/toolsvc/toolsvc/"
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../...").Output()
+	if err != nil {
+		t.Fatalf("go list ../...: %v", err)
+	}
+	wires := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := fields[0]
+		if pkg == mod+"service/core" || strings.HasPrefix(pkg, mod+"service/core/") {
+			continue
+		}
+		wires++
+		for _, imp := range fields[1:] {
+			if (imp == mod+"mcpbridge" || strings.HasPrefix(imp, mod+"mcpbridge/")) && imp != mod+"mcpbridge/catalog" {
+				t.Errorf("wire %s imports %s: reach the upstreams through service/core", pkg, imp)
+			}
+		}
+	}
+	if wires < 2 { // service and service/mcpfront at least: the listing itself is broken
+		t.Fatalf("go list ../... found %d wire packages:\n%s", wires, out)
+	}
+	out, err = exec.Command("go", "list", "-deps", "../../mcpbridge/...").Output()
+	if err != nil {
+		t.Fatalf("go list -deps mcpbridge/...: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == mod+"service" || strings.HasPrefix(dep, mod+"service/") {
+			t.Errorf("mcpbridge depends on %s: the bridge sits below every part of service/", dep)
+		}
+	}
+}

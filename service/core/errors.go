@@ -1,11 +1,11 @@
-// Package core is toolsvc's transport-neutral core: what every wire (the
-// gRPC API, the MCP front door) shares. This file is its error model: one
+// The core's error model: one
 // value, built by the bridge's classification or by the core's own checks,
 // that each wire maps once to its own form (service/errors.go: a gRPC
 // status with google.rpc.ErrorInfo, RetryInfo and BadRequest; the MCP front
 // door: a JSON-RPC error, or an isError result for arguments a model can
 // fix). No wire edits an error's text: the field names a wire uses are
 // chosen when the message is built (Fields).
+
 package core
 
 import (

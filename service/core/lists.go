@@ -33,8 +33,8 @@ var (
 	Prompts = ListKind[*mcpbridge.Prompt]{
 		Items: func(s *mcpbridge.ResourceSnapshot) []*mcpbridge.Prompt { return s.Prompts },
 		visible: func(c *Core, ctx context.Context, _ func(string) bool) func(*mcpbridge.Prompt) bool {
-			allowed := c.AuthOf(ctx).Filter(ctx)
-			return func(p *mcpbridge.Prompt) bool { return allowed == nil || allowed(p.Name) }
+			v := c.ViewOf(ctx)
+			return func(p *mcpbridge.Prompt) bool { return v.Prompt(p.Name) }
 		},
 	}
 )

@@ -79,18 +79,10 @@ func (s *Core) ServerFilter(servers []string) (func(string) bool, error) {
 	return func(n string) bool { return slices.Contains(servers, n) }, nil
 }
 
-// resourceVisible returns the caller's filter over servers' resources.
+// resourceVisible returns the caller's filter over servers' resources
+// (its View), narrowed to only (nil: every server).
 func (s *Core) resourceVisible(ctx context.Context, only func(string) bool) func(server string) bool {
-	allowed := s.AuthOf(ctx).Filter(ctx)
-	memo := map[string]bool{}
-	return func(server string) bool {
-		if v, ok := memo[server]; ok {
-			return v
-		}
-		v := (only == nil || only(server)) && (allowed == nil || allowed(s.ResourcesAuthName(server)))
-		memo[server] = v
-		return v
-	}
+	return s.ViewOf(ctx).servers(only)
 }
 
 // ResolveRead checks a read or subscription request and admits it: the

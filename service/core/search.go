@@ -180,10 +180,10 @@ func (s *Core) searchFilter(ctx context.Context, in SearchInput) (func(*mcpbridg
 	if err != nil {
 		return nil, err.(*Error)
 	}
-	allowed := s.AuthOf(ctx).Filter(ctx)
+	view := s.ViewOf(ctx)
 	glob, h := in.NameGlob, in.Hints
 	return func(t *mcpbridge.Tool) bool {
-		if allowed != nil && !allowed(t.Name) {
+		if !view.Tool(t.Name) {
 			return false
 		}
 		if only != nil && !only(t.Server) {

@@ -1,7 +1,9 @@
 // Package mcpfront is toolsvc's MCP front door: the merged catalog served
 // as an MCP server over streamable HTTP and legacy HTTP+SSE, built on the
-// transport-neutral core (service/core) alone. It imports no gRPC package
-// and no generated API (service/core's TestLayering keeps it so).
+// transport-neutral core (service/core) alone. It imports no gRPC package,
+// no generated API and no part of mcpbridge (service/core's TestLayering
+// and TestWiresImportTheCoreOnly keep it so): who may see what is the
+// core's View, a resource subscription is the core's hub.
 package mcpfront
 
 import (
@@ -23,7 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolsvc/toolsvc/internal/loopback"
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -143,7 +144,10 @@ type Front struct {
 
 	list  listCache
 	views *views
-	found foundTools // tools each session's searches found (discovery.go)
+	// announced narrows go-sdk's list_changed to the principals whose
+	// view changed (gosdk.go).
+	announced *announcements
+	found     foundTools // tools each session's searches found (discovery.go)
 	// send is go-sdk's sending handler below sendingMiddleware: a
 	// notification to one session (discovery.go's reveal).
 	send     mcp.MethodHandler
@@ -185,7 +189,7 @@ func New(c *core.Core, o Options) *Front {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	f := &Front{c: c, log: o.Logger, opts: o, busy: map[*mcp.ServerSession]int{}, views: newViews(),
+	f := &Front{c: c, log: o.Logger, opts: o, busy: map[*mcp.ServerSession]int{}, views: newViews(), announced: newAnnouncements(),
 		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
 		ids:   newSessionIDs(o.SessionKey),
 		stop:  make(chan struct{}), done: make(chan struct{})}
@@ -338,9 +342,9 @@ func (f *Front) Run(ctx context.Context) {
 	defer close(f.done)
 	// Every principal's listing too: a principal's own list changes their
 	// view (views.go).
-	sub := f.c.Bridge().SubscribeAllTools()
+	sub := f.c.SubscribeAllTools()
 	defer sub.Close()
-	last, lastPrivate := f.c.Bridge().Catalog().Current().Revision, f.c.Bridge().PrivateGen()
+	last, lastPrivate := f.c.Catalog().Current().Revision, f.c.PrivateGen()
 	stop := make(chan struct{})
 	go func() {
 		select {
@@ -356,15 +360,15 @@ func (f *Front) Run(ctx context.Context) {
 		f.runResources(stop)
 	}()
 	defer wg.Wait()
-	cat := f.c.Bridge().Catalog()
+	cat := f.c.Catalog()
 	f.follow(stop, sub.C(), func(authChanged bool) {
 		// A reload's new rules change views as a catalog change does.
-		snap, private := cat.Current(), f.c.Bridge().PrivateGen()
+		snap, private := cat.Current(), f.c.PrivateGen()
 		if snap.Revision == last && private == lastPrivate && !authChanged {
 			return
 		}
 		last, lastPrivate = snap.Revision, private
-		if f.viewsChanged(snap) {
+		if f.viewsChanged(kindTools)[kindTools] {
 			f.notifyListChanged()
 		}
 	})
@@ -652,10 +656,10 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 	if e != nil {
 		return nil, mcpError(e)
 	}
-	all := f.list.tools(snap, snap == f.c.Bridge().Catalog().Current())
+	all := f.list.tools(snap, snap == f.c.Catalog().Current())
 	var keep func(*mcp.Tool) bool
-	if allowed := f.c.AuthOf(ctx).Filter(ctx); allowed != nil {
-		keep = func(t *mcp.Tool) bool { return allowed(t.Name) }
+	if view := f.c.ViewOf(ctx); !view.All() {
+		keep = func(t *mcp.Tool) bool { return view.Tool(t.Name) }
 	}
 	progressive := f.progressiveFor(ctx)
 	if progressive { // the core set and what this session found (discovery.go)
@@ -691,18 +695,18 @@ func (f *Front) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.R
 // immutable, so an unchanged tool keeps its value across revisions.
 type listCache struct {
 	mu   sync.Mutex
-	snap *mcpbridge.Snapshot
+	snap *core.Snapshot
 	list []*mcp.Tool
-	m    map[*mcpbridge.Tool]*mcp.Tool
+	m    map[*core.Tool]*mcp.Tool
 }
 
-func (c *listCache) tools(s *mcpbridge.Snapshot, current bool) []*mcp.Tool {
+func (c *listCache) tools(s *core.Snapshot, current bool) []*mcp.Tool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snap == s {
 		return c.list
 	}
-	m := make(map[*mcpbridge.Tool]*mcp.Tool, len(s.Tools))
+	m := make(map[*core.Tool]*mcp.Tool, len(s.Tools))
 	list := make([]*mcp.Tool, len(s.Tools))
 	for i, t := range s.Tools {
 		p := c.m[t]
@@ -717,7 +721,7 @@ func (c *listCache) tools(s *mcpbridge.Snapshot, current bool) []*mcp.Tool {
 	return list
 }
 
-func toolToMCP(t *mcpbridge.Tool) *mcp.Tool {
+func toolToMCP(t *core.Tool) *mcp.Tool {
 	out := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, Annotations: t.Annotations, Meta: t.Meta}
 	out.InputSchema = t.InputSchema
 	if out.InputSchema == nil {
@@ -850,7 +854,7 @@ func clientInput(caps *mcp.ClientCapabilities) *core.InputOptions {
 	if caps == nil {
 		return nil
 	}
-	var k mcpbridge.InputKinds
+	var k core.InputKinds
 	if e := caps.Elicitation; e != nil {
 		k.Form = e.Form != nil || e.URL == nil // {} means form
 		k.URL = e.URL != nil
@@ -879,7 +883,7 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequest
 			var cr *mcp.CreateMessageResult
 			if cr, err = ss.CreateMessage(ctx, q); err == nil {
 				raw, _ := json.Marshal(cr)
-				a, err = mcpbridge.DecodeInputResponse(q, raw)
+				a, err = core.DecodeInputResponse(q, raw)
 			}
 		case *mcp.ListRootsParams:
 			a, err = ss.ListRoots(ctx, q)
@@ -937,10 +941,10 @@ func keepElicitContent(ctx context.Context, res mcp.Result) {
 // tool's name are the model's to fix (throughFailure).
 func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput, through bool) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
 	pctx := principalContext(ctx, req.GetExtra())
-	var raws *mcpbridge.RawResults
+	var raws *core.RawResults
 	if in.Task == nil { // a task's answer is the core's (tasks.go)
-		raws = &mcpbridge.RawResults{}
-		pctx = mcpbridge.WithRawResults(pctx, raws)
+		raws = &core.RawResults{}
+		pctx = core.WithRawResults(pctx, raws)
 	}
 	c, err := f.c.BeginCall(pctx, in)
 	var res *mcp.CallToolResult
@@ -987,7 +991,7 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 
 // passCall is a call's result as the upstream sent it, ready to send to
 // the client of req, when it needs no change (nil otherwise).
-func (f *Front) passCall(raws *mcpbridge.RawResults, res *mcp.CallToolResult, req *mcp.CallToolRequest) []byte {
+func (f *Front) passCall(raws *core.RawResults, res *mcp.CallToolResult, req *mcp.CallToolRequest) []byte {
 	if f.noPass || res == nil || core.NeedsInput(res) {
 		return nil
 	}
@@ -1027,7 +1031,7 @@ func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolReq
 	callCtx := c.Context()
 	var relay core.Relay
 	if token := req.Params.GetProgressToken(); token != nil {
-		relay.Progress = func(pr mcpbridge.Progress) error {
+		relay.Progress = func(pr core.Progress) error {
 			// A client that went away is the call's context's business.
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
 				Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
@@ -1036,7 +1040,7 @@ func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolReq
 	}
 	if level, ok := clientLogLevel(req); ok {
 		relay.LogLevel = level
-		relay.Log = func(l mcpbridge.Log) error {
+		relay.Log = func(l core.Log) error {
 			// ss.Log filters by the client's level (ctx carries a
 			// 2026-07-28 request's own).
 			_ = req.Session.Log(ctx, logMessage(l))
@@ -1046,7 +1050,7 @@ func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolReq
 	if relay.Progress == nil && relay.Log == nil {
 		return c.Dispatch(callCtx, nil)
 	}
-	res, err, _ := relay.Run(func(opts *mcpbridge.CallOptions) (*mcp.CallToolResult, error) {
+	res, err, _ := relay.Run(func(opts *core.CallOptions) (*mcp.CallToolResult, error) {
 		return c.Dispatch(callCtx, opts)
 	})
 	return res, err
@@ -1066,7 +1070,7 @@ func clientLogLevel(req *mcp.CallToolRequest) (mcp.LoggingLevel, bool) {
 // logMessage is an upstream's log message as the front door's client gets
 // it: the logger is "<server>/<upstream logger>" (or "<server>" when the
 // upstream named none), so the client sees which server spoke.
-func logMessage(l mcpbridge.Log) *mcp.LoggingMessageParams {
+func logMessage(l core.Log) *mcp.LoggingMessageParams {
 	logger := l.Server
 	if l.Logger != "" {
 		logger += "/" + l.Logger

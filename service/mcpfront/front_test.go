@@ -267,7 +267,7 @@ func serveFront(t *testing.T, c *core.Core, opts Options, window time.Duration) 
 	t.Helper()
 	front := New(c, opts)
 	if window > 0 {
-		front.views.window = window
+		front.announced.window = window
 	}
 	ctx, cancel := context.WithCancel(ctxT(t))
 	go front.Run(ctx)

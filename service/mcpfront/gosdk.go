@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -22,6 +24,10 @@ import (
 //   - list_changed markers: go-sdk sends notifications/{tools,resources,
 //     prompts}/list_changed only when its own lists change, so a marker is
 //     added and removed (one notification: go-sdk debounces its own sends);
+//   - per-principal list_changed (views.go): go-sdk sends a list_changed to
+//     every session at once, about 10 ms after its list changed, so the
+//     sending middleware drops it for the sessions whose principal was not
+//     announced within announceWindow (announcements);
 //   - one session's list_changed (discovery.go's reveal): go-sdk notifies
 //     all sessions or none, so the sending handler below the front door's
 //     sending middleware is kept (Front.send) and called with a
@@ -99,6 +105,89 @@ func (h quietUndelivered) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h quietUndelivered) WithGroup(name string) slog.Handler {
 	return quietUndelivered{h.Handler.WithGroup(name)}
+}
+
+// announceWindow is how long a principal announced for a list (its view
+// changed, views.go) lets that list's notifications through: go-sdk sends
+// about 10 ms after the marker changes. Within the window, a session whose
+// own view did not change in a later change may get that notification too
+// (harmless: one more list); only a send go-sdk delayed by more than the
+// window could be dropped, so it is generous.
+const announceWindow = time.Second
+
+// announcements are, per list, when each principal was last announced.
+type announcements struct {
+	window time.Duration // announceWindow; tests shorten it
+	mu     sync.Mutex
+	at     [numListKinds]map[string]time.Time
+}
+
+func newAnnouncements() *announcements {
+	a := &announcements{window: announceWindow}
+	for k := range numListKinds {
+		a.at[k] = map[string]time.Time{}
+	}
+	return a
+}
+
+// announce lets list k's next notifications through to p's sessions.
+func (a *announcements) announce(k listKind, p string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.at[k][p] = time.Now()
+}
+
+// forget drops p (its last session ended).
+func (a *announcements) forget(p string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for k := range numListKinds {
+		delete(a.at[k], p)
+	}
+}
+
+// recent reports whether p was announced for k within the window.
+func (a *announcements) recent(k listKind, p string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	at, ok := a.at[k][p]
+	return ok && time.Since(at) < a.window
+}
+
+// wants reports whether ss should get list k's list_changed being sent.
+func (f *Front) wants(ss *mcp.ServerSession, k listKind) bool {
+	if !f.perPrincipal(k) {
+		return true
+	}
+	p, ok := f.principalOf(ss)
+	if !ok {
+		return true // not recorded: notify rather than miss
+	}
+	return f.announced.recent(k, p)
+}
+
+// sendingMiddleware drops a list_changed for sessions whose view of that
+// list did not change, and keeps an elicitation's content as given.
+func (f *Front) sendingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	f.send = next
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		for k := range numListKinds {
+			if method != k.method() {
+				continue
+			}
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && !f.wants(ss, k) {
+				return nil, nil
+			}
+		}
+		if method == "elicitation/create" {
+			res, err := next(ctx, method, req)
+			if err == nil {
+				keepElicitContent(ctx, res)
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // listChangedMarker is a tool the go-sdk server holds only so that adding

@@ -14,7 +14,7 @@ import (
 // needs no change is sent to the client as the upstream sent it, instead
 // of encoding go-sdk's decoded value twice (once to measure it for the
 // response limit, once in go-sdk's server). The bridge keeps the bytes
-// next to the decoded value (mcpbridge.RawResults, for upstreams on
+// next to the decoded value (core.RawResults, for upstreams on
 // connections it wraps: stdio, legacy SSE); the front door uses them only
 // for that very value, and only when they are what the slow path would
 // send, but for JSON spelling (spaces, key order, escapes, number forms:

@@ -2,14 +2,11 @@ package mcpfront
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -55,7 +52,7 @@ func cursorOf[P any](p *P, cursor func(*P) string) string {
 
 func (f *Front) listResources(ctx context.Context, req *mcp.ListResourcesRequest) (*mcp.ListResourcesResult, error) {
 	list, next, err := frontList(f, ctx, req.GetExtra(), cursorOf(req.Params, func(p *mcp.ListResourcesParams) string { return p.Cursor }), core.Resources,
-		func(r *mcpbridge.Resource) *mcp.Resource { return r.R }) // as listed; never modified
+		func(r *core.Resource) *mcp.Resource { return r.R }) // as listed; never modified
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +63,7 @@ func (f *Front) listResources(ctx context.Context, req *mcp.ListResourcesRequest
 
 func (f *Front) listResourceTemplates(ctx context.Context, req *mcp.ListResourceTemplatesRequest) (*mcp.ListResourceTemplatesResult, error) {
 	list, next, err := frontList(f, ctx, req.GetExtra(), cursorOf(req.Params, func(p *mcp.ListResourceTemplatesParams) string { return p.Cursor }), core.Templates,
-		func(t *mcpbridge.ResourceTemplate) *mcp.ResourceTemplate { return t.T })
+		func(t *core.ResourceTemplate) *mcp.ResourceTemplate { return t.T })
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +81,7 @@ func (f *Front) listPrompts(ctx context.Context, req *mcp.ListPromptsRequest) (*
 }
 
 // promptToMCP is the upstream's prompt under its exposed name.
-func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
+func promptToMCP(p *core.Prompt) *mcp.Prompt {
 	out := *p.P
 	out.Name = p.Name
 	return &out
@@ -93,8 +90,8 @@ func promptToMCP(p *mcpbridge.Prompt) *mcp.Prompt {
 // readResource answers resources/read through the operation engine, like
 // ReadResource.
 func (f *Front) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
-	raws := &mcpbridge.RawResults{} // passthrough.go
-	op, err := f.c.Begin(mcpbridge.WithRawResults(principalContext(ctx, req.GetExtra()), raws), core.OpResourceRead, mcpFields)
+	raws := &core.RawResults{} // passthrough.go
+	op, err := f.c.Begin(core.WithRawResults(principalContext(ctx, req.GetExtra()), raws), core.OpResourceRead, mcpFields)
 	var res *mcp.ReadResourceResult
 	var pass []byte
 	if err == nil {
@@ -199,14 +196,17 @@ func (f *Front) checkSize(res any) error {
 // (Server.ResourceUpdated, by URI); the front door admits each
 // subscription (the operation engine: the caller must be allowed the server's
 // resources) and holds one upstream subscription per (server, URI) while
-// any session is subscribed to it. A session's subscriptions end with it:
-// go-sdk forgets them without calling the unsubscribe handler, so the
-// front door waits for every subscribed session's end (this also covers a
-// resources/subscribe sent without a session, whose one-request session
-// ends with the request). When the upstream's session goes away, the front
-// door subscribes again once it is back and sends one resources/updated
-// (the contents may have changed meanwhile), so a client's subscription
-// outlives upstream restarts.
+// any session is subscribed to it, through the core's subscription hub
+// (core.SubscribeResource), which gRPC streams share. A session's
+// subscriptions end with it: go-sdk forgets them without calling the
+// unsubscribe handler, so the front door waits for every subscribed
+// session's end (this also covers a resources/subscribe sent without a
+// session, whose one-request session ends with the request). When the
+// upstream's session goes away, the hub subscribes again once it is back
+// and signals one update, which the front door sends as resources/updated
+// (the contents may have changed meanwhile): a client's subscription
+// outlives upstream restarts, as a gRPC stream does (docs/resources.md,
+// "One subscription lifecycle").
 
 type frontSubs struct {
 	mu      sync.Mutex
@@ -227,15 +227,6 @@ type frontSub struct {
 	err      error         // its error
 	stop     chan struct{} // closed when the last session leaves
 }
-
-// frontResubscribeBackoff bounds the retries of an upstream subscription
-// whose session went away.
-var frontResubscribeBackoff = [2]time.Duration{200 * time.Millisecond, 5 * time.Second}
-
-// frontSubscribeTimeout bounds the upstream subscription a first
-// subscriber makes on behalf of every subscriber of the URI (so that one
-// client's cancellation does not fail the others).
-const frontSubscribeTimeout = 30 * time.Second
 
 func (f *Front) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	op, err := f.c.Begin(principalContext(ctx, req.GetExtra()), core.OpSubscription, mcpFields)
@@ -272,7 +263,7 @@ func (f *Front) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession) er
 	f.subs.mu.Lock()
 	if f.subs.closed {
 		f.subs.mu.Unlock()
-		return mcpbridge.ErrClosed
+		return core.ErrClosed
 	}
 	if f.subs.entries == nil {
 		f.subs.entries, f.subs.watched = map[subKey]*frontSub{}, map[*mcp.ServerSession]bool{}
@@ -305,13 +296,13 @@ func (f *Front) joinSub(ctx context.Context, k subKey, ss *mcp.ServerSession) er
 		}
 		return e.err
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), frontSubscribeTimeout)
-	sub, err := f.c.Bridge().SubscribeResource(sctx, k.server, k.uri)
-	cancel()
+	// The hub bounds the upstream subscription and shares it with every
+	// subscriber of the URI on this replica, on either wire.
+	sub, err := f.c.SubscribeResource(ctx, k.server, k.uri)
 	f.subs.mu.Lock()
 	if err == nil && f.subs.closed {
 		sub.Close()
-		err = mcpbridge.ErrClosed
+		err = core.ErrClosed
 	}
 	e.err = err
 	close(e.ready)
@@ -382,51 +373,39 @@ func (f *Front) closeSubs() {
 	f.subs.running.Wait()
 }
 
-// forward turns the upstream's resources/updated for k into go-sdk's
-// notification to the sessions subscribed to its URI, subscribing again
-// when the upstream's session goes away.
-func (f *Front) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscription) {
+// forward turns the hub's updates for k (core.SubscribeResource: the
+// upstream's resources/updated, and one after the hub subscribed again to
+// an upstream that was away) into go-sdk's notification to the sessions
+// subscribed to its URI. When the subscription ends for good the sessions
+// get one last notification (a read then shows them why) and the entry
+// is dropped.
+func (f *Front) forward(e *frontSub, k subKey, sub *core.ResourceSub) {
+	defer sub.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-e.stop:
-		case <-f.stop:
-		}
-		cancel()
-	}()
 	notify := func() {
 		_ = f.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: k.uri})
 	}
 	for {
 		select {
-		case <-ctx.Done():
-			sub.Close()
+		case <-e.stop:
+			return
+		case <-f.stop:
 			return
 		case <-sub.Updated:
 			notify()
-			continue
 		case <-sub.Done:
+			f.log.Info("MCP front door: a resource subscription ended", "server", k.server, "uri", k.uri,
+				"error", core.Classify(sub.Err(), core.ClassifyOptions{Fields: mcpFields}).Message) // the mapped message: no upstream URLs
+			notify()
+			f.subs.mu.Lock()
+			if f.subs.entries[k] == e {
+				delete(f.subs.entries, k)
+				close(e.stop)
+			}
+			f.subs.mu.Unlock()
+			return
 		}
-		sub.Close()
-		f.log.Debug("MCP front door: upstream resource subscription lost; subscribing again", "server", k.server, "uri", k.uri)
-		var err error
-		for wait, tries := frontResubscribeBackoff[0], 1; ; wait, tries = min(2*wait, frontResubscribeBackoff[1]), tries+1 {
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			if sub, err = f.c.Bridge().SubscribeResource(ctx, k.server, k.uri); err == nil {
-				break
-			}
-			if tries == 10 { // about 30 s: worth an operator's eye
-				f.log.Warn("MCP front door: cannot subscribe again to an upstream resource; still trying", "server", k.server, "uri", k.uri, "error", core.Classify(err, core.ClassifyOptions{Fields: mcpFields}).Message) // the mapped message: no upstream URLs
-			}
-		}
-		notify() // it may have changed while the upstream was away
 	}
 }
 
@@ -434,7 +413,7 @@ func (f *Front) forward(e *frontSub, k subKey, sub *mcpbridge.ResourceSubscripti
 // the merged lists change (debounced like tools), to the sessions whose
 // view of them changed.
 func (f *Front) runResources(stop <-chan struct{}) {
-	cat := f.c.Bridge().Resources()
+	cat := f.c.Resources()
 	sub := cat.Subscribe()
 	defer sub.Close()
 	last := cat.Current()
@@ -444,54 +423,28 @@ func (f *Front) runResources(stop <-chan struct{}) {
 			return
 		}
 		// A reload's new rules change views as a catalog change does.
-		resChanged := authChanged || !sameResourceLists(last, snap)
-		promptsChanged := authChanged || !samePromptLists(last, snap)
+		var lists []listKind
+		if authChanged || !sameResourceLists(last, snap) {
+			lists = append(lists, kindResources)
+		}
+		if authChanged || !samePromptLists(last, snap) {
+			lists = append(lists, kindPrompts)
+		}
 		last = snap
-		if resChanged && f.listViewsChanged(kindResources, snap) {
+		changed := f.viewsChanged(lists...)
+		if changed[kindResources] {
 			f.notifyResourcesChanged()
 		}
-		if promptsChanged && f.listViewsChanged(kindPrompts, snap) {
+		if changed[kindPrompts] {
 			f.notifyPromptsChanged()
 		}
 	})
 }
 
-func sameResourceLists(a, b *mcpbridge.ResourceSnapshot) bool {
-	return resourceListKey(a, nil) == resourceListKey(b, nil)
+func sameResourceLists(a, b *core.ResourceSnapshot) bool {
+	return core.ResourceRevision(a.Resources, a.Templates, nil) == core.ResourceRevision(b.Resources, b.Templates, nil)
 }
 
-func samePromptLists(a, b *mcpbridge.ResourceSnapshot) bool {
-	return promptListKey(a, nil) == promptListKey(b, nil)
-}
-
-// resourceListKey is a digest of the resources and templates of snap that
-// keep allows (nil: all), as a client would see them.
-func resourceListKey(snap *mcpbridge.ResourceSnapshot, keep func(server string) bool) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	for _, r := range snap.Resources {
-		if keep == nil || keep(r.Server) {
-			_ = enc.Encode(r.R)
-		}
-	}
-	h.Write([]byte("--templates--\n"))
-	for _, t := range snap.Templates {
-		if keep == nil || keep(t.Server) {
-			_ = enc.Encode(t.T)
-		}
-	}
-	return string(h.Sum(nil))
-}
-
-// promptListKey is resourceListKey for the prompts (keep takes the exposed
-// name).
-func promptListKey(snap *mcpbridge.ResourceSnapshot, keep func(name string) bool) string {
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	for _, p := range snap.Prompts {
-		if keep == nil || keep(p.Name) {
-			_ = enc.Encode(promptToMCP(p))
-		}
-	}
-	return string(h.Sum(nil))
+func samePromptLists(a, b *core.ResourceSnapshot) bool {
+	return core.ResourceRevision(nil, nil, a.Prompts) == core.ResourceRevision(nil, nil, b.Prompts)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -129,7 +128,7 @@ func peekTaskRequest(w http.ResponseWriter, r *http.Request, body []byte, modern
 func callTaskOptions(req *mcp.CallToolRequest) (*core.TaskOptions, error) {
 	if req.ProtocolVersion() >= statelessEra {
 		if caps := req.ClientCapabilities(); caps != nil {
-			if _, ok := caps.Extensions[mcpbridge.TasksExtension]; ok {
+			if _, ok := caps.Extensions[core.TasksExtension]; ok {
 				return &core.TaskOptions{}, nil
 			}
 		}
@@ -162,8 +161,8 @@ func callTaskOptions(req *mcp.CallToolRequest) (*core.TaskOptions, error) {
 // tasksOffered reports whether some upstream's current session runs tasks
 // (either era): then the front door declares them.
 func (f *Front) tasksOffered() bool {
-	for _, s := range f.c.Bridge().Servers() {
-		if s.Tasks != mcpbridge.TaskEraNone {
+	for _, s := range f.c.Servers() {
+		if s.Tasks != core.TaskEraNone {
 			return true
 		}
 	}
@@ -174,15 +173,15 @@ func (f *Front) tasksOffered() bool {
 // client: its own (optional, required) on a 2025-11-25 upstream;
 // "optional" on a 2026-07-28 upstream (the tool decides when called); ""
 // (forbidden) otherwise.
-func (f *Front) toolTaskSupport(t *mcpbridge.Tool) string {
-	era, _ := f.c.Bridge().TaskEra(t.Server)
+func (f *Front) toolTaskSupport(t *core.Tool) string {
+	era, _ := f.c.TaskEra(t.Server)
 	switch era {
-	case mcpbridge.TaskEra2025:
-		if t.TaskSupport == mcpbridge.TaskSupportOptional || t.TaskSupport == mcpbridge.TaskSupportRequired {
+	case core.TaskEra2025:
+		if t.TaskSupport == core.TaskSupportOptional || t.TaskSupport == core.TaskSupportRequired {
 			return t.TaskSupport
 		}
-	case mcpbridge.TaskEra2026:
-		return mcpbridge.TaskSupportOptional
+	case core.TaskEra2026:
+		return core.TaskSupportOptional
 	}
 	return ""
 }
@@ -224,7 +223,7 @@ func withTasksCapability(res *mcp.InitializeResult) (mcp.Result, error) {
 			ext = map[string]any{}
 			caps["extensions"] = ext
 		}
-		ext[mcpbridge.TasksExtension] = map[string]any{}
+		ext[core.TasksExtension] = map[string]any{}
 	} else {
 		caps["tasks"] = tasksCapability
 	}
@@ -239,7 +238,7 @@ func withTasksExtension(res *mcp.DiscoverResult) *mcp.DiscoverResult {
 		*caps = *res.Capabilities
 	}
 	caps.Extensions = maps.Clone(caps.Extensions)
-	caps.AddExtension(mcpbridge.TasksExtension, map[string]any{})
+	caps.AddExtension(core.TasksExtension, map[string]any{})
 	out.Capabilities = caps
 	return &out
 }
@@ -265,7 +264,7 @@ type tasksToolList struct {
 
 // withTaskSupport is res with each tool's execution.taskSupport (snap is
 // the snapshot the page was listed from).
-func (f *Front) withTaskSupport(res *mcp.ListToolsResult, snap *mcpbridge.Snapshot) mcp.Result {
+func (f *Front) withTaskSupport(res *mcp.ListToolsResult, snap *core.Snapshot) mcp.Result {
 	out := &tasksToolList{ListToolsResult: res, Tools: make([]taskTool, len(res.Tools))}
 	for i, t := range res.Tools {
 		out.Tools[i] = taskTool{Tool: t}
@@ -333,7 +332,7 @@ type task2026 struct {
 func newTask2026(t *core.Task, resultType string) task2026 {
 	out := task2026{TaskID: t.Handle, Status: string(t.Status), StatusMessage: t.StatusMessage, CreatedAt: wireTime(t.Created),
 		LastUpdatedAt: wireTime(t.Updated), TTLMs: millis(t.TTL), PollIntervalMs: millis(t.PollInterval), ResultType: resultType}
-	if t.Status == mcpbridge.TaskInputRequired && len(t.InputRequests) > 0 {
+	if t.Status == core.TaskInputRequired && len(t.InputRequests) > 0 {
 		out.InputRequests = t.InputRequests
 	}
 	return out
@@ -421,7 +420,7 @@ func (f *Front) getTask(t *core.TaskOp, modern bool) (mcp.Result, error) {
 		// In the extension a tool's own failure is a completed task with
 		// an isError result, and "failed" a protocol error (error); a
 		// 2025-11-25 upstream marks the former failed.
-		out.Status = string(mcpbridge.TaskCompleted)
+		out.Status = string(core.TaskCompleted)
 	}
 	return f.checked(&jsonResult{v: out})
 }
@@ -455,10 +454,10 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp, ask *taskAsker) 
 	err := t.Watch(wctx, func(st *core.TaskState) error {
 		last = st
 		switch {
-		case st.Task.Status != mcpbridge.TaskInputRequired:
+		case st.Task.Status != core.TaskInputRequired:
 		case len(st.Task.InputRequests) > 0:
 			return ask.answer(ctx, st.Task)
-		case st.Task.Era == mcpbridge.TaskEra2025:
+		case st.Task.Era == core.TaskEra2025:
 			return errAskUpstream
 		}
 		return nil
@@ -469,7 +468,7 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp, ask *taskAsker) 
 		// interaction.
 		res, err := t.Result(wctx, ask.interaction())
 		switch {
-		case errors.Is(err, mcpbridge.ErrTaskCancelled):
+		case errors.Is(err, core.ErrTaskCancelled):
 			return nil, core.NewError(core.InvalidArgument, reasonTaskCancelled, "the task was cancelled: it has no result", nil)
 		case err != nil:
 			return nil, err
@@ -479,7 +478,7 @@ func (f *Front) taskResult(ctx context.Context, t *core.TaskOp, ask *taskAsker) 
 		return nil, err
 	}
 	switch {
-	case last == nil || last.Task.Status == mcpbridge.TaskCancelled:
+	case last == nil || last.Task.Status == core.TaskCancelled:
 		return nil, core.NewError(core.InvalidArgument, reasonTaskCancelled, "the task was cancelled: it has no result", nil)
 	case last.Failure != nil:
 		return nil, last.Failure
@@ -516,8 +515,8 @@ var errAskUpstream = errors.New("the task asks on its result stream")
 
 // interaction is the bridge's view of the client for a 2025-11-25
 // upstream's requests: the kinds it declared, each asked on its session.
-func (a *taskAsker) interaction() *mcpbridge.Interaction {
-	it := &mcpbridge.Interaction{}
+func (a *taskAsker) interaction() *core.Interaction {
+	it := &core.Interaction{}
 	if a.kinds == nil || a.ss == nil {
 		return it // the server's input policy answers
 	}
@@ -549,7 +548,7 @@ func (a *taskAsker) answer(ctx context.Context, task *core.Task) error {
 		case a.kinds != nil && a.ss != nil && a.kinds.Kinds.Allows(r):
 			ask[id] = r
 		default:
-			policy[id] = a.f.c.Bridge().PolicyAnswer(task.Server, r)
+			policy[id] = a.f.c.PolicyAnswer(task.Server, r)
 		}
 	}
 	if len(ask) > 0 {
@@ -590,7 +589,7 @@ func (f *Front) cancelTask(t *core.TaskOp, modern bool) (mcp.Result, error) {
 		// stays as it was).
 		return &jsonResult{v: map[string]any{"resultType": "complete"}}, nil
 	}
-	if task.Status == mcpbridge.TaskCompleted || task.Status == mcpbridge.TaskFailed {
+	if task.Status == core.TaskCompleted || task.Status == core.TaskFailed {
 		// 2025-11-25: a task in a terminal status cannot be cancelled
 		// (-32602, as the TypeScript SDK answers).
 		return nil, core.NewError(core.InvalidArgument, reasonTaskEnded,

@@ -1,0 +1,76 @@
+package core
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The operations on the upstreams and their catalogs a wire needs besides
+// the operation engine (operation.go): reading the catalogs, the servers'
+// status, the admin actions, and what a task or a resource subscription
+// needs of the bridge. A wire reaches the bridge through these only.
+
+// Catalog is the shared tool catalog (every upstream with shared
+// credentials; a principal's view adds its per-principal listings, Tools).
+func (s *Core) Catalog() *Catalog { return s.bridge.Catalog() }
+
+// IsCurrent reports whether snap is the shared catalog's current snapshot
+// (a wire's caches keep only the current one's encodings).
+func (s *Core) IsCurrent(snap *Snapshot) bool { return snap == s.bridge.Catalog().Current() }
+
+// ToolsOf is principal's view of the tool catalog ("" : the shared one).
+func (s *Core) ToolsOf(principal string) ToolView { return s.bridge.Tools(principal) }
+
+// Resources is the resource catalog (resources, templates, prompts).
+func (s *Core) Resources() *ResourceCatalog { return s.bridge.Resources() }
+
+// SubscribeAllTools is signalled by the shared catalog's changes and by
+// every principal's listings' changes; PrivateGen counts the latter, so
+// that a loop woken by it tells them apart.
+func (s *Core) SubscribeAllTools() *Subscription { return s.bridge.SubscribeAllTools() }
+
+// PrivateGen counts the changes of principals' per-principal listings.
+func (s *Core) PrivateGen() uint64 { return s.bridge.PrivateGen() }
+
+// HasPerUser reports whether an upstream with per-user credentials runs
+// (principals' views of the tool catalog can then differ).
+func (s *Core) HasPerUser() bool { return s.bridge.HasPerUser() }
+
+// Servers reports on every configured upstream, Server on one
+// (ErrServerNotFound for a name not configured).
+func (s *Core) Servers() []ServerStatus { return s.bridge.Servers() }
+
+// Server reports on one configured upstream.
+func (s *Core) Server(name string) (ServerStatus, error) { return s.bridge.Server(name) }
+
+// Refresh re-lists one server's catalogs now and waits for the result.
+func (s *Core) Refresh(ctx context.Context, name string) (ServerStatus, error) {
+	return s.bridge.Refresh(ctx, name)
+}
+
+// Reconnect drops one server's session and connects again at once,
+// clearing its backoff and circuit breaker.
+func (s *Core) Reconnect(ctx context.Context, name string) (ServerStatus, error) {
+	return s.bridge.Reconnect(ctx, name)
+}
+
+// Login is principal's login link to a userOAuth server ("" when a usable
+// token is stored, unless force); Logout revokes and deletes its token.
+func (s *Core) Login(ctx context.Context, principal, server string, force bool) (string, error) {
+	return s.bridge.Login(ctx, principal, server, force)
+}
+
+// Logout revokes principal's token for a userOAuth server.
+func (s *Core) Logout(ctx context.Context, principal, server string) error {
+	return s.bridge.Logout(ctx, principal, server)
+}
+
+// TaskEra is the kind of tasks server's current session runs.
+func (s *Core) TaskEra(server string) (TaskEra, error) { return s.bridge.TaskEra(server) }
+
+// PolicyAnswer is the answer toolsvc gives server's input request for a
+// caller that cannot answer it (the server's elicitation policy).
+func (s *Core) PolicyAnswer(server string, r mcp.InputRequest) mcp.InputResponse {
+	return s.bridge.PolicyAnswer(server, r)
+}
