@@ -169,8 +169,10 @@ type ToolServiceClient interface {
 	ReadResource(ctx context.Context, in *ReadResourceRequest, opts ...grpc.CallOption) (*ReadResourceResponse, error)
 	// SubscribeResource streams a resource: its current contents first, then
 	// the re-read contents after every resources/updated from the upstream.
-	// The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-	// upstream's session goes away; call again with resume_token to resume.
+	// The stream outlives a lost upstream session (toolsvc subscribes again
+	// and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+	// or subscribing again cannot succeed: call again with resume_token to
+	// resume.
 	SubscribeResource(ctx context.Context, in *SubscribeResourceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResourceResponse], error)
 	// ListPrompts returns one page of the merged prompts, sorted by name.
 	ListPrompts(ctx context.Context, in *ListPromptsRequest, opts ...grpc.CallOption) (*ListPromptsResponse, error)
@@ -560,8 +562,10 @@ type ToolServiceServer interface {
 	ReadResource(context.Context, *ReadResourceRequest) (*ReadResourceResponse, error)
 	// SubscribeResource streams a resource: its current contents first, then
 	// the re-read contents after every resources/updated from the upstream.
-	// The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-	// upstream's session goes away; call again with resume_token to resume.
+	// The stream outlives a lost upstream session (toolsvc subscribes again
+	// and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+	// or subscribing again cannot succeed: call again with resume_token to
+	// resume.
 	SubscribeResource(*SubscribeResourceRequest, grpc.ServerStreamingServer[SubscribeResourceResponse]) error
 	// ListPrompts returns one page of the merged prompts, sorted by name.
 	ListPrompts(context.Context, *ListPromptsRequest) (*ListPromptsResponse, error)

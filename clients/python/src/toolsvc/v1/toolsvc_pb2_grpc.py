@@ -391,8 +391,10 @@ class ToolServiceServicer:
     def SubscribeResource(self, request, context):
         """SubscribeResource streams a resource: its current contents first, then
         the re-read contents after every resources/updated from the upstream.
-        The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-        upstream's session goes away; call again with resume_token to resume.
+        The stream outlives a lost upstream session (toolsvc subscribes again
+        and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+        or subscribing again cannot succeed: call again with resume_token to
+        resume.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

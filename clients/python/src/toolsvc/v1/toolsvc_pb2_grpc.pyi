@@ -171,8 +171,10 @@ class ToolServiceStub:
     SubscribeResource: _grpc.UnaryStreamMultiCallable[_toolsvc_pb2.SubscribeResourceRequest, _toolsvc_pb2.SubscribeResourceResponse]
     """SubscribeResource streams a resource: its current contents first, then
     the re-read contents after every resources/updated from the upstream.
-    The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-    upstream's session goes away; call again with resume_token to resume.
+    The stream outlives a lost upstream session (toolsvc subscribes again
+    and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+    or subscribing again cannot succeed: call again with resume_token to
+    resume.
     """
     ListPrompts: _grpc.UnaryUnaryMultiCallable[_toolsvc_pb2.ListPromptsRequest, _toolsvc_pb2.ListPromptsResponse]
     """ListPrompts returns one page of the merged prompts, sorted by name."""
@@ -389,8 +391,10 @@ class ToolServiceAsyncStub(ToolServiceStub):
     SubscribeResource: _aio.UnaryStreamMultiCallable[_toolsvc_pb2.SubscribeResourceRequest, _toolsvc_pb2.SubscribeResourceResponse]  # type: ignore[assignment]
     """SubscribeResource streams a resource: its current contents first, then
     the re-read contents after every resources/updated from the upstream.
-    The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-    upstream's session goes away; call again with resume_token to resume.
+    The stream outlives a lost upstream session (toolsvc subscribes again
+    and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+    or subscribing again cannot succeed: call again with resume_token to
+    resume.
     """
     ListPrompts: _aio.UnaryUnaryMultiCallable[_toolsvc_pb2.ListPromptsRequest, _toolsvc_pb2.ListPromptsResponse]  # type: ignore[assignment]
     """ListPrompts returns one page of the merged prompts, sorted by name."""
@@ -664,8 +668,10 @@ class ToolServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_abc.Iterator[_toolsvc_pb2.SubscribeResourceResponse], _abc.AsyncIterator[_toolsvc_pb2.SubscribeResourceResponse]]:
         """SubscribeResource streams a resource: its current contents first, then
         the re-read contents after every resources/updated from the upstream.
-        The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-        upstream's session goes away; call again with resume_token to resume.
+        The stream outlives a lost upstream session (toolsvc subscribes again
+        and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+        or subscribing again cannot succeed: call again with resume_token to
+        resume.
         """
 
     @_abc_1.abstractmethod

@@ -9432,8 +9432,10 @@ export const ToolServiceService = {
   /**
    * SubscribeResource streams a resource: its current contents first, then
    * the re-read contents after every resources/updated from the upstream.
-   * The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-   * upstream's session goes away; call again with resume_token to resume.
+   * The stream outlives a lost upstream session (toolsvc subscribes again
+   * and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+   * or subscribing again cannot succeed: call again with resume_token to
+   * resume.
    */
   subscribeResource: {
     path: "/toolsvc.v1.ToolService/SubscribeResource" as const,
@@ -9611,8 +9613,10 @@ export interface ToolServiceServer extends UntypedServiceImplementation {
   /**
    * SubscribeResource streams a resource: its current contents first, then
    * the re-read contents after every resources/updated from the upstream.
-   * The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-   * upstream's session goes away; call again with resume_token to resume.
+   * The stream outlives a lost upstream session (toolsvc subscribes again
+   * and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+   * or subscribing again cannot succeed: call again with resume_token to
+   * resume.
    */
   subscribeResource: handleServerStreamingCall<SubscribeResourceRequest, SubscribeResourceResponse>;
   /** ListPrompts returns one page of the merged prompts, sorted by name. */
@@ -9830,8 +9834,10 @@ export interface ToolServiceClient extends Client {
   /**
    * SubscribeResource streams a resource: its current contents first, then
    * the re-read contents after every resources/updated from the upstream.
-   * The stream ends with UNAVAILABLE (UPSTREAM_UNAVAILABLE) when the
-   * upstream's session goes away; call again with resume_token to resume.
+   * The stream outlives a lost upstream session (toolsvc subscribes again
+   * and re-reads); it ends when toolsvc stops (UNAVAILABLE, SHUTTING_DOWN)
+   * or subscribing again cannot succeed: call again with resume_token to
+   * resume.
    */
   subscribeResource(
     request: SubscribeResourceRequest,
