@@ -11,11 +11,11 @@ import (
 )
 
 // TestListToolsFinishesWhileTheCatalogMoves: a paged ListTools that began
-// on a revision finishes on it although the catalog moved on by more
-// revisions than the history remembers (128): its page tokens pin the
-// revision. Before, the next page after 140 changes of a real upstream's
-// tool was INVALID_ARGUMENT "no longer retained" — under a refresh storm
-// a listing of a large catalog could never finish.
+// on a revision finishes on it although the catalog moves on between its
+// pages by more revisions than the history remembers (128): its page
+// tokens pin the revision. Before, the page after 140 changes of a real
+// upstream's tool was INVALID_ARGUMENT "no longer retained" — under a
+// refresh storm a listing of a large catalog could never finish.
 func TestListToolsFinishesWhileTheCatalogMoves(t *testing.T) {
 	t.Parallel()
 	const n = 300
@@ -23,7 +23,7 @@ func TestListToolsFinishesWhileTheCatalogMoves(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
-	first, err := p.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 50})
+	first, err := p.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 40}) // 8 pages
 	if err != nil || first.GetNextPageToken() == "" {
 		t.Fatalf("first page: %v, %v", first, err)
 	}
@@ -41,8 +41,9 @@ func TestListToolsFinishesWhileTheCatalogMoves(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	eventually(t, time.Minute, "the watch holds the catalog", func() bool { return len(w.Tools()) == n+1 })
-	const bumps = 140 // past the history's 128 revisions
-	for i := range bumps {
+	const bumps = 140 // past the history's 128 revisions, over 7 pages
+	bump := func(i int) {
+		t.Helper()
 		if _, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "many__bump"}); err != nil {
 			t.Fatalf("bump %d: %v", i, err)
 		}
@@ -54,10 +55,8 @@ func TestListToolsFinishesWhileTheCatalogMoves(t *testing.T) {
 			t.Fatalf("bump %d: no catalog change within 1m", i)
 		}
 	}
-	if got, _ := w.Lookup("many__tool00000"); got.GetDescription() != fmt.Sprintf("generated tool number 0, version %d", bumps) {
-		t.Fatalf("after %d bumps many__tool00000 = %q", bumps, got.GetDescription())
-	}
-
+	// The listing goes on while the catalog moves: between two pages, 20
+	// changes; after 140 the revision it began on is past the history.
 	seen := len(first.GetTools())
 	descr := ""
 	for _, tl := range first.GetTools() {
@@ -65,10 +64,15 @@ func TestListToolsFinishesWhileTheCatalogMoves(t *testing.T) {
 			descr = tl.GetDescription()
 		}
 	}
+	moved := 0
 	for tok := first.GetNextPageToken(); tok != ""; {
-		page, err := p.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 50, PageToken: tok})
+		for range bumps / 7 {
+			bump(moved)
+			moved++
+		}
+		page, err := p.client.ListTools(ctx, &toolsvcv1.ListToolsRequest{PageSize: 40, PageToken: tok})
 		if err != nil {
-			t.Fatalf("page after %d tools, %d revisions later: %v", seen, bumps, err)
+			t.Fatalf("page after %d tools, %d revisions later: %v", seen, moved, err)
 		}
 		if page.GetRevision() != rev {
 			t.Fatalf("page after %d tools from revision %s, the listing began on %s", seen, page.GetRevision(), rev)
@@ -76,8 +80,11 @@ func TestListToolsFinishesWhileTheCatalogMoves(t *testing.T) {
 		seen += len(page.GetTools())
 		tok = page.GetNextPageToken()
 	}
-	if seen != n+1 || descr != "generated tool number 0, version 0" {
+	if seen != n+1 || descr != "generated tool number 0, version 0" || moved < bumps {
 		t.Fatalf("listing: %d tools, many__tool00000 %q; want %d tools of the first revision", seen, descr, n+1)
+	}
+	if got, _ := w.Lookup("many__tool00000"); got.GetDescription() != fmt.Sprintf("generated tool number 0, version %d", moved) {
+		t.Fatalf("after %d bumps many__tool00000 = %q", moved, got.GetDescription())
 	}
 	cancel()
 	<-done

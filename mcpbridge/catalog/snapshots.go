@@ -76,14 +76,14 @@ func (h *snapshots[S]) Snapshot(revision string) (*S, bool) {
 // and under churn (500 upstreams announcing list_changed at once) the
 // history's budgets can forget that revision before the listing ends. A
 // listing that hands out a page token pins the revision: it stays
-// retrievable for PinTTL after the last page served from it, whatever the
-// history forgets. Pins are bounded: MaxPinsPerOwner per owner (a
+// retrievable for PinTTL (2 minutes) after the last page served from it,
+// whatever the history forgets. Pins are bounded: MaxPinsPerOwner per owner (a
 // principal: its newest listings; one principal's listings cannot evict
 // another's), MaxPins in all (past it, the pin nearest its expiry goes).
 // A pinned snapshot shares its entries with the others, so one costs a
 // slice of pointers plus the entries no newer snapshot holds.
 const (
-	PinTTL          = time.Minute
+	PinTTL          = 2 * time.Minute
 	MaxPins         = 32
 	MaxPinsPerOwner = 2
 )
