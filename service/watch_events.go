@@ -59,7 +59,16 @@ func (ev *viewEvents) changesFrom(s *Server, from *view) eventMessages {
 }
 
 func (ev *viewEvents) buildChanges(s *Server, from *view) *toolsvcv1.WatchCatalogResponse {
-	up, rm := core.DiffTools(from.tools, ev.view.tools)
+	var up []*core.Tool
+	var rm []string
+	if from.snap != nil && ev.view.snap != nil && from.toolRev == from.snap.Revision && ev.view.toolRev == ev.view.snap.Revision {
+		// Views that are their whole snapshots (equal revisions, equal
+		// lists): the catalog knows what a snapshot changed from its
+		// predecessor, so the diff costs what changed.
+		up, rm = core.Diff(from.snap, ev.view.snap)
+	} else {
+		up, rm = core.DiffTools(from.tools, ev.view.tools)
+	}
 	ch := &toolsvcv1.CatalogChanges{Removed: rm, Upserted: make([]*toolsvcv1.Tool, len(up))}
 	for i, t := range up {
 		ch.Upserted[i] = s.cache.one(t, ev.g.key.format).msg
