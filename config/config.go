@@ -1,7 +1,9 @@
 // Package config loads toolsvc configuration files: the "mcpServers" JSON
 // that Claude Desktop and Cursor users already have, plus toolsvc's own
-// camelCase keys. Every problem is reported at once, each naming the file,
-// the server and the field.
+// camelCase keys, among them the serve section (settings.go: the serving
+// process's settings, one key each; package server holds their flags,
+// defaults and reload rules). Every problem is reported at once, each
+// naming the file, the server and the field.
 package config
 
 import (

@@ -19,7 +19,9 @@ const Usage = `toolsvc: one gRPC API for the tools of many MCP servers.
 
 Usage:
   toolsvc serve [--config FILE] [--listen ADDR]    run the service (default :50051;
-                                                   no --config: a built-in demo upstream)
+                                                   no --config: a built-in demo upstream); each
+                                                   flag but --config overrides a key of the file's
+                                                   serve section (toolsvc serve -h lists them)
   toolsvc tools   [--addr ADDR] [--json]           list tools
   toolsvc search  [--addr ADDR] [--json] [--limit N] [--server S]... QUERY
                                                    rank the tools for a free-text query
