@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -17,7 +18,7 @@ import (
 // setupTracing exports spans over OTLP/gRPC to endpoint (insecure unless
 // OTEL_EXPORTER_OTLP_INSECURE=false) and installs the W3C propagator. The
 // returned func flushes and stops it.
-func setupTracing(ctx context.Context, endpoint string) (func(), error) {
+func setupTracing(ctx context.Context, endpoint string, log *slog.Logger) (func(), error) {
 	opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(strings.TrimPrefix(strings.TrimPrefix(endpoint, "http://"), "https://"))}
 	if os.Getenv("OTEL_EXPORTER_OTLP_INSECURE") != "false" && !strings.HasPrefix(endpoint, "https://") {
 		opts = append(opts, otlptracegrpc.WithInsecure())
@@ -33,6 +34,8 @@ func setupTracing(ctx context.Context, endpoint string) (func(), error) {
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = tp.Shutdown(sctx)
+		if err := tp.Shutdown(sctx); err != nil {
+			log.Warn("tracing: spans not exported at shutdown", "error", err)
+		}
 	}, nil
 }

@@ -115,9 +115,6 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	if err == nil {
 		c, err = config.Parse(m.path, data)
 	}
-	// The auth section is built first (it may read files and fetch a JWKS):
-	// what cannot be applied refuses the whole reload before anything
-	// changes. Applying it cannot fail once built.
 	// The settings in force after the reload must be valid before
 	// anything is applied.
 	var next config.Serve
@@ -125,6 +122,9 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 		next = effective(m.base, c)
 		err = validate(&next)
 	}
+	// The auth section is built first (it may read files and fetch a JWKS):
+	// what cannot be applied refuses the whole reload before anything
+	// changes. Applying it cannot fail once built.
 	var authConf core.AuthConfig
 	authDone := func(bool) {}
 	if err == nil {
@@ -174,7 +174,9 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 	m.status.Warnings = c.Warnings
 	ch := m.changed(c)
 	if slices.Contains(ch.applied, "serve.logLevel") {
-		_ = m.level.UnmarshalText([]byte(next.LogLevel)) // validated
+		if err := m.level.UnmarshalText([]byte(next.LogLevel)); err != nil { // validate checked it: not expected
+			m.log.Error("serve.logLevel not applied", "error", err)
+		}
 	}
 	m.running = c
 	m.status.AppliedSettings, m.status.RestartSettings = ch.applied, ch.restart

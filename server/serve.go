@@ -98,7 +98,9 @@ func Run(ctx context.Context, c Config) error {
 		return err
 	}
 	level := new(slog.LevelVar)
-	_ = level.UnmarshalText([]byte(set.LogLevel)) // validated
+	if err := level.UnmarshalText([]byte(set.LogLevel)); err != nil {
+		return usageError(err)
+	}
 	log := newLogger(level, set.LogFormat)
 	if loaded == nil {
 		log.Info("no config file: serving the built-in demo upstream (tools demo__echo, demo__add, demo__sleep)")
@@ -108,12 +110,15 @@ func Run(ctx context.Context, c Config) error {
 		}
 	}
 	setGCPercent()
-	memLimit, _ := parseMemoryLimit(set.MemoryLimit) // validated
+	memLimit, err := parseMemoryLimit(set.MemoryLimit)
+	if err != nil {
+		return usageError(err)
+	}
 	if _, err := setMemoryLimit(log, memLimit); err != nil {
 		return usageError(err)
 	}
 	bcfg.Logger = log
-	statsHandler, stopTracing, err := startTracing(ctx, set.OTLPEndpoint)
+	statsHandler, stopTracing, err := startTracing(ctx, set.OTLPEndpoint, log)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,11 @@ func loadServeConfig(path string) (mcpbridge.Config, *config.Config, []byte, err
 // startTracing exports traces over OTLP when endpoint is set: the gRPC
 // stats handler that makes spans (nil: tracing off) and the function that
 // flushes and stops the exporter.
-func startTracing(ctx context.Context, endpoint string) (stats.Handler, func(), error) {
+func startTracing(ctx context.Context, endpoint string, log *slog.Logger) (stats.Handler, func(), error) {
 	if endpoint == "" {
 		return nil, func() {}, nil
 	}
-	stop, err := setupTracing(ctx, endpoint)
+	stop, err := setupTracing(ctx, endpoint, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tracing: %w", err)
 	}
@@ -142,9 +142,12 @@ type serving struct {
 // host name (a pod's name) and a random suffix, so that two processes on
 // one host differ.
 func replicaID() string {
-	host, _ := os.Hostname()
+	host, err := os.Hostname()
+	if err != nil {
+		host = "toolsvc"
+	}
 	b := make([]byte, 3)
-	_, _ = rand.Read(b)
+	rand.Read(b) // crypto/rand.Read never fails (it crashes the program instead)
 	return host + "-" + hex.EncodeToString(b)
 }
 
@@ -363,7 +366,9 @@ func (sv *serving) stopEarly() {
 	sv.gs.Stop()
 	<-sv.serveErr
 	if sv.admin != nil {
-		_ = sv.admin.Close()
+		if err := sv.admin.Close(); err != nil {
+			sv.log.Warn("closing the admin listener", "error", err)
+		}
 		<-sv.adminErr
 	}
 	if sv.front != nil {
@@ -436,7 +441,9 @@ func (sv *serving) shutdown() {
 	}
 	if sv.admin != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = sv.admin.Shutdown(sctx)
+		if err := sv.admin.Shutdown(sctx); err != nil {
+			sv.log.Warn("admin listener: requests still running at its shutdown bound are cut off", "error", err)
+		}
 		cancel()
 		<-sv.adminErr
 	}
