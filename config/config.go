@@ -1,7 +1,9 @@
 // Package config loads toolsvc configuration files: the "mcpServers" JSON
 // that Claude Desktop and Cursor users already have, plus toolsvc's own
-// camelCase keys. Every problem is reported at once, each naming the file,
-// the server and the field.
+// camelCase keys, among them the serve section (settings.go: the serving
+// process's settings, one key each; package server holds their flags,
+// defaults and reload rules). Every problem is reported at once, each
+// naming the file, the server and the field.
 package config
 
 import (
@@ -30,6 +32,18 @@ type Config struct {
 	// TokenStore is the "tokenStore" section (nil when absent; required
 	// by userOAuth servers; tokenstore.go).
 	TokenStore *TokenStore
+	// Serve is the "serve" section (settings.go): the values the file
+	// sets, ServeSet naming them (a key the file leaves out is zero here,
+	// and its default applies).
+	Serve    Serve
+	ServeSet []string
+	// Top is the file's top-level keys' values as JSON (a YAML file's
+	// converted), for a reload to tell which settings changed.
+	Top map[string]json.RawMessage
+	// Unknown are the keys the file has that toolsvc does not know, as
+	// paths ("mcpServers.a.bogus"): each is a warning, and config check
+	// refuses them.
+	Unknown []string
 	// Warnings are non-fatal findings (unknown keys, disabled servers).
 	Warnings []string
 }
@@ -147,6 +161,7 @@ type fileJSON struct {
 	Auth            json.RawMessage            `json:"auth"`
 	Kubernetes      json.RawMessage            `json:"kubernetes"`
 	TokenStore      json.RawMessage            `json:"tokenStore"`
+	Serve           json.RawMessage            `json:"serve"`
 	MCPServers      map[string]json.RawMessage `json:"mcpServers"`
 	Servers         map[string]json.RawMessage `json:"servers"`
 	StartupTimeout  Duration                   `json:"startupTimeout"`
@@ -159,6 +174,9 @@ type fileJSON struct {
 }
 
 var topKeys = keysOf(fileJSON{})
+
+// TopKeys are the top-level keys of a configuration file, sorted.
+func TopKeys() []string { return sortedKeys(topKeys) }
 
 type serverJSON struct {
 	Type            string            `json:"type"`
@@ -241,9 +259,13 @@ func Parse(file string, data []byte) (*Config, error) {
 	if len(probs) > 0 {
 		return nil, probs
 	}
+	p.cfg.Top = top
 	f := p.decodeTopLevel(top)
 	if len(f.Kubernetes) > 0 && string(f.Kubernetes) != "null" {
 		p.cfg.Kubernetes = parseKubernetes(f.Kubernetes, func(field, format string, args ...any) { p.add("", "kubernetes"+field, format, args...) })
+	}
+	if len(f.Serve) > 0 && string(f.Serve) != "null" {
+		p.cfg.ServeSet = parseServe(f.Serve, &p.cfg.Serve, func(field, format string, args ...any) { p.add("", "serve"+field, format, args...) })
 	}
 	servers := p.serverSet(&f)
 	// Every reference of the file draws on one budget (MaxResolvedBytes),
@@ -274,7 +296,9 @@ type parser struct {
 	lines map[string]int // key lines, computed on the first problem
 	probs Problems
 	refs  *resolved // every reference's resolved value, for one budget and redaction
-	cfg   *Config
+	// serverMap is the key holding the servers: mcpServers or servers.
+	serverMap string
+	cfg       *Config
 }
 
 // add records a problem with a server's (or, for server "", a top-level)
@@ -325,6 +349,7 @@ func (p *parser) decodeTopLevel(top map[string]json.RawMessage) fileJSON {
 	decodeKeys(top, topKeys, &f,
 		func(k string) {
 			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: unknown key %q ignored", p.file, k))
+			p.cfg.Unknown = append(p.cfg.Unknown, k)
 		},
 		func(k string, err error) { p.add("", k, "%s", cleanJSONError(err)) })
 	return f
@@ -358,9 +383,10 @@ func (p *parser) serverSet(f *fileJSON) map[string]json.RawMessage {
 	if f.MCPServers != nil && f.Servers != nil {
 		p.add("", "servers", "use either \"mcpServers\" or \"servers\", not both")
 	}
-	servers := f.MCPServers
+	var servers map[string]json.RawMessage
+	servers, p.serverMap = f.MCPServers, "mcpServers"
 	if servers == nil {
-		servers = f.Servers
+		servers, p.serverMap = f.Servers, "servers"
 	}
 	if servers == nil && p.cfg.Kubernetes == nil {
 		p.add("", "mcpServers", "required: an object mapping server names to their settings (or a \"kubernetes\" section that discovers them)")
@@ -437,6 +463,7 @@ func (p *parser) decodeServer(name string, keys map[string]json.RawMessage) (ser
 	decodeKeys(keys, serverKeys, &sj,
 		func(k string) {
 			p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: server %q: unknown key %q ignored", p.file, name, k))
+			p.cfg.Unknown = append(p.cfg.Unknown, p.serverMap+"."+name+"."+k)
 		},
 		func(k string, err error) {
 			p.add(name, k, "%s", cleanJSONError(err))

@@ -27,12 +27,17 @@ type ConfigStatus struct {
 	Added           []string
 	Removed         []string
 	Restarted       []string
+	// AppliedSettings and RestartSettings are the settings the last
+	// successful reload changed, by their key in the file: applied to the
+	// running process, or taking effect on the next restart.
+	AppliedSettings []string
+	RestartSettings []string
 	// Discovery is Kubernetes discovery's sources (nil without it).
 	Discovery []DiscoverySource
 }
 
 // DiscoverySource is the state of one Kubernetes discovery source
-// (cmd/toolsvc fills it from kubediscovery; the service edge does not see
+// (package server fills it from kubediscovery; the service edge does not see
 // client-go).
 type DiscoverySource struct {
 	Name    string
@@ -63,7 +68,7 @@ func discoveryToProto(ds []DiscoverySource) []*toolsvcv1.DiscoverySource {
 	return out
 }
 
-// ConfigSource reports and reloads the configuration file (cmd/toolsvc
+// ConfigSource reports and reloads the configuration file (package server
 // provides it; the service edge does not read files).
 type ConfigSource interface {
 	Status() ConfigStatus
@@ -82,6 +87,8 @@ func configToProto(c ConfigStatus) *toolsvcv1.ConfigStatus {
 		Added:           c.Added,
 		Removed:         c.Removed,
 		Restarted:       c.Restarted,
+		AppliedSettings: c.AppliedSettings,
+		RestartSettings: c.RestartSettings,
 	}
 	if !c.Loaded.IsZero() {
 		p.LoadedTime = timestamppb.New(c.Loaded)

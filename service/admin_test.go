@@ -91,7 +91,7 @@ func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 func TestListServersByPrincipal(t *testing.T) {
 	t.Parallel()
 	authz := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "ops"}}, []string{"ops"})
-	f := newWatchFixture(t, &Options{Authorizer: authz}, map[string][]string{"a": {"x"}, "b": {"y"}})
+	f := newWatchFixture(t, &serverOpts{Authorizer: authz}, map[string][]string{"a": {"x"}, "b": {"y"}})
 	as := func(name string) context.Context {
 		return core.WithPrincipal(t.Context(), core.Principal{Name: name, Method: "token"})
 	}
@@ -130,7 +130,7 @@ func TestListServersDiscoverySources(t *testing.T) {
 		{Name: "services/tools", State: "watching", Since: since, Synced: true},
 	}}
 	authz := core.NewAuthorizer([]core.Rule{{Principal: "alice"}, {Principal: "ops"}}, []string{"ops"})
-	f := newWatchFixture(t, &Options{Authorizer: authz, Config: cfg}, map[string][]string{"a": {"x"}})
+	f := newWatchFixture(t, &serverOpts{Authorizer: authz, Config: cfg}, map[string][]string{"a": {"x"}})
 	list := func(who string) *toolsvcv1.ListServersResponse {
 		r, err := f.svc.ListServers(core.WithPrincipal(t.Context(), core.Principal{Name: who, Method: "token"}), &toolsvcv1.ListServersRequest{})
 		if err != nil {

@@ -34,9 +34,9 @@ const (
 // bareServer registers a service for f's bridge on a grpc.Server with no
 // interceptors at all, the way an embedding program would, and returns
 // clients for it.
-func bareServer(t *testing.T, f *fixture, opts *Options) (toolsvcv1.ToolServiceClient, toolsvcv1.AdminServiceClient) {
+func bareServer(t *testing.T, f *fixture, opts *serverOpts) (toolsvcv1.ToolServiceClient, toolsvcv1.AdminServiceClient) {
 	t.Helper()
-	svc := New(f.bridge, opts)
+	svc := newServer(f.bridge, opts)
 	gs := grpc.NewServer()
 	svc.Register(gs)
 	conn := serveBufconn(t, gs)
@@ -78,7 +78,7 @@ func everyRPC(ctx context.Context, c toolsvcv1.ToolServiceClient, a toolsvcv1.Ad
 func TestAuthInsideServiceOnBareServer(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 2)
-	c, a := bareServer(t, f, &Options{
+	c, a := bareServer(t, f, &serverOpts{
 		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, nil, false),
 		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"mem__echo"}}, {Principal: "root"}}, []string{"root"}),
 	})
@@ -126,7 +126,7 @@ func TestAuthInsideServiceOnBareServer(t *testing.T) {
 func TestAuthFailsClosed(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 0)
-	c, a := bareServer(t, f, &Options{Authorizer: core.NewAuthorizer(nil, nil)})
+	c, a := bareServer(t, f, &serverOpts{Authorizer: core.NewAuthorizer(nil, nil)})
 	ctx := bearer(ctxT(t), aliceToken)
 	for rpc, err := range everyRPC(ctx, c, a, "mem__echo") {
 		if status.Code(err) != codes.Unauthenticated {
@@ -162,7 +162,7 @@ func TestRateLimits(t *testing.T) {
 	f := newFixture(t, 0)
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	c, _ := bareServer(t, f, &Options{
+	c, _ := bareServer(t, f, &serverOpts{
 		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "agent-alice", adminToken: "root"}, nil, false),
 		Authorizer:    core.NewAuthorizer(nil, nil),
 		// A bucket of 2 that refills once a minute: the third call within
@@ -225,7 +225,7 @@ func TestRateLimitMaxConcurrent(t *testing.T) {
 	})
 	ctx := ctxT(t)
 	waitTool(t, ctx, f, "mem__block")
-	c, _ := bareServer(t, f, &Options{
+	c, _ := bareServer(t, f, &serverOpts{
 		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice"}, nil, false),
 		RateLimits:    []core.RateLimit{{Principal: "alice", MaxConcurrent: 1}},
 	})
@@ -283,7 +283,7 @@ func TestBearerBounds(t *testing.T) {
 		}
 	}
 	f := newFixture(t, 1)
-	c, _ := bareServer(t, f, &Options{
+	c, _ := bareServer(t, f, &serverOpts{
 		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, &core.JWTOptions{Keyfunc: kf, Issuer: "idp", Audience: "toolsvc"}, false),
 		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "carol"}, {Principal: "root"}}, []string{"root"}),
 	})

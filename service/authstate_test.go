@@ -53,7 +53,7 @@ func grpcClient(t *testing.T, svc *Server) toolsvcv1.ToolServiceClient {
 func TestSetAuthAtomic(t *testing.T) {
 	t.Parallel()
 	a := authGen(tokA, "a")
-	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer, RateLimits: a.RateLimits},
+	f := newWatchFixture(t, &serverOpts{Authenticator: a.Authenticator, Authorizer: a.Authorizer, RateLimits: a.RateLimits},
 		map[string][]string{"a": {"x", "y"}, "b": {"x", "y"}})
 	client := grpcClient(t, f.svc)
 	gens := map[string]core.AuthConfig{tokA: a, tokB: authGen(tokB, "b")}
@@ -99,7 +99,7 @@ func TestSetAuthAtomic(t *testing.T) {
 		}()
 	}
 	for i := range 200 {
-		if err := f.svc.SetAuth(gens[[]string{tokB, tokA}[i%2]]); err != nil {
+		if err := f.svc.core.SetAuth(gens[[]string{tokB, tokA}[i%2]]); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Millisecond)
@@ -130,16 +130,16 @@ func decodeList(t *testing.T, r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToo
 // and a refusal changes nothing.
 func TestSetAuthRefusesOnOff(t *testing.T) {
 	t.Parallel()
-	on := New(nil, &Options{Authenticator: core.NewAuthenticator(map[string]string{tokA: "p"}, nil, false)})
+	on := newServer(nil, &serverOpts{Authenticator: core.NewAuthenticator(map[string]string{tokA: "p"}, nil, false)})
 	before := on.core.CurrentAuth()
-	if err := on.SetAuth(core.AuthConfig{}); !errors.Is(err, core.ErrAuthOnOff) {
+	if err := on.core.SetAuth(core.AuthConfig{}); !errors.Is(err, core.ErrAuthOnOff) {
 		t.Errorf("SetAuth(off) on an authenticating server = %v, want core.ErrAuthOnOff", err)
 	}
 	if on.core.CurrentAuth() != before {
 		t.Error("a refused SetAuth replaced the auth state")
 	}
-	off := New(nil, nil)
-	if err := off.SetAuth(authGen(tokA, "a")); !errors.Is(err, core.ErrAuthOnOff) {
+	off := newServer(nil, nil)
+	if err := off.core.SetAuth(authGen(tokA, "a")); !errors.Is(err, core.ErrAuthOnOff) {
 		t.Errorf("SetAuth(on) on a server without auth = %v, want core.ErrAuthOnOff", err)
 	}
 }
@@ -156,7 +156,7 @@ func TestWatchFollowsSetAuth(t *testing.T) {
 
 func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
 	a := authGen(tokA, "a")
-	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
+	f := newWatchFixture(t, &serverOpts{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
 		map[string][]string{"a": {"x", "y"}, "b": {"x"}})
 	client := grpcClient(t, f.svc)
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tokA)
@@ -170,14 +170,14 @@ func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
 	}
 	narrowed := a
 	narrowed.Authorizer = core.NewAuthorizer([]core.Rule{{Principal: "p", Allow: []string{"a__x", "b__*"}}}, nil)
-	if err := f.svc.SetAuth(narrowed); err != nil {
+	if err := f.svc.core.SetAuth(narrowed); err != nil {
 		t.Fatal(err)
 	}
 	ev, err = stream.Recv()
 	if err != nil || strings.Join(ev.GetChanges().GetRemoved(), " ") != "a__y" || toolNames(ev.GetChanges().GetUpserted()) != "b__x " {
 		t.Fatalf("after narrowing: %v, %v; want a__y removed and b__x upserted", ev, err)
 	}
-	if err := f.svc.SetAuth(authGen(tokB, "a")); err != nil { // token a removed
+	if err := f.svc.core.SetAuth(authGen(tokB, "a")); err != nil { // token a removed
 		t.Fatal(err)
 	}
 	if _, err := stream.Recv(); status.Code(err) != codes.Unauthenticated {
@@ -191,7 +191,7 @@ func testWatchFollowsSetAuth(t *testing.T, withResources bool) {
 func TestWatchEndsWhenCredentialNamesAnotherPrincipal(t *testing.T) {
 	t.Parallel()
 	a := authGen(tokA, "a")
-	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
+	f := newWatchFixture(t, &serverOpts{Authenticator: a.Authenticator, Authorizer: a.Authorizer},
 		map[string][]string{"a": {"x"}})
 	client := grpcClient(t, f.svc)
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+tokA)
@@ -206,7 +206,7 @@ func TestWatchEndsWhenCredentialNamesAnotherPrincipal(t *testing.T) {
 		Authenticator: core.NewAuthenticator(map[string]string{tokA: "q"}, nil, false),
 		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "q", Allow: []string{"*"}}}, nil),
 	}
-	if err := f.svc.SetAuth(other); err != nil {
+	if err := f.svc.core.SetAuth(other); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := stream.Recv(); status.Code(err) != codes.Unauthenticated {

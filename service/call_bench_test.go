@@ -9,12 +9,12 @@ import (
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
 
-// benchCallServer serves f's service the way cmd/toolsvc does without an
+// benchCallServer serves f's service the way package server does without an
 // auth section (the full interceptor chain, call metrics), and returns a
 // client for it.
 func benchCallServer(b *testing.B, f *fixture, workers int) toolsvcv1.ToolServiceClient {
 	reg := prometheus.NewRegistry()
-	svc := New(f.bridge, &Options{Metrics: NewMetrics(reg)})
+	svc := newServer(f.bridge, &serverOpts{Metrics: NewMetrics(reg)})
 	gs, _ := NewGRPCServer(svc, GRPCOptions{Registry: reg, StreamWorkers: workers})
 	conn := serveBufconn(b, gs)
 	b.Cleanup(svc.Shutdown)

@@ -148,9 +148,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // serve runs a service with opts for the fixture's bridge.
-func (cf *completeFixture) serve(t *testing.T, opts *Options) toolsvcv1.ToolServiceClient {
+func (cf *completeFixture) serve(t *testing.T, opts *serverOpts) toolsvcv1.ToolServiceClient {
 	t.Helper()
-	svc := New(cf.bridge, opts)
+	svc := newServer(cf.bridge, opts)
 	gs := grpc.NewServer(svc.ServerOptions()...)
 	svc.Register(gs)
 	conn := serveBufconn(t, gs)
@@ -212,7 +212,7 @@ func TestComplete(t *testing.T) {
 	audit := &syncBuffer{}
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	c := cf.serve(t, &Options{
+	c := cf.serve(t, &serverOpts{
 		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, nil, false),
 		Authorizer:    core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"a__*"}}, {Principal: "root"}}, nil),
 		AuditLog:      slog.New(slog.NewJSONHandler(audit, nil)),
@@ -357,7 +357,7 @@ func TestComplete(t *testing.T) {
 func TestCompleteLimits(t *testing.T) {
 	t.Parallel()
 	cf := newCompleteFixture(t)
-	c := cf.serve(t, &Options{
+	c := cf.serve(t, &serverOpts{
 		Authenticator: core.NewAuthenticator(map[string]string{aliceToken: "alice", adminToken: "root"}, nil, false),
 		Authorizer:    core.NewAuthorizer(nil, nil),
 		// alice: a bucket of 1 that refills once a minute.

@@ -57,11 +57,3 @@ func (s *Server) reauthenticate(ctx context.Context) (context.Context, error) {
 
 // authOf is the auth state of the request of ctx (core.AuthOf).
 func (s *Server) authOf(ctx context.Context) *core.AuthState { return s.core.AuthOf(ctx) }
-
-// SetAuth replaces the auth configuration atomically (core.SetAuth): on
-// gRPC and the MCP front door alike.
-func (s *Server) SetAuth(c core.AuthConfig) error { return s.core.SetAuth(c) }
-
-// Core is the transport-neutral core the server's wires share: the MCP
-// front door (package mcpfront) is built on it.
-func (s *Server) Core() *core.Core { return s.core }

@@ -52,9 +52,9 @@ type GRPCOptions struct {
 	// TLS, if set, serves TLS (mTLS when it requires client certificates).
 	TLS *tls.Config
 	// Auth, if set, authenticates every call except health and reflection.
-	// When the service itself has auth configured (Options.Authenticator
-	// or Authorizer) the interceptor uses the service's current
-	// authenticator instead, so that Server.SetAuth switches the
+	// When the core has auth configured (core.Options.Auth: an Authenticator
+	// or an Authorizer) the interceptor uses the core's current
+	// authenticator instead, so that core.SetAuth switches the
 	// interceptor and the service together.
 	Auth *core.Authenticator
 	// MaxConnectionAge bounds a connection's life so load spreads over

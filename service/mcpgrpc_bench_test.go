@@ -25,9 +25,9 @@ import (
 func BenchmarkCallToolWires(b *testing.B) {
 	f := newFixture(b, 0)
 	reg := prometheus.NewRegistry()
-	svc := New(f.bridge, &Options{Metrics: NewMetrics(reg)})
+	svc := newServer(f.bridge, &serverOpts{Metrics: NewMetrics(reg)})
 	gs, _ := NewGRPCServer(svc, GRPCOptions{Registry: reg,
-		Services: []Wire{{Name: mcpgrpc.ServiceName, Register: mcpgrpc.New(svc.Core(), nil).Register}}})
+		Services: []Wire{{Name: mcpgrpc.ServiceName, Register: mcpgrpc.New(svc.core, nil).Register}}})
 	conn := serveBufconn(b, gs)
 	b.Cleanup(svc.Shutdown)
 	ts, mc := toolsvcv1.NewToolServiceClient(conn), mcpgrpcpb.NewMcpClient(conn)

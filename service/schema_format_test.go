@@ -112,7 +112,7 @@ func TestSchemaFormatJSON(t *testing.T) {
 func TestListToolsPreEncodedPages(t *testing.T) {
 	t.Parallel()
 	auth := core.NewAuthorizer([]core.Rule{{Principal: "alice", Allow: []string{"a__*"}, Deny: []string{"a__y"}}}, nil)
-	f := newWatchFixture(t, &Options{Authorizer: auth}, map[string][]string{"a": {"x", "y", "z", "w"}, "b": {"x"}})
+	f := newWatchFixture(t, &serverOpts{Authorizer: auth}, map[string][]string{"a": {"x", "y", "z", "w"}, "b": {"x"}})
 	decode := func(r *toolsvcv1.ListToolsResponse) *toolsvcv1.ListToolsResponse {
 		b, err := proto.Marshal(r)
 		if err != nil {
@@ -155,7 +155,7 @@ func TestListToolsPreEncodedPages(t *testing.T) {
 			t.Errorf("alice, %v: %q", format, got)
 		}
 	}
-	open := New(f.bridge, nil) // no auth: everyone sees everything
+	open := newServer(f.bridge, nil) // no auth: everyone sees everything
 	if got := listNames(context.Background(), open, toolsvcv1.SchemaFormat_SCHEMA_FORMAT_JSON); got != "a__w a__x a__y a__z b__x " {
 		t.Errorf("everyone: %q", got)
 	}

@@ -1,7 +1,11 @@
-// Package service is toolsvc's gRPC edge: request validation, mapping
-// between the core's values and the wire, error mapping, and streaming. It
-// holds no upstream state of its own and reaches the upstreams only through
-// service/core (it does not import mcpbridge: service/core's TestLayering).
+// Package service is toolsvc's gRPC wire: ToolService and AdminService
+// built from the core (service/core) by New, mapping between the core and
+// the wire, error mapping, and streaming (the watch engine). It holds no
+// upstream state of its own (mcpbridge does) and no state it shares with
+// another wire (the core does): auth, limits, interactive calls and tasks
+// are the core's, configured and reloaded by the composition root
+// (package server). It does not import mcpbridge (service/core's
+// TestWiresImportTheCoreOnly).
 package service
 
 import (
@@ -35,71 +39,25 @@ const (
 	DefaultMaxResponseBytes = core.DefaultMaxResponseBytes
 )
 
-// Options configure a Server. The zero value is usable.
+// Options configure a Server: the gRPC wire's own settings. What every
+// wire shares (auth, limits, interactive calls, tasks) is the core's
+// (core.Options), given to New with the core. The zero value is usable.
 type Options struct {
+	// Logger defaults to the core's.
 	Logger *slog.Logger
 	// ProgressInterval between progress events on an idle watch stream.
 	ProgressInterval time.Duration
 	// Config, if set, reports the configuration in ListServers and serves
 	// AdminService.ReloadConfig.
 	Config ConfigSource
-	// Authenticator, Authorizer, RateLimits, AuditLog and AuditArguments
-	// are the initial auth configuration; Server.SetAuth replaces them
-	// together (authstate.go).
-	//
-	// Authenticator, if set, authenticates every RPC the service handles
-	// that an interceptor has not already authenticated (see
-	// core.Core.Authenticate).
-	Authenticator *core.Authenticator
-	// Authorizer, if set, limits each principal's tools (ListTools,
-	// WatchCatalog, CallTool alike) and AdminService. Setting it (or
-	// Authenticator) turns authentication on: every RPC without a principal
-	// is refused, whatever interceptors are installed.
-	Authorizer *core.Authorizer
-	// RateLimits are per-principal call limits (first matching rule
-	// applies), enforced in the call pipeline.
-	RateLimits []core.RateLimit
-	// Metrics, if set, records call metrics.
+	// Metrics, if set, reads the gRPC wire's gauges (watch streams, the
+	// configuration) at scrape time; the core records calls through it as
+	// its observer when the composition root makes it so.
 	Metrics *Metrics
-	// AuditLog, if set, gets one line per tool call; AuditArguments adds
-	// the call's arguments to it.
-	AuditLog       *slog.Logger
-	AuditArguments bool
-	// MaxRequestBytes caps the encoded size of a CallTool(Stream) request
-	// (0: DefaultMaxRequestBytes). Larger requests fail with
-	// RESOURCE_EXHAUSTED before anything reaches the upstream. The gRPC
-	// server's MaxRecvMsgSize must be above it for this error (rather than
-	// gRPC's own) to be the one callers see.
-	MaxRequestBytes int
-	// MaxResponseBytes caps the encoded size of a call's result (0:
-	// DefaultMaxResponseBytes); a larger one fails with RESOURCE_EXHAUSTED.
-	MaxResponseBytes int
 	// WatchSendTimeout bounds how long one watch message may wait for the
 	// client to read; the stream then ends with UNAVAILABLE. Default
 	// DefaultWatchSendTimeout.
 	WatchSendTimeout time.Duration
-	// Interactive calls (core/interact.go): StateKey signs request states
-	// (replicas share it; nil: random, this process only), ReplicaID names
-	// this replica in parked calls' states, InputTimeout bounds the wait
-	// for an answer, MaxWaitingPerPrincipal / MaxWaiting bound the calls
-	// waiting for input, and the MaxParked* / MaxInputRequestBytes the
-	// upstreams' requests waiting in them (0: the core's defaults; see
-	// core.Options).
-	StateKey                   []byte
-	ReplicaID                  string
-	InputTimeout               time.Duration
-	MaxWaitingPerPrincipal     int
-	MaxWaiting                 int
-	MaxParkedPerCall           int
-	MaxInputRequestBytes       int
-	MaxParkedBytes             int64
-	MaxParkedBytesPerPrincipal int64
-	// TaskPollInterval is how often a watched task's upstream is polled
-	// (0: core.DefaultTaskPollInterval).
-	TaskPollInterval time.Duration
-	// MaxTaskWatchesPerPrincipal bounds the tasks one principal watches at
-	// once on this replica (0: core.DefaultMaxTaskWatchesPerPrincipal).
-	MaxTaskWatchesPerPrincipal int
 }
 
 // Server implements toolsvc.v1.ToolService over a bridge.
@@ -123,15 +81,15 @@ type Server struct {
 	watchSends  sync.WaitGroup // every watch message in flight (watch_send.go)
 }
 
-// New returns a Server over a core built on b (the server keeps only the
-// core: every upstream operation goes through it). opts may be nil.
-func New(b *core.Bridge, opts *Options) *Server {
+// New returns the gRPC wire of the core c: ToolService and AdminService
+// over what c shares with every other wire. opts may be nil.
+func New(c *core.Core, opts *Options) *Server {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+		o.Logger = c.Logger()
 	}
 	if o.ProgressInterval <= 0 {
 		o.ProgressInterval = DefaultProgressInterval
@@ -139,18 +97,7 @@ func New(b *core.Bridge, opts *Options) *Server {
 	if o.WatchSendTimeout <= 0 {
 		o.WatchSendTimeout = DefaultWatchSendTimeout
 	}
-	co := core.Options{Logger: o.Logger, MaxRequestBytes: o.MaxRequestBytes, MaxResponseBytes: o.MaxResponseBytes,
-		StateKey: o.StateKey, ReplicaID: o.ReplicaID, InputTimeout: o.InputTimeout,
-		MaxWaitingPerPrincipal: o.MaxWaitingPerPrincipal, MaxWaiting: o.MaxWaiting, TaskPollInterval: o.TaskPollInterval,
-		MaxTaskWatchesPerPrincipal: o.MaxTaskWatchesPerPrincipal,
-		MaxParkedPerCall:           o.MaxParkedPerCall, MaxInputRequestBytes: o.MaxInputRequestBytes,
-		MaxParkedBytes: o.MaxParkedBytes, MaxParkedBytesPerPrincipal: o.MaxParkedBytesPerPrincipal,
-		Auth: core.AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
-			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
-	if o.Metrics != nil {
-		co.Observer = o.Metrics
-	}
-	s := &Server{core: core.New(b, co), log: o.Logger, opts: o, shutdown: make(chan struct{})}
+	s := &Server{core: c, log: o.Logger, opts: o, shutdown: make(chan struct{})}
 	if o.Metrics != nil {
 		o.Metrics.server.Store(s)
 	}

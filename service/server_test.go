@@ -42,7 +42,7 @@ type fixture struct {
 func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
 	u := memupstream.New(t, n)
-	svc := New(u.Bridge, &Options{ProgressInterval: 200 * time.Millisecond})
+	svc := newServer(u.Bridge, &serverOpts{ProgressInterval: 200 * time.Millisecond})
 	gs := grpc.NewServer()
 	svc.Register(gs)
 	conn := serveBufconn(t, gs)
@@ -302,7 +302,7 @@ func TestListToolsPagesFitTheResponseLimit(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 600)
 	const limit = 16 << 10
-	svc := New(f.bridge, &Options{MaxResponseBytes: limit})
+	svc := newServer(f.bridge, &serverOpts{MaxResponseBytes: limit})
 	t.Cleanup(svc.Shutdown)
 	seen := map[string]int{}
 	token, pages := "", 0

@@ -54,7 +54,7 @@ func TestTracing(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-b.Ready()
-	svc := New(b, nil)
+	svc := newServer(b, nil)
 	t.Cleanup(svc.Shutdown)
 	gs, _ := NewGRPCServer(svc, GRPCOptions{StatsHandler: otelgrpc.NewServerHandler()})
 	lis := bufconn.Listen(1 << 20)

@@ -67,7 +67,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 // watchers (1,000 with -short) over 16 bufconn connections, side by side
 // in one run: a server with only the service's own options ("bare", as
 // BenchmarkWatchFanout) and one built by NewGRPCServer with a metrics
-// registry ("chain": metrics, logging, recovery, auth, as cmd/toolsvc
+// registry ("chain": metrics, logging, recovery, auth, as package server
 // serves), alternating within every iteration. Metrics: p99 delivery
 // latency (as BenchmarkWatchFanout) and the process's CPU time per change
 // (server and clients, both in this process), and chain/bare ratios.

@@ -72,12 +72,12 @@ func joinT(t *testing.T, s *Server, f *watchFilter) *watchGroup {
 // whose SendMsg is b's, on a server with an empty catalog, in a synctest
 // bubble, and returns what it returned; end stops the server and joins
 // every goroutine.
-func senderTest(t *testing.T, opts *Options, b *blockingStream) (s *Server, result chan error, end func()) {
+func senderTest(t *testing.T, opts *serverOpts, b *blockingStream) (s *Server, result chan error, end func()) {
 	br, err := mcpbridge.New(mcpbridge.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s = New(br, opts)
+	s = newServer(br, opts)
 	w := newWatchSender(s, b)
 	ws := &watchStream{s: s, req: &toolsvcv1.WatchCatalogRequest{}, w: w, authCtx: b.ctx, f: &watchFilter{}}
 	result = make(chan error, 1)
@@ -103,7 +103,7 @@ func senderTest(t *testing.T, opts *Options, b *blockingStream) (s *Server, resu
 func TestWatchSenderTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBlockingStream()
-		s, result, end := senderTest(t, &Options{WatchSendTimeout: 3 * time.Second}, b)
+		s, result, end := senderTest(t, &serverOpts{WatchSendTimeout: 3 * time.Second}, b)
 		start := time.Now()
 		err := <-result
 		if d := time.Since(start); d != 3*time.Second || errorReason(err) != ReasonSlowConsumer || status.Code(err) != codes.Unavailable || s.Stats().WatchSlowConsumers != 1 {
@@ -120,7 +120,7 @@ func TestWatchSenderTimeout(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		b := newBlockingStream()
-		s, result, end := senderTest(t, &Options{WatchSendTimeout: 3 * time.Second, ProgressInterval: 10 * time.Minute}, b)
+		s, result, end := senderTest(t, &serverOpts{WatchSendTimeout: 3 * time.Second, ProgressInterval: 10 * time.Minute}, b)
 		time.Sleep(2 * time.Second)
 		close(b.release)
 		time.Sleep(10*time.Minute - time.Nanosecond) // the disarmed timer must not fire
@@ -141,7 +141,7 @@ func TestWatchSenderTimeout(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		b := newBlockingStream()
-		s, result, end := senderTest(t, &Options{WatchSendTimeout: time.Hour}, b)
+		s, result, end := senderTest(t, &serverOpts{WatchSendTimeout: time.Hour}, b)
 		go func() { time.Sleep(time.Second); s.Shutdown() }()
 		start := time.Now()
 		if err := <-result; errorReason(err) != ReasonShuttingDown || time.Since(start) != time.Second || s.Stats().WatchSlowConsumers != 0 {
@@ -169,7 +169,7 @@ func TestWatchSenderTimeout(t *testing.T) {
 // served throughout.
 func TestWatchSlowStreamGoroutines(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
+	f := newWatchFixture(t, &serverOpts{WatchSendTimeout: 100 * time.Millisecond}, bigCatalog())
 	ctx := ctxT(t)
 	reader, err := f.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{Servers: []string{"small"}})
 	if err != nil {
@@ -272,7 +272,7 @@ func errorReason(err error) string {
 // it reads, gets what was queued, then UNAVAILABLE with SHUTTING_DOWN.
 func TestWatchShutdownEndsHeldSend(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, &Options{WatchSendTimeout: time.Hour}, bigCatalog())
+	f := newWatchFixture(t, &serverOpts{WatchSendTimeout: time.Hour}, bigCatalog())
 	ctx := ctxT(t)
 	st := stuckWatch(t, f, ctx)
 	waitStreams(t, f, 1)

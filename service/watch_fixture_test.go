@@ -144,7 +144,7 @@ type watchFixture struct {
 
 // newWatchFixture runs one real go-sdk upstream per entry of servers (with
 // the given tool names), a bridge, and the service over bufconn.
-func newWatchFixture(tb testing.TB, opts *Options, servers map[string][]string) *watchFixture {
+func newWatchFixture(tb testing.TB, opts *serverOpts, servers map[string][]string) *watchFixture {
 	tb.Helper()
 	return newWatchFixtureWith(tb, opts, servers, false)
 }
@@ -152,7 +152,7 @@ func newWatchFixture(tb testing.TB, opts *Options, servers map[string][]string) 
 // newWatchFixtureWith is newWatchFixture whose upstreams also declare
 // resources and prompts (withResources; add them with putResource and
 // putPrompt).
-func newWatchFixtureWith(tb testing.TB, opts *Options, servers map[string][]string, withResources bool) *watchFixture {
+func newWatchFixtureWith(tb testing.TB, opts *serverOpts, servers map[string][]string, withResources bool) *watchFixture {
 	tb.Helper()
 	f := &watchFixture{servers: map[string]*memServer{}}
 	var cfgs []mcpbridge.ServerConfig
@@ -170,7 +170,7 @@ func newWatchFixtureWith(tb testing.TB, opts *Options, servers map[string][]stri
 	}
 	<-b.Ready()
 	f.bridge = b
-	f.svc = New(b, opts)
+	f.svc = newServer(b, opts)
 	tb.Cleanup(func() { // after the server has stopped
 		f.svc.Wait() // every watch message in flight has been sent or failed
 		b.Close()

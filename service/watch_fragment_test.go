@@ -60,7 +60,7 @@ func TestWatchFragments(t *testing.T) {
 	for i := range names {
 		names[i] = fmt.Sprintf("a_rather_long_tool_name_for_the_size_of_it_%05d", i)
 	}
-	f := newWatchFixture(t, &Options{MaxResponseBytes: limit}, map[string][]string{"big": names, "small": {"x"}})
+	f := newWatchFixture(t, &serverOpts{MaxResponseBytes: limit}, map[string][]string{"big": names, "small": {"x"}})
 	f.waitCatalog(t, "every tool", f.matchesUpstreams)
 	ctx := ctxT(t)
 	list, _ := listAllTools(t, f.client)

@@ -40,7 +40,7 @@ func TestWatchPastMessageInterceptors(t *testing.T) {
 	a := authGen(tokA, "a")
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	f := newWatchFixture(t, &Options{Authenticator: a.Authenticator, Authorizer: a.Authorizer, RateLimits: a.RateLimits, Metrics: m},
+	f := newWatchFixture(t, &serverOpts{Authenticator: a.Authenticator, Authorizer: a.Authorizer, RateLimits: a.RateLimits, Metrics: m},
 		map[string][]string{"a": {"x", "y"}, "b": {"x"}})
 	m.Attach(f.bridge)
 	var calls, sent atomic.Int64

@@ -244,7 +244,7 @@ func TestWatchProperty(t *testing.T) {
 	t.Logf("PROPERTY_SEED=%d PROPERTY_STEPS=%d", seed, steps)
 	rng := rand.New(rand.NewPCG(seed, 1))
 
-	f := newWatchFixture(t, &Options{ProgressInterval: 40 * time.Millisecond},
+	f := newWatchFixture(t, &serverOpts{ProgressInterval: 40 * time.Millisecond},
 		map[string][]string{"a": {"t0", "t1"}, "b": {"t0"}, "c": nil})
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()

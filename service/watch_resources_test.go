@@ -11,7 +11,7 @@ import (
 
 // resourceFixture: servers a (tool x, resource a://1, prompt p) and b
 // (tool x, resource b://1), upstreams that declare resources and prompts.
-func resourceFixture(t *testing.T, opts *Options) *watchFixture {
+func resourceFixture(t *testing.T, opts *serverOpts) *watchFixture {
 	f := newWatchFixtureWith(t, opts, map[string][]string{"a": {"x"}, "b": {"x"}}, true)
 	f.servers["a"].putResource("a://1", "v0")
 	f.servers["a"].putPrompt("p", "v0")

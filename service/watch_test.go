@@ -196,7 +196,7 @@ func waitStreams(t testing.TB, f *watchFixture, n int64) {
 // The assertion is about order, not time: every reading watcher gets the
 // change while every stuck stream is still open and blocked.
 func TestWatchStuckConsumerIsolated(t *testing.T) {
-	f := newWatchFixture(t, &Options{WatchSendTimeout: time.Hour}, bigCatalog())
+	f := newWatchFixture(t, &serverOpts{WatchSendTimeout: time.Hour}, bigCatalog())
 	ctx := ctxT(t)
 	const stuck, readers = 8, 8
 	for range stuck {
@@ -247,7 +247,7 @@ func TestWatchStuckConsumerIsolated(t *testing.T) {
 // outlives the handler.
 func TestWatchSlowConsumerEnded(t *testing.T) {
 	t.Parallel()
-	f := newWatchFixture(t, &Options{WatchSendTimeout: 100 * time.Millisecond, ProgressInterval: 20 * time.Millisecond}, bigCatalog())
+	f := newWatchFixture(t, &serverOpts{WatchSendTimeout: 100 * time.Millisecond, ProgressInterval: 20 * time.Millisecond}, bigCatalog())
 	ctx := ctxT(t)
 	st := stuckWatch(t, f, ctx)
 	deadline := time.Now().Add(defaultTestTimeout)

@@ -241,8 +241,11 @@ func startToolsvcWith(t *testing.T, c cfg, o startOpts) *toolsvcProc {
 	path := filepath.Join(dir, "config.json")
 	c.write(t, path)
 	addrFile := filepath.Join(dir, "addrs.json")
-	argv := append([]string{bin.toolsvc, "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
-		"--addr-file", addrFile, "--log-level", "debug"}, o.args...)
+	argv := []string{bin.toolsvc, "serve", "--config", path, "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--addr-file", addrFile}
+	if _, ok := c.Serve["logLevel"]; !ok { // a test that sets serve.logLevel sees the file's level
+		argv = append(argv, "--log-level", "debug")
+	}
+	argv = append(argv, o.args...)
 	argv = append(append([]string(nil), o.wrap...), argv...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), o.env...)

@@ -27,6 +27,9 @@ type cfg struct {
 	PingInterval    string              `json:"pingInterval,omitempty"`
 	PingTimeout     string              `json:"pingTimeout,omitempty"`
 	TokenStore      *tokenStoreCfg      `json:"tokenStore,omitempty"`
+	// Serve is the serve section (config.Serve): key → value as in the
+	// file (durations as strings, lists as arrays).
+	Serve map[string]any `json:"serve,omitempty"`
 }
 
 // tokenStoreCfg is the "tokenStore" section (config.TokenStore).
@@ -258,7 +261,8 @@ func TestConfigBuilderSchema(t *testing.T) {
 		Servers: servers{"all": all, "remote": remote, "bare": {Command: "x", BareNames: true},
 			"user": {Type: "http", URL: "http://127.0.0.1:1/mcp", Credentials: &credsCfg{Mode: "userOAuth", Issuer: "http://127.0.0.1:1",
 				ClientID: "c", ClientSecret: "s", Scopes: []string{"openid"}, RequireSameSubject: true, MaxSessions: 2, SessionIdle: "1m"}}},
-		TokenStore: &tokenStoreCfg{Redis: &redisStoreCfg{URL: "redis://127.0.0.1:1/0", Prefix: "t:", Lease: "30s", Timeout: "2s"}, KeyFile: "/k"}}
+		TokenStore: &tokenStoreCfg{Redis: &redisStoreCfg{URL: "redis://127.0.0.1:1/0", Prefix: "t:", Lease: "30s", Timeout: "2s"}, KeyFile: "/k"},
+		Serve:      map[string]any{"logLevel": "debug", "mcpAllowedHosts": []string{"a"}, "shutdownTimeout": "5s", "maxParkedBytes": 1 << 20}}
 	if err := os.WriteFile(c.Auth.JWT.JWKSFile, []byte(`{"keys": []}`), 0o600); err != nil {
 		t.Fatal(err)
 	}

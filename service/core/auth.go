@@ -335,7 +335,7 @@ func (s *Core) Authenticate(ctx context.Context) (context.Context, Principal, *E
 		return WithPrincipal(ctx, p), p, nil
 	}
 	if st.authz != nil {
-		s.log.Error("refusing a request: authorization is configured but nothing authenticated the request (set service.Options.Authenticator or install an authenticating interceptor)")
+		s.log.Error("refusing a request: authorization is configured but nothing authenticated the request (set core.Options.Auth.Authenticator or install an authenticating interceptor)")
 		return ctx, Principal{}, unauthenticated("credentials required: this server has authorization rules but could not authenticate the request")
 	}
 	return ctx, Principal{}, nil

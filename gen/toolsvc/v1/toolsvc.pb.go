@@ -5065,9 +5065,18 @@ type ConfigStatus struct {
 	// Servers removed by the last successful reload.
 	Removed []string `protobuf:"bytes,9,rep,name=removed,proto3" json:"removed,omitempty"`
 	// Servers restarted by the last successful reload.
-	Restarted     []string `protobuf:"bytes,10,rep,name=restarted,proto3" json:"restarted,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Restarted []string `protobuf:"bytes,10,rep,name=restarted,proto3" json:"restarted,omitempty"`
+	// The settings the last successful reload changed and applied to the
+	// running process, each by its key in the file (docs/configuration.md,
+	// "Settings"): "auth", "mcpServers", "serve.logLevel", ...
+	AppliedSettings []string `protobuf:"bytes,11,rep,name=applied_settings,json=appliedSettings,proto3" json:"applied_settings,omitempty"`
+	// The settings the last successful reload changed that take effect only
+	// on the next restart (the running value stays): "serve.listen",
+	// "kubernetes", ... A setting a serve flag overrides is in neither: the
+	// flag's value stays (a warning says so).
+	RestartSettings []string `protobuf:"bytes,12,rep,name=restart_settings,json=restartSettings,proto3" json:"restart_settings,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ConfigStatus) Reset() {
@@ -5166,6 +5175,20 @@ func (x *ConfigStatus) GetRemoved() []string {
 func (x *ConfigStatus) GetRestarted() []string {
 	if x != nil {
 		return x.Restarted
+	}
+	return nil
+}
+
+func (x *ConfigStatus) GetAppliedSettings() []string {
+	if x != nil {
+		return x.AppliedSettings
+	}
+	return nil
+}
+
+func (x *ConfigStatus) GetRestartSettings() []string {
+	if x != nil {
+		return x.RestartSettings
 	}
 	return nil
 }
@@ -6920,7 +6943,7 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x12breaker_retry_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\x10breakerRetryTime\x121\n" +
 	"\x14consecutive_failures\x18\x0e \x01(\x05R\x13consecutiveFailures\x12&\n" +
 	"\x0fin_flight_calls\x18\x0f \x01(\x05R\rinFlightCalls\x12A\n" +
-	"\x0econnected_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rconnectedTime\"\x84\x03\n" +
+	"\x0econnected_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rconnectedTime\"\xda\x03\n" +
 	"\fConfigStatus\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12;\n" +
 	"\vloaded_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -6933,7 +6956,9 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x05added\x18\b \x03(\tR\x05added\x12\x18\n" +
 	"\aremoved\x18\t \x03(\tR\aremoved\x12\x1c\n" +
 	"\trestarted\x18\n" +
-	" \x03(\tR\trestarted\"\xa7\x02\n" +
+	" \x03(\tR\trestarted\x12)\n" +
+	"\x10applied_settings\x18\v \x03(\tR\x0fappliedSettings\x12)\n" +
+	"\x10restart_settings\x18\f \x03(\tR\x0frestartSettings\"\xa7\x02\n" +
 	"\bResource\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\x12\x12\n" +

@@ -2669,6 +2669,8 @@ class ConfigStatus(_message.Message):
     ADDED_FIELD_NUMBER: _builtins.int
     REMOVED_FIELD_NUMBER: _builtins.int
     RESTARTED_FIELD_NUMBER: _builtins.int
+    APPLIED_SETTINGS_FIELD_NUMBER: _builtins.int
+    RESTART_SETTINGS_FIELD_NUMBER: _builtins.int
     path: _builtins.str
     """The configuration file. (With the built-in demo there is none: then
     ListServersResponse.config is unset and ReloadConfig is
@@ -2706,6 +2708,21 @@ class ConfigStatus(_message.Message):
     def restarted(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Servers restarted by the last successful reload."""
 
+    @_builtins.property
+    def applied_settings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The settings the last successful reload changed and applied to the
+        running process, each by its key in the file (docs/configuration.md,
+        "Settings"): "auth", "mcpServers", "serve.logLevel", ...
+        """
+
+    @_builtins.property
+    def restart_settings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The settings the last successful reload changed that take effect only
+        on the next restart (the running value stays): "serve.listen",
+        "kubernetes", ... A setting a serve flag overrides is in neither: the
+        flag's value stays (a warning says so).
+        """
+
     def __init__(
         self,
         *,
@@ -2719,10 +2736,12 @@ class ConfigStatus(_message.Message):
         added: _abc.Iterable[_builtins.str] | None = ...,
         removed: _abc.Iterable[_builtins.str] | None = ...,
         restarted: _abc.Iterable[_builtins.str] | None = ...,
+        applied_settings: _abc.Iterable[_builtins.str] | None = ...,
+        restart_settings: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["last_reload_time", b"last_reload_time", "loaded_time", b"loaded_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["added", b"added", "last_reload_error", b"last_reload_error", "last_reload_ok", b"last_reload_ok", "last_reload_time", b"last_reload_time", "loaded_time", b"loaded_time", "path", b"path", "reload_count", b"reload_count", "removed", b"removed", "restarted", b"restarted", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["added", b"added", "applied_settings", b"applied_settings", "last_reload_error", b"last_reload_error", "last_reload_ok", b"last_reload_ok", "last_reload_time", b"last_reload_time", "loaded_time", b"loaded_time", "path", b"path", "reload_count", b"reload_count", "removed", b"removed", "restart_settings", b"restart_settings", "restarted", b"restarted", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

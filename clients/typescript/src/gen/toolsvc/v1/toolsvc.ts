@@ -1237,6 +1237,19 @@ export interface ConfigStatus {
   removed: string[];
   /** Servers restarted by the last successful reload. */
   restarted: string[];
+  /**
+   * The settings the last successful reload changed and applied to the
+   * running process, each by its key in the file (docs/configuration.md,
+   * "Settings"): "auth", "mcpServers", "serve.logLevel", ...
+   */
+  appliedSettings: string[];
+  /**
+   * The settings the last successful reload changed that take effect only
+   * on the next restart (the running value stays): "serve.listen",
+   * "kubernetes", ... A setting a serve flag overrides is in neither: the
+   * flag's value stays (a warning says so).
+   */
+  restartSettings: string[];
 }
 
 /** Resource is one resource an upstream lists. */
@@ -7231,6 +7244,8 @@ function createBaseConfigStatus(): ConfigStatus {
     added: [],
     removed: [],
     restarted: [],
+    appliedSettings: [],
+    restartSettings: [],
   };
 }
 
@@ -7265,6 +7280,12 @@ export const ConfigStatus: MessageFns<ConfigStatus> = {
     }
     for (const v of message.restarted) {
       writer.uint32(82).string(v!);
+    }
+    for (const v of message.appliedSettings) {
+      writer.uint32(90).string(v!);
+    }
+    for (const v of message.restartSettings) {
+      writer.uint32(98).string(v!);
     }
     return writer;
   },
@@ -7362,6 +7383,22 @@ export const ConfigStatus: MessageFns<ConfigStatus> = {
             message.restarted.push(reader.string());
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.appliedSettings.push(reader.string());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.restartSettings.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -7389,6 +7426,8 @@ export const ConfigStatus: MessageFns<ConfigStatus> = {
     message.added = object.added?.map((e) => e) || [];
     message.removed = object.removed?.map((e) => e) || [];
     message.restarted = object.restarted?.map((e) => e) || [];
+    message.appliedSettings = object.appliedSettings?.map((e) => e) || [];
+    message.restartSettings = object.restartSettings?.map((e) => e) || [];
     return message;
   },
 };
