@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/console"
 	"github.com/toolsvc/toolsvc/internal/loopback"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
@@ -412,13 +413,14 @@ func (sv *serving) startAdmin() error {
 	alis := sv.adminLis
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
+	mux.Handle(console.Prefix, console.New(sv.svc.Core(), console.Options{Logger: sv.log}).Handler()) // docs/console.md
 	if sv.logins != nil {
 		mux.Handle(mcpbridge.LoginCallbackPath, loginCallback(func() *mcpbridge.Bridge { return sv.bridge }, sv.log))
 		sv.log.Info("userOAuth login callback", "redirect_uri", sv.logins.RedirectURL)
 	}
 	sv.admin, sv.adminAddr = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, alis.Addr().String()
 	go func() { sv.adminErr <- sv.admin.Serve(alis) }()
-	sv.log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics")
+	sv.log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics", "console", console.Prefix)
 	return nil
 }
 

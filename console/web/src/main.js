@@ -1,0 +1,339 @@
+// toolsvc's operator console. Every string that comes from an upstream
+// (names, descriptions, schemas, errors) is rendered by preact as a text
+// node, never as markup: no dangerouslySetInnerHTML anywhere, and no link
+// is ever built from an upstream's value. Live data arrives on one
+// Server-Sent Events stream (/ui/api/events); nothing polls.
+import { h, render } from 'preact';
+import { useState, useEffect, useMemo, useRef, useLayoutEffect } from 'preact/hooks';
+import htm from 'htm';
+
+const html = htm.bind(h);
+
+// Timings the browser test reads (reported, not asserted).
+const timings = (window.__console = { firstRender: null, keystrokes: [], events: 0 });
+
+// ---- the store: what the event stream and the API say -------------------
+
+const store = {
+  me: null,
+  upstreams: [],
+  catalog: null, // the last catalog event (revision, count)
+  feed: [], // catalog changes, newest first (at most 200)
+  connected: false,
+  listeners: new Set(),
+  emit() {
+    for (const f of this.listeners) f();
+  },
+};
+
+function useStore() {
+  const [, set] = useState(0);
+  useEffect(() => {
+    const f = () => set((n) => n + 1);
+    store.listeners.add(f);
+    return () => store.listeners.delete(f);
+  }, []);
+  return store;
+}
+
+async function api(path, opts = {}) {
+  const res = await fetch(path, { credentials: 'same-origin', ...opts });
+  const body = await res.json().catch(() => null);
+  if (!res.ok) {
+    const msg = body ? `${body.code} ${body.reason}: ${body.message}` : `HTTP ${res.status}`;
+    const err = new Error(msg);
+    err.status = res.status;
+    throw err;
+  }
+  return body;
+}
+
+function connect() {
+  const es = new EventSource('/ui/api/events');
+  es.addEventListener('open', () => {
+    store.connected = true;
+    store.emit();
+  });
+  es.addEventListener('error', () => {
+    store.connected = false;
+    store.emit();
+  });
+  es.addEventListener('upstreams', (e) => {
+    store.upstreams = JSON.parse(e.data);
+    timings.events++;
+    store.emit();
+  });
+  es.addEventListener('catalog', (e) => {
+    const ev = JSON.parse(e.data);
+    const first = store.catalog === null;
+    store.catalog = ev;
+    if (!first && ev.previous) {
+      store.feed = [{ ...ev, seen: new Date() }, ...store.feed].slice(0, 200);
+    }
+    timings.events++;
+    store.emit();
+  });
+}
+
+// ---- layout ---------------------------------------------------------------
+
+const pages = [
+  ['upstreams', 'Upstreams'],
+  ['catalog', 'Catalog'],
+];
+
+function useRoute() {
+  const get = () => (location.hash.replace(/^#\/?/, '') || 'upstreams').split('?')[0];
+  const [route, setRoute] = useState(get());
+  useEffect(() => {
+    const f = () => setRoute(get());
+    addEventListener('hashchange', f);
+    return () => removeEventListener('hashchange', f);
+  }, []);
+  return route;
+}
+
+function App() {
+  const s = useStore();
+  const route = useRoute();
+  const page = route === 'catalog' ? html`<${Catalog} />` : html`<${Upstreams} />`;
+  return html`
+    <header>
+      <h1>toolsvc</h1>
+      <nav>
+        ${pages.map(([id, label]) => html`<a id=${'nav-' + id} href=${'#/' + id} class=${route === id ? 'active' : ''}>${label}</a>`)}
+      </nav>
+      <span class="who" id="who">
+        ${s.me ? (s.me.principal || (s.me.auth ? '' : 'local operator')) + (s.me.admin ? ' (admin)' : '') : ''}
+        ${' '}${s.connected ? '● live' : '○ reconnecting'}
+      </span>
+      ${s.me && s.me.auth
+        ? html`<form method="post" action="/ui/logout"><button type="submit">Sign out</button></form>`
+        : null}
+    </header>
+    <main id=${'page-' + route}>${page}</main>`;
+}
+
+// ---- Upstreams ------------------------------------------------------------
+
+function fmtTime(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  return d.toLocaleTimeString();
+}
+
+function Upstreams() {
+  const s = useStore();
+  const [msg, setMsg] = useState('');
+  const act = async (name, action) => {
+    setMsg('');
+    try {
+      await api(`/ui/api/upstreams/${encodeURIComponent(name)}/${action}`, {
+        method: 'POST',
+        headers: { 'X-Toolsvc-CSRF': s.me.csrf },
+      });
+      setMsg(`${action} ${name}: done`);
+    } catch (e) {
+      setMsg(`${action} ${name}: ${e.message}`);
+    }
+  };
+  return html`
+    <h2>Upstreams</h2>
+    <p class="muted">What is up, what is down and why. Live: the table changes as the upstreams do.</p>
+    ${msg ? html`<p id="action-result">${msg}</p>` : null}
+    <table id="upstreams">
+      <thead><tr>
+        <th>Name</th><th>State</th><th>Transport</th><th>Era</th><th>Tools</th><th>Connects</th><th>Refreshes</th>
+        <th>Last refresh</th><th>Breaker</th><th>Failures</th><th>In flight</th><th>Last error</th>
+        ${s.me && s.me.admin ? html`<th>Actions</th>` : null}
+      </tr></thead>
+      <tbody>
+        ${s.upstreams.map(
+          (u) => html`<tr key=${u.name} data-upstream=${u.name} data-state=${u.state} class=${u.state}>
+            <td>${u.name}</td>
+            <td class=${'state state-' + u.state}>${u.state}</td>
+            <td>${u.transport}</td><td>${u.era || ''}</td><td>${u.tools}</td><td>${u.connects}</td><td>${u.refreshes}</td>
+            <td>${fmtTime(u.lastRefresh)}${u.lastRefresh && !u.lastRefreshOK ? ' (failed)' : ''}</td>
+            <td>${u.breaker}${u.breakerRetry ? ' until ' + fmtTime(u.breakerRetry) : ''}</td>
+            <td>${u.failures}</td><td>${u.inFlight}</td>
+            <td class="last-error">${u.lastError || ''}</td>
+            ${s.me && s.me.admin
+              ? html`<td>
+                  <button class="reconnect" onClick=${() => act(u.name, 'reconnect')}>Reconnect</button>
+                  <button class="refresh" onClick=${() => act(u.name, 'refresh')}>Refresh</button>
+                </td>`
+              : null}
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+    ${s.upstreams.length === 0 ? html`<p class="muted">No upstream visible to you.</p>` : null}`;
+}
+
+// ---- Catalog --------------------------------------------------------------
+
+const ROW_H = 26;
+const LIST_H = 520;
+
+function VirtualList({ rows, selected, onSelect }) {
+  const [top, setTop] = useState(0);
+  const first = Math.max(0, Math.floor(top / ROW_H) - 10);
+  const last = Math.min(rows.length, Math.ceil((top + LIST_H) / ROW_H) + 10);
+  const visible = rows.slice(first, last);
+  return html`
+    <div class="vlist" id="tool-list" style=${{ height: LIST_H + 'px' }} onScroll=${(e) => setTop(e.currentTarget.scrollTop)}>
+      <div class="inner" style=${{ height: rows.length * ROW_H + 'px' }}>
+        ${visible.map(
+          (r, i) => html`<div key=${r[0]} class=${'row' + (r[0] === selected ? ' selected' : '')} data-tool=${r[0]}
+              style=${{ top: (first + i) * ROW_H + 'px' }} onClick=${() => onSelect(r[0])}>
+              <span class="name">${r[0]}</span><span class="desc">${r[2] || r[3]}</span>
+            </div>`,
+        )}
+      </div>
+    </div>`;
+}
+
+function ToolDetail({ name }) {
+  const [tool, setTool] = useState(null);
+  const [err, setErr] = useState('');
+  const s = useStore();
+  const rev = s.catalog && s.catalog.revision;
+  useEffect(() => {
+    if (!name) return;
+    let live = true;
+    api('/ui/api/tool?name=' + encodeURIComponent(name))
+      .then((t) => live && (setTool(t), setErr('')))
+      .catch((e) => live && (setTool(null), setErr(e.message)));
+    return () => (live = false);
+  }, [name, rev]);
+  if (!name) return html`<p class="muted">Select a tool to see its schema and annotations.</p>`;
+  if (err) return html`<p class="error" id="tool-error">${err}</p>`;
+  if (!tool) return html`<p class="muted">Loading…</p>`;
+  return html`<div id="tool-detail">
+    <h3 id="tool-name">${tool.name}</h3>
+    <p class="muted">server ${tool.server} · upstream name ${tool.originalName}${tool.available ? '' : ' · unavailable'}
+      ${tool.taskSupport ? ' · tasks ' + tool.taskSupport : ''}</p>
+    ${tool.title ? html`<p><b>${tool.title}</b></p>` : null}
+    <pre id="tool-description">${tool.description || ''}</pre>
+    <h4>Input schema</h4>
+    <pre id="tool-schema">${tool.inputSchema ? JSON.stringify(tool.inputSchema, null, 2) : '(none)'}</pre>
+    ${tool.outputSchema ? html`<h4>Output schema</h4><pre>${JSON.stringify(tool.outputSchema, null, 2)}</pre>` : null}
+    ${tool.annotations ? html`<h4>Annotations</h4><pre id="tool-annotations">${JSON.stringify(tool.annotations, null, 2)}</pre>` : null}
+  </div>`;
+}
+
+function Feed() {
+  const s = useStore();
+  const names = (ev, kind, n) =>
+    ev[kind] && ev[kind].length
+      ? html`<span class=${kind}> ${kind} ${n}: ${ev[kind].join(', ')}${n > ev[kind].length ? ' …' : ''}</span>`
+      : null;
+  return html`<h3>Changes</h3>
+    <ul class="feed" id="feed">
+      ${s.feed.length === 0 ? html`<li class="muted">No change since this page opened.</li>` : null}
+      ${s.feed.map(
+        (ev) => html`<li key=${ev.revision} data-revision=${ev.revision}>
+          <span class="muted">${fmtTime(ev.time)}</span>
+          ${names(ev, 'added', ev.nAdded)}${names(ev, 'changed', ev.nChanged)}${names(ev, 'removed', ev.nRemoved)}
+        </li>`,
+      )}
+    </ul>`;
+}
+
+function Catalog() {
+  const s = useStore();
+  const [all, setAll] = useState(null); // [[name, server, title, desc]]
+  const [err, setErr] = useState('');
+  const [q, setQ] = useState('');
+  const [server, setServer] = useState('');
+  const [hits, setHits] = useState(null); // names ranked by SearchTools, or null
+  const [selected, setSelected] = useState('');
+  const rev = s.catalog && s.catalog.revision;
+  const pending = useRef(null); // the keystroke being answered: {t0, ctrl}
+  const t0 = useRef(performance.now());
+
+  useEffect(() => {
+    if (!rev) return;
+    let live = true;
+    api('/ui/api/tools')
+      .then((b) => live && (setAll(b.tools), setErr('')))
+      .catch((e) => live && setErr(e.message));
+    return () => (live = false);
+  }, [rev]);
+
+  useLayoutEffect(() => {
+    if (all && timings.firstRender === null) {
+      timings.firstRender = performance.now() - t0.current;
+      timings.firstRenderRows = all.length;
+    }
+  }, [all]);
+
+  const search = (value) => {
+    setQ(value);
+    if (pending.current) pending.current.ctrl.abort();
+    if (!value.trim()) {
+      pending.current = null;
+      setHits(null);
+      return;
+    }
+    const p = { t0: performance.now(), ctrl: new AbortController() };
+    pending.current = p;
+    const params = new URLSearchParams({ q: value });
+    if (server) params.set('server', server);
+    api('/ui/api/search?' + params, { signal: p.ctrl.signal })
+      .then((b) => {
+        if (pending.current !== p) return;
+        p.done = true;
+        setHits(b.names);
+        setErr('');
+      })
+      .catch((e) => e.name !== 'AbortError' && pending.current === p && setErr(e.message));
+  };
+
+  useLayoutEffect(() => {
+    const p = pending.current;
+    if (p && p.done && !p.timed) {
+      p.timed = true;
+      timings.keystrokes.push(performance.now() - p.t0);
+    }
+  }, [hits]);
+
+  const servers = useMemo(() => (all ? [...new Set(all.map((r) => r[1]))].sort() : []), [all]);
+  const rows = useMemo(() => {
+    if (!all) return [];
+    if (hits) {
+      const byName = new Map(all.map((r) => [r[0], r]));
+      return hits.map((n) => byName.get(n)).filter((r) => r && (!server || r[1] === server));
+    }
+    return server ? all.filter((r) => r[1] === server) : all;
+  }, [all, hits, server]);
+
+  return html`
+    <h2>Catalog</h2>
+    <div class="toolbar">
+      <input id="search" type="search" placeholder="Search tools (SearchTools)" value=${q} onInput=${(e) => search(e.currentTarget.value)} />
+      <select id="server" onChange=${(e) => setServer(e.currentTarget.value)}>
+        <option value="">every server</option>
+        ${servers.map((n) => html`<option value=${n}>${n}</option>`)}
+      </select>
+      <span class="muted" id="count">${rows.length} of ${all ? all.length : '…'} tools</span>
+    </div>
+    ${err ? html`<p class="error" id="catalog-error">${err}</p>` : null}
+    <div class="catalog">
+      <div><${VirtualList} rows=${rows} selected=${selected} onSelect=${setSelected} /></div>
+      <div><${ToolDetail} name=${selected} /><${Feed} /></div>
+    </div>`;
+}
+
+// ---- start ----------------------------------------------------------------
+
+api('/ui/api/me')
+  .then((me) => {
+    store.me = me;
+    store.emit();
+  })
+  .catch((e) => {
+    if (e.status === 401) location.href = '/ui/login';
+  });
+connect();
+render(html`<${App} />`, document.getElementById('app'));
