@@ -82,6 +82,9 @@ type Options struct {
 	// SampleInterval is how often an event stream samples the upstreams'
 	// status (0: DefaultSampleInterval).
 	SampleInterval time.Duration
+	// Traffic is the ring the core's call observer feeds (service.Options.
+	// Observer); nil: the Traffic page has no data.
+	Traffic *Traffic
 }
 
 // Console serves the operator console over one core.
@@ -120,6 +123,7 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/tools", cs.api(cs.tools))
 	mux.HandleFunc("GET /ui/api/tool", cs.api(cs.tool))
 	mux.HandleFunc("GET /ui/api/search", cs.api(cs.search))
+	mux.HandleFunc("GET /ui/api/traffic", cs.api(cs.traffic))
 	mux.HandleFunc("GET /ui/api/events", cs.events)
 	mux.HandleFunc("POST /ui/api/upstreams/{name}/{action}", cs.api(cs.upstreamAction))
 	// Cross-origin protection (Sec-Fetch-Site, Origin) on every unsafe

@@ -9,6 +9,9 @@ import (
 	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
+// TrafficInterval is how often an open Traffic page gets the summary.
+const TrafficInterval = 2 * time.Second
+
 // sendTimeout bounds one event's write: a page that stops reading ends its
 // stream instead of holding it (the browser's EventSource reconnects).
 const sendTimeout = 10 * time.Second
@@ -84,6 +87,17 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 	if !sendUpstreams() {
 		return
 	}
+	// ?traffic=1 (the Traffic page, an operator's): the last hour's summary
+	// now and every TrafficInterval.
+	var trafficC <-chan time.Time
+	if r.URL.Query().Get("traffic") == "1" && c.admin && cs.opts.Traffic != nil {
+		if !send("traffic", cs.opts.Traffic.View()) {
+			return
+		}
+		tick := time.NewTicker(TrafficInterval)
+		defer tick.Stop()
+		trafficC = tick.C
+	}
 	sample := time.NewTicker(cs.opts.SampleInterval)
 	defer sample.Stop()
 	beat := time.NewTicker(heartbeat)
@@ -109,6 +123,10 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-sample.C:
 			if !sendUpstreams() {
+				return
+			}
+		case <-trafficC:
+			if !send("traffic", cs.opts.Traffic.View()) {
 				return
 			}
 		case <-beat.C:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the operator console's assets (console/assets, embedded in the
 # binary by go:embed) from console/web: the pages and style as they are, and
-# src/main.js bundled with its pinned packages (preact, htm; package-lock.json)
+# src/main.js bundled with its pinned packages (preact, htm, uplot and its
+# style sheet; package-lock.json)
 # by the pinned esbuild into one minified app.js. The output is committed
 # like gen/, so building toolsvc needs no Node; nothing is fetched at run time.
 # Usage: scripts/console-assets.sh [--check]   (--check fails if console/assets would change)
@@ -14,7 +15,7 @@ if [[ ! -x "$WEB/node_modules/.bin/esbuild" || "$WEB/package-lock.json" -nt "$WE
 fi
 build() { # $1: the directory to write
   mkdir -p "$1"
-  cp "$WEB"/static/index.html "$WEB"/static/login.html "$WEB"/static/style.css "$1"/
+  cp "$WEB"/static/index.html "$WEB"/static/login.html "$WEB"/static/style.css "$WEB"/node_modules/uplot/dist/uPlot.min.css "$1"/
   # --legal-comments=eof keeps the packages' licence notices; no source map,
   # no timestamps: the same inputs give the same bytes.
   "$WEB/node_modules/.bin/esbuild" "$WEB/src/main.js" --bundle --minify --format=esm --target=es2020 \

@@ -61,6 +61,9 @@ type Options struct {
 	RateLimits []core.RateLimit
 	// Metrics, if set, records call metrics.
 	Metrics *Metrics
+	// Observer, if set, also observes every operation, after Metrics (the
+	// operator console's traffic ring, docs/console.md).
+	Observer core.Observer
 	// AuditLog, if set, gets one line per tool call; AuditArguments adds
 	// the call's arguments to it.
 	AuditLog       *slog.Logger
@@ -149,6 +152,9 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
 	if o.Metrics != nil {
 		co.Observer = o.Metrics
+	}
+	if o.Observer != nil {
+		co.Observer = observers{co.Observer, o.Observer}
 	}
 	s := &Server{core: core.New(b, co), bridge: b, log: o.Logger, opts: o, shutdown: make(chan struct{})}
 	if o.Metrics != nil {
@@ -324,4 +330,40 @@ func serverToProto(st mcpbridge.ServerStatus) *toolsvcv1.Server {
 		}
 	}
 	return p
+}
+
+// observers is Metrics and Options.Observer as one core.Observer (either
+// may be nil).
+type observers [2]core.Observer
+
+func (os observers) CallStarted() {
+	for _, o := range os {
+		if o != nil {
+			o.CallStarted()
+		}
+	}
+}
+
+func (os observers) CallDone(server, tool, outcome string, took time.Duration) {
+	for _, o := range os {
+		if o != nil {
+			o.CallDone(server, tool, outcome, took)
+		}
+	}
+}
+
+func (os observers) OperationDone(server, method, outcome string, took time.Duration) {
+	for _, o := range os {
+		if o != nil {
+			o.OperationDone(server, method, outcome, took)
+		}
+	}
+}
+
+func (os observers) RateLimited(principal, limit string) {
+	for _, o := range os {
+		if o != nil {
+			o.RateLimited(principal, limit)
+		}
+	}
 }

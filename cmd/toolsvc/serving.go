@@ -243,6 +243,8 @@ type serving struct {
 	reloadDone chan struct{}
 
 	stateKey []byte // --state-key-file's contents
+
+	traffic *console.Traffic // the console's ring of recent calls (docs/console.md)
 }
 
 // replicaID names this process in parked interactive calls' states: the
@@ -333,6 +335,8 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 		MaxTaskWatchesPerPrincipal: sv.f.maxTaskWatchesPerPrincipal,
 		MaxParkedPerCall:           sv.f.maxParkedPerCall, MaxInputRequestBytes: sv.f.maxInputRequestBytes,
 		MaxParkedBytes: sv.f.maxParkedBytes, MaxParkedBytesPerPrincipal: sv.f.maxParkedBytesPerPrincipal}
+	sv.traffic = console.NewTraffic()
+	opts.Observer = sv.traffic
 	if loaded != nil {
 		sv.cfgMgr = newConfigManager(sv.f.cfgPath, cfgData, loaded, sv.bridge, sv.log)
 		sv.cfgMgr.auth = sv.sec.load
@@ -413,7 +417,7 @@ func (sv *serving) startAdmin() error {
 	alis := sv.adminLis
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
-	mux.Handle(console.Prefix, console.New(sv.svc.Core(), console.Options{Logger: sv.log}).Handler()) // docs/console.md
+	mux.Handle(console.Prefix, console.New(sv.svc.Core(), console.Options{Logger: sv.log, Traffic: sv.traffic}).Handler()) // docs/console.md
 	if sv.logins != nil {
 		mux.Handle(mcpbridge.LoginCallbackPath, loginCallback(func() *mcpbridge.Bridge { return sv.bridge }, sv.log))
 		sv.log.Info("userOAuth login callback", "redirect_uri", sv.logins.RedirectURL)

@@ -6,6 +6,7 @@
 import { h, render } from 'preact';
 import { useState, useEffect, useMemo, useRef, useLayoutEffect } from 'preact/hooks';
 import htm from 'htm';
+import uPlot from 'uplot';
 
 const html = htm.bind(h);
 
@@ -80,6 +81,7 @@ function connect() {
 const pages = [
   ['upstreams', 'Upstreams'],
   ['catalog', 'Catalog'],
+  ['traffic', 'Traffic', true], // operators only
 ];
 
 function useRoute() {
@@ -96,12 +98,15 @@ function useRoute() {
 function App() {
   const s = useStore();
   const route = useRoute();
-  const page = route === 'catalog' ? html`<${Catalog} />` : html`<${Upstreams} />`;
+  const page =
+    route === 'catalog' ? html`<${Catalog} />` : route === 'traffic' ? html`<${Traffic} />` : html`<${Upstreams} />`;
   return html`
     <header>
       <h1>toolsvc</h1>
       <nav>
-        ${pages.map(([id, label]) => html`<a id=${'nav-' + id} href=${'#/' + id} class=${route === id ? 'active' : ''}>${label}</a>`)}
+        ${pages
+          .filter(([, , admin]) => !admin || (s.me && s.me.admin))
+          .map(([id, label]) => html`<a id=${'nav-' + id} href=${'#/' + id} class=${route === id ? 'active' : ''}>${label}</a>`)}
       </nav>
       <span class="who" id="who">
         ${s.me ? (s.me.principal || (s.me.auth ? '' : 'local operator')) + (s.me.admin ? ' (admin)' : '') : ''}
@@ -323,6 +328,95 @@ function Catalog() {
       <div><${VirtualList} rows=${rows} selected=${selected} onSelect=${setSelected} /></div>
       <div><${ToolDetail} name=${selected} /><${Feed} /></div>
     </div>`;
+}
+
+// ---- Traffic --------------------------------------------------------------
+
+// The Traffic page opens its own event stream (?traffic=1) while it is
+// shown: the server sends the last hour's summary every 2 s, and nothing
+// when no Traffic page is open.
+function useTraffic() {
+  const [view, setView] = useState(null);
+  useEffect(() => {
+    const es = new EventSource('/ui/api/events?traffic=1');
+    es.addEventListener('traffic', (e) => setView(JSON.parse(e.data)));
+    return () => es.close();
+  }, []);
+  return view;
+}
+
+function Chart({ minutes }) {
+  const el = useRef(null);
+  const plot = useRef(null);
+  useEffect(() => {
+    const xs = minutes.map((m) => new Date(m.time).getTime() / 1000);
+    const data = [xs, minutes.map((m) => m.calls / 60), minutes.map((m) => m.errors / 60),
+      minutes.map((m) => m.p50ms), minutes.map((m) => m.p99ms)];
+    if (!plot.current) {
+      plot.current = new uPlot(
+        {
+          width: Math.max(600, el.current.clientWidth),
+          height: 260,
+          scales: { x: { time: true } },
+          series: [
+            {},
+            { label: 'calls/s', stroke: '#0b5cad', scale: 'rate' },
+            { label: 'errors/s', stroke: '#c62828', scale: 'rate' },
+            { label: 'p50 ms', stroke: '#2e7d32', scale: 'ms' },
+            { label: 'p99 ms', stroke: '#b26a00', scale: 'ms' },
+          ],
+          axes: [{}, { scale: 'rate', label: 'per second' }, { scale: 'ms', side: 1, label: 'ms', grid: { show: false } }],
+        },
+        data,
+        el.current,
+      );
+    } else {
+      plot.current.setData(data);
+    }
+  }, [minutes]);
+  useEffect(() => () => plot.current && plot.current.destroy(), []);
+  return html`<div id="traffic-chart" ref=${el}></div>`;
+}
+
+const fmtMS = (v) => (v ? (v < 10 ? v.toFixed(2) : v.toFixed(0)) : '');
+
+function KeyTable({ id, rows, withServer }) {
+  return html`<table id=${id}>
+    <thead><tr><th>Name</th>${withServer ? html`<th>Server</th>` : null}<th>Calls</th><th>Errors</th><th>Error rate</th>
+      <th>p50 ms</th><th>p99 ms</th></tr></thead>
+    <tbody>
+      ${rows.map(
+        (r) => html`<tr key=${r.name} data-key=${r.name}>
+          <td>${r.name}</td>${withServer ? html`<td>${r.server || ''}</td>` : null}<td class="calls">${r.calls}</td><td>${r.errors}</td>
+          <td>${r.calls ? ((100 * r.errors) / r.calls).toFixed(1) + ' %' : ''}</td><td>${fmtMS(r.p50ms)}</td><td>${fmtMS(r.p99ms)}</td>
+        </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+function Traffic() {
+  const v = useTraffic();
+  if (!v) return html`<p class="muted">Waiting for the traffic summary…</p>`;
+  const minutes = v.minutes || [];
+  const outcomes = {};
+  for (const m of minutes) for (const [k, n] of Object.entries(m.outcomes || {})) outcomes[k] = (outcomes[k] || 0) + n;
+  const total = minutes.reduce((a, m) => a + m.calls, 0);
+  return html`
+    <h2>Traffic</h2>
+    <p class="muted">Tool calls on this replica over the last hour, per minute (latency: the upper bound of the
+      histogram bucket, within 50 %). Longer and across replicas: the Grafana dashboard (deploy/grafana) over
+      toolsvc_calls_total and toolsvc_call_duration_seconds.</p>
+    <p id="traffic-total">${total} calls in the last hour</p>
+    ${minutes.length ? html`<${Chart} minutes=${minutes} />` : html`<p class="muted">No call in the last hour.</p>`}
+    <h3>Errors by outcome</h3>
+    <table id="traffic-outcomes"><tbody>
+      ${Object.entries(outcomes).sort((a, b) => b[1] - a[1]).map(([k, n]) => html`<tr key=${k}><td>${k}</td><td>${n}</td></tr>`)}
+    </tbody></table>
+    <h3>By upstream</h3>
+    <${KeyTable} id="traffic-servers" rows=${v.servers || []} />
+    <h3>Tools with the most calls</h3>
+    <${KeyTable} id="traffic-tools" rows=${v.tools || []} withServer=${true} />`;
 }
 
 // ---- start ----------------------------------------------------------------
