@@ -85,6 +85,9 @@ type Options struct {
 	// Traffic is the ring the core's call observer feeds (service.Options.
 	// Observer); nil: the Traffic page has no data.
 	Traffic *Traffic
+	// Calls is the ring of audit lines (Calls.Tee in front of the audit
+	// log's handler); nil: the Calls page has no data.
+	Calls *Calls
 }
 
 // Console serves the operator console over one core.
@@ -124,6 +127,7 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/tool", cs.api(cs.tool))
 	mux.HandleFunc("GET /ui/api/search", cs.api(cs.search))
 	mux.HandleFunc("GET /ui/api/traffic", cs.api(cs.traffic))
+	mux.HandleFunc("GET /ui/api/calls", cs.api(cs.calls))
 	mux.HandleFunc("GET /ui/api/events", cs.events)
 	mux.HandleFunc("POST /ui/api/upstreams/{name}/{action}", cs.api(cs.upstreamAction))
 	// Cross-origin protection (Sec-Fetch-Site, Origin) on every unsafe

@@ -52,6 +52,18 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	// ?calls=1 (the Calls page, with its filters): the lines the caller
+	// may see, those of the ring first, then as they are written (checked
+	// every SampleInterval).
+	var callsKeep func(*callLine) bool
+	var callsSeq uint64
+	callsFirst := true // the first event is sent even when empty: the page is then loaded
+	if r.URL.Query().Get("calls") == "1" && cs.opts.Calls != nil {
+		if callsKeep, e = callFilter(c, r); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -98,6 +110,21 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 		defer tick.Stop()
 		trafficC = tick.C
 	}
+	sendCalls := func() bool {
+		if callsKeep == nil {
+			return true
+		}
+		lines, seq := cs.opts.Calls.since(callsSeq, callsKeep)
+		callsSeq = seq
+		if len(lines) == 0 && !callsFirst {
+			return true
+		}
+		callsFirst = false
+		return send("calls", callsBody{Seq: seq, Lines: lines, Auth: cs.c.AuthOf(c.ctx).Configured()})
+	}
+	if !sendCalls() {
+		return
+	}
 	sample := time.NewTicker(cs.opts.SampleInterval)
 	defer sample.Stop()
 	beat := time.NewTicker(heartbeat)
@@ -122,7 +149,7 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-sample.C:
-			if !sendUpstreams() {
+			if !sendUpstreams() || !sendCalls() {
 				return
 			}
 		case <-trafficC:

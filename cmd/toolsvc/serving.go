@@ -188,7 +188,7 @@ type security struct {
 // setupSecurity builds the TLS configuration of the --tls flags and the
 // auth configuration of the config's auth section.
 func setupSecurity(ctx context.Context, f *serveFlags, loaded *config.Config, log *slog.Logger) (*security, error) {
-	sec := &security{load: &authLoader{ctx: ctx, mtls: f.tlsClientCA != "", log: log}}
+	sec := &security{load: &authLoader{ctx: ctx, mtls: f.tlsClientCA != "", log: log, calls: console.NewCalls()}}
 	if f.tlsCert != "" {
 		// --tls-client-ca without an auth section: nothing else would check
 		// who the caller is, so the handshake itself requires a certificate
@@ -417,7 +417,7 @@ func (sv *serving) startAdmin() error {
 	alis := sv.adminLis
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
-	mux.Handle(console.Prefix, console.New(sv.svc.Core(), console.Options{Logger: sv.log, Traffic: sv.traffic}).Handler()) // docs/console.md
+	mux.Handle(console.Prefix, console.New(sv.svc.Core(), console.Options{Logger: sv.log, Traffic: sv.traffic, Calls: sv.sec.load.calls}).Handler()) // docs/console.md
 	if sv.logins != nil {
 		mux.Handle(mcpbridge.LoginCallbackPath, loginCallback(func() *mcpbridge.Bridge { return sv.bridge }, sv.log))
 		sv.log.Info("userOAuth login callback", "redirect_uri", sv.logins.RedirectURL)

@@ -82,6 +82,7 @@ const pages = [
   ['upstreams', 'Upstreams'],
   ['catalog', 'Catalog'],
   ['traffic', 'Traffic', true], // operators only
+  ['calls', 'Calls'],
 ];
 
 function useRoute() {
@@ -99,7 +100,13 @@ function App() {
   const s = useStore();
   const route = useRoute();
   const page =
-    route === 'catalog' ? html`<${Catalog} />` : route === 'traffic' ? html`<${Traffic} />` : html`<${Upstreams} />`;
+    route === 'catalog'
+      ? html`<${Catalog} />`
+      : route === 'traffic'
+        ? html`<${Traffic} />`
+        : route === 'calls'
+          ? html`<${Calls} />`
+          : html`<${Upstreams} />`;
   return html`
     <header>
       <h1>toolsvc</h1>
@@ -357,7 +364,9 @@ function Chart({ minutes }) {
         {
           width: Math.max(600, el.current.clientWidth),
           height: 260,
-          scales: { x: { time: true } },
+          // The last hour, whatever minutes had calls (one point would
+          // otherwise stretch the axis over years).
+          scales: { x: { time: true, range: () => [Date.now() / 1000 - 3600, Date.now() / 1000] } },
           series: [
             {},
             { label: 'calls/s', stroke: '#0b5cad', scale: 'rate' },
@@ -407,7 +416,7 @@ function Traffic() {
     <p class="muted">Tool calls on this replica over the last hour, per minute (latency: the upper bound of the
       histogram bucket, within 50 %). Longer and across replicas: the Grafana dashboard (deploy/grafana) over
       toolsvc_calls_total and toolsvc_call_duration_seconds.</p>
-    <p id="traffic-total">${total} calls in the last hour</p>
+    <p id="traffic-total">${total} ${total === 1 ? 'call' : 'calls'} in the last hour</p>
     ${minutes.length ? html`<${Chart} minutes=${minutes} />` : html`<p class="muted">No call in the last hour.</p>`}
     <h3>Errors by outcome</h3>
     <table id="traffic-outcomes"><tbody>
@@ -417,6 +426,52 @@ function Traffic() {
     <${KeyTable} id="traffic-servers" rows=${v.servers || []} />
     <h3>Tools with the most calls</h3>
     <${KeyTable} id="traffic-tools" rows=${v.tools || []} withServer=${true} />`;
+}
+
+// ---- Calls ----------------------------------------------------------------
+
+// The Calls page's own event stream (?calls=1 and its filters): the audit
+// lines already kept, then each new one. A principal gets its own lines
+// only; an operator every principal's.
+function Calls() {
+  const [filter, setFilter] = useState({ principal: '', tool: '', outcome: '' });
+  const [draft, setDraft] = useState(filter);
+  const [state, setState] = useState({ lines: [], loaded: false, auth: true, err: '' });
+  useEffect(() => {
+    const params = new URLSearchParams({ calls: '1' });
+    for (const [k, v] of Object.entries(filter)) if (v) params.set(k, v);
+    setState({ lines: [], loaded: false, auth: true, err: '' });
+    const es = new EventSource('/ui/api/events?' + params);
+    es.addEventListener('calls', (e) => {
+      const b = JSON.parse(e.data);
+      setState((st) => ({ ...st, loaded: true, auth: b.auth, lines: [...b.lines.reverse(), ...st.lines].slice(0, 500) }));
+    });
+    return () => es.close();
+  }, [filter]);
+  const field = (name, label) =>
+    html`<input id=${'calls-' + name} placeholder=${label} value=${draft[name]}
+      onInput=${(e) => setDraft({ ...draft, [name]: e.currentTarget.value })} />`;
+  return html`
+    <h2>Calls</h2>
+    <p class="muted">The audit log's recent lines on this replica (at most 2,000 kept), newest first${
+      store.me && !store.me.admin ? ': yours only' : ''}. Arguments are never shown.</p>
+    <form class="toolbar" id="calls-filter" onSubmit=${(e) => (e.preventDefault(), setFilter(draft))}>
+      ${field('principal', 'principal')}${field('tool', 'tool (exposed name)')}${field('outcome', 'outcome (ok, tool_error, a code)')}
+      <button type="submit">Filter</button>
+    </form>
+    ${state.loaded && !state.auth ? html`<p class="muted">No auth section: nothing is audited, so no line.</p>` : null}
+    <table id="calls">
+      <thead><tr><th>Time</th><th>Principal</th><th>Operation</th><th>Tool / target</th><th>Outcome</th><th>ms</th></tr></thead>
+      <tbody>
+        ${state.lines.map(
+          (l) => html`<tr key=${l.seq} data-principal=${l.principal} data-tool=${(l.attrs && l.attrs.tool) || ''}>
+            <td>${fmtTime(l.time)}</td><td>${l.principal}</td><td>${l.op}</td>
+            <td>${l.attrs ? l.attrs.tool || l.attrs.uri || l.attrs.prompt || l.attrs.server || '' : ''}</td>
+            <td class=${l.outcome === 'ok' ? '' : 'error'}>${l.outcome}</td><td>${l.ms ? l.ms.toFixed(1) : ''}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>`;
 }
 
 // ---- start ----------------------------------------------------------------
@@ -430,4 +485,6 @@ api('/ui/api/me')
     if (e.status === 401) location.href = '/ui/login';
   });
 connect();
-render(html`<${App} />`, document.getElementById('app'));
+const root = document.getElementById('app');
+root.textContent = ''; // the static "Loading…"
+render(html`<${App} />`, root);
