@@ -128,6 +128,7 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/search", cs.api(cs.search))
 	mux.HandleFunc("GET /ui/api/traffic", cs.api(cs.traffic))
 	mux.HandleFunc("GET /ui/api/calls", cs.api(cs.calls))
+	mux.HandleFunc("POST /ui/api/call", cs.call)
 	mux.HandleFunc("GET /ui/api/events", cs.events)
 	mux.HandleFunc("POST /ui/api/upstreams/{name}/{action}", cs.api(cs.upstreamAction))
 	// Cross-origin protection (Sec-Fetch-Site, Origin) on every unsafe
@@ -143,7 +144,7 @@ func (cs *Console) Handler() http.Handler { return cs.handler }
 // csp: scripts and styles from the console's own files only (no inline
 // script, no eval), images also as data: URLs (an image result), nothing
 // framed, no form posted elsewhere.
-const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; connect-src 'self'; " +
 	"font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 func securityHeaders(h http.Handler) http.Handler {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -113,7 +114,17 @@ func TestAuthAndCSRF(t *testing.T) {
 	if w.Code != http.StatusForbidden || e.Reason != ReasonCSRF {
 		t.Fatalf("an action without the CSRF token: %d %+v", w.Code, e)
 	}
-	r := asBob("POST", "/ui/api/upstreams/x/reconnect")
+	w, e = do(t, h, asBob("POST", "/ui/api/call"))
+	if w.Code != http.StatusForbidden || e.Reason != ReasonCSRF {
+		t.Fatalf("a Playground call without the CSRF token: %d %+v", w.Code, e)
+	}
+	r := asBob("POST", "/ui/api/call")
+	r.Header.Set("X-Toolsvc-CSRF", me.CSRF)
+	r.Body = io.NopCloser(strings.NewReader(`{"name": "", "arguments": {}}`))
+	if w, e = do(t, h, r); w.Code != http.StatusBadRequest || len(e.Fields) != 1 || e.Fields[0].Field != "name" {
+		t.Fatalf("a call without a name: %d %+v", w.Code, e)
+	}
+	r = asBob("POST", "/ui/api/upstreams/x/reconnect")
 	r.Header.Set("X-Toolsvc-CSRF", me.CSRF)
 	w, e = do(t, h, r)
 	if w.Code != http.StatusForbidden || e.Reason != core.ReasonPermissionDenied {

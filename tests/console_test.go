@@ -247,6 +247,20 @@ func TestConsoleUpstreamsAndCatalog(t *testing.T) {
 	}
 	b.screenshot(t, "tool")
 
+	// The Playground: a form from up__echo's input schema; a missing
+	// required field is shown before anything is sent; the call's result
+	// is rendered as text.
+	if href := evalJS[string](t, b, `document.getElementById('try-tool').getAttribute('href')`); href != "#/playground?tool=up__hostile" {
+		t.Errorf("the schema view's Playground link is %q", href)
+	}
+	evalJS[bool](t, b, `(location.hash = '#/playground?tool=up__echo', true)`)
+	b.waitJS(t, "the form", `!!document.getElementById('arg-text')`)
+	b.run(t, "calling without text", chromedp.Click(chromedp.ID("#play-call")))
+	b.waitJS(t, "the missing field named", `(document.querySelector('.field-problem[data-field="text"]') || {}).textContent === 'required'`)
+	b.run(t, "calling with text", chromedp.SendKeys(chromedp.ID("#arg-text"), "hello <b>console</b>"), chromedp.Click(chromedp.ID("#play-call")))
+	b.waitJS(t, "the result", `(document.querySelector('#play-result .result-text') || {}).textContent === 'hello <b>console</b>'`)
+	b.screenshot(t, "playground")
+
 	// The Traffic page counts the call (add_tool) with its latency, from
 	// the ring the core's call observer feeds.
 	b.run(t, "opening Traffic", chromedp.Click(chromedp.ID("#nav-traffic")))

@@ -83,10 +83,12 @@ const pages = [
   ['catalog', 'Catalog'],
   ['traffic', 'Traffic', true], // operators only
   ['calls', 'Calls'],
+  ['playground', 'Playground'],
 ];
 
 function useRoute() {
   const get = () => (location.hash.replace(/^#\/?/, '') || 'upstreams').split('?')[0];
+  // (#/playground?tool=NAME: the Playground with that tool)
   const [route, setRoute] = useState(get());
   useEffect(() => {
     const f = () => setRoute(get());
@@ -106,7 +108,9 @@ function App() {
         ? html`<${Traffic} />`
         : route === 'calls'
           ? html`<${Calls} />`
-          : html`<${Upstreams} />`;
+          : route === 'playground'
+            ? html`<${Playground} />`
+            : html`<${Upstreams} />`;
   return html`
     <header>
       <h1>toolsvc</h1>
@@ -226,6 +230,7 @@ function ToolDetail({ name }) {
     <p class="muted">server ${tool.server} · upstream name ${tool.originalName}${tool.available ? '' : ' · unavailable'}
       ${tool.taskSupport ? ' · tasks ' + tool.taskSupport : ''}</p>
     ${tool.title ? html`<p><b>${tool.title}</b></p>` : null}
+    <p><a id="try-tool" href=${'#/playground?tool=' + encodeURIComponent(tool.name)}>Try it in the Playground</a></p>
     <pre id="tool-description">${tool.description || ''}</pre>
     <h4>Input schema</h4>
     <pre id="tool-schema">${tool.inputSchema ? JSON.stringify(tool.inputSchema, null, 2) : '(none)'}</pre>
@@ -472,6 +477,178 @@ function Calls() {
         )}
       </tbody>
     </table>`;
+}
+
+// ---- Playground -----------------------------------------------------------
+
+// fieldKind is how the form edits one top-level property of the input
+// schema: a text box, a number, a checkbox, a choice, or JSON text for
+// anything else (objects, arrays, unions).
+function fieldKind(p) {
+  if (!p || typeof p !== 'object') return 'json';
+  if (Array.isArray(p.enum) && p.enum.every((v) => typeof v === 'string')) return 'enum';
+  if (p.type === 'string') return 'string';
+  if (p.type === 'integer' || p.type === 'number') return 'number';
+  if (p.type === 'boolean') return 'boolean';
+  return 'json';
+}
+
+// buildArguments checks the form before anything is sent: required
+// properties present, numbers and JSON well-formed. It returns the
+// arguments and the problems by property.
+function buildArguments(schema, values) {
+  const props = (schema && schema.properties) || {};
+  const required = new Set((schema && schema.required) || []);
+  const args = {};
+  const problems = {};
+  for (const [name, p] of Object.entries(props)) {
+    const kind = fieldKind(p);
+    const v = values[name];
+    const empty = v === undefined || v === '' || (kind === 'boolean' && v === undefined);
+    if (empty) {
+      if (required.has(name) && kind !== 'boolean') problems[name] = 'required';
+      continue;
+    }
+    if (kind === 'number') {
+      const n = Number(v);
+      if (!Number.isFinite(n)) problems[name] = 'not a number';
+      else if (p.type === 'integer' && !Number.isInteger(n)) problems[name] = 'not an integer';
+      else args[name] = n;
+    } else if (kind === 'json') {
+      try {
+        args[name] = JSON.parse(v);
+      } catch (e) {
+        problems[name] = 'not valid JSON: ' + e.message;
+      }
+    } else {
+      args[name] = v;
+    }
+  }
+  return { args, problems };
+}
+
+// Content renders one content item of a result. Every value is text or a
+// data: URL of an image/audio media type the page checks: nothing an
+// upstream sends becomes markup or a link.
+function Content({ c }) {
+  const mediaType = (t, kind) => typeof t === 'string' && new RegExp('^' + kind + '/[a-z0-9.+-]+$').test(t);
+  switch (c.type) {
+    case 'text':
+      return html`<pre class="result-text">${c.text}</pre>`;
+    case 'image':
+      return mediaType(c.mimeType, 'image') && !/svg/.test(c.mimeType)
+        ? html`<img class="result-image" alt="image result" src=${'data:' + c.mimeType + ';base64,' + c.data} />`
+        : html`<pre>(an image of type ${String(c.mimeType)}, not shown)</pre>`;
+    case 'audio':
+      return mediaType(c.mimeType, 'audio')
+        ? html`<audio controls src=${'data:' + c.mimeType + ';base64,' + c.data}></audio>`
+        : html`<pre>(audio of type ${String(c.mimeType)}, not played)</pre>`;
+    case 'resource_link':
+      return html`<pre>resource link: ${String(c.uri)}${c.name ? ' (' + c.name + ')' : ''}</pre>`;
+    case 'resource':
+      return html`<pre>resource ${String(c.resource && c.resource.uri)}: ${(c.resource && c.resource.text) || '(binary)'}</pre>`;
+    default:
+      return html`<pre>${JSON.stringify(c, null, 2)}</pre>`;
+  }
+}
+
+function Playground() {
+  const s = useStore();
+  const initial = new URLSearchParams(location.hash.split('?')[1] || '').get('tool') || '';
+  const [name, setName] = useState(initial);
+  const [tool, setTool] = useState(null);
+  const [values, setValues] = useState({});
+  const [problems, setProblems] = useState({});
+  const [result, setResult] = useState(null);
+  const [err, setErr] = useState('');
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    setTool(null);
+    setValues({});
+    setProblems({});
+    setResult(null);
+    setErr('');
+    if (!name) return;
+    api('/ui/api/tool?name=' + encodeURIComponent(name))
+      .then(setTool)
+      .catch((e) => setErr(e.message));
+  }, [name]);
+  const submit = async (e) => {
+    e.preventDefault();
+    const { args, problems } = buildArguments(tool.inputSchema, values);
+    setProblems(problems);
+    setResult(null);
+    setErr('');
+    if (Object.keys(problems).length) return; // shown before anything is sent
+    setBusy(true);
+    try {
+      const res = await fetch('/ui/api/call', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+        body: JSON.stringify({ name, arguments: args }),
+      });
+      const body = await res.json();
+      if (!res.ok) {
+        const fields = {};
+        for (const f of body.fields || []) fields[f.field.replace(/^arguments\.?/, '') || '(arguments)'] = f.description;
+        setProblems(fields);
+        setErr(`${body.code} ${body.reason}: ${body.message}`);
+      } else {
+        setResult(body);
+      }
+    } catch (e2) {
+      setErr(e2.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const props = (tool && tool.inputSchema && tool.inputSchema.properties) || {};
+  const required = new Set((tool && tool.inputSchema && tool.inputSchema.required) || []);
+  const input = (n, p) => {
+    const kind = fieldKind(p);
+    const set = (v) => setValues({ ...values, [n]: v });
+    const id = 'arg-' + n;
+    if (kind === 'boolean') return html`<input id=${id} type="checkbox" checked=${!!values[n]} onChange=${(e) => set(e.currentTarget.checked)} />`;
+    if (kind === 'enum')
+      return html`<select id=${id} onChange=${(e) => set(e.currentTarget.value)}>
+        <option value="">—</option>${p.enum.map((v) => html`<option value=${v}>${v}</option>`)}</select>`;
+    if (kind === 'json')
+      return html`<textarea id=${id} rows="3" placeholder="JSON" onInput=${(e) => set(e.currentTarget.value)}>${values[n] || ''}</textarea>`;
+    return html`<input id=${id} type=${kind === 'number' ? 'text' : 'text'} inputmode=${kind === 'number' ? 'decimal' : 'text'}
+      value=${values[n] || ''} onInput=${(e) => set(e.currentTarget.value)} />`;
+  };
+  return html`
+    <h2>Playground</h2>
+    <p class="muted">Call a tool as yourself: the same checks, limits and audit line as any caller. The form follows
+      the tool's input schema and is checked before it is sent. Progress, log lines and elicitation need a streaming
+      client (toolsvc call, the client libraries) for now.</p>
+    <div class="toolbar">
+      <input id="play-tool" placeholder="tool (exposed name)" value=${name} onChange=${(e) => setName(e.currentTarget.value.trim())} />
+    </div>
+    ${err ? html`<p class="error" id="play-error">${err}</p>` : null}
+    ${tool
+      ? html`<form id="play-form" onSubmit=${submit}>
+          <p><b>${tool.name}</b> <span class="muted">${tool.title || ''}</span></p>
+          <table>
+            ${Object.entries(props).map(
+              ([n, p]) => html`<tr key=${n}>
+                <th><label for=${'arg-' + n}>${n}${required.has(n) ? ' *' : ''}</label></th>
+                <td>${input(n, p)} <span class="muted">${(p && p.description) || ''}</span>
+                  ${problems[n] ? html`<div class="error field-problem" data-field=${n}>${problems[n]}</div>` : null}</td>
+              </tr>`,
+            )}
+          </table>
+          ${problems['(arguments)'] ? html`<p class="error field-problem">${problems['(arguments)']}</p>` : null}
+          <button id="play-call" type="submit" disabled=${busy}>${busy ? 'Calling…' : 'Call'}</button>
+        </form>`
+      : null}
+    ${result
+      ? html`<div id="play-result" class=${result.isError ? 'error' : ''}>
+          <h3>${result.isError ? 'The tool reported an error' : 'Result'}</h3>
+          ${(result.content || []).map((c, i) => html`<${Content} key=${i} c=${c} />`)}
+          ${result.structuredContent ? html`<h4>Structured content</h4><pre>${JSON.stringify(result.structuredContent, null, 2)}</pre>` : null}
+        </div>`
+      : null}`;
 }
 
 // ---- start ----------------------------------------------------------------
