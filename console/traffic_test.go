@@ -73,3 +73,21 @@ func TestTrafficWindow(t *testing.T) {
 		t.Errorf("an hour later: %+v", v.Minutes)
 	}
 }
+
+// BenchmarkTrafficObserve: what the ring adds to each finished call (the
+// only cost of the console while no page is open).
+func BenchmarkTrafficObserve(b *testing.B) {
+	tr := NewTraffic()
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("s%02d__tool%04d", i%50, i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			tr.Observe("s", names[i%len(names)], "ok", time.Duration(i)*time.Microsecond)
+			i++
+		}
+	})
+}
