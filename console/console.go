@@ -129,6 +129,7 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/traffic", cs.api(cs.traffic))
 	mux.HandleFunc("GET /ui/api/calls", cs.api(cs.calls))
 	mux.HandleFunc("POST /ui/api/call", cs.call)
+	mux.HandleFunc("GET /ui/api/tasks", cs.api(cs.tasks))
 	mux.HandleFunc("GET /ui/api/events", cs.events)
 	mux.HandleFunc("POST /ui/api/upstreams/{name}/{action}", cs.api(cs.upstreamAction))
 	// Cross-origin protection (Sec-Fetch-Site, Origin) on every unsafe

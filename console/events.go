@@ -125,6 +125,30 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 	if !sendCalls() {
 		return
 	}
+	// ?tasks=1 (the Tasks page): the caller's tasks (ListTasks) now and
+	// every TrafficInterval when they changed.
+	var tasksC <-chan time.Time
+	var lastTasks []byte
+	sendTasks := func() bool {
+		rows, e := cs.taskRows(c)
+		if e != nil {
+			return send("tasks-error", errorBody{Code: codeName(e.Code), Reason: e.Reason, Message: e.Message, Meta: e.Meta})
+		}
+		b, err := json.Marshal(rows)
+		if err != nil || bytes.Equal(b, lastTasks) {
+			return err == nil
+		}
+		lastTasks = b
+		return cs.write(w, rc, "tasks", b)
+	}
+	if r.URL.Query().Get("tasks") == "1" {
+		if !sendTasks() {
+			return
+		}
+		tick := time.NewTicker(TrafficInterval)
+		defer tick.Stop()
+		tasksC = tick.C
+	}
 	sample := time.NewTicker(cs.opts.SampleInterval)
 	defer sample.Stop()
 	beat := time.NewTicker(heartbeat)
@@ -150,6 +174,10 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-sample.C:
 			if !sendUpstreams() || !sendCalls() {
+				return
+			}
+		case <-tasksC:
+			if !sendTasks() {
 				return
 			}
 		case <-trafficC:

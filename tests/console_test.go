@@ -442,3 +442,31 @@ func TestConsoleLargeCatalog(t *testing.T) {
 	b.waitJS(t, "tool01234 listed", `!!document.querySelector('#tool-list [data-tool="many__tool01234"]')`)
 	b.noProblems(t)
 }
+
+// TestConsoleTasks: the Tasks page lists the principal's own tasks (a real
+// TypeScript SDK task server), live, and never another principal's.
+func TestConsoleTasks(t *testing.T) {
+	t.Parallel()
+	all := taskServers(t)
+	p := startToolsvc(t, cfg{Auth: taskAuth(), Servers: servers{"tsh": all["tsh"]}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	annTask := startTask(t, as(ctx, annTasks), p.client, "tsh__slow", `{"ms": 60000}`)
+	bobTask := startTask(t, as(ctx, bobTasks), p.client, "tsh__slow", `{"ms": 50}`)
+
+	b := newBrowser(t)
+	b.run(t, "signing in as ann", chromedp.Navigate("http://"+p.adminAddr+"/ui/#/tasks"), chromedp.WaitVisible(chromedp.ID("#token")),
+		chromedp.SendKeys(chromedp.ID("#token"), annTasks), chromedp.Click(chromedp.ID("#signin")))
+	b.waitJS(t, "the console", `!!document.getElementById('nav-tasks')`)
+	b.run(t, "opening Tasks", chromedp.Click(chromedp.ID("#nav-tasks")))
+	b.waitJS(t, "ann's task working", fmt.Sprintf(`(document.querySelector('#tasks tr[data-task=%q]') || {dataset: {}}).dataset.status === 'working'`, annTask.GetTaskId()))
+	var ids []string
+	evalInto(t, b, `[...document.querySelectorAll('#tasks tbody tr')].map(r => r.dataset.task)`, &ids)
+	for _, id := range ids {
+		if id == bobTask.GetTaskId() {
+			t.Errorf("ann's Tasks page lists bob's task %s", id)
+		}
+	}
+	b.screenshot(t, "tasks")
+	b.noProblems(t)
+}

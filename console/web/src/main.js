@@ -84,6 +84,7 @@ const pages = [
   ['traffic', 'Traffic', true], // operators only
   ['calls', 'Calls'],
   ['playground', 'Playground'],
+  ['tasks', 'Tasks'],
 ];
 
 function useRoute() {
@@ -110,7 +111,9 @@ function App() {
           ? html`<${Calls} />`
           : route === 'playground'
             ? html`<${Playground} />`
-            : html`<${Upstreams} />`;
+            : route === 'tasks'
+              ? html`<${Tasks} />`
+              : html`<${Upstreams} />`;
   return html`
     <header>
       <h1>toolsvc</h1>
@@ -648,6 +651,46 @@ function Playground() {
           ${(result.content || []).map((c, i) => html`<${Content} key=${i} c=${c} />`)}
           ${result.structuredContent ? html`<h4>Structured content</h4><pre>${JSON.stringify(result.structuredContent, null, 2)}</pre>` : null}
         </div>`
+      : null}`;
+}
+
+// ---- Tasks ----------------------------------------------------------------
+
+// The Tasks page's own event stream (?tasks=1): the caller's tasks on this
+// replica (ListTasks), again every 2 s when they changed.
+function Tasks() {
+  const [rows, setRows] = useState(null);
+  const [err, setErr] = useState('');
+  useEffect(() => {
+    const es = new EventSource('/ui/api/events?tasks=1');
+    es.addEventListener('tasks', (e) => (setRows(JSON.parse(e.data)), setErr('')));
+    es.addEventListener('tasks-error', (e) => {
+      const b = JSON.parse(e.data);
+      setErr(`${b.code} ${b.reason}: ${b.message}`);
+    });
+    return () => es.close();
+  }, []);
+  return html`
+    <h2>Tasks</h2>
+    <p class="muted">Your tool calls that run as MCP tasks, on this replica, newest first (toolsvc tasks on the CLI
+      does the same and more: watch, result, cancel).</p>
+    ${err ? html`<p class="error" id="tasks-error">${err}</p>` : null}
+    ${rows === null ? html`<p class="muted">Loading…</p>` : null}
+    ${rows && rows.length === 0 ? html`<p class="muted">No task.</p>` : null}
+    ${rows && rows.length
+      ? html`<table id="tasks">
+          <thead><tr><th>Tool</th><th>Task id</th><th>Status</th><th>Message</th><th>Created</th><th>Updated</th><th>Era</th></tr></thead>
+          <tbody>
+            ${rows.map(
+              (r) => html`<tr key=${r.server + '/' + r.taskId} data-task=${r.taskId} data-status=${r.status}>
+                <td>${r.tool}</td><td>${r.taskId}</td>
+                <td class=${r.status === 'failed' ? 'error' : r.terminal ? '' : 'state-connecting'}>${r.status}${
+                  r.waiting ? ' (' + r.waiting + ' waiting)' : ''}</td>
+                <td>${r.message || ''}</td><td>${fmtTime(r.created)}</td><td>${fmtTime(r.updated)}</td><td>${r.era}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
       : null}`;
 }
 
