@@ -88,6 +88,9 @@ type Options struct {
 	// Calls is the ring of audit lines (Calls.Tee in front of the audit
 	// log's handler); nil: the Calls page has no data.
 	Calls *Calls
+	// Config is the configuration file's status (cmd/toolsvc: the reload
+	// manager's, service.ConfigStatus), encoded as JSON; nil: no file.
+	Config func() any
 }
 
 // Console serves the operator console over one core.
@@ -130,6 +133,7 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/calls", cs.api(cs.calls))
 	mux.HandleFunc("POST /ui/api/call", cs.call)
 	mux.HandleFunc("GET /ui/api/tasks", cs.api(cs.tasks))
+	mux.HandleFunc("GET /ui/api/config", cs.api(cs.config))
 	mux.HandleFunc("GET /ui/api/events", cs.events)
 	mux.HandleFunc("POST /ui/api/upstreams/{name}/{action}", cs.api(cs.upstreamAction))
 	// Cross-origin protection (Sec-Fetch-Site, Origin) on every unsafe

@@ -127,7 +127,7 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 	}
 	// ?tasks=1 (the Tasks page): the caller's tasks (ListTasks) now and
 	// every TrafficInterval when they changed.
-	var tasksC <-chan time.Time
+	var tasksC, configC <-chan time.Time
 	var lastTasks []byte
 	sendTasks := func() bool {
 		rows, e := cs.taskRows(c)
@@ -140,6 +140,26 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 		}
 		lastTasks = b
 		return cs.write(w, rc, "tasks", b)
+	}
+	// ?config=1 (the Config page, an operator's): the configuration's
+	// status now and whenever it changed (a reload), checked every
+	// TrafficInterval.
+	var lastConfig []byte
+	sendConfig := func() bool {
+		b, err := json.Marshal(cs.opts.Config())
+		if err != nil || bytes.Equal(b, lastConfig) {
+			return err == nil
+		}
+		lastConfig = b
+		return cs.write(w, rc, "config", b)
+	}
+	if r.URL.Query().Get("config") == "1" && c.admin && cs.opts.Config != nil {
+		if !sendConfig() {
+			return
+		}
+		tick := time.NewTicker(TrafficInterval)
+		defer tick.Stop()
+		configC = tick.C
 	}
 	if r.URL.Query().Get("tasks") == "1" {
 		if !sendTasks() {
@@ -174,6 +194,10 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-sample.C:
 			if !sendUpstreams() || !sendCalls() {
+				return
+			}
+		case <-configC:
+			if !sendConfig() {
 				return
 			}
 		case <-tasksC:

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -383,6 +384,11 @@ func TestConsolePrincipals(t *testing.T) {
 	if traffic["status"] != float64(403) {
 		t.Errorf("bob reading the traffic of every principal: %v; want 403", traffic)
 	}
+	var config map[string]any
+	evalInto(t, b, `window.fetch('/ui/api/config').then(async r => ({status: r.status}))`, &config)
+	if config["status"] != float64(403) {
+		t.Errorf("bob reading the configuration's status: %v; want 403", config)
+	}
 	b.screenshot(t, "calls")
 	b.noProblems(t)
 
@@ -398,6 +404,18 @@ func TestConsolePrincipals(t *testing.T) {
 	eventually(t, 30*time.Second, "a connected twice", func() bool {
 		return serverStatus(t, asOps, p.client, "a").GetConnectCount() >= 2
 	})
+	// Config: the file's status; a broken file sent with SIGHUP shows as a
+	// refused reload with its problem.
+	ops.run(t, "opening Config", chromedp.Click(chromedp.ID("#nav-config")))
+	ops.waitJS(t, "the config status", `(document.getElementById('config-reloads') || {}).textContent === '0'`)
+	writeConfig(t, p.configPath, `{"mcpServers": {"a": {"command": 42}}}`)
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	ops.waitJS(t, "the refused reload", `(document.getElementById('config-last') || {textContent: ''}).textContent.includes('refused') &&
+		!!document.getElementById('config-problems')`)
+	ops.screenshot(t, "config")
+
 	ops.run(t, "opening Calls", chromedp.Click(chromedp.ID("#nav-calls")))
 	ops.waitJS(t, "alice's and bob's calls", `!!document.querySelector('#calls tr[data-tool="a__echo"][data-principal="alice"]') &&
 		!!document.querySelector('#calls tr[data-tool="b__echo"][data-principal="bob"]')`)

@@ -417,7 +417,11 @@ func (sv *serving) startAdmin() error {
 	alis := sv.adminLis
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
-	mux.Handle(console.Prefix, console.New(sv.svc.Core(), console.Options{Logger: sv.log, Traffic: sv.traffic, Calls: sv.sec.load.calls}).Handler()) // docs/console.md
+	co := console.Options{Logger: sv.log, Traffic: sv.traffic, Calls: sv.sec.load.calls}
+	if sv.cfgMgr != nil {
+		co.Config = func() any { return sv.cfgMgr.Status() }
+	}
+	mux.Handle(console.Prefix, console.New(sv.svc.Core(), co).Handler()) // docs/console.md
 	if sv.logins != nil {
 		mux.Handle(mcpbridge.LoginCallbackPath, loginCallback(func() *mcpbridge.Bridge { return sv.bridge }, sv.log))
 		sv.log.Info("userOAuth login callback", "redirect_uri", sv.logins.RedirectURL)

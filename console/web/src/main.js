@@ -85,6 +85,7 @@ const pages = [
   ['calls', 'Calls'],
   ['playground', 'Playground'],
   ['tasks', 'Tasks'],
+  ['config', 'Config', true], // operators only
 ];
 
 function useRoute() {
@@ -113,7 +114,9 @@ function App() {
             ? html`<${Playground} />`
             : route === 'tasks'
               ? html`<${Tasks} />`
-              : html`<${Upstreams} />`;
+              : route === 'config'
+                ? html`<${Config} />`
+                : html`<${Upstreams} />`;
   return html`
     <header>
       <h1>toolsvc</h1>
@@ -692,6 +695,44 @@ function Tasks() {
           </tbody>
         </table>`
       : null}`;
+}
+
+// ---- Config ---------------------------------------------------------------
+
+// The Config page: the configuration file's status (an operator's), from
+// the page's own event stream (?config=1: again after each reload).
+function Config() {
+  const [st, setSt] = useState(null);
+  const [err, setErr] = useState('');
+  useEffect(() => {
+    api('/ui/api/config').then(setSt).catch((e) => setErr(e.message)); // the refusal, if any, said once
+    const es = new EventSource('/ui/api/events?config=1');
+    es.addEventListener('config', (e) => setSt(JSON.parse(e.data)));
+    return () => es.close();
+  }, []);
+  if (err) return html`<p class="error" id="config-error">${err}</p>`;
+  if (!st) return html`<p class="muted">Loading…</p>`;
+  if (st.demo) return html`<p id="config-demo">toolsvc runs the built-in demo: no configuration file.</p>`;
+  const list = (label, xs) => (xs && xs.length ? html`<tr><th>${label}</th><td>${xs.join(', ')}</td></tr>` : null);
+  return html`
+    <h2>Config</h2>
+    <p class="muted">The configuration file and its last reload (SIGHUP, a change of the file, or ReloadConfig). Problems
+      are listed without secret values.</p>
+    <table id="config">
+      <tr><th>File</th><td>${st.Path}</td></tr>
+      <tr><th>Loaded</th><td>${fmtTime(st.Loaded)}</td></tr>
+      <tr><th>Reloads</th><td id="config-reloads">${st.Reloads}</td></tr>
+      ${st.Reloads
+        ? html`<tr><th>Last reload</th><td id="config-last" class=${st.LastReloadOK ? '' : 'error'}>
+            ${fmtTime(st.LastReload)} ${st.LastReloadOK ? 'applied' : 'refused: the running configuration was kept'}</td></tr>`
+        : null}
+      ${st.LastReloadError ? html`<tr><th>Problems</th><td><pre id="config-problems">${st.LastReloadError}</pre></td></tr>` : null}
+      ${list('Warnings', st.Warnings)}${list('Added', st.Added)}${list('Removed', st.Removed)}${list('Restarted', st.Restarted)}
+      ${(st.Discovery || []).map(
+        (d) => html`<tr key=${d.Name}><th>Discovery ${d.Name}</th><td>${d.State}${d.Synced ? ', synced' : ''}, ${d.Objects} objects${
+          d.Err ? ': ' + d.Err : ''}</td></tr>`,
+      )}
+    </table>`;
 }
 
 // ---- start ----------------------------------------------------------------
