@@ -336,32 +336,32 @@ func serverToProto(st mcpbridge.ServerStatus) *toolsvcv1.Server {
 // may be nil).
 type observers [2]core.Observer
 
-func (os observers) CallStarted() {
-	for _, o := range os {
+func (obs observers) CallStarted() {
+	for _, o := range obs {
 		if o != nil {
 			o.CallStarted()
 		}
 	}
 }
 
-func (os observers) CallDone(server, tool, outcome string, took time.Duration) {
-	for _, o := range os {
+func (obs observers) CallDone(server, tool, outcome string, took time.Duration) {
+	for _, o := range obs {
 		if o != nil {
 			o.CallDone(server, tool, outcome, took)
 		}
 	}
 }
 
-func (os observers) OperationDone(server, method, outcome string, took time.Duration) {
-	for _, o := range os {
+func (obs observers) OperationDone(server, method, outcome string, took time.Duration) {
+	for _, o := range obs {
 		if o != nil {
 			o.OperationDone(server, method, outcome, took)
 		}
 	}
 }
 
-func (os observers) RateLimited(principal, limit string) {
-	for _, o := range os {
+func (obs observers) RateLimited(principal, limit string) {
+	for _, o := range obs {
 		if o != nil {
 			o.RateLimited(principal, limit)
 		}
