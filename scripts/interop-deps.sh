@@ -5,6 +5,8 @@
 #     protoc + grpc_python_plugin (+ the well-known .protos) for the Python
 #     example client; redis-server for the shared token store's tests
 #     (tokenstore/redisstore: a real server, killed with real signals);
+#     chromium for the operator console's browser tests (tests/console_test.go,
+#     driven with chromedp);
 #   - grpcurl into .bin/ (the README's one-liners are tested with it) and
 #     grpc-health-probe (the health tests use it);
 #   - Python virtualenvs under .venv/ (scripts/pyenv.sh: the official Python
@@ -19,7 +21,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-APT_PACKAGES=(python3-grpcio protobuf-compiler protobuf-compiler-grpc libprotobuf-dev redis-server)
+APT_PACKAGES=(python3-grpcio protobuf-compiler protobuf-compiler-grpc libprotobuf-dev redis-server chromium)
 GRPCURL_VERSION=v1.9.4
 
 missing=()

@@ -27,6 +27,7 @@ cd "$ROOT"
 scripts/interop-deps.sh
 
 scripts/gen.sh --check
+scripts/console-assets.sh --check   # console/assets drifts from console/web (docs/console.md)
 scripts/k8s-check.sh   # Helm chart: helm lint/template + kubeconform against offline schemas
 scripts/kube-bins.sh   # kube-apiserver + etcd for the API-server tests (cold: ~14 min, then cached)
 export TOOLSVC_KUBE_TESTS=1

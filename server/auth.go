@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/console"
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
@@ -37,6 +38,8 @@ type authLoader struct {
 	jwksURL    string          // the URL of jwksKF ("" : none)
 	jwksKF     keyfunc.Keyfunc // its key set, refreshed in the background
 	jwksCancel context.CancelFunc
+
+	calls *console.Calls // the console's ring of audit lines (nil: none)
 }
 
 // load builds the configuration of a. The caller applies it, then calls
@@ -66,7 +69,7 @@ func (l *authLoader) load(a *config.Auth) (core.AuthConfig, func(applied bool), 
 	c := core.AuthConfig{
 		Authenticator: core.NewAuthenticator(tokens, jwtOpts, a.MTLS),
 		Authorizer:    core.NewAuthorizer(rules, a.Admins),
-		AuditLog:      l.log.With("audit", true),
+		AuditLog:      l.auditLog(),
 	}
 	if au := a.Audit; au != nil {
 		if au.Enabled != nil && !*au.Enabled {
@@ -79,6 +82,16 @@ func (l *authLoader) load(a *config.Auth) (core.AuthConfig, func(applied bool), 
 			Burst: r.Burst, MaxConcurrent: r.MaxConcurrent})
 	}
 	return c, done, nil
+}
+
+// auditLog is the audit log: the process's log, and the console's Calls
+// page's ring when there is one.
+func (l *authLoader) auditLog() *slog.Logger {
+	lg := l.log.With("audit", true)
+	if l.calls == nil {
+		return lg
+	}
+	return slog.New(l.calls.Tee(lg.Handler()))
 }
 
 // loadTokens is auth.tokens plus the lines of auth.tokensFile, as token →

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/console"
 	"github.com/toolsvc/toolsvc/internal/loopback"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
@@ -79,7 +80,7 @@ type security struct {
 // setupSecurity builds the TLS configuration of the --tls flags and the
 // auth configuration of the config's auth section.
 func setupSecurity(ctx context.Context, f *config.Serve, loaded *config.Config, log *slog.Logger) (*security, error) {
-	sec := &security{load: &authLoader{ctx: ctx, mtls: f.TLSClientCA != "", log: log}}
+	sec := &security{load: &authLoader{ctx: ctx, mtls: f.TLSClientCA != "", log: log, calls: console.NewCalls()}}
 	if f.TLSCert != "" {
 		// --tls-client-ca without an auth section: nothing else would check
 		// who the caller is, so the handshake itself requires a certificate
@@ -137,6 +138,8 @@ type serving struct {
 	reloadDone chan struct{}
 
 	stateKey []byte // --state-key-file's contents
+
+	traffic *console.Traffic // the console's ring of recent calls (docs/console.md)
 }
 
 // replicaID names this process in parked interactive calls' states: the
@@ -223,7 +226,8 @@ func (sv *serving) start(ctx context.Context, bcfg mcpbridge.Config, loaded *con
 // limits, interactive calls, tasks), with the metrics as its observer.
 func (sv *serving) newCore() {
 	set := &sv.set
-	sv.core = core.New(sv.bridge, core.Options{Logger: sv.log, Auth: sv.sec.auth, Observer: sv.metrics,
+	sv.traffic = console.NewTraffic()
+	sv.core = core.New(sv.bridge, core.Options{Logger: sv.log, Auth: sv.sec.auth, Observer: observers{sv.metrics, sv.traffic},
 		MaxRequestBytes: set.MaxRequestBytes, MaxResponseBytes: set.MaxResponseBytes,
 		StateKey: sv.stateKey, ReplicaID: replicaID(), InputTimeout: set.InputTimeout,
 		MaxWaitingPerPrincipal: set.MaxWaitingPerPrincipal, MaxWaiting: set.MaxWaiting, TaskPollInterval: set.TaskPollInterval,
@@ -316,13 +320,18 @@ func (sv *serving) startAdmin() error {
 	alis := sv.adminLis
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
+	co := console.Options{Logger: sv.log, Traffic: sv.traffic, Calls: sv.sec.load.calls}
+	if sv.cfgMgr != nil {
+		co.Config = func() any { return sv.cfgMgr.Status() }
+	}
+	mux.Handle(console.Prefix, console.New(sv.core, co).Handler()) // docs/console.md
 	if sv.logins != nil {
 		mux.Handle(mcpbridge.LoginCallbackPath, loginCallback(func() *mcpbridge.Bridge { return sv.bridge }, sv.log))
 		sv.log.Info("userOAuth login callback", "redirect_uri", sv.logins.RedirectURL)
 	}
 	sv.admin, sv.adminAddr = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, alis.Addr().String()
 	go func() { sv.adminErr <- sv.admin.Serve(alis) }()
-	sv.log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics")
+	sv.log.Info("admin serving", "addr", alis.Addr().String(), "metrics", "/metrics", "console", console.Prefix)
 	return nil
 }
 

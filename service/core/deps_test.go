@@ -36,17 +36,18 @@ func TestLayering(t *testing.T) {
 }
 
 // TestWiresImportTheCoreOnly keeps the bridge behind the core: a wire
-// (service, service/mcpfront, any package under service/ but the core)
+// (service, service/mcpfront, any package under service/ but the core,
+// and the operator console, console/)
 // imports neither mcpbridge nor its subpackages, except the catalog's
 // value types (mcpbridge/catalog); it reaches the upstreams through the
 // core's operations. The bridge, for its part, depends on no part of
 // service/. Only a wire's own code counts: its tests build real bridges
-// to test it against, and the composition root (cmd/toolsvc) imports
+// to test it against, and the composition root (server) imports
 // everything.
 func TestWiresImportTheCoreOnly(t *testing.T) {
 	t.Parallel()
 	const mod = "github.com/toolsvc/toolsvc/"
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../...").Output()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../...", "../../console").Output()
 	if err != nil {
 		t.Fatalf("go list ../...: %v", err)
 	}

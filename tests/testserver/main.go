@@ -68,6 +68,9 @@ type addToolArgs struct {
 	// Schema, if set, is the new tool's inputSchema as JSON text, sent as
 	// is (json.RawMessage: exact numbers and key order).
 	Schema string `json:"schema,omitempty"`
+	// Description, if set, is the new tool's description, verbatim (the
+	// console's tests list markup and script as a hostile upstream would).
+	Description string `json:"description,omitempty"`
 }
 
 type stats struct {
@@ -206,7 +209,7 @@ func newServer(mode string) *mcp.Server {
 			if in.Schema != "" {
 				schema = json.RawMessage(in.Schema)
 			}
-			s.AddTool(&mcp.Tool{Name: name, InputSchema: schema},
+			s.AddTool(&mcp.Tool{Name: name, Description: in.Description, InputSchema: schema},
 				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 					return text(name + " ok"), nil
 				})

@@ -1,0 +1,222 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/toolsvc/toolsvc/service/core"
+)
+
+// upstream is one upstream as the Upstreams page shows it.
+type upstream struct {
+	Name          string    `json:"name"`
+	State         string    `json:"state"`
+	Transport     string    `json:"transport"`
+	Era           string    `json:"era,omitempty"`
+	Tools         int       `json:"tools"`
+	Connects      int64     `json:"connects"`
+	Refreshes     int64     `json:"refreshes"`
+	LastRefresh   time.Time `json:"lastRefresh,omitzero"`
+	LastRefreshOK bool      `json:"lastRefreshOK"`
+	Connected     time.Time `json:"connected,omitzero"`
+	NextConnect   time.Time `json:"nextConnect,omitzero"`
+	Breaker       string    `json:"breaker"`
+	BreakerRetry  time.Time `json:"breakerRetry,omitzero"`
+	Failures      int       `json:"failures"`
+	InFlight      int       `json:"inFlight"`
+	Push          string    `json:"push,omitempty"`
+	PerUser       bool      `json:"perUser,omitempty"`
+	UserSessions  int       `json:"userSessions,omitempty"`
+	// Operator details (an admin's view only, as ListServers): the last
+	// error (secrets removed by the bridge) and the warnings.
+	LastError string   `json:"lastError,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+// visibleUpstreams is the upstreams the caller may see, as ListServers
+// decides: an operator sees every one with its errors; anyone else the
+// upstreams with at least one tool its rules allow, without errors.
+func (cs *Console) visibleUpstreams(c *caller) []upstream {
+	var visible map[string]bool
+	if allowed := cs.c.AuthOf(c.ctx).Filter(c.ctx); allowed != nil && !c.admin {
+		visible = map[string]bool{}
+		for _, t := range cs.c.Tools(c.ctx).Current().Tools {
+			if !visible[t.Server] && allowed(t.Name) {
+				visible[t.Server] = true
+			}
+		}
+	}
+	sts := cs.c.Servers()
+	out := make([]upstream, 0, len(sts))
+	for _, st := range sts {
+		if visible != nil && !visible[st.Name] {
+			continue
+		}
+		u := upstream{Name: st.Name, State: st.State.String(), Transport: st.Transport.String(), Era: st.ProtocolVersion,
+			Tools: st.ToolCount, Connects: st.ConnectCount, Refreshes: st.RefreshCount, LastRefresh: st.LastRefreshTime,
+			LastRefreshOK: st.LastRefreshOK, Connected: st.ConnectedTime, NextConnect: st.NextConnectTime,
+			Breaker: st.Breaker.String(), BreakerRetry: st.BreakerRetryTime, Failures: st.ConsecutiveFailures,
+			InFlight: st.InFlightCalls, Push: st.PushChannel, PerUser: st.PerUser, UserSessions: st.UserSessions}
+		if c.admin {
+			u.LastError, u.Warnings = st.LastError, st.Warnings
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func (cs *Console) upstreams(c *caller, _ *http.Request) (any, *core.Error) {
+	return cs.visibleUpstreams(c), nil
+}
+
+// toolsBody is the catalog listing, each tool a row of name, server, title and a
+// clipped one-line description, as arrays to keep 20,000 of them small.
+type toolsBody struct {
+	Revision string      `json:"revision"`
+	Tools    [][4]string `json:"tools"` // name, server, title, description
+}
+
+// visibleTools is the caller's view of the catalog with its rules applied.
+func (cs *Console) visibleTools(c *caller) (*core.Snapshot, func(*core.Tool) bool) {
+	snap := cs.c.Tools(c.ctx).Current()
+	allowed := cs.c.AuthOf(c.ctx).Filter(c.ctx)
+	return snap, func(t *core.Tool) bool { return allowed == nil || allowed(t.Name) }
+}
+
+func (cs *Console) tools(c *caller, r *http.Request) (any, *core.Error) {
+	server, e := query(r, "server")
+	if e != nil {
+		return nil, e
+	}
+	snap, keep := cs.visibleTools(c)
+	body := toolsBody{Revision: snap.Revision, Tools: make([][4]string, 0, len(snap.Tools))}
+	for _, t := range snap.Tools {
+		if (server != "" && t.Server != server) || !keep(t) {
+			continue
+		}
+		body.Tools = append(body.Tools, [4]string{t.Name, t.Server, clip(t.Title, 120), clip(trimSpaceAll(t.Description), MaxDescriptionRunes)})
+	}
+	return body, nil
+}
+
+// toolBody is one tool's whole entry, for the schema view.
+type toolBody struct {
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	OriginalName string          `json:"originalName"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *mcpAnnotations `json:"annotations,omitempty"`
+	TaskSupport  string          `json:"taskSupport,omitempty"`
+	Available    bool            `json:"available"`
+}
+
+type mcpAnnotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    bool   `json:"readOnlyHint"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  bool   `json:"idempotentHint"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+func (cs *Console) tool(c *caller, r *http.Request) (any, *core.Error) {
+	name, e := query(r, "name")
+	if e != nil {
+		return nil, e
+	}
+	if name == "" {
+		return nil, fieldError("name", "required: a tool's exposed name")
+	}
+	snap, keep := cs.visibleTools(c)
+	t, ok := snap.Lookup(name)
+	if !ok || !keep(t) {
+		// A tool the caller may not use is reported as absent, as a call
+		// to it would be.
+		return nil, core.NewError(core.NotFound, core.ReasonToolNotFound, fmt.Sprintf("no tool %q in your catalog", name),
+			map[string]string{"tool": name})
+	}
+	b := toolBody{Name: t.Name, Server: t.Server, OriginalName: t.OriginalName, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchemaJSON, OutputSchema: t.OutputSchemaJSON, TaskSupport: t.TaskSupport, Available: t.Available}
+	if a := t.Annotations; a != nil {
+		b.Annotations = &mcpAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+			IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	}
+	return b, nil
+}
+
+// searchBody is a search's ranked names (the page has the rows).
+type searchBody struct {
+	Revision string   `json:"revision"`
+	Names    []string `json:"names"`
+}
+
+// search is SearchTools, the operation every caller's search is: rate
+// limited, authorized per result, audited.
+func (cs *Console) search(c *caller, r *http.Request) (any, *core.Error) {
+	q, e := query(r, "q")
+	if e != nil {
+		return nil, e
+	}
+	server, e := query(r, "server")
+	if e != nil {
+		return nil, e
+	}
+	in := core.SearchInput{Query: q, Limit: 100, QueryField: "q", LimitField: "limit", GlobField: "name"}
+	if server != "" {
+		in.Servers = []string{server}
+	}
+	hits, rev, e := cs.c.SearchTools(c.ctx, in, core.Fields{})
+	if e != nil {
+		return nil, e
+	}
+	b := searchBody{Revision: rev, Names: make([]string, 0, len(hits))}
+	for _, h := range hits {
+		b.Names = append(b.Names, h.Tool.Name)
+	}
+	return b, nil
+}
+
+// upstreamAction reconnects or refreshes an upstream: an operator's
+// action, as AdminService's ReconnectServer and RefreshServer.
+func (cs *Console) upstreamAction(c *caller, r *http.Request) (any, *core.Error) {
+	if e := cs.checkCSRF(c, r); e != nil {
+		return nil, e
+	}
+	if !c.admin {
+		return nil, core.NewError(core.PermissionDenied, core.ReasonPermissionDenied,
+			fmt.Sprintf("principal %q may not reconnect or refresh upstreams (auth.admins)", c.p.Name), map[string]string{"principal": c.p.Name})
+	}
+	name, action := r.PathValue("name"), r.PathValue("action")
+	b := cs.c
+	if !slices.ContainsFunc(b.Servers(), func(s core.ServerStatus) bool { return s.Name == name }) {
+		return nil, core.NewError(core.NotFound, core.ReasonServerNotFound, fmt.Sprintf("no configured upstream %q", clip(name, 64)), nil)
+	}
+	var err error
+	switch action {
+	case "reconnect":
+		_, err = b.Reconnect(c.ctx, name)
+	case "refresh":
+		_, err = b.Refresh(c.ctx, name)
+	default:
+		return nil, fieldError("action", "one of reconnect, refresh")
+	}
+	// AdminService's actions write no audit line of the core yet (the
+	// engine's are per operation kind); the console logs its own.
+	cs.log.Info("console action", "action", action, "server", name, "principal", c.p.Name, "error", errText(err))
+	if err != nil {
+		return nil, core.Classify(err, core.ClassifyOptions{})
+	}
+	return map[string]string{"server": name, "action": action}, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

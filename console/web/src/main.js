@@ -1,0 +1,751 @@
+// toolsvc's operator console. Every string that comes from an upstream
+// (names, descriptions, schemas, errors) is rendered by preact as a text
+// node, never as markup: no dangerouslySetInnerHTML anywhere, and no link
+// is ever built from an upstream's value. Live data arrives on one
+// Server-Sent Events stream (/ui/api/events); nothing polls.
+import { h, render } from 'preact';
+import { useState, useEffect, useMemo, useRef, useLayoutEffect } from 'preact/hooks';
+import htm from 'htm';
+import uPlot from 'uplot';
+
+const html = htm.bind(h);
+
+// Timings the browser test reads (reported, not asserted).
+const timings = (window.__console = { firstRender: null, keystrokes: [], events: 0 });
+
+// ---- the store: what the event stream and the API say -------------------
+
+const store = {
+  me: null,
+  upstreams: [],
+  catalog: null, // the last catalog event (revision, count)
+  feed: [], // catalog changes, newest first (at most 200)
+  connected: false,
+  listeners: new Set(),
+  emit() {
+    for (const f of this.listeners) f();
+  },
+};
+
+function useStore() {
+  const [, set] = useState(0);
+  useEffect(() => {
+    const f = () => set((n) => n + 1);
+    store.listeners.add(f);
+    return () => store.listeners.delete(f);
+  }, []);
+  return store;
+}
+
+async function api(path, opts = {}) {
+  const res = await fetch(path, { credentials: 'same-origin', ...opts });
+  const body = await res.json().catch(() => null);
+  if (!res.ok) {
+    const msg = body ? `${body.code} ${body.reason}: ${body.message}` : `HTTP ${res.status}`;
+    const err = new Error(msg);
+    err.status = res.status;
+    throw err;
+  }
+  return body;
+}
+
+function connect() {
+  const es = new EventSource('/ui/api/events');
+  es.addEventListener('open', () => {
+    store.connected = true;
+    store.emit();
+  });
+  es.addEventListener('error', () => {
+    store.connected = false;
+    store.emit();
+  });
+  es.addEventListener('upstreams', (e) => {
+    store.upstreams = JSON.parse(e.data);
+    timings.events++;
+    store.emit();
+  });
+  es.addEventListener('catalog', (e) => {
+    const ev = JSON.parse(e.data);
+    const first = store.catalog === null;
+    store.catalog = ev;
+    if (!first && ev.previous) {
+      store.feed = [{ ...ev, seen: new Date() }, ...store.feed].slice(0, 200);
+    }
+    timings.events++;
+    store.emit();
+  });
+}
+
+// ---- layout ---------------------------------------------------------------
+
+const pages = [
+  ['upstreams', 'Upstreams'],
+  ['catalog', 'Catalog'],
+  ['traffic', 'Traffic', true], // operators only
+  ['calls', 'Calls'],
+  ['playground', 'Playground'],
+  ['tasks', 'Tasks'],
+  ['config', 'Config', true], // operators only
+];
+
+function useRoute() {
+  const get = () => (location.hash.replace(/^#\/?/, '') || 'upstreams').split('?')[0];
+  // (#/playground?tool=NAME: the Playground with that tool)
+  const [route, setRoute] = useState(get());
+  useEffect(() => {
+    const f = () => setRoute(get());
+    addEventListener('hashchange', f);
+    return () => removeEventListener('hashchange', f);
+  }, []);
+  return route;
+}
+
+function App() {
+  const s = useStore();
+  const route = useRoute();
+  const page =
+    route === 'catalog'
+      ? html`<${Catalog} />`
+      : route === 'traffic'
+        ? html`<${Traffic} />`
+        : route === 'calls'
+          ? html`<${Calls} />`
+          : route === 'playground'
+            ? html`<${Playground} />`
+            : route === 'tasks'
+              ? html`<${Tasks} />`
+              : route === 'config'
+                ? html`<${Config} />`
+                : html`<${Upstreams} />`;
+  return html`
+    <header>
+      <h1>toolsvc</h1>
+      <nav>
+        ${pages
+          .filter(([, , admin]) => !admin || (s.me && s.me.admin))
+          .map(([id, label]) => html`<a id=${'nav-' + id} href=${'#/' + id} class=${route === id ? 'active' : ''}>${label}</a>`)}
+      </nav>
+      <span class="who" id="who">
+        ${s.me ? (s.me.principal || (s.me.auth ? '' : 'local operator')) + (s.me.admin ? ' (admin)' : '') : ''}
+        ${' '}${s.connected ? '● live' : '○ reconnecting'}
+      </span>
+      ${s.me && s.me.auth
+        ? html`<form method="post" action="/ui/logout"><button type="submit">Sign out</button></form>`
+        : null}
+    </header>
+    <main id=${'page-' + route}>${page}</main>`;
+}
+
+// ---- Upstreams ------------------------------------------------------------
+
+function fmtTime(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  return d.toLocaleTimeString();
+}
+
+function Upstreams() {
+  const s = useStore();
+  const [msg, setMsg] = useState('');
+  const act = async (name, action) => {
+    setMsg('');
+    try {
+      await api(`/ui/api/upstreams/${encodeURIComponent(name)}/${action}`, {
+        method: 'POST',
+        headers: { 'X-Toolsvc-CSRF': s.me.csrf },
+      });
+      setMsg(`${action} ${name}: done`);
+    } catch (e) {
+      setMsg(`${action} ${name}: ${e.message}`);
+    }
+  };
+  return html`
+    <h2>Upstreams</h2>
+    <p class="muted">What is up, what is down and why. Live: the table changes as the upstreams do.</p>
+    ${msg ? html`<p id="action-result">${msg}</p>` : null}
+    <table id="upstreams">
+      <thead><tr>
+        <th>Name</th><th>State</th><th>Transport</th><th>Era</th><th>Tools</th><th>Connects</th><th>Refreshes</th>
+        <th>Last refresh</th><th>Breaker</th><th>Failures</th><th>In flight</th><th>Last error</th>
+        ${s.me && s.me.admin ? html`<th>Actions</th>` : null}
+      </tr></thead>
+      <tbody>
+        ${s.upstreams.map(
+          (u) => html`<tr key=${u.name} data-upstream=${u.name} data-state=${u.state} class=${u.state}>
+            <td>${u.name}</td>
+            <td class=${'state state-' + u.state}>${u.state}</td>
+            <td>${u.transport}</td><td>${u.era || ''}</td><td>${u.tools}</td><td>${u.connects}</td><td>${u.refreshes}</td>
+            <td>${fmtTime(u.lastRefresh)}${u.lastRefresh && !u.lastRefreshOK ? ' (failed)' : ''}</td>
+            <td>${u.breaker}${u.breakerRetry ? ' until ' + fmtTime(u.breakerRetry) : ''}</td>
+            <td>${u.failures}</td><td>${u.inFlight}</td>
+            <td class="last-error">${u.lastError || ''}</td>
+            ${s.me && s.me.admin
+              ? html`<td>
+                  <button class="reconnect" onClick=${() => act(u.name, 'reconnect')}>Reconnect</button>
+                  <button class="refresh" onClick=${() => act(u.name, 'refresh')}>Refresh</button>
+                </td>`
+              : null}
+          </tr>`,
+        )}
+      </tbody>
+    </table>
+    ${s.upstreams.length === 0 ? html`<p class="muted">No upstream visible to you.</p>` : null}`;
+}
+
+// ---- Catalog --------------------------------------------------------------
+
+const ROW_H = 26;
+const LIST_H = 520;
+
+function VirtualList({ rows, selected, onSelect }) {
+  const [top, setTop] = useState(0);
+  const first = Math.max(0, Math.floor(top / ROW_H) - 10);
+  const last = Math.min(rows.length, Math.ceil((top + LIST_H) / ROW_H) + 10);
+  const visible = rows.slice(first, last);
+  return html`
+    <div class="vlist" id="tool-list" style=${{ height: LIST_H + 'px' }} onScroll=${(e) => setTop(e.currentTarget.scrollTop)}>
+      <div class="inner" style=${{ height: rows.length * ROW_H + 'px' }}>
+        ${visible.map(
+          (r, i) => html`<div key=${r[0]} class=${'row' + (r[0] === selected ? ' selected' : '')} data-tool=${r[0]}
+              style=${{ top: (first + i) * ROW_H + 'px' }} onClick=${() => onSelect(r[0])}>
+              <span class="name">${r[0]}</span><span class="desc">${r[2] || r[3]}</span>
+            </div>`,
+        )}
+      </div>
+    </div>`;
+}
+
+function ToolDetail({ name }) {
+  const [tool, setTool] = useState(null);
+  const [err, setErr] = useState('');
+  const s = useStore();
+  const rev = s.catalog && s.catalog.revision;
+  useEffect(() => {
+    if (!name) return;
+    let live = true;
+    api('/ui/api/tool?name=' + encodeURIComponent(name))
+      .then((t) => live && (setTool(t), setErr('')))
+      .catch((e) => live && (setTool(null), setErr(e.message)));
+    return () => (live = false);
+  }, [name, rev]);
+  if (!name) return html`<p class="muted">Select a tool to see its schema and annotations.</p>`;
+  if (err) return html`<p class="error" id="tool-error">${err}</p>`;
+  if (!tool) return html`<p class="muted">Loading…</p>`;
+  return html`<div id="tool-detail">
+    <h3 id="tool-name">${tool.name}</h3>
+    <p class="muted">server ${tool.server} · upstream name ${tool.originalName}${tool.available ? '' : ' · unavailable'}
+      ${tool.taskSupport ? ' · tasks ' + tool.taskSupport : ''}</p>
+    ${tool.title ? html`<p><b>${tool.title}</b></p>` : null}
+    <p><a id="try-tool" href=${'#/playground?tool=' + encodeURIComponent(tool.name)}>Try it in the Playground</a></p>
+    <pre id="tool-description">${tool.description || ''}</pre>
+    <h4>Input schema</h4>
+    <pre id="tool-schema">${tool.inputSchema ? JSON.stringify(tool.inputSchema, null, 2) : '(none)'}</pre>
+    ${tool.outputSchema ? html`<h4>Output schema</h4><pre>${JSON.stringify(tool.outputSchema, null, 2)}</pre>` : null}
+    ${tool.annotations ? html`<h4>Annotations</h4><pre id="tool-annotations">${JSON.stringify(tool.annotations, null, 2)}</pre>` : null}
+  </div>`;
+}
+
+function Feed() {
+  const s = useStore();
+  const names = (ev, kind, n) =>
+    ev[kind] && ev[kind].length
+      ? html`<span class=${kind}> ${kind} ${n}: ${ev[kind].join(', ')}${n > ev[kind].length ? ' …' : ''}</span>`
+      : null;
+  return html`<h3>Changes</h3>
+    <ul class="feed" id="feed">
+      ${s.feed.length === 0 ? html`<li class="muted">No change since this page opened.</li>` : null}
+      ${s.feed.map(
+        (ev) => html`<li key=${ev.revision} data-revision=${ev.revision}>
+          <span class="muted">${fmtTime(ev.time)}</span>
+          ${names(ev, 'added', ev.nAdded)}${names(ev, 'changed', ev.nChanged)}${names(ev, 'removed', ev.nRemoved)}
+        </li>`,
+      )}
+    </ul>`;
+}
+
+function Catalog() {
+  const s = useStore();
+  const [all, setAll] = useState(null); // [[name, server, title, desc]]
+  const [err, setErr] = useState('');
+  const [q, setQ] = useState('');
+  const [server, setServer] = useState('');
+  const [hits, setHits] = useState(null); // names ranked by SearchTools, or null
+  const [selected, setSelected] = useState('');
+  const rev = s.catalog && s.catalog.revision;
+  const pending = useRef(null); // the keystroke being answered: {t0, ctrl}
+  const t0 = useRef(performance.now());
+
+  useEffect(() => {
+    if (!rev) return;
+    let live = true;
+    api('/ui/api/tools')
+      .then((b) => live && (setAll(b.tools), setErr('')))
+      .catch((e) => live && setErr(e.message));
+    return () => (live = false);
+  }, [rev]);
+
+  useLayoutEffect(() => {
+    if (all && timings.firstRender === null) {
+      timings.firstRender = performance.now() - t0.current;
+      timings.firstRenderRows = all.length;
+    }
+  }, [all]);
+
+  const search = (value) => {
+    setQ(value);
+    if (pending.current) pending.current.ctrl.abort();
+    if (!value.trim()) {
+      pending.current = null;
+      setHits(null);
+      return;
+    }
+    const p = { t0: performance.now(), ctrl: new AbortController() };
+    pending.current = p;
+    const params = new URLSearchParams({ q: value });
+    if (server) params.set('server', server);
+    api('/ui/api/search?' + params, { signal: p.ctrl.signal })
+      .then((b) => {
+        if (pending.current !== p) return;
+        p.done = true;
+        setHits(b.names);
+        setErr('');
+      })
+      .catch((e) => e.name !== 'AbortError' && pending.current === p && setErr(e.message));
+  };
+
+  useLayoutEffect(() => {
+    const p = pending.current;
+    if (p && p.done && !p.timed) {
+      p.timed = true;
+      timings.keystrokes.push(performance.now() - p.t0);
+    }
+  }, [hits]);
+
+  const servers = useMemo(() => (all ? [...new Set(all.map((r) => r[1]))].sort() : []), [all]);
+  const rows = useMemo(() => {
+    if (!all) return [];
+    if (hits) {
+      const byName = new Map(all.map((r) => [r[0], r]));
+      return hits.map((n) => byName.get(n)).filter((r) => r && (!server || r[1] === server));
+    }
+    return server ? all.filter((r) => r[1] === server) : all;
+  }, [all, hits, server]);
+
+  return html`
+    <h2>Catalog</h2>
+    <div class="toolbar">
+      <input id="search" type="search" placeholder="Search tools (SearchTools)" value=${q} onInput=${(e) => search(e.currentTarget.value)} />
+      <select id="server" onChange=${(e) => setServer(e.currentTarget.value)}>
+        <option value="">every server</option>
+        ${servers.map((n) => html`<option value=${n}>${n}</option>`)}
+      </select>
+      <span class="muted" id="count">${rows.length} of ${all ? all.length : '…'} tools</span>
+    </div>
+    ${err ? html`<p class="error" id="catalog-error">${err}</p>` : null}
+    <div class="catalog">
+      <div><${VirtualList} rows=${rows} selected=${selected} onSelect=${setSelected} /></div>
+      <div><${ToolDetail} name=${selected} /><${Feed} /></div>
+    </div>`;
+}
+
+// ---- Traffic --------------------------------------------------------------
+
+// The Traffic page opens its own event stream (?traffic=1) while it is
+// shown: the server sends the last hour's summary every 2 s, and nothing
+// when no Traffic page is open.
+function useTraffic() {
+  const [view, setView] = useState(null);
+  useEffect(() => {
+    const es = new EventSource('/ui/api/events?traffic=1');
+    es.addEventListener('traffic', (e) => setView(JSON.parse(e.data)));
+    return () => es.close();
+  }, []);
+  return view;
+}
+
+function Chart({ minutes }) {
+  const el = useRef(null);
+  const plot = useRef(null);
+  useEffect(() => {
+    const xs = minutes.map((m) => new Date(m.time).getTime() / 1000);
+    const data = [xs, minutes.map((m) => m.calls / 60), minutes.map((m) => m.errors / 60),
+      minutes.map((m) => m.p50ms), minutes.map((m) => m.p99ms)];
+    if (!plot.current) {
+      plot.current = new uPlot(
+        {
+          width: Math.max(600, el.current.clientWidth),
+          height: 260,
+          // The last hour, whatever minutes had calls (one point would
+          // otherwise stretch the axis over years).
+          scales: { x: { time: true, range: () => [Date.now() / 1000 - 3600, Date.now() / 1000] } },
+          series: [
+            {},
+            { label: 'calls/s', stroke: '#0b5cad', scale: 'rate' },
+            { label: 'errors/s', stroke: '#c62828', scale: 'rate' },
+            { label: 'p50 ms', stroke: '#2e7d32', scale: 'ms' },
+            { label: 'p99 ms', stroke: '#b26a00', scale: 'ms' },
+          ],
+          axes: [{}, { scale: 'rate', label: 'per second' }, { scale: 'ms', side: 1, label: 'ms', grid: { show: false } }],
+        },
+        data,
+        el.current,
+      );
+    } else {
+      plot.current.setData(data);
+    }
+  }, [minutes]);
+  useEffect(() => () => plot.current && plot.current.destroy(), []);
+  return html`<div id="traffic-chart" ref=${el}></div>`;
+}
+
+const fmtMS = (v) => (v ? (v < 10 ? v.toFixed(2) : v.toFixed(0)) : '');
+
+function KeyTable({ id, rows, withServer }) {
+  return html`<table id=${id}>
+    <thead><tr><th>Name</th>${withServer ? html`<th>Server</th>` : null}<th>Calls</th><th>Errors</th><th>Error rate</th>
+      <th>p50 ms</th><th>p99 ms</th></tr></thead>
+    <tbody>
+      ${rows.map(
+        (r) => html`<tr key=${r.name} data-key=${r.name}>
+          <td>${r.name}</td>${withServer ? html`<td>${r.server || ''}</td>` : null}<td class="calls">${r.calls}</td><td>${r.errors}</td>
+          <td>${r.calls ? ((100 * r.errors) / r.calls).toFixed(1) + ' %' : ''}</td><td>${fmtMS(r.p50ms)}</td><td>${fmtMS(r.p99ms)}</td>
+        </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+function Traffic() {
+  const v = useTraffic();
+  if (!v) return html`<p class="muted">Waiting for the traffic summary…</p>`;
+  const minutes = v.minutes || [];
+  const outcomes = {};
+  for (const m of minutes) for (const [k, n] of Object.entries(m.outcomes || {})) outcomes[k] = (outcomes[k] || 0) + n;
+  const total = minutes.reduce((a, m) => a + m.calls, 0);
+  return html`
+    <h2>Traffic</h2>
+    <p class="muted">Tool calls on this replica over the last hour, per minute (latency: the upper bound of the
+      histogram bucket, within 50 %). Longer and across replicas: the Grafana dashboard (deploy/grafana) over
+      toolsvc_calls_total and toolsvc_call_duration_seconds.</p>
+    <p id="traffic-total">${total} ${total === 1 ? 'call' : 'calls'} in the last hour</p>
+    ${minutes.length ? html`<${Chart} minutes=${minutes} />` : html`<p class="muted">No call in the last hour.</p>`}
+    <h3>Errors by outcome</h3>
+    <table id="traffic-outcomes"><tbody>
+      ${Object.entries(outcomes).sort((a, b) => b[1] - a[1]).map(([k, n]) => html`<tr key=${k}><td>${k}</td><td>${n}</td></tr>`)}
+    </tbody></table>
+    <h3>By upstream</h3>
+    <${KeyTable} id="traffic-servers" rows=${v.servers || []} />
+    <h3>Tools with the most calls</h3>
+    <${KeyTable} id="traffic-tools" rows=${v.tools || []} withServer=${true} />`;
+}
+
+// ---- Calls ----------------------------------------------------------------
+
+// The Calls page's own event stream (?calls=1 and its filters): the audit
+// lines already kept, then each new one. A principal gets its own lines
+// only; an operator every principal's.
+function Calls() {
+  const [filter, setFilter] = useState({ principal: '', tool: '', outcome: '' });
+  const [draft, setDraft] = useState(filter);
+  const [state, setState] = useState({ lines: [], loaded: false, auth: true, err: '' });
+  useEffect(() => {
+    const params = new URLSearchParams({ calls: '1' });
+    for (const [k, v] of Object.entries(filter)) if (v) params.set(k, v);
+    setState({ lines: [], loaded: false, auth: true, err: '' });
+    const es = new EventSource('/ui/api/events?' + params);
+    es.addEventListener('calls', (e) => {
+      const b = JSON.parse(e.data);
+      setState((st) => ({ ...st, loaded: true, auth: b.auth, lines: [...b.lines.reverse(), ...st.lines].slice(0, 500) }));
+    });
+    return () => es.close();
+  }, [filter]);
+  const field = (name, label) =>
+    html`<input id=${'calls-' + name} placeholder=${label} value=${draft[name]}
+      onInput=${(e) => setDraft({ ...draft, [name]: e.currentTarget.value })} />`;
+  return html`
+    <h2>Calls</h2>
+    <p class="muted">The audit log's recent lines on this replica (at most 2,000 kept), newest first${
+      store.me && !store.me.admin ? ': yours only' : ''}. Arguments are never shown.</p>
+    <form class="toolbar" id="calls-filter" onSubmit=${(e) => (e.preventDefault(), setFilter(draft))}>
+      ${field('principal', 'principal')}${field('tool', 'tool (exposed name)')}${field('outcome', 'outcome (ok, tool_error, a code)')}
+      <button type="submit">Filter</button>
+    </form>
+    ${state.loaded && !state.auth ? html`<p class="muted">No auth section: nothing is audited, so no line.</p>` : null}
+    <table id="calls">
+      <thead><tr><th>Time</th><th>Principal</th><th>Operation</th><th>Tool / target</th><th>Outcome</th><th>ms</th></tr></thead>
+      <tbody>
+        ${state.lines.map(
+          (l) => html`<tr key=${l.seq} data-principal=${l.principal} data-tool=${(l.attrs && l.attrs.tool) || ''}>
+            <td>${fmtTime(l.time)}</td><td>${l.principal}</td><td>${l.op}</td>
+            <td>${l.attrs ? l.attrs.tool || l.attrs.uri || l.attrs.prompt || l.attrs.server || '' : ''}</td>
+            <td class=${l.outcome === 'ok' ? '' : 'error'}>${l.outcome}</td><td>${l.ms ? l.ms.toFixed(1) : ''}</td>
+          </tr>`,
+        )}
+      </tbody>
+    </table>`;
+}
+
+// ---- Playground -----------------------------------------------------------
+
+// fieldKind is how the form edits one top-level property of the input
+// schema: a text box, a number, a checkbox, a choice, or JSON text for
+// anything else (objects, arrays, unions).
+function fieldKind(p) {
+  if (!p || typeof p !== 'object') return 'json';
+  if (Array.isArray(p.enum) && p.enum.every((v) => typeof v === 'string')) return 'enum';
+  if (p.type === 'string') return 'string';
+  if (p.type === 'integer' || p.type === 'number') return 'number';
+  if (p.type === 'boolean') return 'boolean';
+  return 'json';
+}
+
+// buildArguments checks the form before anything is sent: required
+// properties present, numbers and JSON well-formed. It returns the
+// arguments and the problems by property.
+function buildArguments(schema, values) {
+  const props = (schema && schema.properties) || {};
+  const required = new Set((schema && schema.required) || []);
+  const args = {};
+  const problems = {};
+  for (const [name, p] of Object.entries(props)) {
+    const kind = fieldKind(p);
+    const v = values[name];
+    const empty = v === undefined || v === '' || (kind === 'boolean' && v === undefined);
+    if (empty) {
+      if (required.has(name) && kind !== 'boolean') problems[name] = 'required';
+      continue;
+    }
+    if (kind === 'number') {
+      const n = Number(v);
+      if (!Number.isFinite(n)) problems[name] = 'not a number';
+      else if (p.type === 'integer' && !Number.isInteger(n)) problems[name] = 'not an integer';
+      else args[name] = n;
+    } else if (kind === 'json') {
+      try {
+        args[name] = JSON.parse(v);
+      } catch (e) {
+        problems[name] = 'not valid JSON: ' + e.message;
+      }
+    } else {
+      args[name] = v;
+    }
+  }
+  return { args, problems };
+}
+
+// Content renders one content item of a result. Every value is text or a
+// data: URL of an image/audio media type the page checks: nothing an
+// upstream sends becomes markup or a link.
+function Content({ c }) {
+  const mediaType = (t, kind) => typeof t === 'string' && new RegExp('^' + kind + '/[a-z0-9.+-]+$').test(t);
+  switch (c.type) {
+    case 'text':
+      return html`<pre class="result-text">${c.text}</pre>`;
+    case 'image':
+      return mediaType(c.mimeType, 'image') && !/svg/.test(c.mimeType)
+        ? html`<img class="result-image" alt="image result" src=${'data:' + c.mimeType + ';base64,' + c.data} />`
+        : html`<pre>(an image of type ${String(c.mimeType)}, not shown)</pre>`;
+    case 'audio':
+      return mediaType(c.mimeType, 'audio')
+        ? html`<audio controls src=${'data:' + c.mimeType + ';base64,' + c.data}></audio>`
+        : html`<pre>(audio of type ${String(c.mimeType)}, not played)</pre>`;
+    case 'resource_link':
+      return html`<pre>resource link: ${String(c.uri)}${c.name ? ' (' + c.name + ')' : ''}</pre>`;
+    case 'resource':
+      return html`<pre>resource ${String(c.resource && c.resource.uri)}: ${(c.resource && c.resource.text) || '(binary)'}</pre>`;
+    default:
+      return html`<pre>${JSON.stringify(c, null, 2)}</pre>`;
+  }
+}
+
+function Playground() {
+  const s = useStore();
+  const initial = new URLSearchParams(location.hash.split('?')[1] || '').get('tool') || '';
+  const [name, setName] = useState(initial);
+  const [tool, setTool] = useState(null);
+  const [values, setValues] = useState({});
+  const [problems, setProblems] = useState({});
+  const [result, setResult] = useState(null);
+  const [err, setErr] = useState('');
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    setTool(null);
+    setValues({});
+    setProblems({});
+    setResult(null);
+    setErr('');
+    if (!name) return;
+    api('/ui/api/tool?name=' + encodeURIComponent(name))
+      .then(setTool)
+      .catch((e) => setErr(e.message));
+  }, [name]);
+  const submit = async (e) => {
+    e.preventDefault();
+    const { args, problems } = buildArguments(tool.inputSchema, values);
+    setProblems(problems);
+    setResult(null);
+    setErr('');
+    if (Object.keys(problems).length) return; // shown before anything is sent
+    setBusy(true);
+    try {
+      const res = await fetch('/ui/api/call', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+        body: JSON.stringify({ name, arguments: args }),
+      });
+      const body = await res.json();
+      if (!res.ok) {
+        const fields = {};
+        for (const f of body.fields || []) fields[f.field.replace(/^arguments\.?/, '') || '(arguments)'] = f.description;
+        setProblems(fields);
+        setErr(`${body.code} ${body.reason}: ${body.message}`);
+      } else {
+        setResult(body);
+      }
+    } catch (e2) {
+      setErr(e2.message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const props = (tool && tool.inputSchema && tool.inputSchema.properties) || {};
+  const required = new Set((tool && tool.inputSchema && tool.inputSchema.required) || []);
+  const input = (n, p) => {
+    const kind = fieldKind(p);
+    const set = (v) => setValues({ ...values, [n]: v });
+    const id = 'arg-' + n;
+    if (kind === 'boolean') return html`<input id=${id} type="checkbox" checked=${!!values[n]} onChange=${(e) => set(e.currentTarget.checked)} />`;
+    if (kind === 'enum')
+      return html`<select id=${id} onChange=${(e) => set(e.currentTarget.value)}>
+        <option value="">—</option>${p.enum.map((v) => html`<option value=${v}>${v}</option>`)}</select>`;
+    if (kind === 'json')
+      return html`<textarea id=${id} rows="3" placeholder="JSON" onInput=${(e) => set(e.currentTarget.value)}>${values[n] || ''}</textarea>`;
+    return html`<input id=${id} type=${kind === 'number' ? 'text' : 'text'} inputmode=${kind === 'number' ? 'decimal' : 'text'}
+      value=${values[n] || ''} onInput=${(e) => set(e.currentTarget.value)} />`;
+  };
+  return html`
+    <h2>Playground</h2>
+    <p class="muted">Call a tool as yourself: the same checks, limits and audit line as any caller. The form follows
+      the tool's input schema and is checked before it is sent. Progress, log lines and elicitation need a streaming
+      client (toolsvc call, the client libraries) for now.</p>
+    <div class="toolbar">
+      <input id="play-tool" placeholder="tool (exposed name)" value=${name} onChange=${(e) => setName(e.currentTarget.value.trim())} />
+    </div>
+    ${err ? html`<p class="error" id="play-error">${err}</p>` : null}
+    ${tool
+      ? html`<form id="play-form" onSubmit=${submit}>
+          <p><b>${tool.name}</b> <span class="muted">${tool.title || ''}</span></p>
+          <table>
+            ${Object.entries(props).map(
+              ([n, p]) => html`<tr key=${n}>
+                <th><label for=${'arg-' + n}>${n}${required.has(n) ? ' *' : ''}</label></th>
+                <td>${input(n, p)} <span class="muted">${(p && p.description) || ''}</span>
+                  ${problems[n] ? html`<div class="error field-problem" data-field=${n}>${problems[n]}</div>` : null}</td>
+              </tr>`,
+            )}
+          </table>
+          ${problems['(arguments)'] ? html`<p class="error field-problem">${problems['(arguments)']}</p>` : null}
+          <button id="play-call" type="submit" disabled=${busy}>${busy ? 'Calling…' : 'Call'}</button>
+        </form>`
+      : null}
+    ${result
+      ? html`<div id="play-result" class=${result.isError ? 'error' : ''}>
+          <h3>${result.isError ? 'The tool reported an error' : 'Result'}</h3>
+          ${(result.content || []).map((c, i) => html`<${Content} key=${i} c=${c} />`)}
+          ${result.structuredContent ? html`<h4>Structured content</h4><pre>${JSON.stringify(result.structuredContent, null, 2)}</pre>` : null}
+        </div>`
+      : null}`;
+}
+
+// ---- Tasks ----------------------------------------------------------------
+
+// The Tasks page's own event stream (?tasks=1): the caller's tasks on this
+// replica (ListTasks), again every 2 s when they changed.
+function Tasks() {
+  const [rows, setRows] = useState(null);
+  const [err, setErr] = useState('');
+  useEffect(() => {
+    const es = new EventSource('/ui/api/events?tasks=1');
+    es.addEventListener('tasks', (e) => (setRows(JSON.parse(e.data)), setErr('')));
+    es.addEventListener('tasks-error', (e) => {
+      const b = JSON.parse(e.data);
+      setErr(`${b.code} ${b.reason}: ${b.message}`);
+    });
+    return () => es.close();
+  }, []);
+  return html`
+    <h2>Tasks</h2>
+    <p class="muted">Your tool calls that run as MCP tasks, on this replica, newest first (toolsvc tasks on the CLI
+      does the same and more: watch, result, cancel).</p>
+    ${err ? html`<p class="error" id="tasks-error">${err}</p>` : null}
+    ${rows === null ? html`<p class="muted">Loading…</p>` : null}
+    ${rows && rows.length === 0 ? html`<p class="muted">No task.</p>` : null}
+    ${rows && rows.length
+      ? html`<table id="tasks">
+          <thead><tr><th>Tool</th><th>Task id</th><th>Status</th><th>Message</th><th>Created</th><th>Updated</th><th>Era</th></tr></thead>
+          <tbody>
+            ${rows.map(
+              (r) => html`<tr key=${r.server + '/' + r.taskId} data-task=${r.taskId} data-status=${r.status}>
+                <td>${r.tool}</td><td>${r.taskId}</td>
+                <td class=${r.status === 'failed' ? 'error' : r.terminal ? '' : 'state-connecting'}>${r.status}${
+                  r.waiting ? ' (' + r.waiting + ' waiting)' : ''}</td>
+                <td>${r.message || ''}</td><td>${fmtTime(r.created)}</td><td>${fmtTime(r.updated)}</td><td>${r.era}</td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+      : null}`;
+}
+
+// ---- Config ---------------------------------------------------------------
+
+// The Config page: the configuration file's status (an operator's), from
+// the page's own event stream (?config=1: again after each reload).
+function Config() {
+  const [st, setSt] = useState(null);
+  const [err, setErr] = useState('');
+  useEffect(() => {
+    api('/ui/api/config').then(setSt).catch((e) => setErr(e.message)); // the refusal, if any, said once
+    const es = new EventSource('/ui/api/events?config=1');
+    es.addEventListener('config', (e) => setSt(JSON.parse(e.data)));
+    return () => es.close();
+  }, []);
+  if (err) return html`<p class="error" id="config-error">${err}</p>`;
+  if (!st) return html`<p class="muted">Loading…</p>`;
+  if (st.demo) return html`<p id="config-demo">toolsvc runs the built-in demo: no configuration file.</p>`;
+  const list = (label, xs) => (xs && xs.length ? html`<tr><th>${label}</th><td>${xs.join(', ')}</td></tr>` : null);
+  return html`
+    <h2>Config</h2>
+    <p class="muted">The configuration file and its last reload (SIGHUP, a change of the file, or ReloadConfig). Problems
+      are listed without secret values.</p>
+    <table id="config">
+      <tr><th>File</th><td>${st.Path}</td></tr>
+      <tr><th>Loaded</th><td>${fmtTime(st.Loaded)}</td></tr>
+      <tr><th>Reloads</th><td id="config-reloads">${st.Reloads}</td></tr>
+      ${st.Reloads
+        ? html`<tr><th>Last reload</th><td id="config-last" class=${st.LastReloadOK ? '' : 'error'}>
+            ${fmtTime(st.LastReload)} ${st.LastReloadOK ? 'applied' : 'refused: the running configuration was kept'}</td></tr>`
+        : null}
+      ${st.LastReloadError ? html`<tr><th>Problems</th><td><pre id="config-problems">${st.LastReloadError}</pre></td></tr>` : null}
+      ${list('Warnings', st.Warnings)}${list('Added', st.Added)}${list('Removed', st.Removed)}${list('Restarted', st.Restarted)}
+      ${(st.Discovery || []).map(
+        (d) => html`<tr key=${d.Name}><th>Discovery ${d.Name}</th><td>${d.State}${d.Synced ? ', synced' : ''}, ${d.Objects} objects${
+          d.Err ? ': ' + d.Err : ''}</td></tr>`,
+      )}
+    </table>`;
+}
+
+// ---- start ----------------------------------------------------------------
+
+api('/ui/api/me')
+  .then((me) => {
+    store.me = me;
+    store.emit();
+  })
+  .catch((e) => {
+    if (e.status === 401) location.href = '/ui/login';
+  });
+connect();
+const root = document.getElementById('app');
+root.textContent = ''; // the static "Loading…"
+render(html`<${App} />`, root);
