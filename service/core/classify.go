@@ -71,7 +71,7 @@ func Classify(err error, o ClassifyOptions) *Error {
 	if e := classifyUpstream(err); e != nil {
 		return e
 	}
-	return &Error{Code: Internal, Reason: ReasonInternal, Message: "internal error"}
+	return InternalFailure()
 }
 
 const cancelNotice = "; the upstream was sent notifications/cancelled"
@@ -105,8 +105,21 @@ func classifyLookup(err error, o ClassifyOptions) *Error {
 	var (
 		amb  *mcpbridge.AmbiguousResourceError
 		miss *mcpbridge.MissingArgumentsError
+		nf   *mcpbridge.TaskNotFoundError
 	)
 	switch {
+	case errors.As(err, &nf):
+		// Before the upstream's errors: it wraps the upstream's own
+		// InvalidParams, when there was one.
+		e := &Error{Code: NotFound, Reason: ReasonTaskNotFound, Message: err.Error()}
+		if nf.SessionEnded {
+			e.Meta = map[string]string{"session_ended": "true"}
+		}
+		return e
+	case errors.Is(err, mcpbridge.ErrTaskNotFound):
+		return &Error{Code: NotFound, Reason: ReasonTaskNotFound, Message: err.Error()}
+	case errors.Is(err, mcpbridge.ErrTasksUnsupported):
+		return &Error{Code: FailedPrecondition, Reason: ReasonTasksUnsupported, Message: err.Error()}
 	case errors.Is(err, mcpbridge.ErrToolNotFound):
 		return &Error{Code: NotFound, Reason: ReasonToolNotFound, Message: ClipTo(err.Error(), 2*MaxEchoLen)}
 	case errors.Is(err, mcpbridge.ErrServerNotFound):

@@ -58,6 +58,11 @@ type CallInput struct {
 	Input *InputOptions
 	// Task, if set, asks for the call to run as a task (tasks.go).
 	Task *TaskOptions
+	// Invalid is a request field the wire could not parse (an
+	// interactive field, task.ttl): BeginCall refuses the call with it
+	// once everything else about the call passed, so the refusal is
+	// authenticated, authorized and audited as on every wire.
+	Invalid *Error
 }
 
 // Call is one tool call moving through the operation engine
@@ -131,6 +136,9 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	}
 	c.state = st
 	c.args, err = s.checkArguments(c.target, in)
+	if err == nil && in.Invalid != nil {
+		return c, in.Invalid
+	}
 	return c, err
 }
 

@@ -244,13 +244,6 @@ func (ft *foundTools) forget(ss *mcp.ServerSession) {
 	delete(ft.m, ss)
 }
 
-// len is the number of sessions with found tools (tests).
-func (ft *foundTools) len() int {
-	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	return len(ft.m)
-}
-
 // reveal adds what a search of req's session found to that session's
 // list and, when that added a tool, sends the session (only it)
 // notifications/tools/list_changed, on the search's own response stream
@@ -295,11 +288,8 @@ func (f *Front) searchTools(ctx context.Context, req *mcp.CallToolRequest, raw j
 		}
 	}
 	hits, rev, e := f.c.SearchTools(ctx, core.SearchInput{Query: a.Query, Limit: a.Limit, Servers: a.Servers,
-		QueryField: "arguments.query", LimitField: "arguments.limit"}, mcpFields)
+		QueryField: "arguments.query", LimitField: "arguments.limit", ServersField: "arguments.servers", InArguments: true}, mcpFields)
 	if e != nil {
-		if e.Code == core.InvalidArgument || e.Reason == core.ReasonServerNotFound {
-			e.Reason = core.ReasonArgumentsInvalid
-		}
 		return mcpCallFailure(e)
 	}
 	f.reveal(ctx, req, hits)

@@ -175,3 +175,10 @@ func TestFoundToolsBounded(t *testing.T) {
 		t.Errorf("after forgetting a: %d sessions", ft.len())
 	}
 }
+
+// len is the number of sessions with found tools.
+func (ft *foundTools) len() int {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return len(ft.m)
+}

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -157,7 +156,6 @@ type Front struct {
 	noPass bool
 
 	stop chan struct{}
-	done chan struct{}
 	once sync.Once
 }
 
@@ -188,7 +186,7 @@ func New(c *core.Core, o Options) *Front {
 	f := &Front{c: c, log: o.Logger, opts: o, busy: map[*mcp.ServerSession]int{}, views: newViews(),
 		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
 		ids:   newSessionIDs(o.SessionKey),
-		stop:  make(chan struct{}), done: make(chan struct{})}
+		stop:  make(chan struct{})}
 	f.server = mcp.NewServer(frontImpl, &mcp.ServerOptions{
 		Logger: slog.New(quietUndelivered{o.Logger.Handler()}),
 		Capabilities: &mcp.ServerCapabilities{
@@ -333,9 +331,8 @@ func httpAuthContext(r *http.Request) context.Context {
 // when the catalog revision changes: at most one per burst of revisions
 // within the debounce; likewise resources/list_changed and
 // prompts/list_changed (runResources). It returns when ctx ends or Close
-// is called.
+// is called; whoever starts it joins it by waiting for that.
 func (f *Front) Run(ctx context.Context) {
-	defer close(f.done)
 	// Every principal's listing too: a principal's own list changes their
 	// view (views.go).
 	sub := f.c.Bridge().SubscribeAllTools()
@@ -514,9 +511,6 @@ func (f *Front) callEnded(ss *mcp.ServerSession) {
 // ended, for go-sdk to write its response.
 const drainResponseGrace = 250 * time.Millisecond
 
-// Wait returns when Run has returned.
-func (f *Front) Wait() { <-f.done }
-
 // middleware answers tools/list and tools/call, the resource and prompt
 // lists, resources/read, prompts/get and completion/complete; everything
 // else is go-sdk's (resources/subscribe through the subscribe handler).
@@ -533,7 +527,7 @@ func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		defer func() {
 			if p := recover(); p != nil {
 				f.log.ErrorContext(ctx, "panic in MCP handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+				res, err = nil, mcpError(core.InternalFailure())
 			}
 		}()
 		return eraResult(req, res), nil // every result as its era has it (eras.go)
@@ -548,7 +542,7 @@ func (f *Front) answering(next mcp.MethodHandler) mcp.MethodHandler {
 		defer func() {
 			if p := recover(); p != nil {
 				f.log.ErrorContext(ctx, "panic in MCP handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+				err = mcpError(core.InternalFailure())
 			}
 		}()
 		// Every handler counts as busy, for Drain and for the session
@@ -737,7 +731,7 @@ func toolToMCP(t *mcpbridge.Tool) *mcp.Tool {
 func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
 	p := req.Params
 	if p == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
+		return nil, mcpError(core.InvalidField("params", "required (name and arguments)"))
 	}
 	in := core.CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
@@ -770,11 +764,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 			in.Name, in.ArgumentsJSON, in.Fields, through = name, args, callThroughFields, true
 		}
 	}
-	task, err := callTaskOptions(req)
-	if err != nil {
-		return nil, err
-	}
-	in.Task = task
+	in.Task, in.Invalid = callTaskOptions(req)
 	var created *core.Task
 	var pass []byte // the last round's result as the upstream sent it (passthrough.go)
 	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
