@@ -38,6 +38,27 @@ type Fields struct {
 	// TaskHandle names a task's handle ("handle" on gRPC, "taskId" on
 	// MCP; empty: "handle").
 	TaskHandle string
+	// ToolName names a call's tool ("name" on both wires; empty: "name").
+	// A call made through another tool (the front door's call_tool) names
+	// it in that tool's arguments ("arguments.name", ToolNameInArguments):
+	// a refusal of the name (none, too long, no such tool) is then
+	// ARGUMENTS_INVALID, the model's to fix, built so by BeginCall, with
+	// ToolNameHint after its description.
+	ToolName, ToolNameHint string
+	ToolNameInArguments    bool
+}
+
+// badToolName is the refusal of a call's tool name (desc: what is wrong)
+// in the wire's terms (Fields.ToolName).
+func (f Fields) badToolName(desc string) *Error {
+	field := f.ToolName
+	if field == "" {
+		field = "name"
+	}
+	if f.ToolNameInArguments {
+		return InvalidArguments(Violation(field, desc+f.ToolNameHint))
+	}
+	return InvalidField(field, desc)
 }
 
 // ClassifyOptions say what a bridge error is classified for.

@@ -134,6 +134,7 @@ var callThroughTool = &mcp.Tool{
 var callThroughFields = func() core.Fields {
 	f := mcpFields
 	f.ArgumentsJSON = "arguments.arguments"
+	f.ToolName, f.ToolNameInArguments, f.ToolNameHint = "arguments.name", true, " (search_tools finds tools by what they do)"
 	return f
 }()
 
@@ -166,22 +167,6 @@ func callThrough(raw json.RawMessage) (string, string, *core.Error) {
 		return "", "", core.InvalidArguments(core.Violation("arguments.arguments", "must be an object"))
 	}
 	return *a.Name, args, nil
-}
-
-// throughFailure is a refusal of a call through call_tool in the terms of
-// call_tool's arguments: a name that is no tool (TOOL_NOT_FOUND, or a
-// malformed name) is the model's to fix, an isError result naming
-// arguments.name, as a bad argument of any tool is.
-func throughFailure(e *core.Error) *core.Error {
-	named := e.Code == core.InvalidArgument && len(e.Violations) > 0 && e.Violations[0].Field == "name"
-	if e.Reason != core.ReasonToolNotFound && !named {
-		return e
-	}
-	desc := e.Message
-	if named {
-		desc = e.Violations[0].Description
-	}
-	return core.InvalidArguments(core.Violation("arguments.name", desc+" (search_tools finds tools by what they do)"))
 }
 
 // foundTools are the tools each 2025-11-25 session's searches found, which

@@ -737,7 +737,6 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
-	through := false // a call through call_tool (discovery.go)
 	if (p.Name == SearchToolName || p.Name == CallToolName) && f.opts.Discovery.Progressive {
 		actx, _, e := f.c.Authenticate(principalContext(ctx, req.GetExtra()))
 		if e != nil {
@@ -761,7 +760,9 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 				}
 				return res, err
 			}
-			in.Name, in.ArgumentsJSON, in.Fields, through = name, args, callThroughFields, true
+			// Its refusals of the name are built as call_tool's arguments
+			// (callThroughFields).
+			in.Name, in.ArgumentsJSON, in.Fields = name, args, callThroughFields
 		}
 	}
 	in.Task, in.Invalid = callTaskOptions(req)
@@ -770,7 +771,7 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
 		func(input *core.InputOptions) (*mcp.CallToolResult, mcp.InputRequestMap, string, error) {
 			in.Input = input
-			res, t, b, err := f.callRound(ctx, req, in, through)
+			res, t, b, err := f.callRound(ctx, req, in)
 			created, pass = t, b
 			if err != nil || t != nil || !core.NeedsInput(res) {
 				return res, nil, "", err
@@ -922,10 +923,7 @@ func keepElicitContent(ctx context.Context, res mcp.Result) {
 // is the one the upstream created for it, if any (in.Task). pass is the
 // result to send as it is, when it needs no change (passthrough.go); res
 // is the decoded result all the same.
-//
-// through says the call came through call_tool, whose refusals of the
-// tool's name are the model's to fix (throughFailure).
-func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput, through bool) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
+func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
 	pctx := principalContext(ctx, req.GetExtra())
 	var raws *mcpbridge.RawResults
 	if in.Task == nil { // a task's answer is the core's (tasks.go)
@@ -956,9 +954,6 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 	}
 	c.End(fail, res != nil && res.IsError, size)
 	if fail != nil {
-		if through {
-			fail = throughFailure(fail)
-		}
 		if res, err = mcpCallFailure(fail); err != nil {
 			return nil, nil, nil, err
 		}
