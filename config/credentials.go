@@ -74,27 +74,6 @@ func decodeCredentials(raw []byte) (*mcpbridge.CredentialsConfig, []credentialPr
 		SessionIdle: c.SessionIdle.D, PrivateTools: c.PrivateTools}, probs
 }
 
-// ParseCredentials decodes a server's "credentials" object (its ${ENV} and
-// ${file:…} references already resolved). Unknown keys are errors, as in
-// the oauth object; which fields a mode needs or refuses is mcpbridge's
-// rule (ServerConfig.Problems reports it, naming "credentials.<field>").
-// The error joins every problem of the object.
-func ParseCredentials(raw []byte) (*mcpbridge.CredentialsConfig, error) {
-	c, probs := decodeCredentials(raw)
-	var errs []error
-	for _, p := range probs {
-		if p.field != "" {
-			errs = append(errs, fmt.Errorf("%s: %w", p.field, p.err))
-			continue
-		}
-		errs = append(errs, p.err)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return c, nil
-}
-
 // serverCredentials decodes a server's "credentials" object (absent or
 // null: shared) into sc, adding its client secret to sc's secrets. Every
 // problem of the object is reported (a value that does not decode as

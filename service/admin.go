@@ -105,20 +105,18 @@ type admin struct {
 	s *Server
 }
 
-func (a *admin) authorize(ctx context.Context) error {
-	ctx, p, err := a.s.authenticateRPC(ctx) // ctx: pinned to the state p was authenticated under
-	if err != nil {
-		return err
-	}
+// authorize is AdminService's authorization of the caller of ctx
+// (authenticated): an auth.admins principal; without an auth section,
+// nobody is authenticated, so AdminService (and the operator details of
+// ListServers) answer only callers on this machine. Every handler asks it
+// on its own path (AdminOp.Admit), so no way of registering the service
+// can skip it.
+func (a *admin) authorize(ctx context.Context, p core.Principal) *core.Error {
 	if !a.s.authConfigured() {
-		// No auth: nobody is authenticated, so AdminService (and the
-		// operator details of ListServers) answer only callers on this
-		// machine. Checked here, on the handler's own path, so no way of
-		// registering the service can skip it.
 		if LocalPeer(ctx) {
 			return nil
 		}
-		return plainError(core.PermissionDenied, ReasonAdminLoopbackOnly,
+		return core.NewError(core.PermissionDenied, ReasonAdminLoopbackOnly,
 			"without an auth section AdminService answers only loopback connections; "+
 				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
 			map[string]string{"peer": peerAddr(ctx)})
@@ -126,127 +124,166 @@ func (a *admin) authorize(ctx context.Context) error {
 	if a.s.authOf(ctx).Authorizer().AllowAdmin(p) {
 		return nil
 	}
-	return plainError(core.PermissionDenied, ReasonPermissionDenied,
+	return core.NewError(core.PermissionDenied, ReasonPermissionDenied,
 		fmt.Sprintf("principal %q may not use AdminService (auth.admins)", p.Name), map[string]string{"principal": p.Name})
+}
+
+// run runs one AdminService action as an operation of the core's engine
+// (core/admin.go): authenticated, admitted by admit (nil: by authorize),
+// done by do, classified once, ended with its audit line.
+func (a *admin) run(ctx context.Context, kind core.OpKind, target string, admit func(*core.AdminOp) *core.Error, do func(*core.AdminOp) error) error {
+	op, err := a.s.core.BeginAdmin(rpcContext(ctx), kind, target)
+	if err == nil {
+		if admit == nil {
+			admit = func(op *core.AdminOp) *core.Error { return a.authorize(op.Context(), op.Principal()) }
+		}
+		err = op.Admit(admit(op))
+	}
+	if err == nil {
+		err = do(op)
+	}
+	fail := op.Fail(err)
+	op.End(fail)
+	if fail != nil {
+		return grpcStatus(fail).Err()
+	}
+	return nil
 }
 
 // RefreshServer implements toolsvc.v1.AdminService.
 func (a *admin) RefreshServer(ctx context.Context, req *toolsvcv1.RefreshServerRequest) (*toolsvcv1.RefreshServerResponse, error) {
-	if err := a.authorize(ctx); err != nil {
-		return nil, err
-	}
-	if req.GetName() == "" {
-		return nil, invalidArgument("name", "required: a configured server name")
-	}
-	st, err := a.s.core.Refresh(ctx, req.GetName())
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &toolsvcv1.RefreshServerResponse{Server: serverToProto(st)}, nil
+	var out *toolsvcv1.RefreshServerResponse
+	err := a.run(ctx, core.OpAdminRefresh, req.GetName(), nil, func(op *core.AdminOp) error {
+		if req.GetName() == "" {
+			return core.InvalidField("name", "required: a configured server name")
+		}
+		st, err := a.s.core.Refresh(op.Context(), req.GetName())
+		if err != nil {
+			return err
+		}
+		out = &toolsvcv1.RefreshServerResponse{Server: serverToProto(st)}
+		return nil
+	})
+	return out, err
 }
 
 // ReconnectServer implements toolsvc.v1.AdminService.
 func (a *admin) ReconnectServer(ctx context.Context, req *toolsvcv1.ReconnectServerRequest) (*toolsvcv1.ReconnectServerResponse, error) {
-	if err := a.authorize(ctx); err != nil {
-		return nil, err
-	}
-	if req.GetName() == "" {
-		return nil, invalidArgument("name", "required: a configured server name")
-	}
-	st, err := a.s.core.Reconnect(ctx, req.GetName())
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &toolsvcv1.ReconnectServerResponse{Server: serverToProto(st)}, nil
+	var out *toolsvcv1.ReconnectServerResponse
+	err := a.run(ctx, core.OpAdminReconnect, req.GetName(), nil, func(op *core.AdminOp) error {
+		if req.GetName() == "" {
+			return core.InvalidField("name", "required: a configured server name")
+		}
+		st, err := a.s.core.Reconnect(op.Context(), req.GetName())
+		if err != nil {
+			return err
+		}
+		out = &toolsvcv1.ReconnectServerResponse{Server: serverToProto(st)}
+		return nil
+	})
+	return out, err
 }
 
 // ReloadConfig implements toolsvc.v1.AdminService.
 func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigRequest) (*toolsvcv1.ReloadConfigResponse, error) {
-	if err := a.authorize(ctx); err != nil {
-		return nil, err
-	}
-	if a.s.opts.Config == nil {
-		return nil, plainError(core.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
-	}
-	return &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}, nil
+	var out *toolsvcv1.ReloadConfigResponse
+	err := a.run(ctx, core.OpAdminReload, "", nil, func(op *core.AdminOp) error {
+		if a.s.opts.Config == nil {
+			return core.NewError(core.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
+		}
+		out = &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(op.Context()))}
+		return nil
+	})
+	return out, err
 }
 
 // Logout implements toolsvc.v1.AdminService: a principal revokes its own
 // login to a userOAuth server; another principal's needs auth.admins.
 func (a *admin) Logout(ctx context.Context, req *toolsvcv1.LogoutRequest) (*toolsvcv1.LogoutResponse, error) {
-	ctx, p, err := a.s.authenticateRPC(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if req.GetServer() == "" {
-		return nil, invalidArgument("server", "required: a configured server in credentials mode userOAuth")
-	}
-	who := req.GetPrincipal()
-	if who == "" {
-		who = p.Name
-	}
-	switch {
-	case !a.s.authConfigured():
-		// Nobody is authenticated: as for the other methods, loopback
-		// callers only, and they must name the principal.
-		if err := a.authorize(ctx); err != nil {
-			return nil, err
+	var out *toolsvcv1.LogoutResponse
+	var who string
+	admit := func(op *core.AdminOp) *core.Error {
+		p := op.Principal()
+		if who = req.GetPrincipal(); who == "" {
+			who = p.Name
 		}
-		if req.GetPrincipal() == "" {
-			return nil, invalidArgument("principal", "required without an auth section: nobody is authenticated, so name whose login to revoke")
+		op.For(who)
+		switch {
+		case !a.s.authConfigured():
+			// Nobody is authenticated: as for the other methods, loopback
+			// callers only, and they must name the principal.
+			if e := a.authorize(op.Context(), p); e != nil {
+				return e
+			}
+		case who != p.Name && !a.s.authOf(op.Context()).Authorizer().AllowAdmin(p):
+			return core.NewError(core.PermissionDenied, ReasonPermissionDenied,
+				fmt.Sprintf("principal %q may revoke only its own logins; another principal's needs auth.admins", p.Name), map[string]string{"principal": p.Name})
 		}
-	case who != p.Name && !a.s.authOf(ctx).Authorizer().AllowAdmin(p):
-		return nil, plainError(core.PermissionDenied, ReasonPermissionDenied,
-			fmt.Sprintf("principal %q may revoke only its own logins; another principal's needs auth.admins", p.Name), map[string]string{"principal": p.Name})
+		return nil
 	}
-	if err := a.s.core.Logout(ctx, who, req.GetServer()); err != nil {
-		if errors.Is(err, core.ErrNotUserOAuth) {
-			return nil, invalidArgument("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", req.GetServer()))
+	err := a.run(ctx, core.OpAdminLogout, req.GetServer(), admit, func(op *core.AdminOp) error {
+		if req.GetServer() == "" {
+			return core.InvalidField("server", "required: a configured server in credentials mode userOAuth")
 		}
-		return nil, toStatus(err)
-	}
-	return &toolsvcv1.LogoutResponse{Server: req.GetServer(), Principal: who}, nil
+		if !a.s.authConfigured() && req.GetPrincipal() == "" {
+			return core.InvalidField("principal", "required without an auth section: nobody is authenticated, so name whose login to revoke")
+		}
+		if err := a.s.core.Logout(op.Context(), who, req.GetServer()); err != nil {
+			if errors.Is(err, core.ErrNotUserOAuth) {
+				return core.InvalidField("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", req.GetServer()))
+			}
+			return err
+		}
+		out = &toolsvcv1.LogoutResponse{Server: req.GetServer(), Principal: who}
+		return nil
+	})
+	return out, err
 }
 
 // Login implements toolsvc.v1.AdminService: the caller's own login link
 // to a userOAuth server, or that it is logged in already.
 func (a *admin) Login(ctx context.Context, req *toolsvcv1.LoginRequest) (*toolsvcv1.LoginResponse, error) {
-	ctx, p, err := a.s.authenticateRPC(ctx)
-	if err != nil {
-		return nil, err
+	var out *toolsvcv1.LoginResponse
+	var who string
+	admit := func(op *core.AdminOp) *core.Error {
+		p := op.Principal()
+		who = req.GetPrincipal()
+		op.For(who)
+		switch {
+		case !a.s.authConfigured():
+			// Nobody is authenticated: loopback callers only, naming the
+			// principal (as Logout).
+			return a.authorize(op.Context(), p)
+		case who == "":
+			who = p.Name
+		case who != p.Name:
+			// A link logs in the principal it names as whoever follows it: an
+			// operator's for another principal would put the operator's
+			// upstream account under that principal's name.
+			return core.NewError(core.PermissionDenied, ReasonPermissionDenied,
+				fmt.Sprintf("principal %q may ask only for its own login link (a link logs in the principal it names as whoever follows it)", p.Name),
+				map[string]string{"principal": p.Name})
+		}
+		return nil
 	}
-	if req.GetServer() == "" {
-		return nil, invalidArgument("server", "required: a configured server in credentials mode userOAuth")
-	}
-	who := req.GetPrincipal()
-	switch {
-	case !a.s.authConfigured():
-		// Nobody is authenticated: loopback callers only, naming the
-		// principal (as Logout).
-		if err := a.authorize(ctx); err != nil {
-			return nil, err
+	err := a.run(ctx, core.OpAdminLogin, req.GetServer(), admit, func(op *core.AdminOp) error {
+		if req.GetServer() == "" {
+			return core.InvalidField("server", "required: a configured server in credentials mode userOAuth")
 		}
 		if who == "" {
-			return nil, invalidArgument("principal", "required without an auth section: nobody is authenticated, so name whose login this is")
+			return core.InvalidField("principal", "required without an auth section: nobody is authenticated, so name whose login this is")
 		}
-	case who == "":
-		who = p.Name
-	case who != p.Name:
-		// A link logs in the principal it names as whoever follows it: an
-		// operator's for another principal would put the operator's
-		// upstream account under that principal's name.
-		return nil, plainError(core.PermissionDenied, ReasonPermissionDenied,
-			fmt.Sprintf("principal %q may ask only for its own login link (a link logs in the principal it names as whoever follows it)", p.Name),
-			map[string]string{"principal": p.Name})
-	}
-	link, err := a.s.core.Login(ctx, who, req.GetServer(), req.GetForce())
-	if err != nil {
-		if errors.Is(err, core.ErrNotUserOAuth) {
-			return nil, invalidArgument("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it has no logins", req.GetServer()))
+		link, err := a.s.core.Login(op.Context(), who, req.GetServer(), req.GetForce())
+		if err != nil {
+			if errors.Is(err, core.ErrNotUserOAuth) {
+				return core.InvalidField("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it has no logins", req.GetServer()))
+			}
+			return err
 		}
-		return nil, toStatus(err)
-	}
-	return &toolsvcv1.LoginResponse{Server: req.GetServer(), Principal: who, LoggedIn: link == "", LoginUrl: link}, nil
+		out = &toolsvcv1.LoginResponse{Server: req.GetServer(), Principal: who, LoggedIn: link == "", LoginUrl: link}
+		return nil
+	})
+	return out, err
 }
 
 // authConfigured reports whether the service authenticates its callers

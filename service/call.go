@@ -22,28 +22,23 @@ type callRequest interface {
 }
 
 // callInput is the pipeline's view of a gRPC call request; the request is
-// sized here, once. A malformed interactive field is returned as bad, for
-// after BeginCall (which audits it).
-func callInput(req callRequest) (in core.CallInput, bad *core.Error) {
-	in = core.CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req), Fields: grpcFields}
+// sized here, once. A malformed interactive or task field is the input's
+// Invalid, which BeginCall refuses with (and audits).
+func callInput(req callRequest) core.CallInput {
+	in := core.CallInput{Name: req.GetName(), ArgumentsJSON: req.GetArgumentsJson(), Size: proto.Size(req), Fields: grpcFields}
 	if a := req.GetArguments(); a != nil {
 		in.Arguments = a.AsMap()
 	}
-	in.Input, bad = inputOptions(req)
-	if r, ok := req.(*toolsvcv1.CallToolRequest); ok && r.GetTask() != nil && bad == nil {
-		in.Task, bad = taskOptions(r.GetTask())
+	in.Input, in.Invalid = inputOptions(req)
+	if r, ok := req.(*toolsvcv1.CallToolRequest); ok && r.GetTask() != nil && in.Invalid == nil {
+		in.Task, in.Invalid = taskOptions(r.GetTask())
 	}
-	return in, bad
+	return in
 }
 
 // beginCall is BeginCall of a gRPC call request.
 func (s *Server) beginCall(ctx context.Context, req callRequest) (*core.Call, error) {
-	in, bad := callInput(req)
-	c, err := s.core.BeginCall(rpcContext(ctx), in)
-	if err == nil && bad != nil {
-		err = bad
-	}
-	return c, err
+	return s.core.BeginCall(rpcContext(ctx), callInput(req))
 }
 
 // CallTool implements toolsvc.v1.ToolService.

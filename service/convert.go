@@ -106,9 +106,6 @@ func (c *toolCache) one(t *core.Tool, f schemaFormat) *wireTool {
 	return p
 }
 
-// toolToProto is a tool with Struct schemas (the default format).
-func toolToProto(t *core.Tool) *toolsvcv1.Tool { return toolToWire(t, formatStruct) }
-
 func toolToWire(t *core.Tool, f schemaFormat) *toolsvcv1.Tool {
 	p := &toolsvcv1.Tool{
 		Name:         t.Name,

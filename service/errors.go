@@ -93,6 +93,5 @@ func plainError(code core.Code, reason, msg string, meta map[string]string) erro
 	return grpcStatus(core.NewError(code, reason, msg, meta)).Err()
 }
 
-// clipText and clipTo bound caller text echoed into a message.
-func clipText(s string) string      { return core.Clip(s) }
-func clipTo(s string, n int) string { return core.ClipTo(s, n) }
+// clipText bounds caller text echoed into a message.
+func clipText(s string) string { return core.Clip(s) }

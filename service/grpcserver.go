@@ -27,7 +27,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/stats"
-	"google.golang.org/grpc/status"
 )
 
 // Health service names. Readiness: "" (the whole server) and
@@ -178,7 +177,7 @@ func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, [
 	// is still counted and logged as a finished call.
 	rec := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
 		log.ErrorContext(ctx, "panic in handler", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-		return status.Error(codes.Internal, "internal error")
+		return grpcStatus(core.InternalFailure()).Err() // the one error value, with its ErrorInfo
 	})
 	unary = append(unary, recovery.UnaryServerInterceptor(rec))
 	stream = append(stream, recovery.StreamServerInterceptor(rec))

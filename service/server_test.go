@@ -38,13 +38,20 @@ type fixture struct {
 }
 
 // newFixture runs a real go-sdk upstream with n numbered tools (plus echo)
-// over in-memory transports, a bridge, and the service over bufconn.
+// over in-memory transports, a bridge, and the service over bufconn, on
+// the gRPC server the binary serves on (NewGRPCServer: its codec,
+// interceptor chain, recovery and limits), so that the tests pass through
+// all of them.
 func newFixture(t testing.TB, n int) *fixture {
+	return newFixtureWith(t, n, GRPCOptions{})
+}
+
+// newFixtureWith is newFixture with the server's options.
+func newFixtureWith(t testing.TB, n int, o GRPCOptions) *fixture {
 	t.Helper()
 	u := memupstream.New(t, n)
 	svc := newServer(u.Bridge, &serverOpts{ProgressInterval: 200 * time.Millisecond})
-	gs := grpc.NewServer()
-	svc.Register(gs)
+	gs, _ := NewGRPCServer(svc, o)
 	conn := serveBufconn(t, gs)
 	t.Cleanup(svc.Shutdown) // before it stops: watch streams end first
 	return &fixture{upstream: u.Server, bridge: u.Bridge, svc: svc, client: toolsvcv1.NewToolServiceClient(conn)}

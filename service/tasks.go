@@ -17,14 +17,15 @@ import (
 
 // taskOptions is the core's view of CallToolRequest.task.
 func taskOptions(t *toolsvcv1.TaskOptions) (*core.TaskOptions, *core.Error) {
-	out := &core.TaskOptions{}
-	if d := t.GetTtl(); d != nil {
-		if err := d.CheckValid(); err != nil || d.AsDuration() <= 0 {
-			return nil, core.InvalidField("task.ttl", "must be a positive duration, or unset for the upstream's default")
-		}
-		out.TTL = d.AsDuration()
+	d := t.GetTtl()
+	if d == nil {
+		return &core.TaskOptions{}, nil
 	}
-	return out, nil
+	ttl := d.AsDuration() // saturated: one over the bound stays over it
+	if d.CheckValid() != nil {
+		ttl = -1
+	}
+	return core.TaskTTL(ttl)
 }
 
 var taskStatuses = map[core.TaskStatus]toolsvcv1.TaskStatus{

@@ -46,3 +46,7 @@ func TestWireCodec(t *testing.T) {
 		t.Fatalf("page decoded to %v, %v", &out, err)
 	}
 }
+
+// toolToProto is a tool with Struct schemas (the default format), as the
+// service sends it: the tests' expected value.
+func toolToProto(t *mcpbridge.Tool) *toolsvcv1.Tool { return toolToWire(t, formatStruct) }

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/toolsvc/toolsvc/config"
 	mcpgrpcpb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
@@ -170,6 +171,17 @@ type errorRow struct {
 	sameMessage bool
 	// check asserts anything row-specific about the two answers.
 	check func(t *testing.T, g, m wireError)
+
+	// grpcReq and mcpReq send the row's request when it is not the
+	// tools/call of tool and args (a task's ttl, a search); nil: that call.
+	grpcReq func(t *testing.T) error
+	mcpReq  func(t *testing.T) (wireError, int64)
+	// mcpArguments: on MCP the request's fields are a tool's arguments
+	// (search_tools), so its refusal is the gRPC one as bad arguments of a
+	// tool: INVALID_ARGUMENT, ARGUMENTS_INVALID, an isError result, on
+	// field "arguments." + the gRPC field; code, reason and rpcCode are
+	// the gRPC ones, fields the MCP ones.
+	mcpArguments bool
 }
 
 // TestErrorsSameOnBothWires: unknown tool, bad arguments, permission
@@ -186,7 +198,8 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 		maxResponse  = 8192
 		bigBytes     = 20000
 	)
-	tokens := map[string]string{"main": mainTok, "limited": limitedTok, "throttled": throttledTok}
+	const searcherTok = "errwires-searcher-0123456789"
+	tokens := map[string]string{"main": mainTok, "limited": limitedTok, "throttled": throttledTok, "searcher": searcherTok}
 
 	// down: killed; its next connect attempt is at a random time within
 	// the hour (backoff 1h, full jitter), so the retry delay, derived from
@@ -197,8 +210,8 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 	down, brk := newHTTPUpstream(t), newHTTPUpstream(t)
 	c := cfg{
 		Auth: &authCfg{
-			Tokens:     map[string]string{"main": mainTok, "limited": limitedTok, "throttled": throttledTok},
-			Rules:      []rule{{Principal: "main"}, {Principal: "limited", Allow: []string{"up__echo"}}, {Principal: "throttled"}},
+			Tokens:     tokens,
+			Rules:      []rule{{Principal: "main"}, {Principal: "limited", Allow: []string{"up__echo"}}, {Principal: "throttled"}, {Principal: "searcher"}},
 			RateLimits: []config.RateLimit{{Principal: "throttled", CallsPerSecond: 0.01, Burst: 1}},
 		},
 		Servers: servers{
@@ -208,7 +221,9 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 				Backoff: &backoff{Base: "1h", Max: "1h"}, Breaker: &breaker{Failures: -1}}),
 			"brk": goHTTP(brk.url(), fastSupervision(upstream{Breaker: &breaker{Failures: 1, Cooldown: "1m", MaxCooldown: "1m"}})),
 		}}
-	p := startToolsvc(t, c, "--mcp-listen", "127.0.0.1:0", "--max-response-bytes", strconv.Itoa(maxResponse))
+	// searcher lists progressively: its front door has search_tools.
+	p := startToolsvc(t, c, "--mcp-listen", "127.0.0.1:0", "--max-response-bytes", strconv.Itoa(maxResponse),
+		"--mcp-discovery", "progressive", "--mcp-discovery-principals", "searcher")
 	base := "http://" + p.mcpAddr
 
 	// Contexts without a deadline: a gRPC deadline would make the deadline
@@ -288,6 +303,24 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 		return strconv.Itoa(n)
 	}
 
+	taskTTLRow := func(name string, ttl time.Duration) errorRow {
+		raw := newRawFront(t, root, p.mcpAddr, mainTok, false) // params.task: no SDK client sends it; one per row (not shared)
+		return errorRow{
+			name: name, principal: "main", tool: "up__echo",
+			grpcReq: func(t *testing.T) error {
+				_, err := p.client.CallTool(as("main"), &toolsvcv1.CallToolRequest{Name: "up__echo",
+					Arguments: args(t, map[string]any{"text": "x"}), Task: &toolsvcv1.TaskOptions{Ttl: durationpb.New(ttl)}})
+				return err
+			},
+			mcpReq: func(t *testing.T) (wireError, int64) {
+				res, e, _ := raw.call(t, root, "tools/call", map[string]any{"name": "up__echo", "arguments": map[string]any{"text": "x"},
+					"task": map[string]any{"ttl": float64(ttl) / float64(time.Millisecond)}})
+				return rawWireError(t, res, e)
+			},
+			code: codes.InvalidArgument, reason: "REQUEST_INVALID", rpcCode: jsonrpc.CodeInvalidParams,
+			meta: map[string]string{"tool": "up__echo", "server": "up"}, fields: []string{"task.ttl"}, sameMessage: true,
+		}
+	}
 	rows := []errorRow{
 		{
 			name: "unknown tool", principal: "main", tool: "up__nope", args: map[string]any{"text": "x"},
@@ -414,6 +447,40 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 			meta:        map[string]string{"deadline_source": "call_timeout", "server": "slow", "tool": "slow__wait_cancel"},
 			sameMessage: true,
 		},
+		// One task.ttl rule (core.TaskTTL): the same bound, field, reason
+		// and message on gRPC (a Duration) and on the front door (a
+		// 2025-11-25 tools/call's params.task.ttl, milliseconds), refused
+		// once the call is admitted, as every refusal of a request field.
+		taskTTLRow("task ttl over a year", 400*24*time.Hour),
+		taskTTLRow("task ttl under a millisecond", 500*time.Microsecond),
+		{
+			// search_tools' servers are arguments of a tool (a model's to
+			// fix); SearchTools' servers a request field naming servers.
+			name: "search, unknown server", principal: "searcher", mcpArguments: true,
+			grpcReq: func(t *testing.T) error {
+				_, err := p.client.SearchTools(as("searcher"), &toolsvcv1.SearchToolsRequest{Query: "echo", Servers: []string{"up", "nope"}})
+				return err
+			},
+			mcpReq: func(t *testing.T) (wireError, int64) {
+				res, err := fronts["searcher"].cs.CallTool(root, &mcp.CallToolParams{Name: "search_tools",
+					Arguments: map[string]any{"query": "echo", "servers": []string{"up", "nope"}}})
+				return mcpWireError(t, res, err)
+			},
+			code: codes.NotFound, reason: "SERVER_NOT_FOUND", fields: []string{"arguments.servers[1]"},
+		},
+		{
+			name: "search, negative limit", principal: "searcher", mcpArguments: true,
+			grpcReq: func(t *testing.T) error {
+				_, err := p.client.SearchTools(as("searcher"), &toolsvcv1.SearchToolsRequest{Query: "echo", Limit: -1})
+				return err
+			},
+			mcpReq: func(t *testing.T) (wireError, int64) {
+				res, err := fronts["searcher"].cs.CallTool(root, &mcp.CallToolParams{Name: "search_tools",
+					Arguments: map[string]any{"query": "echo", "limit": -1}})
+				return mcpWireError(t, res, err)
+			},
+			code: codes.InvalidArgument, reason: "REQUEST_INVALID", fields: []string{"arguments.limit"},
+		},
 	}
 
 	start := time.Now()
@@ -430,10 +497,24 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 						if r.settled != nil {
 							before = r.settled()
 						}
-						g = grpcWireError(t, grpcCall(t, r))
-						res, err := fronts[r.principal].cs.CallTool(root, &mcp.CallToolParams{Name: r.tool, Arguments: r.args})
-						m, rpcCode = mcpWireError(t, res, err)
-						n = grpcWireError(t, mcpGRPCCall(t, r))
+						if r.grpcReq != nil {
+							g = grpcWireError(t, r.grpcReq(t))
+						} else {
+							g = grpcWireError(t, grpcCall(t, r))
+						}
+						if r.mcpReq != nil {
+							m, rpcCode = r.mcpReq(t)
+						} else {
+							res, err := fronts[r.principal].cs.CallTool(root, &mcp.CallToolParams{Name: r.tool, Arguments: r.args})
+							m, rpcCode = mcpWireError(t, res, err)
+						}
+						if r.grpcReq == nil && r.mcpReq == nil {
+							n = grpcWireError(t, mcpGRPCCall(t, r))
+						} else {
+							// Rows of requests the Mcp binding has no form
+							// for (tasks, search): two wires.
+							n = g
+						}
 						if r.settled == nil || r.settled() == before {
 							return g, m, n, rpcCode
 						}
@@ -492,6 +573,21 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 					if g.meta[k] != v {
 						t.Errorf("gRPC metadata %q = %q, want %q (metadata %v)", k, g.meta[k], v, g.meta)
 					}
+				}
+
+				if r.mcpArguments {
+					// The gRPC refusal as bad arguments of a tool.
+					if m.code != "InvalidArgument" || m.reason != "ARGUMENTS_INVALID" || rpcCode != 0 {
+						t.Errorf("MCP: %s / %s (JSON-RPC %d), want InvalidArgument / ARGUMENTS_INVALID as an isError result", m.code, m.reason, rpcCode)
+					}
+					want := make([]string, len(g.fields))
+					for i, f := range g.fields {
+						want[i] = "arguments." + f
+					}
+					if !slices.Equal(m.fields, want) || !slices.Equal(m.fields, r.fields) {
+						t.Errorf("fields: gRPC %q, MCP %q, want MCP %q", g.fields, m.fields, r.fields)
+					}
+					return
 				}
 
 				// The same on both wires.
@@ -564,4 +660,30 @@ func TestErrorsSameOnBothWires(t *testing.T) {
 		}
 	})
 	t.Logf("rows took %v", time.Since(start).Round(time.Millisecond))
+
+	// Refusals of what only the front door has (a 2025-11-25 params.task
+	// that is no object) carry the same data as every other.
+	t.Run("front door only", func(t *testing.T) {
+		raw := newRawFront(t, root, p.mcpAddr, mainTok, false)
+		res, e, _ := raw.call(t, root, "tools/call", map[string]any{"name": "up__echo", "arguments": map[string]any{"text": "x"}, "task": "soon"})
+		m, rpcCode := rawWireError(t, res, e)
+		if rpcCode != jsonrpc.CodeInvalidParams || m.code != "InvalidArgument" || m.reason != "REQUEST_INVALID" || !slices.Equal(m.fields, []string{"task"}) ||
+			m.meta["tool"] != "up__echo" {
+			t.Errorf("params.task not an object: JSON-RPC %d %v; want -32602, InvalidArgument / REQUEST_INVALID on field task, naming the tool", rpcCode, m)
+		}
+	})
+}
+
+// rawWireError is mcpWireError for a rawFront answer: a JSON-RPC error, or
+// a tools/call result.
+func rawWireError(t *testing.T, res json.RawMessage, e *rpcErr) (wireError, int64) {
+	t.Helper()
+	if e != nil {
+		return mcpWireError(t, nil, &jsonrpc.Error{Code: int64(e.Code), Message: e.Message, Data: e.Data})
+	}
+	var r mcp.CallToolResult
+	if err := json.Unmarshal(res, &r); err != nil {
+		t.Fatalf("MCP: result %s: %v", res, err)
+	}
+	return mcpWireError(t, &r, nil)
 }

@@ -447,8 +447,8 @@ func TestMCPFrontTasks2026(t *testing.T) {
 		}
 		// Mcp-Name must name the task when it is sent.
 		_, e, status := c.call(t, ctx, "tasks/get", map[string]any{"taskId": created.TaskID}, "t1.another")
-		if e == nil || e.Code != -32020 || status != http.StatusBadRequest {
-			t.Errorf("tasks/get with another Mcp-Name: HTTP %d, %+v; want 400 and -32020", status, e)
+		if e == nil || e.Code != -32020 || status != http.StatusBadRequest || e.reason() != "HEADER_MISMATCH" || !strings.Contains(string(e.Data), `"fields":["Mcp-Name"]`) {
+			t.Errorf("tasks/get with another Mcp-Name: HTTP %d, %+v; want 400 and -32020 with data reason HEADER_MISMATCH, fields [Mcp-Name]", status, e)
 		}
 		if _, e, _ = c.call(t, ctx, "tasks/get", map[string]any{"taskId": created.TaskID}, "-"); e != nil {
 			t.Errorf("tasks/get without Mcp-Name: %+v; want it served", e)

@@ -327,6 +327,9 @@ func TestUserOAuthEndToEnd(t *testing.T) {
 	if err != nil || lr.GetPrincipal() != "bob" {
 		t.Fatalf("root's Logout of bob: %v, %v", lr, err)
 	}
+	// Each is an audited admin action, naming whose login it concerned.
+	p.log.waitFor(t, regexpMust(`msg="admin action" audit=true principal=bob outcome=PermissionDenied duration=\S+ action=logout target=up for=alice$`), 30*time.Second)
+	p.log.waitFor(t, regexpMust(`msg="admin action" audit=true principal=root outcome=ok duration=\S+ action=logout target=up for=bob$`), 30*time.Second)
 	_, err = whoamiOn(ctx, p.client, toks["bob"])
 	loginLink(t, err, issuer)
 	errs = append(errs, err.Error())
@@ -728,6 +731,14 @@ func TestUserOAuthLoginFirst(t *testing.T) {
 	_, err = admin.Login(aliceCtx, &toolsvcv1.LoginRequest{})
 	if status.Code(err) != codes.InvalidArgument {
 		t.Errorf("Login without a server: %v, want INVALID_ARGUMENT", err)
+	}
+	// Each is an audited admin action; root's for alice names her.
+	for _, line := range []string{
+		`principal=alice outcome=ok duration=\S+ action=login target=up$`,
+		`principal=root outcome=PermissionDenied duration=\S+ action=login target=up for=alice$`,
+		`principal=alice outcome=NotFound duration=\S+ action=login target=nope$`,
+	} {
+		p.log.waitFor(t, regexpMust(`msg="admin action" audit=true `+line), 30*time.Second)
 	}
 
 	// A reload that changes the tokenStore section warns that it takes

@@ -38,6 +38,27 @@ type Fields struct {
 	// TaskHandle names a task's handle ("handle" on gRPC, "taskId" on
 	// MCP; empty: "handle").
 	TaskHandle string
+	// ToolName names a call's tool ("name" on both wires; empty: "name").
+	// A call made through another tool (the front door's call_tool) names
+	// it in that tool's arguments ("arguments.name", ToolNameInArguments):
+	// a refusal of the name (none, too long, no such tool) is then
+	// ARGUMENTS_INVALID, the model's to fix, built so by BeginCall, with
+	// ToolNameHint after its description.
+	ToolName, ToolNameHint string
+	ToolNameInArguments    bool
+}
+
+// badToolName is the refusal of a call's tool name (desc: what is wrong)
+// in the wire's terms (Fields.ToolName).
+func (f Fields) badToolName(desc string) *Error {
+	field := f.ToolName
+	if field == "" {
+		field = "name"
+	}
+	if f.ToolNameInArguments {
+		return InvalidArguments(Violation(field, desc+f.ToolNameHint))
+	}
+	return InvalidField(field, desc)
 }
 
 // ClassifyOptions say what a bridge error is classified for.
@@ -71,7 +92,7 @@ func Classify(err error, o ClassifyOptions) *Error {
 	if e := classifyUpstream(err); e != nil {
 		return e
 	}
-	return &Error{Code: Internal, Reason: ReasonInternal, Message: "internal error"}
+	return InternalFailure()
 }
 
 const cancelNotice = "; the upstream was sent notifications/cancelled"
@@ -105,8 +126,21 @@ func classifyLookup(err error, o ClassifyOptions) *Error {
 	var (
 		amb  *mcpbridge.AmbiguousResourceError
 		miss *mcpbridge.MissingArgumentsError
+		nf   *mcpbridge.TaskNotFoundError
 	)
 	switch {
+	case errors.As(err, &nf):
+		// Before the upstream's errors: it wraps the upstream's own
+		// InvalidParams, when there was one.
+		e := &Error{Code: NotFound, Reason: ReasonTaskNotFound, Message: err.Error()}
+		if nf.SessionEnded {
+			e.Meta = map[string]string{"session_ended": "true"}
+		}
+		return e
+	case errors.Is(err, mcpbridge.ErrTaskNotFound):
+		return &Error{Code: NotFound, Reason: ReasonTaskNotFound, Message: err.Error()}
+	case errors.Is(err, mcpbridge.ErrTasksUnsupported):
+		return &Error{Code: FailedPrecondition, Reason: ReasonTasksUnsupported, Message: err.Error()}
 	case errors.Is(err, mcpbridge.ErrToolNotFound):
 		return &Error{Code: NotFound, Reason: ReasonToolNotFound, Message: ClipTo(err.Error(), 2*MaxEchoLen)}
 	case errors.Is(err, mcpbridge.ErrServerNotFound):

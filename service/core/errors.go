@@ -78,7 +78,9 @@ const (
 	ReasonResponseTooLarge    = "RESPONSE_TOO_LARGE"   // RESOURCE_EXHAUSTED: the result is over the limit (metadata "limit_bytes", "size_bytes"; no "size_bytes" when the upstream message was discarded unread)
 	ReasonUpstreamError       = "UPSTREAM_ERROR"       // the upstream answered a JSON-RPC error (metadata "upstream_code"): InvalidParams → INVALID_ARGUMENT, MethodNotFound → UNIMPLEMENTED, else INTERNAL
 	ReasonUpstreamMalformed   = "UPSTREAM_MALFORMED"   // INTERNAL: the upstream answered with a result that is not valid MCP (the message says what); its session is fine
-	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else; the message is generic and the log has the cause
+	ReasonInternal            = "INTERNAL"             // INTERNAL: anything else, a recovered panic included; the message is generic and the log has the cause
+	ReasonMethodNotFound      = "METHOD_NOT_FOUND"     // UNIMPLEMENTED: the front door's method is not one of the request's protocol version (tasks/list and tasks/result in 2026-07-28, tasks/update in 2025-11-25); JSON-RPC MethodNotFound (-32601)
+	ReasonHeaderMismatch      = "HEADER_MISMATCH"      // INVALID_ARGUMENT: a 2026-07-28 request's Mcp-Name header names another target than its params (field "Mcp-Name"); JSON-RPC -32020, HTTP 400
 	ReasonUnauthenticated     = "UNAUTHENTICATED"      // UNAUTHENTICATED: no, or no valid, bearer token, JWT or client certificate
 	ReasonPermissionDenied    = "PERMISSION_DENIED"    // PERMISSION_DENIED: the principal's rules do not allow the tool (or AdminService)
 	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
@@ -185,6 +187,13 @@ const (
 	// MaxLinkLen bounds metadata "login_url" (about 700 bytes as made).
 	MaxLinkLen = 4096
 )
+
+// InternalFailure is INTERNAL, INTERNAL, with the generic message: what a
+// caller gets for a failure toolsvc cannot classify, or a recovered panic
+// (every wire's recovery). The cause is logged, never sent.
+func InternalFailure() *Error {
+	return &Error{Code: Internal, Reason: ReasonInternal, Message: "internal error"}
+}
 
 // Violation is one field at fault.
 func Violation(field, desc string) FieldViolation {

@@ -32,6 +32,8 @@ type OpKind struct {
 	// cancelNotice: cancelling it sends the upstream
 	// notifications/cancelled, and its errors say so.
 	cancelNotice bool
+	// action names an administrative action in its audit line (admin.go).
+	action string
 }
 
 var (

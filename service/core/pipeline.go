@@ -58,6 +58,11 @@ type CallInput struct {
 	Input *InputOptions
 	// Task, if set, asks for the call to run as a task (tasks.go).
 	Task *TaskOptions
+	// Invalid is a request field the wire could not parse (an
+	// interactive field, task.ttl): BeginCall refuses the call with it
+	// once everything else about the call passed, so the refusal is
+	// authenticated, authorized and audited as on every wire.
+	Invalid *Error
 }
 
 // Call is one tool call moving through the operation engine
@@ -91,10 +96,10 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 		return c, TooLarge(ReasonRequestTooLarge, "request", "max-request-bytes", in.Size, s.opts.MaxRequestBytes)
 	}
 	if in.Name == "" {
-		return c, InvalidField("name", "required: the exposed tool name from ListTools")
+		return c, in.Fields.badToolName("required: the exposed tool name from ListTools")
 	}
-	if err := checkExposedName("name", in.Name, "tool"); err != nil {
-		return c, err
+	if len(in.Name) > mcpbridge.MaxNameLen {
+		return c, in.Fields.badToolName(exposedNameTooLong(in.Name, "tool"))
 	}
 	// One lookup; authorization (over exposed names) is decided before a
 	// failed lookup is reported, so a caller learns nothing about tools it
@@ -123,6 +128,9 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 			// be one of its own, and the login is what the caller needs.
 			return c, primeErr
 		}
+		if in.Fields.ToolNameInArguments && errors.Is(rerr, mcpbridge.ErrToolNotFound) {
+			return c, in.Fields.badToolName(ClipTo(rerr.Error(), 2*MaxEchoLen))
+		}
 		return c, rerr
 	}
 	st, e := op.continued(in.Input, in.Name)
@@ -131,6 +139,9 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	}
 	c.state = st
 	c.args, err = s.checkArguments(c.target, in)
+	if err == nil && in.Invalid != nil {
+		return c, in.Invalid
+	}
 	return c, err
 }
 
@@ -273,5 +284,10 @@ func checkExposedName(field, name, what string) *Error {
 	if len(name) <= mcpbridge.MaxNameLen {
 		return nil
 	}
-	return InvalidField(field, fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen))
+	return InvalidField(field, exposedNameTooLong(name, what))
+}
+
+// exposedNameTooLong says that name is longer than any exposed name.
+func exposedNameTooLong(name, what string) string {
+	return fmt.Sprintf("is %d bytes, longer than any exposed %s name (at most %d)", len(name), what, mcpbridge.MaxNameLen)
 }

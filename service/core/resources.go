@@ -66,14 +66,26 @@ func (s *Core) resourceCursor(token string, f Fields) (*mcpbridge.ResourceSnapsh
 // ServerFilter checks the servers field and returns a membership test
 // (nil: every server).
 func (s *Core) ServerFilter(servers []string) (func(string) bool, error) {
+	f, e := s.serverFilter(servers, func(i int, name string) *Error {
+		field := fmt.Sprintf("servers[%d]", i)
+		return &Error{Code: NotFound, Reason: ReasonServerNotFound, Message: fmt.Sprintf("%s: no configured server %q", field, Clip(name)),
+			Violations: []FieldViolation{Violation(field, "not a configured server")}}
+	})
+	if e != nil {
+		return nil, e
+	}
+	return f, nil
+}
+
+// serverFilter is ServerFilter with the refusal of servers[i] built by
+// unknown.
+func (s *Core) serverFilter(servers []string, unknown func(i int, name string) *Error) (func(string) bool, *Error) {
 	if len(servers) == 0 {
 		return nil, nil
 	}
 	for i, name := range servers {
 		if _, err := s.bridge.Server(name); err != nil {
-			field := fmt.Sprintf("servers[%d]", i)
-			return nil, &Error{Code: NotFound, Reason: ReasonServerNotFound, Message: fmt.Sprintf("%s: no configured server %q", field, Clip(name)),
-				Violations: []FieldViolation{Violation(field, "not a configured server")}}
+			return nil, unknown(i, name)
 		}
 	}
 	return func(n string) bool { return slices.Contains(servers, n) }, nil

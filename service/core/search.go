@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path"
 	"sync"
@@ -51,7 +52,22 @@ type SearchInput struct {
 	NameGlob string
 	// Field names of the wire, for errors: Query, Limit, NameGlob, Servers
 	// ("" : the gRPC names).
-	QueryField, LimitField, GlobField string
+	QueryField, LimitField, GlobField, ServersField string
+	// InArguments: the fields are a tool's arguments (the front door's
+	// search_tools), so a refusal of one, an unknown server included, is
+	// ARGUMENTS_INVALID, as for any tool's arguments, and a model can fix
+	// it. The error is built so here, once: the audit line and the caller
+	// see the same reason.
+	InArguments bool
+}
+
+// invalid is the refusal of one of in's fields: REQUEST_INVALID, or
+// ARGUMENTS_INVALID for a tool's arguments (InArguments).
+func (in SearchInput) invalid(field, desc string) *Error {
+	if in.InArguments {
+		return InvalidArguments(Violation(field, desc))
+	}
+	return InvalidField(field, desc)
 }
 
 // SearchHit is one ranked tool.
@@ -88,9 +104,12 @@ func (s *Core) search(op *Operation, in SearchInput) ([]SearchHit, string, *Erro
 	if e != nil {
 		return nil, "", e
 	}
-	limit, e := PageSize(or(in.LimitField, "limit"), in.Limit, DefaultSearchLimit, MaxSearchLimit)
-	if e != nil {
-		return nil, "", e
+	limit := min(in.Limit, MaxSearchLimit)
+	switch {
+	case in.Limit < 0:
+		return nil, "", in.invalid(or(in.LimitField, "limit"), "must not be negative, got "+itoa(in.Limit))
+	case in.Limit == 0:
+		limit = DefaultSearchLimit
 	}
 	if e := op.admitAll(); e != nil {
 		return nil, "", op.Fail(e)
@@ -165,20 +184,27 @@ func (s *Core) searchFilter(ctx context.Context, in SearchInput) (func(*mcpbridg
 	qf := or(in.QueryField, "query")
 	switch {
 	case in.Query == "":
-		return nil, InvalidField(qf, "required")
+		return nil, in.invalid(qf, "required")
 	case len(in.Query) > MaxQueryBytes:
-		return nil, InvalidField(qf, "longer than "+itoa(MaxQueryBytes)+" bytes")
+		return nil, in.invalid(qf, "longer than "+itoa(MaxQueryBytes)+" bytes")
 	}
 	gf := or(in.GlobField, "name_glob")
 	if len(in.NameGlob) > maxGlobBytes {
-		return nil, InvalidField(gf, "longer than "+itoa(maxGlobBytes)+" bytes")
+		return nil, in.invalid(gf, "longer than "+itoa(maxGlobBytes)+" bytes")
 	}
 	if _, err := path.Match(in.NameGlob, ""); err != nil {
-		return nil, InvalidField(gf, "not a glob: "+err.Error())
+		return nil, in.invalid(gf, "not a glob: "+err.Error())
 	}
-	only, err := s.ServerFilter(in.Servers)
-	if err != nil {
-		return nil, err.(*Error)
+	only, e := s.serverFilter(in.Servers, func(i int, name string) *Error {
+		field := fmt.Sprintf("%s[%d]", or(in.ServersField, "servers"), i)
+		if in.InArguments {
+			return InvalidArguments(Violation(field, fmt.Sprintf("no configured server %q", Clip(name))))
+		}
+		return &Error{Code: NotFound, Reason: ReasonServerNotFound, Message: fmt.Sprintf("%s: no configured server %q", field, Clip(name)),
+			Violations: []FieldViolation{Violation(field, "not a configured server")}}
+	})
+	if e != nil {
+		return nil, e
 	}
 	view := s.ViewOf(ctx)
 	glob, h := in.NameGlob, in.Hints

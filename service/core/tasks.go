@@ -59,6 +59,29 @@ type TaskOptions struct {
 	TTL time.Duration
 }
 
+// Bounds of the lifetime a caller may ask of a task (TaskTTL). The lower
+// one is the unit an upstream is sent (MCP's ttl is in milliseconds: less
+// would reach it as 0, its own default, and not what was asked); the upper
+// one keeps a caller from asking an upstream to keep a task, and this
+// replica's ledger to remember it, for longer than a year.
+const (
+	MinTaskTTL = time.Millisecond
+	MaxTaskTTL = 365 * 24 * time.Hour
+)
+
+// TaskTTL is the one rule for the lifetime a call asks of its task, on
+// every wire: d (a gRPC Duration, or MCP's milliseconds, converted by the
+// wire; a value that is not a duration at all is passed as -1) must be
+// from MinTaskTTL to MaxTaskTTL, whole milliseconds. The refusal is
+// INVALID_ARGUMENT, REQUEST_INVALID, on field "task.ttl", with the same
+// message on every wire.
+func TaskTTL(d time.Duration) (*TaskOptions, *Error) {
+	if d < MinTaskTTL || d > MaxTaskTTL {
+		return nil, InvalidField("task.ttl", "must be from 1 ms to 365 days, or unset for the upstream's default")
+	}
+	return &TaskOptions{TTL: d.Truncate(time.Millisecond)}, nil
+}
+
 // Task is an upstream task as a caller sees it.
 type Task struct {
 	mcpbridge.Task
@@ -252,24 +275,6 @@ func (tc *taskCore) newTask(b handleBody, t *mcpbridge.Task, handle string) *Tas
 	return &Task{Task: *t, Handle: handle, Tool: b.Tool}
 }
 
-// classifyTask maps the bridge's task errors; others are Classify's.
-func classifyTask(err error) *Error {
-	var nf *mcpbridge.TaskNotFoundError
-	switch {
-	case errors.As(err, &nf):
-		e := NewError(NotFound, ReasonTaskNotFound, err.Error(), nil)
-		if nf.SessionEnded {
-			e.Meta = map[string]string{"session_ended": "true"}
-		}
-		return e
-	case errors.Is(err, mcpbridge.ErrTaskNotFound):
-		return NewError(NotFound, ReasonTaskNotFound, err.Error(), nil)
-	case errors.Is(err, mcpbridge.ErrTasksUnsupported):
-		return NewError(FailedPrecondition, ReasonTasksUnsupported, err.Error(), nil)
-	}
-	return nil
-}
-
 // TaskOp is one operation on a task, moving through the operation engine.
 // Used by one goroutine; End must be called exactly once.
 type TaskOp struct {
@@ -310,9 +315,6 @@ func (t *TaskOp) Context() context.Context { return t.op.ctx }
 func (t *TaskOp) Fail(err error) *Error {
 	if err == nil {
 		return nil
-	}
-	if e := classifyTask(err); e != nil {
-		err = e
 	}
 	return t.op.fail(err)
 }

@@ -134,6 +134,7 @@ var callThroughTool = &mcp.Tool{
 var callThroughFields = func() core.Fields {
 	f := mcpFields
 	f.ArgumentsJSON = "arguments.arguments"
+	f.ToolName, f.ToolNameInArguments, f.ToolNameHint = "arguments.name", true, " (search_tools finds tools by what they do)"
 	return f
 }()
 
@@ -166,22 +167,6 @@ func callThrough(raw json.RawMessage) (string, string, *core.Error) {
 		return "", "", core.InvalidArguments(core.Violation("arguments.arguments", "must be an object"))
 	}
 	return *a.Name, args, nil
-}
-
-// throughFailure is a refusal of a call through call_tool in the terms of
-// call_tool's arguments: a name that is no tool (TOOL_NOT_FOUND, or a
-// malformed name) is the model's to fix, an isError result naming
-// arguments.name, as a bad argument of any tool is.
-func throughFailure(e *core.Error) *core.Error {
-	named := e.Code == core.InvalidArgument && len(e.Violations) > 0 && e.Violations[0].Field == "name"
-	if e.Reason != core.ReasonToolNotFound && !named {
-		return e
-	}
-	desc := e.Message
-	if named {
-		desc = e.Violations[0].Description
-	}
-	return core.InvalidArguments(core.Violation("arguments.name", desc+" (search_tools finds tools by what they do)"))
 }
 
 // foundTools are the tools each 2025-11-25 session's searches found, which
@@ -244,13 +229,6 @@ func (ft *foundTools) forget(ss *mcp.ServerSession) {
 	delete(ft.m, ss)
 }
 
-// len is the number of sessions with found tools (tests).
-func (ft *foundTools) len() int {
-	ft.mu.Lock()
-	defer ft.mu.Unlock()
-	return len(ft.m)
-}
-
 // reveal adds what a search of req's session found to that session's
 // list and, when that added a tool, sends the session (only it)
 // notifications/tools/list_changed, on the search's own response stream
@@ -295,11 +273,8 @@ func (f *Front) searchTools(ctx context.Context, req *mcp.CallToolRequest, raw j
 		}
 	}
 	hits, rev, e := f.c.SearchTools(ctx, core.SearchInput{Query: a.Query, Limit: a.Limit, Servers: a.Servers,
-		QueryField: "arguments.query", LimitField: "arguments.limit"}, mcpFields)
+		QueryField: "arguments.query", LimitField: "arguments.limit", ServersField: "arguments.servers", InArguments: true}, mcpFields)
 	if e != nil {
-		if e.Code == core.InvalidArgument || e.Reason == core.ReasonServerNotFound {
-			e.Reason = core.ReasonArgumentsInvalid
-		}
 		return mcpCallFailure(e)
 	}
 	f.reveal(ctx, req, hits)

@@ -1,10 +1,14 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -175,3 +179,51 @@ func TestFoundToolsBounded(t *testing.T) {
 		t.Errorf("after forgetting a: %d sessions", ft.len())
 	}
 }
+
+// len is the number of sessions with found tools.
+func (ft *foundTools) len() int {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return len(ft.m)
+}
+
+// TestCallThroughRefusalAudited: a call through call_tool of a tool that
+// does not exist is refused as call_tool's bad argument (an isError result,
+// ARGUMENTS_INVALID on arguments.name), and the core builds it so: the
+// audit line's outcome is what the caller got, not the TOOL_NOT_FOUND the
+// front door used to relabel after the line was written.
+func TestCallThroughRefusalAudited(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var audit bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return audit.Write(p)
+	}), nil))
+	f := newFixture(t, 1, core.AuthConfig{AuditLog: logger})
+	ctx, srv := serveFront(t, f.core, Options{ListenAddr: "127.0.0.1:0", Discovery: Discovery{Progressive: true}}, 0)
+	cs := connectFront(t, ctx, mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil), srv.URL, "", "2025-11-25")
+	bad, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: CallToolName, Arguments: map[string]any{"name": "mem__no_such_tool"}})
+	if err != nil || !bad.IsError {
+		t.Fatalf("call_tool of no tool: %v %+v, want an isError result", err, bad)
+	}
+	data, _ := json.Marshal(bad.Meta[ErrorMetaKey])
+	var e struct {
+		Code, Reason string
+		Fields       []string
+	}
+	if json.Unmarshal(data, &e) != nil || e.Code != "InvalidArgument" || e.Reason != core.ReasonArgumentsInvalid || !slices.Equal(e.Fields, []string{"arguments.name"}) {
+		t.Errorf("call_tool of no tool: error data %s, want InvalidArgument / ARGUMENTS_INVALID on arguments.name", data)
+	}
+	mu.Lock()
+	line := audit.String()
+	mu.Unlock()
+	if !strings.Contains(line, `msg="tool call"`) || !strings.Contains(line, "tool=mem__no_such_tool") || !strings.Contains(line, "outcome=InvalidArgument") {
+		t.Errorf("audit line %q, want the tool call with outcome=InvalidArgument (what the caller got)", line)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(p []byte) (int, error) { return w(p) }

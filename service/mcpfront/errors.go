@@ -42,7 +42,9 @@ func mcpCallFailure(e *core.Error) (*mcp.CallToolResult, error) {
 const ErrorMetaKey = "dev.toolsvc/error"
 
 // mcpError is the JSON-RPC error of e. Codes: -32002 for
-// RESOURCE_NOT_FOUND (the MCP spec's resource not found), InvalidParams
+// RESOURCE_NOT_FOUND (the MCP spec's resource not found), MethodNotFound
+// for METHOD_NOT_FOUND and -32020 for HEADER_MISMATCH (the codes the
+// specs give them), InvalidParams
 // for INVALID_ARGUMENT and other NOT_FOUNDs (the MCP spec's unknown tool
 // and unknown task: TASK_HANDLE_INVALID, TASK_NOT_FOUND) and for
 // TASK_NOT_YOURS (to the tasks specs, another's task is an unknown one),
@@ -58,6 +60,10 @@ func mcpError(e *core.Error) *jsonrpc.Error {
 	switch {
 	case e.Reason == core.ReasonResourceNotFound:
 		code = mcpCodeResourceNotFound
+	case e.Reason == core.ReasonMethodNotFound:
+		code = jsonrpc.CodeMethodNotFound
+	case e.Reason == core.ReasonHeaderMismatch:
+		code = codeHeaderMismatch
 	case e.Reason == core.ReasonTaskNotYours:
 		// The tasks specs' unknown task: another principal's task is not
 		// one of the caller's (data.reason tells toolsvc's clients).

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -161,7 +160,6 @@ type Front struct {
 	noPass bool
 
 	stop chan struct{}
-	done chan struct{}
 	once sync.Once
 }
 
@@ -192,7 +190,7 @@ func New(c *core.Core, o Options) *Front {
 	f := &Front{c: c, log: o.Logger, opts: o, busy: map[*mcp.ServerSession]int{}, views: newViews(), announced: newAnnouncements(),
 		hosts: newHostPolicy(o.ListenAddr, o.AllowedHosts, o.AllowedOrigins),
 		ids:   newSessionIDs(o.SessionKey),
-		stop:  make(chan struct{}), done: make(chan struct{})}
+		stop:  make(chan struct{})}
 	f.server = mcp.NewServer(frontImpl, &mcp.ServerOptions{
 		Logger: slog.New(quietUndelivered{o.Logger.Handler()}),
 		Capabilities: &mcp.ServerCapabilities{
@@ -337,9 +335,8 @@ func httpAuthContext(r *http.Request) context.Context {
 // when the catalog revision changes: at most one per burst of revisions
 // within the debounce; likewise resources/list_changed and
 // prompts/list_changed (runResources). It returns when ctx ends or Close
-// is called.
+// is called; whoever starts it joins it by waiting for that.
 func (f *Front) Run(ctx context.Context) {
-	defer close(f.done)
 	// Every principal's listing too: a principal's own list changes their
 	// view (views.go).
 	sub := f.c.SubscribeAllTools()
@@ -518,9 +515,6 @@ func (f *Front) callEnded(ss *mcp.ServerSession) {
 // ended, for go-sdk to write its response.
 const drainResponseGrace = 250 * time.Millisecond
 
-// Wait returns when Run has returned.
-func (f *Front) Wait() { <-f.done }
-
 // middleware answers tools/list and tools/call, the resource and prompt
 // lists, resources/read, prompts/get and completion/complete; everything
 // else is go-sdk's (resources/subscribe through the subscribe handler).
@@ -537,7 +531,7 @@ func (f *Front) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		defer func() {
 			if p := recover(); p != nil {
 				f.log.ErrorContext(ctx, "panic in MCP handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+				res, err = nil, mcpError(core.InternalFailure())
 			}
 		}()
 		return eraResult(req, res), nil // every result as its era has it (eras.go)
@@ -552,7 +546,7 @@ func (f *Front) answering(next mcp.MethodHandler) mcp.MethodHandler {
 		defer func() {
 			if p := recover(); p != nil {
 				f.log.ErrorContext(ctx, "panic in MCP handler", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+				err = mcpError(core.InternalFailure())
 			}
 		}()
 		// Every handler counts as busy, for Drain and for the session
@@ -741,13 +735,12 @@ func toolToMCP(t *core.Tool) *mcp.Tool {
 func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
 	p := req.Params
 	if p == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "params: required (name and arguments)"}
+		return nil, mcpError(core.InvalidField("params", "required (name and arguments)"))
 	}
 	in := core.CallInput{Name: p.Name, Size: len(p.Name) + len(p.Arguments), Fields: mcpFields}
 	if a := strings.TrimSpace(string(p.Arguments)); a != "" && a != "null" {
 		in.ArgumentsJSON = a
 	}
-	through := false // a call through call_tool (discovery.go)
 	if (p.Name == SearchToolName || p.Name == CallToolName) && f.opts.Discovery.Progressive {
 		actx, _, e := f.c.Authenticate(principalContext(ctx, req.GetExtra()))
 		if e != nil {
@@ -771,20 +764,18 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 				}
 				return res, err
 			}
-			in.Name, in.ArgumentsJSON, in.Fields, through = name, args, callThroughFields, true
+			// Its refusals of the name are built as call_tool's arguments
+			// (callThroughFields).
+			in.Name, in.ArgumentsJSON, in.Fields = name, args, callThroughFields
 		}
 	}
-	task, err := callTaskOptions(req)
-	if err != nil {
-		return nil, err
-	}
-	in.Task = task
+	in.Task, in.Invalid = callTaskOptions(req)
 	var created *core.Task
 	var pass []byte // the last round's result as the upstream sent it (passthrough.go)
 	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
 		func(input *core.InputOptions) (*mcp.CallToolResult, mcp.InputRequestMap, string, error) {
 			in.Input = input
-			res, t, b, err := f.callRound(ctx, req, in, through)
+			res, t, b, err := f.callRound(ctx, req, in)
 			created, pass = t, b
 			if err != nil || t != nil || !core.NeedsInput(res) {
 				return res, nil, "", err
@@ -936,10 +927,7 @@ func keepElicitContent(ctx context.Context, res mcp.Result) {
 // is the one the upstream created for it, if any (in.Task). pass is the
 // result to send as it is, when it needs no change (passthrough.go); res
 // is the decoded result all the same.
-//
-// through says the call came through call_tool, whose refusals of the
-// tool's name are the model's to fix (throughFailure).
-func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput, through bool) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
+func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core.CallInput) (_ *mcp.CallToolResult, _ *core.Task, pass []byte, _ error) {
 	pctx := principalContext(ctx, req.GetExtra())
 	var raws *core.RawResults
 	if in.Task == nil { // a task's answer is the core's (tasks.go)
@@ -970,9 +958,6 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 	}
 	c.End(fail, res != nil && res.IsError, size)
 	if fail != nil {
-		if through {
-			fail = throughFailure(fail)
-		}
 		if res, err = mcpCallFailure(fail); err != nil {
 			return nil, nil, nil, err
 		}

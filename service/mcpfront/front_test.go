@@ -143,11 +143,12 @@ func TestMCPFrontInProcess(t *testing.T) {
 	f := newFixture(t, 12, core.AuthConfig{})
 	front := New(f.core, Options{PageSize: 5, ListenAddr: "127.0.0.1:0"})
 	ctx, cancel := context.WithCancel(ctxT(t))
-	go front.Run(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); front.Run(ctx) }()
 	srv := httptest.NewServer(front.Handler())
 	t.Cleanup(func() {
 		cancel()
-		front.Wait()
+		<-ran
 		front.Close()
 		srv.Close()
 	})
@@ -270,11 +271,12 @@ func serveFront(t *testing.T, c *core.Core, opts Options, window time.Duration) 
 		front.announced.window = window
 	}
 	ctx, cancel := context.WithCancel(ctxT(t))
-	go front.Run(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); front.Run(ctx) }()
 	srv := httptest.NewServer(front.Handler())
 	t.Cleanup(func() {
 		cancel()
-		front.Wait()
+		<-ran
 		front.Close()
 		srv.Close()
 	})
@@ -449,11 +451,12 @@ func TestMCPFrontSubscriptionsEndWithSessions(t *testing.T) {
 	<-b.Ready()
 	front := New(core.New(b, core.Options{}), Options{ListenAddr: "127.0.0.1:0"})
 	ctx, cancel := context.WithCancel(ctxT(t))
-	go front.Run(ctx)
+	ran := make(chan struct{})
+	go func() { defer close(ran); front.Run(ctx) }()
 	srv := httptest.NewServer(front.Handler())
 	t.Cleanup(func() {
 		cancel()
-		front.Wait()
+		<-ran
 		front.Close()
 		srv.Close()
 	})

@@ -494,7 +494,6 @@ func (s *scanner) array(elem func() bool) bool {
 // Value kinds, by first byte.
 func (s *scanner) isString() bool { return s.peek() == '"' }
 func (s *scanner) isObject() bool { return s.peek() == '{' }
-func (s *scanner) isArray() bool  { return s.peek() == '[' }
 func (s *scanner) isBool() bool   { c := s.peek(); return c == 't' || c == 'f' }
 func (s *scanner) isNumber() bool { c := s.peek(); return c == '-' || (c >= '0' && c <= '9') }
 

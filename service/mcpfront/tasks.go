@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -114,8 +115,10 @@ func peekTaskRequest(w http.ResponseWriter, r *http.Request, body []byte, modern
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{
-			"code": codeHeaderMismatch, "message": fmt.Sprintf("header mismatch: the %s header names another task than params.taskId", mcpNameHeader)}})
+		e := mcpError(&core.Error{Code: core.InvalidArgument, Reason: core.ReasonHeaderMismatch,
+			Message:    fmt.Sprintf("header mismatch: the %s header names another task than params.taskId", mcpNameHeader),
+			Violations: []core.FieldViolation{core.Violation(mcpNameHeader, "not params.taskId")}})
+		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": e})
 		return false
 	}
 	return true
@@ -125,7 +128,11 @@ func peekTaskRequest(w http.ResponseWriter, r *http.Request, body []byte, modern
 // request's params.task (its ttl in milliseconds), or a 2026-07-28
 // request whose _meta clientCapabilities name the tasks extension. nil:
 // no task, the call runs normally.
-func callTaskOptions(req *mcp.CallToolRequest) (*core.TaskOptions, error) {
+//
+// A params.task that is malformed is the *core.Error of the one task.ttl
+// rule (core.TaskTTL), for BeginCall to refuse with (CallInput.Invalid),
+// as on gRPC.
+func callTaskOptions(req *mcp.CallToolRequest) (*core.TaskOptions, *core.Error) {
 	if req.ProtocolVersion() >= statelessEra {
 		if caps := req.ClientCapabilities(); caps != nil {
 			if _, ok := caps.Extensions[core.TasksExtension]; ok {
@@ -146,16 +153,16 @@ func callTaskOptions(req *mcp.CallToolRequest) (*core.TaskOptions, error) {
 		TTL *float64 `json:"ttl"`
 	}
 	if err := json.Unmarshal([]byte(raw), &t); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "task: must be an object {ttl?: milliseconds}"}
+		return nil, core.InvalidField("task", "must be an object {ttl?: milliseconds}")
 	}
-	o := &core.TaskOptions{}
-	if t.TTL != nil {
-		if *t.TTL <= 0 || *t.TTL > float64(365*24*time.Hour/time.Millisecond) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "task.ttl: must be a positive number of milliseconds"}
-		}
-		o.TTL = time.Duration(*t.TTL) * time.Millisecond
+	if t.TTL == nil {
+		return &core.TaskOptions{}, nil
 	}
-	return o, nil
+	ttl := time.Duration(math.MaxInt64) // saturated: one over the bound stays over it
+	if ms := *t.TTL; ms < float64(math.MaxInt64/int64(time.Millisecond)) {
+		ttl = time.Duration(ms * float64(time.Millisecond))
+	}
+	return core.TaskTTL(ttl)
 }
 
 // tasksOffered reports whether some upstream's current session runs tasks
@@ -355,7 +362,7 @@ func (f *Front) taskMethod(ctx context.Context, method string, req *mcp.ServerRe
 		if modern {
 			era = statelessEra + " tasks extension"
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("%s is not a method of %s", method, era)}
+		return nil, mcpError(core.NewError(core.Unimplemented, core.ReasonMethodNotFound, fmt.Sprintf("%s is not a method of %s", method, era), nil))
 	}
 	p := req.Params
 	if p == nil {
@@ -626,7 +633,7 @@ func taskRequestVersion(req *mcp.ServerRequest[*taskParams]) string {
 // notReached is the handler go-sdk holds for each tasks/* method, so that
 // it accepts them; the middleware answers them first.
 func notReached(context.Context, *mcp.ServerSession, *taskParams) (*jsonResult, error) {
-	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+	return nil, mcpError(core.InternalFailure())
 }
 
 // registerTaskMethods makes go-sdk accept the tasks/* methods (it refuses

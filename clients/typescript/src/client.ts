@@ -24,7 +24,6 @@ import {
   type ListTasksResponse,
   type UpdateTaskResponse,
   type CallToolStreamResponse,
-  type Content,
   type InputResponse,
   type ListServersResponse,
   type ListToolsResponse,
@@ -32,6 +31,7 @@ import {
   type Tool,
 } from "./gen/toolsvc/v1/toolsvc.js";
 import { fromError, namedAsGiven, notDispatched, ToolsvcError } from "./errors.js";
+import { ToolResult, type ClientInternals } from "./result.js";
 import { CatalogWatcher, Task, taskOf, waitTask, type TaskInternals, type WaitTaskOptions, type WatchOptions } from "./watch.js";
 import {
   capabilitiesOf,
@@ -192,49 +192,10 @@ export interface SearchResults {
  */
 export type ToolArguments = Record<string, unknown> | string;
 
-/** The result of a tool call. */
-export class ToolResult {
-  /** The unstructured result, in upstream order. */
-  readonly content: Content[];
-  /** The structured result, if the tool returned one. */
-  readonly structuredContent: { [key: string]: any } | undefined;
-  /** True when the tool itself reports failure: data for the model, not an error. */
-  readonly isError: boolean;
-  /** The result's _meta object, if any. */
-  readonly meta: { [key: string]: any } | undefined;
-  /** The message as received. */
-  readonly raw: CallToolResponse;
-
-  constructor(raw: CallToolResponse) {
-    this.raw = raw;
-    this.content = raw.content;
-    this.structuredContent = raw.structuredContent;
-    this.isError = raw.isError;
-    this.meta = raw.meta;
-  }
-
-  /** The text items of the content, one per line (images, audio and resources left out). */
-  get text(): string {
-    const out: string[] = [];
-    for (const c of this.content) {
-      if (c.content?.$case === "text") {
-        out.push(c.content.text.text);
-      }
-    }
-    return out.join("\n");
-  }
-}
-
 /** One message of {@link Client.callToolStream}: progress, then the result last. */
 export type ToolStreamEvent =
   | { type: "progress"; progress: number; total: number | undefined; message: string }
   | { type: "result"; result: ToolResult };
-
-/** What the watcher needs of a client. @internal */
-export interface ClientInternals {
-  readonly raw: ToolServiceClient;
-  metadata(): Metadata;
-}
 
 const defaultRetry = { maxAttempts: 4, initialBackoffMs: 100, maxBackoffMs: 1000 };
 

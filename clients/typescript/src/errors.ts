@@ -2,7 +2,6 @@ import { Metadata, status, type ServiceError } from "@grpc/grpc-js";
 import { Status } from "./gen/google/rpc/status.js";
 import { BadRequest, ErrorInfo, RetryInfo } from "./gen/google/rpc/error_details.js";
 import type { TaskError as TaskErrorMessage } from "./gen/toolsvc/v1/toolsvc.js";
-import type { Task } from "./watch.js";
 
 /** The google.rpc.ErrorInfo domain of every error toolsvc returns. */
 export const ERROR_DOMAIN = "toolsvc.dev";
@@ -214,34 +213,8 @@ function decodeDetails(st: Status, init: NonNullable<ConstructorParameters<typeo
   init.fieldViolations = violations;
 }
 
-/**
- * A task failed without a result: the upstream reported an error. The
- * code, reason and metadata are the ones the call would have failed with;
- * `task` is the ended task.
- */
-export class TaskFailedError extends ToolsvcError {
-  readonly task: Task;
-
-  constructor(task: Task, err: ToolsvcError) {
-    super(err.code, messageOf(err), { reason: err.reason, domain: err.domain, metadata: { ...err.metadata } });
-    this.name = "TaskFailedError";
-    this.task = task;
-  }
-}
-
-/** The task ended cancelled (by cancelTask, or the upstream): code CANCELLED, reason TASK_CANCELLED. */
-export class TaskCancelledError extends ToolsvcError {
-  readonly task: Task;
-
-  constructor(task: Task) {
-    super(status.CANCELLED, `task ${task.taskId} on ${task.server} was cancelled`, { reason: "TASK_CANCELLED" });
-    this.name = "TaskCancelledError";
-    this.task = task;
-  }
-}
-
-/** The message a ToolsvcError was made with (its `message` has the code and reason around it). */
-function messageOf(err: ToolsvcError): string {
+/** @internal The message a ToolsvcError was made with (its `message` has the code and reason around it). */
+export function messageOf(err: ToolsvcError): string {
   const head = `${status[err.code] ?? err.code}: `;
   const tail = err.reason ? ` (${err.reason})` : "";
   let m = err.message;

@@ -4,7 +4,6 @@
  */
 export {
   Client,
-  ToolResult,
   loadBalancingServiceConfig,
   type CallOptions,
   type CallToolOptions,
@@ -27,8 +26,6 @@ export {
 } from "./input.js";
 export {
   ToolsvcError,
-  TaskFailedError,
-  TaskCancelledError,
   notDispatched,
   fromError,
   ERROR_DOMAIN,
@@ -37,6 +34,8 @@ export {
 export {
   CatalogWatcher,
   Task,
+  TaskFailedError,
+  TaskCancelledError,
   type TaskStatusName,
   type WaitTaskOptions,
   type WatchEvent,
@@ -54,6 +53,7 @@ export {
   type ToolLike,
   type ToolsInput,
 } from "./llm.js";
+export { ToolResult } from "./result.js";
 export { status } from "@grpc/grpc-js";
 export type {
   Tool,

@@ -14,8 +14,8 @@ import {
   type WatchTaskResponse,
 } from "./gen/toolsvc/v1/toolsvc.js";
 import type { Duration } from "./gen/google/protobuf/duration.js";
-import { fromError, fromTaskError, TaskCancelledError, TaskFailedError, ToolsvcError } from "./errors.js";
-import { ToolResult, type ClientInternals } from "./client.js";
+import { fromError, fromTaskError, messageOf, ToolsvcError } from "./errors.js";
+import { ToolResult, type ClientInternals } from "./result.js";
 import { inputRequestOf, inputResponseOf, type InputHandler, type InputRequest } from "./input.js";
 
 /** What an event did to the local catalog. */
@@ -647,5 +647,31 @@ export async function waitTask(c: TaskInternals, handle: string, options: WaitTa
       const timer = setTimeout(done, d);
       signal?.addEventListener("abort", done, { once: true });
     });
+  }
+}
+
+/**
+ * A task failed without a result: the upstream reported an error. The
+ * code, reason and metadata are the ones the call would have failed with;
+ * `task` is the ended task.
+ */
+export class TaskFailedError extends ToolsvcError {
+  readonly task: Task;
+
+  constructor(task: Task, err: ToolsvcError) {
+    super(err.code, messageOf(err), { reason: err.reason, domain: err.domain, metadata: { ...err.metadata } });
+    this.name = "TaskFailedError";
+    this.task = task;
+  }
+}
+
+/** The task ended cancelled (by cancelTask, or the upstream): code CANCELLED, reason TASK_CANCELLED. */
+export class TaskCancelledError extends ToolsvcError {
+  readonly task: Task;
+
+  constructor(task: Task) {
+    super(status.CANCELLED, `task ${task.taskId} on ${task.server} was cancelled`, { reason: "TASK_CANCELLED" });
+    this.name = "TaskCancelledError";
+    this.task = task;
   }
 }

@@ -9,7 +9,7 @@ import { CatalogWatcher, ToolsvcError } from "../src/index.js";
 import { Tool, WatchCatalogResponse, type WatchCatalogRequest, type ToolServiceClient } from "../src/gen/toolsvc/v1/toolsvc.js";
 import { Status } from "../src/gen/google/rpc/status.js";
 import { ErrorInfo, RetryInfo } from "../src/gen/google/rpc/error_details.js";
-import type { ClientInternals } from "../src/client.js";
+import type { ClientInternals } from "../src/result.js";
 
 const rev = (n: number) => n.toString(16).padStart(32, "0");
 const tool = (name: string) => Tool.fromPartial({ name, schemaHash: "h" + name });
