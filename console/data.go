@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/toolsvc/toolsvc/service/core"
@@ -182,41 +181,37 @@ func (cs *Console) search(c *caller, r *http.Request) (any, *core.Error) {
 }
 
 // upstreamAction reconnects or refreshes an upstream: an operator's
-// action, as AdminService's ReconnectServer and RefreshServer.
+// action, the same operation of the core as AdminService's ReconnectServer
+// and RefreshServer (authorized here, rate-limited, one audit line).
 func (cs *Console) upstreamAction(c *caller, r *http.Request) (any, *core.Error) {
 	if e := cs.checkCSRF(c, r); e != nil {
 		return nil, e
 	}
-	if !c.admin {
-		return nil, core.NewError(core.PermissionDenied, core.ReasonPermissionDenied,
-			fmt.Sprintf("principal %q may not reconnect or refresh upstreams (auth.admins)", c.p.Name), map[string]string{"principal": c.p.Name})
-	}
 	name, action := r.PathValue("name"), r.PathValue("action")
-	b := cs.c
-	if !slices.ContainsFunc(b.Servers(), func(s core.ServerStatus) bool { return s.Name == name }) {
-		return nil, core.NewError(core.NotFound, core.ReasonServerNotFound, fmt.Sprintf("no configured upstream %q", clip(name, 64)), nil)
-	}
-	var err error
+	kind, do := core.OpAdminReconnect, cs.c.Reconnect
 	switch action {
 	case "reconnect":
-		_, err = b.Reconnect(c.ctx, name)
 	case "refresh":
-		_, err = b.Refresh(c.ctx, name)
+		kind, do = core.OpAdminRefresh, cs.c.Refresh
 	default:
 		return nil, fieldError("action", "one of reconnect, refresh")
 	}
-	// AdminService's actions write no audit line of the core yet (the
-	// engine's are per operation kind); the console logs its own.
-	cs.log.Info("console action", "action", action, "server", name, "principal", c.p.Name, "error", errText(err))
-	if err != nil {
-		return nil, core.Classify(err, core.ClassifyOptions{})
+	op, err := cs.c.BeginAdmin(c.ctx, kind, name)
+	if err == nil {
+		var refusal *core.Error
+		if !c.admin {
+			refusal = core.NewError(core.PermissionDenied, core.ReasonPermissionDenied,
+				fmt.Sprintf("principal %q may not reconnect or refresh upstreams (auth.admins)", c.p.Name), map[string]string{"principal": c.p.Name})
+		}
+		err = op.Admit(refusal)
+	}
+	if err == nil {
+		_, err = do(op.Context(), name)
+	}
+	fail := op.Fail(err)
+	op.End(fail)
+	if fail != nil {
+		return nil, fail
 	}
 	return map[string]string{"server": name, "action": action}, nil
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
