@@ -152,6 +152,11 @@ type Catalog struct {
 	exposed map[string]*exposedServer
 	index   map[string]*Tool
 	seq     uint64 // numbers the snapshots built (Snapshot.seq)
+	// pending are the servers whose entries changed since the last
+	// publish; flushMu serialises publishing (flush), and is taken before
+	// mu.
+	pending []string
+	flushMu sync.Mutex
 }
 
 type serverEntry struct {
@@ -222,8 +227,9 @@ func (c *Catalog) SetServerTasks(server, prefix string, tools []*mcp.Tool, taskS
 			continue
 		}
 		c.servers[server] = &serverEntry{prefix: prefix, tools: entries, warnings: warnings, available: available}
-		c.publish(c.rebuildLocked(server))
+		c.changedLocked(server)
 		c.mu.Unlock()
+		c.flush()
 		return len(entries), nil
 	}
 }
@@ -259,9 +265,9 @@ func reusable(e *serverEntry, prefix string) map[string]*Tool {
 // snapshot only if something changed.
 func (c *Catalog) SetAvailable(server string, available bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e, ok := c.servers[server]
 	if !ok || e.available == available {
+		c.mu.Unlock()
 		return
 	}
 	tools := make([]*Tool, len(e.tools))
@@ -272,80 +278,75 @@ func (c *Catalog) SetAvailable(server string, available bool) {
 		tools[i] = &nt
 	}
 	c.servers[server] = &serverEntry{prefix: e.prefix, tools: tools, warnings: e.warnings, available: available}
-	c.publish(c.rebuildLocked(server))
+	c.changedLocked(server)
+	c.mu.Unlock()
+	c.flush()
 }
 
 // RemoveServer drops a server's tools.
 func (c *Catalog) RemoveServer(server string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if _, ok := c.servers[server]; !ok {
+		c.mu.Unlock()
 		return
 	}
 	delete(c.servers, server)
-	c.publish(c.rebuildLocked(server))
+	c.changedLocked(server)
+	c.mu.Unlock()
+	c.flush()
 }
 
-// rebuildLocked is the snapshot that follows the current one once server's
-// entry changed (c.servers[server], absent when removed). Exposed names
-// that collide across servers (possible only through sanitising) are
-// resolved so that a name keeps meaning the tool it meant: a tool keeps the
-// name it had in the current snapshot (unless its server's names prefix
-// changed since); a newcomer whose name another server's tool holds gets a
-// stable hash suffix and a warning. Only server's entries are visited, and
-// the other servers' parts are reused as they are.
-func (c *Catalog) rebuildLocked(server string) *Snapshot {
-	old := c.exposed[server]
-	var oldTools []*Tool
-	held := map[string]string{} // original name -> exposed name, when the prefix did not change
-	e := c.servers[server]
-	if old != nil {
-		oldTools = old.tools
-		for _, t := range old.tools {
-			delete(c.index, t.Name)
-			if e != nil && old.prefix == e.prefix {
-				held[t.OriginalName] = t.Name
-			}
-		}
+// changedLocked records that server's entry changed (c.mu held).
+func (c *Catalog) changedLocked(server string) {
+	if !slices.Contains(c.pending, server) {
+		c.pending = append(c.pending, server)
 	}
-	var tools []*Tool
-	var warnings []string
-	if e != nil {
-		warnings = append(warnings, e.warnings...)
-		tools = make([]*Tool, 0, len(e.tools))
-		var newcomers []*Tool
-		for _, t := range e.tools {
-			name, ok := held[t.OriginalName]
-			if !ok {
-				newcomers = append(newcomers, t)
-				continue
-			}
-			t = renamed(t, name)
-			c.index[t.Name] = t
-			tools = append(tools, t)
-		}
-		for _, t := range newcomers {
-			if other, taken := c.index[t.Name]; taken {
-				nt := renamed(t, uniqueName(c.index, withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName))))
-				warnings = append(warnings, fmt.Sprintf(
-					"tool %q would be exposed as %q, already used by server %q; exposed as %q", t.OriginalName, t.Name, other.Server, nt.Name))
-				t = nt
-			}
-			c.index[t.Name] = t
-			tools = append(tools, t)
-		}
-		slices.SortFunc(tools, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
-		c.exposed[server] = &exposedServer{prefix: e.prefix, tools: tools, digest: serverDigest(tools)}
-		c.warnings[server] = warnings
-	} else {
-		delete(c.exposed, server)
-		delete(c.warnings, server)
+}
+
+// flush publishes every change recorded so far in one snapshot. Writers
+// that change servers at once (a refresh storm of many upstreams) share
+// snapshots: each records its change and then flushes; the first to get
+// flushMu publishes every change recorded by then, and the others find
+// theirs published when they get it. A writer therefore returns once its
+// change is visible, as when each published its own, and a storm makes as
+// few snapshots (and as few events for watchers) as its writers overlap.
+func (c *Catalog) flush() {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		return
 	}
+	servers := c.pending
+	c.pending = nil
+	c.publish(c.rebuildLocked(servers))
+}
+
+// rebuildLocked is the snapshot that follows the current one once the
+// entries of servers changed (c.servers[server], absent when removed).
+// Exposed names that collide across servers (possible only through
+// sanitising) are resolved so that a name keeps meaning the tool it meant:
+// a tool keeps the name it had in the current snapshot (unless its
+// server's names prefix changed since); a newcomer whose name another
+// server's tool holds gets a stable hash suffix and a warning (servers
+// changed together are named in order of server name). Only the changed
+// servers' entries are visited; the others' parts are reused as they are.
+func (c *Catalog) rebuildLocked(servers []string) *Snapshot {
+	slices.Sort(servers)
+	var out, in []*Tool
+	for _, server := range servers {
+		o, i := c.renameLocked(server)
+		out, in = append(out, o...), append(in, i...)
+	}
+	byName := func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) }
+	slices.SortFunc(out, byName)
+	slices.SortFunc(in, byName)
 
 	cur := c.cur.Load()
-	all := splice(cur.Tools, oldTools, tools)
-	added, removed := changedBytes(oldTools, tools)
-	up, rm := DiffTools(oldTools, tools)
+	all := splice(cur.Tools, out, in)
+	added, removed := changedBytes(out, in)
+	up, rm := DiffTools(out, in)
 	c.seq++
 	return &Snapshot{
 		Revision: c.revisionLocked(),
@@ -358,6 +359,57 @@ func (c *Catalog) rebuildLocked(server string) *Snapshot {
 		bytes:    cur.bytes - snapshotOverhead(cap(cur.Tools)) + snapshotOverhead(cap(all)) + added - removed,
 		delta:    &delta{upserted: up, removed: rm},
 	}
+}
+
+// renameLocked names server's entries against the other servers' (the
+// index) and records its part of the next snapshot; it returns the
+// entries the current snapshot exposes for server and those the next
+// will, each sorted by name.
+func (c *Catalog) renameLocked(server string) (out, in []*Tool) {
+	old := c.exposed[server]
+	held := map[string]string{} // original name -> exposed name, when the prefix did not change
+	e := c.servers[server]
+	if old != nil {
+		out = old.tools
+		for _, t := range old.tools {
+			delete(c.index, t.Name)
+			if e != nil && old.prefix == e.prefix {
+				held[t.OriginalName] = t.Name
+			}
+		}
+	}
+	if e == nil {
+		delete(c.exposed, server)
+		delete(c.warnings, server)
+		return out, nil
+	}
+	warnings := slices.Clone(e.warnings)
+	tools := make([]*Tool, 0, len(e.tools))
+	var newcomers []*Tool
+	for _, t := range e.tools {
+		name, ok := held[t.OriginalName]
+		if !ok {
+			newcomers = append(newcomers, t)
+			continue
+		}
+		t = renamed(t, name)
+		c.index[t.Name] = t
+		tools = append(tools, t)
+	}
+	for _, t := range newcomers {
+		if other, taken := c.index[t.Name]; taken {
+			nt := renamed(t, uniqueName(c.index, withSuffix(t.Name, stableHash(hashSuffixLen, t.Server, t.OriginalName))))
+			warnings = append(warnings, fmt.Sprintf(
+				"tool %q would be exposed as %q, already used by server %q; exposed as %q", t.OriginalName, t.Name, other.Server, nt.Name))
+			t = nt
+		}
+		c.index[t.Name] = t
+		tools = append(tools, t)
+	}
+	slices.SortFunc(tools, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+	c.exposed[server] = &exposedServer{prefix: e.prefix, tools: tools, digest: serverDigest(tools)}
+	c.warnings[server] = warnings
+	return out, tools
 }
 
 // renamed is t exposed as name (t itself when that is its name).

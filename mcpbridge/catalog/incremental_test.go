@@ -187,3 +187,46 @@ func BenchmarkOneServerChange(b *testing.B) {
 		})
 	}
 }
+
+// TestConcurrentWritersSeeTheirChange: writers changing different servers
+// at once share snapshots (flush), yet each returns only once its change
+// is in the current snapshot, and the catalog ends whole: every server's
+// last listing, the revision of the whole list.
+func TestConcurrentWritersSeeTheirChange(t *testing.T) {
+	t.Parallel()
+	c := NewCatalog()
+	const writers, rounds = 8, 40
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			server := fmt.Sprintf("s%d", w)
+			for r := range rounds {
+				descr := fmt.Sprintf("round %d", r)
+				tools := []*mcp.Tool{{Name: "a", Description: descr}, {Name: fmt.Sprintf("b%d", r%3)}}
+				if _, err := c.SetServer(server, server, tools, true); err != nil {
+					errs <- err
+					return
+				}
+				if got, ok := c.Current().Lookup(server + "__a"); !ok || got.Description != descr {
+					errs <- fmt.Errorf("%s returned before its round %d was published (current: %v)", server, r, got)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := c.Current()
+	if len(s.Tools) != 2*writers || s.Revision != Revision(s.Tools) {
+		t.Fatalf("%d tools (want %d), revision %s against the whole list's %s", len(s.Tools), 2*writers, s.Revision, Revision(s.Tools))
+	}
+	for w := range writers {
+		if got, _ := s.Lookup(fmt.Sprintf("s%d__a", w)); got == nil || got.Description != fmt.Sprintf("round %d", rounds-1) {
+			t.Fatalf("s%d__a = %v, want its last round", w, got)
+		}
+	}
+}
