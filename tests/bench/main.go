@@ -198,7 +198,7 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("node agent: %w", err)
 	}
 	if skipped["front"] {
-		r.skip("front_peer_added_ratio", "-skip front")
+		r.skipMany([]string{"front_peer_added_ratio", "front_2026_peer_added_ratio", "front_no_caps_peer_added_ratio"}, "front_peer_added_ratio", "-skip front")
 	} else if err := benchFront(ctx, e, r); err != nil {
 		return fmt.Errorf("MCP front door: %w", err)
 	}
