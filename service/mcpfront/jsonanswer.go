@@ -104,8 +104,8 @@ func (f *Front) answerJSON(r *http.Request, body []byte, modern bool, e *frontSe
 // upstreamCannotAsk reports whether the tool of the shared catalog named
 // name is of an upstream whose requests for input never reach callers.
 func (f *Front) upstreamCannotAsk(name string) bool {
-	t, ok := f.c.Bridge().Catalog().Current().Lookup(name)
-	return ok && !f.c.Bridge().AsksCallers(t.Server)
+	asks, known := f.c.ToolCanAsk(name)
+	return known && !asks
 }
 
 // asked is what the client of e declared at initialize and whether it
