@@ -583,6 +583,12 @@ func (f *Front) answering(next mcp.MethodHandler) mcp.MethodHandler {
 			return f.getPrompt(ctx, req.(*mcp.GetPromptRequest))
 		case "completion/complete":
 			return f.complete(ctx, req.(*mcp.CompleteRequest))
+		case "logging/setLevel":
+			res, err := next(ctx, method, req)
+			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil {
+				f.sessions.setLogs(ss) // its calls stream from now on (answerJSON)
+			}
+			return res, err
 		case "resources/subscribe", "resources/unsubscribe":
 			// The subscribe handler authenticates the request's principal.
 			return next(principalContext(ctx, req.GetExtra()), method, req)

@@ -120,7 +120,7 @@ func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		return // a tools/call's params.task, a tasks/* request's Mcp-Name (tasks.go)
 	}
 	if modern {
-		f.stateless.ServeHTTP(w, r)
+		f.stateless.ServeHTTP(w, f.answerJSON(r, body, true, nil))
 		return
 	}
 	principal := requestPrincipal(r)
@@ -128,7 +128,7 @@ func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !bytes.Contains(body, []byte(`"initialize"`)) {
 			// A request outside any session: go-sdk's stateless handler
 			// answers it with a session of default state.
-			f.stateless.ServeHTTP(w, r)
+			f.stateless.ServeHTTP(w, f.answerJSON(r, body, false, nil))
 			return
 		}
 		f.newSessions.Lock()
@@ -180,7 +180,7 @@ func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	f.stateful.ServeHTTP(w, r)
+	f.stateful.ServeHTTP(w, f.answerJSON(r, body, false, e))
 }
 
 // readBody reads a POST's body, bounded in size and time; false when it
@@ -304,6 +304,7 @@ type frontSession struct {
 	id, principal string
 	ss            *mcp.ServerSession // nil until its initialize succeeds
 	inflight      int                // its HTTP requests being served
+	logs          bool               // its client set a log level (answerJSON)
 	idleSince     time.Time
 	timer         *time.Timer   // closes it after SessionTimeout idle
 	gone          chan struct{} // closed once its session has closed, after it left the table

@@ -49,7 +49,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, front, tasks, peruser (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, fleet, front, tasks, peruser (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 	directSDK   = flag.String("direct-sdk", "patched", "the go-sdk the direct client and the upstream are built with: patched (this module's, as toolsvc's) or stock (v1.8.0 as released, what the SDK's users have: the bench rebuilds itself with it and runs that build)")
 )
@@ -194,11 +194,16 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("storm into a sink: %w", err)
 		}
 	}
+	if skipped["fleet"] {
+		r.skipMany(fleetFigures, "fleet", "-skip fleet")
+	} else if err := benchFleet(ctx, e, r); err != nil {
+		return fmt.Errorf("fleet of HTTP upstreams: %w", err)
+	}
 	if err := benchNodeAgent(ctx, e, r, skipped["node"]); err != nil {
 		return fmt.Errorf("node agent: %w", err)
 	}
 	if skipped["front"] {
-		r.skip("front_peer_added_ratio", "-skip front")
+		r.skipMany([]string{"front_peer_added_ratio", "front_2026_peer_added_ratio", "front_no_caps_peer_added_ratio"}, "front_peer_added_ratio", "-skip front")
 	} else if err := benchFront(ctx, e, r); err != nil {
 		return fmt.Errorf("MCP front door: %w", err)
 	}

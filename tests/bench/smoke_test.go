@@ -28,6 +28,7 @@ var figures = []string{
 	"front_peer_added_ratio",
 	"continuation_ratio_parked", "continuation_ratio_relayed",
 	"peruser_session_create_p50_ms", "peruser_idle_session_kib",
+	"fleet_listed_ms", "fleet_heap_kib_per_upstream", "fleet_goroutines_per_upstream", "fleet_relisted_ms", "fleet_quiet_p99_ratio",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:
@@ -44,7 +45,7 @@ func TestSmoke(t *testing.T) {
 	}
 	cmd := exec.Command(exe, "-calls", "50", "-rounds", "1", "-warmup", "10", "-callers", "4", "-conc-calls", "100",
 		"-peers=false", "-catalog-upstreams", "2", "-catalog-tools", "20", "-list-reps", "1",
-		"-storm", "50", "-storm-baseline-calls", "50",
+		"-storm", "50", "-storm-baseline-calls", "50", "-fleet-upstreams", "5", "-fleet-tools", "3", "-fleet-calls", "20",
 		"-py-calls", "20", "-py-conc-calls", "40", "-py-warmup", "5", "-interactive-calls", "20", "-peruser-principals", "10",
 		"-watch-args", "-watchers 20 -conns 2 -tools 5 -storm-watchers 5 -storm-for 500ms -rounds 2",
 		"-watch-replicas-args", "-watchers 30 -conns 3 -replicas 3 -client h2 -tools 5 -storm-for 0 -rounds 2")

@@ -8,6 +8,8 @@
 //	upstream -mode stdio [-tools N]
 //	upstream -mode http  [-tools N] -addr 127.0.0.1:0   (prints "URL http://…/mcp")
 //	upstream -mode grpc  -addr 127.0.0.1:0             (prints "ADDR host:port")
+//	upstream -mode http  -servers N [-tools N]          (N servers at /mcp/0 … /mcp/N-1; POST /changed
+//	                                                    adds a tool to every one of them at once)
 package main
 
 import (
@@ -19,6 +21,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,6 +69,7 @@ func main() {
 	mode := flag.String("mode", "stdio", "stdio, http or grpc")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address for -mode http and grpc")
 	tools := flag.Int("tools", 0, "generated tools besides echo")
+	fleet := flag.Int("servers", 0, "with -mode http: serve this many servers, at /mcp/0 … /mcp/N-1, and POST /changed (0: one server at /mcp)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("upstream: ")
@@ -81,7 +87,11 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)}
+		var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+		if *fleet > 0 {
+			handler = fleetHandler(*fleet, *tools)
+		}
+		hs := &http.Server{Handler: handler}
 		fmt.Printf("URL http://%s/mcp\n", lis.Addr())
 		go func() {
 			<-ctx.Done()
@@ -108,4 +118,36 @@ func main() {
 	default:
 		log.Fatalf("unknown -mode %q", *mode)
 	}
+}
+
+// fleetHandler serves n servers of tools generated tools each (besides
+// echo) at /mcp/<i>, for the bench's fleet phase: one process stands for
+// n HTTP upstreams. POST /changed adds one tool to every server at once,
+// so each announces tools/list_changed to its sessions together.
+func fleetHandler(n, tools int) http.Handler {
+	servers := make([]*mcp.Server, n)
+	for i := range servers {
+		servers[i] = newServer(tools)
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		i, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/mcp/"))
+		if err != nil || i < 0 || i >= n {
+			return nil // go-sdk answers 400
+		}
+		return servers[i]
+	}, nil)
+	var changes atomic.Int64
+	mux := http.NewServeMux()
+	mux.Handle("/mcp/", mcpHandler)
+	mux.HandleFunc("POST /changed", func(w http.ResponseWriter, _ *http.Request) {
+		name := fmt.Sprintf("changed_%d", changes.Add(1))
+		for _, s := range servers {
+			s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " ok"}}}, nil
+				})
+		}
+		fmt.Fprintln(w, name)
+	})
+	return mux
 }

@@ -999,6 +999,11 @@ type stream struct {
 	// the duration of the subscription, and act as the target for
 	// out-of-band notifications routed through this connection.
 	isListen bool
+
+	// jsonOnly: the stream answers with application/json, chosen for this
+	// request (RespondWithJSON) or for every one (JSONResponse); set before
+	// the stream is registered, never changed (toolsvc patch).
+	jsonOnly bool
 }
 
 // close sends a 'close' event to the client (if protocolVersion >= 2025-11-25
@@ -1190,6 +1195,24 @@ type idContextKey struct{}
 // protocolVersionContextKey stores the protocol version extracted from the
 // MCP-Protocol-Version HTTP header for use by lower layers.
 type protocolVersionContextKey struct{}
+
+type jsonResponseContextKey struct{}
+
+// RespondWithJSON returns a context for an HTTP request to a
+// [StreamableHTTPHandler] that makes the handler answer that POST with one
+// application/json response instead of an event stream, as JSONResponse
+// does for every request: for a caller that knows the request's handler
+// will send nothing related to it before its response. Anything it sends
+// all the same goes to the standalone stream, as with JSONResponse. A
+// subscriptions/listen request is always streamed. (toolsvc patch)
+func RespondWithJSON(ctx context.Context) context.Context {
+	return context.WithValue(ctx, jsonResponseContextKey{}, true)
+}
+
+func jsonResponseRequested(ctx context.Context) bool {
+	v, _ := ctx.Value(jsonResponseContextKey{}).(bool)
+	return v
+}
 
 // protocolVersionFromContext returns the protocol version from the context, or
 // the empty string if not set. An empty string means the version is unknown
@@ -1680,7 +1703,8 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 	// client cancels, and the server pushes notifications on it as they occur.
 	// Force SSE mode (bypassing JSONResponse) so the buffered application/json
 	// path doesn't deadlock waiting for a completion that won't come.
-	useSSE := !c.jsonResponse || isSubscriptionsListen
+	useSSE := !(c.jsonResponse || jsonResponseRequested(req.Context())) || isSubscriptionsListen
+	stream.jsonOnly = !useSSE
 
 	// Set response headers. Accept was checked in [StreamableHTTPHandler].
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
@@ -1862,7 +1886,14 @@ func (c *streamableServerConn) Write(ctx context.Context, msg jsonrpc.Message) e
 		if streamID, ok := c.requestStreams[relatedRequest]; ok {
 			s = c.streams[streamID]
 		}
-	} else {
+		// A stream answered as application/json for its request alone
+		// (RespondWithJSON) takes its responses only; the rest goes out of
+		// band, as with JSONResponse (toolsvc patch).
+		if s != nil && s.jsonOnly && !responseTo.IsValid() {
+			s, relatedRequest = nil, jsonrpc.ID{}
+		}
+	}
+	if !relatedRequest.IsValid() {
 		// In stateless mode there will always be only one stream per connection.
 		// If that stream was open to listen for subscription notifications,
 		// automatically select as the one to write the notification to.

@@ -1,0 +1,131 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestPlainCall: which request bodies the JSON rule looks at further (a
+// tools/call with an ID, no progress token, no task) and which it leaves
+// to the event stream at once.
+func TestPlainCall(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","arguments":{"text":"hi"}}}`, true},
+		{` {"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"s__echo","_meta":{"progressToken":null}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","_meta":{"progressToken":"t"}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","_meta":{"progressToken":0}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","task":{"ttl":1000}}}`, false},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"s__echo"}}`, false},           // no ID: a notification
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"s__echo"}}`, false}, // null ID
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, false},                                // no params
+		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo"}}]`, false},  // a batch
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"tools/call"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`, false}, // cut short
+	} {
+		if got := plainCall([]byte(tc.body)) != nil; got != tc.want {
+			t.Errorf("plainCall(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestGoSDKRespondWithJSON pins the go-sdk patch answerJSON relies on: a
+// POST whose context carries RespondWithJSON is answered with one
+// application/json response (not a JSON array), and a notification its
+// handler sends all the same reaches the client on the standalone stream;
+// a POST without it is answered with an event stream, as before.
+func TestGoSDKRespondWithJSON(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "json", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "progress", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1}); err != nil {
+					return nil, err
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Json") != "" {
+			r = r.WithContext(mcp.RespondWithJSON(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+
+	var mu sync.Mutex
+	types := map[string]string{} // by X-Json
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		call := false
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				return nil, err
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			call = bytes.Contains(body, []byte(`"tools/call"`))
+		}
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		if err == nil && call {
+			mu.Lock()
+			types[r.Header.Get("X-Json")] = resp.Header.Get("Content-Type")
+			mu.Unlock()
+		}
+		return resp, err
+	})
+	progress := make(chan float64, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progress <- r.Params.Progress },
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, json := range []string{"", "1"} {
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if json != "" {
+				r.Header.Set("X-Json", json)
+			}
+			return rt(r)
+		})}
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &mcp.CallToolParams{Name: "progress"}
+		p.SetProgressToken("tok")
+		res, err := cs.CallTool(ctx, p)
+		if err != nil || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "done" {
+			t.Fatalf("X-Json %q: call = %+v, %v", json, res, err)
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			t.Fatalf("X-Json %q: no progress notification", json)
+		}
+		_ = cs.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := types[""]; !strings.HasPrefix(got, "text/event-stream") {
+		t.Errorf("without RespondWithJSON: Content-Type %q, want text/event-stream", got)
+	}
+	if got := types["1"]; !strings.HasPrefix(got, "application/json") {
+		t.Errorf("with RespondWithJSON: Content-Type %q, want application/json", got)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
