@@ -492,7 +492,7 @@ func (b *Bridge) taskRequest(ctx context.Context, ref TaskRef, method string, p 
 	// Decided without a request where the session tells: no request, no
 	// verdict for the breaker. (Checked again on the session the request
 	// gets, which may be a newer one.)
-	if s := u.sess.Load(); s != nil && !s.isDead() {
+	if s := u.source.current(ctx); s != nil {
 		if err := s.tasks.reach(ref); err != nil {
 			return nil, err
 		}
