@@ -1,10 +1,15 @@
 // Package mcpbridge holds sessions to upstream MCP servers, merges their
-// tools into one namespaced catalog, keeps it fresh, and dispatches calls.
+// tools into one namespaced catalog (mcpbridge/catalog), keeps it fresh,
+// and dispatches calls, reads, prompts, completions, subscriptions and
+// tasks on one request path (request.go).
 //
 // Ownership:
 //
 //	Bridge ──owns──▶ upstream (one supervisor goroutine per server)
-//	                   └─▶ session (one at a time: ClientSession + refresher)
+//	                   └─▶ session source: the session for this request (sessionsource.go)
+//	                         ├─ sharedSession: one session at a time (ClientSession + refresher)
+//	                         └─ principalSessions (per-user credentials): a session per
+//	                            principal, bounded, closed when idle, one relister (peruser.go)
 //	Bridge ──owns──▶ Catalog (immutable Snapshots, swapped atomically)
 //
 // Guarantees:
@@ -14,9 +19,10 @@
 //     new catalog snapshot. A push during a listing causes exactly one more.
 //   - A call resolves its exposed name once, through the current snapshot
 //     (never by parsing the name), into a Target; the front door checks that
-//     entry and Call dispatches that same entry on the upstream's current
-//     session with the caller's context, so cancellation reaches the
-//     upstream.
+//     entry and Call dispatches that same entry on the session the
+//     upstream's source gives the request, with the caller's context, so
+//     cancellation reaches the upstream. Nothing on the request path asks
+//     whether the upstream's credentials are shared or per-user.
 //   - Close cancels everything the bridge started and waits for it.
 //
 // The package never imports gRPC or generated code: the service package maps

@@ -99,7 +99,7 @@ func (b *Bridge) Complete(ctx context.Context, c Completion) (*mcp.CompleteResul
 	// Decided before the request path, as for subscriptions: a request
 	// that sends nothing is no verdict for the breaker, and takes no slot
 	// of the upstream's concurrency limit.
-	if s := u.sess.Load(); s != nil && !s.isDead() && !s.canComplete() {
+	if s := u.source.current(ctx); s != nil && !s.canComplete() {
 		return noCompletions(), nil
 	}
 	var res *mcp.CompleteResult

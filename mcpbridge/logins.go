@@ -87,10 +87,7 @@ func (b *Bridge) userSources() map[string]*userSource {
 	defer b.mu.RUnlock()
 	out := map[string]*userSource{}
 	for name, u := range b.ups {
-		if u.pu == nil {
-			continue
-		}
-		if s, ok := u.pu.src.(*userSource); ok && s.ut != nil {
+		if s, ok := u.source.credentials().(*userSource); ok && s.ut != nil {
 			out[name] = s
 		}
 	}
@@ -140,8 +137,8 @@ func (b *Bridge) Logout(ctx context.Context, principal, server string) error {
 		return fmt.Errorf("logout of server %q: %w", server, ErrNotUserOAuth)
 	}
 	err := s.ut.Logout(ctx, principal)
-	if u, uerr := b.upstream(server); uerr == nil && u.pu != nil {
-		u.pu.table.closeIdleOf(principal) // nothing more is sent with the old token
+	if u, uerr := b.upstream(server); uerr == nil {
+		u.source.loggedOut(principal) // nothing more is sent with the old token
 	}
 	if err != nil {
 		return s.failure(ctx, err)

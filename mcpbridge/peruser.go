@@ -13,14 +13,16 @@ import (
 )
 
 // Per-principal upstreams (docs/credentials.md, modes tokenExchange,
-// userOAuth and passthrough): the supervisor owns no session of its own but
-// a sessionTable of sessions by principal. Each session is today's
-// *session (same transport stack, connect, teardown) whose HTTP requests
-// carry the principal's own bearer token, from the upstream's
-// credentialSource (sessionAuth): an exchanged token, the principal's
-// stored login, or the caller's own JWT. The first session to connect
-// lists the tools and publishes them to the shared catalog; the others
-// list nothing.
+// userOAuth and passthrough): the upstream's session source
+// (sessionsource.go) is a principalSessions, a sessionTable of sessions by
+// principal, and the upstream has no shared session. Each session is a
+// *session like any other (same transport stack, connect, teardown) whose
+// HTTP requests carry the principal's own bearer token, from the
+// upstream's credentialSource (authorize): an exchanged token, the
+// principal's stored login, or the caller's own JWT. The first session to
+// connect lists the tools and publishes them to the shared catalog; the
+// others list nothing (unless the tools are listed per principal:
+// privaterelist.go).
 
 // CodeNoSubjectToken is CredentialsError.Code for a caller that presented
 // no token to exchange (not authenticated by a JWT).
@@ -97,8 +99,10 @@ func sessionPrincipalOf(ctx context.Context) string {
 // without go-sdk's standalone GET stream (newSession reads it).
 type sessionNoStreamKey struct{}
 
-// principalSessions is a per-user upstream's state.
+// principalSessions is a per-user upstream's session source
+// (sessionsource.go): a session per principal.
 type principalSessions struct {
+	u     *upstream
 	table *sessionTable[*session]
 	src   credentialSource
 	// subjects holds the latest subject token of each principal with a
@@ -177,10 +181,10 @@ func (pu *principalSessions) stopListening(s *session) {
 	}
 }
 
-// newPrincipalSessions sets a per-user upstream up (newUpstream).
-func (u *upstream) newPrincipalSessions() {
+// newPrincipalSessions is a per-user upstream's source (newUpstream).
+func (u *upstream) newPrincipalSessions() *principalSessions {
 	c := u.cfg.Credentials
-	pu := &principalSessions{src: u.newCredentialSource()}
+	pu := &principalSessions{u: u, src: u.newCredentialSource()}
 	maxS, idle := c.MaxSessions, c.SessionIdle
 	if maxS <= 0 {
 		maxS = DefaultMaxUserSessions
@@ -188,16 +192,16 @@ func (u *upstream) newPrincipalSessions() {
 	if idle <= 0 {
 		idle = DefaultUserSessionIdle
 	}
-	pu.table = newSessionTable(maxS, idle, u.createPrincipalSession, u.closePrincipalSession)
+	pu.table = newSessionTable(maxS, idle, pu.create, pu.closeSession)
 	pu.table.keep = pu.isListener // set before any session exists
 	pu.relist = make(chan struct{}, 1)
-	u.pu = pu
 	u.b.unlistedPerUser.Add(1)
 	u.b.perUser.Add(1)
 	if c.PrivateTools {
 		pu.private.Store(true)
 		u.b.privateUps.Add(1)
 	}
+	return pu
 }
 
 // listedOnce takes the upstream out of the bridge's unlisted count.
@@ -205,13 +209,14 @@ func (pu *principalSessions) listedOnce(b *Bridge) {
 	pu.unlistOnce.Do(func() { b.unlistedPerUser.Add(-1) })
 }
 
-// runPerPrincipal is the supervisor of a per-user upstream: nothing to
-// connect until a principal calls; at the end, every session closes.
-func (u *upstream) runPerPrincipal() {
+// run is the supervisor of a per-user upstream: nothing to connect until
+// a principal calls; at the end, every session closes.
+func (pu *principalSessions) run() {
+	u := pu.u
 	u.setState(StateConnecting, "awaiting_principal: the tools are listed through the first caller's session")
 	u.attempted() // readiness does not wait for a caller
 	var relister sync.WaitGroup
-	relister.Go(u.relister)
+	relister.Go(pu.relister)
 	for done := false; !done; {
 		select {
 		case <-u.ctx.Done():
@@ -221,68 +226,69 @@ func (u *upstream) runPerPrincipal() {
 			// flight close (the next call of each principal opens a new
 			// one), the breaker is reset.
 			u.operatorReset()
-			u.pu.table.closeIdle(0)
+			pu.table.closeIdle(0)
 			u.attempted()
 		}
 	}
 	relister.Wait() // it stops with u.ctx
-	u.pu.table.Close()
-	u.pu.src.close()
-	u.pu.listedOnce(u.b)
+	pu.table.Close()
+	pu.src.close()
+	pu.listedOnce(u.b)
 	u.b.perUser.Add(-1)
-	if u.pu.private.Load() {
+	if pu.private.Load() {
 		u.b.privateUps.Add(-1)
 	}
 	u.setState(StateDown, "")
 }
 
-// createPrincipalSession connects principal's session (the table's
-// creation flight); the first one lists the tools for the catalog.
-func (u *upstream) createPrincipalSession(ctx context.Context, principal string) (*session, error) {
+// create connects principal's session (the table's creation flight); the
+// first one lists the tools for the catalog.
+func (pu *principalSessions) create(ctx context.Context, principal string) (*session, error) {
+	u := pu.u
 	began := time.Now()
-	stream, listener := u.pu.streamFor()
+	stream, listener := pu.streamFor()
 	ctx = context.WithValue(ctx, sessionNoStreamKey{}, !stream)
 	s, err := u.connect(context.WithValue(ctx, sessionPrincipalKey{}, principal))
 	if err != nil {
 		if listener {
-			u.pu.listening(nil)
+			pu.listening(nil)
 		}
 		if u.authw != nil && u.authw.status.Load() != 0 {
-			u.pu.src.forget(principal) // the upstream refused the token: the next call gets a new one
+			pu.src.forget(principal) // the upstream refused the token: the next call gets a new one
 		}
 		return nil, &connectError{began: began, err: err}
 	}
 	if ir := s.cs.InitializeResult(); ir != nil && ir.Capabilities != nil && ir.Capabilities.Resources != nil && ir.Capabilities.Resources.Subscribe {
-		u.pu.subscribe.Store(true)
+		pu.subscribe.Store(true)
 	}
 	if listener {
-		u.pu.listening(s)
-		if u.pu.listed.Load() {
+		pu.listening(s)
+		if pu.listed.Load() {
 			// A new listener: what the last one may have missed since it
 			// went is re-listed (by the relister, as a list_changed).
 			s.markDirty()
 		}
 	}
-	if !u.pu.listed.Load() {
-		u.pu.listMu.Lock()
-		if !u.pu.listed.Load() {
+	if !pu.listed.Load() {
+		pu.listMu.Lock()
+		if !pu.listed.Load() {
 			if err := s.refresh(); err != nil {
-				u.pu.listMu.Unlock()
-				u.closePrincipalSession(s)
+				pu.listMu.Unlock()
+				pu.closeSession(s)
 				return nil, err
 			}
-			u.pu.listed.Store(true)
-			u.pu.listedOnce(u.b)
+			pu.listed.Store(true)
+			pu.listedOnce(u.b)
 			u.mu.Lock()
 			u.status.State, u.status.LastError = StateReady, ""
 			u.mu.Unlock()
 		}
-		u.pu.listMu.Unlock()
+		pu.listMu.Unlock()
 	}
-	if u.pu.private.Load() && !u.b.private.Has(principal, u.cfg.Name) {
+	if pu.private.Load() && !u.b.private.Has(principal, u.cfg.Name) {
 		// Tools listed per principal: every session lists its own.
 		if err := s.listOwn(); err != nil {
-			u.closePrincipalSession(s)
+			pu.closeSession(s)
 			return nil, err
 		}
 	}
@@ -300,20 +306,21 @@ type connectError struct {
 func (e *connectError) Error() string { return e.err.Error() }
 func (e *connectError) Unwrap() error { return e.err }
 
-// closePrincipalSession ends a session the table evicted, swept, dropped
-// or closed: at once for its calls, its Close in the background.
-func (u *upstream) closePrincipalSession(s *session) {
+// closeSession ends a session the table evicted, swept, dropped or
+// closed: at once for its calls, its Close in the background.
+func (pu *principalSessions) closeSession(s *session) {
+	u := pu.u
 	s.counted.Store(true) // eviction is no failure
 	s.markDead(nil)
 	s.cancel()
 	s.wg.Wait()
-	u.pu.stopListening(s)
+	pu.stopListening(s)
 	// A private listing lives with its session; its 2025-11-25 tasks stay
 	// reachable by its id (taskforeign.go).
 	u.b.private.Drop(s.principal, u.cfg.Name, s.id)
 	s.tasks.warnLost(u.log, u.cfg.Transport)
-	u.pu.subjects.Delete(s.principal)
-	u.log.Info("per-principal session closed", "principal", s.principal, "session", s.id, "sessions", u.pu.table.len())
+	pu.subjects.Delete(s.principal)
+	u.log.Info("per-principal session closed", "principal", s.principal, "session", s.id, "sessions", pu.table.len())
 	u.b.closers.Add(1)
 	go func() {
 		defer u.b.closers.Done()
@@ -321,33 +328,38 @@ func (u *upstream) closePrincipalSession(s *session) {
 	}()
 }
 
-// principalSession is the caller's session on a per-user upstream, held
-// until done is called. The caller's credential is obtained first (the
-// token exchanged or its cached exchange, the stored login, the JWT's
-// audience checked), so a refusal, or a login to make, is the caller's
-// error, not a session's.
-func (u *upstream) principalSession(ctx context.Context) (s *session, done func(), err error) {
+// admit obtains the caller's credential (cached after the first time).
+func (pu *principalSessions) admit(ctx context.Context) error {
+	return pu.src.admit(ctx, callerOf(ctx))
+}
+
+// session is the caller's session, held until done is called. The
+// caller's credential is obtained first (the token exchanged or its cached
+// exchange, the stored login, the JWT's audience checked), so a refusal,
+// or a login to make, is the caller's error, not a session's.
+func (pu *principalSessions) session(ctx context.Context) (s *session, done func(), err error) {
+	u := pu.u
 	c := callerOf(ctx)
-	if err := u.pu.src.admit(ctx, c); err != nil {
+	if err := pu.src.admit(ctx, c); err != nil {
 		return nil, nil, err
 	}
 	if c.subject != "" {
-		u.pu.subjects.Store(c.principal, c.subject)
+		pu.subjects.Store(c.principal, c.subject)
 		defer func() {
-			if err != nil && !u.pu.table.has(c.principal) {
-				u.pu.subjects.CompareAndDelete(c.principal, c.subject)
+			if err != nil && !pu.table.has(c.principal) {
+				pu.subjects.CompareAndDelete(c.principal, c.subject)
 			}
 		}()
 	}
 	for try := 0; ; try++ {
-		s, release, err := u.pu.table.acquire(ctx, c.principal)
+		s, release, err := pu.table.acquire(ctx, c.principal)
 		switch {
 		case err == nil && !s.isDead():
 			return s, release, nil
 		case err == nil:
 			// It died since its last use: the next one is created now.
 			release()
-			u.pu.table.drop(c.principal, s)
+			pu.table.drop(c.principal, s)
 			if try == 0 {
 				continue
 			}
@@ -405,17 +417,85 @@ func (u *upstream) exchangeFailure(ctx context.Context, err error) error {
 	return &UnavailableError{Server: u.cfg.Name, Reason: ReasonTokenEndpoint, RetryAfter: time.Second}
 }
 
-// sessionAuth wraps a session's transport so that each request carries the
-// session principal's own token (per-user upstreams only).
-func (u *upstream) sessionAuth(s *session, base http.RoundTripper) http.RoundTripper {
-	if u.pu == nil || s.principal == "" {
-		return base
-	}
-	return &bearerRoundTripper{u: u, principal: s.principal, base: base}
+// again drops the session that expired upstream and gives the caller a
+// new one.
+func (pu *principalSessions) again(ctx context.Context, old *session) (*session, func(), error) {
+	pu.table.drop(old.principal, old)
+	return pu.session(ctx)
 }
 
+// current is the caller's live session, if it has one.
+func (pu *principalSessions) current(ctx context.Context) *session {
+	if s, ok := pu.table.peek(callerOf(ctx).principal); ok && !s.isDead() {
+		return s
+	}
+	return nil
+}
+
+// nextID: per-user sessions connect concurrently, so ids come from one
+// counter.
+func (pu *principalSessions) nextID() int64 { return pu.seq.Add(1) }
+
+// authorize makes each request carry principal's own token.
+func (pu *principalSessions) authorize(principal string, base http.RoundTripper) http.RoundTripper {
+	if principal == "" {
+		return base
+	}
+	return &bearerRoundTripper{pu: pu, principal: principal, base: base}
+}
+
+// listChanged: per-principal sessions have no refresher; the upstream's
+// relister re-lists the marked ones.
+func (pu *principalSessions) listChanged(s *session) {
+	if s.principal != "" {
+		pu.kickRelist()
+	}
+}
+
+// listsResources: tools listed per principal keep the resources their
+// first listing published (shared: docs/credentials.md).
+func (pu *principalSessions) listsResources() bool {
+	return !pu.private.Load() || !pu.listed.Load()
+}
+
+func (pu *principalSessions) status(st *ServerStatus) {
+	st.PerUser, st.UserSessions = true, pu.table.len()
+}
+
+// unprimed: nobody has listed the tools yet, or they are listed per
+// principal and principal has no listing.
+func (pu *principalSessions) unprimed(principal string) bool {
+	return !pu.listed.Load() || pu.privateFor(principal)
+}
+
+func (pu *principalSessions) privateFor(principal string) bool {
+	return pu.private.Load() && !pu.u.b.private.Has(principal, pu.u.cfg.Name)
+}
+
+// prime creates the caller's session, which lists (create), or lists
+// through the one it has when its principal has no listing of its own.
+func (pu *principalSessions) prime(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, pu.u.cfg.ConnectTimeout+pu.u.cfg.RefreshTimeout)
+	defer cancel()
+	s, done, err := pu.session(ctx)
+	if err != nil {
+		return err
+	}
+	if pu.privateFor(callerOf(ctx).principal) {
+		_ = s.listOwn() // its failure is logged and in the status; a call then meets UNAVAILABLE no_session (ResolveFor)
+	}
+	done()
+	return nil
+}
+
+func (pu *principalSessions) credentials() credentialSource { return pu.src }
+
+// loggedOut closes principal's session once it has no call in flight:
+// nothing more is sent with the old token.
+func (pu *principalSessions) loggedOut(principal string) { pu.table.closeIdleOf(principal) }
+
 type bearerRoundTripper struct {
-	u         *upstream
+	pu        *principalSessions
 	principal string
 	base      http.RoundTripper
 }
@@ -426,16 +506,16 @@ func (t *bearerRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) 
 		subject = c.subject
 	}
 	if subject == "" {
-		if v, ok := t.u.pu.subjects.Load(t.principal); ok {
+		if v, ok := t.pu.subjects.Load(t.principal); ok {
 			subject = v.(string)
 		}
 	}
-	tok, err := t.u.pu.src.token(r.Context(), t.principal, subject)
+	tok, err := t.pu.src.token(r.Context(), t.principal, subject)
 	if err != nil {
 		if r.Body != nil {
 			_ = r.Body.Close()
 		}
-		return nil, fmt.Errorf("per-user credentials: %w", t.u.exchangeFailure(r.Context(), err))
+		return nil, fmt.Errorf("per-user credentials: %w", t.pu.u.exchangeFailure(r.Context(), err))
 	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
@@ -463,7 +543,7 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 	b.mu.RLock()
 	var ups []*upstream
 	for _, u := range b.ups {
-		if u.pu != nil && (!u.pu.listed.Load() || u.pu.private.Load() && !b.private.Has(principal, u.cfg.Name)) {
+		if u.source.unprimed(principal) {
 			ups = append(ups, u)
 		}
 	}
@@ -471,19 +551,10 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 	ctx = WithCaller(ctx, principal, subjectToken)
 	var login error
 	for _, u := range ups {
-		ctx, cancel := context.WithTimeout(ctx, u.cfg.ConnectTimeout+u.cfg.RefreshTimeout)
-		s, done, err := u.principalSession(ctx)
 		var le *LoginRequiredError
-		switch {
-		case err == nil:
-			if u.pu.private.Load() && !b.private.Has(principal, u.cfg.Name) {
-				_ = s.listOwn() // its failure is logged and in the status; a call then meets UNAVAILABLE no_session (ResolveFor)
-			}
-			done()
-		case login == nil && errors.As(err, &le):
+		if err := u.source.prime(ctx); login == nil && errors.As(err, &le) {
 			login = err
 		}
-		cancel()
 	}
 	return login
 }
@@ -492,8 +563,10 @@ func (b *Bridge) PrimeCaller(ctx context.Context, principal, subjectToken string
 // for a shared one).
 func (b *Bridge) PerUserSessions(server string) int {
 	u, err := b.upstream(server)
-	if err != nil || u.pu == nil {
+	if err != nil {
 		return 0
 	}
-	return u.pu.table.len()
+	var st ServerStatus
+	u.source.status(&st)
+	return st.UserSessions
 }

@@ -94,13 +94,14 @@ func TestPerUserStreamOnDemand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !u.pu.table.has("alice") || u.pu.table.has("bob") {
-			t.Errorf("after dave's call: alice's session kept %v (want true), bob's %v (want false)", u.pu.table.has("alice"), u.pu.table.has("bob"))
+		table := u.source.(*principalSessions).table
+		if !table.has("alice") || table.has("bob") {
+			t.Errorf("after dave's call: alice's session kept %v (want true), bob's %v (want false)", table.has("alice"), table.has("bob"))
 		}
 		waitOpen(t, g, 1, "bob's session evicted for dave's")
 		// The listener goes (closed idle): the next session created, alice's
 		// again, takes the role.
-		u.pu.table.closeIdleOf("alice")
+		table.closeIdleOf("alice")
 		waitOpen(t, g, 0, "the listener closed")
 		call(b, "alice")
 		waitOpen(t, g, 1, "a new listener")

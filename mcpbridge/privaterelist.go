@@ -10,30 +10,34 @@ import (
 // Where a listing goes, and list_changed on per-principal sessions
 // (docs/credentials.md, "Per-principal listings").
 
-// publishTools publishes a listing made through s: to the shared catalog,
-// or, for a per-user upstream whose tools are per principal, to the
-// principal's listing. A per-user upstream's tools become per principal
+// publish publishes a listing made through s: to the shared catalog, or,
+// when the tools are per principal, to the principal's listing. A per-user
+// upstream's tools become per principal
 // when the operator says so (credentials.privateTools) or a listing says
 // cacheScope "private" (a 2026-07-28 field; go-sdk servers send it in
 // every era, and go-sdk decodes it in every era, so it is honoured
 // whatever the session negotiated); from then on (for the upstream's
 // life) its tools leave the shared catalog, where they were one
 // principal's.
-func (u *upstream) publishTools(s *session, tools []*mcp.Tool, taskSupport map[string]string) (int, error) {
-	if u.pu == nil || s.principal == "" {
-		return u.b.catalog.SetServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+func (pu *principalSessions) publish(s *session, tools []*mcp.Tool, taskSupport map[string]string) (int, bool, error) {
+	u := pu.u
+	if s.principal == "" {
+		n, err := u.b.catalog.SetServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+		return n, !pu.private.Load(), err
 	}
-	if !u.pu.private.Load() && s.listedPrivate.Load() {
-		if !u.pu.private.Swap(true) {
+	if !pu.private.Load() && s.listedPrivate.Load() {
+		if !pu.private.Swap(true) {
 			u.b.privateUps.Add(1)
 			u.b.catalog.RemoveServer(u.cfg.Name)
 			u.log.Info("tools are listed per principal (the upstream answered cacheScope \"private\")")
 		}
 	}
-	if !u.pu.private.Load() {
-		return u.b.catalog.SetServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+	if !pu.private.Load() {
+		n, err := u.b.catalog.SetServerTasks(u.cfg.Name, u.names, tools, taskSupport, true)
+		return n, true, err
 	}
-	return u.b.private.Set(s.principal, s.id, s.ctx.Err, u.cfg.Name, u.names, tools, taskSupport)
+	n, err := u.b.private.Set(s.principal, s.id, s.ctx.Err, u.cfg.Name, u.names, tools, taskSupport)
+	return n, false, err
 }
 
 // listOwn lists the tools of a per-principal session (its principal's
@@ -55,15 +59,15 @@ func (pu *principalSessions) kickRelist() {
 
 // relister re-lists the per-principal sessions an upstream's list_changed
 // marked dirty: one goroutine per per-user upstream (not one per session:
-// an idle session costs no goroutine for this), owned by runPerPrincipal,
+// an idle session costs no goroutine for this), owned by the source's run,
 // ending with the upstream. After a mark it waits RefreshDebounce (more
 // marks meanwhile ride along), then re-lists: for tools listed per
 // principal, every dirty session (each publishes to its own principal's
 // view); for a shared listing, the first dirty session that lists
 // successfully publishes to the shared catalog and the other marks are
 // dropped (the upstream's one list changed).
-func (u *upstream) relister() {
-	relistLoop(u.ctx, u.pu.relist, u.cfg.RefreshDebounce, u.relistDirty)
+func (pu *principalSessions) relister() {
+	relistLoop(pu.u.ctx, pu.relist, pu.u.cfg.RefreshDebounce, pu.relistDirty)
 }
 
 // relistLoop calls relist debounce after each kick, until ctx ends; kicks
@@ -88,9 +92,10 @@ func relistLoop(ctx context.Context, kick <-chan struct{}, debounce time.Duratio
 }
 
 // relistDirty re-lists the dirty per-principal sessions (relister).
-func (u *upstream) relistDirty() {
+func (pu *principalSessions) relistDirty() {
+	u := pu.u
 	sharedDone := false
-	for _, s := range u.pu.table.all() {
+	for _, s := range pu.table.all() {
 		select {
 		case <-s.dirty:
 		default:
@@ -99,10 +104,10 @@ func (u *upstream) relistDirty() {
 		if u.ctx.Err() != nil {
 			return
 		}
-		if s.ctx.Err() != nil || s.isDead() || sharedDone && !u.pu.private.Load() {
+		if s.ctx.Err() != nil || s.isDead() || sharedDone && !pu.private.Load() {
 			continue
 		}
-		if err := s.listOwn(); err == nil && !u.pu.private.Load() {
+		if err := s.listOwn(); err == nil && !pu.private.Load() {
 			sharedDone = true
 		}
 	}

@@ -200,9 +200,9 @@ func (s *session) refresh() error {
 	if err == nil {
 		tools = u.usableTools(tools)
 	}
-	n := 0
+	n, shared := 0, false
 	if err == nil {
-		n, err = u.publishTools(s, tools, s.raw.taskSupport(tools))
+		n, shared, err = u.source.publish(s, tools, s.raw.taskSupport(tools))
 	}
 	now := time.Now()
 	u.mu.Lock()
@@ -210,7 +210,7 @@ func (s *session) refresh() error {
 	u.status.LastRefreshOK = err == nil
 	if err == nil {
 		u.status.RefreshCount++
-		if u.pu == nil || !u.pu.private.Load() { // one principal's count is nobody else's
+		if shared { // one principal's count is nobody else's
 			u.status.ToolCount = n
 		}
 		u.status.LastListOK = now
@@ -237,7 +237,7 @@ func (s *session) refresh() error {
 	// list_changed marks and debounce); their failures never fail it. A
 	// per-user upstream listing per principal keeps the resources its
 	// first listing published (shared: docs/credentials.md).
-	if u.pu == nil || !u.pu.private.Load() || !u.pu.listed.Load() {
+	if u.source.listsResources() {
 		s.refreshResources()
 	}
 	return nil

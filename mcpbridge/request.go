@@ -20,9 +20,12 @@ import (
 //     request's outcome is the breaker's verdict (settle);
 //  3. the concurrency limit, maxConcurrentCalls with maxQueuedCalls
 //     waiting (acquire);
-//  4. the upstream's current session; the session's death ends the request
-//     at once (session.run), and a request the upstream never saw because
-//     its session expired (HTTP 404) is sent once more on the next session;
+//  4. the session for this request, from the upstream's source
+//     (sessionsource.go: the shared session, or the caller's own on a
+//     per-user upstream, whose credential is checked before step 3); the
+//     session's death ends the request at once (session.run), and a
+//     request the upstream never saw because its session expired (an HTTP
+//     404 for its session id) is sent once more on the next session;
 //  5. one mapping of failures (failure): *UnavailableError, ErrOverloaded,
 //     *ResponseTooLargeError, *UpstreamError, a context error.
 //
@@ -45,32 +48,23 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 		return err
 	}
 	v, s := verdictNone, (*session)(nil)
-	var held func(*session, func()) // per-user: swap the held session
 	defer func() { u.settle(v, trial, s) }()
-	if u.pu != nil {
-		// The caller's credential before a concurrency slot: a userOAuth
-		// login link may wait for a person (credsource.go), and a refusal
-		// should cost no slot. principalSession checks it again (cached).
-		if err := u.pu.src.admit(ctx, callerOf(ctx)); err != nil {
-			return err
-		}
+	// The caller's credential before a concurrency slot: a userOAuth login
+	// link may wait for a person (credsource.go), and a refusal should cost
+	// no slot. The source's session checks it again (cached).
+	if err := u.source.admit(ctx); err != nil {
+		return err
 	}
 	release, err := u.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if u.pu != nil {
-		// A per-user upstream: the caller's own session (peruser.go).
-		var done func()
-		if s, done, err = u.principalSession(ctx); err != nil {
-			return err
-		}
-		defer func() { done() }() // the held session, which a retry replaces
-		held = func(ns *session, nd func()) { done(); s, done = ns, nd }
-	} else if s = u.sess.Load(); s == nil || s.isDead() {
-		return &UnavailableError{Server: u.cfg.Name, Reason: ReasonNoSession, RetryAfter: u.nextConnectIn()}
+	var done func()
+	if s, done, err = u.source.session(ctx); err != nil {
+		return err
 	}
+	defer func() { done() }() // the held session, which a retry replaces
 	u.inflight.Add(1)
 	defer u.inflight.Add(-1)
 	for try := 0; ; try++ {
@@ -79,14 +73,9 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 			return nil
 		}
 		if try == 0 && u.sessionExpired(s, err, label) {
-			if u.pu != nil {
-				u.pu.table.drop(s.principal, s)
-				if ns, nd, werr := u.principalSession(ctx); werr == nil {
-					held(ns, nd)
-					continue
-				}
-			} else if ns, werr := u.waitSession(ctx, s); werr == nil {
-				s = ns
+			if ns, nd, werr := u.source.again(ctx, s); werr == nil {
+				done()
+				s, done = ns, nd
 				continue
 			}
 		}

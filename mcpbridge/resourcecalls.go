@@ -401,7 +401,7 @@ func (r *ResourceSubscription) Close() {
 	})
 }
 
-// SubscribeResource subscribes to uri on server's current session (see
+// SubscribeResource subscribes to uri on the session for ctx's request (see
 // ResolveResourceServer for an empty server). The caller reads the
 // contents itself (ReadResource) after subscribing and on every Updated
 // signal, and must Close the subscription.
@@ -414,13 +414,22 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 	if err != nil {
 		return nil, err
 	}
-	if s := u.sess.Load(); s != nil && !s.isDead() {
+	// Decided without a request where the session tells (no verdict for
+	// the breaker, no slot), and again on the session the request gets: a
+	// per-user caller's first one, or a newer one, is known only there.
+	unsupported := fmt.Errorf("%w (server %q)", ErrSubscriptionsUnsupported, server)
+	if s := u.source.current(ctx); s != nil {
 		if _, can, _ := s.caps(); !can {
-			return nil, fmt.Errorf("%w (server %q)", ErrSubscriptionsUnsupported, server)
+			return nil, unsupported
 		}
 	}
 	var sub *ResourceSubscription
+	var pre error // decided without a request (not an upstream failure)
 	err = b.request(ctx, u, "resources/subscribe", func(ctx context.Context, s *session) error {
+		if _, can, _ := s.caps(); !can {
+			pre = unsupported
+			return nil
+		}
 		ch, err := s.joinURI(ctx, uri)
 		if err != nil {
 			return err
@@ -428,6 +437,9 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 		sub = &ResourceSubscription{Updated: ch, Done: s.deadCtx.Done(), Server: server, s: s, uri: uri, ch: ch}
 		return nil
 	})
+	if err == nil {
+		err = pre
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -93,9 +93,7 @@ func (s *session) markDirty() {
 	case s.dirty <- struct{}{}:
 	default:
 	}
-	if s.principal != "" {
-		s.u.pu.kickRelist() // per-principal sessions have no refresher: the upstream's relister
-	}
+	s.u.source.listChanged(s)
 }
 
 // absorbListChanged notes a plain list_changed notification read while
@@ -204,13 +202,7 @@ func (u *upstream) connect(ctx context.Context) (*session, error) {
 // connectOnce is one connection attempt; again asks for another in the
 // newest protocol (preferLatest is set: it happens once).
 func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ error) {
-	u.mu.Lock()
-	id := u.status.ConnectCount + 1
-	u.mu.Unlock()
-	if u.pu != nil {
-		id = u.pu.seq.Add(1) // per-user sessions connect concurrently: ids from one counter
-	}
-	s, client := u.newSession(ctx, id)
+	s, client := u.newSession(ctx, u.source.nextID())
 	fail := func(err error) (*session, bool, error) {
 		s.killGroup()
 		s.cancel()

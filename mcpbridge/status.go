@@ -90,9 +90,7 @@ func (u *upstream) statusSnapshot() ServerStatus {
 	}
 	u.mu.Unlock()
 	st.InFlightCalls = int(u.inflight.Load())
-	if u.pu != nil {
-		st.PerUser, st.UserSessions = true, u.pu.table.len()
-	}
+	u.source.status(&st)
 	st.Warnings = slices.Concat(u.b.catalog.Warnings(u.cfg.Name), listWarnings)
 	if e := u.b.storeError(); e != "" && u.cfg.Credentials.mode() == CredentialsUserOAuth {
 		// No login can be read: whatever the session says, every call fails.

@@ -56,9 +56,10 @@ type upstream struct {
 
 	firstAttempt sync.Once
 
-	// pu: the per-principal sessions of an upstream with per-user
-	// credentials (peruser.go); nil for shared credentials, which use sess.
-	pu *principalSessions
+	// source gives each request its session (sessionsource.go): the
+	// supervisor's shared one (sess), or, for per-user credentials, the
+	// caller's own (peruser.go). Set once, by newUpstream.
+	source sessionSource
 
 	// preferLatest: under ProtocolAuto, the upstream turned out stateless,
 	// so its sessions use the newest protocol.
@@ -88,7 +89,9 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 		u.initAuth()
 	}
 	if cfg.Credentials.PerPrincipal() {
-		u.newPrincipalSessions()
+		u.source = u.newPrincipalSessions()
+	} else {
+		u.source = sharedSession{u}
 	}
 	return u
 }
@@ -134,13 +137,13 @@ func (u *upstream) attempted() {
 	u.mu.Unlock()
 }
 
-// run is the supervisor loop. It returns when the bridge closes or the
-// server is removed.
-func (u *upstream) run() {
-	if u.pu != nil {
-		u.runPerPrincipal()
-		return
-	}
+// run is the supervisor loop, its source's. It returns when the bridge
+// closes or the server is removed.
+func (u *upstream) run() { u.source.run() }
+
+// runShared is the supervisor of an upstream with shared credentials: one
+// session at a time, reconnected with backoff when it dies.
+func (u *upstream) runShared() {
 	ctx := u.ctx
 	attempt := 0
 	for {

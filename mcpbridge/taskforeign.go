@@ -41,13 +41,10 @@ func (u *upstream) foreignSession(ctx context.Context, ref TaskRef) bool {
 		strings.HasPrefix(ref.Session, localOwnerPrefix) {
 		return false
 	}
-	s := u.sess.Load()
-	if u.pu != nil {
-		// A per-user upstream: the task's owner is the caller (the handle
-		// is sealed to its principal); its session is the caller's.
-		s, _ = u.pu.table.peek(callerOf(ctx).principal)
-	}
-	if s == nil || s.isDead() {
+	// The session the caller's request goes on: on a per-user upstream the
+	// task's owner is the caller (the handle is sealed to its principal).
+	s := u.source.current(ctx)
+	if s == nil {
 		return true
 	}
 	era, owner := s.tasks.current()
@@ -83,11 +80,8 @@ func (b *Bridge) foreignTaskRequest(ctx context.Context, u *upstream, ref TaskRe
 		}
 		tok.SetAuthHeader(req)
 	}
-	base := u.http.Transport
-	if u.pu != nil {
-		// The caller's credentials, as on the caller's own session.
-		base = u.sessionAuth(&session{principal: callerOf(ctx).principal}, base)
-	}
+	// The caller's credentials, as on the caller's own session.
+	base := u.source.authorize(callerOf(ctx).principal, u.http.Transport)
 	hc := &http.Client{Transport: &limitRoundTripper{base: base, limit: u.maxMessage(), log: u.log}, CheckRedirect: u.checkRedirect}
 	resp, err := hc.Do(req)
 	if err != nil {

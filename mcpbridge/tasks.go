@@ -271,7 +271,7 @@ func (b *Bridge) getTask(ctx context.Context, ref TaskRef) (*Task, *wireTask, er
 	if err != nil {
 		return nil, nil, &MalformedAnswerError{Server: ref.Server, Detail: "tasks/get: " + err.Error()}
 	}
-	b.observed(t)
+	b.observed(ctx, t)
 	return t, &w, nil
 }
 
@@ -366,7 +366,7 @@ func (b *Bridge) taskOutcome(ctx context.Context, ref TaskRef, t *Task, w *wireT
 		res.Content = []mcp.Content{}
 	}
 	if ref.Era == TaskEra2025 {
-		b.observed(&Task{TaskRef: ref, Status: TaskCompleted}) // tasks/result answers once the task has ended
+		b.observed(ctx, &Task{TaskRef: ref, Status: TaskCompleted}) // tasks/result answers once the task has ended
 	}
 	return &res, nil
 }
@@ -398,7 +398,7 @@ func (b *Bridge) CancelTask(ctx context.Context, ref TaskRef) (*Task, error) {
 		var w wireTask
 		if json.Unmarshal(raw, &w) == nil && w.TaskID != "" {
 			if t, err := w.task(ref); err == nil {
-				b.observed(t)
+				b.observed(ctx, t)
 				return t, nil
 			}
 		}
@@ -492,7 +492,7 @@ func (b *Bridge) taskRequest(ctx context.Context, ref TaskRef, method string, p 
 	// Decided without a request where the session tells: no request, no
 	// verdict for the breaker. (Checked again on the session the request
 	// gets, which may be a newer one.)
-	if s := u.sess.Load(); s != nil && !s.isDead() {
+	if s := u.source.current(ctx); s != nil {
 		if err := s.tasks.reach(ref); err != nil {
 			return nil, err
 		}
@@ -539,14 +539,15 @@ func isInvalidParams(err error) bool {
 	return errors.As(err, &ue) && ue.Code == jsonrpc.CodeInvalidParams
 }
 
-// observed notes a task state seen from the upstream (the session's count
-// of live tasks, for teardown's warning).
-func (b *Bridge) observed(t *Task) {
+// observed notes a task state seen from the upstream on the session of
+// ctx's request (its count of live tasks: a session that owns none is
+// deleted upstream when it closes, tasktap.go).
+func (b *Bridge) observed(ctx context.Context, t *Task) {
 	if t.Era != TaskEra2025 || !t.Status.Terminal() {
 		return
 	}
 	if u, err := b.upstream(t.Server); err == nil {
-		if s := u.sess.Load(); s != nil {
+		if s := u.source.current(ctx); s != nil {
 			s.tasks.finished(t.ID)
 		}
 	}

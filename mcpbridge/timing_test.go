@@ -19,6 +19,7 @@ import (
 // debounceSession is a session with just what debounce reads.
 func debounceSession(quiet, maxDelay time.Duration) *session {
 	u := &upstream{cfg: ServerConfig{RefreshDebounce: quiet, RefreshMaxDelay: maxDelay}}
+	u.source = sharedSession{u} // newUpstream's choice for shared credentials
 	s := &session{u: u, dirty: make(chan struct{}, 1), markBase: time.Now()}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.deadCtx, s.deadCancel = context.WithCancelCause(context.Background())

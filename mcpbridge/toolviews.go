@@ -74,10 +74,7 @@ func (b *Bridge) privateUnlisted(principal, name string) string {
 	defer b.mu.RUnlock()
 	for server, u := range b.ups {
 		p := u.cfg.namesPrefix()
-		if u.pu == nil || !u.pu.private.Load() || p == "" || !strings.HasPrefix(name, p+catalog.NameSep) {
-			continue
-		}
-		if !b.private.Has(principal, server) {
+		if p != "" && strings.HasPrefix(name, p+catalog.NameSep) && u.source.privateFor(principal) {
 			return server
 		}
 	}
@@ -93,10 +90,10 @@ func (b *Bridge) privateUnlisted(principal, name string) string {
 // UNAVAILABLE.
 func (b *Bridge) CheckCaller(ctx context.Context, server string) error {
 	u, err := b.upstream(server)
-	if err != nil || u.pu == nil {
+	if err != nil {
 		return nil
 	}
-	return u.pu.src.admit(ctx, callerOf(ctx))
+	return u.source.admit(ctx)
 }
 
 // SubscribeAllTools is a subscription signalled by the shared catalog's

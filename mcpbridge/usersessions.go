@@ -13,7 +13,8 @@ import (
 // (one creation per principal at a time, shared by its concurrent
 // callers), bounded (the least recently used idle session makes room),
 // closed after an idle period, and never closed while a call holds it.
-// It is not wired into the upstream yet.
+// principalSessions (peruser.go) is the upstream's session source built on
+// it.
 
 // ErrSessionsFull: the upstream's per-principal sessions are at their
 // bound and every one has a call in flight (RESOURCE_EXHAUSTED OVERLOADED

@@ -188,13 +188,17 @@ func TestTasksPerUser(t *testing.T) {
 				// idle per-principal sessions) while it owns a running
 				// 2025-11-25 task: the upstream session is left open, and
 				// the task is reached on it by its id, with alice's
-				// credentials.
+				// credentials. It owns that one task only: the two above
+				// were seen ending on it (a session that owns none is
+				// deleted upstream when it closes).
 				orphan := startTask(t, alice, c, server+"__slow", `{"ms": 30000}`)
 				if _, err := toolsvcv1.NewAdminServiceClient(adminConn).ReconnectServer(alice, &toolsvcv1.ReconnectServerRequest{Name: server}); err != nil {
 					t.Fatalf("ReconnectServer: %v", err)
 				}
 				p.log.waitFor(t, regexp.MustCompile(`per-principal session closed.*server=tsh principal=alice`), 30*time.Second)
-				p.log.waitFor(t, regexp.MustCompile(`leaving the upstream session open .*server=tsh`), 30*time.Second)
+				if n := p.log.waitFor(t, regexp.MustCompile(`leaving the upstream session open .*server=tsh.* tasks=(\d+)`), 30*time.Second); n != "1" {
+					t.Errorf("alice's closed session owned %s tasks not seen finished, want 1 (the running one)", n)
+				}
 				got, err := c.GetTask(alice, &toolsvcv1.GetTaskRequest{Handle: orphan.GetHandle()})
 				if err != nil || got.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_WORKING {
 					t.Fatalf("GetTask of the task of alice's closed session = %v, %v", got, err)

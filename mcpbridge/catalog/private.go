@@ -15,7 +15,7 @@ import (
 // upstream answered tools/list with cacheScope "private", or the operator
 // set credentials.Private) has no tools in the shared catalog. Each
 // principal session lists its own, kept here by (principal, server) while
-// the session lives (closePrincipalSession drops it), and the principal's
+// the session lives (principalSessions.closeSession drops it), and the principal's
 // view of the catalog is the shared snapshot with those tools merged in:
 //
 //	shared Snapshot ──┐
