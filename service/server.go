@@ -94,6 +94,9 @@ type Options struct {
 	MaxInputRequestBytes       int
 	MaxParkedBytes             int64
 	MaxParkedBytesPerPrincipal int64
+	// SearchRanker is SearchTools' ranking: core.SearchHybrid ("": the
+	// default) or core.SearchLexical.
+	SearchRanker string
 	// TaskPollInterval is how often a watched task's upstream is polled
 	// (0: core.DefaultTaskPollInterval).
 	TaskPollInterval time.Duration
@@ -145,6 +148,7 @@ func New(b *mcpbridge.Bridge, opts *Options) *Server {
 		MaxTaskWatchesPerPrincipal: o.MaxTaskWatchesPerPrincipal,
 		MaxParkedPerCall:           o.MaxParkedPerCall, MaxInputRequestBytes: o.MaxInputRequestBytes,
 		MaxParkedBytes: o.MaxParkedBytes, MaxParkedBytesPerPrincipal: o.MaxParkedBytesPerPrincipal,
+		SearchRanker: o.SearchRanker,
 		Auth: core.AuthConfig{Authenticator: o.Authenticator, Authorizer: o.Authorizer, RateLimits: o.RateLimits,
 			AuditLog: o.AuditLog, AuditArguments: o.AuditArguments}}
 	if o.Metrics != nil {

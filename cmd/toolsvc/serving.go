@@ -57,6 +57,7 @@ type serveFlags struct {
 	maxParkedPerCall, maxInputRequestBytes             int
 	maxParkedBytes, maxParkedBytesPerPrincipal         int64
 	taskPollInterval                                   time.Duration
+	searchRanker                                       string
 }
 
 // parseServeFlags parses and checks serve's flags; a bad command line is
@@ -94,6 +95,7 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 	fs.Int64Var(&f.maxParkedBytesPerPrincipal, "max-parked-bytes-per-principal", core.DefaultMaxParkedBytesPerPrincipal, "encoded size of the upstream requests for input waiting in one principal's calls")
 	fs.Int64Var(&f.maxParkedBytes, "max-parked-bytes", core.DefaultMaxParkedBytes, "encoded size of the upstream requests for input waiting on this replica")
 	fs.IntVar(&f.mcpPageSize, "mcp-page-size", mcpfront.DefaultPageSize, "tools per MCP tools/list page")
+	fs.StringVar(&f.searchRanker, "search-ranker", core.SearchHybrid, "tool search ranking: hybrid (the lexical index fused with the embedded model's similarity) or lexical (the index alone); docs/search.md")
 	fs.StringVar(&f.mcpDiscovery, "mcp-discovery", "full", "MCP tools/list: full (every tool) or progressive (the --mcp-core-tools, search_tools and call_tool, and on a 2025-11-25 session what its searches found; any tool stays callable)")
 	fs.StringVar(&f.mcpCoreTools, "mcp-core-tools", "", "with --mcp-discovery progressive: comma-separated globs of exposed tool names listed besides search_tools and call_tool")
 	fs.StringVar(&f.mcpDiscoveryPrincipals, "mcp-discovery-principals", "", "with --mcp-discovery progressive: comma-separated principals it applies to (empty: all)")
@@ -117,6 +119,8 @@ func parseServeFlags(args []string) (*serveFlags, error) {
 		return nil, &exitError{code: 2, err: errors.New("--max-request-bytes and --max-response-bytes must be positive")}
 	case f.mcpMaxSessions <= 0 || f.mcpMaxPerPrincipal <= 0 || f.mcpSessionTimeout <= 0 || f.mcpBodyTimeout <= 0:
 		return nil, &exitError{code: 2, err: errors.New("--mcp-max-sessions, --mcp-max-sessions-per-principal, --mcp-session-timeout and --mcp-body-timeout must be positive")}
+	case f.searchRanker != core.SearchHybrid && f.searchRanker != core.SearchLexical:
+		return nil, &exitError{code: 2, err: fmt.Errorf("--search-ranker: %q is neither %s nor %s", f.searchRanker, core.SearchHybrid, core.SearchLexical)}
 	case f.mcpDiscovery != "full" && f.mcpDiscovery != "progressive":
 		return nil, &exitError{code: 2, err: fmt.Errorf("--mcp-discovery: %q is neither full nor progressive", f.mcpDiscovery)}
 	case badGlob(splitList(f.mcpCoreTools)) != "":
@@ -331,7 +335,8 @@ func (sv *serving) newService(loaded *config.Config, cfgData []byte) {
 		MaxWaitingPerPrincipal: sv.f.maxWaitingPerPrincipal, MaxWaiting: sv.f.maxWaiting, TaskPollInterval: sv.f.taskPollInterval,
 		MaxTaskWatchesPerPrincipal: sv.f.maxTaskWatchesPerPrincipal,
 		MaxParkedPerCall:           sv.f.maxParkedPerCall, MaxInputRequestBytes: sv.f.maxInputRequestBytes,
-		MaxParkedBytes: sv.f.maxParkedBytes, MaxParkedBytesPerPrincipal: sv.f.maxParkedBytesPerPrincipal}
+		MaxParkedBytes: sv.f.maxParkedBytes, MaxParkedBytesPerPrincipal: sv.f.maxParkedBytesPerPrincipal,
+		SearchRanker: sv.f.searchRanker}
 	if loaded != nil {
 		sv.cfgMgr = newConfigManager(sv.f.cfgPath, cfgData, loaded, sv.bridge, sv.log)
 		sv.cfgMgr.auth = sv.sec.load

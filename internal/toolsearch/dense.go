@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"math"
+	"math/bits"
 	"strings"
 
 	"github.com/toolsvc/toolsvc/internal/toolsearch/staticmodel"
@@ -24,8 +25,11 @@ import (
 //
 // Vectors are quantised to int8 (Dims bytes and a float32 scale per
 // document), the query too, so the similarity is an integer dot product:
-// exact, hence the same on every replica, and cheap enough to scan every
-// document per search (docs/search.md has the costs).
+// exact, hence the same on every replica. Scanning every document's int8
+// vector costs milliseconds at 20,000 tools, so a first pass compares
+// signs only (Dims bits per document, four popcounts): the denseCandidates
+// documents nearest by Hamming distance, with every lexical match, get the
+// exact cosine (docs/search.md has the costs and the recall this keeps).
 const (
 	defaultDense      = 1.0
 	defaultDenseFloor = 0.55
@@ -33,12 +37,38 @@ const (
 	// vector: the name, title and description come first, so a long
 	// parameter list does not drown what the tool is.
 	maxDocTokens = 256
+	// denseCandidates is how many documents the sign pass keeps for the
+	// exact cosine (ties at the cut-off distance are all kept).
+	denseCandidates = 256
+	signWords       = staticmodel.Dims / 64
 )
+
+// signs is a vector's sign bits.
+type signs [signWords]uint64
+
+func signsOf(v *[staticmodel.Dims]int8) signs {
+	var s signs
+	for i, x := range v {
+		if x > 0 {
+			s[i/64] |= 1 << (i % 64)
+		}
+	}
+	return s
+}
+
+func hamming(a, b *signs) int {
+	n := 0
+	for i := range a {
+		n += bits.OnesCount64(a[i] ^ b[i])
+	}
+	return n
+}
 
 // denseStore holds the documents' vectors by document id.
 type denseStore struct {
 	vecs  []int8    // id*Dims …
 	scale []float32 // id → scale of its vector; 0: none
+	sign  []signs   // id → its vector's signs
 }
 
 type qvec struct {
@@ -67,6 +97,7 @@ func (d *denseStore) set(id uint32, v qvec, ok bool) {
 	if len(d.scale) < need {
 		d.scale = append(d.scale, make([]float32, need-len(d.scale))...)
 		d.vecs = append(d.vecs, make([]int8, need*staticmodel.Dims-len(d.vecs))...)
+		d.sign = append(d.sign, make([]signs, need-len(d.sign))...)
 	}
 	if !ok {
 		d.scale[id] = 0
@@ -74,6 +105,7 @@ func (d *denseStore) set(id uint32, v qvec, ok bool) {
 	}
 	copy(d.vecs[int(id)*staticmodel.Dims:], v.v[:])
 	d.scale[id] = v.scale
+	d.sign[id] = signsOf(&v.v)
 }
 
 func (d *denseStore) clear(id uint32) {
@@ -163,4 +195,30 @@ func (ix *Index[T]) embedQuery(q string) (qvec, bool) {
 		return qvec{}, false
 	}
 	return quantize(&v), true
+}
+
+// nearBySigns marks in near the documents with a vector whose signs are
+// among the denseCandidates nearest to q's (every document at the cut-off
+// distance included, so the set does not depend on document ids).
+func (d *denseStore) nearBySigns(q *qvec, dist []uint16, near []bool) {
+	qs := signsOf(&q.v)
+	var hist [staticmodel.Dims + 1]int
+	for id := range d.scale {
+		if d.scale[id] == 0 {
+			dist[id] = math.MaxUint16
+			continue
+		}
+		h := hamming(&d.sign[id], &qs)
+		dist[id] = uint16(h)
+		hist[h]++
+	}
+	cut, total := 0, 0
+	for cut = range hist {
+		if total += hist[cut]; total >= denseCandidates {
+			break
+		}
+	}
+	for id := range d.scale {
+		near[id] = dist[id] <= uint16(cut)
+	}
 }

@@ -390,7 +390,9 @@ type scratch struct {
 	score   []float64
 	matched []uint64 // bit i: query word i matched (maxQueryWords ≤ 64)
 	touched []uint32
-	state   []uint8 // fuse's per-document state
+	state   []uint8  // fuse's per-document state
+	dist    []uint16 // fuse: Hamming distance of each document's signs
+	near    []bool   // fuse: among the sign pass's candidates
 
 }
 
@@ -495,6 +497,11 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 	if len(sc.state) < len(ix.docs) {
 		sc.state = make([]uint8, len(ix.docs))
 	}
+	nd := len(ix.dense.scale)
+	if len(sc.dist) < nd {
+		sc.dist, sc.near = make([]uint16, nd), make([]bool, nd)
+	}
+	ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:nd])
 	best := 0.0
 	for _, id := range sc.touched {
 		e := &ix.docs[id]
@@ -533,12 +540,15 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 		if st == stateRejected || ix.docs[id].key == "" {
 			continue
 		}
+		if st == stateUnknown && (int(id) >= nd || !sc.near[id]) {
+			continue
+		}
 		lex := 0.0
 		if st == stateKept && best > 0 {
 			lex = sc.score[id] / best
 		}
 		cos := 0.0
-		if int(id) < len(ix.dense.scale) {
+		if int(id) < nd {
 			cos = ix.dense.cosine(id, qv)
 		}
 		if st == stateUnknown && cos < o.DenseFloor {

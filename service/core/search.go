@@ -28,6 +28,14 @@ import (
 // OpToolSearch is a SearchTools operation.
 var OpToolSearch = OpKind{method: "tools/search", audit: "tool search"}
 
+// The rankings SearchTools can use (Options.SearchRanker): the lexical
+// index fused with the embedded model's similarity, or the index alone
+// (internal/toolsearch, docs/search.md).
+const (
+	SearchHybrid  = "hybrid"
+	SearchLexical = "lexical"
+)
+
 // Search limits (the wires' defaults and bounds).
 const (
 	DefaultSearchLimit = 10
@@ -223,7 +231,11 @@ func (s *Core) syncIndexLocked() { s.syncIndexToLocked(s.bridge.Catalog().Curren
 func (s *Core) syncIndexToLocked(cur *mcpbridge.Snapshot) {
 	ti := &s.toolIndex
 	if ti.ix == nil {
-		ti.ix = toolsearch.New[*mcpbridge.Tool](nil)
+		opts := toolsearch.Defaults()
+		if s.opts.SearchRanker == SearchLexical {
+			opts = toolsearch.Lexical(opts)
+		}
+		ti.ix = toolsearch.New[*mcpbridge.Tool](&opts)
 		ti.snap = &mcpbridge.Snapshot{}
 	}
 	if ti.snap == cur {
