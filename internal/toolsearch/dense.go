@@ -31,7 +31,7 @@ import (
 // documents nearest by Hamming distance, with every lexical match, get the
 // exact cosine (docs/search.md has the costs and the recall this keeps).
 const (
-	defaultDense      = 1.0
+	defaultDense      = 2.0
 	defaultDenseFloor = 0.55
 	// maxDocTokens bounds the tokens of a document's text that make its
 	// vector: the name, title and description come first, so a long

@@ -393,7 +393,7 @@ type scratch struct {
 	state   []uint8  // fuse's per-document state
 	dist    []uint16 // fuse: Hamming distance of each document's signs
 	near    []bool   // fuse: among the sign pass's candidates
-
+	cut     []float64
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -517,6 +517,9 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 		sc.score[id] = s
 		best = max(best, s)
 	}
+	// The lexical side's candidates: the denseCandidates best (all those
+	// tied at the cut-off score too, so the set does not depend on ids).
+	lexCut := lexicalCutoff(sc, denseCandidates)
 	h := &hitHeap[T]{}
 	consider := func(id uint32, s float64) {
 		e := &ix.docs[id]
@@ -543,6 +546,9 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 		if st == stateUnknown && (int(id) >= nd || !sc.near[id]) {
 			continue
 		}
+		if st == stateKept && sc.score[id] < lexCut && (int(id) >= nd || !sc.near[id]) {
+			continue // in neither side's candidates
+		}
 		lex := 0.0
 		if st == stateKept && best > 0 {
 			lex = sc.score[id] / best
@@ -567,6 +573,47 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 		out[i] = heap.Pop(h).(Hit[T])
 	}
 	return out
+}
+
+// lexicalCutoff is the m-th best finished lexical score among the kept
+// documents (0 when fewer).
+func lexicalCutoff(sc *scratch, m int) float64 {
+	h := sc.cut[:0]
+	for _, id := range sc.touched {
+		if sc.state[id] != stateKept {
+			continue
+		}
+		s := sc.score[id]
+		switch {
+		case len(h) < m:
+			h = append(h, s)
+			if len(h) == m {
+				heap.Init((*floatHeap)(&h))
+			}
+		case s > h[0]:
+			h[0] = s
+			heap.Fix((*floatHeap)(&h), 0)
+		}
+	}
+	sc.cut = h
+	if len(h) < m {
+		return 0
+	}
+	return h[0]
+}
+
+// floatHeap is a min-heap of scores.
+type floatHeap []float64
+
+func (h floatHeap) Len() int           { return len(h) }
+func (h floatHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h floatHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *floatHeap) Push(x any)        { *h = append(*h, x.(float64)) }
+func (h *floatHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // Per-search states of a document in fuse.

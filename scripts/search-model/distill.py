@@ -2,14 +2,14 @@
 """Distil all-MiniLM-L6-v2 into the static token embeddings toolsvc's search embeds.
 
 The recipe is model2vec's (Tulkens & van Dongen, 2024): run every vocabulary
-token (of ASCII text) through the transformer on its own and take its last
-hidden state, reduce the
-384 dimensions to DIMS with PCA, weight each token by SIF on a Zipf estimate
+token (of ASCII text) through the transformer as a sentence of its own,
+[CLS] token [SEP], mean-pool the last hidden state as sentence-transformers
+pools this model, reduce the 384 dimensions to DIMS with PCA, weight each token by SIF on a Zipf estimate
 of its frequency (BERT's vocabulary is roughly in frequency order), then
 quantise to int8 with one float32 scale per token.
 
 Input: the model directory unpacked from the pinned PyPI wheel (see
-scripts/search-model.sh). Output: the file internal/toolsearch/embed reads:
+scripts/search-model.sh). Output: the file internal/toolsearch/staticmodel reads:
 
   "toolsvc-static-embedding-v1\n"
   uint32 dims, uint32 tokens                    (little endian)
@@ -17,7 +17,7 @@ scripts/search-model.sh). Output: the file internal/toolsearch/embed reads:
   tokens x float32                              scale: vector = int8 x scale
   tokens x dims x int8                          the vectors
 
-Only numpy is needed (pinned in scripts/python/search-model.txt); the
+Only numpy is needed (pinned in scripts/python/bench/search-model.txt); the
 transformer's forward pass is written out here, checked against the model's
 own published embedding of "hello" (check_hello below).
 """
