@@ -538,15 +538,19 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 	}
 	for id := range ix.docs {
 		id := uint32(id)
+		// The cheap per-search arrays first: most documents are in
+		// neither side's candidates.
 		st := sc.state[id]
-		if st == stateRejected || ix.docs[id].key == "" {
+		near := int(id) < nd && sc.near[id]
+		switch {
+		case st == stateRejected:
 			continue
-		}
-		if st == stateUnknown && (int(id) >= nd || !sc.near[id]) {
+		case st == stateUnknown && !near:
 			continue
-		}
-		if st == stateKept && sc.score[id] < lexCut && (int(id) >= nd || !sc.near[id]) {
+		case st == stateKept && !near && sc.score[id] < lexCut:
 			continue // in neither side's candidates
+		case ix.docs[id].key == "":
+			continue // a free slot
 		}
 		lex := 0.0
 		if st == stateKept && best > 0 {

@@ -39,7 +39,7 @@ var (
 	changes    = flag.Int("changes", 2000, "re-indexed tools per round in the change measurement")
 	maxQueries = flag.Int("queries", 0, "use only the first N queries (0: all)")
 	publicSets = flag.String("public", "bfcl,nestful", "public corpora to rank too (tests/bench/testdata/search-NAME; \"\": none)")
-	denseW     = flag.Float64("dense", -1, "the hybrid's dense weight (-1: the default)")
+	denseW     = flag.Float64("dense", -1, "the hybrid's dense weight (-1: the default; 0: the index figures of the lexical ranking)")
 	denseFloor = flag.Float64("floor", -1, "the hybrid's dense floor (-1: the default)")
 	splitFlag  = flag.String("split", "heldout", "which queries of each corpus to rank: heldout (never tuned on), tune, or all")
 )
@@ -147,6 +147,18 @@ func run() error {
 	return nil
 }
 
+// flagOptions are the default options with -dense and -floor applied.
+func flagOptions() toolsearch.Options {
+	o := toolsearch.Defaults()
+	if *denseW >= 0 {
+		o.Dense = *denseW
+	}
+	if *denseFloor >= 0 {
+		o.DenseFloor = *denseFloor
+	}
+	return o
+}
+
 // rankCorpus prints and records the rankers' figures on one corpus's
 // queries of the -split asked for; JSON keys are prefix + ranker + metric.
 func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map[string]any) error {
@@ -159,13 +171,7 @@ func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map
 	if len(qs) == 0 {
 		return fmt.Errorf("%s: no queries in split %q", name, *splitFlag)
 	}
-	defaults := toolsearch.Defaults()
-	if *denseW >= 0 {
-		defaults.Dense = *denseW
-	}
-	if *denseFloor >= 0 {
-		defaults.DenseFloor = *denseFloor
-	}
+	defaults := flagOptions()
 	lexical := toolsearch.Lexical(defaults)
 	denseOnly := defaults
 	denseOnly.Dense, denseOnly.DenseFloor = 1e6, -1
@@ -178,7 +184,7 @@ func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map
 		{"dense only (ablation)", "dense", indexRanker(docs, &denseOnly)},
 		{"plain BM25 baseline", "bm25", newBM25(docs).rank},
 	}
-	if !toolsearch.DenseAvailable(defaults) {
+	if !toolsearch.DenseAvailable(toolsearch.Defaults()) {
 		return fmt.Errorf("the dense stage is not available (internal/toolsearch/staticmodel)")
 	}
 	fmt.Printf("corpus %s: %d tools; %d %s queries\n", name, len(docs), len(qs), *splitFlag)
@@ -444,7 +450,8 @@ func measureSize(corpusDocs []core.SearchDoc, qs []query, n int, out map[string]
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	ix := toolsearch.New[*mcpbridge.Tool](nil)
+	opts := flagOptions()
+	ix := toolsearch.New[*mcpbridge.Tool](&opts)
 	for _, d := range docs {
 		ix.Upsert(core.ToolDoc(d.Tool, d.Instructions))
 	}
