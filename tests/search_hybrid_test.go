@@ -19,12 +19,14 @@ import (
 // first through the embedded model's similarity, where the lexical
 // ranking alone puts a tool that merely shares a word first; the front
 // door's progressive-discovery search_tools ranks exactly as gRPC
-// SearchTools.
+// SearchTools. An operator's searchAliases for a tool are searched with
+// its text, by either ranking.
 func TestSearchHybridEndToEnd(t *testing.T) {
 	t.Parallel()
 	entry := nodePath(t, everythingEntry)
 	conf := cfg{Servers: servers{
-		"everything": upstream{Command: "node", Args: []string{entry, "stdio"}},
+		"everything": upstream{Command: "node", Args: []string{entry, "stdio"},
+			SearchAliases: map[string][]string{"get-tiny-image": {"company emblem"}}},
 	}}
 	hybrid := startToolsvc(t, conf, "--mcp-listen", "127.0.0.1:0", "--mcp-discovery", "progressive")
 	lexical := startToolsvc(t, conf, "--search-ranker", "lexical")
@@ -60,6 +62,13 @@ func TestSearchHybridEndToEnd(t *testing.T) {
 		h, l := search(hybrid, q), search(lexical, q)
 		if len(h) == 0 || len(l) == 0 || h[0] != l[0] {
 			t.Errorf("SearchTools(%q): hybrid %v, lexical %v: want the same first tool", q, h, l)
+		}
+	}
+
+	// The configured alias: words no tool of the server uses.
+	for _, p := range []*toolsvcProc{hybrid, lexical} {
+		if got := search(p, "company emblem"); len(got) == 0 || got[0] != "everything__get-tiny-image" {
+			t.Errorf("SearchTools(company emblem) = %v, want everything__get-tiny-image first (its searchAliases)", got)
 		}
 	}
 

@@ -161,10 +161,10 @@ func DenseAvailable(opts Options) bool {
 }
 
 // DocText is the text of d a model sees: its name, title and description
-// first, then its parameters and server.
+// first, then the operator's aliases, its parameters and server.
 func DocText[T any](d *Doc[T]) string {
 	var b strings.Builder
-	for _, f := range []Field{FieldName, FieldTitle, FieldDescription, FieldParams, FieldServer} {
+	for _, f := range []Field{FieldName, FieldTitle, FieldDescription, FieldAliases, FieldParams, FieldServer} {
 		if t := d.Text[f]; t != "" {
 			b.WriteString(t)
 			b.WriteString("\n")

@@ -42,6 +42,7 @@ const (
 	FieldDescription              // its description
 	FieldParams                   // its parameters' names, titles and descriptions
 	FieldServer                   // the server's name
+	FieldAliases                  // the operator's aliases and example queries for the tool (config: searchAliases)
 	// NumFields is the number of fields.
 	NumFields
 )
@@ -92,8 +93,8 @@ type Options struct {
 // Defaults are the options tuned on the retrieval eval (docs/search.md).
 func Defaults() Options {
 	return Options{
-		Weight:             [NumFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5},
-		B:                  [NumFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 1, FieldParams: 0.75, FieldServer: 0},
+		Weight:             [NumFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5, FieldAliases: 2},
+		B:                  [NumFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 1, FieldParams: 0.75, FieldServer: 0, FieldAliases: 0.3},
 		K1:                 2,
 		ExpansionWeight:    0.15,
 		InstructionsWeight: 0.1,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"path"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -151,7 +152,7 @@ func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, kee
 	s.syncIndexToLocked(view.Base())
 	own, _ := mcpbridge.Diff(view.Base(), view)
 	for _, t := range own {
-		ti.ix.Upsert(ToolDoc(t, s.bridge.Instructions(t.Server)))
+		ti.ix.Upsert(s.toolDoc(t, s.bridge.Instructions(t.Server)))
 	}
 	hits := ti.ix.Search(q, limit, keep)
 	for _, t := range own {
@@ -252,9 +253,17 @@ func (s *Core) syncIndexToLocked(cur *mcpbridge.Snapshot) {
 			in = s.bridge.Instructions(t.Server)
 			instructions[t.Server] = in
 		}
-		ti.ix.Upsert(ToolDoc(t, in))
+		ti.ix.Upsert(s.toolDoc(t, in))
 	}
 	ti.snap = cur
+}
+
+// toolDoc is ToolDoc with the aliases the configuration gives the tool
+// (searchAliases, by its upstream name).
+func (s *Core) toolDoc(t *mcpbridge.Tool, instructions string) toolsearch.Doc[*mcpbridge.Tool] {
+	d := ToolDoc(t, instructions)
+	d.Text[toolsearch.FieldAliases] = strings.Join(s.bridge.SearchAliases(t.Server, t.OriginalName), "\n")
+	return d
 }
 
 // ToolDoc is the searchable text of a catalog tool.
