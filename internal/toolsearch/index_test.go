@@ -290,3 +290,40 @@ func TestHybridReachesParaphrase(t *testing.T) {
 		t.Errorf("hybrid Search(create issue) = %v, want github__create_issue first", keys(got))
 	}
 }
+
+// TestHybridConcurrent: searches (the dense stage's scratch included) run
+// while tools change; under -race.
+func TestHybridConcurrent(t *testing.T) {
+	ix := New[string](nil)
+	docs := synthetic(300, 3)
+	for _, d := range docs {
+		ix.Upsert(d)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 300 {
+			d := docs[i%len(docs)]
+			d.Text[FieldDescription] += " changed"
+			ix.Upsert(d)
+			if i%3 == 0 {
+				ix.Remove(docs[(i*7)%len(docs)].Key)
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			if got := ix.Search(benchQueries[0], 5, nil); len(got) == 0 {
+				t.Errorf("Search(%q) after the changes: no hits", benchQueries[0])
+			}
+			return
+		default:
+		}
+		for _, h := range ix.Search(benchQueries[i%len(benchQueries)], 5, nil) {
+			if h.Key == "" {
+				t.Fatalf("hit with an empty key: %v", h)
+			}
+		}
+	}
+}
