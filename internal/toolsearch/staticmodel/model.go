@@ -101,12 +101,14 @@ func (m *Model) Tokens() int { return m.tokens }
 
 // Embed returns the unit-length mean of text's token vectors, and false
 // when no token of text has one (the zero vector is then returned).
-// maxTokens bounds the tokens that count (0: no bound): text beyond them
-// is not read.
+// maxTokens bounds the tokens that count and the words read (0: no
+// bound): text beyond them is not read, so a text of words outside the
+// vocabulary costs no more than one of words in it.
 func (m *Model) Embed(text string, maxTokens int) ([Dims]float32, bool) {
 	var acc [Dims]float32
-	count := 0
+	count, words := 0, 0
 	Words(text, func(w string) bool {
+		words++
 		m.pieces(w, func(row int32) {
 			s := m.scale[row]
 			v := m.vecs[int(row)*Dims : int(row)*Dims+Dims]
@@ -115,7 +117,7 @@ func (m *Model) Embed(text string, maxTokens int) ([Dims]float32, bool) {
 			}
 			count++
 		})
-		return maxTokens == 0 || count < maxTokens
+		return maxTokens == 0 || (count < maxTokens && words < maxTokens)
 	})
 	var norm float64
 	for _, x := range acc {
@@ -148,7 +150,7 @@ func (m *Model) Tokenize(text string) []string {
 func (m *Model) pieces(word string, emit func(row int32)) {
 	var rows [32]int32
 	n := 0
-	ok := m.split(word, func(_ string, row int32) bool {
+	ok := m.split(word, func(_, _ int, row int32) bool {
 		if n == len(rows) {
 			return false
 		}
@@ -165,7 +167,14 @@ func (m *Model) pieces(word string, emit func(row int32)) {
 
 func (m *Model) piecesText(word string, emit func(string)) {
 	var ps []string
-	if m.split(word, func(p string, _ int32) bool { ps = append(ps, p); return true }) {
+	if m.split(word, func(start, end int, _ int32) bool {
+		if start == 0 {
+			ps = append(ps, word[:end])
+		} else {
+			ps = append(ps, "##"+word[start:end])
+		}
+		return true
+	}) {
 		for _, p := range ps {
 			emit(p)
 		}
@@ -173,23 +182,28 @@ func (m *Model) piecesText(word string, emit func(string)) {
 }
 
 // split is WordPiece: the longest vocabulary prefix of word, then the
-// longest "##"-prefixed vocabulary entry of the rest, and so on; false
-// when some rest has none (or emit refuses more pieces).
-func (m *Model) split(word string, emit func(piece string, row int32) bool) bool {
+// longest "##"-prefixed vocabulary entry of the rest, and so on, each
+// emitted as word[start:end] and its row; false when some rest has none
+// (or emit refuses more pieces). A word is at most MaxWordBytes, so a
+// word costs at most MaxWordBytes² / 2 lookups, none allocating.
+func (m *Model) split(word string, emit func(start, end int, row int32) bool) bool {
 	var buf [2 + MaxWordBytes]byte
 	start := 0
 	for start < len(word) {
 		end := len(word)
 		found := false
 		for end > start {
-			var cand string
+			var row int32
+			var ok bool
 			if start == 0 {
-				cand = word[:end]
+				row, ok = m.vocab[word[:end]]
 			} else {
-				cand = string(append(append(buf[:0], "##"...), word[start:end]...))
+				// m.vocab[string(b)] does not allocate.
+				b := append(append(buf[:0], "##"...), word[start:end]...)
+				row, ok = m.vocab[string(b)]
 			}
-			if row, ok := m.vocab[cand]; ok {
-				if !emit(cand, row) {
+			if ok {
+				if !emit(start, end, row) {
 					return false
 				}
 				found = true

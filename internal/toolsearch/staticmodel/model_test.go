@@ -2,6 +2,7 @@ package staticmodel
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -66,5 +67,19 @@ func TestEmbedSimilarity(t *testing.T) {
 	}
 	if n := cos(q, q); n < 0.999 || n > 1.001 {
 		t.Errorf("|Embed| = %.4f, want 1", n)
+	}
+}
+
+// TestEmbedReadsBoundedWords: maxTokens bounds the words read, not only
+// the tokens found, so words outside the vocabulary (other scripts have no
+// vectors here) cannot make a text cost more than its bound.
+func TestEmbedReadsBoundedWords(t *testing.T) {
+	m := mustLoad(t)
+	text := strings.Repeat("жжж ", 10) + "screenshot"
+	if _, ok := m.Embed(text, 10); ok {
+		t.Error("Embed(10 unknown words + screenshot, 10): read past 10 words")
+	}
+	if _, ok := m.Embed(text, 0); !ok {
+		t.Error("Embed(…, 0): screenshot not embedded")
 	}
 }
