@@ -221,6 +221,9 @@ type serverJSON struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
+	// SearchAliases are aliases or example queries per tool (its upstream
+	// name) that tool search indexes with the tool's own text.
+	SearchAliases map[string][]string `json:"searchAliases"`
 	// OAuth authenticates to a streamable HTTP upstream (oauth.go).
 	OAuth json.RawMessage `json:"oauth"`
 	// Credentials is whose credentials calls carry (credentials.go).
@@ -420,11 +423,62 @@ func (p *parser) parseServer(name string, raw json.RawMessage) (mcpbridge.Server
 	ok = p.serverOAuth(name, sj.OAuth, &sc) && ok
 	ok = p.serverCredentials(name, sj.Credentials, &sc) && ok
 	ok = p.serverTransport(name, &sj, &sc) && ok
+	ok = p.searchAliases(name, sj.SearchAliases, &sc) && ok
 	if sj.Disabled {
 		p.cfg.Warnings = append(p.cfg.Warnings, fmt.Sprintf("%s: server %q is disabled", p.file, name))
 		return sc, false
 	}
 	return sc, p.serverRules(name, &sc) && ok
+}
+
+// Bounds of a server's searchAliases: what an operator writes is indexed
+// and embedded with the tool's text, so it is bounded like the text.
+const (
+	MaxAliasedTools   = 1000
+	MaxAliasesPerTool = 16
+	MaxAliasBytes     = 256
+)
+
+// searchAliases checks a server's "searchAliases" (tool name → aliases)
+// and sets them on sc.
+func (p *parser) searchAliases(name string, in map[string][]string, sc *mcpbridge.ServerConfig) bool {
+	if len(in) == 0 {
+		return true
+	}
+	ok := true
+	if len(in) > MaxAliasedTools {
+		p.add(name, "searchAliases", "aliases for %d tools, at most %d", len(in), MaxAliasedTools)
+		return false
+	}
+	for _, tool := range sortedKeys(in) {
+		field := "searchAliases." + tool
+		aliases := in[tool]
+		switch {
+		case tool == "":
+			p.add(name, "searchAliases", "a tool name is empty")
+			ok = false
+		case len(aliases) == 0:
+			p.add(name, field, "want at least one alias")
+			ok = false
+		case len(aliases) > MaxAliasesPerTool:
+			p.add(name, field, "%d aliases, at most %d", len(aliases), MaxAliasesPerTool)
+			ok = false
+		}
+		for i, a := range aliases {
+			switch {
+			case strings.TrimSpace(a) == "":
+				p.add(name, fmt.Sprintf("%s[%d]", field, i), "empty")
+				ok = false
+			case len(a) > MaxAliasBytes:
+				p.add(name, fmt.Sprintf("%s[%d]", field, i), "longer than %d bytes", MaxAliasBytes)
+				ok = false
+			}
+		}
+	}
+	if ok {
+		sc.SearchAliases = in
+	}
+	return ok
 }
 
 // expandServer resolves ${ENV} and ${file:…} in every string value of a

@@ -413,3 +413,30 @@ func TestParseDeepNestingIsBounded(t *testing.T) {
 		t.Fatalf("Parse allocated %d MiB for a 4 MiB file", grew>>20)
 	}
 }
+
+// TestSearchAliases: a server's searchAliases reach the bridge's config;
+// each bound is a problem naming the field.
+func TestSearchAliases(t *testing.T) {
+	cfg, err := Parse("c.json", []byte(`{"mcpServers": {"s": {"command": "x", "searchAliases": {"take_screenshot": ["grab an image of the page", "snapshot"]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Bridge.Servers[0].SearchAliases["take_screenshot"]; len(got) != 2 || got[1] != "snapshot" {
+		t.Errorf("SearchAliases = %v", cfg.Bridge.Servers[0].SearchAliases)
+	}
+	long := strings.Repeat("x", MaxAliasBytes+1)
+	many := `"a"` + strings.Repeat(`, "a"`, MaxAliasesPerTool)
+	for _, tc := range []struct{ aliases, want string }{
+		{`{"t": []}`, `field "searchAliases.t": want at least one alias`},
+		{`{"t": ["ok", " "]}`, `field "searchAliases.t[1]": empty`},
+		{`{"t": ["` + long + `"]}`, `field "searchAliases.t[0]": longer than 256 bytes`},
+		{`{"t": [` + many + `]}`, `field "searchAliases.t": 17 aliases, at most 16`},
+		{`{"": ["a"]}`, `field "searchAliases": a tool name is empty`},
+		{`{"t": "a"}`, `field "searchAliases"`},
+	} {
+		_, err := Parse("c.json", []byte(`{"mcpServers": {"s": {"command": "x", "searchAliases": `+tc.aliases+`}}}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("searchAliases %.40s: %v, want %q", tc.aliases, err, tc.want)
+		}
+	}
+}

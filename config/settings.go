@@ -39,6 +39,7 @@ type Serve struct {
 	MCPDiscovery               string        `json:"mcpDiscovery"`
 	MCPCoreTools               []string      `json:"mcpCoreTools"`
 	MCPDiscoveryPrincipals     []string      `json:"mcpDiscoveryPrincipals"`
+	SearchRanker               string        `json:"searchRanker"`
 	PublicURL                  string        `json:"publicURL"`
 	StateKeyFile               string        `json:"stateKeyFile"`
 	TaskPollInterval           time.Duration `json:"taskPollInterval"`

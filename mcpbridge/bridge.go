@@ -389,6 +389,16 @@ func (b *Bridge) Server(name string) (ServerStatus, error) {
 	return u.statusSnapshot(), nil
 }
 
+// SearchAliases are the configured aliases of the server's tool (by its
+// upstream name), nil when none; tool search indexes them with the tool.
+func (b *Bridge) SearchAliases(server, tool string) []string {
+	u, err := b.upstream(server)
+	if err != nil {
+		return nil
+	}
+	return u.cfg.SearchAliases[tool]
+}
+
 // Instructions are the instructions the server's current session sent
 // in its initialize result ("" without a session or instructions); tool
 // search indexes them with the server's tools.

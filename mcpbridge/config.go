@@ -185,6 +185,10 @@ type ServerConfig struct {
 	// pattern (or there are none) and no deny pattern.
 	ToolsAllow []string
 	ToolsDeny  []string
+	// SearchAliases are the operator's words for a tool, by its upstream
+	// name: aliases or example queries the tool search indexes with its
+	// text (service/core, docs/search.md). Bounded by config/.
+	SearchAliases map[string][]string
 
 	// Elicitation is how toolsvc answers an upstream's elicitation/create
 	// request when no caller can (the caller did not offer input, or

@@ -233,7 +233,8 @@ func (sv *serving) newCore() {
 		MaxWaitingPerPrincipal: set.MaxWaitingPerPrincipal, MaxWaiting: set.MaxWaiting, TaskPollInterval: set.TaskPollInterval,
 		MaxTaskWatchesPerPrincipal: set.MaxTaskWatchesPerPrincipal,
 		MaxParkedPerCall:           set.MaxParkedPerCall, MaxInputRequestBytes: set.MaxInputRequestBytes,
-		MaxParkedBytes: set.MaxParkedBytes, MaxParkedBytesPerPrincipal: set.MaxParkedBytesPerPrincipal})
+		MaxParkedBytes: set.MaxParkedBytes, MaxParkedBytesPerPrincipal: set.MaxParkedBytesPerPrincipal,
+		SearchRanker: set.SearchRanker})
 }
 
 // newService builds the gRPC service from the core, with the config

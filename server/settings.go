@@ -75,6 +75,7 @@ var Settings = []Setting{
 	{"mcpBodyTimeout", "mcp-body-timeout", OnRestart, "time an MCP front-door request body may take to arrive (HTTP 408 and the connection closed past it); headers: 10s"},
 	{"mcpDiscovery", "mcp-discovery", OnRestart, "MCP tools/list: full (every tool) or progressive (the core tools, search_tools and call_tool, and on a 2025-11-25 session what its searches found; any tool stays callable)"},
 	{"mcpCoreTools", "mcp-core-tools", OnRestart, "with progressive discovery: globs of exposed tool names listed besides search_tools and call_tool; the flag takes them comma-separated"},
+	{"searchRanker", "search-ranker", OnRestart, "tool search ranking: hybrid (the lexical index fused with the embedded model's similarity) or lexical (the index alone); docs/search.md"},
 	{"mcpDiscoveryPrincipals", "mcp-discovery-principals", OnRestart, "with progressive discovery: the principals it applies to (empty: all); the flag takes them comma-separated"},
 	{"publicURL", "public-url", OnRestart, "the URL browsers reach the admin listener at, for the userOAuth login callback (its redirect URI is this + " + mcpbridge.LoginCallbackPath + "; default: http:// and the admin listener's address)"},
 	{"stateKeyFile", "state-key-file", OnRestart, "file whose contents sign interactive calls' request states and seal task handles; replicas behind one load balancer share it (empty: a random key, so only this process continues its calls and opens its task handles)"},
@@ -133,6 +134,7 @@ func DefaultServe() config.Serve {
 		MCPMaxSessionsPerPrincipal: mcpfront.DefaultMaxSessionsPerPrincipal,
 		MCPSessionTimeout:          mcpfront.DefaultSessionTimeout, MCPBodyTimeout: mcpfront.DefaultBodyTimeout,
 		MCPDiscovery:     "full",
+		SearchRanker:     core.SearchHybrid,
 		TaskPollInterval: core.DefaultTaskPollInterval, InputTimeout: core.DefaultInputTimeout,
 		MaxWaitingPerPrincipal: core.DefaultMaxWaitingPerPrincipal, MaxWaiting: core.DefaultMaxWaiting,
 		MaxTaskWatchesPerPrincipal: core.DefaultMaxTaskWatchesPerPrincipal,
@@ -224,6 +226,9 @@ func validate(s *config.Serve) error {
 		"mcpSessionTimeout", "mcpBodyTimeout", "maxWaitingPerPrincipal", "maxWaiting", "maxParkedPerCall",
 		"maxInputRequestBytes", "maxParkedBytesPerPrincipal", "maxParkedBytes"} {
 		positive(k)
+	}
+	if s.SearchRanker != core.SearchHybrid && s.SearchRanker != core.SearchLexical {
+		probs = append(probs, fmt.Sprintf("%s: %q is neither %s nor %s", name("searchRanker"), s.SearchRanker, core.SearchHybrid, core.SearchLexical))
 	}
 	if s.MCPDiscovery != "full" && s.MCPDiscovery != "progressive" {
 		probs = append(probs, fmt.Sprintf("%s: %q is neither full nor progressive", name("mcpDiscovery"), s.MCPDiscovery))

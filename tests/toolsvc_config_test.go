@@ -97,6 +97,8 @@ type upstream struct {
 	AuthRetry          string            `json:"authRetry,omitempty"`
 	ForwardPrincipal   bool              `json:"forwardPrincipal,omitempty"`
 	Credentials        *credsCfg         `json:"credentials,omitempty"`
+	// Tool search (docs/search.md).
+	SearchAliases map[string][]string `json:"searchAliases,omitempty"`
 }
 
 // credsCfg is a server's "credentials" object (docs/credentials.md).
@@ -247,7 +249,8 @@ func TestConfigBuilderSchema(t *testing.T) {
 		RefreshDebounce: "1s", PushlessRefresh: "1s", ValidateArguments: &yes, Backoff: &backoff{Base: "1s", Max: "2s"},
 		PingInterval: "1s", PingTimeout: "1s", PingFailures: 2, StableAfter: "1s",
 		Breaker: &breaker{Failures: 3, Cooldown: "1s", MaxCooldown: "2s"}, MaxConcurrentCalls: 2, MaxQueuedCalls: 2,
-		EnvPassthrough: []string{"HOME"}, NamePrefix: "p", Elicitation: "decline", Tools: &toolFilter{Allow: []string{"*"}, Deny: []string{"x"}}}
+		EnvPassthrough: []string{"HOME"}, NamePrefix: "p", Elicitation: "decline", Tools: &toolFilter{Allow: []string{"*"}, Deny: []string{"x"}},
+		SearchAliases: map[string][]string{"echo": {"say it back"}}}
 	remote := upstream{Type: "http", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"X": "y"}, AuthRetry: "1s", ForwardPrincipal: true,
 		OAuth: &oauthCfg{Grant: "refresh_token", ClientID: "c", ClientSecret: "s", Scopes: []string{"a"}, TokenURL: "http://127.0.0.1:1/token",
 			RefreshToken: "r", Resource: "http://127.0.0.1:1/mcp", AuthMethod: "client_secret_post"}}

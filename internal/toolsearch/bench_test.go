@@ -3,12 +3,16 @@ package toolsearch
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 )
 
-func buildIndex(n int) (*Index[string], []Doc[string]) {
+func buildIndex(n int) (*Index[string], []Doc[string]) { return buildIndexWith(n, nil) }
+
+func buildIndexWith(n int, opts *Options) (*Index[string], []Doc[string]) {
 	docs := synthetic(n, 7)
-	ix := New[string](nil)
+	ix := New[string](opts)
 	for _, d := range docs {
 		ix.Upsert(d)
 	}
@@ -23,17 +27,46 @@ var benchQueries = []string{
 	"schedule a meeting",
 }
 
+// BenchmarkSearch is a search's latency, hybrid (the default) and lexical
+// (the fallback): p50 and p99 are reported besides the mean.
 func BenchmarkSearch(b *testing.B) {
+	lexical := Lexical(Defaults())
 	for _, n := range []int{2000, 20000} {
-		ix, _ := buildIndex(n)
-		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				ix.Search(benchQueries[i%len(benchQueries)], 10, nil)
-				i++
-			}
-		})
+		for _, r := range []struct {
+			name string
+			opts *Options
+		}{{"hybrid", nil}, {"lexical", &lexical}} {
+			ix, _ := buildIndexWith(n, r.opts)
+			b.Run(fmt.Sprintf("%s/tools=%d", r.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				var lat []time.Duration
+				i := 0
+				for b.Loop() {
+					start := time.Now()
+					ix.Search(benchQueries[i%len(benchQueries)], 10, nil)
+					lat = append(lat, time.Since(start))
+					i++
+				}
+				slices.Sort(lat)
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			})
+		}
+	}
+}
+
+// BenchmarkChange1000 is a catalog change of 1,000 tools applied to an
+// index of 20,000 (each re-indexed, as the core applies a change).
+func BenchmarkChange1000(b *testing.B) {
+	ix, docs := buildIndex(20000)
+	r := 0
+	for b.Loop() {
+		for i := range 1000 {
+			d := docs[(i*7919+r)%len(docs)]
+			d.Text[FieldDescription] += fmt.Sprintf(" changed %d", r)
+			ix.Upsert(d)
+		}
+		r++
 	}
 }
 

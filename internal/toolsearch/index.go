@@ -42,6 +42,7 @@ const (
 	FieldDescription              // its description
 	FieldParams                   // its parameters' names, titles and descriptions
 	FieldServer                   // the server's name
+	FieldAliases                  // the operator's aliases and example queries for the tool (config: searchAliases)
 	// NumFields is the number of fields.
 	NumFields
 )
@@ -80,18 +81,34 @@ type Options struct {
 	Coverage float64
 	// NoExpansion turns query expansion off (the eval's ablation).
 	NoExpansion bool
+	// Dense is the weight of the dense (embedding) similarity in the
+	// hybrid score: score = lexical / best lexical + Dense × cosine
+	// (dense.go). 0: lexical only.
+	Dense float64
+	// DenseFloor is the cosine a document needs to be returned without
+	// any lexical match.
+	DenseFloor float64
 }
 
 // Defaults are the options tuned on the retrieval eval (docs/search.md).
 func Defaults() Options {
 	return Options{
-		Weight:             [NumFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5},
-		B:                  [NumFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 1, FieldParams: 0.75, FieldServer: 0},
+		Weight:             [NumFields]float64{FieldName: 3, FieldTitle: 2, FieldDescription: 1, FieldParams: 0.5, FieldServer: 1.5, FieldAliases: 2},
+		B:                  [NumFields]float64{FieldName: 0.3, FieldTitle: 0.3, FieldDescription: 1, FieldParams: 0.75, FieldServer: 0, FieldAliases: 0.3},
 		K1:                 2,
 		ExpansionWeight:    0.15,
 		InstructionsWeight: 0.1,
 		Coverage:           0.5,
+		Dense:              defaultDense,
+		DenseFloor:         defaultDenseFloor,
 	}
+}
+
+// Lexical returns opts without the dense stage: the lexical ranking alone
+// (the fallback a deployment can choose, and the eval's ablation).
+func Lexical(opts Options) Options {
+	opts.Dense = 0
+	return opts
 }
 
 // posting is one (term, document) pair: the term's frequency in each
@@ -139,6 +156,7 @@ type Index[T any] struct {
 	live     int
 	lenSum   [NumFields]uint64 // over live documents
 	servers  map[string]*serverEntry
+	dense    denseStore // the documents' vectors, by document id (dense.go)
 
 	scratch sync.Pool // *scratch
 }
@@ -184,6 +202,7 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 			}
 		})
 	}
+	vec, hasVec := ix.embedDoc(&d)
 	var instr *serverEntry
 	if d.Instructions != "" {
 		instr = &serverEntry{instructions: d.Instructions, tf: map[string]int{}}
@@ -203,6 +222,7 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
 		ix.postings[tid] = append(ix.postings[tid], posting{doc: id, tf: *counts[t]})
 	}
+	ix.dense.set(id, vec, hasVec)
 	ix.byKey[d.Key] = id
 	ix.live++
 	for f := range NumFields {
@@ -266,6 +286,7 @@ func (ix *Index[T]) removeLocked(id uint32) {
 		}
 	}
 	delete(ix.byKey, e.key)
+	ix.dense.clear(id)
 	*e = docEntry[T]{}
 	ix.freeDoc = append(ix.freeDoc, id)
 	ix.live--
@@ -369,6 +390,10 @@ type scratch struct {
 	score   []float64
 	matched []uint64 // bit i: query word i matched (maxQueryWords ≤ 64)
 	touched []uint32
+	state   []uint8  // fuse's per-document state
+	dist    []uint16 // fuse: Hamming distance of each document's signs
+	near    []bool   // fuse: among the sign pass's candidates
+	cut     []float64
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -380,8 +405,10 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 	}
 	terms, words := ix.parseQuery(query)
 	if len(terms) == 0 {
+		// Stop words only: nothing says what the tool does.
 		return nil
 	}
+	qv, dense := ix.embedQuery(query)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.live == 0 {
@@ -429,6 +456,9 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 		}
 	}
 	boost := ix.instructionBoost(terms)
+	if dense {
+		return ix.fuse(sc, &qv, boost, words, k, keep)
+	}
 
 	h := &hitHeap[T]{}
 	for _, id := range sc.touched {
@@ -456,6 +486,146 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 	}
 	return out
 }
+
+// fuse ranks with the dense stage (dense.go): the lexical score of every
+// touched document is finished (instructions, coverage) and normalised by
+// the best among those keep accepts, then every document with a vector
+// is scored lexical + Dense × cosine. keep is asked only of a document
+// that would enter the results.
+func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words, k int, keep func(T) bool) []Hit[T] {
+	o := &ix.opts
+	if len(sc.state) < len(ix.docs) {
+		sc.state = make([]uint8, len(ix.docs))
+	}
+	nd := len(ix.dense.scale)
+	if len(sc.dist) < nd {
+		sc.dist, sc.near = make([]uint16, nd), make([]bool, nd)
+	}
+	ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:nd])
+	best := 0.0
+	for _, id := range sc.touched {
+		e := &ix.docs[id]
+		if keep != nil && !keep(e.value) {
+			sc.state[id] = stateRejected
+			continue
+		}
+		sc.state[id] = stateKept
+		s := sc.score[id] + boost[e.server]
+		if o.Coverage > 0 && words > 0 {
+			s *= 1 + o.Coverage*float64(bits.OnesCount64(sc.matched[id]))/float64(words)
+		}
+		sc.score[id] = s
+		best = max(best, s)
+	}
+	// The lexical side's candidates: the denseCandidates best (all those
+	// tied at the cut-off score too, so the set does not depend on ids).
+	lexCut := lexicalCutoff(sc, denseCandidates)
+	h := &hitHeap[T]{}
+	consider := func(id uint32, s float64) {
+		e := &ix.docs[id]
+		hit := Hit[T]{Key: e.key, Value: e.value, Score: s}
+		if h.Len() == k && !better(hit, (*h)[0]) {
+			return
+		}
+		if sc.state[id] == stateUnknown && keep != nil && !keep(e.value) {
+			return
+		}
+		if h.Len() < k {
+			heap.Push(h, hit)
+		} else {
+			(*h)[0] = hit
+			heap.Fix(h, 0)
+		}
+	}
+	for id := range ix.docs {
+		id := uint32(id)
+		// The cheap per-search arrays first: most documents are in
+		// neither side's candidates.
+		st := sc.state[id]
+		near := int(id) < nd && sc.near[id]
+		switch {
+		case st == stateRejected:
+			continue
+		case st == stateUnknown && !near:
+			continue
+		case st == stateKept && !near && sc.score[id] < lexCut:
+			continue // in neither side's candidates
+		case ix.docs[id].key == "":
+			continue // a free slot
+		}
+		lex := 0.0
+		if st == stateKept && best > 0 {
+			lex = sc.score[id] / best
+		}
+		cos := 0.0
+		if int(id) < nd {
+			cos = ix.dense.cosine(id, qv)
+		}
+		if st == stateUnknown && cos < o.DenseFloor {
+			continue
+		}
+		consider(id, lex+o.Dense*cos)
+	}
+	for _, id := range sc.touched {
+		sc.score[id], sc.matched[id], sc.state[id] = 0, 0, stateUnknown
+	}
+	if h.Len() == 0 {
+		return nil
+	}
+	out := make([]Hit[T], h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(Hit[T])
+	}
+	return out
+}
+
+// lexicalCutoff is the m-th best finished lexical score among the kept
+// documents (0 when fewer).
+func lexicalCutoff(sc *scratch, m int) float64 {
+	h := sc.cut[:0]
+	for _, id := range sc.touched {
+		if sc.state[id] != stateKept {
+			continue
+		}
+		s := sc.score[id]
+		switch {
+		case len(h) < m:
+			h = append(h, s)
+			if len(h) == m {
+				heap.Init((*floatHeap)(&h))
+			}
+		case s > h[0]:
+			h[0] = s
+			heap.Fix((*floatHeap)(&h), 0)
+		}
+	}
+	sc.cut = h
+	if len(h) < m {
+		return 0
+	}
+	return h[0]
+}
+
+// floatHeap is a min-heap of scores.
+type floatHeap []float64
+
+func (h floatHeap) Len() int           { return len(h) }
+func (h floatHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h floatHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *floatHeap) Push(x any)        { *h = append(*h, x.(float64)) }
+func (h *floatHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// Per-search states of a document in fuse.
+const (
+	stateUnknown  uint8 = iota // not touched by the lexical stage; keep not asked yet
+	stateKept                  // lexical match, keep accepted
+	stateRejected              // lexical match, keep refused
+)
 
 // instructionBoost scores each server's instructions against the query
 // (BM25 over the servers), scaled by InstructionsWeight.

@@ -258,3 +258,72 @@ func synthetic(n int, seed uint64) []Doc[string] {
 	}
 	return out
 }
+
+// TestHybridReachesParaphrase: a query whose words the tool it means
+// does not use ("squeeze" for gzip's "Compresses") is lifted into the
+// results by the dense stage; the lexical ranking (the fallback) leaves
+// it out. The keep filter holds for what the dense stage brought in.
+func TestHybridReachesParaphrase(t *testing.T) {
+	lo := Lexical(Defaults())
+	hy, lx := New[string](nil), New[string](&lo)
+	docs := append(sample(), doc("everything", "gzip-file-as-resource", "",
+		"Compresses a single file using gzip compression. Depending upon the selected output type, returns either the compressed data as a gzipped resource or a resource link, allowing it to be downloaded in a subsequent request during the current session.",
+		"name\ndata\noutputType"))
+	for _, d := range docs {
+		hy.Upsert(d)
+		lx.Upsert(d)
+	}
+	const q, want = "squeeze a file", "everything__gzip-file-as-resource"
+	if got := keys(lx.Search(q, 3, nil)); slices.Contains(got, want) {
+		t.Fatalf("lexical Search(%q) = %v: reaches %s without the dense stage", q, got, want)
+	}
+	if got := keys(hy.Search(q, 3, nil)); !slices.Contains(got, want) {
+		t.Errorf("hybrid Search(%q) = %v, want %s", q, got, want)
+	}
+	for _, h := range hy.Search(q, 10, func(v string) bool { return v != want }) {
+		if h.Key == want {
+			t.Errorf("hybrid returned %s, which keep refused", want)
+		}
+	}
+	// A strong lexical match still leads.
+	if got := hy.Search("create issue", 3, nil); len(got) == 0 || got[0].Key != "github__create_issue" {
+		t.Errorf("hybrid Search(create issue) = %v, want github__create_issue first", keys(got))
+	}
+}
+
+// TestHybridConcurrent: searches (the dense stage's scratch included) run
+// while tools change; under -race.
+func TestHybridConcurrent(t *testing.T) {
+	ix := New[string](nil)
+	docs := synthetic(300, 3)
+	for _, d := range docs {
+		ix.Upsert(d)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 300 {
+			d := docs[i%len(docs)]
+			d.Text[FieldDescription] += " changed"
+			ix.Upsert(d)
+			if i%3 == 0 {
+				ix.Remove(docs[(i*7)%len(docs)].Key)
+			}
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			if got := ix.Search(benchQueries[0], 5, nil); len(got) == 0 {
+				t.Errorf("Search(%q) after the changes: no hits", benchQueries[0])
+			}
+			return
+		default:
+		}
+		for _, h := range ix.Search(benchQueries[i%len(benchQueries)], 5, nil) {
+			if h.Key == "" {
+				t.Fatalf("hit with an empty key: %v", h)
+			}
+		}
+	}
+}

@@ -103,6 +103,9 @@ type Options struct {
 	// once on this replica (0: DefaultMaxTaskWatchesPerPrincipal); more are
 	// RESOURCE_EXHAUSTED TOO_MANY_TASK_WATCHES.
 	MaxTaskWatchesPerPrincipal int
+	// SearchRanker is SearchTools' ranking: SearchHybrid ("": the
+	// default) or SearchLexical (search.go).
+	SearchRanker string
 }
 
 // Observer records what the operation engine does, for metrics. Calls are

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,14 @@ import (
 
 // OpToolSearch is a SearchTools operation.
 var OpToolSearch = OpKind{method: "tools/search", audit: "tool search"}
+
+// The rankings SearchTools can use (Options.SearchRanker): the lexical
+// index fused with the embedded model's similarity, or the index alone
+// (internal/toolsearch, docs/search.md).
+const (
+	SearchHybrid  = "hybrid"
+	SearchLexical = "lexical"
+)
 
 // Search limits (the wires' defaults and bounds).
 const (
@@ -162,7 +171,7 @@ func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, kee
 	s.syncIndexToLocked(view.Base())
 	own, _ := mcpbridge.Diff(view.Base(), view)
 	for _, t := range own {
-		ti.ix.Upsert(ToolDoc(t, s.bridge.Instructions(t.Server)))
+		ti.ix.Upsert(s.toolDoc(t, s.bridge.Instructions(t.Server)))
 	}
 	hits := ti.ix.Search(q, limit, keep)
 	for _, t := range own {
@@ -249,7 +258,11 @@ func (s *Core) syncIndexLocked() { s.syncIndexToLocked(s.bridge.Catalog().Curren
 func (s *Core) syncIndexToLocked(cur *mcpbridge.Snapshot) {
 	ti := &s.toolIndex
 	if ti.ix == nil {
-		ti.ix = toolsearch.New[*mcpbridge.Tool](nil)
+		opts := toolsearch.Defaults()
+		if s.opts.SearchRanker == SearchLexical {
+			opts = toolsearch.Lexical(opts)
+		}
+		ti.ix = toolsearch.New[*mcpbridge.Tool](&opts)
 		ti.snap = &mcpbridge.Snapshot{}
 	}
 	if ti.snap == cur {
@@ -266,9 +279,17 @@ func (s *Core) syncIndexToLocked(cur *mcpbridge.Snapshot) {
 			in = s.bridge.Instructions(t.Server)
 			instructions[t.Server] = in
 		}
-		ti.ix.Upsert(ToolDoc(t, in))
+		ti.ix.Upsert(s.toolDoc(t, in))
 	}
 	ti.snap = cur
+}
+
+// toolDoc is ToolDoc with the aliases the configuration gives the tool
+// (searchAliases, by its upstream name).
+func (s *Core) toolDoc(t *mcpbridge.Tool, instructions string) toolsearch.Doc[*mcpbridge.Tool] {
+	d := ToolDoc(t, instructions)
+	d.Text[toolsearch.FieldAliases] = strings.Join(s.bridge.SearchAliases(t.Server, t.OriginalName), "\n")
+	return d
 }
 
 // ToolDoc is the searchable text of a catalog tool.

@@ -38,6 +38,10 @@ var (
 	rounds     = flag.Int("rounds", 5, "rounds of the latency and change measurements (figures are medians over rounds, with the spread)")
 	changes    = flag.Int("changes", 2000, "re-indexed tools per round in the change measurement")
 	maxQueries = flag.Int("queries", 0, "use only the first N queries (0: all)")
+	publicSets = flag.String("public", "bfcl,nestful", "public corpora to rank too (tests/bench/testdata/search-NAME; \"\": none)")
+	denseW     = flag.Float64("dense", -1, "the hybrid's dense weight (-1: the default; 0: the index figures of the lexical ranking)")
+	denseFloor = flag.Float64("floor", -1, "the hybrid's dense floor (-1: the default)")
+	splitFlag  = flag.String("split", "heldout", "which queries of each corpus to rank: heldout (never tuned on), tune, or all")
 )
 
 type corpus struct {
@@ -58,6 +62,7 @@ type query struct {
 	ID       string `json:"id"`
 	Query    string `json:"query"`
 	Kind     string `json:"kind"`
+	Split    string `json:"split"` // "tune" or "heldout"; the project corpus: by id parity
 	Expected []struct {
 		Server string `json:"server"`
 		Tool   string `json:"tool"`
@@ -102,30 +107,32 @@ func run() error {
 		fmt.Printf("load average (1 min) at start: %.2f (< 1 for final figures)\n\n", l)
 	}
 
-	// Retrieval quality: every ranker over the same documents.
-	defaults := toolsearch.Defaults()
-	noExp := defaults
-	noExp.NoExpansion = true
-	rankers := []struct {
-		name, key string
-		rank      func(q string, k int) []string
-	}{
-		{"toolsvc", "toolsvc", indexRanker(docs, &defaults)},
-		{"toolsvc without expansion", "toolsvc_noexp", indexRanker(docs, &noExp)},
-		{"plain BM25 baseline", "bm25", newBM25(docs).rank},
+	// Retrieval quality: every ranker over the same documents, on the
+	// split asked for (the project corpus's tune half is its odd-numbered
+	// queries, as before).
+	for i := range qs {
+		qs[i].Split = map[bool]string{true: "tune", false: "heldout"}[i%2 == 0]
 	}
-	fmt.Printf("%-28s %9s %9s %9s %7s   (queries by kind: recall@5)\n", "ranker", "recall@1", "recall@5", "recall@10", "MRR")
-	for _, r := range rankers {
-		m := evaluate(qs, r.rank)
-		fmt.Printf("%-28s %9.3f %9.3f %9.3f %7.3f   %s\n", r.name, m.at[1], m.at[5], m.at[10], m.mrr, m.byKind())
-		out[r.key+"_recall_at_1"], out[r.key+"_recall_at_5"], out[r.key+"_recall_at_10"], out[r.key+"_mrr"] = round3(m.at[1]), round3(m.at[5]), round3(m.at[10]), round3(m.mrr)
-		if r.key == "toolsvc" {
-			odd, even := evaluate(everyOther(qs, 0), r.rank), evaluate(everyOther(qs, 1), r.rank)
-			fmt.Printf("%-28s %9s %9.3f / %.3f (recall@5 on odd / even query ids: tune on one half, check on the other)\n", "", "", odd.at[5], even.at[5])
+	if err := rankCorpus("project", "", docs, qs, out); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(*publicSets, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		pdir := filepath.Join(filepath.Dir(dir), "search-"+name)
+		pdocs, err := loadCorpus(filepath.Join(pdir, "corpus.json.gz"))
+		if err != nil {
+			return err
+		}
+		pqs, err := loadQueries(filepath.Join(pdir, "queries.json"), pdocs)
+		if err != nil {
+			return err
+		}
+		if err := rankCorpus(name, name+"_", pdocs, pqs, out); err != nil {
+			return err
 		}
 	}
-	out["recall_at_5_gain_over_bm25"] = round3(out["toolsvc_recall_at_5"].(float64) - out["bm25_recall_at_5"].(float64))
-	fmt.Println()
 
 	// The index: latency, memory and change cost at each size.
 	for _, f := range strings.Split(*sizes, ",") {
@@ -140,14 +147,58 @@ func run() error {
 	return nil
 }
 
-func everyOther(qs []query, parity int) []query {
-	var out []query
-	for i, q := range qs {
-		if i%2 == parity {
-			out = append(out, q)
+// flagOptions are the default options with -dense and -floor applied.
+func flagOptions() toolsearch.Options {
+	o := toolsearch.Defaults()
+	if *denseW >= 0 {
+		o.Dense = *denseW
+	}
+	if *denseFloor >= 0 {
+		o.DenseFloor = *denseFloor
+	}
+	return o
+}
+
+// rankCorpus prints and records the rankers' figures on one corpus's
+// queries of the -split asked for; JSON keys are prefix + ranker + metric.
+func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map[string]any) error {
+	var qs []query
+	for _, q := range all {
+		if *splitFlag == "all" || q.Split == *splitFlag {
+			qs = append(qs, q)
 		}
 	}
-	return out
+	if len(qs) == 0 {
+		return fmt.Errorf("%s: no queries in split %q", name, *splitFlag)
+	}
+	defaults := flagOptions()
+	lexical := toolsearch.Lexical(defaults)
+	denseOnly := defaults
+	denseOnly.Dense, denseOnly.DenseFloor = 1e6, -1
+	rankers := []struct {
+		name, key string
+		rank      func(q string, k int) []string
+	}{
+		{"toolsvc (hybrid)", "toolsvc", indexRanker(docs, &defaults)},
+		{"toolsvc lexical only", "toolsvc_lexical", indexRanker(docs, &lexical)},
+		{"dense only (ablation)", "dense", indexRanker(docs, &denseOnly)},
+		{"plain BM25 baseline", "bm25", newBM25(docs).rank},
+	}
+	if !toolsearch.DenseAvailable(toolsearch.Defaults()) {
+		return fmt.Errorf("the dense stage is not available (internal/toolsearch/staticmodel)")
+	}
+	fmt.Printf("corpus %s: %d tools; %d %s queries\n", name, len(docs), len(qs), *splitFlag)
+	fmt.Printf("%-24s %9s %9s %9s %7s %8s   (queries by kind: recall@5)\n", "ranker", "recall@1", "recall@5", "recall@10", "MRR", "nDCG@10")
+	for _, r := range rankers {
+		m := evaluate(qs, r.rank)
+		fmt.Printf("%-24s %9.3f %9.3f %9.3f %7.3f %8.3f   %s\n", r.name, m.at[1], m.at[5], m.at[10], m.mrr, m.ndcg, m.byKind())
+		k := prefix + r.key
+		out[k+"_recall_at_1"], out[k+"_recall_at_5"], out[k+"_recall_at_10"] = round3(m.at[1]), round3(m.at[5]), round3(m.at[10])
+		out[k+"_mrr"], out[k+"_ndcg_at_10"] = round3(m.mrr), round3(m.ndcg)
+	}
+	out[prefix+"recall_at_5_gain_over_bm25"] = round3(out[prefix+"toolsvc_recall_at_5"].(float64) - out[prefix+"bm25_recall_at_5"].(float64))
+	fmt.Println()
+	return nil
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
@@ -222,6 +273,7 @@ func indexRanker(docs []core.SearchDoc, opts *toolsearch.Options) func(string, i
 type metrics struct {
 	at    map[int]float64
 	mrr   float64
+	ndcg  float64
 	kinds map[string][2]int // kind → hits@5, queries
 }
 
@@ -242,7 +294,8 @@ func (m metrics) byKind() string {
 // evaluate ranks every query: recall@k is the share of queries with an
 // expected tool (any of them: each serves the query) in the top k; MRR
 // the mean of 1/rank of the first expected tool within the top 10 (0 when
-// none).
+// none); nDCG@10 with every expected tool relevant (gain 1) and the
+// ideal ranking putting them all first.
 func evaluate(qs []query, rank func(string, int) []string) metrics {
 	m := metrics{at: map[int]float64{}, kinds: map[string][2]int{}}
 	for _, q := range qs {
@@ -251,12 +304,19 @@ func evaluate(qs []query, rank func(string, int) []string) metrics {
 			want[key(e.Server, e.Tool)] = true
 		}
 		first := 0
+		dcg, idcg := 0.0, 0.0
 		for i, name := range rank(q.Query, 10) {
 			if want[name] {
-				first = i + 1
-				break
+				if first == 0 {
+					first = i + 1
+				}
+				dcg += 1 / math.Log2(float64(i+2))
 			}
 		}
+		for i := 0; i < len(want) && i < 10; i++ {
+			idcg += 1 / math.Log2(float64(i+2))
+		}
+		m.ndcg += dcg / idcg
 		for _, k := range []int{1, 5, 10} {
 			if first > 0 && first <= k {
 				m.at[k]++
@@ -277,6 +337,7 @@ func evaluate(qs []query, rank func(string, int) []string) metrics {
 		m.at[k] /= n
 	}
 	m.mrr /= n
+	m.ndcg /= n
 	return m
 }
 
@@ -389,7 +450,8 @@ func measureSize(corpusDocs []core.SearchDoc, qs []query, n int, out map[string]
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	ix := toolsearch.New[*mcpbridge.Tool](nil)
+	opts := flagOptions()
+	ix := toolsearch.New[*mcpbridge.Tool](&opts)
 	for _, d := range docs {
 		ix.Upsert(core.ToolDoc(d.Tool, d.Instructions))
 	}
@@ -398,8 +460,24 @@ func measureSize(corpusDocs []core.SearchDoc, qs []query, n int, out map[string]
 	perTool := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 	runtime.KeepAlive(ix)
 
-	var p50s, p99s, c50s, c99s []float64
+	var p50s, p99s, c50s, c99s, batch []float64
 	for r := 0; r < *rounds; r++ {
+		// A catalog change of 1,000 tools (or the catalog, if smaller):
+		// each re-indexed, as the core applies a change.
+		nb := min(1000, len(docs))
+		changed := make([]toolsearch.Doc[*mcpbridge.Tool], nb)
+		for i := range changed {
+			d := docs[(i*7919+r)%len(docs)]
+			t := *d.Tool
+			t.Description += " (changed in round " + strconv.Itoa(r) + ")"
+			changed[i] = core.ToolDoc(&t, d.Instructions)
+		}
+		start := time.Now()
+		for _, d := range changed {
+			ix.Upsert(d)
+		}
+		batch = append(batch, float64(time.Since(start).Microseconds())/1000)
+
 		lat := make([]float64, 0, len(qs))
 		for _, q := range qs {
 			start := time.Now()
@@ -421,12 +499,13 @@ func measureSize(corpusDocs []core.SearchDoc, qs []query, n int, out map[string]
 		slices.Sort(ch)
 		c50s, c99s = append(c50s, pct(ch, 50)), append(c99s, pct(ch, 99))
 	}
-	fmt.Printf("%6d tools: search p50 %s µs, p99 %s µs; index %.0f B/tool; one changed tool re-indexed p50 %s µs, p99 %s µs\n",
-		n, spread(p50s), spread(p99s), perTool, spread(c50s), spread(c99s))
+	fmt.Printf("%6d tools: search p50 %s µs, p99 %s µs; index %.0f B/tool; one changed tool re-indexed p50 %s µs, p99 %s µs; %d changed tools applied in %s ms\n",
+		n, spread(p50s), spread(p99s), perTool, spread(c50s), spread(c99s), min(1000, len(docs)), spread(batch))
 	s := strconv.Itoa(n)
 	out["search_p50_us_"+s], out["search_p99_us_"+s] = median(p50s), median(p99s)
 	out["index_bytes_per_tool_"+s] = math.Round(perTool)
 	out["change_p50_us_"+s], out["change_p99_us_"+s] = median(c50s), median(c99s)
+	out["change_1000_ms_"+s] = median(batch)
 }
 
 func pct(sorted []float64, p int) float64 {

@@ -13,7 +13,7 @@ import (
 // TestEvalSmoke runs the eval at a small size, as CI does: every figure
 // present and a number. No thresholds (docs/search.md has the full run).
 func TestEvalSmoke(t *testing.T) {
-	for k, v := range map[string]string{"sizes": "300", "rounds": "1", "changes": "50", "queries": "60"} {
+	for k, v := range map[string]string{"sizes": "300", "rounds": "1", "changes": "50", "queries": "60", "public": "", "split": "all"} {
 		if err := flag.Set(k, v); err != nil {
 			t.Fatal(err)
 		}
