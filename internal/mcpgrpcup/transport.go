@@ -331,6 +331,12 @@ func wireError(err error) *jsonrpc.Error {
 	if !ok {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
+	// grpc-go refuses a received message over MaxCallRecvMsgSize before
+	// decoding it, with this code and text (it has no sentinel error): the
+	// bridge's message limit, reported as on every other transport.
+	if st.Code() == codes.ResourceExhausted && strings.HasPrefix(st.Message(), "grpc: received message larger than max") {
+		return mcpbridge.MessageTooLarge()
+	}
 	code := int64(jsonrpc.CodeInternalError)
 	switch st.Code() {
 	case codes.InvalidArgument, codes.NotFound, codes.OutOfRange:
