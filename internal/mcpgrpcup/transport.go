@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -344,5 +345,23 @@ func wireError(err error) *jsonrpc.Error {
 	case codes.Unimplemented:
 		code = jsonrpc.CodeMethodNotFound
 	}
-	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf("grpc upstream: %s: %s", st.Code(), st.Message())}
+	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf("grpc upstream: %s: %s", st.Code(), clip(st.Message()))}
+}
+
+// maxStatusText bounds the upstream's status message carried into an
+// error: a status can be as large as a message, and an error's text ends
+// up in statuses, logs and callers' errors.
+const maxStatusText = 1024
+
+// clip cuts s to maxStatusText bytes of valid UTF-8.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\ufffd")
+	if len(s) <= maxStatusText {
+		return s
+	}
+	cut := maxStatusText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -7,12 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	pb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
@@ -193,5 +196,18 @@ func TestTargets(t *testing.T) {
 		if (err == nil) != tc.ok || target != tc.target || tlsOn != tc.tls {
 			t.Errorf("parseTarget(%q) = %q, %v, %v", tc.url, target, tlsOn, err)
 		}
+	}
+}
+
+// TestStatusTextIsClipped: an upstream's status message reaches errors cut
+// to maxStatusText bytes of valid UTF-8.
+func TestStatusTextIsClipped(t *testing.T) {
+	long := strings.Repeat("é", maxStatusText) + "\xff"
+	we := wireError(status.Error(codes.Internal, long))
+	if len(we.Message) > maxStatusText+64 || !utf8.ValidString(we.Message) || !strings.HasSuffix(we.Message, "…") {
+		t.Errorf("message of %d bytes (valid UTF-8 %v): %.80q", len(we.Message), utf8.ValidString(we.Message), we.Message)
+	}
+	if we := wireError(status.Error(codes.InvalidArgument, "bad")); we.Code != jsonrpc.CodeInvalidParams || we.Message != "grpc upstream: InvalidArgument: bad" {
+		t.Errorf("InvalidArgument = %d %q", we.Code, we.Message)
 	}
 }
