@@ -116,7 +116,6 @@ type conn struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
-	wg        sync.WaitGroup // RPCs in flight and watch
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelFunc // by request id
@@ -204,8 +203,10 @@ func (c *conn) Close() error {
 }
 
 // Write takes a request or notification from the session. A request runs
-// as one RPC on its own goroutine (the bridge bounds how many are in
-// flight); its response is queued for Read.
+// as one RPC on the writing goroutine, under the caller's context (go-sdk
+// registers the call before writing it and writes concurrently, so a write
+// may last as long as its call); its response is queued for Read. A
+// goroutine per request measured no faster and is one more hand-off.
 func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	select {
 	case <-c.done:
@@ -234,23 +235,23 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 			Message: fmt.Sprintf("%s is not in the MCP gRPC binding", req.Method)}})
 	}
 	key := idKey(req.ID)
-	rctx, cancel := context.WithCancel(metadata.NewOutgoingContext(context.WithoutCancel(ctx), c.md))
+	rctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ctx, c.md))
+	defer cancel()
 	c.mu.Lock()
 	c.inflight[key] = cancel
 	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer func() {
-			c.mu.Lock()
-			delete(c.inflight, key)
-			c.mu.Unlock()
-			cancel()
-		}()
-		res, err := h(rctx, c.client, req.Params)
-		c.deliver(response(req.ID, res, err))
+	defer func() {
+		c.mu.Lock()
+		delete(c.inflight, key)
+		c.mu.Unlock()
 	}()
-	return nil
+	res, err := h(rctx, c.client, req.Params)
+	if ctx.Err() != nil {
+		// The caller gave up: go-sdk retires the call with this error;
+		// a response would name a call it no longer knows.
+		return ctx.Err()
+	}
+	return c.deliver(response(req.ID, res, err))
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprint(id.Raw()) }
