@@ -86,7 +86,9 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if t.TLS {
 		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 	}
-	cc, err := grpc.NewClient(t.Target, grpc.WithTransportCredentials(creds),
+	// No idleness: grpc-go would take an unused channel out of Ready after
+	// 30 minutes, which watch takes for a lost upstream.
+	cc, err := grpc.NewClient(t.Target, grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max(t.MaxMessage, 1))))
 	if err != nil {
 		return nil, fmt.Errorf("grpc upstream: %w", err)
