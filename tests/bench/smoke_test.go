@@ -28,6 +28,7 @@ var figures = []string{
 	"front_peer_added_ratio",
 	"continuation_ratio_parked", "continuation_ratio_relayed",
 	"peruser_session_create_p50_ms", "peruser_idle_session_kib",
+	"grpc_upstream_call_p50_ratio",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:
