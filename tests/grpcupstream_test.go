@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,8 +60,9 @@ const grpcUpstreamToken = "grpc-upstream-secret-0123456789"
 
 // TestGRPCUpstream: an upstream that serves model_context_protocol.Mcp
 // (with a bearer token) behind toolsvc is listed, called, read, prompted
-// and completed by a ToolService caller and by an MCP front-door client
-// like any other; a tool it adds is picked up when its list's ttl runs out
+// and completed by a ToolService caller, an MCP front-door client and a
+// client of toolsvc's own Mcp service (the published package) like any
+// other; a tool it adds is picked up when its list's ttl runs out
 // (it sends no notification, and the other re-list intervals are an hour).
 func TestGRPCUpstream(t *testing.T) {
 	t.Parallel()
@@ -127,6 +129,31 @@ func TestGRPCUpstream(t *testing.T) {
 		t.Fatalf("front door prompts/get = %+v, %v", fgp, err)
 	}
 
+	// And through toolsvc's own Mcp service, with the published package's
+	// client: the binding on both sides of toolsvc.
+	got := runMcpGrpcClient(t, ctx, p.addr, "", []mcpStep{
+		{"rpc": "ListTools"},
+		{"rpc": "CallTool", "name": "g__echo", "arguments": map[string]any{"text": "both sides"}},
+		{"rpc": "ReadResource", "uri": "mem://items/3"},
+		{"rpc": "GetPrompt", "name": "g__greet", "arguments": map[string]string{"name": "Cy"}},
+		{"rpc": "Complete", "prompt": "g__greet", "argument": "name", "value": "b"},
+	})
+	if o := got[0]; o.Error != nil || !slices.Contains(o.Items, "g__echo") || !slices.Contains(o.Items, "g__add_tool") {
+		t.Errorf("Mcp ListTools = %+v", o)
+	}
+	if o := got[1]; o.Error != nil || o.Text != "both sides" || o.IsError {
+		t.Errorf("Mcp CallTool g__echo = %+v", o)
+	}
+	if o := got[2]; o.Error != nil || o.Text != "item 3" {
+		t.Errorf("Mcp ReadResource mem://items/3 = %+v", o)
+	}
+	if o := got[3]; o.Error != nil || o.Text != "Hello, Cy!" {
+		t.Errorf("Mcp GetPrompt g__greet = %+v", o)
+	}
+	if o := got[4]; o.Error != nil || !slices.Equal(o.Values, []string{"bob"}) {
+		t.Errorf("Mcp Complete g__greet name b = %+v", o)
+	}
+
 	// A catalog change with no notification: picked up at the list's ttl.
 	w := startWatch(t, ctx, c, "")
 	if _, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "g__add_tool", ArgumentsJson: `{"name": "fresh"}`}); err != nil {
@@ -159,8 +186,9 @@ func TestGRPCUpstreamKilled(t *testing.T) {
 	t.Parallel()
 	up := newGRPCUpstream(t)
 	bad := newGRPCUpstream(t, "-token", grpcUpstreamToken)
+	g := fastSupervision(upstream{Type: "grpc", URL: up.url(), Breaker: &breaker{Failures: 2, Cooldown: "200ms", MaxCooldown: "500ms"}})
 	p := startToolsvc(t, cfg{Servers: servers{
-		"g": fastSupervision(upstream{Type: "grpc", URL: up.url(), Breaker: &breaker{Failures: 2, Cooldown: "200ms", MaxCooldown: "500ms"}}),
+		"g": g,
 		"b": fastSupervision(upstream{Type: "grpc", URL: bad.url(), Headers: map[string]string{"Authorization": "Bearer wrong-" + grpcUpstreamToken}}),
 	}})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*defaultTestTimeout)
@@ -205,5 +233,23 @@ func TestGRPCUpstreamKilled(t *testing.T) {
 	}
 	if strings.Contains(last, grpcUpstreamToken) || strings.Contains(p.log.String(), grpcUpstreamToken) {
 		t.Errorf("the upstream's token leaked: last error %q", last)
+	}
+
+	// A reload that leaves g's settings as they were keeps its session
+	// (the config is comparable: no restart); one that changes them
+	// reconnects it.
+	connects := serverStatus(t, ctx, c, "g").GetConnectCount()
+	reloadAndWait(t, ctx, p, cfg{Servers: servers{"g": g}}, reloadOK)
+	if n := serverStatus(t, ctx, c, "g").GetConnectCount(); n != connects {
+		t.Errorf("g's connect count went from %d to %d on a reload that did not change it", connects, n)
+	}
+	g.CallTimeout = "30s"
+	reloadAndWait(t, ctx, p, cfg{Servers: servers{"g": g}}, reloadOK)
+	eventually(t, time.Minute, "g reconnects under its changed settings", func() bool {
+		st := serverStatus(t, ctx, c, "g")
+		return st.GetConnectCount() > 0 && st.GetState() == toolsvcv1.ServerState_SERVER_STATE_READY
+	})
+	if res, err := call(); err != nil || resultText(res) != "again" {
+		t.Fatalf("CallTool after the reload = %v, %v", res, err)
 	}
 }
