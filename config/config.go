@@ -587,6 +587,7 @@ var typedTransports = map[string]struct {
 	"streamable-http": {mcpbridge.TransportStreamableHTTP, "url", "an HTTP server"},
 	"streamablehttp":  {mcpbridge.TransportStreamableHTTP, "url", "an HTTP server"},
 	"sse":             {mcpbridge.TransportSSE, "url", "an SSE server"},
+	"grpc":            {mcpbridge.TransportGRPC, "url", "a gRPC server (the MCP gRPC binding)"},
 }
 
 // serverTransport sets sc's transport from sj's "type" (any case), or when
@@ -612,7 +613,7 @@ func (p *parser) serverTransport(name string, sj *serverJSON, sc *mcpbridge.Serv
 	}
 	t, ok := typedTransports[strings.ToLower(sj.Type)]
 	if !ok {
-		p.add(name, "type", "%q is not supported: want \"stdio\", \"http\" (streamable HTTP) or \"sse\" (the deprecated HTTP+SSE transport)", sj.Type)
+		p.add(name, "type", "%q is not supported: want \"stdio\", \"http\" (streamable HTTP), \"sse\" (the deprecated HTTP+SSE transport) or \"grpc\" (the MCP gRPC binding)", sj.Type)
 		return false
 	}
 	sc.Transport = t.transport

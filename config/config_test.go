@@ -440,3 +440,28 @@ func TestSearchAliases(t *testing.T) {
 		}
 	}
 }
+
+// TestParseGRPCServers: "type": "grpc" reaches an upstream serving the MCP
+// gRPC binding at a grpc:// or grpcs:// url; another scheme, a missing url,
+// oauth or per-user credentials are refused with the field named.
+func TestParseGRPCServers(t *testing.T) {
+	t.Parallel()
+	c, err := Parse("g.json", []byte(`{"mcpServers": {"g": {"type": "grpc", "url": "grpcs://h:443", "headers": {"Authorization": "Bearer t"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Bridge.Servers[0]; s.Transport != mcpbridge.TransportGRPC || s.URL != "grpcs://h:443" || s.Headers["Authorization"] != "Bearer t" {
+		t.Fatalf("server = %+v", s)
+	}
+	for _, tc := range []struct{ conf, want string }{
+		{`{"type": "grpc", "url": "http://h:1"}`, `field "url": want a grpc:// (plaintext) or grpcs:// (TLS) target`},
+		{`{"type": "grpc"}`, `field "url": required for a gRPC server`},
+		{`{"type": "grpc", "url": "grpc://h:1", "oauth": {"clientId": "c", "clientSecret": "s", "tokenUrl": "https://as/token"}}`, `field "oauth": only for streamable HTTP servers`},
+		{`{"type": "grpc", "url": "grpc://h:1", "credentials": {"mode": "passthrough", "audience": "a"}}`, `field "credentials.mode": "passthrough" is only for streamable HTTP servers`},
+	} {
+		_, err := Parse("g.json", []byte(`{"mcpServers": {"g": `+tc.conf+`}}`))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want %q", tc.conf, err, tc.want)
+		}
+	}
+}

@@ -27,6 +27,11 @@ const (
 	// TransportSSE reaches the upstream over the deprecated 2024-11-05
 	// HTTP+SSE transport (VS Code's `type: sse`).
 	TransportSSE
+	// TransportGRPC reaches an upstream that serves the MCP gRPC binding
+	// (model_context_protocol.Mcp) at URL (grpc:// or grpcs://). The bridge
+	// does not speak gRPC itself (it imports no gRPC): the transport is the
+	// one Config.Transports registers for it (the composition root).
+	TransportGRPC
 )
 
 func (t Transport) String() string {
@@ -37,6 +42,8 @@ func (t Transport) String() string {
 		return "streamable-http"
 	case TransportSSE:
 		return "sse"
+	case TransportGRPC:
+		return "grpc"
 	}
 	return "unknown"
 }
@@ -266,7 +273,21 @@ type Config struct {
 	// authorization server sends their browsers back. Reconfigure keeps
 	// the value New was given.
 	Logins *LoginConfig
+	// Transports builds the transports the bridge does not implement
+	// itself (TransportGRPC), registered by the composition root so that
+	// the bridge imports none of them. A server's config stays comparable
+	// (no func in it), so a reload leaves an unchanged one connected.
+	// Reconfigure keeps the value New was given.
+	Transports map[Transport]TransportFactory
 }
+
+// TransportFactory builds the transport of one session to sc's upstream:
+// sc is the server's config with defaults filled in (URL is its target,
+// Headers are sent as request metadata and never logged), and maxMessage
+// is the bridge's bound on one message from the upstream
+// (Config.MaxMessageBytes), which the transport applies to everything it
+// receives.
+type TransportFactory func(sc ServerConfig, maxMessage int) (mcp.Transport, error)
 
 // LoginConfig is what userOAuth upstreams share (Config.Logins).
 type LoginConfig struct {
@@ -477,6 +498,13 @@ func (sc *ServerConfig) transportProblems(p *fieldProblems) {
 			p.add("url", "required for an HTTP server")
 		case !strings.HasPrefix(sc.URL, "http://") && !strings.HasPrefix(sc.URL, "https://"):
 			p.add("url", "want an http:// or https:// URL")
+		}
+	case TransportGRPC:
+		switch {
+		case sc.URL == "":
+			p.add("url", "required for a gRPC server")
+		case !strings.HasPrefix(sc.URL, "grpc://") && !strings.HasPrefix(sc.URL, "grpcs://"):
+			p.add("url", "want a grpc:// (plaintext) or grpcs:// (TLS) target, got %q", sc.URL)
 		}
 	default:
 		p.add("transport", "unknown transport %d", sc.Transport)

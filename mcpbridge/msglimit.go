@@ -59,6 +59,14 @@ const codeMessageTooLarge = -32097
 
 const messageTooLargeText = "toolsvc: the upstream's response is over the message limit and was discarded unread"
 
+// MessageTooLarge is the error a transport of Config.Transports answers a
+// request with when the upstream's answer was over the message limit and
+// was refused unread: the request then fails with *ResponseTooLargeError
+// like on the bridge's own transports, and the session goes on.
+func MessageTooLarge() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: codeMessageTooLarge, Message: messageTooLargeText}
+}
+
 // ResponseTooLargeError is an upstream answer over the message limit: it
 // was discarded without being buffered, and the session goes on.
 type ResponseTooLargeError struct {

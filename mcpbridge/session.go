@@ -137,7 +137,9 @@ func (s *session) pushless() bool {
 	case pushDown:
 		return true
 	case pushNone:
-		return !s.newProtocol()
+		// A gRPC upstream never pushes: its ttl, not PushlessRefresh,
+		// says when its lists go stale.
+		return !s.newProtocol() && s.transport() != TransportGRPC
 	}
 	return false
 }
@@ -304,6 +306,10 @@ func (u *upstream) pushAtConnect(s *session, pv string) (again bool) {
 			// upstream that declares tools.listChanged (gosdk.go).
 			s.push.set(pushNone, "the upstream declares no tools/list_changed")
 		}
+	case s.transport() == TransportGRPC:
+		// The binding has no notifications: the refresher re-lists when a
+		// list's ttl runs out (refresh.go), and every RefreshInterval.
+		s.push.set(pushNone, "the MCP gRPC binding has no notifications: lists are refreshed when their ttl runs out")
 	case s.transport() != TransportStreamableHTTP:
 		s.push.set(pushUp, "") // the session's own stream carries pushes
 	case s.cs.ID() == "" && s.push.get() != pushNone && !auto:

@@ -84,7 +84,7 @@ func newUpstream(b *Bridge, cfg ServerConfig) *upstream {
 	if cfg.MaxConcurrentCalls > 0 {
 		u.sem = make(chan struct{}, cfg.MaxConcurrentCalls)
 	}
-	if cfg.Transport != TransportStdio && cfg.NewTransport == nil {
+	if cfg.Transport != TransportStdio && cfg.Transport != TransportGRPC && cfg.NewTransport == nil {
 		u.http = newHTTPClient(cfg.Headers, cfg.URL)
 		u.initAuth()
 	}

@@ -53,6 +53,12 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		return u.cfg.NewTransport()
 	}
 	switch u.cfg.Transport {
+	case TransportGRPC:
+		f := u.b.cfg.Transports[TransportGRPC]
+		if f == nil {
+			return nil, fmt.Errorf("no gRPC transport is registered in this binary")
+		}
+		return f(u.cfg, u.maxMessage())
 	case TransportStdio:
 		cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
 		cmd.Dir = u.cfg.Dir

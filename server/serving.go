@@ -24,6 +24,7 @@ import (
 	"github.com/toolsvc/toolsvc/config"
 	"github.com/toolsvc/toolsvc/console"
 	"github.com/toolsvc/toolsvc/internal/loopback"
+	"github.com/toolsvc/toolsvc/internal/mcpgrpcup"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
 	"github.com/toolsvc/toolsvc/service/core"
@@ -188,6 +189,9 @@ func (sv *serving) start(ctx context.Context, bcfg mcpbridge.Config, loaded *con
 		return err
 	}
 	bcfg.Logins = sv.logins
+	// The bridge imports no gRPC: upstreams that serve the MCP gRPC
+	// binding are reached through the transport registered here.
+	bcfg.Transports = map[mcpbridge.Transport]mcpbridge.TransportFactory{mcpbridge.TransportGRPC: mcpgrpcup.Factory}
 	if sv.bridge, err = mcpbridge.New(bcfg); err != nil {
 		sv.closeEarlyListeners(lis)
 		sv.closeStore()

@@ -49,7 +49,7 @@ var (
 	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
 	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
 	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, fleet, front, tasks, peruser (their figures are marked not measured)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, fleet, front, tasks, peruser, grpcup (their figures are marked not measured)")
 	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
 	directSDK   = flag.String("direct-sdk", "patched", "the go-sdk the direct client and the upstream are built with: patched (this module's, as toolsvc's) or stock (v1.8.0 as released, what the SDK's users have: the bench rebuilds itself with it and runs that build)")
 )
@@ -216,6 +216,11 @@ func run(ctx context.Context) error {
 		r.skipMany([]string{"peruser_session_create_p50_ms", "peruser_idle_session_kib"}, "per-user sessions", "-skip peruser")
 	} else if err := benchPerUser(ctx, e, r); err != nil {
 		return fmt.Errorf("per-user sessions: %w", err)
+	}
+	if skipped["grpcup"] {
+		r.skip("grpc_upstream_call_p50_ratio", "-skip grpcup")
+	} else if err := benchGRPCUpstream(ctx, e, r); err != nil {
+		return fmt.Errorf("grpc upstream: %w", err)
 	}
 	if err := benchWatch(ctx, e, r); err != nil {
 		return fmt.Errorf("watch fan-out: %w", err)

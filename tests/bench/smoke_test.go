@@ -29,6 +29,7 @@ var figures = []string{
 	"continuation_ratio_parked", "continuation_ratio_relayed",
 	"peruser_session_create_p50_ms", "peruser_idle_session_kib",
 	"fleet_listed_ms", "fleet_heap_kib_per_upstream", "fleet_goroutines_per_upstream", "fleet_relisted_ms", "fleet_quiet_p99_ratio",
+	"grpc_upstream_call_p50_ratio",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:

@@ -1,0 +1,370 @@
+// Package mcpgrpcup reaches upstreams that serve the MCP gRPC binding
+// (model_context_protocol.Mcp) as a go-sdk mcp.Transport, so the bridge
+// (which imports no gRPC) drives them through its one request path like any
+// other session: the composition root registers Factory for
+// mcpbridge.TransportGRPC (docs/mcp-grpc.md "Upstreams that speak it").
+//
+// A connection answers the session's initialize itself (the binding has
+// none) from what the upstream serves, turns each JSON-RPC request the
+// session writes into the matching unary RPC, and each response back into
+// the JSON-RPC result go-sdk decodes. Notifications to the upstream are
+// dropped (the binding has none) but for notifications/cancelled, which
+// cancels the RPC.
+package mcpgrpcup
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
+	"github.com/toolsvc/toolsvc/mcpbridge"
+)
+
+// Factory is the mcpbridge.TransportFactory of TransportGRPC.
+func Factory(sc mcpbridge.ServerConfig, maxMessage int) (mcp.Transport, error) {
+	target, tlsOn, err := parseTarget(sc.URL)
+	if err != nil {
+		return nil, err
+	}
+	md := metadata.MD{}
+	for k, v := range sc.Headers {
+		md.Append(strings.ToLower(k), v)
+	}
+	return &Transport{Target: target, TLS: tlsOn, Metadata: md, MaxMessage: maxMessage}, nil
+}
+
+// parseTarget splits grpc://host:port (plaintext) or grpcs://host:port
+// (TLS, the system's roots) into grpc-go's target and whether TLS is on.
+func parseTarget(raw string) (string, bool, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", false, fmt.Errorf("url: want grpc://host:port or grpcs://host:port")
+	}
+	switch u.Scheme {
+	case "grpc":
+		return u.Host, false, nil
+	case "grpcs":
+		return u.Host, true, nil
+	}
+	return "", false, fmt.Errorf("url: want the grpc or grpcs scheme, got %q", u.Scheme)
+}
+
+// Transport is one upstream's gRPC binding as an mcp.Transport: each
+// Connect dials a new channel (a session of the bridge is one channel, so
+// a reconnect after a lost upstream starts afresh).
+type Transport struct {
+	Target     string      // grpc-go's target, host:port
+	TLS        bool        // TLS with the system's roots
+	Metadata   metadata.MD // sent with every RPC (the configured headers); never logged
+	MaxMessage int         // the bridge's bound on one received message
+}
+
+// Connect dials the upstream, waits (within ctx) until the channel is
+// ready, and asks which lists the upstream serves, so that a dead or
+// refusing upstream fails the connect (the bridge's backoff and breaker
+// count it) rather than the first call.
+func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
+	creds := insecure.NewCredentials()
+	if t.TLS {
+		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
+	}
+	// No idleness: grpc-go would take an unused channel out of Ready after
+	// 30 minutes, which watch takes for a lost upstream.
+	cc, err := grpc.NewClient(t.Target, grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max(t.MaxMessage, 1))))
+	if err != nil {
+		return nil, fmt.Errorf("grpc upstream: %w", err)
+	}
+	c := &conn{cc: cc, client: pb.NewMcpClient(cc), md: t.Metadata, in: make(chan jsonrpc.Message, 16),
+		done: make(chan struct{}), inflight: map[string]context.CancelFunc{}}
+	if err := c.waitReady(ctx); err != nil {
+		cc.Close()
+		return nil, err
+	}
+	if err := c.probe(ctx); err != nil {
+		cc.Close()
+		return nil, err
+	}
+	go c.watch()
+	return c, nil
+}
+
+// conn is one session's channel.
+type conn struct {
+	cc     *grpc.ClientConn
+	client pb.McpClient
+	md     metadata.MD
+	caps   mcp.ServerCapabilities
+
+	in        chan jsonrpc.Message // responses for Read
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	mu       sync.Mutex
+	inflight map[string]context.CancelFunc // by request id
+}
+
+func (c *conn) SessionID() string { return "" }
+
+// waitReady connects the channel and waits until it is ready, or ctx ends,
+// or it fails (a refused dial is a failure at once: the bridge's backoff
+// decides when to try again, not grpc-go's).
+func (c *conn) waitReady(ctx context.Context) error {
+	c.cc.Connect()
+	for {
+		s := c.cc.GetState()
+		switch s {
+		case connectivity.Ready:
+			return nil
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return fmt.Errorf("grpc upstream %s: cannot connect", c.cc.Target())
+		}
+		if !c.cc.WaitForStateChange(ctx, s) {
+			return fmt.Errorf("grpc upstream %s: not ready: %w", c.cc.Target(), ctx.Err())
+		}
+	}
+}
+
+// watch ends the session once the channel leaves Ready (the upstream went
+// away: grpc-go's channel goes idle or into transient failure), so the
+// bridge sees the session lost and reconnects with its own backoff.
+func (c *conn) watch() {
+	for c.cc.WaitForStateChange(context.Background(), connectivity.Ready) {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		c.Close()
+		return
+	}
+}
+
+// probe asks for each list once: a list the upstream does not serve
+// (UNIMPLEMENTED) is a capability it does not have. Tools are always
+// declared; a refusal of ListTools fails the connect.
+func (c *conn) probe(ctx context.Context) error {
+	ctx = metadata.NewOutgoingContext(ctx, c.md)
+	if _, err := c.client.ListTools(ctx, &pb.ListToolsRequest{}); err != nil {
+		return fmt.Errorf("grpc upstream: ListTools: %w", err)
+	}
+	c.caps.Tools = &mcp.ToolCapabilities{ListChanged: false}
+	if _, err := c.client.ListResources(ctx, &pb.ListResourcesRequest{}); status.Code(err) != codes.Unimplemented {
+		c.caps.Resources = &mcp.ResourceCapabilities{}
+	}
+	if _, err := c.client.ListPrompts(ctx, &pb.ListPromptsRequest{}); status.Code(err) != codes.Unimplemented {
+		c.caps.Prompts = &mcp.PromptCapabilities{}
+	}
+	if c.caps.Resources != nil || c.caps.Prompts != nil {
+		c.caps.Completions = &mcp.CompletionCapabilities{}
+	}
+	return nil
+}
+
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.mu.Lock()
+		for _, cancel := range c.inflight {
+			cancel()
+		}
+		c.mu.Unlock()
+		c.closeErr = c.cc.Close()
+	})
+	return nil
+}
+
+// Write takes a request or notification from the session. A request runs
+// as one RPC on the writing goroutine, under the caller's context (go-sdk
+// registers the call before writing it and writes concurrently, so a write
+// may last as long as its call); its response is queued for Read. A
+// goroutine per request measured no faster and is one more hand-off.
+func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
+	select {
+	case <-c.done:
+		return io.EOF
+	default:
+	}
+	req, ok := m.(*jsonrpc.Request)
+	if !ok {
+		return nil // a response to a server request: the binding sends none
+	}
+	if !req.ID.IsValid() {
+		if req.Method == "notifications/cancelled" {
+			c.cancel(req.Params)
+		}
+		return nil
+	}
+	switch req.Method {
+	case "initialize":
+		return c.reply(req.ID, c.initialize(req.Params))
+	case "ping":
+		return c.reply(req.ID, func() (any, error) { return struct{}{}, nil })
+	}
+	h, ok := handlers[req.Method]
+	if !ok {
+		return c.deliver(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("%s is not in the MCP gRPC binding", req.Method)}})
+	}
+	key := idKey(req.ID)
+	rctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ctx, c.md))
+	defer cancel()
+	c.mu.Lock()
+	c.inflight[key] = cancel
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.inflight, key)
+		c.mu.Unlock()
+	}()
+	res, err := h(rctx, c.client, req.Params)
+	if ctx.Err() != nil {
+		// The caller gave up: go-sdk retires the call with this error;
+		// a response would name a call it no longer knows.
+		return ctx.Err()
+	}
+	return c.deliver(response(req.ID, res, err))
+}
+
+func idKey(id jsonrpc.ID) string { return fmt.Sprint(id.Raw()) }
+
+// cancel cancels the RPC of a notifications/cancelled's requestId.
+func (c *conn) cancel(params json.RawMessage) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	cancel := c.inflight[idKey(id)]
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+func (c *conn) reply(id jsonrpc.ID, f func() (any, error)) error {
+	v, err := f()
+	return c.deliver(response(id, v, err))
+}
+
+// deliver queues a response for Read (or drops it once the session ends).
+func (c *conn) deliver(r *jsonrpc.Response) error {
+	select {
+	case c.in <- r:
+		return nil
+	case <-c.done:
+		return io.EOF
+	}
+}
+
+// initialize answers the session's initialize: the protocol version the
+// session asked for (the binding carries its messages in every era's
+// shape the bridge reads) and the capabilities probe found.
+func (c *conn) initialize(params json.RawMessage) func() (any, error) {
+	return func() (any, error) {
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(params, &p)
+		if p.ProtocolVersion == "" {
+			p.ProtocolVersion = mcpbridge.DefaultProtocolVersion
+		}
+		return &mcp.InitializeResult{ProtocolVersion: p.ProtocolVersion, Capabilities: &c.caps,
+			ServerInfo: &mcp.Implementation{Name: "mcp-grpc:" + c.cc.Target(), Version: "0.2.0"}}, nil
+	}
+}
+
+// response is the JSON-RPC response of an RPC's outcome.
+func response(id jsonrpc.ID, v any, err error) *jsonrpc.Response {
+	if err != nil {
+		return &jsonrpc.Response{ID: id, Error: wireError(err)}
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "grpc upstream: " + err.Error()}}
+	}
+	return &jsonrpc.Response{ID: id, Result: raw}
+}
+
+// wireError is a failed RPC as the JSON-RPC error a 2025-era upstream
+// would have sent: the request's own fault is invalid params, a method
+// the upstream does not serve is method-not-found, anything else is an
+// internal error with the status's code and message.
+func wireError(err error) *jsonrpc.Error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+	// grpc-go refuses a received message over MaxCallRecvMsgSize before
+	// decoding it, with this code and text (it has no sentinel error): the
+	// bridge's message limit, reported as on every other transport.
+	if st.Code() == codes.ResourceExhausted && strings.HasPrefix(st.Message(), "grpc: received message larger than max") {
+		return mcpbridge.MessageTooLarge()
+	}
+	code := int64(jsonrpc.CodeInternalError)
+	switch st.Code() {
+	case codes.InvalidArgument, codes.NotFound, codes.OutOfRange:
+		code = jsonrpc.CodeInvalidParams
+	case codes.Unimplemented:
+		code = jsonrpc.CodeMethodNotFound
+	}
+	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf("grpc upstream: %s: %s", st.Code(), clip(st.Message()))}
+}
+
+// maxStatusText bounds the upstream's status message carried into an
+// error: a status can be as large as a message, and an error's text ends
+// up in statuses, logs and callers' errors.
+const maxStatusText = 1024
+
+// clip cuts s to maxStatusText bytes of valid UTF-8.
+func clip(s string) string {
+	s = strings.ToValidUTF8(s, "\ufffd")
+	if len(s) <= maxStatusText {
+		return s
+	}
+	cut := maxStatusText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

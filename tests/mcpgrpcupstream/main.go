@@ -1,0 +1,173 @@
+// Command mcpgrpcupstream is an upstream for the end-to-end tests that
+// serves the MCP gRPC binding (model_context_protocol.Mcp) and nothing
+// else: tools echo, add and add_tool (which adds a tool named by its
+// argument to the list, seen by whoever lists after it), a resource and a
+// template, a prompt with completions. Its lists carry -ttl. With -token it
+// refuses calls without "authorization: Bearer <token>".
+//
+// It prints "listening on ADDR" once it serves.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	pb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:0", "listen address")
+	ttl := flag.Duration("ttl", 0, "ttl of every list (0: none)")
+	token := flag.String("token", "", "bearer token every RPC must carry (empty: none)")
+	flag.Parse()
+	lis, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	s := &server{ttl: *ttl, token: *token}
+	gs := grpc.NewServer(grpc.UnaryInterceptor(s.auth))
+	pb.RegisterMcpServer(gs, s)
+	fmt.Printf("listening on %s\n", lis.Addr())
+	if err := gs.Serve(lis); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+type server struct {
+	pb.UnimplementedMcpServer
+	ttl   time.Duration
+	token string
+
+	mu    sync.Mutex
+	added []string
+}
+
+func (s *server) auth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if s.token != "" {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if !slices.Contains(md.Get("authorization"), "Bearer "+s.token) {
+			return nil, status.Error(codes.Unauthenticated, "a bearer token is required")
+		}
+	}
+	return h(ctx, req)
+}
+
+func (s *server) ttlpb() *durationpb.Duration {
+	if s.ttl <= 0 {
+		return nil
+	}
+	return durationpb.New(s.ttl)
+}
+
+func schema(props map[string]any, required ...string) *structpb.Struct {
+	req := make([]any, len(required))
+	for i, r := range required {
+		req[i] = r
+	}
+	st, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": props, "required": req})
+	return st
+}
+
+func (s *server) ListTools(context.Context, *pb.ListToolsRequest) (*pb.ListToolsResponse, error) {
+	tools := []*pb.Tool{
+		{Name: "echo", Description: "says text back", InputSchema: schema(map[string]any{"text": map[string]any{"type": "string"}}, "text")},
+		{Name: "add", Description: "adds a and b", InputSchema: schema(map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}, "a", "b"),
+			Annotations: &pb.ToolAnnotations{ReadOnlyHint: true}},
+		{Name: "add_tool", Description: "adds a tool named name", InputSchema: schema(map[string]any{"name": map[string]any{"type": "string"}}, "name")},
+	}
+	s.mu.Lock()
+	for _, n := range s.added {
+		tools = append(tools, &pb.Tool{Name: n, Description: "added", InputSchema: schema(map[string]any{})})
+	}
+	s.mu.Unlock()
+	return &pb.ListToolsResponse{Tools: tools, Ttl: s.ttlpb()}, nil
+}
+
+func text(t string) []*pb.CallToolResponse_Content {
+	return []*pb.CallToolResponse_Content{{Text: &pb.TextContent{Text: t}}}
+}
+
+func (s *server) CallTool(_ context.Context, req *pb.CallToolRequest) (*pb.CallToolResponse, error) {
+	r := req.GetRequest()
+	args := r.GetArguments().AsMap()
+	switch r.GetName() {
+	case "echo":
+		t, _ := args["text"].(string)
+		return &pb.CallToolResponse{Content: text(t)}, nil
+	case "add":
+		a, _ := args["a"].(float64)
+		b, _ := args["b"].(float64)
+		sum, _ := structpb.NewStruct(map[string]any{"sum": a + b})
+		return &pb.CallToolResponse{Content: text(fmt.Sprint(a + b)), StructuredContent: sum}, nil
+	case "add_tool":
+		n, _ := args["name"].(string)
+		s.mu.Lock()
+		s.added = append(s.added, n)
+		s.mu.Unlock()
+		return &pb.CallToolResponse{Content: text("added " + n)}, nil
+	}
+	s.mu.Lock()
+	added := slices.Contains(s.added, r.GetName())
+	s.mu.Unlock()
+	if added {
+		return &pb.CallToolResponse{Content: text("hello from " + r.GetName())}, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "unknown tool %q", r.GetName())
+}
+
+func (s *server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.ListResourcesResponse, error) {
+	return &pb.ListResourcesResponse{Resources: []*pb.Resource{{Uri: "mem://hello", Name: "hello", MimeType: "text/plain"}}, Ttl: s.ttlpb()}, nil
+}
+
+func (s *server) ListResourceTemplates(context.Context, *pb.ListResourceTemplatesRequest) (*pb.ListResourceTemplatesResponse, error) {
+	return &pb.ListResourceTemplatesResponse{ResourceTemplates: []*pb.ResourceTemplate{{UriTemplate: "mem://items/{id}", Name: "item"}}, Ttl: s.ttlpb()}, nil
+}
+
+func (s *server) ReadResource(_ context.Context, req *pb.ReadResourceRequest) (*pb.ReadResourceResponse, error) {
+	switch u := req.GetUri(); {
+	case u == "mem://hello":
+		return &pb.ReadResourceResponse{Resource: []*pb.ResourceContents{{Uri: u, MimeType: "text/plain", Text: "hello over grpc"}}}, nil
+	case strings.HasPrefix(u, "mem://items/"):
+		return &pb.ReadResourceResponse{Resource: []*pb.ResourceContents{{Uri: u, Text: "item " + strings.TrimPrefix(u, "mem://items/")}}}, nil
+	}
+	return nil, status.Errorf(codes.NotFound, "no resource %q", req.GetUri())
+}
+
+func (s *server) ListPrompts(context.Context, *pb.ListPromptsRequest) (*pb.ListPromptsResponse, error) {
+	return &pb.ListPromptsResponse{Prompts: []*pb.Prompt{{Name: "greet", Description: "greets someone",
+		Arguments: []*pb.Prompt_Argument{{Name: "name", Required: true}}}}, Ttl: s.ttlpb()}, nil
+}
+
+func (s *server) GetPrompt(_ context.Context, req *pb.GetPromptRequest) (*pb.GetPromptResponse, error) {
+	if req.GetName() != "greet" {
+		return nil, status.Errorf(codes.NotFound, "no prompt %q", req.GetName())
+	}
+	return &pb.GetPromptResponse{Description: "a greeting", Messages: []*pb.PromptMessage{{Role: pb.Role_ROLE_USER,
+		Text: &pb.TextContent{Text: "Hello, " + req.GetArguments()["name"] + "!"}}}}, nil
+}
+
+func (s *server) Complete(_ context.Context, req *pb.CompletionRequest) (*pb.CompletionResponse, error) {
+	var vals []string
+	for _, v := range []string{"alice", "albert", "bob"} {
+		if strings.HasPrefix(v, req.GetArgument().GetValue()) {
+			vals = append(vals, v)
+		}
+	}
+	return &pb.CompletionResponse{Values: vals}, nil
+}
