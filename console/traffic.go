@@ -157,7 +157,7 @@ func (tr *Traffic) Observe(server, tool, outcome string, took time.Duration) {
 	}
 }
 
-// MaxTrafficBytes is the ring's budget (issue 43: ≤ 8 MiB whatever the
+// MaxTrafficBytes is the ring's budget (≤ 8 MiB whatever the
 // number of tools); TestTrafficMemory measures the ring filled with 20,000
 // tools over an hour against it.
 const MaxTrafficBytes = 8 << 20

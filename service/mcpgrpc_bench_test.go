@@ -17,7 +17,7 @@ import (
 
 // BenchmarkCallToolWires is one validated call of the same tool with the
 // same arguments through ToolService.CallTool and through the MCP gRPC
-// binding's Mcp.CallTool (issue 42), alternately, on one server built as
+// binding's Mcp.CallTool , alternately, on one server built as
 // cmd/toolsvc builds it (one interceptor chain, call metrics) over bufconn
 // to an in-memory go-sdk upstream. It reports each wire's p50 and their
 // ratio (mcp/toolservice-p50; the goal is at most 1.05): the two share

@@ -223,7 +223,7 @@ func TestConsoleUpstreamsAndCatalog(t *testing.T) {
 	}
 	added := time.Now()
 	b.waitJS(t, "the change in the feed", `[...document.querySelectorAll('#feed .added')].some(e => e.textContent.includes('up__hostile'))`)
-	t.Logf("list_changed to the catalog feed: %v after add_tool returned (issue 43's goal: within 1 s; reported, not asserted)", time.Since(added))
+	t.Logf("list_changed to the catalog feed: %v after add_tool returned (the goal: within 1 s; reported, not asserted)", time.Since(added))
 	b.screenshot(t, "catalog")
 
 	b.clearSearch(t)
@@ -428,7 +428,7 @@ func TestConsolePrincipals(t *testing.T) {
 
 // TestConsoleLargeCatalog: 20,000 tools (tests/manytools). The Catalog's
 // first render and each search keystroke, end to end in the browser, are
-// reported (issue 43's goals: first render ≤ 500 ms, ≤ 100 ms per
+// reported (the goals: first render ≤ 500 ms, ≤ 100 ms per
 // keystroke), not asserted: this box is loaded and the toolsvc under test
 // is race-built.
 func TestConsoleLargeCatalog(t *testing.T) {

@@ -34,7 +34,7 @@ import (
 // upstream, a breaker opened by that kill, a real result over the limit, a
 // real upstream that outlives callTimeout) and sends the same tools/call
 // over gRPC (CallTool), over the MCP front door (a go-sdk client) and over
-// the MCP gRPC binding (model_context_protocol.Mcp's CallTool, issue 42),
+// the MCP gRPC binding (model_context_protocol.Mcp's CallTool),
 // then compares what each wire says.
 
 // wireError is what one wire said about a failure, in common terms.

@@ -88,7 +88,7 @@ func matrixSpec(sdk, transport, protocol string) cellSpec {
 			// 2026-07-28 gets its runtime tool changes to watchers
 			// within 2 s.
 			c.fresh = freshPush
-			c.notes = append(c.notes, "issue 13: by default a stateless 2026-07-28 server's changes reach watchers within 2 s")
+			c.notes = append(c.notes, "by default a stateless 2026-07-28 server's changes reach watchers within 2 s")
 		}
 		return c
 	}

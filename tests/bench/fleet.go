@@ -26,7 +26,7 @@ var (
 	fleetWait  = flag.Duration("fleet-timeout", 2*time.Minute, "how long the fleet phase waits for all upstreams to be listed (at start, and after the list_changed)")
 )
 
-// benchFleet is the 500-upstream phase (issue 45): one replica in front of
+// benchFleet is the 500-upstream phase : one replica in front of
 // -fleet-upstreams HTTP upstreams of -fleet-tools tools each (one bench
 // upstream process serves them all, at /mcp/<i>), and a quiet HTTP
 // upstream "q" of its own. It measures the time from toolsvc's start to

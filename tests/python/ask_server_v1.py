@@ -1,6 +1,6 @@
 """A FastMCP server of the Python SDK 1.x (mcp 1.30.0, .venv/mcp1) over stdio
 that asks its caller mid-call, for toolsvc's tests of parked requests
-(tests/parked_test.go, issue 39 item 4).
+(tests/parked_test.go).
 
 ask_name elicits a name (elicitation/create, parked by toolsvc: 1.x speaks
 2025-11-25) and returns "hello NAME" or the action; every answer is recorded.

@@ -269,7 +269,7 @@ def test_schema_format_is_requested_when_the_api_has_it() -> None:
 
     from toolsvc._common import set_schema_format
 
-    # A request as issue 14 specifies it (schema_format = SCHEMA_FORMAT_JSON).
+    # A request as the API specifies it (schema_format = SCHEMA_FORMAT_JSON).
     f = descriptor_pb2.FileDescriptorProto(name="t/schema_format_test.proto", package="t", syntax="proto3")
     e = f.enum_type.add(name="SchemaFormat")
     for i, n in enumerate(["SCHEMA_FORMAT_UNSPECIFIED", "SCHEMA_FORMAT_STRUCT", "SCHEMA_FORMAT_JSON"]):
