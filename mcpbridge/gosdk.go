@@ -7,8 +7,8 @@ package mcpbridge
 // built on them (rawschema.go, push.go, msglimit.go, the prober) cite the
 // function here. docs/upstream-behaviour.md §1–2 has the measurements.
 //
-// Built on them elsewhere: the exact schema text (rawschema.go:
-// withRawSchemas), the push channel (push.go: the listen sentinel), the
+// Built on them elsewhere: the session's taps (tap.go: withTaps, fed from
+// the HTTP client on streamable HTTP), the push channel (push.go: the listen sentinel), the
 // message limits (msglimit.go, transport.go: sdkMaxFrame, frameSlack),
 // the prober's error classification (prober.go: answered, isSessionDead).
 // transport.go's commandTransport and headerTransport stand in for what
@@ -167,19 +167,6 @@ func connectBounded(ctx context.Context, client *mcp.Client, t mcp.Transport, op
 		err = context.DeadlineExceeded
 	}
 	return cs, fired.Load(), err
-}
-
-// withRawSchemas wraps t so that its connection records raw schemas into
-// r, except for streamable HTTP: go-sdk's streamable client connection
-// implements an unexported interface (sessionUpdated, which starts the
-// standalone SSE stream that carries list_changed) that a wrapper would
-// hide. A streamable HTTP session records them from its HTTP client
-// instead (rawRoundTripper).
-func withRawSchemas(t mcp.Transport, r *rawSchemas) mcp.Transport {
-	if _, ok := t.(*mcp.StreamableClientTransport); ok {
-		return t
-	}
-	return &rawTransport{Transport: t, r: r}
 }
 
 // standaloneRefused: go-sdk's streamable client takes any 4xx answer to its

@@ -264,7 +264,7 @@ func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	return g.base.RoundTrip(r)
 }
 
-// TestGoSDKStreamableConnCannotBeWrapped pins withRawSchemas: go-sdk opens
+// TestGoSDKStreamableConnCannotBeWrapped pins withTaps (tap.go): go-sdk opens
 // the standalone GET stream (list_changed before 2026-07-28) through an
 // unexported method of its streamable connection, so a connection wrapped
 // by another transport never opens it.
@@ -276,7 +276,7 @@ func TestGoSDKStreamableConnCannotBeWrapped(t *testing.T) {
 		t.Cleanup(g.base.(*http.Transport).CloseIdleConnections)
 		var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: g}, MaxRetries: 1}
 		if wrap {
-			tr = &rawTransport{Transport: tr, r: &rawSchemas{}}
+			tr = &tapTransport{Transport: tr, taps: []tap{&rawSchemas{}}}
 		}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, nil).Connect(t.Context(), tr, sessionOptions(DefaultProtocolVersion))
 		if err != nil {
@@ -292,7 +292,7 @@ func TestGoSDKStreamableConnCannotBeWrapped(t *testing.T) {
 	eventually(t, "the plain connection's standalone GET stream", func() bool { return plain.n.Load() > 0 })
 	time.Sleep(50 * time.Millisecond) // the wrapped one had longer still
 	if wrapped.n.Load() != 0 {
-		t.Errorf("a wrapped streamable connection opened %d standalone streams: withRawSchemas may wrap it now", wrapped.n.Load())
+		t.Errorf("a wrapped streamable connection opened %d standalone streams: withTaps may wrap it now", wrapped.n.Load())
 	}
 }
 

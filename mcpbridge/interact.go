@@ -453,7 +453,7 @@ func interactionOf(ctx context.Context) *Interaction {
 // set, each log message is linked to its call where it is read (linkConn),
 // and the log messages read are counted (logs: logCount). Streamable HTTP
 // sets and cleans them on its response streams (linkRoundTripper); its
-// connection cannot be wrapped (withRawSchemas).
+// connection cannot be wrapped (withTaps, tap.go).
 func withLinks(t mcp.Transport, logs *logCount) mcp.Transport {
 	if _, ok := t.(*mcp.StreamableClientTransport); ok {
 		return t
@@ -673,7 +673,7 @@ func setLink(raw json.RawMessage, token string) (json.RawMessage, bool) {
 // input request on the stream with the call's token as it passes. (go-sdk's
 // streamable client connection cannot be wrapped like linkConn: it
 // implements an unexported interface a wrapper would hide; see
-// withRawSchemas.)
+// withTaps in tap.go.)
 //
 // Every event stream is read through linkBody, which decides each log
 // message's call where it is read: on the response stream of a call's

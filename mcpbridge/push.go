@@ -1,7 +1,6 @@
 package mcpbridge
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -127,8 +126,8 @@ func (s *session) reopenListen(ctx context.Context) error {
 
 // pushRoundTripper watches a streamable-HTTP session's push channel: the
 // standalone GET stream (before 2026-07-28) and subscriptions/listen POSTs
-// (2026-07-28), whose response streams it follows to their end. It also
-// applies rewriteListen.
+// (2026-07-28), whose response streams it follows to their end. The listen
+// rewrite is the listen tap's (tap.go), above it.
 type pushRoundTripper struct {
 	base    http.RoundTripper
 	push    *pushChannel
@@ -140,19 +139,10 @@ func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	switch {
 	case r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
 		kind = "standalone GET stream"
-	case r.Method == http.MethodPost && r.GetBody != nil:
-		if req := peekRequest(r); req != nil && req.Method == listenMethod {
-			if params, ok := rewriteListen(req.Params); ok {
-				req.Params = params
-				body, err := jsonrpc.EncodeMessage(req)
-				if err != nil {
-					return nil, err
-				}
-				r = r.Clone(r.Context())
-				r.Body = io.NopCloser(bytes.NewReader(body))
-				r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-				r.ContentLength = int64(len(body))
-			}
+	case r.Method == http.MethodPost:
+		// The message as tapRoundTripper decoded (and the listen tap
+		// rewrote) it: tap.go.
+		if req, ok := postedMessage(r.Context()).(*jsonrpc.Request); ok && req.Method == listenMethod {
 			if listensForListChanged(req.Params) {
 				kind = "subscriptions/listen stream"
 			} else if uris := subscribedURIs(req.Params); len(uris) > 0 && rt.push.subStream != nil {
@@ -213,26 +203,6 @@ func (rt *pushRoundTripper) followSubscription(r *http.Request, uris []string) (
 	return resp, err
 }
 
-// peekRequest decodes a POST's JSON-RPC request from a copy of its body
-// (nil if the body is not a single request).
-func peekRequest(r *http.Request) *jsonrpc.Request {
-	body, err := r.GetBody()
-	if err != nil {
-		return nil
-	}
-	defer body.Close()
-	data, err := io.ReadAll(body)
-	if err != nil || !bytes.Contains(data, []byte(listenMethod)) {
-		return nil // cheap filter: only listen requests are decoded
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return nil
-	}
-	req, _ := msg.(*jsonrpc.Request)
-	return req
-}
-
 // streamEnd calls end once when the stream ends: a read error (EOF
 // included) or Close.
 type streamEnd struct {
@@ -256,7 +226,8 @@ func (s *streamEnd) Close() error {
 
 // pushTransport wraps a stdio transport so the session sees its
 // subscriptions/listen requests end (the upstream answering one closes the
-// stream) and can re-open them (rewriteListen).
+// stream). It sees them rewritten (the listen tap, tap.go: withTaps wraps
+// it).
 type pushTransport struct {
 	mcp.Transport
 	push *pushChannel
@@ -280,12 +251,6 @@ type pushConn struct {
 
 func (c *pushConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == listenMethod && req.IsCall() {
-		if params, ok := rewriteListen(req.Params); ok {
-			cp := *req
-			cp.Params = params
-			msg = &cp
-			req = &cp
-		}
 		if !listensForListChanged(req.Params) {
 			return c.Connection.Write(ctx, msg) // a resource subscription, not the push channel
 		}

@@ -17,7 +17,7 @@ import (
 //   - a caller asks with WithRawResults (the front door, for the requests
 //     it may pass through; the gRPC edge never asks);
 //   - each upstream request it makes (Session.call, ReadResource) gets a
-//     rawRequest in its context, which the session's connection (taskConn,
+//     rawRequest in its context, which the session's task tap (taskTap,
 //     tasktap.go) registers when it writes the request, and fills with the
 //     response's result when it reads it, before go-sdk decodes it;
 //   - once go-sdk has decoded it, the bytes are bound to the decoded value
@@ -27,11 +27,11 @@ import (
 //     result taken by its retry), is another value: it has no raw bytes,
 //     and the front door encodes it as before.
 //
-// Only connections the bridge wraps record (stdio, legacy SSE, custom
-// transports): go-sdk's streamable HTTP client connection cannot be
-// wrapped (withRawSchemas), and reading the result out of its response
-// stream would copy and decode every body once more (rawTee), so results
-// from streamable HTTP upstreams take the slow path.
+// Only taps fed by a connection record (stdio, legacy SSE, custom
+// transports: tap.go): go-sdk's streamable HTTP client connection cannot be
+// wrapped, and reading the result out of its response stream would copy
+// and decode every body once more (tapBody), so results from streamable
+// HTTP upstreams take the slow path.
 //
 // The bytes alias the message as the connection decoded it: toolsvc's
 // stdio connection decodes each line from a copy of its own that nothing
@@ -81,7 +81,7 @@ func (r *RawResults) bind(res any, raw json.RawMessage) {
 type rawRequest struct {
 	mu  sync.Mutex
 	raw json.RawMessage
-	// where the connection registered it (taskConn), for finish to forget
+	// where the task tap registered it (taskTap), for finish to forget
 	// a registration whose answer never came (a cancelled request)
 	st *sessionTasks
 	id jsonrpc.ID

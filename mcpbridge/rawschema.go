@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -46,34 +43,28 @@ type rawSchemas struct {
 // none).
 type verifiedSchemas struct{ in, out decodedSchema }
 
-// rawTransport wraps a transport so that its connection records raw
-// schemas into r.
-type rawTransport struct {
-	mcp.Transport
-	r *rawSchemas
-}
-
-func (t *rawTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &rawConn{Connection: c, r: t.r}, nil
-}
-
-type rawConn struct {
-	mcp.Connection
-	r *rawSchemas
-}
+// rawSchemas is a session's tap (tap.go) for the exact schema text: it asks
+// for the reply to every tools/list and records the raw schemas of every
+// result that has a tools array, before go-sdk decodes it.
+var _ tap = (*rawSchemas)(nil)
 
 var inputSchemaKey = []byte(`"inputSchema"`)
 
-func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
-	if resp, ok := m.(*jsonrpc.Response); ok && err == nil && bytes.Contains(resp.Result, inputSchemaKey) {
-		c.r.record(resp.Result)
+func (r *rawSchemas) wrote(_ context.Context, m jsonrpc.Message) (jsonrpc.Message, bool) {
+	req, ok := m.(*jsonrpc.Request)
+	return nil, ok && req.Method == "tools/list" && req.IsCall()
+}
+
+func (r *rawSchemas) unsent(jsonrpc.Message) {}
+
+var toolsListKey = []byte(`"tools/list"`)
+
+func (r *rawSchemas) wants(_ context.Context, b []byte) bool { return bytes.Contains(b, toolsListKey) }
+
+func (r *rawSchemas) read(m jsonrpc.Message) {
+	if resp, ok := m.(*jsonrpc.Response); ok && resp.Error == nil && bytes.Contains(resp.Result, inputSchemaKey) {
+		r.record(resp.Result)
 	}
-	return m, err
 }
 
 // record remembers the raw schemas of a result that has a tools array.
@@ -240,136 +231,3 @@ func (d decodedSchema) MarshalJSON() ([]byte, error) { return d.text, nil }
 // SchemaText gives the catalog the text and its decoded value
 // (catalog.RawSchema).
 func (d decodedSchema) SchemaText() (json.RawMessage, any) { return d.text, d.obj }
-
-// rawRoundTripper records the raw schemas of the tools/list responses of a
-// streamable HTTP session (whose connection cannot be wrapped, see
-// withRawSchemas): it follows the response body of every tools/list POST,
-// JSON or SSE, and records the result when its bytes pass, before go-sdk
-// can have decoded it.
-type rawRoundTripper struct {
-	base http.RoundTripper
-	r    *rawSchemas
-}
-
-func (rt *rawRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodPost || req.GetBody == nil || !isToolsList(req) {
-		return rt.base.RoundTrip(req)
-	}
-	resp, err := rt.base.RoundTrip(req)
-	if err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
-		return resp, err
-	}
-	resp.Body = &rawTee{ReadCloser: resp.Body, keep: inputSchemaKey, record: rt.r.record,
-		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
-	return resp, nil
-}
-
-// isToolsList reports whether a POST carries a tools/list request.
-func isToolsList(req *http.Request) bool { return isPostOf(req, "tools/list") }
-
-// isPostOf reports whether a POST carries a request of method (a small
-// one: the body is read up to 64 KiB).
-func isPostOf(req *http.Request, method string) bool {
-	if req.GetBody == nil {
-		return false
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return false
-	}
-	defer body.Close()
-	data, err := io.ReadAll(io.LimitReader(body, 64<<10))
-	if err != nil || !bytes.Contains(data, []byte(`"`+method+`"`)) {
-		return false
-	}
-	msg, err := jsonrpc.DecodeMessage(data)
-	if err != nil {
-		return false
-	}
-	r, ok := msg.(*jsonrpc.Request)
-	return ok && r.Method == method
-}
-
-// rawTeeMax bounds what one response may buffer; a larger tools/list
-// result keeps go-sdk's decoded schemas.
-const rawTeeMax = 64 << 20
-
-// rawTee passes a response body through, keeping a copy: an SSE stream's
-// events are recorded as each completes, a JSON body at its end. Each
-// JSON-RPC response whose text contains keep (nil: any) goes to record.
-type rawTee struct {
-	io.ReadCloser
-	keep   []byte
-	record func(json.RawMessage)
-	sse    bool
-	buf    []byte
-	done   bool
-}
-
-func (t *rawTee) Read(p []byte) (int, error) {
-	n, err := t.ReadCloser.Read(p)
-	if !t.done && n > 0 {
-		if len(t.buf)+n > rawTeeMax {
-			t.done, t.buf = true, nil
-		} else {
-			t.buf = append(t.buf, p[:n]...)
-			if t.sse {
-				t.events()
-			}
-		}
-	}
-	if err != nil && !t.done {
-		t.finish()
-	}
-	return n, err
-}
-
-func (t *rawTee) Close() error {
-	if !t.done {
-		t.finish()
-	}
-	return t.ReadCloser.Close()
-}
-
-func (t *rawTee) finish() {
-	if !t.sse {
-		t.message(t.buf)
-	}
-	t.done, t.buf = true, nil
-}
-
-// events records every complete SSE event in the buffer and keeps the
-// rest.
-func (t *rawTee) events() {
-	for {
-		i, sep := bytes.Index(t.buf, []byte("\n\n")), 2
-		if j := bytes.Index(t.buf, []byte("\r\n\r\n")); j >= 0 && (i < 0 || j < i) {
-			i, sep = j, 4
-		}
-		if i < 0 {
-			return
-		}
-		var data [][]byte
-		for _, line := range bytes.Split(t.buf[:i], []byte("\n")) {
-			line = bytes.TrimSuffix(line, []byte("\r"))
-			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-				data = append(data, bytes.TrimPrefix(d, []byte(" ")))
-			}
-		}
-		if len(data) > 0 {
-			t.message(bytes.Join(data, []byte("\n")))
-		}
-		t.buf = t.buf[i+sep:]
-	}
-}
-
-func (t *rawTee) message(data []byte) {
-	if t.keep != nil && !bytes.Contains(data, t.keep) {
-		return
-	}
-	if msg, err := jsonrpc.DecodeMessage(data); err == nil {
-		if resp, ok := msg.(*jsonrpc.Response); ok {
-			t.record(resp.Result)
-		}
-	}
-}

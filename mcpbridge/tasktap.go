@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,9 +26,8 @@ import (
 //     params.task (2025-11-25) or the extension to the request's
 //     clientCapabilities (2026-07-28), and the raw result is recorded
 //     before go-sdk decodes it (as an empty success: gosdk.go,
-//     decodesTaskAsEmptySuccess): by the connection (taskConn) on stdio and
-//     other wrapped transports, by the HTTP client (taskRoundTripper) on
-//     streamable HTTP, whose connection cannot be wrapped.
+//     decodesTaskAsEmptySuccess) by the session's task tap (taskTap,
+//     fed by the transport: tap.go).
 //   - tasks/* go through go-sdk's custom methods (registerTaskMethods);
 //     2026-07-28 requests get the Mcp-Name header from taskRoundTripper.
 
@@ -42,7 +40,7 @@ type sessionTasks struct {
 	initSeen  bool
 	era       TaskEra
 	owner     string                               // see TaskRef.Session
-	pending   map[jsonrpc.ID]func(json.RawMessage) // requests whose raw result is wanted (taskConn)
+	pending   map[jsonrpc.ID]func(json.RawMessage) // requests whose raw result is wanted (taskTap)
 	live      map[string]bool                      // 2025-11-25 tasks created here and not seen ended
 }
 
@@ -79,7 +77,7 @@ func (st *sessionTasks) settle(cs *mcp.ClientSession) {
 	ir := cs.InitializeResult()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.initSeen = true // the handshake is over: taskRoundTripper stops looking for it
+	st.initSeen = true // the handshake is over: taskTap stops looking for it
 	st.era = TaskEraNone
 	switch {
 	case ir == nil:
@@ -175,7 +173,7 @@ const (
 // bridge (stdio, legacy SSE) rather than an upstream's Mcp-Session-Id.
 const localOwnerPrefix = "toolsvc-session:"
 
-// expect registers a request whose raw result goes to f (taskConn).
+// expect registers a request whose raw result goes to f (taskTap).
 func (st *sessionTasks) expect(id jsonrpc.ID, f func(json.RawMessage)) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -206,7 +204,7 @@ type taskCall struct {
 	raw   json.RawMessage
 	got   bool
 	// sent are the requests registered for this call's raw answer
-	// (taskConn), forgotten when the call returns: a cancelled call's
+	// (taskTap), forgotten when the call returns: a cancelled call's
 	// answer never comes, and its entry must not stay for the session's
 	// life.
 	sent []sentRequest
@@ -217,7 +215,7 @@ type sentRequest struct {
 	id jsonrpc.ID
 }
 
-// registered notes a request sent for this call (taskConn.Write).
+// registered notes a request sent for this call (taskTap.wrote).
 func (tc *taskCall) registered(st *sessionTasks, id jsonrpc.ID) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
@@ -319,87 +317,77 @@ func (s *session) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// withTasksTap wraps a transport other than streamable HTTP so that its
-// connection records the raw results tasks need (taskConn); streamable
-// HTTP records them from its HTTP client (taskRoundTripper), see
-// withRawSchemas.
-func withTasksTap(t mcp.Transport, st *sessionTasks) mcp.Transport {
-	if _, ok := t.(*mcp.StreamableClientTransport); ok {
-		return t
-	}
-	return &taskTransport{Transport: t, st: st}
+// taskTap is a session's tap (tap.go) for tasks and raw results: it asks
+// for the reply to the initialize request, to a CallTask's tools/call (its
+// context carries the taskCall) and, where rawResults is set, to a request
+// whose caller wants the raw result (rawresult.go), and records the raw
+// result when it is read, before go-sdk decodes it.
+//
+// rawResults is off on streamable HTTP: reading a call's result out of its
+// response body there copies and decodes every body once more (tapBody),
+// so results from streamable HTTP upstreams take the slow path.
+type taskTap struct {
+	st         *sessionTasks
+	rawResults bool
 }
 
-type taskTransport struct {
-	mcp.Transport
-	st *sessionTasks
-}
-
-func (t *taskTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &taskConn{Connection: c, st: t.st}, nil
-}
-
-// taskConn records the raw results of the initialize request and of task
-// requests: a request is registered when it is written (its context tells
-// a CallTask's), its response recorded when it is read, before go-sdk
-// decodes it.
-type taskConn struct {
-	mcp.Connection
-	st *sessionTasks
-}
-
-func (c *taskConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	req, ok := msg.(*jsonrpc.Request)
+func (t *taskTap) wrote(ctx context.Context, m jsonrpc.Message) (jsonrpc.Message, bool) {
+	req, ok := m.(*jsonrpc.Request)
 	if !ok || !req.IsCall() {
-		return c.Connection.Write(ctx, msg)
+		return nil, false
 	}
 	var f func(json.RawMessage)
 	switch req.Method {
 	case "initialize":
-		f = c.st.recordInit
+		if !t.st.initRecorded() {
+			f = t.st.recordInit
+		}
 	case "tools/call":
 		if tc := taskCallOf(ctx); tc != nil && tc.wantsRaw() {
 			f = tc.setRaw
-			tc.registered(c.st, req.ID)
+			tc.registered(t.st, req.ID)
 		}
 	}
-	if f == nil && rawRecorded(req) {
+	if f == nil && t.rawResults && rawRecorded(req) {
 		// The raw result a caller asked for (rawresult.go).
 		if rq := rawRequestOf(ctx); rq != nil {
 			f = rq.record
-			rq.registered(c.st, req.ID)
+			rq.registered(t.st, req.ID)
 		}
 	}
 	if f == nil {
-		return c.Connection.Write(ctx, msg)
+		return nil, false
 	}
-	c.st.expect(req.ID, f)
-	err := c.Connection.Write(ctx, msg)
-	if err != nil {
-		c.st.take(req.ID)
-	}
-	return err
+	t.st.expect(req.ID, f)
+	return nil, true
 }
 
-func (c *taskConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
-	if resp, ok := m.(*jsonrpc.Response); ok && err == nil {
-		if f := c.st.take(resp.ID); f != nil && resp.Error == nil {
+func (t *taskTap) wants(ctx context.Context, _ []byte) bool {
+	if tc := taskCallOf(ctx); tc != nil && tc.wantsRaw() {
+		return true
+	}
+	return (t.rawResults && rawRequestOf(ctx) != nil) || !t.st.initRecorded()
+}
+
+func (t *taskTap) unsent(m jsonrpc.Message) {
+	if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+		t.st.take(req.ID)
+	}
+}
+
+func (t *taskTap) read(m jsonrpc.Message) {
+	if resp, ok := m.(*jsonrpc.Response); ok {
+		if f := t.st.take(resp.ID); f != nil && resp.Error == nil {
 			f(resp.Result)
 		}
 	}
-	return m, err
 }
 
-// taskRoundTripper is taskConn for a streamable HTTP session: it records
-// the raw result of the initialize POST and of a CallTask's tools/call
-// POST (JSON or SSE, as rawRoundTripper), and names a 2026-07-28 tasks/*
-// request's task in the Mcp-Name header, which go-sdk sets only for
-// tools/call, prompts/get and resources/read.
+// taskRoundTripper is what tasks need of a streamable HTTP session's
+// requests beyond their messages: it names a 2026-07-28 tasks/* request's
+// task in the Mcp-Name header, which go-sdk sets only for tools/call,
+// prompts/get and resources/read, and keeps the session open upstream
+// while it owns tasks.
 type taskRoundTripper struct {
 	base http.RoundTripper
 	st   *sessionTasks
@@ -415,24 +403,11 @@ func (rt *taskRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodPost {
 		return rt.base.RoundTrip(r)
 	}
-	ctx := r.Context()
-	if id, ok := ctx.Value(taskNameKey{}).(string); ok {
-		r = r.Clone(ctx)
+	if id, ok := r.Context().Value(taskNameKey{}).(string); ok {
+		r = r.Clone(r.Context())
 		r.Header.Set("Mcp-Name", id)
 	}
-	var record func(json.RawMessage)
-	if tc := taskCallOf(ctx); tc != nil && tc.wantsRaw() {
-		record = tc.setRaw
-	} else if !rt.st.initRecorded() && isPostOf(r, "initialize") {
-		record = rt.st.recordInit
-	}
-	resp, err := rt.base.RoundTrip(r)
-	if record == nil || err != nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
-		return resp, err
-	}
-	resp.Body = &rawTee{ReadCloser: resp.Body, record: record,
-		sse: strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")}
-	return resp, nil
+	return rt.base.RoundTrip(r)
 }
 
 // registerTaskMethods lets the session's client send tasks/* (go-sdk's

@@ -84,10 +84,13 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		// watches the push channel (push.go).
 		// The message limit applies first (msglimit.go): nothing above it
 		// sees more than MaxMessageBytes of one message.
-		hc := &http.Client{Transport: &linkRoundTripper{logs: &s.logs, calls: &s.interact, base: &rawRoundTripper{r: &s.raw, // exact schema text (rawschema.go)
-			base: &taskRoundTripper{st: &s.tasks, // task capabilities and results, Mcp-Name (tasktap.go)
-				base: &pushRoundTripper{push: s.push,
-					base: &limitRoundTripper{base: u.sessionAuth(s, u.http.Transport), limit: u.maxMessage(), log: u.log}}}}}, CheckRedirect: u.checkRedirect}
+		// The session's taps (tap.go) see each POSTed message decoded
+		// once, and each message of a response a tap asks for.
+		hc := &http.Client{Transport: &linkRoundTripper{logs: &s.logs, calls: &s.interact, // call links (interact.go)
+			base: &tapRoundTripper{taps: s.sessionTaps(TransportStreamableHTTP),
+				base: &taskRoundTripper{st: &s.tasks, // Mcp-Name, DELETE kept while tasks live (tasktap.go)
+					base: &pushRoundTripper{push: s.push, // the push channel's streams (push.go)
+						base: &limitRoundTripper{base: u.sessionAuth(s, u.http.Transport), limit: u.maxMessage(), log: u.log}}}}}, CheckRedirect: u.checkRedirect}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: oauth.Hook(u.oauth),
 			MaxEventSize: u.maxMessage() + frameSlack, DisableStandaloneSSE: s.noStream}, nil
 	}
