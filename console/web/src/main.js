@@ -85,6 +85,7 @@ const pages = [
   ['calls', 'Calls'],
   ['playground', 'Playground'],
   ['tasks', 'Tasks'],
+  ['logins', 'Logins'],
   ['config', 'Config', true], // operators only
 ];
 
@@ -114,6 +115,8 @@ function App() {
             ? html`<${Playground} />`
             : route === 'tasks'
               ? html`<${Tasks} />`
+              : route === 'logins'
+                ? html`<${Logins} />`
               : route === 'config'
                 ? html`<${Config} />`
                 : html`<${Upstreams} />`;
@@ -846,17 +849,100 @@ function Tasks() {
       : null}`;
 }
 
+// ---- Logins ---------------------------------------------------------------
+
+// The Logins page: the userOAuth logins the caller may see (its own; an
+// operator's: everyone's), from its own event stream (?logins=1: again
+// when they changed); Log out revokes one (the core's admin logout). An
+// operator whose token store cannot list everyone's (Redis) names the
+// principal.
+function Logins() {
+  const s = useStore();
+  const [body, setBody] = useState(null);
+  const [err, setErr] = useState('');
+  const [who, setWho] = useState('');
+  const [lookup, setLookup] = useState(null); // an operator's look-up of one principal
+  const [done, setDone] = useState('');
+  useEffect(() => {
+    const es = new EventSource('/ui/api/events?logins=1');
+    es.addEventListener('logins', (e) => (setBody(JSON.parse(e.data)), setErr('')));
+    es.addEventListener('logins-error', (e) => {
+      const b = JSON.parse(e.data);
+      setErr(`${b.code} ${b.reason}: ${b.message}`);
+    });
+    return () => es.close();
+  }, []);
+  const find = async (e) => {
+    e.preventDefault();
+    setLookup(null);
+    if (!who) return;
+    try {
+      setLookup(await api('/ui/api/logins?principal=' + encodeURIComponent(who)));
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
+  const logout = async (l) => {
+    setDone('');
+    try {
+      await api('/ui/api/logins/logout', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+        body: JSON.stringify({ server: l.server, principal: l.principal }),
+      });
+      setDone(`${l.principal} is logged out of ${l.server}`);
+      if (lookup) setLookup({ ...lookup, logins: lookup.logins.filter((x) => x !== l) });
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
+  const shown = lookup || body;
+  return html`
+    <h2>Logins</h2>
+    <p class="muted">${s.me && s.me.admin ? "Every principal's" : 'Your'} logins to upstreams in credentials mode userOAuth:
+      toolsvc keeps a token per principal and server (never shown). Log out revokes it at the authorization server and
+      deletes it; the next call asks for a new login.</p>
+    ${s.me && s.me.admin
+      ? html`<form class="toolbar" id="logins-find" onSubmit=${find}>
+          <input id="logins-principal" placeholder="principal" value=${who} onInput=${(e) => setWho(e.currentTarget.value.trim())} />
+          <button type="submit">Show</button>
+          ${lookup ? html`<button type="button" onClick=${() => (setLookup(null), setWho(''))}>All</button>` : null}
+        </form>`
+      : null}
+    ${err ? html`<p class="error" id="logins-error">${err}</p>` : null}
+    ${done ? html`<p id="logins-done">${done}</p>` : null}
+    ${shown === null ? html`<p class="muted">Loading…</p>` : null}
+    ${shown && shown.logins.length === 0 ? html`<p class="muted" id="logins-none">No login.</p>` : null}
+    ${shown && shown.logins.length
+      ? html`<table id="logins">
+          <thead><tr><th>Principal</th><th>Server</th><th>Access token expires</th><th>Refreshable</th><th></th></tr></thead>
+          <tbody>
+            ${shown.logins.map(
+              (l) => html`<tr key=${l.principal + '@' + l.server} data-login=${l.principal + '@' + l.server}>
+                <td>${l.principal}</td><td>${l.server}</td><td>${l.expiry ? fmtTime(l.expiry) : '—'}</td>
+                <td>${l.refreshable ? 'yes' : 'no'}</td>
+                <td><button class="logout" onClick=${() => logout(l)}>Log out</button></td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+      : null}
+    ${shown && shown.more ? html`<p class="muted">More than ${shown.logins.length} logins: name a principal to see theirs.</p>` : null}`;
+}
+
 // ---- Config ---------------------------------------------------------------
 
 // The Config page: the configuration file's status (an operator's), from
 // the page's own event stream (?config=1: again after each reload).
 function Config() {
   const [st, setSt] = useState(null);
+  const [eff, setEff] = useState(null);
   const [err, setErr] = useState('');
   useEffect(() => {
     api('/ui/api/config').then(setSt).catch((e) => setErr(e.message)); // the refusal, if any, said once
     const es = new EventSource('/ui/api/events?config=1');
     es.addEventListener('config', (e) => setSt(JSON.parse(e.data)));
+    es.addEventListener('effective', (e) => setEff(JSON.parse(e.data)));
     return () => es.close();
   }, []);
   if (err) return html`<p class="error" id="config-error">${err}</p>`;
@@ -881,7 +967,11 @@ function Config() {
         (d) => html`<tr key=${d.Name}><th>Discovery ${d.Name}</th><td>${d.State}${d.Synced ? ', synced' : ''}, ${d.Objects} objects${
           d.Err ? ': ' + d.Err : ''}</td></tr>`,
       )}
-    </table>`;
+    </table>
+    <h3>Effective configuration</h3>
+    <p class="muted">What runs, as toolsvc loaded it from the file: every secret (a value from a secret reference,
+      header and environment values, tokens, client secrets, passwords) shown as [redacted]. Unset values are left out.</p>
+    ${eff ? html`<pre id="config-effective">${JSON.stringify(eff, null, 2)}</pre>` : html`<p class="muted">Loading…</p>`}`;
 }
 
 // ---- start ----------------------------------------------------------------
