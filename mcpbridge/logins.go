@@ -246,16 +246,11 @@ func (b *Bridge) Logins(ctx context.Context, principal string, limit int) ([]Log
 		if !ok {
 			return nil, false, ErrLoginsNotListable
 		}
-		all, m, err := lister.Keys(ctx, limit)
+		all, m, err := lister.Keys(ctx, limit, func(k tokenstore.Key) bool { _, ok := srcs[k.Server]; return ok })
 		if err != nil {
 			return nil, false, err
 		}
-		more = m
-		for _, k := range all {
-			if _, ok := srcs[k.Server]; ok {
-				keys = append(keys, k)
-			}
-		}
+		keys, more = all, m
 	}
 	out := make([]Login, 0, len(keys))
 	for _, k := range keys {

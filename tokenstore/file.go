@@ -255,10 +255,11 @@ func (f *File) TryLock(_ context.Context, k Key) (func(), bool, error) {
 	}, true, nil
 }
 
-// Keys implements Lister: the keys of the stored tokens, sorted by
-// principal then server, at most limit of them (more: there are others).
-// It holds the store's lock while it copies them, as Get does.
-func (f *File) Keys(_ context.Context, limit int) ([]Key, bool, error) {
+// Keys implements Lister: the keys of the stored tokens that keep
+// accepts, sorted by principal then server, at most limit of them (more:
+// there are others). It holds the store's lock while it copies them, as
+// Get does.
+func (f *File) Keys(_ context.Context, limit int, keep func(Key) bool) ([]Key, bool, error) {
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -266,7 +267,9 @@ func (f *File) Keys(_ context.Context, limit int) ([]Key, bool, error) {
 	}
 	keys := make([]Key, 0, len(f.tokens))
 	for k := range f.tokens {
-		keys = append(keys, k)
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
+		}
 	}
 	f.mu.Unlock()
 	slices.SortFunc(keys, compareKeys)

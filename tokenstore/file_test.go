@@ -406,8 +406,9 @@ func TestFilesReadLikeEveryFile(t *testing.T) {
 }
 
 // TestFileKeys: the File store lists whose tokens it holds, sorted by
-// principal then server, bounded by the limit (more says there are
-// others), also after it is reopened; a deleted token is not listed.
+// principal then server, filtered before it is bounded by the limit (more
+// says there are others), also after it is reopened; a deleted token is
+// not listed.
 func TestFileKeys(t *testing.T) {
 	ctx := context.Background()
 	path, key := filepath.Join(t.TempDir(), "tokens"), newKey(t)
@@ -418,23 +419,27 @@ func TestFileKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keys, more, err := f.Keys(ctx, -1)
+	keys, more, err := f.Keys(ctx, -1, nil)
 	if err != nil || more || !slices.Equal(keys, []Key{alice, aliceZ, bob, carolA}) {
 		t.Errorf("Keys(all) = %v, %v, %v; want alice's two, bob's, carol's", keys, more, err)
 	}
-	if keys, more, _ := f.Keys(ctx, 2); !more || !slices.Equal(keys, []Key{alice, aliceZ}) {
+	if keys, more, _ := f.Keys(ctx, 2, nil); !more || !slices.Equal(keys, []Key{alice, aliceZ}) {
 		t.Errorf("Keys(2) = %v, %v; want the first two and more", keys, more)
+	}
+	notAlice := func(k Key) bool { return k.Principal != alice.Principal }
+	if keys, more, _ := f.Keys(ctx, 1, notAlice); !more || !slices.Equal(keys, []Key{bob}) {
+		t.Errorf("Keys(1, not alice) = %v, %v; want bob's and more", keys, more)
 	}
 	if err := f.Delete(ctx, bob); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
 	g := openFile(t, path, key)
-	if keys, more, _ := g.Keys(ctx, 3); more || !slices.Equal(keys, []Key{alice, aliceZ, carolA}) {
+	if keys, more, _ := g.Keys(ctx, 3, nil); more || !slices.Equal(keys, []Key{alice, aliceZ, carolA}) {
 		t.Errorf("Keys after a delete and a reopen = %v, %v", keys, more)
 	}
 	g.Close()
-	if _, _, err := g.Keys(ctx, 1); !errors.Is(err, ErrUnavailable) {
+	if _, _, err := g.Keys(ctx, 1, nil); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Keys of a closed store: %v, want ErrUnavailable", err)
 	}
 }

@@ -81,9 +81,10 @@ type Entry struct {
 // each token by a sealed name (Sealer.Name), so it cannot say whose a key
 // is without being told; it is not a Lister.
 type Lister interface {
-	// Keys returns at most limit keys (a negative limit: all), sorted by
-	// principal then server, and whether there are more.
-	Keys(ctx context.Context, limit int) (keys []Key, more bool, err error)
+	// Keys returns at most limit keys that keep accepts (nil: all; a
+	// negative limit: no bound), sorted by principal then server, and
+	// whether there are more.
+	Keys(ctx context.Context, limit int, keep func(Key) bool) (keys []Key, more bool, err error)
 }
 
 type Store interface {
