@@ -42,7 +42,9 @@ func TestConsolePlaygroundInteractive(t *testing.T) {
 		if want := "What would you like? <i>(not markup)</i>"; msg != want {
 			t.Errorf("%s: the elicitation's message shown as %q, want %q", tool, msg, want)
 		}
-		// The log line and the progress came before the question.
+		// The log line and the progress came before the question (the
+		// tool lets its last progress settle before it asks: one the
+		// bridge handled after the round's result would be dropped).
 		b.waitJS(t, tool+": the log line", `[...document.querySelectorAll('#play-log .log-line')].some(e =>
 			e.querySelector('.log-data').textContent === 'stock checked: <b>all</b> in store' && e.querySelector('.log-level').textContent === 'info')`)
 		if server == "r" {
@@ -70,7 +72,6 @@ func TestConsolePlaygroundInteractive(t *testing.T) {
 		b.run(t, tool+": sending the answer", chromedp.Click(chromedp.ID("#elicit-accept")))
 		b.waitJS(t, tool+": the result", `(document.querySelector('#play-result .result-text') || {}).textContent === 'ordered 2 tea (gift=true, size=large)'`)
 		if server == "r" {
-			b.waitJS(t, tool+": progress 3 of 3", `(document.querySelector('#play-progress progress') || {}).value === 100`)
 			b.screenshot(t, "playground-interactive")
 		}
 		if gone := evalJS[bool](t, b, `!document.getElementById('elicit-form')`); !gone {

@@ -376,7 +376,7 @@ var orderSchema = map[string]any{
 // addAskOrder: ask_order reports progress (two steps of three) and logs a
 // line (logger "order"), then asks the order form (the 2026-07-28 way, so
 // mid-call on older sessions); with the answer it reports the third step
-// and returns "ordered <count> <item> (gift=<gift>, size=<size>)". The
+// and returns (each round 200 ms after its last progress) "ordered <count> <item> (gift=<gift>, size=<size>)". The
 // console's Playground streams all of it.
 func addAskOrder(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{Name: "ask_order", Description: "Report progress, log a line, ask an order form (text, number, boolean, choice) and confirm it.", InputSchema: map[string]any{"type": "object"}},
@@ -387,8 +387,17 @@ func addAskOrder(s *mcp.Server) {
 					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: msg})
 				}
 			}
+			// A notification the client handles after the round's result
+			// is dropped (the call is over): let the last one settle first.
+			settle := func() {
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-ctx.Done():
+				}
+			}
 			if r, ok := req.Params.InputResponses["order"]; ok {
 				step(3, "order received")
+				settle()
 				er, isElicit := r.(*mcp.ElicitResult)
 				if !isElicit || er.Action != "accept" {
 					return text(elicitAnswer(r)), nil
@@ -399,6 +408,7 @@ func addAskOrder(s *mcp.Server) {
 			step(1, "checking stock")
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "order", Data: "stock checked: <b>all</b> in store"})
 			step(2, "waiting for the order")
+			settle()
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
 				"order": &mcp.ElicitParams{Message: "What would you like? <i>(not markup)</i>", RequestedSchema: orderSchema},
 			}, RequestState: "asked-order"}, nil
