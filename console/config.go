@@ -20,3 +20,17 @@ func (cs *Console) config(c *caller, _ *http.Request) (any, *core.Error) {
 	}
 	return cs.opts.Config(), nil
 }
+
+// effective is the running configuration with every secret shown as
+// "[redacted]" (config.Config.Redacted: referenced values wherever they
+// land, header and environment values, tokens, client secrets, refresh
+// tokens, private keys, passwords). An operator's only, like the status.
+func (cs *Console) effective(c *caller, _ *http.Request) (any, *core.Error) {
+	if e := operatorOnly(c, "see the configuration"); e != nil {
+		return nil, e
+	}
+	if cs.opts.Effective == nil {
+		return map[string]any{"demo": true}, nil
+	}
+	return cs.opts.Effective(), nil
+}

@@ -91,6 +91,9 @@ type Options struct {
 	// Config is the configuration file's status (cmd/toolsvc: the reload
 	// manager's, service.ConfigStatus), encoded as JSON; nil: no file.
 	Config func() any
+	// Effective is the running configuration with every secret redacted
+	// (config.Config.Redacted), encoded as JSON; nil: no file.
+	Effective func() any
 }
 
 // Console serves the operator console over one core.
@@ -132,8 +135,12 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/traffic", cs.api(cs.traffic))
 	mux.HandleFunc("GET /ui/api/calls", cs.api(cs.calls))
 	mux.HandleFunc("POST /ui/api/call", cs.call)
+	mux.HandleFunc("POST /ui/api/call/stream", cs.callStream)
 	mux.HandleFunc("GET /ui/api/tasks", cs.api(cs.tasks))
 	mux.HandleFunc("GET /ui/api/config", cs.api(cs.config))
+	mux.HandleFunc("GET /ui/api/config/effective", cs.api(cs.effective))
+	mux.HandleFunc("GET /ui/api/logins", cs.api(cs.logins))
+	mux.HandleFunc("POST /ui/api/logins/logout", cs.api(cs.loginLogout))
 	mux.HandleFunc("GET /ui/api/events", cs.events)
 	mux.HandleFunc("POST /ui/api/upstreams/{name}/{action}", cs.api(cs.upstreamAction))
 	// Cross-origin protection (Sec-Fetch-Site, Origin) on every unsafe

@@ -144,14 +144,24 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 	// ?config=1 (the Config page, an operator's): the configuration's
 	// status now and whenever it changed (a reload), checked every
 	// TrafficInterval.
-	var lastConfig []byte
+	var lastConfig, lastEffective []byte
 	sendConfig := func() bool {
 		b, err := json.Marshal(cs.opts.Config())
 		if err != nil || bytes.Equal(b, lastConfig) {
 			return err == nil
 		}
 		lastConfig = b
-		return cs.write(w, rc, "config", b)
+		if !cs.write(w, rc, "config", b) {
+			return false
+		}
+		if cs.opts.Effective == nil { // the status changed: a reload may have changed the configuration
+			return true
+		}
+		if b, err = json.Marshal(cs.opts.Effective()); err != nil || bytes.Equal(b, lastEffective) {
+			return err == nil
+		}
+		lastEffective = b
+		return cs.write(w, rc, "effective", b)
 	}
 	if r.URL.Query().Get("config") == "1" && c.admin && cs.opts.Config != nil {
 		if !sendConfig() {
@@ -160,6 +170,36 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 		tick := time.NewTicker(TrafficInterval)
 		defer tick.Stop()
 		configC = tick.C
+	}
+	// ?logins=1 (the Logins page): the logins the caller may see now and
+	// every TrafficInterval when they changed (a login completed in a
+	// browser, a logout from any wire).
+	var loginsC <-chan time.Time
+	var lastLogins []byte
+	sendLogins := func() bool {
+		body, e := cs.loginsOf(c, "")
+		if e != nil {
+			b, _ := json.Marshal(errorOf(e))
+			if bytes.Equal(b, lastLogins) {
+				return true
+			}
+			lastLogins = b
+			return cs.write(w, rc, "logins-error", b)
+		}
+		b, err := json.Marshal(body)
+		if err != nil || bytes.Equal(b, lastLogins) {
+			return err == nil
+		}
+		lastLogins = b
+		return cs.write(w, rc, "logins", b)
+	}
+	if r.URL.Query().Get("logins") == "1" {
+		if !sendLogins() {
+			return
+		}
+		tick := time.NewTicker(TrafficInterval)
+		defer tick.Stop()
+		loginsC = tick.C
 	}
 	if r.URL.Query().Get("tasks") == "1" {
 		if !sendTasks() {
@@ -202,6 +242,10 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-tasksC:
 			if !sendTasks() {
+				return
+			}
+		case <-loginsC:
+			if !sendLogins() {
 				return
 			}
 		case <-trafficC:

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
+	"github.com/toolsvc/toolsvc/tokenstore"
 )
 
 // userOAuth logins (docs/credentials.md): the bridge side of toolsvc's
@@ -196,4 +200,72 @@ func (b *Bridge) UserOAuthServers() []string {
 		out = append(out, name)
 	}
 	return out
+}
+
+// Login is one stored userOAuth login: whose, to which server, when its
+// access token expires and whether it can be refreshed. Never the token.
+type Login struct {
+	Principal   string
+	Server      string
+	Expiry      time.Time // zero: the token did not say
+	Refreshable bool
+}
+
+// ErrLoginsNotListable: every principal's logins were asked of a token
+// store that cannot list whose tokens it holds (a Redis store keys each by
+// a sealed name): name the principal.
+var ErrLoginsNotListable = errors.New("the token store cannot list every principal's logins (a Redis store keeps only sealed names); name the principal")
+
+// Logins are the stored logins to the userOAuth servers, sorted by
+// principal then server, at most limit of them (more: there are others):
+// principal's (one store read per userOAuth server), or with principal ""
+// every principal's (a tokenstore.Lister's keys, those of servers no
+// longer in mode userOAuth left out). Without a token store: none, or
+// the store's error when userOAuth servers are configured.
+func (b *Bridge) Logins(ctx context.Context, principal string, limit int) ([]Login, bool, error) {
+	srcs := b.userSources()
+	var store tokenstore.Store
+	if l := b.cfg.Logins; l != nil {
+		store = l.Store
+	}
+	if store == nil {
+		if b.storeError() != "" && len(b.UserOAuthServers()) > 0 {
+			return nil, false, &UnavailableError{Reason: ReasonTokenStore, Detail: b.storeError()}
+		}
+		return nil, false, nil
+	}
+	var keys []tokenstore.Key
+	more := false
+	if principal != "" {
+		for name := range srcs {
+			keys = append(keys, tokenstore.Key{Principal: principal, Server: name})
+		}
+		slices.SortFunc(keys, func(a, b tokenstore.Key) int { return strings.Compare(a.Server, b.Server) })
+	} else {
+		lister, ok := store.(tokenstore.Lister)
+		if !ok {
+			return nil, false, ErrLoginsNotListable
+		}
+		all, m, err := lister.Keys(ctx, limit, func(k tokenstore.Key) bool { _, ok := srcs[k.Server]; return ok })
+		if err != nil {
+			return nil, false, err
+		}
+		keys, more = all, m
+	}
+	out := make([]Login, 0, len(keys))
+	for _, k := range keys {
+		if len(out) == limit {
+			more = true
+			break
+		}
+		e, err := store.Get(ctx, k)
+		if errors.Is(err, tokenstore.ErrNotFound) {
+			continue // logged out meanwhile, or never logged in
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, Login{Principal: k.Principal, Server: k.Server, Expiry: e.Token.Expiry, Refreshable: e.Token.RefreshToken != ""})
+	}
+	return out, more, nil
 }

@@ -92,6 +92,19 @@ func (m *configManager) Status() service.ConfigStatus {
 	return st
 }
 
+// Effective is the running configuration with every secret redacted
+// (config.Config.Redacted, with the auth tokens toolsvc started with):
+// the console's Config page. m.running is written under mu too.
+func (m *configManager) Effective() any {
+	m.mu.Lock()
+	c := m.running
+	m.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Redacted(m.secrets)
+}
+
 // Reload implements service.ConfigSource.
 func (m *configManager) Reload(context.Context) service.ConfigStatus {
 	return m.reload("request", false)

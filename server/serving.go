@@ -328,6 +328,7 @@ func (sv *serving) startAdmin() error {
 	co := console.Options{Logger: sv.log, Traffic: sv.traffic, Calls: sv.sec.load.calls}
 	if sv.cfgMgr != nil {
 		co.Config = func() any { return sv.cfgMgr.Status() }
+		co.Effective = sv.cfgMgr.Effective
 	}
 	mux.Handle(console.Prefix, console.New(sv.core, co).Handler()) // docs/console.md
 	if sv.logins != nil {

@@ -1,6 +1,7 @@
 package tokenstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -251,6 +254,36 @@ func (f *File) TryLock(_ context.Context, k Key) (func(), bool, error) {
 		})
 	}, true, nil
 }
+
+// Keys implements Lister: the keys of the stored tokens that keep
+// accepts, sorted by principal then server, at most limit of them (more:
+// there are others). It holds the store's lock while it copies them, as
+// Get does.
+func (f *File) Keys(_ context.Context, limit int, keep func(Key) bool) ([]Key, bool, error) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil, false, fmt.Errorf("%w: closed", ErrUnavailable)
+	}
+	keys := make([]Key, 0, len(f.tokens))
+	for k := range f.tokens {
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
+		}
+	}
+	f.mu.Unlock()
+	slices.SortFunc(keys, compareKeys)
+	if limit >= 0 && len(keys) > limit {
+		return keys[:limit], true, nil
+	}
+	return keys, false, nil
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(strings.Compare(a.Principal, b.Principal), strings.Compare(a.Server, b.Server))
+}
+
+var _ Lister = (*File)(nil)
 
 // Close releases the file lock; later calls fail with ErrUnavailable.
 func (f *File) Close() error {

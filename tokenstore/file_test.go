@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -401,5 +402,44 @@ func TestFilesReadLikeEveryFile(t *testing.T) {
 		if _, err := ReadKeyFile(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
 			t.Errorf("ReadKeyFile(%s) = %v; want %q and the path", tc.path, err, tc.want)
 		}
+	}
+}
+
+// TestFileKeys: the File store lists whose tokens it holds, sorted by
+// principal then server, filtered before it is bounded by the limit (more
+// says there are others), also after it is reopened; a deleted token is
+// not listed.
+func TestFileKeys(t *testing.T) {
+	ctx := context.Background()
+	path, key := filepath.Join(t.TempDir(), "tokens"), newKey(t)
+	f := openFile(t, path, key)
+	carolA, aliceZ := Key{Principal: "carol", Server: "a"}, Key{Principal: alice.Principal, Server: "zz"}
+	for _, k := range []Key{carolA, bob, aliceZ, alice} {
+		if _, err := f.Put(ctx, k, 0, tok(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, more, err := f.Keys(ctx, -1, nil)
+	if err != nil || more || !slices.Equal(keys, []Key{alice, aliceZ, bob, carolA}) {
+		t.Errorf("Keys(all) = %v, %v, %v; want alice's two, bob's, carol's", keys, more, err)
+	}
+	if keys, more, _ := f.Keys(ctx, 2, nil); !more || !slices.Equal(keys, []Key{alice, aliceZ}) {
+		t.Errorf("Keys(2) = %v, %v; want the first two and more", keys, more)
+	}
+	notAlice := func(k Key) bool { return k.Principal != alice.Principal }
+	if keys, more, _ := f.Keys(ctx, 1, notAlice); !more || !slices.Equal(keys, []Key{bob}) {
+		t.Errorf("Keys(1, not alice) = %v, %v; want bob's and more", keys, more)
+	}
+	if err := f.Delete(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	g := openFile(t, path, key)
+	if keys, more, _ := g.Keys(ctx, 3, nil); more || !slices.Equal(keys, []Key{alice, aliceZ, carolA}) {
+		t.Errorf("Keys after a delete and a reopen = %v, %v", keys, more)
+	}
+	g.Close()
+	if _, _, err := g.Keys(ctx, 1, nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Keys of a closed store: %v, want ErrUnavailable", err)
 	}
 }

@@ -76,6 +76,17 @@ type Entry struct {
 }
 
 // Store is a token store. Implementations are safe for concurrent use.
+// Lister is a Store that can list whose tokens it holds: the File store,
+// whose keys are in the clear inside its sealed file. A Redis store keys
+// each token by a sealed name (Sealer.Name), so it cannot say whose a key
+// is without being told; it is not a Lister.
+type Lister interface {
+	// Keys returns at most limit keys that keep accepts (nil: all; a
+	// negative limit: no bound), sorted by principal then server, and
+	// whether there are more.
+	Keys(ctx context.Context, limit int, keep func(Key) bool) (keys []Key, more bool, err error)
+}
+
 type Store interface {
 	// Get returns k's token, or ErrNotFound.
 	Get(ctx context.Context, k Key) (Entry, error)

@@ -35,6 +35,9 @@ type (
 	State        = mcpbridge.State
 	BreakerState = mcpbridge.BreakerState
 	Transport    = mcpbridge.Transport
+	// Login is one principal's stored login to a userOAuth upstream
+	// (Logins): never its token.
+	Login = mcpbridge.Login
 )
 
 const (

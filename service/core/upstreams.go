@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 // The operations on the upstreams and their catalogs a wire needs besides
@@ -64,6 +66,17 @@ func (s *Core) Login(ctx context.Context, principal, server string, force bool) 
 // Logout revokes principal's token for a userOAuth server.
 func (s *Core) Logout(ctx context.Context, principal, server string) error {
 	return s.bridge.Logout(ctx, principal, server)
+}
+
+// ErrLoginsNotListable: Logins of every principal from a token store that
+// cannot list them (Redis).
+var ErrLoginsNotListable = mcpbridge.ErrLoginsNotListable
+
+// Logins are the stored userOAuth logins, principal's ("": every
+// principal's, when the token store can list them), at most limit, and
+// whether there are more. The caller decides who may see whose.
+func (s *Core) Logins(ctx context.Context, principal string, limit int) ([]Login, bool, error) {
+	return s.bridge.Logins(ctx, principal, limit)
 }
 
 // TaskEra is the kind of tasks server's current session runs.

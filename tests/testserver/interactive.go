@@ -63,6 +63,7 @@ func elicitAnswer(r mcp.InputResponse) string {
 
 func addInteractive(s *mcp.Server) {
 	addAskFlood(s)
+	addAskOrder(s)
 	s.AddTool(&mcp.Tool{Name: "ask_name", Description: "Ask the caller's name (form elicitation) and greet them.", InputSchema: map[string]any{"type": "object"}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if r, ok := req.Params.InputResponses["name"]; ok {
@@ -356,5 +357,60 @@ func addInteractivePrompts(s *mcp.Server) {
 			}
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "ask://greeting", MIMEType: "text/plain",
 				Text: "hello " + elicitAnswer(r)}}}, nil
+		})
+}
+
+// orderSchema asks one field of each kind a form renders: text, number,
+// boolean and a choice (ask_order).
+var orderSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"item", "count"},
+	"properties": map[string]any{
+		"item":  map[string]any{"type": "string", "title": "Item", "description": "What to order"},
+		"count": map[string]any{"type": "integer", "title": "How many", "minimum": 1},
+		"gift":  map[string]any{"type": "boolean", "title": "Gift wrap"},
+		"size":  map[string]any{"type": "string", "title": "Size", "enum": []any{"small", "large"}},
+	},
+}
+
+// addAskOrder: ask_order reports progress (two steps of three) and logs a
+// line (logger "order"), then asks the order form (the 2026-07-28 way, so
+// mid-call on older sessions); with the answer it reports the third step
+// and returns (each round 200 ms after its last progress) "ordered <count> <item> (gift=<gift>, size=<size>)". The
+// console's Playground streams all of it.
+func addAskOrder(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "ask_order", Description: "Report progress, log a line, ask an order form (text, number, boolean, choice) and confirm it.", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tok := req.Params.GetProgressToken()
+			step := func(i int, msg string) {
+				if tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: msg})
+				}
+			}
+			// A notification the client handles after the round's result
+			// is dropped (the call is over): let the last one settle first.
+			settle := func() {
+				select {
+				case <-time.After(200 * time.Millisecond):
+				case <-ctx.Done():
+				}
+			}
+			if r, ok := req.Params.InputResponses["order"]; ok {
+				step(3, "order received")
+				settle()
+				er, isElicit := r.(*mcp.ElicitResult)
+				if !isElicit || er.Action != "accept" {
+					return text(elicitAnswer(r)), nil
+				}
+				c := er.Content
+				return text(fmt.Sprintf("ordered %v %v (gift=%v, size=%v)", c["count"], c["item"], c["gift"], c["size"])), nil
+			}
+			step(1, "checking stock")
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "order", Data: "stock checked: <b>all</b> in store"})
+			step(2, "waiting for the order")
+			settle()
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"order": &mcp.ElicitParams{Message: "What would you like? <i>(not markup)</i>", RequestedSchema: orderSchema},
+			}, RequestState: "asked-order"}, nil
 		})
 }

@@ -85,6 +85,7 @@ const pages = [
   ['calls', 'Calls'],
   ['playground', 'Playground'],
   ['tasks', 'Tasks'],
+  ['logins', 'Logins'],
   ['config', 'Config', true], // operators only
 ];
 
@@ -114,6 +115,8 @@ function App() {
             ? html`<${Playground} />`
             : route === 'tasks'
               ? html`<${Tasks} />`
+              : route === 'logins'
+                ? html`<${Logins} />`
               : route === 'config'
                 ? html`<${Config} />`
                 : html`<${Upstreams} />`;
@@ -558,6 +561,115 @@ function Content({ c }) {
   }
 }
 
+// readEvents reads a Server-Sent Events stream from a fetch response (a
+// POST's: EventSource only GETs) and calls on(event, data) for each event.
+async function readEvents(res, on) {
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const block = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      let event = 'message';
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data += line.slice(6);
+      }
+      if (data) on(event, JSON.parse(data));
+    }
+  }
+}
+
+// SchemaForm renders an input schema's top-level properties as a form
+// (text, number, checkbox, choice; JSON text for the rest). Every label,
+// description and choice is the upstream's text, rendered as text.
+function SchemaForm({ prefix, schema, values, setValues, problems }) {
+  const props = (schema && schema.properties) || {};
+  const required = new Set((schema && schema.required) || []);
+  const input = (n, p) => {
+    const kind = fieldKind(p);
+    const set = (v) => setValues({ ...values, [n]: v });
+    const id = prefix + n;
+    if (kind === 'boolean') return html`<input id=${id} type="checkbox" checked=${!!values[n]} onChange=${(e) => set(e.currentTarget.checked)} />`;
+    if (kind === 'enum')
+      return html`<select id=${id} onChange=${(e) => set(e.currentTarget.value)}>
+        <option value="">—</option>${p.enum.map((v) => html`<option value=${v}>${v}</option>`)}</select>`;
+    if (kind === 'json')
+      return html`<textarea id=${id} rows="3" placeholder="JSON" onInput=${(e) => set(e.currentTarget.value)}>${values[n] || ''}</textarea>`;
+    return html`<input id=${id} type="text" inputmode=${kind === 'number' ? 'decimal' : 'text'}
+      value=${values[n] || ''} onInput=${(e) => set(e.currentTarget.value)} />`;
+  };
+  return html`<table>
+    ${Object.entries(props).map(
+      ([n, p]) => html`<tr key=${n}>
+        <th><label for=${prefix + n}>${(p && typeof p.title === 'string' && p.title) || n}${required.has(n) ? ' *' : ''}</label></th>
+        <td>${input(n, p)} <span class="muted">${(p && typeof p.description === 'string' && p.description) || ''}</span>
+          ${problems[n] ? html`<div class="error field-problem" data-field=${n}>${problems[n]}</div>` : null}</td>
+      </tr>`,
+    )}
+  </table>`;
+}
+
+// samplingText is a sampling request's messages as plain text lines.
+function samplingText(params) {
+  const lines = [];
+  if (params && typeof params.systemPrompt === 'string') lines.push('system: ' + params.systemPrompt);
+  for (const m of (params && params.messages) || []) {
+    const cs = Array.isArray(m.content) ? m.content : [m.content];
+    for (const c of cs) lines.push(String(m.role) + ': ' + (c && c.type === 'text' ? c.text : JSON.stringify(c)));
+  }
+  if (params && params.maxTokens) lines.push('(at most ' + params.maxTokens + ' tokens)');
+  return lines.join('\n');
+}
+
+// InputRequest renders one request of an input_required: an elicitation
+// as a form from its requested schema, a sampling request as its messages
+// with a box for the operator's reply. answer(id, response) records the
+// answer (null: the operator declined a sampling request).
+function InputRequest({ req, answer }) {
+  const [values, setValues] = useState({});
+  const [problems, setProblems] = useState({});
+  const [reply, setReply] = useState('');
+  if (req.kind === 'elicitation') {
+    const accept = (e) => {
+      e.preventDefault();
+      const { args, problems } = buildArguments(req.schema, values);
+      setProblems(problems);
+      if (Object.keys(problems).length) return;
+      answer(req.id, { elicitation: { action: 'accept', content: args } });
+    };
+    return html`<form class="input-request" id="elicit-form" data-request=${req.id} onSubmit=${accept}>
+      <h3>The tool asks</h3>
+      <p class="elicit-message">${req.message}</p>
+      <${SchemaForm} prefix="elicit-" schema=${req.schema} values=${values} setValues=${setValues} problems=${problems} />
+      <button id="elicit-accept" type="submit">Send</button>
+      <button id="elicit-decline" type="button" onClick=${() => answer(req.id, { elicitation: { action: 'decline' } })}>Decline</button>
+      <button id="elicit-cancel" type="button" onClick=${() => answer(req.id, { elicitation: { action: 'cancel' } })}>Cancel</button>
+    </form>`;
+  }
+  if (req.kind === 'sampling') {
+    const send = (e) => {
+      e.preventDefault();
+      if (!reply) return setProblems({ reply: 'required' });
+      answer(req.id, { sampling: { role: 'assistant', content: [{ type: 'text', text: reply }], model: 'toolsvc-console-operator' } });
+    };
+    return html`<form class="input-request" id="sampling-form" data-request=${req.id} onSubmit=${send}>
+      <h3>The tool asks for a model's reply (sampling)</h3>
+      <pre id="sampling-messages">${samplingText(req.params)}</pre>
+      <textarea id="sampling-reply" rows="3" placeholder="your reply" onInput=${(e) => setReply(e.currentTarget.value)}>${reply}</textarea>
+      ${problems.reply ? html`<div class="error field-problem" data-field="reply">${problems.reply}</div>` : null}
+      <button id="sampling-answer" type="submit">Answer</button>
+      <button id="sampling-decline" type="button" onClick=${() => answer(req.id, null)}>Decline</button>
+    </form>`;
+  }
+  return html`<p class="muted">The tool asks for input of a kind the Playground does not give (${req.kind}).</p>`;
+}
+
 function Playground() {
   const s = useStore();
   const initial = new URLSearchParams(location.hash.split('?')[1] || '').get('tool') || '';
@@ -568,66 +680,94 @@ function Playground() {
   const [result, setResult] = useState(null);
   const [err, setErr] = useState('');
   const [busy, setBusy] = useState(false);
-  useEffect(() => {
-    setTool(null);
-    setValues({});
+  const [progress, setProgress] = useState(null);
+  const [logs, setLogs] = useState([]);
+  const [asked, setAsked] = useState(null); // the input event waiting for answers
+  const round = useRef(null); // {args, answers}
+  const abort = useRef(null);
+  const reset = () => {
     setProblems({});
     setResult(null);
     setErr('');
+    setProgress(null);
+    setLogs([]);
+    setAsked(null);
+  };
+  useEffect(() => {
+    setTool(null);
+    setValues({});
+    reset();
     if (!name) return;
     api('/ui/api/tool?name=' + encodeURIComponent(name))
       .then(setTool)
       .catch((e) => setErr(e.message));
   }, [name]);
-  const submit = async (e) => {
-    e.preventDefault();
-    const { args, problems } = buildArguments(tool.inputSchema, values);
-    setProblems(problems);
-    setResult(null);
-    setErr('');
-    if (Object.keys(problems).length) return; // shown before anything is sent
+  useEffect(() => () => abort.current && abort.current.abort(), []);
+  // run posts one round (state and answers after the first) and follows
+  // its stream: progress, log lines, then the result, a refusal, or what
+  // the tool asks next.
+  const run = async (args, state, responses) => {
     setBusy(true);
+    setAsked(null);
+    const ctrl = new AbortController();
+    abort.current = ctrl;
     try {
-      const res = await fetch('/ui/api/call', {
+      const res = await fetch('/ui/api/call/stream', {
         method: 'POST',
+        signal: ctrl.signal,
         headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
-        body: JSON.stringify({ name, arguments: args }),
+        body: JSON.stringify({ name, arguments: args, state, responses }),
       });
-      const body = await res.json();
-      if (!res.ok) {
+      const fail = (body) => {
         const fields = {};
         for (const f of body.fields || []) fields[f.field.replace(/^arguments\.?/, '') || '(arguments)'] = f.description;
         setProblems(fields);
         setErr(`${body.code} ${body.reason}: ${body.message}`);
-      } else {
-        setResult(body);
-      }
+      };
+      if (!res.ok) return fail(await res.json());
+      await readEvents(res, (event, data) => {
+        if (event === 'progress') setProgress(data);
+        else if (event === 'log') setLogs((ls) => [...ls, data].slice(-500));
+        else if (event === 'result') setResult(data);
+        else if (event === 'error') fail(data);
+        else if (event === 'input') {
+          round.current = { args, state: data.state, answers: {}, want: data.requests.length };
+          setAsked(data);
+        }
+      });
     } catch (e2) {
-      setErr(e2.message);
+      if (e2.name !== 'AbortError') setErr(e2.message);
     } finally {
       setBusy(false);
     }
   };
-  const props = (tool && tool.inputSchema && tool.inputSchema.properties) || {};
-  const required = new Set((tool && tool.inputSchema && tool.inputSchema.required) || []);
-  const input = (n, p) => {
-    const kind = fieldKind(p);
-    const set = (v) => setValues({ ...values, [n]: v });
-    const id = 'arg-' + n;
-    if (kind === 'boolean') return html`<input id=${id} type="checkbox" checked=${!!values[n]} onChange=${(e) => set(e.currentTarget.checked)} />`;
-    if (kind === 'enum')
-      return html`<select id=${id} onChange=${(e) => set(e.currentTarget.value)}>
-        <option value="">—</option>${p.enum.map((v) => html`<option value=${v}>${v}</option>`)}</select>`;
-    if (kind === 'json')
-      return html`<textarea id=${id} rows="3" placeholder="JSON" onInput=${(e) => set(e.currentTarget.value)}>${values[n] || ''}</textarea>`;
-    return html`<input id=${id} type=${kind === 'number' ? 'text' : 'text'} inputmode=${kind === 'number' ? 'decimal' : 'text'}
-      value=${values[n] || ''} onInput=${(e) => set(e.currentTarget.value)} />`;
+  const submit = (e) => {
+    e.preventDefault();
+    const { args, problems } = buildArguments(tool.inputSchema, values);
+    reset();
+    setProblems(problems);
+    if (Object.keys(problems).length) return; // shown before anything is sent
+    run(args, '', undefined);
   };
+  // answer records one answer; when every request has one, the next
+  // round goes. Declining a sampling request (MCP has no declined
+  // sampling result) ends the call here.
+  const answer = (id, response) => {
+    const r = round.current;
+    if (response === null) {
+      setAsked(null);
+      setErr('You declined the sampling request: the call was not continued.');
+      return;
+    }
+    r.answers[id] = response;
+    if (Object.keys(r.answers).length === r.want) run(r.args, r.state, r.answers);
+  };
+  const pct = progress && progress.total > 0 ? Math.min(100, (100 * progress.progress) / progress.total) : null;
   return html`
     <h2>Playground</h2>
     <p class="muted">Call a tool as yourself: the same checks, limits and audit line as any caller. The form follows
-      the tool's input schema and is checked before it is sent. Progress, log lines and elicitation need a streaming
-      client (toolsvc call, the client libraries) for now.</p>
+      the tool's input schema and is checked before it is sent; progress, log lines and what the tool asks
+      (a form, a model's reply) show here as the call runs.</p>
     <div class="toolbar">
       <input id="play-tool" placeholder="tool (exposed name)" value=${name} onChange=${(e) => setName(e.currentTarget.value.trim())} />
     </div>
@@ -635,18 +775,30 @@ function Playground() {
     ${tool
       ? html`<form id="play-form" onSubmit=${submit}>
           <p><b>${tool.name}</b> <span class="muted">${tool.title || ''}</span></p>
-          <table>
-            ${Object.entries(props).map(
-              ([n, p]) => html`<tr key=${n}>
-                <th><label for=${'arg-' + n}>${n}${required.has(n) ? ' *' : ''}</label></th>
-                <td>${input(n, p)} <span class="muted">${(p && p.description) || ''}</span>
-                  ${problems[n] ? html`<div class="error field-problem" data-field=${n}>${problems[n]}</div>` : null}</td>
-              </tr>`,
-            )}
-          </table>
+          <${SchemaForm} prefix="arg-" schema=${tool.inputSchema} values=${values} setValues=${setValues} problems=${problems} />
           ${problems['(arguments)'] ? html`<p class="error field-problem">${problems['(arguments)']}</p>` : null}
-          <button id="play-call" type="submit" disabled=${busy}>${busy ? 'Calling…' : 'Call'}</button>
+          <button id="play-call" type="submit" disabled=${busy || !!asked}>${busy ? 'Calling…' : 'Call'}</button>
         </form>`
+      : null}
+    ${progress
+      ? html`<div id="play-progress">
+          ${pct === null ? html`<progress></progress>` : html`<progress max="100" value=${pct}></progress>`}
+          <span class="progress-text">${progress.total > 0 ? `${progress.progress} / ${progress.total}` : String(progress.progress)}</span>
+          <span class="progress-message muted"> ${progress.message || ''}</span>
+        </div>`
+      : null}
+    ${logs.length
+      ? html`<div id="play-log"><h4>Log</h4>
+          ${logs.map(
+            (l, i) => html`<div key=${i} class=${'log-line level-' + l.level}>
+              <span class="log-level">${l.level}</span> <span class="muted">${l.server}${l.logger ? '/' + l.logger : ''}</span>
+              ${' '}<span class="log-data">${typeof l.data === 'string' ? l.data : JSON.stringify(l.data)}</span></div>`,
+          )}</div>`
+      : null}
+    ${asked
+      ? html`<div id="play-input">
+          ${asked.requests.map((r) => html`<${InputRequest} key=${asked.state + r.id} req=${r} answer=${answer} />`)}
+        </div>`
       : null}
     ${result
       ? html`<div id="play-result" class=${result.isError ? 'error' : ''}>
@@ -697,17 +849,100 @@ function Tasks() {
       : null}`;
 }
 
+// ---- Logins ---------------------------------------------------------------
+
+// The Logins page: the userOAuth logins the caller may see (its own; an
+// operator's: everyone's), from its own event stream (?logins=1: again
+// when they changed); Log out revokes one (the core's admin logout). An
+// operator whose token store cannot list everyone's (Redis) names the
+// principal.
+function Logins() {
+  const s = useStore();
+  const [body, setBody] = useState(null);
+  const [err, setErr] = useState('');
+  const [who, setWho] = useState('');
+  const [lookup, setLookup] = useState(null); // an operator's look-up of one principal
+  const [done, setDone] = useState('');
+  useEffect(() => {
+    const es = new EventSource('/ui/api/events?logins=1');
+    es.addEventListener('logins', (e) => (setBody(JSON.parse(e.data)), setErr('')));
+    es.addEventListener('logins-error', (e) => {
+      const b = JSON.parse(e.data);
+      setErr(`${b.code} ${b.reason}: ${b.message}`);
+    });
+    return () => es.close();
+  }, []);
+  const find = async (e) => {
+    e.preventDefault();
+    setLookup(null);
+    if (!who) return;
+    try {
+      setLookup(await api('/ui/api/logins?principal=' + encodeURIComponent(who)));
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
+  const logout = async (l) => {
+    setDone('');
+    try {
+      await api('/ui/api/logins/logout', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+        body: JSON.stringify({ server: l.server, principal: l.principal }),
+      });
+      setDone(`${l.principal} is logged out of ${l.server}`);
+      if (lookup) setLookup({ ...lookup, logins: lookup.logins.filter((x) => x !== l) });
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
+  const shown = lookup || body;
+  return html`
+    <h2>Logins</h2>
+    <p class="muted">${s.me && s.me.admin ? "Every principal's" : 'Your'} logins to upstreams in credentials mode userOAuth:
+      toolsvc keeps a token per principal and server (never shown). Log out revokes it at the authorization server and
+      deletes it; the next call asks for a new login.</p>
+    ${s.me && s.me.admin
+      ? html`<form class="toolbar" id="logins-find" onSubmit=${find}>
+          <input id="logins-principal" placeholder="principal" value=${who} onInput=${(e) => setWho(e.currentTarget.value.trim())} />
+          <button type="submit">Show</button>
+          ${lookup ? html`<button type="button" onClick=${() => (setLookup(null), setWho(''))}>All</button>` : null}
+        </form>`
+      : null}
+    ${err ? html`<p class="error" id="logins-error">${err}</p>` : null}
+    ${done ? html`<p id="logins-done">${done}</p>` : null}
+    ${shown === null ? html`<p class="muted">Loading…</p>` : null}
+    ${shown && shown.logins.length === 0 ? html`<p class="muted" id="logins-none">No login.</p>` : null}
+    ${shown && shown.logins.length
+      ? html`<table id="logins">
+          <thead><tr><th>Principal</th><th>Server</th><th>Access token expires</th><th>Refreshable</th><th></th></tr></thead>
+          <tbody>
+            ${shown.logins.map(
+              (l) => html`<tr key=${l.principal + '@' + l.server} data-login=${l.principal + '@' + l.server}>
+                <td>${l.principal}</td><td>${l.server}</td><td>${l.expiry ? fmtTime(l.expiry) : '—'}</td>
+                <td>${l.refreshable ? 'yes' : 'no'}</td>
+                <td><button class="logout" onClick=${() => logout(l)}>Log out</button></td>
+              </tr>`,
+            )}
+          </tbody>
+        </table>`
+      : null}
+    ${shown && shown.more ? html`<p class="muted">More than ${shown.logins.length} logins: name a principal to see theirs.</p>` : null}`;
+}
+
 // ---- Config ---------------------------------------------------------------
 
 // The Config page: the configuration file's status (an operator's), from
 // the page's own event stream (?config=1: again after each reload).
 function Config() {
   const [st, setSt] = useState(null);
+  const [eff, setEff] = useState(null);
   const [err, setErr] = useState('');
   useEffect(() => {
     api('/ui/api/config').then(setSt).catch((e) => setErr(e.message)); // the refusal, if any, said once
     const es = new EventSource('/ui/api/events?config=1');
     es.addEventListener('config', (e) => setSt(JSON.parse(e.data)));
+    es.addEventListener('effective', (e) => setEff(JSON.parse(e.data)));
     return () => es.close();
   }, []);
   if (err) return html`<p class="error" id="config-error">${err}</p>`;
@@ -732,7 +967,11 @@ function Config() {
         (d) => html`<tr key=${d.Name}><th>Discovery ${d.Name}</th><td>${d.State}${d.Synced ? ', synced' : ''}, ${d.Objects} objects${
           d.Err ? ': ' + d.Err : ''}</td></tr>`,
       )}
-    </table>`;
+    </table>
+    <h3>Effective configuration</h3>
+    <p class="muted">What runs, as toolsvc loaded it from the file: every secret (a value from a secret reference,
+      header and environment values, tokens, client secrets, passwords) shown as [redacted]. Unset values are left out.</p>
+    ${eff ? html`<pre id="config-effective">${JSON.stringify(eff, null, 2)}</pre>` : html`<p class="muted">Loading…</p>`}`;
 }
 
 // ---- start ----------------------------------------------------------------

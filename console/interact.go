@@ -1,0 +1,283 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsvc/toolsvc/service/core"
+)
+
+// The Playground's streamed, interactive call: one round of a tool call
+// through the core's interactive call path (core/interact.go, the path
+// CallToolStream and the MCP wires take), its progress and log messages
+// relayed by core.Relay, answered as a stream of Server-Sent Events in
+// the POST's response. A round ends with the result, or with "input": what
+// the upstream asks (a form elicitation, a sampling request) and the
+// request state the core signed; the page renders the request and posts
+// the next round with the operator's answers and that state, with the
+// page's CSRF token, as every action.
+
+// streamRequest is one round of a Playground call.
+type streamRequest struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	// State is the previous round's request state, verbatim.
+	State string `json:"state"`
+	// Responses answer the previous round's requests, by id.
+	Responses map[string]streamAnswer `json:"responses"`
+	// LogLevel is the least level of the upstream's log messages shown
+	// ("" : all).
+	LogLevel string `json:"logLevel"`
+}
+
+// streamAnswer answers one request: an elicitation's action and content,
+// or a sampling result (MCP's CreateMessageResult).
+type streamAnswer struct {
+	Elicitation *struct {
+		Action  string          `json:"action"`
+		Content json.RawMessage `json:"content"`
+	} `json:"elicitation"`
+	Sampling json.RawMessage `json:"sampling"`
+}
+
+// inputEvent is what a round ends with when the upstream asks.
+type inputEvent struct {
+	State    string         `json:"state"`
+	Expires  time.Time      `json:"expires,omitzero"`
+	Requests []inputRequest `json:"requests"`
+}
+
+// inputRequest is one request, for the page to render as text: an
+// elicitation's message and requested schema, or a sampling request's
+// parameters (messages, system prompt, max tokens). Other kinds are named
+// only (the Playground offers form elicitation and sampling).
+type inputRequest struct {
+	ID      string          `json:"id"`
+	Kind    string          `json:"kind"` // elicitation, sampling
+	Message string          `json:"message,omitempty"`
+	Schema  json.RawMessage `json:"schema,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+type progressEvent struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+type logEvent struct {
+	Server string          `json:"server"`
+	Level  string          `json:"level"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// callStream runs one round. Refusals before the call runs (the caller,
+// the CSRF token, the body, the core's checks) are answered as JSON with
+// their HTTP status, as every console action; once the stream has started,
+// a failure is its "error" event. The stream holds one of the caller's
+// console streams (MaxStreamsPerPrincipal) while it runs.
+func (cs *Console) callStream(w http.ResponseWriter, r *http.Request) {
+	c, e := cs.authenticate(r)
+	if e == nil {
+		e = cs.checkCSRF(c, r)
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	limit := cs.c.MaxRequestBytes()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(limit)+1))
+	if err != nil || len(body) > limit {
+		writeError(w, core.NewError(core.ResourceExhausted, core.ReasonRequestTooLarge,
+			"the call is larger than the request limit (--max-request-bytes)", nil))
+		return
+	}
+	var in streamRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		writeError(w, fieldError("body", "a JSON object {name, arguments, state, responses}"))
+		return
+	}
+	if in.Name == "" {
+		writeError(w, fieldError("name", "required: a tool's exposed name"))
+		return
+	}
+	if in.LogLevel != "" && !core.ValidLogLevel(in.LogLevel) {
+		writeError(w, fieldError("logLevel", fmt.Sprintf("want an MCP logging level (%s)", core.LogLevelsText)))
+		return
+	}
+	release, e := cs.acquireStream(c.p.Name)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	defer release()
+	// The Playground answers form elicitations and sampling; a URL
+	// elicitation or roots request is the server's policy's to answer.
+	input := &core.InputOptions{Kinds: core.InputKinds{Form: true, Sampling: true}, State: in.State}
+	ci := core.CallInput{Name: in.Name, ArgumentsJSON: string(in.Arguments), Size: len(body),
+		Fields: core.Fields{ArgumentsJSON: "arguments"}, Input: input}
+	input.Responses, ci.Invalid = answers(in.Responses)
+	call, err := cs.c.BeginCall(c.ctx, ci)
+	if err != nil {
+		fail := call.Fail(err)
+		call.End(fail, false, 0)
+		writeError(w, fail)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	sent := 0
+	send := func(event string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if !cs.write(w, rc, event, b) {
+			return errGone
+		}
+		sent += len(b)
+		return nil
+	}
+	callCtx, cancel := context.WithCancel(call.Context())
+	defer cancel()
+	relay := core.Relay{
+		Progress: func(p core.Progress) error {
+			return send("progress", progressEvent{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		},
+		Log: func(l core.Log) error {
+			return send("log", logEvent{Server: l.Server, Level: string(l.Level), Logger: l.Logger, Data: l.Data})
+		},
+		LogLevel: mcp.LoggingLevel(in.LogLevel),
+		Stop:     cancel,
+	}
+	res, callErr, sendErr := relay.Run(func(opts *core.CallOptions) (*mcp.CallToolResult, error) {
+		return call.Dispatch(callCtx, opts)
+	})
+	isError := false
+	err = callErr
+	if sendErr != nil {
+		err = sendErr
+	}
+	if err == nil {
+		var ev string
+		var v any = res
+		if core.NeedsInput(res) {
+			ev, v = "input", cs.inputEvent(res)
+		} else {
+			ev, isError = "result", res.IsError
+		}
+		var b []byte
+		if b, err = json.Marshal(v); err == nil {
+			if err = call.CheckResult(len(b)); err == nil && !cs.write(w, rc, ev, b) {
+				err = errGone
+			}
+			sent += len(b)
+		}
+	}
+	fail := call.Fail(err)
+	call.End(fail, isError, sent)
+	if fail != nil && err != errGone {
+		_ = send("error", errorOf(fail))
+	}
+}
+
+// errGone: the page stopped reading (a write failed or timed out).
+var errGone = core.NewError(core.Canceled, core.ReasonCancelled, "the console page stopped reading the call's stream", nil)
+
+func errorOf(e *core.Error) errorBody {
+	b := errorBody{Code: codeName(e.Code), Reason: e.Reason, Message: e.Message, Meta: e.Meta}
+	for _, v := range e.Violations {
+		b.Fields = append(b.Fields, fieldBody(v))
+	}
+	return b
+}
+
+// inputEvent is an input_required for the page, its requests by id.
+func (cs *Console) inputEvent(res *mcp.CallToolResult) inputEvent {
+	exp, _, _ := cs.c.InputExpiry(res.RequestState)
+	ev := inputEvent{State: res.RequestState, Expires: exp, Requests: []inputRequest{}}
+	ids := make([]string, 0, len(res.InputRequests))
+	for id := range res.InputRequests {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		out := inputRequest{ID: id}
+		switch p := res.InputRequests[id].(type) {
+		case *mcp.ElicitParams:
+			out.Kind, out.Message = "elicitation", p.Message
+			out.Schema, _ = json.Marshal(p.RequestedSchema)
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			out.Kind = "sampling"
+			out.Params, _ = json.Marshal(p)
+		default:
+			out.Kind = "other"
+		}
+		ev.Requests = append(ev.Requests, out)
+	}
+	return ev
+}
+
+// answers decodes a round's answers (nil: none), bounded like arguments
+// before they are decoded (core.CheckAnswerJSON; the core checks the
+// decoded answers again), or the error of the answer at fault.
+func answers(rs map[string]streamAnswer) (map[string]mcp.InputResponse, *core.Error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	if len(rs) > core.MaxAnswers {
+		return nil, fieldError("responses", fmt.Sprintf("%d answers, more than the %d a round may carry", len(rs), core.MaxAnswers))
+	}
+	ids := make([]string, 0, len(rs))
+	for id := range rs {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // the first bad answer is the same on every try
+	out := make(map[string]mcp.InputResponse, len(rs))
+	for _, id := range ids {
+		a := rs[id]
+		field := fmt.Sprintf("responses[%q]", core.Clip(id))
+		switch {
+		case a.Elicitation != nil && a.Sampling == nil:
+			el := a.Elicitation
+			switch el.Action {
+			case "accept", "decline", "cancel":
+			default:
+				return nil, core.InvalidField(field+".elicitation.action", fmt.Sprintf("want accept, decline or cancel, got %q", core.Clip(el.Action)))
+			}
+			res := &mcp.ElicitResult{Action: el.Action}
+			if len(el.Content) > 0 && string(el.Content) != "null" {
+				if e := core.CheckAnswerJSON(field+".elicitation.content", string(el.Content), 2); e != nil {
+					return nil, e
+				}
+				if err := json.Unmarshal(el.Content, &res.Content); err != nil || res.Content == nil {
+					return nil, core.InvalidField(field+".elicitation.content", "must be a JSON object")
+				}
+			}
+			out[id] = res
+		case a.Sampling != nil && a.Elicitation == nil:
+			if e := core.CheckAnswerJSON(field+".sampling", string(a.Sampling), 1); e != nil {
+				return nil, e
+			}
+			res := new(mcp.CreateMessageWithToolsResult)
+			if err := json.Unmarshal(a.Sampling, res); err != nil || res.Role == "" || len(res.Content) == 0 {
+				return nil, core.InvalidField(field+".sampling", "must be an MCP sampling result with role, content and model")
+			}
+			out[id] = res
+		default:
+			return nil, core.InvalidField(field, "set one of elicitation, sampling")
+		}
+	}
+	return out, nil
+}
