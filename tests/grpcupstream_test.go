@@ -260,7 +260,8 @@ func TestGRPCUpstreamKilled(t *testing.T) {
 // upstream's do, and their answers go back as the binding's
 // input_responses with the upstream's request_state: a ToolService
 // CallToolStream caller answers an elicitation and a sampling request; a
-// 2026-07-28 front-door client answers an elicitation; a declined one ends
+// 2026-07-28 front-door client answers an elicitation, and a client of
+// toolsvc's Mcp service (the published Python package) both; a declined one ends
 // as the tool decides; an input request of no kind, or one over the
 // bound, is refused as a malformed answer and the session goes on.
 func TestGRPCUpstreamInteractive(t *testing.T) {
@@ -332,6 +333,16 @@ func TestGRPCUpstreamInteractive(t *testing.T) {
 		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Eve"}}}})
 	if err != nil || done.NeedsInput() || callText(t, done) != "hello Eve" {
 		t.Fatalf("front door g__ask_name continued: %+v, %v; want hello Eve", done, err)
+	}
+
+	// A client of toolsvc's own Mcp service (the published Python
+	// package): the binding end to end, gRPC client to gRPC upstream.
+	got := runMcpGrpcClient(t, ctx, p.addr, "", []mcpStep{{"rpc": "CallTool", "name": "g__ask_name"}, {"rpc": "CallTool", "name": "g__ask_sample"}})
+	if o := got[0]; o.Error != nil || o.Text != "hello Ada" || !slices.Equal(o.Asked, []string{"elicitation"}) {
+		t.Errorf("Mcp CallTool g__ask_name = %+v, want one elicitation round, then hello Ada", o)
+	}
+	if o := got[1]; o.Error != nil || o.Text != "model said: hi there" || !slices.Equal(o.Asked, []string{"sampling"}) {
+		t.Errorf("Mcp CallTool g__ask_sample = %+v, want one sampling round, then the model's text", o)
 	}
 
 	// Input requests toolsvc cannot pass on: refused with the field at
