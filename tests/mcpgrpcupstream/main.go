@@ -10,7 +10,9 @@
 // "hello NAME", or "declined" / "cancelled" as the caller answered),
 // ask_sample (a sampling request: "model said: TEXT"), and two that ask
 // badly: bad_ask (an input request of no kind) and big_ask (a form whose
-// message is 2 MiB). With -token it
+// message is 2 MiB). Likewise the prompt ask_prompt ("Greet NAME") and
+// the resource ask://greeting ("hello NAME"), NAME the action when the
+// caller did not accept. With -token it
 // refuses calls without "authorization: Bearer <token>".
 //
 // It prints "listening on ADDR" once it serves.
@@ -146,7 +148,8 @@ func (s *server) CallTool(_ context.Context, req *pb.CallToolRequest) (*pb.CallT
 }
 
 func (s *server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.ListResourcesResponse, error) {
-	return &pb.ListResourcesResponse{Resources: []*pb.Resource{{Uri: "mem://hello", Name: "hello", MimeType: "text/plain"}}, Ttl: s.ttlpb()}, nil
+	return &pb.ListResourcesResponse{Resources: []*pb.Resource{{Uri: "mem://hello", Name: "hello", MimeType: "text/plain"},
+		{Uri: "ask://greeting", Name: "greeting", MimeType: "text/plain"}}, Ttl: s.ttlpb()}, nil
 }
 
 func (s *server) ListResourceTemplates(context.Context, *pb.ListResourceTemplatesRequest) (*pb.ListResourceTemplatesResponse, error) {
@@ -155,6 +158,12 @@ func (s *server) ListResourceTemplates(context.Context, *pb.ListResourceTemplate
 
 func (s *server) ReadResource(_ context.Context, req *pb.ReadResourceRequest) (*pb.ReadResourceResponse, error) {
 	switch u := req.GetUri(); {
+	case u == "ask://greeting":
+		name, asked := askedName(req.GetCommon())
+		if asked != nil {
+			return &pb.ReadResourceResponse{Common: asked}, nil
+		}
+		return &pb.ReadResourceResponse{Resource: []*pb.ResourceContents{{Uri: u, MimeType: "text/plain", Text: "hello " + name}}}, nil
 	case u == "mem://hello":
 		return &pb.ReadResourceResponse{Resource: []*pb.ResourceContents{{Uri: u, MimeType: "text/plain", Text: "hello over grpc"}}}, nil
 	case strings.HasPrefix(u, "mem://items/"):
@@ -165,10 +174,17 @@ func (s *server) ReadResource(_ context.Context, req *pb.ReadResourceRequest) (*
 
 func (s *server) ListPrompts(context.Context, *pb.ListPromptsRequest) (*pb.ListPromptsResponse, error) {
 	return &pb.ListPromptsResponse{Prompts: []*pb.Prompt{{Name: "greet", Description: "greets someone",
-		Arguments: []*pb.Prompt_Argument{{Name: "name", Required: true}}}}, Ttl: s.ttlpb()}, nil
+		Arguments: []*pb.Prompt_Argument{{Name: "name", Required: true}}}, {Name: "ask_prompt", Description: "asks whom to greet"}}, Ttl: s.ttlpb()}, nil
 }
 
 func (s *server) GetPrompt(_ context.Context, req *pb.GetPromptRequest) (*pb.GetPromptResponse, error) {
+	if req.GetName() == "ask_prompt" {
+		name, asked := askedName(req.GetCommon())
+		if asked != nil {
+			return &pb.GetPromptResponse{Common: asked}, nil
+		}
+		return &pb.GetPromptResponse{Messages: []*pb.PromptMessage{{Role: pb.Role_ROLE_USER, Text: &pb.TextContent{Text: "Greet " + name}}}}, nil
+	}
 	if req.GetName() != "greet" {
 		return nil, status.Errorf(codes.NotFound, "no prompt %q", req.GetName())
 	}
@@ -235,4 +251,21 @@ func ask(tool string, common *pb.RequestFields) (*pb.CallToolResponse, error) {
 		}
 	}
 	return nil, status.Errorf(codes.InvalidArgument, "%s: no usable answer in input_responses (%d)", tool, len(rs))
+}
+
+// askedName is the name a prompt's or read's caller gave: without a
+// request_state, the common fields that ask for it (a form elicitation
+// under id "name"); with one, the name accepted or the action taken.
+func askedName(common *pb.RequestFields) (string, *pb.ResponseFields) {
+	if common.GetRequestState() == "" {
+		return "", inputRequired("state-of-ask", map[string]*pb.InputRequest{"name": {ElicitRequest: &pb.ElicitRequest{Message: "whom?",
+			RequestedSchema: map[string]*pb.PrimitiveSchemaDefinition{"name": {StringSchema: &pb.PrimitiveSchemaDefinition_StringSchema{}}},
+			RequiredFields:  []string{"name"}}}}).GetCommon()
+	}
+	e := common.GetInputResponses()["name"].GetElicitResult()
+	if e.GetType() == pb.ElicitResult_TYPE_ACCEPT {
+		n, _ := e.GetContent().AsMap()["name"].(string)
+		return n, nil
+	}
+	return strings.ToLower(strings.TrimPrefix(e.GetType().String(), "TYPE_")), nil
 }
