@@ -260,7 +260,7 @@ func TestGRPCUpstreamKilled(t *testing.T) {
 // upstream's do, and their answers go back as the binding's
 // input_responses with the upstream's request_state: a ToolService
 // CallToolStream caller answers an elicitation and a sampling request; a
-// 2026-07-28 front-door client answers an elicitation, and a client of
+// front-door client of either era answers an elicitation, and a client of
 // toolsvc's Mcp service (the published Python package) both; a declined one ends
 // as the tool decides; prompts and reads ask likewise; an input request of no kind, or one over the
 // bound, is refused as a malformed answer and the session goes on.
@@ -338,6 +338,29 @@ func TestGRPCUpstreamInteractive(t *testing.T) {
 	// Prompts and reads ask as calls do (the checks of the stdio and HTTP
 	// upstreams' asking prompt and resource).
 	askPromptsAndReadsGRPC(t, ctx, c, false)
+
+	// A 2025-11-25 front-door client is asked with server-to-client
+	// requests on its session (go-sdk's handlers answer them).
+	old := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}, Sampling: &mcp.SamplingCapabilities{}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Old"}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "hey"}, Model: "m"}, nil
+		},
+	})
+	ocs, err := old.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ocs.Close()
+	for tool, want := range map[string]string{"s__ask_name": "hello Old", "s__ask_sample": "model said: hey"} {
+		ores, err := ocs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		if err != nil || ores.IsError || callText(t, ores) != want {
+			t.Errorf("2025-11-25 front-door client, %s: %+v, %v; want %q", tool, ores, err, want)
+		}
+	}
 
 	// A client of toolsvc's own Mcp service (the published Python
 	// package): the binding end to end, gRPC client to gRPC upstream.
