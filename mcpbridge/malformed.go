@@ -30,4 +30,8 @@ func malformedDetail(err error) (string, bool) {
 	return "", false
 }
 
-func isMalformed(err error) bool { _, ok := malformedDetail(err); return ok }
+// isMalformed reports a transport's MalformedAnswer.
+func isMalformed(err error) bool {
+	_, ok := malformedDetail(err)
+	return ok
+}
