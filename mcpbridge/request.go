@@ -195,6 +195,10 @@ func (u *upstream) failure(ctx context.Context, s *session, err error, label str
 		return ctx.Err(), verdictNone
 	case ctx.Err() != nil:
 		return ctx.Err(), verdictNone
+	case isMalformed(err):
+		detail, _ := malformedDetail(err)
+		u.log.Warn("request failed: the upstream's answer is not valid MCP", "request", label, "error", u.redact(detail))
+		return &MalformedAnswerError{Server: server, Detail: u.redact(detail)}, verdictSuccess
 	case errors.As(err, &werr) && werr.Code != codeRejectedByTransport:
 		return &UpstreamError{Server: server, Code: werr.Code, Message: u.redact(werr.Message)}, verdictSuccess // the upstream answered
 	case undecodable(err):

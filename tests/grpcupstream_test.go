@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -251,5 +252,138 @@ func TestGRPCUpstreamKilled(t *testing.T) {
 	})
 	if res, err := call(); err != nil || resultText(res) != "again" {
 		t.Fatalf("CallTool after the reload = %v, %v", res, err)
+	}
+}
+
+// TestGRPCUpstreamInteractive: a gRPC upstream's input requests
+// (RESULT_TYPE_INPUT_REQUIRED) reach toolsvc's callers as any 2026-07-28
+// upstream's do, and their answers go back as the binding's
+// input_responses with the upstream's request_state: a ToolService
+// CallToolStream caller answers an elicitation and a sampling request; a
+// front-door client of either era answers an elicitation, and a client of
+// toolsvc's Mcp service (the published Python package) both; a declined one ends
+// as the tool decides; prompts and reads ask likewise; an input request of no kind, or one over the
+// bound, is refused as a malformed answer and the session goes on.
+func TestGRPCUpstreamInteractive(t *testing.T) {
+	t.Parallel()
+	up := newGRPCUpstream(t)
+	p := startToolsvc(t, cfg{Servers: servers{"s": {Type: "grpc", URL: up.url()}}}, "--mcp-listen", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(t.Context(), 2*defaultTestTimeout)
+	defer cancel()
+	c := p.client
+
+	// stream runs one round of CallToolStream and returns its result.
+	stream := func(req *toolsvcv1.CallToolStreamRequest) (*toolsvcv1.CallToolResponse, error) {
+		s, err := c.CallToolStream(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		_, res, err := streamEvents(t, s)
+		return res, err
+	}
+	for tool, want := range map[string]string{"s__ask_name": "hello Ada", "s__ask_sample": "model said: hi there"} {
+		res, err := stream(&toolsvcv1.CallToolStreamRequest{Name: tool, InputCapabilities: allInput})
+		ir := res.GetInputRequired()
+		if err != nil || ir == nil || len(ir.GetRequests()) != 1 || ir.GetRequestState() == "" {
+			t.Fatalf("CallToolStream(%s) = %v, %v; want input_required with one request and a state", tool, res, err)
+		}
+		if ir.GetReplicaBound() {
+			t.Errorf("%s: a relayed call is not replica-bound", tool)
+		}
+		res, err = stream(&toolsvcv1.CallToolStreamRequest{Name: tool, InputCapabilities: allInput,
+			InputResponses: answer(t, ir.GetRequests(), "Ada"), RequestState: ir.GetRequestState()})
+		if err != nil || res.GetInputRequired() != nil || res.GetIsError() || resultText(res) != want {
+			t.Fatalf("CallToolStream(%s) answered = %v, %v; want %q", tool, res, err, want)
+		}
+	}
+	// What was asked arrives as it was asked: the form's message and
+	// schema, the sampling message.
+	res, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "s__ask_name", InputCapabilities: allInput})
+	if err != nil || res.GetInputRequired() == nil {
+		t.Fatalf("CallTool(s__ask_name) = %v, %v", res, err)
+	}
+	q := res.GetInputRequired().GetRequests()[0]
+	var schema map[string]any
+	if e := q.GetElicitation(); e == nil || e.GetMessage() != "your name?" || json.Unmarshal([]byte(e.GetRequestedSchemaJson()), &schema) != nil ||
+		fmt.Sprint(schema["required"]) != "[name]" || schema["properties"].(map[string]any)["name"].(map[string]any)["title"] != "Name" {
+		t.Fatalf("the elicitation as relayed: %v", q)
+	}
+	// Declined: the tool decides what that means (here: an error result).
+	declined, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "s__ask_name", InputCapabilities: allInput,
+		RequestState: res.GetInputRequired().GetRequestState(), InputResponses: []*toolsvcv1.InputResponse{{Id: q.GetId(),
+			Response: &toolsvcv1.InputResponse_Elicitation{Elicitation: &toolsvcv1.ElicitationResponse{Action: "decline"}}}}})
+	if err != nil || !declined.GetIsError() || resultText(declined) != "declined" {
+		t.Fatalf("s__ask_name declined = %v, %v; want the tool's error result \"declined\"", declined, err)
+	}
+
+	// A 2026-07-28 front-door client continues the call itself.
+	cs := manualFront2026(t, ctx, p)
+	fres, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "s__ask_name", Arguments: map[string]any{}})
+	if err != nil || !fres.NeedsInput() || len(fres.InputRequests) != 1 || fres.RequestState == "" {
+		t.Fatalf("front door s__ask_name: %+v, %v; want input_required with one request and a requestState", fres, err)
+	}
+	var id string
+	for k, r := range fres.InputRequests {
+		if e, ok := r.(*mcp.ElicitParams); !ok || e.Message != "your name?" {
+			t.Fatalf("front door s__ask_name: request %s is %#v, want the form elicitation", k, r)
+		}
+		id = k
+	}
+	done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "s__ask_name", Arguments: map[string]any{}, RequestState: fres.RequestState,
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Eve"}}}})
+	if err != nil || done.NeedsInput() || callText(t, done) != "hello Eve" {
+		t.Fatalf("front door s__ask_name continued: %+v, %v; want hello Eve", done, err)
+	}
+
+	// Prompts and reads ask as calls do (the checks of the stdio and HTTP
+	// upstreams' asking prompt and resource).
+	askPromptsAndReadsGRPC(t, ctx, c, false)
+
+	// A 2025-11-25 front-door client is asked with server-to-client
+	// requests on its session (go-sdk's handlers answer them).
+	old := mcp.NewClient(&mcp.Implementation{Name: "asked", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}, Sampling: &mcp.SamplingCapabilities{}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Old"}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "hey"}, Model: "m"}, nil
+		},
+	})
+	ocs, err := old.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ocs.Close()
+	for tool, want := range map[string]string{"s__ask_name": "hello Old", "s__ask_sample": "model said: hey"} {
+		ores, err := ocs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		if err != nil || ores.IsError || callText(t, ores) != want {
+			t.Errorf("2025-11-25 front-door client, %s: %+v, %v; want %q", tool, ores, err, want)
+		}
+	}
+
+	// A client of toolsvc's own Mcp service (the published Python
+	// package): the binding end to end, gRPC client to gRPC upstream.
+	got := runMcpGrpcClient(t, ctx, p.addr, "", []mcpStep{{"rpc": "CallTool", "name": "s__ask_name"}, {"rpc": "CallTool", "name": "s__ask_sample"}})
+	if o := got[0]; o.Error != nil || o.Text != "hello Ada" || !slices.Equal(o.Asked, []string{"elicitation"}) {
+		t.Errorf("Mcp CallTool s__ask_name = %+v, want one elicitation round, then hello Ada", o)
+	}
+	if o := got[1]; o.Error != nil || o.Text != "model said: hi there" || !slices.Equal(o.Asked, []string{"sampling"}) {
+		t.Errorf("Mcp CallTool s__ask_sample = %+v, want one sampling round, then the model's text", o)
+	}
+
+	// Input requests toolsvc cannot pass on: refused with the field at
+	// fault, and the session serves the next call.
+	for tool, wantMsg := range map[string]string{"s__bad_ask": `input_requests[\"what\"]: set exactly one of`,
+		"s__big_ask": `input_requests[\"big\"]: 2097`} {
+		_, err := c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: tool, InputCapabilities: allInput})
+		wantStatus(t, err, codes.Internal, "UPSTREAM_MALFORMED", "s", "")
+		if !strings.Contains(status.Convert(err).Message(), strings.ReplaceAll(wantMsg, `\"`, `"`)) {
+			t.Errorf("%s: %v; want the message to name %s", tool, err, wantMsg)
+		}
+	}
+	res, err = c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "s__echo", ArgumentsJson: `{"text": "still here"}`})
+	if err != nil || resultText(res) != "still here" {
+		t.Fatalf("CallTool(s__echo) after the refusals = %v, %v", res, err)
 	}
 }

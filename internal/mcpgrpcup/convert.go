@@ -74,6 +74,7 @@ var handlers = map[string]handler{
 		var p struct {
 			Name      string         `json:"name"`
 			Arguments map[string]any `json:"arguments"`
+			retryParams
 		}
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, invalidParams("tools/call: %v", err)
@@ -82,12 +83,16 @@ var handlers = map[string]handler{
 		if err != nil {
 			return nil, invalidParams("tools/call: arguments: %v", err)
 		}
-		r, err := c.CallTool(ctx, &pb.CallToolRequest{Request: &pb.CallToolRequest_Request{Name: p.Name, Arguments: args}})
+		common, err := p.common()
 		if err != nil {
 			return nil, err
 		}
-		if err := inputRequired(r.GetCommon()); err != nil {
+		r, err := c.CallTool(ctx, &pb.CallToolRequest{Common: common, Request: &pb.CallToolRequest_Request{Name: p.Name, Arguments: args}})
+		if err != nil {
 			return nil, err
+		}
+		if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
+			return inputRequiredJSON(r.GetCommon())
 		}
 		content := make([]any, 0, len(r.GetContent()))
 		for _, b := range r.GetContent() {
@@ -105,16 +110,21 @@ var handlers = map[string]handler{
 	"resources/read": func(ctx context.Context, c pb.McpClient, params json.RawMessage) (any, error) {
 		var p struct {
 			URI string `json:"uri"`
+			retryParams
 		}
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, invalidParams("resources/read: %v", err)
 		}
-		r, err := c.ReadResource(ctx, &pb.ReadResourceRequest{Uri: p.URI})
+		common, err := p.common()
 		if err != nil {
 			return nil, err
 		}
-		if err := inputRequired(r.GetCommon()); err != nil {
+		r, err := c.ReadResource(ctx, &pb.ReadResourceRequest{Common: common, Uri: p.URI})
+		if err != nil {
 			return nil, err
+		}
+		if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
+			return inputRequiredJSON(r.GetCommon())
 		}
 		contents := make([]any, 0, len(r.GetResource()))
 		for _, x := range r.GetResource() {
@@ -126,16 +136,21 @@ var handlers = map[string]handler{
 		var p struct {
 			Name      string            `json:"name"`
 			Arguments map[string]string `json:"arguments"`
+			retryParams
 		}
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, invalidParams("prompts/get: %v", err)
 		}
-		r, err := c.GetPrompt(ctx, &pb.GetPromptRequest{Name: p.Name, Arguments: p.Arguments})
+		common, err := p.common()
 		if err != nil {
 			return nil, err
 		}
-		if err := inputRequired(r.GetCommon()); err != nil {
+		r, err := c.GetPrompt(ctx, &pb.GetPromptRequest{Common: common, Name: p.Name, Arguments: p.Arguments})
+		if err != nil {
 			return nil, err
+		}
+		if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
+			return inputRequiredJSON(r.GetCommon())
 		}
 		msgs := make([]any, 0, len(r.GetMessages()))
 		for _, m := range r.GetMessages() {
@@ -191,17 +206,6 @@ var handlers = map[string]handler{
 
 func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
-}
-
-// inputRequired refuses an answer that asks for input: relaying the
-// binding's input requests is not built (docs/mcp-grpc.md), and such an
-// answer carries no result to pass on.
-func inputRequired(common *pb.ResponseFields) error {
-	if common.GetResultType() != pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
-		return nil
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-		Message: fmt.Sprintf("grpc upstream asked for input (%d requests); toolsvc does not relay the binding's input requests", len(common.GetInputRequests()))}
 }
 
 // listJSON is a list result with the upstream's ttl as ttlMs (the bridge's

@@ -2,7 +2,17 @@
 // serves the MCP gRPC binding (model_context_protocol.Mcp) and nothing
 // else: tools echo, add and add_tool (which adds a tool named by its
 // argument to the list, seen by whoever lists after it), a resource and a
-// template, a prompt with completions. Its lists carry -ttl. With -token it
+// template, a prompt with completions. Its lists carry -ttl.
+//
+// Tools that ask their caller through the binding's input requests
+// (RESULT_TYPE_INPUT_REQUIRED), continued by a retry with input_responses
+// and the request_state they set: ask_name (a form elicitation of a name:
+// "hello NAME", or "declined" / "cancelled" as the caller answered),
+// ask_sample (a sampling request: "model said: TEXT"), and two that ask
+// badly: bad_ask (an input request of no kind) and big_ask (a form whose
+// message is 2 MiB). Likewise the prompt ask_prompt ("Greet NAME") and
+// the resource ask://greeting ("hello NAME"), NAME the action when the
+// caller did not accept. With -token it
 // refuses calls without "authorization: Bearer <token>".
 //
 // It prints "listening on ADDR" once it serves.
@@ -89,6 +99,10 @@ func (s *server) ListTools(context.Context, *pb.ListToolsRequest) (*pb.ListTools
 		{Name: "echo", Description: "says text back", InputSchema: schema(map[string]any{"text": map[string]any{"type": "string"}}, "text")},
 		{Name: "add", Description: "adds a and b", InputSchema: schema(map[string]any{"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}, "a", "b"),
 			Annotations: &pb.ToolAnnotations{ReadOnlyHint: true}},
+		{Name: "ask_name", Description: "asks the caller for a name", InputSchema: schema(map[string]any{})},
+		{Name: "ask_sample", Description: "asks the caller's model", InputSchema: schema(map[string]any{})},
+		{Name: "bad_ask", Description: "asks with an input request of no kind", InputSchema: schema(map[string]any{})},
+		{Name: "big_ask", Description: "asks with a 2 MiB input request", InputSchema: schema(map[string]any{})},
 		{Name: "add_tool", Description: "adds a tool named name", InputSchema: schema(map[string]any{"name": map[string]any{"type": "string"}}, "name")},
 	}
 	s.mu.Lock()
@@ -115,6 +129,8 @@ func (s *server) CallTool(_ context.Context, req *pb.CallToolRequest) (*pb.CallT
 		b, _ := args["b"].(float64)
 		sum, _ := structpb.NewStruct(map[string]any{"sum": a + b})
 		return &pb.CallToolResponse{Content: text(fmt.Sprint(a + b)), StructuredContent: sum}, nil
+	case "ask_name", "ask_sample", "bad_ask", "big_ask":
+		return ask(r.GetName(), req.GetCommon())
 	case "add_tool":
 		n, _ := args["name"].(string)
 		s.mu.Lock()
@@ -132,7 +148,8 @@ func (s *server) CallTool(_ context.Context, req *pb.CallToolRequest) (*pb.CallT
 }
 
 func (s *server) ListResources(context.Context, *pb.ListResourcesRequest) (*pb.ListResourcesResponse, error) {
-	return &pb.ListResourcesResponse{Resources: []*pb.Resource{{Uri: "mem://hello", Name: "hello", MimeType: "text/plain"}}, Ttl: s.ttlpb()}, nil
+	return &pb.ListResourcesResponse{Resources: []*pb.Resource{{Uri: "mem://hello", Name: "hello", MimeType: "text/plain"},
+		{Uri: "ask://greeting", Name: "greeting", MimeType: "text/plain"}}, Ttl: s.ttlpb()}, nil
 }
 
 func (s *server) ListResourceTemplates(context.Context, *pb.ListResourceTemplatesRequest) (*pb.ListResourceTemplatesResponse, error) {
@@ -141,6 +158,12 @@ func (s *server) ListResourceTemplates(context.Context, *pb.ListResourceTemplate
 
 func (s *server) ReadResource(_ context.Context, req *pb.ReadResourceRequest) (*pb.ReadResourceResponse, error) {
 	switch u := req.GetUri(); {
+	case u == "ask://greeting":
+		name, asked := askedName(req.GetCommon())
+		if asked != nil {
+			return &pb.ReadResourceResponse{Common: asked}, nil
+		}
+		return &pb.ReadResourceResponse{Resource: []*pb.ResourceContents{{Uri: u, MimeType: "text/plain", Text: "hello " + name}}}, nil
 	case u == "mem://hello":
 		return &pb.ReadResourceResponse{Resource: []*pb.ResourceContents{{Uri: u, MimeType: "text/plain", Text: "hello over grpc"}}}, nil
 	case strings.HasPrefix(u, "mem://items/"):
@@ -151,10 +174,17 @@ func (s *server) ReadResource(_ context.Context, req *pb.ReadResourceRequest) (*
 
 func (s *server) ListPrompts(context.Context, *pb.ListPromptsRequest) (*pb.ListPromptsResponse, error) {
 	return &pb.ListPromptsResponse{Prompts: []*pb.Prompt{{Name: "greet", Description: "greets someone",
-		Arguments: []*pb.Prompt_Argument{{Name: "name", Required: true}}}}, Ttl: s.ttlpb()}, nil
+		Arguments: []*pb.Prompt_Argument{{Name: "name", Required: true}}}, {Name: "ask_prompt", Description: "asks whom to greet"}}, Ttl: s.ttlpb()}, nil
 }
 
 func (s *server) GetPrompt(_ context.Context, req *pb.GetPromptRequest) (*pb.GetPromptResponse, error) {
+	if req.GetName() == "ask_prompt" {
+		name, asked := askedName(req.GetCommon())
+		if asked != nil {
+			return &pb.GetPromptResponse{Common: asked}, nil
+		}
+		return &pb.GetPromptResponse{Messages: []*pb.PromptMessage{{Role: pb.Role_ROLE_USER, Text: &pb.TextContent{Text: "Greet " + name}}}}, nil
+	}
 	if req.GetName() != "greet" {
 		return nil, status.Errorf(codes.NotFound, "no prompt %q", req.GetName())
 	}
@@ -170,4 +200,72 @@ func (s *server) Complete(_ context.Context, req *pb.CompletionRequest) (*pb.Com
 		}
 	}
 	return &pb.CompletionResponse{Values: vals}, nil
+}
+
+// inputRequired is an answer that asks reqs, with state to be sent back.
+func inputRequired(state string, reqs map[string]*pb.InputRequest) *pb.CallToolResponse {
+	return &pb.CallToolResponse{Common: &pb.ResponseFields{ResultType: pb.ResultType_RESULT_TYPE_INPUT_REQUIRED,
+		InputRequests: reqs, RequestState: &state}}
+}
+
+// ask runs the asking tools: the first call asks, the retry (its
+// request_state the tool's own, its answer under the id asked) answers.
+func ask(tool string, common *pb.RequestFields) (*pb.CallToolResponse, error) {
+	state := "state-of-" + tool
+	if common.GetRequestState() == "" {
+		switch tool {
+		case "ask_name":
+			return inputRequired(state, map[string]*pb.InputRequest{"name": {ElicitRequest: &pb.ElicitRequest{Message: "your name?",
+				RequestedSchema: map[string]*pb.PrimitiveSchemaDefinition{"name": {StringSchema: &pb.PrimitiveSchemaDefinition_StringSchema{Title: "Name"}}},
+				RequiredFields:  []string{"name"}}}}), nil
+		case "ask_sample":
+			return inputRequired(state, map[string]*pb.InputRequest{"model": {SamplingCreateMessage: &pb.SamplingCreateMessageRequest{
+				Messages:  []*pb.SamplingMessage{{Role: pb.Role_ROLE_USER, Text: &pb.TextContent{Text: "say hi"}}},
+				MaxTokens: 50}}}), nil
+		case "bad_ask":
+			return inputRequired(state, map[string]*pb.InputRequest{"what": {}}), nil
+		case "big_ask":
+			return inputRequired(state, map[string]*pb.InputRequest{"big": {ElicitRequest: &pb.ElicitRequest{Message: strings.Repeat("x", 2<<20),
+				RequestedSchema: map[string]*pb.PrimitiveSchemaDefinition{"name": {StringSchema: &pb.PrimitiveSchemaDefinition_StringSchema{}}}}}}), nil
+		}
+	}
+	if common.GetRequestState() != state {
+		return nil, status.Errorf(codes.InvalidArgument, "request_state %q is not %s's", common.GetRequestState(), tool)
+	}
+	rs := common.GetInputResponses()
+	switch tool {
+	case "ask_name":
+		e := rs["name"].GetElicitResult()
+		switch e.GetType() {
+		case pb.ElicitResult_TYPE_ACCEPT:
+			n, _ := e.GetContent().AsMap()["name"].(string)
+			return &pb.CallToolResponse{Content: text("hello " + n)}, nil
+		case pb.ElicitResult_TYPE_DECLINE:
+			return &pb.CallToolResponse{Content: text("declined"), IsError: true}, nil
+		case pb.ElicitResult_TYPE_CANCEL:
+			return &pb.CallToolResponse{Content: text("cancelled"), IsError: true}, nil
+		}
+	case "ask_sample":
+		if m := rs["model"].GetSamplingCreateMessageResult().GetMessage(); m.GetText() != nil {
+			return &pb.CallToolResponse{Content: text("model said: " + m.GetText().GetText())}, nil
+		}
+	}
+	return nil, status.Errorf(codes.InvalidArgument, "%s: no usable answer in input_responses (%d)", tool, len(rs))
+}
+
+// askedName is the name a prompt's or read's caller gave: without a
+// request_state, the common fields that ask for it (a form elicitation
+// under id "name"); with one, the name accepted or the action taken.
+func askedName(common *pb.RequestFields) (string, *pb.ResponseFields) {
+	if common.GetRequestState() == "" {
+		return "", inputRequired("state-of-ask", map[string]*pb.InputRequest{"name": {ElicitRequest: &pb.ElicitRequest{Message: "whom?",
+			RequestedSchema: map[string]*pb.PrimitiveSchemaDefinition{"name": {StringSchema: &pb.PrimitiveSchemaDefinition_StringSchema{}}},
+			RequiredFields:  []string{"name"}}}}).GetCommon()
+	}
+	e := common.GetInputResponses()["name"].GetElicitResult()
+	if e.GetType() == pb.ElicitResult_TYPE_ACCEPT {
+		n, _ := e.GetContent().AsMap()["name"].(string)
+		return n, nil
+	}
+	return strings.ToLower(strings.TrimPrefix(e.GetType().String(), "TYPE_")), nil
 }
