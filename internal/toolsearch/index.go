@@ -392,7 +392,7 @@ type scratch struct {
 	touched []uint32
 	state   []uint8  // fuse's per-document state
 	dist    []uint16 // fuse: Hamming distance of each document's signs
-	near    []bool   // fuse: among the sign pass's candidates
+	near    []uint32 // fuse: the sign pass's candidates
 	cut     []float64
 }
 
@@ -489,9 +489,14 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 
 // fuse ranks with the dense stage (dense.go): the lexical score of every
 // touched document is finished (instructions, coverage) and normalised by
-// the best among those keep accepts, then every document with a vector
-// is scored lexical + Dense × cosine. keep is asked only of a document
-// that would enter the results.
+// the best among those keep accepts, then each candidate (the lexical
+// side's best and the sign pass's nearest) is scored lexical + Dense ×
+// cosine. keep is asked only of a document that would enter the results.
+//
+// Only the candidates are visited, not every document: a document in
+// neither side's candidates cannot enter the results, and the hits are
+// ordered by (score, key), a total order, so the visiting order does not
+// change them.
 func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words, k int, keep func(T) bool) []Hit[T] {
 	o := &ix.opts
 	if len(sc.state) < len(ix.docs) {
@@ -499,9 +504,10 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 	}
 	nd := len(ix.dense.scale)
 	if len(sc.dist) < nd {
-		sc.dist, sc.near = make([]uint16, nd), make([]bool, nd)
+		sc.dist = make([]uint16, nd)
 	}
-	ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:nd])
+	cut, near := ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:0])
+	sc.near = near
 	best := 0.0
 	for _, id := range sc.touched {
 		e := &ix.docs[id]
@@ -537,34 +543,38 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 			heap.Fix(h, 0)
 		}
 	}
-	for id := range ix.docs {
-		id := uint32(id)
-		// The cheap per-search arrays first: most documents are in
-		// neither side's candidates.
-		st := sc.state[id]
-		near := int(id) < nd && sc.near[id]
-		switch {
-		case st == stateRejected:
+	cosine := func(id uint32) float64 {
+		if int(id) < nd {
+			return ix.dense.cosine(id, qv)
+		}
+		return 0
+	}
+	// The lexical matches keep accepted, among the best lexical scores
+	// or the sign pass's nearest.
+	for _, id := range sc.touched {
+		if sc.state[id] != stateKept {
 			continue
-		case st == stateUnknown && !near:
-			continue
-		case st == stateKept && !near && sc.score[id] < lexCut:
+		}
+		if sc.score[id] < lexCut && (int(id) >= nd || sc.dist[id] > cut) {
 			continue // in neither side's candidates
-		case ix.docs[id].key == "":
-			continue // a free slot
 		}
 		lex := 0.0
-		if st == stateKept && best > 0 {
+		if best > 0 {
 			lex = sc.score[id] / best
 		}
-		cos := 0.0
-		if int(id) < nd {
-			cos = ix.dense.cosine(id, qv)
+		consider(id, lex+o.Dense*cosine(id))
+	}
+	// The sign pass's nearest with no lexical match: in when their cosine
+	// reaches the floor.
+	for _, id := range sc.near {
+		if sc.state[id] != stateUnknown || ix.docs[id].key == "" {
+			continue // visited above, rejected, or a free slot
 		}
-		if st == stateUnknown && cos < o.DenseFloor {
+		cos := cosine(id)
+		if cos < o.DenseFloor {
 			continue
 		}
-		consider(id, lex+o.Dense*cos)
+		consider(id, o.Dense*cos)
 	}
 	for _, id := range sc.touched {
 		sc.score[id], sc.matched[id], sc.state[id] = 0, 0, stateUnknown
@@ -580,7 +590,8 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 }
 
 // lexicalCutoff is the m-th best finished lexical score among the kept
-// documents (0 when fewer).
+// documents (0 when fewer): a min-heap of the m best so far, sifted by
+// hand (container/heap's interface calls cost more than the comparisons).
 func lexicalCutoff(sc *scratch, m int) float64 {
 	h := sc.cut[:0]
 	for _, id := range sc.touched {
@@ -592,11 +603,13 @@ func lexicalCutoff(sc *scratch, m int) float64 {
 		case len(h) < m:
 			h = append(h, s)
 			if len(h) == m {
-				heap.Init((*floatHeap)(&h))
+				for i := m/2 - 1; i >= 0; i-- {
+					siftDown(h, i)
+				}
 			}
 		case s > h[0]:
 			h[0] = s
-			heap.Fix((*floatHeap)(&h), 0)
+			siftDown(h, 0)
 		}
 	}
 	sc.cut = h
@@ -606,18 +619,23 @@ func lexicalCutoff(sc *scratch, m int) float64 {
 	return h[0]
 }
 
-// floatHeap is a min-heap of scores.
-type floatHeap []float64
-
-func (h floatHeap) Len() int           { return len(h) }
-func (h floatHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h floatHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *floatHeap) Push(x any)        { *h = append(*h, x.(float64)) }
-func (h *floatHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// siftDown restores the min-heap order of h below i.
+func siftDown(h []float64, i int) {
+	n := len(h)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if r := c + 1; r < n && h[r] < h[c] {
+			c = r
+		}
+		if h[i] <= h[c] {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }
 
 // Per-search states of a document in fuse.
