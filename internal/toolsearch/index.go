@@ -128,17 +128,25 @@ type termRef struct {
 type docEntry[T any] struct {
 	key    string
 	value  T
-	server string
+	server uint32            // its server's id (Index.serverByID)
 	lens   [NumFields]uint16 // terms per field (saturating)
 	terms  []termRef
 }
 
 // serverEntry is a server's instructions, indexed once for all its tools.
 type serverEntry struct {
+	name         string
+	id           uint32 // index into Index.serverByID, reused once the server is gone
 	instructions string
 	tf           map[string]int // term → frequency in the instructions
 	length       int
 	docs         int // documents of the server in the index
+}
+
+// instrPosting is one (term, server) pair of the servers' instructions.
+type instrPosting struct {
+	server uint32
+	tf     uint32
 }
 
 // Index is a tool search index. The zero value is not usable: call New.
@@ -156,7 +164,15 @@ type Index[T any] struct {
 	live     int
 	lenSum   [NumFields]uint64 // over live documents
 	servers  map[string]*serverEntry
-	dense    denseStore // the documents' vectors, by document id (dense.go)
+	// serverByID is the servers by id (nil: a free id); instrPostings
+	// the servers' instructions inverted, term → the servers using it, so
+	// a query term costs the servers that use it, not every server; and
+	// instrLen the instructions' total length (terms).
+	serverByID    []*serverEntry
+	freeServer    []uint32
+	instrPostings map[string][]instrPosting
+	instrLen      int
+	dense         denseStore // the documents' vectors, by document id (dense.go)
 
 	scratch sync.Pool // *scratch
 }
@@ -167,7 +183,7 @@ func New[T any](opts *Options) *Index[T] {
 	if opts != nil {
 		o = *opts
 	}
-	return &Index[T]{opts: o, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}}
+	return &Index[T]{opts: o, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}, instrPostings: map[string][]instrPosting{}}
 }
 
 // Len is the number of documents indexed.
@@ -216,7 +232,7 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 	}
 	id := ix.allocDoc()
 	e := &ix.docs[id]
-	*e = docEntry[T]{key: d.Key, value: d.Value, server: d.Server, lens: lens, terms: make([]termRef, 0, len(order))}
+	*e = docEntry[T]{key: d.Key, value: d.Value, lens: lens, terms: make([]termRef, 0, len(order))}
 	for _, t := range order {
 		tid := ix.termID(t)
 		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
@@ -230,9 +246,9 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 	}
 	s := ix.servers[d.Server]
 	if s == nil {
-		s = &serverEntry{}
-		ix.servers[d.Server] = s
+		s = ix.addServer(d.Server)
 	}
+	e.server = s.id
 	s.docs++
 	if s.instructions != d.Instructions {
 		// The server's instructions changed (or are first seen): the
@@ -240,8 +256,61 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 		if instr == nil {
 			instr = &serverEntry{}
 		}
+		ix.unindexInstructions(s)
 		s.instructions, s.tf, s.length = instr.instructions, instr.tf, instr.length
+		ix.indexInstructions(s)
 	}
+}
+
+func (ix *Index[T]) addServer(name string) *serverEntry {
+	s := &serverEntry{name: name}
+	if n := len(ix.freeServer); n > 0 {
+		s.id = ix.freeServer[n-1]
+		ix.freeServer = ix.freeServer[:n-1]
+		ix.serverByID[s.id] = s
+	} else {
+		s.id = uint32(len(ix.serverByID))
+		ix.serverByID = append(ix.serverByID, s)
+	}
+	ix.servers[name] = s
+	return s
+}
+
+func (ix *Index[T]) removeServer(s *serverEntry) {
+	ix.unindexInstructions(s)
+	delete(ix.servers, s.name)
+	ix.serverByID[s.id] = nil
+	ix.freeServer = append(ix.freeServer, s.id)
+}
+
+// indexInstructions adds s's instructions to the inverted instructions.
+func (ix *Index[T]) indexInstructions(s *serverEntry) {
+	for t, c := range s.tf {
+		ix.instrPostings[t] = append(ix.instrPostings[t], instrPosting{server: s.id, tf: uint32(c)})
+	}
+	ix.instrLen += s.length
+}
+
+// unindexInstructions takes s's instructions out of the inverted
+// instructions: a scan of each of its terms' lists (at most one entry per
+// server), paid only when a server's instructions change or it goes.
+func (ix *Index[T]) unindexInstructions(s *serverEntry) {
+	for t := range s.tf {
+		list := ix.instrPostings[t]
+		for i := range list {
+			if list[i].server == s.id {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(ix.instrPostings, t)
+		} else {
+			ix.instrPostings[t] = list
+		}
+	}
+	ix.instrLen -= s.length
 }
 
 // Remove drops the document with key, if indexed.
@@ -280,9 +349,9 @@ func (ix *Index[T]) removeLocked(id uint32) {
 	for f := range NumFields {
 		ix.lenSum[f] -= uint64(e.lens[f])
 	}
-	if s := ix.servers[e.server]; s != nil {
+	if s := ix.serverByID[e.server]; s != nil {
 		if s.docs--; s.docs == 0 {
-			delete(ix.servers, e.server)
+			ix.removeServer(s)
 		}
 	}
 	delete(ix.byKey, e.key)
@@ -394,6 +463,7 @@ type scratch struct {
 	dist    []uint16 // fuse: Hamming distance of each document's signs
 	near    []uint32 // fuse: the sign pass's candidates
 	cut     []float64
+	boost   []float64 // instructionBoost's, by server id
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -455,7 +525,10 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 			sc.matched[p.doc] |= 1 << qt.word
 		}
 	}
-	boost := ix.instructionBoost(terms)
+	boost := ix.instructionBoost(terms, sc.boost)
+	if boost != nil {
+		sc.boost = boost
+	}
 	if dense {
 		return ix.fuse(sc, &qv, boost, words, k, keep)
 	}
@@ -468,7 +541,7 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 		if keep != nil && !keep(e.value) {
 			continue
 		}
-		s += boost[e.server]
+		s += boostOf(boost, e.server)
 		if o.Coverage > 0 && words > 0 {
 			s *= 1 + o.Coverage*float64(bits.OnesCount64(m))/float64(words)
 		}
@@ -497,7 +570,7 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 // neither side's candidates cannot enter the results, and the hits are
 // ordered by (score, key), a total order, so the visiting order does not
 // change them.
-func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words, k int, keep func(T) bool) []Hit[T] {
+func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, keep func(T) bool) []Hit[T] {
 	o := &ix.opts
 	if len(sc.state) < len(ix.docs) {
 		sc.state = make([]uint8, len(ix.docs))
@@ -516,7 +589,7 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 			continue
 		}
 		sc.state[id] = stateKept
-		s := sc.score[id] + boost[e.server]
+		s := sc.score[id] + boostOf(boost, e.server)
 		if o.Coverage > 0 && words > 0 {
 			s *= 1 + o.Coverage*float64(bits.OnesCount64(sc.matched[id]))/float64(words)
 		}
@@ -646,46 +719,50 @@ const (
 )
 
 // instructionBoost scores each server's instructions against the query
-// (BM25 over the servers), scaled by InstructionsWeight.
-func (ix *Index[T]) instructionBoost(terms []queryTerm) map[string]float64 {
-	if ix.opts.InstructionsWeight == 0 || len(ix.servers) == 0 {
+// (BM25 over the servers), scaled by InstructionsWeight, into out by
+// server id (nil: no server's instructions match).
+func (ix *Index[T]) instructionBoost(terms []queryTerm, out []float64) []float64 {
+	if ix.opts.InstructionsWeight == 0 || len(ix.servers) == 0 || ix.instrLen == 0 {
 		return nil
 	}
-	var out map[string]float64
 	n := float64(len(ix.servers))
-	total := 0
-	for _, s := range ix.servers {
-		total += s.length
-	}
-	if total == 0 {
-		return nil
-	}
-	avg := float64(total) / n
+	avg := float64(ix.instrLen) / n
 	k1, b := ix.opts.K1, 0.75
+	matched := false
 	for _, qt := range terms {
-		df := 0
-		for _, s := range ix.servers {
-			if s.tf[qt.term] > 0 {
-				df++
-			}
-		}
+		list := ix.instrPostings[qt.term]
+		df := len(list)
 		if df == 0 {
 			continue
 		}
+		if !matched {
+			matched = true
+			if ns := len(ix.serverByID); cap(out) >= ns {
+				out = out[:ns]
+				clear(out)
+			} else {
+				out = make([]float64, ns)
+			}
+		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		for name, s := range ix.servers {
-			c := float64(s.tf[qt.term])
-			if c == 0 {
-				continue
-			}
-			tf := c / (1 - b + b*float64(s.length)/avg)
-			if out == nil {
-				out = map[string]float64{}
-			}
-			out[name] += ix.opts.InstructionsWeight * qt.weight * idf * tf * (k1 + 1) / (k1 + tf)
+		for _, p := range list {
+			c := float64(p.tf)
+			tf := c / (1 - b + b*float64(ix.serverByID[p.server].length)/avg)
+			out[p.server] += ix.opts.InstructionsWeight * qt.weight * idf * tf * (k1 + 1) / (k1 + tf)
 		}
 	}
+	if !matched {
+		return nil
+	}
 	return out
+}
+
+// boostOf is server's boost in boost (instructionBoost's result).
+func boostOf(boost []float64, server uint32) float64 {
+	if boost == nil {
+		return 0
+	}
+	return boost[server]
 }
 
 // better orders hits: higher score first, then key.
