@@ -178,30 +178,6 @@ func TestRemoveAll(t *testing.T) {
 	}
 }
 
-// withInstructions gives docs' servers instructions of random words
-// (every fifth server none), documents spread over that many servers.
-func withInstructions(docs []Doc[string], servers int, seed uint64) []Doc[string] {
-	rng := rand.New(rand.NewPCG(seed, seed))
-	instr := make([]string, servers)
-	for i := range instr {
-		if i%5 == 0 {
-			continue
-		}
-		var w []string
-		for range 5 + rng.IntN(40) {
-			w = append(w, vocab[rng.IntN(len(vocab))])
-		}
-		instr[i] = strings.Join(w, " ")
-	}
-	out := slices.Clone(docs)
-	for i := range out {
-		out[i].Server = fmt.Sprintf("isrv%03d", i%servers)
-		out[i].Text[FieldServer] = out[i].Server
-		out[i].Instructions = instr[i%servers]
-	}
-	return out
-}
-
 // The servers' instructions are indexed incrementally (inverted, by
 // server id): servers whose instructions change, that vanish and come
 // back, leave the ranking bit-equal to an index built from the final
