@@ -227,6 +227,14 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	// The server counts the new document before the old one goes, so
+	// replacing a server's only tool does not drop and re-invert its
+	// instructions.
+	s := ix.servers[d.Server]
+	if s == nil {
+		s = ix.addServer(d.Server)
+	}
+	s.docs++
 	if id, ok := ix.byKey[d.Key]; ok {
 		ix.removeLocked(id)
 	}
@@ -244,12 +252,7 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 	for f := range NumFields {
 		ix.lenSum[f] += uint64(lens[f])
 	}
-	s := ix.servers[d.Server]
-	if s == nil {
-		s = ix.addServer(d.Server)
-	}
 	e.server = s.id
-	s.docs++
 	if s.instructions != d.Instructions {
 		// The server's instructions changed (or are first seen): the
 		// server's newest document says what they are.

@@ -233,6 +233,38 @@ func TestInstructionsAcrossHistory(t *testing.T) {
 	}
 }
 
+// A server's only tool replaced, again and again, and moved to another
+// server and back, leaves the instructions as an index built once.
+func TestInstructionsOnlyToolReplaced(t *testing.T) {
+	a := doc("alpha", "get_item", "", "Get an item by id.", "id")
+	a.Instructions = "Alpha manages warehouse inventory."
+	b := doc("beta", "get_thing", "", "Get a thing by id.", "id")
+	b.Instructions = "Beta stores blog posts."
+	want := New[string](nil)
+	want.Upsert(a)
+	want.Upsert(b)
+	ix := New[string](nil)
+	ix.Upsert(b)
+	for i := range 5 {
+		v := a
+		v.Text[FieldDescription] = fmt.Sprintf("version %d", i)
+		if i == 3 {
+			v.Server, v.Instructions = "gamma", "Gamma is elsewhere."
+		}
+		ix.Upsert(v)
+	}
+	ix.Upsert(a)
+	if len(ix.servers) != 2 || ix.instrLen != want.instrLen || len(ix.instrPostings) != len(want.instrPostings) {
+		t.Fatalf("%d servers, instructions' length %d (want %d), %d terms (want %d)",
+			len(ix.servers), ix.instrLen, want.instrLen, len(ix.instrPostings), len(want.instrPostings))
+	}
+	for _, q := range []string{"get an inventory item", "blog thing", "warehouse"} {
+		if got, w := ix.Search(q, 5, nil), want.Search(q, 5, nil); !slices.Equal(got, w) {
+			t.Errorf("Search(%q) = %v, want %v", q, got, w)
+		}
+	}
+}
+
 func TestInstructionsBoostTheirServer(t *testing.T) {
 	ix := New[string](nil)
 	a := doc("alpha", "get_item", "", "Get an item by id.", "id")
