@@ -197,18 +197,20 @@ func (ix *Index[T]) embedQuery(q string) (qvec, bool) {
 	return quantize(&v), true
 }
 
-// nearBySigns marks in near the documents with a vector whose signs are
-// among the denseCandidates nearest to q's (every document at the cut-off
-// distance included, so the set does not depend on document ids).
-func (d *denseStore) nearBySigns(q *qvec, dist []uint16, near []bool) {
+// nearBySigns returns the cut-off Hamming distance of the sign pass and
+// appends to near the documents within it: the denseCandidates nearest to
+// q's signs, every document at the cut-off distance included (so the set
+// does not depend on document ids).
+func (d *denseStore) nearBySigns(q *qvec, dist []uint16, near []uint32) (uint16, []uint32) {
 	qs := signsOf(&q.v)
 	var hist [staticmodel.Dims + 1]int
-	for id := range d.scale {
-		if d.scale[id] == 0 {
+	sign := d.sign[:len(d.scale)]
+	for id, s := range d.scale {
+		if s == 0 {
 			dist[id] = math.MaxUint16
 			continue
 		}
-		h := hamming(&d.sign[id], &qs)
+		h := hamming(&sign[id], &qs)
 		dist[id] = uint16(h)
 		hist[h]++
 	}
@@ -218,7 +220,10 @@ func (d *denseStore) nearBySigns(q *qvec, dist []uint16, near []bool) {
 			break
 		}
 	}
-	for id := range d.scale {
-		near[id] = dist[id] <= uint16(cut)
+	for id, h := range dist {
+		if h <= uint16(cut) {
+			near = append(near, uint32(id))
+		}
 	}
+	return uint16(cut), near
 }

@@ -128,17 +128,25 @@ type termRef struct {
 type docEntry[T any] struct {
 	key    string
 	value  T
-	server string
+	server uint32            // its server's id (Index.serverByID)
 	lens   [NumFields]uint16 // terms per field (saturating)
 	terms  []termRef
 }
 
 // serverEntry is a server's instructions, indexed once for all its tools.
 type serverEntry struct {
+	name         string
+	id           uint32 // index into Index.serverByID, reused once the server is gone
 	instructions string
 	tf           map[string]int // term → frequency in the instructions
 	length       int
 	docs         int // documents of the server in the index
+}
+
+// instrPosting is one (term, server) pair of the servers' instructions.
+type instrPosting struct {
+	server uint32
+	tf     uint32
 }
 
 // Index is a tool search index. The zero value is not usable: call New.
@@ -156,7 +164,15 @@ type Index[T any] struct {
 	live     int
 	lenSum   [NumFields]uint64 // over live documents
 	servers  map[string]*serverEntry
-	dense    denseStore // the documents' vectors, by document id (dense.go)
+	// serverByID is the servers by id (nil: a free id); instrPostings
+	// the servers' instructions inverted, term → the servers using it, so
+	// a query term costs the servers that use it, not every server; and
+	// instrLen the instructions' total length (terms).
+	serverByID    []*serverEntry
+	freeServer    []uint32
+	instrPostings map[string][]instrPosting
+	instrLen      int
+	dense         denseStore // the documents' vectors, by document id (dense.go)
 
 	scratch sync.Pool // *scratch
 }
@@ -167,7 +183,7 @@ func New[T any](opts *Options) *Index[T] {
 	if opts != nil {
 		o = *opts
 	}
-	return &Index[T]{opts: o, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}}
+	return &Index[T]{opts: o, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}, instrPostings: map[string][]instrPosting{}}
 }
 
 // Len is the number of documents indexed.
@@ -211,12 +227,20 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	// The server counts the new document before the old one goes, so
+	// replacing a server's only tool does not drop and re-invert its
+	// instructions.
+	s := ix.servers[d.Server]
+	if s == nil {
+		s = ix.addServer(d.Server)
+	}
+	s.docs++
 	if id, ok := ix.byKey[d.Key]; ok {
 		ix.removeLocked(id)
 	}
 	id := ix.allocDoc()
 	e := &ix.docs[id]
-	*e = docEntry[T]{key: d.Key, value: d.Value, server: d.Server, lens: lens, terms: make([]termRef, 0, len(order))}
+	*e = docEntry[T]{key: d.Key, value: d.Value, lens: lens, terms: make([]termRef, 0, len(order))}
 	for _, t := range order {
 		tid := ix.termID(t)
 		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
@@ -228,20 +252,68 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 	for f := range NumFields {
 		ix.lenSum[f] += uint64(lens[f])
 	}
-	s := ix.servers[d.Server]
-	if s == nil {
-		s = &serverEntry{}
-		ix.servers[d.Server] = s
-	}
-	s.docs++
+	e.server = s.id
 	if s.instructions != d.Instructions {
 		// The server's instructions changed (or are first seen): the
 		// server's newest document says what they are.
 		if instr == nil {
 			instr = &serverEntry{}
 		}
+		ix.unindexInstructions(s)
 		s.instructions, s.tf, s.length = instr.instructions, instr.tf, instr.length
+		ix.indexInstructions(s)
 	}
+}
+
+func (ix *Index[T]) addServer(name string) *serverEntry {
+	s := &serverEntry{name: name}
+	if n := len(ix.freeServer); n > 0 {
+		s.id = ix.freeServer[n-1]
+		ix.freeServer = ix.freeServer[:n-1]
+		ix.serverByID[s.id] = s
+	} else {
+		s.id = uint32(len(ix.serverByID))
+		ix.serverByID = append(ix.serverByID, s)
+	}
+	ix.servers[name] = s
+	return s
+}
+
+func (ix *Index[T]) removeServer(s *serverEntry) {
+	ix.unindexInstructions(s)
+	delete(ix.servers, s.name)
+	ix.serverByID[s.id] = nil
+	ix.freeServer = append(ix.freeServer, s.id)
+}
+
+// indexInstructions adds s's instructions to the inverted instructions.
+func (ix *Index[T]) indexInstructions(s *serverEntry) {
+	for t, c := range s.tf {
+		ix.instrPostings[t] = append(ix.instrPostings[t], instrPosting{server: s.id, tf: uint32(c)})
+	}
+	ix.instrLen += s.length
+}
+
+// unindexInstructions takes s's instructions out of the inverted
+// instructions: a scan of each of its terms' lists (at most one entry per
+// server), paid only when a server's instructions change or it goes.
+func (ix *Index[T]) unindexInstructions(s *serverEntry) {
+	for t := range s.tf {
+		list := ix.instrPostings[t]
+		for i := range list {
+			if list[i].server == s.id {
+				list[i] = list[len(list)-1]
+				list = list[:len(list)-1]
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(ix.instrPostings, t)
+		} else {
+			ix.instrPostings[t] = list
+		}
+	}
+	ix.instrLen -= s.length
 }
 
 // Remove drops the document with key, if indexed.
@@ -280,9 +352,9 @@ func (ix *Index[T]) removeLocked(id uint32) {
 	for f := range NumFields {
 		ix.lenSum[f] -= uint64(e.lens[f])
 	}
-	if s := ix.servers[e.server]; s != nil {
+	if s := ix.serverByID[e.server]; s != nil {
 		if s.docs--; s.docs == 0 {
-			delete(ix.servers, e.server)
+			ix.removeServer(s)
 		}
 	}
 	delete(ix.byKey, e.key)
@@ -392,8 +464,9 @@ type scratch struct {
 	touched []uint32
 	state   []uint8  // fuse's per-document state
 	dist    []uint16 // fuse: Hamming distance of each document's signs
-	near    []bool   // fuse: among the sign pass's candidates
+	near    []uint32 // fuse: the sign pass's candidates
 	cut     []float64
+	boost   []float64 // instructionBoost's, by server id
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -455,7 +528,10 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 			sc.matched[p.doc] |= 1 << qt.word
 		}
 	}
-	boost := ix.instructionBoost(terms)
+	boost := ix.instructionBoost(terms, sc.boost)
+	if boost != nil {
+		sc.boost = boost
+	}
 	if dense {
 		return ix.fuse(sc, &qv, boost, words, k, keep)
 	}
@@ -468,7 +544,7 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 		if keep != nil && !keep(e.value) {
 			continue
 		}
-		s += boost[e.server]
+		s += boostOf(boost, e.server)
 		if o.Coverage > 0 && words > 0 {
 			s *= 1 + o.Coverage*float64(bits.OnesCount64(m))/float64(words)
 		}
@@ -489,19 +565,25 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 
 // fuse ranks with the dense stage (dense.go): the lexical score of every
 // touched document is finished (instructions, coverage) and normalised by
-// the best among those keep accepts, then every document with a vector
-// is scored lexical + Dense × cosine. keep is asked only of a document
-// that would enter the results.
-func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words, k int, keep func(T) bool) []Hit[T] {
+// the best among those keep accepts, then each candidate (the lexical
+// side's best and the sign pass's nearest) is scored lexical + Dense ×
+// cosine. keep is asked only of a document that would enter the results.
+//
+// Only the candidates are visited, not every document: a document in
+// neither side's candidates cannot enter the results, and the hits are
+// ordered by (score, key), a total order, so the visiting order does not
+// change them.
+func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, keep func(T) bool) []Hit[T] {
 	o := &ix.opts
 	if len(sc.state) < len(ix.docs) {
 		sc.state = make([]uint8, len(ix.docs))
 	}
 	nd := len(ix.dense.scale)
 	if len(sc.dist) < nd {
-		sc.dist, sc.near = make([]uint16, nd), make([]bool, nd)
+		sc.dist = make([]uint16, nd)
 	}
-	ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:nd])
+	cut, near := ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:0])
+	sc.near = near
 	best := 0.0
 	for _, id := range sc.touched {
 		e := &ix.docs[id]
@@ -510,7 +592,7 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 			continue
 		}
 		sc.state[id] = stateKept
-		s := sc.score[id] + boost[e.server]
+		s := sc.score[id] + boostOf(boost, e.server)
 		if o.Coverage > 0 && words > 0 {
 			s *= 1 + o.Coverage*float64(bits.OnesCount64(sc.matched[id]))/float64(words)
 		}
@@ -537,34 +619,38 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 			heap.Fix(h, 0)
 		}
 	}
-	for id := range ix.docs {
-		id := uint32(id)
-		// The cheap per-search arrays first: most documents are in
-		// neither side's candidates.
-		st := sc.state[id]
-		near := int(id) < nd && sc.near[id]
-		switch {
-		case st == stateRejected:
+	cosine := func(id uint32) float64 {
+		if int(id) < nd {
+			return ix.dense.cosine(id, qv)
+		}
+		return 0
+	}
+	// The lexical matches keep accepted, among the best lexical scores
+	// or the sign pass's nearest.
+	for _, id := range sc.touched {
+		if sc.state[id] != stateKept {
 			continue
-		case st == stateUnknown && !near:
-			continue
-		case st == stateKept && !near && sc.score[id] < lexCut:
+		}
+		if sc.score[id] < lexCut && (int(id) >= nd || sc.dist[id] > cut) {
 			continue // in neither side's candidates
-		case ix.docs[id].key == "":
-			continue // a free slot
 		}
 		lex := 0.0
-		if st == stateKept && best > 0 {
+		if best > 0 {
 			lex = sc.score[id] / best
 		}
-		cos := 0.0
-		if int(id) < nd {
-			cos = ix.dense.cosine(id, qv)
+		consider(id, lex+o.Dense*cosine(id))
+	}
+	// The sign pass's nearest with no lexical match: in when their cosine
+	// reaches the floor.
+	for _, id := range sc.near {
+		if sc.state[id] != stateUnknown || ix.docs[id].key == "" {
+			continue // visited above, rejected, or a free slot
 		}
-		if st == stateUnknown && cos < o.DenseFloor {
+		cos := cosine(id)
+		if cos < o.DenseFloor {
 			continue
 		}
-		consider(id, lex+o.Dense*cos)
+		consider(id, o.Dense*cos)
 	}
 	for _, id := range sc.touched {
 		sc.score[id], sc.matched[id], sc.state[id] = 0, 0, stateUnknown
@@ -580,7 +666,8 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost map[string]float64, words,
 }
 
 // lexicalCutoff is the m-th best finished lexical score among the kept
-// documents (0 when fewer).
+// documents (0 when fewer): a min-heap of the m best so far, sifted by
+// hand (container/heap's interface calls cost more than the comparisons).
 func lexicalCutoff(sc *scratch, m int) float64 {
 	h := sc.cut[:0]
 	for _, id := range sc.touched {
@@ -592,11 +679,13 @@ func lexicalCutoff(sc *scratch, m int) float64 {
 		case len(h) < m:
 			h = append(h, s)
 			if len(h) == m {
-				heap.Init((*floatHeap)(&h))
+				for i := m/2 - 1; i >= 0; i-- {
+					siftDown(h, i)
+				}
 			}
 		case s > h[0]:
 			h[0] = s
-			heap.Fix((*floatHeap)(&h), 0)
+			siftDown(h, 0)
 		}
 	}
 	sc.cut = h
@@ -606,18 +695,23 @@ func lexicalCutoff(sc *scratch, m int) float64 {
 	return h[0]
 }
 
-// floatHeap is a min-heap of scores.
-type floatHeap []float64
-
-func (h floatHeap) Len() int           { return len(h) }
-func (h floatHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h floatHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *floatHeap) Push(x any)        { *h = append(*h, x.(float64)) }
-func (h *floatHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+// siftDown restores the min-heap order of h below i.
+func siftDown(h []float64, i int) {
+	n := len(h)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			return
+		}
+		if r := c + 1; r < n && h[r] < h[c] {
+			c = r
+		}
+		if h[i] <= h[c] {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }
 
 // Per-search states of a document in fuse.
@@ -628,46 +722,50 @@ const (
 )
 
 // instructionBoost scores each server's instructions against the query
-// (BM25 over the servers), scaled by InstructionsWeight.
-func (ix *Index[T]) instructionBoost(terms []queryTerm) map[string]float64 {
-	if ix.opts.InstructionsWeight == 0 || len(ix.servers) == 0 {
+// (BM25 over the servers), scaled by InstructionsWeight, into out by
+// server id (nil: no server's instructions match).
+func (ix *Index[T]) instructionBoost(terms []queryTerm, out []float64) []float64 {
+	if ix.opts.InstructionsWeight == 0 || len(ix.servers) == 0 || ix.instrLen == 0 {
 		return nil
 	}
-	var out map[string]float64
 	n := float64(len(ix.servers))
-	total := 0
-	for _, s := range ix.servers {
-		total += s.length
-	}
-	if total == 0 {
-		return nil
-	}
-	avg := float64(total) / n
+	avg := float64(ix.instrLen) / n
 	k1, b := ix.opts.K1, 0.75
+	matched := false
 	for _, qt := range terms {
-		df := 0
-		for _, s := range ix.servers {
-			if s.tf[qt.term] > 0 {
-				df++
-			}
-		}
+		list := ix.instrPostings[qt.term]
+		df := len(list)
 		if df == 0 {
 			continue
 		}
+		if !matched {
+			matched = true
+			if ns := len(ix.serverByID); cap(out) >= ns {
+				out = out[:ns]
+				clear(out)
+			} else {
+				out = make([]float64, ns)
+			}
+		}
 		idf := math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
-		for name, s := range ix.servers {
-			c := float64(s.tf[qt.term])
-			if c == 0 {
-				continue
-			}
-			tf := c / (1 - b + b*float64(s.length)/avg)
-			if out == nil {
-				out = map[string]float64{}
-			}
-			out[name] += ix.opts.InstructionsWeight * qt.weight * idf * tf * (k1 + 1) / (k1 + tf)
+		for _, p := range list {
+			c := float64(p.tf)
+			tf := c / (1 - b + b*float64(ix.serverByID[p.server].length)/avg)
+			out[p.server] += ix.opts.InstructionsWeight * qt.weight * idf * tf * (k1 + 1) / (k1 + tf)
 		}
 	}
+	if !matched {
+		return nil
+	}
 	return out
+}
+
+// boostOf is server's boost in boost (instructionBoost's result).
+func boostOf(boost []float64, server uint32) float64 {
+	if boost == nil {
+		return 0
+	}
+	return boost[server]
 }
 
 // better orders hits: higher score first, then key.

@@ -178,6 +178,93 @@ func TestRemoveAll(t *testing.T) {
 	}
 }
 
+// The servers' instructions are indexed incrementally (inverted, by
+// server id): servers whose instructions change, that vanish and come
+// back, leave the ranking bit-equal to an index built from the final
+// documents alone.
+func TestInstructionsAcrossHistory(t *testing.T) {
+	docs := withInstructions(synthetic(600, 1), 30, 5)
+	a := New[string](nil)
+	for _, d := range docs {
+		a.Upsert(d)
+	}
+	b := New[string](nil)
+	others := withInstructions(synthetic(300, 2), 45, 6) // other instructions, servers a lacks
+	for i := range others {
+		others[i].Key = "other__" + others[i].Key
+		b.Upsert(others[i])
+	}
+	for i := len(docs) - 1; i >= 0; i-- {
+		if i%7 == 0 { // its server's instructions, changed for a while
+			v := docs[i]
+			v.Instructions = "older instructions about " + vocab[i%len(vocab)]
+			b.Upsert(v)
+		}
+		b.Upsert(docs[i])
+	}
+	for _, d := range others {
+		b.Remove(d.Key)
+	}
+	if len(a.servers) != len(b.servers) || a.instrLen != b.instrLen || len(a.instrPostings) != len(b.instrPostings) {
+		t.Fatalf("servers %d vs %d, instructions' length %d vs %d, terms %d vs %d",
+			len(a.servers), len(b.servers), a.instrLen, b.instrLen, len(a.instrPostings), len(b.instrPostings))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	boosted := 0
+	for range 100 {
+		q := strings.Join([]string{vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))], vocab[rng.IntN(len(vocab))]}, " ")
+		ha, hb := a.Search(q, 10, nil), b.Search(q, 10, nil)
+		if !slices.Equal(ha, hb) {
+			t.Fatalf("query %q:\n a %v\n b %v", q, ha, hb)
+		}
+		terms, _ := a.parseQuery(q)
+		if a.instructionBoost(terms, nil) != nil {
+			boosted++
+		}
+	}
+	if boosted == 0 {
+		t.Fatal("no query matched any server's instructions: the test exercises nothing")
+	}
+	for _, d := range docs {
+		b.Remove(d.Key)
+	}
+	if len(b.servers) != 0 || b.instrLen != 0 || len(b.instrPostings) != 0 {
+		t.Fatalf("after removing everything: %d servers, instructions' length %d, %d instruction terms", len(b.servers), b.instrLen, len(b.instrPostings))
+	}
+}
+
+// A server's only tool replaced, again and again, and moved to another
+// server and back, leaves the instructions as an index built once.
+func TestInstructionsOnlyToolReplaced(t *testing.T) {
+	a := doc("alpha", "get_item", "", "Get an item by id.", "id")
+	a.Instructions = "Alpha manages warehouse inventory."
+	b := doc("beta", "get_thing", "", "Get a thing by id.", "id")
+	b.Instructions = "Beta stores blog posts."
+	want := New[string](nil)
+	want.Upsert(a)
+	want.Upsert(b)
+	ix := New[string](nil)
+	ix.Upsert(b)
+	for i := range 5 {
+		v := a
+		v.Text[FieldDescription] = fmt.Sprintf("version %d", i)
+		if i == 3 {
+			v.Server, v.Instructions = "gamma", "Gamma is elsewhere."
+		}
+		ix.Upsert(v)
+	}
+	ix.Upsert(a)
+	if len(ix.servers) != 2 || ix.instrLen != want.instrLen || len(ix.instrPostings) != len(want.instrPostings) {
+		t.Fatalf("%d servers, instructions' length %d (want %d), %d terms (want %d)",
+			len(ix.servers), ix.instrLen, want.instrLen, len(ix.instrPostings), len(want.instrPostings))
+	}
+	for _, q := range []string{"get an inventory item", "blog thing", "warehouse"} {
+		if got, w := ix.Search(q, 5, nil), want.Search(q, 5, nil); !slices.Equal(got, w) {
+			t.Errorf("Search(%q) = %v, want %v", q, got, w)
+		}
+	}
+}
+
 func TestInstructionsBoostTheirServer(t *testing.T) {
 	ix := New[string](nil)
 	a := doc("alpha", "get_item", "", "Get an item by id.", "id")

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,6 +43,7 @@ var (
 	denseW     = flag.Float64("dense", -1, "the hybrid's dense weight (-1: the default; 0: the index figures of the lexical ranking)")
 	denseFloor = flag.Float64("floor", -1, "the hybrid's dense floor (-1: the default)")
 	splitFlag  = flag.String("split", "heldout", "which queries of each corpus to rank: heldout (never tuned on), tune, or all")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the index measurements (-sizes) to this file")
 )
 
 type corpus struct {
@@ -135,6 +137,17 @@ func run() error {
 	}
 
 	// The index: latency, memory and change cost at each size.
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
