@@ -3,13 +3,16 @@
 // else: tools echo, add and add_tool (which adds a tool named by its
 // argument to the list, seen by whoever lists after it), a resource and a
 // template, a prompt with completions. Its lists carry -ttl. With -token it
-// refuses calls without "authorization: Bearer <token>".
+// refuses calls without "authorization: Bearer <token>". With -tls-cert it
+// serves TLS, and with -client-ca it requires a client certificate (mTLS).
 //
 // It prints "listening on ADDR" once it serves.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"net"
@@ -21,6 +24,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -33,6 +37,9 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	ttl := flag.Duration("ttl", 0, "ttl of every list (0: none)")
 	token := flag.String("token", "", "bearer token every RPC must carry (empty: none)")
+	certFile := flag.String("tls-cert", "", "serve TLS with this certificate (PEM; with -tls-key)")
+	keyFile := flag.String("tls-key", "", "the key of -tls-cert (PEM)")
+	clientCA := flag.String("client-ca", "", "require a client certificate signed by this CA (PEM; with -tls-cert)")
 	flag.Parse()
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -40,13 +47,44 @@ func main() {
 		os.Exit(1)
 	}
 	s := &server{ttl: *ttl, token: *token}
-	gs := grpc.NewServer(grpc.UnaryInterceptor(s.auth))
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(s.auth)}
+	if *certFile != "" {
+		tc, err := serverTLS(*certFile, *keyFile, *clientCA)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	gs := grpc.NewServer(opts...)
 	pb.RegisterMcpServer(gs, s)
 	fmt.Printf("listening on %s\n", lis.Addr())
 	if err := gs.Serve(lis); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// serverTLS is the TLS of -tls-cert, requiring and verifying a client
+// certificate from clientCA when set.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", clientCA)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
 }
 
 type server struct {
