@@ -54,6 +54,10 @@ func Factory(sc mcpbridge.ServerConfig, maxMessage int) (mcp.Transport, error) {
 			return nil, err
 		}
 	}
+	if sc.OAuth != nil {
+		u, _ := url.Parse(sc.URL)
+		t.PerRPC = newOAuthCreds(sc, mcpbridge.IsLoopbackHost(u.Hostname()))
+	}
 	return t, nil
 }
 
@@ -77,9 +81,12 @@ func parseTarget(raw string) (string, bool, error) {
 // Connect dials a new channel (a session of the bridge is one channel, so
 // a reconnect after a lost upstream starts afresh).
 type Transport struct {
-	Target     string      // grpc-go's target, host:port
-	TLS        bool        // TLS with the system's roots, or TLSConfig when set
-	TLSConfig  *tls.Config // a private CA, a client certificate (tls.go)
+	Target    string      // grpc-go's target, host:port
+	TLS       bool        // TLS with the system's roots, or TLSConfig when set
+	TLSConfig *tls.Config // a private CA, a client certificate (tls.go)
+	// PerRPC, when set, adds each RPC's credentials (an oauth object's
+	// token, oauth.go).
+	PerRPC     credentials.PerRPCCredentials
 	Metadata   metadata.MD // sent with every RPC (the configured headers); never logged
 	MaxMessage int         // the bridge's bound on one received message
 }
@@ -99,8 +106,12 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	// No idleness: grpc-go would take an unused channel out of Ready after
 	// 30 minutes, which watch takes for a lost upstream.
-	cc, err := grpc.NewClient(t.Target, grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max(t.MaxMessage, 1))))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max(t.MaxMessage, 1)))}
+	if t.PerRPC != nil {
+		opts = append(opts, grpc.WithPerRPCCredentials(t.PerRPC))
+	}
+	cc, err := grpc.NewClient(t.Target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("grpc upstream: %w", err)
 	}
