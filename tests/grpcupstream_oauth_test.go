@@ -50,7 +50,7 @@ func TestGRPCUpstreamOAuth(t *testing.T) {
 	const wrongSecret = "not-the-toolsvc-secret"
 	p := startToolsvc(t, cfg{Servers: servers{
 		"o":   fastSupervision(upstream{Type: "grpc", URL: up.url(), OAuth: &oauthCfg{ClientID: "toolsvc", ClientSecret: "toolsvc-secret", TokenURL: tokenURL}}),
-		"bad": fastSupervision(upstream{Type: "grpc", URL: up.url(), AuthRetry: "200ms", OAuth: &oauthCfg{ClientID: "toolsvc", ClientSecret: wrongSecret, TokenURL: tokenURL}}),
+		"bad": fastSupervision(upstream{Type: "grpc", URL: up.url(), OAuth: &oauthCfg{ClientID: "toolsvc", ClientSecret: wrongSecret, TokenURL: tokenURL}}),
 	}})
 	c := p.client
 	call := func(text string) {
