@@ -228,6 +228,9 @@ type serverJSON struct {
 	OAuth json.RawMessage `json:"oauth"`
 	// Credentials is whose credentials calls carry (credentials.go).
 	Credentials json.RawMessage `json:"credentials"`
+	// TLS is a grpcs:// upstream's private CA and client certificate
+	// (servertls.go).
+	TLS json.RawMessage `json:"tls"`
 	// AuthRetry is the wait after the upstream rejected the credentials.
 	AuthRetry Duration `json:"authRetry"`
 	// ForwardPrincipal sends the caller's principal in each call's _meta.
@@ -422,6 +425,7 @@ func (p *parser) parseServer(name string, raw json.RawMessage) (mcpbridge.Server
 	ok = decoded && ok
 	ok = p.serverOAuth(name, sj.OAuth, &sc) && ok
 	ok = p.serverCredentials(name, sj.Credentials, &sc) && ok
+	ok = p.serverTLS(name, sj.TLS, &sc) && ok
 	ok = p.serverTransport(name, &sj, &sc) && ok
 	ok = p.searchAliases(name, sj.SearchAliases, &sc) && ok
 	if sj.Disabled {

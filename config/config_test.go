@@ -442,8 +442,10 @@ func TestSearchAliases(t *testing.T) {
 }
 
 // TestParseGRPCServers: "type": "grpc" reaches an upstream serving the MCP
-// gRPC binding at a grpc:// or grpcs:// url; another scheme, a missing url,
-// oauth or per-user credentials are refused with the field named.
+// gRPC binding at a grpc:// or grpcs:// url, with oauth on grpcs:// or a
+// loopback grpc:// target; another scheme, a missing url, oauth without
+// tokenUrl or over plaintext to another host, or per-user credentials are
+// refused with the field named.
 func TestParseGRPCServers(t *testing.T) {
 	t.Parallel()
 	c, err := Parse("g.json", []byte(`{"mcpServers": {"g": {"type": "grpc", "url": "grpcs://h:443", "headers": {"Authorization": "Bearer t"}}}}`))
@@ -453,10 +455,17 @@ func TestParseGRPCServers(t *testing.T) {
 	if s := c.Bridge.Servers[0]; s.Transport != mcpbridge.TransportGRPC || s.URL != "grpcs://h:443" || s.Headers["Authorization"] != "Bearer t" {
 		t.Fatalf("server = %+v", s)
 	}
+	for _, ok := range []string{`"grpcs://h:443"`, `"grpc://127.0.0.1:9"`, `"grpc://localhost:9"`, `"grpc://[::1]:9"`} {
+		if _, err := Parse("g.json", []byte(`{"mcpServers": {"g": {"type": "grpc", "url": `+ok+`, "oauth": {"clientId": "c", "clientSecret": "s", "tokenUrl": "https://as/token"}}}}`)); err != nil {
+			t.Errorf("oauth on %s: %v", ok, err)
+		}
+	}
 	for _, tc := range []struct{ conf, want string }{
 		{`{"type": "grpc", "url": "http://h:1"}`, `field "url": want a grpc:// (plaintext) or grpcs:// (TLS) target`},
 		{`{"type": "grpc"}`, `field "url": required for a gRPC server`},
-		{`{"type": "grpc", "url": "grpc://h:1", "oauth": {"clientId": "c", "clientSecret": "s", "tokenUrl": "https://as/token"}}`, `field "oauth": only for streamable HTTP servers`},
+		{`{"type": "grpc", "url": "grpc://h:1", "oauth": {"clientId": "c", "clientSecret": "s", "tokenUrl": "https://as/token"}}`, `field "oauth": needs a grpcs:// url: a token is sent over plaintext only to a loopback target`},
+		{`{"type": "grpc", "url": "grpcs://h:1", "oauth": {"clientId": "c", "clientSecret": "s"}}`, `field "oauth.tokenUrl": required for a "type": "grpc" server`},
+		{`{"type": "grpc", "url": "grpcs://h:1", "headers": {"Authorization": "Bearer t"}, "oauth": {"clientId": "c", "clientSecret": "s", "tokenUrl": "https://as/token"}}`, `field "oauth": set either oauth or an Authorization header, not both`},
 		{`{"type": "grpc", "url": "grpc://h:1", "credentials": {"mode": "passthrough", "audience": "a"}}`, `field "credentials.mode": "passthrough" is only for streamable HTTP servers`},
 	} {
 		_, err := Parse("g.json", []byte(`{"mcpServers": {"g": `+tc.conf+`}}`))

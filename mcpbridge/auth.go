@@ -41,8 +41,11 @@ func (sc *ServerConfig) oauthProblems() []*FieldError {
 	add := func(field string, err error) {
 		probs = append(probs, &FieldError{Server: sc.Name, Field: strings.TrimSuffix("oauth."+field, "."), Err: err})
 	}
-	if sc.Transport != TransportStreamableHTTP && sc.NewTransport == nil {
-		add("", fmt.Errorf("only for streamable HTTP servers (not stdio, and not \"type\": \"sse\": go-sdk's SSE client has no OAuth hook)"))
+	switch {
+	case sc.Transport == TransportGRPC:
+		probs = append(probs, sc.grpcOAuthProblems()...)
+	case sc.Transport != TransportStreamableHTTP && sc.NewTransport == nil:
+		add("", fmt.Errorf("only for streamable HTTP servers and \"type\": \"grpc\" (not stdio, and not \"type\": \"sse\": go-sdk's SSE client has no OAuth hook)"))
 	}
 	for h := range sc.Headers {
 		if strings.EqualFold(h, "Authorization") {

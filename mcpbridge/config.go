@@ -222,6 +222,9 @@ type ServerConfig struct {
 	// credentials (401/403 or a failed token request) before the next
 	// attempt (0: DefaultAuthRetry).
 	AuthRetry time.Duration
+	// TLS configures a grpcs:// upstream's TLS (tlsconfig.go); nil is TLS
+	// verified against the system's roots.
+	TLS *TLSConfig
 	// ForwardPrincipal sends the calling principal (CallOptions.Principal)
 	// in each tools/call request's _meta under PrincipalMetaKey.
 	ForwardPrincipal bool
@@ -459,6 +462,7 @@ func (sc *ServerConfig) Problems() []*FieldError {
 		p.probs = append(p.probs, sc.oauthProblems()...)
 	}
 	sc.credentialsProblems(p)
+	sc.tlsProblems(p)
 	for i, g := range sc.ToolsAllow {
 		if _, err := path.Match(g, ""); err != nil {
 			p.add(fmt.Sprintf("tools.allow[%d]", i), "%q is not a valid glob pattern", g)

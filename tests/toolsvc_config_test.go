@@ -97,6 +97,7 @@ type upstream struct {
 	AuthRetry          string            `json:"authRetry,omitempty"`
 	ForwardPrincipal   bool              `json:"forwardPrincipal,omitempty"`
 	Credentials        *credsCfg         `json:"credentials,omitempty"`
+	TLS                *upstreamTLS      `json:"tls,omitempty"`
 	// Tool search (docs/search.md).
 	SearchAliases map[string][]string `json:"searchAliases,omitempty"`
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/zitadel/oidc/v3/pkg/op"
 	"go.uber.org/goleak"
 	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -207,4 +208,27 @@ func TestTokenExchange(t *testing.T) {
 	if _, err := exchange(t, s, alice.AccessToken, "https://up.example/mcp"); err == nil || !strings.Contains(err.Error(), "invalid") {
 		t.Errorf("an expired subject token: err %v, want invalid_request", err)
 	}
+}
+
+// TestClientCredentials: a client with a secret gets a JWT for itself (the
+// subject and audience are the client); a
+// wrong secret gets no token.
+func TestClientCredentials(t *testing.T) {
+	t.Parallel()
+	s := start(t, Config{})
+	ctx := context.Background()
+	cc := clientcredentials.Config{ClientID: toolsvc.ID, ClientSecret: toolsvc.Secret, TokenURL: s.TokenURL()}
+	tok, err := cc.Token(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := verify(t, s, tok.AccessToken)
+	if err != nil || claims.Subject != toolsvc.ID || !slices.Contains(claims.Audience, toolsvc.ID) {
+		t.Fatalf("claims = %+v, %v", claims, err)
+	}
+	cc.ClientSecret = "wrong"
+	if tok, err := cc.Token(ctx); err == nil {
+		t.Fatalf("a wrong secret got a token: %v", tok)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

@@ -63,6 +63,19 @@ func (r *refreshRequest) GetScopes() []string              { return r.rt.scopes 
 func (r *refreshRequest) GetSubject() string               { return r.rt.subject }
 func (r *refreshRequest) SetCurrentScopes(scopes []string) { r.rt.scopes = scopes }
 
+// clientCredentialsRequest is a client asking for a token of its own (the
+// client_credentials grant): the client is the subject, its audience the
+// token's.
+type clientCredentialsRequest struct {
+	clientID         string
+	audience, scopes []string
+}
+
+func (r *clientCredentialsRequest) GetAudience() []string { return r.audience }
+func (r *clientCredentialsRequest) GetClientID() string   { return r.clientID }
+func (r *clientCredentialsRequest) GetScopes() []string   { return r.scopes }
+func (r *clientCredentialsRequest) GetSubject() string    { return r.clientID }
+
 // client is a registered client (op.Client): a native application (any
 // loopback port for its redirect URIs, RFC 8252 §7.3), JWT access tokens,
 // every grant this server supports.
@@ -92,7 +105,7 @@ func (c *client) ResponseTypes() []oidc.ResponseType {
 	return []oidc.ResponseType{oidc.ResponseTypeCode}
 }
 func (c *client) GrantTypes() []oidc.GrantType {
-	return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeTokenExchange}
+	return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeTokenExchange, oidc.GrantTypeClientCredentials}
 }
 func (c *client) LoginURL(id string) string            { return loginPath + "?authRequestID=" + id }
 func (c *client) AccessTokenType() op.AccessTokenType  { return op.AccessTokenTypeJWT }

@@ -287,6 +287,25 @@ func (s *storage) AuthorizeClientIDSecret(_ context.Context, id, secret string) 
 	return nil
 }
 
+// ClientCredentials implements op.ClientCredentialsStorage: a client with
+// a secret authenticates as itself.
+func (s *storage) ClientCredentials(ctx context.Context, id, secret string) (op.Client, error) {
+	if err := s.AuthorizeClientIDSecret(ctx, id, secret); err != nil {
+		return nil, err
+	}
+	return s.clients[id], nil
+}
+
+// ClientCredentialsTokenRequest implements op.ClientCredentialsStorage:
+// the token's subject is the client, its audience the client's.
+func (s *storage) ClientCredentialsTokenRequest(_ context.Context, id string, scopes []string) (op.TokenRequest, error) {
+	c, ok := s.clients[id]
+	if !ok {
+		return nil, notFound("client")
+	}
+	return &clientCredentialsRequest{clientID: id, audience: c.audience(), scopes: scopes}, nil
+}
+
 func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string, string, []string) error {
 	return nil
 }

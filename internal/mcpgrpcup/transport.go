@@ -48,7 +48,17 @@ func Factory(sc mcpbridge.ServerConfig, maxMessage int) (mcp.Transport, error) {
 	for k, v := range sc.Headers {
 		md.Append(strings.ToLower(k), v)
 	}
-	return &Transport{Target: target, TLS: tlsOn, Metadata: md, MaxMessage: maxMessage}, nil
+	t := &Transport{Target: target, TLS: tlsOn, Metadata: md, MaxMessage: maxMessage}
+	if sc.TLS != nil {
+		if t.TLSConfig, err = clientTLS(sc.TLS); err != nil {
+			return nil, err
+		}
+	}
+	if sc.OAuth != nil {
+		u, _ := url.Parse(sc.URL)
+		t.PerRPC = newOAuthCreds(sc, mcpbridge.IsLoopbackHost(u.Hostname()))
+	}
+	return t, nil
 }
 
 // parseTarget splits grpc://host:port (plaintext) or grpcs://host:port
@@ -71,8 +81,12 @@ func parseTarget(raw string) (string, bool, error) {
 // Connect dials a new channel (a session of the bridge is one channel, so
 // a reconnect after a lost upstream starts afresh).
 type Transport struct {
-	Target     string      // grpc-go's target, host:port
-	TLS        bool        // TLS with the system's roots
+	Target    string      // grpc-go's target, host:port
+	TLS       bool        // TLS with the system's roots, or TLSConfig when set
+	TLSConfig *tls.Config // a private CA, a client certificate (tls.go)
+	// PerRPC, when set, adds each RPC's credentials (an oauth object's
+	// token, oauth.go).
+	PerRPC     credentials.PerRPCCredentials
 	Metadata   metadata.MD // sent with every RPC (the configured headers); never logged
 	MaxMessage int         // the bridge's bound on one received message
 }
@@ -84,12 +98,20 @@ type Transport struct {
 func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	creds := insecure.NewCredentials()
 	if t.TLS {
-		creds = credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
+		tc := t.TLSConfig
+		if tc == nil {
+			tc = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		creds = credentials.NewTLS(tc)
 	}
 	// No idleness: grpc-go would take an unused channel out of Ready after
 	// 30 minutes, which watch takes for a lost upstream.
-	cc, err := grpc.NewClient(t.Target, grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max(t.MaxMessage, 1))))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(creds), grpc.WithIdleTimeout(0),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(max(t.MaxMessage, 1)))}
+	if t.PerRPC != nil {
+		opts = append(opts, grpc.WithPerRPCCredentials(t.PerRPC))
+	}
+	cc, err := grpc.NewClient(t.Target, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("grpc upstream: %w", err)
 	}
@@ -136,7 +158,7 @@ func (c *conn) waitReady(ctx context.Context) error {
 		case connectivity.Ready:
 			return nil
 		case connectivity.TransientFailure, connectivity.Shutdown:
-			return fmt.Errorf("grpc upstream %s: cannot connect", c.cc.Target())
+			return fmt.Errorf("grpc upstream %s: cannot connect%s", c.cc.Target(), connectCause(ctx, c.client))
 		}
 		if !c.cc.WaitForStateChange(ctx, s) {
 			return fmt.Errorf("grpc upstream %s: not ready: %w", c.cc.Target(), ctx.Err())

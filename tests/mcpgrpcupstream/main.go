@@ -13,16 +13,22 @@
 // message is 2 MiB). Likewise the prompt ask_prompt ("Greet NAME") and
 // the resource ask://greeting ("hello NAME"), NAME the action when the
 // caller did not accept. With -token it
-// refuses calls without "authorization: Bearer <token>".
+// refuses calls without "authorization: Bearer <token>". With -tls-cert it
+// serves TLS, and with -client-ca it requires a client certificate (mTLS).
+// With -auth-issuer every RPC needs a JWT access token that issuer signed;
+// it prints "new bearer token" each time the token differs from the last.
 //
 // It prints "listening on ADDR" once it serves.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -31,10 +37,16 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	oidcclient "github.com/zitadel/oidc/v3/pkg/client"
+	"github.com/zitadel/oidc/v3/pkg/client/rp"
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
 
 	pb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
 )
@@ -43,6 +55,10 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	ttl := flag.Duration("ttl", 0, "ttl of every list (0: none)")
 	token := flag.String("token", "", "bearer token every RPC must carry (empty: none)")
+	certFile := flag.String("tls-cert", "", "serve TLS with this certificate (PEM; with -tls-key)")
+	keyFile := flag.String("tls-key", "", "the key of -tls-cert (PEM)")
+	issuer := flag.String("auth-issuer", "", "require a JWT access token this issuer signed as the bearer (verified against its JWKS)")
+	clientCA := flag.String("client-ca", "", "require a client certificate signed by this CA (PEM; with -tls-cert)")
 	flag.Parse()
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -50,7 +66,22 @@ func main() {
 		os.Exit(1)
 	}
 	s := &server{ttl: *ttl, token: *token}
-	gs := grpc.NewServer(grpc.UnaryInterceptor(s.auth))
+	if *issuer != "" {
+		if s.verify, err = jwtVerifier(*issuer); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	opts := []grpc.ServerOption{grpc.UnaryInterceptor(s.auth)}
+	if *certFile != "" {
+		tc, err := serverTLS(*certFile, *keyFile, *clientCA)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	gs := grpc.NewServer(opts...)
 	pb.RegisterMcpServer(gs, s)
 	fmt.Printf("listening on %s\n", lis.Addr())
 	if err := gs.Serve(lis); err != nil {
@@ -59,13 +90,53 @@ func main() {
 	}
 }
 
+// serverTLS is the TLS of -tls-cert, requiring and verifying a client
+// certificate from clientCA when set.
+func serverTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCA != "" {
+		pem, err := os.ReadFile(clientCA)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", clientCA)
+		}
+		tc.ClientCAs, tc.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return tc, nil
+}
+
+// jwtVerifier checks access tokens against issuer's JWKS (found by
+// discovery), as tests/testserver's -auth-issuer does for HTTP.
+func jwtVerifier(issuer string) (func(context.Context, string) error, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	disc, err := oidcclient.Discover(ctx, issuer, http.DefaultClient)
+	if err != nil {
+		return nil, fmt.Errorf("discovery at %s: %w", issuer, err)
+	}
+	v := op.NewAccessTokenVerifier(issuer, rp.NewRemoteKeySet(http.DefaultClient, disc.JwksURI))
+	return func(ctx context.Context, tok string) error {
+		_, err := op.VerifyAccessToken[*oidc.AccessTokenClaims](ctx, tok, v)
+		return err
+	}, nil
+}
+
 type server struct {
 	pb.UnimplementedMcpServer
-	ttl   time.Duration
-	token string
+	ttl    time.Duration
+	token  string
+	verify func(ctx context.Context, token string) error // -auth-issuer
 
-	mu    sync.Mutex
-	added []string
+	mu        sync.Mutex
+	added     []string
+	lastToken string
 }
 
 func (s *server) auth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -74,6 +145,25 @@ func (s *server) auth(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 		if !slices.Contains(md.Get("authorization"), "Bearer "+s.token) {
 			return nil, status.Error(codes.Unauthenticated, "a bearer token is required")
 		}
+	}
+	if s.verify != nil {
+		md, _ := metadata.FromIncomingContext(ctx)
+		var tok string
+		if v := md.Get("authorization"); len(v) == 1 {
+			tok, _ = strings.CutPrefix(v[0], "Bearer ")
+		}
+		if tok == "" {
+			return nil, status.Error(codes.Unauthenticated, "a bearer token is required")
+		}
+		if err := s.verify(ctx, tok); err != nil {
+			return nil, status.Errorf(codes.Unauthenticated, "the bearer token is not valid: %v", err)
+		}
+		s.mu.Lock()
+		if tok != s.lastToken {
+			s.lastToken = tok
+			fmt.Println("new bearer token") // the tests count the tokens seen
+		}
+		s.mu.Unlock()
 	}
 	return h(ctx, req)
 }
