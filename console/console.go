@@ -94,6 +94,9 @@ type Options struct {
 	// Effective is the running configuration with every secret redacted
 	// (config.Config.Redacted), encoded as JSON; nil: no file.
 	Effective func() any
+	// Kubernetes is discovery's objects and sources (package server:
+	// the reload manager's); nil without a kubernetes section.
+	Kubernetes func() Kubernetes
 }
 
 // Console serves the operator console over one core.

@@ -18,6 +18,7 @@ const timings = (window.__console = { firstRender: null, keystrokes: [], events:
 const store = {
   me: null,
   upstreams: [],
+  discovery: null, // Kubernetes discovery's sources (an operator's; null without discovery)
   catalog: null, // the last catalog event (revision, count)
   feed: [], // catalog changes, newest first (at most 200)
   connected: false,
@@ -57,6 +58,10 @@ function connect() {
   });
   es.addEventListener('error', () => {
     store.connected = false;
+    store.emit();
+  });
+  es.addEventListener('discovery', (e) => {
+    store.discovery = JSON.parse(e.data) || [];
     store.emit();
   });
   es.addEventListener('upstreams', (e) => {
@@ -170,6 +175,7 @@ function Upstreams() {
       <thead><tr>
         <th>Name</th><th>State</th><th>Transport</th><th>Era</th><th>Tools</th><th>Connects</th><th>Refreshes</th>
         <th>Last refresh</th><th>Breaker</th><th>Failures</th><th>In flight</th><th>Last error</th>
+        ${s.discovery ? html`<th>Kubernetes object</th>` : null}
         ${s.me && s.me.admin ? html`<th>Actions</th>` : null}
       </tr></thead>
       <tbody>
@@ -182,17 +188,41 @@ function Upstreams() {
             <td>${u.breaker}${u.breakerRetry ? ' until ' + fmtTime(u.breakerRetry) : ''}</td>
             <td>${u.failures}</td><td>${u.inFlight}</td>
             <td class="last-error">${u.lastError || ''}</td>
-            ${s.me && s.me.admin
+            ${s.discovery
+              ? html`<td class="kube-object">${u.object ? objectText(u.object) : ''}${u.refused ? html` <span class="error refused">refused</span>` : null}</td>`
+              : null}
+            ${s.me && s.me.admin && !u.refused
               ? html`<td>
                   <button class="reconnect" onClick=${() => act(u.name, 'reconnect')}>Reconnect</button>
                   <button class="refresh" onClick=${() => act(u.name, 'refresh')}>Refresh</button>
                 </td>`
-              : null}
+              : s.me && s.me.admin ? html`<td></td>` : null}
           </tr>`,
         )}
       </tbody>
     </table>
-    ${s.upstreams.length === 0 ? html`<p class="muted">No upstream visible to you.</p>` : null}`;
+    ${s.upstreams.length === 0 ? html`<p class="muted">No upstream visible to you.</p>` : null}
+    ${s.discovery
+      ? html`<h3>Kubernetes discovery</h3>
+          <p class="muted">Each source's list/watch. An object discovery refuses is a row above, marked refused, with why.</p>
+          <table id="discovery">
+            <thead><tr><th>Source</th><th>State</th><th>Since</th><th>Synced</th><th>Objects</th><th>Error</th></tr></thead>
+            <tbody>
+              ${s.discovery.map(
+                (d) => html`<tr key=${d.name} data-source=${d.name} data-state=${d.state}>
+                  <td>${d.name}</td><td class=${d.state === 'failing' ? 'error' : ''}>${d.state}</td><td>${fmtTime(d.since)}</td>
+                  <td>${d.synced ? 'yes' : 'no'}</td><td>${d.objects}</td><td class="last-error">${d.error || ''}</td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>`
+      : null}`;
+}
+
+// objectText is a Kubernetes object as kind namespace/name.
+function objectText(o) {
+  if (o.name) return o.kind + ' ' + o.namespace + '/' + o.name;
+  return o.kind + (o.namespace ? ' in ' + o.namespace : '') + ' (the source)';
 }
 
 // ---- Catalog --------------------------------------------------------------
