@@ -94,6 +94,9 @@ type Options struct {
 	// Effective is the running configuration with every secret redacted
 	// (config.Config.Redacted), encoded as JSON; nil: no file.
 	Effective func() any
+	// Kubernetes is discovery's objects and sources (package server:
+	// the reload manager's); nil without a kubernetes section.
+	Kubernetes func() Kubernetes
 }
 
 // Console serves the operator console over one core.
@@ -137,6 +140,8 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("POST /ui/api/call", cs.call)
 	mux.HandleFunc("POST /ui/api/call/stream", cs.callStream)
 	mux.HandleFunc("GET /ui/api/tasks", cs.api(cs.tasks))
+	mux.HandleFunc("GET /ui/api/tasks/watch", cs.taskWatch)
+	mux.HandleFunc("POST /ui/api/tasks/cancel", cs.api(cs.taskCancel))
 	mux.HandleFunc("GET /ui/api/config", cs.api(cs.config))
 	mux.HandleFunc("GET /ui/api/config/effective", cs.api(cs.effective))
 	mux.HandleFunc("GET /ui/api/logins", cs.api(cs.logins))

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/toolsvc/toolsvc/service/core"
@@ -33,6 +34,11 @@ type upstream struct {
 	// error (secrets removed by the bridge) and the warnings.
 	LastError string   `json:"lastError,omitempty"`
 	Warnings  []string `json:"warnings,omitempty"`
+	// Object is the Kubernetes object a discovered upstream came from;
+	// Refused says the row is an object (or a source) discovery refused,
+	// with why as LastError (an operator's view only, as ListServers).
+	Object  *kubeObject `json:"object,omitempty"`
+	Refused bool        `json:"refused,omitempty"`
 }
 
 // visibleUpstreams is the upstreams the caller may see, as ListServers
@@ -49,6 +55,10 @@ func (cs *Console) visibleUpstreams(c *caller) []upstream {
 		}
 	}
 	sts := cs.c.Servers()
+	var objects map[string]string
+	if c.admin && cs.opts.Kubernetes != nil {
+		objects = cs.opts.Kubernetes().Objects
+	}
 	out := make([]upstream, 0, len(sts))
 	for _, st := range sts {
 		if visible != nil && !visible[st.Name] {
@@ -61,6 +71,16 @@ func (cs *Console) visibleUpstreams(c *caller) []upstream {
 			InFlight: st.InFlightCalls, Push: st.PushChannel, PerUser: st.PerUser, UserSessions: st.UserSessions}
 		if c.admin {
 			u.LastError, u.Warnings = st.LastError, st.Warnings
+			if src, ok := objects[st.Name]; ok {
+				if o, ok := objectOf(src); ok {
+					u.Object = &o
+				}
+			} else if src, ok := strings.CutPrefix(st.Name, refusedPrefix); ok {
+				u.Refused = true
+				if o, ok := objectOf(src); ok {
+					u.Object = &o
+				}
+			}
 		}
 		out = append(out, u)
 	}

@@ -96,7 +96,21 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 		lastUp = b
 		return cs.write(w, rc, "upstreams", b)
 	}
-	if !sendUpstreams() {
+	// Kubernetes discovery's sources (an operator's, as ListServers'
+	// discovery_sources): sent with the upstreams' samples when changed.
+	var lastKube []byte
+	sendKube := func() bool {
+		if !c.admin || cs.opts.Kubernetes == nil {
+			return true
+		}
+		b, err := json.Marshal(cs.opts.Kubernetes().Sources)
+		if err != nil || bytes.Equal(b, lastKube) {
+			return err == nil
+		}
+		lastKube = b
+		return cs.write(w, rc, "discovery", b)
+	}
+	if !sendUpstreams() || !sendKube() {
 		return
 	}
 	// ?traffic=1 (the Traffic page, an operator's): the last hour's summary
@@ -233,7 +247,7 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-sample.C:
-			if !sendUpstreams() || !sendCalls() {
+			if !sendUpstreams() || !sendKube() || !sendCalls() {
 				return
 			}
 		case <-configC:

@@ -35,6 +35,10 @@ type streamRequest struct {
 	// LogLevel is the least level of the upstream's log messages shown
 	// ("" : all).
 	LogLevel string `json:"logLevel"`
+	// Task asks for the call to run as an MCP task (the upstream's
+	// default lifetime): the stream then ends with a "task" event, the
+	// task the page follows (GET /ui/api/tasks/watch).
+	Task bool `json:"task"`
 }
 
 // streamAnswer answers one request: an elicitation's action and content,
@@ -125,6 +129,11 @@ func (cs *Console) callStream(w http.ResponseWriter, r *http.Request) {
 	ci := core.CallInput{Name: in.Name, ArgumentsJSON: string(in.Arguments), Size: len(body),
 		Fields: core.Fields{ArgumentsJSON: "arguments"}, Input: input}
 	input.Responses, ci.Invalid = answers(in.Responses)
+	if in.Task {
+		// A task's questions are the task's (its status input_required),
+		// not this round's: the server's input policy answers them.
+		ci.Input, ci.Task = nil, &core.TaskOptions{}
+	}
 	call, err := cs.c.BeginCall(c.ctx, ci)
 	if err != nil {
 		fail := call.Fail(err)
@@ -172,7 +181,9 @@ func (cs *Console) callStream(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var ev string
 		var v any = res
-		if core.NeedsInput(res) {
+		if t := call.Task(); t != nil {
+			ev, v = "task", rowOf(t)
+		} else if core.NeedsInput(res) {
 			ev, v = "input", cs.inputEvent(res)
 		} else {
 			ev, isError = "result", res.IsError

@@ -1,17 +1,24 @@
 package console
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/service/core"
 )
 
 // taskRow is one of the caller's tasks as the Tasks page shows it.
 type taskRow struct {
-	Tool     string    `json:"tool"`
-	Server   string    `json:"server"`
-	TaskID   string    `json:"taskId"`
+	Tool   string `json:"tool"`
+	Server string `json:"server"`
+	TaskID string `json:"taskId"`
+	// Handle names the task to the core's task operations (sealed and
+	// bound to the principal: another principal's handle is refused).
+	Handle   string    `json:"handle"`
 	Era      string    `json:"era"`
 	Status   string    `json:"status"`
 	Message  string    `json:"message,omitempty"`
@@ -20,6 +27,12 @@ type taskRow struct {
 	TTLSecs  float64   `json:"ttlSeconds,omitempty"`
 	Waiting  int       `json:"waiting,omitempty"` // a 2026-07-28 task's input requests
 	Terminal bool      `json:"terminal"`
+}
+
+func rowOf(t *core.Task) taskRow {
+	return taskRow{Tool: t.Tool, Server: t.Server, TaskID: clip(t.ID, MaxCallValueBytes), Handle: t.Handle, Era: string(t.Era),
+		Status: string(t.Status), Message: clip(t.StatusMessage, 1024), Created: t.Created, Updated: t.Updated,
+		TTLSecs: t.TTL.Seconds(), Waiting: len(t.InputRequests), Terminal: t.Status.Terminal()}
 }
 
 // taskRows is ListTasks, the operation every wire's task listing is: the
@@ -32,13 +45,128 @@ func (cs *Console) taskRows(c *caller) ([]taskRow, *core.Error) {
 	}
 	out := make([]taskRow, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, taskRow{Tool: t.Tool, Server: t.Server, TaskID: clip(t.ID, MaxCallValueBytes), Era: string(t.Era),
-			Status: string(t.Status), Message: clip(t.StatusMessage, 1024), Created: t.Created, Updated: t.Updated,
-			TTLSecs: t.TTL.Seconds(), Waiting: len(t.InputRequests), Terminal: t.Status.Terminal()})
+		out = append(out, rowOf(t))
 	}
 	return out, nil
 }
 
 func (cs *Console) tasks(c *caller, _ *http.Request) (any, *core.Error) {
 	return cs.taskRows(c)
+}
+
+// taskEvent is one state of a followed task: the task, and once it has
+// ended its result (rendered like a call's) or the upstream's failure.
+type taskEvent struct {
+	Task    taskRow             `json:"task"`
+	Result  *mcp.CallToolResult `json:"result,omitempty"`
+	Failure *errorBody          `json:"error,omitempty"`
+}
+
+// taskHandle is the handle a task request names, bounded like a query.
+func taskHandle(h string) *core.Error {
+	if h == "" {
+		return fieldError("handle", "required: a task's handle, as the Tasks page or a task call gave it")
+	}
+	if len(h) > MaxTaskHandleBytes {
+		return fieldError("handle", "longer than 4096 bytes")
+	}
+	return nil
+}
+
+// MaxTaskHandleBytes bounds a task handle the page sends (a sealed handle
+// is a few hundred bytes).
+const MaxTaskHandleBytes = 4096
+
+// taskWatch is WatchTask as an event stream (GET, so EventSource reads
+// it): the core's watch operation (BeginTask, OpTaskWatch: the handle
+// opened for the caller, the tool authorized, the audit line), a "state"
+// event per change of status, the last with the result or failure, or an
+// "error" event with the refusal.
+func (cs *Console) taskWatch(w http.ResponseWriter, r *http.Request) {
+	c, e := cs.authenticate(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	handle := r.URL.Query().Get("handle")
+	if e := taskHandle(handle); e != nil {
+		writeError(w, e)
+		return
+	}
+	release, e := cs.acquireStream(c.p.Name)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	defer release()
+	t, err := cs.c.BeginTask(c.ctx, core.OpTaskWatch, handle, core.Fields{TaskHandle: "handle"})
+	if err != nil {
+		fail := t.Fail(err)
+		t.End(fail)
+		writeError(w, fail)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	err = t.Watch(ctx, func(st *core.TaskState) error {
+		ev := taskEvent{Task: rowOf(st.Task), Result: st.Result}
+		if st.Failure != nil {
+			b := errorOf(st.Failure.Bounded())
+			ev.Failure = &b
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if e := cs.c.CheckResponse(len(b)); e != nil {
+			return e
+		}
+		if !cs.write(w, rc, "state", b) {
+			return errGone
+		}
+		return nil
+	})
+	fail := t.Fail(err)
+	t.End(fail)
+	if fail != nil && err != errGone {
+		if b, err := json.Marshal(errorOf(fail)); err == nil {
+			cs.write(w, rc, "error", b)
+		}
+	}
+}
+
+// taskCancelRequest is the body of a cancel: the task's handle.
+type taskCancelRequest struct {
+	Handle string `json:"handle"`
+}
+
+// taskCancel is CancelTask (POST, with the CSRF token): the core's cancel
+// operation, the task's state after.
+func (cs *Console) taskCancel(c *caller, r *http.Request) (any, *core.Error) {
+	if e := cs.checkCSRF(c, r); e != nil {
+		return nil, e
+	}
+	var in taskCancelRequest
+	if err := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxFormBytes)).Decode(&in); err != nil {
+		return nil, fieldError("body", "a JSON object {handle} of at most 16 KiB")
+	}
+	if e := taskHandle(in.Handle); e != nil {
+		return nil, e
+	}
+	t, err := cs.c.BeginTask(c.ctx, core.OpTaskCancel, in.Handle, core.Fields{TaskHandle: "handle"})
+	var out *core.Task
+	if err == nil {
+		out, err = t.Cancel(t.Context())
+	}
+	fail := t.Fail(err)
+	t.End(fail)
+	if fail != nil {
+		return nil, fail
+	}
+	return rowOf(out), nil
 }

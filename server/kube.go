@@ -143,6 +143,27 @@ func mergeDiscovered(cfg mcpbridge.Config, snap kubediscovery.Snapshot, secrets 
 	return cfg
 }
 
+// discoveredObjects names the object each discovered server of merged
+// came from: Merge keeps the file's nFile servers first and appends the
+// discovered ones it keeps, each the first object (by source) asking for
+// that name without a problem.
+func discoveredObjects(nFile int, merged []mcpbridge.ServerConfig, snap kubediscovery.Snapshot) map[string]string {
+	if nFile >= len(merged) {
+		return nil
+	}
+	want := make(map[string]bool, len(merged)-nFile)
+	for _, sc := range merged[nFile:] {
+		want[sc.Name] = true
+	}
+	out := make(map[string]string, len(want))
+	for _, f := range snap.Found {
+		if _, done := out[f.Name]; f.Problem == "" && want[f.Name] && !done {
+			out[f.Name] = f.Source
+		}
+	}
+	return out
+}
+
 // authSecrets are the auth section's secrets (nil without one), redacted
 // in every server's messages.
 func authSecrets(c *config.Config) []string {

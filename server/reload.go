@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/toolsvc/toolsvc/config"
+	"github.com/toolsvc/toolsvc/console"
 	"github.com/toolsvc/toolsvc/kubediscovery"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service"
@@ -71,6 +73,9 @@ type configManager struct {
 	mu       sync.Mutex // guards status and lastHash
 	status   service.ConfigStatus
 	lastHash [32]byte
+	// objects names the Kubernetes object of each discovered upstream the
+	// bridge runs (discoveredObjects), for the console.
+	objects map[string]string
 }
 
 func newConfigManager(path string, data []byte, c *config.Config, b *mcpbridge.Bridge, log *slog.Logger) *configManager {
@@ -90,6 +95,20 @@ func (m *configManager) Status() service.ConfigStatus {
 		st.Discovery = m.kube.sources()
 	}
 	return st
+}
+
+// Kubernetes is discovery's objects and sources, for the console's
+// Upstreams page (the sources as ListServers' discovery_sources).
+func (m *configManager) Kubernetes() console.Kubernetes {
+	m.mu.Lock()
+	out := console.Kubernetes{Objects: maps.Clone(m.objects)}
+	m.mu.Unlock()
+	if m.kube != nil {
+		for _, d := range m.kube.sources() {
+			out.Sources = append(out.Sources, console.DiscoverySource{Name: d.Name, State: d.State, Since: d.Since, Err: d.Err, Synced: d.Synced, Objects: d.Objects})
+		}
+	}
+	return out
 }
 
 // Effective is the running configuration with every secret redacted
@@ -149,11 +168,17 @@ func (m *configManager) reload(trigger string, ifChanged bool) service.ConfigSta
 		next := c.Bridge
 		next.Servers = withSecrets(next.Servers, m.secrets)
 		file := next
+		var objects map[string]string
 		if m.kube != nil {
-			next = mergeDiscovered(next, m.kube.snapshot(), m.secrets)
+			snap := m.kube.snapshot()
+			next = mergeDiscovered(next, snap, m.secrets)
+			objects = discoveredObjects(len(file.Servers), next.Servers, snap)
 		}
 		if res, err = m.bridge.Reconfigure(next); err == nil {
 			m.fileCfg, refused = file, next.Refused
+			m.mu.Lock()
+			m.objects = objects
+			m.mu.Unlock()
 		}
 	}
 	if err == nil && c.Auth != nil && m.core != nil {
@@ -283,6 +308,7 @@ func (m *configManager) applyDiscovered(snap kubediscovery.Snapshot) {
 	}
 	m.mu.Lock()
 	m.logRefused(next.Refused)
+	m.objects = discoveredObjects(len(m.fileCfg.Servers), next.Servers, snap)
 	m.mu.Unlock()
 	if len(res.Added)+len(res.Removed)+len(res.Restarted) > 0 {
 		m.log.Info("kubernetes discovery applied", "added", res.Added, "removed", res.Removed, "restarted", res.Restarted, "unchanged", len(res.Unchanged))

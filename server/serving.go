@@ -329,6 +329,9 @@ func (sv *serving) startAdmin() error {
 	if sv.cfgMgr != nil {
 		co.Config = func() any { return sv.cfgMgr.Status() }
 		co.Effective = sv.cfgMgr.Effective
+		if sv.kube != nil {
+			co.Kubernetes = sv.cfgMgr.Kubernetes
+		}
 	}
 	mux.Handle(console.Prefix, console.New(sv.core, co).Handler()) // docs/console.md
 	if sv.logins != nil {

@@ -18,6 +18,7 @@ const timings = (window.__console = { firstRender: null, keystrokes: [], events:
 const store = {
   me: null,
   upstreams: [],
+  discovery: null, // Kubernetes discovery's sources (an operator's; null without discovery)
   catalog: null, // the last catalog event (revision, count)
   feed: [], // catalog changes, newest first (at most 200)
   connected: false,
@@ -57,6 +58,10 @@ function connect() {
   });
   es.addEventListener('error', () => {
     store.connected = false;
+    store.emit();
+  });
+  es.addEventListener('discovery', (e) => {
+    store.discovery = JSON.parse(e.data) || [];
     store.emit();
   });
   es.addEventListener('upstreams', (e) => {
@@ -170,6 +175,7 @@ function Upstreams() {
       <thead><tr>
         <th>Name</th><th>State</th><th>Transport</th><th>Era</th><th>Tools</th><th>Connects</th><th>Refreshes</th>
         <th>Last refresh</th><th>Breaker</th><th>Failures</th><th>In flight</th><th>Last error</th>
+        ${s.discovery ? html`<th>Kubernetes object</th>` : null}
         ${s.me && s.me.admin ? html`<th>Actions</th>` : null}
       </tr></thead>
       <tbody>
@@ -182,17 +188,41 @@ function Upstreams() {
             <td>${u.breaker}${u.breakerRetry ? ' until ' + fmtTime(u.breakerRetry) : ''}</td>
             <td>${u.failures}</td><td>${u.inFlight}</td>
             <td class="last-error">${u.lastError || ''}</td>
-            ${s.me && s.me.admin
+            ${s.discovery
+              ? html`<td class="kube-object">${u.object ? objectText(u.object) : ''}${u.refused ? html` <span class="error refused">refused</span>` : null}</td>`
+              : null}
+            ${s.me && s.me.admin && !u.refused
               ? html`<td>
                   <button class="reconnect" onClick=${() => act(u.name, 'reconnect')}>Reconnect</button>
                   <button class="refresh" onClick=${() => act(u.name, 'refresh')}>Refresh</button>
                 </td>`
-              : null}
+              : s.me && s.me.admin ? html`<td></td>` : null}
           </tr>`,
         )}
       </tbody>
     </table>
-    ${s.upstreams.length === 0 ? html`<p class="muted">No upstream visible to you.</p>` : null}`;
+    ${s.upstreams.length === 0 ? html`<p class="muted">No upstream visible to you.</p>` : null}
+    ${s.discovery
+      ? html`<h3>Kubernetes discovery</h3>
+          <p class="muted">Each source's list/watch. An object discovery refuses is a row above, marked refused, with why.</p>
+          <table id="discovery">
+            <thead><tr><th>Source</th><th>State</th><th>Since</th><th>Synced</th><th>Objects</th><th>Error</th></tr></thead>
+            <tbody>
+              ${s.discovery.map(
+                (d) => html`<tr key=${d.name} data-source=${d.name} data-state=${d.state}>
+                  <td>${d.name}</td><td class=${d.state === 'failing' ? 'error' : ''}>${d.state}</td><td>${fmtTime(d.since)}</td>
+                  <td>${d.synced ? 'yes' : 'no'}</td><td>${d.objects}</td><td class="last-error">${d.error || ''}</td>
+                </tr>`,
+              )}
+            </tbody>
+          </table>`
+      : null}`;
+}
+
+// objectText is a Kubernetes object as kind namespace/name.
+function objectText(o) {
+  if (o.name) return o.kind + ' ' + o.namespace + '/' + o.name;
+  return o.kind + (o.namespace ? ' in ' + o.namespace : '') + ' (the source)';
 }
 
 // ---- Catalog --------------------------------------------------------------
@@ -683,6 +713,8 @@ function Playground() {
   const [progress, setProgress] = useState(null);
   const [logs, setLogs] = useState([]);
   const [asked, setAsked] = useState(null); // the input event waiting for answers
+  const [asTask, setAsTask] = useState(false);
+  const [taskHandle, setTaskHandle] = useState('');
   const round = useRef(null); // {args, answers}
   const abort = useRef(null);
   const reset = () => {
@@ -692,9 +724,11 @@ function Playground() {
     setProgress(null);
     setLogs([]);
     setAsked(null);
+    setTaskHandle('');
   };
   useEffect(() => {
     setTool(null);
+    setAsTask(false);
     setValues({});
     reset();
     if (!name) return;
@@ -716,7 +750,7 @@ function Playground() {
         method: 'POST',
         signal: ctrl.signal,
         headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
-        body: JSON.stringify({ name, arguments: args, state, responses }),
+        body: JSON.stringify({ name, arguments: args, state, responses, task: (asTask || (tool && tool.taskSupport === 'required')) && !state }),
       });
       const fail = (body) => {
         const fields = {};
@@ -729,6 +763,7 @@ function Playground() {
         if (event === 'progress') setProgress(data);
         else if (event === 'log') setLogs((ls) => [...ls, data].slice(-500));
         else if (event === 'result') setResult(data);
+        else if (event === 'task') setTaskHandle(data.handle);
         else if (event === 'error') fail(data);
         else if (event === 'input') {
           round.current = { args, state: data.state, answers: {}, want: data.requests.length };
@@ -777,6 +812,10 @@ function Playground() {
           <p><b>${tool.name}</b> <span class="muted">${tool.title || ''}</span></p>
           <${SchemaForm} prefix="arg-" schema=${tool.inputSchema} values=${values} setValues=${setValues} problems=${problems} />
           ${problems['(arguments)'] ? html`<p class="error field-problem">${problems['(arguments)']}</p>` : null}
+          ${tool.taskSupport === 'optional' || tool.taskSupport === 'required'
+            ? html`<p><label><input id="play-as-task" type="checkbox" checked=${asTask || tool.taskSupport === 'required'}
+                disabled=${tool.taskSupport === 'required'} onChange=${(e) => setAsTask(e.currentTarget.checked)} /> run as task</label></p>`
+            : null}
           <button id="play-call" type="submit" disabled=${busy || !!asked}>${busy ? 'Calling…' : 'Call'}</button>
         </form>`
       : null}
@@ -800,13 +839,70 @@ function Playground() {
           ${asked.requests.map((r) => html`<${InputRequest} key=${asked.state + r.id} req=${r} answer=${answer} />`)}
         </div>`
       : null}
-    ${result
-      ? html`<div id="play-result" class=${result.isError ? 'error' : ''}>
-          <h3>${result.isError ? 'The tool reported an error' : 'Result'}</h3>
-          ${(result.content || []).map((c, i) => html`<${Content} key=${i} c=${c} />`)}
-          ${result.structuredContent ? html`<h4>Structured content</h4><pre>${JSON.stringify(result.structuredContent, null, 2)}</pre>` : null}
-        </div>`
-      : null}`;
+    ${result ? html`<${ResultView} id="play-result" result=${result} />` : null}
+    ${taskHandle ? html`<${TaskFollow} key=${taskHandle} handle=${taskHandle} />` : null}`;
+}
+
+// ResultView renders a tool's result: its content (text, images, audio,
+// resource links) and structured content, every string as text.
+function ResultView({ id, result }) {
+  return html`<div id=${id} class=${result.isError ? 'error' : ''}>
+    <h3>${result.isError ? 'The tool reported an error' : 'Result'}</h3>
+    ${(result.content || []).map((c, i) => html`<${Content} key=${i} c=${c} />`)}
+    ${result.structuredContent ? html`<h4>Structured content</h4><pre>${JSON.stringify(result.structuredContent, null, 2)}</pre>` : null}
+  </div>`;
+}
+
+// TaskFollow follows one task by its handle (the core's WatchTask, as an
+// event stream): its status live, its result rendered like a call's once
+// it has ended, and a Cancel button while it runs (the core's CancelTask).
+function TaskFollow({ handle }) {
+  const s = useStore();
+  const [st, setSt] = useState(null);
+  const [err, setErr] = useState('');
+  useEffect(() => {
+    const es = new EventSource('/ui/api/tasks/watch?handle=' + encodeURIComponent(handle));
+    es.addEventListener('state', (e) => {
+      const v = JSON.parse(e.data);
+      setSt(v);
+      if (v.task.terminal) es.close();
+    });
+    es.addEventListener('error', (e) => {
+      if (e.data) setErr(errText(JSON.parse(e.data)));
+      es.close();
+    });
+    return () => es.close();
+  }, [handle]);
+  const cancel = async () => {
+    try {
+      const res = await fetch('/ui/api/tasks/cancel', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+        body: JSON.stringify({ handle }),
+      });
+      const body = await res.json();
+      if (!res.ok) return setErr(errText(body));
+      setSt((cur) => ({ ...(cur || {}), task: body }));
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
+  const t = st && st.task;
+  return html`<div id="task-follow" data-status=${t ? t.status : ''}>
+    <h3>Task ${t ? html`<span class="muted">${t.tool} · ${t.taskId}</span>` : null}</h3>
+    ${err ? html`<p class="error" id="task-error">${err}</p>` : null}
+    ${t
+      ? html`<p>Status: <b id="task-status">${t.status}</b>${t.waiting ? ' (' + t.waiting + ' waiting)' : ''}
+          <span class="muted"> ${t.message || ''}</span>
+          ${t.terminal ? null : html` <button id="task-cancel" type="button" onClick=${cancel}>Cancel</button>`}</p>`
+      : html`<p class="muted">Following…</p>`}
+    ${st && st.result ? html`<${ResultView} id="task-result" result=${st.result} />` : null}
+    ${st && st.error ? html`<p class="error" id="task-failure">${errText(st.error)}</p>` : null}
+  </div>`;
+}
+
+function errText(b) {
+  return `${b.code} ${b.reason}: ${b.message}`;
 }
 
 // ---- Tasks ----------------------------------------------------------------
@@ -816,6 +912,7 @@ function Playground() {
 function Tasks() {
   const [rows, setRows] = useState(null);
   const [err, setErr] = useState('');
+  const [open, setOpen] = useState(''); // the handle of the task followed below
   useEffect(() => {
     const es = new EventSource('/ui/api/events?tasks=1');
     es.addEventListener('tasks', (e) => (setRows(JSON.parse(e.data)), setErr('')));
@@ -828,13 +925,13 @@ function Tasks() {
   return html`
     <h2>Tasks</h2>
     <p class="muted">Your tool calls that run as MCP tasks, on this replica, newest first (toolsvc tasks on the CLI
-      does the same and more: watch, result, cancel).</p>
+      does the same). Open one to follow it: its status live, its result, Cancel while it runs.</p>
     ${err ? html`<p class="error" id="tasks-error">${err}</p>` : null}
     ${rows === null ? html`<p class="muted">Loading…</p>` : null}
     ${rows && rows.length === 0 ? html`<p class="muted">No task.</p>` : null}
     ${rows && rows.length
       ? html`<table id="tasks">
-          <thead><tr><th>Tool</th><th>Task id</th><th>Status</th><th>Message</th><th>Created</th><th>Updated</th><th>Era</th></tr></thead>
+          <thead><tr><th>Tool</th><th>Task id</th><th>Status</th><th>Message</th><th>Created</th><th>Updated</th><th>Era</th><th></th></tr></thead>
           <tbody>
             ${rows.map(
               (r) => html`<tr key=${r.server + '/' + r.taskId} data-task=${r.taskId} data-status=${r.status}>
@@ -842,11 +939,13 @@ function Tasks() {
                 <td class=${r.status === 'failed' ? 'error' : r.terminal ? '' : 'state-connecting'}>${r.status}${
                   r.waiting ? ' (' + r.waiting + ' waiting)' : ''}</td>
                 <td>${r.message || ''}</td><td>${fmtTime(r.created)}</td><td>${fmtTime(r.updated)}</td><td>${r.era}</td>
+                <td><button class="task-open" type="button" onClick=${() => setOpen(r.handle)}>Open</button></td>
               </tr>`,
             )}
           </tbody>
         </table>`
-      : null}`;
+      : null}
+    ${open ? html`<${TaskFollow} key=${open} handle=${open} />` : null}`;
 }
 
 // ---- Logins ---------------------------------------------------------------
