@@ -137,7 +137,6 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/search", cs.api(cs.search))
 	mux.HandleFunc("GET /ui/api/traffic", cs.api(cs.traffic))
 	mux.HandleFunc("GET /ui/api/calls", cs.api(cs.calls))
-	mux.HandleFunc("POST /ui/api/call", cs.call)
 	mux.HandleFunc("POST /ui/api/call/stream", cs.callStream)
 	mux.HandleFunc("GET /ui/api/tasks", cs.api(cs.tasks))
 	mux.HandleFunc("GET /ui/api/tasks/watch", cs.taskWatch)

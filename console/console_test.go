@@ -114,11 +114,11 @@ func TestAuthAndCSRF(t *testing.T) {
 	if w.Code != http.StatusForbidden || e.Reason != ReasonCSRF {
 		t.Fatalf("an action without the CSRF token: %d %+v", w.Code, e)
 	}
-	w, e = do(t, h, asBob("POST", "/ui/api/call"))
+	w, e = do(t, h, asBob("POST", "/ui/api/call/stream"))
 	if w.Code != http.StatusForbidden || e.Reason != ReasonCSRF {
 		t.Fatalf("a Playground call without the CSRF token: %d %+v", w.Code, e)
 	}
-	r := asBob("POST", "/ui/api/call")
+	r := asBob("POST", "/ui/api/call/stream")
 	r.Header.Set("X-Toolsvc-CSRF", me.CSRF)
 	r.Body = io.NopCloser(strings.NewReader(`{"name": "", "arguments": {}}`))
 	if w, e = do(t, h, r); w.Code != http.StatusBadRequest || len(e.Fields) != 1 || e.Fields[0].Field != "name" {
