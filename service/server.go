@@ -239,6 +239,8 @@ func serverToProto(st core.ServerStatus) *toolsvcv1.Server {
 		p.Transport = toolsvcv1.Transport_TRANSPORT_STREAMABLE_HTTP
 	case core.TransportSSE:
 		p.Transport = toolsvcv1.Transport_TRANSPORT_SSE
+	case core.TransportGRPC:
+		p.Transport = toolsvcv1.Transport_TRANSPORT_GRPC
 	}
 	switch st.State {
 	case core.StateConnecting:

@@ -75,6 +75,9 @@ func TestGRPCUpstream(t *testing.T) {
 	defer cancel()
 	c := p.client
 
+	if tr := serverStatus(t, ctx, c, "g").GetTransport(); tr != toolsvcv1.Transport_TRANSPORT_GRPC {
+		t.Errorf("ListServers transport = %v, want TRANSPORT_GRPC", tr)
+	}
 	tools, _ := listAll(t, ctx, c, 100)
 	for _, want := range []string{"g__echo", "g__add", "g__add_tool"} {
 		if !hasTool(tools, want) {

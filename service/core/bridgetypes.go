@@ -68,6 +68,7 @@ const (
 	TransportStdio          = mcpbridge.TransportStdio
 	TransportStreamableHTTP = mcpbridge.TransportStreamableHTTP
 	TransportSSE            = mcpbridge.TransportSSE
+	TransportGRPC           = mcpbridge.TransportGRPC
 )
 
 // The bridge's errors a wire tells apart (errors.Is). Every other bridge

@@ -218,6 +218,9 @@ const (
 	Transport_TRANSPORT_STREAMABLE_HTTP Transport = 2
 	// The deprecated 2024-11-05 HTTP+SSE transport.
 	Transport_TRANSPORT_SSE Transport = 3
+	// The MCP gRPC binding (model_context_protocol.Mcp), a "type": "grpc"
+	// upstream.
+	Transport_TRANSPORT_GRPC Transport = 4
 )
 
 // Enum value maps for Transport.
@@ -227,12 +230,14 @@ var (
 		1: "TRANSPORT_STDIO",
 		2: "TRANSPORT_STREAMABLE_HTTP",
 		3: "TRANSPORT_SSE",
+		4: "TRANSPORT_GRPC",
 	}
 	Transport_value = map[string]int32{
 		"TRANSPORT_UNSPECIFIED":     0,
 		"TRANSPORT_STDIO":           1,
 		"TRANSPORT_STREAMABLE_HTTP": 2,
 		"TRANSPORT_SSE":             3,
+		"TRANSPORT_GRPC":            4,
 	}
 )
 
@@ -7075,12 +7080,13 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\"DISCOVERY_SOURCE_STATE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eDISCOVERY_SOURCE_STATE_LISTING\x10\x01\x12#\n" +
 	"\x1fDISCOVERY_SOURCE_STATE_WATCHING\x10\x02\x12\"\n" +
-	"\x1eDISCOVERY_SOURCE_STATE_FAILING\x10\x03*m\n" +
+	"\x1eDISCOVERY_SOURCE_STATE_FAILING\x10\x03*\x81\x01\n" +
 	"\tTransport\x12\x19\n" +
 	"\x15TRANSPORT_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fTRANSPORT_STDIO\x10\x01\x12\x1d\n" +
 	"\x19TRANSPORT_STREAMABLE_HTTP\x10\x02\x12\x11\n" +
-	"\rTRANSPORT_SSE\x10\x03*\x92\x01\n" +
+	"\rTRANSPORT_SSE\x10\x03\x12\x12\n" +
+	"\x0eTRANSPORT_GRPC\x10\x04*\x92\x01\n" +
 	"\vServerState\x12\x1c\n" +
 	"\x18SERVER_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SERVER_STATE_CONNECTING\x10\x01\x12\x16\n" +
