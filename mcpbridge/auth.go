@@ -80,6 +80,30 @@ func (w *authWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// AuthReporter is implemented by a transport of Config.Transports whose
+// upstream can refuse toolsvc's credentials (the gRPC binding's
+// UNAUTHENTICATED or PERMISSION_DENIED, a failed token request of its own
+// OAuth handler): it is the transport's authWatch, so that the supervisor
+// tells an authentication problem from a crash by the peer's real answer
+// and holds it for AuthRetry as it does an HTTP upstream's 401/403.
+type AuthReporter interface {
+	// AuthRejected says why the upstream's latest answer refused
+	// toolsvc's credentials (or why the latest token request failed),
+	// "" when it did not. The bridge redacts it.
+	AuthRejected() string
+}
+
+// authReporter boxes an AuthReporter for an atomic.Pointer.
+type authReporter struct{ AuthReporter }
+
+// watchAuth makes t, the transport of the upstream's newest session, the
+// one authRejected asks, when it reports refusals.
+func (u *upstream) watchAuth(t any) {
+	if r, ok := t.(AuthReporter); ok {
+		u.authRep.Store(&authReporter{r})
+	}
+}
+
 // secretSet holds secret values learnt at run time (issued access and
 // refresh tokens) for redaction; it keeps the latest few.
 type secretSet struct {
@@ -137,7 +161,8 @@ func (u *upstream) initAuth() {
 
 // authRejected says why a failed attempt or lost session (err) is an
 // authentication problem: the upstream's last HTTP answer was 401/403, or
-// the last token request failed. "" when it is not.
+// the last token request failed, or the transport reports either
+// (AuthReporter). "" when it is not.
 func (u *upstream) authRejected(err error) string {
 	if err == nil {
 		return ""
@@ -151,6 +176,11 @@ func (u *upstream) authRejected(err error) string {
 	if u.oauth != nil {
 		if f := u.oauth.Failure(); f != "" {
 			why = u.redact(f)
+		}
+	}
+	if r := u.authRep.Load(); r != nil {
+		if w := r.AuthRejected(); w != "" {
+			why = u.redact(w)
 		}
 	}
 	return why
@@ -170,7 +200,7 @@ func (u *upstream) authHold(err error, delay time.Duration, msg string) (time.Du
 		o.UpstreamAuthFailed(u.cfg.Name)
 	}
 	hint := "configure headers or oauth for this server"
-	if u.oauth != nil {
+	if u.oauth != nil || u.cfg.OAuth != nil { // the handler is the bridge's or the transport's (gRPC)
 		hint = "check the server's oauth settings"
 	}
 	if strings.Contains(msg, why) {

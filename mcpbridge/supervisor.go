@@ -31,9 +31,10 @@ type upstream struct {
 	http   *http.Client // shared by the upstream's sessions; nil for stdio
 	sem    chan struct{}
 
-	authw          *authWatch     // sees 401/403 answers (HTTP upstreams)
-	oauth          *oauth.Handler // nil without OAuth (mcpbridge/oauth)
-	runtimeSecrets secretSet      // OAuth secrets and issued tokens, redacted
+	authw          *authWatch                   // sees 401/403 answers (HTTP upstreams)
+	authRep        atomic.Pointer[authReporter] // the latest session's transport, if it reports refusals (gRPC)
+	oauth          *oauth.Handler               // nil without OAuth (mcpbridge/oauth)
+	runtimeSecrets secretSet                    // OAuth secrets and issued tokens, redacted
 
 	sess     atomic.Pointer[session] // the session calls go to; nil when none
 	inflight atomic.Int64

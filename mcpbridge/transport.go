@@ -58,7 +58,11 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		if f == nil {
 			return nil, fmt.Errorf("no gRPC transport is registered in this binary")
 		}
-		return f(u.cfg, u.maxMessage())
+		t, err := f(u.cfg, u.maxMessage())
+		if err == nil {
+			u.watchAuth(t) // its refusals are held for authRetry (auth.go)
+		}
+		return t, err
 	case TransportStdio:
 		cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
 		cmd.Dir = u.cfg.Dir

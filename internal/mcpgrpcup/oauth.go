@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 
-	"golang.org/x/oauth2"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
@@ -20,7 +19,7 @@ import (
 // loopback (config refuses oauth on a plaintext non-loopback target
 // already; grpc-go enforces it again at each RPC).
 type oauthCreds struct {
-	ts         oauth2.TokenSource
+	h          *oauth.Handler
 	loopbackOK bool
 }
 
@@ -32,14 +31,14 @@ var _ credentials.PerRPCCredentials = oauthCreds{}
 func newOAuthCreds(sc mcpbridge.ServerConfig, loopback bool) oauthCreds {
 	log := slog.Default().With("server", sc.Name)
 	h := oauth.NewHandler(context.Background(), *sc.OAuth, sc.URL, log, sc.ConnectTimeout, nil)
-	return oauthCreds{ts: h, loopbackOK: loopback}
+	return oauthCreds{h: h, loopbackOK: loopback}
 }
 
 // GetRequestMetadata fetches (or reuses) the token. A failed token request
 // fails the RPC UNAUTHENTICATED with the handler's reason (which names the
 // token endpoint's answer, never the client secret).
 func (c oauthCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	tok, err := c.ts.Token()
+	tok, err := c.h.Token()
 	if err != nil {
 		return nil, status.Errorf(codes.Unauthenticated, "oauth token request failed: %v", err)
 	}

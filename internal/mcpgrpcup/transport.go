@@ -48,7 +48,7 @@ func Factory(sc mcpbridge.ServerConfig, maxMessage int) (mcp.Transport, error) {
 	for k, v := range sc.Headers {
 		md.Append(strings.ToLower(k), v)
 	}
-	t := &Transport{Target: target, TLS: tlsOn, Metadata: md, MaxMessage: maxMessage}
+	t := &Transport{Target: target, TLS: tlsOn, Metadata: md, MaxMessage: maxMessage, auth: &authState{}}
 	if sc.TLS != nil {
 		if t.TLSConfig, err = clientTLS(sc.TLS); err != nil {
 			return nil, err
@@ -56,7 +56,8 @@ func Factory(sc mcpbridge.ServerConfig, maxMessage int) (mcp.Transport, error) {
 	}
 	if sc.OAuth != nil {
 		u, _ := url.Parse(sc.URL)
-		t.PerRPC = newOAuthCreds(sc, mcpbridge.IsLoopbackHost(u.Hostname()))
+		creds := newOAuthCreds(sc, mcpbridge.IsLoopbackHost(u.Hostname()))
+		t.PerRPC, t.auth.oauth = creds, creds.h
 	}
 	return t, nil
 }
@@ -77,6 +78,8 @@ func parseTarget(raw string) (string, bool, error) {
 	return "", false, fmt.Errorf("url: want the grpc or grpcs scheme, got %q", u.Scheme)
 }
 
+var _ mcpbridge.AuthReporter = (*Transport)(nil)
+
 // Transport is one upstream's gRPC binding as an mcp.Transport: each
 // Connect dials a new channel (a session of the bridge is one channel, so
 // a reconnect after a lost upstream starts afresh).
@@ -89,6 +92,17 @@ type Transport struct {
 	PerRPC     credentials.PerRPCCredentials
 	Metadata   metadata.MD // sent with every RPC (the configured headers); never logged
 	MaxMessage int         // the bridge's bound on one received message
+
+	auth *authState // refusals of its credentials (auth.go); nil: not reported
+}
+
+// AuthRejected implements mcpbridge.AuthReporter: why the upstream's
+// latest connect probe or list refused toolsvc's credentials, or "".
+func (t *Transport) AuthRejected() string {
+	if t.auth == nil {
+		return ""
+	}
+	return t.auth.AuthRejected()
 }
 
 // Connect dials the upstream, waits (within ctx) until the channel is
@@ -115,7 +129,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grpc upstream: %w", err)
 	}
-	c := &conn{cc: cc, client: pb.NewMcpClient(cc), md: t.Metadata, in: make(chan jsonrpc.Message, 16),
+	c := &conn{cc: cc, client: pb.NewMcpClient(cc), md: t.Metadata, auth: t.auth, in: make(chan jsonrpc.Message, 16),
 		done: make(chan struct{}), inflight: map[string]context.CancelFunc{}}
 	if err := c.waitReady(ctx); err != nil {
 		cc.Close()
@@ -135,6 +149,7 @@ type conn struct {
 	client pb.McpClient
 	md     metadata.MD
 	caps   mcp.ServerCapabilities
+	auth   *authState // nil for a hand-built Transport
 
 	in        chan jsonrpc.Message // responses for Read
 	done      chan struct{}
@@ -186,7 +201,9 @@ func (c *conn) watch() {
 // declared; a refusal of ListTools fails the connect.
 func (c *conn) probe(ctx context.Context) error {
 	ctx = metadata.NewOutgoingContext(ctx, c.md)
-	if _, err := c.client.ListTools(ctx, &pb.ListToolsRequest{}); err != nil {
+	_, err := c.client.ListTools(ctx, &pb.ListToolsRequest{})
+	c.observeAuth(err)
+	if err != nil {
 		return fmt.Errorf("grpc upstream: ListTools: %w", err)
 	}
 	c.caps.Tools = &mcp.ToolCapabilities{ListChanged: false}
@@ -270,12 +287,23 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 		c.mu.Unlock()
 	}()
 	res, err := h(rctx, c.client, req.Params)
+	if strings.HasSuffix(req.Method, "/list") {
+		c.observeAuth(err)
+	}
 	if ctx.Err() != nil {
 		// The caller gave up: go-sdk retires the call with this error;
 		// a response would name a call it no longer knows.
 		return ctx.Err()
 	}
 	return c.deliver(response(req.ID, res, err))
+}
+
+// observeAuth records a probe's or list's answer for the bridge's
+// authentication classification (auth.go).
+func (c *conn) observeAuth(err error) {
+	if c.auth != nil {
+		c.auth.observe(err)
+	}
 }
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprint(id.Raw()) }

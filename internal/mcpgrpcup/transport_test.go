@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -209,5 +210,75 @@ func TestStatusTextIsClipped(t *testing.T) {
 	}
 	if we := wireError(status.Error(codes.InvalidArgument, "bad")); we.Code != jsonrpc.CodeInvalidParams || we.Message != "grpc upstream: InvalidArgument: bad" {
 		t.Errorf("InvalidArgument = %d %q", we.Code, we.Message)
+	}
+}
+
+// refusing answers ListTools with the status code it holds (OK: a list).
+type refusing struct {
+	pb.UnimplementedMcpServer
+	code atomic.Uint32
+}
+
+func (s *refusing) ListTools(context.Context, *pb.ListToolsRequest) (*pb.ListToolsResponse, error) {
+	if c := codes.Code(s.code.Load()); c != codes.OK {
+		return nil, status.Error(c, "refused by the test server")
+	}
+	return &pb.ListToolsResponse{Tools: []*pb.Tool{{Name: "echo"}}}, nil
+}
+
+// TestAuthRejected: the transport reports a real server's UNAUTHENTICATED
+// or PERMISSION_DENIED answer to the connect probe, or to a list later,
+// as a refusal of its credentials (mcpbridge.AuthReporter), and forgets
+// it after a list that succeeds; another failure is no refusal.
+func TestAuthRejected(t *testing.T) {
+	srv := &refusing{}
+	url, _ := serve(t, srv)
+	tr, err := Factory(mcpbridge.ServerConfig{Name: "g", Transport: mcpbridge.TransportGRPC, URL: url}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gt := tr.(*Transport)
+	for code, want := range map[codes.Code]string{
+		codes.Unauthenticated:  "the upstream answered UNAUTHENTICATED",
+		codes.PermissionDenied: "the upstream answered PERMISSION_DENIED",
+	} {
+		srv.code.Store(uint32(code))
+		if _, err := gt.Connect(t.Context()); status.Code(errors.Unwrap(err)) != code {
+			t.Fatalf("Connect with ListTools refused %v = %v", code, err)
+		}
+		if got := gt.AuthRejected(); got != want {
+			t.Errorf("after a %v probe AuthRejected() = %q, want %q", code, got, want)
+		}
+	}
+	// A session: its probe succeeds, a list later is refused.
+	tr2, _ := Factory(mcpbridge.ServerConfig{Name: "g", Transport: mcpbridge.TransportGRPC, URL: url}, 1<<20)
+	gt2 := tr2.(*Transport)
+	srv.code.Store(uint32(codes.OK))
+	cs2, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(), gt2, &mcp.ClientSessionOptions{ProtocolVersion: mcpbridge.DefaultProtocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs2.Close()
+	if got := gt2.AuthRejected(); got != "" {
+		t.Errorf("after a good probe AuthRejected() = %q, want none", got)
+	}
+	srv.code.Store(uint32(codes.PermissionDenied))
+	if _, err := cs2.ListTools(t.Context(), nil); err == nil {
+		t.Fatal("a refused list succeeded")
+	}
+	if got := gt2.AuthRejected(); got != "the upstream answered PERMISSION_DENIED" {
+		t.Errorf("after a refused list AuthRejected() = %q", got)
+	}
+	srv.code.Store(uint32(codes.Unavailable))
+	_, _ = cs2.ListTools(t.Context(), nil)
+	if got := gt2.AuthRejected(); got != "the upstream answered PERMISSION_DENIED" {
+		t.Errorf("an UNAVAILABLE list changed the record to %q", got)
+	}
+	srv.code.Store(uint32(codes.OK))
+	if _, err := cs2.ListTools(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := gt2.AuthRejected(); got != "" {
+		t.Errorf("after a good list AuthRejected() = %q, want none", got)
 	}
 }

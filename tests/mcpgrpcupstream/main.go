@@ -13,7 +13,9 @@
 // message is 2 MiB). Likewise the prompt ask_prompt ("Greet NAME") and
 // the resource ask://greeting ("hello NAME"), NAME the action when the
 // caller did not accept. With -token it
-// refuses calls without "authorization: Bearer <token>". With -tls-cert it
+// refuses calls without "authorization: Bearer <token>" (UNAUTHENTICATED),
+// with -deny it refuses every call (PERMISSION_DENIED); each refusal
+// prints "refused METHOD". With -tls-cert it
 // serves TLS, and with -client-ca it requires a client certificate (mTLS).
 // With -auth-issuer every RPC needs a JWT access token that issuer signed;
 // it prints "new bearer token" each time the token differs from the last.
@@ -59,13 +61,14 @@ func main() {
 	keyFile := flag.String("tls-key", "", "the key of -tls-cert (PEM)")
 	issuer := flag.String("auth-issuer", "", "require a JWT access token this issuer signed as the bearer (verified against its JWKS)")
 	clientCA := flag.String("client-ca", "", "require a client certificate signed by this CA (PEM; with -tls-cert)")
+	deny := flag.Bool("deny", false, "refuse every RPC with PERMISSION_DENIED")
 	flag.Parse()
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	s := &server{ttl: *ttl, token: *token}
+	s := &server{ttl: *ttl, token: *token, deny: *deny}
 	if *issuer != "" {
 		if s.verify, err = jwtVerifier(*issuer); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -132,6 +135,7 @@ type server struct {
 	pb.UnimplementedMcpServer
 	ttl    time.Duration
 	token  string
+	deny   bool
 	verify func(ctx context.Context, token string) error // -auth-issuer
 
 	mu        sync.Mutex
@@ -140,9 +144,14 @@ type server struct {
 }
 
 func (s *server) auth(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if s.deny {
+		fmt.Println("refused", info.FullMethod) // the tests count the attempts
+		return nil, status.Error(codes.PermissionDenied, "this client may not use the service")
+	}
 	if s.token != "" {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if !slices.Contains(md.Get("authorization"), "Bearer "+s.token) {
+			fmt.Println("refused", info.FullMethod)
 			return nil, status.Error(codes.Unauthenticated, "a bearer token is required")
 		}
 	}
