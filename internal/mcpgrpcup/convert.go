@@ -94,16 +94,10 @@ var handlers = map[string]handler{
 		if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
 			return inputRequiredJSON(r.GetCommon())
 		}
-		content := make([]any, 0, len(r.GetContent()))
+		out := &callResultJSON{Content: make([]any, 0, len(r.GetContent())), IsError: r.GetIsError(),
+			StructuredContent: structMap(r.GetStructuredContent())}
 		for _, b := range r.GetContent() {
-			content = append(content, contentJSON(b.GetText(), b.GetImage(), b.GetAudio(), b.GetEmbeddedResource(), b.GetResourceLink()))
-		}
-		out := map[string]any{"content": content}
-		if r.GetIsError() {
-			out["isError"] = true
-		}
-		if s := r.GetStructuredContent(); s != nil {
-			out["structuredContent"] = s.AsMap()
+			out.Content = append(out.Content, contentJSON(b.GetText(), b.GetImage(), b.GetAudio(), b.GetEmbeddedResource(), b.GetResourceLink()))
 		}
 		return out, nil
 	},
@@ -259,12 +253,28 @@ func contentsJSON(c *pb.ResourceContents) map[string]any {
 	return out
 }
 
+// callResultJSON is a tools/call result in the MCP JSON shape, and
+// textJSON a text block: structs, not maps, as every call encodes one
+// (encoding/json sorts a map's keys and allocates for each entry: 8 of the
+// transport's allocations per call of one text block).
+type callResultJSON struct {
+	Content           []any          `json:"content"`
+	IsError           bool           `json:"isError,omitempty"`
+	StructuredContent map[string]any `json:"structuredContent,omitempty"`
+}
+
+type textJSON struct {
+	Type string         `json:"type"`
+	Text string         `json:"text"`
+	Meta map[string]any `json:"_meta,omitempty"`
+}
+
 // contentJSON is one content block (the first of the binding's oneof-like
 // fields that is set).
-func contentJSON(text *pb.TextContent, image *pb.ImageContent, audio *pb.AudioContent, res *pb.EmbeddedResource, link *pb.Resource) map[string]any {
+func contentJSON(text *pb.TextContent, image *pb.ImageContent, audio *pb.AudioContent, res *pb.EmbeddedResource, link *pb.Resource) any {
 	switch {
 	case text != nil:
-		return omitEmpty(map[string]any{"type": "text", "text": text.GetText(), "_meta": structMap(text.GetMetadata())})
+		return &textJSON{Type: "text", Text: text.GetText(), Meta: structMap(text.GetMetadata())}
 	case image != nil:
 		return omitEmpty(map[string]any{"type": "image", "data": image.GetData(), "mimeType": image.GetMimeType(), "_meta": structMap(image.GetMetadata())})
 	case audio != nil:
@@ -276,7 +286,7 @@ func contentJSON(text *pb.TextContent, image *pb.ImageContent, audio *pb.AudioCo
 		out["type"] = "resource_link"
 		return out
 	}
-	return map[string]any{"type": "text", "text": ""}
+	return &textJSON{Type: "text"}
 }
 
 func roleJSON(r pb.Role) string {

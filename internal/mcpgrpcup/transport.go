@@ -8,8 +8,8 @@
 // none) from what the upstream serves, turns each JSON-RPC request the
 // session writes into the matching unary RPC, and each response back into
 // the JSON-RPC result go-sdk decodes. Notifications to the upstream are
-// dropped (the binding has none) but for notifications/cancelled, which
-// cancels the RPC.
+// dropped (the binding has none); a call's RPC runs under the call's own
+// context, so a caller who gives up cancels it.
 package mcpgrpcup
 
 import (
@@ -130,7 +130,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, fmt.Errorf("grpc upstream: %w", err)
 	}
 	c := &conn{cc: cc, client: pb.NewMcpClient(cc), md: t.Metadata, auth: t.auth, in: make(chan jsonrpc.Message, 16),
-		done: make(chan struct{}), inflight: map[string]context.CancelFunc{}}
+		done: make(chan struct{})}
 	if err := c.waitReady(ctx); err != nil {
 		cc.Close()
 		return nil, err
@@ -155,9 +155,6 @@ type conn struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
-
-	mu       sync.Mutex
-	inflight map[string]context.CancelFunc // by request id
 }
 
 func (c *conn) SessionID() string { return "" }
@@ -200,7 +197,7 @@ func (c *conn) watch() {
 // (UNIMPLEMENTED) is a capability it does not have. Tools are always
 // declared; a refusal of ListTools fails the connect.
 func (c *conn) probe(ctx context.Context) error {
-	ctx = metadata.NewOutgoingContext(ctx, c.md)
+	ctx = c.outgoing(ctx)
 	_, err := c.client.ListTools(ctx, &pb.ListToolsRequest{})
 	c.observeAuth(err)
 	if err != nil {
@@ -233,12 +230,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
-		c.mu.Lock()
-		for _, cancel := range c.inflight {
-			cancel()
-		}
-		c.mu.Unlock()
-		c.closeErr = c.cc.Close()
+		c.closeErr = c.cc.Close() // fails the RPCs in flight (CANCELED)
 	})
 	return nil
 }
@@ -248,6 +240,14 @@ func (c *conn) Close() error {
 // registers the call before writing it and writes concurrently, so a write
 // may last as long as its call); its response is queued for Read. A
 // goroutine per request measured no faster and is one more hand-off.
+//
+// Cancellation needs nothing of its own: go-sdk writes a call under the
+// caller's context and sends notifications/cancelled only once that
+// context is done, after Write has returned (Connection.Call writes
+// before it awaits), so the context has cancelled the RPC already. The
+// notification is dropped like every other (a per-call cancel func and a
+// map of them by request id cost 6 allocations a call and never fired
+// first).
 func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	select {
 	case <-c.done:
@@ -259,10 +259,7 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 		return nil // a response to a server request: the binding sends none
 	}
 	if !req.ID.IsValid() {
-		if req.Method == "notifications/cancelled" {
-			c.cancel(req.Params)
-		}
-		return nil
+		return nil // a notification: the binding has none
 	}
 	switch req.Method {
 	case "initialize":
@@ -275,18 +272,7 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 		return c.deliver(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("%s is not in the MCP gRPC binding", req.Method)}})
 	}
-	key := idKey(req.ID)
-	rctx, cancel := context.WithCancel(metadata.NewOutgoingContext(ctx, c.md))
-	defer cancel()
-	c.mu.Lock()
-	c.inflight[key] = cancel
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.inflight, key)
-		c.mu.Unlock()
-	}()
-	res, err := h(rctx, c.client, req.Params)
+	res, err := h(c.outgoing(ctx), c.client, req.Params)
 	if strings.HasSuffix(req.Method, "/list") {
 		c.observeAuth(err)
 	}
@@ -306,26 +292,13 @@ func (c *conn) observeAuth(err error) {
 	}
 }
 
-func idKey(id jsonrpc.ID) string { return fmt.Sprint(id.Raw()) }
-
-// cancel cancels the RPC of a notifications/cancelled's requestId.
-func (c *conn) cancel(params json.RawMessage) {
-	var p struct {
-		RequestID any `json:"requestId"`
+// outgoing is ctx with the configured headers as the RPC's metadata;
+// without headers ctx itself (NewOutgoingContext allocates on every call).
+func (c *conn) outgoing(ctx context.Context) context.Context {
+	if len(c.md) == 0 {
+		return ctx
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil {
-		return
-	}
-	c.mu.Lock()
-	cancel := c.inflight[idKey(id)]
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
+	return metadata.NewOutgoingContext(ctx, c.md)
 }
 
 func (c *conn) reply(id jsonrpc.ID, f func() (any, error)) error {
