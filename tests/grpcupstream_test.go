@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -389,4 +390,47 @@ func TestGRPCUpstreamInteractive(t *testing.T) {
 	if err != nil || resultText(res) != "still here" {
 		t.Fatalf("CallTool(s__echo) after the refusals = %v, %v", res, err)
 	}
+}
+
+// TestGRPCUpstreamFrozen: an upstream that serves the binding is frozen
+// (SIGSTOP) with its connection open, and no call is made (callTimeout is
+// an hour, so neither it nor the breaker can notice): the prober's ping is
+// a round trip to the process, which gets no answer, so the server leaves
+// READY and its session ends on the probes; SIGCONT brings it back READY
+// and calls work again.
+func TestGRPCUpstreamFrozen(t *testing.T) {
+	t.Parallel()
+	up := newGRPCUpstream(t)
+	p := startToolsvc(t, cfg{Servers: servers{"g": fastSupervision(upstream{Type: "grpc", URL: up.url(), CallTimeout: "1h"})}})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*defaultTestTimeout)
+	defer cancel()
+	c := p.client
+	call := func() (*toolsvcv1.CallToolResponse, error) {
+		return c.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "g__echo", ArgumentsJson: `{"text": "awake"}`})
+	}
+	if res, err := call(); err != nil || resultText(res) != "awake" {
+		t.Fatalf("CallTool before the freeze = %v, %v", res, err)
+	}
+	pid := up.p.cmd.Process.Pid
+	_ = syscall.Kill(pid, syscall.SIGSTOP)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	waitStopped(t, pid)
+
+	var last string
+	eventually(t, time.Minute, "g to leave READY on its probes", func() bool {
+		st := serverStatus(t, ctx, c, "g")
+		last = st.GetLastError()
+		return st.GetState() != toolsvcv1.ServerState_SERVER_STATE_READY && strings.Contains(last, "probe")
+	})
+	t.Logf("g's last error while frozen: %s", last)
+	p.log.waitFor(t, regexpMust(`upstream down; reconnecting.*server=g.*session lost: probe 3/3 failed`), time.Minute)
+
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	eventually(t, time.Minute, "g is READY again after SIGCONT", func() bool {
+		return serverStatus(t, ctx, c, "g").GetState() == toolsvcv1.ServerState_SERVER_STATE_READY
+	})
+	eventually(t, time.Minute, "calls work again", func() bool {
+		res, err := call()
+		return err == nil && resultText(res) == "awake"
+	})
 }

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -129,7 +130,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grpc upstream: %w", err)
 	}
-	c := &conn{cc: cc, client: pb.NewMcpClient(cc), md: t.Metadata, auth: t.auth, in: make(chan jsonrpc.Message, 16),
+	c := &conn{cc: cc, client: pb.NewMcpClient(cc), health: healthpb.NewHealthClient(cc), md: t.Metadata, auth: t.auth, in: make(chan jsonrpc.Message, 16),
 		done: make(chan struct{})}
 	if err := c.waitReady(ctx); err != nil {
 		cc.Close()
@@ -147,6 +148,7 @@ func (t *Transport) Connect(ctx context.Context) (mcp.Connection, error) {
 type conn struct {
 	cc     *grpc.ClientConn
 	client pb.McpClient
+	health healthpb.HealthClient // ping (a round trip)
 	md     metadata.MD
 	caps   mcp.ServerCapabilities
 	auth   *authState // nil for a hand-built Transport
@@ -265,7 +267,11 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	case "initialize":
 		return c.reply(req.ID, c.initialize(req.Params))
 	case "ping":
-		return c.reply(req.ID, func() (any, error) { return struct{}{}, nil })
+		err := c.ping(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err() // no answer within the prober's timeout: as a call the caller gave up
+		}
+		return c.deliver(response(req.ID, struct{}{}, err))
 	}
 	h, ok := handlers[req.Method]
 	if !ok {
@@ -282,6 +288,24 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 		return ctx.Err()
 	}
 	return c.deliver(response(req.ID, res, err))
+}
+
+// ping is a round trip to the upstream process: grpc.health.v1's Check
+// (service "", the server as a whole). The binding has no ping, and the
+// channel's state says nothing of a process that is frozen (SIGSTOP) or
+// wedged with its connection open: only an answer does. Any answer proves
+// it alive, UNIMPLEMENTED from an upstream that serves no health service
+// and a refusal of the credentials included (the connect probe and the
+// lists judge those), and NOT_SERVING too (the prober checks liveness, as
+// MCP's ping does). An RPC that ended without an answer is the error:
+// its context's end (the prober's timeout) or the channel's failure.
+func (c *conn) ping(ctx context.Context) error {
+	_, err := c.health.Check(c.outgoing(ctx), &healthpb.HealthCheckRequest{})
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable:
+		return err
+	}
+	return nil
 }
 
 // observeAuth records a probe's or list's answer for the bridge's

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -280,5 +281,54 @@ func TestAuthRejected(t *testing.T) {
 	}
 	if got := gt2.AuthRejected(); got != "" {
 		t.Errorf("after a good list AuthRejected() = %q, want none", got)
+	}
+}
+
+// stuckHealth is a health service whose Check answers only once released:
+// a process that is alive at the TCP level but does not answer.
+type stuckHealth struct {
+	healthpb.UnimplementedHealthServer
+	release chan struct{}
+}
+
+func (h *stuckHealth) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	select {
+	case <-h.release:
+		return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestPingIsARoundTrip: ping is answered by the upstream, not by the
+// channel's state: an upstream without a health service answers
+// UNIMPLEMENTED, which proves it alive; one that does not answer fails
+// the ping when its context ends (the prober's timeout), and passes it
+// once it answers.
+func TestPingIsARoundTrip(t *testing.T) {
+	url, _ := serve(t, &toolsOnly{})
+	if err := connect(t, url, nil, 1<<20).Ping(t.Context(), nil); err != nil {
+		t.Errorf("Ping of an upstream without a health service = %v, want nil (UNIMPLEMENTED is an answer)", err)
+	}
+
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	pb.RegisterMcpServer(gs, &toolsOnly{})
+	h := &stuckHealth{release: make(chan struct{})}
+	healthpb.RegisterHealthServer(gs, h)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	cs := connect(t, "grpc://"+lis.Addr().String(), nil, 1<<20)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if err := cs.Ping(ctx, nil); err == nil {
+		t.Error("Ping of an upstream that does not answer succeeded")
+	}
+	close(h.release)
+	if err := cs.Ping(t.Context(), nil); err != nil {
+		t.Errorf("Ping once the upstream answers = %v", err)
 	}
 }
