@@ -267,11 +267,15 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 	case "initialize":
 		return c.reply(req.ID, c.initialize(req.Params))
 	case "ping":
-		err := c.ping(ctx)
-		if ctx.Err() != nil {
-			return ctx.Err() // no answer within the prober's timeout: as a call the caller gave up
+		if err := c.ping(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err() // no answer within the prober's timeout: as a call the caller gave up
+			}
+			// No answer, and the channel failed (watch ends the session):
+			// a JSON-RPC error here would read as the upstream's answer.
+			return fmt.Errorf("grpc upstream: ping: %w", err)
 		}
-		return c.deliver(response(req.ID, struct{}{}, err))
+		return c.deliver(response(req.ID, struct{}{}, nil))
 	}
 	h, ok := handlers[req.Method]
 	if !ok {
