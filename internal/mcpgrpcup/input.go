@@ -305,7 +305,8 @@ func requestFields(responses mcp.InputResponseMap, state string) (*pb.RequestFie
 	}
 	out := &pb.RequestFields{}
 	if state != "" {
-		out.RequestState = &state
+		s := state // &state would move the parameter to the heap on every call, a first try included
+		out.RequestState = &s
 	}
 	if len(responses) > 0 {
 		out.InputResponses = make(map[string]*pb.InputResponse, len(responses))
