@@ -142,6 +142,10 @@ class _TransportEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Transport.V
     """MCP streamable HTTP."""
     TRANSPORT_SSE: _Transport.ValueType  # 3
     """The deprecated 2024-11-05 HTTP+SSE transport."""
+    TRANSPORT_GRPC: _Transport.ValueType  # 4
+    """The MCP gRPC binding (model_context_protocol.Mcp), a "type": "grpc"
+    upstream.
+    """
 
 class Transport(_Transport, metaclass=_TransportEnumTypeWrapper):
     """Transport is how toolsvc reaches an upstream."""
@@ -154,6 +158,10 @@ TRANSPORT_STREAMABLE_HTTP: Transport.ValueType  # 2
 """MCP streamable HTTP."""
 TRANSPORT_SSE: Transport.ValueType  # 3
 """The deprecated 2024-11-05 HTTP+SSE transport."""
+TRANSPORT_GRPC: Transport.ValueType  # 4
+"""The MCP gRPC binding (model_context_protocol.Mcp), a "type": "grpc"
+upstream.
+"""
 Global___Transport: _TypeAlias = Transport  # noqa: Y015
 
 class _ServerState:

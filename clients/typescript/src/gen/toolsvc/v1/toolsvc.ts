@@ -96,6 +96,11 @@ export enum Transport {
   TRANSPORT_STREAMABLE_HTTP = 2,
   /** TRANSPORT_SSE - The deprecated 2024-11-05 HTTP+SSE transport. */
   TRANSPORT_SSE = 3,
+  /**
+   * TRANSPORT_GRPC - The MCP gRPC binding (model_context_protocol.Mcp), a "type": "grpc"
+   * upstream.
+   */
+  TRANSPORT_GRPC = 4,
   UNRECOGNIZED = -1,
 }
 
