@@ -83,3 +83,32 @@ func TestIdleSessionGoroutines(t *testing.T) {
 		t.Fatalf("Refresh: %v", err)
 	}
 }
+
+// TestRawSchemasKeepNoEmptyTable: once a listing's raw schemas are
+// attached, the session keeps no table of them: a Go map keeps its
+// buckets when emptied, and an idle upstream of 100 tools held about
+// 10 KiB of them until its next listing (the fleet benchmark's heap
+// profile, docs/benchmarks.md). A real go-sdk server over HTTP.
+func TestRawSchemasKeepNoEmptyTable(t *testing.T) {
+	t.Parallel()
+	srv := exactSchemaServer()
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b := newTestBridge(t, ServerConfig{Name: "h", Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+	waitFor(t, b, "h__exact", func(s *Snapshot) bool { _, ok := s.Lookup("h__exact"); return ok })
+	u, err := b.upstream("h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first listing, then a re-list of the same tools
+		s := u.sess.Load()
+		s.raw.mu.Lock()
+		pending, verified := s.raw.byName, len(s.raw.verified)
+		s.raw.mu.Unlock()
+		if pending != nil || verified != 2 {
+			t.Fatalf("after a listing: %d raw schemas pending (table kept: %v), %d verified; want no table, 2 verified", len(pending), pending != nil, verified)
+		}
+		if _, err := b.Refresh(t.Context(), "h"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

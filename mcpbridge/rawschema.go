@@ -163,6 +163,11 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 		}
 		out[i] = &c
 	}
+	if len(r.byName) == 0 {
+		// An emptied map keeps its buckets: about 100 bytes a tool, held
+		// until the next listing, on every idle session.
+		r.byName = nil
+	}
 	return out
 }
 
