@@ -57,7 +57,7 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 		if err := os.MkdirAll(*fleetProfile, 0o755); err != nil {
 			return err
 		}
-		profEnv = []string{"TOOLSVC_BENCH_PPROF=127.0.0.1:0"}
+		profEnv = []string{"TOOLSVC_BENCH_PPROF=127.0.0.1:0", fmt.Sprintf("TOOLSVC_BENCH_MEMPROFILERATE=%d", *fleetProfileRate)}
 	}
 
 	// The replica with the quiet upstream alone: the baseline.
@@ -140,6 +140,8 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 	r.set("fleet_heap_kib_per_upstream", round3(heapPer))
 	r.set("fleet_rss_kib_per_upstream", round3(rssPer))
 	r.set("fleet_goroutines_per_upstream", round3(gorPer))
+	// Goroutine stacks are outside the heap: 8 KiB each at least.
+	r.set("fleet_stack_kib_per_upstream", round3((idle.stackKiB-idle0.stackKiB)/float64(n)))
 	r.row("fleet: per idle upstream (of its tools too): heap in use / RSS KiB, goroutines",
 		fmt.Sprintf("%.0f / %.0f KiB, %.2f", heapPer, rssPer, gorPer), "≤ 64 KiB, ≤ 4")
 
@@ -219,10 +221,11 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 }
 
 // fleetCost is what a replica holds once idle.
-type fleetCost struct{ heapKiB, rssKiB, goroutines float64 }
+type fleetCost struct{ heapKiB, stackKiB, rssKiB, goroutines float64 }
 
 func idleOf(m map[string]float64, rssKiB int64) fleetCost {
-	return fleetCost{heapKiB: m["go_memstats_heap_inuse_bytes"] / 1024, rssKiB: float64(rssKiB), goroutines: m["go_goroutines"]}
+	return fleetCost{heapKiB: m["go_memstats_heap_inuse_bytes"] / 1024, stackKiB: m["go_memstats_stack_inuse_bytes"] / 1024,
+		rssKiB: float64(rssKiB), goroutines: m["go_goroutines"]}
 }
 
 // fleetIdle starts a replica with servers, waits until it is idle and

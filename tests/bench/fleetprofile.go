@@ -20,6 +20,7 @@ var (
 		"goroutines and heap of the idle baseline and fleet replicas with a per-upstream breakdown by site (fleet-idle.txt), "+
 		"and a CPU profile and execution trace of the connect storm at start and of the re-list after the list_changed")
 	fleetProfileSecs = flag.Int("fleet-profile-seconds", 5, "length of each fleet storm's CPU profile and execution trace")
+	fleetProfileRate = flag.Int("fleet-profile-memrate", 4096, "with -fleet-profile, toolsvc's heap sampling rate in bytes (runtime.MemProfileRate; the runtime's default, 512 KiB, is too coarse for sites of a few KiB per upstream)")
 )
 
 // fleetProf profiles one replica of the fleet phase through its
