@@ -4,73 +4,76 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// prober checks liveness every PingInterval with its own deadline: ping, or
-// a one-page tools/list for upstreams that reject ping. A transport failure
-// marks the session dead at once; a timeout marks it degraded, and
-// PingFailures timeouts in a row mark it dead. Wait() alone is not enough:
-// it can take seconds or never return (docs/upstream-behaviour.md §2).
-func (s *session) prober() {
-	u := s.u
-	if u.cfg.PingInterval <= 0 {
-		return
+// The prober checks liveness every PingInterval with its own deadline:
+// ping, or a one-page tools/list for upstreams that reject ping. A
+// transport failure marks the session dead at once; a timeout marks it
+// degraded, and PingFailures timeouts in a row mark it dead. Wait() alone
+// is not enough: it can take seconds or never return
+// (docs/upstream-behaviour.md §2). Its ticker and its state live in the
+// session's loop (keep, sessionloop.go); each probe runs on a goroutine of
+// its own (probeWork) and its outcome is applied there (probed).
+
+// prober is the prober's state between probes.
+type prober struct {
+	useList bool // probe with tools/list: the upstream rejects ping
+	slow    int  // probe timeouts in a row
+}
+
+// probeDone is one probe's outcome.
+type probeDone struct {
+	err     error
+	useList bool
+}
+
+// probeWork probes once: with ping, or tools/list if useList or the
+// upstream rejects ping (then useList is true from now on). Any answer
+// proves the session alive.
+func (s *session) probeWork(useList bool) probeDone {
+	err := s.probe(useList)
+	if err != nil && !useList && pingUnsupported(err) {
+		s.u.log.Info("upstream rejects ping; probing with tools/list instead")
+		useList = true
+		err = s.probe(true)
 	}
-	t := time.NewTicker(u.cfg.PingInterval)
-	defer t.Stop()
-	// Under 2026-07-28 ping is no method of the protocol (go-sdk's stateless
-	// server answers it MethodNotFound, or HTTP 400 without the per-request
-	// _meta): probe with tools/list from the start.
-	useList := s.newProtocol()
-	slow := 0
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-s.deadCtx.Done():
-			return
-		case <-t.C:
-		case <-s.probeNow:
-			// A call lost its response without an answer from the
-			// upstream: find out now whether the session is still alive.
+	if _, ok := answered(err); ok {
+		err = nil
+	}
+	return probeDone{err: err, useList: useList}
+}
+
+// probed applies a probe's outcome: ready again after a good one,
+// degraded after a timeout, dead after a transport failure or
+// PingFailures timeouts in a row.
+func (s *session) probed(pr *prober, d probeDone) {
+	u := s.u
+	pr.useList = d.useList
+	err := d.err
+	if o := u.b.cfg.Observer; o != nil && err != nil && s.ctx.Err() == nil {
+		o.ProbeFailed(u.cfg.Name)
+	}
+	switch {
+	case err == nil:
+		if pr.slow > 0 {
+			pr.slow = 0
+			u.setState(StateReady, "")
 		}
-		err := s.probe(useList)
-		if err != nil && !useList && pingUnsupported(err) {
-			u.log.Info("upstream rejects ping; probing with tools/list instead")
-			useList = true
-			err = s.probe(true)
-		}
-		if _, ok := answered(err); ok {
-			err = nil // any answer proves the session alive
-		}
-		if o := u.b.cfg.Observer; o != nil && err != nil && s.ctx.Err() == nil {
-			o.ProbeFailed(u.cfg.Name)
-		}
-		switch {
-		case err == nil:
-			if slow > 0 {
-				slow = 0
-				u.setState(StateReady, "")
-			}
-		case s.ctx.Err() != nil:
-			return
-		case isSessionDead(err):
+	case s.ctx.Err() != nil:
+	case isSessionDead(err):
+		u.recordDeath(s, "probe", err)
+		s.markDead(fmt.Errorf("probe: %w", err))
+	default:
+		pr.slow++
+		msg := fmt.Sprintf("probe %d/%d failed: %s", pr.slow, u.cfg.PingFailures, u.redact(err.Error()))
+		if pr.slow >= u.cfg.PingFailures {
 			u.recordDeath(s, "probe", err)
-			s.markDead(fmt.Errorf("probe: %w", err))
+			s.markDead(errors.New(msg))
 			return
-		default:
-			slow++
-			msg := fmt.Sprintf("probe %d/%d failed: %s", slow, u.cfg.PingFailures, u.redact(err.Error()))
-			if slow >= u.cfg.PingFailures {
-				u.recordDeath(s, "probe", err)
-				s.markDead(errors.New(msg))
-				return
-			}
-			u.setState(StateDegraded, msg)
 		}
+		u.setState(StateDegraded, msg)
 	}
 }
 

@@ -16,49 +16,6 @@ import (
 	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
-// refresher re-lists the session's tools after list_changed marks (after a
-// trailing debounce), periodically as a backstop for lost pushes, when the
-// upstream's ttlMs expires, and every PushlessRefresh while the push channel
-// is down. It also re-opens a 2026-07-28 session's subscriptions/listen
-// stream, with backoff, when the upstream closes it.
-func (s *session) refresher() {
-	st := &refreshTimers{backstop: s.nextBackstop()}
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-s.deadCtx.Done():
-			return
-		case <-s.dirty:
-			if !s.debounce() {
-				return
-			}
-		case <-st.backstop:
-		case <-st.retry:
-		case <-s.push.kick:
-			if !s.pushChanged(st) {
-				continue
-			}
-		case <-st.reopen:
-			if !s.reopenPush(st) {
-				return
-			}
-			continue
-		case reply := <-s.refreshReq:
-			err := s.refresh()
-			reply <- err
-			st.backstop = s.nextBackstop()
-			if err == nil {
-				st.retry, st.failures = nil, 0
-			}
-			continue
-		}
-		if !s.relist(st) {
-			return
-		}
-	}
-}
-
 // refreshTimers are the refresher's timers and counts.
 type refreshTimers struct {
 	backstop, retry, reopen <-chan time.Time
@@ -104,43 +61,6 @@ func (s *session) pushChanged(st *refreshTimers) (relist bool) {
 		st.wasDown = state == pushDown || state == pushNone
 	}
 	return false
-}
-
-// reopenPush re-opens the listen stream; a failure tries again after a
-// longer backoff. It reports false once the session is gone.
-func (s *session) reopenPush(st *refreshTimers) (alive bool) {
-	u := s.u
-	st.reopen = nil
-	st.reopens++
-	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.ConnectTimeout)
-	err := s.reopenListen(ctx)
-	cancel()
-	if err != nil {
-		if s.ctx.Err() != nil || s.isDead() {
-			return false
-		}
-		u.log.Warn("re-opening the subscriptions/listen stream failed", "error", u.redact(err.Error()), "attempt", st.reopens)
-		st.reopen = time.After(backoff(u.cfg.BackoffBase, u.cfg.BackoffMax, st.reopens))
-	}
-	return true
-}
-
-// relist re-lists now; a failure is retried with backoff. It reports false
-// once the session is gone.
-func (s *session) relist(st *refreshTimers) (alive bool) {
-	st.retry = nil
-	err := s.refresh()
-	st.backstop = s.nextBackstop()
-	if err == nil {
-		st.failures = 0
-		return true
-	}
-	if s.ctx.Err() != nil || s.isDead() {
-		return false
-	}
-	st.failures++
-	st.retry = time.After(backoff(s.u.cfg.BackoffBase, s.u.cfg.BackoffMax, st.failures))
-	return true
 }
 
 // debounce waits until marks have been quiet for RefreshDebounce, but no

@@ -71,7 +71,7 @@ type session struct {
 
 	raw rawSchemas // schemas as the upstream sent them (rawschema.go)
 
-	wg       sync.WaitGroup // refresher, prober, resource resubscribes
+	wg       sync.WaitGroup // refresher jobs, probes, resource resubscribes (sessionloop.go)
 	waitDone chan struct{}  // closed when the Wait watcher returns
 
 	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)

@@ -320,24 +320,16 @@ func (u *upstream) serve(s *session) (lived time.Duration, operator bool, err er
 	s.listsCached = s.newProtocol()
 	u.setState(StateReady, "")
 	u.attempted()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		s.refresher()
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.prober()
-	}()
-	select {
-	case <-s.deadCtx.Done():
-		return time.Since(readyAt), false, fmt.Errorf("session lost: %w", s.deadErr())
-	case <-u.reconnectReq:
+	// The refresher and the prober run on this goroutine (keep).
+	operator = s.keep(u.reconnectReq)
+	switch {
+	case operator:
 		u.operatorReset()
 		return time.Since(readyAt), true, nil
-	case <-s.ctx.Done():
-		return time.Since(readyAt), false, nil
+	case s.isDead():
+		return time.Since(readyAt), false, fmt.Errorf("session lost: %w", s.deadErr())
 	}
+	return time.Since(readyAt), false, nil
 }
 
 // teardown evicts the session at once (in-flight calls on it fail now) and
@@ -358,7 +350,7 @@ func (u *upstream) teardown(s *session) {
 	s.rsubs.mu.Lock()
 	s.rsubs.closed = true // no resubscribe starts from now on (resourcecalls.go)
 	s.rsubs.mu.Unlock()
-	s.wg.Wait()                              // refresher, prober and resubscribes end with s.ctx
+	s.wg.Wait()                              // refresher jobs, probes and resubscribes end with s.ctx
 	s.tasks.warnLost(u.log, u.cfg.Transport) // closing the session loses its 2025-11-25 tasks (tasks.go)
 	u.b.closers.Add(1)
 	go func() {

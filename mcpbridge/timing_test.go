@@ -402,3 +402,59 @@ func TestNeverReadyBackoffGrows(t *testing.T) {
 		}
 	})
 }
+
+// TestProbesRunWhileAListingHangs: the refresher and the prober share the
+// supervisor's goroutine (sessionloop.go), yet a listing that hangs holds
+// no probe back: an upstream that stops answering both tools/list and ping
+// (a frozen process whose transport stays open) is dead after
+// PingFailures probe timeouts, not after the 30 s RefreshTimeout. Times
+// are exact on the bubble's clock.
+func TestProbesRunWhileAListingHangs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var frozen atomic.Bool
+		m := newMemUpstream(t)
+		m.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if (method == "ping" || method == "tools/list") && frozen.Load() {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		sc := m.config("p")
+		sc.PingInterval, sc.PingTimeout, sc.PingFailures = time.Second, 200*time.Millisecond, 3
+		sc.RefreshTimeout = 30 * time.Second
+		sc.BackoffBase, sc.BackoffMax = time.Second, time.Second
+		b, err := New(Config{Servers: []ServerConfig{sc}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		<-b.Ready()
+		synctest.Wait()
+		u, _ := b.upstream("p")
+		frozen.Store(true)
+		u.sess.Load().markDirty() // a list_changed: the re-list hangs
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		// Probes at 1 s, 2 s and 3 s time out 200 ms later each: dead at
+		// 3.2 s, while the listing still waits for its 30 s timeout.
+		time.Sleep(3*time.Second + 200*time.Millisecond - 100*time.Millisecond - time.Millisecond)
+		synctest.Wait()
+		if st, _ := b.Server("p"); st.State != StateDegraded || st.ConnectCount != 1 {
+			t.Fatalf("before the third probe timed out: %v, connects %d; want degraded on session 1", st.State, st.ConnectCount)
+		}
+		time.Sleep(2 * time.Millisecond)
+		synctest.Wait()
+		if st, _ := b.Server("p"); st.State == StateReady || st.State == StateDegraded {
+			t.Fatalf("after the third probe timeout: %v; want the session dead though its listing hangs", st.State)
+		}
+		frozen.Store(false)
+		time.Sleep(2 * time.Second) // backoff ≤ 1 s, then connect
+		synctest.Wait()
+		if st, _ := b.Server("p"); st.State != StateReady || st.ConnectCount != 2 {
+			t.Fatalf("after the backoff: %v, connects %d; want ready on session 2", st.State, st.ConnectCount)
+		}
+	})
+}

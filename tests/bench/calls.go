@@ -58,6 +58,13 @@ func startToolsvc(ctx context.Context, e *env, name, config string, extraEnv ...
 
 // startToolsvcArgs is startToolsvc with extra serve arguments.
 func startToolsvcArgs(ctx context.Context, e *env, name, config string, args []string, extraEnv ...string) (*toolsvcProc, error) {
+	return startToolsvcHook(ctx, e, name, config, args, nil, extraEnv...)
+}
+
+// startToolsvcHook is startToolsvcArgs that calls started (if not nil)
+// once the process runs, before it serves: the fleet phase profiles the
+// connect storm from there.
+func startToolsvcHook(ctx context.Context, e *env, name, config string, args []string, started func(*proc) error, extraEnv ...string) (*toolsvcProc, error) {
 	cfg := filepath.Join(e.tmp, name+".json")
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		return nil, err
@@ -67,6 +74,12 @@ func startToolsvcArgs(ctx context.Context, e *env, name, config string, args []s
 		"--listen", "127.0.0.1:0", "--admin-listen", "", "--log-level", "info"}, args...)...)
 	if err != nil {
 		return nil, err
+	}
+	if started != nil {
+		if err := started(p); err != nil {
+			p.stop()
+			return nil, err
+		}
 	}
 	addr, err := p.waitFor(ctx, servingRE, 60*time.Second)
 	if err != nil {

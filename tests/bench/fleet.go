@@ -9,6 +9,8 @@ import (
 	"io"
 	"log"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,8 +52,16 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 	}
 	quiet := fmt.Sprintf(`"q": {"url": %q}`, quietURL)
 
+	var profEnv []string
+	if *fleetProfile != "" {
+		if err := os.MkdirAll(*fleetProfile, 0o755); err != nil {
+			return err
+		}
+		profEnv = []string{"TOOLSVC_BENCH_PPROF=127.0.0.1:0", fmt.Sprintf("TOOLSVC_BENCH_MEMPROFILERATE=%d", *fleetProfileRate)}
+	}
+
 	// The replica with the quiet upstream alone: the baseline.
-	idle0, err := fleetIdle(ctx, e, "fleet-base", quiet, nil)
+	idle0, err := fleetIdle(ctx, e, "fleet-base", quiet, nil, profEnv)
 	if err != nil {
 		return err
 	}
@@ -65,9 +75,22 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 		return err
 	}
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", admin)
+	// With -fleet-profile, the connect storm's profile starts as the
+	// process does.
+	var prof *fleetProf
+	started := func(p *proc) error {
+		if profEnv == nil {
+			return nil
+		}
+		var err error
+		if prof, err = newFleetProf(ctx, p); err == nil {
+			prof.storm(ctx, "connect")
+		}
+		return err
+	}
 	t0 := time.Now()
-	ts, err := startToolsvcArgs(ctx, e, "fleet", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {%s}}`, strings.Join(servers, ", ")),
-		[]string{"--admin-listen", adminAddr})
+	ts, err := startToolsvcHook(ctx, e, "fleet", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {%s}}`, strings.Join(servers, ", ")),
+		[]string{"--admin-listen", adminAddr}, started, profEnv...)
 	if err != nil {
 		return err
 	}
@@ -91,9 +114,24 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 
 	// Idle: what each upstream costs once listed.
 	time.Sleep(5 * time.Second)
+	if prof != nil {
+		if err := prof.wait(); err != nil {
+			return err
+		}
+	}
 	m, err := scrapeMetrics(ctx, adminAddr)
 	if err != nil {
 		return err
+	}
+	if prof != nil {
+		if err := prof.idle(ctx, "fleet"); err != nil {
+			return err
+		}
+		table, err := fleetBreakdown(prof.dir, n)
+		if err != nil {
+			return err
+		}
+		log.Printf("fleet: idle cost by site (also in %s):\n%s", filepath.Join(prof.dir, "fleet-idle.txt"), table)
 	}
 	idle := idleOf(m, ts.rssKiB())
 	heapPer := (idle.heapKiB - idle0.heapKiB) / float64(n)
@@ -102,6 +140,8 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 	r.set("fleet_heap_kib_per_upstream", round3(heapPer))
 	r.set("fleet_rss_kib_per_upstream", round3(rssPer))
 	r.set("fleet_goroutines_per_upstream", round3(gorPer))
+	// Goroutine stacks are outside the heap: 8 KiB each at least.
+	r.set("fleet_stack_kib_per_upstream", round3((idle.stackKiB-idle0.stackKiB)/float64(n)))
 	r.row("fleet: per idle upstream (of its tools too): heap in use / RSS KiB, goroutines",
 		fmt.Sprintf("%.0f / %.0f KiB, %.2f", heapPer, rssPer, gorPer), "≤ 64 KiB, ≤ 4")
 
@@ -134,6 +174,9 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 			during = append(during, time.Since(t))
 		}
 	})
+	if prof != nil {
+		prof.storm(ctx, "relist")
+	}
 	t1 := time.Now()
 	if err := postChanged(ctx, base); err != nil {
 		close(stop)
@@ -146,6 +189,11 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 	wg.Wait()
 	if werr != nil {
 		return werr
+	}
+	if prof != nil {
+		if err := prof.wait(); err != nil {
+			return err
+		}
 	}
 	if callErr != nil {
 		return fmt.Errorf("calls to the quiet upstream during the fleet's list_changed: %w", callErr)
@@ -173,22 +221,23 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 }
 
 // fleetCost is what a replica holds once idle.
-type fleetCost struct{ heapKiB, rssKiB, goroutines float64 }
+type fleetCost struct{ heapKiB, stackKiB, rssKiB, goroutines float64 }
 
 func idleOf(m map[string]float64, rssKiB int64) fleetCost {
-	return fleetCost{heapKiB: m["go_memstats_heap_inuse_bytes"] / 1024, rssKiB: float64(rssKiB), goroutines: m["go_goroutines"]}
+	return fleetCost{heapKiB: m["go_memstats_heap_inuse_bytes"] / 1024, stackKiB: m["go_memstats_stack_inuse_bytes"] / 1024,
+		rssKiB: float64(rssKiB), goroutines: m["go_goroutines"]}
 }
 
 // fleetIdle starts a replica with servers, waits until it is idle and
 // returns its cost.
-func fleetIdle(ctx context.Context, e *env, name, servers string, args []string) (fleetCost, error) {
+func fleetIdle(ctx context.Context, e *env, name, servers string, args, env []string) (fleetCost, error) {
 	admin, err := freePort()
 	if err != nil {
 		return fleetCost{}, err
 	}
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", admin)
 	ts, err := startToolsvcArgs(ctx, e, name, fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {%s}}`, servers),
-		append([]string{"--admin-listen", adminAddr}, args...))
+		append([]string{"--admin-listen", adminAddr}, args...), env...)
 	if err != nil {
 		return fleetCost{}, err
 	}
@@ -200,6 +249,15 @@ func fleetIdle(ctx context.Context, e *env, name, servers string, args []string)
 	m, err := scrapeMetrics(ctx, adminAddr)
 	if err != nil {
 		return fleetCost{}, err
+	}
+	if len(env) > 0 { // -fleet-profile
+		prof, err := newFleetProf(ctx, ts.proc)
+		if err != nil {
+			return fleetCost{}, err
+		}
+		if err := prof.idle(ctx, "base"); err != nil {
+			return fleetCost{}, err
+		}
 	}
 	return idleOf(m, ts.rssKiB()), nil
 }

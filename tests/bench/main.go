@@ -101,7 +101,7 @@ func run(ctx context.Context) error {
 	e := &env{root: root, tmp: tmp, toolsvc: *toolsvcBin, upstream: *upstreamBin,
 		nodeDir: filepath.Join(root, "tests", "node"), peersDir: filepath.Join(root, "tests", "bench", "node")}
 	var tags []string
-	if *profileDir != "" {
+	if *profileDir != "" || *fleetProfile != "" {
 		tags = []string{"-tags", "benchprofile"}
 	}
 	// Both builds at once: linking dominates and is single-threaded.
