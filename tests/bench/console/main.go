@@ -331,7 +331,9 @@ func openPages(ctx context.Context, e *env, ts *toolsvcProc, n int) (func(), err
 		}
 	}
 	for range n {
-		tab, cancel := chromedp.NewContext(e.browser)
+		// Each page in its own browser context: a browser opens at most 6
+		// connections to one host, and each page's event stream holds one.
+		tab, cancel := chromedp.NewContext(e.browser, chromedp.WithNewBrowserContext())
 		cancels = append(cancels, cancel)
 		tctx, c := context.WithTimeout(tab, time.Minute)
 		_, err := chromedp.Run(tctx, chromedp.Navigate("http://"+ts.admin+"/ui/"))
