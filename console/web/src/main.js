@@ -1031,9 +1031,68 @@ function Logins() {
       setErr(e2.message);
     }
   };
+  // A login of one's own (the core's OpAdminLogin, as `toolsvc login`):
+  // the link is shown as text with the host it goes to, and opened only by
+  // the Open button, in a new tab that cannot reach this page.
+  const [link, setLink] = useState(null); // {server, principal, loggedIn, loginUrl}
+  const perUser = s.upstreams.filter((u) => u.perUser && !u.refused).map((u) => u.name);
+  const startLogin = async (e) => {
+    e.preventDefault();
+    setErr('');
+    setLink(null);
+    const f = e.currentTarget.elements;
+    const req = { server: f['login-server'].value, force: f['login-force'].checked };
+    if (f['login-principal']) req.principal = f['login-principal'].value.trim();
+    try {
+      setLink(
+        await api('/ui/api/logins/login', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+          body: JSON.stringify(req),
+        }),
+      );
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
+  const linkHost = (u) => {
+    try {
+      const p = new URL(u);
+      return p.protocol === 'https:' || p.protocol === 'http:' ? p.host : '';
+    } catch {
+      return '';
+    }
+  };
   const shown = lookup || body;
   return html`
     <h2>Logins</h2>
+    <div id="login-section">
+      <h3>Log in to an upstream</h3>
+      ${perUser.length === 0
+        ? html`<p class="muted" id="login-nothing">No upstream you may see has per-user credentials.</p>`
+        : html`<form class="toolbar" id="login-form" onSubmit=${startLogin}>
+            <select id="login-server" name="login-server">
+              ${perUser.map((n) => html`<option value=${n}>${n}</option>`)}
+            </select>
+            ${s.me && !s.me.auth ? html`<input id="login-principal" name="login-principal" placeholder="principal (whose login)" />` : null}
+            <label><input type="checkbox" id="login-force" name="login-force" /> again, even if logged in</label>
+            <button type="submit" id="login-start">Get a login link</button>
+          </form>`}
+      ${link && link.loggedIn
+        ? html`<p id="login-done">${link.principal} is logged in to ${link.server} already.</p>`
+        : null}
+      ${link && !link.loggedIn
+        ? html`<div id="login-got">
+            <p>To log ${link.principal} in to ${link.server}, open this address; it goes to
+              <b id="login-host">${linkHost(link.loginUrl) || '(not a web address)'}</b>. This page lists the login once it is done.</p>
+            <pre id="login-link">${link.loginUrl}</pre>
+            ${linkHost(link.loginUrl)
+              ? html`<button type="button" id="login-open" onClick=${() => window.open(link.loginUrl, '_blank', 'noopener,noreferrer')}>
+                  Open the login page</button>`
+              : null}
+          </div>`
+        : null}
+    </div>
     <p class="muted">${s.me && s.me.admin ? "Every principal's" : 'Your'} logins to upstreams in credentials mode userOAuth:
       toolsvc keeps a token per principal and server (never shown). Log out revokes it at the authorization server and
       deletes it; the next call asks for a new login.</p>
