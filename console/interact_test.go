@@ -33,6 +33,16 @@ func TestAnswers(t *testing.T) {
 	if sr, ok := got["model"].(*mcp.CreateMessageWithToolsResult); !ok || sr.Role != "assistant" || len(sr.Content) != 1 {
 		t.Errorf("model = %#v", got["model"])
 	}
+	got, e = answers(dec(`{"roots": {"roots": [{"uri": "file:///srv/a", "name": "a"}, {"uri": "file:///b"}]}, "login": {"elicitation": {"action": "accept"}}}`))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if rr, ok := got["roots"].(*mcp.ListRootsResult); !ok || len(rr.Roots) != 2 || rr.Roots[0].URI != "file:///srv/a" || rr.Roots[0].Name != "a" {
+		t.Errorf("roots = %#v", got["roots"])
+	}
+	if er, ok := got["login"].(*mcp.ElicitResult); !ok || er.Action != "accept" || er.Content != nil {
+		t.Errorf("login (a URL elicitation's answer) = %#v", got["login"])
+	}
 	deep := strings.Repeat(`{"a":`, core.MaxAnswerDepth+1) + "1" + strings.Repeat("}", core.MaxAnswerDepth+1)
 	for _, c := range []struct{ in, field string }{
 		{`{"q": {"elicitation": {"action": "maybe"}}}`, `responses["q"].elicitation.action`},
@@ -40,6 +50,11 @@ func TestAnswers(t *testing.T) {
 		{`{"q": {"elicitation": {"action": "accept", "content": ` + deep + `}}}`, `responses["q"].elicitation.content`},
 		{`{"q": {"sampling": {"content": [{"type": "text", "text": "hi"}]}}}`, `responses["q"].sampling`},
 		{`{"q": {}}`, `responses["q"]`},
+		{`{"q": {"elicitation": {"action": "accept"}, "roots": []}}`, `responses["q"]`},
+		{`{"q": {"roots": [{"uri": "file:///a"}, {"uri": "https://x.example/"}]}}`, `responses["q"].roots[1].uri`},
+		{`{"q": {"roots": [{"uri": "file:///` + strings.Repeat("a", MaxRootURIBytes) + `"}]}}`, `responses["q"].roots[0].uri`},
+		{`{"q": {"roots": [{"uri": "file:///a", "name": "` + strings.Repeat("n", MaxRootName+1) + `"}]}}`, `responses["q"].roots[0].name`},
+		{`{"q": {"roots": [` + strings.Repeat(`{"uri": "file:///a"},`, MaxRoots) + `{"uri": "file:///a"}]}}`, `responses["q"].roots`},
 	} {
 		_, e := answers(dec(c.in))
 		if e == nil || len(e.Violations) == 0 || e.Violations[0].Field != c.field {

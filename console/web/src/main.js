@@ -693,6 +693,20 @@ function samplingText(params) {
   return lines.join('\n');
 }
 
+// webHost is the host of an http(s) URL, '' for anything else (such a URL
+// is shown as text and never offered to open).
+function webHost(u) {
+  try {
+    const p = new URL(u);
+    return p.protocol === 'https:' || p.protocol === 'http:' ? p.host : '';
+  } catch {
+    return '';
+  }
+}
+
+// The roots an operator may give one request (console.MaxRoots).
+const MAX_ROOTS = 32;
+
 // InputRequest renders one request of an input_required: an elicitation
 // as a form from its requested schema, a sampling request as its messages
 // with a box for the operator's reply. answer(id, response) records the
@@ -731,6 +745,39 @@ function InputRequest({ req, answer }) {
       ${problems.reply ? html`<div class="error field-problem" data-field="reply">${problems.reply}</div>` : null}
       <button id="sampling-answer" type="submit">Answer</button>
       <button id="sampling-decline" type="button" onClick=${() => answer(req.id, null)}>Decline</button>
+    </form>`;
+  }
+  if (req.kind === 'url') {
+    // The URL is the upstream's: shown as text with the host it goes to,
+    // never as a link; Open (an http(s) URL only) is the operator's
+    // explicit action, in a new tab that cannot reach this page.
+    const host = webHost(req.url);
+    const act = (action) => () => answer(req.id, { elicitation: { action } });
+    return html`<div class="input-request" id="url-request" data-request=${req.id}>
+      <h3>The tool asks you to open a web page (URL elicitation)</h3>
+      <p class="elicit-message">${req.message}</p>
+      <p>It goes to <b id="url-host">${host || '(not a web address: it cannot be opened from here)'}</b>:</p>
+      <pre id="url-text">${req.url}</pre>
+      ${host ? html`<button type="button" id="url-open" onClick=${() => window.open(req.url, '_blank', 'noopener,noreferrer')}>Open in a new tab</button>` : null}
+      <button type="button" id="url-accept" onClick=${act('accept')}>Accept</button>
+      <button type="button" id="url-decline" onClick=${act('decline')}>Decline</button>
+      <button type="button" id="url-cancel" onClick=${act('cancel')}>Cancel</button>
+    </div>`;
+  }
+  if (req.kind === 'roots') {
+    const send = (e) => {
+      e.preventDefault();
+      const uris = reply.split('\n').map((l) => l.trim()).filter(Boolean);
+      const bad = uris.findIndex((u) => !/^file:\/\/[^\s]*\/./.test(u));
+      const problem = uris.length > MAX_ROOTS ? `at most ${MAX_ROOTS} roots` : bad >= 0 ? `line ${bad + 1}: want a file: URI (file:///path)` : '';
+      setProblems(problem ? { roots: problem } : {});
+      if (!problem) answer(req.id, { roots: uris.map((uri) => ({ uri })) });
+    };
+    return html`<form class="input-request" id="roots-form" data-request=${req.id} onSubmit=${send}>
+      <h3>The tool asks for your roots (the directories it may work in)</h3>
+      <textarea id="roots-list" rows="3" placeholder="file:///path, one a line (none: no roots)" onInput=${(e) => setReply(e.currentTarget.value)}>${reply}</textarea>
+      ${problems.roots ? html`<div class="error field-problem" data-field="roots">${problems.roots}</div>` : null}
+      <button id="roots-answer" type="submit">Send</button>
     </form>`;
   }
   return html`<p class="muted">The tool asks for input of a kind the Playground does not give (${req.kind}).</p>`;
@@ -838,7 +885,7 @@ function Playground() {
     <h2>Playground</h2>
     <p class="muted">Call a tool as yourself: the same checks, limits and audit line as any caller. The form follows
       the tool's input schema and is checked before it is sent; progress, log lines and what the tool asks
-      (a form, a model's reply) show here as the call runs.</p>
+      (a form, a web page to open, a model's reply, your roots) show here as the call runs.</p>
     <div class="toolbar">
       <input id="play-tool" placeholder="tool (exposed name)" value=${name} onChange=${(e) => setName(e.currentTarget.value.trim())} />
     </div>
@@ -1055,14 +1102,6 @@ function Logins() {
       setErr(e2.message);
     }
   };
-  const linkHost = (u) => {
-    try {
-      const p = new URL(u);
-      return p.protocol === 'https:' || p.protocol === 'http:' ? p.host : '';
-    } catch {
-      return '';
-    }
-  };
   const shown = lookup || body;
   return html`
     <h2>Logins</h2>
@@ -1084,9 +1123,9 @@ function Logins() {
       ${link && !link.loggedIn
         ? html`<div id="login-got">
             <p>To log ${link.principal} in to ${link.server}, open this address; it goes to
-              <b id="login-host">${linkHost(link.loginUrl) || '(not a web address)'}</b>. This page lists the login once it is done.</p>
+              <b id="login-host">${webHost(link.loginUrl) || '(not a web address)'}</b>. This page lists the login once it is done.</p>
             <pre id="login-link">${link.loginUrl}</pre>
-            ${linkHost(link.loginUrl)
+            ${webHost(link.loginUrl)
               ? html`<button type="button" id="login-open" onClick=${() => window.open(link.loginUrl, '_blank', 'noopener,noreferrer')}>
                   Open the login page</button>`
               : null}
