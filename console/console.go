@@ -141,6 +141,7 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/tasks", cs.api(cs.tasks))
 	mux.HandleFunc("GET /ui/api/tasks/watch", cs.taskWatch)
 	mux.HandleFunc("POST /ui/api/tasks/cancel", cs.api(cs.taskCancel))
+	mux.HandleFunc("POST /ui/api/tasks/answer", cs.api(cs.taskAnswer))
 	mux.HandleFunc("GET /ui/api/config", cs.api(cs.config))
 	mux.HandleFunc("GET /ui/api/config/effective", cs.api(cs.effective))
 	mux.HandleFunc("GET /ui/api/logins", cs.api(cs.logins))

@@ -238,33 +238,39 @@ func errorOf(e *core.Error) errorBody {
 // inputEvent is an input_required for the page, its requests by id.
 func (cs *Console) inputEvent(res *mcp.CallToolResult) inputEvent {
 	exp, _, _ := cs.c.InputExpiry(res.RequestState)
-	ev := inputEvent{State: res.RequestState, Expires: exp, Requests: []inputRequest{}}
-	ids := make([]string, 0, len(res.InputRequests))
-	for id := range res.InputRequests {
+	return inputEvent{State: res.RequestState, Expires: exp, Requests: inputRequestsOf(res.InputRequests)}
+}
+
+// inputRequestsOf is what an input_required asks (a call's, or a
+// 2026-07-28 task's), by id, for the page to render.
+func inputRequestsOf(m mcp.InputRequestMap) []inputRequest {
+	out := []inputRequest{}
+	ids := make([]string, 0, len(m))
+	for id := range m {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		out := inputRequest{ID: id}
-		switch p := res.InputRequests[id].(type) {
+		r := inputRequest{ID: id}
+		switch p := m[id].(type) {
 		case *mcp.ElicitParams:
 			if p.Mode == "url" || (p.Mode == "" && p.URL != "") {
-				out.Kind, out.Message, out.URL, out.ElicitationID = "url", p.Message, p.URL, p.ElicitationID
+				r.Kind, r.Message, r.URL, r.ElicitationID = "url", p.Message, p.URL, p.ElicitationID
 				break
 			}
-			out.Kind, out.Message = "elicitation", p.Message
-			out.Schema, _ = json.Marshal(p.RequestedSchema)
+			r.Kind, r.Message = "elicitation", p.Message
+			r.Schema, _ = json.Marshal(p.RequestedSchema)
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
-			out.Kind = "sampling"
-			out.Params, _ = json.Marshal(p)
+			r.Kind = "sampling"
+			r.Params, _ = json.Marshal(p)
 		case *mcp.ListRootsParams:
-			out.Kind = "roots"
+			r.Kind = "roots"
 		default:
-			out.Kind = "other"
+			r.Kind = "other"
 		}
-		ev.Requests = append(ev.Requests, out)
+		out = append(out, r)
 	}
-	return ev
+	return out
 }
 
 // answers decodes a round's answers (nil: none), bounded like arguments

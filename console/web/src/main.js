@@ -937,16 +937,21 @@ function ResultView({ id, result }) {
 }
 
 // TaskFollow follows one task by its handle (the core's WatchTask, as an
-// event stream): its status live, its result rendered like a call's once
-// it has ended, and a Cancel button while it runs (the core's CancelTask).
+// event stream): its status live, what a 2026-07-28 task asks rendered as
+// the Playground renders a call's requests and answered through the core's
+// UpdateTask (POST /ui/api/tasks/answer), its result rendered like a
+// call's once it has ended, and a Cancel button while it runs (the core's
+// CancelTask).
 function TaskFollow({ handle }) {
   const s = useStore();
   const [st, setSt] = useState(null);
   const [err, setErr] = useState('');
+  const given = useRef({}); // the answers to the requests shown, by id
   useEffect(() => {
     const es = new EventSource('/ui/api/tasks/watch?handle=' + encodeURIComponent(handle));
     es.addEventListener('state', (e) => {
       const v = JSON.parse(e.data);
+      given.current = {};
       setSt(v);
       if (v.task.terminal) es.close();
     });
@@ -970,6 +975,28 @@ function TaskFollow({ handle }) {
       setErr(e2.message);
     }
   };
+  // answer records one answer; when every request shown has one, they go
+  // in one UpdateTask. The watch then sends the task's next state.
+  const answer = async (id, response) => {
+    if (response === null) return setErr('You declined the sampling request: the task still waits for it (Cancel ends it).');
+    given.current[id] = response;
+    if (Object.keys(given.current).length < st.requests.length) return;
+    const responses = given.current;
+    given.current = {};
+    setErr('');
+    try {
+      const res = await fetch('/ui/api/tasks/answer', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+        body: JSON.stringify({ handle, responses }),
+      });
+      const body = await res.json();
+      if (!res.ok) return setErr(errText(body));
+      setSt((cur) => (cur && !cur.task.terminal ? { ...cur, task: body, requests: null } : cur));
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
   const t = st && st.task;
   return html`<div id="task-follow" data-status=${t ? t.status : ''}>
     <h3>Task ${t ? html`<span class="muted">${t.tool} · ${t.taskId}</span>` : null}</h3>
@@ -979,6 +1006,11 @@ function TaskFollow({ handle }) {
           <span class="muted"> ${t.message || ''}</span>
           ${t.terminal ? null : html` <button id="task-cancel" type="button" onClick=${cancel}>Cancel</button>`}</p>`
       : html`<p class="muted">Following…</p>`}
+    ${st && st.requests && st.requests.length && !t.terminal
+      ? html`<div id="task-input">
+          ${st.requests.map((r) => html`<${InputRequest} key=${(t.updated || '') + r.id} req=${r} answer=${answer} />`)}
+        </div>`
+      : null}
     ${st && st.result ? html`<${ResultView} id="task-result" result=${st.result} />` : null}
     ${st && st.error ? html`<p class="error" id="task-failure">${errText(st.error)}</p>` : null}
   </div>`;
@@ -1122,7 +1154,7 @@ function Logins() {
         : null}
       ${link && !link.loggedIn
         ? html`<div id="login-got">
-            <p>To log ${link.principal} in to ${link.server}, open this address; it goes to
+            <p>To log ${link.principal} in to ${link.server}, open this address; it goes to${' '}
               <b id="login-host">${webHost(link.loginUrl) || '(not a web address)'}</b>. This page lists the login once it is done.</p>
             <pre id="login-link">${link.loginUrl}</pre>
             ${webHost(link.loginUrl)
