@@ -141,10 +141,12 @@ func New(c *core.Core, o Options) *Console {
 	mux.HandleFunc("GET /ui/api/tasks", cs.api(cs.tasks))
 	mux.HandleFunc("GET /ui/api/tasks/watch", cs.taskWatch)
 	mux.HandleFunc("POST /ui/api/tasks/cancel", cs.api(cs.taskCancel))
+	mux.HandleFunc("POST /ui/api/tasks/answer", cs.api(cs.taskAnswer))
 	mux.HandleFunc("GET /ui/api/config", cs.api(cs.config))
 	mux.HandleFunc("GET /ui/api/config/effective", cs.api(cs.effective))
 	mux.HandleFunc("GET /ui/api/logins", cs.api(cs.logins))
 	mux.HandleFunc("POST /ui/api/logins/logout", cs.api(cs.loginLogout))
+	mux.HandleFunc("POST /ui/api/logins/login", cs.api(cs.loginStart))
 	mux.HandleFunc("GET /ui/api/events", cs.events)
 	mux.HandleFunc("POST /ui/api/upstreams/{name}/{action}", cs.api(cs.upstreamAction))
 	// Cross-origin protection (Sec-Fetch-Site, Origin) on every unsafe

@@ -229,3 +229,26 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("a large change: %d names, count %d", len(ev.Added), ev.NAdded)
 	}
 }
+
+// TestToolsWindow: /ui/api/tools?limit=N is the first N rows and the
+// count (what the Catalog renders first); a limit that is not an integer
+// from 1 to MaxToolsWindow is refused, naming the field.
+func TestToolsWindow(t *testing.T) {
+	h := newConsole(t, core.AuthConfig{}).Handler()
+	get := func(q string) (*httptest.ResponseRecorder, errorBody) {
+		r := httptest.NewRequest("GET", "/ui/api/tools"+q, nil)
+		r.RemoteAddr = "127.0.0.1:4000"
+		return do(t, h, r)
+	}
+	for _, bad := range []string{"?limit=0", "?limit=-1", "?limit=1001", "?limit=x", "?limit=" + strings.Repeat("9", 600)} {
+		w, e := get(bad)
+		if w.Code != http.StatusBadRequest || e.Reason != core.ReasonRequestInvalid || len(e.Fields) != 1 || e.Fields[0].Field != "limit" {
+			t.Errorf("%s: %d %+v; want 400 %s on limit", bad, w.Code, e, core.ReasonRequestInvalid)
+		}
+	}
+	w, _ := get("?limit=1000")
+	var b toolsBody
+	if err := json.Unmarshal(w.Body.Bytes(), &b); w.Code != 200 || err != nil || b.Total != 0 || b.Partial || len(b.Tools) != 0 {
+		t.Fatalf("?limit=1000 of an empty catalog: %d %s", w.Code, w.Body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,8 +96,14 @@ func (cs *Console) upstreams(c *caller, _ *http.Request) (any, *core.Error) {
 // clipped one-line description, as arrays to keep 20,000 of them small.
 type toolsBody struct {
 	Revision string      `json:"revision"`
-	Tools    [][4]string `json:"tools"` // name, server, title, description
+	Total    int         `json:"total"`   // the caller's tools (of the server asked for)
+	Tools    [][4]string `json:"tools"`   // name, server, title, description
+	Partial  bool        `json:"partial"` // limit cut the list: Tools are its first rows
 }
+
+// MaxToolsWindow bounds the limit of /ui/api/tools: the first rows a page
+// shows while the whole list is on its way.
+const MaxToolsWindow = 1000
 
 // visibleTools is the caller's view of the catalog with its rules applied.
 func (cs *Console) visibleTools(c *caller) (*core.Snapshot, func(*core.Tool) bool) {
@@ -111,9 +118,24 @@ func (cs *Console) tools(c *caller, r *http.Request) (any, *core.Error) {
 		return nil, e
 	}
 	snap, keep := cs.visibleTools(c)
-	body := toolsBody{Revision: snap.Revision, Tools: make([][4]string, 0, len(snap.Tools))}
+	limit := len(snap.Tools)
+	if v, e := query(r, "limit"); e != nil {
+		return nil, e
+	} else if v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxToolsWindow {
+			return nil, fieldError("limit", fmt.Sprintf("an integer from 1 to %d, got %q", MaxToolsWindow, clip(v, 32)))
+		}
+		limit = n
+	}
+	body := toolsBody{Revision: snap.Revision, Tools: make([][4]string, 0, min(limit, len(snap.Tools)))}
 	for _, t := range snap.Tools {
 		if (server != "" && t.Server != server) || !keep(t) {
+			continue
+		}
+		body.Total++
+		if len(body.Tools) == limit {
+			body.Partial = true
 			continue
 		}
 		body.Tools = append(body.Tools, [4]string{t.Name, t.Server, clip(t.Title, 120), clip(trimSpaceAll(t.Description), MaxDescriptionRunes)})

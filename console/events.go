@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/toolsvc/toolsvc/service/core"
@@ -80,6 +81,13 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 	view := cs.c.Tools(c.ctx)
 	sub := view.Subscribe()
 	defer sub.Close()
+	// The search index is brought to the catalog while the page is open,
+	// now and after each change, so the page's first search does not wait
+	// for it (core.PrepareSearch: once per revision for the replica, the
+	// other pages' calls return at once). Joined before the stream ends.
+	var prep sync.WaitGroup
+	defer prep.Wait()
+	prep.Go(cs.c.PrepareSearch)
 	authChanged := cs.c.AuthOf(c.ctx).Changed()
 
 	_, keep := cs.visibleTools(c)
@@ -238,6 +246,7 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 			if cur.Revision == prev.Revision {
 				continue
 			}
+			prep.Go(cs.c.PrepareSearch)
 			ev := diff(prev, cur, keep)
 			prev = cur
 			if ev.NAdded+ev.NChanged+ev.NRemoved == 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"time"
 
@@ -41,15 +42,32 @@ type streamRequest struct {
 	Task bool `json:"task"`
 }
 
-// streamAnswer answers one request: an elicitation's action and content,
-// or a sampling result (MCP's CreateMessageResult).
+// streamAnswer answers one request: an elicitation's action and content
+// (a URL elicitation's action only), a sampling result (MCP's
+// CreateMessageResult), or the roots the operator gives.
 type streamAnswer struct {
 	Elicitation *struct {
 		Action  string          `json:"action"`
 		Content json.RawMessage `json:"content"`
 	} `json:"elicitation"`
 	Sampling json.RawMessage `json:"sampling"`
+	Roots    *[]rootAnswer   `json:"roots"`
 }
+
+// rootAnswer is one root the operator gives a roots/list request.
+type rootAnswer struct {
+	URI  string `json:"uri"`
+	Name string `json:"name"`
+}
+
+// Bounds of the roots an operator gives one request (docs/security.md,
+// "The console's answers"): a roots/list answer goes to the upstream as
+// arguments do, so it is bounded like them.
+const (
+	MaxRoots        = 32
+	MaxRootURIBytes = 2048
+	MaxRootName     = 256
+)
 
 // inputEvent is what a round ends with when the upstream asks.
 type inputEvent struct {
@@ -59,15 +77,18 @@ type inputEvent struct {
 }
 
 // inputRequest is one request, for the page to render as text: an
-// elicitation's message and requested schema, or a sampling request's
-// parameters (messages, system prompt, max tokens). Other kinds are named
-// only (the Playground offers form elicitation and sampling).
+// elicitation's message and requested schema, a URL elicitation's message
+// and URL (shown as text, opened only by the operator's explicit action), a
+// sampling request's parameters (messages, system prompt, max tokens), or
+// a roots request.
 type inputRequest struct {
-	ID      string          `json:"id"`
-	Kind    string          `json:"kind"` // elicitation, sampling
-	Message string          `json:"message,omitempty"`
-	Schema  json.RawMessage `json:"schema,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
+	ID            string          `json:"id"`
+	Kind          string          `json:"kind"` // elicitation, url, sampling, roots, other
+	Message       string          `json:"message,omitempty"`
+	Schema        json.RawMessage `json:"schema,omitempty"`
+	URL           string          `json:"url,omitempty"`
+	ElicitationID string          `json:"elicitationId,omitempty"`
+	Params        json.RawMessage `json:"params,omitempty"`
 }
 
 type progressEvent struct {
@@ -123,9 +144,9 @@ func (cs *Console) callStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	// The Playground answers form elicitations and sampling; a URL
-	// elicitation or roots request is the server's policy's to answer.
-	input := &core.InputOptions{Kinds: core.InputKinds{Form: true, Sampling: true}, State: in.State}
+	// The Playground answers every kind: form and URL elicitations,
+	// sampling, and roots (the operator's, bounded: MaxRoots).
+	input := &core.InputOptions{Kinds: core.InputKinds{Form: true, URL: true, Sampling: true, Roots: true}, State: in.State}
 	ci := core.CallInput{Name: in.Name, ArgumentsJSON: string(in.Arguments), Size: len(body),
 		Fields: core.Fields{ArgumentsJSON: "arguments"}, Input: input}
 	input.Responses, ci.Invalid = answers(in.Responses)
@@ -217,27 +238,39 @@ func errorOf(e *core.Error) errorBody {
 // inputEvent is an input_required for the page, its requests by id.
 func (cs *Console) inputEvent(res *mcp.CallToolResult) inputEvent {
 	exp, _, _ := cs.c.InputExpiry(res.RequestState)
-	ev := inputEvent{State: res.RequestState, Expires: exp, Requests: []inputRequest{}}
-	ids := make([]string, 0, len(res.InputRequests))
-	for id := range res.InputRequests {
+	return inputEvent{State: res.RequestState, Expires: exp, Requests: inputRequestsOf(res.InputRequests)}
+}
+
+// inputRequestsOf is what an input_required asks (a call's, or a
+// 2026-07-28 task's), by id, for the page to render.
+func inputRequestsOf(m mcp.InputRequestMap) []inputRequest {
+	out := []inputRequest{}
+	ids := make([]string, 0, len(m))
+	for id := range m {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		out := inputRequest{ID: id}
-		switch p := res.InputRequests[id].(type) {
+		r := inputRequest{ID: id}
+		switch p := m[id].(type) {
 		case *mcp.ElicitParams:
-			out.Kind, out.Message = "elicitation", p.Message
-			out.Schema, _ = json.Marshal(p.RequestedSchema)
+			if p.Mode == "url" || (p.Mode == "" && p.URL != "") {
+				r.Kind, r.Message, r.URL, r.ElicitationID = "url", p.Message, p.URL, p.ElicitationID
+				break
+			}
+			r.Kind, r.Message = "elicitation", p.Message
+			r.Schema, _ = json.Marshal(p.RequestedSchema)
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
-			out.Kind = "sampling"
-			out.Params, _ = json.Marshal(p)
+			r.Kind = "sampling"
+			r.Params, _ = json.Marshal(p)
+		case *mcp.ListRootsParams:
+			r.Kind = "roots"
 		default:
-			out.Kind = "other"
+			r.Kind = "other"
 		}
-		ev.Requests = append(ev.Requests, out)
+		out = append(out, r)
 	}
-	return ev
+	return out
 }
 
 // answers decodes a round's answers (nil: none), bounded like arguments
@@ -259,8 +292,22 @@ func answers(rs map[string]streamAnswer) (map[string]mcp.InputResponse, *core.Er
 	for _, id := range ids {
 		a := rs[id]
 		field := fmt.Sprintf("responses[%q]", core.Clip(id))
+		set := 0
+		for _, b := range []bool{a.Elicitation != nil, a.Sampling != nil, a.Roots != nil} {
+			if b {
+				set++
+			}
+		}
 		switch {
-		case a.Elicitation != nil && a.Sampling == nil:
+		case set != 1:
+			return nil, core.InvalidField(field, "set one of elicitation, sampling, roots")
+		case a.Roots != nil:
+			res, e := rootsOf(field+".roots", *a.Roots)
+			if e != nil {
+				return nil, e
+			}
+			out[id] = res
+		case a.Elicitation != nil:
 			el := a.Elicitation
 			switch el.Action {
 			case "accept", "decline", "cancel":
@@ -277,7 +324,7 @@ func answers(rs map[string]streamAnswer) (map[string]mcp.InputResponse, *core.Er
 				}
 			}
 			out[id] = res
-		case a.Sampling != nil && a.Elicitation == nil:
+		default: // a.Sampling
 			if e := core.CheckAnswerJSON(field+".sampling", string(a.Sampling), 1); e != nil {
 				return nil, e
 			}
@@ -286,9 +333,31 @@ func answers(rs map[string]streamAnswer) (map[string]mcp.InputResponse, *core.Er
 				return nil, core.InvalidField(field+".sampling", "must be an MCP sampling result with role, content and model")
 			}
 			out[id] = res
-		default:
-			return nil, core.InvalidField(field, "set one of elicitation, sampling")
 		}
 	}
 	return out, nil
+}
+
+// rootsOf is the operator's roots as a roots/list result, each checked:
+// at most MaxRoots, each a file: URI (what MCP's roots are) of at most
+// MaxRootURIBytes, its name at most MaxRootName bytes; the field named
+// is the root at fault.
+func rootsOf(field string, rs []rootAnswer) (*mcp.ListRootsResult, *core.Error) {
+	if len(rs) > MaxRoots {
+		return nil, core.InvalidField(field, fmt.Sprintf("%d roots, more than %d", len(rs), MaxRoots))
+	}
+	res := &mcp.ListRootsResult{Roots: make([]*mcp.Root, 0, len(rs))}
+	for i, r := range rs {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		switch u, err := url.Parse(r.URI); {
+		case len(r.URI) > MaxRootURIBytes:
+			return nil, core.InvalidField(f+".uri", fmt.Sprintf("longer than %d bytes", MaxRootURIBytes))
+		case err != nil || u.Scheme != "file" || u.Path == "":
+			return nil, core.InvalidField(f+".uri", fmt.Sprintf("want a file: URI (file:///path), got %q", core.Clip(r.URI)))
+		case len(r.Name) > MaxRootName:
+			return nil, core.InvalidField(f+".name", fmt.Sprintf("longer than %d bytes", MaxRootName))
+		}
+		res.Roots = append(res.Roots, &mcp.Root{URI: r.URI, Name: r.Name})
+	}
+	return res, nil
 }

@@ -33,6 +33,16 @@ func TestAnswers(t *testing.T) {
 	if sr, ok := got["model"].(*mcp.CreateMessageWithToolsResult); !ok || sr.Role != "assistant" || len(sr.Content) != 1 {
 		t.Errorf("model = %#v", got["model"])
 	}
+	got, e = answers(dec(`{"roots": {"roots": [{"uri": "file:///srv/a", "name": "a"}, {"uri": "file:///b"}]}, "login": {"elicitation": {"action": "accept"}}}`))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if rr, ok := got["roots"].(*mcp.ListRootsResult); !ok || len(rr.Roots) != 2 || rr.Roots[0].URI != "file:///srv/a" || rr.Roots[0].Name != "a" {
+		t.Errorf("roots = %#v", got["roots"])
+	}
+	if er, ok := got["login"].(*mcp.ElicitResult); !ok || er.Action != "accept" || er.Content != nil {
+		t.Errorf("login (a URL elicitation's answer) = %#v", got["login"])
+	}
 	deep := strings.Repeat(`{"a":`, core.MaxAnswerDepth+1) + "1" + strings.Repeat("}", core.MaxAnswerDepth+1)
 	for _, c := range []struct{ in, field string }{
 		{`{"q": {"elicitation": {"action": "maybe"}}}`, `responses["q"].elicitation.action`},
@@ -40,6 +50,11 @@ func TestAnswers(t *testing.T) {
 		{`{"q": {"elicitation": {"action": "accept", "content": ` + deep + `}}}`, `responses["q"].elicitation.content`},
 		{`{"q": {"sampling": {"content": [{"type": "text", "text": "hi"}]}}}`, `responses["q"].sampling`},
 		{`{"q": {}}`, `responses["q"]`},
+		{`{"q": {"elicitation": {"action": "accept"}, "roots": []}}`, `responses["q"]`},
+		{`{"q": {"roots": [{"uri": "file:///a"}, {"uri": "https://x.example/"}]}}`, `responses["q"].roots[1].uri`},
+		{`{"q": {"roots": [{"uri": "file:///` + strings.Repeat("a", MaxRootURIBytes) + `"}]}}`, `responses["q"].roots[0].uri`},
+		{`{"q": {"roots": [{"uri": "file:///a", "name": "` + strings.Repeat("n", MaxRootName+1) + `"}]}}`, `responses["q"].roots[0].name`},
+		{`{"q": {"roots": [` + strings.Repeat(`{"uri": "file:///a"},`, MaxRoots) + `{"uri": "file:///a"}]}}`, `responses["q"].roots`},
 	} {
 		_, e := answers(dec(c.in))
 		if e == nil || len(e.Violations) == 0 || e.Violations[0].Field != c.field {
@@ -68,7 +83,7 @@ func TestNewActionsRefusals(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &me); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"/ui/api/call/stream", "/ui/api/logins/logout"} {
+	for _, path := range []string{"/ui/api/call/stream", "/ui/api/logins/logout", "/ui/api/logins/login", "/ui/api/tasks/answer"} {
 		if w, e := do(t, h, req("POST", path, "tok-bob", "", `{}`)); w.Code != http.StatusForbidden || e.Reason != ReasonCSRF {
 			t.Errorf("%s without the CSRF token: %d %+v", path, w.Code, e)
 		}
@@ -79,6 +94,12 @@ func TestNewActionsRefusals(t *testing.T) {
 		{"/ui/api/call/stream", `[1]`, "body"},
 		{"/ui/api/logins/logout", `{"server": "` + strings.Repeat("s", MaxQueryBytes+1) + `"}`, "server"},
 		{"/ui/api/logins/logout", `nope`, "body"},
+		{"/ui/api/logins/login", `{"server": "` + strings.Repeat("s", MaxQueryBytes+1) + `"}`, "server"},
+		{"/ui/api/logins/login", `{"server": "x", "principal": "` + strings.Repeat("p", MaxQueryBytes+1) + `"}`, "principal"},
+		{"/ui/api/logins/login", `[1]`, "body"},
+		{"/ui/api/tasks/answer", `{"responses": {"q": {"elicitation": {"action": "accept"}}}}`, "handle"},
+		{"/ui/api/tasks/answer", `{"handle": "h"}`, "responses"},
+		{"/ui/api/tasks/answer", `nope`, "body"},
 	} {
 		w, e := do(t, h, req("POST", c.path, "tok-bob", me.CSRF, c.body))
 		if w.Code != http.StatusBadRequest || len(e.Fields) != 1 || e.Fields[0].Field != c.field {
@@ -88,6 +109,19 @@ func TestNewActionsRefusals(t *testing.T) {
 	w, e := do(t, h, req("POST", "/ui/api/logins/logout", "tok-bob", me.CSRF, `{"server": "x", "principal": "alice"}`))
 	if w.Code != http.StatusForbidden || e.Reason != core.ReasonPermissionDenied {
 		t.Errorf("bob revoking alice's login: %d %+v", w.Code, e)
+	}
+	// A login link logs in the principal it names as whoever follows it:
+	// an operator's page may not ask for another principal's either.
+	w, _ = do(t, h, req("GET", "/ui/api/me", "tok-ops", "", ""))
+	var ops meBody
+	if err := json.Unmarshal(w.Body.Bytes(), &ops); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ tok, csrf string }{{"tok-bob", me.CSRF}, {"tok-ops", ops.CSRF}} {
+		w, e = do(t, h, req("POST", "/ui/api/logins/login", c.tok, c.csrf, `{"server": "x", "principal": "alice"}`))
+		if w.Code != http.StatusForbidden || e.Reason != core.ReasonPermissionDenied {
+			t.Errorf("%s asking for alice's login link: %d %+v", c.tok, w.Code, e)
+		}
 	}
 	for _, path := range []string{"/ui/api/logins?principal=alice", "/ui/api/config/effective"} {
 		if w, e := do(t, h, req("GET", path, "tok-bob", "", "")); w.Code != http.StatusForbidden || e.Reason != core.ReasonPermissionDenied {

@@ -135,3 +135,80 @@ func (cs *Console) loginLogout(c *caller, r *http.Request) (any, *core.Error) {
 	}
 	return map[string]string{"server": in.Server, "principal": who}, nil
 }
+
+// loginRequest asks for a login link: the server, and the principal
+// (default: the caller; without an auth section, required).
+type loginRequest struct {
+	Server    string `json:"server"`
+	Principal string `json:"principal"`
+	Force     bool   `json:"force"`
+}
+
+type loginBody struct {
+	Server    string `json:"server"`
+	Principal string `json:"principal"`
+	LoggedIn  bool   `json:"loggedIn"`
+	LoginURL  string `json:"loginUrl,omitempty"`
+}
+
+// loginStart is AdminService's Login, the flow `toolsvc login` starts: the
+// core's admin operation OpAdminLogin (the principal's rate limit, one
+// "admin action" audit line), the caller's own login link to a userOAuth
+// server, or that it is logged in already. Only the caller's own: a link
+// logs in the principal it names as whoever follows it, so an operator's
+// for another principal would put the operator's upstream account under
+// that principal's name. Without an auth section (a loopback operator)
+// the principal is named, as with AdminService. POST with the CSRF token.
+func (cs *Console) loginStart(c *caller, r *http.Request) (any, *core.Error) {
+	if e := cs.checkCSRF(c, r); e != nil {
+		return nil, e
+	}
+	var in loginRequest
+	if err := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxFormBytes)).Decode(&in); err != nil {
+		return nil, fieldError("body", "a JSON object {server, principal, force} of at most 16 KiB")
+	}
+	if len(in.Server) > MaxQueryBytes {
+		return nil, fieldError("server", "longer than 512 bytes")
+	}
+	if len(in.Principal) > MaxQueryBytes {
+		return nil, fieldError("principal", "longer than 512 bytes")
+	}
+	authed := cs.c.AuthOf(c.ctx).Configured()
+	who := in.Principal
+	if authed && who == "" {
+		who = c.p.Name
+	}
+	op, err := cs.c.BeginAdmin(c.ctx, core.OpAdminLogin, in.Server)
+	if err == nil {
+		op.For(who)
+		var refusal *core.Error
+		if authed && who != c.p.Name {
+			refusal = core.NewError(core.PermissionDenied, core.ReasonPermissionDenied,
+				fmt.Sprintf("principal %q may ask only for its own login link (a link logs in the principal it names as whoever follows it)", c.p.Name),
+				map[string]string{"principal": c.p.Name})
+		}
+		err = op.Admit(refusal)
+	}
+	var out loginBody
+	if err == nil {
+		switch {
+		case in.Server == "":
+			err = core.InvalidField("server", "required: a configured server in credentials mode userOAuth")
+		case who == "":
+			err = core.InvalidField("principal", "required without an auth section: nobody is authenticated, so name whose login this is")
+		default:
+			var link string
+			link, err = cs.c.Login(op.Context(), who, in.Server, in.Force)
+			if errors.Is(err, core.ErrNotUserOAuth) {
+				err = core.InvalidField("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it has no logins", core.Clip(in.Server)))
+			}
+			out = loginBody{Server: in.Server, Principal: who, LoggedIn: link == "", LoginURL: link}
+		}
+	}
+	fail := op.Fail(err)
+	op.End(fail)
+	if fail != nil {
+		return nil, fail
+	}
+	return out, nil
+}

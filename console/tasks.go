@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -60,6 +61,10 @@ type taskEvent struct {
 	Task    taskRow             `json:"task"`
 	Result  *mcp.CallToolResult `json:"result,omitempty"`
 	Failure *errorBody          `json:"error,omitempty"`
+	// Requests are what a 2026-07-28 task in input_required asks: the page
+	// renders them as the Playground does and answers them with
+	// POST /ui/api/tasks/answer (the core's UpdateTask).
+	Requests []inputRequest `json:"requests,omitempty"`
 }
 
 // taskHandle is the handle a task request names, bounded like a query.
@@ -115,6 +120,9 @@ func (cs *Console) taskWatch(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	err = t.Watch(ctx, func(st *core.TaskState) error {
 		ev := taskEvent{Task: rowOf(st.Task), Result: st.Result}
+		if len(st.Task.InputRequests) > 0 && !st.Task.Status.Terminal() {
+			ev.Requests = inputRequestsOf(st.Task.InputRequests)
+		}
 		if st.Failure != nil {
 			b := errorOf(st.Failure.Bounded())
 			ev.Failure = &b
@@ -162,6 +170,58 @@ func (cs *Console) taskCancel(c *caller, r *http.Request) (any, *core.Error) {
 	var out *core.Task
 	if err == nil {
 		out, err = t.Cancel(t.Context())
+	}
+	fail := t.Fail(err)
+	t.End(fail)
+	if fail != nil {
+		return nil, fail
+	}
+	return rowOf(out), nil
+}
+
+// taskAnswerRequest answers a 2026-07-28 task's input requests: its
+// handle, and the answers by request id (as a Playground round's).
+type taskAnswerRequest struct {
+	Handle    string                  `json:"handle"`
+	Responses map[string]streamAnswer `json:"responses"`
+}
+
+// taskAnswer is UpdateTask (POST, with the CSRF token): the core's task
+// update operation (BeginTask with OpTaskUpdate: the handle opened for
+// the caller, another principal's refused, the tool authorized again, the
+// rate limit, one audit line), the answers checked as a Playground round's
+// and again by the core against what the task asks now; the task's state
+// after.
+func (cs *Console) taskAnswer(c *caller, r *http.Request) (any, *core.Error) {
+	if e := cs.checkCSRF(c, r); e != nil {
+		return nil, e
+	}
+	limit := cs.c.MaxRequestBytes()
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, int64(limit)+1))
+	if err != nil || len(body) > limit {
+		return nil, core.NewError(core.ResourceExhausted, core.ReasonRequestTooLarge,
+			"the answers are larger than the request limit (--max-request-bytes)", nil)
+	}
+	var in taskAnswerRequest
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fieldError("body", "a JSON object {handle, responses}")
+	}
+	if e := taskHandle(in.Handle); e != nil {
+		return nil, e
+	}
+	if len(in.Responses) == 0 {
+		return nil, fieldError("responses", "required: answers to the task's requests, by id")
+	}
+	t, err := cs.c.BeginTask(c.ctx, core.OpTaskUpdate, in.Handle, core.Fields{TaskHandle: "handle"})
+	var out *core.Task
+	if err == nil {
+		// A bad answer is refused within the operation: audited like one
+		// the core refuses.
+		if responses, e := answers(in.Responses); e != nil {
+			err = e
+		} else {
+			out, err = t.Update(t.Context(), responses)
+		}
 	}
 	fail := t.Fail(err)
 	t.End(fail)

@@ -171,3 +171,33 @@ func TestSearchToolsInvalid(t *testing.T) {
 		t.Errorf("limit 100000: %v", err)
 	}
 }
+
+// TestPrepareSearch: core.PrepareSearch brings the search index to the
+// catalog without a search (what the console calls when a page opens),
+// again after a change, and a search then ranks on what it prepared.
+func TestPrepareSearch(t *testing.T) {
+	f := newFixture(t, 30)
+	c := f.svc.core
+	if c.SearchPrepared() {
+		t.Fatal("the index is prepared before anything asked for it")
+	}
+	c.PrepareSearch()
+	if !c.SearchPrepared() {
+		t.Fatal("PrepareSearch left the index behind the catalog")
+	}
+	addSearchTools(t, f)
+	if c.SearchPrepared() {
+		t.Fatal("the index is reported current after the catalog changed")
+	}
+	c.PrepareSearch()
+	if !c.SearchPrepared() {
+		t.Fatal("PrepareSearch did not follow the catalog's change")
+	}
+	resp, err := f.client.SearchTools(ctxT(t), &toolsvcv1.SearchToolsRequest{Query: "mail someone a note"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultNames(resp); len(got) == 0 || got[0] != "mem__send_email" {
+		t.Fatalf("results %v, want mem__send_email first", got)
+	}
+}

@@ -90,3 +90,81 @@ func TestConsolePlaygroundInteractive(t *testing.T) {
 	b.waitJS(t, "the sampled result", `(document.querySelector('#play-result .result-text') || {}).textContent === 'model=hi there'`)
 	b.noProblems(t)
 }
+
+// TestConsolePlaygroundURLAndRoots: what the Playground did not answer
+// before, against the Go test upstream in both eras (relayed 2026-07-28,
+// parked 2025-11-25). A URL elicitation shows its message and URL as text
+// with the host it goes to — no link element, markup inert — and Open only
+// for an http(s) URL; the operator's Accept or Decline reaches the tool. A
+// roots request takes the operator's roots, one file: URI a line, checked
+// before they are sent, and the tool lists them.
+func TestConsolePlaygroundURLAndRoots(t *testing.T) {
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{
+		"r": upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}, ProtocolVersion: "2026-07-28"},
+		"k": upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}},
+	}})
+	b := newBrowser(t)
+	b.run(t, "loading the console", chromedp.Navigate("http://"+p.adminAddr+"/ui/"))
+	b.waitJS(t, "the console", `!!document.getElementById('nav-playground')`)
+	open := func(tool string) {
+		t.Helper()
+		// Through another page, so the Playground mounts afresh.
+		evalJS[bool](t, b, `(location.hash = '#/upstreams', true)`)
+		b.waitJS(t, "the Upstreams page", `!!document.getElementById('page-upstreams')`)
+		evalJS[bool](t, b, fmt.Sprintf(`(location.hash = '#/playground?tool=%s', true)`, tool))
+		b.waitJS(t, tool+"'s form", `!!document.getElementById('play-call') && document.querySelector('#play-form b').textContent === '`+tool+`'`)
+	}
+	result := func(tool, want string) {
+		t.Helper()
+		b.waitJS(t, tool+": the result "+want, fmt.Sprintf(`(document.querySelector('#play-result .result-text') || {}).textContent === %q`, want))
+	}
+	const msg = `<img src=x onerror="window.__pwned=1">Log in at <a href="https://evil.example/">the bank</a>`
+	for _, server := range []string{"r", "k"} {
+		tool := server + "__ask_url_given"
+		for _, c := range []struct{ url, host, action string }{
+			{"https://login.example/authorize?x=1&next=<b>y</b>", "login.example", "accept"},
+			{"javascript:window.__pwned=1", "", "decline"},
+		} {
+			open(tool)
+			b.run(t, tool+": calling with "+c.url, chromedp.SendKeys(chromedp.ID("#arg-url"), c.url),
+				chromedp.SendKeys(chromedp.ID("#arg-message"), msg), chromedp.Click(chromedp.ID("#play-call")))
+			b.waitJS(t, tool+": the URL request", `!!document.getElementById('url-request')`)
+			var shown struct {
+				Message, URL, Host string
+				Open               bool
+				Markup             int
+			}
+			evalInto(t, b, `({message: document.querySelector('#url-request .elicit-message').textContent, url: document.getElementById('url-text').textContent,
+				host: document.getElementById('url-host').textContent, open: !!document.getElementById('url-open'),
+				markup: document.querySelectorAll('#url-request a, #url-request img, #url-request b:not(#url-host)').length})`, &shown)
+			if shown.Message != msg || shown.URL != c.url || shown.Markup != 0 {
+				t.Errorf("%s: the request shows message %q, URL %q, %d elements from its text; want both as text", tool, shown.Message, shown.URL, shown.Markup)
+			}
+			if wantOpen := c.host != ""; shown.Open != wantOpen || (wantOpen && shown.Host != c.host) {
+				t.Errorf("%s %s: Open offered %v, host %q; want %v, %q", tool, c.url, shown.Open, shown.Host, wantOpen, c.host)
+			}
+			if server == "r" && c.action == "accept" {
+				b.screenshot(t, "playground-url")
+			}
+			b.run(t, tool+": "+c.action, chromedp.Click(chromedp.ID("#url-"+c.action)))
+			result(tool, "url "+c.action)
+		}
+
+		tool = server + "__ask_roots"
+		open(tool)
+		b.run(t, tool+": calling", chromedp.Click(chromedp.ID("#play-call")))
+		b.waitJS(t, tool+": the roots form", `!!document.getElementById('roots-form')`)
+		b.run(t, tool+": a root that is not a file: URI", chromedp.SendKeys(chromedp.ID("#roots-list"), "file:///srv/data\nhttps://x.example/"),
+			chromedp.Click(chromedp.ID("#roots-answer")))
+		b.waitJS(t, tool+": line 2 named", `(document.querySelector('#roots-form .field-problem[data-field="roots"]') || {}).textContent.startsWith('line 2:')`)
+		evalJS[bool](t, b, `(() => { const e = document.getElementById('roots-list'); e.value = 'file:///srv/data\nfile:///home/op';
+			e.dispatchEvent(new Event('input', {bubbles: true})); return true })()`)
+		b.run(t, tool+": sending the roots", chromedp.Click(chromedp.ID("#roots-answer")))
+		result(tool, "roots=file:///srv/data,file:///home/op")
+	}
+	if pwned := evalJS[bool](t, b, `!!window.__pwned`); pwned {
+		t.Error("the upstream's text ran script in the console")
+	}
+	b.noProblems(t)
+}

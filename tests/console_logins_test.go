@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,4 +87,65 @@ func TestConsoleLogins(t *testing.T) {
 	}
 	alice.waitJS(t, "alice's page still lists her login", `!!document.querySelector('#logins tr[data-login="alice@up"]')`)
 	root.noProblems(t)
+}
+
+// TestConsoleLoginLink: the Logins page starts a login for its own
+// principal (the core's OpAdminLogin, as AdminService's Login and `toolsvc
+// login`). carol's page offers "up", gets her link and shows it as text
+// (no link element: it opens only with the Open button); her login
+// through the real authorization server then appears on her page, and her
+// call runs as her. Her page cannot ask for dave's link (a link logs in the
+// principal it names as whoever follows it) nor ask without the CSRF
+// token; dave stays logged out.
+func TestConsoleLoginLink(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 150*time.Second)
+	defer cancel()
+	defer http.DefaultClient.CloseIdleConnections()
+	asProc := startProcWith(t, exec.Command(helperBinary(t, "authserver"), "-access-ttl", "5m", "-clients", userOAuthClients),
+		procOpts{checkExit: true})
+	issuer := asProc.log.waitFor(t, urlLineRE, 30*time.Second)
+	up := startBearerUpstream(t, issuer, "urn:test:upstream")
+	dir := t.TempDir()
+	toks := map[string]string{"carol": "static-carol-0123456789", "dave": "static-dave-0123456789"}
+	p := startToolsvc(t, cfg{
+		Auth:       &authCfg{Tokens: toks},
+		TokenStore: &tokenStoreCfg{File: filepath.Join(dir, "tokens"), KeyFile: storeKeyFile(t, dir)},
+		Servers:    servers{"up": userOAuthUp(issuer, up)}})
+
+	b := newBrowser(t)
+	b.run(t, "signing in as carol", chromedp.Navigate("http://"+p.adminAddr+"/ui/"), chromedp.WaitVisible(chromedp.ID("#token")),
+		chromedp.SendKeys(chromedp.ID("#token"), toks["carol"]), chromedp.Click(chromedp.ID("#signin")))
+	b.waitJS(t, "carol's console", `!!document.getElementById('nav-logins')`)
+	b.waitJS(t, "carol's Logins page", `(document.getElementById('logins-none') || document.getElementById('nav-logins')?.click(), !!document.getElementById('logins-none'))`)
+	b.waitJS(t, "up offered for a login", `[...document.querySelectorAll('#login-server option')].some(o => o.value === 'up')`)
+
+	refused := evalJS[string](t, b, `(async () => {
+		const me = await (await fetch('/ui/api/me')).json();
+		const post = (h, body) => fetch('/ui/api/logins/login', {method: 'POST', headers: {'Content-Type': 'application/json', ...h}, body: JSON.stringify(body)})
+			.then(async r => r.status + ' ' + (await r.json()).reason);
+		return [await post({'X-Toolsvc-CSRF': me.csrf}, {server: 'up', principal: 'dave'}), await post({}, {server: 'up'}),
+			await post({'X-Toolsvc-CSRF': me.csrf}, {server: ''})].join(', ') })()`)
+	if refused != "403 PERMISSION_DENIED, 403 CSRF_REFUSED, 400 REQUEST_INVALID" {
+		t.Errorf("carol asking for dave's link, without the CSRF token, without a server: %s; want 403 PERMISSION_DENIED, 403 CSRF_REFUSED, 400 REQUEST_INVALID", refused)
+	}
+
+	b.run(t, "asking for a login link", chromedp.SetValue(chromedp.ID("#login-server"), "up"), chromedp.Click(chromedp.ID("#login-start")))
+	b.waitJS(t, "the link shown", `!!document.getElementById('login-link') && !!document.getElementById('login-open')`)
+	link := evalJS[string](t, b, `document.getElementById('login-link').textContent`)
+	if !strings.HasPrefix(link, issuer+"/") {
+		t.Fatalf("the page's login link %q is not the authorization server's (%s)", link, issuer)
+	}
+	if n := evalJS[int](t, b, `document.querySelectorAll('#login-section a').length`); n != 0 {
+		t.Errorf("the login section has %d link elements; the link must be text, opened by the button only", n)
+	}
+	b.screenshot(t, "logins-link")
+	browserLogin(t, ctx, link, "carol")
+	b.waitJS(t, "carol's login listed", `!!document.querySelector('#logins tr[data-login="carol@up"]')`)
+	if got, err := whoamiOn(ctx, p.client, toks["carol"]); err != nil || got["sub"] != "carol" {
+		t.Errorf("carol's call after logging in from the console: %v, %v", got, err)
+	}
+	_, err := whoamiOn(ctx, p.client, toks["dave"])
+	loginLink(t, err, issuer) // dave: LOGIN_REQUIRED still
+	b.noProblems(t)
 }

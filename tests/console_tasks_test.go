@@ -121,3 +121,68 @@ func TestConsoleTaskFollow(t *testing.T) {
 	}
 	b.noProblems(t)
 }
+
+// TestConsoleTaskInput: a 2026-07-28 task that asks (the Python SDK's task
+// server, fastmcp-tasks: py__ask, input_required with one form
+// elicitation) is answered from the console: ann's task, opened on her
+// Tasks page, shows its question as a form in the follow view; her answer
+// goes through the core's UpdateTask and the task completes with it. Her
+// page cannot answer bob's task (TASK_NOT_YOURS: his still waits), nor
+// answer without the CSRF token; a bad answer is refused naming its field.
+func TestConsoleTaskInput(t *testing.T) {
+	t.Parallel()
+	all := taskServers(t)
+	p := startToolsvc(t, cfg{Auth: taskAuth(), Servers: servers{"py": all["py"]}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	bobTask := startTask(t, as(ctx, bobTasks), p.client, "py__ask", `{}`)
+	annTask := startTask(t, as(ctx, annTasks), p.client, "py__ask", `{}`)
+
+	b := newBrowser(t)
+	b.run(t, "signing in as ann", chromedp.Navigate("http://"+p.adminAddr+"/ui/#/tasks"), chromedp.WaitVisible(chromedp.ID("#token")),
+		chromedp.SendKeys(chromedp.ID("#token"), annTasks), chromedp.Click(chromedp.ID("#signin")))
+	b.waitJS(t, "the console", `!!document.getElementById('nav-tasks')`)
+	row := fmt.Sprintf(`document.querySelector('#tasks tr[data-task=%q]')`, annTask.GetTaskId())
+	// Click until the Tasks page is there (the navigation re-renders once
+	// the caller's rights are known).
+	b.waitJS(t, "ann's task listed", `(`+row+` || document.getElementById('nav-tasks')?.click(), !!`+row+`)`)
+	evalJS[bool](t, b, `(`+row+`.querySelector('.task-open').click(), true)`)
+	b.waitJS(t, "the task asking", `(document.getElementById('task-follow') || {dataset: {}}).dataset.status === 'input_required' &&
+		!!document.querySelector('#task-input #elicit-form')`)
+	if msg := evalJS[string](t, b, `document.querySelector('#task-input .elicit-message').textContent`); msg != "Your name?" {
+		t.Errorf("the task's question shown as %q, want %q", msg, "Your name?")
+	}
+
+	var refusals map[string]string
+	evalInto(t, b, fmt.Sprintf(`(async () => {
+		const csrf = (await (await fetch('/ui/api/me')).json()).csrf;
+		const post = (body, withCSRF) => fetch('/ui/api/tasks/answer', {method: 'POST',
+			headers: withCSRF ? {'Content-Type': 'application/json', 'X-Toolsvc-CSRF': csrf} : {'Content-Type': 'application/json'},
+			body: JSON.stringify(body)});
+		const reason = async (r) => { const b = await r.json(); return r.status + ' ' + b.reason + (b.fields ? ' ' + b.fields[0].field : '') };
+		const mallory = {name: {elicitation: {action: 'accept', content: {name: 'Mallory'}}}};
+		return {
+			bob: await reason(await post({handle: %q, responses: mallory}, true)),
+			noCSRF: await reason(await post({handle: %[2]q, responses: mallory}, false)),
+			badAction: await reason(await post({handle: %[2]q, responses: {name: {elicitation: {action: 'maybe'}}}}, true)),
+			none: await reason(await post({handle: %[2]q, responses: {}}, true)),
+		};
+	})()`, bobTask.GetHandle(), annTask.GetHandle()), &refusals)
+	want := map[string]string{"bob": "403 TASK_NOT_YOURS", "noCSRF": "403 CSRF_REFUSED",
+		"badAction": `400 REQUEST_INVALID responses["name"].elicitation.action`, "none": "400 REQUEST_INVALID responses"}
+	for k, w := range want {
+		if refusals[k] != w {
+			t.Errorf("%s: %q, want %q", k, refusals[k], w)
+		}
+	}
+
+	b.screenshot(t, "task-input")
+	b.run(t, "answering", chromedp.SendKeys(chromedp.ID("#elicit-name"), "Ada"), chromedp.Click(chromedp.ID("#elicit-accept")))
+	b.waitJS(t, "the task completed with the answer", `(document.getElementById('task-follow') || {dataset: {}}).dataset.status === 'completed' &&
+		(document.querySelector('#task-result .result-text') || {}).textContent === 'hello Ada'`)
+	bob, err := p.client.GetTask(as(ctx, bobTasks), &toolsvcv1.GetTaskRequest{Handle: bobTask.GetHandle()})
+	if err != nil || bob.GetTask().GetStatus() != toolsvcv1.TaskStatus_TASK_STATUS_INPUT_REQUIRED {
+		t.Errorf("bob's task after ann's answers = %v, %v; want still input_required", bob.GetTask().GetStatus(), err)
+	}
+	b.noProblems(t)
+}

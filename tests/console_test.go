@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -449,6 +450,21 @@ func TestConsoleLargeCatalog(t *testing.T) {
 	}
 	if first.DOM > 100 {
 		t.Errorf("the list rendered %d rows for %d tools: not virtualised", first.DOM, first.Rows)
+	}
+	// The search index is built ahead, once the page is open, before
+	// anything is typed: the first keystroke does not wait for it
+	// (core.PrepareSearch).
+	p.log.waitFor(t, regexp.MustCompile(fmt.Sprintf(`msg="search index prepared" .*tools=%d `, n+1)), 2*time.Minute)
+	// What the page asked for first: the first rows and the count.
+	var window struct {
+		Total   int        `json:"total"`
+		Partial bool       `json:"partial"`
+		Tools   [][]string `json:"tools"`
+	}
+	evalInto(t, b, `fetch('/ui/api/tools?limit=60').then(r => r.json())`, &window)
+	if window.Total != n+1 || !window.Partial || len(window.Tools) != 60 || window.Tools[0][0] != "many__bump" {
+		t.Errorf("/ui/api/tools?limit=60: total %d, partial %v, %d rows (first %v); want %d, true, 60 from many__bump",
+			window.Total, window.Partial, len(window.Tools), window.Tools[:min(1, len(window.Tools))], n+1)
 	}
 	for i, c := range "tool01234" {
 		b.run(t, "typing", chromedp.SendKeys(chromedp.ID("#search"), string(c)))

@@ -10,8 +10,10 @@ import uPlot from 'uplot';
 
 const html = htm.bind(h);
 
-// Timings the browser test reads (reported, not asserted).
-const timings = (window.__console = { firstRender: null, keystrokes: [], events: 0 });
+// Timings the browser test and tests/bench/console read (reported, not
+// asserted): firstRender from the Catalog's mount, firstRenderAt from the
+// navigation's start (performance.now()'s origin), keystrokes end to end.
+const timings = (window.__console = { firstRender: null, firstRenderAt: null, keystrokes: [], events: 0 });
 
 // ---- the store: what the event stream and the API say -------------------
 
@@ -296,6 +298,10 @@ function Feed() {
     </ul>`;
 }
 
+// The rows the Catalog asks for first (a screen is about 20): the list
+// renders them while the whole list is on its way.
+const WINDOW_ROWS = 60;
+
 function Catalog() {
   const s = useStore();
   const [all, setAll] = useState(null); // [[name, server, title, desc]]
@@ -304,23 +310,53 @@ function Catalog() {
   const [server, setServer] = useState('');
   const [hits, setHits] = useState(null); // names ranked by SearchTools, or null
   const [selected, setSelected] = useState('');
+  const [total, setTotal] = useState(null); // the caller's tools, known from the first window on
   const rev = s.catalog && s.catalog.revision;
+  const loaded = useRef(''); // the revision of the whole list the page holds
+  const inflight = useRef(null); // the whole list's request on its way
   const pending = useRef(null); // the keystroke being answered: {t0, ctrl}
   const t0 = useRef(performance.now());
 
+  // At once, without waiting for the event stream: the first rows (what
+  // the list shows first) and the count, then the whole list. The event
+  // stream's catalog revision fetches the whole list again only when it
+  // differs from the one held.
   useEffect(() => {
-    if (!rev) return;
     let live = true;
-    api('/ui/api/tools')
-      .then((b) => live && (setAll(b.tools), setErr('')))
-      .catch((e) => live && setErr(e.message));
+    api('/ui/api/tools?limit=' + WINDOW_ROWS)
+      .then((b) => live && loaded.current === '' && (setAll(b.tools), setTotal(b.total)))
+      .catch(() => {}); // the whole list's request reports the error
+    return () => (live = false);
+  }, []);
+  useEffect(() => {
+    if (rev && rev === loaded.current) return;
+    let live = true;
+    // A request still on its way (the mount's, before the stream said its
+    // revision) is waited for, and asked again only if it is not of rev.
+    const prior = inflight.current;
+    const get = () => api('/ui/api/tools');
+    const p = prior ? prior.then((b) => (!rev || b.revision === rev ? b : get()), get) : get();
+    inflight.current = p;
+    const settled = () => inflight.current === p && (inflight.current = null);
+    p.then(
+      (b) => {
+        settled();
+        if (!live) return;
+        loaded.current = b.revision;
+        setAll(b.tools);
+        setTotal(b.total);
+        setErr('');
+      },
+      (e) => (settled(), live && setErr(e.message)),
+    );
     return () => (live = false);
   }, [rev]);
 
   useLayoutEffect(() => {
     if (all && timings.firstRender === null) {
-      timings.firstRender = performance.now() - t0.current;
-      timings.firstRenderRows = all.length;
+      timings.firstRenderAt = performance.now();
+      timings.firstRender = timings.firstRenderAt - t0.current;
+      timings.firstRenderRows = total;
     }
   }, [all]);
 
@@ -372,7 +408,7 @@ function Catalog() {
         <option value="">every server</option>
         ${servers.map((n) => html`<option value=${n}>${n}</option>`)}
       </select>
-      <span class="muted" id="count">${rows.length} of ${all ? all.length : '…'} tools</span>
+      <span class="muted" id="count">${rows.length} of ${total === null ? '…' : total} tools</span>
     </div>
     ${err ? html`<p class="error" id="catalog-error">${err}</p>` : null}
     <div class="catalog">
@@ -657,6 +693,20 @@ function samplingText(params) {
   return lines.join('\n');
 }
 
+// webHost is the host of an http(s) URL, '' for anything else (such a URL
+// is shown as text and never offered to open).
+function webHost(u) {
+  try {
+    const p = new URL(u);
+    return p.protocol === 'https:' || p.protocol === 'http:' ? p.host : '';
+  } catch {
+    return '';
+  }
+}
+
+// The roots an operator may give one request (console.MaxRoots).
+const MAX_ROOTS = 32;
+
 // InputRequest renders one request of an input_required: an elicitation
 // as a form from its requested schema, a sampling request as its messages
 // with a box for the operator's reply. answer(id, response) records the
@@ -695,6 +745,39 @@ function InputRequest({ req, answer }) {
       ${problems.reply ? html`<div class="error field-problem" data-field="reply">${problems.reply}</div>` : null}
       <button id="sampling-answer" type="submit">Answer</button>
       <button id="sampling-decline" type="button" onClick=${() => answer(req.id, null)}>Decline</button>
+    </form>`;
+  }
+  if (req.kind === 'url') {
+    // The URL is the upstream's: shown as text with the host it goes to,
+    // never as a link; Open (an http(s) URL only) is the operator's
+    // explicit action, in a new tab that cannot reach this page.
+    const host = webHost(req.url);
+    const act = (action) => () => answer(req.id, { elicitation: { action } });
+    return html`<div class="input-request" id="url-request" data-request=${req.id}>
+      <h3>The tool asks you to open a web page (URL elicitation)</h3>
+      <p class="elicit-message">${req.message}</p>
+      <p>It goes to <b id="url-host">${host || '(not a web address: it cannot be opened from here)'}</b>:</p>
+      <pre id="url-text">${req.url}</pre>
+      ${host ? html`<button type="button" id="url-open" onClick=${() => window.open(req.url, '_blank', 'noopener,noreferrer')}>Open in a new tab</button>` : null}
+      <button type="button" id="url-accept" onClick=${act('accept')}>Accept</button>
+      <button type="button" id="url-decline" onClick=${act('decline')}>Decline</button>
+      <button type="button" id="url-cancel" onClick=${act('cancel')}>Cancel</button>
+    </div>`;
+  }
+  if (req.kind === 'roots') {
+    const send = (e) => {
+      e.preventDefault();
+      const uris = reply.split('\n').map((l) => l.trim()).filter(Boolean);
+      const bad = uris.findIndex((u) => !/^file:\/\/[^\s]*\/./.test(u));
+      const problem = uris.length > MAX_ROOTS ? `at most ${MAX_ROOTS} roots` : bad >= 0 ? `line ${bad + 1}: want a file: URI (file:///path)` : '';
+      setProblems(problem ? { roots: problem } : {});
+      if (!problem) answer(req.id, { roots: uris.map((uri) => ({ uri })) });
+    };
+    return html`<form class="input-request" id="roots-form" data-request=${req.id} onSubmit=${send}>
+      <h3>The tool asks for your roots (the directories it may work in)</h3>
+      <textarea id="roots-list" rows="3" placeholder="file:///path, one a line (none: no roots)" onInput=${(e) => setReply(e.currentTarget.value)}>${reply}</textarea>
+      ${problems.roots ? html`<div class="error field-problem" data-field="roots">${problems.roots}</div>` : null}
+      <button id="roots-answer" type="submit">Send</button>
     </form>`;
   }
   return html`<p class="muted">The tool asks for input of a kind the Playground does not give (${req.kind}).</p>`;
@@ -802,7 +885,7 @@ function Playground() {
     <h2>Playground</h2>
     <p class="muted">Call a tool as yourself: the same checks, limits and audit line as any caller. The form follows
       the tool's input schema and is checked before it is sent; progress, log lines and what the tool asks
-      (a form, a model's reply) show here as the call runs.</p>
+      (a form, a web page to open, a model's reply, your roots) show here as the call runs.</p>
     <div class="toolbar">
       <input id="play-tool" placeholder="tool (exposed name)" value=${name} onChange=${(e) => setName(e.currentTarget.value.trim())} />
     </div>
@@ -854,16 +937,21 @@ function ResultView({ id, result }) {
 }
 
 // TaskFollow follows one task by its handle (the core's WatchTask, as an
-// event stream): its status live, its result rendered like a call's once
-// it has ended, and a Cancel button while it runs (the core's CancelTask).
+// event stream): its status live, what a 2026-07-28 task asks rendered as
+// the Playground renders a call's requests and answered through the core's
+// UpdateTask (POST /ui/api/tasks/answer), its result rendered like a
+// call's once it has ended, and a Cancel button while it runs (the core's
+// CancelTask).
 function TaskFollow({ handle }) {
   const s = useStore();
   const [st, setSt] = useState(null);
   const [err, setErr] = useState('');
+  const given = useRef({}); // the answers to the requests shown, by id
   useEffect(() => {
     const es = new EventSource('/ui/api/tasks/watch?handle=' + encodeURIComponent(handle));
     es.addEventListener('state', (e) => {
       const v = JSON.parse(e.data);
+      given.current = {};
       setSt(v);
       if (v.task.terminal) es.close();
     });
@@ -887,6 +975,28 @@ function TaskFollow({ handle }) {
       setErr(e2.message);
     }
   };
+  // answer records one answer; when every request shown has one, they go
+  // in one UpdateTask. The watch then sends the task's next state.
+  const answer = async (id, response) => {
+    if (response === null) return setErr('You declined the sampling request: the task still waits for it (Cancel ends it).');
+    given.current[id] = response;
+    if (Object.keys(given.current).length < st.requests.length) return;
+    const responses = given.current;
+    given.current = {};
+    setErr('');
+    try {
+      const res = await fetch('/ui/api/tasks/answer', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+        body: JSON.stringify({ handle, responses }),
+      });
+      const body = await res.json();
+      if (!res.ok) return setErr(errText(body));
+      setSt((cur) => (cur && !cur.task.terminal ? { ...cur, task: body, requests: null } : cur));
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
   const t = st && st.task;
   return html`<div id="task-follow" data-status=${t ? t.status : ''}>
     <h3>Task ${t ? html`<span class="muted">${t.tool} · ${t.taskId}</span>` : null}</h3>
@@ -896,6 +1006,11 @@ function TaskFollow({ handle }) {
           <span class="muted"> ${t.message || ''}</span>
           ${t.terminal ? null : html` <button id="task-cancel" type="button" onClick=${cancel}>Cancel</button>`}</p>`
       : html`<p class="muted">Following…</p>`}
+    ${st && st.requests && st.requests.length && !t.terminal
+      ? html`<div id="task-input">
+          ${st.requests.map((r) => html`<${InputRequest} key=${(t.updated || '') + r.id} req=${r} answer=${answer} />`)}
+        </div>`
+      : null}
     ${st && st.result ? html`<${ResultView} id="task-result" result=${st.result} />` : null}
     ${st && st.error ? html`<p class="error" id="task-failure">${errText(st.error)}</p>` : null}
   </div>`;
@@ -995,9 +1110,60 @@ function Logins() {
       setErr(e2.message);
     }
   };
+  // A login of one's own (the core's OpAdminLogin, as `toolsvc login`):
+  // the link is shown as text with the host it goes to, and opened only by
+  // the Open button, in a new tab that cannot reach this page.
+  const [link, setLink] = useState(null); // {server, principal, loggedIn, loginUrl}
+  const perUser = s.upstreams.filter((u) => u.perUser && !u.refused).map((u) => u.name);
+  const startLogin = async (e) => {
+    e.preventDefault();
+    setErr('');
+    setLink(null);
+    const f = e.currentTarget.elements;
+    const req = { server: f['login-server'].value, force: f['login-force'].checked };
+    if (f['login-principal']) req.principal = f['login-principal'].value.trim();
+    try {
+      setLink(
+        await api('/ui/api/logins/login', {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
+          body: JSON.stringify(req),
+        }),
+      );
+    } catch (e2) {
+      setErr(e2.message);
+    }
+  };
   const shown = lookup || body;
   return html`
     <h2>Logins</h2>
+    <div id="login-section">
+      <h3>Log in to an upstream</h3>
+      ${perUser.length === 0
+        ? html`<p class="muted" id="login-nothing">No upstream you may see has per-user credentials.</p>`
+        : html`<form class="toolbar" id="login-form" onSubmit=${startLogin}>
+            <select id="login-server" name="login-server">
+              ${perUser.map((n) => html`<option value=${n}>${n}</option>`)}
+            </select>
+            ${s.me && !s.me.auth ? html`<input id="login-principal" name="login-principal" placeholder="principal (whose login)" />` : null}
+            <label><input type="checkbox" id="login-force" name="login-force" /> again, even if logged in</label>
+            <button type="submit" id="login-start">Get a login link</button>
+          </form>`}
+      ${link && link.loggedIn
+        ? html`<p id="login-done">${link.principal} is logged in to ${link.server} already.</p>`
+        : null}
+      ${link && !link.loggedIn
+        ? html`<div id="login-got">
+            <p>To log ${link.principal} in to ${link.server}, open this address; it goes to${' '}
+              <b id="login-host">${webHost(link.loginUrl) || '(not a web address)'}</b>. This page lists the login once it is done.</p>
+            <pre id="login-link">${link.loginUrl}</pre>
+            ${webHost(link.loginUrl)
+              ? html`<button type="button" id="login-open" onClick=${() => window.open(link.loginUrl, '_blank', 'noopener,noreferrer')}>
+                  Open the login page</button>`
+              : null}
+          </div>`
+        : null}
+    </div>
     <p class="muted">${s.me && s.me.admin ? "Every principal's" : 'Your'} logins to upstreams in credentials mode userOAuth:
       toolsvc keeps a token per principal and server (never shown). Log out revokes it at the authorization server and
       deletes it; the next call asks for a new login.</p>
