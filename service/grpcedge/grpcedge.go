@@ -47,12 +47,13 @@ func Status(e *core.Error) *status.Status {
 }
 
 // Credentials is what a gRPC caller presented: the bearer credential of
-// its "authorization" metadata and the client certificate chains of its
-// TLS connection.
+// its "authorization" metadata, the client certificate chains of its TLS
+// connection, and its connection's peer address.
 func Credentials(ctx context.Context) core.Credentials {
 	var c core.Credentials
 	c.Bearer = core.BearerOf(metadata.ExtractIncoming(ctx).Get("authorization"))
 	if p, ok := peer.FromContext(ctx); ok {
+		c.Peer = p.Addr
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
 			c.VerifiedChains = ti.State.VerifiedChains
 		}
