@@ -149,7 +149,8 @@ func (op *Operation) end(fail *Error, toolError bool, extra ...slog.Attr) {
 	}
 	op.ended = true
 	op.releaseSlot()
-	took := time.Since(op.start)
+	end := time.Now()
+	took := end.Sub(op.start)
 	outcome := "ok"
 	switch {
 	case fail != nil:
@@ -157,7 +158,7 @@ func (op *Operation) end(fail *Error, toolError bool, extra ...slog.Attr) {
 	case toolError:
 		outcome = "tool_error"
 	}
-	op.observe(outcome, took)
+	op.observe(outcome, end, took)
 	as := op.auth
 	if as == nil { // refused before it was decided under a state
 		as = op.s.CurrentAuth()
@@ -177,7 +178,7 @@ func (op *Operation) end(fail *Error, toolError bool, extra ...slog.Attr) {
 
 // observe records the operation's metrics: tool calls by server, tool and
 // outcome, the other operations by server, method and outcome.
-func (op *Operation) observe(outcome string, took time.Duration) {
+func (op *Operation) observe(outcome string, end time.Time, took time.Duration) {
 	o := op.s.opts.Observer
 	if o == nil {
 		return
@@ -196,7 +197,7 @@ func (op *Operation) observe(outcome string, took time.Duration) {
 		if tool == "" {
 			tool = "unknown"
 		}
-		o.CallDone(server, tool, outcome, took)
+		o.CallDone(server, tool, outcome, end, took)
 		return
 	}
 	o.OperationDone(server, op.kind.method, outcome, took)

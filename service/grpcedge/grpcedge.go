@@ -10,10 +10,10 @@ package grpcedge
 import (
 	"context"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/metadata"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
@@ -51,7 +51,11 @@ func Status(e *core.Error) *status.Status {
 // connection, and its connection's peer address.
 func Credentials(ctx context.Context) core.Credentials {
 	var c core.Credentials
-	c.Bearer = core.BearerOf(metadata.ExtractIncoming(ctx).Get("authorization"))
+	// The one key, not a copy of every header (metadata.ExtractIncoming
+	// copies the map): this runs on every call.
+	if v := grpcmd.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
+		c.Bearer = core.BearerOf(v[0])
+	}
 	if p, ok := peer.FromContext(ctx); ok {
 		c.Peer = p.Addr
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
