@@ -1,5 +1,6 @@
 // Package grpcedge is what every gRPC wire of the core shares: the gRPC form
-// of the core's one error value and the credentials read off a call. The
+// of the core's one error value, the credentials read off a call, and the
+// Struct form of the JSON objects both wires send (Struct, AnyStruct). The
 // gRPC edge (package service: ToolService, AdminService) and the MCP gRPC
 // binding (package service/mcpgrpc: model_context_protocol.Mcp) are served
 // by one gRPC server behind one interceptor chain, so a refusal has one
@@ -9,6 +10,7 @@ package grpcedge
 
 import (
 	"context"
+	"encoding/json"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toolsvc/toolsvc/service/core"
 )
@@ -74,4 +77,40 @@ func RPCContext(ctx context.Context) context.Context {
 		return ctx
 	}
 	return core.WithCredentials(ctx, Credentials(ctx))
+}
+
+// Struct is a decoded JSON object as a google.protobuf.Struct, the form
+// both gRPC wires give schemas, structured content, arguments and
+// metadata: nil for nil, and for a value that is not JSON (impossible for
+// decoded upstream data, which is dropped rather than fail the answer).
+func Struct(m map[string]any) *structpb.Struct {
+	if m == nil {
+		return nil
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// AnyStruct is any JSON-encodable object value (a tool's structured
+// content, which go-sdk may hold as a typed value) as a Struct; nil when
+// it is not an object.
+func AnyStruct(v any) *structpb.Struct {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return Struct(v)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return Struct(m)
 }
