@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"time"
 
 	"github.com/toolsvc/toolsvc/internal/loopback"
 )
@@ -95,7 +94,7 @@ func (s *Core) beginAdmin(ctx context.Context, kind OpKind, server, principal st
 		a.refusal = refusal
 		return a
 	}
-	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
+	release, err := op.auth.limits.admitNow(op.principal.Name)
 	if err != nil {
 		a.refusal = err
 		return a

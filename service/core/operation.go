@@ -86,15 +86,15 @@ func (s *Core) Begin(ctx context.Context, kind OpKind, fields Fields) (*Operatio
 	return op, nil
 }
 
-// admit authorizes the principal for authName (action says what it may
-// not do, in the refusal: `call tool "x"`) and takes a slot of its rate
-// limit.
-func (op *Operation) admit(authName, action string) error {
+// admit authorizes the principal for authName (what and name say what it
+// may not do, in the refusal: `call tool "x"`, formatted only then: an
+// admitted call pays for no message) and takes a slot of its rate limit.
+func (op *Operation) admit(authName, what, name string) error {
 	if !op.auth.authz.AllowTool(op.principal, authName) {
 		return NewError(PermissionDenied, ReasonPermissionDenied,
-			fmt.Sprintf("principal %q may not %s", op.principal.Name, action), map[string]string{"principal": op.principal.Name})
+			fmt.Sprintf("principal %q may not %s %q", op.principal.Name, what, name), map[string]string{"principal": op.principal.Name})
 	}
-	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
+	release, err := op.auth.limits.admitNow(op.principal.Name)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (op *Operation) admit(authName, action string) error {
 // over every tool it may see (a search): authorization then applies to
 // each tool the operation returns, not to the operation.
 func (op *Operation) admitAll() error {
-	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
+	release, err := op.auth.limits.admitNow(op.principal.Name)
 	if err != nil {
 		return err
 	}
