@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -194,6 +195,9 @@ func (cs *Console) authenticate(r *http.Request) (*caller, *core.Error) {
 	st := cs.c.CurrentAuth()
 	ctx := core.WithAuthState(r.Context(), st)
 	if !st.Configured() {
+		// The peer goes to the core, whose admin rule decides the
+		// actions on it as on every wire.
+		ctx = core.WithCredentials(ctx, core.Credentials{Peer: remoteAddr(r)})
 		if !remoteLoopback(r) {
 			return nil, core.NewError(core.PermissionDenied, ReasonLoopbackOnly,
 				"without an auth section the console answers only loopback connections; configure auth (tokens or jwt) and list the operators in auth.admins",
@@ -207,7 +211,7 @@ func (cs *Console) authenticate(r *http.Request) (*caller, *core.Error) {
 			tok = c.Value
 		}
 	}
-	creds := core.Credentials{Bearer: tok}
+	creds := core.Credentials{Bearer: tok, Peer: remoteAddr(r)}
 	if r.TLS != nil {
 		creds.VerifiedChains = r.TLS.VerifiedChains
 	}
@@ -219,12 +223,18 @@ func (cs *Console) authenticate(r *http.Request) (*caller, *core.Error) {
 }
 
 func remoteLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	a := remoteAddr(r)
+	return a != nil && loopback.Addr(a)
+}
+
+// remoteAddr is the request's peer as an address (nil: RemoteAddr is not
+// an IP address and port).
+func remoteAddr(r *http.Request) net.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		return false
+		return nil
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && loopback.Addr(&net.TCPAddr{IP: ip})
+	return net.TCPAddrFromAddrPort(ap)
 }
 
 // csrfToken is the token a page sends with each action: an HMAC of the

@@ -223,32 +223,25 @@ func (cs *Console) search(c *caller, r *http.Request) (any, *core.Error) {
 }
 
 // upstreamAction reconnects or refreshes an upstream: an operator's
-// action, the same operation of the core as AdminService's ReconnectServer
-// and RefreshServer (authorized here, rate-limited, one audit line).
+// action, the same admin operation of the core as AdminService's
+// ReconnectServer and RefreshServer (the core's admin rule, the
+// principal's rate limit, one audit line).
 func (cs *Console) upstreamAction(c *caller, r *http.Request) (any, *core.Error) {
 	if e := cs.checkCSRF(c, r); e != nil {
 		return nil, e
 	}
 	name, action := r.PathValue("name"), r.PathValue("action")
-	kind, do := core.OpAdminReconnect, cs.c.Reconnect
+	kind, do := core.OpAdminReconnect, (*core.AdminOp).Reconnect
 	switch action {
 	case "reconnect":
 	case "refresh":
-		kind, do = core.OpAdminRefresh, cs.c.Refresh
+		kind, do = core.OpAdminRefresh, (*core.AdminOp).Refresh
 	default:
 		return nil, fieldError("action", "one of reconnect, refresh")
 	}
-	op, err := cs.c.BeginAdmin(c.ctx, kind, name)
+	op, err := cs.c.BeginAdmin(c.ctx, kind, name, "")
 	if err == nil {
-		var refusal *core.Error
-		if !c.admin {
-			refusal = core.NewError(core.PermissionDenied, core.ReasonPermissionDenied,
-				fmt.Sprintf("principal %q may not reconnect or refresh upstreams (auth.admins)", c.p.Name), map[string]string{"principal": c.p.Name})
-		}
-		err = op.Admit(refusal)
-	}
-	if err == nil {
-		_, err = do(op.Context(), name)
+		_, err = do(op)
 	}
 	fail := op.Fail(err)
 	op.End(fail)

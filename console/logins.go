@@ -85,9 +85,10 @@ type logoutRequest struct {
 }
 
 // loginLogout revokes a login as AdminService's Logout does: the core's
-// admin operation OpAdminLogout (the principal's rate limit, one "admin
-// action" audit line with "for" when it is another principal's), a
-// principal its own, an operator anyone's; POST with the CSRF token.
+// admin operation OpAdminLogout (the core's admin rule: a principal its
+// own, an operator anyone's; the principal's rate limit, one "admin
+// action" audit line with "for" when it is another principal's); POST
+// with the CSRF token.
 func (cs *Console) loginLogout(c *caller, r *http.Request) (any, *core.Error) {
 	if e := cs.checkCSRF(c, r); e != nil {
 		return nil, e
@@ -102,38 +103,16 @@ func (cs *Console) loginLogout(c *caller, r *http.Request) (any, *core.Error) {
 	if len(in.Principal) > MaxQueryBytes {
 		return nil, fieldError("principal", "longer than 512 bytes")
 	}
-	who := in.Principal
-	if who == "" {
-		who = c.p.Name
-	}
-	op, err := cs.c.BeginAdmin(c.ctx, core.OpAdminLogout, in.Server)
+	op, err := cs.c.BeginAdmin(c.ctx, core.OpAdminLogout, in.Server, in.Principal)
 	if err == nil {
-		op.For(who)
-		var refusal *core.Error
-		if who != c.p.Name && !c.admin {
-			refusal = core.NewError(core.PermissionDenied, core.ReasonPermissionDenied,
-				fmt.Sprintf("principal %q may revoke only its own logins; another principal's needs auth.admins", c.p.Name), map[string]string{"principal": c.p.Name})
-		}
-		err = op.Admit(refusal)
-	}
-	if err == nil {
-		switch {
-		case in.Server == "":
-			err = core.InvalidField("server", "required: a configured server in credentials mode userOAuth")
-		case who == "":
-			err = core.InvalidField("principal", "required without an auth section: nobody is authenticated, so name whose login to revoke")
-		default:
-			if err = cs.c.Logout(op.Context(), who, in.Server); errors.Is(err, core.ErrNotUserOAuth) {
-				err = core.InvalidField("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", core.Clip(in.Server)))
-			}
-		}
+		err = op.Logout()
 	}
 	fail := op.Fail(err)
 	op.End(fail)
 	if fail != nil {
 		return nil, fail
 	}
-	return map[string]string{"server": in.Server, "principal": who}, nil
+	return map[string]string{"server": in.Server, "principal": op.Who()}, nil
 }
 
 // loginRequest asks for a login link: the server, and the principal

@@ -46,13 +46,18 @@ type stat struct {
 	hist          [latencyBuckets]uint32
 }
 
-func (s *stat) add(outcome string, took time.Duration) {
+func (s *stat) add(outcome string, bucket int) {
 	s.calls++
 	if outcome != "ok" {
 		s.errors++
 	}
+	s.hist[bucket]++
+}
+
+// bucketOf is the latency bucket of took.
+func bucketOf(took time.Duration) int {
 	i, _ := slices.BinarySearch(latencyBounds[:], took)
-	s.hist[min(i, latencyBuckets-1)]++
+	return min(i, latencyBuckets-1)
 }
 
 func (s *stat) merge(o *stat) {
@@ -103,9 +108,10 @@ func (tr *Traffic) CallStarted()                                        {}
 func (tr *Traffic) OperationDone(string, string, string, time.Duration) {}
 func (tr *Traffic) RateLimited(string, string)                          {}
 
-// CallDone implements core.Observer.
-func (tr *Traffic) CallDone(server, tool, outcome string, took time.Duration) {
-	tr.Observe(server, tool, outcome, took)
+// CallDone implements core.Observer: the call is filed under the minute
+// it ended, which the core read (no clock read here, on every call).
+func (tr *Traffic) CallDone(server, tool, outcome string, end time.Time, took time.Duration) {
+	tr.observeAt(end, server, tool, outcome, took)
 }
 
 // NewTraffic returns an empty ring.
@@ -121,38 +127,50 @@ func (tr *Traffic) slotFor(m int64) *slot {
 }
 
 func bounded(m map[string]*stat, key string, limit int) *stat {
+	st, _ := boundedNew(m, key, limit)
+	return st
+}
+
+// boundedNew is bounded, and whether it added key itself.
+func boundedNew(m map[string]*stat, key string, limit int) (*stat, bool) {
 	st, ok := m[key]
 	if ok {
-		return st
+		return st, false
 	}
 	if len(m) >= limit {
 		key = otherName
 		if st, ok = m[key]; ok {
-			return st
+			return st, false
 		}
 	}
 	st = &stat{}
 	m[key] = st
-	return st
+	return st, key != otherName
 }
 
 // Observe records one finished call.
 func (tr *Traffic) Observe(server, tool, outcome string, took time.Duration) {
-	m := tr.now().Unix() / 60
+	tr.observeAt(tr.now(), server, tool, outcome, took)
+}
+
+// observeAt records one call that finished at end.
+func (tr *Traffic) observeAt(end time.Time, server, tool, outcome string, took time.Duration) {
+	m := end.Unix() / 60
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	s := tr.slotFor(m)
-	s.total.add(outcome, took)
+	b := bucketOf(took) // once for the three stats
+	s.total.add(outcome, b)
 	if outcome != "ok" {
 		if _, ok := s.outcomes[outcome]; !ok && len(s.outcomes) >= maxOutcomes {
 			outcome = otherName
 		}
 		s.outcomes[outcome]++
 	}
-	bounded(s.servers, server, MaxTrafficServers).add(outcome, took)
-	ts := bounded(s.tools, tool, MaxTrafficTools)
-	ts.add(outcome, took)
-	if _, ok := s.toolSrv[tool]; !ok && len(s.toolSrv) < MaxTrafficTools {
+	bounded(s.servers, server, MaxTrafficServers).add(outcome, b)
+	ts, added := boundedNew(s.tools, tool, MaxTrafficTools)
+	ts.add(outcome, b)
+	if added { // toolSrv holds the tools of tools (at most MaxTrafficTools): one lookup per call, not two
 		s.toolSrv[tool] = server
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolsvc/toolsvc/internal/proccpu"
 )
 
 // BenchmarkBridgeCall is one tools/call through the bridge (Bridge.Call:
@@ -63,22 +65,13 @@ func benchmarkBridgeCall(b *testing.B, sc ServerConfig) {
 		call()
 	}
 	b.ReportAllocs()
-	cpu0 := processCPU()
+	cpu0 := proccpu.Used()
 	for b.Loop() {
 		call()
 	}
 	// CPU time of this process (the bridge's side; the upstream is a
 	// child) per call: steadier than ns/op on a shared machine.
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(proccpu.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // startHTTPChild starts bin -mode http and returns its URL; the child is

@@ -18,10 +18,10 @@ func (obs observers) CallStarted() {
 	}
 }
 
-func (obs observers) CallDone(server, tool, outcome string, took time.Duration) {
+func (obs observers) CallDone(server, tool, outcome string, end time.Time, took time.Duration) {
 	for _, o := range obs {
 		if o != nil {
-			o.CallDone(server, tool, outcome, took)
+			o.CallDone(server, tool, outcome, end, took)
 		}
 	}
 }

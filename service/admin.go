@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"time"
 
@@ -105,40 +103,12 @@ type admin struct {
 	s *Server
 }
 
-// authorize is AdminService's authorization of the caller of ctx
-// (authenticated): an auth.admins principal; without an auth section,
-// nobody is authenticated, so AdminService (and the operator details of
-// ListServers) answer only callers on this machine. Every handler asks it
-// on its own path (AdminOp.Admit), so no way of registering the service
-// can skip it.
-func (a *admin) authorize(ctx context.Context, p core.Principal) *core.Error {
-	if !a.s.authConfigured() {
-		if LocalPeer(ctx) {
-			return nil
-		}
-		return core.NewError(core.PermissionDenied, ReasonAdminLoopbackOnly,
-			"without an auth section AdminService answers only loopback connections; "+
-				"configure auth (tokens, jwt or mtls) and list the operators in auth.admins to use it remotely",
-			map[string]string{"peer": peerAddr(ctx)})
-	}
-	if a.s.authOf(ctx).Authorizer().AllowAdmin(p) {
-		return nil
-	}
-	return core.NewError(core.PermissionDenied, ReasonPermissionDenied,
-		fmt.Sprintf("principal %q may not use AdminService (auth.admins)", p.Name), map[string]string{"principal": p.Name})
-}
-
-// run runs one AdminService action as an operation of the core's engine
-// (core/admin.go): authenticated, admitted by admit (nil: by authorize),
-// done by do, classified once, ended with its audit line.
-func (a *admin) run(ctx context.Context, kind core.OpKind, target string, admit func(*core.AdminOp) *core.Error, do func(*core.AdminOp) error) error {
-	op, err := a.s.core.BeginAdmin(rpcContext(ctx), kind, target)
-	if err == nil {
-		if admit == nil {
-			admit = func(op *core.AdminOp) *core.Error { return a.authorize(op.Context(), op.Principal()) }
-		}
-		err = op.Admit(admit(op))
-	}
+// run runs one AdminService action as an admin operation of the core
+// (core/admin.go): authenticated, authorized by the core's admin rule and
+// rate limited in BeginAdmin (server: the server acted on, principal:
+// whose login), done by do, classified once, ended with its audit line.
+func (a *admin) run(ctx context.Context, kind core.OpKind, server, principal string, do func(*core.AdminOp) error) error {
+	op, err := a.s.core.BeginAdmin(rpcContext(ctx), kind, server, principal)
 	if err == nil {
 		err = do(op)
 	}
@@ -153,11 +123,8 @@ func (a *admin) run(ctx context.Context, kind core.OpKind, target string, admit 
 // RefreshServer implements toolsvc.v1.AdminService.
 func (a *admin) RefreshServer(ctx context.Context, req *toolsvcv1.RefreshServerRequest) (*toolsvcv1.RefreshServerResponse, error) {
 	var out *toolsvcv1.RefreshServerResponse
-	err := a.run(ctx, core.OpAdminRefresh, req.GetName(), nil, func(op *core.AdminOp) error {
-		if req.GetName() == "" {
-			return core.InvalidField("name", "required: a configured server name")
-		}
-		st, err := a.s.core.Refresh(op.Context(), req.GetName())
+	err := a.run(ctx, core.OpAdminRefresh, req.GetName(), "", func(op *core.AdminOp) error {
+		st, err := op.Refresh()
 		if err != nil {
 			return err
 		}
@@ -170,11 +137,8 @@ func (a *admin) RefreshServer(ctx context.Context, req *toolsvcv1.RefreshServerR
 // ReconnectServer implements toolsvc.v1.AdminService.
 func (a *admin) ReconnectServer(ctx context.Context, req *toolsvcv1.ReconnectServerRequest) (*toolsvcv1.ReconnectServerResponse, error) {
 	var out *toolsvcv1.ReconnectServerResponse
-	err := a.run(ctx, core.OpAdminReconnect, req.GetName(), nil, func(op *core.AdminOp) error {
-		if req.GetName() == "" {
-			return core.InvalidField("name", "required: a configured server name")
-		}
-		st, err := a.s.core.Reconnect(op.Context(), req.GetName())
+	err := a.run(ctx, core.OpAdminReconnect, req.GetName(), "", func(op *core.AdminOp) error {
+		st, err := op.Reconnect()
 		if err != nil {
 			return err
 		}
@@ -187,54 +151,27 @@ func (a *admin) ReconnectServer(ctx context.Context, req *toolsvcv1.ReconnectSer
 // ReloadConfig implements toolsvc.v1.AdminService.
 func (a *admin) ReloadConfig(ctx context.Context, _ *toolsvcv1.ReloadConfigRequest) (*toolsvcv1.ReloadConfigResponse, error) {
 	var out *toolsvcv1.ReloadConfigResponse
-	err := a.run(ctx, core.OpAdminReload, "", nil, func(op *core.AdminOp) error {
+	err := a.run(ctx, core.OpAdminReload, "", "", func(op *core.AdminOp) error {
 		if a.s.opts.Config == nil {
 			return core.NewError(core.FailedPrecondition, ReasonNoConfigFile, "toolsvc runs without a configuration file (built-in demo); nothing to reload", nil)
 		}
-		out = &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(op.Context()))}
-		return nil
+		return op.Reload(func(ctx context.Context) {
+			out = &toolsvcv1.ReloadConfigResponse{Config: configToProto(a.s.opts.Config.Reload(ctx))}
+		})
 	})
 	return out, err
 }
 
 // Logout implements toolsvc.v1.AdminService: a principal revokes its own
-// login to a userOAuth server; another principal's needs auth.admins.
+// login to a userOAuth server; another principal's needs auth.admins (the
+// core's admin rule).
 func (a *admin) Logout(ctx context.Context, req *toolsvcv1.LogoutRequest) (*toolsvcv1.LogoutResponse, error) {
 	var out *toolsvcv1.LogoutResponse
-	var who string
-	admit := func(op *core.AdminOp) *core.Error {
-		p := op.Principal()
-		if who = req.GetPrincipal(); who == "" {
-			who = p.Name
-		}
-		op.For(who)
-		switch {
-		case !a.s.authConfigured():
-			// Nobody is authenticated: as for the other methods, loopback
-			// callers only, and they must name the principal.
-			if e := a.authorize(op.Context(), p); e != nil {
-				return e
-			}
-		case who != p.Name && !a.s.authOf(op.Context()).Authorizer().AllowAdmin(p):
-			return core.NewError(core.PermissionDenied, ReasonPermissionDenied,
-				fmt.Sprintf("principal %q may revoke only its own logins; another principal's needs auth.admins", p.Name), map[string]string{"principal": p.Name})
-		}
-		return nil
-	}
-	err := a.run(ctx, core.OpAdminLogout, req.GetServer(), admit, func(op *core.AdminOp) error {
-		if req.GetServer() == "" {
-			return core.InvalidField("server", "required: a configured server in credentials mode userOAuth")
-		}
-		if !a.s.authConfigured() && req.GetPrincipal() == "" {
-			return core.InvalidField("principal", "required without an auth section: nobody is authenticated, so name whose login to revoke")
-		}
-		if err := a.s.core.Logout(op.Context(), who, req.GetServer()); err != nil {
-			if errors.Is(err, core.ErrNotUserOAuth) {
-				return core.InvalidField("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it stores no logins", req.GetServer()))
-			}
+	err := a.run(ctx, core.OpAdminLogout, req.GetServer(), req.GetPrincipal(), func(op *core.AdminOp) error {
+		if err := op.Logout(); err != nil {
 			return err
 		}
-		out = &toolsvcv1.LogoutResponse{Server: req.GetServer(), Principal: who}
+		out = &toolsvcv1.LogoutResponse{Server: req.GetServer(), Principal: op.Who()}
 		return nil
 	})
 	return out, err
@@ -244,43 +181,12 @@ func (a *admin) Logout(ctx context.Context, req *toolsvcv1.LogoutRequest) (*tool
 // to a userOAuth server, or that it is logged in already.
 func (a *admin) Login(ctx context.Context, req *toolsvcv1.LoginRequest) (*toolsvcv1.LoginResponse, error) {
 	var out *toolsvcv1.LoginResponse
-	var who string
-	admit := func(op *core.AdminOp) *core.Error {
-		p := op.Principal()
-		who = req.GetPrincipal()
-		op.For(who)
-		switch {
-		case !a.s.authConfigured():
-			// Nobody is authenticated: loopback callers only, naming the
-			// principal (as Logout).
-			return a.authorize(op.Context(), p)
-		case who == "":
-			who = p.Name
-		case who != p.Name:
-			// A link logs in the principal it names as whoever follows it: an
-			// operator's for another principal would put the operator's
-			// upstream account under that principal's name.
-			return core.NewError(core.PermissionDenied, ReasonPermissionDenied,
-				fmt.Sprintf("principal %q may ask only for its own login link (a link logs in the principal it names as whoever follows it)", p.Name),
-				map[string]string{"principal": p.Name})
-		}
-		return nil
-	}
-	err := a.run(ctx, core.OpAdminLogin, req.GetServer(), admit, func(op *core.AdminOp) error {
-		if req.GetServer() == "" {
-			return core.InvalidField("server", "required: a configured server in credentials mode userOAuth")
-		}
-		if who == "" {
-			return core.InvalidField("principal", "required without an auth section: nobody is authenticated, so name whose login this is")
-		}
-		link, err := a.s.core.Login(op.Context(), who, req.GetServer(), req.GetForce())
+	err := a.run(ctx, core.OpAdminLogin, req.GetServer(), req.GetPrincipal(), func(op *core.AdminOp) error {
+		link, err := op.Login(req.GetForce())
 		if err != nil {
-			if errors.Is(err, core.ErrNotUserOAuth) {
-				return core.InvalidField("server", fmt.Sprintf("server %q is not in credentials mode userOAuth: it has no logins", req.GetServer()))
-			}
 			return err
 		}
-		out = &toolsvcv1.LoginResponse{Server: req.GetServer(), Principal: who, LoggedIn: link == "", LoginUrl: link}
+		out = &toolsvcv1.LoginResponse{Server: req.GetServer(), Principal: op.Who(), LoggedIn: link == "", LoginUrl: link}
 		return nil
 	})
 	return out, err
@@ -314,11 +220,4 @@ func LocalPeer(ctx context.Context) bool {
 		return false
 	}
 	return loopback.Addr(p.Addr)
-}
-
-func peerAddr(ctx context.Context) string {
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return p.Addr.String()
-	}
-	return "unknown"
 }

@@ -8,10 +8,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/service/core"
+	"github.com/toolsvc/toolsvc/service/grpcedge"
 )
 
 // schemaFormat is a validated toolsvcv1.SchemaFormat: how a Tool carries
@@ -115,12 +115,12 @@ func toolToWire(t *core.Tool, f schemaFormat) *toolsvcv1.Tool {
 		Description:  t.Description,
 		SchemaHash:   t.SchemaHash,
 		Available:    t.Available,
-		Meta:         toStruct(t.Meta),
+		Meta:         grpcedge.Struct(t.Meta),
 	}
 	if f == formatJSON {
 		p.InputSchemaJson, p.OutputSchemaJson = string(t.InputSchemaJSON), string(t.OutputSchemaJSON)
 	} else {
-		p.InputSchema, p.OutputSchema = toStruct(t.InputSchema), toStruct(t.OutputSchema)
+		p.InputSchema, p.OutputSchema = grpcedge.Struct(t.InputSchema), grpcedge.Struct(t.OutputSchema)
 	}
 	if a := t.Annotations; a != nil {
 		p.Annotations = &toolsvcv1.ToolAnnotations{
@@ -134,43 +134,11 @@ func toolToWire(t *core.Tool, f schemaFormat) *toolsvcv1.Tool {
 	return p
 }
 
-// toStruct converts a decoded JSON object; nil stays nil. Values that are
-// not JSON (impossible for decoded upstream data) are dropped.
-func toStruct(m map[string]any) *structpb.Struct {
-	if m == nil {
-		return nil
-	}
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		return nil
-	}
-	return s
-}
-
-// anyToStruct converts any JSON-encodable object value.
-func anyToStruct(v any) *structpb.Struct {
-	switch v := v.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		return toStruct(v)
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return toStruct(m)
-}
-
 func resultToProto(r *mcp.CallToolResult, log *slog.Logger) *toolsvcv1.CallToolResponse {
 	out := &toolsvcv1.CallToolResponse{
 		IsError:           r.IsError,
-		StructuredContent: anyToStruct(r.StructuredContent),
-		Meta:              toStruct(r.Meta),
+		StructuredContent: grpcedge.AnyStruct(r.StructuredContent),
+		Meta:              grpcedge.Struct(r.Meta),
 	}
 	if r.StructuredContent != nil && out.StructuredContent == nil {
 		log.Warn("structuredContent is not a JSON object; dropped")
@@ -201,21 +169,21 @@ func contentToProto(c mcp.Content) *toolsvcv1.Content {
 	switch c := c.(type) {
 	case *mcp.TextContent:
 		return &toolsvcv1.Content{Content: &toolsvcv1.Content_Text{Text: &toolsvcv1.TextContent{
-			Text: c.Text, Annotations: annotationsToProto(c.Annotations), Meta: toStruct(c.Meta)}}}
+			Text: c.Text, Annotations: annotationsToProto(c.Annotations), Meta: grpcedge.Struct(c.Meta)}}}
 	case *mcp.ImageContent:
 		return &toolsvcv1.Content{Content: &toolsvcv1.Content_Image{Image: &toolsvcv1.ImageContent{
-			Data: c.Data, MimeType: c.MIMEType, Annotations: annotationsToProto(c.Annotations), Meta: toStruct(c.Meta)}}}
+			Data: c.Data, MimeType: c.MIMEType, Annotations: annotationsToProto(c.Annotations), Meta: grpcedge.Struct(c.Meta)}}}
 	case *mcp.AudioContent:
 		return &toolsvcv1.Content{Content: &toolsvcv1.Content_Audio{Audio: &toolsvcv1.AudioContent{
-			Data: c.Data, MimeType: c.MIMEType, Annotations: annotationsToProto(c.Annotations), Meta: toStruct(c.Meta)}}}
+			Data: c.Data, MimeType: c.MIMEType, Annotations: annotationsToProto(c.Annotations), Meta: grpcedge.Struct(c.Meta)}}}
 	case *mcp.ResourceLink:
 		return &toolsvcv1.Content{Content: &toolsvcv1.Content_ResourceLink{ResourceLink: &toolsvcv1.ResourceLink{
 			Uri: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MimeType: c.MIMEType,
-			Size: c.Size, Annotations: annotationsToProto(c.Annotations), Meta: toStruct(c.Meta)}}}
+			Size: c.Size, Annotations: annotationsToProto(c.Annotations), Meta: grpcedge.Struct(c.Meta)}}}
 	case *mcp.EmbeddedResource:
-		er := &toolsvcv1.EmbeddedResource{Annotations: annotationsToProto(c.Annotations), Meta: toStruct(c.Meta)}
+		er := &toolsvcv1.EmbeddedResource{Annotations: annotationsToProto(c.Annotations), Meta: grpcedge.Struct(c.Meta)}
 		if rc := c.Resource; rc != nil {
-			p := &toolsvcv1.ResourceContents{Uri: rc.URI, MimeType: rc.MIMEType, Meta: toStruct(rc.Meta)}
+			p := &toolsvcv1.ResourceContents{Uri: rc.URI, MimeType: rc.MIMEType, Meta: grpcedge.Struct(rc.Meta)}
 			if rc.Blob != nil {
 				p.Contents = &toolsvcv1.ResourceContents_Blob{Blob: rc.Blob}
 			} else {

@@ -151,7 +151,7 @@ func (m *Metrics) ProbeFailed(server string) { m.probeFailures.WithLabelValues(s
 func (m *Metrics) CallStarted() { m.callsInFlight.Inc() }
 
 // CallDone implements core.Observer.
-func (m *Metrics) CallDone(server, tool, outcome string, took time.Duration) {
+func (m *Metrics) CallDone(server, tool, outcome string, _ time.Time, took time.Duration) {
 	m.callsInFlight.Dec()
 	m.calls.WithLabelValues(server, tool, outcome).Inc()
 	m.callDuration.WithLabelValues(server, outcome).Observe(took.Seconds())

@@ -11,6 +11,7 @@ import (
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 	"github.com/toolsvc/toolsvc/service/core"
+	"github.com/toolsvc/toolsvc/service/grpcedge"
 )
 
 // Resources and prompts go through the same front-door steps as tool calls
@@ -100,7 +101,7 @@ func (s *Server) getPrompt(op *core.Operation, req *toolsvcv1.GetPromptRequest) 
 	if res.NeedsInput() || len(res.InputRequests) > 0 {
 		return &toolsvcv1.GetPromptResponse{InputRequired: s.inputRequiredToProto(res.InputRequests, res.RequestState)}, nil
 	}
-	out := &toolsvcv1.GetPromptResponse{Description: res.Description, Meta: toStruct(res.Meta)}
+	out := &toolsvcv1.GetPromptResponse{Description: res.Description, Meta: grpcedge.Struct(res.Meta)}
 	for _, m := range res.Messages {
 		if m == nil {
 			continue
@@ -204,7 +205,7 @@ func contentsVersion(r *toolsvcv1.ReadResourceResponse) string {
 
 func resourceToProto(r *core.Resource) *toolsvcv1.Resource {
 	p := &toolsvcv1.Resource{Uri: r.R.URI, Server: r.Server, Name: r.R.Name, Title: r.R.Title, Description: r.R.Description,
-		MimeType: r.R.MIMEType, Annotations: annotationsToProto(r.R.Annotations), Meta: toStruct(r.R.Meta)}
+		MimeType: r.R.MIMEType, Annotations: annotationsToProto(r.R.Annotations), Meta: grpcedge.Struct(r.R.Meta)}
 	if r.R.Size != 0 {
 		size := r.R.Size
 		p.Size = &size
@@ -214,11 +215,11 @@ func resourceToProto(r *core.Resource) *toolsvcv1.Resource {
 
 func templateToProto(t *core.ResourceTemplate) *toolsvcv1.ResourceTemplate {
 	return &toolsvcv1.ResourceTemplate{UriTemplate: t.T.URITemplate, Server: t.Server, Name: t.T.Name, Title: t.T.Title,
-		Description: t.T.Description, MimeType: t.T.MIMEType, Annotations: annotationsToProto(t.T.Annotations), Meta: toStruct(t.T.Meta)}
+		Description: t.T.Description, MimeType: t.T.MIMEType, Annotations: annotationsToProto(t.T.Annotations), Meta: grpcedge.Struct(t.T.Meta)}
 }
 
 func promptToProto(p *core.Prompt) *toolsvcv1.Prompt {
-	out := &toolsvcv1.Prompt{Name: p.Name, Server: p.Server, OriginalName: p.P.Name, Title: p.P.Title, Description: p.P.Description, Meta: toStruct(p.P.Meta)}
+	out := &toolsvcv1.Prompt{Name: p.Name, Server: p.Server, OriginalName: p.P.Name, Title: p.P.Title, Description: p.P.Description, Meta: grpcedge.Struct(p.P.Meta)}
 	for _, a := range p.P.Arguments {
 		if a != nil {
 			out.Arguments = append(out.Arguments, &toolsvcv1.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
@@ -228,12 +229,12 @@ func promptToProto(p *core.Prompt) *toolsvcv1.Prompt {
 }
 
 func readResultToProto(r *mcp.ReadResourceResult, server string) *toolsvcv1.ReadResourceResponse {
-	out := &toolsvcv1.ReadResourceResponse{Server: server, Meta: toStruct(r.Meta)}
+	out := &toolsvcv1.ReadResourceResponse{Server: server, Meta: grpcedge.Struct(r.Meta)}
 	for _, rc := range r.Contents {
 		if rc == nil {
 			continue
 		}
-		p := &toolsvcv1.ResourceContents{Uri: rc.URI, MimeType: rc.MIMEType, Meta: toStruct(rc.Meta)}
+		p := &toolsvcv1.ResourceContents{Uri: rc.URI, MimeType: rc.MIMEType, Meta: grpcedge.Struct(rc.Meta)}
 		if rc.Blob != nil {
 			p.Contents = &toolsvcv1.ResourceContents_Blob{Blob: rc.Blob}
 		} else {

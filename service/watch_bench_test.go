@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
+	"github.com/toolsvc/toolsvc/internal/proccpu"
 )
 
 // BenchmarkWatchFanout: one tool change delivered to 10,000 watchers of
@@ -151,12 +151,12 @@ func runFanout(b *testing.B, f *watchFixture, conns []toolsvcv1.ToolServiceClien
 	lat := make([]time.Duration, n)
 	for range fanoutChanges {
 		*change++
-		cpu0 := processCPU(b)
+		cpu0 := proccpu.Used()
 		f.servers["s"].srv.AddTool(&mcp.Tool{Name: "tool_00000", Description: fmt.Sprint("change ", *change), InputSchema: benchSchema}, noop)
 		for range n {
 			<-got
 		}
-		res.cpuPerChange += (processCPU(b) - cpu0) / fanoutChanges
+		res.cpuPerChange += (proccpu.Used() - cpu0) / fanoutChanges
 		created := f.bridge.Catalog().Current().Created
 		for i, t := range recv {
 			lat[i] = t.Sub(created)
@@ -191,15 +191,6 @@ func openWatchers(b *testing.B, ctx context.Context, conns []toolsvcv1.ToolServi
 			}
 		}()
 	}
-}
-
-// processCPU is this process's user and system CPU time.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // liveBytes is the Go heap and stacks in use after a collection.

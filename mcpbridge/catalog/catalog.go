@@ -10,6 +10,7 @@ import (
 	"hash"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -553,11 +554,14 @@ func serverDigest(tools []*Tool) [32]byte {
 func combine(parts []serverPart) string {
 	slices.SortFunc(parts, func(a, b serverPart) int { return cmp.Compare(a.server, b.server) })
 	h := sha256.New()
+	var buf []byte // "<len>:<server>;" then the digest, per server
 	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s;", len(p.server), p.server)
-		h.Write(p.digest[:])
+		buf = strconv.AppendInt(buf[:0], int64(len(p.server)), 10)
+		buf = append(append(append(append(buf, ':'), p.server...), ';'), p.digest[:]...)
+		h.Write(buf)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
 
 // toolHistoryBudget is the tool catalog's history budget beyond

@@ -4,8 +4,9 @@
 // revisions, a bounded history by revision (page tokens, watch
 // resumption) and capacity-1 change signals (snapshots.go); exposed names
 // ("<prefix>__<tool>", naming.go); schema text and its decoded form
-// (schema.go); and per-principal listings merged into a principal's view
-// (private.go).
+// (schema.go); per-principal listings merged into a principal's view
+// (private.go); and the revision of successive versions of a filtered
+// list at the cost of what changed (revmemo.go).
 //
 // It knows nothing of sessions, transports or the bridge: mcpbridge feeds
 // it what its sessions list, and the wires read its types through the

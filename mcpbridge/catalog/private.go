@@ -56,9 +56,12 @@ type principalTools struct {
 	gen     atomic.Uint64              // bumped (under Private.mu) on every change of servers
 	sig     signals
 
-	buildMu sync.Mutex // serialises merges; guards hist and the pin
+	buildMu sync.Mutex // serialises merges; guards hist, the pin and revs
 	view    atomic.Pointer[principalView]
-	hist    []*Snapshot // merged snapshots, oldest first; the last is the newest built
+	// revs digests the merged snapshots: a merge after one server's
+	// change digests that server's entries, not the catalog's.
+	revs RevisionMemo
+	hist []*Snapshot // merged snapshots, oldest first; the last is the newest built
 	// pinned is the view a listing of the principal pages through, kept
 	// until pinnedUntil whatever hist forgets (Pin).
 	pinned      *Snapshot
@@ -208,9 +211,10 @@ func (p *Private) View(shared *Snapshot, principal string) *Snapshot {
 	}
 	snap := shared
 	if len(lists) > 0 {
-		snap = mergeListings(shared, lists)
+		snap = mergeListings(shared, lists, &pt.revs)
 		if prev != nil && prev.snap.Revision == snap.Revision {
-			snap = prev.snap // the same content: the same snapshot (watchers compare pointers)
+			snap = prev.snap             // the same content: the same snapshot (watchers compare pointers)
+			pt.revs.Revision(snap.Tools) // the memo holds the kept list, not the dropped one (pointer comparisons only)
 		}
 	}
 	pt.view.Store(&principalView{shared: shared, gen: gen, snap: snap})
@@ -227,7 +231,8 @@ func (p *Private) View(shared *Snapshot, principal string) *Snapshot {
 // mergeListings is shared with the listings' tools merged in. A private
 // tool whose exposed name a shared tool (or another listing's) has is
 // exposed with a stable hash suffix, as the catalog does between servers.
-func mergeListings(shared *Snapshot, lists []*privateListing) *Snapshot {
+// revs is the principal's memo of its merged snapshots' digests.
+func mergeListings(shared *Snapshot, lists []*privateListing, revs *RevisionMemo) *Snapshot {
 	slices.SortFunc(lists, func(a, b *privateListing) int {
 		return cmp.Compare(a.entry.prefix, b.entry.prefix)
 	})
@@ -257,7 +262,7 @@ func mergeListings(shared *Snapshot, lists []*privateListing) *Snapshot {
 		}
 	}
 	slices.SortFunc(all, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
-	return &Snapshot{Revision: Revision(all), Tools: all, Created: time.Now(), base: shared}
+	return &Snapshot{Revision: revs.Revision(all), Tools: all, Created: time.Now(), base: shared}
 }
 
 // Snapshot returns principal's remembered (or pinned) snapshot with

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"path"
 	"slices"
 	"strings"
@@ -126,6 +127,10 @@ func NewAuthenticator(tokens map[string]string, jwtOpts *JWTOptions, mtls bool) 
 type Credentials struct {
 	Bearer         string
 	VerifiedChains [][]*x509.Certificate
+	// Peer is the connection's remote address (nil: unknown). Without an
+	// auth section it decides who may run an admin action: callers on this
+	// machine only (admin.go).
+	Peer net.Addr
 }
 
 // BearerOf is the credential of an Authorization value of the Bearer

@@ -12,11 +12,15 @@ import (
 // and releases the principal's concurrency slot. Calls to unknown tools
 // are counted under server and tool "unknown" (no catalog label to spend).
 func (c *Call) End(fail *Error, isError bool, outBytes int) {
-	extra := []slog.Attr{slog.Int("request_bytes", c.in.Size), slog.Int("response_bytes", outBytes)}
 	as := c.op.auth
 	if as == nil { // refused before it was decided under a state
 		as = c.op.s.CurrentAuth()
 	}
+	if as.audit == nil {
+		c.op.end(fail, isError) // no audit line: no attributes to build
+		return
+	}
+	extra := []slog.Attr{slog.Int("request_bytes", c.in.Size), slog.Int("response_bytes", outBytes)}
 	if as.auditArgs {
 		extra = append(extra, slog.Any("arguments", c.auditArguments()))
 	}

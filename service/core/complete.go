@@ -134,7 +134,7 @@ func (op *Operation) completePrompt(name string) (*mcpbridge.Prompt, error) {
 		return nil, InvalidField(field, "required: the exposed name of a listed prompt")
 	}
 	p, rerr := op.s.bridge.ResolvePrompt(name)
-	if err := op.admit(name, fmt.Sprintf("use prompt %q", name)); err != nil {
+	if err := op.admit(name, "use prompt", name); err != nil {
 		return nil, err
 	}
 	if errors.Is(rerr, mcpbridge.ErrPromptNotFound) {
@@ -189,7 +189,7 @@ func (op *Operation) completeTemplate(server, uriTemplate string) (*mcpbridge.Re
 	}
 	// As for reads: authorization is decided before a failed lookup (an
 	// unconfigured server, an unlisted template) is reported.
-	if err := op.admit(s.ResourcesAuthName(server), fmt.Sprintf("use the resources of server %q", Clip(server))); err != nil {
+	if err := op.admit(s.ResourcesAuthName(server), "use the resources of server", Clip(server)); err != nil {
 		return nil, err
 	}
 	t, err := s.bridge.ResolveTemplate(server, uriTemplate)

@@ -110,10 +110,13 @@ type Options struct {
 
 // Observer records what the operation engine does, for metrics. Calls are
 // labelled by server and tool (configured names and catalog names only,
-// "unknown" otherwise), other operations by server and MCP method.
+// "unknown" otherwise), other operations by server and MCP method. A
+// finished call comes with the time it ended, which the engine read to
+// time it, so that an observer that files calls by time (the console's
+// traffic ring) need not read the clock again on every call.
 type Observer interface {
 	CallStarted()
-	CallDone(server, tool, outcome string, took time.Duration)
+	CallDone(server, tool, outcome string, end time.Time, took time.Duration)
 	OperationDone(server, method, outcome string, took time.Duration)
 	RateLimited(principal, limit string)
 }

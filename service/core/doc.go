@@ -13,6 +13,11 @@
 //     interactive calls' rounds (interact.go, exchange.go, answers.go) and
 //     tasks' handles, polls and ledger (tasks.go) are operations of it;
 //   - the auth state (auth.go, authstate.go), swapped whole on a reload;
+//   - the admin rule (admin.go): who may run an admin action (refresh,
+//     reconnect, reload, login, logout), decided in BeginAdmin from the
+//     principal the core authenticated (and, without auth, the peer the
+//     wire reports), with the actions methods of the admitted operation,
+//     so no wire runs one without it;
 //   - the one error value (errors.go), which each wire maps once;
 //   - the one view of the catalogs (view.go): who may see what, per
 //     principal, with each list's content revision; every listing
@@ -22,7 +27,7 @@
 //     subscription per (server, URI) on a replica, shared by both wires,
 //     and one lifecycle when the upstream's session is lost;
 //   - the operations on the upstreams a wire needs besides those
-//     (upstreams.go: status, admin actions, a task's era), and the names of
+//     (upstreams.go: status, logins, a task's era), and the names of
 //     the values a wire maps onto its messages (catalogtypes.go for the
 //     catalog's types, bridgetypes.go for the bridge's plain values).
 //

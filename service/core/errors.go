@@ -85,7 +85,7 @@ const (
 	ReasonPermissionDenied    = "PERMISSION_DENIED"    // PERMISSION_DENIED: the principal's rules do not allow the tool (or AdminService)
 	ReasonSlowConsumer        = "SLOW_CONSUMER"        // UNAVAILABLE: a watch client did not read for the send timeout; resume with the last revision
 	ReasonNoConfigFile        = "NO_CONFIG_FILE"       // FAILED_PRECONDITION: ReloadConfig on a server running the built-in demo
-	ReasonAdminLoopbackOnly   = "ADMIN_LOOPBACK_ONLY"  // PERMISSION_DENIED: no auth section, and AdminService answers loopback callers only (metadata "peer")
+	ReasonAdminLoopbackOnly   = "ADMIN_LOOPBACK_ONLY"  // PERMISSION_DENIED: no auth section, and admin actions answer loopback callers only (metadata "peer")
 	ReasonCredentialsRefused  = "CREDENTIALS_REFUSED"  // PERMISSION_DENIED: the upstream uses per-user credentials and the caller has none: it was not authenticated by a JWT (metadata "oauth_error": no_subject_token), the authorization server refused to exchange its JWT (tokenExchange; "oauth_error": the RFC 6749 code, e.g. access_denied), its JWT may not be forwarded (passthrough; "oauth_error": audience_mismatch | token_expired | not_a_jwt), or it is anonymous (userOAuth without an auth section; "oauth_error": no_principal)
 	ReasonLoginRequired       = "LOGIN_REQUIRED"       // UNAUTHENTICATED: the upstream uses per-user credentials (userOAuth) and the principal has not logged in to it (or logged out, or its token can no longer be refreshed): metadata "server" and "login_url", the link to open in a browser; then call again
 

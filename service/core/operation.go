@@ -86,15 +86,15 @@ func (s *Core) Begin(ctx context.Context, kind OpKind, fields Fields) (*Operatio
 	return op, nil
 }
 
-// admit authorizes the principal for authName (action says what it may
-// not do, in the refusal: `call tool "x"`) and takes a slot of its rate
-// limit.
-func (op *Operation) admit(authName, action string) error {
+// admit authorizes the principal for authName (what and name say what it
+// may not do, in the refusal: `call tool "x"`, formatted only then: an
+// admitted call pays for no message) and takes a slot of its rate limit.
+func (op *Operation) admit(authName, what, name string) error {
 	if !op.auth.authz.AllowTool(op.principal, authName) {
 		return NewError(PermissionDenied, ReasonPermissionDenied,
-			fmt.Sprintf("principal %q may not %s", op.principal.Name, action), map[string]string{"principal": op.principal.Name})
+			fmt.Sprintf("principal %q may not %s %q", op.principal.Name, what, name), map[string]string{"principal": op.principal.Name})
 	}
-	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
+	release, err := op.auth.limits.admitNow(op.principal.Name)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (op *Operation) admit(authName, action string) error {
 // over every tool it may see (a search): authorization then applies to
 // each tool the operation returns, not to the operation.
 func (op *Operation) admitAll() error {
-	release, err := op.auth.limits.acquire(op.principal.Name, time.Now())
+	release, err := op.auth.limits.admitNow(op.principal.Name)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,8 @@ func (op *Operation) end(fail *Error, toolError bool, extra ...slog.Attr) {
 	}
 	op.ended = true
 	op.releaseSlot()
-	took := time.Since(op.start)
+	end := time.Now()
+	took := end.Sub(op.start)
 	outcome := "ok"
 	switch {
 	case fail != nil:
@@ -157,7 +158,7 @@ func (op *Operation) end(fail *Error, toolError bool, extra ...slog.Attr) {
 	case toolError:
 		outcome = "tool_error"
 	}
-	op.observe(outcome, took)
+	op.observe(outcome, end, took)
 	as := op.auth
 	if as == nil { // refused before it was decided under a state
 		as = op.s.CurrentAuth()
@@ -177,7 +178,7 @@ func (op *Operation) end(fail *Error, toolError bool, extra ...slog.Attr) {
 
 // observe records the operation's metrics: tool calls by server, tool and
 // outcome, the other operations by server, method and outcome.
-func (op *Operation) observe(outcome string, took time.Duration) {
+func (op *Operation) observe(outcome string, end time.Time, took time.Duration) {
 	o := op.s.opts.Observer
 	if o == nil {
 		return
@@ -196,7 +197,7 @@ func (op *Operation) observe(outcome string, took time.Duration) {
 		if tool == "" {
 			tool = "unknown"
 		}
-		o.CallDone(server, tool, outcome, took)
+		o.CallDone(server, tool, outcome, end, took)
 		return
 	}
 	o.OperationDone(server, op.kind.method, outcome, took)

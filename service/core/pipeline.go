@@ -119,7 +119,7 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 		c.target = target
 		op.meta["server"], op.server, op.tool = target.Tool.Server, target.Tool.Server, target.Tool.Name
 	}
-	if err := op.admit(in.Name, fmt.Sprintf("call tool %q", in.Name)); err != nil {
+	if err := op.admit(in.Name, "call tool", in.Name); err != nil {
 		return c, err
 	}
 	if rerr != nil {

@@ -130,7 +130,7 @@ func (op *Operation) ResolveRead(server, uri string) (string, error) {
 	op.meta["server"] = server
 	// As for tools: authorization is decided before a failed lookup (an
 	// unconfigured server) is reported.
-	if err := op.admit(op.s.ResourcesAuthName(server), fmt.Sprintf("use the resources of server %q", Clip(server))); err != nil {
+	if err := op.admit(op.s.ResourcesAuthName(server), "use the resources of server", Clip(server)); err != nil {
 		return "", err
 	}
 	return op.s.bridge.ResolveResourceServer(server, uri)
@@ -150,7 +150,7 @@ func (op *Operation) GetPrompt(name string, args map[string]string, in *InputOpt
 		return nil, InvalidField("name", "required: the exposed name of a listed prompt")
 	}
 	p, rerr := op.s.bridge.ResolvePrompt(name)
-	if err := op.admit(name, fmt.Sprintf("use prompt %q", name)); err != nil {
+	if err := op.admit(name, "use prompt", name); err != nil {
 		return nil, err
 	}
 	if rerr != nil {

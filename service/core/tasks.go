@@ -302,7 +302,7 @@ func (s *Core) BeginTask(ctx context.Context, kind OpKind, handle string, fields
 	if _, err := s.bridge.Server(b.Ref.Server); err == nil {
 		op.server = b.Ref.Server // a configured name: a bounded label
 	}
-	if err := op.admit(b.Tool, fmt.Sprintf("use tool %q", b.Tool)); err != nil {
+	if err := op.admit(b.Tool, "use tool", b.Tool); err != nil {
 		return t, err
 	}
 	return t, nil

@@ -10,8 +10,11 @@ import (
 
 // The operations on the upstreams and their catalogs a wire needs besides
 // the operation engine (operation.go): reading the catalogs, the servers'
-// status, the admin actions, and what a task or a resource subscription
-// needs of the bridge. A wire reaches the bridge through these only.
+// status and logins, and what a task or a resource subscription needs of
+// the bridge. A wire reaches the bridge through these only; the admin
+// actions (refresh, reconnect, login, logout) are methods of an admitted
+// AdminOp (admin.go), never of the Core, so none runs without the admin
+// rule.
 
 // Catalog is the shared tool catalog (every upstream with shared
 // credentials; a principal's view adds its per-principal listings, Tools).
@@ -45,28 +48,6 @@ func (s *Core) Servers() []ServerStatus { return s.bridge.Servers() }
 
 // Server reports on one configured upstream.
 func (s *Core) Server(name string) (ServerStatus, error) { return s.bridge.Server(name) }
-
-// Refresh re-lists one server's catalogs now and waits for the result.
-func (s *Core) Refresh(ctx context.Context, name string) (ServerStatus, error) {
-	return s.bridge.Refresh(ctx, name)
-}
-
-// Reconnect drops one server's session and connects again at once,
-// clearing its backoff and circuit breaker.
-func (s *Core) Reconnect(ctx context.Context, name string) (ServerStatus, error) {
-	return s.bridge.Reconnect(ctx, name)
-}
-
-// Login is principal's login link to a userOAuth server ("" when a usable
-// token is stored, unless force); Logout revokes and deletes its token.
-func (s *Core) Login(ctx context.Context, principal, server string, force bool) (string, error) {
-	return s.bridge.Login(ctx, principal, server, force)
-}
-
-// Logout revokes principal's token for a userOAuth server.
-func (s *Core) Logout(ctx context.Context, principal, server string) error {
-	return s.bridge.Logout(ctx, principal, server)
-}
 
 // ErrLoginsNotListable: Logins of every principal from a token store that
 // cannot list them (Redis).

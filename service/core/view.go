@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/toolsvc/toolsvc/mcpbridge/catalog"
 )
 
 // One view of the catalogs: who may see what. Every listing (tool pages,
@@ -119,13 +121,18 @@ func (v *View) Tools(snap *Snapshot, keep func(*Tool) bool) ([]*Tool, string) {
 				tools = append(tools, t)
 			}
 		}
-		return viewPart{tools: tools[:len(tools):len(tools)], rev: Revision(tools)}
+		return viewPart{tools: tools[:len(tools):len(tools)]}
 	}
 	if keep != nil {
 		p := build()
-		return p.tools, p.rev
+		return p.tools, Revision(p.tools)
 	}
-	p := v.c.views.get(snap, v.c.bridge.Catalog().Current(), v.Key(), build)
+	key := v.Key()
+	p := v.c.views.get(snap, v.c.bridge.Catalog().Current(), key, func() viewPart {
+		p := build()
+		p.rev = v.c.views.revision(key, p.tools)
+		return p
+	})
 	return p.tools, p.rev
 }
 
@@ -222,15 +229,42 @@ type viewPart struct {
 // wrong answer.
 const maxViewMemo = 4096
 
+// maxRevisionMemos bounds the views whose revision is kept across
+// snapshots (viewMemo.revision): each holds at most one list of its view's
+// entries (8 bytes per tool) besides the current one. Rule sets are few;
+// per-principal views past the bound start it over, and a view without a
+// memo digests its list whole (catalog.Revision): slower, never wrong.
+const maxRevisionMemos = 64
+
 // viewMemo remembers the views of the newest snapshots, so that the
 // watch groups, the listings and the front door's list_changed of one
 // change filter and hash each view once. An entry of an older snapshot
 // is dropped when a newer shared snapshot arrives (the memo keeps no
-// history alive).
+// history alive). revs keeps, per view key, the per-server digests of the
+// view's last list across snapshots (catalog.RevisionMemo), so that a
+// view's revision after a change digests only the servers that changed.
 type viewMemo struct {
 	mu     sync.Mutex
 	shared *Snapshot // the shared snapshot the entries were made under
 	m      map[viewMemoKey]viewPart
+	revs   map[string]*catalog.RevisionMemo
+}
+
+// revision is the content revision of tools, view key's list of the
+// current snapshots, costing the servers whose entries changed since the
+// key's last list.
+func (m *viewMemo) revision(key string, tools []*Tool) string {
+	m.mu.Lock()
+	rm := m.revs[key]
+	if rm == nil {
+		if m.revs == nil || len(m.revs) >= maxRevisionMemos {
+			m.revs = map[string]*catalog.RevisionMemo{}
+		}
+		rm = &catalog.RevisionMemo{}
+		m.revs[key] = rm
+	}
+	m.mu.Unlock()
+	return rm.Revision(tools) // outside the lock: each memo has its own
 }
 
 type viewMemoKey struct {

@@ -1,5 +1,6 @@
 // Package grpcedge is what every gRPC wire of the core shares: the gRPC form
-// of the core's one error value and the credentials read off a call. The
+// of the core's one error value, the credentials read off a call, and the
+// Struct form of the JSON objects both wires send (Struct, AnyStruct). The
 // gRPC edge (package service: ToolService, AdminService) and the MCP gRPC
 // binding (package service/mcpgrpc: model_context_protocol.Mcp) are served
 // by one gRPC server behind one interceptor chain, so a refusal has one
@@ -9,15 +10,17 @@ package grpcedge
 
 import (
 	"context"
+	"encoding/json"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/metadata"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/toolsvc/toolsvc/service/core"
 )
@@ -47,12 +50,17 @@ func Status(e *core.Error) *status.Status {
 }
 
 // Credentials is what a gRPC caller presented: the bearer credential of
-// its "authorization" metadata and the client certificate chains of its
-// TLS connection.
+// its "authorization" metadata, the client certificate chains of its TLS
+// connection, and its connection's peer address.
 func Credentials(ctx context.Context) core.Credentials {
 	var c core.Credentials
-	c.Bearer = core.BearerOf(metadata.ExtractIncoming(ctx).Get("authorization"))
+	// The one key, not a copy of every header (metadata.ExtractIncoming
+	// copies the map): this runs on every call.
+	if v := grpcmd.ValueFromIncomingContext(ctx, "authorization"); len(v) > 0 {
+		c.Bearer = core.BearerOf(v[0])
+	}
 	if p, ok := peer.FromContext(ctx); ok {
+		c.Peer = p.Addr
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
 			c.VerifiedChains = ti.State.VerifiedChains
 		}
@@ -69,4 +77,40 @@ func RPCContext(ctx context.Context) context.Context {
 		return ctx
 	}
 	return core.WithCredentials(ctx, Credentials(ctx))
+}
+
+// Struct is a decoded JSON object as a google.protobuf.Struct, the form
+// both gRPC wires give schemas, structured content, arguments and
+// metadata: nil for nil, and for a value that is not JSON (impossible for
+// decoded upstream data, which is dropped rather than fail the answer).
+func Struct(m map[string]any) *structpb.Struct {
+	if m == nil {
+		return nil
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// AnyStruct is any JSON-encodable object value (a tool's structured
+// content, which go-sdk may hold as a typed value) as a Struct; nil when
+// it is not an object.
+func AnyStruct(v any) *structpb.Struct {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return Struct(v)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return Struct(m)
 }

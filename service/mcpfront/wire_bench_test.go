@@ -8,12 +8,12 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/toolsvc/toolsvc/internal/proccpu"
 	"github.com/toolsvc/toolsvc/mcpbridge"
 	"github.com/toolsvc/toolsvc/service/core"
 )
@@ -121,19 +121,10 @@ func benchmarkFrontCall(b *testing.B, f *Front, url, era, caps, result string) {
 	passed := f.paths.callPassed
 	before := testutil.ToFloat64(passed)
 	b.ReportAllocs()
-	cpu0 := processCPU()
+	cpu0 := proccpu.Used()
 	for b.Loop() {
 		one()
 	}
-	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(proccpu.Used()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric((testutil.ToFloat64(passed)-before)/float64(b.N), "passed/op")
-}
-
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
+	"github.com/toolsvc/toolsvc/service/grpcedge"
 )
 
 // The catalog's and the upstreams' MCP values in the binding's form. What
@@ -15,42 +16,10 @@ import (
 // resource's size when it is unknown); a content kind it has no message
 // for keeps its JSON as text rather than be lost, as on ToolService.
 
-// toStruct is m as a Struct (nil for nil, or for a value that is not
-// JSON: the catalog's values always are).
-func toStruct(m map[string]any) *structpb.Struct {
-	if m == nil {
-		return nil
-	}
-	s, err := structpb.NewStruct(m)
-	if err != nil {
-		return nil
-	}
-	return s
-}
-
-// anyToStruct is any JSON object value as a Struct (nil if it is not one).
-func anyToStruct(v any) *structpb.Struct {
-	switch v := v.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		return toStruct(v)
-	}
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	return toStruct(m)
-}
-
 func msDuration(ms int) time.Duration { return time.Duration(max(ms, 0)) * time.Millisecond }
 
 func toolToProto(name, title, desc string, in, out map[string]any, a *mcp.ToolAnnotations, meta map[string]any) *pb.Tool {
-	t := &pb.Tool{Name: name, Title: title, Description: desc, InputSchema: toStruct(in), OutputSchema: toStruct(out), Metadata: toStruct(meta)}
+	t := &pb.Tool{Name: name, Title: title, Description: desc, InputSchema: grpcedge.Struct(in), OutputSchema: grpcedge.Struct(out), Metadata: grpcedge.Struct(meta)}
 	if t.InputSchema == nil {
 		t.InputSchema = &structpb.Struct{Fields: map[string]*structpb.Value{"type": structpb.NewStringValue("object")}}
 	}
@@ -102,12 +71,12 @@ func iconsToProto(icons []mcp.Icon) []*pb.Icon {
 
 func resourceToProto(r *mcp.Resource) *pb.Resource {
 	return &pb.Resource{Uri: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MimeType: r.MIMEType,
-		Annotations: annotationsToProto(r.Annotations), Size: uint64(max(r.Size, 0)), Icons: iconsToProto(r.Icons), Metadata: toStruct(r.Meta)}
+		Annotations: annotationsToProto(r.Annotations), Size: uint64(max(r.Size, 0)), Icons: iconsToProto(r.Icons), Metadata: grpcedge.Struct(r.Meta)}
 }
 
 func resourceLinkToProto(r *mcp.ResourceLink) *pb.Resource {
 	p := &pb.Resource{Uri: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MimeType: r.MIMEType,
-		Annotations: annotationsToProto(r.Annotations), Icons: iconsToProto(r.Icons), Metadata: toStruct(r.Meta)}
+		Annotations: annotationsToProto(r.Annotations), Icons: iconsToProto(r.Icons), Metadata: grpcedge.Struct(r.Meta)}
 	if r.Size != nil && *r.Size > 0 {
 		p.Size = uint64(*r.Size)
 	}
@@ -116,12 +85,12 @@ func resourceLinkToProto(r *mcp.ResourceLink) *pb.Resource {
 
 func templateToProto(t *mcp.ResourceTemplate) *pb.ResourceTemplate {
 	return &pb.ResourceTemplate{UriTemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description,
-		MimeType: t.MIMEType, Annotations: annotationsToProto(t.Annotations), Icons: iconsToProto(t.Icons), Metadata: toStruct(t.Meta)}
+		MimeType: t.MIMEType, Annotations: annotationsToProto(t.Annotations), Icons: iconsToProto(t.Icons), Metadata: grpcedge.Struct(t.Meta)}
 }
 
 // promptToProto is a listed prompt under its exposed name.
 func promptToProto(name string, p *mcp.Prompt) *pb.Prompt {
-	out := &pb.Prompt{Name: name, Title: p.Title, Description: p.Description, Icons: iconsToProto(p.Icons), Metadata: toStruct(p.Meta)}
+	out := &pb.Prompt{Name: name, Title: p.Title, Description: p.Description, Icons: iconsToProto(p.Icons), Metadata: grpcedge.Struct(p.Meta)}
 	for _, a := range p.Arguments {
 		if a != nil {
 			out.Arguments = append(out.Arguments, &pb.Prompt_Argument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
@@ -131,7 +100,7 @@ func promptToProto(name string, p *mcp.Prompt) *pb.Prompt {
 }
 
 func contentsToProto(c *mcp.ResourceContents) *pb.ResourceContents {
-	p := &pb.ResourceContents{Uri: c.URI, MimeType: c.MIMEType, Metadata: toStruct(c.Meta)}
+	p := &pb.ResourceContents{Uri: c.URI, MimeType: c.MIMEType, Metadata: grpcedge.Struct(c.Meta)}
 	if c.Blob != nil {
 		p.Blob = c.Blob
 	} else {
@@ -155,17 +124,17 @@ func roleToProto(r mcp.Role) pb.Role {
 func contentToProto(c mcp.Content) *pb.CallToolResponse_Content {
 	switch c := c.(type) {
 	case *mcp.TextContent:
-		return &pb.CallToolResponse_Content{Text: &pb.TextContent{Text: c.Text, Annotations: annotationsToProto(c.Annotations), Metadata: toStruct(c.Meta)}}
+		return &pb.CallToolResponse_Content{Text: &pb.TextContent{Text: c.Text, Annotations: annotationsToProto(c.Annotations), Metadata: grpcedge.Struct(c.Meta)}}
 	case *mcp.ImageContent:
 		return &pb.CallToolResponse_Content{Image: &pb.ImageContent{Data: c.Data, MimeType: c.MIMEType,
-			Annotations: annotationsToProto(c.Annotations), Metadata: toStruct(c.Meta)}}
+			Annotations: annotationsToProto(c.Annotations), Metadata: grpcedge.Struct(c.Meta)}}
 	case *mcp.AudioContent:
 		return &pb.CallToolResponse_Content{Audio: &pb.AudioContent{Data: c.Data, MimeType: c.MIMEType,
-			Annotations: annotationsToProto(c.Annotations), Metadata: toStruct(c.Meta)}}
+			Annotations: annotationsToProto(c.Annotations), Metadata: grpcedge.Struct(c.Meta)}}
 	case *mcp.ResourceLink:
 		return &pb.CallToolResponse_Content{ResourceLink: resourceLinkToProto(c)}
 	case *mcp.EmbeddedResource:
-		er := &pb.EmbeddedResource{Annotations: annotationsToProto(c.Annotations), Metadata: toStruct(c.Meta)}
+		er := &pb.EmbeddedResource{Annotations: annotationsToProto(c.Annotations), Metadata: grpcedge.Struct(c.Meta)}
 		if c.Resource != nil {
 			er.Contents = contentsToProto(c.Resource)
 		}
@@ -176,7 +145,7 @@ func contentToProto(c mcp.Content) *pb.CallToolResponse_Content {
 }
 
 func callResultToProto(r *mcp.CallToolResult, common *pb.ResponseFields) *pb.CallToolResponse {
-	out := &pb.CallToolResponse{Common: common, IsError: r.IsError, StructuredContent: anyToStruct(r.StructuredContent),
+	out := &pb.CallToolResponse{Common: common, IsError: r.IsError, StructuredContent: grpcedge.AnyStruct(r.StructuredContent),
 		Content: make([]*pb.CallToolResponse_Content, 0, len(r.Content))}
 	for _, c := range r.Content {
 		out.Content = append(out.Content, contentToProto(c))
