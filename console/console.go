@@ -219,7 +219,7 @@ func (cs *Console) authenticate(r *http.Request) (*caller, *core.Error) {
 	if e != nil {
 		return nil, e
 	}
-	return &caller{ctx: ctx, p: p, admin: st.Authorizer().AllowAdmin(p), token: tok}, nil
+	return &caller{ctx: ctx, p: p, admin: cs.c.Operator(ctx, p), token: tok}, nil
 }
 
 func remoteLoopback(r *http.Request) bool {

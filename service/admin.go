@@ -199,16 +199,6 @@ func (s *Server) authConfigured() bool {
 	return s.core.CurrentAuth().Configured() // SetAuth never changes it
 }
 
-// operatorView reports whether the caller (principal p, authenticated for
-// ctx) may see operator details (server errors, the configuration status):
-// an auth.admins principal, or without auth a caller on this machine.
-func (s *Server) operatorView(ctx context.Context, p core.Principal) bool {
-	if !s.authConfigured() {
-		return LocalPeer(ctx)
-	}
-	return s.authOf(ctx).Authorizer().AllowAdmin(p)
-}
-
 // LocalPeer reports whether the caller of ctx is on this machine: a TCP
 // peer from a loopback address (127.0.0.0/8, ::1, or ::ffff:127.x), or a
 // peer without an IP address (a Unix socket or an in-process pipe, which

@@ -80,8 +80,8 @@ func TestAdminLoopbackOnlyWithoutAuth(t *testing.T) {
 	if _, err := a.RefreshServer(local, &toolsvcv1.RefreshServerRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("RefreshServer from loopback with no name = %v, want INVALID_ARGUMENT (past the peer check)", err)
 	}
-	if f.svc.operatorView(remote, core.Principal{}) || !f.svc.operatorView(local, core.Principal{}) {
-		t.Fatal("operatorView disagrees with the peer check")
+	if f.svc.core.Operator(rpcContext(remote), core.Principal{}) || !f.svc.core.Operator(rpcContext(local), core.Principal{}) {
+		t.Fatal("core.Operator disagrees with the peer check")
 	}
 }
 

@@ -190,7 +190,7 @@ func (s *Server) ListServers(ctx context.Context, _ *toolsvcv1.ListServersReques
 	if err != nil {
 		return nil, err
 	}
-	admin := s.operatorView(actx, p)
+	admin := s.core.Operator(actx, p) // operator details: the core's rule
 	var visible map[string]bool
 	if view := s.core.ViewOf(actx); !view.All() && !admin {
 		visible = map[string]bool{}

@@ -145,6 +145,17 @@ func adminRefusal(ctx context.Context, st *AuthState, p Principal, kind OpKind, 
 	return nil
 }
 
+// Operator reports whether the caller of ctx, principal p as the core
+// authenticated it, is an operator: it sees operator details on every
+// wire (every upstream's last error, the configuration's status, other
+// principals' calls) and may run the server actions. It is adminRefusal's
+// rule for refresh, in one place for the wires: without an auth section a
+// caller on this machine (Credentials.Peer), with one a principal of
+// auth.admins.
+func (s *Core) Operator(ctx context.Context, p Principal) bool {
+	return adminRefusal(ctx, s.AuthOf(ctx), p, OpAdminRefresh, "") == nil
+}
+
 func peerString(a net.Addr) string {
 	if a == nil {
 		return "unknown"
