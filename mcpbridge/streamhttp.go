@@ -818,8 +818,14 @@ func (c *streamConn) connectSSE(ctx context.Context, lastID string, delay time.D
 			return nil, ctx.Err()
 		case <-t.C:
 		}
-		hr, err := c.newRequest(ctx, http.MethodGet, nil, nil)
+		// A call's stream is resumed with the call's context; closing
+		// the connection ends it too (Close waits for this goroutine).
+		rctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(c.ctx, cancel)
+		hr, err := c.newRequest(rctx, http.MethodGet, nil, nil)
 		if err != nil {
+			stop()
+			cancel()
 			return nil, err
 		}
 		if lastID != "" {
@@ -828,16 +834,33 @@ func (c *streamConn) connectSSE(ctx context.Context, lastID string, delay time.D
 		hr.Header.Set("Accept", "text/event-stream")
 		resp, err := c.t.client.Do(hr)
 		if err != nil {
+			stop()
+			cancel()
 			last = err
 			wait = reconnectDelay(attempt + 1)
 			continue
 		}
+		resp.Body = &cancelBody{ReadCloser: resp.Body, stop: stop, cancel: cancel}
 		return resp, nil
 	}
 	if last != nil {
 		return nil, fmt.Errorf("connection failed after %d attempts: %w", c.t.maxRetries, last)
 	}
 	return nil, fmt.Errorf("connection aborted after %d attempts", c.t.maxRetries)
+}
+
+// cancelBody releases its request's context when the body is closed.
+type cancelBody struct {
+	io.ReadCloser
+	stop   func() bool
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.stop()
+	b.cancel()
+	return err
 }
 
 // Reconnect backoff, as go-sdk's client: 1 s, growing by 1.5 per
