@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -196,4 +197,42 @@ func TestStreamConnResumesCallStream(t *testing.T) {
 			t.Errorf("GETs carried Last-Event-ID %q, want the standalone one without and a resumption from e1", lastIDs)
 		}
 	})
+}
+
+// TestStreamableParamHeaders: a 2026-07-28 go-sdk server refuses a
+// tools/call whose x-mcp-header parameter headers do not match its
+// arguments. toolsvc's connection takes them from the input schema the
+// session listed (go-sdk's client took the tool from a cache toolsvc's
+// connection cannot see), so such a call goes through, with a value that
+// must be sent Base64-encoded too.
+func TestStreamableParamHeaders(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hdr", Version: "1"}, nil)
+	schema := json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"}}}`)
+	var mu sync.Mutex
+	var seen []string
+	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
+	url := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Param-Region"); v != "" {
+			mu.Lock()
+			seen = append(seen, v)
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	b := newTestBridge(t, ServerConfig{Name: "web", Transport: TransportStreamableHTTP, URL: url, ProtocolVersion: ProtocolStateless})
+	for _, region := range []string{"eu-west-1", " spaced "} {
+		res, err := b.CallTool(t.Context(), "web__where", map[string]any{"region": region, "n": 3}, nil)
+		if err != nil || res.IsError {
+			t.Fatalf("CallTool(region %q) = %v, %v; want the call through", region, res, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0] != "eu-west-1" || !strings.HasPrefix(seen[1], "=?base64?") {
+		t.Errorf("Mcp-Param-Region headers %q, want the plain value and a Base64 one", seen)
+	}
 }
