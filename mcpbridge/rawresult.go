@@ -27,8 +27,8 @@ import (
 //     result taken by its retry), is another value: it has no raw bytes,
 //     and the front door encodes it as before.
 //
-// Every transport records them: the taps wrap every session's connection
-// (tap.go), streamable HTTP's included (toolsvc's own, streamhttp.go).
+// Every transport but streamable HTTP records them (taskTap says why HTTP
+// does not yet: its results are the tests' slow-path reference).
 //
 // The bytes alias the message as the connection decoded it: toolsvc's
 // stdio connection decodes each line from a copy of its own that nothing

@@ -46,10 +46,10 @@ type tap interface {
 func (s *session) sessionTaps(t mcp.Transport) []tap {
 	_, byStream := t.(*streamableTransport)
 	return []tap{
-		listenTap{},             // the listen rewrite (push.go)
-		&s.raw,                  // exact schema text (rawschema.go)
-		&taskTap{st: &s.tasks},  // tasks, raw results (tasktap.go)
-		newLinkTap(s, byStream), // input requests' and log messages' calls (interact.go)
+		listenTap{}, // the listen rewrite (push.go)
+		&s.raw,      // exact schema text (rawschema.go)
+		&taskTap{st: &s.tasks, rawResults: !byStream}, // tasks, raw results (tasktap.go)
+		newLinkTap(s, byStream),                       // input requests' and log messages' calls (interact.go)
 	}
 }
 

@@ -320,11 +320,19 @@ func (s *session) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // taskTap is a session's tap (tap.go) for tasks and raw results: it
 // registers the initialize request, a CallTask's tools/call (its context
-// carries the taskCall) and a request whose caller wants the raw result
-// (rawresult.go), and records the raw result when it is read, before
-// go-sdk decodes it.
+// carries the taskCall) and, where rawResults is set, a request whose
+// caller wants the raw result (rawresult.go), and records the raw result
+// when it is read, before go-sdk decodes it.
+//
+// rawResults is off on streamable HTTP, although recording would cost
+// nothing more there now (toolsvc's own connection decodes each message
+// once): results from HTTP upstreams are the slow-path reference
+// TestMCPFrontPassThrough compares every passed-through result with, and
+// turning it on is a change a caller could see if the two paths differed.
+// Turning it on needs that test to take its reference elsewhere first.
 type taskTap struct {
-	st *sessionTasks
+	st         *sessionTasks
+	rawResults bool
 }
 
 func (t *taskTap) wrote(ctx context.Context, m jsonrpc.Message) jsonrpc.Message {
@@ -344,7 +352,7 @@ func (t *taskTap) wrote(ctx context.Context, m jsonrpc.Message) jsonrpc.Message 
 			tc.registered(t.st, req.ID)
 		}
 	}
-	if f == nil && rawRecorded(req) {
+	if f == nil && t.rawResults && rawRecorded(req) {
 		// The raw result a caller asked for (rawresult.go).
 		if rq := rawRequestOf(ctx); rq != nil {
 			f = rq.record
