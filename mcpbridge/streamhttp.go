@@ -711,12 +711,12 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 				c.fail(fmt.Errorf("%s: malformed line in SSE stream", summary))
 				return "", 0, true
 			}
-			if ev.id != "" {
+			if ev.id != "" && len(ev.id) <= maxEventID {
 				lastID = ev.id
 			}
 			if ev.retry != "" {
-				if n, err := strconv.ParseInt(ev.retry, 10, 64); err == nil {
-					delay = time.Duration(n) * time.Millisecond
+				if n, err := strconv.ParseInt(ev.retry, 10, 64); err == nil && n >= 0 {
+					delay = time.Duration(min(n, reconnectCap.Milliseconds())) * time.Millisecond
 				}
 			}
 			if len(ev.data) > 0 && (ev.name == "" || ev.name == "message") {
@@ -746,6 +746,11 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 	}
 	return lastID, delay, false
 }
+
+// maxEventID bounds the event id toolsvc keeps to resume a stream with
+// (Last-Event-ID): an upstream's longer id is not sent back to it; its
+// stream is then not resumable.
+const maxEventID = 1 << 10
 
 type sseEvent struct {
 	name, id, retry string

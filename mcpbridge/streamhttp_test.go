@@ -236,3 +236,88 @@ func TestStreamableParamHeaders(t *testing.T) {
 		t.Errorf("Mcp-Param-Region headers %q, want the plain value and a Base64 one", seen)
 	}
 }
+
+// What an upstream's event stream says about resuming it is bounded: a
+// retry field asks for at most 30 s (reconnectCap) however long it names,
+// and an event id over 1 KiB is not kept (nor sent back as Last-Event-ID),
+// so a call stream that carries only such ids is not resumable.
+func TestStreamConnBoundsEventFields(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		longID := strings.Repeat("x", maxEventID+1)
+		var mu sync.Mutex
+		var gets []time.Time
+		var lastIDs []string
+		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			switch r.Method {
+			case http.MethodPost:
+				body, _ := io.ReadAll(r.Body)
+				switch {
+				case strings.Contains(string(body), `"initialize"`):
+					return httpAnswer(200, "application/json", `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`,
+						http.Header{"Mcp-Session-Id": {"sid-1"}}), nil
+				case strings.Contains(string(body), `"longid"`):
+					return httpAnswer(200, "text/event-stream", "id: "+longID+"\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"p\",\"progress\":1}}\n\n", nil), nil
+				}
+				return httpAnswer(http.StatusAccepted, "", "", nil), nil
+			case http.MethodGet:
+				mu.Lock()
+				gets = append(gets, time.Now())
+				lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+				n := len(gets)
+				mu.Unlock()
+				if n == 1 {
+					// The standalone stream: one event, then it ends, asking
+					// for a reconnect in about 31 years.
+					return httpAnswer(200, "text/event-stream", "id: e1\nretry: 999999999999\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n", nil), nil
+				}
+				return httpAnswer(200, "text/event-stream", ": idle\n\n", nil), nil
+			}
+			return httpAnswer(200, "", "", nil), nil
+		})
+		st := &streamableTransport{endpoint: "http://upstream.test/mcp", client: &http.Client{Transport: rt}, limit: 1 << 20,
+			log: slog.New(slog.DiscardHandler), maxRetries: 1}
+		ctx := t.Context()
+		conn, err := st.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		initialize(t, ctx, conn)
+		id2, _ := jsonrpc.MakeID(float64(2))
+		if err := conn.Write(ctx, &jsonrpc.Request{ID: id2, Method: "longid"}); err != nil {
+			t.Fatal(err)
+		}
+		var answered bool
+		for !answered {
+			m, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, ok := m.(*jsonrpc.Response); ok && r.ID == id2 {
+				if r.Error == nil || !strings.Contains(r.Error.Error(), "terminated without response") {
+					t.Fatalf("answer %v, want the call's stream given up as not resumable", r)
+				}
+				answered = true
+			}
+		}
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(gets) < 2 {
+			t.Fatalf("the standalone stream was not reconnected within a minute (%d GETs)", len(gets))
+		}
+		if d := gets[1].Sub(gets[0]); d > reconnectCap {
+			t.Errorf("reconnected after %v, want at most %v", d, reconnectCap)
+		}
+		for _, id := range lastIDs {
+			if len(id) > maxEventID {
+				t.Errorf("a GET sent back a %d-byte Last-Event-ID", len(id))
+			}
+		}
+		if lastIDs[1] != "e1" {
+			t.Errorf("the standalone stream resumed from %q, want e1", lastIDs[1])
+		}
+	})
+}
