@@ -211,58 +211,45 @@ func (c *streamConn) pushStream(ctx context.Context, req *jsonrpc.Request) func(
 	return func() { c.pushEnd(kind + " closed") }
 }
 
-// pushTransport wraps a stdio transport so the session sees its
-// subscriptions/listen requests end (the upstream answering one closes the
-// stream). It sees them rewritten (the listen tap, tap.go: withTaps wraps
-// it).
-type pushTransport struct {
-	mcp.Transport
-	push *pushChannel
-}
-
-func (t *pushTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &pushConn{Connection: c, push: t.push}, nil
-}
-
-type pushConn struct {
-	mcp.Connection
+// pushTap is a stdio session's tap (tap.go) for its push channel: over
+// stdio a subscriptions/listen request is the stream, up once written and
+// ended by the upstream answering it. (It sees the request rewritten: the
+// listen tap runs first.) Streamable HTTP reports its streams from the
+// connection instead (pushStream above): a stream's end is not a message.
+type pushTap struct {
+	noTap
 	push *pushChannel
 
 	mu      sync.Mutex
 	listens map[jsonrpc.ID]bool // open subscriptions/listen requests
 }
 
-func (c *pushConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == listenMethod && req.IsCall() {
-		if !listensForListChanged(req.Params) {
-			return c.Connection.Write(ctx, msg) // a resource subscription, not the push channel
-		}
-		c.mu.Lock()
-		if c.listens == nil {
-			c.listens = map[jsonrpc.ID]bool{}
-		}
-		c.listens[req.ID] = true
-		c.mu.Unlock()
-		c.push.set(pushUp, "")
+func (t *pushTap) wrote(_ context.Context, m jsonrpc.Message) jsonrpc.Message {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || req.Method != listenMethod || !req.IsCall() || !listensForListChanged(req.Params) {
+		return nil // a resource subscription is not the push channel
 	}
-	return c.Connection.Write(ctx, msg)
+	t.mu.Lock()
+	if t.listens == nil {
+		t.listens = map[jsonrpc.ID]bool{}
+	}
+	t.listens[req.ID] = true
+	t.mu.Unlock()
+	t.push.set(pushUp, "")
+	return nil
 }
 
-func (c *pushConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		c.mu.Lock()
-		listen := c.listens[resp.ID]
-		delete(c.listens, resp.ID)
-		open := len(c.listens)
-		c.mu.Unlock()
-		if listen && open == 0 {
-			c.push.set(pushDown, "subscriptions/listen stream ended by the upstream")
-		}
+func (t *pushTap) read(m jsonrpc.Message, _ *msgOrigin) {
+	resp, ok := m.(*jsonrpc.Response)
+	if !ok {
+		return
 	}
-	return msg, err
+	t.mu.Lock()
+	listen := t.listens[resp.ID]
+	delete(t.listens, resp.ID)
+	open := len(t.listens)
+	t.mu.Unlock()
+	if listen && open == 0 {
+		t.push.set(pushDown, "subscriptions/listen stream ended by the upstream")
+	}
 }

@@ -45,12 +45,16 @@ type tap interface {
 // written message.
 func (s *session) sessionTaps(t mcp.Transport) []tap {
 	_, byStream := t.(*streamableTransport)
-	return []tap{
+	taps := []tap{
 		listenTap{}, // the listen rewrite (push.go)
 		&s.raw,      // exact schema text (rawschema.go)
 		&taskTap{st: &s.tasks, rawResults: !byStream}, // tasks, raw results (tasktap.go)
 		newLinkTap(s, byStream),                       // input requests' and log messages' calls (interact.go)
 	}
+	if s.transport() == TransportStdio && s.u.cfg.NewTransport == nil {
+		taps = append(taps, &pushTap{push: s.push}) // the listen stream's lifecycle (push.go)
+	}
+	return taps
 }
 
 // withTaps wraps a transport so that its connection feeds the taps

@@ -68,7 +68,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		cmd.Stderr = newStderrLogger(u.log, u.redact)
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
-		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log, absorb: s.absorbListChanged}, push: s.push}, nil
+		return &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log, absorb: s.absorbListChanged}, nil
 	case TransportSSE:
 		// The endpoint event names where messages are POSTed; one naming
 		// another origin is refused like a redirect there (originGuard).
