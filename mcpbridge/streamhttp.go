@@ -705,6 +705,16 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 	}()
 	for {
 		frame, err := fr.nextFrame()
+		if err == nil && fr.err != nil && fr.err != io.EOF {
+			// The body broke (the call was cancelled, the connection
+			// dropped) in the middle of this frame: what came of the event
+			// is not an event. (At the end of the body, a last event
+			// without its blank line still counts, as in go-sdk's client.)
+			err = fr.err
+		}
+		if err != nil && err != io.EOF {
+			break
+		}
 		if len(frame) > 0 {
 			ev, ok := parseEvent(frame)
 			if !ok {

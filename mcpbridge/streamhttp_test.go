@@ -321,3 +321,68 @@ func TestStreamConnBoundsEventFields(t *testing.T) {
 		}
 	})
 }
+
+// brokenBody gives its data, then fails like a connection cut mid-event.
+type brokenBody struct{ r io.Reader }
+
+func (b *brokenBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		return n, io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *brokenBody) Close() error { return nil }
+
+// A call's event stream cut in the middle of an event (the call cancelled,
+// the connection dropped) loses that event, not the session: the part
+// read is no message to decode, and the call, not resumable, is answered
+// "request terminated without response". Found by TestParkedFloodIsBounded:
+// a cancelled flood's half-read event was decoded and ended the session.
+func TestStreamConnCutMidEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			switch r.Method {
+			case http.MethodPost:
+				body, _ := io.ReadAll(r.Body)
+				switch {
+				case strings.Contains(string(body), `"initialize"`):
+					return httpAnswer(200, "application/json", `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`,
+						http.Header{"Mcp-Session-Id": {"sid-1"}}), nil
+				case strings.Contains(string(body), `"cut"`):
+					resp := httpAnswer(200, "text/event-stream", "", nil)
+					resp.Body = &brokenBody{strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"elicitation/create\",\"params\":{\"message\":\"xxxxxxxx")}
+					return resp, nil
+				}
+				return httpAnswer(http.StatusAccepted, "", "", nil), nil
+			case http.MethodGet:
+				return httpAnswer(http.StatusMethodNotAllowed, "", "", nil), nil
+			}
+			return httpAnswer(200, "", "", nil), nil
+		})
+		st := &streamableTransport{endpoint: "http://upstream.test/mcp", client: &http.Client{Transport: rt}, limit: 1 << 20,
+			log: slog.New(slog.DiscardHandler), maxRetries: 1}
+		ctx := t.Context()
+		conn, err := st.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		initialize(t, ctx, conn)
+		id2, _ := jsonrpc.MakeID(float64(2))
+		if err := conn.Write(ctx, &jsonrpc.Request{ID: id2, Method: "cut"}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("Read = %v: a stream cut mid-event ended the session", err)
+		}
+		if r, ok := m.(*jsonrpc.Response); !ok || r.ID != id2 || r.Error == nil || !strings.Contains(r.Error.Error(), "terminated without response") {
+			t.Fatalf("read %v, want the cut call answered with an error", m)
+		}
+		if err := conn.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: []byte(`{"requestId":2}`)}); err != nil {
+			t.Errorf("the session is no longer usable: %v", err)
+		}
+	})
+}
