@@ -541,7 +541,7 @@ func (c *streamConn) readJSON(ctx context.Context, summary string, req *jsonrpc.
 	case n >= 0:
 		body = make([]byte, n)
 		if _, err := io.ReadFull(resp.Body, body); err != nil {
-			c.fail(fmt.Errorf("%s: failed to read body: %v", summary, err))
+			c.bodyFailed(ctx, summary, err)
 			return
 		}
 	default:
@@ -553,7 +553,7 @@ func (c *streamConn) readJSON(ctx context.Context, summary string, req *jsonrpc.
 		body, err = io.ReadAll(fr)
 		fr.release()
 		if err != nil {
-			c.fail(fmt.Errorf("%s: failed to read body: %v", summary, err))
+			c.bodyFailed(ctx, summary, err)
 			return
 		}
 	}
@@ -563,6 +563,16 @@ func (c *streamConn) readJSON(ctx context.Context, summary string, req *jsonrpc.
 		return
 	}
 	c.enqueue(msg, &msgOrigin{ctx: ctx}, false)
+}
+
+// bodyFailed: a JSON answer could not be read whole. If its caller gave up
+// (the read failed because the request was cancelled), the answer is only
+// lost; otherwise the connection is in trouble, as go-sdk's client takes it.
+func (c *streamConn) bodyFailed(ctx context.Context, summary string, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	c.fail(fmt.Errorf("%s: failed to read body: %v", summary, err))
 }
 
 // tooLarge stands for an oversized answer to req: an error for it.

@@ -386,3 +386,59 @@ func TestStreamConnCutMidEvent(t *testing.T) {
 		}
 	})
 }
+
+// ctxBody blocks until its request's context ends, then fails with it.
+type ctxBody struct{ ctx context.Context }
+
+func (b ctxBody) Read([]byte) (int, error) { <-b.ctx.Done(); return 0, b.ctx.Err() }
+func (b ctxBody) Close() error             { return nil }
+
+// A call cancelled while its JSON answer is being read loses that answer,
+// not the session (go-sdk's client failed the connection on any body read
+// error).
+func TestStreamConnCancelledJSONAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodPost {
+				return httpAnswer(http.StatusMethodNotAllowed, "", "", nil), nil
+			}
+			body, _ := io.ReadAll(r.Body)
+			switch {
+			case strings.Contains(string(body), `"initialize"`):
+				return httpAnswer(200, "application/json", `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`, nil), nil
+			case strings.Contains(string(body), `"slow"`):
+				resp := httpAnswer(200, "application/json", "", nil)
+				resp.Body = ctxBody{r.Context()}
+				return resp, nil
+			case strings.Contains(string(body), `"ping"`):
+				return httpAnswer(200, "application/json", `{"jsonrpc":"2.0","id":3,"result":{}}`, nil), nil
+			}
+			return httpAnswer(http.StatusAccepted, "", "", nil), nil
+		})
+		st := &streamableTransport{endpoint: "http://upstream.test/mcp", client: &http.Client{Transport: rt}, limit: 1 << 20,
+			log: slog.New(slog.DiscardHandler), maxRetries: 1}
+		ctx := t.Context()
+		conn, err := st.Connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		initialize(t, ctx, conn)
+		callCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			synctest.Wait() // the write is reading the body
+			cancel()
+		}()
+		id2, _ := jsonrpc.MakeID(float64(2))
+		_ = conn.Write(callCtx, &jsonrpc.Request{ID: id2, Method: "slow"})
+		id3, _ := jsonrpc.MakeID(float64(3))
+		if err := conn.Write(ctx, &jsonrpc.Request{ID: id3, Method: "ping"}); err != nil {
+			t.Fatalf("after a cancelled call the session refuses writes: %v", err)
+		}
+		if m, err := conn.Read(ctx); err != nil {
+			t.Fatalf("Read = %v: a cancelled call's answer ended the session", err)
+		} else if r, ok := m.(*jsonrpc.Response); !ok || r.ID != id3 {
+			t.Fatalf("read %v, want the ping's answer", m)
+		}
+	})
+}
