@@ -294,10 +294,9 @@ type postInfo struct {
 // headerParams are the parts of a request's params its 2026-07-28
 // headers carry.
 type headerParams struct {
-	Name      string          `json:"name"`
-	URI       string          `json:"uri"`
-	Arguments json.RawMessage `json:"arguments"`
-	Meta      struct {
+	Name string `json:"name"`
+	URI  string `json:"uri"`
+	Meta struct {
 		ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
 	} `json:"_meta"`
 }
@@ -322,8 +321,8 @@ func (c *streamConn) describe(msg jsonrpc.Message) postInfo {
 				case "resources/read":
 					pi.name = p.URI
 				}
-				if req.Method == "tools/call" && c.t.hooks.inputSchema != nil && len(p.Arguments) > 0 {
-					pi.params = paramHeaders(c.t.hooks.inputSchema(p.Name), p.Arguments)
+				if req.Method == "tools/call" && c.t.hooks.inputSchema != nil {
+					pi.params = paramHeaders(c.t.hooks.inputSchema(p.Name), req.Params)
 				}
 			}
 		}

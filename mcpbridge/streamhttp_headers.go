@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"math"
@@ -23,20 +24,24 @@ type schemaProp struct {
 	Properties map[string]schemaProp `json:"properties"`
 }
 
-// paramHeaders are the Mcp-Param-* headers of a call of the tool with
-// schema and args (nil if none).
-func paramHeaders(schema, args json.RawMessage) map[string]string {
-	if len(schema) == 0 || !strings.Contains(string(schema), "x-mcp-header") {
+// paramHeaders are the Mcp-Param-* headers of a tools/call (its params)
+// of the tool with schema (nil if none). Nothing is decoded for a schema
+// without the annotation.
+func paramHeaders(schema, params json.RawMessage) map[string]string {
+	if len(schema) == 0 || !bytes.Contains(schema, []byte("x-mcp-header")) {
 		return nil
 	}
 	var s schemaProp
 	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
 		return nil
 	}
-	var a map[string]json.RawMessage
-	if json.Unmarshal(args, &a) != nil || a == nil {
+	var p struct {
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Arguments == nil {
 		return nil
 	}
+	a := p.Arguments
 	var out map[string]string
 	var walk func(props map[string]schemaProp, args map[string]json.RawMessage)
 	walk = func(props map[string]schemaProp, args map[string]json.RawMessage) {
