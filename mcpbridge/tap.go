@@ -12,8 +12,9 @@ import (
 // that drop what toolsvc needs: exact schema text (rawSchemas,
 // rawschema.go), task capabilities and answers and the raw results the
 // front door passes on (taskTap, tasktap.go), the listen request's rewrite
-// (listenTap, push.go), and which call an upstream's input request or log
-// message belongs to (linkTap, interact.go). Each is written once, against
+// (listenTap, push.go), the stdio listen stream's lifecycle (pushTap,
+// push.go), and which call an upstream's input request or log message
+// belongs to (linkTap, interact.go). Each is written once, against
 // decoded messages, and every transport feeds them the same way: withTaps
 // wraps the session's connection (tapConn), which hands each message the
 // connection already decoded to every tap. Nothing is parsed again.
