@@ -7,17 +7,21 @@ package mcpbridge
 // built on them (rawschema.go, push.go, msglimit.go, the prober) cite the
 // function here. docs/upstream-behaviour.md §1–2 has the measurements.
 //
-// Built on them elsewhere: the session's taps (tap.go: withTaps, fed from
-// the HTTP client on streamable HTTP), the push channel (push.go: the listen sentinel), the
-// message limits (msglimit.go, transport.go: sdkMaxFrame, frameSlack),
-// the prober's error classification (prober.go: answered, isSessionDead).
+// Built on them elsewhere: the session's taps (tap.go: withTaps), the
+// push channel (push.go: the listen sentinel), the message limits
+// (msglimit.go, transport.go: sdkMaxFrame, frameSlack), the prober's error
+// classification (prober.go: answered, isSessionDead).
 // transport.go's commandTransport and headerTransport stand in for what
-// go-sdk's CommandTransport and StreamableClientTransport do not offer (a
-// line limiter, per-request headers); they use go-sdk's public API only.
-// stdioconn.go's stdioConn stands in for go-sdk's IOTransport connection on
-// stdio upstreams: go-sdk decodes each line three times; it uses
-// jsonrpc.Message, MakeID and EncodeMessage, the package go-sdk exports for
-// transport authors.
+// go-sdk's CommandTransport does not offer (a line limiter, per-request
+// headers); they use go-sdk's public API only. stdioconn.go's stdioConn
+// stands in for go-sdk's IOTransport connection on stdio upstreams (go-sdk
+// decodes each line three times), and streamhttp.go's streamConn for its
+// streamable HTTP client connection (which cannot be wrapped, hands each
+// response through two goroutines and decodes it apart from the taps);
+// both use jsonrpc.Message, MakeID, DecodeMessage and EncodeMessage, the
+// package go-sdk exports for transport authors, and go-sdk's
+// "rejected by transport" code (codeRejectedByTransport), which its
+// jsonrpc2 layer compares by code.
 //
 // go-sdk itself is patched (third_party/go-sdk, go.mod's replace,
 // docs/go-sdk-decode-garbage.md): v1.8.0 decodes every JSON value through a

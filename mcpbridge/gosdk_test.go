@@ -264,36 +264,49 @@ func (g *getCounter) RoundTrip(r *http.Request) (*http.Response, error) {
 	return g.base.RoundTrip(r)
 }
 
-// TestGoSDKStreamableConnCannotBeWrapped pins withTaps (tap.go): go-sdk opens
-// the standalone GET stream (list_changed before 2026-07-28) through an
-// unexported method of its streamable connection, so a connection wrapped
-// by another transport never opens it.
-func TestGoSDKStreamableConnCannotBeWrapped(t *testing.T) {
+// TestStreamableConnIsToolsvcs pins that a streamable HTTP upstream's
+// session runs on toolsvc's own connection (streamhttp.go), and that this
+// connection, wrapped by the taps like every other (withTaps, tap.go),
+// still opens the standalone GET stream that carries list_changed before
+// 2026-07-28. go-sdk's own connection could not be wrapped: it opens that
+// stream through an unexported method, which a wrapper hides.
+func TestStreamableConnIsToolsvcs(t *testing.T) {
 	t.Parallel()
 	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return goSDKServer() }, nil))
-	connect := func(wrap bool) *getCounter {
-		g := &getCounter{base: &http.Transport{}}
-		t.Cleanup(g.base.(*http.Transport).CloseIdleConnections)
-		var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: g}, MaxRetries: 1}
-		if wrap {
-			tr = &tapTransport{Transport: tr, taps: []tap{&rawSchemas{}}}
-		}
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, nil).Connect(t.Context(), tr, sessionOptions(DefaultProtocolVersion))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
-		if _, err := cs.ListTools(t.Context(), nil); err != nil {
-			t.Fatal(err)
-		}
-		return g
+	b := newTestBridge(t, ServerConfig{Name: "web", Transport: TransportStreamableHTTP, URL: url})
+	u, err := b.upstream("web")
+	if err != nil {
+		t.Fatal(err)
 	}
-	wrapped, plain := connect(true), connect(false)
-	eventually(t, "the plain connection's standalone GET stream", func() bool { return plain.n.Load() > 0 })
-	time.Sleep(50 * time.Millisecond) // the wrapped one had longer still
-	if wrapped.n.Load() != 0 {
-		t.Errorf("a wrapped streamable connection opened %d standalone streams: withTaps may wrap it now", wrapped.n.Load())
+	s := u.sess.Load()
+	if s == nil {
+		t.Fatal("no session")
 	}
+	tr, err := u.newTransport(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tr.(*streamableTransport); !ok {
+		t.Fatalf("a streamable HTTP upstream's transport is %T, want toolsvc's *streamableTransport", tr)
+	}
+	if _, ok := withTaps(tr, s.sessionTaps(tr)).(*tapTransport); !ok {
+		t.Fatal("the taps do not wrap the streamable HTTP transport")
+	}
+
+	g := &getCounter{base: &http.Transport{}}
+	t.Cleanup(g.base.(*http.Transport).CloseIdleConnections)
+	st := testStreamable(url)
+	st.client = &http.Client{Transport: g}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "pin", Version: "1"}, nil).
+		Connect(t.Context(), withTaps(st, []tap{&rawSchemas{}}), sessionOptions(DefaultProtocolVersion))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if cs.ID() == "" {
+		t.Error("the wrapped connection does not report the upstream's session id")
+	}
+	eventually(t, "the wrapped connection's standalone GET stream", func() bool { return g.n.Load() > 0 })
 }
 
 // TestGoSDKDecodesTaskAsEmptySuccess pins why CallTask reads the raw

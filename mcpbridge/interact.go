@@ -7,10 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"maps"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -36,8 +33,8 @@ import (
 //
 // Which call a 2025-era request belongs to: on streamable HTTP the
 // upstream sends it on the response stream of the call's POST, and the
-// bridge links it to that call (linkRoundTripper reads the stream's request
-// ids; linkConn marks the request with the call's token). On stdio nothing
+// bridge links it to that call (the link tap, linkTap, marks the request
+// with the call's token where the connection reads it). On stdio nothing
 // links them, so a request is attributed to a call only when that call is
 // the only request in flight on the session. A request that cannot be
 // attributed is answered by the server's policy (Elicitation; sampling
@@ -105,7 +102,7 @@ type interactions struct {
 	calls    map[string]*Interaction // by token
 }
 
-// linkMetaKey is the _meta key that linkConn sets on an upstream's request
+// linkMetaKey is the _meta key that linkTap sets on an upstream's request
 // to name the call it belongs to (any value the upstream set is removed).
 const linkMetaKey = "toolsvc.dev/call"
 
@@ -160,7 +157,7 @@ func (x *interactions) owner(meta mcp.Meta, r mcp.InputRequest) *Interaction {
 
 // logOwner is the interaction an upstream log message belongs to, if it
 // is still in flight and takes logs: the call its token names. The token
-// was decided where the message was read (linkConn, linkBody): a message
+// was decided where the message was read (linkTap): a message
 // that was read with no token has no certain owner and goes to nobody.
 // Deciding when the message is handled instead would give a backlog read
 // during one call to whichever call is alone in flight when the handler
@@ -448,90 +445,94 @@ func interactionOf(ctx context.Context) *Interaction {
 	return it
 }
 
-// withLinks wraps a transport other than streamable HTTP so that an
-// upstream request asking for input never carries a link toolsvc did not
-// set, each log message is linked to its call where it is read (linkConn),
-// and the log messages read are counted (logs: logCount). Streamable HTTP
-// sets and cleans them on its response streams (linkRoundTripper); its
-// connection cannot be wrapped (withTaps, tap.go).
-func withLinks(t mcp.Transport, logs *logCount) mcp.Transport {
-	if _, ok := t.(*mcp.StreamableClientTransport); ok {
-		return t
-	}
-	return &linkTransport{Transport: t, logs: logs}
+// linkTap is a session's tap (tap.go) for the call links: an upstream
+// request that asks for input carries, in _meta[linkMetaKey], the token of
+// the call it belongs to when toolsvc knows it, and never a link toolsvc
+// did not set (an upstream must not aim its request at another caller's
+// call); each log message's call is decided where it is read and carried
+// the same way (logOwner); the log messages read are counted (logCount).
+//
+// Who owns a message depends on where it was read (msgOrigin):
+//   - on the response stream of a request (streamable HTTP), that
+//     request's call: its interaction's token, if it has one (a list or a
+//     read owns its stream's log messages: nobody else gets them);
+//   - on the standalone GET stream, which no request owns, a log message
+//     goes to the only request in flight on the session when it is a call
+//     taking logs (interactions.soleLogCall), else nobody; an input request
+//     has no token (its owner is decided when handled,
+//     interactions.owner);
+//   - on a connection that does not say (stdio, legacy SSE, gRPC, custom
+//     transports): a log message goes to the only request toolsvc wrote on
+//     the connection that the upstream has not answered yet (wireCalls),
+//     when that request is a call taking logs; with none or several,
+//     nobody; an input request has no token.
+type linkTap struct {
+	logs     *logCount
+	calls    *interactions
+	byStream bool      // the connection reports origins: wire is not kept
+	wire     wireCalls // the outstanding requests (no origins)
 }
 
-type linkTransport struct {
-	mcp.Transport
-	logs *logCount
+func newLinkTap(s *session, byStream bool) *linkTap {
+	return &linkTap{logs: &s.logs, calls: &s.interact, byStream: byStream, wire: wireCalls{m: map[jsonrpc.ID]*wireCall{}}}
 }
 
-func (t *linkTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
+func (t *linkTap) wrote(ctx context.Context, m jsonrpc.Message) jsonrpc.Message {
+	if req, ok := m.(*jsonrpc.Request); ok && !t.byStream {
+		t.wire.wrote(ctx, req)
 	}
-	return &linkConn{Connection: c, logs: t.logs, wire: wireCalls{m: map[jsonrpc.ID]*wireCall{}}}, nil
+	return nil
 }
 
-// linkConn removes _meta[linkMetaKey] from every upstream request that
-// asks for input (on these transports nothing links a request to its
-// call, and an upstream must not aim its request at another caller's), and
-// decides where it reads each log message which call it belongs to: the
-// only request toolsvc wrote on the connection that the upstream has not
-// answered yet (wireCalls), when that request is a call taking logs; with
-// none or several, nobody. The message carries the decision as its link
-// (the upstream's own value is replaced). It counts the log messages it
-// reads (logCount).
-type linkConn struct {
-	mcp.Connection
-	logs *logCount
-	wire wireCalls
+func (t *linkTap) unsent(m jsonrpc.Message) {
+	if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() && !t.byStream {
+		t.wire.answered(req.ID) // never sent: never answered
+	}
 }
 
-func (c *linkConn) Write(ctx context.Context, m jsonrpc.Message) error {
-	if req, ok := m.(*jsonrpc.Request); ok {
-		c.wire.wrote(ctx, req)
-	}
-	err := c.Connection.Write(ctx, m)
-	if req, ok := m.(*jsonrpc.Request); ok && err != nil && req.IsCall() {
-		c.wire.answered(req.ID) // never sent: never answered
-	}
-	return err
-}
-
-func (c *linkConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
-	if err != nil {
-		return m, err
-	}
-	if resp, ok := m.(*jsonrpc.Response); ok {
-		c.wire.answered(resp.ID)
-		return m, nil
-	}
-	req, ok := m.(*jsonrpc.Request)
-	if !ok {
-		return m, nil
-	}
-	if req.Method == methodLog && !req.IsCall() {
-		c.logs.readOne()
-		if tok := c.wire.soleLogCall(); tok != "" {
-			if params, ok := setLink(req.Params, tok); ok {
-				req.Params = params
-			}
-			return req, nil
+func (t *linkTap) read(m jsonrpc.Message, from *msgOrigin) {
+	switch m := m.(type) {
+	case *jsonrpc.Response:
+		if !t.byStream {
+			t.wire.answered(m.ID)
 		}
-	} else if !req.IsCall() || !inputMethods[req.Method] {
-		return m, nil
+	case *jsonrpc.Request:
+		tok := ""
+		switch {
+		case m.Method == methodLog && !m.IsCall():
+			t.logs.readOne()
+			switch {
+			case from == nil:
+				tok = t.wire.soleLogCall()
+			case from.ctx == nil:
+				tok = t.calls.soleLogCall()
+			default:
+				tok = streamToken(from)
+			}
+		case m.IsCall() && inputMethods[m.Method]:
+			if from != nil && from.ctx != nil {
+				tok = streamToken(from)
+			}
+		default:
+			return
+		}
+		if tok == "" && !bytes.Contains(m.Params, []byte(linkMetaKey)) {
+			return
+		}
+		// Set ours, or remove the upstream's own value.
+		if params, ok := setLink(m.Params, tok); ok {
+			m.Params = params
+		}
 	}
-	if !bytes.Contains(req.Params, []byte(linkMetaKey)) {
-		return m, nil
+}
+
+// streamToken is the link token of the call whose response stream a
+// message came on ("" for a request of no interactive call).
+func streamToken(from *msgOrigin) string {
+	if it := interactionOf(from.ctx); it != nil {
+		return it.token
 	}
-	// Not one of toolsvc's links: the upstream's own value is removed.
-	if params, ok := setLink(req.Params, ""); ok {
-		req.Params = params
-	}
-	return req, nil
+	return ""
 }
 
 // wireCalls are the requests toolsvc wrote on one connection that the
@@ -666,155 +667,6 @@ func setLink(raw json.RawMessage, token string) (json.RawMessage, bool) {
 	}
 	out, err := json.Marshal(params)
 	return out, err == nil
-}
-
-// linkRoundTripper links the requests an upstream sends on the response
-// stream of an interactive call's POST to that call: linkBody marks each
-// input request on the stream with the call's token as it passes. (go-sdk's
-// streamable client connection cannot be wrapped like linkConn: it
-// implements an unexported interface a wrapper would hide; see
-// withTaps in tap.go.)
-//
-// Every event stream is read through linkBody, which decides each log
-// message's call where it is read: on the response stream of a call's
-// POST, that call; on the standalone GET stream, which no request owns,
-// the only request in flight on the session when it is a call taking
-// logs (calls.soleLogCall), else nobody; on the response stream of any
-// other request (a list, a read), nobody: the message is that request's.
-type linkRoundTripper struct {
-	base  http.RoundTripper
-	logs  *logCount     // counts the log messages read (logCount)
-	calls *interactions // the session's requests in flight
-}
-
-func (rt *linkRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := rt.base.RoundTrip(r)
-	if err != nil || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		return resp, err
-	}
-	b := &linkBody{ReadCloser: resp.Body, logs: rt.logs}
-	if it := interactionOf(r.Context()); it != nil && it.token != "" {
-		b.token = it.token
-	} else if r.Method == http.MethodGet && rt.calls != nil {
-		b.logOwner = rt.calls.soleLogCall
-	}
-	resp.Body = b
-	return resp, nil
-}
-
-// maxLinkLine bounds the event line linkBody holds back: an input request
-// is small; a longer line (a large result) passes unchanged.
-const maxLinkLine = 64 << 10
-
-// linkBody passes a response stream through line by line, setting
-// _meta[linkMetaKey] to the call's token ("": removing it) on every
-// "data:" line that is an input request or a log message (markLink), and
-// counting the log messages it marks (logs). On a stream no request owns,
-// logOwner decides each log message's token as it is read. Lines are held
-// only until their newline, which ends every SSE field anyway; one longer
-// than maxLinkLine passes as it comes.
-type linkBody struct {
-	io.ReadCloser
-	token    string
-	logOwner func() string // decides a log message's token (the standalone stream); nil: token
-	logs     *logCount
-	line     []byte // the current line, held back
-	long     bool   // the current line is past maxLinkLine: passing through
-	out      []byte // ready for the reader
-	buf      []byte
-	err      error
-}
-
-func (b *linkBody) Read(p []byte) (int, error) {
-	for len(b.out) == 0 {
-		if b.err != nil {
-			if len(b.line) > 0 { // a last line without a newline
-				b.out, b.line = b.line, nil
-				continue
-			}
-			return 0, b.err
-		}
-		if b.buf == nil {
-			b.buf = make([]byte, 32<<10)
-		}
-		n, err := b.ReadCloser.Read(b.buf)
-		b.err = err
-		b.feed(b.buf[:n])
-	}
-	n := copy(p, b.out)
-	b.out = b.out[n:]
-	return n, nil
-}
-
-// feed takes bytes from the stream into out, holding back the current line.
-func (b *linkBody) feed(data []byte) {
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		chunk := data
-		if i >= 0 {
-			chunk = data[:i+1]
-		}
-		data = data[len(chunk):]
-		switch {
-		case b.long:
-			b.out = append(b.out, chunk...)
-		case len(b.line)+len(chunk) > maxLinkLine:
-			b.out = append(append(b.out, b.line...), chunk...)
-			b.line, b.long = b.line[:0], true
-		default:
-			b.line = append(b.line, chunk...)
-		}
-		if i >= 0 {
-			if !b.long {
-				line, isLog := markLink(b.line, b.token, b.logOwner)
-				if isLog && b.logs != nil {
-					b.logs.readOne()
-				}
-				b.out = append(b.out, line...)
-			}
-			b.line, b.long = b.line[:0], false
-		}
-	}
-}
-
-// markLink is one SSE line, with the token in its message's _meta when it
-// is a "data:" line holding an input request or a log message (isLog: a
-// log message so marked). An input request on a stream with no token
-// passes unchanged (its owner is decided when handled, interactions.owner);
-// a log message's token is logOwner's, when set, decided now.
-func markLink(line []byte, token string, logOwner func() string) (_ []byte, isLog bool) {
-	data, ok := bytes.CutPrefix(line, []byte("data:"))
-	if !ok || !bytes.Contains(data, []byte(`"method"`)) {
-		return line, false
-	}
-	var msg map[string]json.RawMessage
-	if json.Unmarshal(data, &msg) != nil {
-		return line, false
-	}
-	var method string
-	if json.Unmarshal(msg["method"], &method) != nil {
-		return line, false
-	}
-	switch {
-	case msg["id"] != nil && inputMethods[method] && (token != "" || logOwner == nil):
-	case msg["id"] == nil && method == methodLog:
-		isLog = true
-		if logOwner != nil {
-			token = logOwner()
-		}
-	default:
-		return line, false
-	}
-	params, ok := setLink(msg["params"], token)
-	if !ok {
-		return line, false
-	}
-	msg["params"] = params
-	out, err := json.Marshal(msg)
-	if err != nil {
-		return line, false
-	}
-	return append(append([]byte("data: "), out...), '\n'), isLog
 }
 
 // methodLog is the MCP log message notification.

@@ -4,73 +4,77 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"strings"
 	"testing"
-	"testing/iotest"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// linkBody marks the input requests of a call's stream with its token and
-// passes everything else byte for byte, however the stream is cut.
-func TestLinkBodyMarksInputRequests(t *testing.T) {
-	big := strings.Repeat("x", maxLinkLine+10)
-	events := []string{
-		"event: message\n",
-		`data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}` + "\n",
-		"\n",
-		`data: {"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"name?","requestedSchema":{"type":"object"},"_meta":{"toolsvc.dev/call":"forged","k":"v"}}}` + "\n",
-		"\n",
-		`data: {"jsonrpc":"2.0","id":8,"result":{"content":[{"type":"text","text":"` + big + `"}]}}` + "\n",
-		"\n",
-		`data: {"jsonrpc":"2.0","id":"s9","method":"roots/list"}` + "\r\n",
-		"\n",
-		"data: tail without newline",
+// The link tap marks an input request or a log message read on a call's
+// response stream with that call's token (replacing any link the upstream
+// forged, keeping its own _meta), gives a log message read on the
+// standalone stream to the only call in flight, and leaves everything
+// else as it was read.
+func TestLinkTapMarksByStream(t *testing.T) {
+	s := &session{}
+	lt := newLinkTap(s, true)
+	it := &Interaction{Kinds: InputKinds{Form: true}, logs: &logSink{}}
+	end := s.interact.begin(it)
+	defer end()
+	call := &msgOrigin{ctx: withInteraction(context.Background(), it)}
+	list := &msgOrigin{ctx: context.Background()}
+	decode := func(raw string) *jsonrpc.Request {
+		m, err := jsonrpc.DecodeMessage([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.(*jsonrpc.Request)
 	}
-	in := strings.Join(events, "")
-	for name, r := range map[string]io.Reader{
-		"whole":    strings.NewReader(in),
-		"one byte": iotest.OneByteReader(strings.NewReader(in)),
-		"halves":   iotest.HalfReader(strings.NewReader(in)),
+	link := func(req *jsonrpc.Request) (any, mcp.Meta) {
+		var p struct {
+			Meta mcp.Meta `json:"_meta"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		return p.Meta[linkMetaKey], p.Meta
+	}
+	for _, tc := range []struct {
+		name string
+		msg  string
+		from *msgOrigin
+		want any
+	}{
+		{"input request on the call's stream", `{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"name?","_meta":{"toolsvc.dev/call":"forged","k":"v"}}}`, call, it.token},
+		{"log message on the call's stream", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, call, it.token},
+		{"log message on the standalone stream", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`, standaloneOrigin, it.token},
+		{"log message on a list's stream", `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x","_meta":{"toolsvc.dev/call":"forged"}}}`, list, nil},
+		{"input request on the standalone stream", `{"jsonrpc":"2.0","id":"s9","method":"roots/list","params":{"_meta":{"toolsvc.dev/call":"forged"}}}`, standaloneOrigin, nil},
 	} {
-		t.Run(name, func(t *testing.T) {
-			out, err := io.ReadAll(&linkBody{ReadCloser: io.NopCloser(r), token: "tok"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.SplitAfter(string(out), "\n")
-			if len(lines) != len(events) {
-				t.Fatalf("%d lines out, %d in", len(lines), len(events))
-			}
-			for i, l := range lines {
-				switch i {
-				case 3, 7:
-					var msg struct {
-						Params struct {
-							Meta map[string]any `json:"_meta"`
-						} `json:"params"`
-					}
-					if err := json.Unmarshal([]byte(strings.TrimPrefix(l, "data: ")), &msg); err != nil {
-						t.Fatalf("line %d %q: %v", i, l, err)
-					}
-					if msg.Params.Meta[linkMetaKey] != "tok" {
-						t.Errorf("line %d: link %v, want tok", i, msg.Params.Meta)
-					}
-					if i == 3 && msg.Params.Meta["k"] != "v" {
-						t.Errorf("line %d lost the upstream's own _meta: %v", i, msg.Params.Meta)
-					}
-				default:
-					if l != events[i] {
-						t.Errorf("line %d changed: %.80q, want %.80q", i, l, events[i])
-					}
-				}
-			}
-		})
+		req := decode(tc.msg)
+		lt.read(req, tc.from)
+		if got, meta := link(req); got != tc.want {
+			t.Errorf("%s: link %v, want %v", tc.name, got, tc.want)
+		} else if strings.Contains(tc.msg, `"k":"v"`) && meta["k"] != "v" {
+			t.Errorf("%s: the upstream's own _meta was lost: %v", tc.name, meta)
+		}
+	}
+	for _, raw := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"notifications/message","params":{"level":"info","data":"hi"}}`, // a request, not a log message
+	} {
+		m := decode(raw)
+		before := string(m.Params)
+		lt.read(m, call)
+		if string(m.Params) != before {
+			t.Errorf("%s was rewritten: %s", raw, m.Params)
+		}
+	}
+	if n := s.logs.read.Load(); n != 3 {
+		t.Errorf("%d log messages counted, want 3", n)
 	}
 }
 
-// linkConn (stdio, legacy SSE) removes any link an upstream sets itself.
+// setLink removes any link an upstream sets itself.
 func TestSetLinkRemovesForgedLink(t *testing.T) {
 	out, ok := setLink(json.RawMessage(`{"message":"m","_meta":{"toolsvc.dev/call":"someone-elses"}}`), "")
 	if !ok || bytes.Contains(out, []byte(linkMetaKey)) || !bytes.Contains(out, []byte(`"message":"m"`)) {

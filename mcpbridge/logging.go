@@ -30,9 +30,9 @@ import (
 // backlog read during one call would reach whichever call is alone in
 // flight when the queue drains, another caller's). On streamable HTTP, a
 // message on the response stream of a call's POST is that call's
-// (linkBody marks it with the call's token), one on the standalone GET
-// stream belongs to the only request in flight on the session as it is
-// read, when that is a call. On stdio and SSE (linkConn), it belongs to
+// (the link tap, linkTap, marks it with the call's token), one on the
+// standalone GET stream belongs to the only request in flight on the
+// session as it is read, when that is a call. On stdio and SSE, it belongs to
 // the only request written on the connection and not yet answered as it
 // is read, when that is a call (wireCalls). Otherwise its owner is not
 // certain and it goes to nobody; an owner that has returned by the time
@@ -107,8 +107,8 @@ func (s *session) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	if p == nil {
 		return
 	}
-	// Counted as read by linkConn, or by linkBody on streamable HTTP
-	// (every event stream is read through one): see logCount.
+	// Counted as read by the link tap (linkTap) on every transport: see
+	// logCount.
 	defer s.logs.handled()
 	tok, _ := p.Meta[linkMetaKey].(string)
 	it := s.interact.logOwner(tok)
@@ -174,9 +174,9 @@ func (k *logSink) close() {
 }
 
 // logCount lets a call's result wait for the log notifications read before
-// it: read counts the notifications/message the transport read (linkConn
-// on stdio, SSE and in-memory transports; linkBody for those on a call's
-// HTTP response stream), handled those the session's handler has seen.
+// it: read counts the notifications/message the connection read (the link
+// tap, linkTap, as each message is read), handled those the session's
+// handler has seen.
 // A result waits (settle) until handled reaches read as it was when the
 // result came. A notification counted as read that never reaches the
 // handler (go-sdk drops one whose params do not decode) would make every

@@ -66,7 +66,7 @@ func (c *logCollector) data() []string {
 }
 
 // A call's log messages reach its OnLog in order, all of them before Call
-// returns, on an in-memory (linkConn) and a streamable HTTP (linkBody)
+// returns, on an in-memory (no origins) and a streamable HTTP (by stream)
 // session, in both protocol eras: setLevel debug at connect before
 // 2026-07-28, the call's _meta level from it on.
 func TestCallLogs(t *testing.T) {
@@ -178,28 +178,6 @@ func waitInflight(t *testing.T, b *Bridge, server string, n int) {
 			t.Fatalf("%s: %d requests never in flight", server, n)
 		}
 		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// markLink links log messages (notifications, no id) like input requests,
-// and reports them so linkBody counts them.
-func TestMarkLinkLogMessages(t *testing.T) {
-	for _, c := range []struct {
-		line  string
-		isLog bool
-	}{
-		{`data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi","_meta":{"toolsvc.dev/call":"forged"}}}` + "\n", true},
-		{`data: {"jsonrpc":"2.0","id":3,"method":"notifications/message","params":{"level":"info","data":"hi"}}` + "\n", false},
-		{`data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}` + "\n", false},
-	} {
-		out, isLog := markLink([]byte(c.line), "tok", nil)
-		if isLog != c.isLog {
-			t.Errorf("markLink(%q) isLog = %v, want %v", c.line, isLog, c.isLog)
-		}
-		linked := strings.Contains(string(out), `"toolsvc.dev/call":"tok"`)
-		if linked != c.isLog || (!c.isLog && string(out) != c.line) {
-			t.Errorf("markLink(%q) = %q", c.line, out)
-		}
 	}
 }
 

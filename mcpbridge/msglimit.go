@@ -375,13 +375,15 @@ func isBlankLine(line []byte) bool {
 	return len(line) == 1 && line[0] == '\n' || len(line) == 2 && line[0] == '\r' && line[1] == '\n'
 }
 
-// limitRoundTripper applies the message limit to streamable-HTTP
-// responses: a JSON body is one message, an event stream is a message per
-// event.
-// maxErrorBody bounds the body of a non-2xx answer that go-sdk reads: room
-// for any JSON-RPC error, far less than a message.
+// maxErrorBody bounds the body of a non-2xx answer that is read (for a
+// JSON-RPC error in it): room for any JSON-RPC error, far less than a
+// message.
 const maxErrorBody = 64 << 10
 
+// limitRoundTripper applies the message limit to the HTTP responses of
+// go-sdk's legacy SSE client (the event stream: a message per event; a
+// JSON body: one message). Streamable HTTP reads through the same
+// frameReader in its own connection (streamhttp.go).
 type limitRoundTripper struct {
 	base  http.RoundTripper
 	limit int

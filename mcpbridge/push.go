@@ -3,9 +3,6 @@ package mcpbridge
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +21,8 @@ import (
 //     response stream carries the notifications. go-sdk opens it once in
 //     Connect and never again, and tells nobody when it ends.
 //
-// The bridge watches the channel from below (the HTTP round tripper and, for
-// stdio, the JSON-RPC connection), so a lost channel is noticed: while it is
+// The bridge watches the channel from below (the streamable HTTP connection,
+// streamhttp.go, and, for stdio, the JSON-RPC connection), so a lost channel is noticed: while it is
 // down the refresher re-lists every PushlessRefresh (bounded by ttlMs), a
 // listen stream is re-opened with backoff, and the server's status and
 // metrics say so.
@@ -124,158 +121,135 @@ func (s *session) reopenListen(ctx context.Context) error {
 	return nil
 }
 
-// pushRoundTripper watches a streamable-HTTP session's push channel: the
-// standalone GET stream (before 2026-07-28) and subscriptions/listen POSTs
-// (2026-07-28), whose response streams it follows to their end. The listen
-// rewrite is the listen tap's (tap.go), above it.
-type pushRoundTripper struct {
-	base    http.RoundTripper
-	push    *pushChannel
-	streams atomic.Int32 // open push streams
+// The streamable HTTP connection (streamhttp.go) reports its push
+// channel's streams here: the standalone GET stream (before 2026-07-28)
+// and subscriptions/listen (2026-07-28), whose response streams it follows
+// to their end. The listen rewrite is the listen tap's (tap.go), above it.
+
+// pushSet records the push channel's state (no channel watched: nothing).
+func (c *streamConn) pushSet(st pushState, reason string) {
+	if p := c.t.hooks.push; p != nil {
+		p.set(st, reason)
+	}
 }
 
-func (rt *pushRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	kind := ""
+// pushUp counts a push stream established.
+func (c *streamConn) pushUp() {
+	c.pushStreams.Add(1)
+	c.pushSet(pushUp, "")
+}
+
+// pushEnd counts a push stream ended: the channel is down when none is left.
+func (c *streamConn) pushEnd(reason string) {
+	if c.pushStreams.Add(-1) == 0 {
+		c.pushSet(pushDown, reason)
+	}
+}
+
+// pushKind is what a POSTed request is to the push channel: the
+// list_changed listen stream, a resource subscription's listen stream
+// (uris), or neither ("").
+func (c *streamConn) pushKind(pi *postInfo) (kind string, uris []string) {
+	if c.t.hooks.push == nil || pi.req == nil || pi.method != listenMethod || !pi.call {
+		return "", nil
+	}
+	if listensForListChanged(pi.req.Params) {
+		return "subscriptions/listen stream", nil
+	}
+	if uris := subscribedURIs(pi.req.Params); len(uris) > 0 && c.t.hooks.push.subStream != nil {
+		// A resource subscription's listen stream (SubscribeResource) is
+		// no push channel: its end must not hide, or fake, the
+		// list_changed stream's. It is followed on its own (resubscribe
+		// in resourcecalls.go).
+		return "resource subscription", uris
+	}
+	return "", nil
+}
+
+// pushRequestFailed: a push stream's request did not reach the upstream.
+func (c *streamConn) pushRequestFailed(ctx context.Context, pi *postInfo) {
+	kind, uris := c.pushKind(pi)
 	switch {
-	case r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/event-stream"):
-		kind = "standalone GET stream"
-	case r.Method == http.MethodPost:
-		// The message as tapRoundTripper decoded (and the listen tap
-		// rewrote) it: tap.go.
-		if req, ok := postedMessage(r.Context()).(*jsonrpc.Request); ok && req.Method == listenMethod {
-			if listensForListChanged(req.Params) {
-				kind = "subscriptions/listen stream"
-			} else if uris := subscribedURIs(req.Params); len(uris) > 0 && rt.push.subStream != nil {
-				// A resource subscription's listen stream (SubscribeResource)
-				// is no push channel: its end must not hide, or fake, the
-				// list_changed stream's. It is followed on its own
-				// (resubscribe in resourcecalls.go).
-				return rt.followSubscription(r, uris)
+	case kind == "" || ctx.Err() != nil:
+	case uris != nil:
+		c.t.hooks.push.subStream(uris, false)
+	default:
+		c.pushSet(pushDown, kind+": request failed")
+	}
+}
+
+// pushRefused: a push stream's request was answered with an error status.
+func (c *streamConn) pushRefused(ctx context.Context, pi *postInfo, status int) {
+	kind, uris := c.pushKind(pi)
+	switch {
+	case kind == "":
+	case uris != nil:
+		if ctx.Err() == nil {
+			c.t.hooks.push.subStream(uris, false)
+		}
+	case c.pushStreams.Load() == 0:
+		c.pushSet(pushDown, fmt.Sprintf("%s refused: HTTP %d", kind, status))
+	}
+}
+
+// pushStream reports a push stream established by req's answer and returns
+// what to call when it ends (nil: req opens none).
+func (c *streamConn) pushStream(ctx context.Context, req *jsonrpc.Request) func() {
+	kind, uris := c.pushKind(&postInfo{req: req, method: req.Method, call: req.IsCall()})
+	switch {
+	case kind == "":
+		return nil
+	case uris != nil:
+		c.t.hooks.push.subStream(uris, true)
+		return func() {
+			if ctx.Err() == nil {
+				c.t.hooks.push.subStream(uris, false)
 			}
 		}
 	}
-	resp, err := rt.base.RoundTrip(r)
-	if kind == "" {
-		return resp, err
-	}
-	switch {
-	case err != nil:
-		if r.Context().Err() == nil {
-			rt.push.set(pushDown, fmt.Sprintf("%s: request failed", kind))
-		}
-	case kind == "standalone GET stream" && standaloneRefused(resp.StatusCode):
-		rt.push.set(pushNone, fmt.Sprintf("the upstream offers no standalone GET stream (HTTP %d): a stateless server", resp.StatusCode))
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		if rt.streams.Load() == 0 {
-			rt.push.set(pushDown, fmt.Sprintf("%s refused: HTTP %d", kind, resp.StatusCode))
-		}
-	default:
-		rt.streams.Add(1)
-		rt.push.set(pushUp, "")
-		resp.Body = &streamEnd{ReadCloser: resp.Body, end: func() {
-			if rt.streams.Add(-1) == 0 {
-				rt.push.set(pushDown, kind+" closed")
-			}
-		}}
-	}
-	return resp, err
+	c.pushUp()
+	return func() { c.pushEnd(kind + " closed") }
 }
 
-// followSubscription sends a resource subscription's listen request and
-// reports its stream to the session: up once established, down when it
-// fails or ends, unless the request was cancelled (Unsubscribe, Close).
-func (rt *pushRoundTripper) followSubscription(r *http.Request, uris []string) (*http.Response, error) {
-	resp, err := rt.base.RoundTrip(r)
-	down := func() {
-		if r.Context().Err() == nil {
-			rt.push.subStream(uris, false)
-		}
-	}
-	switch {
-	case err != nil:
-		down()
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		down()
-	default:
-		rt.push.subStream(uris, true)
-		resp.Body = &streamEnd{ReadCloser: resp.Body, end: down}
-	}
-	return resp, err
-}
-
-// streamEnd calls end once when the stream ends: a read error (EOF
-// included) or Close.
-type streamEnd struct {
-	io.ReadCloser
-	once sync.Once
-	end  func()
-}
-
-func (s *streamEnd) Read(p []byte) (int, error) {
-	n, err := s.ReadCloser.Read(p)
-	if err != nil {
-		s.once.Do(s.end)
-	}
-	return n, err
-}
-
-func (s *streamEnd) Close() error {
-	s.once.Do(s.end)
-	return s.ReadCloser.Close()
-}
-
-// pushTransport wraps a stdio transport so the session sees its
-// subscriptions/listen requests end (the upstream answering one closes the
-// stream). It sees them rewritten (the listen tap, tap.go: withTaps wraps
-// it).
-type pushTransport struct {
-	mcp.Transport
-	push *pushChannel
-}
-
-func (t *pushTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	c, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &pushConn{Connection: c, push: t.push}, nil
-}
-
-type pushConn struct {
-	mcp.Connection
+// pushTap is a stdio session's tap (tap.go) for its push channel: over
+// stdio a subscriptions/listen request is the stream, up once written and
+// ended by the upstream answering it. (It sees the request rewritten: the
+// listen tap runs first.) Streamable HTTP reports its streams from the
+// connection instead (pushStream above): a stream's end is not a message.
+type pushTap struct {
+	noTap
 	push *pushChannel
 
 	mu      sync.Mutex
 	listens map[jsonrpc.ID]bool // open subscriptions/listen requests
 }
 
-func (c *pushConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == listenMethod && req.IsCall() {
-		if !listensForListChanged(req.Params) {
-			return c.Connection.Write(ctx, msg) // a resource subscription, not the push channel
-		}
-		c.mu.Lock()
-		if c.listens == nil {
-			c.listens = map[jsonrpc.ID]bool{}
-		}
-		c.listens[req.ID] = true
-		c.mu.Unlock()
-		c.push.set(pushUp, "")
+func (t *pushTap) wrote(_ context.Context, m jsonrpc.Message) jsonrpc.Message {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || req.Method != listenMethod || !req.IsCall() || !listensForListChanged(req.Params) {
+		return nil // a resource subscription is not the push channel
 	}
-	return c.Connection.Write(ctx, msg)
+	t.mu.Lock()
+	if t.listens == nil {
+		t.listens = map[jsonrpc.ID]bool{}
+	}
+	t.listens[req.ID] = true
+	t.mu.Unlock()
+	t.push.set(pushUp, "")
+	return nil
 }
 
-func (c *pushConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
-		c.mu.Lock()
-		listen := c.listens[resp.ID]
-		delete(c.listens, resp.ID)
-		open := len(c.listens)
-		c.mu.Unlock()
-		if listen && open == 0 {
-			c.push.set(pushDown, "subscriptions/listen stream ended by the upstream")
-		}
+func (t *pushTap) read(m jsonrpc.Message, _ *msgOrigin) {
+	resp, ok := m.(*jsonrpc.Response)
+	if !ok {
+		return
 	}
-	return msg, err
+	t.mu.Lock()
+	listen := t.listens[resp.ID]
+	delete(t.listens, resp.ID)
+	open := len(t.listens)
+	t.mu.Unlock()
+	if listen && open == 0 {
+		t.push.set(pushDown, "subscriptions/listen stream ended by the upstream")
+	}
 }

@@ -27,16 +27,16 @@ import (
 //     result taken by its retry), is another value: it has no raw bytes,
 //     and the front door encodes it as before.
 //
-// Only taps fed by a connection record (stdio, legacy SSE, custom
-// transports: tap.go): go-sdk's streamable HTTP client connection cannot be
-// wrapped, and reading the result out of its response stream would copy
-// and decode every body once more (tapBody), so results from streamable
-// HTTP upstreams take the slow path.
+// Every transport but streamable HTTP records them (taskTap says why HTTP
+// does not yet: its results are the tests' slow-path reference).
 //
 // The bytes alias the message as the connection decoded it: toolsvc's
 // stdio connection decodes each line from a copy of its own that nothing
-// reuses (stdioconn.go), and go-sdk's connections hand the message to
-// another goroutine, so they never reuse it either.
+// reuses (stdioconn.go); the streamable HTTP connection decodes a JSON body
+// it allocated for that message, and an event's data through go-sdk's
+// decoder, which copies every raw value (so the reused frame buffer is
+// never aliased); go-sdk's connections hand the message to another
+// goroutine, so they never reuse it either.
 
 // RawResults collects the raw result of the requests a caller makes with
 // its context (WithRawResults); it keeps the last one bound to its decoded

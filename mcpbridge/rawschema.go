@@ -43,25 +43,18 @@ type rawSchemas struct {
 // none).
 type verifiedSchemas struct{ in, out decodedSchema }
 
-// rawSchemas is a session's tap (tap.go) for the exact schema text: it asks
-// for the reply to every tools/list and records the raw schemas of every
-// result that has a tools array, before go-sdk decodes it.
+// rawSchemas is a session's tap (tap.go) for the exact schema text: it
+// records the raw schemas of every result that has a tools array, before
+// go-sdk decodes it.
 var _ tap = (*rawSchemas)(nil)
 
 var inputSchemaKey = []byte(`"inputSchema"`)
 
-func (r *rawSchemas) wrote(_ context.Context, m jsonrpc.Message) (jsonrpc.Message, bool) {
-	req, ok := m.(*jsonrpc.Request)
-	return nil, ok && req.Method == "tools/list" && req.IsCall()
-}
+func (r *rawSchemas) wrote(context.Context, jsonrpc.Message) jsonrpc.Message { return nil }
 
 func (r *rawSchemas) unsent(jsonrpc.Message) {}
 
-var toolsListKey = []byte(`"tools/list"`)
-
-func (r *rawSchemas) wants(_ context.Context, b []byte) bool { return bytes.Contains(b, toolsListKey) }
-
-func (r *rawSchemas) read(m jsonrpc.Message) {
+func (r *rawSchemas) read(m jsonrpc.Message, _ *msgOrigin) {
 	if resp, ok := m.(*jsonrpc.Response); ok && resp.Error == nil && bytes.Contains(resp.Result, inputSchemaKey) {
 		r.record(resp.Result)
 	}
@@ -282,3 +275,14 @@ func (d decodedSchema) MarshalJSON() ([]byte, error) { return d.text, nil }
 // SchemaText gives the catalog the text and its decoded value
 // (catalog.RawSchema).
 func (d decodedSchema) SchemaText() (json.RawMessage, any) { return d.text, d.obj }
+
+// inputSchema is the input schema text of the tool last listed as name
+// (nil if none).
+func (r *rawSchemas) inputSchema(name string) json.RawMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if raw, ok := r.byName[name]; ok {
+		return raw.in
+	}
+	return r.verified[name].in.text
+}

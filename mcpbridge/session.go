@@ -215,8 +215,7 @@ func (u *upstream) connectOnce(ctx context.Context) (_ *session, again bool, _ e
 	if err != nil {
 		return fail(err)
 	}
-	t = withLinks(t, &s.logs)                       // input requests' and log messages' calls (interact.go)
-	t = withTaps(t, s.sessionTaps(u.cfg.Transport)) // schema text, tasks, listen rewrite (tap.go)
+	t = withTaps(t, s.sessionTaps(t)) // schema text, tasks, listen rewrite, call links (tap.go)
 	pv := u.protocolVersion()
 	cs, timedOut, err := connectBounded(s.ctx, client, t, sessionOptions(pv), u.cfg.ConnectTimeout, s.cancel)
 	if err != nil {

@@ -28,8 +28,9 @@ import (
 // already), decoded with go-sdk's jsonrpc codec; a 404 means the upstream
 // no longer has the session (or 400, as the TypeScript SDK's transports
 // answer a session they do not know). For the same reason a bridge never deletes an
-// HTTP session that owns tasks not seen finished (taskRoundTripper answers
-// its DELETE itself): the upstream reclaims it on its own terms.
+// HTTP session that owns tasks not seen finished (its connection sends no
+// DELETE: sessionTasks.keepSession): the upstream reclaims it on its own
+// terms.
 //
 // stdio sessions cannot be reached this way: their tasks live and die with
 // the child process of the replica that created them.

@@ -29,7 +29,8 @@ import (
 //     decodesTaskAsEmptySuccess) by the session's task tap (taskTap,
 //     fed by the transport: tap.go).
 //   - tasks/* go through go-sdk's custom methods (registerTaskMethods);
-//     2026-07-28 requests get the Mcp-Name header from taskRoundTripper.
+//     2026-07-28 requests get the Mcp-Name header from the streamable
+//     HTTP connection's header hook (taskHeader).
 
 // sessionTasks is a session's task state.
 type sessionTasks struct {
@@ -317,24 +318,27 @@ func (s *session) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// taskTap is a session's tap (tap.go) for tasks and raw results: it asks
-// for the reply to the initialize request, to a CallTask's tools/call (its
-// context carries the taskCall) and, where rawResults is set, to a request
-// whose caller wants the raw result (rawresult.go), and records the raw
-// result when it is read, before go-sdk decodes it.
+// taskTap is a session's tap (tap.go) for tasks and raw results: it
+// registers the initialize request, a CallTask's tools/call (its context
+// carries the taskCall) and, where rawResults is set, a request whose
+// caller wants the raw result (rawresult.go), and records the raw result
+// when it is read, before go-sdk decodes it.
 //
-// rawResults is off on streamable HTTP: reading a call's result out of its
-// response body there copies and decodes every body once more (tapBody),
-// so results from streamable HTTP upstreams take the slow path.
+// rawResults is off on streamable HTTP, although recording would cost
+// nothing more there now (toolsvc's own connection decodes each message
+// once): results from HTTP upstreams are the slow-path reference
+// TestMCPFrontPassThrough compares every passed-through result with, and
+// turning it on is a change a caller could see if the two paths differed.
+// Turning it on needs that test to take its reference elsewhere first.
 type taskTap struct {
 	st         *sessionTasks
 	rawResults bool
 }
 
-func (t *taskTap) wrote(ctx context.Context, m jsonrpc.Message) (jsonrpc.Message, bool) {
+func (t *taskTap) wrote(ctx context.Context, m jsonrpc.Message) jsonrpc.Message {
 	req, ok := m.(*jsonrpc.Request)
 	if !ok || !req.IsCall() {
-		return nil, false
+		return nil
 	}
 	var f func(json.RawMessage)
 	switch req.Method {
@@ -355,18 +359,10 @@ func (t *taskTap) wrote(ctx context.Context, m jsonrpc.Message) (jsonrpc.Message
 			rq.registered(t.st, req.ID)
 		}
 	}
-	if f == nil {
-		return nil, false
+	if f != nil {
+		t.st.expect(req.ID, f)
 	}
-	t.st.expect(req.ID, f)
-	return nil, true
-}
-
-func (t *taskTap) wants(ctx context.Context, _ []byte) bool {
-	if tc := taskCallOf(ctx); tc != nil && tc.wantsRaw() {
-		return true
-	}
-	return (t.rawResults && rawRequestOf(ctx) != nil) || !t.st.initRecorded()
+	return nil
 }
 
 func (t *taskTap) unsent(m jsonrpc.Message) {
@@ -375,7 +371,7 @@ func (t *taskTap) unsent(m jsonrpc.Message) {
 	}
 }
 
-func (t *taskTap) read(m jsonrpc.Message) {
+func (t *taskTap) read(m jsonrpc.Message, _ *msgOrigin) {
 	if resp, ok := m.(*jsonrpc.Response); ok {
 		if f := t.st.take(resp.ID); f != nil && resp.Error == nil {
 			f(resp.Result)
@@ -383,32 +379,20 @@ func (t *taskTap) read(m jsonrpc.Message) {
 	}
 }
 
-// taskRoundTripper is what tasks need of a streamable HTTP session's
-// requests beyond their messages: it names a 2026-07-28 tasks/* request's
-// task in the Mcp-Name header, which go-sdk sets only for tools/call,
-// prompts/get and resources/read, and keeps the session open upstream
-// while it owns tasks.
-type taskRoundTripper struct {
-	base http.RoundTripper
-	st   *sessionTasks
+// taskHeader is what tasks need of a streamable HTTP request beyond its
+// message (a hook of the connection, streamhttp.go): it names a
+// 2026-07-28 tasks/* request's task in the Mcp-Name header, which go-sdk
+// sets only for tools/call, prompts/get and resources/read.
+func taskHeader(ctx context.Context, _ *jsonrpc.Request, h http.Header) {
+	if id, ok := ctx.Value(taskNameKey{}).(string); ok {
+		h.Set("Mcp-Name", id)
+	}
 }
 
-func (rt *taskRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodDelete && rt.st.ownsLive() {
-		// Closing the session must not end it upstream: its tasks stay
-		// reachable by its id from any replica (taskforeign.go).
-		return &http.Response{StatusCode: http.StatusNoContent, Status: "204 No Content", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: http.Header{}, Body: http.NoBody, Request: r}, nil
-	}
-	if r.Method != http.MethodPost {
-		return rt.base.RoundTrip(r)
-	}
-	if id, ok := r.Context().Value(taskNameKey{}).(string); ok {
-		r = r.Clone(r.Context())
-		r.Header.Set("Mcp-Name", id)
-	}
-	return rt.base.RoundTrip(r)
-}
+// keepSession is the connection's DELETE rule for tasks: closing a session
+// that owns tasks must not end it upstream; they stay reachable by its id
+// from any replica (taskforeign.go).
+func (st *sessionTasks) keepSession() bool { return st.ownsLive() }
 
 // registerTaskMethods lets the session's client send tasks/* (go-sdk's
 // custom methods: gosdk.go).

@@ -20,7 +20,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsvc/toolsvc/mcpbridge/internal/origin"
-	"github.com/toolsvc/toolsvc/mcpbridge/oauth"
 )
 
 // secretEnv matches names of environment variables that look like
@@ -73,7 +72,7 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 		cmd.Stderr = newStderrLogger(u.log, u.redact)
 		cmd.WaitDelay = 2 * time.Second
 		s.cmd = cmd
-		return &pushTransport{Transport: &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log, absorb: s.absorbListChanged}, push: s.push}, nil
+		return &commandTransport{cmd: cmd, terminate: DefaultTerminateGrace, limit: u.maxMessage(), log: u.log, absorb: s.absorbListChanged}, nil
 	case TransportSSE:
 		// The endpoint event names where messages are POSTed; one naming
 		// another origin is refused like a redirect there (originGuard).
@@ -82,21 +81,26 @@ func (u *upstream) newTransport(s *session) (mcp.Transport, error) {
 			base: &limitRoundTripper{base: u.http.Transport, limit: u.maxMessage(), log: u.log}}, CheckRedirect: u.checkRedirect}
 		return &mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxEventSize: u.maxMessage() + frameSlack}, nil
 	case TransportStreamableHTTP:
-		// MaxRetries 1: a dead upstream's standalone SSE stream gives up in
-		// about 1.5 s (docs/interop.md); the bridge reconnects itself. The
-		// session's client shares the upstream's connection pool and
-		// watches the push channel (push.go).
-		// The message limit applies first (msglimit.go): nothing above it
-		// sees more than MaxMessageBytes of one message.
-		// The session's taps (tap.go) see each POSTed message decoded
-		// once, and each message of a response a tap asks for.
-		hc := &http.Client{Transport: &linkRoundTripper{logs: &s.logs, calls: &s.interact, // call links (interact.go)
-			base: &tapRoundTripper{taps: s.sessionTaps(TransportStreamableHTTP),
-				base: &taskRoundTripper{st: &s.tasks, // Mcp-Name, DELETE kept while tasks live (tasktap.go)
-					base: &pushRoundTripper{push: s.push, // the push channel's streams (push.go)
-						base: &limitRoundTripper{base: u.sessionAuth(s, u.http.Transport), limit: u.maxMessage(), log: u.log}}}}}, CheckRedirect: u.checkRedirect}
-		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: 1, OAuthHandler: oauth.Hook(u.oauth),
-			MaxEventSize: u.maxMessage() + frameSlack, DisableStandaloneSSE: s.noStream}, nil
+		// toolsvc's own streamable HTTP connection (streamhttp.go). The
+		// session's client shares the upstream's connection pool, carries
+		// its credentials (sessionAuth) and refuses redirects to another
+		// origin (checkRedirect). MaxRetries 1: a dead upstream's standalone
+		// SSE stream gives up in about 1.5 s (docs/interop.md); the bridge
+		// reconnects itself. Every message is read through the message
+		// limit (msglimit.go); the taps (tap.go) wrap the connection like
+		// any other.
+		hc := &http.Client{Transport: u.sessionAuth(s, u.http.Transport), CheckRedirect: u.checkRedirect}
+		var az authorizer
+		if u.oauth != nil {
+			az = u.oauth
+		}
+		return &streamableTransport{endpoint: u.cfg.URL, client: hc, oauth: az, limit: u.maxMessage(),
+			log: u.log, noStream: s.noStream, maxRetries: 1, hooks: streamHooks{
+				push:        s.push,              // the push channel's streams (push.go)
+				header:      taskHeader,          // a task's Mcp-Name (tasktap.go)
+				keepSession: s.tasks.keepSession, // no DELETE while tasks live (tasktap.go)
+				inputSchema: s.raw.inputSchema,   // x-mcp-header (streamhttp_headers.go)
+			}}, nil
 	}
 	return nil, fmt.Errorf("unknown transport %v", u.cfg.Transport)
 }

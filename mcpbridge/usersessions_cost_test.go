@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -80,22 +81,30 @@ func TestPerUserSessionCost(t *testing.T) {
 		t.Fatal("the helper server printed no URL")
 	}
 
-	for _, noStream := range []bool{false, true} {
-		measureSessions(t, url, n, noStream)
+	for _, own := range []bool{false, true} {
+		for _, noStream := range []bool{false, true} {
+			measureSessions(t, url, n, noStream, own)
+		}
 	}
 }
 
 // measureSessions creates n sessions (without the standalone SSE stream
-// when noStream), logs their cost and checks it against the goals.
-func measureSessions(t *testing.T, url string, n int, noStream bool) {
+// when noStream) on go-sdk's streamable client transport or, with own,
+// toolsvc's (streamhttp.go), logs their cost and checks it against the
+// goals.
+func measureSessions(t *testing.T, url string, n int, noStream, own bool) {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	defer hc.CloseIdleConnections()
 	client := mcp.NewClient(&mcp.Implementation{Name: "toolsvc", Version: "1"}, nil)
 	ctx := context.Background()
 	connect := func() (*mcp.ClientSession, time.Duration) {
 		start := time.Now()
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: 1, DisableStandaloneSSE: noStream},
-			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: 1, DisableStandaloneSSE: noStream}
+		if own {
+			tr = &streamableTransport{endpoint: url, client: hc, limit: DefaultMaxMessageBytes, log: slog.New(slog.DiscardHandler),
+				noStream: noStream, maxRetries: 1}
+		}
+		cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,9 +139,13 @@ func measureSessions(t *testing.T, url string, n int, noStream bool) {
 	slices.Sort(lat)
 	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 	perSession := (int64(heap1) - int64(heap0)) / int64(n)
-	t.Logf("%d go-sdk client sessions over loopback streamable HTTP (server in another process; standalone SSE stream %v): "+
+	conn := "go-sdk's"
+	if own {
+		conn = "toolsvc's"
+	}
+	t.Logf("%d go-sdk client sessions on %s connection over loopback streamable HTTP (server in another process; standalone SSE stream %v): "+
 		"creation p50 %v, p99 %v; per idle session %.1f KiB heap+stack, %.1f goroutines",
-		n, !noStream, p50, p99, float64(perSession)/1024, float64(g1-g0)/float64(n))
+		n, conn, !noStream, p50, p99, float64(perSession)/1024, float64(g1-g0)/float64(n))
 	if p50 > 5*time.Millisecond {
 		t.Errorf("session creation p50 %v, goal ≤ 5 ms", p50)
 	}

@@ -261,15 +261,6 @@ func NewHandler(ctx context.Context, cfg Config, serverURL string, log *slog.Log
 	return newHandler(ctx, cfg, serverURL, newClient(), log, timeout, onSecret)
 }
 
-// Hook is h as the transport's OAuth hook: a nil interface for a nil h (an
-// upstream without OAuth).
-func Hook(h *Handler) auth.OAuthHandler {
-	if h == nil {
-		return nil
-	}
-	return h
-}
-
 func newHandler(ctx context.Context, cfg Config, serverURL string, client *http.Client, log *slog.Logger, timeout time.Duration, onSecret func(string)) *Handler {
 	h := &Handler{cfg: cfg, serverURL: serverURL, client: client, log: log, ctx: ctx, timeout: timeout, onSecret: onSecret,
 		tokenURL: cfg.TokenURL, scopes: cfg.Scopes, resource: cfg.Resource, refresh: cfg.RefreshToken, now: time.Now}
@@ -299,6 +290,31 @@ func (h *Handler) Token() (*oauth2.Token, error) {
 	ctx, cancel := context.WithTimeout(h.ctx, h.timeout)
 	defer cancel()
 	return h.fetchLocked(ctx)
+}
+
+// SetToken sets r's Authorization to the current token, as go-sdk's
+// streamable client does with an auth.OAuthHandler (toolsvc's own
+// streamable connection calls it for every request): nothing before the
+// token endpoint is known; an invalid_grant (the refresh token was
+// refused) sends the request without a token, so the upstream's 401 runs
+// Authorize.
+func (h *Handler) SetToken(ctx context.Context, r *http.Request) error {
+	ts, err := h.TokenSource(ctx)
+	if err != nil || ts == nil {
+		return err
+	}
+	tok, err := ts.Token()
+	if err != nil {
+		var rerr *oauth2.RetrieveError
+		if errors.As(err, &rerr) && rerr.ErrorCode == "invalid_grant" {
+			return nil
+		}
+		return err
+	}
+	if tok != nil {
+		r.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+	}
+	return nil
 }
 
 // Authorize implements auth.OAuthHandler: the upstream refused the request
