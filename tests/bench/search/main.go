@@ -43,6 +43,7 @@ var (
 	denseW     = flag.Float64("dense", -1, "the hybrid's dense weight (-1: the default; 0: the index figures of the lexical ranking)")
 	denseFloor = flag.Float64("floor", -1, "the hybrid's dense floor (-1: the default)")
 	splitFlag  = flag.String("split", "heldout", "which queries of each corpus to rank: heldout (never tuned on), tune, or all")
+	weighFlds  = flag.Bool("weigh-fields", false, "the hybrid's tool vectors weighted by field (toolsearch.Options.WeighFields)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the index measurements (-sizes) to this file")
 )
 
@@ -169,6 +170,7 @@ func flagOptions() toolsearch.Options {
 	if *denseFloor >= 0 {
 		o.DenseFloor = *denseFloor
 	}
+	o.WeighFields = *weighFlds
 	return o
 }
 
