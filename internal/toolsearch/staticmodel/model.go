@@ -121,10 +121,10 @@ type Budget struct{ Tokens, Words int }
 // Add adds weight × each of text's token vectors to acc, reading text
 // until b runs out (a word's pieces all count: the last word may take
 // b.Tokens below zero) and taking from b what it read, and reports
-// whether a token was added. Several texts added with their own weights to one
-// acc, under one Budget, make a weighted mean once normalised: what one
-// text says counts for more than another's (a tool's name more than its
-// parameters), still at the cost of one bounded text.
+// whether a token was added. Several texts added with their own weights
+// to one acc, under one Budget, make a weighted mean once normalised:
+// what one text says counts for more than another's (a tool's name more
+// than its parameters), still at the cost of one bounded text.
 func (m *Model) Add(acc *[Dims]float32, text string, weight float32, b *Budget) bool {
 	added := false
 	if b.Tokens <= 0 || b.Words <= 0 {
