@@ -93,17 +93,27 @@ func BenchmarkSearch(b *testing.B) {
 }
 
 // BenchmarkChange1000 is a catalog change of 1,000 tools applied to an
-// index of 20,000 (each re-indexed, as the core applies a change).
+// index of 20,000 (each re-indexed, as the core applies a change), with
+// the default options and with the tool vectors weighted by field.
 func BenchmarkChange1000(b *testing.B) {
-	ix, docs := buildIndex(20000)
-	r := 0
-	for b.Loop() {
-		for i := range 1000 {
-			d := docs[(i*7919+r)%len(docs)]
-			d.Text[FieldDescription] += fmt.Sprintf(" changed %d", r)
-			ix.Upsert(d)
-		}
-		r++
+	weighed := Defaults()
+	weighed.WeighFields = true
+	for _, tc := range []struct {
+		name string
+		opts *Options
+	}{{"default", nil}, {"weigh-fields", &weighed}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ix, docs := buildIndexWith(20000, tc.opts)
+			r := 0
+			for b.Loop() {
+				for i := range 1000 {
+					d := docs[(i*7919+r)%len(docs)]
+					d.Text[FieldDescription] += fmt.Sprintf(" changed %d", r)
+					ix.Upsert(d)
+				}
+				r++
+			}
+		})
 	}
 }
 

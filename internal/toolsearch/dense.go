@@ -160,12 +160,26 @@ func DenseAvailable(opts Options) bool {
 	return err == nil
 }
 
+// docFields are the fields of a document its vector is made of, in the
+// order they are read (the name, title and description first, so a long
+// parameter list does not crowd out what the tool is), with the weight of
+// each field's tokens in the mean when Options.WeighFields is on: a
+// tool's name says most about what it does, its parameters least. Name 2
+// and parameters 0.5 against 1 for the rest were chosen on the eval's
+// tune splits (docs/search.md, "Field-weighted vectors").
+var docFields = [...]struct {
+	f Field
+	w float32
+}{
+	{FieldName, 2}, {FieldTitle, 1}, {FieldDescription, 1}, {FieldAliases, 1}, {FieldParams, 0.5}, {FieldServer, 1},
+}
+
 // DocText is the text of d a model sees: its name, title and description
 // first, then the operator's aliases, its parameters and server.
 func DocText[T any](d *Doc[T]) string {
 	var b strings.Builder
-	for _, f := range []Field{FieldName, FieldTitle, FieldDescription, FieldAliases, FieldParams, FieldServer} {
-		if t := d.Text[f]; t != "" {
+	for _, df := range docFields {
+		if t := d.Text[df.f]; t != "" {
 			b.WriteString(t)
 			b.WriteString("\n")
 		}
@@ -173,16 +187,29 @@ func DocText[T any](d *Doc[T]) string {
 	return b.String()
 }
 
+// embedDoc is the mean of d's token vectors (weighted by field with
+// Options.WeighFields: docFields), the first maxDocTokens words and
+// tokens of DocText read.
 func (ix *Index[T]) embedDoc(d *Doc[T]) (qvec, bool) {
 	m := ix.model()
 	if m == nil {
 		return qvec{}, false
 	}
-	v, ok := m.Embed(DocText(d), maxDocTokens)
-	if !ok {
+	var acc [staticmodel.Dims]float32
+	b := staticmodel.Budget{Tokens: maxDocTokens, Words: maxDocTokens}
+	for _, df := range docFields {
+		if t := d.Text[df.f]; t != "" {
+			w := float32(1)
+			if ix.opts.WeighFields {
+				w = df.w
+			}
+			m.Add(&acc, t, w, &b)
+		}
+	}
+	if !staticmodel.Normalize(&acc) {
 		return qvec{}, false
 	}
-	return quantize(&v), true
+	return quantize(&acc), true
 }
 
 func (ix *Index[T]) embedQuery(q string) (qvec, bool) {

@@ -88,6 +88,11 @@ type Options struct {
 	// DenseFloor is the cosine a document needs to be returned without
 	// any lexical match.
 	DenseFloor float64
+	// WeighFields makes a document's vector the weighted mean of its
+	// fields' tokens (docFields in dense.go: the name counts twice, the
+	// parameters half) instead of the plain mean of its text. Off by
+	// default: measured in docs/search.md ("Field-weighted vectors").
+	WeighFields bool
 }
 
 // Defaults are the options tuned on the retrieval eval (docs/search.md).

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/toolsvc/toolsvc/internal/toolsearch/staticmodel"
 )
 
 func TestAnalyze(t *testing.T) {
@@ -412,5 +414,51 @@ func TestHybridConcurrent(t *testing.T) {
 				t.Fatalf("hit with an empty key: %v", h)
 			}
 		}
+	}
+}
+
+// TestDocVectorWeighsFields: a tool's vector is the weighted mean of its
+// fields (docFields), so a long parameter list about something else pulls
+// it away from what the tool is less than an unweighted mean of its text
+// would; and the fields share one bound of words read.
+func TestDocVectorWeighsFields(t *testing.T) {
+	o := Defaults()
+	o.WeighFields = true
+	ix, plainIx := New[string](&o), New[string](nil)
+	m := ix.model()
+	if m == nil {
+		t.Fatal("the dense stage is off")
+	}
+	cos := func(a qvec, b [staticmodel.Dims]float32) float64 {
+		var s float64
+		for i := range a.v {
+			s += float64(a.v[i]) * float64(a.scale) * float64(b[i])
+		}
+		return s
+	}
+	params := strings.Repeat("customer_id: the account identifier of the customer billed\ninvoice_total: the amount billed, in cents\n", 6)
+	d := doc("weather", "get_forecast", "", "Get the weather forecast for a location.", params)
+	got, ok := ix.embedDoc(&d)
+	if !ok {
+		t.Fatal("embedDoc: no vector")
+	}
+	plain, _ := plainIx.embedDoc(&d)
+	text, _ := m.Embed(DocText(&d), maxDocTokens)
+	if q := quantize(&text); plain != q {
+		t.Error("without WeighFields, a document's vector is not the mean of its text")
+	}
+	what, _ := m.Embed("get forecast: Get the weather forecast for a location.", 0)
+	if w, p := cos(got, what), cos(plain, what); w <= p {
+		t.Errorf("cos(tool vector, its name and description) = %.3f, want more than the unweighted mean's %.3f", w, p)
+	}
+
+	// Past maxDocTokens words nothing is read: a field after a long one
+	// changes nothing.
+	long := doc("s", "tool", "", strings.Repeat("alpha beta ", maxDocTokens), "weather")
+	short := doc("s", "tool", "", strings.Repeat("alpha beta ", maxDocTokens), "")
+	a, _ := ix.embedDoc(&long)
+	b, _ := ix.embedDoc(&short)
+	if a != b {
+		t.Error("a field past the bound of words read changed the vector")
 	}
 }

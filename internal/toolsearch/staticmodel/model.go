@@ -106,31 +106,61 @@ func (m *Model) Tokens() int { return m.tokens }
 // vocabulary costs no more than one of words in it.
 func (m *Model) Embed(text string, maxTokens int) ([Dims]float32, bool) {
 	var acc [Dims]float32
-	count, words := 0, 0
+	b := Budget{Tokens: maxTokens, Words: maxTokens}
+	if maxTokens == 0 {
+		b = Budget{Tokens: math.MaxInt, Words: math.MaxInt}
+	}
+	m.Add(&acc, text, 1, &b)
+	return acc, Normalize(&acc)
+}
+
+// Budget is what is left to read of a text made of several parts: the
+// tokens that may still count and the words that may still be read.
+type Budget struct{ Tokens, Words int }
+
+// Add adds weight × each of text's token vectors to acc, reading text
+// until b runs out (a word's pieces all count: the last word may take
+// b.Tokens below zero) and taking from b what it read, and reports
+// whether a token was added. Several texts added with their own weights
+// to one acc, under one Budget, make a weighted mean once normalised:
+// what one text says counts for more than another's (a tool's name more
+// than its parameters), still at the cost of one bounded text.
+func (m *Model) Add(acc *[Dims]float32, text string, weight float32, b *Budget) bool {
+	added := false
+	if b.Tokens <= 0 || b.Words <= 0 {
+		return false
+	}
 	Words(text, func(w string) bool {
-		words++
+		b.Words--
 		m.pieces(w, func(row int32) {
-			s := m.scale[row]
+			s := m.scale[row] * weight
 			v := m.vecs[int(row)*Dims : int(row)*Dims+Dims]
 			for i := range acc {
 				acc[i] += float32(v[i]) * s
 			}
-			count++
+			b.Tokens--
+			added = true
 		})
-		return maxTokens == 0 || (count < maxTokens && words < maxTokens)
+		return b.Tokens > 0 && b.Words > 0
 	})
+	return added
+}
+
+// Normalize scales acc to unit length and reports whether it could (false:
+// acc is zero, and stays so).
+func Normalize(acc *[Dims]float32) bool {
 	var norm float64
 	for _, x := range acc {
 		norm += float64(x) * float64(x)
 	}
-	if count == 0 || norm == 0 {
-		return [Dims]float32{}, false
+	if norm == 0 {
+		return false
 	}
 	inv := float32(1 / math.Sqrt(norm))
 	for i := range acc {
 		acc[i] *= inv
 	}
-	return acc, true
+	return true
 }
 
 // Tokenize returns text's WordPiece tokens that have vectors, in order

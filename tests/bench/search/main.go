@@ -35,7 +35,7 @@ import (
 
 var (
 	dataDir    = flag.String("data", "", "directory of corpus.json.gz and queries.json (default: tests/bench/testdata/search)")
-	sizes      = flag.String("sizes", "2000,20000", "catalog sizes for the latency, memory and change figures")
+	sizes      = flag.String("sizes", "2000,20000", "catalog sizes for the latency, memory and change figures (\"\": none)")
 	rounds     = flag.Int("rounds", 5, "rounds of the latency and change measurements (figures are medians over rounds, with the spread)")
 	changes    = flag.Int("changes", 2000, "re-indexed tools per round in the change measurement")
 	maxQueries = flag.Int("queries", 0, "use only the first N queries (0: all)")
@@ -43,6 +43,7 @@ var (
 	denseW     = flag.Float64("dense", -1, "the hybrid's dense weight (-1: the default; 0: the index figures of the lexical ranking)")
 	denseFloor = flag.Float64("floor", -1, "the hybrid's dense floor (-1: the default)")
 	splitFlag  = flag.String("split", "heldout", "which queries of each corpus to rank: heldout (never tuned on), tune, or all")
+	weighFlds  = flag.Bool("weigh-fields", false, "the hybrid's tool vectors weighted by field (toolsearch.Options.WeighFields)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the index measurements (-sizes) to this file")
 )
 
@@ -149,6 +150,9 @@ func run() error {
 		defer pprof.StopCPUProfile()
 	}
 	for _, f := range strings.Split(*sizes, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue // -sizes "": the rankings only
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
 			return fmt.Errorf("-sizes: %q is not a size", f)
@@ -169,6 +173,7 @@ func flagOptions() toolsearch.Options {
 	if *denseFloor >= 0 {
 		o.DenseFloor = *denseFloor
 	}
+	o.WeighFields = *weighFlds
 	return o
 }
 
