@@ -38,7 +38,9 @@ func bridgeGoroutines() map[string]int {
 // bridge two goroutines, its supervisor (which is also its refresher and
 // its prober: sessionloop.go) and the watcher of go-sdk's Wait; the
 // refresher and the prober were two more, parked for the session's whole
-// life (with 500 upstreams, 1,000 goroutines). Real go-sdk servers over
+// life (with 500 upstreams, 1,000 goroutines). The third counted here is
+// the connection's standalone stream reader (streamhttp.go), which was
+// go-sdk's before toolsvc had its own streamable-HTTP connection. Real go-sdk servers over
 // HTTP, probing on. Not parallel: it counts every goroutine the package
 // started, and parallel tests start theirs.
 func TestIdleSessionGoroutines(t *testing.T) {
@@ -64,16 +66,16 @@ func TestIdleSessionGoroutines(t *testing.T) {
 			t.Logf("goroutines the bridge started, by starter: %v (before the bridge: %v)", last, before)
 		}
 	}()
-	eventually(t, "two bridge goroutines per idle upstream", func() bool {
+	eventually(t, "three bridge goroutines per idle upstream", func() bool {
 		now := bridgeGoroutines()
 		total := 0
 		for site, c := range now {
 			total += c - before[site]
 		}
 		last = now
-		return total == 2*n
+		return total == 3*n
 	})
-	for site, want := range map[string]int{"(*Bridge).startLocked": n, "(*upstream).connected": n} {
+	for site, want := range map[string]int{"(*Bridge).startLocked": n, "(*upstream).connected": n, "(*streamConn).openStandalone": n} {
 		if got := last[site] - before[site]; got != want {
 			t.Errorf("goroutines started by %s: %d, want %d (all: %v)", site, got, want, last)
 		}
