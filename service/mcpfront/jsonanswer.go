@@ -133,3 +133,21 @@ func (t *sessionTable) setLogs(ss *mcp.ServerSession) {
 		e.logs = true
 	}
 }
+
+// setLevel records that the client of ss set a log level (logging/setLevel
+// answered): from then on its calls relay their upstreams' log messages
+// (dispatch). Only sessions that outlive their request are recorded, and
+// removeSession forgets them; a session of one request (go-sdk's stateless
+// handler) has no later call to relay to.
+func (f *Front) setLevel(ss *mcp.ServerSession) {
+	if ss.ID() != "" {
+		f.levels.Store(ss, struct{}{})
+	}
+}
+
+// levelSet reports whether the client of ss has set a log level: before
+// it does, go-sdk's ServerSession.Log sends it nothing.
+func (f *Front) levelSet(ss *mcp.ServerSession) bool {
+	_, ok := f.levels.Load(ss)
+	return ok
+}
