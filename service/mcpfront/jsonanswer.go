@@ -43,7 +43,11 @@ import (
 // method, name, task and the two _meta keys it looks at, not its
 // arguments' values nor the rest of _meta (a 2026-07-28 request's client
 // information and capabilities: 8 of the 25 allocations of a map of
-// every key, per call).
+// every key, per call). encoding/json also matches a key spelt in another
+// case, which go-sdk does not: such a key can only make a request that
+// would have been answered as JSON streamed, unless it repeats a real key
+// with null, when what the handler sends goes to the standalone stream,
+// as for any JSON answer; nothing reaches anyone else.
 type callHead struct {
 	Method string          `json:"method"`
 	ID     json.RawMessage `json:"id"`
