@@ -276,6 +276,44 @@ func TestFrontDoorLogs(t *testing.T) {
 	}
 }
 
+// TestFrontDoorAsksNoUnwantedLogs: a call through the front door from a
+// 2025-11-25 session whose client set no log level (go-sdk sends it no log
+// message) asks a 2026-07-28 upstream for none: its request's _meta has no
+// logLevel, so the upstream does not log into a relay that would drop
+// every line. Once the client sets a level, the upstream is asked for
+// every level (the front door relays them and go-sdk filters by the
+// client's).
+func TestFrontDoorAsksNoUnwantedLogs(t *testing.T) {
+	t.Parallel()
+	p := startToolsvc(t, cfg{Servers: servers{"n": goStdio(upstream{ProtocolVersion: "2026-07-28"})}}, "--mcp-listen", "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	var logs logCollector
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "quiet", Version: "1"}, &mcp.ClientOptions{LoggingMessageHandler: logs.handle}).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + p.mcpAddr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	asked := func() string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "n__log_level_asked", Arguments: map[string]any{}})
+		if err != nil || res.IsError {
+			t.Fatalf("n__log_level_asked through the front door: %v, %v", res, err)
+		}
+		return callText(t, res)
+	}
+	if got := asked(); got != "none" {
+		t.Errorf("before the client set a level, the upstream was asked for log level %q; want none", got)
+	}
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked(); got != "debug" {
+		t.Errorf("after the client set a level, the upstream was asked for log level %q; want debug", got)
+	}
+}
+
 // TestLogsStayWithTheirCaller: with toolsvc at
 // --log-level debug, a stdio upstream (go-sdk) logs a backlog of 16,000
 // lines during alice's call; bob's call right after, on the same session,

@@ -156,6 +156,9 @@ type Front struct {
 	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain
 	markerMu sync.Mutex
 	paths    *resultPaths // results passed through or encoded (passthrough.go)
+	// levels holds the sessions whose client set a log level
+	// (*mcp.ServerSession → struct{}; jsonanswer.go's setLevel).
+	levels sync.Map
 	// noPass turns the pass-through off (tests compare both paths).
 	noPass bool
 
@@ -587,6 +590,7 @@ func (f *Front) answering(next mcp.MethodHandler) mcp.MethodHandler {
 			res, err := next(ctx, method, req)
 			if ss, ok := req.GetSession().(*mcp.ServerSession); ok && err == nil {
 				f.sessions.setLogs(ss) // its calls stream from now on (answerJSON)
+				f.setLevel(ss)         // and relay log messages (dispatch)
 			}
 			return res, err
 		case "resources/subscribe", "resources/unsubscribe":
@@ -1014,8 +1018,11 @@ func withEraResultType(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.C
 // (io.modelcontextprotocol/logLevel; none without it, as the specification
 // says), and that level is what the upstream is asked for. An older
 // session's level is the one the client set with logging/setLevel, which
-// go-sdk keeps and applies in ServerSession.Log (nothing before the client
-// sets one); the front door relays every level and lets go-sdk filter.
+// go-sdk keeps and applies in ServerSession.Log; the front door relays
+// every level and lets go-sdk filter. Before the client sets one, go-sdk
+// sends it nothing, so a call of such a session asks its upstream for no
+// log messages and runs without a relay (no sender goroutine, no log sink
+// on the upstream session, no logLevel in a 2026-07-28 upstream's _meta).
 func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	// c.Context() is the handler's (go-sdk cancels it on the client's
 	// notifications/cancelled) with the request's principal.
@@ -1029,7 +1036,7 @@ func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolReq
 			return nil
 		}
 	}
-	if level, ok := clientLogLevel(req); ok {
+	if level, ok := f.clientLogLevel(req); ok {
 		relay.LogLevel = level
 		relay.Log = func(l core.Log) error {
 			// ss.Log filters by the client's level (ctx carries a
@@ -1048,11 +1055,12 @@ func (f *Front) dispatch(ctx context.Context, c *core.Call, req *mcp.CallToolReq
 }
 
 // clientLogLevel is the level of log messages the client of req wants:
-// a 2026-07-28 request's _meta level (ok false without a valid one), or
-// every level for an older session (go-sdk applies its logging/setLevel).
-func clientLogLevel(req *mcp.CallToolRequest) (mcp.LoggingLevel, bool) {
+// a 2026-07-28 request's _meta level (ok false without a valid one), or,
+// for an older session, every level once its client has set one with
+// logging/setLevel (go-sdk applies it) and none before.
+func (f *Front) clientLogLevel(req *mcp.CallToolRequest) (mcp.LoggingLevel, bool) {
 	if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion < statelessEra {
-		return "debug", true
+		return "debug", f.levelSet(req.Session)
 	}
 	level, _ := req.Params.GetMeta()[mcp.MetaKeyLogLevel].(string)
 	return mcp.LoggingLevel(level), core.ValidLogLevel(level)

@@ -40,14 +40,24 @@ import (
 // with its JSONResponse option.
 
 // callHead is what the rule reads of a request body: a tools/call's
-// method, name, task and _meta, not its arguments' values.
+// method, name, task and the two _meta keys it looks at, not its
+// arguments' values nor the rest of _meta (a 2026-07-28 request's client
+// information and capabilities: 8 of the 25 allocations of a map of
+// every key, per call). encoding/json also matches a key spelt in another
+// case, which go-sdk does not: such a key can only make a request that
+// would have been answered as JSON streamed, unless it repeats a real key
+// with null, when what the handler sends goes to the standalone stream,
+// as for any JSON answer; nothing reaches anyone else.
 type callHead struct {
 	Method string          `json:"method"`
 	ID     json.RawMessage `json:"id"`
 	Params *struct {
-		Name string                     `json:"name"`
-		Task json.RawMessage            `json:"task"`
-		Meta map[string]json.RawMessage `json:"_meta"`
+		Name string          `json:"name"`
+		Task json.RawMessage `json:"task"`
+		Meta *struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+			LogLevel      json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+		} `json:"_meta"`
 	} `json:"params"`
 }
 
@@ -65,7 +75,7 @@ func plainCall(body []byte) *callHead {
 	if t := h.Params.Task; len(t) > 0 && string(t) != "null" {
 		return nil
 	}
-	if p := h.Params.Meta["progressToken"]; len(p) > 0 && string(p) != "null" {
+	if m := h.Params.Meta; m != nil && len(m.ProgressToken) > 0 && string(m.ProgressToken) != "null" {
 		return nil
 	}
 	return &h
@@ -86,7 +96,7 @@ func (f *Front) answerJSON(r *http.Request, body []byte, modern bool, e *frontSe
 	switch {
 	case modern:
 		var level string
-		if json.Unmarshal(h.Params.Meta[mcp.MetaKeyLogLevel], &level) == nil && core.ValidLogLevel(level) {
+		if m := h.Params.Meta; m != nil && json.Unmarshal(m.LogLevel, &level) == nil && core.ValidLogLevel(level) {
 			return r // log messages relayed during the call
 		}
 	case e != nil:
@@ -132,4 +142,22 @@ func (t *sessionTable) setLogs(ss *mcp.ServerSession) {
 	if e := t.m[ss.ID()]; e != nil && e.ss == ss {
 		e.logs = true
 	}
+}
+
+// setLevel records that the client of ss set a log level (logging/setLevel
+// answered): from then on its calls relay their upstreams' log messages
+// (dispatch). Only sessions that outlive their request are recorded, and
+// removeSession forgets them; a session of one request (go-sdk's stateless
+// handler) has no later call to relay to.
+func (f *Front) setLevel(ss *mcp.ServerSession) {
+	if ss.ID() != "" {
+		f.levels.Store(ss, struct{}{})
+	}
+}
+
+// levelSet reports whether the client of ss has set a log level: before
+// it does, go-sdk's ServerSession.Log sends it nothing.
+func (f *Front) levelSet(ss *mcp.ServerSession) bool {
+	_, ok := f.levels.Load(ss)
+	return ok
 }

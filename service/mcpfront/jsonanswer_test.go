@@ -40,6 +40,22 @@ func TestPlainCall(t *testing.T) {
 	}
 }
 
+// TestPlainCallMeta: of a 2026-07-28 request's _meta the rule reads the
+// log level, under the key go-sdk reads it from; the other keys (client
+// information, capabilities) are not kept.
+func TestPlainCallMeta(t *testing.T) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"roots":{}},"` + mcp.MetaKeyLogLevel + `":"error"}}}`
+	h := plainCall([]byte(body))
+	if h == nil || h.Params.Meta == nil || string(h.Params.Meta.LogLevel) != `"error"` {
+		t.Fatalf("plainCall(%s) = %+v, want the log level \"error\"", body, h)
+	}
+	if h := plainCall([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo"}}`)); h == nil || h.Params.Meta != nil {
+		t.Fatalf("plainCall without _meta = %+v, want no _meta", h)
+	}
+}
+
 // TestGoSDKRespondWithJSON pins the go-sdk patch answerJSON relies on: a
 // POST whose context carries RespondWithJSON is answered with one
 // application/json response (not a JSON array), and a notification its

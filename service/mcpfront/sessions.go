@@ -147,12 +147,15 @@ func (f *Front) serveStreamable(w http.ResponseWriter, r *http.Request) {
 	// An ID not minted for this principal is one this replica does not
 	// know for this caller, whether or not it holds a session of that ID
 	// for another: 404, as for any unknown session (the MCP transport
-	// spec), so that IDs cannot be probed across principals.
-	if !f.ids.valid(sid, principal) {
+	// spec), so that IDs cannot be probed across principals. A session
+	// this replica holds was minted or adopted for its principal, its MAC
+	// checked then: the request of that principal is in it without an
+	// HMAC per request, and another's is refused as the MAC would refuse it.
+	e, held := f.sessions.beginFor(sid, principal)
+	if e == nil && (held || !f.ids.valid(sid, principal)) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	e := f.sessions.begin(sid)
 	if e == nil {
 		if r.Method == http.MethodDelete {
 			w.WriteHeader(http.StatusNoContent) // nothing of it here
@@ -445,6 +448,25 @@ func (t *sessionTable) begin(sid string) *frontSession {
 		e.timer.Stop()
 	}
 	return e
+}
+
+// beginFor is begin for a request of principal: held reports whether
+// this replica holds the session sid, and e is nil when it does for
+// another principal.
+func (t *sessionTable) beginFor(sid, principal string) (e *frontSession, held bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e = t.m[sid]
+	if e == nil || e.ss == nil {
+		return nil, false
+	}
+	if e.principal != principal {
+		return nil, true
+	}
+	if e.inflight++; e.timer != nil {
+		e.timer.Stop()
+	}
+	return e, true
 }
 
 // end marks a request of e served; once none is, e is idle and its

@@ -104,6 +104,7 @@ func (f *Front) addSession(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 
 func (f *Front) removeSession(ss *mcp.ServerSession) {
 	f.found.forget(ss)
+	f.levels.Delete(ss)
 	v := f.views
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -187,6 +187,13 @@ func newServer(mode string) *mcp.Server {
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 			return text(in.Text), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "log_level_asked", Description: "Return the log level this request's _meta asked for (io.modelcontextprotocol/logLevel, 2026-07-28), \"none\" without one."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			if l, ok := req.Params.GetMeta()[mcp.MetaKeyLogLevel].(string); ok {
+				return text(l), nil, nil
+			}
+			return text("none"), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "register_extra", Description: "Register extra_tool, which pushes tools/list_changed while this call is still in flight."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			mcp.AddTool(s, &mcp.Tool{Name: "extra_tool", Description: "Return y * 2."},
