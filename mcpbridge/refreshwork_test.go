@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -182,4 +183,73 @@ func TestRefreshWorkHeadGivesUp(t *testing.T) {
 			t.Errorf("%d turns still held", w.running)
 		}
 	})
+}
+
+// TestRefreshWorkHungUpstreamHoldsNoTurn: an upstream that does not answer
+// its re-list holds no turn of refresh work while it is waited for: the
+// others of the same storm are re-listed meanwhile (with one turn on 2
+// cores, a turn held over the wait would stop them all). Real go-sdk
+// servers over HTTP; the hung one blocks its tools/list until the test
+// ends.
+func TestRefreshWorkHungUpstreamHoldsNoTurn(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	var hung sync.Once
+	entered := make(chan struct{})
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range 4 {
+		srv := relistPinServer(10, false)
+		if i == 0 {
+			var listed atomic.Bool
+			srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "tools/list" {
+						if listed.Swap(true) { // the re-list: hang
+							hung.Do(func() { close(entered) })
+							select {
+							case <-hang:
+							case <-ctx.Done():
+							}
+							return nil, fmt.Errorf("hung")
+						}
+					}
+					return next(ctx, method, req)
+				}
+			})
+		}
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("h%d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	t.Cleanup(func() { close(hang) })
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == 4*10 })
+
+	add := func(srv *mcp.Server) {
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	add(sdk[0])
+	select { // h0's re-list is waiting on its upstream
+	case <-entered:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("h0 was not re-listed")
+	}
+	for _, srv := range sdk[1:] {
+		add(srv)
+	}
+	waitFor(t, b, "h1-h3 re-listed while h0 hangs", func(s *Snapshot) bool {
+		for _, name := range []string{"h1__added", "h2__added", "h3__added"} {
+			if _, ok := s.Lookup(name); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	if _, ok := b.Catalog().Current().Lookup("h0__added"); ok {
+		t.Fatal("h0 was re-listed: its upstream was to hang")
+	}
 }
