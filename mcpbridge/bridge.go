@@ -96,6 +96,9 @@ type Bridge struct {
 	// listings (catalog/private.go).
 	perUser, privateUps atomic.Int64
 	private             catalog.Private
+
+	// work bounds the refresh work done at once (refreshwork.go).
+	work *refreshWork
 }
 
 // validateServers checks a server list as a whole and fills in defaults.
@@ -135,6 +138,7 @@ func New(cfg Config) (*Bridge, error) {
 		ups:       map[string]*upstream{},
 		ready:     make(chan struct{}),
 		refused:   sortedRefused(cfg.Refused),
+		work:      newRefreshWork(defaultRefreshWork()),
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.pending.Store(int64(len(servers)))

@@ -43,16 +43,24 @@ func listPages[R, T any](ctx context.Context, method string, call func(cursor st
 }
 
 // listTools lists every page of tools, each schema as the upstream sent it
-// (rawschema.go), and keeps the upstream's ttlMs (2026-07-28).
-func (s *session) listTools(ctx context.Context) ([]*mcp.Tool, error) {
+// (rawschema.go), and keeps the upstream's ttlMs (2026-07-28). Each page's
+// response is decoded and taken in holding the pass's turn of refresh work
+// (hold, refreshwork.go), given back before the next page is asked for; the
+// last page's is still held on return.
+func (s *session) listTools(ctx context.Context, hold *workHold) ([]*mcp.Tool, error) {
 	first := true
+	gated := mcp.WithResultGate(ctx, hold.gate)
 	tools, err := listPages(ctx, "tools/list", func(cur string) (*mcp.ListToolsResult, error) {
-		return s.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
+		hold.release() // no turn held while the upstream answers
+		return s.cs.ListTools(gated, &mcp.ListToolsParams{Cursor: cur})
 	}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
 		s.ttl.Store(int64(r.TTLMs))
 		if first { // the first page's cacheScope speaks for the listing
 			s.listedPrivate.Store(r.CacheScope == "private")
 			first = false
+			if h := relistWorkHook; h != nil && len(r.Tools) > 0 {
+				h(+1)
+			}
 		}
 		return s.raw.attach(r.Tools), r.NextCursor
 	})

@@ -99,6 +99,11 @@ func (s *session) debounce() bool {
 	}
 }
 
+// relistWorkHook, when set (tests), is called with +1 when a listing's
+// first page is taken in and -1 once its tools are published: it brackets
+// the listing's work after the upstream answered.
+var relistWorkHook func(delta int)
+
 // refresh lists every page of tools and publishes them. The dirty mark is
 // drained first, so a push that lands during the listing causes exactly one
 // more pass.
@@ -111,7 +116,16 @@ func (s *session) refresh() error {
 	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
 	defer cancel()
 	began := time.Now()
-	tools, err := s.listTools(ctx)
+	// The listing's work once its responses are in runs in turns of the
+	// replica's refresh work (refreshwork.go): a storm of listings leaves
+	// the calls their CPU.
+	hold := &workHold{w: u.b.work, key: u.cfg.Name}
+	defer hold.release()
+	tools, err := s.listTools(ctx, hold)
+	if err == nil {
+		// Held already unless the listing came from go-sdk's cache.
+		err = hold.gate(ctx)
+	}
 	if len(u.cfg.ToolsAllow)+len(u.cfg.ToolsDeny) > 0 {
 		// First: a tool the operator denied is neither measured nor warned
 		// about.
@@ -124,6 +138,10 @@ func (s *session) refresh() error {
 	if err == nil {
 		n, shared, err = u.source.publish(s, tools, s.raw.taskSupport(tools))
 	}
+	if h := relistWorkHook; h != nil && len(tools) > 0 {
+		h(-1)
+	}
+	hold.release()
 	now := time.Now()
 	u.mu.Lock()
 	u.status.LastRefreshTime = now

@@ -281,12 +281,39 @@ func filterValidTools(logger *slog.Logger, tools []*Tool) []*Tool {
 // are valid. Annotations may appear on properties at any nesting
 // depth within the inputSchema and must be unique across all of them.
 func validateParamHeaderAnnotations(tool *Tool) error {
+	if m, ok := tool.InputSchema.(map[string]any); ok && !hasHeaderKey(m) {
+		// toolsvc patch: without an x-mcp-header key anywhere there is
+		// nothing to check, and re-marshalling every schema of every
+		// listing to find that out was most of a re-list's CPU.
+		return nil
+	}
 	props := unmarshalSchemaProperties(tool.InputSchema)
 	if len(props) == 0 {
 		return nil
 	}
 	seen := make(map[string]bool)
 	return validateParamHeadersIn(props, "", seen)
+}
+
+// hasHeaderKey reports whether an x-mcp-header key (in any letter case) is
+// anywhere in v, a decoded JSON value; when it is not, no property of v can
+// carry the annotation, however the properties nest.
+func hasHeaderKey(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if strings.EqualFold(k, "x-mcp-header") || hasHeaderKey(x) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if hasHeaderKey(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func validateParamHeadersIn(props map[string]headerSchemaProperty, prefix string, seen map[string]bool) error {

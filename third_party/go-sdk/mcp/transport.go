@@ -290,11 +290,34 @@ func callSubscriptionsListen(ctx context.Context, conn *jsonrpc2.Connection, met
 	}()
 }
 
+type resultGateKey struct{}
+
+// WithResultGate returns ctx with gate (toolsvc patch): a request made with
+// it calls gate once its response has arrived and before its result is
+// decoded, on the goroutine that made the request. An error from gate fails
+// the request with that error. A caller uses it to bound the CPU a burst of
+// responses takes (their decoding) without holding anything while the
+// request is on the wire.
+func WithResultGate(ctx context.Context, gate func(context.Context) error) context.Context {
+	return context.WithValue(ctx, resultGateKey{}, gate)
+}
+
 // call executes and awaits a jsonrpc2 call on the given connection,
 // translating errors into the mcp domain.
 func call(ctx context.Context, conn *jsonrpc2.Connection, method string, params Params, result Result) error {
 	// The "%w"s in this function expose jsonrpc.Error as part of the API.
 	call := conn.Call(ctx, method, params)
+	if gate, ok := ctx.Value(resultGateKey{}).(func(context.Context) error); ok && result != nil {
+		select {
+		case <-call.Ready():
+			// The response has arrived (and the call is retired): the
+			// gate may hold its decode back, or fail the call.
+			if err := gate(ctx); err != nil {
+				return fmt.Errorf("calling %q: %w", method, err)
+			}
+		case <-ctx.Done(): // Await and the cases below say so
+		}
+	}
 	err := call.Await(ctx, result)
 	switch {
 	case errors.Is(err, jsonrpc2.ErrClientClosing), errors.Is(err, jsonrpc2.ErrServerClosing):

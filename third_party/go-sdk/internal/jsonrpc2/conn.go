@@ -411,6 +411,10 @@ type AsyncCall struct {
 // This can be used to cancel the call if needed.
 func (ac *AsyncCall) ID() ID { return ac.id }
 
+// Ready is closed once the call's response has arrived (toolsvc patch: see
+// mcp.WithResultGate).
+func (ac *AsyncCall) Ready() <-chan struct{} { return ac.ready }
+
 // retire processes the response to the call.
 //
 // It is an error to call retire more than once: retire is guarded by the

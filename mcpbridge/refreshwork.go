@@ -1,0 +1,178 @@
+package mcpbridge
+
+import (
+	"context"
+	"runtime"
+	"sync"
+)
+
+// The refresh work limit: a replica-wide bound on the refresh work done at
+// once, so a storm of listings (every upstream announcing list_changed
+// together) leaves the calls some CPU.
+//
+// A listing's CPU is spent once its response has arrived: go-sdk decoding
+// the result and checking its tools, the raw-schema check (rawschema.go),
+// the size and name checks, and the catalog splice. Each of these runs
+// holding a turn of the replica's refreshWork; waiting for the upstream to
+// answer does not (the turn is taken through mcp.WithResultGate, once the
+// response is in, and given back before the next page is asked for), so an
+// upstream that is slow or hangs holds no turn. What runs outside turns:
+// reading the response off the connection (the transport) and the garbage
+// collector.
+//
+// Turns go round the upstreams that wait, one each in turn (fair: an
+// upstream with many listings waiting, such as a per-user upstream's
+// principals, gets one turn a round like any other, so neither an upstream
+// nor a principal can hold the limit alone while others wait), and in
+// order of arrival within an upstream. A single upstream's refresh waits
+// only while others' work is running: its debounce and freshness are
+// unchanged.
+
+// defaultRefreshWork is the limit when none is configured: all cores but
+// one, at least one.
+func defaultRefreshWork() int {
+	return max(1, runtime.GOMAXPROCS(0)-1)
+}
+
+// refreshWork hands out turns of refresh work, at most limit at once.
+type refreshWork struct {
+	limit int
+
+	mu      sync.Mutex
+	running int                    // turns held
+	waiting map[string][]*workTurn // by upstream, in order of arrival
+	ring    []string               // upstreams with waiters, next first
+	peak    int                    // most turns ever held at once (tests)
+	turns   int64                  // turns given (tests)
+}
+
+// workTurn is one waiter's place.
+type workTurn struct {
+	ready   chan struct{} // closed when granted
+	granted bool          // under refreshWork.mu
+}
+
+func newRefreshWork(limit int) *refreshWork {
+	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}}
+}
+
+// acquire waits for a turn for key's work; an error (ctx's) means none was
+// taken.
+func (w *refreshWork) acquire(ctx context.Context, key string) error {
+	w.mu.Lock()
+	if w.running < w.limit && len(w.ring) == 0 {
+		w.grantLocked()
+		w.mu.Unlock()
+		return nil
+	}
+	t := &workTurn{ready: make(chan struct{})}
+	if len(w.waiting[key]) == 0 {
+		w.ring = append(w.ring, key)
+	}
+	w.waiting[key] = append(w.waiting[key], t)
+	w.mu.Unlock()
+	select {
+	case <-t.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t.granted { // granted meanwhile: pass it on
+		w.running--
+		w.nextLocked()
+		return ctx.Err()
+	}
+	q := w.waiting[key]
+	for i, x := range q {
+		if x == t {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(w.waiting, key)
+		for i, k := range w.ring {
+			if k == key {
+				w.ring = append(w.ring[:i:i], w.ring[i+1:]...)
+				break
+			}
+		}
+	} else {
+		w.waiting[key] = q
+	}
+	return ctx.Err()
+}
+
+// release gives a turn back.
+func (w *refreshWork) release() {
+	w.mu.Lock()
+	w.running--
+	w.nextLocked()
+	w.mu.Unlock()
+}
+
+func (w *refreshWork) grantLocked() {
+	w.running++
+	w.turns++
+	w.peak = max(w.peak, w.running)
+}
+
+// nextLocked grants free turns to the next upstreams of the ring, the
+// first waiter of each, and moves each to the ring's end if it still has
+// waiters.
+func (w *refreshWork) nextLocked() {
+	for w.running < w.limit && len(w.ring) > 0 {
+		key := w.ring[0]
+		w.ring = w.ring[1:]
+		q := w.waiting[key]
+		t := q[0]
+		if len(q) == 1 {
+			delete(w.waiting, key)
+		} else {
+			w.waiting[key] = q[1:]
+			w.ring = append(w.ring, key)
+		}
+		t.granted = true
+		w.grantLocked()
+		close(t.ready)
+	}
+}
+
+// stats are the most turns held at once and the turns given so far.
+func (w *refreshWork) stats() (peak int, turns int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.peak, w.turns
+}
+
+// workHold is one refresh pass's turn: taken when a response of the pass
+// has arrived (gate) or before its own work (gate again: a no-op while
+// held), given back before the pass waits on its upstream again (release).
+// Used by the one goroutine that runs the pass.
+type workHold struct {
+	w    *refreshWork
+	key  string
+	held bool
+}
+
+// gate takes the pass's turn unless it holds it; it is the pass's
+// mcp.WithResultGate.
+func (h *workHold) gate(ctx context.Context) error {
+	if h.held {
+		return nil
+	}
+	if err := h.w.acquire(ctx, h.key); err != nil {
+		return err
+	}
+	h.held = true
+	return nil
+}
+
+// release gives the pass's turn back, if held.
+func (h *workHold) release() {
+	if h.held {
+		h.held = false
+		h.w.release()
+	}
+}

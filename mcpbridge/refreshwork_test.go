@@ -1,0 +1,255 @@
+package mcpbridge
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestRefreshStormWorkBounded: when every upstream announces list_changed
+// at once, the replica never processes more listings at once than its
+// refresh work limit (GOMAXPROCS-1, at least 1), and every upstream is
+// still re-listed. Real go-sdk servers over HTTP, 100 tools each; the
+// storm is their own list_changed (a tool added to each).
+//
+// Not parallel: it sets relistWorkHook, which every bridge's refresh reads.
+func TestRefreshStormWorkBounded(t *testing.T) {
+	const n, tools = 12, 100
+	var (
+		mu            sync.Mutex
+		inWork, most  int
+		listings      int
+		hookInstalled = true
+	)
+	relistWorkHook = func(delta int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !hookInstalled {
+			return
+		}
+		inWork += delta
+		if delta > 0 {
+			listings++
+		}
+		most = max(most, inWork)
+	}
+	t.Cleanup(func() { // after the bridge's Close (cleanups run last first)
+		mu.Lock()
+		hookInstalled = false
+		mu.Unlock()
+		relistWorkHook = nil
+	})
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools })
+	mu.Lock()
+	most, listings = inWork, 0
+	mu.Unlock()
+	_, turnsBefore := b.work.stats()
+
+	for _, srv := range sdk { // the storm: every upstream's list changes at once
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1) })
+
+	limit := b.work.limit
+	mu.Lock()
+	gotMost, gotListings := most, listings
+	mu.Unlock()
+	peak, turns := b.work.stats()
+	turns -= turnsBefore
+	t.Logf("re-list storm of %d upstreams: %d listings, at most %d processed at once (limit %d); %d turns, peak %d", n, gotListings, gotMost, limit, turns, peak)
+	if gotListings < n {
+		t.Fatalf("%d listings during the storm, want at least %d", gotListings, n)
+	}
+	if gotMost > limit {
+		t.Errorf("%d listings were processed at once during the storm, over the replica's refresh work limit of %d", gotMost, limit)
+	}
+	if peak > limit || turns < int64(n) {
+		t.Errorf("refresh work turns: peak %d (limit %d), %d given for %d upstreams' listings", peak, limit, turns, n)
+	}
+}
+
+// waitTurn starts acquiring a turn for key on a goroutine and returns a
+// channel closed once it is granted (synctest bubbles).
+func waitTurn(w *refreshWork, ctx context.Context, key string, order *[]string, mu *sync.Mutex) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		err := w.acquire(ctx, key)
+		if err == nil {
+			mu.Lock()
+			*order = append(*order, key)
+			mu.Unlock()
+		}
+		done <- err
+	}()
+	return done
+}
+
+// TestRefreshWorkFairOrder: turns go round the upstreams that wait, one
+// each in turn, in order of arrival within an upstream; an upstream with
+// many waiters (a per-user upstream's principals) does not hold the limit
+// while others wait; a waiter that gives up leaves no hole.
+func TestRefreshWorkFairOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newRefreshWork(2)
+		ctx := t.Context()
+		var mu sync.Mutex
+		var order []string
+		// Two turns held by a and b: everyone else waits.
+		if err := w.acquire(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.acquire(ctx, "b"); err != nil {
+			t.Fatal(err)
+		}
+		var chans []<-chan error
+		for _, k := range []string{"p", "p", "p", "p", "q", "r"} {
+			chans = append(chans, waitTurn(w, ctx, k, &order, &mu))
+			synctest.Wait() // queued in this order
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		gaveUp := waitTurn(w, cctx, "s", &order, &mu)
+		synctest.Wait()
+		cancel()
+		if err := <-gaveUp; err == nil {
+			t.Fatal("a cancelled waiter got a turn")
+		}
+		for range chans { // one turn at a time
+			w.release()
+			synctest.Wait()
+		}
+		w.release()
+		w.release()
+		for _, c := range chans {
+			if err := <-c; err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := []string{"p", "q", "r", "p", "p", "p"}
+		if fmt.Sprint(order) != fmt.Sprint(want) {
+			t.Errorf("turns went to %v, want %v (round the upstreams, one each)", order, want)
+		}
+		peak, turns := w.stats()
+		if peak > 2 || turns != 8 || w.running != 0 || len(w.ring) != 0 || len(w.waiting) != 0 {
+			t.Errorf("after all turns: peak %d, %d turns, %d running, ring %v, waiting %v", peak, turns, w.running, w.ring, w.waiting)
+		}
+	})
+}
+
+// TestRefreshWorkHeadGivesUp: the next waiter in line whose context ends
+// leaves the line; the turn goes to the one after it.
+func TestRefreshWorkHeadGivesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newRefreshWork(1)
+		if err := w.acquire(t.Context(), "a"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		var mu sync.Mutex
+		var order []string
+		first := waitTurn(w, ctx, "b", &order, &mu)
+		second := waitTurn(w, t.Context(), "c", &order, &mu)
+		synctest.Wait()
+		time.Sleep(2 * time.Second) // b's context has ended
+		w.release()
+		errB, errC := <-first, <-second
+		if errC != nil {
+			t.Fatalf("c: %v", errC)
+		}
+		if errB == nil {
+			t.Fatalf("b got a turn after its context ended (order %v)", order)
+		}
+		w.release()
+		if w.running != 0 {
+			t.Errorf("%d turns still held", w.running)
+		}
+	})
+}
+
+// TestRefreshWorkHungUpstreamHoldsNoTurn: an upstream that does not answer
+// its re-list holds no turn of refresh work while it is waited for: the
+// others of the same storm are re-listed meanwhile (with one turn on 2
+// cores, a turn held over the wait would stop them all). Real go-sdk
+// servers over HTTP; the hung one blocks its tools/list until the test
+// ends.
+func TestRefreshWorkHungUpstreamHoldsNoTurn(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	var hung sync.Once
+	entered := make(chan struct{})
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range 4 {
+		srv := relistPinServer(10, false)
+		if i == 0 {
+			var listed atomic.Bool
+			srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if method == "tools/list" {
+						if listed.Swap(true) { // the re-list: hang
+							hung.Do(func() { close(entered) })
+							select {
+							case <-hang:
+							case <-ctx.Done():
+							}
+							return nil, fmt.Errorf("hung")
+						}
+					}
+					return next(ctx, method, req)
+				}
+			})
+		}
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("h%d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	t.Cleanup(func() { close(hang) })
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == 4*10 })
+
+	add := func(srv *mcp.Server) {
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	add(sdk[0])
+	select { // h0's re-list is waiting on its upstream
+	case <-entered:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("h0 was not re-listed")
+	}
+	for _, srv := range sdk[1:] {
+		add(srv)
+	}
+	waitFor(t, b, "h1-h3 re-listed while h0 hangs", func(s *Snapshot) bool {
+		for _, name := range []string{"h1__added", "h2__added", "h3__added"} {
+			if _, ok := s.Lookup(name); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	if _, ok := b.Catalog().Current().Lookup("h0__added"); ok {
+		t.Fatal("h0 was re-listed: its upstream was to hang")
+	}
+}
