@@ -146,12 +146,24 @@ func (t *sessionTable) setLogs(ss *mcp.ServerSession) {
 
 // setLevel records that the client of ss set a log level (logging/setLevel
 // answered): from then on its calls relay their upstreams' log messages
-// (dispatch). Only sessions that outlive their request are recorded, and
-// removeSession forgets them; a session of one request (go-sdk's stateless
-// handler) has no later call to relay to.
+// (dispatch). Only sessions that outlive their request are recorded: a
+// /mcp session (it has an ID; removeSession forgets it) and a legacy /sse
+// session (no ID, an era before 2026-07-28; forgotten when it ends). A
+// 2026-07-28 session of one request has no later call to relay to, and its
+// calls carry their level in _meta.
 func (f *Front) setLevel(ss *mcp.ServerSession) {
 	if ss.ID() != "" {
 		f.levels.Store(ss, struct{}{})
+		return
+	}
+	if ip := ss.InitializeParams(); ip == nil || ip.ProtocolVersion >= statelessEra {
+		return
+	}
+	if _, loaded := f.levels.LoadOrStore(ss, struct{}{}); !loaded {
+		go func() {
+			_ = ss.Wait()
+			f.levels.Delete(ss)
+		}()
 	}
 }
 
