@@ -122,7 +122,7 @@ func (s *session) refresh() error {
 	}
 	n, shared := 0, false
 	if err == nil {
-		n, shared, err = u.source.publish(s, tools, s.raw.taskSupport(tools))
+		n, shared, err = u.source.publish(s, tools, s.taskSupport(tools))
 	}
 	now := time.Now()
 	u.mu.Lock()
