@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -36,10 +37,14 @@ type streamRequest struct {
 	// LogLevel is the least level of the upstream's log messages shown
 	// ("" : all).
 	LogLevel string `json:"logLevel"`
-	// Task asks for the call to run as an MCP task (the upstream's
-	// default lifetime): the stream then ends with a "task" event, the
-	// task the page follows (GET /ui/api/tasks/watch).
+	// Task asks for the call to run as an MCP task: the stream then ends
+	// with a "task" event, the task the page follows (GET
+	// /ui/api/tasks/watch).
 	Task bool `json:"task"`
+	// TTLMs is the task's lifetime in milliseconds, as MCP's ttl (absent:
+	// the upstream's default), under the one task.ttl rule of every wire
+	// (core.TaskTTL).
+	TTLMs *float64 `json:"ttlMs"`
 }
 
 // streamAnswer answers one request: an elicitation's action and content
@@ -150,10 +155,19 @@ func (cs *Console) callStream(w http.ResponseWriter, r *http.Request) {
 	ci := core.CallInput{Name: in.Name, ArgumentsJSON: string(in.Arguments), Size: len(body),
 		Fields: core.Fields{ArgumentsJSON: "arguments"}, Input: input}
 	input.Responses, ci.Invalid = answers(in.Responses)
+	if in.TTLMs != nil && !in.Task {
+		writeError(w, fieldError("ttlMs", "a task's lifetime: only with task"))
+		return
+	}
 	if in.Task {
 		// A task's questions are the task's (its status input_required),
 		// not this round's: the server's input policy answers them.
 		ci.Input, ci.Task = nil, &core.TaskOptions{}
+		if in.TTLMs != nil {
+			// The one rule (a refusal names task.ttl), which BeginCall
+			// reports as the round's refusal, with its audit line.
+			ci.Task, ci.Invalid = taskTTL(*in.TTLMs)
+		}
 	}
 	call, err := cs.c.BeginCall(c.ctx, ci)
 	if err != nil {
@@ -360,4 +374,14 @@ func rootsOf(field string, rs []rootAnswer) (*mcp.ListRootsResult, *core.Error) 
 		res.Roots = append(res.Roots, &mcp.Root{URI: r.URI, Name: r.Name})
 	}
 	return res, nil
+}
+
+// taskTTL is the core's task options for a lifetime asked in milliseconds
+// (a value past any duration saturates, so it stays over the bound).
+func taskTTL(ms float64) (*core.TaskOptions, *core.Error) {
+	ttl := time.Duration(math.MaxInt64)
+	if ms < float64(math.MaxInt64/int64(time.Millisecond)) {
+		ttl = time.Duration(ms * float64(time.Millisecond))
+	}
+	return core.TaskTTL(ttl)
 }

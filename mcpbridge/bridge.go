@@ -632,6 +632,15 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 	err = b.request(ctx, u, fmt.Sprintf("call %q", tool), func(ctx context.Context, s *session) error {
 		var err error
 		res, err = s.call(ctx, tool, args, opts)
+		if err != nil && !taskAsked(ctx) && needsTasksExtension(err) {
+			// The tool only runs as a task, which its 2026-07-28 listing
+			// could not say: list again so the catalog says "required"
+			// (session.taskSupport) and callers ask for a task.
+			if era, _ := s.tasks.current(); era == TaskEra2026 && s.raw.learnRequired(tool) {
+				u.log.Info("tool requires a task: listing again", "tool", tool)
+				s.markDirty()
+			}
+		}
 		return err
 	})
 	if err != nil {

@@ -32,6 +32,10 @@ type rawSchemas struct {
 	// support is each listed tool's execution.taskSupport (2025-11-25
 	// tasks; go-sdk's Tool has no execution), by name, as last listed.
 	support map[string]string
+	// required names the tools of a 2026-07-28 session that refused a
+	// plain call for want of the tasks extension (learnRequired): the
+	// listing cannot say so. Kept to the last complete listing (keep).
+	required map[string]bool
 	// verified is each tool's schemas as attach last checked them (text
 	// and object), by name: a listing that sends the same text again is
 	// checked against that object without decoding the text. Kept to the
@@ -116,6 +120,82 @@ func (r *rawSchemas) taskSupport(tools []*mcp.Tool) map[string]string {
 	return out
 }
 
+// taskSupport is each listed tool's task support for the catalog
+// (Tool.TaskSupport). A 2025-11-25 session's comes from the listing
+// (execution.taskSupport). A 2026-07-28 tools/list carries none: under the
+// tasks extension the client opts in per request and the tool decides
+// (fastmcp-tasks lists a mode "required" tool exactly like a plain one), so
+// every tool of a session that runs the extension is TaskSupportOptional:
+// a task may be asked for, and the upstream answers a task or a result.
+// Without it a caller reading the catalog would never ask for a task of a
+// tool that only runs as one, and its plain call is refused (-32021). A
+// value the upstream does list is kept.
+func (s *session) taskSupport(tools []*mcp.Tool) map[string]string {
+	listed := s.raw.taskSupport(tools)
+	if era, _ := s.tasks.current(); era != TaskEra2026 {
+		return listed
+	}
+	out := make(map[string]string, len(tools))
+	for _, t := range tools {
+		if t != nil {
+			out[t.Name] = TaskSupportOptional
+		}
+	}
+	for name, ts := range listed {
+		out[name] = ts
+	}
+	s.raw.mu.Lock()
+	for name := range s.raw.required {
+		if _, ok := out[name]; ok {
+			out[name] = TaskSupportRequired
+		}
+	}
+	s.raw.mu.Unlock()
+	return out
+}
+
+// learnRequired records that tool refused a plain call for want of the
+// tasks extension, reporting whether that is news (the catalog then needs
+// a new listing to say "required").
+func (r *rawSchemas) learnRequired(tool string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.required[tool] {
+		return false
+	}
+	if r.required == nil {
+		r.required = map[string]bool{}
+	}
+	r.required[tool] = true
+	return true
+}
+
+// codeMissingCapability is the 2026-07-28 JSON-RPC error a server answers
+// a request that lacks a capability it requires of the client; its data's
+// requiredCapabilities names what was missing.
+const codeMissingCapability = -32021
+
+// needsTasksExtension reports whether err is the upstream's answer that a
+// call needs the tasks extension: -32021 whose
+// data.requiredCapabilities.extensions names it (fastmcp-tasks' answer to
+// a plain call of a mode "required" tool).
+func needsTasksExtension(err error) bool {
+	werr, ok := answered(err)
+	if !ok || werr.Code != codeMissingCapability || len(werr.Data) == 0 {
+		return false
+	}
+	var data struct {
+		RequiredCapabilities struct {
+			Extensions map[string]json.RawMessage `json:"extensions"`
+		} `json:"requiredCapabilities"`
+	}
+	if json.Unmarshal(werr.Data, &data) != nil {
+		return false
+	}
+	_, ok = data.RequiredCapabilities.Extensions[TasksExtension]
+	return ok
+}
+
 // attach returns tools with each schema replaced by its raw JSON
 // (decodedSchema) where one was recorded and decodes to exactly the value
 // go-sdk decoded (so a result read for another request cannot be mixed
@@ -169,7 +249,7 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 func (r *rawSchemas) keep(tools []*mcp.Tool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.verified) == 0 {
+	if len(r.verified) == 0 && len(r.required) == 0 {
 		return
 	}
 	listed := make(map[string]bool, len(tools))
@@ -181,6 +261,11 @@ func (r *rawSchemas) keep(tools []*mcp.Tool) {
 	for name := range r.verified {
 		if !listed[name] {
 			delete(r.verified, name)
+		}
+	}
+	for name := range r.required {
+		if !listed[name] {
+			delete(r.required, name)
 		}
 	}
 }

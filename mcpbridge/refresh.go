@@ -136,7 +136,7 @@ func (s *session) refresh() error {
 	}
 	n, shared := 0, false
 	if err == nil {
-		n, shared, err = u.source.publish(s, tools, s.raw.taskSupport(tools))
+		n, shared, err = u.source.publish(s, tools, s.taskSupport(tools))
 	}
 	if h := relistWorkHook; h != nil && len(tools) > 0 {
 		h(-1)

@@ -423,13 +423,34 @@ func TestTasks2026(t *testing.T) {
 	url := rec.proxy(t, pyTasksURL(t))
 	b := newTestBridge(t, ServerConfig{Name: "py", Transport: TransportStreamableHTTP, URL: url, ProtocolVersion: ProtocolStateless})
 	waitFor(t, b, "the py tools", func(s *Snapshot) bool { return len(s.Tools) == 3 })
+	// Its listing says nothing of tasks: every tool may be asked for one
+	// (the tool decides).
 	for _, tool := range b.Catalog().Current().Tools {
-		if tool.TaskSupport != "" {
-			t.Errorf("%s: TaskSupport %q: a 2026-07-28 upstream lists none", tool.Name, tool.TaskSupport)
+		if tool.TaskSupport != TaskSupportOptional {
+			t.Errorf("%s: TaskSupport %q, want %q: a 2026-07-28 tasks-extension tool decides when called", tool.Name, tool.TaskSupport, TaskSupportOptional)
 		}
 	}
 	if st, _ := b.Server("py"); st.Tasks != TaskEra2026 {
 		t.Fatalf("server status Tasks = %q, want %q (last error %q)", st.Tasks, TaskEra2026, st.LastError)
+	}
+	// A plain call of the mode "required" tool: the upstream's -32021 is
+	// passed on, and the tool is listed again as requiring a task.
+	askTarget, err := b.Resolve("py__ask")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ue *UpstreamError
+	if _, err := b.Call(t.Context(), askTarget, map[string]any{}, nil); !errors.As(err, &ue) || ue.Code != codeMissingCapability {
+		t.Fatalf("plain call of py__ask: %v; want the upstream's -32021", err)
+	}
+	waitFor(t, b, "py__ask listed as requiring a task", func(s *Snapshot) bool {
+		ask, _ := s.Lookup("py__ask")
+		return ask != nil && ask.TaskSupport == TaskSupportRequired
+	})
+	for _, name := range []string{"py__slow", "py__echo"} {
+		if tool, _ := b.Catalog().Current().Lookup(name); tool == nil || tool.TaskSupport != TaskSupportOptional {
+			t.Errorf("%s after py__ask's refusal: %+v, want TaskSupport optional", name, tool)
+		}
 	}
 
 	_, task := callTask(t, b, "py__slow", map[string]any{"ms": 1500}, 0)

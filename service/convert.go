@@ -116,6 +116,7 @@ func toolToWire(t *core.Tool, f schemaFormat) *toolsvcv1.Tool {
 		SchemaHash:   t.SchemaHash,
 		Available:    t.Available,
 		Meta:         grpcedge.Struct(t.Meta),
+		TaskSupport:  t.TaskSupport,
 	}
 	if f == formatJSON {
 		p.InputSchemaJson, p.OutputSchemaJson = string(t.InputSchemaJSON), string(t.OutputSchemaJSON)

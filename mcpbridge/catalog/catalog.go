@@ -42,11 +42,15 @@ type Tool struct {
 	OutputSchemaJSON json.RawMessage
 	Annotations      *mcp.ToolAnnotations
 	Meta             map[string]any
-	// TaskSupport is the tool's execution.taskSupport as a 2025-11-25
-	// upstream listed it (go-sdk drops the field; the bridge's taps record it):
-	// TaskSupportOptional, TaskSupportRequired, TaskSupportForbidden, or ""
-	// when the upstream said nothing (forbidden in 2025-11-25; a 2026-07-28
-	// upstream never says: its tool decides when called, tasks.go).
+	// TaskSupport is whether a caller may ask for the tool to run as a
+	// task: a 2025-11-25 upstream's execution.taskSupport as listed (go-sdk
+	// drops the field; the bridge's taps record it), "optional" for every
+	// tool of a 2026-07-28 upstream that offers the tasks extension (its
+	// listing says nothing; the tool decides when called, rawschema.go's
+	// session.taskSupport), or "required" once such a tool refused a plain
+	// call for want of the extension: TaskSupportOptional,
+	// TaskSupportRequired, TaskSupportForbidden, or "" when the upstream
+	// said nothing (forbidden).
 	TaskSupport string
 	// SchemaHash is a stable hex hash of the input and output schemas.
 	SchemaHash string

@@ -177,8 +177,9 @@ func (f *Front) tasksOffered() bool {
 }
 
 // toolTaskSupport is a tool's execution.taskSupport for a 2025-11-25
-// client: its own (optional, required) on a 2025-11-25 upstream;
-// "optional" on a 2026-07-28 upstream (the tool decides when called); ""
+// client: its own (optional, required) on a 2025-11-25 upstream; on a
+// 2026-07-28 upstream "required" once the bridge learnt the tool refuses a
+// plain call, else "optional" (the tool decides when called); ""
 // (forbidden) otherwise.
 func (f *Front) toolTaskSupport(t *core.Tool) string {
 	era, _ := f.c.TaskEra(t.Server)
@@ -188,6 +189,9 @@ func (f *Front) toolTaskSupport(t *core.Tool) string {
 			return t.TaskSupport
 		}
 	case core.TaskEra2026:
+		if t.TaskSupport == core.TaskSupportRequired {
+			return t.TaskSupport
+		}
 		return core.TaskSupportOptional
 	}
 	return ""

@@ -797,6 +797,7 @@ function Playground() {
   const [logs, setLogs] = useState([]);
   const [asked, setAsked] = useState(null); // the input event waiting for answers
   const [asTask, setAsTask] = useState(false);
+  const [ttl, setTtl] = useState(''); // the task's lifetime in seconds ('': the upstream's default)
   const [taskHandle, setTaskHandle] = useState('');
   const round = useRef(null); // {args, answers}
   const abort = useRef(null);
@@ -823,7 +824,7 @@ function Playground() {
   // run posts one round (state and answers after the first) and follows
   // its stream: progress, log lines, then the result, a refusal, or what
   // the tool asks next.
-  const run = async (args, state, responses) => {
+  const run = async (args, state, responses, ttlMs) => {
     setBusy(true);
     setAsked(null);
     const ctrl = new AbortController();
@@ -833,7 +834,7 @@ function Playground() {
         method: 'POST',
         signal: ctrl.signal,
         headers: { 'Content-Type': 'application/json', 'X-Toolsvc-CSRF': s.me.csrf },
-        body: JSON.stringify({ name, arguments: args, state, responses, task: (asTask || (tool && tool.taskSupport === 'required')) && !state }),
+        body: JSON.stringify({ name, arguments: args, state, responses, task: taskAsked() && !state, ttlMs }),
       });
       const fail = (body) => {
         const fields = {};
@@ -859,13 +860,23 @@ function Playground() {
       setBusy(false);
     }
   };
+  const taskAsked = () => asTask || (tool && tool.taskSupport === 'required');
   const submit = (e) => {
     e.preventDefault();
     const { args, problems } = buildArguments(tool.inputSchema, values);
+    let ttlMs;
+    if (taskAsked() && ttl.trim() !== '') {
+      // The core's one task.ttl rule (core.TaskTTL), checked here first.
+      const secs = Number(ttl.trim());
+      ttlMs = Math.round(secs * 1000);
+      if (!Number.isFinite(secs) || ttlMs < 1 || ttlMs > TASK_TTL_MAX_MS) {
+        problems['task.ttl'] = 'must be from 0.001 s to 365 days (31536000 s), or empty for the upstream\'s default';
+      }
+    }
     reset();
     setProblems(problems);
     if (Object.keys(problems).length) return; // shown before anything is sent
-    run(args, '', undefined);
+    run(args, '', undefined, ttlMs);
   };
   // answer records one answer; when every request has one, the next
   // round goes. Declining a sampling request (MCP has no declined
@@ -897,7 +908,12 @@ function Playground() {
           ${problems['(arguments)'] ? html`<p class="error field-problem">${problems['(arguments)']}</p>` : null}
           ${tool.taskSupport === 'optional' || tool.taskSupport === 'required'
             ? html`<p><label><input id="play-as-task" type="checkbox" checked=${asTask || tool.taskSupport === 'required'}
-                disabled=${tool.taskSupport === 'required'} onChange=${(e) => setAsTask(e.currentTarget.checked)} /> run as task</label></p>`
+                disabled=${tool.taskSupport === 'required'} onChange=${(e) => setAsTask(e.currentTarget.checked)} /> run as task</label>
+                ${taskAsked()
+                  ? html` <label>ttl (s) <input id="play-task-ttl" type="text" inputmode="decimal" size="10" placeholder="upstream default"
+                      value=${ttl} onInput=${(e) => setTtl(e.currentTarget.value)} /></label>`
+                  : null}</p>
+              ${problems['task.ttl'] ? html`<p class="error field-problem" id="play-task-ttl-problem">task.ttl: ${problems['task.ttl']}</p>` : null}`
             : null}
           <button id="play-call" type="submit" disabled=${busy || !!asked}>${busy ? 'Calling…' : 'Call'}</button>
         </form>`
@@ -1004,6 +1020,7 @@ function TaskFollow({ handle }) {
     ${t
       ? html`<p>Status: <b id="task-status">${t.status}</b>${t.waiting ? ' (' + t.waiting + ' waiting)' : ''}
           <span class="muted"> ${t.message || ''}</span>
+          ${t.ttlSeconds ? html`<span class="muted" id="task-ttl"> · kept ${t.ttlSeconds} s</span>` : null}
           ${t.terminal ? null : html` <button id="task-cancel" type="button" onClick=${cancel}>Cancel</button>`}</p>`
       : html`<p class="muted">Following…</p>`}
     ${st && st.requests && st.requests.length && !t.terminal
@@ -1015,6 +1032,9 @@ function TaskFollow({ handle }) {
     ${st && st.error ? html`<p class="error" id="task-failure">${errText(st.error)}</p>` : null}
   </div>`;
 }
+
+// TASK_TTL_MAX_MS is core.MaxTaskTTL (365 days) in milliseconds.
+const TASK_TTL_MAX_MS = 365 * 24 * 3600 * 1000;
 
 function errText(b) {
   return `${b.code} ${b.reason}: ${b.message}`;

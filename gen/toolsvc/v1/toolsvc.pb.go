@@ -653,8 +653,15 @@ type Tool struct {
 	// With SCHEMA_FORMAT_JSON: output_schema as JSON text, like
 	// input_schema_json; empty when the tool declares none.
 	OutputSchemaJson string `protobuf:"bytes,13,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Whether CallTool may ask for a task (CallToolRequest.task): "optional",
+	// "required" (a plain call is refused by the upstream), "forbidden", or
+	// empty (no task support). A 2025-11-25 upstream lists it per tool; a
+	// 2026-07-28 upstream with the tasks extension lists nothing (the tool
+	// decides when called), so its tools are "optional" until one refuses a
+	// plain call for want of the extension, then "required".
+	TaskSupport   string `protobuf:"bytes,14,opt,name=task_support,json=taskSupport,proto3" json:"task_support,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Tool) Reset() {
@@ -774,6 +781,13 @@ func (x *Tool) GetInputSchemaJson() string {
 func (x *Tool) GetOutputSchemaJson() string {
 	if x != nil {
 		return x.OutputSchemaJson
+	}
+	return ""
+}
+
+func (x *Tool) GetTaskSupport() string {
+	if x != nil {
+		return x.TaskSupport
 	}
 	return ""
 }
@@ -6638,7 +6652,7 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\tR\x06values\x12\x19\n" +
 	"\x05total\x18\x02 \x01(\x05H\x00R\x05total\x88\x01\x01\x12\x19\n" +
 	"\bhas_more\x18\x03 \x01(\bR\ahasMoreB\b\n" +
-	"\x06_total\"\x8e\x04\n" +
+	"\x06_total\"\xb1\x04\n" +
 	"\x04Tool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06server\x18\x02 \x01(\tR\x06server\x12#\n" +
@@ -6654,7 +6668,8 @@ const file_toolsvc_v1_toolsvc_proto_rawDesc = "" +
 	" \x01(\bR\tavailable\x12+\n" +
 	"\x04meta\x18\v \x01(\v2\x17.google.protobuf.StructR\x04meta\x12*\n" +
 	"\x11input_schema_json\x18\f \x01(\tR\x0finputSchemaJson\x12,\n" +
-	"\x12output_schema_json\x18\r \x01(\tR\x10outputSchemaJson\"\xfc\x01\n" +
+	"\x12output_schema_json\x18\r \x01(\tR\x10outputSchemaJson\x12!\n" +
+	"\ftask_support\x18\x0e \x01(\tR\vtaskSupport\"\xfc\x01\n" +
 	"\x0fToolAnnotations\x12\x14\n" +
 	"\x05title\x18\x01 \x01(\tR\x05title\x12$\n" +
 	"\x0eread_only_hint\x18\x02 \x01(\bR\freadOnlyHint\x12.\n" +

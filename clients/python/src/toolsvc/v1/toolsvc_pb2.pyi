@@ -365,6 +365,7 @@ class Tool(_message.Message):
     META_FIELD_NUMBER: _builtins.int
     INPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
     OUTPUT_SCHEMA_JSON_FIELD_NUMBER: _builtins.int
+    TASK_SUPPORT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """The exposed, callable name: "<server>__<tool>", valid for LLM function
     calling (^[a-zA-Z0-9_-]{1,64}$). Pass it to CallTool.
@@ -394,6 +395,14 @@ class Tool(_message.Message):
     output_schema_json: _builtins.str
     """With SCHEMA_FORMAT_JSON: output_schema as JSON text, like
     input_schema_json; empty when the tool declares none.
+    """
+    task_support: _builtins.str
+    """Whether CallTool may ask for a task (CallToolRequest.task): "optional",
+    "required" (a plain call is refused by the upstream), "forbidden", or
+    empty (no task support). A 2025-11-25 upstream lists it per tool; a
+    2026-07-28 upstream with the tasks extension lists nothing (the tool
+    decides when called), so its tools are "optional" until one refuses a
+    plain call for want of the extension, then "required".
     """
     @_builtins.property
     def input_schema(self) -> _struct_pb2.Struct:
@@ -427,10 +436,11 @@ class Tool(_message.Message):
         meta: _struct_pb2.Struct | None = ...,
         input_schema_json: _builtins.str = ...,
         output_schema_json: _builtins.str = ...,
+        task_support: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "input_schema", b"input_schema", "meta", b"meta", "output_schema", b"output_schema"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "available", b"available", "description", b"description", "input_schema", b"input_schema", "input_schema_json", b"input_schema_json", "meta", b"meta", "name", b"name", "original_name", b"original_name", "output_schema", b"output_schema", "output_schema_json", b"output_schema_json", "schema_hash", b"schema_hash", "server", b"server", "title", b"title"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["annotations", b"annotations", "available", b"available", "description", b"description", "input_schema", b"input_schema", "input_schema_json", b"input_schema_json", "meta", b"meta", "name", b"name", "original_name", b"original_name", "output_schema", b"output_schema", "output_schema_json", b"output_schema_json", "schema_hash", b"schema_hash", "server", b"server", "task_support", b"task_support", "title", b"title"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

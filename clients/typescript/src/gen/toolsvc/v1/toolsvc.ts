@@ -232,6 +232,15 @@ export interface Tool {
    * input_schema_json; empty when the tool declares none.
    */
   outputSchemaJson: string;
+  /**
+   * Whether CallTool may ask for a task (CallToolRequest.task): "optional",
+   * "required" (a plain call is refused by the upstream), "forbidden", or
+   * empty (no task support). A 2025-11-25 upstream lists it per tool; a
+   * 2026-07-28 upstream with the tasks extension lists nothing (the tool
+   * decides when called), so its tools are "optional" until one refuses a
+   * plain call for want of the extension, then "required".
+   */
+  taskSupport: string;
 }
 
 /** ToolAnnotations are MCP tool hints. They are advice, not guarantees. */
@@ -1859,6 +1868,7 @@ function createBaseTool(): Tool {
     meta: undefined,
     inputSchemaJson: "",
     outputSchemaJson: "",
+    taskSupport: "",
   };
 }
 
@@ -1902,6 +1912,9 @@ export const Tool: MessageFns<Tool> = {
     }
     if (message.outputSchemaJson !== "") {
       writer.uint32(106).string(message.outputSchemaJson);
+    }
+    if (message.taskSupport !== "") {
+      writer.uint32(114).string(message.taskSupport);
     }
     return writer;
   },
@@ -2023,6 +2036,14 @@ export const Tool: MessageFns<Tool> = {
             message.outputSchemaJson = reader.string();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.taskSupport = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2055,6 +2076,7 @@ export const Tool: MessageFns<Tool> = {
     message.meta = object.meta ?? undefined;
     message.inputSchemaJson = object.inputSchemaJson ?? "";
     message.outputSchemaJson = object.outputSchemaJson ?? "";
+    message.taskSupport = object.taskSupport ?? "";
     return message;
   },
 };
