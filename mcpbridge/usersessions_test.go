@@ -181,6 +181,7 @@ func TestSessionTableBound(t *testing.T) {
 		if _, _, err := tab.acquire(ctx, "d"); !errors.Is(err, ErrSessionsFull) || !errors.Is(err, ErrOverloaded) {
 			t.Errorf("full of busy sessions: %v, want ErrSessionsFull (an ErrOverloaded)", err)
 		}
+		synctest.Wait() // the creating flight closes what it evicted or no longer needs after acquire has returned
 		if _, closed := f.counts(); !slices.Equal(closed, []string{"d"}) {
 			t.Errorf("closed %v, want only d's unneeded session", closed)
 		}
@@ -193,6 +194,7 @@ func TestSessionTableBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel()
+		synctest.Wait() // e's creating flight closes b, the session it evicted, after acquire has returned
 		if _, closed := f.counts(); !slices.Equal(closed, []string{"d", "b"}) {
 			t.Errorf("closed %v, want b (least recently used) evicted", closed)
 		}
