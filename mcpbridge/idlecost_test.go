@@ -1,18 +1,26 @@
 package mcpbridge
 
 import (
+	"bufio"
+	"context"
 	"net/http"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// bridgeGoroutines counts the live goroutines the bridge started, by the
-// function that started them (the "created by" line of a full dump).
-func bridgeGoroutines() map[string]int {
+// idleGoroutines counts the live goroutines an idle upstream can own, by
+// the function that started them (the "created by" line of a full dump):
+// the bridge's, go-sdk's session reader, and net/http's client connection
+// loops. The test's own servers' goroutines (net/http.(*Server).Serve,
+// httptest) are not counted.
+func idleGoroutines() map[string]int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -23,29 +31,45 @@ func bridgeGoroutines() map[string]int {
 		buf = make([]byte, 2*len(buf))
 	}
 	out := map[string]int{}
-	for _, l := range strings.Split(string(buf), "\n") {
-		site, ok := strings.CutPrefix(l, "created by github.com/toolsvc/toolsvc/mcpbridge.")
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		_, site, ok := strings.Cut(g, "\ncreated by ")
 		if !ok {
 			continue
 		}
 		site, _, _ = strings.Cut(site, " in goroutine ")
+		switch {
+		case strings.HasPrefix(site, "github.com/toolsvc/toolsvc/mcpbridge."):
+			site = strings.TrimPrefix(site, "github.com/toolsvc/toolsvc/mcpbridge.")
+		case strings.HasPrefix(site, "github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2."):
+			if !strings.Contains(g, "mcpbridge.(*tapConn).Read") {
+				continue // a test server's session
+			}
+			site = "jsonrpc2 reader"
+		case site == "net/http.(*Transport).dialConn":
+			site = "net/http client connection"
+		default:
+			continue
+		}
 		out[site]++
 	}
 	return out
 }
 
-// TestIdleSessionGoroutines: an idle streamable-HTTP upstream costs the
-// bridge two goroutines, its supervisor (which is also its refresher and
-// its prober: sessionloop.go) and the watcher of go-sdk's Wait; the
-// refresher and the prober were two more, parked for the session's whole
-// life (with 500 upstreams, 1,000 goroutines). The third counted here is
-// the connection's standalone stream reader (streamhttp.go), which was
-// go-sdk's before toolsvc had its own streamable-HTTP connection. Real go-sdk servers over
-// HTTP, probing on. Not parallel: it counts every goroutine the package
-// started, and parallel tests start theirs.
+// TestIdleSessionGoroutines: an idle streamable-HTTP upstream costs three
+// goroutines: the bridge's supervisor (which is also its refresher and its
+// prober: sessionloop.go), the connection's standalone stream reader
+// (streamhttp.go) and go-sdk's session reader. Gone: the refresher and the
+// prober (two more, parked for the session's whole life), the watcher of
+// go-sdk's Wait (it starts when the connection's reading ends: watchEnd,
+// session.go), and net/http's read and write loops of the standalone
+// stream's connection (the stream has a connection of its own, read by the
+// stream reader: streamdial.go). With 500 upstreams, 3,000 goroutines were
+// 5,000 at least. Real go-sdk servers over HTTP, probing on. Not parallel:
+// it counts every goroutine the package started, and parallel tests start
+// theirs.
 func TestIdleSessionGoroutines(t *testing.T) {
 	const n = 4
-	before := bridgeGoroutines()
+	before := idleGoroutines()
 	var servers []ServerConfig
 	for i := range n {
 		srv := goSDKServer()
@@ -63,11 +87,11 @@ func TestIdleSessionGoroutines(t *testing.T) {
 	var last map[string]int
 	defer func() {
 		if t.Failed() {
-			t.Logf("goroutines the bridge started, by starter: %v (before the bridge: %v)", last, before)
+			t.Logf("goroutines by starter: %v (before the bridge: %v)", last, before)
 		}
 	}()
-	eventually(t, "three bridge goroutines per idle upstream", func() bool {
-		now := bridgeGoroutines()
+	eventually(t, "three goroutines per idle upstream", func() bool {
+		now := idleGoroutines()
 		total := 0
 		for site, c := range now {
 			total += c - before[site]
@@ -75,7 +99,7 @@ func TestIdleSessionGoroutines(t *testing.T) {
 		last = now
 		return total == 3*n
 	})
-	for site, want := range map[string]int{"(*Bridge).startLocked": n, "(*upstream).connected": n, "(*streamConn).openStandalone": n} {
+	for site, want := range map[string]int{"(*Bridge).startLocked": n, "(*streamConn).openStandalone": n, "jsonrpc2 reader": n} {
 		if got := last[site] - before[site]; got != want {
 			t.Errorf("goroutines started by %s: %d, want %d (all: %v)", site, got, want, last)
 		}
@@ -84,6 +108,78 @@ func TestIdleSessionGoroutines(t *testing.T) {
 	if _, err := b.Refresh(t.Context(), "a"); err != nil {
 		t.Fatalf("Refresh: %v", err)
 	}
+}
+
+// TestHelperStdioServer is not a test: run as a child of
+// TestSessionEndNoticedWithoutProbes (MCPBRIDGE_HELPER=stdioserver), it
+// serves a go-sdk MCP server on stdin and stdout until killed.
+func TestHelperStdioServer(t *testing.T) {
+	if os.Getenv("MCPBRIDGE_HELPER") != "stdioserver" {
+		return
+	}
+	_ = goSDKServer().Run(context.Background(), &mcp.StdioTransport{})
+	os.Exit(0)
+}
+
+// TestSessionEndNoticedWithoutProbes: with no prober, what tells the
+// bridge that an idle session ended is the session's end watch (the Wait
+// watcher, started when the connection's reading ends: watchEnd): the
+// upstream process is killed with SIGKILL, and the bridge reconnects (stdio:
+// a new process) or leaves ready (HTTP: the server is gone; its standalone
+// stream, on a connection of its own, gives up after its one reconnect).
+// The stdio case fails when the end is not passed on (no endWatch tap); the
+// HTTP case pins that the stream's own connection reports the kill.
+func TestSessionEndNoticedWithoutProbes(t *testing.T) {
+	t.Run("stdio", func(t *testing.T) {
+		t.Parallel()
+		sc := ServerConfig{Name: "s", Transport: TransportStdio, Command: os.Args[0], Args: []string{"-test.run=^TestHelperStdioServer$"},
+			Env: map[string]string{"MCPBRIDGE_HELPER": "stdioserver"}, PingInterval: -1}
+		b := newTestBridge(t, sc)
+		waitStatus(t, b, "s", "ready", func(st ServerStatus) bool { return st.State == StateReady })
+		u, err := b.upstream("s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := u.sess.Load().cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, b, "s", "reconnected after the kill", func(st ServerStatus) bool {
+			return st.ConnectCount >= 2 && st.State == StateReady
+		})
+	})
+	t.Run("http", func(t *testing.T) {
+		t.Parallel()
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMCPServer$")
+		cmd.Env = append(os.Environ(), "MCPBRIDGE_HELPER=mcpserver")
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		sc := bufio.NewScanner(out)
+		var url string
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "URL "); ok {
+				url = u
+				break
+			}
+		}
+		if url == "" {
+			t.Fatal("helper printed no URL")
+		}
+		b := newTestBridge(t, ServerConfig{Name: "h", Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		waitStatus(t, b, "h", "ready", func(st ServerStatus) bool { return st.State == StateReady })
+		if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, b, "h", "the session lost", func(st ServerStatus) bool { return st.State != StateReady })
+		if u, err := b.upstream("h"); err != nil || u.sess.Load() != nil {
+			t.Errorf("after the upstream was killed: upstream %v, a session still routed to (%v)", u, err)
+		}
+	})
 }
 
 // TestRawSchemasKeepNoEmptyTable: once a listing's raw schemas are

@@ -80,6 +80,7 @@ func (s *session) probed(pr *prober, d probeDone) {
 func (s *session) probe(useList bool) error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.u.cfg.PingTimeout)
 	defer cancel()
+	ctx = connClosing(ctx) // no connection kept for the probe's sake (streamhttp.go)
 	var err error
 	if useList {
 		_, err = s.cs.ListTools(ctx, &mcp.ListToolsParams{})

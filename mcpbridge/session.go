@@ -73,6 +73,7 @@ type session struct {
 
 	wg       sync.WaitGroup // refresher jobs, probes, resource resubscribes (sessionloop.go)
 	waitDone chan struct{}  // closed when the Wait watcher returns
+	endSeen  atomic.Int32   // connected, and reading ended: the Wait watcher starts at 2 (watchEnd)
 
 	probeNow chan struct{} // capacity 1: "probe now" (a call lost its answer)
 
@@ -326,20 +327,9 @@ func (u *upstream) pushAtConnect(s *session, pv string) (again bool) {
 	return false
 }
 
-// connected starts the session's Wait watcher and records the connection.
+// connected records the connection, and arms the session's end watch.
 func (u *upstream) connected(s *session) {
-	go func() {
-		// Owned by the session: it ends when Close (closeSession) closes
-		// the connection. closeSession waits for it up to a second; past
-		// that it is abandoned together with a hung Close (it then only
-		// marks an already-dead session dead).
-		defer close(s.waitDone)
-		err := s.cs.Wait()
-		if err == nil {
-			err = errors.New("session closed by the upstream")
-		}
-		s.markDead(err)
-	}()
+	s.watchEnd()
 	u.mu.Lock()
 	u.status.ConnectCount = max(u.status.ConnectCount, s.id) // per-user sessions connect concurrently
 	u.status.ConnectedTime = s.started
@@ -353,6 +343,42 @@ func (u *upstream) connected(s *session) {
 	pv := u.status.ProtocolVersion
 	u.mu.Unlock()
 	u.log.Info("upstream connected", "session", s.id, "protocol", pv)
+}
+
+// endWatch is the tap that tells the session its connection's reading
+// ended (tapConn.Read's first error).
+type endWatch struct {
+	noTap
+	s *session
+}
+
+func (w endWatch) readEnded() { w.s.watchEnd() }
+
+// watchEnd is called once when the session is connected and once when its
+// connection's reading ends; the second call starts the watcher of go-sdk's
+// ClientSession.Wait, which marks the session dead with Wait's error. The
+// watcher used to start with the session and sit in Wait for its whole
+// life: one goroutine per idle upstream (500 with the fleet). Wait cannot
+// return before go-sdk's reader has had its last Read (its connection is
+// done only once the reader has stopped), so starting the watcher then
+// notices the end exactly when the idle watcher did, with the same error.
+// The watcher is owned by the session: it ends when Close (closeSession)
+// closes the connection; closeSession waits for it up to a second, past
+// which it is abandoned together with a hung Close (it then only marks an
+// already-dead session dead). A connection that ends before the session
+// is connected starts no watcher: that connect fails.
+func (s *session) watchEnd() {
+	if s.endSeen.Add(1) != 2 {
+		return
+	}
+	go func() {
+		defer close(s.waitDone)
+		err := s.cs.Wait()
+		if err == nil {
+			err = errors.New("session closed by the upstream")
+		}
+		s.markDead(err)
+	}()
 }
 
 // elicit answers elicitation/create by the server's policy: never by asking

@@ -384,7 +384,30 @@ func (c *streamConn) newRequest(ctx context.Context, method string, body []byte,
 	if pi != nil && pi.req != nil && c.t.hooks.header != nil {
 		c.t.hooks.header(ctx, pi.req, h)
 	}
+	if pi != nil && closesConn(ctx) {
+		hr.Close = true
+	}
 	return hr, nil
+}
+
+// closeConnKey marks a request whose connection is closed once it is
+// answered (connClosing).
+type closeConnKey struct{}
+
+// connClosing marks ctx's requests to close their connection once answered:
+// the prober's. A probe every PingInterval (15 s by default) kept the
+// calls' connection of an idle upstream alive for ever (net/http keeps an
+// idle one for 90 s), and with it net/http's two goroutines and buffers
+// for that connection; closing it after the probe leaves an idle upstream
+// none, at the cost of one TCP connect per probe. Calls keep their
+// connections as before.
+func connClosing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, closeConnKey{}, true)
+}
+
+func closesConn(ctx context.Context) bool {
+	v, _ := ctx.Value(closeConnKey{}).(bool)
+	return v
 }
 
 // Write POSTs msg. A call's JSON answer is read here and queued; an SSE

@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,6 +52,7 @@ func (s *session) sessionTaps(t mcp.Transport) []tap {
 		&s.raw,      // exact schema text (rawschema.go)
 		&taskTap{st: &s.tasks, rawResults: !byStream}, // tasks, raw results (tasktap.go)
 		newLinkTap(s, byStream),                       // input requests' and log messages' calls (interact.go)
+		endWatch{s: s},                                // the session's end (session.go)
 	}
 	if s.transport() == TransportStdio && s.u.cfg.NewTransport == nil {
 		taps = append(taps, &pushTap{push: s.push}) // the listen stream's lifecycle (push.go)
@@ -79,11 +81,19 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return tc, nil
 }
 
+// endTap is a tap that is told once when its connection's reading ends:
+// the first error Read returns, after which go-sdk reads no more and the
+// session is over (the session's end watch, session.go).
+type endTap interface {
+	readEnded()
+}
+
 // tapConn feeds a connection's decoded messages to the taps.
 type tapConn struct {
 	mcp.Connection
 	taps    []tap
 	origins originConn // the connection, if it says where messages come from
+	ended   sync.Once
 }
 
 func (c *tapConn) Write(ctx context.Context, m jsonrpc.Message) error {
@@ -116,7 +126,15 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		for _, t := range c.taps {
 			t.read(m, from)
 		}
+		return m, nil
 	}
+	c.ended.Do(func() {
+		for _, t := range c.taps {
+			if e, ok := t.(endTap); ok {
+				e.readEnded()
+			}
+		}
+	})
 	return m, err
 }
 

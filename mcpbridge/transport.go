@@ -215,9 +215,10 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func newHTTPClient(headers map[string]string, endpoint string) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         dialer.DialContext,
 		MaxIdleConns:        512,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     90 * time.Second,
@@ -237,13 +238,17 @@ func newHTTPClient(headers map[string]string, endpoint string) *http.Client {
 	// headers with its first event, so they would cut off silent long calls
 	// (docs/upstream-behaviour.md §2). Every request carries a context
 	// deadline instead.
-	return &http.Client{Transport: &headerTransport{base: &streamSplit{calls: tr, streams: streams}, headers: headers, origin: originOfURL(endpoint)}}
+	// A plain-HTTP stream gets a connection of its own without net/http's
+	// two loops (ownConnStreams, streamdial.go); the others use streams'.
+	own := &ownConnStreams{fallback: streams, dial: dialer.DialContext, proxy: tr.Proxy}
+	return &http.Client{Transport: &headerTransport{base: &streamSplit{calls: tr, streams: own}, headers: headers, origin: originOfURL(endpoint)}}
 }
 
 // streamSplit sends long-lived streams (longLivedStream, msglimit.go) over
 // streams' connections and every other request over calls'.
 type streamSplit struct {
-	calls, streams *http.Transport
+	calls   *http.Transport
+	streams *ownConnStreams
 }
 
 func (t *streamSplit) RoundTrip(r *http.Request) (*http.Response, error) {
