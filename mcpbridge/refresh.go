@@ -115,6 +115,7 @@ func (s *session) refresh() error {
 	u := s.u
 	ctx, cancel := context.WithTimeout(s.ctx, u.cfg.RefreshTimeout)
 	defer cancel()
+	ctx = connClosing(ctx) // a listing keeps no connection while idle (streamhttp.go)
 	began := time.Now()
 	// The listing's work once its responses are in runs in turns of the
 	// replica's refresh work (refreshwork.go): a storm of listings leaves

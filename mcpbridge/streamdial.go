@@ -3,11 +3,13 @@ package mcpbridge
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 )
 
 // ownConnStreams sends a long-lived stream (a session's standalone GET
@@ -31,9 +33,19 @@ import (
 // the round tripper (headers, credentials, redirects: http.Client's
 // CheckRedirect, the message limit) is unchanged.
 type ownConnStreams struct {
-	fallback *http.Transport
-	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
-	proxy    func(*http.Request) (*url.URL, error)
+	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	proxy func(*http.Request) (*url.URL, error)
+	// newFallback makes the fallback transport when a stream first needs
+	// it: a plain-HTTP upstream never does, and an http.Transport with its
+	// pools is a few KiB kept per upstream.
+	newFallback func() *http.Transport
+	once        sync.Once
+	fb          atomic.Pointer[http.Transport]
+}
+
+func (t *ownConnStreams) fallback() *http.Transport {
+	t.once.Do(func() { t.fb.Store(t.newFallback()) })
+	return t.fb.Load()
 }
 
 // streamConnBuf is the size of a stream connection's read and write
@@ -43,11 +55,11 @@ const streamConnBuf = 1 << 10
 
 func (t *ownConnStreams) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Scheme != "http" {
-		return t.fallback.RoundTrip(r)
+		return t.fallback().RoundTrip(r)
 	}
 	if t.proxy != nil {
 		if p, err := t.proxy(r); err != nil || p != nil {
-			return t.fallback.RoundTrip(r)
+			return t.fallback().RoundTrip(r)
 		}
 	}
 	ctx := r.Context()
@@ -80,11 +92,15 @@ func (t *ownConnStreams) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err := bw.Flush(); err != nil {
 		return fail(err)
 	}
-	br := bufio.NewReaderSize(conn, streamConnBuf)
+	hl := &headerLimit{r: conn, n: maxStreamHeaderBytes}
+	br := bufio.NewReaderSize(hl, streamConnBuf)
 	var resp *http.Response
 	for {
 		resp, err = http.ReadResponse(br, r)
 		if err != nil {
+			if hl.n <= 0 {
+				err = errStreamHeaderTooLarge
+			}
 			return fail(err)
 		}
 		// An informational answer (103 Early Hints) precedes the response:
@@ -94,13 +110,49 @@ func (t *ownConnStreams) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		_ = resp.Body.Close()
 	}
+	hl.off = true // the body is bounded above (the message limit, msglimit.go)
 	resp.Body = &connBody{body: resp.Body, conn: conn, stop: stop}
 	return resp, nil
 }
 
+// maxStreamHeaderBytes bounds what a stream's response may send before its
+// body (status line, headers, informational answers): net/http's
+// transport's default (Transport.MaxResponseHeaderBytes), which bounded
+// these responses before they had a connection of their own.
+const maxStreamHeaderBytes = 10 << 20
+
+var errStreamHeaderTooLarge = errors.New("upstream stream response headers exceed 10 MiB")
+
+// headerLimit reads at most n bytes from r until off is set: http.ReadResponse
+// itself reads a header line of any length.
+type headerLimit struct {
+	r   io.Reader
+	n   int64
+	off bool
+}
+
+func (l *headerLimit) Read(p []byte) (int, error) {
+	if l.off {
+		return l.r.Read(p)
+	}
+	if l.n <= 0 {
+		return 0, errStreamHeaderTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
 // CloseIdleConnections closes the fallback's idle connections; a stream's
 // own connection is never idle (the stream's Close ends it).
-func (t *ownConnStreams) CloseIdleConnections() { t.fallback.CloseIdleConnections() }
+func (t *ownConnStreams) CloseIdleConnections() {
+	if fb := t.fb.Load(); fb != nil {
+		fb.CloseIdleConnections()
+	}
+}
 
 // connBody is a stream's body on its own connection: Close ends the
 // connection. The connection is closed before the body: closing a body

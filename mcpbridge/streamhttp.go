@@ -395,12 +395,13 @@ func (c *streamConn) newRequest(ctx context.Context, method string, body []byte,
 type closeConnKey struct{}
 
 // connClosing marks ctx's requests to close their connection once answered:
-// the prober's. A probe every PingInterval (15 s by default) kept the
-// calls' connection of an idle upstream alive for ever (net/http keeps an
-// idle one for 90 s), and with it net/http's two goroutines and buffers
-// for that connection; closing it after the probe leaves an idle upstream
-// none, at the cost of one TCP connect per probe. Calls keep their
-// connections as before.
+// the prober's and the refresher's listings, the bridge's own requests. A
+// probe every PingInterval (15 s by default) kept the calls' connection of
+// an idle upstream alive for ever (net/http keeps an idle one for 90 s),
+// and with it net/http's two goroutines and about 10 KiB of buffers for
+// that connection, and a listing kept one for 90 s; closing it after them
+// leaves an idle upstream none, at the cost of one TCP connect per probe
+// and per page listed. Calls keep their connections as before.
 func connClosing(ctx context.Context) context.Context {
 	return context.WithValue(ctx, closeConnKey{}, true)
 }

@@ -231,16 +231,20 @@ func newHTTPClient(headers map[string]string, endpoint string) *http.Client {
 	// their own with 1 KiB buffers instead of net/http's 4 KiB read and 4
 	// KiB write buffers (an idle stream writes nothing and reads a
 	// notification now and then); calls keep the default ones.
-	streams := tr.Clone()
-	streams.ReadBufferSize, streams.WriteBufferSize = 1<<10, 1<<10
-	streams.MaxIdleConnsPerHost = 16
+	newStreams := func() *http.Transport {
+		streams := tr.Clone()
+		streams.ReadBufferSize, streams.WriteBufferSize = 1<<10, 1<<10
+		streams.MaxIdleConnsPerHost = 16
+		return streams
+	}
 	// No Client.Timeout or ResponseHeaderTimeout: the streamable server sends
 	// headers with its first event, so they would cut off silent long calls
 	// (docs/upstream-behaviour.md §2). Every request carries a context
 	// deadline instead.
 	// A plain-HTTP stream gets a connection of its own without net/http's
-	// two loops (ownConnStreams, streamdial.go); the others use streams'.
-	own := &ownConnStreams{fallback: streams, dial: dialer.DialContext, proxy: tr.Proxy}
+	// two loops (ownConnStreams, streamdial.go); the others use streams',
+	// made when first needed.
+	own := &ownConnStreams{dial: dialer.DialContext, proxy: tr.Proxy, newFallback: newStreams}
 	return &http.Client{Transport: &headerTransport{base: &streamSplit{calls: tr, streams: own}, headers: headers, origin: originOfURL(endpoint)}}
 }
 
