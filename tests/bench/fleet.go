@@ -65,6 +65,10 @@ func benchFleet(ctx context.Context, e *env, r *results) error {
 	if err != nil {
 		return err
 	}
+	// Beyond the tools: n upstreams of one tool (fleetlean.go).
+	if err := benchFleetLean(ctx, e, r, n, quiet, profEnv); err != nil {
+		return err
+	}
 
 	servers := []string{quiet}
 	for i := range n {
