@@ -19,9 +19,10 @@ import (
 // re-opening the listen stream, a probe — runs on a goroutine started for
 // it that reports back here: at most one refresher job and one probe at a
 // time, so a slow listing never holds a probe back, nor a probe a listing,
-// and an idle session costs the bridge no goroutine but this one and its
-// Wait watcher (it was three: supervisor, refresher, prober; with 500
-// upstreams, 1,000 goroutines and their stacks). While a refresher job
+// and an idle session costs the bridge no goroutine but this one (it was
+// three: supervisor, refresher, prober; with 500 upstreams, 1,000
+// goroutines and their stacks; the Wait watcher starts only when the
+// session ends: watchEnd, session.go). While a refresher job
 // runs its inputs wait (their channels keep what arrived), as they did
 // for the refresher goroutine that was busy: a mark that lands during a
 // listing causes exactly one more pass.
