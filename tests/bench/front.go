@@ -75,12 +75,12 @@ func benchFront(ctx context.Context, e *env, r *results) error {
 	paths := []path{direct, front, frontStateless, frontPlain}
 	// The floor (frontfloor.go): a bare go-sdk proxy, streamed as go-sdk
 	// answers by default and as one JSON response, with the client the
-	// peers get.
+	// peers get; and stateless, JSON, with the 2026-07-28 client.
 	for _, fl := range []struct {
-		name string
-		json bool
-	}{{"floor proxy", false}, {"floor proxy json", true}} {
-		s, err := startFloorProxy(ctx, e, fl.name, fl.json)
+		name            string
+		json, stateless bool
+	}{{"floor proxy", false, false}, {"floor proxy json", true, false}, {"floor proxy 2026-07-28", true, true}} {
+		s, err := startFloorProxy(ctx, e, fl.name, fl.json, fl.stateless)
 		if err != nil {
 			return err
 		}
@@ -130,7 +130,7 @@ func benchFront(ctx context.Context, e *env, r *results) error {
 	}
 	if bestName == "" {
 		for _, k := range []string{"front_peer_added_ratio", "front_2026_peer_added_ratio", "front_no_caps_peer_added_ratio",
-			"floor_proxy_peer_added_ratio", "floor_proxy_json_peer_added_ratio"} {
+			"floor_proxy_peer_added_ratio", "floor_proxy_json_peer_added_ratio", "floor_proxy_2026_peer_added_ratio"} {
 			r.skip(k, "-peers=false")
 		}
 		return nil
@@ -145,7 +145,8 @@ func benchFront(ctx context.Context, e *env, r *results) error {
 		key string
 		p   path
 	}{{"front_2026_peer_added_ratio", frontStateless}, {"front_no_caps_peer_added_ratio", frontPlain},
-		{"floor_proxy_peer_added_ratio", path{name: "floor proxy"}}, {"floor_proxy_json_peer_added_ratio", path{name: "floor proxy json"}}} {
+		{"floor_proxy_peer_added_ratio", path{name: "floor proxy"}}, {"floor_proxy_json_peer_added_ratio", path{name: "floor proxy json"}},
+		{"floor_proxy_2026_peer_added_ratio", path{name: "floor proxy 2026-07-28"}}} {
 		ratio := round3(float64(pct(lat[k.p.name], 50)-dp50) / float64(best))
 		r.set(k.key, ratio)
 		goal := "≤ 0.4"

@@ -25,10 +25,13 @@ import (
 
 // floorProxyEnv holds the upstream binary of a floor proxy process;
 // floorJSONEnv=1 makes it answer with application/json instead of an
-// event stream (go-sdk's StreamableHTTPOptions.JSONResponse).
+// event stream (go-sdk's StreamableHTTPOptions.JSONResponse),
+// floorStatelessEnv=1 serve go-sdk's stateless handler (a session per
+// request: what a 2026-07-28 client gets from the front door).
 const (
-	floorProxyEnv = "TOOLSVC_BENCH_FLOOR_PROXY"
-	floorJSONEnv  = "TOOLSVC_BENCH_FLOOR_JSON"
+	floorProxyEnv     = "TOOLSVC_BENCH_FLOOR_PROXY"
+	floorJSONEnv      = "TOOLSVC_BENCH_FLOOR_JSON"
+	floorStatelessEnv = "TOOLSVC_BENCH_FLOOR_STATELESS"
 )
 
 // floorProxyMain runs the floor proxy until SIGTERM; it prints
@@ -57,7 +60,7 @@ func floorProxyMain(upstream string) error {
 		srv.AddTool(t, call)
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{JSONResponse: os.Getenv(floorJSONEnv) == "1"})
+		&mcp.StreamableHTTPOptions{JSONResponse: os.Getenv(floorJSONEnv) == "1", Stateless: os.Getenv(floorStatelessEnv) == "1"})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -76,8 +79,9 @@ func floorProxyMain(upstream string) error {
 
 // startFloorProxy starts a floor proxy in front of its own stdio child of
 // the upstream and connects the bench's MCP client (the one the peers get)
-// to it.
-func startFloorProxy(ctx context.Context, e *env, name string, jsonResponse bool) (*mcp.ClientSession, error) {
+// to it: at 2025-11-25, or, stateless, as the front door's 2026-07-28
+// client connects.
+func startFloorProxy(ctx context.Context, e *env, name string, jsonResponse, stateless bool) (*mcp.ClientSession, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -85,6 +89,9 @@ func startFloorProxy(ctx context.Context, e *env, name string, jsonResponse bool
 	env := []string{floorProxyEnv + "=" + e.upstream}
 	if jsonResponse {
 		env = append(env, floorJSONEnv+"=1")
+	}
+	if stateless {
+		env = append(env, floorStatelessEnv+"=1")
 	}
 	p, err := start(name, env, e.root, self)
 	if err != nil {
@@ -94,7 +101,14 @@ func startFloorProxy(ctx context.Context, e *env, name string, jsonResponse bool
 	if err != nil {
 		return nil, err
 	}
-	s, err := connectMCP(ctx, httpTransport("http://"+addr+"/mcp"))
+	var s *mcp.ClientSession
+	if stateless {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		s, err = mcpClient.Connect(cctx, httpTransport("http://"+addr+"/mcp"), nil)
+		cancel()
+	} else {
+		s, err = connectMCP(ctx, httpTransport("http://"+addr+"/mcp"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: connect: %w; output:\n%s", name, err, p.output())
 	}

@@ -211,7 +211,7 @@ func run(ctx context.Context) error {
 	}
 	if skipped["front"] {
 		r.skipMany([]string{"front_peer_added_ratio", "front_2026_peer_added_ratio", "front_no_caps_peer_added_ratio",
-			"floor_proxy_peer_added_ratio", "floor_proxy_json_peer_added_ratio"}, "front_peer_added_ratio", "-skip front")
+			"floor_proxy_peer_added_ratio", "floor_proxy_json_peer_added_ratio", "floor_proxy_2026_peer_added_ratio"}, "front_peer_added_ratio", "-skip front")
 	} else if err := benchFront(ctx, e, r); err != nil {
 		return fmt.Errorf("MCP front door: %w", err)
 	}
