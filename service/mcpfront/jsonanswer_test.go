@@ -33,6 +33,14 @@ func TestPlainCall(t *testing.T) {
 		{`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo"}}]`, false},  // a batch
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"tools/call"}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`, false}, // cut short
+		// Keys as go-sdk matches them, exactly: "ProgressToken" is no
+		// progress token to go-sdk's handler, "Method" no method.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","_meta":{"ProgressToken":"t"}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"s__echo"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"s__echo","Task":{"ttl":1000}}}`, true},
+		// A repeated key: the last one, as go-sdk keeps it.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/list","params":{"name":"s__echo"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{"name":"s__echo"}}`, true},
 	} {
 		if got := plainCall([]byte(tc.body)) != nil; got != tc.want {
 			t.Errorf("plainCall(%s) = %v, want %v", tc.body, got, tc.want)
@@ -145,3 +153,26 @@ func TestGoSDKRespondWithJSON(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// BenchmarkPlainCall is the JSON rule's read of a call's head, for a
+// 2025-11-25 call and a 2026-07-28 one (its _meta with the client's
+// information and capabilities).
+//
+//	go test -run XXX -bench PlainCall -benchmem ./service/mcpfront
+func BenchmarkPlainCall(b *testing.B) {
+	for name, body := range map[string]string{
+		"2025-11-25": `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"s__echo","arguments":{"text":"hello"}}}`,
+		"2026-07-28": `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"s__echo","arguments":{"text":"hello"},"_meta":{` +
+			`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},` +
+			`"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true}}}}}`,
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if plainCall([]byte(body)) == nil {
+					b.Fatal("not a plain call")
+				}
+			}
+		})
+	}
+}

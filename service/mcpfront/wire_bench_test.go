@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/toolsvc/toolsvc/internal/proccpu"
@@ -49,6 +51,22 @@ func BenchmarkFrontCall(b *testing.B) {
 		b.Fatal("bridge not ready")
 	}
 	c := core.New(br, core.Options{})
+	// The floor: a bare go-sdk server whose tools/call handler calls a
+	// go-sdk ClientSession over stdio (the bench's floor proxy,
+	// tests/bench/frontfloor.go), for the same client and upstream.
+	for _, caps := range []string{"none", "roots"} {
+		for _, jsonResponse := range []bool{false, true} {
+			answer := "sse"
+			if jsonResponse {
+				answer = "json"
+			}
+			b.Run(fmt.Sprintf("floor/%s/echo/%s", caps, answer), func(b *testing.B) {
+				srv := httptest.NewServer(floorProxy(b, bin, jsonResponse))
+				defer srv.Close()
+				benchmarkFrontCall(b, nil, srv.URL+"/mcp", "2025-11-25", caps, "echo")
+			})
+		}
+	}
 	for _, era := range []string{"2025-11-25", "2026-07-28"} {
 		for _, caps := range []string{"none", "roots"} {
 			for _, result := range []string{"echo", "text16k"} {
@@ -118,13 +136,52 @@ func benchmarkFrontCall(b *testing.B, f *Front, url, era, caps, result string) {
 	for range 200 { // warm up: connections, the catalog, the collector
 		one()
 	}
-	passed := f.paths.callPassed
-	before := testutil.ToFloat64(passed)
+	passed := func() float64 { return 0 }
+	if f != nil {
+		passed = func() float64 { return testutil.ToFloat64(f.paths.callPassed) }
+	}
+	before := passed()
 	b.ReportAllocs()
 	cpu0 := proccpu.Used()
 	for b.Loop() {
 		one()
 	}
 	b.ReportMetric(float64(proccpu.Used()-cpu0)/float64(b.N), "cpu-ns/op")
-	b.ReportMetric((testutil.ToFloat64(passed)-before)/float64(b.N), "passed/op")
+	if f != nil {
+		b.ReportMetric((passed()-before)/float64(b.N), "passed/op")
+	}
+}
+
+// floorProxy is the floor of BenchmarkFrontCall: go-sdk's streamable
+// HTTP handler (stateful, as go-sdk answers by default or as JSON) whose
+// server has the upstream's tools under the front door's names, each
+// answered by calling it on a go-sdk ClientSession to bin over stdio.
+func floorProxy(b *testing.B, bin string, jsonResponse bool) http.Handler {
+	ctx, cancel := context.WithTimeout(b.Context(), defaultTestTimeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "floor", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	up, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin, "-mode", "stdio")},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = up.Close() })
+	srv := mcp.NewServer(&mcp.Implementation{Name: "floor", Version: "1"}, nil)
+	for t, err := range up.Tools(ctx, nil) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := t.Name
+		t.Name = "s__" + name
+		srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: req.Params.Arguments})
+		})
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	b.Cleanup(func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	return h
 }

@@ -59,8 +59,15 @@ var (
 const notMeasuredMark = "not measured in this run"
 
 func main() {
-	flag.Parse()
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	if up := os.Getenv(floorProxyEnv); up != "" { // the front phase's floor proxy (frontfloor.go)
+		log.SetPrefix("floor proxy: ")
+		if err := floorProxyMain(up); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	flag.Parse()
 	log.SetPrefix("bench: ")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx)
@@ -203,7 +210,8 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("node agent: %w", err)
 	}
 	if skipped["front"] {
-		r.skipMany([]string{"front_peer_added_ratio", "front_2026_peer_added_ratio", "front_no_caps_peer_added_ratio"}, "front_peer_added_ratio", "-skip front")
+		r.skipMany([]string{"front_peer_added_ratio", "front_2026_peer_added_ratio", "front_no_caps_peer_added_ratio",
+			"floor_proxy_peer_added_ratio", "floor_proxy_json_peer_added_ratio", "floor_proxy_2026_peer_added_ratio"}, "front_peer_added_ratio", "-skip front")
 	} else if err := benchFront(ctx, e, r); err != nil {
 		return fmt.Errorf("MCP front door: %w", err)
 	}

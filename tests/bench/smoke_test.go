@@ -25,7 +25,7 @@ var figures = []string{
 	"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
 	"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio",
 	"load_avg_1m_at_start",
-	"front_peer_added_ratio",
+	"front_peer_added_ratio", "floor_proxy_peer_added_ratio", "floor_proxy_json_peer_added_ratio", "floor_proxy_2026_peer_added_ratio",
 	"continuation_ratio_parked", "continuation_ratio_relayed",
 	"peruser_session_create_p50_ms", "peruser_idle_session_kib",
 	"fleet_listed_ms", "fleet_heap_kib_per_upstream", "fleet_goroutines_per_upstream", "fleet_relisted_ms", "fleet_quiet_p99_ratio",
@@ -88,7 +88,8 @@ func TestSmoke(t *testing.T) {
 	for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "list_ratio", "storm_lists", "storm_call_p99_ratio",
 		"py_call_p50_ratio", "py_call_p99_ratio", "py_throughput_ratio",
 		"node_call_p50_ratio", "node_call_p99_ratio", "node_throughput_ratio",
-		"continuation_ratio_parked", "continuation_ratio_relayed"} {
+		"continuation_ratio_parked", "continuation_ratio_relayed", "floor_proxy_added_p50_us", "floor_proxy_json_added_p50_us",
+		"floor_proxy_2026_07_28_added_p50_us"} {
 		if _, num := res[k].(float64); !num {
 			t.Errorf("%q = %v, want a number", k, res[k])
 		}
