@@ -18,7 +18,9 @@
 // Servers: "s" is its own stdio child of -upstream, "h" the streamable
 // HTTP upstream at -http, "g" the MCP gRPC binding upstream at -mcp-grpc
 // (a gRPC client, no MCP session). Each is optional. It prints
-// "ADDR host:port" once it serves.
+// "ADDR host:port" once it serves; with -pprof it serves net/http/pprof
+// too (the bench's -profile takes the floor's CPU profile and execution
+// trace beside toolsvc's).
 package main
 
 import (
@@ -27,6 +29,8 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // -pprof: the bench's -profile profiles the floor beside toolsvc
 	"os"
 	"os/exec"
 	"strings"
@@ -50,6 +54,7 @@ func main() {
 	upstream := flag.String("upstream", "", "the bench upstream binary: server s is its stdio child")
 	httpURL := flag.String("http", "", "streamable HTTP upstream URL: server h")
 	grpcAddr := flag.String("mcp-grpc", "", "MCP gRPC binding upstream address: server g")
+	pprofAddr := flag.String("pprof", "", "serve net/http/pprof on this address (prints \"pprof on ADDR\")")
 	flag.Parse()
 	log.SetFlags(0)
 	ctx := context.Background()
@@ -76,6 +81,14 @@ func main() {
 			log.Fatalf("floorgw: %v", err)
 		}
 		gw.mcpGRPC = pb.NewMcpClient(cc)
+	}
+	if *pprofAddr != "" {
+		pl, err := net.Listen("tcp", *pprofAddr)
+		if err != nil {
+			log.Fatalf("floorgw: %v", err)
+		}
+		fmt.Fprintf(os.Stdout, "pprof on %s\n", pl.Addr())
+		go http.Serve(pl, nil) //nolint:errcheck // ends with the process
 	}
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
