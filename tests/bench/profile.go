@@ -17,11 +17,12 @@ import (
 )
 
 // profileCalls runs a profiling build of toolsvc (-tags benchprofile) in
-// front of the stdio upstream, drives *callers concurrent callers for
+// front of the stdio upstream (-profile-transport http: the HTTP one), drives *callers concurrent callers for
 // *profileSecs and writes cpu.pprof, allocs.pprof (allocations during the
 // load only) and trace.out (a 1 s execution trace) into *profileDir; then
 // the same for the floor gateway (tests/bench/floorgw: grpc-go in, go-sdk's
-// ClientSession out) in front of its own stdio child, as floor-cpu.pprof,
+// ClientSession out) in front of its own stdio child (or the same HTTP
+// upstream), as floor-cpu.pprof,
 // floor-allocs.pprof and floor-trace.out. With -callers 1 the two traces
 // show what a sequential call costs on each side.
 func profileCalls(ctx context.Context, e *env) error {
@@ -29,7 +30,21 @@ func profileCalls(ctx context.Context, e *env) error {
 	if err := os.MkdirAll(*profileDir, 0o755); err != nil {
 		return err
 	}
-	ts, err := startToolsvc(ctx, e, "profile", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"s": {"command": %q, "args": ["-mode", "stdio"]}}}`, e.upstream),
+	// The upstream: toolsvc's own stdio child and the floor's (server s),
+	// or with -profile-transport http one HTTP upstream for both (server h).
+	server, servers, floorArgs := "s", fmt.Sprintf(`{"s": {"command": %q, "args": ["-mode", "stdio"]}}`, e.upstream), []string{"-upstream", e.upstream}
+	switch *profileTransport {
+	case "stdio":
+	case "http":
+		_, url, err := startUpstream(ctx, e, "http")
+		if err != nil {
+			return err
+		}
+		server, servers, floorArgs = "h", fmt.Sprintf(`{"h": {"url": %q}}`, url), []string{"-http", url}
+	default:
+		return fmt.Errorf("-profile-transport %q: want stdio or http", *profileTransport)
+	}
+	ts, err := startToolsvc(ctx, e, "profile", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": %s}`, servers),
 		"TOOLSVC_BENCH_PPROF=127.0.0.1:0")
 	if err != nil {
 		return err
@@ -39,12 +54,12 @@ func profileCalls(ctx context.Context, e *env) error {
 		ts.close()
 		return fmt.Errorf("toolsvc was not built with -tags benchprofile: %w", err)
 	}
-	err = profileLoad(ctx, "", addr, path{name: "toolsvc stdio", call: toolsvcEcho(ts.client, "s")})
+	err = profileLoad(ctx, "", addr, path{name: "toolsvc " + *profileTransport, call: toolsvcEcho(ts.client, server)})
 	ts.close() // before the floor's load: one process under test at a time
 	if err != nil {
 		return err
 	}
-	fl, err := startFloor(ctx, e, "-upstream", e.upstream, "-pprof", "127.0.0.1:0")
+	fl, err := startFloor(ctx, e, append(floorArgs, "-pprof", "127.0.0.1:0")...)
 	if err != nil {
 		return err
 	}
@@ -53,7 +68,7 @@ func profileCalls(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	return profileLoad(ctx, "floor-", faddr, path{name: "floor stdio", call: toolsvcEcho(fl.client, "s")})
+	return profileLoad(ctx, "floor-", faddr, path{name: "floor " + *profileTransport, call: toolsvcEcho(fl.client, server)})
 }
 
 var floorPprofRE = regexp.MustCompile(`^pprof on (\S+)`)
