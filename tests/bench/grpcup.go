@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -26,15 +27,7 @@ var listeningRE = regexp.MustCompile(`listening on (\S+)`)
 // toolsvc p50 / (direct p50 + no-op p50), the goal at most 1.15.
 func benchGRPCUpstream(ctx context.Context, e *env, r *results) error {
 	defer stopAll()
-	exe := filepath.Join(e.tmp, "mcpgrpcupstream")
-	if err := goBuild(e.root, exe, "./tests/mcpgrpcupstream"); err != nil {
-		return err
-	}
-	up, err := start("mcpgrpcupstream", nil, e.root, exe, "-addr", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	addr, err := up.waitFor(ctx, listeningRE, 30*time.Second)
+	up, addr, err := startMcpGRPCUpstreamProc(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -114,4 +107,28 @@ func benchGRPCUpstream(ctx context.Context, e *env, r *results) error {
 	r.row("grpc upstream: floor gateway p50, call_p50_ratio (spread)", fmt.Sprintf("%.0f µs, %v (%s)", us(fp50), fratio, fsp), "")
 	r.row("grpc upstream: toolsvc p50 / floor p50 (spread)", fmt.Sprintf("%v (%s)", round3(float64(tp50)/float64(fp50)), osp), "")
 	return nil
+}
+
+// startMcpGRPCUpstreamProc builds (once per run) and starts
+// tests/mcpgrpcupstream and returns it and its address.
+func startMcpGRPCUpstreamProc(ctx context.Context, e *env) (*proc, string, error) {
+	exe := filepath.Join(e.tmp, "mcpgrpcupstream")
+	if _, err := os.Stat(exe); err != nil {
+		if err := goBuild(e.root, exe, "./tests/mcpgrpcupstream"); err != nil {
+			return nil, "", err
+		}
+	}
+	up, err := start("mcpgrpcupstream", nil, e.root, exe, "-addr", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	addr, err := up.waitFor(ctx, listeningRE, 30*time.Second)
+	return up, addr, err
+}
+
+// startMcpGRPCUpstream is startMcpGRPCUpstreamProc for a caller that only
+// needs the address (stopAll stops the process).
+func startMcpGRPCUpstream(ctx context.Context, e *env) (string, error) {
+	_, addr, err := startMcpGRPCUpstreamProc(ctx, e)
+	return addr, err
 }

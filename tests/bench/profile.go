@@ -17,12 +17,13 @@ import (
 )
 
 // profileCalls runs a profiling build of toolsvc (-tags benchprofile) in
-// front of the stdio upstream (-profile-transport http: the HTTP one), drives *callers concurrent callers for
+// front of the stdio upstream (-profile-transport http: the HTTP one;
+// grpc: tests/mcpgrpcupstream, the MCP gRPC binding), drives *callers concurrent callers for
 // *profileSecs and writes cpu.pprof, allocs.pprof (allocations during the
 // load only) and trace.out (a 1 s execution trace) into *profileDir; then
 // the same for the floor gateway (tests/bench/floorgw: grpc-go in, go-sdk's
-// ClientSession out) in front of its own stdio child (or the same HTTP
-// upstream), as floor-cpu.pprof,
+// ClientSession or the binding's client out) in front of its own stdio
+// child (or the same HTTP or gRPC upstream), as floor-cpu.pprof,
 // floor-allocs.pprof and floor-trace.out. With -callers 1 the two traces
 // show what a sequential call costs on each side.
 func profileCalls(ctx context.Context, e *env) error {
@@ -41,8 +42,14 @@ func profileCalls(ctx context.Context, e *env) error {
 			return err
 		}
 		server, servers, floorArgs = "h", fmt.Sprintf(`{"h": {"url": %q}}`, url), []string{"-http", url}
+	case "grpc":
+		addr, err := startMcpGRPCUpstream(ctx, e)
+		if err != nil {
+			return err
+		}
+		server, servers, floorArgs = "g", fmt.Sprintf(`{"g": {"type": "grpc", "url": "grpc://%s"}}`, addr), []string{"-mcp-grpc", addr}
 	default:
-		return fmt.Errorf("-profile-transport %q: want stdio or http", *profileTransport)
+		return fmt.Errorf("-profile-transport %q: want stdio, http or grpc", *profileTransport)
 	}
 	ts, err := startToolsvc(ctx, e, "profile", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": %s}`, servers),
 		"TOOLSVC_BENCH_PPROF=127.0.0.1:0")
