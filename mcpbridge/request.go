@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,7 +32,7 @@ import (
 //
 // label names the request in logs and errors (`call "tool"`,
 // "resources/read").
-func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func(context.Context, *session) error) (err error) {
+func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, do func(context.Context, *session) error) (err error) {
 	if b.ctx.Err() != nil {
 		return ErrClosed
 	}
@@ -82,6 +83,24 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 		err, v = u.failure(ctx, s, err, label, ownDeadline)
 		return err
 	}
+}
+
+// requestLabel names a request in logs and errors: the method, and for a
+// tools/call the tool (`call "echo"`). It is formatted only when a log line
+// or an error needs it, never for a request that succeeds.
+type requestLabel struct {
+	method string
+	tool   string // quoted after method when set
+}
+
+// labelOf is the label of a request named by its method alone.
+func labelOf(method string) requestLabel { return requestLabel{method: method} }
+
+func (l requestLabel) String() string {
+	if l.tool == "" {
+		return l.method
+	}
+	return l.method + " " + strconv.Quote(l.tool)
 }
 
 // withCallTimeout applies the server's callTimeout when ctx has no
@@ -152,18 +171,19 @@ func (s *session) run(ctx context.Context, do func(context.Context, *session) er
 // knows: it restarted and never saw this request (HTTP 404 for our session
 // id), so the request is safe to send again on the next session, within
 // the caller's deadline.
-func (u *upstream) sessionExpired(s *session, err error, label string) bool {
+func (u *upstream) sessionExpired(s *session, err error, label requestLabel) bool {
 	if u.transportRefusal(err) != nil || !errors.Is(err, mcp.ErrSessionMissing) {
 		return false
 	}
 	s.markDead(err)
-	u.log.Info("session expired upstream; sending the request again on a new session", "request", label)
+	u.log.Info("session expired upstream; sending the request again on a new session", "request", label.String())
 	return true
 }
 
 // failure maps a failed request's error, and says what it tells the
 // breaker.
-func (u *upstream) failure(ctx context.Context, s *session, err error, label string, ownDeadline bool) (error, verdict) {
+func (u *upstream) failure(ctx context.Context, s *session, err error, rl requestLabel, ownDeadline bool) (error, verdict) {
+	label := rl.String()
 	server := u.cfg.Name
 	var werr *jsonrpc.Error
 	if lerr := u.transportRefusal(err); lerr != nil {
