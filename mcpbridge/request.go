@@ -38,12 +38,13 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, d
 	}
 	var cancel context.CancelFunc
 	ownDeadline := false
+	base := ctx
 	if it := interactionOf(ctx); it != nil && it.Ask != nil {
 		ctx, cancel = u.withActiveTimeout(ctx, it)
 	} else {
 		ctx, cancel, ownDeadline = u.withCallTimeout(ctx)
 	}
-	defer cancel()
+	defer func() { cancel() }() // the context a retry replaces
 	trial, err := u.admit()
 	if err != nil {
 		return err
@@ -69,9 +70,26 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, d
 	u.inflight.Add(1)
 	defer u.inflight.Add(-1)
 	for try := 0; ; try++ {
-		if err = s.run(ctx, do); err == nil {
+		// With its own deadline the request's context is this request's
+		// alone: the session's death cancels it directly, with no context
+		// of the try's own (one cancelCtx, its Done channel and its place
+		// in the parent's children fewer per call). A caller's context, or
+		// the active clock's, gets a child as before.
+		var owned context.CancelFunc
+		if ownDeadline {
+			owned = cancel
+		}
+		var diedMidway bool
+		if err, diedMidway = s.run(ctx, owned, do); err == nil {
 			v = verdictSuccess
 			return nil
+		}
+		if diedMidway {
+			// The session's death cancelled the request's own context: a
+			// request sent again, and its again, get a new one with the
+			// same deadline, as they would have had before.
+			cancel()
+			ctx, cancel = withSameDeadline(base, ctx)
 		}
 		if try == 0 && u.sessionExpired(s, err, label) {
 			if ns, nd, werr := u.source.again(ctx, s); werr == nil {
@@ -83,6 +101,12 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, d
 		err, v = u.failure(ctx, s, err, label, ownDeadline)
 		return err
 	}
+}
+
+// withSameDeadline is a new context of base with old's deadline.
+func withSameDeadline(base, old context.Context) (context.Context, context.CancelFunc) {
+	dl, _ := old.Deadline()
+	return context.WithDeadline(base, dl)
 }
 
 // requestLabel names a request in logs and errors: the method, and for a
@@ -151,20 +175,28 @@ func (u *upstream) settle(v verdict, trial bool, s *session) {
 
 // run runs one request on the session. Its context also ends when the
 // session is found dead, so requests in flight fail at once instead of
-// waiting for a transport that will never answer.
-func (s *session) run(ctx context.Context, do func(context.Context, *session) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// waiting for a transport that will never answer: owned, when not nil,
+// cancels ctx, which is the request's alone (the session's death cancels
+// it directly; diedMidway reports that it did); else ctx gets a child that
+// the death cancels.
+func (s *session) run(ctx context.Context, owned context.CancelFunc, do func(context.Context, *session) error) (err error, diedMidway bool) {
+	cancel := owned
+	if cancel == nil {
+		var c context.CancelFunc
+		ctx, c = context.WithCancel(ctx)
+		defer c()
+		cancel = c
+	}
 	defer s.interact.begin(interactionOf(ctx))()
 	stop := context.AfterFunc(s.deadCtx, cancel)
-	defer stop()
-	err := do(ctx, s)
+	err = do(ctx, s)
+	diedMidway = !stop() && owned != nil
 	if err != nil && s.isDead() {
 		// Keep the request's own error too: a 404 (ErrSessionMissing) must
 		// stay recognisable when another goroutine saw the death first.
-		return fmt.Errorf("session dead: %w (request: %w)", s.deadErr(), err)
+		return fmt.Errorf("session dead: %w (request: %w)", s.deadErr(), err), diedMidway
 	}
-	return err
+	return err, diedMidway
 }
 
 // sessionExpired reports (and marks dead) a session the upstream no longer
