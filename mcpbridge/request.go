@@ -80,7 +80,7 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, d
 			owned = cancel
 		}
 		var diedMidway bool
-		if err, diedMidway = s.run(ctx, owned, do); err == nil {
+		if diedMidway, err = s.run(ctx, owned, do); err == nil {
 			v = verdictSuccess
 			return nil
 		}
@@ -179,7 +179,7 @@ func (u *upstream) settle(v verdict, trial bool, s *session) {
 // cancels ctx, which is the request's alone (the session's death cancels
 // it directly; diedMidway reports that it did); else ctx gets a child that
 // the death cancels.
-func (s *session) run(ctx context.Context, owned context.CancelFunc, do func(context.Context, *session) error) (err error, diedMidway bool) {
+func (s *session) run(ctx context.Context, owned context.CancelFunc, do func(context.Context, *session) error) (diedMidway bool, err error) {
 	cancel := owned
 	if cancel == nil {
 		var c context.CancelFunc
@@ -194,9 +194,9 @@ func (s *session) run(ctx context.Context, owned context.CancelFunc, do func(con
 	if err != nil && s.isDead() {
 		// Keep the request's own error too: a 404 (ErrSessionMissing) must
 		// stay recognisable when another goroutine saw the death first.
-		return fmt.Errorf("session dead: %w (request: %w)", s.deadErr(), err), diedMidway
+		return diedMidway, fmt.Errorf("session dead: %w (request: %w)", s.deadErr(), err)
 	}
-	return err, diedMidway
+	return diedMidway, err
 }
 
 // sessionExpired reports (and marks dead) a session the upstream no longer
