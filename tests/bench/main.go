@@ -45,14 +45,13 @@ var (
 	watchReplicas     = flag.Bool("watch-replicas", true, "with -watch, also run ./tests/bench/watch with -watch-replicas-args (watch_p99_ms_100k_3r)")
 	watchReplicasArgs = flag.String("watch-replicas-args", "-watchers 100000 -conns 300 -replicas 3 -client h2 -storm-for 0",
 		"arguments for the replicas run of ./tests/bench/watch")
-	profileDir       = flag.String("profile", "", "write toolsvc CPU and allocation profiles of the call phase into this directory")
-	profileSecs      = flag.Int("profile-seconds", 20, "length of the profiled call load")
-	profileTransport = flag.String("profile-transport", "stdio", "the upstream of -profile's call load: stdio or http")
-	toolsvcBin       = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
-	toolsvcEnv       = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
-	skipPhases       = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, fleet, front, tasks, peruser, grpcup (their figures are marked not measured)")
-	upstreamBin      = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
-	directSDK        = flag.String("direct-sdk", "patched", "the go-sdk the direct client and the upstream are built with: patched (this module's, as toolsvc's) or stock (v1.8.0 as released, what the SDK's users have: the bench rebuilds itself with it and runs that build)")
+	profileDir  = flag.String("profile", "", "write toolsvc CPU and allocation profiles of the call phase into this directory")
+	profileSecs = flag.Int("profile-seconds", 20, "length of the profiled call load")
+	toolsvcBin  = flag.String("toolsvc", "", "toolsvc binary (default: go build ./cmd/toolsvc)")
+	toolsvcEnv  = flag.String("toolsvc-env", "", "extra environment for toolsvc, space-separated K=V (e.g. GOGC=400)")
+	skipPhases  = flag.String("skip", "", "comma-separated phases to leave out: calls (the peers too), peercatalog, continuation, python, node, catalog, storm, fleet, front, tasks, peruser, grpcup (their figures are marked not measured)")
+	upstreamBin = flag.String("upstream", "", "upstream binary (default: go build ./tests/bench/upstream)")
+	directSDK   = flag.String("direct-sdk", "patched", "the go-sdk the direct client and the upstream are built with: patched (this module's, as toolsvc's) or stock (v1.8.0 as released, what the SDK's users have: the bench rebuilds itself with it and runs that build)")
 )
 
 // notMeasured is the JSON value of a figure this run did not measure; the

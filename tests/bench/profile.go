@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -78,7 +79,10 @@ func profileCalls(ctx context.Context, e *env) error {
 	return profileLoad(ctx, "floor-", faddr, path{name: "floor " + *profileTransport, call: toolsvcEcho(fl.client, server)})
 }
 
-var floorPprofRE = regexp.MustCompile(`^pprof on (\S+)`)
+var (
+	floorPprofRE     = regexp.MustCompile(`^pprof on (\S+)`)
+	profileTransport = flag.String("profile-transport", "stdio", "the upstream of -profile's call load: stdio, http or grpc (tests/mcpgrpcupstream)")
+)
 
 // profileLoad drives p from *callers callers for *profileSecs and fetches
 // the CPU and allocation profiles and a 1 s execution trace of the process
