@@ -629,7 +629,7 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 		ctx = withInteraction(ctx, it)
 	}
 	var res *mcp.CallToolResult
-	err = b.request(ctx, u, fmt.Sprintf("call %q", tool), func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, requestLabel{method: "call", tool: tool}, func(ctx context.Context, s *session) error {
 		var err error
 		res, err = s.call(ctx, tool, args, opts)
 		if err != nil && !taskAsked(ctx) && needsTasksExtension(err) {
@@ -706,12 +706,16 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 		span.End()
 	}()
 	params := &mcp.CallToolParams{Name: tool, Arguments: args}
-	carrier := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, carrier)
-	if len(carrier) > 0 {
-		params.Meta = mcp.Meta{}
-		for k, v := range carrier {
-			params.Meta[k] = v
+	// TraceContext injects nothing without a valid span context (no
+	// tracing configured, no trace from the caller): no carrier then.
+	if span.SpanContext().IsValid() {
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, carrier)
+		if len(carrier) > 0 {
+			params.Meta = mcp.Meta{}
+			for k, v := range carrier {
+				params.Meta[k] = v
+			}
 		}
 	}
 	s.forwardPrincipal(params, opts)

@@ -103,7 +103,7 @@ func (b *Bridge) Complete(ctx context.Context, c Completion) (*mcp.CompleteResul
 		return noCompletions(), nil
 	}
 	var res *mcp.CompleteResult
-	err = b.request(ctx, u, "completion/complete", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, labelOf("completion/complete"), func(ctx context.Context, s *session) error {
 		if !s.canComplete() { // a new session (after an expired one) without the capability
 			res = noCompletions()
 			return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,18 +32,19 @@ import (
 //
 // label names the request in logs and errors (`call "tool"`,
 // "resources/read").
-func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func(context.Context, *session) error) (err error) {
+func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, do func(context.Context, *session) error) (err error) {
 	if b.ctx.Err() != nil {
 		return ErrClosed
 	}
 	var cancel context.CancelFunc
 	ownDeadline := false
+	base := ctx
 	if it := interactionOf(ctx); it != nil && it.Ask != nil {
 		ctx, cancel = u.withActiveTimeout(ctx, it)
 	} else {
 		ctx, cancel, ownDeadline = u.withCallTimeout(ctx)
 	}
-	defer cancel()
+	defer func() { cancel() }() // the context a retry replaces
 	trial, err := u.admit()
 	if err != nil {
 		return err
@@ -68,9 +70,26 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 	u.inflight.Add(1)
 	defer u.inflight.Add(-1)
 	for try := 0; ; try++ {
-		if err = s.run(ctx, do); err == nil {
+		// With its own deadline the request's context is this request's
+		// alone: the session's death cancels it directly, with no context
+		// of the try's own (one cancelCtx, its Done channel and its place
+		// in the parent's children fewer per call). A caller's context, or
+		// the active clock's, gets a child as before.
+		var owned context.CancelFunc
+		if ownDeadline {
+			owned = cancel
+		}
+		var diedMidway bool
+		if diedMidway, err = s.run(ctx, owned, do); err == nil {
 			v = verdictSuccess
 			return nil
+		}
+		if diedMidway {
+			// The session's death cancelled the request's own context: a
+			// request sent again, and its again, get a new one with the
+			// same deadline, as they would have had before.
+			cancel()
+			ctx, cancel = withSameDeadline(base, ctx)
 		}
 		if try == 0 && u.sessionExpired(s, err, label) {
 			if ns, nd, werr := u.source.again(ctx, s); werr == nil {
@@ -82,6 +101,30 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 		err, v = u.failure(ctx, s, err, label, ownDeadline)
 		return err
 	}
+}
+
+// withSameDeadline is a new context of base with old's deadline.
+func withSameDeadline(base, old context.Context) (context.Context, context.CancelFunc) {
+	dl, _ := old.Deadline()
+	return context.WithDeadline(base, dl)
+}
+
+// requestLabel names a request in logs and errors: the method, and for a
+// tools/call the tool (`call "echo"`). It is formatted only when a log line
+// or an error needs it, never for a request that succeeds.
+type requestLabel struct {
+	method string
+	tool   string // quoted after method when set
+}
+
+// labelOf is the label of a request named by its method alone.
+func labelOf(method string) requestLabel { return requestLabel{method: method} }
+
+func (l requestLabel) String() string {
+	if l.tool == "" {
+		return l.method
+	}
+	return l.method + " " + strconv.Quote(l.tool)
 }
 
 // withCallTimeout applies the server's callTimeout when ctx has no
@@ -132,38 +175,47 @@ func (u *upstream) settle(v verdict, trial bool, s *session) {
 
 // run runs one request on the session. Its context also ends when the
 // session is found dead, so requests in flight fail at once instead of
-// waiting for a transport that will never answer.
-func (s *session) run(ctx context.Context, do func(context.Context, *session) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// waiting for a transport that will never answer: owned, when not nil,
+// cancels ctx, which is the request's alone (the session's death cancels
+// it directly; diedMidway reports that it did); else ctx gets a child that
+// the death cancels.
+func (s *session) run(ctx context.Context, owned context.CancelFunc, do func(context.Context, *session) error) (diedMidway bool, err error) {
+	cancel := owned
+	if cancel == nil {
+		var c context.CancelFunc
+		ctx, c = context.WithCancel(ctx)
+		defer c()
+		cancel = c
+	}
 	defer s.interact.begin(interactionOf(ctx))()
 	stop := context.AfterFunc(s.deadCtx, cancel)
-	defer stop()
-	err := do(ctx, s)
+	err = do(ctx, s)
+	diedMidway = !stop() && owned != nil
 	if err != nil && s.isDead() {
 		// Keep the request's own error too: a 404 (ErrSessionMissing) must
 		// stay recognisable when another goroutine saw the death first.
-		return fmt.Errorf("session dead: %w (request: %w)", s.deadErr(), err)
+		return diedMidway, fmt.Errorf("session dead: %w (request: %w)", s.deadErr(), err)
 	}
-	return err
+	return diedMidway, err
 }
 
 // sessionExpired reports (and marks dead) a session the upstream no longer
 // knows: it restarted and never saw this request (HTTP 404 for our session
 // id), so the request is safe to send again on the next session, within
 // the caller's deadline.
-func (u *upstream) sessionExpired(s *session, err error, label string) bool {
+func (u *upstream) sessionExpired(s *session, err error, label requestLabel) bool {
 	if u.transportRefusal(err) != nil || !errors.Is(err, mcp.ErrSessionMissing) {
 		return false
 	}
 	s.markDead(err)
-	u.log.Info("session expired upstream; sending the request again on a new session", "request", label)
+	u.log.Info("session expired upstream; sending the request again on a new session", "request", label.String())
 	return true
 }
 
 // failure maps a failed request's error, and says what it tells the
 // breaker.
-func (u *upstream) failure(ctx context.Context, s *session, err error, label string, ownDeadline bool) (error, verdict) {
+func (u *upstream) failure(ctx context.Context, s *session, err error, rl requestLabel, ownDeadline bool) (error, verdict) {
+	label := rl.String()
 	server := u.cfg.Name
 	var werr *jsonrpc.Error
 	if lerr := u.transportRefusal(err); lerr != nil {

@@ -110,7 +110,7 @@ func (b *Bridge) ReadResource(ctx context.Context, server, uri, principal string
 		ctx = withInteraction(ctx, in)
 	}
 	var res *mcp.ReadResourceResult
-	err = b.request(ctx, u, "resources/read", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, labelOf("resources/read"), func(ctx context.Context, s *session) error {
 		var err error
 		params := &mcp.ReadResourceParams{URI: uri, Meta: s.principalMeta(principal)}
 		if in != nil {
@@ -162,7 +162,7 @@ func (b *Bridge) GetPrompt(ctx context.Context, p *Prompt, args map[string]strin
 		ctx = withInteraction(ctx, in)
 	}
 	var res *mcp.GetPromptResult
-	err = b.request(ctx, u, "prompts/get", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, labelOf("prompts/get"), func(ctx context.Context, s *session) error {
 		var err error
 		params := &mcp.GetPromptParams{Name: p.P.Name, Arguments: args, Meta: s.principalMeta(principal)}
 		if in != nil {
@@ -425,7 +425,7 @@ func (b *Bridge) SubscribeResource(ctx context.Context, server, uri string) (*Re
 	}
 	var sub *ResourceSubscription
 	var pre error // decided without a request (not an upstream failure)
-	err = b.request(ctx, u, "resources/subscribe", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, labelOf("resources/subscribe"), func(ctx context.Context, s *session) error {
 		if _, can, _ := s.caps(); !can {
 			pre = unsupported
 			return nil

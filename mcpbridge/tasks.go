@@ -418,7 +418,7 @@ func (b *Bridge) ListTasks(ctx context.Context, server, cursor string) (_ []*Tas
 	var raw json.RawMessage
 	var owner string
 	var pre error
-	err = b.request(ctx, u, "tasks/list", func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, labelOf("tasks/list"), func(ctx context.Context, s *session) error {
 		era, own := s.tasks.current()
 		switch era {
 		case TaskEra2025:
@@ -499,7 +499,7 @@ func (b *Bridge) taskRequest(ctx context.Context, ref TaskRef, method string, p 
 	}
 	var raw json.RawMessage
 	var pre error // decided without a request (not an upstream failure)
-	err = b.request(ctx, u, method, func(ctx context.Context, s *session) error {
+	err = b.request(ctx, u, requestLabel{method: method}, func(ctx context.Context, s *session) error {
 		if pre = s.tasks.reach(ref); pre != nil {
 			return nil
 		}

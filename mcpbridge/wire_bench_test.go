@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,4 +101,56 @@ func startHTTPChild(tb testing.TB, bin string) string {
 		tb.Fatalf("child said %q, want its URL", line)
 	}
 	return url
+}
+
+// maxBridgeCallAllocs bounds the allocations of one successful tools/call
+// through the bridge on stdio (Bridge.CallTool to tests/testserver's echo:
+// the request path, go-sdk's client, toolsvc's stdio connection), as
+// TestBridgeCallAllocs counts them (the fewest of five runs; with -race one
+// more): 45 (46) when every call formatted its label, built a trace
+// carrier and gave each try a context of its own; 37 (38) since
+// (docs/benchmarks.md, "The shared call path against its floor").
+const maxBridgeCallAllocs = 39
+
+// TestBridgeCallAllocs: a successful, untraced call formats no label for
+// logs and errors it does not write, builds no trace-context carrier when
+// there is no trace to carry, and derives one context (its deadline, which
+// the session's death cancels), not two. Counted against a real stdio
+// child.
+func TestBridgeCallAllocs(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "testserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../tests/testserver").CombinedOutput(); err != nil {
+		t.Fatalf("building tests/testserver: %v\n%s", err, out)
+	}
+	br, err := New(Config{Servers: []ServerConfig{{Name: "s", Transport: TransportStdio, Command: bin, ProtocolVersion: "2025-11-25"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	select {
+	case <-br.Ready():
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("bridge not ready")
+	}
+	ctx := context.Background()
+	args := json.RawMessage(`{"text":"hello"}`)
+	call := func() {
+		res, err := br.CallTool(ctx, "s__echo", args, nil)
+		if err != nil || res.IsError || len(res.Content) != 1 {
+			t.Fatalf("CallTool = %+v, %v", res, err)
+		}
+	}
+	for range 50 { // warm up: the catalog, the connection's buffers
+		call()
+	}
+	// AllocsPerRun counts the whole process: the session's reader (which
+	// decodes the answer) belongs to the call, but other goroutines may
+	// allocate meanwhile, which only adds: the fewest of a few runs.
+	var runs []float64
+	for range 5 {
+		runs = append(runs, testing.AllocsPerRun(200, call))
+	}
+	if got := slices.Min(runs); got > maxBridgeCallAllocs {
+		t.Errorf("a call allocates %.1f times (runs %v), want at most %d", got, runs, maxBridgeCallAllocs)
+	}
 }

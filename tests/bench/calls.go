@@ -336,6 +336,11 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 		return nil, err
 	}
 	defer ts.close()
+	fl, err := startFloor(ctx, e, "-upstream", e.upstream, "-http", httpURL)
+	if err != nil {
+		return nil, err
+	}
+	defer fl.close()
 	ds, err := connectMCP(ctx, stdioTransport(e))
 	if err != nil {
 		return nil, fmt.Errorf("direct stdio: %w", err)
@@ -360,6 +365,10 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 	toolsvcStdio := path{"toolsvc stdio", toolsvcEcho(ts.client, "s"), ts.cpu}
 	directHTTP := path{"direct http", mcpEcho(dh), selfCPU}
 	toolsvcHTTP := path{"toolsvc http", toolsvcEcho(ts.client, "h"), ts.cpu}
+	// The floor: the same call through a gateway that is grpc-go in and
+	// go-sdk's ClientSession out and nothing else (tests/bench/floorgw).
+	floorStdio := path{"floor stdio", toolsvcEcho(fl.client, "s"), fl.cpu}
+	floorHTTP := path{"floor http", toolsvcEcho(fl.client, "h"), fl.cpu}
 	noopGRPC := path{"no-op gRPC", func(ctx context.Context) error {
 		_, err := health.Check(ctx, hreq)
 		return err
@@ -373,12 +382,12 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 	}}
 
 	log.Printf("call overhead: %d rounds of %d sequential calls per path", *rounds, *calls)
-	lat, latRounds, err := latencies(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC, toolsvcHealth})
+	lat, latRounds, err := latencies(ctx, []path{directStdio, toolsvcStdio, floorStdio, directHTTP, toolsvcHTTP, floorHTTP, noopGRPC, toolsvcHealth})
 	if err != nil {
 		return nil, err
 	}
 	log.Printf("call overhead: %d rounds of %d calls per path from %d callers", *rounds, *concCalls, *callers)
-	tput, cpu, machine, tputRounds, err := throughputsMachine(ctx, []path{directStdio, toolsvcStdio, directHTTP, toolsvcHTTP, noopGRPC})
+	tput, cpu, machine, tputRounds, err := throughputsMachine(ctx, []path{directStdio, toolsvcStdio, floorStdio, directHTTP, toolsvcHTTP, floorHTTP, noopGRPC})
 	if err != nil {
 		return nil, err
 	}
@@ -398,9 +407,10 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 	n := len(latRounds)
 	worstP50R, worstP99R, worstTputR := make([]float64, n), make([]float64, n), slices.Repeat([]float64{1e9}, n)
 	for _, tr := range []struct {
-		name            string
-		direct, toolsvc path
-	}{{"stdio", directStdio, toolsvcStdio}, {"http", directHTTP, toolsvcHTTP}} {
+		name                   string
+		direct, toolsvc, floor path
+	}{{"stdio", directStdio, toolsvcStdio, floorStdio}, {"http", directHTTP, toolsvcHTTP, floorHTTP}} {
+		reportFloor(r, tr.name, lat, latRounds, tput, cpu, machine, tr.direct, tr.toolsvc, tr.floor, noopGRPC)
 		d, t := lat[tr.direct.name], lat[tr.toolsvc.name]
 		dp50, dp99, tp50, tp99 := pct(d, 50), pct(d, 99), pct(t, 50), pct(t, 99)
 		p50r := round3(float64(tp50) / float64(dp50+noopP50))
@@ -468,4 +478,72 @@ func benchCalls(ctx context.Context, e *env, r *results) ([]peerSpec, error) {
 		return nil, nil
 	}
 	return benchPeers(ctx, e, r, directStdio, toolsvcStdio, ts.groupRSSKiB)
+}
+
+// floorProc is a running tests/bench/floorgw and a ToolService client of it.
+type floorProc struct {
+	*proc
+	conn   *grpc.ClientConn
+	client toolsvcv1.ToolServiceClient
+}
+
+// startFloor builds (once per run) and starts the floor gateway with args.
+func startFloor(ctx context.Context, e *env, args ...string) (*floorProc, error) {
+	exe := filepath.Join(e.tmp, "floorgw")
+	if _, err := os.Stat(exe); err != nil {
+		if err := goBuild(e.root, exe, "./tests/bench/floorgw"); err != nil {
+			return nil, err
+		}
+	}
+	p, err := start("floorgw", nil, e.root, append([]string{exe}, args...)...)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := p.waitFor(ctx, addrRE, 60*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	return &floorProc{proc: p, conn: conn, client: toolsvcv1.NewToolServiceClient(conn)}, nil
+}
+
+func (f *floorProc) close() {
+	f.conn.Close()
+	f.stop()
+}
+
+// reportFloor sets the floor gateway's figures of one transport beside
+// toolsvc's: its p50 ratio against the same denominator (direct p50 + the
+// no-op hop's), with its spread over rounds, toolsvc's p50 over the
+// floor's, and the floor's throughput and CPU per call. What the floor
+// misses the goal by is the libraries' share of toolsvc's miss.
+func reportFloor(r *results, tr string, lat map[string][]time.Duration, latRounds []map[string][]time.Duration,
+	tput map[string]float64, cpu, machine map[string]time.Duration, direct, toolsvc, floor, noop path) {
+	dp50, fp50, tp50, np50 := pct(lat[direct.name], 50), pct(lat[floor.name], 50), pct(lat[toolsvc.name], 50), pct(lat[noop.name], 50)
+	ratio := round3(float64(fp50) / float64(dp50+np50))
+	var per, over []float64
+	for _, lr := range latRounds {
+		d, f, t, n := pct(lr[direct.name], 50), pct(lr[floor.name], 50), pct(lr[toolsvc.name], 50), pct(lr[noop.name], 50)
+		per = append(per, float64(f)/float64(d+n))
+		over = append(over, float64(t)/float64(f))
+	}
+	sp := r.setSpread("floor_call_p50_ratio_"+tr, per)
+	osp := r.setSpread("toolsvc_over_floor_p50_"+tr, over)
+	r.set("floor_"+tr+"_p50_us", us(fp50))
+	r.set("floor_"+tr+"_p99_us", us(pct(lat[floor.name], 99)))
+	r.set("floor_call_p50_ratio_"+tr, ratio)
+	r.set("toolsvc_over_floor_p50_"+tr, round3(float64(tp50)/float64(fp50)))
+	r.set("floor_"+tr+"_calls_per_s", round3(tput[floor.name]))
+	r.set("floor_throughput_ratio_"+tr, round3(tput[floor.name]/tput[direct.name]))
+	r.set("floor_"+tr+"_cpu_us_per_call", us(cpu[floor.name]))
+	r.row(tr+": floor gateway p50 / p99", fmt.Sprintf("%.0f / %.0f µs", us(fp50), us(pct(lat[floor.name], 99))), "")
+	r.row(tr+": floor gateway call_p50_ratio (spread over rounds)", fmt.Sprintf("%v (%s)", ratio, sp), "")
+	r.row(tr+": toolsvc p50 / floor p50 (spread over rounds)", fmt.Sprintf("%v (%s)", round3(float64(tp50)/float64(fp50)), osp), "")
+	r.row(fmt.Sprintf("%s: floor gateway calls/s at %d callers, CPU per call", tr, *callers), fmt.Sprintf("%.0f, %.0f µs", tput[floor.name], us(cpu[floor.name])), "")
+	if machine != nil {
+		r.set("machine_cpu_us_per_call_floor_"+tr, us(machine[floor.name]))
+	}
 }

@@ -154,7 +154,7 @@ func run(ctx context.Context) error {
 		skipped[strings.TrimSpace(p)] = true
 	}
 	if skipped["calls"] {
-		for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "peer_added_latency_ratio"} {
+		for _, k := range []string{"call_p50_ratio", "call_p99_ratio", "throughput_ratio", "peer_added_latency_ratio", "floor_call_p50_ratio_stdio", "floor_call_p50_ratio_http"} {
 			r.skip(k, "-skip calls")
 		}
 		skipPeerFigures(r, "-skip calls")
@@ -227,6 +227,7 @@ func run(ctx context.Context) error {
 	}
 	if skipped["grpcup"] {
 		r.skip("grpc_upstream_call_p50_ratio", "-skip grpcup")
+		r.skip("grpc_upstream_floor_call_p50_ratio", "-skip grpcup")
 	} else if err := benchGRPCUpstream(ctx, e, r); err != nil {
 		return fmt.Errorf("grpc upstream: %w", err)
 	}

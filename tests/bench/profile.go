@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"time"
 
@@ -16,25 +18,76 @@ import (
 )
 
 // profileCalls runs a profiling build of toolsvc (-tags benchprofile) in
-// front of the stdio upstream, drives *callers concurrent callers for
-// *profileSecs and writes cpu.pprof and allocs.pprof (allocations during
-// the load only) into *profileDir.
+// front of the stdio upstream (-profile-transport http: the HTTP one;
+// grpc: tests/mcpgrpcupstream, the MCP gRPC binding), drives *callers concurrent callers for
+// *profileSecs and writes cpu.pprof, allocs.pprof (allocations during the
+// load only) and trace.out (a 1 s execution trace) into *profileDir; then
+// the same for the floor gateway (tests/bench/floorgw: grpc-go in, go-sdk's
+// ClientSession or the binding's client out) in front of its own stdio
+// child (or the same HTTP or gRPC upstream), as floor-cpu.pprof,
+// floor-allocs.pprof and floor-trace.out. With -callers 1 the two traces
+// show what a sequential call costs on each side.
 func profileCalls(ctx context.Context, e *env) error {
 	defer stopAll()
 	if err := os.MkdirAll(*profileDir, 0o755); err != nil {
 		return err
 	}
-	ts, err := startToolsvc(ctx, e, "profile", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": {"s": {"command": %q, "args": ["-mode", "stdio"]}}}`, e.upstream),
+	// The upstream: toolsvc's own stdio child and the floor's (server s),
+	// or with -profile-transport http one HTTP upstream for both (server h).
+	server, servers, floorArgs := "s", fmt.Sprintf(`{"s": {"command": %q, "args": ["-mode", "stdio"]}}`, e.upstream), []string{"-upstream", e.upstream}
+	switch *profileTransport {
+	case "stdio":
+	case "http":
+		_, url, err := startUpstream(ctx, e, "http")
+		if err != nil {
+			return err
+		}
+		server, servers, floorArgs = "h", fmt.Sprintf(`{"h": {"url": %q}}`, url), []string{"-http", url}
+	case "grpc":
+		addr, err := startMcpGRPCUpstream(ctx, e)
+		if err != nil {
+			return err
+		}
+		server, servers, floorArgs = "g", fmt.Sprintf(`{"g": {"type": "grpc", "url": "grpc://%s"}}`, addr), []string{"-mcp-grpc", addr}
+	default:
+		return fmt.Errorf("-profile-transport %q: want stdio, http or grpc", *profileTransport)
+	}
+	ts, err := startToolsvc(ctx, e, "profile", fmt.Sprintf(`{"refreshInterval": "1h", "mcpServers": %s}`, servers),
 		"TOOLSVC_BENCH_PPROF=127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	defer ts.close()
 	addr, err := ts.waitFor(ctx, pprofRE, 10*time.Second)
 	if err != nil {
+		ts.close()
 		return fmt.Errorf("toolsvc was not built with -tags benchprofile: %w", err)
 	}
-	p := path{name: "toolsvc stdio", call: toolsvcEcho(ts.client, "s")}
+	err = profileLoad(ctx, "", addr, path{name: "toolsvc " + *profileTransport, call: toolsvcEcho(ts.client, server)})
+	ts.close() // before the floor's load: one process under test at a time
+	if err != nil {
+		return err
+	}
+	fl, err := startFloor(ctx, e, append(floorArgs, "-pprof", "127.0.0.1:0")...)
+	if err != nil {
+		return err
+	}
+	defer fl.close()
+	faddr, err := fl.waitFor(ctx, floorPprofRE, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	return profileLoad(ctx, "floor-", faddr, path{name: "floor " + *profileTransport, call: toolsvcEcho(fl.client, server)})
+}
+
+var (
+	floorPprofRE     = regexp.MustCompile(`^pprof on (\S+)`)
+	profileTransport = flag.String("profile-transport", "stdio", "the upstream of -profile's call load: stdio, http or grpc (tests/mcpgrpcupstream)")
+)
+
+// profileLoad drives p from *callers callers for *profileSecs and fetches
+// the CPU and allocation profiles and a 1 s execution trace of the process
+// serving pprof at addr, into *profileDir with names prefixed by prefix.
+func profileLoad(ctx context.Context, prefix, addr string, p path) error {
 	if _, err := sequential(ctx, p, *warmup); err != nil {
 		return err
 	}
@@ -48,7 +101,7 @@ func profileCalls(ctx context.Context, e *env) error {
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("%s: %s", url, resp.Status)
 		}
-		f, err := os.Create(filepath.Join(*profileDir, name))
+		f, err := os.Create(filepath.Join(*profileDir, prefix+name))
 		if err != nil {
 			return err
 		}
@@ -64,8 +117,7 @@ func profileCalls(ctx context.Context, e *env) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t0 := time.Now()
-		for time.Since(t0) < time.Duration(*profileSecs)*time.Second && loadCtx.Err() == nil {
+		for loadCtx.Err() == nil { // until the profiles and the trace are in
 			if _, loadErr = concurrent(loadCtx, p, 2000, *callers); loadErr != nil {
 				return
 			}
@@ -73,7 +125,7 @@ func profileCalls(ctx context.Context, e *env) error {
 		}
 	}()
 	time.Sleep(time.Second)
-	log.Printf("profile: %d s of CPU and allocations from %s", secs, addr)
+	log.Printf("profile %s: %d s of CPU and allocations from %s", p.name, secs, addr)
 	errs := make(chan error, 2)
 	go func() {
 		errs <- fetch("cpu.pprof", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
@@ -81,9 +133,13 @@ func profileCalls(ctx context.Context, e *env) error {
 	go func() {
 		errs <- fetch("allocs.pprof", fmt.Sprintf("http://%s/debug/pprof/allocs?seconds=%d", addr, secs))
 	}()
-	err = <-errs
+	err := <-errs
 	if err2 := <-errs; err == nil {
 		err = err2
+	}
+	if err == nil {
+		// The trace after the profiles: tracing inflates every step.
+		err = fetch("trace.out", fmt.Sprintf("http://%s/debug/pprof/trace?seconds=1", addr))
 	}
 	stopLoad()
 	wg.Wait()
@@ -93,6 +149,7 @@ func profileCalls(ctx context.Context, e *env) error {
 	if loadErr != nil && status.Code(loadErr) != codes.Canceled {
 		return loadErr
 	}
-	log.Printf("profile: %d calls; go tool pprof -top %s/cpu.pprof; go tool pprof -sample_index=alloc_space -top %s/allocs.pprof", calls, *profileDir, *profileDir)
+	log.Printf("profile %s: %d calls; go tool pprof -top %s/%scpu.pprof; go tool pprof -sample_index=alloc_space -top %s/%sallocs.pprof; go tool trace %s/%strace.out",
+		p.name, calls, *profileDir, prefix, *profileDir, prefix, *profileDir, prefix)
 	return nil
 }

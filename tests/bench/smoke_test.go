@@ -30,6 +30,7 @@ var figures = []string{
 	"peruser_session_create_p50_ms", "peruser_idle_session_kib",
 	"fleet_listed_ms", "fleet_heap_kib_per_upstream", "fleet_goroutines_per_upstream", "fleet_relisted_ms", "fleet_quiet_p99_ratio",
 	"grpc_upstream_call_p50_ratio",
+	"floor_call_p50_ratio_stdio", "floor_call_p50_ratio_http", "grpc_upstream_floor_call_p50_ratio",
 }
 
 // TestSmoke runs the benchmark command in a tiny configuration (no peers:
