@@ -10,8 +10,14 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WEB="$ROOT/console/web"
 OUT="$ROOT/console/assets"
-if [[ ! -x "$WEB/node_modules/.bin/esbuild" || "$WEB/package-lock.json" -nt "$WEB/node_modules/.package-lock.json" ]]; then
+# Installed packages are recognised by the lock file's content, not its time:
+# a fresh checkout (a git worktree) has a newer lock file than packages
+# installed from the same one, and reinstalling them is needless.
+stamp="$WEB/node_modules/.toolsvc-lock.sha256"
+want=$(sha256sum "$WEB/package-lock.json" | cut -d' ' -f1)
+if [[ ! -x "$WEB/node_modules/.bin/esbuild" || "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
   (cd "$WEB" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" >"$stamp"
 fi
 build() { # $1: the directory to write
   mkdir -p "$1"
