@@ -190,10 +190,14 @@ func (cs *Console) tool(c *caller, r *http.Request) (any, *core.Error) {
 	return b, nil
 }
 
-// searchBody is a search's ranked names (the page has the rows).
+// searchBody is a search's ranked names (the page has the rows) and the
+// ranking that ordered them (complete false: the index's lexical stage,
+// the full ranking once the event stream's "search" event says prepared).
 type searchBody struct {
 	Revision string   `json:"revision"`
 	Names    []string `json:"names"`
+	Ranking  string   `json:"ranking"`
+	Complete bool     `json:"complete"`
 }
 
 // search is SearchTools, the operation every caller's search is: rate
@@ -207,16 +211,19 @@ func (cs *Console) search(c *caller, r *http.Request) (any, *core.Error) {
 	if e != nil {
 		return nil, e
 	}
-	in := core.SearchInput{Query: q, Limit: 100, QueryField: "q", LimitField: "limit", GlobField: "name"}
+	// Staged: while the index's dense stage is built (the first seconds
+	// after a page opens on a large catalog) a keystroke is answered by the
+	// lexical stage at once, said so, rather than waiting for it.
+	in := core.SearchInput{Query: q, Limit: 100, QueryField: "q", LimitField: "limit", GlobField: "name", Staged: true}
 	if server != "" {
 		in.Servers = []string{server}
 	}
-	hits, rev, e := cs.c.SearchTools(c.ctx, in, core.Fields{})
+	res, e := cs.c.SearchToolsRanked(c.ctx, in, core.Fields{})
 	if e != nil {
 		return nil, e
 	}
-	b := searchBody{Revision: rev, Names: make([]string, 0, len(hits))}
-	for _, h := range hits {
+	b := searchBody{Revision: res.Revision, Names: make([]string, 0, len(res.Hits)), Ranking: res.Ranking, Complete: res.Complete}
+	for _, h := range res.Hits {
 		b.Names = append(b.Names, h.Tool.Name)
 	}
 	return b, nil

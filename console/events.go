@@ -85,9 +85,19 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 	// now and after each change, so the page's first search does not wait
 	// for it (core.PrepareSearch: once per revision for the replica, the
 	// other pages' calls return at once). Joined before the stream ends.
+	// Each preparation's end is told to the page ("search" event), which
+	// asks again a search the lexical stage answered.
 	var prep sync.WaitGroup
 	defer prep.Wait()
-	prep.Go(cs.c.PrepareSearch)
+	prepared := make(chan struct{}, 1)
+	prepare := func() {
+		cs.c.PrepareSearch()
+		select {
+		case prepared <- struct{}{}:
+		default: // one is already waiting to be told
+		}
+	}
+	prep.Go(prepare)
 	authChanged := cs.c.AuthOf(c.ctx).Changed()
 
 	_, keep := cs.visibleTools(c)
@@ -246,13 +256,17 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 			if cur.Revision == prev.Revision {
 				continue
 			}
-			prep.Go(cs.c.PrepareSearch)
+			prep.Go(prepare)
 			ev := diff(prev, cur, keep)
 			prev = cur
 			if ev.NAdded+ev.NChanged+ev.NRemoved == 0 {
 				continue // a change the caller's rules do not show
 			}
 			if !send("catalog", ev) {
+				return
+			}
+		case <-prepared:
+			if !send("search", searchEvent{Prepared: cs.c.SearchPrepared()}) {
 				return
 			}
 		case <-sample.C:
@@ -345,4 +359,10 @@ func diff(a, b *core.Snapshot, keep func(*core.Tool) bool) catalogEvent {
 	}
 	ev.Count = countKept(b, keep)
 	return ev
+}
+
+// searchEvent says the search index holds the current catalog, every
+// stage of it (a search now ranks as configured).
+type searchEvent struct {
+	Prepared bool `json:"prepared"`
 }

@@ -629,10 +629,12 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 		ctx = withInteraction(ctx, it)
 	}
 	var res *mcp.CallToolResult
+	needsTask := false
 	err = b.request(ctx, u, requestLabel{method: "call", tool: tool}, func(ctx context.Context, s *session) error {
 		var err error
 		res, err = s.call(ctx, tool, args, opts)
-		if err != nil && !taskAsked(ctx) && needsTasksExtension(err) {
+		needsTask = err != nil && !taskAsked(ctx) && needsTasksExtension(err)
+		if needsTask {
 			// The tool only runs as a task, which its 2026-07-28 listing
 			// could not say: list again so the catalog says "required"
 			// (session.taskSupport) and callers ask for a task.
@@ -643,6 +645,10 @@ func (b *Bridge) Call(ctx context.Context, target Target, args any, opts *CallOp
 		}
 		return err
 	})
+	if ue := (*UpstreamError)(nil); needsTask && errors.As(err, &ue) {
+		// The upstream's answer (not a session's loss on the way).
+		return nil, &TaskRequiredError{UpstreamError: ue, Tool: target.Tool.Name}
+	}
 	if err != nil {
 		return nil, err
 	}

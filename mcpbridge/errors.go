@@ -91,3 +91,15 @@ type UpstreamError struct {
 func (e *UpstreamError) Error() string {
 	return fmt.Sprintf("upstream %q answered error %d: %s", e.Server, e.Code, e.Message)
 }
+
+// TaskRequiredError is an upstream's refusal of a call that asked no task
+// because the tool runs only as one: a 2026-07-28 server's -32021 whose
+// data.requiredCapabilities.extensions names the tasks extension
+// (fastmcp-tasks' answer for a mode "required" tool). Tool is the exposed
+// name. It unwraps to the upstream's error.
+type TaskRequiredError struct {
+	*UpstreamError
+	Tool string
+}
+
+func (e *TaskRequiredError) Unwrap() error { return e.UpstreamError }

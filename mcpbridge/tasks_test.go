@@ -434,14 +434,20 @@ func TestTasks2026(t *testing.T) {
 		t.Fatalf("server status Tasks = %q, want %q (last error %q)", st.Tasks, TaskEra2026, st.LastError)
 	}
 	// A plain call of the mode "required" tool: the upstream's -32021 is
-	// passed on, and the tool is listed again as requiring a task.
+	// passed on as a TaskRequiredError (the core's TASK_REQUIRED) wrapping
+	// it, and the tool is listed again as requiring a task.
 	askTarget, err := b.Resolve("py__ask")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ue *UpstreamError
-	if _, err := b.Call(t.Context(), askTarget, map[string]any{}, nil); !errors.As(err, &ue) || ue.Code != codeMissingCapability {
+	var treq *TaskRequiredError
+	_, err = b.Call(t.Context(), askTarget, map[string]any{}, nil)
+	if !errors.As(err, &ue) || ue.Code != codeMissingCapability {
 		t.Fatalf("plain call of py__ask: %v; want the upstream's -32021", err)
+	}
+	if !errors.As(err, &treq) || treq.Tool != "py__ask" || treq.Server != "py" {
+		t.Fatalf("plain call of py__ask: %#v; want a TaskRequiredError of py__ask on py", err)
 	}
 	waitFor(t, b, "py__ask listed as requiring a task", func(s *Snapshot) bool {
 		ask, _ := s.Lookup("py__ask")

@@ -14,9 +14,10 @@ import (
 // TestConsoleTaskSupportAndTTL: the Playground and the task support of a
 // 2026-07-28 tasks-extension tool, and a task's lifetime. fastmcp-tasks'
 // py__ask (mode "required", listed with no task support) is offered "run
-// as task"; once the upstream refused a plain call (-32021) it is required
-// (the box checked and fixed), and the Playground runs it as a task
-// (followed to its question). On the TypeScript SDK's task server, which
+// as task"; called plainly from the Playground, the upstream refuses
+// (-32021): the page shows TASK_REQUIRED with its hint and checks the box;
+// from then on it is required (the box checked and fixed), and the
+// Playground runs it as a task (followed to its question). On the TypeScript SDK's task server, which
 // keeps the ttl asked: a bad ttl is refused on the page naming task.ttl
 // before anything is sent, and by the core's rule when posted anyway
 // (REQUEST_INVALID, task.ttl), a ttl without a task is refused naming
@@ -51,9 +52,14 @@ func TestConsoleTaskSupportAndTTL(t *testing.T) {
 	if got := box(); got != "unchecked" {
 		t.Errorf("py__ask's run as task before any refusal: %s, want unchecked (optional)", got)
 	}
-	// The upstream refuses a plain call: then the tool requires a task.
-	if _, err := p.client.CallTool(ann, &toolsvcv1.CallToolRequest{Name: "py__ask", ArgumentsJson: `{}`}); err == nil {
-		t.Fatalf("a plain call of py__ask succeeded; want the upstream's refusal")
+	// Called plainly from the Playground, the upstream refuses: the page
+	// shows TASK_REQUIRED with its hint, and checks "run as task". Then
+	// the tool requires a task.
+	b.run(t, "calling py__ask plainly", chromedp.Click(chromedp.ID("#play-call")))
+	b.waitJS(t, "TASK_REQUIRED and its hint", `(document.getElementById('play-error') || {}).textContent?.includes('TASK_REQUIRED') &&
+		(document.getElementById('play-hint') || {}).textContent?.includes('runs only as a task')`)
+	if got := box(); got != "checked" {
+		t.Errorf("py__ask's run as task after TASK_REQUIRED: %s, want checked", got)
 	}
 	eventually(t, 30*time.Second, "py__ask listed as requiring a task", func() bool {
 		return taskSupportOf(t, ann, p.client)["py__ask"] == "required"

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -451,10 +452,39 @@ func TestConsoleLargeCatalog(t *testing.T) {
 	if first.DOM > 100 {
 		t.Errorf("the list rendered %d rows for %d tools: not virtualised", first.DOM, first.Rows)
 	}
-	// The search index is built ahead, once the page is open, before
-	// anything is typed: the first keystroke does not wait for it
-	// (core.PrepareSearch).
-	p.log.waitFor(t, regexp.MustCompile(fmt.Sprintf(`msg="search index prepared" .*tools=%d `, n+1)), 2*time.Minute)
+	// Typed at once, while the index is being prepared (core.PrepareSearch
+	// started when the page opened): every keystroke is answered without
+	// waiting for it, by a scan of the names while its lexical stage is
+	// built ("names (stage)"), by that stage while the dense one is
+	// ("lexical (stage)"), and each answer says which ranking ordered it.
+	prepared := regexp.MustCompile(fmt.Sprintf(`msg="search index prepared" .*tools=%d `, n+1))
+	early := !logged(p.log, prepared)
+	for i, c := range "tool01234" {
+		b.run(t, "typing", chromedp.SendKeys(chromedp.ID("#search"), string(c)))
+		b.waitJS(t, "the keystroke answered", fmt.Sprintf(`window.__console.keystrokes.length > %d || document.querySelector('#catalog-error')`, i))
+	}
+	b.waitJS(t, "tool01234 listed", `!!document.querySelector('#tool-list [data-tool="many__tool01234"]')`)
+	var keys []float64
+	var rankings []string
+	evalInto(t, b, `window.__console.keystrokes`, &keys)
+	evalInto(t, b, `window.__console.rankings`, &rankings)
+	t.Logf("20,001 tools: first render %.0f ms (%d rows in the DOM); typed before the index was prepared: %v; keystrokes end to end (ms): %.0f, ranked %q",
+		first.MS, first.DOM, early, keys, rankings)
+	if len(rankings) != len("tool01234") {
+		t.Fatalf("%d keystrokes answered with a ranking, want %d: %q", len(rankings), len("tool01234"), rankings)
+	}
+	for i, r := range rankings {
+		if r != "hybrid" && r != "lexical (stage)" && r != "names (stage)" {
+			t.Errorf("keystroke %d ranked %q, want hybrid, lexical (stage) or names (stage)", i, r)
+		}
+	}
+	// Once prepared, the page is told and asks again: the hybrid ranking.
+	p.log.waitFor(t, prepared, 2*time.Minute)
+	b.waitJS(t, "the full ranking", `(document.getElementById('ranking') || {dataset: {}}).dataset.ranking === 'hybrid' && document.getElementById('ranking').dataset.complete === 'true'`)
+	b.waitJS(t, "tool01234 listed", `!!document.querySelector('#tool-list [data-tool="many__tool01234"]')`)
+	if early && rankings[0] == "hybrid" {
+		t.Errorf("the first keystroke, typed before the index was prepared, ranked %q, want a stage", rankings[0])
+	}
 	// What the page asked for first: the first rows and the count.
 	var window struct {
 		Total   int        `json:"total"`
@@ -466,14 +496,6 @@ func TestConsoleLargeCatalog(t *testing.T) {
 		t.Errorf("/ui/api/tools?limit=60: total %d, partial %v, %d rows (first %v); want %d, true, 60 from many__bump",
 			window.Total, window.Partial, len(window.Tools), window.Tools[:min(1, len(window.Tools))], n+1)
 	}
-	for i, c := range "tool01234" {
-		b.run(t, "typing", chromedp.SendKeys(chromedp.ID("#search"), string(c)))
-		b.waitJS(t, "the keystroke answered", fmt.Sprintf(`window.__console.keystrokes.length > %d || document.querySelector('#catalog-error')`, i))
-	}
-	var keys []float64
-	evalInto(t, b, `window.__console.keystrokes`, &keys)
-	t.Logf("20,001 tools: first render %.0f ms (%d rows in the DOM); search keystrokes end to end (ms): %.0f", first.MS, first.DOM, keys)
-	b.waitJS(t, "tool01234 listed", `!!document.querySelector('#tool-list [data-tool="many__tool01234"]')`)
 	b.noProblems(t)
 }
 
@@ -503,4 +525,11 @@ func TestConsoleTasks(t *testing.T) {
 	}
 	b.screenshot(t, "tasks")
 	b.noProblems(t)
+}
+
+// logged reports whether a line of b matches re now.
+func logged(b *logBuffer, re *regexp.Regexp) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.ContainsFunc(b.lines, re.MatchString)
 }

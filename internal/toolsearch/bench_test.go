@@ -6,9 +6,25 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// reportCPU reports the process's CPU time per op since start (user and
+// system, every thread): on a shared machine it moves less than the wall
+// time, and it shows what working on every core costs in total.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64((cpuTime()-start).Milliseconds())/float64(b.N), "cpu-ms/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // withInstructions gives docs' servers instructions of random words
 // (every fifth server none), documents spread over that many servers.
@@ -154,4 +170,62 @@ func BenchmarkIndexMemory(b *testing.B) {
 			b.ReportMetric(perTool, "B/tool")
 		})
 	}
+}
+
+// BenchmarkBuild is the index's first build at 20,000 tools (what a
+// search or the console's PrepareSearch pays after a start), split into
+// its stages: the lexical analysis and postings alone (Lexical options),
+// the documents' vectors alone (embedDoc), and the whole hybrid build.
+func BenchmarkBuild(b *testing.B) {
+	docs := synthetic(20000, 7)
+	lexical := Lexical(Defaults())
+	b.Run("lexical", func(b *testing.B) {
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			ix := New[string](&lexical)
+			for _, d := range docs {
+				ix.Upsert(d)
+			}
+		}
+	})
+	b.Run("vectors", func(b *testing.B) {
+		ix := New[string](nil)
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			for i := range docs {
+				ix.embedDoc(&docs[i])
+			}
+		}
+	})
+	b.Run("hybrid", func(b *testing.B) {
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			ix := New[string](nil)
+			for _, d := range docs {
+				ix.Upsert(d)
+			}
+		}
+	})
+}
+
+// BenchmarkBuildStaged is the same first build in stages (UpsertBatch on
+// every core, then EmbedPending): "lexical-stage" is the time until the
+// index answers (lexically), "complete" until it ranks as Upsert's.
+func BenchmarkBuildStaged(b *testing.B) {
+	docs := synthetic(20000, 7)
+	b.Run("lexical-stage", func(b *testing.B) {
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			ix := New[string](nil)
+			ix.UpsertBatch(len(docs), func(i int) Doc[string] { return docs[i] })
+		}
+	})
+	b.Run("complete", func(b *testing.B) {
+		defer reportCPU(b, cpuTime())
+		for b.Loop() {
+			ix := New[string](nil)
+			ix.UpsertBatch(len(docs), func(i int) Doc[string] { return docs[i] })
+			ix.EmbedPending()
+		}
+	})
 }

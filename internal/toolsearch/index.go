@@ -178,6 +178,11 @@ type Index[T any] struct {
 	instrPostings map[string][]instrPosting
 	instrLen      int
 	dense         denseStore // the documents' vectors, by document id (dense.go)
+	// pending are the documents indexed by UpsertBatch whose vectors
+	// EmbedPending has not computed yet (stage.go): while any is, a search
+	// ranks lexically.
+	pending map[uint32]pendingDoc[T]
+	embedMu sync.Mutex // one EmbedPending at a time
 
 	scratch sync.Pool // *scratch
 }
@@ -201,37 +206,62 @@ func (ix *Index[T]) Len() int {
 // Upsert indexes d, replacing the document with the same key.
 func (ix *Index[T]) Upsert(d Doc[T]) {
 	// Analyse outside the lock: it is the expensive part.
-	var counts map[string]*[NumFields]uint8
-	var lens [NumFields]uint16
-	var order []string // first-seen order: the postings' layout, not the ranking
+	a := ix.analyzeDoc(&d, true)
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.insertLocked(&d, &a, pendingDoc[T]{})
+}
+
+// analyzed is a document's text analysed, ready to be inserted.
+type analyzed struct {
+	counts map[string]*[NumFields]uint8
+	lens   [NumFields]uint16
+	order  []string // first-seen order: the postings' layout, not the ranking
+	vec    qvec
+	hasVec bool
+	// deferred: the vector is left for EmbedPending.
+	deferred bool
+	instr    *serverEntry
+}
+
+// analyzeDoc analyses d (and embeds it when withVector and the dense
+// stage is on). It reads nothing of the index but its options.
+func (ix *Index[T]) analyzeDoc(d *Doc[T], withVector bool) analyzed {
+	var a analyzed
 	for f := range NumFields {
 		analyze(d.Text[f], func(t string) {
-			if lens[f] < math.MaxUint16 {
-				lens[f]++
+			if a.lens[f] < math.MaxUint16 {
+				a.lens[f]++
 			}
-			if counts == nil {
-				counts = make(map[string]*[NumFields]uint8, 64)
+			if a.counts == nil {
+				a.counts = make(map[string]*[NumFields]uint8, 64)
 			}
-			c, ok := counts[t]
+			c, ok := a.counts[t]
 			if !ok {
 				c = new([NumFields]uint8)
-				counts[t] = c
-				order = append(order, t)
+				a.counts[t] = c
+				a.order = append(a.order, t)
 			}
 			if c[f] < math.MaxUint8 {
 				c[f]++
 			}
 		})
 	}
-	vec, hasVec := ix.embedDoc(&d)
-	var instr *serverEntry
-	if d.Instructions != "" {
-		instr = &serverEntry{instructions: d.Instructions, tf: map[string]int{}}
-		analyze(d.Instructions, func(t string) { instr.tf[t]++; instr.length++ })
+	if withVector {
+		a.vec, a.hasVec = ix.embedDoc(d)
+	} else {
+		a.deferred = ix.model() != nil
 	}
+	if d.Instructions != "" {
+		a.instr = &serverEntry{instructions: d.Instructions, tf: map[string]int{}}
+		analyze(d.Instructions, func(t string) { a.instr.tf[t]++; a.instr.length++ })
+	}
+	return a
+}
 
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
+// insertLocked puts the analysed d in the index (src: where EmbedPending
+// gets it again when its vector is deferred). ix.mu is held.
+func (ix *Index[T]) insertLocked(d *Doc[T], a *analyzed, src pendingDoc[T]) {
 	// The server counts the new document before the old one goes, so
 	// replacing a server's only tool does not drop and re-invert its
 	// instructions.
@@ -245,22 +275,29 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 	}
 	id := ix.allocDoc()
 	e := &ix.docs[id]
-	*e = docEntry[T]{key: d.Key, value: d.Value, lens: lens, terms: make([]termRef, 0, len(order))}
-	for _, t := range order {
+	*e = docEntry[T]{key: d.Key, value: d.Value, lens: a.lens, terms: make([]termRef, 0, len(a.order))}
+	for _, t := range a.order {
 		tid := ix.termID(t)
 		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
-		ix.postings[tid] = append(ix.postings[tid], posting{doc: id, tf: *counts[t]})
+		ix.postings[tid] = append(ix.postings[tid], posting{doc: id, tf: *a.counts[t]})
 	}
-	ix.dense.set(id, vec, hasVec)
+	ix.dense.set(id, a.vec, a.hasVec)
+	if a.deferred {
+		if ix.pending == nil {
+			ix.pending = map[uint32]pendingDoc[T]{}
+		}
+		ix.pending[id] = src
+	}
 	ix.byKey[d.Key] = id
 	ix.live++
 	for f := range NumFields {
-		ix.lenSum[f] += uint64(lens[f])
+		ix.lenSum[f] += uint64(a.lens[f])
 	}
 	e.server = s.id
 	if s.instructions != d.Instructions {
 		// The server's instructions changed (or are first seen): the
 		// server's newest document says what they are.
+		instr := a.instr
 		if instr == nil {
 			instr = &serverEntry{}
 		}
@@ -364,6 +401,7 @@ func (ix *Index[T]) removeLocked(id uint32) {
 	}
 	delete(ix.byKey, e.key)
 	ix.dense.clear(id)
+	delete(ix.pending, id)
 	*e = docEntry[T]{}
 	ix.freeDoc = append(ix.freeDoc, id)
 	ix.live--
@@ -478,19 +516,37 @@ type scratch struct {
 // (keep nil: all), best first. Documents that match no query term are not
 // returned.
 func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
-	if k <= 0 {
-		return nil
+	hits, _ := ix.SearchStaged(query, k, keep)
+	return hits
+}
+
+// SearchStaged is Search, and whether only the lexical stage ranked the
+// hits because some document's vector is still pending (UpsertBatch
+// before EmbedPending): the hits are then exactly those of the lexical
+// ranking (Lexical), whatever the options. False: ranked as the options
+// say.
+func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits []Hit[T], lexicalStage bool) {
+	var terms []queryTerm
+	var words int
+	if k > 0 {
+		terms, words = ix.parseQuery(query)
 	}
-	terms, words := ix.parseQuery(query)
-	if len(terms) == 0 {
-		// Stop words only: nothing says what the tool does.
-		return nil
+	var qv qvec
+	dense := false
+	if len(terms) > 0 {
+		qv, dense = ix.embedQuery(query)
 	}
-	qv, dense := ix.embedQuery(query)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	if ix.live == 0 {
-		return nil
+	// Said of every answer, an empty one too: which stage the index is in.
+	lexicalStage = len(ix.pending) > 0
+	if len(terms) == 0 || ix.live == 0 {
+		// Nothing asked, or stop words only: nothing says what the tool
+		// does.
+		return nil, lexicalStage
+	}
+	if lexicalStage {
+		dense = false
 	}
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil {
@@ -538,7 +594,7 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 		sc.boost = boost
 	}
 	if dense {
-		return ix.fuse(sc, &qv, boost, words, k, keep)
+		return ix.fuse(sc, &qv, boost, words, k, keep), false
 	}
 
 	h := &hitHeap[T]{}
@@ -565,7 +621,7 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 	for i := len(out) - 1; i >= 0; i-- {
 		out[i] = heap.Pop(h).(Hit[T])
 	}
-	return out
+	return out, lexicalStage
 }
 
 // fuse ranks with the dense stage (dense.go): the lexical score of every

@@ -186,6 +186,7 @@ func classifyUpstream(err error) *Error {
 		unerr  *mcpbridge.UnavailableError
 		tooBig *mcpbridge.ResponseTooLargeError
 		bad    *mcpbridge.MalformedAnswerError
+		treq   *mcpbridge.TaskRequiredError
 	)
 	switch {
 	case errors.As(err, &cerr):
@@ -217,6 +218,9 @@ func classifyUpstream(err error) *Error {
 		return &Error{Code: Unavailable, Reason: ReasonUpstreamUnavailable, Message: err.Error()}
 	case errors.As(err, &bad):
 		return &Error{Code: Internal, Reason: ReasonUpstreamMalformed, Message: bad.Error(), Meta: map[string]string{"server": bad.Server}}
+	case errors.As(err, &treq):
+		// Before the upstream's errors: it wraps the upstream's -32021.
+		return TaskRequired(treq.Tool, map[string]string{"server": treq.Server, "upstream_code": strconv.FormatInt(treq.Code, 10)})
 	case errors.As(err, &uerr):
 		e := &Error{Reason: ReasonUpstreamError,
 			Meta: map[string]string{"server": uerr.Server, "upstream_code": strconv.FormatInt(uerr.Code, 10)}}

@@ -142,6 +142,12 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 	if err == nil && in.Invalid != nil {
 		return c, in.Invalid
 	}
+	if err == nil && in.Task == nil && c.target.Tool.TaskSupport == TaskSupportRequired {
+		// The upstream would refuse it (a 2026-07-28 tasks-extension
+		// server with -32021, a 2025-11-25 one with an error result):
+		// refused here, before it leaves toolsvc, naming the field to set.
+		return c, TaskRequired(in.Name, map[string]string{"task_support": TaskSupportRequired})
+	}
 	return c, err
 }
 

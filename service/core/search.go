@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolsvc/toolsvc/internal/toolsearch"
@@ -38,6 +40,10 @@ var OpToolSearch = OpKind{method: "tools/search", audit: "tool search"}
 const (
 	SearchHybrid  = "hybrid"
 	SearchLexical = "lexical"
+	// SearchNames is no index's: while the index's lexical stage is
+	// being built, a Staged search is answered by a scan of the tool names
+	// (scanNames) rather than waiting for it.
+	SearchNames = "names"
 )
 
 // Search limits (the wires' defaults and bounds).
@@ -64,6 +70,12 @@ type SearchInput struct {
 	// Field names of the wire, for errors: Query, Limit, NameGlob, Servers
 	// ("" : the gRPC names).
 	QueryField, LimitField, GlobField, ServersField string
+	// Staged: the caller takes the lexical ranking while the index's
+	// dense stage is still being built after a large change (the console's
+	// search as you type: it asks again once the index is prepared) rather
+	// than waiting for it; SearchResult.Complete says which it got. Off,
+	// a search waits and ranks as configured, as every wire's does.
+	Staged bool
 	// InArguments: the fields are a tool's arguments (the front door's
 	// search_tools), so a refusal of one, an unknown server included, is
 	// ARGUMENTS_INVALID, as for any tool's arguments, and a model can fix
@@ -87,116 +99,202 @@ type SearchHit struct {
 	Score float64
 }
 
+// SearchResult is a search's hits, the revision they were ranked on, and
+// the ranking that ordered them.
+type SearchResult struct {
+	Hits     []SearchHit
+	Revision string
+	// Ranking is SearchHybrid or SearchLexical: what ordered the hits.
+	Ranking string
+	// Complete: Ranking is the one the replica is configured for; false
+	// only for a Staged search answered by the lexical stage while the
+	// dense one is built (asking again once it is gives the full ranking).
+	Complete bool
+}
+
 // toolIndex keeps a search index in step with the catalog.
 type toolIndex struct {
 	// mu: searches hold it shared, bringing the index to a new snapshot
 	// exclusively, so a search ranks on exactly the snapshot it reports.
+	// The dense stage of a large change is built after mu is released
+	// (toolsearch.Index.EmbedPending, its own lock): searches then rank
+	// lexically until it is done, and those that are not Staged finish it
+	// (or wait for the one finishing it) first.
 	mu   sync.RWMutex
 	ix   *toolsearch.Index[*mcpbridge.Tool]
 	snap *mcpbridge.Snapshot // what ix holds
-	// preparing: a PrepareSearch is bringing the index to the catalog (the
-	// others return at once instead of queueing on mu).
-	preparing atomic.Bool
+	// preparing serialises PrepareSearch: a second waits for the one under
+	// way and then finds the index prepared (the console's pages are told
+	// when it is).
+	preparing sync.Mutex
+	// building counts those building a lexical stage (holding or waiting
+	// for mu exclusively to bring the index to a snapshot): a Staged search
+	// then scans the names instead of waiting.
+	building atomic.Int32
 }
+
+// stagedChange is the number of changed tools from which the index is
+// brought to a snapshot in stages (the lexical stage on every core, the
+// vectors after: toolsearch.UpsertBatch); a smaller change is re-indexed
+// tool by tool, vectors included, as before.
+const stagedChange = 256
 
 // PrepareSearch brings the search index to the current catalog ahead of a
 // search: the console calls it when a page opens and when the catalog
 // changes under an open page, so the first keystroke of a search does not
-// wait for the index of 20,000 tools to be built (0.6–1.0 s without -race)
-// and a deployment whose console is never opened still pays nothing. It is
-// not a search (no principal, nothing ranked or returned, nothing audited):
-// it does once, for the whole replica, what the next search would do. A
-// call while another is under way returns at once; a call when the index
-// holds the current snapshot costs a read lock.
+// wait for the index of 20,000 tools to be built and a deployment whose
+// console is never opened still pays nothing. It is not a search (no
+// principal, nothing ranked or returned, nothing audited): it does once,
+// for the whole replica, what the next search would do, in stages: the
+// lexical stage (Staged searches answer from it as soon as it is in),
+// then the dense one. A call while another is under way waits for it and
+// returns once it is done; a call when the index holds the current
+// snapshot costs a read lock.
 func (s *Core) PrepareSearch() {
 	ti := &s.toolIndex
-	if !ti.preparing.CompareAndSwap(false, true) {
+	ti.preparing.Lock()
+	defer ti.preparing.Unlock()
+	if s.SearchPrepared() {
 		return
 	}
-	defer ti.preparing.Store(false)
-	cur := s.bridge.Catalog().Current()
-	ti.mu.RLock()
-	current := ti.ix != nil && ti.snap == cur
-	ti.mu.RUnlock()
-	if current {
-		return
-	}
-	ti.mu.Lock()
-	defer ti.mu.Unlock()
 	start := time.Now()
+	ti.building.Add(1)
+	ti.mu.Lock()
+	cur := s.bridge.Catalog().Current()
 	s.syncIndexToLocked(cur)
-	s.log.Info("search index prepared", "revision", cur.Revision, "tools", len(cur.Tools), "took", time.Since(start).Round(time.Millisecond))
+	ix := ti.ix
+	ti.mu.Unlock()
+	ti.building.Add(-1)
+	lexical := time.Since(start)
+	ix.EmbedPending()
+	s.log.Info("search index prepared", "revision", cur.Revision, "tools", len(cur.Tools),
+		"lexical_stage", lexical.Round(time.Millisecond), "took", time.Since(start).Round(time.Millisecond))
 }
 
 // SearchPrepared reports whether the search index holds the current
-// catalog (a search now ranks without re-indexing anything).
+// catalog, every stage of it (a search now ranks as configured without
+// re-indexing anything).
 func (s *Core) SearchPrepared() bool {
 	ti := &s.toolIndex
 	ti.mu.RLock()
 	defer ti.mu.RUnlock()
-	return ti.ix != nil && ti.snap == s.bridge.Catalog().Current()
+	return ti.ix != nil && ti.snap == s.bridge.Catalog().Current() && ti.ix.Pending() == 0
 }
 
 // SearchTools runs a search for the caller of ctx: the hits, best first,
 // and the revision they were ranked on.
 func (s *Core) SearchTools(ctx context.Context, in SearchInput, f Fields) ([]SearchHit, string, *Error) {
+	r, e := s.SearchToolsRanked(ctx, in, f)
+	return r.Hits, r.Revision, e
+}
+
+// SearchToolsRanked is SearchTools with the ranking that ordered the
+// hits (in.Staged: the lexical stage's while the dense one is built).
+func (s *Core) SearchToolsRanked(ctx context.Context, in SearchInput, f Fields) (SearchResult, *Error) {
 	op, err := s.Begin(ctx, OpToolSearch, f)
 	if err != nil {
 		e := op.Fail(err)
 		op.End(e)
-		return nil, "", e
+		return SearchResult{}, e
 	}
-	hits, rev, e := s.search(op, in)
-	op.end(e, false, slog.Int("query_bytes", len(in.Query)), slog.Int("results", len(hits)))
-	return hits, rev, e
+	r, e := s.search(op, in)
+	op.end(e, false, slog.Int("query_bytes", len(in.Query)), slog.Int("results", len(r.Hits)))
+	return r, e
 }
 
-func (s *Core) search(op *Operation, in SearchInput) ([]SearchHit, string, *Error) {
+func (s *Core) search(op *Operation, in SearchInput) (SearchResult, *Error) {
 	keep, e := s.searchFilter(op.Context(), in)
 	if e != nil {
-		return nil, "", e
+		return SearchResult{}, e
 	}
 	limit := min(in.Limit, MaxSearchLimit)
 	switch {
 	case in.Limit < 0:
-		return nil, "", in.invalid(or(in.LimitField, "limit"), "must not be negative, got "+itoa(in.Limit))
+		return SearchResult{}, in.invalid(or(in.LimitField, "limit"), "must not be negative, got "+itoa(in.Limit))
 	case in.Limit == 0:
 		limit = DefaultSearchLimit
 	}
 	if e := op.admitAll(); e != nil {
-		return nil, "", op.Fail(e)
+		return SearchResult{}, op.Fail(e)
 	}
 	// Per-user upstreams list through the caller's session, as for
 	// ListTools; the search ranks the caller's view.
 	s.bridge.PrimeCaller(op.ctx, op.principal.Name, op.subject)
-	var hits []toolsearch.Hit[*mcpbridge.Tool]
-	var rev string
+	var r ranked
 	if view := s.Tools(op.ctx).Current(); view.Base() != nil {
-		hits, rev = s.searchPersonal(view, in.Query, limit, keep)
+		r = s.searchPersonal(view, in.Query, limit, keep, in.Staged)
 	} else {
-		hits, rev = s.searchCurrent(in.Query, limit, keep)
+		r = s.searchCurrent(in.Query, limit, keep, in.Staged)
 	}
-	out := make([]SearchHit, len(hits))
-	for i, h := range hits {
-		out[i] = SearchHit{Tool: h.Value, Score: h.Score}
+	out := SearchResult{Hits: make([]SearchHit, len(r.hits)), Revision: r.rev, Ranking: s.searchRanking(), Complete: !r.lexicalStage && !r.names}
+	switch {
+	case r.names:
+		out.Ranking = SearchNames
+	case r.lexicalStage:
+		out.Ranking = SearchLexical
 	}
-	return out, rev, nil
+	for i, h := range r.hits {
+		out.Hits[i] = SearchHit{Tool: h.Value, Score: h.Score}
+	}
+	return out, nil
+}
+
+// searchRanking is the ranking this replica's index gives once built:
+// hybrid unless configured lexical or the embedded model does not load.
+func (s *Core) searchRanking() string {
+	if s.opts.SearchRanker == SearchLexical || !toolsearch.DenseAvailable(toolsearch.Defaults()) {
+		return SearchLexical
+	}
+	return SearchHybrid
+}
+
+// ranked is what one search of the index gave.
+type ranked struct {
+	hits         []toolsearch.Hit[*mcpbridge.Tool]
+	rev          string
+	lexicalStage bool // only the lexical stage ranked them: the dense one is pending
+	names        bool // no index ranked them: scanNames, while the lexical stage is built
 }
 
 // searchCurrent ranks on the current snapshot, bringing the index to it
-// first if the catalog moved; it returns the revision ranked on.
-func (s *Core) searchCurrent(q string, limit int, keep func(*mcpbridge.Tool) bool) ([]toolsearch.Hit[*mcpbridge.Tool], string) {
+// first if the catalog moved; it returns the revision ranked on. Unless
+// staged, it first finishes the dense stage a large change left pending
+// (or waits for the PrepareSearch finishing it).
+func (s *Core) searchCurrent(q string, limit int, keep func(*mcpbridge.Tool) bool, staged bool) ranked {
 	ti := &s.toolIndex
-	ti.mu.RLock()
-	if ti.ix != nil && ti.snap == s.bridge.Catalog().Current() {
+	cur := s.bridge.Catalog().Current()
+	if staged && ti.building.Load() > 0 {
+		// A preparation is building the lexical stage: not waited for.
+		if !ti.mu.TryRLock() {
+			return scanNames(cur, q, limit, keep)
+		}
+	} else {
+		ti.mu.RLock()
+	}
+	if ti.ix != nil && ti.snap == cur {
 		defer ti.mu.RUnlock()
-		return ti.ix.Search(q, limit, keep), ti.snap.Revision
+		return s.rankLocked(q, limit, keep, staged)
 	}
 	ti.mu.RUnlock()
+	if staged && ti.building.Load() > 0 {
+		return scanNames(cur, q, limit, keep)
+	}
+	ti.building.Add(1)
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	s.syncIndexLocked()
-	return ti.ix.Search(q, limit, keep), ti.snap.Revision
+	ti.building.Add(-1)
+	return s.rankLocked(q, limit, keep, staged)
+}
+
+// rankLocked searches the index; ti.mu is held (shared or exclusive).
+func (s *Core) rankLocked(q string, limit int, keep func(*mcpbridge.Tool) bool, staged bool) ranked {
+	ti := &s.toolIndex
+	if !staged {
+		ti.ix.EmbedPending()
+	}
+	hits, lexicalStage := ti.ix.SearchStaged(q, limit, keep)
+	return ranked{hits: hits, rev: ti.snap.Revision, lexicalStage: lexicalStage}
 }
 
 // searchPersonal ranks on view, a principal's view of the catalog (the
@@ -207,8 +305,11 @@ func (s *Core) searchCurrent(q string, limit int, keep func(*mcpbridge.Tool) boo
 // left as it was. It holds the index exclusively (the added tools are
 // this caller's): searches of principals with per-principal listings are
 // serialised, at a cost per search of their own tools.
-func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, keep func(*mcpbridge.Tool) bool) ([]toolsearch.Hit[*mcpbridge.Tool], string) {
+func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, keep func(*mcpbridge.Tool) bool, staged bool) ranked {
 	ti := &s.toolIndex
+	if staged && ti.building.Load() > 0 {
+		return scanNames(view, q, limit, keep)
+	}
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	s.syncIndexToLocked(view.Base())
@@ -216,11 +317,49 @@ func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, kee
 	for _, t := range own {
 		ti.ix.Upsert(s.toolDoc(t, s.bridge.Instructions(t.Server)))
 	}
-	hits := ti.ix.Search(q, limit, keep)
+	r := s.rankLocked(q, limit, keep, staged)
 	for _, t := range own {
 		ti.ix.Remove(t.Name)
 	}
-	return hits, view.Revision
+	r.rev = view.Revision
+	return r
+}
+
+// scanNames ranks without an index (SearchNames): the tools of snap whose
+// name contains the most of the query's words (letters and digits, case
+// folded), then by name; a tool matching none is not returned. A scan of
+// the names costs a few milliseconds at 20,000 tools, where the index's
+// lexical stage costs hundreds (docs/console.md).
+func scanNames(snap *mcpbridge.Snapshot, q string, limit int, keep func(*mcpbridge.Tool) bool) ranked {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	words = words[:min(len(words), 32)]
+	r := ranked{rev: snap.Revision, names: true}
+	if len(words) == 0 {
+		return r
+	}
+	type hit struct {
+		t *mcpbridge.Tool
+		n int
+	}
+	var hits []hit
+	for _, t := range snap.Tools {
+		name := strings.ToLower(t.Name) // no copy when already lower case
+		n := 0
+		for _, w := range words {
+			if strings.Contains(name, w) {
+				n++
+			}
+		}
+		if n > 0 && keep(t) {
+			hits = append(hits, hit{t, n})
+		}
+	}
+	// snap.Tools is sorted by name: a stable sort by matches keeps it so.
+	slices.SortStableFunc(hits, func(a, b hit) int { return b.n - a.n })
+	for _, h := range hits[:min(len(hits), limit)] {
+		r.hits = append(r.hits, toolsearch.Hit[*mcpbridge.Tool]{Key: h.t.Name, Value: h.t, Score: float64(h.n) / float64(len(words))})
+	}
+	return r
 }
 
 func or(a, b string) string {
@@ -317,12 +456,30 @@ func (s *Core) syncIndexToLocked(cur *mcpbridge.Snapshot) {
 	}
 	instructions := map[string]string{}
 	for _, t := range upserted {
-		in, ok := instructions[t.Server]
-		if !ok {
-			in = s.bridge.Instructions(t.Server)
-			instructions[t.Server] = in
+		if _, ok := instructions[t.Server]; !ok {
+			instructions[t.Server] = s.bridge.Instructions(t.Server)
 		}
-		ti.ix.Upsert(s.toolDoc(t, in))
+	}
+	if len(upserted) >= stagedChange {
+		// The lexical stage on every core (a document's text, its
+		// parameters' included, is made in the workers too); the vectors
+		// are left to EmbedPending, which makes each document again from
+		// the same values (the aliases as they are now, not after a
+		// reload), so it embeds the text the postings hold.
+		aliases := make([]string, len(upserted))
+		for i, t := range upserted {
+			aliases[i] = strings.Join(s.bridge.SearchAliases(t.Server, t.OriginalName), "\n")
+		}
+		ti.ix.UpsertBatch(len(upserted), func(i int) toolsearch.Doc[*mcpbridge.Tool] {
+			t := upserted[i]
+			d := ToolDoc(t, instructions[t.Server])
+			d.Text[toolsearch.FieldAliases] = aliases[i]
+			return d
+		})
+	} else {
+		for _, t := range upserted {
+			ti.ix.Upsert(s.toolDoc(t, instructions[t.Server]))
+		}
 	}
 	ti.snap = cur
 }

@@ -136,6 +136,7 @@ const (
 	ReasonTaskNotFound       = "TASK_NOT_FOUND"        // NOT_FOUND: the upstream no longer has the task, or the 2025-11-25 session that could reach it ended (metadata "session_ended")
 	ReasonTaskNotWaiting     = "TASK_NOT_WAITING"      // FAILED_PRECONDITION: UpdateTask on a task that does not wait for input
 	ReasonTasksUnsupported   = "TASKS_UNSUPPORTED"     // FAILED_PRECONDITION: the operation is not one the task's protocol has
+	ReasonTaskRequired       = "TASK_REQUIRED"         // FAILED_PRECONDITION: the tool runs only as a task and the call asked none (field task)
 	ReasonTooManyTaskWatches = "TOO_MANY_TASK_WATCHES" // RESOURCE_EXHAUSTED: the principal already watches MaxTaskWatchesPerPrincipal tasks on this replica (metadata "limit", "principal")
 )
 
@@ -889,4 +890,18 @@ func (c *Call) startTask(t *mcpbridge.Task) *Task {
 	out := s.tasks.newTask(b, t, "")
 	s.tasks.ledger.note(b, out)
 	return out
+}
+
+// TaskRequired is the refusal of a call that asked no task of a tool that
+// runs only as one: FAILED_PRECONDITION, TASK_REQUIRED, on the field
+// "task" (the field the caller sets to run it as a task, on every wire:
+// gRPC's CallToolRequest.task, the front door's params.task or its
+// 2026-07-28 tasks extension). BeginCall makes it when the catalog says
+// the tool's task support is "required" (metadata task_support), so the
+// call never leaves toolsvc; Classify makes it of an upstream's own
+// refusal when the catalog did not know yet (metadata upstream_code).
+func TaskRequired(tool string, meta map[string]string) *Error {
+	return &Error{Code: FailedPrecondition, Reason: ReasonTaskRequired, Meta: meta,
+		Message:    fmt.Sprintf("tool %q runs only as a task: set task to call it as one", Clip(tool)),
+		Violations: []FieldViolation{Violation("task", "required: the tool runs only as a task")}}
 }

@@ -101,3 +101,26 @@ func errorData(e *core.Error) map[string]any {
 // mcpCodeResourceNotFound is the MCP spec's error code for a resource
 // that does not exist.
 const mcpCodeResourceNotFound = -32002
+
+// codeMissingCapability is 2026-07-28's JSON-RPC error for a request that
+// lacks a capability the server requires of its client; its data's
+// requiredCapabilities names what is missing.
+const codeMissingCapability = -32021
+
+// taskRequiredError is TASK_REQUIRED (a call that asked no task of a tool
+// that runs only as one) in the client's protocol: 2025-11-25's tasks spec
+// has the server answer it with -32601 (Method not found; go-sdk sends
+// that code bare, without message and data: gosdk.go); 2026-07-28 with
+// -32021 whose data.requiredCapabilities.extensions names the tasks
+// extension, the client's to opt in to. toolsvc's data is kept beside it.
+func taskRequiredError(e *core.Error, modern bool) *jsonrpc.Error {
+	e = e.Bounded()
+	data := errorData(e)
+	code := int64(jsonrpc.CodeMethodNotFound)
+	if modern {
+		code = codeMissingCapability
+		data["requiredCapabilities"] = map[string]any{"extensions": map[string]any{core.TasksExtension: map[string]any{}}}
+	}
+	raw, _ := json.Marshal(data)
+	return &jsonrpc.Error{Code: code, Message: e.Message, Data: raw}
+}

@@ -968,6 +968,9 @@ func (f *Front) callRound(ctx context.Context, req *mcp.CallToolRequest, in core
 	}
 	c.End(fail, res != nil && res.IsError, size)
 	if fail != nil {
+		if fail.Reason == core.ReasonTaskRequired {
+			return nil, nil, nil, taskRequiredError(fail, req.ProtocolVersion() >= statelessEra)
+		}
 		if res, err = mcpCallFailure(fail); err != nil {
 			return nil, nil, nil, err
 		}

@@ -13,7 +13,7 @@ const html = htm.bind(h);
 // Timings the browser test and tests/bench/console read (reported, not
 // asserted): firstRender from the Catalog's mount, firstRenderAt from the
 // navigation's start (performance.now()'s origin), keystrokes end to end.
-const timings = (window.__console = { firstRender: null, firstRenderAt: null, keystrokes: [], events: 0 });
+const timings = (window.__console = { firstRender: null, firstRenderAt: null, keystrokes: [], rankings: [], events: 0 });
 
 // ---- the store: what the event stream and the API say -------------------
 
@@ -23,6 +23,7 @@ const store = {
   discovery: null, // Kubernetes discovery's sources (an operator's; null without discovery)
   catalog: null, // the last catalog event (revision, count)
   feed: [], // catalog changes, newest first (at most 200)
+  searchPrepared: 0, // how many times the stream said the search index is prepared
   connected: false,
   listeners: new Set(),
   emit() {
@@ -70,6 +71,14 @@ function connect() {
     store.upstreams = JSON.parse(e.data);
     timings.events++;
     store.emit();
+  });
+  // The search index is prepared (every stage): a search the lexical stage
+  // answered is asked again for the full ranking.
+  es.addEventListener('search', (e) => {
+    if (JSON.parse(e.data).prepared) {
+      store.searchPrepared++;
+      store.emit();
+    }
   });
   es.addEventListener('catalog', (e) => {
     const ev = JSON.parse(e.data);
@@ -309,6 +318,7 @@ function Catalog() {
   const [q, setQ] = useState('');
   const [server, setServer] = useState('');
   const [hits, setHits] = useState(null); // names ranked by SearchTools, or null
+  const [ranking, setRanking] = useState(null); // {ranking, complete} of the hits
   const [selected, setSelected] = useState('');
   const [total, setTotal] = useState(null); // the caller's tools, known from the first window on
   const rev = s.catalog && s.catalog.revision;
@@ -360,15 +370,18 @@ function Catalog() {
     }
   }, [all]);
 
-  const search = (value) => {
+  // A keystroke's search (reask: the same query again once the index is
+  // prepared, not timed as a keystroke).
+  const search = (value, reask) => {
     setQ(value);
     if (pending.current) pending.current.ctrl.abort();
     if (!value.trim()) {
       pending.current = null;
       setHits(null);
+      setRanking(null);
       return;
     }
-    const p = { t0: performance.now(), ctrl: new AbortController() };
+    const p = { t0: performance.now(), ctrl: new AbortController(), timed: !!reask };
     pending.current = p;
     const params = new URLSearchParams({ q: value });
     if (server) params.set('server', server);
@@ -376,17 +389,29 @@ function Catalog() {
       .then((b) => {
         if (pending.current !== p) return;
         p.done = true;
+        p.ranking = b.ranking + (b.complete ? '' : ' (stage)');
         setHits(b.names);
+        setRanking({ ranking: b.ranking, complete: b.complete });
         setErr('');
       })
       .catch((e) => e.name !== 'AbortError' && pending.current === p && setErr(e.message));
   };
+
+  // A stage of the index answered (the names, or the lexical stage): once
+  // the stream says the index is prepared, the same query is asked again,
+  // unless a keystroke's search is on its way (the prepared index answers
+  // it).
+  useEffect(() => {
+    const p = pending.current;
+    if (ranking && !ranking.complete && q.trim() && (!p || p.done)) search(q, true);
+  }, [s.searchPrepared]);
 
   useLayoutEffect(() => {
     const p = pending.current;
     if (p && p.done && !p.timed) {
       p.timed = true;
       timings.keystrokes.push(performance.now() - p.t0);
+      timings.rankings.push(p.ranking);
     }
   }, [hits]);
 
@@ -409,6 +434,10 @@ function Catalog() {
         ${servers.map((n) => html`<option value=${n}>${n}</option>`)}
       </select>
       <span class="muted" id="count">${rows.length} of ${total === null ? '…' : total} tools</span>
+      ${ranking
+        ? html`<span class="muted" id="ranking" data-ranking=${ranking.ranking} data-complete=${String(ranking.complete)}
+            >ranked ${ranking.ranking}${ranking.complete ? '' : ', the full ranking on its way'}</span>`
+        : null}
     </div>
     ${err ? html`<p class="error" id="catalog-error">${err}</p>` : null}
     <div class="catalog">
@@ -783,6 +812,11 @@ function InputRequest({ req, answer }) {
   return html`<p class="muted">The tool asks for input of a kind the Playground does not give (${req.kind}).</p>`;
 }
 
+// What the caller can do about a refusal, by its reason (docs/errors.md).
+const REASON_HINTS = {
+  TASK_REQUIRED: 'This tool runs only as a task: "run as task" is now checked; call it again to run it as one.',
+};
+
 function Playground() {
   const s = useStore();
   const initial = new URLSearchParams(location.hash.split('?')[1] || '').get('tool') || '';
@@ -792,6 +826,7 @@ function Playground() {
   const [problems, setProblems] = useState({});
   const [result, setResult] = useState(null);
   const [err, setErr] = useState('');
+  const [hint, setHint] = useState(''); // REASON_HINTS of the last refusal
   const [busy, setBusy] = useState(false);
   const [progress, setProgress] = useState(null);
   const [logs, setLogs] = useState([]);
@@ -805,6 +840,7 @@ function Playground() {
     setProblems({});
     setResult(null);
     setErr('');
+    setHint('');
     setProgress(null);
     setLogs([]);
     setAsked(null);
@@ -841,6 +877,8 @@ function Playground() {
         for (const f of body.fields || []) fields[f.field.replace(/^arguments\.?/, '') || '(arguments)'] = f.description;
         setProblems(fields);
         setErr(`${body.code} ${body.reason}: ${body.message}`);
+        setHint(REASON_HINTS[body.reason] || '');
+        if (body.reason === 'TASK_REQUIRED') setAsTask(true);
       };
       if (!res.ok) return fail(await res.json());
       await readEvents(res, (event, data) => {
@@ -901,6 +939,7 @@ function Playground() {
       <input id="play-tool" placeholder="tool (exposed name)" value=${name} onChange=${(e) => setName(e.currentTarget.value.trim())} />
     </div>
     ${err ? html`<p class="error" id="play-error">${err}</p>` : null}
+    ${hint ? html`<p class="hint" id="play-hint">${hint}</p>` : null}
     ${tool
       ? html`<form id="play-form" onSubmit=${submit}>
           <p><b>${tool.name}</b> <span class="muted">${tool.title || ''}</span></p>
