@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // The refresh work limit: a replica-wide bound on the refresh work done at
@@ -27,6 +29,17 @@ import (
 // order of arrival within an upstream. A single upstream's refresh waits
 // only while others' work is running: its debounce and freshness are
 // unchanged.
+//
+// Calls first: while requests to upstreams are in flight (calls, counted
+// by Bridge.request) and other listings wait for a turn (a storm), a turn
+// that ends rests as long as it worked before it is given back, so the
+// storm's work takes at most half of the limit's cores while calls are
+// waiting. A storm's turns otherwise run back to back on a core, and a
+// call's goroutines (gRPC's reader and writer, the upstream connection's)
+// queue behind them and the transport's reads for the other core
+// (docs/benchmarks.md, "Calls during a refresh storm: where they wait").
+// Without calls, or without others waiting, nothing rests: a storm with
+// no traffic, or one upstream's refresh, runs as fast as before.
 
 // defaultRefreshWork is the limit when none is configured: all cores but
 // one, at least one.
@@ -34,9 +47,17 @@ func defaultRefreshWork() int {
 	return max(1, runtime.GOMAXPROCS(0)-1)
 }
 
+// maxTurnRest bounds a turn's rest: a turn of more than a second (a
+// listing of tens of thousands of tools in one page) rests a second, so
+// one huge listing delays the others of its storm by no more than that.
+const maxTurnRest = time.Second
+
 // refreshWork hands out turns of refresh work, at most limit at once.
 type refreshWork struct {
 	limit int
+	// calls counts the requests to upstreams in flight on the replica
+	// (Bridge.request): while any is, a storm's turns rest (pace).
+	calls atomic.Int64
 
 	mu      sync.Mutex
 	running int                    // turns held
@@ -104,6 +125,22 @@ func (w *refreshWork) acquire(ctx context.Context, key string) error {
 	return ctx.Err()
 }
 
+// rest is how long a turn that worked for worked rests before it is
+// given back: as long as it worked (at most maxTurnRest) while calls are
+// in flight and other listings wait for a turn, else nothing.
+func (w *refreshWork) rest(worked time.Duration) time.Duration {
+	if worked <= 0 || w.calls.Load() == 0 {
+		return 0
+	}
+	w.mu.Lock()
+	waiting := len(w.ring) > 0
+	w.mu.Unlock()
+	if !waiting {
+		return 0
+	}
+	return min(worked, maxTurnRest)
+}
+
 // release gives a turn back.
 func (w *refreshWork) release() {
 	w.mu.Lock()
@@ -154,7 +191,15 @@ type workHold struct {
 	w    *refreshWork
 	key  string
 	held bool
+	// since is when the turn was taken; done ends a rest early (the
+	// pass's context).
+	since time.Time
+	done  <-chan struct{}
 }
+
+// workTurnHook, when set (tests), is called when a pass takes its turn
+// (true) and when its work is done, before any rest (false).
+var workTurnHook func(key string, taken bool)
 
 // gate takes the pass's turn unless it holds it; it is the pass's
 // mcp.WithResultGate.
@@ -165,14 +210,30 @@ func (h *workHold) gate(ctx context.Context) error {
 	if err := h.w.acquire(ctx, h.key); err != nil {
 		return err
 	}
-	h.held = true
+	h.held, h.since, h.done = true, time.Now(), ctx.Done()
+	if hook := workTurnHook; hook != nil {
+		hook(h.key, true)
+	}
 	return nil
 }
 
-// release gives the pass's turn back, if held.
+// release gives the pass's turn back, if held, after its rest (pace).
 func (h *workHold) release() {
-	if h.held {
-		h.held = false
-		h.w.release()
+	if !h.held {
+		return
 	}
+	h.held = false
+	if hook := workTurnHook; hook != nil {
+		hook(h.key, false)
+	}
+	if d := h.w.rest(time.Since(h.since)); d > 0 {
+		// Resting holds the turn: nobody's refresh work runs on it.
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-h.done:
+			t.Stop()
+		}
+	}
+	h.w.release()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -185,6 +186,98 @@ func TestRefreshWorkHeadGivesUp(t *testing.T) {
 	})
 }
 
+// TestRefreshWorkRestsWhileCallsWait: a turn given back while a call is in
+// flight and another listing waits rests as long as it worked (at most
+// maxTurnRest) before the next turn is granted; without a call in flight,
+// or with nobody waiting, it is given back at once; a pass whose context
+// ends stops resting.
+func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
+	// work takes a turn for key through a workHold, works for d (the fake
+	// clock) and gives it back; it returns when the turn is given back.
+	work := func(t *testing.T, w *refreshWork, ctx context.Context, key string, d time.Duration) {
+		h := &workHold{w: w, key: key}
+		if err := h.gate(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(d)
+		h.release()
+	}
+	// grantedAt starts a waiter for key and returns when it got its turn.
+	grantedAt := func(t *testing.T, w *refreshWork, key string) <-chan time.Time {
+		at := make(chan time.Time, 1)
+		go func() {
+			if err := w.acquire(t.Context(), key); err != nil {
+				t.Error(err)
+				return
+			}
+			at <- time.Now()
+			w.release()
+		}()
+		return at
+	}
+	for _, tc := range []struct {
+		name        string
+		calls       int64
+		worked      time.Duration
+		wantGranted time.Duration // after the turn began
+	}{
+		{"a call in flight: rests as long as it worked", 1, 40 * time.Millisecond, 80 * time.Millisecond},
+		{"no call: no rest", 0, 40 * time.Millisecond, 40 * time.Millisecond},
+		{"a long turn rests maxTurnRest", 2, 3 * time.Second, 3*time.Second + maxTurnRest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newRefreshWork(1)
+				w.calls.Store(tc.calls)
+				start := time.Now()
+				done := make(chan struct{})
+				go func() { work(t, w, t.Context(), "a", tc.worked); close(done) }()
+				synctest.Wait() // a holds the turn
+				at := grantedAt(t, w, "b")
+				if got := (<-at).Sub(start); got != tc.wantGranted {
+					t.Errorf("b's turn %v after a's began, want %v", got, tc.wantGranted)
+				}
+				<-done
+				synctest.Wait() // b gave its turn back
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if w.running != 0 {
+					t.Errorf("%d turns held at the end", w.running)
+				}
+			})
+		})
+	}
+	t.Run("nobody waiting: no rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			start := time.Now()
+			work(t, w, t.Context(), "a", 40*time.Millisecond)
+			if got := time.Since(start); got != 40*time.Millisecond {
+				t.Errorf("the turn was given back after %v, want 40ms (no rest)", got)
+			}
+		})
+	})
+	t.Run("the pass's context ends the rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			ctx, cancel := context.WithCancel(t.Context())
+			start := time.Now()
+			go func() {
+				time.Sleep(50 * time.Millisecond) // 10ms into the rest
+				cancel()
+			}()
+			go func() { work(t, w, ctx, "a", 40*time.Millisecond) }()
+			synctest.Wait()
+			if got := (<-grantedAt(t, w, "b")).Sub(start); got != 50*time.Millisecond {
+				t.Errorf("b's turn %v after a's began, want 50ms (a's context ended its rest)", got)
+			}
+		})
+	})
+}
+
 // TestRefreshWorkHungUpstreamHoldsNoTurn: an upstream that does not answer
 // its re-list holds no turn of refresh work while it is waited for: the
 // others of the same storm are re-listed meanwhile (with one turn on 2
@@ -251,5 +344,127 @@ func TestRefreshWorkHungUpstreamHoldsNoTurn(t *testing.T) {
 	})
 	if _, ok := b.Catalog().Current().Lookup("h0__added"); ok {
 		t.Fatal("h0 was re-listed: its upstream was to hang")
+	}
+}
+
+// TestRefreshStormYieldsToCalls: while a call is in flight, a storm of
+// listings takes at most about half of the refresh work limit's time: each
+// turn rests as long as it worked before the next listing's work begins,
+// so the calls' goroutines find a core. Without the rest the storm's turns
+// run back to back (a share near 1). Real go-sdk servers over HTTP, 100
+// tools each, and a real call to a tool that answers when the storm is
+// over. The share is a ratio of the turns' own durations, whatever the
+// machine's speed.
+//
+// Not parallel: it sets workTurnHook, which every bridge's refresh reads.
+func TestRefreshStormYieldsToCalls(t *testing.T) {
+	const n, tools = 16, 100
+	type turn struct {
+		key   string
+		taken bool
+		at    time.Time
+	}
+	var (
+		mu        sync.Mutex
+		events    []turn
+		recording bool
+	)
+	workTurnHook = func(key string, taken bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording {
+			events = append(events, turn{key, taken, time.Now()})
+		}
+	}
+	t.Cleanup(func() { workTurnHook = nil }) // after the bridge's Close
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	// The caller's upstream: its tool answers once released.
+	entered, answer := make(chan struct{}), make(chan struct{})
+	caller := mcp.NewServer(&mcp.Implementation{Name: "caller", Version: "1"}, nil)
+	caller.AddTool(&mcp.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(entered)
+			select {
+			case <-answer:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	callerURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return caller }, nil))
+	servers = append(servers, ServerConfig{Name: "c", Transport: TransportStreamableHTTP, URL: callerURL, PingInterval: -1})
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools+1 })
+
+	callDone := make(chan error, 1)
+	go func() {
+		res, err := b.CallTool(t.Context(), "c__wait", map[string]any{}, nil)
+		if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "done") {
+			err = fmt.Errorf("answer %+v", res)
+		}
+		callDone <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("the call did not reach its upstream")
+	}
+	mu.Lock()
+	recording = true
+	mu.Unlock()
+	for _, srv := range sdk { // the storm: every upstream's list changes at once
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1)+1 })
+	mu.Lock()
+	recording = false
+	got := slices.Clone(events)
+	mu.Unlock()
+	close(answer)
+	if err := <-callDone; err != nil {
+		t.Fatalf("the call in flight during the storm: %v", err)
+	}
+
+	// The storm's window, from the first turn taken to the last given
+	// back, and the time turns were held in it.
+	var first, last time.Time
+	var held time.Duration
+	open := map[string]time.Time{}
+	turns := 0
+	for _, e := range got {
+		if e.taken {
+			if first.IsZero() {
+				first = e.at
+			}
+			open[e.key] = e.at
+			turns++
+			continue
+		}
+		if at, ok := open[e.key]; ok {
+			held += e.at.Sub(at)
+			delete(open, e.key)
+			last = e.at
+		}
+	}
+	if turns < n {
+		t.Fatalf("%d turns during the storm, want at least %d (one per upstream)", turns, n)
+	}
+	window := last.Sub(first)
+	share := held.Seconds() / (float64(b.work.limit) * window.Seconds())
+	t.Logf("storm of %d upstreams with a call in flight: %d turns held %v of %v (limit %d): share %.2f", n, turns, held, window, b.work.limit, share)
+	// n turns resting as long as they worked span at least 2n-1 turns'
+	// time: a share of n/(2n-1) at most (0.52 for 16), whatever the
+	// speed; back to back (no rest) it is near 1.
+	if share > 0.65 {
+		t.Errorf("refresh work held its turns %.0f%% of the storm while a call was in flight, want about half at most (turns rest as long as they worked)", 100*share)
 	}
 }

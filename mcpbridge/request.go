@@ -67,6 +67,8 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label string, do func
 	defer func() { done() }() // the held session, which a retry replaces
 	u.inflight.Add(1)
 	defer u.inflight.Add(-1)
+	b.work.calls.Add(1) // a refresh storm yields to it (refreshwork.go)
+	defer b.work.calls.Add(-1)
 	for try := 0; ; try++ {
 		if err = s.run(ctx, do); err == nil {
 			v = verdictSuccess
