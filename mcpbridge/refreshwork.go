@@ -40,12 +40,30 @@ import (
 // (docs/benchmarks.md, "Calls during a refresh storm: where they wait").
 // Without calls, or without others waiting, nothing rests: a storm with
 // no traffic, or one upstream's refresh, runs as fast as before.
+//
+// The window: at most askWindow listings of the replica are on the wire at
+// once (asked for, their response not yet arrived). Reading a response off
+// the connection (the transport's goroutines, the session taps) is outside
+// the turns; without the window the 500 responses of a storm arrive
+// together and their readers, hundreds of goroutines runnable at once,
+// queue the calls' goroutines behind them. A place is given back when the
+// response arrives, or listingGrace after it was asked for, whichever is
+// first: an upstream slow to answer or hung holds a place no longer than
+// that.
 
 // defaultRefreshWork is the limit when none is configured: all cores but
 // one, at least one.
 func defaultRefreshWork() int {
 	return max(1, runtime.GOMAXPROCS(0)-1)
 }
+
+// askWindow is the number of listings on the wire at once: a few per
+// turn of work, so responses are ready when a turn is free.
+func askWindow(limit int) int { return 8 * max(1, limit) }
+
+// listingGrace is how long a listing keeps its place in the window while
+// its upstream has not answered (a variable for tests).
+var listingGrace = 250 * time.Millisecond
 
 // maxTurnRest bounds a turn's rest: a turn of more than a second (a
 // listing of tens of thousands of tools in one page) rests a second, so
@@ -58,6 +76,9 @@ type refreshWork struct {
 	// calls counts the requests to upstreams in flight on the replica
 	// (Bridge.request): while any is, a storm's turns rest (pace).
 	calls atomic.Int64
+	// asks is the window of listings on the wire: a place is a value in
+	// the channel.
+	asks chan struct{}
 
 	mu      sync.Mutex
 	running int                    // turns held
@@ -74,7 +95,26 @@ type workTurn struct {
 }
 
 func newRefreshWork(limit int) *refreshWork {
-	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}}
+	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}, asks: make(chan struct{}, askWindow(limit))}
+}
+
+// ask waits for a place in the window for a listing about to be asked for
+// (in order of asking) and returns the func that gives it back (once; it
+// is given back by itself listingGrace later). An error (ctx's) means no
+// place was taken.
+func (w *refreshWork) ask(ctx context.Context) (func(), error) {
+	select {
+	case w.asks <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var once sync.Once
+	give := func() { once.Do(func() { <-w.asks }) }
+	t := time.AfterFunc(listingGrace, give)
+	return func() {
+		t.Stop()
+		give()
+	}, nil
 }
 
 // acquire waits for a turn for key's work; an error (ctx's) means none was
@@ -195,6 +235,9 @@ type workHold struct {
 	// pass's context).
 	since time.Time
 	done  <-chan struct{}
+	// give gives back the pass's place in the window while a page is
+	// asked for (nil: none held).
+	give func()
 }
 
 // workTurnHook, when set (tests), is called when a pass takes its turn
@@ -204,6 +247,7 @@ var workTurnHook func(key string, taken bool)
 // gate takes the pass's turn unless it holds it; it is the pass's
 // mcp.WithResultGate.
 func (h *workHold) gate(ctx context.Context) error {
+	h.arrived()
 	if h.held {
 		return nil
 	}
@@ -215,6 +259,26 @@ func (h *workHold) gate(ctx context.Context) error {
 		hook(h.key, true)
 	}
 	return nil
+}
+
+// ask takes a place in the window before the pass asks its upstream for
+// a page.
+func (h *workHold) ask(ctx context.Context) error {
+	give, err := h.w.ask(ctx)
+	if err != nil {
+		return err
+	}
+	h.give = give
+	return nil
+}
+
+// arrived gives the pass's place in the window back, if held: the page's
+// response is in, or the request ended.
+func (h *workHold) arrived() {
+	if h.give != nil {
+		h.give()
+		h.give = nil
+	}
 }
 
 // release gives the pass's turn back, if held, after its rest (pace).

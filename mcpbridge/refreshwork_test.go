@@ -278,6 +278,68 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 	})
 }
 
+// TestRefreshWorkWindow: at most askWindow listings are asked for at once;
+// the next asks once a response arrives, or once a listing has waited
+// listingGrace for its upstream (a hung upstream holds its place no longer);
+// a place given back twice (the response, then the grace) is given back
+// once; an asker whose context ends takes no place.
+func TestRefreshWorkWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newRefreshWork(1)
+		n := askWindow(1)
+		gives := make([]func(), n)
+		for i := range gives {
+			give, err := w.ask(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			gives[i] = give
+		}
+		start := time.Now()
+		asked := make(chan time.Time, 3)
+		for range 3 {
+			go func() {
+				if _, err := w.ask(t.Context()); err != nil {
+					t.Error(err)
+				}
+				asked <- time.Now()
+			}()
+		}
+		synctest.Wait()
+		if len(asked) != 0 {
+			t.Fatalf("%d listings asked for beyond a full window of %d", len(asked), n)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := w.ask(ctx); err == nil {
+			t.Fatal("an asker whose context ended took a place in a full window")
+		}
+		gives[0]() // a response arrived
+		gives[0]() // and again: the same place
+		synctest.Wait()
+		if len(asked) != 1 {
+			t.Fatalf("%d listings asked for after one response arrived, want 1", len(asked))
+		}
+		if at := <-asked; at != start {
+			t.Errorf("asked %v after the response, want at once", at.Sub(start))
+		}
+		// Nobody else answers: the places come back after the grace.
+		for range 2 {
+			if got := (<-asked).Sub(start); got != listingGrace {
+				t.Errorf("asked %v after the window filled, want listingGrace (%v)", got, listingGrace)
+			}
+		}
+		time.Sleep(2 * listingGrace)
+		for _, give := range gives {
+			give()
+		}
+		synctest.Wait()
+		if len(w.asks) != 0 {
+			t.Errorf("%d places held after every listing gave its place back", len(w.asks))
+		}
+	})
+}
+
 // TestRefreshWorkHungUpstreamHoldsNoTurn: an upstream that does not answer
 // its re-list holds no turn of refresh work while it is waited for: the
 // others of the same storm are re-listed meanwhile (with one turn on 2
@@ -466,5 +528,77 @@ func TestRefreshStormYieldsToCalls(t *testing.T) {
 	// speed; back to back (no rest) it is near 1.
 	if share > 0.65 {
 		t.Errorf("refresh work held its turns %.0f%% of the storm while a call was in flight, want about half at most (turns rest as long as they worked)", 100*share)
+	}
+}
+
+// TestRefreshStormListingsOnTheWireBounded: when every upstream announces
+// list_changed at once, at most the window's listings are on the wire at
+// once (asked for, not yet answered), so their responses, read outside the
+// turns, do not all arrive together; every upstream is still re-listed.
+// Real go-sdk servers over HTTP, each taking 30 ms to answer a listing (so
+// that listings overlap); the peak is counted by the servers.
+//
+// Not parallel: it sets listingGrace (the wait is the servers' own, far
+// below it).
+func TestRefreshStormListingsOnTheWireBounded(t *testing.T) {
+	const n, tools = 24, 10
+	saved := listingGrace
+	listingGrace = time.Minute
+	t.Cleanup(func() { listingGrace = saved })
+	var (
+		mu           sync.Mutex
+		onWire, peak int
+		counting     bool
+	)
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "tools/list" {
+					return next(ctx, method, req)
+				}
+				mu.Lock()
+				onWire++
+				if counting {
+					peak = max(peak, onWire)
+				}
+				mu.Unlock()
+				defer func() {
+					mu.Lock()
+					onWire--
+					mu.Unlock()
+				}()
+				select { // the upstream's own time to answer
+				case <-time.After(30 * time.Millisecond):
+				case <-ctx.Done():
+				}
+				return next(ctx, method, req)
+			}
+		})
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("w%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools })
+	mu.Lock()
+	counting = true
+	mu.Unlock()
+	for _, srv := range sdk { // the storm
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1) })
+	mu.Lock()
+	got := peak
+	mu.Unlock()
+	window := askWindow(b.work.limit)
+	t.Logf("re-list storm of %d upstreams: at most %d listings on the wire at once (window %d)", n, got, window)
+	if got > window {
+		t.Errorf("%d listings were on the wire at once during the storm, over the window of %d", got, window)
 	}
 }
