@@ -602,3 +602,67 @@ func TestRefreshStormListingsOnTheWireBounded(t *testing.T) {
 		t.Errorf("%d listings were on the wire at once during the storm, over the window of %d", got, window)
 	}
 }
+
+// TestRefreshWindowHungUpstreamsHoldNoPlace: upstreams whose re-lists do
+// not answer fill the window of listings on the wire for listingGrace at
+// most: with more hung upstreams than the window has places, another
+// upstream's re-list still goes out and is published while they hang. Real
+// go-sdk servers over HTTP; the hung ones block their tools/list until the
+// test ends.
+func TestRefreshWindowHungUpstreamsHoldNoPlace(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	var servers []ServerConfig
+	var hungSrv []*mcp.Server
+	hungN := askWindow(defaultRefreshWork()) + 1
+	var entered sync.WaitGroup
+	entered.Add(hungN)
+	for i := range hungN {
+		srv := relistPinServer(5, false)
+		var listed atomic.Bool
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" && listed.Swap(true) { // the re-list: hang
+					entered.Done()
+					select {
+					case <-hang:
+					case <-ctx.Done():
+					}
+					return nil, fmt.Errorf("hung")
+				}
+				return next(ctx, method, req)
+			}
+		})
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("h%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		hungSrv = append(hungSrv, srv)
+	}
+	ok := relistPinServer(5, false)
+	okURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ok }, nil))
+	servers = append(servers, ServerConfig{Name: "ok", Transport: TransportStreamableHTTP, URL: okURL, PingInterval: -1})
+	t.Cleanup(func() { close(hang) })
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == (hungN+1)*5 })
+
+	add := func(srv *mcp.Server) {
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	for _, srv := range hungSrv {
+		add(srv)
+	}
+	allIn := make(chan struct{})
+	go func() { entered.Wait(); close(allIn) }()
+	select { // every hung re-list reached its upstream: more than the window
+	case <-allIn:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("the hung upstreams' re-lists did not all reach them")
+	}
+	add(ok)
+	waitFor(t, b, "ok re-listed while the others hang", func(s *Snapshot) bool {
+		_, found := s.Lookup("ok__added")
+		return found
+	})
+}
