@@ -46,7 +46,8 @@ import (
 // the connection (the transport's goroutines, the session taps) is outside
 // the turns; without the window the 500 responses of a storm arrive
 // together and their readers, hundreds of goroutines runnable at once,
-// queue the calls' goroutines behind them. A place is given back when the
+// queue the calls' goroutines behind them. Places go round the upstreams
+// that wait, one each, like turns; a place is given back when the
 // response arrives, or listingGrace after it was asked for, whichever is
 // first: an upstream slow to answer or hung holds a place no longer than
 // that.
@@ -80,9 +81,9 @@ type refreshWork struct {
 	// calls counts the requests to upstreams in flight on the replica
 	// (Bridge.request): while any is, a storm's turns rest (pace).
 	calls atomic.Int64
-	// asks is the window of listings on the wire: a place is a value in
-	// the channel.
-	asks chan struct{}
+	// window hands out the places of listings on the wire, as turns are
+	// handed out (nil in the window itself).
+	window *refreshWork
 
 	mu      sync.Mutex
 	running int                    // turns held
@@ -99,21 +100,26 @@ type workTurn struct {
 }
 
 func newRefreshWork(limit int) *refreshWork {
-	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}, asks: make(chan struct{}, askWindow(limit))}
+	w := newTurns(limit)
+	w.window = newTurns(askWindow(limit))
+	return w
 }
 
-// ask waits for a place in the window for a listing about to be asked for
-// (in order of asking) and returns the func that gives it back (once; it
-// is given back by itself listingGrace later). An error (ctx's) means no
-// place was taken.
-func (w *refreshWork) ask(ctx context.Context) (func(), error) {
-	select {
-	case w.asks <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// newTurns is a fair queue of limit turns.
+func newTurns(limit int) *refreshWork {
+	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}}
+}
+
+// ask waits for a place in the window for key's listing about to be asked
+// for (round the upstreams that wait, as turns) and returns the func that
+// gives it back (once; it is given back by itself listingGrace later). An
+// error (ctx's) means no place was taken.
+func (w *refreshWork) ask(ctx context.Context, key string) (func(), error) {
+	if err := w.window.acquire(ctx, key); err != nil {
+		return nil, err
 	}
 	var once sync.Once
-	give := func() { once.Do(func() { <-w.asks }) }
+	give := func() { once.Do(w.window.release) }
 	t := time.AfterFunc(listingGrace, give)
 	return func() {
 		t.Stop()
@@ -169,9 +175,9 @@ func (w *refreshWork) acquire(ctx context.Context, key string) error {
 	return ctx.Err()
 }
 
-// rest is how long a turn that worked for worked rests before it is
-// given back: as long as it worked (at most maxTurnRest) while calls are
-// in flight and other listings wait for a turn, else nothing.
+// rest is how long a turn rests before it is given back, given how long
+// it worked: as long again (at most maxTurnRest) while calls are in
+// flight and other listings wait for a turn, else nothing.
 func (w *refreshWork) rest(worked time.Duration) time.Duration {
 	if worked <= 0 || w.calls.Load() == 0 {
 		return 0
@@ -268,7 +274,7 @@ func (h *workHold) gate(ctx context.Context) error {
 // ask takes a place in the window before the pass asks its upstream for
 // a page.
 func (h *workHold) ask(ctx context.Context) error {
-	give, err := h.w.ask(ctx)
+	give, err := h.w.ask(ctx, h.key)
 	if err != nil {
 		return err
 	}

@@ -282,60 +282,90 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 // the next asks once a response arrives, or once a listing has waited
 // listingGrace for its upstream (a hung upstream holds its place no longer);
 // a place given back twice (the response, then the grace) is given back
-// once; an asker whose context ends takes no place.
+// once; an asker whose context ends takes no place; places go round the
+// upstreams that wait (one upstream's many listings, a per-user upstream's
+// principals, do not hold the window while another waits).
 func TestRefreshWorkWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newRefreshWork(1)
 		n := askWindow(1)
 		gives := make([]func(), n)
 		for i := range gives {
-			give, err := w.ask(t.Context())
+			give, err := w.ask(t.Context(), "p") // one upstream's listings fill it
 			if err != nil {
 				t.Fatal(err)
 			}
 			gives[i] = give
 		}
 		start := time.Now()
-		asked := make(chan time.Time, 3)
-		for range 3 {
-			go func() {
-				if _, err := w.ask(t.Context()); err != nil {
-					t.Error(err)
-				}
-				asked <- time.Now()
-			}()
+		var (
+			mu    sync.Mutex
+			order []string
+			gave  []func()
+		)
+		asker := func(key string) {
+			give, err := w.ask(t.Context(), key)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, key)
+			gave = append(gave, give)
+			mu.Unlock()
 		}
-		synctest.Wait()
-		if len(asked) != 0 {
-			t.Fatalf("%d listings asked for beyond a full window of %d", len(asked), n)
+		for _, key := range []string{"p", "p", "q"} {
+			go asker(key)
+			synctest.Wait() // queued in this order
+		}
+		got := func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Sprint(order)
+		}
+		if o := got(); o != "[]" {
+			t.Fatalf("%s asked for beyond a full window of %d", o, n)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := w.ask(ctx); err == nil {
+		if _, err := w.ask(ctx, "r"); err == nil {
 			t.Fatal("an asker whose context ended took a place in a full window")
 		}
-		gives[0]() // a response arrived
-		gives[0]() // and again: the same place
+		// Responses arrive one at a time: each frees one place, at once.
+		gives[0]()
+		gives[0]() // again: the same place
 		synctest.Wait()
-		if len(asked) != 1 {
-			t.Fatalf("%d listings asked for after one response arrived, want 1", len(asked))
+		if o := got(); o != "[p]" {
+			t.Fatalf("after one response the places went to %s, want [p] (one place, the first to ask)", o)
 		}
-		if at := <-asked; at != start {
-			t.Errorf("asked %v after the response, want at once", at.Sub(start))
+		gives[1]()
+		synctest.Wait()
+		gives[2]()
+		synctest.Wait()
+		if o := got(); o != "[p q p]" || time.Since(start) != 0 {
+			t.Errorf("places went to %s after %v, want [p q p] at once (round the upstreams that wait)", o, time.Since(start))
 		}
-		// Nobody else answers: the places come back after the grace.
-		for range 2 {
-			if got := (<-asked).Sub(start); got != listingGrace {
-				t.Errorf("asked %v after the window filled, want listingGrace (%v)", got, listingGrace)
-			}
+		// Nobody answers now: the next asker gets a place when the first
+		// places' grace ends.
+		go asker("r")
+		synctest.Wait()
+		if o := got(); o != "[p q p]" {
+			t.Fatalf("places went to %s in a full window", o)
+		}
+		time.Sleep(listingGrace)
+		synctest.Wait()
+		if o := got(); o != "[p q p r]" {
+			t.Errorf("after listingGrace the places went to %s, want r's too (the hung listings' places came back)", o)
 		}
 		time.Sleep(2 * listingGrace)
-		for _, give := range gives {
+		for _, give := range append(gives, gave...) {
 			give()
 		}
 		synctest.Wait()
-		if len(w.asks) != 0 {
-			t.Errorf("%d places held after every listing gave its place back", len(w.asks))
+		w.window.mu.Lock()
+		defer w.window.mu.Unlock()
+		if w.window.running != 0 {
+			t.Errorf("%d places held after every listing gave its place back", w.window.running)
 		}
 	})
 }
