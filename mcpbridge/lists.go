@@ -46,12 +46,18 @@ func listPages[R, T any](ctx context.Context, method string, call func(cursor st
 // (rawschema.go), and keeps the upstream's ttlMs (2026-07-28). Each page's
 // response is decoded and taken in holding the pass's turn of refresh work
 // (hold, refreshwork.go), given back before the next page is asked for; the
-// last page's is still held on return.
+// last page's is still held on return. Each page is asked for holding a
+// place in the replica's window of listings on the wire, given back when
+// its response arrives.
 func (s *session) listTools(ctx context.Context, hold *workHold) ([]*mcp.Tool, error) {
 	first := true
 	gated := mcp.WithResultGate(ctx, hold.gate)
 	tools, err := listPages(ctx, "tools/list", func(cur string) (*mcp.ListToolsResult, error) {
 		hold.release() // no turn held while the upstream answers
+		if err := hold.ask(ctx); err != nil {
+			return nil, err
+		}
+		defer hold.arrived() // if the gate did not (an error, go-sdk's cache)
 		return s.cs.ListTools(gated, &mcp.ListToolsParams{Cursor: cur})
 	}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) {
 		s.ttl.Store(int64(r.TTLMs))

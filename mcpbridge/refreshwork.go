@@ -4,6 +4,8 @@ import (
 	"context"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // The refresh work limit: a replica-wide bound on the refresh work done at
@@ -27,6 +29,28 @@ import (
 // order of arrival within an upstream. A single upstream's refresh waits
 // only while others' work is running: its debounce and freshness are
 // unchanged.
+//
+// Calls first: while requests to upstreams are in flight (calls, counted
+// by Bridge.request) and other listings wait for a turn (a storm), a turn
+// that ends rests as long as it worked before it is given back, so the
+// storm's work takes at most half of the limit's cores while calls are
+// waiting. A storm's turns otherwise run back to back on a core, and a
+// call's goroutines (gRPC's reader and writer, the upstream connection's)
+// queue behind them and the transport's reads for the other core
+// (docs/benchmarks.md, "Calls during a refresh storm: where they wait").
+// Without calls, or without others waiting, nothing rests: a storm with
+// no traffic, or one upstream's refresh, runs as fast as before.
+//
+// The window: at most askWindow listings of the replica are on the wire at
+// once (asked for, their response not yet arrived). Reading a response off
+// the connection (the transport's goroutines, the session taps) is outside
+// the turns; without the window the 500 responses of a storm arrive
+// together and their readers, hundreds of goroutines runnable at once,
+// queue the calls' goroutines behind them. Places go round the upstreams
+// that wait, one each, like turns; a place is given back when the
+// response arrives, or listingGrace after it was asked for, whichever is
+// first: an upstream slow to answer or hung holds a place no longer than
+// that.
 
 // defaultRefreshWork is the limit when none is configured: all cores but
 // one, at least one.
@@ -34,9 +58,32 @@ func defaultRefreshWork() int {
 	return max(1, runtime.GOMAXPROCS(0)-1)
 }
 
+// askWindow is the number of listings on the wire at once: a few per
+// turn of work, so responses are ready when a turn is free.
+func askWindow(limit int) int { return 8 * max(1, limit) }
+
+// listingGrace is how long a listing keeps its place in the window while
+// its upstream has not answered (a variable for tests). It also sets the
+// window's slowest pace: with upstreams that all take longer than this to
+// answer, askWindow listings go out every listingGrace (160 a second on 2
+// cores: a storm of 500 such upstreams is asked for within 3.1 s), where a
+// longer grace would stretch a slow fleet's storm past the 5 s it has.
+var listingGrace = 50 * time.Millisecond
+
+// maxTurnRest bounds a turn's rest: a turn of more than a second (a
+// listing of tens of thousands of tools in one page) rests a second, so
+// one huge listing delays the others of its storm by no more than that.
+const maxTurnRest = time.Second
+
 // refreshWork hands out turns of refresh work, at most limit at once.
 type refreshWork struct {
 	limit int
+	// calls counts the requests to upstreams in flight on the replica
+	// (Bridge.request): while any is, a storm's turns rest (pace).
+	calls atomic.Int64
+	// window hands out the places of listings on the wire, as turns are
+	// handed out (nil in the window itself).
+	window *refreshWork
 
 	mu      sync.Mutex
 	running int                    // turns held
@@ -53,7 +100,31 @@ type workTurn struct {
 }
 
 func newRefreshWork(limit int) *refreshWork {
+	w := newTurns(limit)
+	w.window = newTurns(askWindow(limit))
+	return w
+}
+
+// newTurns is a fair queue of limit turns.
+func newTurns(limit int) *refreshWork {
 	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}}
+}
+
+// ask waits for a place in the window for key's listing about to be asked
+// for (round the upstreams that wait, as turns) and returns the func that
+// gives it back (once; it is given back by itself listingGrace later). An
+// error (ctx's) means no place was taken.
+func (w *refreshWork) ask(ctx context.Context, key string) (func(), error) {
+	if err := w.window.acquire(ctx, key); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	give := func() { once.Do(w.window.release) }
+	t := time.AfterFunc(listingGrace, give)
+	return func() {
+		t.Stop()
+		give()
+	}, nil
 }
 
 // acquire waits for a turn for key's work; an error (ctx's) means none was
@@ -102,6 +173,22 @@ func (w *refreshWork) acquire(ctx context.Context, key string) error {
 		w.waiting[key] = q
 	}
 	return ctx.Err()
+}
+
+// rest is how long a turn rests before it is given back, given how long
+// it worked: as long again (at most maxTurnRest) while calls are in
+// flight and other listings wait for a turn, else nothing.
+func (w *refreshWork) rest(worked time.Duration) time.Duration {
+	if worked <= 0 || w.calls.Load() == 0 {
+		return 0
+	}
+	w.mu.Lock()
+	waiting := len(w.ring) > 0
+	w.mu.Unlock()
+	if !waiting {
+		return 0
+	}
+	return min(worked, maxTurnRest)
 }
 
 // release gives a turn back.
@@ -154,25 +241,73 @@ type workHold struct {
 	w    *refreshWork
 	key  string
 	held bool
+	// since is when the turn was taken; done ends a rest early (the
+	// pass's context).
+	since time.Time
+	done  <-chan struct{}
+	// give gives back the pass's place in the window while a page is
+	// asked for (nil: none held).
+	give func()
 }
+
+// workTurnHook, when set (tests), is called when a pass takes its turn
+// (true) and when its work is done, before any rest (false).
+var workTurnHook func(key string, taken bool)
 
 // gate takes the pass's turn unless it holds it; it is the pass's
 // mcp.WithResultGate.
 func (h *workHold) gate(ctx context.Context) error {
+	h.arrived()
 	if h.held {
 		return nil
 	}
 	if err := h.w.acquire(ctx, h.key); err != nil {
 		return err
 	}
-	h.held = true
+	h.held, h.since, h.done = true, time.Now(), ctx.Done()
+	if hook := workTurnHook; hook != nil {
+		hook(h.key, true)
+	}
 	return nil
 }
 
-// release gives the pass's turn back, if held.
-func (h *workHold) release() {
-	if h.held {
-		h.held = false
-		h.w.release()
+// ask takes a place in the window before the pass asks its upstream for
+// a page.
+func (h *workHold) ask(ctx context.Context) error {
+	give, err := h.w.ask(ctx, h.key)
+	if err != nil {
+		return err
 	}
+	h.give = give
+	return nil
+}
+
+// arrived gives the pass's place in the window back, if held: the page's
+// response is in, or the request ended.
+func (h *workHold) arrived() {
+	if h.give != nil {
+		h.give()
+		h.give = nil
+	}
+}
+
+// release gives the pass's turn back, if held, after its rest (pace).
+func (h *workHold) release() {
+	if !h.held {
+		return
+	}
+	h.held = false
+	if hook := workTurnHook; hook != nil {
+		hook(h.key, false)
+	}
+	if d := h.w.rest(time.Since(h.since)); d > 0 {
+		// Resting holds the turn: nobody's refresh work runs on it.
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-h.done:
+			t.Stop()
+		}
+	}
+	h.w.release()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -185,6 +186,190 @@ func TestRefreshWorkHeadGivesUp(t *testing.T) {
 	})
 }
 
+// TestRefreshWorkRestsWhileCallsWait: a turn given back while a call is in
+// flight and another listing waits rests as long as it worked (at most
+// maxTurnRest) before the next turn is granted; without a call in flight,
+// or with nobody waiting, it is given back at once; a pass whose context
+// ends stops resting.
+func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
+	// work takes a turn for key through a workHold, works for d (the fake
+	// clock) and gives it back; it returns when the turn is given back.
+	work := func(t *testing.T, w *refreshWork, ctx context.Context, key string, d time.Duration) {
+		h := &workHold{w: w, key: key}
+		if err := h.gate(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(d)
+		h.release()
+	}
+	// grantedAt starts a waiter for key and returns when it got its turn.
+	grantedAt := func(t *testing.T, w *refreshWork, key string) <-chan time.Time {
+		at := make(chan time.Time, 1)
+		go func() {
+			if err := w.acquire(t.Context(), key); err != nil {
+				t.Error(err)
+				return
+			}
+			at <- time.Now()
+			w.release()
+		}()
+		return at
+	}
+	for _, tc := range []struct {
+		name        string
+		calls       int64
+		worked      time.Duration
+		wantGranted time.Duration // after the turn began
+	}{
+		{"a call in flight: rests as long as it worked", 1, 40 * time.Millisecond, 80 * time.Millisecond},
+		{"no call: no rest", 0, 40 * time.Millisecond, 40 * time.Millisecond},
+		{"a long turn rests maxTurnRest", 2, 3 * time.Second, 3*time.Second + maxTurnRest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newRefreshWork(1)
+				w.calls.Store(tc.calls)
+				start := time.Now()
+				done := make(chan struct{})
+				go func() { work(t, w, t.Context(), "a", tc.worked); close(done) }()
+				synctest.Wait() // a holds the turn
+				at := grantedAt(t, w, "b")
+				if got := (<-at).Sub(start); got != tc.wantGranted {
+					t.Errorf("b's turn %v after a's began, want %v", got, tc.wantGranted)
+				}
+				<-done
+				synctest.Wait() // b gave its turn back
+				w.mu.Lock()
+				defer w.mu.Unlock()
+				if w.running != 0 {
+					t.Errorf("%d turns held at the end", w.running)
+				}
+			})
+		})
+	}
+	t.Run("nobody waiting: no rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			start := time.Now()
+			work(t, w, t.Context(), "a", 40*time.Millisecond)
+			if got := time.Since(start); got != 40*time.Millisecond {
+				t.Errorf("the turn was given back after %v, want 40ms (no rest)", got)
+			}
+		})
+	})
+	t.Run("the pass's context ends the rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			ctx, cancel := context.WithCancel(t.Context())
+			start := time.Now()
+			go func() {
+				time.Sleep(50 * time.Millisecond) // 10ms into the rest
+				cancel()
+			}()
+			go func() { work(t, w, ctx, "a", 40*time.Millisecond) }()
+			synctest.Wait()
+			if got := (<-grantedAt(t, w, "b")).Sub(start); got != 50*time.Millisecond {
+				t.Errorf("b's turn %v after a's began, want 50ms (a's context ended its rest)", got)
+			}
+		})
+	})
+}
+
+// TestRefreshWorkWindow: at most askWindow listings are asked for at once;
+// the next asks once a response arrives, or once a listing has waited
+// listingGrace for its upstream (a hung upstream holds its place no longer);
+// a place given back twice (the response, then the grace) is given back
+// once; an asker whose context ends takes no place; places go round the
+// upstreams that wait (one upstream's many listings, a per-user upstream's
+// principals, do not hold the window while another waits).
+func TestRefreshWorkWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newRefreshWork(1)
+		n := askWindow(1)
+		gives := make([]func(), n)
+		for i := range gives {
+			give, err := w.ask(t.Context(), "p") // one upstream's listings fill it
+			if err != nil {
+				t.Fatal(err)
+			}
+			gives[i] = give
+		}
+		start := time.Now()
+		var (
+			mu    sync.Mutex
+			order []string
+			gave  []func()
+		)
+		asker := func(key string) {
+			give, err := w.ask(t.Context(), key)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, key)
+			gave = append(gave, give)
+			mu.Unlock()
+		}
+		for _, key := range []string{"p", "p", "q"} {
+			go asker(key)
+			synctest.Wait() // queued in this order
+		}
+		got := func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Sprint(order)
+		}
+		if o := got(); o != "[]" {
+			t.Fatalf("%s asked for beyond a full window of %d", o, n)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if _, err := w.ask(ctx, "r"); err == nil {
+			t.Fatal("an asker whose context ended took a place in a full window")
+		}
+		// Responses arrive one at a time: each frees one place, at once.
+		gives[0]()
+		gives[0]() // again: the same place
+		synctest.Wait()
+		if o := got(); o != "[p]" {
+			t.Fatalf("after one response the places went to %s, want [p] (one place, the first to ask)", o)
+		}
+		gives[1]()
+		synctest.Wait()
+		gives[2]()
+		synctest.Wait()
+		if o := got(); o != "[p q p]" || time.Since(start) != 0 {
+			t.Errorf("places went to %s after %v, want [p q p] at once (round the upstreams that wait)", o, time.Since(start))
+		}
+		// Nobody answers now: the next asker gets a place when the first
+		// places' grace ends.
+		go asker("r")
+		synctest.Wait()
+		if o := got(); o != "[p q p]" {
+			t.Fatalf("places went to %s in a full window", o)
+		}
+		time.Sleep(listingGrace)
+		synctest.Wait()
+		if o := got(); o != "[p q p r]" {
+			t.Errorf("after listingGrace the places went to %s, want r's too (the hung listings' places came back)", o)
+		}
+		time.Sleep(2 * listingGrace)
+		for _, give := range append(gives, gave...) {
+			give()
+		}
+		synctest.Wait()
+		w.window.mu.Lock()
+		defer w.window.mu.Unlock()
+		if w.window.running != 0 {
+			t.Errorf("%d places held after every listing gave its place back", w.window.running)
+		}
+	})
+}
+
 // TestRefreshWorkHungUpstreamHoldsNoTurn: an upstream that does not answer
 // its re-list holds no turn of refresh work while it is waited for: the
 // others of the same storm are re-listed meanwhile (with one turn on 2
@@ -252,4 +437,262 @@ func TestRefreshWorkHungUpstreamHoldsNoTurn(t *testing.T) {
 	if _, ok := b.Catalog().Current().Lookup("h0__added"); ok {
 		t.Fatal("h0 was re-listed: its upstream was to hang")
 	}
+}
+
+// TestRefreshStormYieldsToCalls: while a call is in flight, a storm of
+// listings takes at most about half of the refresh work limit's time: each
+// turn rests as long as it worked before the next listing's work begins,
+// so the calls' goroutines find a core. Without the rest the storm's turns
+// run back to back (a share near 1). Real go-sdk servers over HTTP, 100
+// tools each, and a real call to a tool that answers when the storm is
+// over. The share is a ratio of the turns' own durations, whatever the
+// machine's speed.
+//
+// Not parallel: it sets workTurnHook, which every bridge's refresh reads.
+func TestRefreshStormYieldsToCalls(t *testing.T) {
+	const n, tools = 16, 100
+	type turn struct {
+		key   string
+		taken bool
+		at    time.Time
+	}
+	var (
+		mu        sync.Mutex
+		events    []turn
+		recording bool
+	)
+	workTurnHook = func(key string, taken bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording {
+			events = append(events, turn{key, taken, time.Now()})
+		}
+	}
+	t.Cleanup(func() { workTurnHook = nil }) // after the bridge's Close
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	// The caller's upstream: its tool answers once released.
+	entered, answer := make(chan struct{}), make(chan struct{})
+	caller := mcp.NewServer(&mcp.Implementation{Name: "caller", Version: "1"}, nil)
+	caller.AddTool(&mcp.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(entered)
+			select {
+			case <-answer:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+	callerURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return caller }, nil))
+	servers = append(servers, ServerConfig{Name: "c", Transport: TransportStreamableHTTP, URL: callerURL, PingInterval: -1})
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools+1 })
+
+	callDone := make(chan error, 1)
+	go func() {
+		res, err := b.CallTool(t.Context(), "c__wait", map[string]any{}, nil)
+		if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "done") {
+			err = fmt.Errorf("answer %+v", res)
+		}
+		callDone <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("the call did not reach its upstream")
+	}
+	mu.Lock()
+	recording = true
+	mu.Unlock()
+	for _, srv := range sdk { // the storm: every upstream's list changes at once
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1)+1 })
+	mu.Lock()
+	recording = false
+	got := slices.Clone(events)
+	mu.Unlock()
+	close(answer)
+	if err := <-callDone; err != nil {
+		t.Fatalf("the call in flight during the storm: %v", err)
+	}
+
+	// The storm's window, from the first turn taken to the last given
+	// back, and the time turns were held in it.
+	var first, last time.Time
+	var held time.Duration
+	open := map[string]time.Time{}
+	turns := 0
+	for _, e := range got {
+		if e.taken {
+			if first.IsZero() {
+				first = e.at
+			}
+			open[e.key] = e.at
+			turns++
+			continue
+		}
+		if at, ok := open[e.key]; ok {
+			held += e.at.Sub(at)
+			delete(open, e.key)
+			last = e.at
+		}
+	}
+	if turns < n {
+		t.Fatalf("%d turns during the storm, want at least %d (one per upstream)", turns, n)
+	}
+	window := last.Sub(first)
+	share := held.Seconds() / (float64(b.work.limit) * window.Seconds())
+	t.Logf("storm of %d upstreams with a call in flight: %d turns held %v of %v (limit %d): share %.2f", n, turns, held, window, b.work.limit, share)
+	// n turns resting as long as they worked span at least 2n-1 turns'
+	// time: a share of n/(2n-1) at most (0.52 for 16), whatever the
+	// speed; back to back (no rest) it is near 1.
+	if share > 0.65 {
+		t.Errorf("refresh work held its turns %.0f%% of the storm while a call was in flight, want about half at most (turns rest as long as they worked)", 100*share)
+	}
+}
+
+// TestRefreshStormListingsOnTheWireBounded: when every upstream announces
+// list_changed at once, at most the window's listings are on the wire at
+// once (asked for, not yet answered), so their responses, read outside the
+// turns, do not all arrive together; every upstream is still re-listed.
+// Real go-sdk servers over HTTP, each taking 30 ms to answer a listing (so
+// that listings overlap); the peak is counted by the servers.
+//
+// Not parallel: it sets listingGrace (the wait is the servers' own, far
+// below it).
+func TestRefreshStormListingsOnTheWireBounded(t *testing.T) {
+	const n, tools = 24, 10
+	saved := listingGrace
+	listingGrace = time.Minute
+	t.Cleanup(func() { listingGrace = saved })
+	var (
+		mu           sync.Mutex
+		onWire, peak int
+		counting     bool
+	)
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "tools/list" {
+					return next(ctx, method, req)
+				}
+				mu.Lock()
+				onWire++
+				if counting {
+					peak = max(peak, onWire)
+				}
+				mu.Unlock()
+				defer func() {
+					mu.Lock()
+					onWire--
+					mu.Unlock()
+				}()
+				select { // the upstream's own time to answer
+				case <-time.After(30 * time.Millisecond):
+				case <-ctx.Done():
+				}
+				return next(ctx, method, req)
+			}
+		})
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("w%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools })
+	mu.Lock()
+	counting = true
+	mu.Unlock()
+	for _, srv := range sdk { // the storm
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1) })
+	mu.Lock()
+	got := peak
+	mu.Unlock()
+	window := askWindow(b.work.limit)
+	t.Logf("re-list storm of %d upstreams: at most %d listings on the wire at once (window %d)", n, got, window)
+	if got > window {
+		t.Errorf("%d listings were on the wire at once during the storm, over the window of %d", got, window)
+	}
+}
+
+// TestRefreshWindowHungUpstreamsHoldNoPlace: upstreams whose re-lists do
+// not answer fill the window of listings on the wire for listingGrace at
+// most: with more hung upstreams than the window has places, another
+// upstream's re-list still goes out and is published while they hang. Real
+// go-sdk servers over HTTP; the hung ones block their tools/list until the
+// test ends.
+func TestRefreshWindowHungUpstreamsHoldNoPlace(t *testing.T) {
+	t.Parallel()
+	hang := make(chan struct{})
+	var servers []ServerConfig
+	var hungSrv []*mcp.Server
+	hungN := askWindow(defaultRefreshWork()) + 1
+	var entered sync.WaitGroup
+	entered.Add(hungN)
+	for i := range hungN {
+		srv := relistPinServer(5, false)
+		var listed atomic.Bool
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" && listed.Swap(true) { // the re-list: hang
+					entered.Done()
+					select {
+					case <-hang:
+					case <-ctx.Done():
+					}
+					return nil, fmt.Errorf("hung")
+				}
+				return next(ctx, method, req)
+			}
+		})
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("h%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		hungSrv = append(hungSrv, srv)
+	}
+	ok := relistPinServer(5, false)
+	okURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ok }, nil))
+	servers = append(servers, ServerConfig{Name: "ok", Transport: TransportStreamableHTTP, URL: okURL, PingInterval: -1})
+	t.Cleanup(func() { close(hang) })
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == (hungN+1)*5 })
+
+	add := func(srv *mcp.Server) {
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	for _, srv := range hungSrv {
+		add(srv)
+	}
+	allIn := make(chan struct{})
+	go func() { entered.Wait(); close(allIn) }()
+	select { // every hung re-list reached its upstream: more than the window
+	case <-allIn:
+	case <-time.After(defaultTestTimeout):
+		t.Fatal("the hung upstreams' re-lists did not all reach them")
+	}
+	add(ok)
+	waitFor(t, b, "ok re-listed while the others hang", func(s *Snapshot) bool {
+		_, found := s.Lookup("ok__added")
+		return found
+	})
 }

@@ -74,6 +74,13 @@ func (fp *fleetProf) idle(ctx context.Context, name string) error {
 	return fetchTo(ctx, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", fp.addr), filepath.Join(fp.dir, name+"-heap.pprof"))
 }
 
+// heap writes the replica's heap profile after a collection (the runtime
+// publishes allocations at the end of a cycle) as <name>-heap.pprof: its
+// alloc_space less an earlier profile's is what was allocated between them.
+func (fp *fleetProf) heap(ctx context.Context, name string) error {
+	return fetchTo(ctx, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", fp.addr), filepath.Join(fp.dir, name+"-heap.pprof"))
+}
+
 // fleetBreakdown compares the fleet replica's idle goroutines and heap
 // with the baseline's (files "base-*" and "fleet-*" in dir), divides the
 // difference by the n upstreams, and writes the tables to
