@@ -256,7 +256,9 @@ def check_mpnet(teacher, vocab):
     for text, want in MPNET_REFERENCE.items():
         e = embed_sentence(teacher, vocab, text)
         got = [e[0], e[1], e[-2], e[-1]]
-        if not np.allclose(got, want, atol=1e-4):
+        # The numpy pass agrees within 5e-7; 1e-5 leaves room for another
+        # BLAS's order of summation, not for a wrong layer.
+        if not np.allclose(got, want, atol=1e-5):
             sys.exit(f"forward pass does not reproduce the model for {text!r}: got {got}, want {want}")
     for a, near, far in MPNET_ORDER:
         ea, en, ef = (embed_sentence(teacher, vocab, t) for t in (a, near, far))
