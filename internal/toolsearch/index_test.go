@@ -349,9 +349,14 @@ func synthetic(n int, seed uint64) []Doc[string] {
 }
 
 // TestHybridReachesParaphrase: a query whose words the tool it means
-// does not use ("squeeze" for gzip's "Compresses") is lifted into the
-// results by the dense stage; the lexical ranking (the fallback) leaves
-// it out. The keep filter holds for what the dense stage brought in.
+// does not use ("reduce the size" for gzip's "Compresses") is lifted into
+// the results by the dense stage; the lexical ranking (the fallback)
+// leaves it out. The keep filter holds for what the dense stage brought
+// in. (Until 2026-12-07 the query was "squeeze a file": 3rd with the
+// model distilled from all-MiniLM-L6-v2, 4th with all-mpnet-base-v2's;
+// "reduce the size of a file" is 3rd with both, 4th lexically. Among
+// ten tools, four of which say "file", either model lifts gzip for some
+// paraphrases and not others: the eval, docs/search.md, is the measure.)
 func TestHybridReachesParaphrase(t *testing.T) {
 	lo := Lexical(Defaults())
 	hy, lx := New[string](nil), New[string](&lo)
@@ -362,7 +367,7 @@ func TestHybridReachesParaphrase(t *testing.T) {
 		hy.Upsert(d)
 		lx.Upsert(d)
 	}
-	const q, want = "squeeze a file", "everything__gzip-file-as-resource"
+	const q, want = "reduce the size of a file", "everything__gzip-file-as-resource"
 	if got := keys(lx.Search(q, 3, nil)); slices.Contains(got, want) {
 		t.Fatalf("lexical Search(%q) = %v: reaches %s without the dense stage", q, got, want)
 	}
