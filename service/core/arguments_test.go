@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -111,6 +112,39 @@ func TestDecodeArgumentsJSON(t *testing.T) {
 		if _, err := decodeArgumentsJSON(bad); err == nil {
 			t.Errorf("decodeArgumentsJSON(%s) accepted it", bad)
 		}
+	}
+}
+
+// TestDecodeArgumentsJSONStrict: what the decoder refuses, and the path a
+// duplicate key is named by (escaped names compare by their value, as
+// every decoder upstream compares them).
+func TestDecodeArgumentsJSONStrict(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{"a": 1, "a": 2}`:                           ".a",
+		`{"a": 1, "\u0061": 2}`:                      ".a",
+		`{"x": [{"b": 1}, {"b": 1, "b": 2}]}`:        ".x[1].b",
+		`{"x": {"y": {"odd key": 1, "odd key": 2}}}`: `.x.y["odd key"]`,
+	} {
+		_, err := decodeArgumentsJSON(in)
+		var dup *duplicateKeyError
+		if !errors.As(err, &dup) || dup.path != want {
+			t.Errorf("decodeArgumentsJSON(%s) = %v, want a duplicate at %s", in, err, want)
+		}
+	}
+	for _, bad := range []string{`{"a": 1,}`, `{"a" 1}`, `{"a": [1,]}`, `{"a": 01}`, `{"a": tru}`, `{'a': 1}`,
+		"{\"a\": \"\xff\"}", `{"a": NaN}`, `{"a": 1]`, `{"a": [1}}`, `{"a": "x` + "\n" + `"}`} {
+		if m, err := decodeArgumentsJSON(bad); err == nil {
+			t.Errorf("decodeArgumentsJSON(%q) = %v, accepted", bad, m)
+		}
+	}
+	m, err := decodeArgumentsJSON(`{"s": "\u00e9\n", "t": true, "f": false, "n": null, "e": {}, "l": [], "neg": -3, "exp": 2E+2}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"s": "é\n", "t": true, "f": false, "n": nil, "e": map[string]any{}, "l": []any{}, "neg": int64(-3), "exp": 200.0}
+	if !reflect.DeepEqual(m, want) {
+		t.Errorf("decoded %#v, want %#v", m, want)
 	}
 }
 
