@@ -267,6 +267,12 @@ func renderRound(ctx context.Context, e *env, ts *toolsvcProc) (renderResult, er
 	if *verbose {
 		b, _ := chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify(performance.getEntries().map(e => [e.name.replace(location.origin, ''), Math.round(e.startTime), Math.round(e.responseStart || 0), Math.round(e.responseEnd || e.duration), e.transferSize || 0, (e.serverTiming || []).map(s => s.duration)[0] || 0]))`))
 		log.Printf("timeline (name, start, first byte, end, bytes, the handler's own ms from its Server-Timing): %s", b)
+		// The main thread's long frames (over 50 ms): their script time by
+		// invoker, and when rendering and layout started in them.
+		b, _ = chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify(performance.getEntriesByType('long-animation-frame').map(e => ({start: Math.round(e.startTime), ms: Math.round(e.duration),
+			blocking: Math.round(e.blockingDuration), render: Math.round(e.renderStart - e.startTime), layout: Math.round(e.styleAndLayoutStart - e.startTime),
+			scripts: e.scripts.map(s => s.invoker + ' ' + Math.round(s.duration) + ' ms')})))`))
+		log.Printf("long frames: %s", b)
 		// With GODEBUG=gctrace=1 in the environment, toolsvc's collections
 		// (each cycle's stop-the-world and mark times) during the round.
 		log.Printf("%d GC cycles in toolsvc's log (GODEBUG=gctrace=1):", len(gcLineRE.FindAll(b0, -1)))
