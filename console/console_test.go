@@ -232,7 +232,8 @@ func TestDiff(t *testing.T) {
 
 // TestToolsWindow: /ui/api/tools?limit=N is the first N rows and the
 // count (what the Catalog renders first); a limit that is not an integer
-// from 1 to MaxToolsWindow is refused, naming the field.
+// from 1 to MaxToolsWindow, or an offset that is not one from 0, is
+// refused, naming the field.
 func TestToolsWindow(t *testing.T) {
 	h := newConsole(t, core.AuthConfig{}).Handler()
 	get := func(q string) (*httptest.ResponseRecorder, errorBody) {
@@ -240,10 +241,15 @@ func TestToolsWindow(t *testing.T) {
 		r.RemoteAddr = "127.0.0.1:4000"
 		return do(t, h, r)
 	}
-	for _, bad := range []string{"?limit=0", "?limit=-1", "?limit=1001", "?limit=x", "?limit=" + strings.Repeat("9", 600)} {
+	for _, bad := range []string{"?limit=0", "?limit=-1", "?limit=1001", "?limit=x", "?limit=" + strings.Repeat("9", 600),
+		"?offset=-1&limit=10", "?offset=x", "?limit=10&offset=" + strings.Repeat("9", 600)} {
+		field := "limit"
+		if strings.Contains(bad, "offset") {
+			field = "offset"
+		}
 		w, e := get(bad)
-		if w.Code != http.StatusBadRequest || e.Reason != core.ReasonRequestInvalid || len(e.Fields) != 1 || e.Fields[0].Field != "limit" {
-			t.Errorf("%s: %d %+v; want 400 %s on limit", bad, w.Code, e, core.ReasonRequestInvalid)
+		if w.Code != http.StatusBadRequest || e.Reason != core.ReasonRequestInvalid || len(e.Fields) != 1 || e.Fields[0].Field != field {
+			t.Errorf("%s: %d %+v; want 400 %s on %s", bad, w.Code, e, core.ReasonRequestInvalid, field)
 		}
 	}
 	w, _ := get("?limit=1000")

@@ -98,12 +98,19 @@ type toolsBody struct {
 	Revision string      `json:"revision"`
 	Total    int         `json:"total"`   // the caller's tools (of the server asked for)
 	Tools    [][4]string `json:"tools"`   // name, server, title, description
-	Partial  bool        `json:"partial"` // limit cut the list: Tools are its first rows
+	Partial  bool        `json:"partial"` // limit cut the list: more rows follow Tools
 }
 
 // MaxToolsWindow bounds the limit of /ui/api/tools: the first rows a page
-// shows while the whole list is on its way.
+// shows, and each block it loads the rest in (a block of 1,000 rows is
+// parsed by the browser in a few milliseconds, so a keystroke typed while
+// the list loads is never queued behind the parse of all 20,000 rows).
 const MaxToolsWindow = 1000
+
+// toolRow is a tool as the Catalog's list shows it.
+func toolRow(t *core.Tool) [4]string {
+	return [4]string{t.Name, t.Server, clip(t.Title, 120), clip(trimSpaceAll(t.Description), MaxDescriptionRunes)}
+}
 
 // visibleTools is the caller's view of the catalog with its rules applied.
 func (cs *Console) visibleTools(c *caller) (*core.Snapshot, func(*core.Tool) bool) {
@@ -128,17 +135,33 @@ func (cs *Console) tools(c *caller, r *http.Request) (any, *core.Error) {
 		}
 		limit = n
 	}
-	body := toolsBody{Revision: snap.Revision, Tools: make([][4]string, 0, min(limit, len(snap.Tools)))}
+	// offset: the rows before it are left out (the page loads the list in
+	// blocks; each block says its revision, so a block of another catalog
+	// is not mixed in).
+	offset := 0
+	if v, e := query(r, "offset"); e != nil {
+		return nil, e
+	} else if v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fieldError("offset", fmt.Sprintf("an integer from 0, got %q", clip(v, 32)))
+		}
+		offset = n
+	}
+	body := toolsBody{Revision: snap.Revision, Tools: make([][4]string, 0, min(limit, max(len(snap.Tools)-offset, 0)))}
 	for _, t := range snap.Tools {
 		if (server != "" && t.Server != server) || !keep(t) {
 			continue
 		}
 		body.Total++
+		if body.Total <= offset {
+			continue
+		}
 		if len(body.Tools) == limit {
 			body.Partial = true
 			continue
 		}
-		body.Tools = append(body.Tools, [4]string{t.Name, t.Server, clip(t.Title, 120), clip(trimSpaceAll(t.Description), MaxDescriptionRunes)})
+		body.Tools = append(body.Tools, toolRow(t))
 	}
 	return body, nil
 }
@@ -196,8 +219,13 @@ func (cs *Console) tool(c *caller, r *http.Request) (any, *core.Error) {
 type searchBody struct {
 	Revision string   `json:"revision"`
 	Names    []string `json:"names"`
-	Ranking  string   `json:"ranking"`
-	Complete bool     `json:"complete"`
+	// Tools are the hits' rows, in Names' order: the page renders them
+	// without looking them up in the whole list (which may still be
+	// loading, and whose lookup map of 20,000 rows cost a keystroke tens of
+	// milliseconds on a busy machine).
+	Tools    [][4]string `json:"tools"`
+	Ranking  string      `json:"ranking"`
+	Complete bool        `json:"complete"`
 }
 
 // search is SearchTools, the operation every caller's search is: rate
@@ -222,9 +250,11 @@ func (cs *Console) search(c *caller, r *http.Request) (any, *core.Error) {
 	if e != nil {
 		return nil, e
 	}
-	b := searchBody{Revision: res.Revision, Names: make([]string, 0, len(res.Hits)), Ranking: res.Ranking, Complete: res.Complete}
+	b := searchBody{Revision: res.Revision, Names: make([]string, 0, len(res.Hits)), Tools: make([][4]string, 0, len(res.Hits)),
+		Ranking: res.Ranking, Complete: res.Complete}
 	for _, h := range res.Hits {
 		b.Names = append(b.Names, h.Tool.Name)
+		b.Tools = append(b.Tools, toolRow(h.Tool))
 	}
 	return b, nil
 }

@@ -496,6 +496,44 @@ func TestConsoleLargeCatalog(t *testing.T) {
 		t.Errorf("/ui/api/tools?limit=60: total %d, partial %v, %d rows (first %v); want %d, true, 60 from many__bump",
 			window.Total, window.Partial, len(window.Tools), window.Tools[:min(1, len(window.Tools))], n+1)
 	}
+	// The whole list came in blocks of at most 1,000 rows, never in one
+	// answer of 20,001 (whose parse held the main thread 90-170 ms while a
+	// keystroke waited), and the page holds every row: without a query the
+	// count is the catalog's and the last tool is at the end of the list.
+	var blocks struct {
+		Blocks int      `json:"blocks"`
+		Whole  []string `json:"whole"`
+	}
+	evalInto(t, b, `(() => { const es = performance.getEntriesByType('resource').map(e => e.name.replace(location.origin, ''));
+		return {blocks: es.filter(n => /^\/ui\/api\/tools\?offset=\d+&limit=1000$/.test(n)).length,
+			whole: es.filter(n => n.startsWith('/ui/api/tools') && !n.includes('limit='))} })()`, &blocks)
+	if blocks.Blocks != (n+1+999)/1000 || len(blocks.Whole) != 0 {
+		t.Errorf("the list loaded in %d blocks and %d whole listings %q; want %d blocks and none", blocks.Blocks, len(blocks.Whole), blocks.Whole, (n+1+999)/1000)
+	}
+	b.clearSearch(t)
+	b.waitJS(t, "every row held", fmt.Sprintf(`document.getElementById('count').textContent === '%d of %d tools'`, n+1, n+1))
+	evalJS[bool](t, b, `(() => { const l = document.getElementById('tool-list'); l.scrollTop = l.scrollHeight; l.dispatchEvent(new Event('scroll')); return true })()`)
+	b.waitJS(t, "the last tool listed", `!!document.querySelector('#tool-list [data-tool="many__tool19999"]')`)
+	// A search's answer carries its hits' rows (the page renders them
+	// without the whole list), in its names' order, and says the
+	// handler's own time.
+	var answer struct {
+		Names  []string   `json:"names"`
+		Tools  [][]string `json:"tools"`
+		Timing string     `json:"timing"`
+	}
+	evalInto(t, b, `fetch('/ui/api/search?q=tool01234').then(async r => ({...(await r.json()), timing: r.headers.get('Server-Timing')}))`, &answer)
+	if len(answer.Names) == 0 || len(answer.Tools) != len(answer.Names) {
+		t.Fatalf("search answer: %d names, %d rows", len(answer.Names), len(answer.Tools))
+	}
+	for i, r := range answer.Tools {
+		if len(r) != 4 || r[0] != answer.Names[i] || r[1] != "many" {
+			t.Errorf("search answer's row %d: %q, want %s of server many", i, r, answer.Names[i])
+		}
+	}
+	if !regexp.MustCompile(`^app;dur=\d+\.\d$`).MatchString(answer.Timing) {
+		t.Errorf("search answer's Server-Timing %q, want app;dur=MS", answer.Timing)
+	}
 	b.noProblems(t)
 }
 

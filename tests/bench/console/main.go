@@ -205,6 +205,8 @@ type renderResult struct {
 
 var lexicalStageRE = regexp.MustCompile(`msg="search index prepared" .* lexical_stage=(\S+)`)
 
+var gcLineRE = regexp.MustCompile(`(?m)^gc \d+ @.*$`)
+
 var preparedRE = regexp.MustCompile(`msg="search index prepared" .* took=(\S+)`)
 
 func renderRound(ctx context.Context, e *env, ts *toolsvcProc) (renderResult, error) {
@@ -252,7 +254,8 @@ func renderRound(ctx context.Context, e *env, ts *toolsvcProc) (renderResult, er
 	if err != nil {
 		return r, err
 	}
-	b, _ := os.ReadFile(ts.logPath)
+	b0, _ := os.ReadFile(ts.logPath)
+	b := b0
 	if m := preparedRE.FindSubmatch(b); m != nil {
 		d, _ := time.ParseDuration(string(m[1]))
 		v.Prepare = float64(d) / 1e6
@@ -262,8 +265,20 @@ func renderRound(ctx context.Context, e *env, ts *toolsvcProc) (renderResult, er
 		v.Lexical = float64(d) / 1e6
 	}
 	if *verbose {
-		b, _ := chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify(performance.getEntries().map(e => [e.name.replace(location.origin, ''), Math.round(e.startTime), Math.round(e.responseStart || 0), Math.round(e.responseEnd || e.duration), e.transferSize || 0]))`))
-		log.Printf("timeline (name, start, first byte, end, bytes): %s", b)
+		b, _ := chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify(performance.getEntries().map(e => [e.name.replace(location.origin, ''), Math.round(e.startTime), Math.round(e.responseStart || 0), Math.round(e.responseEnd || e.duration), e.transferSize || 0, (e.serverTiming || []).map(s => s.duration)[0] || 0]))`))
+		log.Printf("timeline (name, start, first byte, end, bytes, the handler's own ms from its Server-Timing): %s", b)
+		// The main thread's long frames (over 50 ms): their script time by
+		// invoker, and when rendering and layout started in them.
+		b, _ = chromedp.Run(tctx, chromedp.Evaluate[string](`JSON.stringify(performance.getEntriesByType('long-animation-frame').map(e => ({start: Math.round(e.startTime), ms: Math.round(e.duration),
+			blocking: Math.round(e.blockingDuration), render: Math.round(e.renderStart - e.startTime), layout: Math.round(e.styleAndLayoutStart - e.startTime),
+			scripts: e.scripts.map(s => s.invoker + ' ' + Math.round(s.duration) + ' ms')})))`))
+		log.Printf("long frames: %s", b)
+		// With GODEBUG=gctrace=1 in the environment, toolsvc's collections
+		// (each cycle's stop-the-world and mark times) during the round.
+		log.Printf("%d GC cycles in toolsvc's log (GODEBUG=gctrace=1):", len(gcLineRE.FindAll(b0, -1)))
+		for _, l := range gcLineRE.FindAll(b0, -1) {
+			log.Printf("  %s", l)
+		}
 	}
 	if v.Key < 0 || v.Key2 < 0 {
 		return v, errors.New("the search failed: " + pageText(tctx, "#catalog-error"))
