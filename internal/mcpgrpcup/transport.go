@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -268,7 +269,7 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 		return c.reply(req.ID, c.initialize(req.Params))
 	case "ping":
 		if err := c.ping(ctx); err != nil {
-			if ctx.Err() != nil {
+			if callersDeadline(ctx, err) {
 				return ctx.Err() // no answer within the prober's timeout: as a call the caller gave up
 			}
 			// No answer, and the channel failed (watch ends the session):
@@ -310,6 +311,31 @@ func (c *conn) ping(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// deadlineSkew is how far ahead of ctx's own timer an RPC may end with
+// DEADLINE_EXCEEDED: grpc-go ends it by its own timer and by the server's
+// grpc-timeout (computed when the request left), either of which can
+// fire a moment before ctx reports its end.
+const deadlineSkew = 100 * time.Millisecond
+
+// callersDeadline reports whether err, an RPC's failure, is the end of
+// ctx: ctx is done, or the RPC ended DEADLINE_EXCEEDED within
+// deadlineSkew of ctx's deadline, in which case it waits for ctx to say
+// so. go-sdk takes a Write that fails while its context is not done for
+// a broken connection and closes the session: a prober's ping that timed
+// out a moment early ended a healthy session (TestPingIsARoundTrip, 5
+// runs in 20).
+func callersDeadline(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	if !ok || status.Code(err) != codes.DeadlineExceeded || time.Until(d) > deadlineSkew {
+		return false
+	}
+	<-ctx.Done()
+	return true
 }
 
 // observeAuth records a probe's or list's answer for the bridge's
