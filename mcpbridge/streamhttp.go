@@ -187,6 +187,21 @@ func (c *streamConn) failedErr() error {
 	}
 }
 
+// unanswered is told of a request the upstream never answered (it did
+// not reach the upstream, or a 5xx or 429 refused it). For server/discover
+// that ends the connection: go-sdk falls back to the 2025-11-25
+// initialize on any discover error, and an initialize sent a moment later
+// to an upstream that was restarting reaches it, so a 2026-07-28 upstream
+// would be connected in the older era (with what that era lacks: a Python
+// upstream declared no resource subscriptions). Only an answer (a refusal
+// of the method or the version) may send the session to the older
+// handshake; without one the connect fails and the supervisor tries again.
+func (c *streamConn) unanswered(pi *postInfo, err error) {
+	if pi.method == "server/discover" {
+		c.fail(fmt.Errorf("server/discover got no answer: %w", err))
+	}
+}
+
 // errRejected marks a request the transport refused without the session
 // being in trouble: go-sdk's jsonrpc2 keeps the connection for any write
 // error with this code (its ErrRejected compares codes), and the bridge
@@ -449,6 +464,7 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	hr, resp, err := do()
 	if err != nil {
 		c.pushRequestFailed(ctx, &pi)
+		c.unanswered(&pi, err)
 		return err
 	}
 	if (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) && c.t.oauth != nil {
@@ -465,11 +481,15 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		if _, resp, err = do(); err != nil {
 			c.pushRequestFailed(ctx, &pi)
+			c.unanswered(&pi, err)
 			return err
 		}
 	}
 	if err := c.check(summary, resp); err != nil {
 		c.pushRefused(ctx, &pi, resp.StatusCode)
+		if errors.Is(err, errRejected) {
+			c.unanswered(&pi, err) // 5xx, 429: the upstream did not answer the request
+		}
 		if (pi.method == "server/discover" || pi.method == listenMethod) && !errors.Is(err, errRejected) {
 			// A refused discover falls back to initialize; a refused listen
 			// fails that request only.

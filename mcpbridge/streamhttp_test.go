@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -441,4 +443,49 @@ func TestStreamConnCancelledJSONAnswer(t *testing.T) {
 			t.Fatalf("read %v, want the ping's answer", m)
 		}
 	})
+}
+
+// TestDiscoverNotSentIsNoDowngrade: a 2026-07-28 connect whose
+// server/discover never reached the upstream (the dial refused: an
+// upstream restarting) must fail, not fall back to the 2025-11-25
+// initialize. go-sdk falls back on any discover error, so the initialize
+// that followed a moment later reached the restarted upstream and the
+// session came up in the older era: a Python upstream then declared no
+// resource subscriptions and toolsvc refused them
+// (TestSubscriptionLifecycleBothWires, once at load). The connection is
+// failed instead; the supervisor's next attempt discovers.
+func TestDiscoverNotSentIsNoDowngrade(t *testing.T) {
+	t.Parallel()
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return goSDKServer() },
+		&mcp.StreamableHTTPOptions{Stateless: true})) // go-sdk's server answers server/discover when stateless
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	var refused sync.Once
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		first := false
+		refused.Do(func() { first = true })
+		if first { // the first request: as if nothing listened yet
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+		}
+		return base.RoundTrip(r)
+	})
+	connect := func() (*mcp.ClientSession, error) {
+		st := testStreamable(url)
+		st.client = &http.Client{Transport: rt}
+		return mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).
+			Connect(t.Context(), st, sessionOptions(ProtocolStateless))
+	}
+	if cs, err := connect(); err == nil {
+		v := cs.InitializeResult().ProtocolVersion
+		_ = cs.Close()
+		t.Fatalf("connect whose discover was refused succeeded in %s, want it to fail (no fallback without an answer)", v)
+	}
+	cs, err := connect()
+	if err != nil {
+		t.Fatalf("the next connect: %v", err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != ProtocolStateless {
+		t.Errorf("the next connect negotiated %s, want %s", v, ProtocolStateless)
+	}
 }
