@@ -63,7 +63,7 @@ func checkAnswerBounds(field string, rs map[string]mcp.InputResponse) *Error {
 			e.Reason = ReasonInputResponsesInvalid
 			return e
 		}
-		if jsonNestsDeeper(string(raw), MaxAnswerDepth) {
+		if JSONNestsDeeper(raw, MaxAnswerDepth) {
 			return answerDepthError(field, fmt.Sprintf("the answer to request %q", Clip(id)), MaxAnswerDepth)
 		}
 	}
@@ -86,7 +86,7 @@ func answerDepthError(field, what string, max int) *Error {
 // decoded answers again (checkAnswerBounds).
 func CheckAnswerJSON(field, text string, level int) *Error {
 	max := MaxAnswerDepth - (level - 1)
-	if jsonNestsDeeper(text, max) {
+	if JSONNestsDeeper(text, max) {
 		return answerDepthError(field, "the value", max)
 	}
 	return nil

@@ -149,11 +149,13 @@ func depthError(field string) *Error {
 	return e
 }
 
-// jsonNestsDeeper reports whether the JSON text nests objects and arrays
+// JSONNestsDeeper reports whether the JSON text nests objects and arrays
 // deeper than max. It scans bytes only (strings are skipped), so it bounds
 // the work before anything is decoded; malformed text is left to the
-// decoder.
-func jsonNestsDeeper(text string, max int) bool {
+// decoder. The front door runs it before its own decoding of a request's
+// head: a recursive decoder without a depth limit overflows the stack on
+// text nested a few million levels deep, a fatal error no recover stops.
+func JSONNestsDeeper[T string | []byte](text T, max int) bool {
 	depth, inString, escaped := 0, false, false
 	for i := 0; i < len(text); i++ {
 		b := text[i]
@@ -182,7 +184,7 @@ func jsonNestsDeeper(text string, max int) bool {
 	return false
 }
 
-// valueNestsDeeper is jsonNestsDeeper for a decoded value (the arguments
+// valueNestsDeeper is JSONNestsDeeper for a decoded value (the arguments
 // Struct as a map).
 func valueNestsDeeper(v any, max int) bool {
 	switch v := v.(type) {
@@ -221,7 +223,7 @@ func (e *duplicateKeyError) Error() string { return "duplicate key at " + e.path
 // object with no key twice in any object (a *duplicateKeyError has the
 // key's path below the object: ".a.b[2].c"). Numbers become int64, uint64
 // or float64 (see above). The caller has bounded its depth
-// (jsonNestsDeeper).
+// (JSONNestsDeeper).
 //
 // It reads tokens with go-json-experiment's jsontext, not encoding/json's
 // Decoder.Token: the same strict RFC 8259 grammar (and invalid UTF-8

@@ -316,7 +316,7 @@ func TestJSONNestsDeeper(t *testing.T) {
 		{`{"a\\": [[]]}`, 3},
 		{nestedJSON(998), 998},
 	} {
-		if jsonNestsDeeper(tc.text, tc.depth) || !jsonNestsDeeper(tc.text, tc.depth-1) {
+		if JSONNestsDeeper(tc.text, tc.depth) || !JSONNestsDeeper(tc.text, tc.depth-1) {
 			t.Errorf("%.40s: depth is not %d", tc.text, tc.depth)
 		}
 	}

@@ -164,7 +164,7 @@ func (s *Core) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 		return nil, InvalidArguments(Violation(in.Fields.ArgumentsJSON, "set at most one of arguments and "+in.Fields.ArgumentsJSON))
 	case in.ArgumentsJSON != "":
 		field = in.Fields.ArgumentsJSON
-		if jsonNestsDeeper(in.ArgumentsJSON, MaxArgumentsDepth) {
+		if JSONNestsDeeper(in.ArgumentsJSON, MaxArgumentsDepth) {
 			return nil, depthError(field)
 		}
 		m, err := decodeArgumentsJSON(in.ArgumentsJSON)

@@ -63,12 +63,20 @@ type callHead struct {
 	} `json:"params"`
 }
 
+// maxBodyDepth is go-sdk's nesting limit for a JSON-RPC message (its
+// internal/json checks it before decoding): the head is read by the same
+// decoder, which has no limit of its own and recurses into what it skips.
+const maxBodyDepth = 1000
+
 // plainCall decodes body when it is one tools/call with an ID and no
 // progress token, and no task; nil otherwise.
 func plainCall(body []byte) *callHead {
 	b := bytes.TrimLeft(body, " \t\r\n")
 	if len(b) == 0 || b[0] != '{' || !bytes.Contains(b, []byte(`"tools/call"`)) {
 		return nil
+	}
+	if core.JSONNestsDeeper(b, maxBodyDepth) {
+		return nil // go-sdk refuses it (its own depth check runs before it decodes)
 	}
 	var h callHead
 	if _, err := sjson.Parse(b, &h, sjson.DontMatchCaseInsensitiveStructFields); err != nil ||

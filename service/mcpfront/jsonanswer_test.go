@@ -176,3 +176,20 @@ func BenchmarkPlainCall(b *testing.B) {
 		})
 	}
 }
+
+// TestPlainCallDeepBody: the head of a tools/call is read before go-sdk
+// sees the request, by a recursive decoder with no depth limit: a body
+// nested a few million levels deep (within the front door's 4 MiB body
+// bound) overflowed the stack, a fatal error that ended the process.
+// Past go-sdk's own limit the body is left to go-sdk, which refuses it.
+func TestPlainCallDeepBody(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"jsonrpc":"2.0","method":"tools/call","id":1,"x":` + strings.Repeat("[", 4<<20) + `}`)
+	if h := plainCall(body); h != nil {
+		t.Fatalf("plainCall of a body nested 4 Mi levels deep = %+v, want nil (left to go-sdk)", h)
+	}
+	ok := []byte(`{"jsonrpc":"2.0","method":"tools/call","id":1,"params":{"name":"a","arguments":` + strings.Repeat("[", 900) + strings.Repeat("]", 900) + `}}`)
+	if h := plainCall(ok); h == nil {
+		t.Error("plainCall of a call nested 900 levels = nil, want its head")
+	}
+}
