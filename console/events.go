@@ -87,17 +87,35 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 	// other pages' calls return at once). Joined before the stream ends.
 	// Each preparation's end is told to the page ("search" event), which
 	// asks again a search the lexical stage answered.
+	// One preparer per stream, kicked on each change (at most one kick
+	// waits): a catalog changing faster than a build takes does not pile
+	// up goroutines waiting on the replica's build, one per change.
 	var prep sync.WaitGroup
 	defer prep.Wait()
 	prepared := make(chan struct{}, 1)
+	kick, stop := make(chan struct{}, 1), make(chan struct{})
+	defer close(stop) // before prep.Wait (deferred calls run last first)
 	prepare := func() {
-		cs.c.PrepareSearch()
 		select {
-		case prepared <- struct{}{}:
-		default: // one is already waiting to be told
+		case kick <- struct{}{}:
+		default: // a preparation is already asked for
 		}
 	}
-	prep.Go(prepare)
+	prep.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-kick:
+			}
+			cs.c.PrepareSearch()
+			select {
+			case prepared <- struct{}{}:
+			default: // one is already waiting to be told
+			}
+		}
+	})
+	prepare()
 	authChanged := cs.c.AuthOf(c.ctx).Changed()
 
 	_, keep := cs.visibleTools(c)
@@ -256,7 +274,7 @@ func (cs *Console) events(w http.ResponseWriter, r *http.Request) {
 			if cur.Revision == prev.Revision {
 				continue
 			}
-			prep.Go(prepare)
+			prepare()
 			ev := diff(prev, cur, keep)
 			prev = cur
 			if ev.NAdded+ev.NChanged+ev.NRemoved == 0 {

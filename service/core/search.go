@@ -158,13 +158,17 @@ func (s *Core) PrepareSearch() {
 		return
 	}
 	start := time.Now()
-	ti.building.Add(1)
-	ti.mu.Lock()
-	cur := s.bridge.Catalog().Current()
-	s.syncIndexToLocked(cur)
-	ix := ti.ix
-	ti.mu.Unlock()
-	ti.building.Add(-1)
+	var cur *mcpbridge.Snapshot
+	var ix *toolsearch.Index[*mcpbridge.Tool]
+	func() {
+		ti.building.Add(1)
+		defer ti.building.Add(-1) // even if the build panics: searches would scan names for good
+		ti.mu.Lock()
+		defer ti.mu.Unlock()
+		cur = s.bridge.Catalog().Current()
+		s.syncIndexToLocked(cur)
+		ix = ti.ix
+	}()
 	lexical := time.Since(start)
 	ix.EmbedPending()
 	s.log.Info("search index prepared", "revision", cur.Revision, "tools", len(cur.Tools),
@@ -279,11 +283,13 @@ func (s *Core) searchCurrent(q string, limit int, keep func(*mcpbridge.Tool) boo
 	if staged && ti.building.Load() > 0 {
 		return scanNames(cur, q, limit, keep)
 	}
-	ti.building.Add(1)
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
-	s.syncIndexLocked()
-	ti.building.Add(-1)
+	func() {
+		ti.building.Add(1)
+		defer ti.building.Add(-1)
+		s.syncIndexLocked()
+	}()
 	return s.rankLocked(q, limit, keep, staged)
 }
 
