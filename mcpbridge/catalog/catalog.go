@@ -147,21 +147,22 @@ type Catalog struct {
 	snapshots[Snapshot]
 	budget *toolHistoryBudget
 
-	mu       sync.Mutex // serialises writers; guards the fields below
+	mu       sync.Mutex // serialises writers' records; guards servers, warnings and pending
 	servers  map[string]*serverEntry
 	warnings map[string][]string // server -> warnings of the current snapshot (listing and naming)
-	// exposed is, per server, its entries as the current snapshot exposes
-	// them (after cross-server collisions), sorted by name, with their
-	// digest; index maps every exposed name of the current snapshot to its
-	// entry.
+	// pending are the servers whose entries changed since the last build
+	// took them; flushMu serialises building and publishing (flush), and
+	// is taken before mu.
+	pending []string
+	flushMu sync.Mutex
+
+	// Guarded by flushMu (the builder's): exposed is, per server, its
+	// entries as the current snapshot exposes them (after cross-server
+	// collisions), sorted by name, with their digest; index maps every
+	// exposed name of the current snapshot to its entry.
 	exposed map[string]*exposedServer
 	index   map[string]*Tool
 	seq     uint64 // numbers the snapshots built (Snapshot.seq)
-	// pending are the servers whose entries changed since the last
-	// publish; flushMu serialises publishing (flush), and is taken before
-	// mu.
-	pending []string
-	flushMu sync.Mutex
 }
 
 type serverEntry struct {
@@ -315,21 +316,49 @@ func (c *Catalog) changedLocked(server string) {
 // theirs published when they get it. A writer therefore returns once its
 // change is visible, as when each published its own, and a storm makes as
 // few snapshots (and as few events for watchers) as its writers overlap.
+//
+// The new snapshot is built holding flushMu only (the exposed parts, the
+// name index and the snapshot numbers are the builder's): a writer records
+// its change under mu while a snapshot is being built, so every change
+// that lands during one build goes into the next one, and a storm's
+// splices share copies of the merged list (one copy of 50,000 pointers
+// for all the changes recorded meanwhile, not one each). A lone change
+// finds no build running and is published at once, as before.
 func (c *Catalog) flush() {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if len(c.pending) == 0 {
+		c.mu.Unlock()
 		return
 	}
 	servers := c.pending
 	c.pending = nil
-	c.publish(c.rebuildLocked(servers))
+	entries := make(map[string]*serverEntry, len(servers))
+	for _, server := range servers {
+		entries[server] = c.servers[server]
+	}
+	c.mu.Unlock()
+	snap, warnings := c.rebuild(servers, entries)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for server, w := range warnings {
+		if entries[server] == nil {
+			delete(c.warnings, server)
+		} else {
+			c.warnings[server] = w
+		}
+	}
+	c.publish(snap)
 }
 
-// rebuildLocked is the snapshot that follows the current one once the
-// entries of servers changed (c.servers[server], absent when removed).
+// buildHook, when set (tests), runs in every build of a snapshot, before
+// the merged list is spliced.
+var buildHook func()
+
+// rebuild is the snapshot that follows the current one once the entries
+// of servers changed to entries[server] (nil when removed), with the
+// changed servers' warnings; flushMu held.
 // Exposed names that collide across servers (possible only through
 // sanitising) are resolved so that a name keeps meaning the tool it meant:
 // a tool keeps the name it had in the current snapshot (unless its
@@ -337,16 +366,21 @@ func (c *Catalog) flush() {
 // server's tool holds gets a stable hash suffix and a warning (servers
 // changed together are named in order of server name). Only the changed
 // servers' entries are visited; the others' parts are reused as they are.
-func (c *Catalog) rebuildLocked(servers []string) *Snapshot {
+func (c *Catalog) rebuild(servers []string, entries map[string]*serverEntry) (*Snapshot, map[string][]string) {
 	slices.Sort(servers)
 	var out, in []*Tool
+	warnings := make(map[string][]string, len(servers))
 	for _, server := range servers {
-		o, i := c.renameLocked(server)
+		o, i, w := c.rename(server, entries[server])
 		out, in = append(out, o...), append(in, i...)
+		warnings[server] = w
 	}
 	byName := func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) }
 	slices.SortFunc(out, byName)
 	slices.SortFunc(in, byName)
+	if h := buildHook; h != nil {
+		h()
+	}
 
 	cur := c.cur.Load()
 	all := splice(cur.Tools, out, in)
@@ -354,7 +388,7 @@ func (c *Catalog) rebuildLocked(servers []string) *Snapshot {
 	up, rm := DiffTools(out, in)
 	c.seq++
 	return &Snapshot{
-		Revision: c.revisionLocked(),
+		Revision: c.revisionOfParts(),
 		Tools:    all,
 		Created:  time.Now(),
 		seq:      c.seq,
@@ -363,17 +397,17 @@ func (c *Catalog) rebuildLocked(servers []string) *Snapshot {
 		removed:  removed,
 		bytes:    cur.bytes - snapshotOverhead(cap(cur.Tools)) + snapshotOverhead(cap(all)) + added - removed,
 		delta:    &delta{upserted: up, removed: rm},
-	}
+	}, warnings
 }
 
-// renameLocked names server's entries against the other servers' (the
-// index) and records its part of the next snapshot; it returns the
-// entries the current snapshot exposes for server and those the next
-// will, each sorted by name.
-func (c *Catalog) renameLocked(server string) (out, in []*Tool) {
+// rename names server's entries e (nil: the server is gone) against the
+// other servers' (the index) and records its part of the next snapshot;
+// it returns the entries the current snapshot exposes for server and
+// those the next will, each sorted by name, and the server's warnings;
+// flushMu held.
+func (c *Catalog) rename(server string, e *serverEntry) (out, in []*Tool, warnings []string) {
 	old := c.exposed[server]
 	held := map[string]string{} // original name -> exposed name, when the prefix did not change
-	e := c.servers[server]
 	if old != nil {
 		out = old.tools
 		for _, t := range old.tools {
@@ -385,10 +419,9 @@ func (c *Catalog) renameLocked(server string) (out, in []*Tool) {
 	}
 	if e == nil {
 		delete(c.exposed, server)
-		delete(c.warnings, server)
-		return out, nil
+		return out, nil, nil
 	}
-	warnings := slices.Clone(e.warnings)
+	warnings = slices.Clone(e.warnings)
 	tools := make([]*Tool, 0, len(e.tools))
 	var newcomers []*Tool
 	for _, t := range e.tools {
@@ -413,8 +446,7 @@ func (c *Catalog) renameLocked(server string) (out, in []*Tool) {
 	}
 	slices.SortFunc(tools, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
 	c.exposed[server] = &exposedServer{prefix: e.prefix, tools: tools, digest: serverDigest(tools)}
-	c.warnings[server] = warnings
-	return out, tools
+	return out, tools, warnings
 }
 
 // renamed is t exposed as name (t itself when that is its name).
@@ -492,8 +524,8 @@ func changedBytes(out, in []*Tool) (added, removed int) {
 	return added, removed
 }
 
-// revisionLocked combines the servers' digests (Revision).
-func (c *Catalog) revisionLocked() string {
+// revisionOfParts combines the servers' digests (Revision); flushMu held.
+func (c *Catalog) revisionOfParts() string {
 	parts := make([]serverPart, 0, len(c.exposed))
 	for server, x := range c.exposed {
 		if len(x.tools) > 0 {
