@@ -70,7 +70,10 @@ type Snapshot struct {
 	// Revision is content-derived: two processes with the same upstream
 	// catalogs report the same revision.
 	Revision string
-	// Tools are sorted by Name.
+	// Tools are sorted by Name. A snapshot the catalog built keeps its
+	// list in chunks (chunks.go) and fills Tools from them once, when the
+	// snapshot is first handed out by the catalog's accessors (Current,
+	// Snapshot, History): every snapshot a reader gets has Tools.
 	Tools []*Tool
 	// Created is when this snapshot was published.
 	Created time.Time
@@ -89,6 +92,9 @@ type Snapshot struct {
 	// delta is what changed from the predecessor (prevSeq): Diff's answer
 	// without a walk of the whole list.
 	delta *delta
+	// lazy is, for a snapshot the catalog built, its list in chunks
+	// (chunks.go); nil otherwise.
+	lazy *lazyTools
 }
 
 // delta is a catalog change: entries new or changed, names gone; both
@@ -107,6 +113,9 @@ func (s *Snapshot) Base() *Snapshot { return s.base }
 // sorted Tools, so a retained snapshot costs one slice of pointers and no
 // per-snapshot index.
 func (s *Snapshot) Lookup(name string) (*Tool, bool) {
+	if s.lazy != nil { // Tools may not be filled yet: the chunks are
+		return s.lazy.lookup(name)
+	}
 	return lookupSorted(s.Tools, name, func(t *Tool) string { return t.Name })
 }
 
@@ -141,8 +150,11 @@ var (
 // changes (its names, its digest) against an index of the exposed names
 // the other servers hold, and the revision combines per-server digests
 // (Revision), so with 500 upstreams of 100 tools one upstream's refresh
-// hashes 100 entries, not 50,000. Building the new snapshot's sorted list
-// is one merge of pointers.
+// hashes 100 entries, not 50,000. The new snapshot's sorted list is kept
+// in chunks (chunks.go): the splice rebuilds the chunks that server's
+// entries fall in and shares the others, so a storm of 500 refreshes does
+// not copy the whole list 500 times; the flat list is built once per
+// snapshot a reader asks for.
 type Catalog struct {
 	snapshots[Snapshot]
 	budget *toolHistoryBudget
@@ -191,7 +203,7 @@ func NewCatalog() *Catalog {
 		index:     map[string]*Tool{},
 	}
 	c.seq = 1
-	c.publish(&Snapshot{Revision: combine(nil), Created: time.Now(), seq: 1, bytes: snapshotOverhead(0)})
+	c.publish(&Snapshot{Revision: combine(nil), Created: time.Now(), seq: 1, bytes: snapshotOverhead(0), lazy: newLazyTools(nil)})
 	return c
 }
 
@@ -383,20 +395,20 @@ func (c *Catalog) rebuild(servers []string, entries map[string]*serverEntry) (*S
 	}
 
 	cur := c.cur.Load()
-	all := splice(cur.Tools, out, in)
+	all := newLazyTools(spliceChunks(cur.lazy.chunkList(), out, in))
 	added, removed := changedBytes(out, in)
 	up, rm := DiffTools(out, in)
 	c.seq++
 	return &Snapshot{
 		Revision: c.revisionOfParts(),
-		Tools:    all,
 		Created:  time.Now(),
 		seq:      c.seq,
 		prevSeq:  cur.seq,
 		added:    added,
 		removed:  removed,
-		bytes:    cur.bytes - snapshotOverhead(cap(cur.Tools)) + snapshotOverhead(cap(all)) + added - removed,
+		bytes:    cur.bytes - snapshotOverhead(cur.len()) + snapshotOverhead(all.n) + added - removed,
 		delta:    &delta{upserted: up, removed: rm},
+		lazy:     all,
 	}, warnings
 }
 
@@ -611,31 +623,31 @@ type toolHistoryBudget struct {
 }
 
 func (b *toolHistoryBudget) added(prev, s *Snapshot) {
-	b.refs += len(s.Tools)
+	b.refs += s.len()
 	if follows(prev, s) {
 		// The catalog knows what s changed: no walk of its entries.
-		b.bytes += snapshotOverhead(cap(s.Tools)) + s.added
+		b.bytes += snapshotOverhead(s.len()) + s.added
 		b.curBytes = s.bytes
 		return
 	}
 	var newest []*Tool
 	if prev != nil {
-		newest = prev.Tools
+		newest = prev.flat().Tools
 	}
-	b.bytes += snapshotOverhead(cap(s.Tools)) + unsharedBytes(newest, s.Tools)
+	b.bytes += snapshotOverhead(s.len()) + unsharedBytes(newest, s.flat().Tools)
 	b.curBytes = snapshotBytes(s)
 }
 
 func (b *toolHistoryBudget) dropped(old, next *Snapshot) {
-	b.refs -= len(old.Tools)
+	b.refs -= old.len()
 	// The entries only the forgotten snapshot held (an entry is counted
 	// once per run of consecutive snapshots holding it): those next
 	// replaced or removed.
 	if follows(old, next) {
-		b.bytes -= snapshotOverhead(cap(old.Tools)) + next.removed
+		b.bytes -= snapshotOverhead(old.len()) + next.removed
 		return
 	}
-	b.bytes -= snapshotOverhead(cap(old.Tools)) + unsharedBytes(next.Tools, old.Tools)
+	b.bytes -= snapshotOverhead(old.len()) + unsharedBytes(next.flat().Tools, old.flat().Tools)
 }
 
 // follows reports that the catalog built s as the successor of prev, so
@@ -657,12 +669,13 @@ func (c *Catalog) historyBytes() int {
 }
 
 // snapshotOverhead is what a snapshot costs besides its entries: the
-// struct and its slice of pointers (of capacity n).
+// struct and its list of n pointers (counted flat: a snapshot handed out
+// has its list filled, chunks.go).
 func snapshotOverhead(n int) int { return 128 + 8*n }
 
 // snapshotBytes is a snapshot's whole cost, as if it shared nothing.
 func snapshotBytes(s *Snapshot) int {
-	return snapshotOverhead(cap(s.Tools)) + unsharedBytes(nil, s.Tools)
+	return snapshotOverhead(s.len()) + unsharedBytes(nil, s.flat().Tools)
 }
 
 // unsharedBytes is the size of the entries of b (sorted by name) that a
@@ -689,7 +702,7 @@ func Diff(from, to *Snapshot) (upserted []*Tool, removed []string) {
 	if follows(from, to) && to.delta != nil {
 		return slices.Clone(to.delta.upserted), slices.Clone(to.delta.removed)
 	}
-	return DiffTools(from.Tools, to.Tools)
+	return DiffTools(from.flat().Tools, to.flat().Tools)
 }
 
 // DiffTools is Diff for two lists of tools sorted by name (for example

@@ -1,7 +1,9 @@
 package catalog
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -235,4 +237,86 @@ func BenchmarkStormSplices(b *testing.B) {
 			b.ReportMetric(float64(c.Current().seq-startSeq)/float64(b.N), "snapshots/op")
 		})
 	}
+}
+
+// TestChunkedListMatchesFlat: with catalogs of many chunks, whatever the
+// changes (servers listing more or fewer tools, leaving, coming back),
+// each snapshot's chunks are sorted, non-empty and within twice
+// chunkSize, a lookup in the chunks (before the list is flattened) finds
+// what the flat list holds, the flat list is the predecessor's spliced,
+// and a snapshot once read never changes.
+func TestChunkedListMatchesFlat(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 5))
+	c := NewCatalog()
+	type seen struct {
+		s     *Snapshot
+		names []string
+	}
+	var read []seen
+	prev := c.Current()
+	for step := range 200 {
+		server := fmt.Sprintf("s%02d", rng.IntN(20))
+		if rng.IntN(8) == 0 {
+			c.RemoveServer(server)
+		} else if _, err := c.SetServer(server, server, stormTools(rng.IntN(3*chunkSize), rng.IntN(3)), true); err != nil {
+			t.Fatal(err)
+		}
+		raw := c.snapshots.Current()
+		for i, ch := range raw.lazy.chunks {
+			if len(ch) == 0 || len(ch) > 2*chunkSize || !slices.IsSortedFunc(ch, cmpName) ||
+				(i > 0 && raw.lazy.chunks[i-1][len(raw.lazy.chunks[i-1])-1].Name >= ch[0].Name) {
+				t.Fatalf("step %d: chunk %d of %d tools out of shape", step, i, len(ch))
+			}
+		}
+		probes := []string{server + "__tool000", server + "__tool100", server + "__tool600", "zz", ""}
+		found := map[string]*Tool{}
+		for _, name := range probes {
+			if e, ok := raw.Lookup(name); ok {
+				found[name] = e
+			}
+		}
+		cur := c.Current()
+		if cur != raw || len(cur.Tools) != raw.len() {
+			t.Fatalf("step %d: the flat list has %d tools, the chunks %d", step, len(cur.Tools), raw.len())
+		}
+		for _, name := range probes {
+			i, ok := slices.BinarySearchFunc(cur.Tools, name, func(e *Tool, n string) int { return cmp.Compare(e.Name, n) })
+			if ok != (found[name] != nil) || (ok && cur.Tools[i] != found[name]) {
+				t.Fatalf("step %d: %q in the chunks %v, in the flat list %v", step, name, found[name] != nil, ok)
+			}
+		}
+		up, rm := Diff(prev, cur)
+		if want := splice(prev.Tools, removedOf(prev, up, rm), up); !slices.Equal(cur.Tools, want) {
+			t.Fatalf("step %d: the flat list is not the predecessor's spliced", step)
+		}
+		if cur.Revision != Revision(cur.Tools) {
+			t.Fatalf("step %d: revision %s, the list's %s", step, cur.Revision, Revision(cur.Tools))
+		}
+		read = append(read, seen{cur, names(cur.Tools)})
+		prev = cur
+	}
+	for i, r := range read {
+		if !slices.Equal(names(r.s.Tools), r.names) {
+			t.Fatalf("snapshot %d changed after it was read", i)
+		}
+	}
+}
+
+// removedOf is the entries of prev that up replaces or rm removes.
+func removedOf(prev *Snapshot, up []*Tool, rm []string) []*Tool {
+	gone := map[string]bool{}
+	for _, name := range rm {
+		gone[name] = true
+	}
+	for _, u := range up {
+		gone[u.Name] = true
+	}
+	var out []*Tool
+	for _, t := range prev.Tools {
+		if gone[t.Name] {
+			out = append(out, t)
+		}
+	}
+	return out
 }
