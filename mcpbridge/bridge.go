@@ -543,7 +543,13 @@ func (b *Bridge) ResolveFor(principal, name string) (Target, error) {
 	if b.ctx.Err() != nil {
 		return Target{}, ErrClosed
 	}
-	t, ok := b.Tools(principal).Current().Lookup(name)
+	var t *Tool
+	var ok bool
+	if c, shared := b.Tools(principal).(*Catalog); shared {
+		t, ok = c.Lookup(name) // no flat list built for a call (catalog/chunks.go)
+	} else {
+		t, ok = b.Tools(principal).Current().Lookup(name)
+	}
 	if !ok {
 		select {
 		case <-b.ready:

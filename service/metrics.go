@@ -225,7 +225,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(m.upPush, prometheus.GaugeValue, up, st.Name, st.PushChannel)
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(len(b.Catalog().Current().Tools)))
+	ch <- prometheus.MustNewConstMetric(m.catalogTools, prometheus.GaugeValue, float64(b.Catalog().Len()))
 	ch <- prometheus.MustNewConstMetric(m.catalogSubs, prometheus.GaugeValue, float64(b.Catalog().Subscribers()))
 	if s := m.server.Load(); s != nil {
 		st := s.Stats()

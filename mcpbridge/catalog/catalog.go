@@ -70,7 +70,10 @@ type Snapshot struct {
 	// Revision is content-derived: two processes with the same upstream
 	// catalogs report the same revision.
 	Revision string
-	// Tools are sorted by Name.
+	// Tools are sorted by Name. A snapshot the catalog built keeps its
+	// list in chunks (chunks.go) and fills Tools from them once, when the
+	// snapshot is first handed out by the catalog's accessors (Current,
+	// Snapshot, History): every snapshot a reader gets has Tools.
 	Tools []*Tool
 	// Created is when this snapshot was published.
 	Created time.Time
@@ -89,6 +92,9 @@ type Snapshot struct {
 	// delta is what changed from the predecessor (prevSeq): Diff's answer
 	// without a walk of the whole list.
 	delta *delta
+	// lazy is, for a snapshot the catalog built, its list in chunks
+	// (chunks.go); nil otherwise.
+	lazy *lazyTools
 }
 
 // delta is a catalog change: entries new or changed, names gone; both
@@ -107,6 +113,9 @@ func (s *Snapshot) Base() *Snapshot { return s.base }
 // sorted Tools, so a retained snapshot costs one slice of pointers and no
 // per-snapshot index.
 func (s *Snapshot) Lookup(name string) (*Tool, bool) {
+	if s.lazy != nil { // Tools may not be filled yet: the chunks are
+		return s.lazy.lookup(name)
+	}
 	return lookupSorted(s.Tools, name, func(t *Tool) string { return t.Name })
 }
 
@@ -141,27 +150,31 @@ var (
 // changes (its names, its digest) against an index of the exposed names
 // the other servers hold, and the revision combines per-server digests
 // (Revision), so with 500 upstreams of 100 tools one upstream's refresh
-// hashes 100 entries, not 50,000. Building the new snapshot's sorted list
-// is one merge of pointers.
+// hashes 100 entries, not 50,000. The new snapshot's sorted list is kept
+// in chunks (chunks.go): the splice rebuilds the chunks that server's
+// entries fall in and shares the others, so a storm of 500 refreshes does
+// not copy the whole list 500 times; the flat list is built once per
+// snapshot a reader asks for.
 type Catalog struct {
 	snapshots[Snapshot]
 	budget *toolHistoryBudget
 
-	mu       sync.Mutex // serialises writers; guards the fields below
+	mu       sync.Mutex // serialises writers' records; guards servers, warnings and pending
 	servers  map[string]*serverEntry
 	warnings map[string][]string // server -> warnings of the current snapshot (listing and naming)
-	// exposed is, per server, its entries as the current snapshot exposes
-	// them (after cross-server collisions), sorted by name, with their
-	// digest; index maps every exposed name of the current snapshot to its
-	// entry.
+	// pending are the servers whose entries changed since the last build
+	// took them; flushMu serialises building and publishing (flush), and
+	// is taken before mu.
+	pending []string
+	flushMu sync.Mutex
+
+	// Guarded by flushMu (the builder's): exposed is, per server, its
+	// entries as the current snapshot exposes them (after cross-server
+	// collisions), sorted by name, with their digest; index maps every
+	// exposed name of the current snapshot to its entry.
 	exposed map[string]*exposedServer
 	index   map[string]*Tool
 	seq     uint64 // numbers the snapshots built (Snapshot.seq)
-	// pending are the servers whose entries changed since the last
-	// publish; flushMu serialises publishing (flush), and is taken before
-	// mu.
-	pending []string
-	flushMu sync.Mutex
 }
 
 type serverEntry struct {
@@ -190,7 +203,7 @@ func NewCatalog() *Catalog {
 		index:     map[string]*Tool{},
 	}
 	c.seq = 1
-	c.publish(&Snapshot{Revision: combine(nil), Created: time.Now(), seq: 1, bytes: snapshotOverhead(0)})
+	c.publish(&Snapshot{Revision: combine(nil), Created: time.Now(), seq: 1, bytes: snapshotOverhead(0), lazy: newLazyTools(nil)})
 	return c
 }
 
@@ -315,21 +328,49 @@ func (c *Catalog) changedLocked(server string) {
 // theirs published when they get it. A writer therefore returns once its
 // change is visible, as when each published its own, and a storm makes as
 // few snapshots (and as few events for watchers) as its writers overlap.
+//
+// The new snapshot is built holding flushMu only (the exposed parts, the
+// name index and the snapshot numbers are the builder's): a writer records
+// its change under mu while a snapshot is being built, so every change
+// that lands during one build goes into the next one, and a storm's
+// splices share copies of the merged list (one copy of 50,000 pointers
+// for all the changes recorded meanwhile, not one each). A lone change
+// finds no build running and is published at once, as before.
 func (c *Catalog) flush() {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if len(c.pending) == 0 {
+		c.mu.Unlock()
 		return
 	}
 	servers := c.pending
 	c.pending = nil
-	c.publish(c.rebuildLocked(servers))
+	entries := make(map[string]*serverEntry, len(servers))
+	for _, server := range servers {
+		entries[server] = c.servers[server]
+	}
+	c.mu.Unlock()
+	snap, warnings := c.rebuild(servers, entries)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for server, w := range warnings {
+		if entries[server] == nil {
+			delete(c.warnings, server)
+		} else {
+			c.warnings[server] = w
+		}
+	}
+	c.publish(snap)
 }
 
-// rebuildLocked is the snapshot that follows the current one once the
-// entries of servers changed (c.servers[server], absent when removed).
+// buildHook, when set (tests), runs in every build of a snapshot, before
+// the merged list is spliced.
+var buildHook func()
+
+// rebuild is the snapshot that follows the current one once the entries
+// of servers changed to entries[server] (nil when removed), with the
+// changed servers' warnings; flushMu held.
 // Exposed names that collide across servers (possible only through
 // sanitising) are resolved so that a name keeps meaning the tool it meant:
 // a tool keeps the name it had in the current snapshot (unless its
@@ -337,43 +378,48 @@ func (c *Catalog) flush() {
 // server's tool holds gets a stable hash suffix and a warning (servers
 // changed together are named in order of server name). Only the changed
 // servers' entries are visited; the others' parts are reused as they are.
-func (c *Catalog) rebuildLocked(servers []string) *Snapshot {
+func (c *Catalog) rebuild(servers []string, entries map[string]*serverEntry) (*Snapshot, map[string][]string) {
 	slices.Sort(servers)
 	var out, in []*Tool
+	warnings := make(map[string][]string, len(servers))
 	for _, server := range servers {
-		o, i := c.renameLocked(server)
+		o, i, w := c.rename(server, entries[server])
 		out, in = append(out, o...), append(in, i...)
+		warnings[server] = w
 	}
 	byName := func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) }
 	slices.SortFunc(out, byName)
 	slices.SortFunc(in, byName)
+	if h := buildHook; h != nil {
+		h()
+	}
 
 	cur := c.cur.Load()
-	all := splice(cur.Tools, out, in)
+	all := newLazyTools(spliceChunks(cur.lazy.chunkList(), out, in))
 	added, removed := changedBytes(out, in)
 	up, rm := DiffTools(out, in)
 	c.seq++
 	return &Snapshot{
-		Revision: c.revisionLocked(),
-		Tools:    all,
+		Revision: c.revisionOfParts(),
 		Created:  time.Now(),
 		seq:      c.seq,
 		prevSeq:  cur.seq,
 		added:    added,
 		removed:  removed,
-		bytes:    cur.bytes - snapshotOverhead(cap(cur.Tools)) + snapshotOverhead(cap(all)) + added - removed,
+		bytes:    cur.bytes - snapshotOverhead(cur.len()) + snapshotOverhead(all.n) + added - removed,
 		delta:    &delta{upserted: up, removed: rm},
-	}
+		lazy:     all,
+	}, warnings
 }
 
-// renameLocked names server's entries against the other servers' (the
-// index) and records its part of the next snapshot; it returns the
-// entries the current snapshot exposes for server and those the next
-// will, each sorted by name.
-func (c *Catalog) renameLocked(server string) (out, in []*Tool) {
+// rename names server's entries e (nil: the server is gone) against the
+// other servers' (the index) and records its part of the next snapshot;
+// it returns the entries the current snapshot exposes for server and
+// those the next will, each sorted by name, and the server's warnings;
+// flushMu held.
+func (c *Catalog) rename(server string, e *serverEntry) (out, in []*Tool, warnings []string) {
 	old := c.exposed[server]
 	held := map[string]string{} // original name -> exposed name, when the prefix did not change
-	e := c.servers[server]
 	if old != nil {
 		out = old.tools
 		for _, t := range old.tools {
@@ -385,10 +431,9 @@ func (c *Catalog) renameLocked(server string) (out, in []*Tool) {
 	}
 	if e == nil {
 		delete(c.exposed, server)
-		delete(c.warnings, server)
-		return out, nil
+		return out, nil, nil
 	}
-	warnings := slices.Clone(e.warnings)
+	warnings = slices.Clone(e.warnings)
 	tools := make([]*Tool, 0, len(e.tools))
 	var newcomers []*Tool
 	for _, t := range e.tools {
@@ -413,8 +458,7 @@ func (c *Catalog) renameLocked(server string) (out, in []*Tool) {
 	}
 	slices.SortFunc(tools, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
 	c.exposed[server] = &exposedServer{prefix: e.prefix, tools: tools, digest: serverDigest(tools)}
-	c.warnings[server] = warnings
-	return out, tools
+	return out, tools, warnings
 }
 
 // renamed is t exposed as name (t itself when that is its name).
@@ -492,8 +536,8 @@ func changedBytes(out, in []*Tool) (added, removed int) {
 	return added, removed
 }
 
-// revisionLocked combines the servers' digests (Revision).
-func (c *Catalog) revisionLocked() string {
+// revisionOfParts combines the servers' digests (Revision); flushMu held.
+func (c *Catalog) revisionOfParts() string {
 	parts := make([]serverPart, 0, len(c.exposed))
 	for server, x := range c.exposed {
 		if len(x.tools) > 0 {
@@ -579,31 +623,31 @@ type toolHistoryBudget struct {
 }
 
 func (b *toolHistoryBudget) added(prev, s *Snapshot) {
-	b.refs += len(s.Tools)
+	b.refs += s.len()
 	if follows(prev, s) {
 		// The catalog knows what s changed: no walk of its entries.
-		b.bytes += snapshotOverhead(cap(s.Tools)) + s.added
+		b.bytes += snapshotOverhead(s.len()) + s.added
 		b.curBytes = s.bytes
 		return
 	}
 	var newest []*Tool
 	if prev != nil {
-		newest = prev.Tools
+		newest = prev.flat().Tools
 	}
-	b.bytes += snapshotOverhead(cap(s.Tools)) + unsharedBytes(newest, s.Tools)
+	b.bytes += snapshotOverhead(s.len()) + unsharedBytes(newest, s.flat().Tools)
 	b.curBytes = snapshotBytes(s)
 }
 
 func (b *toolHistoryBudget) dropped(old, next *Snapshot) {
-	b.refs -= len(old.Tools)
+	b.refs -= old.len()
 	// The entries only the forgotten snapshot held (an entry is counted
 	// once per run of consecutive snapshots holding it): those next
 	// replaced or removed.
 	if follows(old, next) {
-		b.bytes -= snapshotOverhead(cap(old.Tools)) + next.removed
+		b.bytes -= snapshotOverhead(old.len()) + next.removed
 		return
 	}
-	b.bytes -= snapshotOverhead(cap(old.Tools)) + unsharedBytes(next.Tools, old.Tools)
+	b.bytes -= snapshotOverhead(old.len()) + unsharedBytes(next.flat().Tools, old.flat().Tools)
 }
 
 // follows reports that the catalog built s as the successor of prev, so
@@ -625,12 +669,13 @@ func (c *Catalog) historyBytes() int {
 }
 
 // snapshotOverhead is what a snapshot costs besides its entries: the
-// struct and its slice of pointers (of capacity n).
+// struct and its list of n pointers (counted flat: a snapshot handed out
+// has its list filled, chunks.go).
 func snapshotOverhead(n int) int { return 128 + 8*n }
 
 // snapshotBytes is a snapshot's whole cost, as if it shared nothing.
 func snapshotBytes(s *Snapshot) int {
-	return snapshotOverhead(cap(s.Tools)) + unsharedBytes(nil, s.Tools)
+	return snapshotOverhead(s.len()) + unsharedBytes(nil, s.flat().Tools)
 }
 
 // unsharedBytes is the size of the entries of b (sorted by name) that a
@@ -657,7 +702,7 @@ func Diff(from, to *Snapshot) (upserted []*Tool, removed []string) {
 	if follows(from, to) && to.delta != nil {
 		return slices.Clone(to.delta.upserted), slices.Clone(to.delta.removed)
 	}
-	return DiffTools(from.Tools, to.Tools)
+	return DiffTools(from.flat().Tools, to.flat().Tools)
 }
 
 // DiffTools is Diff for two lists of tools sorted by name (for example
