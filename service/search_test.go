@@ -201,3 +201,28 @@ func TestPrepareSearch(t *testing.T) {
 		t.Fatalf("results %v, want mem__send_email first", got)
 	}
 }
+
+// TestSearchQueryOfDroppedWords: a query the index cannot rank (a lone
+// letter, stop words only: its analysis drops them) is matched against
+// the tool names, on every wire, once the index is built as before it.
+func TestSearchQueryOfDroppedWords(t *testing.T) {
+	f := newFixture(t, 30)
+	addSearchTools(t, f)
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"s", []string{"mem__deleteMessage", "mem__send_email"}}, // by name, all matching one word
+		{"I", []string{"mem__read_inbox", "mem__send_email"}},
+		{"the", nil}, // a stop word no name holds: nothing, as before
+	} {
+		resp, err := f.client.SearchTools(ctx, &toolsvcv1.SearchToolsRequest{Query: tc.query})
+		if err != nil {
+			t.Fatalf("SearchTools(%q): %v", tc.query, err)
+		}
+		if got := resultNames(resp); !slices.Equal(got, tc.want) {
+			t.Errorf("SearchTools(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}

@@ -474,7 +474,9 @@ func TestConsoleLargeCatalog(t *testing.T) {
 		t.Fatalf("%d keystrokes answered with a ranking, want %d: %q", len(rankings), len("tool01234"), rankings)
 	}
 	for i, r := range rankings {
-		if r != "hybrid" && r != "lexical (stage)" && r != "names (stage)" {
+		// "t" alone is no word the index ranks (a lone letter): once the
+		// index is ready it is matched against the names, as before it.
+		if r != "hybrid" && r != "lexical (stage)" && r != "names (stage)" && (i > 0 || r != "names") {
 			t.Errorf("keystroke %d ranked %q, want hybrid, lexical (stage) or names (stage)", i, r)
 		}
 	}

@@ -230,7 +230,18 @@ func (s *Core) search(op *Operation, in SearchInput) (SearchResult, *Error) {
 	} else {
 		r = s.searchCurrent(in.Query, limit, keep, in.Staged)
 	}
-	out := SearchResult{Hits: make([]SearchHit, len(r.hits)), Revision: r.rev, Ranking: s.searchRanking(), Complete: !r.lexicalStage && !r.names}
+	complete := !r.lexicalStage && !r.names
+	if len(r.hits) == 0 && !r.names && r.snap != nil {
+		// The index ranks words, and drops a lone letter and stop words
+		// (toolsearch's analysis): a query made only of those ("t", "get
+		// a") matches nothing there, while a type-ahead box sends exactly
+		// such a query after the first keystroke and the names scan
+		// answered it before the index was ready. Such a query (or any
+		// other the index finds nothing for) is matched against the tool
+		// names instead, as complete as the index's answer.
+		r = scanNames(r.snap, in.Query, limit, keep)
+	}
+	out := SearchResult{Hits: make([]SearchHit, len(r.hits)), Revision: r.rev, Ranking: s.searchRanking(), Complete: complete}
 	switch {
 	case r.names:
 		out.Ranking = SearchNames
@@ -258,6 +269,9 @@ type ranked struct {
 	rev          string
 	lexicalStage bool // only the lexical stage ranked them: the dense one is pending
 	names        bool // no index ranked them: scanNames, while the lexical stage is built
+	// snap is the snapshot (or principal's view) the index ranked, for
+	// the names scan of a query it finds nothing for; nil for scanNames.
+	snap *mcpbridge.Snapshot
 }
 
 // searchCurrent ranks on the current snapshot, bringing the index to it
@@ -300,7 +314,7 @@ func (s *Core) rankLocked(q string, limit int, keep func(*mcpbridge.Tool) bool, 
 		ti.ix.EmbedPending()
 	}
 	hits, lexicalStage := ti.ix.SearchStaged(q, limit, keep)
-	return ranked{hits: hits, rev: ti.snap.Revision, lexicalStage: lexicalStage}
+	return ranked{hits: hits, rev: ti.snap.Revision, lexicalStage: lexicalStage, snap: ti.snap}
 }
 
 // searchPersonal ranks on view, a principal's view of the catalog (the
@@ -327,7 +341,7 @@ func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, kee
 	for _, t := range own {
 		ti.ix.Remove(t.Name)
 	}
-	r.rev = view.Revision
+	r.rev, r.snap = view.Revision, view
 	return r
 }
 
