@@ -30,11 +30,17 @@ import (
 // only while others' work is running: its debounce and freshness are
 // unchanged.
 //
-// Calls first: while requests to upstreams are in flight (calls, counted
-// by Bridge.request) and other listings wait for a turn (a storm), a turn
-// that ends rests as long as it worked before it is given back, so the
-// storm's work takes at most half of the limit's cores while calls are
-// waiting. A storm's turns otherwise run back to back on a core, and a
+// Calls first: when a request to an upstream was in flight at any time
+// during a turn (calls, counted by Bridge.request: one in flight when the
+// turn ends, or one begun since it was taken) and other listings wait for
+// a turn (a storm), the turn rests as long as it worked before it is given
+// back, so the storm's work takes at most half of the limit's cores while
+// calls are made. Calls one after another are in flight in the bridge a
+// fraction of the time (the rest is gRPC's goroutines, the network, the
+// caller), so a turn's end usually falls between two of them: counting
+// only the calls in flight at that instant let most of a storm's turns run
+// back to back under such traffic (docs/benchmarks.md, "Calls during a
+// refresh storm: what ran while a call waited"). A storm's turns otherwise run back to back on a core, and a
 // call's goroutines (gRPC's reader and writer, the upstream connection's)
 // queue behind them and the transport's reads for the other core
 // (docs/benchmarks.md, "Calls during a refresh storm: where they wait").
@@ -79,8 +85,10 @@ const maxTurnRest = time.Second
 type refreshWork struct {
 	limit int
 	// calls counts the requests to upstreams in flight on the replica
-	// (Bridge.request): while any is, a storm's turns rest (pace).
+	// (Bridge.request), begun all those ever begun: a storm's turn rests
+	// when one was in flight during it (pace).
 	calls atomic.Int64
+	begun atomic.Int64
 	// window hands out the places of listings on the wire, as turns are
 	// handed out (nil in the window itself).
 	window *refreshWork
@@ -175,11 +183,22 @@ func (w *refreshWork) acquire(ctx context.Context, key string) error {
 	return ctx.Err()
 }
 
+// callBegan counts a request to an upstream begun; callEnded when it
+// ends.
+func (w *refreshWork) callBegan() {
+	w.begun.Add(1)
+	w.calls.Add(1)
+}
+
+func (w *refreshWork) callEnded() { w.calls.Add(-1) }
+
 // rest is how long a turn rests before it is given back, given how long
-// it worked: as long again (at most maxTurnRest) while calls are in
-// flight and other listings wait for a turn, else nothing.
-func (w *refreshWork) rest(worked time.Duration) time.Duration {
-	if worked <= 0 || w.calls.Load() == 0 {
+// it worked and the count of requests begun when it was taken: as long
+// again (at most maxTurnRest) when a call was in flight during the turn
+// (one is now, or one began since) and other listings wait for a turn,
+// else nothing.
+func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duration {
+	if worked <= 0 || (w.calls.Load() == 0 && w.begun.Load() == begunAtTake) {
 		return 0
 	}
 	w.mu.Lock()
@@ -241,9 +260,10 @@ type workHold struct {
 	w    *refreshWork
 	key  string
 	held bool
-	// since is when the turn was taken; done ends a rest early (the
-	// pass's context).
+	// since is when the turn was taken, begun the replica's requests
+	// begun by then; done ends a rest early (the pass's context).
 	since time.Time
+	begun int64
 	done  <-chan struct{}
 	// give gives back the pass's place in the window while a page is
 	// asked for (nil: none held).
@@ -264,7 +284,7 @@ func (h *workHold) gate(ctx context.Context) error {
 	if err := h.w.acquire(ctx, h.key); err != nil {
 		return err
 	}
-	h.held, h.since, h.done = true, time.Now(), ctx.Done()
+	h.held, h.since, h.begun, h.done = true, time.Now(), h.w.begun.Load(), ctx.Done()
 	if hook := workTurnHook; hook != nil {
 		hook(h.key, true)
 	}
@@ -300,7 +320,7 @@ func (h *workHold) release() {
 	if hook := workTurnHook; hook != nil {
 		hook(h.key, false)
 	}
-	if d := h.w.rest(time.Since(h.since)); d > 0 {
+	if d := h.w.rest(time.Since(h.since), h.begun); d > 0 {
 		// Resting holds the turn: nobody's refresh work runs on it.
 		t := time.NewTimer(d)
 		select {

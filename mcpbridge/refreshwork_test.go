@@ -248,6 +248,49 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 			})
 		})
 	}
+	t.Run("a call begun and ended during the turn: rests", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			start := time.Now()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				h := &workHold{w: w, key: "a"}
+				if err := h.gate(t.Context()); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+				w.callBegan() // a call, in flight 5 ms of the turn's 40
+				time.Sleep(5 * time.Millisecond)
+				w.callEnded()
+				time.Sleep(25 * time.Millisecond)
+				h.release()
+			}()
+			synctest.Wait() // a holds the turn
+			at := grantedAt(t, w, "b")
+			if got := (<-at).Sub(start); got != 80*time.Millisecond {
+				t.Errorf("b's turn %v after a's began, want 80ms (a rested as long as it worked: a call was in flight during it)", got)
+			}
+			<-done
+		})
+	})
+	t.Run("a call ended before the turn: no rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.callBegan()
+			w.callEnded()
+			start := time.Now()
+			done := make(chan struct{})
+			go func() { work(t, w, t.Context(), "a", 40*time.Millisecond); close(done) }()
+			synctest.Wait()
+			at := grantedAt(t, w, "b")
+			if got := (<-at).Sub(start); got != 40*time.Millisecond {
+				t.Errorf("b's turn %v after a's began, want 40ms (no call during a's turn: no rest)", got)
+			}
+			<-done
+		})
+	})
 	t.Run("nobody waiting: no rest", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := newRefreshWork(1)
@@ -451,11 +494,7 @@ func TestRefreshWorkHungUpstreamHoldsNoTurn(t *testing.T) {
 // Not parallel: it sets workTurnHook, which every bridge's refresh reads.
 func TestRefreshStormYieldsToCalls(t *testing.T) {
 	const n, tools = 16, 100
-	type turn struct {
-		key   string
-		taken bool
-		at    time.Time
-	}
+	type turn = turnEvent
 	var (
 		mu        sync.Mutex
 		events    []turn
@@ -526,31 +565,10 @@ func TestRefreshStormYieldsToCalls(t *testing.T) {
 		t.Fatalf("the call in flight during the storm: %v", err)
 	}
 
-	// The storm's window, from the first turn taken to the last given
-	// back, and the time turns were held in it.
-	var first, last time.Time
-	var held time.Duration
-	open := map[string]time.Time{}
-	turns := 0
-	for _, e := range got {
-		if e.taken {
-			if first.IsZero() {
-				first = e.at
-			}
-			open[e.key] = e.at
-			turns++
-			continue
-		}
-		if at, ok := open[e.key]; ok {
-			held += e.at.Sub(at)
-			delete(open, e.key)
-			last = e.at
-		}
-	}
+	turns, held, window := turnsHeld(got)
 	if turns < n {
 		t.Fatalf("%d turns during the storm, want at least %d (one per upstream)", turns, n)
 	}
-	window := last.Sub(first)
 	share := held.Seconds() / (float64(b.work.limit) * window.Seconds())
 	t.Logf("storm of %d upstreams with a call in flight: %d turns held %v of %v (limit %d): share %.2f", n, turns, held, window, b.work.limit, share)
 	// n turns resting as long as they worked span at least 2n-1 turns'
@@ -695,4 +713,140 @@ func TestRefreshWindowHungUpstreamsHoldNoPlace(t *testing.T) {
 		_, found := s.Lookup("ok__added")
 		return found
 	})
+}
+
+// turnEvent is a turn taken or given back (workTurnHook).
+type turnEvent struct {
+	key   string
+	taken bool
+	at    time.Time
+}
+
+// turnsHeld reads a storm's turns: how many were taken, the time they
+// were held, and the storm's window from the first turn taken to the last
+// given back.
+func turnsHeld(events []turnEvent) (turns int, held, window time.Duration) {
+	var first, last time.Time
+	open := map[string]time.Time{}
+	for _, e := range events {
+		if e.taken {
+			if first.IsZero() {
+				first = e.at
+			}
+			open[e.key] = e.at
+			turns++
+			continue
+		}
+		if at, ok := open[e.key]; ok {
+			held += e.at.Sub(at)
+			delete(open, e.key)
+			last = e.at
+		}
+	}
+	return turns, held, last.Sub(first)
+}
+
+// TestRefreshStormYieldsToSequentialCalls: as TestRefreshStormYieldsToCalls,
+// with the traffic of the fleet phase's quiet caller instead of one call
+// held open: short calls one after another to an upstream of their own,
+// each in flight for a fraction of the time it takes. The storm's turns
+// rest when a call was in flight at any time during the turn, not only at
+// its end: before, most turns ended between two calls (the next one still
+// in gRPC's or the caller's goroutines) and did not rest.
+func TestRefreshStormYieldsToSequentialCalls(t *testing.T) {
+	const n, tools = 16, 100
+	var (
+		mu        sync.Mutex
+		events    []turnEvent
+		recording bool
+	)
+	workTurnHook = func(key string, taken bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if recording {
+			events = append(events, turnEvent{key, taken, time.Now()})
+		}
+	}
+	t.Cleanup(func() { workTurnHook = nil }) // after the bridge's Close
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	quiet := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
+	quiet.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	quietURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return quiet }, nil))
+	servers = append(servers, ServerConfig{Name: "q", Transport: TransportStreamableHTTP, URL: quietURL, PingInterval: -1})
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools+1 })
+
+	// The caller: one call after another, with a pause of 10 ms between
+	// them (the caller's side of each: gRPC, the client), so that a call
+	// is in flight a fraction of the time and a turn (tens of ms for 100
+	// tools under -race) still sees one begin.
+	stop := make(chan struct{})
+	calls := make(chan int, 1)
+	callErr := make(chan error, 1)
+	go func() {
+		done := 0
+		defer func() { calls <- done }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := b.CallTool(t.Context(), "q__echo", map[string]any{}, nil)
+			if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "ok") {
+				err = fmt.Errorf("answer %+v", res)
+			}
+			if err != nil {
+				callErr <- err
+				return
+			}
+			done++
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	mu.Lock()
+	recording = true
+	mu.Unlock()
+	for _, srv := range sdk { // the storm: every upstream's list changes at once
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1)+1 })
+	mu.Lock()
+	recording = false
+	got := slices.Clone(events)
+	mu.Unlock()
+	close(stop)
+	done := <-calls
+	select {
+	case err := <-callErr:
+		t.Fatalf("a call during the storm: %v", err)
+	default:
+	}
+	if done == 0 {
+		t.Fatal("no call completed during the storm")
+	}
+	turns, held, window := turnsHeld(got)
+	if turns < n {
+		t.Fatalf("%d turns during the storm, want at least %d (one per upstream)", turns, n)
+	}
+	share := held.Seconds() / (float64(b.work.limit) * window.Seconds())
+	t.Logf("storm of %d upstreams with %d sequential calls: %d turns held %v of %v (limit %d): share %.2f", n, done, turns, held, window, b.work.limit, share)
+	// As in TestRefreshStormYieldsToCalls: resting turns hold about half
+	// of the storm's time, back to back near all of it.
+	if share > 0.65 {
+		t.Errorf("refresh work held its turns %.0f%% of the storm while calls were made one after another, want about half at most (a turn rests when a call was in flight during it)", 100*share)
+	}
 }

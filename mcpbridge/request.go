@@ -69,8 +69,8 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, d
 	defer func() { done() }() // the held session, which a retry replaces
 	u.inflight.Add(1)
 	defer u.inflight.Add(-1)
-	b.work.calls.Add(1) // a refresh storm yields to it (refreshwork.go)
-	defer b.work.calls.Add(-1)
+	b.work.callBegan() // a refresh storm yields to it (refreshwork.go)
+	defer b.work.callEnded()
 	for try := 0; ; try++ {
 		// With its own deadline the request's context is this request's
 		// alone: the session's death cancels it directly, with no context

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -324,7 +323,7 @@ func (sv *serving) startAdmin() error {
 	}
 	alis := sv.adminLis
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(sv.reg, promhttp.HandlerOpts{Registry: sv.reg}))
+	mux.Handle("/metrics", sv.metrics.Handler(sv.reg))
 	co := console.Options{Logger: sv.log, Traffic: sv.traffic, Calls: sv.sec.load.calls}
 	if sv.cfgMgr != nil {
 		co.Config = func() any { return sv.cfgMgr.Status() }
