@@ -45,6 +45,7 @@ var (
 	splitFlag  = flag.String("split", "heldout", "which queries of each corpus to rank: heldout (never tuned on), tune, or all")
 	weighFlds  = flag.Bool("weigh-fields", false, "the hybrid's tool vectors weighted by field (toolsearch.Options.WeighFields)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the index measurements (-sizes) to this file")
+	misses     = flag.String("misses", "", "print the hybrid's misses (no expected tool in the top 5) of the queries of this kind (\"all\": every kind); only with -split tune")
 )
 
 type corpus struct {
@@ -207,6 +208,12 @@ func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map
 	}
 	fmt.Printf("corpus %s: %d tools; %d %s queries\n", name, len(docs), len(qs), *splitFlag)
 	fmt.Printf("%-24s %9s %9s %9s %7s %8s   (queries by kind: recall@5)\n", "ranker", "recall@1", "recall@5", "recall@10", "MRR", "nDCG@10")
+	if *misses != "" {
+		if *splitFlag != "tune" {
+			return fmt.Errorf("-misses: only with -split tune (the held-out queries are not looked at)")
+		}
+		printMisses(qs, rankers[0].rank)
+	}
 	for _, r := range rankers {
 		m := evaluate(qs, r.rank)
 		fmt.Printf("%-24s %9.3f %9.3f %9.3f %7.3f %8.3f   %s\n", r.name, m.at[1], m.at[5], m.at[10], m.mrr, m.ndcg, m.byKind())
@@ -285,6 +292,29 @@ func indexRanker(docs []core.SearchDoc, opts *toolsearch.Options) func(string, i
 			out[i] = h.Key
 		}
 		return out
+	}
+}
+
+// printMisses prints each query of kind -misses with no expected tool in
+// rank's top 5: the query, what was expected, and the top 5.
+func printMisses(qs []query, rank func(string, int) []string) {
+	for _, q := range qs {
+		if *misses != "all" && q.Kind != *misses {
+			continue
+		}
+		top := rank(q.Query, 5)
+		hit := false
+		for _, e := range q.Expected {
+			hit = hit || slices.Contains(top, key(e.Server, e.Tool))
+		}
+		if hit {
+			continue
+		}
+		var want []string
+		for _, e := range q.Expected {
+			want = append(want, key(e.Server, e.Tool))
+		}
+		fmt.Printf("miss %s [%s] %q\n  want %v\n  got  %v\n", q.ID, q.Kind, q.Query, want, top)
 	}
 }
 
