@@ -93,6 +93,12 @@ type Options struct {
 	// parameters half) instead of the plain mean of its text. Off by
 	// default: measured in docs/search.md ("Field-weighted vectors").
 	WeighFields bool
+	// NameCover is the weight, in the hybrid score, of how much of a
+	// tool's name the query covers: the share of the name's distinct
+	// terms that a query word (or its abbreviation's long form) matches.
+	// Near-duplicate tools share most words of their descriptions; their
+	// names are what tell them apart. 0: not part of the score.
+	NameCover float64
 }
 
 // Defaults are the options tuned on the retrieval eval (docs/search.md).
@@ -135,7 +141,9 @@ type docEntry[T any] struct {
 	value  T
 	server uint32            // its server's id (Index.serverByID)
 	lens   [NumFields]uint16 // terms per field (saturating)
-	terms  []termRef
+	// nameTerms is the number of distinct terms of the name (saturating).
+	nameTerms uint8
+	terms     []termRef
 }
 
 // serverEntry is a server's instructions, indexed once for all its tools.
@@ -216,9 +224,11 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 type analyzed struct {
 	counts map[string]*[NumFields]uint8
 	lens   [NumFields]uint16
-	order  []string // first-seen order: the postings' layout, not the ranking
-	vec    qvec
-	hasVec bool
+	// nameTerms: distinct terms of the name (saturating).
+	nameTerms uint8
+	order     []string // first-seen order: the postings' layout, not the ranking
+	vec       qvec
+	hasVec    bool
 	// deferred: the vector is left for EmbedPending.
 	deferred bool
 	instr    *serverEntry
@@ -241,6 +251,9 @@ func (ix *Index[T]) analyzeDoc(d *Doc[T], withVector bool) analyzed {
 				c = new([NumFields]uint8)
 				a.counts[t] = c
 				a.order = append(a.order, t)
+			}
+			if c[f] == 0 && f == FieldName && a.nameTerms < math.MaxUint8 {
+				a.nameTerms++
 			}
 			if c[f] < math.MaxUint8 {
 				c[f]++
@@ -275,7 +288,7 @@ func (ix *Index[T]) insertLocked(d *Doc[T], a *analyzed, src pendingDoc[T]) {
 	}
 	id := ix.allocDoc()
 	e := &ix.docs[id]
-	*e = docEntry[T]{key: d.Key, value: d.Value, lens: a.lens, terms: make([]termRef, 0, len(a.order))}
+	*e = docEntry[T]{key: d.Key, value: d.Value, lens: a.lens, nameTerms: a.nameTerms, terms: make([]termRef, 0, len(a.order))}
 	for _, t := range a.order {
 		tid := ix.termID(t)
 		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
@@ -504,6 +517,7 @@ func (ix *Index[T]) parseQuery(q string) ([]queryTerm, int) {
 type scratch struct {
 	score   []float64
 	matched []uint64 // bit i: query word i matched (maxQueryWords ≤ 64)
+	inName  []uint64 // bit i: query word i matched in the name at full weight
 	touched []uint32
 	state   []uint8  // fuse's per-document state
 	dist    []uint16 // fuse: Hamming distance of each document's signs
@@ -556,6 +570,7 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 	if len(sc.score) < len(ix.docs) {
 		sc.score = make([]float64, len(ix.docs))
 		sc.matched = make([]uint64, len(ix.docs))
+		sc.inName = make([]uint64, len(ix.docs))
 	}
 	sc.touched = sc.touched[:0]
 
@@ -587,6 +602,9 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 			}
 			sc.score[p.doc] += qt.weight * idf * tf * (o.K1 + 1) / (o.K1 + tf)
 			sc.matched[p.doc] |= 1 << qt.word
+			if p.tf[FieldName] > 0 && qt.weight == 1 {
+				sc.inName[p.doc] |= 1 << qt.word
+			}
 		}
 	}
 	boost := ix.instructionBoost(terms, sc.boost)
@@ -600,7 +618,7 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 	h := &hitHeap[T]{}
 	for _, id := range sc.touched {
 		s, m := sc.score[id], sc.matched[id]
-		sc.score[id], sc.matched[id] = 0, 0
+		sc.score[id], sc.matched[id], sc.inName[id] = 0, 0, 0
 		e := &ix.docs[id]
 		if keep != nil && !keep(e.value) {
 			continue
@@ -699,6 +717,9 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 		if best > 0 {
 			lex = sc.score[id] / best
 		}
+		if o.NameCover > 0 {
+			lex += o.NameCover * ix.nameCover(id, sc.inName[id])
+		}
 		consider(id, lex+o.Dense*cosine(id))
 	}
 	// The sign pass's nearest with no lexical match: in when their cosine
@@ -714,7 +735,7 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 		consider(id, o.Dense*cos)
 	}
 	for _, id := range sc.touched {
-		sc.score[id], sc.matched[id], sc.state[id] = 0, 0, stateUnknown
+		sc.score[id], sc.matched[id], sc.inName[id], sc.state[id] = 0, 0, 0, stateUnknown
 	}
 	if h.Len() == 0 {
 		return nil
@@ -724,6 +745,16 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 		out[i] = heap.Pop(h).(Hit[T])
 	}
 	return out
+}
+
+// nameCover is the share of document id's distinct name terms that the
+// query words in inName (bits) matched, at most 1.
+func (ix *Index[T]) nameCover(id uint32, inName uint64) float64 {
+	n := ix.docs[id].nameTerms
+	if n == 0 || inName == 0 {
+		return 0
+	}
+	return min(1, float64(bits.OnesCount64(inName))/float64(n))
 }
 
 // lexicalCutoff is the m-th best finished lexical score among the kept
