@@ -469,19 +469,42 @@ type queryTerm struct {
 	word   int // which query word it stands for (coverage)
 }
 
-// maxQueryWords bounds the words of a query that count: a longer query
-// (a pasted document) is ranked on its first words.
-const maxQueryWords = 32
+// maxQueryWords bounds the words of a query that count: a longer query (a
+// user's whole message, a pasted document) is ranked on its maxQueryWords
+// most informative words (informative). maxQueryRead bounds the distinct
+// words read to choose them (a query is at most 1,024 bytes anyway).
+const (
+	maxQueryWords = 32
+	maxQueryRead  = 256
+)
 
 // parseQuery analyses q into its terms (each once, at its highest weight)
-// and the number of distinct words.
+// and the number of distinct words. ix.mu is held (read): a long query's
+// words are chosen by the catalog's statistics.
 func (ix *Index[T]) parseQuery(q string) ([]queryTerm, int) {
 	var words []string
+	var seen map[string]struct{} // beyond maxQueryWords words: a set, not a scan
 	analyze(q, func(t string) {
-		if len(words) < maxQueryWords && !slices.Contains(words, t) {
+		switch {
+		case len(words) >= maxQueryRead:
+		case seen != nil:
+			if _, ok := seen[t]; !ok {
+				seen[t] = struct{}{}
+				words = append(words, t)
+			}
+		case !slices.Contains(words, t):
 			words = append(words, t)
+			if len(words) == maxQueryWords {
+				seen = make(map[string]struct{}, 2*maxQueryWords)
+				for _, w := range words {
+					seen[w] = struct{}{}
+				}
+			}
 		}
 	})
+	if len(words) > maxQueryWords {
+		words = ix.informative(words)
+	}
 	var out []queryTerm
 	add := func(t string, w float64, word int) {
 		for i := range out {
@@ -513,6 +536,49 @@ func (ix *Index[T]) parseQuery(q string) ([]queryTerm, int) {
 	return out, len(words)
 }
 
+// informative returns the maxQueryWords of words (more than that) with
+// the highest inverse document frequency in the catalog being searched —
+// a word's own term's or, if higher, its abbreviation's long form's; a
+// word no tool uses has none and comes last — in their order in the
+// query; equal IDFs keep the earlier word. A long query is mostly not
+// the request ("I'm planning a trip to New York in December and will be
+// staying for five days; could you tell me the current weather…"): its
+// first words are often the preamble, and the words that tell the
+// catalog's tools apart are the rare ones there. The catalog's own
+// statistics rank them, so the rule holds on any deployment, with no
+// corpus of queries behind it. ix.mu is held (read).
+func (ix *Index[T]) informative(words []string) []string {
+	n := float64(ix.live)
+	idf := func(t string) float64 {
+		id, ok := ix.terms[t]
+		if !ok {
+			return 0
+		}
+		df := float64(len(ix.postings[id]))
+		return math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	type ranked struct {
+		i   int
+		idf float64
+	}
+	r := make([]ranked, len(words))
+	for i, w := range words {
+		v := idf(w)
+		for _, u := range sameTerms[w] {
+			v = max(v, idf(u))
+		}
+		r[i] = ranked{i, v}
+	}
+	slices.SortStableFunc(r, func(a, b ranked) int { return cmp.Compare(b.idf, a.idf) })
+	r = r[:maxQueryWords]
+	slices.SortFunc(r, func(a, b ranked) int { return cmp.Compare(a.i, b.i) })
+	out := make([]string, len(r))
+	for i, x := range r {
+		out[i] = words[x.i]
+	}
+	return out
+}
+
 // scratch is one search's per-document accumulators.
 type scratch struct {
 	score   []float64
@@ -540,18 +606,20 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 // ranking (Lexical), whatever the options. False: ranked as the options
 // say.
 func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits []Hit[T], lexicalStage bool) {
+	// The query's vector needs nothing of the index: embedded before the
+	// lock. Its terms do (informative).
+	var qv qvec
+	dense := false
+	if k > 0 {
+		qv, dense = ix.embedQuery(query)
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
 	var terms []queryTerm
 	var words int
 	if k > 0 {
 		terms, words = ix.parseQuery(query)
 	}
-	var qv qvec
-	dense := false
-	if len(terms) > 0 {
-		qv, dense = ix.embedQuery(query)
-	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	// Said of every answer, an empty one too: which stage the index is in.
 	lexicalStage = len(ix.pending) > 0
 	if len(terms) == 0 || ix.live == 0 {

@@ -508,3 +508,41 @@ func TestNameCover(t *testing.T) {
 		t.Fatalf("both weather tools should match: %v", before)
 	}
 }
+
+// TestLongQueryKeepsItsRequest: a query of more than maxQueryWords
+// distinct words is ranked lexically on its most informative words in the
+// catalog (the highest IDF), not its first: a user's long message whose
+// request comes after much that every tool's text shares still finds the
+// tool the request names. (The hybrid's vector is still the mean of the
+// query's first tokens: here, chatter that thirty tools are made of, so it
+// is not asserted; choosing the vector's words the same way was measured
+// and not kept, docs/search.md.)
+func TestLongQueryKeepsItsRequest(t *testing.T) {
+	var chatter []string
+	for i := range maxQueryWords + 8 {
+		chatter = append(chatter, fmt.Sprintf("chat%d", i))
+	}
+	var docs []Doc[string]
+	for i := range 30 {
+		docs = append(docs, doc("misc", fmt.Sprintf("tool%d", i), "", "A tool: "+strings.Join(chatter, " "), ""))
+	}
+	docs = append(docs, doc("money", "convert_currency", "", "Convert an amount of money between currencies.", "amount\nfrom\nto"))
+	opts := Lexical(Defaults())
+	ix := New[string](&opts)
+	for _, d := range docs {
+		ix.Upsert(d)
+	}
+	for _, query := range []string{
+		strings.Join(chatter, " ") + " so please convert this amount between currencies",
+		"please convert this amount between currencies " + strings.Join(chatter, " "),
+	} {
+		hits := ix.Search(query, 5, nil)
+		if len(hits) == 0 || hits[0].Key != "money__convert_currency" {
+			t.Errorf("%d-word query %.40q…: top 5 %v, want money__convert_currency first", len(strings.Fields(query)), query, keys(hits))
+		}
+	}
+	// A short query is read whole, as before: every word counts.
+	if hits := ix.Search("chat0 chat1 convert", 5, nil); len(hits) == 0 || hits[0].Key != "money__convert_currency" {
+		t.Errorf("short query: top 5 %v, want money__convert_currency first", keys(hits))
+	}
+}
