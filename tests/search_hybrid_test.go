@@ -3,7 +3,9 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,7 +22,9 @@ import (
 // ranking alone puts a tool that merely shares a word first; the front
 // door's progressive-discovery search_tools ranks exactly as gRPC
 // SearchTools. An operator's searchAliases for a tool are searched with
-// its text, by either ranking.
+// its text, by either ranking. A query of more than 32 distinct words is
+// ranked on its words the catalog's tools use rarest, not its first 32,
+// so a request after a long preamble is found by either ranking.
 func TestSearchHybridEndToEnd(t *testing.T) {
 	t.Parallel()
 	entry := nodePath(t, everythingEntry)
@@ -72,6 +76,19 @@ func TestSearchHybridEndToEnd(t *testing.T) {
 		}
 	}
 
+	// A long message whose request comes last: 40 words no tool uses,
+	// then the request. Ranked on its first 32 words it matched nothing.
+	var preamble []string
+	for i := range 40 {
+		preamble = append(preamble, fmt.Sprintf("zq%d", i))
+	}
+	long := strings.Join(preamble, " ") + " then gzip that file as a resource"
+	for _, p := range []*toolsvcProc{hybrid, lexical} {
+		if got := search(p, long); len(got) == 0 || got[0] != "everything__gzip-file-as-resource" {
+			t.Errorf("SearchTools(%d-word message) = %v, want everything__gzip-file-as-resource first", len(strings.Fields(long)), got)
+		}
+	}
+
 	// The front door's search_tools is the same operation: same order.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "search-hybrid", Version: "1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: "http://" + hybrid.mcpAddr + "/mcp", MaxRetries: -1}, nil)
@@ -79,7 +96,7 @@ func TestSearchHybridEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	for _, q := range []string{query, "parrot back the message"} {
+	for _, q := range []string{query, "parrot back the message", long} {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": q, "limit": 3}})
 		if err != nil || res.IsError {
 			t.Fatalf("search_tools(%q) = %v, %v", q, res, err)

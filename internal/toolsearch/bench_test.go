@@ -73,15 +73,33 @@ var benchQueries = []string{
 // (the fallback): p50 and p99 are reported besides the mean. The
 // "+instructions" cases spread the tools over 750 servers with
 // instructions, as a big catalog has (scoring them once cost 45% of a
-// search: docs/search.md).
+// search: docs/search.md). The "+long" case asks queries near the
+// 1,024-byte bound (about 150 words, more than 100 distinct: the 32 rarest
+// in the catalog are chosen, index.go's informative).
 func BenchmarkSearch(b *testing.B) {
 	lexical := Lexical(Defaults())
+	rng := rand.New(rand.NewPCG(11, 11))
+	var long []string
+	for range 5 {
+		var w []string
+		for l := 0; l < 1000; {
+			x := vocab[rng.IntN(len(vocab))]
+			if l+len(x)+1 > 1024 {
+				break
+			}
+			w = append(w, x)
+			l += len(x) + 1
+		}
+		long = append(long, strings.Join(w, " "))
+	}
 	for _, n := range []int{2000, 20000} {
 		for _, r := range []struct {
 			name  string
 			opts  *Options
 			instr bool
-		}{{"hybrid", nil, false}, {"lexical", &lexical, false}, {"hybrid+instructions", nil, true}} {
+			qs    []string
+		}{{"hybrid", nil, false, benchQueries}, {"lexical", &lexical, false, benchQueries},
+			{"hybrid+instructions", nil, true, benchQueries}, {"hybrid+long", nil, false, long}} {
 			docs := synthetic(n, 7)
 			if r.instr {
 				docs = withInstructions(docs, 750, 5)
@@ -96,7 +114,7 @@ func BenchmarkSearch(b *testing.B) {
 				i := 0
 				for b.Loop() {
 					start := time.Now()
-					ix.Search(benchQueries[i%len(benchQueries)], 10, nil)
+					ix.Search(r.qs[i%len(r.qs)], 10, nil)
 					lat = append(lat, time.Since(start))
 					i++
 				}

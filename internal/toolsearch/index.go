@@ -93,6 +93,12 @@ type Options struct {
 	// parameters half) instead of the plain mean of its text. Off by
 	// default: measured in docs/search.md ("Field-weighted vectors").
 	WeighFields bool
+	// NameCover is the weight, in the hybrid score, of how much of a
+	// tool's name the query covers: the share of the name's distinct
+	// terms that a query word (or its abbreviation's long form) matches.
+	// Near-duplicate tools share most words of their descriptions; their
+	// names are what tell them apart. 0: not part of the score.
+	NameCover float64
 }
 
 // Defaults are the options tuned on the retrieval eval (docs/search.md).
@@ -135,7 +141,9 @@ type docEntry[T any] struct {
 	value  T
 	server uint32            // its server's id (Index.serverByID)
 	lens   [NumFields]uint16 // terms per field (saturating)
-	terms  []termRef
+	// nameTerms is the number of distinct terms of the name (saturating).
+	nameTerms uint8
+	terms     []termRef
 }
 
 // serverEntry is a server's instructions, indexed once for all its tools.
@@ -216,9 +224,11 @@ func (ix *Index[T]) Upsert(d Doc[T]) {
 type analyzed struct {
 	counts map[string]*[NumFields]uint8
 	lens   [NumFields]uint16
-	order  []string // first-seen order: the postings' layout, not the ranking
-	vec    qvec
-	hasVec bool
+	// nameTerms: distinct terms of the name (saturating).
+	nameTerms uint8
+	order     []string // first-seen order: the postings' layout, not the ranking
+	vec       qvec
+	hasVec    bool
 	// deferred: the vector is left for EmbedPending.
 	deferred bool
 	instr    *serverEntry
@@ -241,6 +251,9 @@ func (ix *Index[T]) analyzeDoc(d *Doc[T], withVector bool) analyzed {
 				c = new([NumFields]uint8)
 				a.counts[t] = c
 				a.order = append(a.order, t)
+			}
+			if c[f] == 0 && f == FieldName && a.nameTerms < math.MaxUint8 {
+				a.nameTerms++
 			}
 			if c[f] < math.MaxUint8 {
 				c[f]++
@@ -275,7 +288,7 @@ func (ix *Index[T]) insertLocked(d *Doc[T], a *analyzed, src pendingDoc[T]) {
 	}
 	id := ix.allocDoc()
 	e := &ix.docs[id]
-	*e = docEntry[T]{key: d.Key, value: d.Value, lens: a.lens, terms: make([]termRef, 0, len(a.order))}
+	*e = docEntry[T]{key: d.Key, value: d.Value, lens: a.lens, nameTerms: a.nameTerms, terms: make([]termRef, 0, len(a.order))}
 	for _, t := range a.order {
 		tid := ix.termID(t)
 		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
@@ -456,19 +469,42 @@ type queryTerm struct {
 	word   int // which query word it stands for (coverage)
 }
 
-// maxQueryWords bounds the words of a query that count: a longer query
-// (a pasted document) is ranked on its first words.
-const maxQueryWords = 32
+// maxQueryWords bounds the words of a query that count: a longer query (a
+// user's whole message, a pasted document) is ranked on its maxQueryWords
+// most informative words (informative). maxQueryRead bounds the distinct
+// words read to choose them (a query is at most 1,024 bytes anyway).
+const (
+	maxQueryWords = 32
+	maxQueryRead  = 256
+)
 
 // parseQuery analyses q into its terms (each once, at its highest weight)
-// and the number of distinct words.
+// and the number of distinct words. ix.mu is held (read): a long query's
+// words are chosen by the catalog's statistics.
 func (ix *Index[T]) parseQuery(q string) ([]queryTerm, int) {
 	var words []string
+	var seen map[string]struct{} // beyond maxQueryWords words: a set, not a scan
 	analyze(q, func(t string) {
-		if len(words) < maxQueryWords && !slices.Contains(words, t) {
+		switch {
+		case len(words) >= maxQueryRead:
+		case seen != nil:
+			if _, ok := seen[t]; !ok {
+				seen[t] = struct{}{}
+				words = append(words, t)
+			}
+		case !slices.Contains(words, t):
 			words = append(words, t)
+			if len(words) == maxQueryWords {
+				seen = make(map[string]struct{}, 2*maxQueryWords)
+				for _, w := range words {
+					seen[w] = struct{}{}
+				}
+			}
 		}
 	})
+	if len(words) > maxQueryWords {
+		words = ix.informative(words)
+	}
 	var out []queryTerm
 	add := func(t string, w float64, word int) {
 		for i := range out {
@@ -500,10 +536,54 @@ func (ix *Index[T]) parseQuery(q string) ([]queryTerm, int) {
 	return out, len(words)
 }
 
+// informative returns the maxQueryWords of words (more than that) with
+// the highest inverse document frequency in the catalog being searched —
+// a word's own term's or, if higher, its abbreviation's long form's; a
+// word no tool uses has none and comes last — in their order in the
+// query; equal IDFs keep the earlier word. A long query is mostly not
+// the request ("I'm planning a trip to New York in December and will be
+// staying for five days; could you tell me the current weather…"): its
+// first words are often the preamble, and the words that tell the
+// catalog's tools apart are the rare ones there. The catalog's own
+// statistics rank them, so the rule holds on any deployment, with no
+// corpus of queries behind it. ix.mu is held (read).
+func (ix *Index[T]) informative(words []string) []string {
+	n := float64(ix.live)
+	idf := func(t string) float64 {
+		id, ok := ix.terms[t]
+		if !ok {
+			return 0
+		}
+		df := float64(len(ix.postings[id]))
+		return math.Log(1 + (n-df+0.5)/(df+0.5))
+	}
+	type ranked struct {
+		i   int
+		idf float64
+	}
+	r := make([]ranked, len(words))
+	for i, w := range words {
+		v := idf(w)
+		for _, u := range sameTerms[w] {
+			v = max(v, idf(u))
+		}
+		r[i] = ranked{i, v}
+	}
+	slices.SortStableFunc(r, func(a, b ranked) int { return cmp.Compare(b.idf, a.idf) })
+	r = r[:maxQueryWords]
+	slices.SortFunc(r, func(a, b ranked) int { return cmp.Compare(a.i, b.i) })
+	out := make([]string, len(r))
+	for i, x := range r {
+		out[i] = words[x.i]
+	}
+	return out
+}
+
 // scratch is one search's per-document accumulators.
 type scratch struct {
 	score   []float64
 	matched []uint64 // bit i: query word i matched (maxQueryWords ≤ 64)
+	inName  []uint64 // bit i: query word i matched in the name at full weight
 	touched []uint32
 	state   []uint8  // fuse's per-document state
 	dist    []uint16 // fuse: Hamming distance of each document's signs
@@ -526,18 +606,20 @@ func (ix *Index[T]) Search(query string, k int, keep func(T) bool) []Hit[T] {
 // ranking (Lexical), whatever the options. False: ranked as the options
 // say.
 func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits []Hit[T], lexicalStage bool) {
+	// The query's vector needs nothing of the index: embedded before the
+	// lock. Its terms do (informative).
+	var qv qvec
+	dense := false
+	if k > 0 {
+		qv, dense = ix.embedQuery(query)
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
 	var terms []queryTerm
 	var words int
 	if k > 0 {
 		terms, words = ix.parseQuery(query)
 	}
-	var qv qvec
-	dense := false
-	if len(terms) > 0 {
-		qv, dense = ix.embedQuery(query)
-	}
-	ix.mu.RLock()
-	defer ix.mu.RUnlock()
 	// Said of every answer, an empty one too: which stage the index is in.
 	lexicalStage = len(ix.pending) > 0
 	if len(terms) == 0 || ix.live == 0 {
@@ -556,6 +638,7 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 	if len(sc.score) < len(ix.docs) {
 		sc.score = make([]float64, len(ix.docs))
 		sc.matched = make([]uint64, len(ix.docs))
+		sc.inName = make([]uint64, len(ix.docs))
 	}
 	sc.touched = sc.touched[:0]
 
@@ -587,6 +670,9 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 			}
 			sc.score[p.doc] += qt.weight * idf * tf * (o.K1 + 1) / (o.K1 + tf)
 			sc.matched[p.doc] |= 1 << qt.word
+			if p.tf[FieldName] > 0 && qt.weight == 1 {
+				sc.inName[p.doc] |= 1 << qt.word
+			}
 		}
 	}
 	boost := ix.instructionBoost(terms, sc.boost)
@@ -600,7 +686,7 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 	h := &hitHeap[T]{}
 	for _, id := range sc.touched {
 		s, m := sc.score[id], sc.matched[id]
-		sc.score[id], sc.matched[id] = 0, 0
+		sc.score[id], sc.matched[id], sc.inName[id] = 0, 0, 0
 		e := &ix.docs[id]
 		if keep != nil && !keep(e.value) {
 			continue
@@ -699,6 +785,9 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 		if best > 0 {
 			lex = sc.score[id] / best
 		}
+		if o.NameCover > 0 {
+			lex += o.NameCover * ix.nameCover(id, sc.inName[id])
+		}
 		consider(id, lex+o.Dense*cosine(id))
 	}
 	// The sign pass's nearest with no lexical match: in when their cosine
@@ -714,7 +803,7 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 		consider(id, o.Dense*cos)
 	}
 	for _, id := range sc.touched {
-		sc.score[id], sc.matched[id], sc.state[id] = 0, 0, stateUnknown
+		sc.score[id], sc.matched[id], sc.inName[id], sc.state[id] = 0, 0, 0, stateUnknown
 	}
 	if h.Len() == 0 {
 		return nil
@@ -724,6 +813,16 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 		out[i] = heap.Pop(h).(Hit[T])
 	}
 	return out
+}
+
+// nameCover is the share of document id's distinct name terms that the
+// query words in inName (bits) matched, at most 1.
+func (ix *Index[T]) nameCover(id uint32, inName uint64) float64 {
+	n := ix.docs[id].nameTerms
+	if n == 0 || inName == 0 {
+		return 0
+	}
+	return min(1, float64(bits.OnesCount64(inName))/float64(n))
 }
 
 // lexicalCutoff is the m-th best finished lexical score among the kept

@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -465,5 +466,83 @@ func TestDocVectorWeighsFields(t *testing.T) {
 	b, _ := ix.embedDoc(&short)
 	if a != b {
 		t.Error("a field past the bound of words read changed the vector")
+	}
+}
+
+// TestNameCover: with Options.NameCover, each hybrid hit's score gains
+// NameCover × the share of its name's distinct terms the query matched
+// at full weight, and nothing else changes: two tools with the same
+// description, one named by the query's words alone, the other with two
+// more words in its name.
+func TestNameCover(t *testing.T) {
+	docs := []Doc[string]{
+		doc("w", "weather_forecast", "", "Forecast of the weather for a city.", "city"),
+		doc("w", "weather_forecast_hourly_detail", "", "Forecast of the weather for a city.", "city"),
+		doc("w", "send_email", "", "Send an email to a recipient.", "to\nbody"),
+	}
+	off := Defaults()
+	on := off
+	on.NameCover = 0.5
+	scores := func(o *Options) map[string]float64 {
+		ix := New[string](o)
+		for _, d := range docs {
+			ix.Upsert(d)
+		}
+		out := map[string]float64{}
+		for _, h := range ix.Search("weather forecast", 10, nil) {
+			out[h.Key] = h.Score
+		}
+		return out
+	}
+	before, after := scores(&off), scores(&on)
+	want := map[string]float64{"w__weather_forecast": 0.5 * 2 / 2, "w__weather_forecast_hourly_detail": 0.5 * 2 / 4}
+	if len(after) != len(before) {
+		t.Fatalf("hits with NameCover %v, without %v", after, before)
+	}
+	for k, b := range before {
+		if d := after[k] - b; math.Abs(d-want[k]) > 1e-9 {
+			t.Errorf("%s: NameCover added %.6f, want %.6f (scores %v, without %v)", k, d, want[k], after, before)
+		}
+	}
+	if len(want) != 2 || before["w__weather_forecast"] == 0 || before["w__weather_forecast_hourly_detail"] == 0 {
+		t.Fatalf("both weather tools should match: %v", before)
+	}
+}
+
+// TestLongQueryKeepsItsRequest: a query of more than maxQueryWords
+// distinct words is ranked lexically on its most informative words in the
+// catalog (the highest IDF), not its first: a user's long message whose
+// request comes after much that every tool's text shares still finds the
+// tool the request names. (The hybrid's vector is still the mean of the
+// query's first tokens: here, chatter that thirty tools are made of, so it
+// is not asserted; choosing the vector's words the same way was measured
+// and not kept, docs/search.md.)
+func TestLongQueryKeepsItsRequest(t *testing.T) {
+	var chatter []string
+	for i := range maxQueryWords + 8 {
+		chatter = append(chatter, fmt.Sprintf("chat%d", i))
+	}
+	var docs []Doc[string]
+	for i := range 30 {
+		docs = append(docs, doc("misc", fmt.Sprintf("tool%d", i), "", "A tool: "+strings.Join(chatter, " "), ""))
+	}
+	docs = append(docs, doc("money", "convert_currency", "", "Convert an amount of money between currencies.", "amount\nfrom\nto"))
+	opts := Lexical(Defaults())
+	ix := New[string](&opts)
+	for _, d := range docs {
+		ix.Upsert(d)
+	}
+	for _, query := range []string{
+		strings.Join(chatter, " ") + " so please convert this amount between currencies",
+		"please convert this amount between currencies " + strings.Join(chatter, " "),
+	} {
+		hits := ix.Search(query, 5, nil)
+		if len(hits) == 0 || hits[0].Key != "money__convert_currency" {
+			t.Errorf("%d-word query %.40q…: top 5 %v, want money__convert_currency first", len(strings.Fields(query)), query, keys(hits))
+		}
+	}
+	// A short query is read whole, as before: every word counts.
+	if hits := ix.Search("chat0 chat1 convert", 5, nil); len(hits) == 0 || hits[0].Key != "money__convert_currency" {
+		t.Errorf("short query: top 5 %v, want money__convert_currency first", keys(hits))
 	}
 }

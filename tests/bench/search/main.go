@@ -44,7 +44,11 @@ var (
 	denseFloor = flag.Float64("floor", -1, "the hybrid's dense floor (-1: the default)")
 	splitFlag  = flag.String("split", "heldout", "which queries of each corpus to rank: heldout (never tuned on), tune, or all")
 	weighFlds  = flag.Bool("weigh-fields", false, "the hybrid's tool vectors weighted by field (toolsearch.Options.WeighFields)")
+	nameCover  = flag.Float64("name-cover", -1, "the hybrid's name-cover weight (toolsearch.Options.NameCover; -1: the default)")
+	coverage   = flag.Float64("coverage", -1, "the coverage factor (toolsearch.Options.Coverage; -1: the default)")
+	fit        = flag.Bool("fit", false, "fit the hybrid's blend (dense, name-cover and coverage weights) on the tune splits of every corpus jointly: rank each point of the grid, print it, and the best last")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the index measurements (-sizes) to this file")
+	misses     = flag.String("misses", "", "print the hybrid's misses (no expected tool in the top 5) of the queries of this kind (\"all\": every kind); only with -split tune")
 )
 
 type corpus struct {
@@ -116,6 +120,9 @@ func run() error {
 	for i := range qs {
 		qs[i].Split = map[bool]string{true: "tune", false: "heldout"}[i%2 == 0]
 	}
+	if *fit {
+		return fitBlend(dir, docs, qs)
+	}
 	if err := rankCorpus("project", "", docs, qs, out); err != nil {
 		return err
 	}
@@ -174,6 +181,12 @@ func flagOptions() toolsearch.Options {
 		o.DenseFloor = *denseFloor
 	}
 	o.WeighFields = *weighFlds
+	if *nameCover >= 0 {
+		o.NameCover = *nameCover
+	}
+	if *coverage >= 0 {
+		o.Coverage = *coverage
+	}
 	return o
 }
 
@@ -207,6 +220,12 @@ func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map
 	}
 	fmt.Printf("corpus %s: %d tools; %d %s queries\n", name, len(docs), len(qs), *splitFlag)
 	fmt.Printf("%-24s %9s %9s %9s %7s %8s   (queries by kind: recall@5)\n", "ranker", "recall@1", "recall@5", "recall@10", "MRR", "nDCG@10")
+	if *misses != "" {
+		if *splitFlag != "tune" {
+			return fmt.Errorf("-misses: only with -split tune (the held-out queries are not looked at)")
+		}
+		printMisses(qs, rankers[0].rank)
+	}
 	for _, r := range rankers {
 		m := evaluate(qs, r.rank)
 		fmt.Printf("%-24s %9.3f %9.3f %9.3f %7.3f %8.3f   %s\n", r.name, m.at[1], m.at[5], m.at[10], m.mrr, m.ndcg, m.byKind())
@@ -217,6 +236,121 @@ func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map
 	out[prefix+"recall_at_5_gain_over_bm25"] = round3(out[prefix+"toolsvc_recall_at_5"].(float64) - out[prefix+"bm25_recall_at_5"].(float64))
 	fmt.Println()
 	return nil
+}
+
+// fitBlend fits the hybrid's linear blend — score = lexical / best +
+// NameCover × name cover + Dense × cosine, the lexical score with its
+// Coverage factor — on the tune splits of the project corpus and every
+// -public corpus jointly: each point of a fixed grid ranks every tune
+// query, and the best point is the one with the highest mean over corpora
+// of recall@5 (then of MRR; then the earlier point, the grid listing the
+// simpler first). The held-out splits are not read.
+func fitBlend(dir string, docs []core.SearchDoc, qs []query) error {
+	type set struct {
+		name string
+		docs []core.SearchDoc
+		qs   []query
+	}
+	tune := func(all []query) []query {
+		var out []query
+		for _, q := range all {
+			if q.Split == "tune" {
+				out = append(out, q)
+			}
+		}
+		return out
+	}
+	sets := []set{{"project", docs, tune(qs)}}
+	for _, name := range strings.Split(*publicSets, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		pdir := filepath.Join(filepath.Dir(dir), "search-"+name)
+		pdocs, err := loadCorpus(filepath.Join(pdir, "corpus.json.gz"))
+		if err != nil {
+			return err
+		}
+		pqs, err := loadQueries(filepath.Join(pdir, "queries.json"), pdocs)
+		if err != nil {
+			return err
+		}
+		sets = append(sets, set{name, pdocs, tune(pqs)})
+	}
+	type point struct{ dense, name, cov float64 }
+	var grid []point
+	for _, nc := range []float64{0, 0.1, 0.2, 0.3, 0.5, 0.75, 1} {
+		for _, d := range []float64{2, 1.5, 2.5, 3} {
+			for _, c := range []float64{0.5, 0.25, 1} {
+				grid = append(grid, point{d, nc, c})
+			}
+		}
+	}
+	var best point
+	var bestHits, defHits []bool
+	bestR, bestM := -1.0, -1.0
+	def := toolsearch.Defaults()
+	for _, p := range grid {
+		o := toolsearch.Defaults()
+		o.Dense, o.NameCover, o.Coverage, o.WeighFields = p.dense, p.name, p.cov, *weighFlds
+		var r5, mrr float64
+		var per []string
+		var hits []bool
+		for _, s := range sets {
+			m := evaluate(s.qs, indexRanker(s.docs, &o))
+			r5 += m.at[5] / float64(len(sets))
+			mrr += m.mrr / float64(len(sets))
+			per = append(per, fmt.Sprintf("%s %.3f/%.3f", s.name, m.at[5], m.mrr))
+			hits = append(hits, m.hit5...)
+		}
+		fmt.Printf("dense %.2f name-cover %.2f coverage %.2f: mean recall@5 %.4f MRR %.4f (%s)\n", p.dense, p.name, p.cov, r5, mrr, strings.Join(per, ", "))
+		if r5 > bestR || r5 == bestR && mrr > bestM {
+			best, bestR, bestM, bestHits = p, r5, mrr, hits
+		}
+		if p.dense == def.Dense && p.name == def.NameCover && p.cov == def.Coverage && !*weighFlds {
+			defHits = hits
+		}
+	}
+	fmt.Printf("best: -dense %g -name-cover %g -coverage %g (mean tune recall@5 %.4f, MRR %.4f)\n", best.dense, best.name, best.cov, bestR, bestM)
+	if defHits != nil {
+		// The rule a fitted point must pass to replace the defaults: more
+		// tune queries won than lost in the top 5, and a two-sided sign
+		// test over those that differ below 0.05.
+		won, lost := 0, 0
+		for i := range defHits {
+			switch {
+			case bestHits[i] && !defHits[i]:
+				won++
+			case !bestHits[i] && defHits[i]:
+				lost++
+			}
+		}
+		p := signTest(won, lost)
+		verdict := "within noise: the defaults stand"
+		if won > lost && p < 0.05 {
+			verdict = "better than the defaults beyond noise"
+		}
+		fmt.Printf("best against the defaults, pooled tune queries: %d won, %d lost in the top 5; sign test p = %.3f: %s\n", won, lost, p, verdict)
+	}
+	return nil
+}
+
+// signTest is the two-sided exact sign test's p-value for won against
+// lost (the queries two rankers disagree on, each side equally likely
+// under the null).
+func signTest(won, lost int) float64 {
+	n := won + lost
+	if n == 0 {
+		return 1
+	}
+	k := min(won, lost)
+	p := 0.0
+	for i := 0; i <= k; i++ {
+		lc, _ := math.Lgamma(float64(n + 1))
+		l1, _ := math.Lgamma(float64(i + 1))
+		l2, _ := math.Lgamma(float64(n - i + 1))
+		p += math.Exp(lc - l1 - l2 - float64(n)*math.Ln2)
+	}
+	return min(1, 2*p)
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
@@ -288,11 +422,35 @@ func indexRanker(docs []core.SearchDoc, opts *toolsearch.Options) func(string, i
 	}
 }
 
+// printMisses prints each query of kind -misses with no expected tool in
+// rank's top 5: the query, what was expected, and the top 5.
+func printMisses(qs []query, rank func(string, int) []string) {
+	for _, q := range qs {
+		if *misses != "all" && q.Kind != *misses {
+			continue
+		}
+		top := rank(q.Query, 5)
+		hit := false
+		for _, e := range q.Expected {
+			hit = hit || slices.Contains(top, key(e.Server, e.Tool))
+		}
+		if hit {
+			continue
+		}
+		var want []string
+		for _, e := range q.Expected {
+			want = append(want, key(e.Server, e.Tool))
+		}
+		fmt.Printf("miss %s [%s] %q\n  want %v\n  got  %v\n", q.ID, q.Kind, q.Query, want, top)
+	}
+}
+
 type metrics struct {
 	at    map[int]float64
 	mrr   float64
 	ndcg  float64
 	kinds map[string][2]int // kind → hits@5, queries
+	hit5  []bool            // by query: an expected tool in the top 5
 }
 
 func (m metrics) byKind() string {
@@ -343,6 +501,7 @@ func evaluate(qs []query, rank func(string, int) []string) metrics {
 		if first > 0 {
 			m.mrr += 1 / float64(first)
 		}
+		m.hit5 = append(m.hit5, first > 0 && first <= 5)
 		c := m.kinds[q.Kind]
 		c[1]++
 		if first > 0 && first <= 5 {

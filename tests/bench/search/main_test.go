@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -47,5 +48,25 @@ func TestEvalSmoke(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte("plain BM25 baseline")) {
 		t.Errorf("no baseline row:\n%s", out)
+	}
+}
+
+// TestSignTest: the fit's rule (docs/search.md, "Long queries and a
+// fitted blend") against the exact two-sided sign test's known values.
+func TestSignTest(t *testing.T) {
+	for _, tc := range []struct {
+		won, lost int
+		want      float64
+	}{
+		{0, 0, 1},
+		{6, 0, 2.0 / 64},   // 2 × 0.5⁶
+		{0, 6, 2.0 / 64},   // symmetric
+		{5, 0, 2.0 / 32},   // 0.0625: not below 0.05
+		{3, 3, 1},          // capped at 1
+		{17, 13, 0.584665}, // 2 × P(X ≤ 13), X ~ Binomial(30, ½)
+	} {
+		if got := signTest(tc.won, tc.lost); math.Abs(got-tc.want) > 1e-6 {
+			t.Errorf("signTest(%d, %d) = %.6f, want %.6f", tc.won, tc.lost, got, tc.want)
+		}
 	}
 }
