@@ -120,6 +120,8 @@ func TestHostileStandaloneStream(t *testing.T) {
 			_, _ = c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n"))
 			untilClosed(c)
 		}, "standalone SSE request failed"},
+		{"1xx flood", func(c net.Conn) { endless(c, "", "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n") },
+			"more than 16 informational (1xx) responses"},
 		{"101 switching protocols", func(c net.Conn) {
 			_, _ = c.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n"))
 			untilClosed(c)
