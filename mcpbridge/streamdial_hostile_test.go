@@ -18,6 +18,13 @@ import (
 // upstream would. Hijacked connections are closed when the test ends.
 func hostileGETs(t *testing.T, send func(c net.Conn)) string {
 	t.Helper()
+	return hostileGETsWith(t, send, nil)
+}
+
+// hostileGETsWith is hostileGETs calling seen (if not nil) with every
+// other request before the go-sdk server has it.
+func hostileGETsWith(t *testing.T, send func(c net.Conn), seen func(*http.Request)) string {
+	t.Helper()
 	srv := goSDKServer()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var mu sync.Mutex
@@ -31,6 +38,9 @@ func hostileGETs(t *testing.T, send func(c net.Conn)) string {
 	})
 	return serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
+			if seen != nil {
+				seen(r)
+			}
 			h.ServeHTTP(w, r)
 			return
 		}
