@@ -60,7 +60,7 @@ func TestHostileListingIsBounded(t *testing.T) {
 		}, `tools/list returned cursor "a" twice`},
 		{"more tools than a listing holds", func(cur string) *mcp.ListToolsResult {
 			n, _ := strconv.Atoi(cur)
-			tools := make([]*mcp.Tool, 20_000)
+			tools := make([]*mcp.Tool, 40_000)
 			for i := range tools {
 				tools[i] = &mcp.Tool{Name: fmt.Sprintf("t%d_%d", n, i), InputSchema: obj}
 			}
@@ -82,9 +82,17 @@ func TestHostileListingIsBounded(t *testing.T) {
 			mcp.AddTool(srv, &mcp.Tool{Name: "other"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 				return &mcp.CallToolResult{}, nil, nil
 			})
-			waitStatus(t, b, "h", "the re-list refused: "+tc.want, func(st ServerStatus) bool {
-				return strings.Contains(st.LastError, tc.want)
-			})
+			// A thousand pages, or 100,000 tools decoded, under -race on a
+			// loaded machine: a generous bound.
+			for deadline := time.Now().Add(6 * defaultTestTimeout); ; time.Sleep(10 * time.Millisecond) {
+				st, _ := b.Server("h")
+				if strings.Contains(st.LastError, tc.want) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("timed out waiting for the re-list refused: %s; last error %q", tc.want, st.LastError)
+				}
+			}
 			snap := b.Catalog().Current()
 			if _, ok := snap.Lookup("h__echo"); !ok || len(toolNames(snap, "h")) != 1 {
 				t.Fatalf("catalog %v after the refused re-list, want the last good one (h__echo)", toolNames(snap, "h"))
