@@ -204,3 +204,51 @@ func TestHostileStandaloneStreamBodyIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileStandaloneResumeNeverAnswers: an upstream whose standalone
+// stream breaks after an event with an id, then never answers the GET that
+// resumes it (Last-Event-ID), holds neither the session nor its calls: the
+// push channel is reported down (the bridge re-lists every PushlessRefresh
+// meanwhile), calls are answered, and the bridge closes promptly (the
+// resumption's wait ends with the connection). The first GET is bounded by
+// the connect; a resumption is the stream's own goroutine's, bounded by the
+// session's life.
+func TestHostileStandaloneResumeNeverAnswers(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	gets := 0
+	url := hostileGETs(t, func(c net.Conn) {
+		mu.Lock()
+		gets++
+		first := gets == 1
+		mu.Unlock()
+		if first {
+			_, _ = c.Write([]byte(sseHead + "\r\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n"))
+			return // the stream breaks: resumed from id 1
+		}
+		untilClosed(c)
+	})
+	b, err := New(Config{Servers: []ServerConfig{{Name: "h", Transport: TransportStreamableHTTP, URL: url + "/mcp",
+		ProtocolVersion: "2025-11-25"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	t.Cleanup(func() {
+		go func() { b.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(defaultTestTimeout):
+			t.Error("the bridge did not close: a session is wedged on the resumption")
+		}
+	})
+	waitStatus(t, b, "h", "the resumption asked for and the push channel down", func(st ServerStatus) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return gets >= 2 && st.State == StateReady && st.PushChannel == "down"
+	})
+	res, err := b.CallTool(t.Context(), "h__echo", map[string]any{"text": "hi"}, nil)
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "hi" {
+		t.Fatalf("a call while the resumption waits: %v, %v", res, err)
+	}
+}
