@@ -130,9 +130,9 @@ var errStreamHeaderTooLarge = errors.New("upstream stream response headers excee
 // stream's response. The header bound alone let a flood of tiny ones
 // through: 10 MiB of "HTTP/1.1 103" lines is some 300,000 responses parsed
 // and allocated (longer than a 5 s connect timeout under -race;
-// TestStreamOwnConn1xxFlood). net/http's transport had a bound of 5 before
-// Go 1.24 relied on the header bound alone; a server sends one or two
-// (100 Continue, 103 Early Hints).
+// TestStreamOwnConn1xxFlood). net/http's transport once stopped at 5; the
+// Go this builds with counts them against the header bound only. A server
+// sends one or two (100 Continue, 103 Early Hints).
 const maxStream1xx = 16
 
 var errStreamTooMany1xx = errors.New("upstream stream sent more than 16 informational (1xx) responses")
