@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,11 +15,17 @@ import (
 // kind: a tools-only upstream without resources/templates/list
 // (docs/upstream-behaviour.md §3), or one without tools/list (tools are
 // listed whatever the capabilities say: isMethodNotFound in gosdk.go).
+//
+// A listing is bounded (maxListPages, maxListEntries, maxCursorBytes): an
+// upstream answering with cursors without end was listed until the refresh
+// timeout (30 s), every page kept, and every cursor too, each up to the
+// message limit (TestHostileListingIsBounded). Past a bound the listing
+// fails with an error naming it; the last good listing stays published.
 func listPages[R, T any](ctx context.Context, method string, call func(cursor string) (R, error), page func(R) ([]T, string)) ([]T, error) {
 	var all []T
-	seen := map[string]bool{}
+	seen := map[[sha256.Size]byte]bool{} // digests: a listing keeps no cursor but the next
 	cur := ""
-	for {
+	for pages := 1; ; pages++ {
 		res, err := call(cur)
 		if cur == "" && isMethodNotFound(err) {
 			return nil, nil
@@ -27,20 +34,42 @@ func listPages[R, T any](ctx context.Context, method string, call func(cursor st
 			return nil, err
 		}
 		items, next := page(res)
+		if len(all)+len(items) > maxListEntries {
+			return nil, fmt.Errorf("%s: more than %d entries (a listing holds at most %d; not published)", method, maxListEntries, maxListEntries)
+		}
 		all = append(all, items...)
 		if next == "" {
 			return all, nil
 		}
-		if seen[next] {
-			return nil, fmt.Errorf("%s returned cursor %q twice", method, next)
+		if len(next) > maxCursorBytes {
+			return nil, fmt.Errorf("%s: a cursor of more than %d bytes (%d; not followed)", method, maxCursorBytes, len(next))
 		}
-		seen[next] = true
+		if pages >= maxListPages {
+			return nil, fmt.Errorf("%s: more than %d pages (a listing is at most %d; not published)", method, maxListPages, maxListPages)
+		}
+		d := sha256.Sum256([]byte(next))
+		if seen[d] {
+			return nil, fmt.Errorf("%s returned cursor %.64q twice", method, next)
+		}
+		seen[d] = true
 		cur = next
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 	}
 }
+
+// The bounds of one listing (tools, resources, resource templates or
+// prompts) of one session. A paginating server pages hundreds or a few
+// thousand entries at a time (go-sdk's default page is 1,000), and its
+// cursors are short opaque tokens; these leave a legitimate upstream two
+// orders of magnitude of room. maxListEntries is the catalog history's
+// budget (512 Ki tool pointers, catalog) over five.
+const (
+	maxListPages   = 1000
+	maxListEntries = 100_000
+	maxCursorBytes = 64 << 10
+)
 
 // listTools lists every page of tools, each schema as the upstream sent it
 // (rawschema.go), and keeps the upstream's ttlMs (2026-07-28). Each page's

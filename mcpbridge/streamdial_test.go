@@ -96,3 +96,45 @@ func TestStreamOwnConnCloseEndsRead(t *testing.T) {
 		t.Fatal("a read of the closed stream returned no error")
 	}
 }
+
+// TestStreamOwnConn1xxFlood: an upstream that answers a stream's request
+// with informational (1xx) responses without end is refused after
+// maxStream1xx of them, with an error that says so, instead of parsing
+// them until the 10 MiB header bound (some 300,000 responses). A real
+// listener writing a real (hostile) answer.
+func TestStreamOwnConn1xxFlood(t *testing.T) {
+	t.Parallel()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		c, err := lis.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		_, _ = http.ReadRequest(bufio.NewReader(c)) // the GET
+		hint := []byte("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n")
+		for {
+			if _, err := c.Write(hint); err != nil {
+				return // toolsvc hung up
+			}
+		}
+	}()
+	url := "http://" + lis.Addr().String() + "/mcp"
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := newHTTPClient(nil, url).Do(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("an endless run of 1xx answers was accepted")
+	}
+	if !errors.Is(err, errStreamTooMany1xx) {
+		t.Fatalf("err = %v, want the 1xx bound (%v)", err, errStreamTooMany1xx)
+	}
+}

@@ -440,7 +440,7 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if pi.method == "notifications/initialized" {
 		// Initialization is over: the standalone stream opens now, before
 		// the notification is sent, as go-sdk's own client does.
-		c.openStandalone()
+		c.openStandalone(ctx)
 	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -646,7 +646,15 @@ func (c *streamConn) startStream(ctx context.Context, summary string, req *jsonr
 // unless noStream) and starts its goroutine. It runs in the writer of
 // notifications/initialized, so the stream's first state is known when
 // go-sdk's Connect returns (pushAtConnect relies on it).
-func (c *streamConn) openStandalone() {
+//
+// Until its response headers arrive the request is bounded by wctx too (the
+// writer's: go-sdk's Connect context, which the connect timeout ends): the
+// connection's own context is detached from it, and an upstream that never
+// answered the GET (or dripped its headers a byte at a time) held the write
+// of notifications/initialized, and with it Connect, for ever; the session
+// could not even be closed (TestHostileStandaloneStream). The stream itself
+// lives on the connection's context, as before.
+func (c *streamConn) openStandalone(wctx context.Context) {
 	c.mu.Lock()
 	skip := c.opened || c.t.noStream || c.protocol == "" || c.protocol >= ProtocolStateless
 	c.opened = true
@@ -655,14 +663,27 @@ func (c *streamConn) openStandalone() {
 		return
 	}
 	const summary = "standalone SSE stream"
-	resp, err := c.connectSSE(c.ctx, "", 0, true)
+	hctx, cancel := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(wctx, cancel)
+	resp, err := c.connectSSE(hctx, "", 0, true)
+	if !stop() {
+		// The writer gave up (the connect timed out) before the headers
+		// came, or as they came: the stream is not kept.
+		if err == nil {
+			_ = resp.Body.Close()
+			err = context.Cause(wctx)
+		}
+	}
 	if err != nil {
+		cancel()
 		if c.ctx.Err() == nil {
 			c.pushSet(pushDown, "standalone GET stream: request failed")
 			c.fail(fmt.Errorf("standalone SSE request failed (session ID: %v): %v", c.SessionID(), err))
 		}
 		return
 	}
+	// hctx ends with the body (the stream's first response).
+	resp.Body = &cancelBody{ReadCloser: resp.Body, stop: func() bool { return true }, cancel: cancel}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case standaloneRefused(resp.StatusCode):

@@ -62,6 +62,10 @@ type GRPCOptions struct {
 	MaxConnectionAgeGrace time.Duration // 0 means 30 s
 	MaxRecvMsgSize        int           // 0 means 16 MiB
 	MaxSendMsgSize        int           // 0 means 64 MiB
+	// MaxHeaderListSize bounds a request's metadata (its HTTP/2 header
+	// list, as the peer encodes it: names, values and 32 bytes each);
+	// 0 means DefaultMaxHeaderListSize.
+	MaxHeaderListSize int
 	// StreamWorkers is grpc-go's NumStreamWorkers: RPC handlers run on this
 	// many long-lived goroutines, whose stacks stay grown, instead of on a
 	// fresh 8 KiB goroutine each (a fresh one is still used when every
@@ -144,6 +148,9 @@ func (o GRPCOptions) withDefaults() GRPCOptions {
 	}
 	if o.MaxSendMsgSize == 0 {
 		o.MaxSendMsgSize = 64 << 20
+	}
+	if o.MaxHeaderListSize == 0 {
+		o.MaxHeaderListSize = DefaultMaxHeaderListSize
 	}
 	if o.StreamWorkers == 0 {
 		o.StreamWorkers = DefaultStreamWorkers
@@ -247,6 +254,17 @@ func directStream(stream grpc.ServerStream) grpc.ServerStream {
 	return stream
 }
 
+// DefaultMaxHeaderListSize bounds a request's metadata. grpc-go's own
+// default is 16 MiB, read before authentication and held for the RPC's
+// life: four times the request bound (--max-request-bytes, 4 MiB), from
+// any caller. What a caller needs there is a bearer credential (at most 8
+// KiB, core's bound), routing headers (mcp_tool: a name of at most 64
+// bytes), trace context and a proxy's few headers: 64 KiB leaves room for
+// all of them eight times over. grpc-go tells its clients the bound (HTTP/2
+// SETTINGS_MAX_HEADER_LIST_SIZE), and they refuse to send a larger list;
+// a client that sends one all the same has its stream reset unread.
+const DefaultMaxHeaderListSize = 64 << 10
+
 // serverOptions are the gRPC server's options: the interceptor chain,
 // keepalive, message limits, the service's own options (its codec, and
 // innermost the undecodable-request check), TLS, stats, stream workers.
@@ -263,6 +281,7 @@ func (o GRPCOptions) serverOptions(svc *Server, unary []grpc.UnaryServerIntercep
 		}),
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(o.MaxSendMsgSize),
+		grpc.MaxHeaderListSize(uint32(o.MaxHeaderListSize)),
 	}
 	// The codec of pre-encoded events and pages, and innermost, after the
 	// chain above (grpc-go appends chained interceptors in option order),

@@ -122,7 +122,7 @@ func answersKind(kind string, r mcp.InputResponse) bool {
 
 // checkAnswerIDs checks that responses answer exactly the requests asked
 // (partial: some of them), each with an answer of its kind.
-func checkAnswerIDs(asked answerKinds, responses map[string]mcp.InputResponse, partial bool) *Error {
+func checkAnswerIDs(field string, asked answerKinds, responses map[string]mcp.InputResponse, partial bool) *Error {
 	var vs []FieldViolation
 	ids := make([]string, 0, len(asked))
 	for id := range asked {
@@ -134,9 +134,9 @@ func checkAnswerIDs(asked answerKinds, responses map[string]mcp.InputResponse, p
 		switch {
 		case !ok && partial:
 		case !ok:
-			vs = append(vs, Violation("input_responses", fmt.Sprintf("no answer for request %q", Clip(id))))
+			vs = append(vs, Violation(field, fmt.Sprintf("no answer for request %q", Clip(id))))
 		case !answersKind(asked[id], r):
-			vs = append(vs, Violation("input_responses", fmt.Sprintf("the answer to request %q is not of its kind (%s)", Clip(id), asked[id])))
+			vs = append(vs, Violation(field, fmt.Sprintf("the answer to request %q is not of its kind (%s)", Clip(id), asked[id])))
 		}
 	}
 	var unasked []string
@@ -147,7 +147,7 @@ func checkAnswerIDs(asked answerKinds, responses map[string]mcp.InputResponse, p
 	}
 	sort.Strings(unasked)
 	for _, id := range unasked {
-		vs = append(vs, Violation("input_responses", fmt.Sprintf("answers request %s, which was not asked", strconv.QuoteToASCII(Clip(id)))))
+		vs = append(vs, Violation(field, fmt.Sprintf("answers request %s, which was not asked", strconv.QuoteToASCII(Clip(id)))))
 	}
 	if len(vs) == 0 {
 		return nil

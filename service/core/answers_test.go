@@ -52,7 +52,7 @@ func TestAnswerDepthBound(t *testing.T) {
 func TestCheckAnswerIDs(t *testing.T) {
 	asked := answerKinds{"name": "elicitation", "model": "sampling"}
 	ok := map[string]mcp.InputResponse{"name": &mcp.ElicitResult{Action: "decline"}, "model": &mcp.CreateMessageWithToolsResult{Role: "assistant"}}
-	if e := checkAnswerIDs(asked, ok, false); e != nil {
+	if e := checkAnswerIDs("input_responses", asked, ok, false); e != nil {
 		t.Errorf("right answers refused: %v", e)
 	}
 	for name, rs := range map[string]map[string]mcp.InputResponse{
@@ -60,7 +60,7 @@ func TestCheckAnswerIDs(t *testing.T) {
 		"wrong kind": {"name": ok["model"], "model": ok["model"]},
 		"unasked":    {"name": ok["name"], "model": ok["model"], "\x1bx": ok["name"]},
 	} {
-		e := checkAnswerIDs(asked, rs, false)
+		e := checkAnswerIDs("input_responses", asked, rs, false)
 		if e == nil || e.Reason != ReasonInputResponsesInvalid {
 			t.Errorf("%s: %v, want INPUT_RESPONSES_INVALID", name, e)
 			continue

@@ -46,6 +46,28 @@ type Fields struct {
 	// ToolNameHint after its description.
 	ToolName, ToolNameHint string
 	ToolNameInArguments    bool
+	// RequestState and InputResponses name a continued request's state and
+	// answers ("request_state" and "input_responses" on ToolService, where
+	// they are top-level; "common.request_state" and
+	// "common.input_responses" on the MCP gRPC binding, where they sit in
+	// RequestFields). Empty: the ToolService names.
+	RequestState, InputResponses string
+}
+
+// requestStateField is the wire's name of a request's state.
+func (f Fields) requestStateField() string {
+	if f.RequestState == "" {
+		return "request_state"
+	}
+	return f.RequestState
+}
+
+// inputResponsesField is the wire's name of a request's answers.
+func (f Fields) inputResponsesField() string {
+	if f.InputResponses == "" {
+		return "input_responses"
+	}
+	return f.InputResponses
 }
 
 // badToolName is the refusal of a call's tool name (desc: what is wrong)

@@ -40,16 +40,17 @@ func (op *Operation) continued(in *InputOptions, bound string) (*inputState, *Er
 	if in == nil {
 		return nil, nil
 	}
-	if e := checkAnswerBounds("input_responses", in.Responses); e != nil {
+	stateField, answersField := op.fields.requestStateField(), op.fields.inputResponsesField()
+	if e := checkAnswerBounds(answersField, in.Responses); e != nil {
 		return nil, e
 	}
 	if in.State == "" {
 		if len(in.Responses) > 0 {
-			return nil, InvalidField("request_state", "required with input_responses: the request_state of the round they answer")
+			return nil, InvalidField(stateField, "required with "+answersField+": the "+stateField+" of the round they answer")
 		}
 		return nil, nil
 	}
-	st, e := op.s.input.verify(in.State, op.principal.Name, bound, time.Now())
+	st, e := op.s.input.verify(stateField, in.State, op.principal.Name, bound, time.Now())
 	if e != nil {
 		return nil, e
 	}
@@ -86,7 +87,7 @@ func (e *exchange) run(ctx context.Context) (mcp.Result, error) {
 		}
 		res, e.parked, err = f.resume(ctx, in.Responses, timeout)
 	case e.state != nil: // relayed: the upstream continues from its own state
-		if fe := checkAnswerIDs(e.state.Asked, in.Responses, false); fe != nil {
+		if fe := checkAnswerIDs(e.op.fields.inputResponsesField(), e.state.Asked, in.Responses, false); fe != nil {
 			return nil, fe
 		}
 		res, err = e.send(ctx, &mcpbridge.Interaction{Kinds: in.Kinds, Responses: e.relayAnswers(in.Responses), State: e.state.Upstream})

@@ -174,9 +174,9 @@ func (x *interactive) mac(enc string) string {
 
 // verify checks a request_state for principal's request bound (see
 // inputState.Bound).
-func (x *interactive) verify(state, principal, bound string, now time.Time) (inputState, *Error) {
+func (x *interactive) verify(field, state, principal, bound string, now time.Time) (inputState, *Error) {
 	bad := func(why string) (inputState, *Error) {
-		e := InvalidField("request_state", why+"; send the request_state of the previous round verbatim, or none to start the call again")
+		e := InvalidField(field, why+"; send the "+field+" of the previous round verbatim, or none to start the call again")
 		e.Reason = ReasonRequestStateInvalid
 		return inputState{}, e
 	}
@@ -203,7 +203,7 @@ func (x *interactive) verify(state, principal, bound string, now time.Time) (inp
 		return bad("made by an earlier toolsvc, without the requests it asked")
 	}
 	if now.UnixMilli() > st.Expires {
-		e := InvalidField("request_state", "expired at "+time.UnixMilli(st.Expires).UTC().Format(time.RFC3339)+"; call again without it")
+		e := InvalidField(field, "expired at "+time.UnixMilli(st.Expires).UTC().Format(time.RFC3339)+"; call again without it")
 		e.Reason = ReasonRequestStateExpired
 		return inputState{}, e
 	}
@@ -641,7 +641,7 @@ func checkAnswers(pending map[string]*ask, responses map[string]mcp.InputRespons
 	for id, a := range pending {
 		asked[id] = inputKindName(a.req)
 	}
-	return checkAnswerIDs(asked, responses, partial)
+	return checkAnswerIDs("input_responses", asked, responses, partial)
 }
 
 func stateGone() *Error {

@@ -71,7 +71,7 @@ const (
 const ProtocolVersion = "2026-07-28"
 
 // fields are this wire's names for the fields the core's errors concern.
-var fields = core.Fields{ArgumentsJSON: "request.arguments", CompleteRef: "resource_reference",
+var fields = core.Fields{ArgumentsJSON: "request.arguments", RequestState: "common.request_state", InputResponses: "common.input_responses", CompleteRef: "resource_reference",
 	CompletePrompt: "prompt_reference.name", CompleteTemplate: "resource_reference.uri", CompleteArgument: "argument.name"}
 
 // Server implements pb.McpServer over a core.
