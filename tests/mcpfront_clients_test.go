@@ -30,7 +30,11 @@ type frontClientReport struct {
 // legacy SSE) and the Python SDK's client (2026-07-28 stateless and a
 // 2025-11-25 session) each list the names ListTools has (paged), call,
 // get progress, cancel a call the upstream then sees cancelled, and get
-// list_changed after an upstream adds a tool.
+// list_changed after an upstream adds a tool. Their plain calls (echo,
+// the bad arguments, the call they cancel, add_tool) are answered as JSON
+// and handled on the POST's own goroutine (the go-sdk patch's inline
+// path, toolsvc_front_calls_inline_total), cancellation included; the
+// legacy SSE transport never takes it.
 func TestMCPFrontSDKClients(t *testing.T) {
 	t.Parallel()
 	p, base := startFrontFixture(t, nil)
@@ -57,6 +61,7 @@ func TestMCPFrontSDKClients(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := grpcToolNames(t, ctx, p)
+			inline := metricValue(t, p, "toolsvc_front_calls_inline_total")
 			cmd := tc.cmd()
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
@@ -70,6 +75,14 @@ func TestMCPFrontSDKClients(t *testing.T) {
 				t.Fatalf("report %q: %v", out, err)
 			}
 			t.Logf("protocol %v, progress %v, bad arguments: %q", r.Protocol, r.Progress, r.BadArgsText)
+			// echo, the bad arguments, wait_cancel and add_tool (which
+			// the Python client may send twice); the progress call streams.
+			switch n := metricValue(t, p, "toolsvc_front_calls_inline_total") - inline; {
+			case tc.name == "ts-sse" && n != 0:
+				t.Errorf("legacy SSE: %v calls handled inline, want none", n)
+			case tc.name != "ts-sse" && (n < 4 || n > 5):
+				t.Errorf("%v calls handled inline, want the 4 plain calls (5 with add_tool sent again)", n)
+			}
 			if !slices.Equal(r.Names, want) {
 				t.Errorf("tools/list names:\n got %v\nwant %v (ListTools)", r.Names, want)
 			}

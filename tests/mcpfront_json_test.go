@@ -66,12 +66,14 @@ func (c *contentTypes) of(key string) string {
 // one application/json response when nothing can come before the result
 // (no progress token, no log level, nobody to ask), and with an event
 // stream otherwise — for go-sdk's client in both eras. The answers are
-// the same either way.
+// the same either way. A call answered as JSON is handled on its POST's
+// own goroutine (the go-sdk patch's inline path:
+// toolsvc_front_calls_inline_total counts it), a streamed one is not.
 func TestMCPFrontJSONWhenNoStream(t *testing.T) {
 	t.Parallel()
 	// "pol": an upstream whose requests for input never reach callers
 	// ("input": "policy"): a call to it cannot ask its client anything.
-	_, base := startFrontFixture(t, servers{"pol": goHTTP(startHTTPUpstream(t), upstream{Input: "policy"})})
+	proc, base := startFrontFixture(t, servers{"pol": goHTTP(startHTTPUpstream(t), upstream{Input: "policy"})})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	const (
@@ -132,7 +134,14 @@ func TestMCPFrontJSONWhenNoStream(t *testing.T) {
 					t.Fatalf("logging/setLevel: %v", err)
 				}
 			}
+			// A listing first: a call that arrives while the session's
+			// notifications/initialized is still queued is queued behind
+			// it, not handled inline.
+			if _, err := cs.ListTools(ctx, nil); err != nil {
+				t.Fatalf("tools/list: %v", err)
+			}
 			for _, c := range tc.calls {
+				inline := metricValue(t, proc, "toolsvc_front_calls_inline_total")
 				p := &mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{"text": c.text}}
 				if tc.logMeta {
 					p.Meta = mcp.Meta{mcp.MetaKeyLogLevel: "debug"}
@@ -146,6 +155,13 @@ func TestMCPFrontJSONWhenNoStream(t *testing.T) {
 				}
 				if got := rec.of(c.text); !strings.HasPrefix(got, c.want) {
 					t.Errorf("%s(%q), progress token %v: answered with Content-Type %q, want %s", c.tool, c.text, c.progress, got, c.want)
+				}
+				want := inline
+				if c.want == appJSON {
+					want++
+				}
+				if got := metricValue(t, proc, "toolsvc_front_calls_inline_total"); got != want {
+					t.Errorf("%s(%q), answered as %s: toolsvc_front_calls_inline_total %v -> %v, want %v", c.tool, c.text, c.want, inline, got, want)
 				}
 			}
 		})

@@ -155,7 +155,8 @@ type Front struct {
 	busy     map[*mcp.ServerSession]int // handlers in flight (but listen streams), for Drain and eviction
 	lastEnd  time.Time                  // when a call last ended (busyMu), for Drain
 	markerMu sync.Mutex
-	paths    *resultPaths // results passed through or encoded (passthrough.go)
+	paths    *resultPaths       // results passed through or encoded (passthrough.go)
+	inline   prometheus.Counter // calls handled on their POST's goroutine (jsonanswer.go)
 	// levels holds the sessions whose client set a log level
 	// (*mcp.ServerSession → struct{}; jsonanswer.go's setLevel).
 	levels sync.Map
@@ -213,6 +214,7 @@ func New(c *core.Core, o Options) *Front {
 		// client's business.
 	})
 	f.paths = newResultPaths(o.Registry)
+	f.inline = newInlineCalls(o.Registry)
 	registerTaskMethods(f.server)
 	f.server.AddReceivingMiddleware(f.middleware)
 	f.server.AddSendingMiddleware(f.sendingMiddleware)
@@ -743,6 +745,9 @@ func toolToMCP(t *core.Tool) *mcp.Tool {
 // cancels ctx and with it the upstream call. A call that asks for a task
 // (callTaskOptions) and gets one answers the task (tasks.go).
 func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	if mcp.HandledInline(ctx) {
+		f.inline.Inc()
+	}
 	p := req.Params
 	if p == nil {
 		return nil, mcpError(core.InvalidField("params", "required (name and arguments)"))

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolsvc/toolsvc/service/core"
@@ -39,6 +40,14 @@ import (
 // task — is answered as before. Anything the handler sends all the same
 // (it should not) goes to the session's standalone stream, as go-sdk does
 // with its JSONResponse option.
+//
+// A call answered as JSON is also handled on its POST's own goroutine
+// (the go-sdk patch's inline path, docs/http-transport.md): go-sdk's
+// server hands every other request to the session's reader goroutine,
+// its queue and a new handler goroutine, and the answer back, which a
+// call that streams nothing has no use for. go-sdk's checks and the
+// server's middleware (this package's, which authorizes, limits and
+// audits) run on it as on the queued path.
 
 // callHead is what the rule reads of a request body: a tools/call's
 // method, name, task and the two _meta keys it looks at, not its
@@ -183,4 +192,17 @@ func (f *Front) setLevel(ss *mcp.ServerSession) {
 func (f *Front) levelSet(ss *mcp.ServerSession) bool {
 	_, ok := f.levels.Load(ss)
 	return ok
+}
+
+// newInlineCalls counts the tools/call requests go-sdk handled on their
+// POST's goroutine (mcp.HandledInline): those the JSON rule answers as
+// one application/json response, unless the session had a request still
+// queued before them.
+func newInlineCalls(reg prometheus.Registerer) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "toolsvc_front_calls_inline_total",
+		Help: "tools/call requests the MCP front door answered as one JSON response and handled on the HTTP request's own goroutine (go-sdk patch), not go-sdk's per-request handler goroutine."})
+	if reg != nil {
+		reg.MustRegister(c)
+	}
+	return c
 }

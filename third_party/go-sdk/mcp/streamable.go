@@ -895,6 +895,11 @@ type streamableServerConn struct {
 
 	incoming chan jsonrpc.Message // messages from the client to the server
 
+	// inline handles a request on the caller's goroutine
+	// (jsonrpc2.Connection.HandleInline), set when the session is bound,
+	// before any request is served (toolsvc patch: see servePOST).
+	inline func(*jsonrpc.Request)
+
 	mu sync.Mutex // guards all fields below
 
 	// Sessions are closed exactly once.
@@ -925,6 +930,8 @@ type streamableServerConn struct {
 func (c *streamableServerConn) SessionID() string {
 	return c.sessionID
 }
+
+func (c *streamableServerConn) handleInlineWith(f func(*jsonrpc.Request)) { c.inline = f }
 
 // propagateCancellation implements [cancellationPropagator]. It returns true
 // when this connection is bound to a single HTTP request whose lifetime
@@ -1213,6 +1220,12 @@ func jsonResponseRequested(ctx context.Context) bool {
 	v, _ := ctx.Value(jsonResponseContextKey{}).(bool)
 	return v
 }
+
+// HandledInline reports whether ctx is that of a request a
+// [StreamableHTTPHandler] handled on its HTTP request's own goroutine: a
+// lone call answered as application/json because its request asked for
+// it ([RespondWithJSON]). (toolsvc patch)
+func HandledInline(ctx context.Context) bool { return jsonrpc2.Inline(ctx) }
 
 // protocolVersionFromContext returns the protocol version from the context, or
 // the empty string if not set. An empty string means the version is unknown
@@ -1772,6 +1785,31 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 			if _, err := writeEvent(w, e); err != nil {
 				c.logger.Warn(fmt.Sprintf("Writing priming event: %v", err))
 			}
+		}
+	}
+
+	// toolsvc patch: a lone call answered as application/json because its
+	// request asked for it (RespondWithJSON: its caller knows nothing is
+	// sent before the response) is handled here, on the HTTP request's
+	// goroutine, instead of being handed to the connection's reader, its
+	// queue and a new handler goroutine whose answer comes back through
+	// done. Every check above (the session, the protocol version and its
+	// _meta, the method and params, Mcp-Method/Mcp-Name/Mcp-Param-*, the
+	// body bound, a duplicate ID) has run; the session's own checks
+	// (initialized state, _meta) and middleware run in the handler, as
+	// before. By the time HandleInline returns the response has been
+	// delivered to the stream (or the session refused it), so hangResponse
+	// returns at once.
+	if c.inline != nil && !useSSE && !isBatch && len(incoming) == 1 && jsonResponseRequested(req.Context()) {
+		if jreq, ok := incoming[0].(*jsonrpc.Request); ok && jreq.IsCall() && jreq.Method != methodInitialize {
+			select {
+			case <-c.done:
+				return // as below: the session closed, nothing is handled
+			default:
+			}
+			c.inline(jreq)
+			c.hangResponse(req.Context(), done)
+			return
 		}
 	}
 

@@ -213,6 +213,9 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 	bind := func(conn *jsonrpc2.Connection) jsonrpc2.Handler {
 		h = b.bind(mcpConn, conn, s, onClose)
 		preempter.conn = conn
+		if ic, ok := mcpConn.(interface{ handleInlineWith(func(*jsonrpc.Request)) }); ok {
+			ic.handleInlineWith(conn.HandleInline) // toolsvc patch: see servePOST
+		}
 		return jsonrpc2.HandlerFunc(h.handle)
 	}
 	// Transports may opt in to propagating cancellation of ctx into request

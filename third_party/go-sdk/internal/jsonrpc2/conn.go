@@ -56,6 +56,11 @@ type Connection struct {
 
 	onInternalError func(error)
 	onDone          func()
+
+	// readCtx and preempter are what readIncoming reads requests with, kept
+	// for HandleInline (toolsvc patch).
+	readCtx   context.Context
+	preempter Preempter
 }
 
 // inFlightState records the state of the incoming and outgoing calls on a
@@ -246,6 +251,7 @@ func NewConnection(ctx context.Context, cfg ConnectionConfig) *Connection {
 }
 
 func (c *Connection) start(ctx context.Context, reader Reader, preempter Preempter) {
+	c.readCtx, c.preempter = ctx, preempter // toolsvc patch: see HandleInline
 	c.updateInFlight(func(s *inFlightState) {
 		select {
 		case <-c.done:
