@@ -37,14 +37,42 @@ func (u *upstream) transportRefusal(err error) error {
 	var (
 		rerr *RedirectError
 		werr *jsonrpc.Error
+		big  *tooLargeRefusal
 	)
 	switch {
 	case errors.As(err, &rerr):
 		return &UnavailableError{Server: server, Reason: ReasonRedirectRefused}
 	case errors.As(err, &werr) && werr.Code == codeMessageTooLarge && werr.Message == messageTooLargeText:
 		return &ResponseTooLargeError{Server: server, Limit: u.maxMessage()}
+	case errors.As(err, &big):
+		return &RequestTooLargeError{Server: server, Status: big.status}
 	}
 	return nil
+}
+
+// RequestTooLargeError is an upstream's refusal of a request as too large
+// for it: HTTP 413, 414 or 431 to a streamable-HTTP POST. The upstream is
+// alive and answered, about that request alone (its own body bound: go-sdk's
+// handler refuses a body over 4 MiB, and toolsvc's request bound counts the
+// arguments, not the JSON-RPC envelope around them), so the session goes
+// on: ending it would let one caller's large call drop every principal's
+// calls in flight on that upstream.
+type RequestTooLargeError struct {
+	Server string
+	Status int // the HTTP status
+}
+
+func (e *RequestTooLargeError) Error() string {
+	return fmt.Sprintf("upstream %q refused the request as too large for it (HTTP %d %s)", e.Server, e.Status, http.StatusText(e.Status))
+}
+
+// tooLargeRefusal marks a transport error that is an upstream's refusal of
+// one request as too large (streamConn.check); transportRefusal turns it
+// into *RequestTooLargeError.
+type tooLargeRefusal struct{ status int }
+
+func (e *tooLargeRefusal) Error() string {
+	return fmt.Sprintf("refused as too large: %d %s", e.status, http.StatusText(e.status))
 }
 
 // DefaultMaxMessageBytes is the message limit when Config.MaxMessageBytes

@@ -223,8 +223,11 @@ func (u *upstream) failure(ctx context.Context, s *session, err error, rl reques
 	if lerr := u.transportRefusal(err); lerr != nil {
 		// The session is fine. An oversized answer is an answer (a success
 		// for the breaker); a refused redirect is neither.
-		var tl *ResponseTooLargeError
-		if errors.As(lerr, &tl) {
+		var (
+			tl *ResponseTooLargeError
+			rl *RequestTooLargeError
+		)
+		if errors.As(lerr, &tl) || errors.As(lerr, &rl) {
 			return lerr, verdictSuccess
 		}
 		return lerr, verdictNone

@@ -554,6 +554,12 @@ func (c *streamConn) check(summary string, resp *http.Response) error {
 	case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable,
 		http.StatusGatewayTimeout, http.StatusTooManyRequests:
 		return fmt.Errorf("%w: %s: %v", errRejected, summary, status)
+	case http.StatusRequestEntityTooLarge, http.StatusRequestURITooLong, http.StatusRequestHeaderFieldsTooLarge:
+		// The upstream refused this request alone (its own size bound): a
+		// rejection for go-sdk's jsonrpc2, which keeps the connection, and
+		// for the bridge a refusal that keeps the session
+		// (RequestTooLargeError).
+		return fmt.Errorf("%w: %w: %s: %v", &tooLargeRefusal{resp.StatusCode}, errRejected, summary, status)
 	}
 	// A JSON-RPC error in the body, read to at most maxErrorBody.
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, int64(min(c.t.limit, maxErrorBody))))

@@ -157,3 +157,29 @@ func TestCallSizeLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestCallTooLargeForUpstream: a call within toolsvc's request bound that
+// the HTTP upstream refuses as too large for it (go-sdk's handler bounds a
+// body at 4 MiB, the JSON-RPC envelope included; toolsvc's bound counts
+// the name and arguments) fails alone with RESOURCE_EXHAUSTED /
+// REQUEST_TOO_LARGE naming the upstream, and the upstream's session —
+// every other caller's calls on it — goes on without a reconnect. It
+// ended the session before (found by the hostile-peer audit).
+func TestCallTooLargeForUpstream(t *testing.T) {
+	t.Parallel()
+	p := startCallFixture(t, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "h__echo", ArgumentsJson: fmt.Sprintf(`{"text": %q}`, strings.Repeat("x", 4<<20-64))})
+	ei := wantStatus(t, err, codes.ResourceExhausted, "REQUEST_TOO_LARGE", "h", "h__echo")
+	if md := ei.GetMetadata(); md["limit"] != "upstream" || md["http_status"] != "413" {
+		t.Errorf("metadata %v, want limit upstream and http_status 413", md)
+	}
+	res, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "h__echo", ArgumentsJson: `{"text": "ok"}`})
+	if err != nil || resultText(res) != "ok" {
+		t.Fatalf("echo after the refused call = %v, %v", res, err)
+	}
+	if st := serverStatus(t, ctx, p.client, "h"); st.GetConnectCount() != 1 {
+		t.Errorf("connect_count = %d, want 1 (no reconnect)", st.GetConnectCount())
+	}
+}

@@ -207,6 +207,7 @@ func classifyUpstream(err error) *Error {
 		uerr   *mcpbridge.UpstreamError
 		unerr  *mcpbridge.UnavailableError
 		tooBig *mcpbridge.ResponseTooLargeError
+		reqBig *mcpbridge.RequestTooLargeError
 		bad    *mcpbridge.MalformedAnswerError
 		treq   *mcpbridge.TaskRequiredError
 	)
@@ -223,6 +224,12 @@ func classifyUpstream(err error) *Error {
 		return &Error{Code: ResourceExhausted, Reason: ReasonResponseTooLarge,
 			Message: fmt.Sprintf("response: upstream %q answered with a message over the %d-byte limit (6 × serve --max-response-bytes, at least 16 MiB); it was discarded unread", tooBig.Server, tooBig.Limit),
 			Meta:    map[string]string{"server": tooBig.Server, "limit_bytes": strconv.Itoa(tooBig.Limit), "limit": "max-response-bytes"}}
+	case errors.As(err, &reqBig):
+		// The upstream's own bound, which toolsvc cannot know beforehand:
+		// the request failed alone, the session goes on.
+		return &Error{Code: ResourceExhausted, Reason: ReasonRequestTooLarge,
+			Message: "request: " + reqBig.Error() + "; smaller arguments may pass",
+			Meta:    map[string]string{"server": reqBig.Server, "limit": "upstream", "http_status": strconv.Itoa(reqBig.Status)}}
 	case errors.Is(err, mcpbridge.ErrOverloaded):
 		return &Error{Code: ResourceExhausted, Reason: ReasonOverloaded, Message: err.Error()}
 	case errors.As(err, &unerr):

@@ -1,14 +1,7 @@
-//go:build audit45_defect
-
-// A defect in streamhttp.go's call path, which audit45 may not edit
-// (direct45e changes how responses are delivered there): this test fails
-// until it is fixed, then loses its build tag. Run it with
-//
-//	go test -tags audit45_defect -run TestRequestTooLargeForUpstreamKeepsSession ./mcpbridge
-
 package mcpbridge
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,7 +17,8 @@ import (
 // Request Entity Too Large"): streamConn.check refuses only 500, 502, 503,
 // 504 and 429 as the request's alone, so any caller could drop the shared
 // session of an upstream, and every call in flight on it, with one large
-// call (found by TestMCPFrontOddBodies' "at the request bound").
+// call (found by TestMCPFrontOddBodies' "at the request bound"; the
+// upstream's refusal is now RequestTooLargeError and the session goes on).
 func TestRequestTooLargeForUpstreamKeepsSession(t *testing.T) {
 	t.Parallel()
 	srv := goSDKServer()
@@ -32,8 +26,9 @@ func TestRequestTooLargeForUpstreamKeepsSession(t *testing.T) {
 	b := newTestBridge(t, ServerConfig{Name: "h", Transport: TransportStreamableHTTP, URL: url + "/mcp", ProtocolVersion: "2025-11-25"})
 	before, _ := b.Server("h")
 	_, err := b.CallTool(t.Context(), "h__echo", map[string]any{"text": strings.Repeat("a", 4<<20)}, nil)
-	if err == nil {
-		t.Fatal("a call over the upstream's body bound was answered")
+	var big *RequestTooLargeError
+	if !errors.As(err, &big) || big.Server != "h" || big.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a call over the upstream's body bound: %v, want *RequestTooLargeError for h, 413", err)
 	}
 	if st, _ := b.Server("h"); st.State != StateReady || st.ConnectCount != before.ConnectCount || strings.Contains(st.LastError, "session lost") {
 		t.Fatalf("after a 413: state %v, connects %d (before %d), last error %q; want the session kept", st.State, st.ConnectCount, before.ConnectCount, st.LastError)
