@@ -52,6 +52,9 @@ func TestCallArgumentValidation(t *testing.T) {
 				{"nested type", &toolsvcv1.CallToolRequest{ArgumentsJson: `{"count": 1, "opts": {"flag": "yes"}}`}, []string{"arguments_json.opts.flag"}},
 				{"array item", &toolsvcv1.CallToolRequest{ArgumentsJson: `{"count": 1, "tags": ["a", "b", 3]}`}, []string{"arguments_json.tags[2]"}},
 				{"not an object", &toolsvcv1.CallToolRequest{ArgumentsJson: `[1, 2]`}, []string{"arguments_json"}},
+				// A case variant of a declared property, which a
+				// case-insensitive upstream would read as it.
+				{"case variant", &toolsvcv1.CallToolRequest{ArgumentsJson: `{"count": 1, "COUNT": -5}`}, []string{"arguments_json.COUNT"}},
 			} {
 				tc.req.Name = tool
 				_, err := p.client.CallTool(ctx, tc.req)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -54,6 +55,9 @@ type compiledSchema struct {
 	// cannot be used alone): resolved once, not on every failed call. At
 	// most one per subschema of the inputSchema (maxSchemaNodes).
 	items sync.Map
+	// folded maps the case fold of each property the root schema declares
+	// to the property (caseVariant); nil when none is declared.
+	folded map[string]string
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -127,7 +131,51 @@ func compileSchema(schema map[string]any) *compiledSchema {
 	if err != nil {
 		return &compiledSchema{problem: fmt.Sprintf("inputSchema cannot be evaluated safely: %v", err)}
 	}
-	return &compiledSchema{resolved: r, cost: cost}
+	cs := &compiledSchema{resolved: r, cost: cost}
+	for name := range r.Schema().Properties {
+		if cs.folded == nil {
+			cs.folded = map[string]string{}
+		}
+		cs.folded[foldName(name)] = name
+	}
+	return cs
+}
+
+// foldName is name case-folded: each letter as the lower case of its
+// upper case, so that "TEXT", "Text", "text" and the Kelvin sign's "K" and
+// "k" fold alike, as strings.EqualFold and Go's encoding/json compare
+// names. A lower-case ASCII name is returned as it is, unallocated.
+func foldName(name string) string {
+	return strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, name)
+}
+
+// caseVariants names the top-level arguments that are not a declared
+// property but differ from one only in letter case ("TEXT" beside a
+// declared "text"). JSON Schema matches names exactly, so such a key
+// passes validation as an undeclared property (or as nothing, beside the
+// real one), while an upstream that matches names case-insensitively (Go's
+// encoding/json, used by many MCP servers, takes the last of them) reads
+// it as the declared property: a value never validated would reach the
+// tool. Refused, naming the key and the property.
+func (cs *compiledSchema) caseVariants(field string, args map[string]any) []FieldViolation {
+	if cs.folded == nil {
+		return nil
+	}
+	props := cs.resolved.Schema().Properties
+	var bad []string
+	for k := range args {
+		if _, declared := props[k]; !declared {
+			if _, ok := cs.folded[foldName(k)]; ok {
+				bad = append(bad, k)
+			}
+		}
+	}
+	slices.Sort(bad) // the same answer every time
+	var out []FieldViolation
+	for _, k := range bad[:min(len(bad), MaxViolations)] {
+		out = append(out, Violation(joinKey(field, k), fmt.Sprintf("differs from the declared property %q only in letter case: an upstream that matches names case-insensitively would read it as that property unvalidated", cs.folded[foldName(k)])))
+	}
+	return out
 }
 
 // MaxArgumentsDepth bounds how deeply tool-call arguments nest (objects
@@ -330,6 +378,9 @@ func (cs *compiledSchema) validate(field string, args map[string]any) *Error {
 	}
 	if path, over := cs.cost.exceeds(args, maxValidationSteps); over {
 		return costError(field, path)
+	}
+	if vs := cs.caseVariants(field, args); len(vs) > 0 {
+		return InvalidArguments(vs...)
 	}
 	err := cs.resolved.Validate(args)
 	if err == nil {

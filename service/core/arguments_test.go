@@ -368,3 +368,39 @@ func TestValidateNamesEveryBadProperty(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateRefusesCaseVariants: a key that is no declared property but
+// differs from one only in letter case is refused naming it (an upstream
+// matching names case-insensitively would read it as the property,
+// unvalidated), even where the schema allows other properties.
+func TestValidateRefusesCaseVariants(t *testing.T) {
+	t.Parallel()
+	cs := compileSchema(map[string]any{"type": "object", "properties": map[string]any{
+		"text": map[string]any{"type": "string", "maxLength": 3}, "Kind": map[string]any{"type": "string"}}})
+	if cs.resolved == nil {
+		t.Fatalf("compileSchema: %s", cs.problem)
+	}
+	for _, tt := range []struct {
+		in   string
+		want []string
+	}{
+		{`{"text": "ok", "other": "x"}`, nil}, // undeclared, no property's case variant: allowed
+		{`{"text": "ok", "TEXT": "too long for text"}`, []string{"arguments.TEXT"}},
+		{`{"Text": "too long for text"}`, []string{"arguments.Text"}},
+		{`{"kind": "x", "KIND": "y", "Kind": "z"}`, []string{"arguments.KIND", "arguments.kind"}},
+		{"{\"\u212aind\": \"x\"}", []string{"arguments[\"\u212aind\"]"}}, // the Kelvin sign folds to k
+		{`{"text": "long"}`, []string{"arguments.text"}},         // the schema still applies
+	} {
+		args, err := decodeArgumentsJSON(tt.in)
+		if err != nil {
+			t.Fatalf("decodeArgumentsJSON(%s): %v", tt.in, err)
+		}
+		var got []string
+		for _, v := range violationsOf(cs.validate("arguments", args)) {
+			got = append(got, v.Field)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("validate(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
