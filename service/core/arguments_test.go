@@ -389,7 +389,7 @@ func TestValidateRefusesCaseVariants(t *testing.T) {
 		{`{"Text": "too long for text"}`, []string{"arguments.Text"}},
 		{`{"kind": "x", "KIND": "y", "Kind": "z"}`, []string{"arguments.KIND", "arguments.kind"}},
 		{"{\"\u212aind\": \"x\"}", []string{"arguments[\"\u212aind\"]"}}, // the Kelvin sign folds to k
-		{`{"text": "long"}`, []string{"arguments.text"}},         // the schema still applies
+		{`{"text": "long"}`, []string{"arguments.text"}},                 // the schema still applies
 	} {
 		args, err := decodeArgumentsJSON(tt.in)
 		if err != nil {
