@@ -55,9 +55,11 @@ type compiledSchema struct {
 	// cannot be used alone): resolved once, not on every failed call. At
 	// most one per subschema of the inputSchema (maxSchemaNodes).
 	items sync.Map
-	// folded maps the case fold of each property the root schema declares
-	// to the property (caseVariant); nil when none is declared.
-	folded map[string]string
+	// declared holds every property name any subschema declares, and
+	// folded maps the case fold of each to the name (caseVariants); both
+	// nil when none is declared.
+	declared map[string]bool
+	folded   map[string]string
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -132,11 +134,14 @@ func compileSchema(schema map[string]any) *compiledSchema {
 		return &compiledSchema{problem: fmt.Sprintf("inputSchema cannot be evaluated safely: %v", err)}
 	}
 	cs := &compiledSchema{resolved: r, cost: cost}
-	for name := range r.Schema().Properties {
-		if cs.folded == nil {
-			cs.folded = map[string]string{}
+	for _, n := range g.nodes { // every subschema: nested, $ref'd, under allOf/anyOf/…
+		for name := range n.s.Properties {
+			if cs.declared == nil {
+				cs.declared, cs.folded = map[string]bool{}, map[string]string{}
+			}
+			cs.declared[name] = true
+			cs.folded[foldName(name)] = name
 		}
-		cs.folded[foldName(name)] = name
 	}
 	return cs
 }
@@ -149,33 +154,80 @@ func foldName(name string) string {
 	return strings.Map(func(r rune) rune { return unicode.ToLower(unicode.ToUpper(r)) }, name)
 }
 
-// caseVariants names the top-level arguments that are not a declared
-// property but differ from one only in letter case ("TEXT" beside a
-// declared "text"). JSON Schema matches names exactly, so such a key
-// passes validation as an undeclared property (or as nothing, beside the
-// real one), while an upstream that matches names case-insensitively (Go's
-// encoding/json, used by many MCP servers, takes the last of them) reads
-// it as the declared property: a value never validated would reach the
-// tool. Refused, naming the key and the property.
+// caseVariants names the keys, in any object of the arguments, that no
+// subschema declares as a property but that differ from a declared one
+// only in letter case ("TEXT" where "text" is declared). JSON Schema
+// matches names exactly, so such a key passes validation as an undeclared
+// property (or as nothing, beside the real one), while an upstream that
+// matches names case-insensitively (Go's encoding/json, used by many MCP
+// servers, takes the last of them) reads it as the declared property: a
+// value never validated would reach the tool. The names are the whole
+// schema's, not the subschema that applies at that object (which $ref,
+// allOf and the like make a validator's question): a key is refused when
+// it is a case variant of a property declared anywhere and is declared
+// nowhere itself. Refused, naming the key and the property.
 func (cs *compiledSchema) caseVariants(field string, args map[string]any) []FieldViolation {
 	if cs.folded == nil {
 		return nil
 	}
-	props := cs.resolved.Schema().Properties
-	var bad []string
-	for k := range args {
-		if _, declared := props[k]; !declared {
-			if _, ok := cs.folded[foldName(k)]; ok {
-				bad = append(bad, k)
+	var out []FieldViolation
+	var path []pathSeg // the keys and indexes down to the current value
+	var walk func(v any)
+	walk = func(v any) {
+		if len(out) >= MaxViolations {
+			return
+		}
+		switch v := v.(type) {
+		case map[string]any:
+			var bad []string
+			for k, x := range v {
+				if !cs.declared[k] {
+					if _, ok := cs.folded[foldName(k)]; ok {
+						bad = append(bad, k)
+					}
+				}
+				path = append(path, pathSeg{key: k})
+				walk(x)
+				path = path[:len(path)-1]
+			}
+			slices.Sort(bad) // the same answer every time
+			for _, k := range bad {
+				if len(out) < MaxViolations {
+					out = append(out, Violation(pathString(field, append(path, pathSeg{key: k})), fmt.Sprintf(
+						"differs from the declared property %q only in letter case: an upstream that matches names case-insensitively would read it as that property unvalidated", cs.folded[foldName(k)])))
+				}
+			}
+		case []any:
+			for i, x := range v {
+				path = append(path, pathSeg{index: i, isIndex: true})
+				walk(x)
+				path = path[:len(path)-1]
 			}
 		}
 	}
-	slices.Sort(bad) // the same answer every time
-	var out []FieldViolation
-	for _, k := range bad[:min(len(bad), MaxViolations)] {
-		out = append(out, Violation(joinKey(field, k), fmt.Sprintf("differs from the declared property %q only in letter case: an upstream that matches names case-insensitively would read it as that property unvalidated", cs.folded[foldName(k)])))
-	}
+	walk(args)
+	slices.SortFunc(out, func(a, b FieldViolation) int { return strings.Compare(a.Field, b.Field) })
 	return out
+}
+
+// pathSeg is one step of a JSON path: an object's key or an array's index.
+type pathSeg struct {
+	key     string
+	index   int
+	isIndex bool
+}
+
+// pathString is the JSON path of path's steps under field.
+func pathString(field string, path []pathSeg) string {
+	p := field
+	for _, seg := range path {
+		if seg.isIndex {
+			p += "[" + strconv.Itoa(seg.index) + "]"
+		} else {
+			p = joinKey(p, seg.key)
+		}
+	}
+	return p
 }
 
 // MaxArgumentsDepth bounds how deeply tool-call arguments nest (objects

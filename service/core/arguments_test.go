@@ -376,7 +376,11 @@ func TestValidateNamesEveryBadProperty(t *testing.T) {
 func TestValidateRefusesCaseVariants(t *testing.T) {
 	t.Parallel()
 	cs := compileSchema(map[string]any{"type": "object", "properties": map[string]any{
-		"text": map[string]any{"type": "string", "maxLength": 3}, "Kind": map[string]any{"type": "string"}}})
+		"text": map[string]any{"type": "string", "maxLength": 3}, "Kind": map[string]any{"type": "string"},
+		"cfg": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string", "pattern": "^/safe"}}},
+		"ref": map[string]any{"$ref": "#/$defs/d"}},
+		"$defs": map[string]any{"d": map[string]any{"type": "object", "properties": map[string]any{"deep": map[string]any{"type": "integer"}}}},
+		"allOf": []any{map[string]any{"properties": map[string]any{"flag": map[string]any{"type": "boolean"}}}}})
 	if cs.resolved == nil {
 		t.Fatalf("compileSchema: %s", cs.problem)
 	}
@@ -390,6 +394,10 @@ func TestValidateRefusesCaseVariants(t *testing.T) {
 		{`{"kind": "x", "KIND": "y", "Kind": "z"}`, []string{"arguments.KIND", "arguments.kind"}},
 		{"{\"\u212aind\": \"x\"}", []string{"arguments[\"\u212aind\"]"}}, // the Kelvin sign folds to k
 		{`{"text": "long"}`, []string{"arguments.text"}},                 // the schema still applies
+		// Nested objects, arrays, and properties declared under $ref and allOf.
+		{`{"text": "ok", "cfg": {"PATH": "/etc/passwd"}}`, []string{"arguments.cfg.PATH"}},
+		{`{"cfg": {"path": "/safe"}, "list": [{"x": 1}, {"Path": "/etc"}]}`, []string{"arguments.list[1].Path"}},
+		{`{"DEEP": 1, "Flag": true}`, []string{"arguments.DEEP", "arguments.Flag"}},
 	} {
 		args, err := decodeArgumentsJSON(tt.in)
 		if err != nil {
