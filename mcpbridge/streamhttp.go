@@ -44,9 +44,11 @@ import (
 //
 // What it does, as go-sdk's client did (docs/interop.md):
 //   - each message is POSTed; a call's answer comes as a JSON body, read
-//     in the writing goroutine (its caller waits anyway) and queued for
-//     Read with no goroutine in between, or as an SSE stream, which gets
-//     one goroutine until the call's response;
+//     in the writing goroutine (its caller waits anyway), or as an SSE
+//     stream, which gets one goroutine until the call's response; either
+//     hands the call's response straight to go-sdk's waiting call when
+//     nothing read before it is still on its way through go-sdk's reader
+//     (handOver), else queues it for Read;
 //   - before 2026-07-28, the standalone GET stream is opened when the
 //     session is initialized (unless noStream), and a broken stream is
 //     resumed with Last-Event-ID; a stream that makes no progress is
@@ -150,6 +152,15 @@ type streamConn struct {
 	queue []inMsg
 	ready chan struct{} // capacity 1: the queue is not empty
 	space chan struct{} // capacity 1: Read took a message
+	// waiting (under qmu): go-sdk's reader is in Read with the queue
+	// empty, so every message queued before has been through the taps
+	// and go-sdk's dispatch (handOver).
+	waiting bool
+
+	// direct hands a response to go-sdk's waiting call and reports
+	// whether it took it (tapConn.BindResponses); nil: Read only. Set
+	// before the first Write.
+	direct func(*jsonrpc.Response, *msgOrigin) bool
 
 	failOnce sync.Once
 	failure  error
@@ -213,10 +224,47 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, err
 }
 
+// bindDirect implements directConn (tap.go).
+func (c *streamConn) bindDirect(deliver func(*jsonrpc.Response, *msgOrigin) bool) { c.direct = deliver }
+
+// handOver gives go-sdk a message read on a request's own exchange (its
+// JSON body, or the end of its SSE stream). A response goes straight to
+// its waiting call, on this goroutine, when nothing read before it is
+// still on its way through go-sdk's reader: the queue is empty and the
+// reader waits in Read, so everything read earlier (a progress
+// notification or a server request on the same stream, a log message on
+// the standalone stream) has been through the taps and been dispatched by
+// go-sdk, as when the response followed them through the queue. The
+// caller then wakes without two goroutine hand-offs (this one to go-sdk's
+// reader, the reader to the caller). Anything else is queued for Read as
+// before (wait: as enqueue). It reports false once the connection is
+// closed.
+func (c *streamConn) handOver(m jsonrpc.Message, from *msgOrigin, wait bool) bool {
+	if r, ok := m.(*jsonrpc.Response); ok && c.direct != nil {
+		c.qmu.Lock()
+		idle := c.waiting && len(c.queue) == 0
+		c.qmu.Unlock()
+		if idle {
+			c.learn(r) // before the caller wakes, as enqueue does
+			if c.direct(r, from) {
+				return true
+			}
+			// go-sdk's connection is shutting down: its reader takes the
+			// response, as before (the taps have seen it: tapConn).
+		}
+	}
+	return c.enqueue(m, from, wait)
+}
+
 // readFrom returns the next message read and where it was read. Messages
 // already read are handed out before a failure is reported: an answer the
 // upstream gave is not lost to a later error.
 func (c *streamConn) readFrom(ctx context.Context) (jsonrpc.Message, *msgOrigin, error) {
+	defer func() {
+		c.qmu.Lock()
+		c.waiting = false // go-sdk's reader has a message to dispatch, or stops
+		c.qmu.Unlock()
+	}()
 	for {
 		c.qmu.Lock()
 		if len(c.queue) > 0 {
@@ -226,6 +274,7 @@ func (c *streamConn) readFrom(ctx context.Context) (jsonrpc.Message, *msgOrigin,
 			if len(c.queue) == 0 {
 				c.queue = nil
 			}
+			c.waiting = false
 			c.qmu.Unlock()
 			select {
 			case c.space <- struct{}{}:
@@ -233,6 +282,7 @@ func (c *streamConn) readFrom(ctx context.Context) (jsonrpc.Message, *msgOrigin,
 			}
 			return in.m, in.from, nil
 		}
+		c.waiting = true
 		c.qmu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -568,9 +618,9 @@ func (c *streamConn) check(summary string, resp *http.Response) error {
 	return fmt.Errorf("%s: %v", summary, status)
 }
 
-// readJSON reads a call's JSON answer through the message limit and
-// queues it: the writing goroutine does it, so the caller's answer is
-// ready when Write returns.
+// readJSON reads a call's JSON answer through the message limit and hands
+// it over (handOver): the writing goroutine does it, so the caller's answer
+// is ready when Write returns.
 func (c *streamConn) readJSON(ctx context.Context, summary string, req *jsonrpc.Request, resp *http.Response) {
 	defer resp.Body.Close()
 	listen := c.pushStream(ctx, req)
@@ -605,7 +655,13 @@ func (c *streamConn) readJSON(ctx context.Context, summary string, req *jsonrpc.
 		c.fail(fmt.Errorf("%s: failed to decode response: %v", summary, err))
 		return
 	}
-	c.enqueue(msg, &msgOrigin{ctx: ctx}, false)
+	if listen != nil {
+		// A push stream's answer keeps its order with the stream's end
+		// (listen, deferred): through the queue.
+		c.enqueue(msg, &msgOrigin{ctx: ctx}, false)
+		return
+	}
+	c.handOver(msg, &msgOrigin{ctx: ctx}, false)
 }
 
 // bodyFailed: a JSON answer could not be read whole. If its caller gave up
@@ -628,17 +684,26 @@ func (c *streamConn) tooLarge(req *jsonrpc.Request, n int64) []byte {
 	return tooLargeReply(id)
 }
 
-// startStream reads a call's SSE answer in a goroutine of its own.
+// startStream reads a call's SSE answer in a goroutine of its own. The
+// call's response, read last, is handed over once the stream is done, and
+// outside the goroutines Close waits for: go-sdk may hold its connection's
+// lock while it closes this connection, and handOver takes that lock.
 func (c *streamConn) startStream(ctx context.Context, summary string, req *jsonrpc.Request, resp *http.Response) {
 	end := c.pushStream(ctx, req)
 	long := req.Method == listenMethod
+	from := &msgOrigin{ctx: ctx}
 	c.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
-		if end != nil {
-			defer end()
+		final := func() *jsonrpc.Response {
+			defer c.wg.Done()
+			if end != nil {
+				defer end()
+			}
+			return c.followStream(ctx, summary, resp, req, from, long)
+		}()
+		if final != nil {
+			c.handOver(final, from, true)
 		}
-		c.followStream(ctx, summary, resp, req, &msgOrigin{ctx: ctx}, long)
 	}()
 }
 
@@ -685,15 +750,16 @@ func (c *streamConn) openStandalone() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.followStream(c.ctx, summary, resp, nil, standaloneOrigin, true)
+		_ = c.followStream(c.ctx, summary, resp, nil, standaloneOrigin, true) // no call: no final response
 	}()
 }
 
 // followStream reads an SSE stream, resuming it with Last-Event-ID when it
 // breaks, until forCall's response (nil: the standalone stream, until the
 // connection closes). A stream that breaks without progress more than
-// maxRetries times in a row fails the connection.
-func (c *streamConn) followStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) {
+// maxRetries times in a row fails the connection. The call's response is
+// returned, not queued, unless long (readStream): the caller hands it over.
+func (c *streamConn) followStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) (final *jsonrpc.Response) {
 	standalone := forCall == nil
 	var prevID string
 	noProgress := 0
@@ -701,12 +767,15 @@ func (c *streamConn) followStream(ctx context.Context, summary string, resp *htt
 		if standalone {
 			c.pushUp()
 		}
-		lastID, delay, over := c.readStream(ctx, summary, resp, forCall, from, long)
+		lastID, delay, over, final := c.readStream(ctx, summary, resp, forCall, from, long)
 		if standalone {
 			c.pushEnd("standalone GET stream closed")
 		}
+		if final != nil {
+			return final
+		}
 		if over || (lastID == "" && !standalone) {
-			return
+			return nil
 		}
 		if lastID != "" && lastID != prevID {
 			noProgress, prevID = 0, lastID
@@ -714,18 +783,18 @@ func (c *streamConn) followStream(ctx context.Context, summary string, resp *htt
 			if ctx.Err() == nil {
 				c.fail(fmt.Errorf("%s: exceeded %d retries without progress (session ID: %v)", summary, c.t.maxRetries, c.SessionID()))
 			}
-			return
+			return nil
 		}
 		next, err := c.connectSSE(ctx, lastID, delay, false)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.fail(fmt.Errorf("%s: failed to reconnect (session ID: %v): %v", summary, c.SessionID(), err))
 			}
-			return
+			return nil
 		}
 		if err := c.check(summary, next); err != nil {
 			c.fail(err)
-			return
+			return nil
 		}
 		resp = next
 	}
@@ -733,8 +802,11 @@ func (c *streamConn) followStream(ctx context.Context, summary string, resp *htt
 
 // readStream reads one response stream's events through the message
 // limit, decoding each message once, until forCall's response, the end of
-// the body, or the connection's close (over: nothing more to do).
-func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) (lastID string, delay time.Duration, over bool) {
+// the body, or the connection's close (over: nothing more to do). The
+// response is queued like every message before it when long (a listen
+// stream, whose end is reported after it); otherwise it is returned as
+// final, unqueued.
+func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) (lastID string, delay time.Duration, over bool, final *jsonrpc.Response) {
 	// Closing the connection ends every stream, whatever its request's
 	// context.
 	stop := context.AfterFunc(c.ctx, func() { _ = resp.Body.Close() })
@@ -772,7 +844,7 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 			ev, ok := parseEvent(frame)
 			if !ok {
 				c.fail(fmt.Errorf("%s: malformed line in SSE stream", summary))
-				return "", 0, true
+				return "", 0, true, nil
 			}
 			if ev.id != "" && len(ev.id) <= maxEventID {
 				lastID = ev.id
@@ -786,13 +858,18 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 				msg, err := jsonrpc.DecodeMessage(ev.data)
 				if err != nil {
 					c.fail(fmt.Errorf("%s: failed to decode event: %v", summary, err))
-					return "", 0, true
+					return "", 0, true, nil
+				}
+				r, ok := msg.(*jsonrpc.Response)
+				last := ok && forCall != nil && r.ID == forCall.ID
+				if last && !long {
+					return "", 0, true, r
 				}
 				if !c.enqueue(msg, from, true) {
-					return "", 0, true
+					return "", 0, true, nil
 				}
-				if r, ok := msg.(*jsonrpc.Response); ok && forCall != nil && r.ID == forCall.ID {
-					return "", 0, true
+				if last {
+					return "", 0, true, nil
 				}
 			}
 		}
@@ -801,13 +878,13 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 		}
 	}
 	if ctx.Err() != nil || c.ctx.Err() != nil {
-		return "", 0, true // the caller gave up, or the connection closed
+		return "", 0, true, nil // the caller gave up, or the connection closed
 	}
 	if lastID == "" && forCall != nil {
 		// Not resumable: the call's answer will never come.
 		c.enqueue(&jsonrpc.Response{ID: forCall.ID, Error: errors.New("request terminated without response")}, from, true)
 	}
-	return lastID, delay, false
+	return lastID, delay, false, nil
 }
 
 // maxEventID bounds the event id toolsvc keeps to resume a stream with
