@@ -29,6 +29,13 @@ import (
 // came on (msgOrigin), which the call links need; what is genuinely HTTP
 // (a task's Mcp-Name header, the DELETE kept while tasks live, the push
 // channel's streams) is a hook of that transport (streamHooks), not a tap.
+//
+// A connection that reads a response on another goroutine than go-sdk's
+// reader (streamConn's JSON bodies and call streams, the gRPC binding's
+// RPCs) hands it to go-sdk's waiting call itself (BindResponses: a go-sdk
+// patch, docs/http-transport.md "A response handed over"); tapConn shows
+// it to the taps on that way, so they still see every message once,
+// before go-sdk has it.
 
 // tap is one concern reading a session's messages.
 type tap interface {
