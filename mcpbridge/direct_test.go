@@ -25,6 +25,7 @@ type orderTap struct {
 	calls     map[jsonrpc.ID]bool // tools/call requests written
 	seen      []string            // "progress" or "response <id>", in tap order
 	onReader  int                 // tools/call responses read on go-sdk's reader
+	onCaller  int                 // tools/call responses read on the goroutine of a CallTool
 	responses map[jsonrpc.ID]int  // tools/call responses shown, by id
 	hold      func()
 	held      bool
@@ -59,7 +60,9 @@ func (o *orderTap) read(m jsonrpc.Message, _ *msgOrigin) {
 		}
 	case *jsonrpc.Response:
 		buf := make([]byte, 64<<10)
-		onReader := strings.Contains(string(buf[:runtime.Stack(buf, false)]), "jsonrpc2.(*Connection).readIncoming")
+		stack := string(buf[:runtime.Stack(buf, false)])
+		onReader := strings.Contains(stack, "jsonrpc2.(*Connection).readIncoming")
+		onCaller := strings.Contains(stack, "mcp.(*ClientSession).CallTool")
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if !o.calls[m.ID] {
@@ -69,6 +72,9 @@ func (o *orderTap) read(m jsonrpc.Message, _ *msgOrigin) {
 		o.responses[m.ID]++
 		if onReader {
 			o.onReader++
+		}
+		if onCaller {
+			o.onCaller++
 		}
 	}
 }
@@ -118,11 +124,11 @@ func (g *grabConn) queued() int {
 
 // TestResponseSkipsGoSDKReader: against a real go-sdk server over
 // loopback HTTP, a tools/call response, whether the server answers with
-// one JSON body or an SSE stream, is handed to its waiting call by the
-// goroutine that read it (the writer for JSON, the stream's goroutine for
-// SSE), not through go-sdk's reader goroutine; the taps see each response
-// exactly once. (Before the hand-over every response went through the
-// reader.)
+// one JSON body or an SSE stream, is read on the caller's own goroutine
+// (the one that wrote the call) and handed to its waiting call there, not
+// through go-sdk's reader goroutine; the taps see each response exactly
+// once. (Before, every response went through the reader, and an SSE
+// answer was read by a goroutine of its own.)
 func TestResponseSkipsGoSDKReader(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -172,8 +178,8 @@ func TestResponseSkipsGoSDKReader(t *testing.T) {
 			}
 			// With concurrent calls an answer can find go-sdk's reader busy
 			// with another message and take the queue; most must not.
-			if tp.onReader > calls/4 {
-				t.Errorf("%d of %d responses were handed to their calls by go-sdk's reader goroutine, want few (the goroutine that read them hands them over)", tp.onReader, calls)
+			if tp.onReader > calls/4 || tp.onCaller < calls-calls/4 {
+				t.Errorf("of %d responses, %d were handed to their calls by go-sdk's reader goroutine and %d on their callers' goroutines; want most on the callers'", calls, tp.onReader, tp.onCaller)
 			}
 		})
 	}

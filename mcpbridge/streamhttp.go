@@ -45,8 +45,8 @@ import (
 // What it does, as go-sdk's client did (docs/interop.md):
 //   - each message is POSTed; a call's answer comes as a JSON body, read
 //     in the writing goroutine (its caller waits anyway), or as an SSE
-//     stream, which gets one goroutine until the call's response; either
-//     hands the call's response straight to go-sdk's waiting call when
+//     stream, read there too until the call's response (a listen stream
+//     gets a goroutine of its own); either hands the call's response straight to go-sdk's waiting call when
 //     nothing read before it is still on its way through go-sdk's reader
 //     (handOver), else queues it for Read;
 //   - before 2026-07-28, the standalone GET stream is opened when the
@@ -105,7 +105,8 @@ func (t *streamableTransport) Connect(ctx context.Context) (mcp.Connection, erro
 	// Detached from ctx (a connect deadline must not end the session) but
 	// keeping its values.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &streamConn{t: t, ctx: cctx, cancel: cancel, ready: make(chan struct{}, 1), space: make(chan struct{}, 1),
+	fctx, fcancel := context.WithCancel(cctx)
+	return &streamConn{t: t, ctx: cctx, cancel: cancel, failCtx: fctx, failCancel: fcancel, ready: make(chan struct{}, 1), space: make(chan struct{}, 1),
 		failed: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -165,6 +166,11 @@ type streamConn struct {
 	failOnce sync.Once
 	failure  error
 	failed   chan struct{}
+	// failCtx ends with the connection's failure or close: it ends the
+	// call streams read on their callers' goroutines (startStream), whose
+	// callers go-sdk has answered with the failure by then.
+	failCtx    context.Context
+	failCancel context.CancelFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -186,6 +192,7 @@ func (c *streamConn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.failure = err
 		close(c.failed)
+		c.failCancel()
 	})
 }
 
@@ -476,8 +483,9 @@ func closesConn(ctx context.Context) bool {
 	return v
 }
 
-// Write POSTs msg. A call's JSON answer is read here and queued; an SSE
-// answer is read by a goroutine of its own until the call's response.
+// Write POSTs msg. A call's answer, a JSON body or an SSE stream until the
+// call's response, is read here and handed over (handOver); a listen
+// stream is read by a goroutine of its own.
 func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := c.failedErr(); err != nil {
 		return err
@@ -684,14 +692,25 @@ func (c *streamConn) tooLarge(req *jsonrpc.Request, n int64) []byte {
 	return tooLargeReply(id)
 }
 
-// startStream reads a call's SSE answer in a goroutine of its own. The
-// call's response, read last, is handed over once the stream is done, and
-// outside the goroutines Close waits for: go-sdk may hold its connection's
-// lock while it closes this connection, and handOver takes that lock.
+// startStream reads a call's SSE answer. A call's stream is read on the
+// writing goroutine, the caller's (go-sdk registers a call before writing
+// it and awaits it after, so Write may last as long as the call, as it
+// does for a JSON answer): what comes before the response is queued for
+// Read as it is read, and the response is handed over (handOver) with no
+// goroutine in between. A goroutine per stream was one more hand-off and
+// a new stack grown per call. Closing the connection ends the read
+// (readStream). A subscriptions/listen stream, which lasts the session,
+// gets a goroutine of its own, which Close waits for.
 func (c *streamConn) startStream(ctx context.Context, summary string, req *jsonrpc.Request, resp *http.Response) {
 	end := c.pushStream(ctx, req)
 	long := req.Method == listenMethod
 	from := &msgOrigin{ctx: ctx}
+	if !long && end == nil {
+		if final := c.followStream(ctx, summary, resp, req, from, false); final != nil {
+			c.handOver(final, from, true)
+		}
+		return
+	}
 	c.wg.Add(1)
 	go func() {
 		final := func() *jsonrpc.Response {
@@ -701,6 +720,9 @@ func (c *streamConn) startStream(ctx context.Context, summary string, req *jsonr
 			}
 			return c.followStream(ctx, summary, resp, req, from, long)
 		}()
+		// Handed over outside the goroutines Close waits for: go-sdk may
+		// hold its connection's lock while it closes this one, and
+		// handOver takes it.
 		if final != nil {
 			c.handOver(final, from, true)
 		}
@@ -808,8 +830,16 @@ func (c *streamConn) followStream(ctx context.Context, summary string, resp *htt
 // final, unqueued.
 func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) (lastID string, delay time.Duration, over bool, final *jsonrpc.Response) {
 	// Closing the connection ends every stream, whatever its request's
-	// context.
-	stop := context.AfterFunc(c.ctx, func() { _ = resp.Body.Close() })
+	// context; its failure ends a call's stream read on the caller's
+	// goroutine (startStream): go-sdk's reader stops at the failure and
+	// fails the calls in flight, which the caller would otherwise learn
+	// only once its stream ended (the goroutines of the other streams
+	// read on until Close, as go-sdk's client's do).
+	end := c.ctx
+	if forCall != nil && !long {
+		end = c.failCtx
+	}
+	stop := context.AfterFunc(end, func() { _ = resp.Body.Close() })
 	defer stop()
 	br, pooled := (*bufio.Reader)(nil), false
 	if long {
@@ -877,8 +907,8 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 			break
 		}
 	}
-	if ctx.Err() != nil || c.ctx.Err() != nil {
-		return "", 0, true, nil // the caller gave up, or the connection closed
+	if ctx.Err() != nil || end.Err() != nil {
+		return "", 0, true, nil // the caller gave up, or the connection closed (or failed)
 	}
 	if lastID == "" && forCall != nil {
 		// Not resumable: the call's answer will never come.
