@@ -44,9 +44,11 @@ import (
 //
 // What it does, as go-sdk's client did (docs/interop.md):
 //   - each message is POSTed; a call's answer comes as a JSON body, read
-//     in the writing goroutine (its caller waits anyway) and queued for
-//     Read with no goroutine in between, or as an SSE stream, which gets
-//     one goroutine until the call's response;
+//     in the writing goroutine (its caller waits anyway), or as an SSE
+//     stream, read there too until the call's response (a listen stream
+//     gets a goroutine of its own); either hands the call's response straight to go-sdk's waiting call when
+//     nothing read before it is still on its way through go-sdk's reader
+//     (handOver), else queues it for Read;
 //   - before 2026-07-28, the standalone GET stream is opened when the
 //     session is initialized (unless noStream), and a broken stream is
 //     resumed with Last-Event-ID; a stream that makes no progress is
@@ -103,7 +105,8 @@ func (t *streamableTransport) Connect(ctx context.Context) (mcp.Connection, erro
 	// Detached from ctx (a connect deadline must not end the session) but
 	// keeping its values.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &streamConn{t: t, ctx: cctx, cancel: cancel, ready: make(chan struct{}, 1), space: make(chan struct{}, 1),
+	fctx, fcancel := context.WithCancel(cctx)
+	return &streamConn{t: t, ctx: cctx, cancel: cancel, failCtx: fctx, failCancel: fcancel, ready: make(chan struct{}, 1), space: make(chan struct{}, 1),
 		failed: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -150,10 +153,24 @@ type streamConn struct {
 	queue []inMsg
 	ready chan struct{} // capacity 1: the queue is not empty
 	space chan struct{} // capacity 1: Read took a message
+	// waiting (under qmu): go-sdk's reader is in Read with the queue
+	// empty, so every message queued before has been through the taps
+	// and go-sdk's dispatch (handOver).
+	waiting bool
+
+	// direct hands a response to go-sdk's waiting call and reports
+	// whether it took it (tapConn.BindResponses); nil: Read only. Set
+	// before the first Write.
+	direct func(*jsonrpc.Response, *msgOrigin) bool
 
 	failOnce sync.Once
 	failure  error
 	failed   chan struct{}
+	// failCtx ends with the connection's failure or close: it ends the
+	// call streams read on their callers' goroutines (startStream), whose
+	// callers go-sdk has answered with the failure by then.
+	failCtx    context.Context
+	failCancel context.CancelFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -175,6 +192,7 @@ func (c *streamConn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.failure = err
 		close(c.failed)
+		c.failCancel()
 	})
 }
 
@@ -213,10 +231,47 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, err
 }
 
+// bindDirect implements directConn (tap.go).
+func (c *streamConn) bindDirect(deliver func(*jsonrpc.Response, *msgOrigin) bool) { c.direct = deliver }
+
+// handOver gives go-sdk a message read on a request's own exchange (its
+// JSON body, or the end of its SSE stream). A response goes straight to
+// its waiting call, on this goroutine, when nothing read before it is
+// still on its way through go-sdk's reader: the queue is empty and the
+// reader waits in Read, so everything read earlier (a progress
+// notification or a server request on the same stream, a log message on
+// the standalone stream) has been through the taps and been dispatched by
+// go-sdk, as when the response followed them through the queue. The
+// caller then wakes without two goroutine hand-offs (this one to go-sdk's
+// reader, the reader to the caller). Anything else is queued for Read as
+// before (wait: as enqueue). It reports false once the connection is
+// closed.
+func (c *streamConn) handOver(m jsonrpc.Message, from *msgOrigin, wait bool) bool {
+	if r, ok := m.(*jsonrpc.Response); ok && c.direct != nil {
+		c.qmu.Lock()
+		idle := c.waiting && len(c.queue) == 0
+		c.qmu.Unlock()
+		if idle {
+			c.learn(r) // before the caller wakes, as enqueue does
+			if c.direct(r, from) {
+				return true
+			}
+			// go-sdk's connection is shutting down: its reader takes the
+			// response, as before (the taps have seen it: tapConn).
+		}
+	}
+	return c.enqueue(m, from, wait)
+}
+
 // readFrom returns the next message read and where it was read. Messages
 // already read are handed out before a failure is reported: an answer the
 // upstream gave is not lost to a later error.
 func (c *streamConn) readFrom(ctx context.Context) (jsonrpc.Message, *msgOrigin, error) {
+	defer func() {
+		c.qmu.Lock()
+		c.waiting = false // go-sdk's reader has a message to dispatch, or stops
+		c.qmu.Unlock()
+	}()
 	for {
 		c.qmu.Lock()
 		if len(c.queue) > 0 {
@@ -226,6 +281,7 @@ func (c *streamConn) readFrom(ctx context.Context) (jsonrpc.Message, *msgOrigin,
 			if len(c.queue) == 0 {
 				c.queue = nil
 			}
+			c.waiting = false
 			c.qmu.Unlock()
 			select {
 			case c.space <- struct{}{}:
@@ -233,6 +289,7 @@ func (c *streamConn) readFrom(ctx context.Context) (jsonrpc.Message, *msgOrigin,
 			}
 			return in.m, in.from, nil
 		}
+		c.waiting = true
 		c.qmu.Unlock()
 		select {
 		case <-ctx.Done():
@@ -426,8 +483,9 @@ func closesConn(ctx context.Context) bool {
 	return v
 }
 
-// Write POSTs msg. A call's JSON answer is read here and queued; an SSE
-// answer is read by a goroutine of its own until the call's response.
+// Write POSTs msg. A call's answer, a JSON body or an SSE stream until the
+// call's response, is read here and handed over (handOver); a listen
+// stream is read by a goroutine of its own.
 func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err := c.failedErr(); err != nil {
 		return err
@@ -574,9 +632,9 @@ func (c *streamConn) check(summary string, resp *http.Response) error {
 	return fmt.Errorf("%s: %v", summary, status)
 }
 
-// readJSON reads a call's JSON answer through the message limit and
-// queues it: the writing goroutine does it, so the caller's answer is
-// ready when Write returns.
+// readJSON reads a call's JSON answer through the message limit and hands
+// it over (handOver): the writing goroutine does it, so the caller's answer
+// is ready when Write returns.
 func (c *streamConn) readJSON(ctx context.Context, summary string, req *jsonrpc.Request, resp *http.Response) {
 	defer resp.Body.Close()
 	listen := c.pushStream(ctx, req)
@@ -611,7 +669,13 @@ func (c *streamConn) readJSON(ctx context.Context, summary string, req *jsonrpc.
 		c.fail(fmt.Errorf("%s: failed to decode response: %v", summary, err))
 		return
 	}
-	c.enqueue(msg, &msgOrigin{ctx: ctx}, false)
+	if listen != nil {
+		// A push stream's answer keeps its order with the stream's end
+		// (listen, deferred): through the queue.
+		c.enqueue(msg, &msgOrigin{ctx: ctx}, false)
+		return
+	}
+	c.handOver(msg, &msgOrigin{ctx: ctx}, false)
 }
 
 // bodyFailed: a JSON answer could not be read whole. If its caller gave up
@@ -634,17 +698,40 @@ func (c *streamConn) tooLarge(req *jsonrpc.Request, n int64) []byte {
 	return tooLargeReply(id)
 }
 
-// startStream reads a call's SSE answer in a goroutine of its own.
+// startStream reads a call's SSE answer. A call's stream is read on the
+// writing goroutine, the caller's (go-sdk registers a call before writing
+// it and awaits it after, so Write may last as long as the call, as it
+// does for a JSON answer): what comes before the response is queued for
+// Read as it is read, and the response is handed over (handOver) with no
+// goroutine in between. A goroutine per stream was one more hand-off and
+// a new stack grown per call. Closing the connection ends the read
+// (readStream). A subscriptions/listen stream, which lasts the session,
+// gets a goroutine of its own, which Close waits for.
 func (c *streamConn) startStream(ctx context.Context, summary string, req *jsonrpc.Request, resp *http.Response) {
 	end := c.pushStream(ctx, req)
 	long := req.Method == listenMethod
+	from := &msgOrigin{ctx: ctx}
+	if !long && end == nil {
+		if final := c.followStream(ctx, summary, resp, req, from, false); final != nil {
+			c.handOver(final, from, true)
+		}
+		return
+	}
 	c.wg.Add(1)
 	go func() {
-		defer c.wg.Done()
-		if end != nil {
-			defer end()
+		final := func() *jsonrpc.Response {
+			defer c.wg.Done()
+			if end != nil {
+				defer end()
+			}
+			return c.followStream(ctx, summary, resp, req, from, long)
+		}()
+		// Handed over outside the goroutines Close waits for: go-sdk may
+		// hold its connection's lock while it closes this one, and
+		// handOver takes it.
+		if final != nil {
+			c.handOver(final, from, true)
 		}
-		c.followStream(ctx, summary, resp, req, &msgOrigin{ctx: ctx}, long)
 	}()
 }
 
@@ -712,15 +799,16 @@ func (c *streamConn) openStandalone(wctx context.Context) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.followStream(c.ctx, summary, resp, nil, standaloneOrigin, true)
+		_ = c.followStream(c.ctx, summary, resp, nil, standaloneOrigin, true) // no call: no final response
 	}()
 }
 
 // followStream reads an SSE stream, resuming it with Last-Event-ID when it
 // breaks, until forCall's response (nil: the standalone stream, until the
 // connection closes). A stream that breaks without progress more than
-// maxRetries times in a row fails the connection.
-func (c *streamConn) followStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) {
+// maxRetries times in a row fails the connection. The call's response is
+// returned, not queued, unless long (readStream): the caller hands it over.
+func (c *streamConn) followStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) (final *jsonrpc.Response) {
 	standalone := forCall == nil
 	var prevID string
 	noProgress := 0
@@ -728,12 +816,15 @@ func (c *streamConn) followStream(ctx context.Context, summary string, resp *htt
 		if standalone {
 			c.pushUp()
 		}
-		lastID, delay, over := c.readStream(ctx, summary, resp, forCall, from, long)
+		lastID, delay, over, final := c.readStream(ctx, summary, resp, forCall, from, long)
 		if standalone {
 			c.pushEnd("standalone GET stream closed")
 		}
+		if final != nil {
+			return final
+		}
 		if over || (lastID == "" && !standalone) {
-			return
+			return nil
 		}
 		if lastID != "" && lastID != prevID {
 			noProgress, prevID = 0, lastID
@@ -741,18 +832,18 @@ func (c *streamConn) followStream(ctx context.Context, summary string, resp *htt
 			if ctx.Err() == nil {
 				c.fail(fmt.Errorf("%s: exceeded %d retries without progress (session ID: %v)", summary, c.t.maxRetries, c.SessionID()))
 			}
-			return
+			return nil
 		}
 		next, err := c.connectSSE(ctx, lastID, delay, false)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.fail(fmt.Errorf("%s: failed to reconnect (session ID: %v): %v", summary, c.SessionID(), err))
 			}
-			return
+			return nil
 		}
 		if err := c.check(summary, next); err != nil {
 			c.fail(err)
-			return
+			return nil
 		}
 		resp = next
 	}
@@ -760,11 +851,22 @@ func (c *streamConn) followStream(ctx context.Context, summary string, resp *htt
 
 // readStream reads one response stream's events through the message
 // limit, decoding each message once, until forCall's response, the end of
-// the body, or the connection's close (over: nothing more to do).
-func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) (lastID string, delay time.Duration, over bool) {
+// the body, or the connection's close (over: nothing more to do). The
+// response is queued like every message before it when long (a listen
+// stream, whose end is reported after it); otherwise it is returned as
+// final, unqueued.
+func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.Response, forCall *jsonrpc.Request, from *msgOrigin, long bool) (lastID string, delay time.Duration, over bool, final *jsonrpc.Response) {
 	// Closing the connection ends every stream, whatever its request's
-	// context.
-	stop := context.AfterFunc(c.ctx, func() { _ = resp.Body.Close() })
+	// context; its failure ends a call's stream read on the caller's
+	// goroutine (startStream): go-sdk's reader stops at the failure and
+	// fails the calls in flight, which the caller would otherwise learn
+	// only once its stream ended (the goroutines of the other streams
+	// read on until Close, as go-sdk's client's do).
+	end := c.ctx
+	if forCall != nil && !long {
+		end = c.failCtx
+	}
+	stop := context.AfterFunc(end, func() { _ = resp.Body.Close() })
 	defer stop()
 	br, pooled := (*bufio.Reader)(nil), false
 	if long {
@@ -799,7 +901,7 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 			ev, ok := parseEvent(frame)
 			if !ok {
 				c.fail(fmt.Errorf("%s: malformed line in SSE stream", summary))
-				return "", 0, true
+				return "", 0, true, nil
 			}
 			if ev.id != "" && len(ev.id) <= maxEventID {
 				lastID = ev.id
@@ -813,13 +915,18 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 				msg, err := jsonrpc.DecodeMessage(ev.data)
 				if err != nil {
 					c.fail(fmt.Errorf("%s: failed to decode event: %v", summary, err))
-					return "", 0, true
+					return "", 0, true, nil
+				}
+				r, ok := msg.(*jsonrpc.Response)
+				last := ok && forCall != nil && r.ID == forCall.ID
+				if last && !long {
+					return "", 0, true, r
 				}
 				if !c.enqueue(msg, from, true) {
-					return "", 0, true
+					return "", 0, true, nil
 				}
-				if r, ok := msg.(*jsonrpc.Response); ok && forCall != nil && r.ID == forCall.ID {
-					return "", 0, true
+				if last {
+					return "", 0, true, nil
 				}
 			}
 		}
@@ -827,14 +934,14 @@ func (c *streamConn) readStream(ctx context.Context, summary string, resp *http.
 			break
 		}
 	}
-	if ctx.Err() != nil || c.ctx.Err() != nil {
-		return "", 0, true // the caller gave up, or the connection closed
+	if ctx.Err() != nil || end.Err() != nil {
+		return "", 0, true, nil // the caller gave up, or the connection closed (or failed)
 	}
 	if lastID == "" && forCall != nil {
 		// Not resumable: the call's answer will never come.
 		c.enqueue(&jsonrpc.Response{ID: forCall.ID, Error: errors.New("request terminated without response")}, from, true)
 	}
-	return lastID, delay, false
+	return lastID, delay, false, nil
 }
 
 // maxEventID bounds the event id toolsvc keeps to resume a stream with

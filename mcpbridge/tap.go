@@ -3,6 +3,7 @@ package mcpbridge
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,13 @@ import (
 // came on (msgOrigin), which the call links need; what is genuinely HTTP
 // (a task's Mcp-Name header, the DELETE kept while tasks live, the push
 // channel's streams) is a hook of that transport (streamHooks), not a tap.
+//
+// A connection that reads a response on another goroutine than go-sdk's
+// reader (streamConn's JSON bodies and call streams, the gRPC binding's
+// RPCs) hands it to go-sdk's waiting call itself (BindResponses: a go-sdk
+// patch, docs/http-transport.md "A response handed over"); tapConn shows
+// it to the taps on that way, so they still see every message once,
+// before go-sdk has it.
 
 // tap is one concern reading a session's messages.
 type tap interface {
@@ -94,6 +102,72 @@ type tapConn struct {
 	taps    []tap
 	origins originConn // the connection, if it says where messages come from
 	ended   sync.Once
+
+	// tapped are responses the taps saw on their way to go-sdk's waiting
+	// call (BindResponses) that go-sdk refused (it was shutting down), so
+	// the connection queued them for Read, which must not show them to the
+	// taps again. Almost always empty: ntapped says when it is not.
+	tmu     sync.Mutex
+	tapped  map[*jsonrpc.Response]bool
+	ntapped atomic.Int32
+}
+
+// directConn is a connection that reads some responses on another
+// goroutine than go-sdk's reader and says where it read them
+// (streamConn); a connection that does not say implements
+// mcp.DirectConnection itself (the gRPC binding's).
+type directConn interface {
+	bindDirect(deliver func(*jsonrpc.Response, *msgOrigin) bool)
+}
+
+var _ mcp.DirectConnection = (*tapConn)(nil)
+
+// BindResponses implements mcp.DirectConnection (a toolsvc patch of
+// go-sdk: docs/go-sdk-decode-garbage.md): the wrapped connection, if it
+// can, hands a response it read on the goroutine that read it to the taps
+// and then straight to go-sdk's waiting call, skipping go-sdk's reader.
+// The taps see it there exactly as Read would have shown it, before
+// go-sdk has it; if go-sdk does not take it, the connection queues it for
+// Read and Read does not show it to the taps a second time.
+func (c *tapConn) BindResponses(deliver func(*jsonrpc.Response) bool) {
+	hand := func(r *jsonrpc.Response, from *msgOrigin) bool {
+		for _, t := range c.taps {
+			t.read(r, from)
+		}
+		if deliver(r) {
+			return true
+		}
+		c.tmu.Lock()
+		if c.tapped == nil {
+			c.tapped = map[*jsonrpc.Response]bool{}
+		}
+		c.tapped[r] = true
+		c.ntapped.Add(1)
+		c.tmu.Unlock()
+		return false
+	}
+	switch in := c.Connection.(type) {
+	case directConn:
+		in.bindDirect(hand)
+	case mcp.DirectConnection:
+		in.BindResponses(func(r *jsonrpc.Response) bool { return hand(r, nil) })
+	}
+}
+
+// seen reports (once) whether m is a response the taps saw already.
+func (c *tapConn) seen(m jsonrpc.Message) bool {
+	r, ok := m.(*jsonrpc.Response)
+	if !ok || c.ntapped.Load() == 0 {
+		return false
+	}
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	if !c.tapped[r] {
+		return false
+	}
+	delete(c.tapped, r)
+	c.ntapped.Add(-1)
+	return true
 }
 
 func (c *tapConn) Write(ctx context.Context, m jsonrpc.Message) error {
@@ -123,8 +197,10 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		m, err = c.Connection.Read(ctx)
 	}
 	if err == nil {
-		for _, t := range c.taps {
-			t.read(m, from)
+		if !c.seen(m) {
+			for _, t := range c.taps {
+				t.read(m, from)
+			}
 		}
 		return m, nil
 	}

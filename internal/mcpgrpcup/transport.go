@@ -154,13 +154,26 @@ type conn struct {
 	caps   mcp.ServerCapabilities
 	auth   *authState // nil for a hand-built Transport
 
-	in        chan jsonrpc.Message // responses for Read
+	in chan jsonrpc.Message // responses for Read
+	// direct hands a response to go-sdk's waiting call (BindResponses);
+	// nil: Read only. Set before the first Write.
+	direct    func(*jsonrpc.Response) bool
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 }
 
 func (c *conn) SessionID() string { return "" }
+
+var _ mcp.DirectConnection = (*conn)(nil)
+
+// BindResponses implements mcp.DirectConnection (a toolsvc patch of
+// go-sdk): every response is made on the goroutine that wrote its request,
+// which is the caller's, so deliver retires the call there and the caller
+// goes on without go-sdk's reader goroutine in between (two hand-offs a
+// call). The binding sends nothing but responses, so there is no order
+// with other messages to keep.
+func (c *conn) BindResponses(deliver func(*jsonrpc.Response) bool) { c.direct = deliver }
 
 // waitReady connects the channel and waits until it is ready, or ctx ends,
 // or it fails (a refused dial is a failure at once: the bridge's backoff
@@ -241,8 +254,9 @@ func (c *conn) Close() error {
 // Write takes a request or notification from the session. A request runs
 // as one RPC on the writing goroutine, under the caller's context (go-sdk
 // registers the call before writing it and writes concurrently, so a write
-// may last as long as its call); its response is queued for Read. A
-// goroutine per request measured no faster and is one more hand-off.
+// may last as long as its call); its response retires the call right there
+// (deliver). A goroutine per request measured no faster and is one more
+// hand-off.
 //
 // Cancellation needs nothing of its own: go-sdk writes a call under the
 // caller's context and sends notifications/cancelled only once that
@@ -360,8 +374,13 @@ func (c *conn) reply(id jsonrpc.ID, f func() (any, error)) error {
 	return c.deliver(response(id, v, err))
 }
 
-// deliver queues a response for Read (or drops it once the session ends).
+// deliver hands a response to its waiting call (BindResponses), or
+// queues it for Read while go-sdk's connection is shutting down (or drops
+// it once the session ends).
 func (c *conn) deliver(r *jsonrpc.Response) error {
+	if c.direct != nil && c.direct(r) {
+		return nil
+	}
 	select {
 	case c.in <- r:
 		return nil

@@ -94,6 +94,26 @@ type Connection interface {
 	SessionID() string
 }
 
+// A DirectConnection is a [Connection] that reads some responses on
+// another goroutine than the one calling Read (toolsvc patch): the one that
+// wrote the call and read its answer from the same exchange, or one
+// following the call's own stream. Handing such a response to Read costs
+// two goroutine hand-offs (to the session's reader, then to the waiting
+// caller); deliver costs none.
+type DirectConnection interface {
+	Connection
+
+	// BindResponses is called once, before the connection's first Write,
+	// with deliver. deliver(r) retires the call r answers on the calling
+	// goroutine, exactly as Read returning r would (a response to no call
+	// in flight is dropped), and reports true. It reports false and does
+	// nothing while the session's connection is shutting down; the
+	// connection then returns r from Read as usual. deliver never blocks
+	// on Read or on the connection's own goroutines, but it must not be
+	// called by a goroutine that Close waits for.
+	BindResponses(deliver func(*jsonrpc.Response) bool)
+}
+
 // A ClientConnection is a [Connection] that is specific to the MCP client.
 //
 // If client connections implement this interface, they may receive information

@@ -246,8 +246,36 @@ func NewConnection(ctx context.Context, cfg ConnectionConfig) *Connection {
 		onInternalError: cfg.OnInternalError,
 	}
 	c.handler = cfg.Bind(c)
+	// A reader that may read a response on another goroutine than the
+	// one calling Read gets deliverResponse (toolsvc patch: see
+	// mcp.DirectConnection).
+	if b, ok := cfg.Reader.(interface{ BindResponses(func(*Response) bool) }); ok {
+		b.BindResponses(c.deliverResponse)
+	}
 	c.start(ctx, cfg.Reader, cfg.Preempter)
 	return c
+}
+
+// deliverResponse retires the outgoing call msg answers, exactly as
+// readIncoming does with a response it reads, but on the goroutine that
+// read msg: its caller wakes without readIncoming's goroutine in between
+// (toolsvc patch). A response to no call in flight is dropped, as there.
+// While the connection is shutting down it does nothing and reports
+// false (the reader then gets msg through Read, as before): retiring the
+// last call of a closing connection closes the Reader, which must stay
+// readIncoming's business.
+func (c *Connection) deliverResponse(msg *Response) (delivered bool) {
+	c.updateInFlight(func(s *inFlightState) {
+		if s.shuttingDown(ErrUnknown) != nil {
+			return
+		}
+		delivered = true
+		if ac, ok := s.outgoingCalls[msg.ID]; ok {
+			delete(s.outgoingCalls, msg.ID)
+			ac.retire(msg)
+		}
+	})
+	return delivered
 }
 
 func (c *Connection) start(ctx context.Context, reader Reader, preempter Preempter) {
