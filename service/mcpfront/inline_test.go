@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,5 +232,141 @@ func TestGoSDKInlineKeepsChecks(t *testing.T) {
 	// The stateless handler still serves a well-formed call inline.
 	if code, body := post(s.stateless.URL, "", "2026-07-28", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "where"}, call26); code != http.StatusOK || !strings.Contains(body, "inline=true") {
 		t.Errorf("a well-formed 2026-07-28 call: %d %s, want 200 and an inline handler", code, body)
+	}
+}
+
+// raceServer is a go-sdk server whose every request is marked
+// RespondWithJSON, with its net/http error log kept (a panic net/http
+// recovers is logged there).
+func raceServer(t *testing.T, tools func(*mcp.Server)) (*httptest.Server, *strings.Builder, *sync.Mutex) {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "race", Version: "1"}, nil)
+	tools(server)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(mcp.RespondWithJSON(r.Context())))
+	}))
+	var mu sync.Mutex
+	var logged strings.Builder
+	srv.Config.ErrorLog = log.New(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logged.Write(p)
+	}), "", 0)
+	srv.Start()
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv, &logged, &mu
+}
+
+// TestGoSDKInlineRacesSessionClose: calls handled inline while their
+// session is closed (DELETE) at the same moment. A call that reached
+// HandleInline after the session's connection was completely done was
+// counted in flight on it: jsonrpc2 panicked ("transitioned to non-idle
+// when already done"), and so did the session's Close after it, leaving
+// the session never removed (found by review; 300 rounds of eight calls and a DELETE: three panics before).
+// Now such a call is treated as one arriving after the close; no panic is
+// logged, and every close returns.
+func TestGoSDKInlineRacesSessionClose(t *testing.T) {
+	srv, logged, mu := raceServer(t, func(s *mcp.Server) {
+		s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+			})
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	send := func(method, sid, body string) {
+		req, err := http.NewRequestWithContext(ctx, method, srv.URL, strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil { // a dropped connection (a recovered panic) is in the log
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+	}
+	for round := range 300 {
+		client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("round %d: connect: %v", round, err)
+		}
+		sid := cs.ID()
+		// Raw requests, all let go at once: eight calls and the DELETE.
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Go(func() {
+				<-start
+				send(http.MethodPost, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo"}}`, 100+i))
+			})
+		}
+		wg.Go(func() {
+			<-start
+			send(http.MethodDelete, sid, "")
+		})
+		close(start)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: the calls or the session's close never returned", round)
+		}
+		_ = cs.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logged.String(), "panic") {
+		t.Fatalf("the server panicked:\n%s", logged.String())
+	}
+}
+
+// TestGoSDKInlineHandlerPanic: a handler that panics on the inline path
+// (net/http recovers it there, where on go-sdk's handler goroutine it
+// ended the process) leaves the session usable: the request is answered
+// and counted out before the panic goes on, so its ID is free, the next
+// call is served and the session closes. Before, the ID stayed in use for
+// good and the session's close never returned.
+func TestGoSDKInlineHandlerPanic(t *testing.T) {
+	srv, _, _ := raceServer(t, func(s *mcp.Server) {
+		s.AddTool(&mcp.Tool{Name: "panic", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { panic("tool bug") })
+		s.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+			})
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "panic"}); err == nil {
+		t.Fatal("the panicking call succeeded")
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo"})
+	if err != nil || res.IsError {
+		t.Fatalf("the call after the panic: %+v, %v", res, err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- cs.Close() }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("the session's close never returned after a handler panicked")
 	}
 }

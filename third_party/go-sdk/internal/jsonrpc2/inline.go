@@ -32,8 +32,15 @@ func Inline(ctx context.Context) bool {
 // It saves what the Reader's path costs a request that its caller
 // already holds: the hand-off to the reader goroutine, the queue, and a
 // new goroutine (whose stack grows from its minimum) per request.
+//
+// On a connection already completely done (closed, its reader ended: the
+// session closed between its caller's check and this call) it does
+// nothing: counting the request in flight there would break the
+// connection's state (updateInFlight panics, and every later Wait or
+// Close with it); its caller treats the request as one arriving after the
+// session closed.
 func (c *Connection) HandleInline(msg *Request) {
-	reqCtx, cancel := context.WithCancelCause(context.WithValue(c.readCtx, inlineKeyType{}, true))
+	reqCtx, cancel := context.WithCancelCause(c.readCtx)
 	req := &incomingRequest{
 		Request: msg,
 		ctx:     reqCtx,
@@ -42,7 +49,16 @@ func (c *Connection) HandleInline(msg *Request) {
 
 	// As acceptRequest.
 	var err error
+	gone := false
 	c.updateInFlight(func(s *inFlightState) {
+		// c.done is closed only here, under the same lock: checked in f,
+		// the connection cannot become done before the request counts.
+		select {
+		case <-c.done:
+			gone = true
+			return
+		default:
+		}
 		s.incoming++
 		if req.IsCall() {
 			if s.incomingByID[req.ID] != nil {
@@ -57,6 +73,10 @@ func (c *Connection) HandleInline(msg *Request) {
 			err = s.shuttingDown(ErrServerClosing)
 		}
 	})
+	if gone {
+		cancel(ErrServerClosing)
+		return
+	}
 	if err != nil {
 		c.processResult("HandleInline", req, nil, err)
 		return
@@ -106,6 +126,19 @@ func (c *Connection) HandleInline(msg *Request) {
 		c.processResult("HandleInline", req, nil, err)
 		return
 	}
-	result, err := c.handler.Handle(req.ctx, req.Request)
+	// A panic in the handler is the process's business, as on
+	// handleAsync's goroutine; but here net/http recovers it and the
+	// connection lives on, so the request is answered and counted out
+	// first: otherwise its ID would stay in use and the connection never
+	// idle (its Close would never return).
+	defer func() {
+		if r := recover(); r != nil {
+			c.processResult("HandleInline", req, nil, fmt.Errorf("%w: panic in handler: %v", ErrInternal, r))
+			panic(r)
+		}
+	}()
+	// Only a handler running here is marked Inline (one queued above runs
+	// on handleAsync's goroutine).
+	result, err := c.handler.Handle(context.WithValue(req.ctx, inlineKeyType{}, true), req.Request)
 	c.processResult(c.handler, req, result, err)
 }
