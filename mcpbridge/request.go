@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -224,10 +225,14 @@ func (u *upstream) failure(ctx context.Context, s *session, err error, rl reques
 		// The session is fine. An oversized answer is an answer (a success
 		// for the breaker); a refused redirect is neither.
 		var (
-			tl *ResponseTooLargeError
-			rl *RequestTooLargeError
+			tl  *ResponseTooLargeError
+			big *RequestTooLargeError
 		)
-		if errors.As(lerr, &tl) || errors.As(lerr, &rl) {
+		if errors.As(lerr, &big) && big.Status != http.StatusRequestEntityTooLarge {
+			// The URL or headers are toolsvc's: the operator's to see.
+			u.log.Warn("the upstream refused a request's URL or headers as too large", "request", label, "status", big.Status)
+		}
+		if errors.As(lerr, &tl) || big != nil {
 			return lerr, verdictSuccess
 		}
 		return lerr, verdictNone

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -227,8 +228,14 @@ func classifyUpstream(err error) *Error {
 	case errors.As(err, &reqBig):
 		// The upstream's own bound, which toolsvc cannot know beforehand:
 		// the request failed alone, the session goes on.
+		msg := "request: " + reqBig.Error() + "; smaller arguments may pass"
+		if reqBig.Status != http.StatusRequestEntityTooLarge {
+			// 414, 431: the URL or headers, which are toolsvc's (the
+			// upstream's configured URL, credentials), not the caller's.
+			msg = "request: " + reqBig.Error() + ": its URL or headers, which toolsvc sets from the upstream's configuration and credentials, not the arguments"
+		}
 		return &Error{Code: ResourceExhausted, Reason: ReasonRequestTooLarge,
-			Message: "request: " + reqBig.Error() + "; smaller arguments may pass",
+			Message: msg,
 			Meta:    map[string]string{"server": reqBig.Server, "limit": "upstream", "http_status": strconv.Itoa(reqBig.Status)}}
 	case errors.Is(err, mcpbridge.ErrOverloaded):
 		return &Error{Code: ResourceExhausted, Reason: ReasonOverloaded, Message: err.Error()}
