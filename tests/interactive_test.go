@@ -477,8 +477,9 @@ func TestInteractiveFrontDoor2026(t *testing.T) {
 		}
 		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: res.RequestState + "x",
 			InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Eve"}}}})
-		if err == nil || !strings.Contains(err.Error(), "request_state") {
-			t.Errorf("%s with a tampered requestState: %v; want an error naming request_state", tool, err)
+		// Named as the MCP wire names it (it said ToolService's request_state).
+		if err == nil || !strings.Contains(err.Error(), "requestState:") {
+			t.Errorf("%s with a tampered requestState: %v; want an error naming requestState", tool, err)
 		}
 		done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: res.RequestState,
 			InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}})

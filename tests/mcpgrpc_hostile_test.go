@@ -127,3 +127,47 @@ func TestMcpGrpcHostileCaller(t *testing.T) {
 		t.Errorf("ListTools with 16 KiB of metadata, after the refusals: %v", err)
 	}
 }
+
+// TestMcpGrpcParkedAnswersNamed: over the Mcp binding, a 2025-11-25
+// upstream's question is parked in toolsvc; a retry whose answers answer
+// no request it asked is refused naming the binding's own field,
+// common.input_responses (it named ToolService's input_responses), and the
+// right answers then complete the call.
+func TestMcpGrpcParkedAnswersNamed(t *testing.T) {
+	t.Parallel()
+	up := upstream{Command: bin.testserver, Args: []string{"-mode", "stdio", "-interactive"}, ProtocolVersion: "2025-11-25"}
+	p := startToolsvc(t, cfg{Servers: servers{"old": up}})
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mc := pb.NewMcpClient(conn)
+	caps, _ := structpb.NewStruct(map[string]any{"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}})
+	res, err := mc.CallTool(ctx, &pb.CallToolRequest{Common: &pb.RequestFields{Metadata: caps},
+		Request: &pb.CallToolRequest_Request{Name: "old__ask_name", Arguments: &structpb.Struct{}}})
+	if err != nil || res.GetCommon().GetResultType() != pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
+		t.Fatalf("old__ask_name: %v, %v; want input required", res, err)
+	}
+	state := res.GetCommon().GetRequestState()
+	content, _ := structpb.NewStruct(map[string]any{"name": "Ann"})
+	answer := &pb.InputResponse{ElicitResult: &pb.ElicitResult{Type: pb.ElicitResult_TYPE_ACCEPT, Content: content}}
+	retry := func(answers map[string]*pb.InputResponse) (*pb.CallToolResponse, error) {
+		return mc.CallTool(ctx, &pb.CallToolRequest{Common: &pb.RequestFields{Metadata: caps, RequestState: &state, InputResponses: answers},
+			Request: &pb.CallToolRequest_Request{Name: "old__ask_name", Arguments: &structpb.Struct{}}})
+	}
+	_, err = retry(map[string]*pb.InputResponse{"not-asked": answer})
+	if status.Code(err) != codes.InvalidArgument || !slices.Contains(fieldViolations(err), "common.input_responses") {
+		t.Fatalf("answers to no request asked: %v (fields %q), want INVALID_ARGUMENT naming common.input_responses", err, fieldViolations(err))
+	}
+	right := map[string]*pb.InputResponse{}
+	for id := range res.GetCommon().GetInputRequests() {
+		right[id] = answer
+	}
+	done, err := retry(right)
+	if err != nil || len(done.GetContent()) == 0 || done.GetContent()[0].GetText().GetText() != "hello Ann" {
+		t.Fatalf("the right answers: %v, %v; want hello Ann", done, err)
+	}
+}

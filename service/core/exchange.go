@@ -78,14 +78,14 @@ func (e *exchange) run(ctx context.Context) (mcp.Result, error) {
 	case e.state != nil && e.state.Kind == stateKindParked:
 		if e.state.Replica != s.input.replica {
 			return nil, NewError(FailedPrecondition, ReasonInputStateElsewhere,
-				"the request waits for this input on another replica: send the retry on the channel that got the input_required, or send the request again without request_state",
+				"the request waits for this input on another replica: send the retry on the channel that got the input_required, or send the request again without "+e.op.fields.requestStateField(),
 				map[string]string{"replica": e.state.Replica})
 		}
 		f := s.input.lookup(e.state.Flight)
 		if f == nil || f.principal != e.op.principal.Name {
 			return nil, stateGone()
 		}
-		res, e.parked, err = f.resume(ctx, in.Responses, timeout)
+		res, e.parked, err = f.resume(ctx, e.op.fields.inputResponsesField(), in.Responses, timeout)
 	case e.state != nil: // relayed: the upstream continues from its own state
 		if fe := checkAnswerIDs(e.op.fields.inputResponsesField(), e.state.Asked, in.Responses, false); fe != nil {
 			return nil, fe

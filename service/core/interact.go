@@ -594,7 +594,7 @@ func (f *flight) expire() {
 // resume answers the pending requests with the caller's responses (every
 // one must be answered, with an answer of its kind) and waits for the next
 // round.
-func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputResponse, timeout time.Duration) (_ mcp.Result, parked bool, _ error) {
+func (f *flight) resume(ctx context.Context, field string, responses map[string]mcp.InputResponse, timeout time.Duration) (_ mcp.Result, parked bool, _ error) {
 	f.mu.Lock()
 	if f.over {
 		kept := f.kept
@@ -620,7 +620,7 @@ func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputRespo
 		return f.res, false, f.err
 	default:
 	}
-	if e := checkAnswers(f.pending, responses, false); e != nil {
+	if e := checkAnswers(field, f.pending, responses, false); e != nil {
 		f.mu.Unlock()
 		return nil, false, e
 	}
@@ -634,14 +634,14 @@ func (f *flight) resume(ctx context.Context, responses map[string]mcp.InputRespo
 	return f.round(ctx, timeout)
 }
 
-// checkAnswers checks that responses answer exactly the pending requests
-// (partial: some of them), each with an answer of its kind.
-func checkAnswers(pending map[string]*ask, responses map[string]mcp.InputResponse, partial bool) *Error {
+// checkAnswers checks that responses (the wire's field) answer exactly the
+// pending requests (partial: some of them), each with an answer of its kind.
+func checkAnswers(field string, pending map[string]*ask, responses map[string]mcp.InputResponse, partial bool) *Error {
 	asked := make(answerKinds, len(pending))
 	for id, a := range pending {
 		asked[id] = inputKindName(a.req)
 	}
-	return checkAnswerIDs("input_responses", asked, responses, partial)
+	return checkAnswerIDs(field, asked, responses, partial)
 }
 
 func stateGone() *Error {

@@ -209,7 +209,7 @@ func TestFlightPerCallBoundTellsTheRetry(t *testing.T) {
 		for k := range reqs {
 			resp[k] = &mcp.ElicitResult{Action: "accept"}
 		}
-		_, _, err = f.resume(t.Context(), resp, time.Minute)
+		_, _, err = f.resume(t.Context(), "input_responses", resp, time.Minute)
 		var e *Error
 		if !errors.As(err, &e) || e.Reason != ReasonTooManyWaiting || e.Meta["limit"] != limitParkedPerCall {
 			t.Fatalf("retry = %v; want TOO_MANY_WAITING max_parked_per_call", err)

@@ -402,7 +402,7 @@ func (t *TaskOp) Update(ctx context.Context, responses map[string]mcp.InputRespo
 	for id, r := range cur.InputRequests {
 		pending[id] = &ask{req: r}
 	}
-	if e := checkAnswers(pending, responses, true); e != nil {
+	if e := checkAnswers("input_responses", pending, responses, true); e != nil {
 		return nil, e
 	}
 	m := make(mcp.InputResponseMap, len(responses))

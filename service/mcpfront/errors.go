@@ -18,10 +18,11 @@ import (
 // concern: tools/call has one "arguments" (JSON), lists continue from a
 // "cursor", resources/read names no server, and completion/complete has a
 // "ref" (a prompt's "name" or a resource template's "uri") and an
-// "argument" (its "name").
+// "argument" (its "name"); a 2026-07-28 retry carries "requestState" and
+// "inputResponses".
 var mcpFields = core.Fields{ArgumentsJSON: "arguments", PageToken: "cursor", NextPageToken: "nextCursor",
 	CompleteRef: "ref", CompletePrompt: "ref.name", CompleteTemplate: "ref.uri", CompleteArgument: "argument.name",
-	TaskHandle: "taskId"}
+	TaskHandle: "taskId", RequestState: "requestState", InputResponses: "inputResponses"}
 
 // mcpCallFailure is the MCP form of a refused or failed tool call:
 // arguments the model can fix are a tool error (isError, so the model sees
