@@ -334,13 +334,17 @@ func (s *Core) searchPersonal(view *mcpbridge.Snapshot, q string, limit int, kee
 	defer ti.mu.Unlock()
 	s.syncIndexToLocked(view.Base())
 	own, _ := mcpbridge.Diff(view.Base(), view)
+	// Removed however the ranking ends: a panic recovered above must not
+	// leave this principal's tools in the shared index, for others.
+	defer func() {
+		for _, t := range own {
+			ti.ix.Remove(t.Name)
+		}
+	}()
 	for _, t := range own {
 		ti.ix.Upsert(s.toolDoc(t, s.bridge.Instructions(t.Server)))
 	}
 	r := s.rankLocked(q, limit, keep, staged)
-	for _, t := range own {
-		ti.ix.Remove(t.Name)
-	}
 	r.rev, r.snap = view.Revision, view
 	return r
 }
