@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -60,6 +61,11 @@ type compiledSchema struct {
 	// nil when none is declared.
 	declared map[string]bool
 	folded   map[string]string
+	// freeForm: some subschema takes an object's keys as data (a map:
+	// additionalProperties or patternProperties that admit keys, or an
+	// object without properties), so below the top level a key may be a
+	// caller's name, not a parameter: only the top level is checked.
+	freeForm bool
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -135,6 +141,9 @@ func compileSchema(schema map[string]any) *compiledSchema {
 	}
 	cs := &compiledSchema{resolved: r, cost: cost}
 	for _, n := range g.nodes { // every subschema: nested, $ref'd, under allOf/anyOf/…
+		if takesKeysAsData(n.s) {
+			cs.freeForm = true
+		}
 		for name := range n.s.Properties {
 			if cs.declared == nil {
 				cs.declared, cs.folded = map[string]bool{}, map[string]string{}
@@ -144,6 +153,19 @@ func compileSchema(schema map[string]any) *compiledSchema {
 		}
 	}
 	return cs
+}
+
+// takesKeysAsData reports whether s admits object keys it does not
+// declare as data: a map (additionalProperties other than false,
+// patternProperties) or an object schema without properties.
+func takesKeysAsData(s *jsonschema.Schema) bool {
+	if len(s.PatternProperties) > 0 {
+		return true
+	}
+	if ap := s.AdditionalProperties; ap != nil {
+		return !(ap.Not != nil && reflect.ValueOf(*ap.Not).IsZero()) // not the false schema
+	}
+	return len(s.Properties) == 0 && (s.Type == "object" || slices.Contains(s.Types, "object"))
 }
 
 // foldName is name case-folded: each letter as the lower case of its
@@ -165,7 +187,11 @@ func foldName(name string) string {
 // schema's, not the subschema that applies at that object (which $ref,
 // allOf and the like make a validator's question): a key is refused when
 // it is a case variant of a property declared anywhere and is declared
-// nowhere itself. Refused, naming the key and the property.
+// nowhere itself. Where the schema also has a map (an object whose keys
+// are data: labels, headers, environment), a nested key may be the
+// caller's own name, so only the top level's keys — the tool's
+// parameters — are checked then. Refused, naming the key and the
+// property.
 func (cs *compiledSchema) caseVariants(field string, args map[string]any) []FieldViolation {
 	if cs.folded == nil {
 		return nil
@@ -179,6 +205,9 @@ func (cs *compiledSchema) caseVariants(field string, args map[string]any) []Fiel
 		}
 		switch v := v.(type) {
 		case map[string]any:
+			if cs.freeForm && len(path) > 0 {
+				return // a map's keys are the caller's data (cs.freeForm)
+			}
 			var bad []string
 			for k, x := range v {
 				if !cs.declared[k] {

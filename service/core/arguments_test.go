@@ -411,4 +411,32 @@ func TestValidateRefusesCaseVariants(t *testing.T) {
 			t.Errorf("validate(%s) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
+	// A schema with a map (labels: keys are the caller's data): a nested
+	// key that folds like a parameter is the caller's own; the parameters
+	// themselves are still checked.
+	withMap := compileSchema(map[string]any{"type": "object", "properties": map[string]any{
+		"text":   map[string]any{"type": "string"},
+		"labels": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}}})
+	if withMap.resolved == nil {
+		t.Fatalf("compileSchema: %s", withMap.problem)
+	}
+	for _, tt := range []struct {
+		in   string
+		want []string
+	}{
+		{`{"text": "ok", "labels": {"Text": "a label"}}`, nil},
+		{`{"TEXT": "x", "labels": {}}`, []string{"arguments.TEXT"}},
+	} {
+		args, err := decodeArgumentsJSON(tt.in)
+		if err != nil {
+			t.Fatalf("decodeArgumentsJSON(%s): %v", tt.in, err)
+		}
+		var got []string
+		for _, v := range violationsOf(withMap.validate("arguments", args)) {
+			got = append(got, v.Field)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("validate(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
 }
