@@ -33,7 +33,8 @@ type frontClientReport struct {
 // list_changed after an upstream adds a tool. Their plain calls (echo,
 // the bad arguments, the call they cancel, add_tool) are answered as JSON
 // and handled on the POST's own goroutine (the go-sdk patch's inline
-// path, toolsvc_front_calls_inline_total), cancellation included; the
+// path, toolsvc_front_calls_inline_total; add_tool may instead wait
+// behind the client's notifications/cancelled), cancellation included; the
 // legacy SSE transport never takes it.
 func TestMCPFrontSDKClients(t *testing.T) {
 	t.Parallel()
@@ -77,11 +78,17 @@ func TestMCPFrontSDKClients(t *testing.T) {
 			t.Logf("protocol %v, progress %v, bad arguments: %q", r.Protocol, r.Progress, r.BadArgsText)
 			// echo, the bad arguments, wait_cancel and add_tool (which
 			// the Python client may send twice); the progress call streams.
+			// add_tool follows the client's notifications/cancelled for
+			// wait_cancel, which the front door answers 202 once queued,
+			// not once handled: go-sdk handles a notification in order,
+			// before anything read after it, so an add_tool arriving while
+			// it is still being handled waits behind it (queued, not
+			// inline). Nothing else is sent just before a plain call.
 			switch n := metricValue(t, p, "toolsvc_front_calls_inline_total") - inline; {
 			case tc.name == "ts-sse" && n != 0:
 				t.Errorf("legacy SSE: %v calls handled inline, want none", n)
-			case tc.name != "ts-sse" && (n < 4 || n > 5):
-				t.Errorf("%v calls handled inline, want the 4 plain calls (5 with add_tool sent again)", n)
+			case tc.name != "ts-sse" && (n < 3 || n > 5):
+				t.Errorf("%v calls handled inline, want the 4 plain calls (5 with add_tool sent again; one fewer when add_tool waits behind notifications/cancelled)", n)
 			}
 			if !slices.Equal(r.Names, want) {
 				t.Errorf("tools/list names:\n got %v\nwant %v (ListTools)", r.Names, want)
