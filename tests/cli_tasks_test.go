@@ -120,6 +120,12 @@ func TestCLITasks(t *testing.T) {
 	if !strings.Contains(errOut, "no task of yours matches") {
 		t.Errorf("task with an unknown prefix: stderr:\n%s", errOut)
 	}
+	// A task id is base64url, which may begin with "-" (a Python SDK
+	// upstream's, about one time in 64): the id, not an undefined flag.
+	_, errOut = runCLI(t, ctx, p.addr, 1, "task", "-sbg6s6qQSvmlkc77XMXDKksDPYVLBX", "--cancel")
+	if !strings.Contains(errOut, `no task of yours matches "-sbg6s6qQSvmlkc77XMXDKksDPYVLBX"`) {
+		t.Errorf("task -ID --cancel: stderr:\n%s", errOut)
+	}
 	_, errOut = runCLI(t, ctx, p.addr, 2, "call", "--detach", "py__slow")
 	if !strings.Contains(errOut, "go with --task") {
 		t.Errorf("call --detach without --task: stderr:\n%s", errOut)

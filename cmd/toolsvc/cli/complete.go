@@ -38,16 +38,9 @@ func runComplete(ctx context.Context, args []string) error {
 	value := f.fs.String("value", "", "what has been typed of it so far")
 	ctxArgs := contextArgs{}
 	f.fs.Var(ctxArgs, "context", "an argument already resolved, NAME=VALUE (repeatable)")
-	var rest []string
-	for {
-		if err := f.fs.Parse(args); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		if f.fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, f.fs.Arg(0))
-		args = f.fs.Args()[1:]
+	rest, err := parseInterleaved(f.fs, args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	template := false
 	f.fs.Visit(func(fl *flag.Flag) { template = template || fl.Name == "template" })

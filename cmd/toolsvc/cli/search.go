@@ -24,16 +24,9 @@ func runSearch(ctx context.Context, args []string) error {
 	limit := f.fs.Int("limit", 10, "maximum number of results (at most 100)")
 	var servers serverList
 	f.fs.Var(&servers, "server", "only tools of this server (repeatable)")
-	var words []string
-	for {
-		if err := f.fs.Parse(args); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		if f.fs.NArg() == 0 {
-			break
-		}
-		words = append(words, f.fs.Arg(0))
-		args = f.fs.Args()[1:]
+	words, err := parseInterleaved(f.fs, args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	if len(words) == 0 {
 		return &exitError{code: 2, err: errors.New("usage: toolsvc search [--addr ADDR] [--json] [--limit N] [--server S]... QUERY")}

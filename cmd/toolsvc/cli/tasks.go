@@ -168,16 +168,9 @@ func runTask(ctx context.Context, args []string) error {
 	usage := errors.New("usage: toolsvc task [--addr ADDR] [--json] HANDLE [--watch [--no-input] | --cancel]\n" +
 		"  HANDLE: a task handle, its prefix as `toolsvc tasks` shows it, or the task id")
 	// The handle and the flags in any order.
-	var handles []string
-	for {
-		if err := f.fs.Parse(args); err != nil {
-			return &exitError{code: 2, err: err}
-		}
-		if f.fs.NArg() == 0 {
-			break
-		}
-		handles = append(handles, f.fs.Arg(0))
-		args = f.fs.Args()[1:]
+	handles, err := parseInterleaved(f.fs, args)
+	if err != nil {
+		return &exitError{code: 2, err: err}
 	}
 	if len(handles) != 1 || (*watch && *cancel) {
 		return &exitError{code: 2, err: usage}
