@@ -46,6 +46,7 @@ import zipfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 import distill  # noqa: E402
 
 # sha256 of the training texts (one per line, in the order used) for the
