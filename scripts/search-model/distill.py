@@ -284,6 +284,57 @@ class Teacher:
         self.hidden = self.cfg["hidden_size"]
 
 
+def kept_tokens(itos):
+    """The ids of the tokens that get a vector: those of ASCII text (a
+    tool's text and queries are English); [unused*], MPNet's <s>-style
+    specials and tokens of other scripts get none, so the tokenizer's
+    output for them is skipped at query time."""
+
+    def special(t):
+        return len(t) > 2 and ((t[0] == "[" and t[-1] == "]") or (t[0] == "<" and t[-1] == ">"))
+
+    return [i for i, t in enumerate(itos) if t.isascii() and not special(t)]
+
+
+def token_vectors(teacher, vocab, keep, raw=None):
+    """Each token as a sentence of its own, [CLS] token [SEP], mean-pooled
+    as the model pools a sentence. raw (optional) is a .npy file keeping
+    these full-width vectors, to try the steps after it without the
+    forward passes."""
+    if raw and os.path.exists(raw):
+        return np.load(raw)
+    n = len(keep)
+    emb = np.zeros((n, teacher.hidden), dtype=np.float32)
+    cls, sep = vocab[teacher.cls], vocab[teacher.sep]
+    ids_all = np.array(keep)
+    for lo in range(0, n, BATCH):
+        hi = min(n, lo + BATCH)
+        ids = np.stack([np.full(hi - lo, cls), ids_all[lo:hi], np.full(hi - lo, sep)], axis=1)
+        emb[lo:hi] = teacher.forward(ids).mean(1)
+        print(f"{hi}/{n}", file=sys.stderr, flush=True)
+    if raw:
+        np.save(raw, emb)
+    return emb
+
+
+def write_model(out_path, itos, keep, red):
+    """Quantises red (a DIMS-wide vector per kept token) to int8 with one
+    scale per token and writes the file staticmodel reads."""
+    scale = np.abs(red).max(1) / 127.0
+    scale[scale == 0] = 1.0
+    q = np.clip(np.rint(red / scale[:, None]), -127, 127).astype(np.int8)
+
+    with open(out_path, "wb") as f:
+        f.write(MAGIC)
+        f.write(struct.pack("<II", DIMS, len(keep)))
+        for i in keep:
+            b = itos[i].encode("utf-8")
+            f.write(struct.pack("<H", len(b)))
+            f.write(b)
+        f.write(scale.astype("<f4").tobytes())
+        f.write(q.tobytes())
+
+
 def main():
     model_dir, out_path = sys.argv[1], sys.argv[2]
     tok = json.load(open(f"{model_dir}/tokenizer.json"))
@@ -294,33 +345,9 @@ def main():
     teacher = Teacher(model_dir)
     teacher.check(teacher, vocab)
 
-    # Which tokens get a vector: those of ASCII text (a tool's text and
-    # queries are English); [unused*], MPNet's <s>-style specials and
-    # tokens of other scripts get none, so the tokenizer's output for them
-    # is skipped at query time.
-    def special(t):
-        return len(t) > 2 and ((t[0] == "[" and t[-1] == "]") or (t[0] == "<" and t[-1] == ">"))
-
-    keep = [i for i, t in enumerate(itos) if t.isascii() and not special(t)]
+    keep = kept_tokens(itos)
     n = len(keep)
-    # Each token as a sentence of its own, [CLS] token [SEP], mean-pooled
-    # as the model pools a sentence. RAW (optional) keeps these
-    # full-width vectors, to try the steps after it without the forward
-    # passes.
-    raw = os.environ.get("RAW")
-    if raw and os.path.exists(raw):
-        emb = np.load(raw)
-    else:
-        emb = np.zeros((n, teacher.hidden), dtype=np.float32)
-        cls, sep = vocab[teacher.cls], vocab[teacher.sep]
-        ids_all = np.array(keep)
-        for lo in range(0, n, BATCH):
-            hi = min(n, lo + BATCH)
-            ids = np.stack([np.full(hi - lo, cls), ids_all[lo:hi], np.full(hi - lo, sep)], axis=1)
-            emb[lo:hi] = teacher.forward(ids).mean(1)
-            print(f"{hi}/{n}", file=sys.stderr, flush=True)
-        if raw:
-            np.save(raw, emb)
+    emb = token_vectors(teacher, vocab, keep, os.environ.get("RAW"))
 
     # PCA to DIMS (centred; the components' signs are fixed so the output is
     # reproducible bit for bit from the same input).
@@ -337,19 +364,7 @@ def main():
     proba = (1.0 / rank) / (1.0 / rank).sum()
     red *= (SIF_A / (SIF_A + proba))[:, None]
 
-    scale = np.abs(red).max(1) / 127.0
-    scale[scale == 0] = 1.0
-    q = np.clip(np.rint(red / scale[:, None]), -127, 127).astype(np.int8)
-
-    with open(out_path, "wb") as f:
-        f.write(MAGIC)
-        f.write(struct.pack("<II", DIMS, n))
-        for i in keep:
-            b = itos[i].encode("utf-8")
-            f.write(struct.pack("<H", len(b)))
-            f.write(b)
-        f.write(scale.astype("<f4").tobytes())
-        f.write(q.tobytes())
+    write_model(out_path, itos, keep, red)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -49,6 +50,8 @@ var (
 	fit        = flag.Bool("fit", false, "fit the hybrid's blend (dense, name-cover and coverage weights) on the tune splits of every corpus jointly: rank each point of the grid, print it, and the best last")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the index measurements (-sizes) to this file")
 	misses     = flag.String("misses", "", "print the hybrid's misses (no expected tool in the top 5) of the queries of this kind (\"all\": every kind); only with -split tune")
+	hitsOut    = flag.String("hits", "", "write which queries the hybrid has an expected tool for in its top 5 to this file (JSON, corpus/id → bool): a run with another model.bin compares against it with -against")
+	against    = flag.String("against", "", "compare the hybrid's top-5 hits with those a -hits run wrote (the same -split and -public): queries won and lost, the sign test, and the verdict by docs/search.md's rule")
 )
 
 type corpus struct {
@@ -123,7 +126,8 @@ func run() error {
 	if *fit {
 		return fitBlend(dir, docs, qs)
 	}
-	if err := rankCorpus("project", "", docs, qs, out); err != nil {
+	hits := map[string]bool{}
+	if err := rankCorpus("project", "", docs, qs, out, hits); err != nil {
 		return err
 	}
 	for _, name := range strings.Split(*publicSets, ",") {
@@ -139,9 +143,12 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		if err := rankCorpus(name, name+"_", pdocs, pqs, out); err != nil {
+		if err := rankCorpus(name, name+"_", pdocs, pqs, out, hits); err != nil {
 			return err
 		}
+	}
+	if err := compareHits(hits); err != nil {
+		return err
 	}
 
 	// The index: latency, memory and change cost at each size.
@@ -192,7 +199,9 @@ func flagOptions() toolsearch.Options {
 
 // rankCorpus prints and records the rankers' figures on one corpus's
 // queries of the -split asked for; JSON keys are prefix + ranker + metric.
-func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map[string]any) error {
+// hits gets "name/query id" → whether the hybrid's top 5 has an expected
+// tool.
+func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map[string]any, hits map[string]bool) error {
 	var qs []query
 	for _, q := range all {
 		if *splitFlag == "all" || q.Split == *splitFlag {
@@ -226,8 +235,13 @@ func rankCorpus(name, prefix string, docs []core.SearchDoc, all []query, out map
 		}
 		printMisses(qs, rankers[0].rank)
 	}
-	for _, r := range rankers {
+	for i, r := range rankers {
 		m := evaluate(qs, r.rank)
+		if i == 0 {
+			for j, q := range qs {
+				hits[name+"/"+q.ID] = m.hit5[j]
+			}
+		}
 		fmt.Printf("%-24s %9.3f %9.3f %9.3f %7.3f %8.3f   %s\n", r.name, m.at[1], m.at[5], m.at[10], m.mrr, m.ndcg, m.byKind())
 		k := prefix + r.key
 		out[k+"_recall_at_1"], out[k+"_recall_at_5"], out[k+"_recall_at_10"] = round3(m.at[1]), round3(m.at[5]), round3(m.at[10])
@@ -331,6 +345,75 @@ func fitBlend(dir string, docs []core.SearchDoc, qs []query) error {
 		}
 		fmt.Printf("best against the defaults, pooled tune queries: %d won, %d lost in the top 5; sign test p = %.3f: %s\n", won, lost, p, verdict)
 	}
+	return nil
+}
+
+// compareHits writes the hybrid's top-5 hits to -hits and compares them
+// with -against's by the rule a change must pass to be kept
+// (docs/search.md): over the pooled queries, more won than lost, and the
+// exact two-sided sign test over those that differ below 0.05. Both runs
+// must have ranked the same queries: a model file is compared with
+// another by two runs, one with each model.bin.
+func compareHits(hits map[string]bool) error {
+	if *hitsOut != "" {
+		b, err := json.Marshal(hits)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*hitsOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	if *against == "" {
+		return nil
+	}
+	b, err := os.ReadFile(*against)
+	if err != nil {
+		return err
+	}
+	var base map[string]bool
+	if err := json.Unmarshal(b, &base); err != nil {
+		return fmt.Errorf("-against %s: %w", *against, err)
+	}
+	if len(base) != len(hits) {
+		return fmt.Errorf("-against %s: %d queries, this run %d (the same -split and -public?)", *against, len(base), len(hits))
+	}
+	won, lost := map[string]int{}, map[string]int{}
+	var ids []string
+	for id, h := range hits {
+		was, ok := base[id]
+		if !ok {
+			return fmt.Errorf("-against %s: no query %s (the same -split and -public?)", *against, id)
+		}
+		c, _, _ := strings.Cut(id, "/")
+		switch {
+		case h && !was:
+			won[c]++
+			won[""]++
+			ids = append(ids, "+"+id)
+		case !h && was:
+			lost[c]++
+			lost[""]++
+			ids = append(ids, "-"+id)
+		}
+	}
+	slices.Sort(ids)
+	for _, c := range slices.Sorted(maps.Keys(won)) {
+		if c != "" {
+			fmt.Printf("against %s: %s %d won, %d lost\n", *against, c, won[c], lost[c])
+		}
+	}
+	for _, c := range slices.Sorted(maps.Keys(lost)) {
+		if c != "" && won[c] == 0 {
+			fmt.Printf("against %s: %s 0 won, %d lost\n", *against, c, lost[c])
+		}
+	}
+	p := signTest(won[""], lost[""])
+	verdict := "within noise: not better"
+	if won[""] > lost[""] && p < 0.05 {
+		verdict = "better beyond noise"
+	}
+	fmt.Printf("against %s, pooled queries: %d won, %d lost in the top 5 (%s); sign test p = %.3f: %s\n", *against, won[""], lost[""], strings.Join(ids, " "), p, verdict)
 	return nil
 }
 
