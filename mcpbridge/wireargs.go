@@ -13,8 +13,8 @@ import (
 // call, cancellation and progress work as for every transport), but the
 // binding's adapter would then decode that JSON into values again, values
 // the front door already decoded to validate them (about 3 µs and 14
-// allocations a call of one string argument: docs/benchmarks.md, "The
-// gRPC upstream's call from the caller's own values").
+// allocations a call of one string argument; docs/mcp-grpc.md, "A call's
+// arguments: the values toolsvc validated").
 //
 // So the caller may hand its decoded arguments over with the call
 // (CallOptions.DecodedArguments), and the session puts them, with the
@@ -25,7 +25,9 @@ import (
 // before whenever they cannot say everything the request does: a
 // continued interactive call (its input responses and request state are
 // read from the request), or a value a Struct cannot hold as the JSON
-// decode would (internal/mcpgrpcup, callArguments).
+// decode would (internal/mcpgrpcup, decodedCall). The core leaves out
+// arguments whose text holds the integer -0, which its decoding reads as
+// 0 (service/core, negativeZeroInteger).
 
 // decodedCall is one tools/call's name and decoded arguments, as the request
 // written with its context carries them.
