@@ -1,6 +1,7 @@
 package mcpgrpcup
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -96,4 +97,56 @@ func TestCallFromDecodedArguments(t *testing.T) {
 		t.Errorf("a call allocates %.1f times from decoded values and %.1f from the request's JSON; want at least 8 fewer", fromValues, fromJSON)
 	}
 	t.Logf("allocations a call: %.1f from the request's JSON, %.1f from decoded values", fromJSON, fromValues)
+}
+
+// TestDecodedCallCancels: a call built from decoded arguments still runs
+// its RPC under the caller's context: a caller who gives up cancels the
+// upstream's handler (a real gRPC server on loopback), gets an error, and
+// the session goes on serving calls.
+func TestDecodedCallCancels(t *testing.T) {
+	srv := &toolsOnly{started: make(chan struct{}), cancelled: make(chan struct{}), auth: make(chan []string, 1)}
+	url, _ := serve(t, srv)
+	br, err := mcpbridge.New(mcpbridge.Config{
+		Servers:    []mcpbridge.ServerConfig{{Name: "g", Transport: mcpbridge.TransportGRPC, URL: url}},
+		Transports: map[mcpbridge.Transport]mcpbridge.TransportFactory{mcpbridge.TransportGRPC: Factory},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Close()
+	select {
+	case <-br.Ready():
+	case <-time.After(time.Minute):
+		t.Fatal("bridge not ready")
+	}
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := br.CallTool(ctx, "g__block", json.RawMessage(`{}`), &mcpbridge.CallOptions{DecodedArguments: map[string]any{}})
+		done <- err
+	}()
+	select {
+	case <-srv.started:
+	case <-time.After(time.Minute):
+		t.Fatal("the upstream never ran block")
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a cancelled call returned no error")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the cancelled call did not return")
+	}
+	select {
+	case <-srv.cancelled:
+	case <-time.After(time.Minute):
+		t.Fatal("the upstream's handler was not cancelled")
+	}
+	res, err := br.CallTool(t.Context(), "g__echo", json.RawMessage(`{"text":"after"}`),
+		&mcpbridge.CallOptions{DecodedArguments: map[string]any{"text": "after"}})
+	if err != nil || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "after" {
+		t.Fatalf("a call after the cancelled one = %+v, %v", res, err)
+	}
 }
