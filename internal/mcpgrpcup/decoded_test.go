@@ -17,8 +17,9 @@ import (
 // arguments over (CallOptions.DecodedArguments, as the core does) reaches
 // tests/mcpgrpcupstream, a real child process, with the same Struct as one
 // whose request JSON the adapter decodes (the upstream says back what it
-// received), and allocates fewer times: the request's JSON is not decoded
-// again (before: the same count, 14 more allocations a call than now). A
+// received), and makes fewer allocations: the request's JSON is not
+// decoded again (148 against 159 a call; before the adapter used the
+// values, 162 against 159). A
 // value the JSON decode refuses (an overflowing number, an infinity once
 // decoded) fails the same way on both.
 func TestCallFromDecodedArguments(t *testing.T) {
