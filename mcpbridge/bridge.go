@@ -512,6 +512,13 @@ type CallOptions struct {
 	// Input, if set, lets the upstream ask the caller for input during the
 	// call (interact.go); nil: the server's policy answers it.
 	Input *Interaction
+	// DecodedArguments, if set, are the call's arguments as decoded values
+	// (what the front door validated): exactly the object the args given
+	// to Call encode, never changed after. A transport whose wire carries
+	// values builds its request from them instead of decoding the
+	// request's JSON again (wireargs.go); the request is still written as
+	// JSON through the session as for every transport.
+	DecodedArguments map[string]any
 }
 
 // Target is a catalog entry resolved for a call: the immutable entry from
@@ -766,7 +773,8 @@ func (s *session) call(ctx context.Context, tool string, args any, opts *CallOpt
 			it.logs.close() // log messages handled after this point are dropped
 		}()
 	}
-	ctx, rq := startRaw(ctx) // the raw result, for a caller that asked (rawresult.go)
+	ctx, rq := startRaw(ctx)                   // the raw result, for a caller that asked (rawresult.go)
+	ctx = s.withDecodedCall(ctx, params, opts) // the decoded arguments, for the gRPC binding (wireargs.go)
 	res, err = s.cs.CallTool(ctx, params)
 	rq.finish(ctx, res, err)
 	return res, err

@@ -31,31 +31,12 @@ import (
 //	go test -run XXX -bench GRPCUpstreamCall -benchmem -cpuprofile cpu.out ./internal/mcpgrpcup
 func BenchmarkGRPCUpstreamCall(b *testing.B) {
 	addr := startUpstreamChild(b)
-	b.Run("bridge", func(b *testing.B) {
-		br, err := mcpbridge.New(mcpbridge.Config{
-			Servers:    []mcpbridge.ServerConfig{{Name: "g", Transport: mcpbridge.TransportGRPC, URL: "grpc://" + addr}},
-			Transports: map[mcpbridge.Transport]mcpbridge.TransportFactory{mcpbridge.TransportGRPC: Factory},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer br.Close()
-		select {
-		case <-br.Ready():
-		case <-time.After(time.Minute):
-			b.Fatal("bridge not ready")
-		}
-		ctx := context.Background()
-		args := json.RawMessage(`{"text":"hello"}`)
-		benchLoop(b, func() {
-			res, err := br.CallTool(ctx, "g__echo", args, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.IsError || len(res.Content) != 1 {
-				b.Fatalf("unexpected result %+v", res)
-			}
-		})
+	b.Run("bridge", func(b *testing.B) { benchBridge(b, addr, nil) })
+	// As the core calls: with the arguments it validated, decoded
+	// (CallOptions.DecodedArguments), which the binding's request is built
+	// from.
+	b.Run("bridge-decoded", func(b *testing.B) {
+		benchBridge(b, addr, &mcpbridge.CallOptions{DecodedArguments: map[string]any{"text": "hello"}})
 	})
 	b.Run("direct", func(b *testing.B) {
 		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -78,6 +59,35 @@ func BenchmarkGRPCUpstreamCall(b *testing.B) {
 	})
 }
 
+// benchBridge is one tools/call to echo through a bridge to the upstream
+// at addr, with opts.
+func benchBridge(b *testing.B, addr string, opts *mcpbridge.CallOptions) {
+	br, err := mcpbridge.New(mcpbridge.Config{
+		Servers:    []mcpbridge.ServerConfig{{Name: "g", Transport: mcpbridge.TransportGRPC, URL: "grpc://" + addr}},
+		Transports: map[mcpbridge.Transport]mcpbridge.TransportFactory{mcpbridge.TransportGRPC: Factory},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	select {
+	case <-br.Ready():
+	case <-time.After(time.Minute):
+		b.Fatal("bridge not ready")
+	}
+	ctx := context.Background()
+	args := json.RawMessage(`{"text":"hello"}`)
+	benchLoop(b, func() {
+		res, err := br.CallTool(ctx, "g__echo", args, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.IsError || len(res.Content) != 1 {
+			b.Fatalf("unexpected result %+v", res)
+		}
+	})
+}
+
 // benchLoop warms call up (connections, the catalog, the collector), then
 // runs it b.N times and reports this process's CPU time per call.
 func benchLoop(b *testing.B, call func()) {
@@ -94,7 +104,7 @@ func benchLoop(b *testing.B, call func()) {
 
 // startUpstreamChild builds and starts tests/mcpgrpcupstream on a loopback
 // port and returns its address; it is killed when b ends.
-func startUpstreamChild(b *testing.B) string {
+func startUpstreamChild(b testing.TB) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "mcpgrpcupstream")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../tests/mcpgrpcupstream").CombinedOutput(); err != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/toolsvc/toolsvc/gen/model_context_protocol"
+	"github.com/toolsvc/toolsvc/mcpbridge"
 )
 
 // handler runs one JSON-RPC method as its RPC and returns the result in
@@ -71,6 +73,9 @@ var handlers = map[string]handler{
 		return listJSON("prompts", out, r.GetTtl(), r.GetCacheScope()), nil
 	},
 	"tools/call": func(ctx context.Context, c pb.McpClient, params json.RawMessage) (any, error) {
+		if name, args, ok := decodedCall(ctx); ok {
+			return callTool(ctx, c, &pb.CallToolRequest{Request: &pb.CallToolRequest_Request{Name: name, Arguments: args}})
+		}
 		var p struct {
 			Name      string         `json:"name"`
 			Arguments map[string]any `json:"arguments"`
@@ -87,19 +92,7 @@ var handlers = map[string]handler{
 		if err != nil {
 			return nil, err
 		}
-		r, err := c.CallTool(ctx, &pb.CallToolRequest{Common: common, Request: &pb.CallToolRequest_Request{Name: p.Name, Arguments: args}})
-		if err != nil {
-			return nil, err
-		}
-		if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
-			return inputRequiredJSON(r.GetCommon())
-		}
-		out := &callResultJSON{Content: make([]any, 0, len(r.GetContent())), IsError: r.GetIsError(),
-			StructuredContent: structMap(r.GetStructuredContent())}
-		for _, b := range r.GetContent() {
-			out.Content = append(out.Content, contentJSON(b.GetText(), b.GetImage(), b.GetAudio(), b.GetEmbeddedResource(), b.GetResourceLink()))
-		}
-		return out, nil
+		return callTool(ctx, c, &pb.CallToolRequest{Common: common, Request: &pb.CallToolRequest_Request{Name: p.Name, Arguments: args}})
 	},
 	"resources/read": func(ctx context.Context, c pb.McpClient, params json.RawMessage) (any, error) {
 		var p struct {
@@ -196,6 +189,70 @@ var handlers = map[string]handler{
 		}
 		return map[string]any{"completion": comp}, nil
 	},
+}
+
+// callTool runs a tools/call's RPC and returns its result in the MCP JSON
+// shape.
+func callTool(ctx context.Context, c pb.McpClient, req *pb.CallToolRequest) (any, error) {
+	r, err := c.CallTool(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
+		return inputRequiredJSON(r.GetCommon())
+	}
+	out := &callResultJSON{Content: make([]any, 0, len(r.GetContent())), IsError: r.GetIsError(),
+		StructuredContent: structMap(r.GetStructuredContent())}
+	for _, b := range r.GetContent() {
+		out.Content = append(out.Content, contentJSON(b.GetText(), b.GetImage(), b.GetAudio(), b.GetEmbeddedResource(), b.GetResourceLink()))
+	}
+	return out, nil
+}
+
+// decodedCall is the tools/call being written with ctx as its name and
+// its arguments' Struct, built from the values its caller decoded
+// (mcpbridge.DecodedCallOf) instead of decoding the request's JSON, which
+// go-sdk encoded from those same values a moment ago: about 3 µs and 14
+// allocations a call of one string argument. ok is false, and the request
+// is decoded as before, when the caller handed none over (a continued
+// interactive call, a caller that did not decode them) or when the values
+// hold what decoding the JSON would not give (a number JSON cannot carry
+// as a float64, which the decode refuses: an infinity from an overflowing
+// literal), or what a Struct cannot hold.
+func decodedCall(ctx context.Context) (string, *structpb.Struct, bool) {
+	name, args, ok := mcpbridge.DecodedCallOf(ctx)
+	if !ok || !finite(args) {
+		return "", nil, false
+	}
+	st, err := structpb.NewStruct(args)
+	if err != nil {
+		return "", nil, false
+	}
+	return name, st, true
+}
+
+// finite reports whether every number in v is finite (v is a decoded JSON
+// value: a map, a slice, or a scalar).
+func finite(v any) bool {
+	switch v := v.(type) {
+	case float64:
+		return !math.IsInf(v, 0) && !math.IsNaN(v)
+	case float32:
+		return !math.IsInf(float64(v), 0) && !math.IsNaN(float64(v))
+	case map[string]any:
+		for _, e := range v {
+			if !finite(e) {
+				return false
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if !finite(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func invalidParams(format string, args ...any) error {

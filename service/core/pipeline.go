@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -73,6 +74,7 @@ type Call struct {
 	in     CallInput
 	target mcpbridge.Target // zero until resolved
 	args   any              // map[string]any, json.RawMessage, or nil ({})
+	values map[string]any   // args decoded (validated), for the bridge's DecodedArguments
 	state  *inputState      // the verified request state of a continued call
 	parked bool             // the result is a parked input_required (interact.go)
 	task   *Task            // the task the upstream created for the call (tasks.go)
@@ -138,7 +140,7 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 		return c, e
 	}
 	c.state = st
-	c.args, err = s.checkArguments(c.target, in)
+	c.args, c.values, err = s.checkArguments(c.target, in)
 	if err == nil && in.Invalid != nil {
 		return c, in.Invalid
 	}
@@ -154,33 +156,34 @@ func (s *Core) BeginCall(ctx context.Context, in CallInput) (*Call, error) {
 // checkArguments checks that the arguments are one JSON object, nested at
 // most MaxArgumentsDepth deep, with no key twice in any object, and, unless
 // the tool's server turns validation off or its schema cannot be used, that
-// they satisfy the entry's inputSchema. It returns what to send.
-func (s *Core) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
+// they satisfy the entry's inputSchema. It returns what to send, and the
+// same object decoded (nil when nothing was sent: {}).
+func (s *Core) checkArguments(t mcpbridge.Target, in CallInput) (any, map[string]any, error) {
 	field := "arguments"
 	var obj map[string]any // decoded, for validation
 	var args any           // what is sent: nil ({}), the map, or the caller's text
 	switch {
 	case in.Arguments != nil && in.ArgumentsJSON != "":
-		return nil, InvalidArguments(Violation(in.Fields.ArgumentsJSON, "set at most one of arguments and "+in.Fields.ArgumentsJSON))
+		return nil, nil, InvalidArguments(Violation(in.Fields.ArgumentsJSON, "set at most one of arguments and "+in.Fields.ArgumentsJSON))
 	case in.ArgumentsJSON != "":
 		field = in.Fields.ArgumentsJSON
 		if JSONNestsDeeper(in.ArgumentsJSON, MaxArgumentsDepth) {
-			return nil, depthError(field)
+			return nil, nil, depthError(field)
 		}
 		m, err := decodeArgumentsJSON(in.ArgumentsJSON)
 		var dup *duplicateKeyError
 		switch {
 		case errors.As(err, &dup):
 			path := field + dup.path
-			return nil, InvalidArguments(Violation(Clip(path), "the key appears more than once in its object; send each key once"))
+			return nil, nil, InvalidArguments(Violation(Clip(path), "the key appears more than once in its object; send each key once"))
 		case err != nil:
-			return nil, InvalidArguments(Violation(field, "must be a JSON object: "+err.Error()))
+			return nil, nil, InvalidArguments(Violation(field, "must be a JSON object: "+err.Error()))
 		}
 		// Forwarded as the caller wrote it: numbers keep every digit.
 		obj, args = m, json.RawMessage(in.ArgumentsJSON)
 	case in.Arguments != nil:
 		if valueNestsDeeper(in.Arguments, MaxArgumentsDepth) {
-			return nil, depthError(field)
+			return nil, nil, depthError(field)
 		}
 		obj, args = in.Arguments, in.Arguments
 	default:
@@ -188,10 +191,33 @@ func (s *Core) checkArguments(t mcpbridge.Target, in CallInput) (any, error) {
 	}
 	if t.ValidatesArguments() {
 		if err := s.validateArguments(t.Tool, field, obj); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return args, nil
+	if args == nil || (in.ArgumentsJSON != "" && negativeZeroInteger(in.ArgumentsJSON)) {
+		return args, nil, nil
+	}
+	return args, obj, nil
+}
+
+// negativeZeroInteger reports whether text may hold the integer literal -0,
+// which the arguments' decoding (convertNumber) reads as the integer 0
+// while a JSON decode into float64 keeps its sign: such arguments are not
+// handed to the bridge decoded (CallOptions.DecodedArguments), so an
+// upstream that takes values gets the same -0 as before. A match inside a
+// string only costs that call the decode.
+func negativeZeroInteger(text string) bool {
+	for i := strings.Index(text, "-0"); i >= 0; {
+		if j := i + 2; j == len(text) || !strings.ContainsRune(".eE0123456789", rune(text[j])) {
+			return true
+		}
+		next := strings.Index(text[i+2:], "-0")
+		if next < 0 {
+			return false
+		}
+		i += 2 + next
+	}
+	return false
 }
 
 // validateArguments validates the decoded arguments against the tool's
@@ -228,6 +254,9 @@ func (c *Call) Dispatch(ctx context.Context, opts *mcpbridge.CallOptions) (*mcp.
 	}
 	opts.Principal = c.op.principal.Name // sent to upstreams with forwardPrincipal
 	opts.SubjectToken = c.op.subject     // exchanged by per-user upstreams
+	// What was validated, decoded: the gRPC binding sends it as a Struct
+	// without decoding the request's JSON again (mcpbridge/wireargs.go).
+	opts.DecodedArguments = c.values
 	e := &exchange{op: c.op, bound: c.in.Name, server: c.target.Tool.Server, in: c.in.Input, state: c.state,
 		send: func(ctx context.Context, it *mcpbridge.Interaction) (mcp.Result, error) {
 			o := *opts

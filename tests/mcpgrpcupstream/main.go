@@ -1,7 +1,8 @@
 // Command mcpgrpcupstream is an upstream for the end-to-end tests that
 // serves the MCP gRPC binding (model_context_protocol.Mcp) and nothing
-// else: tools echo, add and add_tool (which adds a tool named by its
-// argument to the list, seen by whoever lists after it), a resource and a
+// else: tools echo, add, echo_args (its arguments as it received them, as
+// JSON text) and add_tool (which adds a tool named by its argument to the
+// list, seen by whoever lists after it), a resource and a
 // template, a prompt with completions. Its lists carry -ttl.
 //
 // Tools that ask their caller through the binding's input requests
@@ -27,6 +28,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -203,6 +205,7 @@ func (s *server) ListTools(context.Context, *pb.ListToolsRequest) (*pb.ListTools
 		{Name: "bad_ask", Description: "asks with an input request of no kind", InputSchema: schema(map[string]any{})},
 		{Name: "big_ask", Description: "asks with a 2 MiB input request", InputSchema: schema(map[string]any{})},
 		{Name: "add_tool", Description: "adds a tool named name", InputSchema: schema(map[string]any{"name": map[string]any{"type": "string"}}, "name")},
+		{Name: "echo_args", Description: "says its arguments back as JSON", InputSchema: schema(map[string]any{})},
 	}
 	s.mu.Lock()
 	for _, n := range s.added {
@@ -230,6 +233,14 @@ func (s *server) CallTool(_ context.Context, req *pb.CallToolRequest) (*pb.CallT
 		return &pb.CallToolResponse{Content: text(fmt.Sprint(a + b)), StructuredContent: sum}, nil
 	case "ask_name", "ask_sample", "bad_ask", "big_ask":
 		return ask(r.GetName(), req.GetCommon())
+	case "echo_args":
+		// The Struct it received, as encoding/json writes its values
+		// (sorted keys, every number a float64, -0 kept).
+		out, err := json.Marshal(args)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "echo_args: %v", err)
+		}
+		return &pb.CallToolResponse{Content: text(string(out))}, nil
 	case "add_tool":
 		n, _ := args["name"].(string)
 		s.mu.Lock()
