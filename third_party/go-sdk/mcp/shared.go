@@ -569,7 +569,12 @@ func validateRequestMeta(req *jsonrpc.Request) (*validatedMeta, error) {
 	if !req.IsCall() {
 		return &validatedMeta{usesNewProtocol: false, initializeParams: nil}, nil
 	}
-	meta := extractRequestMeta(req.Params)
+	var meta Meta
+	if re, ok := req.Extra.(*RequestExtra); ok && re.metaRead {
+		meta = re.meta // decoded by the transport (toolsvc patch)
+	} else {
+		meta = extractRequestMeta(req.Params)
+	}
 	if meta == nil {
 		return &validatedMeta{usesNewProtocol: false, initializeParams: nil}, nil
 	}
@@ -644,6 +649,12 @@ type RequestExtra struct {
 	// This mechanism is deprecated in protocol version 2026-07-28 as the resumability
 	// feature is removed.
 	CloseSSEStream func(CloseSSEStreamArgs)
+
+	// meta is the request's `_meta`, as the transport decoded it already
+	// when metaRead is set (toolsvc patch: validateRequestMeta decodes it
+	// no second time).
+	meta     Meta
+	metaRead bool
 }
 
 // CloseSSEStreamArgs are arguments for [RequestExtra.CloseSSEStream].

@@ -1,0 +1,169 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// statelessServer is go-sdk's stateless streamable handler (as the front
+// door runs it for 2026-07-28 requests) with a tool that says how many
+// server sessions have a reader goroutine, running or about to, when it runs,
+// each request marked RespondWithJSON when its X-Json header says so.
+func statelessServer(t testing.TB) *httptest.Server {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "stateless", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "readers", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			buf := make([]byte, 1<<20)
+			n := 0
+			// jsonrpc2's reader goroutines, running or about to run (the
+			// test's client is no jsonrpc2 peer: they are the server
+			// sessions').
+			for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+				if strings.Contains(g, "jsonrpc2.(*Connection).readIncoming") ||
+					strings.Contains(g, "created by github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2.(*Connection).start") ||
+					strings.Contains(g, "jsonrpc2.(*Connection).readOnDemand") {
+					n++
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("readers=%d inline=%v", n, mcp.HandledInline(ctx))}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Json") != "" {
+			r = r.WithContext(mcp.RespondWithJSON(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv
+}
+
+// statelessCall is a 2026-07-28 tools/call of tool, as go-sdk's client
+// sends it.
+func statelessCall(id int, tool string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{},"_meta":{`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},`+
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`, id, tool)
+}
+
+// postStateless posts body to srv as a 2026-07-28 client does, marked
+// RespondWithJSON when json; it returns the status and the answer.
+func postStateless(t testing.TB, hc *http.Client, url, body string, json bool, method, tool string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if tool != "" {
+		req.Header.Set("Mcp-Name", tool)
+	}
+	if json {
+		req.Header.Set("X-Json", "1")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestGoSDKStatelessCallStartsNoReader: go-sdk's stateless handler makes a
+// session, and its jsonrpc2 connection, for every POST; the connection
+// started a reader goroutine at once, which for a call handled inline
+// (RespondWithJSON) read nothing before the session closed: a goroutine
+// started and a stack allocated per request for nothing. With the go-sdk
+// patch the connection's reader starts only when the transport first has
+// a message for it (a call that is queued, a notification): a call
+// handled inline runs with no reader of its session (0 before: 1). A
+// streamed call still has one, and is answered.
+func TestGoSDKStatelessCallStartsNoReader(t *testing.T) {
+	srv := statelessServer(t)
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	code, body := postStateless(t, hc, srv.URL, statelessCall(1, "readers"), true, "tools/call", "readers")
+	if want := "readers=0 inline=true"; code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("a call answered as JSON: HTTP %d %s; want 200 and %q", code, body, want)
+	}
+	code, body = postStateless(t, hc, srv.URL, statelessCall(2, "readers"), false, "tools/call", "readers")
+	if code != http.StatusOK || strings.Contains(body, "readers=0") || !strings.Contains(body, "inline=false") {
+		t.Errorf("a streamed call: HTTP %d %s; want 200, a reader and no inline handler", code, body)
+	}
+	// A notification (202) is read by a reader started for it, and its
+	// session closes: nothing is left running (goleak checks the package).
+	code, body = postStateless(t, hc, srv.URL, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, true, "notifications/cancelled", "")
+	if code != http.StatusAccepted {
+		t.Errorf("a notification: HTTP %d %s, want 202", code, body)
+	}
+}
+
+// maxStatelessCallAllocs bounds TestGoSDKStatelessCallAllocs: a 2026-07-28
+// call handled inline by go-sdk's stateless handler, with the lean client
+// that posts it. The patch's base allocated 298 times per call (321 with
+// -race: the body read and decoded twice, its _meta decoded twice before
+// the handler's own params, a reader goroutine started); 273 with it (295).
+const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 282, 306
+
+// TestGoSDKStatelessCallAllocs: what one call through go-sdk's stateless
+// handler allocates, the lean client in the same process included. The
+// go-sdk patch reads and decodes the body once (the handler read it to
+// choose the session's state, then servePOST read and decoded it again)
+// and hands the session's handler the _meta servePOST decoded (it decoded
+// it a second time to validate it).
+func TestGoSDKStatelessCallAllocs(t *testing.T) {
+	srv := statelessServer(t)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	defer hc.CloseIdleConnections()
+	body := []byte(statelessCall(1, "readers"))
+	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"readers"}, "X-Json": {"1"}}
+	call := func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header = hdr
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte("readers=")) {
+			t.Fatalf("HTTP %d %s", resp.StatusCode, out)
+		}
+	}
+	for range 50 { // warm up: the connection, go-sdk's codecs
+		call()
+	}
+	// The whole process counts, and other goroutines only add: the
+	// fewest of a few runs.
+	var runs []float64
+	for range 5 {
+		runs = append(runs, testing.AllocsPerRun(100, call))
+	}
+	want := maxStatelessCallAllocs
+	if raceBuild {
+		want = maxStatelessCallAllocsRace
+	}
+	if got := slices.Min(runs); got > float64(want) {
+		t.Errorf("a call allocates %.1f times (runs %v), want at most %d", got, runs, want)
+	}
+}
