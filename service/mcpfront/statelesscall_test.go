@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -165,5 +167,70 @@ func TestGoSDKStatelessCallAllocs(t *testing.T) {
 	}
 	if got := slices.Min(runs); got > float64(want) {
 		t.Errorf("a call allocates %.1f times (runs %v), want at most %d", got, runs, want)
+	}
+}
+
+// countingHandler counts the records handed to it and the levels it said
+// yes to (a logger builds a record for each), by level; it is enabled
+// from Info up, as toolsvc's log is by default.
+type countingHandler struct {
+	mu         sync.Mutex
+	seen, said map[slog.Level]int
+}
+
+func (h *countingHandler) Enabled(_ context.Context, l slog.Level) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l >= slog.LevelInfo {
+		h.said[l]++
+		return true
+	}
+	return false
+}
+
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen[r.Level]++
+	return nil
+}
+
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestGoSDKInfoLinesCostNothing: go-sdk logs info lines per session
+// ("server connecting", "server session connected", "… disconnected"),
+// which the front door's logger turns to debug (quietUndelivered); go-sdk's
+// stateless handler makes a session per 2026-07-28 request, so each call
+// built three records (the time, the caller's frames, the attributes)
+// that the handler then dropped, its log being at info level. The front
+// door's handler now says at once that it does not want them: none is
+// built (9 for 3 calls before), and a warning still reaches the log.
+func TestGoSDKInfoLinesCostNothing(t *testing.T) {
+	h := &countingHandler{seen: map[slog.Level]int{}, said: map[slog.Level]int{}}
+	server := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, &mcp.ServerOptions{Logger: slog.New(quietUndelivered{h})})
+	server.AddTool(&mcp.Tool{Name: "readers", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	for i := range 3 {
+		if code, body := postStateless(t, hc, srv.URL, statelessCall(i, "readers"), false, "tools/call", "readers"); code != http.StatusOK {
+			t.Fatalf("call %d: HTTP %d %s", i, code, body)
+		}
+	}
+	h.mu.Lock()
+	built, logged := h.said[slog.LevelInfo], h.seen[slog.LevelInfo]+h.seen[slog.LevelDebug]
+	h.mu.Unlock()
+	if built != 0 || logged != 0 {
+		t.Errorf("go-sdk built %d info records for 3 calls and %d were logged, want none", built, logged)
+	}
+	slog.New(quietUndelivered{h}).Warn("kept")
+	if h.seen[slog.LevelWarn] != 1 {
+		t.Errorf("a warning reached the handler %d times, want 1", h.seen[slog.LevelWarn])
 	}
 }
