@@ -122,16 +122,19 @@ func TestGoSDKStatelessCallStartsNoReader(t *testing.T) {
 // maxStatelessCallAllocs bounds TestGoSDKStatelessCallAllocs: a 2026-07-28
 // call handled inline by go-sdk's stateless handler, with the lean client
 // that posts it. The patch's base allocated 298 times per call (321 with
-// -race: the body read and decoded twice, its _meta decoded twice before
-// the handler's own params, a reader goroutine started); 273 with it (295).
-const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 282, 306
+// -race: the body read and decoded twice, its _meta decoded three times, a
+// reader goroutine started); 273 (295) with the body and _meta decoded
+// once before the params, 257 (280) with the params decoded once.
+const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 265, 288
 
 // TestGoSDKStatelessCallAllocs: what one call through go-sdk's stateless
 // handler allocates, the lean client in the same process included. The
 // go-sdk patch reads and decodes the body once (the handler read it to
 // choose the session's state, then servePOST read and decoded it again)
-// and hands the session's handler the _meta servePOST decoded (it decoded
-// it a second time to validate it).
+// and decodes the params once, in servePOST, which reads their _meta
+// from them and hands both to the session's handler (servePOST decoded
+// _meta alone, the handler decoded it again to validate it, then the
+// params with it a third time).
 func TestGoSDKStatelessCallAllocs(t *testing.T) {
 	srv := statelessServer(t)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
@@ -165,7 +168,9 @@ func TestGoSDKStatelessCallAllocs(t *testing.T) {
 	if raceBuild {
 		want = maxStatelessCallAllocsRace
 	}
-	if got := slices.Min(runs); got > float64(want) {
+	got := slices.Min(runs)
+	t.Logf("%.1f allocations a call (runs %v)", got, runs)
+	if got > float64(want) {
 		t.Errorf("a call allocates %.1f times (runs %v), want at most %d", got, runs, want)
 	}
 }

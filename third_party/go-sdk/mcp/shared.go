@@ -208,8 +208,10 @@ func handleReceive[S Session](ctx context.Context, session S, jreq *jsonrpc.Requ
 	if err != nil {
 		return nil, err
 	}
-	params, err := info.unmarshalParams(jreq.Params)
-	if err != nil {
+	var params Params
+	if re, ok := jreq.Extra.(*RequestExtra); ok && re.params != nil {
+		params = re.params // decoded by the transport (toolsvc patch)
+	} else if params, err = info.unmarshalParams(jreq.Params); err != nil {
 		return nil, fmt.Errorf("handling '%s': %w", jreq.Method, err)
 	}
 
@@ -655,6 +657,10 @@ type RequestExtra struct {
 	// no second time).
 	meta     Meta
 	metaRead bool
+	// params are the request's params, as the transport decoded them
+	// already, if it did (toolsvc patch: handleReceive decodes them no
+	// second time).
+	params Params
 }
 
 // CloseSSEStreamArgs are arguments for [RequestExtra.CloseSSEStream].

@@ -1551,7 +1551,8 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 			if c.server != nil {
 				methodInfos = c.server.receivingMethodInfos()
 			}
-			if _, err := checkRequest(jreq, methodInfos); err != nil {
+			info, err := checkRequest(jreq, methodInfos)
+			if err != nil {
 				if protocolVersion >= protocolVersion20260728 && errors.Is(err, jsonrpc2.ErrNotHandled) && jreq.IsCall() {
 					writeJSONRPCError(w, http.StatusNotFound, jreq.ID, &jsonrpc.Error{
 						Code:    jsonrpc.CodeMethodNotFound,
@@ -1584,7 +1585,16 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 			//
 			// TODO: this validation can be moved within validateMcpHeaders.
 			var metaVersion string
-			meta := extractRequestMeta(jreq.Params)
+			// The params are decoded here once, for the session's handler
+			// too, and their _meta read from them (toolsvc patch); params
+			// that do not decode are the handler's to refuse, as before.
+			var meta Meta
+			params, perr := info.unmarshalParams(jreq.Params)
+			if perr == nil && params != nil && !params.isNil() {
+				meta = params.GetMeta()
+			} else {
+				params, meta = nil, extractRequestMeta(jreq.Params)
+			}
 			if meta != nil {
 				metaVersion, _ = meta[MetaKeyProtocolVersion].(string)
 			}
@@ -1660,10 +1670,11 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 			jreq.Extra = &RequestExtra{
 				TokenInfo: tokenInfo,
 				Header:    req.Header,
-				// The session's handler validates this _meta, not a
-				// second decode of it (toolsvc patch).
+				// The session's handler validates this _meta and handles
+				// these params, not second decodes of them (toolsvc patch).
 				meta:     meta,
 				metaRead: true,
+				params:   params,
 			}
 			if jreq.IsCall() {
 				calls[jreq.ID] = struct{}{}
