@@ -239,3 +239,67 @@ func TestGoSDKInfoLinesCostNothing(t *testing.T) {
 		t.Errorf("a warning reached the handler %d times, want 1", h.seen[slog.LevelWarn])
 	}
 }
+
+// TestGoSDKStatelessRefusals: what a hostile 2026-07-28 client could send
+// go-sdk's stateless handler is refused as it was before the go-sdk
+// patch's seventh part read the body and the params once (the same
+// statuses and errors, checked against the patch's base), marked
+// RespondWithJSON or not: a batch, a body over the bound, a malformed or
+// empty body, params that do not decode, a _meta that is not an object,
+// without its client capabilities, contradicting the header or naming a
+// version the server does not speak; a key repeated in _meta is read
+// last-wins, as before.
+func TestGoSDKStatelessRefusals(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "refusals", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "readers", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: 4 << 10})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Json") != "" {
+			r = r.WithContext(mcp.RespondWithJSON(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	const (
+		pv   = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+		caps = `"io.modelcontextprotocol/clientCapabilities":{}`
+	)
+	call := func(params string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
+	}
+	good := call(`{"name":"readers","arguments":{},"_meta":{` + pv + `,` + caps + `}}`)
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string // in the answer
+	}{
+		{"a plain call", good, 200, `"text":"ran"`},
+		{"a batch", "[" + good + "," + strings.Replace(good, `"id":1`, `"id":2`, 1) + "]", 400, "batching is not supported"},
+		{"over the body bound", call(`{"name":"readers","arguments":{"x":"` + strings.Repeat("a", 5<<10) + `"},"_meta":{` + pv + `,` + caps + `}}`), 413, "exceeds"},
+		{"malformed", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`, 400, "malformed payload"},
+		{"empty", "", 400, ""},
+		// Mcp-Name is checked against params go-sdk cannot decode: -32020.
+		{"params that do not decode", call(`{"name":"readers","requestState":5,"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		{"_meta not an object", call(`{"name":"readers","_meta":"x"}`), 400, "missing or invalid _meta field"},
+		{"no client capabilities", call(`{"name":"readers","_meta":{` + pv + `}}`), 400, "clientCapabilities"},
+		{"_meta against the header", call(`{"name":"readers","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + caps + `}}`), 400, "does not match"},
+		{"a version the server does not speak", strings.Replace(good, "2026-07-28", "2099-01-01", 1), 400, "-32020"},
+		{"_meta's version twice, the last kept", call(`{"name":"readers","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + pv + `,` + caps + `}}`), 200, `"text":"ran"`},
+	} {
+		for _, json := range []bool{false, true} {
+			code, body := postStateless(t, hc, srv.URL, tc.body, json, "tools/call", "readers")
+			if code != tc.code || !strings.Contains(body, tc.want) {
+				if len(body) > 300 {
+					body = body[:300] + "…"
+				}
+				t.Errorf("%s (RespondWithJSON %v): HTTP %d %s; want HTTP %d with %q", tc.name, json, code, strings.TrimSpace(body), tc.code, tc.want)
+			}
+		}
+	}
+}
