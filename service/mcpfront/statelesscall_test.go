@@ -286,6 +286,9 @@ func TestGoSDKStatelessRefusals(t *testing.T) {
 		{"empty", "", 400, ""},
 		// Mcp-Name is checked against params go-sdk cannot decode: -32020.
 		{"params that do not decode", call(`{"name":"readers","requestState":5,"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		// go-sdk reads the name out of params decoded with the arguments as
+		// Go values, which refuses a number beyond float64.
+		{"an argument beyond float64", call(`{"name":"readers","arguments":{"x":1e400},"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
 		{"_meta not an object", call(`{"name":"readers","_meta":"x"}`), 400, "missing or invalid _meta field"},
 		{"no client capabilities", call(`{"name":"readers","_meta":{` + pv + `}}`), 400, "clientCapabilities"},
 		{"_meta against the header", call(`{"name":"readers","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + caps + `}}`), 400, "does not match"},
