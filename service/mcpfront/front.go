@@ -784,10 +784,13 @@ func (f *Front) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Res
 			in.Name, in.ArgumentsJSON, in.Fields = name, args, callThroughFields
 		}
 	}
-	in.Task, in.Invalid = callTaskOptions(req)
+	// A 2026-07-28 request's capabilities are re-encoded and decoded out
+	// of its _meta at each ClientCapabilities: read once.
+	caps := req.ClientCapabilities()
+	in.Task, in.Invalid = callTaskOptions(req, caps)
 	var created *core.Task
 	var pass []byte // the last round's result as the upstream sent it (passthrough.go)
-	res, err := askRounds(ctx, req, requestInput(req.ClientCapabilities(), p.InputResponses, p.RequestState),
+	res, err := askRounds(ctx, req, requestInput(caps, p.InputResponses, p.RequestState),
 		func(input *core.InputOptions) (*mcp.CallToolResult, mcp.InputRequestMap, string, error) {
 			in.Input = input
 			res, t, b, err := f.callRound(ctx, req, in)

@@ -99,6 +99,18 @@ func (h quietUndelivered) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
+// Enabled says no to an info line unless debug lines are logged: a logger
+// builds a record (the time, the caller's frames, the attributes) for
+// every level its handler accepts, and go-sdk writes three info lines
+// per session, which its stateless handler makes for every 2026-07-28
+// request.
+func (h quietUndelivered) Enabled(ctx context.Context, l slog.Level) bool {
+	if l == slog.LevelInfo {
+		l = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, l)
+}
+
 func (h quietUndelivered) WithAttrs(as []slog.Attr) slog.Handler {
 	return quietUndelivered{h.Handler.WithAttrs(as)}
 }

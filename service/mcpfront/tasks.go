@@ -131,10 +131,10 @@ func peekTaskRequest(w http.ResponseWriter, r *http.Request, body []byte, modern
 //
 // A params.task that is malformed is the *core.Error of the one task.ttl
 // rule (core.TaskTTL), for BeginCall to refuse with (CallInput.Invalid),
-// as on gRPC.
-func callTaskOptions(req *mcp.CallToolRequest) (*core.TaskOptions, *core.Error) {
+// as on gRPC. caps is req's ClientCapabilities.
+func callTaskOptions(req *mcp.CallToolRequest, caps *mcp.ClientCapabilities) (*core.TaskOptions, *core.Error) {
 	if req.ProtocolVersion() >= statelessEra {
-		if caps := req.ClientCapabilities(); caps != nil {
+		if caps != nil {
 			if _, ok := caps.Extensions[core.TasksExtension]; ok {
 				return &core.TaskOptions{}, nil
 			}

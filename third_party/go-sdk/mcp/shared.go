@@ -208,8 +208,10 @@ func handleReceive[S Session](ctx context.Context, session S, jreq *jsonrpc.Requ
 	if err != nil {
 		return nil, err
 	}
-	params, err := info.unmarshalParams(jreq.Params)
-	if err != nil {
+	var params Params
+	if re, ok := jreq.Extra.(*RequestExtra); ok && re.params != nil {
+		params = re.params // decoded by the transport (toolsvc patch)
+	} else if params, err = info.unmarshalParams(jreq.Params); err != nil {
 		return nil, fmt.Errorf("handling '%s': %w", jreq.Method, err)
 	}
 
@@ -569,7 +571,12 @@ func validateRequestMeta(req *jsonrpc.Request) (*validatedMeta, error) {
 	if !req.IsCall() {
 		return &validatedMeta{usesNewProtocol: false, initializeParams: nil}, nil
 	}
-	meta := extractRequestMeta(req.Params)
+	var meta Meta
+	if re, ok := req.Extra.(*RequestExtra); ok && re.metaRead {
+		meta = re.meta // decoded by the transport (toolsvc patch)
+	} else {
+		meta = extractRequestMeta(req.Params)
+	}
 	if meta == nil {
 		return &validatedMeta{usesNewProtocol: false, initializeParams: nil}, nil
 	}
@@ -644,6 +651,16 @@ type RequestExtra struct {
 	// This mechanism is deprecated in protocol version 2026-07-28 as the resumability
 	// feature is removed.
 	CloseSSEStream func(CloseSSEStreamArgs)
+
+	// meta is the request's `_meta`, as the transport decoded it already
+	// when metaRead is set (toolsvc patch: validateRequestMeta decodes it
+	// no second time).
+	meta     Meta
+	metaRead bool
+	// params are the request's params, as the transport decoded them
+	// already, if it did (toolsvc patch: handleReceive decodes them no
+	// second time).
+	params Params
 }
 
 // CloseSSEStreamArgs are arguments for [RequestExtra.CloseSSEStream].

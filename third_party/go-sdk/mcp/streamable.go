@@ -439,6 +439,9 @@ func (h *StreamableHTTPHandler) serveStateless(w http.ResponseWriter, req *http.
 	}
 	defer session.Close()
 
+	// The body was read and decoded above: servePOST takes it from there
+	// instead of reading and decoding it again (toolsvc patch).
+	transport.connection.read = info.read
 	transport.ServeHTTP(w, req)
 }
 
@@ -459,6 +462,10 @@ type ephemeralConnectInfo struct {
 	opts                  *ServerSessionOptions
 	usesNewProtocol       bool
 	isSubscriptionsListen bool
+	// read is the body and its messages, for servePOST (toolsvc patch);
+	// nil when they did not decode (servePOST then reads and refuses the
+	// body as before).
+	read *readBody
 }
 
 // ephemeralConnectOpts peeks at the request body to determine connection
@@ -482,8 +489,10 @@ func (h *StreamableHTTPHandler) ephemeralConnectOpts(req *http.Request) (*epheme
 	}
 	req.Body.Close()
 	req.Body = io.NopCloser(bytes.NewBuffer(body))
-	msgs, _, err := readBatch(body)
+	msgs, isBatch, err := readBatch(body)
+	var read *readBody
 	if err == nil {
+		read = &readBody{body: body, msgs: msgs, isBatch: isBatch}
 		for _, msg := range msgs {
 			if r, ok := msg.(*jsonrpc.Request); ok {
 				switch r.Method {
@@ -521,6 +530,7 @@ func (h *StreamableHTTPHandler) ephemeralConnectOpts(req *http.Request) (*epheme
 		},
 		usesNewProtocol:       usesNewProtocol,
 		isSubscriptionsListen: isSubscriptionsListen,
+		read:                  read,
 	}, nil
 }
 
@@ -900,6 +910,16 @@ type streamableServerConn struct {
 	// before any request is served (toolsvc patch: see servePOST).
 	inline func(*jsonrpc.Request)
 
+	// startReading starts the jsonrpc2 connection's reader goroutine,
+	// which reads incoming; set when the session is bound, called before
+	// a message is first sent to incoming (toolsvc patch: a session whose
+	// only call is handled inline never runs that goroutine).
+	startReading func()
+
+	// read is the POST body the stateless handler has read and decoded
+	// already, for the one servePOST of its session (toolsvc patch).
+	read *readBody
+
 	mu sync.Mutex // guards all fields below
 
 	// Sessions are closed exactly once.
@@ -932,6 +952,16 @@ func (c *streamableServerConn) SessionID() string {
 }
 
 func (c *streamableServerConn) handleInlineWith(f func(*jsonrpc.Request)) { c.inline = f }
+
+// ReadOnDemand implements [jsonrpc2.ReadOnDemand] (toolsvc patch).
+func (c *streamableServerConn) ReadOnDemand(start func()) { c.startReading = start }
+
+// readBody is a POST body and the messages it decoded to (toolsvc patch).
+type readBody struct {
+	body    []byte
+	msgs    []jsonrpc.Message
+	isBatch bool
+}
 
 // propagateCancellation implements [cancellationPropagator]. It returns true
 // when this connection is bound to a single HTTP request whose lifetime
@@ -1454,28 +1484,36 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 		return
 	}
 
-	// Read incoming messages.
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+	// Read incoming messages: those the stateless handler has read and
+	// decoded already (toolsvc patch), or the body.
+	var incoming []jsonrpc.Message
+	var isBatch bool
+	if read := c.read; read != nil && len(read.body) > 0 {
+		c.read = nil
+		incoming, isBatch = read.msgs, read.isBatch
+	} else {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-		http.Error(w, "failed to read body", http.StatusBadRequest)
-		return
-	}
-	if len(body) == 0 {
-		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
-		return
-	}
-	// TODO(#674): once we've documented the support matrix for 2025-03-26 and
-	// earlier, drop support for matching entirely; that will simplify this
-	// logic.
-	incoming, isBatch, err := readBatch(body)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
-		return
+		if len(body) == 0 {
+			http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+			return
+		}
+		// TODO(#674): once we've documented the support matrix for 2025-03-26 and
+		// earlier, drop support for matching entirely; that will simplify this
+		// logic.
+		incoming, isBatch, err = readBatch(body)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
+			return
+		}
 	}
 
 	protocolVersion := protocolVersionFromContext(req.Context())
@@ -1513,7 +1551,8 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 			if c.server != nil {
 				methodInfos = c.server.receivingMethodInfos()
 			}
-			if _, err := checkRequest(jreq, methodInfos); err != nil {
+			info, err := checkRequest(jreq, methodInfos)
+			if err != nil {
 				if protocolVersion >= protocolVersion20260728 && errors.Is(err, jsonrpc2.ErrNotHandled) && jreq.IsCall() {
 					writeJSONRPCError(w, http.StatusNotFound, jreq.ID, &jsonrpc.Error{
 						Code:    jsonrpc.CodeMethodNotFound,
@@ -1546,7 +1585,17 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 			//
 			// TODO: this validation can be moved within validateMcpHeaders.
 			var metaVersion string
-			if meta := extractRequestMeta(jreq.Params); meta != nil {
+			// The params are decoded here once, for the session's handler
+			// too, and their _meta read from them (toolsvc patch); params
+			// that do not decode are the handler's to refuse, as before.
+			var meta Meta
+			params, perr := info.unmarshalParams(jreq.Params)
+			if perr == nil && params != nil && !params.isNil() {
+				meta = params.GetMeta()
+			} else {
+				params, meta = nil, extractRequestMeta(jreq.Params)
+			}
+			if meta != nil {
 				metaVersion, _ = meta[MetaKeyProtocolVersion].(string)
 			}
 			if (jreq.IsCall() && protocolVersion >= protocolVersion20260728) || metaVersion != "" {
@@ -1621,6 +1670,11 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 			jreq.Extra = &RequestExtra{
 				TokenInfo: tokenInfo,
 				Header:    req.Header,
+				// The session's handler validates this _meta and handles
+				// these params, not second decodes of them (toolsvc patch).
+				meta:     meta,
+				metaRead: true,
+				params:   params,
 			}
 			if jreq.IsCall() {
 				calls[jreq.ID] = struct{}{}
@@ -1683,6 +1737,9 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 	//
 	// [§2.1.4]: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#sending-messages-to-the-server
 	if len(calls) == 0 {
+		if c.startReading != nil {
+			c.startReading() // toolsvc patch: see startReading
+		}
 		for _, msg := range incoming {
 			select {
 			case c.incoming <- msg:
@@ -1814,6 +1871,9 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 	}
 
 	// Publish incoming messages.
+	if c.startReading != nil {
+		c.startReading() // toolsvc patch: see startReading
+	}
 	for _, msg := range incoming {
 		select {
 		case c.incoming <- msg:

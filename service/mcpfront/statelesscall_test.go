@@ -1,0 +1,308 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// statelessServer is go-sdk's stateless streamable handler (as the front
+// door runs it for 2026-07-28 requests) with a tool that says how many
+// server sessions have a reader goroutine, running or about to, when it runs,
+// each request marked RespondWithJSON when its X-Json header says so.
+func statelessServer(t testing.TB) *httptest.Server {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "stateless", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "readers", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			buf := make([]byte, 1<<20)
+			n := 0
+			// jsonrpc2's reader goroutines, running or about to run (the
+			// test's client is no jsonrpc2 peer: they are the server
+			// sessions').
+			for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+				if strings.Contains(g, "jsonrpc2.(*Connection).readIncoming") ||
+					strings.Contains(g, "created by github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2.(*Connection).start") ||
+					strings.Contains(g, "jsonrpc2.(*Connection).readOnDemand") {
+					n++
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("readers=%d inline=%v", n, mcp.HandledInline(ctx))}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Json") != "" {
+			r = r.WithContext(mcp.RespondWithJSON(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv
+}
+
+// statelessCall is a 2026-07-28 tools/call of tool, as go-sdk's client
+// sends it.
+func statelessCall(id int, tool string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{},"_meta":{`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},`+
+		`"io.modelcontextprotocol/clientCapabilities":{}}}}`, id, tool)
+}
+
+// postStateless posts body to srv as a 2026-07-28 client does, marked
+// RespondWithJSON when json; it returns the status and the answer.
+func postStateless(t testing.TB, hc *http.Client, url, body string, json bool, method, tool string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if tool != "" {
+		req.Header.Set("Mcp-Name", tool)
+	}
+	if json {
+		req.Header.Set("X-Json", "1")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestGoSDKStatelessCallStartsNoReader: go-sdk's stateless handler makes a
+// session, and its jsonrpc2 connection, for every POST; the connection
+// started a reader goroutine at once, which for a call handled inline
+// (RespondWithJSON) read nothing before the session closed: a goroutine
+// started and a stack allocated per request for nothing. With the go-sdk
+// patch the connection's reader starts only when the transport first has
+// a message for it (a call that is queued, a notification): a call
+// handled inline runs with no reader of its session (0 before: 1). A
+// streamed call still has one, and is answered.
+func TestGoSDKStatelessCallStartsNoReader(t *testing.T) {
+	srv := statelessServer(t)
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	code, body := postStateless(t, hc, srv.URL, statelessCall(1, "readers"), true, "tools/call", "readers")
+	if want := "readers=0 inline=true"; code != http.StatusOK || !strings.Contains(body, want) {
+		t.Errorf("a call answered as JSON: HTTP %d %s; want 200 and %q", code, body, want)
+	}
+	code, body = postStateless(t, hc, srv.URL, statelessCall(2, "readers"), false, "tools/call", "readers")
+	if code != http.StatusOK || strings.Contains(body, "readers=0") || !strings.Contains(body, "inline=false") {
+		t.Errorf("a streamed call: HTTP %d %s; want 200, a reader and no inline handler", code, body)
+	}
+	// A notification (202) is read by a reader started for it, and its
+	// session closes: nothing is left running (goleak checks the package).
+	code, body = postStateless(t, hc, srv.URL, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, true, "notifications/cancelled", "")
+	if code != http.StatusAccepted {
+		t.Errorf("a notification: HTTP %d %s, want 202", code, body)
+	}
+}
+
+// maxStatelessCallAllocs bounds TestGoSDKStatelessCallAllocs: a 2026-07-28
+// call handled inline by go-sdk's stateless handler, with the lean client
+// that posts it. The patch's base allocated 298 times per call (321 with
+// -race: the body read and decoded twice, its _meta decoded three times, a
+// reader goroutine started); 273 (295) with the body and _meta decoded
+// once before the params, 257 (280) with the params decoded once.
+const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 265, 288
+
+// TestGoSDKStatelessCallAllocs: what one call through go-sdk's stateless
+// handler allocates, the lean client in the same process included. The
+// go-sdk patch reads and decodes the body once (the handler read it to
+// choose the session's state, then servePOST read and decoded it again)
+// and decodes the params once, in servePOST, which reads their _meta
+// from them and hands both to the session's handler (servePOST decoded
+// _meta alone, the handler decoded it again to validate it, then the
+// params with it a third time).
+func TestGoSDKStatelessCallAllocs(t *testing.T) {
+	srv := statelessServer(t)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	defer hc.CloseIdleConnections()
+	body := []byte(statelessCall(1, "readers"))
+	hdr := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"readers"}, "X-Json": {"1"}}
+	call := func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+		req.Header = hdr
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte("readers=")) {
+			t.Fatalf("HTTP %d %s", resp.StatusCode, out)
+		}
+	}
+	for range 50 { // warm up: the connection, go-sdk's codecs
+		call()
+	}
+	// The whole process counts, and other goroutines only add: the
+	// fewest of a few runs.
+	var runs []float64
+	for range 5 {
+		runs = append(runs, testing.AllocsPerRun(100, call))
+	}
+	want := maxStatelessCallAllocs
+	if raceBuild {
+		want = maxStatelessCallAllocsRace
+	}
+	got := slices.Min(runs)
+	t.Logf("%.1f allocations a call (runs %v)", got, runs)
+	if got > float64(want) {
+		t.Errorf("a call allocates %.1f times (runs %v), want at most %d", got, runs, want)
+	}
+}
+
+// countingHandler counts the records handed to it and the levels it said
+// yes to (a logger builds a record for each), by level; it is enabled
+// from Info up, as toolsvc's log is by default.
+type countingHandler struct {
+	mu         sync.Mutex
+	seen, said map[slog.Level]int
+}
+
+func (h *countingHandler) Enabled(_ context.Context, l slog.Level) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l >= slog.LevelInfo {
+		h.said[l]++
+		return true
+	}
+	return false
+}
+
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen[r.Level]++
+	return nil
+}
+
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestGoSDKInfoLinesCostNothing: go-sdk logs info lines per session
+// ("server connecting", "server session connected", "… disconnected"),
+// which the front door's logger turns to debug (quietUndelivered); go-sdk's
+// stateless handler makes a session per 2026-07-28 request, so each call
+// built three records (the time, the caller's frames, the attributes)
+// that the handler then dropped, its log being at info level. The front
+// door's handler now says at once that it does not want them: none is
+// built (9 for 3 calls before), and a warning still reaches the log.
+func TestGoSDKInfoLinesCostNothing(t *testing.T) {
+	h := &countingHandler{seen: map[slog.Level]int{}, said: map[slog.Level]int{}}
+	server := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, &mcp.ServerOptions{Logger: slog.New(quietUndelivered{h})})
+	server.AddTool(&mcp.Tool{Name: "readers", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	for i := range 3 {
+		if code, body := postStateless(t, hc, srv.URL, statelessCall(i, "readers"), false, "tools/call", "readers"); code != http.StatusOK {
+			t.Fatalf("call %d: HTTP %d %s", i, code, body)
+		}
+	}
+	h.mu.Lock()
+	built, logged := h.said[slog.LevelInfo], h.seen[slog.LevelInfo]+h.seen[slog.LevelDebug]
+	h.mu.Unlock()
+	if built != 0 || logged != 0 {
+		t.Errorf("go-sdk built %d info records for 3 calls and %d were logged, want none", built, logged)
+	}
+	slog.New(quietUndelivered{h}).Warn("kept")
+	if h.seen[slog.LevelWarn] != 1 {
+		t.Errorf("a warning reached the handler %d times, want 1", h.seen[slog.LevelWarn])
+	}
+}
+
+// TestGoSDKStatelessRefusals: what a hostile 2026-07-28 client could send
+// go-sdk's stateless handler is refused as it was before the go-sdk
+// patch's seventh part read the body and the params once (the same
+// statuses and errors, checked against the patch's base), marked
+// RespondWithJSON or not: a batch, a body over the bound, a malformed or
+// empty body, params that do not decode, a _meta that is not an object,
+// without its client capabilities, contradicting the header or naming a
+// version the server does not speak; a key repeated in _meta is read
+// last-wins, as before.
+func TestGoSDKStatelessRefusals(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "refusals", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "readers", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, PropagateRequestCancellation: true, MaxRequestBodyBytes: 4 << 10})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Json") != "" {
+			r = r.WithContext(mcp.RespondWithJSON(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	const (
+		pv   = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+		caps = `"io.modelcontextprotocol/clientCapabilities":{}`
+	)
+	call := func(params string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
+	}
+	good := call(`{"name":"readers","arguments":{},"_meta":{` + pv + `,` + caps + `}}`)
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string // in the answer
+	}{
+		{"a plain call", good, 200, `"text":"ran"`},
+		{"a batch", "[" + good + "," + strings.Replace(good, `"id":1`, `"id":2`, 1) + "]", 400, "batching is not supported"},
+		{"over the body bound", call(`{"name":"readers","arguments":{"x":"` + strings.Repeat("a", 5<<10) + `"},"_meta":{` + pv + `,` + caps + `}}`), 413, "exceeds"},
+		{"malformed", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{`, 400, "malformed payload"},
+		{"empty", "", 400, ""},
+		// Mcp-Name is checked against params go-sdk cannot decode: -32020.
+		{"params that do not decode", call(`{"name":"readers","requestState":5,"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		// go-sdk reads the name out of params decoded with the arguments as
+		// Go values, which refuses a number beyond float64.
+		{"an argument beyond float64", call(`{"name":"readers","arguments":{"x":1e400},"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		{"_meta not an object", call(`{"name":"readers","_meta":"x"}`), 400, "missing or invalid _meta field"},
+		{"no client capabilities", call(`{"name":"readers","_meta":{` + pv + `}}`), 400, "clientCapabilities"},
+		{"_meta against the header", call(`{"name":"readers","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + caps + `}}`), 400, "does not match"},
+		{"a version the server does not speak", strings.Replace(good, "2026-07-28", "2099-01-01", 1), 400, "-32020"},
+		{"_meta's version twice, the last kept", call(`{"name":"readers","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + pv + `,` + caps + `}}`), 200, `"text":"ran"`},
+	} {
+		for _, json := range []bool{false, true} {
+			code, body := postStateless(t, hc, srv.URL, tc.body, json, "tools/call", "readers")
+			if code != tc.code || !strings.Contains(body, tc.want) {
+				if len(body) > 300 {
+					body = body[:300] + "…"
+				}
+				t.Errorf("%s (RespondWithJSON %v): HTTP %d %s; want HTTP %d with %q", tc.name, json, code, strings.TrimSpace(body), tc.code, tc.want)
+			}
+		}
+	}
+}
