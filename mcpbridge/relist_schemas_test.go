@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -81,5 +83,70 @@ func TestRelistKeepsUnchangedSchemasAsText(t *testing.T) {
 	if wide > narrow+n*2 {
 		t.Errorf("a re-list of %d unchanged schemas of 30 properties made %d allocations, of 1 property %d: %.1f more a tool (want under 2): the schemas were decoded",
 			n, wide, narrow, float64(wide-narrow)/n)
+	}
+}
+
+// TestBadSchemasRefusedAsText: schemas that come as text are refused as
+// when go-sdk decoded them: a tool whose inputSchema or outputSchema is
+// not a JSON object is skipped with a warning naming the schema, a null
+// one is no schema, on the first listing and on a re-list (the text then
+// compared with the last), and a listing nested past go-sdk's 1,000
+// levels fails whole, the last good one staying published. A real go-sdk
+// server over streamable HTTP sends them (its AddTool would refuse them:
+// they are put in its answer).
+func TestBadSchemasRefusedAsText(t *testing.T) {
+	t.Parallel()
+	obj := json.RawMessage(`{"type":"object"}`)
+	tools := []*mcp.Tool{
+		{Name: "fine", InputSchema: obj},
+		{Name: "array", InputSchema: json.RawMessage(`[{"type":"object"}]`)},
+		{Name: "text", InputSchema: json.RawMessage(`"object"`)},
+		{Name: "out5", InputSchema: obj, OutputSchema: json.RawMessage(`5`)},
+		{Name: "nulls", InputSchema: json.RawMessage(`null`), OutputSchema: json.RawMessage(`null`)},
+	}
+	var deep atomic.Bool
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bad", Version: "1"}, nil)
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "tools/list" {
+				return next(ctx, method, req)
+			}
+			if deep.Load() {
+				nested := strings.Repeat(`{"not":`, 1100) + `{}` + strings.Repeat(`}`, 1100)
+				return &mcp.ListToolsResult{Tools: append(slices.Clone(tools), &mcp.Tool{Name: "deep", InputSchema: json.RawMessage(nested)})}, nil
+			}
+			return &mcp.ListToolsResult{Tools: tools}, nil
+		}
+	})
+	url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b := newTestBridge(t, ServerConfig{Name: "h", Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+	waitFor(t, b, "h__fine", func(s *Snapshot) bool { _, ok := s.Lookup("h__fine"); return ok })
+	for round := range 2 {
+		snap := b.Catalog().Current()
+		for _, name := range []string{"array", "text", "out5"} {
+			if _, ok := snap.Lookup("h__" + name); ok {
+				t.Errorf("round %d: tool %s with a schema that is not an object is exposed", round, name)
+			}
+		}
+		if tl, ok := snap.Lookup("h__nulls"); !ok || tl.InputSchemaJSON != nil || tl.OutputSchemaJSON != nil {
+			t.Errorf("round %d: tool nulls: %v, %+v; want it exposed without schemas", round, ok, tl)
+		}
+		st, _ := b.Server("h")
+		for _, want := range []string{`tool "array" skipped: inputSchema: not a JSON object`, `tool "text" skipped: inputSchema: not a JSON object`,
+			`tool "out5" skipped: outputSchema: not a JSON object`} {
+			if !slices.Contains(st.Warnings, want) {
+				t.Errorf("round %d: warnings %q lack %q", round, st.Warnings, want)
+			}
+		}
+		if _, err := b.Refresh(t.Context(), "h"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deep.Store(true)
+	if _, err := b.Refresh(t.Context(), "h"); err == nil || !strings.Contains(err.Error(), "depth") {
+		t.Errorf("a listing nested 1,100 levels: %v, want it refused for its depth", err)
+	}
+	if _, ok := b.Catalog().Current().Lookup("h__fine"); !ok {
+		t.Error("the last good listing is no longer published")
 	}
 }
