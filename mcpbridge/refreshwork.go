@@ -226,11 +226,13 @@ func (w *refreshWork) callBegan() {
 func (w *refreshWork) callEnded() { w.calls.Add(-1) }
 
 // rest is how long a turn rests before it is given back, given how long
-// it worked and the count of requests begun when it was taken: as long
-// again (at most maxTurnRest) when a call was in flight during the turn
-// (one is now, or one began since) and other listings wait for a turn,
-// else nothing; and never past what the storm's rest budget leaves
-// (stormRestBudget). It counts the turn's work in the storm's.
+// it worked and the count of requests begun when it was taken: when a
+// call was in flight during the turn (one is now, or one began since) and
+// other listings wait for a turn, as long again, or up to maxRestFactor
+// times where the storm's budget spread over its remaining turns allows
+// (at most maxTurnRest); else nothing; and never past what the storm's
+// rest budget leaves (stormRestBudget). It counts the turn's work in the
+// storm's.
 func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duration {
 	now := time.Now()
 	w.mu.Lock()
@@ -249,10 +251,28 @@ func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duratio
 		win.mu.Unlock()
 	}
 	// What the listings still to be worked will take, on the limit's
-	// turns at the storm's mean so far.
-	left -= time.Duration(queued) * mean / time.Duration(w.limit)
-	return max(0, min(worked, maxTurnRest, left))
+	// turns at the storm's mean so far: the rest of the budget is slack.
+	slack := left - time.Duration(queued)*mean/time.Duration(w.limit)
+	if slack <= 0 {
+		return 0
+	}
+	// As long as it worked (calls first), within the slack; longer, up to
+	// maxRestFactor times, where the slack spread evenly over this turn
+	// and those to come allows it.
+	share := slack / time.Duration(queued/w.limit+1)
+	return min(maxTurnRest, max(min(worked, slack), min(maxRestFactor*worked, share)))
 }
+
+// maxRestFactor bounds a turn's rest to that many times its work. A
+// storm's cost is not only its turns': reading the responses (outside the
+// turns) and, on a box that also runs them, the upstreams answering scale
+// with how fast the listings go out, not with the turns' work, so a turn
+// made cheaper (schemas kept as text, docs/benchmarks.md "Re-list storms:
+// schemas as text") paced the storm faster and left the calls less of the
+// machine with a rest of its work alone. A rest up to three times the
+// work, where the storm's budget has room for it, keeps a cheaper storm at
+// least at its former pace.
+const maxRestFactor = 3
 
 // release gives a turn back.
 func (w *refreshWork) release() {

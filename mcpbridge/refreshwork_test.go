@@ -223,7 +223,7 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 		wantGranted time.Duration // after the turn began
 		budget      time.Duration // the storm's rest budget (0: stormRestBudget)
 	}{
-		{"a call in flight: rests as long as it worked", 1, 40 * time.Millisecond, 80 * time.Millisecond, 0},
+		{"a call in flight: rests up to maxRestFactor times its work", 1, 40 * time.Millisecond, (1 + maxRestFactor) * 40 * time.Millisecond, 0},
 		{"no call: no rest", 0, 40 * time.Millisecond, 40 * time.Millisecond, 0},
 		{"a long turn rests maxTurnRest", 2, 3 * time.Second, 3*time.Second + maxTurnRest, time.Minute},
 		{"a long turn rests what the budget leaves", 2, 1800 * time.Millisecond, 2200 * time.Millisecond, 0}, // 4s - 1.8s - b's 1.8s
@@ -274,8 +274,8 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 			}()
 			synctest.Wait() // a holds the turn
 			at := grantedAt(t, w, "b")
-			if got := (<-at).Sub(start); got != 80*time.Millisecond {
-				t.Errorf("b's turn %v after a's began, want 80ms (a rested as long as it worked: a call was in flight during it)", got)
+			if got, want := (<-at).Sub(start), (1+maxRestFactor)*40*time.Millisecond; got != want {
+				t.Errorf("b's turn %v after a's began, want %v (a rested: a call was in flight during it)", got, want)
 			}
 			<-done
 		})
@@ -328,7 +328,7 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 
 // TestRefreshWorkRestBudget: a storm's rests never take it past its rest
 // budget (stormRestBudget) from its first turn: a storm whose work fits
-// rests as before; one whose turns a loaded box stretched rests what the
+// rests up to maxRestFactor times its work; one whose turns a loaded box stretched rests what the
 // budget leaves, then runs back to back (before: every turn rested as long
 // as it worked, 10 turns of 300 ms ended after 5.7 s); one whose work
 // alone fills the budget does not rest. Without calls nothing rests. A
@@ -362,10 +362,13 @@ func TestRefreshWorkRestBudget(t *testing.T) {
 		turn  time.Duration
 		want  time.Duration
 	}{
-		{"fits its budget: every turn but the last rests", 1, 10, 40 * time.Millisecond, 19 * 40 * time.Millisecond},
+		// The slack's even share (3.6 s over 10 turns) is more than
+		// maxRestFactor times 40 ms: each turn but the last rests 120 ms.
+		{"fits its budget: every turn but the last rests", 1, 10, 40 * time.Millisecond, 10*40*time.Millisecond + 9*maxRestFactor*40*time.Millisecond},
 		// Turns end at 0.3, 0.9, 1.5, 2.1 s with 9, 8, 7, 6 still to work
-		// (0.3 s each): rests of 0.3, 0.3, 0.3, then the 0.1 s left; the
-		// rest back to back, ending at the budget.
+		// (0.3 s each): rests of 0.3, 0.3, 0.3 (as long as the work: the
+		// slack's even share is less), then the 0.1 s left; the rest back
+		// to back, ending at the budget.
 		{"stretched: rests what the budget leaves", 1, 10, 300 * time.Millisecond, stormRestBudget},
 		{"its work fills the budget: no rest", 1, 10, 600 * time.Millisecond, 6 * time.Second},
 		{"no call: no rest", 0, 10, 300 * time.Millisecond, 3 * time.Second},
@@ -388,8 +391,8 @@ func TestRefreshWorkRestBudget(t *testing.T) {
 				t.Fatalf("the first storm ended after %v, want 6s", got)
 			}
 			time.Sleep(stormGap)
-			if got := storm(t, w, 10, 40*time.Millisecond); got != 19*40*time.Millisecond {
-				t.Errorf("the second storm ended after %v, want %v (its turns rest: a budget of its own)", got, 19*40*time.Millisecond)
+			if got, want := storm(t, w, 10, 40*time.Millisecond), 10*40*time.Millisecond+9*maxRestFactor*40*time.Millisecond; got != want {
+				t.Errorf("the second storm ended after %v, want %v (its turns rest: a budget of its own)", got, want)
 			}
 		})
 	})
