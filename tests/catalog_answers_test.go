@@ -155,8 +155,8 @@ func wireBytes(t *testing.T, m proto.Message) string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// frontToolsList is the body of the front door's answer to tools/list in
-// a 2025-11-25 session.
+// frontToolsList is the front door's JSON-RPC answer to tools/list in a
+// 2025-11-25 session.
 func frontToolsList(t *testing.T, ctx context.Context, base string) string {
 	t.Helper()
 	post := func(sid, body string) (string, string) {
@@ -181,7 +181,18 @@ func frontToolsList(t *testing.T, ctx context.Context, base string) string {
 	sid, _ := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"answers-test","version":"1"}}}`)
 	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	_, body := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	return body
+	// The JSON-RPC answer, whether it came as application/json or as an
+	// event stream's data (how it is framed is not the catalog's answer).
+	var data []string
+	for _, line := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			data = append(data, d)
+		}
+	}
+	if len(data) > 0 {
+		return strings.Join(data, "\n")
+	}
+	return strings.TrimSpace(body)
 }
 
 // readable shows an answer for a failure message: the front door's as it
