@@ -99,7 +99,12 @@ const maxTurnRest = time.Second
 const stormRestBudget = 4 * time.Second
 
 // stormGap is how long the refresh work stays idle (no turn held, none
-// waiting) before the next turn begins a new storm.
+// waiting) before the next turn begins a new storm. Once a storm is older
+// than its budget, any moment with nothing to do — no turn held or waited
+// for, no listing on the wire or waiting to be asked for — ends it too:
+// listings that keep coming with shorter gaps (upstreams that change all
+// the time) would otherwise be one endless storm, past its budget, whose
+// turns never rest.
 const stormGap = 500 * time.Millisecond
 
 // refreshWork hands out turns of refresh work, at most limit at once.
@@ -274,6 +279,17 @@ func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duratio
 // least at its former pace.
 const maxRestFactor = 3
 
+// drained reports a window (or turns) with nothing held and nobody
+// waiting; a nil one is drained.
+func (w *refreshWork) drained() bool {
+	if w == nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.running == 0 && w.queued == 0
+}
+
 // release gives a turn back.
 func (w *refreshWork) release() {
 	w.mu.Lock()
@@ -286,7 +302,8 @@ func (w *refreshWork) release() {
 }
 
 func (w *refreshWork) grantLocked() {
-	if w.running == 0 && (w.stormStart.IsZero() || !w.idleSince.IsZero() && time.Since(w.idleSince) >= stormGap) {
+	if w.running == 0 && (w.stormStart.IsZero() || !w.idleSince.IsZero() &&
+		(time.Since(w.idleSince) >= stormGap || time.Since(w.stormStart) >= w.restBudget && w.window.drained())) {
 		w.stormStart, w.stormWork, w.stormTurns = time.Now(), 0, 0
 	}
 	w.idleSince = time.Time{}

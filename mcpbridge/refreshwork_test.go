@@ -396,6 +396,19 @@ func TestRefreshWorkRestBudget(t *testing.T) {
 			}
 		})
 	})
+	t.Run("a storm past its budget ends when nothing is left to do", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			if got := storm(t, w, 10, 600*time.Millisecond); got != 6*time.Second {
+				t.Fatalf("the first storm ended after %v, want 6s", got)
+			}
+			// No gap: listings that keep coming. The next ones rest again.
+			if got, want := storm(t, w, 10, 40*time.Millisecond), 10*40*time.Millisecond+9*maxRestFactor*40*time.Millisecond; got != want {
+				t.Errorf("listings right after a storm past its budget ended after %v, want %v (they rest: a storm of their own)", got, want)
+			}
+		})
+	})
 	t.Run("listings in the window count as work to come", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := newRefreshWork(1)
