@@ -2,9 +2,12 @@ package mcpbridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -95,5 +98,86 @@ func TestGoSDKPatchedResultGate(t *testing.T) {
 	// The session is still usable: the refused response was retired.
 	if _, err := cs.ListTools(t.Context(), nil); err != nil {
 		t.Fatalf("ListTools after a refusal: %v", err)
+	}
+}
+
+// TestGoSDKPatchedRawToolSchemas pins mcp.WithRawToolSchemas
+// (third_party/go-sdk.patch), which the bridge lists with (rawschema.go):
+// each listed schema comes as the text the server sent (nil when absent),
+// the rest of each tool as go-sdk decodes it without the option, the
+// same as toolsAsText makes of the same result; a tool whose x-mcp-header
+// annotation is invalid is still left out, in both forms; without the
+// option the schemas are decoded, as before.
+func TestGoSDKPatchedRawToolSchemas(t *testing.T) {
+	t.Parallel()
+	srv := exactSchemaServer()
+	bad := map[string]any{"type": "object", "properties": map[string]any{"o": map[string]any{"type": "object", "x-mcp-header": "X-O"}}}
+	// go-sdk's AddTool refuses the bad annotation: the listing gets it
+	// added on its way out.
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				c := *lt
+				c.Tools = append(slices.Clone(lt.Tools), &mcp.Tool{Name: "bad-header", InputSchema: bad})
+				return &c, nil
+			}
+			return res, err
+		}
+	})
+	srv.AddTool(&mcp.Tool{Name: "z", Title: "Z", Description: "d", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, Meta: mcp.Meta{"k": "v"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	cs := sdkPair(t, srv, nil, nil)
+	asText, err := cs.ListTools(mcp.WithRawToolSchemas(t.Context()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ts []*mcp.Tool) (out []string) {
+		for _, x := range ts {
+			out = append(out, x.Name)
+		}
+		return out
+	}
+	if got, want := names(asText.Tools), names(decoded.Tools); !slices.Equal(got, want) || slices.Contains(got, "bad-header") || len(got) != 3 {
+		t.Fatalf("listed %v as text, %v decoded; want the same 3, without bad-header", got, want)
+	}
+	wire, err := json.Marshal(decoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := toolsAsText(t, wire)
+	for i, x := range asText.Tools {
+		in, ok := x.InputSchema.(json.RawMessage)
+		if !ok {
+			t.Fatalf("%s: inputSchema %T, want json.RawMessage", x.Name, x.InputSchema)
+		}
+		if x.Name == "exact" && (string(in) != rawSchemaKept || string(x.OutputSchema.(json.RawMessage)) != rawOutputSent) {
+			t.Errorf("exact: schemas %s / %s, want the text sent: %s / %s", in, x.OutputSchema, rawSchemaKept, rawOutputSent)
+		}
+		if x.Name != "exact" && x.OutputSchema != nil {
+			t.Errorf("%s: outputSchema %#v, want none", x.Name, x.OutputSchema)
+		}
+		var a, b any
+		if json.Unmarshal(in, &a) != nil || !reflect.DeepEqual(a, decoded.Tools[i].InputSchema) {
+			t.Errorf("%s: the text %s does not decode to go-sdk's value %v", x.Name, in, decoded.Tools[i].InputSchema)
+		}
+		if err := json.Unmarshal(want[i].InputSchema.(json.RawMessage), &b); err != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: toolsAsText gives %s", x.Name, want[i].InputSchema)
+		}
+		c, d := *x, *decoded.Tools[i]
+		c.InputSchema, c.OutputSchema, d.InputSchema, d.OutputSchema = nil, nil, nil, nil
+		if !reflect.DeepEqual(c, d) {
+			t.Errorf("%s: the rest of the tool differs: %+v as text, %+v decoded", x.Name, c, d)
+		}
+	}
+	if _, ok := decoded.Tools[0].InputSchema.(map[string]any); !ok {
+		t.Errorf("without the option the schema is %T, want map[string]any", decoded.Tools[0].InputSchema)
 	}
 }

@@ -72,7 +72,7 @@ const (
 )
 
 // listTools lists every page of tools, each schema as the upstream sent it
-// (rawschema.go), and keeps the upstream's ttlMs (2026-07-28). Each page's
+// (rawschema.go: go-sdk hands it over as text, attach decodes it if new), and keeps the upstream's ttlMs (2026-07-28). Each page's
 // response is decoded and taken in holding the pass's turn of refresh work
 // (hold, refreshwork.go), given back before the next page is asked for; the
 // last page's is still held on return. Each page is asked for holding a
@@ -80,7 +80,8 @@ const (
 // its response arrives.
 func (s *session) listTools(ctx context.Context, hold *workHold) ([]*mcp.Tool, error) {
 	first := true
-	gated := mcp.WithResultGate(ctx, hold.gate)
+	// Schemas come as the text the upstream sent (rawschema.go).
+	gated := mcp.WithRawToolSchemas(mcp.WithResultGate(ctx, hold.gate))
 	tools, err := listPages(ctx, "tools/list", func(cur string) (*mcp.ListToolsResult, error) {
 		hold.release() // no turn held while the upstream answers
 		if err := hold.ask(ctx); err != nil {

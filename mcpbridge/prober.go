@@ -83,7 +83,9 @@ func (s *session) probe(useList bool) error {
 	ctx = connClosing(ctx) // no connection kept for the probe's sake (streamhttp.go)
 	var err error
 	if useList {
-		_, err = s.cs.ListTools(ctx, &mcp.ListToolsParams{})
+		// As a refresh lists (lists.go): schemas as text, not decoded, and
+		// the same form in go-sdk's cache of a 2026-07-28 session's lists.
+		_, err = s.cs.ListTools(mcp.WithRawToolSchemas(ctx), &mcp.ListToolsParams{})
 	} else {
 		err = s.cs.Ping(ctx, &mcp.PingParams{})
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"reflect"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -15,20 +14,18 @@ import (
 // go-sdk decodes a tool's inputSchema and outputSchema into map[string]any
 // with float64 numbers: 10 and 10.0 become the same value and integers
 // beyond 2^53 are rounded. The catalog keeps each schema's JSON text as the
-// upstream sent it (Tool.InputSchemaJSON), so the transport is wrapped: it
-// remembers the raw schemas of every tools/list result it reads, and the
-// refresher swaps them in for the decoded values (rawSchemas.attach).
+// upstream sent it (Tool.InputSchemaJSON), so the bridge lists tools under
+// mcp.WithRawToolSchemas (a go-sdk patch): each listed schema comes as the
+// text the upstream sent, scanned and copied but not decoded. attach
+// decodes a schema once, when its text differs from the one last listed
+// for the tool; an unchanged schema (most of a re-list: a storm's 50,000
+// tools) is compared as text and shares the object decoded before
+// (docs/architecture.md, "Schemas as text through a re-list").
 
-// rawSchema is one tool's schemas as the upstream sent them.
-type rawSchema struct {
-	in, out json.RawMessage
-}
-
-// rawSchemas holds the raw schemas of the tools/list results a session has
-// read and not yet attached, by tool name (the latest wins).
+// rawSchemas is a session's record of its listed tools' schemas and task
+// support.
 type rawSchemas struct {
-	mu     sync.Mutex
-	byName map[string]rawSchema
+	mu sync.Mutex
 	// support is each listed tool's execution.taskSupport (2025-11-25
 	// tasks; go-sdk's Tool has no execution), by name, as last listed.
 	support map[string]string
@@ -36,10 +33,10 @@ type rawSchemas struct {
 	// plain call for want of the tasks extension (learnRequired): the
 	// listing cannot say so. Kept to the last complete listing (keep).
 	required map[string]bool
-	// verified is each tool's schemas as attach last checked them (text
-	// and object), by name: a listing that sends the same text again is
-	// checked against that object without decoding the text. Kept to the
-	// names of the last complete listing (keep).
+	// verified is each tool's schemas as attach last took them in (text
+	// and object), by name: a listing that sends the same text again
+	// shares that object without decoding the text. Kept to the names of
+	// the last complete listing (keep).
 	verified map[string]verifiedSchemas
 }
 
@@ -47,12 +44,16 @@ type rawSchemas struct {
 // none).
 type verifiedSchemas struct{ in, out decodedSchema }
 
-// rawSchemas is a session's tap (tap.go) for the exact schema text: it
-// records the raw schemas of every result that has a tools array, before
-// go-sdk decodes it.
+// rawSchemas is a session's tap (tap.go) for the tools' task support,
+// which go-sdk's Tool does not carry: it reads it from every result that
+// has a tools array, before go-sdk decodes it.
 var _ tap = (*rawSchemas)(nil)
 
-var inputSchemaKey = []byte(`"inputSchema"`)
+var (
+	inputSchemaKey = []byte(`"inputSchema"`)
+	taskSupportKey = []byte(`taskSupport`)
+	unicodeEscape  = []byte(`\u`)
+)
 
 func (r *rawSchemas) wrote(context.Context, jsonrpc.Message) jsonrpc.Message { return nil }
 
@@ -64,31 +65,34 @@ func (r *rawSchemas) read(m jsonrpc.Message, _ *msgOrigin) {
 	}
 }
 
-// record remembers the raw schemas of a result that has a tools array.
-// Anything else (or anything malformed: go-sdk reports that) is ignored.
+// record remembers the task support of the tools of a result that has a
+// tools array. Anything else (or anything malformed: go-sdk reports that)
+// is ignored. A result that cannot name a task support (no such bytes,
+// nor a \u escape that could spell them) is not parsed while no tool has
+// one recorded: most upstreams' listings, whose schemas are then read
+// once, by go-sdk.
 func (r *rawSchemas) record(result json.RawMessage) {
+	r.mu.Lock()
+	none := len(r.support) == 0
+	r.mu.Unlock()
+	if none && !bytes.Contains(result, taskSupportKey) && !bytes.Contains(result, unicodeEscape) {
+		return
+	}
 	var res struct {
 		Tools []struct {
-			Name         string          `json:"name"`
-			InputSchema  json.RawMessage `json:"inputSchema"`
-			OutputSchema json.RawMessage `json:"outputSchema"`
-			Execution    struct {
+			Name      string `json:"name"`
+			Execution struct {
 				TaskSupport string `json:"taskSupport"`
 			} `json:"execution"`
 		} `json:"tools"`
 	}
-	// go-sdk's own decoder and key matching (its internal/json): raw
-	// values are copies, so nothing here aliases result.
+	// go-sdk's own decoder and key matching (its internal/json).
 	if _, err := sjson.Parse(result, &res, sjson.DontMatchCaseInsensitiveStructFields); err != nil || len(res.Tools) == 0 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.byName == nil {
-		r.byName = make(map[string]rawSchema, len(res.Tools))
-	}
 	for _, t := range res.Tools {
-		r.byName[t.Name] = rawSchema{in: t.InputSchema, out: t.OutputSchema}
 		if ts := t.Execution.TaskSupport; ts != "" || r.support[t.Name] != "" {
 			if r.support == nil {
 				r.support = map[string]string{}
@@ -196,11 +200,13 @@ func needsTasksExtension(err error) bool {
 	return ok
 }
 
-// attach returns tools with each schema replaced by its raw JSON
-// (decodedSchema) where one was recorded and decodes to exactly the value
-// go-sdk decoded (so a result read for another request cannot be mixed
-// in). The tools themselves are not modified (go-sdk may cache them):
-// changed ones are copies. Recorded entries are consumed.
+// attach returns tools with each schema listed as text (json.RawMessage,
+// mcp.WithRawToolSchemas) replaced by a decodedSchema: the text with the
+// value it decodes to, decoded here unless it is the text last listed for
+// the tool (then that object is shared). A schema that is not text (none,
+// or a listing made without the option) is left as it is. The tools
+// themselves are not modified (go-sdk may cache them): changed ones are
+// copies.
 func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -209,21 +215,17 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 		if t == nil {
 			continue
 		}
-		raw, ok := r.byName[t.Name]
-		if !ok {
+		last := r.verified[t.Name]
+		in, inOK := schemaFromText(t.InputSchema, last.in)
+		outS, outOK := schemaFromText(t.OutputSchema, last.out)
+		if !inOK && !outOK {
+			delete(r.verified, t.Name)
 			continue
 		}
-		delete(r.byName, t.Name)
-		last := r.verified[t.Name]
-		in, inOK := sameJSONAs(raw.in, t.InputSchema, last.in)
-		outS, outOK := sameJSONAs(raw.out, t.OutputSchema, last.out)
 		if r.verified == nil {
 			r.verified = map[string]verifiedSchemas{}
 		}
 		r.verified[t.Name] = verifiedSchemas{in: in, out: outS}
-		if !inOK && !outOK {
-			continue
-		}
 		c := *t
 		if inOK {
 			c.InputSchema = in
@@ -235,11 +237,6 @@ func (r *rawSchemas) attach(tools []*mcp.Tool) []*mcp.Tool {
 			out = append([]*mcp.Tool(nil), tools...)
 		}
 		out[i] = &c
-	}
-	if len(r.byName) == 0 {
-		// An emptied map keeps its buckets: about 100 bytes a tool, held
-		// until the next listing, on every idle session.
-		r.byName = nil
 	}
 	return out
 }
@@ -270,83 +267,32 @@ func (r *rawSchemas) keep(tools []*mcp.Tool) {
 	}
 }
 
-// sameJSONAs is sameJSON with the schema last checked for the same tool:
-// when raw is that schema's very text, its object (the text's value) is
-// compared with decoded, and the text is not decoded again.
-func sameJSONAs(raw json.RawMessage, decoded any, last decodedSchema) (decodedSchema, bool) {
-	if len(raw) > 0 && decoded != nil && last.text != nil && bytes.Equal(raw, last.text) {
-		if jsonEqual(last.obj, decoded) {
-			return last, true
-		}
-		return decodedSchema{}, false // the same text never decodes to another value
-	}
-	return sameJSON(raw, decoded)
-}
-
-// sameJSON returns raw, with the value it decodes to, if it is present
-// and decodes to decoded.
-func sameJSON(raw json.RawMessage, decoded any) (decodedSchema, bool) {
-	if len(raw) == 0 || decoded == nil {
+// schemaFromText returns v, a schema listed as text, with the value it
+// decodes to: last itself when v is last's very text (not decoded again),
+// else decoded now. It reports false for a v that is not text (nothing
+// listed, or a value go-sdk decoded) or does not decode (go-sdk's decoder
+// read it as one JSON value; encoding/json, which the catalog's objects
+// have always come from, is stricter about invalid UTF-8 only in what it
+// replaces, never in what it refuses).
+func schemaFromText(v any, last decodedSchema) (decodedSchema, bool) {
+	raw, ok := v.(json.RawMessage)
+	if !ok || len(raw) == 0 {
 		return decodedSchema{}, false
 	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil || !jsonEqual(v, decoded) {
+	if last.text != nil && bytes.Equal(raw, last.text) {
+		return last, true
+	}
+	var obj any
+	if json.Unmarshal(raw, &obj) != nil {
 		return decodedSchema{}, false
 	}
-	return decodedSchema{text: raw, obj: v}, true
-}
-
-// jsonEqual is reflect.DeepEqual for values decoded from JSON (objects,
-// arrays, strings, numbers, booleans, null as encoding/json and go-sdk's
-// decoder make them), without reflection: a re-listing checks every
-// tool's schemas, and reflect.DeepEqual took 7-11 µs and 27 allocations
-// for a two-property schema (BenchmarkSameJSONAsRelisted), 50,000 times
-// in a fleet's re-list storm. Any other type is left to reflect.DeepEqual.
-func jsonEqual(a, b any) bool {
-	switch a := a.(type) {
-	case map[string]any:
-		bm, ok := b.(map[string]any)
-		if !ok || len(a) != len(bm) || (a == nil) != (bm == nil) {
-			return false
-		}
-		for k, av := range a {
-			bv, ok := bm[k]
-			if !ok || !jsonEqual(av, bv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		bs, ok := b.([]any)
-		if !ok || len(a) != len(bs) || (a == nil) != (bs == nil) {
-			return false
-		}
-		for i := range a {
-			if !jsonEqual(a[i], bs[i]) {
-				return false
-			}
-		}
-		return true
-	case string:
-		bs, ok := b.(string)
-		return ok && a == bs
-	case float64:
-		bf, ok := b.(float64)
-		return ok && a == bf
-	case bool:
-		bb, ok := b.(bool)
-		return ok && a == bb
-	case nil:
-		return b == nil
-	}
-	return reflect.DeepEqual(a, b)
+	return decodedSchema{text: raw, obj: obj}, true
 }
 
 // decodedSchema is a schema as the upstream sent it (text) with the value
-// it decodes to (obj: decoded here by encoding/json, found equal to what
-// go-sdk decoded; read-only once attached: the catalog's snapshots and the
-// next listing's check share it, as catalog snapshots share unchanged
-// schemas), which attach puts in a
+// it decodes to (obj: decoded here by encoding/json; read-only once
+// attached: the catalog's snapshots and the next listing's check share it,
+// as catalog snapshots share unchanged schemas), which attach puts in a
 // tool's InputSchema or OutputSchema: the catalog keeps the text and the
 // object (schemaObject) without decoding the text a third time. It
 // encodes to JSON as its text.
@@ -366,8 +312,5 @@ func (d decodedSchema) SchemaText() (json.RawMessage, any) { return d.text, d.ob
 func (r *rawSchemas) inputSchema(name string) json.RawMessage {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if raw, ok := r.byName[name]; ok {
-		return raw.in
-	}
 	return r.verified[name].in.text
 }

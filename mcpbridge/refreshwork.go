@@ -45,7 +45,11 @@ import (
 // queue behind them and the transport's reads for the other core
 // (docs/benchmarks.md, "Calls during a refresh storm: where they wait").
 // Without calls, or without others waiting, nothing rests: a storm with
-// no traffic, or one upstream's refresh, runs as fast as before.
+// no traffic, or one upstream's refresh, runs as fast as before. Rests
+// are bounded by the storm's rest budget (stormRestBudget): a turn rests
+// only as long as the listings still to be worked, at the storm's mean
+// turn so far, end within the budget of the storm's first turn, so a box
+// whose load stretches the turns does not see its storm doubled too.
 //
 // The window: at most askWindow listings of the replica are on the wire at
 // once (asked for, their response not yet arrived). Reading a response off
@@ -81,6 +85,28 @@ var listingGrace = 50 * time.Millisecond
 // one huge listing delays the others of its storm by no more than that.
 const maxTurnRest = time.Second
 
+// stormRestBudget bounds what the rests add to a storm: a turn rests only
+// as long as the storm's work still ends within this time of its first
+// turn, reckoned from the listings still to be worked (waiting for a
+// turn, on the wire or waiting to be asked for) at the storm's mean work
+// per turn so far. A turn's work is measured in wall time, which a loaded
+// box stretches; resting as long again doubled a storm that load had
+// already stretched (8.6-9.4 s to re-list 500 upstreams at load 15-22,
+// against a 5 s goal: docs/benchmarks.md, "Calls during a refresh storm:
+// what ran while a call waited"). With the budget a storm whose own work
+// fills it rests no more and runs its turns back to back. Four seconds
+// leave a second of the 5 s goal to the debounce and the first asks.
+const stormRestBudget = 4 * time.Second
+
+// stormGap is how long the refresh work stays idle (no turn held, none
+// waiting) before the next turn begins a new storm. Once a storm is older
+// than its budget, any moment with nothing to do — no turn held or waited
+// for, no listing on the wire or waiting to be asked for — ends it too:
+// listings that keep coming with shorter gaps (upstreams that change all
+// the time) would otherwise be one endless storm, past its budget, whose
+// turns never rest.
+const stormGap = 500 * time.Millisecond
+
 // refreshWork hands out turns of refresh work, at most limit at once.
 type refreshWork struct {
 	limit int
@@ -93,12 +119,22 @@ type refreshWork struct {
 	// handed out (nil in the window itself).
 	window *refreshWork
 
+	// restBudget is stormRestBudget (a field for tests).
+	restBudget time.Duration
+
 	mu      sync.Mutex
 	running int                    // turns held
+	queued  int                    // waiters in waiting
 	waiting map[string][]*workTurn // by upstream, in order of arrival
 	ring    []string               // upstreams with waiters, next first
 	peak    int                    // most turns ever held at once (tests)
 	turns   int64                  // turns given (tests)
+	// The storm: its first turn's time, when the work last went idle
+	// (zero while busy), and the work of its turns given back so far.
+	stormStart time.Time
+	idleSince  time.Time
+	stormWork  time.Duration
+	stormTurns int64
 }
 
 // workTurn is one waiter's place.
@@ -115,7 +151,7 @@ func newRefreshWork(limit int) *refreshWork {
 
 // newTurns is a fair queue of limit turns.
 func newTurns(limit int) *refreshWork {
-	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}}
+	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}, restBudget: stormRestBudget}
 }
 
 // ask waits for a place in the window for key's listing about to be asked
@@ -149,6 +185,7 @@ func (w *refreshWork) acquire(ctx context.Context, key string) error {
 		w.ring = append(w.ring, key)
 	}
 	w.waiting[key] = append(w.waiting[key], t)
+	w.queued++
 	w.mu.Unlock()
 	select {
 	case <-t.ready:
@@ -166,6 +203,7 @@ func (w *refreshWork) acquire(ctx context.Context, key string) error {
 	for i, x := range q {
 		if x == t {
 			q = append(q[:i:i], q[i+1:]...)
+			w.queued--
 			break
 		}
 	}
@@ -193,21 +231,63 @@ func (w *refreshWork) callBegan() {
 func (w *refreshWork) callEnded() { w.calls.Add(-1) }
 
 // rest is how long a turn rests before it is given back, given how long
-// it worked and the count of requests begun when it was taken: as long
-// again (at most maxTurnRest) when a call was in flight during the turn
-// (one is now, or one began since) and other listings wait for a turn,
-// else nothing.
+// it worked and the count of requests begun when it was taken: when a
+// call was in flight during the turn (one is now, or one began since) and
+// other listings wait for a turn, as long again, or up to maxRestFactor
+// times where the storm's budget spread over its remaining turns allows
+// (at most maxTurnRest); else nothing; and never past what the storm's
+// rest budget leaves (stormRestBudget). It counts the turn's work in the
+// storm's.
 func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duration {
-	if worked <= 0 || (w.calls.Load() == 0 && w.begun.Load() == begunAtTake) {
+	now := time.Now()
+	w.mu.Lock()
+	w.stormWork += max(worked, 0)
+	w.stormTurns++
+	waiting, queued := len(w.ring) > 0, w.queued
+	mean := w.stormWork / time.Duration(w.stormTurns)
+	left := w.stormStart.Add(w.restBudget).Sub(now)
+	w.mu.Unlock()
+	if worked <= 0 || !waiting || (w.calls.Load() == 0 && w.begun.Load() == begunAtTake) {
 		return 0
+	}
+	if win := w.window; win != nil {
+		win.mu.Lock()
+		queued += win.running + win.queued // listings on the wire or to be asked for
+		win.mu.Unlock()
+	}
+	// What the listings still to be worked will take, on the limit's
+	// turns at the storm's mean so far: the rest of the budget is slack.
+	slack := left - time.Duration(queued)*mean/time.Duration(w.limit)
+	if slack <= 0 {
+		return 0
+	}
+	// As long as it worked (calls first), within the slack; longer, up to
+	// maxRestFactor times, where the slack spread evenly over this turn
+	// and those to come allows it.
+	share := slack / time.Duration(queued/w.limit+1)
+	return min(maxTurnRest, max(min(worked, slack), min(maxRestFactor*worked, share)))
+}
+
+// maxRestFactor bounds a turn's rest to that many times its work. A
+// storm's cost is not only its turns': reading the responses (outside the
+// turns) and, on a box that also runs them, the upstreams answering scale
+// with how fast the listings go out, not with the turns' work, so a turn
+// made cheaper (schemas kept as text, docs/benchmarks.md "Re-list storms:
+// schemas as text") paced the storm faster and left the calls less of the
+// machine with a rest of its work alone. A rest up to three times the
+// work, where the storm's budget has room for it, keeps a cheaper storm at
+// least at its former pace.
+const maxRestFactor = 3
+
+// drained reports a window (or turns) with nothing held and nobody
+// waiting; a nil one is drained.
+func (w *refreshWork) drained() bool {
+	if w == nil {
+		return true
 	}
 	w.mu.Lock()
-	waiting := len(w.ring) > 0
-	w.mu.Unlock()
-	if !waiting {
-		return 0
-	}
-	return min(worked, maxTurnRest)
+	defer w.mu.Unlock()
+	return w.running == 0 && w.queued == 0
 }
 
 // release gives a turn back.
@@ -215,10 +295,18 @@ func (w *refreshWork) release() {
 	w.mu.Lock()
 	w.running--
 	w.nextLocked()
+	if w.running == 0 && len(w.ring) == 0 {
+		w.idleSince = time.Now()
+	}
 	w.mu.Unlock()
 }
 
 func (w *refreshWork) grantLocked() {
+	if w.running == 0 && (w.stormStart.IsZero() || !w.idleSince.IsZero() &&
+		(time.Since(w.idleSince) >= stormGap || time.Since(w.stormStart) >= w.restBudget && w.window.drained())) {
+		w.stormStart, w.stormWork, w.stormTurns = time.Now(), 0, 0
+	}
+	w.idleSince = time.Time{}
 	w.running++
 	w.turns++
 	w.peak = max(w.peak, w.running)
@@ -233,6 +321,7 @@ func (w *refreshWork) nextLocked() {
 		w.ring = w.ring[1:]
 		q := w.waiting[key]
 		t := q[0]
+		w.queued--
 		if len(q) == 1 {
 			delete(w.waiting, key)
 		} else {

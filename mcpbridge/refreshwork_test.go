@@ -221,14 +221,19 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 		calls       int64
 		worked      time.Duration
 		wantGranted time.Duration // after the turn began
+		budget      time.Duration // the storm's rest budget (0: stormRestBudget)
 	}{
-		{"a call in flight: rests as long as it worked", 1, 40 * time.Millisecond, 80 * time.Millisecond},
-		{"no call: no rest", 0, 40 * time.Millisecond, 40 * time.Millisecond},
-		{"a long turn rests maxTurnRest", 2, 3 * time.Second, 3*time.Second + maxTurnRest},
+		{"a call in flight: rests up to maxRestFactor times its work", 1, 40 * time.Millisecond, (1 + maxRestFactor) * 40 * time.Millisecond, 0},
+		{"no call: no rest", 0, 40 * time.Millisecond, 40 * time.Millisecond, 0},
+		{"a long turn rests maxTurnRest", 2, 3 * time.Second, 3*time.Second + maxTurnRest, time.Minute},
+		{"a long turn rests what the budget leaves", 2, 1800 * time.Millisecond, 2200 * time.Millisecond, 0}, // 4s - 1.8s - b's 1.8s
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newRefreshWork(1)
+				if tc.budget > 0 {
+					w.restBudget = tc.budget
+				}
 				w.calls.Store(tc.calls)
 				start := time.Now()
 				done := make(chan struct{})
@@ -269,8 +274,8 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 			}()
 			synctest.Wait() // a holds the turn
 			at := grantedAt(t, w, "b")
-			if got := (<-at).Sub(start); got != 80*time.Millisecond {
-				t.Errorf("b's turn %v after a's began, want 80ms (a rested as long as it worked: a call was in flight during it)", got)
+			if got, want := (<-at).Sub(start), (1+maxRestFactor)*40*time.Millisecond; got != want {
+				t.Errorf("b's turn %v after a's began, want %v (a rested: a call was in flight during it)", got, want)
 			}
 			<-done
 		})
@@ -316,6 +321,112 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 			synctest.Wait()
 			if got := (<-grantedAt(t, w, "b")).Sub(start); got != 50*time.Millisecond {
 				t.Errorf("b's turn %v after a's began, want 50ms (a's context ended its rest)", got)
+			}
+		})
+	})
+}
+
+// TestRefreshWorkRestBudget: a storm's rests never take it past its rest
+// budget (stormRestBudget) from its first turn: a storm whose work fits
+// rests up to maxRestFactor times its work; one whose turns a loaded box stretched rests what the
+// budget leaves, then runs back to back (before: every turn rested as long
+// as it worked, 10 turns of 300 ms ended after 5.7 s); one whose work
+// alone fills the budget does not rest. Without calls nothing rests. A
+// storm begins anew after the work was idle for stormGap.
+func TestRefreshWorkRestBudget(t *testing.T) {
+	// storm runs n listings of one turn each, worked d each (the fake
+	// clock), all queued at once, and returns when the last gave its turn
+	// back.
+	storm := func(t *testing.T, w *refreshWork, n int, d time.Duration) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				h := &workHold{w: w, key: fmt.Sprintf("u%d", i)}
+				if err := h.gate(t.Context()); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(d)
+				h.release()
+			})
+			synctest.Wait() // queued in order
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	for _, tc := range []struct {
+		name  string
+		calls int64
+		n     int
+		turn  time.Duration
+		want  time.Duration
+	}{
+		// The slack's even share (3.6 s over 10 turns) is more than
+		// maxRestFactor times 40 ms: each turn but the last rests 120 ms.
+		{"fits its budget: every turn but the last rests", 1, 10, 40 * time.Millisecond, 10*40*time.Millisecond + 9*maxRestFactor*40*time.Millisecond},
+		// Turns end at 0.3, 0.9, 1.5, 2.1 s with 9, 8, 7, 6 still to work
+		// (0.3 s each): rests of 0.3, 0.3, 0.3 (as long as the work: the
+		// slack's even share is less), then the 0.1 s left; the rest back
+		// to back, ending at the budget.
+		{"stretched: rests what the budget leaves", 1, 10, 300 * time.Millisecond, stormRestBudget},
+		{"its work fills the budget: no rest", 1, 10, 600 * time.Millisecond, 6 * time.Second},
+		{"no call: no rest", 0, 10, 300 * time.Millisecond, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newRefreshWork(1)
+				w.calls.Store(tc.calls)
+				if got := storm(t, w, tc.n, tc.turn); got != tc.want {
+					t.Errorf("%d turns of %v ended after %v, want %v", tc.n, tc.turn, got, tc.want)
+				}
+			})
+		})
+	}
+	t.Run("a storm after an idle gap has a budget of its own", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			if got := storm(t, w, 10, 600*time.Millisecond); got != 6*time.Second {
+				t.Fatalf("the first storm ended after %v, want 6s", got)
+			}
+			time.Sleep(stormGap)
+			if got, want := storm(t, w, 10, 40*time.Millisecond), 10*40*time.Millisecond+9*maxRestFactor*40*time.Millisecond; got != want {
+				t.Errorf("the second storm ended after %v, want %v (its turns rest: a budget of its own)", got, want)
+			}
+		})
+	})
+	t.Run("a storm past its budget ends when nothing is left to do", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			if got := storm(t, w, 10, 600*time.Millisecond); got != 6*time.Second {
+				t.Fatalf("the first storm ended after %v, want 6s", got)
+			}
+			// No gap: listings that keep coming. The next ones rest again.
+			if got, want := storm(t, w, 10, 40*time.Millisecond), 10*40*time.Millisecond+9*maxRestFactor*40*time.Millisecond; got != want {
+				t.Errorf("listings right after a storm past its budget ended after %v, want %v (they rest: a storm of their own)", got, want)
+			}
+		})
+	})
+	t.Run("listings in the window count as work to come", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			w.calls.Store(1)
+			// The window's places all held: 8 listings on the wire.
+			for range askWindow(1) {
+				if err := w.window.acquire(t.Context(), "wire"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// a's 500 ms turn ends with b and the 8 to come: 9 x 500 ms
+			// is more than the budget leaves (counting b alone, a would
+			// rest 500 ms).
+			if got := storm(t, w, 2, 500*time.Millisecond); got != time.Second {
+				t.Errorf("2 turns of 500ms with 8 listings on the wire ended after %v, want 1s (no rest)", got)
+			}
+			for range askWindow(1) {
+				w.window.release()
 			}
 		})
 	})

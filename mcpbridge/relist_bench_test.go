@@ -12,7 +12,10 @@ import (
 // tools shaped like the fleet benchmark's (a title, a sentence, two typed
 // properties), over an in-memory pair: the decode and the tool filter that
 // a re-list storm runs 500 times (docs/benchmarks.md, "Calls during a
-// refresh storm"). The server's encoding is in it too.
+// refresh storm"). The server's encoding is in it too. schemas=text is
+// the listing as the bridge makes it (mcp.WithRawToolSchemas: each schema
+// kept as its text), schemas=decoded go-sdk's default (into
+// map[string]any), as the bridge listed before.
 func BenchmarkClientListTools(b *testing.B) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	for i := range 100 {
@@ -43,10 +46,17 @@ func BenchmarkClientListTools(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := cs.ListTools(b.Context(), nil); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name string
+		ctx  context.Context
+	}{{"schemas=text", mcp.WithRawToolSchemas(b.Context())}, {"schemas=decoded", b.Context()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := cs.ListTools(bc.ctx, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

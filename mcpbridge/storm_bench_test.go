@@ -24,22 +24,20 @@ func stormListResult(n int) []byte {
 }
 
 // BenchmarkStormRelist is toolsvc's part of the re-list after the storm
-// (tests/bench storm phase): the raw schemas recorded from the result, the
-// tools attached to them, and a catalog built from 10,003 new tools (go-sdk's
-// own decoding of the result is done once, outside the loop).
+// (tests/bench storm phase): the task support read from the result, the
+// schemas (as go-sdk hands them over, text: mcp.WithRawToolSchemas)
+// attached, and a catalog built from 10,003 new tools (go-sdk's own
+// decoding of the result is done once, outside the loop).
 func BenchmarkStormRelist(b *testing.B) {
 	result := stormListResult(10000)
-	var lr mcp.ListToolsResult
-	if _, err := sjson.Parse(result, &lr, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
-		b.Fatal(err)
-	}
+	listed := toolsAsText(b, result)
 	b.ReportAllocs()
 	for b.Loop() {
 		var r rawSchemas
 		r.record(result)
-		tools := r.attach(lr.Tools)
+		tools := r.attach(listed)
 		c := NewCatalog()
-		if n, err := c.SetServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(lr.Tools) {
+		if n, err := c.SetServerTasks("storm", "storm", tools, r.taskSupport(tools), true); err != nil || n != len(listed) {
 			b.Fatal(n, err)
 		}
 	}
@@ -63,21 +61,14 @@ func BenchmarkStormListDecode(b *testing.B) {
 // session's raw schemas and the same catalog.
 func BenchmarkStormRelistAgain(b *testing.B) {
 	result := stormListResult(10000)
-	decode := func() []*mcp.Tool {
-		var lr mcp.ListToolsResult
-		if _, err := sjson.Parse(result, &lr, sjson.DontMatchCaseInsensitiveStructFields); err != nil {
-			b.Fatal(err)
-		}
-		return lr.Tools
-	}
 	var r rawSchemas
 	c := NewCatalog()
 	r.record(result)
-	first := r.attach(decode())
+	first := r.attach(toolsAsText(b, result))
 	if _, err := c.SetServerTasks("storm", "storm", first, nil, true); err != nil {
 		b.Fatal(err)
 	}
-	again := decode()
+	again := toolsAsText(b, result)
 	b.ReportAllocs()
 	for b.Loop() {
 		r.record(result)

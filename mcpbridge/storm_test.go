@@ -62,24 +62,17 @@ func TestStdioAbsorbsPlainListChanged(t *testing.T) {
 }
 
 // TestRawSchemasReuseChecked: a listing that sends a tool's schema text
-// again is checked against the object attach kept for it (the same object
-// comes back, not a new decode); a decoded value that does not match the
-// text is still refused; keep forgets tools no longer listed.
+// again shares the object attach decoded for it (not a new decode); a
+// changed text is decoded; a schema not listed as text is left as it is;
+// keep forgets tools no longer listed.
 func TestRawSchemasReuseChecked(t *testing.T) {
 	t.Parallel()
 	result := []byte(`{"tools":[{"name":"a","inputSchema":{"type":"object","properties":{"n":{"type":"integer"}}}},{"name":"b","inputSchema":{"type":"object"}}]}`)
-	decode := func(b []byte) []*mcp.Tool {
-		var lr mcp.ListToolsResult
-		if err := json.Unmarshal(b, &lr); err != nil {
-			t.Fatal(err)
-		}
-		return lr.Tools
-	}
 	var r rawSchemas
 	r.record(result)
-	first := r.attach(decode(result))
+	first := r.attach(toolsAsText(t, result))
 	r.record(result)
-	second := r.attach(decode(result))
+	second := r.attach(toolsAsText(t, result))
 	for i := range first {
 		d1, ok1 := first[i].InputSchema.(decodedSchema)
 		d2, ok2 := second[i].InputSchema.(decodedSchema)
@@ -90,14 +83,46 @@ func TestRawSchemasReuseChecked(t *testing.T) {
 			t.Errorf("tool %d: the second listing decoded its schema again", i)
 		}
 	}
-	// The same text, but go-sdk's value is another one: not attached.
-	other := decode([]byte(`{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`))
-	r.record(result)
-	if got := r.attach(other); !reflect.DeepEqual(got[0].InputSchema, map[string]any{"type": "object"}) {
-		t.Errorf("a schema text was attached to a value it does not decode to: %#v", got[0].InputSchema)
+	// Another text for a: decoded anew.
+	other := r.attach(toolsAsText(t, []byte(`{"tools":[{"name":"a","inputSchema":{"type":"object"}}]}`)))
+	if d, ok := other[0].InputSchema.(decodedSchema); !ok || string(d.text) != `{"type":"object"}` || !reflect.DeepEqual(d.obj, map[string]any{"type": "object"}) {
+		t.Errorf("a changed schema attached as %#v", other[0].InputSchema)
+	}
+	// A schema go-sdk decoded (a listing without mcp.WithRawToolSchemas)
+	// is not taken for text.
+	decoded := []*mcp.Tool{{Name: "a", InputSchema: map[string]any{"type": "object"}}}
+	if got := r.attach(decoded); got[0] != decoded[0] {
+		t.Errorf("a decoded schema was replaced: %#v", got[0].InputSchema)
 	}
 	r.keep(other)
-	if _, ok := r.verified["b"]; ok || len(r.verified) != 1 {
+	if len(r.verified) != 0 {
 		t.Errorf("keep left %v", r.verified)
 	}
+}
+
+// toolsAsText is result's tools as go-sdk's client hands them over under
+// mcp.WithRawToolSchemas (TestGoSDKPatchedRawToolSchemas pins the two
+// together): each schema the text that was sent.
+func toolsAsText(t testing.TB, result []byte) []*mcp.Tool {
+	var lr struct {
+		Tools []struct {
+			Name, Description string
+			InputSchema       json.RawMessage `json:"inputSchema"`
+			OutputSchema      json.RawMessage `json:"outputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(result, &lr); err != nil {
+		t.Fatal(err)
+	}
+	tools := make([]*mcp.Tool, len(lr.Tools))
+	for i, x := range lr.Tools {
+		tools[i] = &mcp.Tool{Name: x.Name, Description: x.Description}
+		if x.InputSchema != nil {
+			tools[i].InputSchema = x.InputSchema
+		}
+		if x.OutputSchema != nil {
+			tools[i].OutputSchema = x.OutputSchema
+		}
+	}
+	return tools
 }

@@ -826,6 +826,11 @@ func convertTool(server string, mt *mcp.Tool, taskSupport string, available bool
 		return nil, fmt.Errorf("outputSchema: %w", err)
 	}
 	inSame, outSame = inSame && prev != nil, outSame && prev != nil
+	if inSame && outSame && unchangedBesidesSchemas(prev, server, mt, taskSupport, available) {
+		// Most of a re-list: nothing to build (the comparison below, without
+		// the entry it would build and discard first).
+		return prev, nil
+	}
 	if inSame {
 		inJSON, in = prev.InputSchemaJSON, prev.InputSchema
 	}
@@ -867,6 +872,64 @@ func convertTool(server string, mt *mcp.Tool, taskSupport string, available bool
 	}
 	t.size = entryBytes(t)
 	return t, nil
+}
+
+// unchangedBesidesSchemas reports whether prev, whose schemas' text mt
+// sends again, is what convertTool would build of mt: the check at its
+// end (the schema hash is over the same text), made on mt's own fields.
+func unchangedBesidesSchemas(prev *Tool, server string, mt *mcp.Tool, taskSupport string, available bool) bool {
+	if prev.Available != available || prev.Server != server || prev.Title != mt.Title || prev.Description != mt.Description ||
+		prev.TaskSupport != taskSupport || !reflect.DeepEqual(prev.Annotations, mt.Annotations) {
+		return false
+	}
+	if len(mt.Meta) == 0 {
+		return prev.Meta == nil
+	}
+	return jsonEqual(prev.Meta, map[string]any(mt.Meta))
+}
+
+// jsonEqual is reflect.DeepEqual for values decoded from JSON (objects,
+// arrays, strings, numbers, booleans, null), without reflection, which
+// made three allocations per _meta compared; any other type is left to
+// reflect.DeepEqual.
+func jsonEqual(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok || len(a) != len(bm) || (a == nil) != (bm == nil) {
+			return false
+		}
+		for k, av := range a {
+			bv, ok := bm[k]
+			if !ok || !jsonEqual(av, bv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(a) != len(bs) || (a == nil) != (bs == nil) {
+			return false
+		}
+		for i := range a {
+			if !jsonEqual(a[i], bs[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		bs, ok := b.(string)
+		return ok && a == bs
+	case float64:
+		bf, ok := b.(float64)
+		return ok && a == bf
+	case bool:
+		bb, ok := b.(bool)
+		return ok && a == bb
+	case nil:
+		return b == nil
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // entryBytes estimates the memory an entry holds: the struct, its strings,

@@ -159,6 +159,11 @@ func defaultSendingMethodHandler(ctx context.Context, method string, req Request
 	res := info.newResult()
 	if method == methodSubscriptionsListen {
 		callSubscriptionsListen(ctx, req.GetSession().getConn(), method, params)
+	} else if lt, ok := res.(*ListToolsResult); ok && rawToolSchemasRequested(ctx) {
+		// toolsvc patch: schemas kept as text (WithRawToolSchemas).
+		if err := callListToolsRaw(ctx, req.GetSession().getConn(), method, params, lt); err != nil {
+			return nil, err
+		}
 	} else {
 		if err := call(ctx, req.GetSession().getConn(), method, params, res); err != nil {
 			return nil, err

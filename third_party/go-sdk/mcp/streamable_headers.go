@@ -287,6 +287,9 @@ func validateParamHeaderAnnotations(tool *Tool) error {
 		// listing to find that out was most of a re-list's CPU.
 		return nil
 	}
+	if raw, ok := tool.InputSchema.(json.RawMessage); ok && !mayHaveHeaderKey(raw) {
+		return nil // toolsvc patch: the same, for a schema kept as text (WithRawToolSchemas)
+	}
 	props := unmarshalSchemaProperties(tool.InputSchema)
 	if len(props) == 0 {
 		return nil
