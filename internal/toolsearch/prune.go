@@ -1,0 +1,645 @@
+package toolsearch
+
+import (
+	"cmp"
+	"container/heap"
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// Pruned evaluation. A long query (up to maxQueryWords words, each with
+// its synonyms: a hundred terms is common) matches most of a large
+// catalog, and scoring every posting of every term cost 8–13 ms at 20,000
+// tools. The ranking needs far less: the lexical ranking its k best, the
+// hybrid its denseCandidates best lexical matches (ties at the cut-off
+// included) and the lexical scores of the sign pass's nearest. So the
+// lexical stage evaluates document at a time with MaxScore (Turtle &
+// Flood, 1995), exactly:
+//
+//   - each query term has an upper bound of its contribution to any
+//     document (termBound: per field, the highest frequency and the
+//     lowest length per occurrence of its postings; stale only upwards);
+//   - the terms sorted by bound, the first ones whose bounds together
+//     (with the best instructions boost and the coverage factor of their
+//     words) cannot reach the current threshold — the worst score among
+//     the results so far — are non-essential: a document that only they
+//     match cannot enter the results, so only the other (essential)
+//     terms' lists are walked, in step, by document id;
+//   - a document of an essential list is scored on its essential terms,
+//     and the non-essential ones are looked up (a forward search in their
+//     lists, ordered by document) only while its score so far plus their
+//     bounds can still reach the threshold.
+//
+// A document is skipped only when a bound says it scores below the
+// threshold, strictly, and the threshold is a score that as many
+// documents keep accepts already have: so it would not have been among
+// the results, nor tied at their cut-off. keep is asked of a document
+// before it counts towards the threshold, so documents a principal cannot
+// see never raise it. A document's score is the same sum as the
+// exhaustive evaluation's — its terms' contributions added in the query's
+// term order, from the same expression — so the scores are bit-equal
+// (TestPrunedMatchesExhaustive).
+
+// boundSlack widens every bound: a bound is computed in floating point
+// along another path than the score, and must not fall below it by a
+// rounding.
+const boundSlack = 1e-9
+
+// termBound bounds the contribution of a term to any document of its
+// posting list: per field, the highest frequency (cmax) and the lowest
+// field length per occurrence (ratio, len/frequency, rounded down) among
+// its postings. BM25F's field frequency c / (1 − b + b × len / avg) is
+// 1 / ((1 − b)/c + (b/avg) × len/c), at most that with cmax and ratio,
+// whatever the average length is at search time. Adding a posting
+// widens the bound exactly; removing one that held an extreme leaves it
+// stale (too high: still exact, only less pruning) until a quarter of the
+// list has gone that way, then the list is scanned again (amortised O(1)
+// per removal).
+type termBound struct {
+	cmax  [NumFields]uint8
+	stale uint32 // extreme postings removed since the last scan
+	ratio [NumFields]float32
+}
+
+// widen makes b hold a posting with frequencies tf in a document with
+// field lengths lens.
+func (b *termBound) widen(tf *[NumFields]uint8, lens *[NumFields]uint16) {
+	for f, c := range tf {
+		if c == 0 {
+			continue
+		}
+		r := ratioDown(lens[f], c)
+		if b.cmax[f] == 0 || r < b.ratio[f] {
+			b.ratio[f] = r
+		}
+		b.cmax[f] = max(b.cmax[f], c)
+	}
+}
+
+// holds reports whether a posting with tf and lens is at one of b's
+// extremes.
+func (b *termBound) holds(tf *[NumFields]uint8, lens *[NumFields]uint16) bool {
+	for f, c := range tf {
+		if c > 0 && (c == b.cmax[f] || ratioDown(lens[f], c) == b.ratio[f]) {
+			return true
+		}
+	}
+	return false
+}
+
+// ratioDown is len/c as a float32 no higher than the exact quotient.
+func ratioDown(l uint16, c uint8) float32 {
+	r := float64(l) / float64(c)
+	r32 := float32(r)
+	if float64(r32) > r {
+		r32 = math.Nextafter32(r32, 0)
+	}
+	return r32
+}
+
+// fieldUpper is, per field, the highest length-normalised frequency
+// (weighted) of a term with bound b in any of its documents.
+func (ix *Index[T]) fieldUpper(b *termBound, avg *[NumFields]float64) (u [NumFields]float64) {
+	o := &ix.opts
+	for f := range NumFields {
+		if c := b.cmax[f]; c > 0 {
+			u[f] = o.Weight[f] / ((1-o.B[f])/float64(c) + o.B[f]/avg[f]*float64(b.ratio[f]))
+		}
+	}
+	return u
+}
+
+// upper is the highest contribution (contribution's) of a term with
+// field bounds u (fieldUpper) and weight × IDF wIdf to a document in
+// whose fields mask (bit f: field f) it occurs.
+func (ix *Index[T]) upper(u *[NumFields]float64, mask uint8, wIdf float64) float64 {
+	o := &ix.opts
+	var x float64
+	for f := range NumFields {
+		if mask&(1<<f) != 0 {
+			x += u[f]
+		}
+	}
+	return wIdf * x * (o.K1 + 1) / (o.K1 + x)
+}
+
+// fieldMask is the fields a posting's term occurs in (bit f: field f).
+func fieldMask(tf *[NumFields]uint8) uint8 {
+	var m uint8
+	for f, c := range tf {
+		if c > 0 {
+			m |= 1 << f
+		}
+	}
+	return m
+}
+
+// allFields is the mask of every field.
+const allFields = 1<<NumFields - 1
+
+// prunable reports whether the bounds hold for o: the score must grow
+// with every term matched, a field's frequency and the saturation with
+// the frequency, and fall with the field's length. Any other options are
+// evaluated exhaustively.
+func prunable(o *Options) bool {
+	if !(o.K1 >= 0 && o.ExpansionWeight >= 0 && o.Coverage >= 0 && o.InstructionsWeight >= 0) {
+		return false
+	}
+	for f := range NumFields {
+		if !(o.Weight[f] >= 0 && o.B[f] >= 0 && o.B[f] <= 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// insertPosting adds p to term tid's list, in document order.
+func (ix *Index[T]) insertPosting(tid uint32, p posting, lens *[NumFields]uint16) {
+	list := ix.postings[tid]
+	p.fields = fieldMask(&p.tf)
+	if f := bits.TrailingZeros8(p.fields); bits.OnesCount8(p.fields) == 1 && p.tf[f] == 1 {
+		p.flen = uint8(min(max(lens[f], 1), math.MaxUint8))
+	}
+	if n := len(list); n == 0 || list[n-1].doc < p.doc {
+		list = append(list, p)
+	} else {
+		i, _ := slices.BinarySearchFunc(list, p.doc, byDoc)
+		list = slices.Insert(list, i, p)
+	}
+	ix.postings[tid] = list
+	ix.bounds[tid].widen(&p.tf, lens)
+}
+
+// removePosting deletes document id's posting from term tid's list (the
+// document's field lengths are lens), freeing the term with its last
+// posting.
+func (ix *Index[T]) removePosting(tid, id uint32, lens *[NumFields]uint16) {
+	list := ix.postings[tid]
+	i, ok := slices.BinarySearchFunc(list, id, byDoc)
+	if !ok {
+		panic("toolsearch: a document's term has no posting for it")
+	}
+	tf := list[i].tf
+	list = slices.Delete(list, i, i+1)
+	if len(list) == 0 {
+		ix.freeTermID(tid)
+		return
+	}
+	ix.postings[tid] = list
+	b := &ix.bounds[tid]
+	if !b.holds(&tf, lens) {
+		return
+	}
+	if b.stale++; int(b.stale)*4 > len(list) {
+		nb := termBound{}
+		for j := range list {
+			nb.widen(&list[j].tf, &ix.docs[list[j].doc].lens)
+		}
+		*b = nb
+	}
+}
+
+func byDoc(p posting, doc uint32) int { return cmp.Compare(p.doc, doc) }
+
+// qterm is one query term with postings, as prune reads it.
+type qterm struct {
+	list  []posting
+	tid   uint32 // its term's id
+	qi    int    // its index in the query's terms: the order its contribution is added in
+	word  uint64 // the query word it stands for (coverage)
+	full  bool   // weight 1: a match in the name counts for NameCover
+	wIdf  float64
+	upper float64 // its bound in any document
+	// byMask is its bound in a document by the fields the term occurs
+	// in there (posting.fields).
+	byMask *[1 << NumFields]float64
+	// essential: its list is read whole (else only looked up, for the
+	// documents that could enter the results); pos is a lookup's cursor.
+	essential bool
+	pos       int
+}
+
+// seek moves q.pos to the first posting at or after document d (a
+// galloping search forward, so a pass in document order costs the log of
+// the distances moved) and reports whether d has one.
+func (q *qterm) seek(d uint32) bool {
+	l := q.list
+	lo := q.pos
+	if lo >= len(l) {
+		return false
+	}
+	if l[lo].doc >= d {
+		return l[lo].doc == d
+	}
+	step := 1
+	hi := lo + 1
+	for hi < len(l) && l[hi].doc < d {
+		lo = hi
+		step *= 2
+		hi = lo + step
+	}
+	hi = min(hi, len(l))
+	// l[lo].doc < d ≤ l[hi].doc (or hi is the end).
+	for lo+1 < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if l[mid].doc < d {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	q.pos = hi
+	return hi < len(l) && l[hi].doc == d
+}
+
+// seedCand is a document and the bound of its final score.
+type seedCand struct {
+	ub  float64
+	doc uint32
+}
+
+// entry is an essential term's posting (qs[qt].list[pos]) of a document,
+// linked to the document's previous one (1-based; 0: none).
+type entry struct {
+	qt, pos, next int32
+}
+
+// Marks of prune's passes, by document (scratch.mark).
+const (
+	markNone   uint8 = 0
+	markScored uint8 = 1      // scored exactly
+	markForced uint8 = 1 << 7 // among the sign pass's nearest
+)
+
+// nonEssentialShare: the terms only looked up are the ones with the
+// lowest bounds, as many as together bound at most this share of the
+// highest term's bound — the frequent words and the low-weight synonyms,
+// whose long lists are most of a long query's postings and change a
+// score least. The threshold must exceed what they can add (checked;
+// else the evaluation is exhaustive).
+const nonEssentialShare = 0.25
+
+// prune is the pruned lexical evaluation (above); ok false: it declined
+// (no term to leave out, or a threshold too low for the terms left
+// out), having changed nothing, and the caller evaluates exhaustively.
+// With hybrid false it returns the k best hits keep accepts, as selectAll
+// does. With hybrid true it leaves in sc, as finishAll would for fuse,
+// every document whose final score is among the k best keep accepts (ties
+// at the cut-off included), and every document of forced (the sign
+// pass's nearest) that matches a term, with its state and, if kept, its
+// score.
+func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []float64, avg *[NumFields]float64, k int, keep func(T) bool, hybrid bool, forced []uint32) (hits []Hit[T], ok bool) {
+	o := &ix.opts
+	n := float64(ix.live)
+	qs := sc.qterms[:0]
+	for i, qt := range terms {
+		id, ok := ix.terms[qt.term]
+		if !ok {
+			continue
+		}
+		list := ix.postings[id]
+		df := float64(len(list))
+		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		qs = append(qs, qterm{list: list, tid: id, qi: i, word: 1 << qt.word, full: qt.weight == 1, wIdf: qt.weight * idf, essential: true})
+	}
+	defer func() { clear(qs); sc.qterms = qs[:0] }()
+	if cap(sc.byMask) < len(qs) {
+		sc.byMask = make([][1 << NumFields]float64, len(qs))
+	}
+	top := 0.0
+	for i := range qs {
+		q := &qs[i]
+		fu := ix.fieldUpper(&ix.bounds[q.tid], avg)
+		q.byMask = &sc.byMask[i]
+		for mask := range q.byMask {
+			q.byMask[mask] = ix.upper(&fu, uint8(mask), q.wIdf)
+		}
+		q.upper = q.byMask[allFields]
+		top = max(top, q.upper)
+	}
+	// The non-essential terms: the lowest bounds, up to the share.
+	order := sc.order[:0]
+	for i := range qs {
+		order = append(order, int32(i))
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(qs[a].upper, qs[b].upper); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	sc.order = order
+	var nMass float64
+	var nWords uint64
+	lookups := 0
+	for _, i := range order {
+		if nMass+qs[i].upper > nonEssentialShare*top {
+			break
+		}
+		nMass += qs[i].upper
+		nWords |= qs[i].word
+		qs[i].essential = false
+		lookups++
+	}
+	if lookups == 0 {
+		return nil, false
+	}
+	covered := o.Coverage > 0 && words > 0
+	// bound is the highest final score of a document whose contributions
+	// sum to at most sum (its boost included) and whose words are matched.
+	bound := func(sum float64, matched uint64) float64 {
+		if covered {
+			sum *= 1 + o.Coverage*float64(bits.OnesCount64(matched))/float64(words)
+		}
+		return sum * (1 + boundSlack)
+	}
+	maxBoost := 0.0
+	for _, b := range boost {
+		maxBoost = max(maxBoost, b)
+	}
+	if len(sc.mark) < len(ix.docs) {
+		sc.mark = make([]uint8, len(ix.docs))
+		sc.ub = make([]float64, len(ix.docs))
+		sc.head = make([]int32, len(ix.docs))
+	}
+	sat := ix.saturated(sc, avg)
+
+	// Pass 1, the essential terms' lists, in the query's term order: each
+	// document's bound — the sum of its postings' bounds, a table lookup
+	// each (no division, nothing read of the document), plus all the
+	// non-essential terms could add — and where its postings are.
+	touched := sc.touched[:0]
+	ents := sc.ents[:0]
+	for i := range qs {
+		q := &qs[i]
+		if !q.essential {
+			continue
+		}
+		for j := range q.list {
+			p := &q.list[j]
+			d := p.doc
+			if sc.matched[d] == 0 {
+				touched = append(touched, d)
+			}
+			if p.flen != 0 {
+				sc.ub[d] += q.wIdf * sat[bits.TrailingZeros8(p.fields)][p.flen]
+			} else {
+				sc.ub[d] += q.byMask[p.fields]
+			}
+			sc.matched[d] |= q.word
+			ents = append(ents, entry{qt: int32(i), pos: int32(j), next: sc.head[d]})
+			sc.head[d] = int32(len(ents))
+		}
+	}
+	sc.ents = ents
+	cands := sc.seedCand[:0]
+	for _, d := range touched {
+		cands = append(cands, seedCand{ub: bound(sc.ub[d]+boostOf(boost, ix.docs[d].server)+nMass, sc.matched[d]|nWords), doc: d})
+		sc.ub[d] = 0
+	}
+	sc.seedCand = cands
+	for _, d := range forced {
+		sc.mark[d] = markForced
+	}
+
+	h := &hitHeap[T]{}
+	cut := sc.cut[:0] // hybrid: a min-heap of the k best scores kept
+	theta := math.Inf(-1)
+	recorded := sc.recorded[:0] // hybrid: the documents left for fuse
+	contrib := sc.contrib[:0]
+	// score scores docs (ascending) exactly, in that order (the lookups'
+	// cursors only go forward), and offers each to the results.
+	score := func(docs []uint32) {
+		for i := range qs {
+			qs[i].pos = 0
+		}
+		for _, d := range docs {
+			isForced := sc.mark[d]&markForced != 0
+			e := &ix.docs[d]
+			contrib = contrib[:0]
+			var matched, inName uint64
+			add := func(q *qterm, p *posting) {
+				contrib = append(contrib, termScore{qi: int32(q.qi), v: ix.contribution(p, &e.lens, avg, q.wIdf)})
+				matched |= q.word
+				if q.full && p.tf[FieldName] > 0 {
+					inName |= q.word
+				}
+			}
+			for x := sc.head[d]; x != 0; x = ents[x-1].next {
+				q := &qs[ents[x-1].qt]
+				add(q, &q.list[ents[x-1].pos])
+			}
+			for _, i := range order[:lookups] {
+				if q := &qs[i]; q.seek(d) {
+					add(q, &q.list[q.pos])
+				}
+			}
+			if len(contrib) == 0 {
+				continue // a forced document matching nothing
+			}
+			// The exhaustive evaluation's sum: in the query's term order.
+			for i := 1; i < len(contrib); i++ {
+				for j := i; j > 0 && contrib[j].qi < contrib[j-1].qi; j-- {
+					contrib[j], contrib[j-1] = contrib[j-1], contrib[j]
+				}
+			}
+			raw := 0.0
+			for _, c := range contrib {
+				raw += c.v
+			}
+			s := ix.finish(raw, e.server, matched, boost, words)
+			if !hybrid {
+				hit := Hit[T]{Key: e.key, Value: e.value, Score: s}
+				if h.Len() == k && !better(hit, (*h)[0]) {
+					continue
+				}
+				if keep != nil && !keep(e.value) {
+					continue
+				}
+				if h.Len() < k {
+					heap.Push(h, hit)
+				} else {
+					(*h)[0] = hit
+					heap.Fix(h, 0)
+				}
+				if h.Len() == k {
+					theta = (*h)[0].Score
+				}
+				continue
+			}
+			if !isForced && s < theta {
+				continue
+			}
+			if keep != nil && !keep(e.value) {
+				if isForced {
+					sc.state[d] = stateRejected
+					recorded = append(recorded, d)
+				}
+				continue
+			}
+			sc.state[d] = stateKept
+			sc.score[d], sc.inName[d] = s, inName
+			recorded = append(recorded, d)
+			switch {
+			case len(cut) < k:
+				cut = append(cut, s)
+				if len(cut) == k {
+					for i := k/2 - 1; i >= 0; i-- {
+						siftDown(cut, i)
+					}
+				}
+			case s > cut[0]:
+				cut[0] = s
+				siftDown(cut, 0)
+			}
+			if len(cut) == k {
+				theta = cut[0]
+			}
+		}
+	}
+	cleanup := func() {
+		for _, d := range touched {
+			sc.matched[d], sc.head[d] = 0, 0
+			sc.mark[d] = markNone
+		}
+		for _, d := range forced {
+			sc.mark[d] = markNone
+		}
+		sc.cut, sc.contrib, sc.ents = cut, contrib, ents[:0]
+		sc.touched = append(touched[:0], recorded...) // fuse reads them; reset clears them
+		sc.recorded = recorded[:0]
+	}
+
+	// The documents by bound, highest first, in batches (k, then twice as
+	// many each time): each batch's documents whose bound reaches the
+	// threshold are scored exactly, which raises the threshold, until the
+	// highest bound left is below it. The first batch starts the
+	// threshold near where it ends; the batches after it are few.
+	batchDocs := sc.batch[:0]
+	rest := cands
+	first := true
+	for batch := max(k, 1); len(rest) > 0; batch *= 2 {
+		next := rest
+		if len(next) > batch {
+			selectTop(next, batch)
+			next = next[:batch]
+		}
+		rest = rest[len(next):]
+		batchDocs = batchDocs[:0]
+		for _, c := range next {
+			if c.ub >= theta {
+				batchDocs = append(batchDocs, c.doc)
+				sc.mark[c.doc] |= markScored
+			}
+		}
+		if len(batchDocs) == 0 {
+			break // the rest's bounds are lower still
+		}
+		slices.Sort(batchDocs)
+		score(batchDocs)
+		// Only the documents whose bounds reach the threshold are left
+		// to choose from: after the first batch, few.
+		m := 0
+		for _, c := range rest {
+			if c.ub >= theta {
+				rest[m] = c
+				m++
+			}
+		}
+		rest = rest[:m]
+		if first {
+			first = false
+			// A document only non-essential terms match must not
+			// reach the threshold: else the evaluation is exhaustive
+			// after all.
+			if bound(nMass+maxBoost, nWords) >= theta {
+				for _, d := range recorded {
+					sc.state[d], sc.score[d], sc.inName[d] = stateUnknown, 0, 0
+				}
+				recorded = recorded[:0]
+				sc.batch = batchDocs[:0]
+				cleanup()
+				return nil, false
+			}
+		}
+	}
+	if first && bound(nMass+maxBoost, nWords) >= theta {
+		sc.batch = batchDocs[:0]
+		cleanup()
+		return nil, false
+	}
+	// The sign pass's nearest not scored yet, whatever their bounds.
+	batchDocs = batchDocs[:0]
+	for _, d := range forced {
+		if sc.mark[d]&markScored == 0 {
+			batchDocs = append(batchDocs, d)
+		}
+	}
+	score(batchDocs)
+	sc.batch = batchDocs[:0]
+	cleanup()
+	if hybrid {
+		return nil, true
+	}
+	return h.sorted(), true
+}
+
+// termScore is one term's contribution to the document being scored.
+type termScore struct {
+	qi int32
+	v  float64
+}
+
+// selectTop moves the k candidates with the highest bounds to a[:k]
+// (in no order): a quickselect, O(len(a)) on average.
+func selectTop(a []seedCand, k int) {
+	lo, hi := 0, len(a)-1
+	for lo < hi {
+		pivot := a[int(uint(lo+hi)>>1)].ub
+		i, j := lo, hi
+		for i <= j {
+			for a[i].ub > pivot {
+				i++
+			}
+			for a[j].ub < pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+}
+
+// saturated is, per field f and length l (1…255), the saturated
+// frequency (contribution's, before its weight × IDF) of a term that
+// occurs once in a document, in field f only, whose field f has l terms:
+// the exact contribution of most postings (posting.flen), an upper bound
+// when the length was more than 255. Kept in sc for the averages it was
+// computed with: they change only with the catalog.
+func (ix *Index[T]) saturated(sc *scratch, avg *[NumFields]float64) *[NumFields][256]float64 {
+	if sc.satAvg == *avg && sc.satOK {
+		return &sc.sat
+	}
+	o := &ix.opts
+	for f := range NumFields {
+		for l := 1; l < 256; l++ {
+			norm := 1 - o.B[f] + o.B[f]*float64(l)/avg[f]
+			tf := o.Weight[f] * 1 / norm
+			sc.sat[f][l] = tf * (o.K1 + 1) / (o.K1 + tf)
+		}
+	}
+	sc.satAvg, sc.satOK = *avg, true
+	return &sc.sat
+}
