@@ -128,9 +128,7 @@ func Lexical(opts Options) Options {
 }
 
 // posting is one (term, document) pair: the term's frequency in each
-// field (saturating at 255: BM25 saturates long before). A term's
-// postings are ordered by document id, so a search can walk several
-// lists in step and skip within one (prune.go).
+// field (saturating at 255: BM25 saturates long before).
 type posting struct {
 	doc uint32
 	tf  [NumFields]uint8
@@ -149,7 +147,15 @@ type docEntry[T any] struct {
 	lens   [NumFields]uint16 // terms per field (saturating)
 	// nameTerms is the number of distinct terms of the name (saturating).
 	nameTerms uint8
-	terms     []uint32 // its terms' ids: where its postings are
+	terms     []termRef
+}
+
+// termRef records where a document's entry sits in a term's posting list,
+// so that Remove deletes it in O(1) per term, and a search finds a
+// document's postings from the document (prune.go).
+type termRef struct {
+	term uint32
+	pos  uint32
 }
 
 // serverEntry is a server's instructions, indexed once for all its tools.
@@ -175,7 +181,7 @@ type Index[T any] struct {
 	mu       sync.RWMutex
 	terms    map[string]uint32 // term → id
 	termText []string          // id → term ("" : a free id)
-	postings [][]posting       // id → posting list, ordered by document id
+	postings [][]posting       // id → posting list (unordered)
 	bounds   []termBound       // id → its postings' bound statistics (prune.go)
 	freeTerm []uint32
 	docs     []docEntry[T]
@@ -295,10 +301,10 @@ func (ix *Index[T]) insertLocked(d *Doc[T], a *analyzed, src pendingDoc[T]) {
 	}
 	id := ix.allocDoc()
 	e := &ix.docs[id]
-	*e = docEntry[T]{key: d.Key, value: d.Value, lens: a.lens, nameTerms: a.nameTerms, terms: make([]uint32, 0, len(a.order))}
+	*e = docEntry[T]{key: d.Key, value: d.Value, lens: a.lens, nameTerms: a.nameTerms, terms: make([]termRef, 0, len(a.order))}
 	for _, t := range a.order {
 		tid := ix.termID(t)
-		e.terms = append(e.terms, tid)
+		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
 		ix.insertPosting(tid, posting{doc: id, tf: *a.counts[t]}, &a.lens)
 	}
 	ix.dense.set(id, a.vec, a.hasVec)
@@ -389,8 +395,8 @@ func (ix *Index[T]) Remove(key string) {
 
 func (ix *Index[T]) removeLocked(id uint32) {
 	e := &ix.docs[id]
-	for _, tid := range e.terms {
-		ix.removePosting(tid, id, &e.lens)
+	for _, r := range e.terms {
+		ix.removePosting(r, &e.lens)
 	}
 	for f := range NumFields {
 		ix.lenSum[f] -= uint64(e.lens[f])
@@ -588,8 +594,7 @@ type scratch struct {
 	recorded []uint32
 	batch    []uint32
 	order    []int32
-	head     []int32 // prune: each document's last entry (1-based)
-	ents     []entry
+	qmark    []int32 // prune: term id → query term (-1: none)
 	contrib  []termScore
 	sat      [NumFields][256]float64 // prune: saturated's table, for satAvg
 	satAvg   [NumFields]float64

@@ -14,32 +14,41 @@ import (
 // tools. The ranking needs far less: the lexical ranking its k best, the
 // hybrid its denseCandidates best lexical matches (ties at the cut-off
 // included) and the lexical scores of the sign pass's nearest. So the
-// lexical stage evaluates document at a time with MaxScore (Turtle &
-// Flood, 1995), exactly:
+// lexical stage scores exactly only the documents whose upper bound
+// reaches a threshold, in the manner of MaxScore (Turtle & Flood, 1995):
 //
-//   - each query term has an upper bound of its contribution to any
-//     document (termBound: per field, the highest frequency and the
-//     lowest length per occurrence of its postings; stale only upwards);
-//   - the terms sorted by bound, the first ones whose bounds together
-//     (with the best instructions boost and the coverage factor of their
-//     words) cannot reach the current threshold — the worst score among
-//     the results so far — are non-essential: a document that only they
-//     match cannot enter the results, so only the other (essential)
-//     terms' lists are walked, in step, by document id;
-//   - a document of an essential list is scored on its essential terms,
-//     and the non-essential ones are looked up (a forward search in their
-//     lists, ordered by document) only while its score so far plus their
-//     bounds can still reach the threshold.
+//   - each query term has an upper bound of its contribution to a
+//     document, per posting: by the fields the posting has (termBound:
+//     per (term, field), the highest frequency and the lowest length per
+//     occurrence among its postings, widened as tools are added, stale
+//     only upwards as they go), and exactly, from the field's length
+//     kept in the posting, for a term that occurs once in one field —
+//     most postings;
+//   - the terms with the lowest bounds, together at most a quarter of the
+//     highest term's (nonEssentialShare: a long query's frequent words
+//     and low-weight synonyms, most of its postings), are non-essential:
+//     their lists are not read, what they could add is added to every
+//     bound, and a document that only they match must fall below the
+//     threshold (checked once it is known; if not, the evaluation is
+//     exhaustive);
+//   - one pass over the essential lists sums each document's bound, a
+//     table lookup a posting: no division, nothing read of the document;
+//   - the documents are then taken by bound, highest first, in batches
+//     (k, 2k, 4k…): those whose bound reaches the threshold are scored
+//     exactly, from their own term references, which raises the
+//     threshold (the k-th best score so far among the documents keep
+//     accepts), until the highest bound left is below it. The first
+//     batch puts the threshold near where it ends, so few batches follow.
 //
-// A document is skipped only when a bound says it scores below the
-// threshold, strictly, and the threshold is a score that as many
-// documents keep accepts already have: so it would not have been among
-// the results, nor tied at their cut-off. keep is asked of a document
-// before it counts towards the threshold, so documents a principal cannot
-// see never raise it. A document's score is the same sum as the
-// exhaustive evaluation's — its terms' contributions added in the query's
-// term order, from the same expression — so the scores are bit-equal
-// (TestPrunedMatchesExhaustive).
+// A document is skipped only when its bound is below the threshold,
+// strictly, and the threshold is a score that k documents keep accepts
+// have: so it would not have been among the results, nor tied at their
+// cut-off. keep is asked of a document before it counts towards the
+// threshold, so documents a principal cannot see never raise it. A
+// document's score is the same sum as the exhaustive evaluation's — its
+// terms' contributions added in the query's term order, from the same
+// expression (contribution) — so the scores are bit-equal
+// (TestPrunedMatchesExhaustive, against Options.Exhaustive).
 
 // boundSlack widens every bound: a bound is computed in floating point
 // along another path than the score, and must not fall below it by a
@@ -154,40 +163,43 @@ func prunable(o *Options) bool {
 	return true
 }
 
-// insertPosting adds p to term tid's list, in document order.
+// insertPosting appends p to term tid's list (its document's field
+// lengths are lens).
 func (ix *Index[T]) insertPosting(tid uint32, p posting, lens *[NumFields]uint16) {
-	list := ix.postings[tid]
 	p.fields = fieldMask(&p.tf)
 	if f := bits.TrailingZeros8(p.fields); bits.OnesCount8(p.fields) == 1 && p.tf[f] == 1 {
 		p.flen = uint8(min(max(lens[f], 1), math.MaxUint8))
 	}
-	if n := len(list); n == 0 || list[n-1].doc < p.doc {
-		list = append(list, p)
-	} else {
-		i, _ := slices.BinarySearchFunc(list, p.doc, byDoc)
-		list = slices.Insert(list, i, p)
-	}
-	ix.postings[tid] = list
+	ix.postings[tid] = append(ix.postings[tid], p)
 	ix.bounds[tid].widen(&p.tf, lens)
 }
 
-// removePosting deletes document id's posting from term tid's list (the
-// document's field lengths are lens), freeing the term with its last
-// posting.
-func (ix *Index[T]) removePosting(tid, id uint32, lens *[NumFields]uint16) {
-	list := ix.postings[tid]
-	i, ok := slices.BinarySearchFunc(list, id, byDoc)
-	if !ok {
-		panic("toolsearch: a document's term has no posting for it")
+// removePosting deletes the posting r refers to (its document's field
+// lengths are lens) by moving the list's last one into its place,
+// freeing the term with its last posting.
+func (ix *Index[T]) removePosting(r termRef, lens *[NumFields]uint16) {
+	list := ix.postings[r.term]
+	tf := list[r.pos].tf
+	last := len(list) - 1
+	if int(r.pos) != last {
+		moved := list[last]
+		list[r.pos] = moved
+		// The moved document's reference to this term now points here.
+		mt := ix.docs[moved.doc].terms
+		for i := range mt {
+			if mt[i].term == r.term {
+				mt[i].pos = r.pos
+				break
+			}
+		}
 	}
-	tf := list[i].tf
-	list = slices.Delete(list, i, i+1)
+	list = list[:last]
 	if len(list) == 0 {
-		ix.freeTermID(tid)
+		ix.freeTermID(r.term)
 		return
 	}
-	ix.postings[tid] = list
-	b := &ix.bounds[tid]
+	ix.postings[r.term] = list
+	b := &ix.bounds[r.term]
 	if !b.holds(&tf, lens) {
 		return
 	}
@@ -199,8 +211,6 @@ func (ix *Index[T]) removePosting(tid, id uint32, lens *[NumFields]uint16) {
 		*b = nb
 	}
 }
-
-func byDoc(p posting, doc uint32) int { return cmp.Compare(p.doc, doc) }
 
 // qterm is one query term with postings, as prune reads it.
 type qterm struct {
@@ -214,55 +224,15 @@ type qterm struct {
 	// byMask is its bound in a document by the fields the term occurs
 	// in there (posting.fields).
 	byMask *[1 << NumFields]float64
-	// essential: its list is read whole (else only looked up, for the
-	// documents that could enter the results); pos is a lookup's cursor.
+	// essential: its list is read whole (else only looked up, from the
+	// documents that could enter the results).
 	essential bool
-	pos       int
-}
-
-// seek moves q.pos to the first posting at or after document d (a
-// galloping search forward, so a pass in document order costs the log of
-// the distances moved) and reports whether d has one.
-func (q *qterm) seek(d uint32) bool {
-	l := q.list
-	lo := q.pos
-	if lo >= len(l) {
-		return false
-	}
-	if l[lo].doc >= d {
-		return l[lo].doc == d
-	}
-	step := 1
-	hi := lo + 1
-	for hi < len(l) && l[hi].doc < d {
-		lo = hi
-		step *= 2
-		hi = lo + step
-	}
-	hi = min(hi, len(l))
-	// l[lo].doc < d ≤ l[hi].doc (or hi is the end).
-	for lo+1 < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if l[mid].doc < d {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	q.pos = hi
-	return hi < len(l) && l[hi].doc == d
 }
 
 // seedCand is a document and the bound of its final score.
 type seedCand struct {
 	ub  float64
 	doc uint32
-}
-
-// entry is an essential term's posting (qs[qt].list[pos]) of a document,
-// linked to the document's previous one (1-based; 0: none).
-type entry struct {
-	qt, pos, next int32
 }
 
 // Marks of prune's passes, by document (scratch.mark).
@@ -272,7 +242,7 @@ const (
 	markForced uint8 = 1 << 7 // among the sign pass's nearest
 )
 
-// nonEssentialShare: the terms only looked up are the ones with the
+// nonEssentialShare: the terms whose lists are not read are the ones with the
 // lowest bounds, as many as together bound at most this share of the
 // highest term's bound — the frequent words and the low-weight synonyms,
 // whose long lists are most of a long query's postings and change a
@@ -361,7 +331,6 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	if len(sc.mark) < len(ix.docs) {
 		sc.mark = make([]uint8, len(ix.docs))
 		sc.ub = make([]float64, len(ix.docs))
-		sc.head = make([]int32, len(ix.docs))
 	}
 	sat := ix.saturated(sc, avg)
 
@@ -370,7 +339,6 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	// each (no division, nothing read of the document), plus all the
 	// non-essential terms could add — and where its postings are.
 	touched := sc.touched[:0]
-	ents := sc.ents[:0]
 	for i := range qs {
 		q := &qs[i]
 		if !q.essential {
@@ -388,11 +356,8 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 				sc.ub[d] += q.byMask[p.fields]
 			}
 			sc.matched[d] |= q.word
-			ents = append(ents, entry{qt: int32(i), pos: int32(j), next: sc.head[d]})
-			sc.head[d] = int32(len(ents))
 		}
 	}
-	sc.ents = ents
 	cands := sc.seedCand[:0]
 	for _, d := range touched {
 		cands = append(cands, seedCand{ub: bound(sc.ub[d]+boostOf(boost, ix.docs[d].server)+nMass, sc.matched[d]|nWords), doc: d})
@@ -408,12 +373,21 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	theta := math.Inf(-1)
 	recorded := sc.recorded[:0] // hybrid: the documents left for fuse
 	contrib := sc.contrib[:0]
-	// score scores docs (ascending) exactly, in that order (the lookups'
-	// cursors only go forward), and offers each to the results.
-	score := func(docs []uint32) {
-		for i := range qs {
-			qs[i].pos = 0
+	// Which of qs each term id is (-1: none), to find a document's
+	// postings from its own term references.
+	if len(sc.qmark) < len(ix.termText) {
+		sc.qmark = make([]int32, len(ix.termText))
+		for i := range sc.qmark {
+			sc.qmark[i] = -1
 		}
+	}
+	for i := range qs {
+		sc.qmark[qs[i].tid] = int32(i)
+	}
+	// score scores docs exactly, from each one's term references (a
+	// document has tens of terms; a long query's lists have thousands of
+	// postings), and offers each to the results.
+	score := func(docs []uint32) {
 		for _, d := range docs {
 			isForced := sc.mark[d]&markForced != 0
 			e := &ix.docs[d]
@@ -426,13 +400,10 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 					inName |= q.word
 				}
 			}
-			for x := sc.head[d]; x != 0; x = ents[x-1].next {
-				q := &qs[ents[x-1].qt]
-				add(q, &q.list[ents[x-1].pos])
-			}
-			for _, i := range order[:lookups] {
-				if q := &qs[i]; q.seek(d) {
-					add(q, &q.list[q.pos])
+			for _, r := range e.terms {
+				if i := sc.qmark[r.term]; i >= 0 {
+					q := &qs[i]
+					add(q, &q.list[r.pos])
 				}
 			}
 			if len(contrib) == 0 {
@@ -500,13 +471,16 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	}
 	cleanup := func() {
 		for _, d := range touched {
-			sc.matched[d], sc.head[d] = 0, 0
+			sc.matched[d] = 0
 			sc.mark[d] = markNone
 		}
 		for _, d := range forced {
 			sc.mark[d] = markNone
 		}
-		sc.cut, sc.contrib, sc.ents = cut, contrib, ents[:0]
+		for i := range qs {
+			sc.qmark[qs[i].tid] = -1
+		}
+		sc.cut, sc.contrib = cut, contrib
 		sc.touched = append(touched[:0], recorded...) // fuse reads them; reset clears them
 		sc.recorded = recorded[:0]
 	}
@@ -536,7 +510,6 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		if len(batchDocs) == 0 {
 			break // the rest's bounds are lower still
 		}
-		slices.Sort(batchDocs)
 		score(batchDocs)
 		// Only the documents whose bounds reach the threshold are left
 		// to choose from: after the first batch, few.
