@@ -30,6 +30,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Field is one weighted part of a tool's text.
@@ -206,6 +207,10 @@ type Index[T any] struct {
 	embedMu sync.Mutex // one EmbedPending at a time
 
 	scratch sync.Pool // *scratch
+	// prunePerDoc is prune.go's threshold of postings (a test sets 0, to
+	// prune every query); pruned counts the searches prune evaluated.
+	prunePerDoc int
+	pruned      atomic.Int64
 }
 
 // New returns an empty index (opts nil: Defaults).
@@ -214,7 +219,7 @@ func New[T any](opts *Options) *Index[T] {
 	if opts != nil {
 		o = *opts
 	}
-	return &Index[T]{opts: o, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}, instrPostings: map[string][]instrPosting{}}
+	return &Index[T]{opts: o, prunePerDoc: prunePerDoc, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}, instrPostings: map[string][]instrPosting{}}
 }
 
 // Len is the number of documents indexed.

@@ -250,8 +250,16 @@ const (
 // else the evaluation is exhaustive).
 const nonEssentialShare = 0.25
 
+// prunePerDoc: a query whose lists hold fewer postings than this many
+// per document the pruned evaluation would score anyway (about 2k, and
+// the sign pass's nearest) is evaluated exhaustively: scoring a document
+// from its term references costs about what scoring that many postings
+// does, so pruning would not pay (BenchmarkSearchPruned: the hybrid's
+// short queries at 2,000 tools were slower pruned).
+const prunePerDoc = 32
+
 // prune is the pruned lexical evaluation (above); ok false: it declined
-// (no term to leave out, or a threshold too low for the terms left
+// (too few postings to pay, or a threshold too low for the terms left
 // out), having changed nothing, and the caller evaluates exhaustively.
 // With hybrid false it returns the k best hits keep accepts, as selectAll
 // does. With hybrid true it leaves in sc, as finishAll would for fuse,
@@ -274,6 +282,13 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		qs = append(qs, qterm{list: list, tid: id, qi: i, word: 1 << qt.word, full: qt.weight == 1, wIdf: qt.weight * idf, essential: true})
 	}
 	defer func() { clear(qs); sc.qterms = qs[:0] }()
+	postings := 0
+	for i := range qs {
+		postings += len(qs[i].list)
+	}
+	if postings < ix.prunePerDoc*(2*k+len(forced)) {
+		return nil, false // as cheap to score every posting
+	}
 	if cap(sc.byMask) < len(qs) {
 		sc.byMask = make([][1 << NumFields]float64, len(qs))
 	}
@@ -311,9 +326,6 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		nWords |= qs[i].word
 		qs[i].essential = false
 		lookups++
-	}
-	if lookups == 0 {
-		return nil, false
 	}
 	covered := o.Coverage > 0 && words > 0
 	// bound is the highest final score of a document whose contributions
@@ -526,7 +538,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 			// A document only non-essential terms match must not
 			// reach the threshold: else the evaluation is exhaustive
 			// after all.
-			if bound(nMass+maxBoost, nWords) >= theta {
+			if lookups > 0 && bound(nMass+maxBoost, nWords) >= theta {
 				for _, d := range recorded {
 					sc.state[d], sc.score[d], sc.inName[d] = stateUnknown, 0, 0
 				}
@@ -537,7 +549,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 			}
 		}
 	}
-	if first && bound(nMass+maxBoost, nWords) >= theta {
+	if first && lookups > 0 && bound(nMass+maxBoost, nWords) >= theta {
 		sc.batch = batchDocs[:0]
 		cleanup()
 		return nil, false
@@ -551,6 +563,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	}
 	score(batchDocs)
 	sc.batch = batchDocs[:0]
+	ix.pruned.Add(1)
 	cleanup()
 	if hybrid {
 		return nil, true
