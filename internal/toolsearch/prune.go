@@ -242,21 +242,23 @@ const (
 	markForced uint8 = 1 << 7 // among the sign pass's nearest
 )
 
-// nonEssentialShare: the terms whose lists are not read are the ones with the
-// lowest bounds, as many as together bound at most this share of the
-// highest term's bound — the frequent words and the low-weight synonyms,
-// whose long lists are most of a long query's postings and change a
-// score least. The threshold must exceed what they can add (checked;
-// else the evaluation is exhaustive).
-const nonEssentialShare = 0.25
+// nonEssentialShare: the terms whose lists are not read are the ones with
+// the lowest bounds, as many as together bound at most this share of the
+// highest term's bound — the most frequent words and low-weight synonyms,
+// whose long lists change a score least (a long query's three lowest hold
+// a third of its postings). The threshold must exceed what they can add
+// (checked once it is known; else the evaluation is exhaustive after
+// all, the work so far lost): a share of a quarter declined often enough
+// on the eval's queries to cost its p99 a millisecond, a twentieth not.
+const nonEssentialShare = 0.05
 
 // prunePerDoc: a query whose lists hold fewer postings than this many
 // per document the pruned evaluation would score anyway (about 2k, and
 // the sign pass's nearest) is evaluated exhaustively: scoring a document
-// from its term references costs about what scoring that many postings
-// does, so pruning would not pay (BenchmarkSearchPruned: the hybrid's
-// short queries at 2,000 tools were slower pruned).
-const prunePerDoc = 32
+// from its term references costs tens of postings' scoring, so pruning
+// would not pay (the hybrid's short queries at 2,000 tools were slower
+// pruned at 32).
+const prunePerDoc = 96
 
 // prune is the pruned lexical evaluation (above); ok false: it declined
 // (too few postings to pay, or a threshold too low for the terms left
