@@ -24,9 +24,9 @@ import (
 //     only upwards as they go), and exactly, from the field's length
 //     kept in the posting, for a term that occurs once in one field —
 //     most postings;
-//   - the terms with the lowest bounds, together at most a quarter of the
-//     highest term's (nonEssentialShare: a long query's frequent words
-//     and low-weight synonyms, most of its postings), are non-essential:
+//   - the terms with the lowest bounds, together at most a twentieth of
+//     the highest term's (nonEssentialShare: the most frequent words and
+//     low-weight synonyms, with the longest lists), are non-essential:
 //     their lists are not read, what they could add is added to every
 //     bound, and a document that only they match must fall below the
 //     threshold (checked once it is known; if not, the evaluation is
