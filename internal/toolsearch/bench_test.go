@@ -78,6 +78,8 @@ var benchQueries = []string{
 // in the catalog are chosen, index.go's informative).
 func BenchmarkSearch(b *testing.B) {
 	lexical := Lexical(Defaults())
+	exhaustive := Defaults()
+	exhaustive.Exhaustive = true
 	rng := rand.New(rand.NewPCG(11, 11))
 	var long []string
 	for range 5 {
@@ -99,7 +101,8 @@ func BenchmarkSearch(b *testing.B) {
 			instr bool
 			qs    []string
 		}{{"hybrid", nil, false, benchQueries}, {"lexical", &lexical, false, benchQueries},
-			{"hybrid+instructions", nil, true, benchQueries}, {"hybrid+long", nil, false, long}} {
+			{"hybrid+instructions", nil, true, benchQueries}, {"hybrid+long", nil, false, long},
+			{"hybrid+long+exhaustive", &exhaustive, false, long}} {
 			docs := synthetic(n, 7)
 			if r.instr {
 				docs = withInstructions(docs, 750, 5)
@@ -123,6 +126,56 @@ func BenchmarkSearch(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 			})
 		}
+	}
+}
+
+// BenchmarkSearchPruned compares the pruned evaluation with the
+// exhaustive one (Options.Exhaustive) on the same index, alternating
+// them query by query so that a shared machine's load falls on both
+// alike: p50 and p99 of each, and how many times faster the pruned
+// one's p50 is.
+func BenchmarkSearchPruned(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	var long []string
+	for range 5 {
+		var w []string
+		for l := 0; l < 1000; {
+			x := vocab[rng.IntN(len(vocab))]
+			if l+len(x)+1 > 1024 {
+				break
+			}
+			w = append(w, x)
+			l += len(x) + 1
+		}
+		long = append(long, strings.Join(w, " "))
+	}
+	lexical := Lexical(Defaults())
+	for _, r := range []struct {
+		name string
+		opts *Options
+		qs   []string
+	}{{"hybrid", nil, benchQueries}, {"hybrid+long", nil, long}, {"lexical", &lexical, benchQueries}, {"lexical+long", &lexical, long}} {
+		ix, _ := buildIndexWith(20000, r.opts)
+		b.Run(r.name+"/tools=20000", func(b *testing.B) {
+			var lat [2][]time.Duration
+			i := 0
+			for b.Loop() {
+				for m := range 2 {
+					ix.opts.Exhaustive = m == 1
+					start := time.Now()
+					ix.Search(r.qs[i%len(r.qs)], 10, nil)
+					lat[m] = append(lat[m], time.Since(start))
+				}
+				i++
+			}
+			ix.opts.Exhaustive = false
+			for m, name := range []string{"pruned", "exhaustive"} {
+				slices.Sort(lat[m])
+				b.ReportMetric(float64(lat[m][len(lat[m])/2].Microseconds()), name+"-p50-µs")
+				b.ReportMetric(float64(lat[m][len(lat[m])*99/100].Microseconds()), name+"-p99-µs")
+			}
+			b.ReportMetric(float64(lat[1][len(lat[1])/2])/float64(lat[0][len(lat[0])/2]), "speedup-p50")
+		})
 	}
 }
 

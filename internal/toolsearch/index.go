@@ -30,6 +30,7 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Field is one weighted part of a tool's text.
@@ -99,6 +100,11 @@ type Options struct {
 	// Near-duplicate tools share most words of their descriptions; their
 	// names are what tell them apart. 0: not part of the score.
 	NameCover float64
+	// Exhaustive scores every posting of every query term instead of
+	// skipping the documents that cannot enter the results (prune.go):
+	// the same results, bit for bit, slower; the reference the pruned
+	// evaluation is tested and measured against.
+	Exhaustive bool
 }
 
 // Defaults are the options tuned on the retrieval eval (docs/search.md).
@@ -127,13 +133,12 @@ func Lexical(opts Options) Options {
 type posting struct {
 	doc uint32
 	tf  [NumFields]uint8
-}
-
-// termRef records where a document's entry sits in a term's posting list,
-// so that Remove deletes it in O(1) per term.
-type termRef struct {
-	term uint32
-	pos  uint32
+	// fields has bit f set when tf[f] > 0 (fieldMask), and flen is the
+	// length of the document's field (at most 255) when the term occurs
+	// once and in that field only (0 otherwise): prune bounds the
+	// posting's score by a lookup with them, without reading the
+	// document. (They fill the struct's padding.)
+	fields, flen uint8
 }
 
 type docEntry[T any] struct {
@@ -144,6 +149,14 @@ type docEntry[T any] struct {
 	// nameTerms is the number of distinct terms of the name (saturating).
 	nameTerms uint8
 	terms     []termRef
+}
+
+// termRef records where a document's entry sits in a term's posting list,
+// so that Remove deletes it in O(1) per term, and a search finds a
+// document's postings from the document (prune.go).
+type termRef struct {
+	term uint32
+	pos  uint32
 }
 
 // serverEntry is a server's instructions, indexed once for all its tools.
@@ -170,6 +183,7 @@ type Index[T any] struct {
 	terms    map[string]uint32 // term → id
 	termText []string          // id → term ("" : a free id)
 	postings [][]posting       // id → posting list (unordered)
+	bounds   []termBound       // id → its postings' bound statistics (prune.go)
 	freeTerm []uint32
 	docs     []docEntry[T]
 	freeDoc  []uint32
@@ -193,6 +207,10 @@ type Index[T any] struct {
 	embedMu sync.Mutex // one EmbedPending at a time
 
 	scratch sync.Pool // *scratch
+	// prunePerDoc is prune.go's threshold of postings (a test sets 0, to
+	// prune every query); pruned counts the searches prune evaluated.
+	prunePerDoc int
+	pruned      atomic.Int64
 }
 
 // New returns an empty index (opts nil: Defaults).
@@ -201,7 +219,7 @@ func New[T any](opts *Options) *Index[T] {
 	if opts != nil {
 		o = *opts
 	}
-	return &Index[T]{opts: o, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}, instrPostings: map[string][]instrPosting{}}
+	return &Index[T]{opts: o, prunePerDoc: prunePerDoc, terms: map[string]uint32{}, byKey: map[string]uint32{}, servers: map[string]*serverEntry{}, instrPostings: map[string][]instrPosting{}}
 }
 
 // Len is the number of documents indexed.
@@ -292,7 +310,7 @@ func (ix *Index[T]) insertLocked(d *Doc[T], a *analyzed, src pendingDoc[T]) {
 	for _, t := range a.order {
 		tid := ix.termID(t)
 		e.terms = append(e.terms, termRef{term: tid, pos: uint32(len(ix.postings[tid]))})
-		ix.postings[tid] = append(ix.postings[tid], posting{doc: id, tf: *a.counts[t]})
+		ix.insertPosting(tid, posting{doc: id, tf: *a.counts[t]}, &a.lens)
 	}
 	ix.dense.set(id, a.vec, a.hasVec)
 	if a.deferred {
@@ -383,26 +401,7 @@ func (ix *Index[T]) Remove(key string) {
 func (ix *Index[T]) removeLocked(id uint32) {
 	e := &ix.docs[id]
 	for _, r := range e.terms {
-		list := ix.postings[r.term]
-		last := len(list) - 1
-		if int(r.pos) != last {
-			moved := list[last]
-			list[r.pos] = moved
-			// The moved document's reference to this term now points here.
-			mt := ix.docs[moved.doc].terms
-			for i := range mt {
-				if mt[i].term == r.term {
-					mt[i].pos = r.pos
-					break
-				}
-			}
-		}
-		list = list[:last]
-		if len(list) == 0 {
-			ix.freeTermID(r.term)
-		} else {
-			ix.postings[r.term] = list
-		}
+		ix.removePosting(r, &e.lens)
 	}
 	for f := range NumFields {
 		ix.lenSum[f] -= uint64(e.lens[f])
@@ -443,6 +442,7 @@ func (ix *Index[T]) termID(t string) uint32 {
 		id = uint32(len(ix.termText))
 		ix.termText = append(ix.termText, t)
 		ix.postings = append(ix.postings, nil)
+		ix.bounds = append(ix.bounds, termBound{})
 	}
 	ix.terms[t] = id
 	return id
@@ -452,6 +452,7 @@ func (ix *Index[T]) freeTermID(id uint32) {
 	delete(ix.terms, ix.termText[id])
 	ix.termText[id] = ""
 	ix.postings[id] = nil
+	ix.bounds[id] = termBound{}
 	ix.freeTerm = append(ix.freeTerm, id)
 }
 
@@ -581,15 +582,28 @@ func (ix *Index[T]) informative(words []string) []string {
 
 // scratch is one search's per-document accumulators.
 type scratch struct {
-	score   []float64
-	matched []uint64 // bit i: query word i matched (maxQueryWords ≤ 64)
-	inName  []uint64 // bit i: query word i matched in the name at full weight
-	touched []uint32
-	state   []uint8  // fuse's per-document state
-	dist    []uint16 // fuse: Hamming distance of each document's signs
-	near    []uint32 // fuse: the sign pass's candidates
-	cut     []float64
-	boost   []float64 // instructionBoost's, by server id
+	score    []float64
+	matched  []uint64 // bit i: query word i matched (maxQueryWords ≤ 64)
+	inName   []uint64 // bit i: query word i matched in the name at full weight
+	touched  []uint32
+	state    []uint8  // fuse's per-document state
+	dist     []uint16 // fuse: Hamming distance of each document's signs
+	near     []uint32 // fuse: the sign pass's candidates
+	cut      []float64
+	boost    []float64 // instructionBoost's, by server id
+	qterms   []qterm   // prune's
+	byMask   [][1 << NumFields]float64
+	mark     []uint8   // prune: each document's pass (markSeed…)
+	ub       []float64 // prune: each document's bound
+	seedCand []seedCand
+	recorded []uint32
+	batch    []uint32
+	order    []int32
+	qmark    []int32 // prune: term id → query term (-1: none)
+	contrib  []termScore
+	sat      [NumFields][256]float64 // prune: saturated's table, for satAvg
+	satAvg   [NumFields]float64
+	satOK    bool
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -647,7 +661,66 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 	for f := range NumFields {
 		avg[f] = math.Max(float64(ix.lenSum[f])/n, 1)
 	}
+	boost := ix.instructionBoost(terms, sc.boost)
+	if boost != nil {
+		sc.boost = boost
+	}
+	var cut uint16
+	if dense {
+		nd := len(ix.dense.scale)
+		if len(sc.dist) < nd {
+			sc.dist = make([]uint16, nd)
+		}
+		cut, sc.near = ix.dense.nearBySigns(&qv, sc.dist[:nd], sc.near[:0])
+	}
+	if len(sc.state) < len(ix.docs) {
+		sc.state = make([]uint8, len(ix.docs))
+	}
+	defer sc.reset()
+	if ix.opts.Exhaustive || !prunable(&ix.opts) {
+		ix.scoreAll(sc, terms, &avg)
+		if dense {
+			ix.finishAll(sc, boost, words, keep)
+			return ix.fuse(sc, &qv, cut, k, keep), false
+		}
+		return ix.selectAll(sc, boost, words, k, keep), lexicalStage
+	}
+	if dense {
+		if _, ok := ix.prune(sc, terms, words, boost, &avg, denseCandidates, keep, true, sc.near); !ok {
+			ix.scoreAll(sc, terms, &avg)
+			ix.finishAll(sc, boost, words, keep)
+		}
+		return ix.fuse(sc, &qv, cut, k, keep), false
+	}
+	if hits, ok := ix.prune(sc, terms, words, boost, &avg, k, keep, false, nil); ok {
+		return hits, lexicalStage
+	}
+	ix.scoreAll(sc, terms, &avg)
+	return ix.selectAll(sc, boost, words, k, keep), lexicalStage
+}
+
+// contribution is a term's BM25F score in one document: wIdf (the query
+// term's weight × its IDF) × its saturated, length-normalised frequency.
+// The exhaustive and the pruned evaluation both score with it, so their
+// scores are bit-equal.
+func (ix *Index[T]) contribution(p *posting, lens *[NumFields]uint16, avg *[NumFields]float64, wIdf float64) float64 {
 	o := &ix.opts
+	var tf float64
+	for f := range NumFields {
+		if c := p.tf[f]; c > 0 {
+			norm := 1 - o.B[f] + o.B[f]*float64(lens[f])/avg[f]
+			tf += o.Weight[f] * float64(c) / norm
+		}
+	}
+	return wIdf * tf * (o.K1 + 1) / (o.K1 + tf)
+}
+
+// scoreAll is the exhaustive evaluation (Options.Exhaustive, the
+// reference the pruned one is tested against): every posting of every
+// query term scored, term at a time, in the query's term order, into
+// sc's accumulators.
+func (ix *Index[T]) scoreAll(sc *scratch, terms []queryTerm, avg *[NumFields]float64) {
+	n := float64(ix.live)
 	for _, qt := range terms {
 		id, ok := ix.terms[qt.term]
 		if !ok {
@@ -656,46 +729,41 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 		list := ix.postings[id]
 		df := float64(len(list))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+		wIdf := qt.weight * idf
 		for _, p := range list {
-			e := &ix.docs[p.doc]
-			var tf float64
-			for f := range NumFields {
-				if c := p.tf[f]; c > 0 {
-					norm := 1 - o.B[f] + o.B[f]*float64(e.lens[f])/avg[f]
-					tf += o.Weight[f] * float64(c) / norm
-				}
-			}
 			if sc.matched[p.doc] == 0 && sc.score[p.doc] == 0 {
 				sc.touched = append(sc.touched, p.doc)
 			}
-			sc.score[p.doc] += qt.weight * idf * tf * (o.K1 + 1) / (o.K1 + tf)
+			sc.score[p.doc] += ix.contribution(&p, &ix.docs[p.doc].lens, avg, wIdf)
 			sc.matched[p.doc] |= 1 << qt.word
 			if p.tf[FieldName] > 0 && qt.weight == 1 {
 				sc.inName[p.doc] |= 1 << qt.word
 			}
 		}
 	}
-	boost := ix.instructionBoost(terms, sc.boost)
-	if boost != nil {
-		sc.boost = boost
-	}
-	if dense {
-		return ix.fuse(sc, &qv, boost, words, k, keep), false
-	}
+}
 
+// finish is a document's final lexical score from the sum of its terms'
+// contributions: plus its server's instructions boost, times the
+// coverage factor.
+func (ix *Index[T]) finish(raw float64, server uint32, matched uint64, boost []float64, words int) float64 {
+	s := raw + boostOf(boost, server)
+	if o := &ix.opts; o.Coverage > 0 && words > 0 {
+		s *= 1 + o.Coverage*float64(bits.OnesCount64(matched))/float64(words)
+	}
+	return s
+}
+
+// selectAll is the exhaustive lexical ranking's selection: the k best of
+// the touched documents keep accepts.
+func (ix *Index[T]) selectAll(sc *scratch, boost []float64, words, k int, keep func(T) bool) []Hit[T] {
 	h := &hitHeap[T]{}
 	for _, id := range sc.touched {
-		s, m := sc.score[id], sc.matched[id]
-		sc.score[id], sc.matched[id], sc.inName[id] = 0, 0, 0
 		e := &ix.docs[id]
 		if keep != nil && !keep(e.value) {
 			continue
 		}
-		s += boostOf(boost, e.server)
-		if o.Coverage > 0 && words > 0 {
-			s *= 1 + o.Coverage*float64(bits.OnesCount64(m))/float64(words)
-		}
-		hit := Hit[T]{Key: e.key, Value: e.value, Score: s}
+		hit := Hit[T]{Key: e.key, Value: e.value, Score: ix.finish(sc.score[id], e.server, sc.matched[id], boost, words)}
 		if h.Len() < k {
 			heap.Push(h, hit)
 		} else if better(hit, (*h)[0]) {
@@ -703,35 +771,12 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 			heap.Fix(h, 0)
 		}
 	}
-	out := make([]Hit[T], h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(Hit[T])
-	}
-	return out, lexicalStage
+	return h.sorted()
 }
 
-// fuse ranks with the dense stage (dense.go): the lexical score of every
-// touched document is finished (instructions, coverage) and normalised by
-// the best among those keep accepts, then each candidate (the lexical
-// side's best and the sign pass's nearest) is scored lexical + Dense ×
-// cosine. keep is asked only of a document that would enter the results.
-//
-// Only the candidates are visited, not every document: a document in
-// neither side's candidates cannot enter the results, and the hits are
-// ordered by (score, key), a total order, so the visiting order does not
-// change them.
-func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, keep func(T) bool) []Hit[T] {
-	o := &ix.opts
-	if len(sc.state) < len(ix.docs) {
-		sc.state = make([]uint8, len(ix.docs))
-	}
-	nd := len(ix.dense.scale)
-	if len(sc.dist) < nd {
-		sc.dist = make([]uint16, nd)
-	}
-	cut, near := ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:0])
-	sc.near = near
-	best := 0.0
+// finishAll finishes the exhaustive evaluation's scores for fuse: each
+// touched document's final lexical score, and whether keep accepts it.
+func (ix *Index[T]) finishAll(sc *scratch, boost []float64, words int, keep func(T) bool) {
 	for _, id := range sc.touched {
 		e := &ix.docs[id]
 		if keep != nil && !keep(e.value) {
@@ -739,12 +784,49 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 			continue
 		}
 		sc.state[id] = stateKept
-		s := sc.score[id] + boostOf(boost, e.server)
-		if o.Coverage > 0 && words > 0 {
-			s *= 1 + o.Coverage*float64(bits.OnesCount64(sc.matched[id]))/float64(words)
+		sc.score[id] = ix.finish(sc.score[id], e.server, sc.matched[id], boost, words)
+	}
+}
+
+// reset clears the accumulators of the documents a search touched.
+func (sc *scratch) reset() {
+	for _, id := range sc.touched {
+		sc.score[id], sc.matched[id], sc.inName[id], sc.state[id] = 0, 0, 0, stateUnknown
+	}
+	sc.touched = sc.touched[:0]
+}
+
+// sorted empties h into a slice, best first.
+func (h *hitHeap[T]) sorted() []Hit[T] {
+	out := make([]Hit[T], h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(Hit[T])
+	}
+	return out
+}
+
+// fuse ranks with the dense stage (dense.go). The lexical evaluation has
+// left, in sc.touched, every document whose final lexical score is among
+// the denseCandidates best that keep accepts (ties at the cut-off too)
+// and every lexical match among the sign pass's nearest (sc.near, within
+// Hamming distance cut), each with its state (kept or rejected by keep)
+// and, if kept, its final score: the best of those is normalised by,
+// then each candidate (the lexical side's best and the sign pass's
+// nearest) is scored lexical + Dense × cosine. keep is asked only of a
+// document that would enter the results.
+//
+// Only the candidates are visited, not every document: a document in
+// neither side's candidates cannot enter the results, and the hits are
+// ordered by (score, key), a total order, so the visiting order does not
+// change them.
+func (ix *Index[T]) fuse(sc *scratch, qv *qvec, cut uint16, k int, keep func(T) bool) []Hit[T] {
+	o := &ix.opts
+	nd := len(ix.dense.scale)
+	best := 0.0
+	for _, id := range sc.touched {
+		if sc.state[id] == stateKept {
+			best = max(best, sc.score[id])
 		}
-		sc.score[id] = s
-		best = max(best, s)
 	}
 	// The lexical side's candidates: the denseCandidates best (all those
 	// tied at the cut-off score too, so the set does not depend on ids).
@@ -802,17 +884,10 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, boost []float64, words, k int, k
 		}
 		consider(id, o.Dense*cos)
 	}
-	for _, id := range sc.touched {
-		sc.score[id], sc.matched[id], sc.inName[id], sc.state[id] = 0, 0, 0, stateUnknown
-	}
 	if h.Len() == 0 {
 		return nil
 	}
-	out := make([]Hit[T], h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(Hit[T])
-	}
-	return out
+	return h.sorted()
 }
 
 // nameCover is the share of document id's distinct name terms that the
