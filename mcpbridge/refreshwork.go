@@ -46,9 +46,9 @@ import (
 // (docs/benchmarks.md, "Calls during a refresh storm: where they wait").
 // Without calls, or without others waiting, nothing rests: a storm with
 // no traffic, or one upstream's refresh, runs as fast as before. Rests
-// are bounded by the storm's rest budget (stormRestBudget): a turn rests
-// only as long as the listings still to be worked, at the storm's mean
-// turn so far, end within the budget of the storm's first turn, so a box
+// are bounded by the rest budget (stormRestBudget): a turn rests only as
+// long as the listings still to be worked, at the recent mean turn, end
+// within the budget of the oldest waiting listing's arrival, so a box
 // whose load stretches the turns does not see its storm doubled too.
 //
 // The window: at most askWindow listings of the replica are on the wire at
@@ -86,10 +86,17 @@ var listingGrace = 50 * time.Millisecond
 const maxTurnRest = time.Second
 
 // stormRestBudget bounds what the rests add to a storm: a turn rests only
-// as long as the storm's work still ends within this time of its first
-// turn, reckoned from the listings still to be worked (waiting for a
-// turn, on the wire or waiting to be asked for) at the storm's mean work
-// per turn so far. A turn's work is measured in wall time, which a loaded
+// as long as the listings still to be worked (waiting for a turn, on the
+// wire or waiting to be asked for), at the mean work of the recent turns
+// of listings that arrived since the oldest of them, are all worked
+// within this time of that oldest one's arrival (its refresh pass's
+// first ask). The budget is each listing's, not a storm's: a storm's
+// listings arrive together, so it bounds the storm; and listings that
+// keep coming (upstreams that change all the time, a hostile one
+// included) make no endless storm whose budget would be spent once, with
+// no rest for any real storm after it (a review of an earlier form, which
+// reckoned the budget from a storm's first turn and ended a storm only at
+// an idle gap). A turn's work is measured in wall time, which a loaded
 // box stretches; resting as long again doubled a storm that load had
 // already stretched (8.6-9.4 s to re-list 500 upstreams at load 15-22,
 // against a 5 s goal: docs/benchmarks.md, "Calls during a refresh storm:
@@ -97,15 +104,6 @@ const maxTurnRest = time.Second
 // fills it rests no more and runs its turns back to back. Four seconds
 // leave a second of the 5 s goal to the debounce and the first asks.
 const stormRestBudget = 4 * time.Second
-
-// stormGap is how long the refresh work stays idle (no turn held, none
-// waiting) before the next turn begins a new storm. Once a storm is older
-// than its budget, any moment with nothing to do — no turn held or waited
-// for, no listing on the wire or waiting to be asked for — ends it too:
-// listings that keep coming with shorter gaps (upstreams that change all
-// the time) would otherwise be one endless storm, past its budget, whose
-// turns never rest.
-const stormGap = 500 * time.Millisecond
 
 // refreshWork hands out turns of refresh work, at most limit at once.
 type refreshWork struct {
@@ -129,18 +127,30 @@ type refreshWork struct {
 	ring    []string               // upstreams with waiters, next first
 	peak    int                    // most turns ever held at once (tests)
 	turns   int64                  // turns given (tests)
-	// The storm: its first turn's time, when the work last went idle
-	// (zero while busy), and the work of its turns given back so far.
-	stormStart time.Time
-	idleSince  time.Time
-	stormWork  time.Duration
-	stormTurns int64
+	// recent is the last turns given back (their listings' arrival and
+	// their work), next the slot the next one goes to: the work to come
+	// is reckoned at the mean of those whose listings arrived with or
+	// after the oldest one waiting.
+	recent [recentTurns]doneTurn
+	next   int
+}
+
+// recentTurns is how many of the last turns given back the mean work per
+// turn is taken over.
+const recentTurns = 64
+
+// doneTurn is one turn given back: when its listing arrived, and how long
+// it worked.
+type doneTurn struct {
+	arrival time.Time
+	worked  time.Duration
 }
 
 // workTurn is one waiter's place.
 type workTurn struct {
 	ready   chan struct{} // closed when granted
 	granted bool          // under refreshWork.mu
+	arrival time.Time     // when its listing arrived (its pass began)
 }
 
 func newRefreshWork(limit int) *refreshWork {
@@ -158,8 +168,8 @@ func newTurns(limit int) *refreshWork {
 // for (round the upstreams that wait, as turns) and returns the func that
 // gives it back (once; it is given back by itself listingGrace later). An
 // error (ctx's) means no place was taken.
-func (w *refreshWork) ask(ctx context.Context, key string) (func(), error) {
-	if err := w.window.acquire(ctx, key); err != nil {
+func (w *refreshWork) ask(ctx context.Context, key string, arrival time.Time) (func(), error) {
+	if err := w.window.acquire(ctx, key, arrival); err != nil {
 		return nil, err
 	}
 	var once sync.Once
@@ -171,16 +181,16 @@ func (w *refreshWork) ask(ctx context.Context, key string) (func(), error) {
 	}, nil
 }
 
-// acquire waits for a turn for key's work; an error (ctx's) means none was
-// taken.
-func (w *refreshWork) acquire(ctx context.Context, key string) error {
+// acquire waits for a turn for key's work, of a listing that arrived at
+// arrival; an error (ctx's) means none was taken.
+func (w *refreshWork) acquire(ctx context.Context, key string, arrival time.Time) error {
 	w.mu.Lock()
 	if w.running < w.limit && len(w.ring) == 0 {
 		w.grantLocked()
 		w.mu.Unlock()
 		return nil
 	}
-	t := &workTurn{ready: make(chan struct{})}
+	t := &workTurn{ready: make(chan struct{}), arrival: arrival}
 	if len(w.waiting[key]) == 0 {
 		w.ring = append(w.ring, key)
 	}
@@ -195,8 +205,7 @@ func (w *refreshWork) acquire(ctx context.Context, key string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t.granted { // granted meanwhile: pass it on
-		w.running--
-		w.nextLocked()
+		w.releaseLocked()
 		return ctx.Err()
 	}
 	q := w.waiting[key]
@@ -231,21 +240,21 @@ func (w *refreshWork) callBegan() {
 func (w *refreshWork) callEnded() { w.calls.Add(-1) }
 
 // rest is how long a turn rests before it is given back, given how long
-// it worked and the count of requests begun when it was taken: when a
-// call was in flight during the turn (one is now, or one began since) and
-// other listings wait for a turn, as long again, or up to maxRestFactor
-// times where the storm's budget spread over its remaining turns allows
-// (at most maxTurnRest); else nothing; and never past what the storm's
-// rest budget leaves (stormRestBudget). It counts the turn's work in the
-// storm's.
-func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duration {
+// it worked, when its listing arrived, and the count of requests begun
+// when it was taken: when a call was in flight during the turn (one is
+// now, or one began since) and other listings wait for a turn, as long
+// again, or up to maxRestFactor times where the rest budget spread over
+// the turns to come allows (at most maxTurnRest); else nothing; and never
+// so long that the listings waiting would be worked later than the rest
+// budget (stormRestBudget) after the oldest of them arrived.
+func (w *refreshWork) rest(worked time.Duration, arrival time.Time, begunAtTake int64) time.Duration {
 	now := time.Now()
+	worked = max(worked, 0)
 	w.mu.Lock()
-	w.stormWork += max(worked, 0)
-	w.stormTurns++
+	w.recent[w.next] = doneTurn{arrival: arrival, worked: worked}
+	w.next = (w.next + 1) % recentTurns
 	waiting, queued := len(w.ring) > 0, w.queued
-	mean := w.stormWork / time.Duration(w.stormTurns)
-	left := w.stormStart.Add(w.restBudget).Sub(now)
+	oldest := w.oldestLocked()
 	w.mu.Unlock()
 	if worked <= 0 || !waiting || (w.calls.Load() == 0 && w.begun.Load() == begunAtTake) {
 		return 0
@@ -253,11 +262,17 @@ func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duratio
 	if win := w.window; win != nil {
 		win.mu.Lock()
 		queued += win.running + win.queued // listings on the wire or to be asked for
+		if o := win.oldestLocked(); o.Before(oldest) {
+			oldest = o
+		}
 		win.mu.Unlock()
 	}
 	// What the listings still to be worked will take, on the limit's
-	// turns at the storm's mean so far: the rest of the budget is slack.
-	slack := left - time.Duration(queued)*mean/time.Duration(w.limit)
+	// turns at the mean of the recent turns of listings that arrived
+	// since the oldest waiting one (this storm's, not an earlier one's):
+	// the rest of the oldest one's budget is slack.
+	mean := w.meanSince(oldest, worked)
+	slack := oldest.Add(w.restBudget).Sub(now) - time.Duration(queued)*mean/time.Duration(w.limit)
 	if slack <= 0 {
 		return 0
 	}
@@ -266,6 +281,39 @@ func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duratio
 	// and those to come allows it.
 	share := slack / time.Duration(queued/w.limit+1)
 	return min(maxTurnRest, max(min(worked, slack), min(maxRestFactor*worked, share)))
+}
+
+// oldestLocked is the arrival of the oldest listing waiting for a turn
+// (or, in the window, for a place); now when none waits.
+func (w *refreshWork) oldestLocked() time.Time {
+	oldest := time.Now()
+	for _, q := range w.waiting {
+		for _, t := range q {
+			if t.arrival.Before(oldest) {
+				oldest = t.arrival
+			}
+		}
+	}
+	return oldest
+}
+
+// meanSince is the mean work of the recent turns whose listings arrived
+// at or after since (worked, the turn just given back, when none did).
+func (w *refreshWork) meanSince(since time.Time, worked time.Duration) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var sum time.Duration
+	n := 0
+	for _, d := range w.recent {
+		if !d.arrival.IsZero() && !d.arrival.Before(since) {
+			sum += d.worked
+			n++
+		}
+	}
+	if n == 0 {
+		return worked
+	}
+	return sum / time.Duration(n)
 }
 
 // maxRestFactor bounds a turn's rest to that many times its work. A
@@ -279,34 +327,21 @@ func (w *refreshWork) rest(worked time.Duration, begunAtTake int64) time.Duratio
 // least at its former pace.
 const maxRestFactor = 3
 
-// drained reports a window (or turns) with nothing held and nobody
-// waiting; a nil one is drained.
-func (w *refreshWork) drained() bool {
-	if w == nil {
-		return true
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.running == 0 && w.queued == 0
-}
-
 // release gives a turn back.
 func (w *refreshWork) release() {
 	w.mu.Lock()
-	w.running--
-	w.nextLocked()
-	if w.running == 0 && len(w.ring) == 0 {
-		w.idleSince = time.Now()
-	}
+	w.releaseLocked()
 	w.mu.Unlock()
 }
 
+// releaseLocked gives a turn back (a turn released, or granted to a
+// waiter that gave up meanwhile).
+func (w *refreshWork) releaseLocked() {
+	w.running--
+	w.nextLocked()
+}
+
 func (w *refreshWork) grantLocked() {
-	if w.running == 0 && (w.stormStart.IsZero() || !w.idleSince.IsZero() &&
-		(time.Since(w.idleSince) >= stormGap || time.Since(w.stormStart) >= w.restBudget && w.window.drained())) {
-		w.stormStart, w.stormWork, w.stormTurns = time.Now(), 0, 0
-	}
-	w.idleSince = time.Time{}
 	w.running++
 	w.turns++
 	w.peak = max(w.peak, w.running)
@@ -354,6 +389,9 @@ type workHold struct {
 	since time.Time
 	begun int64
 	done  <-chan struct{}
+	// arrival is when the pass first asked for a place or a turn: its
+	// listing's arrival, which bounds its turns' rests (stormRestBudget).
+	arrival time.Time
 	// give gives back the pass's place in the window while a page is
 	// asked for (nil: none held).
 	give func()
@@ -370,7 +408,10 @@ func (h *workHold) gate(ctx context.Context) error {
 	if h.held {
 		return nil
 	}
-	if err := h.w.acquire(ctx, h.key); err != nil {
+	if h.arrival.IsZero() {
+		h.arrival = time.Now()
+	}
+	if err := h.w.acquire(ctx, h.key, h.arrival); err != nil {
 		return err
 	}
 	h.held, h.since, h.begun, h.done = true, time.Now(), h.w.begun.Load(), ctx.Done()
@@ -383,7 +424,10 @@ func (h *workHold) gate(ctx context.Context) error {
 // ask takes a place in the window before the pass asks its upstream for
 // a page.
 func (h *workHold) ask(ctx context.Context) error {
-	give, err := h.w.ask(ctx, h.key)
+	if h.arrival.IsZero() {
+		h.arrival = time.Now()
+	}
+	give, err := h.w.ask(ctx, h.key, h.arrival)
 	if err != nil {
 		return err
 	}
@@ -409,7 +453,7 @@ func (h *workHold) release() {
 	if hook := workTurnHook; hook != nil {
 		hook(h.key, false)
 	}
-	if d := h.w.rest(time.Since(h.since), h.begun); d > 0 {
+	if d := h.w.rest(time.Since(h.since), h.arrival, h.begun); d > 0 {
 		// Resting holds the turn: nobody's refresh work runs on it.
 		t := time.NewTimer(d)
 		select {

@@ -93,7 +93,7 @@ func TestRefreshStormWorkBounded(t *testing.T) {
 func waitTurn(w *refreshWork, ctx context.Context, key string, order *[]string, mu *sync.Mutex) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		err := w.acquire(ctx, key)
+		err := w.acquire(ctx, key, time.Now())
 		if err == nil {
 			mu.Lock()
 			*order = append(*order, key)
@@ -115,10 +115,10 @@ func TestRefreshWorkFairOrder(t *testing.T) {
 		var mu sync.Mutex
 		var order []string
 		// Two turns held by a and b: everyone else waits.
-		if err := w.acquire(ctx, "a"); err != nil {
+		if err := w.acquire(ctx, "a", time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.acquire(ctx, "b"); err != nil {
+		if err := w.acquire(ctx, "b", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		var chans []<-chan error
@@ -160,7 +160,7 @@ func TestRefreshWorkFairOrder(t *testing.T) {
 func TestRefreshWorkHeadGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newRefreshWork(1)
-		if err := w.acquire(t.Context(), "a"); err != nil {
+		if err := w.acquire(t.Context(), "a", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -207,7 +207,7 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 	grantedAt := func(t *testing.T, w *refreshWork, key string) <-chan time.Time {
 		at := make(chan time.Time, 1)
 		go func() {
-			if err := w.acquire(t.Context(), key); err != nil {
+			if err := w.acquire(t.Context(), key, time.Now()); err != nil {
 				t.Error(err)
 				return
 			}
@@ -332,7 +332,7 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 // budget leaves, then runs back to back (before: every turn rested as long
 // as it worked, 10 turns of 300 ms ended after 5.7 s); one whose work
 // alone fills the budget does not rest. Without calls nothing rests. A
-// storm begins anew after the work was idle for stormGap.
+// storm's listings arriving later have a budget of their own.
 func TestRefreshWorkRestBudget(t *testing.T) {
 	// storm runs n listings of one turn each, worked d each (the fake
 	// clock), all queued at once, and returns when the last gave its turn
@@ -390,7 +390,7 @@ func TestRefreshWorkRestBudget(t *testing.T) {
 			if got := storm(t, w, 10, 600*time.Millisecond); got != 6*time.Second {
 				t.Fatalf("the first storm ended after %v, want 6s", got)
 			}
-			time.Sleep(stormGap)
+			time.Sleep(500 * time.Millisecond)
 			if got, want := storm(t, w, 10, 40*time.Millisecond), 10*40*time.Millisecond+9*maxRestFactor*40*time.Millisecond; got != want {
 				t.Errorf("the second storm ended after %v, want %v (its turns rest: a budget of its own)", got, want)
 			}
@@ -415,7 +415,7 @@ func TestRefreshWorkRestBudget(t *testing.T) {
 			w.calls.Store(1)
 			// The window's places all held: 8 listings on the wire.
 			for range askWindow(1) {
-				if err := w.window.acquire(t.Context(), "wire"); err != nil {
+				if err := w.window.acquire(t.Context(), "wire", time.Now()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -439,13 +439,126 @@ func TestRefreshWorkRestBudget(t *testing.T) {
 // once; an asker whose context ends takes no place; places go round the
 // upstreams that wait (one upstream's many listings, a per-user upstream's
 // principals, do not hold the window while another waits).
+// TestRefreshWorkChattyUpstreamsKeepRests: listings that keep coming
+// without an idle gap (two upstreams re-listing back to back, 12 ms out
+// of step: one always on the wire or waiting, as a hostile upstream's
+// list_changed spam would) do not spend a storm's rest budget once and
+// for all: a real storm arriving 20 s later (10 listings of 40 ms, a call
+// in flight) still rests, each turn at least as long as it worked. The
+// budget is each listing's from its arrival. Before (review of
+// storm45f: the budget reckoned from a storm's first turn, a storm ended
+// only by an idle gap), that storm ran its turns back to back in 400 ms.
+func TestRefreshWorkChattyUpstreamsKeepRests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newRefreshWork(1)
+		w.calls.Store(1) // a call in flight throughout
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for i, k := range []string{"chatty1", "chatty2"} {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 12 * time.Millisecond)
+				for ctx.Err() == nil {
+					h := &workHold{w: w, key: k}
+					if h.ask(ctx) != nil { // the listing goes out
+						return
+					}
+					time.Sleep(20 * time.Millisecond) // the upstream answers
+					if h.gate(ctx) != nil {
+						return
+					}
+					time.Sleep(5 * time.Millisecond) // a small listing's work
+					h.release()
+				}
+			})
+		}
+		time.Sleep(20 * time.Second)
+		start := time.Now()
+		var ends sync.WaitGroup
+		for i := range 10 {
+			ends.Go(func() {
+				h := &workHold{w: w, key: fmt.Sprintf("u%d", i)}
+				if err := h.gate(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(40 * time.Millisecond)
+				h.release()
+			})
+		}
+		ends.Wait()
+		got := time.Since(start)
+		cancel()
+		wg.Wait()
+		if low, high := 10*40*time.Millisecond+9*40*time.Millisecond, stormRestBudget; got < low || got > high {
+			t.Errorf("a storm of 10 x 40 ms after 20 s of chatty listings took %v, want %v to %v (its turns rest)", got, low, high)
+		}
+	})
+}
+
+// TestRefreshWorkCancelledGrantMarksIdle: a turn granted to a waiter whose
+// context ended meanwhile is passed on (acquire), and nothing of it
+// lingers: the next storm, an hour later, rests as any storm does. Before
+// (review of storm45f), that path left the work marked busy, so a storm
+// hours later kept the old storm's start and none of its turns rested.
+func TestRefreshWorkCancelledGrantMarksIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newRefreshWork(1)
+		w.calls.Store(1)
+		for round := 0; ; round++ {
+			if round == 1000 {
+				t.Fatal("the grant never raced the cancellation in 1000 rounds")
+			}
+			if err := w.acquire(t.Context(), "a", time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			errB := make(chan error, 1)
+			go func() { errB <- w.acquire(ctx, "b", time.Now()) }()
+			synctest.Wait() // b waits for a turn
+			cancel()        // both of b's cases are ready when it runs:
+			w.release()     // select picks one
+			if err := <-errB; err != nil {
+				break // granted and given up: the path under test
+			}
+			w.release()
+		}
+		w.mu.Lock()
+		running := w.running
+		w.mu.Unlock()
+		if running != 0 {
+			t.Fatalf("after a granted turn was given up: %d turns held, want 0", running)
+		}
+		time.Sleep(time.Hour)
+		// A storm of its own: 5 listings of 20 ms with a call in flight,
+		// every turn but the last resting up to maxRestFactor times.
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Go(func() {
+				h := &workHold{w: w, key: fmt.Sprintf("u%d", i)}
+				if err := h.gate(t.Context()); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+				h.release()
+			})
+			synctest.Wait()
+		}
+		wg.Wait()
+		if got, want := time.Since(start), 5*20*time.Millisecond+4*maxRestFactor*20*time.Millisecond; got != want {
+			t.Errorf("a storm an hour later ended after %v, want %v (its turns rest)", got, want)
+		}
+	})
+}
+
 func TestRefreshWorkWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newRefreshWork(1)
 		n := askWindow(1)
 		gives := make([]func(), n)
 		for i := range gives {
-			give, err := w.ask(t.Context(), "p") // one upstream's listings fill it
+			give, err := w.ask(t.Context(), "p", time.Now()) // one upstream's listings fill it
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -458,7 +571,7 @@ func TestRefreshWorkWindow(t *testing.T) {
 			gave  []func()
 		)
 		asker := func(key string) {
-			give, err := w.ask(t.Context(), key)
+			give, err := w.ask(t.Context(), key, time.Now())
 			if err != nil {
 				t.Error(err)
 				return
@@ -482,7 +595,7 @@ func TestRefreshWorkWindow(t *testing.T) {
 		}
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		if _, err := w.ask(ctx, "r"); err == nil {
+		if _, err := w.ask(ctx, "r", time.Now()); err == nil {
 			t.Fatal("an asker whose context ended took a place in a full window")
 		}
 		// Responses arrive one at a time: each frees one place, at once.

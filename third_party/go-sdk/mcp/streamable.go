@@ -910,12 +910,6 @@ type streamableServerConn struct {
 	// before any request is served (toolsvc patch: see servePOST).
 	inline func(*jsonrpc.Request)
 
-	// startReading starts the jsonrpc2 connection's reader goroutine,
-	// which reads incoming; set when the session is bound, called before
-	// a message is first sent to incoming (toolsvc patch: a session whose
-	// only call is handled inline never runs that goroutine).
-	startReading func()
-
 	// read is the POST body the stateless handler has read and decoded
 	// already, for the one servePOST of its session (toolsvc patch).
 	read *readBody
@@ -952,9 +946,6 @@ func (c *streamableServerConn) SessionID() string {
 }
 
 func (c *streamableServerConn) handleInlineWith(f func(*jsonrpc.Request)) { c.inline = f }
-
-// ReadOnDemand implements [jsonrpc2.ReadOnDemand] (toolsvc patch).
-func (c *streamableServerConn) ReadOnDemand(start func()) { c.startReading = start }
 
 // readBody is a POST body and the messages it decoded to (toolsvc patch).
 type readBody struct {
@@ -1737,9 +1728,6 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 	//
 	// [§2.1.4]: https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#sending-messages-to-the-server
 	if len(calls) == 0 {
-		if c.startReading != nil {
-			c.startReading() // toolsvc patch: see startReading
-		}
 		for _, msg := range incoming {
 			select {
 			case c.incoming <- msg:
@@ -1871,9 +1859,6 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 	}
 
 	// Publish incoming messages.
-	if c.startReading != nil {
-		c.startReading() // toolsvc patch: see startReading
-	}
 	for _, msg := range incoming {
 		select {
 		case c.incoming <- msg:

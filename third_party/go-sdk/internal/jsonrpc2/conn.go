@@ -280,9 +280,6 @@ func (c *Connection) deliverResponse(msg *Response) (delivered bool) {
 
 func (c *Connection) start(ctx context.Context, reader Reader, preempter Preempter) {
 	c.readCtx, c.preempter = ctx, preempter // toolsvc patch: see HandleInline
-	if c.readOnDemand(ctx, reader, preempter) {
-		return // toolsvc patch: the Reader starts the reading (inline.go)
-	}
 	c.updateInFlight(func(s *inFlightState) {
 		select {
 		case <-c.done:

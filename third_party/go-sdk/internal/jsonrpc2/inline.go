@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 )
 
 type inlineKeyType struct{}
@@ -142,42 +141,4 @@ func (c *Connection) HandleInline(msg *Request) {
 	// on handleAsync's goroutine).
 	result, err := c.handler.Handle(context.WithValue(req.ctx, inlineKeyType{}, true), req.Request)
 	c.processResult(c.handler, req, result, err)
-}
-
-// A ReadOnDemand Reader starts the connection's reading itself (toolsvc
-// patch): [NewConnection] hands it the function that starts the
-// goroutine reading it, instead of starting that goroutine at once, and
-// the Reader calls it (once or more; only the first call counts) before
-// it first has a message to return from Read. A connection whose Reader
-// never has one (a streamable HTTP server session of one POST whose call
-// is handled inline) then never runs that goroutine: its Close finds no
-// reader to wait for, as for a connection closed before it started.
-type ReadOnDemand interface {
-	Reader
-	ReadOnDemand(start func())
-}
-
-// readOnDemand gives reader the start of the reading goroutine when it
-// is a ReadOnDemand, and reports whether it did.
-func (c *Connection) readOnDemand(ctx context.Context, reader Reader, preempter Preempter) bool {
-	r, ok := reader.(ReadOnDemand)
-	if !ok {
-		return false
-	}
-	var once sync.Once
-	r.ReadOnDemand(func() {
-		once.Do(func() {
-			// As start.
-			c.updateInFlight(func(s *inFlightState) {
-				select {
-				case <-c.done:
-					return // closed already: nothing is read any more
-				default:
-				}
-				s.reading = true
-				go c.readIncoming(ctx, reader, preempter)
-			})
-		})
-	})
-	return true
 }
