@@ -593,8 +593,9 @@ type scratch struct {
 	boost    []float64 // instructionBoost's, by server id
 	qterms   []qterm   // prune's
 	byMask   [][1 << NumFields]float64
-	mark     []uint8   // prune: each document's pass (markSeed…)
-	ub       []float64 // prune: each document's bound
+	mark     []uint8    // prune: each document's pass (markSeed…)
+	acc      []boundAcc // prune: each document's bound and words, pass 1
+	buckets  [selectBuckets]int32
 	seedCand []seedCand
 	recorded []uint32
 	batch    []uint32
@@ -602,6 +603,7 @@ type scratch struct {
 	qmark    []int32 // prune: term id → query term (-1: none)
 	contrib  []termScore
 	sat      [NumFields][256]float64 // prune: saturated's table, for satAvg
+	tfTab    [NumFields][256]float64 // contributionOf's table, for satAvg
 	satAvg   [NumFields]float64
 	satOK    bool
 }
@@ -721,6 +723,8 @@ func (ix *Index[T]) contribution(p *posting, lens *[NumFields]uint16, avg *[NumF
 // sc's accumulators.
 func (ix *Index[T]) scoreAll(sc *scratch, terms []queryTerm, avg *[NumFields]float64) {
 	n := float64(ix.live)
+	ix.saturated(sc, avg)
+	tfTab := &sc.tfTab
 	for _, qt := range terms {
 		id, ok := ix.terms[qt.term]
 		if !ok {
@@ -734,7 +738,7 @@ func (ix *Index[T]) scoreAll(sc *scratch, terms []queryTerm, avg *[NumFields]flo
 			if sc.matched[p.doc] == 0 && sc.score[p.doc] == 0 {
 				sc.touched = append(sc.touched, p.doc)
 			}
-			sc.score[p.doc] += ix.contribution(&p, &ix.docs[p.doc].lens, avg, wIdf)
+			sc.score[p.doc] += ix.contributionOf(&p, tfTab, avg, wIdf)
 			sc.matched[p.doc] |= 1 << qt.word
 			if p.tf[FieldName] > 0 && qt.weight == 1 {
 				sc.inName[p.doc] |= 1 << qt.word
