@@ -371,8 +371,21 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	// document's bound — the sum of its postings' bounds, a table lookup
 	// each (no division, nothing read of the document), plus all the
 	// non-essential terms could add — and where its postings are.
+	//
+	// When the lists hold more postings than a quarter of the documents
+	// (a long query's touch nearly all), the documents they touch are
+	// found afterwards by a scan of the accumulators, in order, rather
+	// than listed as they are first seen: a branch and a store less per
+	// posting, and the scan reads memory in order.
 	touched := sc.touched[:0]
-	acc := sc.acc
+	acc := sc.acc[:len(ix.docs)]
+	read := 0
+	for i := range qs {
+		if qs[i].essential {
+			read += len(qs[i].list)
+		}
+	}
+	scan := read >= len(ix.docs)/4
 	for i := range qs {
 		q := &qs[i]
 		if !q.essential {
@@ -381,7 +394,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		for j := range q.list {
 			p := &q.list[j]
 			a := &acc[p.doc]
-			if a.matched == 0 {
+			if !scan && a.matched == 0 {
 				touched = append(touched, p.doc)
 			}
 			if p.flen != 0 {
@@ -393,7 +406,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		}
 	}
 	cands := sc.seedCand[:0]
-	for _, d := range touched {
+	candidate := func(d uint32) {
 		a := &acc[d]
 		ub := a.ub + nMass
 		if boost != nil { // else the document's server is not read
@@ -401,6 +414,17 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		}
 		cands = append(cands, seedCand{ub: bound(ub, a.matched|nWords), doc: d})
 		*a = boundAcc{}
+	}
+	if scan {
+		for d := range acc {
+			if acc[d].matched != 0 {
+				candidate(uint32(d))
+			}
+		}
+	} else {
+		for _, d := range touched {
+			candidate(d)
+		}
 	}
 	sc.seedCand = cands
 	for _, d := range forced {
@@ -509,12 +533,10 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		}
 	}
 	cleanup := func() {
-		for _, d := range touched {
-			sc.mark[d] = markNone
-		}
-		for _, d := range forced {
-			sc.mark[d] = markNone
-		}
+		// Marked: the documents scored (candidates, which the
+		// batches reorder and overwrite) and forced. One byte a
+		// document: cleared whole.
+		clear(sc.mark[:len(ix.docs)])
 		for i := range qs {
 			sc.qmark[qs[i].tid] = -1
 		}
