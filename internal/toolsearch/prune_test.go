@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -303,4 +304,51 @@ func TestSelectBatch(t *testing.T) {
 			t.Fatalf("trial %d: the candidates changed", trial)
 		}
 	}
+}
+
+// TestPrunedConcurrent: pruned searches running at once, each with its
+// own scratch from the pool (accumulators, marks, selection counts, the
+// tables), return what the exhaustive evaluation returned for the same
+// query searched alone; under -race.
+func TestPrunedConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	ix := New[string](nil)
+	ix.prunePerDoc = 0
+	for _, d := range synthetic(1500, 6) {
+		ix.Upsert(d)
+	}
+	type query struct {
+		q    string
+		k    int
+		want []Hit[string]
+	}
+	var qs []query
+	ix.opts.Exhaustive = true
+	for i := range 40 {
+		q := query{q: randomQuery(rng), k: []int{1, 10, denseCandidates + 3}[i%3]}
+		q.want = ix.Search(q.q, q.k, nil)
+		qs = append(qs, q)
+	}
+	ix.opts.Exhaustive = false
+	before := ix.pruned.Load()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for r := range 3 {
+				for i := range qs {
+					q := &qs[(i+g*7+r)%len(qs)]
+					if got := ix.Search(q.q, q.k, nil); !slices.Equal(got, q.want) {
+						t.Errorf("goroutine %d, query %q (limit %d):\n pruned     %s\n exhaustive %s", g, q.q, q.k, fmtHits(got), fmtHits(q.want))
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := ix.pruned.Load() - before
+	if n < int64(len(qs)) {
+		t.Fatalf("%d of %d searches pruned", n, 4*3*len(qs))
+	}
+	t.Logf("%d of %d searches pruned", n, 4*3*len(qs))
 }
