@@ -606,6 +606,9 @@ type scratch struct {
 	tfTab    [NumFields][256]float64 // contributionOf's table, for satAvg
 	satAvg   [NumFields]float64
 	satOK    bool
+	// best is the highest final lexical score keep accepted (finishAll's
+	// or prune's), fuse's norm.
+	best float64
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -779,8 +782,11 @@ func (ix *Index[T]) selectAll(sc *scratch, boost []float64, words, k int, keep f
 }
 
 // finishAll finishes the exhaustive evaluation's scores for fuse: each
-// touched document's final lexical score, and whether keep accepts it.
+// touched document's final lexical score, whether keep accepts it, and
+// the best of those it accepts (sc.best: fuse's norm, found in the same
+// pass rather than in one more over every touched document).
 func (ix *Index[T]) finishAll(sc *scratch, boost []float64, words int, keep func(T) bool) {
+	best := 0.0
 	for _, id := range sc.touched {
 		e := &ix.docs[id]
 		if keep != nil && !keep(e.value) {
@@ -788,8 +794,11 @@ func (ix *Index[T]) finishAll(sc *scratch, boost []float64, words int, keep func
 			continue
 		}
 		sc.state[id] = stateKept
-		sc.score[id] = ix.finish(sc.score[id], e.server, sc.matched[id], boost, words)
+		s := ix.finish(sc.score[id], e.server, sc.matched[id], boost, words)
+		sc.score[id] = s
+		best = max(best, s)
 	}
+	sc.best = best
 }
 
 // reset clears the accumulators of the documents a search touched.
@@ -798,6 +807,7 @@ func (sc *scratch) reset() {
 		sc.score[id], sc.matched[id], sc.inName[id], sc.state[id] = 0, 0, 0, stateUnknown
 	}
 	sc.touched = sc.touched[:0]
+	sc.best = 0
 }
 
 // sorted empties h into a slice, best first.
@@ -826,12 +836,7 @@ func (h *hitHeap[T]) sorted() []Hit[T] {
 func (ix *Index[T]) fuse(sc *scratch, qv *qvec, cut uint16, k int, keep func(T) bool) []Hit[T] {
 	o := &ix.opts
 	nd := len(ix.dense.scale)
-	best := 0.0
-	for _, id := range sc.touched {
-		if sc.state[id] == stateKept {
-			best = max(best, sc.score[id])
-		}
-	}
+	best := sc.best
 	// The lexical side's candidates: the denseCandidates best (all those
 	// tied at the cut-off score too, so the set does not depend on ids).
 	lexCut := lexicalCutoff(sc, denseCandidates)

@@ -514,6 +514,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 			}
 			sc.state[d] = stateKept
 			sc.score[d], sc.inName[d] = s, inName
+			sc.best = max(sc.best, s)
 			recorded = append(recorded, d)
 			switch {
 			case len(cut) < k:
