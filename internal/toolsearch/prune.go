@@ -34,11 +34,13 @@ import (
 //   - one pass over the essential lists sums each document's bound, a
 //     table lookup a posting: no division, nothing read of the document;
 //   - the documents are then taken by bound, highest first, in batches
-//     (k, 2k, 4k…): those whose bound reaches the threshold are scored
-//     exactly, from their own term references, which raises the
-//     threshold (the k-th best score so far among the documents keep
-//     accepts), until the highest bound left is below it. The first
-//     batch puts the threshold near where it ends, so few batches follow.
+//     (k, then small shares of those left: restShare): those whose bound
+//     reaches the threshold are scored exactly, from their own term
+//     references, which raises the threshold (the k-th best score so far
+//     among the documents keep accepts), until the highest bound left is
+//     below it. The first batch puts the threshold near where it ends;
+//     the small batches after it stop close to where it excludes the
+//     rest.
 //
 // A document is skipped only when its bound is below the threshold,
 // strictly, and the threshold is a score that k documents keep accepts
