@@ -593,8 +593,9 @@ type scratch struct {
 	boost    []float64 // instructionBoost's, by server id
 	qterms   []qterm   // prune's
 	byMask   [][1 << NumFields]float64
-	mark     []uint8   // prune: each document's pass (markSeed…)
-	ub       []float64 // prune: each document's bound
+	mark     []uint8    // prune: each document's pass (markSeed…)
+	acc      []boundAcc // prune: each document's bound and words, pass 1
+	buckets  [selectBuckets]int32
 	seedCand []seedCand
 	recorded []uint32
 	batch    []uint32
@@ -602,8 +603,12 @@ type scratch struct {
 	qmark    []int32 // prune: term id → query term (-1: none)
 	contrib  []termScore
 	sat      [NumFields][256]float64 // prune: saturated's table, for satAvg
+	tfTab    [NumFields][256]float64 // contributionOf's table, for satAvg
 	satAvg   [NumFields]float64
 	satOK    bool
+	// best is the highest final lexical score keep accepted (finishAll's
+	// or prune's), fuse's norm.
+	best float64
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -721,6 +726,8 @@ func (ix *Index[T]) contribution(p *posting, lens *[NumFields]uint16, avg *[NumF
 // sc's accumulators.
 func (ix *Index[T]) scoreAll(sc *scratch, terms []queryTerm, avg *[NumFields]float64) {
 	n := float64(ix.live)
+	ix.saturated(sc, avg)
+	tfTab := &sc.tfTab
 	for _, qt := range terms {
 		id, ok := ix.terms[qt.term]
 		if !ok {
@@ -734,7 +741,7 @@ func (ix *Index[T]) scoreAll(sc *scratch, terms []queryTerm, avg *[NumFields]flo
 			if sc.matched[p.doc] == 0 && sc.score[p.doc] == 0 {
 				sc.touched = append(sc.touched, p.doc)
 			}
-			sc.score[p.doc] += ix.contribution(&p, &ix.docs[p.doc].lens, avg, wIdf)
+			sc.score[p.doc] += ix.contributionOf(&p, tfTab, avg, wIdf)
 			sc.matched[p.doc] |= 1 << qt.word
 			if p.tf[FieldName] > 0 && qt.weight == 1 {
 				sc.inName[p.doc] |= 1 << qt.word
@@ -775,8 +782,11 @@ func (ix *Index[T]) selectAll(sc *scratch, boost []float64, words, k int, keep f
 }
 
 // finishAll finishes the exhaustive evaluation's scores for fuse: each
-// touched document's final lexical score, and whether keep accepts it.
+// touched document's final lexical score, whether keep accepts it, and
+// the best of those it accepts (sc.best: fuse's norm, found in the same
+// pass rather than in one more over every touched document).
 func (ix *Index[T]) finishAll(sc *scratch, boost []float64, words int, keep func(T) bool) {
+	best := 0.0
 	for _, id := range sc.touched {
 		e := &ix.docs[id]
 		if keep != nil && !keep(e.value) {
@@ -784,8 +794,11 @@ func (ix *Index[T]) finishAll(sc *scratch, boost []float64, words int, keep func
 			continue
 		}
 		sc.state[id] = stateKept
-		sc.score[id] = ix.finish(sc.score[id], e.server, sc.matched[id], boost, words)
+		s := ix.finish(sc.score[id], e.server, sc.matched[id], boost, words)
+		sc.score[id] = s
+		best = max(best, s)
 	}
+	sc.best = best
 }
 
 // reset clears the accumulators of the documents a search touched.
@@ -794,6 +807,7 @@ func (sc *scratch) reset() {
 		sc.score[id], sc.matched[id], sc.inName[id], sc.state[id] = 0, 0, 0, stateUnknown
 	}
 	sc.touched = sc.touched[:0]
+	sc.best = 0
 }
 
 // sorted empties h into a slice, best first.
@@ -822,12 +836,7 @@ func (h *hitHeap[T]) sorted() []Hit[T] {
 func (ix *Index[T]) fuse(sc *scratch, qv *qvec, cut uint16, k int, keep func(T) bool) []Hit[T] {
 	o := &ix.opts
 	nd := len(ix.dense.scale)
-	best := 0.0
-	for _, id := range sc.touched {
-		if sc.state[id] == stateKept {
-			best = max(best, sc.score[id])
-		}
-	}
+	best := sc.best
 	// The lexical side's candidates: the denseCandidates best (all those
 	// tied at the cut-off score too, so the set does not depend on ids).
 	lexCut := lexicalCutoff(sc, denseCandidates)

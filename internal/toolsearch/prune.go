@@ -34,11 +34,13 @@ import (
 //   - one pass over the essential lists sums each document's bound, a
 //     table lookup a posting: no division, nothing read of the document;
 //   - the documents are then taken by bound, highest first, in batches
-//     (k, 2k, 4k…): those whose bound reaches the threshold are scored
-//     exactly, from their own term references, which raises the
-//     threshold (the k-th best score so far among the documents keep
-//     accepts), until the highest bound left is below it. The first
-//     batch puts the threshold near where it ends, so few batches follow.
+//     (k, then small shares of those left: restShare): those whose bound
+//     reaches the threshold are scored exactly, from their own term
+//     references, which raises the threshold (the k-th best score so far
+//     among the documents keep accepts), until the highest bound left is
+//     below it. The first batch puts the threshold near where it ends;
+//     the small batches after it stop close to where it excludes the
+//     rest.
 //
 // A document is skipped only when its bound is below the threshold,
 // strictly, and the threshold is a score that k documents keep accepts
@@ -229,6 +231,13 @@ type qterm struct {
 	essential bool
 }
 
+// boundAcc is a document's bound as pass 1 sums it, and the query words
+// its postings match: side by side, one cache line a posting.
+type boundAcc struct {
+	ub      float64
+	matched uint64
+}
+
 // seedCand is a document and the bound of its final score.
 type seedCand struct {
 	ub  float64
@@ -240,6 +249,17 @@ const (
 	markNone   uint8 = 0
 	markScored uint8 = 1      // scored exactly
 	markForced uint8 = 1 << 7 // among the sign pass's nearest
+)
+
+// restShare and minBatch size the batches after the first: a batch is
+// at most 1/restShare of the candidates left, and at least minBatch. A
+// selection costs a few operations per candidate left, scoring a
+// document hundreds (its term references): for the long query at 20,000
+// tools, batches of k then 2k scored 770 documents by bound, these 350
+// ("Second pass" in docs/search.md).
+const (
+	restShare = 32
+	minBatch  = 16
 )
 
 // nonEssentialShare: the terms whose lists are not read are the ones with
@@ -344,15 +364,30 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	}
 	if len(sc.mark) < len(ix.docs) {
 		sc.mark = make([]uint8, len(ix.docs))
-		sc.ub = make([]float64, len(ix.docs))
+		sc.acc = make([]boundAcc, len(ix.docs))
 	}
 	sat := ix.saturated(sc, avg)
+	tfTab := &sc.tfTab
 
 	// Pass 1, the essential terms' lists, in the query's term order: each
 	// document's bound — the sum of its postings' bounds, a table lookup
 	// each (no division, nothing read of the document), plus all the
 	// non-essential terms could add — and where its postings are.
+	//
+	// When the lists hold more postings than a quarter of the documents
+	// (a long query's touch nearly all), the documents they touch are
+	// found afterwards by a scan of the accumulators, in order, rather
+	// than listed as they are first seen: a branch and a store less per
+	// posting, and the scan reads memory in order.
 	touched := sc.touched[:0]
+	acc := sc.acc[:len(ix.docs)]
+	read := 0
+	for i := range qs {
+		if qs[i].essential {
+			read += len(qs[i].list)
+		}
+	}
+	scan := read >= len(ix.docs)/4
 	for i := range qs {
 		q := &qs[i]
 		if !q.essential {
@@ -360,22 +395,38 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		}
 		for j := range q.list {
 			p := &q.list[j]
-			d := p.doc
-			if sc.matched[d] == 0 {
-				touched = append(touched, d)
+			a := &acc[p.doc]
+			if !scan && a.matched == 0 {
+				touched = append(touched, p.doc)
 			}
 			if p.flen != 0 {
-				sc.ub[d] += q.wIdf * sat[bits.TrailingZeros8(p.fields)][p.flen]
+				a.ub += q.wIdf * sat[bits.TrailingZeros8(p.fields)][p.flen]
 			} else {
-				sc.ub[d] += q.byMask[p.fields]
+				a.ub += q.byMask[p.fields]
 			}
-			sc.matched[d] |= q.word
+			a.matched |= q.word
 		}
 	}
 	cands := sc.seedCand[:0]
-	for _, d := range touched {
-		cands = append(cands, seedCand{ub: bound(sc.ub[d]+boostOf(boost, ix.docs[d].server)+nMass, sc.matched[d]|nWords), doc: d})
-		sc.ub[d] = 0
+	candidate := func(d uint32) {
+		a := &acc[d]
+		ub := a.ub + nMass
+		if boost != nil { // else the document's server is not read
+			ub += boost[ix.docs[d].server]
+		}
+		cands = append(cands, seedCand{ub: bound(ub, a.matched|nWords), doc: d})
+		*a = boundAcc{}
+	}
+	if scan {
+		for d := range acc {
+			if acc[d].matched != 0 {
+				candidate(uint32(d))
+			}
+		}
+	} else {
+		for _, d := range touched {
+			candidate(d)
+		}
 	}
 	sc.seedCand = cands
 	for _, d := range forced {
@@ -408,7 +459,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 			contrib = contrib[:0]
 			var matched, inName uint64
 			add := func(q *qterm, p *posting) {
-				contrib = append(contrib, termScore{qi: int32(q.qi), v: ix.contribution(p, &e.lens, avg, q.wIdf)})
+				contrib = append(contrib, termScore{qi: int32(q.qi), v: ix.contributionOf(p, tfTab, avg, q.wIdf)})
 				matched |= q.word
 				if q.full && p.tf[FieldName] > 0 {
 					inName |= q.word
@@ -465,6 +516,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 			}
 			sc.state[d] = stateKept
 			sc.score[d], sc.inName[d] = s, inName
+			sc.best = max(sc.best, s)
 			recorded = append(recorded, d)
 			switch {
 			case len(cut) < k:
@@ -484,13 +536,10 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		}
 	}
 	cleanup := func() {
-		for _, d := range touched {
-			sc.matched[d] = 0
-			sc.mark[d] = markNone
-		}
-		for _, d := range forced {
-			sc.mark[d] = markNone
-		}
+		// Marked: the documents scored (candidates, which the
+		// batches reorder and overwrite) and forced. One byte a
+		// document: cleared whole.
+		clear(sc.mark[:len(ix.docs)])
 		for i := range qs {
 			sc.qmark[qs[i].tid] = -1
 		}
@@ -499,20 +548,20 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 		sc.recorded = recorded[:0]
 	}
 
-	// The documents by bound, highest first, in batches (k, then twice as
-	// many each time): each batch's documents whose bound reaches the
-	// threshold are scored exactly, which raises the threshold, until the
-	// highest bound left is below it. The first batch starts the
-	// threshold near where it ends; the batches after it are few.
+	// The documents by bound, highest first, in batches: each batch's
+	// documents whose bound reaches the threshold are scored exactly,
+	// which raises the threshold, until the highest bound left is below
+	// it. The first batch (k) starts the threshold near where it ends;
+	// after it a batch is a small share of what is left (restShare), so
+	// that few documents are scored past the point where the threshold
+	// would have excluded them, but at most twice the last one, so that a
+	// threshold still low (a small k) does not cost a selection over most
+	// of the candidates per few documents scored.
 	batchDocs := sc.batch[:0]
 	rest := cands
 	first := true
-	for batch := max(k, 1); len(rest) > 0; batch *= 2 {
-		next := rest
-		if len(next) > batch {
-			selectTop(next, batch)
-			next = next[:batch]
-		}
+	for batch := max(k, 1); len(rest) > 0; batch = min(2*batch, max(len(rest)/restShare, minBatch)) {
+		next := rest[:selectBatch(rest, batch, &sc.buckets)]
 		rest = rest[len(next):]
 		batchDocs = batchDocs[:0]
 		for _, c := range next {
@@ -579,6 +628,64 @@ type termScore struct {
 	v  float64
 }
 
+// selectBuckets is how many ranges of bounds selectBatch counts.
+const selectBuckets = 1024
+
+// selectBatch moves at least k of a's candidates with the highest bounds
+// (all of them when a has at most k) to its front and returns how many
+// it moved, n: no bound in a[n:] is above one in a[:n], and n is at
+// most 2k. The bounds are counted in selectBuckets equal ranges
+// between the lowest and the highest, and the ranges from the top taken
+// until they hold k: three passes of a few operations each, where a
+// quickselect (selectTop) swapped 16-byte candidates about ten times
+// over the 20,000 of a long query (15% of its search). Bucket numbers
+// fall as bounds rise (floating-point subtraction, multiplication and
+// truncation are monotone), so the split is exact; when the top ranges
+// hold more than 2k (bounds crowded near the highest), the quickselect
+// takes k of those.
+func selectBatch(a []seedCand, k int, counts *[selectBuckets]int32) int {
+	if len(a) <= k {
+		return len(a)
+	}
+	lo, hi := a[0].ub, a[0].ub
+	for _, c := range a[1:] {
+		lo, hi = min(lo, c.ub), max(hi, c.ub)
+	}
+	scale := selectBuckets / (hi - lo)
+	if !(hi > lo) || math.IsInf(scale, 0) || math.IsNaN(scale) {
+		selectTop(a, k)
+		return k
+	}
+	bucket := func(ub float64) int {
+		if x := (hi - ub) * scale; x < selectBuckets-1 {
+			return int(x)
+		}
+		return selectBuckets - 1
+	}
+	clear(counts[:])
+	for _, c := range a {
+		counts[bucket(c.ub)]++
+	}
+	last, n := 0, 0
+	for last = range counts {
+		if n += int(counts[last]); n >= k {
+			break
+		}
+	}
+	m := 0
+	for i, c := range a {
+		if bucket(c.ub) <= last {
+			a[i], a[m] = a[m], c
+			m++
+		}
+	}
+	if m > 2*k {
+		selectTop(a[:m], k)
+		return k
+	}
+	return m
+}
+
 // selectTop moves the k candidates with the highest bounds to a[:k]
 // (in no order): a quickselect, O(len(a)) on average.
 func selectTop(a []seedCand, k int) {
@@ -613,9 +720,10 @@ func selectTop(a []seedCand, k int) {
 // saturated is, per field f and length l (1…255), the saturated
 // frequency (contribution's, before its weight × IDF) of a term that
 // occurs once in a document, in field f only, whose field f has l terms:
-// the exact contribution of most postings (posting.flen), an upper bound
-// when the length was more than 255. Kept in sc for the averages it was
-// computed with: they change only with the catalog.
+// an upper bound of such a posting's contribution (posting.flen; the
+// contribution itself when the length was below 255). Kept in sc for the
+// averages it was computed with: they change only with the catalog. It
+// also fills sc.tfTab (lengthNorm's table), from the same expressions.
 func (ix *Index[T]) saturated(sc *scratch, avg *[NumFields]float64) *[NumFields][256]float64 {
 	if sc.satAvg == *avg && sc.satOK {
 		return &sc.sat
@@ -624,10 +732,28 @@ func (ix *Index[T]) saturated(sc *scratch, avg *[NumFields]float64) *[NumFields]
 	for f := range NumFields {
 		for l := 1; l < 256; l++ {
 			norm := 1 - o.B[f] + o.B[f]*float64(l)/avg[f]
-			tf := o.Weight[f] * 1 / norm
+			tf := o.Weight[f] * float64(1) / norm
+			sc.tfTab[f][l] = tf
 			sc.sat[f][l] = tf * (o.K1 + 1) / (o.K1 + tf)
 		}
 	}
 	sc.satAvg, sc.satOK = *avg, true
 	return &sc.sat
+}
+
+// contributionOf is contribution(p, its document's lengths, avg, wIdf),
+// bit for bit, without reading the document when it can: a term that
+// occurs once, in one field shorter than 255 terms (posting.flen), has
+// the weighted, length-normalised frequency tfTab[field][length]
+// (saturated's, for avg), computed by the same expression as
+// contribution's, and contribution's sum over the fields is that one
+// term. Reading the document (tens of bytes a posting, anywhere in
+// memory) was most of what scoring a posting cost.
+func (ix *Index[T]) contributionOf(p *posting, tfTab *[NumFields][256]float64, avg *[NumFields]float64, wIdf float64) float64 {
+	if p.flen != 0 && p.flen != math.MaxUint8 {
+		o := &ix.opts
+		tf := tfTab[bits.TrailingZeros8(p.fields)][p.flen]
+		return wIdf * tf * (o.K1 + 1) / (o.K1 + tf)
+	}
+	return ix.contribution(p, &ix.docs[p.doc].lens, avg, wIdf)
 }

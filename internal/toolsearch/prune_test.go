@@ -1,11 +1,13 @@
 package toolsearch
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -197,7 +199,8 @@ func fmtHits(hs []Hit[string]) string {
 // bound, and its bound by the fields a posting has, is at least the
 // contribution of each of its postings, and the
 // bounds are not vacuous: a term's bound is the highest contribution when
-// its list was just scanned.
+// its list was just scanned. And contributionOf, which scores a posting
+// from a table when it can, is contribution bit for bit.
 func TestTermBoundsHold(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	docs := synthetic(800, 2)
@@ -220,7 +223,9 @@ func TestTermBoundsHold(t *testing.T) {
 	for f := range NumFields {
 		avg[f] = math.Max(float64(ix.lenSum[f])/float64(ix.live), 1)
 	}
-	checked, tight := 0, 0
+	sc := &scratch{}
+	ix.saturated(sc, &avg)
+	checked, tight, tabled := 0, 0, 0
 	for id, list := range ix.postings {
 		if len(list) == 0 {
 			continue
@@ -231,6 +236,17 @@ func TestTermBoundsHold(t *testing.T) {
 		best := 0.0
 		for i := range list {
 			v := ix.contribution(&list[i], &ix.docs[list[i].doc].lens, &avg, 1)
+			// The table's shortcut is the same number, bit for bit, at
+			// the weights × IDFs a query has.
+			for _, w := range []float64{1, 0.15, 3.7} {
+				want := ix.contribution(&list[i], &ix.docs[list[i].doc].lens, &avg, w)
+				if got := ix.contributionOf(&list[i], &sc.tfTab, &avg, w); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("term %q, document %d (flen %d, lengths %v): contributionOf %v, contribution %v", ix.termText[id], list[i].doc, list[i].flen, ix.docs[list[i].doc].lens, got, want)
+				}
+			}
+			if list[i].flen != 0 && list[i].flen != math.MaxUint8 {
+				tabled++
+			}
 			best = max(best, v)
 			if u := ix.upper(&fu, fieldMask(&list[i].tf), 1); v > upper*(1+boundSlack) || v > u*(1+boundSlack) {
 				t.Fatalf("term %q: a posting contributes %v, its bound is %v (%v by its fields)", ix.termText[id], v, upper, u)
@@ -241,7 +257,98 @@ func TestTermBoundsHold(t *testing.T) {
 			tight++
 		}
 	}
-	if checked == 0 || tight < checked/2 {
-		t.Fatalf("%d terms checked, %d with a bound within 1.5× of the best contribution", checked, tight)
+	if checked == 0 || tight < checked/2 || tabled == 0 {
+		t.Fatalf("%d terms checked, %d with a bound within 1.5× of the best contribution, %d postings scored from the table", checked, tight, tabled)
 	}
+}
+
+// TestSelectBatch: selectBatch moves at least k of the highest bounds to
+// the front (all of them when there are at most k), at most 2k, with no
+// bound left behind above one taken, and loses no candidate — on spread,
+// tied, crowded (most bounds near the highest), equal and nearly equal
+// bounds.
+func TestSelectBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	var counts [selectBuckets]int32
+	shapes := []func(i int) float64{
+		func(int) float64 { return rng.Float64() * 40 },
+		func(int) float64 { return float64(rng.IntN(5)) },
+		func(int) float64 { return 30 - rng.ExpFloat64()*0.01 },
+		func(i int) float64 { return 30 - math.Pow(float64(i%50), 3)*1e-3 },
+		func(int) float64 { return 7 },
+		func(int) float64 { return math.Nextafter(1, 2) + float64(rng.IntN(2))*1e-16 },
+		func(int) float64 { return 1e-300 * rng.Float64() },
+	}
+	for trial := range 3000 {
+		shape := shapes[trial%len(shapes)]
+		a := make([]seedCand, rng.IntN(3000))
+		for i := range a {
+			a[i] = seedCand{ub: shape(i), doc: uint32(i)}
+		}
+		k := 1 + rng.IntN(400)
+		before := slices.Clone(a)
+		n := selectBatch(a, k, &counts)
+		if len(a) <= k && n != len(a) || len(a) > k && (n < k || n > 2*k) {
+			t.Fatalf("trial %d: %d candidates, k %d: took %d", trial, len(a), k, n)
+		}
+		if n < len(a) {
+			low := slices.MinFunc(a[:n], func(x, y seedCand) int { return cmp.Compare(x.ub, y.ub) }).ub
+			high := slices.MaxFunc(a[n:], func(x, y seedCand) int { return cmp.Compare(x.ub, y.ub) }).ub
+			if high > low {
+				t.Fatalf("trial %d: a bound %v left behind above %v taken", trial, high, low)
+			}
+		}
+		byDoc := func(x, y seedCand) int { return cmp.Compare(x.doc, y.doc) }
+		slices.SortFunc(a, byDoc)
+		if !slices.Equal(a, before) {
+			t.Fatalf("trial %d: the candidates changed", trial)
+		}
+	}
+}
+
+// TestPrunedConcurrent: pruned searches running at once, each with its
+// own scratch from the pool (accumulators, marks, selection counts, the
+// tables), return what the exhaustive evaluation returned for the same
+// query searched alone; under -race.
+func TestPrunedConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	ix := New[string](nil)
+	ix.prunePerDoc = 0
+	for _, d := range synthetic(1500, 6) {
+		ix.Upsert(d)
+	}
+	type query struct {
+		q    string
+		k    int
+		want []Hit[string]
+	}
+	var qs []query
+	ix.opts.Exhaustive = true
+	for i := range 40 {
+		q := query{q: randomQuery(rng), k: []int{1, 10, denseCandidates + 3}[i%3]}
+		q.want = ix.Search(q.q, q.k, nil)
+		qs = append(qs, q)
+	}
+	ix.opts.Exhaustive = false
+	before := ix.pruned.Load()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for r := range 3 {
+				for i := range qs {
+					q := &qs[(i+g*7+r)%len(qs)]
+					if got := ix.Search(q.q, q.k, nil); !slices.Equal(got, q.want) {
+						t.Errorf("goroutine %d, query %q (limit %d):\n pruned     %s\n exhaustive %s", g, q.q, q.k, fmtHits(got), fmtHits(q.want))
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	n := ix.pruned.Load() - before
+	if n < int64(len(qs)) {
+		t.Fatalf("%d of %d searches pruned", n, 4*3*len(qs))
+	}
+	t.Logf("%d of %d searches pruned", n, 4*3*len(qs))
 }
