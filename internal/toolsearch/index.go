@@ -918,25 +918,32 @@ func lexicalCutoff(sc *scratch, m int) float64 {
 		if sc.state[id] != stateKept {
 			continue
 		}
-		s := sc.score[id]
-		switch {
-		case len(h) < m:
-			h = append(h, s)
-			if len(h) == m {
-				for i := m/2 - 1; i >= 0; i-- {
-					siftDown(h, i)
-				}
-			}
-		case s > h[0]:
-			h[0] = s
-			siftDown(h, 0)
-		}
+		h = pushBest(h, m, sc.score[id])
 	}
 	sc.cut = h
 	if len(h) < m {
 		return 0
 	}
 	return h[0]
+}
+
+// pushBest offers s to h, the m best scores so far: appended while fewer
+// than m (made a min-heap when the m-th arrives), then in place of the
+// smallest when better. It returns h.
+func pushBest(h []float64, m int, s float64) []float64 {
+	switch {
+	case len(h) < m:
+		h = append(h, s)
+		if len(h) == m {
+			for i := m/2 - 1; i >= 0; i-- {
+				siftDown(h, i)
+			}
+		}
+	case s > h[0]:
+		h[0] = s
+		siftDown(h, 0)
+	}
+	return h
 }
 
 // siftDown restores the min-heap order of h below i.

@@ -518,18 +518,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 			sc.score[d], sc.inName[d] = s, inName
 			sc.best = max(sc.best, s)
 			recorded = append(recorded, d)
-			switch {
-			case len(cut) < k:
-				cut = append(cut, s)
-				if len(cut) == k {
-					for i := k/2 - 1; i >= 0; i-- {
-						siftDown(cut, i)
-					}
-				}
-			case s > cut[0]:
-				cut[0] = s
-				siftDown(cut, 0)
-			}
+			cut = pushBest(cut, k, s)
 			if len(cut) == k {
 				theta = cut[0]
 			}
