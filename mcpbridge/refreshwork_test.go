@@ -495,12 +495,12 @@ func TestRefreshWorkChattyUpstreamsKeepRests(t *testing.T) {
 	})
 }
 
-// TestRefreshWorkCancelledGrantMarksIdle: a turn granted to a waiter whose
+// TestRefreshWorkCancelledGrantLeavesNoTrace: a turn granted to a waiter whose
 // context ended meanwhile is passed on (acquire), and nothing of it
 // lingers: the next storm, an hour later, rests as any storm does. Before
 // (review of storm45f), that path left the work marked busy, so a storm
 // hours later kept the old storm's start and none of its turns rested.
-func TestRefreshWorkCancelledGrantMarksIdle(t *testing.T) {
+func TestRefreshWorkCancelledGrantLeavesNoTrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newRefreshWork(1)
 		w.calls.Store(1)
