@@ -89,8 +89,12 @@ const maxTurnRest = time.Second
 // as long as the listings still to be worked (waiting for a turn, on the
 // wire or waiting to be asked for), at the mean work of the recent turns
 // of listings that arrived since the oldest of them, are all worked
-// within this time of that oldest one's arrival (its refresh pass's
-// first ask). The budget is each listing's, not a storm's: a storm's
+// within this time of that oldest one's arrival: when it began to wait
+// for a place in the window (to be asked for), or for a turn once its
+// response was in (what an upstream takes to answer is not counted, so a
+// slow or hostile upstream's page, or a long pass's later page, brings no
+// old arrival that would leave no rest to anyone while it waits: a
+// review). The budget is each listing's, not a storm's: a storm's
 // listings arrive together, so it bounds the storm; and listings that
 // keep coming (upstreams that change all the time, a hostile one
 // included) make no endless storm whose budget would be spent once, with
@@ -150,7 +154,7 @@ type doneTurn struct {
 type workTurn struct {
 	ready   chan struct{} // closed when granted
 	granted bool          // under refreshWork.mu
-	arrival time.Time     // when its listing arrived (its pass began)
+	arrival time.Time     // when it began to wait (for a place, or for a turn)
 }
 
 func newRefreshWork(limit int) *refreshWork {
@@ -389,8 +393,8 @@ type workHold struct {
 	since time.Time
 	begun int64
 	done  <-chan struct{}
-	// arrival is when the pass first asked for a place or a turn: its
-	// listing's arrival, which bounds its turns' rests (stormRestBudget).
+	// arrival is when the pass asked for its turn (gate): its work's
+	// arrival, which bounds the rests while it waits (stormRestBudget).
 	arrival time.Time
 	// give gives back the pass's place in the window while a page is
 	// asked for (nil: none held).
@@ -408,9 +412,12 @@ func (h *workHold) gate(ctx context.Context) error {
 	if h.held {
 		return nil
 	}
-	if h.arrival.IsZero() {
-		h.arrival = time.Now()
-	}
+	// The page's work arrives now (its response is in, or the pass's own
+	// work begins): what its upstream took to answer is not the refresh
+	// work's to make up, so a slow or hostile upstream's page, or a long
+	// pass's later one, waits with a budget of its own, never an old one
+	// that would leave no rest to any turn while it waits.
+	h.arrival = time.Now()
 	if err := h.w.acquire(ctx, h.key, h.arrival); err != nil {
 		return err
 	}
@@ -424,10 +431,7 @@ func (h *workHold) gate(ctx context.Context) error {
 // ask takes a place in the window before the pass asks its upstream for
 // a page.
 func (h *workHold) ask(ctx context.Context) error {
-	if h.arrival.IsZero() {
-		h.arrival = time.Now()
-	}
-	give, err := h.w.ask(ctx, h.key, h.arrival)
+	give, err := h.w.ask(ctx, h.key, time.Now()) // waiting for a place from now
 	if err != nil {
 		return err
 	}

@@ -495,6 +495,54 @@ func TestRefreshWorkChattyUpstreamsKeepRests(t *testing.T) {
 	})
 }
 
+// TestRefreshWorkSlowPageKeepsRests: a page whose upstream took 5 s to
+// answer (its pass asked for it 5 s ago) waits for a turn beside a real
+// storm (10 listings of 40 ms, a call in flight): the storm still rests,
+// each turn at least as long as it worked. The page's wait counts from
+// its response, not from its ask. Before (review), its old arrival left
+// no budget, and the storm ran back to back in about 400 ms.
+func TestRefreshWorkSlowPageKeepsRests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newRefreshWork(1)
+		w.calls.Store(1)
+		var slow sync.WaitGroup
+		slow.Go(func() {
+			h := &workHold{w: w, key: "slow"}
+			if err := h.ask(t.Context()); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(5*time.Second + 20*time.Millisecond) // the upstream answers at last, into the storm
+			if err := h.gate(t.Context()); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(40 * time.Millisecond)
+			h.release()
+		})
+		time.Sleep(5 * time.Second)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range 10 {
+			wg.Go(func() {
+				h := &workHold{w: w, key: fmt.Sprintf("u%d", i)}
+				if err := h.gate(t.Context()); err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(40 * time.Millisecond)
+				h.release()
+			})
+		}
+		wg.Wait()
+		got := time.Since(start)
+		slow.Wait()
+		if low := 10*40*time.Millisecond + 9*40*time.Millisecond; got < low || got > stormRestBudget {
+			t.Errorf("a storm beside a page asked for 5 s earlier took %v, want %v to %v (its turns rest)", got, low, stormRestBudget)
+		}
+	})
+}
+
 // TestRefreshWorkCancelledGrantLeavesNoTrace: a turn granted to a waiter whose
 // context ended meanwhile is passed on (acquire), and nothing of it
 // lingers: the next storm, an hour later, rests as any storm does. Before
