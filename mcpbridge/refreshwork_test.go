@@ -432,13 +432,6 @@ func TestRefreshWorkRestBudget(t *testing.T) {
 	})
 }
 
-// TestRefreshWorkWindow: at most askWindow listings are asked for at once;
-// the next asks once a response arrives, or once a listing has waited
-// listingGrace for its upstream (a hung upstream holds its place no longer);
-// a place given back twice (the response, then the grace) is given back
-// once; an asker whose context ends takes no place; places go round the
-// upstreams that wait (one upstream's many listings, a per-user upstream's
-// principals, do not hold the window while another waits).
 // TestRefreshWorkChattyUpstreamsKeepRests: listings that keep coming
 // without an idle gap (two upstreams re-listing back to back, 12 ms out
 // of step: one always on the wire or waiting, as a hostile upstream's
@@ -600,6 +593,13 @@ func TestRefreshWorkCancelledGrantLeavesNoTrace(t *testing.T) {
 	})
 }
 
+// TestRefreshWorkWindow: at most askWindow listings are asked for at once;
+// the next asks once a response arrives, or once a listing has waited
+// listingGrace for its upstream (a hung upstream holds its place no longer);
+// a place given back twice (the response, then the grace) is given back
+// once; an asker whose context ends takes no place; places go round the
+// upstreams that wait (one upstream's many listings, a per-user upstream's
+// principals, do not hold the window while another waits).
 func TestRefreshWorkWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newRefreshWork(1)
