@@ -483,8 +483,18 @@ func (sv *serving) drainGRPC(bound time.Duration) {
 		t.Stop()
 	case <-t.C:
 		sv.log.Warn("drain bound reached: cancelling remaining calls")
-		sv.gs.Stop()
-		<-stopped
+		go sv.gs.Stop() // returns once every handler has (service.ServerOptions)
+		t.Reset(max(bound/2, time.Second))
+		select {
+		case <-stopped:
+		case <-t.C:
+			// A handler that does not return on its cancelled context
+			// would hold the process past its shutdown bound: go on
+			// without waiting for the watch sends (they need the
+			// handlers gone, service.Server.Wait).
+			sv.log.Error("handlers still running after their calls were cancelled; stopping without them")
+			return
+		}
 	}
 	sv.svc.Wait() // every watch stream is done: a message a client held fails (service/watch_send.go)
 	if err := <-sv.serveErr; err != nil && !errors.Is(err, grpc.ErrServerStopped) {

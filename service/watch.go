@@ -184,9 +184,13 @@ var errShuttingDown = grpcStatus(core.ShuttingDown("server shutting down; resume
 // request instead of failing it (grpc-go would answer INTERNAL), so the two
 // come together and cannot be installed apart. NewGRPCServer installs
 // them innermost; a server built otherwise should too (without them every
-// event is copied once per stream).
+// event is copied once per stream). With them Stop returns only once every
+// handler has: Wait, which follows a stop, is then never racing a
+// WatchCatalog handler still starting a pump (a handler honours its
+// context, which Stop cancels; the shutdown bounds the wait anyway).
 func (s *Server) ServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		grpc.WaitForHandlers(true),
 		grpc.ForceServerCodecV2(newWireCodec()),
 		grpc.ChainUnaryInterceptor(undecodableUnary),
 		grpc.ChainStreamInterceptor(undecodableStream),

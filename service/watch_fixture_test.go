@@ -178,11 +178,11 @@ func newWatchFixtureWith(tb testing.TB, opts *serverOpts, servers map[string][]s
 			m.closeAll()
 		}
 	})
-	// Stop (serveBufconn's cleanup) returns once every handler has: a
-	// WatchCatalog handler still starting its first pump would otherwise
-	// add to the sends the cleanup above waits for, while it waits (a
-	// WaitGroup reused during its Wait: a race seen in a full run).
-	gs := grpc.NewServer(append(f.svc.ServerOptions(), grpc.WaitForHandlers(true))...)
+	// Stop (serveBufconn's cleanup) returns once every handler has
+	// (ServerOptions; TestStopWaitsForWatchHandlers): a WatchCatalog handler
+	// still starting its first pump would otherwise add to the sends the
+	// cleanup above waits for, while it waits.
+	gs := grpc.NewServer(f.svc.ServerOptions()...)
 	f.svc.Register(gs)
 	conn := serveBufconn(tb, gs)
 	tb.Cleanup(f.svc.Shutdown) // before it stops: watch streams end first

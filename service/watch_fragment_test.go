@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -62,7 +63,10 @@ func TestWatchFragments(t *testing.T) {
 	}
 	f := newWatchFixture(t, &serverOpts{MaxResponseBytes: limit}, map[string][]string{"big": names, "small": {"x"}})
 	f.waitCatalog(t, "every tool", f.matchesUpstreams)
-	ctx := ctxT(t)
+	// Its streams live through the whole test (tens of thousands of tools
+	// built, sent and compared: 8 s alone, over 20 s on a loaded box).
+	ctx, cancel := context.WithTimeout(t.Context(), 3*defaultTestTimeout)
+	defer cancel()
 	list, _ := listAllTools(t, f.client)
 
 	st, err := f.client.WatchCatalog(ctx, &toolsvcv1.WatchCatalogRequest{Fragment: true})

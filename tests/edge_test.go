@@ -428,6 +428,56 @@ func TestGracefulDrain(t *testing.T) {
 	t.Logf("drained in %v", took.Round(time.Millisecond))
 }
 
+// TestDrainBoundCancelsCalls: a call that outlasts the drain bound (two
+// thirds of --shutdown-timeout) is cancelled there, its caller told so, and
+// toolsvc still exits cleanly within the bound: every handler has returned
+// before the watch sends are waited for (the race-enabled binary exits
+// non-zero on a data race), and none is left behind.
+func TestDrainBoundCancelsCalls(t *testing.T) {
+	p := startToolsvc(t, cfg{Servers: servers{"up": goStdio(upstream{PingInterval: "1h"})}}, "--shutdown-timeout", "3s")
+	ctx, cancel := context.WithTimeout(t.Context(), defaultTestTimeout)
+	defer cancel()
+	w := startWatch(t, ctx, p.client, "")
+	w.next(t, 5*time.Second)
+	callErr := make(chan error, 1)
+	go func() {
+		_, err := p.client.CallTool(ctx, &toolsvcv1.CallToolRequest{Name: "up__progress", ArgumentsJson: `{"steps": 200, "step_ms": 100}`})
+		callErr <- err
+	}()
+	eventually(t, 5*time.Second, "the call to be in flight", func() bool {
+		return serverStatus(t, ctx, p.client, "up").GetInFlightCalls() == 1
+	})
+	start := time.Now()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-callErr:
+		if code := status.Code(err); code != codes.Unavailable && code != codes.Canceled {
+			t.Errorf("call cut at the drain bound ended with %v, want UNAVAILABLE or CANCELLED", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call outlasting the drain bound did not end")
+	}
+	select {
+	case <-p.exited():
+		if err := p.exitErr(); err != nil {
+			t.Errorf("toolsvc exited with %v; log:\n%s", err, p.log)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("toolsvc did not exit after its shutdown bound")
+	}
+	p.stop = func() {} // already stopped
+	log := p.log.String()
+	for _, want := range []string{"drain bound reached", "msg=stopped"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("shutdown log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "handlers still running") {
+		t.Errorf("a handler outlived its cancelled call:\n%s", log)
+	}
+	t.Logf("stopped in %v", time.Since(start).Round(time.Millisecond))
+}
+
 // TestMetricsWatchersWithFrontDoor: toolsvc_watchers counts WatchCatalog
 // streams only, as its help says, also when the MCP front door (which
 // subscribes to the catalog too) is on; toolsvc_catalog_subscribers counts
