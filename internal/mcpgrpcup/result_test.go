@@ -3,7 +3,7 @@ package mcpgrpcup
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"math"
 	"reflect"
 	"sync"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -197,6 +199,9 @@ func (s *answers) CallTool(ctx context.Context, req *pb.CallToolRequest) (*pb.Ca
 	if r, ok := s.by[req.GetRequest().GetName()]; ok {
 		return r, nil
 	}
+	if req.GetRequest().GetName() == "fail" {
+		return nil, status.Error(codes.InvalidArgument, "no such thing")
+	}
 	return s.toolsOnly.CallTool(ctx, req)
 }
 
@@ -240,9 +245,9 @@ func (t *recordingTransport) last() *jsonrpc.Response {
 // reaches go-sdk's waiting call as go-sdk's value, with no JSON (the
 // response's Result is empty), and the caller gets what the JSON would
 // have decoded into; an answer that must go as JSON (structured content
-// nested deeper than maxValueDepth) still does, and is delivered whole.
-// Before: every answer was JSON, encoded by the adapter and decoded by
-// go-sdk.
+// nested deeper than maxValueDepth) still does, and is delivered whole;
+// an RPC's status is the same JSON-RPC error as before. Before: every
+// answer was JSON, encoded by the adapter and decoded by go-sdk.
 func TestCallResultNotEncoded(t *testing.T) {
 	by := resultCases(t)
 	by["deep"] = &pb.CallToolResponse{StructuredContent: nested(maxValueDepth + 10)}
@@ -281,11 +286,18 @@ func TestCallResultNotEncoded(t *testing.T) {
 			t.Errorf("%s: sent with %d bytes of JSON, want go-sdk's value", name, len(resp.Result))
 		}
 	}
-	// A call's error is unchanged: the upstream's status as before.
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); err != nil {
-		t.Fatal(err)
+	// An RPC's status is mapped as before (wireError): a JSON-RPC error,
+	// never a value.
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "fail", Arguments: map[string]any{}})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || we.Message != "grpc upstream: InvalidArgument: no such thing" {
+		t.Fatalf("a status from the upstream: %v, want invalid params with its code and message", err)
 	}
-	if got := fmt.Sprint(len(rt.resps)); got == "0" {
-		t.Fatal("no response recorded")
+	if _, decoded := mcp.DecodedResult(rt.last()); decoded {
+		t.Fatal("an error answered with a value")
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "after"}}); err != nil ||
+		res.Content[0].(*mcp.TextContent).Text != "after" {
+		t.Fatalf("a call after them: %v, %v", res, err)
 	}
 }
