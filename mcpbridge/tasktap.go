@@ -374,9 +374,24 @@ func (t *taskTap) unsent(m jsonrpc.Message) {
 func (t *taskTap) read(m jsonrpc.Message, _ *msgOrigin) {
 	if resp, ok := m.(*jsonrpc.Response); ok {
 		if f := t.st.take(resp.ID); f != nil && resp.Error == nil {
-			f(resp.Result)
+			f(resultBytes(resp))
 		}
 	}
+}
+
+// resultBytes is resp's result as JSON. A response that carries go-sdk's
+// value instead (mcp.DecodedResponse: the gRPC binding's tools/call) is
+// encoded here, when a tap asks for its bytes, and only then: its value is
+// complete, so its encoding says what the JSON would have.
+func resultBytes(resp *jsonrpc.Response) json.RawMessage {
+	if resp.Result == nil {
+		if v, ok := mcp.DecodedResult(resp); ok {
+			if raw, err := json.Marshal(v); err == nil {
+				return raw
+			}
+		}
+	}
+	return resp.Result
 }
 
 // taskHeader is what tasks need of a streamable HTTP request beyond its

@@ -15,7 +15,8 @@ import (
 )
 
 // handler runs one JSON-RPC method as its RPC and returns the result in
-// the MCP JSON shape (what go-sdk decodes).
+// the MCP JSON shape (what go-sdk decodes), or as the value go-sdk would
+// decode it into (an mcp.Result: handed over as it is, result.go).
 type handler func(ctx context.Context, c pb.McpClient, params json.RawMessage) (any, error)
 
 // handlers are the methods the binding has an RPC for. The binding has no
@@ -113,11 +114,10 @@ var handlers = map[string]handler{
 		if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
 			return inputRequiredJSON(r.GetCommon())
 		}
-		contents := make([]any, 0, len(r.GetResource()))
-		for _, x := range r.GetResource() {
-			contents = append(contents, contentsJSON(x))
+		if v := readResultValue(r); v != nil {
+			return v, nil
 		}
-		return map[string]any{"contents": contents}, nil
+		return readJSON(r), nil
 	},
 	"prompts/get": func(ctx context.Context, c pb.McpClient, params json.RawMessage) (any, error) {
 		var p struct {
@@ -139,12 +139,10 @@ var handlers = map[string]handler{
 		if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
 			return inputRequiredJSON(r.GetCommon())
 		}
-		msgs := make([]any, 0, len(r.GetMessages()))
-		for _, m := range r.GetMessages() {
-			msgs = append(msgs, map[string]any{"role": roleJSON(m.GetRole()),
-				"content": contentJSON(m.GetText(), m.GetImage(), m.GetAudio(), m.GetEmbeddedResource(), m.GetResourceLink())})
+		if v := promptResultValue(r); v != nil {
+			return v, nil
 		}
-		return omitEmpty(map[string]any{"description": r.GetDescription(), "messages": msgs}), nil
+		return promptJSON(r), nil
 	},
 	"completion/complete": func(ctx context.Context, c pb.McpClient, params json.RawMessage) (any, error) {
 		var p struct {
@@ -180,19 +178,13 @@ var handlers = map[string]handler{
 		if err != nil {
 			return nil, err
 		}
-		comp := map[string]any{"values": append([]string{}, r.GetValues()...)}
-		if r.GetHasMore() {
-			comp["hasMore"] = true
-		}
-		if r.TotalMatches != nil {
-			comp["total"] = r.GetTotalMatches()
-		}
-		return map[string]any{"completion": comp}, nil
+		return completeResultValue(r), nil
 	},
 }
 
-// callTool runs a tools/call's RPC and returns its result in the MCP JSON
-// shape.
+// callTool runs a tools/call's RPC and returns its result as go-sdk's
+// *mcp.CallToolResult (result.go), or in the MCP JSON shape when it must
+// go as JSON.
 func callTool(ctx context.Context, c pb.McpClient, req *pb.CallToolRequest) (any, error) {
 	r, err := c.CallTool(ctx, req)
 	if err != nil {
@@ -201,12 +193,39 @@ func callTool(ctx context.Context, c pb.McpClient, req *pb.CallToolRequest) (any
 	if r.GetCommon().GetResultType() == pb.ResultType_RESULT_TYPE_INPUT_REQUIRED {
 		return inputRequiredJSON(r.GetCommon())
 	}
+	if v := callResultValue(r); v != nil {
+		return v, nil
+	}
+	return callToolJSON(r), nil
+}
+
+// readJSON is a complete resources/read result in the MCP JSON shape.
+func readJSON(r *pb.ReadResourceResponse) map[string]any {
+	contents := make([]any, 0, len(r.GetResource()))
+	for _, x := range r.GetResource() {
+		contents = append(contents, contentsJSON(x))
+	}
+	return map[string]any{"contents": contents}
+}
+
+// promptJSON is a complete prompts/get result in the MCP JSON shape.
+func promptJSON(r *pb.GetPromptResponse) map[string]any {
+	msgs := make([]any, 0, len(r.GetMessages()))
+	for _, m := range r.GetMessages() {
+		msgs = append(msgs, map[string]any{"role": roleJSON(m.GetRole()),
+			"content": contentJSON(m.GetText(), m.GetImage(), m.GetAudio(), m.GetEmbeddedResource(), m.GetResourceLink())})
+	}
+	return omitEmpty(map[string]any{"description": r.GetDescription(), "messages": msgs})
+}
+
+// callToolJSON is a complete tools/call result in the MCP JSON shape.
+func callToolJSON(r *pb.CallToolResponse) *callResultJSON {
 	out := &callResultJSON{Content: make([]any, 0, len(r.GetContent())), IsError: r.GetIsError(),
 		StructuredContent: structMap(r.GetStructuredContent())}
 	for _, b := range r.GetContent() {
 		out.Content = append(out.Content, contentJSON(b.GetText(), b.GetImage(), b.GetAudio(), b.GetEmbeddedResource(), b.GetResourceLink()))
 	}
-	return out, nil
+	return out
 }
 
 // decodedCall is the tools/call being written with ctx as its name and

@@ -7,7 +7,9 @@
 // A connection answers the session's initialize itself (the binding has
 // none) from what the upstream serves, turns each JSON-RPC request the
 // session writes into the matching unary RPC, and each response back into
-// the JSON-RPC result go-sdk decodes. Notifications to the upstream are
+// the result go-sdk awaits: go-sdk's own value for a call, a read, a prompt
+// or a completion (result.go), the JSON go-sdk decodes for the rest.
+// Notifications to the upstream are
 // dropped (the binding has none); a call's RPC runs under the call's own
 // context, so a caller who gives up cancels it.
 package mcpgrpcup
@@ -305,6 +307,10 @@ func (c *conn) Write(ctx context.Context, m jsonrpc.Message) error {
 		// The caller gave up: go-sdk retires the call with this error;
 		// a response would name a call it no longer knows.
 		return ctx.Err()
+	}
+	if v, ok := res.(mcp.Result); ok && err == nil {
+		// go-sdk's own value (result.go): neither encoded nor decoded.
+		return c.deliver(mcp.DecodedResponse(req.ID, v))
 	}
 	return c.deliver(response(req.ID, res, err))
 }

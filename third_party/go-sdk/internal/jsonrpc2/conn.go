@@ -481,6 +481,9 @@ func (ac *AsyncCall) Await(ctx context.Context, result any) error {
 	if result == nil {
 		return nil
 	}
+	if d, ok := ac.response.Extra.(Decoded); ok && ac.response.Result == nil && d.assign(result) {
+		return nil // the transport's value, not JSON (toolsvc patch: see Decoded)
+	}
 	return json.Unmarshal(ac.response.Result, result)
 }
 
