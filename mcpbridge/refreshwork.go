@@ -30,9 +30,9 @@ import (
 // only while others' work is running: its debounce and freshness are
 // unchanged.
 //
-// Calls first: when a request to an upstream was in flight at any time
-// during a turn (calls, counted by Bridge.request: one in flight when the
-// turn ends, or one begun since it was taken) and other listings wait for
+// Calls first: when calls are being made (counted by Bridge.request: one
+// in flight when the turn ends, one begun since it was taken, or one begun
+// within callsRecent) and other listings wait for
 // a turn (a storm), the turn rests as long as it worked before it is given
 // back, so the storm's work takes at most half of the limit's cores while
 // calls are made. Calls one after another are in flight in the bridge a
