@@ -30,9 +30,9 @@ import (
 // only while others' work is running: its debounce and freshness are
 // unchanged.
 //
-// Calls first: when a request to an upstream was in flight at any time
-// during a turn (calls, counted by Bridge.request: one in flight when the
-// turn ends, or one begun since it was taken) and other listings wait for
+// Calls first: when calls are being made (counted by Bridge.request: one
+// in flight when the turn ends, one begun since it was taken, or one begun
+// within callsRecent) and other listings wait for
 // a turn (a storm), the turn rests as long as it worked before it is given
 // back, so the storm's work takes at most half of the limit's cores while
 // calls are made. Calls one after another are in flight in the bridge a
@@ -117,6 +117,10 @@ type refreshWork struct {
 	// when one was in flight during it (pace).
 	calls atomic.Int64
 	begun atomic.Int64
+	// lastCall is when the last request began, as the monotonic time
+	// since epoch plus one (0: none began; calls being made: callsRecent).
+	lastCall atomic.Int64
+	epoch    time.Time
 	// window hands out the places of listings on the wire, as turns are
 	// handed out (nil in the window itself).
 	window *refreshWork
@@ -138,6 +142,19 @@ type refreshWork struct {
 	recent [recentTurns]doneTurn
 	next   int
 }
+
+// callsRecent is how long after a call began the storm's turns go on
+// resting as if one were in flight. A storm's turns running
+// back to back keep the calls' goroutines from running (a call's response
+// is noticed when a P runs out of work, or by the runtime's 10 ms network
+// poll), so a turn during which no call could begin does not mean that
+// none is being made: judged turn by turn, chains of turns ran back to
+// back for 5-56 ms (55 of the storm's ~200 chains over 5 ms) between the
+// quiet caller's calls (docs/benchmarks.md, "Calls during a refresh
+// storm: turns that did not rest"). The rest budget still bounds what
+// the rests add to a storm, and a storm without calls, or one whose calls
+// stopped this long ago, does not rest.
+const callsRecent = 100 * time.Millisecond
 
 // recentTurns is how many of the last turns given back the mean work per
 // turn is taken over.
@@ -165,7 +182,7 @@ func newRefreshWork(limit int) *refreshWork {
 
 // newTurns is a fair queue of limit turns.
 func newTurns(limit int) *refreshWork {
-	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}, restBudget: stormRestBudget}
+	return &refreshWork{limit: max(1, limit), waiting: map[string][]*workTurn{}, restBudget: stormRestBudget, epoch: time.Now()}
 }
 
 // ask waits for a place in the window for key's listing about to be asked
@@ -239,14 +256,27 @@ func (w *refreshWork) acquire(ctx context.Context, key string, arrival time.Time
 func (w *refreshWork) callBegan() {
 	w.begun.Add(1)
 	w.calls.Add(1)
+	w.lastCall.Store(int64(time.Since(w.epoch)) + 1)
+}
+
+// callsMade reports whether calls are being made at now: one is in
+// flight, one began since begunAtTake was read, or one began within
+// callsRecent.
+func (w *refreshWork) callsMade(now time.Time, begunAtTake int64) bool {
+	if w.calls.Load() > 0 || w.begun.Load() != begunAtTake {
+		return true
+	}
+	last := w.lastCall.Load()
+	return last != 0 && now.Sub(w.epoch)-time.Duration(last-1) < callsRecent
 }
 
 func (w *refreshWork) callEnded() { w.calls.Add(-1) }
 
 // rest is how long a turn rests before it is given back, given how long
 // it worked, when its listing arrived, and the count of requests begun
-// when it was taken: when a call was in flight during the turn (one is
-// now, or one began since) and other listings wait for a turn, as long
+// when it was taken: when calls are being made (one is in flight now, one
+// began since the turn was taken, or one is known to have begun within
+// callsRecent) and other listings wait for a turn, as long
 // again, or up to maxRestFactor times where the rest budget spread over
 // the turns to come allows (at most maxTurnRest); else nothing; and never
 // so long that the listings waiting would be worked later than the rest
@@ -260,7 +290,25 @@ func (w *refreshWork) rest(worked time.Duration, arrival time.Time, begunAtTake 
 	waiting, queued := len(w.ring) > 0, w.queued
 	oldest := w.oldestLocked()
 	w.mu.Unlock()
-	if worked <= 0 || !waiting || (w.calls.Load() == 0 && w.begun.Load() == begunAtTake) {
+	if !waiting {
+		return 0
+	}
+	d := w.restFor(worked, oldest, queued, w.callsMade(now, begunAtTake), now)
+	if hook := workRestHook; hook != nil {
+		hook(d)
+	}
+	return d
+}
+
+// workRestHook, when set (tests), is called with the rest of every turn
+// given back while other listings waited for one.
+var workRestHook func(rest time.Duration)
+
+// restFor is the rest of a turn given back at now, that worked worked,
+// while queued listings wait (the oldest arrived at oldest), calls being
+// made or not.
+func (w *refreshWork) restFor(worked time.Duration, oldest time.Time, queued int, calls bool, now time.Time) time.Duration {
+	if worked <= 0 || !calls {
 		return 0
 	}
 	if win := w.window; win != nil {

@@ -285,6 +285,9 @@ func TestRefreshWorkRestsWhileCallsWait(t *testing.T) {
 			w := newRefreshWork(1)
 			w.callBegan()
 			w.callEnded()
+			// Begun callsRecent before: one begun since counts
+			// (TestRefreshWorkRestsWhileCallsAreMade).
+			time.Sleep(callsRecent)
 			start := time.Now()
 			done := make(chan struct{})
 			go func() { work(t, w, t.Context(), "a", 40*time.Millisecond); close(done) }()
@@ -1120,5 +1123,231 @@ func TestRefreshStormYieldsToSequentialCalls(t *testing.T) {
 	// of the storm's time, back to back near all of it.
 	if share > 0.65 {
 		t.Errorf("refresh work held its turns %.0f%% of the storm while calls were made one after another, want about half at most (a turn rests when a call was in flight during it)", 100*share)
+	}
+}
+
+// TestRefreshWorkRestsWhileCallsAreMade: a storm's turn rests while calls
+// are being made, not only when one was in flight during the turn itself:
+// one begun within callsRecent counts, whether during an earlier turn or
+// between two turns. Before, a turn during which no call could begin
+// (both Ps busy with the storm) did not rest, and the turns after it ran
+// back to back. Calls begun longer than callsRecent before count for
+// none.
+func TestRefreshWorkRestsWhileCallsAreMade(t *testing.T) {
+	// turn takes a turn for key through a workHold, runs between while
+	// holding it (nil: nothing) after 10 ms of work, works 10 ms more and
+	// gives it back (rest included).
+	turn := func(t *testing.T, w *refreshWork, key string, between func()) {
+		h := &workHold{w: w, key: key}
+		if err := h.gate(t.Context()); err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+		if between != nil {
+			between()
+		}
+		time.Sleep(10 * time.Millisecond)
+		h.release()
+	}
+	call := func(w *refreshWork) func() {
+		return func() { w.callBegan(); w.callEnded() }
+	}
+	// waiter queues key behind the turn held and reports when its turn
+	// was granted (given back at once).
+	waiter := func(t *testing.T, w *refreshWork, key string) <-chan time.Time {
+		at := make(chan time.Time, 1)
+		go func() {
+			if err := w.acquire(t.Context(), key, time.Now()); err != nil {
+				t.Error(err)
+				return
+			}
+			at <- time.Now()
+			w.release()
+		}()
+		synctest.Wait()
+		return at
+	}
+	// rests runs b's turn of 20 ms (no call during it) while c waits and
+	// returns how long after b's turn began c got its.
+	rests := func(t *testing.T, w *refreshWork) time.Duration {
+		start := time.Now()
+		done := make(chan struct{})
+		go func() { turn(t, w, "b", nil); close(done) }()
+		synctest.Wait() // b holds the turn
+		at := waiter(t, w, "c")
+		got := (<-at).Sub(start)
+		<-done
+		return got
+	}
+	const worked = 20 * time.Millisecond
+	rested := (1 + maxRestFactor) * worked // a turn that rests, the budget wide open
+	t.Run("an earlier turn of the storm saw a call: rests", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			turn(t, w, "a", call(w)) // nobody waits: no rest, but a call seen
+			time.Sleep(callsRecent / 2)
+			if got := rests(t, w); got != rested {
+				t.Errorf("c's turn %v after b's began, want %v (b rested: a call began %v before)", got, rested, callsRecent/2)
+			}
+		})
+	})
+	t.Run("a call between two turns: rests", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			turn(t, w, "a", nil)
+			time.Sleep(5 * time.Millisecond)
+			call(w)()
+			time.Sleep(5 * time.Millisecond)
+			if got := rests(t, w); got != rested {
+				t.Errorf("c's turn %v after b's began, want %v (b rested: a call began since a's turn)", got, rested)
+			}
+		})
+	})
+	t.Run("a call seen longer ago than callsRecent: no rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			turn(t, w, "a", call(w))
+			time.Sleep(callsRecent)
+			if got := rests(t, w); got != worked {
+				t.Errorf("c's turn %v after b's began, want %v (the last call began %v before b's turn)", got, worked, callsRecent)
+			}
+		})
+	})
+	t.Run("a call a minute before the storm: no rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			call(w)()
+			time.Sleep(time.Minute)
+			if got := rests(t, w); got != worked {
+				t.Errorf("c's turn %v after b's began, want %v (the last call began a minute before)", got, worked)
+			}
+		})
+	})
+	t.Run("no call at all: no rest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newRefreshWork(1)
+			turn(t, w, "a", nil)
+			if got := rests(t, w); got != worked {
+				t.Errorf("c's turn %v after b's began, want %v", got, worked)
+			}
+		})
+	})
+}
+
+// TestRefreshStormRestsBetweenSparseCalls: a storm's turns rest while a
+// caller makes calls one after another, even those turns during which no
+// call was in flight. Real go-sdk servers over HTTP with small listings
+// (turns of a few ms), and a caller pausing 20 ms between its calls, so
+// that most turns fall between two calls: before, those did not rest
+// (judged by a call in flight during the turn alone), and in the fleet
+// phase such turns ran back to back while the caller's next call waited
+// (docs/benchmarks.md, "Calls during a refresh storm: turns that did not
+// rest").
+//
+// Not parallel: it sets workRestHook, which every bridge's refresh reads.
+func TestRefreshStormRestsBetweenSparseCalls(t *testing.T) {
+	const n, tools = 32, 10
+	var (
+		mu             sync.Mutex
+		given, rested  int
+		recording      bool
+		hookInstalled  = true
+		restedDuration time.Duration
+	)
+	workRestHook = func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !hookInstalled || !recording {
+			return
+		}
+		given++
+		if d > 0 {
+			rested++
+			restedDuration += d
+		}
+	}
+	t.Cleanup(func() { // after the bridge's Close
+		mu.Lock()
+		hookInstalled = false
+		mu.Unlock()
+		workRestHook = nil
+	})
+	var servers []ServerConfig
+	var sdk []*mcp.Server
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	quiet := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
+	quiet.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	quietURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return quiet }, nil))
+	servers = append(servers, ServerConfig{Name: "q", Transport: TransportStreamableHTTP, URL: quietURL, PingInterval: -1})
+	b := newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools+1 })
+
+	stop := make(chan struct{})
+	calls := make(chan int, 1)
+	callErr := make(chan error, 1)
+	go func() {
+		done := 0
+		defer func() { calls <- done }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := b.CallTool(t.Context(), "q__echo", map[string]any{}, nil)
+			if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "ok") {
+				err = fmt.Errorf("answer %+v", res)
+			}
+			if err != nil {
+				callErr <- err
+				return
+			}
+			done++
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	// The caller's first calls are made before the storm.
+	eventually(t, "the caller's first calls", func() bool { return b.work.begun.Load() >= 3 })
+	mu.Lock()
+	recording = true
+	mu.Unlock()
+	for _, srv := range sdk { // the storm: every upstream's list changes at once
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1)+1 })
+	mu.Lock()
+	recording = false
+	g, r, d := given, rested, restedDuration
+	mu.Unlock()
+	close(stop)
+	done := <-calls
+	select {
+	case err := <-callErr:
+		t.Fatalf("a call: %v", err)
+	default:
+	}
+	if done == 0 {
+		t.Fatal("no call completed")
+	}
+	if g < n/2 {
+		t.Fatalf("%d turns given back while others waited, want at least %d (a storm of %d upstreams)", g, n/2, n)
+	}
+	t.Logf("storm of %d upstreams with %d calls 20 ms apart: %d of %d turns given back while others waited rested (%v in all)", n, done, r, g, d)
+	// A call slower than callsRecent (-race on a loaded box) may leave a
+	// turn or two without one begun that recently.
+	if r < g-2 {
+		t.Errorf("%d of %d turns given back while others waited rested, want all but two at most (calls were being made throughout)", r, g)
 	}
 }
