@@ -3,6 +3,8 @@ package mcpfront
 import (
 	"bytes"
 	"context"
+	stdjson "encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -94,8 +98,10 @@ func postStateless(t testing.TB, hc *http.Client, url, body string, json bool, m
 // that posts it. The patch's base allocated 298 times per call (321 with
 // -race: the body read and decoded twice, its _meta decoded three times);
 // 273 (295) with the body and _meta decoded once before the params, 257
-// (280) with the params decoded once; 255 (278) measured after the merge.
-const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 265, 288
+// (280) with the params decoded once; 255 (278) measured after the merge;
+// 239 (260) with the name of a tools/call read out of those params for
+// the Mcp-Name check, not out of a third decode of them (front46).
+const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 245, 266
 
 // TestGoSDKStatelessCallAllocs: what one call through go-sdk's stateless
 // handler allocates, the lean client in the same process included. The
@@ -259,6 +265,14 @@ func TestGoSDKStatelessRefusals(t *testing.T) {
 		// go-sdk reads the name out of params decoded with the arguments as
 		// Go values, which refuses a number beyond float64.
 		{"an argument beyond float64", call(`{"name":"readers","arguments":{"x":1e400},"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		// Each "arguments" of the params is decoded as Go values, the
+		// last one kept: one beyond float64 refuses the call wherever it is.
+		{"arguments twice, the first beyond float64", call(`{"name":"readers","arguments":{"x":1e400},"arguments":{},"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		{"arguments twice, the last beyond float64", call(`{"name":"readers","arguments":{},"arguments":[1e400],"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		{"arguments not an object", call(`{"name":"readers","arguments":"x","_meta":{` + pv + `,` + caps + `}}`), 200, `"text":"ran"`},
+		{"a number beyond float64 in _meta", call(`{"name":"readers","arguments":{},"_meta":{` + pv + `,` + caps + `,"z":1e400}}`), 400, "_meta field"},
+		{"the name twice, the last against Mcp-Name", call(`{"name":"readers","name":"other","arguments":{},"_meta":{` + pv + `,` + caps + `}}`), 400, "does not match body value 'other'"},
+		{"the name twice, the last as Mcp-Name", call(`{"name":"other","name":"readers","arguments":{},"_meta":{` + pv + `,` + caps + `}}`), 200, `"text":"ran"`},
 		{"_meta not an object", call(`{"name":"readers","_meta":"x"}`), 400, "missing or invalid _meta field"},
 		{"no client capabilities", call(`{"name":"readers","_meta":{` + pv + `}}`), 400, "clientCapabilities"},
 		{"_meta against the header", call(`{"name":"readers","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + caps + `}}`), 400, "does not match"},
@@ -274,5 +288,46 @@ func TestGoSDKStatelessRefusals(t *testing.T) {
 				t.Errorf("%s (RespondWithJSON %v): HTTP %d %s; want HTTP %d with %q", tc.name, json, code, strings.TrimSpace(body), tc.code, tc.want)
 			}
 		}
+	}
+}
+
+// TestGoSDKClientArgumentBeyondFloat64: go-sdk's own 2026-07-28 client
+// calling with arguments that hold a number beyond float64 (sent as the
+// raw JSON it was given) gets go-sdk's header-check refusal (HTTP 400,
+// -32020) whether or not the call is answered as JSON, as it did before
+// the go-sdk patch read the name out of the params servePOST decoded;
+// the same client's next call, in range, runs. go-sdk's client cannot
+// read the name out of such params either and sends no Mcp-Name (which
+// the server refuses before it looks at the body): a client that does is
+// made by setting the header on its way out.
+func TestGoSDKClientArgumentBeyondFloat64(t *testing.T) {
+	srv := statelessServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, json := range []bool{false, true} {
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if json {
+				r.Header.Set("X-Json", "1")
+			}
+			if r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Name") == "" {
+				r.Header.Set("Mcp-Name", "readers")
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "readers", Arguments: stdjson.RawMessage(`{"x":1e400}`)})
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != mcp.CodeHeaderMismatch || !strings.Contains(werr.Message, "failed to extract name") {
+			t.Errorf("RespondWithJSON %v: a call with 1e400 in its arguments: %v, want go-sdk's -32020 refusal", json, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "readers", Arguments: stdjson.RawMessage(`{"x":1e300}`)})
+		if err != nil || res.IsError || len(res.Content) == 0 {
+			t.Errorf("RespondWithJSON %v: the call in range: %v, %v", json, res, err)
+		}
+		_ = cs.Close()
 	}
 }
