@@ -102,8 +102,10 @@ func postStateless(t testing.TB, hc *http.Client, url, body string, json bool, m
 // 239 (260) with the name of a tools/call read out of those params for
 // the Mcp-Name check, not out of a third decode of them (front46); 235
 // (253) with the client's information and capabilities re-encoded out of
-// the decoded _meta by segmentio's encoder (TestMetaValuesReadAsBefore).
-const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 241, 259
+// the decoded _meta by segmentio's encoder (TestMetaValuesReadAsBefore);
+// 232 (248) with the response written around its encoded result
+// (TestGoSDKResponseBytes).
+const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 238, 255
 
 // TestGoSDKStatelessCallAllocs: what one call through go-sdk's stateless
 // handler allocates, the lean client in the same process included. The
@@ -332,4 +334,79 @@ func TestGoSDKClientArgumentBeyondFloat64(t *testing.T) {
 		}
 		_ = cs.Close()
 	}
+}
+
+// TestGoSDKResponseBytes: a response go-sdk's server sends for a call of a
+// number ID is written without passing its encoded result through
+// encoding/json again (the go-sdk patch's ninth part); the bytes are the
+// ones encoding/json writes for the response, compared here by encoding
+// the decoded response again as go-sdk's jsonrpc2 did (no HTML escaping,
+// its keys in order), for results with escapes, HTML characters,
+// U+2028, non-ASCII text, numbers and nesting, answered as JSON and as
+// an event stream, to number and string IDs.
+func TestGoSDKResponseBytes(t *testing.T) {
+	results := map[string]*mcp.CallToolResult{
+		"plain":   {Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}},
+		"escapes": {Content: []mcp.Content{&mcp.TextContent{Text: "a<b>&c \"q\" \\ \n\t\u0001 \u2028\u2029 é 😀 \xff"}}},
+		"structured": {Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, IsError: true,
+			StructuredContent: map[string]any{"n": 1e21, "f": 0.000001, "g": 1e-7, "i": 9007199254740993, "l": []any{true, nil, "x<"}}},
+		"empty": {},
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "bytes", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "r", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Which string }
+			_ = stdjson.Unmarshal(req.Params.Arguments, &args)
+			return results[args.Which], nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Json") != "" {
+			r = r.WithContext(mcp.RespondWithJSON(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	type wire struct { // go-sdk's jsonrpc2 wireCombined, for a response
+		VersionTag string             `json:"jsonrpc"`
+		ID         any                `json:"id,omitempty"`
+		Result     stdjson.RawMessage `json:"result,omitempty"`
+	}
+	n := 0
+	for which := range results {
+		for _, id := range []string{"7", "0", "-3", "9007199254740993", `"s-1"`} {
+			for _, json := range []bool{false, true} {
+				n++
+				body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"r","arguments":{"which":"` + which + `"},"_meta":{` +
+					`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+				code, out := postStateless(t, hc, srv.URL, body, json, "tools/call", "r")
+				if code != http.StatusOK {
+					t.Fatalf("%s, id %s: HTTP %d %s", which, id, code, out)
+				}
+				msg := out
+				if !json {
+					_, msg, _ = strings.Cut(out, "data: ")
+					msg, _, _ = strings.Cut(msg, "\n")
+				}
+				var w wire
+				d := stdjson.NewDecoder(strings.NewReader(msg))
+				d.UseNumber()
+				if err := d.Decode(&w); err != nil || w.VersionTag != "2.0" || len(w.Result) == 0 {
+					t.Fatalf("%s, id %s: %q: %v", which, id, msg, err)
+				}
+				var buf bytes.Buffer
+				enc := stdjson.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(&w); err != nil {
+					t.Fatal(err)
+				}
+				if want := strings.TrimRight(buf.String(), "\n"); msg != want {
+					t.Errorf("%s, id %s (JSON %v):\n got %s\nwant %s", which, id, json, msg, want)
+				}
+			}
+		}
+	}
+	t.Logf("%d responses compared", n)
 }
