@@ -3,6 +3,8 @@ package mcpfront
 import (
 	"bytes"
 	"context"
+	stdjson "encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -94,8 +98,14 @@ func postStateless(t testing.TB, hc *http.Client, url, body string, json bool, m
 // that posts it. The patch's base allocated 298 times per call (321 with
 // -race: the body read and decoded twice, its _meta decoded three times);
 // 273 (295) with the body and _meta decoded once before the params, 257
-// (280) with the params decoded once; 255 (278) measured after the merge.
-const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 265, 288
+// (280) with the params decoded once; 255 (278) measured after the merge;
+// 239 (260) with the name of a tools/call read out of those params for
+// the Mcp-Name check, not out of a third decode of them (front46); 235
+// (253) with the client's information and capabilities re-encoded out of
+// the decoded _meta by segmentio's encoder (TestMetaValuesReadAsBefore);
+// 232 (248) with the response written around its encoded result
+// (TestGoSDKResponseBytes).
+const maxStatelessCallAllocs, maxStatelessCallAllocsRace = 238, 255
 
 // TestGoSDKStatelessCallAllocs: what one call through go-sdk's stateless
 // handler allocates, the lean client in the same process included. The
@@ -259,6 +269,14 @@ func TestGoSDKStatelessRefusals(t *testing.T) {
 		// go-sdk reads the name out of params decoded with the arguments as
 		// Go values, which refuses a number beyond float64.
 		{"an argument beyond float64", call(`{"name":"readers","arguments":{"x":1e400},"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		// Each "arguments" of the params is decoded as Go values, the
+		// last one kept: one beyond float64 refuses the call wherever it is.
+		{"arguments twice, the first beyond float64", call(`{"name":"readers","arguments":{"x":1e400},"arguments":{},"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		{"arguments twice, the last beyond float64", call(`{"name":"readers","arguments":{},"arguments":[1e400],"_meta":{` + pv + `,` + caps + `}}`), 400, "failed to extract name"},
+		{"arguments not an object", call(`{"name":"readers","arguments":"x","_meta":{` + pv + `,` + caps + `}}`), 200, `"text":"ran"`},
+		{"a number beyond float64 in _meta", call(`{"name":"readers","arguments":{},"_meta":{` + pv + `,` + caps + `,"z":1e400}}`), 400, "_meta field"},
+		{"the name twice, the last against Mcp-Name", call(`{"name":"readers","name":"other","arguments":{},"_meta":{` + pv + `,` + caps + `}}`), 400, "does not match body value 'other'"},
+		{"the name twice, the last as Mcp-Name", call(`{"name":"other","name":"readers","arguments":{},"_meta":{` + pv + `,` + caps + `}}`), 200, `"text":"ran"`},
 		{"_meta not an object", call(`{"name":"readers","_meta":"x"}`), 400, "missing or invalid _meta field"},
 		{"no client capabilities", call(`{"name":"readers","_meta":{` + pv + `}}`), 400, "clientCapabilities"},
 		{"_meta against the header", call(`{"name":"readers","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25",` + caps + `}}`), 400, "does not match"},
@@ -275,4 +293,120 @@ func TestGoSDKStatelessRefusals(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGoSDKClientArgumentBeyondFloat64: go-sdk's own 2026-07-28 client
+// calling with arguments that hold a number beyond float64 (sent as the
+// raw JSON it was given) gets go-sdk's header-check refusal (HTTP 400,
+// -32020) whether or not the call is answered as JSON, as it did before
+// the go-sdk patch read the name out of the params servePOST decoded;
+// the same client's next call, in range, runs. go-sdk's client cannot
+// read the name out of such params either and sends no Mcp-Name (which
+// the server refuses before it looks at the body): a client that does is
+// made by setting the header on its way out.
+func TestGoSDKClientArgumentBeyondFloat64(t *testing.T) {
+	srv := statelessServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for _, json := range []bool{false, true} {
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if json {
+				r.Header.Set("X-Json", "1")
+			}
+			if r.Header.Get("Mcp-Method") == "tools/call" && r.Header.Get("Mcp-Name") == "" {
+				r.Header.Set("Mcp-Name", "readers")
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "readers", Arguments: stdjson.RawMessage(`{"x":1e400}`)})
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code != mcp.CodeHeaderMismatch || !strings.Contains(werr.Message, "failed to extract name") {
+			t.Errorf("RespondWithJSON %v: a call with 1e400 in its arguments: %v, want go-sdk's -32020 refusal", json, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "readers", Arguments: stdjson.RawMessage(`{"x":1e300}`)})
+		if err != nil || res.IsError || len(res.Content) == 0 {
+			t.Errorf("RespondWithJSON %v: the call in range: %v, %v", json, res, err)
+		}
+		_ = cs.Close()
+	}
+}
+
+// TestGoSDKResponseBytes: a response go-sdk's server sends for a call of a
+// number ID is written without passing its encoded result through
+// encoding/json again (the go-sdk patch's tenth part); the bytes are the
+// ones encoding/json writes for the response, compared here by encoding
+// the decoded response again as go-sdk's jsonrpc2 did (no HTML escaping,
+// its keys in order), for results with escapes, HTML characters,
+// U+2028, non-ASCII text, numbers and nesting, answered as JSON and as
+// an event stream, to number and string IDs.
+func TestGoSDKResponseBytes(t *testing.T) {
+	results := map[string]*mcp.CallToolResult{
+		"plain":   {Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}},
+		"escapes": {Content: []mcp.Content{&mcp.TextContent{Text: "a<b>&c \"q\" \\ \n\t\u0001 \u2028\u2029 é 😀 \xff"}}},
+		"structured": {Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, IsError: true,
+			StructuredContent: map[string]any{"n": 1e21, "f": 0.000001, "g": 1e-7, "i": 9007199254740993, "l": []any{true, nil, "x<"}}},
+		"empty": {},
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "bytes", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "r", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args struct{ Which string }
+			_ = stdjson.Unmarshal(req.Params.Arguments, &args)
+			return results[args.Which], nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Json") != "" {
+			r = r.WithContext(mcp.RespondWithJSON(r.Context()))
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	type wire struct { // go-sdk's jsonrpc2 wireCombined, for a response
+		VersionTag string             `json:"jsonrpc"`
+		ID         any                `json:"id,omitempty"`
+		Result     stdjson.RawMessage `json:"result,omitempty"`
+	}
+	n := 0
+	for which := range results {
+		for _, id := range []string{"7", "0", "-3", "9007199254740993", `"s-1"`} {
+			for _, json := range []bool{false, true} {
+				n++
+				body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"r","arguments":{"which":"` + which + `"},"_meta":{` +
+					`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+				code, out := postStateless(t, hc, srv.URL, body, json, "tools/call", "r")
+				if code != http.StatusOK {
+					t.Fatalf("%s, id %s: HTTP %d %s", which, id, code, out)
+				}
+				msg := out
+				if !json {
+					_, msg, _ = strings.Cut(out, "data: ")
+					msg, _, _ = strings.Cut(msg, "\n")
+				}
+				var w wire
+				d := stdjson.NewDecoder(strings.NewReader(msg))
+				d.UseNumber()
+				if err := d.Decode(&w); err != nil || w.VersionTag != "2.0" || len(w.Result) == 0 {
+					t.Fatalf("%s, id %s: %q: %v", which, id, msg, err)
+				}
+				var buf bytes.Buffer
+				enc := stdjson.NewEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(&w); err != nil {
+					t.Fatal(err)
+				}
+				if want := strings.TrimRight(buf.String(), "\n"); msg != want {
+					t.Errorf("%s, id %s (JSON %v):\n got %s\nwant %s", which, id, json, msg, want)
+				}
+			}
+		}
+	}
+	t.Logf("%d responses compared", n)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2"
 	"github.com/modelcontextprotocol/go-sdk/internal/mcpgodebug"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // nowrapinvalidparams is a compatibility parameter that restores the previous
@@ -769,10 +770,58 @@ func decodeMetaValue[T any](m map[string]any, key string) (T, bool) {
 		return v, true
 	}
 	var v T
-	if err := remarshal(raw, &v); err != nil {
+	if err := remarshalMeta(raw, &v); err != nil {
 		return zero, false
 	}
 	return v, true
+}
+
+// remarshalMeta is remarshal for a value of a decoded _meta (toolsvc
+// patch). Such a value is a tree of maps, slices, strings, float64s,
+// bools and nils, as the JSON decoder produced it; segmentio's encoder
+// writes that tree as encoding/json does (the same escapes, the same
+// replacement of invalid UTF-8, the same float64 formats), so the decode
+// that follows reads the same values, without encoding/json's reflection
+// and its sorting of every map's keys (a decode into a struct or a map
+// does not depend on the order of distinct keys). Anything else (a value
+// set in process) goes through remarshal.
+func remarshalMeta(from, to any) error {
+	if !genericJSON(from, 0) {
+		return remarshal(from, to)
+	}
+	data, err := segjson.Append(nil, from, 0)
+	if err != nil {
+		return err
+	}
+	return internaljson.Unmarshal(data, to)
+}
+
+// genericJSON reports whether v is a tree of the values a JSON decoder
+// produces for an any, at most 64 levels deep (deeper ones go through
+// remarshal).
+func genericJSON(v any, depth int) bool {
+	if depth > 64 {
+		return false
+	}
+	switch v := v.(type) {
+	case nil, string, float64, bool:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !genericJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range v {
+			if !genericJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func serverRequestFor[P Params](s *ServerSession, p P) *ServerRequest[P] {

@@ -54,6 +54,35 @@ func extractName(method string, params json.RawMessage) (string, bool) {
 	return "", false
 }
 
+// extractCallName is extractName for a tools/call whose params the
+// transport decoded already (toolsvc patch): their name is read from
+// them, and only the arguments are decoded again, as Go values, for the
+// verdict extractName gives (it refuses arguments that do not decode as
+// Go values, such as a number beyond float64). CallToolParams and
+// CallToolParamsRaw differ in their arguments alone, and the params
+// decoded into the latter, so the decode into the former fails exactly
+// when an occurrence of "arguments" does not decode as a Go value; the
+// _meta (its client information and capabilities) is not decoded a
+// third time. false when the params were not decoded so: extractName
+// decides then.
+func extractCallName(msg *jsonrpc.Request) (string, bool) {
+	re, _ := msg.Extra.(*RequestExtra)
+	if msg.Method != "tools/call" || re == nil {
+		return "", false
+	}
+	p, ok := re.params.(*CallToolParamsRaw)
+	if !ok || p == nil {
+		return "", false
+	}
+	var args struct {
+		Arguments any `json:"arguments"`
+	}
+	if err := internaljson.Unmarshal(msg.Params, &args); err != nil {
+		return "", false // extractName fails too, and says so
+	}
+	return p.Name, true
+}
+
 // headerSchemaProperty captures the fields needed for x-mcp-header processing.
 type headerSchemaProperty struct {
 	Type       string                          `json:"type"`
@@ -409,7 +438,10 @@ func validateMcpHeaders(header http.Header, msg jsonrpc.Message, toolLookup func
 				return fmt.Errorf("missing required Mcp-Name header for method %q", msg.Method)
 			}
 			var ok bool
-			nameInBody, ok = extractName(msg.Method, msg.Params)
+			nameInBody, ok = extractCallName(msg)
+			if !ok {
+				nameInBody, ok = extractName(msg.Method, msg.Params)
+			}
 			if !ok {
 				return fmt.Errorf("failed to extract name from parameters for method %q", msg.Method)
 			}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	internaljson "github.com/modelcontextprotocol/go-sdk/internal/json"
 )
@@ -76,6 +77,10 @@ type Response struct {
 	// Extra is additional information that does not appear on the wire. It can be
 	// used to pass information from the underlying transport to the application.
 	Extra any
+
+	// encoded is Result as NewResponse encoded it (toolsvc patch): compact
+	// JSON, which EncodeMessage writes as it is while Result is still it.
+	encoded json.RawMessage
 }
 
 // StringID creates a new string request identifier.
@@ -117,7 +122,7 @@ func (msg *Request) marshal(to *wireCombined) {
 // supplied. If err is set result may be ignored.
 func NewResponse(id ID, result any, rerr error) (*Response, error) {
 	r, merr := marshalToRaw(result)
-	return &Response{ID: id, Result: r, Error: rerr}, merr
+	return &Response{ID: id, Result: r, Error: rerr, encoded: r}, merr
 }
 
 func (msg *Response) marshal(to *wireCombined) {
@@ -146,6 +151,9 @@ func toWireError(err error) *WireError {
 }
 
 func EncodeMessage(msg Message) ([]byte, error) {
+	if data, ok := encodeResult(msg); ok {
+		return data, nil
+	}
 	wire := wireCombined{VersionTag: wireVersion}
 	msg.marshal(&wire)
 	data, err := jsonMarshal(&wire)
@@ -153,6 +161,29 @@ func EncodeMessage(msg Message) ([]byte, error) {
 		return nil, fmt.Errorf("marshaling jsonrpc message: %w", err)
 	}
 	return data, nil
+}
+
+// encodeResult encodes a successful response to a call of a number ID
+// whose result NewResponse encoded (toolsvc patch): the bytes encoding/json
+// writes for it (the keys in wireCombined's order, the result as it is:
+// encoding/json would only compact it, and jsonMarshal's output is compact
+// already), without passing the result through encoding/json once more,
+// which scans and copies it whole. false for anything else.
+func encodeResult(msg Message) ([]byte, bool) {
+	r, ok := msg.(*Response)
+	if !ok || r.Error != nil || len(r.Result) == 0 || len(r.encoded) != len(r.Result) || &r.encoded[0] != &r.Result[0] {
+		return nil, false
+	}
+	n, ok := r.ID.value.(int64)
+	if !ok {
+		return nil, false
+	}
+	b := make([]byte, 0, len(r.Result)+len(`{"jsonrpc":"2.0","id":,"result":}`)+20)
+	b = append(b, `{"jsonrpc":"`+wireVersion+`","id":`...)
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, `,"result":`...)
+	b = append(b, r.Result...)
+	return append(b, '}'), true
 }
 
 // EncodeIndent is like EncodeMessage, but honors indents.
