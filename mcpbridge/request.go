@@ -70,8 +70,10 @@ func (b *Bridge) request(ctx context.Context, u *upstream, label requestLabel, d
 	defer func() { done() }() // the held session, which a retry replaces
 	u.inflight.Add(1)
 	defer u.inflight.Add(-1)
-	b.work.callBegan() // a refresh storm yields to it (refreshwork.go)
-	defer b.work.callEnded()
+	if ctx.Value(backgroundPollKey{}) == nil {
+		b.work.callBegan() // a refresh storm yields to it (refreshwork.go)
+		defer b.work.callEnded()
+	}
 	for try := 0; ; try++ {
 		// With its own deadline the request's context is this request's
 		// alone: the session's death cancels it directly, with no context
@@ -115,6 +117,13 @@ func withSameDeadline(base, old context.Context) (context.Context, context.Cance
 // requestLabel names a request in logs and errors: the method, and for a
 // tools/call the tool (`call "echo"`). It is formatted only when a log line
 // or an error needs it, never for a request that succeeds.
+// backgroundPollKey marks a request the replica makes on its own schedule
+// (a watched task's poll, PollTask): no caller waits on its answer, so a
+// refresh storm's turns do not rest for it (refreshwork.go). A poll every
+// 50 ms would otherwise count as calls being made for as long as a task is
+// watched, and stretch every storm to its rest budget.
+type backgroundPollKey struct{}
+
 type requestLabel struct {
 	method string
 	tool   string // quoted after method when set

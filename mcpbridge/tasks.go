@@ -307,6 +307,7 @@ func (b *Bridge) TaskResult(ctx context.Context, ref TaskRef, input *Interaction
 // own failure. A 2026-07-28 task costs one request (tasks/get carries the
 // outcome), a 2025-11-25 one a second (tasks/result) once it has ended.
 func (b *Bridge) PollTask(ctx context.Context, ref TaskRef) (_ *Task, end *TaskEnd, _ error) {
+	ctx = context.WithValue(ctx, backgroundPollKey{}, true) // no storm rests for it (request.go)
 	t, w, err := b.getTask(ctx, ref)
 	if err != nil || !t.Status.Terminal() || t.Status == TaskCancelled {
 		return t, nil, err
