@@ -41,6 +41,11 @@ type Feedback struct {
 	// soft-max (2: weights exp(cos/0.05)), or the mean of the whole's and
 	// the best sentence's (3).
 	Sentences int
+	// SentencesLexical ranks such a query lexically by its best sentence
+	// too: a tool's lexical side the highest of the whole query's and
+	// each sentence's score, each over its own best (every posting
+	// scored, once per sentence).
+	SentencesLexical bool
 	// Latin weighs the lexical side of the hybrid score by 1 + Latin in a
 	// query with letters of another script than Latin: what it matches
 	// lexically is the ASCII it carries (identifiers, names, numbers),
@@ -271,4 +276,36 @@ func nonLatin(text string) bool {
 	return strings.IndexFunc(text, func(r rune) bool {
 		return unicode.IsLetter(r) && !unicode.Is(unicode.Latin, r)
 	}) >= 0
+}
+
+// scoreSentences leaves in sc, as finishAll does for fuse, each document
+// matching the whole query or one of its sentences (sc.parts) with the
+// highest of its scores there over that part's best, and sc.best 1.
+func (ix *Index[T]) scoreSentences(sc *scratch, avg *[NumFields]float64, keep func(T) bool) {
+	if sc.partLex == nil {
+		sc.partLex, sc.partState = map[uint32]float64{}, map[uint32]uint8{}
+	}
+	clear(sc.partLex)
+	clear(sc.partState)
+	for i, terms := range sc.parts {
+		boost := ix.instructionBoost(terms, sc.boost)
+		if boost != nil {
+			sc.boost = boost
+		}
+		ix.scoreAll(sc, terms, avg)
+		ix.finishAll(sc, boost, sc.partWords[i], keep)
+		for _, id := range sc.touched {
+			sc.partState[id] = sc.state[id]
+			if sc.state[id] == stateKept && sc.best > 0 {
+				sc.partLex[id] = max(sc.partLex[id], sc.score[id]/sc.best)
+			}
+		}
+		sc.reset()
+	}
+	for id, st := range sc.partState {
+		sc.touched = append(sc.touched, id)
+		sc.state[id] = st
+		sc.score[id] = sc.partLex[id]
+	}
+	sc.best = 1
 }

@@ -85,7 +85,7 @@ func TestFeedbackSeesOnlyKept(t *testing.T) {
 func TestFeedbackDeterministic(t *testing.T) {
 	docs := synthetic(400, 2)
 	o := Defaults()
-	o.Feedback = Feedback{Docs: 3, Vector: 0.5, Terms: 5, TermWeight: 0.2, DenseTerms: 5, DenseTermWeight: 0.1, Sentences: 2, Latin: 1}
+	o.Feedback = Feedback{Docs: 3, Vector: 0.5, Terms: 5, TermWeight: 0.2, DenseTerms: 5, DenseTermWeight: 0.1, Sentences: 2, SentencesLexical: true, Latin: 1}
 	ex := o
 	ex.Exhaustive = true
 	a, b := New[string](&o), New[string](&ex)
@@ -104,6 +104,12 @@ func TestFeedbackDeterministic(t *testing.T) {
 			ha, hb := a.Search(q, k, nil), b.Search(q, k, nil)
 			if len(ha) == 0 || !slices.Equal(ha, hb) {
 				t.Errorf("Search(%q, %d): %v, another order and exhaustive %v", q, k, ha, hb)
+			}
+			half := func(v string) bool { return hashKey(v)%2 == 0 }
+			for _, h := range a.Search(q, k, half) {
+				if !half(h.Value) {
+					t.Errorf("Search(%q, %d) with a filter returned %s, which it refuses", q, k, h.Key)
+				}
 			}
 		}
 	}

@@ -616,6 +616,12 @@ type scratch struct {
 	// lexBoost: fuse weighs the lexical side by 1 + lexBoost
 	// (Feedback.Latin).
 	lexBoost float64
+	// parts are the terms of the whole query and of each of its
+	// sentences, partWords their words (Feedback.SentencesLexical).
+	parts     [][]queryTerm
+	partWords []int
+	partLex   map[uint32]float64
+	partState map[uint32]uint8
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -669,7 +675,19 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 	if dense && fb.DenseTerms > 0 {
 		terms = ix.denseExpand(terms, &qv)
 	}
-	sc.lexBoost = 0
+	sc.lexBoost, sc.parts, sc.partWords = 0, sc.parts[:0], sc.partWords[:0]
+	if dense && fb.SentencesLexical {
+		if ss := sentences(query); len(ss) > 1 {
+			sc.parts = append(sc.parts, terms)
+			sc.partWords = append(sc.partWords, words)
+			for _, s := range ss[:min(len(ss), maxSentences)] {
+				if t, w := ix.parseQuery(s); len(t) > 0 {
+					sc.parts = append(sc.parts, t)
+					sc.partWords = append(sc.partWords, w)
+				}
+			}
+		}
+	}
 	if fb.Latin > 0 && nonLatin(query) {
 		sc.lexBoost = fb.Latin
 	}
@@ -725,6 +743,10 @@ func (ix *Index[T]) rank(sc *scratch, terms []queryTerm, words int, qv *qvec, se
 		sc.state = make([]uint8, len(ix.docs))
 	}
 	defer sc.reset()
+	if dense && len(sc.parts) > 1 {
+		ix.scoreSentences(sc, &avg, keep)
+		return ix.fuse(sc, qv, sents, cut, k, keep)
+	}
 	if ix.opts.Exhaustive || !prunable(&ix.opts) {
 		ix.scoreAll(sc, terms, &avg)
 		if dense {

@@ -58,6 +58,7 @@ var (
 	denseTerms = flag.Int("dense-terms", 0, "dense query expansion: the query vector's nearest vocabulary words added as lexical terms (Feedback.DenseTerms)")
 	denseTermW = flag.Float64("dense-term-weight", 0.1, "dense query expansion: those terms' weight (Feedback.DenseTermWeight)")
 	sentMode   = flag.Int("sentences", 0, "a query of several sentences: the dense cosine the max (1), soft-max (2) or whole-and-best mean (3) over its sentences (Feedback.Sentences)")
+	sentLex    = flag.Bool("sentences-lexical", false, "a query of several sentences: its lexical side too the best of the whole's and each sentence's (Feedback.SentencesLexical)")
 	latinW     = flag.Float64("latin", 0, "a query with non-Latin letters: its lexical side weighted by 1 + this (Feedback.Latin)")
 	against    = flag.String("against", "", "compare the hybrid's top-5 hits with those a -hits run wrote (the same -split and -public): queries won and lost, the sign test, and the verdict by docs/search.md's rule")
 )
@@ -203,7 +204,7 @@ func flagOptions() toolsearch.Options {
 		o.Coverage = *coverage
 	}
 	o.Feedback = toolsearch.Feedback{Docs: *fbDocs, Vector: *fbVector, Terms: *fbTerms, TermWeight: *fbTermW,
-		DenseTerms: *denseTerms, DenseTermWeight: *denseTermW, Sentences: *sentMode, Latin: *latinW}
+		DenseTerms: *denseTerms, DenseTermWeight: *denseTermW, Sentences: *sentMode, SentencesLexical: *sentLex, Latin: *latinW}
 	return o
 }
 
