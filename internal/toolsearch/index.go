@@ -675,6 +675,7 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 	if dense && fb.DenseTerms > 0 {
 		terms = ix.denseExpand(terms, &qv)
 	}
+	clear(sc.parts[:cap(sc.parts)]) // the last search's terms, not kept alive by the pool
 	sc.lexBoost, sc.parts, sc.partWords = 0, sc.parts[:0], sc.partWords[:0]
 	if dense && fb.SentencesLexical {
 		if ss := sentences(query); len(ss) > 1 {

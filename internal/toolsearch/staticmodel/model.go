@@ -50,9 +50,10 @@ type Model struct {
 	tokens int
 	// rows are the tokens by row, and words the rows of whole-word
 	// tokens (no "##" piece, letters only, three bytes or more) with
-	// their vectors' norms: Nearest's (built on its first use).
-	rows      []string
+	// their vectors' norms: Nearest's, built on its first use (a search
+	// with the defaults never calls it).
 	wordsOnce sync.Once
+	rows      []string
 	words     []wordRow
 }
 
@@ -80,7 +81,7 @@ func parse(b []byte) (*Model, error) {
 	if dims != Dims {
 		return nil, errors.New("staticmodel: model has the wrong number of dimensions")
 	}
-	m := &Model{vocab: make(map[string]int32, n), tokens: n, rows: make([]string, 0, n)}
+	m := &Model{vocab: make(map[string]int32, n), tokens: n}
 	for i := range n {
 		if len(b) < 2 {
 			return nil, errors.New("staticmodel: truncated vocabulary")
@@ -89,9 +90,7 @@ func parse(b []byte) (*Model, error) {
 		if len(b) < 2+l {
 			return nil, errors.New("staticmodel: truncated vocabulary")
 		}
-		tok := string(b[2 : 2+l])
-		m.vocab[tok] = int32(i)
-		m.rows = append(m.rows, tok)
+		m.vocab[string(b[2:2+l])] = int32(i)
 		b = b[2+l:]
 	}
 	if len(b) != n*4+n*Dims {
@@ -360,6 +359,10 @@ func splitCase(word string, emit func(string)) {
 // few milliseconds per call.
 func (m *Model) Nearest(v *[Dims]float32, n int) (toks []string, cos []float32) {
 	m.wordsOnce.Do(func() {
+		m.rows = make([]string, m.tokens)
+		for t, row := range m.vocab {
+			m.rows[row] = t
+		}
 		for row, t := range m.rows {
 			if len(t) < 3 || strings.HasPrefix(t, "##") || strings.IndexFunc(t, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0 {
 				continue
