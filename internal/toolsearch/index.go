@@ -105,6 +105,10 @@ type Options struct {
 	// the same results, bit for bit, slower; the reference the pruned
 	// evaluation is tested and measured against.
 	Exhaustive bool
+	// Feedback is the query-side feedback and expansion (feedback.go):
+	// measured on the eval's tune splits and off by default
+	// (docs/search.md, "Query-side feedback and expansion").
+	Feedback Feedback
 }
 
 // Defaults are the options tuned on the retrieval eval (docs/search.md).
@@ -609,6 +613,15 @@ type scratch struct {
 	// best is the highest final lexical score keep accepted (finishAll's
 	// or prune's), fuse's norm.
 	best float64
+	// lexBoost: fuse weighs the lexical side by 1 + lexBoost
+	// (Feedback.Latin).
+	lexBoost float64
+	// parts are the terms of the whole query and of each of its
+	// sentences, partWords their words (Feedback.SentencesLexical).
+	parts     [][]queryTerm
+	partWords []int
+	partLex   map[uint32]float64
+	partState map[uint32]uint8
 }
 
 // Search returns the k best documents for query among those keep accepts
@@ -654,6 +667,55 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 		sc = &scratch{}
 	}
 	defer ix.scratch.Put(sc)
+	fb := &ix.opts.Feedback
+	var sents []qvec
+	if dense && fb.Sentences > 0 {
+		sents = ix.embedSentences(query)
+	}
+	if dense && fb.DenseTerms > 0 {
+		terms = ix.denseExpand(terms, &qv)
+	}
+	clear(sc.parts[:cap(sc.parts)]) // the last search's terms, not kept alive by the pool
+	sc.lexBoost, sc.parts, sc.partWords = 0, sc.parts[:0], sc.partWords[:0]
+	if dense && fb.SentencesLexical {
+		if ss := sentences(query); len(ss) > 1 {
+			sc.parts = append(sc.parts, terms)
+			sc.partWords = append(sc.partWords, words)
+			for _, s := range ss[:min(len(ss), maxSentences)] {
+				if t, w := ix.parseQuery(s); len(t) > 0 {
+					sc.parts = append(sc.parts, t)
+					sc.partWords = append(sc.partWords, w)
+				}
+			}
+		}
+	}
+	if fb.Latin > 0 && nonLatin(query) {
+		sc.lexBoost = fb.Latin
+	}
+	if !dense || !fb.feeds() {
+		return ix.rank(sc, terms, words, &qv, sents, dense, k, keep), lexicalStage
+	}
+	// Pseudo-relevance feedback: a first ranking's best (only tools keep
+	// accepts: nothing the principal cannot see shapes its results) move
+	// the query, which is ranked again.
+	first := ix.rank(sc, terms, words, &qv, sents, dense, max(k, fb.Docs), keep)
+	if len(first) == 0 {
+		return nil, false
+	}
+	top := first[:min(len(first), fb.Docs)]
+	if fb.Vector > 0 {
+		qv = ix.rocchio(&qv, top)
+	}
+	if fb.Terms > 0 {
+		terms = ix.feedbackTerms(terms, top)
+	}
+	hits = ix.rank(sc, terms, words, &qv, sents, dense, k, keep)
+	return hits, false
+}
+
+// rank is one evaluation of the query's terms (and, dense, of its vector
+// qv) into the k best hits keep accepts. ix.mu is held (read).
+func (ix *Index[T]) rank(sc *scratch, terms []queryTerm, words int, qv *qvec, sents []qvec, dense bool, k int, keep func(T) bool) []Hit[T] {
 	if len(sc.score) < len(ix.docs) {
 		sc.score = make([]float64, len(ix.docs))
 		sc.matched = make([]uint64, len(ix.docs))
@@ -676,32 +738,36 @@ func (ix *Index[T]) SearchStaged(query string, k int, keep func(T) bool) (hits [
 		if len(sc.dist) < nd {
 			sc.dist = make([]uint16, nd)
 		}
-		cut, sc.near = ix.dense.nearBySigns(&qv, sc.dist[:nd], sc.near[:0])
+		cut, sc.near = ix.dense.nearBySigns(qv, sc.dist[:nd], sc.near[:0])
 	}
 	if len(sc.state) < len(ix.docs) {
 		sc.state = make([]uint8, len(ix.docs))
 	}
 	defer sc.reset()
+	if dense && len(sc.parts) > 1 {
+		ix.scoreSentences(sc, &avg, keep)
+		return ix.fuse(sc, qv, sents, cut, k, keep)
+	}
 	if ix.opts.Exhaustive || !prunable(&ix.opts) {
 		ix.scoreAll(sc, terms, &avg)
 		if dense {
 			ix.finishAll(sc, boost, words, keep)
-			return ix.fuse(sc, &qv, cut, k, keep), false
+			return ix.fuse(sc, qv, sents, cut, k, keep)
 		}
-		return ix.selectAll(sc, boost, words, k, keep), lexicalStage
+		return ix.selectAll(sc, boost, words, k, keep)
 	}
 	if dense {
 		if _, ok := ix.prune(sc, terms, words, boost, &avg, denseCandidates, keep, true, sc.near); !ok {
 			ix.scoreAll(sc, terms, &avg)
 			ix.finishAll(sc, boost, words, keep)
 		}
-		return ix.fuse(sc, &qv, cut, k, keep), false
+		return ix.fuse(sc, qv, sents, cut, k, keep)
 	}
 	if hits, ok := ix.prune(sc, terms, words, boost, &avg, k, keep, false, nil); ok {
-		return hits, lexicalStage
+		return hits
 	}
 	ix.scoreAll(sc, terms, &avg)
-	return ix.selectAll(sc, boost, words, k, keep), lexicalStage
+	return ix.selectAll(sc, boost, words, k, keep)
 }
 
 // contribution is a term's BM25F score in one document: wIdf (the query
@@ -756,7 +822,7 @@ func (ix *Index[T]) scoreAll(sc *scratch, terms []queryTerm, avg *[NumFields]flo
 func (ix *Index[T]) finish(raw float64, server uint32, matched uint64, boost []float64, words int) float64 {
 	s := raw + boostOf(boost, server)
 	if o := &ix.opts; o.Coverage > 0 && words > 0 {
-		s *= 1 + o.Coverage*float64(bits.OnesCount64(matched))/float64(words)
+		s *= 1 + o.Coverage*float64(bits.OnesCount64(matched&queryWordsMask))/float64(words)
 	}
 	return s
 }
@@ -833,7 +899,7 @@ func (h *hitHeap[T]) sorted() []Hit[T] {
 // neither side's candidates cannot enter the results, and the hits are
 // ordered by (score, key), a total order, so the visiting order does not
 // change them.
-func (ix *Index[T]) fuse(sc *scratch, qv *qvec, cut uint16, k int, keep func(T) bool) []Hit[T] {
+func (ix *Index[T]) fuse(sc *scratch, qv *qvec, sents []qvec, cut uint16, k int, keep func(T) bool) []Hit[T] {
 	o := &ix.opts
 	nd := len(ix.dense.scale)
 	best := sc.best
@@ -859,7 +925,11 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, cut uint16, k int, keep func(T) 
 	}
 	cosine := func(id uint32) float64 {
 		if int(id) < nd {
-			return ix.dense.cosine(id, qv)
+			c := ix.dense.cosine(id, qv)
+			if len(sents) > 0 {
+				c = ix.opts.Feedback.sentenceCosine(&ix.dense, id, c, sents)
+			}
+			return c
 		}
 		return 0
 	}
@@ -875,6 +945,9 @@ func (ix *Index[T]) fuse(sc *scratch, qv *qvec, cut uint16, k int, keep func(T) 
 		lex := 0.0
 		if best > 0 {
 			lex = sc.score[id] / best
+		}
+		if sc.lexBoost > 0 {
+			lex *= 1 + sc.lexBoost
 		}
 		if o.NameCover > 0 {
 			lex += o.NameCover * ix.nameCover(id, sc.inName[id])

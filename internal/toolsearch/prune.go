@@ -354,7 +354,7 @@ func (ix *Index[T]) prune(sc *scratch, terms []queryTerm, words int, boost []flo
 	// sum to at most sum (its boost included) and whose words are matched.
 	bound := func(sum float64, matched uint64) float64 {
 		if covered {
-			sum *= 1 + o.Coverage*float64(bits.OnesCount64(matched))/float64(words)
+			sum *= 1 + o.Coverage*float64(bits.OnesCount64(matched&queryWordsMask))/float64(words)
 		}
 		return sum * (1 + boundSlack)
 	}

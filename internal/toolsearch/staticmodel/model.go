@@ -48,6 +48,18 @@ type Model struct {
 	scale  []float32        // row → scale of its int8 vector
 	vecs   []int8           // row*Dims … : the quantised vectors
 	tokens int
+	// rows are the tokens by row, and words the rows of whole-word
+	// tokens (no "##" piece, letters only, three bytes or more) with
+	// their vectors' norms: Nearest's, built on its first use (a search
+	// with the defaults never calls it).
+	wordsOnce sync.Once
+	rows      []string
+	words     []wordRow
+}
+
+type wordRow struct {
+	row  int32
+	norm float32
 }
 
 var load = sync.OnceValues(func() (*Model, error) { return parse(modelBin) })
@@ -339,4 +351,59 @@ func splitCase(word string, emit func(string)) {
 		prev2, prev = prev, r
 	}
 	emit(word[start:])
+}
+
+// Nearest returns the n whole-word tokens of the vocabulary whose vectors
+// have the highest cosine with v (unit length), best first (equal ones
+// by token), each with its cosine: every word's vector is compared, a
+// few milliseconds per call.
+func (m *Model) Nearest(v *[Dims]float32, n int) (toks []string, cos []float32) {
+	m.wordsOnce.Do(func() {
+		m.rows = make([]string, m.tokens)
+		for t, row := range m.vocab {
+			m.rows[row] = t
+		}
+		for row, t := range m.rows {
+			if len(t) < 3 || strings.HasPrefix(t, "##") || strings.IndexFunc(t, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0 {
+				continue
+			}
+			var s float64
+			for _, x := range m.vecs[row*Dims : row*Dims+Dims] {
+				s += float64(x) * float64(x)
+			}
+			if s > 0 {
+				m.words = append(m.words, wordRow{int32(row), float32(math.Sqrt(s))})
+			}
+		}
+	})
+	type cand struct {
+		row int32
+		c   float32
+	}
+	best := make([]cand, 0, n+1)
+	for _, w := range m.words {
+		vec := m.vecs[int(w.row)*Dims : int(w.row)*Dims+Dims]
+		var d float32
+		for i, x := range vec {
+			d += float32(x) * v[i]
+		}
+		c := d / w.norm
+		if len(best) == n && c <= best[n-1].c {
+			continue
+		}
+		i := len(best)
+		best = append(best, cand{w.row, c})
+		for ; i > 0 && (best[i-1].c < c || best[i-1].c == c && m.rows[best[i-1].row] > m.rows[w.row]); i-- {
+			best[i] = best[i-1]
+		}
+		best[i] = cand{w.row, c}
+		if len(best) > n {
+			best = best[:n]
+		}
+	}
+	for _, b := range best {
+		toks = append(toks, m.rows[b.row])
+		cos = append(cos, b.c)
+	}
+	return toks, cos
 }

@@ -83,3 +83,27 @@ func TestEmbedReadsBoundedWords(t *testing.T) {
 		t.Error("Embed(…, 0): screenshot not embedded")
 	}
 }
+
+// TestNearest: a one-token word's vector is nearest to itself, the words
+// returned are whole vocabulary words (no "##" pieces), best first.
+func TestNearest(t *testing.T) {
+	m := mustLoad(t)
+	for _, w := range []string{"weather", "music", "city"} {
+		if toks := m.Tokenize(w); len(toks) != 1 {
+			t.Fatalf("%q is not one token: %q", w, toks)
+		}
+		v, ok := m.Embed(w, 0)
+		if !ok {
+			t.Fatalf("%q has no vector", w)
+		}
+		toks, c := m.Nearest(&v, 10)
+		if len(toks) != 10 || toks[0] != w {
+			t.Errorf("Nearest(%q) = %q, want %q first of 10", w, toks, w)
+		}
+		for i, tok := range toks {
+			if strings.HasPrefix(tok, "##") || (i > 0 && c[i] > c[i-1]) {
+				t.Errorf("Nearest(%q) = %q %v: a piece, or out of order", w, toks, c)
+			}
+		}
+	}
+}

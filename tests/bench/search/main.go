@@ -51,6 +51,15 @@ var (
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the index measurements (-sizes) to this file")
 	misses     = flag.String("misses", "", "print the hybrid's misses (no expected tool in the top 5) of the queries of this kind (\"all\": every kind); only with -split tune")
 	hitsOut    = flag.String("hits", "", "write which queries the hybrid has an expected tool for in its top 5 to this file (JSON, corpus/id → bool): a run with another model.bin compares against it with -against")
+	fbDocs     = flag.Int("fb-docs", 0, "pseudo-relevance feedback: the first ranking's best hits that feed back (toolsearch.Feedback.Docs; 0: none)")
+	fbVector   = flag.Float64("fb-vector", 0, "feedback: weight of their mean vector added to the query's (Feedback.Vector)")
+	fbTerms    = flag.Int("fb-terms", 0, "feedback: how many of their terms join the lexical query (Feedback.Terms)")
+	fbTermW    = flag.Float64("fb-term-weight", 0.2, "feedback: those terms' weight (Feedback.TermWeight)")
+	denseTerms = flag.Int("dense-terms", 0, "dense query expansion: the query vector's nearest vocabulary words added as lexical terms (Feedback.DenseTerms)")
+	denseTermW = flag.Float64("dense-term-weight", 0.1, "dense query expansion: those terms' weight (Feedback.DenseTermWeight)")
+	sentMode   = flag.Int("sentences", 0, "a query of several sentences: the dense cosine the max (1), soft-max (2) or whole-and-best mean (3) over its sentences (Feedback.Sentences)")
+	sentLex    = flag.Bool("sentences-lexical", false, "a query of several sentences: its lexical side too the best of the whole's and each sentence's (Feedback.SentencesLexical)")
+	latinW     = flag.Float64("latin", 0, "a query with non-Latin letters: its lexical side weighted by 1 + this (Feedback.Latin)")
 	against    = flag.String("against", "", "compare the hybrid's top-5 hits with those a -hits run wrote (the same -split and -public): queries won and lost, the sign test, and the verdict by docs/search.md's rule")
 )
 
@@ -194,6 +203,8 @@ func flagOptions() toolsearch.Options {
 	if *coverage >= 0 {
 		o.Coverage = *coverage
 	}
+	o.Feedback = toolsearch.Feedback{Docs: *fbDocs, Vector: *fbVector, Terms: *fbTerms, TermWeight: *fbTermW,
+		DenseTerms: *denseTerms, DenseTermWeight: *denseTermW, Sentences: *sentMode, SentencesLexical: *sentLex, Latin: *latinW}
 	return o
 }
 
