@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
@@ -166,8 +165,7 @@ func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, [
 	var unary []grpc.UnaryServerInterceptor
 	stream := []grpc.StreamServerInterceptor{directSends}
 	if o.Registry != nil {
-		m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
-			grpcprom.WithHistogramBuckets([]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60})))
+		m := newGRPCMetrics() // go-grpc-middleware's families, children cached (grpcmetrics.go)
 		o.Registry.MustRegister(m)
 		unary = append(unary, m.UnaryServerInterceptor())
 		stream = append(stream, m.StreamServerInterceptor())
