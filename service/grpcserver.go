@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
@@ -100,8 +99,9 @@ type Wire struct {
 var readiness sync.Map // *health.Server → []string
 
 // NewGRPCServer builds the gRPC server for svc: keepalive, message limits,
-// reflection, health (readiness and liveness), and the interceptor chain
-// from go-grpc-middleware: metrics → logging → recovery (a panic below it
+// reflection, health (readiness and liveness), and the interceptor chain:
+// metrics (grpcmetrics.go) → the finished-call log (calllog.go) →
+// go-grpc-middleware's recovery (a panic below it
 // becomes INTERNAL, still logged and counted) → auth (health and
 // reflection exempt) → the extra (call) interceptors → requests the codec
 // could not decode answered INVALID_ARGUMENT (ServerOptions). Outermost,
@@ -166,19 +166,14 @@ func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, [
 	var unary []grpc.UnaryServerInterceptor
 	stream := []grpc.StreamServerInterceptor{directSends}
 	if o.Registry != nil {
-		m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram(
-			grpcprom.WithHistogramBuckets([]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60})))
+		m := newGRPCMetrics() // go-grpc-middleware's families, children cached (grpcmetrics.go)
 		o.Registry.MustRegister(m)
 		unary = append(unary, m.UnaryServerInterceptor())
 		stream = append(stream, m.StreamServerInterceptor())
 		svc.grpcMetrics = m
 	}
-	logOpts := []logging.Option{
-		logging.WithLogOnEvents(logging.FinishCall),
-		logging.WithLevels(codeToLevel),
-	}
 	unary = append(unary, finishedCallLog(log))
-	stream = append(stream, logging.StreamServerInterceptor(interceptorLogger(log), logOpts...))
+	stream = append(stream, finishedStreamLog(log))
 	// Recovery right inside logging: a panic anywhere below (auth, the call
 	// observer, a handler) becomes INTERNAL, is logged with its stack, and
 	// is still counted and logged as a finished call.
@@ -199,10 +194,11 @@ func (o GRPCOptions) interceptors(svc *Server) ([]grpc.UnaryServerInterceptor, [
 }
 
 // Long-lived server streams and the per-message interceptors. The metrics
-// and logging interceptors wrap every stream so that each SendMsg reports
-// (go-grpc-middleware's monitoredServerStream: two clock reads per
-// wrapper, a Prometheus counter looked up by its labels and incremented,
-// the logging reporter's check). For a WatchCatalog stream that is paid
+// interceptor wraps every stream so that each SendMsg is counted (it was
+// go-grpc-middleware's monitoredServerStream, twice, for metrics and for
+// logging: two clock reads per wrapper, a Prometheus counter looked up by
+// its labels and incremented, the logging reporter's check; now one
+// wrapper and a cached counter). For a WatchCatalog stream that was paid
 // once per watcher for every revision: about 1 µs per message, 10 ms of CPU
 // for one change to 10,000 watchers (docs/benchmarks.md, "Watch"), for a
 // per-message counter nobody reads per watch. So the chain
@@ -348,11 +344,4 @@ func codeToLevel(c codes.Code) logging.Level {
 		return logging.LevelWarn
 	}
 	return logging.LevelError
-}
-
-// interceptorLogger adapts slog to go-grpc-middleware's logging.
-func interceptorLogger(l *slog.Logger) logging.Logger {
-	return logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
-		l.Log(ctx, slog.Level(lvl), msg, fields...)
-	})
 }

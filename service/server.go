@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -75,7 +74,7 @@ type Server struct {
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
 
-	grpcMetrics *grpcprom.ServerMetrics // set by NewGRPCServer
+	grpcMetrics *grpcMetrics // set by NewGRPCServer
 	watch       watchCounters
 	hub         watchHub
 	watchSends  sync.WaitGroup // every watch message in flight (watch_send.go)

@@ -66,6 +66,10 @@ type compiledSchema struct {
 	// object without properties), so below the top level a key may be a
 	// caller's name, not a parameter: only the top level is checked.
 	freeForm bool
+	// quick, when the schema has only the keywords it checks, accepts
+	// arguments jsonschema-go would accept without running it
+	// (fastvalidate.go); nil otherwise.
+	quick *quickShape
 }
 
 // schemaCache compiles each distinct inputSchema once, keyed by the
@@ -139,7 +143,7 @@ func compileSchema(schema map[string]any) *compiledSchema {
 	if err != nil {
 		return &compiledSchema{problem: fmt.Sprintf("inputSchema cannot be evaluated safely: %v", err)}
 	}
-	cs := &compiledSchema{resolved: r, cost: cost}
+	cs := &compiledSchema{resolved: r, cost: cost, quick: newQuickShape(r.Schema(), 0)}
 	for _, n := range g.nodes { // every subschema: nested, $ref'd, under allOf/anyOf/…
 		if takesKeysAsData(n.s) {
 			cs.freeForm = true
@@ -462,6 +466,9 @@ func (cs *compiledSchema) validate(field string, args map[string]any) *Error {
 	}
 	if vs := cs.caseVariants(field, args); len(vs) > 0 {
 		return InvalidArguments(vs...)
+	}
+	if cs.quick != nil && cs.quick.accepts(args) {
+		return nil // jsonschema-go's verdict too (fastvalidate.go)
 	}
 	err := cs.resolved.Validate(args)
 	if err == nil {
