@@ -1,17 +1,13 @@
 package service
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	toolsvcv1 "github.com/toolsvc/toolsvc/gen/toolsvc/v1"
 )
@@ -26,16 +22,7 @@ func TestStopWaitsForWatchHandlers(t *testing.T) {
 	f := newWatchFixture(t, nil, map[string][]string{"a": {"t0"}})
 	gs := grpc.NewServer(f.svc.ServerOptions()...)
 	f.svc.Register(gs)
-	lis := bufconn.Listen(1 << 20)
-	served := make(chan struct{})
-	go func() { defer close(served); _ = gs.Serve(lis) }()
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := serveBufconn(t, gs) // its cleanup stops gs again: a no-op
 	client := toolsvcv1.NewToolServiceClient(conn)
 	ctx := ctxT(t)
 	const streams = 8
@@ -90,7 +77,6 @@ func TestStopWaitsForWatchHandlers(t *testing.T) {
 	f.svc.Wait()
 	close(stop)
 	churn.Wait()
-	<-served
 	if running > 0 {
 		t.Fatalf("%d WatchCatalog handlers still running after Stop returned; Wait could race their pumps", running)
 	}
