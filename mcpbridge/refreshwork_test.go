@@ -824,13 +824,7 @@ func TestRefreshStormYieldsToCalls(t *testing.T) {
 	mu.Lock()
 	recording = true
 	mu.Unlock()
-	for _, srv := range sdk { // the storm: every upstream's list changes at once
-		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
-	}
-	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1)+1 })
+	stormRelist(t, b, sdk, tools)
 	mu.Lock()
 	recording = false
 	got := slices.Clone(events)
@@ -1043,73 +1037,22 @@ func TestRefreshStormYieldsToSequentialCalls(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { workTurnHook = nil }) // after the bridge's Close
-	var servers []ServerConfig
-	var sdk []*mcp.Server
-	for i := range n {
-		srv := relistPinServer(tools, false)
-		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
-		sdk = append(sdk, srv)
-	}
-	quiet := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
-	quiet.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-		})
-	quietURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return quiet }, nil))
-	servers = append(servers, ServerConfig{Name: "q", Transport: TransportStreamableHTTP, URL: quietURL, PingInterval: -1})
-	b := newTestBridge(t, servers...)
-	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools+1 })
+	b, sdk := newStormBridge(t, n, tools)
 
 	// The caller: one call after another, with a pause of 10 ms between
 	// them (the caller's side of each: gRPC, the client), so that a call
 	// is in flight a fraction of the time and a turn (tens of ms for 100
 	// tools under -race) still sees one begin.
-	stop := make(chan struct{})
-	calls := make(chan int, 1)
-	callErr := make(chan error, 1)
-	go func() {
-		done := 0
-		defer func() { calls <- done }()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			res, err := b.CallTool(t.Context(), "q__echo", map[string]any{}, nil)
-			if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "ok") {
-				err = fmt.Errorf("answer %+v", res)
-			}
-			if err != nil {
-				callErr <- err
-				return
-			}
-			done++
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	stopCalls := startSequentialCalls(t, b, 10*time.Millisecond)
 	mu.Lock()
 	recording = true
 	mu.Unlock()
-	for _, srv := range sdk { // the storm: every upstream's list changes at once
-		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
-	}
-	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1)+1 })
+	stormRelist(t, b, sdk, tools)
 	mu.Lock()
 	recording = false
 	got := slices.Clone(events)
 	mu.Unlock()
-	close(stop)
-	done := <-calls
-	select {
-	case err := <-callErr:
-		t.Fatalf("a call during the storm: %v", err)
-	default:
-	}
+	done := stopCalls()
 	if done == 0 {
 		t.Fatal("no call completed during the storm")
 	}
@@ -1273,71 +1216,20 @@ func TestRefreshStormRestsBetweenSparseCalls(t *testing.T) {
 		mu.Unlock()
 		workRestHook = nil
 	})
-	var servers []ServerConfig
-	var sdk []*mcp.Server
-	for i := range n {
-		srv := relistPinServer(tools, false)
-		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
-		sdk = append(sdk, srv)
-	}
-	quiet := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
-	quiet.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
-		})
-	quietURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return quiet }, nil))
-	servers = append(servers, ServerConfig{Name: "q", Transport: TransportStreamableHTTP, URL: quietURL, PingInterval: -1})
-	b := newTestBridge(t, servers...)
-	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools+1 })
+	b, sdk := newStormBridge(t, n, tools)
 
-	stop := make(chan struct{})
-	calls := make(chan int, 1)
-	callErr := make(chan error, 1)
-	go func() {
-		done := 0
-		defer func() { calls <- done }()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			res, err := b.CallTool(t.Context(), "q__echo", map[string]any{}, nil)
-			if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "ok") {
-				err = fmt.Errorf("answer %+v", res)
-			}
-			if err != nil {
-				callErr <- err
-				return
-			}
-			done++
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	stopCalls := startSequentialCalls(t, b, 20*time.Millisecond)
 	// The caller's first calls are made before the storm.
 	eventually(t, "the caller's first calls", func() bool { return b.work.begun.Load() >= 3 })
 	mu.Lock()
 	recording = true
 	mu.Unlock()
-	for _, srv := range sdk { // the storm: every upstream's list changes at once
-		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return &mcp.CallToolResult{}, nil
-			})
-	}
-	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == n*(tools+1)+1 })
+	stormRelist(t, b, sdk, tools)
 	mu.Lock()
 	recording = false
 	g, r, d := given, rested, restedDuration
 	mu.Unlock()
-	close(stop)
-	done := <-calls
-	select {
-	case err := <-callErr:
-		t.Fatalf("a call: %v", err)
-	default:
-	}
+	done := stopCalls()
 	if done == 0 {
 		t.Fatal("no call completed")
 	}
@@ -1383,4 +1275,85 @@ func TestBackgroundPollIsNoCall(t *testing.T) {
 	if got := b.work.begun.Load(); got != before+1 {
 		t.Fatalf("a caller's request counted as %d calls begun, want 1", got-before)
 	}
+}
+
+// newStormBridge is a bridge over n real go-sdk HTTP upstreams of tools
+// tools each (s00, s01, …; their servers in sdk) and a quiet one, q, whose
+// echo answers "ok", once every tool is listed.
+func newStormBridge(t *testing.T, n, tools int) (b *Bridge, sdk []*mcp.Server) {
+	t.Helper()
+	var servers []ServerConfig
+	for i := range n {
+		srv := relistPinServer(tools, false)
+		url := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		servers = append(servers, ServerConfig{Name: fmt.Sprintf("s%02d", i), Transport: TransportStreamableHTTP, URL: url, PingInterval: -1})
+		sdk = append(sdk, srv)
+	}
+	quiet := mcp.NewServer(&mcp.Implementation{Name: "quiet", Version: "1"}, nil)
+	quiet.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	quietURL := serveHTTP(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return quiet }, nil))
+	servers = append(servers, ServerConfig{Name: "q", Transport: TransportStreamableHTTP, URL: quietURL, PingInterval: -1})
+	b = newTestBridge(t, servers...)
+	waitFor(t, b, "every upstream's tools", func(s *Snapshot) bool { return len(s.Tools) == n*tools+1 })
+	return b, sdk
+}
+
+// startSequentialCalls calls q__echo one call after another, pausing
+// between them, until the function it returns stops it; that function
+// fails the test if a call failed, and says how many completed.
+func startSequentialCalls(t *testing.T, b *Bridge, pause time.Duration) (stop func() int) {
+	t.Helper()
+	quit := make(chan struct{})
+	calls := make(chan int, 1)
+	callErr := make(chan error, 1)
+	go func() {
+		done := 0
+		defer func() { calls <- done }()
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			res, err := b.CallTool(t.Context(), "q__echo", map[string]any{}, nil)
+			if err == nil && (len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "ok") {
+				err = fmt.Errorf("answer %+v", res)
+			}
+			if err != nil {
+				callErr <- err
+				return
+			}
+			done++
+			time.Sleep(pause)
+		}
+	}()
+	return func() int {
+		t.Helper()
+		close(quit)
+		done := <-calls
+		select {
+		case err := <-callErr:
+			t.Fatalf("a call during the storm: %v", err)
+		default:
+		}
+		return done
+	}
+}
+
+// stormRelist changes every upstream's list at once (a tool added to each)
+// and waits until all are re-listed (tools each before, and one more
+// tool, of another upstream, beside them).
+func stormRelist(t *testing.T, b *Bridge, sdk []*mcp.Server, tools int) {
+	t.Helper()
+	for _, srv := range sdk {
+		srv.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+	}
+	want := len(sdk)*(tools+1) + 1
+	waitFor(t, b, "every upstream re-listed", func(s *Snapshot) bool { return len(s.Tools) == want })
 }
