@@ -26,9 +26,11 @@ type schemaProp struct {
 
 // paramHeaders are the Mcp-Param-* headers of a tools/call (its params)
 // of the tool with schema (nil if none). Nothing is decoded for a schema
-// without the annotation.
+// without the annotation: one that has neither its bytes nor a \u escape,
+// which could spell them ("x-mcp-h\u0065ader" is the same key to the
+// server, which then asks for the header).
 func paramHeaders(schema, params json.RawMessage) map[string]string {
-	if len(schema) == 0 || !bytes.Contains(schema, []byte("x-mcp-header")) {
+	if len(schema) == 0 || !bytes.Contains(schema, []byte("x-mcp-header")) && !bytes.Contains(schema, []byte(`\u`)) {
 		return nil
 	}
 	var s schemaProp

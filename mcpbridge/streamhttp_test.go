@@ -216,6 +216,10 @@ func TestStreamableParamHeaders(t *testing.T) {
 	srv.AddTool(&mcp.Tool{Name: "where", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
 	})
+	escaped := json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-h\u0065ader":"Region"}}}`)
+	srv.AddTool(&mcp.Tool{Name: "escaped", InputSchema: escaped}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
 	url := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get("Mcp-Param-Region"); v != "" {
@@ -232,10 +236,15 @@ func TestStreamableParamHeaders(t *testing.T) {
 			t.Fatalf("CallTool(region %q) = %v, %v; want the call through", region, res, err)
 		}
 	}
+	// The key spelled with an escape is the same key to every JSON reader.
+	res, err := b.CallTool(t.Context(), "web__escaped", map[string]any{"region": "us-east-2"}, nil)
+	if err != nil || res.IsError {
+		t.Fatalf("CallTool(escaped) = %v, %v; want the call through", res, err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(seen) != 2 || seen[0] != "eu-west-1" || !strings.HasPrefix(seen[1], "=?base64?") {
-		t.Errorf("Mcp-Param-Region headers %q, want the plain value and a Base64 one", seen)
+	if len(seen) != 3 || seen[0] != "eu-west-1" || !strings.HasPrefix(seen[1], "=?base64?") || seen[2] != "us-east-2" {
+		t.Errorf("Mcp-Param-Region headers %q, want the plain value, a Base64 one and the escaped key's", seen)
 	}
 }
 
